@@ -1,0 +1,329 @@
+"""The YAML run config: load, override, validate, resolve paths.
+
+`load_config(path, overrides)` returns a `RunConfig` or raises `ConfigError`
+before any work starts. Every problem is reported with the file, the line
+(when the key is in the file), the dotted key path and what was expected.
+Unknown keys are refused. Relative paths in the file resolve against the
+file's folder, so a config works from any current directory; relative paths
+given with `--set` resolve against the current directory, where the user
+typed them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pipeline import registry
+from pipeline.errors import ConfigError
+
+__all__ = [
+    "BudgetConfig",
+    "CacheConfig",
+    "DatasetConfig",
+    "JudgeConfig",
+    "LimitsConfig",
+    "RunConfig",
+    "RunSection",
+    "apply_overrides",
+    "config_hash",
+    "load_config",
+]
+
+# Keys holding filesystem paths: resolved against the config's folder.
+_PATH_KEYS = {("dataset", "path"), ("dataset", "tasks"), ("cache", "dir"), ("run", "dir")}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    """Where the cases come from.
+
+    `format` names an input adapter (`native`, `tau-bench`, …); `tasks` is the
+    companion tasks file that some formats need; `options` are passed to the
+    adapter; `limit` keeps only the first N records (handy for smoke runs).
+    """
+
+    path: Path
+    format: str = "native"
+    tasks: Path | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    limit: int | None = Field(default=None, ge=1)
+
+
+class JudgeConfig(_Strict):
+    """The LLM judge endpoint. The API key is read from the environment variable `api_key_env`."""
+
+    provider: Literal["simulator", "openai", "anthropic"] = "simulator"
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+
+class LimitsConfig(_Strict):
+    """Judge rate limits: requests/min, tokens/min, requests in flight."""
+
+    rpm: int = Field(default=3000, ge=1)
+    tpm: int = Field(default=1_000_000, ge=1)
+    max_in_flight: int = Field(default=64, ge=1)
+
+
+class BudgetConfig(_Strict):
+    """Hard caps on judge spending for one run (tokens, US dollars)."""
+
+    max_judge_tokens: int | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class CacheConfig(_Strict):
+    """Where the content-addressed judge cache lives."""
+
+    dir: Path = Path(".tracejudge/cache")
+
+
+class RunSection(_Strict):
+    """The run directory and the pipeline's own knobs.
+
+    `queue_size` bounds every inter-stage stream (cases in flight per hop);
+    `workers` sizes the CPU stages' pools; `trials` runs each case N times.
+    """
+
+    dir: Path = Path("runs/default")
+    workers: int = Field(default=1, ge=1, le=256)
+    queue_size: int = Field(default=64, ge=1, le=100_000)
+    trials: int = Field(default=1, ge=1)
+    flush_every: int = Field(default=64, ge=1)
+
+
+class RunConfig(_Strict):
+    """A whole run, as written in YAML (see configs/demo.yaml).
+
+    `metrics` are metric specs (`{type: ToolCalls, name: ..., ...}`); each is
+    validated against its metric's parameter model when the config loads.
+    """
+
+    dataset: DatasetConfig
+    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    judge: JudgeConfig | None = None
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    run: RunSection = Field(default_factory=RunSection)
+
+    @model_validator(mode="after")
+    def _metric_names_unique(self) -> RunConfig:
+        seen: set[str] = set()
+        for spec in self.metrics:
+            name = spec.get("name") or spec.get("type")
+            if name in seen:
+                raise ValueError(f"two metrics are named {name!r}; give one a distinct `name`")
+            seen.add(str(name))
+        return self
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _line_index(text: str) -> dict[tuple[str, ...], int]:
+    """Map every key path of a YAML document to its 1-based line."""
+    index: dict[tuple[str, ...], int] = {}
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return index
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*path, str(key.value))
+                index[sub] = key.start_mark.line + 1
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                sub = (*path, str(i))
+                index[sub] = item.start_mark.line + 1
+                walk(item, sub)
+
+    walk(root, ())
+    return index
+
+
+def _locate(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    for n in range(len(path), 0, -1):
+        if path[:n] in lines:
+            return lines[path[:n]]
+    return None
+
+
+def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: set[tuple[str, ...]]) -> str:
+    key = tuple(str(p) for p in loc)
+    dotted = ".".join(key) or "(top level)"
+    if any(key[: len(o)] == o for o in overridden):
+        return f"--set {dotted}: {msg}"
+    line = _locate(key, lines)
+    where = f"{source}:{line}" if line else source
+    return f"{where}: {dotted}: {msg}"
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
+    parts = dotted.split(".")
+    node: Any = data
+    for i, part in enumerate(parts[:-1]):
+        nxt = parts[i + 1]
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {dotted}: {'.'.join(parts[: i + 1])} is not an index of the list")
+            node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: {'.'.join(parts[:i])} is not a mapping")
+        if part not in node or node[part] is None:
+            node[part] = [] if nxt.isdigit() else {}
+        node = node[part]
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) > len(node):
+            raise ConfigError(f"--set {dotted}: {last!r} is not an index of the list")
+        if int(last) == len(node):
+            node.append(value)
+        else:
+            node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"--set {dotted}: {'.'.join(parts[:-1])} is not a mapping")
+    return tuple(parts)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> set[tuple[str, ...]]:
+    """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
+
+    Returns the key paths that were overridden. Raises `ConfigError` for an
+    override without `=` or one that walks into a non-mapping.
+    """
+    touched: set[tuple[str, ...]] = set()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+        dotted, raw = item.split("=", 1)
+        dotted = dotted.strip()
+        if not dotted:
+            raise ConfigError(f"--set {item!r}: empty key path")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {dotted}: value {raw!r} is not valid YAML: {exc}") from None
+        key = _set_path(data, dotted, value)
+        if key in _PATH_KEYS and isinstance(value, str) and value:
+            _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
+        touched.add(key)
+    return touched
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    for section, key in _PATH_KEYS:
+        block = data.get(section)
+        if isinstance(block, dict) and isinstance(block.get(key), str) and block[key]:
+            p = Path(block[key]).expanduser()
+            block[key] = str(p if p.is_absolute() else (base / p).resolve())
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None) -> RunConfig:
+    """Read, override, validate and resolve a YAML run config.
+
+    Args:
+        path: the YAML file.
+        overrides: `["dotted.key=value", ...]` from `--set`.
+        cwd: folder that relative override paths resolve against (default: process cwd).
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML, unknown keys, wrong types,
+            unknown format or metric type, missing dataset files. The message
+            names file, line, key path and what was expected.
+    """
+    cfg_path = Path(path)
+    source = str(path)
+    try:
+        text = cfg_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read config: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
+    lines = _line_index(text)
+    _resolve_paths(data, cfg_path.resolve().parent)
+    touched = apply_overrides(data, overrides or [], cwd or Path.cwd())
+    return validate_config(data, source=source, lines=lines, overridden=touched)
+
+
+def validate_config(
+    data: dict[str, Any],
+    *,
+    source: str = "<config>",
+    lines: dict[tuple[str, ...], int] | None = None,
+    overridden: set[tuple[str, ...]] | None = None,
+    check_files: bool = True,
+) -> RunConfig:
+    """Validate an already-parsed config mapping (paths already absolute).
+
+    Raises `ConfigError` listing every problem found.
+    """
+    lines = lines or {}
+    overridden = overridden or set()
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
+        raise ConfigError("\n".join(problems)) from None
+
+    problems: list[str] = []
+    if config.dataset.format not in registry.formats():
+        known = ", ".join(sorted(registry.formats()))
+        problems.append(
+            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; expected one of: {known}", lines, overridden)
+        )
+    for i, spec in enumerate(config.metrics):
+        try:
+            registry.build_metric(spec)
+        except registry.SpecError as exc:
+            problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
+    if check_files:
+        for key in ("path", "tasks"):
+            p = getattr(config.dataset, key)
+            if p is not None and not p.exists():
+                problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return config
+
+
+def _explain(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    if err["type"] == "missing":
+        return "required key is missing"
+    got = err.get("input")
+    shown = json.dumps(got, default=str)[:80] if not isinstance(got, dict) else "a mapping"
+    return f"{err['msg']} (got {shown})"
+
+
+def config_hash(config: RunConfig) -> str:
+    """sha256 of the config's canonical JSON (sorted keys): what the manifest records."""
+    payload = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()

@@ -1,0 +1,34 @@
+"""structlog set-up: readable lines on a terminal, JSON lines otherwise."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+__all__ = ["configure", "get_logger"]
+
+
+def configure(level: str = "info") -> None:
+    """Configure structlog for the CLI; logs go to stderr so stdout stays for data."""
+    renderer: structlog.typing.Processor
+    if sys.stderr.isatty():
+        renderer = structlog.dev.ConsoleRenderer(colors=True)
+    else:
+        renderer = structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper(), logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def get_logger(name: str = "tracejudge") -> structlog.typing.FilteringBoundLogger:
+    """A bound logger carrying `logger=name`."""
+    return structlog.get_logger().bind(logger=name)

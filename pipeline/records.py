@@ -1,0 +1,249 @@
+"""The records every stage speaks: cases in, results out.
+
+A `Case` is one line of native JSONL (see DESIGN.md, "Records"); its `trace`
+is the normalized `Trace` that every metric and judge sees, whatever format
+the input came in. A `CaseResult` is one line of `RUN_DIR/results.jsonl`.
+
+All models are pydantic v2. Input models ignore nothing silently: unknown
+keys on a `Case` are refused so that a typo in a hand-written dataset
+(`expected_tool_call`) is an `invalid_input`, not a metric that quietly
+scores against nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "ErrorInfo",
+    "ExpectedToolCall",
+    "JudgeInfo",
+    "Passage",
+    "Score",
+    "Status",
+    "Step",
+    "ToolCall",
+    "Trace",
+    "Usage",
+    "decode_arguments",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def decode_arguments(value: Any) -> tuple[Any, bool]:
+    """Normalize tool-call arguments to a mapping.
+
+    Providers send arguments either as a mapping or as a JSON string
+    (OpenAI's `function.arguments`). Returns `(arguments, ok)`:
+
+    - a mapping is returned as is, `ok=True`;
+    - `None` or an empty/blank string becomes `{}`, `ok=True`;
+    - a string holding a JSON object is decoded, `ok=True`;
+    - anything else (undecodable text, a JSON array or scalar) is returned
+      unchanged with `ok=False`, so callers can keep it raw and flag it.
+    """
+    if isinstance(value, dict):
+        return value, True
+    if value is None:
+        return {}, True
+    if isinstance(value, str):
+        if not value.strip():
+            return {}, True
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value, False
+        if isinstance(decoded, dict):
+            return decoded, True
+        return value, False
+    return value, False
+
+
+class ToolCall(_Strict):
+    """One tool call the agent made, with what it returned.
+
+    `arguments` is a mapping after validation: a JSON-string payload is
+    decoded. When the string is not a JSON object it is kept raw in
+    `arguments` and `arguments_invalid` is set; such arguments compare
+    unequal to any mapping. A call with a non-null `error` is a *failed*
+    call (the tool raised, or the provider flagged the result as an error).
+    """
+
+    id: str | None = None
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments_invalid: bool = False
+    result: Any = None
+    error: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _decode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "arguments" in data and not isinstance(data["arguments"], dict):
+            decoded, ok = decode_arguments(data["arguments"])
+            data = {**data, "arguments": decoded if ok else str(data["arguments"])}
+            if not ok:
+                data["arguments_invalid"] = True
+        return data
+
+    @property
+    def failed(self) -> bool:
+        """True when the call ended in an error."""
+        return self.error is not None
+
+
+class Step(_Strict):
+    """One agent step: an optional thought, the calls it made, optional output text."""
+
+    thought: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    output: str | None = None
+
+
+class Usage(_Strict):
+    """What the recorded run consumed. Tokens are counts, `cost_usd` dollars, `latency_s` seconds."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    requests: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+
+
+class Passage(_Strict):
+    """A passage the agent's retrieval surfaced, in the order it came."""
+
+    id: str | None = None
+    content: str = ""
+    score: float | None = None
+    source: str | None = None
+
+
+class Trace(_Strict):
+    """The normalized record of what an agent did.
+
+    `steps` are in the order they happened. `output` is the final answer the
+    user saw. `usage` is the run's own consumption (not the judge's).
+    """
+
+    steps: list[Step] = Field(default_factory=list)
+    output: str | None = None
+    usage: Usage | None = None
+    retrieved: list[Passage] = Field(default_factory=list)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call of the trace, in order, failed ones included."""
+        return [call for step in self.steps for call in step.tool_calls]
+
+
+class ExpectedToolCall(_Strict):
+    """A call the case expects. `arguments=None` means "match on the name alone"."""
+
+    name: str
+    arguments: dict[str, Any] | None = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        if value is None or isinstance(value, dict):
+            return value
+        decoded, ok = decode_arguments(value)
+        if not ok:
+            raise ValueError("expected arguments must be a JSON object or a mapping")
+        return decoded
+
+
+class Case(_Strict):
+    """One evaluation case (one line of native JSONL).
+
+    `trace` is absent when a live target produces it. `metrics` are extra
+    metric specs applied to this case only (same shape as the config's).
+    `expected_tool_calls=None` means "no expectation" (tool-call metrics
+    report `value: null`), while `[]` means "expects no call".
+    """
+
+    id: str
+    input: Any = None
+    expected_output: Any = None
+    expected_tool_calls: list[ExpectedToolCall] | None = None
+    expected_passages: list[str] | None = None
+    context: Any = None
+    turns: list[Any] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    trace: Trace | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+
+class Status(str, Enum):
+    """How a (case, trial) ended. Only `ok` results enter means and pass rates."""
+
+    ok = "ok"
+    target_error = "target_error"
+    invalid_input = "invalid_input"
+    judge_error = "judge_error"
+    skipped_budget = "skipped_budget"
+
+
+class JudgeInfo(BaseModel):
+    """Provenance of a judge verdict: model, cache hit, tokens spent."""
+
+    model: str
+    cached: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Score(BaseModel):
+    """One metric's verdict on one case.
+
+    `value` is in [0, 1] (or `None` when the metric could not be computed;
+    the `reason` then says why). `passed` applies the metric's threshold.
+    `details` is machine-readable support for the reason.
+    """
+
+    value: float | None
+    passed: bool | None = None
+    reason: str = ""
+    details: dict[str, Any] | None = None
+    judge: JudgeInfo | None = None
+
+
+class ErrorInfo(BaseModel):
+    """Why a case could not be scored: the kind, a message, and where it came from."""
+
+    kind: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    field: str | None = None
+
+
+class CaseResult(BaseModel):
+    """One line of `results.jsonl`: a (case, trial) with its scores."""
+
+    case_id: str
+    trial: int = 0
+    status: Status = Status.ok
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    scores: dict[str, Score] = Field(default_factory=dict)
+    error: ErrorInfo | None = None
+    duration_s: float = 0.0
+

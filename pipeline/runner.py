@@ -1,0 +1,266 @@
+"""The staged pipeline: load → (target) → extract → score → (judge) → aggregate.
+
+Each stage is a pool of anyio tasks; consecutive stages are joined by a
+bounded memory object stream (`run.queue_size`), so a slow stage holds back
+the ones before it and memory stays flat however many cases stream through.
+Stages that are not configured are not started: their neighbours are joined
+directly. The runner wires stages by the names in the config; it never names
+a metric or a format itself.
+
+Every finished (case, trial) is appended to `results.jsonl` as it arrives
+and folded into the aggregate; `summary.json` is written atomically at the
+end (and on interruption). Re-running on the same run directory skips the
+(case, trial) pairs already there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from pipeline import registry, store
+from pipeline.config import RunConfig
+from pipeline.records import Case, CaseResult, ErrorInfo, Status
+from pipeline.version import __version__
+
+__all__ = ["RunOutcome", "manifest_for", "run"]
+
+
+@dataclass
+class RunOutcome:
+    """What a run (or one segment of a resumed run) did."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    new_results: int
+    skipped_finished: int
+    interrupted: bool
+
+
+@dataclass(slots=True)
+class _Work:
+    case: Case
+    trial: int
+    started: float
+
+
+def _config_payload(config: RunConfig) -> dict[str, Any]:
+    # Settings that change how fast a run goes, where it writes, or how much it may
+    # spend do not change its answers, so they do not block a resume.
+    return config.model_dump(
+        mode="json",
+        exclude={"run": {"dir", "workers", "queue_size", "flush_every"}, "limits": True, "budget": True, "cache": True},
+    )
+
+
+def manifest_for(config: RunConfig) -> dict[str, Any]:
+    """The manifest a run directory records for `config`."""
+    payload = _config_payload(config)
+    digest = store.hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return {
+        "tracejudge_version": __version__,
+        "config_hash": digest,
+        "dataset_fingerprint": store.dataset_fingerprint(config.dataset.path, config.dataset.tasks),
+        "config": config.model_dump(mode="json"),
+    }
+
+
+def _check_manifest(run_dir: Path, manifest: dict[str, Any], force: bool) -> None:
+    old = store.read_manifest(run_dir)
+    if old is None or force:
+        return
+    changed = []
+    if old.get("config_hash") != manifest["config_hash"]:
+        changed.append("the config (metrics, dataset or trials) differs from the one the run was started with")
+    if old.get("dataset_fingerprint") != manifest["dataset_fingerprint"]:
+        changed.append("the dataset files changed since the run was started")
+    if changed:
+        raise store.ManifestMismatch(f"{run_dir}: cannot resume: " + "; ".join(changed) + ". Use --force to resume anyway, or another run directory.")
+
+
+async def run(
+    config: RunConfig,
+    *,
+    run_dir: Path | None = None,
+    force: bool = False,
+    stop: anyio.Event | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> RunOutcome:
+    """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`).
+
+    Args:
+        stop: when set, no new case is taken; cases in flight finish and are written.
+        on_result: called with each new result (progress display).
+
+    Raises:
+        store.LockedError: another process holds the run directory.
+        store.ManifestMismatch: the directory holds a run of another config or dataset.
+    """
+    from stages.aggregate import Aggregator
+    from stages.extract import extract_record
+    from stages.score import score_case
+
+    run_dir = Path(run_dir or config.run.dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = store.RunLock(run_dir)
+    lock.acquire()
+    try:
+        fmt = registry.format_for(config.dataset.format)
+        metrics = [registry.build_metric(spec) for spec in config.metrics]
+        manifest = manifest_for(config)
+        _check_manifest(run_dir, manifest, force)
+        store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
+
+        results_path = run_dir / store.RESULTS
+        store.repair_tail(results_path)
+        agg = Aggregator([m.key for m in metrics])
+        done: set[tuple[str, int]] = set()
+        for line in store.iter_result_lines(results_path):
+            try:
+                old = CaseResult.model_validate_json(line)
+            except ValueError:
+                continue
+            done.add((old.case_id, old.trial))
+            agg.fold(old)
+
+        ctx = fmt.prepare(config.dataset)
+        stop = stop or anyio.Event()
+        trials = config.run.trials
+        q = config.run.queue_size
+        writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
+        counters = {"new": 0, "skipped": 0}
+        seen: dict[str, str] = {}
+        started = time.perf_counter()
+
+        raw_send, raw_recv = anyio.create_memory_object_stream[Any](q)
+        work_send, work_recv = anyio.create_memory_object_stream[_Work](q)
+        res_send, res_recv = anyio.create_memory_object_stream[CaseResult](q)
+
+        async def load(send: MemoryObjectSendStream[Any]) -> None:
+            async with send:
+                for raw in fmt.read(config.dataset):
+                    if stop.is_set():
+                        return
+                    await send.send(raw)
+
+        async def extract(recv: MemoryObjectReceiveStream[Any], send: MemoryObjectSendStream[_Work], out: MemoryObjectSendStream[CaseResult]) -> None:
+            async with recv, send, out:
+                async for raw in recv:
+                    t0 = time.perf_counter()
+                    got = extract_record(raw, fmt, ctx)
+                    if not isinstance(got, Case):
+                        cid, err = got
+                        if (cid, 0) in done:
+                            counters["skipped"] += 1
+                            continue
+                        done.add((cid, 0))
+                        await out.send(CaseResult(case_id=cid, status=Status.invalid_input, error=err, duration_s=time.perf_counter() - t0))
+                        continue
+                    where = f"{raw.file}:{raw.line}"
+                    first = seen.setdefault(got.id, where)
+                    if first != where:
+                        cid = f"{got.id}@{where}"
+                        if (cid, 0) not in done:
+                            done.add((cid, 0))
+                            err = ErrorInfo(kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})", file=raw.file, line=raw.line, field="id")
+                            await out.send(CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err))
+                        continue
+                    for trial in range(trials):
+                        if (got.id, trial) in done:
+                            counters["skipped"] += 1
+                            continue
+                        await send.send(_Work(got, trial, t0))
+
+        async def score(recv: MemoryObjectReceiveStream[_Work], out: MemoryObjectSendStream[CaseResult]) -> None:
+            async with recv, out:
+                async for work in recv:
+                    case = work.case
+                    if case.trace is None:
+                        result = CaseResult(
+                            case_id=case.id, trial=work.trial, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
+                            error=ErrorInfo(kind="invalid_input", message="case has no trace and no target is configured to produce one", field="trace"),
+                        )
+                    else:
+                        try:
+                            case_metrics = _merge_case_metrics(metrics, case.metrics) if case.metrics else metrics
+                        except registry.SpecError as exc:
+                            case_metrics = None
+                            result = CaseResult(
+                                case_id=case.id, trial=work.trial, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
+                                error=ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc))),
+                            )
+                        if case_metrics is not None:
+                            result = CaseResult(
+                                case_id=case.id, trial=work.trial, tags=case.tags, metadata=case.metadata,
+                                scores=score_case(case, case_metrics),
+                            )
+                    result.duration_s = round(time.perf_counter() - work.started, 6)
+                    await out.send(result)
+
+        async def sink(recv: MemoryObjectReceiveStream[CaseResult]) -> None:
+            async with recv:
+                async for result in recv:
+                    writer.add(result.model_dump_json())
+                    agg.fold(result)
+                    counters["new"] += 1
+                    if on_result is not None:
+                        on_result(result)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(load, raw_send)
+                for _ in range(config.run.workers):
+                    tg.start_soon(extract, raw_recv.clone(), work_send.clone(), res_send.clone())
+                    tg.start_soon(score, work_recv.clone(), res_send.clone())
+                raw_recv.close()
+                work_send.close()
+                work_recv.close()
+                res_send.close()
+                tg.start_soon(sink, res_recv)
+        finally:
+            writer.close()
+            elapsed = time.perf_counter() - started
+            summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set())
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set())
+    finally:
+        lock.release()
+
+
+def _merge_case_metrics(run_metrics: list[Any], specs: list[dict[str, Any]]) -> list[Any]:
+    # Case-level metrics add to the run's; one with the same key replaces the run's for this case.
+    extra = []
+    for i, spec in enumerate(specs):
+        try:
+            extra.append(registry.build_metric(spec))
+        except registry.SpecError as exc:
+            raise registry.SpecError((i, *exc.loc), exc.msg) from None
+    keys = {m.key for m in extra}
+    return [m for m in run_metrics if m.key not in keys] + extra
+
+
+def _write_summary(run_dir: Path, agg: Any, manifest: dict[str, Any], elapsed: float, interrupted: bool) -> dict[str, Any]:
+    old_elapsed = 0.0
+    prev = run_dir / "summary.json"
+    if prev.exists():
+        try:
+            old_elapsed = float(json.loads(prev.read_text()).get("elapsed_s_total", 0.0))
+        except (ValueError, TypeError):
+            old_elapsed = 0.0
+    summary = {
+        "tracejudge_version": manifest["tracejudge_version"],
+        "config_hash": manifest["config_hash"],
+        "complete": not interrupted,
+        "elapsed_s_segment": round(elapsed, 3),
+        "elapsed_s_total": round(old_elapsed + elapsed, 3),
+        **agg.summary(),
+        "judge": {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+    }
+    store.atomic_write_text(prev, json.dumps(summary, indent=2) + "\n")
+    return summary

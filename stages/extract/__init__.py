@@ -1,0 +1,68 @@
+"""Stage `extract`: turn one raw record into a normalized `Case`.
+
+Each input format is a small pure adapter (`adapt(raw, ctx) -> Case`) plus a
+reader that streams raw records. `extract_record` wraps any adapter so that
+whatever goes wrong with one record becomes an `ErrorInfo` naming the file,
+line and field — never an exception that stops the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipeline.records import Case, ErrorInfo
+from pipeline.registry import Format
+from stages.extract import native, tau_bench  # noqa: F401  (registers formats)
+from stages.load import RawRecord
+
+__all__ = ["AdapterError", "extract_record", "raw_case_id"]
+
+
+class AdapterError(ValueError):
+    """An adapter cannot read a record; `field` names the offending key path."""
+
+    def __init__(self, message: str, field: str | None = None, case_id: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.case_id = case_id
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def raw_case_id(raw: RawRecord) -> str:
+    """The id an unreadable record is reported under: its own id if it has one, else `file:line`."""
+    payload = raw.payload
+    if isinstance(payload, dict) and isinstance(payload.get("id"), (str, int)):
+        return str(payload["id"])
+    return f"{raw.file}:{raw.line}"
+
+
+def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, ErrorInfo]:
+    """Adapt one raw record; on failure return `(case_id, ErrorInfo)` instead of raising."""
+    if raw.error is not None:
+        return raw_case_id(raw), ErrorInfo(kind="invalid_input", message=raw.error, file=raw.file, line=raw.line)
+    try:
+        return fmt.adapt(raw.payload, ctx)
+    except AdapterError as exc:
+        cid = exc.case_id or raw_case_id(raw)
+        return cid, ErrorInfo(kind="invalid_input", message=str(exc), file=raw.file, line=raw.line, field=exc.field)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = _loc(first["loc"])
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        msg = f"{field}: {first['msg']}{more}" if field else f"{first['msg']}{more}"
+        cid = raw_case_id(raw)
+        if isinstance(raw.payload, (bytes, str)):
+            cid = native.peek_id(raw.payload) or cid
+        return cid, ErrorInfo(kind="invalid_input", message=msg, file=raw.file, line=raw.line, field=field or None)
+    except Exception as exc:  # an adapter bug must cost one case, not the run
+        return raw_case_id(raw), ErrorInfo(
+            kind="invalid_input", message=f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}", file=raw.file, line=raw.line
+        )

@@ -1,0 +1,48 @@
+"""Format `native`: one `Case` per JSONL line, exactly DESIGN.md's record shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.load import read_jsonl
+
+__all__ = ["adapt", "peek_id"]
+
+
+def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
+    """Decode one JSONL line into a `Case`.
+
+    Raises `AdapterError` for bytes that are not UTF-8 or not JSON, or a line
+    that is not an object; pydantic's `ValidationError` for a record with
+    missing or mistyped fields (the caller turns both into `invalid_input`).
+    """
+    from stages.extract import AdapterError
+
+    if isinstance(raw, dict):
+        return Case.model_validate(raw)
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise AdapterError(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise AdapterError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise AdapterError(f"expected a JSON object per line, got {type(data).__name__}")
+    return Case.model_validate(data)
+
+
+def peek_id(raw: bytes | str) -> str | None:
+    """Best-effort id of a line that failed validation, so its result keeps the user's id."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("id"), (str, int)) and not isinstance(data.get("id"), bool):
+        return str(data["id"])
+    return None
+
+
+register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt))

@@ -1,0 +1,146 @@
+"""Format `tau-bench`: τ-bench trajectory files (sierra-research/tau-bench).
+
+The dataset `path` is a trajectory file (a JSON array of runs: `task_id`,
+`trial`, `reward`, `info`, `traj`); `tasks` is the matching tasks file (a
+JSON array of `{task_index, actions, outputs, ...}`). Each run becomes one
+case:
+
+- `id` is `"{task_id}-{trial}"`; `metadata` keeps `task_id`, `trial`,
+  `reward` (the upstream reward, `0.0` when the run hit the step limit and
+  has no `reward_info`) and `source` (the last actor);
+- `input` is the user's first message; `expected_tool_calls` are the task's
+  `actions` (`{name, kwargs}` → `{name, arguments}`), taken from the tasks
+  file when given, else from the task embedded in the run;
+- every assistant message is one step: its text is the step's `thought`
+  when it also calls a tool, else the step's `output`; its tool calls have
+  their JSON-string arguments decoded and are paired with their results by
+  `tool_call_id` (a call with no result keeps `result: null`);
+- a result starting with `"Error:"` marks a failed call: that prefix is how
+  τ-bench's environment reports a tool that raised or refused
+  (`tau_bench/envs/base.py`), the format's own error flag;
+- the trace's `output` is the last assistant text; `usage.requests` counts
+  assistant messages (one model request each).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.load import read_json_array
+
+__all__ = ["adapt", "load_tasks"]
+
+
+def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
+    """Read a τ-bench tasks file into `{task_index: task}`; `None` without a path."""
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as fh:
+        tasks = json.load(fh)
+    return {int(t.get("task_index", i)): t for i, t in enumerate(tasks)}
+
+
+def _maybe_json(text: Any) -> Any:
+    if isinstance(text, str) and text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
+    """Turn one τ-bench run into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field when the run lacks `task_id` or
+    `traj`, or the task is not in the tasks file.
+    """
+    from stages.extract import AdapterError
+
+    if not isinstance(raw, dict):
+        raise AdapterError(f"expected a run object, got {type(raw).__name__}")
+    task_id = raw.get("task_id")
+    if not isinstance(task_id, int) or isinstance(task_id, bool):
+        raise AdapterError("task_id: required integer is missing or mistyped", field="task_id")
+    trial = raw.get("trial", 0)
+    case_id = f"{task_id}-{trial}"
+    traj = raw.get("traj")
+    if not isinstance(traj, list):
+        raise AdapterError("traj: required message list is missing", field="traj", case_id=case_id)
+    info = raw.get("info") or {}
+    if tasks is not None:
+        task = tasks.get(task_id)
+        if task is None:
+            raise AdapterError(f"task_id: task {task_id} is not in the tasks file", field="task_id", case_id=case_id)
+    else:
+        task = info.get("task") or {}
+    actions = task.get("actions")
+    expected = None if actions is None else [{"name": a["name"], "arguments": a.get("kwargs") or {}} for a in actions]
+
+    results: dict[str, Any] = {}
+    for msg in traj:
+        if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+            results[msg["tool_call_id"]] = msg.get("content")
+
+    steps: list[dict[str, Any]] = []
+    first_user: Any = None
+    final_output: str | None = None
+    requests = 0
+    for i, msg in enumerate(traj):
+        role = msg.get("role")
+        if role == "user" and first_user is None:
+            first_user = msg.get("content")
+        if role != "assistant":
+            continue
+        requests += 1
+        text = msg.get("content")
+        calls = []
+        for j, tc in enumerate(msg.get("tool_calls") or []):
+            fn = tc.get("function") or {}
+            if "name" not in fn:
+                raise AdapterError("tool call has no function name", field=f"traj[{i}].tool_calls[{j}].function.name", case_id=case_id)
+            content = results.get(tc.get("id"))
+            failed = isinstance(content, str) and content.startswith("Error:")
+            calls.append(
+                {
+                    "id": tc.get("id"),
+                    "name": fn["name"],
+                    "arguments": fn.get("arguments"),
+                    "result": _maybe_json(content),
+                    "error": content if failed else None,
+                }
+            )
+        if calls:
+            steps.append({"thought": text or None, "tool_calls": calls})
+        else:
+            steps.append({"output": text})
+            if text:
+                final_output = text
+
+    metadata: dict[str, Any] = {"task_id": task_id, "trial": trial, "reward": raw.get("reward")}
+    if info.get("source") is not None:
+        metadata["source"] = info["source"]
+    return Case.model_validate(
+        {
+            "id": case_id,
+            "input": first_user,
+            "expected_tool_calls": expected,
+            "tags": ["tau-bench"],
+            "metadata": metadata,
+            "trace": {"steps": steps, "output": final_output, "usage": {"requests": requests}},
+        }
+    )
+
+
+register_format(
+    Format(
+        "tau-bench",
+        read=lambda ds: read_json_array(ds.path, ds.limit),
+        adapt=adapt,
+        prepare=lambda ds: load_tasks(ds.tasks),
+    )
+)

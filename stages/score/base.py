@@ -1,0 +1,92 @@
+"""What every deterministic metric shares: parameters, naming, threshold, call selection."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.records import Case, Score, ToolCall
+
+__all__ = ["Metric", "ToolMetric", "expected_calls", "no_expectation"]
+
+
+class Metric(BaseModel):
+    """Base of all metrics: a parameter model plus `evaluate(case) -> Score`.
+
+    `name` is the key the score is stored under (defaults to the type name);
+    `threshold` turns a value into `passed` (`value >= threshold`).
+    Subclasses implement `evaluate`; they never raise for a case they cannot
+    score, they return `Score(value=None, reason=...)`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    default_threshold: ClassVar[float] = 1.0
+    name: str | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @property
+    def key(self) -> str:
+        """The name results and summaries use for this metric."""
+        return self.name or type(self).__name__
+
+    @property
+    def cutoff(self) -> float:
+        """The threshold in force (`threshold` or the metric's default)."""
+        return self.default_threshold if self.threshold is None else self.threshold
+
+    def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
+        """A `Score` with `passed` from the threshold; `value` rounded to 6 places."""
+        return Score(value=round(value, 6), passed=value >= self.cutoff - 1e-12, reason=reason, details=details)
+
+    def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class ToolMetric(Metric):
+    """A metric over tool calls, with the call filters every such metric takes.
+
+    `include_tools` / `exclude_tools` are lists of name globs (`fnmatch`,
+    case-sensitive) applied to both the expected and the actual calls: a
+    call counts when it matches some include glob (or none is given) and no
+    exclude glob. `include_failed` says whether failed calls (non-null
+    `error`) count; each metric sets its own default.
+    """
+
+    include_tools: list[str] | None = None
+    exclude_tools: list[str] = Field(default_factory=list)
+    include_failed: bool = False
+
+    def wanted(self, name: str) -> bool:
+        """Does a call of tool `name` pass the include/exclude filters?"""
+        if self.include_tools is not None and not any(fnmatchcase(name, g) for g in self.include_tools):
+            return False
+        return not any(fnmatchcase(name, g) for g in self.exclude_tools)
+
+    def actual_calls(self, case: Case) -> list[tuple[int, ToolCall]]:
+        """`(index in the trace's calls, call)` for every call that counts."""
+        assert case.trace is not None
+        return [
+            (i, c)
+            for i, c in enumerate(case.trace.tool_calls())
+            if (self.include_failed or c.error is None) and self.wanted(c.name)
+        ]
+
+
+def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | None:
+    """`(index in the case's expected list, expected call)` passing the filters; `None` if no expectation."""
+    if case.expected_tool_calls is None:
+        return None
+    return [(i, e) for i, e in enumerate(case.expected_tool_calls) if metric.wanted(e.name)]
+
+
+def no_expectation(what: str = "expected_tool_calls") -> Score:
+    """The score of a case that states no expectation for this metric."""
+    return Score(value=None, passed=None, reason=f"not computed: the case has no {what}")
+
+
+def no_trace() -> Score:
+    """The score of a case that has no trace to look at."""
+    return Score(value=None, passed=None, reason="not computed: the case has no trace")

@@ -1,0 +1,155 @@
+"""`ToolCalls`: expected calls with arguments against the actual calls.
+
+Source: cogitator evals `toolCalls()` (docs: cogitator.app/docs/evals/agents,
+"Tool Calls"): both sides are multisets, paired by a maximum matching.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pipeline.records import Case, ExpectedToolCall, Score, ToolCall
+from pipeline.registry import register_metric
+from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from stages.score.compare import first_difference, match_arguments, render_call
+from stages.score.matching import max_matching
+
+__all__ = ["ToolCalls"]
+
+
+@register_metric
+class ToolCalls(ToolMetric):
+    """Pair expected calls (name + arguments) with actual calls; score the pairing.
+
+    A pair needs equal names and, per `arguments`:
+      - `subset` (default): every expected argument is present in the call
+        and matches, extra arguments allowed (nested mappings key by key,
+        lists item by item, matchers allowed — see `stages.score.compare`);
+      - `exact`: the arguments are equal (same keys at every depth);
+      - `ignore`: names only.
+    An expected call without `arguments` matches on its name alone.
+
+    Pairing is a maximum matching: each actual call pairs with at most one
+    expected call, so `[search(q=a), search(q=a)]` called twice scores 1.0,
+    and the score does not change when the expected list is reordered. With
+    k pairs: recall = k/len(expected), precision = k/len(actual), and
+    `score` picks `f1` (default), `recall` or `precision`.
+
+    Edge cases: expected `[]` → 1.0 iff no call counts, else 0.0; expected
+    non-empty and no call → 0.0. A case without `expected_tool_calls` gets
+    `value: null` (cogitator scores it 0 with "no expected tool calls
+    provided"; we keep it out of the mean instead of counting it as a
+    failure). Failed calls count by default (`include_failed: true`), as
+    cogitator records every call of the run. Arguments that were not valid
+    JSON never match a call that expects arguments. `threshold` defaults to
+    1.0: only a full match passes.
+
+    `details`: `pairs` `[[expected_index, actual_index], …]`, `missing`
+    (expected indices) and `unexpected` (actual indices) — indices into the
+    case's expected list and into the trace's calls in order — plus
+    `precision`, `recall`, `f1`.
+    """
+
+    arguments: Literal["subset", "exact", "ignore"] = "subset"
+    score: Literal["f1", "recall", "precision"] = "f1"
+    include_failed: bool = True
+
+    def _compatible(self, exp: ExpectedToolCall, act: ToolCall) -> bool:
+        if exp.name != act.name:
+            return False
+        if self.arguments == "ignore":
+            return True
+        return match_arguments(exp.arguments, act.arguments, self.arguments)
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        expected = expected_calls(self, case)
+        if expected is None:
+            return no_expectation()
+        actual = self.actual_calls(case)
+        step_of = _step_index(case)
+
+        if not expected:
+            unexpected = [i for i, _ in actual]
+            details = {"pairs": [], "missing": [], "unexpected": unexpected, "precision": 1.0 if not actual else 0.0, "recall": 1.0, "f1": 1.0 if not actual else 0.0}
+            if not actual:
+                return self.verdict(1.0, "no call expected and none made", details)
+            listed = "; ".join(f"#{i} (step {step_of[i]}) {render_call(c.name, c.arguments)}" for i, c in actual[:5])
+            return self.verdict(0.0, f"no call expected, but {len(actual)} made: {listed}", details)
+
+        pairs_local = max_matching([e for _, e in expected], [c for _, c in actual], self._compatible)
+        k = len(pairs_local)
+        recall = k / len(expected)
+        precision = k / len(actual) if actual else 0.0
+        f1 = 0.0 if k == 0 else 2 * precision * recall / (precision + recall)
+        value = {"f1": f1, "recall": recall, "precision": precision}[self.score]
+
+        paired_e = {i for i, _ in pairs_local}
+        paired_a = {j for _, j in pairs_local}
+        missing_local = [i for i in range(len(expected)) if i not in paired_e]
+        unexpected_local = [j for j in range(len(actual)) if j not in paired_a]
+        details: dict[str, Any] = {
+            "pairs": [[expected[i][0], actual[j][0]] for i, j in pairs_local],
+            "missing": [expected[i][0] for i in missing_local],
+            "unexpected": [actual[j][0] for j in unexpected_local],
+            "precision": round(precision, 6),
+            "recall": round(recall, 6),
+            "f1": round(f1, 6),
+        }
+        parts = [
+            f"matched {k}/{len(expected)} expected and {k}/{len(actual)} actual calls "
+            f"(arguments={self.arguments}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
+        ]
+        if missing_local:
+            items = []
+            for i in missing_local[:5]:
+                idx, exp = expected[i]
+                text = f"[{idx}] {render_call(exp.name, exp.arguments)}"
+                near = self._nearest(exp, [actual[j] for j in unexpected_local])
+                if near is not None:
+                    j, diff = near
+                    text += f" (closest: call #{j}, step {step_of[j]}: {diff})"
+                items.append(text)
+            more = f" … and {len(missing_local) - 5} more" if len(missing_local) > 5 else ""
+            parts.append("missing: " + "; ".join(items) + more)
+        if unexpected_local:
+            items = [f"#{actual[j][0]} (step {step_of[actual[j][0]]}) {render_call(actual[j][1].name, actual[j][1].arguments)}" for j in unexpected_local[:5]]
+            more = f" … and {len(unexpected_local) - 5} more" if len(unexpected_local) > 5 else ""
+            parts.append("unexpected: " + "; ".join(items) + more)
+        if k < max(len(expected), len(actual)) or any(i != j for i, j in pairs_local):
+            div = self._ordered_divergence(expected, actual, step_of)
+            if div:
+                parts.append(div)
+        return self.verdict(value, "; ".join(parts), details)
+
+    def _nearest(self, exp: ExpectedToolCall, candidates: list[tuple[int, ToolCall]]) -> tuple[int, str] | None:
+        for idx, call in candidates:
+            if call.name == exp.name and self.arguments != "ignore":
+                diff = first_difference(exp.arguments, call.arguments, self.arguments)
+                if diff:
+                    return idx, diff
+        return None
+
+    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: dict[int, int]) -> str | None:
+        for pos, ((_, e), (ai, a)) in enumerate(zip(expected, actual)):
+            if not self._compatible(e, a):
+                if e.name != a.name:
+                    what = f"expected {e.name!r}, got {a.name!r}"
+                else:
+                    what = f"{e.name}: {first_difference(e.arguments, a.arguments, 'exact' if self.arguments == 'exact' else 'subset')}"
+                return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}): {what}"
+        if len(actual) < len(expected):
+            return f"in order, the calls end after #{len(actual)}; next expected {expected[len(actual)][1].name!r}"
+        return None
+
+
+def _step_index(case: Case) -> dict[int, int]:
+    out: dict[int, int] = {}
+    n = 0
+    assert case.trace is not None
+    for s, step in enumerate(case.trace.steps):
+        for _ in step.tool_calls:
+            out[n] = s
+            n += 1
+    return out

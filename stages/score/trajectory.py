@@ -1,0 +1,115 @@
+"""`TrajectoryMatch`: the ordered sequence of tool names against an expected one.
+
+Source: pydantic-evals `TrajectoryMatch` (pydantic_evals/evaluators/agentic.py),
+with cogitator's `trajectory` available as `score: min`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+from pipeline.records import Case, Score
+from pipeline.registry import register_metric
+from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+
+__all__ = ["TrajectoryMatch", "lcs_length"]
+
+
+def lcs_length(a: list[str], b: list[str]) -> int:
+    """Length of the longest common subsequence of two name lists (rolling 1-D DP)."""
+    if not a or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        curr = [0]
+        for j, y in enumerate(b, 1):
+            curr.append(prev[j - 1] + 1 if x == y else max(prev[j], curr[j - 1]))
+        prev = curr
+    return prev[-1]
+
+
+def _f1(p: float, r: float) -> float:
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+@register_metric
+class TrajectoryMatch(ToolMetric):
+    """Compare the ordered tool names the agent called with the expected ones.
+
+    `order`:
+      - `exact`: 1.0 iff the two name sequences are equal, else 0.0;
+      - `in_order` (default, as in pydantic-evals): k = LCS length;
+      - `any_order`: k = size of the multiset intersection.
+    With k, precision = k/len(actual), recall = k/len(expected), and `score`
+    picks the value: `f1` (default, pydantic-evals), `precision`, `recall`,
+    or `min` = k / max(len(actual), len(expected)) (cogitator's
+    `trajectory`). Example: expected a,b,c vs actual a,x,b in_order →
+    LCS 2, precision 2/3, recall 2/3, F1 0.667.
+
+    Edge cases: both sequences empty → 1.0 in every mode; exactly one empty
+    → 0.0. Duplicates count (`[search, search]` vs `[search]` any_order →
+    F1 0.667). Failed calls are left out unless `include_failed: true`.
+    The expected names are `expected_trajectory` when given, else the names
+    of the case's `expected_tool_calls` (no expectation → `value: null`).
+    `threshold` defaults to 1.0: only a full match passes.
+    """
+
+    order: Literal["exact", "in_order", "any_order"] = "in_order"
+    score: Literal["f1", "precision", "recall", "min"] = "f1"
+    expected_trajectory: list[str] | None = None
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        if self.expected_trajectory is not None:
+            expected = [n for n in self.expected_trajectory if self.wanted(n)]
+        else:
+            exp = expected_calls(self, case)
+            if exp is None:
+                return no_expectation()
+            expected = [e.name for _, e in exp]
+        calls = self.actual_calls(case)
+        actual = [c.name for _, c in calls]
+
+        if self.order == "exact":
+            if actual == expected:
+                return self.verdict(1.0, f"trajectory equals expected: {actual}")
+            where = self._divergence(expected, actual, calls, case)
+            return self.verdict(0.0, f"trajectory {actual} does not equal expected {expected}; {where}")
+        if not actual and not expected:
+            return self.verdict(1.0, "both actual and expected trajectories are empty")
+        if not actual or not expected:
+            side = "actual" if not actual else "expected"
+            return self.verdict(0.0, f"{side} trajectory is empty (expected: {expected}, actual: {actual})")
+
+        if self.order == "any_order":
+            k = sum((Counter(expected) & Counter(actual)).values())
+            label = "multiset overlap"
+        else:
+            k = lcs_length(actual, expected)
+            label = "LCS"
+        precision = k / len(actual)
+        recall = k / len(expected)
+        f1 = _f1(precision, recall)
+        longest = max(len(actual), len(expected))
+        value = {"f1": f1, "precision": precision, "recall": recall, "min": k / longest}[self.score]
+        reason = (
+            f"{label}={k}, precision={k}/{len(actual)}={precision:.3f}, recall={k}/{len(expected)}={recall:.3f}, "
+            f"F1={f1:.3f}"
+            + (f", min={k}/{longest}={k / longest:.3f}" if self.score == "min" else "")
+            + f"; score={self.score}={value:.3f} (expected: {expected}, actual: {actual})"
+        )
+        if self.order == "in_order" and k < longest:
+            reason += "; " + self._divergence(expected, actual, calls, case)
+        return self.verdict(value, reason, {"k": k, "precision": precision, "recall": recall, "f1": f1})
+
+    @staticmethod
+    def _divergence(expected: list[str], actual: list[str], calls: list, case: Case) -> str:
+        for pos, (e, a) in enumerate(zip(expected, actual)):
+            if e != a:
+                return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): expected {e!r}, got {a!r}"
+        pos = min(len(expected), len(actual))
+        if len(actual) > len(expected):
+            return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): unexpected {actual[pos]!r} after the expected sequence"
+        return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"
