@@ -29,6 +29,7 @@ from pipeline import registry, store
 from pipeline.config import RunConfig
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
 from pipeline.version import __version__
+from pipeline.work import Stage, Work
 
 __all__ = ["RunOutcome", "manifest_for", "run"]
 
@@ -42,13 +43,6 @@ class RunOutcome:
     new_results: int
     skipped_finished: int
     interrupted: bool
-
-
-@dataclass(slots=True)
-class _Work:
-    case: Case
-    trial: int
-    started: float
 
 
 def _config_payload(config: RunConfig) -> dict[str, Any]:
@@ -105,7 +99,6 @@ async def run(
     """
     from stages.aggregate import Aggregator
     from stages.extract import extract_record
-    from stages.score import score_case
 
     run_dir = Path(run_dir or config.run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -139,9 +132,7 @@ async def run(
         seen: dict[str, str] = {}
         started = time.perf_counter()
 
-        raw_send, raw_recv = anyio.create_memory_object_stream[Any](q)
-        work_send, work_recv = anyio.create_memory_object_stream[_Work](q)
-        res_send, res_recv = anyio.create_memory_object_stream[CaseResult](q)
+        stages = build_stages(config, metrics)
 
         async def load(send: MemoryObjectSendStream[Any]) -> None:
             async with send:
@@ -150,8 +141,8 @@ async def run(
                         return
                     await send.send(raw)
 
-        async def extract(recv: MemoryObjectReceiveStream[Any], send: MemoryObjectSendStream[_Work], out: MemoryObjectSendStream[CaseResult]) -> None:
-            async with recv, send, out:
+        async def extract(recv: MemoryObjectReceiveStream[Any], send: MemoryObjectSendStream[Work]) -> None:
+            async with recv, send:
                 async for raw in recv:
                     t0 = time.perf_counter()
                     got = extract_record(raw, fmt, ctx)
@@ -161,7 +152,8 @@ async def run(
                             counters["skipped"] += 1
                             continue
                         done.add((cid, 0))
-                        await out.send(CaseResult(case_id=cid, status=Status.invalid_input, error=err, duration_s=time.perf_counter() - t0))
+                        bad = CaseResult(case_id=cid, status=Status.invalid_input, error=err)
+                        await send.send(Work(Case(id=cid), 0, bad, t0))
                         continue
                     where = f"{raw.file}:{raw.line}"
                     first = seen.setdefault(got.id, where)
@@ -170,43 +162,32 @@ async def run(
                         if (cid, 0) not in done:
                             done.add((cid, 0))
                             err = ErrorInfo(kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})", file=raw.file, line=raw.line, field="id")
-                            await out.send(CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err))
+                            bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
+                            await send.send(Work(got, 0, bad, t0))
                         continue
                     for trial in range(trials):
                         if (got.id, trial) in done:
                             counters["skipped"] += 1
                             continue
-                        await send.send(_Work(got, trial, t0))
+                        result = CaseResult(case_id=got.id, trial=trial, tags=got.tags, metadata=got.metadata)
+                        await send.send(Work(got, trial, result, t0))
 
-        async def score(recv: MemoryObjectReceiveStream[_Work], out: MemoryObjectSendStream[CaseResult]) -> None:
-            async with recv, out:
+        async def worker(stage: Stage, recv: MemoryObjectReceiveStream[Work], send: MemoryObjectSendStream[Work]) -> None:
+            async with recv, send:
                 async for work in recv:
-                    case = work.case
-                    if case.trace is None:
-                        result = CaseResult(
-                            case_id=case.id, trial=work.trial, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
-                            error=ErrorInfo(kind="invalid_input", message="case has no trace and no target is configured to produce one", field="trace"),
-                        )
-                    else:
+                    if not work.failed:
                         try:
-                            case_metrics = _merge_case_metrics(metrics, case.metrics) if case.metrics else metrics
-                        except registry.SpecError as exc:
-                            case_metrics = None
-                            result = CaseResult(
-                                case_id=case.id, trial=work.trial, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
-                                error=ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc))),
-                            )
-                        if case_metrics is not None:
-                            result = CaseResult(
-                                case_id=case.id, trial=work.trial, tags=case.tags, metadata=case.metadata,
-                                scores=score_case(case, case_metrics),
-                            )
-                    result.duration_s = round(time.perf_counter() - work.started, 6)
-                    await out.send(result)
+                            await stage.process(work)
+                        except Exception as exc:  # a stage bug must cost one case, not the run
+                            work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
+                            work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
+                    await send.send(work)
 
-        async def sink(recv: MemoryObjectReceiveStream[CaseResult]) -> None:
+        async def sink(recv: MemoryObjectReceiveStream[Work]) -> None:
             async with recv:
-                async for result in recv:
+                async for work in recv:
+                    result = work.result
+                    result.duration_s = round(time.perf_counter() - work.started, 6)
                     writer.add(result.model_dump_json())
                     agg.fold(result)
                     counters["new"] += 1
@@ -215,15 +196,20 @@ async def run(
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(load, raw_send)
-                for _ in range(config.run.workers):
-                    tg.start_soon(extract, raw_recv.clone(), work_send.clone(), res_send.clone())
-                    tg.start_soon(score, work_recv.clone(), res_send.clone())
-                raw_recv.close()
-                work_send.close()
-                work_recv.close()
-                res_send.close()
-                tg.start_soon(sink, res_recv)
+                send, recv = anyio.create_memory_object_stream[Any](q)
+                tg.start_soon(load, send)
+                nxt_send, nxt_recv = anyio.create_memory_object_stream[Work](q)
+                async with recv, nxt_send:
+                    for _ in range(config.run.workers):
+                        tg.start_soon(extract, recv.clone(), nxt_send.clone())
+                recv = nxt_recv
+                for stage in stages:
+                    nxt_send, nxt_recv = anyio.create_memory_object_stream[Work](q)
+                    async with recv, nxt_send:
+                        for _ in range(stage.workers):
+                            tg.start_soon(worker, stage, recv.clone(), nxt_send.clone())
+                    recv = nxt_recv
+                tg.start_soon(sink, recv)
         finally:
             writer.close()
             elapsed = time.perf_counter() - started
@@ -231,6 +217,17 @@ async def run(
         return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set())
     finally:
         lock.release()
+
+
+def build_stages(config: RunConfig, metrics: list[Any]) -> list[Stage]:
+    """The stages between extract and aggregate that this config needs, in order.
+
+    Unconfigured stages (no target, no judge metric) are left out, so their
+    neighbours are joined directly.
+    """
+    from stages.score import score_stage
+
+    return [score_stage(metrics, _merge_case_metrics)]
 
 
 def _merge_case_metrics(run_metrics: list[Any], specs: list[dict[str, Any]]) -> list[Any]:

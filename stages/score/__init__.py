@@ -7,16 +7,19 @@ in the reason), never the run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from pipeline.records import Case, Score
+from pipeline.records import Case, ErrorInfo, Score, Status
+from pipeline.registry import SpecError
+from pipeline.work import Stage, Work
 from stages.score import tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
 from stages.score.base import Metric, ToolMetric
 from stages.score.tool_calls import ToolCalls
 from stages.score.tool_correctness import ToolCorrectness
 from stages.score.trajectory import TrajectoryMatch
 
-__all__ = ["Metric", "ToolCalls", "ToolCorrectness", "ToolMetric", "TrajectoryMatch", "score_case"]
+__all__ = ["Metric", "ToolCalls", "ToolCorrectness", "ToolMetric", "TrajectoryMatch", "score_case", "score_stage"]
 
 
 def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
@@ -28,3 +31,27 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
     return scores
+
+
+def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], list[dict[str, Any]]], Sequence[Metric]]) -> Stage:
+    """The `score` stage: run the deterministic metrics on each work item.
+
+    `merge(run_metrics, case_specs)` adds a case's own metric specs; a bad
+    case-level spec makes that case `invalid_input` naming the spec.
+    """
+
+    async def process(work: Work) -> None:
+        case = work.case
+        if case.trace is None:
+            work.result.status = Status.invalid_input
+            work.result.error = ErrorInfo(kind="invalid_input", message="case has no trace and no target is configured to produce one", field="trace")
+            return
+        try:
+            use = merge(metrics, case.metrics) if case.metrics else metrics
+        except SpecError as exc:
+            work.result.status = Status.invalid_input
+            work.result.error = ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc)))
+            return
+        work.result.scores.update(score_case(case, use))
+
+    return Stage("score", process)
