@@ -165,3 +165,5 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
             out.close()
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_OK
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -120,8 +120,12 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                             continue
                         yield RawRecord(name, start_line, error=f"invalid JSON: {exc.msg} (line {start_line + buf.count(chr(10), pos, exc.pos)})")
                         return
-                    # A scalar cut at the chunk edge decodes "successfully"; make sure it ended.
-                    if end >= len(buf) and fill():
+                    # A value cut at the chunk edge can decode "successfully" (`2.5e10` read as
+                    # `2.5`): accept it only once a delimiter or the end of the file follows.
+                    after = end
+                    while after < len(buf) and buf[after] in _WS:
+                        after += 1
+                    if (after == len(buf) or buf[after] not in ",]") and fill():
                         continue
                     break
                 line += buf.count("\n", pos, end)

@@ -6,15 +6,17 @@ JSON array of `{task_index, actions, outputs, ...}`). Each run becomes one
 case:
 
 - `id` is `"{task_id}-{trial}"`; `metadata` keeps `task_id`, `trial`,
-  `reward` (the upstream reward, `0.0` when the run hit the step limit and
-  has no `reward_info`) and `source` (the last actor);
+  `reward` (the upstream reward), `source` (the last actor) and
+  `step_limit: true` when the run hit its step limit (upstream then has no
+  `reward_info` and the reward is 0.0);
 - `input` is the user's first message; `expected_tool_calls` are the task's
   `actions` (`{name, kwargs}` → `{name, arguments}`), taken from the tasks
   file when given, else from the task embedded in the run;
 - every assistant message is one step: its text is the step's `thought`
   when it also calls a tool, else the step's `output`; its tool calls have
   their JSON-string arguments decoded and are paired with their results by
-  `tool_call_id` (a call with no result keeps `result: null`);
+  `tool_call_id` — first unanswered call first, since upstream reuses ids
+  within a conversation — and a call with no result keeps `result: null`;
 - a result starting with `"Error:"` marks a failed call: that prefix is how
   τ-bench's environment reports a tool that raised or refused
   (`tau_bench/envs/base.py`), the format's own error flag;
@@ -25,6 +27,7 @@ case:
 from __future__ import annotations
 
 import json
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +84,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     actions = task.get("actions")
     expected = None if actions is None else [{"name": a["name"], "arguments": a.get("kwargs") or {}} for a in actions]
 
-    results: dict[str, Any] = {}
-    for msg in traj:
-        if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
-            results[msg["tool_call_id"]] = msg.get("content")
-
+    # Upstream reuses tool_call ids within a conversation (49 of the 200 GPT-4o runs),
+    # so a result answers the oldest unanswered call with its id, not any call with it.
+    pending: dict[Any, deque[dict[str, Any]]] = {}
     steps: list[dict[str, Any]] = []
     first_user: Any = None
     final_output: str | None = None
@@ -94,6 +95,15 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
         role = msg.get("role")
         if role == "user" and first_user is None:
             first_user = msg.get("content")
+        if role == "tool":
+            queue = pending.get(msg.get("tool_call_id"))
+            if queue:
+                call = queue.popleft()
+                content = msg.get("content")
+                call["result"] = _maybe_json(content)
+                if isinstance(content, str) and content.startswith("Error:"):
+                    call["error"] = content
+            continue
         if role != "assistant":
             continue
         requests += 1
@@ -103,17 +113,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             fn = tc.get("function") or {}
             if "name" not in fn:
                 raise AdapterError("tool call has no function name", field=f"traj[{i}].tool_calls[{j}].function.name", case_id=case_id)
-            content = results.get(tc.get("id"))
-            failed = isinstance(content, str) and content.startswith("Error:")
-            calls.append(
-                {
-                    "id": tc.get("id"),
-                    "name": fn["name"],
-                    "arguments": fn.get("arguments"),
-                    "result": _maybe_json(content),
-                    "error": content if failed else None,
-                }
-            )
+            call = {"id": tc.get("id"), "name": fn["name"], "arguments": fn.get("arguments"), "result": None, "error": None}
+            pending.setdefault(tc.get("id"), deque()).append(call)
+            calls.append(call)
         if calls:
             steps.append({"thought": text or None, "tool_calls": calls})
         else:
@@ -124,6 +126,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     metadata: dict[str, Any] = {"task_id": task_id, "trial": trial, "reward": raw.get("reward")}
     if info.get("source") is not None:
         metadata["source"] = info["source"]
+    if "reward_info" in info and info["reward_info"] is None:
+        # Upstream leaves reward_info empty when the run hit its step limit.
+        metadata["step_limit"] = True
     return Case.model_validate(
         {
             "id": case_id,

@@ -1,0 +1,111 @@
+"""Config loading: every problem is refused before work starts, naming file, line and key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import load_config
+from pipeline.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    data = tmp_path / "cases.jsonl"
+    data.write_text('{"id": "a", "trace": {"steps": []}}\n')
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(text)
+    return cfg
+
+
+def test_demo_config_loads_and_resolves_paths_against_its_folder(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # paths must not depend on the current directory
+    cfg = load_config(REPO / "configs" / "demo.yaml")
+    assert cfg.dataset.format == "tau-bench"
+    assert cfg.dataset.path.is_absolute() and cfg.dataset.path.exists()
+    assert cfg.run.dir == (REPO / "runs" / "demo").resolve()
+
+
+def test_unknown_key_names_file_line_and_path(tmp_path):
+    cfg = write(tmp_path, "dataset:\n  path: cases.jsonl\n  formt: native\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    assert f"{cfg}:3: dataset.formt: unknown key" in str(err.value)
+
+
+def test_wrong_type_says_what_was_expected(tmp_path):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nrun:\n  workers: many\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    msg = str(err.value)
+    assert f"{cfg}:3: run.workers:" in msg and "integer" in msg and '"many"' in msg
+
+
+def test_missing_dataset_file_and_unknown_format_are_both_reported(tmp_path):
+    cfg = write(tmp_path, "dataset:\n  path: nowhere.jsonl\n  format: csvish\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    msg = str(err.value)
+    assert f"{cfg}:2: dataset.path: file not found" in msg
+    assert f"{cfg}:3: dataset.format: unknown format 'csvish'" in msg and "tau-bench" in msg
+
+
+def test_metric_spec_errors_point_into_the_list(tmp_path):
+    cfg = write(
+        tmp_path,
+        "dataset: {path: cases.jsonl}\nmetrics:\n  - type: ToolCalls\n    arguments: exakt\n  - type: NoSuchMetric\n  - {type: TrajectoryMatch, colour: red}\n",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    msg = str(err.value)
+    assert f"{cfg}:4: metrics.0.arguments: ToolCalls:" in msg and "'subset', 'exact' or 'ignore'" in msg
+    assert f"{cfg}:5: metrics.1.type: unknown metric type 'NoSuchMetric'" in msg
+    assert f"{cfg}:6: metrics.2.colour: TrajectoryMatch: unknown parameter" in msg
+
+
+def test_duplicate_metric_names_are_refused(tmp_path):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}, {type: ToolCalls}]\n")
+    with pytest.raises(ConfigError, match="two metrics are named 'ToolCalls'"):
+        load_config(cfg)
+
+
+def test_set_overrides_scalars_lists_and_paths(tmp_path, monkeypatch):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, arguments: exact}\n")
+    other = tmp_path / "sub"
+    other.mkdir()
+    (other / "more.jsonl").write_text("")
+    monkeypatch.chdir(other)
+    got = load_config(cfg, ["metrics.0.arguments=ignore", "run.workers=3", "dataset.path=more.jsonl", "run.dir=out"])
+    assert got.metrics[0]["arguments"] == "ignore"
+    assert got.run.workers == 3
+    assert got.dataset.path == (other / "more.jsonl").resolve()  # --set paths resolve against the cwd
+    assert got.run.dir == (other / "out").resolve()
+
+
+def test_bad_override_is_named_as_such(tmp_path):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\n")
+    with pytest.raises(ConfigError, match=r"--set run.workers: .*integer"):
+        load_config(cfg, ["run.workers=lots"])
+    with pytest.raises(ConfigError, match="expected KEY.PATH=VALUE"):
+        load_config(cfg, ["run.workers"])
+
+
+def test_invalid_yaml_and_missing_config(tmp_path):
+    cfg = tmp_path / "broken.yaml"
+    cfg.write_text("dataset: {path: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml:\d+: invalid YAML"):
+        load_config(cfg)
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_cli_exits_2_on_config_error_before_any_work(tmp_path):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nrun: {dir: out, speed: 11}\n")
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "run.speed: unknown key" in proc.stderr
+    assert not (tmp_path / "out").exists()

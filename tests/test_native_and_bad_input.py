@@ -1,0 +1,104 @@
+"""Bad input never stops a run: each malformed record is one `invalid_input` result naming file, line and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from pipeline.config import validate_config
+from pipeline.runner import run
+
+
+def good(i: int) -> dict:
+    return {
+        "id": f"c{i}",
+        "expected_tool_calls": [{"name": "get_order", "arguments": {"order_id": i}}],
+        "trace": {"steps": [{"tool_calls": [{"name": "get_order", "arguments": json.dumps({"order_id": i})}]}], "output": "done"},
+    }
+
+
+def run_cases(tmp_path: Path, lines: list[bytes], metrics=None) -> tuple[dict, list[dict]]:
+    data = tmp_path / "cases.jsonl"
+    data.write_bytes(b"".join(line + b"\n" for line in lines))
+    config = validate_config(
+        {
+            "dataset": {"path": str(data), "format": "native"},
+            "metrics": metrics or [{"type": "ToolCalls", "arguments": "exact"}],
+            "run": {"dir": str(tmp_path / "run")},
+        }
+    )
+    outcome = anyio.run(run, config)
+    results = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    return outcome.summary, results
+
+
+def test_malformed_lines_among_good_ones(tmp_path):
+    lines = [
+        json.dumps(good(0)).encode(),
+        b'{"id": "broken", "trace": {"steps": [}',  # invalid JSON
+        json.dumps({"id": "no-name", "trace": {"steps": [{"tool_calls": [{"arguments": {}}]}]}}).encode(),  # missing field
+        b"\xff\xfe not utf-8",
+        b"[1, 2, 3]",  # not an object
+        json.dumps(good(1)).encode(),
+        json.dumps({**good(2), "expected_tool_call": []}).encode(),  # typo'd key
+    ]
+    summary, results = run_cases(tmp_path, lines)
+    by_id = {r["case_id"]: r for r in results}
+    assert len(results) == 7
+    assert summary["status"] == {"invalid_input": 5, "ok": 2}
+    assert [by_id[c]["scores"]["ToolCalls"]["value"] for c in ("c0", "c1")] == [1.0, 1.0]
+
+    data = str(tmp_path / "cases.jsonl")
+    broken = by_id[f"{data}:2"]
+    assert broken["status"] == "invalid_input"
+    assert broken["error"]["file"] == data and broken["error"]["line"] == 2 and "invalid JSON" in broken["error"]["message"]
+    missing = by_id["no-name"]  # the user's id is kept even though the record is invalid
+    assert missing["error"]["line"] == 3 and missing["error"]["field"] == "trace.steps[0].tool_calls[0].name"
+    assert "not valid UTF-8" in by_id[f"{data}:4"]["error"]["message"]
+    assert "expected a JSON object" in by_id[f"{data}:5"]["error"]["message"]
+    assert by_id["c2"]["error"]["field"] == "expected_tool_call" and "Extra inputs" in by_id["c2"]["error"]["message"]
+    m = summary["metrics"]["ToolCalls"]
+    assert (m["scored"], m["excluded"], m["results"]) == (2, {"invalid_input": 5}, 7)
+
+
+def test_undecodable_arguments_are_kept_raw_flagged_and_never_match(tmp_path):
+    case = good(0)
+    case["trace"]["steps"][0]["tool_calls"][0]["arguments"] = '{"order_id": 0'  # truncated JSON
+    summary, (result,) = run_cases(tmp_path, [json.dumps(case).encode()])
+    score = result["scores"]["ToolCalls"]
+    assert result["status"] == "ok" and score["value"] == 0.0
+    assert "not valid JSON" in score["reason"]
+
+    from pipeline.records import ToolCall
+
+    call = ToolCall(name="x", arguments='{"order_id": 0')
+    assert call.arguments_invalid and call.arguments == '{"order_id": 0'
+    assert ToolCall(name="x", arguments='{"n": 1.0}').arguments == {"n": 1.0}
+
+
+def test_duplicate_ids_are_reported_not_overwritten(tmp_path):
+    summary, results = run_cases(tmp_path, [json.dumps(good(0)).encode(), json.dumps(good(0)).encode()])
+    assert [r["status"] for r in results] == ["ok", "invalid_input"]
+    assert "duplicate case id 'c0'" in results[1]["error"]["message"] and results[1]["case_id"].startswith("c0@")
+
+
+def test_case_without_trace_or_expectation(tmp_path):
+    no_trace = {"id": "t"}
+    no_expect = {"id": "e", "trace": {"steps": []}}
+    summary, results = run_cases(tmp_path, [json.dumps(no_trace).encode(), json.dumps(no_expect).encode()])
+    by_id = {r["case_id"]: r for r in results}
+    assert by_id["t"]["status"] == "invalid_input" and by_id["t"]["error"]["field"] == "trace"
+    assert by_id["e"]["scores"]["ToolCalls"] == {
+        "value": None, "passed": None, "reason": "not computed: the case has no expected_tool_calls", "details": None, "judge": None,
+    }
+    assert summary["metrics"]["ToolCalls"]["not_computed"] == 1
+
+
+def test_bad_case_level_metric_is_one_invalid_case(tmp_path):
+    bad = {**good(0), "metrics": [{"type": "ToolCalls", "arguments": "nope"}]}
+    ok = {**good(1), "metrics": [{"type": "TrajectoryMatch", "order": "exact"}]}
+    summary, results = run_cases(tmp_path, [json.dumps(bad).encode(), json.dumps(ok).encode()])
+    assert results[0]["status"] == "invalid_input" and results[0]["error"]["field"] == "metrics.0.arguments"
+    assert set(results[1]["scores"]) == {"ToolCalls", "TrajectoryMatch"}
