@@ -47,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
+    args.argv = argv
     log.configure(args.log_level)
     err = Console(stderr=True)
     try:
@@ -74,9 +76,10 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     from pipeline import runner
     from stages.report import print_summary
 
-    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith("tracejudge") else ["run", str(args.config)]
+    argv = args.argv
     show_progress = not args.no_progress and err.is_terminal
     outcome_box: dict[str, runner.RunOutcome] = {}
+    error_box: list[TracejudgeError] = []
 
     async def main_task() -> None:
         stop = anyio.Event()
@@ -100,20 +103,25 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                     config, run_dir=args.run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None,
                 )
+            except TracejudgeError as exc:
+                # Raised past the task group it would arrive wrapped in an ExceptionGroup.
+                error_box.append(exc)
             finally:
                 if progress:
                     progress.close()
                 tg.cancel_scope.cancel()
 
     anyio.run(main_task)
+    if error_box:
+        raise error_box[0]
     outcome = outcome_box.get("o")
     if outcome is None:
-        err.print("aborted; results already written are kept. Resume with:\n  " + _resume_command(argv))
+        print("aborted; results already written are kept. Resume with:\n  " + _resume_command(argv), file=sys.stderr)
         return EXIT_ASSERTION
     print_summary(outcome.summary)
-    Console().print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False)
+    print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)")
     if outcome.interrupted:
-        err.print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv))
+        print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv), file=sys.stderr)
         return EXIT_ASSERTION
     return EXIT_OK
 

@@ -1,0 +1,106 @@
+"""`tracejudge run` / `extract` as a user runs them: real processes, real files, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, cwd=cwd, **kw)
+
+
+def test_demo_from_another_directory_scores_all_200_runs(tmp_path):
+    proc = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(tmp_path / "demo"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "200 results: ok 200" in proc.stdout and "writes_exact" in proc.stdout
+    lines = (tmp_path / "demo" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 200
+    first = json.loads(lines[0])
+    assert set(first) == {"case_id", "trial", "status", "tags", "metadata", "scores", "error", "duration_s"}
+    assert first["metadata"]["reward"] in (0.0, 1.0) and set(first["scores"]) == {"writes_exact", "TrajectoryMatch", "ToolCorrectness"}
+    manifest = json.loads((tmp_path / "demo" / "manifest.json").read_text())
+    assert {"config_hash", "dataset_fingerprint", "tracejudge_version", "config"} <= set(manifest)
+    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    assert summary["metrics"]["writes_exact"]["scored"] == 200 and summary["complete"] is True
+
+    again = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(tmp_path / "demo"), cwd=tmp_path)
+    assert again.returncode == 0 and "0 new results, 200 already finished" in again.stdout
+    assert len((tmp_path / "demo" / "results.jsonl").read_text().splitlines()) == 200
+
+
+def test_extract_writes_native_cases_that_score_the_same(tmp_path):
+    out = tmp_path / "cases.jsonl"
+    proc = cli("extract", str(REPO / "configs" / "demo.yaml"), "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote 200 cases" in proc.stderr
+    cfg = tmp_path / "native.yaml"
+    demo = (REPO / "configs" / "demo.yaml").read_text()
+    metrics = demo[demo.index("metrics:") : demo.index("limits:")]
+    cfg.write_text(f"dataset: {{path: cases.jsonl, format: native}}\n{metrics}run: {{dir: native-run}}\n")
+    assert cli("run", str(cfg), cwd=tmp_path).returncode == 0
+    assert cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(tmp_path / "tau-run"), cwd=tmp_path).returncode == 0
+
+    def scores(run: str) -> dict:
+        rows = [json.loads(x) for x in (tmp_path / run / "results.jsonl").read_text().splitlines()]
+        return {r["case_id"]: r["scores"] for r in rows}
+
+    assert scores("native-run") == scores("tau-run")
+
+
+def test_sigint_stops_cleanly_and_the_same_command_resumes(tmp_path):
+    # 30,000 cases made from one real run, so the run lasts long enough to interrupt.
+    cases = tmp_path / "cases.jsonl"
+    assert cli("extract", str(REPO / "configs" / "demo.yaml"), "--set", "dataset.limit=1", "-o", str(cases), cwd=tmp_path).returncode == 0
+    one = json.loads(cases.read_text())
+    with open(cases, "w") as fh:
+        for i in range(30_000):
+            one["id"] = f"c{i}"
+            fh.write(json.dumps(one) + "\n")
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}, {type: TrajectoryMatch}]\nrun: {dir: run}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(cfg)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "run" / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not results.exists() or results.stat().st_size < 200_000):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Resume with:" in err and f"run {cfg}" in err
+    lines = results.read_text().splitlines()
+    assert 0 < len(lines) < 30_000
+    assert all(json.loads(x)["status"] == "ok" for x in lines)  # every written line is whole
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["complete"] is False and summary["results"] == len(lines)
+    assert not (tmp_path / "run" / ".lock").exists()
+
+    done = cli("run", str(cfg), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ids = [json.loads(x)["case_id"] for x in results.read_text().splitlines()]
+    assert len(ids) == 30_000 and len(set(ids)) == 30_000
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["complete"] is True
+
+
+def test_second_process_on_the_same_run_dir_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (run_dir / ".lock").write_text(str(holder.pid))
+        proc = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(run_dir), cwd=tmp_path)
+        assert proc.returncode == 2 and f"in use by process {holder.pid}" in proc.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is dead now: its stale lock is taken over.
+    proc = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(run_dir), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.exists(run_dir / "results.jsonl")
