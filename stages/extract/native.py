@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 from pipeline.records import Case
 from pipeline.registry import Format, register_format
 from stages.load import read_jsonl
@@ -23,15 +25,28 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
 
     if isinstance(raw, dict):
         return Case.model_validate(raw)
+    # pydantic-core parses and validates in one pass (much faster than json.loads + validate);
+    # only when that fails do we look closer, to say what exactly is wrong.
     try:
-        data = json.loads(raw)
+        return Case.model_validate_json(raw)
+    except ValidationError as exc:
+        if exc.errors()[0]["type"] != "json_invalid":
+            if not isinstance(_decode(raw), dict):
+                raise AdapterError(f"expected a JSON object per line, got {type(_decode(raw)).__name__}") from None
+            raise
+    _decode(raw)  # raises AdapterError naming the JSON problem
+    raise AdapterError("invalid JSON")
+
+
+def _decode(raw: bytes | str) -> Any:
+    from stages.extract import AdapterError
+
+    try:
+        return json.loads(raw)
     except UnicodeDecodeError as exc:
         raise AdapterError(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise AdapterError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(data, dict):
-        raise AdapterError(f"expected a JSON object per line, got {type(data).__name__}")
-    return Case.model_validate(data)
 
 
 def peek_id(raw: bytes | str) -> str | None:

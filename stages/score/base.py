@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,15 +56,13 @@ class ToolMetric(Metric):
     `error`) count; each metric sets its own default.
     """
 
-    include_tools: list[str] | None = None
-    exclude_tools: list[str] = Field(default_factory=list)
+    include_tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
     include_failed: bool = False
 
     def wanted(self, name: str) -> bool:
         """Does a call of tool `name` pass the include/exclude filters?"""
-        if self.include_tools is not None and not any(fnmatchcase(name, g) for g in self.include_tools):
-            return False
-        return not any(fnmatchcase(name, g) for g in self.exclude_tools)
+        return _wanted(self.include_tools, self.exclude_tools, name)
 
     def actual_calls(self, case: Case) -> list[tuple[int, ToolCall]]:
         """`(index in the trace's calls, call)` for every call that counts."""
@@ -73,6 +72,14 @@ class ToolMetric(Metric):
             for i, c in enumerate(case.trace.tool_calls())
             if (self.include_failed or c.error is None) and self.wanted(c.name)
         ]
+
+
+@lru_cache(maxsize=65536)
+def _wanted(include: tuple[str, ...] | None, exclude: tuple[str, ...], name: str) -> bool:
+    # Tool names repeat across thousands of traces: each verdict is computed once.
+    if include is not None and not any(fnmatchcase(name, g) for g in include):
+        return False
+    return not any(fnmatchcase(name, g) for g in exclude)
 
 
 def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | None:
