@@ -91,13 +91,16 @@ class CacheConfig(_Strict):
 class RunSection(_Strict):
     """The run directory and the pipeline's own knobs.
 
-    `queue_size` bounds every inter-stage stream (cases in flight per hop);
-    `workers` sizes the CPU stages' pools; `trials` runs each case N times.
+    `queue_size` bounds every inter-stage stream (about that many cases in
+    flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
+    `workers` sizes the CPU stages' pools; `trials` runs each case N times;
+    `flush_every` is how many results are fsynced together (at most 0.5 s apart).
     """
 
     dir: Path = Path("runs/default")
     workers: int = Field(default=1, ge=1, le=256)
     queue_size: int = Field(default=64, ge=1, le=100_000)
+    chunk_size: int = Field(default=16, ge=1, le=1024)
     trials: int = Field(default=1, ge=1)
     flush_every: int = Field(default=64, ge=1)
 

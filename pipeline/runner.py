@@ -50,7 +50,7 @@ def _config_payload(config: RunConfig) -> dict[str, Any]:
     # spend do not change its answers, so they do not block a resume.
     return config.model_dump(
         mode="json",
-        exclude={"run": {"dir", "workers", "queue_size", "flush_every"}, "limits": True, "budget": True, "cache": True},
+        exclude={"run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"}, "limits": True, "budget": True, "cache": True},
     )
 
 
@@ -129,85 +129,115 @@ async def run(
         q = config.run.queue_size
         writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
         counters = {"new": 0, "skipped": 0}
-        seen: dict[str, str] = {}
+        # Only ids, no locations: this set is the one thing that grows with the dataset.
+        seen: set[str] = set()
         started = time.perf_counter()
 
         stages = build_stages(config, metrics)
 
-        async def load(send: MemoryObjectSendStream[Any]) -> None:
+        # Streams carry small chunks of work, not single items: one hop per chunk keeps the
+        # event loop's share of a CPU-bound case low. A stream that feeds a concurrent
+        # (I/O) stage carries single items so its `workers` is its true concurrency.
+        chunk = min(config.run.chunk_size, q)
+        capacity = max(2, q // chunk)
+
+        async def emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
+            if single:
+                for item in items:
+                    await send.send([item])
+            elif items:
+                await send.send(items)
+
+        async def load(send: MemoryObjectSendStream[list[Any]]) -> None:
             async with send:
+                batch: list[Any] = []
                 for raw in fmt.read(config.dataset):
                     if stop.is_set():
-                        return
-                    await send.send(raw)
+                        break
+                    batch.append(raw)
+                    if len(batch) >= chunk:
+                        await send.send(batch)
+                        batch = []
+                if batch:
+                    await send.send(batch)
 
-        async def extract(recv: MemoryObjectReceiveStream[Any], send: MemoryObjectSendStream[Work]) -> None:
+        async def extract(recv: MemoryObjectReceiveStream[list[Any]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
             async with recv, send:
-                async for raw in recv:
-                    t0 = time.perf_counter()
-                    got = extract_record(raw, fmt, ctx)
-                    if not isinstance(got, Case):
-                        cid, err = got
-                        if (cid, 0) in done:
-                            counters["skipped"] += 1
-                            continue
-                        done.add((cid, 0))
-                        bad = CaseResult(case_id=cid, status=Status.invalid_input, error=err)
-                        await send.send(Work(Case(id=cid), 0, bad, t0))
-                        continue
-                    where = f"{raw.file}:{raw.line}"
-                    first = seen.setdefault(got.id, where)
-                    if first != where:
-                        cid = f"{got.id}@{where}"
-                        if (cid, 0) not in done:
+                async for raws in recv:
+                    out: list[Work] = []
+                    for raw in raws:
+                        t0 = time.perf_counter()
+                        got = extract_record(raw, fmt, ctx)
+                        if not isinstance(got, Case):
+                            cid, err = got
+                            if (cid, 0) in done:
+                                counters["skipped"] += 1
+                                continue
                             done.add((cid, 0))
-                            err = ErrorInfo(kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})", file=raw.file, line=raw.line, field="id")
-                            bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
-                            await send.send(Work(got, 0, bad, t0))
-                        continue
-                    for trial in range(trials):
-                        if (got.id, trial) in done:
-                            counters["skipped"] += 1
+                            bad = CaseResult(case_id=cid, status=Status.invalid_input, error=err)
+                            out.append(Work(Case(id=cid), 0, bad, t0))
                             continue
-                        result = CaseResult(case_id=got.id, trial=trial, tags=got.tags, metadata=got.metadata)
-                        await send.send(Work(got, trial, result, t0))
+                        if got.id in seen:
+                            cid = f"{got.id}@{raw.file}:{raw.line}"
+                            if (cid, 0) not in done:
+                                done.add((cid, 0))
+                                err = ErrorInfo(
+                                    kind="invalid_input", message=f"duplicate case id {got.id!r}: an earlier record of the dataset has it",
+                                    file=raw.file, line=raw.line, field="id",
+                                )
+                                bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
+                                out.append(Work(got, 0, bad, t0))
+                            continue
+                        seen.add(got.id)
+                        for trial in range(trials):
+                            if (got.id, trial) in done:
+                                counters["skipped"] += 1
+                                continue
+                            result = CaseResult(case_id=got.id, trial=trial, tags=got.tags, metadata=got.metadata)
+                            out.append(Work(got, trial, result, t0))
+                    await emit(send, out, single)
 
-        async def worker(stage: Stage, recv: MemoryObjectReceiveStream[Work], send: MemoryObjectSendStream[Work]) -> None:
+        async def worker(stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
             async with recv, send:
-                async for work in recv:
-                    if not work.failed:
-                        try:
-                            await stage.process(work)
-                        except Exception as exc:  # a stage bug must cost one case, not the run
-                            work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
-                            work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
-                    await send.send(work)
+                async for works in recv:
+                    for work in works:
+                        if not work.failed:
+                            try:
+                                await stage.process(work)
+                            except Exception as exc:  # a stage bug must cost one case, not the run
+                                work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
+                                work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
+                    await emit(send, works, single)
 
-        async def sink(recv: MemoryObjectReceiveStream[Work]) -> None:
+        async def sink(recv: MemoryObjectReceiveStream[list[Work]]) -> None:
             async with recv:
-                async for work in recv:
-                    result = work.result
-                    result.duration_s = round(time.perf_counter() - work.started, 6)
-                    writer.add(result.model_dump_json())
-                    agg.fold(result)
-                    counters["new"] += 1
-                    if on_result is not None:
-                        on_result(result)
+                async for works in recv:
+                    for work in works:
+                        result = work.result
+                        result.duration_s = round(time.perf_counter() - work.started, 6)
+                        writer.add(result.model_dump_json())
+                        agg.fold(result)
+                        counters["new"] += 1
+                        if on_result is not None:
+                            on_result(result)
+
+        def feeds_concurrent(i: int) -> bool:
+            return i < len(stages) and stages[i].workers > 1
 
         try:
             async with anyio.create_task_group() as tg:
-                send, recv = anyio.create_memory_object_stream[Any](q)
+                send, recv = anyio.create_memory_object_stream[list[Any]](capacity)
                 tg.start_soon(load, send)
-                nxt_send, nxt_recv = anyio.create_memory_object_stream[Work](q)
+                nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](capacity)
                 async with recv, nxt_send:
                     for _ in range(config.run.workers):
-                        tg.start_soon(extract, recv.clone(), nxt_send.clone())
+                        tg.start_soon(extract, recv.clone(), nxt_send.clone(), feeds_concurrent(0))
                 recv = nxt_recv
-                for stage in stages:
-                    nxt_send, nxt_recv = anyio.create_memory_object_stream[Work](q)
+                for i, stage in enumerate(stages):
+                    nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](capacity)
                     async with recv, nxt_send:
                         for _ in range(stage.workers):
-                            tg.start_soon(worker, stage, recv.clone(), nxt_send.clone())
+                            tg.start_soon(worker, stage, recv.clone(), nxt_send.clone(), feeds_concurrent(i + 1))
                     recv = nxt_recv
                 tg.start_soon(sink, recv)
         finally:

@@ -81,7 +81,7 @@ def test_undecodable_arguments_are_kept_raw_flagged_and_never_match(tmp_path):
 def test_duplicate_ids_are_reported_not_overwritten(tmp_path):
     summary, results = run_cases(tmp_path, [json.dumps(good(0)).encode(), json.dumps(good(0)).encode()])
     assert [r["status"] for r in results] == ["ok", "invalid_input"]
-    assert "duplicate case id 'c0'" in results[1]["error"]["message"] and results[1]["case_id"].startswith("c0@")
+    assert "duplicate case id 'c0'" in results[1]["error"]["message"] and results[1]["case_id"] == f"c0@{tmp_path / 'cases.jsonl'}:2"
 
 
 def test_case_without_trace_or_expectation(tmp_path):
