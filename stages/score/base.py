@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.records import Case, Score, ToolCall
 
-__all__ = ["Metric", "ToolMetric", "expected_calls", "no_expectation"]
+__all__ = ["Metric", "ToolMetric", "call_steps", "expected_calls", "expected_names", "no_expectation", "no_trace"]
 
 
 class Metric(BaseModel):
@@ -90,3 +90,20 @@ def no_expectation(what: str = "expected_tool_calls") -> Score:
 def no_trace() -> Score:
     """The score of a case that has no trace to look at."""
     return Score(value=None, passed=None, reason="not computed: the case has no trace")
+
+
+def expected_names(metric: ToolMetric, case: Case, override: list[str] | None) -> list[str] | None:
+    """Expected tool names: `override` (a metric parameter) when given, else the case's expected calls.
+
+    Both pass the include/exclude filters; `None` when the case states no expectation.
+    """
+    if override is not None:
+        return [n for n in override if metric.wanted(n)]
+    exp = expected_calls(metric, case)
+    return None if exp is None else [e.name for _, e in exp]
+
+
+def call_steps(case: Case) -> list[int]:
+    """For each tool call of the trace in order, the index of the step it belongs to."""
+    assert case.trace is not None
+    return [s for s, step in enumerate(case.trace.steps) for _ in step.tool_calls]

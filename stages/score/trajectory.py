@@ -11,7 +11,8 @@ from typing import Literal
 
 from pipeline.records import Case, Score
 from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
+from stages.score.compare import render_call
 
 __all__ = ["TrajectoryMatch", "lcs_length"]
 
@@ -62,13 +63,9 @@ class TrajectoryMatch(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        if self.expected_trajectory is not None:
-            expected = [n for n in self.expected_trajectory if self.wanted(n)]
-        else:
-            exp = expected_calls(self, case)
-            if exp is None:
-                return no_expectation()
-            expected = [e.name for _, e in exp]
+        expected = expected_names(self, case, self.expected_trajectory)
+        if expected is None:
+            return no_expectation()
         calls = self.actual_calls(case)
         actual = [c.name for _, c in calls]
 
@@ -106,10 +103,17 @@ class TrajectoryMatch(ToolMetric):
 
     @staticmethod
     def _divergence(expected: list[str], actual: list[str], calls: list, case: Case) -> str:
+        """First position where the two name sequences differ, with the call's step and arguments."""
+        steps = call_steps(case)
+
+        def where(pos: int) -> str:
+            idx, call = calls[pos]
+            return f"call #{pos + 1} (trace call {idx}, step {steps[idx]}) {render_call(call.name, call.arguments)}"
+
         for pos, (e, a) in enumerate(zip(expected, actual)):
             if e != a:
-                return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): expected {e!r}, got {a!r}"
+                return f"first divergence at {where(pos)}: expected {e!r}, got {a!r}"
         pos = min(len(expected), len(actual))
         if len(actual) > len(expected):
-            return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): unexpected {actual[pos]!r} after the expected sequence"
+            return f"first divergence at {where(pos)}: unexpected {actual[pos]!r} after the expected sequence"
         return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"
