@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import model_validator
+
 from pipeline.records import Case, ExpectedToolCall, Score, ToolCall
 from pipeline.registry import register_metric
 from stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
 from stages.score.compare import first_difference, match_arguments, render_call
-from stages.score.matching import max_matching
+from stages.score.matching import max_matching, ordered_matching
 
 __all__ = ["ToolCalls"]
 
@@ -35,6 +37,12 @@ class ToolCalls(ToolMetric):
     0.667, and the score does not change when the expected list is
     reordered. With k pairs: recall = k/len(expected), precision =
     k/len(actual), and `score` picks `f1` (default), `recall` or `precision`.
+
+    `order: in_order` pairs in order instead: the longest alignment of the
+    two call lists that keeps both orders (an LCS under the same
+    compatibility), so `[weather(NY), weather(SH)]` called as
+    `[weather(SH), weather(NY)]` scores 1.0 with the default `any_order` and
+    0.5 in order. It cannot be combined with `pairing: reuse`.
 
     `pairing: reuse` is τ²-bench's action check (`evaluate_actions`): an
     expected call is met when *any* call is compatible, a call may meet
@@ -60,7 +68,14 @@ class ToolCalls(ToolMetric):
     arguments: Literal["subset", "exact", "ignore"] = "subset"
     score: Literal["f1", "recall", "precision"] = "f1"
     pairing: Literal["one_to_one", "reuse"] = "one_to_one"
+    order: Literal["any_order", "in_order"] = "any_order"
     include_failed: bool = True
+
+    @model_validator(mode="after")
+    def _compatible_options(self) -> "ToolCalls":
+        if self.order == "in_order" and self.pairing == "reuse":
+            raise ValueError("order: in_order cannot be combined with pairing: reuse")
+        return self
 
     def _compatible(self, exp: ExpectedToolCall, act: ToolCall) -> bool:
         if exp.name != act.name:
@@ -94,7 +109,8 @@ class ToolCalls(ToolMetric):
                     pairs_local.append((i, hits[0]))
                     paired_a.update(hits)
         else:
-            pairs_local = max_matching([e for _, e in expected], [c for _, c in actual], self._compatible)
+            pair = ordered_matching if self.order == "in_order" else max_matching
+            pairs_local = pair([e for _, e in expected], [c for _, c in actual], self._compatible)
             paired_a = {j for _, j in pairs_local}
         k = len(pairs_local)
         recall = k / len(expected)
@@ -115,7 +131,7 @@ class ToolCalls(ToolMetric):
         }
         parts = [
             f"matched {k}/{len(expected)} expected and {len(paired_a)}/{len(actual)} actual calls "
-            f"(arguments={self.arguments}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
+            f"(arguments={self.arguments}, {self.order}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
         ]
         if missing_local:
             items = []
