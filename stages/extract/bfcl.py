@@ -15,7 +15,9 @@ supplies it). Each question becomes one case:
   value itself when it holds one value, else `{"$any_of": [...]}`; an
   accepted `""` means the parameter may be left out, so `{"$absent": true}`
   joins the options (an explicit `""` stays accepted, as upstream compares
-  the sent value against the list). Nested objects, given as mappings whose
+  the sent value against the list). An empty accepted list (7 parameters
+  of `live_simple_106-63-0`) is read as "the value is `[]`", which is what
+  those questions ask for; upstream's list check would accept nothing. Nested objects, given as mappings whose
   fields are again accepted-value lists, convert recursively. Parameters
   absent from the answer must not be sent, which is what `arguments: exact`
   checks;
@@ -99,6 +101,10 @@ def accepted_values(options: Any) -> Any:
     """A BFCL accepted-value list → a plain value or matcher (see the module docstring)."""
     if not isinstance(options, list):
         return _convert(options)
+    if not options:
+        # A few live answers list no accepted value for a parameter whose right
+        # value is an empty list (a category with no query); read it as that.
+        return []
     absent_ok = any(o == "" for o in options)
     values = [_convert(o) for o in options]
     if absent_ok:
