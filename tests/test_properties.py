@@ -79,3 +79,18 @@ def test_tool_calls_pairs_are_one_to_one_and_compatible(expected, actual):
     assert sorted([a for _, a in pairs] + s.details["unexpected"]) == list(range(len(actual)))
     for e, a in pairs:
         assert expected[e]["name"] == actual[a]["name"]
+
+
+def _lcs_reference(a, b):
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            table[i + 1][j + 1] = table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+    return table[-1][-1]
+
+
+@given(st.lists(NAMES, max_size=12), st.lists(NAMES, max_size=12))
+def test_bit_parallel_lcs_equals_the_textbook_table(a, b):
+    from stages.score.trajectory import lcs_length
+
+    assert lcs_length(a, b) == _lcs_reference(a, b) == lcs_length(b, a)

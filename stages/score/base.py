@@ -39,7 +39,9 @@ class Metric(BaseModel):
 
     def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
         """A `Score` with `passed` from the threshold; `value` rounded to 6 places."""
-        return Score(value=round(value, 6), passed=value >= self.cutoff - 1e-12, reason=reason, details=details)
+        # model_construct: the fields are built here and known valid; validation
+        # would cost more than most metrics' whole computation.
+        return Score.model_construct(value=round(value, 6), passed=value >= self.cutoff - 1e-12, reason=reason, details=details, judge=None)
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -68,17 +70,20 @@ class ToolMetric(Metric):
     def actual_calls(self, case: Case) -> list[tuple[int, ToolCall]]:
         """`(index in the trace's calls, call)` for every call that counts."""
         assert case.trace is not None
-        return [
-            (i, c)
-            for i, c in enumerate(case.trace.tool_calls())
-            if (self.include_failed or c.error is None) and self.wanted(c.name)
-        ]
+        calls = case.trace.tool_calls()
+        if self.include_tools is None and not self.exclude_tools:
+            if self.include_failed:
+                return list(enumerate(calls))
+            return [(i, c) for i, c in enumerate(calls) if c.error is None]
+        return [(i, c) for i, c in enumerate(calls) if (self.include_failed or c.error is None) and self.wanted(c.name)]
 
 
 def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | None:
     """`(index in the case's expected list, expected call)` passing the filters; `None` if no expectation."""
     if case.expected_tool_calls is None:
         return None
+    if metric.include_tools is None and not metric.exclude_tools:
+        return list(enumerate(case.expected_tool_calls))
     return [(i, e) for i, e in enumerate(case.expected_tool_calls) if metric.wanted(e.name)]
 
 
@@ -99,8 +104,11 @@ def expected_names(metric: ToolMetric, case: Case, override: list[str] | None) -
     """
     if override is not None:
         return [n for n in override if metric.wanted(n)]
-    exp = expected_calls(metric, case)
-    return None if exp is None else [e.name for _, e in exp]
+    if case.expected_tool_calls is None:
+        return None
+    if metric.include_tools is None and not metric.exclude_tools:
+        return [e.name for e in case.expected_tool_calls]
+    return [e.name for e in case.expected_tool_calls if metric.wanted(e.name)]
 
 
 def call_steps(case: Case) -> list[int]:

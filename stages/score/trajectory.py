@@ -18,16 +18,30 @@ __all__ = ["TrajectoryMatch", "lcs_length"]
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
-    """Length of the longest common subsequence of two name lists (rolling 1-D DP)."""
+    """Length of the longest common subsequence of two name lists.
+
+    Bit-parallel (Allison–Dix / Hyyrö): one big-integer update per item of
+    `a`, each over all of `b` at once, after trimming the common prefix and
+    suffix — so equal or nearly equal trajectories cost almost nothing.
+    """
+    lo = 0
+    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < len(a) - lo and hi < len(b) - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
+    a, b = a[lo : len(a) - hi], b[lo : len(b) - hi]
     if not a or not b:
-        return 0
-    prev = [0] * (len(b) + 1)
+        return lo + hi
+    masks: dict[str, int] = {}
+    for j, y in enumerate(b):
+        masks[y] = masks.get(y, 0) | (1 << j)
+    full = (1 << len(b)) - 1
+    v = full
     for x in a:
-        curr = [0]
-        for j, y in enumerate(b, 1):
-            curr.append(prev[j - 1] + 1 if x == y else max(prev[j], curr[j - 1]))
-        prev = curr
-    return prev[-1]
+        u = v & masks.get(x, 0)
+        v = ((v + u) | (v - u)) & full
+    return lo + hi + len(b) - v.bit_count()
 
 
 def _f1(p: float, r: float) -> float:
