@@ -1,13 +1,15 @@
-"""Shared fixtures: where the real recorded traces live, and small case builders."""
+"""Shared fixtures: where the real recorded traces live; `tests/` on sys.path so `helpers` imports."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="session")

@@ -69,7 +69,7 @@ def test_undecodable_arguments_are_kept_raw_flagged_and_never_match(tmp_path):
     summary, (result,) = run_cases(tmp_path, [json.dumps(case).encode()])
     score = result["scores"]["ToolCalls"]
     assert result["status"] == "ok" and score["value"] == 0.0
-    assert "not valid JSON" in score["reason"]
+    assert "arguments are not a JSON object" in score["reason"]
 
     from pipeline.records import ToolCall
 

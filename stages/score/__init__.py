@@ -14,12 +14,40 @@ from pipeline.records import Case, ErrorInfo, Score, Status
 from pipeline.registry import SpecError
 from pipeline.work import Stage, Work
 from stages.score import tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
+from stages.score.arguments import ArgumentCorrectness
 from stages.score.base import Metric, ToolMetric
+from stages.score.budget import MaxModelRequests, MaxToolCalls
+from stages.score.output import Contains, ExactMatch, JsonSchema, Regex
+from stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
+from stages.score.tool_call_accuracy import ToolCallAccuracy
 from stages.score.tool_calls import ToolCalls
 from stages.score.tool_correctness import ToolCorrectness
 from stages.score.trajectory import TrajectoryMatch
+from stages.score.usage import Cost, Latency, TokenUsage
 
-__all__ = ["Metric", "ToolCalls", "ToolCorrectness", "ToolMetric", "TrajectoryMatch", "score_case", "score_stage"]
+__all__ = [
+    "ArgumentCorrectness",
+    "Contains",
+    "Cost",
+    "ExactMatch",
+    "JsonSchema",
+    "Latency",
+    "MaxModelRequests",
+    "MaxToolCalls",
+    "Metric",
+    "Regex",
+    "RetrievalMRR",
+    "RetrievalPrecision",
+    "RetrievalRecall",
+    "TokenUsage",
+    "ToolCallAccuracy",
+    "ToolCalls",
+    "ToolCorrectness",
+    "ToolMetric",
+    "TrajectoryMatch",
+    "score_case",
+    "score_stage",
+]
 
 
 def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:

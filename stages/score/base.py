@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.records import Case, Score, ToolCall
 
-__all__ = ["Metric", "ToolMetric", "expected_calls", "no_expectation"]
+__all__ = ["Metric", "ToolMetric", "call_steps", "expected_calls", "expected_names", "no_expectation", "no_trace"]
 
 
 class Metric(BaseModel):
@@ -40,7 +40,9 @@ class Metric(BaseModel):
 
     def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
         """A `Score` with `passed` from the threshold; `value` rounded to 6 places."""
-        return Score(value=round(value, 6), passed=value >= self.cutoff - 1e-12, reason=reason, details=details)
+        # model_construct: the fields are built here and known valid; validation
+        # would cost more than most metrics' whole computation.
+        return Score.model_construct(value=round(value, 6), passed=value >= self.cutoff - 1e-12, reason=reason, details=details, judge=None)
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -67,11 +69,12 @@ class ToolMetric(Metric):
     def actual_calls(self, case: Case) -> list[tuple[int, ToolCall]]:
         """`(index in the trace's calls, call)` for every call that counts."""
         assert case.trace is not None
-        return [
-            (i, c)
-            for i, c in enumerate(case.trace.tool_calls())
-            if (self.include_failed or c.error is None) and self.wanted(c.name)
-        ]
+        calls = case.trace.tool_calls()
+        if self.include_tools is None and not self.exclude_tools:
+            if self.include_failed:
+                return list(enumerate(calls))
+            return [(i, c) for i, c in enumerate(calls) if c.error is None]
+        return [(i, c) for i, c in enumerate(calls) if (self.include_failed or c.error is None) and self.wanted(c.name)]
 
 
 @lru_cache(maxsize=65536)
@@ -86,6 +89,8 @@ def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | No
     """`(index in the case's expected list, expected call)` passing the filters; `None` if no expectation."""
     if case.expected_tool_calls is None:
         return None
+    if metric.include_tools is None and not metric.exclude_tools:
+        return list(enumerate(case.expected_tool_calls))
     return [(i, e) for i, e in enumerate(case.expected_tool_calls) if metric.wanted(e.name)]
 
 
@@ -97,3 +102,23 @@ def no_expectation(what: str = "expected_tool_calls") -> Score:
 def no_trace() -> Score:
     """The score of a case that has no trace to look at."""
     return Score(value=None, passed=None, reason="not computed: the case has no trace")
+
+
+def expected_names(metric: ToolMetric, case: Case, override: list[str] | None) -> list[str] | None:
+    """Expected tool names: `override` (a metric parameter) when given, else the case's expected calls.
+
+    Both pass the include/exclude filters; `None` when the case states no expectation.
+    """
+    if override is not None:
+        return [n for n in override if metric.wanted(n)]
+    if case.expected_tool_calls is None:
+        return None
+    if metric.include_tools is None and not metric.exclude_tools:
+        return [e.name for e in case.expected_tool_calls]
+    return [e.name for e in case.expected_tool_calls if metric.wanted(e.name)]
+
+
+def call_steps(case: Case) -> list[int]:
+    """For each tool call of the trace in order, the index of the step it belongs to."""
+    assert case.trace is not None
+    return [s for s, step in enumerate(case.trace.steps) for _ in step.tool_calls]

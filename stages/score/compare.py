@@ -11,14 +11,17 @@ Rules (DESIGN.md, "Metrics"):
 - `subset` mode: every expected key must be present and match, extra actual
   keys are allowed — at every depth of nested mappings; `exact` mode: the
   key sets must be equal at every depth;
-- an expected value may be a matcher (a mapping with one `$` key), and
-  matchers nest:
+- an expected value may be a matcher (a mapping whose keys are one of the
+  matcher keys below plus, for `$approx`, `tol`; key order is irrelevant),
+  and matchers nest — an `$any_of` option may itself be a matcher, a
+  matcher may sit at any depth of a mapping or list:
   `{"$any_of": [v1, v2, …]}` — matches if any option matches;
   `{"$regex": "pat"}` — a string that `re.search` finds `pat` in;
   `{"$approx": x, "tol": t}` — a number within `t` of `x` (default `1e-9`);
   `{"$absent": true}` — as a mapping value: the key must not be present;
-- arguments kept raw because they were not valid JSON (`arguments_invalid`)
-  compare unequal to any mapping.
+- actual arguments given as a JSON string are decoded first (OpenAI's
+  `function.arguments`); a string that is not a JSON object compares
+  unequal to any mapping (`arguments_invalid` on the `ToolCall`).
 """
 
 from __future__ import annotations
@@ -28,11 +31,25 @@ import re
 from functools import lru_cache
 from typing import Any, Literal
 
-__all__ = ["ABSENT", "ArgMode", "first_difference", "is_matcher", "match_arguments", "match_value", "render_call"]
+from pipeline.records import decode_arguments
+
+__all__ = [
+    "ABSENT",
+    "ArgMode",
+    "first_difference",
+    "is_matcher",
+    "match_arguments",
+    "match_top_level",
+    "match_value",
+    "render_call",
+    "short_json",
+]
 
 ArgMode = Literal["subset", "exact"]
 
 _MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent"})
+# Keys a matcher may carry besides its `$` key.
+_MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
 
 
 class _Absent:
@@ -44,9 +61,36 @@ ABSENT = _Absent()
 """Stands for a key missing from the actual arguments."""
 
 
+def _matcher_key(value: dict[str, Any]) -> str | None:
+    """The `$` key of a matcher mapping, or `None` for a plain mapping.
+
+    A mapping is a matcher when exactly one of its keys is a matcher key and
+    every other key is one that matcher allows (`tol` for `$approx`), in any
+    order. Anything else — `{"$regex": "x", "flags": 1}`, an unknown
+    `$where` — is a plain mapping compared key by key.
+    """
+    if not value or len(value) > 2:
+        return None
+    found = [k for k in value if k in _MATCHER_KEYS]
+    if len(found) != 1:
+        return None
+    key = found[0]
+    allowed = _MATCHER_EXTRA.get(key, frozenset())
+    if all(k == key or k in allowed for k in value):
+        return key
+    return None
+
+
 def is_matcher(value: Any) -> bool:
     """True if `value` is a matcher mapping (`{"$any_of": …}`, `{"$regex": …}`, …)."""
-    return isinstance(value, dict) and bool(value) and next(iter(value)) in _MATCHER_KEYS
+    return isinstance(value, dict) and _matcher_key(value) is not None
+
+
+def _decoded(actual: Any) -> Any:
+    if isinstance(actual, str):
+        decoded, ok = decode_arguments(actual)
+        return decoded if ok else actual
+    return actual
 
 
 @lru_cache(maxsize=1024)
@@ -61,8 +105,9 @@ def _is_number(v: Any) -> bool:
 def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
     """Does `actual` satisfy `expected` (a plain value or a matcher)? `actual` may be `ABSENT`."""
     if isinstance(expected, dict):
-        if expected and next(iter(expected)) in _MATCHER_KEYS:
-            return _match_matcher(expected, actual, mode)
+        key = _matcher_key(expected)
+        if key is not None:
+            return _match_matcher(key, expected, actual, mode)
         if not isinstance(actual, dict):
             return False
         return match_arguments(expected, actual, mode)
@@ -83,29 +128,32 @@ def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
     return type(expected) is type(actual) and expected == actual
 
 
-def _match_matcher(m: dict[str, Any], actual: Any, mode: ArgMode) -> bool:
-    if "$any_of" in m:
-        return any(match_value(option, actual, mode) for option in m["$any_of"])
-    if "$absent" in m:
-        return (actual is ABSENT) == bool(m["$absent"])
+def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> bool:
+    if key == "$any_of":
+        options = m[key]
+        return isinstance(options, list) and any(match_value(option, actual, mode) for option in options)
+    if key == "$absent":
+        # `{"$absent": false}` is the converse: the key must be present, any value.
+        return (actual is ABSENT) == bool(m[key])
     if actual is ABSENT:
         return False
-    if "$regex" in m:
-        return isinstance(actual, str) and _regex(m["$regex"]).search(actual) is not None
-    if "$approx" in m:
-        tol = m.get("tol", 1e-9)
-        return _is_number(actual) and abs(actual - m["$approx"]) <= tol
-    return False
+    if key == "$regex":
+        return isinstance(actual, str) and _regex(str(m[key])).search(actual) is not None
+    # $approx
+    target, tol = m[key], m.get("tol", 1e-9)
+    return _is_number(actual) and _is_number(target) and abs(actual - target) <= tol
 
 
 def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
     """Do `actual` arguments satisfy `expected` in `mode`?
 
-    `expected=None` matches any arguments (name-only expectation). Raw,
-    undecodable `actual` arguments (a `str`) never match a mapping.
+    `expected=None` matches any arguments (name-only expectation). A JSON
+    string is decoded first; raw, undecodable `actual` arguments never match
+    a mapping.
     """
     if expected is None:
         return True
+    actual = _decoded(actual)
     if not isinstance(actual, dict):
         return False
     for key, exp in expected.items():
@@ -118,36 +166,62 @@ def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | st
     return True
 
 
-def first_difference(expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset") -> str | None:
-    """A short human description of the first argument that does not match, or `None`."""
+def match_top_level(expected: dict[str, Any], actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
+    """pydantic-evals' `ArgumentCorrectness` rule: only the top level is a subset.
+
+    In `subset` mode every expected key must be present and its value must
+    match *in full* (a nested mapping compares in `exact` mode); in `exact`
+    mode the whole structure must be equal. Matchers are honoured at any depth.
+    """
+    actual = _decoded(actual)
+    if not isinstance(actual, dict):
+        return False
+    for key, exp in expected.items():
+        if not match_value(exp, actual.get(key, ABSENT), "exact"):
+            return False
+    return mode == "subset" or all(key in expected for key in actual)
+
+
+def first_difference(
+    expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset", nested_mode: ArgMode | None = None
+) -> str | None:
+    """A short human description of the first argument that does not match, or `None`.
+
+    `nested_mode` is the mode for values below the top level (default: `mode`);
+    `ArgumentCorrectness` passes `exact` there, as `match_top_level` does.
+    """
     if expected is None:
         return None
+    actual = _decoded(actual)
     if not isinstance(actual, dict):
-        return f"arguments are not valid JSON: {str(actual)[:80]!r}"
-    return _diff(expected, actual, mode, "")
+        return f"arguments are not a JSON object: {str(actual)[:80]!r}"
+    return _diff(expected, actual, mode, nested_mode or mode, "")
 
 
-def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, prefix: str) -> str | None:
+def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, nested: ArgMode, prefix: str) -> str | None:
     for key, exp in expected.items():
         got = actual.get(key, ABSENT)
         path = f"{prefix}{key}"
-        if match_value(exp, got, mode):
+        if match_value(exp, got, nested):
             continue
         if isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict):
-            inner = _diff(exp, got, mode, path + ".")
+            inner = _diff(exp, got, nested, nested, path + ".")
             if inner:
                 return inner
         if got is ABSENT:
-            return f"{path}: expected {_short(exp)}, missing"
-        return f"{path}: expected {_short(exp)}, got {_short(got)}"
+            return f"{path}: expected {short_json(exp)}, missing"
+        return f"{path}: expected {short_json(exp)}, got {short_json(got)}"
     if mode == "exact":
         for key in actual:
             if key not in expected:
-                return f"{prefix}{key}: unexpected argument {_short(actual[key])}"
+                return f"{prefix}{key}: unexpected argument {short_json(actual[key])}"
     return None
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short_json(value: Any, limit: int = 60) -> str:
+    """Compact JSON of `value` cut to `limit` characters, for reasons."""
+    if value is ABSENT:
+        return "<absent>"
     text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-__all__ = ["max_matching"]
+__all__ = ["max_matching", "ordered_matching"]
 
 E = TypeVar("E")
 A = TypeVar("A")
@@ -21,15 +21,22 @@ def max_matching(expected: Sequence[E], actual: Sequence[A], compatible: Callabl
     """Return a maximum set of `(expected_index, actual_index)` pairs.
 
     Kuhn's augmenting-path algorithm, O(E·(E+A)·A) in the worst case, which
-    is microseconds at the sizes traces have (tens of calls). Among maximum
-    matchings it prefers, for each expected call in list order, the earliest
-    compatible actual call, so details read naturally. Pairs are sorted by
+    is microseconds at the sizes traces have (tens of calls). Each expected
+    call, in list order, first takes the earliest *free* compatible actual
+    call and only then steals through an augmenting path, so uncontested
+    calls pair in reading order and details read naturally. Pairs are sorted by
     expected index.
     """
     adj = [[j for j, a in enumerate(actual) if compatible(e, a)] for e in expected]
     owner: list[int] = [-1] * len(actual)
 
     def augment(i: int, seen: list[bool]) -> bool:
+        # A free compatible call first, so uncontested calls pair in reading order.
+        for j in adj[i]:
+            if owner[j] == -1 and not seen[j]:
+                seen[j] = True
+                owner[j] = i
+                return True
         for j in adj[i]:
             if seen[j]:
                 continue
@@ -43,3 +50,35 @@ def max_matching(expected: Sequence[E], actual: Sequence[A], compatible: Callabl
         if adj[i]:
             augment(i, [False] * len(actual))
     return sorted((i, j) for j, i in enumerate(owner) if i != -1)
+
+
+def ordered_matching(expected: Sequence[E], actual: Sequence[A], compatible: Callable[[E, A], bool]) -> list[tuple[int, int]]:
+    """Longest order-preserving pairing (an LCS under `compatible`), as `(expected_index, actual_index)` pairs.
+
+    Both index sequences of the result increase, so pairs never cross: this
+    is the in-order counterpart of `max_matching`. O(E·A) time and memory.
+    Among longest alignments it prefers pairing each expected call with the
+    earliest actual call.
+    """
+    n, m = len(expected), len(actual)
+    # table[i][j] = LCS length of expected[i:] and actual[j:]
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = table[i], table[i + 1]
+        for j in range(m - 1, -1, -1):
+            if compatible(expected[i], actual[j]):
+                row[j] = below[j + 1] + 1
+            else:
+                row[j] = max(below[j], row[j + 1])
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n and j < m:
+        if compatible(expected[i], actual[j]) and table[i][j] == table[i + 1][j + 1] + 1:
+            pairs.append((i, j))
+            i += 1
+            j += 1
+        elif table[i][j + 1] >= table[i + 1][j]:
+            j += 1
+        else:
+            i += 1
+    return pairs

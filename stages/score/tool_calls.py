@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import model_validator
+
 from pipeline.records import Case, ExpectedToolCall, Score, ToolCall
 from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
 from stages.score.compare import first_difference, match_arguments, render_call
-from stages.score.matching import max_matching
+from stages.score.matching import max_matching, ordered_matching
 
 __all__ = ["ToolCalls"]
 
@@ -29,11 +31,24 @@ class ToolCalls(ToolMetric):
       - `ignore`: names only.
     An expected call without `arguments` matches on its name alone.
 
-    Pairing is a maximum matching: each actual call pairs with at most one
-    expected call, so `[search(q=a), search(q=a)]` called twice scores 1.0,
-    and the score does not change when the expected list is reordered. With
-    k pairs: recall = k/len(expected), precision = k/len(actual), and
-    `score` picks `f1` (default), `recall` or `precision`.
+    Pairing (`pairing: one_to_one`, the default) is a maximum matching: each
+    actual call pairs with at most one expected call, so
+    `[search(q=a), search(q=a)]` called twice scores 1.0 and called once
+    0.667, and the score does not change when the expected list is
+    reordered. With k pairs: recall = k/len(expected), precision =
+    k/len(actual), and `score` picks `f1` (default), `recall` or `precision`.
+
+    `order: in_order` pairs in order instead: the longest alignment of the
+    two call lists that keeps both orders (an LCS under the same
+    compatibility), so `[weather(NY), weather(SH)]` called as
+    `[weather(SH), weather(NY)]` scores 1.0 with the default `any_order` and
+    0.5 in order. It cannot be combined with `pairing: reuse`.
+
+    `pairing: reuse` is τ²-bench's action check (`evaluate_actions`): an
+    expected call is met when *any* call is compatible, a call may meet
+    several expected calls; recall = expected calls met / len(expected),
+    precision = calls that meet some expected call / len(actual). `pairs`
+    then give, for each expected call met, the first call meeting it.
 
     Edge cases: expected `[]` → 1.0 iff no call counts, else 0.0; expected
     non-empty and no call → 0.0. A case without `expected_tool_calls` gets
@@ -52,7 +67,15 @@ class ToolCalls(ToolMetric):
 
     arguments: Literal["subset", "exact", "ignore"] = "subset"
     score: Literal["f1", "recall", "precision"] = "f1"
+    pairing: Literal["one_to_one", "reuse"] = "one_to_one"
+    order: Literal["any_order", "in_order"] = "any_order"
     include_failed: bool = True
+
+    @model_validator(mode="after")
+    def _compatible_options(self) -> "ToolCalls":
+        if self.order == "in_order" and self.pairing == "reuse":
+            raise ValueError("order: in_order cannot be combined with pairing: reuse")
+        return self
 
     def _compatible(self, exp: ExpectedToolCall, act: ToolCall) -> bool:
         if exp.name != act.name:
@@ -68,7 +91,7 @@ class ToolCalls(ToolMetric):
         if expected is None:
             return no_expectation()
         actual = self.actual_calls(case)
-        step_of = _step_index(case)
+        step_of = call_steps(case)
 
         if not expected:
             unexpected = [i for i, _ in actual]
@@ -78,15 +101,24 @@ class ToolCalls(ToolMetric):
             listed = "; ".join(f"#{i} (step {step_of[i]}) {render_call(c.name, c.arguments)}" for i, c in actual[:5])
             return self.verdict(0.0, f"no call expected, but {len(actual)} made: {listed}", details)
 
-        pairs_local = max_matching([e for _, e in expected], [c for _, c in actual], self._compatible)
+        if self.pairing == "reuse":
+            pairs_local, paired_a = [], set()
+            for i, (_, e) in enumerate(expected):
+                hits = [j for j, (_, c) in enumerate(actual) if self._compatible(e, c)]
+                if hits:
+                    pairs_local.append((i, hits[0]))
+                    paired_a.update(hits)
+        else:
+            pair = ordered_matching if self.order == "in_order" else max_matching
+            pairs_local = pair([e for _, e in expected], [c for _, c in actual], self._compatible)
+            paired_a = {j for _, j in pairs_local}
         k = len(pairs_local)
         recall = k / len(expected)
-        precision = k / len(actual) if actual else 0.0
-        f1 = 0.0 if k == 0 else 2 * precision * recall / (precision + recall)
+        precision = len(paired_a) / len(actual) if actual else 0.0
+        f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
         value = {"f1": f1, "recall": recall, "precision": precision}[self.score]
 
         paired_e = {i for i, _ in pairs_local}
-        paired_a = {j for _, j in pairs_local}
         missing_local = [i for i in range(len(expected)) if i not in paired_e]
         unexpected_local = [j for j in range(len(actual)) if j not in paired_a]
         details: dict[str, Any] = {
@@ -98,8 +130,8 @@ class ToolCalls(ToolMetric):
             "f1": round(f1, 6),
         }
         parts = [
-            f"matched {k}/{len(expected)} expected and {k}/{len(actual)} actual calls "
-            f"(arguments={self.arguments}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
+            f"matched {k}/{len(expected)} expected and {len(paired_a)}/{len(actual)} actual calls "
+            f"(arguments={self.arguments}, {self.order}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
         ]
         if missing_local:
             items = []
@@ -131,25 +163,18 @@ class ToolCalls(ToolMetric):
                     return idx, diff
         return None
 
-    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: dict[int, int]) -> str | None:
-        for pos, ((_, e), (ai, a)) in enumerate(zip(expected, actual)):
+    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: list[int]) -> str | None:
+        """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
+        for pos, ((ei, e), (ai, a)) in enumerate(zip(expected, actual)):
             if not self._compatible(e, a):
-                if e.name != a.name:
-                    what = f"expected {e.name!r}, got {a.name!r}"
-                else:
-                    what = f"{e.name}: {first_difference(e.arguments, a.arguments, 'exact' if self.arguments == 'exact' else 'subset')}"
-                return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}): {what}"
+                what = f"expected [{ei}] {render_call(e.name, e.arguments)}, got {render_call(a.name, a.arguments)}"
+                if e.name == a.name:
+                    what += f" ({first_difference(e.arguments, a.arguments, 'exact' if self.arguments == 'exact' else 'subset')})"
+                return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
         if len(actual) < len(expected):
-            return f"in order, the calls end after #{len(actual)}; next expected {expected[len(actual)][1].name!r}"
+            ei, e = expected[len(actual)]
+            return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {render_call(e.name, e.arguments)}"
+        if len(actual) > len(expected):
+            ai, a = actual[len(expected)]
+            return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {render_call(a.name, a.arguments)}"
         return None
-
-
-def _step_index(case: Case) -> dict[int, int]:
-    out: dict[int, int] = {}
-    n = 0
-    assert case.trace is not None
-    for s, step in enumerate(case.trace.steps):
-        for _ in step.tool_calls:
-            out[n] = s
-            n += 1
-    return out

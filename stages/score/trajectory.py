@@ -11,22 +11,37 @@ from typing import Literal
 
 from pipeline.records import Case, Score
 from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
+from stages.score.compare import render_call
 
 __all__ = ["TrajectoryMatch", "lcs_length"]
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
-    """Length of the longest common subsequence of two name lists (rolling 1-D DP)."""
+    """Length of the longest common subsequence of two name lists.
+
+    Bit-parallel (Allison–Dix / Hyyrö): one big-integer update per item of
+    `a`, each over all of `b` at once, after trimming the common prefix and
+    suffix — so equal or nearly equal trajectories cost almost nothing.
+    """
+    lo = 0
+    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < len(a) - lo and hi < len(b) - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
+    a, b = a[lo : len(a) - hi], b[lo : len(b) - hi]
     if not a or not b:
-        return 0
-    prev = [0] * (len(b) + 1)
+        return lo + hi
+    masks: dict[str, int] = {}
+    for j, y in enumerate(b):
+        masks[y] = masks.get(y, 0) | (1 << j)
+    full = (1 << len(b)) - 1
+    v = full
     for x in a:
-        curr = [0]
-        for j, y in enumerate(b, 1):
-            curr.append(prev[j - 1] + 1 if x == y else max(prev[j], curr[j - 1]))
-        prev = curr
-    return prev[-1]
+        u = v & masks.get(x, 0)
+        v = ((v + u) | (v - u)) & full
+    return lo + hi + len(b) - v.bit_count()
 
 
 def _f1(p: float, r: float) -> float:
@@ -62,13 +77,9 @@ class TrajectoryMatch(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        if self.expected_trajectory is not None:
-            expected = [n for n in self.expected_trajectory if self.wanted(n)]
-        else:
-            exp = expected_calls(self, case)
-            if exp is None:
-                return no_expectation()
-            expected = [e.name for _, e in exp]
+        expected = expected_names(self, case, self.expected_trajectory)
+        if expected is None:
+            return no_expectation()
         calls = self.actual_calls(case)
         actual = [c.name for _, c in calls]
 
@@ -106,10 +117,17 @@ class TrajectoryMatch(ToolMetric):
 
     @staticmethod
     def _divergence(expected: list[str], actual: list[str], calls: list, case: Case) -> str:
+        """First position where the two name sequences differ, with the call's step and arguments."""
+        steps = call_steps(case)
+
+        def where(pos: int) -> str:
+            idx, call = calls[pos]
+            return f"call #{pos + 1} (trace call {idx}, step {steps[idx]}) {render_call(call.name, call.arguments)}"
+
         for pos, (e, a) in enumerate(zip(expected, actual)):
             if e != a:
-                return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): expected {e!r}, got {a!r}"
+                return f"first divergence at {where(pos)}: expected {e!r}, got {a!r}"
         pos = min(len(expected), len(actual))
         if len(actual) > len(expected):
-            return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): unexpected {actual[pos]!r} after the expected sequence"
+            return f"first divergence at {where(pos)}: unexpected {actual[pos]!r} after the expected sequence"
         return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"

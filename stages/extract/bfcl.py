@@ -1,0 +1,225 @@
+"""Format `bfcl`: Berkeley Function Calling Leaderboard question + possible-answer files.
+
+The dataset `path` is a question file (`BFCL_v4_<category>.json`, JSON Lines
+despite the extension); `tasks` is its possible-answer file, by default
+`possible_answer/<same name>` beside it. The files hold no model output, so
+cases come without a `trace` (a live target, or a trace added later,
+supplies it). Each question becomes one case:
+
+- `id` is the question id; `input` the first user message of the first
+  turn, `turns` the first user message of each later turn; `context` keeps
+  the offered `functions` (single-turn) or `involved_classes` (multi-turn);
+  `tags` = `["bfcl", category]`;
+- single-turn `ground_truth` `[{fn: {param: [accepted, …]}}]` becomes one
+  expected call per entry. A parameter's accepted-value list becomes the
+  value itself when it holds one value, else `{"$any_of": [...]}`; an
+  accepted `""` means the parameter may be left out, so `{"$absent": true}`
+  joins the options (an explicit `""` stays accepted, as upstream compares
+  the sent value against the list). An empty accepted list (7 parameters
+  of `live_simple_106-63-0`) is read as "the value is `[]`", which is what
+  those questions ask for; upstream's list check would accept nothing. Nested objects, given as mappings whose
+  fields are again accepted-value lists, convert recursively. Parameters
+  absent from the answer must not be sent, which is what `arguments: exact`
+  checks;
+- multi-turn answers (Python call strings, one list per turn) are parsed
+  with `ast` and flattened in order; positional arguments get their names
+  from the function docs of the record's `involved_classes`
+  (`multi_turn_func_doc/` beside the question file). Upstream checks these
+  by executing them against a simulated state, so name/argument comparison
+  is an approximation there;
+- `irrelevance` questions (no answer file) expect no call (`[]`);
+  `live_relevance` questions (any relevant call is right) state no
+  expectation (`null`).
+
+Deviation: upstream compares strings after dropping spaces and `,./-_*^`,
+lower-casing and turning `'` into `"`; here strings compare exactly (a
+`$regex` or `$any_of` in a hand-written expectation can loosen that).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.load import read_jsonl
+
+__all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
+
+_CLASS_DOCS = {
+    "GorillaFileSystem": "gorilla_file_system.json",
+    "MathAPI": "math_api.json",
+    "MessageAPI": "message_api.json",
+    "TwitterAPI": "posting_api.json",
+    "TicketAPI": "ticket_api.json",
+    "TradingBot": "trading_bot.json",
+    "TravelAPI": "travel_booking.json",
+    "VehicleControlAPI": "vehicle_control.json",
+}
+
+
+def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any]:
+    """Load what every record needs: answers by id and multi-turn parameter names.
+
+    `answer_file` defaults to `possible_answer/<name>` beside the question
+    file; when it does not exist `answers` is `None` (irrelevance and
+    relevance categories). `params` maps a class name to `{function: [param
+    names in declaration order]}`, read from `multi_turn_func_doc/`.
+    """
+    folder = Path(question_file).parent
+    if answer_file is None:
+        candidate = folder / "possible_answer" / Path(question_file).name
+        answer_file = candidate if candidate.exists() else None
+    answers: dict[str, Any] | None = None
+    if answer_file is not None:
+        answers = {}
+        with open(answer_file, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    rec = json.loads(line)
+                    answers[str(rec["id"])] = rec.get("ground_truth")
+    params: dict[str, dict[str, list[str]]] = {}
+    docs = folder / "multi_turn_func_doc"
+    for cls, fname in _CLASS_DOCS.items():
+        path = docs / fname
+        if path.exists():
+            table: dict[str, list[str]] = {}
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        doc = json.loads(line)
+                        table[doc["name"]] = list(((doc.get("parameters") or {}).get("properties") or {}).keys())
+            params[cls] = table
+    return {"answers": answers, "params": params}
+
+
+def accepted_values(options: Any) -> Any:
+    """A BFCL accepted-value list → a plain value or matcher (see the module docstring)."""
+    if not isinstance(options, list):
+        return _convert(options)
+    if not options:
+        # A few live answers list no accepted value for a parameter whose right
+        # value is an empty list (a category with no query); read it as that.
+        return []
+    absent_ok = any(o == "" for o in options)
+    values = [_convert(o) for o in options]
+    if absent_ok:
+        values.append({"$absent": True})
+    return values[0] if len(values) == 1 else {"$any_of": values}
+
+
+def _convert(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: accepted_values(v) for k, v in value.items()}
+    return value
+
+
+def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
+    """Parse a Python call string such as `cd(folder='temp')` into `{name, arguments}`.
+
+    Positional arguments take their names from `params[name]`. Raises
+    `ValueError` for text that is not a single call with literal arguments.
+    """
+    node = ast.parse(text.strip(), mode="eval").body
+    if not isinstance(node, ast.Call):
+        raise ValueError(f"not a function call: {text!r}")
+    name = ast.unparse(node.func)
+    args: dict[str, Any] = {}
+    names = params.get(name, [])
+    for i, arg in enumerate(node.args):
+        if i >= len(names):
+            raise ValueError(f"positional argument {i} of {name} has no documented name")
+        args[names[i]] = ast.literal_eval(arg)
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise ValueError(f"**kwargs in {text!r}")
+        args[kw.arg] = ast.literal_eval(kw.value)
+    return {"name": name, "arguments": args}
+
+
+def _first_user(turn: Any) -> Any:
+    for msg in turn if isinstance(turn, list) else []:
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            return msg.get("content")
+    return None
+
+
+def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case:
+    """Turn one BFCL question line into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field for a line that is not a JSON
+    object with `id` and `question`, an answer that cannot be read, or a
+    question whose answer is missing from the answer file.
+    """
+    from stages.extract import AdapterError
+
+    try:
+        rec = raw if isinstance(raw, dict) else json.loads(raw)
+    except ValueError as exc:
+        raise AdapterError(f"invalid JSON: {exc}") from None
+    if not isinstance(rec, dict) or "id" not in rec:
+        raise AdapterError("id: a question object with an `id` is required", field="id")
+    qid = str(rec["id"])
+    question = rec.get("question")
+    if not isinstance(question, list) or not question:
+        raise AdapterError("question: required list of turns is missing", field="question", case_id=qid)
+    category = re.sub(r"_[\d-]+$", "", qid)
+    ctx = ctx or {}
+    answers, params = ctx.get("answers"), ctx.get("params") or {}
+
+    expected: list[dict[str, Any]] | None
+    if answers is None or qid not in answers:
+        if qid.startswith(("irrelevance", "live_irrelevance")):
+            expected = []
+        elif qid.startswith("live_relevance") or answers is None:
+            expected = None
+        else:
+            raise AdapterError(f"ground_truth: question {qid!r} is not in the answer file", field="ground_truth", case_id=qid)
+    else:
+        truth = answers[qid]
+        expected = []
+        if rec.get("involved_classes") is not None:
+            table = {fn: names for cls in rec["involved_classes"] for fn, names in params.get(cls, {}).items()}
+            for t, turn in enumerate(truth):
+                for c, text in enumerate(turn):
+                    try:
+                        expected.append(parse_call(text, table))
+                    except (ValueError, SyntaxError) as exc:
+                        raise AdapterError(f"ground_truth[{t}][{c}]: {exc}", field=f"ground_truth[{t}][{c}]", case_id=qid) from None
+        else:
+            for c, call in enumerate(truth):
+                if not isinstance(call, dict) or len(call) != 1:
+                    raise AdapterError("expected one {function: {param: [values]}} per call", field=f"ground_truth[{c}]", case_id=qid)
+                (name, args), = call.items()
+                expected.append({"name": name, "arguments": {k: accepted_values(v) for k, v in (args or {}).items()}})
+
+    context: dict[str, Any] = {}
+    if rec.get("function") is not None:
+        context["functions"] = rec["function"]
+    if rec.get("involved_classes") is not None:
+        context["involved_classes"] = rec["involved_classes"]
+    return Case.model_validate(
+        {
+            "id": qid,
+            "input": _first_user(question[0]),
+            "turns": [_first_user(t) for t in question[1:]],
+            "expected_tool_calls": expected,
+            "context": context or None,
+            "tags": ["bfcl", category],
+            "metadata": {"category": category},
+        }
+    )
+
+
+register_format(
+    Format(
+        "bfcl",
+        read=lambda ds: read_jsonl(ds.path, ds.limit),
+        adapt=adapt,
+        prepare=lambda ds: load_context(ds.path, ds.tasks),
+    )
+)

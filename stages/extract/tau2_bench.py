@@ -1,0 +1,202 @@
+"""Format `tau2-bench`: τ²-bench results files (sierra-research/tau2-bench).
+
+A results file is one JSON object `{"info", "tasks", "simulations"}`; the
+dataset `path` names it. Each simulation becomes one case, scored against
+the task embedded in the *same* file (the current task files differ from the
+ones many results were recorded with):
+
+- `id` is `"{task_id}-{trial}"`; `metadata` keeps `task_id`, `trial`,
+  `simulation_id`, `domain`, `reward`, `termination_reason`, the upstream
+  per-action verdicts as `action_checks` (`[{"action_id", "action_match"}]`)
+  and `user_call_indices` (see below);
+- `input` is the user's first message (the first message of a simulation is
+  the agent's fixed greeting); `expected_tool_calls` are the task's
+  `evaluation_criteria.actions`, each restricted to its `compare_args` when
+  that is set: a key listed there but absent from the expected arguments
+  becomes `{"$absent": true}` (upstream compares it as missing on both
+  sides), and `compare_args: []` means the name alone (`arguments: null`).
+  A task without `evaluation_criteria.actions` gives no expectation (`null`);
+- every assistant message is one step (its text is the `thought` when it
+  also calls tools, else the step's `output`); a user message that calls
+  tools (τ²'s dual-control telecom domain) is a step too, because upstream
+  checks expected actions against every call of the simulation whoever made
+  it. The positions of those user calls in the trace's call list are in
+  `metadata.user_call_indices`, so `include_tools`-style filtering by
+  requestor stays possible downstream;
+- tool results pair with their call by `id`; a result with `"error": true`
+  marks the call failed (`error` holds the result text);
+- `usage`: input/output tokens and requests summed over the agent's model
+  calls (assistant messages that carry `usage`; the scripted greeting has
+  none), `cost_usd` = `agent_cost`, `latency_s` = `duration`;
+  the trace's `output` is the last assistant text.
+
+The results file is read whole (τ²-bench writes one JSON object, which
+cannot be streamed element by element with the standard library); the
+largest upstream files are a few MB.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.load import RawRecord
+
+__all__ = ["adapt", "expected_from_action", "read_results"]
+
+
+def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
+    """Yield one record per simulation: `{"index", "simulation", "task", "domain"}`.
+
+    `task` is the task of the same file whose `id` equals the simulation's
+    `task_id` (`None` when there is none, which the adapter reports). A file
+    that is not a τ²-bench results object yields one record with `error`.
+    """
+    name = str(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {exc}")
+        return
+    if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
+        yield RawRecord(name, 1, error="expected a tau2-bench results object with a `simulations` list")
+        return
+    tasks = {str(t.get("id")): t for t in data.get("tasks") or [] if isinstance(t, dict)}
+    domain = ((data.get("info") or {}).get("environment_info") or {}).get("domain_name")
+    for i, sim in enumerate(data["simulations"]):
+        if limit is not None and i >= limit:
+            return
+        task = tasks.get(str(sim.get("task_id"))) if isinstance(sim, dict) else None
+        yield RawRecord(name, 1, {"index": i, "simulation": sim, "task": task, "domain": domain})
+
+
+def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
+    """One τ²-bench expected action → `{name, arguments}`, honouring `compare_args`."""
+    args = action.get("arguments") or {}
+    keys = action.get("compare_args")
+    if keys is None:
+        return {"name": action["name"], "arguments": args}
+    if not keys:
+        return {"name": action["name"], "arguments": None}
+    return {"name": action["name"], "arguments": {k: args[k] if k in args else {"$absent": True} for k in keys}}
+
+
+def adapt(raw: Any, ctx: Any = None) -> Case:
+    """Turn one simulation record (from `read_results`) into a `Case`; see the module docstring.
+
+    Raises `AdapterError` naming the field (`simulations[i].…`) when the
+    simulation lacks `task_id` or `messages`, its task is not in the file,
+    or a tool call has no name.
+    """
+    from stages.extract import AdapterError
+
+    index, sim, task = raw.get("index", 0), raw.get("simulation"), raw.get("task")
+    where = f"simulations[{index}]"
+    if not isinstance(sim, dict):
+        raise AdapterError(f"{where}: expected a simulation object", field=where)
+    task_id = sim.get("task_id")
+    if task_id is None:
+        raise AdapterError(f"{where}.task_id: required field is missing", field=f"{where}.task_id")
+    trial = sim.get("trial", 0)
+    case_id = f"{task_id}-{trial}"
+    messages = sim.get("messages")
+    if not isinstance(messages, list):
+        raise AdapterError(f"{where}.messages: required message list is missing", field=f"{where}.messages", case_id=case_id)
+    if task is None:
+        raise AdapterError(f"{where}.task_id: task {task_id!r} is not in the file's tasks", field=f"{where}.task_id", case_id=case_id)
+
+    actions = (task.get("evaluation_criteria") or {}).get("actions")
+    expected = None if actions is None else [expected_from_action(a) for a in actions]
+
+    results = {m.get("id"): m for m in messages if m.get("role") == "tool" and m.get("id") is not None}
+    steps: list[dict[str, Any]] = []
+    user_calls: list[int] = []
+    n_calls = 0
+    first_user: Any = None
+    output: str | None = None
+    tokens_in = tokens_out = requests = 0
+    for k, msg in enumerate(messages):
+        role = msg.get("role")
+        if role == "user" and first_user is None and msg.get("content"):
+            first_user = msg["content"]
+        if role not in ("assistant", "user"):
+            continue
+        if role == "assistant" and msg.get("usage"):
+            requests += 1
+            tokens_in += msg["usage"].get("prompt_tokens") or 0
+            tokens_out += msg["usage"].get("completion_tokens") or 0
+        calls = []
+        for j, tc in enumerate(msg.get("tool_calls") or []):
+            if not tc.get("name"):
+                raise AdapterError("tool call has no name", field=f"{where}.messages[{k}].tool_calls[{j}].name", case_id=case_id)
+            res = results.get(tc.get("id"))
+            content = None if res is None else res.get("content")
+            failed = res is not None and bool(res.get("error"))
+            calls.append(
+                {
+                    "id": tc.get("id"),
+                    "name": tc["name"],
+                    "arguments": tc.get("arguments"),
+                    "result": _maybe_json(content),
+                    "error": (content or "error") if failed else None,
+                }
+            )
+        text = msg.get("content")
+        if calls:
+            if role == "user":
+                user_calls.extend(range(n_calls, n_calls + len(calls)))
+            n_calls += len(calls)
+            steps.append({"thought": text or None, "tool_calls": calls})
+        elif role == "assistant":
+            steps.append({"output": text})
+            if text:
+                output = text
+
+    reward_info = sim.get("reward_info") or {}
+    metadata: dict[str, Any] = {
+        "task_id": task_id,
+        "trial": trial,
+        "simulation_id": sim.get("id"),
+        "domain": raw.get("domain"),
+        "reward": reward_info.get("reward"),
+        "termination_reason": sim.get("termination_reason"),
+        "action_checks": [
+            {"action_id": (c.get("action") or {}).get("action_id"), "action_match": c.get("action_match")}
+            for c in reward_info.get("action_checks") or []
+        ],
+        "user_call_indices": user_calls,
+    }
+    usage = {
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "requests": requests,
+        "cost_usd": sim.get("agent_cost"),
+        "latency_s": sim.get("duration"),
+    }
+    return Case.model_validate(
+        {
+            "id": case_id,
+            "input": first_user,
+            "expected_tool_calls": expected,
+            "tags": ["tau2-bench"] + ([raw["domain"]] if raw.get("domain") else []),
+            "metadata": metadata,
+            "trace": {"steps": steps, "output": output, "usage": usage},
+        }
+    )
+
+
+def _maybe_json(text: Any) -> Any:
+    if isinstance(text, str) and text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt))

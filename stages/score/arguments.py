@@ -1,0 +1,101 @@
+"""`ArgumentCorrectness`: did one tool call receive the expected arguments?
+
+Source: pydantic-evals `ArgumentCorrectness` (pydantic_evals/evaluators/agentic.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from pipeline.records import Case, Score
+from pipeline.registry import register_metric
+from stages.score.base import ToolMetric, call_steps, no_trace
+from stages.score.compare import ABSENT, match_value, render_call, short_json
+
+__all__ = ["ArgumentCorrectness"]
+
+
+@register_metric
+class ArgumentCorrectness(ToolMetric):
+    """Pass (1.0) when the chosen call of `tool_name` has `expected_arguments`, else fail (0.0).
+
+    - `match_mode: subset` (default): every expected *top-level* key is
+      present and its value matches in full — a nested mapping must be equal,
+      extra nested keys fail (pydantic-evals' rule); extra top-level keys are
+      allowed. `exact`: deep equality, no extra key at any level.
+    - `occurrence`: `first` (default), `last`, or a 0-based index among the
+      calls of `tool_name` that count. A negative index is refused when the
+      metric is built.
+    - Failed calls do not count unless `include_failed: true`; then each
+      attempt is an occurrence of its own.
+
+    Values compare with the project's rules (`stages.score.compare`):
+    `1 == 1.0`, JSON-string arguments decoded, matchers allowed. Deliberate
+    deviation from pydantic-evals, which uses Python `==`: `true` never
+    equals `1`.
+
+    Edge cases: the tool never called, or the occurrence does not exist →
+    0.0 with the reason saying so; arguments that are not a JSON object →
+    0.0. `expected_arguments` defaults to `{}` (any call of the tool passes
+    in `subset` mode, only a call without arguments in `exact`). The reason
+    lists every mismatching key; `details` give the trace call index and
+    `mismatches` as `{key: {"expected": …, "actual": …}}`.
+    """
+
+    tool_name: str
+    expected_arguments: dict[str, Any] = Field(default_factory=dict)
+    match_mode: Literal["subset", "exact"] = "subset"
+    occurrence: Literal["first", "last"] | int = "first"
+    include_failed: bool = False
+
+    @field_validator("occurrence")
+    @classmethod
+    def _non_negative(cls, value: Any) -> Any:
+        if isinstance(value, int) and value < 0:
+            raise ValueError("occurrence must be 'first', 'last' or a 0-based index >= 0")
+        return value
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        matches = [(i, c) for i, c in self.actual_calls(case) if c.name == self.tool_name]
+        if not matches:
+            return self._fail(f"no call to tool {self.tool_name!r} was recorded", {})
+        if self.occurrence == "first":
+            pick = 0
+        elif self.occurrence == "last":
+            pick = len(matches) - 1
+        else:
+            pick = self.occurrence
+        if pick >= len(matches):
+            return self._fail(
+                f"tool {self.tool_name!r} was called {len(matches)} time(s); occurrence={self.occurrence!r} selects none of them", {}
+            )
+        index, call = matches[pick]
+        where = f"call #{index} (step {call_steps(case)[index]}) {render_call(call.name, call.arguments)}"
+        args = call.arguments
+        if not isinstance(args, dict):
+            return self._fail(f"{where}: arguments are not a JSON object", {"call": index})
+
+        mismatches: dict[str, dict[str, Any]] = {}
+        problems: list[str] = []
+        for key, exp in self.expected_arguments.items():
+            got = args.get(key, ABSENT)
+            if not match_value(exp, got, "exact"):
+                mismatches[key] = {"expected": exp, "actual": None if got is ABSENT else got, "present": got is not ABSENT}
+                problems.append(f"{key}: missing (expected {short_json(exp)})" if got is ABSENT else f"{key}: expected {short_json(exp)}, got {short_json(got)}")
+        if self.match_mode == "exact":
+            for key in args:
+                if key not in self.expected_arguments:
+                    mismatches[key] = {"expected": None, "actual": args[key], "present": True}
+                    problems.append(f"{key}: unexpected argument {short_json(args[key])}")
+        details = {"call": index, "mismatches": mismatches}
+        if problems:
+            return self._fail(f"{where}: argument mismatch ({self.match_mode}): " + "; ".join(problems), details)
+        return Score(value=1.0, passed=True, reason=f"{where} has the expected arguments ({self.match_mode})", details=details)
+
+    @staticmethod
+    def _fail(reason: str, details: dict[str, Any]) -> Score:
+        return Score(value=0.0, passed=False, reason=reason, details=details or None)

@@ -1,0 +1,66 @@
+"""`MaxToolCalls`, `MaxModelRequests`: did the agent stay within a call budget?
+
+Source: pydantic-evals `MaxToolCalls` / `MaxModelRequests`
+(pydantic_evals/evaluators/agentic.py).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from pipeline.records import Case, Score
+from pipeline.registry import register_metric
+from stages.score.base import Metric, ToolMetric, no_trace
+
+__all__ = ["MaxModelRequests", "MaxToolCalls"]
+
+
+def _within(count: int, budget: int, what: str, source: str = "") -> Score:
+    ok = count <= budget
+    return Score(
+        value=1.0 if ok else 0.0,
+        passed=ok,
+        reason=f"{count} {what}{source}, budget={budget}" + ("" if ok else f" (over by {count - budget})"),
+        details={"count": count, "budget": budget},
+    )
+
+
+@register_metric
+class MaxToolCalls(ToolMetric):
+    """Pass (1.0) when the trace has at most `max_calls` tool calls, else fail (0.0).
+
+    Failed calls **do** count by default (`include_failed: true`, as in
+    pydantic-evals: they still cost time and tokens); `include_tools` /
+    `exclude_tools` narrow what counts. Edge cases: no call → 0 ≤ budget,
+    passes; `max_calls: 0` passes only a trace without calls. `details`
+    carry `count` and `budget`.
+    """
+
+    max_calls: int = Field(ge=0)
+    include_failed: bool = True
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        return _within(len(self.actual_calls(case)), self.max_calls, "tool call(s)")
+
+
+@register_metric
+class MaxModelRequests(Metric):
+    """Pass (1.0) when the run made at most `max_requests` model requests, else fail (0.0).
+
+    The count is the recorded `usage.requests` when the trace has it (as
+    pydantic-evals prefers its `requests` metric); otherwise it is counted
+    from the trace, one request per step (each step is one model turn).
+    The reason names which source was used. `details`: `count`, `budget`.
+    """
+
+    max_requests: int = Field(ge=0)
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        usage = case.trace.usage
+        if usage is not None and usage.requests is not None:
+            return _within(usage.requests, self.max_requests, "model request(s)", " (from usage.requests)")
+        return _within(len(case.trace.steps), self.max_requests, "model request(s)", " (counted from the trace's steps)")

@@ -1,0 +1,172 @@
+"""`ExactMatch`, `Contains`, `Regex`, `JsonSchema`: checks on the trace's final output.
+
+Sources: cogitator evals `exactMatch()` / `contains()` / `regex()` /
+`jsonSchema()` (packages/evals/src/metrics/deterministic.ts), with the
+equivalents of pydantic-evals (`EqualsExpected`, `Contains`) and
+multivon-eval reachable through the options.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+from pydantic import Field, field_validator
+
+from pipeline.records import Case, Score
+from pipeline.registry import register_metric
+from stages.score.base import Metric, no_expectation, no_trace
+from stages.score.compare import first_difference, match_value, short_json
+
+__all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
+
+
+def _output(case: Case) -> str:
+    assert case.trace is not None
+    return case.trace.output or ""
+
+
+def _pass(ok: bool, reason: str, details: dict[str, Any] | None = None) -> Score:
+    return Score(value=1.0 if ok else 0.0, passed=ok, reason=reason, details=details)
+
+
+@register_metric
+class ExactMatch(Metric):
+    """1.0 when the final output equals the expected one, else 0.0.
+
+    The expected value is `expected` when given, else the case's
+    `expected_output` (neither → `value: null`; cogitator scores 0 there).
+    A text expectation compares after trimming both sides and, unless
+    `case_sensitive: true`, ignoring case (cogitator's defaults; set
+    `case_sensitive: true, strip: false` for pydantic-evals' `EqualsExpected`).
+    A structured expectation (a mapping, list, number, bool) compares with
+    the output decoded as JSON under the argument rules
+    (`stages.score.compare`: `1 == 1.0`, `true != 1`, matchers allowed). A
+    missing final output counts as the empty text.
+    """
+
+    expected: Any = None
+    case_sensitive: bool = False
+    strip: bool = True
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        target = self.expected if self.expected is not None else case.expected_output
+        if target is None:
+            return no_expectation("expected_output")
+        out = _output(case)
+        if not isinstance(target, str):
+            try:
+                value = json.loads(out)
+            except ValueError:
+                return _pass(False, f"expected the JSON value {short_json(target)}, but the output is not JSON: {out[:80]!r}")
+            if match_value(target, value, "exact"):
+                return _pass(True, "output equals the expected JSON value")
+            if isinstance(target, dict) and isinstance(value, dict):
+                return _pass(False, f"output JSON differs: {first_difference(target, value, 'exact')}")
+            return _pass(False, f"expected {short_json(target)}, got {short_json(value)}")
+        a, b = (out.strip(), target.strip()) if self.strip else (out, target)
+        ok = a == b if self.case_sensitive else a.lower() == b.lower()
+        return _pass(ok, "output equals the expected text" if ok else f"expected {b[:120]!r}, got {a[:120]!r}")
+
+
+@register_metric
+class Contains(Metric):
+    """1.0 when the final output contains the expected text, else 0.0.
+
+    The text is `value` when given, else the case's `expected_output` (must
+    be text; neither → `value: null`). Case is ignored unless
+    `case_sensitive: true` (cogitator's default; pydantic-evals' `Contains`
+    is case-sensitive). Expected `""` is contained in every output.
+    """
+
+    value: str | None = None
+    case_sensitive: bool = False
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        target = self.value if self.value is not None else case.expected_output
+        if target is None:
+            return no_expectation("expected_output")
+        if not isinstance(target, str):
+            return Score(value=None, reason=f"not computed: Contains needs a text expectation, got {type(target).__name__}")
+        out = _output(case)
+        ok = target in out if self.case_sensitive else target.lower() in out.lower()
+        return _pass(ok, f"output contains {target[:80]!r}" if ok else f"output does not contain {target[:80]!r}")
+
+
+@register_metric
+class Regex(Metric):
+    """1.0 when `pattern` (Python `re` syntax) is found in the final output, else 0.0.
+
+    `re.search` semantics (as JavaScript's `RegExp.test` in cogitator);
+    `full_match: true` requires the whole output to match. An invalid
+    pattern is refused when the metric is built.
+    """
+
+    pattern: str
+    full_match: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from None
+        return value
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        out = _output(case)
+        rx = re.compile(self.pattern)
+        ok = (rx.fullmatch(out) if self.full_match else rx.search(out)) is not None
+        verb = "matches" if self.full_match else "contains a match for"
+        return _pass(ok, f"output {verb} /{self.pattern}/" if ok else f"output does not match /{self.pattern}/")
+
+
+@register_metric
+class JsonSchema(Metric):
+    """1.0 when the final output is JSON that validates against `schema` (JSON Schema), else 0.0.
+
+    Validation uses the `jsonschema` library with the draft the schema's
+    `$schema` names (latest supported otherwise); an invalid schema is refused
+    when the metric is built. Output that is not JSON → 0.0 with the parse
+    error; a validation failure → 0.0 naming the path and message of the
+    most relevant error (`details.errors` lists up to 10).
+    """
+
+    schema_: dict[str, Any] = Field(alias="schema")
+
+    model_config = {"populate_by_name": True}
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.validators.validator_for(value).check_schema(value)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+        return value
+
+    def evaluate(self, case: Case) -> Score:
+        if case.trace is None:
+            return no_trace()
+        out = _output(case)
+        try:
+            value = json.loads(out)
+        except ValueError as exc:
+            return _pass(False, f"output is not valid JSON: {exc}")
+        validator = jsonschema.validators.validator_for(self.schema_)(self.schema_)
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return _pass(True, "output validates against the schema")
+        best = jsonschema.exceptions.best_match(errors)
+        path = "/".join(str(p) for p in best.absolute_path) or "(root)"
+        listed = [{"path": "/".join(str(p) for p in e.absolute_path), "message": e.message} for e in errors[:10]]
+        return _pass(False, f"schema validation failed at {path}: {best.message}", {"errors": listed})

@@ -1,0 +1,31 @@
+"""Small builders for cases used across the metric tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipeline.records import Case
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def call(name: str, error: str | None = None, **arguments: Any) -> dict[str, Any]:
+    """One actual tool call record."""
+    return {"name": name, "arguments": arguments, "error": error}
+
+
+def exp(name: str, **arguments: Any) -> dict[str, Any]:
+    """One expected call with arguments."""
+    return {"name": name, "arguments": arguments}
+
+
+def make_case(expected: list[Any] | None, calls: list[Any], **extra: Any) -> Case:
+    """A case whose trace puts each call in its own step.
+
+    `expected` items and `calls` items may be bare names (no arguments).
+    """
+    expected_calls = None if expected is None else [e if isinstance(e, dict) else {"name": e} for e in expected]
+    steps = [{"tool_calls": [c if isinstance(c, dict) else {"name": c}]} for c in calls]
+    trace = {"steps": steps, **extra.pop("trace", {})}
+    return Case.model_validate({"id": "c", "expected_tool_calls": expected_calls, "trace": trace, **extra})

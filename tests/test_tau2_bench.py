@@ -1,0 +1,93 @@
+"""The tau2-bench adapter on the developer files, and ToolCalls reproducing upstream's action checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import DATA
+
+from pipeline.records import Case
+from pipeline.registry import format_for
+from stages.extract import extract_record
+from stages.extract.tau2_bench import expected_from_action
+from stages.score import MaxToolCalls, ToolCalls
+
+FILES = sorted((DATA / "tau2_bench").glob("**/*_1trials.json"))
+pytestmark = pytest.mark.skipif(not FILES, reason="the tau2-bench developer files are not beside the repository")
+
+
+class _Dataset:
+    def __init__(self, path: Path) -> None:
+        self.path, self.tasks, self.limit, self.options = path, None, None, {}
+
+
+def cases_of(path: Path) -> list[Case]:
+    fmt = format_for("tau2-bench")
+    out = []
+    for raw in fmt.read(_Dataset(path)):
+        case = extract_record(raw, fmt, None)
+        assert isinstance(case, Case), case
+        out.append(case)
+    return out
+
+
+@pytest.fixture(scope="module")
+def all_cases() -> dict[str, list[Case]]:
+    return {p.name: cases_of(p) for p in FILES}
+
+
+def test_every_simulation_becomes_a_case(all_cases):
+    counts = {name: len(cases) for name, cases in all_cases.items()}
+    assert sorted(counts.values()) == [20, 40, 40, 50]
+    calls = {name: sum(len(c.trace.tool_calls()) for c in cases) for name, cases in all_cases.items()}
+    # the README's tool-call totals: 148 / 299 / 689 / 371
+    assert sorted(calls.values()) == [148, 299, 371, 689]
+    telecom = next(v for k, v in all_cases.items() if "telecom" in k)
+    assert sum(len(c.metadata["user_call_indices"]) for c in telecom) == 482
+
+
+def test_compare_args_restrict_the_expected_arguments():
+    base = {"name": "f", "arguments": {"a": 1, "b": 2}}
+    assert expected_from_action({**base, "compare_args": None})["arguments"] == {"a": 1, "b": 2}
+    assert expected_from_action({**base, "compare_args": ["a", "c"]})["arguments"] == {"a": 1, "c": {"$absent": True}}
+    assert expected_from_action({**base, "compare_args": []})["arguments"] is None
+
+
+def test_error_flagged_results_are_failed_calls(all_cases):
+    retail = next(v for k, v in all_cases.items() if "retail" in k)
+    failed = [(c, call) for c in retail for call in c.trace.tool_calls() if call.failed]
+    assert len(failed) == 12  # the README: 12 tool messages with "error": true in retail
+    case, call = failed[0]
+    assert call.error  # the result text is kept as the error
+    n_failed = sum(c.failed for c in case.trace.tool_calls())
+    counted = MaxToolCalls(max_calls=0).evaluate(case).details["count"]
+    assert MaxToolCalls(max_calls=0, include_failed=False).evaluate(case).details["count"] == counted - n_failed
+
+
+def _agreement(all_cases, metric: ToolCalls) -> tuple[int, int, list]:
+    agree = total = 0
+    wrong = []
+    for name, cases in all_cases.items():
+        for case in cases:
+            checks = case.metadata["action_checks"]
+            assert len(checks) == len(case.expected_tool_calls)
+            paired = {e for e, _ in metric.evaluate(case).details["pairs"]}
+            for i, check in enumerate(checks):
+                total += 1
+                if (i in paired) == check["action_match"]:
+                    agree += 1
+                else:
+                    wrong.append((name, case.id, check["action_id"]))
+    return agree, total, wrong
+
+
+def test_tool_calls_reproduce_upstream_action_checks(all_cases):
+    agree, total, wrong = _agreement(all_cases, ToolCalls(arguments="subset", pairing="reuse"))
+    assert (agree, total) == (557, 557), wrong
+
+
+def test_one_to_one_pairing_differs_only_where_one_call_meets_two_expected_actions(all_cases):
+    agree, total, wrong = _agreement(all_cases, ToolCalls(arguments="subset"))
+    assert (agree, total) == (553, 557)
+    assert sorted(w[1] for w in wrong) == ["32-0", "32-0", "32-0", "42-0"]

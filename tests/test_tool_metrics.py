@@ -1,0 +1,155 @@
+"""The tool-call metrics on the issue's edge cases, with their exact values, reasons and details."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import call, exp, make_case
+
+from pipeline.registry import build_metric
+from stages.score import ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
+
+
+# --- ToolCallAccuracy (multivon-eval) ---------------------------------------------------------
+
+
+def test_ordered_walk_rotated_calls_score_one_third():
+    s = ToolCallAccuracy(require_order=True).evaluate(make_case(["a", "b", "c"], ["b", "c", "a"]))
+    assert s.value == pytest.approx(1 / 3, abs=1e-6)
+    assert s.passed is False  # default threshold 0.7
+    assert s.details == {"matched": 1, "missing": ["b", "c"], "unexpected": []}
+    assert "first divergence at expected [1] 'b'" in s.reason and "step 2" in s.reason
+
+
+def test_ordered_walk_never_passing_the_first_expected_name_scores_zero():
+    s = ToolCallAccuracy(require_order=True).evaluate(make_case(["search", "fetch", "lookup"], ["fetch", "lookup"]))
+    assert s.value == 0.0
+    assert s.details["missing"] == ["search", "fetch", "lookup"]
+    assert "no call is 'search'" in s.reason
+
+
+def test_duplicate_expected_names_ordered_unordered_and_peers():
+    case = make_case(["search", "search"], ["search"])
+    assert ToolCallAccuracy(require_order=True).evaluate(case).value == 0.5
+    assert ToolCallAccuracy().evaluate(case).value == 1.0  # names are a set there
+    assert TrajectoryMatch(order="any_order").evaluate(case).value == 0.666667
+    tc = ToolCorrectness().evaluate(case)
+    assert tc.passed is False and tc.value == 0.0 and "missing tools: 'search' (x1)" in tc.reason
+
+
+def test_tool_call_accuracy_unordered_penalize_and_empty_expectation():
+    case = make_case(["search", "summarize"], ["search", "translate", "translate"])
+    assert ToolCallAccuracy().evaluate(case).value == 0.5
+    # union of names: {search, summarize, translate}
+    assert ToolCallAccuracy(penalize_unexpected=True).evaluate(case).value == pytest.approx(1 / 3, abs=1e-6)
+    # ordered: reached 1 / (2 expected + 2 unexpected calls)
+    assert ToolCallAccuracy(require_order=True, penalize_unexpected=True).evaluate(case).value == 0.25
+    assert ToolCallAccuracy().evaluate(make_case([], [])).value == 1.0
+    assert ToolCallAccuracy().evaluate(make_case([], ["x"])).value == 0.0
+    assert ToolCallAccuracy().evaluate(make_case(None, ["x"])).value is None
+
+
+def test_tool_call_accuracy_counts_failed_calls_by_default():
+    case = make_case(["search"], [call("search", error="timeout")])
+    assert ToolCallAccuracy().evaluate(case).value == 1.0
+    assert ToolCallAccuracy(include_failed=False).evaluate(case).value == 0.0
+
+
+# --- ToolCalls (cogitator) --------------------------------------------------------------------
+
+
+def test_duplicate_expected_calls_with_the_same_arguments_pair_one_to_one():
+    case = make_case([exp("search", q="a"), exp("search", q="a")], [call("search", q="a"), call("search", q="a")])
+    s = ToolCalls().evaluate(case)
+    assert s.value == 1.0 and s.details["pairs"] == [[0, 0], [1, 1]]
+    once = ToolCalls().evaluate(make_case([exp("search", q="a"), exp("search", q="a")], [call("search", q="a")]))
+    assert once.value == 0.666667 and once.details["missing"] == [1]
+
+
+def test_weather_one_missing_one_unexpected():
+    expected = [exp("weather", city="NY"), exp("weather", city="SH")]
+    s = ToolCalls().evaluate(make_case(expected, [call("weather", city="SH"), call("weather", city="SH")]))
+    assert s.value == 0.5
+    assert s.details["pairs"] == [[1, 0]] and s.details["missing"] == [0] and s.details["unexpected"] == [1]
+    assert 'missing: [0] weather({"city":"NY"})' in s.reason
+    assert "closest: call #1, step 1: city: expected \"NY\", got \"SH\"" in s.reason
+    assert 'unexpected: #1 (step 1) weather({"city":"SH"})' in s.reason
+
+
+def test_weather_swapped_is_full_unordered_but_not_ordered():
+    expected = [exp("weather", city="NY"), exp("weather", city="SH")]
+    case = make_case(expected, [call("weather", city="SH"), call("weather", city="NY")])
+    s = ToolCalls().evaluate(case)
+    assert s.value == 1.0 and s.details["pairs"] == [[0, 1], [1, 0]]
+    # the reason still says where an ordered reading diverges: step index, tool, expected vs actual
+    assert 'first divergence at call #1 (trace call 0, step 0, tool \'weather\'): expected [0] weather({"city":"NY"}), got weather({"city":"SH"})' in s.reason
+    ordered = ToolCalls(order="in_order").evaluate(case)
+    assert ordered.value == 0.5 and ordered.details["pairs"] == [[0, 1]]
+    assert ordered.details["missing"] == [1] and ordered.details["unexpected"] == [0]
+    with pytest.raises(Exception, match="in_order cannot be combined"):
+        build_metric({"type": "ToolCalls", "order": "in_order", "pairing": "reuse"})
+
+
+def test_string_arguments_decoded_before_matching():
+    case = make_case([exp("f", n=1)], [{"name": "f", "arguments": '{"n": 1.0}'}])
+    assert ToolCalls(arguments="exact").evaluate(case).value == 1.0
+
+
+def test_tool_calls_argument_modes_and_scores():
+    case = make_case([exp("f", a=1)], [call("f", a=1, b=2), call("g")])
+    assert ToolCalls(arguments="subset", score="recall").evaluate(case).value == 1.0
+    assert ToolCalls(arguments="subset", score="precision").evaluate(case).value == 0.5
+    assert ToolCalls(arguments="subset").evaluate(case).value == 0.666667
+    assert ToolCalls(arguments="exact").evaluate(case).value == 0.0
+    assert ToolCalls(arguments="ignore", score="recall").evaluate(case).value == 1.0
+
+
+def test_tool_calls_empty_sides_and_no_expectation():
+    assert ToolCalls().evaluate(make_case([], [])).value == 1.0
+    s = ToolCalls().evaluate(make_case([], ["x"]))
+    assert s.value == 0.0 and "no call expected, but 1 made" in s.reason
+    assert ToolCalls().evaluate(make_case(["x"], [])).value == 0.0
+    assert ToolCalls().evaluate(make_case(None, ["x"])).value is None
+
+
+def test_tool_calls_reuse_pairing_lets_one_call_meet_two_expectations():
+    case = make_case([exp("get", id=1), exp("get", id=1)], [call("get", id=1)])
+    assert ToolCalls(pairing="reuse").evaluate(case).value == 1.0
+    assert ToolCalls(pairing="reuse").evaluate(case).details["pairs"] == [[0, 0], [1, 0]]
+    assert ToolCalls().evaluate(case).value == 0.666667
+
+
+def test_failed_calls_switch():
+    case = make_case([exp("f")], [call("f", error="boom")])
+    assert ToolCalls().evaluate(case).value == 1.0  # cogitator records every call
+    assert ToolCalls(include_failed=False).evaluate(case).value == 0.0
+    assert TrajectoryMatch().evaluate(case).value == 0.0  # pydantic-evals leaves failed attempts out
+    assert TrajectoryMatch(include_failed=True).evaluate(case).value == 1.0
+
+
+def test_include_exclude_globs_apply_to_both_sides():
+    case = make_case([exp("get_x"), exp("book")], [call("book"), call("get_y")])
+    m = build_metric({"type": "ToolCalls", "exclude_tools": ["get_*"]})
+    s = m.evaluate(case)
+    assert s.value == 1.0 and s.details["pairs"] == [[1, 0]]
+
+
+# --- TrajectoryMatch / ToolCorrectness (pydantic-evals) ---------------------------------------
+
+
+def test_trajectory_match_modes_and_scores():
+    case = make_case(["a", "b", "c"], ["a", "x", "b"])
+    s = TrajectoryMatch().evaluate(case)
+    assert s.value == 0.666667
+    assert "first divergence at call #2 (trace call 1, step 1) x({})" in s.reason
+    assert TrajectoryMatch(order="exact").evaluate(case).value == 0.0
+    assert TrajectoryMatch(score="min").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 0.666667
+    assert TrajectoryMatch(score="recall").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 1.0
+    assert TrajectoryMatch(order="exact").evaluate(make_case([], [])).value == 1.0
+    assert TrajectoryMatch().evaluate(make_case([], ["a"])).value == 0.0
+
+
+def test_tool_correctness_allow_extra():
+    case = make_case(["a"], ["a", "b"])
+    assert ToolCorrectness().evaluate(case).passed is False
+    assert ToolCorrectness(allow_extra=True).evaluate(case).passed is True
+    assert ToolCorrectness().evaluate(make_case([], [])).passed is True
