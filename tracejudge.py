@@ -12,6 +12,7 @@ from pipeline.config import RunConfig, load_config
 from pipeline.records import Case, CaseResult, ErrorInfo, ExpectedToolCall, Passage, Score, Status, Step, ToolCall, Trace, Usage
 from pipeline.version import __version__
 from stages.score import Metric, ToolCalls, ToolCorrectness, TrajectoryMatch, score_case
+from stages.target import TargetReply, TargetRequest, TransientTargetError
 
 __all__ = [
     "Case",
@@ -24,11 +25,14 @@ __all__ = [
     "Score",
     "Status",
     "Step",
+    "TargetReply",
+    "TargetRequest",
     "ToolCall",
     "ToolCalls",
     "ToolCorrectness",
     "Trace",
     "TrajectoryMatch",
+    "TransientTargetError",
     "Usage",
     "__version__",
     "load_config",

@@ -130,7 +130,17 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                     progress.close()
                 tg.cancel_scope.cancel()
 
-    anyio.run(main_task)
+    try:
+        anyio.run(main_task)
+    except BaseExceptionGroup as group:
+        # The run is awaited inside a task group, so an error raised before any
+        # work (bad target, locked or mismatched run dir) arrives wrapped.
+        ours = group.subgroup(lambda e: isinstance(e, TracejudgeError))
+        if ours is None or group.subgroup(lambda e: not isinstance(e, (TracejudgeError, BaseExceptionGroup))) is not None:
+            raise
+        while isinstance(ours, BaseExceptionGroup):
+            ours = ours.exceptions[0]
+        raise ours from None
     outcome = outcome_box.get("o")
     if outcome is None:
         err.print("aborted; results already written are kept. Resume with:\n  " + _resume_command(argv))

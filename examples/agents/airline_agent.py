@@ -16,8 +16,10 @@ airline tasks, so the sweep itself can be shown and tested without a model:
   it touches, then makes the changes;
 - it slips like a real agent does, deterministically: a pseudo-random stream
   seeded by (task, trial) makes it now and then pay with the wrong card, get
-  a count wrong, stop early, or make a change nobody asked for. So trials of
-  one task differ, and pass@1 and pass@3 say different things.
+  a count wrong, stop early, or make a change nobody asked for, so trials of
+  one task differ; and on some tasks (seeded by the task alone) it has a
+  blind spot, the same wrong argument in every trial. So pass@1 and pass@3
+  say different things, and neither is 1.
 
 `respond(request)` is the target: it takes a `TargetRequest` (or its JSON
 mapping) and returns `{"output": ..., "trace": ...}` with the native trace.
@@ -45,6 +47,7 @@ DATA = Path(os.environ.get("TAU_BENCH_DATA") or Path(__file__).resolve().parents
 P_WRONG_ARGUMENT = 0.15
 P_STOP_EARLY = 0.07
 P_UNASKED_CHANGE = 0.15
+P_BLIND_SPOT = 0.12  # per task: the first change always goes wrong the same way
 
 READ_TOOLS = {"get_user_details", "get_reservation_details", "search_direct_flight", "search_onestop_flight", "list_all_airports", "calculate", "think"}
 
@@ -227,6 +230,8 @@ def respond(request: Any) -> dict[str, Any]:
     found = re.search(r"user id is (\w+)", str(req.get("input") or ""))
     user_id = meta.get("user_id") or (found.group(1) if found else task["user_id"])
     rng = random.Random(_seed(task["task_index"], int(req["trial"])))
+    blind = random.Random(_seed(task["task_index"], -1))
+    blind_spot = blind.random() < P_BLIND_SPOT
     db = FakeAirline()
     steps: list[dict[str, Any]] = []
     looked_up: set[str] = set()
@@ -245,6 +250,9 @@ def respond(request: Any) -> dict[str, Any]:
             if action["name"] != "get_reservation_details":
                 call("get_reservation_details", {"reservation_id": rid}, f"Check reservation {rid} before changing it.")
         if action["name"] not in READ_TOOLS:
+            if blind_spot:
+                blind_spot = False
+                action = _slip(action, db, user_id, random.Random(_seed(task["task_index"], -2))) or action
             roll = rng.random()
             if roll < P_STOP_EARLY:
                 break

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 
 from pipeline import registry
 from pipeline.config import RunConfig, TargetConfig
@@ -94,7 +94,8 @@ def _caller(cfg: TargetConfig) -> tuple[Callable[[TargetRequest], Awaitable[Targ
 
 
 def _wait(cfg: TargetConfig) -> Callable[[Any], float]:
-    base = wait_exponential_jitter(initial=cfg.backoff_s, max=cfg.max_backoff_s, jitter=cfg.backoff_s)
+    # backoff_s, 2x, 4x … up to max_backoff_s, plus up to backoff_s of jitter so retries spread out.
+    base = wait_exponential(multiplier=cfg.backoff_s, max=cfg.max_backoff_s) + wait_random(0, cfg.backoff_s)
 
     def wait(state: Any) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
