@@ -1,7 +1,7 @@
 """Python targets for the tests. Each behaves as its case's `metadata.mode` says.
 
 Modes: `echo` (default: answers with the turn and history, calls `echo`),
-`fail_turn` (raises on turn `metadata.turn`), `hang` (on turn `metadata.turn`, default 0), `flaky` (transient
+`bad_trace` / `typo` (malformed replies), `fail_turn` (raises on turn `metadata.turn`), `hang` (on turn `metadata.turn`, default 0), `flaky` (transient
 failure the first `metadata.failures` attempts of each trial), `crash`,
 `pass_trials` (calls `answer(correct=trial in metadata.pass_trials)`).
 Every request is appended to `CALLS`, and to the file named by
@@ -21,6 +21,7 @@ import anyio
 from stages.target import TargetRequest, TransientTargetError
 
 CALLS: list[dict[str, Any]] = []
+IN_FLIGHT = {"now": 0, "max": 0}
 _ATTEMPTS: Counter[tuple[str, int, str]] = Counter()
 
 
@@ -31,6 +32,10 @@ def _reply(request: TargetRequest) -> dict[str, Any]:
         raise ValueError(f"cannot handle {request.input!r}")
     if mode == "crash":
         raise RuntimeError("agent crashed")
+    if mode == "bad_trace":
+        return {"output": "x", "trace": {"steps": [{"tool_calls": [{"arguments": {}}]}]}}
+    if mode == "typo":
+        return {"ouput": "x"}
     if mode == "flaky":
         key = (request.case_id, request.trial, "flaky")
         if request.turn == 0:
@@ -67,9 +72,14 @@ async def agent(request: TargetRequest) -> dict[str, Any]:
     if _hangs(request):
         await anyio.sleep(60)
     delay = float(os.environ.get("LIVE_AGENT_DELAY") or 0)
-    if delay:
-        await anyio.sleep(delay)
-    return _reply(request)
+    IN_FLIGHT["now"] += 1
+    IN_FLIGHT["max"] = max(IN_FLIGHT["max"], IN_FLIGHT["now"])
+    try:
+        if delay:
+            await anyio.sleep(delay)
+        return _reply(request)
+    finally:
+        IN_FLIGHT["now"] -= 1
 
 
 def sync_agent(request: TargetRequest) -> dict[str, Any]:

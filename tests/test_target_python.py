@@ -91,3 +91,21 @@ def test_cli_reports_a_bad_target_as_a_config_error(tmp_path, capsys):
     cfg.write_text(f"dataset: {{path: d.jsonl}}\ntarget: {{kind: python, callable: 'live_agents:nope', pythonpath: {TESTS}}}\nrun: {{dir: run}}\n")
     assert main(["run", str(cfg), "--no-progress"]) == 2
     assert "target.callable: 'live_agents' has no attribute 'nope'" in capsys.readouterr().err
+
+
+def test_malformed_replies_are_target_errors_naming_the_field(tmp_path):
+    cases = [{"id": "bad", "input": "x", "metadata": {"mode": "bad_trace"}}, {"id": "typo", "input": "x", "metadata": {"mode": "typo"}}, echo_case("fine", "x")]
+    outcome = run_live(live_config(tmp_path, cases, py_target("agent")))
+    assert outcome.summary["status"] == {"ok": 1, "target_error": 2}
+    results = by_key(read_jsonl(tmp_path / "run" / "results.jsonl"))
+    assert results[("bad", 0)]["error"]["message"] == "reply trace (native) is invalid: steps.0.tool_calls.0.name: Field required"
+    assert results[("typo", 0)]["error"]["message"] == "invalid reply: ouput: unknown key"
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+def test_concurrency_caps_cases_in_flight_at_the_target(tmp_path, monkeypatch, cap):
+    monkeypatch.setenv("LIVE_AGENT_DELAY", "0.03")
+    live_agents.IN_FLIGHT.update(now=0, max=0)
+    outcome = run_live(live_config(tmp_path, [echo_case(f"c{i}", "x") for i in range(9)], py_target("agent", concurrency=cap)))
+    assert outcome.summary["status"] == {"ok": 9}
+    assert live_agents.IN_FLIGHT["max"] == cap
