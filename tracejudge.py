@@ -32,6 +32,7 @@ from stages.score import (
     TrajectoryMatch,
     score_case,
 )
+from stages.target import TargetReply, TargetRequest, TransientTargetError
 
 __all__ = [
     "ArgumentCorrectness",
@@ -57,12 +58,15 @@ __all__ = [
     "Status",
     "Step",
     "TokenUsage",
+    "TargetReply",
+    "TargetRequest",
     "ToolCall",
     "ToolCallAccuracy",
     "ToolCalls",
     "ToolCorrectness",
     "Trace",
     "TrajectoryMatch",
+    "TransientTargetError",
     "Usage",
     "__version__",
     "load_config",

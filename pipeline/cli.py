@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline import log
 from pipeline.config import load_config
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
     run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
     ext.add_argument("config", type=Path)
@@ -55,17 +57,41 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config, args.overrides)
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{exc}", highlight=False, markup=True)
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False)
         return EXIT_BAD_INPUT
     try:
         if args.command == "run":
+            if args.rescore is not None:
+                config, args.run_dir = _rescore(args, config, err)
             return _cmd_run(args, config, err)
         if args.command == "extract":
             return _cmd_extract(args, config, err)
+    except ConfigError as exc:
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False)
+        return EXIT_BAD_INPUT
     except TracejudgeError as exc:
-        err.print(f"[bold red]error[/] {exc}", highlight=False)
+        err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False)
         return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
+
+
+def _rescore(args: argparse.Namespace, config, err: Console):
+    """The config and run directory of `run --rescore RUN_DIR`.
+
+    The output goes to `--run-dir`, else the config's `run.dir`, else (when
+    that is the recorded run itself) to `RUN_DIR-rescore`: a recorded run is
+    never written into.
+    """
+    from stages.target import rescore_config
+
+    recorded = args.rescore.resolve()
+    out = (args.run_dir or config.run.dir).resolve()
+    if out == recorded:
+        if args.run_dir is not None:
+            raise ConfigError(f"--run-dir {args.run_dir}: cannot re-score into the recorded run itself; give another directory")
+        out = recorded.with_name(recorded.name + "-rescore")
+    err.print(f"re-scoring the traces recorded in {recorded} into {out}", highlight=False)
+    return rescore_config(config, recorded), out
 
 
 def _resume_command(argv: list[str]) -> str:

@@ -30,13 +30,22 @@ __all__ = [
     "LimitsConfig",
     "RunConfig",
     "RunSection",
+    "TargetConfig",
     "apply_overrides",
     "config_hash",
     "load_config",
 ]
 
 # Keys holding filesystem paths: resolved against the config's folder.
-_PATH_KEYS = {("dataset", "path"), ("dataset", "tasks"), ("cache", "dir"), ("run", "dir")}
+_PATH_KEYS = {
+    ("dataset", "path"),
+    ("dataset", "tasks"),
+    ("cache", "dir"),
+    ("run", "dir"),
+    ("target", "pythonpath"),
+    ("target", "cwd"),
+    ("target", "traces"),
+}
 
 
 class _Strict(BaseModel):
@@ -105,6 +114,70 @@ class RunSection(_Strict):
     flush_every: int = Field(default=64, ge=1)
 
 
+class TargetConfig(_Strict):
+    """The agent under test, run live by stage `target` (see `stages/target`).
+
+    `kind` picks how it is called, once per turn of each (case, trial):
+
+    - `python`: `callable` is `pkg.module:attr` (sync or async), imported
+      with `pythonpath` (a folder) put first on `sys.path`;
+    - `http`: a JSON POST to `url`; `headers` values may name environment
+      variables as `${NAME}`, expanded when the run starts (secrets stay out
+      of the config, the manifest and the logs);
+    - `command`: `command` (an argv list, or a string split like a shell
+      would) runs in `cwd` with the request JSON on stdin and a reply JSON on
+      stdout; an exit status in `transient_exit_codes` is retried;
+    - `replay`: no agent call: serve the traces recorded in a run
+      directory's `traces.jsonl` (`traces`), for re-scoring.
+
+    `trace_format` names the input format a reply's `trace` is in when the
+    reply does not say (`native` = our `Trace`). `timeout_s` bounds a whole
+    case (all turns, retries and back-off), in seconds. `retries` is how many
+    times a transient failure restarts the conversation, waiting
+    `backoff_s` doubling up to `max_backoff_s` (jittered). `concurrency` caps
+    the cases in flight at the target, apart from the judge's limits.
+    """
+
+    kind: Literal["python", "http", "command", "replay"]
+    callable: str | None = None
+    pythonpath: Path | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    command: list[str] | None = None
+    cwd: Path | None = None
+    traces: Path | None = None
+    trace_format: str = "native"
+    timeout_s: float = Field(default=120.0, gt=0)
+    retries: int = Field(default=2, ge=0, le=100)
+    backoff_s: float = Field(default=0.5, ge=0)
+    max_backoff_s: float = Field(default=30.0, ge=0)
+    concurrency: int = Field(default=4, ge=1, le=4096)
+    transient_exit_codes: list[int] = Field(default_factory=lambda: [75])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_command(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("command"), str):
+            import shlex
+
+            data = {**data, "command": shlex.split(data["command"])}
+        return data
+
+    @model_validator(mode="after")
+    def _needs(self) -> TargetConfig:
+        required = {"python": "callable", "http": "url", "command": "command", "replay": "traces"}[self.kind]
+        if not getattr(self, required):
+            raise ValueError(f"a {self.kind} target needs `{required}`")
+        if self.kind == "python" and (self.callable is None or ":" not in self.callable):
+            raise ValueError(f"callable {self.callable!r}: expected `package.module:function`")
+        if self.kind == "http" and not self.url.startswith(("http://", "https://")):  # type: ignore[union-attr]
+            raise ValueError(f"url {self.url!r}: expected an http:// or https:// URL")
+        if self.trace_format not in registry.formats():
+            known = ", ".join(sorted(registry.formats()))
+            raise ValueError(f"trace_format {self.trace_format!r}: unknown format; expected one of: {known}")
+        return self
+
+
 class RunConfig(_Strict):
     """A whole run, as written in YAML (see configs/demo.yaml).
 
@@ -119,6 +192,7 @@ class RunConfig(_Strict):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     run: RunSection = Field(default_factory=RunSection)
+    target: TargetConfig | None = None
 
     @model_validator(mode="after")
     def _metric_names_unique(self) -> RunConfig:

@@ -50,7 +50,13 @@ def _config_payload(config: RunConfig) -> dict[str, Any]:
     # spend do not change its answers, so they do not block a resume.
     return config.model_dump(
         mode="json",
-        exclude={"run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"}, "limits": True, "budget": True, "cache": True},
+        exclude={
+            "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"},
+            "target": {"concurrency"},
+            "limits": True,
+            "budget": True,
+            "cache": True,
+        },
     )
 
 
@@ -127,13 +133,13 @@ async def run(
         stop = stop or anyio.Event()
         trials = config.run.trials
         q = config.run.queue_size
-        writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
         counters = {"new": 0, "skipped": 0}
         # Only ids, no locations: this set is the one thing that grows with the dataset.
         seen: set[str] = set()
         started = time.perf_counter()
 
-        stages = build_stages(config, metrics)
+        stages = build_stages(config, metrics, run_dir=run_dir)
+        writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
 
         # Streams carry small chunks of work, not single items: one hop per chunk keeps the
         # event loop's share of a CPU-bound case low. A stream that feeds a concurrent
@@ -241,6 +247,10 @@ async def run(
                     recv = nxt_recv
                 tg.start_soon(sink, recv)
         finally:
+            for stage in stages:
+                if stage.aclose is not None:
+                    with anyio.CancelScope(shield=True):
+                        await stage.aclose()
             writer.close()
             elapsed = time.perf_counter() - started
             summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set())
@@ -249,15 +259,22 @@ async def run(
         lock.release()
 
 
-def build_stages(config: RunConfig, metrics: list[Any]) -> list[Stage]:
+def build_stages(config: RunConfig, metrics: list[Any], run_dir: Path | None = None) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
     Unconfigured stages (no target, no judge metric) are left out, so their
-    neighbours are joined directly.
+    neighbours are joined directly. `run_dir` is where stages keep their own
+    files (the target's `traces.jsonl`); without it they keep none.
     """
     from stages.score import score_stage
 
-    return [score_stage(metrics, _merge_case_metrics)]
+    stages: list[Stage] = []
+    if config.target is not None:
+        from stages.target import target_stage
+
+        stages.append(target_stage(config, run_dir))
+    stages.append(score_stage(metrics, _merge_case_metrics))
+    return stages
 
 
 def _merge_case_metrics(run_metrics: list[Any], specs: list[dict[str, Any]]) -> list[Any]:

@@ -1,0 +1,58 @@
+"""Format `tau-bench-tasks`: τ-bench task definitions as cases for a live target.
+
+The dataset `path` is a τ-bench tasks file (a JSON array of
+`{task_index, user_id, instruction, actions, outputs, annotator}`, e.g.
+`tasks/tasks_airline_test.json`). Each task becomes one case with no trace
+(a live target produces it):
+
+- `id` is the `task_index` (its position when absent), as a string;
+- `input` is the `instruction` (what τ-bench's user simulator is told);
+- `expected_tool_calls` are the `actions` (`{name, kwargs}` →
+  `{name, arguments}`, in order), `[]` for a task whose right outcome is
+  no change;
+- `metadata` keeps `task_id`, `user_id`, `annotator` and the required
+  `outputs` strings; `tags` is `["tau-bench"]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.load import read_json_array
+
+__all__ = ["adapt"]
+
+
+def adapt(raw: Any, ctx: Any = None) -> Case:
+    """Turn one τ-bench task into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field for a task that is not an object,
+    has no `instruction`, or has malformed `actions`.
+    """
+    from stages.extract import AdapterError
+
+    if not isinstance(raw, dict):
+        raise AdapterError(f"expected a task object, got {type(raw).__name__}")
+    index = raw.get("task_index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise AdapterError("task_index: required integer is missing or mistyped", field="task_index")
+    case_id = str(index)
+    if not isinstance(raw.get("instruction"), str):
+        raise AdapterError("instruction: required text is missing", field="instruction", case_id=case_id)
+    actions = raw.get("actions", [])
+    if not isinstance(actions, list):
+        raise AdapterError("actions: expected a list", field="actions", case_id=case_id)
+    expected = []
+    for i, action in enumerate(actions):
+        if not isinstance(action, dict) or not isinstance(action.get("name"), str):
+            raise AdapterError("action has no name", field=f"actions[{i}].name", case_id=case_id)
+        expected.append({"name": action["name"], "arguments": action.get("kwargs") or {}})
+    metadata = {"task_id": index, "user_id": raw.get("user_id"), "annotator": raw.get("annotator"), "outputs": raw.get("outputs") or []}
+    return Case.model_validate(
+        {"id": case_id, "input": raw["instruction"], "expected_tool_calls": expected, "tags": ["tau-bench"], "metadata": metadata}
+    )
+
+
+register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt))

@@ -1,0 +1,255 @@
+"""Stage `target`: run the agent under test on each (case, trial) and keep what it did.
+
+Built by `target_stage(config, run_dir)` when the config has a `target:`
+section (see `pipeline.config.TargetConfig`); it sits before `score`.
+For each work item it runs one fresh conversation (`conversation.converse`)
+through the configured kind (`python_target`, `http_target`,
+`command_target`), then:
+
+- on success the work's case gets the live trace (a per-trial copy; the
+  case object shared by trials is never changed), and a multi-turn case's
+  result gets `metadata["turns"]`: each turn's `{input, output, tool_calls}`;
+- on failure the result is `status: target_error` with the error (the turn
+  that failed, the timeout, the last transient error after the retries) and
+  the turns so far; the run goes on;
+- either way the attempt is appended to `RUN_DIR/traces.jsonl`
+  (`stages.target.traces`), which kind `replay` serves back to re-score a
+  run without calling the target (`tracejudge run CONFIG --rescore RUN_DIR`).
+
+Timeout: `timeout_s` bounds the whole case (every turn, retry and back-off).
+Retries: a transient failure (`TransientTargetError`) restarts the
+conversation with a fresh `conversation_id` after a jittered exponential
+back-off (tenacity), at most `retries` times; any other failure is final.
+Concurrency: the stage runs `concurrency` workers, so at most that many
+cases are at the target at once, independently of the judge's limits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
+
+from pipeline import registry
+from pipeline.config import RunConfig, TargetConfig
+from pipeline.errors import ConfigError
+from pipeline.log import get_logger
+from pipeline.records import Case, ErrorInfo, Status, Trace
+from pipeline.work import Stage, Work
+from stages.target.conversation import Conversation, converse, merge_traces
+from stages.target.protocol import (
+    HistoryItem,
+    TargetError,
+    TargetReply,
+    TargetRequest,
+    TransientTargetError,
+    normalize_reply,
+)
+from stages.target.traces import TRACES, TraceIndex, TraceWriter
+
+__all__ = [
+    "TRACES",
+    "HistoryItem",
+    "TargetError",
+    "TargetReply",
+    "TargetRequest",
+    "TransientTargetError",
+    "rescore_config",
+    "target_stage",
+]
+
+_log = get_logger("target")
+
+
+class _Contexts(dict[str, Any]):
+    """Adapter contexts for reply traces: the dataset's own format is prepared on first use."""
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__()
+        self._config = config
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        if name not in self:
+            ds = self._config.dataset
+            self[name] = registry.format_for(name).prepare(ds) if name == ds.format else None
+        return self[name]
+
+
+def _caller(cfg: TargetConfig) -> tuple[Callable[[TargetRequest], Awaitable[TargetReply]], Callable[[], Awaitable[None]] | None]:
+    if cfg.kind == "python":
+        from stages.target.python_target import load_callable, python_caller
+
+        return python_caller(load_callable(cfg.callable or "", cfg.pythonpath)), None
+    if cfg.kind == "http":
+        from stages.target.http_target import expand_headers, http_caller
+
+        return http_caller(cfg.url or "", expand_headers(cfg.headers), cfg.concurrency)
+    from stages.target.command_target import command_caller
+
+    return command_caller(cfg.command or [], cfg.cwd, cfg.transient_exit_codes), None
+
+
+def _wait(cfg: TargetConfig) -> Callable[[Any], float]:
+    # backoff_s, 2x, 4x … up to max_backoff_s, plus up to backoff_s of jitter so retries spread out.
+    base = wait_exponential(multiplier=cfg.backoff_s, max=cfg.max_backoff_s) + wait_random(0, cfg.backoff_s)
+
+    def wait(state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        hint = getattr(exc, "retry_after", None) or 0.0
+        return max(float(base(state)), min(hint, cfg.max_backoff_s))
+
+    return wait
+
+
+def _turn_prefix(case: Case, state: Conversation | None) -> str:
+    if not case.turns or state is None:
+        return ""
+    return f"turn {state.current} of {len(case.turns) + 1}: "
+
+
+def _turn_field(case: Case, state: Conversation | None) -> str | None:
+    if not case.turns or state is None:
+        return None
+    return "input" if state.current == 0 else f"turns[{state.current - 1}]"
+
+
+def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
+    """The `target` stage for `config.target`; traces go to `run_dir/traces.jsonl` when `run_dir` is given.
+
+    Raises `ConfigError` before any case runs when the target cannot be set
+    up: a python callable that does not import, an unset header variable, a
+    command not found, a replay file missing.
+    """
+    cfg = config.target
+    if cfg is None:
+        raise ValueError("target_stage needs a config with a `target` section")
+    if cfg.kind == "replay":
+        return _replay_stage(cfg, run_dir)
+    call, close_caller = _caller(cfg)
+    contexts = _Contexts(config)
+    writer = TraceWriter(run_dir / TRACES) if run_dir is not None else None
+
+    def normalize(reply: TargetReply) -> tuple[str | None, Trace]:
+        return normalize_reply(reply, cfg.trace_format, contexts)
+
+    async def process(work: Work) -> None:
+        case = work.case
+        inputs = [case.input, *case.turns]
+        box: dict[str, Any] = {"state": None, "attempts": 0}
+        trace: Trace | None = None
+        message: str | None = None
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(cfg.retries + 1),
+            wait=_wait(cfg),
+            retry=retry_if_exception_type(TransientTargetError),
+            sleep=anyio.sleep,
+            reraise=True,
+        )
+        try:
+            with anyio.move_on_after(cfg.timeout_s) as scope:
+                async for attempt in retrying:
+                    with attempt:
+                        box["attempts"] += 1
+                        box["state"] = Conversation(f"{case.id}/{work.trial}/{uuid.uuid4().hex[:16]}", inputs)
+                        trace = await converse(call, normalize, case, work.trial, box["state"])
+            if scope.cancelled_caught:
+                trace = None
+                if box["state"] is not None:
+                    box["state"].fail(f"timed out after {cfg.timeout_s:g}s")
+                message = f"timed out after {cfg.timeout_s:g}s"
+        except TransientTargetError as exc:
+            message = f"{exc} (gave up after {box['attempts']} attempts)"
+        except TargetError as exc:
+            message = str(exc)
+        state: Conversation | None = box["state"]
+        turns = state.turns if (state is not None and case.turns) else None
+        if turns is not None:
+            work.result.metadata = {**work.result.metadata, "turns": turns}
+        if message is None and trace is not None:
+            work.case = case.model_copy(update={"trace": trace})
+        else:
+            message = _turn_prefix(case, state) + (message or "no trace")
+            work.result.status = Status.target_error
+            work.result.error = ErrorInfo(kind="target_error", message=message, field=_turn_field(case, state))
+            _log.info("target_error", case_id=case.id, trial=work.trial, attempts=box["attempts"], error=message)
+        if writer is not None:
+            partial = trace if trace is not None else (merge_traces(state.traces) if state is not None and state.traces else None)
+            writer.add(
+                {
+                    "case_id": case.id,
+                    "trial": work.trial,
+                    "status": work.result.status.value,
+                    "error": work.result.error.model_dump(mode="json") if work.result.error else None,
+                    "conversation_id": state.conversation_id if state is not None else None,
+                    "attempts": box["attempts"],
+                    "turns": turns,
+                    "case": case.model_copy(update={"trace": partial}).model_dump(mode="json", exclude_defaults=True),
+                }
+            )
+
+    async def aclose() -> None:
+        if close_caller is not None:
+            await close_caller()
+        if writer is not None:
+            writer.close()
+
+    return Stage("target", process, workers=cfg.concurrency, aclose=aclose)
+
+
+def _replay_stage(cfg: TargetConfig, run_dir: Path | None) -> Stage:
+    """Kind `replay`: give each (case, trial) the trace recorded in `cfg.traces`; no agent is called.
+
+    The current dataset's case keeps its expectations (so fixed expectations
+    and new metrics apply); only the trace, the turns and a recorded
+    `target_error` come from the recording. A pair with no recording is a
+    `target_error` saying so. The records are copied to this run's own
+    `traces.jsonl`, so a re-scored run can be re-scored again.
+    """
+    path = cfg.traces
+    assert path is not None
+    try:
+        index = TraceIndex(path)
+    except FileNotFoundError:
+        raise ConfigError(f"target.traces: {path} not found (is it a run directory of a live run?)") from None
+    own = run_dir / TRACES if run_dir is not None else None
+    writer = TraceWriter(own) if own is not None and own.resolve() != path.resolve() else None
+
+    async def process(work: Work) -> None:
+        rec = index.get(work.case.id, work.trial)
+        if rec is None:
+            work.result.status = Status.target_error
+            work.result.error = ErrorInfo(kind="target_error", message=f"no recorded trace for case {work.case.id!r} trial {work.trial} in {path}")
+            return
+        if writer is not None:
+            writer.add(rec)
+        if rec.get("turns") is not None:
+            work.result.metadata = {**work.result.metadata, "turns": rec["turns"]}
+        if rec.get("status") != Status.ok.value:
+            work.result.status = Status.target_error
+            work.result.error = ErrorInfo.model_validate(rec.get("error") or {"kind": "target_error", "message": "recorded as failed"})
+            return
+        trace = (rec.get("case") or {}).get("trace")
+        work.case = work.case.model_copy(update={"trace": Trace.model_validate(trace or {})})
+
+    async def aclose() -> None:
+        index.close()
+        if writer is not None:
+            writer.close()
+
+    return Stage("target", process, workers=1, aclose=aclose)
+
+
+def rescore_config(config: RunConfig, recorded_run: Path) -> RunConfig:
+    """`config` with its target replaced by a replay of `recorded_run/traces.jsonl`.
+
+    Raises `ConfigError` when the directory has no `traces.jsonl`.
+    """
+    traces = Path(recorded_run) / TRACES
+    if not traces.exists():
+        raise ConfigError(f"--rescore {recorded_run}: no {TRACES} there (only runs with a live target record traces)")
+    replay = TargetConfig(kind="replay", traces=traces.resolve())
+    return config.model_copy(update={"target": replay})

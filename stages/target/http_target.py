@@ -1,0 +1,98 @@
+"""Target kind `http`: POST each turn's request as JSON over one shared aiohttp session."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable
+
+import aiohttp
+import anyio
+
+from pipeline.errors import ConfigError
+from stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
+
+__all__ = ["expand_headers", "http_caller"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# 408/425/429 and the gateway-ish 5xx say "try again"; other statuses are the agent's verdict.
+_TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+def expand_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Replace every `${NAME}` in header values with the environment variable `NAME`.
+
+    Raises `ConfigError` naming the header and the variable (never a value)
+    when a variable is not set.
+    """
+    out: dict[str, str] = {}
+    for key, value in headers.items():
+
+        def sub(m: re.Match[str], key: str = key) -> str:
+            name = m.group(1)
+            if name not in os.environ:
+                raise ConfigError(f"target.headers.{key}: environment variable {name} is not set")
+            return os.environ[name]
+
+        out[key] = _VAR.sub(sub, value)
+    return out
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP-date: rare from agents; the exponential back-off applies
+
+
+def http_caller(url: str, headers: dict[str, str], concurrency: int) -> tuple[Callable[[TargetRequest], Awaitable[TargetReply]], Callable[[], Awaitable[None]]]:
+    """`(call, aclose)` for an http target at `url`.
+
+    `headers` are already expanded (secrets included): they are sent and
+    never echoed in an error message. The session is opened on the first call
+    (it needs the running loop) with at most `concurrency` connections, and
+    closed by `aclose`. Connection errors, timeouts at the socket and the
+    statuses 408/425/429/5xx are transient (`Retry-After` is honoured); other
+    non-2xx statuses and a body that is not a JSON reply fail the case, with
+    the status and the start of the body.
+    """
+    state: dict[str, aiohttp.ClientSession] = {}
+    lock = anyio.Lock()
+
+    async def session() -> aiohttp.ClientSession:
+        async with lock:
+            if "s" not in state:
+                state["s"] = aiohttp.ClientSession(
+                    headers=headers,
+                    connector=aiohttp.TCPConnector(limit=concurrency),
+                    timeout=aiohttp.ClientTimeout(total=None),  # the stage's per-case timeout rules
+                )
+            return state["s"]
+
+    async def call(request: TargetRequest) -> TargetReply:
+        s = await session()
+        try:
+            async with s.post(url, json=request.model_dump(mode="json")) as resp:
+                body = await resp.read()
+                if resp.status in _TRANSIENT_STATUS:
+                    raise TransientTargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}", _retry_after(resp.headers.get("Retry-After")))
+                if resp.status >= 300:
+                    raise TargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}")
+        except aiohttp.ClientConnectionError as exc:
+            raise TransientTargetError(f"{type(exc).__name__} from {url}: {exc}") from None
+        except aiohttp.ClientError as exc:
+            raise TargetError(f"{type(exc).__name__} from {url}: {exc}") from None
+        try:
+            value = json.loads(body)
+        except ValueError:
+            raise TargetError(f"reply from {url} is not JSON: {body[:200].decode(errors='replace')!r}") from None
+        return coerce_reply(value)
+
+    async def aclose() -> None:
+        s = state.pop("s", None)
+        if s is not None:
+            await s.close()
+
+    return call, aclose
+

@@ -1,0 +1,77 @@
+"""Target kind `python`: call a function of the user's, sync or async, once per turn."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from pipeline.errors import ConfigError
+from stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
+
+__all__ = ["load_callable", "python_caller"]
+
+
+def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., Any]:
+    """Import `pkg.module:attr` (dots after the colon walk attributes).
+
+    `pythonpath` is put first on `sys.path` before importing. Raises
+    `ConfigError` naming the spec when the module or attribute is missing or
+    not callable; an exception raised while importing the module is reported
+    with its type and message.
+    """
+    if pythonpath is not None and str(pythonpath) not in sys.path:
+        sys.path.insert(0, str(pythonpath))
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"target.callable: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:
+        raise ConfigError(f"target.callable: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"target.callable: {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ConfigError(f"target.callable: {spec!r} is not callable")
+    return obj
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def python_caller(fn: Callable[..., Any]) -> Callable[[TargetRequest], Awaitable[TargetReply]]:
+    """Wrap `fn(request: TargetRequest)` as an async target call.
+
+    An async `fn` is awaited; a sync one runs in a worker thread so it never
+    blocks the event loop. A thread cannot be killed: when the case times out
+    the call is abandoned and its thread finishes in the background.
+    `TransientTargetError`, `ConnectionError` and `TimeoutError` from `fn` are
+    retried; any other exception fails the case with its type and message.
+    """
+    is_async = _is_async(fn)
+
+    async def call(request: TargetRequest) -> TargetReply:
+        try:
+            if is_async:
+                value = await fn(request)
+            else:
+                value = await anyio.to_thread.run_sync(fn, request, abandon_on_cancel=True)
+                if inspect.isawaitable(value):
+                    value = await value
+        except TargetError:
+            raise
+        except (ConnectionError, TimeoutError) as exc:
+            raise TransientTargetError(f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:
+            raise TargetError(f"{type(exc).__name__}: {exc}") from None
+        return coerce_reply(value)
+
+    return call

@@ -1,0 +1,97 @@
+"""`RUN_DIR/traces.jsonl`: the live traces of a run, kept beside its results for re-scoring.
+
+One line per (case, trial) the target ran (a later line for the same pair,
+from a resumed run, supersedes an earlier one):
+
+```json
+{"case_id": "c1", "trial": 0, "status": "ok", "error": null,
+ "conversation_id": "c1/0/9b1e…", "attempts": 1,
+ "turns": [{"input": "…", "output": "…", "tool_calls": [...]}],
+ "case": {"id": "c1", "input": "…", "expected_tool_calls": [...], "trace": {...}}}
+```
+
+`case` is a native case with the live trace (partial when the target
+failed); `turns` is `null` for a single-turn case. Each line is written and
+flushed to the OS before the stage hands its work on, so a line always
+reaches the file before its result does and a killed run never has a result
+without its trace (fsync follows within `fsync_seconds`, and on close).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline import store
+
+__all__ = ["TRACES", "TraceIndex", "TraceWriter"]
+
+TRACES = "traces.jsonl"
+
+
+class TraceWriter:
+    """Append trace lines to a `traces.jsonl`, cutting a torn last line first."""
+
+    def __init__(self, path: Path, fsync_seconds: float = 0.5) -> None:
+        self.path = path
+        store.repair_tail(path)
+        self._fh = open(path, "ab")
+        self._fsync_seconds = fsync_seconds
+        self._last_sync = time.monotonic()
+        self.written = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Write one record as a line and flush it to the OS."""
+        self._fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        self._fh.flush()
+        self.written += 1
+        if time.monotonic() - self._last_sync >= self._fsync_seconds:
+            os.fsync(self._fh.fileno())
+            self._last_sync = time.monotonic()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+class TraceIndex:
+    """Random access to a `traces.jsonl` by (case_id, trial), for replay.
+
+    Opening scans the file once and keeps only byte offsets (the last line of
+    each pair wins); `get` reads one line. Lines that are not valid JSON
+    records (a torn tail) are skipped. Raises `FileNotFoundError` when the
+    file does not exist.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._where: dict[tuple[str, int], tuple[int, int]] = {}
+        offset = 0
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.endswith(b"\n"):
+                    try:
+                        head = json.loads(line)
+                        self._where[(str(head["case_id"]), int(head["trial"]))] = (offset, len(line))
+                    except (ValueError, KeyError, TypeError):
+                        pass
+                offset += len(line)
+        self._fh = open(path, "rb")
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def get(self, case_id: str, trial: int) -> dict[str, Any] | None:
+        """The record of (case_id, trial), or `None` when the run has none."""
+        where = self._where.get((case_id, trial))
+        if where is None:
+            return None
+        return json.loads(os.pread(self._fh.fileno(), where[1], where[0]))
+
+    def close(self) -> None:
+        self._fh.close()

@@ -1,0 +1,111 @@
+"""Target kind `python`: sync and async callables, plain answers, raw traces through an adapter."""
+
+from __future__ import annotations
+
+import pytest
+
+import live_agents
+from live_support import TESTS, by_key, live_config, read_jsonl, run_live
+from pipeline.errors import ConfigError
+
+
+def py_target(name: str, **extra):
+    return {"kind": "python", "callable": f"live_agents:{name}", "pythonpath": str(TESTS), "retries": 0, **extra}
+
+
+def echo_case(cid: str, text: str) -> dict:
+    return {"id": cid, "input": text, "expected_tool_calls": [{"name": "echo", "arguments": {"turn": 0, "text": text}}], "metadata": {"team": "a"}}
+
+
+@pytest.mark.parametrize("fn", ["agent", "sync_agent"])
+def test_python_target_sync_and_async(tmp_path, fn):
+    live_agents.CALLS.clear()
+    config = live_config(tmp_path, [echo_case("a", "hi"), echo_case("b", "yo")], py_target(fn))
+    outcome = run_live(config)
+    results = by_key(read_jsonl(tmp_path / "run" / "results.jsonl"))
+    assert outcome.summary["status"] == {"ok": 2}
+    assert results[("a", 0)]["scores"]["ToolCalls"]["value"] == 1.0
+    assert results[("b", 0)]["scores"]["ToolCalls"]["value"] == 1.0
+    # The agent sees the case but never its expectations.
+    assert len(live_agents.CALLS) == 2
+    seen = {c["case_id"]: c for c in live_agents.CALLS}
+    assert seen["a"]["case"] == {"id": "a", "input": "hi", "context": None, "turns": [], "tags": [], "metadata": {"team": "a"}}
+    assert seen["a"]["turn"] == 0 and seen["a"]["history"] == [] and seen["a"]["input"] == "hi"
+    assert seen["a"]["conversation_id"] != seen["b"]["conversation_id"]
+    # The live trace is kept beside the results, as a native case.
+    traces = {(t["case_id"], t["trial"]): t for t in read_jsonl(tmp_path / "run" / "traces.jsonl")}
+    rec = traces[("a", 0)]
+    assert rec["status"] == "ok" and rec["attempts"] == 1 and rec["turns"] is None
+    assert rec["case"]["expected_tool_calls"] == [{"name": "echo", "arguments": {"turn": 0, "text": "hi"}}]
+    trace = rec["case"]["trace"]
+    assert trace["output"] == "turn 0: hi (after 0)"
+    assert trace["steps"][0]["tool_calls"][0]["name"] == "echo"
+    assert trace["usage"]["input_tokens"] == 10 and trace["usage"]["latency_s"] >= 0  # latency measured when not reported
+
+
+def test_plain_string_answer_has_an_empty_trace(tmp_path):
+    config = live_config(tmp_path, [{"id": "x", "input": "Ada", "expected_tool_calls": []}], py_target("plain_text"))
+    run_live(config)
+    (result,) = read_jsonl(tmp_path / "run" / "results.jsonl")
+    assert result["status"] == "ok"
+    assert result["scores"]["ToolCalls"]["value"] == 1.0  # expected no call, made none
+    (rec,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert rec["case"]["trace"]["output"] == "hello Ada"
+    assert rec["case"]["trace"].get("steps", []) == []
+
+
+def test_raw_trace_is_normalized_by_its_format_adapter(tmp_path):
+    case = {"id": "t", "input": "who am I?", "expected_tool_calls": [{"name": "get_user_details", "arguments": {"user_id": "u1"}}]}
+    run_live(live_config(tmp_path, [case], py_target("openai_trace")))
+    (result,) = read_jsonl(tmp_path / "run" / "results.jsonl")
+    assert result["status"] == "ok" and result["scores"]["ToolCalls"]["value"] == 1.0
+    (rec,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    (call,) = [c for s in rec["case"]["trace"]["steps"] for c in s.get("tool_calls", [])]
+    assert call == {"id": "c1", "name": "get_user_details", "arguments": {"user_id": "u1"}, "result": {"name": "Ada"}}
+    assert rec["case"]["trace"]["output"] == "You are Ada."
+
+
+def test_unknown_callable_is_a_config_error_before_any_case(tmp_path):
+    config = live_config(tmp_path, [echo_case("a", "hi")], py_target("no_such_function"))
+    with pytest.raises(ConfigError, match="live_agents.*no attribute 'no_such_function'"):
+        run_live(config)
+    assert not (tmp_path / "run" / "results.jsonl").exists() or (tmp_path / "run" / "results.jsonl").read_text() == ""
+
+
+def test_target_section_is_validated_with_file_and_key(tmp_path):
+    from pipeline.config import load_config
+
+    cfg = tmp_path / "c.yaml"
+    (tmp_path / "d.jsonl").write_text("")
+    cfg.write_text("dataset: {path: d.jsonl}\ntarget:\n  kind: python\n  callable: no_colon_here\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    assert f"{cfg}:2: target:" in str(err.value) and "package.module:function" in str(err.value)
+
+
+def test_cli_reports_a_bad_target_as_a_config_error(tmp_path, capsys):
+    from pipeline.cli import main
+
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n')
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: d.jsonl}}\ntarget: {{kind: python, callable: 'live_agents:nope', pythonpath: {TESTS}}}\nrun: {{dir: run}}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert "target.callable: 'live_agents' has no attribute 'nope'" in capsys.readouterr().err
+
+
+def test_malformed_replies_are_target_errors_naming_the_field(tmp_path):
+    cases = [{"id": "bad", "input": "x", "metadata": {"mode": "bad_trace"}}, {"id": "typo", "input": "x", "metadata": {"mode": "typo"}}, echo_case("fine", "x")]
+    outcome = run_live(live_config(tmp_path, cases, py_target("agent")))
+    assert outcome.summary["status"] == {"ok": 1, "target_error": 2}
+    results = by_key(read_jsonl(tmp_path / "run" / "results.jsonl"))
+    assert results[("bad", 0)]["error"]["message"] == "reply trace (native) is invalid: steps.0.tool_calls.0.name: Field required"
+    assert results[("typo", 0)]["error"]["message"] == "invalid reply: ouput: unknown key"
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+def test_concurrency_caps_cases_in_flight_at_the_target(tmp_path, monkeypatch, cap):
+    monkeypatch.setenv("LIVE_AGENT_DELAY", "0.03")
+    live_agents.IN_FLIGHT.update(now=0, max=0)
+    outcome = run_live(live_config(tmp_path, [echo_case(f"c{i}", "x") for i in range(9)], py_target("agent", concurrency=cap)))
+    assert outcome.summary["status"] == {"ok": 9}
+    assert live_agents.IN_FLIGHT["max"] == cap
