@@ -61,7 +61,7 @@ class Aggregator:
         status = result.status.value if isinstance(result.status, Status) else str(result.status)
         self.status[status] += 1
         self.duration_s += result.duration_s
-        for key, score in result.scores.items():
+        for key in result.scores:
             if key not in self.metrics:
                 self.metrics[key] = MetricStats()
         for key, stats in self.metrics.items():

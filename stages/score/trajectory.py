@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from pipeline.records import Case, Score
+from pipeline.records import Case, Score, ToolCall
 from pipeline.registry import register_metric
 from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
 
@@ -105,7 +105,7 @@ class TrajectoryMatch(ToolMetric):
         return self.verdict(value, reason, {"k": k, "precision": precision, "recall": recall, "f1": f1})
 
     @staticmethod
-    def _divergence(expected: list[str], actual: list[str], calls: list, case: Case) -> str:
+    def _divergence(expected: list[str], actual: list[str], calls: list[tuple[int, ToolCall]], case: Case) -> str:
         for pos, (e, a) in enumerate(zip(expected, actual)):
             if e != a:
                 return f"first divergence at call #{pos + 1} (trace call {calls[pos][0]}): expected {e!r}, got {a!r}"
