@@ -68,7 +68,11 @@ class Aggregator:
             score = result.scores.get(key)
             if status != Status.ok.value:
                 stats.excluded[status] += 1
-            elif score is None or score.value is None:
+            elif score is None:
+                # A metric that only some cases carry (case-level `metrics`) does not apply here;
+                # counting it "not computed" would make the figure depend on the order results came in.
+                continue
+            elif score.value is None:
                 stats.not_computed += 1
             else:
                 stats.scored += 1
