@@ -15,6 +15,7 @@ What `result` may be:
 
 from __future__ import annotations
 
+import glob
 from collections import Counter
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ _MAX_LISTED = 20
 
 
 def _trace_of(result: Case | Trace, who: str) -> Trace:
+    __tracebackhide__ = True
     if isinstance(result, Trace):
         return result
     if isinstance(result, Case):
@@ -81,7 +83,9 @@ def assert_called_tool(
     __tracebackhide__ = True
     trace = _trace_of(result, "assert_called_tool")
     probe = Case(id="assert_called_tool", expected_tool_calls=[{"name": name, "arguments": arguments}], trace=trace)  # type: ignore[list-item]
-    score = ToolCalls(arguments=match, score="recall", include_failed=include_failed).evaluate(probe)
+    # Only calls of this tool take part, so the reason speaks of them (closest call, first differing argument).
+    only = [glob.escape(name)]
+    score = ToolCalls(arguments=match, score="recall", include_failed=include_failed, include_tools=only).evaluate(probe)
     if score.value == 1.0:
         return
     wanted = render_call(name, arguments) if arguments is not None else f"{name}(…)"
