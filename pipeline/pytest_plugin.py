@@ -15,12 +15,12 @@ messages with the assertion frames hidden.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import yaml
 
-from pipeline.api import Evaluator
+if TYPE_CHECKING:
+    from pipeline.api import Evaluator
 
 __all__ = ["pytest_addoption", "tracejudge"]
 
@@ -37,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _settings(config: pytest.Config) -> dict[str, Any]:
+    import yaml
+
     name = str(config.getini("tracejudge_config") or "")
     if not name:
         return {}
@@ -55,6 +57,9 @@ def _settings(config: pytest.Config) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def tracejudge(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
     """An `Evaluator` (`.evaluate`, `.aevaluate`, `.evaluate_case`) with the judge cache in pytest's cache folder."""
+    # Imported here: the plugin loads in every pytest session of an environment with tracejudge installed.
+    from pipeline.api import Evaluator
+
     cache = getattr(pytestconfig, "cache", None)
     cache_dir = cache.mkdir("tracejudge") if cache is not None else tmp_path_factory.mktemp("tracejudge-cache")
     return Evaluator(cache={"dir": str(cache_dir)}, **_settings(pytestconfig))

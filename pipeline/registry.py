@@ -9,6 +9,8 @@ lazily on first use, so `pipeline` does not depend on `stages` at import time.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +95,9 @@ def metric_types() -> dict[str, type[BaseModel]]:
 def import_metric(path: str) -> type[BaseModel]:
     """Import a custom metric class from `module:attribute` (or `module.attribute`).
 
+    The module is searched on `sys.path` and in the current directory, as
+    `python -m` would.
+
     The object must be a metric class: a subclass of `stages.score.base.Metric`,
     such as one made by `@tracejudge.metric`. Raises `SpecError` at `("type",)`
     when the module does not import (or raises while importing), the
@@ -107,9 +112,11 @@ def import_metric(path: str) -> type[BaseModel]:
     if not module_name or not attr:
         raise SpecError(("type",), f"custom metric {path!r}: expected `module:attribute`, e.g. `mypkg.metrics:no_failed_tools`")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = _import_from_cwd(module_name)
     except ImportError as exc:
-        raise SpecError(("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc}") from None
+        raise SpecError(
+            ("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc} (searched the current directory and PYTHONPATH)"
+        ) from None
     except Exception as exc:  # the user's module raised while importing
         raise SpecError(("type",), f"custom metric {path!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
@@ -126,6 +133,23 @@ def import_metric(path: str) -> type[BaseModel]:
         ("type",),
         f"custom metric {path!r} is {what}, not a metric; decorate the function with @tracejudge.metric or subclass tracejudge.Metric",
     )
+
+
+def _import_from_cwd(module_name: str) -> Any:
+    # `python -m` and `python -c` search the current directory first, the `tracejudge`
+    # console script does not; a metrics module next to where the user runs the
+    # command should import the same way under both.
+    cwd = os.getcwd()
+    if cwd in sys.path or "" in sys.path:
+        return importlib.import_module(module_name)
+    sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        try:
+            sys.path.remove(cwd)
+        except ValueError:
+            pass
 
 
 def build_metric(spec: dict[str, Any]) -> Any:

@@ -199,7 +199,8 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
             """
         )
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    # No PYTHONPATH: the console script finds `mypkg` in the current directory, as `python -m` would.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     results = {json.loads(line)["case_id"]: json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()}
@@ -218,7 +219,7 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
-        ("nopkg.metrics:x", "custom metric 'nopkg.metrics:x': cannot import module 'nopkg.metrics': No module named 'nopkg'"),
+        ("nopkg.metrics:x", "custom metric 'nopkg.metrics:x': cannot import module 'nopkg.metrics': No module named 'nopkg' (searched the current directory and PYTHONPATH)"),
         ("mypkg.broken:x", "custom metric 'mypkg.broken:x': importing 'mypkg.broken' raised ValueError: broken on purpose"),
         ("mypkg.metrics:missing", "custom metric 'mypkg.metrics:missing': 'mypkg.metrics' has no attribute 'missing'"),
         ("mypkg.metrics:plain_function", "custom metric 'mypkg.metrics:plain_function' is a plain function, not a metric; decorate"),
