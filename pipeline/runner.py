@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from contextlib import aclosing
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
