@@ -6,10 +6,15 @@ internals can move without breaking user code::
     import tracejudge
     case = tracejudge.Case(id="c1", expected_tool_calls=[...], trace=...)
     score = tracejudge.ToolCalls(arguments="exact").evaluate(case)
+    report = tracejudge.evaluate([case], [tracejudge.ToolCalls()])
 """
 
-from pipeline.config import RunConfig, load_config
+from pipeline.api import Evaluator, aevaluate, evaluate
+from pipeline.assertions import assert_called_tool, assert_score, assert_trajectory
+from pipeline.config import BudgetConfig, CacheConfig, JudgeConfig, LimitsConfig, RunConfig, load_config
+from pipeline.errors import ConfigError, TracejudgeError
 from pipeline.records import Case, CaseResult, ErrorInfo, ExpectedToolCall, Passage, Score, Status, Step, ToolCall, Trace, Usage
+from pipeline.run_report import Failure, MetricSummary, RunReport
 from pipeline.version import __version__
 from stages.score import (
     ArgumentCorrectness,
@@ -29,46 +34,66 @@ from stages.score import (
     ToolCallAccuracy,
     ToolCalls,
     ToolCorrectness,
+    ToolMetric,
     TrajectoryMatch,
     score_case,
 )
+from stages.score.custom import FunctionMetric, metric
 from stages.target import TargetReply, TargetRequest, TransientTargetError
 
 __all__ = [
     "ArgumentCorrectness",
+    "BudgetConfig",
+    "CacheConfig",
     "Case",
     "CaseResult",
+    "ConfigError",
     "Contains",
     "Cost",
     "ErrorInfo",
+    "Evaluator",
     "ExactMatch",
     "ExpectedToolCall",
+    "Failure",
+    "FunctionMetric",
     "JsonSchema",
+    "JudgeConfig",
     "Latency",
+    "LimitsConfig",
     "MaxModelRequests",
     "MaxToolCalls",
     "Metric",
+    "MetricSummary",
     "Passage",
     "Regex",
     "RetrievalMRR",
     "RetrievalPrecision",
     "RetrievalRecall",
     "RunConfig",
+    "RunReport",
     "Score",
     "Status",
     "Step",
-    "TokenUsage",
     "TargetReply",
     "TargetRequest",
+    "TokenUsage",
     "ToolCall",
     "ToolCallAccuracy",
     "ToolCalls",
     "ToolCorrectness",
+    "ToolMetric",
     "Trace",
+    "TracejudgeError",
     "TrajectoryMatch",
     "TransientTargetError",
     "Usage",
     "__version__",
+    "aevaluate",
+    "assert_called_tool",
+    "assert_score",
+    "assert_trajectory",
+    "evaluate",
     "load_config",
+    "metric",
     "score_case",
 ]

@@ -366,8 +366,8 @@ def validate_config(
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
-        raise ConfigError("\n".join(problems)) from None
+        errors = [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
+        raise ConfigError("\n".join(errors)) from None
 
     problems: list[str] = []
     if config.dataset.format not in registry.formats():

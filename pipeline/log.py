@@ -31,4 +31,5 @@ def configure(level: str = "info") -> None:
 
 def get_logger(name: str = "tracejudge") -> structlog.typing.FilteringBoundLogger:
     """A bound logger carrying `logger=name`."""
-    return structlog.get_logger().bind(logger=name)
+    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger().bind(logger=name)
+    return logger

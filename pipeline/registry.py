@@ -9,6 +9,8 @@ lazily on first use, so `pipeline` does not depend on `stages` at import time.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +23,7 @@ __all__ = [
     "build_metric",
     "format_for",
     "formats",
+    "import_metric",
     "metric_types",
     "register_format",
     "register_metric",
@@ -89,11 +92,73 @@ def metric_types() -> dict[str, type[BaseModel]]:
     return dict(_METRICS)
 
 
+def import_metric(path: str) -> type[BaseModel]:
+    """Import a custom metric class from `module:attribute` (or `module.attribute`).
+
+    The module is searched on `sys.path` and in the current directory, as
+    `python -m` would.
+
+    The object must be a metric class: a subclass of `stages.score.base.Metric`,
+    such as one made by `@tracejudge.metric`. Raises `SpecError` at `("type",)`
+    when the module does not import (or raises while importing), the
+    attribute is missing, or the object is not a metric class.
+    """
+    from stages.score.base import Metric
+
+    if ":" in path:
+        module_name, _, attr = path.partition(":")
+    else:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise SpecError(("type",), f"custom metric {path!r}: expected `module:attribute`, e.g. `mypkg.metrics:no_failed_tools`")
+    try:
+        obj: Any = _import_from_cwd(module_name)
+    except ImportError as exc:
+        raise SpecError(
+            ("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc} (searched the current directory and PYTHONPATH)"
+        ) from None
+    except Exception as exc:  # the user's module raised while importing
+        raise SpecError(("type",), f"custom metric {path!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SpecError(("type",), f"custom metric {path!r}: {module_name!r} has no attribute {attr!r}") from None
+    if isinstance(obj, type) and issubclass(obj, Metric):
+        return obj
+    what = f"an instance of {type(obj).__name__}" if not isinstance(obj, type) else f"the class {obj.__name__}"
+    if callable(obj) and not isinstance(obj, type):
+        what = f"a plain {type(obj).__name__}"
+    raise SpecError(
+        ("type",),
+        f"custom metric {path!r} is {what}, not a metric; decorate the function with @tracejudge.metric or subclass tracejudge.Metric",
+    )
+
+
+def _import_from_cwd(module_name: str) -> Any:
+    # `python -m` and `python -c` search the current directory first, the `tracejudge`
+    # console script does not; a metrics module next to where the user runs the
+    # command should import the same way under both.
+    cwd = os.getcwd()
+    if cwd in sys.path or "" in sys.path:
+        return importlib.import_module(module_name)
+    sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        try:
+            sys.path.remove(cwd)
+        except ValueError:
+            pass
+
+
 def build_metric(spec: dict[str, Any]) -> Any:
     """Turn a metric spec (`{"type": ..., **params}`) into a metric instance.
 
-    Raises `SpecError` naming the offending key for an unknown type or
-    invalid parameters.
+    `type` is a registered name (`ToolCalls`) or the dotted path of a custom
+    metric class (`mypkg.metrics:no_failed_tools`, see `import_metric`).
+    Raises `SpecError` naming the offending key for an unknown type, a path
+    that does not import or names no metric, or invalid parameters.
     """
     if not isinstance(spec, dict):
         raise SpecError((), f"a metric spec must be a mapping, got {type(spec).__name__}")
@@ -102,9 +167,14 @@ def build_metric(spec: dict[str, Any]) -> Any:
         raise SpecError(("type",), "required key `type` is missing (a metric type name such as ToolCalls)")
     table = metric_types()
     cls = table.get(kind)
+    if cls is None and (":" in kind or "." in kind):
+        cls = import_metric(kind)
     if cls is None:
         known = ", ".join(sorted(table))
-        raise SpecError(("type",), f"unknown metric type {kind!r}; expected one of: {known}")
+        raise SpecError(
+            ("type",),
+            f"unknown metric type {kind!r}; expected one of: {known}, or a custom metric as `module:attribute`",
+        )
     params = {k: v for k, v in spec.items() if k != "type"}
     try:
         return cls.model_validate(params)

@@ -15,12 +15,14 @@ end (and on interruption). Re-running on the same run directory skips the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -30,6 +32,9 @@ from pipeline.config import RunConfig
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
 from pipeline.version import __version__
 from pipeline.work import Stage, Work
+
+if TYPE_CHECKING:
+    from stages.memory import MemorySource
 
 __all__ = ["RunOutcome", "manifest_for", "run"]
 
@@ -60,14 +65,15 @@ def _config_payload(config: RunConfig) -> dict[str, Any]:
     )
 
 
-def manifest_for(config: RunConfig) -> dict[str, Any]:
-    """The manifest a run directory records for `config`."""
+def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
+    """The manifest a run directory records for `config` (and an in-memory `source`, if any)."""
     payload = _config_payload(config)
-    digest = store.hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    fingerprint = source.fingerprint if source is not None else store.dataset_fingerprint(config.dataset.path, config.dataset.tasks)
     return {
         "tracejudge_version": __version__,
         "config_hash": digest,
-        "dataset_fingerprint": store.dataset_fingerprint(config.dataset.path, config.dataset.tasks),
+        "dataset_fingerprint": fingerprint,
         "config": config.model_dump(mode="json"),
     }
 
@@ -92,12 +98,20 @@ async def run(
     force: bool = False,
     stop: anyio.Event | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
+    source: MemorySource | None = None,
+    metrics: Sequence[Any] | None = None,
 ) -> RunOutcome:
     """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`).
 
     Args:
         stop: when set, no new case is taken; cases in flight finish and are written.
         on_result: called with each new result (progress display).
+        source: cases from memory (`stages.memory.MemorySource`) read instead of
+            `config.dataset`'s file; the manifest then records no file fingerprint.
+        metrics: metric instances to use instead of building `config.metrics`
+            (the Python API passes metrics that a spec cannot rebuild, such as a
+            custom metric defined inside a function); `config.metrics` still
+            names them in the manifest.
 
     Raises:
         store.LockedError: another process holds the run directory.
@@ -111,9 +125,9 @@ async def run(
     lock = store.RunLock(run_dir)
     lock.acquire()
     try:
-        fmt = registry.format_for(config.dataset.format)
-        metrics = [registry.build_metric(spec) for spec in config.metrics]
-        manifest = manifest_for(config)
+        fmt = source.format if source is not None else registry.format_for(config.dataset.format)
+        metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
+        manifest = manifest_for(config, source)
         _check_manifest(run_dir, manifest, force)
         store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
 
@@ -155,9 +169,10 @@ async def run(
                 await send.send(items)
 
         async def load(send: MemoryObjectSendStream[list[Any]]) -> None:
-            async with send:
+            records = source.records() if source is not None else _aiter(fmt.read(config.dataset))
+            async with send, aclosing(records):
                 batch: list[Any] = []
-                for raw in fmt.read(config.dataset):
+                async for raw in records:
                     if stop.is_set():
                         break
                     batch.append(raw)
@@ -174,7 +189,7 @@ async def run(
                     for raw in raws:
                         t0 = time.perf_counter()
                         got = extract_record(raw, fmt, ctx)
-                        if not isinstance(got, Case):
+                        if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
                             cid, err = got
                             if (cid, 0) in done:
                                 counters["skipped"] += 1
@@ -259,6 +274,11 @@ async def run(
         lock.release()
 
 
+async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
+    for item in items:
+        yield item
+
+
 def build_stages(config: RunConfig, metrics: list[Any], run_dir: Path | None = None) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
@@ -277,7 +297,7 @@ def build_stages(config: RunConfig, metrics: list[Any], run_dir: Path | None = N
     return stages
 
 
-def _merge_case_metrics(run_metrics: list[Any], specs: list[dict[str, Any]]) -> list[Any]:
+def _merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
     # Case-level metrics add to the run's; one with the same key replaces the run's for this case.
     extra = []
     for i, spec in enumerate(specs):

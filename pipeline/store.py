@@ -231,4 +231,5 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     p = run_dir / MANIFEST
     if not p.exists():
         return None
-    return json.loads(p.read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
+    return manifest

@@ -61,14 +61,18 @@ class Aggregator:
         status = result.status.value if isinstance(result.status, Status) else str(result.status)
         self.status[status] += 1
         self.duration_s += result.duration_s
-        for key, score in result.scores.items():
+        for key in result.scores:
             if key not in self.metrics:
                 self.metrics[key] = MetricStats()
         for key, stats in self.metrics.items():
             score = result.scores.get(key)
             if status != Status.ok.value:
                 stats.excluded[status] += 1
-            elif score is None or score.value is None:
+            elif score is None:
+                # A metric that only some cases carry (case-level `metrics`) does not apply here;
+                # counting it "not computed" would make the figure depend on the order results came in.
+                continue
+            elif score.value is None:
                 stats.not_computed += 1
             else:
                 stats.scored += 1

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+"""Shared fixtures: where the real recorded traces live, and small case builders."""
+
+
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+pytest_plugins = ["pytester"]  # runs pytest inside tests to check the tracejudge plugin's output
+
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,8 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
     if raw.error is not None:
         return raw_case_id(raw), ErrorInfo(kind="invalid_input", message=raw.error, file=raw.file, line=raw.line)
     try:
-        return fmt.adapt(raw.payload, ctx)
+        case: Case = fmt.adapt(raw.payload, ctx)
+        return case
     except AdapterError as exc:
         cid = exc.case_id or raw_case_id(raw)
         return cid, ErrorInfo(kind="invalid_input", message=str(exc), file=raw.file, line=raw.line, field=exc.field)

@@ -2,7 +2,8 @@
 
 `score_case(case, metrics)` runs every metric on one case; a metric that
 raises costs that metric's score for that case (`value: null`, the exception
-in the reason), never the run.
+in the reason), never the run. `ascore_case` is the same, awaiting metrics
+that define `async def aevaluate` (custom async metrics); the stage uses it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "ToolCorrectness",
     "ToolMetric",
     "TrajectoryMatch",
+    "ascore_case",
     "score_case",
     "score_stage",
 ]
@@ -56,6 +58,18 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     for metric in metrics:
         try:
             scores[metric.key] = metric.evaluate(case)
+        except Exception as exc:  # a metric bug must cost one score, not the run
+            scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
+    return scores
+
+
+async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
+    """`score_case`, awaiting each metric's `aevaluate` when it has one."""
+    scores: dict[str, Score] = {}
+    for metric in metrics:
+        try:
+            aevaluate = getattr(metric, "aevaluate", None)
+            scores[metric.key] = await aevaluate(case) if aevaluate is not None else metric.evaluate(case)
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
     return scores
@@ -80,6 +94,6 @@ def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], li
             work.result.status = Status.invalid_input
             work.result.error = ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc)))
             return
-        work.result.scores.update(score_case(case, use))
+        work.result.scores.update(await ascore_case(case, use))
 
     return Stage("score", process)

@@ -95,7 +95,7 @@ class ToolCalls(ToolMetric):
 
         if not expected:
             unexpected = [i for i, _ in actual]
-            details = {"pairs": [], "missing": [], "unexpected": unexpected, "precision": 1.0 if not actual else 0.0, "recall": 1.0, "f1": 1.0 if not actual else 0.0}
+            details: dict[str, Any] = {"pairs": [], "missing": [], "unexpected": unexpected, "precision": 1.0 if not actual else 0.0, "recall": 1.0, "f1": 1.0 if not actual else 0.0}
             if not actual:
                 return self.verdict(1.0, "no call expected and none made", details)
             listed = "; ".join(f"#{i} (step {step_of[i]}) {render_call(c.name, c.arguments)}" for i, c in actual[:5])
@@ -121,7 +121,7 @@ class ToolCalls(ToolMetric):
         paired_e = {i for i, _ in pairs_local}
         missing_local = [i for i in range(len(expected)) if i not in paired_e]
         unexpected_local = [j for j in range(len(actual)) if j not in paired_a]
-        details: dict[str, Any] = {
+        details = {
             "pairs": [[expected[i][0], actual[j][0]] for i, j in pairs_local],
             "missing": [expected[i][0] for i in missing_local],
             "unexpected": [actual[j][0] for j in unexpected_local],

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from pipeline.records import Case, Score
+from pipeline.records import Case, Score, ToolCall
 from pipeline.registry import register_metric
 from stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
 from stages.score.compare import render_call
@@ -116,7 +116,7 @@ class TrajectoryMatch(ToolMetric):
         return self.verdict(value, reason, {"k": k, "precision": precision, "recall": recall, "f1": f1})
 
     @staticmethod
-    def _divergence(expected: list[str], actual: list[str], calls: list, case: Case) -> str:
+    def _divergence(expected: list[str], actual: list[str], calls: list[tuple[int, ToolCall]], case: Case) -> str:
         """First position where the two name sequences differ, with the call's step and arguments."""
         steps = call_steps(case)
 

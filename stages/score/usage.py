@@ -87,5 +87,5 @@ class TokenUsage(Metric):
         if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
             return _missing("input_tokens or output_tokens")
         i, o = usage.input_tokens or 0, usage.output_tokens or 0
-        details = {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
+        details: dict[str, float] = {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
         return _budgeted(i + o, self.max_tokens, "tokens", details)

@@ -72,7 +72,7 @@ class _Contexts(dict[str, Any]):
         super().__init__()
         self._config = config
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         if name not in self:
             ds = self._config.dataset
             self[name] = registry.format_for(name).prepare(ds) if name == ds.format else None

@@ -7,7 +7,7 @@ import inspect
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio.to_thread
 
@@ -40,7 +40,7 @@ def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., An
         obj = getattr(obj, part)
     if not callable(obj):
         raise ConfigError(f"target.callable: {spec!r} is not callable")
-    return obj
+    return cast(Callable[..., Any], obj)
 
 
 def _is_async(fn: Any) -> bool:

@@ -91,7 +91,8 @@ class TraceIndex:
         where = self._where.get((case_id, trial))
         if where is None:
             return None
-        return json.loads(os.pread(self._fh.fileno(), where[1], where[0]))
+        data: dict[str, Any] = json.loads(os.pread(self._fh.fileno(), where[1], where[0]))
+        return data
 
     def close(self) -> None:
         self._fh.close()

@@ -1,0 +1,159 @@
+"""`tracejudge.evaluate` / `aevaluate` and `RunReport`: inputs, run directories, config sections, errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import pytest
+
+import tracejudge
+from pipeline.api import metric_spec
+from pipeline.registry import import_metric
+from pipeline.store import ManifestMismatch
+from tracejudge import Case, ConfigError, ToolCalls, TrajectoryMatch
+
+TRACE = {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": "x"}}, {"name": "book", "arguments": {"id": 1}, "error": "sold out"}]}]}
+
+
+def _case(cid: str, expected: list[dict[str, object]]) -> dict[str, object]:
+    return {"id": cid, "expected_tool_calls": expected, "trace": TRACE, "tags": ["t"]}
+
+
+GOOD = _case("good", [{"name": "search"}, {"name": "book", "arguments": {"id": 1}}])
+BAD = _case("bad", [{"name": "search"}, {"name": "refund"}])
+
+
+def test_cases_may_be_case_objects_mappings_or_a_lazy_generator():
+    pulled: list[str] = []
+
+    def gen() -> Iterator[object]:
+        for item in (Case.model_validate(GOOD), BAD, {"id": "broken", "expected_tool_calls": "no"}, 42):
+            pulled.append(str(item)[:10])
+            yield item
+
+    report = tracejudge.evaluate(gen(), [ToolCalls()])
+    assert len(pulled) == 4
+    assert [(r.case_id, r.status.value) for r in report.results] == [
+        ("good", "ok"),
+        ("bad", "ok"),
+        ("broken", "invalid_input"),
+        ("<cases>:4", "invalid_input"),
+    ]
+    broken = report.result("broken").error
+    assert broken is not None and (broken.file, broken.line, broken.field) == ("<cases>", 3, "expected_tool_calls")
+    odd = report.result("<cases>:4").error
+    assert odd is not None and odd.message == "expected a Case or a mapping, got int"
+    assert report.result("good").scores["ToolCalls"].value == 1.0
+    assert report.result("bad").scores["ToolCalls"].value == 0.5
+    assert report.result("good").tags == ["t"]
+
+
+def test_failed_lists_failing_case_metric_pairs_with_reasons():
+    report = tracejudge.evaluate([GOOD, BAD, {"id": "x", "trace": "nope"}], [ToolCalls(), TrajectoryMatch(name="traj", include_failed=True)])
+    failed = [(f.case_id, f.metric, f.value, f.status.value) for f in report.failed()]
+    assert failed == [("bad", "ToolCalls", 0.5, "ok"), ("bad", "traj", 0.5, "ok"), ("x", None, None, "invalid_input")]
+    first = report.failed()[0]
+    assert first.reason.startswith("matched 1/2 expected and 1/2 actual calls") and "missing: [1] refund(…)" in first.reason
+    assert report.failed()[2].reason.startswith("trace: Input should be a valid dictionary")
+    assert report.metrics["ToolCalls"].model_dump() == {
+        "results": 3, "scored": 2, "not_computed": 0, "excluded": {"invalid_input": 1}, "mean": 0.75, "passed": 1, "pass_rate": 0.5,
+    }
+
+
+def test_to_dataframe_long_and_wide():
+    report = tracejudge.evaluate([GOOD, BAD], [ToolCalls(), TrajectoryMatch(name="traj", include_failed=True)])
+    long = report.to_dataframe()
+    assert list(long.columns) == ["case_id", "trial", "status", "metric", "value", "passed", "reason"]
+    assert long[["case_id", "metric", "value", "passed"]].values.tolist() == [
+        ["good", "ToolCalls", 1.0, True],
+        ["good", "traj", 1.0, True],
+        ["bad", "ToolCalls", 0.5, False],
+        ["bad", "traj", 0.5, False],
+    ]
+    wide = report.to_dataframe(wide=True)
+    assert list(wide.columns) == ["case_id", "trial", "status", "ToolCalls", "traj"]
+    assert wide["ToolCalls"].tolist() == [1.0, 0.5]
+
+
+def test_a_kept_run_directory_resumes_and_refuses_other_metrics(tmp_path):
+    first = tracejudge.evaluate([GOOD, BAD], [ToolCalls()], run_dir=tmp_path / "run", trials=2)
+    assert first.new_results == 4 and [(r.case_id, r.trial) for r in first.results] == [("good", 0), ("good", 1), ("bad", 0), ("bad", 1)]
+    again = tracejudge.evaluate([GOOD, BAD, _case("new", [])], [ToolCalls()], run_dir=tmp_path / "run", trials=2)
+    assert (again.new_results, again.skipped_finished) == (2, 4)
+    assert len(again.results) == 6 and again.result("new", 1).scores["ToolCalls"].value == 0.0
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 6
+    with pytest.raises(ManifestMismatch, match="the config"):
+        tracejudge.evaluate([GOOD], [TrajectoryMatch()], run_dir=tmp_path / "run", trials=2)
+
+
+def test_config_sections_reach_the_run_config(tmp_path):
+    tracejudge.evaluate(
+        [GOOD],
+        [ToolCalls(arguments="exact"), {"type": "TrajectoryMatch", "order": "exact"}],
+        judge={"provider": "simulator", "model": "m-1"},
+        limits=tracejudge.LimitsConfig(rpm=10, tpm=2000, max_in_flight=2),
+        budget={"max_judge_tokens": 500},
+        cache=tmp_path / "cache",
+        run_dir=tmp_path / "run",
+    )
+    config = json.loads((tmp_path / "run" / "manifest.json").read_text())["config"]
+    assert config["judge"] == {"provider": "simulator", "model": "m-1", "base_url": None, "api_key_env": None}
+    assert config["limits"] == {"rpm": 10, "tpm": 2000, "max_in_flight": 2}
+    assert config["budget"] == {"max_judge_tokens": 500, "max_cost_usd": None}
+    assert config["cache"] == {"dir": str(tmp_path / "cache")}
+    assert config["metrics"] == [{"type": "ToolCalls", "arguments": "exact"}, {"type": "TrajectoryMatch", "order": "exact"}]
+    assert config["dataset"]["path"] == "<memory>"
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ConfigError, match=r"evaluate\(target=...\): .*a http target needs `url`"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], target={"kind": "http"})
+    with pytest.raises(ConfigError, match=r"evaluate\(judge=...\): provider: Input should be 'simulator', 'openai' or 'anthropic'"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], judge={"provider": "nobody"})
+    with pytest.raises(ConfigError, match=r"evaluate\(trials=...\): \(value\): Input should be greater than or equal to 1"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], trials=0)
+    with pytest.raises(ConfigError, match=r"metrics\[1\]\.type: unknown metric type 'Nope'"):
+        tracejudge.evaluate([GOOD], [ToolCalls(), {"type": "Nope"}])
+    with pytest.raises(ConfigError, match="two metrics are named 'ToolCalls'"):
+        tracejudge.evaluate([GOOD], [ToolCalls(), {"type": "ToolCalls", "arguments": "exact"}])
+    with pytest.raises(TypeError, match=r"metrics\[0\]: expected a metric"):
+        tracejudge.evaluate([GOOD], ["ToolCalls"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="cases must be an iterable"):
+        tracejudge.evaluate(GOOD, [ToolCalls()])  # type: ignore[arg-type]
+
+
+@tracejudge.metric
+def calls_made(case: Case, trace: tracejudge.Trace, *, at_most: int = 1) -> bool:
+    return len(trace.tool_calls()) <= at_most
+
+
+def test_metric_specs_name_builtin_types_and_custom_paths():
+    assert metric_spec(ToolCalls(arguments="exact", name="w")) == {"type": "ToolCalls", "name": "w", "arguments": "exact"}
+    spec = metric_spec(calls_made(at_most=3))
+    assert spec == {"type": f"{__name__}:calls_made", "at_most": 3}
+    assert import_metric(spec["type"]) is calls_made  # the recorded type imports the same class back
+    report = tracejudge.evaluate([GOOD], [calls_made])  # a class is built with its defaults
+    assert report.result("good").scores["calls_made"].value == 0.0
+
+
+@pytest.mark.anyio
+async def test_aevaluate_takes_an_async_iterable_and_evaluate_works_inside_a_running_loop():
+    async def stream() -> AsyncIterator[dict[str, object]]:
+        for c in (GOOD, BAD):
+            await anyio.sleep(0)
+            yield c
+
+    report = await tracejudge.aevaluate(stream(), [ToolCalls()])
+    assert [r.scores["ToolCalls"].value for r in report.results] == [1.0, 0.5]
+    # A notebook calls the sync API inside its loop: it runs on a worker thread.
+    inside = tracejudge.evaluate([GOOD, BAD], [ToolCalls()])
+    assert [r.scores["ToolCalls"].value for r in inside.results] == [1.0, 0.5]
+    with pytest.raises(TypeError, match="use `await aevaluate"):
+        tracejudge.evaluate(stream(), [ToolCalls()])
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,83 @@
+"""Case-level metrics: added for that case only, and overriding a run-level metric of the same name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import tracejudge
+
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+
+# The agent searched, fetched, then summarized; the case expected search → summarize.
+TRACE = {
+    "steps": [
+        {"tool_calls": [{"name": "search", "arguments": {"q": "paris"}}]},
+        {"tool_calls": [{"name": "fetch", "arguments": {"url": "u"}}]},
+        {"tool_calls": [{"name": "summarize", "arguments": {}}]},
+    ]
+}
+EXPECTED = [{"name": "search", "arguments": {"q": "paris"}}, {"name": "summarize"}]
+
+
+def _cases() -> list[dict[str, object]]:
+    return [
+        {"id": "plain", "expected_tool_calls": EXPECTED, "trace": TRACE},
+        # Same name as a run-level metric: replaces it for this case.
+        {"id": "override", "expected_tool_calls": EXPECTED, "trace": TRACE, "metrics": [{"type": "TrajectoryMatch", "order": "exact"}]},
+        # A new name: added for this case only.
+        {"id": "extra", "expected_tool_calls": EXPECTED, "trace": TRACE, "metrics": [{"type": "ToolCorrectness", "name": "only_here", "allow_extra": True}]},
+        {"id": "bad-spec", "expected_tool_calls": EXPECTED, "trace": TRACE, "metrics": [{"type": "NoSuchMetric"}]},
+    ]
+
+
+def test_case_level_metrics_add_to_and_override_the_run_metrics_for_their_case_only():
+    report = tracejudge.evaluate(_cases(), [tracejudge.TrajectoryMatch(order="in_order", score="recall"), tracejudge.ToolCalls()])
+    plain, override, extra, bad = (report.result(c) for c in ("plain", "override", "extra", "bad-spec"))
+
+    # Run level: in_order recall = LCS 2 / 2 expected.
+    assert list(plain.scores) == ["TrajectoryMatch", "ToolCalls"]
+    assert plain.scores["TrajectoryMatch"].value == 1.0
+    assert plain.scores["ToolCalls"].value == 0.8  # 2 pairs: precision 2/3, recall 1 → F1 0.8
+
+    # Overridden: exact order, so fetch in the middle fails it.
+    assert list(override.scores) == ["ToolCalls", "TrajectoryMatch"]
+    assert override.scores["TrajectoryMatch"].value == 0.0
+    assert override.scores["TrajectoryMatch"].reason.startswith("trajectory ['search', 'fetch', 'summarize'] does not equal expected ['search', 'summarize']")
+    assert override.scores["ToolCalls"].value == 0.8
+
+    # Added for "extra" only.
+    assert list(extra.scores) == ["TrajectoryMatch", "ToolCalls", "only_here"]
+    assert extra.scores["only_here"].value == 1.0 and extra.scores["TrajectoryMatch"].value == 1.0
+    assert all("only_here" not in r.scores for r in (plain, override))
+
+    # A bad case-level spec costs that case, named by field.
+    assert bad.status.value == "invalid_input" and bad.scores == {}
+    assert bad.error is not None and bad.error.field == "metrics.0.type"
+    assert bad.error.message.startswith("unknown metric type 'NoSuchMetric'")
+
+    figures = report.metrics
+    assert (figures["TrajectoryMatch"].scored, figures["TrajectoryMatch"].mean) == (3, 0.666667)
+    # The case-only metric counts the one case that has it, whatever order results came in.
+    assert (figures["only_here"].scored, figures["only_here"].not_computed) == (1, 0)
+    assert report.status == {"invalid_input": 1, "ok": 3}
+
+
+def test_case_level_metrics_from_a_native_file_through_the_cli(tmp_path):
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in _cases()))
+    (tmp_path / "run.yaml").write_text(
+        "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: TrajectoryMatch, order: in_order, score: recall}\n  - {type: ToolCalls}\nrun: {dir: out}\n"
+    )
+    proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    cli = {}
+    for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines():
+        data = json.loads(line)
+        data.pop("duration_s")
+        cli[data["case_id"]] = data
+    report = tracejudge.evaluate(_cases(), [{"type": "TrajectoryMatch", "order": "in_order", "score": "recall"}, {"type": "ToolCalls"}])
+    api = {r.case_id: r.model_dump(mode="json", exclude={"duration_s"}) for r in report.results}
+    assert cli["bad-spec"]["error"] == {"kind": "invalid_input", "message": api["bad-spec"]["error"]["message"], "file": None, "line": None, "field": "metrics.0.type"}
+    assert cli == api

@@ -1,0 +1,250 @@
+"""Custom metrics: `@tracejudge.metric` in Python, by dotted path in a config, raising, async."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import ValidationError
+
+import tracejudge
+from pipeline.errors import ConfigError
+from tracejudge import Case, Score, Trace
+
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+
+
+def _case(cid: str, calls: list[tuple[str, str | None]], **extra: object) -> dict[str, object]:
+    """A native case whose trace makes `calls` (name, error) in one step each."""
+    steps = [{"tool_calls": [{"name": n, "arguments": {}, "error": e}]} for n, e in calls]
+    return {"id": cid, "trace": {"steps": steps, "output": "done"}, **extra}
+
+
+@tracejudge.metric
+def no_failed_tools(case: Case, trace: Trace, *, allowed: int = 0) -> bool:
+    """Passes when at most `allowed` tool calls failed."""
+    return sum(c.failed for c in trace.tool_calls()) <= allowed
+
+
+@tracejudge.metric(name="share_ok", threshold=0.5)
+def ok_share(case: Case, trace: Trace) -> float:
+    calls = trace.tool_calls()
+    return sum(not c.failed for c in calls) / len(calls)
+
+
+@tracejudge.metric
+def explained(case: Case, trace: Trace, *, want: str) -> Score:
+    hit = trace.output == want
+    return Score(value=1.0 if hit else 0.25, reason=f"output {trace.output!r} vs {want!r}")
+
+
+@tracejudge.metric
+def anything(case: Case, trace: Trace, *, result: object = None) -> object:
+    return result
+
+
+def test_a_decorated_function_is_a_metric_class_with_a_params_model():
+    two_failed = Case.model_validate(_case("c", [("a", "boom"), ("b", None), ("c", "bad")]))
+    assert issubclass(no_failed_tools, tracejudge.Metric)
+    assert no_failed_tools().key == "no_failed_tools" and no_failed_tools().cutoff == 1.0
+    assert no_failed_tools().evaluate(two_failed) == Score(value=0.0, passed=False, reason="metric function no_failed_tools returned False")
+    assert no_failed_tools(allowed=2, name="few").evaluate(two_failed).passed is True
+    assert no_failed_tools(allowed=2, name="few").key == "few"
+    with pytest.raises(ValidationError, match="allowed"):
+        no_failed_tools(allowed="many")
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        no_failed_tools(alowed=1)
+
+    share = ok_share()
+    assert share.key == "share_ok" and share.cutoff == 0.5
+    assert share.evaluate(two_failed) == Score(value=0.333333, passed=False, reason="metric function ok_share returned 0.333333")
+    assert ok_share(threshold=0.3).evaluate(two_failed).passed is True
+
+    with pytest.raises(ValidationError, match="want"):
+        explained()
+    assert explained(want="done").evaluate(two_failed) == Score(value=1.0, passed=True, reason="output 'done' vs 'done'")
+    assert explained(want="x").evaluate(two_failed).passed is False  # a Score without `passed` gets the threshold
+
+    assert anything(result=None).evaluate(two_failed) == Score(value=None, reason="not computed: metric function anything returned None")
+    assert anything(result=1.5).evaluate(two_failed).value is None
+    assert "outside [0, 1]" in anything(result=1.5).evaluate(two_failed).reason
+    assert "returned str" in anything(result="yes").evaluate(two_failed).reason
+    assert anything(result=1).evaluate(two_failed).value == 1.0
+    assert anything().evaluate(Case(id="no-trace")).reason == "not computed: the case has no trace"
+    assert tracejudge.metric.__doc__ and no_failed_tools.__doc__ == "Passes when at most `allowed` tool calls failed."
+
+
+def test_the_decorator_refuses_functions_that_cannot_be_metrics():
+    with pytest.raises(TypeError, match=r"takes \(case, trace"):
+        tracejudge.metric(lambda case: 1.0)
+    with pytest.raises(TypeError, match="keyword-only"):
+
+        @tracejudge.metric
+        def positional_param(case: Case, trace: Trace, limit: int) -> bool:
+            return True
+
+    with pytest.raises(TypeError, match="'threshold' clashes"):
+
+        @tracejudge.metric
+        def clash(case: Case, trace: Trace, *, threshold: float = 0.1) -> bool:
+            return True
+
+    with pytest.raises(ValueError, match=r"threshold must be in \[0, 1\]"):
+        tracejudge.metric(threshold=2.0)(lambda case, trace: 1.0)
+
+
+@tracejudge.metric
+def divides(case: Case, trace: Trace) -> float:
+    return 1 / len(trace.tool_calls())
+
+
+def test_a_raising_custom_metric_gets_null_and_the_exception_and_the_run_goes_on():
+    cases = [_case("none", []), _case("one", [("a", None)]), _case("two", [("a", None), ("b", "x")])]
+    report = tracejudge.evaluate(cases, [divides, no_failed_tools])
+    assert [r.status.value for r in report.results] == ["ok", "ok", "ok"]
+    raised = report.result("none").scores["divides"]
+    assert raised.value is None and raised.passed is None
+    assert raised.reason.startswith("metric raised ZeroDivisionError: division by zero (at ")
+    source, first = inspect.getsourcelines(divides.fn)
+    line = first + next(i for i, text in enumerate(source) if "1 / len" in text)
+    assert raised.reason.endswith(f"test_custom_metrics.py:{line}, in divides)")
+    assert raised.details == {"exception": "ZeroDivisionError"}
+    assert report.result("none").scores["no_failed_tools"].value == 1.0
+    assert report.result("one").scores["divides"].value == 1.0
+    assert report.result("two").scores["divides"].value == 0.5
+    figures = report.metrics["divides"]
+    assert (figures.scored, figures.not_computed, figures.mean) == (2, 1, 0.75)
+    assert [(f.case_id, f.metric) for f in report.failed()] == [("two", "divides"), ("two", "no_failed_tools")]
+
+
+@tracejudge.metric
+async def slow_count(case: Case, trace: Trace, *, per_call: float = 0.25) -> float:
+    await anyio.sleep(0.001)
+    return min(1.0, per_call * len(trace.tool_calls()))
+
+
+@tracejudge.metric
+async def async_raises(case: Case, trace: Trace) -> float:
+    await anyio.sleep(0)
+    raise RuntimeError(f"no luck with {case.id}")
+
+
+def test_async_metrics_are_awaited_in_the_score_stage():
+    cases = [_case("one", [("a", None)]), _case("three", [("a", None), ("b", None), ("c", None)])]
+    report = tracejudge.evaluate(cases, [slow_count(per_call=0.3, threshold=0.5), async_raises])
+    assert report.result("one").scores["slow_count"] == Score(value=0.3, passed=False, reason="metric function slow_count returned 0.3")
+    assert report.result("three").scores["slow_count"].value == 0.9
+    assert report.result("three").scores["async_raises"].reason.startswith("metric raised RuntimeError: no luck with three (at ")
+    # Outside an event loop the sync entry point runs the coroutine to completion.
+    assert slow_count().evaluate(Case.model_validate(cases[0])).value == 0.25
+
+
+PKG_METRICS = '''
+from tracejudge import metric, Score
+
+
+@metric
+def no_failed_tools(case, trace, *, allowed: int = 0):
+    failed = sum(c.failed for c in trace.tool_calls())
+    return Score(value=1.0 if failed <= allowed else 0.0, reason=f"{failed} failed, {allowed} allowed")
+
+
+@metric(threshold=0.5)
+def explodes(case, trace):
+    raise KeyError(case.id)
+
+
+def plain_function(case, trace):
+    return 1.0
+
+
+NOT_A_METRIC = 3
+'''
+
+
+def _write_pkg(root: Path) -> None:
+    pkg = root / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "metrics.py").write_text(PKG_METRICS)
+    (pkg / "broken.py").write_text("raise ValueError('broken on purpose')\n")
+
+
+def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
+    _write_pkg(tmp_path)
+    cases = [
+        _case("clean", [("a", None)]),
+        _case("one-failed", [("a", "timeout"), ("b", None)]),
+        # This case tightens the run-level metric for itself, by the same dotted path.
+        _case("strict", [("a", "timeout")], metrics=[{"type": "mypkg.metrics:no_failed_tools", "name": "few_failures", "allowed": 0}]),
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (tmp_path / "run.yaml").write_text(
+        textwrap.dedent(
+            """\
+            dataset: {path: cases.jsonl}
+            metrics:
+              - type: mypkg.metrics:no_failed_tools
+                name: few_failures
+                allowed: 1
+              - {type: "mypkg.metrics:explodes"}
+            run: {dir: out}
+            """
+        )
+    )
+    # No PYTHONPATH: the console script finds `mypkg` in the current directory, as `python -m` would.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    results = {json.loads(line)["case_id"]: json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()}
+    assert results["clean"]["scores"]["few_failures"] == {"value": 1.0, "passed": True, "reason": "0 failed, 1 allowed", "details": None, "judge": None}
+    assert results["one-failed"]["scores"]["few_failures"]["reason"] == "1 failed, 1 allowed"
+    assert results["strict"]["scores"]["few_failures"] == {"value": 0.0, "passed": False, "reason": "1 failed, 0 allowed", "details": None, "judge": None}
+    for r in results.values():
+        assert r["status"] == "ok"
+        assert r["scores"]["explodes"]["value"] is None
+        assert r["scores"]["explodes"]["reason"].startswith(f"metric raised KeyError: '{r['case_id']}' (at ")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["metrics"]["few_failures"]["mean"] == pytest.approx(2 / 3, abs=1e-6)
+    assert summary["metrics"]["explodes"]["not_computed"] == 3
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("nopkg.metrics:x", "custom metric 'nopkg.metrics:x': cannot import module 'nopkg.metrics': No module named 'nopkg' (searched the current directory and PYTHONPATH)"),
+        ("mypkg.broken:x", "custom metric 'mypkg.broken:x': importing 'mypkg.broken' raised ValueError: broken on purpose"),
+        ("mypkg.metrics:missing", "custom metric 'mypkg.metrics:missing': 'mypkg.metrics' has no attribute 'missing'"),
+        ("mypkg.metrics:plain_function", "custom metric 'mypkg.metrics:plain_function' is a plain function, not a metric; decorate"),
+        ("mypkg.metrics:NOT_A_METRIC", "custom metric 'mypkg.metrics:NOT_A_METRIC' is an instance of int, not a metric"),
+        ("mypkg.metrics:", "custom metric 'mypkg.metrics:': expected `module:attribute`"),
+    ],
+)
+def test_a_dotted_path_that_names_no_metric_is_a_config_error_naming_file_line_and_key(tmp_path, monkeypatch, kind, message):
+    _write_pkg(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "cases.jsonl").write_text("")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"dataset: {{path: cases.jsonl}}\nmetrics:\n  - {{type: ToolCalls}}\n  - type: '{kind}'\n")
+    with pytest.raises(ConfigError) as err:
+        tracejudge.load_config(cfg)
+    assert str(err.value).startswith(f"{cfg}:4: metrics.1.type: {message}")
+
+
+def test_a_custom_metric_parameter_is_validated_when_the_config_loads(tmp_path, monkeypatch):
+    _write_pkg(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "cases.jsonl").write_text("")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - type: mypkg.metrics:no_failed_tools\n    allowed: lots\n    typo: 1\n")
+    with pytest.raises(ConfigError) as err:
+        tracejudge.load_config(cfg)
+    assert f"{cfg}:4: metrics.0.allowed: mypkg.metrics:no_failed_tools: Input should be a valid integer" in str(err.value)
+    assert "(and 1 more)" in str(err.value)
