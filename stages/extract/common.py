@@ -99,8 +99,8 @@ def build_case(data: dict[str, Any]) -> Case:
 def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
     """Decode a `JsonLine` (or an already decoded mapping) into `(record, default_id)`.
 
-    Raises `AdapterError` for bytes that are not UTF-8 or not JSON, or a line
-    that is not a JSON object.
+    Raises `AdapterError` (under the line's default id) for bytes that are
+    not UTF-8 or not JSON, or a line that is not a JSON object.
     """
     if isinstance(payload, dict):
         return payload, str(payload.get("id", "record"))
@@ -108,14 +108,15 @@ def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
         data, default_id = payload.data, payload.default_id
     else:
         data, default_id = payload, "record"
+    cid = default_id if isinstance(payload, JsonLine) else None
     try:
         record = json.loads(data)
     except UnicodeDecodeError as exc:
-        fail(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}")
+        fail(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}", case_id=cid)
     except json.JSONDecodeError as exc:
-        fail(f"invalid JSON: {exc.msg} at column {exc.colno}")
+        fail(f"invalid JSON: {exc.msg} at column {exc.colno}", case_id=cid)
     if not isinstance(record, dict):
-        fail(f"expected a JSON object per line, got {type(record).__name__}")
+        fail(f"expected a JSON object per line, got {type(record).__name__}", case_id=cid)
     return record, default_id
 
 

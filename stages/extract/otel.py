@@ -466,7 +466,8 @@ def _adapt(group: Group, opts: Options) -> Case:
                 if m is not None and m.start <= t.span.start:
                     owner = i
             if owner is None:
-                step_rows.insert(0, (None, [], None))
+                if not step_rows or step_rows[0][0] is not None:
+                    step_rows.insert(0, (None, [], None))  # calls made before any model request
                 owner = 0
             step_rows[owner][1].append(((t.span.start, 0), _call(t, None, responses)))
         # Merge an anchor into the previous turn when it is the same user exchange.
