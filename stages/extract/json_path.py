@@ -11,8 +11,8 @@ For a one-off format no code is needed::
 
 Path syntax: keys joined by dots (`answer.text`); an integer segment indexes
 a list (`messages.0.content`, `-1` is the last item); `*` maps over a list
-and flattens (`steps.*.calls` is every call of every step). A key that is
-absent gives "no value" (a record without `tool_calls` made no call); a
+and flattens (`steps.*.calls` is every call of every step; items whose
+value is absent or null add nothing). A key that is absent gives "no value" (a record without `tool_calls` made no call); a
 path that runs into a scalar or indexes past a list is an `invalid_input`
 naming the option and the path.
 
@@ -123,8 +123,8 @@ def _walk(node: Any, parts: list[str], i: int) -> Any:
             out: list[Any] = []
             for item in node:
                 got = _walk(item, parts, i + 1)
-                if got is _MISSING:
-                    continue
+                if got is _MISSING or got is None:
+                    continue  # `messages.*.tool_calls`: a message whose tool_calls is null adds nothing
                 if isinstance(got, list) and i + 1 < len(parts):
                     out.extend(got)  # `steps.*.calls`: each step's list of calls, flattened
                 else:
