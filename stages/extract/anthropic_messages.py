@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.records import Case
 from pipeline.registry import Format, register_format
-from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines, text_of
+from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
 from stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
