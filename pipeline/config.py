@@ -370,11 +370,22 @@ def validate_config(
         raise ConfigError("\n".join(errors)) from None
 
     problems: list[str] = []
-    if config.dataset.format not in registry.formats():
+    try:
+        fmt = registry.format_for(config.dataset.format)
+    except KeyError:
         known = ", ".join(sorted(registry.formats()))
         problems.append(
-            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; expected one of: {known}", lines, overridden)
+            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; expected one of: {known}, or module.path:function", lines, overridden)
         )
+    except registry.FormatError as exc:
+        problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
+    else:
+        if fmt.options is not None:
+            try:
+                fmt.options.model_validate(config.dataset.options)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err)}", lines, overridden))
     for i, spec in enumerate(config.metrics):
         try:
             registry.build_metric(spec)

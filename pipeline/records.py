@@ -74,14 +74,18 @@ class ToolCall(_Strict):
     `arguments` is a mapping after validation: a JSON-string payload is
     decoded. When the string is not a JSON object it is kept raw in
     `arguments` and `arguments_invalid` is set; such arguments compare
-    unequal to any mapping. A call with a non-null `error` is a *failed*
-    call (the tool raised, or the provider flagged the result as an error).
+    unequal to any mapping. `arguments_missing` marks a call whose arguments
+    the recording did not keep (some tracers drop them): `arguments` is then
+    `{}` but says nothing about what the agent sent. A call with a non-null
+    `error` is a *failed* call (the tool raised, or the provider flagged the
+    result as an error).
     """
 
     id: str | None = None
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     arguments_invalid: bool = False
+    arguments_missing: bool = False
     result: Any = None
     error: str | None = None
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "Format",
+    "FormatError",
     "SpecError",
     "build_metric",
     "format_for",
@@ -37,13 +38,20 @@ class Format:
     - `read(dataset) -> Iterator[RawRecord]` streams raw records from disk;
     - `prepare(dataset) -> ctx` loads what every record needs (a tasks file),
       once per run;
-    - `adapt(raw, ctx) -> Case` is a pure function from one raw record.
+    - `adapt(raw, ctx) -> Case` is a pure function from one raw record;
+    - `options`, when given, is the pydantic model that `dataset.options`
+      must validate against (checked when the config loads).
     """
 
     name: str
     read: Callable[[Any], Iterator[Any]]
     adapt: Callable[[Any, Any], Any]
     prepare: Callable[[Any], Any] = lambda dataset: None
+    options: type[BaseModel] | None = None
+
+
+class FormatError(ValueError):
+    """`dataset.format` names no registered format and no importable adapter."""
 
 
 class SpecError(Exception):
@@ -82,8 +90,20 @@ def formats() -> dict[str, Format]:
 
 
 def format_for(name: str) -> Format:
-    """The format named `name`; `KeyError` if unknown."""
-    return formats()[name]
+    """The format named `name`, or a user adapter named `module.path:attribute`.
+
+    A user adapter is imported on first use (see `stages.extract.custom`).
+    Raises `KeyError` for an unknown plain name and `FormatError` when a
+    dotted path cannot be imported or does not name an adapter.
+    """
+    table = formats()
+    if name in table:
+        return table[name]
+    if ":" in name:
+        from stages.extract.custom import load_adapter
+
+        return register_format(load_adapter(name))
+    raise KeyError(name)
 
 
 def metric_types() -> dict[str, type[BaseModel]]:

@@ -1,20 +1,23 @@
-"""Shared fixtures: where the real recorded traces live; `tests/` on sys.path so `helpers` imports."""
+"""Shared test set-up: where the real recorded traces live, the pytester plugin, small helpers.
+
+`tests/` is put on sys.path so test modules can import their helper modules
+(`helpers`, `live_support`, `_runs`, ...).
+"""
 
 from __future__ import annotations
 
+import json
 import sys
-"""Shared fixtures: where the real recorded traces live, and small case builders."""
-
-
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# The real data sits next to the repository (never inside it).
 DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 pytest_plugins = ["pytester"]  # runs pytest inside tests to check the tracejudge plugin's output
-
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +33,27 @@ def tau_paths(data_dir: Path) -> tuple[Path, Path]:
     """(trajectory file, tasks file) of τ-bench's GPT-4o airline runs."""
     tau = data_dir / "tau_bench"
     return tau / "historical_trajectories" / "gpt-4o-airline.json", tau / "tasks" / "tasks_airline_test.json"
+
+
+def require(path: Path) -> Path:
+    """`path`, failing the test clearly when the shared data is not where it belongs."""
+    if not path.exists():
+        pytest.fail(f"the shared trace data is missing: expected {path}")
+    return path
+
+
+def extract_lines(tmp_path: Path, fmt_name: str, records: list[Any], options: dict[str, Any] | None = None) -> list[Any]:
+    """Write `records` as JSONL (dicts are dumped, str/bytes written as is) and extract every line."""
+    from pipeline import registry
+    from pipeline.config import DatasetConfig
+    from stages.extract import extract_record
+
+    path = tmp_path / "data.jsonl"
+    with open(path, "wb") as fh:
+        for rec in records:
+            line = rec if isinstance(rec, bytes) else (rec.encode() if isinstance(rec, str) else json.dumps(rec).encode())
+            fh.write(line + b"\n")
+    ds = DatasetConfig(path=path, format=fmt_name, options=options or {})
+    fmt = registry.format_for(fmt_name)
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from pipeline.records import Case, ErrorInfo
 from pipeline.registry import Format
 from stages.extract import bfcl, native, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)
+from stages.extract import anthropic_messages, json_path, multivon, openai_messages, otel  # noqa: F401  (register formats)
 from stages.load import RawRecord
 
 __all__ = ["AdapterError", "extract_record", "raw_case_id"]

@@ -1,0 +1,138 @@
+"""Format `anthropic-messages`: Anthropic Messages API conversations.
+
+Framing: JSONL, one conversation per line::
+
+    {"id": "run-7", "system": "...", "messages": [{"role": "user", "content": "..."},
+                                                 {"role": "assistant", "content": [blocks]}, ...]}
+
+`content` is a string or a list of blocks:
+
+- assistant: `text`, `thinking` (the step's thought), `tool_use` (`id`,
+  `name`, `input`), and the server-side `server_tool_use` / `mcp_tool_use`
+  (calls too);
+- user: `text` (the user's words: first one is the case `input`, later ones
+  `turns`), `tool_result` (`tool_use_id`, `content`, `is_error`),
+  `mcp_tool_result` and the server tools' `*_tool_result` blocks (a result
+  whose content is an object of type `*_error` is a failed call).
+
+Each assistant message is one step (one model response); calls pair with
+results by `tool_use_id`, by position where ids repeat or are missing.
+`is_error: true` marks a failed call, its text the error message. Results
+holding JSON text are decoded. Native case keys on the record pass through
+as for `openai-messages`; option `messages_field` renames `messages`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
+from stages.extract.steps import TraceBuilder
+
+__all__ = ["Options", "adapt"]
+
+_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
+class Options(BaseModel):
+    """`dataset.options` of `anthropic-messages`: `messages_field` (record key of the message list)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages_field: str = "messages"
+
+
+def _blocks(content: Any, where: str, cid: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if content is None:
+        return []
+    if not isinstance(content, list):
+        fail(f"content must be a string or a list of blocks, got {type(content).__name__}", field=f"{where}.content", case_id=cid)
+    out = []
+    for k, block in enumerate(content):
+        if isinstance(block, str):
+            block = {"type": "text", "text": block}
+        if not isinstance(block, dict):
+            fail("a content block must be an object", field=f"{where}.content[{k}]", case_id=cid)
+        out.append(block)
+    return out
+
+
+def _is_result(kind: Any) -> bool:
+    return isinstance(kind, str) and (kind == "tool_result" or kind.endswith("_tool_result"))
+
+
+def _result_error(block: dict[str, Any]) -> Any:
+    if block.get("is_error"):
+        return True
+    content = block.get("content")
+    if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
+        return str(content.get("error_code") or content["type"])
+    return None
+
+
+def adapt(payload: Any, options: Options | None = None) -> Case:
+    """Turn one JSONL record into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field (`messages[2].content[1].name`)
+    for a missing message list, an unknown role or a tool_use without name.
+    """
+    opts = options or Options()
+    record, default_id = decode_line(payload)
+    fields = case_fields(record, default_id)
+    cid = str(fields["id"])
+    field = opts.messages_field
+    messages = record.get(field)
+    if not isinstance(messages, list):
+        fail(f"{field}: required list of messages is missing", field=field, case_id=cid)
+    b = TraceBuilder()
+    for i, msg in enumerate(messages):
+        where = f"{field}[{i}]"
+        if not isinstance(msg, dict):
+            fail(f"expected a message object, got {type(msg).__name__}", field=where, case_id=cid)
+        role = msg.get("role")
+        blocks = _blocks(msg.get("content"), where, cid)
+        if role == "assistant":
+            step = b.new_step()
+            for k, block in enumerate(blocks):
+                kind = block.get("type")
+                if kind == "text" and isinstance(block.get("text"), str):
+                    step["texts"].append(block["text"])
+                elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                    step["thoughts"].append(block["thinking"])
+                elif kind in _CALLS:
+                    name = block.get("name")
+                    if not isinstance(name, str) or not name:
+                        fail(f"{kind} block has no name", field=f"{where}.content[{k}].name", case_id=cid)
+                    b.call(step, block.get("id"), name, block.get("input"))
+                elif _is_result(kind):  # server tools answer inside the assistant turn
+                    b.result(block.get("tool_use_id"), block.get("content"), _result_error(block))
+            b.close_step()
+        elif role == "user":
+            texts = []
+            for block in blocks:
+                kind = block.get("type")
+                if _is_result(kind):
+                    b.result(block.get("tool_use_id"), block.get("content"), _result_error(block))
+                elif kind == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+            if texts:
+                b.user_text("\n".join(texts))
+        elif role == "system":
+            pass
+        else:
+            fail(f"unknown message role {role!r}", field=f"{where}.role", case_id=cid)
+    trace = b.trace()
+    if isinstance(record.get("usage"), dict):
+        trace["usage"] = record["usage"]
+    if b.unpaired:
+        fields["metadata"] = {**fields.get("metadata", {}), "unpaired_results": b.unpaired}
+    return build_case({**b.case_defaults(), **fields, "trace": trace})
+
+
+register_format(Format("anthropic-messages", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

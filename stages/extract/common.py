@@ -1,0 +1,162 @@
+"""What the message-list adapters share: JSONL framing, case fields, text and JSON helpers.
+
+Framing of the JSONL formats (`openai-messages`, `anthropic-messages`,
+`multivon`, `json-path`, user adapters): one JSON object per line. The
+reader yields the line's bytes together with a default case id,
+`"<file name>:<line>"`, used when the record carries no `id` of its own, so
+ids stay stable across runs of the same file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pipeline.records import Case
+
+from stages.load import RawRecord, read_jsonl
+
+__all__ = [
+    "CASE_FIELDS",
+    "build_case",
+    "JsonLine",
+    "NoOptions",
+    "case_fields",
+    "decode_line",
+    "fail",
+    "maybe_json",
+    "read_lines",
+    "text_of",
+]
+
+# Native case keys a message-list record may carry next to its messages; they pass through unchanged.
+CASE_FIELDS = (
+    "id",
+    "input",
+    "expected_output",
+    "expected_tool_calls",
+    "expected_passages",
+    "context",
+    "turns",
+    "tags",
+    "metadata",
+    "metrics",
+)
+
+
+class NoOptions(BaseModel):
+    """Options model of a format that takes none: any key in `dataset.options` is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(slots=True, frozen=True)
+class JsonLine:
+    """One JSONL line (raw bytes) and the id its case gets when the record has none."""
+
+    data: bytes
+    default_id: str
+
+
+def read_lines(dataset: Any) -> Iterator[RawRecord]:
+    """Yield each non-blank line of `dataset.path` as a `RawRecord` holding a `JsonLine`."""
+    stem = Path(dataset.path).name
+    for raw in read_jsonl(dataset.path, dataset.limit):
+        raw.payload = JsonLine(raw.payload, f"{stem}:{raw.line}")
+        yield raw
+
+
+def fail(message: str, field: str | None = None, case_id: str | None = None) -> NoReturn:
+    """Raise the `AdapterError` that `extract_record` turns into an `invalid_input` result."""
+    from stages.extract import AdapterError
+
+    raise AdapterError(message, field=field, case_id=case_id)
+
+
+def build_case(data: dict[str, Any]) -> Case:
+    """Validate the native case mapping an adapter built.
+
+    A validation problem becomes an `AdapterError` under the record's own id,
+    naming the first offending field (`trace.steps[0].tool_calls[1].name`).
+    """
+    try:
+        return Case.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ""
+        for part in err["loc"]:
+            loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        cid = data.get("id")
+        fail(f"{loc}: {err['msg']}{more}", field=loc or None, case_id=str(cid) if isinstance(cid, (str, int)) else None)
+
+
+def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
+    """Decode a `JsonLine` (or an already decoded mapping) into `(record, default_id)`.
+
+    Raises `AdapterError` (under the line's default id) for bytes that are
+    not UTF-8 or not JSON, or a line that is not a JSON object.
+    """
+    if isinstance(payload, dict):
+        return payload, str(payload.get("id", "record"))
+    if isinstance(payload, JsonLine):
+        data, default_id = payload.data, payload.default_id
+    else:
+        data, default_id = payload, "record"
+    cid = default_id if isinstance(payload, JsonLine) else None
+    try:
+        record = json.loads(data)
+    except UnicodeDecodeError as exc:
+        fail(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}", case_id=cid)
+    except json.JSONDecodeError as exc:
+        fail(f"invalid JSON: {exc.msg} at column {exc.colno}", case_id=cid)
+    if not isinstance(record, dict):
+        fail(f"expected a JSON object per line, got {type(record).__name__}", case_id=cid)
+    return record, default_id
+
+
+def case_fields(record: dict[str, Any], default_id: str) -> dict[str, Any]:
+    """The native case keys present in `record`, with `id` defaulted (ints become strings)."""
+    out = {k: record[k] for k in CASE_FIELDS if k in record and record[k] is not None}
+    cid = out.get("id", default_id)
+    out["id"] = str(cid) if isinstance(cid, (int, str)) and not isinstance(cid, bool) else cid
+    return out
+
+
+def text_of(content: Any) -> str | None:
+    """Plain text of a message `content`: a string, or the text parts of a part list joined by newlines.
+
+    Parts are `{"type": "text" | "input_text" | "output_text", "text": ...}`
+    (OpenAI, Anthropic) or bare strings; other parts (images, tool blocks)
+    are skipped. Returns `None` when there is no text.
+    """
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def maybe_json(value: Any) -> Any:
+    """Decode a string holding a JSON object or array; anything else is returned unchanged."""
+    if isinstance(value, str):
+        head = value.lstrip()[:1]
+        if head in ("{", "["):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+    return value

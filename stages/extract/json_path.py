@@ -1,0 +1,233 @@
+"""Format `json-path`: any JSONL, mapped to case fields by dotted paths in the config.
+
+For a one-off format no code is needed::
+
+    dataset:
+      path: runs.jsonl
+      format: json-path
+      options: {id: meta.run_id, input: question, output: answer.text,
+                tool_calls: "steps.*.calls", call: {name: tool, arguments: args, result: output},
+                expected_tool_calls: gold.calls}
+
+Path syntax: keys joined by dots (`answer.text`); an integer segment indexes
+a list (`messages.0.content`, `-1` is the last item); `*` maps over a list
+and flattens (`steps.*.calls` is every call of every step; items whose
+value is absent or null add nothing). A key that is absent gives "no value" (a record without `tool_calls` made no call); a
+path that runs into a scalar or indexes past a list is an `invalid_input`
+naming the option and the path.
+
+Mapped case fields: `id` (default `"<file>:<line>"`), `input`, `output`,
+`expected_output`, `expected_tool_calls`, `expected_passages`, `context`,
+`tags`, `metadata`, `tool_calls`. Each tool call object is read with `call`
+(sub-paths for `id`, `name`, `arguments`, `result`, `error`; defaults are the
+same names), each expected call with `expected_call` (`name`,
+`arguments`). The trace is one step holding the calls in order, with
+`output` as the final answer; it is present when `tool_calls` or `output`
+is mapped. A call's `error` that is `true` becomes the text of its result
+(or `"error"`); `false`/absent means it succeeded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.extract.common import build_case, decode_line, fail, read_lines
+
+__all__ = ["Options", "adapt", "get_path"]
+
+_MISSING = object()
+
+
+def _check_path(value: str | None) -> str | None:
+    if value is not None and (not value or any(not part for part in value.split("."))):
+        raise ValueError(f"{value!r} is not a dotted path (empty segment)")
+    return value
+
+
+class CallPaths(BaseModel):
+    """Sub-paths inside one tool-call object."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = "id"
+    name: str = "name"
+    arguments: str | None = "arguments"
+    result: str | None = "result"
+    error: str | None = "error"
+
+    @field_validator("*")
+    @classmethod
+    def _paths(cls, value: str | None) -> str | None:
+        return _check_path(value)
+
+
+class ExpectedCallPaths(BaseModel):
+    """Sub-paths inside one expected-call object (a bare string item is taken as the name)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "name"
+    arguments: str | None = "arguments"
+
+    @field_validator("*")
+    @classmethod
+    def _paths(cls, value: str | None) -> str | None:
+        return _check_path(value)
+
+
+class Options(BaseModel):
+    """`dataset.options` of `json-path`: one dotted path per case field (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None
+    input: str | None = None
+    output: str | None = None
+    expected_output: str | None = None
+    expected_tool_calls: str | None = None
+    expected_passages: str | None = None
+    context: str | None = None
+    tags: str | None = None
+    metadata: str | None = None
+    tool_calls: str | None = None
+    call: CallPaths = CallPaths()
+    expected_call: ExpectedCallPaths = ExpectedCallPaths()
+
+    @field_validator("id", "input", "output", "expected_output", "expected_tool_calls", "expected_passages", "context", "tags", "metadata", "tool_calls")
+    @classmethod
+    def _paths(cls, value: str | None) -> str | None:
+        return _check_path(value)
+
+
+def get_path(data: Any, path: str) -> Any:
+    """The value at dotted `path` in `data`; `_MISSING` when a key is absent.
+
+    Raises `ValueError` when the path runs into a scalar, indexes past a
+    list, or uses a non-integer key on a list.
+    """
+    return _walk(data, path.split("."), 0)
+
+
+def _walk(node: Any, parts: list[str], i: int) -> Any:
+    while i < len(parts):
+        part = parts[i]
+        if part == "*":
+            if node is None:
+                return _MISSING
+            if not isinstance(node, list):
+                raise ValueError(f"`*` needs a list at {'.'.join(parts[:i]) or '(record)'}, found {type(node).__name__}")
+            out: list[Any] = []
+            for item in node:
+                got = _walk(item, parts, i + 1)
+                if got is _MISSING or got is None:
+                    continue  # `messages.*.tool_calls`: a message whose tool_calls is null adds nothing
+                if isinstance(got, list) and i + 1 < len(parts):
+                    out.extend(got)  # `steps.*.calls`: each step's list of calls, flattened
+                else:
+                    out.append(got)
+            return out
+        if isinstance(node, dict):
+            if part not in node:
+                return _MISSING
+            node = node[part]
+        elif isinstance(node, list):
+            try:
+                index = int(part)
+            except ValueError:
+                raise ValueError(f"{'.'.join(parts[: i + 1])}: {part!r} is not a list index") from None
+            if not -len(node) <= index < len(node):
+                raise ValueError(f"{'.'.join(parts[: i + 1])}: index {index} is past the end of a list of {len(node)}")
+            node = node[index]
+        elif node is None:
+            return _MISSING
+        else:
+            raise ValueError(f"{'.'.join(parts[: i + 1])}: cannot take {part!r} of a {type(node).__name__}")
+        i += 1
+    return node
+
+
+def _get(data: Any, path: str | None, option: str, cid: str | None) -> Any:
+    if path is None:
+        return _MISSING
+    try:
+        return get_path(data, path)
+    except ValueError as exc:
+        fail(f"option {option} ({path!r}): {exc}", field=path, case_id=cid)
+
+
+def _calls(value: Any, paths: CallPaths, cid: str) -> list[dict[str, Any]]:
+    if value is _MISSING or value is None:
+        return []
+    if not isinstance(value, list):
+        value = [value]
+    out = []
+    for k, item in enumerate(value):
+        got = {key: _get(item, getattr(paths, key), f"call.{key}", cid) for key in ("id", "name", "arguments", "result", "error")}
+        name = got["name"]
+        if not isinstance(name, str) or not name:
+            fail(f"tool call {k} has no name at {paths.name!r}", field=f"tool_calls[{k}].{paths.name}", case_id=cid)
+        call: dict[str, Any] = {"name": name}
+        if got["id"] is not _MISSING and got["id"] is not None:
+            call["id"] = str(got["id"])
+        if got["arguments"] is not _MISSING:
+            call["arguments"] = got["arguments"]
+        result = None if got["result"] is _MISSING else got["result"]
+        call["result"] = result
+        error = got["error"]
+        if error is True:
+            call["error"] = result if isinstance(result, str) and result else "error"
+        elif isinstance(error, str) and error:
+            call["error"] = error
+        out.append(call)
+    return out
+
+
+def _expected(value: Any, paths: ExpectedCallPaths, cid: str) -> list[dict[str, Any]] | None:
+    if value is _MISSING or value is None:
+        return None
+    if not isinstance(value, list):
+        fail("expected_tool_calls must map to a list", field="expected_tool_calls", case_id=cid)
+    out = []
+    for k, item in enumerate(value):
+        if isinstance(item, str):
+            out.append({"name": item, "arguments": None})
+            continue
+        name = _get(item, paths.name, "expected_call.name", cid)
+        if not isinstance(name, str):
+            fail(f"expected call {k} has no name at {paths.name!r}", field=f"expected_tool_calls[{k}]", case_id=cid)
+        args = _get(item, paths.arguments, "expected_call.arguments", cid)
+        out.append({"name": name, "arguments": None if args is _MISSING else args})
+    return out
+
+
+def adapt(payload: Any, options: Options | None = None) -> Case:
+    """Map one JSONL record to a `Case` with the configured paths.
+
+    Raises `AdapterError` naming the option and path that could not be
+    followed, or the tool call without a name.
+    """
+    opts = options or Options()
+    record, default_id = decode_line(payload)
+    cid_value = _get(record, opts.id, "id", None)
+    cid = default_id if cid_value is _MISSING or cid_value is None else str(cid_value)
+    case: dict[str, Any] = {"id": cid}
+    for key in ("input", "expected_output", "expected_passages", "context", "tags", "metadata"):
+        value = _get(record, getattr(opts, key), key, cid)
+        if value is not _MISSING and value is not None:
+            case[key] = value
+    expected = _expected(_get(record, opts.expected_tool_calls, "expected_tool_calls", cid), opts.expected_call, cid)
+    if expected is not None:
+        case["expected_tool_calls"] = expected
+    if opts.tool_calls is not None or opts.output is not None:
+        calls = _calls(_get(record, opts.tool_calls, "tool_calls", cid), opts.call, cid)
+        output = _get(record, opts.output, "output", cid)
+        output = None if output is _MISSING else output
+        case["trace"] = {"steps": [{"tool_calls": calls}] if calls else [], "output": output}
+    return build_case(case)
+
+
+register_format(Format("json-path", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

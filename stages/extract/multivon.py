@@ -1,0 +1,118 @@
+"""Format `multivon`: multivon-eval `EvalCase` records with an `agent_trace`.
+
+Framing: JSONL, one `EvalCase` per line as multivon-eval builds it
+(`EvalCase(input=..., agent_trace=[AgentStep(...)], expected_tool_calls=[...])`
+dumped to JSON)::
+
+    {"input": "Search for recent AI papers and write a summary",
+     "agent_trace": [{"thought": "I need to search first",
+                      "tool_calls": [{"name": "search", "arguments": {"query": "AI papers 2025"},
+                                      "result": ["Paper A", "Paper B"]}]},
+                     {"thought": "Now summarize", "tool_calls": [{"name": "summarize"}],
+                      "output": "Here are the key AI papers ..."}],
+     "expected_tool_calls": ["search", "summarize"]}
+
+Each `AgentStep` is one step (`thought`, `tool_calls`, `output`); a
+`ToolCall` keeps `name`, `arguments` (a mapping, or a JSON string decoded
+like any provider's; missing means `{}`) and `result`. multivon's
+`expected_tool_calls` is a list of tool *names*: each becomes an expected
+call matched on the name alone (`arguments: null`); objects `{name,
+arguments}` are accepted too. A call with an `error` (a message, or `true`)
+is failed, as is one whose result text starts with an `error_prefixes`
+option value (multivon's own examples write results like `"Error: 404"`).
+The trace `output` is the record's `actual_output` / `output` when present,
+else the last step output. `id` defaults to `"<file>:<line>"`; `context`,
+`expected_output`, `tags`, `metadata` pass through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
+
+__all__ = ["Options", "adapt"]
+
+
+class Options(BaseModel):
+    """`dataset.options` of `multivon`: `error_prefixes` (result texts that mark a failed call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error_prefixes: list[str] = []
+
+
+def _expected(value: Any, cid: str) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        fail("expected_tool_calls must be a list of tool names", field="expected_tool_calls", case_id=cid)
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            out.append({"name": item, "arguments": None})
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            out.append({"name": item["name"], "arguments": item.get("arguments")})
+        else:
+            fail("expected a tool name", field=f"expected_tool_calls[{i}]", case_id=cid)
+    return out
+
+
+def _call(tc: Any, where: str, cid: str, prefixes: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(tc, dict):
+        fail("a tool call must be an object", field=where, case_id=cid)
+    name = tc.get("name")
+    if not isinstance(name, str) or not name:
+        fail("tool call has no name", field=f"{where}.name", case_id=cid)
+    error = tc.get("error")
+    result = tc.get("result")
+    if error is True:
+        error = result if isinstance(result, str) and result else "error"
+    elif not isinstance(error, str) or not error:
+        error = result if prefixes and isinstance(result, str) and result.startswith(prefixes) else None
+    return {"id": tc.get("id"), "name": name, "arguments": tc.get("arguments"), "result": result, "error": error}
+
+
+def adapt(payload: Any, options: Options | None = None) -> Case:
+    """Turn one `EvalCase` line into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field (`agent_trace[1].tool_calls[0].name`)
+    when `agent_trace` is missing or a step or call cannot be read.
+    """
+    opts = options or Options()
+    prefixes = tuple(opts.error_prefixes)
+    record, default_id = decode_line(payload)
+    fields = case_fields(record, default_id)
+    cid = str(fields["id"])
+    fields["expected_tool_calls"] = _expected(record.get("expected_tool_calls"), cid)
+    trace = record.get("agent_trace")
+    if not isinstance(trace, list):
+        fail("agent_trace: required list of steps is missing", field="agent_trace", case_id=cid)
+    steps = []
+    last_output = None
+    for i, step in enumerate(trace):
+        where = f"agent_trace[{i}]"
+        if not isinstance(step, dict):
+            fail("a step must be an object", field=where, case_id=cid)
+        calls = step.get("tool_calls") or []
+        if not isinstance(calls, list):
+            fail("tool_calls must be a list", field=f"{where}.tool_calls", case_id=cid)
+        output = step.get("output")
+        steps.append(
+            {
+                "thought": step.get("thought"),
+                "tool_calls": [_call(tc, f"{where}.tool_calls[{j}]", cid, prefixes) for j, tc in enumerate(calls)],
+                "output": output,
+            }
+        )
+        if output is not None:
+            last_output = output
+    final = record.get("actual_output", record.get("output", last_output))
+    return build_case({**fields, "trace": {"steps": steps, "output": final}})
+
+
+register_format(Format("multivon", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

@@ -1,0 +1,164 @@
+"""Format `openai-messages`: OpenAI Chat Completions messages or Responses API items.
+
+Framing: JSONL, one conversation per line::
+
+    {"id": "run-7", "messages": [...], "expected_tool_calls": [...], "tags": [...]}
+
+`messages` (or the field named by the `messages_field` option; `items` is
+accepted too) is a list that may mix both OpenAI shapes:
+
+- Chat Completions messages: `system`/`developer` (skipped), `user`,
+  `assistant` (`content` and `tool_calls: [{id, type, function: {name,
+  arguments}}]`, or the legacy `function_call`), `tool` (`tool_call_id`,
+  `content`) and legacy `function` results;
+- Responses API items: `message` (roles as above, content parts
+  `input_text`/`output_text`), `reasoning` (summary text becomes the step's
+  thought), `function_call` (`call_id`, `name`, `arguments`),
+  `function_call_output` (`call_id`, `output`), `custom_tool_call` /
+  `custom_tool_call_output` (free-text `input`, kept raw and flagged), and
+  `mcp_call` (a complete call with `output` and `error`). Other item types
+  (built-in tools such as `web_search_call`) are skipped.
+
+One model response is one step: a Chat Completions assistant message, or the
+run of Responses items between two inputs. Several calls in one response
+stay in one step; text said together with calls is the step's `thought`.
+Results pair with calls by id, by position where ids repeat or are missing
+(see `pairing`). Arguments that are not a JSON object are kept raw and the
+call is flagged `arguments_invalid`. Tool results holding JSON text are
+decoded. A tool message with `error: true` (or a string), or `is_error:
+true`, is a failed call; option `error_prefixes` also fails results whose
+text starts with one of the prefixes (τ-bench writes `"Error: ..."`).
+
+Other native case keys on the record (`id`, `input`, `expected_tool_calls`,
+`tags`, `metadata`, ...) pass through; `id` defaults to `"<file>:<line>"`,
+`input` to the first user text and `turns` to the later user texts.
+A record-level `usage` (native shape) is kept; otherwise `usage.requests`
+counts the model responses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.records import Case
+from pipeline.registry import Format, register_format
+from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines, text_of
+from stages.extract.steps import TraceBuilder
+
+__all__ = ["Options", "adapt"]
+
+
+class Options(BaseModel):
+    """`dataset.options` of `openai-messages`.
+
+    `messages_field`: record key holding the message/item list.
+    `error_prefixes`: result texts starting with one of these mark a failed call.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages_field: str = "messages"
+    error_prefixes: list[str] = []
+
+
+def _function(tc: dict[str, Any], where: str, cid: str) -> tuple[str, Any]:
+    fn = tc.get("function")
+    if fn is None and "name" in tc:  # some loggers flatten {id, name, arguments}
+        fn = tc
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+        fail("tool call has no function name", field=f"{where}.function.name", case_id=cid)
+    return fn["name"], fn.get("arguments")
+
+
+def _chat_assistant(b: TraceBuilder, msg: dict[str, Any], where: str, cid: str) -> None:
+    step = b.response_step()
+    text = text_of(msg.get("content"))
+    if text:
+        step["texts"].append(text)
+    if isinstance(msg.get("refusal"), str) and msg["refusal"]:
+        step["texts"].append(msg["refusal"])
+    calls = msg.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        fail("tool_calls must be a list", field=f"{where}.tool_calls", case_id=cid)
+    for j, tc in enumerate(calls or []):
+        if not isinstance(tc, dict):
+            fail("a tool call must be an object", field=f"{where}.tool_calls[{j}]", case_id=cid)
+        name, args = _function(tc, f"{where}.tool_calls[{j}]", cid)
+        b.call(step, tc.get("id"), name, args)
+    legacy = msg.get("function_call")
+    if isinstance(legacy, dict):
+        name, args = _function({"function": legacy}, f"{where}.function_call", cid)
+        b.call(step, None, name, args)
+
+
+def _item(b: TraceBuilder, item: dict[str, Any], i: int, field: str, cid: str) -> None:
+    where = f"{field}[{i}]"
+    kind = item.get("type")
+    role = item.get("role")
+    if kind in (None, "message"):
+        if role == "assistant":
+            _chat_assistant(b, item, where, cid)
+        elif role == "user":
+            b.user_text(item.get("content"))
+        elif role == "tool":
+            b.result(item.get("tool_call_id"), item.get("content"), item.get("error") or item.get("is_error"))
+        elif role == "function":
+            b.result(None, item.get("content"), item.get("error") or item.get("is_error"))
+        elif role in ("system", "developer"):
+            pass
+        else:
+            fail(f"unknown message role {role!r}", field=f"{where}.role", case_id=cid)
+    elif kind == "reasoning":
+        texts = [str(s["text"]) for s in item.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str)]
+        if texts:
+            b.open_step()["thoughts"].append("\n".join(texts))
+    elif kind in ("function_call", "custom_tool_call"):
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            fail(f"{kind} has no name", field=f"{where}.name", case_id=cid)
+        args = item.get("arguments") if kind == "function_call" else item.get("input")
+        b.call(b.open_step(), item.get("call_id", item.get("id")), name, args)
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        b.result(item.get("call_id"), item.get("output"), item.get("error") or item.get("is_error"))
+    elif kind == "mcp_call":
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            fail("mcp_call has no name", field=f"{where}.name", case_id=cid)
+        call = b.call(b.open_step(), item.get("id"), name, item.get("arguments"), expects_result=False)
+        b.set_result(call, item.get("output"), item.get("error"))
+    # Built-in tool items and anything newer are not the agent's own tool calls: skipped.
+
+
+def adapt(payload: Any, options: Options | None = None) -> Case:
+    """Turn one JSONL record into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field (`messages[3].tool_calls[0].function.name`)
+    when the message list is missing or a message cannot be read.
+    """
+    opts = options or Options()
+    record, default_id = decode_line(payload)
+    fields = case_fields(record, default_id)
+    cid = str(fields["id"])
+    field = opts.messages_field
+    messages = record.get(field)
+    if messages is None and field == "messages" and "items" in record:
+        field, messages = "items", record["items"]
+    if not isinstance(messages, list):
+        fail(f"{field}: required list of messages is missing", field=field, case_id=cid)
+    b = TraceBuilder(opts.error_prefixes)
+    for i, item in enumerate(messages):
+        if not isinstance(item, dict):
+            fail(f"expected a message object, got {type(item).__name__}", field=f"{field}[{i}]", case_id=cid)
+        _item(b, item, i, field, cid)
+    trace = b.trace()
+    if isinstance(record.get("usage"), dict):
+        trace["usage"] = record["usage"]
+    if b.unpaired:
+        fields.setdefault("metadata", {})
+        fields["metadata"] = {**fields["metadata"], "unpaired_results": b.unpaired}
+    return build_case({**b.case_defaults(), **fields, "trace": trace})
+
+
+register_format(Format("openai-messages", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

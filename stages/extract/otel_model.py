@@ -1,0 +1,259 @@
+"""Read OTLP/JSON exports into compact spans and log events, grouped into conversations.
+
+This is the reading half of format `otel` (see `stages.extract.otel`): it
+decodes OTLP/JSON (`resourceSpans` / `resourceLogs`, string-encoded
+integers, typed attribute values) into plain `Span` / `LogEvent` records
+and groups the spans of one conversation. Nothing here interprets the
+GenAI semantic conventions.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Collector", "Group", "LogEvent", "Span", "any_value", "attributes", "iter_exports"]
+
+
+def any_value(value: Any) -> Any:
+    """Decode an OTLP/JSON `AnyValue` (`{"stringValue": ...}`, `{"intValue": "42"}`, arrays, kvlists).
+
+    `intValue` arrives as a string in OTLP/JSON and becomes an `int`;
+    `doubleValue` may too. An empty value is `None`. Raises `ValueError`
+    for an integer or double that does not parse.
+    """
+    if not isinstance(value, dict) or not value:
+        return None
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "boolValue" in value:
+        v = value["boolValue"]
+        return v if isinstance(v, bool) else str(v).lower() == "true"
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "arrayValue" in value:
+        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", []) or []]
+    if "kvlistValue" in value:
+        return attributes((value["kvlistValue"] or {}).get("values", []) or [])
+    if "bytesValue" in value:
+        return base64.b64decode(value["bytesValue"]).hex() if isinstance(value["bytesValue"], str) else None
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    """Decode an OTLP key/value list into a dict (later keys win)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if isinstance(item, dict) and isinstance(item.get("key"), str):
+            out[item["key"]] = any_value(item.get("value"))
+    return out
+
+
+def _nanos(value: Any) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, bool):
+        raise ValueError(f"not a timestamp: {value!r}")
+    return int(value)
+
+
+@dataclass(slots=True)
+class LogEvent:
+    """A log record (GenAI event) attached to a span: `name`, decoded `body` and `attrs`, time in ns."""
+
+    name: str
+    body: Any
+    attrs: dict[str, Any]
+    time: int
+
+
+@dataclass(slots=True)
+class Span:
+    """One span, decoded. Times are Unix nanoseconds; `status_error` is True for status code ERROR."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: int
+    start: int
+    end: int
+    attrs: dict[str, Any]
+    status_error: bool
+    status_message: str | None
+    events: list[tuple[str, dict[str, Any]]]
+    service: str | None
+    file: str
+    line: int
+    problem: str | None = None
+    logs: list[LogEvent] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Group:
+    """The spans of one conversation (or one trace): the raw record of format `otel`.
+
+    `key` is the grouping value (conversation id, or trace id); `key_attr`
+    the attribute it came from (`None` for a trace id); `traces` are the
+    trace ids in order of first start.
+    """
+
+    key: str
+    key_attr: str | None
+    traces: list[str]
+    spans: list[Span]
+
+
+def _status(raw: Any) -> tuple[bool, str | None]:
+    if not isinstance(raw, dict):
+        return False, None
+    code = raw.get("code")
+    error = code in (2, "2", "STATUS_CODE_ERROR", "ERROR")
+    message = raw.get("message") or None
+    return error, message
+
+
+def _span(raw: dict[str, Any], service: str | None, file: str, line: int) -> Span:
+    span_id = str(raw.get("spanId") or "")
+    problem = None
+    try:
+        start, end = _nanos(raw.get("startTimeUnixNano")), _nanos(raw.get("endTimeUnixNano"))
+    except (TypeError, ValueError):
+        start = end = 0
+        problem = f"span {span_id}: startTimeUnixNano/endTimeUnixNano must be integers (got {raw.get('startTimeUnixNano')!r}, {raw.get('endTimeUnixNano')!r})"
+    try:
+        attrs = attributes(raw.get("attributes"))
+        events = [(str(e.get("name", "")), attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)]
+    except (TypeError, ValueError) as exc:
+        attrs, events = {}, []
+        problem = problem or f"span {span_id}: an attribute value does not decode: {exc}"
+    if not span_id:
+        problem = problem or "a span has no spanId"
+    try:
+        kind = int(raw.get("kind") or 0)
+    except (TypeError, ValueError):
+        kind = 0  # span kind names ("SPAN_KIND_CLIENT") carry nothing we use
+    error, message = _status(raw.get("status"))
+    return Span(
+        trace_id=str(raw.get("traceId") or ""),
+        span_id=span_id,
+        parent_id=raw.get("parentSpanId") or None,
+        name=str(raw.get("name") or ""),
+        kind=kind,
+        start=start,
+        end=end,
+        attrs=attrs,
+        status_error=error,
+        status_message=message,
+        events=events,
+        service=service,
+        file=file,
+        line=line,
+        problem=problem,
+    )
+
+
+def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """Yield `(line, document, error)` for each OTLP/JSON document in a file.
+
+    A file is one JSON document (a collector export or an SDK dump) or JSON
+    Lines, one export per line (the collector's file exporter). `error` is
+    set instead of `document` for text that is not JSON.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
+        return
+    if path.suffix != ".jsonl":
+        try:
+            yield 1, json.loads(text), None
+            return
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                yield exc.lineno, None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield lineno, None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+
+
+class Collector:
+    """Accumulates spans and logs from any number of exports, then groups them.
+
+    Memory holds every decoded span until `groups()` runs: a conversation can
+    span several traces, files and export batches, so no group is complete
+    before the whole input has been read.
+    """
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[Span]] = defaultdict(list)
+        self.logs: dict[str, list[LogEvent]] = defaultdict(list)
+        self.orphans: list[tuple[str, int, str]] = []
+
+    def add(self, doc: dict[str, Any], file: str, line: int) -> None:
+        """Take every span and span-linked log record of one export document."""
+        for rs in doc.get("resourceSpans") or []:
+            if not isinstance(rs, dict):
+                continue
+            service = attributes((rs.get("resource") or {}).get("attributes")).get("service.name")
+            for ss in rs.get("scopeSpans") or []:
+                for raw in (ss or {}).get("spans") or []:
+                    if not isinstance(raw, dict):
+                        continue
+                    span = _span(raw, service, file, line)
+                    if not span.trace_id:
+                        self.orphans.append((file, line, f"span {span.span_id or '?'} has no traceId"))
+                        continue
+                    self.spans[span.trace_id].append(span)
+        for rl in doc.get("resourceLogs") or []:
+            for sl in (rl or {}).get("scopeLogs") or []:
+                for rec in (sl or {}).get("logRecords") or []:
+                    if not isinstance(rec, dict) or not rec.get("spanId"):
+                        continue  # a GenAI event outside any span has nothing to attach to
+                    try:
+                        attrs = attributes(rec.get("attributes"))
+                        body = any_value(rec.get("body"))
+                        when = _nanos(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
+                    except (TypeError, ValueError):
+                        continue
+                    name = rec.get("eventName") or attrs.get("event.name") or ""
+                    self.logs[str(rec["spanId"])].append(LogEvent(str(name), body, attrs, when))
+
+    def groups(self, keys: list[str] | None) -> Iterator[Group]:
+        """Group traces by the first of `keys` found on any of their spans (or by trace id).
+
+        `keys=None` groups by trace id. Within a trace the earliest span
+        carrying a key decides; keys are tried in order. Groups come out in
+        order of their first span's start time.
+        """
+        by_key: dict[tuple[str | None, str], list[str]] = {}
+        first: dict[tuple[str | None, str], int] = {}
+        for trace_id, spans in self.spans.items():
+            spans.sort(key=lambda s: (s.start, s.span_id))
+            for span in spans:
+                span.logs = self.logs.get(span.span_id, [])
+            key: tuple[str | None, str] = (None, trace_id)
+            for attr in keys or []:
+                found = next((s.attrs[attr] for s in spans if s.attrs.get(attr) not in (None, "")), None)
+                if found is not None:
+                    key = (attr, str(found))
+                    break
+            by_key.setdefault(key, []).append(trace_id)
+            first[key] = min(first.get(key, spans[0].start), spans[0].start)
+        for key in sorted(by_key, key=lambda k: (first[k], k[1])):
+            traces = sorted(by_key[key], key=lambda t: self.spans[t][0].start)
+            spans = [s for t in traces for s in self.spans[t]]
+            spans.sort(key=lambda s: (s.start, s.span_id))
+            yield Group(key=key[1], key_attr=key[0], traces=traces, spans=spans)

@@ -1,0 +1,93 @@
+"""Format `otel` on the real OTLP/JSON traces: every `.truth.json` is reproduced exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA
+from pipeline import registry
+from pipeline.config import DatasetConfig
+from pipeline.records import Case
+from stages.extract import extract_record
+from stages.extract.otel import turn_calls
+
+OTEL = DATA / "otel_genai"
+TRUTHS = sorted(OTEL.rglob("*.truth.json")) if OTEL.exists() else []
+
+
+def _extract(path: Path, **options) -> list[Case]:
+    fmt = registry.format_for("otel")
+    ds = DatasetConfig(path=path, format="otel", options=options)
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def test_every_truth_file_is_found():
+    assert len(TRUTHS) == 7, "the developer set ships 7 traces with truth files"
+
+
+@pytest.mark.parametrize("truth_path", TRUTHS, ids=lambda p: str(p.relative_to(OTEL)).removesuffix(".truth.json"))
+def test_truth_reproduced(truth_path: Path):
+    truth = json.loads(truth_path.read_text())
+    cases = _extract(truth_path.with_name(truth_path.name.replace(".truth.json", ".json")))
+    assert len(cases) == 1, "one conversation per fixture"
+    case = cases[0]
+    assert isinstance(case, Case), case
+    turns = case.metadata["otel"]["turns"]
+    assert len(turns) == len(truth["turns"])
+    for got, want, calls in zip(turns, truth["turns"], turn_calls(case)):
+        assert got["user_text"] == want["user_text"]
+        assert got["final_text"] == want["final_text"]
+        assert got["intermediate_texts"] == want["intermediate_texts"]
+        assert got["agents"] == want["agents"]
+        assert {"input": got["usage"]["input_tokens"], "output": got["usage"]["output_tokens"]} == want["tokens"]
+        if "llm_calls" in want:
+            assert got["usage"]["requests"] == want["llm_calls"]
+        actual = [
+            {
+                "name": c.name,
+                "args": None if c.arguments_missing else c.arguments,
+                "result": c.result,
+                "is_error": c.failed,
+                "error_type": c.error.split(":", 1)[0] if c.error else None,
+            }
+            for c in calls
+        ]
+        expected = [{k: tc[k] for k in ("name", "args", "result", "is_error", "error_type")} for tc in want["tool_calls"]]
+        assert actual == expected
+    assert case.trace.usage.input_tokens == truth["tokens"]["input"]
+    assert case.trace.usage.output_tokens == truth["tokens"]["output"]
+    assert case.input == truth["turns"][0]["user_text"]
+    assert case.turns == [t["user_text"] for t in truth["turns"][1:]]
+    assert case.trace.output == truth["turns"][-1]["final_text"]
+    if "session_key" in truth:
+        assert case.id == truth["session_key"]["value"]
+
+
+def test_multi_trace_conversation_grouped_or_split():
+    """S3 is one session over three traces: one case by conversation, three by trace id."""
+    path = OTEL / "adk_py" / "v2_span_only" / "S3.json"
+    by_conv = _extract(path)
+    assert [c.id for c in by_conv] == ["sess-S3-v2_span_only"]
+    by_trace = _extract(path, group_by="trace")
+    assert len(by_trace) == 3
+    assert [c.input for c in by_trace] == ["Hi, my name is Ada.", "What is the weather in Rome?", "Thanks, bye!"]
+    assert [len(c.trace.tool_calls()) for c in by_trace] == [0, 1, 0]
+
+
+def test_directory_with_exclude_reads_every_export():
+    cases = _extract(OTEL, exclude=["*.truth.json"])
+    assert len(cases) == 7 and all(isinstance(c, Case) for c in cases)
+    assert sum(len(c.trace.tool_calls()) for c in cases) == 2 + 1 + 1 + 1 + 2 + 2 + 10
+
+
+def test_directory_without_exclude_reports_truth_files_as_invalid():
+    got = _extract(OTEL)
+    bad = [g for g in got if not isinstance(g, Case)]
+    assert len(bad) == 7
+    cid, err = bad[0]
+    assert err.kind == "invalid_input" and err.file.endswith(".truth.json") and err.line == 1
+    assert "not an OTLP/JSON export" in err.message
