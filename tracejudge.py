@@ -11,7 +11,7 @@ internals can move without breaking user code::
 from pipeline.config import RunConfig, load_config
 from pipeline.records import Case, CaseResult, ErrorInfo, ExpectedToolCall, Passage, Score, Status, Step, ToolCall, Trace, Usage
 from pipeline.version import __version__
-from stages.score import Metric, ToolCalls, ToolCorrectness, TrajectoryMatch, score_case
+from stages.score import Metric, PassAtK, ToolCalls, ToolCorrectness, TrajectoryMatch, score_case
 
 __all__ = [
     "Case",
@@ -19,6 +19,7 @@ __all__ = [
     "ErrorInfo",
     "ExpectedToolCall",
     "Metric",
+    "PassAtK",
     "Passage",
     "RunConfig",
     "Score",

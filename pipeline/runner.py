@@ -43,6 +43,7 @@ class RunOutcome:
     new_results: int
     skipped_finished: int
     interrupted: bool
+    verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
 
 
 def _config_payload(config: RunConfig) -> dict[str, Any]:
@@ -50,7 +51,8 @@ def _config_payload(config: RunConfig) -> dict[str, Any]:
     # spend do not change its answers, so they do not block a resume.
     return config.model_dump(
         mode="json",
-        exclude={"run": {"dir", "workers", "queue_size", "flush_every"}, "limits": True, "budget": True, "cache": True},
+        exclude={"run": {"dir", "workers", "queue_size", "flush_every"}, "limits": True, "budget": True, "cache": True,
+                 "aggregate": True, "assertions": True},
     )
 
 
@@ -97,8 +99,9 @@ async def run(
         store.LockedError: another process holds the run directory.
         store.ManifestMismatch: the directory holds a run of another config or dataset.
     """
-    from stages.aggregate import Aggregator
+    from stages.aggregate import aggregator_for
     from stages.extract import extract_record
+    from stages.reports import finish_run
 
     run_dir = Path(run_dir or config.run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -113,7 +116,7 @@ async def run(
 
         results_path = run_dir / store.RESULTS
         store.repair_tail(results_path)
-        agg = Aggregator([m.key for m in metrics])
+        agg = aggregator_for(config, metrics)
         done: set[tuple[str, int]] = set()
         for line in store.iter_result_lines(results_path):
             try:
@@ -132,7 +135,8 @@ async def run(
         seen: dict[str, str] = {}
         started = time.perf_counter()
 
-        stages = build_stages(config, metrics)
+        # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
+        stages = build_stages(config, [m for m in metrics if not getattr(m, "over_trials", False)])
 
         async def load(send: MemoryObjectSendStream[Any]) -> None:
             async with send:
@@ -214,7 +218,8 @@ async def run(
             writer.close()
             elapsed = time.perf_counter() - started
             summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set())
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set())
+        verdict = finish_run(run_dir, summary, config)
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set(), verdict)
     finally:
         lock.release()
 

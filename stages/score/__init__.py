@@ -13,13 +13,14 @@ from typing import Any
 from pipeline.records import Case, ErrorInfo, Score, Status
 from pipeline.registry import SpecError
 from pipeline.work import Stage, Work
-from stages.score import tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
+from stages.score import pass_at_k, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
 from stages.score.base import Metric, ToolMetric
+from stages.score.pass_at_k import PassAtK
 from stages.score.tool_calls import ToolCalls
 from stages.score.tool_correctness import ToolCorrectness
 from stages.score.trajectory import TrajectoryMatch
 
-__all__ = ["Metric", "ToolCalls", "ToolCorrectness", "ToolMetric", "TrajectoryMatch", "score_case", "score_stage"]
+__all__ = ["Metric", "PassAtK", "ToolCalls", "ToolCorrectness", "ToolMetric", "TrajectoryMatch", "score_case", "score_stage"]
 
 
 def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
