@@ -66,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
         except TracejudgeError as exc:
-            err.print(f"[bold red]error[/] {exc}", highlight=False)
+            err.print(f"[bold red]error[/] {exc}", highlight=False, soft_wrap=True)
             return EXIT_BAD_INPUT
     try:
         config = load_config(args.config, args.overrides)
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{exc}", highlight=False, markup=True)
+        err.print(f"[bold red]config error[/]\n{exc}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     try:
         if args.command == "run":
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "extract":
             return _cmd_extract(args, config, err)
     except TracejudgeError as exc:
-        err.print(f"[bold red]error[/] {exc}", highlight=False)
+        err.print(f"[bold red]error[/] {exc}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
 
@@ -151,8 +151,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         out.print("[bold red]verdict: FAIL[/] (run aborted)", highlight=False)
         return EXIT_ASSERTION
     print_summary(outcome.summary, out)
-    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished); "
-              "reports: report.md, junit.xml, report.html", highlight=False)
+    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
+    out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.interrupted:
         err.print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv))
     print_verdict(outcome.verdict, out)

@@ -4,11 +4,12 @@
 aggregate:
   group_by: [domain]        # metadata fields to break every metric down by (tags always are)
   seed: 0                   # seeds the reservoir and the bootstrap
-  reservoir_size: 2000      # values kept per metric and group for the bootstrap
+  reservoir_size: 1000      # values kept per metric for the bootstrap (whole run)
+  group_reservoir_size: 250 # ... and per metric in each breakdown group
   bootstrap_resamples: 1000
   max_groups: 100           # distinct values kept per breakdown; the rest fold into "(other)"
 assertions:
-  metrics:                  # per metric key; "*" applies to every metric
+  metrics:                  # per metric key; "*" applies to every metric without its own entry
     writes_exact: {min_mean: 0.5, min_pass_rate: 0.4, max_error_share: 0.05}
     "pass@3(writes_exact)": {min_mean: 0.6}
   regression:
@@ -41,13 +42,18 @@ class AggregateConfig(_Strict):
     `group_by` names metadata fields; each metric is also reported per value
     of each field, and per tag. Memory is bounded: at most `max_groups`
     values per field (and tags) are tracked, later ones fold into `(other)`;
-    each group keeps a reservoir of at most `reservoir_size` values.
+    each metric keeps a reservoir of at most `reservoir_size` values for the
+    whole run and `group_reservoir_size` per group. The bootstrap's cost is
+    `bootstrap_resamples` × reservoir per CI, so these bound the summary's
+    time too; the CI stays calibrated for the full count (see
+    `stages.stats.bootstrap_mean_ci`).
     """
 
     group_by: list[str] = Field(default_factory=list)
     by_tags: bool = True
     seed: int = 0
-    reservoir_size: int = Field(default=2000, ge=10, le=1_000_000)
+    reservoir_size: int = Field(default=1000, ge=10, le=1_000_000)
+    group_reservoir_size: int = Field(default=250, ge=10, le=1_000_000)
     bootstrap_resamples: int = Field(default=1000, ge=100, le=100_000)
     max_groups: int = Field(default=100, ge=1, le=100_000)
 

@@ -117,7 +117,8 @@ class RichProgress:
             self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s", extra=self.state.extra_text())
 
     def close(self) -> None:
-        self._p.update(self._task, completed=self.state.done)
+        self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s", extra=self.state.extra_text())
+        self._p.refresh()
         self._p.stop()
 
 

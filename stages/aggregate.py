@@ -10,7 +10,7 @@ sum(excluded) == results` always holds.
 Memory is bounded whatever the run's size: per metric and group, running
 moments (Welford), a 10-bin histogram and a seeded reservoir of at most
 `reservoir_size` values for the bootstrap; per breakdown at most
-`max_groups` groups; for pass@k, a few integers per case whose trials are
+`max_groups` groups (breakdown groups keep smaller reservoirs); for pass@k, a few integers per case whose trials are
 not all in yet (trials of one case may arrive interleaved with others').
 
 summary.json layout (per metric block, see `MetricStats.as_dict`)::
@@ -56,7 +56,7 @@ class MetricStats:
     `rng_seed` names the reservoir's and bootstrap's random streams.
     """
 
-    reservoir_size: int = 2000
+    reservoir_size: int = 1000
     rng_seed: str = "0"
     scored: int = 0
     total: float = 0.0
@@ -243,7 +243,8 @@ class Aggregator:
             t.ks = sorted(set(t.ks) | ks)
 
     def _stats(self, group: tuple[str, str], key: str) -> MetricStats:
-        return MetricStats(self.settings.reservoir_size, f"{self.settings.seed}:{group[0]}={group[1]}:{key}")
+        size = self.settings.reservoir_size if group == ("", "") else self.settings.group_reservoir_size
+        return MetricStats(size, f"{self.settings.seed}:{group[0]}={group[1]}:{key}")
 
     def _late_stats(self, group: tuple[str, str], key: str, status_so_far: Counter[str], current: CaseResult | None) -> MetricStats:
         # Stats created after some results were folded must still count those results:
@@ -363,6 +364,7 @@ class Aggregator:
             "aggregate": {
                 "seed": self.settings.seed,
                 "reservoir_size": self.settings.reservoir_size,
+                "group_reservoir_size": self.settings.group_reservoir_size,
                 "bootstrap_resamples": resamples,
                 "ci": CI_METHOD,
                 "denominators": "mean, std, ci95 and pass_rate cover `scored` results; `results` counts every result, "

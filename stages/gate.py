@@ -137,8 +137,12 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
             noise = reg.noise == "ci" and delta_is_noise(md)
             ok = not too_big or noise
             ci = "" if md.ci95 is None else f", 95% CI of delta [{md.ci95[0]:+.4f}, {md.ci95[1]:+.4f}]"
-            why = "" if ok or not too_big else (" beyond noise" if reg.noise == "ci" else "")
-            tail = " (within noise)" if too_big and noise else why
+            if too_big and noise:
+                tail = "; the drop is within noise (the CI reaches 0)"
+            elif too_big and reg.noise == "ci":
+                tail = "; the drop is beyond noise (the CI lies below 0)"
+            else:
+                tail = ""
             verdict.checks.append(Check(
                 name, ok,
                 f"mean {_f(md.mean_a)} → {_f(md.mean_b)} over {md.pairs} paired results: delta {md.delta:+.4f}{ci}; "
@@ -152,7 +156,7 @@ def print_verdict(verdict: Verdict, console: Console | None = None) -> None:
     con = console or Console()
     for c in verdict.checks:
         mark = "[green]ok  [/]" if c.ok else "[bold red]FAIL[/]"
-        con.print(f"  {mark} {c.name}: {c.detail}", highlight=False)
+        con.print(f"  {mark} {c.name}: {c.detail}", highlight=False, soft_wrap=True)
     if not verdict.checks:
         con.print("  (no assertions configured)", highlight=False)
     color = "green" if verdict.passed else "red"

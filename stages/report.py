@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["pass_at_k_table", "print_summary", "summary_table"]
+__all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
 
 
 def _pct(x: float | None) -> str:
@@ -48,10 +48,18 @@ def summary_table(summary: dict[str, Any]) -> Table:
         if show_pk:
             row.append(", ".join(f"@{k} {v['value']:.3f}" for k, v in (m.get("pass_at_k") or {}).items() if v.get("value") is not None) or "—")
         table.add_row(*row)
-    if ok != total:
-        errors = ", ".join(f"{k} {v}" for k, v in status.items() if k != "ok")
-        table.caption = f"means, CIs and pass rates cover the {ok} of {total} results with status ok; excluded: {errors}"
     return table
+
+
+def coverage_note(summary: dict[str, Any]) -> str | None:
+    """The sentence stating the denominator when some results were not scored, else `None`."""
+    total = summary.get("results", 0)
+    status = summary.get("status", {})
+    ok = status.get("ok", 0)
+    if ok == total:
+        return None
+    errors = ", ".join(f"{k} {v}" for k, v in status.items() if k != "ok")
+    return f"means, CIs and pass rates cover the {ok} of {total} results with status ok; excluded: {errors}"
 
 
 def pass_at_k_table(summary: dict[str, Any]) -> Table | None:
@@ -72,6 +80,9 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     """Print the summary table (and the pass@k table, if any) to `console` (default: stdout)."""
     con = console or Console()
     con.print(summary_table(summary))
+    note = coverage_note(summary)
+    if note:
+        con.print(note, highlight=False, soft_wrap=True)
     pk = pass_at_k_table(summary)
     if pk is not None:
         con.print(pk)

@@ -136,7 +136,8 @@ def bootstrap_mean_ci(
         return None
     centre = math.fsum(data) / m
     scale = math.sqrt(m / n_total) if n_total > m else 1.0
-    means = sorted(math.fsum(rng.choices(data, k=m)) / m for _ in range(resamples))
+    # plain sum: values are scores in a narrow range, and it is twice as fast as fsum here
+    means = sorted(sum(rng.choices(data, k=m)) / m for _ in range(resamples))
     alpha = (1.0 - level) / 2
     lo = quantile(means, alpha)
     hi = quantile(means, 1 - alpha)

@@ -2,7 +2,7 @@
 
 Memory is bounded by the caps, not by the run: the table keeps the
 `max_rows` worst results (errored first, then lowest mean score), each
-metric keeps its `worst_n` lowest scores, and at most `max_errors` error
+metric keeps its `worst_n` lowest scores that did not pass, and at most `max_errors` error
 messages are kept (all are counted).
 """
 
@@ -94,7 +94,7 @@ def collect_cases(run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000
         if row.status == "ok":
             for k in metric_keys:
                 s = row.scores.get(k)
-                if s and s.get("value") is not None:
+                if s and s.get("value") is not None and s.get("passed") is not True:  # only cases that fell short
                     it = (-float(s["value"]), -seq, row)
                     h = worst[k]
                     if len(h) < worst_n:
