@@ -9,7 +9,8 @@ a metric or a format itself.
 
 Every finished (case, trial) is appended to `results.jsonl` as it arrives
 and folded into the aggregate; `summary.json` is written atomically at the
-end (and on interruption). Re-running on the same run directory skips the
+end (and on interruption), then the assertions are checked and the reports
+(report.md, junit.xml, report.html) written (`stages.reports.finish_run`). Re-running on the same run directory skips the
 (case, trial) pairs already there.
 """
 

@@ -123,8 +123,17 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         if run_dir is None or not (base / "results.jsonl").exists():
             verdict.checks.append(Check("regression", False, f"baseline run {base} has no results.jsonl"))
             return verdict
-        wanted = reg.metrics or [k for k in summary.get("metrics", {})]
-        cmp = compare_runs(base, run_dir, metrics=wanted, seed=seed)
+        current = list(summary.get("metrics", {}))
+        if reg.metrics is not None:
+            wanted = list(reg.metrics)
+            cmp = compare_runs(base, run_dir, metrics=wanted, seed=seed)
+        else:  # every metric both runs have; a metric new in this run has nothing to regress from
+            cmp = compare_runs(base, run_dir, metrics=None, seed=seed)
+            wanted = [k for k in current if k in cmp.metrics]
+            new = [k for k in current if k not in cmp.metrics]
+            if new:
+                verdict.checks.append(Check("regression: new metrics", True, f"not in the baseline, so not compared: {', '.join(new)}"))
+            cmp.metrics = {k: cmp.metrics[k] for k in wanted}
         verdict.comparison = cmp
         for key in wanted:
             md = cmp.metrics[key]

@@ -18,7 +18,6 @@ def summary_table(summary: dict[str, Any]) -> Table:
     """A rich table: one row per metric with its denominator stated."""
     total = summary.get("results", 0)
     status = summary.get("status", {})
-    ok = status.get("ok", 0)
     title = f"{total} results: " + ", ".join(f"{k} {v}" for k, v in status.items())
     table = Table(title=title, title_justify="left")
     table.add_column("metric")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -193,3 +192,14 @@ def test_gate_verdict_is_pass_exactly_when_every_condition_holds(block: dict, ru
         holds &= block["error_share"] is not None and block["error_share"] <= rule.max_error_share + 1e-12
     assert v.passed == holds
     assert (v.word, v.exit_code) == (("PASS", 0) if holds else ("FAIL", 1))
+
+
+def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None:
+    a, b, _, _ = planted_runs(tmp_path, planted=0, improved=0)
+    summary = {"metrics": {"acc": {}, "stable": {}, "brand_new": {}}, "pass_at_k": {}}
+    v = evaluate_gate(AssertionsConfig.model_validate({"regression": {"baseline": str(a)}}), summary, b)
+    assert v.passed, v.checks
+    assert [c.name for c in v.checks] == ["regression: new metrics", "acc regression", "stable regression"]
+    assert "brand_new" in v.checks[0].detail
+    named = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "metrics": ["brand_new"]}})
+    assert not evaluate_gate(named, summary, b).passed  # named explicitly: no pair to compare is a failure
