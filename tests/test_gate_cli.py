@@ -203,3 +203,23 @@ def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None
     assert "brand_new" in v.checks[0].detail
     named = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "metrics": ["brand_new"]}})
     assert not evaluate_gate(named, summary, b).passed  # named explicitly: no pair to compare is a failure
+
+
+def test_an_interrupted_run_says_fail_and_writes_its_reports(tmp_path: Path) -> None:
+    import anyio
+
+    from pipeline import runner
+    from pipeline.config import load_config
+
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    config = load_config(write_config(tmp_path / "c.yaml", data, tmp_path / "run"))
+
+    async def go() -> runner.RunOutcome:
+        stop = anyio.Event()
+        stop.set()  # as after a first Ctrl-C: take no new case
+        return await runner.run(config, stop=stop)
+
+    outcome = anyio.run(go)
+    assert outcome.interrupted and outcome.verdict.word == "FAIL" and outcome.verdict.exit_code == 1
+    assert outcome.verdict.checks[0].name == "run complete"
+    assert "**Verdict: FAIL**" in (tmp_path / "run" / "report.md").read_text()
