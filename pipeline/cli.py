@@ -11,7 +11,6 @@ import argparse
 import shlex
 import signal
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -37,8 +36,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-dir", type=Path, help="run directory (default: run.dir of the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
     run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress log lines)")
+    run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
+
+    rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl")
+    rep.add_argument("run_dir", type=Path)
+    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
+
+    cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)")
+    cmp.add_argument("run_a", type=Path, help="baseline run directory")
+    cmp.add_argument("run_b", type=Path, help="current run directory (deltas are B - A)")
+    cmp.add_argument("--metric", dest="metrics", action="append", help="compare only this metric (repeatable)")
+    cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
+    cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
     ext.add_argument("config", type=Path)
@@ -54,10 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     log.configure(args.log_level)
     err = Console(stderr=True)
+    if args.command in ("report", "compare"):
+        try:
+            return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
+        except TracejudgeError as exc:
+            err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
     try:
         config = load_config(args.config, args.overrides)
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False)
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     try:
         if args.command == "run":
@@ -67,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "extract":
             return _cmd_extract(args, config, err)
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False)
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     except TracejudgeError as exc:
         err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False)
@@ -92,6 +110,10 @@ def _rescore(args: argparse.Namespace, config, err: Console):
         out = recorded.with_name(recorded.name + "-rescore")
     err.print(f"re-scoring the traces recorded in {recorded} into {out}", highlight=False)
     return rescore_config(config, recorded), out
+def _stdout_console() -> Console:
+    # Piped output (CI logs) gets wide tables rather than rich's 80-column default.
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=160)
 
 
 def _resume_command(argv: list[str]) -> str:
@@ -99,17 +121,32 @@ def _resume_command(argv: list[str]) -> str:
 
 
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
-    from pipeline import runner
+    from pipeline import runner, store
+    from pipeline.progress import make_progress
+    from stages.gate import print_verdict
     from stages.report import print_summary
 
     argv = args.argv
-    show_progress = not args.no_progress and err.is_terminal
     outcome_box: dict[str, runner.RunOutcome] = {}
     error_box: list[TracejudgeError] = []
+    run_dir = Path(args.run_dir or config.run.dir)
 
     async def main_task() -> None:
         stop = anyio.Event()
-        progress = _Progress(err) if show_progress else None
+        progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
+
+        async def count_total() -> None:
+            # The total is only for a terminal's ETA: count records in a thread while the run goes.
+            from pipeline import registry
+
+            def count() -> int:
+                fmt = registry.format_for(config.dataset.format)
+                prior = len(store.finished_keys(run_dir / store.RESULTS))
+                return max(sum(1 for _ in fmt.read(config.dataset)) * config.run.trials - prior, 0)
+
+            n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
+            if progress is not None:
+                progress.set_total(n)
 
         async def watch_signals(scope: anyio.CancelScope) -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -124,6 +161,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_signals, tg.cancel_scope)
+            if progress is not None and err.is_terminal:
+                tg.start_soon(count_total)
             try:
                 outcome_box["o"] = await runner.run(
                     config, run_dir=args.run_dir, force=args.force, stop=stop,
@@ -141,37 +180,18 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     if error_box:
         raise error_box[0]
     outcome = outcome_box.get("o")
+    out = _stdout_console()
     if outcome is None:
         print("aborted; results already written are kept. Resume with:\n  " + _resume_command(argv), file=sys.stderr)
+        out.print("[bold red]verdict: FAIL[/] (run aborted)", highlight=False)
         return EXIT_ASSERTION
-    print_summary(outcome.summary)
-    print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)")
+    print_summary(outcome.summary, out)
+    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
+    out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv), file=sys.stderr)
-        return EXIT_ASSERTION
-    return EXIT_OK
-
-
-class _Progress:
-    """A rich progress bar over results (cases done, rate, elapsed)."""
-
-    def __init__(self, console: Console) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self._p = Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console, transient=True)
-        self._task = self._p.add_task("run", total=None, rate="")
-        self._n = 0
-        self._t0 = time.perf_counter()
-        self._p.start()
-
-    def update(self, result) -> None:
-        self._n += 1
-        if self._n % 25 == 0:
-            rate = self._n / max(time.perf_counter() - self._t0, 1e-9)
-            self._p.update(self._task, completed=self._n, rate=f"{rate:,.0f} cases/s")
-
-    def close(self) -> None:
-        self._p.stop()
+    print_verdict(outcome.verdict, out)
+    return outcome.verdict.exit_code
 
 
 def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
@@ -199,5 +219,34 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
             out.close()
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace, err: Console) -> int:
+    from stages.gate import print_verdict
+    from stages.report import print_summary
+    from stages.reports import rebuild
+
+    summary, verdict = rebuild(args.run_dir, baseline=args.baseline)
+    out = _stdout_console()
+    print_summary(summary, out)
+    out.print(f"rebuilt from {args.run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+    print_verdict(verdict, out)
+    return verdict.exit_code
+
+
+def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
+    import json
+
+    from stages.compare_runs import compare_runs
+    from stages.compare_view import print_comparison
+
+    cmp = compare_runs(args.run_a, args.run_b, metrics=args.metrics, top=args.top, seed=args.seed)
+    if args.json:
+        sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
+    else:
+        print_comparison(cmp, _stdout_console())
+    return EXIT_OK
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pipeline import registry
 from pipeline.errors import ConfigError
+from pipeline.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 
 __all__ = [
     "BudgetConfig",
@@ -45,6 +46,7 @@ _PATH_KEYS = {
     ("target", "pythonpath"),
     ("target", "cwd"),
     ("target", "traces"),
+    ("assertions", "regression", "baseline"),
 }
 
 
@@ -193,12 +195,17 @@ class RunConfig(_Strict):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     run: RunSection = Field(default_factory=RunSection)
     target: TargetConfig | None = None
+    aggregate: AggregateConfig = Field(default_factory=AggregateConfig)
+    assertions: AssertionsConfig = Field(default_factory=AssertionsConfig)
 
     @model_validator(mode="after")
     def _metric_names_unique(self) -> RunConfig:
         seen: set[str] = set()
         for spec in self.metrics:
-            name = spec.get("name") or spec.get("type")
+            try:  # a metric may derive its default key from its parameters (PassAtK)
+                name = registry.build_metric(spec).key
+            except registry.SpecError:
+                name = spec.get("name") or spec.get("type")
             if name in seen:
                 raise ValueError(f"two metrics are named {name!r}; give one a distinct `name`")
             seen.add(str(name))
@@ -305,8 +312,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> se
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
-    for section, key in _PATH_KEYS:
-        block = data.get(section)
+    for *sections, key in _PATH_KEYS:
+        block: Any = data
+        for section in sections:
+            block = block.get(section) if isinstance(block, dict) else None
         if isinstance(block, dict) and isinstance(block.get(key), str) and block[key]:
             p = Path(block[key]).expanduser()
             block[key] = str(p if p.is_absolute() else (base / p).resolve())
@@ -370,6 +379,7 @@ def validate_config(
         raise ConfigError("\n".join(errors)) from None
 
     problems: list[str] = []
+    built = []
     try:
         fmt = registry.format_for(config.dataset.format)
     except KeyError:
@@ -388,9 +398,19 @@ def validate_config(
                     problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err)}", lines, overridden))
     for i, spec in enumerate(config.metrics):
         try:
-            registry.build_metric(spec)
+            metric = registry.build_metric(spec)
         except registry.SpecError as exc:
             problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
+            continue
+        built.append(metric)
+        # A metric computed over the whole run (PassAtK) checks itself against the rest of the config.
+        for loc, msg in getattr(metric, "check_run", lambda c: [])(config):
+            problems.append(_fmt(source, ("metrics", i, *loc), msg, lines, overridden))
+    per_result = [m.key for m in built if not getattr(m, "over_trials", False)]
+    over_trials = [m.key for m in built if getattr(m, "over_trials", False)]
+    if len(built) == len(config.metrics):  # else the metric errors above already say what is wrong
+        for loc, msg in assertion_problems(config.assertions, per_result, over_trials):
+            problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden))
     if check_files:
         for key in ("path", "tasks"):
             p = getattr(config.dataset, key)

@@ -9,7 +9,8 @@ a metric or a format itself.
 
 Every finished (case, trial) is appended to `results.jsonl` as it arrives
 and folded into the aggregate; `summary.json` is written atomically at the
-end (and on interruption). Re-running on the same run directory skips the
+end (and on interruption), then the assertions are checked and the reports
+(report.md, junit.xml, report.html) written (`stages.reports.finish_run`). Re-running on the same run directory skips the
 (case, trial) pairs already there.
 """
 
@@ -48,6 +49,7 @@ class RunOutcome:
     new_results: int
     skipped_finished: int
     interrupted: bool
+    verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
 
 
 def _config_payload(config: RunConfig) -> dict[str, Any]:
@@ -61,6 +63,8 @@ def _config_payload(config: RunConfig) -> dict[str, Any]:
             "limits": True,
             "budget": True,
             "cache": True,
+            "aggregate": True,
+            "assertions": True,
         },
     )
 
@@ -117,8 +121,9 @@ async def run(
         store.LockedError: another process holds the run directory.
         store.ManifestMismatch: the directory holds a run of another config or dataset.
     """
-    from stages.aggregate import Aggregator
+    from stages.aggregate import aggregator_for
     from stages.extract import extract_record
+    from stages.reports import finish_run
 
     run_dir = Path(run_dir or config.run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -133,7 +138,7 @@ async def run(
 
         results_path = run_dir / store.RESULTS
         store.repair_tail(results_path)
-        agg = Aggregator([m.key for m in metrics])
+        agg = aggregator_for(config, metrics)
         done: set[tuple[str, int]] = set()
         for line in store.iter_result_lines(results_path):
             try:
@@ -152,7 +157,8 @@ async def run(
         seen: set[str] = set()
         started = time.perf_counter()
 
-        stages = build_stages(config, metrics, run_dir=run_dir)
+        # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
+        stages = build_stages(config, [m for m in metrics if not getattr(m, "over_trials", False)], run_dir=run_dir)
         writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
 
         # Streams carry small chunks of work, not single items: one hop per chunk keeps the
@@ -269,7 +275,8 @@ async def run(
             writer.close()
             elapsed = time.perf_counter() - started
             summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set())
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set())
+        verdict = finish_run(run_dir, summary, config)
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set(), verdict)
     finally:
         lock.release()
 

@@ -14,11 +14,12 @@ from typing import Any
 from pipeline.records import Case, ErrorInfo, Score, Status
 from pipeline.registry import SpecError
 from pipeline.work import Stage, Work
-from stages.score import tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
+from stages.score import pass_at_k, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
 from stages.score.arguments import ArgumentCorrectness
 from stages.score.base import Metric, ToolMetric
 from stages.score.budget import MaxModelRequests, MaxToolCalls
 from stages.score.output import Contains, ExactMatch, JsonSchema, Regex
+from stages.score.pass_at_k import PassAtK
 from stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
 from stages.score.tool_call_accuracy import ToolCallAccuracy
 from stages.score.tool_calls import ToolCalls
@@ -36,6 +37,7 @@ __all__ = [
     "MaxModelRequests",
     "MaxToolCalls",
     "Metric",
+    "PassAtK",
     "Regex",
     "RetrievalMRR",
     "RetrievalPrecision",

@@ -1,0 +1,141 @@
+"""Reports of a run: `report.md`, `junit.xml`, `report.html`, and the gate verdict.
+
+`finish_run(run_dir, summary, config)` is what a run calls at its end: it
+evaluates the assertions, records the verdict in `summary.json` and writes
+the three reports. `rebuild(run_dir)` recomputes the summary from
+`results.jsonl` alone (using the manifest's config for metric order, trials,
+pass@k, breakdowns and assertions when the manifest is there) and then does
+the same; `tracejudge report RUN_DIR` is that function.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline import store
+from pipeline.config import RunConfig
+from pipeline.errors import TracejudgeError
+from pipeline.records import CaseResult
+from stages.aggregate import HIST_BINS, Aggregator, aggregator_for
+from stages.compare_runs import iter_results
+from stages.gate import Verdict, evaluate_gate
+from stages.reports.cases import collect_cases
+from stages.reports.html import render_html
+from stages.reports.junit import write_junit
+from stages.reports.markdown import render_markdown
+
+__all__ = ["REPORT_FILES", "finish_run", "rebuild", "write_reports"]
+
+REPORT_FILES = ("report.md", "junit.xml", "report.html")
+
+
+def _baseline_histograms(baseline: Path, keys: list[str]) -> dict[str, list[int]]:
+    hist = {k: [0] * HIST_BINS for k in keys}
+    for res in iter_results(baseline):
+        if res.get("status", "ok") != "ok":
+            continue
+        for k in keys:
+            s = (res.get("scores") or {}).get(k)
+            if isinstance(s, dict) and s.get("value") is not None:
+                hist[k][min(HIST_BINS - 1, max(0, int(float(s["value"]) * HIST_BINS)))] += 1
+    return hist
+
+
+def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, baseline: Path | None = None) -> list[Path]:
+    """Write report.md, junit.xml and report.html into `run_dir` (atomically); returns their paths."""
+    run_dir = Path(run_dir)
+    keys = list(summary.get("metrics", {}))
+    cases = collect_cases(run_dir, keys)
+    title = f"tracejudge report: {run_dir.name}"
+    paths = []
+    md = run_dir / "report.md"
+    store.atomic_write_text(md, render_markdown(summary, verdict, cases, title=title))
+    paths.append(md)
+    junit = run_dir / "junit.xml"
+    tmp = junit.with_name(".junit.xml.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        write_junit(fh, run_dir, summary)
+    tmp.replace(junit)
+    paths.append(junit)
+    hist = None
+    if baseline is not None and (Path(baseline) / store.RESULTS).exists():
+        hist = _baseline_histograms(Path(baseline), keys)
+    page = render_html(summary, verdict, cases, baseline_histograms=hist, baseline_configured=baseline is not None, title=title)
+    html_path = run_dir / "report.html"
+    store.atomic_write_text(html_path, page)
+    paths.append(html_path)
+    return paths
+
+
+def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig) -> Verdict:
+    """Evaluate the gate, add the verdict to `summary.json`, write the reports."""
+    verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed)
+    summary["verdict"] = verdict.as_dict()
+    store.atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
+    reg = config.assertions.regression
+    write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None)
+    return verdict
+
+
+def _config_of(run_dir: Path) -> RunConfig | None:
+    manifest = store.read_manifest(run_dir)
+    if not manifest or "config" not in manifest:
+        return None
+    try:
+        return RunConfig.model_validate(manifest["config"])
+    except ValueError:
+        return None
+
+
+def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, Any], Verdict]:
+    """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
+
+    The manifest's config, when present, gives metric order, trials, pass@k
+    specs, breakdowns and assertions; without it, metrics come from the
+    results and trials from the highest trial seen. Run-level figures of an
+    existing summary.json (elapsed time, completeness, judge spending) are
+    kept. `baseline` overrides the regression rule's baseline directory.
+
+    Raises `TracejudgeError` when there is no results.jsonl.
+    """
+    from pipeline import registry
+
+    run_dir = Path(run_dir)
+    path = run_dir / store.RESULTS
+    if not path.exists():
+        raise TracejudgeError(f"{run_dir}: no {store.RESULTS} here (is this a run directory?)")
+    config = _config_of(run_dir)
+    if config is not None:
+        metrics = [registry.build_metric(spec) for spec in config.metrics]
+        agg = aggregator_for(config, metrics)
+    else:
+        trials = 1 + max((int(r.get("trial", 0)) for r in iter_results(run_dir)), default=0)
+        agg = Aggregator([], trials=trials)
+    for line in store.iter_result_lines(path):
+        try:
+            agg.fold(CaseResult.model_validate_json(line))
+        except ValueError:
+            continue
+    prev: dict[str, Any] = {}
+    try:
+        prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        prev = {}
+    keep = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_segment", "elapsed_s_total") if k in prev}
+    summary = {**keep, **agg.summary()}
+    if "judge" in prev:
+        summary["judge"] = prev["judge"]
+    if config is None:
+        from pipeline.config import DatasetConfig
+
+        config = RunConfig(dataset=DatasetConfig(path=Path(".")))
+    if baseline is not None:
+        from pipeline.evalconfig import RegressionRule
+
+        reg = config.assertions.regression
+        rule = reg.model_copy(update={"baseline": Path(baseline)}) if reg else RegressionRule(baseline=Path(baseline), noise="ci")
+        config = config.model_copy(update={"assertions": config.assertions.model_copy(update={"regression": rule})})
+    verdict = finish_run(run_dir, summary, config)
+    return summary, verdict

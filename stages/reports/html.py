@@ -1,0 +1,208 @@
+"""`report.html`: one self-contained file (inline CSS, JS and SVG; no external assets).
+
+Sections: verdict and checks; the summary table; score distributions per
+metric (10-bin histograms as inline SVG, the baseline's beside the current
+run's when a baseline is configured); the baseline-vs-current comparison
+with the most regressed cases and both runs' reasons side by side; and a
+table of cases with their reasons, sortable by clicking a column header.
+The table is built by the page's script from JSON embedded in the file; a
+URL fragment `#sort=<column>` (or `#sort=-<column>` for descending) sorts it
+on load, which is how a headless browser can check sorting.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from stages.gate import Verdict
+from stages.reports.cases import CaseMaterial
+from stages.reports.markdown import metric_rows
+
+__all__ = ["render_html"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24;max-width:1400px}
+h1{margin:0 0 4px}h2{margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:700;color:#fff}
+.PASS{background:#1a7f37}.FAIL{background:#cf222e}.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:600}
+.reason{color:#57606a;font-size:12px;max-width:420px;white-space:pre-wrap}
+.charts{display:flex;flex-wrap:wrap;gap:24px}.chart{border:1px solid #d0d7de;border-radius:6px;padding:8px}
+#cases th{cursor:pointer;user-select:none}#cases th.sorted-asc:after{content:" ▲"}#cases th.sorted-desc:after{content:" ▼"}
+.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
+.muted{color:#57606a}
+"""
+
+_JS = r"""
+(function(){
+  var data = JSON.parse(document.getElementById('case-data').textContent);
+  var cols = ['case','trial','status'].concat(data.metrics);
+  var table = document.getElementById('cases');
+  var head = table.tHead.rows[0];
+  var body = table.tBodies[0];
+  function cellValue(row, col){
+    if(col==='case') return row.case_id;
+    if(col==='trial') return row.trial;
+    if(col==='status') return row.status;
+    var s = row.scores[col]; return (s && s.value!==null && s.value!==undefined) ? s.value : -1;
+  }
+  function render(rows){
+    var frag = document.createDocumentFragment();
+    rows.forEach(function(r){
+      var tr = document.createElement('tr'); tr.setAttribute('data-case', r.case_id);
+      cols.forEach(function(c){
+        var td = document.createElement('td');
+        if(c==='case'){ td.textContent = r.case_id; }
+        else if(c==='trial'){ td.textContent = r.trial; td.className='num'; }
+        else if(c==='status'){ td.textContent = r.status; if(r.status!=='ok'){ td.className='bad'; }
+          if(r.error){ var e=document.createElement('div'); e.className='reason'; e.textContent=r.error; td.appendChild(e);} }
+        else { var s = r.scores[c];
+          if(!s){ td.textContent='—'; }
+          else { var v=document.createElement('div'); v.textContent = (s.value===null? 'n/a' : Number(s.value).toFixed(3));
+                 if(s.passed===false){ v.className='bad'; } else if(s.passed===true){ v.className='ok'; }
+                 td.appendChild(v); var why=document.createElement('div'); why.className='reason'; why.textContent=s.reason; td.appendChild(why); } }
+        tr.appendChild(td);
+      });
+      frag.appendChild(tr);
+    });
+    body.innerHTML=''; body.appendChild(frag);
+  }
+  var state = {col:null, desc:false};
+  function sortBy(col, desc){
+    var rows = data.rows.slice();
+    rows.sort(function(a,b){ var x=cellValue(a,col), y=cellValue(b,col);
+      var r = (typeof x==='number' && typeof y==='number') ? x-y : String(x).localeCompare(String(y));
+      if(r===0){ r = String(a.case_id).localeCompare(String(b.case_id)) || (a.trial-b.trial); return r; }
+      return desc ? -r : r; });
+    state = {col:col, desc:desc};
+    for(var i=0;i<head.cells.length;i++){ head.cells[i].className = (cols[i]===col) ? (desc?'sorted-desc':'sorted-asc') : ''; }
+    table.setAttribute('data-sorted', (desc?'-':'')+col);
+    render(rows);
+  }
+  for(var i=0;i<head.cells.length;i++){ (function(c){ head.cells[i].addEventListener('click', function(){
+      sortBy(c, state.col===c ? !state.desc : false); }); })(cols[i]); }
+  var m = /sort=(-?)([^&]+)/.exec(decodeURIComponent(location.hash||''));
+  if(m && cols.indexOf(m[2])>=0){ sortBy(m[2], m[1]==='-'); } else { render(data.rows); }
+  document.getElementById('rows-shown').textContent = String(data.rows.length);
+})();
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _json_for_script(obj: Any) -> str:
+    # Inside <script>, "</script>" or "<!--" in a reason would end the block: escape every "<".
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _histogram_svg(key: str, current: list[int], baseline: list[int] | None) -> str:
+    w, h, pad = 360, 160, 28
+    bins = len(current)
+    tot_c = sum(current) or 1
+    tot_b = sum(baseline or []) or 1
+    shares_c = [c / tot_c for c in current]
+    shares_b = [b / tot_b for b in baseline] if baseline else None
+    top = max(shares_c + (shares_b or [])) or 1.0
+    bw = (w - 2 * pad) / bins
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + 30}" role="img" aria-label="distribution of {_e(key)}" class="hist" data-metric="{_e(key)}">']
+    for i in range(bins):
+        x = pad + i * bw
+        if shares_b is not None:
+            bh = (h - pad) * shares_b[i] / top
+            parts.append(f'<rect class="bar-baseline" x="{x + 1:.1f}" y="{h - bh:.1f}" width="{bw / 2 - 1:.1f}" height="{bh:.1f}" fill="#afb8c1"><title>baseline {i / bins:.1f}–{(i + 1) / bins:.1f}: {baseline[i]}</title></rect>')  # type: ignore[index]
+            cx, cw = x + bw / 2, bw / 2 - 1
+        else:
+            cx, cw = x + 1, bw - 2
+        ch = (h - pad) * shares_c[i] / top
+        parts.append(f'<rect class="bar" x="{cx:.1f}" y="{h - ch:.1f}" width="{cw:.1f}" height="{ch:.1f}" fill="#0969da"><title>{i / bins:.1f}–{(i + 1) / bins:.1f}: {current[i]}</title></rect>')
+    parts.append(f'<line x1="{pad}" y1="{h}" x2="{w - pad}" y2="{h}" stroke="#57606a"/>')
+    for i in range(0, bins + 1, 2):
+        parts.append(f'<text x="{pad + i * bw:.1f}" y="{h + 14}" font-size="10" text-anchor="middle">{i / bins:.1f}</text>')
+    parts.append(f'<text x="{w / 2}" y="{h + 28}" font-size="11" text-anchor="middle">{_e(key)} ({sum(current)} scored)</text></svg>')
+    return "".join(parts)
+
+
+def render_html(
+    summary: dict[str, Any],
+    verdict: Verdict,
+    cases: CaseMaterial,
+    *,
+    baseline_histograms: dict[str, list[int]] | None = None,
+    baseline_configured: bool = False,
+    title: str = "tracejudge report",
+) -> str:
+    """The whole `report.html` text."""
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"]
+    out.append(f'<h1>{_e(title)}</h1><p><span id="verdict" class="badge {verdict.word}">{verdict.word}</span></p><ul id="checks">')
+    for c in verdict.checks:
+        out.append(f'<li class="{"ok" if c.ok else "bad"}"><b>{"ok" if c.ok else "FAIL"}</b> <code>{_e(c.name)}</code>: {_e(c.detail)}</li>')
+    if not verdict.checks:
+        out.append("<li>no assertions configured</li>")
+    out.append("</ul>")
+
+    total = summary.get("results", 0)
+    status = summary.get("status", {})
+    ok = status.get("ok", 0)
+    errs = ", ".join(f"{k} {v}" for k, v in status.items() if k != "ok")
+    out.append(f'<h2>Summary</h2><p id="coverage">{total} results: {ok} ok' + (f"; errors: {_e(errs)}" if errs else "; no errors") + ".")
+    if ok != total:
+        out.append(f" Means, CIs and pass rates cover the <b>{ok} of {total}</b> results that were scored.")
+    out.append('</p><table id="summary"><thead><tr>')
+    for hcell in ["metric", "scored", "excluded", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"]:
+        out.append(f"<th>{hcell}</th>")
+    out.append("</tr></thead><tbody>")
+    for row in metric_rows(summary):
+        out.append("<tr>" + "".join(f'<td{" class=num" if i in (3, 4, 5) else ""}>{_e(c)}</td>' for i, c in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    for key, v in summary.get("pass_at_k", {}).items():
+        val = "—" if v.get("value") is None else f"{v['value']:.3f}"
+        out.append(f"<p><b>{_e(key)}</b> = {val} over {v.get('cases', 0)} cases ({v.get('no_scored_trial', 0)} with no scored trial)</p>")
+
+    out.append('<h2>Score distributions</h2>')
+    if baseline_histograms:
+        out.append('<p class="legend"><span style="background:#afb8c1"></span>baseline<span style="background:#0969da"></span>current</p>')
+    out.append('<div class="charts">')
+    for key, m in summary.get("metrics", {}).items():
+        out.append('<div class="chart">' + _histogram_svg(key, m.get("histogram") or [0] * 10, (baseline_histograms or {}).get(key)) + "</div>")
+    out.append("</div>")
+
+    out.append('<h2>Baseline vs current</h2><div id="baseline">')
+    cmp = verdict.comparison
+    if cmp is None:
+        out.append('<p class="muted">' + ("The configured baseline could not be read." if baseline_configured else "No baseline configured (assertions.regression.baseline).") + "</p>")
+    else:
+        out.append(f"<p>Baseline <code>{_e(cmp.run_a)}</code>: {cmp.paired} results paired by (case, trial); {cmp.only_a} only in the baseline, {cmp.only_b} only in this run. {_e(cmp.test)}.</p>")
+        out.append("<table><thead><tr><th>metric</th><th>pairs</th><th>baseline</th><th>current</th><th>delta</th><th>95% CI</th><th>p</th><th>regressed</th><th>improved</th></tr></thead><tbody>")
+        for k, md in cmp.metrics.items():
+            f3 = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
+            ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
+            delta = "—" if md.delta is None else f"{md.delta:+.3f}"
+            out.append(f'<tr><td>{_e(k)}</td><td class="num">{md.pairs}</td><td class="num">{f3(md.mean_a)}</td><td class="num">{f3(md.mean_b)}</td>'
+                       f'<td class="num {"bad" if (md.delta or 0) < 0 else ""}">{delta}</td><td>{ci}</td><td class="num">{"—" if md.p_value is None else f"{md.p_value:.4f}"}</td>'
+                       f'<td class="num">{md.regressed}</td><td class="num">{md.improved}</td></tr>')
+        out.append("</tbody></table>")
+        for k, md in cmp.metrics.items():
+            if not md.worst:
+                continue
+            out.append(f"<h3>Regressed most: {_e(k)}</h3><table class=\"movers\"><thead><tr><th>case</th><th>trial</th><th>baseline</th><th>current</th><th>baseline reason</th><th>current reason</th></tr></thead><tbody>")
+            for mv in md.worst:
+                out.append(f'<tr><td>{_e(mv.case_id)}</td><td class="num">{mv.trial}</td><td class="num">{mv.a:.3f}</td><td class="num bad">{mv.b:.3f}</td>'
+                           f'<td class="reason">{_e(mv.reason_a)}</td><td class="reason">{_e(mv.reason_b)}</td></tr>')
+            out.append("</tbody></table>")
+    out.append("</div>")
+
+    metrics = list(summary.get("metrics", {}))
+    shown = len(cases.rows)
+    note = f"all {cases.total}" if shown == cases.total else f"the worst {shown} of {cases.total} (errored first, then lowest mean score)"
+    out.append(f'<h2>Cases</h2><p>Showing <span id="rows-shown">0</span> results: {_e(note)}. Click a column header to sort.</p>')
+    out.append('<table id="cases"><thead><tr><th>case</th><th>trial</th><th>status</th>' + "".join(f"<th>{_e(k)}</th>" for k in metrics) + "</tr></thead><tbody></tbody></table>")
+    payload = {"metrics": metrics, "rows": [vars(r) for r in cases.rows]}
+    out.append(f'<script type="application/json" id="case-data">{_json_for_script(payload)}</script>')
+    out.append(f"<script>{_JS}</script></body></html>")
+    return "\n".join(out) + "\n"

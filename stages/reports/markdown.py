@@ -1,0 +1,122 @@
+"""`report.md`: summary tables, pass@k, breakdowns, regressions, worst cases with reasons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stages.compare_runs import Comparison
+from stages.gate import Verdict
+from stages.reports.cases import CaseMaterial
+
+__all__ = ["render_markdown"]
+
+
+def _num(x: float | None, nd: int = 3) -> str:
+    return "—" if x is None else f"{x:.{nd}f}"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _cell(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("|", "\\|") or "—"
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """One row per metric: name, scored of results, excluded, not computed, mean, std, CI, pass rate, pass@k."""
+    rows = []
+    for key, m in summary.get("metrics", {}).items():
+        excl = ", ".join(f"{k} {v}" for k, v in m.get("excluded", {}).items()) or "0"
+        pk = m.get("pass_at_k") or {}
+        pks = ", ".join(f"@{k} {_num(v.get('value'))}" for k, v in pk.items()) or "—"
+        rate = f"{_pct(m.get('pass_rate'))} ({m.get('passed', 0)}/{m.get('with_verdict', m['scored'])})" if m.get("pass_rate") is not None else "—"
+        rows.append([key, f"{m['scored']} of {m['results']}", excl, str(m.get("not_computed", 0)), _num(m.get("mean")),
+                     _num(m.get("std")), _ci(m.get("ci95")), rate, pks])
+    return rows
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMaterial, *, title: str = "tracejudge report") -> str:
+    """The whole `report.md` text."""
+    total = summary.get("results", 0)
+    status = summary.get("status", {})
+    ok = status.get("ok", 0)
+    lines = [f"# {title}", "", f"**Verdict: {verdict.word}**", ""]
+    for c in verdict.checks:
+        lines.append(f"- {'ok' if c.ok else '**FAIL**'} `{c.name}`: {c.detail}")
+    if not verdict.checks:
+        lines.append("- no assertions configured")
+    lines += ["", "## Summary", ""]
+    errs = ", ".join(f"{k} {v}" for k, v in status.items() if k != "ok")
+    lines.append(f"{total} results" + (f" ({summary.get('trials')} trials per case)" if summary.get("trials", 1) > 1 else "")
+                 + f": {ok} ok" + (f", errors: {errs}" if errs else ", no errors") + ".")
+    if ok != total:
+        lines.append(f"Means, CIs and pass rates cover the **{ok} of {total}** results that were scored; the other {total - ok} are excluded and listed under *Errors*.")
+    lines.append("")
+    lines += _table(["metric", "scored", "excluded", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"], metric_rows(summary))
+    if summary.get("pass_at_k"):
+        lines += ["", "## pass@k", ""]
+        rows = [[k, v["metric"], str(v["k"]), _num(v.get("value")), str(v.get("cases", 0)), str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0))]
+                for k, v in summary["pass_at_k"].items()]
+        lines += _table(["name", "metric", "k", "value", "cases", "cases with no scored trial", "cases with < k trials"], rows)
+    for name, groups in summary.get("breakdowns", {}).items():
+        lines += ["", f"## By {name}", ""]
+        keys = list(summary.get("metrics", {}))
+        rows = []
+        for value, g in groups.items():
+            row = [value, str(g["results"])]
+            for k in keys:
+                m = g["metrics"].get(k, {})
+                row.append(f"{_num(m.get('mean'))} ({m.get('scored', 0)} of {m.get('results', 0)})")
+            rows.append(row)
+        lines += _table([name, "results", *[f"{k} mean (scored)" for k in keys]], rows)
+    if verdict.comparison is not None:
+        lines += ["", *_regressions(verdict.comparison)]
+    lines += ["", "## Worst cases", ""]
+    for key, rows in cases.worst.items():
+        if not rows:
+            continue
+        lines += [f"### {key}", ""]
+        lines += _table(["case", "trial", "value", "reason"], [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"]] for r in rows])
+        lines.append("")
+    if cases.error_kinds:
+        lines += ["## Errors", ""]
+        lines.append(", ".join(f"{k}: {v}" for k, v in sorted(cases.error_kinds.items())) + f" (of {cases.total} results)")
+        lines.append("")
+        lines += _table(["case", "trial", "status", "error"], [[r.case_id, str(r.trial), r.status, r.error] for r in cases.errors])
+        if sum(cases.error_kinds.values()) > len(cases.errors):
+            lines.append(f"\n(first {len(cases.errors)} shown)")
+    agg = summary.get("aggregate", {})
+    if agg:
+        lines += ["", "---", f"CI: {agg.get('ci', '')} (seed {agg.get('seed')}, {agg.get('bootstrap_resamples')} resamples)."]
+    return "\n".join(lines) + "\n"
+
+
+def _regressions(cmp: Comparison) -> list[str]:
+    lines = ["## Baseline comparison", "", f"Baseline `{cmp.run_a}`; {cmp.paired} results paired by (case, trial) "
+             f"({cmp.only_a} only in the baseline, {cmp.only_b} only in this run). Test: {cmp.test}.", ""]
+    rows = []
+    for k, md in cmp.metrics.items():
+        ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
+        rows.append([k, str(md.pairs), _num(md.mean_a), _num(md.mean_b), "—" if md.delta is None else f"{md.delta:+.3f}", ci,
+                     _num(md.p_value, 4), str(md.regressed), str(md.improved)])
+    lines += _table(["metric", "pairs", "baseline", "current", "delta", "95% CI", "p", "regressed", "improved"], rows)
+    for k, md in cmp.metrics.items():
+        if md.worst:
+            lines += ["", f"### Regressed most: {k}", ""]
+            lines += _table(["case", "trial", "baseline", "current", "baseline reason", "current reason"],
+                            [[m.case_id, str(m.trial), _num(m.a), _num(m.b), m.reason_a, m.reason_b] for m in md.worst])
+    return lines

@@ -1,0 +1,191 @@
+"""Streaming statistics for the aggregate stage and run comparison.
+
+Everything here is pure and seeded, with no third-party numerics:
+
+- `Moments`: count, mean and sample standard deviation by Welford's update
+  (numerically stable over millions of values, O(1) memory);
+- `Reservoir`: a uniform random sample of at most `size` values of a stream
+  (Vitter's algorithm R), stored as a compact `array('d')`;
+- `bootstrap_mean_ci`: a percentile bootstrap confidence interval of a mean,
+  computed from a reservoir and rescaled to the full stream's size;
+- `pass_at_k`: the unbiased pass@k estimator;
+- `sign_flip_pvalue`: a paired sign-flip (randomization) test of a mean delta.
+
+Randomness always comes from a `random.Random` seeded by the caller with a
+string naming what is being estimated, so the same results give the same
+figures in `run` and in `report`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from math import comb
+
+__all__ = [
+    "Moments",
+    "Reservoir",
+    "bootstrap_mean_ci",
+    "pass_at_k",
+    "quantile",
+    "rng_for",
+    "sign_flip_pvalue",
+]
+
+
+def rng_for(seed: int, *parts: object) -> random.Random:
+    """A `random.Random` seeded by `seed` and the names of what it estimates.
+
+    Seeding with a string is stable across processes and Python versions
+    (it hashes with SHA-512), unlike `hash()`.
+    """
+    return random.Random(":".join([str(seed), *map(str, parts)]))
+
+
+@dataclass
+class Moments:
+    """Running count, mean and sum of squared deviations (Welford).
+
+    `std` is the sample standard deviation (n − 1 in the denominator); it is
+    `None` below two values.
+    """
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        d = x - self.mean
+        self.mean += d / self.n
+        self.m2 += d * (x - self.mean)
+
+    @property
+    def std(self) -> float | None:
+        return math.sqrt(self.m2 / (self.n - 1)) if self.n > 1 else None
+
+
+@dataclass
+class Reservoir:
+    """A uniform sample of at most `size` values from a stream (algorithm R).
+
+    After `seen` values, every value is in the sample with probability
+    `min(1, size / seen)`. `rng` decides replacements; seed it for
+    reproducible samples. Memory: 8 bytes per kept value.
+    """
+
+    size: int
+    rng: random.Random
+    seen: int = 0
+    values: array = field(default_factory=lambda: array("d"))
+
+    def add(self, x: float) -> None:
+        self.seen += 1
+        if len(self.values) < self.size:
+            self.values.append(x)
+            return
+        j = self.rng.randrange(self.seen)
+        if j < self.size:
+            self.values[j] = x
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (type 7, numpy's default) of sorted values."""
+    if not sorted_values:
+        raise ValueError("quantile of an empty sequence")
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def bootstrap_mean_ci(
+    sample: Iterable[float],
+    *,
+    n_total: int,
+    mean_total: float,
+    rng: random.Random,
+    resamples: int = 1000,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of the mean of a stream, from a sample of it.
+
+    Args:
+        sample: a uniform sample (a reservoir) of the stream's values; when
+            the stream fit in the reservoir, the stream itself.
+        n_total: how many values the stream had (>= len(sample)).
+        mean_total: the exact mean of the whole stream.
+        rng: seeded generator (the interval is a function of the seed).
+        resamples: bootstrap resamples (B).
+        level: confidence level, e.g. 0.95.
+
+    Returns `(low, high)`, or `None` below two values. The sample is sorted
+    first, so the interval does not depend on the order values arrived in.
+    When the stream was larger than the sample, the resampled means'
+    deviations from the sample mean are scaled by sqrt(m / n_total) (the
+    standard error of a mean shrinks as 1/sqrt(n)) and centred on the exact
+    mean; with the whole stream in the sample this is the plain percentile
+    bootstrap.
+    """
+    data = sorted(sample)
+    m = len(data)
+    if m < 2 or n_total < 2:
+        return None
+    centre = math.fsum(data) / m
+    scale = math.sqrt(m / n_total) if n_total > m else 1.0
+    # plain sum: values are scores in a narrow range, and it is twice as fast as fsum here
+    means = sorted(sum(rng.choices(data, k=m)) / m for _ in range(resamples))
+    alpha = (1.0 - level) / 2
+    lo = quantile(means, alpha)
+    hi = quantile(means, 1 - alpha)
+    return (mean_total + (lo - centre) * scale, mean_total + (hi - centre) * scale)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k: the chance that at least one of k of the n trials passed.
+
+    `1 − C(n − c, k) / C(n, k)` (Chen et al. 2021, "Evaluating Large Language
+    Models Trained on Code"; cogitator's `passAtK`). It is 1 when fewer than
+    k trials failed (n − c < k). Raises `ValueError` unless 0 <= c <= n and
+    1 <= k <= n.
+    """
+    if not (1 <= k <= n) or not (0 <= c <= n):
+        raise ValueError(f"pass@k needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def sign_flip_pvalue(deltas: Sequence[float], *, rng: random.Random, resamples: int = 2000) -> float | None:
+    """Two-sided p-value of a paired sign-flip (randomization) test of mean delta = 0.
+
+    Under the null the sign of each paired difference is exchangeable; the
+    p-value is the share of random sign assignments whose |sum| reaches the
+    observed |sum|, with the observed assignment counted (so it is never 0:
+    `(hits + 1) / (resamples + 1)`). Zero deltas carry no sign and are
+    dropped, which also makes the test cheap for mostly-unchanged runs.
+    Exact enumeration is used when at most 12 deltas are nonzero. Returns
+    `None` when every delta is zero (nothing to test).
+    """
+    nz = [d for d in deltas if d != 0.0]
+    if not nz:
+        return None
+    observed = abs(math.fsum(nz)) - 1e-12
+    if len(nz) <= 12:
+        total = 1 << len(nz)
+        hits = 0
+        for mask in range(total):
+            s = math.fsum(d if (mask >> i) & 1 else -d for i, d in enumerate(nz))
+            hits += abs(s) >= observed
+        return hits / total
+    hits = 0
+    getbits = rng.getrandbits
+    n = len(nz)
+    for _ in range(resamples):
+        bits = getbits(n)
+        s = math.fsum(d if (bits >> i) & 1 else -d for i, d in enumerate(nz))
+        hits += abs(s) >= observed
+    return (hits + 1) / (resamples + 1)

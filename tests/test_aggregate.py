@@ -1,0 +1,160 @@
+"""The aggregate stage: denominators, std and CI, pass@k over interleaved trials, breakdowns, bounded memory."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from pipeline.evalconfig import AggregateConfig
+from pipeline.records import CaseResult, ErrorInfo, Score, Status
+from stages.aggregate import Aggregator
+from stages.score import PassAtK
+
+
+def ok(cid: str, trial: int = 0, **scores: float | None) -> CaseResult:
+    return CaseResult(case_id=cid, trial=trial, scores={k: Score(value=v, passed=None if v is None else v >= 1.0, reason="r") for k, v in scores.items()})
+
+
+def err(cid: str, status: Status, trial: int = 0) -> CaseResult:
+    return CaseResult(case_id=cid, trial=trial, status=status, error=ErrorInfo(kind=status.value, message="boom"))
+
+
+def test_seven_scored_three_errored_states_seven_of_ten() -> None:
+    agg = Aggregator(["m"])
+    values = [1.0, 1.0, 0.5, 0.0, 1.0, 0.25, 0.75]
+    for i, v in enumerate(values):
+        agg.fold(ok(f"c{i}", m=v))
+    agg.fold(err("e1", Status.judge_error))
+    agg.fold(err("e2", Status.target_error))
+    agg.fold(err("e3", Status.judge_error))
+    s = agg.summary()
+    m = s["metrics"]["m"]
+    assert s["results"] == 10 and s["status"] == {"judge_error": 2, "ok": 7, "target_error": 1}
+    assert m["results"] == 10 and m["scored"] == 7
+    assert m["excluded"] == {"judge_error": 2, "target_error": 1}
+    assert m["error_share"] == pytest.approx(0.3)
+    assert m["mean"] == pytest.approx(statistics.fmean(values), abs=1e-6)  # a 7-value mean, stated as such
+    assert m["std"] == pytest.approx(statistics.stdev(values), abs=1e-6)
+    assert m["passed"] == 3 and m["with_verdict"] == 7 and m["pass_rate"] == pytest.approx(3 / 7, abs=1e-6)
+    assert m["histogram"] == [1, 0, 1, 0, 0, 1, 0, 1, 0, 3]
+    lo, hi = m["ci95"]
+    assert lo < m["mean"] < hi and 0.0 <= lo and hi <= 1.0
+    assert m["scored"] + m["not_computed"] + sum(m["excluded"].values()) == m["results"]
+
+
+def test_not_computed_scores_are_counted_apart_from_errors() -> None:
+    agg = Aggregator(["m", "n"])
+    agg.fold(ok("a", m=1.0, n=None))
+    agg.fold(ok("b", m=0.0))  # no score for n at all
+    s = agg.summary()["metrics"]
+    assert s["n"]["scored"] == 0 and s["n"]["not_computed"] == 1 and s["n"]["mean"] is None and s["n"]["ci95"] is None
+    assert s["n"]["not_applicable"] == 1  # a result without the metric at all (a case-level metric others lack)
+    assert s["m"]["scored"] == 2
+
+
+def test_a_metric_first_seen_late_still_accounts_for_every_result() -> None:
+    agg = Aggregator([])
+    agg.fold(err("e", Status.invalid_input))
+    agg.fold(ok("a"))
+    agg.fold(ok("b", late=0.5))
+    m = agg.summary()["metrics"]["late"]
+    assert (m["scored"], m["not_computed"], m["not_applicable"], m["excluded"]) == (1, 0, 1, {"invalid_input": 1})
+    assert m["results"] == 3
+
+
+def test_summary_is_reproducible_and_independent_of_arrival_order() -> None:
+    rng = random.Random(2)
+    results = [ok(f"c{i}", m=rng.random()) for i in range(300)]
+    a, b = Aggregator(["m"]), Aggregator(["m"])
+    for r in results:
+        a.fold(r)
+    for r in reversed(results):
+        b.fold(r)
+    assert a.summary()["metrics"]["m"]["ci95"] == b.summary()["metrics"]["m"]["ci95"]
+    assert a.summary() == a.summary()
+
+
+def _pass_at_k_by_hand(trials: dict[str, list[bool | None]], k: int) -> float:
+    vals = []
+    for outcomes in trials.values():
+        if not any(o is not None for o in outcomes):
+            continue  # no scored trial
+        n, c = len(outcomes), sum(1 for o in outcomes if o)
+        vals.append(1.0 if n - c < k else 1 - math.comb(n - c, k) / math.comb(n, k))
+    return sum(vals) / len(vals)
+
+
+def test_pass_at_k_over_interleaved_trials_matches_the_estimator() -> None:
+    rng = random.Random(9)
+    trials = 4
+    outcomes: dict[str, list[bool | None]] = {}
+    stream = []
+    for c in range(40):
+        cid = f"case{c}"
+        outcomes[cid] = []
+        for t in range(trials):
+            roll = rng.random()
+            if c >= 37 or roll < 0.1:  # cases 37-39 error on every trial; others sometimes
+                outcomes[cid].append(None)
+                stream.append(err(cid, Status.judge_error, t))
+            else:
+                passed = roll < 0.55
+                outcomes[cid].append(passed)
+                stream.append(ok(cid, t, m=1.0 if passed else 0.0))
+    rng.shuffle(stream)  # trials of one case arrive interleaved with other cases'
+    spec = PassAtK(metric="m", k=2)
+    agg = Aggregator(["m"], trials=trials, pass_at_k=[spec])
+    peak = 0
+    for r in stream:
+        agg.fold(r)
+        peak = max(peak, len(agg.trackers[("m", None)].pending))
+    s = agg.summary()
+    got = s["pass_at_k"]["pass@2(m)"]
+    assert got["value"] == pytest.approx(_pass_at_k_by_hand(outcomes, 2), abs=1e-6)
+    assert got["cases"] == 37 and got["no_scored_trial"] == 3 and got["too_few_trials"] == 0
+    per_metric = s["metrics"]["m"]["pass_at_k"]
+    assert set(per_metric) == {"1", "2", "4"}
+    assert per_metric["1"]["value"] == pytest.approx(_pass_at_k_by_hand(outcomes, 1), abs=1e-6)
+    assert per_metric["4"]["value"] == pytest.approx(_pass_at_k_by_hand(outcomes, 4), abs=1e-6)
+    # finished cases are dropped: nothing is pending at the end
+    assert not agg.trackers[("m", None)].pending and peak <= 40
+
+
+def test_pass_at_1_with_one_trial_equals_the_pass_rate() -> None:
+    agg = Aggregator(["m"], trials=1, pass_at_k=[PassAtK(metric="m", k=1)])
+    for i, v in enumerate([1.0, 0.0, 1.0, 1.0, 0.5]):
+        agg.fold(ok(f"c{i}", m=v))
+    agg.fold(err("e", Status.judge_error))
+    s = agg.summary()
+    assert s["pass_at_k"]["pass@1(m)"]["value"] == s["metrics"]["m"]["pass_rate"] == pytest.approx(0.6)
+    assert "pass_at_k" not in s["metrics"]["m"]  # automatic pass@k only when trials > 1
+
+
+def test_pass_at_k_threshold_and_incomplete_cases() -> None:
+    spec = PassAtK(metric="m", k=3, threshold=0.5)
+    agg = Aggregator(["m"], trials=3, pass_at_k=[spec])
+    for t, v in enumerate([0.6, 0.1, 0.2]):
+        agg.fold(ok("full", t, m=v))
+    agg.fold(ok("cut", 0, m=0.9))  # interrupted run: one trial of three
+    s = agg.summary()["pass_at_k"]["pass@3(m)"]
+    assert s["value"] == pytest.approx(1.0) and s["cases"] == 1 and s["too_few_trials"] == 1
+
+
+def test_breakdowns_by_tag_and_metadata_with_bounded_groups() -> None:
+    agg = Aggregator(["m"], settings=AggregateConfig(group_by=["domain", "level"], max_groups=2))
+    rows = [("a", ["x"], {"domain": "air", "level": 1}, 1.0), ("b", ["x", "y"], {"domain": "retail", "level": 2}, 0.0),
+            ("c", ["y"], {"domain": "air"}, 0.5), ("d", [], {"domain": "telecom", "level": 1}, 0.25)]
+    for cid, tags, meta, v in rows:
+        agg.fold(CaseResult(case_id=cid, tags=tags, metadata=meta, scores={"m": Score(value=v, passed=v >= 1)}))
+    agg.fold(CaseResult(case_id="e", status=Status.target_error, tags=["x"], metadata={"domain": "air"}))
+    b = agg.summary()["breakdowns"]
+    assert b["tag"]["x"]["results"] == 3 and b["tag"]["x"]["metrics"]["m"]["scored"] == 2
+    assert b["tag"]["x"]["metrics"]["m"]["excluded"] == {"target_error": 1}
+    assert b["tag"]["x"]["metrics"]["m"]["mean"] == pytest.approx(0.5)
+    assert b["metadata.domain"]["air"]["metrics"]["m"]["mean"] == pytest.approx(0.75)
+    assert set(b["metadata.domain"]) == {"air", "retail", "(other)"}  # max_groups=2: telecom folds into (other)
+    assert b["metadata.domain"]["(other)"]["metrics"]["m"]["mean"] == pytest.approx(0.25)
+    assert set(b["metadata.level"]) == {"1", "2", "(other)"}  # the missing level is a third value, folded too

@@ -1,0 +1,225 @@
+"""Runs through the real CLI: 7-of-10 reporting, the PASS/FAIL verdict and its exit code, report rebuilds."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _runs import planted_runs, seven_and_three, write_config
+from pipeline.cli import main
+from pipeline.evalconfig import AssertionsConfig, MetricAssertion
+from stages.gate import evaluate_gate
+
+REPO = Path(__file__).resolve().parents[1]
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+
+
+def _verdict_word(text: str) -> str:
+    found = re.findall(r"verdict: (PASS|FAIL)", text)
+    assert found, text
+    return found[-1]
+
+
+def test_seven_scored_three_errored_is_reported_as_seven_of_ten(tmp_path: Path) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    cfg = write_config(tmp_path / "c.yaml", data, run_dir)
+    proc = subprocess.run([str(TRACEJUDGE), "run", str(cfg)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "10 results: invalid_input 3, ok 7" in out
+    assert re.search(r"│ tc\s+│\s+7/10 │", out) and "cover the 7 of 10 results" in out and "excluded: invalid_input 3" in out
+    # not on a terminal: progress came as structlog JSON lines on stderr
+    last = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert last["event"] == "progress_done" and last["done"] == 10 and last["errors"] == {"invalid_input": 3}
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    tc = summary["metrics"]["tc"]
+    assert (tc["results"], tc["scored"], tc["excluded"], tc["not_computed"]) == (10, 7, {"invalid_input": 3}, 0)
+    assert tc["mean"] == pytest.approx(4 / 7, abs=1e-6)  # four right out of the seven scored, never x/10
+    assert summary["metrics"]["traj"]["mean"] == pytest.approx((4 * 1.0 + 3 * (2 / 3)) / 7, abs=1e-6)
+    assert summary["verdict"] == {"verdict": "PASS", "checks": []}
+
+    md = (run_dir / "report.md").read_text()
+    assert "**7 of 10**" in md and "| tc | 7 of 10 | invalid_input 3 |" in md
+    assert "invalid_input: 3 (of 10 results)" in md
+    assert "no-trace" in md and "case has no trace" in md and "typo" in md  # errors stated with their reasons
+    assert "missing tools: 'b'" in md  # worst cases with reasons
+
+    suites = {s.get("name"): s for s in ET.parse(run_dir / "junit.xml").getroot()}
+    tc_suite = suites["tc"]
+    assert (tc_suite.get("tests"), tc_suite.get("failures"), tc_suite.get("errors"), tc_suite.get("skipped")) == ("10", "3", "3", "0")
+    cases = tc_suite.findall("testcase")
+    assert len(cases) == 10
+    assert sum(1 for c in cases if c.find("failure") is not None) == 3
+    assert sum(1 for c in cases if c.find("error") is not None) == 3
+    assert "missing tools" in next(c for c in cases if c.get("name") == "half-0").find("failure").get("message")
+    assert (run_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+GATES = [
+    ({"metrics": {"tc": {"min_mean": 0.5}}}, "PASS"),
+    ({"metrics": {"tc": {"min_mean": 0.6}}}, "FAIL"),  # mean is 4/7 = 0.571
+    ({"metrics": {"traj": {"min_pass_rate": 0.5}}}, "PASS"),
+    ({"metrics": {"traj": {"min_pass_rate": 0.6}}}, "FAIL"),  # 4/7
+    ({"metrics": {"*": {"max_error_share": 0.3}}}, "PASS"),  # 3/10 exactly
+    ({"metrics": {"*": {"max_error_share": 0.29}}}, "FAIL"),
+    ({"metrics": {"tc": {"min_mean": 0.5}, "traj": {"min_mean": 0.9}}}, "FAIL"),  # one failure fails the run
+]
+
+
+@pytest.mark.parametrize(("assertions", "expected"), GATES)
+def test_verdict_matches_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str], assertions: dict, expected: str) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    cfg = write_config(tmp_path / "c.yaml", data, run_dir, assertions=assertions)
+    rc = main(["run", str(cfg), "--no-progress"])
+    word = _verdict_word(capsys.readouterr().out)
+    assert word == expected
+    assert rc == (0 if word == "PASS" else 1)
+    assert json.loads((run_dir / "summary.json").read_text())["verdict"]["verdict"] == word
+    assert f"**Verdict: {word}**" in (run_dir / "report.md").read_text()
+    # the rebuilt reports reach the same verdict, with the same exit code
+    rc2 = main(["report", str(run_dir)])
+    assert _verdict_word(capsys.readouterr().out) == word and rc2 == rc
+
+
+def test_resumed_run_reaches_the_same_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"metrics": {"tc": {"min_mean": 0.6}}})
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    first = json.loads((tmp_path / "run" / "summary.json").read_text())
+    # nothing left to do; assertions do not block resuming, and a changed threshold is honoured
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"metrics": {"tc": {"min_mean": 0.5}}})
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert "0 new results, 10 already finished" in capsys.readouterr().out
+    second = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert first["metrics"] == second["metrics"]
+
+
+def test_report_rebuilds_everything_from_results_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    cfg = write_config(tmp_path / "c.yaml", data, run_dir, aggregate={"group_by": ["domain"]})
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    original = json.loads((run_dir / "summary.json").read_text())
+    for name in ("summary.json", "report.md", "junit.xml", "report.html", "manifest.json"):
+        (run_dir / name).unlink()
+    assert main(["report", str(run_dir)]) == 0
+    rebuilt = json.loads((run_dir / "summary.json").read_text())
+    assert rebuilt["metrics"] == original["metrics"]  # same figures, CI included (seeded)
+    assert rebuilt["breakdowns"]["tag"] == original["breakdowns"]["tag"]
+    for name in ("report.md", "junit.xml", "report.html"):
+        assert (run_dir / name).stat().st_size > 0
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
+
+
+def test_regression_gate_against_a_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, planted, _ = planted_runs(tmp_path)
+    rc = main(["report", str(b), "--baseline", str(a)])
+    out = capsys.readouterr().out
+    assert rc == 1 and _verdict_word(out) == "FAIL"
+    assert "acc regression" in out and "drop is beyond noise" in out and "verdict: FAIL" in out
+    assert "stable regression" in out  # unchanged metric: its check holds
+    html = (b / "report.html").read_text()
+    assert "Regressed most: acc" in html and "planted regression" in html
+    # the same comparison against itself passes
+    rc = main(["report", str(a), "--baseline", str(a)])
+    assert rc == 0 and _verdict_word(capsys.readouterr().out) == "PASS"
+
+
+def test_regression_rule_within_noise_passes(tmp_path: Path) -> None:
+    a, b, _, _ = planted_runs(tmp_path, planted=3, improved=1)  # a 2/300 drop: beyond 0.005, within noise
+    summary = {"metrics": {"acc": {"results": 300, "scored": 300}}, "pass_at_k": {}}
+    strict = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "max_mean_drop": 0.005}})
+    noisy = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "max_mean_drop": 0.005, "noise": "ci"}})
+    assert not evaluate_gate(strict, summary, b).passed
+    v = evaluate_gate(noisy, summary, b)
+    assert v.passed and "within noise" in v.checks[0].detail
+
+
+def test_missing_baseline_fails_the_gate(tmp_path: Path) -> None:
+    v = evaluate_gate(AssertionsConfig.model_validate({"regression": {"baseline": str(tmp_path / "none")}}), {"metrics": {}}, tmp_path)
+    assert not v.passed and v.exit_code == 1 and "has no results.jsonl" in v.checks[0].detail
+
+
+def test_interrupted_run_is_a_fail(tmp_path: Path) -> None:
+    v = evaluate_gate(AssertionsConfig(), {"complete": False, "metrics": {}}, None)
+    assert v.word == "FAIL" and v.exit_code == 1
+
+
+def test_assertions_naming_unknown_metrics_are_config_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"metrics": {"nope": {"min_mean": 0.5}}})
+    assert main(["run", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"c\.yaml:\d+: assertions\.metrics\.nope: no metric 'nope' in this run", err)
+
+
+metric_blocks = st.builds(
+    lambda scored, results_extra, mean, passed: {
+        "results": scored + results_extra, "scored": scored, "excluded": {"judge_error": results_extra} if results_extra else {},
+        "not_computed": 0, "mean": mean if scored else None, "passed": min(passed, scored), "with_verdict": scored,
+        "pass_rate": (min(passed, scored) / scored) if scored else None,
+        "error_share": results_extra / (scored + results_extra) if scored + results_extra else None,
+    },
+    st.integers(0, 20), st.integers(0, 5), st.floats(0, 1), st.integers(0, 20),
+)
+rules = st.builds(MetricAssertion, min_mean=st.none() | st.floats(0, 1), min_pass_rate=st.none() | st.floats(0, 1),
+                  max_error_share=st.none() | st.floats(0, 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(block=metric_blocks, rule=rules, complete=st.booleans())
+def test_gate_verdict_is_pass_exactly_when_every_condition_holds(block: dict, rule: MetricAssertion, complete: bool) -> None:
+    summary = {"complete": complete, "metrics": {"m": block}, "pass_at_k": {}}
+    v = evaluate_gate(AssertionsConfig(metrics={"m": rule}), summary, None)
+    holds = complete
+    if rule.min_mean is not None:
+        holds &= block["mean"] is not None and block["mean"] >= rule.min_mean - 1e-12
+    if rule.min_pass_rate is not None:
+        holds &= block["pass_rate"] is not None and block["pass_rate"] >= rule.min_pass_rate - 1e-12
+    if rule.max_error_share is not None:
+        holds &= block["error_share"] is not None and block["error_share"] <= rule.max_error_share + 1e-12
+    assert v.passed == holds
+    assert (v.word, v.exit_code) == (("PASS", 0) if holds else ("FAIL", 1))
+
+
+def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None:
+    a, b, _, _ = planted_runs(tmp_path, planted=0, improved=0)
+    summary = {"metrics": {"acc": {}, "stable": {}, "brand_new": {}}, "pass_at_k": {}}
+    v = evaluate_gate(AssertionsConfig.model_validate({"regression": {"baseline": str(a)}}), summary, b)
+    assert v.passed, v.checks
+    assert [c.name for c in v.checks] == ["regression: new metrics", "acc regression", "stable regression"]
+    assert "brand_new" in v.checks[0].detail
+    named = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "metrics": ["brand_new"]}})
+    assert not evaluate_gate(named, summary, b).passed  # named explicitly: no pair to compare is a failure
+
+
+def test_an_interrupted_run_says_fail_and_writes_its_reports(tmp_path: Path) -> None:
+    import anyio
+
+    from pipeline import runner
+    from pipeline.config import load_config
+
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    config = load_config(write_config(tmp_path / "c.yaml", data, tmp_path / "run"))
+
+    async def go() -> runner.RunOutcome:
+        stop = anyio.Event()
+        stop.set()  # as after a first Ctrl-C: take no new case
+        return await runner.run(config, stop=stop)
+
+    outcome = anyio.run(go)
+    assert outcome.interrupted and outcome.verdict.word == "FAIL" and outcome.verdict.exit_code == 1
+    assert outcome.verdict.checks[0].name == "run complete"
+    assert "**Verdict: FAIL**" in (tmp_path / "run" / "report.md").read_text()

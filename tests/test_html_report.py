@@ -1,0 +1,102 @@
+"""report.html renders in headless Chromium: verdict, coverage, distributions, baseline comparison, a sortable case table."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from _runs import planted_runs, seven_and_three, write_config
+from pipeline.cli import main
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's `chromium` in .ci/run)")
+
+
+def dump_dom(page: Path, fragment: str = "") -> str:
+    """The DOM after the page's scripts ran, from a fresh headless Chromium profile."""
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+             "--dump-dom", page.resolve().as_uri() + fragment],
+            capture_output=True, text=True, timeout=90,
+        )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+class _Rows(HTMLParser):
+    """Collects the case table's rows (data-case attributes) and the SVG histograms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cases: list[str] = []
+        self.hists: list[str] = []
+        self.sorted = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "tr" and "data-case" in a:
+            self.cases.append(a["data-case"] or "")
+        if tag == "svg" and "data-metric" in a:
+            self.hists.append(a["data-metric"] or "")
+        if tag == "table" and a.get("id") == "cases":
+            self.sorted = a.get("data-sorted")
+
+
+def test_report_html_is_self_contained(tmp_path: Path) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    assert main(["run", str(write_config(tmp_path / "c.yaml", data, run_dir)), "--no-progress"]) == 0
+    page = (run_dir / "report.html").read_text()
+    assert not re.search(r"""\b(src|href)\s*=|@import|url\(""", page)  # no external assets of any kind
+    assert "</script>" not in page.split('id="case-data">')[1].split("</script>")[0]
+
+
+@needs_chromium
+def test_report_html_renders_and_sorts_in_chromium(tmp_path: Path) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    assert main(["run", str(write_config(tmp_path / "c.yaml", data, run_dir)), "--no-progress"]) == 0
+    page = run_dir / "report.html"
+
+    dom = dump_dom(page)
+    rows = _Rows()
+    rows.feed(dom)
+    assert 'id="verdict" class="badge PASS">PASS' in dom
+    assert "<b>7 of 10</b>" in dom
+    assert rows.hists == ["tc", "traj"]  # one distribution per metric
+    assert len(rows.cases) == 10  # the script built every row from the embedded data
+    assert rows.cases[:3] == sorted(rows.cases[:3]) and all(c for c in rows.cases)
+    assert 'id="rows-shown">10<' in dom
+    assert "missing tools: 'b'" in dom and "case has no trace" in dom  # reasons and errors in the table
+    assert "No baseline configured" in dom
+
+    dom = dump_dom(page, "#sort=-traj")
+    rows = _Rows()
+    rows.feed(dom)
+    assert rows.sorted == "-traj"
+    assert rows.cases[:4] == ["good-0", "good-1", "good-2", "good-3"]  # traj 1.0 first
+    assert rows.cases[4:7] == ["half-0", "half-1", "half-2"]  # then 0.667; errored rows (no value) last
+    dom = dump_dom(page, "#sort=case")
+    rows = _Rows()
+    rows.feed(dom)
+    assert rows.cases == sorted(rows.cases)
+
+
+@needs_chromium
+def test_report_html_shows_the_baseline_comparison(tmp_path: Path) -> None:
+    a, b, planted, _ = planted_runs(tmp_path)
+    assert main(["report", str(b), "--baseline", str(a)]) == 1
+    dom = dump_dom(b / "report.html")
+    assert 'class="badge FAIL">FAIL' in dom
+    assert "Regressed most: acc" in dom and "planted regression" in dom
+    assert dom.count('class="bar-baseline"') == 20  # baseline bars beside the current ones, 10 bins per metric
+    shown = re.findall(r"<tr><td>(c\d{3})</td>", dom.split("Regressed most: acc")[1])
+    assert shown and set(shown) <= planted

@@ -1,0 +1,49 @@
+"""Progress display: a rich bar on a terminal, periodic JSON log lines otherwise."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+
+from pipeline.progress import LogProgress, RichProgress, make_progress
+from pipeline.records import CaseResult, JudgeInfo, Score, Status
+
+
+def _results() -> list[CaseResult]:
+    judged = Score(value=1.0, passed=True, judge=JudgeInfo(model="m", cached=True, input_tokens=100, output_tokens=20))
+    fresh = Score(value=0.0, passed=False, judge=JudgeInfo(model="m", cached=False, input_tokens=50, output_tokens=10))
+    return [CaseResult(case_id="a", scores={"j": judged}), CaseResult(case_id="b", scores={"j": fresh}),
+            CaseResult(case_id="c", status=Status.judge_error), CaseResult(case_id="d", status=Status.skipped_budget)]
+
+
+def test_log_progress_lines_carry_counts_errors_and_judge_figures() -> None:
+    buf = io.StringIO()
+    p = LogProgress(buf, total=8, every_s=0.0)
+    for r in _results():
+        p.update(r)
+    p.set_judge(in_flight=3)
+    p.close()
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert [x["event"] for x in lines] == ["progress"] * 4 + ["progress_done"]
+    last = lines[-1]
+    assert last["done"] == 4 and last["total"] == 8 and last["eta_s"] is not None
+    assert last["errors"] == {"judge_error": 1, "skipped_budget": 1}
+    assert last["judge_tokens"] == 180 and last["judge_cache_hit_rate"] == 0.5 and last["in_flight"] == 3
+
+
+def test_rich_bar_on_a_terminal() -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=200)
+    p = make_progress(console, total=None)
+    assert isinstance(p, RichProgress)
+    p.set_total(4)
+    for r in _results():
+        p.update(r)
+    p.close()
+    text = buf.getvalue()
+    assert "ETA" in text and "scoring" in text and "4/4" in text
+    assert "errors judge_error 1, skipped_budget 1" in text and "judge 180 tok, cache 50%" in text
+    assert make_progress(Console(file=io.StringIO()), total=3).__class__ is LogProgress
+    assert make_progress(console, enabled=False) is None
