@@ -42,6 +42,14 @@ def _parser() -> argparse.ArgumentParser:
     ext.add_argument("config", type=Path)
     ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
     ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
+    sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
+    sim.add_argument("--latency-ms", type=float, default=0.0, help="delay before each answer, milliseconds")
+    sim.add_argument("--rpm", type=int, default=None, help="requests per minute before 429 (default: unlimited)")
+    sim.add_argument("--tpm", type=int, default=None, help="tokens per minute before 429 (default: unlimited)")
+    sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
     return p
 
 
@@ -50,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     log.configure(args.log_level)
     err = Console(stderr=True)
+    if args.command == "simulate":
+        return _cmd_simulate(args, err)
     try:
         config = load_config(args.config, args.overrides)
     except ConfigError as exc:
@@ -164,4 +174,26 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
         if out is not sys.stdout:
             out.close()
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
+    return EXIT_OK
+
+
+def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
+    from pipeline.simulator import SimConfig, start_simulator
+
+    if not 0 <= args.error_rate <= 1:
+        err.print("--error-rate must be between 0 and 1")
+        return EXIT_BAD_INPUT
+    config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed)
+
+    async def serve() -> None:
+        runner, url = await start_simulator(config, args.port)
+        print(f"judge simulator listening on {url}  (OpenAI: {url}/v1/chat/completions, Anthropic: {url}/v1/messages)", flush=True)
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+        finally:
+            await runner.cleanup()
+
+    anyio.run(serve)
     return EXIT_OK
