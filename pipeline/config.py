@@ -357,9 +357,15 @@ def validate_config(
         )
     for i, spec in enumerate(config.metrics):
         try:
-            registry.build_metric(spec)
+            metric = registry.build_metric(spec)
         except registry.SpecError as exc:
             problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
+            continue
+        # LLM-judge metrics carry a prompt version; without a `judge:` section they
+        # would silently go to the simulator, whose verdicts mean nothing.
+        if config.judge is None and getattr(type(metric), "prompt_version", None):
+            problems.append(_fmt(source, ("metrics", i, "type"), f"{spec['type']} is an LLM-judge metric: add a `judge:` section "
+                                 "(provider, model) to say which judge answers it", lines, overridden))
     if check_files:
         for key in ("path", "tasks"):
             p = getattr(config.dataset, key)
