@@ -37,11 +37,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
     run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
     ext.add_argument("config", type=Path)
     ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
     ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call")
+    est.add_argument("config", type=Path)
+    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
 
     sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
     sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
@@ -70,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, config, err)
         if args.command == "extract":
             return _cmd_extract(args, config, err)
+        if args.command == "estimate":
+            return _cmd_estimate(config)
     except TracejudgeError as exc:
         err.print(f"[bold red]error[/] {exc}", highlight=False)
         return EXIT_BAD_INPUT
@@ -83,6 +90,9 @@ def _resume_command(argv: list[str]) -> str:
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     from pipeline import runner
     from stages.report import print_summary
+
+    if args.explain_cache:
+        config = config.model_copy(update={"cache": config.cache.model_copy(update={"explain": True})})
 
     argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith("tracejudge") else ["run", str(args.config)]
     show_progress = not args.no_progress and err.is_terminal
@@ -124,6 +134,10 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     Console().print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False)
     if outcome.interrupted:
         err.print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv))
+        return EXIT_ASSERTION
+    judge = outcome.summary.get("judge") or {}
+    if judge.get("gate_failed"):
+        err.print(f"judge errors: {judge['error_share']:.1%} of judged results, over judge.max_error_share {judge['max_error_share']:.1%}", highlight=False)
         return EXIT_ASSERTION
     return EXIT_OK
 
@@ -196,4 +210,29 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
             await runner.cleanup()
 
     anyio.run(serve)
+    return EXIT_OK
+
+
+def _cmd_estimate(config) -> int:
+    from rich.table import Table
+
+    from stages.judge.estimate import estimate
+
+    got = estimate(config)
+    table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
+    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "output tokens (est.)", "dollars"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    rows = [*got["metrics"].items(), ("total", got["total"])]
+    for key, e in rows:
+        dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
+        table.add_row(key, f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.output_tokens:,}", dollars)
+    console = Console()
+    console.print(table)
+    b, t = got["budget"], got["total"]
+    if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
+        tokens = t.input_tokens + t.output_tokens
+        console.print(f"budget: {tokens:,} of {b['max_judge_tokens'] if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
+                      f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+    if got["invalid_cases"]:
+        console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK

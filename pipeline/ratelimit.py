@@ -135,7 +135,7 @@ class AdaptiveLimiter:
         elif used_tokens is not None:
             self.tokens.level = min(self.tokens.capacity, self.tokens.level + max(0, permit.tokens - used_tokens))
         if rate is not None:
-            self._follow(rate)
+            self._follow(rate, exact=outcome == "rate_limited")
         if outcome == "rate_limited":
             retry = rate.retry_after_s if rate and rate.retry_after_s is not None else 1.0
             self.paused_until = max(self.paused_until, now + retry)
@@ -148,14 +148,17 @@ class AdaptiveLimiter:
         elif outcome == "ok" and self.cap < self.max_in_flight and now >= max(self.cooldown_until, self.no_growth_until):
             self.cap = min(float(self.max_in_flight), self.cap + 1.0 / self.cap)
 
-    def _follow(self, rate: RateInfo) -> None:
+    def _follow(self, rate: RateInfo, exact: bool = False) -> None:
         if rate.limit_requests and rate.limit_requests < self.requests.capacity:
             self.requests.resize(rate.limit_requests)
         if rate.limit_tokens and rate.limit_tokens < self.tokens.capacity:
             self.tokens.resize(rate.limit_tokens)
-        # The provider's remaining counts lag our own by the requests still on the
-        # wire, so only a clearly lower figure (someone else spends on this key) is taken.
-        if rate.remaining_tokens is not None and rate.remaining_tokens < self.tokens.level - 0.05 * self.tokens.capacity:
+        # On a success the provider's remaining counts lag ours by the requests still on
+        # the wire, so only a clearly lower figure (someone else spends on this key) is
+        # taken; a 429 says our view ran ahead of the provider's, so its figure is taken as is.
+        slack_t = 0.0 if exact else 0.05 * self.tokens.capacity
+        slack_r = 0.0 if exact else 0.05 * self.requests.capacity
+        if rate.remaining_tokens is not None and rate.remaining_tokens < self.tokens.level - slack_t:
             self.tokens.level = float(rate.remaining_tokens)
-        if rate.remaining_requests is not None and rate.remaining_requests < self.requests.level - 0.05 * self.requests.capacity:
+        if rate.remaining_requests is not None and rate.remaining_requests < self.requests.level - slack_r:
             self.requests.level = float(rate.remaining_requests)

@@ -241,9 +241,9 @@ def _prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     extra = ""
     rf = body.get("response_format") or {}
     if rf.get("type") == "json_schema":
-        extra = json.dumps(rf.get("json_schema", {}).get("schema", {}), sort_keys=True)
+        extra = json.dumps(rf.get("json_schema", {}).get("schema", {}), sort_keys=True, separators=(",", ":"))
     for tool in body.get("tools") or []:
-        extra += json.dumps(tool.get("input_schema", {}), sort_keys=True)
+        extra += json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
     return messages, extra
 
 

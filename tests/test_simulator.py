@@ -42,7 +42,7 @@ def test_openai_answer_is_deterministic_schema_shaped_and_counted(simulator):
     assert a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"]
     verdict = json.loads(a["choices"][0]["message"]["content"])
     assert set(verdict) == {"q1"} and verdict["q1"]["answer"] in ("yes", "no")
-    expected = counter_for("gpt-4o-mini").messages([{"role": "user", "content": "judge this"}], json.dumps(SCHEMA, sort_keys=True))
+    expected = counter_for("gpt-4o-mini").messages([{"role": "user", "content": "judge this"}], json.dumps(SCHEMA, sort_keys=True, separators=(",", ":")))
     assert a["usage"]["prompt_tokens"] == expected
     assert a["usage"]["completion_tokens"] == counter_for("gpt-4o-mini").text(a["choices"][0]["message"]["content"])
     assert sim.stats.requests == 2 and sim.stats.answered == 2

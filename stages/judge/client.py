@@ -23,6 +23,7 @@ Cache hits cost nothing; what they would have cost is counted as saved.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -174,6 +175,7 @@ class Judge:
         self.cache_base_url = cache_base_url
         self.explain = explain
         self.stats = JudgeStats()
+        self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
 
     # ------------------------------------------------------------------ money
 
@@ -197,7 +199,11 @@ class Judge:
     def _stop(self, state: RetryCallState) -> bool:
         return stop_after_attempt(self.cfg.max_attempts)(state) or state.idle_for + (state.upcoming_sleep or 0) > self.cfg.max_retry_wait_s
 
-    async def _attempt(self, payload: dict[str, Any], prompt_tokens: int) -> Reply:
+    async def _attempt(self, payload: dict[str, Any], estimate: int) -> Reply:
+        # The provider's count of a prompt differs from ours (its tokenizer, its framing);
+        # reserving our estimate scaled by the ratio `usage` has shown keeps the
+        # admission gate from running ahead of the provider's own bucket.
+        prompt_tokens = math.ceil(estimate * self._ratio)
         reserve = prompt_tokens + self.cfg.max_tokens
         held = self.budget.reserve(reserve, self._cost(prompt_tokens, self.cfg.max_tokens))
         if held is None:
@@ -227,6 +233,8 @@ class Judge:
             self.budget.settle(held, prompt_tokens, self._cost(prompt_tokens, 0))
             raise
         used = reply.input_tokens + reply.output_tokens
+        if reply.input_tokens > 0:
+            self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
         self.limiter.settle(permit, "ok", used, rate_info(http.headers))
         cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
         self.budget.settle(held, used, cost)
@@ -261,8 +269,10 @@ class Judge:
         """Answers for `questions`, or an `Outcome` saying why there are none."""
         omit = 0
         req = build_request(plan, questions, self.cfg, omit)
-        tokens = request_tokens(req)
         limit = self.cfg.context_tokens - self.cfg.max_tokens
+        # A token is at least one byte, so a prompt of at most `limit` bytes fits without counting.
+        size = sum(len(m["content"].encode()) for m in req.messages) + len(canonical(req.schema).encode())
+        tokens = request_tokens(req) if size > limit else 0
         if tokens > limit:
             if self.cfg.too_long == "truncate" and plan.steps > 2:
                 for omit in range(1, plan.steps - 1):
