@@ -231,7 +231,7 @@ def _cmd_estimate(config) -> int:
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens
-        console.print(f"budget: {tokens:,} of {b['max_judge_tokens'] if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
+        console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
                       f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)

@@ -250,3 +250,28 @@ def test_gate_failure_exits_1_from_the_cli(simulator, tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "tracejudge")
     proc = subprocess.run([exe, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "max_error_share" in proc.stderr
+
+
+def test_estimate_counts_exact_input_tokens_and_known_cache_hits(simulator, tmp_path):
+    from stages.judge.client import request_tokens
+    from stages.judge.estimate import estimate
+
+    sim = simulator()
+    cases = write_cases(tmp_path / "c.jsonl", 4)
+    data = {"dataset": {"path": str(cases), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+            "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1", "expected_output_tokens": 30},
+            "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}
+    config = validate_config(data)
+    before = estimate(config)
+    e = before["metrics"]["TaskCompletion"]
+    m = TaskCompletion()
+    expected_in = 0
+    for line in cases.read_text().splitlines():
+        plan = m.plan(Case.model_validate_json(line))
+        expected_in += request_tokens(build_request(plan, plan.questions, config.judge))
+    assert (e.requests, e.cache_hits, e.input_tokens, e.output_tokens) == (4, 0, expected_in, 4 * 4 * 30)
+    assert sim.stats.requests == 0  # no call was made
+    summary = anyio.run(lambda: runner.run(config)).summary
+    assert summary["judge"]["input_tokens"] == expected_in  # the simulator counts as the estimate does
+    after = estimate(config)["metrics"]["TaskCompletion"]
+    assert (after.cache_hits, after.input_tokens, after.cost_usd) == (4, 0, 0.0)

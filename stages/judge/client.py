@@ -271,7 +271,8 @@ class Judge:
         req = build_request(plan, questions, self.cfg, omit)
         limit = self.cfg.context_tokens - self.cfg.max_tokens
         # A token is at least one byte, so a prompt of at most `limit` bytes fits without counting.
-        size = sum(len(m["content"].encode()) for m in req.messages) + len(canonical(req.schema).encode())
+        # (`repr` of the schema is never shorter than its compact JSON.)
+        size = sum(len(m["content"].encode()) for m in req.messages) + len(repr(req.schema))
         tokens = request_tokens(req) if size > limit else 0
         if tokens > limit:
             if self.cfg.too_long == "truncate" and plan.steps > 2:
@@ -363,9 +364,12 @@ class Judge:
             else:
                 answers.update(got or {})
 
-        async with anyio.create_task_group() as tg:
-            for i, group in enumerate(groups):
-                tg.start_soon(one, i, group)
+        if len(groups) == 1:
+            await one(0, groups[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for i, group in enumerate(groups):
+                    tg.start_soon(one, i, group)
         info.requests = len(groups)
         info.cached = info.cached_requests == len(groups)
         info.latency_s = round(time.perf_counter() - t0, 4)

@@ -118,9 +118,12 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             per_q = one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
             outcomes[metric.key] = await judge.judge(plan, work.trial, f"{case.id}|{metric.key}|{work.trial}", per_q)
 
-        async with anyio.create_task_group() as tg:
-            for metric in use:
-                tg.start_soon(one, metric)
+        if len(use) == 1:
+            await one(use[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for metric in use:
+                    tg.start_soon(one, metric)
         for metric in use:
             work.result.scores[metric.key] = outcomes[metric.key].score
         bad = [o for o in outcomes.values() if o.status != "ok"]
