@@ -51,11 +51,24 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
     ext.add_argument("config", type=Path)
     ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
     ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call")
+    est.add_argument("config", type=Path)
+    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
+    sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
+    sim.add_argument("--latency-ms", type=float, default=0.0, help="delay before each answer, milliseconds")
+    sim.add_argument("--rpm", type=int, default=None, help="requests per minute before 429 (default: unlimited)")
+    sim.add_argument("--tpm", type=int, default=None, help="tokens per minute before 429 (default: unlimited)")
+    sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
     return p
 
 
@@ -66,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     log.configure(args.log_level)
     err = Console(stderr=True)
+    if args.command == "simulate":
+        return _cmd_simulate(args, err)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
@@ -84,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, config, err)
         if args.command == "extract":
             return _cmd_extract(args, config, err)
+        if args.command == "estimate":
+            return _cmd_estimate(config)
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -126,6 +143,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     from stages.gate import print_verdict
     from stages.report import print_summary
 
+    if args.explain_cache:
+        config = config.model_copy(update={"cache": config.cache.model_copy(update={"explain": True})})
     argv = args.argv
     outcome_box: dict[str, runner.RunOutcome] = {}
     error_box: list[TracejudgeError] = []
@@ -245,6 +264,53 @@ def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
         sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
     else:
         print_comparison(cmp, _stdout_console())
+    return EXIT_OK
+
+
+def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
+    from pipeline.simulator import SimConfig, start_simulator
+
+    if not 0 <= args.error_rate <= 1:
+        err.print("--error-rate must be between 0 and 1")
+        return EXIT_BAD_INPUT
+    config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed)
+
+    async def serve() -> None:
+        runner, url = await start_simulator(config, args.port)
+        print(f"judge simulator listening on {url}  (OpenAI: {url}/v1/chat/completions, Anthropic: {url}/v1/messages)", flush=True)
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+        finally:
+            await runner.cleanup()
+
+    anyio.run(serve)
+    return EXIT_OK
+
+
+def _cmd_estimate(config) -> int:
+    from rich.table import Table
+
+    from stages.judge.estimate import estimate
+
+    got = estimate(config)
+    table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
+    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "output tokens (est.)", "dollars"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    rows = [*got["metrics"].items(), ("total", got["total"])]
+    for key, e in rows:
+        dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
+        table.add_row(key, f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.output_tokens:,}", dollars)
+    console = Console()
+    console.print(table)
+    b, t = got["budget"], got["total"]
+    if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
+        tokens = t.input_tokens + t.output_tokens
+        console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
+                      f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+    if got["invalid_cases"]:
+        console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK
 
 

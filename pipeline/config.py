@@ -29,9 +29,11 @@ __all__ = [
     "DatasetConfig",
     "JudgeConfig",
     "LimitsConfig",
+    "PriceConfig",
     "RunConfig",
     "RunSection",
     "TargetConfig",
+    "SimulatorOptions",
     "apply_overrides",
     "config_hash",
     "load_config",
@@ -69,17 +71,65 @@ class DatasetConfig(_Strict):
     limit: int | None = Field(default=None, ge=1)
 
 
+class SimulatorOptions(_Strict):
+    """How the judge simulator started by a `provider: simulator` run behaves (see `tracejudge simulate`)."""
+
+    latency_ms: float = Field(default=0.0, ge=0)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    error_rate: float = Field(default=0.0, ge=0, le=1)
+    seed: int = 0
+
+
+class PriceConfig(_Strict):
+    """US dollars per million tokens: input, output, and cached input (defaults to input)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
 class JudgeConfig(_Strict):
-    """The LLM judge endpoint. The API key is read from the environment variable `api_key_env`."""
+    """The LLM judge endpoint and how requests to it are shaped, retried and timed out.
+
+    The API key is read from the environment variable `api_key_env` at run
+    time; its value is never logged, written or put in an error message.
+    `base_url` defaults to the provider's public endpoint (`provider: openai`
+    takes any OpenAI-compatible server). `max_tokens` caps each reply and is
+    what admission and the budget reserve for output; `expected_output_tokens`
+    (per question) is what `tracejudge estimate` assumes a reply costs.
+    Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
+    sleeping per request; a `retry-after` longer than `max_retry_after_s` (a
+    daily quota) fails the request at once as `rate_limited`.
+    `context_tokens` is the judge's context window; a prompt that would not
+    fit is handled by `too_long`: `truncate` (drop middle steps, keep the task,
+    the first and last steps and the output) or `skip` (`value: null`,
+    reason `too_long` with the token count). `max_error_share` is the share of
+    judged results that may end `judge_error` before the run fails its gate.
+    """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=512, ge=1)
+    expected_output_tokens: int = Field(default=40, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    max_retry_wait_s: float = Field(default=120.0, ge=0)
+    max_retry_after_s: float = Field(default=120.0, ge=0)
+    context_tokens: int = Field(default=128_000, ge=256)
+    too_long: Literal["truncate", "skip"] = "truncate"
+    one_question_per_request: bool = False
+    max_error_share: float = Field(default=0.0, ge=0, le=1)
+    workers: int | None = Field(default=None, ge=1, le=100_000)
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
 
 
 class LimitsConfig(_Strict):
-    """Judge rate limits: requests/min, tokens/min, requests in flight."""
+    """Judge rate limits: requests/min, tokens/min (input + output), requests in flight."""
 
     rpm: int = Field(default=3000, ge=1)
     tpm: int = Field(default=1_000_000, ge=1)
@@ -87,16 +137,23 @@ class LimitsConfig(_Strict):
 
 
 class BudgetConfig(_Strict):
-    """Hard caps on judge spending for one run (tokens, US dollars)."""
+    """Hard caps on judge spending for one run (tokens, US dollars); `None` means no cap."""
 
     max_judge_tokens: int | None = Field(default=None, ge=0)
     max_cost_usd: float | None = Field(default=None, ge=0)
 
 
 class CacheConfig(_Strict):
-    """Where the content-addressed judge cache lives."""
+    """Where the content-addressed judge cache lives; `enabled: false` neither reads nor writes it.
+
+    `explain: true` (or `tracejudge run --explain-cache`) records, for every
+    miss, which key component differs from the nearest earlier entry for the
+    same case and metric.
+    """
 
     dir: Path = Path(".tracejudge/cache")
+    enabled: bool = True
+    explain: bool = False
 
 
 class RunSection(_Strict):
@@ -403,6 +460,11 @@ def validate_config(
             problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
             continue
         built.append(metric)
+        # LLM-judge metrics carry a prompt version; without a `judge:` section they
+        # would silently go to the simulator, whose verdicts mean nothing.
+        if config.judge is None and getattr(type(metric), "prompt_version", None):
+            problems.append(_fmt(source, ("metrics", i, "type"), f"{spec['type']} is an LLM-judge metric: add a `judge:` section "
+                                 "(provider, model) to say which judge answers it", lines, overridden))
         # A metric computed over the whole run (PassAtK) checks itself against the rest of the config.
         for loc, msg in getattr(metric, "check_run", lambda c: [])(config):
             problems.append(_fmt(source, ("metrics", i, *loc), msg, lines, overridden))

@@ -206,12 +206,23 @@ class Status(str, Enum):
 
 
 class JudgeInfo(BaseModel):
-    """Provenance of a judge verdict: model, cache hit, tokens spent."""
+    """Provenance of a judge verdict.
+
+    `cached` is true when every request of the metric was a cache hit
+    (`cached_requests` of `requests`); tokens are what this score cost
+    (all attempts and repairs; 0 for hits); `latency_s` is wall time for the
+    metric, queueing included; `cache_miss` says why a request missed the
+    cache (only with `cache.explain`).
+    """
 
     model: str
     cached: bool = False
     input_tokens: int = 0
     output_tokens: int = 0
+    requests: int = 0
+    cached_requests: int = 0
+    latency_s: float | None = None
+    cache_miss: str | None = None
 
 
 class Score(BaseModel):

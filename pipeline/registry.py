@@ -109,6 +109,7 @@ def format_for(name: str) -> Format:
 def metric_types() -> dict[str, type[BaseModel]]:
     """All registered metric classes by their config `type` name."""
     _ensure("stages.score")
+    _ensure("stages.judge")
     return dict(_METRICS)
 
 

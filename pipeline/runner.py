@@ -65,8 +65,15 @@ def _config_payload(config: RunConfig) -> dict[str, Any]:
             "cache": True,
             "aggregate": True,
             "assertions": True,
+            **({"judge": _JUDGE_OPERATIONAL} if config.judge is not None else {}),
         },
     )
+
+
+# Judge settings that change how requests are retried, timed out, priced or
+# gated, not what the judge answers.
+_JUDGE_OPERATIONAL = {"timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
+                      "prices", "expected_output_tokens", "simulator"}
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -145,6 +152,10 @@ async def run(
                 old = CaseResult.model_validate_json(line)
             except ValueError:
                 continue
+            # A result skipped for the judge budget is unfinished work: a resumed run
+            # (with a larger budget) redoes it and appends its new line.
+            if old.status is Status.skipped_budget:
+                continue
             done.add((old.case_id, old.trial))
             agg.fold(old)
 
@@ -158,7 +169,10 @@ async def run(
         started = time.perf_counter()
 
         # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
-        stages = build_stages(config, [m for m in metrics if not getattr(m, "over_trials", False)], run_dir=run_dir)
+        stages = build_stages(
+            config, [m for m in metrics if not getattr(m, "over_trials", False)],
+            run_dir=run_dir, prior_judge=_prior_block(run_dir, "judge"),
+        )
         writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
 
         # Streams carry small chunks of work, not single items: one hop per chunk keeps the
@@ -268,13 +282,14 @@ async def run(
                     recv = nxt_recv
                 tg.start_soon(sink, recv)
         finally:
-            for stage in stages:
-                if stage.aclose is not None:
-                    with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                for stage in stages:
+                    if stage.aclose is not None:
                         await stage.aclose()
             writer.close()
             elapsed = time.perf_counter() - started
-            summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set())
+            blocks = {stage.name: stage.summary() for stage in stages if stage.summary is not None}
+            summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set(), blocks=blocks)
         verdict = finish_run(run_dir, summary, config)
         return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set(), verdict)
     finally:
@@ -286,22 +301,44 @@ async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
         yield item
 
 
-def build_stages(config: RunConfig, metrics: list[Any], run_dir: Path | None = None) -> list[Stage]:
+def build_stages(
+    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None
+) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
     Unconfigured stages (no target, no judge metric) are left out, so their
     neighbours are joined directly. `run_dir` is where stages keep their own
     files (the target's `traces.jsonl`); without it they keep none.
+    `prior_judge` is the judge block of an earlier segment of the same run
+    (its spending counts against the budget). Raises `ConfigError` when the
+    judge's API key variable is unset.
     """
+    from stages.judge import JudgeMetric
+    from stages.judge.stage import judge_stage
     from stages.score import score_stage
 
+    def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
+        return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
+
+    plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
+    judged = [m for m in metrics if isinstance(m, JudgeMetric)]
     stages: list[Stage] = []
     if config.target is not None:
         from stages.target import target_stage
 
         stages.append(target_stage(config, run_dir))
-    stages.append(score_stage(metrics, _merge_case_metrics))
+    stages.append(score_stage(plain, deterministic))
+    if judged:
+        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge))
     return stages
+
+
+def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
+    try:
+        block = json.loads((run_dir / "summary.json").read_text()).get(name)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return block if isinstance(block, dict) else None
 
 
 def _merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
@@ -316,7 +353,8 @@ def _merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]])
     return [m for m in run_metrics if m.key not in keys] + extra
 
 
-def _write_summary(run_dir: Path, agg: Any, manifest: dict[str, Any], elapsed: float, interrupted: bool) -> dict[str, Any]:
+def _write_summary(run_dir: Path, agg: Any, manifest: dict[str, Any], elapsed: float, interrupted: bool,
+                   blocks: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     old_elapsed = 0.0
     prev = run_dir / "summary.json"
     if prev.exists():
@@ -332,6 +370,7 @@ def _write_summary(run_dir: Path, agg: Any, manifest: dict[str, Any], elapsed: f
         "elapsed_s_total": round(old_elapsed + elapsed, 3),
         **agg.summary(),
         "judge": {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+        **(blocks or {}),
     }
     store.atomic_write_text(prev, json.dumps(summary, indent=2) + "\n")
     return summary

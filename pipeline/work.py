@@ -39,9 +39,12 @@ class Stage:
     `process(work)` mutates `work` in place (adds scores, sets an error
     status). It runs in `workers` concurrent tasks. `aclose()` (optional) is
     awaited after the last work passed, for sessions and flushes.
+    `summary()` (optional) returns the stage's block for `summary.json`
+    (stored under the stage's name).
     """
 
     name: str
     process: Callable[[Work], Awaitable[None]]
     workers: int = 1
     aclose: Callable[[], Awaitable[None]] | None = None
+    summary: Callable[[], dict[str, Any]] | None = None

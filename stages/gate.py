@@ -108,6 +108,13 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     verdict = Verdict()
     if summary.get("complete") is False:
         verdict.checks.append(Check("run complete", False, "the run was interrupted; resume it to finish the remaining cases"))
+    judge = summary.get("judge") or {}
+    if judge.get("max_error_share") is not None and judge.get("error_share") is not None:
+        ok = not judge.get("gate_failed")
+        verdict.checks.append(Check(
+            "judge max_error_share", ok,
+            f"judge errors: {judge['error_share']:.1%} of judged results, allowed <= {judge['max_error_share']:.1%} (judge.max_error_share)",
+        ))
     keys = list(summary.get("metrics", {})) + list(summary.get("pass_at_k", {}))
     star = assertions.metrics.get("*")
     for key in keys:

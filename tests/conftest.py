@@ -1,4 +1,4 @@
-"""Shared test set-up: where the real recorded traces live, the pytester plugin, small helpers.
+"""Shared test set-up: real-data paths, the judge simulator fixture, the pytester plugin, helpers.
 
 `tests/` is put on sys.path so test modules can import their helper modules
 (`helpers`, `live_support`, `_runs`, ...).
@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pipeline.simulator import SimConfig, SimulatorThread
 
 REPO = Path(__file__).resolve().parent.parent
 # The real data sits next to the repository (never inside it).
@@ -57,3 +60,21 @@ def extract_lines(tmp_path: Path, fmt_name: str, records: list[Any], options: di
     fmt = registry.format_for(fmt_name)
     ctx = fmt.prepare(ds)
     return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+@pytest.fixture
+def simulator() -> Iterator[Callable[..., SimulatorThread]]:
+    """A factory: `simulator(rpm=..., script=[...])` starts a simulator over real HTTP on 127.0.0.1.
+
+    Every simulator started is stopped when the test ends.
+    """
+    started: list[SimulatorThread] = []
+
+    def start(**options: Any) -> SimulatorThread:
+        sim = SimulatorThread(SimConfig(**options))
+        started.append(sim)
+        return sim
+
+    yield start
+    for sim in started:
+        sim.stop()

@@ -1,0 +1,166 @@
+"""Judge throughput against the simulator, where the token limit binds.
+
+Scenario (issue "LLM judges"): the judge simulator (`tracejudge simulate`,
+its own process) answers after 200 ms and allows 3,000 requests and
+1,000,000 tokens per minute; 2,000 synthetic cases, each judged by
+`TaskCompletion` with a prompt of about 1,800 tokens, go through the real
+pipeline (`tracejudge run`'s runner, in this process) with the same limits
+configured, 64 requests in flight and `max_tokens` 200.
+
+Printed:
+
+- efficiency = ideal span ÷ actual span, the actual span running from the
+  first to the last request the simulator received. The simulator's limits
+  are token buckets that start full (the providers' model), so the ideal
+  span is the shortest time in which the limits allow all requests:
+  max((tokens − TPM) ÷ TPM/s, (requests − RPM) ÷ RPM/s, 0), with tokens the
+  prompt + completion tokens the simulator charged;
+- achieved RPM and TPM as shares of the limits, over the whole span (above
+  1.0 when the initial full bucket is a large part of the work) and after
+  the first full bucket (the sustained rate);
+- 429s as a share of requests, p50/p95 provider latency, cases lost;
+- a re-run of the same config into a fresh run directory with the warm
+  cache: its wall time and how many requests reached the simulator.
+
+Targets: efficiency ≥ 0.98, < 1 % of requests answered 429, no lost case,
+cached re-run with 0 requests in under 2 s.
+
+Run: `.venv/bin/python benchmarks/judge_throughput.py [--cases N]` (about
+3 minutes at the default size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline import runner  # noqa: E402
+from pipeline.config import validate_config  # noqa: E402
+from pipeline.records import Case  # noqa: E402
+from stages.judge.client import build_request, request_tokens  # noqa: E402
+from stages.judge.metrics import TaskCompletion  # noqa: E402
+
+RPM, TPM, LATENCY_MS, MAX_TOKENS, IN_FLIGHT = 3000, 1_000_000, 200, 200, 64
+WORDS = ("order refund flight booking passenger baggage seat upgrade policy cabin economy business reservation payment "
+         "certificate insurance cancel change status pending delivered account membership gold silver airport date time").split()
+
+
+def make_case(i: int, words: int) -> dict:
+    rng = random.Random(i)
+    steps = []
+    for s in range(6):
+        text = " ".join(rng.choice(WORDS) for _ in range(words))
+        steps.append({"thought": f"step {s} of case {i}", "tool_calls": [{"name": f"tool_{s}", "arguments": {"id": f"{i}-{s}"}, "result": text}]})
+    return {"id": f"case-{i}", "input": f"Please handle request number {i} for the customer.", "trace": {"steps": steps, "output": f"Done with request {i}."}}
+
+
+def calibrate(target: int = 1800) -> int:
+    """Words per tool result that give a ~`target`-token TaskCompletion prompt."""
+    from pipeline.config import JudgeConfig
+
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", max_tokens=MAX_TOKENS)
+    words = 200
+    for _ in range(4):
+        plan = TaskCompletion().plan(Case.model_validate(make_case(0, words)))
+        tokens = request_tokens(build_request(plan, plan.questions, cfg))
+        words = max(10, round(words * target / tokens))
+    return words
+
+
+def sim_stats(url: str) -> dict:
+    with urllib.request.urlopen(url + "/_sim/stats", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def run_once(cfg_data: dict, run_dir: Path) -> tuple[float, dict]:
+    config = validate_config(json.loads(json.dumps(cfg_data)))
+    t0 = time.perf_counter()
+    outcome = anyio.run(lambda: runner.run(config, run_dir=run_dir))
+    return time.perf_counter() - t0, outcome.summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=2000)
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="tj-bench-"))
+    words = calibrate()
+    with open(work / "cases.jsonl", "w") as fh:
+        for i in range(args.cases):
+            fh.write(json.dumps(make_case(i, words)) + "\n")
+
+    exe = Path(sys.executable).with_name("tracejudge")
+    proc = subprocess.Popen([str(exe), "simulate", "--port", "0", "--latency-ms", str(LATENCY_MS), "--rpm", str(RPM), "--tpm", str(TPM)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)
+        cfg = {
+            "dataset": {"path": str(work / "cases.jsonl"), "format": "native"},
+            "metrics": [{"type": "TaskCompletion"}],
+            "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": url + "/v1", "max_tokens": MAX_TOKENS},
+            "limits": {"rpm": RPM, "tpm": TPM, "max_in_flight": IN_FLIGHT},
+            "cache": {"dir": str(work / "cache")},
+            "run": {"dir": str(work / "run1"), "queue_size": 256},
+        }
+        wall, summary = run_once(cfg, work / "run1")
+        s = sim_stats(url)
+        before = s["requests"]
+        cached_wall, cached_summary = run_once(cfg, work / "run2")
+        cached_requests = sim_stats(url)["requests"] - before
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+    n, tokens = s["requests"], s["input_tokens"] + s["output_tokens"]
+    span = s["last_request"] - s["first_request"]
+    ideal = max((tokens - TPM) / (TPM / 60), (s["answered"] - RPM) / (RPM / 60), 0.0)
+    judge = summary["judge"]
+    ok = summary["status"].get("ok", 0)
+    rows = [
+        ("cases", f"{args.cases}"),
+        ("mean prompt tokens", f"{s['input_tokens'] / max(1, s['answered']):,.0f}"),
+        ("requests sent / answered", f"{n:,} / {s['answered']:,}"),
+        ("tokens charged (prompt + completion)", f"{tokens:,}"),
+        ("ideal span the limits allow", f"{ideal:.1f} s"),
+        ("actual span, first to last request", f"{span:.1f} s"),
+        ("efficiency (ideal / actual)", f"{ideal / span:.3f}" if span else "n/a"),
+        ("achieved RPM share (whole span)", f"{n / (span / 60) / RPM:.3f}" if span else "n/a"),
+        ("achieved TPM share (whole span)", f"{tokens / (span / 60) / TPM:.3f}" if span else "n/a"),
+        ("achieved TPM share after the first full bucket", f"{(tokens - TPM) / (span / 60) / TPM:.3f}" if span else "n/a"),
+        ("429s / requests", f"{s['rate_limited']} / {n} = {s['rate_limited'] / max(1, n):.2%}"),
+        ("client retries", f"{judge['retries']}"),
+        ("provider latency p50 / p95", f"{judge['latency_p50_s'] * 1000:.0f} ms / {judge['latency_p95_s'] * 1000:.0f} ms"),
+        ("time queued at the admission gate (sum)", f"{judge['queued_s']:.0f} s"),
+        ("cases lost (not ok)", f"{args.cases - ok}"),
+        ("run wall time", f"{wall:.1f} s"),
+        ("cost at gpt-4o-mini prices", f"${judge['cost_usd']:.4f}"),
+        ("cached re-run: wall time", f"{cached_wall:.2f} s"),
+        ("cached re-run: requests to the simulator", f"{cached_requests}"),
+        ("cached re-run: cache hits / saving", f"{cached_summary['judge']['cache_hits']} / ${cached_summary['judge']['saved_usd']:.4f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print(f"\njudge throughput: simulator {LATENCY_MS} ms, {RPM:,} RPM, {TPM:,} TPM; {IN_FLIGHT} in flight, max_tokens {MAX_TOKENS}\n")
+    print(f"| {'figure'.ljust(width)} | value |")
+    print(f"| {'-' * width} | ----- |")
+    for k, v in rows:
+        print(f"| {k.ljust(width)} | {v} |")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The content-addressed judge cache (diskcache).
+
+The key is the sha256 of the canonical JSON (sorted keys, no whitespace) of
+exactly these components — everything that determines the answer and
+nothing else:
+
+    provider, base_url, model, messages, sampling (temperature, max_tokens),
+    response_format (the verdict schema and its name), prompt_version,
+    rubric, trial
+
+Never ids, timestamps, run ids, retry/timeout/concurrency settings or
+provenance markers: the judge prompt renders a trace without call ids and
+with arguments in sorted-key JSON, so those cannot leak in through
+`messages` either. API keys are not part of anything stored.
+
+Only good answers are stored (`put` is called by the judge after a verdict
+parsed and validated): errors, truncated output and unparseable verdicts
+never become hits. Beside each entry the cache keeps, under a separate
+index key per (case, metric, trial, request), the components of the latest
+entry written for it, so a miss can be explained (`explain`) by the
+components that differ.
+
+diskcache stores in SQLite with its own locking, so several processes may
+share one cache directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+import diskcache
+
+__all__ = ["COMPONENTS", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
+
+COMPONENTS = ("provider", "base_url", "model", "messages", "sampling", "response_format", "prompt_version", "rubric", "trial")
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cache_key(components: dict[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of `components` (exactly the keys of `COMPONENTS`).
+
+    Raises `ValueError` when a component is missing or an extra one is given,
+    so nothing else can slip into the key.
+    """
+    if set(components) != set(COMPONENTS):
+        raise ValueError(f"cache key components must be exactly {COMPONENTS}, got {sorted(components)}")
+    return hashlib.sha256(canonical(components).encode()).hexdigest()
+
+
+def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Names of the components that differ between two key component sets, in `COMPONENTS` order."""
+    return [c for c in COMPONENTS if canonical(old.get(c)) != canonical(new.get(c))]
+
+
+class JudgeCache(Protocol):
+    """What the judge needs from a cache."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer for `key`, or `None`."""
+        ...
+
+    def put(self, key: str, value: dict[str, Any], components: dict[str, Any], slot: str) -> None:
+        """Store a good answer; remember `components` as the latest for `slot` (case, metric, trial, request)."""
+        ...
+
+    def explain(self, components: dict[str, Any], slot: str) -> str:
+        """Why `components` missed: the components that differ from the latest entry for `slot`."""
+        ...
+
+
+class DiskJudgeCache:
+    """`JudgeCache` on a diskcache directory (safe across processes)."""
+
+    def __init__(self, directory: Path) -> None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        self._cache = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        value = self._cache.get("v:" + key)
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any], components: dict[str, Any], slot: str) -> None:
+        self._cache.set("v:" + key, value)
+        self._cache.set("i:" + slot, components)
+
+    def explain(self, components: dict[str, Any], slot: str) -> str:
+        old = self._cache.get("i:" + slot)
+        if not isinstance(old, dict):
+            return "no earlier entry for this case and metric"
+        changed = diff_components(old, components)
+        return ("changed: " + ", ".join(changed)) if changed else "an entry with these components was written and then removed"
+
+    def __len__(self) -> int:
+        return sum(1 for k in self._cache.iterkeys() if str(k).startswith("v:"))
+
+    def close(self) -> None:
+        """Close the SQLite connection of this process."""
+        self._cache.close()

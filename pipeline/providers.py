@@ -1,0 +1,302 @@
+"""Judge providers: build a request payload, send it, read the reply — three small functions each.
+
+Two wire protocols:
+
+- `openai`: any OpenAI-compatible `POST {base_url}/chat/completions`
+  (OpenAI, vLLM, llama.cpp server, Ollama, LiteLLM proxy); structured output
+  through `response_format: {type: json_schema, json_schema: {name, schema, strict}}`.
+- `anthropic`: `POST {base_url}/messages`; structured output through one
+  tool whose `input_schema` is the verdict schema, forced with
+  `tool_choice: {type: tool}`.
+
+`simulator` speaks the OpenAI protocol to the loopback judge simulator.
+`base_url` includes the version prefix (`https://api.openai.com/v1`).
+
+API keys: `auth_headers` puts the key in a request header and nowhere else;
+no error message, log line or record built here contains a header value.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import aiohttp
+
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "HttpReply",
+    "JudgeRequest",
+    "ProviderError",
+    "RateInfo",
+    "Reply",
+    "auth_headers",
+    "build_payload",
+    "endpoint",
+    "open_session",
+    "rate_info",
+    "read_reply",
+    "send",
+]
+
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judge request, provider-neutral.
+
+    `messages` are `{"role": "system"|"user"|"assistant", "content": str}`;
+    `schema` is the JSON schema the verdict must follow (named `schema_name`);
+    `max_tokens` caps the reply; `temperature` is the sampling temperature.
+    """
+
+    model: str
+    messages: tuple[dict[str, str], ...]
+    schema: dict[str, Any]
+    schema_name: str
+    max_tokens: int
+    temperature: float = 0.0
+
+
+@dataclass
+class HttpReply:
+    """What came back over HTTP: status, headers (lower-cased names), decoded JSON body (or text), seconds taken."""
+
+    status: int
+    headers: dict[str, str]
+    body: Any
+    latency_s: float
+
+
+@dataclass
+class Reply:
+    """A provider's answer normalized: the verdict text, whether it was cut at `max_tokens`, usage."""
+
+    text: str
+    truncated: bool
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+
+
+@dataclass
+class RateInfo:
+    """Rate-limit state a provider reported (any field may be missing). Times in seconds from now."""
+
+    limit_requests: int | None = None
+    limit_tokens: int | None = None
+    remaining_requests: int | None = None
+    remaining_tokens: int | None = None
+    reset_requests_s: float | None = None
+    reset_tokens_s: float | None = None
+    retry_after_s: float | None = None
+
+
+class ProviderError(Exception):
+    """A failed attempt. `kind`: rate_limited, quota, server, timeout, connection, fatal.
+
+    `retry_after_s` is the provider's `retry-after` when it sent one. The
+    message holds the status and the provider's error text, never headers.
+    """
+
+    def __init__(self, kind: str, message: str, status: int | None = None, retry_after_s: float | None = None, rate: RateInfo | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.rate = rate
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in ("rate_limited", "server", "timeout", "connection")
+
+
+def endpoint(provider: str, base_url: str | None) -> str:
+    """The URL requests go to (`provider`: openai, anthropic, simulator)."""
+    if provider == "simulator":
+        if not base_url:
+            raise ValueError("the simulator's base URL is only known once it started")
+        base = base_url
+    else:
+        base = base_url or DEFAULT_BASE_URLS[provider]
+    base = base.rstrip("/")
+    return base + ("/messages" if provider == "anthropic" else "/chat/completions")
+
+
+def auth_headers(provider: str, api_key: str | None) -> dict[str, str]:
+    """Request headers carrying the key (none without a key)."""
+    headers = {"content-type": "application/json"}
+    if provider == "anthropic":
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+        if api_key:
+            headers["x-api-key"] = api_key
+    elif api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
+    """The JSON body for `req` in `provider`'s protocol."""
+    if provider == "anthropic":
+        system = "\n\n".join(m["content"] for m in req.messages if m["role"] == "system")
+        return {
+            "model": req.model,
+            "max_tokens": req.max_tokens,
+            "temperature": req.temperature,
+            **({"system": system} if system else {}),
+            "messages": [dict(m) for m in req.messages if m["role"] != "system"],
+            "tools": [{"name": req.schema_name, "description": "Record the verdict.", "input_schema": req.schema}],
+            "tool_choice": {"type": "tool", "name": req.schema_name},
+        }
+    return {
+        "model": req.model,
+        "max_tokens": req.max_tokens,
+        "temperature": req.temperature,
+        "messages": [dict(m) for m in req.messages],
+        "response_format": {"type": "json_schema", "json_schema": {"name": req.schema_name, "schema": req.schema, "strict": True}},
+    }
+
+
+def open_session(max_in_flight: int) -> aiohttp.ClientSession:
+    """The one HTTP session a run shares (connection pool sized to the in-flight cap)."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300))
+
+
+async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], payload: dict[str, Any], timeout_s: float) -> HttpReply:
+    """POST `payload`; returns the reply whatever its status.
+
+    Raises `ProviderError` of kind `timeout` or `connection` when no reply came.
+    """
+    t0 = time.perf_counter()
+    try:
+        async with session.post(url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            raw = await resp.read()
+            hdrs = {k.lower(): v for k, v in resp.headers.items()}
+            try:
+                body: Any = json.loads(raw)
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            return HttpReply(resp.status, hdrs, body, time.perf_counter() - t0)
+    except TimeoutError:
+        raise ProviderError("timeout", f"no reply within {timeout_s:g} s") from None
+    except aiohttp.ClientError as exc:
+        raise ProviderError("connection", f"connection failed: {type(exc).__name__}") from None
+
+
+def _seconds(value: str | None) -> float | None:
+    """OpenAI's `1.5s` / `6m0s` / `20ms`, a plain number, or an RFC 3339 time → seconds from now."""
+    if value is None or value == "":
+        return None
+    v = value.strip()
+    try:
+        return max(0.0, float(v))
+    except ValueError:
+        pass
+    if "T" in v and ("Z" in v or "+" in v):
+        try:
+            return max(0.0, datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() - time.time())
+        except ValueError:
+            return None
+    total, num = 0.0, ""
+    i = 0
+    while i < len(v):
+        c = v[i]
+        if c.isdigit() or c == ".":
+            num += c
+        elif v.startswith("ms", i):
+            total += float(num or 0) / 1000
+            num = ""
+            i += 1
+        elif c in "hms":
+            total += float(num or 0) * {"h": 3600, "m": 60, "s": 1}[c]
+            num = ""
+        else:
+            return None
+        i += 1
+    return total
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(float(value)) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def rate_info(headers: dict[str, str]) -> RateInfo:
+    """Rate-limit state from OpenAI (`x-ratelimit-*`) or Anthropic (`anthropic-ratelimit-*`) headers."""
+    h = headers
+    retry = None
+    if "retry-after-ms" in h:
+        retry = (_int(h["retry-after-ms"]) or 0) / 1000
+    elif "retry-after" in h:
+        retry = _seconds(h["retry-after"])
+    if any(k.startswith("anthropic-ratelimit-") for k in h):
+        p = "anthropic-ratelimit-"
+        return RateInfo(
+            _int(h.get(p + "requests-limit")), _int(h.get(p + "tokens-limit")),
+            _int(h.get(p + "requests-remaining")), _int(h.get(p + "tokens-remaining")),
+            _seconds(h.get(p + "requests-reset")), _seconds(h.get(p + "tokens-reset")), retry,
+        )
+    p = "x-ratelimit-"
+    return RateInfo(
+        _int(h.get(p + "limit-requests")), _int(h.get(p + "limit-tokens")),
+        _int(h.get(p + "remaining-requests")), _int(h.get(p + "remaining-tokens")),
+        _seconds(h.get(p + "reset-requests")), _seconds(h.get(p + "reset-tokens")), retry,
+    )
+
+
+def _error_text(body: Any) -> str:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        return f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}"[:300]
+    return str(body)[:300]
+
+
+def read_reply(provider: str, http: HttpReply, max_retry_after_s: float) -> Reply:
+    """Turn an HTTP reply into a `Reply`, or raise `ProviderError`.
+
+    429 → `rate_limited` (or `quota` when `retry-after` exceeds
+    `max_retry_after_s`, or the body says the quota is exhausted); 5xx and 529
+    → `server`; 408 → `timeout`; other 4xx → `fatal`.
+    """
+    rate = rate_info(http.headers)
+    if http.status == 429:
+        text = _error_text(http.body)
+        quota = (rate.retry_after_s is not None and rate.retry_after_s > max_retry_after_s) or "insufficient_quota" in text
+        kind = "quota" if quota else "rate_limited"
+        raise ProviderError(kind, f"HTTP 429 {text}", 429, rate.retry_after_s, rate)
+    if http.status >= 500 or http.status == 529:
+        raise ProviderError("server", f"HTTP {http.status} {_error_text(http.body)}", http.status, rate.retry_after_s, rate)
+    if http.status == 408:
+        raise ProviderError("timeout", f"HTTP 408 {_error_text(http.body)}", 408)
+    if http.status >= 400:
+        raise ProviderError("fatal", f"HTTP {http.status} {_error_text(http.body)}", http.status)
+    body = http.body
+    if not isinstance(body, dict):
+        raise ProviderError("server", f"HTTP {http.status}: reply is not a JSON object", http.status)
+    try:
+        if provider == "anthropic":
+            parts = []
+            for block in body.get("content") or []:
+                if block.get("type") == "tool_use":
+                    parts.append(json.dumps(block.get("input")))
+                elif block.get("type") == "text":
+                    parts.append(block.get("text", ""))
+            usage = body.get("usage") or {}
+            cached = int(usage.get("cache_read_input_tokens") or 0)
+            return Reply("".join(parts), body.get("stop_reason") == "max_tokens",
+                         int(usage.get("input_tokens", 0)) + cached, int(usage.get("output_tokens", 0)), cached)
+        choice = body["choices"][0]
+        usage = body.get("usage") or {}
+        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+        return Reply(choice["message"].get("content") or "", choice.get("finish_reason") == "length",
+                     int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), cached)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
+

@@ -1,0 +1,91 @@
+"""`tracejudge estimate CONFIG`: what the judge will cost, before any call.
+
+For every case (and trial) and judge metric, the requests are built exactly
+as the run would build them; input tokens are counted with tiktoken (the
+same counter admission uses), output tokens are estimated as
+`expected_output_tokens` per question, capped at `max_tokens`; the cache is
+looked up, and requests it already answers are counted as hits and cost
+nothing. No network call is made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline import registry
+from pipeline.config import JudgeConfig, RunConfig
+from pipeline.judge_cache import DiskJudgeCache, cache_key
+from pipeline.prices import price_for
+from pipeline.providers import DEFAULT_BASE_URLS
+from pipeline.records import Case, Score
+from stages.judge.base import JudgeMetric
+from stages.judge.client import build_request, key_components, request_tokens
+
+__all__ = ["MetricEstimate", "estimate"]
+
+
+@dataclass
+class MetricEstimate:
+    """Expected judge work of one metric: counts, tokens, US dollars."""
+
+    cases: int = 0
+    requests: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    no_request: int = 0
+
+
+def estimate(config: RunConfig) -> dict[str, Any]:
+    """Per-metric estimates and totals: `{"metrics": {key: MetricEstimate}, "total": MetricEstimate, "priced": bool, ...}`."""
+    from stages.extract import extract_record
+
+    cfg = config.judge or JudgeConfig()
+    metrics = [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]
+    price = price_for(cfg.model, cfg.prices)
+    base = "simulator" if cfg.provider == "simulator" else (cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]).rstrip("/")
+    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None
+    out = {m.key: MetricEstimate() for m in metrics}
+    fmt = registry.format_for(config.dataset.format)
+    ctx = fmt.prepare(config.dataset)
+    invalid = 0
+    try:
+        for raw in fmt.read(config.dataset):
+            case = extract_record(raw, fmt, ctx)
+            if not isinstance(case, Case):
+                invalid += 1
+                continue
+            for metric in metrics:
+                plan = metric.plan(case)
+                est = out[metric.key]
+                for trial in range(config.run.trials):
+                    est.cases += 1
+                    if isinstance(plan, Score):
+                        est.no_request += 1
+                        continue
+                    per_q = cfg.one_question_per_request if metric.one_question_per_request is None else metric.one_question_per_request
+                    groups = [[q] for q in plan.questions] if per_q and plan.kind == "yes_no" else [plan.questions]
+                    for group in groups:
+                        req = build_request(plan, group, cfg)
+                        est.requests += 1
+                        if cache is not None:
+                            comps = key_components(cfg.provider, base, req, metric.prompt_version, metric.rubric, trial)
+                            if cache.get(cache_key(comps)) is not None:
+                                est.cache_hits += 1
+                                continue
+                        tin = request_tokens(req)
+                        tout = min(cfg.max_tokens, cfg.expected_output_tokens * len(group))
+                        est.input_tokens += tin
+                        est.output_tokens += tout
+                        est.cost_usd += price.cost(tin, tout) if price else 0.0
+    finally:
+        if cache is not None:
+            cache.close()
+    total = MetricEstimate()
+    for e in out.values():
+        for f in ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request"):
+            setattr(total, f, getattr(total, f) + getattr(e, f))
+    return {"metrics": out, "total": total, "priced": price is not None, "model": cfg.model, "invalid_cases": invalid,
+            "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}

@@ -1,0 +1,358 @@
+"""The LLM-judge metrics (spec: JUDGE-METRICS.md; structure: multivon-eval's agent evaluators).
+
+Each keeps multivon-eval's scoring structure — the same yes/no questions
+(per tool call, per step, or a fixed set) turned into a score the same way —
+so numbers stay comparable; the prompt wording is ours, versioned by
+`prompt_version`. All questions of one metric for one case go in one request
+by default. Deliberate deviations from multivon-eval are stated per metric.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from pipeline.records import Case, Score
+from pipeline.registry import register_metric
+from stages.judge.base import JudgeMetric, Plan, Question, fence, render_call, render_steps, text_of
+
+__all__ = [
+    "AgentMemoryEval",
+    "ContextRelevance",
+    "Faithfulness",
+    "PlanQuality",
+    "Rubric",
+    "StepFaithfulness",
+    "TaskCompletion",
+    "ToolArgumentAccuracy",
+    "ToolCallNecessity",
+    "TrajectoryEfficiency",
+]
+
+
+def _trace_sections(case: Case, omit: int, number_calls: bool = False) -> list[tuple[str, str]]:
+    sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
+    if case.trace is not None:
+        sections.append(("Trace", render_steps(case.trace.steps, omit, number_calls)))
+        sections.append(("Final output", text_of(case.trace.output) or "(none)"))
+    return sections
+
+
+def _cap_note(total: int, cap: int, what: str) -> str:
+    return f"judged the first {cap} of {total} {what} (max_items={cap})" if total > cap else ""
+
+
+def _not_computed(why: str) -> Score:
+    return Score(value=None, passed=None, reason=f"not computed: {why}")
+
+
+@register_metric
+class TaskCompletion(JudgeMetric):
+    """Does the final output do what the user asked? (multivon-eval `TaskCompletion`)
+
+    Four questions: addresses the request (yes), complete (yes), correct and
+    usable (yes), did the agent fail or end in an error (no). Score = share
+    of good answers, so a judge answering yes to everything scores 0.75.
+    Works without steps (the final output alone); no output at all → null.
+    """
+
+    prompt_version: ClassVar[str] = "task-completion/1"
+    task: ClassVar[str] = "You judge whether the agent's final output accomplishes the user's task."
+
+    def plan(self, case: Case) -> Plan | Score:
+        if case.trace is None or not (case.trace.output or any(s.output for s in case.trace.steps)):
+            return _not_computed("the case has no final output")
+        qs = [
+            Question("q1", "Does the final output address what the user asked for?"),
+            Question("q2", "Is the final output complete, covering every part of the request?"),
+            Question("q3", "Is the final output correct and usable as given?"),
+            Question("q4", "Did the agent fail, give up, or end in an error?", good="no"),
+        ]
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=len(case.trace.steps))
+
+
+@register_metric
+class PlanQuality(JudgeMetric):
+    """Is the agent's plan good? (multivon-eval `PlanQuality`)
+
+    Five questions on the whole trace and output: addresses the task, logical
+    order, avoids unnecessary/redundant steps, nothing essential missing,
+    efficient overall (all good when yes). Score = share of good answers.
+    Requires steps.
+    """
+
+    prompt_version: ClassVar[str] = "plan-quality/1"
+    task: ClassVar[str] = "You judge the quality of the plan the agent followed, as shown by its steps."
+
+    def plan(self, case: Case) -> Plan | Score:
+        if case.trace is None or not case.trace.steps:
+            return _not_computed("the case has no steps")
+        qs = [
+            Question("q1", "Does the plan address the task?"),
+            Question("q2", "Are the steps in a logical order?"),
+            Question("q3", "Does the plan avoid unnecessary or redundant steps?"),
+            Question("q4", "Is nothing essential missing from the plan?"),
+            Question("q5", "Is the plan efficient overall?"),
+        ]
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=len(case.trace.steps))
+
+
+@register_metric
+class TrajectoryEfficiency(JudgeMetric):
+    """Did the agent take an efficient path, and recover from failed calls? (multivon-eval `TrajectoryEfficiency`)
+
+    Base = mean of three yes-good questions (no unnecessary detours; step
+    count proportionate; no repeated completed steps). Only when some call
+    failed (a non-null `error` — not any result mentioning "error") a fourth
+    question asks whether the agent recovered; a "no" subtracts 0.2, floored
+    at 0. Requires steps.
+    """
+
+    prompt_version: ClassVar[str] = "trajectory-efficiency/1"
+    task: ClassVar[str] = "You judge how efficiently the agent reached its result."
+
+    def plan(self, case: Case) -> Plan | Score:
+        if case.trace is None or not case.trace.steps:
+            return _not_computed("the case has no steps")
+        calls = case.trace.tool_calls()
+        failed = sum(c.failed for c in calls)
+        qs = [
+            Question("q1", "Did the agent complete the task without unnecessary detours?"),
+            Question("q2", f"Is the number of steps ({len(case.trace.steps)} steps, {len(calls)} tool calls) proportionate to the task?"),
+            Question("q3", "Did the agent avoid repeating steps it had already completed?"),
+        ]
+        if failed:
+            qs.append(Question("q4", f"{failed} tool call(s) failed. Did the agent handle each failure by retrying differently, "
+                                     "switching approach, or clearly saying it failed, rather than carrying on as if the call succeeded?"))
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=len(case.trace.steps))
+
+    def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
+        base = sum(answers[q]["answer"] == "yes" for q in ("q1", "q2", "q3")) / 3
+        value = base
+        if "q4" in answers and answers["q4"]["answer"] == "no":
+            value = max(0.0, base - 0.2)
+        return self.scored(plan, value, answers)
+
+
+def _calls_plan(metric: JudgeMetric, case: Case, make: Any, what: str) -> Plan | Score | None:
+    if case.trace is None:
+        return _not_computed("the case has no trace")
+    calls = case.trace.tool_calls()
+    if not calls:
+        return None
+    judged = calls[: metric.max_items]
+    qs = [make(i, c) for i, c in enumerate(judged, 1)]
+    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, number_calls=True)),
+                steps=len(case.trace.steps), note=_cap_note(len(calls), metric.max_items, what))
+
+
+@register_metric
+class ToolArgumentAccuracy(JudgeMetric):
+    """Are each call's arguments appropriate and well-formed? (multivon-eval `ToolArgumentAccuracy`)
+
+    One question per tool call (the first `max_items`, default 8), failed
+    calls included. Score = share of yes. A trace with no call → null
+    ("no tool calls to judge"), where multivon-eval is silent.
+    """
+
+    prompt_version: ClassVar[str] = "tool-argument-accuracy/1"
+    task: ClassVar[str] = "You judge the arguments the agent passed to its tool calls."
+
+    def plan(self, case: Case) -> Plan | Score:
+        got = _calls_plan(self, case, lambda i, c: Question(
+            f"q{i}", f"Call {i}, {render_call(c)}: are its arguments appropriate and well-formed for this tool, given the task?"), "tool calls")
+        return _not_computed("no tool calls to judge") if got is None else got
+
+
+@register_metric
+class ToolCallNecessity(JudgeMetric):
+    """Was each call needed, given what earlier calls returned? (multivon-eval `ToolCallNecessity`)
+
+    One question per tool call (first `max_items`, default 8); the judge sees
+    the whole trace with calls numbered and is asked about call k given
+    only calls 1..k-1. Score = share judged necessary; 1.0 with no call
+    made (no request is sent).
+    """
+
+    prompt_version: ClassVar[str] = "tool-call-necessity/1"
+    task: ClassVar[str] = "You judge whether each tool call the agent made was needed."
+
+    def plan(self, case: Case) -> Plan | Score:
+        got = _calls_plan(self, case, lambda i, c: Question(
+            f"q{i}", f"Call {i}, {render_call(c)}: given the task and what calls 1 to {i - 1} returned, "
+                     "was this call strictly necessary to make progress?" if i > 1 else
+                     f"Call 1, {render_call(c)}: given the task, was this first call strictly necessary to make progress?"), "tool calls")
+        if got is None:
+            return self.verdict(1.0, "no tool calls were made")
+        return got
+
+
+@register_metric
+class StepFaithfulness(JudgeMetric):
+    """Does each step follow from the task and earlier steps? (multivon-eval `StepFaithfulness`)
+
+    One question per step (first `max_items`, default 8), each judged
+    against the steps before it: no invented observations, no ignored
+    failures. Score = share of yes. Requires steps.
+    """
+
+    prompt_version: ClassVar[str] = "step-faithfulness/1"
+    task: ClassVar[str] = "You judge whether each step of the agent is faithful to the task and to what earlier steps observed."
+
+    def plan(self, case: Case) -> Plan | Score:
+        if case.trace is None or not case.trace.steps:
+            return _not_computed("the case has no steps")
+        n = len(case.trace.steps)
+        k = min(n, self.max_items)
+        qs = [Question(f"q{i}", f"Step {i}: does it follow from the task and steps 1 to {i - 1}, without invented observations or ignored failures?"
+                       if i > 1 else "Step 1: does it follow from the task, without invented observations?") for i in range(1, k + 1)]
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=n, note=_cap_note(n, self.max_items, "steps"))
+
+
+@register_metric
+class AgentMemoryEval(JudgeMetric):
+    """Does the response use prior-session context correctly? (multivon-eval `AgentMemoryEval`)
+
+    Needs `context` (prior sessions); without it the metric is skipped
+    (null). Questions: uses the prior context correctly, invents no past
+    facts, ignores superseded information, and — when `expected_output` is
+    set — includes it (all yes-good). Score = share of good answers.
+    """
+
+    prompt_version: ClassVar[str] = "agent-memory/1"
+    task: ClassVar[str] = "You judge whether the agent's response uses what it should remember from earlier sessions."
+
+    def plan(self, case: Case) -> Plan | Score:
+        if case.context in (None, "", [], {}):
+            return _not_computed("skipped: the case has no context (prior sessions)")
+        output = text_of(case.trace.output) if case.trace else ""
+        qs = [
+            Question("q1", "Does the response use the information from the prior context correctly?"),
+            Question("q2", "Does the response avoid inventing past facts that are not in the prior context?"),
+            Question("q3", "Does the response ignore information that later context superseded?"),
+        ]
+        sections = [("Prior context", text_of(case.context)), ("Current request", text_of(case.input)), ("Response", output or "(none)")]
+        if case.expected_output not in (None, ""):
+            qs.append(Question("q4", "Does the response include the expected information?"))
+            sections.append(("Expected information", text_of(case.expected_output)))
+        return Plan(self, qs, lambda omit: fence(sections))
+
+
+def _passages(case: Case) -> list[str]:
+    if case.trace is not None and case.trace.retrieved:
+        return [p.content for p in case.trace.retrieved]
+    ctx = case.context
+    if isinstance(ctx, list):
+        return [text_of(c) for c in ctx if text_of(c)]
+    return [text_of(ctx)] if text_of(ctx) else []
+
+
+@register_metric
+class ContextRelevance(JudgeMetric):
+    """Is each retrieved passage relevant to the input? (multivon-eval `ContextRelevance`)
+
+    Passages: the trace's `retrieved`, else `context` (a list: one passage
+    per item). One question per passage (first `max_items`). Score = share
+    relevant; 0.0 with no request when there is nothing to judge.
+    """
+
+    prompt_version: ClassVar[str] = "context-relevance/1"
+    task: ClassVar[str] = "You judge whether each retrieved passage is relevant to the user's input."
+    max_items: int = Field(default=8, ge=1, le=1000)
+
+    def plan(self, case: Case) -> Plan | Score:
+        passages = _passages(case)
+        if not passages:
+            return self.verdict(0.0, "no retrieved passages or context to judge")
+        judged = passages[: self.max_items]
+        sections = [("Input", text_of(case.input) or "(none)")] + [(f"Passage {i}", p) for i, p in enumerate(judged, 1)]
+        qs = [Question(f"q{i}", f"Is passage {i} relevant to the input?") for i in range(1, len(judged) + 1)]
+        return Plan(self, qs, lambda omit: fence(sections), note=_cap_note(len(passages), self.max_items, "passages"))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def claims_of(text: str) -> list[str]:
+    """The output's claims: its sentences (split after . ! ? followed by space), blanks dropped."""
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if len(s.strip()) > 1]
+
+
+@register_metric
+class Faithfulness(JudgeMetric):
+    """Is each claim of the output supported by the retrieved passages? (multivon-eval `Faithfulness`)
+
+    Claims are the output's sentences (split locally, not by a model call —
+    a deliberate deviation that saves one request per case and keeps the
+    cache key stable); one question per claim (first `max_items`). Score =
+    share supported. No output or no passages → null.
+    """
+
+    prompt_version: ClassVar[str] = "faithfulness/1"
+    task: ClassVar[str] = "You judge whether each claim of the agent's output is supported by the given passages."
+
+    def plan(self, case: Case) -> Plan | Score:
+        output = text_of(case.trace.output) if case.trace else ""
+        passages = _passages(case)
+        if not output:
+            return _not_computed("the case has no output")
+        if not passages:
+            return _not_computed("the case has no retrieved passages or context")
+        claims = claims_of(output)
+        judged = claims[: self.max_items]
+        sections = [(f"Passage {i}", p) for i, p in enumerate(passages, 1)] + [("Output", output)]
+        qs = [Question(f"q{i}", f"Is this claim supported by the passages: {c!r}?") for i, c in enumerate(judged, 1)]
+        return Plan(self, qs, lambda omit: fence(sections), note=_cap_note(len(claims), self.max_items, "claims"))
+
+
+@register_metric
+class Rubric(JudgeMetric):
+    """The user's own criteria, graded on an integer scale (default 1..5) and normalized to [0, 1].
+
+    `criteria` is the rubric text (part of the cache key); `scale` is
+    `[lowest, highest]`; `include` chooses what the judge sees: `trace`
+    (task, steps, output; default) or `output` (task and output only).
+    Score = (grade − lowest) / (highest − lowest).
+    """
+
+    prompt_version: ClassVar[str] = "rubric/1"
+    task: ClassVar[str] = "You grade the agent's run against the user's rubric."
+    criteria: str = Field(min_length=1)
+    scale: tuple[int, int] = (1, 5)
+    include: str = Field(default="trace", pattern="^(trace|output)$")
+
+    @model_validator(mode="after")
+    def _scale_ok(self) -> Rubric:
+        if self.scale[1] <= self.scale[0]:
+            raise ValueError("scale must be [lowest, highest] with highest > lowest")
+        return self
+
+    @property
+    def rubric(self) -> Any:
+        return {"criteria": self.criteria, "scale": list(self.scale)}
+
+    def system_prompt(self, kind: str = "scale", answer_format: str | None = None) -> str:
+        lo, hi = self.scale
+        fmt = (f"Rubric:\n{self.criteria}\n\nGrade the run on the integer scale {lo} (worst) to {hi} (best) and give a reason "
+               f'of one or two sentences, as one JSON object: {{"score": {lo}, "reason": "..."}}. Reply with the JSON object only.')
+        return super().system_prompt(kind, fmt)
+
+    def schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
+        lo, hi = self.scale
+        return {"type": "object", "properties": {"score": {"type": "integer", "minimum": lo, "maximum": hi}, "reason": {"type": "string"}},
+                "required": ["score", "reason"], "additionalProperties": False}
+
+    def plan(self, case: Case) -> Plan | Score:
+        if self.include == "output":
+            out = text_of(case.trace.output) if case.trace else ""
+            render = lambda omit: fence([("Task (the user's request)", text_of(case.input) or "(none)"), ("Final output", out or "(none)")])  # noqa: E731
+        else:
+            render = lambda omit: fence(_trace_sections(case, omit))  # noqa: E731
+        steps = len(case.trace.steps) if case.trace and self.include == "trace" else 0
+        return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, steps=steps, kind="scale", scale=self.scale)
+
+    def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
+        lo, hi = self.scale
+        return self.scored(plan, (answers["q1"]["score"] - lo) / (hi - lo), answers)

@@ -1,0 +1,117 @@
+"""The judge simulator over real HTTP: protocols, usage, limits with real headers, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+from pipeline.tokens import counter_for
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"q1": {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string"}}, "required": ["answer", "reason"]}},
+    "required": ["q1"],
+}
+
+
+def post(url: str, body: dict) -> tuple[int, dict, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, dict(r.headers), json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), json.loads(e.read())
+
+
+def openai_body(text: str = "judge this", max_tokens: int = 100) -> dict:
+    return {"model": "gpt-4o-mini", "max_tokens": max_tokens, "messages": [{"role": "user", "content": text}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": SCHEMA, "strict": True}}}
+
+
+def test_openai_answer_is_deterministic_schema_shaped_and_counted(simulator):
+    sim = simulator()
+    s1, _, a = post(sim.url + "/v1/chat/completions", openai_body())
+    s2, _, b = post(sim.url + "/v1/chat/completions", openai_body())
+    assert s1 == s2 == 200
+    assert a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"]
+    verdict = json.loads(a["choices"][0]["message"]["content"])
+    assert set(verdict) == {"q1"} and verdict["q1"]["answer"] in ("yes", "no")
+    expected = counter_for("gpt-4o-mini").messages([{"role": "user", "content": "judge this"}], json.dumps(SCHEMA, sort_keys=True, separators=(",", ":")))
+    assert a["usage"]["prompt_tokens"] == expected
+    assert a["usage"]["completion_tokens"] == counter_for("gpt-4o-mini").text(a["choices"][0]["message"]["content"])
+    assert sim.stats.requests == 2 and sim.stats.answered == 2
+
+
+def test_anthropic_forced_tool_gets_tool_use_block(simulator):
+    sim = simulator()
+    body = {"model": "claude-3-5-haiku", "max_tokens": 100, "system": "be a judge", "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"name": "verdict", "input_schema": SCHEMA}], "tool_choice": {"type": "tool", "name": "verdict"}}
+    status, headers, reply = post(sim.url + "/v1/messages", body)
+    assert status == 200
+    block = reply["content"][0]
+    assert block["type"] == "tool_use" and block["name"] == "verdict" and set(block["input"]) == {"q1"}
+    assert reply["stop_reason"] == "tool_use" and reply["usage"]["input_tokens"] > 0
+
+
+def test_rpm_window_answers_429_with_provider_headers(simulator):
+    sim = simulator(rpm=2)
+    assert post(sim.url + "/v1/chat/completions", openai_body())[0] == 200
+    assert post(sim.url + "/v1/chat/completions", openai_body())[0] == 200
+    status, headers, body = post(sim.url + "/v1/chat/completions", openai_body())
+    assert status == 429
+    assert headers["x-ratelimit-limit-requests"] == "2"
+    assert headers["x-ratelimit-remaining-requests"] == "0"
+    assert int(headers["retry-after"]) >= 1 and 1 <= int(headers["retry-after-ms"]) <= 30_000
+    assert re.fullmatch(r"(\d+m)?[\d.]+m?s", headers["x-ratelimit-reset-requests"])
+    assert body["error"]["type"] == "rate_limit_error"
+    status, headers, _ = post(sim.url + "/v1/messages", {**openai_body(), "response_format": None})
+    assert status == 429 and headers["anthropic-ratelimit-requests-remaining"] == "0"
+    assert headers["anthropic-ratelimit-requests-reset"].endswith("Z")
+    assert sim.stats.rate_limited == 2
+
+
+def test_tpm_charges_prompt_plus_completion(simulator):
+    sim = simulator(tpm=10_000)
+    status, headers, reply = post(sim.url + "/v1/chat/completions", openai_body(max_tokens=5000))
+    used = reply["usage"]["total_tokens"]
+    # The unused part of max_tokens is given back once the answer is made.
+    # (a few tokens refill in the milliseconds the request took)
+    assert 10_000 - used <= int(headers["x-ratelimit-remaining-tokens"]) <= 10_000 - used + 50
+    status, _, _ = post(sim.url + "/v1/chat/completions", openai_body(max_tokens=20_000))
+    assert status == 400  # larger than the whole per-minute allowance: never admissible
+
+
+def test_scripted_faults(simulator):
+    sim = simulator(script=["500", "truncated", "prose", "near_miss", "quota"])
+    url = sim.url + "/v1/chat/completions"
+    assert post(url, openai_body())[0] == 500
+    status, _, r = post(url, openai_body(max_tokens=50))
+    assert r["choices"][0]["finish_reason"] == "length" and r["usage"]["completion_tokens"] == 50
+    try:
+        json.loads(r["choices"][0]["message"]["content"])
+        raise AssertionError("truncated content should not parse")
+    except ValueError:
+        pass
+    assert "```json" in post(url, openai_body())[2]["choices"][0]["message"]["content"]
+    assert post(url, openai_body())[2]["choices"][0]["message"]["content"].startswith("GRADE q1:")
+    status, headers, body = post(url, openai_body())
+    assert status == 429 and headers["retry-after"] == "86400" and body["error"]["type"] == "insufficient_quota"
+    assert post(url, openai_body())[0] == 200
+
+
+def test_cli_simulate_serves_until_signalled(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "tracejudge")
+    proc = subprocess.Popen([exe, "simulate", "--port", "0", "--latency-ms", "1"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)
+        assert post(url + "/v1/chat/completions", openai_body())[0] == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
