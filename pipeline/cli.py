@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 
 from pipeline import log
 from pipeline.config import load_config
@@ -35,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", type=Path)
     run.add_argument("--run-dir", type=Path, help="run directory (default: run.dir of the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
-    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed")
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept)")
+    run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
@@ -60,21 +62,53 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, config, err)
         if args.command == "extract":
             return _cmd_extract(args, config, err)
-    except TracejudgeError as exc:
-        err.print(f"[bold red]error[/] {exc}", highlight=False)
+    except (TracejudgeError, BaseExceptionGroup) as exc:
+        # Errors raised inside the task group arrive wrapped in an exception group.
+        leaves = _leaves(exc)
+        if not all(isinstance(leaf, TracejudgeError) for leaf in leaves):
+            raise
+        for leaf in leaves:
+            err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
 
 
-def _resume_command(argv: list[str]) -> str:
-    return "tracejudge " + " ".join(shlex.quote(a) for a in argv)
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
+    """The command line that resumes this run, from the parsed arguments.
+
+    `--force` and `--fresh` are dropped (the run directory now holds this
+    config), and `--run-dir` names the directory actually used when it is
+    not the config's default. Paths are as typed, so the command is meant for
+    the same working directory.
+    """
+    parts = ["tracejudge"]
+    if args.log_level != "warning":
+        parts += ["--log-level", args.log_level]
+    parts += ["run", str(args.config)]
+    if run_dir is not None:
+        parts += ["--run-dir", str(run_dir)]
+    for item in args.overrides:
+        parts += ["--set", item]
+    if args.no_progress:
+        parts.append("--no-progress")
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
-    from pipeline import runner
+    from pipeline import runner, store
     from stages.report import print_summary
 
-    argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith("tracejudge") else ["run", str(args.config)]
+    run_dir = args.run_dir
+    if args.fresh:
+        run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
+        err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
+    resume = _resume_command(args, run_dir)
     show_progress = not args.no_progress and err.is_terminal
     outcome_box: dict[str, runner.RunOutcome] = {}
 
@@ -97,7 +131,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
             tg.start_soon(watch_signals, tg.cancel_scope)
             try:
                 outcome_box["o"] = await runner.run(
-                    config, run_dir=args.run_dir, force=args.force, stop=stop,
+                    config, run_dir=run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None,
                 )
             finally:
@@ -108,12 +142,12 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     anyio.run(main_task)
     outcome = outcome_box.get("o")
     if outcome is None:
-        err.print("aborted; results already written are kept. Resume with:\n  " + _resume_command(argv))
+        err.print("aborted; results already written are kept. Resume with:\n  " + resume, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ASSERTION
     print_summary(outcome.summary)
     Console().print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False)
     if outcome.interrupted:
-        err.print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv))
+        err.print("interrupted; results so far are saved. Resume with:\n  " + resume, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ASSERTION
     return EXIT_OK
 

@@ -34,13 +34,17 @@ class Format:
     - `read(dataset) -> Iterator[RawRecord]` streams raw records from disk;
     - `prepare(dataset) -> ctx` loads what every record needs (a tasks file),
       once per run;
-    - `adapt(raw, ctx) -> Case` is a pure function from one raw record.
+    - `adapt(raw, ctx) -> Case` is a pure function from one raw record;
+    - `peek_id(raw) -> str | None` (optional) returns, much faster than
+      `adapt`, the id that `adapt` would give the record, or `None` when it
+      cannot tell cheaply; a resume uses it to skip finished cases unparsed.
     """
 
     name: str
     read: Callable[[Any], Iterator[Any]]
     adapt: Callable[[Any, Any], Any]
     prepare: Callable[[Any], Any] = lambda dataset: None
+    peek_id: Callable[[Any], str | None] | None = None
 
 
 class SpecError(Exception):

@@ -9,8 +9,9 @@ a metric or a format itself.
 
 Every finished (case, trial) is appended to `results.jsonl` as it arrives
 and folded into the aggregate; `summary.json` is written atomically at the
-end (and on interruption). Re-running on the same run directory skips the
-(case, trial) pairs already there.
+end (and on interruption). Re-running on the same run directory resumes it
+(`pipeline.checkpoint`): the (case, trial) pairs already there are skipped,
+for formats with a `peek_id` before their record is even parsed.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from pipeline import manifest as manifest_mod
 from pipeline import registry, store
+from pipeline.checkpoint import RunJournal
 from pipeline.config import RunConfig
+from pipeline.keyset import FirstSeen, result_key
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
-from pipeline.version import __version__
 from pipeline.work import Stage, Work
 
 __all__ = ["RunOutcome", "manifest_for", "run"]
@@ -45,38 +48,9 @@ class RunOutcome:
     interrupted: bool
 
 
-def _config_payload(config: RunConfig) -> dict[str, Any]:
-    # Settings that change how fast a run goes, where it writes, or how much it may
-    # spend do not change its answers, so they do not block a resume.
-    return config.model_dump(
-        mode="json",
-        exclude={"run": {"dir", "workers", "queue_size", "flush_every"}, "limits": True, "budget": True, "cache": True},
-    )
-
-
 def manifest_for(config: RunConfig) -> dict[str, Any]:
-    """The manifest a run directory records for `config`."""
-    payload = _config_payload(config)
-    digest = store.hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    return {
-        "tracejudge_version": __version__,
-        "config_hash": digest,
-        "dataset_fingerprint": store.dataset_fingerprint(config.dataset.path, config.dataset.tasks),
-        "config": config.model_dump(mode="json"),
-    }
-
-
-def _check_manifest(run_dir: Path, manifest: dict[str, Any], force: bool) -> None:
-    old = store.read_manifest(run_dir)
-    if old is None or force:
-        return
-    changed = []
-    if old.get("config_hash") != manifest["config_hash"]:
-        changed.append("the config (metrics, dataset or trials) differs from the one the run was started with")
-    if old.get("dataset_fingerprint") != manifest["dataset_fingerprint"]:
-        changed.append("the dataset files changed since the run was started")
-    if changed:
-        raise store.ManifestMismatch(f"{run_dir}: cannot resume: " + "; ".join(changed) + ". Use --force to resume anyway, or another run directory.")
+    """The manifest a run directory records for `config` (see `pipeline.manifest`)."""
+    return manifest_mod.manifest_for(config)
 
 
 async def run(
@@ -108,31 +82,31 @@ async def run(
         fmt = registry.format_for(config.dataset.format)
         metrics = [registry.build_metric(spec) for spec in config.metrics]
         manifest = manifest_for(config)
-        _check_manifest(run_dir, manifest, force)
-        store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
-
-        results_path = run_dir / store.RESULTS
-        store.repair_tail(results_path)
-        agg = Aggregator([m.key for m in metrics])
-        done: set[tuple[str, int]] = set()
-        for line in store.iter_result_lines(results_path):
-            try:
-                old = CaseResult.model_validate_json(line)
-            except ValueError:
-                continue
-            done.add((old.case_id, old.trial))
-            agg.fold(old)
-
+        previous = store.read_manifest(run_dir)
+        changes = manifest_mod.check(run_dir, previous, manifest, force)
+        if previous is None or changes:
+            store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        metric_keys = [m.key for m in metrics]
         ctx = fmt.prepare(config.dataset)
+        journal = RunJournal.open(
+            run_dir,
+            metric_keys=metric_keys,
+            new_aggregator=lambda: Aggregator(metric_keys),
+            config_hash=manifest["config_hash"],
+            forced=bool(changes),
+            flush_every=config.run.flush_every,
+        )
+        done = journal.done  # KeySet of result_key(case_id, trial)
+        peek = fmt.peek_id
         stop = stop or anyio.Event()
         trials = config.run.trials
         q = config.run.queue_size
-        writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
         counters = {"new": 0, "skipped": 0}
-        seen: dict[str, str] = {}
-        started = time.perf_counter()
+        seen = FirstSeen()
+        sink_done = anyio.Event()
 
         stages = build_stages(config, metrics)
+        journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
 
         async def load(send: MemoryObjectSendStream[Any]) -> None:
             async with send:
@@ -145,28 +119,41 @@ async def run(
             async with recv, send:
                 async for raw in recv:
                     t0 = time.perf_counter()
+                    if peek is not None and raw.error is None:
+                        # Resume fast path: a record whose every trial is finished is skipped
+                        # unparsed, unless it repeats an id seen earlier (then the full path
+                        # below decides, as it did the first time).
+                        pid = peek(raw.payload)
+                        if (
+                            pid is not None
+                            and all(done.contains_hash(result_key(pid, t)) for t in range(trials))
+                            and seen.claim(pid, raw.file, raw.line) == f"{raw.file}:{raw.line}"
+                        ):
+                            counters["skipped"] += trials
+                            continue
                     got = extract_record(raw, fmt, ctx)
                     if not isinstance(got, Case):
                         cid, err = got
-                        if (cid, 0) in done:
+                        seen.claim(cid, raw.file, raw.line)
+                        if done.contains_hash(result_key(cid, 0)):
                             counters["skipped"] += 1
                             continue
-                        done.add((cid, 0))
+                        done.add_hash(result_key(cid, 0))
                         bad = CaseResult(case_id=cid, status=Status.invalid_input, error=err)
                         await send.send(Work(Case(id=cid), 0, bad, t0))
                         continue
                     where = f"{raw.file}:{raw.line}"
-                    first = seen.setdefault(got.id, where)
+                    first = seen.claim(got.id, raw.file, raw.line)
                     if first != where:
                         cid = f"{got.id}@{where}"
-                        if (cid, 0) not in done:
-                            done.add((cid, 0))
+                        if not done.contains_hash(result_key(cid, 0)):
+                            done.add_hash(result_key(cid, 0))
                             err = ErrorInfo(kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})", file=raw.file, line=raw.line, field="id")
                             bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
                             await send.send(Work(got, 0, bad, t0))
                         continue
                     for trial in range(trials):
-                        if (got.id, trial) in done:
+                        if done.contains_hash(result_key(got.id, trial)):
                             counters["skipped"] += 1
                             continue
                         result = CaseResult(case_id=got.id, trial=trial, tags=got.tags, metadata=got.metadata)
@@ -188,11 +175,18 @@ async def run(
                 async for work in recv:
                     result = work.result
                     result.duration_s = round(time.perf_counter() - work.started, 6)
-                    writer.add(result.model_dump_json())
-                    agg.fold(result)
+                    journal.record(result)
                     counters["new"] += 1
                     if on_result is not None:
                         on_result(result)
+            sink_done.set()
+
+        async def flusher() -> None:
+            # Results that trickle in (a slow judge) still reach the disk within flush_seconds.
+            while not sink_done.is_set():
+                with anyio.move_on_after(0.1):
+                    await sink_done.wait()
+                journal.tick()
 
         try:
             async with anyio.create_task_group() as tg:
@@ -210,10 +204,14 @@ async def run(
                             tg.start_soon(worker, stage, recv.clone(), nxt_send.clone())
                     recv = nxt_recv
                 tg.start_soon(sink, recv)
+                tg.start_soon(flusher)
+            ended = "interrupted" if stop.is_set() else "finished"
+        except BaseException:
+            ended = "interrupted"
+            raise
         finally:
-            writer.close()
-            elapsed = time.perf_counter() - started
-            summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set())
+            journal.close(ended)
+            summary = _write_summary(run_dir, journal, manifest, complete=ended == "finished")
         return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set())
     finally:
         lock.release()
@@ -242,22 +240,29 @@ def _merge_case_metrics(run_metrics: list[Any], specs: list[dict[str, Any]]) -> 
     return [m for m in run_metrics if m.key not in keys] + extra
 
 
-def _write_summary(run_dir: Path, agg: Any, manifest: dict[str, Any], elapsed: float, interrupted: bool) -> dict[str, Any]:
-    old_elapsed = 0.0
-    prev = run_dir / "summary.json"
-    if prev.exists():
-        try:
-            old_elapsed = float(json.loads(prev.read_text()).get("elapsed_s_total", 0.0))
-        except (ValueError, TypeError):
-            old_elapsed = 0.0
+def _write_summary(run_dir: Path, journal: RunJournal, manifest: dict[str, Any], complete: bool) -> dict[str, Any]:
+    # Built only from recorded state (no clock reading), so a resume that adds nothing
+    # rewrites a byte-identical summary.
+    totals = journal.totals()
+    judge = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    for k, v in totals["usage"].get("judge", {}).items():
+        judge[k] = judge.get(k, 0) + v
     summary = {
         "tracejudge_version": manifest["tracejudge_version"],
         "config_hash": manifest["config_hash"],
-        "complete": not interrupted,
-        "elapsed_s_segment": round(elapsed, 3),
-        "elapsed_s_total": round(old_elapsed + elapsed, 3),
-        **agg.summary(),
-        "judge": {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+        "complete": complete,
+        "elapsed_s_total": totals["elapsed_s"],
+        **journal.agg.summary(),
+        "judge": judge,
+        "usage": totals["usage"],
+        "segments": journal.segments,
     }
-    store.atomic_write_text(prev, json.dumps(summary, indent=2) + "\n")
+    text = json.dumps(summary, indent=2) + "\n"
+    path = run_dir / store.SUMMARY
+    try:
+        unchanged = path.read_text(encoding="utf-8") == text
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        store.atomic_write_text(path, text)
     return summary

@@ -39,9 +39,14 @@ class Stage:
     `process(work)` mutates `work` in place (adds scores, sets an error
     status). It runs in `workers` concurrent tasks. `aclose()` (optional) is
     awaited after the last work passed, for sessions and flushes.
+    `usage()` (optional) returns the stage's additive counters since it was
+    built (`{"requests": 12, "input_tokens": 3400, "cost_usd": 0.01, ...}`);
+    the run records them per segment and sums them across restarts (a stage
+    named `judge` fills the summary's `judge` block).
     """
 
     name: str
     process: Callable[[Work], Awaitable[None]]
     workers: int = 1
     aclose: Callable[[], Awaitable[None]] | None = None
+    usage: Callable[[], dict[str, float]] | None = None
