@@ -92,6 +92,13 @@ def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return total
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
 def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
     return any(v for counters in usage.values() for v in counters.values())
 
@@ -191,9 +198,11 @@ class RunJournal:
             self.done.add_hash(k)
             tail_keys += k.to_bytes(8, "little")
             tail += 1
-        with open(d / store.INDEX, "ab") as idx:
-            idx.truncate(lines * 8)
-            idx.write(tail_keys)
+        idx_path = d / store.INDEX
+        if _size(idx_path) != lines * 8 or tail_keys:
+            with open(idx_path, "ab") as idx:
+                idx.truncate(lines * 8)
+                idx.write(tail_keys)
         crc = zlib.crc32(tail_keys, crc)
         lines += tail
         self.finished = len(self.done)
@@ -324,7 +333,9 @@ class RunJournal:
             "segments": self.segments,
             "aggregator": _dump_agg(self.agg),
         }
-        store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, indent=1) + "\n")
+        # No fsync: the checkpoint only ever claims results already fsynced, and one lost
+        # or garbled by a power cut fails validation and is rebuilt from results.jsonl.
+        store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, indent=1) + "\n", durable=False)
 
     # --------------------------------------------------------------- totals
 

@@ -145,7 +145,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         err.print("aborted; results already written are kept. Resume with:\n  " + resume, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ASSERTION
     print_summary(outcome.summary)
-    Console().print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False)
+    Console().print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
     if outcome.interrupted:
         err.print("interrupted; results so far are saved. Resume with:\n  " + resume, highlight=False, markup=False, soft_wrap=True)
         return EXIT_ASSERTION

@@ -31,10 +31,13 @@ from pipeline import registry, store
 from pipeline.checkpoint import RunJournal
 from pipeline.config import RunConfig
 from pipeline.keyset import FirstSeen, result_key
+from pipeline.log import get_logger
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
 from pipeline.work import Stage, Work
 
 __all__ = ["RunOutcome", "manifest_for", "run"]
+
+log = get_logger("tracejudge.runner")
 
 
 @dataclass
@@ -96,6 +99,9 @@ async def run(
             forced=bool(changes),
             flush_every=config.run.flush_every,
         )
+        if journal.finished or journal.segments:
+            log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
+                     forced_changes=changes, **journal.recovery)
         done = journal.done  # KeySet of result_key(case_id, trial)
         peek = fmt.peek_id
         stop = stop or anyio.Event()
@@ -151,6 +157,8 @@ async def run(
                             err = ErrorInfo(kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})", file=raw.file, line=raw.line, field="id")
                             bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
                             await send.send(Work(got, 0, bad, t0))
+                        else:
+                            counters["skipped"] += 1
                         continue
                     for trial in range(trials):
                         if done.contains_hash(result_key(got.id, trial)):

@@ -78,24 +78,30 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write `data` to `path` so readers see the old or the new file, never half of one.
 
-    Writes a temporary file beside it, fsyncs it, renames it over `path` and
-    fsyncs the directory. Raises `OSError` on I/O failure (the old file stays).
+    Writes a temporary file beside it and renames it over `path`. With
+    `durable` (the default) the file and then the directory are fsynced, so
+    the new content survives a power cut; without it a power cut may leave
+    the old file or an empty/garbled new one, which suits derived files that
+    are validated on read and rebuilt when wrong (the checkpoint). Raises
+    `OSError` on I/O failure (the old file stays).
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}{_TMP_SUFFIX}")
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
 def remove_stale_temps(run_dir: Path) -> int:
