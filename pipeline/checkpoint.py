@@ -92,6 +92,31 @@ def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return total
 
 
+def _read_index(path: Path, n: int) -> tuple[KeySet, int]:
+    """The first `n` keys of `results.idx` as a `KeySet`, and their CRC-32.
+
+    Read in 64 KiB chunks, so memory holds the table and one chunk, never a
+    copy of the whole file.
+    """
+    done = KeySet(size_hint=n)
+    crc = 0
+    left = n * 8
+    with open(path, "rb") as fh:
+        while left:
+            chunk = fh.read(min(left, 1 << 16))
+            if not chunk:
+                break
+            left -= len(chunk)
+            crc = zlib.crc32(chunk, crc)
+            keys = array("Q")
+            keys.frombytes(chunk)
+            if sys.byteorder == "big":
+                keys.byteswap()
+            for h in keys:
+                done.add_hash(h)
+    return done, crc
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -243,21 +268,15 @@ class RunJournal:
             elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
                 why = "results.idx is shorter than the checkpoint says"
             else:
-                with open(idx_path, "rb") as fh:
-                    data = fh.read(nlines * 8)
-                if zlib.crc32(data) != crc:
-                    why = "results.idx does not match its checksum"
+                agg = _load_agg(cp["aggregator"])
+                if type(agg) is not type(new_aggregator()):
+                    why = "the aggregator changed"
                 else:
-                    agg = _load_agg(cp["aggregator"])
-                    if type(agg) is not type(new_aggregator()):
-                        why = "the aggregator changed"
+                    done, got_crc = _read_index(idx_path, nlines)
+                    if got_crc != crc:
+                        why = "results.idx does not match its checksum"
                     else:
-                        keys = array("Q")
-                        keys.frombytes(data)
-                        del data
-                        if sys.byteorder == "big":
-                            keys.byteswap()
-                        self.done = KeySet(keys, size_hint=len(keys))
+                        self.done = done
                         self.agg = agg
         except (KeyError, TypeError, ValueError, pickle.UnpicklingError, AttributeError, ImportError, EOFError) as exc:
             why = f"unreadable ({type(exc).__name__}: {exc})"

@@ -3,8 +3,8 @@
 Resuming a run must answer "is (case, trial) finished?" and "where was this
 id first seen?" for every case of the dataset. Python sets of tuples of
 strings cost about 150–250 bytes a key; these tables keep one 64-bit hash
-per key in an `array` (open addressing, linear probing), 10–20 bytes a key
-at their worst load, and never hold the strings themselves.
+per key in an `array` (open addressing, linear probing, at most 4/5 full):
+10–20 bytes a key for a set, 20–40 for a map, never the strings themselves.
 
 Keys are hashed with BLAKE2b (8 bytes), so a hash is stable across processes
 and can be written to disk (`results.idx`). Two distinct keys share a hash
@@ -18,10 +18,10 @@ from array import array
 from collections.abc import Iterable
 from hashlib import blake2b
 
-__all__ = ["FirstSeen", "KeyMap", "KeySet", "key_hash", "result_key"]
+__all__ = ["FirstSeen", "KeyMap", "KeySet", "key_hash", "result_key", "trial_key"]
 
 _EMPTY = 0
-_MAX_LOAD = 0.75
+_MAX_LOAD = 0.8
 _MIN_CAPACITY = 1024
 
 
@@ -31,9 +31,21 @@ def key_hash(key: str) -> int:
     return h or 1
 
 
+_GOLDEN = 0x9E3779B97F4A7C15  # odd: trials 0..2^64-1 map to distinct offsets
+
+
+def trial_key(id_hash: int, trial: int) -> int:
+    """The key of trial `trial` of the case whose `key_hash(case_id)` is `id_hash`.
+
+    Trial 0's key is the id's hash; trial t adds t·φ·2⁶⁴ (mod 2⁶⁴), so the
+    keys of all trials of a case cost one BLAKE2b.
+    """
+    return ((id_hash + trial * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) or 1
+
+
 def result_key(case_id: str, trial: int) -> int:
     """The hash of a `(case_id, trial)` pair, as `results.idx` stores it."""
-    return key_hash(f"{trial}\x00{case_id}")
+    return trial_key(key_hash(case_id), trial)
 
 
 def _capacity_for(n: int) -> int:
@@ -46,7 +58,7 @@ def _capacity_for(n: int) -> int:
 class KeySet:
     """A set of 64-bit key hashes (see `key_hash`) in one `array('Q')`.
 
-    Memory: 8 bytes per slot, with between 1.33 and 2.67 slots per key.
+    Memory: 8 bytes per slot, with between 1.25 and 2.5 slots per key.
     """
 
     def __init__(self, hashes: Iterable[int] = (), size_hint: int = 0) -> None:
@@ -112,7 +124,7 @@ class KeySet:
 class KeyMap:
     """A map from string keys (by 64-bit hash) to signed 64-bit integers.
 
-    Memory: 16 bytes per slot, with between 1.33 and 2.67 slots per key.
+    Memory: 16 bytes per slot, with between 1.25 and 2.5 slots per key.
     """
 
     def __init__(self, size_hint: int = 0) -> None:
@@ -135,8 +147,11 @@ class KeyMap:
 
     def setdefault(self, key: str, value: int) -> int:
         """The value stored for `key`; stores `value` first if there is none."""
+        return self.setdefault_hash(key_hash(key), value)
+
+    def setdefault_hash(self, h: int, value: int) -> int:
+        """`setdefault` by the key's `key_hash`."""
         s = self._set
-        h = key_hash(key)
         i = s._find(h)
         if s._slots[i] == h:
             return self._values[i]
@@ -171,8 +186,8 @@ class FirstSeen:
     occurrence: the given place if it is new. Lines must be below 2⁴⁰.
     """
 
-    def __init__(self) -> None:
-        self._map = KeyMap()
+    def __init__(self, size_hint: int = 0) -> None:
+        self._map = KeyMap(size_hint=size_hint)
         self._files: list[str] = []
         self._file_no: dict[str, int] = {}
 
@@ -184,11 +199,19 @@ class FirstSeen:
         """Bytes held by the table."""
         return self._map.nbytes
 
-    def claim(self, key: str, file: str, line: int) -> str:
-        """Record `key` at `file:line` unless already seen; return where it was first seen."""
+    def _place(self, file: str, line: int) -> int:
         no = self._file_no.get(file)
         if no is None:
             no = self._file_no[file] = len(self._files)
             self._files.append(file)
-        got = self._map.setdefault(key, (no << 40) | line)
+        return (no << 40) | line
+
+    def claim(self, key: str, file: str, line: int) -> str:
+        """Record `key` at `file:line` unless already seen; return where it was first seen."""
+        got = self._map.setdefault(key, self._place(file, line))
         return f"{self._files[got >> 40]}:{got & ((1 << 40) - 1)}"
+
+    def claim_first(self, id_hash: int, file: str, line: int) -> bool:
+        """Like `claim` by the id's `key_hash`; True if `file:line` is the first place it was seen."""
+        place = self._place(file, line)
+        return self._map.setdefault_hash(id_hash, place) == place

@@ -93,9 +93,11 @@ def manifest_for(config: RunConfig) -> dict[str, Any]:
 
     Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part),
     `dataset` (role → `{path, size, sha256, sampled}` for `path` and `tasks`),
-    `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it).
+    `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it,
+    each metric spec with its defaults filled in).
     """
     dumped = config.model_dump(mode="json")
+    dumped["metrics"] = [_resolved_metric(spec) for spec in dumped.get("metrics", [])]
     files: dict[str, Any] = {}
     for role in ("path", "tasks"):
         p = getattr(config.dataset, role)
@@ -108,6 +110,18 @@ def manifest_for(config: RunConfig) -> dict[str, Any]:
         "dataset": files,
         "config": dumped,
     }
+
+
+def _resolved_metric(spec: dict[str, Any]) -> dict[str, Any]:
+    # With every parameter's default filled in, writing a default out (`score: f1`)
+    # does not count as a change.
+    from pipeline import registry
+
+    try:
+        metric = registry.build_metric(spec)
+    except registry.SpecError:
+        return spec
+    return {"type": spec["type"], **metric.model_dump(mode="json")}
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from pipeline import manifest as manifest_mod
 from pipeline import registry, store
 from pipeline.checkpoint import RunJournal
 from pipeline.config import RunConfig
-from pipeline.keyset import FirstSeen, result_key
+from pipeline.keyset import FirstSeen, key_hash, result_key, trial_key
 from pipeline.log import get_logger
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
 from pipeline.work import Stage, Work
@@ -108,35 +109,41 @@ async def run(
         trials = config.run.trials
         q = config.run.queue_size
         counters = {"new": 0, "skipped": 0}
-        seen = FirstSeen()
+        seen = FirstSeen(size_hint=len(done))  # sized up front: no doubling while resuming
         sink_done = anyio.Event()
 
         stages = build_stages(config, metrics)
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
 
+        def finished(raw: Any) -> bool:
+            # Resume fast path: a record whose every trial is finished is skipped unparsed,
+            # unless it repeats an id seen earlier (then extract decides, as it did the first time).
+            if peek is None or raw.error is not None:
+                return False
+            pid = peek(raw.payload)
+            if pid is None:
+                return False
+            h = key_hash(pid)
+            return all(done.contains_hash(trial_key(h, t)) for t in range(trials)) and seen.claim_first(h, raw.file, raw.line)
+
         async def load(send: MemoryObjectSendStream[Any]) -> None:
             async with send:
+                skipped = 0
                 for raw in fmt.read(config.dataset):
                     if stop.is_set():
                         return
+                    if finished(raw):
+                        skipped += 1
+                        counters["skipped"] += trials
+                        if skipped % 512 == 0:
+                            await anyio.lowlevel.checkpoint()  # let signals and flushes in
+                        continue
                     await send.send(raw)
 
         async def extract(recv: MemoryObjectReceiveStream[Any], send: MemoryObjectSendStream[Work]) -> None:
             async with recv, send:
                 async for raw in recv:
                     t0 = time.perf_counter()
-                    if peek is not None and raw.error is None:
-                        # Resume fast path: a record whose every trial is finished is skipped
-                        # unparsed, unless it repeats an id seen earlier (then the full path
-                        # below decides, as it did the first time).
-                        pid = peek(raw.payload)
-                        if (
-                            pid is not None
-                            and all(done.contains_hash(result_key(pid, t)) for t in range(trials))
-                            and seen.claim(pid, raw.file, raw.line) == f"{raw.file}:{raw.line}"
-                        ):
-                            counters["skipped"] += trials
-                            continue
                     got = extract_record(raw, fmt, ctx)
                     if not isinstance(got, Case):
                         cid, err = got

@@ -54,8 +54,14 @@ def peek_id(raw: bytes | str) -> str | None:
     b = raw.encode() if isinstance(raw, str) else raw
     m = _LEADING_ID.match(b)
     if m is not None:
+        token = m.group(1)
+        if token[:1] == b'"' and b"\\" not in token:
+            try:
+                return token[1:-1].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
         try:
-            return str(json.loads(m.group(1)))
+            return str(json.loads(token))
         except ValueError:
             return None
     try:
