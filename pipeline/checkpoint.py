@@ -76,6 +76,26 @@ def _load_agg(text: str) -> Any:
     return _SafeUnpickler(io.BytesIO(base64.b64decode(text))).load()
 
 
+def _same_shape(old: Any, new: Any, depth: int = 4) -> bool:
+    """True if `old` has the type and attribute names of `new`, recursively (dicts by shared keys).
+
+    Guards against a checkpoint pickled by an aggregator whose fields have since
+    changed: such an object would unpickle fine and fail (or miscount) later.
+    """
+    if type(old) is not type(new):
+        return False
+    if depth == 0:
+        return True
+    if isinstance(new, dict):
+        return all(_same_shape(old[k], new[k], depth - 1) for k in new.keys() & old.keys())
+    fields = getattr(new, "__dict__", None)
+    if fields is None:
+        return True
+    if set(vars(old)) != set(fields):
+        return False
+    return all(_same_shape(getattr(old, k), v, depth - 1) for k, v in fields.items())
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -269,8 +289,8 @@ class RunJournal:
                 why = "results.idx is shorter than the checkpoint says"
             else:
                 agg = _load_agg(cp["aggregator"])
-                if type(agg) is not type(new_aggregator()):
-                    why = "the aggregator changed"
+                if not _same_shape(agg, new_aggregator()):
+                    why = "the aggregator's fields changed"
                 else:
                     done, got_crc = _read_index(idx_path, nlines)
                     if got_crc != crc:

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline import manifest as mf
 from pipeline import runner, store
-from pipeline.checkpoint import RunJournal
+from pipeline.checkpoint import RunJournal, _dump_agg, _load_agg
 from pipeline.config import validate_config
 from pipeline.keyset import FirstSeen, KeySet, result_key
 from pipeline.records import CaseResult, Score, Status
@@ -197,7 +197,12 @@ def test_journal_reopens_from_index_and_folds_only_the_tail(tmp_path: Path) -> N
     assert len(json.loads((tmp_path / store.CHECKPOINT).read_text())["segments"]) == 2
 
 
-@pytest.mark.parametrize("damage", ["garbage", "index", "metrics"])
+class _Hostile:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > hostile.txt",))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "index", "metrics", "aggregator", "hostile"])
 def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: str) -> None:
     j = _open(tmp_path)
     for i in range(40):
@@ -209,9 +214,25 @@ def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: 
     elif damage == "index":
         with open(tmp_path / store.INDEX, "r+b") as fh:
             fh.write(b"\x00" * 8)
-    else:
+    elif damage == "metrics":
         keys = ["m", "other"]
-    j2 = _open(tmp_path, keys)
+    elif damage == "hostile":  # a pickle that would run a command: never loaded
+        cp = json.loads((tmp_path / store.CHECKPOINT).read_text())
+        cp["aggregator"] = _dump_agg(_Hostile())
+        (tmp_path / store.CHECKPOINT).write_text(json.dumps(cp))
+    else:  # an aggregator pickled before a field was added to the class
+        cp = json.loads((tmp_path / store.CHECKPOINT).read_text())
+        old = _load_agg(cp["aggregator"])
+        del old.duration_s
+        cp["aggregator"] = _dump_agg(old)
+        (tmp_path / store.CHECKPOINT).write_text(json.dumps(cp))
+    monkey_cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        j2 = _open(tmp_path, keys)
+    finally:
+        os.chdir(monkey_cwd)
+    assert not (tmp_path / "hostile.txt").exists()
     assert j2.recovery["rebuilt"] is True
     assert j2.finished == 40
     assert all(j2.done.contains_hash(result_key(f"c{i}", i % 2)) for i in range(40))
