@@ -124,6 +124,13 @@ def _resolved_metric(spec: dict[str, Any]) -> dict[str, Any]:
     return {"type": spec["type"], **metric.model_dump(mode="json")}
 
 
+def _with_resolved_metrics(config: dict[str, Any]) -> dict[str, Any]:
+    metrics = config.get("metrics")
+    if not isinstance(metrics, list):
+        return config
+    return {**config, "metrics": [_resolved_metric(m) if isinstance(m, dict) and "type" in m else m for m in metrics]}
+
+
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, dict) and value:
         for k, v in value.items():
@@ -153,8 +160,8 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     is compared by its overall `dataset_fingerprint`.
     """
     lines: list[str] = []
-    a = _flatten(hashed_config(old.get("config") or {}), "", {})
-    b = _flatten(hashed_config(new.get("config") or {}), "", {})
+    a = _flatten(hashed_config(_with_resolved_metrics(old.get("config") or {})), "", {})
+    b = _flatten(hashed_config(_with_resolved_metrics(new.get("config") or {})), "", {})
     for key in sorted(set(a) | set(b)):
         va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
         if va != vb:
