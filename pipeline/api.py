@@ -163,7 +163,7 @@ async def aevaluate(
             specs, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=path, target=target, trials=trials
         )
         outcome = await runner.run(config, run_dir=path, source=source, metrics=instances)
-        results = [CaseResult.model_validate_json(line) for line in store.iter_result_lines(path / store.RESULTS)]
+        results = [CaseResult.model_validate_json(line) for line in store.iter_current_result_lines(path / store.RESULTS)]
         return RunReport(
             results=results,
             summary=outcome.summary,

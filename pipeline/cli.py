@@ -35,9 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", type=Path)
     run.add_argument("--run-dir", type=Path, help="run directory (default: run.dir of the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
-    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed")
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept)")
+    run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress log lines)")
+    run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
     run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
 
     rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl")
@@ -51,7 +53,6 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
     ext.add_argument("config", type=Path)
@@ -104,8 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
-    except TracejudgeError as exc:
-        err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False)
+    except (TracejudgeError, BaseExceptionGroup) as exc:
+        # Errors raised inside the task group arrive wrapped in an exception group.
+        leaves = _leaves(exc)
+        if not all(isinstance(leaf, TracejudgeError) for leaf in leaves):
+            raise
+        for leaf in leaves:
+            err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
 
@@ -127,14 +133,43 @@ def _rescore(args: argparse.Namespace, config, err: Console):
         out = recorded.with_name(recorded.name + "-rescore")
     err.print(f"re-scoring the traces recorded in {recorded} into {out}", highlight=False)
     return rescore_config(config, recorded), out
+
+
 def _stdout_console() -> Console:
     # Piped output (CI logs) gets wide tables rather than rich's 80-column default.
     probe = Console()
     return probe if probe.is_terminal else Console(width=160)
 
 
-def _resume_command(argv: list[str]) -> str:
-    return "tracejudge " + " ".join(shlex.quote(a) for a in argv)
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
+    """The command line that resumes this run, from the parsed arguments.
+
+    `--force` and `--fresh` are dropped (the run directory now holds this
+    config), and `--run-dir` names the directory actually used when it is
+    not the config's default. Paths are as typed, so the command is meant for
+    the same working directory.
+    """
+    parts = ["tracejudge"]
+    if args.log_level != "warning":
+        parts += ["--log-level", args.log_level]
+    parts += ["run", str(args.config)]
+    if run_dir is not None:
+        parts += ["--run-dir", str(run_dir)]
+    for item in args.overrides:
+        parts += ["--set", item]
+    if getattr(args, "rescore", None) is not None:
+        parts += ["--rescore", str(args.rescore)]
+    if getattr(args, "explain_cache", False):
+        parts.append("--explain-cache")
+    if args.no_progress:
+        parts.append("--no-progress")
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
@@ -145,10 +180,13 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
     if args.explain_cache:
         config = config.model_copy(update={"cache": config.cache.model_copy(update={"explain": True})})
-    argv = args.argv
+    run_dir = args.run_dir
+    if args.fresh:
+        run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
+        err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
+    resume = _resume_command(args, run_dir)
     outcome_box: dict[str, runner.RunOutcome] = {}
     error_box: list[TracejudgeError] = []
-    run_dir = Path(args.run_dir or config.run.dir)
 
     async def main_task() -> None:
         stop = anyio.Event()
@@ -160,7 +198,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
             def count() -> int:
                 fmt = registry.format_for(config.dataset.format)
-                prior = len(store.finished_keys(run_dir / store.RESULTS))
+                index = Path(run_dir or config.run.dir) / store.INDEX
+                prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
                 return max(sum(1 for _ in fmt.read(config.dataset)) * config.run.trials - prior, 0)
 
             n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
@@ -184,7 +223,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                 tg.start_soon(count_total)
             try:
                 outcome_box["o"] = await runner.run(
-                    config, run_dir=args.run_dir, force=args.force, stop=stop,
+                    config, run_dir=run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None,
                 )
             except TracejudgeError as exc:
@@ -201,14 +240,14 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     outcome = outcome_box.get("o")
     out = _stdout_console()
     if outcome is None:
-        print("aborted; results already written are kept. Resume with:\n  " + _resume_command(argv), file=sys.stderr)
+        print("aborted; results already written are kept. Resume with:\n  " + resume, file=sys.stderr)
         out.print("[bold red]verdict: FAIL[/] (run aborted)", highlight=False)
         return EXIT_ASSERTION
     print_summary(outcome.summary, out)
     out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.interrupted:
-        print("interrupted; results so far are saved. Resume with:\n  " + _resume_command(argv), file=sys.stderr)
+        print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out)
     return outcome.verdict.exit_code
 

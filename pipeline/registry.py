@@ -41,6 +41,9 @@ class Format:
     - `adapt(raw, ctx) -> Case` is a pure function from one raw record;
     - `options`, when given, is the pydantic model that `dataset.options`
       must validate against (checked when the config loads).
+    - `peek_id(raw) -> str | None` (optional) returns, much faster than
+      `adapt`, the id that `adapt` would give the record, or `None` when it
+      cannot tell cheaply; a resume uses it to skip finished cases unparsed.
     """
 
     name: str
@@ -48,6 +51,7 @@ class Format:
     adapt: Callable[[Any, Any], Any]
     prepare: Callable[[Any], Any] = lambda dataset: None
     options: type[BaseModel] | None = None
+    peek_id: Callable[[Any], str | None] | None = None
 
 
 class FormatError(ValueError):

@@ -26,18 +26,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from pipeline import manifest as manifest_mod
 from pipeline import registry, store
+from pipeline.checkpoint import RunJournal
 from pipeline.config import RunConfig
+from pipeline.keyset import FirstSeen, key_hash, result_key, trial_key
+from pipeline.log import get_logger
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
-from pipeline.version import __version__
 from pipeline.work import Stage, Work
 
 if TYPE_CHECKING:
     from stages.memory import MemorySource
 
 __all__ = ["RunOutcome", "manifest_for", "run"]
+
+log = get_logger("tracejudge.runner")
 
 
 @dataclass
@@ -52,54 +58,9 @@ class RunOutcome:
     verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
 
 
-def _config_payload(config: RunConfig) -> dict[str, Any]:
-    # Settings that change how fast a run goes, where it writes, or how much it may
-    # spend do not change its answers, so they do not block a resume.
-    return config.model_dump(
-        mode="json",
-        exclude={
-            "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"},
-            "target": {"concurrency"},
-            "limits": True,
-            "budget": True,
-            "cache": True,
-            "aggregate": True,
-            "assertions": True,
-            **({"judge": _JUDGE_OPERATIONAL} if config.judge is not None else {}),
-        },
-    )
-
-
-# Judge settings that change how requests are retried, timed out, priced or
-# gated, not what the judge answers.
-_JUDGE_OPERATIONAL = {"timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
-                      "prices", "expected_output_tokens", "simulator"}
-
-
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
-    """The manifest a run directory records for `config` (and an in-memory `source`, if any)."""
-    payload = _config_payload(config)
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    fingerprint = source.fingerprint if source is not None else store.dataset_fingerprint(config.dataset.path, config.dataset.tasks)
-    return {
-        "tracejudge_version": __version__,
-        "config_hash": digest,
-        "dataset_fingerprint": fingerprint,
-        "config": config.model_dump(mode="json"),
-    }
-
-
-def _check_manifest(run_dir: Path, manifest: dict[str, Any], force: bool) -> None:
-    old = store.read_manifest(run_dir)
-    if old is None or force:
-        return
-    changed = []
-    if old.get("config_hash") != manifest["config_hash"]:
-        changed.append("the config (metrics, dataset or trials) differs from the one the run was started with")
-    if old.get("dataset_fingerprint") != manifest["dataset_fingerprint"]:
-        changed.append("the dataset files changed since the run was started")
-    if changed:
-        raise store.ManifestMismatch(f"{run_dir}: cannot resume: " + "; ".join(changed) + ". Use --force to resume anyway, or another run directory.")
+    """The manifest a run directory records for `config` (see `pipeline.manifest`)."""
+    return manifest_mod.manifest_for(config, None if source is None else source.fingerprint)
 
 
 async def run(
@@ -140,40 +101,39 @@ async def run(
         fmt = source.format if source is not None else registry.format_for(config.dataset.format)
         metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
         manifest = manifest_for(config, source)
-        _check_manifest(run_dir, manifest, force)
-        store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
-
-        results_path = run_dir / store.RESULTS
-        store.repair_tail(results_path)
-        agg = aggregator_for(config, metrics)
-        done: set[tuple[str, int]] = set()
-        for line in store.iter_result_lines(results_path):
-            try:
-                old = CaseResult.model_validate_json(line)
-            except ValueError:
-                continue
-            # A result skipped for the judge budget is unfinished work: a resumed run
-            # (with a larger budget) redoes it and appends its new line.
-            if old.status is Status.skipped_budget:
-                continue
-            done.add((old.case_id, old.trial))
-            agg.fold(old)
-
+        previous = store.read_manifest(run_dir)
+        changes = manifest_mod.check(run_dir, previous, manifest, force)
+        if previous is None or changes:
+            store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        metric_keys = [m.key for m in metrics]
         ctx = fmt.prepare(config.dataset)
+        journal = RunJournal.open(
+            run_dir,
+            metric_keys=metric_keys,
+            new_aggregator=lambda: aggregator_for(config, metrics),
+            config_hash=manifest["config_hash"],
+            forced=bool(changes),
+            flush_every=config.run.flush_every,
+        )
+        if journal.finished or journal.segments:
+            log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
+                     forced_changes=changes, **journal.recovery)
+        done = journal.done  # KeySet of result_key(case_id, trial)
+        is_done = journal.is_done  # budget-skipped results are not done: a resume redoes them
+        peek = fmt.peek_id
         stop = stop or anyio.Event()
         trials = config.run.trials
         q = config.run.queue_size
         counters = {"new": 0, "skipped": 0}
-        # Only ids, no locations: this set is the one thing that grows with the dataset.
-        seen: set[str] = set()
-        started = time.perf_counter()
+        seen = FirstSeen(size_hint=len(done))  # sized up front: no doubling while resuming
+        sink_done = anyio.Event()
 
         # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
         stages = build_stages(
             config, [m for m in metrics if not getattr(m, "over_trials", False)],
             run_dir=run_dir, prior_judge=_prior_block(run_dir, "judge"),
         )
-        writer = store.ResultWriter(results_path, flush_every=config.run.flush_every)
+        journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
 
         # Streams carry small chunks of work, not single items: one hop per chunk keeps the
         # event loop's share of a CPU-bound case low. A stream that feeds a concurrent
@@ -188,13 +148,31 @@ async def run(
             elif items:
                 await send.send(items)
 
+        def finished(raw: Any) -> bool:
+            # Resume fast path: a record whose every trial is finished is skipped unparsed,
+            # unless it repeats an id seen earlier (then extract decides, as it did the first time).
+            if peek is None or raw.error is not None:
+                return False
+            pid = peek(raw.payload)
+            if pid is None:
+                return False
+            h = key_hash(pid)
+            return all(is_done(trial_key(h, t)) for t in range(trials)) and seen.claim_first(h, raw.file, raw.line)
+
         async def load(send: MemoryObjectSendStream[list[Any]]) -> None:
             records = source.records() if source is not None else _aiter(fmt.read(config.dataset))
             async with send, aclosing(records):
                 batch: list[Any] = []
+                skipped = 0
                 async for raw in records:
                     if stop.is_set():
                         break
+                    if finished(raw):
+                        skipped += 1
+                        counters["skipped"] += trials
+                        if skipped % 512 == 0:
+                            await anyio.lowlevel.checkpoint()  # let signals and flushes in
+                        continue
                     batch.append(raw)
                     if len(batch) >= chunk:
                         await send.send(batch)
@@ -211,27 +189,31 @@ async def run(
                         got = extract_record(raw, fmt, ctx)
                         if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
                             cid, err = got
-                            if (cid, 0) in done:
+                            seen.claim(cid, raw.file, raw.line)
+                            if is_done(result_key(cid, 0)):
                                 counters["skipped"] += 1
                                 continue
-                            done.add((cid, 0))
+                            done.add_hash(result_key(cid, 0))
                             bad = CaseResult(case_id=cid, status=Status.invalid_input, error=err)
                             out.append(Work(Case(id=cid), 0, bad, t0))
                             continue
-                        if got.id in seen:
-                            cid = f"{got.id}@{raw.file}:{raw.line}"
-                            if (cid, 0) not in done:
-                                done.add((cid, 0))
+                        where = f"{raw.file}:{raw.line}"
+                        first = seen.claim(got.id, raw.file, raw.line)
+                        if first != where:
+                            cid = f"{got.id}@{where}"
+                            if not is_done(result_key(cid, 0)):
+                                done.add_hash(result_key(cid, 0))
                                 err = ErrorInfo(
-                                    kind="invalid_input", message=f"duplicate case id {got.id!r}: an earlier record of the dataset has it",
+                                    kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})",
                                     file=raw.file, line=raw.line, field="id",
                                 )
                                 bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
                                 out.append(Work(got, 0, bad, t0))
+                            else:
+                                counters["skipped"] += 1
                             continue
-                        seen.add(got.id)
                         for trial in range(trials):
-                            if (got.id, trial) in done:
+                            if is_done(result_key(got.id, trial)):
                                 counters["skipped"] += 1
                                 continue
                             result = CaseResult(case_id=got.id, trial=trial, tags=got.tags, metadata=got.metadata)
@@ -256,11 +238,18 @@ async def run(
                     for work in works:
                         result = work.result
                         result.duration_s = round(time.perf_counter() - work.started, 6)
-                        writer.add(result.model_dump_json())
-                        agg.fold(result)
+                        journal.record(result)
                         counters["new"] += 1
                         if on_result is not None:
                             on_result(result)
+            sink_done.set()
+
+        async def flusher() -> None:
+            # Results that trickle in (a slow judge) still reach the disk within flush_seconds.
+            while not sink_done.is_set():
+                with anyio.move_on_after(0.1):
+                    await sink_done.wait()
+                journal.tick()
 
         def feeds_concurrent(i: int) -> bool:
             return i < len(stages) and stages[i].workers > 1
@@ -281,15 +270,25 @@ async def run(
                             tg.start_soon(worker, stage, recv.clone(), nxt_send.clone(), feeds_concurrent(i + 1))
                     recv = nxt_recv
                 tg.start_soon(sink, recv)
+                tg.start_soon(flusher)
+            ended = "interrupted" if stop.is_set() else "finished"
+            crashed = False
+        except BaseException:
+            ended = "interrupted"
+            crashed = True
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 for stage in stages:
                     if stage.aclose is not None:
                         await stage.aclose()
-            writer.close()
-            elapsed = time.perf_counter() - started
+            journal.close(ended)
             blocks = {stage.name: stage.summary() for stage in stages if stage.summary is not None}
-            summary = _write_summary(run_dir, agg, manifest, elapsed, interrupted=stop.is_set(), blocks=blocks)
+            summary = _build_summary(journal, manifest, complete=ended == "finished", blocks=blocks)
+            if crashed:  # finish_run below will not run: keep the summary of what was done
+                store.write_text_if_changed(run_dir / store.SUMMARY, json.dumps(summary, indent=2) + "\n")
+        # Writes summary.json (with the verdict) and the reports, each only if it changed, so
+        # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config)
         return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set(), verdict)
     finally:
@@ -353,24 +352,24 @@ def _merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]])
     return [m for m in run_metrics if m.key not in keys] + extra
 
 
-def _write_summary(run_dir: Path, agg: Any, manifest: dict[str, Any], elapsed: float, interrupted: bool,
-                   blocks: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    old_elapsed = 0.0
-    prev = run_dir / "summary.json"
-    if prev.exists():
-        try:
-            old_elapsed = float(json.loads(prev.read_text()).get("elapsed_s_total", 0.0))
-        except (ValueError, TypeError):
-            old_elapsed = 0.0
-    summary = {
+def _build_summary(
+    journal: RunJournal, manifest: dict[str, Any], complete: bool, blocks: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    # Built only from recorded state (no clock reading), so a resume that adds nothing
+    # gives a byte-identical summary. A stage's own block (the judge's, which carries
+    # its earlier segments' spending) replaces the one summed from segment usage.
+    totals = journal.totals()
+    judge: dict[str, Any] = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    for k, v in totals["usage"].get("judge", {}).items():
+        judge[k] = judge.get(k, 0) + v
+    return {
         "tracejudge_version": manifest["tracejudge_version"],
         "config_hash": manifest["config_hash"],
-        "complete": not interrupted,
-        "elapsed_s_segment": round(elapsed, 3),
-        "elapsed_s_total": round(old_elapsed + elapsed, 3),
-        **agg.summary(),
-        "judge": {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+        "complete": complete,
+        "elapsed_s_total": totals["elapsed_s"],
+        **journal.summary_aggregate().summary(),
+        "judge": judge,
         **(blocks or {}),
+        "usage": totals["usage"],
+        "segments": journal.segments,
     }
-    store.atomic_write_text(prev, json.dumps(summary, indent=2) + "\n")
-    return summary

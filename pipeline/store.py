@@ -1,141 +1,243 @@
-"""The run directory: the unit of checkpoint and resumption.
+"""The run directory's files, each written so that a crash at any instant leaves it usable.
 
 Layout of `RUN_DIR`:
 
-- `manifest.json` — config, config hash, dataset fingerprint, tracejudge version;
-- `results.jsonl` — one `CaseResult` per line, append-only, flushed and
-  fsynced in small groups (bounded by count and by time);
+- `manifest.json` — config, config hash, dataset file fingerprints, version
+  (see `pipeline.manifest`);
+- `results.jsonl` — one `CaseResult` per line, append-only, written in
+  whole-line groups and fsynced (bounded by count and by time);
+- `results.idx` — one 8-byte little-endian hash per line of `results.jsonl`
+  (`keyset.result_key(case_id, trial)`), in the same order: the index of
+  finished work, read at resume instead of re-parsing every result;
+- `checkpoint.json` — what `results.idx` and the aggregate covered at the last
+  flush, plus the per-segment records (see `pipeline.checkpoint`);
 - `summary.json`, reports — rewritten atomically (write, fsync, rename);
-- `.lock` — the pid of the process that owns the directory.
+- `.lock` — held with `flock` by the process that owns the directory; the
+  kernel releases it when that process dies, however it dies.
 
-On open, a torn last line (a crash mid-write) is cut off, and the finished
-`(case_id, trial)` pairs are indexed from the lines' leading keys without
-building full models, so resuming skips finished work.
+`results.jsonl` is the truth; the index and checkpoint are derived from it
+and are rebuilt from it whenever they disagree with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import hashlib
+import fcntl
 import json
 import os
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import TracejudgeError
+from pipeline.manifest import ManifestMismatch
 
 __all__ = [
+    "CHECKPOINT",
+    "INDEX",
+    "LOCK",
+    "MANIFEST",
+    "RESULTS",
+    "SUMMARY",
     "LockedError",
     "ManifestMismatch",
     "ResultWriter",
     "RunLock",
+    "atomic_write_bytes",
     "atomic_write_text",
-    "dataset_fingerprint",
-    "finished_keys",
+    "fresh_run_dir",
     "iter_result_lines",
+    "read_manifest",
+    "remove_stale_temps",
     "repair_tail",
 ]
 
 RESULTS = "results.jsonl"
+INDEX = "results.idx"
+CHECKPOINT = "checkpoint.json"
 MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
 LOCK = ".lock"
+_TMP_SUFFIX = ".tmp"
 
 
 class LockedError(TracejudgeError):
-    """Another live process holds the run directory."""
+    """Another live process holds the run directory; the message names its pid."""
 
 
-class ManifestMismatch(TracejudgeError):
-    """The run directory was started with another config or dataset."""
+def _fsync_dir(path: Path) -> None:
+    # A rename is durable only once the directory entry is; some filesystems refuse this.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so readers see the old or the new file, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write `data` to `path` so readers see the old or the new file, never half of one.
 
-
-def dataset_fingerprint(*paths: Path | None) -> str:
-    """A quick fingerprint of dataset files: sha256 over size, first and last MiB of each.
-
-    Cheap at any size (a 2 GB dataset costs two 1 MiB reads) and changes
-    whenever a file grows, shrinks, or is edited at either end; an edit
-    confined to the middle of a same-size file is not seen.
+    Writes a temporary file beside it and renames it over `path`. With
+    `durable` (the default) the file and then the directory are fsynced, so
+    the new content survives a power cut; without it a power cut may leave
+    the old file or an empty/garbled new one, which suits derived files that
+    are validated on read and rebuilt when wrong (the checkpoint). Raises
+    `OSError` on I/O failure (the old file stays).
     """
-    h = hashlib.sha256()
-    for p in paths:
-        if p is None:
-            continue
-        size = p.stat().st_size
-        h.update(f"{p.name}:{size}:".encode())
-        with open(p, "rb") as fh:
-            h.update(fh.read(1 << 20))
-            if size > 2 << 20:
-                fh.seek(size - (1 << 20))
-                h.update(fh.read())
-    return h.hexdigest()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{_TMP_SUFFIX}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
+
+
+def write_text_if_changed(path: Path, text: str) -> bool:
+    """`atomic_write_text` unless `path` already holds exactly `text`; True if it wrote.
+
+    Derived files (summary, reports) go through this, so resuming a finished
+    run leaves every file of the run directory untouched.
+    """
+    data = text.encode("utf-8")
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    atomic_write_bytes(path, data)
+    return True
+
+
+def remove_stale_temps(run_dir: Path) -> int:
+    """Delete temporary files a killed writer left in `run_dir`; returns how many.
+
+    Call only while holding the run directory's lock (no live writer then).
+    """
+    n = 0
+    for p in run_dir.glob(f".*{_TMP_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            n += 1
+    return n
+
+
+def fresh_run_dir(base: Path) -> Path:
+    """A run directory for `--fresh`: `base` itself if it holds no run, else the first free `base-N`.
+
+    The directory is created here (atomically, `mkdir` without `exist_ok`), so
+    two processes asking at once get different directories.
+    """
+    base = Path(base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir()
+        return base
+    except FileExistsError:
+        if base.is_dir() and not any((base / name).exists() for name in (RESULTS, MANIFEST, CHECKPOINT)):
+            return base
+    n = 2
+    while True:
+        cand = base.with_name(f"{base.name}-{n}")
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            n += 1
 
 
 class RunLock:
-    """An exclusive lock on a run directory, by a pid file created with O_EXCL.
+    """An exclusive lock on a run directory: `flock` on `RUN_DIR/.lock`, which holds the owner's pid.
 
-    A lock whose pid is no longer alive is taken over. Raises `LockedError`
-    naming the live pid otherwise.
+    The kernel drops an `flock` when its process exits, even by SIGKILL, so a
+    lock file left by a dead process is simply taken over; a live owner makes
+    `acquire()` raise `LockedError` at once, naming its pid. Works on local
+    filesystems (and NFS with Linux's flock emulation); not on Windows.
     """
 
     def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / LOCK
-        self.held = False
+        self.path = Path(run_dir) / LOCK
+        self._fd: int | None = None
+        self.previous_pid: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
 
     def acquire(self) -> None:
-        for _ in range(3):
+        """Take the lock or raise `LockedError` naming the process that holds it."""
+        for _ in range(10):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    pid = int(self.path.read_text().strip() or "0")
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and pid != os.getpid() and _alive(pid):
-                    raise LockedError(f"{self.path.parent}: run directory is in use by process {pid} (lock file {self.path})") from None
-                try:
-                    self.path.unlink()
-                except FileNotFoundError:
-                    pass
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                pid = _read_pid(self.path)
+                who = f"process {pid}" if pid else "another process"
+                raise LockedError(
+                    f"{self.path.parent}: run directory is in use by {who} (lock file {self.path}); "
+                    "wait for it to finish, or stop it first"
+                ) from None
+            # The owner before us may have unlinked the file between our open and our flock:
+            # then we locked an orphan inode and must retry on the current file.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
                 continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(str(os.getpid()))
-            self.held = True
+            self.previous_pid = _read_pid(self.path)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            self._fd = fd
             return
-        raise LockedError(f"{self.path.parent}: could not take the lock file {self.path}")
+        raise LockedError(f"{self.path.parent}: could not take the lock file {self.path} (it keeps being replaced)")
 
     def release(self) -> None:
-        if self.held:
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
-            self.held = False
+        """Remove the lock file and drop the lock (no-op if not held)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
-def _alive(pid: int) -> bool:
+def _read_pid(path: Path) -> int | None:
     try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno == errno.EPERM
-    return True
+        text = path.read_text().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
 
 
 def repair_tail(path: Path) -> int:
     """Cut a torn last line (no trailing newline, or not valid JSON) off a JSONL file.
 
-    Returns the number of bytes removed. Only the tail is read.
+    Returns the number of bytes removed. Only the tail is read, so this costs
+    the same for a file of ten lines or ten million.
     """
     if not path.exists():
         return 0
@@ -143,7 +245,7 @@ def repair_tail(path: Path) -> int:
     if size == 0:
         return 0
     with open(path, "rb+") as fh:
-        window = min(size, 1 << 20)
+        window = min(size, 1 << 16)
         while True:
             fh.seek(size - window)
             tail = fh.read(window)
@@ -168,68 +270,144 @@ def repair_tail(path: Path) -> int:
         return size - start
 
 
-def iter_result_lines(path: Path) -> Iterator[bytes]:
-    """Every complete line of a results file, as bytes."""
+def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
+    """Every complete, non-blank line of a results file from byte `start`, as bytes."""
     if not path.exists():
         return
     with open(path, "rb") as fh:
+        fh.seek(start)
         for line in fh:
             if line.endswith(b"\n") and line.strip():
                 yield line
 
 
-def finished_keys(path: Path) -> set[tuple[str, int]]:
-    """The `(case_id, trial)` pairs already in a results file."""
-    done: set[tuple[str, int]] = set()
-    for line in iter_result_lines(path):
-        try:
-            data = json.loads(line)
-            done.add((str(data["case_id"]), int(data.get("trial", 0))))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return done
+SKIPPED_MARK = b'"status":"skipped_budget"'
+
+
+def _line_key(line: bytes) -> tuple[str, int] | None:
+    try:
+        data = json.loads(line)
+        return str(data["case_id"]), int(data.get("trial", 0))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def iter_current_result_lines(path: Path) -> Iterator[bytes]:
+    """The lines of a results file that still stand, in file order.
+
+    A result skipped for the judge budget (`skipped_budget`) is provisional:
+    a resumed run redoes it and appends the new result, which supersedes it.
+    This yields every line except such superseded ones (two passes over the
+    file; memory grows only with the number of budget-skipped lines).
+    """
+    skipped_last: dict[tuple[str, int], int] = {}
+    completed: set[tuple[str, int]] = set()
+    for i, line in enumerate(iter_result_lines(path)):
+        if SKIPPED_MARK in line:
+            key = _line_key(line)
+            if key is not None:
+                skipped_last[key] = i
+        elif skipped_last:
+            key = _line_key(line)
+            if key in skipped_last:
+                completed.add(key)
+    for i, line in enumerate(iter_result_lines(path)):
+        if skipped_last and SKIPPED_MARK in line:
+            key = _line_key(line)
+            if key is not None and (key in completed or skipped_last.get(key) != i):
+                continue
+        yield line
 
 
 class ResultWriter:
-    """Append result lines to `results.jsonl`, flushing and fsyncing in small groups.
+    """Append result lines to `results.jsonl` and their keys to `results.idx`, in fsynced groups.
 
-    A group is written when `flush_every` lines are pending or `flush_seconds`
-    have passed since the last write, and on `close()`. Each line is written
-    whole, so a crash leaves at most one torn line at the end.
+    A group is written when `flush_every` lines are pending, when
+    `flush_seconds` have passed since the last write (checked on `add` and by
+    `flush_due`), and on `close()`. Each group is written with one `write`
+    of whole lines and fsynced before `on_flush` is called, so a crash
+    leaves at most one torn line at the end, and whatever `on_flush` records
+    (the checkpoint) never claims a line that is not on disk.
+
+    `size`, `lines` and `index_crc` describe the two files after the last
+    flush; `index_crc` is the CRC-32 of all of `results.idx`.
     """
 
-    def __init__(self, path: Path, flush_every: int = 64, flush_seconds: float = 0.5) -> None:
-        self.path = path
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        size: int,
+        lines: int,
+        index_crc: int,
+        flush_every: int = 64,
+        flush_seconds: float = 0.5,
+        on_flush: Any = None,
+    ) -> None:
         self.flush_every = flush_every
         self.flush_seconds = flush_seconds
-        self._fh = open(path, "ab")
+        self.on_flush = on_flush
+        self._fh = open(run_dir / RESULTS, "ab")
+        self._idx = open(run_dir / INDEX, "ab")
         self._pending: list[bytes] = []
+        self._keys: list[bytes] = []
         self._last = time.monotonic()
+        self.size = size
+        self.lines = lines
+        self.index_crc = index_crc
         self.written = 0
 
-    def add(self, line: str) -> None:
+    def add(self, line: str, key: int) -> None:
+        """Queue one result line (no newline) and its `result_key` hash."""
         self._pending.append(line.encode() + b"\n")
-        if len(self._pending) >= self.flush_every or time.monotonic() - self._last >= self.flush_seconds:
+        self._keys.append(key.to_bytes(8, "little"))
+        if len(self._pending) >= self.flush_every or self.flush_due():
             self.flush()
 
+    def flush_due(self) -> bool:
+        """True when lines are pending and the time bound has passed."""
+        return bool(self._pending) and time.monotonic() - self._last >= self.flush_seconds
+
     def flush(self) -> None:
+        """Write, fsync, and report the pending group (no-op when none is pending)."""
         if self._pending:
-            self._fh.write(b"".join(self._pending))
+            data = b"".join(self._pending)
+            self._fh.write(data)
             self._fh.flush()
             os.fsync(self._fh.fileno())
+            # The index needs no fsync: the checkpoint stores its CRC, and an index lost
+            # to a power cut is rebuilt from results.jsonl.
+            keys = b"".join(self._keys)
+            self._idx.write(keys)
+            self._idx.flush()
+            self.index_crc = zlib.crc32(keys, self.index_crc)
+            self.size += len(data)
+            self.lines += len(self._pending)
             self.written += len(self._pending)
             self._pending.clear()
+            self._keys.clear()
+            if self.on_flush is not None:
+                self.on_flush()
         self._last = time.monotonic()
 
     def close(self) -> None:
-        self.flush()
-        self._fh.close()
+        """Flush what is pending and close both files."""
+        try:
+            self.flush()
+        finally:
+            self._fh.close()
+            self._idx.close()
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
-    """The manifest of a run directory, or `None` if it has none."""
-    p = run_dir / MANIFEST
+    """The manifest of a run directory, or `None` if it has none.
+
+    Raises `TracejudgeError` naming the file if it is not valid JSON.
+    """
+    p = Path(run_dir) / MANIFEST
     if not p.exists():
         return None
-    manifest: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
-    return manifest
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None

@@ -41,6 +41,10 @@ class Stage:
     awaited after the last work passed, for sessions and flushes.
     `summary()` (optional) returns the stage's block for `summary.json`
     (stored under the stage's name).
+    `usage()` (optional) returns the stage's additive counters since it was
+    built (`{"requests": 12, "input_tokens": 3400, "cost_usd": 0.01, ...}`);
+    the run records them per segment and sums them across restarts (a stage
+    named `judge` fills the summary's `judge` block).
     """
 
     name: str
@@ -48,3 +52,4 @@ class Stage:
     workers: int = 1
     aclose: Callable[[], Awaitable[None]] | None = None
     summary: Callable[[], dict[str, Any]] | None = None
+    usage: Callable[[], dict[str, float]] | None = None

@@ -203,6 +203,11 @@ class PassAtKTracker:
         }
 
 
+def _passed_on_verdict(score: Any) -> bool:
+    # A module-level function, not a lambda: the aggregate is checkpointed with pickle.
+    return score is not None and score.value is not None and bool(score.passed)
+
+
 class Aggregator:
     """Fold `CaseResult`s into per-metric stats, breakdowns, pass@k and status counts.
 
@@ -239,7 +244,7 @@ class Aggregator:
         self.trackers: dict[tuple[str, float | None], PassAtKTracker] = {}
         if trials > 1:
             for key in metric_keys:
-                self._tracker(key, None, lambda s: s is not None and s.value is not None and bool(s.passed), {1, trials})
+                self._tracker(key, None, _passed_on_verdict, {1, trials})
         for spec in self.pass_at_k_specs:
             self._tracker(spec.metric, spec.threshold, spec.trial_passed, {spec.k})
 

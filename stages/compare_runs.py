@@ -109,7 +109,7 @@ def iter_results(run_dir: Path) -> Iterator[dict[str, Any]]:
     path = Path(run_dir) / store.RESULTS
     if not path.exists():
         raise TracejudgeError(f"{run_dir}: no {store.RESULTS} here (is this a run directory?)")
-    for line in store.iter_result_lines(path):
+    for line in store.iter_current_result_lines(path):
         try:
             data = json.loads(line)
         except ValueError:

@@ -85,7 +85,7 @@ def test_a_kept_run_directory_resumes_and_refuses_other_metrics(tmp_path):
     assert (again.new_results, again.skipped_finished) == (2, 4)
     assert len(again.results) == 6 and again.result("new", 1).scores["ToolCalls"].value == 0.0
     assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 6
-    with pytest.raises(ManifestMismatch, match="the config"):
+    with pytest.raises(ManifestMismatch, match="another config"):
         tracejudge.evaluate([GOOD], [TrajectoryMatch()], run_dir=tmp_path / "run", trials=2)
 
 
@@ -106,7 +106,8 @@ def test_config_sections_reach_the_run_config(tmp_path):
     assert config["limits"] == {"rpm": 10, "tpm": 2000, "max_in_flight": 2}
     assert config["budget"] == {"max_judge_tokens": 500, "max_cost_usd": None}
     assert config["cache"]["dir"] == str(tmp_path / "cache")
-    assert config["metrics"] == [{"type": "ToolCalls", "arguments": "exact"}, {"type": "TrajectoryMatch", "order": "exact"}]
+    # The manifest stores each metric with its defaults filled in.
+    assert [(m["type"], m.get("arguments", m.get("order"))) for m in config["metrics"]] == [("ToolCalls", "exact"), ("TrajectoryMatch", "exact")]
     assert config["dataset"]["path"] == "<memory>"
 
 

@@ -94,15 +94,19 @@ def test_sigint_stops_cleanly_and_the_same_command_resumes(tmp_path):
 def test_second_process_on_the_same_run_dir_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pipeline.store import RunLock; from pathlib import Path; "
+         "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(run_dir)],
+        stdout=subprocess.PIPE, text=True, cwd=REPO,
+    )
     try:
-        (run_dir / ".lock").write_text(str(holder.pid))
+        assert holder.stdout.readline().strip() == "held"
         proc = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(run_dir), cwd=tmp_path)
         assert proc.returncode == 2 and f"in use by process {holder.pid}" in proc.stderr
     finally:
         holder.kill()
         holder.wait()
-    # The holder is dead now: its stale lock is taken over.
+    # The holder is dead now: the kernel released its lock, so the run goes ahead.
     proc = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(run_dir), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert os.path.exists(run_dir / "results.jsonl")

@@ -61,7 +61,7 @@ def test_daily_quota_fails_at_once_as_rate_limited(simulator, tmp_path):
     assert r["status"] == "judge_error" and r["error"]["kind"] == "rate_limited"
     assert "86400" in r["error"]["message"]
     assert sim.stats.requests == 1 and summary["judge"]["slept_s"] == 0
-    assert summary["elapsed_s_segment"] < 10
+    assert summary["segments"][-1]["elapsed_s"] < 10
 
 
 def test_server_errors_and_timeouts_are_retried(simulator, tmp_path):
@@ -132,6 +132,12 @@ def test_budget_cap_skips_then_resume_with_larger_budget_finishes(simulator, tmp
     second = anyio.run(lambda: runner.run(validate_config({**base, "budget": {"max_judge_tokens": 100_000}}))).summary
     assert second["status"] == {"ok": 10} and second["results"] == 10
     assert sim.stats.requests == 10  # the finished cases were not asked again
+    # The skipped lines stay in the append-only file, superseded: a rebuild from it agrees.
+    from stages.reports import rebuild
+
+    assert len(results(tmp_path)) == 10 + len(skipped)
+    rebuilt, _ = rebuild(tmp_path / "run")
+    assert rebuilt["status"] == {"ok": 10} and rebuilt["results"] == 10
 
 
 def test_dollar_budget_also_caps(simulator, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -49,8 +50,35 @@ def _decode(raw: bytes | str) -> Any:
         raise AdapterError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
 
 
+# The id as the first key of the line, as `tracejudge extract` and most writers put it.
+_LEADING_ID = re.compile(rb'\A\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
+
+
 def peek_id(raw: bytes | str) -> str | None:
-    """Best-effort id of a line that failed validation, so its result keeps the user's id."""
+    """The id `adapt` gives a line (str, or an int as text), or None if it has none.
+
+    Used for a line that failed validation, so its result keeps the user's
+    id, and by resume to skip finished lines unparsed: a leading `"id"` key
+    is read without decoding the rest of the line (microseconds for a long
+    trace); otherwise the whole line is decoded.
+    """
+    if isinstance(raw, dict):
+        data: Any = raw
+        value = data.get("id")
+        return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    b = raw.encode() if isinstance(raw, str) else raw
+    m = _LEADING_ID.match(b)
+    if m is not None:
+        token = m.group(1)
+        if token[:1] == b'"' and b"\\" not in token:
+            try:
+                return token[1:-1].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        try:
+            return str(json.loads(token))
+        except ValueError:
+            return None
     try:
         data = json.loads(raw)
     except ValueError:
@@ -60,4 +88,4 @@ def peek_id(raw: bytes | str) -> str | None:
     return None
 
 
-register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt))
+register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id))

@@ -10,6 +10,7 @@ the same; `tracejudge report RUN_DIR` is that function.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -51,20 +52,19 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     title = f"tracejudge report: {run_dir.name}"
     paths = []
     md = run_dir / "report.md"
-    store.atomic_write_text(md, render_markdown(summary, verdict, cases, title=title))
+    store.write_text_if_changed(md, render_markdown(summary, verdict, cases, title=title))
     paths.append(md)
     junit = run_dir / "junit.xml"
-    tmp = junit.with_name(".junit.xml.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        write_junit(fh, run_dir, summary)
-    tmp.replace(junit)
+    buf = io.StringIO()
+    write_junit(buf, run_dir, summary)
+    store.write_text_if_changed(junit, buf.getvalue())
     paths.append(junit)
     hist = None
     if baseline is not None and (Path(baseline) / store.RESULTS).exists():
         hist = _baseline_histograms(Path(baseline), keys)
     page = render_html(summary, verdict, cases, baseline_histograms=hist, baseline_configured=baseline is not None, title=title)
     html_path = run_dir / "report.html"
-    store.atomic_write_text(html_path, page)
+    store.write_text_if_changed(html_path, page)
     paths.append(html_path)
     return paths
 
@@ -73,7 +73,7 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig) -> Ver
     """Evaluate the gate, add the verdict to `summary.json`, write the reports."""
     verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed)
     summary["verdict"] = verdict.as_dict()
-    store.atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
+    store.write_text_if_changed(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
     reg = config.assertions.regression
     write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None)
     return verdict
@@ -113,7 +113,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
     else:
         trials = 1 + max((int(r.get("trial", 0)) for r in iter_results(run_dir)), default=0)
         agg = Aggregator([], trials=trials)
-    for line in store.iter_result_lines(path):
+    for line in store.iter_current_result_lines(path):
         try:
             agg.fold(CaseResult.model_validate_json(line))
         except ValueError:
@@ -123,7 +123,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         prev = {}
-    keep = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_segment", "elapsed_s_total") if k in prev}
+    keep = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "judge") if k in prev}
     summary = {**keep, **agg.summary()}
     if "judge" in prev:
         summary["judge"] = prev["judge"]

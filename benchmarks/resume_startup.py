@@ -1,0 +1,224 @@
+"""Resume start-up at scale: time to the first new case, and peak memory.
+
+For each size N (10,000 / 100,000 / 200,000 finished results, plus a
+baseline of none), a run directory holds N finished results of a dataset of
+N + 10 native cases; the 10 unfinished ones are the last lines of the
+dataset, so the resume has to get past all N finished cases before its
+first new one (the worst case). Each size is measured in fresh processes:
+
+1. setup: write the dataset and N results (scored by the real metrics), then
+   let the checkpoint code build `results.idx` and `checkpoint.json` as a
+   killed run would have left them;
+2. resume: `runner.run` on that directory, timing from process start (imports
+   included) and from the `run()` call to the first new result, and to the
+   end; peak RSS from `getrusage`;
+3. the old path, side by side: what resuming cost before the index —
+   parse and fold every result line into a `CaseResult` and a set of
+   `(case_id, trial)` tuples, then adapt every dataset line (full `Case`
+   validation) until the first unfinished one, keeping first places in a
+   dict of strings (time to that case and peak RSS).
+
+Usage: python benchmarks/resume_startup.py [--sizes 10000,100000,200000] [--keep DIR]
+Prints a table (markdown).
+"""
+
+from __future__ import annotations
+
+import time
+
+_T_START = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+MISSING = 10
+CONFIG = """\
+dataset: {path: cases.jsonl, format: native}
+metrics:
+  - {type: ToolCalls, arguments: subset}
+  - {type: TrajectoryMatch, order: in_order}
+run: {dir: run}
+"""
+
+
+def _peak_rss_mb() -> float:
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
+
+
+def _case(i: int) -> dict:
+    tools = ["get_user", "search_flights", "book", "cancel", "refund"]
+    calls = [{"name": tools[(i + k) % 5], "arguments": {"id": f"u{i % 97}", "n": k}} for k in range(3)]
+    return {
+        "id": f"case-{i:07d}",
+        "input": f"request {i}",
+        "expected_tool_calls": [{"name": c["name"], "arguments": c["arguments"]} for c in calls[: 2 + i % 2]],
+        "trace": {"steps": [{"tool_calls": calls}], "output": "done"},
+    }
+
+
+def setup(root: Path, n: int) -> None:
+    """Write dataset, config and a run directory with `n` of `n + MISSING` cases finished."""
+    from pipeline import registry, store
+    from pipeline.checkpoint import RunJournal
+    from pipeline.config import load_config
+    from pipeline.manifest import manifest_for
+    from pipeline.records import Case, CaseResult
+    from stages.aggregate import Aggregator
+    from stages.score import score_case
+
+    (root / "config.yaml").write_text(CONFIG)
+    with open(root / "cases.jsonl", "w") as fh:
+        for i in range(n + MISSING):
+            fh.write(json.dumps(_case(i)) + "\n")
+    config = load_config(root / "config.yaml")
+    metrics = [registry.build_metric(s) for s in config.metrics]
+    run_dir = root / "run"
+    run_dir.mkdir()
+    store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest_for(config), indent=2) + "\n")
+    with open(run_dir / store.RESULTS, "w") as out:
+        for i in range(n):
+            case = Case.model_validate(_case(i))
+            r = CaseResult(case_id=case.id, scores=score_case(case, metrics), duration_s=0.0001)
+            out.write(r.model_dump_json() + "\n")
+    keys = [m.key for m in metrics]
+    # No index or checkpoint yet: opening rebuilds both from results.jsonl, as after a crash.
+    j = RunJournal.open(run_dir, metric_keys=keys, new_aggregator=lambda: Aggregator(keys), config_hash="setup")
+    j.close("killed")
+
+
+def measure(root: Path) -> dict:
+    """Resume the run in `root`; report timings (seconds) and peak RSS (MiB)."""
+    import anyio
+
+    from pipeline import runner
+    from pipeline.config import load_config
+
+    t_imported = time.perf_counter()
+    config = load_config(root / "config.yaml")
+    first: list[float] = []
+
+    def on_result(_: object) -> None:
+        if not first:
+            first.append(time.perf_counter())
+
+    t_call = time.perf_counter()
+    outcome = anyio.run(lambda: runner.run(config, on_result=on_result))
+    t_end = time.perf_counter()
+    return {
+        "new": outcome.new_results,
+        "skipped": outcome.skipped_finished,
+        "imports_s": t_imported - _T_START,
+        "first_from_start_s": first[0] - _T_START if first else None,
+        "first_from_call_s": first[0] - t_call if first else None,
+        "total_s": t_end - _T_START,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def full_parse(root: Path) -> dict:
+    """The pre-index resume path, without its async hops: parse and fold every result into a
+    set of `(case_id, trial)` tuples, then adapt every dataset line and look it up, keeping
+    each id's first place in a dict of strings."""
+    from pipeline import registry
+    from pipeline.config import load_config
+    from pipeline.records import Case, CaseResult
+    from stages.aggregate import Aggregator
+    from stages.extract import extract_record
+
+    config = load_config(root / "config.yaml")
+    fmt = registry.format_for(config.dataset.format)
+    agg = Aggregator([registry.build_metric(s).key for s in config.metrics])
+    t0 = time.perf_counter()
+    done: set[tuple[str, int]] = set()
+    with open(root / "run" / "results.jsonl", "rb") as fh:
+        for line in fh:
+            r = CaseResult.model_validate_json(line)
+            done.add((r.case_id, r.trial))
+            agg.fold(r)
+    seen: dict[str, str] = {}
+    first = None
+    for raw in fmt.read(config.dataset):
+        case = extract_record(raw, fmt, None)
+        assert isinstance(case, Case)
+        seen.setdefault(case.id, f"{raw.file}:{raw.line}")
+        if (case.id, 0) not in done:
+            first = time.perf_counter() - t0
+            break
+    return {"first_s": first, "keys": len(done), "peak_rss_mb": _peak_rss_mb()}
+
+
+def _child(mode: str, root: Path, n: int = 0) -> dict:
+    cmd = [sys.executable, __file__, f"--{mode}", str(root), "--n", str(n)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} for {root} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="0,10000,100000,200000")
+    p.add_argument("--keep", type=Path, help="keep the generated run directories under this folder")
+    p.add_argument("--setup", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--full-parse", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.setup:
+        setup(args.setup, args.n)
+        print(json.dumps({"ok": True}))
+        return
+    if args.measure:
+        print(json.dumps(measure(args.measure)))
+        return
+    if args.full_parse:
+        print(json.dumps(full_parse(args.full_parse)))
+        return
+
+    base = args.keep or Path(tempfile.mkdtemp(prefix="tj-resume-bench-"))
+    rows = []
+    try:
+        for n in [int(x) for x in args.sizes.split(",")]:
+            root = base / f"n{n}"
+            if root.exists():
+                shutil.rmtree(root)
+            root.mkdir(parents=True)
+            t = time.perf_counter()
+            _child("setup", root, n)
+            setup_s = time.perf_counter() - t
+            old = _child("full-parse", root)  # reads only: the run is still unfinished after it
+            res = _child("measure", root)
+            assert res["new"] == MISSING and res["skipped"] == n, res
+            size_mb = os.path.getsize(root / "run" / "results.jsonl") / 1e6
+            rows.append((n, size_mb, res, old, setup_s))
+            print(f"  n={n}: setup {setup_s:.1f}s, resume {res['total_s']:.2f}s", file=sys.stderr, flush=True)
+            if not args.keep:
+                shutil.rmtree(root)
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+    print(f"\nResume start-up, {MISSING} unfinished cases at the end of the dataset (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
+    print("| finished results | results.jsonl | first new case, from process start | from run() call | whole resume | peak RSS | old path: first new case | old path: peak RSS |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, size_mb, res, old, _ in rows:
+        print(
+            f"| {n:,} | {size_mb:.1f} MB | {res['first_from_start_s']:.2f} s | {res['first_from_call_s']:.2f} s | {res['total_s']:.2f} s "
+            f"| {res['peak_rss_mb']:.1f} MiB | {old['first_s']:.2f} s | {old['peak_rss_mb']:.1f} MiB |"
+        )
+    print(f"\nimports (included in 'from process start'): {rows[0][2]['imports_s']:.2f} s. "
+          "Old path = parse and fold every result line, then adapt every case until the first unfinished one "
+          "(in-process, no pipeline; its time is from after imports and config).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Compact sets and maps of string keys, for millions of ids at a few bytes each.
+
+Resuming a run must answer "is (case, trial) finished?" and "where was this
+id first seen?" for every case of the dataset. Python sets of tuples of
+strings cost about 150–250 bytes a key; these tables keep one 64-bit hash
+per key in an `array` (open addressing, linear probing, at most 4/5 full):
+10–20 bytes a key for a set, 20–40 for a map, never the strings themselves.
+
+Keys are hashed with BLAKE2b (8 bytes), so a hash is stable across processes
+and can be written to disk (`results.idx`). Two distinct keys share a hash
+with probability about n²/2⁶⁵ (≈ 1e-9 for 200,000 keys); such a collision
+would make the second key look finished.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from hashlib import blake2b
+
+__all__ = ["FirstSeen", "KeyMap", "KeySet", "key_hash", "result_key", "trial_key"]
+
+_EMPTY = 0
+_MAX_LOAD = 0.8
+_MIN_CAPACITY = 1024
+
+
+def key_hash(key: str) -> int:
+    """The stable 64-bit hash of `key` (never 0, which marks an empty slot)."""
+    h = int.from_bytes(blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+    return h or 1
+
+
+_GOLDEN = 0x9E3779B97F4A7C15  # odd: trials 0..2^64-1 map to distinct offsets
+
+
+def trial_key(id_hash: int, trial: int) -> int:
+    """The key of trial `trial` of the case whose `key_hash(case_id)` is `id_hash`.
+
+    Trial 0's key is the id's hash; trial t adds t·φ·2⁶⁴ (mod 2⁶⁴), so the
+    keys of all trials of a case cost one BLAKE2b.
+    """
+    return ((id_hash + trial * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) or 1
+
+
+def result_key(case_id: str, trial: int) -> int:
+    """The hash of a `(case_id, trial)` pair, as `results.idx` stores it."""
+    return trial_key(key_hash(case_id), trial)
+
+
+def _capacity_for(n: int) -> int:
+    cap = _MIN_CAPACITY
+    while n > cap * _MAX_LOAD:
+        cap *= 2
+    return cap
+
+
+class KeySet:
+    """A set of 64-bit key hashes (see `key_hash`) in one `array('Q')`.
+
+    Memory: 8 bytes per slot, with between 1.25 and 2.5 slots per key.
+    """
+
+    def __init__(self, hashes: Iterable[int] = (), size_hint: int = 0) -> None:
+        self._cap = _capacity_for(size_hint)
+        self._slots = array("Q", bytes(8 * self._cap))
+        self._n = 0
+        for h in hashes:
+            self.add_hash(h)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table."""
+        return self._slots.itemsize * len(self._slots)
+
+    def _find(self, h: int) -> int:
+        slots, mask = self._slots, self._cap - 1
+        i = h & mask
+        while True:
+            s = slots[i]
+            if s == h or s == _EMPTY:
+                return i
+            i = (i + 1) & mask
+
+    def contains_hash(self, h: int) -> bool:
+        """True if hash `h` is in the set."""
+        return self._slots[self._find(h)] == h
+
+    def add_hash(self, h: int) -> bool:
+        """Add hash `h`; returns False if it was already there."""
+        i = self._find(h)
+        if self._slots[i] == h:
+            return False
+        self._slots[i] = h
+        self._n += 1
+        if self._n > self._cap * _MAX_LOAD:
+            self._grow()
+        return True
+
+    def _grow(self) -> None:
+        old = self._slots
+        self._cap *= 2
+        self._slots = array("Q", bytes(8 * self._cap))
+        mask = self._cap - 1
+        slots = self._slots
+        for h in old:
+            if h != _EMPTY:
+                i = h & mask
+                while slots[i] != _EMPTY:
+                    i = (i + 1) & mask
+                slots[i] = h
+
+    def __contains__(self, key: str) -> bool:
+        return self.contains_hash(key_hash(key))
+
+    def add(self, key: str) -> bool:
+        """Add a string key; returns False if it was already there."""
+        return self.add_hash(key_hash(key))
+
+
+class KeyMap:
+    """A map from string keys (by 64-bit hash) to signed 64-bit integers.
+
+    Memory: 16 bytes per slot, with between 1.25 and 2.5 slots per key.
+    """
+
+    def __init__(self, size_hint: int = 0) -> None:
+        self._set = KeySet(size_hint=size_hint)
+        self._values = array("q", bytes(8 * self._set._cap))
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table."""
+        return self._set.nbytes + self._values.itemsize * len(self._values)
+
+    def get(self, key: str) -> int | None:
+        """The value stored for `key`, or None."""
+        h = key_hash(key)
+        i = self._set._find(h)
+        return self._values[i] if self._set._slots[i] == h else None
+
+    def setdefault(self, key: str, value: int) -> int:
+        """The value stored for `key`; stores `value` first if there is none."""
+        return self.setdefault_hash(key_hash(key), value)
+
+    def setdefault_hash(self, h: int, value: int) -> int:
+        """`setdefault` by the key's `key_hash`."""
+        s = self._set
+        i = s._find(h)
+        if s._slots[i] == h:
+            return self._values[i]
+        if (s._n + 1) > s._cap * _MAX_LOAD:
+            self._grow()
+            i = s._find(h)
+        s._slots[i] = h
+        s._n += 1
+        self._values[i] = value
+        return value
+
+    def _grow(self) -> None:
+        s = self._set
+        old_slots, old_values = s._slots, self._values
+        s._cap *= 2
+        s._slots = array("Q", bytes(8 * s._cap))
+        self._values = array("q", bytes(8 * s._cap))
+        mask = s._cap - 1
+        for h, v in zip(old_slots, old_values):
+            if h != _EMPTY:
+                i = h & mask
+                while s._slots[i] != _EMPTY:
+                    i = (i + 1) & mask
+                s._slots[i] = h
+                self._values[i] = v
+
+
+class FirstSeen:
+    """Where each id was first seen (file and line), in a `KeyMap`: duplicate-id detection at scale.
+
+    `claim(id, file, line)` returns the `"file:line"` of the id's first
+    occurrence: the given place if it is new. Lines must be below 2⁴⁰.
+    """
+
+    def __init__(self, size_hint: int = 0) -> None:
+        self._map = KeyMap(size_hint=size_hint)
+        self._files: list[str] = []
+        self._file_no: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table."""
+        return self._map.nbytes
+
+    def _place(self, file: str, line: int) -> int:
+        no = self._file_no.get(file)
+        if no is None:
+            no = self._file_no[file] = len(self._files)
+            self._files.append(file)
+        return (no << 40) | line
+
+    def claim(self, key: str, file: str, line: int) -> str:
+        """Record `key` at `file:line` unless already seen; return where it was first seen."""
+        got = self._map.setdefault(key, self._place(file, line))
+        return f"{self._files[got >> 40]}:{got & ((1 << 40) - 1)}"
+
+    def claim_first(self, id_hash: int, file: str, line: int) -> bool:
+        """Like `claim` by the id's `key_hash`; True if `file:line` is the first place it was seen."""
+        place = self._place(file, line)
+        return self._map.setdefault_hash(id_hash, place) == place
