@@ -56,6 +56,7 @@ from pipeline.version import __version__
 __all__ = ["RunJournal", "sum_usage"]
 
 FORMAT = 1
+CHECKPOINT_EVERY_S = 2.0
 log = get_logger("tracejudge.checkpoint")
 
 
@@ -191,6 +192,9 @@ class RunJournal:
         self._writer: store.ResultWriter | None = None
         self._recorded = False
         self._closed = False
+        self._closing = False
+        self._checkpointed_at_close = False
+        self._last_checkpoint = 0.0
 
     # ------------------------------------------------------------------ open
 
@@ -381,12 +385,21 @@ class RunJournal:
             return
         self._closed = True
         self._segment["ended"] = ended
-        before = w.lines
-        w.close()  # a final flush checkpoints through on_flush
-        if w.lines == before:
+        self._closing = True  # the final flush's checkpoint is written whatever the time
+        w.close()
+        if not self._checkpointed_at_close:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
+        # Called after every fsynced group. Pickling the aggregate costs milliseconds, so
+        # between groups it is rewritten at most every CHECKPOINT_EVERY_S; results after
+        # the last checkpoint are re-read from results.jsonl on resume (a few seconds' worth).
+        now = time.monotonic()
+        if self._closing:
+            self._checkpointed_at_close = True
+        elif self._recorded and now - self._last_checkpoint < CHECKPOINT_EVERY_S:
+            return
+        self._last_checkpoint = now
         seg = self._segment
         seg["elapsed_s"] = round(time.monotonic() - self._t0, 3)
         if self.usage_source is not None:

@@ -120,6 +120,30 @@ def write_text_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def replace_if_changed(tmp: Path, path: Path) -> bool:
+    """Rename `tmp` over `path` unless `path` already holds the same bytes (then delete `tmp`).
+
+    For derived files written streaming (junit.xml); compares in chunks, so
+    memory stays flat. Returns True if `path` was replaced.
+    """
+    try:
+        same = path.stat().st_size == tmp.stat().st_size
+        if same:
+            with open(tmp, "rb") as a, open(path, "rb") as b:
+                while same:
+                    x, y = a.read(1 << 20), b.read(1 << 20)
+                    same = x == y
+                    if not x:
+                        break
+    except OSError:
+        same = False
+    if same:
+        tmp.unlink()
+        return False
+    os.replace(tmp, path)
+    return True
+
+
 def remove_stale_temps(run_dir: Path) -> int:
     """Delete temporary files a killed writer left in `run_dir`; returns how many.
 

@@ -10,7 +10,6 @@ the same; `tracejudge report RUN_DIR` is that function.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -55,9 +54,10 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     store.write_text_if_changed(md, render_markdown(summary, verdict, cases, title=title))
     paths.append(md)
     junit = run_dir / "junit.xml"
-    buf = io.StringIO()
-    write_junit(buf, run_dir, summary)
-    store.write_text_if_changed(junit, buf.getvalue())
+    tmp = junit.with_name(".junit.xml.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        write_junit(fh, run_dir, summary)
+    store.replace_if_changed(tmp, junit)
     paths.append(junit)
     hist = None
     if baseline is not None and (Path(baseline) / store.RESULTS).exists():

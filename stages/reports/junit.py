@@ -10,6 +10,9 @@ metric, and the counts in each suite's attributes come from the summary.
 
 from __future__ import annotations
 
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 from xml.sax.saxutils import quoteattr
@@ -18,19 +21,45 @@ from stages.compare_runs import iter_results
 
 __all__ = ["write_junit"]
 
+# XML 1.0 cannot carry most control characters, even escaped.
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
 
 def _attr(s: Any) -> str:
-    # XML 1.0 cannot carry most control characters, even escaped.
-    text = "".join(ch for ch in str(s) if ch in "\t\n\r" or ord(ch) >= 0x20)
-    return quoteattr(text)
+    return quoteattr(_ILLEGAL.sub("", str(s)))
 
 
 def _text(s: str) -> str:
     return _attr(s)[1:-1]
 
 
+def _testcase(key: str, res: dict[str, Any], multi: bool) -> str:
+    trial = int(res.get("trial", 0))
+    name = str(res["case_id"]) + (f" [trial {trial}]" if multi else "")
+    dur = float(res.get("duration_s", 0.0) or 0.0)
+    head = f"    <testcase classname={_attr(key)} name={_attr(name)} time=\"{dur:.6f}\""
+    status = res.get("status", "ok")
+    score = (res.get("scores") or {}).get(key)
+    if status != "ok":
+        err = res.get("error") or {}
+        msg = f"{status}: {err.get('message', '')}"
+        return f"{head}>\n      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n"
+    if not isinstance(score, dict) or score.get("value") is None:
+        reason = score.get("reason", "") if isinstance(score, dict) else "metric not computed for this case"
+        return f"{head}>\n      <skipped message={_attr(reason)}/>\n    </testcase>\n"
+    msg = f"value {score['value']}: {score.get('reason', '')}"
+    if score.get("passed") is False:
+        return f"{head}>\n      <failure type=\"threshold\" message={_attr(msg)}>{_text(msg)}</failure>\n    </testcase>\n"
+    return f"{head}>\n      <system-out>{_text(msg)}</system-out>\n    </testcase>\n"
+
+
 def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
-    """Write the JUnit XML of a run to `out`."""
+    """Write the JUnit XML of a run to `out`.
+
+    One pass over the results: each suite's test cases go to a temporary
+    file of their own, then the suites are copied out in order, so memory
+    stays flat at any run size.
+    """
     metrics = summary.get("metrics", {})
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -38,34 +67,25 @@ def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
     for key, m in metrics.items():
         errors = sum(m.get("excluded", {}).values())
         failures = m.get("with_verdict", 0) - m.get("passed", 0)
-        skipped = m.get("not_computed", 0)
+        skipped = m.get("not_computed", 0) + m.get("not_applicable", 0)
         counts = {"tests": m["results"], "failures": failures, "errors": errors, "skipped": skipped}
         for k in tot:
             tot[k] += counts[k]
         suites.append((key, counts))
     out.write(f'<testsuites name="tracejudge" tests="{tot["tests"]}" failures="{tot["failures"]}" errors="{tot["errors"]}" skipped="{tot["skipped"]}">\n')
     multi = summary.get("trials", 1) > 1
-    for key, counts in suites:
-        out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
+    bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key, _ in suites}
+    try:
         for res in iter_results(run_dir):
-            trial = int(res.get("trial", 0))
-            name = str(res["case_id"]) + (f" [trial {trial}]" if multi else "")
-            dur = float(res.get("duration_s", 0.0) or 0.0)
-            out.write(f"    <testcase classname={_attr(key)} name={_attr(name)} time=\"{dur:.6f}\"")
-            status = res.get("status", "ok")
-            score = (res.get("scores") or {}).get(key)
-            if status != "ok":
-                err = res.get("error") or {}
-                msg = f"{status}: {err.get('message', '')}"
-                out.write(f">\n      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n")
-            elif not isinstance(score, dict) or score.get("value") is None:
-                reason = score.get("reason", "") if isinstance(score, dict) else "metric not computed for this case"
-                out.write(f">\n      <skipped message={_attr(reason)}/>\n    </testcase>\n")
-            elif score.get("passed") is False:
-                msg = f"value {score['value']}: {score.get('reason', '')}"
-                out.write(f">\n      <failure type=\"threshold\" message={_attr(msg)}>{_text(msg)}</failure>\n    </testcase>\n")
-            else:
-                msg = f"value {score['value']}: {score.get('reason', '')}"
-                out.write(f">\n      <system-out>{_text(msg)}</system-out>\n    </testcase>\n")
-        out.write("  </testsuite>\n")
+            for key, fh in bodies.items():
+                fh.write(_testcase(key, res, multi))
+        for key, counts in suites:
+            out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
+            fh = bodies[key]
+            fh.seek(0)
+            shutil.copyfileobj(fh, out)
+            out.write("  </testsuite>\n")
+    finally:
+        for fh in bodies.values():
+            fh.close()
     out.write("</testsuites>\n")
