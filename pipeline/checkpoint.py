@@ -237,12 +237,13 @@ class RunJournal:
         cp = self._read_checkpoint()
         changed = torn > 0
         start = lines = crc = 0
+        reused = False
         if cp is not None:
             self.segments = [s for s in cp.get("segments", []) if isinstance(s, dict)]
-        reused = cp is not None and self._reuse(cp, size, new_aggregator)
-        if reused:
-            start, lines, crc = cp["results_bytes"], cp["results_lines"], cp["index_crc32"]
-        else:
+            reused = self._reuse(cp, size, new_aggregator)
+            if reused:
+                start, lines, crc = cp["results_bytes"], cp["results_lines"], cp["index_crc32"]
+        if not reused:
             changed = changed or size > 0 or cp is not None
             self.agg = new_aggregator()
             self.done = KeySet()

@@ -188,7 +188,8 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     for role in sorted(set(old_files) | set(new_files)):
         fa, fb = old_files.get(role), new_files.get(role)
         if fa is None or fb is None:
-            lines.append(f"dataset.{role}: {'added' if fa is None else 'removed'} ({(fb or fa)['path']})")
+            present = fb if fa is None else fa
+            lines.append(f"dataset.{role}: {'added' if fa is None else 'removed'} ({present['path']})")
         elif fa.get("sha256") != fb.get("sha256"):
             where = fb["path"] if fa.get("path") == fb["path"] else f"{fb['path']} (was {fa.get('path')})"
             sizes = f"size {fa.get('size')} → {fb['size']} bytes" if fa.get("size") != fb["size"] else f"same size ({fb['size']} bytes), different content"

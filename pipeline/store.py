@@ -30,7 +30,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pipeline.errors import TracejudgeError
 from pipeline.manifest import ManifestMismatch
@@ -432,6 +432,6 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not p.exists():
         return None
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        return cast(dict[str, Any], json.loads(p.read_text(encoding="utf-8")))
     except ValueError as exc:
         raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +137,15 @@ class _KSum:
     cases: int = 0
 
 
+# A breakdown group `(breakdown, value)`; `("", "")` is the whole run.
+_Group = tuple[str, str]
+# Per group, per k: the sum of the cases' pass@k and how many cases were summed.
+_Sums = dict[_Group, dict[int, _KSum]]
+# What `PassAtKTracker.snapshot` returns and `PassAtKTracker.figure` takes first:
+# the sums, cases without a scored trial per group, cases with fewer than k trials per (group, k).
+_Snapshot = tuple[_Sums, Counter[_Group], Counter[tuple[_Group, int]]]
+
+
 class PassAtKTracker:
     """pass@k of one metric for several k, folding trials that arrive in any order.
 
@@ -145,15 +155,15 @@ class PassAtKTracker:
     decides one trial (the score of an `ok` result, or `None`).
     """
 
-    def __init__(self, metric: str, ks: set[int], trials: int, trial_passed: Any) -> None:
+    def __init__(self, metric: str, ks: set[int], trials: int, trial_passed: Callable[[Score | None], bool]) -> None:
         self.metric = metric
         self.ks = sorted(ks)
         self.trials = trials
         self.trial_passed = trial_passed
         self.pending: dict[str, list[Any]] = {}
-        self.sums: dict[tuple[str, str], dict[int, _KSum]] = {}
-        self.no_scored: Counter[tuple[str, str]] = Counter()
-        self.too_few: Counter[tuple[tuple[str, str], int]] = Counter()
+        self.sums: _Sums = {}
+        self.no_scored: Counter[_Group] = Counter()
+        self.too_few: Counter[tuple[_Group, int]] = Counter()
 
     def fold(self, result: CaseResult, status: str, groups: tuple[tuple[str, str], ...]) -> None:
         entry = self.pending.get(result.case_id)
@@ -169,7 +179,7 @@ class PassAtKTracker:
             del self.pending[result.case_id]
             self._finish(entry, self.sums, self.no_scored, self.too_few)
 
-    def _finish(self, entry: list[Any], sums: dict, no_scored: Counter, too_few: Counter) -> None:
+    def _finish(self, entry: list[Any], sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]]) -> None:
         n, c, scored, groups = entry
         for g in (("", ""), *groups):
             if not scored:
@@ -184,7 +194,7 @@ class PassAtKTracker:
                 s.total += pass_at_k(n, c, k)
                 s.cases += 1
 
-    def snapshot(self) -> tuple[dict, Counter, Counter]:
+    def snapshot(self) -> _Snapshot:
         """Sums with the still-pending cases (interrupted runs) finished, without changing state."""
         sums = {g: {k: _KSum(s.total, s.cases) for k, s in per.items()} for g, per in self.sums.items()}
         no_scored, too_few = Counter(self.no_scored), Counter(self.too_few)
@@ -193,7 +203,7 @@ class PassAtKTracker:
         return sums, no_scored, too_few
 
     @staticmethod
-    def figure(sums: dict, no_scored: Counter, too_few: Counter, group: tuple[str, str], k: int) -> dict[str, Any]:
+    def figure(sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]], group: _Group, k: int) -> dict[str, Any]:
         s = sums.get(group, {}).get(k)
         return {
             "value": _r(s.total / s.cases) if s and s.cases else None,
@@ -203,7 +213,7 @@ class PassAtKTracker:
         }
 
 
-def _passed_on_verdict(score: Any) -> bool:
+def _passed_on_verdict(score: Score | None) -> bool:
     # A module-level function, not a lambda: the aggregate is checkpointed with pickle.
     return score is not None and score.value is not None and bool(score.passed)
 
@@ -248,7 +258,7 @@ class Aggregator:
         for spec in self.pass_at_k_specs:
             self._tracker(spec.metric, spec.threshold, spec.trial_passed, {spec.k})
 
-    def _tracker(self, metric: str, threshold: float | None, passed: Any, ks: set[int]) -> None:
+    def _tracker(self, metric: str, threshold: float | None, passed: Callable[[Score | None], bool], ks: set[int]) -> None:
         t = self.trackers.get((metric, threshold))
         if t is None:
             self.trackers[(metric, threshold)] = PassAtKTracker(metric, ks, self.trials, passed)
@@ -322,7 +332,7 @@ class Aggregator:
         for tracker in self.trackers.values():
             tracker.fold(result, status, groups)
 
-    def _pass_at_k_of(self, snaps: dict, metric: str, group: tuple[str, str]) -> dict[str, Any] | None:
+    def _pass_at_k_of(self, snaps: dict[tuple[str, float | None], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
         snap = snaps.get((metric, None))
         if snap is None or self.trials <= 1:
             return None

@@ -33,6 +33,10 @@ from stages.stats import Moments, Reservoir, bootstrap_mean_ci, rng_for, sign_fl
 __all__ = ["Comparison", "MetricDelta", "Mover", "compare_runs", "delta_is_noise", "iter_results"]
 
 
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
 @dataclass
 class Mover:
     """One (case, trial) whose score moved: values and reasons in A and in B."""
@@ -69,11 +73,10 @@ class MetricDelta:
     best: list[Mover] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        r = lambda x: None if x is None else round(x, 6)  # noqa: E731
         return {
-            "metric": self.metric, "pairs": self.pairs, "mean_a": r(self.mean_a), "mean_b": r(self.mean_b),
-            "delta": r(self.delta), "ci95": None if self.ci95 is None else [r(self.ci95[0]), r(self.ci95[1])],
-            "p_value": r(self.p_value), "regressed": self.regressed, "improved": self.improved,
+            "metric": self.metric, "pairs": self.pairs, "mean_a": _r(self.mean_a), "mean_b": _r(self.mean_b),
+            "delta": _r(self.delta), "ci95": None if self.ci95 is None else [_r(self.ci95[0]), _r(self.ci95[1])],
+            "p_value": _r(self.p_value), "regressed": self.regressed, "improved": self.improved,
             "unchanged": self.unchanged, "scored_only_a": self.scored_only_a, "scored_only_b": self.scored_only_b,
             "worst": [vars(m) for m in self.worst], "best": [vars(m) for m in self.best],
         }
@@ -169,8 +172,8 @@ def compare_runs(
     moments = {k: (Moments(), Moments(), Moments()) for k in keys}
     deltas = {k: Reservoir(reservoir_size, rng_for(seed, "compare-reservoir", k)) for k in keys}
     out = {k: MetricDelta(k) for k in keys}
-    worst: dict[str, list[Any]] = {k: [] for k in keys}
-    best: dict[str, list[Any]] = {k: [] for k in keys}
+    worst: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
+    best: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
     seen_b: set[tuple[str, int]] = set()
     results_b = paired = only_b = 0
     for res in iter_results(run_b):
@@ -233,17 +236,23 @@ def compare_runs(
     return Comparison(str(run_a), str(run_b), results_a, results_b, paired, only_a, only_b, out)
 
 
-def _push(heap: list[Any], item: tuple[float, str, int, float, float], top: int) -> None:
+# A moved pair: (|delta|, case_id, trial, value in A, value in B).
+_Move = tuple[float, str, int, float, float]
+# A heap entry: (ordering key, move); see `_push`.
+_HeapEntry = tuple[tuple[float, tuple[int, ...], int], _Move]
+
+
+def _push(heap: list[_HeapEntry], item: _Move, top: int) -> None:
     # A min-heap of the `top` largest moves; ties broken by case id so the list is deterministic.
     key = (item[0], _neg(item[1]), -item[2])
     entry = (key, item)
     if len(heap) < top:
-        heapq.heappush(heap, entry)  # type: ignore[arg-type]
-    elif entry > heap[0]:  # type: ignore[operator]
-        heapq.heapreplace(heap, entry)  # type: ignore[arg-type]
+        heapq.heappush(heap, entry)
+    elif entry > heap[0]:
+        heapq.heapreplace(heap, entry)
 
 
-def _ranked(heap: list[Any]) -> list[tuple[float, str, int, float, float]]:
+def _ranked(heap: list[_HeapEntry]) -> list[_Move]:
     return [item for _, item in sorted(heap, reverse=True)]
 
 

@@ -36,8 +36,11 @@ __all__ = [
 ]
 
 
-def rng_for(seed: int, *parts: object) -> random.Random:
+def rng_for(seed: int | str, *parts: object) -> random.Random:
     """A `random.Random` seeded by `seed` and the names of what it estimates.
+
+    `seed` is an integer or an already composed string seed (the aggregate
+    passes `"<seed>:<group>:<metric>"`); both are used as their `str()`.
 
     Seeding with a string is stable across processes and Python versions
     (it hashes with SHA-512), unlike `hash()`.
@@ -80,7 +83,7 @@ class Reservoir:
     size: int
     rng: random.Random
     seen: int = 0
-    values: array = field(default_factory=lambda: array("d"))
+    values: array[float] = field(default_factory=lambda: array("d"))
 
     def add(self, x: float) -> None:
         self.seen += 1

@@ -123,7 +123,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         prev = {}
-    keep = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "judge") if k in prev}
+    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "judge") if k in prev}
     summary = {**keep, **agg.summary()}
     if "judge" in prev:
         summary["judge"] = prev["judge"]

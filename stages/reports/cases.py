@@ -88,9 +88,9 @@ def collect_cases(run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000
         # Keep the max_rows smallest ranks: a heap of (-rank, -seq) whose root is the best kept row.
         item = (-r, -seq, row)
         if len(table) < max_rows:
-            heapq.heappush(table, item)  # type: ignore[misc]
-        elif item > table[0][:2]:  # type: ignore[operator]
-            heapq.heapreplace(table, item)  # type: ignore[misc]
+            heapq.heappush(table, item)
+        elif item > table[0][:2]:
+            heapq.heapreplace(table, item)
         if row.status == "ok":
             for k in metric_keys:
                 s = row.scores.get(k)
@@ -98,9 +98,9 @@ def collect_cases(run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000
                     it = (-float(s["value"]), -seq, row)
                     h = worst[k]
                     if len(h) < worst_n:
-                        heapq.heappush(h, it)  # type: ignore[misc]
+                        heapq.heappush(h, it)
                     elif it[:2] > h[0][:2]:
-                        heapq.heapreplace(h, it)  # type: ignore[misc]
+                        heapq.heapreplace(h, it)
     rows = [r for _, _, r in sorted(table, key=lambda x: (x[0], x[1]), reverse=True)]
     worst_rows = {k: [r for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in worst.items()}
     return CaseMaterial(rows, total, worst_rows, errors, kinds, max_trial + 1)

@@ -91,6 +91,10 @@ _JS = r"""
 """
 
 
+def _f3(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
 def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
@@ -180,10 +184,9 @@ def render_html(
         out.append(f"<p>Baseline <code>{_e(cmp.run_a)}</code>: {cmp.paired} results paired by (case, trial); {cmp.only_a} only in the baseline, {cmp.only_b} only in this run. {_e(cmp.test)}.</p>")
         out.append("<table><thead><tr><th>metric</th><th>pairs</th><th>baseline</th><th>current</th><th>delta</th><th>95% CI</th><th>p</th><th>regressed</th><th>improved</th></tr></thead><tbody>")
         for k, md in cmp.metrics.items():
-            f3 = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
             ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
             delta = "—" if md.delta is None else f"{md.delta:+.3f}"
-            out.append(f'<tr><td>{_e(k)}</td><td class="num">{md.pairs}</td><td class="num">{f3(md.mean_a)}</td><td class="num">{f3(md.mean_b)}</td>'
+            out.append(f'<tr><td>{_e(k)}</td><td class="num">{md.pairs}</td><td class="num">{_f3(md.mean_a)}</td><td class="num">{_f3(md.mean_b)}</td>'
                        f'<td class="num {"bad" if (md.delta or 0) < 0 else ""}">{delta}</td><td>{ci}</td><td class="num">{"—" if md.p_value is None else f"{md.p_value:.4f}"}</td>'
                        f'<td class="num">{md.regressed}</td><td class="num">{md.improved}</td></tr>')
         out.append("</tbody></table>")

@@ -86,11 +86,11 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     if verdict.comparison is not None:
         lines += ["", *_regressions(verdict.comparison)]
     lines += ["", "## Worst cases", ""]
-    for key, rows in cases.worst.items():
-        if not rows:
+    for key, worst in cases.worst.items():
+        if not worst:
             continue
         lines += [f"### {key}", ""]
-        lines += _table(["case", "trial", "value", "reason"], [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"]] for r in rows])
+        lines += _table(["case", "trial", "value", "reason"], [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"]] for r in worst])
         lines.append("")
     if cases.error_kinds:
         lines += ["## Errors", ""]

@@ -54,7 +54,7 @@ class PassAtK(Metric):
         """`name`, else `pass@<k>(<metric>)`."""
         return self.name or f"pass@{self.k}({self.metric})"
 
-    def trial_passed(self, score: Any) -> bool:
+    def trial_passed(self, score: Score | None) -> bool:
         """Did one trial's score pass? `score` is a `Score` of an `ok` result, or `None`."""
         if score is None or score.value is None:
             return False
