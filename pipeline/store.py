@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import pydantic_core
+
 from pipeline.errors import TracejudgeError
 from pipeline.manifest import ManifestMismatch
 
@@ -310,7 +312,7 @@ SKIPPED_MARK = b'"status":"skipped_budget"'
 
 def _line_key(line: bytes) -> tuple[str, int] | None:
     try:
-        data = json.loads(line)
+        data = pydantic_core.from_json(line)
         return str(data["case_id"]), int(data.get("trial", 0))
     except (ValueError, KeyError, TypeError):
         return None

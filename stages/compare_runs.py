@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 from pipeline import store
 from pipeline.errors import TracejudgeError
 from stages.stats import Moments, Reservoir, bootstrap_mean_ci, rng_for, sign_flip_pvalue
@@ -114,7 +116,8 @@ def iter_results(run_dir: Path) -> Iterator[dict[str, Any]]:
         raise TracejudgeError(f"{run_dir}: no {store.RESULTS} here (is this a run directory?)")
     for line in store.iter_current_result_lines(path):
         try:
-            data = json.loads(line)
+            # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
+            data = pydantic_core.from_json(line)
         except ValueError:
             continue
         if isinstance(data, dict) and "case_id" in data:
