@@ -12,7 +12,7 @@ multi-item request is laid out so that provider prompt caching applies:
   value is the metric's own single-item verdict schema.
 
 An item's id is derived from the content of its alone request (`i` + 12 hex
-digits of its cache key), so it never depends on the other items, the order
+digits of a hash of it), so it never depends on the other items, the order
 or the case id. Items are shuffled with a seed derived from
 `judge.item_seed` and the sorted ids; the *composition* — request key, the
 ids in order, the seed and the item's position — is stored in each score's
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from pipeline.config import JudgeConfig
-from pipeline.judge_cache import cache_key
+from pipeline.judge_cache import cache_key, canonical
 from pipeline.providers import JudgeRequest, ProviderError
 from pipeline.records import JudgeInfo, Score
 from stages.judge.base import Plan, Question
@@ -80,11 +80,16 @@ class Item:
             self.questions = list(self.plan.questions)
 
 
-def item_id(item: Item, cfg: JudgeConfig, provider: str, base_url: str) -> str:
-    """`i` + 12 hex digits of the cache key of `item` asked alone (content only: no case id, no position)."""
+def item_id(item: Item, cfg: JudgeConfig) -> str:
+    """`i` + 12 hex digits of a hash of what `item` asks alone: messages, schema, prompt version, rubric, trial.
+
+    Content only — no case id, endpoint, model or position — so the same item
+    has the same id in any run, request or order.
+    """
     req = build_request(item.plan, item.questions, cfg)
-    key = cache_key(key_components(provider, base_url, req, item.plan.metric.prompt_version, item.plan.metric.rubric, item.trial))
-    return "i" + key[:12]
+    content = {"messages": list(req.messages), "schema": req.schema, "prompt_version": item.plan.metric.prompt_version,
+               "rubric": item.plan.metric.rubric, "trial": item.trial}
+    return "i" + hashlib.sha256(canonical(content).encode()).hexdigest()[:12]
 
 
 def shuffled(ids: list[str], seed: int) -> tuple[list[str], int]:
@@ -155,7 +160,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
     t0 = time.perf_counter()
     for it in items:
         if not it.id:
-            it.id = item_id(it, cfg, cfg.provider, judge.cache_base_url)
+            it.id = item_id(it, cfg)
     metric = items[0].plan.metric
     out: dict[int, Outcome] = {}
     alone: dict[int, dict[str, Any]] = {}  # index → composition note for items asked alone

@@ -1,0 +1,129 @@
+"""`judge.mode: batch` against the simulator's batch endpoints over real HTTP; a SIGKILLed run re-attaches."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from pipeline import runner
+from pipeline.config import validate_config
+from pipeline.prices import price_for
+
+TJ = Path(sys.executable).with_name("tracejudge")
+
+
+def write_cases(path: Path, n: int) -> Path:
+    with open(path, "w") as fh:
+        for i in range(n):
+            steps = [{"tool_calls": [{"id": f"c{i}", "name": "lookup", "arguments": {"q": f"item {i}"}, "result": f"found {i}"}]}]
+            fh.write(json.dumps({"id": f"case-{i}", "input": f"Find item {i}", "trace": {"steps": steps, "output": f"Item {i} is found."}}) + "\n")
+    return path
+
+
+def batch_judge(sim_url: str, provider: str = "openai", **batch: Any) -> dict[str, Any]:
+    return {"provider": provider, "model": "gpt-4o-mini", "base_url": sim_url + "/v1", "mode": "batch",
+            "batch": {"flush_after_s": 0.3, "poll_interval_s": 0.05, **batch}}
+
+
+def run(tmp: Path, judge: dict[str, Any], n: int) -> dict[str, Any]:
+    data = {"dataset": {"path": str(write_cases(tmp / "c.jsonl", n)), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+            "judge": judge, "cache": {"dir": str(tmp / "cache")}, "run": {"dir": str(tmp / "run")}}
+    return anyio.run(lambda: runner.run(validate_config(data))).summary
+
+
+def results(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def test_openai_batch_that_says_completed_with_errors_and_expired_requests_resubmits_them(simulator, tmp_path):
+    # The first batch "completes" but its error file holds 2 errored and 1 expired request; results come back shuffled.
+    sim = simulator(batch_completion_s=0.2, batch_script=[{"errors": 2, "expired": 1, "status": "completed"}])
+    summary = run(tmp_path, batch_judge(sim.url), 12)
+    assert summary["status"] == {"ok": 12}
+    j = summary["judge"]
+    assert (sim.stats.batches_created, sim.stats.batch_requests, sim.stats.files_uploaded) == (2, 15, 2)
+    assert (j["batches_submitted"], j["batch_requests"], j["batch_request_errors"], j["batch_expired"], j["batch_resubmits"]) == (2, 15, 2, 1, 3)
+    assert sim.stats.requests == 0  # nothing went to the synchronous endpoint
+    assert (j["input_tokens"], j["output_tokens"]) == (sim.stats.input_tokens, sim.stats.output_tokens)
+    price = price_for("gpt-4o-mini")
+    assert price is not None
+    assert j["cost_usd"] == pytest.approx(price.cost(j["input_tokens"], j["output_tokens"]) * 0.5, abs=2e-6)
+    assert j["sync_equivalent_usd"] == pytest.approx(price.cost(j["input_tokens"], j["output_tokens"]), abs=2e-6)
+    journal = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in journal] == ["submitted", "submitted", "ended", "ended"]
+    assert len(journal[0]["custom_ids"]) == 12 and len(journal[1]["custom_ids"]) == 3
+    assert set(journal[1]["custom_ids"]) <= set(journal[0]["custom_ids"])
+
+
+def test_anthropic_message_batches_with_errored_and_expired_results(simulator, tmp_path):
+    sim = simulator(batch_completion_s=0.2, batch_script=[{"errors": 1, "expired": 2}])
+    summary = run(tmp_path, batch_judge(sim.url, "anthropic", max_requests=5), 12)
+    assert summary["status"] == {"ok": 12}
+    j = summary["judge"]
+    # 12 requests and the 3 failed ones again, in batches of at most 5.
+    assert sim.stats.batch_requests == 15 and (j["batch_request_errors"], j["batch_expired"], j["batch_resubmits"]) == (1, 2, 3)
+    assert sim.stats.batches_created == j["batches_submitted"] >= 3
+
+
+def test_resubmission_is_bounded_then_judge_error(simulator, tmp_path):
+    sim = simulator(batch_completion_s=0.05, batch_script=[{"errors": 1}] * 5)
+    run(tmp_path, batch_judge(sim.url, max_resubmits=2), 1)
+    (r,) = results(tmp_path / "run")
+    assert r["status"] == "judge_error" and "3 submissions" in r["error"]["message"]
+    assert sim.stats.batches_created == 3
+
+
+CONFIG = """\
+dataset: {{path: cases.jsonl, format: native}}
+metrics: [{{type: TaskCompletion}}]
+judge: {{provider: openai, model: gpt-4o-mini, base_url: "{url}/v1", mode: batch,
+        batch: {{flush_after_s: 0.5, poll_interval_s: 0.1}}}}
+cache: {{dir: cache}}
+run: {{dir: runs/main}}
+"""
+
+
+def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_submission(simulator, tmp_path):
+    # The simulator lives in this process, so it outlives the killed run; its batch takes 4 s.
+    sim = simulator(batch_completion_s=4.0)
+    write_cases(tmp_path / "cases.jsonl", 40)
+    (tmp_path / "config.yaml").write_text(CONFIG.format(url=sim.url))
+    journal = tmp_path / "runs" / "main" / "batches.jsonl"
+    proc = subprocess.Popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (journal.exists() and journal.read_text().endswith("\n")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no batch was journaled"
+            time.sleep(0.02)
+        assert sim.stats.batches_created == 1
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (tmp_path / "runs" / "main" / "results.jsonl").exists() or not (tmp_path / "runs" / "main" / "results.jsonl").read_text()
+    (rec,) = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert rec["event"] == "submitted" and len(rec["custom_ids"]) == 40
+
+    done = subprocess.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 re-attached" in done.stdout
+    assert sim.stats.batches_created == 1 and sim.stats.batch_requests == 40 and sim.stats.files_uploaded == 1
+    got = results(tmp_path / "runs" / "main")
+    assert sorted(r["case_id"] for r in got) == sorted(f"case-{i}" for i in range(40))  # every case once
+    assert all(r["status"] == "ok" and r["scores"]["TaskCompletion"]["value"] is not None for r in got)
+    summary = json.loads((tmp_path / "runs" / "main" / "summary.json").read_text())
+    j = summary["judge"]
+    assert (j["batches_submitted"], j["batches_reattached"], j["answered"]) == (0, 1, 40)
+    assert (j["input_tokens"], j["output_tokens"]) == (sim.stats.input_tokens, sim.stats.output_tokens)  # paid once
+    assert [json.loads(line)["event"] for line in journal.read_text().splitlines()] == ["submitted", "ended"]
