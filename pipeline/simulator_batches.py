@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_request import FileField
 
 
 __all__ = ["SimBatch", "add_batch_routes"]
@@ -161,7 +162,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
     async def upload(request: web.Request) -> web.Response:
         form = await request.post()
         f = form.get("file")
-        if form.get("purpose") != "batch" or f is None or not hasattr(f, "file"):
+        if form.get("purpose") != "batch" or not isinstance(f, FileField):
             return web.json_response({"error": {"type": "invalid_request_error", "message": "purpose=batch and a file are required"}}, status=400)
         data = f.file.read()
         fid = new_id("file-")

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from pipeline import runner
 from pipeline.config import validate_config
 from pipeline.prices import price_for
+from pipeline.simulator import SimulatorThread
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -43,7 +45,7 @@ def results(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
 
 
-def test_openai_batch_that_says_completed_with_errors_and_expired_requests_resubmits_them(simulator, tmp_path):
+def test_openai_batch_that_says_completed_with_errors_and_expired_requests_resubmits_them(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     # The first batch "completes" but its error file holds 2 errored and 1 expired request; results come back shuffled.
     sim = simulator(batch_completion_s=0.2, batch_script=[{"errors": 2, "expired": 1, "status": "completed"}])
     summary = run(tmp_path, batch_judge(sim.url), 12)
@@ -63,7 +65,7 @@ def test_openai_batch_that_says_completed_with_errors_and_expired_requests_resub
     assert set(journal[1]["custom_ids"]) <= set(journal[0]["custom_ids"])
 
 
-def test_anthropic_message_batches_with_errored_and_expired_results(simulator, tmp_path):
+def test_anthropic_message_batches_with_errored_and_expired_results(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator(batch_completion_s=0.2, batch_script=[{"errors": 1, "expired": 2}])
     summary = run(tmp_path, batch_judge(sim.url, "anthropic", max_requests=5), 12)
     assert summary["status"] == {"ok": 12}
@@ -73,7 +75,7 @@ def test_anthropic_message_batches_with_errored_and_expired_results(simulator, t
     assert sim.stats.batches_created == j["batches_submitted"] >= 3
 
 
-def test_resubmission_is_bounded_then_judge_error(simulator, tmp_path):
+def test_resubmission_is_bounded_then_judge_error(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator(batch_completion_s=0.05, batch_script=[{"errors": 1}] * 5)
     run(tmp_path, batch_judge(sim.url, max_resubmits=2), 1)
     (r,) = results(tmp_path / "run")
@@ -91,7 +93,7 @@ run: {{dir: runs/main}}
 """
 
 
-def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_submission(simulator, tmp_path):
+def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_submission(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     # The simulator lives in this process, so it outlives the killed run; its batch takes 4 s.
     sim = simulator(batch_completion_s=4.0)
     write_cases(tmp_path / "cases.jsonl", 40)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from pipeline import runner
 from pipeline.config import JudgeConfig, validate_config
 from pipeline.records import Case
+from pipeline.simulator import SimulatorThread
 from stages.judge.batcher import Batcher
 from stages.judge.metrics import TaskCompletion
 from stages.judge.multi import MULTI_NOTE, Item, build_multi_request, item_id, shuffled
@@ -43,7 +45,7 @@ def results(tmp: Path, run_name: str = "run") -> dict[str, dict[str, Any]]:
     return {r["case_id"]: r for r in map(json.loads, (tmp / run_name / "results.jsonl").read_text().splitlines())}
 
 
-def test_missing_id_and_malformed_verdict_are_reasked_alone_and_the_rest_kept(simulator, tmp_path):
+def test_missing_id_and_malformed_verdict_are_reasked_alone_and_the_rest_kept(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator(script=["drop_item", "malformed_item"])
     summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 10))
     assert summary["status"] == {"ok": 10}
@@ -69,7 +71,7 @@ def test_missing_id_and_malformed_verdict_are_reasked_alone_and_the_rest_kept(si
         assert s["judge"]["requests"] == 1 and s["judge"]["input_tokens"] > 0
 
 
-def test_verdicts_follow_the_item_id_not_its_position_and_the_cache_survives_a_new_grouping(simulator, tmp_path):
+def test_verdicts_follow_the_item_id_not_its_position_and_the_cache_survives_a_new_grouping(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     cases = write_cases(tmp_path / "c.jsonl", 12)
     sim = simulator()
     run(tmp_path, sim.url, cases, run_name="a", cache="cache-a", item_seed=1)
@@ -93,7 +95,7 @@ def test_verdicts_follow_the_item_id_not_its_position_and_the_cache_survives_a_n
         assert sc["details"]["batch"]["request"] == a[cid]["scores"]["TaskCompletion"]["details"]["batch"]["request"]
 
 
-def test_a_slow_trickle_is_flushed_after_the_wait():
+def test_a_slow_trickle_is_flushed_after_the_wait() -> None:
     seen: list[list[int]] = []
 
     async def flush(items: list[int]) -> list[int]:
@@ -119,7 +121,7 @@ def test_a_slow_trickle_is_flushed_after_the_wait():
     assert seen == [[0, 1], [2], [3]]
 
 
-def test_fixed_part_first_and_byte_identical_and_ids_independent_of_case_id():
+def test_fixed_part_first_and_byte_identical_and_ids_independent_of_case_id() -> None:
     cfg = JudgeConfig(provider="openai", items_per_request=3)
 
     def item(i: int, cid: str) -> Item:
@@ -139,7 +141,7 @@ def test_fixed_part_first_and_byte_identical_and_ids_independent_of_case_id():
     assert (order, seed) == shuffled(list(reversed([it.id for it in a])), 0)  # the seed depends on the items, not their arrival
 
 
-def test_calibration_judges_a_sample_alone_and_reports_agreement(simulator, tmp_path):
+def test_calibration_judges_a_sample_alone_and_reports_agreement(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator()
     cases = write_cases(tmp_path / "c.jsonl", 20, calls=2)
     summary = run(tmp_path, sim.url, cases, metrics=[{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}],
