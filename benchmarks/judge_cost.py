@@ -89,7 +89,9 @@ def run_one(work: Path, url: str, mode: str, n_items: int) -> tuple[dict[str, An
         judge.update(mode="batch", batch={"flush_after_s": 2.0, "poll_interval_s": 0.2})
     data = {"dataset": {"path": str(work / "cases.jsonl"), "format": "native"},
             "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}],
-            "judge": judge, "cache": {"enabled": False}, "run": {"dir": str(work / f"run-{mode}-{n_items}"), "queue_size": 256}}
+            # Limits far above what the simulator can serve: this benchmark counts tokens, not throughput.
+            "judge": judge, "limits": {"rpm": 10_000_000, "tpm": 10_000_000_000, "max_in_flight": 64},
+            "cache": {"enabled": False}, "run": {"dir": str(work / f"run-{mode}-{n_items}"), "queue_size": 256}}
     t0 = time.perf_counter()
     summary = anyio.run(lambda: runner.run(validate_config(data))).summary
     return summary, time.perf_counter() - t0

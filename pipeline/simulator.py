@@ -277,7 +277,11 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
     if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
         return sim.instance(schema, _digest(body, sim.config.seed))
     out: dict[str, Any] = {}
+    defs = schema.get("$defs") or {}
     for item_id, sub in schema["properties"].items():
+        ref = sub.get("$ref", "") if isinstance(sub, dict) else ""
+        if ref.startswith("#/$defs/"):
+            sub = defs.get(ref[len("#/$defs/"):], {})
         out[item_id] = sim.instance(sub, hashlib.sha256(f"{sim.config.seed}:item:{item_id}".encode()).digest())
     first = next(iter(schema.get("required") or list(out)), None)
     if first is not None and first in out:

@@ -92,7 +92,9 @@ class BatchRunner:
         self._results: dict[str, BatchResult] = {}
         self._members: dict[str, list[str]] = {}
         self._attached: dict[str, str] = {}
-        for bid, cids in journal.in_flight(cfg.provider, journal_base).items():
+        # The in-process simulator of `provider: simulator` dies with the run: its batches cannot be re-attached.
+        in_flight = journal.in_flight(cfg.provider, journal_base) if cfg.provider != "simulator" else {}
+        for bid, cids in in_flight.items():
             self._members[bid] = cids
             for cid in cids:
                 self._attached[cid] = bid  # a later batch of the same request wins

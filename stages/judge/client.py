@@ -15,6 +15,13 @@ can reuse them:
   request when the answer does not parse or was truncated;
 - `Judge.judge(plan, trial, slot)` — all requests of one metric on one case.
 
+Multi-item requests (`stages.judge.multi.judge_items`) and batch mode
+(`judge.mode: batch`: `Judge.call` hands the payload to a
+`stages.judge.batch_runner.BatchRunner` under the request's cache key as
+`custom_id`, billed at the batch price, with `sync_equivalent_usd`
+counting what the same answers would have cost synchronously) build on
+these steps.
+
 Billing: every attempt that got an answer is billed at its `usage`; an
 attempt that timed out is billed at its estimated input tokens (the
 provider may have processed it); refused attempts (429, 5xx) cost nothing.
@@ -216,8 +223,9 @@ class Judge:
         # reserving our estimate scaled by the ratio `usage` has shown keeps the
         # admission gate from running ahead of the provider's own bucket.
         prompt_tokens = math.ceil(estimate * self._ratio)
-        reserve = prompt_tokens + self.cfg.max_tokens
-        held = self.budget.reserve(reserve, self._cost(prompt_tokens, self.cfg.max_tokens))
+        max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)  # a multi-item request allows more output
+        reserve = prompt_tokens + max_out
+        held = self.budget.reserve(reserve, self._cost(prompt_tokens, max_out))
         if held is None:
             raise _BudgetRefused()
         permit = await self.limiter.acquire(reserve)
@@ -263,7 +271,8 @@ class Judge:
         assert self.batches is not None
         prompt_tokens = math.ceil(estimate * self._ratio)
         batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0: 0.0)
-        held = self.budget.reserve(prompt_tokens + self.cfg.max_tokens, batch_cost(prompt_tokens, self.cfg.max_tokens))
+        max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)
+        held = self.budget.reserve(prompt_tokens + max_out, batch_cost(prompt_tokens, max_out))
         if held is None:
             raise _BudgetRefused()
         self.stats.requests += 1

@@ -9,7 +9,9 @@ multi-item request is laid out so that provider prompt caching applies:
 - the user message then holds the items, each under `### Item <id>` with its
   fenced case text and its questions;
 - the verdict schema (named `verdicts`) has one property per item id, whose
-  value is the metric's own single-item verdict schema.
+  value is the metric's own single-item verdict schema (as a `$ref` to a
+  shared `$defs` entry, one per distinct shape, so the schema grows by a
+  reference per item, not by a copy).
 
 An item's id is derived from the content of its alone request (`i` + 12 hex
 digits of a hash of it), so it never depends on the other items, the order
@@ -111,12 +113,18 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     metric = items[0].plan.metric
     system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
     user = "\n\n".join(_block(it) for it in items)
-    schema = {
-        "type": "object",
-        "properties": {it.id: metric.schema(it.plan, [q.id for q in it.questions]) for it in items},
-        "required": [it.id for it in items],
-        "additionalProperties": False,
-    }
+    # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
+    defs: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
+    props: dict[str, Any] = {}
+    for it in items:
+        sub = metric.schema(it.plan, [q.id for q in it.questions])
+        shape = canonical(sub)
+        if shape not in names:
+            names[shape] = f"v{len(names) + 1}"
+            defs[names[shape]] = sub
+        props[it.id] = {"$ref": f"#/$defs/{names[shape]}"}
+    schema = {"type": "object", "properties": props, "required": [it.id for it in items], "additionalProperties": False, "$defs": defs}
     return JudgeRequest(model=cfg.model, messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
                         schema=schema, schema_name=MULTI_SCHEMA_NAME, max_tokens=cfg.max_tokens * len(items), temperature=cfg.temperature)
 
