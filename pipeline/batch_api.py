@@ -31,7 +31,7 @@ import aiohttp
 
 from pipeline.providers import HttpReply, ProviderError, Reply, rate_info, read_reply
 
-__all__ = ["BatchResult", "BatchState", "batch_line", "fetch_results", "poll_batch", "submit_batch"]
+__all__ = ["BatchResult", "BatchState", "batch_line", "fetch_results", "find_batch", "poll_batch", "submit_batch"]
 
 OPENAI_TERMINAL = {"completed", "expired", "failed", "cancelled"}
 
@@ -114,6 +114,21 @@ async def submit_batch(session: aiohttp.ClientSession, protocol: str, base_url: 
     payload = {"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": completion_window, "metadata": metadata or {}}
     http = await _http(session, "POST", f"{base}/batches", _json_headers(headers), timeout_s, json_body=payload)
     return str(http.body["id"])
+
+
+async def find_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], key: str, value: str,
+                     timeout_s: float = 60.0) -> str | None:
+    """The id of a recent batch whose metadata has `key: value` (OpenAI lists the last 100), or `None`.
+
+    Anthropic message batches carry no metadata: always `None` there.
+    """
+    if protocol == "anthropic":
+        return None
+    body = (await _http(session, "GET", f"{base_url.rstrip('/')}/batches?limit=100", _json_headers(headers), timeout_s)).body
+    for b in body.get("data") or []:
+        if isinstance(b, dict) and (b.get("metadata") or {}).get(key) == value:
+            return str(b["id"])
+    return None
 
 
 async def poll_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], batch_id: str,

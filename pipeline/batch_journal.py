@@ -2,6 +2,11 @@
 
 One JSON object per line, appended and fsynced:
 
+- `{"event": "intent", "chunk", "provider", "base_url", "custom_ids", "time"}` —
+  written just before a batch is created; `chunk` (a hash of the custom
+  ids) also goes in the batch's metadata, so a batch created by a run
+  killed before it could log the id is found again by listing the
+  provider's batches (OpenAI);
 - `{"event": "submitted", "batch_id", "provider", "base_url", "custom_ids": [...], "time"}` —
   written as soon as the provider returned the batch id, before the batch
   is polled or anything else is recorded;
@@ -35,6 +40,7 @@ class BatchJournal:
         self.path = None if run_dir is None else Path(run_dir) / BATCHES
         self.submitted: dict[str, dict[str, Any]] = {}
         self.ended: set[str] = set()
+        self.intents: dict[str, dict[str, Any]] = {}
         if self.path is not None and self.path.exists():
             for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
@@ -45,6 +51,8 @@ class BatchJournal:
                     continue
                 if rec.get("event") == "submitted" and isinstance(rec.get("custom_ids"), list):
                     self.submitted[str(rec["batch_id"])] = rec
+                elif rec.get("event") == "intent" and isinstance(rec.get("custom_ids"), list):
+                    self.intents[str(rec.get("chunk"))] = rec
                 elif rec.get("event") == "ended":
                     self.ended.add(str(rec.get("batch_id")))
 
@@ -52,6 +60,19 @@ class BatchJournal:
         """`{batch_id: custom_ids}` of batches submitted to this endpoint and not ended, oldest first."""
         return {bid: list(rec["custom_ids"]) for bid, rec in self.submitted.items()
                 if bid not in self.ended and rec.get("provider") == provider and rec.get("base_url") == base_url}
+
+    def orphan_intents(self, provider: str, base_url: str) -> dict[str, list[str]]:
+        """`{chunk: custom_ids}` of batches about to be created whose creation was never logged."""
+        logged = {rec.get("chunk") for rec in self.submitted.values()}
+        return {chunk: list(rec["custom_ids"]) for chunk, rec in self.intents.items()
+                if chunk not in logged and rec.get("provider") == provider and rec.get("base_url") == base_url}
+
+    def record_intent(self, chunk: str, provider: str, base_url: str, custom_ids: list[str]) -> None:
+        """Log a batch about to be created (fsynced before returning)."""
+        rec = {"event": "intent", "chunk": chunk, "provider": provider, "base_url": base_url,
+               "custom_ids": custom_ids, "time": round(time.time(), 3)}
+        self._append(rec)
+        self.intents[chunk] = rec
 
     def _append(self, rec: dict[str, Any]) -> None:
         if self.path is None:
@@ -70,10 +91,10 @@ class BatchJournal:
             finally:
                 os.close(dfd)
 
-    def record_submitted(self, batch_id: str, provider: str, base_url: str, custom_ids: list[str]) -> None:
+    def record_submitted(self, batch_id: str, provider: str, base_url: str, custom_ids: list[str], chunk: str | None = None) -> None:
         """Log a batch the provider accepted (fsynced before returning)."""
         rec = {"event": "submitted", "batch_id": batch_id, "provider": provider, "base_url": base_url,
-               "custom_ids": custom_ids, "time": round(time.time(), 3)}
+               "custom_ids": custom_ids, "chunk": chunk, "time": round(time.time(), 3)}
         self._append(rec)
         self.submitted[batch_id] = rec
 

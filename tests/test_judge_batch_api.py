@@ -11,13 +11,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import pytest
 
 from pipeline import runner
-from pipeline.config import validate_config
+from pipeline.batch_api import batch_line, submit_batch
+from pipeline.batch_journal import BatchJournal
+from pipeline.config import JudgeConfig, validate_config
+from pipeline.judge_cache import cache_key
 from pipeline.prices import price_for
+from pipeline.providers import auth_headers, build_payload
+from pipeline.records import Case
 from pipeline.simulator import SimulatorThread
+from stages.judge.base import Plan
+from stages.judge.batch_runner import CHUNK_KEY
+from stages.judge.client import build_request, key_components
+from stages.judge.metrics import TaskCompletion
 
 TJ = Path(sys.executable).with_name("tracejudge")
 
@@ -60,9 +70,10 @@ def test_openai_batch_that_says_completed_with_errors_and_expired_requests_resub
     assert j["cost_usd"] == pytest.approx(price.cost(j["input_tokens"], j["output_tokens"]) * 0.5, abs=2e-6)
     assert j["sync_equivalent_usd"] == pytest.approx(price.cost(j["input_tokens"], j["output_tokens"]), abs=2e-6)
     journal = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
-    assert [r["event"] for r in journal] == ["submitted", "submitted", "ended", "ended"]
-    assert len(journal[0]["custom_ids"]) == 12 and len(journal[1]["custom_ids"]) == 3
-    assert set(journal[1]["custom_ids"]) <= set(journal[0]["custom_ids"])
+    assert [r["event"] for r in journal] == ["intent", "submitted", "intent", "submitted", "ended", "ended"]
+    first, second = journal[1], journal[3]
+    assert len(first["custom_ids"]) == 12 and len(second["custom_ids"]) == 3 and set(second["custom_ids"]) <= set(first["custom_ids"])
+    assert journal[0]["chunk"] == first["chunk"] != second["chunk"]
 
 
 def test_anthropic_message_batches_with_errored_and_expired_results(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
@@ -102,7 +113,7 @@ def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_
     proc = subprocess.Popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not (journal.exists() and journal.read_text().endswith("\n")):
+        while not (journal.exists() and '"submitted"' in journal.read_text()):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no batch was journaled"
             time.sleep(0.02)
@@ -114,8 +125,8 @@ def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
     assert not (tmp_path / "runs" / "main" / "results.jsonl").exists() or not (tmp_path / "runs" / "main" / "results.jsonl").read_text()
-    (rec,) = [json.loads(line) for line in journal.read_text().splitlines()]
-    assert rec["event"] == "submitted" and len(rec["custom_ids"]) == 40
+    intent, rec = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert (intent["event"], rec["event"]) == ("intent", "submitted") and len(rec["custom_ids"]) == 40
 
     done = subprocess.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -128,4 +139,33 @@ def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_
     j = summary["judge"]
     assert (j["batches_submitted"], j["batches_reattached"], j["answered"]) == (0, 1, 40)
     assert (j["input_tokens"], j["output_tokens"]) == (sim.stats.input_tokens, sim.stats.output_tokens)  # paid once
-    assert [json.loads(line)["event"] for line in journal.read_text().splitlines()] == ["submitted", "ended"]
+    assert [json.loads(line)["event"] for line in journal.read_text().splitlines()] == ["intent", "submitted", "ended"]
+
+
+def test_a_batch_created_but_never_logged_is_found_by_its_metadata_and_not_submitted_again(
+        simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # A run killed between the provider creating its batch and the log line: only the intent is on disk.
+    sim = simulator(batch_completion_s=0.3)
+    cases = write_cases(tmp_path / "c.jsonl", 6)
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", base_url=sim.url + "/v1")
+    lines, cids = [], []
+    for raw in cases.read_text().splitlines():
+        plan = TaskCompletion().plan(Case.model_validate_json(raw))
+        assert isinstance(plan, Plan)
+        req = build_request(plan, plan.questions, cfg)
+        cid = cache_key(key_components("openai", sim.url + "/v1", req, TaskCompletion.prompt_version, None, 0))
+        cids.append(cid)
+        lines.append(batch_line("openai", cid, build_payload("openai", req)))
+    (tmp_path / "run").mkdir()
+    BatchJournal(tmp_path / "run").record_intent("c0ffee", "openai", sim.url + "/v1", cids)
+
+    async def create() -> None:
+        async with aiohttp.ClientSession() as session:
+            await submit_batch(session, "openai", sim.url + "/v1", auth_headers("openai", None), lines, metadata={CHUNK_KEY: "c0ffee"})
+
+    anyio.run(create)
+    assert sim.stats.batches_created == 1
+    summary = run(tmp_path, batch_judge(sim.url), 6)
+    assert summary["status"] == {"ok": 6}
+    assert sim.stats.batches_created == 1 and sim.stats.batch_requests == 6
+    assert (summary["judge"]["batches_reattached"], summary["judge"]["batches_submitted"]) == (1, 0)

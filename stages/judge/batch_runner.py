@@ -21,13 +21,19 @@ batch mode; it returns the request's `Reply` once its batch has ended.
 - Re-attach: batches the journal lists as submitted and not ended (a
   killed run) are followed again when one of their requests is asked:
   the requester waits for that batch instead of submitting, so nothing is
-  paid twice. Control calls (upload, create, poll, download) are retried
-  on 429 / 5xx / timeouts with backoff — except that a batch *creation*
-  that timed out is not retried blindly (it may have been created).
+  paid twice. Before a batch is created, an `intent` line with a hash of
+  its custom ids (`chunk`, also sent as the batch's metadata) is logged;
+  a batch whose creation timed out, or that a killed run created but never
+  logged, is found again by that metadata in the provider's batch list
+  (OpenAI; Anthropic batches carry no metadata, so there a kill in the
+  instant between creation and the log line can still cost a second
+  submission). Control calls (upload, poll, download) are retried on 429 /
+  5xx / timeouts with backoff; creation is retried on 429 / 5xx only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,7 +42,7 @@ from typing import Any, TypeVar
 import aiohttp
 import anyio
 
-from pipeline.batch_api import BatchResult, BatchState, batch_line, fetch_results, poll_batch, submit_batch
+from pipeline.batch_api import BatchResult, BatchState, batch_line, fetch_results, find_batch, poll_batch, submit_batch
 from pipeline.batch_journal import BatchJournal
 from pipeline.config import JudgeConfig
 from pipeline.judge_modes import PROVIDER_BATCH_LIMITS
@@ -46,6 +52,7 @@ from stages.judge.batcher import Batcher
 __all__ = ["BatchRunner", "BatchCounters"]
 
 V = TypeVar("V")
+CHUNK_KEY = "tracejudge_chunk"  # batch metadata: a hash of the batch's custom ids
 
 
 @dataclass
@@ -101,11 +108,14 @@ class BatchRunner:
         self._reattach = set(self._members)
         self._watches: dict[str, _Watch] = {}
         self._fetched: set[str] = set()
+        self._orphans = journal.orphan_intents(cfg.provider, journal_base) if cfg.provider != "simulator" else {}
+        self._recovered: anyio.Event | None = None
 
     # ------------------------------------------------------------------ public
 
     async def submit(self, custom_id: str, payload: dict[str, Any]) -> Reply:
         """The reply to `payload`, sent in a batch as `custom_id`. Raises `ProviderError` when it never succeeded."""
+        await self._recover()
         used = 0
         result: BatchResult | None = None
         bid = self._attached.pop(custom_id, None)
@@ -155,17 +165,50 @@ class BatchRunner:
                 await anyio.sleep(wait + random.uniform(0, 0.1))
         raise AssertionError("unreachable")
 
+    async def _recover(self) -> None:
+        # Once per segment, before the first request: find batches a killed run created but never logged.
+        if self._recovered is not None:
+            await self._recovered.wait()
+            return
+        self._recovered = anyio.Event()
+        try:
+            for chunk, cids in self._orphans.items():
+                bid = await self._retry(lambda: find_batch(self.session, self.protocol, self.base_url, self.headers, CHUNK_KEY, chunk))
+                if bid is None:
+                    continue  # never created: its requests are submitted as usual
+                self.journal.record_submitted(bid, self.cfg.provider, self.journal_base, cids, chunk)
+                self._members[bid] = cids
+                self._reattach.add(bid)
+                for cid in cids:
+                    self._attached[cid] = bid
+        finally:
+            self._recovered.set()
+
+    async def _create(self, lines: list[bytes], chunk: str) -> str:
+        try:
+            return await self._retry(lambda: submit_batch(self.session, self.protocol, self.base_url, self.headers, lines,
+                                                          completion_window=self.cfg.batch.completion_window, metadata={CHUNK_KEY: chunk},
+                                                          timeout_s=max(60.0, self.cfg.timeout_s)), blind=False)
+        except ProviderError as exc:
+            if exc.kind not in ("timeout", "connection"):
+                raise
+            # The provider may have created it before the reply was lost: look before trying again.
+            found = await self._retry(lambda: find_batch(self.session, self.protocol, self.base_url, self.headers, CHUNK_KEY, chunk))
+            if found is not None:
+                return found
+            raise
+
     async def _flush(self, items: list[tuple[str, bytes]]) -> list[BatchResult]:
         unique: dict[str, bytes] = {}
         for cid, line in items:
             unique.setdefault(cid, line)
         cids = list(unique)
         lines = list(unique.values())
-        bid = await self._retry(lambda: submit_batch(self.session, self.protocol, self.base_url, self.headers, lines,
-                                                     completion_window=self.cfg.batch.completion_window,
-                                                     timeout_s=max(60.0, self.cfg.timeout_s)), blind=False)
+        chunk = hashlib.sha256(",".join(cids).encode()).hexdigest()[:32]
+        self.journal.record_intent(chunk, self.cfg.provider, self.journal_base, cids)
+        bid = await self._create(lines, chunk)
         # Before anything else: a run killed from here on re-attaches instead of paying again.
-        self.journal.record_submitted(bid, self.cfg.provider, self.journal_base, cids)
+        self.journal.record_submitted(bid, self.cfg.provider, self.journal_base, cids, chunk)
         self.counters.batches_submitted += 1
         self.counters.batch_requests += len(cids)
         self._members[bid] = cids

@@ -116,15 +116,15 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
                                      int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
             limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
-            runner = None
+            batch_runner: BatchRunner | None = None
             if cfg.mode == "batch":
                 protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
-                runner = BatchRunner(cfg, session=state["session"], protocol=protocol, base_url=base, headers=auth_headers(protocol, key),
+                batch_runner = BatchRunner(cfg, session=state["session"], protocol=protocol, base_url=base, headers=auth_headers(protocol, key),
                                      journal=BatchJournal(run_dir), journal_base=cache_base)
-                state["batches"] = runner
+                state["batches"] = batch_runner
             state["judge"] = Judge(cfg, session=state["session"], url=endpoint(cfg.provider, base), api_key=key, limiter=limiter,
                                    budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain,
-                                   batches=runner)
+                                   batches=batch_runner)
             return state["judge"]
 
     batchers: dict[tuple[str, int], Batcher[Item, Outcome]] = {}
