@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--tpm", type=int, default=None, help="tokens per minute before 429 (default: unlimited)")
     sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
     sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
+    sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
     return p
 
 
@@ -312,7 +313,8 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
     if not 0 <= args.error_rate <= 1:
         err.print("--error-rate must be between 0 and 1")
         return EXIT_BAD_INPUT
-    config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed)
+    config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
+                       batch_completion_s=args.batch_completion_s)
 
     async def serve() -> None:
         runner, url = await start_simulator(config, args.port)

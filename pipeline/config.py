@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pipeline import registry
 from pipeline.errors import ConfigError
 from pipeline.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
+from pipeline.judge_modes import BatchApiConfig, CalibrationConfig
 
 __all__ = [
     "BudgetConfig",
@@ -79,14 +80,20 @@ class SimulatorOptions(_Strict):
     tpm: int | None = Field(default=None, ge=1)
     error_rate: float = Field(default=0.0, ge=0, le=1)
     seed: int = 0
+    batch_completion_s: float = Field(default=1.0, ge=0)
 
 
 class PriceConfig(_Strict):
-    """US dollars per million tokens: input, output, and cached input (defaults to input)."""
+    """US dollars per million tokens: input, output, and cached input (defaults to input).
+
+    `batch_discount` is the share of the synchronous price a provider batch
+    API charges (default 0.5, both OpenAI's and Anthropic's).
+    """
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    batch_discount: float | None = Field(default=None, gt=0, le=1)
 
 
 class JudgeConfig(_Strict):
@@ -106,6 +113,10 @@ class JudgeConfig(_Strict):
     the first and last steps and the output) or `skip` (`value: null`,
     reason `too_long` with the token count). `max_error_share` is the share of
     judged results that may end `judge_error` before the run fails its gate.
+    Batching (`stages.judge.multi`): `items_per_request` items of one metric
+    share a request, gathered across cases for at most `item_wait_s` seconds
+    and shuffled with `item_seed`; `calibration` also judges a sample alone.
+    `mode: batch` sends requests through the provider's batch API (`batch`).
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -126,6 +137,12 @@ class JudgeConfig(_Strict):
     workers: int | None = Field(default=None, ge=1, le=100_000)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
+    items_per_request: int = Field(default=1, ge=1, le=100)
+    item_wait_s: float = Field(default=0.5, ge=0)
+    item_seed: int = 0
+    calibration: CalibrationConfig | None = None
+    mode: Literal["sync", "batch"] = "sync"
+    batch: BatchApiConfig = Field(default_factory=BatchApiConfig)
 
 
 class LimitsConfig(_Strict):

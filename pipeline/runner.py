@@ -328,7 +328,7 @@ def build_stages(
         stages.append(target_stage(config, run_dir))
     stages.append(score_stage(plain, deterministic))
     if judged:
-        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge))
+        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir))
     return stages
 
 

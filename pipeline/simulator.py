@@ -36,6 +36,13 @@ order — tests use it to stage exact scenarios: `429` (retry-after
 `timeout`, `truncated`, `prose` (the JSON wrapped in prose and a code
 fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
+Multi-item requests (`stages.judge.multi`; the verdict schema is named
+`verdicts`) get one verdict per item id, each a function of the seed and the
+id alone, so an item is judged the same in any request and any position;
+faults `drop_item` and `malformed_item` leave out or spoil the first item's
+verdict. The batch endpoints (OpenAI files + batches, Anthropic message
+batches) live in `pipeline.simulator_batches`.
+
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
 """
@@ -56,12 +63,15 @@ from typing import Any
 
 from aiohttp import web
 
+from pipeline.simulator_batches import add_batch_routes
 from pipeline.tokens import counter_for
 
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
-FAULTS = {"ok", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss"}
+FAULTS = {"ok", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+# The schema name of a multi-item request (`stages.judge.multi`): one verdict per item id.
+MULTI_SCHEMA_NAME = "verdicts"
 
 
 @dataclass
@@ -78,6 +88,10 @@ class SimConfig:
     quota_retry_after_s: float = 86_400.0
     yes_share: float = 0.75
     script: list[str] = field(default_factory=list)
+    batch_completion_s: float = 1.0
+    batch_expire_rate: float = 0.0
+    batch_shuffle: bool = True
+    batch_script: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +107,11 @@ class SimStats:
     input_tokens: int = 0
     output_tokens: int = 0
     by_path: dict[str, int] = field(default_factory=dict)
+    files_uploaded: int = 0
+    batches_created: int = 0
+    batch_requests: int = 0
+    batch_polls: int = 0
+    batch_downloads: int = 0
     first_request: float | None = None
     last_request: float | None = None
 
@@ -146,6 +165,7 @@ class _Sim:
         self.script = list(config.script)
         self.req_bucket = _Bucket(config.rpm) if config.rpm else None
         self.tok_bucket = _Bucket(config.tpm) if config.tpm else None
+        self.serial = 0
 
     # ----------------------------------------------------------------- faults
 
@@ -247,6 +267,86 @@ def _prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     return messages, extra
 
 
+def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str) -> Any:
+    """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
+
+    Each item's verdict depends only on the seed and the item's id, so an
+    item gets the same verdict in any request, in any position. Faults
+    `drop_item` and `malformed_item` spoil the first item of the request.
+    """
+    if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
+        return sim.instance(schema, _digest(body, sim.config.seed))
+    out: dict[str, Any] = {}
+    defs = schema.get("$defs") or {}
+    for item_id, sub in schema["properties"].items():
+        ref = sub.get("$ref", "") if isinstance(sub, dict) else ""
+        if ref.startswith("#/$defs/"):
+            sub = defs.get(ref[len("#/$defs/"):], {})
+        out[item_id] = sim.instance(sub, hashlib.sha256(f"{sim.config.seed}:item:{item_id}".encode()).digest())
+    first = next(iter(schema.get("required") or list(out)), None)
+    if first is not None and first in out:
+        if fault == "drop_item":
+            del out[first]
+        elif fault == "malformed_item":
+            out[first] = "GRADE: yes"
+    return out
+
+
+def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
+    """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
+
+    `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
+    `malformed_item` (the others are handled before an answer is made).
+    Counts the answer in the stats. Used by the synchronous endpoints and by
+    the batch endpoints alike.
+    """
+    st = sim.stats
+    model = str(body["model"])
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+    schema, tool_name, name = None, None, None
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        schema = rf.get("json_schema", {}).get("schema")
+        name = rf.get("json_schema", {}).get("name")
+    if anthropic and body.get("tools"):
+        tool = body["tools"][0]
+        schema, tool_name = tool.get("input_schema"), tool.get("name")
+        name = tool_name
+    verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
+    text = json.dumps(verdict) if schema else "yes"
+    finish = "stop"
+    if fault == "prose":
+        text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
+    elif fault == "near_miss":
+        text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
+    elif fault == "truncated":
+        st.truncated += 1
+        text = text[: max(1, len(text) // 2)]
+        finish = "length"
+    counter = counter_for(model)
+    completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+    st.answered += 1
+    st.input_tokens += prompt_tokens
+    st.output_tokens += completion
+    sim.serial += 1
+    rid = hashlib.sha256(f"{sim.config.seed}:{sim.serial}".encode()).hexdigest()[:24]
+    if anthropic:
+        as_tool = tool_name is not None and fault in ("ok", "truncated", "drop_item", "malformed_item") and finish == "stop"
+        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": tool_name, "input": verdict}] if as_tool else [{"type": "text", "text": text}]
+        payload: dict[str, Any] = {
+            "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion},
+        }
+    else:
+        payload = {
+            "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion},
+        }
+    return payload, completion
+
+
 def _error(status: int, kind: str, message: str, headers: dict[str, str], anthropic: bool) -> web.Response:
     if anthropic:
         payload = {"type": "error", "error": {"type": kind, "message": message}}
@@ -307,47 +407,9 @@ def build_app(config: SimConfig) -> web.Application:
             await asyncio.sleep(config.hang_s)
             return _error(504, "timeout", "simulated timeout", {}, anthropic)
 
-        schema, tool_name = None, None
-        rf = body.get("response_format") or {}
-        if rf.get("type") == "json_schema":
-            schema = rf.get("json_schema", {}).get("schema")
-        if anthropic and body.get("tools"):
-            tool = body["tools"][0]
-            schema, tool_name = tool.get("input_schema"), tool.get("name")
-        verdict = sim.instance(schema, _digest(body, config.seed)) if schema else "yes"
-        text = json.dumps(verdict) if schema else "yes"
-        finish = "stop"
-        if fault == "prose":
-            text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
-        elif fault == "near_miss":
-            text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
-        elif fault == "truncated":
-            st.truncated += 1
-            text = text[: max(1, len(text) // 2)]
-            finish = "length"
-        counter = counter_for(model)
-        completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+        payload, completion = answer(sim, body, anthropic, fault, prompt_tokens)
         sim.refund(max_tokens - completion)
-        st.answered += 1
-        st.input_tokens += prompt_tokens
-        st.output_tokens += completion
-        headers = sim.headers(anthropic)
-        rid = hashlib.sha256(f"{st.requests}".encode()).hexdigest()[:24]
-        if anthropic:
-            as_tool = tool_name is not None and fault in ("ok", "truncated") and finish == "stop"
-            content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": tool_name, "input": verdict}] if as_tool else [{"type": "text", "text": text}]
-            payload = {
-                "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
-                "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
-                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion},
-            }
-        else:
-            payload = {
-                "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(now), "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion},
-            }
-        return web.json_response(payload, headers=headers)
+        return web.json_response(payload, headers=sim.headers(anthropic))
 
     async def stats(request: web.Request) -> web.Response:
         return web.json_response(asdict(sim.stats))
@@ -362,6 +424,7 @@ def build_app(config: SimConfig) -> web.Application:
 
     app.router.add_post("/v1/chat/completions", handle)
     app.router.add_post("/v1/messages", handle)
+    add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*_prompt_text(body)))
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/script", set_script)
     return app

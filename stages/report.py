@@ -85,3 +85,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     pk = pass_at_k_table(summary)
     if pk is not None:
         con.print(pk)
+    from stages.judge.report import judge_lines
+
+    for line in judge_lines(summary):
+        con.print(line, highlight=False, soft_wrap=True)

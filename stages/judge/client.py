@@ -15,6 +15,13 @@ can reuse them:
   request when the answer does not parse or was truncated;
 - `Judge.judge(plan, trial, slot)` — all requests of one metric on one case.
 
+Multi-item requests (`stages.judge.multi.judge_items`) and batch mode
+(`judge.mode: batch`: `Judge.call` hands the payload to a
+`stages.judge.batch_runner.BatchRunner` under the request's cache key as
+`custom_id`, billed at the batch price, with `sync_equivalent_usd`
+counting what the same answers would have cost synchronously) build on
+these steps.
+
 Billing: every attempt that got an answer is billed at its `usage`; an
 attempt that timed out is billed at its estimated input tokens (the
 provider may have processed it); refused attempts (429, 5xx) cost nothing.
@@ -23,11 +30,12 @@ Cache hits cost nothing; what they would have cost is counted as saved.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
@@ -52,6 +60,9 @@ from pipeline.records import JudgeInfo, Score
 from pipeline.tokens import count_messages
 from stages.judge.base import Plan, Question
 from stages.judge.parse import ParseError, parse_scale, parse_yes_no
+
+if TYPE_CHECKING:
+    from stages.judge.batch_runner import BatchRunner
 
 __all__ = ["Judge", "JudgeStats", "Outcome", "build_request", "key_components", "parse_answers", "request_tokens"]
 
@@ -82,6 +93,11 @@ class JudgeStats:
     saved_tokens: int = 0
     queued_s: float = 0.0
     slept_s: float = 0.0
+    sync_equivalent_usd: float = 0.0
+    multi_requests: int = 0
+    items_batched: int = 0
+    items_reasked_alone: int = 0
+    items_from_cache: int = 0
     latencies: list[float] = field(default_factory=list)
     cache_misses_explained: dict[str, int] = field(default_factory=dict)
 
@@ -92,8 +108,9 @@ class JudgeStats:
         def pct(p: float) -> float | None:
             return round(lat[min(len(lat) - 1, int(p * len(lat)))], 4) if lat else None
 
-        out = {k: v for k, v in self.__dict__.items() if k not in ("latencies", "cost_usd", "saved_usd", "queued_s", "slept_s")}
-        out.update(cost_usd=round(self.cost_usd, 6), saved_usd=round(self.saved_usd, 6), queued_s=round(self.queued_s, 3),
+        out = {k: v for k, v in self.__dict__.items() if k not in ("latencies", "cost_usd", "saved_usd", "queued_s", "slept_s", "sync_equivalent_usd")}
+        out.update(cost_usd=round(self.cost_usd, 6), saved_usd=round(self.saved_usd, 6), sync_equivalent_usd=round(self.sync_equivalent_usd, 6),
+                   queued_s=round(self.queued_s, 3),
                    slept_s=round(self.slept_s, 3), latency_p50_s=pct(0.5), latency_p95_s=pct(0.95))
         return out
 
@@ -162,7 +179,8 @@ class Judge:
     """
 
     def __init__(self, cfg: JudgeConfig, *, session: aiohttp.ClientSession, url: str, api_key: str | None, limiter: Limiter,
-                 budget: Budget, cache: JudgeCache | None, price: Price | None, cache_base_url: str, explain: bool = False) -> None:
+                 budget: Budget, cache: JudgeCache | None, price: Price | None, cache_base_url: str, explain: bool = False,
+                 batches: BatchRunner | None = None) -> None:
         self.cfg = cfg
         self.session = session
         self.url = url
@@ -175,6 +193,7 @@ class Judge:
         self.cache_base_url = cache_base_url
         self.explain = explain
         self.stats = JudgeStats()
+        self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
 
     # ------------------------------------------------------------------ money
@@ -204,8 +223,9 @@ class Judge:
         # reserving our estimate scaled by the ratio `usage` has shown keeps the
         # admission gate from running ahead of the provider's own bucket.
         prompt_tokens = math.ceil(estimate * self._ratio)
-        reserve = prompt_tokens + self.cfg.max_tokens
-        held = self.budget.reserve(reserve, self._cost(prompt_tokens, self.cfg.max_tokens))
+        max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)  # a multi-item request allows more output
+        reserve = prompt_tokens + max_out
+        held = self.budget.reserve(reserve, self._cost(prompt_tokens, max_out))
         if held is None:
             raise _BudgetRefused()
         permit = await self.limiter.acquire(reserve)
@@ -242,16 +262,45 @@ class Judge:
         self.stats.input_tokens += reply.input_tokens
         self.stats.output_tokens += reply.output_tokens
         self.stats.cost_usd += cost
+        self.stats.sync_equivalent_usd += cost
         return reply
 
-    async def call(self, req: JudgeRequest) -> Reply:
-        """Send `req` with admission, budget and retries.
+    async def _batch_call(self, payload: dict[str, Any], estimate: int, custom_id: str) -> Reply:
+        # Batch mode: no rate limiter (the provider queues the batch); the budget holds the
+        # worst case at the batch price until the batch's answer settles it.
+        assert self.batches is not None
+        prompt_tokens = math.ceil(estimate * self._ratio)
+        batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0: 0.0)
+        max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)
+        held = self.budget.reserve(prompt_tokens + max_out, batch_cost(prompt_tokens, max_out))
+        if held is None:
+            raise _BudgetRefused()
+        self.stats.requests += 1
+        try:
+            reply = await self.batches.submit(custom_id, payload)
+        except BaseException:
+            self.budget.settle(held, 0, 0.0)
+            raise
+        cost = batch_cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
+        self.stats.answered += 1
+        self.stats.input_tokens += reply.input_tokens
+        self.stats.output_tokens += reply.output_tokens
+        self.stats.cost_usd += cost
+        self.stats.sync_equivalent_usd += self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        return reply
+
+    async def call(self, req: JudgeRequest, key: str | None = None) -> Reply:
+        """Send `req` with admission, budget and retries (or, in batch mode, in a provider batch as `key`).
 
         Raises `ProviderError` (kind `quota` for a daily quota, or the last
         retryable failure once attempts or wait are exhausted, or `fatal`), or
         `_BudgetRefused` when an attempt could cross the budget.
         """
         payload = build_payload(self.protocol, req)
+        if self.batches is not None:
+            custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
+            return await self._batch_call(payload, request_tokens(req), custom_id)
         prompt_tokens = request_tokens(req)
         retrying = AsyncRetrying(
             stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
@@ -315,7 +364,7 @@ class Judge:
                                                {"role": "user", "content": REPAIR.format(problem=problem)}),
                                    req.schema, req.schema_name, req.max_tokens, req.temperature)
             try:
-                reply = await self.call(req)
+                reply = await self.call(req, key=None if repair else key)
             except _BudgetRefused:
                 self.stats.skipped_budget += 1
                 return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",

@@ -6,6 +6,12 @@ same counter admission uses), output tokens are estimated as
 `expected_output_tokens` per question, capped at `max_tokens`; the cache is
 looked up, and requests it already answers are counted as hits and cost
 nothing. No network call is made.
+
+With `items_per_request` N > 1, each metric's items are grouped N at a time
+in dataset order (the run groups them as they arrive, so real groups may
+differ a little) and each group is priced as one multi-item request; an
+item the cache already holds is left out of its group. With `mode: batch`
+dollars are at the batch price.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pipeline.providers import DEFAULT_BASE_URLS
 from pipeline.records import Case, Score
 from stages.judge.base import JudgeMetric
 from stages.judge.client import build_request, key_components, request_tokens
+from stages.judge.multi import Item, build_multi_request, item_id
 
 __all__ = ["MetricEstimate", "estimate"]
 
@@ -48,6 +55,27 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     base = "simulator" if cfg.provider == "simulator" else (cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]).rstrip("/")
     cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None
     out = {m.key: MetricEstimate() for m in metrics}
+    batch = cfg.mode == "batch"
+    pending: dict[tuple[str, int], list[Item]] = {}
+
+    def charge(est: MetricEstimate, tin: int, tout: int) -> None:
+        est.input_tokens += tin
+        est.output_tokens += tout
+        if price:
+            est.cost_usd += price.batch_cost(tin, tout) if batch else price.cost(tin, tout)
+
+    def flush(key: str, items: list[Item]) -> None:
+        if not items:
+            return
+        est = out[key]
+        est.requests += 1
+        if len(items) == 1:
+            req = build_request(items[0].plan, items[0].questions, cfg)
+        else:
+            for it in items:
+                it.id = item_id(it, cfg)
+            req = build_multi_request(items, cfg)
+        charge(est, request_tokens(req), min(cfg.max_tokens * len(items), sum(cfg.expected_output_tokens * len(it.questions) for it in items)))
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
     invalid = 0
@@ -66,6 +94,20 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         est.no_request += 1
                         continue
                     per_q = cfg.one_question_per_request if metric.one_question_per_request is None else metric.one_question_per_request
+                    if cfg.items_per_request > 1 and not per_q:
+                        item = Item(plan, trial, f"{case.id}|{metric.key}|{trial}")
+                        if cache is not None:
+                            item.id = item_id(item, cfg)
+                            comps = key_components(cfg.provider, base, build_multi_request([item], cfg), metric.prompt_version, metric.rubric, trial)
+                            if cache.get(cache_key(comps)) is not None:
+                                est.cache_hits += 1
+                                continue
+                        group = pending.setdefault((metric.key, trial), [])
+                        group.append(item)
+                        if len(group) >= cfg.items_per_request:
+                            flush(metric.key, group)
+                            pending[(metric.key, trial)] = []
+                        continue
                     groups = [[q] for q in plan.questions] if per_q and plan.kind == "yes_no" else [plan.questions]
                     for group in groups:
                         req = build_request(plan, group, cfg)
@@ -75,11 +117,9 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                             if cache.get(cache_key(comps)) is not None:
                                 est.cache_hits += 1
                                 continue
-                        tin = request_tokens(req)
-                        tout = min(cfg.max_tokens, cfg.expected_output_tokens * len(group))
-                        est.input_tokens += tin
-                        est.output_tokens += tout
-                        est.cost_usd += price.cost(tin, tout) if price else 0.0
+                        charge(est, request_tokens(req), min(cfg.max_tokens, cfg.expected_output_tokens * len(group)))
+        for (key, _), items in pending.items():
+            flush(key, items)
     finally:
         if cache is not None:
             cache.close()
@@ -88,4 +128,5 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         for f in ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request"):
             setattr(total, f, getattr(total, f) + getattr(e, f))
     return {"metrics": out, "total": total, "priced": price is not None, "model": cfg.model, "invalid_cases": invalid,
+            "items_per_request": cfg.items_per_request, "mode": cfg.mode,
             "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}

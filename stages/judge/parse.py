@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["ParseError", "extract_json", "parse_scale", "parse_yes_no"]
+__all__ = ["ParseError", "extract_json", "parse_scale", "parse_yes_no", "scale_from", "yes_no_from"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
@@ -70,7 +70,13 @@ def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]
     Answers are compared case-insensitively after trimming; a missing id, an
     extra id, or an answer other than yes/no is an error.
     """
-    data = extract_json(text)
+    return yes_no_from(extract_json(text), question_ids)
+
+
+def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]:
+    """`parse_yes_no` on an already decoded value (one item of a multi-item verdict). Raises `ParseError`."""
+    if not isinstance(data, dict):
+        raise ParseError(f"expected an object of answers by question id, got {type(data).__name__}")
     missing = [q for q in question_ids if q not in data]
     if missing:
         raise ParseError(f"missing answers for {', '.join(missing)}")
@@ -88,7 +94,13 @@ def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]
 
 def parse_scale(text: str, lo: int, hi: int) -> dict[str, Any]:
     """`{"score": int in [lo, hi], "reason": str}`. Raises `ParseError`."""
-    data = extract_json(text)
+    return scale_from(extract_json(text), lo, hi)
+
+
+def scale_from(data: Any, lo: int, hi: int) -> dict[str, Any]:
+    """`parse_scale` on an already decoded value (one item of a multi-item verdict). Raises `ParseError`."""
+    if not isinstance(data, dict):
+        raise ParseError(f"expected an object with score and reason, got {type(data).__name__}")
     score = data.get("score")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or score != int(score):
         raise ParseError(f"score must be an integer, got {score!r}")

@@ -11,34 +11,54 @@ How a case ends: every metric's score is stored; the case's status is
 run with a larger budget finishes it), else `judge_error` when some metric
 got no usable verdict (the error's `kind` is `judge_error` or
 `rate_limited`), else unchanged.
+
+With `judge.items_per_request` N > 1, each metric's items are gathered
+across cases by one `Batcher` per (metric, trial) — at most N per request,
+flushed after `judge.item_wait_s` — and judged by `stages.judge.multi`;
+each case still gets its own score and status. With `judge.calibration`,
+a sample of items is also judged alone (`stages.judge.calibration`). With
+`judge.mode: batch`, requests go through the provider's batch API
+(`stages.judge.batch_runner`), journaled in `RUN_DIR/batches.jsonl`, and
+the stage runs `BATCH_WORKERS` cases at once unless `judge.workers` says.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from pipeline.batch_journal import BatchJournal
 from pipeline.budget import InProcessBudget
 from pipeline.config import RunConfig
 from pipeline.errors import ConfigError
 from pipeline.judge_cache import DiskJudgeCache
 from pipeline.prices import price_for
-from pipeline.providers import DEFAULT_BASE_URLS, endpoint, open_session
+from pipeline.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
 from pipeline.ratelimit import AdaptiveLimiter
 from pipeline.records import ErrorInfo, Score, Status
 from pipeline.simulator import SimConfig, start_simulator
 from pipeline.work import Stage, Work
-from stages.judge.base import JudgeMetric
+from stages.judge.base import JudgeMetric, Plan
+from stages.judge.batch_runner import BatchRunner
+from stages.judge.batcher import Batcher
+from stages.judge.calibration import Calibration
 from stages.judge.client import Judge, Outcome
+from stages.judge.multi import Item, judge_items
 
-__all__ = ["api_key", "judge_stage"]
+__all__ = ["BATCH_WORKERS", "api_key", "judge_stage"]
+
+BATCH_WORKERS = 2048
 
 _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
-             "queued_s", "slept_s", "judged_results", "judge_error_results")
+             "queued_s", "slept_s", "judged_results", "judge_error_results", "sync_equivalent_usd", "multi_requests", "items_batched",
+             "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
+             "batch_request_errors", "batch_expired", "batch_polls")
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -57,11 +77,13 @@ def api_key(config: RunConfig) -> str | None:
 
 
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
-                prior: dict[str, Any] | None = None) -> Stage:
+                prior: dict[str, Any] | None = None, run_dir: Path | None = None) -> Stage:
     """The `judge` stage for `metrics` (the run's judge metrics; cases may add their own through `merge`).
 
     `prior` is the `judge` block of an earlier segment of the same run: its
     spending counts against the budget and its counters are carried on.
+    `run_dir` is where batch mode journals its batches (`batches.jsonl`);
+    without it a killed batch run cannot re-attach.
     Raises `ConfigError` when the API key variable is unset.
     """
     from pipeline.config import JudgeConfig
@@ -69,7 +91,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     cfg = config.judge or JudgeConfig()
     key = api_key(config)
     prior = prior or {}
-    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "results": 0, "errors": 0}
+    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0}
+    calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
     price = price_for(cfg.model, cfg.prices)
     one_per_default = cfg.one_question_per_request
@@ -80,7 +103,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 return state["judge"]
             if cfg.provider == "simulator":
                 s = cfg.simulator
-                runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed))
+                runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
+                                                              batch_completion_s=s.batch_completion_s))
                 state["sim"] = runner
                 base, cache_base = url + "/v1", "simulator"
             else:
@@ -92,9 +116,40 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
                                      int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
             limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
+            batch_runner: BatchRunner | None = None
+            if cfg.mode == "batch":
+                protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
+                batch_runner = BatchRunner(cfg, session=state["session"], protocol=protocol, base_url=base, headers=auth_headers(protocol, key),
+                                     journal=BatchJournal(run_dir), journal_base=cache_base)
+                state["batches"] = batch_runner
             state["judge"] = Judge(cfg, session=state["session"], url=endpoint(cfg.provider, base), api_key=key, limiter=limiter,
-                                   budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain)
+                                   budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain,
+                                   batches=batch_runner)
             return state["judge"]
+
+    batchers: dict[tuple[str, int], Batcher[Item, Outcome]] = {}
+
+    async def batched(judge: Judge, metric: JudgeMetric, plan: Plan, trial: int, slot: str) -> Outcome:
+        group = (metric.key, trial)
+        if group not in batchers:
+            batchers[group] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
+        return await batchers[group].submit(group, Item(plan, trial, slot))
+
+    async def calibrate(judge: Judge, metric: JudgeMetric, plan: Plan, trial: int, slot: str) -> Outcome:
+        # Both verdicts at once: the batched one is the score, the alone one is compared with it.
+        got: dict[str, Outcome] = {}
+
+        async def alone() -> None:
+            got["alone"] = await judge.judge(plan, trial, slot + "|alone", False)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(alone)
+            got["batched"] = await batched(judge, metric, plan, trial, slot)
+        compare = calibration.add(metric.key, got["batched"], got["alone"])
+        if compare is not None:
+            b = got["batched"].score
+            b.details = {**(b.details or {}), "calibration": compare}
+        return got["batched"]
 
     async def process(work: Work) -> None:
         case = work.case
@@ -116,7 +171,14 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 outcomes[metric.key] = Outcome(plan)
                 return
             per_q = one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
-            outcomes[metric.key] = await judge.judge(plan, work.trial, f"{case.id}|{metric.key}|{work.trial}", per_q)
+            slot = f"{case.id}|{metric.key}|{work.trial}"
+            if cfg.items_per_request > 1 and not per_q:
+                if calibration.sampled(slot):
+                    outcomes[metric.key] = await calibrate(judge, metric, plan, work.trial, slot)
+                else:
+                    outcomes[metric.key] = await batched(judge, metric, plan, work.trial, slot)
+            else:
+                outcomes[metric.key] = await judge.judge(plan, work.trial, slot, per_q)
 
         if len(use) == 1:
             await one(use[0])
@@ -138,6 +200,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             work.result.error = ErrorInfo(kind=bad[0].status, message=bad[0].message)
 
     async def aclose() -> None:
+        if state["batches"] is not None:
+            state["batches"].close()
         if state["session"] is not None:
             await state["session"].close()
         if state["sim"] is not None:
@@ -148,6 +212,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     def summary() -> dict[str, Any]:
         judge: Judge | None = state["judge"]
         block = judge.stats.summary() if judge else {}
+        if state["batches"] is not None:
+            block.update(asdict(state["batches"].counters))
         block["judged_results"] = state["results"]
         block["judge_error_results"] = state["errors"]
         for k in _ADDITIVE:
@@ -158,7 +224,12 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
         block["max_error_share"] = cfg.max_error_share
         block["gate_failed"] = block["error_share"] > cfg.max_error_share
+        block["mode"] = cfg.mode
+        block["items_per_request"] = cfg.items_per_request
+        if cfg.calibration is not None:
+            block["calibration"] = calibration.summary(prior.get("calibration"))
         return block
 
-    workers = cfg.workers or max(4, 2 * config.limits.max_in_flight)
+    # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
+    workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))
     return Stage("judge", process, workers=workers, aclose=aclose, summary=summary)

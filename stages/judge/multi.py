@@ -1,0 +1,268 @@
+"""Multi-item judge requests: several items of one metric share one request.
+
+An *item* is one metric's questions about one case (one trial). A
+multi-item request is laid out so that provider prompt caching applies:
+
+- the system message is the fixed part — the metric's instructions (and a
+  Rubric's criteria) plus `MULTI_NOTE`, which says how to answer several
+  items — byte-identical in every request of that metric;
+- the user message then holds the items, each under `### Item <id>` with its
+  fenced case text and its questions;
+- the verdict schema (named `verdicts`) has one property per item id, whose
+  value is the metric's own single-item verdict schema (as a `$ref` to a
+  shared `$defs` entry, one per distinct shape, so the schema grows by a
+  reference per item, not by a copy).
+
+An item's id is derived from the content of its alone request (`i` + 12 hex
+digits of a hash of it), so it never depends on the other items, the order
+or the case id. Items are shuffled with a seed derived from
+`judge.item_seed` and the sorted ids; the *composition* — request key, the
+ids in order, the seed and the item's position — is stored in each score's
+`details.batch`.
+
+Cache: the whole reply is stored under the request's own key (which covers
+the composition, since the items and their order are in its messages), and
+each good item verdict also under an *item key* — the key of a one-item
+request in the same format — with the composition it came from, so a
+resumed run that groups items differently is still served from the cache.
+
+Items whose verdict is missing or does not parse are re-asked alone (the
+single-item path, with its own repair); the rest are kept. A request that
+fails outright (budget, provider error) fails all its items the same way.
+A group left with one item to ask is asked alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from pipeline.config import JudgeConfig
+from pipeline.judge_cache import cache_key, canonical
+from pipeline.providers import JudgeRequest, ProviderError
+from pipeline.records import JudgeInfo, Score
+from stages.judge.base import Plan, Question
+from stages.judge.client import build_request, key_components, request_tokens
+from stages.judge.parse import ParseError, extract_json, scale_from, yes_no_from
+
+if TYPE_CHECKING:
+    from stages.judge.client import Judge, Outcome
+
+__all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "item_id", "judge_items", "parse_multi", "shuffled"]
+
+MULTI_SCHEMA_NAME = "verdicts"
+MULTI_NOTE = """This request holds several items. Each starts with a line `### Item <id>` and has its own recorded data \
+(between its own marker lines) and its own questions. Judge every item on its own, exactly as instructed above, as if \
+it were the only one: never compare items or let one influence another. Reply with one JSON object whose keys are the \
+item ids and whose values are the verdict object described above for that item: {"<item id>": <verdict>, ...}. \
+Reply with that JSON object only."""
+
+
+@dataclass
+class Item:
+    """One metric's questions about one (case, trial), waiting to share a request.
+
+    `slot` is `case|metric|trial` (the cache's explain index); `id` is set
+    from the alone request's key by `item_id`.
+    """
+
+    plan: Plan
+    trial: int
+    slot: str
+    id: str = ""
+    questions: list[Question] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.questions:
+            self.questions = list(self.plan.questions)
+
+
+def item_id(item: Item, cfg: JudgeConfig) -> str:
+    """`i` + 12 hex digits of a hash of what `item` asks alone: messages, schema, prompt version, rubric, trial.
+
+    Content only — no case id, endpoint, model or position — so the same item
+    has the same id in any run, request or order.
+    """
+    req = build_request(item.plan, item.questions, cfg)
+    content = {"messages": list(req.messages), "schema": req.schema, "prompt_version": item.plan.metric.prompt_version,
+               "rubric": item.plan.metric.rubric, "trial": item.trial}
+    return "i" + hashlib.sha256(canonical(content).encode()).hexdigest()[:12]
+
+
+def shuffled(ids: list[str], seed: int) -> tuple[list[str], int]:
+    """`ids` in a shuffled order and the request seed that made it (from `seed` and the sorted ids)."""
+    ordered = sorted(set(ids))
+    request_seed = int(hashlib.sha256(f"{seed}:{','.join(ordered)}".encode()).hexdigest()[:8], 16)
+    random.Random(request_seed).shuffle(ordered)
+    return ordered, request_seed
+
+
+def _block(item: Item) -> str:
+    listing = "\n".join(f"{q.id}: {q.text}" for q in item.questions)
+    body = f"{item.plan.render(0)}\n\nQuestions:\n{listing}" if item.plan.kind == "yes_no" else item.plan.render(0)
+    return f"### Item {item.id}\n{body}"
+
+
+def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
+    """One request for `items` (all of one metric and trial, ids set, in the order given)."""
+    metric = items[0].plan.metric
+    system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
+    user = "\n\n".join(_block(it) for it in items)
+    # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
+    defs: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
+    props: dict[str, Any] = {}
+    for it in items:
+        sub = metric.schema(it.plan, [q.id for q in it.questions])
+        shape = canonical(sub)
+        if shape not in names:
+            names[shape] = f"v{len(names) + 1}"
+            defs[names[shape]] = sub
+        props[it.id] = {"$ref": f"#/$defs/{names[shape]}"}
+    schema = {"type": "object", "properties": props, "required": [it.id for it in items], "additionalProperties": False, "$defs": defs}
+    return JudgeRequest(model=cfg.model, messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
+                        schema=schema, schema_name=MULTI_SCHEMA_NAME, max_tokens=cfg.max_tokens * len(items), temperature=cfg.temperature)
+
+
+def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """`(answers by item id, problem by item id)`: every item is in exactly one of the two."""
+    try:
+        data = extract_json(text)
+    except ParseError as exc:
+        return {}, {it.id: str(exc) for it in items}
+    good: dict[str, dict[str, Any]] = {}
+    bad: dict[str, str] = {}
+    for it in items:
+        if it.id not in data:
+            bad[it.id] = "no verdict for this item"
+            continue
+        try:
+            if it.plan.kind == "scale":
+                good[it.id] = {it.questions[0].id: scale_from(data[it.id], *it.plan.scale)}
+            else:
+                good[it.id] = yes_no_from(data[it.id], [q.id for q in it.questions])
+        except ParseError as exc:
+            bad[it.id] = str(exc)
+    return good, bad
+
+
+def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition: dict[str, Any]) -> Outcome:
+    from stages.judge.client import Outcome
+
+    score = item.plan.metric.finalize(item.plan, answers)
+    score.details = {**(score.details or {}), "batch": composition}
+    score.judge = info
+    return Outcome(score)
+
+
+async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
+    """Judge `items` (one metric, one trial) in as few requests as their verdicts allow; one `Outcome` per item, in order."""
+    from stages.judge.client import Outcome, _BudgetRefused
+
+    cfg = judge.cfg
+    t0 = time.perf_counter()
+    for it in items:
+        if not it.id:
+            it.id = item_id(it, cfg)
+    metric = items[0].plan.metric
+    out: dict[int, Outcome] = {}
+    alone: dict[int, dict[str, Any]] = {}  # index → composition note for items asked alone
+
+    def item_comps(it: Item) -> dict[str, Any]:
+        req = build_multi_request([it], cfg)
+        return key_components(cfg.provider, judge.cache_base_url, req, metric.prompt_version, metric.rubric, it.trial)
+
+    todo: list[int] = []
+    for i, it in enumerate(items):
+        hit = judge.cache.get(cache_key(item_comps(it))) if judge.cache is not None else None
+        if hit is not None:
+            judge.stats.cache_hits += 1
+            judge.stats.items_from_cache += 1
+            info = JudgeInfo(model=cfg.model, cached=True, requests=1, cached_requests=1, latency_s=round(time.perf_counter() - t0, 4))
+            out[i] = _finalize(it, hit["answers"], info, {**hit["composition"], "cached": True})
+        else:
+            todo.append(i)
+    first_of: dict[str, int] = {}
+    for i in todo:
+        first_of.setdefault(items[i].id, i)
+    unique = [items[i] for i in first_of.values()]
+    if len(unique) == 1:
+        for i in todo:
+            alone[i] = {"alone": True, "why": "the only item of its group left to ask"}
+    elif unique:
+        order, seed = shuffled([it.id for it in unique], cfg.item_seed)
+        by_id = {it.id: it for it in unique}
+        group = [by_id[x] for x in order]
+        req = build_multi_request(group, cfg)
+        limit = cfg.context_tokens - req.max_tokens
+        if request_tokens(req) > limit:
+            for i in todo:
+                alone[i] = {"alone": True, "why": "the items together do not fit the judge's context"}
+        else:
+            comps = key_components(cfg.provider, judge.cache_base_url, req, metric.prompt_version, metric.rubric, items[0].trial)
+            key = cache_key(comps)
+            composition_base = {"request": key[:16], "items": order, "seed": seed}
+            cached = judge.cache.get(key) if judge.cache is not None else None
+            usage = {"input_tokens": 0, "output_tokens": 0}
+            failure: Outcome | None = None
+            if cached is not None:
+                judge.stats.cache_hits += 1
+                text = cached["text"]
+            else:
+                try:
+                    reply = await judge.call(req, key=key)
+                    judge.stats.multi_requests += 1
+                    judge.stats.items_batched += len(group)
+                    usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+                    text = reply.text
+                except _BudgetRefused:
+                    judge.stats.skipped_budget += 1
+                    failure = Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"),
+                                      "skipped_budget", "a judge request could cross the token or dollar budget; resume with a larger budget to finish it")
+                except ProviderError as exc:
+                    judge.stats.judge_errors += 1
+                    kind = "rate_limited" if exc.kind == "quota" else "judge_error"
+                    msg = f"{kind}: {exc}"
+                    failure = Outcome(Score(value=None, passed=None, reason=msg), kind, msg)
+            if failure is not None:
+                for i in todo:
+                    info = JudgeInfo(model=cfg.model, requests=1, latency_s=round(time.perf_counter() - t0, 4))
+                    out[i] = Outcome(failure.score.model_copy(update={"judge": info, "details": {"batch": composition_base}}), failure.status, failure.message)
+            else:
+                good, bad = parse_multi(group, text)
+                if judge.cache is not None and cached is None and good:
+                    judge.cache.put(key, {"answers": good, "text": text, "usage": usage}, comps, f"{metric.key}|group")
+                n = len(group)
+                for pos, it in enumerate(group):
+                    composition = {**composition_base, "position": pos, "size": n}
+                    if it.id in good and judge.cache is not None and cached is None:
+                        judge.cache.put(cache_key(item_comps(it)), {"answers": good[it.id], "composition": composition}, item_comps(it), it.slot)
+                    for i in todo:
+                        if items[i].id != it.id:
+                            continue
+                        if it.id in bad:
+                            judge.stats.items_reasked_alone += 1
+                            alone[i] = {"alone": True, "why": f"re-asked alone: {bad[it.id]}", "first_request": composition}
+                            continue
+                        share_in = usage["input_tokens"] // n + (usage["input_tokens"] % n if pos == 0 else 0)
+                        share_out = usage["output_tokens"] // n + (usage["output_tokens"] % n if pos == 0 else 0)
+                        info = JudgeInfo(model=cfg.model, cached=cached is not None, input_tokens=share_in, output_tokens=share_out,
+                                         requests=1, cached_requests=int(cached is not None), latency_s=round(time.perf_counter() - t0, 4))
+                        out[i] = _finalize(items[i], good[it.id], info, composition)
+
+    async def ask_alone(i: int) -> None:
+        it = items[i]
+        got = await judge.judge(it.plan, it.trial, it.slot, False)
+        got.score.details = {**(got.score.details or {}), "batch": alone[i]}
+        out[i] = got
+
+    if alone:
+        async with anyio.create_task_group() as tg:
+            for i in alone:
+                tg.start_soon(ask_alone, i)
+    return [out[i] for i in range(len(items))]

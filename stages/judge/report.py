@@ -1,0 +1,30 @@
+"""The judge's lines in the terminal summary: spending, batching, batch mode, calibration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["judge_lines"]
+
+
+def judge_lines(summary: dict[str, Any]) -> list[str]:
+    """Plain-text lines about the judge for the terminal (none when the run had no judge)."""
+    j = summary.get("judge") or {}
+    if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
+        return []
+    lines = [f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
+             f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, ${j.get('cost_usd', 0.0):.4f}"]
+    if (j.get("items_per_request") or 1) > 1:
+        lines.append(f"judge batching: {j.get('items_per_request')} items per request; {j.get('items_batched', 0)} items in "
+                     f"{j.get('multi_requests', 0)} shared requests, {j.get('items_reasked_alone', 0)} re-asked alone")
+    if j.get("mode") == "batch":
+        lines.append(f"judge batch API: {j.get('batches_submitted', 0)} batches submitted, {j.get('batches_reattached', 0)} re-attached, "
+                     f"{j.get('batch_resubmits', 0)} requests resubmitted; ${j.get('cost_usd', 0.0):.4f} at the batch price "
+                     f"(${j.get('sync_equivalent_usd', 0.0):.4f} synchronously)")
+    for metric, c in (j.get("calibration") or {}).items():
+        if c.get("items"):
+            lines.append(f"calibration {metric}: {c['items']} items judged alone and batched; questions agree "
+                         f"{c['question_agreement']:.1%}, scores equal {c['value_agreement']:.1%}, mean |diff| {c['mean_abs_diff']:.3f}")
+        else:
+            lines.append(f"calibration {metric}: no item compared ({c.get('not_compared', 0)} sampled items had a failed side)")
+    return lines

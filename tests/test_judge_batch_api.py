@@ -1,0 +1,171 @@
+"""`judge.mode: batch` against the simulator's batch endpoints over real HTTP; a SIGKILLed run re-attaches."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from pipeline import runner
+from pipeline.batch_api import batch_line, submit_batch
+from pipeline.batch_journal import BatchJournal
+from pipeline.config import JudgeConfig, validate_config
+from pipeline.judge_cache import cache_key
+from pipeline.prices import price_for
+from pipeline.providers import auth_headers, build_payload
+from pipeline.records import Case
+from pipeline.simulator import SimulatorThread
+from stages.judge.base import Plan
+from stages.judge.batch_runner import CHUNK_KEY
+from stages.judge.client import build_request, key_components
+from stages.judge.metrics import TaskCompletion
+
+TJ = Path(sys.executable).with_name("tracejudge")
+
+
+def write_cases(path: Path, n: int) -> Path:
+    with open(path, "w") as fh:
+        for i in range(n):
+            steps = [{"tool_calls": [{"id": f"c{i}", "name": "lookup", "arguments": {"q": f"item {i}"}, "result": f"found {i}"}]}]
+            fh.write(json.dumps({"id": f"case-{i}", "input": f"Find item {i}", "trace": {"steps": steps, "output": f"Item {i} is found."}}) + "\n")
+    return path
+
+
+def batch_judge(sim_url: str, provider: str = "openai", **batch: Any) -> dict[str, Any]:
+    return {"provider": provider, "model": "gpt-4o-mini", "base_url": sim_url + "/v1", "mode": "batch",
+            "batch": {"flush_after_s": 0.3, "poll_interval_s": 0.05, **batch}}
+
+
+def run(tmp: Path, judge: dict[str, Any], n: int) -> dict[str, Any]:
+    data = {"dataset": {"path": str(write_cases(tmp / "c.jsonl", n)), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+            "judge": judge, "cache": {"dir": str(tmp / "cache")}, "run": {"dir": str(tmp / "run")}}
+    return anyio.run(lambda: runner.run(validate_config(data))).summary
+
+
+def results(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def test_openai_batch_that_says_completed_with_errors_and_expired_requests_resubmits_them(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # The first batch "completes" but its error file holds 2 errored and 1 expired request; results come back shuffled.
+    sim = simulator(batch_completion_s=0.2, batch_script=[{"errors": 2, "expired": 1, "status": "completed"}])
+    summary = run(tmp_path, batch_judge(sim.url), 12)
+    assert summary["status"] == {"ok": 12}
+    j = summary["judge"]
+    assert (sim.stats.batches_created, sim.stats.batch_requests, sim.stats.files_uploaded) == (2, 15, 2)
+    assert (j["batches_submitted"], j["batch_requests"], j["batch_request_errors"], j["batch_expired"], j["batch_resubmits"]) == (2, 15, 2, 1, 3)
+    assert sim.stats.requests == 0  # nothing went to the synchronous endpoint
+    assert (j["input_tokens"], j["output_tokens"]) == (sim.stats.input_tokens, sim.stats.output_tokens)
+    price = price_for("gpt-4o-mini")
+    assert price is not None
+    assert j["cost_usd"] == pytest.approx(price.cost(j["input_tokens"], j["output_tokens"]) * 0.5, abs=2e-6)
+    assert j["sync_equivalent_usd"] == pytest.approx(price.cost(j["input_tokens"], j["output_tokens"]), abs=2e-6)
+    journal = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in journal] == ["intent", "submitted", "intent", "submitted", "ended", "ended"]
+    first, second = journal[1], journal[3]
+    assert len(first["custom_ids"]) == 12 and len(second["custom_ids"]) == 3 and set(second["custom_ids"]) <= set(first["custom_ids"])
+    assert journal[0]["chunk"] == first["chunk"] != second["chunk"]
+
+
+def test_anthropic_message_batches_with_errored_and_expired_results(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(batch_completion_s=0.2, batch_script=[{"errors": 1, "expired": 2}])
+    summary = run(tmp_path, batch_judge(sim.url, "anthropic", max_requests=5), 12)
+    assert summary["status"] == {"ok": 12}
+    j = summary["judge"]
+    # 12 requests and the 3 failed ones again, in batches of at most 5.
+    assert sim.stats.batch_requests == 15 and (j["batch_request_errors"], j["batch_expired"], j["batch_resubmits"]) == (1, 2, 3)
+    assert sim.stats.batches_created == j["batches_submitted"] >= 3
+
+
+def test_resubmission_is_bounded_then_judge_error(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(batch_completion_s=0.05, batch_script=[{"errors": 1}] * 5)
+    run(tmp_path, batch_judge(sim.url, max_resubmits=2), 1)
+    (r,) = results(tmp_path / "run")
+    assert r["status"] == "judge_error" and "3 submissions" in r["error"]["message"]
+    assert sim.stats.batches_created == 3
+
+
+CONFIG = """\
+dataset: {{path: cases.jsonl, format: native}}
+metrics: [{{type: TaskCompletion}}]
+judge: {{provider: openai, model: gpt-4o-mini, base_url: "{url}/v1", mode: batch,
+        batch: {{flush_after_s: 0.5, poll_interval_s: 0.1}}}}
+cache: {{dir: cache}}
+run: {{dir: runs/main}}
+"""
+
+
+def test_sigkill_with_a_batch_in_flight_then_resume_reattaches_without_a_second_submission(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # The simulator lives in this process, so it outlives the killed run; its batch takes 4 s.
+    sim = simulator(batch_completion_s=4.0)
+    write_cases(tmp_path / "cases.jsonl", 40)
+    (tmp_path / "config.yaml").write_text(CONFIG.format(url=sim.url))
+    journal = tmp_path / "runs" / "main" / "batches.jsonl"
+    proc = subprocess.Popen([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (journal.exists() and '"submitted"' in journal.read_text()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no batch was journaled"
+            time.sleep(0.02)
+        assert sim.stats.batches_created == 1
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (tmp_path / "runs" / "main" / "results.jsonl").exists() or not (tmp_path / "runs" / "main" / "results.jsonl").read_text()
+    intent, rec = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert (intent["event"], rec["event"]) == ("intent", "submitted") and len(rec["custom_ids"]) == 40
+
+    done = subprocess.run([str(TJ), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 re-attached" in done.stdout
+    assert sim.stats.batches_created == 1 and sim.stats.batch_requests == 40 and sim.stats.files_uploaded == 1
+    got = results(tmp_path / "runs" / "main")
+    assert sorted(r["case_id"] for r in got) == sorted(f"case-{i}" for i in range(40))  # every case once
+    assert all(r["status"] == "ok" and r["scores"]["TaskCompletion"]["value"] is not None for r in got)
+    summary = json.loads((tmp_path / "runs" / "main" / "summary.json").read_text())
+    j = summary["judge"]
+    assert (j["batches_submitted"], j["batches_reattached"], j["answered"]) == (0, 1, 40)
+    assert (j["input_tokens"], j["output_tokens"]) == (sim.stats.input_tokens, sim.stats.output_tokens)  # paid once
+    assert [json.loads(line)["event"] for line in journal.read_text().splitlines()] == ["intent", "submitted", "ended"]
+
+
+def test_a_batch_created_but_never_logged_is_found_by_its_metadata_and_not_submitted_again(
+        simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # A run killed between the provider creating its batch and the log line: only the intent is on disk.
+    sim = simulator(batch_completion_s=0.3)
+    cases = write_cases(tmp_path / "c.jsonl", 6)
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", base_url=sim.url + "/v1")
+    lines, cids = [], []
+    for raw in cases.read_text().splitlines():
+        plan = TaskCompletion().plan(Case.model_validate_json(raw))
+        assert isinstance(plan, Plan)
+        req = build_request(plan, plan.questions, cfg)
+        cid = cache_key(key_components("openai", sim.url + "/v1", req, TaskCompletion.prompt_version, None, 0))
+        cids.append(cid)
+        lines.append(batch_line("openai", cid, build_payload("openai", req)))
+    (tmp_path / "run").mkdir()
+    BatchJournal(tmp_path / "run").record_intent("c0ffee", "openai", sim.url + "/v1", cids)
+
+    async def create() -> None:
+        async with aiohttp.ClientSession() as session:
+            await submit_batch(session, "openai", sim.url + "/v1", auth_headers("openai", None), lines, metadata={CHUNK_KEY: "c0ffee"})
+
+    anyio.run(create)
+    assert sim.stats.batches_created == 1
+    summary = run(tmp_path, batch_judge(sim.url), 6)
+    assert summary["status"] == {"ok": 6}
+    assert sim.stats.batches_created == 1 and sim.stats.batch_requests == 6
+    assert (summary["judge"]["batches_reattached"], summary["judge"]["batches_submitted"]) == (1, 0)
