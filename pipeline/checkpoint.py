@@ -187,6 +187,9 @@ class RunJournal:
         # Results skipped for the judge budget: written, but not finished work. A resume
         # redoes them; the newer result supersedes the line. `{result_key: json line}`.
         self.provisional: dict[int, str] = {}
+        # Judge tokens spent, summed from the results themselves (each score's `judge`
+        # info, cache hits count 0): unlike a segment's counters, these survive kill -9.
+        self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
         self._segment: dict[str, Any] = {}
         self._t0 = time.monotonic()
         self._writer: store.ResultWriter | None = None
@@ -318,6 +321,7 @@ class RunJournal:
                         self.done = done
                         self.agg = agg
                         self.provisional = {int(k): v for k, v in (cp.get("provisional") or {}).items()}
+                        self.judge_spent.update({k: int(v) for k, v in (cp.get("judge_spent") or {}).items()})
         except (KeyError, TypeError, ValueError, pickle.UnpicklingError, AttributeError, ImportError, EOFError) as exc:
             why = f"unreadable ({type(exc).__name__}: {exc})"
         if why:
@@ -353,6 +357,12 @@ class RunJournal:
         self._writer.add(line, key)
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
+        for score in result.scores.values():
+            info = score.judge
+            if info is not None and not info.cached:
+                self.judge_spent["input_tokens"] += info.input_tokens
+                self.judge_spent["output_tokens"] += info.output_tokens
+                self.judge_spent["requests"] += info.requests
         # A budget-skipped result stays out of the checkpointed aggregate (it is folded
         # only into summaries, see `summary_aggregate`) until a later result replaces it.
         if result.status is Status.skipped_budget:
@@ -425,6 +435,7 @@ class RunJournal:
             "segments": self.segments,
             "aggregator": _dump_agg(self.agg),
             "provisional": {str(k): v for k, v in self.provisional.items()},
+            "judge_spent": self.judge_spent,
         }
         # No fsync: the checkpoint only ever claims results already fsynced, and one lost
         # or garbled by a power cut fails validation and is rebuilt from results.jsonl.

@@ -495,6 +495,11 @@ def validate_config(
             p = getattr(config.dataset, key)
             if p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+        reg = config.assertions.regression
+        if reg is not None and reg.baseline is not None and not (Path(reg.baseline) / "results.jsonl").exists():
+            # Found now, not after a night of scoring that the gate would then fail anyway.
+            problems.append(_fmt(source, ("assertions", "regression", "baseline"),
+                                 f"baseline run not found: {reg.baseline} has no results.jsonl", lines, overridden))
     if problems:
         raise ConfigError("\n".join(problems))
     return config

@@ -58,6 +58,25 @@ class ManifestMismatch(TracejudgeError):
 def file_fingerprint(path: Path) -> dict[str, Any]:
     """Size and sha256 of a dataset file: `{"size": bytes, "sha256": hex, "sampled": bool}`.
 
+    A directory (the `otel` format reads folders of exports) is fingerprinted
+    as the sha256 over its files' relative paths and fingerprints, in sorted
+    order; `size` is the sum of their sizes.
+    """
+    if path.is_dir():
+        h = hashlib.sha256()
+        size, sampled = 0, False
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+            fp = _file_fingerprint(f)
+            size += fp["size"]
+            sampled = sampled or fp["sampled"]
+            h.update(f"{f.relative_to(path).as_posix()}:{fp['sha256']};".encode())
+        return {"size": size, "sha256": h.hexdigest(), "sampled": sampled}
+    return _file_fingerprint(path)
+
+
+def _file_fingerprint(path: Path) -> dict[str, Any]:
+    """`file_fingerprint` of one regular file.
+
     Files up to 256 MiB are hashed in full (about 0.2 s per 256 MiB). Larger
     files hash their size, first, last and sixteen evenly spaced 1 MiB
     windows (`sampled: true`): an edit that keeps the size and touches none

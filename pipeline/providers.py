@@ -98,7 +98,8 @@ class RateInfo:
 
 
 class ProviderError(Exception):
-    """A failed attempt. `kind`: rate_limited, quota, server, timeout, connection, fatal.
+    """A failed attempt. `kind`: rate_limited, quota, server, timeout, connection (dropped after
+    sending), unreachable (never connected), fatal.
 
     `retry_after_s` is the provider's `retry-after` when it sent one. The
     message holds the status and the provider's error text, never headers.
@@ -113,7 +114,7 @@ class ProviderError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.kind in ("rate_limited", "server", "timeout", "connection")
+        return self.kind in ("rate_limited", "server", "timeout", "connection", "unreachable")
 
 
 def endpoint(provider: str, base_url: str | None) -> str:
@@ -184,6 +185,9 @@ async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
             return HttpReply(resp.status, hdrs, body, time.perf_counter() - t0)
     except TimeoutError:
         raise ProviderError("timeout", f"no reply within {timeout_s:g} s") from None
+    except aiohttp.ClientConnectorError as exc:
+        # Never connected: the provider cannot have seen (or billed) the request.
+        raise ProviderError("unreachable", f"cannot connect: {type(exc).__name__}") from None
     except aiohttp.ClientError as exc:
         raise ProviderError("connection", f"connection failed: {type(exc).__name__}") from None
 

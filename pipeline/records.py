@@ -32,6 +32,7 @@ __all__ = [
     "Trace",
     "Usage",
     "decode_arguments",
+    "score_counts",
 ]
 
 
@@ -203,6 +204,21 @@ class Status(str, Enum):
     invalid_input = "invalid_input"
     judge_error = "judge_error"
     skipped_budget = "skipped_budget"
+
+
+# A judge failure or a budget skip happens after the deterministic metrics ran: their
+# scores stand and count; only the metrics left without a value are excluded.
+LATE_STATUSES = frozenset({"judge_error", "skipped_budget"})
+
+
+def score_counts(status: str, value: float | None) -> bool:
+    """Does a score with `value` on a result with `status` count toward means and pass rates?
+
+    True when it has a value and the result is `ok`, or failed only at the
+    judge (`judge_error`, `skipped_budget`), which leaves the deterministic
+    scores of the case standing.
+    """
+    return value is not None and (status == "ok" or status in LATE_STATUSES)
 
 
 class JudgeInfo(BaseModel):

@@ -124,14 +124,14 @@ async def run(
         stop = stop or anyio.Event()
         trials = config.run.trials
         q = config.run.queue_size
-        counters = {"new": 0, "skipped": 0}
+        counters = {"new": 0, "skipped": 0, "cut_short": 0}
         seen = FirstSeen(size_hint=len(done))  # sized up front: no doubling while resuming
         sink_done = anyio.Event()
 
         # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
         stages = build_stages(
             config, [m for m in metrics if not getattr(m, "over_trials", False)],
-            run_dir=run_dir, prior_judge=_prior_block(run_dir, "judge"),
+            run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
 
@@ -166,6 +166,7 @@ async def run(
                 skipped = 0
                 async for raw in records:
                     if stop.is_set():
+                        counters["cut_short"] = 1
                         break
                     if finished(raw):
                         skipped += 1
@@ -271,7 +272,8 @@ async def run(
                     recv = nxt_recv
                 tg.start_soon(sink, recv)
                 tg.start_soon(flusher)
-            ended = "interrupted" if stop.is_set() else "finished"
+            # A stop that came after every case was taken is not an interruption: all finished.
+            ended = "interrupted" if counters["cut_short"] else "finished"
             crashed = False
         except BaseException:
             ended = "interrupted"
@@ -290,7 +292,7 @@ async def run(
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config)
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], stop.is_set(), verdict)
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict)
     finally:
         lock.release()
 
@@ -330,6 +332,21 @@ def build_stages(
     if judged:
         stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir))
     return stages
+
+
+def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
+    """What earlier segments spent on the judge: their summary block, corrected by the results.
+
+    A segment killed with SIGKILL never wrote its summary, but its results carry
+    the tokens each score cost; those are the floor of what was spent, so the
+    budget holds across a kill (only requests in flight at the kill are unseen).
+    """
+    block = dict(_prior_block(run_dir, "judge") or {})
+    if spent["input_tokens"] + spent["output_tokens"] > int(block.get("input_tokens", 0)) + int(block.get("output_tokens", 0)):
+        block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
+        block["requests"] = max(int(block.get("requests", 0)), spent["requests"])
+        block["cost_usd"] = None  # unknown here: the judge stage prices the tokens
+    return block
 
 
 def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:

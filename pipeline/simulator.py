@@ -142,7 +142,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _duration(seconds: float) -> str:
@@ -242,8 +243,8 @@ class _Sim:
             lo, hi = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
             return lo + h("i") % (hi - lo + 1)
         if kind == "number":
-            lo, hi = float(schema.get("minimum", 0)), float(schema.get("maximum", 1))
-            return round(lo + (h("n") % 1001) / 1000 * (hi - lo), 3)
+            flo, fhi = float(schema.get("minimum", 0)), float(schema.get("maximum", 1))
+            return round(flo + (h("n") % 1001) / 1000 * (fhi - flo), 3)
         if kind == "null":
             return None
         return f"simulated reason {h('s') % 997}"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.evalconfig import AggregateConfig
-from pipeline.records import CaseResult, Score, Status
+from pipeline.records import CaseResult, Score, Status, score_counts
 from stages.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, rng_for
 
 __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
@@ -73,7 +73,7 @@ class MetricStats:
 
     def fold(self, status: str, score: Score | None) -> None:
         """Count one result's score for this metric (`score` may be absent)."""
-        if status != Status.ok.value:
+        if status != Status.ok.value and not (score is not None and score_counts(status, score.value)):
             self.excluded[status] += 1
             return
         if score is None:
@@ -170,7 +170,9 @@ class PassAtKTracker:
         if entry is None:
             entry = self.pending[result.case_id] = [0, 0, False, groups]
         entry[0] += 1
-        score = result.scores.get(self.metric) if status == Status.ok.value else None
+        score = result.scores.get(self.metric)
+        if score is not None and not score_counts(status, score.value):
+            score = None
         if score is not None and score.value is not None:
             entry[2] = True
         if self.trial_passed(score):

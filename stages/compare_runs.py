@@ -30,6 +30,7 @@ import pydantic_core
 
 from pipeline import store
 from pipeline.errors import TracejudgeError
+from pipeline.records import score_counts
 from stages.stats import Moments, Reservoir, bootstrap_mean_ci, rng_for, sign_flip_pvalue
 
 __all__ = ["Comparison", "MetricDelta", "Mover", "compare_runs", "delta_is_noise", "iter_results"]
@@ -125,10 +126,8 @@ def iter_results(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 def _value(result: dict[str, Any], metric: str) -> float | None:
-    if result.get("status", "ok") != "ok":
-        return None
     s = (result.get("scores") or {}).get(metric)
-    if not isinstance(s, dict) or s.get("value") is None:
+    if not isinstance(s, dict) or not score_counts(result.get("status", "ok"), s.get("value")):
         return None
     return float(s["value"])
 

@@ -104,10 +104,19 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         seed: seeds the paired bootstrap of the regression rule.
 
     Never raises for a missing baseline: that is a failed check naming the path.
+    A run with no results, or in which no metric scored anything (an empty
+    dataset, every record invalid), always FAILS: a sweep that measured
+    nothing must not pass a CI gate.
     """
     verdict = Verdict()
     if summary.get("complete") is False:
         verdict.checks.append(Check("run complete", False, "the run was interrupted; resume it to finish the remaining cases"))
+    scored = sum(m.get("scored", 0) for m in summary.get("metrics", {}).values())
+    if not summary.get("results"):
+        verdict.checks.append(Check("results", False, "the run has no results: the dataset is empty or nothing was read"))
+    elif not scored:
+        verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
+                                    f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))
     judge = summary.get("judge") or {}
     if judge.get("max_error_share") is not None and judge.get("error_share") is not None:
         ok = not judge.get("gate_failed")

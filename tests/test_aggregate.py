@@ -158,3 +158,16 @@ def test_breakdowns_by_tag_and_metadata_with_bounded_groups() -> None:
     assert set(b["metadata.domain"]) == {"air", "retail", "(other)"}  # max_groups=2: telecom folds into (other)
     assert b["metadata.domain"]["(other)"]["metrics"]["m"]["mean"] == pytest.approx(0.25)
     assert set(b["metadata.level"]) == {"1", "2", "(other)"}  # the missing level is a third value, folded too
+
+
+def test_a_judge_failure_keeps_the_deterministic_scores_of_its_case() -> None:
+    agg = Aggregator(["tool_calls", "task_completion"])
+    agg.fold(ok("a", tool_calls=1.0, task_completion=0.75))
+    judged_badly = ok("b", tool_calls=0.5, task_completion=None)
+    judged_badly.status = Status.judge_error
+    agg.fold(judged_badly)
+    agg.fold(err("c", Status.invalid_input))
+    m = agg.summary()["metrics"]
+    # The deterministic metric scored case b; only the judge metric excludes it.
+    assert (m["tool_calls"]["scored"], m["tool_calls"]["mean"], m["tool_calls"]["excluded"]) == (2, 0.75, {"invalid_input": 1})
+    assert (m["task_completion"]["scored"], m["task_completion"]["excluded"]) == (1, {"invalid_input": 1, "judge_error": 1})

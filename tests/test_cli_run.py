@@ -32,8 +32,11 @@ def test_demo_from_another_directory_scores_all_200_runs(tmp_path):
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert summary["metrics"]["writes_exact"]["scored"] == 200 and summary["complete"] is True
 
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "demo").iterdir()}
     again = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(tmp_path / "demo"), cwd=tmp_path)
     assert again.returncode == 0 and "0 new results, 200 already finished" in again.stdout
+    # Resuming a finished run, judge metrics included, writes nothing at all.
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "demo").iterdir()} == before
     assert len((tmp_path / "demo" / "results.jsonl").read_text().splitlines()) == 200
 
 
@@ -110,3 +113,16 @@ def test_second_process_on_the_same_run_dir_is_refused(tmp_path):
     proc = cli("run", str(REPO / "configs" / "demo.yaml"), "--run-dir", str(run_dir), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert os.path.exists(run_dir / "results.jsonl")
+
+
+def test_a_directory_dataset_runs(tmp_path, data_dir):
+    cfg = tmp_path / "otel.yaml"
+    cfg.write_text(
+        f"dataset: {{path: {data_dir / 'otel_genai'}, format: otel, options: {{exclude: ['*.truth.json']}}}}\n"
+        "metrics: [{type: TrajectoryMatch}]\nrun: {dir: run}\n"
+    )
+    proc = cli("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 7
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["dataset"]["path"]["sha256"] and manifest["dataset"]["path"]["size"] > 0

@@ -109,3 +109,10 @@ def test_cli_exits_2_on_config_error_before_any_work(tmp_path):
     assert proc.returncode == 2
     assert "run.speed: unknown key" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_regression_baseline_is_a_config_error(tmp_path):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nassertions:\n  regression:\n    baseline: runs/last-night\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    assert f"{cfg}:5: assertions.regression.baseline: baseline run not found" in str(err.value)

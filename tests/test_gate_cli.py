@@ -139,7 +139,7 @@ def test_regression_gate_against_a_baseline(tmp_path: Path, capsys: pytest.Captu
 
 def test_regression_rule_within_noise_passes(tmp_path: Path) -> None:
     a, b, _, _ = planted_runs(tmp_path, planted=3, improved=1)  # a 2/300 drop: beyond 0.005, within noise
-    summary = {"metrics": {"acc": {"results": 300, "scored": 300}}, "pass_at_k": {}}
+    summary = {"results": 300, "metrics": {"acc": {"results": 300, "scored": 300}}, "pass_at_k": {}}
     strict = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "max_mean_drop": 0.005}})
     noisy = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "max_mean_drop": 0.005, "noise": "ci"}})
     assert not evaluate_gate(strict, summary, b).passed
@@ -149,7 +149,7 @@ def test_regression_rule_within_noise_passes(tmp_path: Path) -> None:
 
 def test_missing_baseline_fails_the_gate(tmp_path: Path) -> None:
     v = evaluate_gate(AssertionsConfig.model_validate({"regression": {"baseline": str(tmp_path / "none")}}), {"metrics": {}}, tmp_path)
-    assert not v.passed and v.exit_code == 1 and "has no results.jsonl" in v.checks[0].detail
+    assert not v.passed and v.exit_code == 1 and any("has no results.jsonl" in c.detail for c in v.checks)
 
 
 def test_interrupted_run_is_a_fail(tmp_path: Path) -> None:
@@ -181,9 +181,9 @@ rules = st.builds(MetricAssertion, min_mean=st.none() | st.floats(0, 1), min_pas
 @settings(max_examples=200, deadline=None)
 @given(block=metric_blocks, rule=rules, complete=st.booleans())
 def test_gate_verdict_is_pass_exactly_when_every_condition_holds(block: dict, rule: MetricAssertion, complete: bool) -> None:
-    summary = {"complete": complete, "metrics": {"m": block}, "pass_at_k": {}}
+    summary = {"complete": complete, "results": block["results"], "metrics": {"m": block}, "pass_at_k": {}}
     v = evaluate_gate(AssertionsConfig(metrics={"m": rule}), summary, None)
-    holds = complete
+    holds = complete and block["results"] > 0 and block["scored"] > 0  # a run that scored nothing fails
     if rule.min_mean is not None:
         holds &= block["mean"] is not None and block["mean"] >= rule.min_mean - 1e-12
     if rule.min_pass_rate is not None:
@@ -196,7 +196,7 @@ def test_gate_verdict_is_pass_exactly_when_every_condition_holds(block: dict, ru
 
 def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None:
     a, b, _, _ = planted_runs(tmp_path, planted=0, improved=0)
-    summary = {"metrics": {"acc": {}, "stable": {}, "brand_new": {}}, "pass_at_k": {}}
+    summary = {"results": 300, "metrics": {"acc": {"scored": 300}, "stable": {"scored": 300}, "brand_new": {"scored": 300}}, "pass_at_k": {}}
     v = evaluate_gate(AssertionsConfig.model_validate({"regression": {"baseline": str(a)}}), summary, b)
     assert v.passed, v.checks
     assert [c.name for c in v.checks] == ["regression: new metrics", "acc regression", "stable regression"]
@@ -223,3 +223,10 @@ def test_an_interrupted_run_says_fail_and_writes_its_reports(tmp_path: Path) -> 
     assert outcome.interrupted and outcome.verdict.word == "FAIL" and outcome.verdict.exit_code == 1
     assert outcome.verdict.checks[0].name == "run complete"
     assert "**Verdict: FAIL**" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
+    empty = evaluate_gate(AssertionsConfig(), {"results": 0, "metrics": {"m": {"scored": 0}}}, None)
+    assert empty.word == "FAIL" and "no results" in empty.checks[0].detail
+    invalid = evaluate_gate(AssertionsConfig(), {"results": 3, "status": {"invalid_input": 3}, "metrics": {"m": {"scored": 0}}}, None)
+    assert invalid.word == "FAIL" and "no metric scored any of the 3 results" in invalid.checks[0].detail

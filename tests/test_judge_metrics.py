@@ -92,7 +92,7 @@ def test_rubric_normalizes_its_scale_and_validates_it():
     m = Rubric(criteria="Polite?", scale=(1, 5))
     plan = m.plan(case(trace={"output": "hi"}))
     assert m.finalize(plan, {"q1": {"score": 4, "reason": "ok"}}).value == 0.75
-    assert m.schema(plan, ["q1"])["properties"]["score"] == {"type": "integer", "minimum": 1, "maximum": 5}
+    assert m.verdict_schema(plan, ["q1"])["properties"]["score"] == {"type": "integer", "minimum": 1, "maximum": 5}
     with pytest.raises(SpecError):
         build_metric({"type": "Rubric", "criteria": "x", "scale": [5, 1]})
     with pytest.raises(SpecError):

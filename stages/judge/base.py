@@ -169,7 +169,7 @@ class JudgeMetric(Metric):
         """The system message: the metric's task, the untrusted-data warning, the answer format."""
         return SYSTEM.format(metric=type(self).__name__, version=self.prompt_version, task=self.task, answer_format=answer_format or YES_NO_FORMAT)
 
-    def schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
+    def verdict_schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
         """The verdict schema for the asked questions."""
         return yes_no_schema(question_ids)
 

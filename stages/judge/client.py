@@ -23,8 +23,9 @@ counting what the same answers would have cost synchronously) build on
 these steps.
 
 Billing: every attempt that got an answer is billed at its `usage`; an
-attempt that timed out is billed at its estimated input tokens (the
-provider may have processed it); refused attempts (429, 5xx) cost nothing.
+attempt that timed out or lost its connection after sending is billed at
+its estimated input tokens (the provider may have processed it); refused
+attempts (429, 5xx) and attempts that never connected cost nothing.
 Cache hits cost nothing; what they would have cost is counted as saved.
 """
 
@@ -81,6 +82,7 @@ class JudgeStats:
     rate_limited: int = 0
     server_errors: int = 0
     timeouts: int = 0
+    connection_errors: int = 0
     repairs: int = 0
     judge_errors: int = 0
     skipped_budget: int = 0
@@ -137,7 +139,7 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
     return JudgeRequest(
         model=cfg.model,
         messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
-        schema=metric.schema(plan, [q.id for q in questions]),
+        schema=metric.verdict_schema(plan, [q.id for q in questions]),
         schema_name="verdict",
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
@@ -247,6 +249,8 @@ class Judge:
                 self.stats.server_errors += 1
             elif exc.kind == "timeout":
                 self.stats.timeouts += 1
+            elif exc.kind in ("connection", "unreachable"):
+                self.stats.connection_errors += 1
             raise
         except BaseException:
             self.limiter.settle(permit, "timeout")

@@ -339,7 +339,7 @@ class Rubric(JudgeMetric):
                f'of one or two sentences, as one JSON object: {{"score": {lo}, "reason": "..."}}. Reply with the JSON object only.')
         return super().system_prompt(kind, fmt)
 
-    def schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
+    def verdict_schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
         lo, hi = self.scale
         return {"type": "object", "properties": {"score": {"type": "integer", "minimum": lo, "maximum": hi}, "reason": {"type": "string"}},
                 "required": ["score", "reason"], "additionalProperties": False}

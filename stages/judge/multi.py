@@ -118,7 +118,7 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     names: dict[str, str] = {}
     props: dict[str, Any] = {}
     for it in items:
-        sub = metric.schema(it.plan, [q.id for q in it.questions])
+        sub = metric.verdict_schema(it.plan, [q.id for q in it.questions])
         shape = canonical(sub)
         if shape not in names:
             names[shape] = f"v{len(names) + 1}"

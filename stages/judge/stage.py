@@ -37,7 +37,7 @@ from pipeline.budget import InProcessBudget
 from pipeline.config import RunConfig
 from pipeline.errors import ConfigError
 from pipeline.judge_cache import DiskJudgeCache
-from pipeline.prices import price_for
+from pipeline.prices import cost_usd, price_for
 from pipeline.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
 from pipeline.ratelimit import AdaptiveLimiter
 from pipeline.records import ErrorInfo, Score, Status
@@ -54,7 +54,7 @@ __all__ = ["BATCH_WORKERS", "api_key", "judge_stage"]
 
 BATCH_WORKERS = 2048
 
-_ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "repairs", "judge_errors",
+_ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
              "queued_s", "slept_s", "judged_results", "judge_error_results", "sync_equivalent_usd", "multi_requests", "items_batched",
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
@@ -90,17 +90,20 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
     cfg = config.judge or JudgeConfig()
     key = api_key(config)
-    prior = prior or {}
+    prior = dict(prior or {})
+    price = price_for(cfg.model, cfg.prices)
+    if prior.get("cost_usd", 0.0) is None:  # spending recovered from results: price it
+        prior["cost_usd"] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
-    price = price_for(cfg.model, cfg.prices)
     one_per_default = cfg.one_question_per_request
 
     async def start() -> Judge:
         async with lock:
             if state["judge"] is not None:
-                return state["judge"]
+                ready: Judge = state["judge"]
+                return ready
             if cfg.provider == "simulator":
                 s = cfg.simulator
                 runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
@@ -122,10 +125,10 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 batch_runner = BatchRunner(cfg, session=state["session"], protocol=protocol, base_url=base, headers=auth_headers(protocol, key),
                                      journal=BatchJournal(run_dir), journal_base=cache_base)
                 state["batches"] = batch_runner
-            state["judge"] = Judge(cfg, session=state["session"], url=endpoint(cfg.provider, base), api_key=key, limiter=limiter,
-                                   budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain,
-                                   batches=batch_runner)
-            return state["judge"]
+            judge = state["judge"] = Judge(cfg, session=state["session"], url=endpoint(cfg.provider, base), api_key=key, limiter=limiter,
+                                           budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain,
+                                           batches=batch_runner)
+            return judge
 
     batchers: dict[tuple[str, int], Batcher[Item, Outcome]] = {}
 
@@ -219,6 +222,11 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         for k in _ADDITIVE:
             if k in prior or k in block:
                 block[k] = round(block.get(k, 0) + prior.get(k, 0), 6) if isinstance(prior.get(k, 0), float) or isinstance(block.get(k, 0), float) else block.get(k, 0) + prior.get(k, 0)
+        for k in ("latency_p50_s", "latency_p95_s", "cache_misses_explained"):
+            # Figures that do not add up: a segment that sent nothing keeps the earlier ones,
+            # so resuming a finished run leaves its summary as it was.
+            if block.get(k) in (None, {}) and k in prior:
+                block[k] = prior[k]
         block.update(model=cfg.model, provider=cfg.provider, priced=price is not None)
         judged = block.get("judged_results", 0)
         block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
@@ -228,7 +236,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         block["items_per_request"] = cfg.items_per_request
         if cfg.calibration is not None:
             block["calibration"] = calibration.summary(prior.get("calibration"))
-        return block
+        return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical
 
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
     workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))

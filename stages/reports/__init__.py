@@ -17,7 +17,7 @@ from typing import Any
 from pipeline import store
 from pipeline.config import RunConfig
 from pipeline.errors import TracejudgeError
-from pipeline.records import CaseResult
+from pipeline.records import CaseResult, score_counts
 from stages.aggregate import HIST_BINS, Aggregator, aggregator_for
 from stages.compare_runs import iter_results
 from stages.gate import Verdict, evaluate_gate
@@ -34,11 +34,9 @@ REPORT_FILES = ("report.md", "junit.xml", "report.html")
 def _baseline_histograms(baseline: Path, keys: list[str]) -> dict[str, list[int]]:
     hist = {k: [0] * HIST_BINS for k in keys}
     for res in iter_results(baseline):
-        if res.get("status", "ok") != "ok":
-            continue
         for k in keys:
             s = (res.get("scores") or {}).get(k)
-            if isinstance(s, dict) and s.get("value") is not None:
+            if isinstance(s, dict) and score_counts(res.get("status", "ok"), s.get("value")):
                 hist[k][min(HIST_BINS - 1, max(0, int(float(s["value"]) * HIST_BINS)))] += 1
     return hist
 

@@ -1,0 +1,49 @@
+"""The judge budget holds across SIGKILL: a resume counts what the killed process spent."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TJ = Path(sys.executable).with_name("tracejudge")
+BUDGET = 600_000
+
+
+def _spent(run_dir: Path) -> int:
+    total = 0
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        for score in json.loads(line)["scores"].values():
+            info = score.get("judge")
+            if info and not info["cached"]:
+                total += info["input_tokens"] + info["output_tokens"]
+    return total
+
+
+def test_budget_holds_and_is_reported_after_a_kill(tmp_path: Path) -> None:
+    run_dir, cache = tmp_path / "run", tmp_path / "cache"
+    args = [str(TJ), "run", str(REPO / "configs" / "demo.yaml"), "--no-progress", "--set", f"run.dir={run_dir}",
+            "--set", f"cache.dir={cache}", "--set", f"budget.max_judge_tokens={BUDGET}"]
+    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = run_dir / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not results.exists() or results.read_bytes().count(b"\n") < 20):
+        time.sleep(0.02)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    killed_spent = _spent(run_dir)
+    assert killed_spent > 0
+
+    second = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert second.returncode in (0, 1), second.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    spent = _spent(run_dir)
+    # Every token the results record counts in the summary, the killed segment's included,
+    # and the resume spent only what the budget had left.
+    assert summary["judge"]["input_tokens"] + summary["judge"]["output_tokens"] == spent
+    assert spent <= BUDGET
+    assert summary["status"].get("skipped_budget", 0) > 0
