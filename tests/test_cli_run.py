@@ -119,7 +119,7 @@ def test_a_directory_dataset_runs(tmp_path, data_dir):
     cfg = tmp_path / "otel.yaml"
     cfg.write_text(
         f"dataset: {{path: {data_dir / 'otel_genai'}, format: otel, options: {{exclude: ['*.truth.json']}}}}\n"
-        "metrics: [{type: TrajectoryMatch}]\nrun: {dir: run}\n"
+        "metrics: [{type: MaxToolCalls, max_calls: 20}]\nrun: {dir: run}\n"
     )
     proc = cli("run", str(cfg), "--no-progress", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
