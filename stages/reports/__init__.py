@@ -23,7 +23,7 @@ from stages.compare_runs import iter_results
 from stages.gate import Verdict, evaluate_gate
 from stages.reports.cases import collect_cases
 from stages.reports.html import render_html
-from stages.reports.junit import write_junit
+from stages.reports.junit import JunitWriter
 from stages.reports.markdown import render_markdown
 
 __all__ = ["REPORT_FILES", "finish_run", "rebuild", "write_reports"]
@@ -45,7 +45,8 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     """Write report.md, junit.xml and report.html into `run_dir` (atomically); returns their paths."""
     run_dir = Path(run_dir)
     keys = list(summary.get("metrics", {}))
-    cases = collect_cases(run_dir, keys)
+    junit_writer = JunitWriter(summary)
+    cases = collect_cases(run_dir, keys, on_result=junit_writer.feed)
     title = f"tracejudge report: {run_dir.name}"
     paths = []
     md = run_dir / "report.md"
@@ -54,7 +55,7 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     junit = run_dir / "junit.xml"
     tmp = junit.with_name(".junit.xml.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        write_junit(fh, run_dir, summary)
+        junit_writer.finish(fh)
     store.replace_if_changed(tmp, junit)
     paths.append(junit)
     hist = None

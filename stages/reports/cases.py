@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,15 @@ def _row(res: dict[str, Any]) -> CaseRow:
     return CaseRow(str(res["case_id"]), int(res.get("trial", 0)), str(res.get("status", "ok")), scores, msg, list(res.get("tags") or []))
 
 
-def collect_cases(run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000, worst_n: int = 10, max_errors: int = 50) -> CaseMaterial:
+def collect_cases(
+    run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000, worst_n: int = 10, max_errors: int = 50,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> CaseMaterial:
     """Stream `RUN_DIR/results.jsonl` once and keep what the reports show.
 
-    Rows are returned worst first. Ties keep file order (a sequence number
+    `on_result` sees every result dict as it streams by (the JUnit writer
+    rides along, so the reports read the results once). Rows are returned
+    worst first. Ties keep file order (a sequence number
     breaks them), so the same file always gives the same report.
     """
     table: list[tuple[float, int, CaseRow]] = []  # max-heap by (-rank) via negation
@@ -77,6 +83,8 @@ def collect_cases(run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000
     total = 0
     max_trial = 0
     for seq, res in enumerate(iter_results(run_dir)):
+        if on_result is not None:
+            on_result(res)
         total += 1
         row = _row(res)
         max_trial = max(max_trial, row.trial)

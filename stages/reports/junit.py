@@ -20,7 +20,7 @@ from xml.sax.saxutils import quoteattr
 from pipeline.records import score_counts
 from stages.compare_runs import iter_results
 
-__all__ = ["write_junit"]
+__all__ = ["JunitWriter", "write_junit"]
 
 # XML 1.0 cannot carry most control characters, even escaped.
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -54,39 +54,53 @@ def _testcase(key: str, res: dict[str, Any], multi: bool) -> str:
     return f"{head}>\n      <system-out>{_text(msg)}</system-out>\n    </testcase>\n"
 
 
-def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
-    """Write the JUnit XML of a run to `out`.
+class JunitWriter:
+    """JUnit XML written in one streaming pass: `feed()` each result, then `finish(out)`.
 
-    One pass over the results: each suite's test cases go to a temporary
-    file of their own, then the suites are copied out in order, so memory
-    stays flat at any run size.
+    Each suite's test cases go to a temporary file of their own while the
+    results stream by, then the suites are copied out in order, so memory
+    stays flat at any run size and the results are read only once.
     """
-    metrics = summary.get("metrics", {})
-    out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-    tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    suites = []
-    for key, m in metrics.items():
-        errors = sum(m.get("excluded", {}).values())
-        failures = m.get("with_verdict", 0) - m.get("passed", 0)
-        skipped = m.get("not_computed", 0) + m.get("not_applicable", 0)
-        counts = {"tests": m["results"], "failures": failures, "errors": errors, "skipped": skipped}
-        for k in tot:
-            tot[k] += counts[k]
-        suites.append((key, counts))
-    out.write(f'<testsuites name="tracejudge" tests="{tot["tests"]}" failures="{tot["failures"]}" errors="{tot["errors"]}" skipped="{tot["skipped"]}">\n')
-    multi = summary.get("trials", 1) > 1
-    bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key, _ in suites}
-    try:
-        for res in iter_results(run_dir):
-            for key, fh in bodies.items():
-                fh.write(_testcase(key, res, multi))
-        for key, counts in suites:
-            out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
-            fh = bodies[key]
-            fh.seek(0)
-            shutil.copyfileobj(fh, out)
-            out.write("  </testsuite>\n")
-    finally:
-        for fh in bodies.values():
-            fh.close()
-    out.write("</testsuites>\n")
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.summary = summary
+        self.metrics = summary.get("metrics", {})
+        self.multi = summary.get("trials", 1) > 1
+        self.bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key in self.metrics}
+
+    def feed(self, res: dict[str, Any]) -> None:
+        for key, fh in self.bodies.items():
+            fh.write(_testcase(key, res, self.multi))
+
+    def finish(self, out: TextIO) -> None:
+        try:
+            out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+            tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+            suites = []
+            for key, m in self.metrics.items():
+                errors = sum(m.get("excluded", {}).values())
+                failures = m.get("with_verdict", 0) - m.get("passed", 0)
+                skipped = m.get("not_computed", 0) + m.get("not_applicable", 0)
+                counts = {"tests": m["results"], "failures": failures, "errors": errors, "skipped": skipped}
+                for k in tot:
+                    tot[k] += counts[k]
+                suites.append((key, counts))
+            out.write(f'<testsuites name="tracejudge" tests="{tot["tests"]}" failures="{tot["failures"]}" errors="{tot["errors"]}" skipped="{tot["skipped"]}">\n')
+            for key, counts in suites:
+                out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
+                fh = self.bodies[key]
+                fh.seek(0)
+                shutil.copyfileobj(fh, out)
+                out.write("  </testsuite>\n")
+            out.write("</testsuites>\n")
+        finally:
+            for fh in self.bodies.values():
+                fh.close()
+
+
+def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
+    """Write the JUnit XML of a run to `out`, reading its results once."""
+    writer = JunitWriter(summary)
+    for res in iter_results(run_dir):
+        writer.feed(res)
+    writer.finish(out)
