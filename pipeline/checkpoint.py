@@ -347,14 +347,23 @@ class RunJournal:
 
     # --------------------------------------------------------------- writing
 
-    def record(self, result: CaseResult) -> None:
-        """Append one new result (folded first, so every checkpoint matches the flushed lines)."""
+    def record(self, result: CaseResult) -> bool:
+        """Append one new result (folded first, so every checkpoint matches the flushed lines).
+
+        Returns False, writing nothing, for a budget skip of a (case, trial)
+        whose standing line is already a budget skip: re-running a run whose
+        budget is spent must not grow the file. Raises `ValueError` when the
+        result holds text that JSON cannot carry (nothing is written then).
+        """
         assert self._writer is not None
         line = result.model_dump_json()
         key = result_key(result.case_id, result.trial)
+        if result.status is Status.skipped_budget and key in self.provisional:
+            return False
         self._account(result, key, line)
         self._segment["results"] += 1
         self._writer.add(line, key)
+        return True
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
         for score in result.scores.values():

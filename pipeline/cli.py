@@ -8,9 +8,11 @@ assertion failed or the run was interrupted, 2 for a bad config or input
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -255,7 +257,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
 def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
     from pipeline import registry
-    from pipeline.records import Case
+    from pipeline.records import Case, ErrorInfo
     from stages.extract import extract_record
 
     fmt = registry.format_for(config.dataset.format)
@@ -266,13 +268,18 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
         for raw in fmt.read(config.dataset):
             got = extract_record(raw, fmt, ctx)
             if isinstance(got, Case):
-                out.write(got.model_dump_json(exclude_defaults=True) + "\n")
-                written += 1
-            else:
-                cid, info = got
-                bad += 1
-                where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
-                err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
+                try:
+                    out.write(got.model_dump_json(exclude_defaults=True) + "\n")
+                    written += 1
+                    continue
+                except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                    got = (got.id.encode("utf-8", "backslashreplace").decode(), ErrorInfo(
+                        kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
+                        file=raw.file, line=raw.line))
+            cid, info = got
+            bad += 1
+            where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
+            err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
     finally:
         if out is not sys.stdout:
             out.close()
@@ -285,6 +292,9 @@ def _cmd_report(args: argparse.Namespace, err: Console) -> int:
     from stages.report import print_summary
     from stages.reports import rebuild
 
+    if args.baseline is not None and not (args.baseline / "results.jsonl").exists():
+        # Refused before anything is rebuilt: the run's files stay as they are.
+        raise TracejudgeError(f"--baseline {args.baseline}: no results.jsonl there (is it a run directory?)")
     summary, verdict = rebuild(args.run_dir, baseline=args.baseline)
     out = _stdout_console()
     print_summary(summary, out)
@@ -355,5 +365,20 @@ def _cmd_estimate(config) -> int:
     return EXIT_OK
 
 
+def console_main() -> None:
+    """The console script: `main()`, then exit even if an abandoned worker thread lingers.
+
+    A sync python target that ignores its timeout keeps running in a worker
+    thread that cannot be killed; its result is already discarded, so the
+    process must not wait for it (CI would hang and lose the exit status).
+    """
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console_main()

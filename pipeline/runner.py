@@ -33,6 +33,7 @@ from pipeline import manifest as manifest_mod
 from pipeline import registry, store
 from pipeline.checkpoint import RunJournal
 from pipeline.config import RunConfig
+from pipeline.errors import ConfigError
 from pipeline.keyset import FirstSeen, key_hash, result_key, trial_key
 from pipeline.log import get_logger
 from pipeline.records import Case, CaseResult, ErrorInfo, Status
@@ -94,7 +95,10 @@ async def run(
     from stages.reports import finish_run
 
     run_dir = Path(run_dir or config.run.dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(f"run.dir: {run_dir} exists and is not a directory") from None
     lock = store.RunLock(run_dir)
     lock.acquire()
     try:
@@ -184,12 +188,19 @@ async def run(
         async def extract(recv: MemoryObjectReceiveStream[list[Any]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
             async with recv, send:
                 async for raws in recv:
+                    if stop.is_set():
+                        counters["cut_short"] = 1
+                        continue
                     out: list[Work] = []
                     for raw in raws:
                         t0 = time.perf_counter()
                         got = extract_record(raw, fmt, ctx)
+                        if not isinstance(got, tuple) and not _encodable(got.id):
+                            got = (got.id, ErrorInfo(kind="invalid_input", message="the case id holds text that UTF-8 cannot encode (a lone surrogate)",
+                                                     file=raw.file, line=raw.line, field="id"))
                         if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
                             cid, err = got
+                            cid = _safe_text(cid)
                             seen.claim(cid, raw.file, raw.line)
                             if is_done(result_key(cid, 0)):
                                 counters["skipped"] += 1
@@ -224,6 +235,11 @@ async def run(
         async def worker(stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
             async with recv, send:
                 async for works in recv:
+                    if stop.is_set():
+                        # Stopping: work no stage has started is dropped, not written, so the
+                        # resume redoes it; only what is already in a stage's hands finishes.
+                        counters["cut_short"] = 1
+                        continue
                     for work in works:
                         if not work.failed:
                             try:
@@ -239,7 +255,13 @@ async def run(
                     for work in works:
                         result = work.result
                         result.duration_s = round(time.perf_counter() - work.started, 6)
-                        journal.record(result)
+                        try:
+                            written = journal.record(result)
+                        except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                            result = _unencodable(result, exc)
+                            written = journal.record(result)
+                        if not written:
+                            continue
                         counters["new"] += 1
                         if on_result is not None:
                             on_result(result)
@@ -295,6 +317,26 @@ async def run(
         return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict)
     finally:
         lock.release()
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _safe_text(text: str) -> str:
+    return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _unencodable(result: CaseResult, exc: Exception) -> CaseResult:
+    """The result that replaces one whose text cannot be written (kept: id and trial, so resume skips it)."""
+    return CaseResult(
+        case_id=result.case_id, trial=result.trial, status=Status.invalid_input, duration_s=result.duration_s,
+        error=ErrorInfo(kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode (a lone surrogate): {str(exc)[:160]}"),
+    )
 
 
 async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:

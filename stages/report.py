@@ -58,7 +58,11 @@ def coverage_note(summary: dict[str, Any]) -> str | None:
     if ok == total:
         return None
     errors = ", ".join(f"{k} {v}" for k, v in status.items() if k != "ok")
-    return f"means, CIs and pass rates cover the {ok} of {total} results with status ok; excluded: {errors}"
+    late = sum(v for k, v in status.items() if k in ("judge_error", "skipped_budget"))
+    note = f"means, CIs and pass rates cover each metric's scored results ('scored' column; {ok} of {total} results are ok)"
+    if late:
+        note += "; a judge error or budget skip excludes only the metrics it left without a value"
+    return f"{note}; not ok: {errors}"
 
 
 def pass_at_k_table(summary: dict[str, Any]) -> Table | None:

@@ -92,3 +92,15 @@ def test_max_matching_is_optimal_not_greedy():
     assert pairs == [(0, 1), (1, 0)]
     # one actual call serves at most one expected call
     assert len(max_matching(["x", "x"], ["x"], lambda e, a: e == a)) == 1
+
+
+def test_a_catastrophic_regex_costs_one_score_not_the_run():
+    from pipeline.records import Case
+    from stages.score import ToolCalls, score_case
+
+    case = Case.model_validate({
+        "id": "r", "expected_tool_calls": [{"name": "s", "arguments": {"q": {"$regex": "(a|a)+$"}}}],
+        "trace": {"steps": [{"tool_calls": [{"name": "s", "arguments": {"q": "a" * 30 + "!"}}]}]},
+    })
+    score = score_case(case, [ToolCalls()])["ToolCalls"]
+    assert score.value is None and "took over 1 s" in score.reason

@@ -42,8 +42,9 @@ def test_budget_holds_and_is_reported_after_a_kill(tmp_path: Path) -> None:
     assert second.returncode in (0, 1), second.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     spent = _spent(run_dir)
-    # Every token the results record counts in the summary, the killed segment's included,
-    # and the resume spent only what the budget had left.
-    assert summary["judge"]["input_tokens"] + summary["judge"]["output_tokens"] == spent
-    assert spent <= BUDGET
+    # Every token the results record counts in the summary, the killed segment's included
+    # (the summary also counts what went into answers no result line kept), and the resume
+    # spent only what the budget had left.
+    reported = summary["judge"]["input_tokens"] + summary["judge"]["output_tokens"]
+    assert spent <= reported <= BUDGET
     assert summary["status"].get("skipped_budget", 0) > 0

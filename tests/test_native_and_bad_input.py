@@ -102,3 +102,23 @@ def test_bad_case_level_metric_is_one_invalid_case(tmp_path):
     summary, results = run_cases(tmp_path, [json.dumps(bad).encode(), json.dumps(ok).encode()])
     assert results[0]["status"] == "invalid_input" and results[0]["error"]["field"] == "metrics.0.arguments"
     assert set(results[1]["scores"]) == {"ToolCalls", "TrajectoryMatch"}
+
+
+def test_text_json_cannot_carry_is_one_invalid_case_and_resume_skips_it(tmp_path):
+    # json.loads accepts a lone surrogate; writing it back out cannot. The result must say
+    # so, and a resume must not try (and fail) again.
+    import json as _json
+
+    def record(cid: str, tag: str) -> dict:
+        return {"id": cid, "tags": [tag], "messages": [{"role": "user", "content": "hi"}], "expected_tool_calls": []}
+
+    data = tmp_path / "chats.jsonl"
+    data.write_text("\n".join(_json.dumps(r) for r in [record("a", "fine"), record("b", "bad\ud83d"), record("c", "fine")]) + "\n")
+    config = validate_config({"dataset": {"path": str(data), "format": "openai-messages"},
+                              "metrics": [{"type": "ToolCalls"}], "run": {"dir": str(tmp_path / "run")}})
+    first = anyio.run(run, config)
+    rows = [_json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [(r["case_id"], r["status"]) for r in rows] == [("a", "ok"), ("b", "invalid_input"), ("c", "ok")]
+    assert "cannot encode" in rows[1]["error"]["message"]
+    again = anyio.run(run, config)
+    assert (first.new_results, again.new_results, again.skipped_finished) == (3, 0, 3)

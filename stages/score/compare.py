@@ -27,7 +27,7 @@ Rules (DESIGN.md, "Metrics"):
 from __future__ import annotations
 
 import json
-import re
+import regex
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -94,8 +94,12 @@ def _decoded(actual: Any) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _regex(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+REGEX_TIMEOUT_S = 1.0
+"""A `$regex` that backtracks longer than this on one value raises (the metric's value is then null)."""
 
 
 def _is_number(v: Any) -> bool:
@@ -138,7 +142,13 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
     if actual is ABSENT:
         return False
     if key == "$regex":
-        return isinstance(actual, str) and _regex(str(m[key])).search(actual) is not None
+        if not isinstance(actual, str):
+            return False
+        try:
+            return _regex(str(m[key])).search(actual, timeout=REGEX_TIMEOUT_S) is not None
+        except TimeoutError:
+            # A catastrophic pattern must cost one score, not hang a run of 50,000 cases.
+            raise ValueError(f"$regex {str(m[key])[:60]!r} took over {REGEX_TIMEOUT_S:g} s on a {len(actual)}-character value") from None
     # $approx
     target, tol = m[key], m.get("tol", 1e-9)
     return _is_number(actual) and _is_number(target) and abs(actual - target) <= tol
