@@ -14,7 +14,6 @@ Targets: ≥ 2,000 cases/s on one core; peak RSS at 100,000 ≤ 1.5 × at 1,000.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess

@@ -16,7 +16,6 @@ end (and on interruption), then the assertions are checked and the reports
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence

@@ -73,7 +73,6 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
     """
     files: dict[str, bytes] = {}
     batches: dict[str, SimBatch] = {}
-    base_url: dict[str, str] = {}
 
     def new_id(prefix: str) -> str:
         sim.serial += 1

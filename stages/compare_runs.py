@@ -19,7 +19,6 @@ result); run B is streamed; reasons are read back only for the listed pairs.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
