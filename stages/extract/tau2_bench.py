@@ -44,6 +44,7 @@ from typing import Any
 
 from pipeline.records import Case
 from pipeline.registry import Format, register_format
+from stages.extract.common import maybe_json
 from stages.load import RawRecord
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
@@ -142,7 +143,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
                     "id": tc.get("id"),
                     "name": tc["name"],
                     "arguments": tc.get("arguments"),
-                    "result": _maybe_json(content),
+                    "result": maybe_json(content),
                     "error": (content or "error") if failed else None,
                 }
             )
@@ -189,14 +190,6 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         }
     )
 
-
-def _maybe_json(text: Any) -> Any:
-    if isinstance(text, str) and text[:1] in "[{":
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
 
 
 register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt))

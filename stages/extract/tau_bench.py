@@ -33,6 +33,7 @@ from typing import Any
 
 from pipeline.records import Case
 from pipeline.registry import Format, register_format
+from stages.extract.common import maybe_json
 from stages.load import read_json_array
 
 __all__ = ["adapt", "load_tasks"]
@@ -46,14 +47,6 @@ def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
         tasks = json.load(fh)
     return {int(t.get("task_index", i)): t for i, t in enumerate(tasks)}
 
-
-def _maybe_json(text: Any) -> Any:
-    if isinstance(text, str) and text[:1] in "[{":
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
 
 
 def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
@@ -100,7 +93,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             if queue:
                 call = queue.popleft()
                 content = msg.get("content")
-                call["result"] = _maybe_json(content)
+                call["result"] = maybe_json(content)
                 if isinstance(content, str) and content.startswith("Error:"):
                     call["error"] = content
             continue
