@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.evalconfig import AggregateConfig  # noqa: E402
-from pipeline.records import CaseResult, Score  # noqa: E402
-from stages.aggregate import Aggregator  # noqa: E402
-from stages.score import PassAtK  # noqa: E402
+from tracejudge.core.evalconfig import AggregateConfig  # noqa: E402
+from tracejudge.core.records import CaseResult, Score  # noqa: E402
+from tracejudge.stages.aggregate.fold import Aggregator  # noqa: E402
+from tracejudge.stages.score import PassAtK  # noqa: E402
 
 METRICS = ["calls", "trajectory", "correct"]
 

@@ -125,10 +125,10 @@ def prepare(fmt: str, tmp: Path) -> dict[str, Any]:
 
 
 def measure(fmt_name: str, min_records: int) -> dict[str, Any]:
-    from pipeline import registry
-    from pipeline.config import DatasetConfig
-    from pipeline.records import Case
-    from stages.extract import extract_record
+    from tracejudge.core import registry
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.core.records import Case
+    from tracejudge.stages.extract import extract_record
 
     with tempfile.TemporaryDirectory() as tmp:
         ds = DatasetConfig(**prepare(fmt_name, Path(tmp)))

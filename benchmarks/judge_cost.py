@@ -45,17 +45,18 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline import registry, runner  # noqa: E402
-from pipeline.config import JudgeConfig, validate_config  # noqa: E402
-from pipeline.prices import price_for  # noqa: E402
-from pipeline.records import Case  # noqa: E402
-from pipeline.simulator import SimConfig, SimulatorThread  # noqa: E402
-from pipeline.tokens import count_messages  # noqa: E402
-from stages.extract import extract_record  # noqa: E402
-from stages.judge.base import Plan  # noqa: E402
-from stages.judge.client import build_request, request_tokens  # noqa: E402
-from stages.judge.metrics import TaskCompletion, ToolCallNecessity  # noqa: E402
-from stages.judge.multi import MULTI_NOTE  # noqa: E402
+from tracejudge.core import registry  # noqa: E402
+from tracejudge.core.config import JudgeConfig, validate_config  # noqa: E402
+from tracejudge.core.records import Case  # noqa: E402
+from tracejudge.engine import runner  # noqa: E402
+from tracejudge.llm.prices import price_for  # noqa: E402
+from tracejudge.llm.tokens import count_messages  # noqa: E402
+from tracejudge.simulator.server import SimConfig, SimulatorThread  # noqa: E402
+from tracejudge.stages.extract import extract_record  # noqa: E402
+from tracejudge.stages.judge.base import Plan  # noqa: E402
+from tracejudge.stages.judge.client import build_request, request_tokens  # noqa: E402
+from tracejudge.stages.judge.metrics import TaskCompletion, ToolCallNecessity  # noqa: E402
+from tracejudge.stages.judge.multi import MULTI_NOTE  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "tau_bench"
 TRAJ = DATA / "historical_trajectories" / "gpt-4o-airline.json"

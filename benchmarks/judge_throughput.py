@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,11 +48,11 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline import runner  # noqa: E402
-from pipeline.config import validate_config  # noqa: E402
-from pipeline.records import Case  # noqa: E402
-from stages.judge.client import build_request, request_tokens  # noqa: E402
-from stages.judge.metrics import TaskCompletion  # noqa: E402
+from tracejudge.core.config import validate_config  # noqa: E402
+from tracejudge.core.records import Case  # noqa: E402
+from tracejudge.engine import runner  # noqa: E402
+from tracejudge.stages.judge.client import build_request, request_tokens  # noqa: E402
+from tracejudge.stages.judge.metrics import TaskCompletion  # noqa: E402
 
 RPM, TPM, LATENCY_MS, MAX_TOKENS, IN_FLIGHT = 3000, 1_000_000, 200, 200, 64
 WORDS = ("order refund flight booking passenger baggage seat upgrade policy cabin economy business reservation payment "
@@ -70,7 +70,7 @@ def make_case(i: int, words: int) -> dict:
 
 def calibrate(target: int = 1800) -> int:
     """Words per tool result that give a ~`target`-token TaskCompletion prompt."""
-    from pipeline.config import JudgeConfig
+    from tracejudge.core.config import JudgeConfig
 
     cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", max_tokens=MAX_TOKENS)
     words = 200

@@ -31,10 +31,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pipeline.records import Case
-from pipeline.registry import format_for
-from stages.extract import extract_record
-from stages.score import (
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.score import (
     ArgumentCorrectness,
     MaxModelRequests,
     MaxToolCalls,

@@ -42,8 +42,8 @@ run: {{dir: {run_dir}}}
 CHILD = """
 import os, resource, sys, time, anyio
 os.sched_setaffinity(0, {{{cpu}}})
-from pipeline.config import load_config
-from pipeline.runner import run
+from tracejudge.core.config import load_config
+from tracejudge.engine.runner import run
 cfg = load_config(sys.argv[1])
 t0 = time.perf_counter()
 out = anyio.run(run, cfg)
@@ -54,8 +54,8 @@ print(out.new_results, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 def base_cases() -> list[str]:
     """The 200 τ-bench runs as native case lines (ids replaced later)."""
-    from stages.extract.tau_bench import adapt, load_tasks
-    from stages.load import read_json_array
+    from tracejudge.stages.extract.tau_bench import adapt, load_tasks
+    from tracejudge.stages.load import read_json_array
 
     tasks = load_tasks(DATA / "tasks" / "tasks_airline_test.json")
     runs = read_json_array(DATA / "historical_trajectories" / "gpt-4o-airline.json")

@@ -67,13 +67,14 @@ def _case(i: int) -> dict:
 
 def setup(root: Path, n: int) -> None:
     """Write dataset, config and a run directory with `n` of `n + MISSING` cases finished."""
-    from pipeline import registry, store
-    from pipeline.checkpoint import RunJournal
-    from pipeline.config import load_config
-    from pipeline.manifest import manifest_for
-    from pipeline.records import Case, CaseResult
-    from stages.aggregate import Aggregator
-    from stages.score import score_case
+    from tracejudge.core import registry
+    from tracejudge.core.config import load_config
+    from tracejudge.core.records import Case, CaseResult
+    from tracejudge.engine import store
+    from tracejudge.engine.checkpoint import RunJournal
+    from tracejudge.engine.manifest import manifest_for
+    from tracejudge.stages.aggregate.fold import Aggregator
+    from tracejudge.stages.score import score_case
 
     (root / "config.yaml").write_text(CONFIG)
     with open(root / "cases.jsonl", "w") as fh:
@@ -98,9 +99,8 @@ def setup(root: Path, n: int) -> None:
 def measure(root: Path) -> dict:
     """Resume the run in `root`; report timings (seconds) and peak RSS (MiB)."""
     import anyio
-
-    from pipeline import runner
-    from pipeline.config import load_config
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import runner
 
     t_imported = time.perf_counter()
     config = load_config(root / "config.yaml")
@@ -128,11 +128,11 @@ def full_parse(root: Path) -> dict:
     """The pre-index resume path, without its async hops: parse and fold every result into a
     set of `(case_id, trial)` tuples, then adapt every dataset line and look it up, keeping
     each id's first place in a dict of strings."""
-    from pipeline import registry
-    from pipeline.config import load_config
-    from pipeline.records import Case, CaseResult
-    from stages.aggregate import Aggregator
-    from stages.extract import extract_record
+    from tracejudge.core import registry
+    from tracejudge.core.config import load_config
+    from tracejudge.core.records import Case, CaseResult
+    from tracejudge.stages.aggregate.fold import Aggregator
+    from tracejudge.stages.extract import extract_record
 
     config = load_config(root / "config.yaml")
     fmt = registry.format_for(config.dataset.format)

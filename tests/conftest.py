@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipeline.simulator import SimConfig, SimulatorThread
+from tracejudge.simulator.server import SimConfig, SimulatorThread
 
 REPO = Path(__file__).resolve().parent.parent
 # The real data sits next to the repository (never inside it).
@@ -47,9 +46,9 @@ def require(path: Path) -> Path:
 
 def extract_lines(tmp_path: Path, fmt_name: str, records: list[Any], options: dict[str, Any] | None = None) -> list[Any]:
     """Write `records` as JSONL (dicts are dumped, str/bytes written as is) and extract every line."""
-    from pipeline import registry
-    from pipeline.config import DatasetConfig
-    from stages.extract import extract_record
+    from tracejudge.core import registry
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.stages.extract import extract_record
 
     path = tmp_path / "data.jsonl"
     with open(path, "wb") as fh:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.records import Case
+from tracejudge.core.records import Case
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 

@@ -17,8 +17,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
-
-from stages.target import TargetRequest, TransientTargetError
+from tracejudge.stages.target import TargetRequest, TransientTargetError
 
 CALLS: list[dict[str, Any]] = []
 IN_FLIGHT = {"now": 0, "max": 0}

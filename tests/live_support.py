@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-from pipeline.config import validate_config
-from pipeline.runner import RunOutcome, run
+from tracejudge.core.config import validate_config
+from tracejudge.engine.runner import RunOutcome, run
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -7,11 +7,10 @@ import random
 import statistics
 
 import pytest
-
-from pipeline.evalconfig import AggregateConfig
-from pipeline.records import CaseResult, ErrorInfo, Score, Status
-from stages.aggregate import Aggregator
-from stages.score import PassAtK
+from tracejudge.core.evalconfig import AggregateConfig
+from tracejudge.core.records import CaseResult, ErrorInfo, Score, Status
+from tracejudge.stages.aggregate.fold import Aggregator
+from tracejudge.stages.score import PassAtK
 
 
 def ok(cid: str, trial: int = 0, **scores: float | None) -> CaseResult:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from fractions import Fraction
 
 from live_support import REPO, by_key, pass_at_k_from_results, read_jsonl, run_live
-from pipeline.config import load_config
+from tracejudge.core.config import load_config
 
 CONFIG = REPO / "examples" / "agents" / "airline.yaml"
 

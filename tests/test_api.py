@@ -7,12 +7,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import pytest
-
 import tracejudge
-from pipeline.api import metric_spec
-from pipeline.registry import import_metric
-from pipeline.store import ManifestMismatch
 from tracejudge import Case, ConfigError, ToolCalls, TrajectoryMatch
+from tracejudge.core.registry import import_metric
+from tracejudge.engine.store import ManifestMismatch
+from tracejudge.entrypoints.api import metric_spec
 
 TRACE = {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": "x"}}, {"name": "book", "arguments": {"id": 1}, "error": "sold out"}]}]}
 

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 from helpers import DATA
-
-from pipeline.records import Case
-from pipeline.registry import format_for
-from stages.extract import extract_record
-from stages.extract.bfcl import accepted_values, parse_call
-from stages.score import ArgumentCorrectness, ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.bfcl import accepted_values, parse_call
+from tracejudge.stages.score import ArgumentCorrectness, ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
 
 BFCL = DATA / "bfcl"
 pytestmark = pytest.mark.skipif(not BFCL.exists(), reason="the BFCL developer files are not beside the repository")

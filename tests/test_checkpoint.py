@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import pickle
 from hashlib import blake2b
 from pathlib import Path
 
 import anyio
 import pytest
-
-from pipeline import manifest as mf
-from pipeline import runner, store
-from pipeline.checkpoint import RunJournal, _dump_agg, _load_agg
-from pipeline.config import validate_config
-from pipeline.keyset import FirstSeen, KeySet, result_key
-from pipeline.records import CaseResult, Score, Status
-from pipeline.work import Stage, Work
-from stages.aggregate import Aggregator
+from tracejudge.core.config import validate_config
+from tracejudge.core.records import CaseResult, Score, Status
+from tracejudge.core.work import Stage, Work
+from tracejudge.engine import manifest as mf
+from tracejudge.engine import runner, store
+from tracejudge.engine.checkpoint import RunJournal
+from tracejudge.engine.keyset import FirstSeen, KeySet, result_key
+from tracejudge.stages.aggregate.fold import Aggregator
 
 # ----------------------------------------------------------------------------- keyset
 
@@ -202,7 +203,7 @@ class _Hostile:
         return (os.system, ("echo pwned > hostile.txt",))
 
 
-@pytest.mark.parametrize("damage", ["garbage", "index", "metrics", "aggregator", "hostile"])
+@pytest.mark.parametrize("damage", ["garbage", "index", "metrics", "aggregator", "wrong_type", "unknown_key", "hostile", "hostile_json"])
 def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: str) -> None:
     j = _open(tmp_path)
     for i in range(40):
@@ -216,15 +217,18 @@ def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: 
             fh.write(b"\x00" * 8)
     elif damage == "metrics":
         keys = ["m", "other"]
-    elif damage == "hostile":  # a pickle that would run a command: never loaded
+    else:
         cp = json.loads((tmp_path / store.CHECKPOINT).read_text())
-        cp["aggregator"] = _dump_agg(_Hostile())
-        (tmp_path / store.CHECKPOINT).write_text(json.dumps(cp))
-    else:  # an aggregator pickled before a field was added to the class
-        cp = json.loads((tmp_path / store.CHECKPOINT).read_text())
-        old = _load_agg(cp["aggregator"])
-        del old.duration_s
-        cp["aggregator"] = _dump_agg(old)
+        if damage == "hostile":  # the old pickle attack: a reduce to os:system, never loaded
+            cp["aggregator"] = base64.b64encode(pickle.dumps(_Hostile())).decode()
+        elif damage == "hostile_json":  # an object that names a callable, in the JSON shape
+            cp["aggregator"]["metrics"][0][1]["reservoir"] = {"callable": "os:system", "args": ["echo pwned > hostile.txt"]}
+        elif damage == "aggregator":  # a stored state from settings this config does not have
+            cp["aggregator"]["metrics"][0][1]["rng_seed"] = "7:=:m"
+        elif damage == "wrong_type":
+            cp["results_lines"] = "forty"
+        else:
+            cp["aggregator"]["pickle"] = "gASV"
         (tmp_path / store.CHECKPOINT).write_text(json.dumps(cp))
     monkey_cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -303,3 +307,37 @@ def test_usage_and_elapsed_add_up_across_interrupted_segments(tmp_path: Path, mo
     fourth = anyio.run(segment, None)
     assert fourth.new_results == 0 and fourth.skipped_finished == n
     assert (tmp_path / "run" / "summary.json").read_bytes() == before
+
+
+# ----------------------------------------------------------------------------- aggregate state as JSON
+
+
+def test_aggregate_state_round_trips_through_json_and_keeps_folding_identically() -> None:
+    from tracejudge.core.evalconfig import AggregateConfig
+    from tracejudge.stages.aggregate.state import dump_state, restore
+    from tracejudge.stages.score.pass_at_k import PassAtK
+
+    settings = AggregateConfig(group_by=["domain"], reservoir_size=50, group_reservoir_size=10, max_groups=3)
+
+    def fresh() -> Aggregator:
+        return Aggregator(["m"], trials=3, pass_at_k=[PassAtK(metric="m", k=2)], settings=settings)
+
+    def result(i: int) -> CaseResult:
+        scores = {"m": Score(value=(i * 37 % 11) / 10, passed=(i * 37 % 11) >= 5)}
+        if i % 5 == 0:
+            scores["late"] = Score(value=0.5)  # a case-level metric some results carry
+        status = Status.judge_error if i % 17 == 0 else Status.ok
+        return CaseResult(case_id=f"c{i // 3}", trial=i % 3, status=status, scores=scores, tags=[f"t{i % 4}"],
+                          metadata={"domain": f"d{i % 6}"}, duration_s=0.01)
+
+    whole, first = fresh(), fresh()
+    for i in range(700):  # past every reservoir's size, so the generators have drawn
+        whole.fold(result(i))
+        first.fold(result(i))
+    state = json.loads(json.dumps(dump_state(first)))
+    resumed = restore(state, fresh())
+    for i in range(700, 1000):
+        whole.fold(result(i))
+        resumed.fold(result(i))
+    assert resumed.summary() == whole.summary()
+    assert json.dumps(dump_state(resumed), sort_keys=True) == json.dumps(dump_state(whole), sort_keys=True)

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, cwd=cwd, **kw)
+    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, **kw)
 
 
 def test_demo_from_another_directory_scores_all_200_runs(tmp_path):
@@ -71,15 +71,16 @@ def test_sigint_stops_cleanly_and_the_same_command_resumes(tmp_path):
             fh.write(json.dumps(one) + "\n")
     cfg = tmp_path / "big.yaml"
     cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}, {type: TrajectoryMatch}]\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(cfg)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = tmp_path / "run" / "results.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not results.exists() or results.stat().st_size < 200_000):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1, err
+    assert proc.returncode == 130, err
     assert "Resume with:" in err and f"run {cfg}" in err
+    assert f"verdict: INTERRUPTED (resume with: tracejudge run {cfg})" in out
     lines = results.read_text().splitlines()
     assert 0 < len(lines) < 30_000
     assert all(json.loads(x)["status"] == "ok" for x in lines)  # every written line is whole
@@ -98,7 +99,7 @@ def test_second_process_on_the_same_run_dir_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pipeline.store import RunLock; from pathlib import Path; "
+        [sys.executable, "-c", "import sys, time; from tracejudge.engine.store import RunLock; from pathlib import Path; "
          "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(run_dir)],
         stdout=subprocess.PIPE, text=True, cwd=REPO,
     )

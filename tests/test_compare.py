@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.records import ToolCall
-from stages.score.compare import ABSENT, first_difference, is_matcher, match_arguments, match_top_level, match_value
-from stages.score.matching import max_matching
+from tracejudge.core.records import ToolCall
+from tracejudge.stages.score.matching import max_matching
+from tracejudge.stages.score.value_match import ABSENT, first_difference, is_matcher, match_arguments, match_top_level, match_value
 
 
 def test_json_string_arguments_are_decoded_and_numbers_compare_numerically():
@@ -95,8 +94,8 @@ def test_max_matching_is_optimal_not_greedy():
 
 
 def test_a_catastrophic_regex_costs_one_score_not_the_run():
-    from pipeline.records import Case
-    from stages.score import ToolCalls, score_case
+    from tracejudge.core.records import Case
+    from tracejudge.stages.score import ToolCalls, score_case
 
     case = Case.model_validate({
         "id": "r", "expected_tool_calls": [{"name": "s", "arguments": {"q": {"$regex": "(a|a)+$"}}}],

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from _runs import planted_runs, result_line
-from pipeline.cli import main
-from stages.compare_runs import compare_runs
+from tracejudge.entrypoints.cli import main
+from tracejudge.stages.comparison.runs import compare_runs
 
 
 def test_compare_finds_the_planted_regression(tmp_path: Path) -> None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.records import Case
-from stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
+from tracejudge.core.records import Case
+from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
 
 
 def case(expected, actual, failed=()) -> Case:

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic import ValidationError
-
 import tracejudge
-from pipeline.errors import ConfigError
+from pydantic import ValidationError
 from tracejudge import Case, Score, Trace
+from tracejudge.core.errors import ConfigError
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import extract_lines
-from pipeline.records import Case
-from stages.score import ToolCorrectness
+from tracejudge.core.records import Case
+from tracejudge.stages.score import ToolCorrectness
 
 
 def _one(tmp_path: Path, fmt: str, record, **options) -> Case:

@@ -9,11 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import extract_lines
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
-from pipeline.records import Case
+from tracejudge.core.config import load_config
+from tracejudge.core.errors import ConfigError
+from tracejudge.core.records import Case
 
 ADAPTER = textwrap.dedent('''
     def from_runs(record):

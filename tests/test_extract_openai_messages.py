@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import extract_lines
-from pipeline.records import Case, ErrorInfo
-from stages.score import ToolCalls
+from tracejudge.core.records import Case, ErrorInfo
+from tracejudge.stages.score import ToolCalls
 
 
 def _one(tmp_path: Path, record, **options) -> Case:

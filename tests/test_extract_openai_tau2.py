@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import DATA, extract_lines
-from pipeline.records import Case
+from tracejudge.core.records import Case
 
 TAU2 = DATA / "tau2_bench"
 FILES = sorted(TAU2.rglob("*_1trials.json")) if TAU2.exists() else []
@@ -91,9 +90,9 @@ def test_totals_match_the_data_readme(tmp_path: Path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_openai_messages_and_the_tau2_bench_adapter_give_the_same_calls(tmp_path: Path, path: Path):
     """The same simulations through both adapters: identical agent calls (names, arguments, results, errors)."""
-    from pipeline import registry
-    from pipeline.config import DatasetConfig
-    from stages.extract import extract_record
+    from tracejudge.core import registry
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.stages.extract import extract_record
 
     sims = json.loads(path.read_text())["simulations"]
     via_openai = extract_lines(tmp_path, "openai-messages", [to_openai(s) for s in sims])

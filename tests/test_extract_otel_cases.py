@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipeline import registry
-from pipeline.config import DatasetConfig
-from pipeline.records import Case
-from stages.extract import extract_record
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
 
 
 def _attr(key: str, value: Any) -> dict[str, Any]:

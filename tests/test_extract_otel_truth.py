@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA
-from pipeline import registry
-from pipeline.config import DatasetConfig
-from pipeline.records import Case
-from stages.extract import extract_record
-from stages.extract.otel import turn_calls
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.otel import turn_calls
 
 OTEL = DATA / "otel_genai"
 TRUTHS = sorted(OTEL.rglob("*.truth.json")) if OTEL.exists() else []

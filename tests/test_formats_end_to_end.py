@@ -24,7 +24,7 @@ def test_tau2_bench_run_scores_every_simulation(tmp_path):
         f"run: {{dir: {json.dumps(str(tmp_path / 'run'))}}}\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main())", "run", str(config)],
+        [sys.executable, "-c", "import sys; from tracejudge.entrypoints.cli import main; sys.exit(main())", "run", str(config)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr

@@ -10,13 +10,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from _runs import planted_runs, seven_and_three, write_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from _runs import planted_runs, seven_and_three, write_config
-from pipeline.cli import main
-from pipeline.evalconfig import AssertionsConfig, MetricAssertion
-from stages.gate import evaluate_gate
+from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
+from tracejudge.entrypoints.cli import main
+from tracejudge.stages.aggregate.gate import evaluate_gate
 
 REPO = Path(__file__).resolve().parents[1]
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
@@ -152,9 +151,9 @@ def test_missing_baseline_fails_the_gate(tmp_path: Path) -> None:
     assert not v.passed and v.exit_code == 1 and any("has no results.jsonl" in c.detail for c in v.checks)
 
 
-def test_interrupted_run_is_a_fail(tmp_path: Path) -> None:
+def test_interrupted_run_is_neither_pass_nor_fail(tmp_path: Path) -> None:
     v = evaluate_gate(AssertionsConfig(), {"complete": False, "metrics": {}}, None)
-    assert v.word == "FAIL" and v.exit_code == 1
+    assert v.word == "INTERRUPTED" and v.exit_code == 130 and not v.passed
 
 
 def test_assertions_naming_unknown_metrics_are_config_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,7 +190,8 @@ def test_gate_verdict_is_pass_exactly_when_every_condition_holds(block: dict, ru
     if rule.max_error_share is not None:
         holds &= block["error_share"] is not None and block["error_share"] <= rule.max_error_share + 1e-12
     assert v.passed == holds
-    assert (v.word, v.exit_code) == (("PASS", 0) if holds else ("FAIL", 1))
+    expected = ("INTERRUPTED", 130) if not complete else ("PASS", 0) if holds else ("FAIL", 1)
+    assert (v.word, v.exit_code) == expected
 
 
 def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None:
@@ -205,11 +205,10 @@ def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None
     assert not evaluate_gate(named, summary, b).passed  # named explicitly: no pair to compare is a failure
 
 
-def test_an_interrupted_run_says_fail_and_writes_its_reports(tmp_path: Path) -> None:
+def test_an_interrupted_run_says_interrupted_and_writes_its_reports(tmp_path: Path) -> None:
     import anyio
-
-    from pipeline import runner
-    from pipeline.config import load_config
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import runner
 
     data = seven_and_three(tmp_path / "cases.jsonl")
     config = load_config(write_config(tmp_path / "c.yaml", data, tmp_path / "run"))
@@ -220,9 +219,9 @@ def test_an_interrupted_run_says_fail_and_writes_its_reports(tmp_path: Path) -> 
         return await runner.run(config, stop=stop)
 
     outcome = anyio.run(go)
-    assert outcome.interrupted and outcome.verdict.word == "FAIL" and outcome.verdict.exit_code == 1
+    assert outcome.interrupted and outcome.verdict.word == "INTERRUPTED" and outcome.verdict.exit_code == 130
     assert outcome.verdict.checks[0].name == "run complete"
-    assert "**Verdict: FAIL**" in (tmp_path / "run" / "report.md").read_text()
+    assert "**Verdict: INTERRUPTED**" in (tmp_path / "run" / "report.md").read_text()
 
 
 def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:

@@ -10,9 +10,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from _runs import planted_runs, seven_and_three, write_config
-from pipeline.cli import main
+from tracejudge.entrypoints.cli import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (CI installs Debian's `chromium` in .ci/run)")

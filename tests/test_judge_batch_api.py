@@ -14,20 +14,19 @@ from typing import Any
 import aiohttp
 import anyio
 import pytest
-
-from pipeline import runner
-from pipeline.batch_api import batch_line, submit_batch
-from pipeline.batch_journal import BatchJournal
-from pipeline.config import JudgeConfig, validate_config
-from pipeline.judge_cache import cache_key
-from pipeline.prices import price_for
-from pipeline.providers import auth_headers, build_payload
-from pipeline.records import Case
-from pipeline.simulator import SimulatorThread
-from stages.judge.base import Plan
-from stages.judge.batch_runner import CHUNK_KEY
-from stages.judge.client import build_request, key_components
-from stages.judge.metrics import TaskCompletion
+from tracejudge.core.config import JudgeConfig, validate_config
+from tracejudge.core.records import Case
+from tracejudge.engine import runner
+from tracejudge.llm.batch_api import batch_line, submit_batch
+from tracejudge.llm.batch_journal import BatchJournal
+from tracejudge.llm.cache import cache_key
+from tracejudge.llm.prices import price_for
+from tracejudge.llm.providers import auth_headers, build_payload
+from tracejudge.simulator.server import SimulatorThread
+from tracejudge.stages.judge.base import Plan
+from tracejudge.stages.judge.batch_runner import CHUNK_KEY
+from tracejudge.stages.judge.client import build_request, key_components
+from tracejudge.stages.judge.metrics import TaskCompletion
 
 TJ = Path(sys.executable).with_name("tracejudge")
 

@@ -10,15 +10,14 @@ from typing import Any
 import anyio
 import pytest
 from rich.console import Console
-
-from pipeline import runner
-from pipeline.config import JudgeConfig, validate_config
-from pipeline.records import Case
-from pipeline.simulator import SimulatorThread
-from stages.judge.batcher import Batcher
-from stages.judge.metrics import TaskCompletion
-from stages.judge.multi import MULTI_NOTE, Item, build_multi_request, item_id, shuffled
-from stages.judge.report import judge_lines
+from tracejudge.core.config import JudgeConfig, validate_config
+from tracejudge.core.records import Case
+from tracejudge.engine import runner
+from tracejudge.simulator.server import SimulatorThread
+from tracejudge.stages.judge.batcher import Batcher
+from tracejudge.stages.judge.metrics import TaskCompletion
+from tracejudge.stages.judge.multi import MULTI_NOTE, Item, build_multi_request, item_id, shuffled
+from tracejudge.stages.reports.judge_lines import judge_lines
 
 
 def write_cases(path: Path, n: int, calls: int = 1) -> Path:

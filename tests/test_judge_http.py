@@ -8,13 +8,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-from pipeline import runner
-from pipeline.config import JudgeConfig, validate_config
-from pipeline.judge_cache import cache_key
-from pipeline.records import Case
-from stages.judge.client import build_request, key_components
-from stages.judge.metrics import Rubric, TaskCompletion, ToolCallNecessity
+from tracejudge.core.config import JudgeConfig, validate_config
+from tracejudge.core.records import Case
+from tracejudge.engine import runner
+from tracejudge.llm.cache import cache_key
+from tracejudge.stages.judge.client import build_request, key_components
+from tracejudge.stages.judge.metrics import Rubric, TaskCompletion, ToolCallNecessity
 
 
 def write_cases(path: Path, n: int, calls: int = 1) -> Path:
@@ -133,7 +132,7 @@ def test_budget_cap_skips_then_resume_with_larger_budget_finishes(simulator, tmp
     assert second["status"] == {"ok": 10} and second["results"] == 10
     assert sim.stats.requests == 10  # the finished cases were not asked again
     # The skipped lines stay in the append-only file, superseded: a rebuild from it agrees.
-    from stages.reports import rebuild
+    from tracejudge.stages.reports import rebuild
 
     assert len(results(tmp_path)) == 10 + len(skipped)
     rebuilt, _ = rebuild(tmp_path / "run")
@@ -211,7 +210,7 @@ def test_anthropic_protocol_and_api_key_never_written(simulator, tmp_path, monke
 
 
 def test_missing_api_key_variable_is_a_config_error(simulator, tmp_path, monkeypatch):
-    from pipeline.errors import ConfigError
+    from tracejudge.core.errors import ConfigError
 
     monkeypatch.delenv("TJ_MISSING_KEY", raising=False)
     with pytest.raises(ConfigError, match="TJ_MISSING_KEY is not set"):
@@ -259,8 +258,8 @@ def test_gate_failure_exits_1_from_the_cli(simulator, tmp_path):
 
 
 def test_estimate_counts_exact_input_tokens_and_known_cache_hits(simulator, tmp_path):
-    from stages.judge.client import request_tokens
-    from stages.judge.estimate import estimate
+    from tracejudge.stages.judge.client import request_tokens
+    from tracejudge.stages.judge.estimate import estimate
 
     sim = simulator()
     cases = write_cases(tmp_path / "c.jsonl", 4)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.records import Case
-from pipeline.registry import SpecError, build_metric
-from stages.judge.base import Plan
-from stages.judge.metrics import (
+from tracejudge.core.records import Case
+from tracejudge.core.registry import SpecError, build_metric
+from tracejudge.stages.judge.base import Plan
+from tracejudge.stages.judge.metrics import (
     AgentMemoryEval,
     ContextRelevance,
     Faithfulness,
@@ -20,7 +19,7 @@ from stages.judge.metrics import (
     TrajectoryEfficiency,
     claims_of,
 )
-from stages.judge.parse import ParseError, parse_scale, parse_yes_no
+from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no
 
 
 def case(**kw) -> Case:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from stages.load import read_json_array, read_jsonl
+from tracejudge.stages.load import read_json_array, read_jsonl
 
 
 def test_json_array_streams_same_records_as_json_load(tau_paths):

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import anyio
-
-from pipeline.config import validate_config
-from pipeline.runner import run
+from tracejudge.core.config import validate_config
+from tracejudge.engine.runner import run
 
 
 def good(i: int) -> dict:
@@ -71,7 +70,7 @@ def test_undecodable_arguments_are_kept_raw_flagged_and_never_match(tmp_path):
     assert result["status"] == "ok" and score["value"] == 0.0
     assert "arguments are not a JSON object" in score["reason"]
 
-    from pipeline.records import ToolCall
+    from tracejudge.core.records import ToolCall
 
     call = ToolCall(name="x", arguments='{"order_id": 0')
     assert call.arguments_invalid and call.arguments == '{"order_id": 0'

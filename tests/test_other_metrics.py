@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 from helpers import call, make_case
-
-from pipeline.registry import SpecError, build_metric
-from stages.score import (
+from tracejudge.core.registry import SpecError, build_metric
+from tracejudge.stages.score import (
     ArgumentCorrectness,
     Contains,
     Cost,
     ExactMatch,
-    JsonSchema,
     Latency,
     MaxModelRequests,
     MaxToolCalls,

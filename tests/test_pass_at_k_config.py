@@ -7,11 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-
 from _runs import native_case, write_config, write_dataset
-from pipeline.cli import main
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
+from tracejudge.core.config import load_config
+from tracejudge.core.errors import ConfigError
+from tracejudge.entrypoints.cli import main
 
 
 def _dataset(tmp_path: Path) -> Path:

@@ -6,9 +6,8 @@ import io
 import json
 
 from rich.console import Console
-
-from pipeline.progress import LogProgress, RichProgress, make_progress
-from pipeline.records import CaseResult, JudgeInfo, Score, Status
+from tracejudge.core.records import CaseResult, JudgeInfo, Score, Status
+from tracejudge.engine.progress import LogProgress, RichProgress, make_progress
 
 
 def _results() -> list[CaseResult]:

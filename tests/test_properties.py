@@ -5,8 +5,7 @@ from __future__ import annotations
 from helpers import make_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from stages.score import ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
+from tracejudge.stages.score import ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
 
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 VALUES = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from(["x", "y"]), st.none())
@@ -91,6 +90,6 @@ def _lcs_reference(a, b):
 
 @given(st.lists(NAMES, max_size=12), st.lists(NAMES, max_size=12))
 def test_bit_parallel_lcs_equals_the_textbook_table(a, b):
-    from stages.score.trajectory import lcs_length
+    from tracejudge.stages.score.trajectory import lcs_length
 
     assert lcs_length(a, b) == _lcs_reference(a, b) == lcs_length(b, a)

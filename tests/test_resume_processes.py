@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from pipeline import registry
-from pipeline.config import validate_config
-from pipeline.records import Case
-from stages.extract import extract_record
+from tracejudge.core import registry
+from tracejudge.core.config import validate_config
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "tau_bench"
@@ -244,7 +243,7 @@ def test_signal_stops_cleanly_and_prints_the_resume_command(workspace: Path, sig
     _wait_for_bytes(proc, run_dir / "results.jsonl", 150 * 1550)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 1, err
+    assert proc.returncode == 130, err
     expected = f"tracejudge --log-level info run config.yaml --run-dir {run_dir} --set run.workers=2 --set dataset.limit={n} --no-progress"
     assert f"Resume with:\n  {expected}\n" in err
     written = int(re.search(r"\((\d+) new results, 0 already finished\)", out).group(1))
@@ -334,7 +333,7 @@ def test_live_lock_refuses_at_once(workspace: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "runs" / "main"
     run_dir.mkdir(parents=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pipeline.store import RunLock; RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(run_dir)],
+        [sys.executable, "-c", "import sys, time; from tracejudge.engine.store import RunLock; RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(run_dir)],
         stdout=subprocess.PIPE, text=True,
     )
     try:

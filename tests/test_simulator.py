@@ -11,7 +11,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from pipeline.tokens import counter_for
+from tracejudge.llm.tokens import counter_for
 
 SCHEMA = {
     "type": "object",

@@ -7,8 +7,7 @@ import random
 import statistics
 
 import pytest
-
-from stages.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, quantile, rng_for, sign_flip_pvalue
+from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, quantile, rng_for, sign_flip_pvalue
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 import live_agents
+import pytest
 from live_support import TESTS, by_key, live_config, read_jsonl, run_live
 
 

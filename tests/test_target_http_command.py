@@ -9,10 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 from aiohttp import web
-
 from live_support import by_key, live_config, read_jsonl
-from pipeline.errors import ConfigError
-from pipeline.runner import run
+from tracejudge.core.errors import ConfigError
+from tracejudge.engine.runner import run
 
 SECRET = "s3cret-token-value"
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import live_agents
+import pytest
 from live_support import TESTS, by_key, live_config, read_jsonl, run_live
-from pipeline.errors import ConfigError
+from tracejudge.core.errors import ConfigError
 
 
 def py_target(name: str, **extra):
@@ -73,7 +72,7 @@ def test_unknown_callable_is_a_config_error_before_any_case(tmp_path):
 
 
 def test_target_section_is_validated_with_file_and_key(tmp_path):
-    from pipeline.config import load_config
+    from tracejudge.core.config import load_config
 
     cfg = tmp_path / "c.yaml"
     (tmp_path / "d.jsonl").write_text("")
@@ -84,7 +83,7 @@ def test_target_section_is_validated_with_file_and_key(tmp_path):
 
 
 def test_cli_reports_a_bad_target_as_a_config_error(tmp_path, capsys):
-    from pipeline.cli import main
+    from tracejudge.entrypoints.cli import main
 
     (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n')
     cfg = tmp_path / "c.yaml"

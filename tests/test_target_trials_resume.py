@@ -9,11 +9,10 @@ import subprocess
 import sys
 import time
 
-import yaml
-
 import live_agents
+import yaml
 from live_support import REPO, TESTS, by_key, live_config, pass_at_k, pass_at_k_from_results, read_jsonl, run_live
-from pipeline.cli import main as cli_main
+from tracejudge.entrypoints.cli import main as cli_main
 
 
 def py_target(**extra):
@@ -74,7 +73,7 @@ def test_resume_after_sigkill_does_not_rerun_finished_trials(tmp_path, monkeypat
     log1 = tmp_path / "calls1.jsonl"
     env = {**os.environ, "LIVE_AGENT_LOG": str(log1), "LIVE_AGENT_DELAY": "0.1", "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main(sys.argv[1:]))", "run", str(config_path), "--no-progress"],
+        [sys.executable, "-c", "import sys; from tracejudge.entrypoints.cli import main; sys.exit(main(sys.argv[1:]))", "run", str(config_path), "--no-progress"],
         env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 from helpers import DATA
-
-from pipeline.records import Case
-from pipeline.registry import format_for
-from stages.extract import extract_record
-from stages.extract.tau2_bench import expected_from_action
-from stages.score import MaxToolCalls, ToolCalls
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.tau2_bench import expected_from_action
+from tracejudge.stages.score import MaxToolCalls, ToolCalls
 
 FILES = sorted((DATA / "tau2_bench").glob("**/*_1trials.json"))
 pytestmark = pytest.mark.skipif(not FILES, reason="the tau2-bench developer files are not beside the repository")

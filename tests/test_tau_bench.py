@@ -6,13 +6,12 @@ import json
 from collections import Counter
 
 import pytest
-
-from pipeline.config import validate_config
-from pipeline.records import Case
-from stages.extract import extract_record
-from stages.extract.tau_bench import adapt, load_tasks
-from stages.load import read_json_array
-from stages.score import ToolCalls
+from tracejudge.core.config import validate_config
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.tau_bench import adapt, load_tasks
+from tracejudge.stages.load import read_json_array
+from tracejudge.stages.score import ToolCalls
 
 READ_ONLY = ["get_*", "search_*", "list_*", "calculate", "think", "transfer_*"]
 
@@ -84,7 +83,7 @@ def test_runs_that_hit_the_step_limit_keep_reward_zero(cases):
 
 
 def test_unknown_task_is_invalid_input_naming_the_field(tau_paths):
-    from pipeline import registry
+    from tracejudge.core import registry
 
     fmt = registry.format_for("tau-bench")
     rec = next(read_json_array(tau_paths[0]))
@@ -107,8 +106,7 @@ def test_write_calls_exact_agree_with_upstream_reward(cases):
 
 def test_demo_config_runs_the_three_metrics(tau_paths, tmp_path):
     import anyio
-
-    from pipeline.runner import run
+    from tracejudge.engine.runner import run
 
     config = validate_config(
         {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from live_support import DATA, read_jsonl, run_live
-from pipeline import registry
-from pipeline.config import validate_config
-from stages.extract import extract_record
+from tracejudge.core import registry
+from tracejudge.core.config import validate_config
+from tracejudge.stages.extract import extract_record
 
 
 def test_real_airline_tasks_become_cases():

@@ -17,7 +17,7 @@ def refuse(*a, **k):
     raise AssertionError("network attempted")
 socket.socket.connect = refuse
 socket.create_connection = refuse
-from pipeline.tokens import counter_for
+from tracejudge.llm.tokens import counter_for
 out = {}
 for model in ("gpt-4", "gpt-4o-mini", "claude-3-5-haiku"):
     c = counter_for(model)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 from helpers import call, exp, make_case
-
-from pipeline.registry import build_metric
-from stages.score import ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
-
+from tracejudge.core.registry import build_metric
+from tracejudge.stages.score import ToolCallAccuracy, ToolCalls, ToolCorrectness, TrajectoryMatch
 
 # --- ToolCallAccuracy (multivon-eval) ---------------------------------------------------------
 

@@ -11,23 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
-
-from pipeline.records import Case, ErrorInfo
-from pipeline.registry import Format
-from stages.extract import bfcl, native, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)
-from stages.extract import anthropic_messages, json_path, multivon, openai_messages, otel  # noqa: F401  (register formats)
-from stages.load import RawRecord
+from tracejudge.core.records import Case, ErrorInfo
+from tracejudge.core.registry import Format, register_format_resolver
+from tracejudge.stages.extract import anthropic_messages, bfcl, custom, json_path, multivon, native, openai_messages, otel, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)  # noqa: F401  (register formats)
+from tracejudge.stages.extract.errors import AdapterError
+from tracejudge.stages.load import RawRecord
 
 __all__ = ["AdapterError", "extract_record", "raw_case_id"]
 
-
-class AdapterError(ValueError):
-    """An adapter cannot read a record; `field` names the offending key path."""
-
-    def __init__(self, message: str, field: str | None = None, case_id: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
-        self.case_id = case_id
+# `dataset.format: module.path:function` names a user adapter, imported on first use.
+register_format_resolver(lambda name: custom.load_adapter(name) if ":" in name else None)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

@@ -27,11 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
-from stages.extract.steps import TraceBuilder
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
+from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
 

@@ -44,9 +44,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.load import read_jsonl
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.load import read_jsonl
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
 
@@ -155,7 +155,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     object with `id` and `question`, an answer that cannot be read, or a
     question whose answer is missing from the answer file.
     """
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     try:
         rec = raw if isinstance(raw, dict) else json.loads(raw)

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-
-from pipeline.records import Case
-
-from stages.load import RawRecord, read_jsonl
+from tracejudge.core.records import Case
+from tracejudge.stages.load import RawRecord, read_jsonl
 
 __all__ = [
     "CASE_FIELDS",
@@ -73,7 +71,7 @@ def read_lines(dataset: Any) -> Iterator[RawRecord]:
 
 def fail(message: str, field: str | None = None, case_id: str | None = None) -> NoReturn:
     """Raise the `AdapterError` that `extract_record` turns into an `invalid_input` result."""
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     raise AdapterError(message, field=field, case_id=case_id)
 

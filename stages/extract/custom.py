@@ -7,7 +7,7 @@ The named attribute is either
   dataset is read as JSONL, one JSON object per line; a returned dict is
   validated as a native case, with `id` defaulting to `"<file>:<line>"`.
   Whatever the function raises costs that one record (`invalid_input`); or
-- a `pipeline.registry.Format`, for full control over reading.
+- a `tracejudge.core.registry.Format`, for full control over reading.
 
 The module must be importable: installed, on `PYTHONPATH`, or in the
 current directory (which is tried last, as `python -m` would).
@@ -22,9 +22,9 @@ import os
 import sys
 from typing import Any
 
-from pipeline.records import Case
-from pipeline.registry import Format, FormatError
-from stages.extract.common import build_case, decode_line, fail, read_lines
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, FormatError
+from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 
 __all__ = ["load_adapter"]
 

@@ -32,10 +32,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
-
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.extract.common import build_case, decode_line, fail, read_lines
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 
 __all__ = ["Options", "adapt", "get_path"]
 

@@ -7,10 +7,9 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
-
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.load import read_jsonl
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.load import read_jsonl
 
 __all__ = ["adapt", "peek_id"]
 
@@ -22,7 +21,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
     that is not an object; pydantic's `ValidationError` for a record with
     missing or mistyped fields (the caller turns both into `invalid_input`).
     """
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     if isinstance(raw, dict):
         return Case.model_validate(raw)
@@ -40,7 +39,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
 
 
 def _decode(raw: bytes | str) -> Any:
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     try:
         return json.loads(raw)

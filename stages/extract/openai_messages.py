@@ -41,11 +41,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.extract.common import build_case, case_fields, decode_line, fail, read_lines, text_of
-from stages.extract.steps import TraceBuilder
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, read_lines, text_of
+from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
 

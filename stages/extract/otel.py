@@ -64,12 +64,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.extract.common import build_case, fail, maybe_json
-from stages.extract.otel_model import Collector, Group, Span, iter_exports
-from stages.load import RawRecord
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import build_case, fail, maybe_json
+from tracejudge.stages.extract.otel_model import Collector, Group, Span, iter_exports
+from tracejudge.stages.load import RawRecord
 
 __all__ = ["CONVERSATION_KEYS", "Options", "adapt", "read", "turn_calls"]
 
@@ -350,7 +349,7 @@ def adapt(group: Group, options: Options | None = None) -> Case:
     Raises `AdapterError` naming the span id when a span's times or
     attributes cannot be decoded, or a messages attribute is not JSON.
     """
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     opts = options or Options()
     if not isinstance(group, Group):

@@ -1,6 +1,6 @@
 """Read OTLP/JSON exports into compact spans and log events, grouped into conversations.
 
-This is the reading half of format `otel` (see `stages.extract.otel`): it
+This is the reading half of format `otel` (see `tracejudge.stages.extract.otel`): it
 decodes OTLP/JSON (`resourceSpans` / `resourceLogs`, string-encoded
 integers, typed attribute values) into plain `Span` / `LogEvent` records
 and groups the spans of one conversation. Nothing here interprets the

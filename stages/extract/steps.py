@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.extract.common import maybe_json, text_of
-from stages.extract.pairing import Pending
+from tracejudge.stages.extract.common import maybe_json, text_of
+from tracejudge.stages.extract.pairing import Pending
 
 __all__ = ["TraceBuilder"]
 

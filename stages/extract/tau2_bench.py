@@ -42,10 +42,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.extract.common import maybe_json
-from stages.load import RawRecord
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import maybe_json
+from tracejudge.stages.load import RawRecord
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
 
@@ -94,7 +94,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     simulation lacks `task_id` or `messages`, its task is not in the file,
     or a tool call has no name.
     """
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     index, sim, task = raw.get("index", 0), raw.get("simulation"), raw.get("task")
     where = f"simulations[{index}]"

@@ -31,10 +31,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.extract.common import maybe_json
-from stages.load import read_json_array
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import maybe_json
+from tracejudge.stages.load import read_json_array
 
 __all__ = ["adapt", "load_tasks"]
 
@@ -55,7 +55,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     Raises `AdapterError` naming the field when the run lacks `task_id` or
     `traj`, or the task is not in the tasks file.
     """
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     if not isinstance(raw, dict):
         raise AdapterError(f"expected a run object, got {type(raw).__name__}")

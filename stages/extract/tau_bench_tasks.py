@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.records import Case
-from pipeline.registry import Format, register_format
-from stages.load import read_json_array
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.load import read_json_array
 
 __all__ = ["adapt"]
 
@@ -31,7 +31,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     Raises `AdapterError` naming the field for a task that is not an object,
     has no `instruction`, or has malformed `actions`.
     """
-    from stages.extract import AdapterError
+    from tracejudge.stages.extract.errors import AdapterError
 
     if not isinstance(raw, dict):
         raise AdapterError(f"expected a task object, got {type(raw).__name__}")

@@ -4,9 +4,9 @@ Importing this package registers the judge metrics (`TaskCompletion`,
 `ToolCallNecessity`, …) so configs can name them.
 """
 
-from stages.judge import metrics  # noqa: F401  (register metrics)
-from stages.judge.base import JudgeMetric
-from stages.judge.metrics import (
+from tracejudge.stages.judge import metrics  # noqa: F401  (register metrics)
+from tracejudge.stages.judge.base import JudgeMetric
+from tracejudge.stages.judge.metrics import (
     AgentMemoryEval,
     ContextRelevance,
     Faithfulness,

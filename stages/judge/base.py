@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import Field
-
-from pipeline.records import Case, Score, Step
-from stages.score.base import Metric
+from tracejudge.core.records import Case, Score, Step
+from tracejudge.stages.score.base import Metric
 
 __all__ = ["FIELD_CHARS", "JudgeMetric", "Plan", "Question", "fence", "render_steps", "yes_no_schema"]
 

@@ -3,13 +3,13 @@
 `BatchRunner.submit(custom_id, payload)` is what `Judge.call` awaits in
 batch mode; it returns the request's `Reply` once its batch has ended.
 
-- Grouping: requests gather in one open batch (`stages.judge.batcher`),
+- Grouping: requests gather in one open batch (`tracejudge.stages.judge.batcher`),
   submitted when it holds the provider's (or the config's) request count
   or bytes, or `batch.flush_after_s` after its first request.
 - The `custom_id` is the request's cache key; results are joined by it.
   The same `custom_id` asked twice while a batch is open is sent once.
 - As soon as the provider returned a batch id, it is written to
-  `RUN_DIR/batches.jsonl` and fsynced (`pipeline.batch_journal`), before
+  `RUN_DIR/batches.jsonl` and fsynced (`tracejudge.llm.batch_journal`), before
   the batch is polled or anything else happens.
 - One task polls each batch (every `batch.poll_interval_s`); when it is
   terminal, the output file and the error file are both read (the error
@@ -41,13 +41,12 @@ from typing import Any, TypeVar
 
 import aiohttp
 import anyio
-
-from pipeline.batch_api import BatchResult, BatchState, batch_line, fetch_results, find_batch, poll_batch, submit_batch
-from pipeline.batch_journal import BatchJournal
-from pipeline.config import JudgeConfig
-from pipeline.judge_modes import PROVIDER_BATCH_LIMITS
-from pipeline.providers import ProviderError, Reply
-from stages.judge.batcher import Batcher
+from tracejudge.core.config import JudgeConfig
+from tracejudge.core.judge_modes import PROVIDER_BATCH_LIMITS
+from tracejudge.llm.batch_api import BatchResult, BatchState, batch_line, fetch_results, find_batch, poll_batch, submit_batch
+from tracejudge.llm.batch_journal import BatchJournal
+from tracejudge.llm.providers import ProviderError, Reply
+from tracejudge.stages.judge.batcher import Batcher
 
 __all__ = ["BatchRunner", "BatchCounters"]
 

@@ -24,10 +24,10 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipeline.judge_modes import CalibrationConfig
+from tracejudge.core.judge_modes import CalibrationConfig
 
 if TYPE_CHECKING:
-    from stages.judge.client import Outcome
+    from tracejudge.stages.judge.client import Outcome
 
 __all__ = ["Calibration"]
 

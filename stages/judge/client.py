@@ -15,9 +15,9 @@ can reuse them:
   request when the answer does not parse or was truncated;
 - `Judge.judge(plan, trial, slot)` — all requests of one metric on one case.
 
-Multi-item requests (`stages.judge.multi.judge_items`) and batch mode
+Multi-item requests (`tracejudge.stages.judge.multi.judge_items`) and batch mode
 (`judge.mode: batch`: `Judge.call` hands the payload to a
-`stages.judge.batch_runner.BatchRunner` under the request's cache key as
+`tracejudge.stages.judge.batch_runner.BatchRunner` under the request's cache key as
 `custom_id`, billed at the batch price, with `sync_equivalent_usd`
 counting what the same answers would have cost synchronously) build on
 these steps.
@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
-
-from pipeline.budget import Budget
-from pipeline.config import JudgeConfig
-from pipeline.judge_cache import JudgeCache, cache_key, canonical
-from pipeline.prices import Price
-from pipeline.providers import (
+from tracejudge.core.config import JudgeConfig
+from tracejudge.core.records import JudgeInfo, Score
+from tracejudge.llm.budget import Budget
+from tracejudge.llm.cache import JudgeCache, cache_key, canonical
+from tracejudge.llm.prices import Price
+from tracejudge.llm.providers import (
     JudgeRequest,
     ProviderError,
     Reply,
@@ -56,14 +56,13 @@ from pipeline.providers import (
     read_reply,
     send,
 )
-from pipeline.ratelimit import Limiter
-from pipeline.records import JudgeInfo, Score
-from pipeline.tokens import count_messages
-from stages.judge.base import Plan, Question
-from stages.judge.parse import ParseError, parse_scale, parse_yes_no
+from tracejudge.llm.ratelimit import Limiter
+from tracejudge.llm.tokens import count_messages
+from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no
 
 if TYPE_CHECKING:
-    from stages.judge.batch_runner import BatchRunner
+    from tracejudge.stages.judge.batch_runner import BatchRunner
 
 __all__ = ["Judge", "JudgeStats", "Outcome", "build_request", "key_components", "parse_answers", "request_tokens"]
 
@@ -152,7 +151,7 @@ def request_tokens(req: JudgeRequest) -> int:
 
 
 def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_version: str, rubric: Any, trial: int) -> dict[str, Any]:
-    """Exactly the cache key components (see `pipeline.judge_cache`)."""
+    """Exactly the cache key components (see `tracejudge.llm.cache`)."""
     return {
         "provider": provider,
         "base_url": base_url,

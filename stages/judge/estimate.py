@@ -19,15 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline import registry
-from pipeline.config import JudgeConfig, RunConfig
-from pipeline.judge_cache import DiskJudgeCache, cache_key
-from pipeline.prices import price_for
-from pipeline.providers import DEFAULT_BASE_URLS
-from pipeline.records import Case, Score
-from stages.judge.base import JudgeMetric
-from stages.judge.client import build_request, key_components, request_tokens
-from stages.judge.multi import Item, build_multi_request, item_id
+from tracejudge.core import registry
+from tracejudge.core.config import JudgeConfig, RunConfig
+from tracejudge.core.records import Case, Score
+from tracejudge.llm.cache import DiskJudgeCache, cache_key
+from tracejudge.llm.prices import price_for
+from tracejudge.llm.providers import DEFAULT_BASE_URLS
+from tracejudge.stages.judge.base import JudgeMetric
+from tracejudge.stages.judge.client import build_request, key_components, request_tokens
+from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 
 __all__ = ["MetricEstimate", "estimate"]
 
@@ -47,7 +47,7 @@ class MetricEstimate:
 
 def estimate(config: RunConfig) -> dict[str, Any]:
     """Per-metric estimates and totals: `{"metrics": {key: MetricEstimate}, "total": MetricEstimate, "priced": bool, ...}`."""
-    from stages.extract import extract_record
+    from tracejudge.stages.extract import extract_record
 
     cfg = config.judge or JudgeConfig()
     metrics = [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]

@@ -13,10 +13,9 @@ import re
 from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
-
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.judge.base import JudgeMetric, Plan, Question, fence, render_call, render_steps, text_of
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence, render_call, render_steps, text_of
 
 __all__ = [
     "AgentMemoryEval",

@@ -41,17 +41,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-
-from pipeline.config import JudgeConfig
-from pipeline.judge_cache import cache_key, canonical
-from pipeline.providers import JudgeRequest, ProviderError
-from pipeline.records import JudgeInfo, Score
-from stages.judge.base import Plan, Question
-from stages.judge.client import build_request, key_components, request_tokens
-from stages.judge.parse import ParseError, extract_json, scale_from, yes_no_from
+from tracejudge.core.config import JudgeConfig
+from tracejudge.core.records import JudgeInfo, Score
+from tracejudge.llm.cache import cache_key, canonical
+from tracejudge.llm.providers import JudgeRequest, ProviderError
+from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.client import build_request, key_components, request_tokens
+from tracejudge.stages.judge.parse import ParseError, extract_json, scale_from, yes_no_from
 
 if TYPE_CHECKING:
-    from stages.judge.client import Judge, Outcome
+    from tracejudge.stages.judge.client import Judge, Outcome
 
 __all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "item_id", "judge_items", "parse_multi", "shuffled"]
 
@@ -152,7 +151,7 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
 
 
 def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition: dict[str, Any]) -> Outcome:
-    from stages.judge.client import Outcome
+    from tracejudge.stages.judge.client import Outcome
 
     score = item.plan.metric.finalize(item.plan, answers)
     score.details = {**(score.details or {}), "batch": composition}
@@ -162,7 +161,7 @@ def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition:
 
 async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
     """Judge `items` (one metric, one trial) in as few requests as their verdicts allow; one `Outcome` per item, in order."""
-    from stages.judge.client import Outcome, _BudgetRefused
+    from tracejudge.stages.judge.client import Outcome, _BudgetRefused
 
     cfg = judge.cfg
     t0 = time.perf_counter()

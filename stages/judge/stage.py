@@ -14,11 +14,11 @@ got no usable verdict (the error's `kind` is `judge_error` or
 
 With `judge.items_per_request` N > 1, each metric's items are gathered
 across cases by one `Batcher` per (metric, trial) — at most N per request,
-flushed after `judge.item_wait_s` — and judged by `stages.judge.multi`;
+flushed after `judge.item_wait_s` — and judged by `tracejudge.stages.judge.multi`;
 each case still gets its own score and status. With `judge.calibration`,
-a sample of items is also judged alone (`stages.judge.calibration`). With
+a sample of items is also judged alone (`tracejudge.stages.judge.calibration`). With
 `judge.mode: batch`, requests go through the provider's batch API
-(`stages.judge.batch_runner`), journaled in `RUN_DIR/batches.jsonl`, and
+(`tracejudge.stages.judge.batch_runner`), journaled in `RUN_DIR/batches.jsonl`, and
 the stage runs `BATCH_WORKERS` cases at once unless `judge.workers` says.
 """
 
@@ -31,24 +31,23 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-from pipeline.batch_journal import BatchJournal
-from pipeline.budget import InProcessBudget
-from pipeline.config import RunConfig
-from pipeline.errors import ConfigError
-from pipeline.judge_cache import DiskJudgeCache
-from pipeline.prices import cost_usd, price_for
-from pipeline.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
-from pipeline.ratelimit import AdaptiveLimiter
-from pipeline.records import ErrorInfo, Score, Status
-from pipeline.simulator import SimConfig, start_simulator
-from pipeline.work import Stage, Work
-from stages.judge.base import JudgeMetric, Plan
-from stages.judge.batch_runner import BatchRunner
-from stages.judge.batcher import Batcher
-from stages.judge.calibration import Calibration
-from stages.judge.client import Judge, Outcome
-from stages.judge.multi import Item, judge_items
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import ConfigError
+from tracejudge.core.records import ErrorInfo, Score, Status
+from tracejudge.core.work import Stage, Work
+from tracejudge.llm.batch_journal import BatchJournal
+from tracejudge.llm.budget import InProcessBudget
+from tracejudge.llm.cache import DiskJudgeCache
+from tracejudge.llm.prices import cost_usd, price_for
+from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
+from tracejudge.llm.ratelimit import AdaptiveLimiter
+from tracejudge.simulator.server import SimConfig, start_simulator
+from tracejudge.stages.judge.base import JudgeMetric, Plan
+from tracejudge.stages.judge.batch_runner import BatchRunner
+from tracejudge.stages.judge.batcher import Batcher
+from tracejudge.stages.judge.calibration import Calibration
+from tracejudge.stages.judge.client import Judge, Outcome
+from tracejudge.stages.judge.multi import Item, judge_items
 
 __all__ = ["BATCH_WORKERS", "api_key", "judge_stage"]
 
@@ -86,7 +85,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     without it a killed batch run cannot re-attach.
     Raises `ConfigError` when the API key variable is unset.
     """
-    from pipeline.config import JudgeConfig
+    from tracejudge.core.config import JudgeConfig
 
     cfg = config.judge or JudgeConfig()
     key = api_key(config)

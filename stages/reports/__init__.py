@@ -14,17 +14,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline import store
-from pipeline.config import RunConfig
-from pipeline.errors import TracejudgeError
-from pipeline.records import CaseResult, score_counts
-from stages.aggregate import HIST_BINS, Aggregator, aggregator_for
-from stages.compare_runs import iter_results
-from stages.gate import Verdict, evaluate_gate
-from stages.reports.cases import collect_cases
-from stages.reports.html import render_html
-from stages.reports.junit import JunitWriter
-from stages.reports.markdown import render_markdown
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.records import CaseResult, score_counts
+from tracejudge.engine import store
+from tracejudge.engine.store import iter_results
+from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
+from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
+from tracejudge.stages.reports.cases import collect_cases
+from tracejudge.stages.reports.html import render_html
+from tracejudge.stages.reports.junit import JunitWriter
+from tracejudge.stages.reports.markdown import render_markdown
 
 __all__ = ["REPORT_FILES", "finish_run", "rebuild", "write_reports"]
 
@@ -99,7 +99,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
 
     Raises `TracejudgeError` when there is no results.jsonl.
     """
-    from pipeline import registry
+    from tracejudge.core import registry
 
     run_dir = Path(run_dir)
     path = run_dir / store.RESULTS
@@ -127,11 +127,11 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
     if "judge" in prev:
         summary["judge"] = prev["judge"]
     if config is None:
-        from pipeline.config import DatasetConfig
+        from tracejudge.core.config import DatasetConfig
 
         config = RunConfig(dataset=DatasetConfig(path=Path(".")))
     if baseline is not None:
-        from pipeline.evalconfig import RegressionRule
+        from tracejudge.core.evalconfig import RegressionRule
 
         reg = config.assertions.regression
         rule = reg.model_copy(update={"baseline": Path(baseline)}) if reg else RegressionRule(baseline=Path(baseline), noise="ci")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stages.compare_runs import iter_results
+from tracejudge.engine.store import iter_results
 
 __all__ = ["CaseRow", "CaseMaterial", "collect_cases"]
 

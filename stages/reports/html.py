@@ -16,9 +16,9 @@ import html
 import json
 from typing import Any
 
-from stages.gate import Verdict
-from stages.reports.cases import CaseMaterial
-from stages.reports.markdown import metric_rows
+from tracejudge.stages.aggregate.gate import Verdict
+from tracejudge.stages.reports.cases import CaseMaterial
+from tracejudge.stages.reports.markdown import metric_rows
 
 __all__ = ["render_html"]
 
@@ -28,7 +28,7 @@ h1{margin:0 0 4px}h2{margin-top:28px;border-bottom:1px solid #d0d7de;padding-bot
 table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:700;color:#fff}
-.PASS{background:#1a7f37}.FAIL{background:#cf222e}.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:600}
+.PASS{background:#1a7f37}.FAIL{background:#cf222e}.INTERRUPTED{background:#9a6700}.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:600}
 .reason{color:#57606a;font-size:12px;max-width:420px;white-space:pre-wrap}
 .charts{display:flex;flex-wrap:wrap;gap:24px}.chart{border:1px solid #d0d7de;border-radius:6px;padding:8px}
 #cases th{cursor:pointer;user-select:none}#cases th.sorted-asc:after{content:" ▲"}#cases th.sorted-desc:after{content:" ▼"}

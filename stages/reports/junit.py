@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from xml.sax.saxutils import quoteattr
 
-from pipeline.records import score_counts
-from stages.compare_runs import iter_results
+from tracejudge.core.records import score_counts
+from tracejudge.engine.store import iter_results
 
 __all__ = ["JunitWriter", "write_junit"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.compare_runs import Comparison
-from stages.gate import Verdict
-from stages.reports.cases import CaseMaterial
+from tracejudge.stages.aggregate.gate import Verdict
+from tracejudge.stages.comparison.runs import Comparison
+from tracejudge.stages.reports.cases import CaseMaterial
 
 __all__ = ["render_markdown"]
 

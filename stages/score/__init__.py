@@ -11,21 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipeline.records import Case, ErrorInfo, Score, Status
-from pipeline.registry import SpecError
-from pipeline.work import Stage, Work
-from stages.score import pass_at_k, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
-from stages.score.arguments import ArgumentCorrectness
-from stages.score.base import Metric, ToolMetric
-from stages.score.budget import MaxModelRequests, MaxToolCalls
-from stages.score.output import Contains, ExactMatch, JsonSchema, Regex
-from stages.score.pass_at_k import PassAtK
-from stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
-from stages.score.tool_call_accuracy import ToolCallAccuracy
-from stages.score.tool_calls import ToolCalls
-from stages.score.tool_correctness import ToolCorrectness
-from stages.score.trajectory import TrajectoryMatch
-from stages.score.usage import Cost, Latency, TokenUsage
+from tracejudge.core.records import Case, ErrorInfo, Score, Status
+from tracejudge.core.registry import SpecError
+from tracejudge.core.work import Stage, Work
+from tracejudge.stages.score import pass_at_k, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
+from tracejudge.stages.score.arguments import ArgumentCorrectness
+from tracejudge.stages.score.base import Metric, ToolMetric
+from tracejudge.stages.score.budget import MaxModelRequests, MaxToolCalls
+from tracejudge.stages.score.output import Contains, ExactMatch, JsonSchema, Regex
+from tracejudge.stages.score.pass_at_k import PassAtK
+from tracejudge.stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
+from tracejudge.stages.score.tool_call_accuracy import ToolCallAccuracy
+from tracejudge.stages.score.tool_calls import ToolCalls
+from tracejudge.stages.score.tool_correctness import ToolCorrectness
+from tracejudge.stages.score.trajectory import TrajectoryMatch
+from tracejudge.stages.score.usage import Cost, Latency, TokenUsage
 
 __all__ = [
     "ArgumentCorrectness",

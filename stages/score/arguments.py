@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
-
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, call_steps, no_trace
-from stages.score.compare import ABSENT, match_value, render_call, short_json
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
+from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json
 
 __all__ = ["ArgumentCorrectness"]
 
@@ -31,7 +30,7 @@ class ArgumentCorrectness(ToolMetric):
     - Failed calls do not count unless `include_failed: true`; then each
       attempt is an occurrence of its own.
 
-    Values compare with the project's rules (`stages.score.compare`):
+    Values compare with the project's rules (`tracejudge.stages.score.value_match`):
     `1 == 1.0`, JSON-string arguments decoded, matchers allowed. Deliberate
     deviation from pydantic-evals, which uses Python `==`: `true` never
     equals `1`.

@@ -7,8 +7,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from pipeline.records import Case, Score, ToolCall
+from tracejudge.core.records import Case, Score, ToolCall
 
 __all__ = ["Metric", "ToolMetric", "call_steps", "expected_calls", "expected_names", "no_expectation", "no_trace"]
 

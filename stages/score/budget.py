@@ -7,10 +7,9 @@ Source: pydantic-evals `MaxToolCalls` / `MaxModelRequests`
 from __future__ import annotations
 
 from pydantic import Field
-
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import Metric, ToolMetric, no_trace
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import Metric, ToolMetric, no_trace
 
 __all__ = ["MaxModelRequests", "MaxToolCalls"]
 

@@ -24,9 +24,8 @@ from typing import Any, ClassVar, TypeAlias, overload
 
 import anyio
 from pydantic import Field, create_model
-
-from pipeline.records import Case, Score
-from stages.score.base import Metric, no_trace
+from tracejudge.core.records import Case, Score
+from tracejudge.stages.score.base import Metric, no_trace
 
 __all__ = ["FunctionMetric", "MetricFunction", "MetricValue", "metric"]
 

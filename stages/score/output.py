@@ -14,11 +14,10 @@ from typing import Any
 
 import jsonschema
 from pydantic import Field, field_validator
-
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import Metric, no_expectation, no_trace
-from stages.score.compare import first_difference, match_value, short_json
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import Metric, no_expectation, no_trace
+from tracejudge.stages.score.value_match import first_difference, match_value, short_json
 
 __all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
 
@@ -43,7 +42,7 @@ class ExactMatch(Metric):
     `case_sensitive: true, strip: false` for pydantic-evals' `EqualsExpected`).
     A structured expectation (a mapping, list, number, bool) compares with
     the output decoded as JSON under the argument rules
-    (`stages.score.compare`: `1 == 1.0`, `true != 1`, matchers allowed). A
+    (`tracejudge.stages.score.value_match`: `1 == 1.0`, `true != 1`, matchers allowed). A
     missing final output counts as the empty text.
     """
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pydantic import Field
-
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import Metric
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import Metric
 
 __all__ = ["PassAtK"]
 
@@ -64,7 +63,7 @@ class PassAtK(Metric):
 
     def check_run(self, config: Any) -> list[tuple[tuple[Any, ...], str]]:
         """Problems with this spec in the context of the whole config: `[(loc, message)]`."""
-        from pipeline.registry import SpecError, build_metric
+        from tracejudge.core.registry import SpecError, build_metric
 
         problems: list[tuple[tuple[Any, ...], str]] = []
         keys = []

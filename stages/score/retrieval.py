@@ -6,9 +6,9 @@ Source: cogitator evals `retrievalRecall()` / `retrievalPrecision()` /
 
 from __future__ import annotations
 
-from pipeline.records import Case, Passage, Score
-from pipeline.registry import register_metric
-from stages.score.base import Metric, no_expectation, no_trace
+from tracejudge.core.records import Case, Passage, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import Metric, no_expectation, no_trace
 
 __all__ = ["RetrievalMRR", "RetrievalPrecision", "RetrievalRecall", "passage_matches"]
 

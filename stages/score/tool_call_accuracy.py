@@ -6,9 +6,9 @@ its behaviour as released, which DESIGN.md's table restates.
 
 from __future__ import annotations
 
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
 
 __all__ = ["ToolCallAccuracy"]
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import model_validator
-
-from pipeline.records import Case, ExpectedToolCall, Score, ToolCall
-from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
-from stages.score.compare import first_difference, match_arguments, render_call
-from stages.score.matching import max_matching, ordered_matching
+from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
+from tracejudge.stages.score.matching import max_matching, ordered_matching
+from tracejudge.stages.score.value_match import first_difference, match_arguments, render_call
 
 __all__ = ["ToolCalls"]
 
@@ -26,7 +25,7 @@ class ToolCalls(ToolMetric):
     A pair needs equal names and, per `arguments`:
       - `subset` (default): every expected argument is present in the call
         and matches, extra arguments allowed (nested mappings key by key,
-        lists item by item, matchers allowed — see `stages.score.compare`);
+        lists item by item, matchers allowed — see `tracejudge.stages.score.value_match`);
       - `exact`: the arguments are equal (same keys at every depth);
       - `ignore`: names only.
     An expected call without `arguments` matches on its name alone.

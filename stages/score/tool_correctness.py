@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
 
 __all__ = ["ToolCorrectness"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from pipeline.records import Case, Score, ToolCall
-from pipeline.registry import register_metric
-from stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
-from stages.score.compare import render_call
+from tracejudge.core.records import Case, Score, ToolCall
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
+from tracejudge.stages.score.value_match import render_call
 
 __all__ = ["TrajectoryMatch", "lcs_length"]
 

@@ -11,10 +11,9 @@ statistics) and `value` says whether it stays within an optional budget.
 from __future__ import annotations
 
 from pydantic import Field
-
-from pipeline.records import Case, Score
-from pipeline.registry import register_metric
-from stages.score.base import Metric, no_trace
+from tracejudge.core.records import Case, Score
+from tracejudge.core.registry import register_metric
+from tracejudge.stages.score.base import Metric, no_trace
 
 __all__ = ["Cost", "Latency", "TokenUsage"]
 

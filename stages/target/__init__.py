@@ -1,7 +1,7 @@
 """Stage `target`: run the agent under test on each (case, trial) and keep what it did.
 
 Built by `target_stage(config, run_dir)` when the config has a `target:`
-section (see `pipeline.config.TargetConfig`); it sits before `score`.
+section (see `tracejudge.core.config.TargetConfig`); it sits before `score`.
 For each work item it runs one fresh conversation (`conversation.converse`)
 through the configured kind (`python_target`, `http_target`,
 `command_target`), then:
@@ -13,7 +13,7 @@ through the configured kind (`python_target`, `http_target`,
   that failed, the timeout, the last transient error after the retries) and
   the turns so far; the run goes on;
 - either way the attempt is appended to `RUN_DIR/traces.jsonl`
-  (`stages.target.traces`), which kind `replay` serves back to re-score a
+  (`tracejudge.stages.target.traces`), which kind `replay` serves back to re-score a
   run without calling the target (`tracejudge run CONFIG --rescore RUN_DIR`).
 
 Timeout: `timeout_s` bounds the whole case (every turn, retry and back-off).
@@ -33,15 +33,14 @@ from typing import Any
 
 import anyio
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
-
-from pipeline import registry
-from pipeline.config import RunConfig, TargetConfig
-from pipeline.errors import ConfigError
-from pipeline.log import get_logger
-from pipeline.records import Case, ErrorInfo, Status, Trace
-from pipeline.work import Stage, Work
-from stages.target.conversation import Conversation, converse, merge_traces
-from stages.target.protocol import (
+from tracejudge.core import registry
+from tracejudge.core.config import RunConfig, TargetConfig
+from tracejudge.core.errors import ConfigError
+from tracejudge.core.log import get_logger
+from tracejudge.core.records import Case, ErrorInfo, Status, Trace
+from tracejudge.core.work import Stage, Work
+from tracejudge.stages.target.conversation import Conversation, converse, merge_traces
+from tracejudge.stages.target.protocol import (
     HistoryItem,
     TargetError,
     TargetReply,
@@ -49,7 +48,7 @@ from stages.target.protocol import (
     TransientTargetError,
     normalize_reply,
 )
-from stages.target.traces import TRACES, TraceIndex, TraceWriter
+from tracejudge.stages.target.traces import TRACES, TraceIndex, TraceWriter
 
 __all__ = [
     "TRACES",
@@ -81,14 +80,14 @@ class _Contexts(dict[str, Any]):
 
 def _caller(cfg: TargetConfig) -> tuple[Callable[[TargetRequest], Awaitable[TargetReply]], Callable[[], Awaitable[None]] | None]:
     if cfg.kind == "python":
-        from stages.target.python_target import load_callable, python_caller
+        from tracejudge.stages.target.python_target import load_callable, python_caller
 
         return python_caller(load_callable(cfg.callable or "", cfg.pythonpath)), None
     if cfg.kind == "http":
-        from stages.target.http_target import expand_headers, http_caller
+        from tracejudge.stages.target.http_target import expand_headers, http_caller
 
         return http_caller(cfg.url or "", expand_headers(cfg.headers), cfg.concurrency)
-    from stages.target.command_target import command_caller
+    from tracejudge.stages.target.command_target import command_caller
 
     return command_caller(cfg.command or [], cfg.cwd, cfg.transient_exit_codes), None
 

@@ -12,9 +12,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
-
-from pipeline.errors import ConfigError
-from stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
+from tracejudge.core.errors import ConfigError
+from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
 __all__ = ["command_caller"]
 

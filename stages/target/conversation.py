@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.records import Case, Trace, Usage
-from stages.target.protocol import HistoryItem, TargetReply, TargetRequest, agent_view
+from tracejudge.core.records import Case, Trace, Usage
+from tracejudge.stages.target.protocol import HistoryItem, TargetReply, TargetRequest, agent_view
 
 __all__ = ["Conversation", "converse", "merge_traces"]
 

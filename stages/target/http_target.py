@@ -9,9 +9,8 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 import anyio
-
-from pipeline.errors import ConfigError
-from stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
+from tracejudge.core.errors import ConfigError
+from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
 __all__ = ["expand_headers", "http_caller"]
 

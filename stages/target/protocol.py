@@ -26,9 +26,8 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from pipeline import registry
-from pipeline.records import Case, Trace
+from tracejudge.core import registry
+from tracejudge.core.records import Case, Trace
 
 __all__ = [
     "HistoryItem",

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio.to_thread
-
-from pipeline.errors import ConfigError
-from stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
+from tracejudge.core.errors import ConfigError
+from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
 __all__ = ["load_callable", "python_caller"]
 

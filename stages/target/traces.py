@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline import store
+from tracejudge.engine import store
 
 __all__ = ["TRACES", "TraceIndex", "TraceWriter"]
 

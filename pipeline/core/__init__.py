@@ -1,0 +1,1 @@
+"""What every part speaks: records, the run config, errors, the format and metric registries."""

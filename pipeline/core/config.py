@@ -1,0 +1,520 @@
+"""The YAML run config: load, override, validate, resolve paths.
+
+`load_config(path, overrides)` returns a `RunConfig` or raises `ConfigError`
+before any work starts. Every problem is reported with the file, the line
+(when the key is in the file), the dotted key path and what was expected.
+Unknown keys are refused. Relative paths in the file resolve against the
+file's folder, so a config works from any current directory; relative paths
+given with `--set` resolve against the current directory, where the user
+typed them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from tracejudge.core import registry
+from tracejudge.core.errors import ConfigError
+from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
+from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
+
+__all__ = [
+    "BudgetConfig",
+    "CacheConfig",
+    "DatasetConfig",
+    "JudgeConfig",
+    "LimitsConfig",
+    "PriceConfig",
+    "RunConfig",
+    "RunSection",
+    "TargetConfig",
+    "SimulatorOptions",
+    "apply_overrides",
+    "config_hash",
+    "load_config",
+]
+
+# Keys holding filesystem paths: resolved against the config's folder.
+_PATH_KEYS = {
+    ("dataset", "path"),
+    ("dataset", "tasks"),
+    ("cache", "dir"),
+    ("run", "dir"),
+    ("target", "pythonpath"),
+    ("target", "cwd"),
+    ("target", "traces"),
+    ("assertions", "regression", "baseline"),
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    """Where the cases come from.
+
+    `format` names an input adapter (`native`, `tau-bench`, …); `tasks` is the
+    companion tasks file that some formats need; `options` are passed to the
+    adapter; `limit` keeps only the first N records (handy for smoke runs).
+    """
+
+    path: Path
+    format: str = "native"
+    tasks: Path | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    limit: int | None = Field(default=None, ge=1)
+
+
+class SimulatorOptions(_Strict):
+    """How the judge simulator started by a `provider: simulator` run behaves (see `tracejudge simulate`)."""
+
+    latency_ms: float = Field(default=0.0, ge=0)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    error_rate: float = Field(default=0.0, ge=0, le=1)
+    seed: int = 0
+    batch_completion_s: float = Field(default=1.0, ge=0)
+
+
+class PriceConfig(_Strict):
+    """US dollars per million tokens: input, output, and cached input (defaults to input).
+
+    `batch_discount` is the share of the synchronous price a provider batch
+    API charges (default 0.5, both OpenAI's and Anthropic's).
+    """
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    batch_discount: float | None = Field(default=None, gt=0, le=1)
+
+
+class JudgeConfig(_Strict):
+    """The LLM judge endpoint and how requests to it are shaped, retried and timed out.
+
+    The API key is read from the environment variable `api_key_env` at run
+    time; its value is never logged, written or put in an error message.
+    `base_url` defaults to the provider's public endpoint (`provider: openai`
+    takes any OpenAI-compatible server). `max_tokens` caps each reply and is
+    what admission and the budget reserve for output; `expected_output_tokens`
+    (per question) is what `tracejudge estimate` assumes a reply costs.
+    Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
+    sleeping per request; a `retry-after` longer than `max_retry_after_s` (a
+    daily quota) fails the request at once as `rate_limited`.
+    `context_tokens` is the judge's context window; a prompt that would not
+    fit is handled by `too_long`: `truncate` (drop middle steps, keep the task,
+    the first and last steps and the output) or `skip` (`value: null`,
+    reason `too_long` with the token count). `max_error_share` is the share of
+    judged results that may end `judge_error` before the run fails its gate.
+    Batching (`tracejudge.stages.judge.multi`): `items_per_request` items of one metric
+    share a request, gathered across cases for at most `item_wait_s` seconds
+    and shuffled with `item_seed`; `calibration` also judges a sample alone.
+    `mode: batch` sends requests through the provider's batch API (`batch`).
+    """
+
+    provider: Literal["simulator", "openai", "anthropic"] = "simulator"
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=512, ge=1)
+    expected_output_tokens: int = Field(default=40, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    max_retry_wait_s: float = Field(default=120.0, ge=0)
+    max_retry_after_s: float = Field(default=120.0, ge=0)
+    context_tokens: int = Field(default=128_000, ge=256)
+    too_long: Literal["truncate", "skip"] = "truncate"
+    one_question_per_request: bool = False
+    max_error_share: float = Field(default=0.0, ge=0, le=1)
+    workers: int | None = Field(default=None, ge=1, le=100_000)
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
+    items_per_request: int = Field(default=1, ge=1, le=100)
+    item_wait_s: float = Field(default=0.5, ge=0)
+    item_seed: int = 0
+    calibration: CalibrationConfig | None = None
+    mode: Literal["sync", "batch"] = "sync"
+    batch: BatchApiConfig = Field(default_factory=BatchApiConfig)
+
+
+class LimitsConfig(_Strict):
+    """Judge rate limits: requests/min, tokens/min (input + output), requests in flight."""
+
+    rpm: int = Field(default=3000, ge=1)
+    tpm: int = Field(default=1_000_000, ge=1)
+    max_in_flight: int = Field(default=64, ge=1)
+
+
+class BudgetConfig(_Strict):
+    """Hard caps on judge spending for one run (tokens, US dollars); `None` means no cap."""
+
+    max_judge_tokens: int | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class CacheConfig(_Strict):
+    """Where the content-addressed judge cache lives; `enabled: false` neither reads nor writes it.
+
+    `explain: true` (or `tracejudge run --explain-cache`) records, for every
+    miss, which key component differs from the nearest earlier entry for the
+    same case and metric.
+    """
+
+    dir: Path = Path(".tracejudge/cache")
+    enabled: bool = True
+    explain: bool = False
+
+
+class RunSection(_Strict):
+    """The run directory and the pipeline's own knobs.
+
+    `queue_size` bounds every inter-stage stream (about that many cases in
+    flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
+    `workers` sizes the CPU stages' pools; `trials` runs each case N times;
+    `flush_every` is how many results are fsynced together (at most 0.5 s apart).
+    """
+
+    dir: Path = Path("runs/default")
+    workers: int = Field(default=1, ge=1, le=256)
+    queue_size: int = Field(default=64, ge=1, le=100_000)
+    chunk_size: int = Field(default=16, ge=1, le=1024)
+    trials: int = Field(default=1, ge=1)
+    flush_every: int = Field(default=64, ge=1)
+
+
+class TargetConfig(_Strict):
+    """The agent under test, run live by stage `target` (see `stages/target`).
+
+    `kind` picks how it is called, once per turn of each (case, trial):
+
+    - `python`: `callable` is `pkg.module:attr` (sync or async), imported
+      with `pythonpath` (a folder) put first on `sys.path`;
+    - `http`: a JSON POST to `url`; `headers` values may name environment
+      variables as `${NAME}`, expanded when the run starts (secrets stay out
+      of the config, the manifest and the logs);
+    - `command`: `command` (an argv list, or a string split like a shell
+      would) runs in `cwd` with the request JSON on stdin and a reply JSON on
+      stdout; an exit status in `transient_exit_codes` is retried;
+    - `replay`: no agent call: serve the traces recorded in a run
+      directory's `traces.jsonl` (`traces`), for re-scoring.
+
+    `trace_format` names the input format a reply's `trace` is in when the
+    reply does not say (`native` = our `Trace`). `timeout_s` bounds a whole
+    case (all turns, retries and back-off), in seconds. `retries` is how many
+    times a transient failure restarts the conversation, waiting
+    `backoff_s` doubling up to `max_backoff_s` (jittered). `concurrency` caps
+    the cases in flight at the target, apart from the judge's limits.
+    """
+
+    kind: Literal["python", "http", "command", "replay"]
+    callable: str | None = None
+    pythonpath: Path | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    command: list[str] | None = None
+    cwd: Path | None = None
+    traces: Path | None = None
+    trace_format: str = "native"
+    timeout_s: float = Field(default=120.0, gt=0)
+    retries: int = Field(default=2, ge=0, le=100)
+    backoff_s: float = Field(default=0.5, ge=0)
+    max_backoff_s: float = Field(default=30.0, ge=0)
+    concurrency: int = Field(default=4, ge=1, le=4096)
+    transient_exit_codes: list[int] = Field(default_factory=lambda: [75])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_command(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("command"), str):
+            import shlex
+
+            data = {**data, "command": shlex.split(data["command"])}
+        return data
+
+    @model_validator(mode="after")
+    def _needs(self) -> TargetConfig:
+        required = {"python": "callable", "http": "url", "command": "command", "replay": "traces"}[self.kind]
+        if not getattr(self, required):
+            raise ValueError(f"a {self.kind} target needs `{required}`")
+        if self.kind == "python" and (self.callable is None or ":" not in self.callable):
+            raise ValueError(f"callable {self.callable!r}: expected `package.module:function`")
+        if self.kind == "http" and not self.url.startswith(("http://", "https://")):  # type: ignore[union-attr]
+            raise ValueError(f"url {self.url!r}: expected an http:// or https:// URL")
+        if self.trace_format not in registry.formats():
+            known = ", ".join(sorted(registry.formats()))
+            raise ValueError(f"trace_format {self.trace_format!r}: unknown format; expected one of: {known}")
+        return self
+
+
+class RunConfig(_Strict):
+    """A whole run, as written in YAML (see configs/demo.yaml).
+
+    `metrics` are metric specs (`{type: ToolCalls, name: ..., ...}`); each is
+    validated against its metric's parameter model when the config loads.
+    """
+
+    dataset: DatasetConfig
+    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    judge: JudgeConfig | None = None
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    run: RunSection = Field(default_factory=RunSection)
+    target: TargetConfig | None = None
+    aggregate: AggregateConfig = Field(default_factory=AggregateConfig)
+    assertions: AssertionsConfig = Field(default_factory=AssertionsConfig)
+
+    @model_validator(mode="after")
+    def _metric_names_unique(self) -> RunConfig:
+        seen: set[str] = set()
+        for spec in self.metrics:
+            try:  # a metric may derive its default key from its parameters (PassAtK)
+                name = registry.build_metric(spec).key
+            except registry.SpecError:
+                name = spec.get("name") or spec.get("type")
+            if name in seen:
+                raise ValueError(f"two metrics are named {name!r}; give one a distinct `name`")
+            seen.add(str(name))
+        return self
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _line_index(text: str) -> dict[tuple[str, ...], int]:
+    """Map every key path of a YAML document to its 1-based line."""
+    index: dict[tuple[str, ...], int] = {}
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return index
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*path, str(key.value))
+                index[sub] = key.start_mark.line + 1
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                sub = (*path, str(i))
+                index[sub] = item.start_mark.line + 1
+                walk(item, sub)
+
+    walk(root, ())
+    return index
+
+
+def _locate(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    for n in range(len(path), 0, -1):
+        if path[:n] in lines:
+            return lines[path[:n]]
+    return None
+
+
+def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: set[tuple[str, ...]]) -> str:
+    key = tuple(str(p) for p in loc)
+    dotted = ".".join(key) or "(top level)"
+    if any(key[: len(o)] == o for o in overridden):
+        return f"--set {dotted}: {msg}"
+    line = _locate(key, lines)
+    where = f"{source}:{line}" if line else source
+    return f"{where}: {dotted}: {msg}"
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
+    parts = dotted.split(".")
+    node: Any = data
+    for i, part in enumerate(parts[:-1]):
+        nxt = parts[i + 1]
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {dotted}: {'.'.join(parts[: i + 1])} is not an index of the list")
+            node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: {'.'.join(parts[:i])} is not a mapping")
+        if part not in node or node[part] is None:
+            node[part] = [] if nxt.isdigit() else {}
+        node = node[part]
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) > len(node):
+            raise ConfigError(f"--set {dotted}: {last!r} is not an index of the list")
+        if int(last) == len(node):
+            node.append(value)
+        else:
+            node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"--set {dotted}: {'.'.join(parts[:-1])} is not a mapping")
+    return tuple(parts)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> set[tuple[str, ...]]:
+    """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
+
+    Returns the key paths that were overridden. Raises `ConfigError` for an
+    override without `=` or one that walks into a non-mapping.
+    """
+    touched: set[tuple[str, ...]] = set()
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+        dotted, raw = item.split("=", 1)
+        dotted = dotted.strip()
+        if not dotted:
+            raise ConfigError(f"--set {item!r}: empty key path")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {dotted}: value {raw!r} is not valid YAML: {exc}") from None
+        key = _set_path(data, dotted, value)
+        if key in _PATH_KEYS and isinstance(value, str) and value:
+            _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
+        touched.add(key)
+    return touched
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    for *sections, key in _PATH_KEYS:
+        block: Any = data
+        for section in sections:
+            block = block.get(section) if isinstance(block, dict) else None
+        if isinstance(block, dict) and isinstance(block.get(key), str) and block[key]:
+            p = Path(block[key]).expanduser()
+            block[key] = str(p if p.is_absolute() else (base / p).resolve())
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None) -> RunConfig:
+    """Read, override, validate and resolve a YAML run config.
+
+    Args:
+        path: the YAML file.
+        overrides: `["dotted.key=value", ...]` from `--set`.
+        cwd: folder that relative override paths resolve against (default: process cwd).
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML, unknown keys, wrong types,
+            unknown format or metric type, missing dataset files. The message
+            names file, line, key path and what was expected.
+    """
+    cfg_path = Path(path)
+    source = str(path)
+    try:
+        text = cfg_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read config: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
+    lines = _line_index(text)
+    _resolve_paths(data, cfg_path.resolve().parent)
+    touched = apply_overrides(data, overrides or [], cwd or Path.cwd())
+    return validate_config(data, source=source, lines=lines, overridden=touched)
+
+
+def validate_config(
+    data: dict[str, Any],
+    *,
+    source: str = "<config>",
+    lines: dict[tuple[str, ...], int] | None = None,
+    overridden: set[tuple[str, ...]] | None = None,
+    check_files: bool = True,
+) -> RunConfig:
+    """Validate an already-parsed config mapping (paths already absolute).
+
+    Raises `ConfigError` listing every problem found.
+    """
+    lines = lines or {}
+    overridden = overridden or set()
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
+        raise ConfigError("\n".join(errors)) from None
+
+    problems: list[str] = []
+    built = []
+    try:
+        fmt = registry.format_for(config.dataset.format)
+    except KeyError:
+        known = ", ".join(sorted(registry.formats()))
+        problems.append(
+            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; expected one of: {known}, or module.path:function", lines, overridden)
+        )
+    except registry.FormatError as exc:
+        problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
+    else:
+        if fmt.options is not None:
+            try:
+                fmt.options.model_validate(config.dataset.options)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err)}", lines, overridden))
+    for i, spec in enumerate(config.metrics):
+        try:
+            metric = registry.build_metric(spec)
+        except registry.SpecError as exc:
+            problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
+            continue
+        built.append(metric)
+        # LLM-judge metrics carry a prompt version; without a `judge:` section they
+        # would silently go to the simulator, whose verdicts mean nothing.
+        if config.judge is None and getattr(type(metric), "prompt_version", None):
+            problems.append(_fmt(source, ("metrics", i, "type"), f"{spec['type']} is an LLM-judge metric: add a `judge:` section "
+                                 "(provider, model) to say which judge answers it", lines, overridden))
+        # A metric computed over the whole run (PassAtK) checks itself against the rest of the config.
+        for loc, msg in getattr(metric, "check_run", lambda c: [])(config):
+            problems.append(_fmt(source, ("metrics", i, *loc), msg, lines, overridden))
+    per_result = [m.key for m in built if not getattr(m, "over_trials", False)]
+    over_trials = [m.key for m in built if getattr(m, "over_trials", False)]
+    if len(built) == len(config.metrics):  # else the metric errors above already say what is wrong
+        for loc, msg in assertion_problems(config.assertions, per_result, over_trials):
+            problems.append(_fmt(source, ("assertions", *loc), msg, lines, overridden))
+    if check_files:
+        for key in ("path", "tasks"):
+            p = getattr(config.dataset, key)
+            if p is not None and not p.exists():
+                problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+        reg = config.assertions.regression
+        if reg is not None and reg.baseline is not None and not (Path(reg.baseline) / "results.jsonl").exists():
+            # Found now, not after a night of scoring that the gate would then fail anyway.
+            problems.append(_fmt(source, ("assertions", "regression", "baseline"),
+                                 f"baseline run not found: {reg.baseline} has no results.jsonl", lines, overridden))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return config
+
+
+def _explain(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    if err["type"] == "missing":
+        return "required key is missing"
+    got = err.get("input")
+    shown = json.dumps(got, default=str)[:80] if not isinstance(got, dict) else "a mapping"
+    return f"{err['msg']} (got {shown})"
+
+
+def config_hash(config: RunConfig) -> str:
+    """sha256 of the config's canonical JSON (sorted keys): what the manifest records."""
+    payload = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()

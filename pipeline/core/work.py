@@ -1,0 +1,55 @@
+"""The unit that flows between stages: one (case, trial) and its result so far."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge.core.records import Case, CaseResult, Status
+
+__all__ = ["Stage", "Work"]
+
+
+@dataclass(slots=True)
+class Work:
+    """One (case, trial) in flight.
+
+    `result` is filled in as stages run; once its status is not `ok`, later
+    stages pass the work through untouched. `scratch` is per-work state a
+    stage hands to a later one (e.g. a live trace before extraction).
+    """
+
+    case: Case
+    trial: int
+    result: CaseResult
+    started: float
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """True once a stage gave the work a non-`ok` status."""
+        return self.result.status is not Status.ok
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A pipeline stage between extract and aggregate.
+
+    `process(work)` mutates `work` in place (adds scores, sets an error
+    status). It runs in `workers` concurrent tasks. `aclose()` (optional) is
+    awaited after the last work passed, for sessions and flushes.
+    `summary()` (optional) returns the stage's block for `summary.json`
+    (stored under the stage's name).
+    `usage()` (optional) returns the stage's additive counters since it was
+    built (`{"requests": 12, "input_tokens": 3400, "cost_usd": 0.01, ...}`);
+    the run records them per segment and sums them across restarts (a stage
+    named `judge` fills the summary's `judge` block).
+    """
+
+    name: str
+    process: Callable[[Work], Awaitable[None]]
+    workers: int = 1
+    aclose: Callable[[], Awaitable[None]] | None = None
+    summary: Callable[[], dict[str, Any]] | None = None
+    usage: Callable[[], dict[str, float]] | None = None

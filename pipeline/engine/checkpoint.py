@@ -1,0 +1,439 @@
+"""The resume state of a run directory: finished keys, the aggregate so far, and segments.
+
+A run directory is written by one or more *segments* (one process each: the
+first run, then every resume). `RunJournal.open` rebuilds, from the files
+`tracejudge.engine.store` describes, everything a new segment needs, without parsing
+every finished result:
+
+- the finished `(case_id, trial)` keys: read from `results.idx` (8 bytes a
+  result) into a `KeySet`;
+- the aggregate: typed JSON in `checkpoint.json` (`tracejudge.stages.aggregate.state`),
+  which records how many bytes and lines of `results.jsonl` it covers;
+- only the results written after that checkpoint (a segment killed between
+  its fsync and its checkpoint) are parsed and folded.
+
+When the checkpoint is missing, does not validate, or disagrees with the files
+(its CRC of the index, its byte count, its metric keys), everything is rebuilt
+from `results.jsonl`, which costs one full parse.
+
+Every segment that wrote a result or used a paid service leaves a record
+(`segments` in `checkpoint.json` and `summary.json`): start time, elapsed
+seconds, results written, how it ended (`finished`, `interrupted`, `killed`),
+and its stages' usage counters. A segment's record is refreshed at every
+flush, so a killed segment keeps what it had at its last flush; run totals
+(elapsed, usage, cost) are the sums over segments.
+
+Run directories travel (CI caches, shared disks), so reading a checkpoint
+never executes anything: every field is validated by a pydantic model
+(`CheckpointFile`), the aggregate is numbers and strings poured into an
+aggregator built from the current config, and a checkpoint that does not
+validate, or names anything the config does not, is discarded with a warning
+and rebuilt from `results.jsonl`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+import zlib
+from array import array
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tracejudge.core.log import get_logger
+from tracejudge.core.records import CaseResult, Status
+from tracejudge.core.version import __version__
+from tracejudge.engine import store
+from tracejudge.engine.keyset import KeySet, result_key
+from tracejudge.stages.aggregate.state import StateError, dump_state, restore
+
+__all__ = ["RunJournal", "sum_usage"]
+
+FORMAT = 2
+CHECKPOINT_EVERY_S = 2.0
+log = get_logger("tracejudge.checkpoint")
+
+
+class CheckpointFile(BaseModel):
+    """`checkpoint.json`, validated before anything in it is used."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    format: int
+    tracejudge_version: str
+    results_bytes: int = Field(ge=0)
+    results_lines: int = Field(ge=0)
+    index_crc32: int = Field(ge=0, lt=1 << 32)
+    metric_keys: list[str]
+    segments: list[dict[str, Any]]
+    aggregator: dict[str, Any]
+    provisional: dict[str, str] = {}
+    judge_spent: dict[str, int] = {}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Stage usage counters summed over segments: `{stage: {counter: total}}`."""
+    total: dict[str, dict[str, float]] = {}
+    for seg in segments:
+        for stage, counters in (seg.get("usage") or {}).items():
+            into = total.setdefault(stage, {})
+            for k, v in counters.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    into[k] = into.get(k, 0) + v
+    return total
+
+
+def _read_index(path: Path, n: int) -> tuple[KeySet, int]:
+    """The first `n` keys of `results.idx` as a `KeySet`, and their CRC-32.
+
+    Read in 64 KiB chunks, so memory holds the table and one chunk, never a
+    copy of the whole file.
+    """
+    done = KeySet(size_hint=n)
+    crc = 0
+    left = n * 8
+    with open(path, "rb") as fh:
+        while left:
+            chunk = fh.read(min(left, 1 << 16))
+            if not chunk:
+                break
+            left -= len(chunk)
+            crc = zlib.crc32(chunk, crc)
+            keys = array("Q")
+            keys.frombytes(chunk)
+            if sys.byteorder == "big":
+                keys.byteswap()
+            for h in keys:
+                done.add_hash(h)
+    return done, crc
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
+def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
+    return any(v for counters in usage.values() for v in counters.values())
+
+
+class RunJournal:
+    """Open results, index and checkpoint of one run directory for one segment.
+
+    Use `open()`; then `record()` each new result, `tick()` now and then (time-bounded
+    flushes when results trickle in), and `close()` once at the end. The
+    caller must hold the run directory's lock.
+
+    Attributes:
+        done: `KeySet` of `result_key(case_id, trial)` of every finished result.
+        agg: the aggregator, having folded every finished result.
+        finished: number of results in `results.jsonl` at open.
+        segments: records of earlier segments (and this one once it is recorded).
+        recovery: what open had to repair: `{"torn_bytes", "tail_results", "rebuilt", "killed_segment"}`.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.done = KeySet()
+        self.agg: Any = None
+        self.finished = 0
+        self.segments: list[dict[str, Any]] = []
+        self.recovery: dict[str, Any] = {}
+        self.metric_keys: list[str] = []
+        self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
+        # Results skipped for the judge budget: written, but not finished work. A resume
+        # redoes them; the newer result supersedes the line. `{result_key: json line}`.
+        self.provisional: dict[int, str] = {}
+        # Judge tokens spent, summed from the results themselves (each score's `judge`
+        # info, cache hits count 0): unlike a segment's counters, these survive kill -9.
+        self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
+        self._segment: dict[str, Any] = {}
+        self._t0 = time.monotonic()
+        self._writer: store.ResultWriter | None = None
+        self._recorded = False
+        self._closed = False
+        self._closing = False
+        self._checkpointed_at_close = False
+        self._last_checkpoint = 0.0
+
+    # ------------------------------------------------------------------ open
+
+    @classmethod
+    def open(
+        cls,
+        run_dir: Path,
+        *,
+        metric_keys: list[str],
+        new_aggregator: Callable[[], Any],
+        config_hash: str,
+        forced: bool = False,
+        flush_every: int = 64,
+        flush_seconds: float = 0.5,
+    ) -> RunJournal:
+        """Recover the run directory's state and start a new segment.
+
+        `new_aggregator()` makes an empty aggregator with `fold(CaseResult)`;
+        `metric_keys` must match the checkpoint's for its aggregate to be
+        reused. Raises `OSError` on I/O failure.
+        """
+        self = cls(run_dir)
+        self.metric_keys = list(metric_keys)
+        self._segment = {
+            "segment": 0,
+            "started_at": _now(),
+            "elapsed_s": 0.0,
+            "results": 0,
+            "ended": "running",
+            "config_hash": config_hash,
+            "forced": forced,
+            "pid": os.getpid(),
+            "usage": {},
+        }
+        d = self.run_dir
+        store.remove_stale_temps(d)
+        results = d / store.RESULTS
+        torn = store.repair_tail(results)
+        size = results.stat().st_size if results.exists() else 0
+        cp = self._read_checkpoint()
+        changed = torn > 0
+        start = lines = crc = 0
+        reused = False
+        if cp is not None:
+            self.segments = list(cp.segments)
+            reused = self._reuse(cp, size, new_aggregator)
+            if reused:
+                start, lines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
+        if not reused:
+            changed = changed or size > 0 or cp is not None
+            self.agg = new_aggregator()
+            self.done = KeySet()
+        # Results after the checkpoint: written by a segment killed before its next checkpoint.
+        tail_keys = bytearray()
+        tail = 0
+        for raw in store.iter_result_lines(results, start):
+            try:
+                r = CaseResult.model_validate_json(raw)
+            except ValueError as exc:
+                log.warning("unreadable result line skipped", file=str(results), error=str(exc)[:200])
+                start += len(raw)
+                continue
+            k = result_key(r.case_id, r.trial)
+            self._account(r, k, raw.decode("utf-8").rstrip("\n"))
+            self.done.add_hash(k)
+            tail_keys += k.to_bytes(8, "little")
+            tail += 1
+        idx_path = d / store.INDEX
+        if _size(idx_path) != lines * 8 or tail_keys:
+            with open(idx_path, "ab") as idx:
+                idx.truncate(lines * 8)
+                idx.write(tail_keys)
+        crc = zlib.crc32(tail_keys, crc)
+        lines += tail
+        self.finished = len(self.done)
+        killed = self._settle_segments(tail, rebuilt=not reused)
+        changed = changed or tail > 0 or killed
+        self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed}
+        self._segment["segment"] = 1 + max((int(s.get("segment", 0)) for s in self.segments), default=0)
+        self._writer = store.ResultWriter(
+            d, size=size, lines=lines, index_crc=crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=self._checkpoint
+        )
+        if changed:
+            self._write_checkpoint()
+        return self
+
+    def _read_checkpoint(self) -> CheckpointFile | None:
+        p = self.run_dir / store.CHECKPOINT
+        if not p.exists():
+            return None
+        try:
+            return CheckpointFile.model_validate_json(p.read_bytes())
+        except (OSError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, ValidationError):
+                err = exc.errors()[0]
+                first = f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}"
+            log.warning("checkpoint does not validate; rebuilding from results.jsonl", file=str(p), error=first[:200])
+            return None
+
+    def _reuse(self, cp: CheckpointFile, size: int, new_aggregator: Callable[[], Any]) -> bool:
+        """Load index and aggregate from a validated checkpoint if it agrees with the files."""
+        why = None
+        nbytes, nlines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
+        idx_path = self.run_dir / store.INDEX
+        try:
+            if cp.format != FORMAT or cp.tracejudge_version != __version__:
+                why = "written by another tracejudge version"
+            elif cp.metric_keys != self.metric_keys:
+                why = "the metrics changed"
+            elif nbytes > size:
+                why = "results.jsonl is shorter than the checkpoint says"
+            elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
+                why = "results.idx is shorter than the checkpoint says"
+            else:
+                agg = restore(cp.aggregator, new_aggregator())
+                done, got_crc = _read_index(idx_path, nlines)
+                if got_crc != crc:
+                    why = "results.idx does not match its checksum"
+                else:
+                    self.done = done
+                    self.agg = agg
+                    self.provisional = {int(k): v for k, v in cp.provisional.items()}
+                    self.judge_spent.update(cp.judge_spent)
+        except StateError as exc:
+            why = f"aggregate state unusable ({exc})"
+        except (ValueError, OSError) as exc:
+            why = f"unreadable ({type(exc).__name__}: {exc})"
+        if why:
+            log.warning("checkpoint not reused; rebuilding from results.jsonl", run_dir=str(self.run_dir), reason=why)
+            return False
+        return True
+
+    def _settle_segments(self, tail: int, rebuilt: bool) -> bool:
+        """Attribute unrecorded results to the segment that wrote them; mark dead segments killed."""
+        last = self.segments[-1] if self.segments else None
+        if last is not None and last.get("ended") == "running":
+            # We hold the lock, so the segment that was running is dead.
+            last["ended"] = "killed"
+            if not rebuilt:
+                last["results"] = int(last.get("results", 0)) + tail
+            return True
+        if tail and not rebuilt:
+            # Killed before its first checkpoint: its time and usage are unknown.
+            self.segments.append({"segment": 1 + (int(last.get("segment", 0)) if last else 0), "started_at": None,
+                                  "elapsed_s": None, "results": tail, "ended": "killed", "usage": {}})
+            return True
+        return False
+
+    # --------------------------------------------------------------- writing
+
+    def record(self, result: CaseResult) -> bool:
+        """Append one new result (folded first, so every checkpoint matches the flushed lines).
+
+        Returns False, writing nothing, for a budget skip of a (case, trial)
+        whose standing line is already a budget skip: re-running a run whose
+        budget is spent must not grow the file. Raises `ValueError` when the
+        result holds text that JSON cannot carry (nothing is written then).
+        """
+        assert self._writer is not None
+        line = result.model_dump_json()
+        key = result_key(result.case_id, result.trial)
+        if result.status is Status.skipped_budget and key in self.provisional:
+            return False
+        self._account(result, key, line)
+        self._segment["results"] += 1
+        self._writer.add(line, key)
+        return True
+
+    def _account(self, result: CaseResult, key: int, line: str) -> None:
+        for score in result.scores.values():
+            info = score.judge
+            if info is not None and not info.cached:
+                self.judge_spent["input_tokens"] += info.input_tokens
+                self.judge_spent["output_tokens"] += info.output_tokens
+                self.judge_spent["requests"] += info.requests
+        # A budget-skipped result stays out of the checkpointed aggregate (it is folded
+        # only into summaries, see `summary_aggregate`) until a later result replaces it.
+        if result.status is Status.skipped_budget:
+            self.provisional[key] = line
+            return
+        self.provisional.pop(key, None)
+        self.agg.fold(result)
+
+    def is_done(self, key: int) -> bool:
+        """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
+        return self.done.contains_hash(key) and key not in self.provisional
+
+    def summary_aggregate(self) -> Any:
+        """The aggregate with the standing budget-skipped results folded in (for summaries only)."""
+        if not self.provisional:
+            return self.agg
+        agg = copy.deepcopy(self.agg)
+        for line in self.provisional.values():
+            agg.fold(CaseResult.model_validate_json(line))
+        return agg
+
+    def tick(self) -> None:
+        """Flush if pending results have waited `flush_seconds`."""
+        if self._writer is not None and self._writer.flush_due():
+            self._writer.flush()
+
+    def close(self, ended: str) -> None:
+        """Flush, and record how this segment `ended` (`finished` or `interrupted`) if it did anything."""
+        w = self._writer
+        if w is None or self._closed:
+            return
+        self._closed = True
+        self._segment["ended"] = ended
+        self._closing = True  # the final flush's checkpoint is written whatever the time
+        w.close()
+        if not self._checkpointed_at_close:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        # Called after every fsynced group. Pickling the aggregate costs milliseconds, so
+        # between groups it is rewritten at most every CHECKPOINT_EVERY_S; results after
+        # the last checkpoint are re-read from results.jsonl on resume (a few seconds' worth).
+        now = time.monotonic()
+        if self._closing:
+            self._checkpointed_at_close = True
+        elif self._recorded and now - self._last_checkpoint < CHECKPOINT_EVERY_S:
+            return
+        self._last_checkpoint = now
+        seg = self._segment
+        seg["elapsed_s"] = round(time.monotonic() - self._t0, 3)
+        if self.usage_source is not None:
+            seg["usage"] = self.usage_source()
+        if not self._recorded:
+            if seg["results"] == 0 and not _has_usage(seg["usage"]):
+                return
+            self.segments.append(seg)
+            self._recorded = True
+        self._write_checkpoint()
+
+    def _write_checkpoint(self) -> None:
+        w = self._writer
+        assert w is not None
+        body = {
+            "format": FORMAT,
+            "tracejudge_version": __version__,
+            "results_bytes": w.size,
+            "results_lines": w.lines,
+            "index_crc32": w.index_crc,
+            "metric_keys": self.metric_keys,
+            "segments": self.segments,
+            "aggregator": dump_state(self.agg),
+            "provisional": {str(k): v for k, v in self.provisional.items()},
+            "judge_spent": self.judge_spent,
+        }
+        # No fsync: the checkpoint only ever claims results already fsynced, and one lost
+        # or garbled by a power cut fails validation and is rebuilt from results.jsonl.
+        store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, indent=1) + "\n", durable=False)
+
+    # --------------------------------------------------------------- totals
+
+    @property
+    def segment(self) -> dict[str, Any]:
+        """This segment's record (live: refreshed at every flush)."""
+        return self._segment
+
+    def totals(self) -> dict[str, Any]:
+        """Run totals over recorded segments: `elapsed_s`, `results`, `segments`, `usage`."""
+        segs = self.segments
+        return {
+            "elapsed_s": round(sum(float(s.get("elapsed_s") or 0.0) for s in segs), 3),
+            "results": sum(int(s.get("results") or 0) for s in segs),
+            "segments": len(segs),
+            "usage": sum_usage(segs),
+        }

@@ -1,0 +1,237 @@
+"""`manifest.json`: what a run directory was started with, and what changed since.
+
+The manifest records the config, the hash of the part of it that decides the
+results, a fingerprint of each dataset file and the tracejudge version. A
+resume compares the new manifest with the recorded one and refuses, naming
+every changed config key and dataset file, unless forced.
+
+Not hashed (they change how fast a run goes, where it writes or what it may
+spend, never its answers): `run.dir`, `run.workers`, `run.queue_size`,
+`run.flush_every`, `limits`, `budget`, `cache`. Dataset *paths* are not
+hashed either: the files are compared by content, so a dataset that moved
+(a repository checked out elsewhere) still resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.version import __version__
+
+__all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_for"]
+
+# (section, key) pairs left out of the config hash; `None` drops the whole section.
+_UNHASHED: dict[str, set[str] | None] = {
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"},
+    "limits": None,
+    "budget": None,
+    "cache": None,
+    "dataset": {"path", "tasks"},
+    "target": {"concurrency"},
+    "aggregate": None,
+    "assertions": None,
+    # Judge settings that change how requests are retried, timed out, priced or
+    # gated, not what the judge answers.
+    "judge": {"timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
+              "prices", "expected_output_tokens", "simulator"},
+}
+_FULL_HASH_LIMIT = 256 << 20
+_SAMPLE = 1 << 20
+
+
+class ManifestMismatch(TracejudgeError):
+    """The run directory was started with another config or dataset.
+
+    `changes` lists one human-readable line per changed key or file.
+    """
+
+    def __init__(self, message: str, changes: list[str]) -> None:
+        super().__init__(message)
+        self.changes = changes
+
+
+def file_fingerprint(path: Path) -> dict[str, Any]:
+    """Size and sha256 of a dataset file: `{"size": bytes, "sha256": hex, "sampled": bool}`.
+
+    A directory (the `otel` format reads folders of exports) is fingerprinted
+    as the sha256 over its files' relative paths and fingerprints, in sorted
+    order; `size` is the sum of their sizes.
+    """
+    if path.is_dir():
+        h = hashlib.sha256()
+        size, sampled = 0, False
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+            fp = _file_fingerprint(f)
+            size += fp["size"]
+            sampled = sampled or fp["sampled"]
+            h.update(f"{f.relative_to(path).as_posix()}:{fp['sha256']};".encode())
+        return {"size": size, "sha256": h.hexdigest(), "sampled": sampled}
+    return _file_fingerprint(path)
+
+
+def _file_fingerprint(path: Path) -> dict[str, Any]:
+    """`file_fingerprint` of one regular file.
+
+    Files up to 256 MiB are hashed in full (about 0.2 s per 256 MiB). Larger
+    files hash their size, first, last and sixteen evenly spaced 1 MiB
+    windows (`sampled: true`): an edit that keeps the size and touches none
+    of those windows is not seen. Raises `OSError` if the file is unreadable.
+    """
+    size = path.stat().st_size
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        if size <= _FULL_HASH_LIMIT:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+            return {"size": size, "sha256": h.hexdigest(), "sampled": False}
+        h.update(str(size).encode())
+        step = (size - _SAMPLE) // 17
+        for k in range(18):
+            fh.seek(min(k * step, size - _SAMPLE))
+            h.update(fh.read(_SAMPLE))
+    return {"size": size, "sha256": h.hexdigest(), "sampled": True}
+
+
+def hashed_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a dumped config (`model_dump(mode="json")`) that decides the results."""
+    out: dict[str, Any] = {}
+    for section, value in config.items():
+        drop = _UNHASHED.get(section, set())
+        if section in _UNHASHED and drop is None:
+            continue
+        if isinstance(value, dict) and drop:
+            value = {k: v for k, v in value.items() if k not in drop}
+        out[section] = value
+    return out
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def manifest_for(config: RunConfig, memory_fingerprint: str | None = None) -> dict[str, Any]:
+    """The manifest a run directory records for `config`.
+
+    Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part),
+    `dataset` (role → `{path, size, sha256, sampled}` for `path` and `tasks`),
+    `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it,
+    each metric spec with its defaults filled in). `memory_fingerprint`
+    stands in for the files when the cases come from memory.
+    """
+    dumped = config.model_dump(mode="json")
+    dumped["metrics"] = [_resolved_metric(spec) for spec in dumped.get("metrics", [])]
+    files: dict[str, Any] = {}
+    if memory_fingerprint is not None:
+        # Cases streamed from memory (the Python API) cannot be hashed before they are read.
+        files["memory"] = {"path": str(config.dataset.path), "size": None, "sha256": memory_fingerprint, "sampled": False}
+    else:
+        for role in ("path", "tasks"):
+            p = getattr(config.dataset, role)
+            if p is not None:
+                files[role] = {"path": str(p), **file_fingerprint(Path(p))}
+    return {
+        "tracejudge_version": __version__,
+        "config_hash": _digest(hashed_config(dumped)),
+        "dataset_fingerprint": _digest({role: f["sha256"] for role, f in files.items()}),
+        "dataset": files,
+        "config": dumped,
+    }
+
+
+def _resolved_metric(spec: dict[str, Any]) -> dict[str, Any]:
+    # With every parameter's default filled in, writing a default out (`score: f1`)
+    # does not count as a change.
+    from tracejudge.core import registry
+
+    try:
+        metric = registry.build_metric(spec)
+    except registry.SpecError:
+        return spec
+    return {"type": spec["type"], **metric.model_dump(mode="json")}
+
+
+def _with_resolved_metrics(config: dict[str, Any]) -> dict[str, Any]:
+    metrics = config.get("metrics")
+    if not isinstance(metrics, list):
+        return config
+    return {**config, "metrics": [_resolved_metric(m) if isinstance(m, dict) and "type" in m else m for m in metrics]}
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            _flatten(v, f"{prefix}.{i}", out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if value is not _MISSING else "(absent)"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_MISSING = object()
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable lines naming every difference that blocks a resume.
+
+    `old` and `new` are manifests. Config keys are dotted paths
+    (`metrics.0.arguments: "exact" → "subset"`); dataset files are named by
+    role and path with their sizes. An old manifest without per-file records
+    is compared by its overall `dataset_fingerprint`.
+    """
+    lines: list[str] = []
+    a = _flatten(hashed_config(_with_resolved_metrics(old.get("config") or {})), "", {})
+    b = _flatten(hashed_config(_with_resolved_metrics(new.get("config") or {})), "", {})
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
+        if va != vb:
+            lines.append(f"config {key}: {_show(va)} → {_show(vb)}")
+    if not lines and old.get("config_hash") != new.get("config_hash") and "config" not in old:
+        lines.append("config: the recorded manifest has no config to compare; its hash differs")
+    old_files, new_files = old.get("dataset"), new["dataset"]
+    if not isinstance(old_files, dict):
+        if old.get("dataset_fingerprint") != new["dataset_fingerprint"]:
+            lines.append("dataset: the files' fingerprint differs from the recorded one")
+        return lines
+    for role in sorted(set(old_files) | set(new_files)):
+        fa, fb = old_files.get(role), new_files.get(role)
+        if fa is None or fb is None:
+            present = fb if fa is None else fa
+            lines.append(f"dataset.{role}: {'added' if fa is None else 'removed'} ({present['path']})")
+        elif fa.get("sha256") != fb.get("sha256"):
+            where = fb["path"] if fa.get("path") == fb["path"] else f"{fb['path']} (was {fa.get('path')})"
+            sizes = f"size {fa.get('size')} → {fb['size']} bytes" if fa.get("size") != fb["size"] else f"same size ({fb['size']} bytes), different content"
+            lines.append(f"dataset.{role}: file {where} changed: {sizes}")
+    if old.get("tracejudge_version") != new["tracejudge_version"] and lines:
+        lines.append(f"tracejudge version: {old.get('tracejudge_version')} → {new['tracejudge_version']}")
+    return lines
+
+
+def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> list[str]:
+    """Compare manifests; return the changes (empty when none or no old manifest).
+
+    Raises `ManifestMismatch` listing the changes unless `force` is set.
+    """
+    if old is None:
+        return []
+    changes = diff(old, new)
+    if changes and not force:
+        body = "\n".join(f"  - {c}" for c in changes)
+        raise ManifestMismatch(
+            f"{run_dir}: cannot resume: this run directory was started with another config or dataset:\n{body}\n"
+            "Run with --force to resume anyway (results already there are kept), "
+            "or with --fresh to start over in a new run directory.",
+            changes,
+        )
+    return changes

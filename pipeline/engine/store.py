@@ -1,0 +1,457 @@
+"""The run directory's files, each written so that a crash at any instant leaves it usable.
+
+Layout of `RUN_DIR`:
+
+- `manifest.json` — config, config hash, dataset file fingerprints, version
+  (see `tracejudge.engine.manifest`);
+- `results.jsonl` — one `CaseResult` per line, append-only, written in
+  whole-line groups and fsynced (bounded by count and by time);
+- `results.idx` — one 8-byte little-endian hash per line of `results.jsonl`
+  (`keyset.result_key(case_id, trial)`), in the same order: the index of
+  finished work, read at resume instead of re-parsing every result;
+- `checkpoint.json` — what `results.idx` and the aggregate covered at the last
+  flush, plus the per-segment records (see `tracejudge.engine.checkpoint`);
+- `summary.json`, reports — rewritten atomically (write, fsync, rename);
+- `.lock` — held with `flock` by the process that owns the directory; the
+  kernel releases it when that process dies, however it dies.
+
+`results.jsonl` is the truth; the index and checkpoint are derived from it
+and are rebuilt from it whenever they disagree with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pydantic_core
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.engine.manifest import ManifestMismatch
+
+__all__ = [
+    "iter_results",
+    "CHECKPOINT",
+    "INDEX",
+    "LOCK",
+    "MANIFEST",
+    "RESULTS",
+    "SUMMARY",
+    "LockedError",
+    "ManifestMismatch",
+    "ResultWriter",
+    "RunLock",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "fresh_run_dir",
+    "iter_result_lines",
+    "read_manifest",
+    "remove_stale_temps",
+    "repair_tail",
+]
+
+RESULTS = "results.jsonl"
+INDEX = "results.idx"
+CHECKPOINT = "checkpoint.json"
+MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
+LOCK = ".lock"
+_TMP_SUFFIX = ".tmp"
+
+
+class LockedError(TracejudgeError):
+    """Another live process holds the run directory; the message names its pid."""
+
+
+def _fsync_dir(path: Path) -> None:
+    # A rename is durable only once the directory entry is; some filesystems refuse this.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write `data` to `path` so readers see the old or the new file, never half of one.
+
+    Writes a temporary file beside it and renames it over `path`. With
+    `durable` (the default) the file and then the directory are fsynced, so
+    the new content survives a power cut; without it a power cut may leave
+    the old file or an empty/garbled new one, which suits derived files that
+    are validated on read and rebuilt when wrong (the checkpoint). Raises
+    `OSError` on I/O failure (the old file stays).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{_TMP_SUFFIX}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
+
+
+def write_text_if_changed(path: Path, text: str) -> bool:
+    """`atomic_write_text` unless `path` already holds exactly `text`; True if it wrote.
+
+    Derived files (summary, reports) go through this, so resuming a finished
+    run leaves every file of the run directory untouched.
+    """
+    data = text.encode("utf-8")
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    atomic_write_bytes(path, data)
+    return True
+
+
+def replace_if_changed(tmp: Path, path: Path) -> bool:
+    """Rename `tmp` over `path` unless `path` already holds the same bytes (then delete `tmp`).
+
+    For derived files written streaming (junit.xml); compares in chunks, so
+    memory stays flat. Returns True if `path` was replaced.
+    """
+    try:
+        same = path.stat().st_size == tmp.stat().st_size
+        if same:
+            with open(tmp, "rb") as a, open(path, "rb") as b:
+                while same:
+                    x, y = a.read(1 << 20), b.read(1 << 20)
+                    same = x == y
+                    if not x:
+                        break
+    except OSError:
+        same = False
+    if same:
+        tmp.unlink()
+        return False
+    os.replace(tmp, path)
+    return True
+
+
+def remove_stale_temps(run_dir: Path) -> int:
+    """Delete temporary files a killed writer left in `run_dir`; returns how many.
+
+    Call only while holding the run directory's lock (no live writer then).
+    """
+    n = 0
+    for p in run_dir.glob(f".*{_TMP_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            n += 1
+    return n
+
+
+def fresh_run_dir(base: Path) -> Path:
+    """A run directory for `--fresh`: `base` itself if it holds no run, else the first free `base-N`.
+
+    The directory is created here (atomically, `mkdir` without `exist_ok`), so
+    two processes asking at once get different directories.
+    """
+    base = Path(base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir()
+        return base
+    except FileExistsError:
+        if base.is_dir() and not any((base / name).exists() for name in (RESULTS, MANIFEST, CHECKPOINT)):
+            return base
+    n = 2
+    while True:
+        cand = base.with_name(f"{base.name}-{n}")
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            n += 1
+
+
+class RunLock:
+    """An exclusive lock on a run directory: `flock` on `RUN_DIR/.lock`, which holds the owner's pid.
+
+    The kernel drops an `flock` when its process exits, even by SIGKILL, so a
+    lock file left by a dead process is simply taken over; a live owner makes
+    `acquire()` raise `LockedError` at once, naming its pid. Works on local
+    filesystems (and NFS with Linux's flock emulation); not on Windows.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / LOCK
+        self._fd: int | None = None
+        self.previous_pid: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        """Take the lock or raise `LockedError` naming the process that holds it."""
+        for _ in range(10):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                pid = _read_pid(self.path)
+                who = f"process {pid}" if pid else "another process"
+                raise LockedError(
+                    f"{self.path.parent}: run directory is in use by {who} (lock file {self.path}); "
+                    "wait for it to finish, or stop it first"
+                ) from None
+            # The owner before us may have unlinked the file between our open and our flock:
+            # then we locked an orphan inode and must retry on the current file.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            self.previous_pid = _read_pid(self.path)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            self._fd = fd
+            return
+        raise LockedError(f"{self.path.parent}: could not take the lock file {self.path} (it keeps being replaced)")
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (no-op if not held)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+def repair_tail(path: Path) -> int:
+    """Cut a torn last line (no trailing newline, or not valid JSON) off a JSONL file.
+
+    Returns the number of bytes removed. Only the tail is read, so this costs
+    the same for a file of ten lines or ten million.
+    """
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as fh:
+        window = min(size, 1 << 16)
+        while True:
+            fh.seek(size - window)
+            tail = fh.read(window)
+            body = tail[:-1] if tail.endswith(b"\n") else tail
+            cut = body.rfind(b"\n")
+            if cut != -1 or window == size:
+                break
+            window = min(size, window * 4)
+        last = body[cut + 1 :]
+        start = size - window + cut + 1
+        ok = tail.endswith(b"\n")
+        if ok:
+            try:
+                json.loads(last)
+            except ValueError:
+                ok = False
+        if ok:
+            return 0
+        fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
+        return size - start
+
+
+def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
+    """Every complete, non-blank line of a results file from byte `start`, as bytes."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        for line in fh:
+            if line.endswith(b"\n") and line.strip():
+                yield line
+
+
+SKIPPED_MARK = b'"status":"skipped_budget"'
+
+
+def _line_key(line: bytes) -> tuple[str, int] | None:
+    try:
+        data = pydantic_core.from_json(line)
+        return str(data["case_id"]), int(data.get("trial", 0))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def iter_current_result_lines(path: Path) -> Iterator[bytes]:
+    """The lines of a results file that still stand, in file order.
+
+    A result skipped for the judge budget (`skipped_budget`) is provisional:
+    a resumed run redoes it and appends the new result, which supersedes it.
+    This yields every line except such superseded ones (two passes over the
+    file; memory grows only with the number of budget-skipped lines).
+    """
+    skipped_last: dict[tuple[str, int], int] = {}
+    completed: set[tuple[str, int]] = set()
+    for i, line in enumerate(iter_result_lines(path)):
+        if SKIPPED_MARK in line:
+            key = _line_key(line)
+            if key is not None:
+                skipped_last[key] = i
+        elif skipped_last:
+            key = _line_key(line)
+            if key in skipped_last:
+                completed.add(key)
+    for i, line in enumerate(iter_result_lines(path)):
+        if skipped_last and SKIPPED_MARK in line:
+            key = _line_key(line)
+            if key is not None and (key in completed or skipped_last.get(key) != i):
+                continue
+        yield line
+
+
+class ResultWriter:
+    """Append result lines to `results.jsonl` and their keys to `results.idx`, in fsynced groups.
+
+    A group is written when `flush_every` lines are pending, when
+    `flush_seconds` have passed since the last write (checked on `add` and by
+    `flush_due`), and on `close()`. Each group is written with one `write`
+    of whole lines and fsynced before `on_flush` is called, so a crash
+    leaves at most one torn line at the end, and whatever `on_flush` records
+    (the checkpoint) never claims a line that is not on disk.
+
+    `size`, `lines` and `index_crc` describe the two files after the last
+    flush; `index_crc` is the CRC-32 of all of `results.idx`.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        size: int,
+        lines: int,
+        index_crc: int,
+        flush_every: int = 64,
+        flush_seconds: float = 0.5,
+        on_flush: Any = None,
+    ) -> None:
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self.on_flush = on_flush
+        self._fh = open(run_dir / RESULTS, "ab")
+        self._idx = open(run_dir / INDEX, "ab")
+        self._pending: list[bytes] = []
+        self._keys: list[bytes] = []
+        self._last = time.monotonic()
+        self.size = size
+        self.lines = lines
+        self.index_crc = index_crc
+        self.written = 0
+
+    def add(self, line: str, key: int) -> None:
+        """Queue one result line (no newline) and its `result_key` hash."""
+        self._pending.append(line.encode() + b"\n")
+        self._keys.append(key.to_bytes(8, "little"))
+        if len(self._pending) >= self.flush_every or self.flush_due():
+            self.flush()
+
+    def flush_due(self) -> bool:
+        """True when lines are pending and the time bound has passed."""
+        return bool(self._pending) and time.monotonic() - self._last >= self.flush_seconds
+
+    def flush(self) -> None:
+        """Write, fsync, and report the pending group (no-op when none is pending)."""
+        if self._pending:
+            data = b"".join(self._pending)
+            self._fh.write(data)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            # The index needs no fsync: the checkpoint stores its CRC, and an index lost
+            # to a power cut is rebuilt from results.jsonl.
+            keys = b"".join(self._keys)
+            self._idx.write(keys)
+            self._idx.flush()
+            self.index_crc = zlib.crc32(keys, self.index_crc)
+            self.size += len(data)
+            self.lines += len(self._pending)
+            self.written += len(self._pending)
+            self._pending.clear()
+            self._keys.clear()
+            if self.on_flush is not None:
+                self.on_flush()
+        self._last = time.monotonic()
+
+    def close(self) -> None:
+        """Flush what is pending and close both files."""
+        try:
+            self.flush()
+        finally:
+            self._fh.close()
+            self._idx.close()
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The manifest of a run directory, or `None` if it has none.
+
+    Raises `TracejudgeError` naming the file if it is not valid JSON.
+    """
+    p = Path(run_dir) / MANIFEST
+    if not p.exists():
+        return None
+    try:
+        return cast(dict[str, Any], json.loads(p.read_text(encoding="utf-8")))
+    except ValueError as exc:
+        raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None
+
+
+def iter_results(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """Each result of `RUN_DIR/results.jsonl` as a dict; unparsable lines are skipped.
+
+    Raises `TracejudgeError` when the directory has no results file.
+    """
+    path = Path(run_dir) / RESULTS
+    if not path.exists():
+        raise TracejudgeError(f"{run_dir}: no {RESULTS} here (is this a run directory?)")
+    for line in iter_current_result_lines(path):
+        try:
+            # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
+            data = pydantic_core.from_json(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "case_id" in data:
+            yield data

@@ -1,0 +1,448 @@
+"""The `tracejudge` command line.
+
+Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
+
+- 0 PASS: the run finished and every assertion held;
+- 1 FAIL: an assertion (the gate) failed;
+- 2 bad config or input: nothing was run;
+- 3 internal error: one line on stderr names the error and the file holding
+  the traceback (`RUN_DIR/crash.log`, or a temporary file before a run
+  directory is known);
+- 130 interrupted (Ctrl-C, SIGTERM): the verdict line says INTERRUPTED and
+  gives the command that resumes the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+import tempfile
+import threading
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+from tracejudge.core import log
+from tracejudge.core.config import load_config
+from tracejudge.core.errors import ConfigError, TracejudgeError
+from tracejudge.core.version import __version__
+
+__all__ = ["EXIT_ASSERTION", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
+
+EXIT_OK, EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+_EPILOG = """exit status:
+  0    PASS: the run finished and every assertion held
+  1    FAIL: an assertion (the CI gate) failed
+  2    bad config or input; nothing was run
+  3    internal error; stderr names the file holding the traceback (RUN_DIR/crash.log)
+  130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tracejudge", description="Evaluate AI agents by what they did.", epilog=_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"tracejudge {__version__}")
+    p.add_argument("--log-level", default="warning", help="structlog level (debug, info, warning, error)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a config's pipeline; resumes the run directory if it holds results")
+    run.add_argument("config", type=Path)
+    run.add_argument("--run-dir", type=Path, help="run directory (default: run.dir of the config)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept)")
+    run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
+    run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress log lines)")
+    run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
+    run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
+
+    rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl")
+    rep.add_argument("run_dir", type=Path)
+    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
+
+    cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)")
+    cmp.add_argument("run_a", type=Path, help="baseline run directory")
+    cmp.add_argument("run_b", type=Path, help="current run directory (deltas are B - A)")
+    cmp.add_argument("--metric", dest="metrics", action="append", help="compare only this metric (repeatable)")
+    cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
+    cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+    ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
+    ext.add_argument("config", type=Path)
+    ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
+    ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call")
+    est.add_argument("config", type=Path)
+    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
+    sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
+    sim.add_argument("--latency-ms", type=float, default=0.0, help="delay before each answer, milliseconds")
+    sim.add_argument("--rpm", type=int, default=None, help="requests per minute before 429 (default: unlimited)")
+    sim.add_argument("--tpm", type=int, default=None, help="tokens per minute before 429 (default: unlimited)")
+    sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
+    sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status (see the module docstring).
+
+    Never raises, except `SystemExit` from argument parsing (`--help`,
+    `--version`, a usage error: status 0 or 2).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(argv)
+    args.argv = argv
+    log.configure(args.log_level)
+    err = Console(stderr=True)
+    try:
+        return _dispatch(args, err)
+    except KeyboardInterrupt:
+        # Ctrl-C outside a run's own signal handling (loading a config, a report).
+        err.print("interrupted", highlight=False)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
+        return _crash(args, exc, err)
+    except BaseExceptionGroup as group:
+        return _crash(args, group, err)
+
+
+def _crash_log_path(args: argparse.Namespace) -> Path:
+    run_dir = getattr(args, "crash_dir", None)
+    if run_dir is not None and Path(run_dir).is_dir():
+        return Path(run_dir) / "crash.log"
+    fd, name = tempfile.mkstemp(prefix="tracejudge-crash-", suffix=".log")
+    os.close(fd)
+    return Path(name)
+
+
+def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
+    leaf = _leaves(exc)[0]
+    text = "".join(traceback.format_exception(exc))
+    header = f"{datetime.now(UTC).isoformat(timespec='seconds')} tracejudge {__version__}: {' '.join(map(shlex.quote, ['tracejudge', *args.argv]))}\n"
+    try:
+        path = _crash_log_path(args)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(header + text + "\n")
+        where = f"traceback in {path}"
+    except OSError as write_error:
+        where = f"traceback could not be written ({write_error.strerror}); run with --log-level debug"
+    message = str(leaf).splitlines()[0] if str(leaf) else ""
+    err.print(f"internal error: {type(leaf).__name__}: {message[:300]} ({where})", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_INTERNAL
+
+
+def _dispatch(args: argparse.Namespace, err: Console) -> int:
+    if args.command == "simulate":
+        return _cmd_simulate(args, err)
+    if args.command in ("report", "compare"):
+        try:
+            return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
+        except TracejudgeError as exc:
+            err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
+    try:
+        config = load_config(args.config, args.overrides)
+    except ConfigError as exc:
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    if args.command == "run":
+        args.crash_dir = args.run_dir or config.run.dir
+    try:
+        if args.command == "run":
+            if args.rescore is not None:
+                config, args.run_dir = _rescore(args, config, err)
+            return _cmd_run(args, config, err)
+        if args.command == "extract":
+            return _cmd_extract(args, config, err)
+        if args.command == "estimate":
+            return _cmd_estimate(config)
+    except ConfigError as exc:
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except (TracejudgeError, BaseExceptionGroup) as exc:
+        # Errors raised inside the task group arrive wrapped in an exception group.
+        leaves = _leaves(exc)
+        if not all(isinstance(leaf, TracejudgeError) for leaf in leaves):
+            raise  # an internal error: `main` reports it (exit 3)
+        for leaf in leaves:
+            err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    return EXIT_BAD_INPUT
+
+
+def _rescore(args: argparse.Namespace, config, err: Console):
+    """The config and run directory of `run --rescore RUN_DIR`.
+
+    The output goes to `--run-dir`, else the config's `run.dir`, else (when
+    that is the recorded run itself) to `RUN_DIR-rescore`: a recorded run is
+    never written into.
+    """
+    from tracejudge.stages.target import rescore_config
+
+    recorded = args.rescore.resolve()
+    out = (args.run_dir or config.run.dir).resolve()
+    if out == recorded:
+        if args.run_dir is not None:
+            raise ConfigError(f"--run-dir {args.run_dir}: cannot re-score into the recorded run itself; give another directory")
+        out = recorded.with_name(recorded.name + "-rescore")
+    err.print(f"re-scoring the traces recorded in {recorded} into {out}", highlight=False)
+    return rescore_config(config, recorded), out
+
+
+def _stdout_console() -> Console:
+    # Piped output (CI logs) gets wide tables rather than rich's 80-column default.
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=160)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
+    """The command line that resumes this run, from the parsed arguments.
+
+    `--force` and `--fresh` are dropped (the run directory now holds this
+    config), and `--run-dir` names the directory actually used when it is
+    not the config's default. Paths are as typed, so the command is meant for
+    the same working directory.
+    """
+    parts = ["tracejudge"]
+    if args.log_level != "warning":
+        parts += ["--log-level", args.log_level]
+    parts += ["run", str(args.config)]
+    if run_dir is not None:
+        parts += ["--run-dir", str(run_dir)]
+    for item in args.overrides:
+        parts += ["--set", item]
+    if getattr(args, "rescore", None) is not None:
+        parts += ["--rescore", str(args.rescore)]
+    if getattr(args, "explain_cache", False):
+        parts.append("--explain-cache")
+    if args.no_progress:
+        parts.append("--no-progress")
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
+    from tracejudge.engine import runner, store
+    from tracejudge.engine.progress import make_progress
+    from tracejudge.stages.aggregate.gate import print_verdict
+    from tracejudge.stages.reports.terminal import print_summary
+
+    if args.explain_cache:
+        config = config.model_copy(update={"cache": config.cache.model_copy(update={"explain": True})})
+    run_dir = args.run_dir
+    if args.fresh:
+        run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
+        err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
+        args.crash_dir = run_dir
+    resume = _resume_command(args, run_dir)
+    outcome_box: dict[str, runner.RunOutcome] = {}
+    error_box: list[TracejudgeError] = []
+
+    async def main_task() -> None:
+        stop = anyio.Event()
+        progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
+
+        async def count_total() -> None:
+            # The total is only for a terminal's ETA: count records in a thread while the run goes.
+            from tracejudge.core import registry
+
+            def count() -> int:
+                fmt = registry.format_for(config.dataset.format)
+                index = Path(run_dir or config.run.dir) / store.INDEX
+                prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
+                return max(sum(1 for _ in fmt.read(config.dataset)) * config.run.trials - prior, 0)
+
+            n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
+            if progress is not None:
+                progress.set_total(n)
+
+        async def watch_signals(scope: anyio.CancelScope) -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                count = 0
+                async for signum in signals:
+                    count += 1
+                    if count == 1:
+                        err.print(f"\n{signal.Signals(signum).name}: finishing cases in flight, then stopping (again to abort)")
+                        stop.set()
+                    else:
+                        scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_signals, tg.cancel_scope)
+            if progress is not None and err.is_terminal:
+                tg.start_soon(count_total)
+            try:
+                outcome_box["o"] = await runner.run(
+                    config, run_dir=run_dir, force=args.force, stop=stop,
+                    on_result=progress.update if progress else None,
+                )
+            except TracejudgeError as exc:
+                # Raised past the task group it would arrive wrapped in an ExceptionGroup.
+                error_box.append(exc)
+            finally:
+                if progress:
+                    progress.close()
+                tg.cancel_scope.cancel()
+
+    anyio.run(main_task)
+    if error_box:
+        raise error_box[0]
+    outcome = outcome_box.get("o")
+    out = _stdout_console()
+    if outcome is None:
+        print("aborted; results already written are kept. Resume with:\n  " + resume, file=sys.stderr)
+        out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, soft_wrap=True)
+        return EXIT_INTERRUPTED
+    print_summary(outcome.summary, out)
+    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
+    out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
+    if outcome.interrupted:
+        print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
+    print_verdict(outcome.verdict, out, resume=resume)
+    return outcome.verdict.exit_code
+
+
+def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
+    from tracejudge.core import registry
+    from tracejudge.core.records import Case, ErrorInfo
+    from tracejudge.stages.extract import extract_record
+
+    fmt = registry.format_for(config.dataset.format)
+    ctx = fmt.prepare(config.dataset)
+    out = sys.stdout if str(args.output) == "-" else open(args.output, "w", encoding="utf-8")
+    written = bad = 0
+    try:
+        for raw in fmt.read(config.dataset):
+            got = extract_record(raw, fmt, ctx)
+            if isinstance(got, Case):
+                try:
+                    out.write(got.model_dump_json(exclude_defaults=True) + "\n")
+                    written += 1
+                    continue
+                except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                    got = (got.id.encode("utf-8", "backslashreplace").decode(), ErrorInfo(
+                        kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
+                        file=raw.file, line=raw.line))
+            cid, info = got
+            bad += 1
+            where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
+            err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace, err: Console) -> int:
+    from tracejudge.stages.aggregate.gate import print_verdict
+    from tracejudge.stages.reports import rebuild
+    from tracejudge.stages.reports.terminal import print_summary
+
+    if args.baseline is not None and not (args.baseline / "results.jsonl").exists():
+        # Refused before anything is rebuilt: the run's files stay as they are.
+        raise TracejudgeError(f"--baseline {args.baseline}: no results.jsonl there (is it a run directory?)")
+    summary, verdict = rebuild(args.run_dir, baseline=args.baseline)
+    out = _stdout_console()
+    print_summary(summary, out)
+    out.print(f"rebuilt from {args.run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+    print_verdict(verdict, out)
+    return verdict.exit_code
+
+
+def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
+    import json
+
+    from tracejudge.stages.comparison.runs import compare_runs
+    from tracejudge.stages.comparison.view import print_comparison
+
+    cmp = compare_runs(args.run_a, args.run_b, metrics=args.metrics, top=args.top, seed=args.seed)
+    if args.json:
+        sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
+    else:
+        print_comparison(cmp, _stdout_console())
+    return EXIT_OK
+
+
+def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
+    from tracejudge.simulator.server import SimConfig, start_simulator
+
+    if not 0 <= args.error_rate <= 1:
+        err.print("--error-rate must be between 0 and 1")
+        return EXIT_BAD_INPUT
+    config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
+                       batch_completion_s=args.batch_completion_s)
+
+    async def serve() -> None:
+        runner, url = await start_simulator(config, args.port)
+        print(f"judge simulator listening on {url}  (OpenAI: {url}/v1/chat/completions, Anthropic: {url}/v1/messages)", flush=True)
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+        finally:
+            await runner.cleanup()
+
+    anyio.run(serve)
+    return EXIT_OK
+
+
+def _cmd_estimate(config) -> int:
+    from rich.table import Table
+    from tracejudge.stages.judge.estimate import estimate
+
+    got = estimate(config)
+    table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
+    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "output tokens (est.)", "dollars"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    rows = [*got["metrics"].items(), ("total", got["total"])]
+    for key, e in rows:
+        dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
+        table.add_row(key, f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.output_tokens:,}", dollars)
+    console = Console()
+    console.print(table)
+    b, t = got["budget"], got["total"]
+    if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
+        tokens = t.input_tokens + t.output_tokens
+        console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
+                      f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+    if got["invalid_cases"]:
+        console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
+    return EXIT_OK
+
+
+def console_main() -> None:
+    """The console script: `main()`, then exit even if an abandoned worker thread lingers.
+
+    A sync python target that ignores its timeout keeps running in a worker
+    thread that cannot be killed; its result is already discarded, so the
+    process must not wait for it (CI would hang and lose the exit status).
+    """
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    console_main()

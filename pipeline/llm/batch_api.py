@@ -1,0 +1,210 @@
+"""Provider batch APIs: submit a batch, poll it, read its results — OpenAI Batch API and Anthropic Message Batches.
+
+OpenAI (`protocol="openai"`, also what the simulator speaks):
+`POST {base}/files` (multipart, `purpose=batch`, one JSONL line
+`{custom_id, method: POST, url: /v1/chat/completions, body}` per request),
+`POST {base}/batches` (`input_file_id`, `endpoint`, `completion_window`,
+`metadata`), `GET {base}/batches/{id}` until the status is terminal
+(`completed`, `expired`, `failed`, `cancelled`), then
+`GET {base}/files/{output_file_id}/content` and — always, even for a batch
+that says `completed` — the `error_file_id`'s content.
+
+Anthropic (`protocol="anthropic"`): `POST {base}/messages/batches`
+(`requests: [{custom_id, params}]`), `GET {base}/messages/batches/{id}` until
+`processing_status` is `ended`, then the JSONL at `results_url`.
+
+Results are joined by `custom_id`, never by position. Each becomes a
+`BatchResult` whose kind is `ok` (with the `Reply`, read by the same
+`read_reply` as a synchronous answer), `error`, `expired` or `canceled`.
+Control calls (upload, create, poll, download) raise `ProviderError` like
+the synchronous path; the caller retries them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from tracejudge.llm.providers import HttpReply, ProviderError, Reply, rate_info, read_reply
+
+__all__ = ["BatchResult", "BatchState", "batch_line", "fetch_results", "find_batch", "poll_batch", "submit_batch"]
+
+OPENAI_TERMINAL = {"completed", "expired", "failed", "cancelled"}
+
+
+@dataclass
+class BatchState:
+    """A batch as last polled: provider id, raw status, whether it is terminal, where its results are."""
+
+    id: str
+    status: str
+    terminal: bool
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    results_url: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BatchResult:
+    """One request's outcome in a batch: `kind` is `ok`, `error`, `expired` or `canceled`."""
+
+    custom_id: str
+    kind: str
+    reply: Reply | None = None
+    message: str = ""
+
+
+def batch_line(protocol: str, custom_id: str, payload: dict[str, Any]) -> bytes:
+    """The request as it goes into the batch (a JSONL line for OpenAI, a JSON item for Anthropic); its length counts against the byte limit."""
+    if protocol == "anthropic":
+        return json.dumps({"custom_id": custom_id, "params": payload}, separators=(",", ":")).encode()
+    return json.dumps({"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": payload}, separators=(",", ":")).encode() + b"\n"
+
+
+async def _http(session: aiohttp.ClientSession, method: str, url: str, headers: dict[str, str], timeout_s: float,
+                json_body: Any = None, data: Any = None, raw: bool = False) -> HttpReply:
+    t0 = time.perf_counter()
+    try:
+        async with session.request(method, url, headers=headers, json=json_body, data=data, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            content = await resp.read()
+            hdrs = {k.lower(): v for k, v in resp.headers.items()}
+            body: Any = content
+            if not raw or resp.status >= 400:
+                try:
+                    body = json.loads(content)
+                except ValueError:
+                    body = content.decode("utf-8", "replace")
+    except TimeoutError:
+        raise ProviderError("timeout", f"{method} {url.rsplit('/', 2)[-2:]}: no reply within {timeout_s:g} s") from None
+    except aiohttp.ClientError as exc:
+        raise ProviderError("connection", f"{method}: connection failed: {type(exc).__name__}") from None
+    http = HttpReply(resp.status, hdrs, body, time.perf_counter() - t0)
+    if http.status >= 400:
+        text = json.dumps(body)[:300] if isinstance(body, dict) else str(body)[:300]
+        rate = rate_info(hdrs)
+        kind = "rate_limited" if http.status == 429 else "server" if http.status >= 500 else "timeout" if http.status == 408 else "fatal"
+        raise ProviderError(kind, f"{method} batch endpoint: HTTP {http.status} {text}", http.status, rate.retry_after_s, rate)
+    return http
+
+
+def _json_headers(headers: dict[str, str]) -> dict[str, str]:
+    return {**headers, "content-type": "application/json"}
+
+
+async def submit_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str],
+                       lines: list[bytes], *, completion_window: str = "24h", metadata: dict[str, str] | None = None,
+                       timeout_s: float = 300.0) -> str:
+    """Create one batch of `lines` (from `batch_line`); returns the provider's batch id. Raises `ProviderError`."""
+    base = base_url.rstrip("/")
+    if protocol == "anthropic":
+        body = b'{"requests":[' + b",".join(lines) + b"]}"
+        http = await _http(session, "POST", f"{base}/messages/batches", _json_headers(headers), timeout_s, data=body)
+        return str(http.body["id"])
+    form = aiohttp.FormData()
+    form.add_field("purpose", "batch")
+    form.add_field("file", b"".join(lines), filename="requests.jsonl", content_type="application/jsonl")
+    plain = {k: v for k, v in headers.items() if k != "content-type"}  # multipart sets its own
+    up = await _http(session, "POST", f"{base}/files", plain, timeout_s, data=form)
+    file_id = up.body["id"]
+    payload = {"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": completion_window, "metadata": metadata or {}}
+    http = await _http(session, "POST", f"{base}/batches", _json_headers(headers), timeout_s, json_body=payload)
+    return str(http.body["id"])
+
+
+async def find_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], key: str, value: str,
+                     timeout_s: float = 60.0) -> str | None:
+    """The id of a recent batch whose metadata has `key: value` (OpenAI lists the last 100), or `None`.
+
+    Anthropic message batches carry no metadata: always `None` there.
+    """
+    if protocol == "anthropic":
+        return None
+    body = (await _http(session, "GET", f"{base_url.rstrip('/')}/batches?limit=100", _json_headers(headers), timeout_s)).body
+    for b in body.get("data") or []:
+        if isinstance(b, dict) and (b.get("metadata") or {}).get(key) == value:
+            return str(b["id"])
+    return None
+
+
+async def poll_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], batch_id: str,
+                     timeout_s: float = 60.0) -> BatchState:
+    """The batch's current state. Raises `ProviderError`."""
+    base = base_url.rstrip("/")
+    if protocol == "anthropic":
+        body = (await _http(session, "GET", f"{base}/messages/batches/{batch_id}", _json_headers(headers), timeout_s)).body
+        status = str(body.get("processing_status"))
+        return BatchState(batch_id, status, status == "ended", results_url=body.get("results_url"), raw=body)
+    body = (await _http(session, "GET", f"{base}/batches/{batch_id}", _json_headers(headers), timeout_s)).body
+    status = str(body.get("status"))
+    return BatchState(batch_id, status, status in OPENAI_TERMINAL, body.get("output_file_id"), body.get("error_file_id"), raw=body)
+
+
+def _lines(content: Any) -> list[dict[str, Any]]:
+    text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(content)
+    out = []
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # a line we cannot read: its request counts as missing and is resubmitted
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
+
+
+def _openai_result(rec: dict[str, Any]) -> BatchResult:
+    cid = str(rec.get("custom_id"))
+    err = rec.get("error")
+    resp = rec.get("response") or {}
+    if err:
+        code = str(err.get("code") or "")
+        return BatchResult(cid, "expired" if code == "batch_expired" else "error", message=f"{code}: {err.get('message', '')}"[:300])
+    status = int(resp.get("status_code") or 0)
+    if status != 200:
+        return BatchResult(cid, "error", message=f"HTTP {status} {json.dumps(resp.get('body'))[:300]}")
+    try:
+        reply = read_reply("openai", HttpReply(200, {}, resp.get("body"), 0.0), 0.0)
+    except ProviderError as exc:
+        return BatchResult(cid, "error", message=str(exc))
+    return BatchResult(cid, "ok", reply)
+
+
+def _anthropic_result(rec: dict[str, Any]) -> BatchResult:
+    cid = str(rec.get("custom_id"))
+    result = rec.get("result") or {}
+    kind = result.get("type")
+    if kind == "succeeded":
+        try:
+            return BatchResult(cid, "ok", read_reply("anthropic", HttpReply(200, {}, result.get("message"), 0.0), 0.0))
+        except ProviderError as exc:
+            return BatchResult(cid, "error", message=str(exc))
+    if kind in ("expired", "canceled"):
+        return BatchResult(cid, str(kind), message=f"the request {kind}")
+    return BatchResult(cid, "error", message=json.dumps(result.get("error"))[:300])
+
+
+async def fetch_results(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], state: BatchState,
+                        timeout_s: float = 300.0) -> dict[str, BatchResult]:
+    """Results of a terminal batch by `custom_id` (output and error files both, for OpenAI). Raises `ProviderError`."""
+    base = base_url.rstrip("/")
+    out: dict[str, BatchResult] = {}
+    if protocol == "anthropic":
+        if state.results_url:
+            http = await _http(session, "GET", state.results_url, _json_headers(headers), timeout_s, raw=True)
+            for rec in _lines(http.body):
+                r = _anthropic_result(rec)
+                out[r.custom_id] = r
+        return out
+    for fid in (state.output_file_id, state.error_file_id):
+        if fid:
+            http = await _http(session, "GET", f"{base}/files/{fid}/content", _json_headers(headers), timeout_s, raw=True)
+            for rec in _lines(http.body):
+                r = _openai_result(rec)
+                if r.custom_id not in out or out[r.custom_id].kind != "ok":
+                    out[r.custom_id] = r
+    return out

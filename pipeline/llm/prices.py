@@ -1,0 +1,71 @@
+"""Per-model judge prices: defaults from `prices.yaml`, overridden by the config.
+
+Prices are US dollars per million tokens; a batch API bills
+`batch_discount` of them (default 0.5). A model id matches the longest
+table entry it starts with, so dated ids (`gpt-4o-mini-2024-07-18`) find
+their family. An unknown model has no price: `price_for` returns `None`
+and costs are reported as 0 with `priced: false`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = ["DEFAULT_BATCH_DISCOUNT", "Price", "cost_usd", "default_prices", "price_for"]
+
+# OpenAI's Batch API and Anthropic's Message Batches both bill half the synchronous price.
+DEFAULT_BATCH_DISCOUNT = 0.5
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens: `input`, `output`, `cached_input`; `batch_discount` is the share a batch API charges."""
+
+    input: float
+    output: float
+    cached_input: float
+    batch_discount: float = DEFAULT_BATCH_DISCOUNT
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
+        """Dollars for one request's usage (`cached_input_tokens` is the cached part of `input_tokens`)."""
+        fresh = max(0, input_tokens - cached_input_tokens)
+        return (fresh * self.input + cached_input_tokens * self.cached_input + output_tokens * self.output) / 1e6
+
+    def batch_cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
+        """Dollars for the same usage sent through the provider's batch API (`cost` × `batch_discount`)."""
+        return self.cost(input_tokens, output_tokens, cached_input_tokens) * self.batch_discount
+
+
+@functools.lru_cache(maxsize=1)
+def default_prices() -> dict[str, Price]:
+    """The shipped price table (`tracejudge/llm/prices.yaml`)."""
+    raw = yaml.safe_load(resources.files("tracejudge.llm").joinpath("prices.yaml").read_text(encoding="utf-8"))
+    return {k: _price(v) for k, v in raw.items()}
+
+
+def _price(v: Any) -> Price:
+    if hasattr(v, "model_dump"):
+        v = v.model_dump()
+    cached = v.get("cached_input")
+    discount = v.get("batch_discount")
+    return Price(float(v["input"]), float(v["output"]), float(v["input"] if cached is None else cached),
+                 DEFAULT_BATCH_DISCOUNT if discount is None else float(discount))
+
+
+def price_for(model: str, overrides: dict[str, Any] | None = None) -> Price | None:
+    """The price of `model`: a config override (exact id or prefix) first, then the defaults; `None` if unknown."""
+    table = {**default_prices(), **{k: _price(v) for k, v in (overrides or {}).items()}}
+    if model in table:
+        return table[model]
+    best = max((k for k in table if model.startswith(k)), key=len, default=None)
+    return table[best] if best else None
+
+
+def cost_usd(price: Price | None, input_tokens: int, output_tokens: int) -> float:
+    """Dollars for a usage; 0 when the model has no price."""
+    return 0.0 if price is None else price.cost(input_tokens, output_tokens)

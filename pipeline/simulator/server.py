@@ -1,0 +1,495 @@
+"""The judge simulator: a loopback HTTP server that speaks the judges' protocols.
+
+`tracejudge simulate` (and tests, the demo and benchmarks) run it on
+127.0.0.1. It answers
+
+- OpenAI `POST /v1/chat/completions` (`response_format: {type: json_schema}`
+  gets a JSON document valid for the schema; otherwise a short text), and
+- Anthropic `POST /v1/messages` (a forced tool `tool_choice: {type: tool}`
+  gets a `tool_use` block whose `input` is valid for the tool's schema),
+
+with `usage` counted by tiktoken (`tracejudge.llm.tokens`, the same counter the
+client uses, so estimates and usage agree on the simulator).
+
+**Its verdicts say nothing about quality**: each is a deterministic function
+of the request body and the seed (a hash picks enum values, booleans and
+integers; "yes" comes up about 3 times in 4), so the same request always
+gets the same answer and tests can assert exact values.
+
+Rate limits are token buckets that refill continuously, the model the
+providers document: `rpm` requests and `tpm` tokens per minute, each bucket
+starting full. A request is admitted when one request and its prompt tokens
+plus `max_tokens` are available; the unused part of `max_tokens` is given
+back when the reply is made, so a request costs prompt + completion tokens.
+A refused request gets 429 with the providers' headers: `retry-after`
+(whole seconds, rounded up), `retry-after-ms`, `x-ratelimit-limit-*`,
+`x-ratelimit-remaining-*`, `x-ratelimit-reset-*` (OpenAI's `1.5s`/`6m0s`
+form) and `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`
+(RFC 3339). Successful replies carry the same headers.
+
+Faults: with probability `error_rate` a request gets one of a 500, a hang
+longer than any sane client timeout (`hang_s`), or a truncated reply
+(`finish_reason: length` / `stop_reason: max_tokens`, JSON cut in half).
+`script` is a list of faults applied, one each, to the next requests, in
+order — tests use it to stage exact scenarios: `429` (retry-after
+`fault_retry_after_s`), `quota` (429 with a day-long retry-after), `500`,
+`timeout`, `truncated`, `prose` (the JSON wrapped in prose and a code
+fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
+
+Multi-item requests (`tracejudge.stages.judge.multi`; the verdict schema is named
+`verdicts`) get one verdict per item id, each a function of the seed and the
+id alone, so an item is judged the same in any request and any position;
+faults `drop_item` and `malformed_item` leave out or spoil the first item's
+verdict. The batch endpoints (OpenAI files + batches, Anthropic message
+batches) live in `tracejudge.simulator.batches`.
+
+`GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
+first and last request times); `POST /_sim/script` replaces the script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from aiohttp import web
+from tracejudge.llm.tokens import counter_for
+from tracejudge.simulator.batches import add_batch_routes
+
+__all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
+
+SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
+FAULTS = {"ok", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+# The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
+MULTI_SCHEMA_NAME = "verdicts"
+
+
+@dataclass
+class SimConfig:
+    """Simulator settings. Times in seconds unless named `_ms`; `rpm`/`tpm` `None` = unlimited."""
+
+    latency_ms: float = 0.0
+    rpm: int | None = None
+    tpm: int | None = None
+    error_rate: float = 0.0
+    seed: int = 0
+    hang_s: float = 30.0
+    fault_retry_after_s: float = 1.0
+    quota_retry_after_s: float = 86_400.0
+    yes_share: float = 0.75
+    script: list[str] = field(default_factory=list)
+    batch_completion_s: float = 1.0
+    batch_expire_rate: float = 0.0
+    batch_shuffle: bool = True
+    batch_script: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SimStats:
+    """What the simulator saw. Tokens are prompt + completion of answered requests."""
+
+    requests: int = 0
+    answered: int = 0
+    rate_limited: int = 0
+    server_errors: int = 0
+    timeouts: int = 0
+    truncated: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    by_path: dict[str, int] = field(default_factory=dict)
+    files_uploaded: int = 0
+    batches_created: int = 0
+    batch_requests: int = 0
+    batch_polls: int = 0
+    batch_downloads: int = 0
+    first_request: float | None = None
+    last_request: float | None = None
+
+
+class _Bucket:
+    """A continuously refilling token bucket: `capacity` per minute, starting full."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0
+        self.level = float(per_minute)
+        self.t = time.monotonic()
+
+    def refill(self) -> float:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
+        self.t = now
+        return self.level
+
+    def wait_for(self, amount: float) -> float:
+        return max(0.0, (amount - self.level) / self.rate)
+
+    def reset_s(self) -> float:
+        return max(0.0, (self.capacity - self.level) / self.rate)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _duration(seconds: float) -> str:
+    # OpenAI's reset format: "1s", "6m0s", "0.5s", "20ms".
+    if seconds < 1:
+        return f"{max(1, round(seconds * 1000))}ms"
+    minutes, sec = divmod(seconds, 60)
+    return f"{int(minutes)}m{sec:.0f}s" if minutes else f"{sec:.2f}".rstrip("0").rstrip(".") + "s"
+
+
+def _rfc3339(seconds_from_now: float) -> str:
+    return datetime.fromtimestamp(time.time() + seconds_from_now, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class _Sim:
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.stats = SimStats()
+        self.rng = random.Random(config.seed)
+        self.script = list(config.script)
+        self.req_bucket = _Bucket(config.rpm) if config.rpm else None
+        self.tok_bucket = _Bucket(config.tpm) if config.tpm else None
+        self.serial = 0
+
+    # ----------------------------------------------------------------- faults
+
+    def next_fault(self) -> str:
+        if self.script:
+            return self.script.pop(0)
+        if self.config.error_rate and self.rng.random() < self.config.error_rate:
+            return self.rng.choice(["500", "timeout", "truncated"])
+        return "ok"
+
+    # ----------------------------------------------------------------- limits
+
+    def headers(self, anthropic: bool) -> dict[str, str]:
+        h: dict[str, str] = {}
+        for kind, b in (("requests", self.req_bucket), ("tokens", self.tok_bucket)):
+            if b is None:
+                continue
+            b.refill()
+            if anthropic:
+                h[f"anthropic-ratelimit-{kind}-limit"] = str(int(b.capacity))
+                h[f"anthropic-ratelimit-{kind}-remaining"] = str(int(b.level))
+                h[f"anthropic-ratelimit-{kind}-reset"] = _rfc3339(b.reset_s())
+            else:
+                h[f"x-ratelimit-limit-{kind}"] = str(int(b.capacity))
+                h[f"x-ratelimit-remaining-{kind}"] = str(int(b.level))
+                h[f"x-ratelimit-reset-{kind}"] = _duration(b.reset_s())
+        return h
+
+    def admit(self, tokens: int) -> float:
+        """0 when admitted (buckets charged), else seconds until it would be."""
+        wait = 0.0
+        for b, need in ((self.req_bucket, 1), (self.tok_bucket, tokens)):
+            if b is not None:
+                b.refill()
+                wait = max(wait, b.wait_for(need))
+        if wait > 0:
+            return wait
+        if self.req_bucket:
+            self.req_bucket.level -= 1
+        if self.tok_bucket:
+            self.tok_bucket.level -= tokens
+        return 0.0
+
+    def refund(self, tokens: int) -> None:
+        if self.tok_bucket and tokens > 0:
+            self.tok_bucket.refill()
+            self.tok_bucket.level = min(self.tok_bucket.capacity, self.tok_bucket.level + tokens)
+
+    # ----------------------------------------------------------------- verdicts
+
+    def instance(self, schema: dict[str, Any], digest: bytes, path: str = "") -> Any:
+        """A deterministic instance of a JSON schema (the subset judges use)."""
+
+        def h(tag: str) -> int:
+            return int.from_bytes(hashlib.sha256(digest + (path + "/" + tag).encode()).digest()[:8], "big")
+
+        if "enum" in schema:
+            values = schema["enum"]
+            if set(values) >= {"yes", "no"}:
+                return "yes" if h("e") % 1000 < self.config.yes_share * 1000 else "no"
+            return values[h("e") % len(values)]
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind == "object":
+            props = schema.get("properties", {})
+            return {k: self.instance(v, digest, f"{path}/{k}") for k, v in props.items()}
+        if kind == "array":
+            n = schema.get("minItems", 1)
+            return [self.instance(schema.get("items", {}), digest, f"{path}/{i}") for i in range(n)]
+        if kind == "boolean":
+            return h("b") % 1000 < self.config.yes_share * 1000
+        if kind == "integer":
+            lo, hi = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
+            return lo + h("i") % (hi - lo + 1)
+        if kind == "number":
+            flo, fhi = float(schema.get("minimum", 0)), float(schema.get("maximum", 1))
+            return round(flo + (h("n") % 1001) / 1000 * (fhi - flo), 3)
+        if kind == "null":
+            return None
+        return f"simulated reason {h('s') % 997}"
+
+
+def _digest(body: dict[str, Any], seed: int) -> bytes:
+    canon = json.dumps({k: body.get(k) for k in ("model", "messages", "system", "response_format", "tools")}, sort_keys=True)
+    return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
+
+
+def _prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    messages = list(body.get("messages") or [])
+    if isinstance(body.get("system"), str):
+        messages = [{"role": "system", "content": body["system"]}, *messages]
+    extra = ""
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        extra = json.dumps(rf.get("json_schema", {}).get("schema", {}), sort_keys=True, separators=(",", ":"))
+    for tool in body.get("tools") or []:
+        extra += json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
+    return messages, extra
+
+
+def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str) -> Any:
+    """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
+
+    Each item's verdict depends only on the seed and the item's id, so an
+    item gets the same verdict in any request, in any position. Faults
+    `drop_item` and `malformed_item` spoil the first item of the request.
+    """
+    if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
+        return sim.instance(schema, _digest(body, sim.config.seed))
+    out: dict[str, Any] = {}
+    defs = schema.get("$defs") or {}
+    for item_id, sub in schema["properties"].items():
+        ref = sub.get("$ref", "") if isinstance(sub, dict) else ""
+        if ref.startswith("#/$defs/"):
+            sub = defs.get(ref[len("#/$defs/"):], {})
+        out[item_id] = sim.instance(sub, hashlib.sha256(f"{sim.config.seed}:item:{item_id}".encode()).digest())
+    first = next(iter(schema.get("required") or list(out)), None)
+    if first is not None and first in out:
+        if fault == "drop_item":
+            del out[first]
+        elif fault == "malformed_item":
+            out[first] = "GRADE: yes"
+    return out
+
+
+def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
+    """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
+
+    `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
+    `malformed_item` (the others are handled before an answer is made).
+    Counts the answer in the stats. Used by the synchronous endpoints and by
+    the batch endpoints alike.
+    """
+    st = sim.stats
+    model = str(body["model"])
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+    schema, tool_name, name = None, None, None
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        schema = rf.get("json_schema", {}).get("schema")
+        name = rf.get("json_schema", {}).get("name")
+    if anthropic and body.get("tools"):
+        tool = body["tools"][0]
+        schema, tool_name = tool.get("input_schema"), tool.get("name")
+        name = tool_name
+    verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
+    text = json.dumps(verdict) if schema else "yes"
+    finish = "stop"
+    if fault == "prose":
+        text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
+    elif fault == "near_miss":
+        text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
+    elif fault == "truncated":
+        st.truncated += 1
+        text = text[: max(1, len(text) // 2)]
+        finish = "length"
+    counter = counter_for(model)
+    completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+    st.answered += 1
+    st.input_tokens += prompt_tokens
+    st.output_tokens += completion
+    sim.serial += 1
+    rid = hashlib.sha256(f"{sim.config.seed}:{sim.serial}".encode()).hexdigest()[:24]
+    if anthropic:
+        as_tool = tool_name is not None and fault in ("ok", "truncated", "drop_item", "malformed_item") and finish == "stop"
+        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": tool_name, "input": verdict}] if as_tool else [{"type": "text", "text": text}]
+        payload: dict[str, Any] = {
+            "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion},
+        }
+    else:
+        payload = {
+            "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion},
+        }
+    return payload, completion
+
+
+def _error(status: int, kind: str, message: str, headers: dict[str, str], anthropic: bool) -> web.Response:
+    if anthropic:
+        payload = {"type": "error", "error": {"type": kind, "message": message}}
+    else:
+        payload = {"error": {"type": kind, "message": message, "code": kind}}
+    return web.json_response(payload, status=status, headers=headers)
+
+
+def build_app(config: SimConfig) -> web.Application:
+    """The aiohttp application of a simulator with `config` (state lives in the app)."""
+    sim = _Sim(config)
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[SIM_KEY] = sim
+
+    async def handle(request: web.Request) -> web.Response:
+        anthropic = request.path.endswith("/messages")
+        st = sim.stats
+        now = time.time()
+        st.requests += 1
+        st.by_path[request.path] = st.by_path.get(request.path, 0) + 1
+        st.first_request = st.first_request or now
+        st.last_request = now
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "invalid_request_error", "body is not JSON", {}, anthropic)
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body.get("model"):
+            return _error(400, "invalid_request_error", "`model` and `messages` are required", {}, anthropic)
+        model = str(body["model"])
+        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+        messages, extra = _prompt_text(body)
+        prompt_tokens = counter_for(model).messages(messages, extra)
+
+        fault = sim.next_fault()
+        if fault in ("429", "quota"):
+            st.rate_limited += 1
+            wait = config.quota_retry_after_s if fault == "quota" else config.fault_retry_after_s
+            headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(int(wait * 1000))}
+            kind = "insufficient_quota" if fault == "quota" else "rate_limit_error"
+            return _error(429, kind, "simulated rate limit" if fault == "429" else "simulated daily quota exhausted", headers, anthropic)
+        if sim.tok_bucket is not None and prompt_tokens + max_tokens > sim.tok_bucket.capacity:
+            return _error(400, "invalid_request_error", f"request too large: {prompt_tokens + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
+        wait = sim.admit(prompt_tokens + max_tokens)
+        if wait > 0:
+            st.rate_limited += 1
+            headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
+            return _error(429, "rate_limit_error", f"rate limit reached; retry in {wait:.3f}s", headers, anthropic)
+
+        if config.latency_ms:
+            await asyncio.sleep(config.latency_ms / 1000)
+        if fault == "500":
+            st.server_errors += 1
+            sim.refund(prompt_tokens + max_tokens)
+            return _error(500, "server_error", "simulated server error", sim.headers(anthropic), anthropic)
+        if fault == "timeout":
+            st.timeouts += 1
+            sim.refund(prompt_tokens + max_tokens)
+            await asyncio.sleep(config.hang_s)
+            return _error(504, "timeout", "simulated timeout", {}, anthropic)
+
+        payload, completion = answer(sim, body, anthropic, fault, prompt_tokens)
+        sim.refund(max_tokens - completion)
+        return web.json_response(payload, headers=sim.headers(anthropic))
+
+    async def stats(request: web.Request) -> web.Response:
+        return web.json_response(asdict(sim.stats))
+
+    async def set_script(request: web.Request) -> web.Response:
+        script = await request.json()
+        bad = [f for f in script if f not in FAULTS]
+        if bad:
+            return web.json_response({"error": f"unknown faults {bad}; expected {sorted(FAULTS)}"}, status=400)
+        sim.script = list(script)
+        return web.json_response({"script": sim.script})
+
+    app.router.add_post("/v1/chat/completions", handle)
+    app.router.add_post("/v1/messages", handle)
+    add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*_prompt_text(body)))
+    app.router.add_get("/_sim/stats", stats)
+    app.router.add_post("/_sim/script", set_script)
+    return app
+
+
+async def start_simulator(config: SimConfig, port: int = 0) -> tuple[web.AppRunner, str]:
+    """Start a simulator on 127.0.0.1 in the running event loop.
+
+    Returns `(runner, base_url)`; stop it with `await runner.cleanup()`.
+    `port=0` picks a free port.
+    """
+    app = build_app(config)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
+    await site.start()
+    sockets = site._server.sockets  # type: ignore[union-attr]
+    real_port = sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{real_port}"
+
+
+class SimulatorThread:
+    """A simulator running in its own thread and event loop (for tests and benchmarks).
+
+    `url` is its base URL; `sim` is the live state (`sim.stats`,
+    `sim.script`, `sim.config`), readable from the caller's thread.
+    Use as a context manager or call `stop()`.
+    """
+
+    def __init__(self, config: SimConfig | None = None, port: int = 0) -> None:
+        self.config = config or SimConfig()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, args=(port,), daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("simulator did not start within 10 s")
+
+    def _main(self, port: int) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._runner, self.url = self._loop.run_until_complete(start_simulator(self.config, port))
+        self.sim: _Sim = self._runner.app[SIM_KEY]
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self._runner.cleanup())
+        self._loop.close()
+
+    @property
+    def stats(self) -> SimStats:
+        """The live counters."""
+        return self.sim.stats
+
+    def set_script(self, faults: list[str]) -> None:
+        """Apply `faults` to the next requests, in order."""
+        # A list assignment is atomic under the GIL; the server reads it on its next request.
+        self.sim.script = list(faults)
+
+    def stop(self) -> None:
+        """Stop the server and its thread."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+    def __enter__(self) -> SimulatorThread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

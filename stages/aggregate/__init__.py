@@ -1,0 +1,1 @@
+"""Stage `aggregate`: fold results into a summary (`fold`), its statistics (`stats`) and the CI gate (`gate`)."""

@@ -1,0 +1,408 @@
+"""Stage `aggregate`: fold results into a summary, one result at a time.
+
+Every figure states its denominator. A metric's `mean`, `std`, `ci95` and
+`pass_rate` cover its `scored` results (status `ok` and a non-null value);
+`results` is every result of the run, and the results excluded by status
+(`excluded`, by status), whose score could not be computed
+(`not_computed`) or that do not carry the metric at all (`not_applicable`:
+a case-level metric other cases lack) are counted beside it, so `scored +
+not_computed + not_applicable + sum(excluded) == results` always holds.
+
+Memory is bounded whatever the run's size: per metric and group, running
+moments (Welford), a 10-bin histogram and a seeded reservoir of at most
+`reservoir_size` values for the bootstrap; per breakdown at most
+`max_groups` groups (breakdown groups keep smaller reservoirs); for pass@k, a few integers per case whose trials are
+not all in yet (trials of one case may arrive interleaved with others').
+
+summary.json layout (per metric block, see `MetricStats.as_dict`)::
+
+    {"results": 10, "status": {"ok": 7, "judge_error": 3}, "trials": 1,
+     "metrics": {"writes_exact": {"results": 10, "scored": 7, ...}},
+     "pass_at_k": {"pass@3(writes_exact)": {"value": .., "cases": .., ...}},
+     "breakdowns": {"tag": {"retail": {"results": .., "status": {..}, "metrics": {..}}},
+                    "metadata.domain": {...}},
+     "aggregate": {"seed": 0, "ci": "...", ...}}
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge.core.evalconfig import AggregateConfig
+from tracejudge.core.records import CaseResult, Score, Status, score_counts
+from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, rng_for
+
+__all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
+
+HIST_BINS = 10
+OTHER = "(other)"
+MISSING = "(missing)"
+CI_METHOD = (
+    "95% percentile bootstrap of the mean over scored results, seeded; from a uniform reservoir "
+    "of at most reservoir_size values, deviations scaled by sqrt(reservoir/scored) when the reservoir is smaller"
+)
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+@dataclass
+class MetricStats:
+    """Running figures of one metric (in one group).
+
+    `rng_seed` names the reservoir's and bootstrap's random streams.
+    """
+
+    reservoir_size: int = 1000
+    rng_seed: str = "0"
+    scored: int = 0
+    total: float = 0.0
+    passed: int = 0
+    with_verdict: int = 0
+    not_computed: int = 0
+    not_applicable: int = 0
+    excluded: Counter[str] = field(default_factory=Counter)
+    moments: Moments = field(default_factory=Moments)
+    histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
+    reservoir: Reservoir | None = None
+
+    def fold(self, status: str, score: Score | None) -> None:
+        """Count one result's score for this metric (`score` may be absent)."""
+        if status != Status.ok.value and not (score is not None and score_counts(status, score.value)):
+            self.excluded[status] += 1
+            return
+        if score is None:
+            # A case-level metric other cases lack: "not computed" would make the figure
+            # depend on the order results arrive in.
+            self.not_applicable += 1
+            return
+        if score.value is None:
+            self.not_computed += 1
+            return
+        v = float(score.value)
+        self.scored += 1
+        self.total += v
+        self.moments.add(v)
+        self.histogram[min(HIST_BINS - 1, max(0, int(v * HIST_BINS)))] += 1
+        if self.reservoir is None:
+            self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
+        self.reservoir.add(v)
+        if score.passed is not None:
+            self.with_verdict += 1
+            self.passed += bool(score.passed)
+
+    def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
+        """The metric's summary block.
+
+        Keys: `results` (denominator of the whole run or group), `scored`,
+        `not_computed`, `not_applicable`, `excluded` (by status), `error_share`
+        ((results − not_applicable − scored) / (results − not_applicable)), `mean`, `std` (sample), `ci95` ([low, high] or
+        null below two scored values), `passed`, `with_verdict`, `pass_rate`
+        (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
+        """
+        mean = self.moments.mean if self.scored else None
+        ci = None
+        if self.reservoir is not None and self.scored >= 2:
+            got = bootstrap_mean_ci(
+                self.reservoir.values, n_total=self.scored, mean_total=self.moments.mean,
+                rng=rng_for(self.rng_seed, "bootstrap"), resamples=resamples,
+            )
+            ci = None if got is None else [_r(got[0]), _r(got[1])]
+        pass_rate = self.passed / self.with_verdict if self.with_verdict else None
+        return {
+            "results": results,
+            "scored": self.scored,
+            "not_computed": self.not_computed,
+            "not_applicable": self.not_applicable,
+            "excluded": dict(sorted(self.excluded.items())),
+            "error_share": _r((applicable - self.scored) / applicable) if (applicable := results - self.not_applicable) else None,
+            "mean": _r(mean),
+            "std": _r(self.moments.std),
+            "ci95": ci,
+            "passed": self.passed,
+            "with_verdict": self.with_verdict,
+            "pass_rate": _r(pass_rate),
+            "histogram": list(self.histogram),
+        }
+
+
+@dataclass
+class _KSum:
+    total: float = 0.0
+    cases: int = 0
+
+
+# A breakdown group `(breakdown, value)`; `("", "")` is the whole run.
+_Group = tuple[str, str]
+# Per group, per k: the sum of the cases' pass@k and how many cases were summed.
+_Sums = dict[_Group, dict[int, _KSum]]
+# What `PassAtKTracker.snapshot` returns and `PassAtKTracker.figure` takes first:
+# the sums, cases without a scored trial per group, cases with fewer than k trials per (group, k).
+_Snapshot = tuple[_Sums, Counter[_Group], Counter[tuple[_Group, int]]]
+
+
+class PassAtKTracker:
+    """pass@k of one metric for several k, folding trials that arrive in any order.
+
+    Per case it keeps `[n, c, scored, groups]` only until the case's `trials`
+    trials are all in; then the case's pass@k for each k is added to the
+    run's and its groups' sums and the entry is dropped. `trial_passed(score)`
+    decides one trial (the score of an `ok` result, or `None`).
+    """
+
+    def __init__(self, metric: str, ks: set[int], trials: int, trial_passed: Callable[[Score | None], bool]) -> None:
+        self.metric = metric
+        self.ks = sorted(ks)
+        self.trials = trials
+        self.trial_passed = trial_passed
+        self.pending: dict[str, list[Any]] = {}
+        self.sums: _Sums = {}
+        self.no_scored: Counter[_Group] = Counter()
+        self.too_few: Counter[tuple[_Group, int]] = Counter()
+
+    def fold(self, result: CaseResult, status: str, groups: tuple[tuple[str, str], ...]) -> None:
+        entry = self.pending.get(result.case_id)
+        if entry is None:
+            entry = self.pending[result.case_id] = [0, 0, False, groups]
+        entry[0] += 1
+        score = result.scores.get(self.metric)
+        if score is not None and not score_counts(status, score.value):
+            score = None
+        if score is not None and score.value is not None:
+            entry[2] = True
+        if self.trial_passed(score):
+            entry[1] += 1
+        if entry[0] >= self.trials:
+            del self.pending[result.case_id]
+            self._finish(entry, self.sums, self.no_scored, self.too_few)
+
+    def _finish(self, entry: list[Any], sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]]) -> None:
+        n, c, scored, groups = entry
+        for g in (("", ""), *groups):
+            if not scored:
+                no_scored[g] += 1
+                continue
+            per_k = sums.setdefault(g, {})
+            for k in self.ks:
+                if n < k:
+                    too_few[(g, k)] += 1
+                    continue
+                s = per_k.setdefault(k, _KSum())
+                s.total += pass_at_k(n, c, k)
+                s.cases += 1
+
+    def snapshot(self) -> _Snapshot:
+        """Sums with the still-pending cases (interrupted runs) finished, without changing state."""
+        sums = {g: {k: _KSum(s.total, s.cases) for k, s in per.items()} for g, per in self.sums.items()}
+        no_scored, too_few = Counter(self.no_scored), Counter(self.too_few)
+        for entry in self.pending.values():
+            self._finish(entry, sums, no_scored, too_few)
+        return sums, no_scored, too_few
+
+    @staticmethod
+    def figure(sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]], group: _Group, k: int) -> dict[str, Any]:
+        s = sums.get(group, {}).get(k)
+        return {
+            "value": _r(s.total / s.cases) if s and s.cases else None,
+            "cases": s.cases if s else 0,
+            "no_scored_trial": no_scored.get(group, 0),
+            "too_few_trials": too_few.get((group, k), 0),
+        }
+
+
+def _passed_on_verdict(score: Score | None) -> bool:
+    return score is not None and score.value is not None and bool(score.passed)
+
+
+class Aggregator:
+    """Fold `CaseResult`s into per-metric stats, breakdowns, pass@k and status counts.
+
+    Args:
+        metric_keys: the metrics reported (in order) even when no result has
+            a score for them, so an all-error run still lists each metric
+            with its exclusions. Other keys met in results are added.
+        trials: `run.trials`; with more than one, every metric gets pass@1
+            and pass@trials.
+        pass_at_k: `PassAtK` metric objects (key, metric, k, trial_passed)
+            reported under `pass_at_k`.
+        settings: the `aggregate:` config section.
+    """
+
+    def __init__(
+        self,
+        metric_keys: list[str],
+        *,
+        trials: int = 1,
+        pass_at_k: list[Any] | None = None,
+        settings: AggregateConfig | None = None,
+    ) -> None:
+        self.settings = settings or AggregateConfig()
+        self.trials = trials
+        self.metric_keys = list(metric_keys)
+        self.status: Counter[str] = Counter()
+        self.results = 0
+        self.duration_s = 0.0
+        self.metrics: dict[str, MetricStats] = {k: self._stats(("", ""), k) for k in metric_keys}
+        # (breakdown, value) -> {"results": n, "status": Counter, "metrics": {key: MetricStats}}
+        self.groups: dict[tuple[str, str], dict[str, Any]] = {}
+        self._group_counts: Counter[str] = Counter()
+        self.pass_at_k_specs = list(pass_at_k or [])
+        self.trackers: dict[tuple[str, float | None], PassAtKTracker] = {}
+        if trials > 1:
+            for key in metric_keys:
+                self._tracker(key, None, _passed_on_verdict, {1, trials})
+        for spec in self.pass_at_k_specs:
+            self._tracker(spec.metric, spec.threshold, spec.trial_passed, {spec.k})
+
+    def _tracker(self, metric: str, threshold: float | None, passed: Callable[[Score | None], bool], ks: set[int]) -> None:
+        t = self.trackers.get((metric, threshold))
+        if t is None:
+            self.trackers[(metric, threshold)] = PassAtKTracker(metric, ks, self.trials, passed)
+        else:
+            t.ks = sorted(set(t.ks) | ks)
+
+    def _stats(self, group: tuple[str, str], key: str) -> MetricStats:
+        size = self.settings.reservoir_size if group == ("", "") else self.settings.group_reservoir_size
+        return MetricStats(size, f"{self.settings.seed}:{group[0]}={group[1]}:{key}")
+
+    def _late_stats(self, group: tuple[str, str], key: str, status_so_far: Counter[str], current: CaseResult | None) -> MetricStats:
+        # Stats created after some results were folded must still count those results:
+        # the non-ok ones as excluded, the ok ones as not computed. `status_so_far`
+        # already includes `current`, which `fold` then counts itself.
+        st = self._stats(group, key)
+        before = Counter(status_so_far)
+        if current is not None:
+            before[current.status.value if isinstance(current.status, Status) else str(current.status)] -= 1
+        for name, n in before.items():
+            if n <= 0:
+                continue
+            if name == Status.ok.value:
+                st.not_applicable += n
+            else:
+                st.excluded[name] += n
+        return st
+
+    def _groups_of(self, result: CaseResult) -> tuple[tuple[str, str], ...]:
+        out: list[tuple[str, str]] = []
+        if self.settings.by_tags:
+            out.extend(("tag", t) for t in dict.fromkeys(result.tags))
+        for name in self.settings.group_by:
+            v = result.metadata.get(name, None) if name in result.metadata else None
+            label = MISSING if name not in result.metadata else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+            out.append((f"metadata.{name}", label))
+        return tuple(self._admit(g) for g in out)
+
+    def _admit(self, g: tuple[str, str]) -> tuple[str, str]:
+        # Bound memory: a breakdown with too many distinct values folds the rest into "(other)".
+        if g in self.groups:
+            return g
+        if self._group_counts[g[0]] >= self.settings.max_groups:
+            g = (g[0], OTHER)
+            if g in self.groups:
+                return g
+        self._group_counts[g[0]] += 1
+        self.groups[g] = {"results": 0, "status": Counter(), "metrics": {}}
+        return g
+
+    def fold(self, result: CaseResult) -> None:
+        """Add one result. O(metrics × groups) time, no per-result memory."""
+        self.results += 1
+        status = result.status.value if isinstance(result.status, Status) else str(result.status)
+        self.status[status] += 1
+        self.duration_s += result.duration_s
+        for key in result.scores:
+            if key not in self.metrics:  # a case-level metric: earlier results did not compute it
+                self.metrics[key] = self._late_stats(("", ""), key, self.status, result)
+        for key, stats in self.metrics.items():
+            stats.fold(status, result.scores.get(key))
+        groups = self._groups_of(result)
+        for g in groups:
+            block = self.groups[g]
+            block["results"] += 1
+            block["status"][status] += 1
+            for key in self.metrics:
+                st = block["metrics"].get(key)
+                if st is None:
+                    st = block["metrics"][key] = self._late_stats(g, key, block["status"], result)
+                st.fold(status, result.scores.get(key))
+        for tracker in self.trackers.values():
+            tracker.fold(result, status, groups)
+
+    def _pass_at_k_of(self, snaps: dict[tuple[str, float | None], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
+        snap = snaps.get((metric, None))
+        if snap is None or self.trials <= 1:
+            return None
+        t = self.trackers[(metric, None)]
+        return {str(k): PassAtKTracker.figure(*snap, group, k) for k in t.ks}
+
+    def summary(self) -> dict[str, Any]:
+        """The `summary.json` body (without the run-level figures the runner adds)."""
+        resamples = self.settings.bootstrap_resamples
+        snaps = {key: t.snapshot() for key, t in self.trackers.items()}
+        metrics: dict[str, Any] = {}
+        for key, s in self.metrics.items():
+            block = s.as_dict(self.results, resamples)
+            pk = self._pass_at_k_of(snaps, key, ("", ""))
+            if pk is not None:
+                block["pass_at_k"] = pk
+            metrics[key] = block
+        pass_at_k_block: dict[str, Any] = {}
+        for spec in self.pass_at_k_specs:
+            snap = snaps[(spec.metric, spec.threshold)]
+            pass_at_k_block[spec.key] = {
+                "metric": spec.metric, "k": spec.k, "threshold": spec.threshold, "trials": self.trials,
+                **PassAtKTracker.figure(*snap, ("", ""), spec.k),
+            }
+        breakdowns: dict[str, dict[str, Any]] = {}
+        for (name, value), g in sorted(self.groups.items()):
+            gm = {}
+            for key in self.metrics:
+                st = g["metrics"].get(key)
+                if st is None:  # a metric first seen after this group's last result
+                    st = self._late_stats((name, value), key, g["status"], None)
+                block = st.as_dict(g["results"], resamples)
+                pk = self._pass_at_k_of(snaps, key, (name, value))
+                if pk is not None:
+                    block["pass_at_k"] = pk
+                gm[key] = block
+            group_pk = {
+                spec.key: PassAtKTracker.figure(*snaps[(spec.metric, spec.threshold)], (name, value), spec.k)
+                for spec in self.pass_at_k_specs
+            }
+            entry = {"results": g["results"], "status": dict(sorted(g["status"].items())), "metrics": gm}
+            if group_pk:
+                entry["pass_at_k"] = group_pk
+            breakdowns.setdefault(name, {})[value] = entry
+        return {
+            "results": self.results,
+            "status": dict(sorted(self.status.items())),
+            "trials": self.trials,
+            "metrics": metrics,
+            "pass_at_k": pass_at_k_block,
+            "breakdowns": breakdowns,
+            "aggregate": {
+                "seed": self.settings.seed,
+                "reservoir_size": self.settings.reservoir_size,
+                "group_reservoir_size": self.settings.group_reservoir_size,
+                "bootstrap_resamples": resamples,
+                "ci": CI_METHOD,
+                "denominators": "mean, std, ci95 and pass_rate cover `scored` results; `results` counts every result, "
+                "and scored + not_computed + not_applicable + excluded == results",
+            },
+        }
+
+
+def aggregator_for(config: Any, metrics: list[Any]) -> Aggregator:
+    """The aggregator a run of `config` uses; `metrics` are the built metric objects.
+
+    Metrics computed over trials (`PassAtK`) are reported under `pass_at_k`,
+    not as per-result metrics.
+    """
+    per_result = [m.key for m in metrics if not getattr(m, "over_trials", False)]
+    over_trials = [m for m in metrics if getattr(m, "over_trials", False)]
+    return Aggregator(per_result, trials=config.run.trials, pass_at_k=over_trials, settings=config.aggregate)

@@ -1,0 +1,200 @@
+"""The CI gate: turn a summary and the `assertions:` config into PASS or FAIL.
+
+The gate rule (one rule, documented in README "CI gates"):
+
+    The run PASSES when it is complete and every configured assertion holds;
+    otherwise it FAILS. An assertion about a metric with no scored result
+    fails (no evidence is not a pass). `tracejudge run` and `tracejudge report`
+    print the verdict last and exit 1 exactly when it says FAIL, 0 when PASS.
+    A run that was stopped before every case finished says INTERRUPTED (exit
+    130) whatever its assertions say: CI must not read "not finished" as
+    "the agent regressed".
+
+Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
+x), `max_error_share` ((results − scored) / results <= x); for a `PassAtK`
+key, `min_mean` bounds its value. Regression against a baseline run: see
+`tracejudge.core.evalconfig.RegressionRule`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
+from tracejudge.stages.comparison.runs import Comparison, compare_runs, delta_is_noise
+
+__all__ = ["Check", "Verdict", "evaluate_gate", "print_verdict"]
+
+
+@dataclass
+class Check:
+    """One assertion and its outcome. `detail` states the figures compared."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Verdict:
+    """All checks of a run; `passed` iff every check held."""
+
+    checks: list[Check] = field(default_factory=list)
+    comparison: Comparison | None = None
+    interrupted: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def word(self) -> str:
+        if self.interrupted:
+            return "INTERRUPTED"
+        return "PASS" if self.passed else "FAIL"
+
+    @property
+    def exit_code(self) -> int:
+        """0 for PASS, 1 for FAIL, 130 for INTERRUPTED (the CLI returns exactly this)."""
+        if self.interrupted:
+            return 130
+        return 0 if self.passed else 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verdict": self.word, "checks": [vars(c) for c in self.checks]}
+
+
+def _f(x: float | None) -> str:
+    return "none" if x is None else f"{x:.4f}"
+
+
+def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> list[Check]:
+    checks: list[Check] = []
+    pk = summary.get("pass_at_k", {}).get(key)
+    if pk is not None:
+        if rule.min_mean is not None:
+            v = pk.get("value")
+            checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
+                                f"{key} = {_f(v)} over {pk.get('cases', 0)} cases, required >= {rule.min_mean}"))
+        return checks
+    m = summary.get("metrics", {}).get(key)
+    if m is None:
+        return [Check(f"{key}", False, f"metric {key!r} is not in this run's results")]
+    of = f"over {m['scored']} of {m['results']} results"
+    if rule.min_mean is not None:
+        v = m.get("mean")
+        checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
+                            f"mean {_f(v)} {of}, required >= {rule.min_mean}"))
+    if rule.min_pass_rate is not None:
+        v = m.get("pass_rate")
+        checks.append(Check(f"{key} min_pass_rate", v is not None and v >= rule.min_pass_rate - 1e-12,
+                            f"pass rate {_f(v)} ({m['passed']}/{m.get('with_verdict', m['scored'])}) {of}, required >= {rule.min_pass_rate}"))
+    if rule.max_error_share is not None:
+        v = m.get("error_share")
+        bad = m["results"] - m["scored"]
+        excl = ", ".join(f"{k} {n}" for k, n in m.get("excluded", {}).items()) or "none excluded"
+        checks.append(Check(f"{key} max_error_share", v is not None and v <= rule.max_error_share + 1e-12,
+                            f"{bad} of {m['results']} results not scored ({excl}; not computed {m.get('not_computed', 0)}) = {_f(v)}, allowed <= {rule.max_error_share}"))
+    return checks
+
+
+def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir: Path | None, *, seed: int = 0) -> Verdict:
+    """Check `summary` (and, with a regression rule, the run's results against the baseline's).
+
+    Args:
+        assertions: the `assertions:` config section.
+        summary: the run's `summary.json` body.
+        run_dir: the run directory (needed for the regression rule's pairing).
+        seed: seeds the paired bootstrap of the regression rule.
+
+    Never raises for a missing baseline: that is a failed check naming the path.
+    A run with no results, or in which no metric scored anything (an empty
+    dataset, every record invalid), always FAILS: a sweep that measured
+    nothing must not pass a CI gate.
+    """
+    verdict = Verdict(interrupted=summary.get("complete") is False)
+    if verdict.interrupted:
+        verdict.checks.append(Check("run complete", False, "the run was interrupted; resume it to finish the remaining cases"))
+    scored = sum(m.get("scored", 0) for m in summary.get("metrics", {}).values())
+    if not summary.get("results"):
+        verdict.checks.append(Check("results", False, "the run has no results: the dataset is empty or nothing was read"))
+    elif not scored:
+        verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
+                                    f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))
+    judge = summary.get("judge") or {}
+    if judge.get("max_error_share") is not None and judge.get("error_share") is not None:
+        ok = not judge.get("gate_failed")
+        verdict.checks.append(Check(
+            "judge max_error_share", ok,
+            f"judge errors: {judge['error_share']:.1%} of judged results, allowed <= {judge['max_error_share']:.1%} (judge.max_error_share)",
+        ))
+    keys = list(summary.get("metrics", {})) + list(summary.get("pass_at_k", {}))
+    star = assertions.metrics.get("*")
+    for key in keys:
+        rule = assertions.metrics.get(key) or (star if key in summary.get("metrics", {}) else None)
+        if rule is not None:
+            verdict.checks.extend(_metric_checks(key, rule, summary))
+    for key, rule in assertions.metrics.items():
+        if key != "*" and key not in keys:
+            verdict.checks.append(Check(key, False, f"metric {key!r} named in assertions is not in this run's results"))
+    reg = assertions.regression
+    if reg is not None:
+        base = Path(reg.baseline)
+        if run_dir is None or not (base / "results.jsonl").exists():
+            verdict.checks.append(Check("regression", False, f"baseline run {base} has no results.jsonl"))
+            return verdict
+        current = list(summary.get("metrics", {}))
+        if reg.metrics is not None:
+            wanted = list(reg.metrics)
+            cmp = compare_runs(base, run_dir, metrics=wanted, seed=seed)
+        else:  # every metric both runs have; a metric new in this run has nothing to regress from
+            cmp = compare_runs(base, run_dir, metrics=None, seed=seed)
+            wanted = [k for k in current if k in cmp.metrics]
+            new = [k for k in current if k not in cmp.metrics]
+            if new:
+                verdict.checks.append(Check("regression: new metrics", True, f"not in the baseline, so not compared: {', '.join(new)}"))
+            cmp.metrics = {k: cmp.metrics[k] for k in wanted}
+        verdict.comparison = cmp
+        for key in wanted:
+            md = cmp.metrics[key]
+            name = f"{key} regression"
+            if md.pairs == 0:
+                verdict.checks.append(Check(name, False, f"no (case, trial) pair scored in both this run and the baseline {base}"))
+                continue
+            drop = -(md.delta or 0.0)
+            too_big = drop > reg.max_mean_drop + 1e-12
+            noise = reg.noise == "ci" and delta_is_noise(md)
+            ok = not too_big or noise
+            ci = "" if md.ci95 is None else f", 95% CI of delta [{md.ci95[0]:+.4f}, {md.ci95[1]:+.4f}]"
+            if too_big and noise:
+                tail = "; the drop is within noise (the CI reaches 0)"
+            elif too_big and reg.noise == "ci":
+                tail = "; the drop is beyond noise (the CI lies below 0)"
+            else:
+                tail = ""
+            verdict.checks.append(Check(
+                name, ok,
+                f"mean {_f(md.mean_a)} → {_f(md.mean_b)} over {md.pairs} paired results: delta {md.delta:+.4f}{ci}; "
+                f"allowed drop {reg.max_mean_drop}{tail}",
+            ))
+    return verdict
+
+
+def print_verdict(verdict: Verdict, console: Console | None = None, *, resume: str | None = None) -> None:
+    """Print each check and then the verdict line `verdict: PASS` / `FAIL` / `INTERRUPTED`.
+
+    `resume`, the command that finishes an interrupted run, goes on the verdict line.
+    """
+    con = console or Console()
+    for c in verdict.checks:
+        mark = "[green]ok  [/]" if c.ok else "[bold red]FAIL[/]"
+        con.print(f"  {mark} {c.name}: {c.detail}", highlight=False, soft_wrap=True)
+    if not verdict.checks:
+        con.print("  (no assertions configured)", highlight=False)
+    color = "yellow" if verdict.interrupted else "green" if verdict.passed else "red"
+    tail = f" (resume with: {escape(resume)})" if verdict.interrupted and resume else ""
+    con.print(f"[bold {color}]verdict: {verdict.word}[/]{tail}", highlight=False, soft_wrap=True)

@@ -1,0 +1,249 @@
+"""The aggregate's state as typed JSON, for `checkpoint.json`.
+
+A checkpoint travels with its run directory (CI caches, shared disks), so
+reading one must never execute anything: the state is plain JSON validated by
+the pydantic models below, and `restore` only copies numbers and strings into
+an `Aggregator` built from the *current* config. Anything that does not
+validate, or that disagrees with that aggregator (a metric, a group seed, a
+pass@k tracker it would not have made), raises `StateError`; the caller then
+rebuilds the aggregate from `results.jsonl`.
+
+Binary parts (a reservoir's values, a full reservoir's random-generator
+state) are base64 of little-endian arrays, so a 1,000-value reservoir costs
+about 11 kB, not a JSON list of floats.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import sys
+from array import array
+from collections import Counter
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, MetricStats, PassAtKTracker, _KSum
+from tracejudge.stages.aggregate.stats import Moments, Reservoir, rng_for
+
+__all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
+
+STATE_FORMAT = 1
+
+NonNeg = Annotated[int, Field(ge=0)]
+
+
+class StateError(ValueError):
+    """A stored aggregate state that cannot be used with the current aggregator."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class MomentsState(_Model):
+    n: NonNeg
+    mean: float
+    m2: float
+
+
+class ReservoirState(_Model):
+    size: NonNeg
+    seen: NonNeg
+    values: str  # base64 of float64 little-endian
+    rng: str | None = None  # base64 of the Mersenne Twister state words; None while never used
+
+
+class MetricStatsState(_Model):
+    reservoir_size: NonNeg
+    rng_seed: str
+    scored: NonNeg
+    total: float
+    passed: NonNeg
+    with_verdict: NonNeg
+    not_computed: NonNeg
+    not_applicable: NonNeg
+    excluded: dict[str, NonNeg]
+    moments: MomentsState
+    histogram: list[NonNeg] = Field(min_length=HIST_BINS, max_length=HIST_BINS)
+    reservoir: ReservoirState | None = None
+
+
+class GroupState(_Model):
+    breakdown: str
+    value: str
+    results: NonNeg
+    status: dict[str, NonNeg]
+    metrics: list[tuple[str, MetricStatsState]]
+
+
+class PendingCase(_Model):
+    case_id: str
+    n: NonNeg
+    c: NonNeg
+    scored: bool
+    groups: list[tuple[str, str]]
+
+
+class TrackerState(_Model):
+    metric: str
+    threshold: float | None
+    ks: list[int]
+    pending: list[PendingCase]
+    sums: list[tuple[str, str, int, float, NonNeg]]  # breakdown, value, k, total, cases
+    no_scored: list[tuple[str, str, NonNeg]]
+    too_few: list[tuple[str, str, int, NonNeg]]
+
+
+class AggregatorState(_Model):
+    """Everything an `Aggregator` has folded, and nothing it is configured with."""
+
+    format: int
+    results: NonNeg
+    duration_s: float
+    status: dict[str, NonNeg]
+    metrics: list[tuple[str, MetricStatsState]]
+    groups: list[GroupState]
+    trackers: list[TrackerState]
+
+
+def _b64(a: array[Any]) -> str:
+    if sys.byteorder == "big":
+        a = array(a.typecode, a)
+        a.byteswap()
+    return base64.b64encode(a.tobytes()).decode("ascii")
+
+
+def _unb64(text: str, typecode: str) -> array[Any]:
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except ValueError as exc:
+        raise StateError(f"bad base64: {exc}") from None
+    a = array(typecode)
+    if len(raw) % a.itemsize:
+        raise StateError("array bytes are not a whole number of items")
+    a.frombytes(raw)
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a
+
+
+def _dump_reservoir(r: Reservoir) -> ReservoirState:
+    rng = None
+    if r.seen > r.size:  # the generator has drawn: keep its exact state
+        version, words, gauss = r.rng.getstate()
+        if version != 3 or gauss is not None:
+            raise StateError("unexpected random-generator state")
+        rng = _b64(array("Q", words))
+    return ReservoirState(size=r.size, seen=r.seen, values=_b64(r.values), rng=rng)
+
+
+def _load_reservoir(s: ReservoirState, seed: str) -> Reservoir:
+    values = _unb64(s.values, "d")
+    if len(values) != min(s.seen, s.size):
+        raise StateError("reservoir holds the wrong number of values")
+    gen = rng_for(seed, "reservoir")
+    if s.rng is not None:
+        words = _unb64(s.rng, "Q")
+        if len(words) != 625 or any(w >= 1 << 32 for w in words[:624]) or words[624] > 624:
+            raise StateError("random-generator state has the wrong shape")
+        gen = random.Random()
+        gen.setstate((3, tuple(words), None))
+    elif s.seen > s.size:
+        raise StateError("a full reservoir without its generator state")
+    return Reservoir(s.size, gen, s.seen, values)
+
+
+def _dump_stats(st: MetricStats) -> MetricStatsState:
+    m = st.moments
+    return MetricStatsState(
+        reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total, passed=st.passed,
+        with_verdict=st.with_verdict, not_computed=st.not_computed, not_applicable=st.not_applicable,
+        excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2), histogram=list(st.histogram),
+        reservoir=None if st.reservoir is None else _dump_reservoir(st.reservoir),
+    )
+
+
+def _load_stats(s: MetricStatsState, fresh: MetricStats) -> MetricStats:
+    if (s.reservoir_size, s.rng_seed) != (fresh.reservoir_size, fresh.rng_seed):
+        raise StateError(f"metric stats seeded {s.rng_seed!r} do not belong to this aggregate ({fresh.rng_seed!r})")
+    if s.reservoir is not None and s.reservoir.size != s.reservoir_size:
+        raise StateError("reservoir size disagrees with its metric")
+    return MetricStats(
+        reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, scored=s.scored, total=s.total, passed=s.passed,
+        with_verdict=s.with_verdict, not_computed=s.not_computed, not_applicable=s.not_applicable,
+        excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
+        histogram=list(s.histogram), reservoir=None if s.reservoir is None else _load_reservoir(s.reservoir, s.rng_seed),
+    )
+
+
+def dump_state(agg: Aggregator) -> dict[str, Any]:
+    """The aggregate's folded state as a JSON-ready dict (see `AggregatorState`)."""
+    trackers = []
+    for (metric, threshold), t in agg.trackers.items():
+        trackers.append(TrackerState(
+            metric=metric, threshold=threshold, ks=list(t.ks),
+            pending=[PendingCase(case_id=cid, n=e[0], c=e[1], scored=bool(e[2]), groups=[tuple(g) for g in e[3]])
+                     for cid, e in t.pending.items()],
+            sums=[(g[0], g[1], k, s.total, s.cases) for g, per in t.sums.items() for k, s in per.items()],
+            no_scored=[(g[0], g[1], n) for g, n in t.no_scored.items()],
+            too_few=[(g[0], g[1], k, n) for (g, k), n in t.too_few.items()],
+        ))
+    state = AggregatorState(
+        format=STATE_FORMAT, results=agg.results, duration_s=agg.duration_s, status=dict(agg.status),
+        metrics=[(k, _dump_stats(s)) for k, s in agg.metrics.items()],
+        groups=[GroupState(breakdown=g[0], value=g[1], results=b["results"], status=dict(b["status"]),
+                           metrics=[(k, _dump_stats(s)) for k, s in b["metrics"].items()])
+                for g, b in agg.groups.items()],
+        trackers=trackers,
+    )
+    return state.model_dump(mode="json")
+
+
+def restore(data: Any, fresh: Aggregator) -> Aggregator:
+    """Fill `fresh` (an empty aggregator built from the current config) with a stored state.
+
+    Raises `StateError` when `data` does not validate as an `AggregatorState`
+    or does not fit `fresh`: unknown format, a configured metric missing, a
+    seed or reservoir size from other settings, or a pass@k tracker the
+    config does not ask for. `fresh` may be partly filled when it raises.
+    """
+    try:
+        # Validated as JSON text: strict mode accepts arrays for tuples only when parsing JSON.
+        s = AggregatorState.model_validate_json(json.dumps(data))
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise StateError(f"does not validate: {str(exc).splitlines()[0]}") from None
+    if s.format != STATE_FORMAT:
+        raise StateError(f"state format {s.format}, expected {STATE_FORMAT}")
+    agg = fresh
+    stored = dict(s.metrics)
+    missing = [k for k in agg.metric_keys if k not in stored]
+    if missing:
+        raise StateError(f"no state for metric(s) {missing}")
+    agg.results, agg.duration_s, agg.status = s.results, s.duration_s, Counter(s.status)
+    agg.metrics = {k: _load_stats(v, agg._stats(("", ""), k)) for k, v in s.metrics}
+    agg.groups = {}
+    agg._group_counts = Counter()
+    for g in s.groups:
+        key = (g.breakdown, g.value)
+        if key in agg.groups:
+            raise StateError(f"group {key} stored twice")
+        agg.groups[key] = {
+            "results": g.results, "status": Counter(g.status),
+            "metrics": {k: _load_stats(v, agg._stats(key, k)) for k, v in g.metrics},
+        }
+        agg._group_counts[g.breakdown] += 1
+    if {(t.metric, t.threshold) for t in s.trackers} != set(agg.trackers) or len(s.trackers) != len(agg.trackers):
+        raise StateError("pass@k trackers differ from the config's")
+    for ts in s.trackers:
+        t: PassAtKTracker = agg.trackers[(ts.metric, ts.threshold)]
+        if ts.ks != t.ks:
+            raise StateError(f"pass@k of {ts.metric} tracks k={ts.ks}, the config asks for {t.ks}")
+        t.pending = {p.case_id: [p.n, p.c, p.scored, tuple(tuple(g) for g in p.groups)] for p in ts.pending}
+        t.sums = {}
+        for b, v, k, total, cases in ts.sums:
+            t.sums.setdefault((b, v), {})[k] = _KSum(total, cases)
+        t.no_scored = Counter({(b, v): n for b, v, n in ts.no_scored})
+        t.too_few = Counter({((b, v), k): n for b, v, k, n in ts.too_few})
+    return agg

@@ -1,0 +1,47 @@
+"""Terminal view of a run comparison (`tracejudge compare`)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from tracejudge.stages.comparison.runs import Comparison
+
+__all__ = ["print_comparison"]
+
+
+def _f(x: float | None, nd: int = 3) -> str:
+    return "—" if x is None else f"{x:.{nd}f}"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def print_comparison(cmp: Comparison, console: Console) -> None:
+    """Per-metric deltas with the paired test, then the most regressed and improved cases with both reasons."""
+    console.print(
+        f"A (baseline) {cmp.run_a}: {cmp.results_a} results; B (current) {cmp.run_b}: {cmp.results_b} results; "
+        f"{cmp.paired} paired by (case, trial), {cmp.only_a} only in A, {cmp.only_b} only in B",
+        highlight=False,
+    )
+    t = Table(title=f"B − A per metric over pairs scored in both ({cmp.test})", title_justify="left")
+    for col in ("metric", "pairs", "A mean", "B mean", "delta", "95% CI", "p", "regressed", "improved", "unchanged"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for k, md in cmp.metrics.items():
+        ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
+        delta = "—" if md.delta is None else f"{md.delta:+.3f}"
+        style = "red" if md.ci95 is not None and md.ci95[1] < 0 else ("green" if md.ci95 is not None and md.ci95[0] > 0 else "")
+        t.add_row(k, str(md.pairs), _f(md.mean_a), _f(md.mean_b), f"[{style}]{delta}[/]" if style else delta, ci,
+                  _f(md.p_value, 4), str(md.regressed), str(md.improved), str(md.unchanged))
+    console.print(t)
+    for k, md in cmp.metrics.items():
+        for title, movers in (("regressed most", md.worst), ("improved most", md.best)):
+            if not movers:
+                continue
+            mt = Table(title=f"{k}: {title}", title_justify="left", show_lines=True)
+            for col in ("case", "trial", "A", "B", "delta", "A reason", "B reason"):
+                mt.add_column(col, overflow="fold")
+            for m in movers:
+                mt.add_row(m.case_id, str(m.trial), _f(m.a), _f(m.b), f"{m.delta:+.3f}", _short(m.reason_a), _short(m.reason_b))
+            console.print(mt)

@@ -1,0 +1,14 @@
+"""The one error an adapter raises for a record it cannot read."""
+
+from __future__ import annotations
+
+__all__ = ["AdapterError"]
+
+
+class AdapterError(ValueError):
+    """An adapter cannot read a record; `field` names the offending key path."""
+
+    def __init__(self, message: str, field: str | None = None, case_id: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.case_id = case_id

@@ -1,0 +1,246 @@
+"""Structural comparison of tool-call arguments, shared by every metric.
+
+Rules (DESIGN.md, "Metrics"):
+
+- key order never matters; nested mappings compare key by key, lists item
+  by item (same length, same order);
+- numbers compare numerically (`1 == 1.0`), but a bool is never a number
+  (`True != 1`) — a deliberate deviation from Python's `==`, which the
+  peers inherit;
+- strings compare exactly;
+- `subset` mode: every expected key must be present and match, extra actual
+  keys are allowed — at every depth of nested mappings; `exact` mode: the
+  key sets must be equal at every depth;
+- an expected value may be a matcher (a mapping whose keys are one of the
+  matcher keys below plus, for `$approx`, `tol`; key order is irrelevant),
+  and matchers nest — an `$any_of` option may itself be a matcher, a
+  matcher may sit at any depth of a mapping or list:
+  `{"$any_of": [v1, v2, …]}` — matches if any option matches;
+  `{"$regex": "pat"}` — a string that `re.search` finds `pat` in;
+  `{"$approx": x, "tol": t}` — a number within `t` of `x` (default `1e-9`);
+  `{"$absent": true}` — as a mapping value: the key must not be present;
+- actual arguments given as a JSON string are decoded first (OpenAI's
+  `function.arguments`); a string that is not a JSON object compares
+  unequal to any mapping (`arguments_invalid` on the `ToolCall`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Literal
+
+import regex
+from tracejudge.core.records import decode_arguments
+
+__all__ = [
+    "ABSENT",
+    "ArgMode",
+    "first_difference",
+    "is_matcher",
+    "match_arguments",
+    "match_top_level",
+    "match_value",
+    "render_call",
+    "short_json",
+]
+
+ArgMode = Literal["subset", "exact"]
+
+_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent"})
+# Keys a matcher may carry besides its `$` key.
+_MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT = _Absent()
+"""Stands for a key missing from the actual arguments."""
+
+
+def _matcher_key(value: dict[str, Any]) -> str | None:
+    """The `$` key of a matcher mapping, or `None` for a plain mapping.
+
+    A mapping is a matcher when exactly one of its keys is a matcher key and
+    every other key is one that matcher allows (`tol` for `$approx`), in any
+    order. Anything else — `{"$regex": "x", "flags": 1}`, an unknown
+    `$where` — is a plain mapping compared key by key.
+    """
+    if not value or len(value) > 2:
+        return None
+    found = [k for k in value if k in _MATCHER_KEYS]
+    if len(found) != 1:
+        return None
+    key = found[0]
+    allowed = _MATCHER_EXTRA.get(key, frozenset())
+    if all(k == key or k in allowed for k in value):
+        return key
+    return None
+
+
+def is_matcher(value: Any) -> bool:
+    """True if `value` is a matcher mapping (`{"$any_of": …}`, `{"$regex": …}`, …)."""
+    return isinstance(value, dict) and _matcher_key(value) is not None
+
+
+def _decoded(actual: Any) -> Any:
+    if isinstance(actual, str):
+        decoded, ok = decode_arguments(actual)
+        return decoded if ok else actual
+    return actual
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+REGEX_TIMEOUT_S = 1.0
+"""A `$regex` that backtracks longer than this on one value raises (the metric's value is then null)."""
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
+    """Does `actual` satisfy `expected` (a plain value or a matcher)? `actual` may be `ABSENT`."""
+    if isinstance(expected, dict):
+        key = _matcher_key(expected)
+        if key is not None:
+            return _match_matcher(key, expected, actual, mode)
+        if not isinstance(actual, dict):
+            return False
+        return match_arguments(expected, actual, mode)
+    if actual is ABSENT:
+        return False
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
+    if _is_number(expected):
+        return _is_number(actual) and expected == actual
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(match_value(e, a, mode) for e, a in zip(expected, actual))
+        )
+    if expected is None:
+        return actual is None
+    return type(expected) is type(actual) and expected == actual
+
+
+def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> bool:
+    if key == "$any_of":
+        options = m[key]
+        return isinstance(options, list) and any(match_value(option, actual, mode) for option in options)
+    if key == "$absent":
+        # `{"$absent": false}` is the converse: the key must be present, any value.
+        return (actual is ABSENT) == bool(m[key])
+    if actual is ABSENT:
+        return False
+    if key == "$regex":
+        if not isinstance(actual, str):
+            return False
+        try:
+            return _regex(str(m[key])).search(actual, timeout=REGEX_TIMEOUT_S) is not None
+        except TimeoutError:
+            # A catastrophic pattern must cost one score, not hang a run of 50,000 cases.
+            raise ValueError(f"$regex {str(m[key])[:60]!r} took over {REGEX_TIMEOUT_S:g} s on a {len(actual)}-character value") from None
+    # $approx
+    target, tol = m[key], m.get("tol", 1e-9)
+    return _is_number(actual) and _is_number(target) and abs(actual - target) <= tol
+
+
+def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
+    """Do `actual` arguments satisfy `expected` in `mode`?
+
+    `expected=None` matches any arguments (name-only expectation). A JSON
+    string is decoded first; raw, undecodable `actual` arguments never match
+    a mapping.
+    """
+    if expected is None:
+        return True
+    actual = _decoded(actual)
+    if not isinstance(actual, dict):
+        return False
+    for key, exp in expected.items():
+        if not match_value(exp, actual.get(key, ABSENT), mode):
+            return False
+    if mode == "exact":
+        for key in actual:
+            if key not in expected:
+                return False
+    return True
+
+
+def match_top_level(expected: dict[str, Any], actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
+    """pydantic-evals' `ArgumentCorrectness` rule: only the top level is a subset.
+
+    In `subset` mode every expected key must be present and its value must
+    match *in full* (a nested mapping compares in `exact` mode); in `exact`
+    mode the whole structure must be equal. Matchers are honoured at any depth.
+    """
+    actual = _decoded(actual)
+    if not isinstance(actual, dict):
+        return False
+    for key, exp in expected.items():
+        if not match_value(exp, actual.get(key, ABSENT), "exact"):
+            return False
+    return mode == "subset" or all(key in expected for key in actual)
+
+
+def first_difference(
+    expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset", nested_mode: ArgMode | None = None
+) -> str | None:
+    """A short human description of the first argument that does not match, or `None`.
+
+    `nested_mode` is the mode for values below the top level (default: `mode`);
+    `ArgumentCorrectness` passes `exact` there, as `match_top_level` does.
+    """
+    if expected is None:
+        return None
+    actual = _decoded(actual)
+    if not isinstance(actual, dict):
+        return f"arguments are not a JSON object: {str(actual)[:80]!r}"
+    return _diff(expected, actual, mode, nested_mode or mode, "")
+
+
+def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, nested: ArgMode, prefix: str) -> str | None:
+    for key, exp in expected.items():
+        got = actual.get(key, ABSENT)
+        path = f"{prefix}{key}"
+        if match_value(exp, got, nested):
+            continue
+        if isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict):
+            inner = _diff(exp, got, nested, nested, path + ".")
+            if inner:
+                return inner
+        if got is ABSENT:
+            return f"{path}: expected {short_json(exp)}, missing"
+        return f"{path}: expected {short_json(exp)}, got {short_json(got)}"
+    if mode == "exact":
+        for key in actual:
+            if key not in expected:
+                return f"{prefix}{key}: unexpected argument {short_json(actual[key])}"
+    return None
+
+
+def short_json(value: Any, limit: int = 60) -> str:
+    """Compact JSON of `value` cut to `limit` characters, for reasons."""
+    if value is ABSENT:
+        return "<absent>"
+    text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_call(name: str, arguments: Any, limit: int = 120) -> str:
+    """`name({"k":"v"})`, shortened to `limit` characters, for reasons."""
+    if arguments is None:
+        return f"{name}(…)"
+    text = json.dumps(arguments, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{name}({text})"

@@ -1,0 +1,85 @@
+"""Exit statuses CI can tell apart: 0 PASS, 1 FAIL, 2 bad input, 3 internal error, 130 interrupted."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tracejudge.engine import runner
+from tracejudge.entrypoints.cli import main
+
+CASE = {"id": "c1", "trace": {"steps": [{"tool_calls": [{"name": "get"}]}]}, "expected_tool_calls": [{"name": "get"}]}
+
+
+def _config(tmp_path: Path, called: str = "get") -> Path:
+    case = {**CASE, "trace": {"steps": [{"tool_calls": [{"name": called}]}]}}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCorrectness}]\nrun: {dir: run}\n"
+                   "assertions: {metrics: {ToolCorrectness: {min_mean: 0.5}}}\n")
+    return cfg
+
+
+def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_pass_is_0_and_fail_is_1(tmp_path: Path) -> None:
+    ok = _tj("run", str(_config(tmp_path)), cwd=tmp_path)
+    assert ok.returncode == 0 and "verdict: PASS" in ok.stdout
+    fail = _tj("run", str(_config(tmp_path, called="put")), "--fresh", cwd=tmp_path)  # mean 0.0 < 0.5
+    assert fail.returncode == 1 and "verdict: FAIL" in fail.stdout
+
+
+def test_bad_config_is_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("dataset: {path: nowhere.jsonl}\nmetrics: [{type: NoSuchMetric}]\n")
+    proc = _tj("run", str(cfg), cwd=tmp_path)
+    assert proc.returncode == 2 and "NoSuchMetric" in proc.stderr
+
+
+def test_an_internal_error_is_3_with_one_line_and_a_crash_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # Injected: no real input makes tracejudge itself fail, which is the point of the status.
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the engine broke\nsecond line")
+
+    monkeypatch.setattr(runner, "run", broken)
+    cfg = _config(tmp_path)
+    (tmp_path / "run").mkdir()
+    assert main(["run", str(cfg), "--no-progress"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    crash = tmp_path / "run" / "crash.log"
+    assert err[0] == f"internal error: RuntimeError: the engine broke (traceback in {crash})"
+    text = crash.read_text()
+    assert "Traceback (most recent call last)" in text and "RuntimeError: the engine broke" in text
+
+
+def test_an_internal_error_before_a_run_directory_exists_goes_to_a_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from tracejudge.stages.judge import estimate as estimate_mod
+
+    def broken(config: object) -> None:
+        raise KeyError("price")
+
+    monkeypatch.setattr(estimate_mod, "estimate", broken)
+    assert main(["estimate", str(_config(tmp_path))]) == 3
+    err = capsys.readouterr().err.strip()
+    m = re.fullmatch(r"internal error: KeyError: 'price' \(traceback in (\S+)\)", err)
+    assert m, err
+    assert "KeyError" in Path(m.group(1)).read_text()
+    Path(m.group(1)).unlink()
+
+
+def test_help_and_version_document_the_statuses(tmp_path: Path) -> None:
+    helped = _tj("--help", cwd=tmp_path)
+    assert helped.returncode == 0
+    for line in ("0    PASS", "1    FAIL", "2    bad config", "3    internal error", "130  interrupted"):
+        assert line in helped.stdout
+    version = _tj("--version", cwd=tmp_path)
+    assert version.returncode == 0 and re.fullmatch(r"tracejudge \S+\n", version.stdout)

@@ -1,0 +1,137 @@
+"""tracejudge installs as one namespace: a built wheel, in a fresh venv, beside a user project
+that has its own `pipeline/` and `stages/` packages.
+
+The venv sees this environment's packages (`--system-site-packages`) so nothing is
+downloaded; the wheel is installed with `--no-deps --no-index` and shadows the editable
+install, whose finder only maps `tracejudge`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+USAGE = textwrap.dedent(
+    """\
+    import tracejudge
+    from tracejudge import Case, Score, Trace
+
+
+    @tracejudge.metric
+    def short(case: Case, trace: Trace, *, limit: int = 2) -> bool:
+        return len(trace.tool_calls()) <= limit
+
+
+    @tracejudge.metric(threshold=0.5)
+    async def half(case: Case, trace: Trace) -> Score:
+        return Score(value=0.5)
+
+
+    report = tracejudge.evaluate([{"id": "a"}], [short, half(), tracejudge.ToolCalls(), {"type": "TrajectoryMatch"}])
+    failures: list[tracejudge.Failure] = report.failed()
+    value: float | None = report.results[0].scores["short"].value
+    tracejudge.assert_trajectory(Case(id="c"), ["search"], order="in_order")
+    """
+)
+
+USER_TEST = textwrap.dedent(
+    """\
+    import pipeline
+    import stages
+    import tracejudge
+    from tracejudge import Case, ToolCalls
+
+
+    def test_user_packages_are_the_users():
+        assert pipeline.WHOSE == "user" and stages.WHOSE == "user"
+
+
+    def test_tracejudge_fixture_works(tracejudge):
+        case = Case(id="w1", trace={"steps": [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}]},
+                    expected_tool_calls=[{"name": "get_weather", "arguments": {"city": "Paris"}}])
+        result = tracejudge.evaluate_case(case, [ToolCalls()])
+        assert result.scores["ToolCalls"].value == 1.0
+    """
+)
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("wheel")
+    dist = root / "dist"
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)], root)
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel = next(dist.glob("tracejudge-*.whl"))
+    env = root / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env)
+    py = env / "bin" / "python"
+    inst = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q", str(wheel)], root)
+    if inst.returncode != 0 and "no such option: --python" in inst.stderr:
+        inst = _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--prefix", str(env), str(wheel)], root)
+    assert inst.returncode == 0, inst.stderr[-2000:]
+    site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip())
+    project = root / "userproj"
+    for pkg in ("pipeline", "stages"):
+        (project / pkg).mkdir(parents=True)
+        (project / pkg / "__init__.py").write_text('WHOSE = "user"\n')
+    (project / "tests").mkdir()
+    (project / "tests" / "test_user.py").write_text(USER_TEST)
+    (project / "usage.py").write_text(USAGE)
+    return {"wheel": wheel, "python": py, "site": site, "project": project, "bin": env / "bin"}
+
+
+def test_the_wheel_holds_one_namespace_and_every_module(installed: dict[str, Path]) -> None:
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"tracejudge"}
+    expected = {f"tracejudge/{p.relative_to(REPO / 'pipeline').as_posix()}" for p in (REPO / "pipeline").rglob("*.py")}
+    expected |= {f"tracejudge/stages/{p.relative_to(REPO / 'stages').as_posix()}" for p in (REPO / "stages").rglob("*.py")}
+    assert expected - set(names) == set(), "modules missing from the wheel (add their package to pyproject.toml)"
+    assert {"tracejudge/py.typed", "tracejudge/llm/prices.yaml"} <= set(names)
+    site = installed["site"]
+    assert not (site / "pipeline").exists() and not (site / "stages").exists()
+    assert (site / "tracejudge" / "py.typed").exists()
+
+
+def test_a_user_project_with_its_own_pipeline_package_keeps_working(installed: dict[str, Path]) -> None:
+    py, project = installed["python"], installed["project"]
+    where = _run([str(py), "-c", "import tracejudge, pipeline; print(tracejudge.__file__); print(pipeline.WHOSE)"], project)
+    assert where.returncode == 0, where.stderr
+    first, second = where.stdout.splitlines()
+    assert first.startswith(str(installed["site"])) and second == "user"
+    proc = _run([str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], project)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout
+
+
+def test_console_script_and_module_report_the_version(installed: dict[str, Path]) -> None:
+    py, project = installed["python"], installed["project"]
+    version = _run([str(py), "-c", "import tracejudge; print(tracejudge.__version__)"], project).stdout.strip()
+    for cmd in ([str(installed["bin"] / "tracejudge"), "--version"], [str(py), "-m", "tracejudge", "--version"]):
+        proc = _run(cmd, project)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == f"tracejudge {version}"
+
+
+def test_mypy_strict_sees_the_installed_types(installed: dict[str, Path]) -> None:
+    pytest.importorskip("mypy")
+    py, project = installed["python"], installed["project"]
+    proc = _run([str(py), "-m", "mypy", "--strict", "--no-incremental", "usage.py"], project, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (project / "wrong.py").write_text("import tracejudge\n\nreport: int = tracejudge.evaluate([], [], trials='3')\n")
+    bad = _run([str(py), "-m", "mypy", "--strict", "--no-incremental", "wrong.py"], project, timeout=600)
+    assert bad.returncode == 1
+    assert 'Incompatible types in assignment (expression has type "RunReport", variable has type "int")' in bad.stdout
+    assert 'Argument "trials" to "evaluate" has incompatible type "str"; expected "int"' in bad.stdout
