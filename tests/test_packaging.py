@@ -1,15 +1,17 @@
 """tracejudge installs as one namespace: a built wheel, in a fresh venv, beside a user project
 that has its own `pipeline/` and `stages/` packages.
 
-The venv sees this environment's packages (`--system-site-packages`) so nothing is
-downloaded; the wheel is installed with `--no-deps --no-index` and shadows the editable
-install, whose finder only maps `tracejudge`.
+Nothing is downloaded: the wheel is installed with `--no-deps --no-index`, and the venv
+reaches the dependencies through a `.pth` line naming this interpreter's site-packages
+(after its own, so the wheel shadows an editable install; `.pth` files in a directory
+added that way are not run, so the editable install's finder stays inactive).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import venv
 import zipfile
@@ -75,13 +77,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = next(dist.glob("tracejudge-*.whl"))
     env = root / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env)
+    venv.EnvBuilder(with_pip=False).create(env)
     py = env / "bin" / "python"
+    site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip())
+    outer = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (site / "_outer_site.pth").write_text("".join(f"{p}\n" for p in outer))
     inst = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q", str(wheel)], root)
     if inst.returncode != 0 and "no such option: --python" in inst.stderr:
         inst = _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--prefix", str(env), str(wheel)], root)
     assert inst.returncode == 0, inst.stderr[-2000:]
-    site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip())
     project = root / "userproj"
     for pkg in ("pipeline", "stages"):
         (project / pkg).mkdir(parents=True)
