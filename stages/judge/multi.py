@@ -47,7 +47,7 @@ from tracejudge.llm.cache import cache_key, canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
-from tracejudge.stages.judge.parse import ParseError, extract_json, scale_from, yes_no_from
+from tracejudge.stages.judge.parse import ParseError, json_objects, scale_from, yes_no_from
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
@@ -130,10 +130,10 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
 
 def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """`(answers by item id, problem by item id)`: every item is in exactly one of the two."""
-    try:
-        data = extract_json(text)
-    except ParseError as exc:
-        return {}, {it.id: str(exc) for it in items}
+    # The first object in the reply that answers some item (a decoy `{…}` in prose before it is skipped).
+    data = next((o for o in json_objects(text) if any(it.id in o for it in items)), None)
+    if data is None:
+        return {}, {it.id: "no JSON object with verdicts by item id found in the reply" for it in items}
     good: dict[str, dict[str, Any]] = {}
     bad: dict[str, str] = {}
     for it in items:
@@ -222,16 +222,15 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                 except _BudgetRefused:
                     judge.stats.skipped_budget += 1
                     failure = Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"),
-                                      "skipped_budget", "a judge request could cross the token or dollar budget; resume with a larger budget to finish it")
+                                      "skipped_budget", "a judge request could cross the token or dollar budget; resume with a larger budget to finish it",
+                                      "skipped_budget")
                 except ProviderError as exc:
-                    judge.stats.judge_errors += 1
-                    kind = "rate_limited" if exc.kind == "quota" else "judge_error"
-                    msg = f"{kind}: {exc}"
-                    failure = Outcome(Score(value=None, passed=None, reason=msg), kind, msg)
+                    failure = judge.failure(exc)
             if failure is not None:
                 for i in todo:
                     info = JudgeInfo(model=cfg.model, requests=1, latency_s=round(time.perf_counter() - t0, 4))
-                    out[i] = Outcome(failure.score.model_copy(update={"judge": info, "details": {"batch": composition_base}}), failure.status, failure.message)
+                    details = {**(failure.score.details or {}), "batch": composition_base}
+                    out[i] = Outcome(failure.score.model_copy(update={"judge": info, "details": details}), failure.status, failure.message, failure.kind)
             else:
                 good, bad = parse_multi(group, text)
                 if judge.cache is not None and cached is None and good:

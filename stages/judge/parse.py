@@ -1,8 +1,14 @@
 """Strict parsing of judge verdicts.
 
 Tolerated: the JSON object alone, inside a fenced code block, or surrounded
-by prose (the first balanced `{…}` is taken). Not tolerated: anything that
-is not a JSON object with exactly the asked question ids — a near-miss like
+by prose — every `{` of the reply starts a candidate (decoded with
+`json.JSONDecoder.raw_decode`), and the first candidate that is a valid
+verdict for the asked questions wins, so a decoy `{…}` in prose before the
+verdict does no harm. Zero-width and byte-order-mark characters are removed
+first (they make "ye\u200bs" look like "yes" to a reader but not to a parser).
+Not tolerated: anything that is not a JSON object with exactly the asked
+question ids and an answer that is exactly yes or no after trimming and
+lower-casing ("yess", "yes!" and "y" are wrong) — a near-miss like
 `GRADE: CI` or `q1: yes` lines is a parse failure, which the judge answers
 with one repair request and then `judge_error` with the raw text kept.
 """
@@ -11,57 +17,57 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["ParseError", "extract_json", "parse_scale", "parse_yes_no", "scale_from", "yes_no_from"]
+__all__ = ["ParseError", "extract_json", "json_objects", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible", "yes_no_from"]
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+T = TypeVar("T")
+
+# Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible, never part of a verdict.
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
+_DECODER = json.JSONDecoder()
 
 
 class ParseError(ValueError):
     """The judge's text is not a valid verdict; the message says what was wrong."""
 
 
-def _balanced_object(text: str) -> str | None:
+def strip_invisible(text: str) -> str:
+    """`text` without zero-width characters, byte-order marks and soft hyphens."""
+    return _INVISIBLE.sub("", text)
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in `text`, in order: one `raw_decode` attempt at each `{` (nested ones included)."""
+    text = strip_invisible(text)
     start = text.find("{")
     while start != -1:
-        depth, in_str, esc = 0, False, False
-        for i in range(start, len(text)):
-            c = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif c == "\\":
-                    esc = True
-                elif c == '"':
-                    in_str = False
-            elif c == '"':
-                in_str = True
-            elif c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
+        try:
+            value, _ = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            yield value
         start = text.find("{", start + 1)
-    return None
 
 
 def extract_json(text: str) -> dict[str, Any]:
-    """The JSON object in `text` (bare, fenced, or inside prose). Raises `ParseError`."""
-    candidates = [text.strip()]
-    candidates += [m.strip() for m in _FENCE.findall(text)]
-    obj = _balanced_object(text)
-    if obj:
-        candidates.append(obj)
-    for cand in candidates:
-        try:
-            value = json.loads(cand)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
+    """The first JSON object in `text` (bare, fenced, or inside prose). Raises `ParseError`."""
+    for value in json_objects(text):
+        return value
     raise ParseError("no JSON object found in the reply")
+
+
+def _first_valid(text: str, read: Callable[[Any], T]) -> T:
+    # The first object that is a valid verdict; otherwise the problem with the first object seen.
+    first: ParseError | None = None
+    for value in json_objects(text):
+        try:
+            return read(value)
+        except ParseError as exc:
+            first = first or exc
+    raise first or ParseError("no JSON object found in the reply")
 
 
 def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]]:
@@ -70,7 +76,7 @@ def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]
     Answers are compared case-insensitively after trimming; a missing id, an
     extra id, or an answer other than yes/no is an error.
     """
-    return yes_no_from(extract_json(text), question_ids)
+    return _first_valid(text, lambda data: yes_no_from(data, question_ids))
 
 
 def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]:
@@ -85,7 +91,7 @@ def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]
         item = data[q]
         if not isinstance(item, dict):
             raise ParseError(f"{q}: expected an object with answer and reason")
-        answer = str(item.get("answer", "")).strip().lower()
+        answer = strip_invisible(str(item.get("answer", ""))).strip().lower()
         if answer not in ("yes", "no"):
             raise ParseError(f"{q}: answer must be yes or no, got {item.get('answer')!r}")
         out[q] = {"answer": answer, "reason": str(item.get("reason", ""))}
@@ -94,7 +100,7 @@ def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]
 
 def parse_scale(text: str, lo: int, hi: int) -> dict[str, Any]:
     """`{"score": int in [lo, hi], "reason": str}`. Raises `ParseError`."""
-    return scale_from(extract_json(text), lo, hi)
+    return _first_valid(text, lambda data: scale_from(data, lo, hi))
 
 
 def scale_from(data: Any, lo: int, hi: int) -> dict[str, Any]:
