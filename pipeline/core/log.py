@@ -6,8 +6,14 @@ import logging
 import sys
 
 import structlog
+from tracejudge.llm.redact import redact
 
 __all__ = ["configure", "get_logger"]
+
+
+def _redact_event(_logger: object, _name: str, event: dict[str, object]) -> dict[str, object]:
+    # Log fields may carry provider text (an error body echoing headers): no credential reaches a log line.
+    return {k: redact(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
 def configure(level: str = "info") -> None:
@@ -20,6 +26,7 @@ def configure(level: str = "info") -> None:
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
+            _redact_event,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
         ],

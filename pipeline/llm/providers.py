@@ -13,7 +13,9 @@ Two wire protocols:
 `base_url` includes the version prefix (`https://api.openai.com/v1`).
 
 API keys: `auth_headers` puts the key in a request header and nowhere else;
-no error message, log line or record built here contains a header value.
+no error message, log line or record built here contains a header value, and
+provider text copied into an error message is passed through
+`tracejudge.llm.redact.redact` (an endpoint may echo the headers it got).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 import aiohttp
+from tracejudge.llm.redact import redact
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -256,10 +259,13 @@ def rate_info(headers: dict[str, str]) -> RateInfo:
 
 
 def _error_text(body: Any) -> str:
+    # Redacted before it is cut, so a cut cannot leave half a credential unrecognised.
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         err = body["error"]
-        return f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}"[:300]
-    return str(body)[:300]
+        return redact(f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}")[:300]
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return redact(f"error: {body['error']}")[:300]
+    return redact(str(body))[:300]
 
 
 def read_reply(provider: str, http: HttpReply, max_retry_after_s: float) -> Reply:
@@ -267,7 +273,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float) -> Repl
 
     429 → `rate_limited` (or `quota` when `retry-after` exceeds
     `max_retry_after_s`, or the body says the quota is exhausted); 5xx and 529
-    → `server`; 408 → `timeout`; other 4xx → `fatal`.
+    → `server`; 408 → `timeout`; other 4xx → `fatal` (401/403 keep their
+    status, which makes them auth errors); a 2xx whose body is an error object
+    → `server` with the provider's own message.
     """
     rate = rate_info(http.headers)
     if http.status == 429:
@@ -284,6 +292,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float) -> Repl
     body = http.body
     if not isinstance(body, dict):
         raise ProviderError("server", f"HTTP {http.status}: reply is not a JSON object", http.status)
+    if body.get("error") or body.get("type") == "error":
+        # Some gateways answer 200 with an error body: report what the provider said, not a shape error.
+        raise ProviderError("server", f"HTTP {http.status} with an error body: {_error_text(body)}", http.status)
     try:
         if provider == "anthropic":
             parts = []
