@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence, render_call, render_steps, text_of
+from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence, render_steps, text_of
 
 __all__ = [
     "AgentMemoryEval",
@@ -57,7 +57,7 @@ class TaskCompletion(JudgeMetric):
     Works without steps (the final output alone); no output at all → null.
     """
 
-    prompt_version: ClassVar[str] = "task-completion/1"
+    prompt_version: ClassVar[str] = "task-completion/2"
     task: ClassVar[str] = "You judge whether the agent's final output accomplishes the user's task."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -82,7 +82,7 @@ class PlanQuality(JudgeMetric):
     Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "plan-quality/1"
+    prompt_version: ClassVar[str] = "plan-quality/2"
     task: ClassVar[str] = "You judge the quality of the plan the agent followed, as shown by its steps."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -109,7 +109,7 @@ class TrajectoryEfficiency(JudgeMetric):
     at 0. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "trajectory-efficiency/1"
+    prompt_version: ClassVar[str] = "trajectory-efficiency/2"
     task: ClassVar[str] = "You judge how efficiently the agent reached its result."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -156,12 +156,13 @@ class ToolArgumentAccuracy(JudgeMetric):
     ("no tool calls to judge"), where multivon-eval is silent.
     """
 
-    prompt_version: ClassVar[str] = "tool-argument-accuracy/1"
+    prompt_version: ClassVar[str] = "tool-argument-accuracy/2"
     task: ClassVar[str] = "You judge the arguments the agent passed to its tool calls."
 
     def plan(self, case: Case) -> Plan | Score:
         got = _calls_plan(self, case, lambda i, c: Question(
-            f"q{i}", f"Call {i}, {render_call(c)}: are its arguments appropriate and well-formed for this tool, given the task?"), "tool calls")
+            f"q{i}", f"Call {i} (the line `call {i}:` in the trace): are its arguments appropriate and well-formed for this tool, given the task?"),
+            "tool calls")
         return _not_computed("no tool calls to judge") if got is None else got
 
 
@@ -175,14 +176,15 @@ class ToolCallNecessity(JudgeMetric):
     made (no request is sent).
     """
 
-    prompt_version: ClassVar[str] = "tool-call-necessity/1"
+    prompt_version: ClassVar[str] = "tool-call-necessity/2"
     task: ClassVar[str] = "You judge whether each tool call the agent made was needed."
 
     def plan(self, case: Case) -> Plan | Score:
         got = _calls_plan(self, case, lambda i, c: Question(
-            f"q{i}", f"Call {i}, {render_call(c)}: given the task and what calls 1 to {i - 1} returned, "
+            f"q{i}", f"Call {i} (the line `call {i}:` in the trace): given the task and what calls 1 to {i - 1} returned, "
                      "was this call strictly necessary to make progress?" if i > 1 else
-                     f"Call 1, {render_call(c)}: given the task, was this first call strictly necessary to make progress?"), "tool calls")
+                     "Call 1 (the line `call 1:` in the trace): given the task, was this first call strictly necessary to make progress?"),
+            "tool calls")
         if got is None:
             return self.verdict(1.0, "no tool calls were made")
         return got
@@ -197,7 +199,7 @@ class StepFaithfulness(JudgeMetric):
     failures. Score = share of yes. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "step-faithfulness/1"
+    prompt_version: ClassVar[str] = "step-faithfulness/2"
     task: ClassVar[str] = "You judge whether each step of the agent is faithful to the task and to what earlier steps observed."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -220,7 +222,7 @@ class AgentMemoryEval(JudgeMetric):
     set — includes it (all yes-good). Score = share of good answers.
     """
 
-    prompt_version: ClassVar[str] = "agent-memory/1"
+    prompt_version: ClassVar[str] = "agent-memory/2"
     task: ClassVar[str] = "You judge whether the agent's response uses what it should remember from earlier sessions."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -257,7 +259,7 @@ class ContextRelevance(JudgeMetric):
     relevant; 0.0 with no request when there is nothing to judge.
     """
 
-    prompt_version: ClassVar[str] = "context-relevance/1"
+    prompt_version: ClassVar[str] = "context-relevance/2"
     task: ClassVar[str] = "You judge whether each retrieved passage is relevant to the user's input."
     max_items: int = Field(default=8, ge=1, le=1000)
 
@@ -289,7 +291,7 @@ class Faithfulness(JudgeMetric):
     share supported. No output or no passages → null.
     """
 
-    prompt_version: ClassVar[str] = "faithfulness/1"
+    prompt_version: ClassVar[str] = "faithfulness/2"
     task: ClassVar[str] = "You judge whether each claim of the agent's output is supported by the given passages."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -301,8 +303,10 @@ class Faithfulness(JudgeMetric):
             return _not_computed("the case has no retrieved passages or context")
         claims = claims_of(output)
         judged = claims[: self.max_items]
-        sections = [(f"Passage {i}", p) for i, p in enumerate(passages, 1)] + [("Output", output)]
-        qs = [Question(f"q{i}", f"Is this claim supported by the passages: {c!r}?") for i, c in enumerate(judged, 1)]
+        # The claims come from the output, so they stay inside the fence; questions name them by number.
+        claims_text = "\n".join(f"Claim {i}: {c}" for i, c in enumerate(judged, 1))
+        sections = [(f"Passage {i}", p) for i, p in enumerate(passages, 1)] + [("Output", output), ("Claims", claims_text)]
+        qs = [Question(f"q{i}", f"Is claim {i} (in the Claims section) supported by the passages?") for i in range(1, len(judged) + 1)]
         return Plan(self, qs, lambda omit: fence(sections), note=_cap_note(len(claims), self.max_items, "claims"))
 
 
@@ -316,7 +320,7 @@ class Rubric(JudgeMetric):
     Score = (grade − lowest) / (highest − lowest).
     """
 
-    prompt_version: ClassVar[str] = "rubric/1"
+    prompt_version: ClassVar[str] = "rubric/2"
     task: ClassVar[str] = "You grade the agent's run against the user's rubric."
     criteria: str = Field(min_length=1)
     scale: tuple[int, int] = (1, 5)
