@@ -75,7 +75,8 @@ def test_retries_stop_at_max_attempts_with_judge_error(simulator, tmp_path):
     sim = simulator(script=["500"] * 10)
     run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1), judge={"max_attempts": 3})
     (r,) = results(tmp_path)
-    assert r["status"] == "judge_error" and r["error"]["kind"] == "judge_error" and "HTTP 500" in r["error"]["message"]
+    assert r["status"] == "judge_error" and r["error"]["kind"] == "provider_error" and "HTTP 500" in r["error"]["message"]
+    assert r["scores"]["TaskCompletion"]["details"] == {"error_kind": "provider_error", "http_status": 500}
     assert sim.stats.requests == 3
 
 
@@ -87,7 +88,7 @@ def test_truncated_json_gets_one_repair_and_is_never_cached(simulator, tmp_path)
     sim2 = simulator(script=["truncated", "truncated"])
     run_config(tmp_path, sim2.url, write_cases(tmp_path / "d.jsonl", 1, calls=2), run="run2")
     (r,) = results(tmp_path, "run2")
-    assert r["status"] == "judge_error"
+    assert r["status"] == "judge_error" and r["error"]["kind"] == "truncated"
     assert "cut off" in r["scores"]["TaskCompletion"]["reason"]
     assert r["scores"]["TaskCompletion"]["details"]["raw"].startswith("{")
     # Nothing was stored for it: a third run asks again.
@@ -107,9 +108,13 @@ def test_prose_answer_is_accepted_and_near_miss_is_repaired_once_then_judge_erro
     assert by_id["case-0"]["status"] == "ok"  # fenced JSON inside prose
     assert by_id["case-1"]["status"] == "ok"  # near miss, repaired
     bad = by_id["case-2"]
-    assert bad["status"] == "judge_error" and bad["error"]["kind"] == "judge_error"
+    assert bad["status"] == "judge_error" and bad["error"]["kind"] == "parse_error"
+    assert bad["scores"]["TaskCompletion"]["judge"]["requests"] == 2  # the repair request counts
     assert "GRADE q1:" in bad["scores"]["TaskCompletion"]["details"]["raw"] and "GRADE q1:" in bad["error"]["message"]
     assert summary["judge"]["repairs"] == 2 and sim.stats.requests == 5
+    assert summary["judge"]["error_kinds"] == {"parse_error": 1} and summary["judge"]["parse_failures"] == 3
+    assert summary["judge"]["parse_failure_rate"] == pytest.approx(3 / 5, abs=1e-6)
+    assert summary["judge"]["repair_input_tokens"] > 0
     assert summary["metrics"]["TaskCompletion"]["scored"] == 2 and summary["metrics"]["TaskCompletion"]["excluded"] == {"judge_error": 1}
     assert summary["judge"]["error_share"] == pytest.approx(1 / 3, abs=1e-6) and summary["judge"]["gate_failed"] is True
 

@@ -116,6 +116,9 @@ class JudgeConfig(_Strict):
     share a request, gathered across cases for at most `item_wait_s` seconds
     and shuffled with `item_seed`; `calibration` also judges a sample alone.
     `mode: batch` sends requests through the provider's batch API (`batch`).
+    `stop_grace_s`: on SIGINT/SIGTERM, judge requests in flight get this many
+    seconds to finish; then they are cut and their cases left unwritten
+    (provisional: the resume judges them).
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -134,6 +137,7 @@ class JudgeConfig(_Strict):
     one_question_per_request: bool = False
     max_error_share: float = Field(default=0.0, ge=0, le=1)
     workers: int | None = Field(default=None, ge=1, le=100_000)
+    stop_grace_s: float = Field(default=10.0, ge=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
     items_per_request: int = Field(default=1, ge=1, le=100)

@@ -44,7 +44,9 @@ class Stage:
     `usage()` (optional) returns the stage's additive counters since it was
     built (`{"requests": 12, "input_tokens": 3400, "cost_usd": 0.01, ...}`);
     the run records them per segment and sums them across restarts (a stage
-    named `judge` fills the summary's `judge` block).
+    named `judge` fills the summary's `judge` block). `io` says its work
+    waits on the network: it is fed single items whatever its `workers`,
+    so each result moves on as soon as it is done.
     """
 
     name: str
@@ -53,3 +55,4 @@ class Stage:
     aclose: Callable[[], Awaitable[None]] | None = None
     summary: Callable[[], dict[str, Any]] | None = None
     usage: Callable[[], dict[str, float]] | None = None
+    io: bool = False

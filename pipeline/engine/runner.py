@@ -29,7 +29,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core import registry
 from tracejudge.core.config import RunConfig
-from tracejudge.core.errors import ConfigError
+from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
@@ -134,7 +134,7 @@ async def run(
         # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
         stages = build_stages(
             config, [m for m in metrics if not getattr(m, "over_trials", False)],
-            run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
+            run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent), stop=stop,
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
 
@@ -243,6 +243,8 @@ async def run(
                         if not work.failed:
                             try:
                                 await stage.process(work)
+                            except TracejudgeError:
+                                raise  # the stage says no case can succeed (bad judge credentials): stop, write nothing of it
                             except Exception as exc:  # a stage bug must cost one case, not the run
                                 work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
                                 work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
@@ -252,6 +254,10 @@ async def run(
             async with recv:
                 async for works in recv:
                     for work in works:
+                        if work.scratch.get("unfinished"):
+                            # A stage cut this work short (a stop's grace ran out): not written, so the resume redoes it.
+                            counters["cut_short"] = 1
+                            continue
                         result = work.result
                         result.duration_s = round(time.perf_counter() - work.started, 6)
                         try:
@@ -274,7 +280,7 @@ async def run(
                 journal.tick()
 
         def feeds_concurrent(i: int) -> bool:
-            return i < len(stages) and stages[i].workers > 1
+            return i < len(stages) and (stages[i].workers > 1 or stages[i].io)
 
         try:
             async with anyio.create_task_group() as tg:
@@ -344,7 +350,8 @@ async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
 
 
 def build_stages(
-    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None
+    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None,
+    stop: anyio.Event | None = None,
 ) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
@@ -352,26 +359,32 @@ def build_stages(
     neighbours are joined directly. `run_dir` is where stages keep their own
     files (the target's `traces.jsonl`); without it they keep none.
     `prior_judge` is the judge block of an earlier segment of the same run
-    (its spending counts against the budget). Raises `ConfigError` when the
+    (its spending counts against the budget). `stop` is the run's stop
+    event: the judge cuts requests still in flight `judge.stop_grace_s` after
+    it is set. Raises `ConfigError` when the
     judge's API key variable is unset.
     """
     from tracejudge.stages.judge import JudgeMetric
     from tracejudge.stages.judge.stage import judge_stage
     from tracejudge.stages.score import score_stage
 
-    def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
-        return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
-
     plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
     judged = [m for m in metrics if isinstance(m, JudgeMetric)]
+    # A case's own judge metrics need the judge stage even when the run lists none; without a
+    # `judge:` section they stay in the score stage, whose evaluate() says that they need one.
+    with_judge = bool(judged) or config.judge is not None
+
+    def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
+        return [m for m in _merge_case_metrics(run_metrics, specs) if not (with_judge and isinstance(m, JudgeMetric))]
+
     stages: list[Stage] = []
     if config.target is not None:
         from tracejudge.stages.target import target_stage
 
         stages.append(target_stage(config, run_dir))
     stages.append(score_stage(plain, deterministic))
-    if judged:
-        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir))
+    if with_judge:
+        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir, stop=stop))
     return stages
 
 

@@ -16,8 +16,8 @@ Anthropic (`protocol="anthropic"`): `POST {base}/messages/batches`
 Results are joined by `custom_id`, never by position. Each becomes a
 `BatchResult` whose kind is `ok` (with the `Reply`, read by the same
 `read_reply` as a synchronous answer), `error`, `expired` or `canceled`.
-Control calls (upload, create, poll, download) raise `ProviderError` like
-the synchronous path; the caller retries them.
+Control calls (upload, create, poll, list, download) raise `ProviderError`
+like the synchronous path; the caller retries them (with tenacity).
 """
 
 from __future__ import annotations
@@ -116,17 +116,27 @@ async def submit_batch(session: aiohttp.ClientSession, protocol: str, base_url: 
 
 
 async def find_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], key: str, value: str,
-                     timeout_s: float = 60.0) -> str | None:
-    """The id of a recent batch whose metadata has `key: value` (OpenAI lists the last 100), or `None`.
+                     timeout_s: float = 60.0, max_pages: int = 10_000) -> str | None:
+    """The id of a batch whose metadata has `key: value`, or `None`. Raises `ProviderError`.
 
+    Pages through the whole list (`limit=100`, `after=<last id>` while
+    `has_more`), newest first: on a busy account the batch may be far past
+    the first page, and missing it would pay for the same requests twice.
     Anthropic message batches carry no metadata: always `None` there.
     """
     if protocol == "anthropic":
         return None
-    body = (await _http(session, "GET", f"{base_url.rstrip('/')}/batches?limit=100", _json_headers(headers), timeout_s)).body
-    for b in body.get("data") or []:
-        if isinstance(b, dict) and (b.get("metadata") or {}).get(key) == value:
-            return str(b["id"])
+    after: str | None = None
+    for _ in range(max_pages):
+        query = "limit=100" + (f"&after={after}" if after else "")
+        body = (await _http(session, "GET", f"{base_url.rstrip('/')}/batches?{query}", _json_headers(headers), timeout_s)).body
+        page = [b for b in (body.get("data") or []) if isinstance(b, dict)] if isinstance(body, dict) else []
+        for b in page:
+            if (b.get("metadata") or {}).get(key) == value:
+                return str(b["id"])
+        if not page or not body.get("has_more"):
+            return None
+        after = str(body.get("last_id") or page[-1].get("id"))
     return None
 
 

@@ -76,11 +76,24 @@ class JudgeCache(Protocol):
 
 
 class DiskJudgeCache:
-    """`JudgeCache` on a diskcache directory (safe across processes)."""
+    """`JudgeCache` on a diskcache directory (safe across processes).
+
+    The directory is opened on first use, so a directory that cannot be
+    created or a corrupt database raises (`OSError`, `sqlite3.Error`) from
+    `get`/`put`/`explain`, where the judge treats it as a cache fault, not
+    from the constructor.
+    """
 
     def __init__(self, directory: Path) -> None:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none")
+        self._directory = Path(directory)
+        self._opened: diskcache.Cache | None = None
+
+    @property
+    def _cache(self) -> diskcache.Cache:
+        if self._opened is None:
+            self._directory.mkdir(parents=True, exist_ok=True)
+            self._opened = diskcache.Cache(str(self._directory), size_limit=2**40, eviction_policy="none")
+        return self._opened
 
     def get(self, key: str) -> dict[str, Any] | None:
         value = self._cache.get("v:" + key)
@@ -101,5 +114,6 @@ class DiskJudgeCache:
         return sum(1 for k in self._cache.iterkeys() if str(k).startswith("v:"))
 
     def close(self) -> None:
-        """Close the SQLite connection of this process."""
-        self._cache.close()
+        """Close the SQLite connection of this process (if it was opened)."""
+        if self._opened is not None:
+            self._opened.close()

@@ -207,8 +207,16 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
         return web.json_response(openai_view(b))
 
     async def list_batches(request: web.Request) -> web.Response:
+        # Pages like OpenAI's: newest first, `limit` (default 20, at most 100) after the id `after`.
         data = [openai_view(b) for b in reversed(list(batches.values())) if b.kind == "openai"]
-        return web.json_response({"object": "list", "data": data, "has_more": False})
+        after = request.query.get("after")
+        if after:
+            ids = [d["id"] for d in data]
+            data = data[ids.index(after) + 1:] if after in ids else []
+        limit = max(1, min(100, int(request.query.get("limit", "20"))))
+        page = data[:limit]
+        return web.json_response({"object": "list", "data": page, "has_more": len(data) > limit,
+                                  "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None})
 
     # ------------------------------------------------------------------ Anthropic
 

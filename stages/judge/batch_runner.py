@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 import anyio
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.judge_modes import PROVIDER_BATCH_LIMITS
 from tracejudge.llm.batch_api import BatchResult, BatchState, batch_line, fetch_results, find_batch, poll_batch, submit_batch
@@ -153,16 +154,22 @@ class BatchRunner:
 
     async def _retry(self, call: Callable[[], Awaitable[V]], *, blind: bool = True) -> V:
         # `blind`: retry timeouts and lost connections too (safe for reads and uploads, not for creating a batch).
-        for attempt in range(self.cfg.max_attempts):
-            try:
-                return await call()
-            except ProviderError as exc:
-                retry = exc.kind in ("rate_limited", "server") or (blind and exc.kind in ("timeout", "connection"))
-                if not retry or attempt + 1 >= self.cfg.max_attempts:
-                    raise
-                wait = exc.retry_after_s if exc.retry_after_s is not None else min(30.0, 0.5 * 2 ** attempt)
-                await anyio.sleep(wait + random.uniform(0, 0.1))
-        raise AssertionError("unreachable")
+        def retryable(exc: BaseException) -> bool:
+            return isinstance(exc, ProviderError) and (
+                exc.kind in ("rate_limited", "server", "unreachable") or (blind and exc.kind in ("timeout", "connection")))
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, ProviderError) and exc.retry_after_s is not None:
+                return exc.retry_after_s + random.uniform(0, 0.1)
+            return wait_random_exponential(multiplier=0.5, max=30)(state)
+
+        retrying = AsyncRetrying(stop=stop_after_attempt(self.cfg.max_attempts), wait=wait, sleep=anyio.sleep, reraise=True,
+                                 retry=retry_if_exception(retryable))
+        async for attempt in retrying:
+            with attempt:
+                result = await call()
+        return result
 
     async def _recover(self) -> None:
         # Once per segment, before the first request: find batches a killed run created but never logged.

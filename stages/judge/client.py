@@ -27,6 +27,17 @@ attempt that timed out or lost its connection after sending is billed at
 its estimated input tokens (the provider may have processed it); refused
 attempts (429, 5xx) and attempts that never connected cost nothing.
 Cache hits cost nothing; what they would have cost is counted as saved.
+
+Failures (`Outcome.kind`, copied to the result's `ErrorInfo.kind` and the
+score's `details.error_kind`): `parse_error` (no usable verdict after the
+repair request), `truncated` (cut at `max_tokens` twice), `timeout`,
+`rate_limited`, `auth_error` (401/403: the stage stops the run) and
+`provider_error` (any other refusal, `details.http_status` set when there
+was one; a 200 reply with an error body carries the provider's message).
+Text copied from a reply — verdict text, reasons, error messages — is
+passed through `tracejudge.llm.redact.redact` with the configured key first.
+The cache is an optimisation: a cache that cannot be read or written is
+skipped with a warning (`cache_errors` in the summary), never a failed case.
 """
 
 from __future__ import annotations
@@ -40,8 +51,10 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
+import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tracejudge.core.config import JudgeConfig
+from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.budget import Budget
 from tracejudge.llm.cache import JudgeCache, cache_key, canonical
@@ -57,6 +70,7 @@ from tracejudge.llm.providers import (
     send,
 )
 from tracejudge.llm.ratelimit import Limiter
+from tracejudge.llm.redact import redact
 from tracejudge.llm.tokens import count_messages
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no
@@ -64,7 +78,9 @@ from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no
 if TYPE_CHECKING:
     from tracejudge.stages.judge.batch_runner import BatchRunner
 
-__all__ = ["Judge", "JudgeStats", "Outcome", "build_request", "key_components", "parse_answers", "request_tokens"]
+__all__ = ["Judge", "JudgeAuthError", "JudgeStats", "Outcome", "build_request", "error_kind", "key_components", "parse_answers", "request_tokens"]
+
+log = structlog.get_logger("tracejudge.judge")
 
 REPAIR = ("Your previous reply could not be used ({problem}). Reply again with only the JSON object the schema describes "
           "— every question id, nothing else — and keep each reason under 20 words.")
@@ -99,8 +115,15 @@ class JudgeStats:
     items_batched: int = 0
     items_reasked_alone: int = 0
     items_from_cache: int = 0
+    cache_errors: int = 0
+    parse_failures: int = 0
+    truncated_replies: int = 0
+    repair_input_tokens: int = 0
+    repair_output_tokens: int = 0
+    repair_cost_usd: float = 0.0
     latencies: list[float] = field(default_factory=list)
     cache_misses_explained: dict[str, int] = field(default_factory=dict)
+    error_kinds: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The summary's `judge` block."""
@@ -109,8 +132,10 @@ class JudgeStats:
         def pct(p: float) -> float | None:
             return round(lat[min(len(lat) - 1, int(p * len(lat)))], 4) if lat else None
 
-        out = {k: v for k, v in self.__dict__.items() if k not in ("latencies", "cost_usd", "saved_usd", "queued_s", "slept_s", "sync_equivalent_usd")}
+        rounded = ("latencies", "cost_usd", "saved_usd", "queued_s", "slept_s", "sync_equivalent_usd", "repair_cost_usd", "error_kinds")
+        out = {k: v for k, v in self.__dict__.items() if k not in rounded}
         out.update(cost_usd=round(self.cost_usd, 6), saved_usd=round(self.saved_usd, 6), sync_equivalent_usd=round(self.sync_equivalent_usd, 6),
+                   repair_cost_usd=round(self.repair_cost_usd, 6), error_kinds=dict(sorted(self.error_kinds.items())),
                    queued_s=round(self.queued_s, 3),
                    slept_s=round(self.slept_s, 3), latency_p50_s=pct(0.5), latency_p95_s=pct(0.95))
         return out
@@ -118,11 +143,70 @@ class JudgeStats:
 
 @dataclass
 class Outcome:
-    """A metric's result on one case: the score and how it ended (`ok`, `judge_error`, `rate_limited`, `skipped_budget`)."""
+    """A metric's result on one case: the score and how it ended.
+
+    `status` is the result status it asks for (`ok`, `judge_error`,
+    `rate_limited`, `skipped_budget`); `kind` the error kind of a failure
+    (see the module doc; empty when `ok`).
+    """
 
     score: Score
     status: str = "ok"
     message: str = ""
+    kind: str = ""
+
+
+class JudgeAuthError(TracejudgeError):
+    """The provider refused the credentials (HTTP 401/403): no later request can succeed, so the run stops (exit 2)."""
+
+
+def error_kind(exc: ProviderError) -> str:
+    """The result's error kind for a provider failure: rate_limited, timeout, auth_error or provider_error."""
+    if exc.kind in ("rate_limited", "quota"):
+        return "rate_limited"
+    if exc.kind == "timeout":
+        return "timeout"
+    if exc.status in (401, 403):
+        return "auth_error"
+    return "provider_error"
+
+
+class _GuardedCache:
+    """A `JudgeCache` whose failures (disk full, a corrupt database) are warnings, not failed cases.
+
+    A read that fails is a miss; a write that fails loses only the saving
+    on a later run. Each failure counts in `stats.cache_errors`; the first
+    is logged.
+    """
+
+    def __init__(self, cache: JudgeCache, stats: JudgeStats) -> None:
+        self._cache = cache
+        self._stats = stats
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        self._stats.cache_errors += 1
+        if self._stats.cache_errors == 1:
+            log.warning("judge cache unusable; judging goes on without it", operation=what, error=f"{type(exc).__name__}: {str(exc)[:200]}")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            return self._cache.get(key)
+        except Exception as exc:  # any storage fault: sqlite3, OSError, diskcache's own
+            self._failed("read", exc)
+            return None
+
+    def put(self, key: str, value: dict[str, Any], components: dict[str, Any], slot: str) -> None:
+        try:
+            self._cache.put(key, value, components, slot)
+        except Exception as exc:
+            self._failed("write", exc)
+
+    def explain(self, components: dict[str, Any], slot: str) -> str:
+        try:
+            return self._cache.explain(components, slot)
+        except Exception as exc:
+            self._failed("read", exc)
+            return "the cache could not be read"
 
 
 class _BudgetRefused(Exception):
@@ -189,11 +273,12 @@ class Judge:
         self._headers = auth_headers(self.protocol, api_key)
         self.limiter = limiter
         self.budget = budget
-        self.cache = cache
+        self.stats = JudgeStats()
+        self.cache: JudgeCache | None = _GuardedCache(cache, self.stats) if cache is not None else None
         self.price = price
         self.cache_base_url = cache_base_url
         self.explain = explain
-        self.stats = JudgeStats()
+        self._secrets = (api_key,)
         self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
 
@@ -300,6 +385,20 @@ class Judge:
         retryable failure once attempts or wait are exhausted, or `fatal`), or
         `_BudgetRefused` when an attempt could cross the budget.
         """
+        try:
+            reply = await self._call(req, key)
+        except ProviderError as exc:
+            # The provider's text may echo the request's headers: nothing of it leaves unredacted.
+            exc.args = (self.redact(str(exc)),)
+            raise
+        reply.text = self.redact(reply.text)
+        return reply
+
+    def redact(self, text: str) -> str:
+        """`text` (copied from a reply) without the configured key or anything shaped like a credential."""
+        return redact(text, self._secrets)
+
+    async def _call(self, req: JudgeRequest, key: str | None) -> Reply:
         payload = build_payload(self.protocol, req)
         if self.batches is not None:
             custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
@@ -314,6 +413,22 @@ class Judge:
             with attempt:
                 reply = await self._attempt(payload, prompt_tokens)
         return reply
+
+    def failure(self, exc: ProviderError) -> Outcome:
+        """The `Outcome` of a request that got no answer (`exc` already redacted); counts it."""
+        kind = error_kind(exc)
+        self.stats.judge_errors += 1
+        self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
+        details: dict[str, Any] = {"error_kind": kind}
+        if exc.status is not None:
+            details["http_status"] = exc.status
+        if exc.kind == "quota":
+            wait = f"the provider asked to wait {exc.retry_after_s:g} s, over max_retry_after_s {self.cfg.max_retry_after_s:g}" \
+                if exc.retry_after_s is not None else "the provider reports its quota exhausted"
+            msg = f"rate_limited: {wait} (daily quota?): {exc}"
+            return Outcome(Score(value=None, passed=None, reason=msg, details=details), "rate_limited", msg, kind)
+        msg = f"{kind}: {exc}"
+        return Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg, kind)
 
     # ------------------------------------------------------------------ one question group
 
@@ -347,6 +462,7 @@ class Judge:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                info.requests += 1
                 self.stats.cache_hits += 1
                 u = hit.get("usage", {})
                 self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
@@ -359,7 +475,7 @@ class Judge:
                 self.stats.cache_misses_explained[why] = self.stats.cache_misses_explained.get(why, 0) + 1
         used = {"input_tokens": 0, "output_tokens": 0}
         raw = ""
-        problem = ""
+        problem, kind = "", "parse_error"
         for repair in (False, True):
             if repair:
                 self.stats.repairs += 1
@@ -367,36 +483,41 @@ class Judge:
                                                {"role": "user", "content": REPAIR.format(problem=problem)}),
                                    req.schema, req.schema_name, req.max_tokens, req.temperature)
             try:
+                info.requests += 1  # repair requests count: they are paid for like any other
                 reply = await self.call(req, key=None if repair else key)
             except _BudgetRefused:
                 self.stats.skipped_budget += 1
                 return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",
-                                     "a judge request could cross the token or dollar budget; resume with a larger budget to finish it")
+                                     "a judge request could cross the token or dollar budget; resume with a larger budget to finish it", "skipped_budget")
             except ProviderError as exc:
-                self.stats.judge_errors += 1
-                kind = "rate_limited" if exc.kind == "quota" else "judge_error"
-                msg = f"judge_error: {exc}" if kind == "judge_error" else \
-                      f"rate_limited: the provider asked to wait {exc.retry_after_s:g} s, over max_retry_after_s {self.cfg.max_retry_after_s:g} (daily quota?): {exc}"
-                return None, Outcome(Score(value=None, passed=None, reason=msg), kind, msg)
+                return None, self.failure(exc)
             info.input_tokens += reply.input_tokens
             info.output_tokens += reply.output_tokens
             used["input_tokens"] += reply.input_tokens
             used["output_tokens"] += reply.output_tokens
+            if repair:
+                self.stats.repair_input_tokens += reply.input_tokens
+                self.stats.repair_output_tokens += reply.output_tokens
+                self.stats.repair_cost_usd += self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
             raw = reply.text
             if reply.truncated:
-                problem = f"it was cut off at max_tokens={req.max_tokens}"
+                self.stats.truncated_replies += 1
+                problem, kind = f"it was cut off at max_tokens={req.max_tokens}", "truncated"
                 continue
             try:
                 answers = parse_answers(plan, questions, raw)
             except ParseError as exc:
-                problem = str(exc)
+                self.stats.parse_failures += 1
+                problem, kind = str(exc), "parse_error"
                 continue
             if self.cache is not None:
                 self.cache.put(key, {"answers": answers, "text": raw, "usage": used}, comps, slot)
             return answers, None
         self.stats.judge_errors += 1
-        msg = f"judge_error: unusable verdict after one repair request ({problem})"
-        return None, Outcome(Score(value=None, passed=None, reason=msg, details={"raw": raw[:8000]}), "judge_error", f"{msg}; raw reply: {raw[:2000]}")
+        self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
+        msg = f"{kind}: unusable verdict after one repair request ({problem})"
+        return None, Outcome(Score(value=None, passed=None, reason=msg, details={"raw": raw[:8000], "error_kind": kind}), "judge_error",
+                             f"{msg}; raw reply: {raw[:2000]}", kind)
 
     # ------------------------------------------------------------------ one metric, one case
 
@@ -422,7 +543,6 @@ class Judge:
             async with anyio.create_task_group() as tg:
                 for i, group in enumerate(groups):
                     tg.start_soon(one, i, group)
-        info.requests = len(groups)
         info.cached = info.cached_requests == len(groups)
         info.latency_s = round(time.perf_counter() - t0, 4)
         if failure is not None:

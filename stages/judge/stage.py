@@ -9,8 +9,11 @@ itself and stops it at the end.
 How a case ends: every metric's score is stored; the case's status is
 `skipped_budget` when some request was not sent for the budget (a resumed
 run with a larger budget finishes it), else `judge_error` when some metric
-got no usable verdict (the error's `kind` is `judge_error` or
-`rate_limited`), else unchanged.
+got no usable verdict (the error's `kind` says why: `parse_error`,
+`truncated`, `timeout`, `rate_limited`, `provider_error`), else unchanged.
+A 401/403 (`auth_error`) stops the run at once with `JudgeAuthError`
+(exit 2): the case that met it and every case still in flight are not
+written, so nothing unjudged is marked final.
 
 With `judge.items_per_request` N > 1, each metric's items are gathered
 across cases by one `Batcher` per (metric, trial) — at most N per request,
@@ -46,7 +49,7 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan
 from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
-from tracejudge.stages.judge.client import Judge, Outcome
+from tracejudge.stages.judge.client import Judge, JudgeAuthError, Outcome
 from tracejudge.stages.judge.multi import Item, judge_items
 
 __all__ = ["BATCH_WORKERS", "api_key", "judge_stage"]
@@ -57,7 +60,8 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
              "queued_s", "slept_s", "judged_results", "judge_error_results", "sync_equivalent_usd", "multi_requests", "items_batched",
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
-             "batch_request_errors", "batch_expired", "batch_polls")
+             "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
+             "repair_input_tokens", "repair_output_tokens", "repair_cost_usd")
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -76,13 +80,15 @@ def api_key(config: RunConfig) -> str | None:
 
 
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
-                prior: dict[str, Any] | None = None, run_dir: Path | None = None) -> Stage:
+                prior: dict[str, Any] | None = None, run_dir: Path | None = None, stop: anyio.Event | None = None) -> Stage:
     """The `judge` stage for `metrics` (the run's judge metrics; cases may add their own through `merge`).
 
     `prior` is the `judge` block of an earlier segment of the same run: its
     spending counts against the budget and its counters are carried on.
     `run_dir` is where batch mode journals its batches (`batches.jsonl`);
-    without it a killed batch run cannot re-attach.
+    without it a killed batch run cannot re-attach. Once `stop` is set,
+    cases still being judged `judge.stop_grace_s` later are cut and marked
+    `work.scratch["unfinished"]` (the runner does not write them).
     Raises `ConfigError` when the API key variable is unset.
     """
     from tracejudge.core.config import JudgeConfig
@@ -93,7 +99,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     price = price_for(cfg.model, cfg.prices)
     if prior.get("cost_usd", 0.0) is None:  # spending recovered from results: price it
         prior["cost_usd"] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
-    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0}
+    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
     one_per_default = cfg.one_question_per_request
@@ -160,6 +166,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             use = [m for m in merge(metrics, case.metrics) if isinstance(m, JudgeMetric)]
         if not use:
             return
+        if state["auth"] is not None:
+            await anyio.sleep_forever()  # the run is stopping for bad credentials: wait to be cancelled, write nothing
         judge = state["judge"] or await start()
         outcomes: dict[str, Outcome] = {}
 
@@ -182,12 +190,27 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             else:
                 outcomes[metric.key] = await judge.judge(plan, work.trial, slot, per_q)
 
-        if len(use) == 1:
-            await one(use[0])
-        else:
-            async with anyio.create_task_group() as tg:
-                for metric in use:
-                    tg.start_soon(one, metric)
+        async def all_metrics() -> None:
+            if len(use) == 1:
+                await one(use[0])
+            else:
+                async with anyio.create_task_group() as tg:
+                    for metric in use:
+                        tg.start_soon(one, metric)
+
+        if stop is None:
+            await all_metrics()
+        elif not await _within_grace(stop, cfg.stop_grace_s, all_metrics):
+            work.scratch["unfinished"] = True
+            return
+        auth = next((o for o in outcomes.values() if o.kind == "auth_error"), None)
+        if auth is not None:
+            if state["auth"] is None:
+                state["auth"] = auth.message
+                where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
+                raise JudgeAuthError(f"judge: the provider refused the credentials{where}: {auth.message}; "
+                                     "stopped without marking any unjudged case; fix the key and run the same command to resume")
+            await anyio.sleep_forever()
         for metric in use:
             work.result.scores[metric.key] = outcomes[metric.key].score
         bad = [o for o in outcomes.values() if o.status != "ok"]
@@ -199,7 +222,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         elif bad:
             state["errors"] += 1
             work.result.status = Status.judge_error
-            work.result.error = ErrorInfo(kind=bad[0].status, message=bad[0].message)
+            work.result.error = ErrorInfo(kind=bad[0].kind or bad[0].status, message=bad[0].message)
 
     async def aclose() -> None:
         if state["batches"] is not None:
@@ -216,6 +239,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         block = judge.stats.summary() if judge else {}
         if state["batches"] is not None:
             block.update(asdict(state["batches"].counters))
+        kinds = dict(prior.get("error_kinds") or {})
+        for k, n in block.get("error_kinds", {}).items():
+            kinds[k] = kinds.get(k, 0) + n
         block["judged_results"] = state["results"]
         block["judge_error_results"] = state["errors"]
         for k in _ADDITIVE:
@@ -226,6 +252,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             # so resuming a finished run leaves its summary as it was.
             if block.get(k) in (None, {}) and k in prior:
                 block[k] = prior[k]
+        block["error_kinds"] = dict(sorted(kinds.items()))
+        # Replies that did not parse (a repair may have saved them) per answered request.
+        block["parse_failure_rate"] = round(block.get("parse_failures", 0) / block["answered"], 6) if block.get("answered") else 0.0
         block.update(model=cfg.model, provider=cfg.provider, priced=price is not None)
         judged = block.get("judged_results", 0)
         block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
@@ -239,4 +268,23 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
     workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))
-    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary)
+    # `io`: every case waits on the network, so it is fed one at a time (results flush as they come, even with one worker).
+    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True)
+
+
+async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:
+    """Run `job`; cancel it when `stop` has been set for `grace_s` seconds. True when it finished."""
+    cut = False
+
+    async def guard(scope: anyio.CancelScope) -> None:
+        nonlocal cut
+        await stop.wait()
+        await anyio.sleep(grace_s)
+        cut = True
+        scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(guard, tg.cancel_scope)
+        await job()
+        tg.cancel_scope.cancel()  # finished: the guard is no longer needed
+    return not cut

@@ -14,6 +14,14 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         return []
     lines = [f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
              f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, ${j.get('cost_usd', 0.0):.4f}"]
+    if j.get("repairs"):
+        lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
+                     f"{j.get('repair_output_tokens', 0):,} output tokens, ${j.get('repair_cost_usd', 0.0):.4f}; "
+                     f"parse failures {j.get('parse_failures', 0)} ({j.get('parse_failure_rate', 0.0):.1%} of answers)")
+    if j.get("error_kinds"):
+        lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
+    if j.get("cache_errors"):
+        lines.append(f"judge cache: {j['cache_errors']} reads/writes failed; judged without the cache (answers kept, not cached)")
     if (j.get("items_per_request") or 1) > 1:
         lines.append(f"judge batching: {j.get('items_per_request')} items per request; {j.get('items_batched', 0)} items in "
                      f"{j.get('multi_requests', 0)} shared requests, {j.get('items_reasked_alone', 0)} re-asked alone")

@@ -1,0 +1,96 @@
+"""A scriptable judge endpoint on 127.0.0.1 for tests: records every request, answers as told.
+
+`Loopback(respond)` serves `POST /v1/chat/completions` (OpenAI protocol) in its
+own thread and event loop. `respond(headers, body)` returns `(status, json)`
+or the string `"hang"` (never answer until the server stops). `verdict(body)`
+builds a valid verdict for the request's schema; `completion(text)` wraps text
+as an OpenAI reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+Respond = Callable[[dict[str, str], dict[str, Any]], Any]
+
+
+def verdict(body: dict[str, Any]) -> dict[str, Any]:
+    """A valid verdict for the request's schema: every question answered yes (or the lowest grade)."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    props = schema["properties"]
+    if "score" in props:
+        return {"score": props["score"].get("minimum", 1), "reason": "graded"}
+    return {q: {"answer": "yes", "reason": "fine"} for q in props}
+
+
+def completion(text: str) -> dict[str, Any]:
+    """An OpenAI chat completion carrying `text`."""
+    return {"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": 50, "completion_tokens": 10}}
+
+
+class Loopback:
+    """The server; `url` is its base URL (without `/v1`), `requests` the (headers, body) pairs received."""
+
+    def __init__(self, respond: Respond) -> None:
+        self.respond = respond
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._release: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("loopback server did not start")
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        headers = dict(request.headers)
+        self.requests.append((headers, body))
+        got = self.respond(headers, body)
+        if got == "hang":
+            assert self._release is not None
+            await self._release.wait()
+            return web.json_response({"error": {"message": "server stopping"}}, status=503)
+        status, payload = got
+        return web.Response(status=status, text=json.dumps(payload), content_type="application/json")
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def start() -> web.AppRunner:
+            self._release = asyncio.Event()
+            app = web.Application()
+            app.router.add_post("/v1/chat/completions", self._handle)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.url = f"http://127.0.0.1:{port}"
+            return runner
+
+        runner = self._loop.run_until_complete(start())
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+        self._loop.close()
+
+    def stop(self) -> None:
+        """Answer every hanging request, stop the server and its thread."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(lambda: self._release.set() if self._release else None)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(15)
+
+    def __enter__(self) -> Loopback:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
