@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.llm.batch_api import find_batch
+from tracejudge.llm.redact import redact
 from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no, strip_invisible
 
 CANARY = "tjcanary-5b1d7f3a9c2e"
@@ -103,6 +104,18 @@ def test_canary_key_never_reaches_run_dir_cache_logs_or_terminal(tmp_path):
     hits = [str(p) for p in tmp_path.rglob("*") if p.is_file() and p.name != "config.yaml" and CANARY.encode() in p.read_bytes()]
     assert hits == [], hits  # run dir (results, reports, summary, crash logs), cache database, logs
     assert CANARY not in proc.stdout and CANARY not in proc.stderr
+
+
+@pytest.mark.parametrize("text", [
+    f'{{"headers": {{"x-api-key": "{CANARY}", "anthropic-version": "2023-06-01"}}}}',
+    f"x-api-key: {CANARY}\nhost: a",
+    "Authorization: Bearer abc.def-ghi_jkl",
+    "your key sk-proj-AbCdEf0123456789 is wrong",
+    f"echo {CANARY} back",
+])
+def test_redact_removes_the_key_and_credential_shapes(text):
+    out = redact(text, [CANARY])
+    assert CANARY not in out and "abc.def" not in out and "sk-proj" not in out and "[REDACTED]" in out
 
 
 # ---------------------------------------------------------------- 2. trace text stays inside the fence
@@ -359,3 +372,12 @@ def test_finding_a_lost_batch_pages_through_every_batch(tmp_path):
             await run.cleanup()
 
     assert anyio.run(main) == "batch_230" and pages["n"] == 3
+
+
+def test_a_daily_quota_reply_stops_new_judge_work(simulator, tmp_path):
+    sim = simulator(script=["quota"])
+    data = _config(tmp_path, sim.url, _cases(tmp_path / "c.jsonl", 30), judge={"workers": 1})
+    summary = anyio.run(lambda: runner.run(validate_config(data))).summary
+    assert summary["status"] == {"rate_limited": 30} and sim.stats.requests == 1  # not 30 refusals in a second
+    assert summary["judge"]["quota_stopped"] == 29
+    assert all("once the quota resets" in r["error"]["message"] for r in _results(tmp_path)[1:])

@@ -57,7 +57,7 @@ def test_daily_quota_fails_at_once_as_rate_limited(simulator, tmp_path):
     sim = simulator(script=["quota"])
     summary = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1))
     (r,) = results(tmp_path)
-    assert r["status"] == "judge_error" and r["error"]["kind"] == "rate_limited"
+    assert r["status"] == "rate_limited" and r["error"]["kind"] == "rate_limited"
     assert "86400" in r["error"]["message"]
     assert sim.stats.requests == 1 and summary["judge"]["slept_s"] == 0
     assert summary["segments"][-1]["elapsed_s"] < 10

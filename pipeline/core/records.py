@@ -204,6 +204,7 @@ class Status(str, Enum):
     invalid_input = "invalid_input"
     judge_error = "judge_error"
     skipped_budget = "skipped_budget"
+    rate_limited = "rate_limited"
 
 
 # A judge failure or a budget skip happens after the deterministic metrics ran: their

@@ -11,6 +11,10 @@ How a case ends: every metric's score is stored; the case's status is
 run with a larger budget finishes it), else `judge_error` when some metric
 got no usable verdict (the error's `kind` says why: `parse_error`,
 `truncated`, `timeout`, `rate_limited`, `provider_error`), else unchanged.
+A daily-quota reply (a `retry-after` beyond `judge.max_retry_after_s`, or
+`insufficient_quota`) ends its case `rate_limited`, and from then on no new
+judge request is sent: every later case ends `rate_limited` at once (with
+the resume hint) instead of burning through the rest of the data.
 A 401/403 (`auth_error`) stops the run at once with `JudgeAuthError`
 (exit 2): the case that met it and every case still in flight are not
 written, so nothing unjudged is marked final.
@@ -99,7 +103,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     price = price_for(cfg.model, cfg.prices)
     if prior.get("cost_usd", 0.0) is None:  # spending recovered from results: price it
         prior["cost_usd"] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
-    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None}
+    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
+                             "quota": None, "quota_stopped": 0}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
     one_per_default = cfg.one_question_per_request
@@ -168,6 +173,12 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             return
         if state["auth"] is not None:
             await anyio.sleep_forever()  # the run is stopping for bad credentials: wait to be cancelled, write nothing
+        if state["quota"] is not None:
+            # The provider's daily quota is spent: asking again now only collects more refusals.
+            state["quota_stopped"] += 1
+            work.result.status = Status.rate_limited
+            work.result.error = ErrorInfo(kind="rate_limited", message=state["quota"])
+            return
         judge = state["judge"] or await start()
         outcomes: dict[str, Outcome] = {}
 
@@ -216,7 +227,13 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         bad = [o for o in outcomes.values() if o.status != "ok"]
         state["results"] += 1
         skipped = [o for o in bad if o.status == "skipped_budget"]
-        if skipped:
+        quota = next((o for o in bad if o.status == "rate_limited"), None)
+        if quota is not None:
+            state["quota"] = state["quota"] or (f"not judged: the judge provider's quota is spent ({quota.message[:200]}); "
+                                                "run the same command again once the quota resets to judge the rest")
+            work.result.status = Status.rate_limited
+            work.result.error = ErrorInfo(kind="rate_limited", message=quota.message)
+        elif skipped:
             work.result.status = Status.skipped_budget
             work.result.error = ErrorInfo(kind="skipped_budget", message=skipped[0].message)
         elif bad:
@@ -243,6 +260,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         for k, n in block.get("error_kinds", {}).items():
             kinds[k] = kinds.get(k, 0) + n
         block["judged_results"] = state["results"]
+        block["quota_stopped"] = state["quota_stopped"]  # this segment's: a resume judges them again
         block["judge_error_results"] = state["errors"]
         for k in _ADDITIVE:
             if k in prior or k in block:

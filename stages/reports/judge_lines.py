@@ -20,6 +20,10 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                      f"parse failures {j.get('parse_failures', 0)} ({j.get('parse_failure_rate', 0.0):.1%} of answers)")
     if j.get("error_kinds"):
         lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
+    limited = (summary.get("status") or {}).get("rate_limited", 0)
+    if limited:
+        lines.append(f"judge quota: {limited} results ended rate_limited ({j.get('quota_stopped', 0)} without a request once the daily quota "
+                     "was spent); run the same command again once the quota resets to judge them")
     if j.get("cache_errors"):
         lines.append(f"judge cache: {j['cache_errors']} reads/writes failed; judged without the cache (answers kept, not cached)")
     if (j.get("items_per_request") or 1) > 1:
