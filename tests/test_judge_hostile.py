@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.llm.batch_api import find_batch
+from tracejudge.llm.providers import HttpReply, ProviderError, read_reply
 from tracejudge.llm.redact import redact
 from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no, strip_invisible
 
@@ -116,6 +117,13 @@ def test_canary_key_never_reaches_run_dir_cache_logs_or_terminal(tmp_path):
 def test_redact_removes_the_key_and_credential_shapes(text):
     out = redact(text, [CANARY])
     assert CANARY not in out and "abc.def" not in out and "sk-proj" not in out and "[REDACTED]" in out
+
+
+def test_a_key_cut_by_the_error_text_limit_leaves_no_fragment():
+    body = {"error": {"type": "invalid_request_error", "message": "x" * 265 + CANARY}}  # the key straddles the 300-character cut
+    with pytest.raises(ProviderError) as caught:
+        read_reply("openai", HttpReply(400, {}, body, 0.0), 60.0, (CANARY,))
+    assert CANARY[:8] not in str(caught.value)
 
 
 # ---------------------------------------------------------------- 2. trace text stays inside the fence

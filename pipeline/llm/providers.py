@@ -258,18 +258,22 @@ def rate_info(headers: dict[str, str]) -> RateInfo:
     )
 
 
-def _error_text(body: Any) -> str:
+def _error_text(body: Any, secrets: tuple[str | None, ...] = ()) -> str:
     # Redacted before it is cut, so a cut cannot leave half a credential unrecognised.
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         err = body["error"]
-        return redact(f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}")[:300]
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return redact(f"error: {body['error']}")[:300]
-    return redact(str(body))[:300]
+        text = f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}"
+    elif isinstance(body, dict) and isinstance(body.get("error"), str):
+        text = f"error: {body['error']}"
+    else:
+        text = str(body)
+    return redact(text, secrets)[:300]
 
 
-def read_reply(provider: str, http: HttpReply, max_retry_after_s: float) -> Reply:
+def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets: tuple[str | None, ...] = ()) -> Reply:
     """Turn an HTTP reply into a `Reply`, or raise `ProviderError`.
+
+    `secrets` (the configured key) are redacted from the provider's error text.
 
     429 → `rate_limited` (or `quota` when `retry-after` exceeds
     `max_retry_after_s`, or the body says the quota is exhausted); 5xx and 529
@@ -279,22 +283,22 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float) -> Repl
     """
     rate = rate_info(http.headers)
     if http.status == 429:
-        text = _error_text(http.body)
+        text = _error_text(http.body, secrets)
         quota = (rate.retry_after_s is not None and rate.retry_after_s > max_retry_after_s) or "insufficient_quota" in text
         kind = "quota" if quota else "rate_limited"
         raise ProviderError(kind, f"HTTP 429 {text}", 429, rate.retry_after_s, rate)
     if http.status >= 500 or http.status == 529:
-        raise ProviderError("server", f"HTTP {http.status} {_error_text(http.body)}", http.status, rate.retry_after_s, rate)
+        raise ProviderError("server", f"HTTP {http.status} {_error_text(http.body, secrets)}", http.status, rate.retry_after_s, rate)
     if http.status == 408:
-        raise ProviderError("timeout", f"HTTP 408 {_error_text(http.body)}", 408)
+        raise ProviderError("timeout", f"HTTP 408 {_error_text(http.body, secrets)}", 408)
     if http.status >= 400:
-        raise ProviderError("fatal", f"HTTP {http.status} {_error_text(http.body)}", http.status)
+        raise ProviderError("fatal", f"HTTP {http.status} {_error_text(http.body, secrets)}", http.status)
     body = http.body
     if not isinstance(body, dict):
         raise ProviderError("server", f"HTTP {http.status}: reply is not a JSON object", http.status)
     if body.get("error") or body.get("type") == "error":
         # Some gateways answer 200 with an error body: report what the provider said, not a shape error.
-        raise ProviderError("server", f"HTTP {http.status} with an error body: {_error_text(body)}", http.status)
+        raise ProviderError("server", f"HTTP {http.status} with an error body: {_error_text(body, secrets)}", http.status)
     try:
         if provider == "anthropic":
             parts = []

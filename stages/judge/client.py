@@ -320,7 +320,7 @@ class Judge:
         try:
             http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s)
             self.stats.latencies.append(http.latency_s)
-            reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s)
+            reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
         except ProviderError as exc:
             self.limiter.settle(permit, exc.kind, None, exc.rate)
             billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
