@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,18 +13,18 @@ from typing import Any
 import pytest
 import yaml
 from _runs import native_case, write_config, write_dataset
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
 from tracejudge.entrypoints.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                     reason="chromium / chromium-driver are not installed (CI installs Debian's packages in .ci/run)")
 pytestmark = needs_chromium
-
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 # Every element whose content is wider than its box, and whether the page scrolls sideways.
 OVERFLOW_JS = """
@@ -99,8 +97,6 @@ def server(runs: dict[str, Path]) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Debian's headless Chromium at 1,400 px wide, a fresh profile, no network but loopback."""
-    from selenium.webdriver.chrome.service import Service
-
     profile = tempfile.mkdtemp(prefix="tj-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM

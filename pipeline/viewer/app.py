@@ -145,7 +145,7 @@ async def _case(request: web.Request) -> web.Response:
     case_id = request.query.get("id", "")
     trial = _int(request.query.get("trial"), 0)
     vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
-    other = request.app[_RUNS].get(vs) if vs and vs != run.rid else None
+    other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
     await _refresh(request, run)
     if other is not None:
         await _refresh(request, other)

@@ -124,7 +124,7 @@ def _side(view: CaseView) -> str:
         out.append(f'<p class="bad reason">{e(err.get("kind"))}: {e(err.get("message"))}'
                    + (f' <span class="muted">({e(where)}{" field " + e(err.get("field")) if err.get("field") else ""})</span>' if where else "") + "</p>")
     scores = res.get("scores") or {}
-    out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="w10"><col class="w10"><col></colgroup>'
+    out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="w10"><col class="w12"><col></colgroup>'
                "<thead><tr><th>metric</th><th>value</th><th>verdict</th><th>reason</th></tr></thead><tbody>")
     extras = []
     for key, s in scores.items():
@@ -155,7 +155,7 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
              for t in trials]
     vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid]
     if other is not None:
-        vs.append(f'<a href="{url(base, id=case_id, trial=trial)}">alone</a>')
+        vs.append(f'<a id="alone-link" href="{url(base, id=case_id, trial=trial, vs="-")}">alone</a>')
     head = (f'<h1>Case <code id="case-id">{e(case_id)}</code></h1><p>{" · ".join(links)}'
             + (" — " + " · ".join(vs) if vs else "") + "</p>")
     if other is None:
@@ -176,7 +176,7 @@ def diff_page(a: Run, b: Run, cmp: Comparison, runs: list[Run]) -> str:
            f'<p>{cmp.paired} results paired by (case, trial); {cmp.only_a} only in {e(a.name)}, {cmp.only_b} only in {e(b.name)}. '
            f'<span class="muted">{e(cmp.test)}.</span></p>',
            '<table class="grid" id="deltas"><thead><tr><th class=w20>metric</th><th>pairs</th><th>baseline</th><th>current</th><th>delta</th>'
-           "<th>95% CI</th><th>p</th><th>regressed</th><th>improved</th></tr></thead><tbody>"]
+           "<th class=w15>95% CI</th><th>p</th><th>regressed</th><th>improved</th></tr></thead><tbody>"]
     for k, md in cmp.metrics.items():
         ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
         cls = "bad" if (md.delta or 0) < 0 else "ok" if (md.delta or 0) > 0 else ""
