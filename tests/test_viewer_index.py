@@ -91,3 +91,26 @@ def test_live_traces_file_wins(tmp_path: Path) -> None:
     case, note = src.get("half-1", 0)
     assert [c.name for c in case.trace.steps[0].tool_calls] == ["a", "b", "c"] and "traces.jsonl" in note
     assert dict(src.iter_texts())["half-1"].count("\n") >= 2
+
+
+def test_view_without_runs_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["view", "--port", "0"]) == 2  # nothing given, no runs/ here
+    assert main(["view", str(tmp_path), "--port", "0"]) == 2  # not a run directory
+
+
+def test_alignment_names_the_closest_call_and_the_differing_argument() -> None:
+    from tracejudge import ToolCalls
+    from tracejudge.core.records import Case
+    from tracejudge.viewer.pages_case import closest_call
+
+    case = Case.model_validate({
+        "id": "c", "expected_tool_calls": [{"name": "lookup", "arguments": {"q": "a"}}, {"name": "book", "arguments": {"seat": "12A", "meal": "veg"}}],
+        "trace": {"steps": [{"tool_calls": [{"name": "lookup", "arguments": {"q": "a"}}]},
+                            {"tool_calls": [{"name": "book", "arguments": {"seat": "12B", "meal": "veg"}}]}]},
+    })
+    score = ToolCalls(arguments="exact").evaluate(case)
+    assert score.details["missing"] == [1] and score.details["unexpected"] == [1]
+    near = closest_call(score.reason, 1)
+    assert near is not None and near[0] == 1 and "seat" in near[1] and "12B" in near[1]
+    assert closest_call(score.reason, 0) is None

@@ -245,16 +245,28 @@ class RunIndex:
         self._db.executemany(f"INSERT OR REPLACE INTO results({','.join(cols)}) VALUES ({marks})", rows)
 
     def add_case_text(self, items: Iterator[tuple[str, str]]) -> int:
-        """Store each case's searchable dataset text (input, output, tool names); returns how many."""
+        """Store each case's searchable dataset text (input, output, tool names); returns how many.
+
+        `items` may be slow (a dataset scan): it is consumed outside the lock and
+        written in chunks, so queries go on meanwhile; the text counts as done at the end.
+        """
         n = 0
+        chunk: list[tuple[str, str]] = []
+        for case_id, text in items:
+            chunk.append((case_id, text.lower()))
+            if len(chunk) >= _BATCH:
+                n += self._put_text(chunk, done=False)
+                chunk = []
+        return n + self._put_text(chunk, done=True)
+
+    def _put_text(self, chunk: list[tuple[str, str]], done: bool) -> int:
         with self._lock:
             self._db.execute("BEGIN")
-            for case_id, text in items:
-                self._db.execute("INSERT OR REPLACE INTO casetext(case_id, text) VALUES (?, ?)", (case_id, text.lower()))
-                n += 1
-            self._set_meta("casetext", "done")
+            self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text) VALUES (?, ?)", chunk)
+            if done:
+                self._set_meta("casetext", "done")
             self._db.execute("COMMIT")
-        return n
+        return len(chunk)
 
     def has_case_text(self) -> bool:
         """Whether the dataset text of the cases was indexed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tracejudge.core.records import Case, ToolCall
@@ -72,7 +73,23 @@ def _transcript(case: Case | None, note: str) -> str:
     return "".join(out) + "</section>"
 
 
-def _alignment(key: str, details: dict[str, Any], case: Case | None) -> str:
+_ENDS = ("; [", "; unexpected:", "; in order", "; first divergence")
+
+
+def closest_call(reason: str, expected_index: int) -> tuple[int, str] | None:
+    """`(actual call index, differing argument)` that ToolCalls' reason names for a missing expected call, if any.
+
+    ToolCalls writes `missing: [i] name({...}) (closest: call #j, step s: <difference>)`.
+    """
+    m = re.search(rf"\[{expected_index}\] (?:(?!; \[).)*?\(closest: call #(\d+), step \d+: ", reason, re.S)
+    if m is None:
+        return None
+    rest = reason[m.end():]
+    cut = min([rest.find(x) for x in _ENDS if x in rest] + [len(rest)])
+    return int(m.group(1)), rest[:cut].removesuffix(")")
+
+
+def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str = "") -> str:
     expected = (case.expected_tool_calls or []) if case else []
     actual = {i: c for i, _, c in _calls(case)} if case else {}
 
@@ -87,11 +104,15 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None) -> str:
         return _call_html(j, c, full=False) if c is not None else f"#{j}"
 
     rows = [f'<tr class="pair"><td>{exp_cell(i)}</td><td class="ok">matched</td><td>{act_cell(j)}</td></tr>' for i, j in details.get("pairs") or []]
-    rows += [f'<tr class="missing"><td>{exp_cell(i)}</td><td class="bad">missing</td><td class="muted">—</td></tr>' for i in details.get("missing") or []]
+    for i in details.get("missing") or []:
+        near = closest_call(reason, i)
+        other = (f'<div class="closest"><span class="muted">closest:</span> {act_cell(near[0])}<div class="reason">differs: {e(near[1])}</div></div>'
+                 if near else '<span class="muted">—</span>')
+        rows.append(f'<tr class="missing"><td>{exp_cell(i)}</td><td class="bad">missing</td><td>{other}</td></tr>')
     rows += [f'<tr class="unexpected"><td class="muted">—</td><td class="bad">unexpected</td><td>{act_cell(j)}</td></tr>' for j in details.get("unexpected") or []]
     figures = ", ".join(f"{k} {f3(details[k])}" for k in ("precision", "recall", "f1") if k in details)
     return (f'<div class="alignment" data-metric="{e(key)}"><h4>Expected vs actual calls: {e(key)}</h4>'
-            f'<p class="muted small">{e(figures)}</p><table class="grid align"><colgroup><col class="w45"><col class="w10"><col class="w45"></colgroup>'
+            f'<p class="muted small">{e(figures)}</p><table class="grid align"><colgroup><col class="w42"><col class="w16"><col class="w42"></colgroup>'
             f'<thead><tr><th>expected</th><th></th><th>actual</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
@@ -104,7 +125,7 @@ def _judge_answers(key: str, details: dict[str, Any]) -> str:
         verdict = a.get("answer", a.get("score"))
         rows.append(f"<tr><td>{e(qid)}</td><td>{e(questions.get(qid, ''))}</td><td><b>{e(verdict)}</b></td><td class=reason>{e(a.get('reason', ''))}</td></tr>")
     return (f'<div class="judge-answers" data-metric="{e(key)}"><h4>Judge questions: {e(key)}</h4><table class="grid">'
-            '<colgroup><col class="w10"><col class="w35"><col class="w10"><col class="w45"></colgroup>'
+            '<colgroup><col class="w12"><col class="w35"><col class="w12"><col class="w41"></colgroup>'
             f'<thead><tr><th>question</th><th>text</th><th>verdict</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
@@ -138,7 +159,7 @@ def _side(view: CaseView) -> str:
                    + "</td></tr>")
         d = s.get("details")
         if isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d):
-            extras.append(_alignment(key, d, view.case))
+            extras.append(_alignment(key, d, view.case, str(s.get("reason") or "")))
         if isinstance(d, dict) and isinstance(d.get("answers"), dict):
             extras.append(_judge_answers(key, d))
     out.append("</tbody></table>")

@@ -12,7 +12,7 @@ from tracejudge.viewer.runs import Run
 
 __all__ = ["cases_page", "run_page", "runs_page"]
 
-_REASON_CUT = 400
+_REASON_CUT = 240
 
 
 def _verdict(summary: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,20 +26,23 @@ class Run:
     name: str
     _index: RunIndex | None = field(default=None, repr=False)
     _source: CaseSource | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def index(self) -> RunIndex:
         """The run's `view.idx` (built on first use; call `refresh()` to catch up with a growing run)."""
-        if self._index is None:
-            self._index = RunIndex(self.path)
-        return self._index
+        with self._lock:  # worker threads ask for it concurrently: open it once
+            if self._index is None:
+                self._index = RunIndex(self.path)
+            return self._index
 
     @property
     def source(self) -> CaseSource:
         """Where this run's traces are read from (see `tracejudge.viewer.traces`)."""
-        if self._source is None:
-            self._source = CaseSource(self.path, self.manifest())
-        return self._source
+        with self._lock:
+            if self._source is None:
+                self._source = CaseSource(self.path, self.manifest())
+            return self._source
 
     def summary(self) -> dict[str, Any]:
         """`summary.json`, or `{}` while the run has not written one (or it is unreadable)."""

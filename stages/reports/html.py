@@ -110,12 +110,16 @@ def _json_for_script(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _ticks(top: int) -> list[int]:
-    # 0, the top, and up to three round steps between: counts on the y axis are whole numbers.
-    if top <= 4:
-        return list(range(top + 1))
-    step = max(1, round(top / 4))
-    return list(range(0, top, step)) + [top]
+def _axis(top: int) -> tuple[int, list[int]]:
+    """The y axis for counts up to `top`: its maximum and its ticks, a round step apart (1, 2, 5, 10, 20, 50, …), at most 6."""
+    step, scale = 1, 1
+    while True:
+        for m in (1, 2, 5):
+            step = m * scale
+            if top / step <= 5:
+                axis_max = max(step, -(-top // step) * step)
+                return axis_max, list(range(0, axis_max + 1, step))
+        scale *= 10
 
 
 def _histogram_svg(key: str, current: list[int], baseline: list[int] | None) -> str:
@@ -123,14 +127,14 @@ def _histogram_svg(key: str, current: list[int], baseline: list[int] | None) -> 
 
     With a baseline its bars (grey) stand beside the current run's (blue), on the same count scale.
     """
-    w, h, left, right, top_pad = 360, 160, 40, 12, 12
+    w, h, left, right, top_pad = 370, 160, 52, 12, 12
     bins = len(current)
-    top = max(current + (baseline or [])) or 1
+    top, ticks = _axis(max(current + (baseline or [])))
     plot_h = h - top_pad
     bw = (w - left - right) / bins
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h + 30}" width="{w}" height="{h + 30}" role="img" '
              f'aria-label="distribution of {_e(key)}" class="hist" data-metric="{_e(key)}">']
-    for t in _ticks(top):
+    for t in ticks:
         y = h - plot_h * t / top
         parts.append(f'<line class="tick" x1="{left - 4}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}" stroke="#eaeef2"/>'
                      f'<text class="ytick" x="{left - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{t}</text>')
