@@ -228,3 +228,15 @@ def test_report_html_fits_1400px(runs: dict[str, Path], browser: Any) -> None:
     no_overflow(browser)
     browser.get((runs["hostile"] / "report.html").as_uri())
     no_overflow(browser)
+
+
+def test_only_loopback_hosts_and_a_strict_csp(server: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    with urllib.request.urlopen(server + "/run/tonight") as resp:
+        assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+    req = urllib.request.Request(server + "/", headers={"Host": "attacker.example"})  # a DNS-rebinding page
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req)
+    assert err.value.code == 403

@@ -114,3 +114,14 @@ def test_alignment_names_the_closest_call_and_the_differing_argument() -> None:
     near = closest_call(score.reason, 1)
     assert near is not None and near[0] == 1 and "seat" in near[1] and "12B" in near[1]
     assert closest_call(score.reason, 0) is None
+
+
+def test_view_on_a_busy_port_says_so(tmp_path: Path, capsys) -> None:
+    import socket
+
+    run_dir = _run(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert main(["view", str(run_dir), "--port", str(taken.getsockname()[1])]) == 2
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err

@@ -37,11 +37,13 @@ __all__ = ["make_app", "start_viewer"]
 
 _CSP = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'"
 _STATIC = {"view.css": "text/css", "view.js": "text/javascript"}
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _RUNS = web.AppKey("runs", dict)
 _BASELINE = web.AppKey("baseline", str)
 _CACHE = web.AppKey("cache", dict)
 _TEXT_JOBS = web.AppKey("text_jobs", set)
+_TASKS = web.AppKey("tasks", set)
+_DIFFS_KEPT = 16
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -50,8 +52,7 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 @web.middleware
 async def _guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-    host = (request.host or "").rsplit(":", 1)[0] if not (request.host or "").startswith("[") else (request.host or "").split("]")[0] + "]"
-    if host not in _LOOPBACK:
+    if request.url.host not in _LOOPBACK:
         return web.Response(status=403, text="tracejudge view answers only loopback requests")
     resp = await handler(request)
     resp.headers["Content-Security-Policy"] = _CSP
@@ -93,8 +94,8 @@ def _start_text_job(app: web.Application, run: Run) -> None:
         await anyio.to_thread.run_sync(work)
 
     task = asyncio.get_running_loop().create_task(job())
-    app[_CACHE].setdefault("tasks", set()).add(task)
-    task.add_done_callback(app[_CACHE]["tasks"].discard)
+    app[_TASKS].add(task)
+    task.add_done_callback(app[_TASKS].discard)
 
 
 async def _runs(request: web.Request) -> web.Response:
@@ -177,6 +178,8 @@ async def _diff(request: web.Request) -> web.Response:
     cmp: Comparison | None = cache.get(key)
     if cmp is None:
         cmp = await anyio.to_thread.run_sync(lambda: compare_runs(a.path, b.path, top=10))
+        if len(cache) >= _DIFFS_KEPT:  # a run being written changes size often: drop stale comparisons
+            cache.clear()
         cache[key] = cmp
     return _html(diff_page(a, b, cmp, list(runs.values())))
 
@@ -196,7 +199,7 @@ async def _static(request: web.Request) -> web.Response:
 
 
 async def _close(app: web.Application) -> None:
-    for task in list(app[_CACHE].get("tasks", ())):
+    for task in list(app[_TASKS]):
         task.cancel()
     for run in app[_RUNS].values():
         run.close()
@@ -212,6 +215,7 @@ def make_app(runs: list[Run], baseline: Run | None = None) -> web.Application:
     app[_BASELINE] = baseline.rid if baseline is not None else ""
     app[_CACHE] = {}
     app[_TEXT_JOBS] = set()
+    app[_TASKS] = set()
     app.router.add_get("/", _runs)
     app.router.add_get("/run/{rid}", _run_page)
     app.router.add_get("/run/{rid}/cases", _cases)
@@ -259,8 +263,12 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
         return 2
     base = next((r for r in runs if baseline is not None and r.path.resolve() == Path(baseline).resolve()), None)
 
-    async def serve() -> None:
-        runner, address = await start_viewer(runs, port, base)
+    async def serve() -> int:
+        try:
+            runner, address = await start_viewer(runs, port, base)
+        except OSError as exc:
+            print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror} (pick another with --port, or 0 for any free one)", file=sys.stderr)
+            return 2
         print(f"tracejudge view: {address}/  ({len(runs)} run{'s' if len(runs) != 1 else ''}; Ctrl-C stops)", flush=True)
         try:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -268,6 +276,6 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
                     break
         finally:
             await runner.cleanup()
+        return 0
 
-    anyio.run(serve)
-    return 0
+    return anyio.run(serve)

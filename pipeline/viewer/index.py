@@ -104,9 +104,9 @@ class RunIndex:
     """The `view.idx` of one run directory; thread-safe (one connection behind a lock).
 
     `refresh()` brings it up to date with `results.jsonl` and returns the
-    number of results; `query(CaseQuery)` returns a `Page`. Raises
-    `FileNotFoundError` from `refresh` when the run has no `results.jsonl` yet
-    only if `strict`; otherwise an empty index is served.
+    number of results (0 while the run has no `results.jsonl` yet);
+    `query(CaseQuery)` returns a `Page`. Raises `sqlite3.Error` when the index
+    file cannot be opened or written.
     """
 
     def __init__(self, run_dir: Path) -> None:
