@@ -125,3 +125,10 @@ def test_view_on_a_busy_port_says_so(tmp_path: Path, capsys) -> None:
         taken.listen()
         assert main(["view", str(run_dir), "--port", str(taken.getsockname()[1])]) == 2
     assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+
+
+def test_a_damaged_index_is_rebuilt(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path)
+    (run_dir / INDEX_FILE).write_bytes(b"not a database at all" * 100)
+    idx = RunIndex(run_dir)
+    assert idx.refresh() == 10 and idx.query(CaseQuery(tag="t2")).total == 3

@@ -117,12 +117,26 @@ class RunIndex:
             path = _cache_path(self.run_dir)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=OFF")  # derived data: a crash just means a rebuild
         self.metrics: list[str] = []
         self.tags: list[str] = []
-        self._ensure_schema()
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError:  # not an index (or a damaged one): it is derived, so start over
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")  # derived data: a crash just means a rebuild
+            self._db = db
+            self._ensure_schema()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     # -- building -------------------------------------------------------------------------
 
