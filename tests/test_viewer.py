@@ -165,6 +165,12 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
     browser.get(server + "/run/tonight/cases?q=no-such-tool-anywhere")
     assert browser.find_element(By.ID, "n-matching").text == "0"
 
+    def seattle(d: Any) -> bool:  # only in the conversations (the dataset), indexed in the background
+        d.get(server + "/run/tonight/cases?q=Seattle")
+        return int(d.find_element(By.ID, "n-matching").text) > 0
+
+    WebDriverWait(browser, 60).until(seattle)
+
     browser.get(server + "/run/tonight/cases?sort=writes_exact&desc=1&size=25")
     shown = [float(tr.find_elements(By.TAG_NAME, "td")[3].text.split()[0]) for tr in rows(browser)]
     assert shown == sorted(shown, reverse=True)
