@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
     sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
     sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
+    view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)")
+    view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (default: every one under runs/)")
+    view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
+    view.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="run shown beside each case and diffed against")
     return p
 
 
@@ -147,6 +151,10 @@ def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
     if args.command == "simulate":
         return _cmd_simulate(args, err)
+    if args.command == "view":
+        from tracejudge.viewer.app import serve_command
+
+        return serve_command(args.run_dirs, args.port, args.baseline)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)

@@ -14,22 +14,28 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from typing import Any
 
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
 from tracejudge.stages.reports.markdown import metric_rows
 
-__all__ = ["render_html"]
+__all__ = ["render_breakdowns", "render_html"]
 
+# Nothing may be wider than the viewport: tables have a fixed layout at 100% width and every
+# cell wraps long reasons, ids and JSON (overflow-wrap:anywhere) instead of spilling over.
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24;max-width:1400px}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24;max-width:1400px;overflow-wrap:anywhere}
 h1{margin:0 0 4px}h2{margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:8px 0;table-layout:fixed;width:100%}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:break-word}
+code,pre{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}svg{max-width:100%;height:auto}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:700;color:#fff}
 .PASS{background:#1a7f37}.FAIL{background:#cf222e}.INTERRUPTED{background:#9a6700}.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:600}
-.reason{color:#57606a;font-size:12px;max-width:420px;white-space:pre-wrap}
+.reason{color:#57606a;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
 .charts{display:flex;flex-wrap:wrap;gap:24px}.chart{border:1px solid #d0d7de;border-radius:6px;padding:8px}
 #cases th{cursor:pointer;user-select:none}#cases th.sorted-asc:after{content:" ▲"}#cases th.sorted-desc:after{content:" ▼"}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
@@ -104,31 +110,78 @@ def _json_for_script(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
+def _axis(top: int) -> tuple[int, list[int]]:
+    """The y axis for counts up to `top`: its maximum and its ticks, a round step apart (1, 2, 5, 10, 20, 50, …), at most 6."""
+    step, scale = 1, 1
+    while True:
+        for m in (1, 2, 5):
+            step = m * scale
+            if top / step <= 5:
+                axis_max = max(step, -(-top // step) * step)
+                return axis_max, list(range(0, axis_max + 1, step))
+        scale *= 10
+
+
 def _histogram_svg(key: str, current: list[int], baseline: list[int] | None) -> str:
-    w, h, pad = 360, 160, 28
+    """A 10-bin histogram of scores in [0, 1] as inline SVG: counts on the y axis, score bins on the x axis.
+
+    With a baseline its bars (grey) stand beside the current run's (blue), on the same count scale.
+    """
+    w, h, left, right, top_pad = 370, 160, 52, 12, 12
     bins = len(current)
-    tot_c = sum(current) or 1
-    tot_b = sum(baseline or []) or 1
-    shares_c = [c / tot_c for c in current]
-    shares_b = [b / tot_b for b in baseline] if baseline else None
-    top = max(shares_c + (shares_b or [])) or 1.0
-    bw = (w - 2 * pad) / bins
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + 30}" role="img" aria-label="distribution of {_e(key)}" class="hist" data-metric="{_e(key)}">']
+    top, ticks = _axis(max(current + (baseline or [])))
+    plot_h = h - top_pad
+    bw = (w - left - right) / bins
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h + 30}" width="{w}" height="{h + 30}" role="img" '
+             f'aria-label="distribution of {_e(key)}" class="hist" data-metric="{_e(key)}">']
+    for t in ticks:
+        y = h - plot_h * t / top
+        parts.append(f'<line class="tick" x1="{left - 4}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}" stroke="#eaeef2"/>'
+                     f'<text class="ytick" x="{left - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{t}</text>')
+    parts.append(f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{h}" stroke="#57606a"/>')
+    parts.append(f'<text x="10" y="{top_pad + plot_h / 2:.1f}" font-size="10" text-anchor="middle" transform="rotate(-90 10 {top_pad + plot_h / 2:.1f})">results</text>')
     for i in range(bins):
-        x = pad + i * bw
-        if shares_b is not None:
-            bh = (h - pad) * shares_b[i] / top
-            parts.append(f'<rect class="bar-baseline" x="{x + 1:.1f}" y="{h - bh:.1f}" width="{bw / 2 - 1:.1f}" height="{bh:.1f}" fill="#afb8c1"><title>baseline {i / bins:.1f}–{(i + 1) / bins:.1f}: {baseline[i]}</title></rect>')  # type: ignore[index]
+        x = left + i * bw
+        if baseline is not None:
+            bh = plot_h * baseline[i] / top
+            parts.append(f'<rect class="bar-baseline" x="{x + 1:.1f}" y="{h - bh:.1f}" width="{bw / 2 - 1:.1f}" height="{bh:.1f}" fill="#afb8c1"><title>baseline {i / bins:.1f}–{(i + 1) / bins:.1f}: {baseline[i]}</title></rect>')
             cx, cw = x + bw / 2, bw / 2 - 1
         else:
             cx, cw = x + 1, bw - 2
-        ch = (h - pad) * shares_c[i] / top
+        ch = plot_h * current[i] / top
         parts.append(f'<rect class="bar" x="{cx:.1f}" y="{h - ch:.1f}" width="{cw:.1f}" height="{ch:.1f}" fill="#0969da"><title>{i / bins:.1f}–{(i + 1) / bins:.1f}: {current[i]}</title></rect>')
-    parts.append(f'<line x1="{pad}" y1="{h}" x2="{w - pad}" y2="{h}" stroke="#57606a"/>')
+    parts.append(f'<line x1="{left}" y1="{h}" x2="{w - right}" y2="{h}" stroke="#57606a"/>')
     for i in range(0, bins + 1, 2):
-        parts.append(f'<text x="{pad + i * bw:.1f}" y="{h + 14}" font-size="10" text-anchor="middle">{i / bins:.1f}</text>')
-    parts.append(f'<text x="{w / 2}" y="{h + 28}" font-size="11" text-anchor="middle">{_e(key)} ({sum(current)} scored)</text></svg>')
+        parts.append(f'<text x="{left + i * bw:.1f}" y="{h + 14}" font-size="10" text-anchor="middle">{i / bins:.1f}</text>')
+    parts.append(f'<text x="{(left + w - right) / 2}" y="{h + 28}" font-size="11" text-anchor="middle">{_e(key)} ({sum(current)} scored)</text></svg>')
     return "".join(parts)
+
+
+def render_breakdowns(summary: dict[str, Any], case_link: Callable[[str, str], str | None] | None = None) -> str:
+    """The `breakdowns` of a summary (by tag and by each `aggregate.group_by` field) as HTML tables.
+
+    One table per breakdown: a row per value with its result count and each
+    metric's mean (scored of results) and pass rate. `case_link(name, value)`
+    may return an (escaped) URL for the value's cell. Empty string when the
+    summary has no breakdowns.
+    """
+    keys = list(summary.get("metrics", {}))
+    out = []
+    for name, groups in (summary.get("breakdowns") or {}).items():
+        out.append(f'<h3>By {_e(name)}</h3><table class="grid breakdown" data-breakdown="{_e(name)}"><thead><tr><th>{_e(name)}</th><th>results</th>'
+                   + "".join(f"<th>{_e(k)}</th>" for k in keys) + "</tr></thead><tbody>")
+        for value, g in groups.items():
+            link = case_link(name, value) if case_link else None
+            cell = f'<a href="{link}">{_e(value)}</a>' if link else _e(value)
+            row = [f"<td>{cell}</td>", f'<td class="num">{_e(g.get("results", 0))}</td>']
+            for k in keys:
+                m = (g.get("metrics") or {}).get(k, {})
+                rate = m.get("pass_rate")
+                row.append(f'<td class="num">{_f3(m.get("mean"))} <span class="muted">({m.get("scored", 0)} of {m.get("results", 0)}'
+                           + (f"; pass {100 * rate:.0f}%" if rate is not None else "") + ")</span></td>")
+            out.append("<tr>" + "".join(row) + "</tr>")
+        out.append("</tbody></table>")
+    return "".join(out)
 
 
 def render_html(
@@ -149,6 +202,8 @@ def render_html(
     if not verdict.checks:
         out.append("<li>no assertions configured</li>")
     out.append("</ul>")
+    out.append('<p class="muted" id="view-hint">Transcripts, filters, search and run diffs: <code>tracejudge view RUN_DIR</code> '
+               '(a local web app; add <code>--baseline OTHER_RUN</code> to see each case beside the baseline\'s).</p>')
 
     total = summary.get("results", 0)
     status = summary.get("status", {})
@@ -167,6 +222,10 @@ def render_html(
     for key, v in summary.get("pass_at_k", {}).items():
         val = "—" if v.get("value") is None else f"{v['value']:.3f}"
         out.append(f"<p><b>{_e(key)}</b> = {val} over {v.get('cases', 0)} cases ({v.get('no_scored_trial', 0)} with no scored trial)</p>")
+
+    breakdowns = render_breakdowns(summary)
+    if breakdowns:
+        out.append("<h2>Breakdowns</h2>" + breakdowns)
 
     out.append('<h2>Score distributions</h2>')
     if baseline_histograms:

@@ -1,0 +1,281 @@
+"""`tracejudge view`: a local, read-only aiohttp app over run directories.
+
+Routes (all GET; nothing writes to a run except its derived `view.idx`):
+
+- `/` — Runs; `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
+  parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
+  — Case page, side by side with run `vs`; `/diff?a=&b=` — Diff page;
+- `/api/run/{rid}/state` — `{"results": n, "complete": bool}`, polled by the
+  page script to follow a run still being written;
+- `/static/view.css`, `/static/view.js` — package data.
+
+Index refreshes, queries, trace reads and run comparisons are blocking work:
+they run in worker threads (`anyio.to_thread`), never on the event loop.
+The server binds 127.0.0.1 only and answers only requests whose `Host` is a
+loopback name (a page elsewhere cannot reach it through DNS rebinding); every
+page is sent with a Content-Security-Policy that allows only its own assets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from aiohttp import web
+from tracejudge.stages.comparison.runs import Comparison, compare_runs
+from tracejudge.viewer.index import CaseQuery
+from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
+from tracejudge.viewer.pages_run import cases_page, run_page, runs_page
+from tracejudge.viewer.runs import Run
+
+__all__ = ["make_app", "start_viewer"]
+
+_CSP = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'"
+_STATIC = {"view.css": "text/css", "view.js": "text/javascript"}
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_RUNS = web.AppKey("runs", dict)
+_BASELINE = web.AppKey("baseline", str)
+_CACHE = web.AppKey("cache", dict)
+_TEXT_JOBS = web.AppKey("text_jobs", set)
+_TASKS = web.AppKey("tasks", set)
+_DIFFS_KEPT = 16
+
+
+def _html(text: str, status: int = 200) -> web.Response:
+    return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    if request.url.host not in _LOOPBACK:
+        return web.Response(status=403, text="tracejudge view answers only loopback requests")
+    resp = await handler(request)
+    resp.headers["Content-Security-Policy"] = _CSP
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    return resp
+
+
+def _run(request: web.Request, key: str = "rid", *, query: bool = False) -> Run:
+    rid = request.query.get(key, "") if query else request.match_info.get(key, "")
+    run = request.app[_RUNS].get(rid)
+    if run is None:
+        raise web.HTTPNotFound(text=f"no run {rid!r} is served here")
+    return run
+
+
+async def _refresh(request: web.Request, run: Run) -> dict[str, int]:
+    def work() -> dict[str, int]:
+        run.index.refresh()
+        return run.index.counts()
+
+    counts = await anyio.to_thread.run_sync(work)
+    _start_text_job(request.app, run)
+    return counts
+
+
+def _start_text_job(app: web.Application, run: Run) -> None:
+    # Input/output/tool-name search text comes from the dataset: read once per run, in the background.
+    jobs: set[str] = app[_TEXT_JOBS]
+    if run.rid in jobs:
+        return
+    jobs.add(run.rid)
+
+    def work() -> None:
+        if not run.index.has_case_text():
+            run.index.add_case_text(run.source.iter_texts())
+
+    async def job() -> None:
+        await anyio.to_thread.run_sync(work)
+
+    task = asyncio.get_running_loop().create_task(job())
+    app[_TASKS].add(task)
+    task.add_done_callback(app[_TASKS].discard)
+
+
+async def _runs(request: web.Request) -> web.Response:
+    runs = list(request.app[_RUNS].values())
+    counts = {r.rid: await _refresh(request, r) for r in runs}
+    return _html(runs_page(runs, counts))
+
+
+async def _run_page(request: web.Request) -> web.Response:
+    run = _run(request)
+    counts = await _refresh(request, run)
+    others = [r for r in request.app[_RUNS].values() if r.rid != run.rid]
+    baseline = request.app[_BASELINE]
+    others.sort(key=lambda r: r.rid != baseline)
+    return _html(run_page(run, counts, others))
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value or default)
+    except ValueError:
+        return default
+
+
+async def _cases(request: web.Request) -> web.Response:
+    run = _run(request)
+    counts = await _refresh(request, run)
+    p = request.query
+    q = CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
+                  sort=p.get("sort", "case"), desc=p.get("desc", "") in ("1", "on", "true"), page=_int(p.get("page"), 1),
+                  size=_int(p.get("size"), 50))
+
+    def work() -> tuple[Any, dict[tuple[str, int], dict[str, str]], bool]:
+        page = run.index.query(q)
+        reasons = {}
+        for r in page.rows:
+            res = run.index.result(r["case_id"], r["trial"]) or {}
+            reasons[(r["case_id"], r["trial"])] = {k: str(s.get("reason") or "") for k, s in (res.get("scores") or {}).items() if isinstance(s, dict)}
+        return page, reasons, run.index.has_case_text()
+
+    page, reasons, ready = await anyio.to_thread.run_sync(work)
+    statuses = sorted(k for k in counts if k != "failed")
+    return _html(cases_page(run, page, statuses, reasons, ready))
+
+
+async def _case(request: web.Request) -> web.Response:
+    run = _run(request)
+    case_id = request.query.get("id", "")
+    trial = _int(request.query.get("trial"), 0)
+    vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
+    other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
+    await _refresh(request, run)
+    if other is not None:
+        await _refresh(request, other)
+
+    def view_of(r: Run) -> CaseView:
+        res = r.index.result(case_id, trial)
+        if res is None:  # no result, no trace lookup (which may scan a dataset)
+            return CaseView(r, None, None, f"{r.name} has no result for this (case, trial)")
+        case, note = r.source.get(case_id, trial)
+        return CaseView(r, res, case, note)
+
+    def work() -> tuple[CaseView, CaseView | None, list[int]]:
+        return view_of(run), (view_of(other) if other is not None else None), run.index.trials(case_id)
+
+    main, side, trials = await anyio.to_thread.run_sync(work)
+    if side is not None and side.result is None and not request.query.get("vs"):
+        side = None  # the default baseline lacks this case: show it alone
+    if main.result is None and (side is None or side.result is None):
+        raise web.HTTPNotFound(text=f"{run.name} has no result for case {case_id!r} trial {trial}")
+    return _html(case_page(case_id, trial, trials or [trial], main, side, list(request.app[_RUNS].values())))
+
+
+async def _diff(request: web.Request) -> web.Response:
+    runs: dict[str, Run] = request.app[_RUNS]
+    a, b = _run(request, "a", query=True), _run(request, "b", query=True)
+    size = tuple((r.path / "results.jsonl").stat().st_size if (r.path / "results.jsonl").exists() else 0 for r in (a, b))
+    key = ("diff", a.rid, b.rid, size)
+    cache: dict[Any, Any] = request.app[_CACHE]
+    cmp: Comparison | None = cache.get(key)
+    if cmp is None:
+        cmp = await anyio.to_thread.run_sync(lambda: compare_runs(a.path, b.path, top=10))
+        if len(cache) >= _DIFFS_KEPT:  # a run being written changes size often: drop stale comparisons
+            cache.clear()
+        cache[key] = cmp
+    return _html(diff_page(a, b, cmp, list(runs.values())))
+
+
+async def _state(request: web.Request) -> web.Response:
+    run = _run(request)
+    n = await anyio.to_thread.run_sync(run.index.refresh)
+    return web.json_response({"results": n, "complete": bool(run.summary().get("complete"))})
+
+
+async def _static(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in _STATIC:
+        raise web.HTTPNotFound()
+    data = importlib.resources.files("tracejudge.viewer").joinpath("static", name).read_bytes()
+    return web.Response(body=data, content_type=_STATIC[name], charset="utf-8")
+
+
+async def _close(app: web.Application) -> None:
+    for task in list(app[_TASKS]):
+        task.cancel()
+    for run in app[_RUNS].values():
+        run.close()
+
+
+def make_app(runs: list[Run], baseline: Run | None = None) -> web.Application:
+    """The aiohttp application serving `runs` (and `baseline`, which is also listed)."""
+    app = web.Application(middlewares=[_guard])
+    table = {r.rid: r for r in runs}
+    if baseline is not None:
+        table.setdefault(baseline.rid, baseline)
+    app[_RUNS] = table
+    app[_BASELINE] = baseline.rid if baseline is not None else ""
+    app[_CACHE] = {}
+    app[_TEXT_JOBS] = set()
+    app[_TASKS] = set()
+    app.router.add_get("/", _runs)
+    app.router.add_get("/run/{rid}", _run_page)
+    app.router.add_get("/run/{rid}/cases", _cases)
+    app.router.add_get("/run/{rid}/case", _case)
+    app.router.add_get("/diff", _diff)
+    app.router.add_get("/api/run/{rid}/state", _state)
+    app.router.add_get("/static/{name}", _static)
+    app.on_cleanup.append(_close)
+    return app
+
+
+async def start_viewer(runs: list[Run], port: int = 0, baseline: Run | None = None) -> tuple[web.AppRunner, str]:
+    """Serve the viewer on 127.0.0.1:`port` (0 picks a free port); returns the runner (call `cleanup()`) and the URL."""
+    runner = web.AppRunner(make_app(runs, baseline), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    sockets = getattr(site._server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    return runner, f"http://127.0.0.1:{bound}"
+
+
+def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
+    """The run directories to serve: those given, else every run directory under `cwd/runs`."""
+    from tracejudge.viewer.runs import discover_runs
+
+    return list(given) if given else discover_runs(cwd / "runs")
+
+
+def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None = None, *, cwd: Path | None = None) -> int:
+    """`tracejudge view`: serve until SIGINT/SIGTERM; prints the URL. Returns the exit status (2 when no run directory is found)."""
+    import signal
+    import sys
+
+    from tracejudge.viewer.runs import load_runs
+
+    paths = viewer_paths(run_dirs, cwd or Path.cwd())
+    try:
+        runs = load_runs(paths + ([baseline] if baseline is not None else []))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not runs:
+        print("error: no run directory given and none found under runs/", file=sys.stderr)
+        return 2
+    base = next((r for r in runs if baseline is not None and r.path.resolve() == Path(baseline).resolve()), None)
+
+    async def serve() -> int:
+        try:
+            runner, address = await start_viewer(runs, port, base)
+        except OSError as exc:
+            print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror} (pick another with --port, or 0 for any free one)", file=sys.stderr)
+            return 2
+        print(f"tracejudge view: {address}/  ({len(runs)} run{'s' if len(runs) != 1 else ''}; Ctrl-C stops)", flush=True)
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+        finally:
+            await runner.cleanup()
+        return 0
+
+    return anyio.run(serve)

@@ -1,0 +1,61 @@
+"""HTML building blocks of the viewer: escaping, the page frame, number formats.
+
+Every piece of text from a run (ids, reasons, trace content) is untrusted and
+goes through `e()`; pages carry no inline script (the CSP forbids it), only
+`/static/view.js`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+__all__ = ["e", "f3", "frame", "pretty", "url"]
+
+
+def e(value: Any) -> str:
+    """HTML-escape any value's text (quotes included, so it is safe in attributes too)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def f3(x: Any, signed: bool = False) -> str:
+    """A number with 3 decimals (`+` sign when `signed`), `—` for none."""
+    if x is None:
+        return "—"
+    try:
+        return f"{float(x):+.3f}" if signed else f"{float(x):.3f}"
+    except (TypeError, ValueError):
+        return e(x)
+
+
+def pretty(value: Any, limit: int = 20000) -> str:
+    """Escaped, indented JSON (strings as they are), cut at `limit` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f"\n… ({len(text) - limit} more characters)"
+    return e(text)
+
+
+def url(path: str, **params: Any) -> str:
+    """`path?query` with the non-empty params, escaped for an attribute."""
+    q = {k: v for k, v in params.items() if v not in (None, "", False)}
+    return e(path + ("?" + urlencode(q) if q else ""))
+
+
+def frame(title: str, body: str, *, live_run: str | None = None, crumbs: list[tuple[str, str]] | None = None) -> str:
+    """A whole page: head, navigation, `body` inside `<main id="live">`.
+
+    `live_run`: the run id whose growth the page's script polls for; the
+    content of `#live` is reloaded in place when new results arrive.
+    """
+    nav = ['<a href="/">Runs</a>'] + [f'<a href="{href}">{e(label)}</a>' for label, href in crumbs or []]
+    live = f' data-live-run="{e(live_run)}"' if live_run else ""
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{e(title)} · tracejudge view</title><link rel="stylesheet" href="/static/view.css"></head>'
+        f'<body{live}><header><nav>{" › ".join(nav)}</nav><span id="live-state" class="muted"></span></header>'
+        f'<main id="live">{body}</main><script src="/static/view.js"></script></body></html>'
+    )

@@ -1,0 +1,368 @@
+"""`RUN_DIR/view.idx`: a SQLite index of a run's results, for filtering, sorting and paging.
+
+Derived from `results.jsonl` and safe to delete: it is rebuilt when missing,
+when its schema version differs, or when `results.jsonl` no longer starts
+with the bytes it was built from; when `results.jsonl` has only grown (a run
+still being written, a resume), just the new complete lines are added.
+
+One row per (case, trial) — a later line for the same pair replaces the
+earlier one, as a resumed run's result supersedes a budget-skipped one. Each
+metric gets a value column `m<i>` and a verdict column `p<i>` (1 passed,
+0 failed, NULL no verdict), indexed so that sorting 100,000 rows by a metric
+is an index walk. `text` holds the lower-cased id, tags, reasons and error;
+`casetext` (filled by `tracejudge.viewer.traces.index_case_text`) adds each
+case's input, output and tool names from the dataset.
+
+When the run directory is not writable the index lives in the user's cache
+directory instead (`~/.cache/tracejudge/view/<sha1 of the run dir>.idx`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+__all__ = ["INDEX_FILE", "CaseQuery", "Page", "RunIndex"]
+
+INDEX_FILE = "view.idx"
+_SCHEMA = "3"
+_HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
+_BATCH = 2000
+PAGE_SIZES = (25, 50, 100, 200)
+
+
+@dataclass
+class CaseQuery:
+    """Server-side filters of the Cases table (all optional; combined with AND).
+
+    - `status`: a result status (`ok`, `invalid_input`, …) or `failed` (any
+      metric with `passed = false`, or a status other than `ok`);
+    - `below`: a metric key; keeps results whose verdict on it is a fail;
+    - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
+      reasons, error, or the case's input, output and tool names;
+    - `sort`: `case`, `trial`, `status`, `duration` or a metric key; `desc`;
+    - `page` (1-based) of `size` rows.
+    """
+
+    status: str = ""
+    below: str = ""
+    tag: str = ""
+    q: str = ""
+    sort: str = "case"
+    desc: bool = False
+    page: int = 1
+    size: int = 50
+
+
+@dataclass
+class Page:
+    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, tags, duration_s, values, passed), `total` matching."""
+
+    rows: list[dict[str, Any]]
+    total: int
+    metrics: list[str]
+    query: CaseQuery
+    pages: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pages = max(1, -(-self.total // self.query.size))
+
+
+def _cache_path(run_dir: Path) -> Path:
+    digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracejudge" / "view"
+    base.mkdir(parents=True, exist_ok=True)
+    return base / f"{digest}.idx"
+
+
+def _head(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha1(fh.read(_HEAD)).hexdigest()
+
+
+def _text_of(res: dict[str, Any]) -> str:
+    parts = [str(res.get("case_id", "")), " ".join(map(str, res.get("tags") or []))]
+    for s in (res.get("scores") or {}).values():
+        if isinstance(s, dict):
+            parts.append(str(s.get("reason") or ""))
+    err = res.get("error")
+    if isinstance(err, dict):
+        parts.append(str(err.get("message") or ""))
+    return "\n".join(parts).lower()
+
+
+class RunIndex:
+    """The `view.idx` of one run directory; thread-safe (one connection behind a lock).
+
+    `refresh()` brings it up to date with `results.jsonl` and returns the
+    number of results (0 while the run has no `results.jsonl` yet);
+    `query(CaseQuery)` returns a `Page`. Raises `sqlite3.Error` when the index
+    file cannot be opened or written.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.results = self.run_dir / "results.jsonl"
+        path = self.run_dir / INDEX_FILE
+        if not os.access(self.run_dir, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            path = _cache_path(self.run_dir)
+        self.path = path
+        self._lock = threading.Lock()
+        self.metrics: list[str] = []
+        self.tags: list[str] = []
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError:  # not an index (or a damaged one): it is derived, so start over
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")  # derived data: a crash just means a rebuild
+            self._db = db
+            self._ensure_schema()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    # -- building -------------------------------------------------------------------------
+
+    def _meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def _ensure_schema(self) -> None:
+        db = self._db
+        db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+        if self._meta("schema") != _SCHEMA:
+            self._reset()
+        self.metrics = json.loads(self._meta("metrics") or "[]")
+        self.tags = json.loads(self._meta("tags") or "[]")
+
+    def _reset(self) -> None:
+        db = self._db
+        for table in ("results", "casetext"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+        db.execute("DELETE FROM meta")
+        db.execute(
+            "CREATE TABLE results(case_id TEXT NOT NULL, trial INTEGER NOT NULL, status TEXT, tags TEXT, error TEXT,"
+            " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, PRIMARY KEY(case_id, trial))"
+        )
+        db.execute("CREATE INDEX results_status ON results(status)")
+        db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT)")
+        self._set_meta("schema", _SCHEMA)
+        self._set_meta("size", "0")
+        self.metrics, self.tags = [], []
+
+    def _add_metric(self, key: str) -> int:
+        i = len(self.metrics)
+        self.metrics.append(key)
+        self._db.execute(f"ALTER TABLE results ADD COLUMN m{i} REAL")
+        self._db.execute(f"ALTER TABLE results ADD COLUMN p{i} INTEGER")
+        self._db.execute(f"CREATE INDEX results_m{i} ON results(m{i})")
+        return i
+
+    def refresh(self) -> int:
+        """Index the lines appended to `results.jsonl` since the last call; returns the result count."""
+        with self._lock:
+            if not self.results.exists():
+                return 0
+            size = self.results.stat().st_size
+            done = int(self._meta("size") or 0)
+            if done and (size < done or self._meta("head") != _head(self.results)):
+                self._reset()
+                done = 0
+            if size > done:
+                self._ingest(done)
+            return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def _ingest(self, start: int) -> None:
+        db = self._db
+        tags = set(self.tags)
+        n_metrics = len(self.metrics)
+        db.execute("BEGIN")
+        try:
+            batch: list[tuple[Any, ...]] = []
+            pos = start
+            with open(self.results, "rb") as fh:
+                fh.seek(start)
+                for line in fh:
+                    if not line.endswith(b"\n"):
+                        break  # a line still being written: picked up next time
+                    offset, pos = pos, pos + len(line)
+                    try:
+                        res = pydantic_core.from_json(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(res, dict) or "case_id" not in res:
+                        continue
+                    scores = res.get("scores") or {}
+                    for k in scores:
+                        if k not in self.metrics:
+                            if batch:
+                                self._insert(batch, n_metrics)
+                                batch = []
+                            self._add_metric(k)
+                            n_metrics = len(self.metrics)
+                    values: list[Any] = []
+                    for k in self.metrics:
+                        s = scores.get(k)
+                        v = s.get("value") if isinstance(s, dict) else None
+                        p = s.get("passed") if isinstance(s, dict) else None
+                        values += [float(v) if isinstance(v, (int, float)) else None, None if p is None else int(bool(p))]
+                    rtags = [str(t) for t in res.get("tags") or []]
+                    tags.update(rtags)
+                    status = str(res.get("status", "ok"))
+                    failed = int(status != "ok" or any(isinstance(s, dict) and s.get("passed") is False for s in scores.values()))
+                    err = res.get("error")
+                    batch.append((str(res["case_id"]), int(res.get("trial", 0)), status, "\x1f".join(rtags),
+                                  json.dumps(err) if err else None, float(res.get("duration_s") or 0.0), offset, len(line),
+                                  failed, _text_of(res), *values))
+                    if len(batch) >= _BATCH:
+                        self._insert(batch, n_metrics)
+                        batch = []
+            if batch:
+                self._insert(batch, n_metrics)
+            if start == 0:
+                self._set_meta("head", _head(self.results))
+            self._set_meta("size", str(pos))
+            self._set_meta("metrics", json.dumps(self.metrics))
+            self.tags = sorted(tags)
+            self._set_meta("tags", json.dumps(self.tags))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._ensure_schema()
+            raise
+
+    def _insert(self, rows: list[tuple[Any, ...]], n_metrics: int) -> None:
+        cols = ["case_id", "trial", "status", "tags", "error", "duration", "offset", "length", "failed", "text"]
+        for i in range(n_metrics):
+            cols += [f"m{i}", f"p{i}"]
+        marks = ",".join("?" * len(cols))
+        self._db.executemany(f"INSERT OR REPLACE INTO results({','.join(cols)}) VALUES ({marks})", rows)
+
+    def add_case_text(self, items: Iterator[tuple[str, str]]) -> int:
+        """Store each case's searchable dataset text (input, output, tool names); returns how many.
+
+        `items` may be slow (a dataset scan): it is consumed outside the lock and
+        written in chunks, so queries go on meanwhile; the text counts as done at the end.
+        """
+        n = 0
+        chunk: list[tuple[str, str]] = []
+        for case_id, text in items:
+            chunk.append((case_id, text.lower()))
+            if len(chunk) >= _BATCH:
+                n += self._put_text(chunk, done=False)
+                chunk = []
+        return n + self._put_text(chunk, done=True)
+
+    def _put_text(self, chunk: list[tuple[str, str]], done: bool) -> int:
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text) VALUES (?, ?)", chunk)
+            if done:
+                self._set_meta("casetext", "done")
+            self._db.execute("COMMIT")
+        return len(chunk)
+
+    def has_case_text(self) -> bool:
+        """Whether the dataset text of the cases was indexed."""
+        with self._lock:
+            return self._meta("casetext") == "done"
+
+    # -- reading --------------------------------------------------------------------------
+
+    def query(self, q: CaseQuery) -> Page:
+        """One page of results matching `q` (see `CaseQuery`)."""
+        where, args = [], []
+        if q.status == "failed":
+            where.append("failed = 1")
+        elif q.status:
+            where.append("status = ?")
+            args.append(q.status)
+        if q.below in self.metrics:
+            where.append(f"p{self.metrics.index(q.below)} = 0")
+        if q.tag:
+            where.append("('\x1f' || tags || '\x1f') LIKE ? ESCAPE '\\'")
+            args.append("%\x1f" + _like(q.tag) + "\x1f%")
+        if q.q:
+            pat = "%" + _like(q.q.lower()) + "%"
+            where.append("(text LIKE ? ESCAPE '\\' OR case_id IN (SELECT case_id FROM casetext WHERE text LIKE ? ESCAPE '\\'))")
+            args += [pat, pat]
+        cond = (" WHERE " + " AND ".join(where)) if where else ""
+        direction = "DESC" if q.desc else "ASC"
+        if q.sort in self.metrics:
+            col = f"m{self.metrics.index(q.sort)}"
+            order = f"{col} IS NULL, {col} {direction}, case_id, trial"
+        else:
+            col = {"trial": "trial", "status": "status", "duration": "duration"}.get(q.sort, "case_id")
+            order = f"{col} {direction}, case_id, trial"
+        size = q.size if q.size in PAGE_SIZES else 50
+        q.size = size
+        with self._lock:
+            total = int(self._db.execute(f"SELECT COUNT(*) FROM results{cond}", args).fetchone()[0])
+            q.page = max(1, min(q.page, max(1, -(-total // size))))
+            vcols = "".join(f", m{i}, p{i}" for i in range(len(self.metrics)))
+            cur = self._db.execute(
+                f"SELECT case_id, trial, status, tags, error, duration{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*args, size, (q.page - 1) * size],
+            )
+            rows = []
+            for r in cur.fetchall():
+                vals = r[6:]
+                rows.append({
+                    "case_id": r[0], "trial": r[1], "status": r[2], "tags": [t for t in (r[3] or "").split("\x1f") if t],
+                    "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5],
+                    "values": {k: vals[2 * i] for i, k in enumerate(self.metrics)},
+                    "passed": {k: None if vals[2 * i + 1] is None else bool(vals[2 * i + 1]) for i, k in enumerate(self.metrics)},
+                })
+        return Page(rows, total, list(self.metrics), q)
+
+    def result(self, case_id: str, trial: int) -> dict[str, Any] | None:
+        """The full result line of (case, trial), read back from `results.jsonl` by its byte offset."""
+        with self._lock:
+            row = self._db.execute("SELECT offset, length FROM results WHERE case_id=? AND trial=?", (case_id, trial)).fetchone()
+        if row is None:
+            return None
+        with open(self.results, "rb") as fh:
+            fh.seek(row[0])
+            data = pydantic_core.from_json(fh.read(row[1]))
+        return data if isinstance(data, dict) else None
+
+    def trials(self, case_id: str) -> list[int]:
+        """The trials recorded for a case, ascending."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT trial FROM results WHERE case_id=? ORDER BY trial", (case_id,))]
+
+    def counts(self) -> dict[str, int]:
+        """Results by status, plus `failed` (a failed verdict or a non-ok status)."""
+        with self._lock:
+            out = {str(s): int(n) for s, n in self._db.execute("SELECT status, COUNT(*) FROM results GROUP BY status")}
+            out["failed"] = int(self._db.execute("SELECT COUNT(*) FROM results WHERE failed=1").fetchone()[0])
+        return out
+
+    def close(self) -> None:
+        """Close the SQLite connection."""
+        with self._lock:
+            self._db.close()
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

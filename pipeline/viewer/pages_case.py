@@ -1,0 +1,221 @@
+"""The Case page (transcript, expected/actual alignment, scores, judge answers; side by side with a baseline) and the Diff page."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tracejudge.core.records import Case, ToolCall
+from tracejudge.stages.comparison.runs import Comparison
+from tracejudge.viewer.html import e, f3, frame, pretty, url
+from tracejudge.viewer.runs import Run
+
+__all__ = ["CaseView", "case_page", "diff_page"]
+
+_RESULT_CUT = 6000
+
+
+class CaseView:
+    """What one side of the case page shows: the run, its result line (or None) and the case with its trace (or None, with a note)."""
+
+    def __init__(self, run: Run, result: dict[str, Any] | None, case: Case | None, note: str) -> None:
+        self.run, self.result, self.case, self.note = run, result, case, note
+
+
+def _calls(case: Case) -> list[tuple[int, int, ToolCall]]:
+    # (index over the whole trace, step index, call): the numbering ToolCalls' details use.
+    out: list[tuple[int, int, ToolCall]] = []
+    for si, step in enumerate(case.trace.steps if case.trace else []):
+        for call in step.tool_calls:
+            out.append((len(out), si, call))
+    return out
+
+
+def _call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
+    failed = call.error is not None
+    cls = "call failed" if failed else "call"
+    out = [f'<div class="{cls}" data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> <b class="tool">{e(call.name)}</b>'
+           + (' <span class="badge FAIL small">failed</span>' if failed else "")
+           + (' <span class="muted">arguments are not valid JSON</span>' if call.arguments_invalid else "") + "</div>",
+           f'<pre class="args">{pretty(call.arguments)}</pre>']
+    if full:
+        if failed:
+            out.append(f'<div class="label">error</div><pre class="result err">{pretty(call.error, _RESULT_CUT)}</pre>')
+        if call.result is not None:
+            out.append(f'<div class="label">result</div><pre class="result">{pretty(call.result, _RESULT_CUT)}</pre>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _transcript(case: Case | None, note: str) -> str:
+    out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
+    if case is None:
+        return "".join(out) + "</section>"
+    if case.input is not None:
+        out.append(f'<div class="msg user"><div class="label">input</div><pre>{pretty(case.input)}</pre></div>')
+    idx = 0
+    for si, step in enumerate(case.trace.steps if case.trace else []):
+        out.append(f'<div class="step" data-step="{si}"><div class="label">step {si}</div>')
+        if step.thought:
+            out.append(f'<div class="thought"><div class="label">thought</div><pre>{pretty(step.thought)}</pre></div>')
+        for call in step.tool_calls:
+            out.append(_call_html(idx, call))
+            idx += 1
+        if step.output:
+            out.append(f'<div class="msg agent"><div class="label">says</div><pre>{pretty(step.output)}</pre></div>')
+        out.append("</div>")
+    if case.trace is None:
+        out.append('<p class="bad">the case has no trace</p>')
+    elif case.trace.output is not None:
+        out.append(f'<div class="msg agent final"><div class="label">output</div><pre>{pretty(case.trace.output)}</pre></div>')
+    if case.expected_output is not None:
+        out.append(f'<div class="msg expected"><div class="label">expected output</div><pre>{pretty(case.expected_output)}</pre></div>')
+    return "".join(out) + "</section>"
+
+
+_ENDS = ("; [", "; unexpected:", "; in order", "; first divergence")
+
+
+def closest_call(reason: str, expected_index: int) -> tuple[int, str] | None:
+    """`(actual call index, differing argument)` that ToolCalls' reason names for a missing expected call, if any.
+
+    ToolCalls writes `missing: [i] name({...}) (closest: call #j, step s: <difference>)`.
+    """
+    m = re.search(rf"\[{expected_index}\] (?:(?!; \[).)*?\(closest: call #(\d+), step \d+: ", reason, re.S)
+    if m is None:
+        return None
+    rest = reason[m.end():]
+    cut = min([rest.find(x) for x in _ENDS if x in rest] + [len(rest)])
+    return int(m.group(1)), rest[:cut].removesuffix(")")
+
+
+def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str = "") -> str:
+    expected = (case.expected_tool_calls or []) if case else []
+    actual = {i: c for i, _, c in _calls(case)} if case else {}
+
+    def exp_cell(i: int) -> str:
+        if 0 <= i < len(expected):
+            x = expected[i]
+            return f'<span class="idx">[{i}]</span> <b class="tool">{e(x.name)}</b><pre class="args">{pretty(x.arguments or {})}</pre>'
+        return f"[{i}]"
+
+    def act_cell(j: int) -> str:
+        c = actual.get(j)
+        return _call_html(j, c, full=False) if c is not None else f"#{j}"
+
+    rows = [f'<tr class="pair"><td>{exp_cell(i)}</td><td class="ok">matched</td><td>{act_cell(j)}</td></tr>' for i, j in details.get("pairs") or []]
+    for i in details.get("missing") or []:
+        near = closest_call(reason, i)
+        other = (f'<div class="closest"><span class="muted">closest:</span> {act_cell(near[0])}<div class="reason">differs: {e(near[1])}</div></div>'
+                 if near else '<span class="muted">—</span>')
+        rows.append(f'<tr class="missing"><td>{exp_cell(i)}</td><td class="bad">missing</td><td>{other}</td></tr>')
+    rows += [f'<tr class="unexpected"><td class="muted">—</td><td class="bad">unexpected</td><td>{act_cell(j)}</td></tr>' for j in details.get("unexpected") or []]
+    figures = ", ".join(f"{k} {f3(details[k])}" for k in ("precision", "recall", "f1") if k in details)
+    return (f'<div class="alignment" data-metric="{e(key)}"><h4>Expected vs actual calls: {e(key)}</h4>'
+            f'<p class="muted small">{e(figures)}</p><table class="grid align"><colgroup><col class="w42"><col class="w16"><col class="w42"></colgroup>'
+            f'<thead><tr><th>expected</th><th></th><th>actual</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _judge_answers(key: str, details: dict[str, Any]) -> str:
+    answers = details.get("answers") or {}
+    questions = details.get("questions") or {}
+    rows = []
+    for qid, a in answers.items():
+        a = a if isinstance(a, dict) else {"answer": a}
+        verdict = a.get("answer", a.get("score"))
+        rows.append(f"<tr><td>{e(qid)}</td><td>{e(questions.get(qid, ''))}</td><td><b>{e(verdict)}</b></td><td class=reason>{e(a.get('reason', ''))}</td></tr>")
+    return (f'<div class="judge-answers" data-metric="{e(key)}"><h4>Judge questions: {e(key)}</h4><table class="grid">'
+            '<colgroup><col class="w12"><col class="w35"><col class="w12"><col class="w41"></colgroup>'
+            f'<thead><tr><th>question</th><th>text</th><th>verdict</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _side(view: CaseView) -> str:
+    res = view.result
+    rid = view.run.rid
+    out = [f'<div class="side" data-run="{e(rid)}"><h2><a href="/run/{e(rid)}">{e(view.run.name)}</a></h2>']
+    if res is None:
+        out.append('<p class="muted">This run has no result for this (case, trial).</p>')
+        return "".join(out) + _transcript(view.case, view.note) + "</div>"
+    status = str(res.get("status", "ok"))
+    out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
+               + (f' · tags {e(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
+    if res.get("error"):
+        err = res["error"]
+        where = ":".join(str(x) for x in (err.get("file"), err.get("line")) if x is not None)
+        out.append(f'<p class="bad reason">{e(err.get("kind"))}: {e(err.get("message"))}'
+                   + (f' <span class="muted">({e(where)}{" field " + e(err.get("field")) if err.get("field") else ""})</span>' if where else "") + "</p>")
+    scores = res.get("scores") or {}
+    out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="w10"><col class="w12"><col></colgroup>'
+               "<thead><tr><th>metric</th><th>value</th><th>verdict</th><th>reason</th></tr></thead><tbody>")
+    extras = []
+    for key, s in scores.items():
+        if not isinstance(s, dict):
+            continue
+        p = s.get("passed")
+        out.append(f'<tr data-metric="{e(key)}"><td>{e(key)}</td><td class=num>{f3(s.get("value"))}</td>'
+                   f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}</td>'
+                   f'<td class="reason">{e(s.get("reason"))}'
+                   + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
+                   + "</td></tr>")
+        d = s.get("details")
+        if isinstance(d, dict) and "pairs" in d and ("missing" in d or "unexpected" in d):
+            extras.append(_alignment(key, d, view.case, str(s.get("reason") or "")))
+        if isinstance(d, dict) and isinstance(d.get("answers"), dict):
+            extras.append(_judge_answers(key, d))
+    out.append("</tbody></table>")
+    out += extras
+    out.append(_transcript(view.case, view.note))
+    return "".join(out) + "</div>"
+
+
+def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other: CaseView | None, runs: list[Run]) -> str:
+    """The case page of `main`, with `other` (a baseline) side by side when given."""
+    rid = main.run.rid
+    base = f"/run/{rid}/case"
+    links = [f'<a href="{url(base, id=case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
+             for t in trials]
+    vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid]
+    if other is not None:
+        vs.append(f'<a id="alone-link" href="{url(base, id=case_id, trial=trial, vs="-")}">alone</a>')
+    head = (f'<h1>Case <code id="case-id">{e(case_id)}</code></h1><p>{" · ".join(links)}'
+            + (" — " + " · ".join(vs) if vs else "") + "</p>")
+    if other is None:
+        body = head + f'<div class="sides one">{_side(main)}</div>'
+    else:
+        body = head + f'<div class="sides two">{_side(other)}{_side(main)}</div>'
+    return frame(f"{case_id} · {main.run.name}", body, live_run=None,
+                 crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (case_id, url(base, id=case_id, trial=trial))])
+
+
+def diff_page(a: Run, b: Run, cmp: Comparison, runs: list[Run]) -> str:
+    """Two runs paired by (case, trial): per metric the delta, its paired 95% CI and p-value; the most regressed and improved cases."""
+    opts_a = "".join(f'<option value="{e(r.rid)}"{" selected" if r.rid == a.rid else ""}>{e(r.name)}</option>' for r in runs)
+    opts_b = "".join(f'<option value="{e(r.rid)}"{" selected" if r.rid == b.rid else ""}>{e(r.name)}</option>' for r in runs)
+    out = [f"<h1>Diff: {e(a.name)} → {e(b.name)}</h1>",
+           f'<form method="get" action="/diff" class="filters"><label>baseline <select name="a">{opts_a}</select></label>'
+           f'<label>current <select name="b">{opts_b}</select></label><button type="submit">Compare</button></form>',
+           f'<p>{cmp.paired} results paired by (case, trial); {cmp.only_a} only in {e(a.name)}, {cmp.only_b} only in {e(b.name)}. '
+           f'<span class="muted">{e(cmp.test)}.</span></p>',
+           '<table class="grid" id="deltas"><thead><tr><th class=w20>metric</th><th>pairs</th><th>baseline</th><th>current</th><th>delta</th>'
+           "<th class=w15>95% CI</th><th>p</th><th>regressed</th><th>improved</th></tr></thead><tbody>"]
+    for k, md in cmp.metrics.items():
+        ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
+        cls = "bad" if (md.delta or 0) < 0 else "ok" if (md.delta or 0) > 0 else ""
+        out.append(f'<tr data-metric="{e(k)}"><td>{e(k)}</td><td class=num>{md.pairs}</td><td class=num>{f3(md.mean_a)}</td>'
+                   f'<td class=num>{f3(md.mean_b)}</td><td class="num {cls}">{f3(md.delta, signed=True)}</td><td>{ci}</td>'
+                   f'<td class=num>{"—" if md.p_value is None else f"{md.p_value:.4f}"}</td><td class=num>{md.regressed}</td><td class=num>{md.improved}</td></tr>')
+    out.append("</tbody></table>")
+    for k, md in cmp.metrics.items():
+        for title, movers, cls in (("Regressed most", md.worst, "regressed"), ("Improved most", md.best, "improved")):
+            if not movers:
+                continue
+            out.append(f'<h3>{title}: {e(k)}</h3><table class="grid movers {cls}"><colgroup><col class="w15"><col class="w5"><col class="w10">'
+                       '<col class="w10"><col><col></colgroup><thead><tr><th>case</th><th>trial</th><th>baseline</th><th>current</th>'
+                       "<th>baseline reason</th><th>current reason</th></tr></thead><tbody>")
+            for mv in movers:
+                link = url(f"/run/{b.rid}/case", id=mv.case_id, trial=mv.trial, vs=a.rid)
+                out.append(f'<tr><td><a class="mover-link" href="{link}">{e(mv.case_id)}</a></td><td class=num>{mv.trial}</td>'
+                           f'<td class=num>{f3(mv.a)}</td><td class="num {"bad" if mv.b < mv.a else "ok"}">{f3(mv.b)}</td>'
+                           f'<td class="reason">{e(mv.reason_a)}</td><td class="reason">{e(mv.reason_b)}</td></tr>')
+            out.append("</tbody></table>")
+    return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=[(f"Diff {a.name} → {b.name}", url("/diff", a=a.rid, b=b.rid))])

@@ -1,0 +1,173 @@
+"""The Runs, Run and Cases pages (HTML strings; all run text escaped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.reports.html import render_breakdowns
+from tracejudge.stages.reports.markdown import metric_rows
+from tracejudge.viewer.html import e, f3, frame, url
+from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
+from tracejudge.viewer.runs import Run
+
+__all__ = ["cases_page", "run_page", "runs_page"]
+
+_REASON_CUT = 240
+
+
+def _verdict(summary: dict[str, Any]) -> str:
+    word = (summary.get("verdict") or {}).get("verdict")
+    if not word:
+        return '<span class="badge RUNNING">no verdict yet</span>' if not summary.get("complete") else "—"
+    return f'<span class="badge {e(word)}">{e(word)}</span>'
+
+
+def _duration(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "—"
+    m, s = divmod(float(seconds), 60)
+    return f"{int(m)} min {s:.0f} s" if m else f"{s:.1f} s"
+
+
+def runs_page(runs: list[Run], counts: dict[str, dict[str, int]]) -> str:
+    """Every run served: verdict, result counts, when it started, how long it took."""
+    rows = []
+    for r in runs:
+        s = r.summary()
+        c = counts.get(r.rid, {})
+        total = sum(v for k, v in c.items() if k != "failed")
+        errors = total - c.get("ok", 0)
+        rows.append(
+            f'<tr data-run="{e(r.rid)}"><td><a href="/run/{e(r.rid)}">{e(r.name)}</a><div class="muted small">{e(r.path)}</div></td>'
+            f"<td>{_verdict(s)}</td><td class=num>{total}</td><td class=num>{c.get('ok', 0)}</td><td class=num>{errors}</td>"
+            f"<td class=num>{c.get('failed', 0)}</td><td>{e(r.started())}</td><td>{_duration(s.get('elapsed_s_total'))}</td>"
+            f"<td>{'complete' if s.get('complete') else 'in progress or interrupted'}</td></tr>"
+        )
+    body = ("<h1>Runs</h1><table class=grid id=runs><thead><tr><th class=w30>run</th><th>verdict</th><th>results</th><th>ok</th>"
+            "<th>errors</th><th>failed</th><th class=w15>started (UTC)</th><th>took</th><th>state</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+    if len(runs) >= 2:
+        body += f'<p><a id="diff-link" href="{url("/diff", a=runs[0].rid, b=runs[1].rid)}">Compare {e(runs[0].name)} → {e(runs[1].name)}</a></p>'
+    return frame("Runs", body)
+
+
+def _judge_block(summary: dict[str, Any]) -> str:
+    j = summary.get("judge") or {}
+    if not j:
+        return '<p class="muted">No judge block in summary.json.</p>'
+    keys = ["requests", "cache_hits", "retries", "rate_limited", "input_tokens", "output_tokens", "cost_usd", "items_per_request", "mode"]
+    cells = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td class=num>{e(j[k])}</td></tr>" for k in keys if k in j)
+    segs = summary.get("segments") or []
+    seg_rows = "".join(
+        f"<tr><td class=num>{e(s.get('segment'))}</td><td>{e(s.get('started_at') or '—')}</td><td>{_duration(s.get('elapsed_s'))}</td>"
+        f"<td class=num>{e(s.get('results'))}</td><td>{e(s.get('ended') or '—')}</td></tr>" for s in segs
+    )
+    out = f'<table class="grid narrow" id="judge"><tbody>{cells}</tbody></table>'
+    if segs:
+        out += ("<h3>Segments</h3><table class=\"grid\" id=\"segments\"><thead><tr><th>segment</th><th>started</th><th>took</th>"
+                f"<th>results</th><th>ended</th></tr></thead><tbody>{seg_rows}</tbody></table>")
+    return out
+
+
+def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
+    """A run's summary: metrics with CIs, pass rates, pass@k, exclusions, breakdowns, judge block, assertions and verdict."""
+    s = run.summary()
+    rid = run.rid
+    total = sum(v for k, v in counts.items() if k != "failed")
+    status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k != "failed") or "none yet"
+    out = [f"<h1>{e(run.name)} {_verdict(s)}</h1>",
+           f'<p class="muted">{e(run.path)} · started {e(run.started())} · took {_duration(s.get("elapsed_s_total"))}'
+           f' · {"complete" if s.get("complete") else "not complete"}</p>',
+           f'<p id="counts"><b id="n-results">{total}</b> results ({e(status)}); <b>{counts.get("failed", 0)}</b> failed a check or errored. '
+           f'<a id="cases-link" href="/run/{e(rid)}/cases">All cases</a> · <a id="failed-link" href="{url(f"/run/{rid}/cases", status="failed")}">Failed cases</a>']
+    for o in others:
+        out.append(f' · <a class="diff-link" href="{url("/diff", a=o.rid, b=rid)}">Diff vs {e(o.name)}</a>')
+    out.append("</p>")
+    verdict = s.get("verdict") or {}
+    out.append("<h2>Assertions</h2><ul id=checks>")
+    for c in verdict.get("checks") or []:
+        out.append(f'<li class="{"ok" if c.get("ok") else "bad"}"><b>{"ok" if c.get("ok") else "FAIL"}</b> '
+                   f'<code>{e(c.get("name"))}</code>: {e(c.get("detail"))}</li>')
+    if not verdict.get("checks"):
+        out.append("<li class=muted>no assertions evaluated" + ("" if s else " (summary.json not written yet)") + "</li>")
+    out.append("</ul><h2>Summary</h2>")
+    if not s:
+        out.append('<p class="muted">summary.json is written when the run finishes; the Cases table follows the results as they arrive.</p>')
+    else:
+        out.append('<table class="grid" id="summary"><thead><tr>' + "".join(
+            f"<th>{h}</th>" for h in ["metric", "scored", "excluded by status", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"]
+        ) + "</tr></thead><tbody>")
+        for row in metric_rows(s):
+            key = row[0]
+            link = f'<a href="{url(f"/run/{rid}/cases", below=key)}" title="cases failing {e(key)}">{e(key)}</a>'
+            out.append("<tr><td>" + link + "</td>" + "".join(f'<td{" class=num" if i in (3, 4, 5) else ""}>{e(c)}</td>'
+                                                            for i, c in enumerate(row[1:], 1)) + "</tr>")
+        out.append("</tbody></table>")
+        for key, v in (s.get("pass_at_k") or {}).items():
+            out.append(f"<p><b>{e(key)}</b> = {f3(v.get('value'))} over {e(v.get('cases', 0))} cases "
+                       f"({e(v.get('no_scored_trial', 0))} with no scored trial)</p>")
+        out.append(render_breakdowns(s, case_link=lambda name, value: url(f"/run/{rid}/cases", tag=value) if name == "tag" else None))
+    out.append("<h2>Judge</h2>" + _judge_block(s))
+    return frame(run.name, "".join(out), live_run=rid, crumbs=[(run.name, f"/run/{e(rid)}")])
+
+
+def _options(values: list[tuple[str, str]], current: str) -> str:
+    return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{e(label)}</option>' for v, label in values)
+
+
+def _cut(text: str, n: int = _REASON_CUT) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[str, int], dict[str, str]], text_ready: bool) -> str:
+    """The filtered, sorted, paginated Cases table; `reasons` maps (case, trial) to each metric's reason."""
+    q: CaseQuery = page.query
+    rid = run.rid
+    base = f"/run/{rid}/cases"
+    status_opts = [("", "any status"), ("failed", "failed (a check or an error)")] + [(s, s) for s in statuses]
+    below_opts = [("", "any metric")] + [(m, f"{m} failed") for m in page.metrics]
+    tag_opts = [("", "any tag")] + [(t, t) for t in run.index.tags]
+    sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(m, m) for m in page.metrics]
+    form = (
+        f'<form id="filters" method="get" action="{e(base)}" class="filters">'
+        f'<label>status <select name="status" id="f-status">{_options(status_opts, q.status)}</select></label>'
+        f'<label>below threshold <select name="below" id="f-below">{_options(below_opts, q.below)}</select></label>'
+        f'<label>tag <select name="tag" id="f-tag">{_options(tag_opts, q.tag)}</select></label>'
+        f'<label>search <input type="search" name="q" id="f-q" value="{e(q.q)}" placeholder="id, input, output, reason, tool"></label>'
+        f'<label>sort <select name="sort" id="f-sort">{_options(sort_opts, q.sort)}</select></label>'
+        f'<label><input type="checkbox" name="desc" value="1" id="f-desc"{" checked" if q.desc else ""}> descending</label>'
+        f'<label>rows <select name="size">{_options([(str(n), str(n)) for n in PAGE_SIZES], str(q.size))}</select></label>'
+        '<button type="submit" id="f-apply">Apply</button></form>'
+    )
+    params = {"status": q.status, "below": q.below, "tag": q.tag, "q": q.q, "sort": q.sort, "desc": "1" if q.desc else "", "size": q.size}
+    nav = []
+    if q.page > 1:
+        nav.append(f'<a rel="prev" href="{url(base, **params, page=q.page - 1)}">← previous</a>')
+    nav.append(f'page <b id="page-no">{q.page}</b> of {page.pages}')
+    if q.page < page.pages:
+        nav.append(f'<a rel="next" id="next-page" href="{url(base, **params, page=q.page + 1)}">next →</a>')
+    note = "" if text_ready else ' <span class="muted">(input/output text of the dataset is still being indexed: search covers ids, tags and reasons)</span>'
+    head = "".join(f"<th>{e(m)}</th>" for m in page.metrics)
+    rows = []
+    for r in page.rows:
+        key = (r["case_id"], r["trial"])
+        why = reasons.get(key, {})
+        link = url(f"/run/{rid}/case", id=r["case_id"], trial=r["trial"])
+        cells = [f'<td><a class="case-link" href="{link}">{e(r["case_id"])}</a>'
+                 + (f'<div class="tags">{" ".join(f"<span class=tag>{e(t)}</span>" for t in r["tags"])}</div>' if r["tags"] else "") + "</td>",
+                 f'<td class=num>{r["trial"]}</td>',
+                 f'<td class="{"" if r["status"] == "ok" else "bad"}">{e(r["status"])}'
+                 + (f'<div class="reason">{e(_cut(str((r["error"] or {}).get("message", ""))))}</div>' if r["error"] else "") + "</td>"]
+        for m in page.metrics:
+            v, p = r["values"].get(m), r["passed"].get(m)
+            cls = "ok" if p is True else "bad" if p is False else ""
+            reason = why.get(m, "")
+            cells.append(f'<td><div class="{cls}">{f3(v) if v is not None else "—"}</div>'
+                         + (f'<div class="reason">{e(_cut(reason))}</div>' if reason else "") + "</td>")
+        rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>")
+    body = (f"<h1>Cases of {e(run.name)}</h1>{form}"
+            f'<p><b id="n-matching">{page.total}</b> results match.{note}</p>'
+            f'<table class="grid cases" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-status">'
+            + "<col>" * len(page.metrics) + f'</colgroup><thead><tr><th>case</th><th>trial</th><th>status</th>{head}</tr></thead><tbody>'
+            + "".join(rows) + f'</tbody></table><p class="pager">{" · ".join(nav)}</p>')
+    return frame(f"Cases of {run.name}", body, live_run=rid, crumbs=[(run.name, f"/run/{e(rid)}"), ("Cases", e(base))])

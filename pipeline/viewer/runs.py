@@ -1,0 +1,110 @@
+"""The run directories a viewer serves, each with its lazily opened index and case source."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tracejudge.engine import store
+from tracejudge.viewer.index import RunIndex
+from tracejudge.viewer.traces import CaseSource
+
+__all__ = ["Run", "discover_runs", "load_runs"]
+
+
+@dataclass
+class Run:
+    """One run directory: `rid` (its id in URLs), `name`, `path`; `index` and `source` open on first use."""
+
+    rid: str
+    path: Path
+    name: str
+    _index: RunIndex | None = field(default=None, repr=False)
+    _source: CaseSource | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def index(self) -> RunIndex:
+        """The run's `view.idx` (built on first use; call `refresh()` to catch up with a growing run)."""
+        with self._lock:  # worker threads ask for it concurrently: open it once
+            if self._index is None:
+                self._index = RunIndex(self.path)
+            return self._index
+
+    @property
+    def source(self) -> CaseSource:
+        """Where this run's traces are read from (see `tracejudge.viewer.traces`)."""
+        with self._lock:
+            if self._source is None:
+                self._source = CaseSource(self.path, self.manifest())
+            return self._source
+
+    def summary(self) -> dict[str, Any]:
+        """`summary.json`, or `{}` while the run has not written one (or it is unreadable)."""
+        return _read_json(self.path / store.SUMMARY)
+
+    def manifest(self) -> dict[str, Any]:
+        """`manifest.json`, or `{}`."""
+        return _read_json(self.path / store.MANIFEST)
+
+    def started(self) -> str:
+        """When the run's first segment started (UTC, ISO), else the manifest's mtime, else `—`."""
+        for seg in self.summary().get("segments") or []:
+            if seg.get("started_at"):
+                return str(seg["started_at"])
+        for name in (store.MANIFEST, store.RESULTS):
+            p = self.path / name
+            if p.exists():
+                return datetime.fromtimestamp(p.stat().st_mtime, UTC).isoformat(timespec="seconds")
+        return "—"
+
+    def close(self) -> None:
+        """Close the index."""
+        if self._index is not None:
+            self._index.close()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _is_run(path: Path) -> bool:
+    return path.is_dir() and ((path / store.RESULTS).exists() or (path / store.MANIFEST).exists())
+
+
+def discover_runs(root: Path) -> list[Path]:
+    """Run directories directly under `root` (those with a results.jsonl or manifest.json), by name."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if _is_run(p))
+
+
+def load_runs(paths: list[Path]) -> list[Run]:
+    """A `Run` per directory, with URL-safe unique ids from the directory names.
+
+    Raises `ValueError` naming a path that is not a run directory.
+    """
+    runs: list[Run] = []
+    seen: set[str] = set()
+    for p in paths:
+        p = Path(p)
+        if not _is_run(p):
+            raise ValueError(f"{p}: not a run directory (no results.jsonl or manifest.json)")
+        if any(r.path.resolve() == p.resolve() for r in runs):
+            continue
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", p.resolve().name).strip("-") or "run"
+        rid, n = base, 2
+        while rid in seen:
+            rid, n = f"{base}-{n}", n + 1
+        seen.add(rid)
+        runs.append(Run(rid, p, p.resolve().name))
+    return runs

@@ -1,0 +1,177 @@
+"""Where the case page finds a case's trace: results hold scores, not traces.
+
+Looked up lazily, only for the case page (and, once per run, in the
+background for the search text):
+
+1. `RUN_DIR/traces.jsonl` — a live target recorded each (case, trial)'s
+   case with its trace there (`tracejudge.stages.target.traces`);
+2. otherwise the dataset the run's `manifest.json` names, re-read with the
+   built-in input format of the run's config (`dataset.format` and its
+   `options`), keeping the records whose id is the one asked for.
+
+Reading a run directory never executes code: a config whose format is a user
+adapter (`module:function`) gets no trace from the dataset, with a note saying
+why. A dataset file changed since the run (size or mtime differ from the
+manifest's fingerprint) is still read, with a note.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+
+__all__ = ["CaseSource", "case_text"]
+
+_CACHE = 64
+
+
+def case_text(case: Case) -> str:
+    """The searchable text of a case: input, expected and actual output, tool names (lower-cased)."""
+    parts = [_plain(case.input), _plain(case.expected_output)]
+    if case.trace is not None:
+        parts.append(case.trace.output or "")
+        for step in case.trace.steps:
+            parts += [call.name for call in step.tool_calls]
+            parts.append(step.output or "")
+    parts += [e.name for e in case.expected_tool_calls or []]
+    return "\n".join(p for p in parts if p).lower()
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+class CaseSource:
+    """Finds the `Case` (with its trace) of a (case, trial) of one run; thread-safe, with a small LRU cache.
+
+    `get(case_id, trial)` returns `(case or None, note)`; `note` says where the
+    trace came from or why there is none. It never raises on bad data: a
+    record that cannot be read gives `None` and a note naming the problem.
+    """
+
+    def __init__(self, run_dir: Path, manifest: dict[str, Any] | None) -> None:
+        self.run_dir = Path(run_dir)
+        self.manifest = manifest or {}
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[str, int], tuple[Case | None, str]] = OrderedDict()
+        self._traces: Any = None
+        self._traces_size = -1
+
+    def get(self, case_id: str, trial: int) -> tuple[Case | None, str]:
+        """The case of (case_id, trial) and a note on its source."""
+        with self._lock:
+            live = self._from_traces(case_id, trial)
+            if live is not None:
+                return live
+            key = (case_id, trial)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            got = self._from_dataset(case_id)
+            self._cache[key] = got
+            if len(self._cache) > _CACHE:
+                self._cache.popitem(last=False)
+            return got
+
+    def _from_traces(self, case_id: str, trial: int) -> tuple[Case | None, str] | None:
+        from tracejudge.stages.target.traces import TRACES, TraceIndex
+
+        path = self.run_dir / TRACES
+        if not path.exists():
+            return None
+        size = path.stat().st_size
+        if self._traces is None or size != self._traces_size:  # a live run appends: re-open
+            if self._traces is not None:
+                self._traces.close()
+            self._traces, self._traces_size = TraceIndex(path), size
+        record = self._traces.get(case_id, trial)
+        if record is None:
+            return None, f"{TRACES} has no trace for {case_id!r} trial {trial}"
+        try:
+            return Case.model_validate(record.get("case") or {}), f"live trace from {TRACES}"
+        except ValidationError as exc:
+            return None, f"{TRACES}: the trace of {case_id!r} trial {trial} is not a valid case ({exc.errors()[0]['msg']})"
+
+    def dataset(self) -> tuple[DatasetConfig | None, registry.Format | None, str]:
+        """The run's dataset config and built-in format, or `None`s and the reason there are none."""
+        cfg = (self.manifest.get("config") or {}).get("dataset")
+        if not isinstance(cfg, dict):
+            return None, None, "the run has no manifest.json naming its dataset"
+        name = str(cfg.get("format", "native"))
+        if ":" in name or name not in registry.formats():
+            return None, None, f"dataset.format {name!r} is a user adapter; the viewer does not run code, so it shows no trace"
+        try:
+            ds = DatasetConfig.model_validate(cfg)
+        except ValidationError as exc:
+            return None, None, f"manifest.json: dataset config is not valid ({exc.errors()[0]['msg']})"
+        if not Path(ds.path).exists():
+            return None, None, f"the dataset {ds.path} is not there any more"
+        return ds, registry.format_for(name), self._changed_note(ds)
+
+    def _changed_note(self, ds: DatasetConfig) -> str:
+        recorded = ((self.manifest.get("dataset") or {}).get("path") or {}).get("size")
+        if recorded is not None and Path(ds.path).stat().st_size != recorded:
+            return f"trace from {ds.path} (changed since the run: it may differ from what was scored)"
+        return f"trace from {ds.path}"
+
+    def iter_cases(self, want: str | None = None) -> Iterator[Case]:
+        """Every case of the dataset (or only those with id `want`), adapted with the run's format; unreadable records are skipped."""
+        from tracejudge.stages.extract import extract_record
+
+        ds, fmt, _ = self.dataset()
+        if ds is None or fmt is None:
+            return
+        ctx = fmt.prepare(ds)
+        for raw in fmt.read(ds):
+            if want is not None and fmt.peek_id is not None and raw.error is None:
+                pid = fmt.peek_id(raw.payload)
+                if pid is not None and pid != want:
+                    continue  # skipped unparsed
+            got = extract_record(raw, fmt, ctx)
+            if isinstance(got, Case) and (want is None or got.id == want):
+                yield got
+
+    def _from_dataset(self, case_id: str) -> tuple[Case | None, str]:
+        ds, fmt, note = self.dataset()
+        if ds is None:
+            return None, note
+        try:
+            for case in self.iter_cases(case_id):
+                return case, note
+        except Exception as exc:  # a broken dataset costs the trace, not the page
+            return None, f"reading {ds.path} failed: {type(exc).__name__}: {exc}"
+        return None, f"{ds.path} has no readable record with id {case_id!r}"
+
+    def iter_texts(self) -> Iterator[tuple[str, str]]:
+        """`(case_id, case_text)` for every case the run's traces come from: `traces.jsonl` if any, else the dataset.
+
+        A record that cannot be read is skipped; a dataset that cannot be read at all yields nothing.
+        """
+        from tracejudge.engine.store import iter_result_lines
+        from tracejudge.stages.target.traces import TRACES
+
+        live = self.run_dir / TRACES
+        if live.exists():
+            for line in iter_result_lines(live):
+                try:
+                    case = Case.model_validate(json.loads(line).get("case") or {})
+                except (ValueError, TypeError, AttributeError):
+                    continue
+                yield case.id, case_text(case)
+            return
+        try:
+            for case in self.iter_cases():
+                yield case.id, case_text(case)
+        except Exception:  # an unreadable dataset: search keeps to ids, tags and reasons
+            return
