@@ -111,3 +111,22 @@ def test_runs_under_one_parent_span_are_one_case_each(tmp_path):
     # group_by: trace keeps the trace whole.
     [whole], _ = _cases(tmp_path, "batch", group_by="trace")
     assert len(_names(whole)) == 8
+
+
+def test_runs_without_conversation_ids_split_by_agent_run(tmp_path):
+    # An instrumentation that writes no conversation id: one trace, four invoke_agent roots under one parent.
+    doc, _ = peer_agents.record(peer_agents.SCENARIOS["batch"])
+    for span in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.conversation.id"]
+    path = tmp_path / "no-ids.json"
+    path.write_text(json.dumps(doc))
+
+    def read(group_by: str) -> list[Case]:
+        return [otel.adapt(r.payload) for r in otel.read(SimpleNamespace(path=str(path), options={"group_by": group_by}, limit=None))]
+
+    runs = read("run")
+    assert [c.input for c in runs] == [f"question {i}" for i in range(4)]
+    assert [_names(c) for c in runs] == [["search", "search"]] * 4
+    assert all(c.id.startswith(runs[0].metadata["otel"]["traces"][0] + ":") for c in runs)
+    [one] = read("conversation")  # nothing says these are separate conversations
+    assert len(_names(one)) == 8

@@ -11,8 +11,15 @@ those of its first span; problems name the span id.
 Grouping (`group_by`): `conversation` (default) groups the traces that carry
 the same `gen_ai.conversation.id` (else `session.id`,
 `gcp.vertex.agent.session_id`, `langfuse.session.id`; a trace with none
-stands alone); `trace` makes every trace its own case; a list of attribute
-names sets the keys to try. The case id is the key's value.
+stands alone); `trace` makes every trace its own case; `run` makes every
+top-level agent run its own case (an `invoke_agent` / `invoke_workflow`
+span with no agent above it, and everything under it); a list of attribute
+names sets the keys to try. The case id is the key's value (for `run`,
+`<trace id>:<agent span id>`). Within one trace a span belongs to the key
+value of its topmost ancestor carrying the key, so several agent runs under
+one parent span (a web request, an evaluation harness), each with its own
+`gen_ai.conversation.id`, are one case each; runs that carry no
+conversation id need `group_by: run` for that.
 
 What a conversation becomes:
 
@@ -107,7 +114,7 @@ def _request_tools(span: Span) -> tuple[set[str], dict[str, str]]:
 class Options(BaseModel):
     """`dataset.options` of `otel`.
 
-    `group_by`: `conversation`, `trace`, or a list of attribute names.
+    `group_by`: `conversation`, `trace`, `run`, or a list of attribute names.
     `argument_keys` / `result_keys`: extra span attributes holding tool
     arguments / results, tried before the built-in ones.
     `include` / `exclude`: file globs when `dataset.path` is a directory.
@@ -115,7 +122,7 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    group_by: Literal["conversation", "trace"] | list[str] = "conversation"
+    group_by: Literal["conversation", "trace", "run"] | list[str] = "conversation"
     argument_keys: list[str] = []
     result_keys: list[str] = []
     include: list[str] = ["**/*.json", "**/*.jsonl"]
@@ -156,14 +163,39 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 collector.add(doc, str(path), line)
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
-    keys = None if opts.group_by == "trace" else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
+    keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
+    groups = collector.groups(keys)
+    if opts.group_by == "run":
+        groups = (run for trace in groups for run in _runs(trace))
     count = 0
-    for group in collector.groups(keys):
+    for group in groups:
         first = group.spans[0]
         yield RawRecord(first.file, first.line, group)
         count += 1
         if dataset.limit is not None and count >= dataset.limit:
             return
+
+
+def _runs(trace: Group) -> list[Group]:
+    """One trace split into its top-level agent runs; spans outside every run join the first one."""
+    index = {s.span_id: s for s in trace.spans}
+    agent = {s.span_id for s in trace.spans if _op(s) in _AGENT_OPS}
+    owner: dict[str, str | None] = {}
+    for span in trace.spans:
+        top, node, hops = None, span, 0
+        while node is not None and hops < 10_000:
+            if node.span_id in agent:
+                top = node.span_id
+            node = index.get(node.parent_id or "")
+            hops += 1
+        owner[span.span_id] = top
+    tops = list(dict.fromkeys(o for o in owner.values() if o is not None))
+    if len(tops) < 2:
+        return [trace]
+    parts: dict[str, list[Span]] = {t: [] for t in tops}
+    for span in trace.spans:
+        parts[owner[span.span_id] or tops[0]].append(span)
+    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top]) for top in tops]
 
 
 # ---------------------------------------------------------------------------- span roles
