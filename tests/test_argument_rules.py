@@ -105,3 +105,14 @@ def test_a_bad_case_level_spec_costs_only_that_metric():
         assert score.value is None and score.passed is None
         assert score.reason.startswith(f"not computed: case metric spec {field} does not validate"), score.reason
     assert result.scores["neg"].value == 0.0 and "occurrence=-1 selects none" in result.scores["neg"].reason
+
+
+def test_a_case_without_trace_stays_invalid_input_and_the_docstrings_say_how_pydantic_evals_differs():
+    import tracejudge
+    from tracejudge.stages.score import MaxModelRequests, MaxToolCalls, ToolCorrectness, TrajectoryMatch
+
+    metrics = [ToolCorrectness(), TrajectoryMatch(), ArgumentCorrectness(tool_name="f"), MaxToolCalls(max_calls=3), MaxModelRequests(max_requests=3), ToolCalls()]
+    [result] = tracejudge.evaluate([{"id": "no-trace", "expected_tool_calls": [{"name": "f"}]}], metrics).results
+    assert result.status.value == "invalid_input" and result.error.field == "trace" and result.scores == {}
+    for metric in metrics:
+        assert "No span tree available" in " ".join((type(metric).__doc__ or "").split()), type(metric).__name__

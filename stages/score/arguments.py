@@ -43,7 +43,8 @@ class ArgumentCorrectness(ToolMetric):
     OTel trace with content capture off) → 0.0, reason "arguments not
     recorded", whatever `expected_arguments` says (pydantic-evals: "arguments
     not available in span"). A case with no trace gets `value: null` and
-    the case is `invalid_input`; pydantic-evals scores False ("no spans"). `expected_arguments` defaults to `{}` (any call of the tool passes
+    the case is `invalid_input`; pydantic-evals scores False ("No span tree
+    available"). `expected_arguments` defaults to `{}` (any call of the tool passes
     in `subset` mode, only a call without arguments in `exact`). The reason
     lists every mismatching key; `details` give the trace call index and
     `mismatches` as `{key: {"expected": …, "actual": …}}`.

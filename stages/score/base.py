@@ -114,7 +114,12 @@ def no_expectation(what: str = "expected_tool_calls") -> Score:
 
 
 def no_trace() -> Score:
-    """The score of a case that has no trace to look at."""
+    """The score of a case that has no trace to look at (`value: null`).
+
+    The score stage makes such a case `invalid_input` before any metric runs;
+    pydantic-evals instead scores its evaluators False / 0.0 ("No span tree
+    available"). README's migration notes list this difference.
+    """
     return Score(value=None, passed=None, reason="not computed: the case has no trace")
 
 

@@ -62,7 +62,8 @@ class ToolCalls(ToolMetric):
     `value: null` (cogitator scores it 0 with "no expected tool calls
     provided"; we keep it out of the mean instead of counting it as a
     failure). A case with no trace gets `value: null` and the case is
-    `invalid_input` (pydantic-evals scores its evaluators False, "no spans").
+    `invalid_input` (pydantic-evals scores its evaluators False or 0.0, "No
+    span tree available").
     Failed calls count by default (`include_failed: true`), as
     cogitator records every call of the run. Arguments that were not valid
     JSON never match a call that expects arguments. `threshold` defaults to
