@@ -24,10 +24,18 @@ PAIRS: list[tuple[dict[str, Any], dict[str, Any]]] = [
 ]
 
 
-def _tau2_check(action: dict[str, Any], call_args: dict[str, Any]) -> bool:
-    """τ²-bench's `Action.compare_with_tool_call` argument rule: the listed keys compared with `==`."""
-    keys = action.get("compare_args") if action.get("compare_args") is not None else action["arguments"].keys()
-    return {k: call_args.get(k) for k in keys} == {k: action["arguments"].get(k) for k in keys}
+def _tau2_check(action: dict[str, Any], call_args: dict[str, Any], *, keys_of: str = "action") -> bool:
+    """τ²-bench's `Action.compare_with_tool_call` argument rule: the compared keys' values with `==`.
+
+    The compared keys are `compare_args`, else — `keys_of` — the action's keys (as
+    tracejudge reads an action) or the call's keys (τ²-bench's current code).
+    """
+    keys = action.get("compare_args")
+    if keys is None:
+        keys = action["arguments"].keys() if keys_of == "action" else call_args.keys()
+    if not keys:
+        return True
+    return {k: v for k, v in call_args.items() if k in keys} == {k: v for k, v in action["arguments"].items() if k in keys}
 
 
 def _pairs(metric: ToolCalls, expected: dict[str, Any], actual: dict[str, Any]) -> bool:
@@ -45,6 +53,17 @@ def test_shallow_with_reuse_is_tau2s_action_check(expected, actual):
         key = next(iter(expected))
         action = {**action, "compare_args": [key]}
         assert _pairs(metric, expected_from_action(action)["arguments"], actual) is _tau2_check(action, actual)
+
+
+def test_without_compare_args_tau2_compares_the_calls_keys():
+    # The documented difference: upstream's current code compares the keys the call carries.
+    action = {"name": "book", "arguments": {"a": 1, "b": 2}, "compare_args": None}
+    metric = ToolCalls(arguments="shallow", pairing="reuse")
+    extra, omitted = {"a": 1, "b": 2, "c": 3}, {"a": 1}
+    assert _pairs(metric, expected_from_action(action)["arguments"], extra) is True
+    assert _tau2_check(action, extra, keys_of="call") is False
+    assert _pairs(metric, expected_from_action(action)["arguments"], omitted) is False
+    assert _tau2_check(action, omitted, keys_of="call") is True
 
 
 def test_nested_extra_keys_fail_shallow_but_pass_subset():
