@@ -182,7 +182,9 @@ def _runs(trace: Group) -> list[Group]:
     agent = {s.span_id for s in trace.spans if _op(s) in _AGENT_OPS}
     owner: dict[str, str | None] = {}
     for span in trace.spans:
-        top, node, hops = None, span, 0
+        top: str | None = None
+        node: Span | None = span
+        hops = 0
         while node is not None and hops < 10_000:
             if node.span_id in agent:
                 top = node.span_id

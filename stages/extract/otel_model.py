@@ -267,7 +267,9 @@ def _split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> list[tupl
     index = {s.span_id: s for s in spans}
 
     def top_value(span: Span) -> str | None:
-        found, node, hops = None, span, 0
+        found: str | None = None
+        node: Span | None = span
+        hops = 0
         while node is not None and hops < 10_000:
             if node.attrs.get(attr) not in (None, ""):
                 found = str(node.attrs[attr])

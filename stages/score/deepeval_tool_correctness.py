@@ -86,6 +86,7 @@ class DeepEvalToolCorrectness(ToolMetric):
         expected = [(e.name, e.arguments if e.arguments is not None else {}, e.result) for _, e in exp]
         actual = self.actual_calls(case)
         called = [(c.name, _arguments(c), c.result) for _, c in actual]
+        pairs: list[tuple[int, int, float]]
         if self.should_exact_match:
             mode, value, pairs = "exact match", self._exact(expected, called), []
         elif self.should_consider_ordering:
@@ -127,7 +128,8 @@ class DeepEvalToolCorrectness(ToolMetric):
 
     def _best_matches(self, expected: list[tuple[str, Any, Any]], called: list[tuple[str, Any, Any]]) -> tuple[list[tuple[int, int, float]], float]:
         used: list[tuple[str, Any, Any]] = []
-        pairs, total = [], 0.0
+        pairs: list[tuple[int, int, float]] = []
+        total = 0.0
         for i, e in enumerate(expected):
             best, best_j = 0.0, -1
             for j, c in enumerate(called):
