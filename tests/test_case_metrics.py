@@ -53,16 +53,18 @@ def test_case_level_metrics_add_to_and_override_the_run_metrics_for_their_case_o
     assert extra.scores["only_here"].value == 1.0 and extra.scores["TrajectoryMatch"].value == 1.0
     assert all("only_here" not in r.scores for r in (plain, override))
 
-    # A bad case-level spec costs that case, named by field.
-    assert bad.status.value == "invalid_input" and bad.scores == {}
-    assert bad.error is not None and bad.error.field == "metrics.0.type"
-    assert bad.error.message.startswith("unknown metric type 'NoSuchMetric'")
+    # A bad case-level spec costs that metric only (null, the field and error in the reason); the case still scores.
+    assert bad.status.value == "ok" and bad.error is None
+    assert list(bad.scores) == ["TrajectoryMatch", "ToolCalls", "NoSuchMetric"]
+    assert bad.scores["NoSuchMetric"].value is None and bad.scores["NoSuchMetric"].passed is None
+    assert bad.scores["NoSuchMetric"].reason.startswith("not computed: case metric spec metrics.0.type does not validate: unknown metric type 'NoSuchMetric'")
+    assert bad.scores["ToolCalls"].value == 0.8
 
     figures = report.metrics
-    assert (figures["TrajectoryMatch"].scored, figures["TrajectoryMatch"].mean) == (3, 0.666667)
+    assert (figures["TrajectoryMatch"].scored, figures["TrajectoryMatch"].mean) == (4, 0.75)
     # The case-only metric counts the one case that has it, whatever order results came in.
     assert (figures["only_here"].scored, figures["only_here"].not_computed) == (1, 0)
-    assert report.status == {"invalid_input": 1, "ok": 3}
+    assert report.status == {"ok": 4}
 
 
 def test_case_level_metrics_from_a_native_file_through_the_cli(tmp_path):
@@ -79,5 +81,5 @@ def test_case_level_metrics_from_a_native_file_through_the_cli(tmp_path):
         cli[data["case_id"]] = data
     report = tracejudge.evaluate(_cases(), [{"type": "TrajectoryMatch", "order": "in_order", "score": "recall"}, {"type": "ToolCalls"}])
     api = {r.case_id: r.model_dump(mode="json", exclude={"duration_s"}) for r in report.results}
-    assert cli["bad-spec"]["error"] == {"kind": "invalid_input", "message": api["bad-spec"]["error"]["message"], "file": None, "line": None, "field": "metrics.0.type"}
+    assert cli["bad-spec"]["error"] is None and cli["bad-spec"]["scores"]["NoSuchMetric"]["value"] is None
     assert cli == api

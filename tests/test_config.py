@@ -61,7 +61,7 @@ def test_metric_spec_errors_point_into_the_list(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(cfg)
     msg = str(err.value)
-    assert f"{cfg}:4: metrics.0.arguments: ToolCalls:" in msg and "'subset', 'exact' or 'ignore'" in msg
+    assert f"{cfg}:4: metrics.0.arguments: ToolCalls:" in msg and "'subset', 'shallow', 'exact' or 'ignore'" in msg
     assert f"{cfg}:5: metrics.1.type: unknown metric type 'NoSuchMetric'" in msg
     assert f"{cfg}:6: metrics.2.colour: TrajectoryMatch: unknown parameter" in msg
 

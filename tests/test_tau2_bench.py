@@ -86,6 +86,12 @@ def test_tool_calls_reproduce_upstream_action_checks(all_cases):
     assert (agree, total) == (557, 557), wrong
 
 
+def test_shallow_arguments_with_reuse_reproduce_upstream_action_checks(all_cases):
+    # τ²'s own rule: listed top-level keys, each value equal in full.
+    agree, total, wrong = _agreement(all_cases, ToolCalls(arguments="shallow", pairing="reuse"))
+    assert (agree, total) == (557, 557), wrong
+
+
 def test_one_to_one_pairing_differs_only_where_one_call_meets_two_expected_actions(all_cases):
     agree, total, wrong = _agreement(all_cases, ToolCalls(arguments="subset"))
     assert (agree, total) == (553, 557)

@@ -151,10 +151,15 @@ class Trace(_Strict):
 
 
 class ExpectedToolCall(_Strict):
-    """A call the case expects. `arguments=None` means "match on the name alone"."""
+    """A call the case expects. `arguments=None` means "match on the name alone".
+
+    `result` is the expected tool output; only `DeepEvalToolCorrectness` with
+    `evaluation_params: [output]` reads it (deepeval's `expected_tools[].output`).
+    """
 
     name: str
     arguments: dict[str, Any] | None = None
+    result: Any = None
 
     @field_validator("arguments", mode="before")
     @classmethod

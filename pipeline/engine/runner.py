@@ -413,12 +413,18 @@ def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
 
 def _merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
     # Case-level metrics add to the run's; one with the same key replaces the run's for this case.
+    # A spec that does not validate costs only itself: it scores null with the error as reason.
+    from tracejudge.stages.score.base import InvalidSpec
+
     extra = []
     for i, spec in enumerate(specs):
         try:
             extra.append(registry.build_metric(spec))
         except registry.SpecError as exc:
-            raise registry.SpecError((i, *exc.loc), exc.msg) from None
+            named = spec if isinstance(spec, dict) else {}
+            key = next((v for v in (named.get("name"), named.get("type")) if isinstance(v, str) and v), f"metrics[{i}]")
+            field = ".".join(map(str, ("metrics", i, *exc.loc)))
+            extra.append(InvalidSpec(name=key, problem=f"case metric spec {field} does not validate: {exc.msg}"))
     keys = {m.key for m in extra}
     return [m for m in run_metrics if m.key not in keys] + extra
 

@@ -11,8 +11,15 @@ those of its first span; problems name the span id.
 Grouping (`group_by`): `conversation` (default) groups the traces that carry
 the same `gen_ai.conversation.id` (else `session.id`,
 `gcp.vertex.agent.session_id`, `langfuse.session.id`; a trace with none
-stands alone); `trace` makes every trace its own case; a list of attribute
-names sets the keys to try. The case id is the key's value.
+stands alone); `trace` makes every trace its own case; `run` makes every
+top-level agent run its own case (an `invoke_agent` / `invoke_workflow`
+span with no agent above it, and everything under it); a list of attribute
+names sets the keys to try. The case id is the key's value (for `run`,
+`<trace id>:<agent span id>`). Within one trace a span belongs to the key
+value of its topmost ancestor carrying the key, so several agent runs under
+one parent span (a web request, an evaluation harness), each with its own
+`gen_ai.conversation.id`, are one case each; runs that carry no
+conversation id need `group_by: run` for that.
 
 What a conversation becomes:
 
@@ -79,12 +86,35 @@ _MODEL_OPS = {"chat", "generate_content", "text_completion"}
 _AGENT_OPS = {"invoke_agent", "invoke_workflow"}
 _PLACEHOLDERS = {"<not specified>", "N/A", "<elided>"}
 _WRAPPER_TOOLS = {"(merged tools)"}
+DEFERRAL_KEY = "pydantic_ai.tool.deferral.name"
+_DEFERRED_KINDS = {"unapproved": "requires_approval", "external": "external"}
+_OUTPUT_FUNCTION_MSG = "running output function"
+
+
+def _is_output_function(span: Span) -> bool:
+    """pydantic-ai's output-function span (`execute_tool final_result`, or `running output function` in version 2)."""
+    msg = span.attrs.get("logfire.msg")
+    return (isinstance(msg, str) and msg.startswith(_OUTPUT_FUNCTION_MSG)) or span.name.startswith(_OUTPUT_FUNCTION_MSG)
+
+
+def _request_tools(span: Span) -> tuple[set[str], dict[str, str]]:
+    """Output tool names and deferred tools (name -> why) from pydantic-ai's `model_request_parameters`."""
+    params = maybe_json(span.attrs.get("model_request_parameters"))
+    if not isinstance(params, dict):
+        return set(), {}
+    output = {t["name"] for t in params.get("output_tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    deferred = {
+        t["name"]: _DEFERRED_KINDS[t["kind"]]
+        for t in params.get("function_tools") or []
+        if isinstance(t, dict) and isinstance(t.get("name"), str) and t.get("kind") in _DEFERRED_KINDS
+    }
+    return output, deferred
 
 
 class Options(BaseModel):
     """`dataset.options` of `otel`.
 
-    `group_by`: `conversation`, `trace`, or a list of attribute names.
+    `group_by`: `conversation`, `trace`, `run`, or a list of attribute names.
     `argument_keys` / `result_keys`: extra span attributes holding tool
     arguments / results, tried before the built-in ones.
     `include` / `exclude`: file globs when `dataset.path` is a directory.
@@ -92,7 +122,7 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    group_by: Literal["conversation", "trace"] | list[str] = "conversation"
+    group_by: Literal["conversation", "trace", "run"] | list[str] = "conversation"
     argument_keys: list[str] = []
     result_keys: list[str] = []
     include: list[str] = ["**/*.json", "**/*.jsonl"]
@@ -133,14 +163,41 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 collector.add(doc, str(path), line)
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
-    keys = None if opts.group_by == "trace" else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
+    keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
+    groups = collector.groups(keys)
+    if opts.group_by == "run":
+        groups = (run for trace in groups for run in _runs(trace))
     count = 0
-    for group in collector.groups(keys):
+    for group in groups:
         first = group.spans[0]
         yield RawRecord(first.file, first.line, group)
         count += 1
         if dataset.limit is not None and count >= dataset.limit:
             return
+
+
+def _runs(trace: Group) -> list[Group]:
+    """One trace split into its top-level agent runs; spans outside every run join the first one."""
+    index = {s.span_id: s for s in trace.spans}
+    agent = {s.span_id for s in trace.spans if _op(s) in _AGENT_OPS}
+    owner: dict[str, str | None] = {}
+    for span in trace.spans:
+        top: str | None = None
+        node: Span | None = span
+        hops = 0
+        while node is not None and hops < 10_000:
+            if node.span_id in agent:
+                top = node.span_id
+            node = index.get(node.parent_id or "")
+            hops += 1
+        owner[span.span_id] = top
+    tops = list(dict.fromkeys(o for o in owner.values() if o is not None))
+    if len(tops) < 2:
+        return [trace]
+    parts: dict[str, list[Span]] = {t: [] for t in tops}
+    for span in trace.spans:
+        parts[owner[span.span_id] or tops[0]].append(span)
+    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top]) for top in tops]
 
 
 # ---------------------------------------------------------------------------- span roles
@@ -287,7 +344,7 @@ def _usage(span: Span, key: str) -> int:
 class _Tool:
     """One tool call being assembled from a span (and what nested spans add)."""
 
-    __slots__ = ("span", "name", "call_id", "args", "args_key", "result", "error", "claimed")
+    __slots__ = ("span", "name", "call_id", "args", "args_key", "result", "error", "claimed", "deferral")
 
     def __init__(self, span: Span, name: str, opts: Options) -> None:
         self.span = span
@@ -297,7 +354,10 @@ class _Tool:
         self.args_key, self.args = _first(span, [*opts.argument_keys, *ARGUMENT_KEYS])
         rkey, raw = _first(span, [*opts.result_keys, *RESULT_KEYS])
         self.result = _result_value(rkey, raw) if rkey else None
-        self.error = _error(span)
+        deferral = span.attrs.get(DEFERRAL_KEY)
+        self.deferral = str(deferral) if _present(deferral) and deferral != "" else None
+        # A deferral is control flow, not a failure (pydantic-ai marks it ERROR before instrumentation version 5).
+        self.error = None if self.deferral else _error(span)
         self.claimed = False
 
     def absorb(self, inner: _Tool) -> None:
@@ -370,11 +430,17 @@ def _adapt(group: Group, opts: Options) -> Case:
 
     # Tool calls: drop wrappers, fold a nested same-name span into its outer call.
     tools: dict[str, _Tool] = {}
+    output_ids: set[str] = set()  # call ids the model made to an output function: the answer, not a tool call
     for span in group.spans:
         if ops[span.span_id] != "execute_tool":
             continue
         name = _tool_name(span)
         if name is None or name in _WRAPPER_TOOLS:
+            continue
+        if _is_output_function(span):
+            cid = span.attrs.get("gen_ai.tool.call.id")
+            if _present(cid):
+                output_ids.add(str(cid))
             continue
         tool = _Tool(span, name, opts)
         outer = _ancestor(span, index, lambda p: p.span_id in tools)
@@ -434,6 +500,9 @@ def _adapt(group: Group, opts: Options) -> Case:
     # Build turns → steps → calls.
     turns: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
+    deferred: dict[str, list[dict[str, Any]]] = {}  # model span id -> calls it emitted that were deferred, not run
+    orphan_deferred: list[dict[str, Any]] = []
+    deferred_out: list[dict[str, Any]] = []
     calls_total = 0
     usage_in = usage_out = requests = 0
     for a in ordered:
@@ -445,24 +514,40 @@ def _adapt(group: Group, opts: Options) -> Case:
         for m in turn_models:
             entries: list[tuple[tuple[int, int], dict[str, Any]]] = []
             out_msgs = parsed[m.span_id][1]
+            output_tools, deferred_tools = _request_tools(m)
             k = 0
+            # A call with no span sorts right after the call the model emitted before it, so
+            # the model's order survives ([search, delete_account] stays in that order).
+            last = m.start
             for msg in out_msgs:
                 for part in (msg or {}).get("parts") or [] if isinstance(msg, dict) else []:
                     if not (isinstance(part, dict) and part.get("type") == "tool_call" and isinstance(part.get("name"), str)):
                         continue
                     pid = None if part.get("id") is None else str(part["id"])
+                    if (pid is not None and pid in output_ids) or part["name"] in output_tools:
+                        continue  # structured output through an output tool or function: the answer, not a call
                     t = claim(pid, part["name"], m.start)
                     if t is not None:
                         t.claimed = True
-                        entries.append(((t.span.start, 0), _call(t, part, responses)))
+                        if t.deferral:
+                            deferred.setdefault(m.span_id, []).append(_deferred(_call(t, part, responses), t.deferral))
+                            continue
+                        last = t.span.start
+                        entries.append(((last, k), _call(t, part, responses)))
+                    elif part["name"] in deferred_tools:
+                        deferred.setdefault(m.span_id, []).append(_deferred(_part_call(part, responses), deferred_tools[part["name"]]))
+                        continue
                     else:
-                        entries.append(((m.end, k), _part_call(part, responses)))
+                        entries.append(((last, k), _part_call(part, responses)))
                     k += 1
             step_rows.append((m, entries, _output_text(out_msgs)))
         for t in turn_tools:
             if t.claimed:
                 continue
             t.claimed = True
+            if t.deferral:
+                orphan_deferred.append(_deferred(_call(t, None, responses), t.deferral))
+                continue
             owner = None
             for i, (row_model, _, _) in enumerate(step_rows):
                 if row_model is not None and row_model.start <= t.span.start:
@@ -495,6 +580,8 @@ def _adapt(group: Group, opts: Options) -> Case:
         texts = []
         for m, entries, text in rows:
             calls = [c for _, c in sorted(entries, key=lambda e: e[0])]
+            if m is not None:
+                deferred_out.extend({**d, "step": len(steps)} for d in deferred.get(m.span_id, []))
             calls_total += len(calls)
             if m is not None:
                 requests += 1
@@ -531,7 +618,7 @@ def _adapt(group: Group, opts: Options) -> Case:
         "input": user_texts[0] if user_texts else None,
         "turns": [t for t in user_texts[1:] if t is not None],
         "tags": ["otel"],
-        "metadata": {"otel": {"group_key": group.key_attr or "trace_id", "traces": group.traces, "turns": meta_turns}},
+        "metadata": {"otel": {"group_key": group.key_attr or "trace_id", "traces": group.traces, "turns": meta_turns, "deferred": deferred_out + orphan_deferred}},
         "trace": {
             "steps": steps,
             "output": meta_turns[-1]["final_text"] if meta_turns else None,
@@ -550,7 +637,11 @@ def _json_user_text(span: Span) -> str | None:
 def _anchor_output(span: Span) -> str | None:
     value = span.attrs.get("gen_ai.output.messages")
     msgs = maybe_json(value) if isinstance(value, str) else value
-    return _output_text(msgs) if isinstance(msgs, list) else None
+    if isinstance(msgs, list):
+        return _output_text(msgs)
+    # pydantic-ai's agent span: the run's output, also when it came through an output tool or function.
+    final = span.attrs.get("final_result") if _op(span) == "invoke_agent" else None
+    return final if isinstance(final, str) and _present(final) else None
 
 
 def _part_args(part: dict[str, Any] | None) -> tuple[bool, Any]:
@@ -578,6 +669,16 @@ def _call(t: _Tool, part: dict[str, Any] | None, responses: dict[str, Any]) -> d
     call["result"] = result
     call["error"] = t.error
     return call
+
+
+def _deferred(call: dict[str, Any], why: str) -> dict[str, Any]:
+    """A call the model asked for that did not run: kept for `metadata.otel.deferred`, not counted as a tool call."""
+    out = {"id": call["id"], "name": call["name"], "deferral": why}
+    if call.get("arguments_missing"):
+        out["arguments_missing"] = True
+    else:
+        out["arguments"] = maybe_json(call.get("arguments"))
+    return out
 
 
 def _part_call(part: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:

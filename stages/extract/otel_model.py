@@ -232,28 +232,54 @@ class Collector:
                     self.logs[str(rec["spanId"])].append(LogEvent(str(name), body, attrs, when))
 
     def groups(self, keys: list[str] | None) -> Iterator[Group]:
-        """Group traces by the first of `keys` found on any of their spans (or by trace id).
+        """Group spans by the first of `keys` found in their trace (or by trace id).
 
-        `keys=None` groups by trace id. Within a trace the earliest span
-        carrying a key decides; keys are tried in order. Groups come out in
-        order of their first span's start time.
+        `keys=None` groups by trace id. Within a trace the first key name
+        found on any span is used; a span belongs to the value carried by its
+        *topmost* ancestor-or-self with that key, so several runs under one
+        parent span (a web request, an evaluation harness), each with its own
+        conversation id, become separate groups while a delegated run nested
+        in another stays with its parent. Spans with no keyed ancestor join
+        the trace's earliest keyed span. Groups come out in order of their
+        first span's start time.
         """
-        by_key: dict[tuple[str | None, str], list[str]] = {}
-        first: dict[tuple[str | None, str], int] = {}
+        by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
+        traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         for trace_id, spans in self.spans.items():
             spans.sort(key=lambda s: (s.start, s.span_id))
             for span in spans:
                 span.logs = self.logs.get(span.span_id, [])
-            key: tuple[str | None, str] = (None, trace_id)
-            for attr in keys or []:
-                found = next((s.attrs[attr] for s in spans if s.attrs.get(attr) not in (None, "")), None)
-                if found is not None:
-                    key = (attr, str(found))
-                    break
-            by_key.setdefault(key, []).append(trace_id)
-            first[key] = min(first.get(key, spans[0].start), spans[0].start)
+            for key, part in _split_trace(trace_id, spans, keys or []):
+                by_key[key].extend(part)
+                traces[key].append(trace_id)
+        first = {k: min(s.start for s in v) for k, v in by_key.items()}
         for key in sorted(by_key, key=lambda k: (first[k], k[1])):
-            traces = sorted(by_key[key], key=lambda t: self.spans[t][0].start)
-            spans = [s for t in traces for s in self.spans[t]]
-            spans.sort(key=lambda s: (s.start, s.span_id))
-            yield Group(key=key[1], key_attr=key[0], traces=traces, spans=spans)
+            spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))
+            order = sorted(set(traces[key]), key=lambda t: min(s.start for s in spans if s.trace_id == t))
+            yield Group(key=key[1], key_attr=key[0], traces=order, spans=spans)
+
+
+def _split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> list[tuple[tuple[str | None, str], list[Span]]]:
+    """The spans of one trace (sorted by start) split by the topmost value of the first key present."""
+    attr = next((k for k in keys if any(s.attrs.get(k) not in (None, "") for s in spans)), None)
+    if attr is None:
+        return [((None, trace_id), spans)]
+    index = {s.span_id: s for s in spans}
+
+    def top_value(span: Span) -> str | None:
+        found: str | None = None
+        node: Span | None = span
+        hops = 0
+        while node is not None and hops < 10_000:
+            if node.attrs.get(attr) not in (None, ""):
+                found = str(node.attrs[attr])
+            node = index.get(node.parent_id or "")
+            hops += 1
+        return found
+
+    values = [top_value(s) for s in spans]
+    default = next(v for v in values if v is not None)
+    parts: dict[str, list[Span]] = {}
+    for span, value in zip(spans, values):
+        parts.setdefault(value if value is not None else default, []).append(span)
+    return [((attr, value), part) for value, part in parts.items()]

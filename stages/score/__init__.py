@@ -18,6 +18,7 @@ from tracejudge.stages.score import pass_at_k, tool_calls, tool_correctness, tra
 from tracejudge.stages.score.arguments import ArgumentCorrectness
 from tracejudge.stages.score.base import Metric, ToolMetric
 from tracejudge.stages.score.budget import MaxModelRequests, MaxToolCalls
+from tracejudge.stages.score.deepeval_tool_correctness import DeepEvalToolCorrectness
 from tracejudge.stages.score.output import Contains, ExactMatch, JsonSchema, Regex
 from tracejudge.stages.score.pass_at_k import PassAtK
 from tracejudge.stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
@@ -31,6 +32,7 @@ __all__ = [
     "ArgumentCorrectness",
     "Contains",
     "Cost",
+    "DeepEvalToolCorrectness",
     "ExactMatch",
     "JsonSchema",
     "Latency",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
@@ -25,8 +25,10 @@ class ArgumentCorrectness(ToolMetric):
       extra nested keys fail (pydantic-evals' rule); extra top-level keys are
       allowed. `exact`: deep equality, no extra key at any level.
     - `occurrence`: `first` (default), `last`, or a 0-based index among the
-      calls of `tool_name` that count. A negative index is refused when the
-      metric is built.
+      calls of `tool_name` that count. Any other value is accepted, as
+      pydantic-evals accepts it, and scores 0.0 with a reason when it selects
+      no call (-1, an index past the end, `middle`, null, 1.5, and `true` —
+      which pydantic-evals reads as index 1).
     - Failed calls do not count unless `include_failed: true`; then each
       attempt is an occurrence of its own.
 
@@ -37,7 +39,12 @@ class ArgumentCorrectness(ToolMetric):
 
     Edge cases: the tool never called, or the occurrence does not exist →
     0.0 with the reason saying so; arguments that are not a JSON object →
-    0.0. `expected_arguments` defaults to `{}` (any call of the tool passes
+    0.0; arguments that were not recorded (`arguments_missing`, e.g. an
+    OTel trace with content capture off) → 0.0, reason "arguments not
+    recorded", whatever `expected_arguments` says (pydantic-evals: "arguments
+    not available in span"). A case with no trace gets `value: null` and
+    the case is `invalid_input`; pydantic-evals scores False ("No span tree
+    available"). `expected_arguments` defaults to `{}` (any call of the tool passes
     in `subset` mode, only a call without arguments in `exact`). The reason
     lists every mismatching key; `details` give the trace call index and
     `mismatches` as `{key: {"expected": …, "actual": …}}`.
@@ -46,15 +53,8 @@ class ArgumentCorrectness(ToolMetric):
     tool_name: str
     expected_arguments: dict[str, Any] = Field(default_factory=dict)
     match_mode: Literal["subset", "exact"] = "subset"
-    occurrence: Literal["first", "last"] | int = "first"
+    occurrence: Any = "first"
     include_failed: bool = False
-
-    @field_validator("occurrence")
-    @classmethod
-    def _non_negative(cls, value: Any) -> Any:
-        if isinstance(value, int) and value < 0:
-            raise ValueError("occurrence must be 'first', 'last' or a 0-based index >= 0")
-        return value
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
@@ -62,18 +62,17 @@ class ArgumentCorrectness(ToolMetric):
         matches = [(i, c) for i, c in self.actual_calls(case) if c.name == self.tool_name]
         if not matches:
             return self._fail(f"no call to tool {self.tool_name!r} was recorded", {})
-        if self.occurrence == "first":
-            pick = 0
-        elif self.occurrence == "last":
-            pick = len(matches) - 1
-        else:
-            pick = self.occurrence
-        if pick >= len(matches):
+        pick = _select(self.occurrence, len(matches))
+        if pick is None:
             return self._fail(
-                f"tool {self.tool_name!r} was called {len(matches)} time(s); occurrence={self.occurrence!r} selects none of them", {}
+                f"tool {self.tool_name!r} was called {len(matches)} time(s); occurrence={self.occurrence!r} selects none of them"
+                " (it must be 'first', 'last' or a 0-based index)",
+                {},
             )
         index, call = matches[pick]
         where = f"call #{index} (step {call_steps(case)[index]}) {render_call(call.name, call.arguments)}"
+        if call.arguments_missing:
+            return self._fail(f"{where}: arguments not recorded, so they cannot be checked", {"call": index})
         args = call.arguments
         if not isinstance(args, dict):
             return self._fail(f"{where}: arguments are not a JSON object", {"call": index})
@@ -98,3 +97,14 @@ class ArgumentCorrectness(ToolMetric):
     @staticmethod
     def _fail(reason: str, details: dict[str, Any]) -> Score:
         return Score(value=0.0, passed=False, reason=reason, details=details or None)
+
+
+def _select(occurrence: Any, count: int) -> int | None:
+    """The index `occurrence` picks among `count` calls, or `None` when it picks none."""
+    if occurrence == "first" and isinstance(occurrence, str):
+        return 0
+    if occurrence == "last" and isinstance(occurrence, str):
+        return count - 1
+    if isinstance(occurrence, int) and not isinstance(occurrence, bool) and 0 <= occurrence < count:
+        return occurrence
+    return None

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case, Score, ToolCall
 
-__all__ = ["Metric", "ToolMetric", "call_steps", "expected_calls", "expected_names", "no_expectation", "no_trace"]
+__all__ = ["InvalidSpec", "Metric", "ToolMetric", "call_steps", "expected_calls", "expected_names", "no_expectation", "no_trace"]
 
 
 class Metric(BaseModel):
@@ -45,6 +45,21 @@ class Metric(BaseModel):
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+class InvalidSpec(Metric):
+    """Stands in for a case-level metric spec that did not validate.
+
+    It scores `value: null` with `problem` (the spec's field and error) as
+    the reason, so one bad spec costs that one metric of that case — its
+    other metrics still score. Its key is the spec's `name`, else its
+    `type`, else `metrics[i]`.
+    """
+
+    problem: str
+
+    def evaluate(self, case: Case) -> Score:
+        return Score(value=None, passed=None, reason=f"not computed: {self.problem}")
 
 
 class ToolMetric(Metric):
@@ -99,7 +114,12 @@ def no_expectation(what: str = "expected_tool_calls") -> Score:
 
 
 def no_trace() -> Score:
-    """The score of a case that has no trace to look at."""
+    """The score of a case that has no trace to look at (`value: null`).
+
+    The score stage makes such a case `invalid_input` before any metric runs;
+    pydantic-evals instead scores its evaluators False / 0.0 ("No span tree
+    available"). README's migration notes list this difference.
+    """
     return Score(value=None, passed=None, reason="not computed: the case has no trace")
 
 

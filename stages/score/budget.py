@@ -33,6 +33,9 @@ class MaxToolCalls(ToolMetric):
     `exclude_tools` narrow what counts. Edge cases: no call → 0 ≤ budget,
     passes; `max_calls: 0` passes only a trace without calls. `details`
     carry `count` and `budget`.
+
+    A case with no trace is `invalid_input` (`value: null`); pydantic-evals
+    scores it False ("No span tree available").
     """
 
     max_calls: int = Field(ge=0)
@@ -52,6 +55,9 @@ class MaxModelRequests(Metric):
     pydantic-evals prefers its `requests` metric); otherwise it is counted
     from the trace, one request per step (each step is one model turn).
     The reason names which source was used. `details`: `count`, `budget`.
+
+    A case with no trace is `invalid_input` (`value: null`); pydantic-evals
+    scores it False ("No span tree available").
     """
 
     max_requests: int = Field(ge=0)

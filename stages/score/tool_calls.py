@@ -13,7 +13,7 @@ from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
 from tracejudge.stages.score.matching import max_matching, ordered_matching
-from tracejudge.stages.score.value_match import first_difference, match_arguments, render_call
+from tracejudge.stages.score.value_match import first_difference, match_arguments, match_top_level, render_call
 
 __all__ = ["ToolCalls"]
 
@@ -26,9 +26,17 @@ class ToolCalls(ToolMetric):
       - `subset` (default): every expected argument is present in the call
         and matches, extra arguments allowed (nested mappings key by key,
         lists item by item, matchers allowed — see `tracejudge.stages.score.value_match`);
+      - `shallow`: every expected *top-level* key is present and its value
+        equals the call's in full (a nested mapping or list item with extra
+        keys fails), extra top-level keys allowed, matchers allowed at any
+        depth — τ²-bench's action rule and pydantic-evals'
+        `ArgumentCorrectness(match_mode="subset")`;
       - `exact`: the arguments are equal (same keys at every depth);
       - `ignore`: names only.
-    An expected call without `arguments` matches on its name alone.
+    An expected call without `arguments` matches on its name alone. A call
+    whose arguments were not recorded (`arguments_missing`) pairs with no
+    expected call that has `arguments` unless `arguments: ignore`; the reason
+    says "arguments not recorded".
 
     Pairing (`pairing: one_to_one`, the default) is a maximum matching: each
     actual call pairs with at most one expected call, so
@@ -43,7 +51,7 @@ class ToolCalls(ToolMetric):
     `[weather(SH), weather(NY)]` scores 1.0 with the default `any_order` and
     0.5 in order. It cannot be combined with `pairing: reuse`.
 
-    `pairing: reuse` is τ²-bench's action check (`evaluate_actions`): an
+    `pairing: reuse` with `arguments: shallow` is τ²-bench's action check (`evaluate_actions`): an
     expected call is met when *any* call is compatible, a call may meet
     several expected calls; recall = expected calls met / len(expected),
     precision = calls that meet some expected call / len(actual). `pairs`
@@ -53,7 +61,10 @@ class ToolCalls(ToolMetric):
     non-empty and no call → 0.0. A case without `expected_tool_calls` gets
     `value: null` (cogitator scores it 0 with "no expected tool calls
     provided"; we keep it out of the mean instead of counting it as a
-    failure). Failed calls count by default (`include_failed: true`), as
+    failure). A case with no trace gets `value: null` and the case is
+    `invalid_input` (pydantic-evals scores its evaluators False or 0.0, "No
+    span tree available").
+    Failed calls count by default (`include_failed: true`), as
     cogitator records every call of the run. Arguments that were not valid
     JSON never match a call that expects arguments. `threshold` defaults to
     1.0: only a full match passes.
@@ -64,7 +75,7 @@ class ToolCalls(ToolMetric):
     `precision`, `recall`, `f1`.
     """
 
-    arguments: Literal["subset", "exact", "ignore"] = "subset"
+    arguments: Literal["subset", "shallow", "exact", "ignore"] = "subset"
     score: Literal["f1", "recall", "precision"] = "f1"
     pairing: Literal["one_to_one", "reuse"] = "one_to_one"
     order: Literal["any_order", "in_order"] = "any_order"
@@ -79,8 +90,12 @@ class ToolCalls(ToolMetric):
     def _compatible(self, exp: ExpectedToolCall, act: ToolCall) -> bool:
         if exp.name != act.name:
             return False
-        if self.arguments == "ignore":
+        if self.arguments == "ignore" or exp.arguments is None:
             return True
+        if act.arguments_missing:
+            return False
+        if self.arguments == "shallow":
+            return match_top_level(exp.arguments, act.arguments, "subset")
         return match_arguments(exp.arguments, act.arguments, self.arguments)
 
     def evaluate(self, case: Case) -> Score:
@@ -157,10 +172,17 @@ class ToolCalls(ToolMetric):
     def _nearest(self, exp: ExpectedToolCall, candidates: list[tuple[int, ToolCall]]) -> tuple[int, str] | None:
         for idx, call in candidates:
             if call.name == exp.name and self.arguments != "ignore":
-                diff = first_difference(exp.arguments, call.arguments, self.arguments)
+                if call.arguments_missing and exp.arguments is not None:
+                    return idx, "arguments not recorded"
+                diff = self._difference(exp, call)
                 if diff:
                     return idx, diff
         return None
+
+    def _difference(self, exp: ExpectedToolCall, call: ToolCall) -> str | None:
+        if self.arguments == "shallow":
+            return first_difference(exp.arguments, call.arguments, "subset", nested_mode="exact")
+        return first_difference(exp.arguments, call.arguments, "exact" if self.arguments == "exact" else "subset")
 
     def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: list[int]) -> str | None:
         """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
@@ -168,7 +190,7 @@ class ToolCalls(ToolMetric):
             if not self._compatible(e, a):
                 what = f"expected [{ei}] {render_call(e.name, e.arguments)}, got {render_call(a.name, a.arguments)}"
                 if e.name == a.name:
-                    what += f" ({first_difference(e.arguments, a.arguments, 'exact' if self.arguments == 'exact' else 'subset')})"
+                    what += f" ({'arguments not recorded' if a.arguments_missing else self._difference(e, a)})"
                 return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
         if len(actual) < len(expected):
             ei, e = expected[len(actual)]

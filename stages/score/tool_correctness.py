@@ -30,6 +30,10 @@ class ToolCorrectness(ToolMetric):
     call counts. The expected names are `expected_tools` when given, else the
     names of the case's `expected_tool_calls` (no expectation → `value: null`).
     The reason names missing and unexpected tools with their counts.
+
+    A case with no trace is `invalid_input` (this metric `value: null`);
+    pydantic-evals scores it False ("No span tree available"). `invalid_input` is
+    the honest status: nothing was observed, so nothing passed or failed.
     """
 
     allow_extra: bool = False

@@ -68,6 +68,10 @@ class TrajectoryMatch(ToolMetric):
     The expected names are `expected_trajectory` when given, else the names
     of the case's `expected_tool_calls` (no expectation → `value: null`).
     `threshold` defaults to 1.0: only a full match passes.
+
+    A case with no trace is `invalid_input` (this metric `value: null`);
+    pydantic-evals scores it 0.0 ("No span tree available"). `invalid_input` is
+    the honest status: nothing was observed, so nothing passed or failed.
     """
 
     order: Literal["exact", "in_order", "any_order"] = "in_order"

@@ -1,0 +1,62 @@
+"""Cases for `DeepEvalToolCorrectness` with the values deepeval's `ToolCorrectnessMetric` computes for them.
+
+A row: `(id, metric parameters, expected tools, tools called, deepeval's score)`;
+a tool is `(name, input_parameters or None, output or None)`. The scores were
+computed by deepeval 4.3.1 offline (no `available_tools`, so no judge call);
+`test_deepeval_parity.py` recomputes them with deepeval when it is installed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+IP = ["input_parameters"]
+OUT = ["output"]
+BOTH = ["input_parameters", "output"]
+
+
+def t(name: str, args: dict[str, Any] | None = None, output: Any = None) -> tuple[str, dict[str, Any] | None, Any]:
+    return (name, args, output)
+
+
+ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
+    ("names-any-order", {}, [t("a"), t("b")], [t("b"), t("a")], 1.0),
+    ("names-one-missing", {}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 0.666667),
+    ("names-extra-calls-free", {}, [t("a")], [t("a"), t("b"), t("c")], 1.0),
+    ("nothing-expected-nothing-called", {}, [], [], 1.0),
+    ("nothing-expected-one-called", {}, [], [t("a")], 0.0),
+    ("expected-none-called", {}, [t("a")], [], 0.0),
+    ("duplicate-equal-calls-used-up-together", {}, [t("a"), t("a")], [t("a"), t("a")], 0.5),
+    ("duplicate-calls-differing-args", {}, [t("f", {"q": 1}), t("f", {"q": 2})], [t("f", {"q": 1}), t("f", {"q": 2})], 1.0),
+    ("duplicate-equal-calls-with-args", {"evaluation_params": IP}, [t("f", {"q": 1}), t("f", {"q": 1})], [t("f", {"q": 1}), t("f", {"q": 1})], 0.5),
+    ("args-equal", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2})], [t("f", {"b": 2, "a": 1})], 1.0),
+    ("args-half", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2})], [t("f", {"a": 1, "b": 3})], 0.5),
+    ("args-extra-key", {"evaluation_params": IP}, [t("f", {"a": 1})], [t("f", {"a": 1, "c": 2})], 0.5),
+    ("args-missing-key", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2, "c": 3})], [t("f", {"a": 1})], 0.333333),
+    ("args-nested-partial", {"evaluation_params": IP}, [t("f", {"a": {"x": 1, "y": 2}, "b": 1})], [t("f", {"a": {"x": 1, "y": 3}, "b": 1})], 0.75),
+    ("args-nested-list-no-credit", {"evaluation_params": IP}, [t("f", {"a": [1, 2], "b": 1})], [t("f", {"a": [1, 3], "b": 1})], 0.5),
+    ("args-python-equality", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2.0})], [t("f", {"a": True, "b": 2})], 1.0),
+    ("args-best-call-wins", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2})], [t("f", {"a": 9, "b": 2}), t("f", {"a": 1, "b": 2})], 1.0),
+    ("args-ignored-without-param", {}, [t("f", {"a": 1})], [t("f", {"a": 2})], 1.0),
+    ("args-two-expected-partial", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2}), t("g", {"x": 1})], [t("g", {"x": 2}), t("f", {"a": 1, "b": 2})], 0.5),
+    ("output-equal", {"evaluation_params": OUT}, [t("f", None, "sunny")], [t("f", None, "sunny")], 1.0),
+    ("output-differs", {"evaluation_params": OUT}, [t("f", None, "sunny")], [t("f", None, "rain")], 0.0),
+    ("args-and-output", {"evaluation_params": BOTH}, [t("f", {"a": 1, "b": 2}, "ok"), t("g", {"x": 1}, "ok")], [t("f", {"a": 1, "b": 5}, "ok"), t("g", {"x": 1}, "no")], 0.25),
+    ("ordering-in-order", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("a"), t("b"), t("c")], 1.0),
+    ("ordering-rotated", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("c"), t("a"), t("b")], 0.666667),
+    ("ordering-reversed", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("c"), t("b"), t("a")], 0.333333),
+    ("ordering-extra-between", {"should_consider_ordering": True}, [t("a"), t("c")], [t("a"), t("b"), t("c")], 1.0),
+    ("ordering-weighted-args", {"should_consider_ordering": True, "evaluation_params": IP}, [t("f", {"a": 1, "b": 2}), t("g", {"x": 1})], [t("f", {"a": 1, "b": 3}), t("g", {"x": 1})], 0.75),
+    ("ordering-weighted-crossed", {"should_consider_ordering": True, "evaluation_params": IP}, [t("f", {"a": 1, "b": 2}), t("g", {"x": 1})], [t("g", {"x": 1}), t("f", {"a": 1, "b": 3})], 0.5),
+    ("ordering-nothing-expected", {"should_consider_ordering": True}, [], [t("a")], 0.0),
+    ("exact-equal", {"should_exact_match": True}, [t("a"), t("b")], [t("a"), t("b")], 1.0),
+    ("exact-swapped", {"should_exact_match": True}, [t("a"), t("b")], [t("b"), t("a")], 0.0),
+    ("exact-extra-call", {"should_exact_match": True}, [t("a")], [t("a"), t("a")], 0.0),
+    ("exact-args-differ", {"should_exact_match": True, "evaluation_params": IP}, [t("f", {"a": 1})], [t("f", {"a": 2})], 0.0),
+    ("exact-args-equal", {"should_exact_match": True, "evaluation_params": IP}, [t("f", {"a": 1})], [t("f", {"a": 1.0})], 1.0),
+    ("exact-both-empty", {"should_exact_match": True}, [], [], 1.0),
+    ("exact-wins-over-ordering", {"should_exact_match": True, "should_consider_ordering": True}, [t("a"), t("b")], [t("a"), t("c"), t("b")], 0.0),
+    ("strict-below-threshold", {"strict_mode": True}, [t("a"), t("b")], [t("a")], 0.0),
+    ("strict-full", {"strict_mode": True}, [t("a"), t("b")], [t("b"), t("a")], 1.0),
+    ("threshold-partial-pass", {"threshold": 0.6}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 0.666667),
+]

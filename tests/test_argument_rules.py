@@ -1,0 +1,137 @@
+"""`ToolCalls(arguments=shallow)` is τ²-bench's action rule and pydantic-evals' subset rule; `ArgumentCorrectness(occurrence=…)` follows pydantic-evals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import make_case
+from tracejudge.stages.extract.tau2_bench import expected_from_action
+from tracejudge.stages.score import ArgumentCorrectness, ToolCalls
+
+FLIGHTS = {"flights": [{"flight_number": "HAT170", "date": "2024-05-22"}], "payment_id": "cc_1"}
+# (expected arguments, actual arguments); each pair is one tool `book` call.
+PAIRS: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    (FLIGHTS, {**FLIGHTS, "insurance": "no"}),  # extra top-level key: allowed
+    (FLIGHTS, {"flights": [{"flight_number": "HAT170", "date": "2024-05-22", "origin": "JFK", "price": 120}], "payment_id": "cc_1"}),  # extra nested keys
+    (FLIGHTS, {"flights": [{"date": "2024-05-22", "flight_number": "HAT170"}], "payment_id": "cc_1"}),  # nested key order
+    (FLIGHTS, {"flights": [{"flight_number": "HAT170"}], "payment_id": "cc_1"}),  # a nested key missing
+    (FLIGHTS, {"payment_id": "cc_1"}),  # a top-level key missing
+    ({"user": {"id": "u1"}}, {"user": {"id": "u1", "name": "Ann"}}),
+    ({"amount": 10}, {"amount": 10.0}),
+    ({"n": [1, 2]}, {"n": [2, 1]}),
+    ({}, {"anything": 1}),
+]
+
+
+def _tau2_check(action: dict[str, Any], call_args: dict[str, Any], *, keys_of: str = "action") -> bool:
+    """τ²-bench's `Action.compare_with_tool_call` argument rule: the compared keys' values with `==`.
+
+    The compared keys are `compare_args`, else — `keys_of` — the action's keys (as
+    tracejudge reads an action) or the call's keys (τ²-bench's current code).
+    """
+    keys = action.get("compare_args")
+    if keys is None:
+        keys = action["arguments"].keys() if keys_of == "action" else call_args.keys()
+    if not keys:
+        return True
+    return {k: v for k, v in call_args.items() if k in keys} == {k: v for k, v in action["arguments"].items() if k in keys}
+
+
+def _pairs(metric: ToolCalls, expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+    case = make_case([{"name": "book", "arguments": expected}], [{"name": "book", "arguments": actual}])
+    return bool(metric.evaluate(case).details["pairs"])
+
+
+@pytest.mark.parametrize("expected,actual", PAIRS)
+def test_shallow_with_reuse_is_tau2s_action_check(expected, actual):
+    action = {"name": "book", "arguments": expected, "compare_args": None}
+    metric = ToolCalls(arguments="shallow", pairing="reuse")
+    assert _pairs(metric, expected_from_action(action)["arguments"], actual) is _tau2_check(action, actual)
+    # And with compare_args restricting the comparison to one key.
+    if expected:
+        key = next(iter(expected))
+        action = {**action, "compare_args": [key]}
+        assert _pairs(metric, expected_from_action(action)["arguments"], actual) is _tau2_check(action, actual)
+
+
+def test_without_compare_args_tau2_compares_the_calls_keys():
+    # The documented difference: upstream's current code compares the keys the call carries.
+    action = {"name": "book", "arguments": {"a": 1, "b": 2}, "compare_args": None}
+    metric = ToolCalls(arguments="shallow", pairing="reuse")
+    extra, omitted = {"a": 1, "b": 2, "c": 3}, {"a": 1}
+    assert _pairs(metric, expected_from_action(action)["arguments"], extra) is True
+    assert _tau2_check(action, extra, keys_of="call") is False
+    assert _pairs(metric, expected_from_action(action)["arguments"], omitted) is False
+    assert _tau2_check(action, omitted, keys_of="call") is True
+
+
+def test_nested_extra_keys_fail_shallow_but_pass_subset():
+    expected, actual = PAIRS[1]
+    assert _pairs(ToolCalls(arguments="subset"), expected, actual) is True
+    assert _pairs(ToolCalls(arguments="shallow"), expected, actual) is False
+    case = make_case([{"name": "book", "arguments": expected}], [{"name": "book", "arguments": actual}])
+    score = ToolCalls(arguments="shallow").evaluate(case)
+    assert "flights" in score.reason and "(arguments=shallow" in score.reason
+
+
+@pytest.mark.parametrize("expected,actual", PAIRS)
+def test_shallow_is_pydantic_evals_subset_rule(expected, actual):
+    case = make_case(None, [{"name": "book", "arguments": actual}])
+    ours = ArgumentCorrectness(tool_name="book", expected_arguments=expected).evaluate(case).value == 1.0
+    assert _pairs(ToolCalls(arguments="shallow"), expected, actual) is ours
+    agentic = pytest.importorskip("pydantic_evals.evaluators.agentic")
+    assert ours is (agentic._diff_arguments(actual, expected, "subset") == [])
+
+
+def test_shallow_keeps_matchers():
+    expected = {"flights": {"$any_of": [[{"flight_number": "HAT170"}], []]}, "payment_id": {"$regex": "^cc_"}}
+    assert _pairs(ToolCalls(arguments="shallow"), expected, {"flights": [{"flight_number": "HAT170"}], "payment_id": "cc_9", "x": 1})
+    assert not _pairs(ToolCalls(arguments="shallow"), expected, {"flights": [{"flight_number": "HAT170", "date": "d"}], "payment_id": "cc_9"})
+
+
+CALLS = [{"name": "f", "arguments": {"a": 1}}, {"name": "f", "arguments": {"a": 2}}]
+
+
+SELECTS = [("first", 1.0, True), ("last", 0.0, True), (0, 1.0, True), (1, 0.0, True)]
+SELECTS_NONE = [(-1, 0.0, False), (2, 0.0, False), ("middle", 0.0, False), (None, 0.0, False), (1.5, 0.0, False), (True, 0.0, False)]
+
+
+@pytest.mark.parametrize("occurrence,value,exists", SELECTS + SELECTS_NONE)
+def test_any_occurrence_is_accepted_and_a_missing_one_scores_false(occurrence, value, exists):
+    metric = ArgumentCorrectness.model_validate({"tool_name": "f", "expected_arguments": {"a": 1}, "occurrence": occurrence})
+    score = metric.evaluate(make_case(None, CALLS))
+    assert score.value == value
+    if not exists:
+        assert f"occurrence={occurrence!r} selects none of them" in score.reason
+
+
+def test_a_bad_case_level_spec_costs_only_that_metric():
+    import tracejudge
+
+    case = {"id": "c", "expected_tool_calls": [{"name": "f", "arguments": {"a": 1}}], "trace": {"steps": [{"tool_calls": CALLS}]}}
+    bad = [
+        {"type": "ArgumentCorrectness", "name": "no_tool", "occurrence": "first"},  # tool_name missing
+        {"type": "ToolCalls", "name": "odd", "arguments": "deep"},
+        {"type": "NoSuchMetric"},
+        {"name": "untyped"},
+        {"type": "ArgumentCorrectness", "tool_name": "f", "expected_arguments": {"a": 1}, "occurrence": -1, "name": "neg"},
+    ]
+    result = tracejudge.evaluate([{**case, "metrics": bad}], [tracejudge.ToolCalls()]).results[0]
+    assert result.status.value == "ok" and result.scores["ToolCalls"].value == 0.666667
+    for key, field in (("no_tool", "metrics.0.tool_name"), ("odd", "metrics.1.arguments"), ("NoSuchMetric", "metrics.2.type"), ("untyped", "metrics.3.type")):
+        score = result.scores[key]
+        assert score.value is None and score.passed is None
+        assert score.reason.startswith(f"not computed: case metric spec {field} does not validate"), score.reason
+    assert result.scores["neg"].value == 0.0 and "occurrence=-1 selects none" in result.scores["neg"].reason
+
+
+def test_a_case_without_trace_stays_invalid_input_and_the_docstrings_say_how_pydantic_evals_differs():
+    import tracejudge
+    from tracejudge.stages.score import MaxModelRequests, MaxToolCalls, ToolCorrectness, TrajectoryMatch
+
+    metrics = [ToolCorrectness(), TrajectoryMatch(), ArgumentCorrectness(tool_name="f"), MaxToolCalls(max_calls=3), MaxModelRequests(max_requests=3), ToolCalls()]
+    [result] = tracejudge.evaluate([{"id": "no-trace", "expected_tool_calls": [{"name": "f"}]}], metrics).results
+    assert result.status.value == "invalid_input" and result.error.field == "trace" and result.scores == {}
+    for metric in metrics:
+        assert "No span tree available" in " ".join((type(metric).__doc__ or "").split()), type(metric).__name__
