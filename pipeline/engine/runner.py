@@ -200,7 +200,13 @@ async def run(
                         if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
                             cid, err = got
                             cid = _safe_text(cid)
-                            seen.claim(cid, raw.file, raw.line)
+                            where = f"{raw.file}:{raw.line}"
+                            first = seen.claim(cid, raw.file, raw.line)
+                            if first != where:
+                                # Its id is taken (by a valid or an invalid record): one result
+                                # under its own key names both places, never a second `cid/0`.
+                                err = _duplicate_error(cid, first, raw.file, raw.line, err.message)
+                                cid = f"{cid}@{where}"
                             if is_done(result_key(cid, 0)):
                                 counters["skipped"] += 1
                                 continue
@@ -214,10 +220,7 @@ async def run(
                             cid = f"{got.id}@{where}"
                             if not is_done(result_key(cid, 0)):
                                 done.add_hash(result_key(cid, 0))
-                                err = ErrorInfo(
-                                    kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})",
-                                    file=raw.file, line=raw.line, field="id",
-                                )
+                                err = _duplicate_error(got.id, first, raw.file, raw.line)
                                 bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
                                 out.append(Work(got, 0, bad, t0))
                             else:
@@ -316,6 +319,13 @@ async def run(
         return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict)
     finally:
         lock.release()
+
+
+def _duplicate_error(case_id: str, first: str, file: str, line: int, also: str | None = None) -> ErrorInfo:
+    """The one `invalid_input` a repeated case id gets: both places named, plus its own fault if any."""
+    msg = f"duplicate case id {case_id!r}: first at {first}, again at {file}:{line}"
+    return ErrorInfo(kind="invalid_input", message=msg + (f"; this record is also invalid: {also}" if also else ""),
+                     file=file, line=line, field="id")
 
 
 def _encodable(text: str) -> bool:
