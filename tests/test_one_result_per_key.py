@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
+
+import anyio
+from tracejudge.core.config import RunConfig
+from tracejudge.engine import runner
 
 MESSAGES = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]
 
 
 def _run(tmp_path: Path, data: Path, fmt: str) -> list[dict]:
-    config = tmp_path / "c.yaml"
-    config.write_text(json.dumps({"dataset": {"path": str(data), "format": fmt}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
-                                  "run": {"dir": str(tmp_path / "run")}}))
-    for _ in range(2):  # the resume must not add or change anything
-        proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(config)], capture_output=True, text=True, timeout=120)
-        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    config = RunConfig.model_validate({"dataset": {"path": str(data), "format": fmt}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
+                                       "run": {"dir": str(tmp_path / "run")}})
+    first = anyio.run(lambda: runner.run(config))
+    again = anyio.run(lambda: runner.run(config))  # the resume must add nothing
+    assert again.new_results == 0 and first.new_results == again.skipped_finished
     results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert all(n == 1 for n in Counter((r["case_id"], r["trial"]) for r in results).values()), results
     return results
