@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import CaseResult, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet, result_key
@@ -75,6 +75,7 @@ class CheckpointFile(BaseModel):
     aggregator: dict[str, Any]
     provisional: dict[str, str] = {}
     judge_spent: dict[str, int] = {}
+    failures: dict[str, int] = {}
 
 
 def _now() -> str:
@@ -153,9 +154,15 @@ class RunJournal:
         self.recovery: dict[str, Any] = {}
         self.metric_keys: list[str] = []
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
-        # Results skipped for the judge budget: written, but not finished work. A resume
-        # redoes them; the newer result supersedes the line. `{result_key: json line}`.
+        # Results skipped for the judge budget, and transient failures with retries left:
+        # written, but not finished work. A resume redoes them; the newer result supersedes
+        # the line. `{result_key: json line}`.
         self.provisional: dict[int, str] = {}
+        # How many transient failures (`RETRYABLE_STATUSES`) each (case, trial) has had,
+        # counted from results.jsonl; past `max_retries` the failure is final.
+        self.failures: dict[int, int] = {}
+        self.max_retries = 2
+        self.retrying = 0  # provisional failures this segment redoes
         # Judge tokens spent, summed from the results themselves (each score's `judge`
         # info, cache hits count 0): unlike a segment's counters, these survive kill -9.
         self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
@@ -181,15 +188,19 @@ class RunJournal:
         forced: bool = False,
         flush_every: int = 64,
         flush_seconds: float = 0.5,
+        max_retries: int = 2,
     ) -> RunJournal:
         """Recover the run directory's state and start a new segment.
 
         `new_aggregator()` makes an empty aggregator with `fold(CaseResult)`;
         `metric_keys` must match the checkpoint's for its aggregate to be
-        reused. Raises `OSError` on I/O failure.
+        reused. `max_retries` is how many transient failures of one (case,
+        trial) stay provisional (redone by the next segment); the one after
+        that is final. Raises `OSError` on I/O failure.
         """
         self = cls(run_dir)
         self.metric_keys = list(metric_keys)
+        self.max_retries = max_retries
         self._segment = {
             "segment": 0,
             "started_at": _now(),
@@ -242,6 +253,7 @@ class RunJournal:
         crc = zlib.crc32(tail_keys, crc)
         lines += tail
         self.finished = len(self.done)
+        self.retrying = sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
         killed = self._settle_segments(tail, rebuilt=not reused)
         changed = changed or tail > 0 or killed
         self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed}
@@ -290,6 +302,7 @@ class RunJournal:
                     self.done = done
                     self.agg = agg
                     self.provisional = {int(k): v for k, v in cp.provisional.items()}
+                    self.failures = {int(k): v for k, v in cp.failures.items()}
                     self.judge_spent.update(cp.judge_spent)
         except StateError as exc:
             why = f"aggregate state unusable ({exc})"
@@ -343,11 +356,16 @@ class RunJournal:
                 self.judge_spent["input_tokens"] += info.input_tokens
                 self.judge_spent["output_tokens"] += info.output_tokens
                 self.judge_spent["requests"] += info.requests
-        # A budget-skipped result stays out of the checkpointed aggregate (it is folded
+        # A provisional result stays out of the checkpointed aggregate (it is folded
         # only into summaries, see `summary_aggregate`) until a later result replaces it.
         if result.status is Status.skipped_budget:
             self.provisional[key] = line
             return
+        if result.status.value in RETRYABLE_STATUSES:
+            n = self.failures[key] = self.failures.get(key, 0) + 1
+            if n <= self.max_retries:
+                self.provisional[key] = line
+                return
         self.provisional.pop(key, None)
         self.agg.fold(result)
 
@@ -416,6 +434,7 @@ class RunJournal:
             "aggregator": dump_state(self.agg),
             "provisional": {str(k): v for k, v in self.provisional.items()},
             "judge_spent": self.judge_spent,
+            "failures": {str(k): v for k, v in self.failures.items()},
         }
         # No fsync: the checkpoint only ever claims results already fsynced, and one lost
         # or garbled by a power cut fails validation and is rebuilt from results.jsonl.

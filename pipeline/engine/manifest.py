@@ -27,7 +27,7 @@ __all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_fo
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries"},
     "limits": None,
     "budget": None,
     "cache": None,

@@ -56,6 +56,7 @@ class RunOutcome:
     skipped_finished: int
     interrupted: bool
     verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
+    retried: int = 0  # provisional failures of earlier segments this one redid
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -117,6 +118,7 @@ async def run(
             config_hash=manifest["config_hash"],
             forced=bool(changes),
             flush_every=config.run.flush_every,
+            max_retries=config.run.max_resume_retries,
         )
         if journal.finished or journal.segments:
             log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
@@ -316,7 +318,7 @@ async def run(
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config)
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict)
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict, journal.retrying)
     finally:
         lock.release()
 

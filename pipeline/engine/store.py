@@ -308,6 +308,12 @@ def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
 
 
 SKIPPED_MARK = b'"status":"skipped_budget"'
+# Statuses a later line of the same (case, trial) supersedes (`records.PROVISIONAL_STATUSES`).
+PROVISIONAL_MARKS = (SKIPPED_MARK, b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"')
+
+
+def _provisional(line: bytes) -> bool:
+    return any(mark in line for mark in PROVISIONAL_MARKS)
 
 
 def _line_key(line: bytes) -> tuple[str, int] | None:
@@ -318,31 +324,42 @@ def _line_key(line: bytes) -> tuple[str, int] | None:
         return None
 
 
-def iter_current_result_lines(path: Path) -> Iterator[bytes]:
-    """The lines of a results file that still stand, in file order.
+def superseded_lines(path: Path) -> set[int]:
+    """0-based numbers (among `iter_result_lines`) of the lines a later line of the same key replaces.
 
-    A result skipped for the judge budget (`skipped_budget`) is provisional:
-    a resumed run redoes it and appends the new result, which supersedes it.
-    This yields every line except such superseded ones (two passes over the
-    file; memory grows only with the number of budget-skipped lines).
+    Only provisional results (a budget skip, a judge/target/provider failure,
+    see `records.PROVISIONAL_STATUSES`) are ever superseded: a resumed run
+    redoes them and appends the new result. One pass; only lines after the
+    first provisional one are parsed, and memory grows only with the number
+    of provisional lines.
     """
-    skipped_last: dict[tuple[str, int], int] = {}
-    completed: set[tuple[str, int]] = set()
+    pending: dict[tuple[str, int], int] = {}
+    out: set[int] = set()
     for i, line in enumerate(iter_result_lines(path)):
-        if SKIPPED_MARK in line:
-            key = _line_key(line)
-            if key is not None:
-                skipped_last[key] = i
-        elif skipped_last:
-            key = _line_key(line)
-            if key in skipped_last:
-                completed.add(key)
+        marked = _provisional(line)
+        if not (marked or pending):
+            continue
+        key = _line_key(line)
+        if key is None:
+            continue
+        if key in pending:
+            out.add(pending.pop(key))
+        if marked:
+            pending[key] = i
+    return out
+
+
+def iter_current_result_lines(path: Path) -> Iterator[bytes]:
+    """The lines of a results file that still stand, in file order: all but superseded ones.
+
+    A provisional result (`skipped_budget`, `judge_error`, `target_error`,
+    `rate_limited`) is redone by a resumed run, whose new line for the same
+    (case, trial) supersedes it (see `superseded_lines`; two passes over the file).
+    """
+    gone = superseded_lines(path)
     for i, line in enumerate(iter_result_lines(path)):
-        if skipped_last and SKIPPED_MARK in line:
-            key = _line_key(line)
-            if key is not None and (key in completed or skipped_last.get(key) != i):
-                continue
-        yield line
+        if i not in gone:
+            yield line
 
 
 class ResultWriter:

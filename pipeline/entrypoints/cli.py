@@ -312,7 +312,9 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, soft_wrap=True)
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
-    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
+    retried = f", {outcome.retried} retried after a transient failure" if outcome.retried else ""
+    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
+              highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
