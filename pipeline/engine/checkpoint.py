@@ -76,6 +76,7 @@ class CheckpointFile(BaseModel):
     provisional: dict[str, str] = {}
     judge_spent: dict[str, int] = {}
     failures: dict[str, int] = {}
+    judge_final: dict[str, int] = {}
 
 
 def _now() -> str:
@@ -126,6 +127,19 @@ def _size(path: Path) -> int:
         return -1
 
 
+def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
+    """(judged, judge error) of one result, as the judge stage counts them.
+
+    A result went through the judge when a score carries judge provenance
+    or it ended at the judge (`judge_error`, `rate_limited`, `skipped_budget`);
+    it is a judge error when it ended `judge_error` or `rate_limited`.
+    """
+    status = result.status.value
+    error = status in ("judge_error", "rate_limited")
+    judged = error or status == "skipped_budget" or any(s.judge is not None for s in result.scores.values())
+    return int(judged), int(error)
+
+
 def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
     return any(v for counters in usage.values() for v in counters.values())
 
@@ -165,7 +179,10 @@ class RunJournal:
         self.retrying = 0  # provisional failures this segment redoes
         # Judge tokens spent, summed from the results themselves (each score's `judge`
         # info, cache hits count 0): unlike a segment's counters, these survive kill -9.
-        self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
+        self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0, "answered": 0}
+        # The judge gate's counts over final results (provisional ones are added at summary
+        # time, see `judge_gate_counts`): rebuilt from results.jsonl, so a kill cannot lose them.
+        self.judge_final: dict[str, int] = {"judged_results": 0, "judge_error_results": 0}
         self._segment: dict[str, Any] = {}
         self._t0 = time.monotonic()
         self._writer: store.ResultWriter | None = None
@@ -304,6 +321,7 @@ class RunJournal:
                     self.provisional = {int(k): v for k, v in cp.provisional.items()}
                     self.failures = {int(k): v for k, v in cp.failures.items()}
                     self.judge_spent.update(cp.judge_spent)
+                    self.judge_final.update(cp.judge_final)
         except StateError as exc:
             why = f"aggregate state unusable ({exc})"
         except (ValueError, OSError) as exc:
@@ -356,6 +374,8 @@ class RunJournal:
                 self.judge_spent["input_tokens"] += info.input_tokens
                 self.judge_spent["output_tokens"] += info.output_tokens
                 self.judge_spent["requests"] += info.requests
+                if score.value is not None:
+                    self.judge_spent["answered"] += info.requests - info.cached_requests
         # A provisional result stays out of the checkpointed aggregate (it is folded
         # only into summaries, see `summary_aggregate`) until a later result replaces it.
         if result.status is Status.skipped_budget:
@@ -368,6 +388,9 @@ class RunJournal:
                 return
         self.provisional.pop(key, None)
         self.agg.fold(result)
+        judged, error = _judge_gate_counts(result)
+        self.judge_final["judged_results"] += judged
+        self.judge_final["judge_error_results"] += error
 
     def is_done(self, key: int) -> bool:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
@@ -381,6 +404,28 @@ class RunJournal:
         for line in self.provisional.values():
             agg.fold(CaseResult.model_validate_json(line))
         return agg
+
+    def judge_gate_counts(self) -> dict[str, int]:
+        """`{"judged_results", "judge_error_results"}` over the standing results (final and provisional).
+
+        These are what the judge's `max_error_share` gate divides; counted from
+        results.jsonl, they are the same whether or not the run was killed.
+        """
+        out = dict(self.judge_final)
+        for line in self.provisional.values():
+            judged, error = _judge_gate_counts(CaseResult.model_validate_json(line))
+            out["judged_results"] += judged
+            out["judge_error_results"] += error
+        return out
+
+    def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
+        """The judge stage's summary `block` with its gate counts and share replaced by `judge_gate_counts`."""
+        block = {**block, **self.judge_gate_counts()}
+        judged = block["judged_results"]
+        block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0
+        if block.get("max_error_share") is not None:
+            block["gate_failed"] = block["error_share"] > block["max_error_share"]
+        return dict(sorted(block.items()))
 
     def tick(self) -> None:
         """Flush if pending results have waited `flush_seconds`."""
@@ -435,6 +480,7 @@ class RunJournal:
             "provisional": {str(k): v for k, v in self.provisional.items()},
             "judge_spent": self.judge_spent,
             "failures": {str(k): v for k, v in self.failures.items()},
+            "judge_final": self.judge_final,
         }
         # No fsync: the checkpoint only ever claims results already fsynced, and one lost
         # or garbled by a power cut fails validation and is rebuilt from results.jsonl.

@@ -398,7 +398,8 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     if spent["input_tokens"] + spent["output_tokens"] > int(block.get("input_tokens", 0)) + int(block.get("output_tokens", 0)):
         block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), spent["requests"])
-        block["cost_usd"] = None  # unknown here: the judge stage prices the tokens
+        block["answered"] = max(int(block.get("answered", 0)), spent.get("answered", 0))
+        block["cost_usd"] = block["sync_equivalent_usd"] = None  # unknown here: the judge stage prices the tokens
     return block
 
 
@@ -432,6 +433,8 @@ def _build_summary(
     judge: dict[str, Any] = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
     for k, v in totals["usage"].get("judge", {}).items():
         judge[k] = judge.get(k, 0) + v
+    if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
+        blocks = {**blocks, "judge": journal.fix_judge_block(blocks["judge"])}
     return {
         "tracejudge_version": manifest["tracejudge_version"],
         "config_hash": manifest["config_hash"],
