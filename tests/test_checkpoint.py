@@ -187,7 +187,7 @@ def test_journal_reopens_from_index_and_folds_only_the_tail(tmp_path: Path) -> N
         for i in range(95, 102):
             fh.write(_result(i).model_dump_json().encode() + b"\n")
     j2 = _open(tmp_path)
-    assert j2.recovery == {"torn_bytes": 0, "tail_results": 7, "rebuilt": False, "killed_segment": True}
+    assert j2.recovery == {"torn_bytes": 0, "tail_results": 7, "rebuilt": False, "killed_segment": True, "damaged_lines": 0}
     assert j2.finished == 102
     assert all(j2.done.contains_hash(result_key(f"c{i}", i % 2)) for i in range(102))
     assert not j2.done.contains_hash(result_key("c102", 0))

@@ -70,6 +70,7 @@ class CheckpointFile(BaseModel):
     results_bytes: int = Field(ge=0)
     results_lines: int = Field(ge=0)
     index_crc32: int = Field(ge=0, lt=1 << 32)
+    results_crc32: int | None = Field(default=None, ge=0, lt=1 << 32)
     metric_keys: list[str]
     segments: list[dict[str, Any]]
     aggregator: dict[str, Any]
@@ -125,6 +126,12 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return -1
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """The 1-based line number of byte `offset` of `path` (for naming a damaged line; rare, so one read)."""
+    with open(path, "rb") as fh:
+        return fh.read(offset).count(b"\n") + 1
 
 
 def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
@@ -184,6 +191,7 @@ class RunJournal:
         # time, see `judge_gate_counts`): rebuilt from results.jsonl, so a kill cannot lose them.
         self.judge_final: dict[str, int] = {"judged_results": 0, "judge_error_results": 0}
         self._segment: dict[str, Any] = {}
+        self._results_crc: int | None = None
         self._t0 = time.monotonic()
         self._writer: store.ResultWriter | None = None
         self._recorded = False
@@ -249,13 +257,18 @@ class RunJournal:
             self.done = KeySet()
         # Results after the checkpoint: written by a segment killed before its next checkpoint.
         tail_keys = bytearray()
-        tail = 0
+        tail = damaged = 0
+        offset = start
         for raw in store.iter_result_lines(results, start):
+            offset += len(raw)
             try:
                 r = CaseResult.model_validate_json(raw)
             except ValueError as exc:
-                log.warning("unreadable result line skipped", file=str(results), error=str(exc)[:200])
-                start += len(raw)
+                # Damage (a disk error, an edit): the line is left in place, named by every
+                # reader, and its (case, trial), not being finished, is redone by this run.
+                damaged += 1
+                log.warning("damaged result line skipped; its case is redone", file=str(results), line=_line_at(results, offset - len(raw)),
+                            error=str(exc).splitlines()[0][:200])
                 continue
             k = result_key(r.case_id, r.trial)
             self._account(r, k, raw.decode("utf-8").rstrip("\n"))
@@ -272,11 +285,19 @@ class RunJournal:
         self.finished = len(self.done)
         self.retrying = sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
         killed = self._settle_segments(tail, rebuilt=not reused)
-        changed = changed or tail > 0 or killed
-        self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed}
+        changed = changed or tail > 0 or killed or damaged > 0
+        self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
+                         "damaged_lines": damaged}
         self._segment["segment"] = 1 + max((int(s.get("segment", 0)) for s in self.segments), default=0)
+        # The CRC of results.jsonl as it stands: `_reuse` checked the head, only the tail is read.
+        if not size:
+            results_crc: int | None = 0
+        elif reused and cp is not None and self._results_crc is not None:
+            results_crc = store.file_crc32(results, size - cp.results_bytes, offset=cp.results_bytes, crc=self._results_crc)
+        else:
+            results_crc = store.file_crc32(results, size)
         self._writer = store.ResultWriter(
-            d, size=size, lines=lines, index_crc=crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=self._checkpoint
+            d, size=size, lines=lines, index_crc=crc, results_crc=results_crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=self._checkpoint
         )
         if changed:
             self._write_checkpoint()
@@ -310,6 +331,8 @@ class RunJournal:
                 why = "results.jsonl is shorter than the checkpoint says"
             elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
                 why = "results.idx is shorter than the checkpoint says"
+            elif cp.results_crc32 is not None and store.file_crc32(self.run_dir / store.RESULTS, nbytes) != cp.results_crc32:
+                why = "results.jsonl changed before the checkpoint's end (a damaged or edited line)"
             else:
                 agg = restore(cp.aggregator, new_aggregator())
                 done, got_crc = _read_index(idx_path, nlines)
@@ -318,6 +341,7 @@ class RunJournal:
                 else:
                     self.done = done
                     self.agg = agg
+                    self._results_crc = cp.results_crc32
                     self.provisional = {int(k): v for k, v in cp.provisional.items()}
                     self.failures = {int(k): v for k, v in cp.failures.items()}
                     self.judge_spent.update(cp.judge_spent)
@@ -474,6 +498,7 @@ class RunJournal:
             "results_bytes": w.size,
             "results_lines": w.lines,
             "index_crc32": w.index_crc,
+            "results_crc32": w.results_crc,
             "metric_keys": self.metric_keys,
             "segments": self.segments,
             "aggregator": dump_state(self.agg),
