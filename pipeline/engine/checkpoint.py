@@ -53,7 +53,7 @@ from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
-__all__ = ["RunJournal", "sum_usage"]
+__all__ = ["RunJournal", "recorded_config_hash", "sum_usage"]
 
 FORMAT = 2
 CHECKPOINT_EVERY_S = 2.0
@@ -126,6 +126,26 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return -1
+
+
+def recorded_config_hash(run_dir: Path) -> str | None:
+    """The config hash the run directory's last segment ran with: its checkpoint's, else summary.json's; None if neither says.
+
+    Lets a resume refuse a config change when manifest.json is gone.
+    """
+    run_dir = Path(run_dir)
+    try:
+        cp = CheckpointFile.model_validate_json((run_dir / store.CHECKPOINT).read_bytes())
+        hashes = [s.get("config_hash") for s in cp.segments if isinstance(s.get("config_hash"), str)]
+        if hashes:
+            return hashes[-1]
+    except (OSError, ValueError):
+        pass
+    try:
+        value = json.loads((run_dir / store.SUMMARY).read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _line_at(path: Path, offset: int) -> int:
@@ -465,6 +485,10 @@ class RunJournal:
         self._segment["ended"] = ended
         self._closing = True  # the final flush's checkpoint is written whatever the time
         w.close()
+        if w.broken is not None:
+            # A write failed (disk full): the aggregate holds results that are not on disk, so
+            # no checkpoint may claim it; the last one stands and the resume re-reads the tail.
+            return
         if not self._checkpointed_at_close:
             self._checkpoint()
 
@@ -512,6 +536,11 @@ class RunJournal:
         store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, indent=1) + "\n", durable=False)
 
     # --------------------------------------------------------------- totals
+
+    @property
+    def broken(self) -> OSError | None:
+        """The write error (disk full, ...) that stopped results.jsonl from growing, if any."""
+        return None if self._writer is None else self._writer.broken
 
     @property
     def segment(self) -> dict[str, Any]:

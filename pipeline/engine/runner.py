@@ -35,7 +35,7 @@ from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
-from tracejudge.engine.checkpoint import RunJournal
+from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.keyset import FirstSeen, key_hash, result_key, trial_key
 
 if TYPE_CHECKING:
@@ -105,8 +105,8 @@ async def run(
         fmt = source.format if source is not None else registry.format_for(config.dataset.format)
         metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
         manifest = manifest_for(config, source)
-        previous = store.read_manifest(run_dir)
-        changes = manifest_mod.check(run_dir, previous, manifest, force)
+        previous = store.read_manifest(run_dir, strict=False)
+        changes = manifest_mod.check(run_dir, previous, manifest, force, None if previous else recorded_config_hash(run_dir))
         if previous is None or changes:
             store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
         metric_keys = [m.key for m in metrics]
@@ -313,7 +313,7 @@ async def run(
             journal.close(ended)
             blocks = {stage.name: stage.summary() for stage in stages if stage.summary is not None}
             summary = _build_summary(journal, manifest, complete=ended == "finished", blocks=blocks)
-            if crashed:  # finish_run below will not run: keep the summary of what was done
+            if crashed and journal.broken is None:  # finish_run below will not run: keep the summary of what was done
                 store.write_text_if_changed(run_dir / store.SUMMARY, json.dumps(summary, indent=2) + "\n")
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.

@@ -356,10 +356,22 @@ def iter_current_result_lines(path: Path) -> Iterator[bytes]:
     `rate_limited`) is redone by a resumed run, whose new line for the same
     (case, trial) supersedes it (see `superseded_lines`; two passes over the file).
     """
+    for _, line in iter_current_numbered(path):
+        yield line
+
+
+def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
+    """`iter_current_result_lines` with each line's 1-based line number in the file (to name a bad one)."""
     gone = superseded_lines(path)
-    for i, line in enumerate(iter_result_lines(path)):
-        if i not in gone:
-            yield line
+    if not path.exists():
+        return
+    i = 0
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.endswith(b"\n") and line.strip():
+                if i not in gone:
+                    yield lineno, line
+                i += 1
 
 
 class ResultWriter:
@@ -493,17 +505,29 @@ def file_crc32(path: Path, nbytes: int, *, offset: int = 0, crc: int = 0) -> int
     return crc
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | None:
     """The manifest of a run directory, or `None` if it has none.
 
-    Raises `TracejudgeError` naming the file if it is not valid JSON.
+    Raises `TracejudgeError` naming the file if it is not a JSON object;
+    with `strict=False` such a manifest is reported as a warning and treated
+    as missing (a run then checks its config against the hashes the
+    checkpoint's segments recorded, and rewrites the manifest).
     """
     p = Path(run_dir) / MANIFEST
     if not p.exists():
         return None
     try:
-        return cast(dict[str, Any], json.loads(p.read_text(encoding="utf-8")))
+        data = json.loads(p.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        return cast(dict[str, Any], data)
     except ValueError as exc:
+        if not strict:
+            from tracejudge.core.log import get_logger
+
+            get_logger("tracejudge.store").warning("manifest does not validate; checking the config against the checkpoint's hashes",
+                                                   file=str(p), error=str(exc)[:200])
+            return None
         raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None
 
 

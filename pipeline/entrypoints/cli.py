@@ -15,6 +15,7 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
@@ -114,9 +115,32 @@ def main(argv: list[str] | None = None) -> int:
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
-        return _crash(args, exc, err)
+        return _storage_full(args, exc, err) or _crash(args, exc, err)
     except BaseExceptionGroup as group:
-        return _crash(args, group, err)
+        return _storage_full(args, group, err) or _crash(args, group, err)
+
+
+_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file size limit reached"}
+
+
+def _storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
+    """One line for a write that failed for want of space (exit 3: the run did not finish, not a verdict); 0 if not that."""
+    leaf = next((e for e in _leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
+    if leaf is None:
+        return 0
+    run_dir = Path(getattr(args, "crash_dir", None) or ".")
+    results = run_dir / "results.jsonl"
+    try:
+        with open(results, "rb") as fh:
+            count = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        kept = f"the {count} results in {results} are intact"
+    except OSError:
+        kept = "nothing already written is lost"
+    what = leaf.filename or run_dir
+    resume = getattr(args, "resume_command", None) or "the same command"
+    err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); {kept}, and only unwritten results will be redone. "
+              f"Free space, then resume with: {resume}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_INTERNAL
 
 
 def _crash_log_path(args: argparse.Namespace) -> Path:
@@ -252,7 +276,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
         err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
         args.crash_dir = run_dir
-    resume = _resume_command(args, run_dir)
+    resume = args.resume_command = _resume_command(args, run_dir)
     outcome_box: dict[str, runner.RunOutcome] = {}
     error_box: list[TracejudgeError] = []
 
@@ -362,7 +386,13 @@ def _cmd_report(args: argparse.Namespace, err: Console) -> int:
     if args.baseline is not None and not (args.baseline / "results.jsonl").exists():
         # Refused before anything is rebuilt: the run's files stay as they are.
         raise TracejudgeError(f"--baseline {args.baseline}: no results.jsonl there (is it a run directory?)")
-    summary, verdict = rebuild(args.run_dir, baseline=args.baseline)
+    results = args.run_dir / "results.jsonl"
+
+    def skipped(lineno: int, reason: str) -> None:
+        err.print(f"warning: {results}:{lineno}: not a valid result, left out of the summary and reports ({reason})",
+                  highlight=False, markup=False, soft_wrap=True)
+
+    summary, verdict = rebuild(args.run_dir, baseline=args.baseline, on_skipped=skipped)
     out = _stdout_console()
     print_summary(summary, out)
     out.print(f"rebuilt from {args.run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
