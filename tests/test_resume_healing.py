@@ -71,6 +71,7 @@ def test_retries_stop_after_max_resume_retries(simulator: Callable[..., Simulato
     seen = [_run(config) for _ in range(4)]
     assert [o.retried for o in seen] == [0, 4, 4, 0]  # 1 try + 2 retries, then final
     assert [o.new_results for o in seen] == [5, 4, 4, 0]
+    assert [o.pending_retries for o in seen] == [4, 4, 0, 0]
     assert sim.stats.requests == 12
     assert seen[-1].summary["status"] == {"invalid_input": 1, "judge_error": 4}
 

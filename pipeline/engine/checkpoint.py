@@ -303,7 +303,7 @@ class RunJournal:
         crc = zlib.crc32(tail_keys, crc)
         lines += tail
         self.finished = len(self.done)
-        self.retrying = sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
+        self.retrying = self.pending_retries()
         killed = self._settle_segments(tail, rebuilt=not reused)
         changed = changed or tail > 0 or killed or damaged > 0
         self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
@@ -448,6 +448,10 @@ class RunJournal:
         for line in self.provisional.values():
             agg.fold(CaseResult.model_validate_json(line))
         return agg
+
+    def pending_retries(self) -> int:
+        """How many standing results are transient failures that the next run of the same command redoes."""
+        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
 
     def judge_gate_counts(self) -> dict[str, int]:
         """`{"judged_results", "judge_error_results"}` over the standing results (final and provisional).

@@ -57,6 +57,7 @@ class RunOutcome:
     interrupted: bool
     verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
     retried: int = 0  # provisional failures of earlier segments this one redid
+    pending_retries: int = 0  # transient failures standing now, which the same command would redo
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -318,7 +319,8 @@ async def run(
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config)
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict, journal.retrying)
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict, journal.retrying,
+                          journal.pending_retries())
     finally:
         lock.release()
 

@@ -7,7 +7,11 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 - 2 bad config or input: nothing was run;
 - 3 internal error: one line on stderr names the error and the file holding
   the traceback (`RUN_DIR/crash.log`, or a temporary file before a run
-  directory is known);
+  directory is known); or a full disk (ENOSPC, a quota, a file-size limit):
+  one line says what could not be written, that the results already written
+  are intact, and the command that resumes. Not 2: something was run and
+  the input is fine; like an internal error, it says "the tool's machine
+  failed", never a verdict on the agent;
 - 130 interrupted (Ctrl-C, SIGTERM): the verdict line says INTERRUPTED and
   gives the command that resumes the run.
 """
@@ -42,7 +46,8 @@ _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
   1    FAIL: an assertion (the CI gate) failed
   2    bad config or input; nothing was run
-  3    internal error; stderr names the file holding the traceback (RUN_DIR/crash.log)
+  3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
+       or a full disk (one line: what is full, what is kept, how to resume)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
 """
 
@@ -340,6 +345,9 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
               highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
+    if outcome.pending_retries:
+        print(f"{outcome.pending_retries} results ended in a transient failure (judge, target or provider); "
+              f"the same command retries them (at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
