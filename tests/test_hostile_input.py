@@ -109,7 +109,10 @@ def test_fuzzed_hostile_record_costs_one_invalid_result(tmp_path_factory: pytest
                                                         digits: int, hostile_at: int, first: bool) -> None:
     folder = tmp_path_factory.mktemp(fmt)
     path, line = write_dataset(folder, fmt, hostile_at, _hostile(kind, depth, digits), first)
-    outcome = anyio.run(lambda: runner.run(run_config(path, fmt, folder / "run")))
+    config = run_config(path, fmt, folder / "run")
+    outcome = anyio.run(lambda: runner.run(config))
+    again = anyio.run(lambda: runner.run(config))  # the resume reads the same hostile record again
+    assert again.new_results == 0
     results = results_of(outcome.run_dir)
     keys = Counter((r["case_id"], r["trial"]) for r in results)
     assert all(n == 1 for n in keys.values()), keys
