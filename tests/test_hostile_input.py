@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner
 
+pytestmark = pytest.mark.usefixtures("fresh_log")
+
 GOOD = 3  # good records around the hostile one
 
 

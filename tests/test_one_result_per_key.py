@@ -7,8 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 import anyio
+import pytest
 from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner
+
+pytestmark = pytest.mark.usefixtures("fresh_log")
 
 MESSAGES = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]
 

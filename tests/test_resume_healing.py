@@ -21,6 +21,8 @@ from tracejudge.core.config import RunConfig
 from tracejudge.engine import runner, store
 from tracejudge.simulator.server import SimulatorThread
 
+pytestmark = pytest.mark.usefixtures("fresh_log")
+
 REPO = Path(__file__).resolve().parent.parent
 TJ = Path(sys.executable).with_name("tracejudge")
 DEMO_DATA = REPO.parent / "shared" / "data" / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"

@@ -27,6 +27,8 @@ from tracejudge.engine.manifest import ManifestMismatch
 TJ = Path(sys.executable).with_name("tracejudge")
 N = 300
 
+pytestmark = pytest.mark.usefixtures("fresh_log")
+
 
 def _dataset(folder: Path, n: int = N) -> Path:
     path = folder / "cases.jsonl"
