@@ -62,6 +62,14 @@ def extract_lines(tmp_path: Path, fmt_name: str, records: list[Any], options: di
 
 
 @pytest.fixture
+def fresh_log() -> None:
+    """Log to this test's stderr: an earlier in-process CLI test may have bound the logger to a stream closed since."""
+    from tracejudge.core import log
+
+    log.configure("warning")
+
+
+@pytest.fixture
 def simulator() -> Iterator[Callable[..., SimulatorThread]]:
     """A factory: `simulator(rpm=..., script=[...])` starts a simulator over real HTTP on 127.0.0.1.
 

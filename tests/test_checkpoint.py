@@ -187,7 +187,7 @@ def test_journal_reopens_from_index_and_folds_only_the_tail(tmp_path: Path) -> N
         for i in range(95, 102):
             fh.write(_result(i).model_dump_json().encode() + b"\n")
     j2 = _open(tmp_path)
-    assert j2.recovery == {"torn_bytes": 0, "tail_results": 7, "rebuilt": False, "killed_segment": True}
+    assert j2.recovery == {"torn_bytes": 0, "tail_results": 7, "rebuilt": False, "killed_segment": True, "damaged_lines": 0}
     assert j2.finished == 102
     assert all(j2.done.contains_hash(result_key(f"c{i}", i % 2)) for i in range(102))
     assert not j2.done.contains_hash(result_key("c102", 0))
@@ -203,7 +203,11 @@ class _Hostile:
         return (os.system, ("echo pwned > hostile.txt",))
 
 
-@pytest.mark.parametrize("damage", ["garbage", "index", "metrics", "aggregator", "wrong_type", "unknown_key", "hostile", "hostile_json"])
+WRONG_TYPES = {"results_lines": "forty", "segments": "one", "provisional": ["x"], "failures": {"1": "two"}, "judge_final": {"judged_results": 1.5},
+               "results_crc32": -1, "judge_spent": None}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "index", "metrics", "aggregator", *(f"wrong_type:{k}" for k in WRONG_TYPES), "unknown_key", "hostile", "hostile_json"])
 def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: str) -> None:
     j = _open(tmp_path)
     for i in range(40):
@@ -225,8 +229,9 @@ def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: 
             cp["aggregator"]["metrics"][0][1]["reservoir"] = {"callable": "os:system", "args": ["echo pwned > hostile.txt"]}
         elif damage == "aggregator":  # a stored state from settings this config does not have
             cp["aggregator"]["metrics"][0][1]["rng_seed"] = "7:=:m"
-        elif damage == "wrong_type":
-            cp["results_lines"] = "forty"
+        elif damage.startswith("wrong_type:"):
+            field = damage.split(":", 1)[1]
+            cp[field] = WRONG_TYPES[field]
         else:
             cp["aggregator"]["pickle"] = "gASV"
         (tmp_path / store.CHECKPOINT).write_text(json.dumps(cp))

@@ -182,7 +182,10 @@ class RunSection(_Strict):
     `queue_size` bounds every inter-stage stream (about that many cases in
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
     `workers` sizes the CPU stages' pools; `trials` runs each case N times;
-    `flush_every` is how many results are fsynced together (at most 0.5 s apart).
+    `flush_every` is how many results are fsynced together (at most 0.5 s apart);
+    `max_resume_retries` is how many times re-running the same command redoes a
+    (case, trial) that ended in a transient failure (`judge_error`,
+    `target_error`, `rate_limited`), counted from results.jsonl.
     """
 
     dir: Path = Path("runs/default")
@@ -191,6 +194,7 @@ class RunSection(_Strict):
     chunk_size: int = Field(default=16, ge=1, le=1024)
     trials: int = Field(default=1, ge=1)
     flush_every: int = Field(default=64, ge=1)
+    max_resume_retries: int = Field(default=2, ge=0)
 
 
 class TargetConfig(_Strict):

@@ -212,9 +212,16 @@ class Status(str, Enum):
     rate_limited = "rate_limited"
 
 
+# Results that a resumed run redoes (up to `run.max_resume_retries` times for the failures):
+# a budget skip, and failures that say nothing about the case (a judge, target or provider
+# fault). `invalid_input` is final: the same record fails the same way again.
+RETRYABLE_STATUSES = frozenset({"judge_error", "target_error", "rate_limited"})
+PROVISIONAL_STATUSES = RETRYABLE_STATUSES | {"skipped_budget"}
+
+
 # A judge failure or a budget skip happens after the deterministic metrics ran: their
 # scores stand and count; only the metrics left without a value are excluded.
-LATE_STATUSES = frozenset({"judge_error", "skipped_budget"})
+LATE_STATUSES = frozenset({"judge_error", "skipped_budget", "rate_limited"})
 
 
 def score_counts(status: str, value: float | None) -> bool:

@@ -47,13 +47,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import CaseResult, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
-__all__ = ["RunJournal", "sum_usage"]
+__all__ = ["RunJournal", "recorded_config_hash", "sum_usage"]
 
 FORMAT = 2
 CHECKPOINT_EVERY_S = 2.0
@@ -70,11 +70,14 @@ class CheckpointFile(BaseModel):
     results_bytes: int = Field(ge=0)
     results_lines: int = Field(ge=0)
     index_crc32: int = Field(ge=0, lt=1 << 32)
+    results_crc32: int | None = Field(default=None, ge=0, lt=1 << 32)
     metric_keys: list[str]
     segments: list[dict[str, Any]]
     aggregator: dict[str, Any]
     provisional: dict[str, str] = {}
     judge_spent: dict[str, int] = {}
+    failures: dict[str, int] = {}
+    judge_final: dict[str, int] = {}
 
 
 def _now() -> str:
@@ -125,6 +128,45 @@ def _size(path: Path) -> int:
         return -1
 
 
+def recorded_config_hash(run_dir: Path) -> str | None:
+    """The config hash the run directory's last segment ran with: its checkpoint's, else summary.json's; None if neither says.
+
+    Lets a resume refuse a config change when manifest.json is gone.
+    """
+    run_dir = Path(run_dir)
+    try:
+        cp = CheckpointFile.model_validate_json((run_dir / store.CHECKPOINT).read_bytes())
+        hashes = [s.get("config_hash") for s in cp.segments if isinstance(s.get("config_hash"), str)]
+        if hashes:
+            return hashes[-1]
+    except (OSError, ValueError):
+        pass
+    try:
+        value = json.loads((run_dir / store.SUMMARY).read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """The 1-based line number of byte `offset` of `path` (for naming a damaged line; rare, so one read)."""
+    with open(path, "rb") as fh:
+        return fh.read(offset).count(b"\n") + 1
+
+
+def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
+    """(judged, judge error) of one result, as the judge stage counts them.
+
+    A result went through the judge when a score carries judge provenance
+    or it ended at the judge (`judge_error`, `rate_limited`, `skipped_budget`);
+    it is a judge error when it ended `judge_error` or `rate_limited`.
+    """
+    status = result.status.value
+    error = status in ("judge_error", "rate_limited")
+    judged = error or status == "skipped_budget" or any(s.judge is not None for s in result.scores.values())
+    return int(judged), int(error)
+
+
 def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
     return any(v for counters in usage.values() for v in counters.values())
 
@@ -153,13 +195,23 @@ class RunJournal:
         self.recovery: dict[str, Any] = {}
         self.metric_keys: list[str] = []
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
-        # Results skipped for the judge budget: written, but not finished work. A resume
-        # redoes them; the newer result supersedes the line. `{result_key: json line}`.
+        # Results skipped for the judge budget, and transient failures with retries left:
+        # written, but not finished work. A resume redoes them; the newer result supersedes
+        # the line. `{result_key: json line}`.
         self.provisional: dict[int, str] = {}
+        # How many transient failures (`RETRYABLE_STATUSES`) each (case, trial) has had,
+        # counted from results.jsonl; past `max_retries` the failure is final.
+        self.failures: dict[int, int] = {}
+        self.max_retries = 2
+        self.retrying = 0  # provisional failures this segment redoes
         # Judge tokens spent, summed from the results themselves (each score's `judge`
         # info, cache hits count 0): unlike a segment's counters, these survive kill -9.
-        self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
+        self.judge_spent: dict[str, int] = {"input_tokens": 0, "output_tokens": 0, "requests": 0, "answered": 0}
+        # The judge gate's counts over final results (provisional ones are added at summary
+        # time, see `judge_gate_counts`): rebuilt from results.jsonl, so a kill cannot lose them.
+        self.judge_final: dict[str, int] = {"judged_results": 0, "judge_error_results": 0}
         self._segment: dict[str, Any] = {}
+        self._results_crc: int | None = None
         self._t0 = time.monotonic()
         self._writer: store.ResultWriter | None = None
         self._recorded = False
@@ -181,15 +233,19 @@ class RunJournal:
         forced: bool = False,
         flush_every: int = 64,
         flush_seconds: float = 0.5,
+        max_retries: int = 2,
     ) -> RunJournal:
         """Recover the run directory's state and start a new segment.
 
         `new_aggregator()` makes an empty aggregator with `fold(CaseResult)`;
         `metric_keys` must match the checkpoint's for its aggregate to be
-        reused. Raises `OSError` on I/O failure.
+        reused. `max_retries` is how many transient failures of one (case,
+        trial) stay provisional (redone by the next segment); the one after
+        that is final. Raises `OSError` on I/O failure.
         """
         self = cls(run_dir)
         self.metric_keys = list(metric_keys)
+        self.max_retries = max_retries
         self._segment = {
             "segment": 0,
             "started_at": _now(),
@@ -221,13 +277,18 @@ class RunJournal:
             self.done = KeySet()
         # Results after the checkpoint: written by a segment killed before its next checkpoint.
         tail_keys = bytearray()
-        tail = 0
+        tail = damaged = 0
+        offset = start
         for raw in store.iter_result_lines(results, start):
+            offset += len(raw)
             try:
                 r = CaseResult.model_validate_json(raw)
             except ValueError as exc:
-                log.warning("unreadable result line skipped", file=str(results), error=str(exc)[:200])
-                start += len(raw)
+                # Damage (a disk error, an edit): the line is left in place, named by every
+                # reader, and its (case, trial), not being finished, is redone by this run.
+                damaged += 1
+                log.warning("damaged result line skipped; its case is redone", file=str(results), line=_line_at(results, offset - len(raw)),
+                            error=str(exc).splitlines()[0][:200])
                 continue
             k = result_key(r.case_id, r.trial)
             self._account(r, k, raw.decode("utf-8").rstrip("\n"))
@@ -242,12 +303,21 @@ class RunJournal:
         crc = zlib.crc32(tail_keys, crc)
         lines += tail
         self.finished = len(self.done)
+        self.retrying = self.pending_retries()
         killed = self._settle_segments(tail, rebuilt=not reused)
-        changed = changed or tail > 0 or killed
-        self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed}
+        changed = changed or tail > 0 or killed or damaged > 0
+        self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
+                         "damaged_lines": damaged}
         self._segment["segment"] = 1 + max((int(s.get("segment", 0)) for s in self.segments), default=0)
+        # The CRC of results.jsonl as it stands: `_reuse` checked the head, only the tail is read.
+        if not size:
+            results_crc: int | None = 0
+        elif reused and cp is not None and self._results_crc is not None:
+            results_crc = store.file_crc32(results, size - cp.results_bytes, offset=cp.results_bytes, crc=self._results_crc)
+        else:
+            results_crc = store.file_crc32(results, size)
         self._writer = store.ResultWriter(
-            d, size=size, lines=lines, index_crc=crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=self._checkpoint
+            d, size=size, lines=lines, index_crc=crc, results_crc=results_crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=self._checkpoint
         )
         if changed:
             self._write_checkpoint()
@@ -281,6 +351,8 @@ class RunJournal:
                 why = "results.jsonl is shorter than the checkpoint says"
             elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
                 why = "results.idx is shorter than the checkpoint says"
+            elif cp.results_crc32 is not None and store.file_crc32(self.run_dir / store.RESULTS, nbytes) != cp.results_crc32:
+                why = "results.jsonl changed before the checkpoint's end (a damaged or edited line)"
             else:
                 agg = restore(cp.aggregator, new_aggregator())
                 done, got_crc = _read_index(idx_path, nlines)
@@ -289,8 +361,11 @@ class RunJournal:
                 else:
                     self.done = done
                     self.agg = agg
+                    self._results_crc = cp.results_crc32
                     self.provisional = {int(k): v for k, v in cp.provisional.items()}
+                    self.failures = {int(k): v for k, v in cp.failures.items()}
                     self.judge_spent.update(cp.judge_spent)
+                    self.judge_final.update(cp.judge_final)
         except StateError as exc:
             why = f"aggregate state unusable ({exc})"
         except (ValueError, OSError) as exc:
@@ -343,13 +418,23 @@ class RunJournal:
                 self.judge_spent["input_tokens"] += info.input_tokens
                 self.judge_spent["output_tokens"] += info.output_tokens
                 self.judge_spent["requests"] += info.requests
-        # A budget-skipped result stays out of the checkpointed aggregate (it is folded
+                if score.value is not None:
+                    self.judge_spent["answered"] += info.requests - info.cached_requests
+        # A provisional result stays out of the checkpointed aggregate (it is folded
         # only into summaries, see `summary_aggregate`) until a later result replaces it.
         if result.status is Status.skipped_budget:
             self.provisional[key] = line
             return
+        if result.status.value in RETRYABLE_STATUSES:
+            n = self.failures[key] = self.failures.get(key, 0) + 1
+            if n <= self.max_retries:
+                self.provisional[key] = line
+                return
         self.provisional.pop(key, None)
         self.agg.fold(result)
+        judged, error = _judge_gate_counts(result)
+        self.judge_final["judged_results"] += judged
+        self.judge_final["judge_error_results"] += error
 
     def is_done(self, key: int) -> bool:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
@@ -363,6 +448,32 @@ class RunJournal:
         for line in self.provisional.values():
             agg.fold(CaseResult.model_validate_json(line))
         return agg
+
+    def pending_retries(self) -> int:
+        """How many standing results are transient failures that the next run of the same command redoes."""
+        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
+
+    def judge_gate_counts(self) -> dict[str, int]:
+        """`{"judged_results", "judge_error_results"}` over the standing results (final and provisional).
+
+        These are what the judge's `max_error_share` gate divides; counted from
+        results.jsonl, they are the same whether or not the run was killed.
+        """
+        out = dict(self.judge_final)
+        for line in self.provisional.values():
+            judged, error = _judge_gate_counts(CaseResult.model_validate_json(line))
+            out["judged_results"] += judged
+            out["judge_error_results"] += error
+        return out
+
+    def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
+        """The judge stage's summary `block` with its gate counts and share replaced by `judge_gate_counts`."""
+        block = {**block, **self.judge_gate_counts()}
+        judged = block["judged_results"]
+        block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0
+        if block.get("max_error_share") is not None:
+            block["gate_failed"] = block["error_share"] > block["max_error_share"]
+        return dict(sorted(block.items()))
 
     def tick(self) -> None:
         """Flush if pending results have waited `flush_seconds`."""
@@ -378,6 +489,10 @@ class RunJournal:
         self._segment["ended"] = ended
         self._closing = True  # the final flush's checkpoint is written whatever the time
         w.close()
+        if w.broken is not None:
+            # A write failed (disk full): the aggregate holds results that are not on disk, so
+            # no checkpoint may claim it; the last one stands and the resume re-reads the tail.
+            return
         if not self._checkpointed_at_close:
             self._checkpoint()
 
@@ -411,17 +526,25 @@ class RunJournal:
             "results_bytes": w.size,
             "results_lines": w.lines,
             "index_crc32": w.index_crc,
+            "results_crc32": w.results_crc,
             "metric_keys": self.metric_keys,
             "segments": self.segments,
             "aggregator": dump_state(self.agg),
             "provisional": {str(k): v for k, v in self.provisional.items()},
             "judge_spent": self.judge_spent,
+            "failures": {str(k): v for k, v in self.failures.items()},
+            "judge_final": self.judge_final,
         }
         # No fsync: the checkpoint only ever claims results already fsynced, and one lost
         # or garbled by a power cut fails validation and is rebuilt from results.jsonl.
         store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, indent=1) + "\n", durable=False)
 
     # --------------------------------------------------------------- totals
+
+    @property
+    def broken(self) -> OSError | None:
+        """The write error (disk full, ...) that stopped results.jsonl from growing, if any."""
+        return None if self._writer is None else self._writer.broken
 
     @property
     def segment(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ __all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_fo
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries"},
     "limits": None,
     "budget": None,
     "cache": None,
@@ -218,14 +218,22 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return lines
 
 
-def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force: bool) -> list[str]:
-    """Compare manifests; return the changes (empty when none or no old manifest).
+def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force: bool, recorded_hash: str | None = None) -> list[str]:
+    """Compare manifests; return the changes (empty when none, or no old manifest and no recorded hash).
 
-    Raises `ManifestMismatch` listing the changes unless `force` is set.
+    `recorded_hash` is the config hash the run directory's last segment ran
+    with (from its checkpoint), used when the manifest is missing or
+    unreadable: a different hash is a change, though which keys changed
+    cannot be listed. Raises `ManifestMismatch` listing the changes unless
+    `force` is set.
     """
     if old is None:
-        return []
-    changes = diff(old, new)
+        if recorded_hash is None or recorded_hash == new["config_hash"]:
+            return []
+        changes = [f"config: manifest.json is missing or unreadable, and the checkpoint records this directory's config hash "
+                   f"{recorded_hash[:12]}…, not this config's {new['config_hash'][:12]}… (which keys changed cannot be listed without the manifest)"]
+    else:
+        changes = diff(old, new)
     if changes and not force:
         body = "\n".join(f"  - {c}" for c in changes)
         raise ManifestMismatch(

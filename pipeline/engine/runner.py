@@ -35,7 +35,7 @@ from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
-from tracejudge.engine.checkpoint import RunJournal
+from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.keyset import FirstSeen, key_hash, result_key, trial_key
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ class RunOutcome:
     skipped_finished: int
     interrupted: bool
     verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
+    retried: int = 0  # provisional failures of earlier segments this one redid
+    pending_retries: int = 0  # transient failures standing now, which the same command would redo
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -104,8 +106,8 @@ async def run(
         fmt = source.format if source is not None else registry.format_for(config.dataset.format)
         metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
         manifest = manifest_for(config, source)
-        previous = store.read_manifest(run_dir)
-        changes = manifest_mod.check(run_dir, previous, manifest, force)
+        previous = store.read_manifest(run_dir, strict=False)
+        changes = manifest_mod.check(run_dir, previous, manifest, force, None if previous else recorded_config_hash(run_dir))
         if previous is None or changes:
             store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
         metric_keys = [m.key for m in metrics]
@@ -117,6 +119,7 @@ async def run(
             config_hash=manifest["config_hash"],
             forced=bool(changes),
             flush_every=config.run.flush_every,
+            max_retries=config.run.max_resume_retries,
         )
         if journal.finished or journal.segments:
             log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
@@ -200,7 +203,13 @@ async def run(
                         if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
                             cid, err = got
                             cid = _safe_text(cid)
-                            seen.claim(cid, raw.file, raw.line)
+                            where = f"{raw.file}:{raw.line}"
+                            first = seen.claim(cid, raw.file, raw.line)
+                            if first != where:
+                                # Its id is taken (by a valid or an invalid record): one result
+                                # under its own key names both places, never a second `cid/0`.
+                                err = _duplicate_error(cid, first, raw.file, raw.line, err.message)
+                                cid = f"{cid}@{where}"
                             if is_done(result_key(cid, 0)):
                                 counters["skipped"] += 1
                                 continue
@@ -214,10 +223,7 @@ async def run(
                             cid = f"{got.id}@{where}"
                             if not is_done(result_key(cid, 0)):
                                 done.add_hash(result_key(cid, 0))
-                                err = ErrorInfo(
-                                    kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})",
-                                    file=raw.file, line=raw.line, field="id",
-                                )
+                                err = _duplicate_error(got.id, first, raw.file, raw.line)
                                 bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
                                 out.append(Work(got, 0, bad, t0))
                             else:
@@ -314,14 +320,22 @@ async def run(
             journal.close(ended)
             blocks = {stage.name: stage.summary() for stage in stages if stage.summary is not None}
             summary = _build_summary(journal, manifest, complete=ended == "finished", blocks=blocks)
-            if crashed:  # finish_run below will not run: keep the summary of what was done
+            if crashed and journal.broken is None:  # finish_run below will not run: keep the summary of what was done
                 store.write_text_if_changed(run_dir / store.SUMMARY, json.dumps(summary, indent=2) + "\n")
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config)
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict)
+        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict, journal.retrying,
+                          journal.pending_retries())
     finally:
         lock.release()
+
+
+def _duplicate_error(case_id: str, first: str, file: str, line: int, also: str | None = None) -> ErrorInfo:
+    """The one `invalid_input` a repeated case id gets: both places named, plus its own fault if any."""
+    msg = f"duplicate case id {case_id!r}: first at {first}, again at {file}:{line}"
+    return ErrorInfo(kind="invalid_input", message=msg + (f"; this record is also invalid: {also}" if also else ""),
+                     file=file, line=line, field="id")
 
 
 def _encodable(text: str) -> bool:
@@ -399,7 +413,8 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     if spent["input_tokens"] + spent["output_tokens"] > int(block.get("input_tokens", 0)) + int(block.get("output_tokens", 0)):
         block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), spent["requests"])
-        block["cost_usd"] = None  # unknown here: the judge stage prices the tokens
+        block["answered"] = max(int(block.get("answered", 0)), spent.get("answered", 0))
+        block["cost_usd"] = block["sync_equivalent_usd"] = None  # unknown here: the judge stage prices the tokens
     return block
 
 
@@ -439,6 +454,8 @@ def _build_summary(
     judge: dict[str, Any] = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
     for k, v in totals["usage"].get("judge", {}).items():
         judge[k] = judge.get(k, 0) + v
+    if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
+        blocks = {**blocks, "judge": journal.fix_judge_block(blocks["judge"])}
     return {
         "tracejudge_version": manifest["tracejudge_version"],
         "config_hash": manifest["config_hash"],

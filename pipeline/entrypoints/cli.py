@@ -7,7 +7,11 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 - 2 bad config or input: nothing was run;
 - 3 internal error: one line on stderr names the error and the file holding
   the traceback (`RUN_DIR/crash.log`, or a temporary file before a run
-  directory is known);
+  directory is known); or a full disk (ENOSPC, a quota, a file-size limit):
+  one line says what could not be written, that the results already written
+  are intact, and the command that resumes. Not 2: something was run and
+  the input is fine; like an internal error, it says "the tool's machine
+  failed", never a verdict on the agent;
 - 130 interrupted (Ctrl-C, SIGTERM): the verdict line says INTERRUPTED and
   gives the command that resumes the run.
 """
@@ -15,6 +19,7 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
@@ -41,7 +46,8 @@ _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
   1    FAIL: an assertion (the CI gate) failed
   2    bad config or input; nothing was run
-  3    internal error; stderr names the file holding the traceback (RUN_DIR/crash.log)
+  3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
+       or a full disk (one line: what is full, what is kept, how to resume)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
 """
 
@@ -118,9 +124,32 @@ def main(argv: list[str] | None = None) -> int:
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
-        return _crash(args, exc, err)
+        return _storage_full(args, exc, err) or _crash(args, exc, err)
     except BaseExceptionGroup as group:
-        return _crash(args, group, err)
+        return _storage_full(args, group, err) or _crash(args, group, err)
+
+
+_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file size limit reached"}
+
+
+def _storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
+    """One line for a write that failed for want of space (exit 3: the run did not finish, not a verdict); 0 if not that."""
+    leaf = next((e for e in _leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
+    if leaf is None:
+        return 0
+    run_dir = Path(getattr(args, "crash_dir", None) or ".")
+    results = run_dir / "results.jsonl"
+    try:
+        with open(results, "rb") as fh:
+            count = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        kept = f"the {count} results in {results} are intact"
+    except OSError:
+        kept = "nothing already written is lost"
+    what = leaf.filename or run_dir
+    resume = getattr(args, "resume_command", None) or "the same command"
+    err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); {kept}, and only unwritten results will be redone. "
+              f"Free space, then resume with: {resume}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_INTERNAL
 
 
 def _crash_log_path(args: argparse.Namespace) -> Path:
@@ -260,7 +289,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
         err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
         args.crash_dir = run_dir
-    resume = _resume_command(args, run_dir)
+    resume = args.resume_command = _resume_command(args, run_dir)
     outcome_box: dict[str, runner.RunOutcome] = {}
     error_box: list[TracejudgeError] = []
 
@@ -320,8 +349,13 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, soft_wrap=True)
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
-    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished)", highlight=False, soft_wrap=True)
+    retried = f", {outcome.retried} retried after a transient failure" if outcome.retried else ""
+    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
+              highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
+    if outcome.pending_retries:
+        print(f"{outcome.pending_retries} results ended in a transient failure (judge, target or provider); "
+              f"the same command retries them (at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
@@ -368,7 +402,13 @@ def _cmd_report(args: argparse.Namespace, err: Console) -> int:
     if args.baseline is not None and not (args.baseline / "results.jsonl").exists():
         # Refused before anything is rebuilt: the run's files stay as they are.
         raise TracejudgeError(f"--baseline {args.baseline}: no results.jsonl there (is it a run directory?)")
-    summary, verdict = rebuild(args.run_dir, baseline=args.baseline)
+    results = args.run_dir / "results.jsonl"
+
+    def skipped(lineno: int, reason: str) -> None:
+        err.print(f"warning: {results}:{lineno}: not a valid result, left out of the summary and reports ({reason})",
+                  highlight=False, markup=False, soft_wrap=True)
+
+    summary, verdict = rebuild(args.run_dir, baseline=args.baseline, on_skipped=skipped)
     out = _stdout_console()
     print_summary(summary, out)
     out.print(f"rebuilt from {args.run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)

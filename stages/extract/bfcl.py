@@ -39,14 +39,13 @@ lower-casing and turning `'` into `"`; here strings compare exactly (a
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.load import read_jsonl
+from tracejudge.stages.load import loads, read_jsonl
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
 
@@ -75,13 +74,24 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
         candidate = folder / "possible_answer" / Path(question_file).name
         answer_file = candidate if candidate.exists() else None
     answers: dict[str, Any] | None = None
+    # An answer line that cannot be read costs its question only: `{question id: "file:line: reason"}`.
+    bad: dict[str, str] = {}
     if answer_file is not None:
+        from tracejudge.stages.extract.native import peek_id
+
         answers = {}
-        with open(answer_file, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    rec = json.loads(line)
-                    answers[str(rec["id"])] = rec.get("ground_truth")
+        with open(answer_file, "rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = loads(line)
+                    if not isinstance(rec, dict) or not isinstance(rec.get("id"), (str, int)):
+                        raise ValueError("expected an object with an `id`")
+                except ValueError as exc:
+                    bad[peek_id(line) or f"{answer_file}:{lineno}"] = f"{answer_file}:{lineno}: {exc}"
+                    continue
+                answers[str(rec["id"])] = rec.get("ground_truth")
     params: dict[str, dict[str, list[str]]] = {}
     docs = folder / "multi_turn_func_doc"
     for cls, fname in _CLASS_DOCS.items():
@@ -91,10 +101,13 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
             with open(path, encoding="utf-8") as fh:
                 for line in fh:
                     if line.strip():
-                        doc = json.loads(line)
-                        table[doc["name"]] = list(((doc.get("parameters") or {}).get("properties") or {}).keys())
+                        try:
+                            doc = loads(line)
+                            table[doc["name"]] = list(((doc.get("parameters") or {}).get("properties") or {}).keys())
+                        except (ValueError, KeyError, TypeError, AttributeError):
+                            continue  # an unreadable doc line leaves that function's argument names unknown
             params[cls] = table
-    return {"answers": answers, "params": params}
+    return {"answers": answers, "params": params, "bad_answers": bad}
 
 
 def accepted_values(options: Any) -> Any:
@@ -158,9 +171,9 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     from tracejudge.stages.extract.errors import AdapterError
 
     try:
-        rec = raw if isinstance(raw, dict) else json.loads(raw)
+        rec = raw if isinstance(raw, dict) else loads(raw)
     except ValueError as exc:
-        raise AdapterError(f"invalid JSON: {exc}") from None
+        raise AdapterError(str(exc)) from None
     if not isinstance(rec, dict) or "id" not in rec:
         raise AdapterError("id: a question object with an `id` is required", field="id")
     qid = str(rec["id"])
@@ -172,6 +185,8 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     answers, params = ctx.get("answers"), ctx.get("params") or {}
 
     expected: list[dict[str, Any]] | None
+    if qid in (ctx.get("bad_answers") or {}):
+        raise AdapterError(f"ground_truth: answer line unreadable: {ctx['bad_answers'][qid]}", field="ground_truth", case_id=qid)
     if answers is None or qid not in answers:
         if qid.startswith(("irrelevance", "live_irrelevance")):
             expected = []

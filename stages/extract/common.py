@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core.records import Case
-from tracejudge.stages.load import RawRecord, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, read_jsonl
 
 __all__ = [
     "CASE_FIELDS",
@@ -113,6 +113,8 @@ def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
         fail(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}", case_id=cid)
     except json.JSONDecodeError as exc:
         fail(f"invalid JSON: {exc.msg} at column {exc.colno}", case_id=cid)
+    except JSON_ERRORS as exc:
+        fail(json_error(exc), case_id=cid)
     if not isinstance(record, dict):
         fail(f"expected a JSON object per line, got {type(record).__name__}", case_id=cid)
     return record, default_id
@@ -155,6 +157,6 @@ def maybe_json(value: Any) -> Any:
         if head in ("{", "["):
             try:
                 return json.loads(value)
-            except ValueError:
+            except JSON_ERRORS:
                 return value
     return value

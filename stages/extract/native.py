@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.load import read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, json_error, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
 
@@ -47,6 +47,8 @@ def _decode(raw: bytes | str) -> Any:
         raise AdapterError(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise AdapterError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except JSON_ERRORS as exc:
+        raise AdapterError(json_error(exc)) from None
 
 
 # The id as the first key of the line, as `tracejudge extract` and most writers put it.
@@ -76,11 +78,11 @@ def peek_id(raw: bytes | str) -> str | None:
                 return None
         try:
             return str(json.loads(token))
-        except ValueError:
+        except JSON_ERRORS:
             return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except JSON_ERRORS:  # hostile input (too deep, huge numbers) has no id to peek
         return None
     if isinstance(data, dict) and isinstance(data.get("id"), (str, int)) and not isinstance(data.get("id"), bool):
         return str(data["id"])

@@ -75,7 +75,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, maybe_json
 from tracejudge.stages.extract.otel_model import Collector, Group, Span, iter_exports
-from tracejudge.stages.load import RawRecord
+from tracejudge.stages.load import JSON_ERRORS, RawRecord
 
 __all__ = ["CONVERSATION_KEYS", "Options", "adapt", "read", "turn_calls"]
 
@@ -160,7 +160,10 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             elif not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
                 yield RawRecord(str(path), line, error="not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level")
             else:
-                collector.add(doc, str(path), line)
+                try:
+                    collector.add(doc, str(path), line)
+                except RecursionError:  # attribute values nested past the stack: this export only
+                    yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
@@ -251,7 +254,7 @@ def _json_attr(span: Span, key: str) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except JSON_ERRORS:
             fail(f"span {span.span_id}: {key} is not valid JSON", field=f"span {span.span_id}: {key}")
     return value
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracejudge.stages.load import JSON_ERRORS, json_error
+
 __all__ = ["Collector", "Group", "LogEvent", "Span", "any_value", "attributes", "iter_exports"]
 
 
@@ -180,6 +182,9 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             if exc.msg != "Extra data":
                 yield exc.lineno, None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
                 return
+        except JSON_ERRORS as exc:  # too deep, huge numbers: the one document is the bad record
+            yield 1, None, json_error(exc)
+            return
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -187,6 +192,8 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             yield lineno, json.loads(line), None
         except json.JSONDecodeError as exc:
             yield lineno, None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+        except JSON_ERRORS as exc:
+            yield lineno, None, json_error(exc)
 
 
 class Collector:

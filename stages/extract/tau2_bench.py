@@ -45,35 +45,104 @@ from typing import Any
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import maybe_json
-from tracejudge.stages.load import RawRecord
+from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, skip_json_value
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
+
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _split_results(text: str) -> tuple[dict[str, Any], list[tuple[int, Any, str | None]]]:
+    """Decode a results object member by member: `(other members, [(offset, simulation, error)])`.
+
+    Each simulation is decoded on its own, so one that cannot be read (too
+    deep, huge numbers) is one error at its own offset, not the file's.
+    Raises `ValueError` when the text is not a JSON object.
+    """
+    top: dict[str, Any] = {}
+    sims: list[tuple[int, Any, str | None]] = []
+    pos = _skip_ws(text, 0)
+    if text[pos : pos + 1] != "{":
+        raise ValueError("expected a JSON object at the top level")
+    pos = _skip_ws(text, pos + 1)
+    while pos < len(text) and text[pos] != "}":
+        key, pos = _DECODER.raw_decode(text, pos)
+        pos = _skip_ws(text, pos)
+        if text[pos : pos + 1] != ":":
+            raise ValueError(f"expected ':' at offset {pos}")
+        pos = _skip_ws(text, pos + 1)
+        if key == "simulations" and text[pos : pos + 1] == "[":
+            pos = _skip_ws(text, pos + 1)
+            while text[pos : pos + 1] not in ("]", ""):
+                try:
+                    sim, end = _DECODER.raw_decode(text, pos)
+                    sims.append((pos, sim, None))
+                except json.JSONDecodeError:
+                    raise
+                except JSON_ERRORS as exc:
+                    end = skip_json_value(text, pos)
+                    if end == -1:
+                        raise ValueError(json_error(exc)) from None
+                    sims.append((pos, None, json_error(exc)))
+                pos = _skip_ws(text, end)
+                if text[pos : pos + 1] == ",":
+                    pos = _skip_ws(text, pos + 1)
+            top[key] = True
+            pos += 1
+        else:
+            top[key], pos = _DECODER.raw_decode(text, pos)
+        pos = _skip_ws(text, pos)
+        if text[pos : pos + 1] == ",":
+            pos = _skip_ws(text, pos + 1)
+    return top, sims
 
 
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     """Yield one record per simulation: `{"index", "simulation", "task", "domain"}`.
 
-    `task` is the task of the same file whose `id` equals the simulation's
-    `task_id` (`None` when there is none, which the adapter reports). A file
-    that is not a τ²-bench results object yields one record with `error`.
+    Each record's line is the line of the file where its simulation starts,
+    so a duplicate simulation is reported at its own place. `task` is the
+    task of the same file whose `id` equals the simulation's `task_id`
+    (`None` when there is none, which the adapter reports). A simulation
+    that cannot be decoded yields one record with `error` at its line; a
+    file that is not a τ²-bench results object yields one record with `error`.
     """
     name = str(path)
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {exc}")
+            text = fh.read()
+        data, sims = _split_results(text)
+    except (OSError, *JSON_ERRORS) as exc:
+        why = str(exc) if isinstance(exc, OSError) else json_error(exc)
+        yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {why}")
         return
-    if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
+    if data.get("simulations") is not True:
         yield RawRecord(name, 1, error="expected a tau2-bench results object with a `simulations` list")
         return
-    tasks = {str(t.get("id")): t for t in data.get("tasks") or [] if isinstance(t, dict)}
-    domain = ((data.get("info") or {}).get("environment_info") or {}).get("domain_name")
-    for i, sim in enumerate(data["simulations"]):
+    listed = data.get("tasks")
+    tasks = {str(t.get("id")): t for t in (listed if isinstance(listed, list) else []) if isinstance(t, dict)}
+    info = data.get("info")
+    env = info.get("environment_info") if isinstance(info, dict) else None
+    domain = env.get("domain_name") if isinstance(env, dict) else None
+    line, at = 1, 0
+    for i, (offset, sim, error) in enumerate(sims):
         if limit is not None and i >= limit:
             return
+        line += text.count("\n", at, offset)
+        at = offset
+        if error is not None:
+            yield RawRecord(name, line, error=f"simulations[{i}]: {error}")
+            continue
         task = tasks.get(str(sim.get("task_id"))) if isinstance(sim, dict) else None
-        yield RawRecord(name, 1, {"index": i, "simulation": sim, "task": task, "domain": domain})
+        yield RawRecord(name, line, {"index": i, "simulation": sim, "task": task, "domain": domain})
 
 
 def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:

@@ -26,11 +26,11 @@ case:
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import maybe_json
@@ -38,14 +38,25 @@ from tracejudge.stages.load import read_json_array
 
 __all__ = ["adapt", "load_tasks"]
 
+log = get_logger("tracejudge.extract.tau_bench")
+
 
 def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
     """Read a τ-bench tasks file into `{task_index: task}`; `None` without a path."""
     if path is None:
         return None
-    with open(path, encoding="utf-8") as fh:
-        tasks = json.load(fh)
-    return {int(t.get("task_index", i)): t for i, t in enumerate(tasks)}
+    # Streamed element by element: a task that cannot be read (too deep, huge numbers, bad
+    # JSON) is left out with a warning, and only the runs of that task fail ("not in the tasks file").
+    tasks: dict[int, dict[str, Any]] = {}
+    for i, raw in enumerate(read_json_array(Path(path))):
+        if raw.error is not None or not isinstance(raw.payload, dict):
+            log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=raw.error or "expected a task object")
+            continue
+        try:
+            tasks[int(raw.payload.get("task_index", i))] = raw.payload
+        except (TypeError, ValueError):
+            log.warning("task skipped: task_index is not an integer", file=raw.file, line=raw.line)
+    return tasks
 
 
 

@@ -101,8 +101,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     key = api_key(config)
     prior = dict(prior or {})
     price = price_for(cfg.model, cfg.prices)
-    if prior.get("cost_usd", 0.0) is None:  # spending recovered from results: price it
-        prior["cost_usd"] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
+    for k in ("cost_usd", "sync_equivalent_usd"):
+        if prior.get(k, 0.0) is None:  # spending recovered from results: price it
+            prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
                              "quota": None, "quota_stopped": 0}
     calibration = Calibration(cfg.calibration)

@@ -10,14 +10,76 @@ instead of stopping the stream.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RawRecord", "read_json_array", "read_jsonl"]
+__all__ = ["JSON_ERRORS", "RawRecord", "json_error", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
 
 _WS = " \t\r\n"
+
+# What decoding hostile JSON raises besides `JSONDecodeError`: `RecursionError` for
+# nesting deeper than the interpreter's stack (depth ~1,000 and up), `ValueError` for
+# an integer of more than `sys.get_int_max_str_digits()` (4,300) digits.
+JSON_ERRORS = (ValueError, RecursionError)
+
+
+def json_error(exc: BaseException) -> str:
+    """A one-line reason for a `JSON_ERRORS` exception, naming the limit that was hit."""
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply to read (recursion limit)"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not valid UTF-8: {exc.reason} at byte {exc.start}"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "integer string conversion" in text:
+        return f"a JSON number has more digits than can be read (limit {sys.get_int_max_str_digits()})"
+    return f"invalid JSON: {text[:200]}"
+
+
+def loads(data: str | bytes) -> Any:
+    """`json.loads`, raising only `ValueError` (reason from `json_error`) for any hostile input.
+
+    Deep nesting (`RecursionError`) and huge integers are turned into a
+    `ValueError`, so callers that report bad records need catch only that.
+    """
+    try:
+        return json.loads(data)
+    except JSON_ERRORS as exc:
+        raise ValueError(json_error(exc)) from None
+
+
+def skip_json_value(buf: str, pos: int) -> int:
+    """The index just after the JSON value starting at `buf[pos]`, or -1 if `buf` ends first.
+
+    A scan of brackets and strings only (no recursion, no number parsing), so
+    a value too deep or too large to decode can still be stepped over.
+    """
+    depth = 0
+    i, n = pos, len(buf)
+    while i < n:
+        c = buf[i]
+        if c == '"':
+            i += 1
+            while i < n and buf[i] != '"':
+                i += 2 if buf[i] == "\\" else 1
+            if i >= n:
+                return -1
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            if depth == 0:  # a scalar ended by its container's close
+                return i
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif depth == 0 and c == ",":
+            return i
+        i += 1
+    return -1
 
 
 @dataclass(slots=True)
@@ -112,6 +174,7 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                         return
                 first = False
                 start_line = line
+                skipped = False
                 while True:
                     try:
                         value, end = decoder.raw_decode(buf, pos)
@@ -120,6 +183,20 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                             continue
                         yield RawRecord(name, start_line, error=f"invalid JSON: {exc.msg} (line {start_line + buf.count(chr(10), pos, exc.pos)})")
                         return
+                    except JSON_ERRORS as exc:
+                        # Well-formed but undecodable here (too deep, too many digits): one bad
+                        # record, stepped over by a bracket scan so the rest are still read.
+                        skip = skip_json_value(buf, pos)
+                        while skip == -1 and fill():
+                            skip = skip_json_value(buf, pos)
+                        yield RawRecord(name, start_line, error=json_error(exc))
+                        if skip == -1:
+                            return
+                        line += buf.count("\n", pos, skip)
+                        pos = skip
+                        count += 1
+                        skipped = True
+                        break
                     # A value cut at the chunk edge can decode "successfully" (`2.5e10` read as
                     # `2.5`): accept it only once a delimiter or the end of the file follows.
                     after = end
@@ -128,6 +205,10 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                     if (after == len(buf) or buf[after] not in ",]") and fill():
                         continue
                     break
+                if skipped:
+                    if limit is not None and count >= limit:
+                        return
+                    continue
                 line += buf.count("\n", pos, end)
                 pos = end
                 yield RawRecord(name, start_line, value)

@@ -11,6 +11,7 @@ the same; `tracejudge report RUN_DIR` is that function.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def _config_of(run_dir: Path) -> RunConfig | None:
         return None
 
 
-def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, Any], Verdict]:
+def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None) -> tuple[dict[str, Any], Verdict]:
     """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
 
     The manifest's config, when present, gives metric order, trials, pass@k
@@ -96,6 +97,9 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
     results and trials from the highest trial seen. Run-level figures of an
     existing summary.json (elapsed time, completeness, judge spending) are
     kept. `baseline` overrides the regression rule's baseline directory.
+
+    A line that is not a valid result is left out of the summary and passed
+    to `on_skipped(line number, reason)`.
 
     Raises `TracejudgeError` when there is no results.jsonl.
     """
@@ -112,11 +116,14 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None) -> tuple[dict[str, A
     else:
         trials = 1 + max((int(r.get("trial", 0)) for r in iter_results(run_dir)), default=0)
         agg = Aggregator([], trials=trials)
-    for line in store.iter_current_result_lines(path):
+    for lineno, line in store.iter_current_numbered(path):
         try:
-            agg.fold(CaseResult.model_validate_json(line))
-        except ValueError:
+            result = CaseResult.model_validate_json(line)
+        except ValueError as exc:  # damaged: named, never skipped silently
+            if on_skipped is not None:
+                on_skipped(lineno, str(exc).splitlines()[0][:200])
             continue
+        agg.fold(result)
     prev: dict[str, Any] = {}
     try:
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))

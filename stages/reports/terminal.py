@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from tracejudge.core.records import LATE_STATUSES
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
 
@@ -58,7 +59,7 @@ def coverage_note(summary: dict[str, Any]) -> str | None:
     if ok == total:
         return None
     errors = ", ".join(f"{k} {v}" for k, v in status.items() if k != "ok")
-    late = sum(v for k, v in status.items() if k in ("judge_error", "skipped_budget"))
+    late = sum(v for k, v in status.items() if k in LATE_STATUSES)
     note = f"means, CIs and pass rates cover each metric's scored results ('scored' column; {ok} of {total} results are ok)"
     if late:
         note += "; a judge error or budget skip excludes only the metrics it left without a value"

@@ -1,0 +1,160 @@
+"""Hostile records (JSON nested 20k–100k deep, 5,000-digit integers) cost one result each, in every format.
+
+Each test writes real dataset files and runs the real pipeline (`runner.run`
+in-process for the fuzz test, the `tracejudge` CLI in a subprocess for the
+resume fast path): the run finishes, every record has exactly one result
+per (case, trial), and the hostile record's result is `invalid_input`
+naming its file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tracejudge.core.config import RunConfig
+from tracejudge.engine import runner
+
+pytestmark = pytest.mark.usefixtures("fresh_log")
+
+GOOD = 3  # good records around the hostile one
+
+
+def _otel_export(i: int) -> dict[str, Any]:
+    span = {"traceId": f"t{i}", "spanId": f"s{i}", "name": "chat", "kind": 1, "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
+
+
+MESSAGES = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]
+
+# format → (framing, good record i, dataset options)
+FORMATS: dict[str, tuple[str, Any, dict[str, Any]]] = {
+    "native": ("jsonl", lambda i: {"id": f"g{i}", "trace": {"steps": [], "output": "done"}}, {}),
+    "openai-messages": ("jsonl", lambda i: {"id": f"g{i}", "messages": MESSAGES}, {}),
+    "anthropic-messages": ("jsonl", lambda i: {"id": f"g{i}", "messages": MESSAGES}, {}),
+    "multivon": ("jsonl", lambda i: {"id": f"g{i}", "input": "hi", "agent_trace": [{"output": "done"}]}, {}),
+    "json-path": ("jsonl", lambda i: {"id": f"g{i}", "out": "done"}, {"id": "id", "output": "out"}),
+    "bfcl": ("jsonl", lambda i: {"id": f"live_relevance_{i}", "question": [[{"role": "user", "content": "hi"}]]}, {}),
+    "otel": ("jsonl", _otel_export, {}),
+    "tau-bench": ("array", lambda i: {"task_id": i, "trial": 0, "traj": MESSAGES}, {}),
+    "tau-bench-tasks": ("array", lambda i: {"task_index": i, "instruction": "hi", "actions": []}, {}),
+    "tau2-bench": ("tau2", lambda i: {"id": f"sim{i}", "task_id": f"t{i}", "trial": 0, "messages": MESSAGES}, {}),
+}
+
+
+def _hostile(kind: str, depth: int, digits: int) -> str:
+    if kind == "deep_array":
+        return "[" * depth + "]" * depth
+    if kind == "deep_object":
+        return '{"a":' * depth + "1" + "}" * depth
+    return "9" * digits
+
+
+def _with(record: dict[str, Any], value: str, first: bool) -> str:
+    body = json.dumps(record)
+    return '{"x": ' + value + ", " + body[1:] if first else body[:-1] + ', "x": ' + value + "}"
+
+
+def write_dataset(folder: Path, fmt: str, hostile_at: int, value: str, first: bool) -> tuple[Path, int]:
+    """Write GOOD good records and one hostile one at position `hostile_at`; return (path, its line)."""
+    framing, good, _ = FORMATS[fmt]
+    texts = [json.dumps(good(i)) for i in range(GOOD)]
+    texts.insert(hostile_at, _with(good(GOOD), value, first))
+    if framing == "jsonl":
+        path = folder / "data.jsonl"
+        path.write_text("\n".join(texts) + "\n")
+        return path, hostile_at + 1
+    body = "[\n" + ",\n".join(texts) + "\n]\n"
+    if framing == "tau2":
+        tasks = json.dumps([{"id": f"t{i}"} for i in range(GOOD + 1)])
+        body = '{"info": {},\n "tasks": ' + tasks + ',\n "simulations": ' + body[:-1] + "}\n"
+        path = folder / "results.json"
+        path.write_text(body)
+        return path, 3 + hostile_at + 1
+    path = folder / "data.json"
+    path.write_text(body)
+    return path, hostile_at + 2
+
+
+def run_config(path: Path, fmt: str, run_dir: Path, **extra: Any) -> RunConfig:
+    """A config scoring `path` with a metric every case can take (the trace's request count)."""
+    return RunConfig.model_validate({
+        "dataset": {"path": str(path), "format": fmt, "options": FORMATS[fmt][2], **extra},
+        "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
+        "run": {"dir": str(run_dir)},
+    })
+
+
+def results_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(["deep_array", "deep_object", "huge_int"]),
+    depth=st.integers(20_000, 100_000),
+    digits=st.integers(4_400, 6_000),
+    hostile_at=st.integers(0, GOOD),
+    first=st.booleans(),
+)
+def test_fuzzed_hostile_record_costs_one_invalid_result(tmp_path_factory: pytest.TempPathFactory, fmt: str, kind: str, depth: int,
+                                                        digits: int, hostile_at: int, first: bool) -> None:
+    folder = tmp_path_factory.mktemp(fmt)
+    path, line = write_dataset(folder, fmt, hostile_at, _hostile(kind, depth, digits), first)
+    config = run_config(path, fmt, folder / "run")
+    outcome = anyio.run(lambda: runner.run(config))
+    again = anyio.run(lambda: runner.run(config))  # the resume reads the same hostile record again
+    assert again.new_results == 0
+    results = results_of(outcome.run_dir)
+    keys = Counter((r["case_id"], r["trial"]) for r in results)
+    assert all(n == 1 for n in keys.values()), keys
+    assert len(results) == GOOD + 1, [(r["case_id"], r["status"], r["error"]) for r in results]
+    bad = [r for r in results if r["error"] and r["error"].get("line") == line and r["error"].get("file") == str(path)]
+    assert len(bad) == 1 and bad[0]["status"] == "invalid_input" and bad[0]["error"]["message"], results
+
+
+def test_bfcl_unreadable_answer_costs_its_question_only(tmp_path: Path) -> None:
+    (tmp_path / "possible_answer").mkdir()
+    questions = tmp_path / "BFCL_v3_simple.json"
+    questions.write_text("".join(json.dumps({"id": f"simple_{i}", "question": [[{"role": "user", "content": "hi"}]]}) + "\n" for i in range(3)))
+    answers = [json.dumps({"id": f"simple_{i}", "ground_truth": [{"f": {"a": [1]}}]}) for i in range(3)]
+    answers[1] = '{"id": "simple_1", "ground_truth": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    (tmp_path / "possible_answer" / questions.name).write_text("\n".join(answers) + "\n")
+    outcome = anyio.run(lambda: runner.run(run_config(questions, "bfcl", tmp_path / "run")))
+    by_id = {r["case_id"]: r for r in results_of(outcome.run_dir)}
+    assert sorted(by_id) == ["simple_0", "simple_1", "simple_2"]
+    # The others read their answers (they fail later only for want of a trace: BFCL questions need a target).
+    assert all("ground_truth" not in json.dumps(by_id[k]["error"]) for k in ("simple_0", "simple_2"))
+    err = by_id["simple_1"]["error"]
+    assert by_id["simple_1"]["status"] == "invalid_input" and f"{questions.name}:2" in err["message"] and "deeply" in err["message"]
+
+
+def test_native_resume_fast_path_survives_hostile_lines(tmp_path: Path) -> None:
+    """A resumed run peeks each line's id to skip finished ones: hostile lines must not stop it."""
+    lines = [json.dumps({"id": f"g{i}", "trace": {"steps": [], "output": "done"}}) for i in range(3)]
+    lines.insert(1, '{"x": ' + "[" * 60_000 + "]" * 60_000 + ', "id": "deep"}')
+    lines.insert(3, '{"x": ' + "9" * 5_000 + ', "id": "big"}')
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
+                                  "run": {"dir": str(tmp_path / "run")}}))
+    cmd = [sys.executable, "-m", "tracejudge", "run", str(config)]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    results = results_of(tmp_path / "run")
+    assert len(results) == 5
+    bad = {r["error"]["line"]: r for r in results if r["status"] == "invalid_input"}
+    assert sorted(bad) == [2, 4] and all(r["error"]["file"] == str(data) for r in bad.values())

@@ -1,0 +1,162 @@
+"""Storage damage and a full disk: detected, named, redone; never a traceback, never a line written twice.
+
+Real files and processes: a run directory damaged in place, `tracejudge run`
+and `tracejudge report` in subprocesses, a write limit set with
+`RLIMIT_FSIZE` in the child (the kernel's `EFBIG`, after a partial write)
+and, when this process may mount, a 256 KiB tmpfs that really fills (`ENOSPC`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from tracejudge.core.config import RunConfig
+from tracejudge.engine import runner, store
+from tracejudge.engine.manifest import ManifestMismatch
+
+TJ = Path(sys.executable).with_name("tracejudge")
+N = 300
+
+pytestmark = pytest.mark.usefixtures("fresh_log")
+
+
+def _dataset(folder: Path, n: int = N) -> Path:
+    path = folder / "cases.jsonl"
+    case = {"trace": {"steps": [{"tool_calls": [{"name": "a", "arguments": {"x": "y" * 50}}]}], "output": "done"}, "expected_tool_calls": [{"name": "a"}]}
+    path.write_text("".join(json.dumps({"id": f"c{i}", **case}) + "\n" for i in range(n)))
+    return path
+
+
+def _config(folder: Path, run_dir: Path, **run: Any) -> dict[str, Any]:
+    return {"dataset": {"path": str(_dataset(folder)), "format": "native"}, "metrics": [{"type": "ToolCorrectness"}],
+            "run": {"dir": str(run_dir), "flush_every": 8, **run}}
+
+
+def _run(config: dict[str, Any], **kw: Any) -> runner.RunOutcome:
+    return anyio.run(lambda: runner.run(RunConfig.model_validate(config), **kw))
+
+
+def _keys(run_dir: Path) -> Counter[tuple[str, int]]:
+    out: Counter[tuple[str, int]] = Counter()
+    for line in store.iter_result_lines(run_dir / store.RESULTS):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        out[(r["case_id"], r["trial"])] += 1
+    return out
+
+
+def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    config = _config(tmp_path, run_dir)
+    _run(config)
+    results = run_dir / store.RESULTS
+    lines = results.read_bytes().splitlines(keepends=True)
+    victim = json.loads(lines[149])["case_id"]
+    lines[149] = b"#" * (len(lines[149]) - 1) + b"\n"  # same size: only the bytes tell
+    results.write_bytes(b"".join(lines))
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+
+    again = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "damaged result line" in again.stderr and '"line": 150' in again.stderr.replace('"line":150', '"line": 150')
+    assert "1 new results" in again.stdout
+    assert json.loads(results.read_bytes().splitlines()[-1])["case_id"] == victim  # redone, appended
+    assert json.loads((run_dir / "summary.json").read_text())["results"] == N
+    assert all(n == 1 for n in _keys(run_dir).values()) and len(_keys(run_dir)) == N
+
+    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
+    assert f"{results}:150: not a valid result" in report.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["results"] == N
+    # A second resume finds the checkpoint consistent again: nothing redone, nothing named.
+    assert _run(config).new_results == 0
+
+
+def test_report_names_every_unreadable_line_and_never_crashes(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    _run(_config(tmp_path, run_dir))
+    with open(run_dir / store.RESULTS, "ab") as fh:
+        fh.write(b"\xff\xfe not utf-8\n[]\n{\"case_id\": 5}\n" + b"[" * 50_000 + b"\n")
+    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
+    named = [line for line in report.stderr.splitlines() if "not a valid result" in line]
+    assert [line.split(": not a valid")[0].rsplit(":", 1)[1] for line in named] == [str(N + k) for k in (1, 2, 3, 4)]
+
+
+def test_a_deleted_or_garbled_manifest_still_refuses_a_config_change(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    config = _config(tmp_path, run_dir)
+    _run(config)
+    changed = {**config, "metrics": [{"type": "ToolCorrectness", "allow_extra": True}]}
+    for damage in (b"", b"{garbled"):
+        manifest = run_dir / store.MANIFEST
+        if damage:
+            manifest.write_bytes(damage)
+        else:
+            manifest.unlink()
+        with pytest.raises(ManifestMismatch, match="checkpoint records this directory's config hash"):
+            _run(changed)
+        assert _run(config).new_results == 0  # the same config resumes, and the manifest is written again
+        assert json.loads(manifest.read_text())["config_hash"] == json.loads((run_dir / "summary.json").read_text())["config_hash"]
+    manifest.unlink()
+    assert _run(changed, force=True).new_results == 0  # --force still resumes
+
+
+def _assert_disk_full_then_resume(proc: subprocess.CompletedProcess[str], run_dir: Path, config: dict[str, Any]) -> None:
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("disk full: cannot write"), proc.stderr
+    assert "are intact" in lines[0] and "resume with: tracejudge run" in lines[0]
+    assert "Traceback" not in proc.stderr and "ExceptionGroup" not in proc.stderr
+    kept = _keys(run_dir)
+    assert 0 < len(kept) < N and all(n == 1 for n in kept.values())  # whole lines only, none twice
+    assert all(line.endswith(b"\n") for line in (run_dir / store.RESULTS).read_bytes().splitlines(keepends=True))
+    outcome = _run(config)
+    assert outcome.new_results == N - len(kept)
+    assert len(_keys(run_dir)) == N and all(n == 1 for n in _keys(run_dir).values())
+    assert outcome.summary["results"] == N
+
+
+def test_disk_full_by_file_size_limit_ends_with_one_line(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    config = _config(tmp_path, run_dir)
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+
+    def limit() -> None:  # in the child only: results.jsonl hits EFBIG mid-group
+        resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+
+    proc = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    _assert_disk_full_then_resume(proc, run_dir, config)
+
+
+def test_disk_full_on_a_real_small_filesystem(tmp_path: Path) -> None:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", f"tj-{uuid.uuid4().hex[:8]}", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        run_dir = mnt / "run"
+        config = _config(tmp_path, run_dir, )
+        config["dataset"]["path"] = str(_dataset(tmp_path, N))
+        filler = mnt / "filler"
+        filler.write_bytes(b"\0" * (256 * 1024 - 48 * 1024))  # leave ~48 KiB: the run fills it
+        (tmp_path / "c.yaml").write_text(json.dumps(config))
+        proc = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+        filler.unlink()  # space is freed: the resume finishes
+        subprocess.run(["mount", "-o", "remount,size=4m", str(mnt)], check=True)
+        _assert_disk_full_then_resume(proc, run_dir, config)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
