@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
     sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
     sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
+    sim.add_argument("--window", choices=("bucket", "strict"), default="bucket",
+                     help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
+    sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
+    sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
     return p
 
 
@@ -389,7 +393,8 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
         err.print("--error-rate must be between 0 and 1")
         return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
-                       batch_completion_s=args.batch_completion_s)
+                       batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
+                       max_concurrency=args.max_concurrency)
 
     async def serve() -> None:
         runner, url = await start_simulator(config, args.port)
