@@ -19,7 +19,9 @@ Printed:
   `--window strict` (a 60-second sliding window) every full window of
   requests adds 60 s. The in-flight cap adds one latency per round of
   `max_in_flight` requests still to send once the limits allow them
-  (the measured p50 latency);
+  (the measured p50 latency), or, when the client is slower (a busy
+  machine), what those requests take at the peak rate the simulator saw
+  in any one second;
 - achieved RPM and TPM as shares of the limits, over the whole span (above
   1.0 when the initial full bucket is a large part of the work) and after
   the first full bucket (the sustained rate); both n/a when all the work
@@ -89,14 +91,19 @@ def calibrate(target: int = 1800) -> int:
     return words
 
 
-def ideal_span(requests: int, tokens: int, window: str, latency_s: float) -> float:
-    """Seconds from first to last request in the best schedule the limits and the in-flight cap allow.
+def ideal_span(requests: int, tokens: int, window: str, latency_s: float, peak_rps: float) -> float:
+    """Seconds from first to last request in the best schedule the limits, the in-flight cap and the client allow.
 
-    `latency_s` is the measured provider latency (on a busy machine it exceeds the simulator's own).
+    `latency_s` is the measured provider latency and `peak_rps` the most
+    requests the simulator received in one second: on a busy machine the
+    client's own speed, not the limits, sets how fast a burst goes out.
     """
     if requests == 0:
         return 0.0
-    rounds = lambda n: max(0, math.ceil(n / IN_FLIGHT) - 1) * latency_s  # noqa: E731
+
+    def rounds(n: int) -> float:
+        return max(max(0, math.ceil(n / IN_FLIGHT) - 1) * latency_s, (n - 1) / peak_rps if peak_rps else 0.0)
+
     if window == "bucket":
         return max((tokens - TPM) / (TPM / 60), (requests - RPM) / (RPM / 60), rounds(requests), 0.0)
     per_window = min(RPM, max(1, int(TPM // (tokens / requests))))
@@ -153,7 +160,8 @@ def main() -> None:
 
     n, tokens = s["requests"], s["input_tokens"] + s["output_tokens"]
     span = s["last_request"] - s["first_request"]
-    ideal = ideal_span(s["answered"], tokens, args.window, summary["judge"]["latency_p50_s"])
+    peak_rps = max(s["arrivals_per_s"].values(), default=0)
+    ideal = ideal_span(s["answered"], tokens, args.window, summary["judge"]["latency_p50_s"], peak_rps)
     beyond_first_minute = tokens > TPM or s["answered"] > RPM
     judge = summary["judge"]
     ok = summary["status"].get("ok", 0)
@@ -162,6 +170,7 @@ def main() -> None:
         ("mean prompt tokens", f"{s['input_tokens'] / max(1, s['answered']):,.0f}"),
         ("requests sent / answered", f"{n:,} / {s['answered']:,}"),
         ("tokens charged (prompt + completion)", f"{tokens:,}"),
+        ("peak requests in one second", f"{peak_rps}"),
         ("ideal span the limits allow", f"{ideal:.1f} s"),
         ("actual span, first to last request", f"{span:.1f} s"),
         ("efficiency (ideal / actual)", f"{ideal / span:.3f}" if span else "n/a"),

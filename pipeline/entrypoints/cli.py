@@ -32,6 +32,7 @@ from tracejudge.core import log
 from tracejudge.core.config import load_config
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.version import __version__
+from tracejudge.entrypoints import bench
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
@@ -84,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call")
     est.add_argument("config", type=Path)
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    bench.add_parser(sub)
 
     sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
     sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
@@ -151,6 +154,8 @@ def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
     if args.command == "simulate":
         return _cmd_simulate(args, err)
+    if args.command == "bench":
+        return bench.command(args, err)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)

@@ -127,6 +127,8 @@ class SimStats:
     batch_downloads: int = 0
     first_request: float | None = None
     last_request: float | None = None
+    # Requests that arrived in each whole second since the first (a bounded timeline for benchmarks).
+    arrivals_per_s: dict[int, int] = field(default_factory=dict)
 
 
 class _Bucket:
@@ -443,6 +445,8 @@ def build_app(config: SimConfig) -> web.Application:
         st.by_path[request.path] = st.by_path.get(request.path, 0) + 1
         st.first_request = st.first_request or now
         st.last_request = now
+        second = int(now - st.first_request)
+        st.arrivals_per_s[second] = st.arrivals_per_s.get(second, 0) + 1
         try:
             body = await request.json()
         except ValueError:
