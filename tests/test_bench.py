@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,18 @@ def bench(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, dict | No
     return proc, json.loads(out.read_text()) if out.exists() else None
 
 
+def reference_latency(url: str, n: int = 15) -> float:
+    """p50 seconds of `n` one-at-a-time requests sent directly to the simulator."""
+    body = json.dumps({"model": "gpt-4o-mini", "max_tokens": 50, "messages": [{"role": "user", "content": "judge this"}]}).encode()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(urllib.request.Request(url + "/v1/chat/completions", data=body, headers={"content-type": "application/json"}), timeout=10) as r:
+            r.read()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[n // 2]
+
+
 def synthetic(url: str, *more: str) -> list[str]:
     return ["--synthetic", "--provider", "openai", "--base-url", url + "/v1", "--prompt-tokens", "100", "--max-tokens", "50", *more]
 
@@ -29,12 +43,14 @@ def test_rate_limited_endpoint_sustained_rate_and_latency(simulator, tmp_path):
     # 150-token requests: 600 of them use 90,000 of the 200,000 tokens, so requests bind.
     _, report = bench(*synthetic(sim.url, "--requests", "2000", "--duration", "3"), cwd=tmp_path)
     m = report["measured"]
+    assert sim.stats.requests == report["requests_sent"]
     assert report["headers"] == {"present": True, "limit_requests": 600, "limit_tokens": 200_000}
     assert abs(m["rpm"] - 600) <= 60, m
-    assert abs(m["latency_p50_s"] - 0.100) <= 0.010, m
+    # The simulator answers after 100 ms; what a plain client sees on this machine right now, side by side,
+    # is the reference (on a quiet machine it is 100 ms plus a millisecond or two).
+    assert 0.100 <= m["latency_p50_s"] <= 1.10 * max(0.100, reference_latency(sim.url)), m
     assert m["rate_limited_share"] < 0.01
     assert report["recommended_limits"]["rpm"] == 600 and report["recommended_limits"]["tpm"] == 200_000
-    assert sim.stats.requests == report["requests_sent"]
 
 
 def test_knee_of_a_server_without_rate_headers(simulator, tmp_path):

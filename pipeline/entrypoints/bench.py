@@ -306,6 +306,10 @@ async def _ramp(bench: _Bench, start_level: int, max_level: int) -> tuple[int, l
         prev = steps[-2] if len(steps) > 1 else None
         if bench.state.stop:
             return (prev or got)["level"] if got["answered"] == 0 else got["level"], steps, f"{bench.state.stop} reached during the ramp"
+        if got["answered"] == 0:
+            kinds = sorted({a.outcome for a in bench.state.attempts[-got["requests"]:]})
+            bench.state.stop = bench.state.stop or "errors"
+            return (prev or got)["level"], steps, f"no answer at {level} in flight ({', '.join(kinds)})"
         if got["rate_limited"]:
             return (prev or got)["level"], steps, f"429s at {level} in flight"
         base_p95 = steps[0]["p95_s"]
@@ -321,28 +325,34 @@ async def _ramp(bench: _Bench, start_level: int, max_level: int) -> tuple[int, l
 # ---------------------------------------------------------------------- report
 
 
-def _binding(attempts: list[Attempt]) -> tuple[list[Attempt], str | None]:
-    """The attempts after the provider's allowance ran low (its headers' remaining under `LOW` of the limit) and which limit it was.
+def _binding(attempts: list[Attempt]) -> tuple[list[Attempt], str | None, float]:
+    """Where the provider's allowance ran low (its headers' remaining under `LOW` of the limit).
 
-    Before that point a bucket that started full (or a fresh window) lets a
-    burst through that no client can sustain. `None` when no limit ran low
-    with at least half of the phase left to measure.
+    Returns the attempts answered after that point, which limit it was, and
+    how much of that limit the provider still had there and no longer had
+    at the end (the allowance left to spend, not sustained capacity). Before
+    that point a bucket that started full (or a fresh window) lets a burst
+    through that no client can sustain. `(attempts, None, 0)` when no limit
+    ran low with at least half of the phase left to measure.
     """
     if not attempts:
-        return attempts, None
+        return attempts, None, 0.0
     end = max(a.start_s for a in attempts)
+    last = next((a.rate for a in reversed(attempts) if a.rate is not None), None)
     for i, a in enumerate(attempts):
         r = a.rate
         if r is None:
             continue
-        low = [kind for kind, rem, lim in (("requests", r.remaining_requests, r.limit_requests), ("tokens", r.remaining_tokens, r.limit_tokens))
-               if rem is not None and lim and rem < LOW * lim]
+        low = [(kind, rem, end_rem) for kind, rem, lim, end_rem in (
+            ("requests", r.remaining_requests, r.limit_requests, last.remaining_requests if last else None),
+            ("tokens", r.remaining_tokens, r.limit_tokens, last.remaining_tokens if last else None)) if rem is not None and lim and rem < LOW * lim]
         if low:
             start = a.start_s + a.latency_s
             if end - start < 0.5 * (end - attempts[0].start_s):
-                return attempts, None
-            return [b for b in attempts[i + 1:] if b.start_s >= start], low[0]
-    return attempts, None
+                return attempts, None, 0.0
+            kind, rem, end_rem = low[0]
+            return [b for b in attempts[i + 1:] if b.start_s >= start], kind, float(max(0, rem - (end_rem or 0)))
+    return attempts, None, 0.0
 
 
 def _measured(attempts: list[Attempt], limits: dict[str, Any]) -> dict[str, Any]:
@@ -354,7 +364,7 @@ def _measured(attempts: list[Attempt], limits: dict[str, Any]) -> dict[str, Any]
     higher than those (a short bench cannot wait out a full bucket).
     """
     attempts = sorted(attempts, key=lambda a: a.start_s + a.latency_s)
-    attempts, binding = _binding(attempts)
+    attempts, binding, drawn = _binding(attempts)
     ok = [a for a in attempts if a.outcome == "ok"]
     if not attempts:
         return {}
@@ -372,7 +382,11 @@ def _measured(attempts: list[Attempt], limits: dict[str, Any]) -> dict[str, Any]
             kinds[a.outcome] = kinds.get(a.outcome, 0) + 1
     rpm, tpm = len(ok) / minutes, (tin + tout) / minutes
     scale = 1.0
-    if binding is None:
+    if binding is not None and (rpm if binding == "requests" else tpm) > 0:
+        # What the provider refilled is what was used, less the leftover allowance that was spent.
+        used = len(ok) if binding == "requests" else tin + tout
+        scale = max(0.0, used - drawn) / used
+    else:
         if limits.get("limit_requests") and rpm > limits["limit_requests"]:
             scale, binding = limits["limit_requests"] / rpm, "requests"
         if limits.get("limit_tokens") and tpm * scale > limits["limit_tokens"]:
@@ -436,7 +450,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
     m, p = report["measured"], report.get("projection")
     table = Table(title=f"judge bench: {report['model']} at {report['endpoint']}", title_justify="left")
     table.add_column("figure")
-    table.add_column("value", justify="right")
+    table.add_column("value")
 
     def ms(v: float | None) -> str:
         return f"{v * 1000:,.0f} ms" if v is not None else "n/a"
@@ -446,7 +460,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
         ("ramp (in flight: answered/min)", ramp),
         ("ramp stopped", report["ramp_stopped"]),
         ("held level (in flight)", str(report["best_level"])),
-        ("rate-limit headers", (f"{report['headers'].get('limit_requests') or '-'} RPM, {report['headers'].get('limit_tokens') or '-'} TPM "
+        ("rate-limit headers", (f"{_num(report['headers'].get('limit_requests'))} RPM, {_num(report['headers'].get('limit_tokens'))} TPM "
                                 f"({report['window']} limits)") if report["headers"]["present"] else "none (measured by the knee)"),
         ("measured phase", f"{m.get('seconds', 0):.1f} s, {m.get('requests', 0)} requests"),
         ("sustained requests/min", f"{m.get('rpm', 0):,.0f} (bound by {m.get('binds', 'n/a')})"),
@@ -469,6 +483,10 @@ def _print(report: dict[str, Any], console: Console) -> None:
     console.print(table)
     lim = report["recommended_limits"]
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
+
+
+def _num(v: int | None) -> str:
+    return f"{v:,}" if v else "-"
 
 
 def _duration(seconds: float) -> str:
@@ -523,8 +541,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
 
 
 def command(args: argparse.Namespace, err: Console) -> int:
-    """Run `tracejudge bench`; returns the exit status (2 for a bad config or flags)."""
-    from tracejudge.entrypoints.cli import EXIT_BAD_INPUT, EXIT_OK
+    """Run `tracejudge bench`; returns the exit status: 0, 1 when no request was answered, 2 for a bad config or flags."""
+    from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
 
     try:
         config = _config(args)
@@ -559,6 +577,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
     _print(report, console)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    if not report["measured"].get("answered"):
+        err.print(f"bench failed: no request was answered ({report['ramp_stopped']})", highlight=False)
+        return EXIT_ASSERTION
     return EXIT_OK
 
 
