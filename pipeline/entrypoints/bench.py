@@ -50,6 +50,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from rich.console import Console
@@ -80,6 +81,9 @@ from tracejudge.llm.ratelimit import AdaptiveLimiter
 __all__ = ["BenchRequest", "add_parser", "build_sample", "command", "synthetic_requests"]
 
 GROWTH = 1.25
+# The provider counts a prompt its own way (its tokenizer, its framing): the worst case held
+# against the cost cap allows it 10 % more than tiktoken says.
+PROMPT_MARGIN = 1.1
 # A limit whose remaining allowance is under this share of it binds.
 LOW = 0.05
 # A ramp level ends after its requests or this many seconds (a paced level is a plateau).
@@ -223,8 +227,9 @@ class _Bench:
             return False
         br = self.requests[self._next % len(self.requests)]
         self._next += 1
-        worst = br.prompt_tokens + br.request.max_tokens
-        held = self.budget.reserve(worst, self._cost(br.prompt_tokens, br.request.max_tokens))
+        prompt = math.ceil(br.prompt_tokens * PROMPT_MARGIN)
+        worst = prompt + br.request.max_tokens
+        held = self.budget.reserve(worst, self._cost(prompt, br.request.max_tokens))
         if held is None:
             st.stop = "cost cap"
             return False
@@ -254,7 +259,7 @@ class _Bench:
             return True
         except BaseException:
             self.limiter.settle(permit, "timeout")
-            self.budget.settle(held, worst, self._cost(br.prompt_tokens, br.request.max_tokens))
+            self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
         att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
         self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)
@@ -441,6 +446,7 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
 
 
 def _recommend(best: int, measured: dict[str, Any], headers: dict[str, Any], window: str) -> dict[str, Any]:
+    """The `limits:` block: the provider's own limits when its headers gave them, else the sustained rates; the knee as in-flight cap."""
     rpm = headers.get("limit_requests") or max(1, int(measured.get("rpm") or 1))
     tpm = headers.get("limit_tokens") or max(1, int(measured.get("tpm") or 1))
     return {"rpm": int(rpm), "tpm": int(tpm), "max_in_flight": best, "window": window}
@@ -483,6 +489,12 @@ def _print(report: dict[str, Any], console: Console) -> None:
     console.print(table)
     lim = report["recommended_limits"]
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
+
+
+def _public_url(url: str) -> str:
+    """`url` without credentials or query (a key can hide in either)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else parts.netloc, parts.path, "", ""))
 
 
 def _num(v: int | None) -> str:
@@ -562,7 +574,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         return EXIT_BAD_INPUT
     price = price_for(cfg.model, cfg.prices)
     console = Console()
-    dearest = max(price.cost(r.prompt_tokens, r.request.max_tokens) for r in requests) if price else 0.0
+    dearest = max(price.cost(math.ceil(r.prompt_tokens * PROMPT_MARGIN), r.request.max_tokens) for r in requests) if price else 0.0
     most = min(args.requests * dearest, args.max_cost_usd)
     sizes = sorted(r.prompt_tokens for r in requests)
     console.print(f"bench plan: {len(requests)} distinct requests (prompt tokens {sizes[0]:,}–{sizes[-1]:,}, median {sizes[len(sizes) // 2]:,}; "
@@ -594,8 +606,8 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
         runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed))
         base = url + "/v1"
     protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
-    window = config.limits.window if config.dataset is not None else "auto"
-    limiter = AdaptiveLimiter(UNLIMITED_RPM, UNLIMITED_TPM, 1, window)
+    # The limits are what the bench finds out; how they are counted may be known already.
+    limiter = AdaptiveLimiter(UNLIMITED_RPM, UNLIMITED_TPM, 1, config.limits.window)
     budget = InProcessBudget(None, args.max_cost_usd)
     try:
         async with open_session(args.max_level) as session:
@@ -610,13 +622,14 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
     attempts = bench.state.attempts
     headers = _headers_seen(attempts)
     measured = _measured(held or [a for a in attempts if a.level == best], headers)
-    mode = limiter.mode if headers["present"] else "auto"
+    # Without headers nothing tells a bucket from a window: keep what the config says.
+    mode = limiter.mode if headers["present"] else config.limits.window
     report: dict[str, Any] = {
-        "model": cfg.model, "provider": cfg.provider, "endpoint": (base or DEFAULT_BASE_URLS.get(cfg.provider, "")).split("?")[0],
+        "model": cfg.model, "provider": cfg.provider, "endpoint": _public_url(base or DEFAULT_BASE_URLS.get(cfg.provider, "")),
         "ramp": steps, "ramp_stopped": why, "best_level": best, "headers": headers, "window": mode,
         "measured": measured, "requests_sent": bench.state.sent, "spent_usd": round(budget.spent_usd, 6),
         "stopped_by": bench.state.stop or "duration",
-        "recommended_limits": _recommend(best, measured, headers, mode if mode != "auto" else config.limits.window if config.dataset is not None else "auto"),
+        "recommended_limits": _recommend(best, measured, headers, mode),
     }
     report["projection"] = _project(config, attempts, measured, price, cfg.provider) if config.dataset is not None and measured else None
     report["attempts"] = [{k: v for k, v in asdict(a).items() if k != "rate"} for a in attempts]
