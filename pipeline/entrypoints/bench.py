@@ -38,7 +38,9 @@ the full sweep of the config's dataset from `tracejudge.stages.judge.estimate`
 (every request built and tiktoken-counted) scaled by the provider's own
 count of the sample's prompts, with output tokens per question as measured
 per metric: wall time at the sustained rate and dollars, synchronously and
-through the batch API at batch prices; and the `limits:` block to paste.
+through the batch API at batch prices, and grouped `GROUP` items per request
+(`judge.items_per_request`) when the config asks one item per request; and
+the `limits:` block to paste.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ from tracejudge.llm.ratelimit import AdaptiveLimiter
 __all__ = ["BenchRequest", "add_parser", "build_sample", "command", "synthetic_requests"]
 
 GROWTH = 1.25
+# Items per request of the grouped-requests projection.
+GROUP = 10
 # The provider counts a prompt its own way (its tokenizer, its framing): the worst case held
 # against the cost cap allows it 10 % more than tiktoken says.
 PROMPT_MARGIN = 1.1
@@ -423,24 +427,38 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
     ok = [a for a in attempts if a.outcome == "ok"]
     if not ok:
         return None
-    est = estimate(config)
     ratio = sum(a.input_tokens for a in ok) / max(1, sum(a.estimate for a in ok))
     cached_share = measured.get("cached_token_share") or 0.0
     # Reply length grows with the questions asked: project output tokens per question, per metric.
     overall = sum(a.output_tokens for a in ok) / max(1, sum(a.questions for a in ok))
-    requests = tin = tout = 0
-    for key, e in est["metrics"].items():
-        mine = [a for a in ok if a.metric == key]
-        per_question = sum(a.output_tokens for a in mine) / max(1, sum(a.questions for a in mine)) if mine else overall
-        requests += e.requests - e.cache_hits
-        tin += round(e.input_tokens * ratio)
-        tout += round(e.questions * per_question)
-    cached = round(tin * cached_share)
-    minutes = max(requests / measured["rpm"] if measured.get("rpm") else math.inf,
-                  (tin + tout) / measured["tpm"] if measured.get("tpm") else math.inf)
-    modes: dict[str, Any] = {"sync": {"wall_s": round(minutes * 60, 1), "usd": round(price.cost(tin, tout, cached), 6) if price else None}}
+
+    def sweep(est: dict[str, Any]) -> tuple[int, int, int]:
+        requests = tin = tout = 0
+        for key, e in est["metrics"].items():
+            mine = [a for a in ok if a.metric == key]
+            per_question = sum(a.output_tokens for a in mine) / max(1, sum(a.questions for a in mine)) if mine else overall
+            requests += e.requests - e.cache_hits
+            tin += round(e.input_tokens * ratio)
+            tout += round(e.questions * per_question)
+        return requests, tin, tout
+
+    def mode(requests: int, tin: int, tout: int) -> dict[str, Any]:
+        minutes = max(requests / measured["rpm"] if measured.get("rpm") else math.inf,
+                      (tin + tout) / measured["tpm"] if measured.get("tpm") else math.inf)
+        return {"requests": requests, "wall_s": round(minutes * 60, 1),
+                "usd": round(price.cost(tin, tout, round(tin * cached_share)), 6) if price else None}
+
+    est = estimate(config)
+    requests, tin, tout = sweep(est)
+    modes: dict[str, Any] = {"sync": mode(requests, tin, tout)}
+    cfg = config.judge or JudgeConfig()
+    if cfg.items_per_request == 1:
+        # Grouped requests (`judge.items_per_request`), at the measured rate: fewer requests, the fixed prompt paid once per group.
+        grouped = config.model_copy(update={"judge": cfg.model_copy(update={"items_per_request": GROUP})})
+        modes[f"grouped ({GROUP} per request)"] = mode(*sweep(estimate(grouped)))
     if provider in ("openai", "anthropic", "simulator"):
-        modes["batch"] = {"wall_s": None, "wall": BATCH_WINDOW, "usd": round(price.batch_cost(tin, tout, cached), 6) if price else None}
+        modes["batch"] = {"requests": requests, "wall_s": None, "wall": BATCH_WINDOW,
+                          "usd": round(price.batch_cost(tin, tout, round(tin * cached_share)), 6) if price else None}
     return {"cases": est["total"].cases, "requests": requests, "cache_hits": est["total"].cache_hits, "input_tokens": tin, "output_tokens": tout,
             "provider_prompt_ratio": round(ratio, 4), "priced": price is not None, "modes": modes}
 
@@ -483,7 +501,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
         for mode, v in p["modes"].items():
             wall = v.get("wall") or _duration(v["wall_s"])
             usd = f"${v['usd']:,.2f}" if v["usd"] is not None else "no price"
-            rows.append((f"  {mode}", f"{wall}, {usd}"))
+            rows.append((f"  {mode}", f"{v['requests']:,} requests, {wall}, {usd}"))
     for k, v in rows:
         table.add_row(k, escape(v))
     console.print(table)
