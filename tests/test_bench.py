@@ -41,7 +41,7 @@ def synthetic(url: str, *more: str) -> list[str]:
 def test_rate_limited_endpoint_sustained_rate_and_latency(simulator, tmp_path):
     sim = simulator(rpm=600, tpm=200_000, latency_ms=100)
     # 150-token requests: 600 of them use 90,000 of the 200,000 tokens, so requests bind.
-    _, report = bench(*synthetic(sim.url, "--requests", "2000", "--duration", "3"), cwd=tmp_path)
+    _, report = bench(*synthetic(sim.url, "--requests", "2000", "--duration", "4"), cwd=tmp_path)
     m = report["measured"]
     assert sim.stats.requests == report["requests_sent"]
     assert report["headers"] == {"present": True, "limit_requests": 600, "limit_tokens": 200_000}
@@ -49,7 +49,7 @@ def test_rate_limited_endpoint_sustained_rate_and_latency(simulator, tmp_path):
     # The simulator answers after 100 ms; what a plain client sees on this machine right now, side by side,
     # is the reference (on a quiet machine it is 100 ms plus a millisecond or two).
     assert 0.100 <= m["latency_p50_s"] <= 1.10 * max(0.100, reference_latency(sim.url)), m
-    assert m["rate_limited_share"] < 0.01
+    assert sim.stats.rate_limited <= 0.01 * sim.stats.requests  # paced by the headers: no 429 storm
     assert report["recommended_limits"]["rpm"] == 600 and report["recommended_limits"]["tpm"] == 200_000
 
 

@@ -83,13 +83,15 @@ from tracejudge.llm.ratelimit import AdaptiveLimiter
 __all__ = ["BenchRequest", "add_parser", "build_sample", "command", "synthetic_requests"]
 
 GROWTH = 1.25
+# The steady part must be at least this share of the measured phase to stand for it.
+MEASURED_SHARE = 0.3
 # Items per request of the grouped-requests projection.
 GROUP = 10
 # The provider counts a prompt its own way (its tokenizer, its framing): the worst case held
 # against the cost cap allows it 10 % more than tiktoken says.
 PROMPT_MARGIN = 1.1
-# A limit whose remaining allowance is under this share of it binds.
-LOW = 0.05
+# A limit whose remaining allowance is under this share of it (or one request) binds.
+LOW = 0.01
 # A ramp level ends after its requests or this many seconds (a paced level is a plateau).
 STEP_S = 2.0
 MAX_LEVEL = 1024
@@ -342,7 +344,7 @@ def _binding(attempts: list[Attempt]) -> tuple[list[Attempt], str | None, float]
     at the end (the allowance left to spend, not sustained capacity). Before
     that point a bucket that started full (or a fresh window) lets a burst
     through that no client can sustain. `(attempts, None, 0)` when no limit
-    ran low with at least half of the phase left to measure.
+    ran low with at least `MEASURED_SHARE` of the phase left to measure.
     """
     if not attempts:
         return attempts, None, 0.0
@@ -354,10 +356,10 @@ def _binding(attempts: list[Attempt]) -> tuple[list[Attempt], str | None, float]
             continue
         low = [(kind, rem, end_rem) for kind, rem, lim, end_rem in (
             ("requests", r.remaining_requests, r.limit_requests, last.remaining_requests if last else None),
-            ("tokens", r.remaining_tokens, r.limit_tokens, last.remaining_tokens if last else None)) if rem is not None and lim and rem < LOW * lim]
+            ("tokens", r.remaining_tokens, r.limit_tokens, last.remaining_tokens if last else None)) if rem is not None and lim and rem <= max(LOW * lim, 1 if kind == "requests" else 0)]
         if low:
             start = a.start_s + a.latency_s
-            if end - start < 0.5 * (end - attempts[0].start_s):
+            if end - start < MEASURED_SHARE * (end - attempts[0].start_s):
                 return attempts, None, 0.0
             kind, rem, end_rem = low[0]
             return [b for b in attempts[i + 1:] if b.start_s >= start], kind, float(max(0, rem - (end_rem or 0)))
