@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -102,26 +103,74 @@ class _Log:
     """What we sent within the window, for one limit: serial → [amount, expires, settled_at].
 
     `expires` and `settled_at` are `None` while the request is in flight (it
-    counts, and no time is known yet at which it leaves the provider's window).
+    counts, and no time is known yet at which it leaves the provider's
+    window). `total` is kept as entries come and go, and the settled ones
+    are queued by expiry, so admission costs the few entries it looks at,
+    not the whole window (tens of thousands at high RPM).
     """
 
     def __init__(self) -> None:
         self.entries: dict[int, list] = {}
+        self.total = 0.0
+        self._by_expiry: deque[int] = deque()
+        self._sorted = True
+
+    def add(self, serial: int, amount: float, expires: float | None = None, settled_at: float | None = None) -> None:
+        self.entries[serial] = [amount, expires, settled_at]
+        self.total += amount
+        if expires is not None:
+            self._enqueue(serial, expires)
+
+    def drop(self, serial: int) -> None:
+        entry = self.entries.pop(serial, None)
+        if entry is not None:
+            self.total -= entry[0]
+
+    def settle(self, serial: int, amount: float, expires: float, now: float) -> None:
+        entry = self.entries.get(serial)
+        if entry is None:
+            return
+        self.total += amount - entry[0]
+        entry[:] = [amount, expires, now]
+        self._enqueue(serial, expires)
+
+    def _enqueue(self, serial: int, expires: float) -> None:
+        # Settled entries expire in the order they settle; a phantom or a capped entry may not.
+        if self._by_expiry and (last := self.entries.get(self._by_expiry[-1])) is not None and last[1] > expires:
+            self._sorted = False
+        self._by_expiry.append(serial)
+
+    def _order(self) -> deque[int]:
+        if not self._sorted:
+            live = [s for s in dict.fromkeys(self._by_expiry) if s in self.entries and self.entries[s][1] is not None]
+            self._by_expiry = deque(sorted(live, key=lambda s: self.entries[s][1]))
+            self._sorted = True
+        return self._by_expiry
 
     def used(self, now: float) -> float:
-        for serial in [s for s, (_, exp, _) in self.entries.items() if exp is not None and exp <= now]:
-            del self.entries[serial]
-        return sum(entry[0] for entry in self.entries.values())
+        order = self._order()
+        while order:
+            entry = self.entries.get(order[0])
+            if entry is not None and entry[1] is not None and entry[1] > now:
+                break
+            serial = order.popleft()
+            if entry is not None and entry[1] is not None:
+                del self.entries[serial]
+                self.total -= entry[0]
+        return self.total
 
     def wait_for(self, amount: float, capacity: float, now: float) -> float | None:
         """Seconds until `amount` fits under `capacity`; `None` when it depends on requests still in flight."""
         excess = self.used(now) + amount - capacity
         if excess <= 0:
             return 0.0
-        for freed, exp, _ in sorted((e for e in self.entries.values() if e[1] is not None), key=lambda e: e[1]):
-            excess -= freed
+        for serial in self._order():
+            entry = self.entries.get(serial)
+            if entry is None or entry[1] is None:
+                continue
+            excess -= entry[0]
             if excess <= 0:
-                return exp - now
+                return float(entry[1] - now)
         return None
 
     def cap_expiry(self, latest: float, settled_before: float) -> None:
@@ -129,9 +178,15 @@ class _Log:
 
         Only those entries surely reached the provider before the request whose reply said so.
         """
-        for entry in self.entries.values():
-            if entry[1] is not None and entry[2] <= settled_before and entry[1] > latest:
+        for serial in reversed(self._order()):
+            entry = self.entries.get(serial)
+            if entry is None or entry[1] is None:
+                continue
+            if entry[1] <= latest:
+                break
+            if entry[2] <= settled_before:
                 entry[1] = latest
+                self._sorted = False
 
 
 class AdaptiveLimiter:
@@ -206,8 +261,8 @@ class AdaptiveLimiter:
             self.requests.level -= 1
             self.tokens.level -= tokens
             serial = next(self._serials)
-            self.request_log.entries[serial] = [1.0, None, None]
-            self.token_log.entries[serial] = [float(tokens), None, None]
+            self.request_log.add(serial, 1.0)
+            self.token_log.add(serial, float(tokens))
             self.in_flight += 1
             return Permit(tokens, now - t0, now, serial)
 
@@ -223,16 +278,15 @@ class AdaptiveLimiter:
             # Providers do not charge refused requests: give the reservation back.
             self.requests.level = min(self.requests.capacity, self.requests.level + 1)
             self.tokens.level = min(self.tokens.capacity, self.tokens.level + permit.tokens)
-            self.request_log.entries.pop(permit.serial, None)
-            self.token_log.entries.pop(permit.serial, None)
+            self.request_log.drop(permit.serial)
+            self.token_log.drop(permit.serial)
         else:
             if used_tokens is not None:
                 self.tokens.level = min(self.tokens.capacity, self.tokens.level + max(0, permit.tokens - used_tokens))
             # The provider stamped the request when it arrived, before this reply: an entry
             # stamped now leaves our window no earlier than it leaves the provider's.
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
-                if permit.serial in log.entries:
-                    log.entries[permit.serial] = [amount, now + self.window_s, now]
+                log.settle(permit.serial, amount, now + self.window_s, now)
         if rate is not None:
             self._follow(rate, now, permit.admitted_at, exact=outcome == "rate_limited")
         if outcome == "rate_limited":
@@ -289,4 +343,4 @@ class AdaptiveLimiter:
                 # What the provider counts beyond our own log is someone else's: it leaves by the reset.
                 unseen = (capacity - remaining) - log.used(now) - slack
                 if unseen > 0:
-                    log.entries[-next(self._serials)] = [unseen, now + reset, now]
+                    log.add(-next(self._serials), unseen, now + reset, now)
