@@ -149,11 +149,17 @@ class JudgeConfig(_Strict):
 
 
 class LimitsConfig(_Strict):
-    """Judge rate limits: requests/min, tokens/min (input + output), requests in flight."""
+    """Judge rate limits: requests/min, tokens/min (input + output), requests in flight.
+
+    `window`: how the provider counts them — `bucket` (refilling
+    continuously), `strict` (a 60-second window), or `auto` (a bucket until
+    the provider's rate-limit headers show a window).
+    """
 
     rpm: int = Field(default=3000, ge=1)
     tpm: int = Field(default=1_000_000, ge=1)
     max_in_flight: int = Field(default=64, ge=1)
+    window: Literal["auto", "bucket", "strict"] = "auto"
 
 
 class BudgetConfig(_Strict):

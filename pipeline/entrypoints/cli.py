@@ -37,6 +37,7 @@ from tracejudge.core import log
 from tracejudge.core.config import load_config
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.version import __version__
+from tracejudge.entrypoints import bench
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
@@ -91,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("config", type=Path)
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
 
+    bench.add_parser(sub)
+
     sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
     sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
     sim.add_argument("--latency-ms", type=float, default=0.0, help="delay before each answer, milliseconds")
@@ -99,6 +102,10 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
     sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
     sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
+    sim.add_argument("--window", choices=("bucket", "strict"), default="bucket",
+                     help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
+    sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
+    sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)")
     view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (default: every one under runs/)")
     view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
@@ -184,6 +191,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         from tracejudge.viewer.app import serve_command
 
         return serve_command(args.run_dirs, args.port, args.baseline)
+    if args.command == "bench":
+        return bench.command(args, err)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
@@ -437,7 +446,8 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
         err.print("--error-rate must be between 0 and 1")
         return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
-                       batch_completion_s=args.batch_completion_s)
+                       batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
+                       max_concurrency=args.max_concurrency)
 
     async def serve() -> None:
         runner, url = await start_simulator(config, args.port)

@@ -16,16 +16,25 @@ of the request body and the seed (a hash picks enum values, booleans and
 integers; "yes" comes up about 3 times in 4), so the same request always
 gets the same answer and tests can assert exact values.
 
-Rate limits are token buckets that refill continuously, the model the
-providers document: `rpm` requests and `tpm` tokens per minute, each bucket
-starting full. A request is admitted when one request and its prompt tokens
-plus `max_tokens` are available; the unused part of `max_tokens` is given
-back when the reply is made, so a request costs prompt + completion tokens.
+Rate limits (`rpm` requests and `tpm` tokens per minute) are token buckets
+that refill continuously, starting full, the model the providers document;
+with `window="strict"` they are strict sliding windows of `window_s`
+seconds (60) instead: what arrived in the window counts in full until it
+leaves it. A request
+is admitted when one request and its prompt tokens plus `max_tokens` are
+available; the unused part of `max_tokens` is given back when the reply is
+made, so a request costs prompt + completion tokens.
 A refused request gets 429 with the providers' headers: `retry-after`
 (whole seconds, rounded up), `retry-after-ms`, `x-ratelimit-limit-*`,
 `x-ratelimit-remaining-*`, `x-ratelimit-reset-*` (OpenAI's `1.5s`/`6m0s`
 form) and `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`
-(RFC 3339). Successful replies carry the same headers.
+(RFC 3339); `reset` is the time until the limit is back to full. Successful
+replies carry the same headers. `rate_headers=False` sends none of them
+(a vLLM- or llama.cpp-like server: `retry-after` on a 429 only).
+
+`max_concurrency` C makes the server slow down past C requests in flight,
+as a GPU server does: a request arriving with n in flight takes
+`latency_ms` × max(1, n / C), so throughput stops growing at C.
 
 Faults: with probability `error_rate` a request gets one of a 500, a hang
 longer than any sane client timeout (`hang_s`), or a truncated reply
@@ -57,9 +66,10 @@ import random
 import socket
 import threading
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from tracejudge.llm.tokens import counter_for
@@ -91,6 +101,10 @@ class SimConfig:
     batch_expire_rate: float = 0.0
     batch_shuffle: bool = True
     batch_script: list[dict[str, Any]] = field(default_factory=list)
+    window: Literal["bucket", "strict"] = "bucket"
+    rate_headers: bool = True
+    max_concurrency: int | None = None
+    window_s: float = 60.0
 
 
 @dataclass
@@ -113,6 +127,8 @@ class SimStats:
     batch_downloads: int = 0
     first_request: float | None = None
     last_request: float | None = None
+    # Requests that arrived in each whole second since the first (a bounded timeline for benchmarks).
+    arrivals_per_s: dict[int, int] = field(default_factory=dict)
 
 
 class _Bucket:
@@ -124,17 +140,73 @@ class _Bucket:
         self.level = float(per_minute)
         self.t = time.monotonic()
 
-    def refill(self) -> float:
+    def remaining(self) -> float:
         now = time.monotonic()
         self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
         self.t = now
         return self.level
 
     def wait_for(self, amount: float) -> float:
-        return max(0.0, (amount - self.level) / self.rate)
+        return max(0.0, (amount - self.remaining()) / self.rate)
+
+    def charge(self, amount: float) -> list[float] | None:
+        self.remaining()
+        self.level -= amount
+        return None
+
+    def refund(self, entry: list[float] | None, amount: float) -> None:
+        self.level = min(self.capacity, self.remaining() + amount)
 
     def reset_s(self) -> float:
-        return max(0.0, (self.capacity - self.level) / self.rate)
+        return max(0.0, (self.capacity - self.remaining()) / self.rate)
+
+
+class _Window:
+    """A strict 60-second sliding window: what arrived in the last 60 s counts in full.
+
+    Entries are `[arrival time, amount]`, stamped when the request arrives.
+    `reset_s` is the time until the window is empty (the limit back to full),
+    the meaning OpenAI gives `x-ratelimit-reset-*`.
+    """
+
+    def __init__(self, per_minute: int, span_s: float = 60.0) -> None:
+        self.capacity = float(per_minute)
+        self.span_s = span_s
+        self.entries: deque[list[float]] = deque()
+
+    def _prune(self) -> float:
+        now = time.monotonic()
+        while self.entries and self.entries[0][0] + self.span_s <= now:
+            self.entries.popleft()
+        return now
+
+    def remaining(self) -> float:
+        self._prune()
+        return self.capacity - sum(amount for _, amount in self.entries)
+
+    def wait_for(self, amount: float) -> float:
+        excess = amount - self.remaining()
+        if excess <= 0:
+            return 0.0
+        now = time.monotonic()
+        for t, freed in self.entries:
+            excess -= freed
+            if excess <= 0:
+                return t + self.span_s - now
+        return self.span_s
+
+    def charge(self, amount: float) -> list[float] | None:
+        entry = [self._prune(), amount]
+        self.entries.append(entry)
+        return entry
+
+    def refund(self, entry: list[float] | None, amount: float) -> None:
+        if entry is not None:
+            entry[1] = max(0.0, entry[1] - amount)
+
+    def reset_s(self) -> float:
+        now = self._prune()
+        return self.entries[-1][0] + self.span_s - now if self.entries else 0.0
 
 
 def free_port() -> int:
@@ -163,9 +235,15 @@ class _Sim:
         self.stats = SimStats()
         self.rng = random.Random(config.seed)
         self.script = list(config.script)
-        self.req_bucket = _Bucket(config.rpm) if config.rpm else None
-        self.tok_bucket = _Bucket(config.tpm) if config.tpm else None
+        def limit(per_minute: int | None) -> _Bucket | _Window | None:
+            if not per_minute:
+                return None
+            return _Window(per_minute, config.window_s) if config.window == "strict" else _Bucket(per_minute)
+
+        self.req_bucket = limit(config.rpm)
+        self.tok_bucket = limit(config.tpm)
         self.serial = 0
+        self.in_flight = 0
 
     # ----------------------------------------------------------------- faults
 
@@ -180,39 +258,37 @@ class _Sim:
 
     def headers(self, anthropic: bool) -> dict[str, str]:
         h: dict[str, str] = {}
+        if not self.config.rate_headers:
+            return h
         for kind, b in (("requests", self.req_bucket), ("tokens", self.tok_bucket)):
             if b is None:
                 continue
-            b.refill()
+            remaining = str(max(0, int(b.remaining())))
             if anthropic:
                 h[f"anthropic-ratelimit-{kind}-limit"] = str(int(b.capacity))
-                h[f"anthropic-ratelimit-{kind}-remaining"] = str(int(b.level))
+                h[f"anthropic-ratelimit-{kind}-remaining"] = remaining
                 h[f"anthropic-ratelimit-{kind}-reset"] = _rfc3339(b.reset_s())
             else:
                 h[f"x-ratelimit-limit-{kind}"] = str(int(b.capacity))
-                h[f"x-ratelimit-remaining-{kind}"] = str(int(b.level))
+                h[f"x-ratelimit-remaining-{kind}"] = remaining
                 h[f"x-ratelimit-reset-{kind}"] = _duration(b.reset_s())
         return h
 
-    def admit(self, tokens: int) -> float:
-        """0 when admitted (buckets charged), else seconds until it would be."""
+    def admit(self, tokens: int) -> tuple[float, list[float] | None]:
+        """`(0, token entry)` when admitted (limits charged), else `(seconds until it would be, None)`."""
         wait = 0.0
         for b, need in ((self.req_bucket, 1), (self.tok_bucket, tokens)):
             if b is not None:
-                b.refill()
                 wait = max(wait, b.wait_for(need))
         if wait > 0:
-            return wait
+            return wait, None
         if self.req_bucket:
-            self.req_bucket.level -= 1
-        if self.tok_bucket:
-            self.tok_bucket.level -= tokens
-        return 0.0
+            self.req_bucket.charge(1)
+        return 0.0, self.tok_bucket.charge(tokens) if self.tok_bucket else None
 
-    def refund(self, tokens: int) -> None:
+    def refund(self, entry: list[float] | None, tokens: int) -> None:
         if self.tok_bucket and tokens > 0:
-            self.tok_bucket.refill()
-            self.tok_bucket.level = min(self.tok_bucket.capacity, self.tok_bucket.level + tokens)
+            self.tok_bucket.refund(entry, tokens)
 
     # ----------------------------------------------------------------- verdicts
 
@@ -369,6 +445,8 @@ def build_app(config: SimConfig) -> web.Application:
         st.by_path[request.path] = st.by_path.get(request.path, 0) + 1
         st.first_request = st.first_request or now
         st.last_request = now
+        second = int(now - st.first_request)
+        st.arrivals_per_s[second] = st.arrivals_per_s.get(second, 0) + 1
         try:
             body = await request.json()
         except ValueError:
@@ -389,26 +467,32 @@ def build_app(config: SimConfig) -> web.Application:
             return _error(429, kind, "simulated rate limit" if fault == "429" else "simulated daily quota exhausted", headers, anthropic)
         if sim.tok_bucket is not None and prompt_tokens + max_tokens > sim.tok_bucket.capacity:
             return _error(400, "invalid_request_error", f"request too large: {prompt_tokens + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
-        wait = sim.admit(prompt_tokens + max_tokens)
+        wait, entry = sim.admit(prompt_tokens + max_tokens)
         if wait > 0:
             st.rate_limited += 1
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
             return _error(429, "rate_limit_error", f"rate limit reached; retry in {wait:.3f}s", headers, anthropic)
 
-        if config.latency_ms:
-            await asyncio.sleep(config.latency_ms / 1000)
+        sim.in_flight += 1
+        try:
+            if config.latency_ms:
+                # Past `max_concurrency` in flight the server shares its capacity, as a GPU server does.
+                crowd = sim.in_flight / config.max_concurrency if config.max_concurrency else 1.0
+                await asyncio.sleep(config.latency_ms / 1000 * max(1.0, crowd))
+        finally:
+            sim.in_flight -= 1
         if fault == "500":
             st.server_errors += 1
-            sim.refund(prompt_tokens + max_tokens)
+            sim.refund(entry, prompt_tokens + max_tokens)
             return _error(500, "server_error", "simulated server error", sim.headers(anthropic), anthropic)
         if fault == "timeout":
             st.timeouts += 1
-            sim.refund(prompt_tokens + max_tokens)
+            sim.refund(entry, prompt_tokens + max_tokens)
             await asyncio.sleep(config.hang_s)
             return _error(504, "timeout", "simulated timeout", {}, anthropic)
 
         payload, completion = answer(sim, body, anthropic, fault, prompt_tokens)
-        sim.refund(max_tokens - completion)
+        sim.refund(entry, max_tokens - completion)
         return web.json_response(payload, headers=sim.headers(anthropic))
 
     async def stats(request: web.Request) -> web.Response:

@@ -43,6 +43,7 @@ class MetricEstimate:
     output_tokens: int = 0
     cost_usd: float = 0.0
     no_request: int = 0
+    questions: int = 0  # questions asked by the requests charged (not the cache hits)
 
 
 def estimate(config: RunConfig) -> dict[str, Any]:
@@ -58,7 +59,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     batch = cfg.mode == "batch"
     pending: dict[tuple[str, int], list[Item]] = {}
 
-    def charge(est: MetricEstimate, tin: int, tout: int) -> None:
+    def charge(est: MetricEstimate, tin: int, tout: int, questions: int) -> None:
+        est.questions += questions
         est.input_tokens += tin
         est.output_tokens += tout
         if price:
@@ -75,7 +77,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             for it in items:
                 it.id = item_id(it, cfg)
             req = build_multi_request(items, cfg)
-        charge(est, request_tokens(req), min(cfg.max_tokens * len(items), sum(cfg.expected_output_tokens * len(it.questions) for it in items)))
+        asked = sum(len(it.questions) for it in items)
+        charge(est, request_tokens(req), min(cfg.max_tokens * len(items), cfg.expected_output_tokens * asked), asked)
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
     invalid = 0
@@ -117,7 +120,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                             if cache.get(cache_key(comps)) is not None:
                                 est.cache_hits += 1
                                 continue
-                        charge(est, request_tokens(req), min(cfg.max_tokens, cfg.expected_output_tokens * len(group)))
+                        charge(est, request_tokens(req), min(cfg.max_tokens, cfg.expected_output_tokens * len(group)), len(group))
         for (key, _), items in pending.items():
             flush(key, items)
     finally:
@@ -125,7 +128,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             cache.close()
     total = MetricEstimate()
     for e in out.values():
-        for f in ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request"):
+        for f in ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions"):
             setattr(total, f, getattr(total, f) + getattr(e, f))
     return {"metrics": out, "total": total, "priced": price is not None, "model": cfg.model, "invalid_cases": invalid,
             "items_per_request": cfg.items_per_request, "mode": cfg.mode,

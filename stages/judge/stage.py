@@ -129,7 +129,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             state["cache"] = cache
             budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
                                      int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
-            limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
+            limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window)
             batch_runner: BatchRunner | None = None
             if cfg.mode == "batch":
                 protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
