@@ -125,7 +125,7 @@ class CpuJob:
                 pickle.dumps(self.metrics)
             except Exception as exc:  # local classes, lambdas, open handles: pickle says which
                 return f"a metric cannot be sent to a worker process ({type(exc).__name__}: {exc}); define it at module level"
-        if any(getattr(m, "aevaluate", None) is not None for m in self.build()[2]):
+        if any(_is_async(m) for m in self.build()[2]):
             return "a custom metric is async (aevaluate): it runs on the event loop"
         return None
 
@@ -183,6 +183,12 @@ class CpuJob:
         if item.case is not None and not self.keep_case:
             item.case = _light(item.case)
         return item
+
+
+def _is_async(metric: Any) -> bool:
+    # `@tracejudge.metric` classes say whether their function is async; other classes are async when they define `aevaluate`.
+    flag = getattr(metric, "is_async", None)
+    return bool(flag) if flag is not None else getattr(metric, "aevaluate", None) is not None
 
 
 def _light(case: Case) -> Case:
