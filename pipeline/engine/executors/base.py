@@ -14,6 +14,11 @@ directory — stays in the main process, on the loop. So an executor is only
         async def __aexit__(self, *exc) -> None: ...   # stop workers (also on cancellation)
         async def map(self, chunk: list[RawRecord]) -> list[Extracted]: ...
 
+An executor may also carry `judge_resources`, a factory `(config, prior) ->
+JudgeResources` (`tracejudge.stages.judge.stage`): the judge stage then
+takes its rate limiter, budget and cache from it (shared ones, for workers on
+other machines) instead of building in-process ones.
+
 An executor is built by a factory `(config, job) -> Executor` (see
 `tracejudge.engine.executors.open_executor`). The contract:
 

@@ -67,12 +67,14 @@ class ProcessExecutor:
         self.job = job
         self.processes = processes
         self.concurrency = 2 * processes
-        self.blob = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
-        self.key = hashlib.sha256(self.blob).hexdigest()
+        self.blob = b""
+        self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
         self.inline_left = INLINE_RECORDS if _builtin(job) else 0
 
     async def __aenter__(self) -> ProcessExecutor:
+        self.blob = pickle.dumps(self.job, protocol=pickle.HIGHEST_PROTOCOL)  # the job as it stands when the run starts
+        self.key = hashlib.sha256(self.blob).hexdigest()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
