@@ -109,10 +109,10 @@ def _sigterm_after(cmd: list[str], cwd: Path, env: dict[str, str], ready: Path |
 def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(tmp_path):
     _native(tmp_path / "cases.jsonl", 12, "a" * 200_000 + "b")
     (tmp_path / "run.yaml").write_text(
-        "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Regex, pattern: '^(a+)+$'}\nrun: {dir: out, processes: 2, chunk_size: 1}\n"
+        "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Regex, pattern: '^(a+)+$'}\nrun: {dir: out, processes: 2}\n"
     )
     cmd = [str(TRACEJUDGE), "run", "run.yaml", "--no-progress"]
-    proc, _ = _sigterm_after(cmd, tmp_path, dict(os.environ), tmp_path / "out" / "results.jsonl", 0.5)
+    proc, _ = _sigterm_after(cmd, tmp_path, dict(os.environ), None, 3.0)
     assert proc.returncode == 130, proc.communicate()
     done_before = len(_results(tmp_path / "out"))
     assert done_before < 12
@@ -126,7 +126,7 @@ def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(t
 def test_sigterm_kills_a_worker_stuck_in_a_c_call_and_resume_redoes_its_cases(tmp_path):
     _write_stuck_metric(tmp_path)
     _native(tmp_path / "cases.jsonl", 6, "done")
-    (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: 'stuckmetric:stuck'}\nrun: {dir: out, processes: 2, chunk_size: 1}\n")
+    (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: 'stuckmetric:stuck'}\nrun: {dir: out, processes: 2}\n")
     cmd = [str(TRACEJUDGE), "run", "run.yaml", "--no-progress"]
     env = {**os.environ, "STUCK_METRIC": "1"}
     # User code runs only in workers: nothing is written until one is stuck, so wait a moment for the pool.

@@ -204,6 +204,7 @@ class _Flow:
         self.trials = config.run.trials
         self.chunk = min(config.run.chunk_size, config.run.queue_size)
         self.capacity = max(2, config.run.queue_size // self.chunk)
+        self.raw_chunk = self.chunk
         self.admission = Admission(journal.done, journal.is_done, FirstSeen(size_hint=len(journal.done)), self.trials)
         self.new = 0
         self.read_skipped = 0
@@ -214,6 +215,8 @@ class _Flow:
         return self.read_skipped + self.admission.skipped
 
     async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
+        # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records.
+        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0))
         stream = anyio.create_memory_object_stream
         sink_done = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -260,7 +263,7 @@ class _Flow:
                         await anyio.lowlevel.checkpoint()  # let signals and flushes in
                     continue
                 batch.append(raw)
-                if len(batch) >= self.chunk:
+                if len(batch) >= self.raw_chunk:
                     await send.send(batch)
                     batch = []
             if batch:

@@ -62,6 +62,7 @@ class ProcessExecutor:
     """Runs `job.run(chunk)` in up to `processes` worker processes; `concurrency` twice that, so none idles."""
 
     name = "processes"
+    min_chunk = 128  # records per trip to a worker: the pickling and the pipe cost per trip, not per record
 
     def __init__(self, job: CpuJob, processes: int) -> None:
         self.job = job
