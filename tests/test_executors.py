@@ -92,7 +92,7 @@ def _native(path: Path, n: int, output: str) -> None:
 def _sigterm_after(cmd: list[str], cwd: Path, env: dict[str, str], ready: Path | None, settle_s: float) -> tuple[subprocess.Popen, float]:
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while ready is not None and not (ready.exists() and ready.stat().st_size) and time.monotonic() < deadline and proc.poll() is None:
+    while ready is not None and not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     time.sleep(settle_s)
     assert proc.poll() is None, proc.communicate()
@@ -112,7 +112,7 @@ def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(t
         "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Regex, pattern: '^(a+)+$'}\nrun: {dir: out, processes: 2}\n"
     )
     cmd = [str(TRACEJUDGE), "run", "run.yaml", "--no-progress"]
-    proc, _ = _sigterm_after(cmd, tmp_path, dict(os.environ), None, 3.0)
+    proc, _ = _sigterm_after(cmd, tmp_path, dict(os.environ), tmp_path / "out" / "manifest.json", 2.0)
     assert proc.returncode == 130, proc.communicate()
     done_before = len(_results(tmp_path / "out"))
     assert done_before < 12
@@ -129,8 +129,8 @@ def test_sigterm_kills_a_worker_stuck_in_a_c_call_and_resume_redoes_its_cases(tm
     (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: 'stuckmetric:stuck'}\nrun: {dir: out, processes: 2}\n")
     cmd = [str(TRACEJUDGE), "run", "run.yaml", "--no-progress"]
     env = {**os.environ, "STUCK_METRIC": "1"}
-    # User code runs only in workers: nothing is written until one is stuck, so wait a moment for the pool.
-    proc, _ = _sigterm_after(cmd, tmp_path, env, None, 4.0)
+    # The run has started once its manifest is written; give the workers a moment to get stuck.
+    proc, _ = _sigterm_after(cmd, tmp_path, env, tmp_path / "out" / "manifest.json", 3.0)
     assert proc.returncode == 130, proc.communicate()
     results = tmp_path / "out" / "results.jsonl"
     assert not results.exists() or results.read_text() == ""  # the stuck cases were not written
