@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -187,11 +188,15 @@ class RunSection(_Strict):
 
     `queue_size` bounds every inter-stage stream (about that many cases in
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
-    `workers` sizes the CPU stages' pools; `trials` runs each case N times;
+    `workers` is accepted from older configs and has no effect (the CPU stages' parallelism is `processes`); `trials` runs each case N times;
     `flush_every` is how many results are fsynced together (at most 0.5 s apart);
     `max_resume_retries` is how many times re-running the same command redoes a
     (case, trial) that ended in a transient failure (`judge_error`,
     `target_error`, `rate_limited`), counted from results.jsonl.
+    `executor` says where extract and deterministic scoring run
+    (`tracejudge.engine.executors`): `inprocess` on the event loop, `processes`
+    in a pool of `processes` worker processes (default: the machine's cores;
+    `processes: 1` means in-process), `ray` on a Ray cluster.
     """
 
     dir: Path = Path("runs/default")
@@ -201,6 +206,8 @@ class RunSection(_Strict):
     trials: int = Field(default=1, ge=1)
     flush_every: int = Field(default=64, ge=1)
     max_resume_retries: int = Field(default=2, ge=0)
+    executor: Literal["inprocess", "processes", "ray"] = "processes"
+    processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)
 
 
 class TargetConfig(_Strict):

@@ -1,7 +1,7 @@
 """Stage `judge`: run the LLM-judge metrics of each case.
 
 One `Judge` per run — one aiohttp session, one limiter, one budget, one
-cache — shared by `judge.workers` concurrent tasks (default twice the
+cache, the last three received (`JudgeResources`) — shared by `judge.workers` concurrent tasks (default twice the
 in-flight cap, so the admission gate always has work queued). With
 `provider: simulator` the stage starts the judge simulator on 127.0.0.1
 itself and stops it at the end.
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import Judge, JudgeAuthError, Outcome
 from tracejudge.stages.judge.multi import Item, judge_items
 
-__all__ = ["BATCH_WORKERS", "api_key", "judge_stage"]
+__all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
 BATCH_WORKERS = 2048
 
@@ -83,8 +83,30 @@ def api_key(config: RunConfig) -> str | None:
     return value
 
 
+@dataclass
+class JudgeResources:
+    """What every judge request of a run shares: the rate `limiter`, the token/cost `budget`, the verdict `cache` (None: off).
+
+    In-process objects by default (`local_resources`); an executor that spreads
+    the judge over machines passes shared ones with the same methods.
+    """
+
+    limiter: Any
+    budget: Any
+    cache: Any | None
+
+
+def local_resources(config: RunConfig, prior: dict[str, Any]) -> JudgeResources:
+    """This process's limiter (`limits`), budget (`budget`, less what `prior` segments spent) and disk cache (`cache`)."""
+    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
+    budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
+                             int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
+    return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window), budget, cache)
+
+
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
-                prior: dict[str, Any] | None = None, run_dir: Path | None = None, stop: anyio.Event | None = None) -> Stage:
+                prior: dict[str, Any] | None = None, run_dir: Path | None = None, stop: anyio.Event | None = None,
+                resources: Callable[[RunConfig, dict[str, Any]], JudgeResources] | None = None) -> Stage:
     """The `judge` stage for `metrics` (the run's judge metrics; cases may add their own through `merge`).
 
     `prior` is the `judge` block of an earlier segment of the same run: its
@@ -93,6 +115,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     without it a killed batch run cannot re-attach. Once `stop` is set,
     cases still being judged `judge.stop_grace_s` later are cut and marked
     `work.scratch["unfinished"]` (the runner does not write them).
+    `resources(config, prior)` gives the limiter, budget and cache, called once
+    when the first case arrives (default: in-process ones, `local_resources`).
     Raises `ConfigError` when the API key variable is unset.
     """
     from tracejudge.core.config import JudgeConfig
@@ -125,11 +149,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 base = cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]
                 cache_base = base.rstrip("/")
             state["session"] = open_session(config.limits.max_in_flight)
-            cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
+            shared = (resources or local_resources)(config, prior)
+            limiter, budget, cache = shared.limiter, shared.budget, shared.cache
             state["cache"] = cache
-            budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
-                                     int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
-            limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window)
             batch_runner: BatchRunner | None = None
             if cfg.mode == "batch":
                 protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
