@@ -52,6 +52,16 @@ _PATH_KEYS = {
 }
 
 
+def _baseline_exists(path: Path) -> bool:
+    # A run directory, or the name of a sharded run's directories.
+    from tracejudge.engine.shards import expand
+
+    try:
+        return bool(expand(path))
+    except Exception:
+        return False
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -179,6 +189,8 @@ class RunSection(_Strict):
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
     `workers` sizes the CPU stages' pools; `trials` runs each case N times;
     `flush_every` is how many results are fsynced together (at most 0.5 s apart).
+    `shard` ("I/N", 1-based) scores only the cases whose id hashes into
+    shard I of N (`tracejudge.engine.shards`; `tracejudge run --shard I/N`).
     """
 
     dir: Path = Path("runs/default")
@@ -187,6 +199,16 @@ class RunSection(_Strict):
     chunk_size: int = Field(default=16, ge=1, le=1024)
     trials: int = Field(default=1, ge=1)
     flush_every: int = Field(default=64, ge=1)
+    shard: str | None = None
+
+    @model_validator(mode="after")
+    def _shard_form(self) -> RunSection:
+        if self.shard is not None:
+            from tracejudge.engine.shards import parse_shard
+
+            i, n = parse_shard(self.shard)  # ValueError → a config error naming run.shard
+            self.shard = f"{i}/{n}"
+        return self
 
 
 class TargetConfig(_Strict):
@@ -495,7 +517,7 @@ def validate_config(
             if p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
         reg = config.assertions.regression
-        if reg is not None and reg.baseline is not None and not (Path(reg.baseline) / "results.jsonl").exists():
+        if reg is not None and reg.baseline is not None and not _baseline_exists(Path(reg.baseline)):
             # Found now, not after a night of scoring that the gate would then fail anyway.
             problems.append(_fmt(source, ("assertions", "regression", "baseline"),
                                  f"baseline run not found: {reg.baseline} has no results.jsonl", lines, overridden))

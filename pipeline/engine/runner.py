@@ -37,6 +37,7 @@ from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.keyset import FirstSeen, key_hash, result_key, trial_key
+from tracejudge.engine.shards import parse_shard, shard_index, shard_run_dir
 
 if TYPE_CHECKING:
     from tracejudge.stages.load.memory import MemorySource
@@ -73,7 +74,8 @@ async def run(
     source: MemorySource | None = None,
     metrics: Sequence[Any] | None = None,
 ) -> RunOutcome:
-    """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`).
+    """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`, or its
+    `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
 
     Args:
         stop: when set, no new case is taken; cases in flight finish and are written.
@@ -93,7 +95,8 @@ async def run(
     from tracejudge.stages.extract import extract_record
     from tracejudge.stages.reports import finish_run
 
-    run_dir = Path(run_dir or config.run.dir)
+    shard = parse_shard(config.run.shard) if config.run.shard else None
+    run_dir = Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -151,6 +154,16 @@ async def run(
             elif items:
                 await send.send(items)
 
+        def foreign(case_id: str) -> bool:
+            # Not this shard's case: not read further, not written, not counted.
+            return shard is not None and shard_index(case_id, shard[1]) != shard[0]
+
+        def foreign_unparsed(raw: Any) -> bool:
+            if shard is None or peek is None or raw.error is not None:
+                return False
+            pid = peek(raw.payload)
+            return pid is not None and foreign(pid)
+
         def finished(raw: Any) -> bool:
             # Resume fast path: a record whose every trial is finished is skipped unparsed,
             # unless it repeats an id seen earlier (then extract decides, as it did the first time).
@@ -171,6 +184,8 @@ async def run(
                     if stop.is_set():
                         counters["cut_short"] = 1
                         break
+                    if foreign_unparsed(raw):
+                        continue
                     if finished(raw):
                         skipped += 1
                         counters["skipped"] += trials
@@ -197,6 +212,8 @@ async def run(
                         if not isinstance(got, tuple) and not _encodable(got.id):
                             got = (got.id, ErrorInfo(kind="invalid_input", message="the case id holds text that UTF-8 cannot encode (a lone surrogate)",
                                                      file=raw.file, line=raw.line, field="id"))
+                        if foreign(_safe_text(got[0]) if isinstance(got, tuple) else got.id):
+                            continue
                         if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
                             cid, err = got
                             cid = _safe_text(cid)
