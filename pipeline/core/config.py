@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -191,6 +192,10 @@ class RunSection(_Strict):
     `flush_every` is how many results are fsynced together (at most 0.5 s apart).
     `shard` ("I/N", 1-based) scores only the cases whose id hashes into
     shard I of N (`tracejudge.engine.shards`; `tracejudge run --shard I/N`).
+    `executor` says where extract and deterministic scoring run
+    (`tracejudge.engine.executors`): `inprocess` on the event loop, `processes`
+    in a pool of `processes` worker processes (default: the machine's cores;
+    `processes: 1` means in-process), `ray` on a Ray cluster.
     """
 
     dir: Path = Path("runs/default")
@@ -199,6 +204,8 @@ class RunSection(_Strict):
     chunk_size: int = Field(default=16, ge=1, le=1024)
     trials: int = Field(default=1, ge=1)
     flush_every: int = Field(default=64, ge=1)
+    executor: Literal["inprocess", "processes", "ray"] = "processes"
+    processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)
     shard: str | None = None
 
     @model_validator(mode="after")

@@ -7,7 +7,7 @@ every changed config key and dataset file, unless forced.
 
 Not hashed (they change how fast a run goes, where it writes or what it may
 spend, never its answers): `run.dir`, `run.workers`, `run.queue_size`,
-`run.flush_every`, `limits`, `budget`, `cache`. Dataset *paths* are not
+`run.flush_every`, `run.executor`, `run.processes`, `limits`, `budget`, `cache`. Dataset *paths* are not
 hashed either: the files are compared by content, so a dataset that moved
 (a repository checked out elsewhere) still resumes.
 """
@@ -27,7 +27,7 @@ __all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_fo
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "executor", "processes"},
     "limits": None,
     "budget": None,
     "cache": None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,13 +31,17 @@ from tracejudge.core import registry
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
+from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
+from tracejudge.engine.admit import Admission, safe_text
 from tracejudge.engine.checkpoint import RunJournal
-from tracejudge.engine.keyset import FirstSeen, key_hash, result_key, trial_key
-from tracejudge.engine.shards import parse_shard, shard_index, shard_run_dir
+from tracejudge.engine.executors import CpuJob, Executor, Extracted, open_executor
+from tracejudge.engine.executors.base import deterministic_metrics
+from tracejudge.engine.executors.pump import Mapped, ordered_map
+from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
+from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_dir
 
 if TYPE_CHECKING:
     from tracejudge.stages.load.memory import MemorySource
@@ -78,7 +82,8 @@ async def run(
     `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
 
     Args:
-        stop: when set, no new case is taken; cases in flight finish and are written.
+        stop: when set, no new case is taken; cases in flight finish and are written
+            (CPU work still computing `STOP_GRACE_S` later is cancelled and redone on resume).
         on_result: called with each new result (progress display).
         source: cases from memory (`tracejudge.stages.load.memory.MemorySource`) read instead of
             `config.dataset`'s file; the manifest then records no file fingerprint.
@@ -91,231 +96,38 @@ async def run(
         store.LockedError: another process holds the run directory.
         store.ManifestMismatch: the directory holds a run of another config or dataset.
     """
-    from tracejudge.stages.aggregate.fold import aggregator_for
-    from tracejudge.stages.extract import extract_record
     from tracejudge.stages.reports import finish_run
 
     shard = parse_shard(config.run.shard) if config.run.shard else None
-    run_dir = Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir))
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ConfigError(f"run.dir: {run_dir} exists and is not a directory") from None
+    run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
     lock.acquire()
     try:
         fmt = source.format if source is not None else registry.format_for(config.dataset.format)
+        given = metrics is not None
         metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
-        manifest = manifest_for(config, source)
-        previous = store.read_manifest(run_dir)
-        changes = manifest_mod.check(run_dir, previous, manifest, force)
-        if previous is None or changes:
-            store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
-        metric_keys = [m.key for m in metrics]
+        manifest, changes = _write_manifest(run_dir, config, source, force)
         ctx = fmt.prepare(config.dataset)
-        journal = RunJournal.open(
-            run_dir,
-            metric_keys=metric_keys,
-            new_aggregator=lambda: aggregator_for(config, metrics),
-            config_hash=manifest["config_hash"],
-            forced=bool(changes),
-            flush_every=config.run.flush_every,
-        )
-        if journal.finished or journal.segments:
-            log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
-                     forced_changes=changes, **journal.recovery)
-        done = journal.done  # KeySet of result_key(case_id, trial)
-        is_done = journal.is_done  # budget-skipped results are not done: a resume redoes them
-        peek = fmt.peek_id
+        journal = _open_journal(run_dir, config, metrics, manifest, changes)
         stop = stop or anyio.Event()
-        trials = config.run.trials
-        q = config.run.queue_size
-        counters = {"new": 0, "skipped": 0, "cut_short": 0}
-        seen = FirstSeen(size_hint=len(done))  # sized up front: no doubling while resuming
-        sink_done = anyio.Event()
-
         # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
         stages = build_stages(
             config, [m for m in metrics if not getattr(m, "over_trials", False)],
-            run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
+            run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent), score=config.target is not None,
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
-
-        # Streams carry small chunks of work, not single items: one hop per chunk keeps the
-        # event loop's share of a CPU-bound case low. A stream that feeds a concurrent
-        # (I/O) stage carries single items so its `workers` is its true concurrency.
-        chunk = min(config.run.chunk_size, q)
-        capacity = max(2, q // chunk)
-
-        async def emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
-            if single:
-                for item in items:
-                    await send.send([item])
-            elif items:
-                await send.send(items)
-
-        def foreign(case_id: str) -> bool:
-            # Not this shard's case: not read further, not written, not counted.
-            return shard is not None and shard_index(case_id, shard[1]) != shard[0]
-
-        def foreign_unparsed(raw: Any) -> bool:
-            if shard is None or peek is None or raw.error is not None:
-                return False
-            pid = peek(raw.payload)
-            return pid is not None and foreign(pid)
-
-        def finished(raw: Any) -> bool:
-            # Resume fast path: a record whose every trial is finished is skipped unparsed,
-            # unless it repeats an id seen earlier (then extract decides, as it did the first time).
-            if peek is None or raw.error is not None:
-                return False
-            pid = peek(raw.payload)
-            if pid is None:
-                return False
-            h = key_hash(pid)
-            return all(is_done(trial_key(h, t)) for t in range(trials)) and seen.claim_first(h, raw.file, raw.line)
-
-        async def load(send: MemoryObjectSendStream[list[Any]]) -> None:
-            records = source.records() if source is not None else _aiter(fmt.read(config.dataset))
-            async with send, aclosing(records):
-                batch: list[Any] = []
-                skipped = 0
-                async for raw in records:
-                    if stop.is_set():
-                        counters["cut_short"] = 1
-                        break
-                    if foreign_unparsed(raw):
-                        continue
-                    if finished(raw):
-                        skipped += 1
-                        counters["skipped"] += trials
-                        if skipped % 512 == 0:
-                            await anyio.lowlevel.checkpoint()  # let signals and flushes in
-                        continue
-                    batch.append(raw)
-                    if len(batch) >= chunk:
-                        await send.send(batch)
-                        batch = []
-                if batch:
-                    await send.send(batch)
-
-        async def extract(recv: MemoryObjectReceiveStream[list[Any]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
-            async with recv, send:
-                async for raws in recv:
-                    if stop.is_set():
-                        counters["cut_short"] = 1
-                        continue
-                    out: list[Work] = []
-                    for raw in raws:
-                        t0 = time.perf_counter()
-                        got = extract_record(raw, fmt, ctx)
-                        if not isinstance(got, tuple) and not _encodable(got.id):
-                            got = (got.id, ErrorInfo(kind="invalid_input", message="the case id holds text that UTF-8 cannot encode (a lone surrogate)",
-                                                     file=raw.file, line=raw.line, field="id"))
-                        if foreign(_safe_text(got[0]) if isinstance(got, tuple) else got.id):
-                            continue
-                        if isinstance(got, tuple):  # (case_id, ErrorInfo): the record could not be read
-                            cid, err = got
-                            cid = _safe_text(cid)
-                            seen.claim(cid, raw.file, raw.line)
-                            if is_done(result_key(cid, 0)):
-                                counters["skipped"] += 1
-                                continue
-                            done.add_hash(result_key(cid, 0))
-                            bad = CaseResult(case_id=cid, status=Status.invalid_input, error=err)
-                            out.append(Work(Case(id=cid), 0, bad, t0))
-                            continue
-                        where = f"{raw.file}:{raw.line}"
-                        first = seen.claim(got.id, raw.file, raw.line)
-                        if first != where:
-                            cid = f"{got.id}@{where}"
-                            if not is_done(result_key(cid, 0)):
-                                done.add_hash(result_key(cid, 0))
-                                err = ErrorInfo(
-                                    kind="invalid_input", message=f"duplicate case id {got.id!r} (first at {first})",
-                                    file=raw.file, line=raw.line, field="id",
-                                )
-                                bad = CaseResult(case_id=cid, status=Status.invalid_input, tags=got.tags, metadata=got.metadata, error=err)
-                                out.append(Work(got, 0, bad, t0))
-                            else:
-                                counters["skipped"] += 1
-                            continue
-                        for trial in range(trials):
-                            if is_done(result_key(got.id, trial)):
-                                counters["skipped"] += 1
-                                continue
-                            result = CaseResult(case_id=got.id, trial=trial, tags=got.tags, metadata=got.metadata)
-                            out.append(Work(got, trial, result, t0))
-                    await emit(send, out, single)
-
-        async def worker(stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
-            async with recv, send:
-                async for works in recv:
-                    if stop.is_set():
-                        # Stopping: work no stage has started is dropped, not written, so the
-                        # resume redoes it; only what is already in a stage's hands finishes.
-                        counters["cut_short"] = 1
-                        continue
-                    for work in works:
-                        if not work.failed:
-                            try:
-                                await stage.process(work)
-                            except Exception as exc:  # a stage bug must cost one case, not the run
-                                work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
-                                work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
-                    await emit(send, works, single)
-
-        async def sink(recv: MemoryObjectReceiveStream[list[Work]]) -> None:
-            async with recv:
-                async for works in recv:
-                    for work in works:
-                        result = work.result
-                        result.duration_s = round(time.perf_counter() - work.started, 6)
-                        try:
-                            written = journal.record(result)
-                        except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
-                            result = _unencodable(result, exc)
-                            written = journal.record(result)
-                        if not written:
-                            continue
-                        counters["new"] += 1
-                        if on_result is not None:
-                            on_result(result)
-            sink_done.set()
-
-        async def flusher() -> None:
-            # Results that trickle in (a slow judge) still reach the disk within flush_seconds.
-            while not sink_done.is_set():
-                with anyio.move_on_after(0.1):
-                    await sink_done.wait()
-                journal.tick()
-
-        def feeds_concurrent(i: int) -> bool:
-            return i < len(stages) and stages[i].workers > 1
-
+        job = CpuJob(
+            format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
+            metric_specs=None if given else config.metrics, metrics=metrics if given else None, merge=_merge_case_metrics,
+            score=config.target is None, keep_case=bool(stages), fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
+        )
+        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard)
         try:
-            async with anyio.create_task_group() as tg:
-                send, recv = anyio.create_memory_object_stream[list[Any]](capacity)
-                tg.start_soon(load, send)
-                nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](capacity)
-                async with recv, nxt_send:
-                    for _ in range(config.run.workers):
-                        tg.start_soon(extract, recv.clone(), nxt_send.clone(), feeds_concurrent(0))
-                recv = nxt_recv
-                for i, stage in enumerate(stages):
-                    nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](capacity)
-                    async with recv, nxt_send:
-                        for _ in range(stage.workers):
-                            tg.start_soon(worker, stage, recv.clone(), nxt_send.clone(), feeds_concurrent(i + 1))
-                    recv = nxt_recv
-                tg.start_soon(sink, recv)
-                tg.start_soon(flusher)
-            # A stop that came after every case was taken is not an interruption: all finished.
-            ended = "interrupted" if counters["cut_short"] else "finished"
-            crashed = False
+            async with open_executor(config, job) as executor:
+                await flow.run(executor, _records(config, fmt, source))
+            ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
-            ended = "interrupted"
-            crashed = True
+            ended, crashed = "interrupted", True
             raise
         finally:
             with anyio.CancelScope(shield=True):
@@ -330,21 +142,199 @@ async def run(
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config)
-        return RunOutcome(run_dir, summary, counters["new"], counters["skipped"], bool(counters["cut_short"]), verdict)
+        return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict)
     finally:
         lock.release()
 
 
-def _encodable(text: str) -> bool:
+def _run_dir(run_dir: Path) -> Path:
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ConfigError(f"run.dir: {run_dir} exists and is not a directory") from None
+    return run_dir
 
 
-def _safe_text(text: str) -> str:
-    return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | None, force: bool) -> tuple[dict[str, Any], list[str]]:
+    # Refuses (ManifestMismatch) a directory of another config or dataset unless forced.
+    manifest = manifest_for(config, source)
+    previous = store.read_manifest(run_dir)
+    changes = manifest_mod.check(run_dir, previous, manifest, force)
+    if previous is None or changes:
+        store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    return manifest, changes
+
+
+def _open_journal(run_dir: Path, config: RunConfig, metrics: list[Any], manifest: dict[str, Any], changes: list[str]) -> RunJournal:
+    from tracejudge.stages.aggregate.fold import aggregator_for
+
+    journal = RunJournal.open(
+        run_dir,
+        metric_keys=[m.key for m in metrics],
+        new_aggregator=lambda: aggregator_for(config, metrics),
+        config_hash=manifest["config_hash"],
+        forced=bool(changes),
+        flush_every=config.run.flush_every,
+    )
+    if journal.finished or journal.segments:
+        log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
+                 forced_changes=changes, **journal.recovery)
+    return journal
+
+
+def _records(config: RunConfig, fmt: Any, source: MemorySource | None) -> AsyncIterator[Any]:
+    return source.records() if source is not None else _aiter(fmt.read(config.dataset))
+
+
+class _Flow:
+    """The pipeline's shape: load → executor (extract, score) → admit → stages (target, score, judge) → sink.
+
+    Consecutive steps are joined by bounded memory object streams carrying
+    small chunks (one hop per chunk keeps the loop's share of a case low); a
+    stream feeding a concurrent (I/O) stage carries single items, so that
+    stage's `workers` is its true concurrency.
+    """
+
+    def __init__(self, config: RunConfig, journal: RunJournal, stop: anyio.Event, on_result: Callable[[CaseResult], None] | None,
+                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None) -> None:
+        self.config, self.journal, self.stop, self.on_result, self.stages, self.peek = config, journal, stop, on_result, stages, peek
+        self.shard = shard
+        self.trials = config.run.trials
+        self.chunk = min(config.run.chunk_size, config.run.queue_size)
+        self.capacity = max(2, config.run.queue_size // self.chunk)
+        self.admission = Admission(journal.done, journal.is_done, FirstSeen(size_hint=len(journal.done)), self.trials)
+        self.new = 0
+        self.read_skipped = 0
+        self.cut_short = False
+
+    @property
+    def skipped(self) -> int:
+        return self.read_skipped + self.admission.skipped
+
+    async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
+        stream = anyio.create_memory_object_stream
+        sink_done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            raw_send, raw_recv = stream[list[Any]](self.capacity)
+            tg.start_soon(self.load, records, raw_send)
+            mapped_send, mapped_recv = stream[Mapped](self.capacity)
+            tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop)
+            send, recv = stream[list[Work]](self.capacity)
+            tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
+            for i, stage in enumerate(self.stages):
+                nxt_send, nxt_recv = stream[list[Work]](self.capacity)
+                async with recv, nxt_send:
+                    for _ in range(stage.workers):
+                        tg.start_soon(self.worker, stage, recv.clone(), nxt_send.clone(), self.feeds_concurrent(i + 1))
+                recv = nxt_recv
+            tg.start_soon(self.sink, recv, sink_done)
+            tg.start_soon(self.flusher, sink_done)
+
+    def feeds_concurrent(self, i: int) -> bool:
+        return i < len(self.stages) and self.stages[i].workers > 1
+
+    def foreign(self, case_id: str | None) -> bool:
+        # Another shard's case (`run.shard`): not scored, not written, not counted.
+        return self.shard is not None and case_id is not None and shard_index(safe_text(case_id), self.shard[1]) != self.shard[0]
+
+    def finished(self, raw: Any, peek: Callable[[Any], str | None]) -> bool:
+        # Resume fast path: a record whose every trial is finished is skipped unparsed,
+        # unless it repeats an id seen earlier (then extract decides, as it did the first time).
+        if raw.error is not None:
+            return False
+        pid = peek(raw.payload)
+        if pid is None:
+            return False
+        h = key_hash(pid)
+        return all(self.journal.is_done(trial_key(h, t)) for t in range(self.trials)) and self.admission.seen.claim_first(h, raw.file, raw.line)
+
+    async def load(self, records: AsyncIterator[Any], send: MemoryObjectSendStream[list[Any]]) -> None:
+        peek = self.peek
+        async with send, aclosing(records):  # type: ignore[type-var]
+            batch: list[Any] = []
+            async for raw in records:
+                if self.stop.is_set():
+                    self.cut_short = True
+                    break
+                if peek is not None and self.shard is not None and raw.error is None and self.foreign(peek(raw.payload)):
+                    continue  # known from the id alone: not even parsed
+                if peek is not None and self.finished(raw, peek):
+                    self.read_skipped += self.trials
+                    if self.read_skipped % 512 == 0:
+                        await anyio.lowlevel.checkpoint()  # let signals and flushes in
+                    continue
+                batch.append(raw)
+                if len(batch) >= self.chunk:
+                    await send.send(batch)
+                    batch = []
+            if batch:
+                await send.send(batch)
+
+    async def admit(self, recv: MemoryObjectReceiveStream[Mapped], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
+        from tracejudge.stages.extract import raw_case_id
+
+        async with recv, send:
+            async for mapped in recv:
+                out = mapped.out
+                if out is None and mapped.broken is not None:  # the worker died: its cases are recorded as errors
+                    out = [Extracted(raw.file, raw.line, error=(raw_case_id(raw), ErrorInfo(kind="worker_error", message=mapped.broken,
+                                                                                               file=raw.file, line=raw.line))) for raw in mapped.chunk]
+                if out is None:  # cut short by a stop: not written, redone on resume
+                    self.cut_short = True
+                    continue
+                works = [w for item in out if not self.foreign(item.case.id if item.case is not None else item.error[0])  # type: ignore[index]
+                         for w in self.admission.works(item, mapped.started)]
+                await _emit(send, works, single)
+
+    async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
+        async with recv, send:
+            async for works in recv:
+                if self.stop.is_set():
+                    # Stopping: work no stage has started is dropped, not written, so the
+                    # resume redoes it; only what is already in a stage's hands finishes.
+                    self.cut_short = True
+                    continue
+                for work in works:
+                    if not work.failed:
+                        try:
+                            await stage.process(work)
+                        except Exception as exc:  # a stage bug must cost one case, not the run
+                            work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
+                            work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
+                await _emit(send, works, single)
+
+    async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:
+        async with recv:
+            async for works in recv:
+                for work in works:
+                    result = work.result
+                    result.duration_s = round(time.perf_counter() - work.started, 6)
+                    try:
+                        written = self.journal.record(result)
+                    except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                        result = _unencodable(result, exc)
+                        written = self.journal.record(result)
+                    if not written:
+                        continue
+                    self.new += 1
+                    if self.on_result is not None:
+                        self.on_result(result)
+        sink_done.set()
+
+    async def flusher(self, sink_done: anyio.Event) -> None:
+        # Results that trickle in (a slow judge) still reach the disk within flush_seconds.
+        while not sink_done.is_set():
+            with anyio.move_on_after(0.1):
+                await sink_done.wait()
+            self.journal.tick()
+
+
+async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
+    if single:
+        for item in items:
+            await send.send([item])
+    elif items:
+        await send.send(items)
 
 
 def _unencodable(result: CaseResult, exc: Exception) -> CaseResult:
@@ -361,7 +351,7 @@ async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
 
 
 def build_stages(
-    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None
+    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None, score: bool = True
 ) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
@@ -369,7 +359,8 @@ def build_stages(
     neighbours are joined directly. `run_dir` is where stages keep their own
     files (the target's `traces.jsonl`); without it they keep none.
     `prior_judge` is the judge block of an earlier segment of the same run
-    (its spending counts against the budget). Raises `ConfigError` when the
+    (its spending counts against the budget). `score: false` leaves the
+    score stage out (the executor scores while extracting). Raises `ConfigError` when the
     judge's API key variable is unset.
     """
     from tracejudge.stages.judge import JudgeMetric
@@ -386,7 +377,8 @@ def build_stages(
         from tracejudge.stages.target import target_stage
 
         stages.append(target_stage(config, run_dir))
-    stages.append(score_stage(plain, deterministic))
+    if score:
+        stages.append(score_stage(plain, deterministic))
     if judged:
         stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir))
     return stages

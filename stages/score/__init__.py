@@ -49,6 +49,7 @@ __all__ = [
     "ToolMetric",
     "TrajectoryMatch",
     "ascore_case",
+    "metrics_for",
     "score_case",
     "score_stage",
 ]
@@ -77,6 +78,21 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
     return scores
 
 
+def metrics_for(case: Case, metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], list[dict[str, Any]]], Sequence[Metric]]
+                ) -> tuple[Sequence[Metric] | None, ErrorInfo | None]:
+    """The metrics to score `case` with (the run's plus its own specs), or the error that makes it `invalid_input`.
+
+    Errors: the case has no trace (and no target made one); a case-level
+    metric spec is invalid (the error names the spec's key path).
+    """
+    if case.trace is None:
+        return None, ErrorInfo(kind="invalid_input", message="case has no trace and no target is configured to produce one", field="trace")
+    try:
+        return (merge(metrics, case.metrics) if case.metrics else metrics), None
+    except SpecError as exc:
+        return None, ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc)))
+
+
 def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], list[dict[str, Any]]], Sequence[Metric]]) -> Stage:
     """The `score` stage: run the deterministic metrics on each work item.
 
@@ -85,17 +101,11 @@ def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], li
     """
 
     async def process(work: Work) -> None:
-        case = work.case
-        if case.trace is None:
+        use, error = metrics_for(work.case, metrics, merge)
+        if use is None:
             work.result.status = Status.invalid_input
-            work.result.error = ErrorInfo(kind="invalid_input", message="case has no trace and no target is configured to produce one", field="trace")
+            work.result.error = error
             return
-        try:
-            use = merge(metrics, case.metrics) if case.metrics else metrics
-        except SpecError as exc:
-            work.result.status = Status.invalid_input
-            work.result.error = ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc)))
-            return
-        work.result.scores.update(await ascore_case(case, use))
+        work.result.scores.update(await ascore_case(work.case, use))
 
     return Stage("score", process)

@@ -1,0 +1,205 @@
+"""The executor interface: where the CPU stages (extract, deterministic score) run.
+
+The runner reads raw records on the event loop, cuts them into chunks and
+hands each chunk to an *executor*; the executor returns one `Extracted` per
+raw record, in the chunk's order. Everything else — resume bookkeeping,
+duplicate ids, trials, the live target, the judge, writing the run
+directory — stays in the main process, on the loop. So an executor is only
+"a place that can run `CpuJob.run(chunk)`":
+
+    class Executor(Protocol):
+        name: str              # "inprocess", "processes", "ray": logged and kept in the usage block
+        concurrency: int       # chunks the runner keeps in flight at once (1 = strictly one after another)
+        async def __aenter__(self) -> Executor: ...   # start workers, ship the job
+        async def __aexit__(self, *exc) -> None: ...   # stop workers (also on cancellation)
+        async def map(self, chunk: list[RawRecord]) -> list[Extracted]: ...
+
+An executor is built by a factory `(config, job) -> Executor` (see
+`tracejudge.engine.executors.open_executor`). The contract:
+
+- `map` returns `job.run(chunk)` — computed wherever the executor likes, but
+  equal to it. The runner keeps chunks in their input order itself (so the
+  first occurrence of a duplicate id is the same under every executor) and
+  bounds how many are in flight (`concurrency`, through a bounded anyio
+  memory object stream), which is the backpressure: memory stays flat.
+- `map` must be cancellable: when the run stops (Ctrl-C, SIGTERM) the runner
+  waits `STOP_GRACE_S` for chunks in flight and then cancels them; an
+  executor kills whatever is still computing (a worker stuck in a long C
+  call). A cancelled chunk's cases are not written, so a resume redoes them.
+- A worker that dies (`ExecutorBroken`) costs its chunk's cases, not the run:
+  the runner records them as `invalid_input` with kind `worker_error`.
+- The job travels as the small picklable `CpuJob` (format name, dataset
+  config, metric specs); a worker rebuilds the adapter and metrics from it
+  once (`CpuJob.build`) and keeps them for the job's later chunks. A job
+  that cannot travel (`CpuJob.portable()` says why: cases from memory,
+  metrics defined inside a function, custom async metrics) runs in-process.
+
+A new executor (Ray: a remote task or actor per worker calling
+`CpuJob.run`) is one module implementing the five members above.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol
+
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case, ErrorInfo, Score
+from tracejudge.core.registry import Format
+
+__all__ = ["STOP_GRACE_S", "CpuJob", "Executor", "ExecutorBroken", "Extracted", "deterministic_metrics"]
+
+STOP_GRACE_S = 1.0
+"""After a stop, chunks still computing this many seconds later are cancelled (their workers killed)."""
+
+
+class ExecutorBroken(RuntimeError):
+    """A worker died while computing a chunk (killed, out of memory, a crash in C code)."""
+
+
+@dataclass(slots=True)
+class Extracted:
+    """What the CPU stages made of one raw record.
+
+    Exactly one of `case` and `error` is set. `error` is `(case_id, ErrorInfo)`
+    for a record that could not be read. When the job scores (`CpuJob.score`),
+    `scores` holds the deterministic scores by metric key, or `failure` says
+    why the case could not be scored (status `invalid_input`). `case` is
+    only the id, tags and metadata unless the job keeps whole cases
+    (`CpuJob.keep_case`: a later stage — target, judge — needs the trace).
+    """
+
+    file: str
+    line: int
+    case: Case | None = None
+    error: tuple[str, ErrorInfo] | None = None
+    scores: dict[str, Score] | None = None
+    failure: ErrorInfo | None = None
+
+
+def deterministic_metrics(metrics: Sequence[Any]) -> list[Any]:
+    """The metrics the score stage runs per case: neither judge metrics nor metrics over trials (pass@k)."""
+    from tracejudge.stages.judge import JudgeMetric
+
+    return [m for m in metrics if not isinstance(m, JudgeMetric) and not getattr(m, "over_trials", False)]
+
+
+@dataclass
+class CpuJob:
+    """The CPU work of one run, in a form a worker process can rebuild.
+
+    `format_name` and `dataset` give the adapter and its context
+    (`Format.prepare`); `metric_specs` (the config's) or `metrics` (instances,
+    from the Python API) give the deterministic metrics; `merge` adds a case's
+    own metric specs (a module-level function). `score` is false when a live
+    target runs first (then the score stage runs after it, in-process).
+    `fmt`/`ctx` are set when the job was built in this process (in-process
+    runs, cases from memory) and never travel.
+    """
+
+    format_name: str
+    dataset: DatasetConfig
+    metric_specs: list[dict[str, Any]] | None
+    metrics: list[Any] | None
+    merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]]
+    score: bool
+    keep_case: bool
+    fmt: Format | None = field(default=None, repr=False)
+    ctx: Any = field(default=None, repr=False)
+    _built: tuple[Format, Any, list[Any]] | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(fmt=None, ctx=None, _built=None)  # rebuilt on the other side
+        return state
+
+    def portable(self) -> str | None:
+        """None when the job can run in another process, else the reason it cannot."""
+        if self.fmt is not None and self.format_name == "":
+            return "the cases come from memory (Python API), not from a file a worker can read"
+        if self.metrics is not None:
+            try:
+                pickle.dumps(self.metrics)
+            except Exception as exc:  # local classes, lambdas, open handles: pickle says which
+                return f"a metric cannot be sent to a worker process ({type(exc).__name__}: {exc}); define it at module level"
+        if any(getattr(m, "aevaluate", None) is not None for m in self.build()[2]):
+            return "a custom metric is async (aevaluate): it runs on the event loop"
+        return None
+
+    def build(self) -> tuple[Format, Any, list[Any]]:
+        """`(format, ctx, metrics)`, built once per process."""
+        if self._built is None:
+            from tracejudge.core import registry
+
+            fmt = self.fmt or registry.format_for(self.format_name)
+            ctx = self.ctx if self.fmt is not None else fmt.prepare(self.dataset)
+            metrics = self.metrics if self.metrics is not None else [registry.build_metric(s) for s in self.metric_specs or []]
+            self._built = (fmt, ctx, deterministic_metrics(metrics))
+        return self._built
+
+    def run(self, chunk: Sequence[Any]) -> list[Extracted]:
+        """Extract (and score) each raw record of `chunk`, in order."""
+        from tracejudge.stages.score import score_case
+
+        out = []
+        for raw in chunk:
+            item, use = self._extract(raw)
+            if use is not None:
+                item.scores = score_case(item.case, use)  # type: ignore[arg-type]
+            out.append(self._finish(item))
+        return out
+
+    async def arun(self, chunk: Sequence[Any]) -> list[Extracted]:
+        """`run`, awaiting custom async metrics (`aevaluate`) on the event loop."""
+        from tracejudge.stages.score import ascore_case
+
+        out = []
+        for raw in chunk:
+            item, use = self._extract(raw)
+            if use is not None:
+                item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
+            out.append(self._finish(item))
+        return out
+
+    def _extract(self, raw: Any) -> tuple[Extracted, Sequence[Any] | None]:
+        # The extracted record, and the metrics to score it with (None: nothing to score).
+        from tracejudge.stages.extract import extract_record
+        from tracejudge.stages.score import metrics_for
+
+        fmt, ctx, metrics = self.build()
+        got = extract_record(raw, fmt, ctx)
+        if isinstance(got, tuple):
+            return Extracted(raw.file, raw.line, error=got), None
+        item = Extracted(raw.file, raw.line, case=got)
+        if not self.score:
+            return item, None
+        use, item.failure = metrics_for(got, metrics, self.merge)
+        return item, use
+
+    def _finish(self, item: Extracted) -> Extracted:
+        if item.case is not None and not self.keep_case:
+            item.case = _light(item.case)
+        return item
+
+
+def _light(case: Case) -> Case:
+    # What the main process needs when no later stage reads the trace: id, tags, metadata.
+    return Case.model_construct(id=case.id, tags=case.tags, metadata=case.metadata)
+
+
+class Executor(Protocol):
+    """Runs `CpuJob.run` on chunks of raw records (see the module docstring for the contract)."""
+
+    name: str
+    concurrency: int
+
+    async def __aenter__(self) -> Executor: ...
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None: ...
+
+    async def map(self, chunk: list[Any]) -> list[Extracted]:
+        """`job.run(chunk)`, computed by this executor; cancellable."""
+        ...
