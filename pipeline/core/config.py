@@ -195,7 +195,8 @@ class RunSection(_Strict):
     `executor` says where extract and deterministic scoring run
     (`tracejudge.engine.executors`): `inprocess` on the event loop, `processes`
     in a pool of `processes` worker processes (default: the machine's cores;
-    `processes: 1` means in-process), `ray` on a Ray cluster.
+    `processes: 1` means in-process), `ray` on the Ray cluster at
+    `ray_address` (none: a local one; `tracejudge.engine.executors.ray_executor`).
     """
 
     dir: Path = Path("runs/default")
@@ -206,6 +207,7 @@ class RunSection(_Strict):
     flush_every: int = Field(default=64, ge=1)
     executor: Literal["inprocess", "processes", "ray"] = "processes"
     processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)
+    ray_address: str | None = None
     shard: str | None = None
 
     @model_validator(mode="after")

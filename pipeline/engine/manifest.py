@@ -27,7 +27,7 @@ __all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_fo
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "executor", "processes"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "executor", "processes", "ray_address"},
     "limits": None,
     "budget": None,
     "cache": None,
