@@ -17,3 +17,13 @@ class SlowLength(Metric):
         time.sleep(self.sleep_ms / 1000)
         out = case.trace.output if case.trace is not None else None
         return self.verdict(1.0 if out else 0.0, f"output of {len(str(out or ''))} characters")
+
+
+def run_shard(config_path: str, overrides: list[str]) -> dict:
+    """Run one shard of a config in this (Ray worker) process; returns its summary."""
+    import anyio
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import runner
+
+    config = load_config(config_path, overrides)
+    return anyio.run(lambda: runner.run(config)).summary

@@ -4,7 +4,9 @@ One `Judge` per run — one aiohttp session, one limiter, one budget, one
 cache — shared by `judge.workers` concurrent tasks (default twice the
 in-flight cap, so the admission gate always has work queued). With
 `provider: simulator` the stage starts the judge simulator on 127.0.0.1
-itself and stops it at the end.
+itself and stops it at the end. With `run.executor: ray` (and Ray connected)
+the limiter and budget are the sweep's one Ray actor (`tracejudge.llm.ray_gate`),
+shared with every other process judging for the same sweep.
 
 How a case ends: every metric's score is stored; the case's status is
 `skipped_budget` when some request was not sent for the budget (a resumed
@@ -75,6 +77,13 @@ def api_key(config: RunConfig) -> str | None:
     return value
 
 
+def _ray_connected() -> bool:
+    import sys
+
+    ray = sys.modules.get("ray")  # imported by the Ray executor; never imported here just to ask
+    return ray is not None and ray.is_initialized()
+
+
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
                 prior: dict[str, Any] | None = None, run_dir: Path | None = None) -> Stage:
     """The `judge` stage for `metrics` (the run's judge metrics; cases may add their own through `merge`).
@@ -115,9 +124,16 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             state["session"] = open_session(config.limits.max_in_flight)
             cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
             state["cache"] = cache
-            budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
-                                     int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
-            limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
+            spent = int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0))
+            limiter: Any
+            budget: Any
+            if config.run.executor == "ray" and _ray_connected():
+                from tracejudge.llm.ray_gate import shared_gate  # every process of the sweep: one limit, one budget
+
+                limiter, budget = shared_gate(config, *spent)
+            else:
+                budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd, *spent)
+                limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
             batch_runner: BatchRunner | None = None
             if cfg.mode == "batch":
                 protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
