@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from tracejudge.core.config import load_config
+from tracejudge.engine import runner
 from tracejudge.engine.shards import parse_shard, shard_index
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,16 +60,18 @@ def test_the_shard_of_an_id_is_stable_and_spread():
 
 
 def test_four_shards_merged_equal_one_unsharded_run_on_tau_bench(tmp_path, data_dir):
-    full = _tj("run", str(DEMO), "--run-dir", str(tmp_path / "full"), "--set", f"cache.dir={tmp_path / 'c1'}", "--set", METRICS, "--no-progress")
-    assert full.returncode == 0, full.stderr
-    # A CI matrix: four processes at once, each into its own default directory.
+    def run_in_process(overrides: list[str], run_dir: Path | None = None) -> None:
+        config = load_config(DEMO, [*overrides, METRICS])
+        assert anyio.run(lambda: runner.run(config, run_dir=run_dir)).verdict.passed
+
+    run_in_process([f"cache.dir={tmp_path / 'c1'}"], tmp_path / "full")
+    # A CI matrix: each shard into its own default directory (shard 2 through the command line).
     base = tmp_path / "sweep"
-    procs = [subprocess.Popen([str(TRACEJUDGE), "run", str(DEMO), "--shard", f"{i}/4", "--set", f"run.dir={base}",
-                               "--set", f"cache.dir={tmp_path / 'c2'}", "--set", METRICS, "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(1, 5)]
-    for p in procs:
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
+    sweep = [f"run.dir={base}", f"cache.dir={tmp_path / 'c2'}"]
+    for i in (1, 3, 4):
+        run_in_process([*sweep, f"run.shard={i}/4"])
+    cli = _tj("run", str(DEMO), "--shard", "2/4", *(a for o in [*sweep, METRICS] for a in ("--set", o)), "--no-progress")
+    assert cli.returncode == 0, cli.stderr
     shard_dirs = [tmp_path / f"sweep-shard-{i}-of-4" for i in range(1, 5)]
     sizes = [len(_results(d)) for d in shard_dirs]
     assert sum(sizes) == 200 and min(sizes) > 20
