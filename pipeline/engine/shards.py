@@ -26,7 +26,7 @@ from typing import Any
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 
-__all__ = ["Shard", "expand", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir"]
+__all__ = ["Shard", "expand", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _SUFFIX = re.compile(r"^(?P<base>.+)-shard-(?P<i>\d+)-of-(?P<n>\d+)$")
@@ -89,6 +89,12 @@ def expand(paths: Path | Sequence[Path]) -> list[Path]:
             raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it (is it a run directory?)")
         out.extend(shards)
     return out
+
+
+def sweep_name(run_dir: Path) -> str:
+    """The name a run directory has without its `-shard-I-of-N` suffix (the sweep it belongs to)."""
+    m = _SUFFIX.match(Path(run_dir).name)
+    return m.group("base") if m else Path(run_dir).name
 
 
 def merged_name(dirs: Sequence[Path]) -> Path:

@@ -8,7 +8,7 @@ matrix, several heads on one cluster — waits in one admission queue and
 spends from one budget, and the provider sees one client.
 
 The gate is a *detached* named actor (`gate_name`: the sweep's config hash
-without `run.shard`, its limits, budget and dataset path), found or created
+without `run.shard`, its limits, budget and run directory name), found or created
 with `get_if_exists`, so shards that start and finish at different times
 share it; it lives until the cluster stops or `ray.kill`. Its caps and the
 earlier spending are those of the run that created it; a resumed sweep
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -102,23 +103,28 @@ class RayBudget:
         self.gate.settle_budget.remote(reservation, tokens, usd)
 
 
-def gate_name(config: RunConfig) -> str:
-    """The gate of `config`'s sweep: its shards (which differ only in `run.shard`) get the same name."""
+def gate_name(config: RunConfig, run_dir: Path | None = None) -> str:
+    """The gate of a sweep: the hash of `config` without `run.shard`, its limits and budget, and the
+    run directory's name without `-shard-I-of-N`; so the shards of one sweep share a gate, and a
+    `--fresh` run (`runs/demo-2`) gets its own."""
     from tracejudge.engine.manifest import hashed_config
+    from tracejudge.engine.shards import sweep_name
 
     dumped = config.model_dump(mode="json")
     dumped["run"]["shard"] = None
-    key = {"config": hashed_config(dumped), "limits": dumped["limits"], "budget": dumped["budget"], "dataset": str(config.dataset.path)}
+    key = {"config": hashed_config(dumped), "limits": dumped["limits"], "budget": dumped["budget"],
+           "sweep": sweep_name(run_dir if run_dir is not None else config.run.dir)}
     return "tracejudge-judge-gate-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def shared_gate(config: RunConfig, spent_tokens: int = 0, spent_usd: float = 0.0) -> tuple[RayLimiter, RayBudget]:
+def shared_gate(config: RunConfig, spent_tokens: int = 0, spent_usd: float = 0.0, run_dir: Path | None = None) -> tuple[RayLimiter, RayBudget]:
     """The sweep's `(limiter, budget)` on the Ray cluster this process is connected to (`ray.init` first).
 
-    Creates the gate from `config.limits` and `config.budget` (and the
-    spending of earlier segments) when no process of the sweep has yet.
+    Creates the gate (`gate_name(config, run_dir)`) from `config.limits` and
+    `config.budget` (and the spending of earlier segments) when no process of
+    the sweep has yet.
     """
     lim, bud = config.limits, config.budget
-    gate = JudgeGate.options(name=gate_name(config), namespace=NAMESPACE, lifetime="detached", get_if_exists=True).remote(  # type: ignore[attr-defined]
+    gate = JudgeGate.options(name=gate_name(config, run_dir), namespace=NAMESPACE, lifetime="detached", get_if_exists=True).remote(  # type: ignore[attr-defined]
         lim.rpm, lim.tpm, lim.max_in_flight, bud.max_judge_tokens, bud.max_cost_usd, spent_tokens, spent_usd)
     return RayLimiter(gate), RayBudget(gate)

@@ -130,7 +130,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if config.run.executor == "ray" and _ray_connected():
                 from tracejudge.llm.ray_gate import shared_gate  # every process of the sweep: one limit, one budget
 
-                limiter, budget = shared_gate(config, *spent)
+                limiter, budget = shared_gate(config, *spent, run_dir=run_dir)
             else:
                 budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd, *spent)
                 limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
