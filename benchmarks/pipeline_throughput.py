@@ -1,19 +1,33 @@
-"""Throughput and peak memory of the whole deterministic pipeline.
+"""Throughput and peak memory of the whole deterministic pipeline, per executor, and against peers.
 
-Makes native JSONL datasets of N = 1,000 / 10,000 / 100,000 cases by repeating
-the 200 real GPT-4o τ-bench airline runs under new ids, then runs
-`tracejudge run` on each — load → extract → score (the demo's three metrics)
-→ aggregate → results.jsonl — in a fresh process pinned to one core, and
-prints cases/s and peak RSS side by side.
+Makes native JSONL datasets of N = 10,000 / 100,000 cases by repeating the
+200 real GPT-4o τ-bench airline runs under new ids, then runs `tracejudge run`
+on each — load → extract → score (six deterministic checks) → aggregate →
+results.jsonl and reports — as a fresh process, once per executor
+(`run.processes: 1` = in-process on the event loop, `run.processes: 2` =
+two worker processes), and prints cases/s (whole process: start to exit,
+imports included) and peak RSS (the main process; the largest worker beside it).
 
-Targets: ≥ 2,000 cases/s on one core; peak RSS at 100,000 ≤ 1.5 × at 1,000.
+Then, on the same 10,000 cases, the whole-process time of pydantic-evals'
+`Dataset.evaluate` (six deterministic evaluators, a trivial task) and of
+multivon's `EvalSuite.run` (six deterministic evaluators, an identity
+model), each as a fresh process reading the same JSONL file; the ratio
+column is their seconds over ours (processes 2). Peers need the `bench` extra.
 
-    python benchmarks/pipeline_throughput.py [--sizes 1000,10000,100000] [--keep DIR]
+Targets: ≥ 10× pydantic-evals and ≥ 25× multivon as whole processes; peak RSS
+at 100,000 ≤ 1.5 × at 10,000.
+
+    python benchmarks/pipeline_throughput.py [--sizes 10000,100000] [--peers-n 10000] [--keep DIR]
+
+`EXECUTORS` lists the executors measured (name → `--set` overrides); an
+executor that needs an extra (Ray) adds its row there and is skipped, with a
+note, when the extra is missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -26,6 +40,13 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "tau_bench"
 sys.path.insert(0, str(REPO))
 
+# name → (config overrides, module the executor needs or None)
+EXECUTORS: dict[str, tuple[list[str], str | None]] = {
+    "processes 1": (["run.processes=1"], None),
+    "processes 2": (["run.processes=2"], None),
+    "ray (2 CPUs)": (["run.executor=ray", "run.processes=2"], "ray"),
+}
+
 CONFIG = """\
 dataset: {{path: {cases}, format: native}}
 metrics:
@@ -36,19 +57,49 @@ metrics:
     include_failed: false
   - {{type: TrajectoryMatch, order: in_order}}
   - {{type: ToolCorrectness, allow_extra: true}}
+  - {{type: MaxToolCalls, max_calls: 20}}
+  - {{type: MaxModelRequests, max_requests: 30}}
+  - {{type: Contains, value: reservation}}
 run: {{dir: {run_dir}}}
 """
 
 CHILD = """
-import os, resource, sys, time, anyio
-os.sched_setaffinity(0, {{{cpu}}})
+import resource, sys, time, anyio
 from tracejudge.core.config import load_config
 from tracejudge.engine.runner import run
-cfg = load_config(sys.argv[1])
-t0 = time.perf_counter()
+cfg = load_config(sys.argv[1], sys.argv[2:])
 out = anyio.run(run, cfg)
-dt = time.perf_counter() - t0
-print(out.new_results, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(out.new_results, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+PYDANTIC_EVALS = """
+import json, resource, sys
+from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import Contains, Equals, EqualsExpected, IsInstance, MaxDuration
+cases = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    c = json.loads(line)
+    out = (c.get("trace") or {}).get("output") or ""
+    cases.append(Case(name=c["id"], inputs=out, expected_output=out))
+ds = Dataset(name="bench", cases=cases, evaluators=[EqualsExpected(), Contains(value="reservation"), Contains(value="cancel", case_sensitive=False),
+                                     IsInstance(type_name="str"), MaxDuration(seconds=5.0), Equals(value="done")])
+report = ds.evaluate_sync(lambda text: text, progress=False)
+print(len(report.cases), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 0)
+"""
+
+MULTIVON = """
+import json, resource, sys
+from multivon_eval import Contains, EvalCase, EvalSuite, ExactMatch, NotEmpty, StartsWith, WordCount, RegexMatch
+suite = EvalSuite("bench")
+cases = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    c = json.loads(line)
+    out = (c.get("trace") or {}).get("output") or ""
+    cases.append(EvalCase(input=out, expected_output=out, case_id=c["id"]))
+suite.add_cases(cases)
+suite.add_evaluators(ExactMatch(), Contains(["reservation"]), NotEmpty(), StartsWith("I"), WordCount(max_words=500), RegexMatch(r"\\d+"))
+report = suite.run(lambda text: text, verbose=False)
+print(len(cases), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 0)
 """
 
 
@@ -72,47 +123,80 @@ def write_dataset(path: Path, n: int, lines: list[str]) -> int:
     return path.stat().st_size
 
 
-def measure(n: int, workdir: Path, lines: list[str]) -> dict[str, float]:
-    cases = workdir / f"cases-{n}.jsonl"
-    size = write_dataset(cases, n, lines)
-    cfg = workdir / f"bench-{n}.yaml"
-    cfg.write_text(CONFIG.format(cases=cases, run_dir=workdir / f"run-{n}"))
-    cpu = sorted(os.sched_getaffinity(0))[-1]
-    proc = subprocess.run([sys.executable, "-c", CHILD.format(cpu=cpu), str(cfg)], capture_output=True, text=True, cwd=REPO, check=True)
-    new, seconds, rss_kb = proc.stdout.split()
-    assert int(new) == n, proc.stdout
-    results = sum(1 for _ in open(workdir / f"run-{n}" / "results.jsonl", "rb"))
-    assert results == n, f"{results} results for {n} cases"
-    cases.unlink()
-    shutil.rmtree(workdir / f"run-{n}")
-    return {"n": n, "mb": size / 1e6, "s": float(seconds), "rate": n / float(seconds), "rss": int(rss_kb) / 1024}
+def whole_process(code: str, args: list[str]) -> dict[str, float]:
+    """Wall seconds of a fresh Python process running `code` (start to exit), its results and peak RSS in MB."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    n, rss_kb, child_kb = proc.stdout.split()[-3:]
+    return {"s": seconds, "n": int(n), "rss": int(rss_kb) / 1024, "workers_rss": int(child_kb) / 1024}
+
+
+def measure(n: int, cases: Path, work: Path, name: str, overrides: list[str]) -> dict[str, float]:
+    run_dir = work / f"run-{n}-{name.replace(' ', '_')}"
+    cfg = work / f"bench-{n}.yaml"
+    cfg.write_text(CONFIG.format(cases=cases, run_dir=run_dir))
+    got = whole_process(CHILD, [str(cfg), *overrides])
+    assert got["n"] == n, got
+    shutil.rmtree(run_dir)
+    return {**got, "rate": n / got["s"]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--peers-n", type=int, default=10_000, help="cases for the peer comparison (0: skip it)")
     ap.add_argument("--keep", type=Path, help="work in this folder instead of a temporary one")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     lines = base_cases()
     work = args.keep or Path(tempfile.mkdtemp(prefix="tj-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: dict[tuple[str, int], dict[str, float]] = {}
+    notes: list[str] = []
+    peers: dict[str, dict[str, float]] = {}
     try:
-        for n in sizes:
-            t0 = time.perf_counter()
-            rows.append(measure(n, work, lines))
-            print(f"  measured N={n:,} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        for n in sorted(set(sizes) | ({args.peers_n} if args.peers_n else set())):
+            cases = work / f"cases-{n}.jsonl"
+            write_dataset(cases, n, lines)
+            if n in sizes:
+                for name, (overrides, needs) in EXECUTORS.items():
+                    if needs is not None and importlib.util.find_spec(needs) is None:
+                        notes.append(f"{name}: skipped, `{needs}` is not installed")
+                        continue
+                    rows[name, n] = measure(n, cases, work, name, overrides)
+                    print(f"  {name} N={n:,}: {rows[name, n]['s']:.1f} s", file=sys.stderr)
+            if n == args.peers_n:
+                for peer, code, module in (("pydantic-evals Dataset.evaluate", PYDANTIC_EVALS, "pydantic_evals"),
+                                           ("multivon EvalSuite.run", MULTIVON, "multivon_eval")):
+                    if importlib.util.find_spec(module) is None:
+                        notes.append(f"{peer}: skipped, install the `bench` extra")
+                        continue
+                    peers[peer] = whole_process(code, [str(cases)])
+                    print(f"  {peer} N={n:,}: {peers[peer]['s']:.1f} s", file=sys.stderr)
+            cases.unlink()
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    base = rows[0]["rss"]
-    print(f"\npipeline throughput: native JSONL of real tau-bench runs, 3 metrics, one core ({os.cpu_count()} on machine)\n")
-    print(f"| {'cases':>8} | {'dataset MB':>10} | {'seconds':>8} | {'cases/s':>8} | {'peak RSS MB':>11} | {'RSS / RSS(first)':>16} |")
-    print(f"|{'-' * 10}|{'-' * 12}|{'-' * 10}|{'-' * 10}|{'-' * 13}|{'-' * 18}|")
-    for r in rows:
-        print(f"| {r['n']:>8,} | {r['mb']:>10.1f} | {r['s']:>8.2f} | {r['rate']:>8,.0f} | {r['rss']:>11.1f} | {r['rss'] / base:>16.2f} |")
-    print("\ntargets: >= 2,000 cases/s; peak RSS at the largest N <= 1.5 x at the smallest")
+
+    print(f"\npipeline throughput: native JSONL of real tau-bench runs, 6 deterministic checks, whole process ({os.cpu_count()} cores)\n")
+    print(f"| {'executor':<14} | {'cases':>8} | {'seconds':>8} | {'cases/s':>8} | {'peak RSS MB':>11} | {'worker RSS MB':>13} | {'RSS / RSS(10k)':>14} |")
+    print(f"|{'-' * 16}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 13}|{'-' * 15}|{'-' * 16}|")
+    for (name, n), r in rows.items():
+        first = rows[name, min(sizes)]["rss"]
+        print(f"| {name:<14} | {n:>8,} | {r['s']:>8.2f} | {r['rate']:>8,.0f} | {r['rss']:>11.1f} | {r['workers_rss']:>13.1f} | {r['rss'] / first:>14.2f} |")
+    ours = rows.get(("processes 2", args.peers_n)) or rows.get(("processes 1", args.peers_n))
+    if peers and ours:
+        print(f"\nwhole process on the same {args.peers_n:,} cases (ours: processes 2, {ours['s']:.2f} s)\n")
+        print(f"| {'peer':<32} | {'seconds':>8} | {'peak RSS MB':>11} | {'peer s / ours':>13} |")
+        print(f"|{'-' * 34}|{'-' * 10}|{'-' * 13}|{'-' * 15}|")
+        for peer, r in peers.items():
+            print(f"| {peer:<32} | {r['s']:>8.2f} | {r['rss']:>11.1f} | {r['s'] / ours['s']:>13.1f} |")
+    for note in notes:
+        print(f"note: {note}")
+    print("\ntargets: >= 10x pydantic-evals, >= 25x multivon (whole process); peak RSS at 100,000 <= 1.5 x at 10,000")
 
 
 if __name__ == "__main__":

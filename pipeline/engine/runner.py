@@ -110,20 +110,21 @@ async def run(
         ctx = fmt.prepare(config.dataset)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
         stop = stop or anyio.Event()
-        # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
-        stages = build_stages(
-            config, [m for m in metrics if not getattr(m, "over_trials", False)],
-            run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent), score=config.target is not None,
-        )
-        journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
         job = CpuJob(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
             metric_specs=None if given else config.metrics, metrics=metrics if given else None, merge=_merge_case_metrics,
-            score=config.target is None, keep_case=bool(stages), fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
+            score=config.target is None, keep_case=True, fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
         )
+        executor = open_executor(config, job)
+        stages = build_stages(
+            config, _per_case(metrics), run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
+            score=config.target is not None, judge_resources=getattr(executor, "judge_resources", None),
+        )
+        journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
+        job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
         flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard)
         try:
-            async with open_executor(config, job) as executor:
+            async with executor:
                 await flow.run(executor, _records(config, fmt, source))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
@@ -145,6 +146,11 @@ async def run(
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict)
     finally:
         lock.release()
+
+
+def _per_case(metrics: list[Any]) -> list[Any]:
+    # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
+    return [m for m in metrics if not getattr(m, "over_trials", False)]
 
 
 def _run_dir(run_dir: Path) -> Path:
@@ -202,6 +208,7 @@ class _Flow:
         self.trials = config.run.trials
         self.chunk = min(config.run.chunk_size, config.run.queue_size)
         self.capacity = max(2, config.run.queue_size // self.chunk)
+        self.raw_chunk = self.chunk
         self.admission = Admission(journal.done, journal.is_done, FirstSeen(size_hint=len(journal.done)), self.trials)
         self.new = 0
         self.read_skipped = 0
@@ -212,6 +219,8 @@ class _Flow:
         return self.read_skipped + self.admission.skipped
 
     async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
+        # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records.
+        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0))
         stream = anyio.create_memory_object_stream
         sink_done = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -264,7 +273,7 @@ class _Flow:
                         await anyio.lowlevel.checkpoint()  # let signals and flushes in
                     continue
                 batch.append(raw)
-                if len(batch) >= self.chunk:
+                if len(batch) >= self.raw_chunk:
                     await send.send(batch)
                     batch = []
             if batch:
@@ -351,7 +360,8 @@ async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
 
 
 def build_stages(
-    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None, score: bool = True
+    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None, score: bool = True,
+    judge_resources: Callable[[RunConfig, dict[str, Any]], Any] | None = None,
 ) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
@@ -360,7 +370,9 @@ def build_stages(
     files (the target's `traces.jsonl`); without it they keep none.
     `prior_judge` is the judge block of an earlier segment of the same run
     (its spending counts against the budget). `score: false` leaves the
-    score stage out (the executor scores while extracting). Raises `ConfigError` when the
+    score stage out (the executor scores while extracting). `judge_resources`
+    gives the judge's limiter, budget and cache (default: in-process ones,
+    `tracejudge.stages.judge.stage.local_resources`). Raises `ConfigError` when the
     judge's API key variable is unset.
     """
     from tracejudge.stages.judge import JudgeMetric
@@ -380,7 +392,8 @@ def build_stages(
     if score:
         stages.append(score_stage(plain, deterministic))
     if judged:
-        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir))
+        shared = {} if judge_resources is None else {"resources": judge_resources}
+        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir, **shared))
     return stages
 
 

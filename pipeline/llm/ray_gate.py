@@ -8,7 +8,7 @@ matrix, several heads on one cluster — waits in one admission queue and
 spends from one budget, and the provider sees one client.
 
 The gate is a *detached* named actor (`gate_name`: the sweep's config hash
-without `run.shard`, its limits, budget and run directory name), found or created
+without `run.shard`, its limits, budget and `run.dir`), found or created
 with `get_if_exists`, so shards that start and finish at different times
 share it; it lives until the cluster stops or `ray.kill`. Its caps and the
 earlier spending are those of the run that created it; a resumed sweep
@@ -105,8 +105,8 @@ class RayBudget:
 
 def gate_name(config: RunConfig, run_dir: Path | None = None) -> str:
     """The gate of a sweep: the hash of `config` without `run.shard`, its limits and budget, and the
-    run directory's name without `-shard-I-of-N`; so the shards of one sweep share a gate, and a
-    `--fresh` run (`runs/demo-2`) gets its own."""
+    name of `run_dir` (default `run.dir`) without `-shard-I-of-N`; so the shards of one sweep share
+    a gate, and a sweep with another `run.dir` gets its own."""
     from tracejudge.engine.manifest import hashed_config
     from tracejudge.engine.shards import sweep_name
 

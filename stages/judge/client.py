@@ -300,11 +300,13 @@ class Judge:
         retryable failure once attempts or wait are exhausted, or `fatal`), or
         `_BudgetRefused` when an attempt could cross the budget.
         """
+        from tracejudge.stages.judge.fit import count_prompt
+
         payload = build_payload(self.protocol, req)
+        prompt_tokens = await count_prompt(req)
         if self.batches is not None:
             custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
-            return await self._batch_call(payload, request_tokens(req), custom_id)
-        prompt_tokens = request_tokens(req)
+            return await self._batch_call(payload, prompt_tokens, custom_id)
         retrying = AsyncRetrying(
             stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
             retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
@@ -319,28 +321,20 @@ class Judge:
 
     async def ask(self, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo) -> tuple[dict[str, Any] | None, Outcome | None]:
         """Answers for `questions`, or an `Outcome` saying why there are none."""
-        omit = 0
-        req = build_request(plan, questions, self.cfg, omit)
-        limit = self.cfg.context_tokens - self.cfg.max_tokens
-        # A token is at least one byte, so a prompt of at most `limit` bytes fits without counting.
-        # (`repr` of the schema is never shorter than its compact JSON.)
-        size = sum(len(m["content"].encode()) for m in req.messages) + len(repr(req.schema))
-        tokens = request_tokens(req) if size > limit else 0
-        if tokens > limit:
-            if self.cfg.too_long == "truncate" and plan.steps > 2:
-                for omit in range(1, plan.steps - 1):
-                    req = build_request(plan, questions, self.cfg, omit)
-                    tokens = request_tokens(req)
-                    if tokens <= limit:
-                        break
-            if tokens > limit:
-                self.stats.too_long += 1
-                score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
-                              f"(context_tokens {self.cfg.context_tokens} − max_tokens {self.cfg.max_tokens}; too_long: {self.cfg.too_long})",
-                              details={"too_long_tokens": tokens})
-                return None, Outcome(score, "ok")
+        from tracejudge.stages.judge.fit import fit_request
+
+        # Rendering, counting and truncating run in a worker thread: a long trace never holds the loop.
+        fitted = await anyio.to_thread.run_sync(fit_request, plan, questions, self.cfg, abandon_on_cancel=True)
+        req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - self.cfg.max_tokens
+        if not fitted.fits:
+            self.stats.too_long += 1
+            score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
+                          f"(context_tokens {self.cfg.context_tokens} − max_tokens {self.cfg.max_tokens}; too_long: {self.cfg.too_long})",
+                          details={"too_long_tokens": tokens})
+            return None, Outcome(score, "ok")
+        if fitted.omit:
             self.stats.truncated_prompts += 1
-            plan.note = (plan.note + "; " if plan.note else "") + f"{omit} middle steps left out to fit the judge's context (too_long: truncate)"
+            plan.note = (plan.note + "; " if plan.note else "") + f"{fitted.omit} middle steps left out to fit the judge's context (too_long: truncate)"
 
         comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.metric.prompt_version, plan.metric.rubric, trial)
         key = cache_key(comps)

@@ -1,12 +1,10 @@
 """Stage `judge`: run the LLM-judge metrics of each case.
 
 One `Judge` per run — one aiohttp session, one limiter, one budget, one
-cache — shared by `judge.workers` concurrent tasks (default twice the
+cache, the last three received (`JudgeResources`) — shared by `judge.workers` concurrent tasks (default twice the
 in-flight cap, so the admission gate always has work queued). With
 `provider: simulator` the stage starts the judge simulator on 127.0.0.1
-itself and stops it at the end. With `run.executor: ray` (and Ray connected)
-the limiter and budget are the sweep's one Ray actor (`tracejudge.llm.ray_gate`),
-shared with every other process judging for the same sweep.
+itself and stops it at the end.
 
 How a case ends: every metric's score is stored; the case's status is
 `skipped_budget` when some request was not sent for the budget (a resumed
@@ -28,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +49,7 @@ from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import Judge, Outcome
 from tracejudge.stages.judge.multi import Item, judge_items
 
-__all__ = ["BATCH_WORKERS", "api_key", "judge_stage"]
+__all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
 BATCH_WORKERS = 2048
 
@@ -77,21 +75,38 @@ def api_key(config: RunConfig) -> str | None:
     return value
 
 
-def _ray_connected() -> bool:
-    import sys
+@dataclass
+class JudgeResources:
+    """What every judge request of a run shares: the rate `limiter`, the token/cost `budget`, the verdict `cache` (None: off).
 
-    ray = sys.modules.get("ray")  # imported by the Ray executor; never imported here just to ask
-    return ray is not None and ray.is_initialized()
+    In-process objects by default (`local_resources`); an executor that spreads
+    the judge over machines passes shared ones with the same methods.
+    """
+
+    limiter: Any
+    budget: Any
+    cache: Any | None
+
+
+def local_resources(config: RunConfig, prior: dict[str, Any]) -> JudgeResources:
+    """This process's limiter (`limits`), budget (`budget`, less what `prior` segments spent) and disk cache (`cache`)."""
+    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
+    budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
+                             int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
+    return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight), budget, cache)
 
 
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
-                prior: dict[str, Any] | None = None, run_dir: Path | None = None) -> Stage:
+                prior: dict[str, Any] | None = None, run_dir: Path | None = None,
+                resources: Callable[[RunConfig, dict[str, Any]], JudgeResources] = local_resources) -> Stage:
     """The `judge` stage for `metrics` (the run's judge metrics; cases may add their own through `merge`).
 
     `prior` is the `judge` block of an earlier segment of the same run: its
     spending counts against the budget and its counters are carried on.
     `run_dir` is where batch mode journals its batches (`batches.jsonl`);
-    without it a killed batch run cannot re-attach.
+    without it a killed batch run cannot re-attach. `resources(config, prior)`
+    gives the limiter, budget and cache, called once when the first case
+    arrives (default: in-process ones, `local_resources`).
     Raises `ConfigError` when the API key variable is unset.
     """
     from tracejudge.core.config import JudgeConfig
@@ -122,18 +137,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 base = cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]
                 cache_base = base.rstrip("/")
             state["session"] = open_session(config.limits.max_in_flight)
-            cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
+            shared = resources(config, prior)
+            limiter, budget, cache = shared.limiter, shared.budget, shared.cache
             state["cache"] = cache
-            spent = int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0))
-            limiter: Any
-            budget: Any
-            if config.run.executor == "ray" and _ray_connected():
-                from tracejudge.llm.ray_gate import shared_gate  # every process of the sweep: one limit, one budget
-
-                limiter, budget = shared_gate(config, *spent, run_dir=run_dir)
-            else:
-                budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd, *spent)
-                limiter = AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight)
             batch_runner: BatchRunner | None = None
             if cfg.mode == "batch":
                 protocol = "anthropic" if cfg.provider == "anthropic" else "openai"

@@ -9,15 +9,15 @@ multivon-eval reachable through the options.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import jsonschema
+import regex
 from pydantic import Field, field_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import Metric, no_expectation, no_trace
-from tracejudge.stages.score.value_match import first_difference, match_value, short_json
+from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json
 
 __all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
 
@@ -100,11 +100,14 @@ class Contains(Metric):
 
 @register_metric
 class Regex(Metric):
-    """1.0 when `pattern` (Python `re` syntax) is found in the final output, else 0.0.
+    """1.0 when `pattern` is found in the final output, else 0.0.
 
     `re.search` semantics (as JavaScript's `RegExp.test` in cogitator);
-    `full_match: true` requires the whole output to match. An invalid
-    pattern is refused when the metric is built.
+    `full_match: true` requires the whole output to match. Patterns run on the
+    `regex` library (Python `re` syntax) with a time limit of
+    `REGEX_TIMEOUT_S` seconds per output: a pattern that backtracks longer
+    (`^(a+)+$` on a long output of `a`s) gives `value: null` with the reason,
+    instead of holding the run. An invalid pattern is refused when the metric is built.
     """
 
     pattern: str
@@ -114,8 +117,8 @@ class Regex(Metric):
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            re.compile(value)
-        except re.error as exc:
+            compile_pattern(value)
+        except regex.error as exc:
             raise ValueError(f"invalid regular expression: {exc}") from None
         return value
 
@@ -123,8 +126,13 @@ class Regex(Metric):
         if case.trace is None:
             return no_trace()
         out = _output(case)
-        rx = re.compile(self.pattern)
-        ok = (rx.fullmatch(out) if self.full_match else rx.search(out)) is not None
+        rx = compile_pattern(self.pattern)
+        try:
+            found = rx.fullmatch(out, timeout=REGEX_TIMEOUT_S) if self.full_match else rx.search(out, timeout=REGEX_TIMEOUT_S)
+        except TimeoutError:
+            return Score(value=None, passed=None, reason=f"regex_timeout: /{self.pattern[:60]}/ took over {REGEX_TIMEOUT_S:g} s "
+                                                        f"on a {len(out)}-character output")
+        ok = found is not None
         verb = "matches" if self.full_match else "contains a match for"
         return _pass(ok, f"output {verb} /{self.pattern}/" if ok else f"output does not match /{self.pattern}/")
 

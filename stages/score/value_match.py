@@ -36,6 +36,8 @@ from tracejudge.core.records import decode_arguments
 __all__ = [
     "ABSENT",
     "ArgMode",
+    "REGEX_TIMEOUT_S",
+    "compile_pattern",
     "first_difference",
     "is_matcher",
     "match_arguments",
@@ -94,12 +96,13 @@ def _decoded(actual: Any) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def _regex(pattern: str) -> regex.Pattern[str]:
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """`pattern` compiled by the `regex` library (cached); raises `regex.error` when invalid."""
     return regex.compile(pattern)
 
 
 REGEX_TIMEOUT_S = 1.0
-"""A `$regex` that backtracks longer than this on one value raises (the metric's value is then null)."""
+"""A `$regex` matcher or `Regex` metric that backtracks longer than this on one value gives the metric `value: null`."""
 
 
 def _is_number(v: Any) -> bool:
@@ -145,7 +148,7 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
         if not isinstance(actual, str):
             return False
         try:
-            return _regex(str(m[key])).search(actual, timeout=REGEX_TIMEOUT_S) is not None
+            return compile_pattern(str(m[key])).search(actual, timeout=REGEX_TIMEOUT_S) is not None
         except TimeoutError:
             # A catastrophic pattern must cost one score, not hang a run of 50,000 cases.
             raise ValueError(f"$regex {str(m[key])[:60]!r} took over {REGEX_TIMEOUT_S:g} s on a {len(actual)}-character value") from None

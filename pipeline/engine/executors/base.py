@@ -14,6 +14,12 @@ directory — stays in the main process, on the loop. So an executor is only
         async def __aexit__(self, *exc) -> None: ...   # stop workers (also on cancellation)
         async def map(self, chunk: list[RawRecord]) -> list[Extracted]: ...
 
+An executor may ask for larger chunks with `min_chunk` (records per `map`
+call; the process executor's trips cost per chunk). It may also carry `judge_resources`, a factory `(config, prior) ->
+JudgeResources` (`tracejudge.stages.judge.stage`): the judge stage then
+takes its rate limiter, budget and cache from it (shared ones, for workers on
+other machines) instead of building in-process ones.
+
 An executor is built by a factory `(config, job) -> Executor` (see
 `tracejudge.engine.executors.open_executor`). The contract:
 
@@ -125,7 +131,7 @@ class CpuJob:
                 pickle.dumps(self.metrics)
             except Exception as exc:  # local classes, lambdas, open handles: pickle says which
                 return f"a metric cannot be sent to a worker process ({type(exc).__name__}: {exc}); define it at module level"
-        if any(getattr(m, "aevaluate", None) is not None for m in self.build()[2]):
+        if any(_is_async(m) for m in self.build()[2]):
             return "a custom metric is async (aevaluate): it runs on the event loop"
         return None
 
@@ -185,9 +191,16 @@ class CpuJob:
         return item
 
 
+def _is_async(metric: Any) -> bool:
+    # `@tracejudge.metric` classes say whether their function is async; other classes are async when they define `aevaluate`.
+    flag = getattr(metric, "is_async", None)
+    return bool(flag) if flag is not None else getattr(metric, "aevaluate", None) is not None
+
+
 def _light(case: Case) -> Case:
     # What the main process needs when no later stage reads the trace: id, tags, metadata.
-    return Case.model_construct(id=case.id, tags=case.tags, metadata=case.metadata)
+    # (Validating three fields is cheaper than `model_construct`, which inspects every default factory.)
+    return Case(id=case.id, tags=case.tags, metadata=case.metadata)
 
 
 class Executor(Protocol):

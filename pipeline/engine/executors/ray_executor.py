@@ -21,6 +21,10 @@ and `max_task_retries`, so Ray restarts a dead actor and re-runs the chunks
 it held; only a chunk that kills its worker every time (`MAX_RETRIES` + 1
 times) becomes `ExecutorBroken`, whose cases are recorded as `worker_error`.
 Results come back to the head, which alone writes the run directory.
+
+The judge runs on the head; its rate limiter and budget (`judge_resources`)
+are the sweep's one Ray actor (`tracejudge.llm.ray_gate`), shared with every
+other process judging for the same sweep on the cluster.
 """
 
 from __future__ import annotations
@@ -99,6 +103,16 @@ class RayExecutor:
         if self.started_ray:
             await anyio.to_thread.run_sync(ray.shutdown)
         log.debug("executor done", executor=self.name, chunks=self.chunks)
+
+    def judge_resources(self, config: RunConfig, prior: dict[str, Any]) -> Any:
+        """The judge's `JudgeResources`: the sweep's shared Ray limiter and budget (`tracejudge.llm.ray_gate`),
+        and the disk cache at `cache.dir` (shared by its path)."""
+        from tracejudge.llm.ray_gate import shared_gate
+        from tracejudge.stages.judge.stage import JudgeResources, local_resources
+
+        spent = int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0))
+        limiter, budget = shared_gate(config, *spent)
+        return JudgeResources(limiter, budget, local_resources(config, prior).cache)
 
     def route(self, raw: Any) -> int:
         """The worker (0-based) of a raw record: the stable hash of its id, or of `file:line`."""

@@ -1,0 +1,130 @@
+"""Fitting a judge prompt into the judge's context window (`judge.too_long`).
+
+`fit_request(plan, questions, cfg)` builds the request and, when its prompt
+would not fit (`context_tokens − max_tokens`), applies the policy:
+`truncate` leaves out middle steps (the task, the first and last steps and the
+output stay), `skip` gives up. It is plain CPU work; the judge client runs it
+in a worker thread, so the event loop keeps serving other cases while a
+2-million-token trace is rendered and measured.
+
+The truncation search is near-linear in the trace: the whole prompt is
+counted once, each step's rendered text once (the steps are found in the
+rendered prompt by their `Step N:` headers), and the number of steps to
+omit is then found with prefix sums; only the chosen request (which fits,
+so it is short) is counted again to confirm, and corrected in a few rounds
+when token boundaries make the estimate slightly low. The earlier search
+re-rendered and re-counted the whole prompt for every candidate, which grows
+with the square of the trace (279 s for 2 million tokens).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import anyio
+
+from tracejudge.core.config import JudgeConfig
+from tracejudge.llm.tokens import count_text
+from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
+
+__all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "fit_request", "prompt_bytes"]
+
+LONG_PROMPT_BYTES = 64 << 10
+"""`count_prompt` counts a prompt over this many bytes in a worker thread (a few ms of tokenizing and more)."""
+
+_MARKER_TOKENS = 32  # the "[steps a–b omitted …]" line that replaces the omitted steps
+_ROUNDS = 6
+
+
+@dataclass
+class Fitted:
+    """The request to send (`omit` middle steps left out), its prompt `tokens` (0: short, not counted), and `fits`."""
+
+    req: JudgeRequest
+    omit: int
+    tokens: int
+    fits: bool
+
+
+def prompt_bytes(req: JudgeRequest) -> int:
+    """An upper bound of the prompt's tokens: a token is at least one byte (`repr` of the schema is never shorter than its JSON)."""
+    return sum(len(m["content"].encode()) for m in req.messages) + len(repr(req.schema))
+
+
+async def count_prompt(req: JudgeRequest) -> int:
+    """`request_tokens(req)`, off the event loop when the prompt is long."""
+    if prompt_bytes(req) > LONG_PROMPT_BYTES:
+        return await anyio.to_thread.run_sync(request_tokens, req, abandon_on_cancel=True)
+    return request_tokens(req)
+
+
+def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
+    """The request for `plan`, fitted to the context window under `cfg.too_long`.
+
+    `fits` is False when it cannot fit (policy `skip`, or nothing left to
+    leave out); `tokens` is then the full prompt's count, for the reason.
+    """
+    limit = cfg.context_tokens - cfg.max_tokens
+    req = build_request(plan, questions, cfg, 0)
+    if prompt_bytes(req) <= limit:
+        return Fitted(req, 0, 0, True)
+    tokens = request_tokens(req)
+    if tokens <= limit:
+        return Fitted(req, 0, tokens, True)
+    if cfg.too_long != "truncate" or plan.steps <= 2:
+        return Fitted(req, 0, tokens, False)
+    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model), initial=0))
+    omit = 1
+    for _ in range(_ROUNDS):
+        omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit)
+        if omit is None:
+            break
+        cut = build_request(plan, questions, cfg, omit)
+        got = request_tokens(cut)
+        if got <= limit:
+            return Fitted(cut, omit, got, True)
+        # The estimate was low (token boundaries, a step text found in the wrong place): aim lower by the miss.
+        limit_left = limit - (got - _estimate(steps, plan.steps, tokens, omit))
+        nxt = _smallest_omit(steps, plan.steps, tokens, limit_left, start=omit + 1)
+        omit = nxt if nxt is not None else omit + 1
+        if omit > plan.steps - 2:
+            break
+    cut = build_request(plan, questions, cfg, plan.steps - 2)  # the most that may be left out
+    got = request_tokens(cut)
+    return Fitted(cut, plan.steps - 2, got, True) if got <= limit else Fitted(req, 0, tokens, False)
+
+
+def _step_tokens(text: str, n: int, model: str) -> list[int]:
+    """Tokens of each rendered step 1..n-1 (the last step is never left out), found by its `Step i:` header.
+
+    A step whose header cannot be found counts 0, which only makes the
+    estimate low; the confirming count then corrects it.
+    """
+    out = [0] * n
+    starts: list[int] = []
+    pos = 0
+    for i in range(1, n + 1):
+        at = text.find(f"Step {i}:\n", pos)
+        if at < 0:
+            break
+        starts.append(at)
+        pos = at + 1
+    for i, (a, b) in enumerate(itertools.pairwise(starts)):
+        out[i] = count_text(text[a:b], model)
+    return out
+
+
+def _estimate(prefix: list[int], n: int, total: int, omit: int) -> int:
+    # `prefix[k]` is the tokens of steps 1..k; as `render_steps`, steps head+1 .. head+omit are left out.
+    head = (n - omit + 1) // 2
+    return total - (prefix[head + omit] - prefix[head]) + _MARKER_TOKENS
+
+
+def _smallest_omit(steps: list[int], n: int, total: int, limit: int, start: int) -> int | None:
+    # One O(1) estimate per candidate: linear in the number of steps.
+    for omit in range(max(1, start), n - 1):
+        if _estimate(steps, n, total, omit) <= limit:
+            return omit
+    return None
