@@ -188,7 +188,7 @@ class RunSection(_Strict):
 
     `queue_size` bounds every inter-stage stream (about that many cases in
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
-    `workers` sizes the CPU stages' pools; `trials` runs each case N times;
+    `workers` is accepted from older configs and has no effect (the CPU stages' parallelism is `processes`); `trials` runs each case N times;
     `flush_every` is how many results are fsynced together (at most 0.5 s apart).
     `shard` ("I/N", 1-based) scores only the cases whose id hashes into
     shard I of N (`tracejudge.engine.shards`; `tracejudge run --shard I/N`).

@@ -221,17 +221,16 @@ class _Flow:
     async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
         # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records.
         self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0))
-        stream = anyio.create_memory_object_stream
         sink_done = anyio.Event()
         async with anyio.create_task_group() as tg:
-            raw_send, raw_recv = stream[list[Any]](self.capacity)
+            raw_send, raw_recv = anyio.create_memory_object_stream[list[Any]](self.capacity)
             tg.start_soon(self.load, records, raw_send)
-            mapped_send, mapped_recv = stream[Mapped](self.capacity)
+            mapped_send, mapped_recv = anyio.create_memory_object_stream[Mapped](self.capacity)
             tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop)
-            send, recv = stream[list[Work]](self.capacity)
+            send, recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
             tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
             for i, stage in enumerate(self.stages):
-                nxt_send, nxt_recv = stream[list[Work]](self.capacity)
+                nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
                 async with recv, nxt_send:
                     for _ in range(stage.workers):
                         tg.start_soon(self.worker, stage, recv.clone(), nxt_send.clone(), self.feeds_concurrent(i + 1))
