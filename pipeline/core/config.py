@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tracejudge.core import registry
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
@@ -210,14 +210,15 @@ class RunSection(_Strict):
     ray_address: str | None = None
     shard: str | None = None
 
-    @model_validator(mode="after")
-    def _shard_form(self) -> RunSection:
-        if self.shard is not None:
-            from tracejudge.engine.shards import parse_shard
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard_form(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        from tracejudge.engine.shards import parse_shard
 
-            i, n = parse_shard(self.shard)  # ValueError → a config error naming run.shard
-            self.shard = f"{i}/{n}"
-        return self
+        i, n = parse_shard(str(value))  # ValueError → a config error naming run.shard
+        return f"{i}/{n}"
 
 
 class TargetConfig(_Strict):
