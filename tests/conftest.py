@@ -85,3 +85,19 @@ def simulator() -> Iterator[Callable[..., SimulatorThread]]:
     yield start
     for sim in started:
         sim.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """One local Ray cluster (2 CPUs) for the whole test session; skips when the `ray` extra is missing.
+
+    Workers import test helper modules (`ray_helpers`) through PYTHONPATH.
+    """
+    ray = pytest.importorskip("ray")
+    tests_dir = str(Path(__file__).resolve().parent)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"PYTHONPATH": tests_dir}})
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tracejudge.core import registry
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
@@ -51,6 +51,16 @@ _PATH_KEYS = {
     ("target", "traces"),
     ("assertions", "regression", "baseline"),
 }
+
+
+def _baseline_exists(path: Path) -> bool:
+    # A run directory, or the name of a sharded run's directories.
+    from tracejudge.engine.shards import expand
+
+    try:
+        return bool(expand(path))
+    except Exception:
+        return False
 
 
 class _Strict(BaseModel):
@@ -193,10 +203,13 @@ class RunSection(_Strict):
     `max_resume_retries` is how many times re-running the same command redoes a
     (case, trial) that ended in a transient failure (`judge_error`,
     `target_error`, `rate_limited`), counted from results.jsonl.
+    `shard` ("I/N", 1-based) scores only the cases whose id hashes into
+    shard I of N (`tracejudge.engine.shards`; `tracejudge run --shard I/N`).
     `executor` says where extract and deterministic scoring run
     (`tracejudge.engine.executors`): `inprocess` on the event loop, `processes`
     in a pool of `processes` worker processes (default: the machine's cores;
-    `processes: 1` means in-process), `ray` on a Ray cluster.
+    `processes: 1` means in-process), `ray` on the Ray cluster at
+    `ray_address` (none: a local one; `tracejudge.engine.executors.ray_executor`).
     """
 
     dir: Path = Path("runs/default")
@@ -208,6 +221,18 @@ class RunSection(_Strict):
     max_resume_retries: int = Field(default=2, ge=0)
     executor: Literal["inprocess", "processes", "ray"] = "processes"
     processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)
+    ray_address: str | None = None
+    shard: str | None = None
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard_form(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        from tracejudge.engine.shards import parse_shard
+
+        i, n = parse_shard(str(value))  # ValueError → a config error naming run.shard
+        return f"{i}/{n}"
 
 
 class TargetConfig(_Strict):
@@ -516,7 +541,7 @@ def validate_config(
             if p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
         reg = config.assertions.regression
-        if reg is not None and reg.baseline is not None and not (Path(reg.baseline) / "results.jsonl").exists():
+        if reg is not None and reg.baseline is not None and not _baseline_exists(Path(reg.baseline)):
             # Found now, not after a night of scoring that the gate would then fail anyway.
             problems.append(_fmt(source, ("assertions", "regression", "baseline"),
                                  f"baseline run not found: {reg.baseline} has no results.jsonl", lines, overridden))

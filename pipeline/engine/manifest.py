@@ -27,7 +27,7 @@ __all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_fo
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries", "executor", "processes"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries", "executor", "processes", "ray_address"},
     "limits": None,
     "budget": None,
     "cache": None,
@@ -106,6 +106,9 @@ def hashed_config(config: dict[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(value, dict) and drop:
             value = {k: v for k, v in value.items() if k not in drop}
+        if section == "run" and isinstance(value, dict) and value.get("shard", 0) is None:
+            # Unsharded: hashed as before `run.shard` existed, so older run directories still resume.
+            value = {k: v for k, v in value.items() if k != "shard"}
         out[section] = value
     return out
 
@@ -120,7 +123,8 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None) -> di
     Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part),
     `dataset` (role → `{path, size, sha256, sampled}` for `path` and `tasks`),
     `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it,
-    each metric spec with its defaults filled in). `memory_fingerprint`
+    each metric spec with its defaults filled in); a shard run also has `shard`
+    (`{index, count}`) and `config_hash_unsharded` (the hash without `run.shard`). `memory_fingerprint`
     stands in for the files when the cases come from memory.
     """
     dumped = config.model_dump(mode="json")
@@ -134,9 +138,18 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None) -> di
             p = getattr(config.dataset, role)
             if p is not None:
                 files[role] = {"path": str(p), **file_fingerprint(Path(p))}
+    hashed = hashed_config(dumped)
+    shard: dict[str, Any] = {}
+    if config.run.shard is not None:
+        # The shard decides which cases a directory holds (so it is hashed), but the shards
+        # of one sweep share everything else: the unsharded hash tells `merge_runs` they belong together.
+        i, n = (int(x) for x in config.run.shard.split("/"))
+        unsharded = hashed_config({**dumped, "run": {**dumped["run"], "shard": None}})
+        shard = {"shard": {"index": i, "count": n}, "config_hash_unsharded": _digest(unsharded)}
     return {
         "tracejudge_version": __version__,
-        "config_hash": _digest(hashed_config(dumped)),
+        "config_hash": _digest(hashed),
+        **shard,
         "dataset_fingerprint": _digest({role: f["sha256"] for role, f in files.items()}),
         "dataset": files,
         "config": dumped,

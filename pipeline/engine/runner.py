@@ -35,12 +35,13 @@ from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
-from tracejudge.engine.admit import Admission
+from tracejudge.engine.admit import Admission, safe_text
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import CpuJob, Executor, Extracted, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.executors.pump import Mapped, ordered_map
 from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
+from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_dir
 
 if TYPE_CHECKING:
     from tracejudge.stages.load.memory import MemorySource
@@ -79,7 +80,8 @@ async def run(
     source: MemorySource | None = None,
     metrics: Sequence[Any] | None = None,
 ) -> RunOutcome:
-    """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`).
+    """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`, or its
+    `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
 
     Args:
         stop: when set, no new case is taken; cases in flight finish and are written
@@ -98,7 +100,8 @@ async def run(
     """
     from tracejudge.stages.reports import finish_run
 
-    run_dir = _run_dir(Path(run_dir or config.run.dir))
+    shard = parse_shard(config.run.shard) if config.run.shard else None
+    run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
     lock.acquire()
     try:
@@ -122,7 +125,7 @@ async def run(
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
-        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id)
+        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard)
         try:
             async with executor:
                 await flow.run(executor, _records(config, fmt, source))
@@ -204,8 +207,9 @@ class _Flow:
     """
 
     def __init__(self, config: RunConfig, journal: RunJournal, stop: anyio.Event, on_result: Callable[[CaseResult], None] | None,
-                 stages: list[Stage], peek: Callable[[Any], str | None] | None) -> None:
+                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None) -> None:
         self.config, self.journal, self.stop, self.on_result, self.stages, self.peek = config, journal, stop, on_result, stages, peek
+        self.shard = shard
         self.trials = config.run.trials
         self.chunk = min(config.run.chunk_size, config.run.queue_size)
         self.capacity = max(2, config.run.queue_size // self.chunk)
@@ -242,6 +246,10 @@ class _Flow:
     def feeds_concurrent(self, i: int) -> bool:
         return i < len(self.stages) and (self.stages[i].workers > 1 or self.stages[i].io)
 
+    def foreign(self, case_id: str | None) -> bool:
+        # Another shard's case (`run.shard`): not scored, not written, not counted.
+        return self.shard is not None and case_id is not None and shard_index(safe_text(case_id), self.shard[1]) != self.shard[0]
+
     def finished(self, raw: Any, peek: Callable[[Any], str | None]) -> bool:
         # Resume fast path: a record whose every trial is finished is skipped unparsed,
         # unless it repeats an id seen earlier (then extract decides, as it did the first time).
@@ -261,6 +269,8 @@ class _Flow:
                 if self.stop.is_set():
                     self.cut_short = True
                     break
+                if peek is not None and self.shard is not None and raw.error is None and self.foreign(peek(raw.payload)):
+                    continue  # known from the id alone: not even parsed
                 if peek is not None and self.finished(raw, peek):
                     self.read_skipped += self.trials
                     if self.read_skipped % 512 == 0:
@@ -285,7 +295,8 @@ class _Flow:
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True
                     continue
-                works = [w for item in out for w in self.admission.works(item, mapped.started)]
+                works = [w for item in out if not self.foreign(item.case.id if item.case is not None else item.error[0])  # type: ignore[index]
+                         for w in self.admission.works(item, mapped.started)]
                 await _emit(send, works, single)
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:

@@ -67,17 +67,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept)")
     run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
+    run.add_argument("--shard", metavar="I/N", help="score only shard I of N (1-based; by a stable hash of the case id) into RUN_DIR-shard-I-of-N")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress log lines)")
     run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
     run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
 
-    rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl")
-    rep.add_argument("run_dir", type=Path)
+    rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl "
+                                        "(several shard directories: merged into one run)")
+    rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                     help="a run directory; several (or the unsharded name of shard directories) are merged into --out")
+    rep.add_argument("--out", type=Path, help="where the merged run goes (default: the shards' name without -shard-I-of-N)")
     rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
 
     cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)")
-    cmp.add_argument("run_a", type=Path, help="baseline run directory")
-    cmp.add_argument("run_b", type=Path, help="current run directory (deltas are B - A)")
+    cmp.add_argument("runs", type=Path, nargs="+", metavar="RUN",
+                     help="RUN_A RUN_B: baseline and current run directory (deltas are B - A); with --vs, every RUN is a shard of the baseline")
+    cmp.add_argument("--vs", type=Path, nargs="+", metavar="RUN_B", help="the current run's shard directories (the positional ones are the baseline's)")
     cmp.add_argument("--metric", dest="metrics", action="append", help="compare only this metric (repeatable)")
     cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
@@ -199,11 +204,18 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         except TracejudgeError as exc:
             err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             return EXIT_BAD_INPUT
+    overrides = list(args.overrides)
+    if args.command == "run" and args.shard is not None:
+        overrides.append(f"run.shard={args.shard}")
     try:
-        config = load_config(args.config, args.overrides)
+        config = load_config(args.config, overrides)
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
+    if args.command == "run" and config.run.shard is not None and args.run_dir is None:
+        from tracejudge.engine.shards import parse_shard, shard_run_dir
+
+        args.run_dir = shard_run_dir(config.run.dir, parse_shard(config.run.shard))
     if args.command == "run":
         args.crash_dir = args.run_dir or config.run.dir
     try:
@@ -276,6 +288,8 @@ def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
         parts += ["--run-dir", str(run_dir)]
     for item in args.overrides:
         parts += ["--set", item]
+    if getattr(args, "shard", None) is not None:
+        parts += ["--shard", args.shard]
     if getattr(args, "rescore", None) is not None:
         parts += ["--rescore", str(args.rescore)]
     if getattr(args, "explain_cache", False):
@@ -314,7 +328,10 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                 fmt = registry.format_for(config.dataset.format)
                 index = Path(run_dir or config.run.dir) / store.INDEX
                 prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
-                return max(sum(1 for _ in fmt.read(config.dataset)) * config.run.trials - prior, 0)
+                records = sum(1 for _ in fmt.read(config.dataset))
+                if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
+                    records = -(-records // int(config.run.shard.split("/")[1]))
+                return max(records * config.run.trials - prior, 0)
 
             n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
             if progress is not None:
@@ -408,19 +425,26 @@ def _cmd_report(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.reports import rebuild
     from tracejudge.stages.reports.terminal import print_summary
 
-    if args.baseline is not None and not (args.baseline / "results.jsonl").exists():
-        # Refused before anything is rebuilt: the run's files stay as they are.
-        raise TracejudgeError(f"--baseline {args.baseline}: no results.jsonl there (is it a run directory?)")
-    results = args.run_dir / "results.jsonl"
+    from tracejudge.engine import shards
+
+    if args.baseline is not None:
+        shards.expand(args.baseline)  # refused before anything is rebuilt: the run's files stay as they are
+    dirs = shards.expand(args.run_dirs)
+    if len(dirs) == 1 and args.out is None:
+        run_dir = dirs[0]
+    else:
+        run_dir = shards.merge_runs(dirs, args.out or shards.merged_name(dirs))
+        err.print(f"merged {len(dirs)} shard directories into {run_dir}", highlight=False, markup=False, soft_wrap=True)
+    results = run_dir / "results.jsonl"
 
     def skipped(lineno: int, reason: str) -> None:
         err.print(f"warning: {results}:{lineno}: not a valid result, left out of the summary and reports ({reason})",
                   highlight=False, markup=False, soft_wrap=True)
 
-    summary, verdict = rebuild(args.run_dir, baseline=args.baseline, on_skipped=skipped)
+    summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped)
     out = _stdout_console()
     print_summary(summary, out)
-    out.print(f"rebuilt from {args.run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+    out.print(f"rebuilt from {run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
     print_verdict(verdict, out)
     return verdict.exit_code
 
@@ -431,7 +455,13 @@ def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.comparison.runs import compare_runs
     from tracejudge.stages.comparison.view import print_comparison
 
-    cmp = compare_runs(args.run_a, args.run_b, metrics=args.metrics, top=args.top, seed=args.seed)
+    if args.vs is not None:
+        run_a, run_b = args.runs, args.vs
+    elif len(args.runs) == 2:
+        run_a, run_b = args.runs
+    else:
+        raise TracejudgeError("compare takes two runs (RUN_A RUN_B), or the baseline's shards then --vs and the current run's shards")
+    cmp = compare_runs(run_a, run_b, metrics=args.metrics, top=args.top, seed=args.seed)
     if args.json:
         sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
     else:

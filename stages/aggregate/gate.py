@@ -102,6 +102,17 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
     return checks
 
 
+def _is_run(path: Path) -> bool:
+    # A run directory, or the name of a sharded run's directories (`tracejudge.engine.shards`).
+    from tracejudge.core.errors import TracejudgeError
+    from tracejudge.engine.shards import expand
+
+    try:
+        return bool(expand(path))
+    except TracejudgeError:
+        return False
+
+
 def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir: Path | None, *, seed: int = 0) -> Verdict:
     """Check `summary` (and, with a regression rule, the run's results against the baseline's).
 
@@ -144,8 +155,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     reg = assertions.regression
     if reg is not None:
         base = Path(reg.baseline)
-        if run_dir is None or not (base / "results.jsonl").exists():
-            verdict.checks.append(Check("regression", False, f"baseline run {base} has no results.jsonl"))
+        if run_dir is None or not _is_run(base):
+            verdict.checks.append(Check("regression", False, f"baseline run {base} has no results.jsonl (nor {base.name}-shard-I-of-N directories)"))
             return verdict
         current = list(summary.get("metrics", {}))
         if reg.metrics is not None:

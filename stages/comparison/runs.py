@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tracejudge.core.records import score_counts
+from tracejudge.engine import shards
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, rng_for, sign_flip_pvalue
 
@@ -113,9 +115,14 @@ def _key(result: dict[str, Any]) -> tuple[str, int]:
     return (str(result["case_id"]), int(result.get("trial", 0)))
 
 
+def _results_of(dirs: list[Path]) -> Iterator[dict[str, Any]]:
+    for d in dirs:
+        yield from iter_results(d)
+
+
 def compare_runs(
-    run_a: Path,
-    run_b: Path,
+    run_a: Path | Sequence[Path],
+    run_b: Path | Sequence[Path],
     *,
     metrics: list[str] | None = None,
     top: int = 10,
@@ -126,21 +133,23 @@ def compare_runs(
     """Pair the results of two run directories by (case, trial) and compare each metric.
 
     Args:
-        run_a: the baseline (older) run directory.
-        run_b: the current (newer) run directory; deltas are B − A.
+        run_a: the baseline (older) run directory, or its shard directories
+            (several, or a name standing for them: `tracejudge.engine.shards.expand`).
+        run_b: the current (newer) run, likewise; deltas are B − A.
         metrics: metric keys to compare (default: every key scored in either run).
         top: how many most-regressed and most-improved pairs to list per metric.
         seed: seeds the bootstrap and the randomization test.
 
     Raises `TracejudgeError` when a directory has no `results.jsonl`.
     """
+    dirs_a, dirs_b = shards.expand(run_a), shards.expand(run_b)
     index: dict[tuple[str, int], tuple[float | None, ...]] = {}
     keys: list[str] = list(metrics or [])
     discover = metrics is None
     results_a = 0
     # Pass 1 needs the metric list before indexing values; discover it from A's first
     # lines lazily: values are stored by position in `keys`, which only grows.
-    for res in iter_results(run_a):
+    for res in _results_of(dirs_a):
         results_a += 1
         if discover:
             for k in res.get("scores") or {}:
@@ -155,7 +164,7 @@ def compare_runs(
     best: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
     seen_b: set[tuple[str, int]] = set()
     results_b = paired = only_b = 0
-    for res in iter_results(run_b):
+    for res in _results_of(dirs_b):
         results_b += 1
         key = _key(res)
         seen_b.add(key)
@@ -206,13 +215,13 @@ def compare_runs(
         for m in md.worst + md.best:
             wanted[(m.case_id, m.trial)] = None
     if wanted:
-        reasons_a = _reasons(run_a, wanted, keys)
-        reasons_b = _reasons(run_b, wanted, keys)
+        reasons_a = _reasons(dirs_a, wanted, keys)
+        reasons_b = _reasons(dirs_b, wanted, keys)
         for k in keys:
             for m in out[k].worst + out[k].best:
                 m.reason_a = reasons_a.get((m.case_id, m.trial, k), "")
                 m.reason_b = reasons_b.get((m.case_id, m.trial, k), "")
-    return Comparison(str(run_a), str(run_b), results_a, results_b, paired, only_a, only_b, out)
+    return Comparison(_name(dirs_a), _name(dirs_b), results_a, results_b, paired, only_a, only_b, out)
 
 
 # A moved pair: (|delta|, case_id, trial, value in A, value in B).
@@ -240,9 +249,13 @@ def _neg(s: str) -> tuple[int, ...]:
     return tuple(-ord(ch) for ch in s) + (1,)
 
 
-def _reasons(run_dir: Path, wanted: dict[tuple[str, int], None], keys: list[str]) -> dict[tuple[str, int, str], str]:
+def _name(dirs: list[Path]) -> str:
+    return str(dirs[0]) if len(dirs) == 1 else " + ".join(map(str, dirs))
+
+
+def _reasons(dirs: list[Path], wanted: dict[tuple[str, int], None], keys: list[str]) -> dict[tuple[str, int, str], str]:
     got: dict[tuple[str, int, str], str] = {}
-    for res in iter_results(run_dir):
+    for res in _results_of(dirs):
         key = _key(res)
         if key not in wanted:
             continue

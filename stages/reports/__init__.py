@@ -18,7 +18,7 @@ from typing import Any
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import CaseResult, score_counts
-from tracejudge.engine import store
+from tracejudge.engine import shards, store
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
@@ -32,9 +32,9 @@ __all__ = ["REPORT_FILES", "finish_run", "rebuild", "write_reports"]
 REPORT_FILES = ("report.md", "junit.xml", "report.html")
 
 
-def _baseline_histograms(baseline: Path, keys: list[str]) -> dict[str, list[int]]:
+def _baseline_histograms(baseline: list[Path], keys: list[str]) -> dict[str, list[int]]:
     hist = {k: [0] * HIST_BINS for k in keys}
-    for res in iter_results(baseline):
+    for res in (r for d in baseline for r in iter_results(d)):
         for k in keys:
             s = (res.get("scores") or {}).get(k)
             if isinstance(s, dict) and score_counts(res.get("status", "ok"), s.get("value")):
@@ -60,8 +60,11 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     store.replace_if_changed(tmp, junit)
     paths.append(junit)
     hist = None
-    if baseline is not None and (Path(baseline) / store.RESULTS).exists():
-        hist = _baseline_histograms(Path(baseline), keys)
+    if baseline is not None:
+        try:
+            hist = _baseline_histograms(shards.expand(Path(baseline)), keys)
+        except TracejudgeError:
+            hist = None  # the page says the configured baseline could not be read
     page = render_html(summary, verdict, cases, baseline_histograms=hist, baseline_configured=baseline is not None, title=title)
     html_path = run_dir / "report.html"
     store.write_text_if_changed(html_path, page)
@@ -129,7 +132,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         prev = {}
-    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "judge") if k in prev}
+    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "judge", "shards") if k in prev}
     summary = {**keep, **agg.summary()}
     if "judge" in prev:
         summary["judge"] = prev["judge"]

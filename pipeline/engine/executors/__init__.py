@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import ConfigError
 from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import STOP_GRACE_S, CpuJob, Executor, ExecutorBroken, Extracted
 from tracejudge.engine.executors.inprocess import InProcessExecutor
@@ -26,9 +27,12 @@ def open_executor(config: RunConfig, job: CpuJob) -> Executor:
         log.info("running extract and score in-process", executor=kind, reason=why)
         return InProcessExecutor(job)
     if kind == "ray":
-        from tracejudge.engine.executors.ray import RayExecutor  # type: ignore[import-not-found]  # the optional `ray` extra
+        try:
+            from tracejudge.engine.executors.ray_executor import RayExecutor
+        except ImportError as exc:
+            raise ConfigError(f"run.executor: ray needs the ray extra: pip install 'tracejudge[ray]' ({exc})") from None
 
-        return RayExecutor(job, config)  # type: ignore[no-any-return]
+        return RayExecutor(job, config)
     from tracejudge.engine.executors.processes import ProcessExecutor
 
     return ProcessExecutor(job, config.run.processes)

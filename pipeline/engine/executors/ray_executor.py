@@ -1,0 +1,145 @@
+"""The Ray executor (`run.executor: ray`, extra `tracejudge[ray]`): extract and score on a Ray cluster.
+
+`ray.init(address=run.ray_address)` joins a running cluster (`ray start
+--head` on one machine, `ray start --address=HEAD:6379` on the others); with
+no address, and no Ray already initialised in this process, a local cluster
+is started for the run and shut down after it.
+
+One `CpuWorker` actor per CPU of the cluster (at most `run.processes` when
+the config sets it lower; named `tracejudge-cpu-RUN-I`) holds the job (`CpuJob`: format name, dataset
+config, metric specs), rebuilt once per actor. Each chunk is split by the
+stable hash of its records' ids (`tracejudge.engine.shards.shard_index`;
+`file:line` for a record whose id cannot be read without parsing it), so a
+case always goes to the same worker; the parts are Ray actor tasks, awaited
+as object refs, and put back in the chunk's order. The dataset is read on
+the head and travels in the chunks, so workers need the code, not the files
+(an adapter that reads side files, such as τ-bench's tasks file, needs them
+at the same path on every node).
+
+A killed worker loses nothing: the actors are created with `max_restarts`
+and `max_task_retries`, so Ray restarts a dead actor and re-runs the chunks
+it held; only a chunk that kills its worker every time (`MAX_RETRIES` + 1
+times) becomes `ExecutorBroken`, whose cases are recorded as `worker_error`.
+Results come back to the head, which alone writes the run directory.
+
+The judge runs on the head; its rate limiter and budget (`judge_resources`)
+are the sweep's one Ray actor (`tracejudge.llm.ray_gate`), shared with every
+other process judging for the same sweep on the cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from types import TracebackType
+from typing import Any
+
+import anyio
+import ray
+from tracejudge.core.config import RunConfig
+from tracejudge.core.log import get_logger
+from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
+from tracejudge.engine.shards import shard_index
+
+__all__ = ["MAX_RETRIES", "CpuWorker", "RayExecutor"]
+
+log = get_logger("tracejudge.executors")
+
+MAX_RETRIES = 4
+"""Times Ray restarts a dead worker actor and re-runs its chunks before the chunk counts as broken."""
+
+
+@ray.remote(max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
+class CpuWorker:
+    """A Ray actor running `CpuJob.run` on the parts of chunks routed to it."""
+
+    def __init__(self, job: CpuJob) -> None:
+        self.job = job
+        self.job.build()
+
+    def run(self, chunk: list[Any]) -> list[Extracted]:
+        """`job.run(chunk)`: one `Extracted` per raw record, in order."""
+        return self.job.run(chunk)
+
+    def pid(self) -> int:
+        """The worker's process id (tests kill it)."""
+        import os
+
+        return os.getpid()
+
+
+class RayExecutor:
+    """Runs `job.run(chunk)` on Ray actors, records routed by the stable hash of their ids."""
+
+    name = "ray"
+
+    def __init__(self, job: CpuJob, config: RunConfig) -> None:
+        self.job = job
+        self.address = config.run.ray_address
+        self.limit = config.run.processes if "processes" in config.run.model_fields_set else None
+        self.workers: list[Any] = []
+        self.concurrency = 2
+        self.started_ray = False
+        self.chunks = 0
+
+    async def __aenter__(self) -> RayExecutor:
+        if not ray.is_initialized():
+            # Joining or starting a cluster takes seconds: off the event loop.
+            await anyio.to_thread.run_sync(lambda: ray.init(address=self.address, log_to_driver=False, configure_logging=False))
+            self.started_ray = True
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n = min(cpus, self.limit) if self.limit else cpus
+        # The job is a few hundred bytes: passed by value, so a restarted actor can always rebuild it.
+        run_id = uuid.uuid4().hex[:8]
+        self.workers = [CpuWorker.options(num_cpus=1, name=f"tracejudge-cpu-{run_id}-{i}").remote(self.job)  # type: ignore[attr-defined]
+                        for i in range(n)]
+        self.concurrency = 2 * n
+        log.info("ray executor", workers=n, address=self.address or "local")
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        for actor in self.workers:
+            ray.kill(actor)
+        self.workers = []
+        if self.started_ray:
+            await anyio.to_thread.run_sync(ray.shutdown)
+        log.debug("executor done", executor=self.name, chunks=self.chunks)
+
+    def judge_resources(self, config: RunConfig, prior: dict[str, Any]) -> Any:
+        """The judge's `JudgeResources`: the sweep's shared Ray limiter and budget (`tracejudge.llm.ray_gate`),
+        and the disk cache at `cache.dir` (shared by its path)."""
+        from tracejudge.llm.ray_gate import shared_gate
+        from tracejudge.stages.judge.stage import JudgeResources, local_resources
+
+        spent = int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0))
+        limiter, budget = shared_gate(config, *spent)
+        return JudgeResources(limiter, budget, local_resources(config, prior).cache)
+
+    def route(self, raw: Any) -> int:
+        """The worker (0-based) of a raw record: the stable hash of its id, or of `file:line`."""
+        from tracejudge.stages.extract import raw_case_id
+
+        key = None
+        peek = self.job.build()[0].peek_id
+        if peek is not None and raw.error is None:
+            key = peek(raw.payload)
+        return shard_index(key if key is not None else raw_case_id(raw), len(self.workers)) - 1
+
+    async def map(self, chunk: list[Any]) -> list[Extracted]:
+        """`job.run(chunk)` on the workers; raises `ExecutorBroken` when a part's worker kept dying."""
+        self.chunks += 1
+        parts: dict[int, list[int]] = {}
+        for i, raw in enumerate(chunk):
+            parts.setdefault(self.route(raw), []).append(i)
+        refs = {w: self.workers[w].run.remote([chunk[i] for i in idx]) for w, idx in parts.items()}
+        out: list[Extracted | None] = [None] * len(chunk)
+        try:
+            for w, ref in refs.items():
+                for i, item in zip(parts[w], await ref, strict=True):
+                    out[i] = item
+        except ray.exceptions.RayActorError as exc:
+            raise ExecutorBroken(f"the Ray worker died {MAX_RETRIES + 1} times on this chunk: {exc}") from exc
+        except BaseException:
+            for ref in refs.values():  # cancelled (a stop past the grace period): do not leave the work queued
+                ray.cancel(ref)
+            raise
+        return out  # type: ignore[return-value]

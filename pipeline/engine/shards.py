@@ -1,0 +1,206 @@
+"""Shards: split one sweep over N independent runs (a CI matrix), then read them back as one.
+
+`tracejudge run CONFIG --shard I/N` (config key `run.shard: "I/N"`, 1-based)
+scores only the cases whose id hashes into shard I, into its own run
+directory (`RUN_DIR-shard-I-of-N` by default). The hash is blake2b of the
+case id's UTF-8 bytes, so the split is the same on every machine, process
+and Python version (Python's `hash()` is salted per process). `run.shard`
+is part of the config hash: resuming a directory with another shard is
+refused like any other config change.
+
+`tracejudge report DIR1 DIR2 …`, `tracejudge compare` and the regression
+gate read several shard directories as one run: `expand` turns a name into
+its shard directories and `merge_runs` writes their results into one merged
+run directory, whose summary and verdict are those of the whole sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.engine import store
+
+__all__ = ["Shard", "expand", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
+
+_SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_SUFFIX = re.compile(r"^(?P<base>.+)-shard-(?P<i>\d+)-of-(?P<n>\d+)$")
+MERGED_KEY = "merged_from"
+
+Shard = tuple[int, int]  # (index I, count N), 1 <= I <= N
+
+
+def parse_shard(text: str) -> Shard:
+    """`"I/N"` → `(I, N)`. Raises `ValueError` unless 1 <= I <= N."""
+    m = _SPEC.match(str(text))
+    if m is None:
+        raise ValueError(f"a shard is written I/N (e.g. 2/4), got {text!r}")
+    i, n = int(m.group(1)), int(m.group(2))
+    if not 1 <= i <= n:
+        raise ValueError(f"shard {text!r}: I must be between 1 and N")
+    return i, n
+
+
+def shard_index(case_id: str, count: int) -> int:
+    """The shard (1..count) of `case_id`: blake2b-64 of its UTF-8 bytes, modulo `count`, plus one."""
+    digest = hashlib.blake2b(case_id.encode("utf-8", "backslashreplace"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count + 1
+
+
+def shard_run_dir(base: Path, shard: Shard) -> Path:
+    """The default run directory of `shard`: `BASE-shard-I-of-N` next to `base`."""
+    i, n = shard
+    return Path(base).with_name(f"{Path(base).name}-shard-{i}-of-{n}")
+
+
+def _shard_dirs_of(base: Path) -> list[Path]:
+    found: dict[int, list[Path]] = {}
+    if not base.parent.is_dir():
+        return []
+    for p in base.parent.iterdir():
+        m = _SUFFIX.match(p.name)
+        if m and m.group("base") == base.name and (p / store.RESULTS).exists():
+            found.setdefault(int(m.group("n")), []).append(p)
+    if len(found) > 1:
+        raise TracejudgeError(f"{base}: shard directories of several splits ({', '.join(f'of {n}' for n in sorted(found))}); name them explicitly")
+    return sorted(next(iter(found.values())), key=lambda p: int(_SUFFIX.match(p.name).group("i"))) if found else []  # type: ignore[union-attr]
+
+
+def expand(paths: Path | Sequence[Path]) -> list[Path]:
+    """The run directories `paths` stand for.
+
+    A run directory (one holding `results.jsonl`) stands for itself; a path
+    that is none, but whose `-shard-I-of-N` siblings are, stands for those
+    shard directories. Raises `TracejudgeError` naming a path that is neither.
+    """
+    out: list[Path] = []
+    for p in [paths] if isinstance(paths, (str, Path)) else paths:
+        p = Path(p)
+        if (p / store.RESULTS).exists():
+            out.append(p)
+            continue
+        shards = _shard_dirs_of(p)
+        if not shards:
+            raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it (is it a run directory?)")
+        out.extend(shards)
+    return out
+
+
+def sweep_name(run_dir: Path) -> str:
+    """The name a run directory has without its `-shard-I-of-N` suffix (the sweep it belongs to)."""
+    m = _SUFFIX.match(Path(run_dir).name)
+    return m.group("base") if m else Path(run_dir).name
+
+
+def merged_name(dirs: Sequence[Path]) -> Path:
+    """Where the merge of `dirs` goes by default: their common name without `-shard-I-of-N`.
+
+    Raises `TracejudgeError` when the names do not follow that pattern.
+    """
+    bases = set()
+    for d in dirs:
+        m = _SUFFIX.match(Path(d).name)
+        bases.add(Path(d).with_name(m.group("base")) if m else None)
+    if len(bases) != 1 or None in bases:
+        raise TracejudgeError("the directories are not named BASE-shard-I-of-N with one BASE: give --out for the merged run")
+    return bases.pop()  # type: ignore[return-value]
+
+
+def _describe(run_dir: Path) -> tuple[dict[str, Any], Shard | None]:
+    manifest = store.read_manifest(run_dir) or {}
+    spec = ((manifest.get("config") or {}).get("run") or {}).get("shard")
+    return manifest, (parse_shard(spec) if spec else None)
+
+
+def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
+    """Write the shard runs `dirs` into `out` as one run directory; returns `out`.
+
+    `out` gets `results.jsonl` (every shard's current results), a manifest
+    (the shards' config without `run.shard`, plus `merged_from`: the shard
+    directories) and a `summary.json` of run-level figures added over the
+    shards (judge spending, elapsed time); `tracejudge.stages.reports.rebuild`
+    then computes the merged metrics, verdict and reports. The merged run is
+    `complete` only when every shard finished and every shard 1..N is there.
+
+    Raises `TracejudgeError` when the directories are runs of different
+    configs or datasets, repeat a shard, mix splits, or when `out` holds a
+    run that is not a merge (it is never overwritten).
+    """
+    if not dirs:
+        raise TracejudgeError("no run directories to merge")
+    described = [(d, *_describe(d)) for d in dirs]
+    for _, m, _ in described:
+        m.setdefault("config_hash_unsharded", m.get("config_hash"))
+    hashes = {(m.get("config_hash_unsharded"), m.get("dataset_fingerprint")) for _, m, _ in described}
+    if len(hashes) > 1:
+        raise TracejudgeError("cannot merge: the directories are runs of different configs or datasets: "
+                              + ", ".join(f"{d} ({str(m.get('config_hash_unsharded'))[:12]})" for d, m, _ in described))
+    shards = [s for _, _, s in described]
+    counts = {s[1] for s in shards if s is not None}
+    if len(counts) > 1:
+        raise TracejudgeError(f"cannot merge shards of different splits: {sorted(counts)}")
+    seen: dict[Shard, Path] = {}
+    for d, _, s in described:
+        if s is not None and s in seen:
+            raise TracejudgeError(f"shard {s[0]}/{s[1]} given twice: {seen[s]} and {d}")
+        if s is not None:
+            seen[s] = d
+    out = Path(out)
+    prior = store.read_manifest(out) if out.exists() else None
+    if (prior is not None and MERGED_KEY not in prior) or (prior is None and out.is_dir() and any(out.iterdir())):
+        raise TracejudgeError(f"{out}: holds something that is not a merge of shards; give another --out")
+    if any(out.resolve() == Path(d).resolve() for d in dirs):
+        raise TracejudgeError(f"{out}: is one of the shards; give another --out")
+    out.mkdir(parents=True, exist_ok=True)
+
+    first = described[0][1]
+    config = json.loads(json.dumps(first.get("config") or {}))
+    config.get("run", {}).pop("shard", None)
+    missing = [f"{i}/{next(iter(counts))}" for i in range(1, next(iter(counts)) + 1) if (i, next(iter(counts))) not in seen] if counts else []
+    manifest = {**{k: v for k, v in first.items() if k not in ("config", "shard")}, "config": config,
+                "config_hash": first.get("config_hash_unsharded"), MERGED_KEY: [str(d) for d in dirs], "missing_shards": missing}
+    store.atomic_write_text(out / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    with open(out / f".{store.RESULTS}.tmp", "wb") as fh:
+        for d in dirs:
+            for line in store.iter_current_result_lines(Path(d) / store.RESULTS):
+                fh.write(line if line.endswith(b"\n") else line + b"\n")
+    (out / f".{store.RESULTS}.tmp").replace(out / store.RESULTS)
+    figures = {"config_hash": manifest["config_hash"], **_merged_run_figures(dirs, missing)}
+    store.atomic_write_text(out / store.SUMMARY, json.dumps(figures, indent=2) + "\n")
+    return out
+
+
+def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, Any]:
+    """The run-level part of the merged summary: what `rebuild` keeps and cannot recompute."""
+    from tracejudge.stages.judge.stage import _ADDITIVE as additive  # the counters the judge itself carries over segments
+
+    complete = not missing
+    elapsed = 0.0
+    judge: dict[str, Any] = {}
+    version = None
+    for d in dirs:
+        try:
+            s = json.loads((Path(d) / store.SUMMARY).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            complete = False  # a shard that never wrote its summary did not finish
+            continue
+        complete = complete and s.get("complete") is True
+        elapsed = max(elapsed, float(s.get("elapsed_s_total") or 0.0))  # shards run side by side
+        version = version or s.get("tracejudge_version")
+        for k, v in (s.get("judge") or {}).items():
+            if k in additive and isinstance(v, (int, float)):
+                judge[k] = round(judge.get(k, 0) + v, 6)
+            elif k.startswith("latency_") and isinstance(v, (int, float)):
+                judge[k] = max(judge.get(k, 0), v)  # a percentile does not add up: the slowest shard's
+            else:
+                judge.setdefault(k, v)  # settings (model, mode, caps): the same in every shard
+    if judge.get("judged_results"):
+        judge["error_share"] = round(judge.get("judge_error_results", 0) / judge["judged_results"], 6)
+        judge["gate_failed"] = judge["error_share"] > judge.get("max_error_share", 0.0)
+    return {"tracejudge_version": version, "complete": complete, "elapsed_s_total": round(elapsed, 6), "judge": judge,
+            "shards": {"merged_from": [str(d) for d in dirs], "missing": missing}}

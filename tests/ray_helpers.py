@@ -1,0 +1,29 @@
+"""Helpers that Ray workers import in the Ray tests: a deterministic metric that takes its time."""
+
+from __future__ import annotations
+
+import time
+
+from tracejudge.core.records import Case, Score
+from tracejudge.stages.score.base import Metric
+
+
+class SlowLength(Metric):
+    """1 when the case's output is non-empty, after sleeping `sleep_ms` (so a run lasts long enough to kill a worker in it)."""
+
+    sleep_ms: float = 5.0
+
+    def evaluate(self, case: Case) -> Score:
+        time.sleep(self.sleep_ms / 1000)
+        out = case.trace.output if case.trace is not None else None
+        return self.verdict(1.0 if out else 0.0, f"output of {len(str(out or ''))} characters")
+
+
+def run_shard(config_path: str, overrides: list[str]) -> dict:
+    """Run one shard of a config in this (Ray worker) process; returns its summary."""
+    import anyio
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import runner
+
+    config = load_config(config_path, overrides)
+    return anyio.run(lambda: runner.run(config)).summary

@@ -1,0 +1,87 @@
+"""`run.executor: ray` on a local 2-CPU Ray cluster: the same results as in-process, and a killed worker loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from tracejudge.core.config import load_config
+from tracejudge.engine import runner
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "configs" / "demo.yaml"
+DETERMINISTIC = ["metrics=[{type: ToolCalls, name: writes_exact, arguments: exact, include_failed: false, "
+                 "exclude_tools: ['get_*', 'search_*', 'list_*', calculate, think, 'transfer_*']}, "
+                 "{type: TrajectoryMatch, order: in_order}, {type: ToolCorrectness, allow_extra: true}]"]
+
+
+def _results(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    out = {}
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        data = json.loads(line)
+        data.pop("duration_s")
+        out[(data["case_id"], data["trial"])] = data
+    return out
+
+
+def _run(config_path: Path, run_dir: Path, overrides: list[str], on_result: Any = None) -> runner.RunOutcome:
+    config = load_config(config_path, overrides)
+    return anyio.run(lambda: runner.run(config, run_dir=run_dir, on_result=on_result))
+
+
+def test_a_local_ray_cluster_gives_the_local_results_on_tau_bench(tmp_path, ray_cluster, data_dir):
+    common = [*DETERMINISTIC, f"cache.dir={tmp_path / 'cache'}"]
+    local = _run(DEMO, tmp_path / "local", [*common, "run.executor=inprocess"])
+    on_ray = _run(DEMO, tmp_path / "ray", [*common, "run.executor=ray"])
+    assert on_ray.new_results == local.new_results == 200
+    assert _results(tmp_path / "ray") == _results(tmp_path / "local")
+    for key in ("results", "status", "metrics", "groups"):
+        assert on_ray.summary.get(key) == local.summary.get(key)
+    assert ray_cluster.is_initialized()  # the executor left the session's cluster running
+
+
+def _native_dataset(path: Path, n: int) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            called = ["search", "book"] if i % 3 else ["search"]
+            fh.write(json.dumps({"id": f"case-{i}", "expected_tool_calls": [{"name": "search"}, {"name": "book"}],
+                                 "trace": {"steps": [{"tool_calls": [{"name": c, "arguments": {}} for c in called]}], "output": f"answer {i}"}}) + "\n")
+        fh.write('{"id": "broken", \n')  # one unreadable line: its result must come through too
+    return path
+
+
+def _kill_one_worker(ray: Any) -> int:
+    named = [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("tracejudge-cpu-")]
+    actor = ray.get_actor(named[0]["name"], namespace=named[0]["namespace"])
+    pid = ray.get(actor.pid.remote())
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def test_killing_a_ray_worker_mid_run_loses_nothing(tmp_path, ray_cluster):
+    data = _native_dataset(tmp_path / "cases.jsonl", 300)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"dataset: {{path: {data}}}\nmetrics: [{{type: 'ray_helpers:SlowLength', sleep_ms: 8}}, {{type: ToolCalls}}]\n"
+                   f"run: {{dir: {tmp_path / 'unused'}, chunk_size: 8}}\ncache: {{dir: {tmp_path / 'cache'}}}\n")
+    killed: list[int] = []
+    seen = {"n": 0}
+
+    def on_result(_: Any) -> None:
+        seen["n"] += 1
+        if seen["n"] == 30:  # mid-run: chunks are queued and computing on both workers
+            threading.Thread(target=lambda: killed.append(_kill_one_worker(ray_cluster))).start()
+
+    on_ray = _run(cfg, tmp_path / "ray", ["run.executor=ray"], on_result)
+    assert killed, "no worker was killed"
+    local = _run(cfg, tmp_path / "local", ["run.executor=inprocess"])
+    assert on_ray.new_results == local.new_results == 301
+    got = _results(tmp_path / "ray")
+    assert got == _results(tmp_path / "local")
+    assert sum(r["status"] == "ok" for r in got.values()) == 300
+    assert not any((r.get("error") or {}).get("kind") == "worker_error" for r in got.values())
