@@ -6,6 +6,14 @@
 
 from __future__ import annotations
 
+import os as _os
+
+# Telemetry (deepeval's PostHog client, Ray's usage stats) must never leave the machine: the suite's network is loopback only.
+# Set before any peer is imported, because they read their settings once.
+_os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+_os.environ.setdefault("DO_NOT_TRACK", "1")
+_os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
 import json
 import sys
 from collections.abc import Callable, Iterator
