@@ -42,7 +42,7 @@ longer than any sane client timeout (`hang_s`), or a truncated reply
 `script` is a list of faults applied, one each, to the next requests, in
 order — tests use it to stage exact scenarios: `429` (retry-after
 `fault_retry_after_s`), `quota` (429 with a day-long retry-after), `500`,
-`timeout`, `truncated`, `prose` (the JSON wrapped in prose and a code
+`timeout`, `truncated`, `400` (a refusal that no retry fixes), `prose` (the JSON wrapped in prose and a code
 fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
 Multi-item requests (`tracejudge.stages.judge.multi`; the verdict schema is named
@@ -51,6 +51,10 @@ id alone, so an item is judged the same in any request and any position;
 faults `drop_item` and `malformed_item` leave out or spoil the first item's
 verdict. The batch endpoints (OpenAI files + batches, Anthropic message
 batches) live in `tracejudge.simulator.batches`.
+
+`refuse_marker` makes the server refuse, as a content filter does (400,
+`content_filter`), every request whose prompt contains that string, so tests
+can see one bad item of a multi-item request refused.
 
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
@@ -78,7 +82,7 @@ from tracejudge.simulator.batches import add_batch_routes
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
-FAULTS = {"ok", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
 # The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
 MULTI_SCHEMA_NAME = "verdicts"
 
@@ -105,6 +109,7 @@ class SimConfig:
     rate_headers: bool = True
     max_concurrency: int | None = None
     window_s: float = 60.0
+    refuse_marker: str | None = None
 
 
 @dataclass
@@ -117,6 +122,7 @@ class SimStats:
     server_errors: int = 0
     timeouts: int = 0
     truncated: int = 0
+    refused: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     by_path: dict[str, int] = field(default_factory=dict)
@@ -458,7 +464,13 @@ def build_app(config: SimConfig) -> web.Application:
         messages, extra = _prompt_text(body)
         prompt_tokens = counter_for(model).messages(messages, extra)
 
+        if config.refuse_marker and any(config.refuse_marker in str(m.get("content")) for m in messages):
+            st.refused += 1
+            return _error(400, "content_filter", "simulated content filter: the prompt was refused", {}, anthropic)
         fault = sim.next_fault()
+        if fault == "400":
+            st.refused += 1
+            return _error(400, "invalid_request_error", "simulated refusal", {}, anthropic)
         if fault in ("429", "quota"):
             st.rate_limited += 1
             wait = config.quota_retry_after_s if fault == "quota" else config.fault_retry_after_s

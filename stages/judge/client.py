@@ -13,6 +13,9 @@ can reuse them:
 - `parse_answers(plan, questions, text)` — strict parsing;
 - `Judge.ask(...)` — the above for one request, plus at most one repair
   request when the answer does not parse or was truncated;
+- single flight: an `ask` whose cache key is already in flight waits for
+  that request's answers instead of sending its own (a failed flight shares
+  nothing; each waiter then asks alone);
 - `Judge.judge(plan, trial, slot)` — all requests of one metric on one case.
 
 Multi-item requests (`tracejudge.stages.judge.multi.judge_items`) and batch mode
@@ -115,6 +118,7 @@ class JudgeStats:
     items_batched: int = 0
     items_reasked_alone: int = 0
     items_from_cache: int = 0
+    single_flight_shared: int = 0
     cache_errors: int = 0
     parse_failures: int = 0
     truncated_replies: int = 0
@@ -213,6 +217,15 @@ class _BudgetRefused(Exception):
     pass
 
 
+@dataclass
+class _Flight:
+    """One request in flight (single flight): waiters get `answers` when `done` is set (`None` if it failed)."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answers: dict[str, Any] | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
 def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int = 0) -> JudgeRequest:
     """The request asking `questions` of `plan` (its case text with `omit` middle steps left out)."""
     metric = plan.metric
@@ -281,6 +294,7 @@ class Judge:
         self._secrets = (api_key,)
         self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
+        self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
 
     # ------------------------------------------------------------------ money
 
@@ -467,7 +481,36 @@ class Judge:
                 why = self.cache.explain(comps, slot)
                 info.cache_miss = why if info.cache_miss is None else f"{info.cache_miss}; {why}"
                 self.stats.cache_misses_explained[why] = self.stats.cache_misses_explained.get(why, 0) + 1
-        used = {"input_tokens": 0, "output_tokens": 0}
+        # Single flight: an identical request already in flight is not sent again; this
+        # ask waits for its answer. A flight that failed shares nothing: each waiter then
+        # asks on its own (and gets its own error), all at once rather than one by one.
+        flight = self._flights.get(key)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.answers is not None:
+                info.requests += 1
+                info.cached_requests += 1
+                self.stats.cache_hits += 1
+                self.stats.single_flight_shared += 1
+                u = flight.usage
+                self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
+                self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
+                return flight.answers, None
+            return await self._ask_uncached(plan, questions, req, key, comps, slot, info)
+        flight = self._flights[key] = _Flight()
+        try:
+            answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage)
+            flight.answers = answers
+            return answers, bad
+        finally:
+            del self._flights[key]
+            flight.done.set()
+
+    async def _ask_uncached(self, plan: Plan, questions: list[Question], req: JudgeRequest, key: str, comps: dict[str, Any], slot: str,
+                            info: JudgeInfo, used: dict[str, int] | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
+        """`ask` past the cache: the request, at most one repair request, parsing and the cache write."""
+        used = used if used is not None else {}
+        used.update(input_tokens=0, output_tokens=0)
         raw = ""
         problem, kind = "", "parse_error"
         for repair in (False, True):

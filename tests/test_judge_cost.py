@@ -1,0 +1,66 @@
+"""Judge cost over the simulator: single flight, isolation of a refused multi-item request, cached input tokens."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from tracejudge.core.config import validate_config
+from tracejudge.engine import runner
+from tracejudge.simulator.server import SimulatorThread
+
+
+def write_cases(path: Path, n: int, *, same: bool = True, marked: set[int] = frozenset()) -> Path:  # type: ignore[assignment]
+    """`n` cases; with `same`, all produce the same judge prompt (only their ids differ)."""
+    with open(path, "w") as fh:
+        for i in range(n):
+            k = 0 if same else i
+            text = f"found {k}" + (" FORBIDDEN-MARKER" if i in marked else "")
+            steps = [{"tool_calls": [{"id": f"c{i}", "name": "lookup", "arguments": {"q": f"item {k}"}, "result": text}]}]
+            fh.write(json.dumps({"id": f"case-{i}", "input": f"Find item {k}", "trace": {"steps": steps, "output": f"Item {k} is found."}}) + "\n")
+    return path
+
+
+def run(tmp: Path, sim_url: str, cases: Path, *, run_name: str = "run", **judge: Any) -> dict[str, Any]:
+    data = {
+        "dataset": {"path": str(cases), "format": "native"},
+        "metrics": [{"type": "TaskCompletion"}],
+        "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim_url + "/v1", **judge},
+        "cache": {"dir": str(tmp / "cache")},
+        "run": {"dir": str(tmp / run_name)},
+    }
+    return anyio.run(lambda: runner.run(validate_config(data))).summary
+
+
+def results(tmp: Path, run_name: str = "run") -> dict[str, dict[str, Any]]:
+    return {r["case_id"]: r for r in map(json.loads, (tmp / run_name / "results.jsonl").read_text().splitlines())}
+
+
+def test_identical_requests_in_flight_are_sent_once(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # Latency keeps the first request in flight while the other 19 arrive.
+    sim = simulator(latency_ms=300)
+    cases = write_cases(tmp_path / "c.jsonl", 20)
+    summary = run(tmp_path, sim.url, cases)
+    assert summary["status"] == {"ok": 20}
+    assert sim.stats.requests == 1
+    j = summary["judge"]
+    assert (j["requests"], j["single_flight_shared"], j["cache_hits"]) == (1, 19, 19)
+    got = results(tmp_path)
+    scores = {json.dumps(r["scores"]["TaskCompletion"]["value"]) for r in got.values()}
+    assert len(scores) == 1
+    paid = [r["scores"]["TaskCompletion"]["judge"] for r in got.values() if not r["scores"]["TaskCompletion"]["judge"]["cached"]]
+    assert len(paid) == 1 and paid[0]["input_tokens"] > 0  # the 19 waiters cost nothing
+    # A second run is served from the cache the first one filled.
+    again = run(tmp_path, sim.url, cases, run_name="again")
+    assert again["status"] == {"ok": 20} and sim.stats.requests == 1
+
+
+def test_a_failed_flight_lets_each_waiter_ask_on_its_own(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # The one request sent fails for good (400): nothing is shared, each case asks itself and gets its own answer.
+    sim = simulator(latency_ms=200, script=["400"])
+    summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 5))
+    assert summary["status"] == {"judge_error": 1, "ok": 4}
+    assert sim.stats.requests == 5 and summary["judge"]["single_flight_shared"] == 0
