@@ -64,3 +64,23 @@ def test_a_failed_flight_lets_each_waiter_ask_on_its_own(simulator: Callable[...
     summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 5))
     assert summary["status"] == {"judge_error": 1, "ok": 4}
     assert sim.stats.requests == 5 and summary["judge"]["single_flight_shared"] == 0
+
+
+def test_a_refused_multi_item_request_fails_only_the_offending_item(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    # The simulator refuses (400 content_filter) any prompt holding the marker: only case-1 carries it.
+    sim = simulator(refuse_marker="FORBIDDEN-MARKER")
+    summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 3, same=False, marked={1}), items_per_request=3, item_wait_s=5.0)
+    assert summary["status"] == {"judge_error": 1, "ok": 2}
+    got = results(tmp_path)
+    bad = got["case-1"]["scores"]["TaskCompletion"]
+    assert got["case-1"]["status"] == "judge_error"
+    assert bad["details"]["error_kind"] == "provider_error" and bad["details"]["http_status"] == 400
+    assert "content filter" in bad["reason"]
+    for cid in ("case-0", "case-2"):
+        s = got[cid]["scores"]["TaskCompletion"]
+        assert got[cid]["status"] == "ok" and s["value"] is not None
+        assert s["details"]["batch"]["split_from"]["items"] and "was refused" in s["details"]["batch"]["split_from"]["why"]
+    j = summary["judge"]
+    # The 3-item request and every smaller group still holding case-1 were refused and split; case-1 alone fails once.
+    assert j["requests_split"] >= 1 and sim.stats.refused == j["requests_split"] + 1
+    assert j["judge_errors"] == 1 and sim.stats.requests <= 5

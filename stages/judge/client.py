@@ -119,6 +119,7 @@ class JudgeStats:
     items_reasked_alone: int = 0
     items_from_cache: int = 0
     single_flight_shared: int = 0
+    requests_split: int = 0
     cache_errors: int = 0
     parse_failures: int = 0
     truncated_replies: int = 0

@@ -27,8 +27,12 @@ request in the same format — with the composition it came from, so a
 resumed run that groups items differently is still served from the cache.
 
 Items whose verdict is missing or does not parse are re-asked alone (the
-single-item path, with its own repair); the rest are kept. A request that
-fails outright (budget, provider error) fails all its items the same way.
+single-item path, with its own repair); the rest are kept. A request the
+provider refuses (a 400 such as a content filter, or a 5xx that persists
+through the retries; see `refusal`) is split: each half is judged as a group
+of its own, recursively, so only the item that causes the refusal fails
+(`details.batch.split_from` names the refused request). A request that fails
+otherwise (budget, rate limit, timeout, outage) fails all its items the same way.
 A group left with one item to ask is asked alone.
 """
 
@@ -52,7 +56,7 @@ from tracejudge.stages.judge.parse import ParseError, json_objects, scale_from, 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
 
-__all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "item_id", "judge_items", "parse_multi", "shuffled"]
+__all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "item_id", "judge_items", "parse_multi", "refusal", "shuffled"]
 
 MULTI_SCHEMA_NAME = "verdicts"
 MULTI_NOTE = """This request holds several items. Each starts with a line `### Item <id>` and has its own recorded data \
@@ -150,6 +154,12 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
     return good, bad
 
 
+def refusal(exc: ProviderError) -> bool:
+    """Whether `exc` is a refusal one item can cause: a 400-class rejection (a content filter, a bad
+    item) or a 5xx that persisted through the retries — not a rate limit, timeout, outage or bad key."""
+    return exc.kind in ("fatal", "server") and exc.status not in (401, 403)
+
+
 def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition: dict[str, Any]) -> Outcome:
     from tracejudge.stages.judge.client import Outcome
 
@@ -177,6 +187,9 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
         return key_components(cfg.provider, judge.cache_base_url, req, metric.prompt_version, metric.rubric, it.trial)
 
     todo: list[int] = []
+    halves: list[list[int]] = []  # index lists re-asked as smaller groups after a refusal
+    split_why = ""
+    composition_base: dict[str, Any] = {}
     for i, it in enumerate(items):
         hit = judge.cache.get(cache_key(item_comps(it))) if judge.cache is not None else None
         if hit is not None:
@@ -225,8 +238,16 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                                       "skipped_budget", "a judge request could cross the token or dollar budget; resume with a larger budget to finish it",
                                       "skipped_budget")
                 except ProviderError as exc:
-                    failure = judge.failure(exc)
-            if failure is not None:
+                    if refusal(exc):
+                        # One item may be what the provider refuses: split, so only that item fails.
+                        judge.stats.requests_split += 1
+                        split_why = f"the request of {len(group)} items was refused ({str(exc)[:300]}); its items were re-asked in halves"
+                    else:
+                        failure = judge.failure(exc)
+            if split_why:
+                mid = (len(todo) + 1) // 2
+                halves = [todo[:mid], todo[mid:]]
+            elif failure is not None:
                 for i in todo:
                     info = JudgeInfo(model=cfg.model, requests=1, latency_s=round(time.perf_counter() - t0, 4))
                     details = {**(failure.score.details or {}), "batch": composition_base}
@@ -259,8 +280,19 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
         got.score.details = {**(got.score.details or {}), "batch": alone[i]}
         out[i] = got
 
-    if alone:
+    async def ask_half(idx: list[int]) -> None:
+        got = await judge_items(judge, [items[i] for i in idx])
+        for i, o in zip(idx, got, strict=True):
+            batch = (o.score.details or {}).get("batch") or {}
+            # The innermost refused request an item came out of (set first, kept by the outer levels).
+            batch.setdefault("split_from", {**composition_base, "why": split_why})
+            o.score.details = {**(o.score.details or {}), "batch": batch}
+            out[i] = o
+
+    if alone or halves:
         async with anyio.create_task_group() as tg:
             for i in alone:
                 tg.start_soon(ask_alone, i)
+            for idx in halves:
+                tg.start_soon(ask_half, idx)
     return [out[i] for i in range(len(items))]
