@@ -24,12 +24,12 @@ def write_cases(path: Path, n: int, *, same: bool = True, marked: set[int] = fro
     return path
 
 
-def run(tmp: Path, sim_url: str, cases: Path, *, run_name: str = "run", **judge: Any) -> dict[str, Any]:
+def run(tmp: Path, sim_url: str, cases: Path, *, run_name: str = "run", cache: str = "cache", **judge: Any) -> dict[str, Any]:
     data = {
         "dataset": {"path": str(cases), "format": "native"},
         "metrics": [{"type": "TaskCompletion"}],
         "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim_url + "/v1", **judge},
-        "cache": {"dir": str(tmp / "cache")},
+        "cache": {"dir": str(tmp / cache)},
         "run": {"dir": str(tmp / run_name)},
     }
     return anyio.run(lambda: runner.run(validate_config(data))).summary
@@ -84,3 +84,56 @@ def test_a_refused_multi_item_request_fails_only_the_offending_item(simulator: C
     # The 3-item request and every smaller group still holding case-1 were refused and split; case-1 alone fails once.
     assert j["requests_split"] >= 1 and sim.stats.refused == j["requests_split"] + 1
     assert j["judge_errors"] == 1 and sim.stats.requests <= 5
+
+
+def write_long_cases(path: Path, n: int) -> Path:
+    """`n` cases with a long tool result (well over 1,024 tokens)."""
+    shared = " ".join(f"row {k}: seat 12{k % 7}A, fare class Y, status confirmed;" for k in range(180))
+    with open(path, "w") as fh:
+        for i in range(n):
+            steps = [{"tool_calls": [{"id": f"c{i}", "name": "get_booking", "arguments": {"ref": "ABC123"}, "result": shared}]}]
+            fh.write(json.dumps({"id": f"case-{i}", "input": "List the booked seats", "trace": {"steps": steps, "output": f"Answer number {i}."}}) + "\n")
+    return path
+
+
+def test_cached_input_tokens_are_read_priced_and_reported(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    from tracejudge.llm.prices import price_for
+
+    sim = simulator()
+    cases = write_long_cases(tmp_path / "c.jsonl", 3)
+    first = run(tmp_path, sim.url, cases, run_name="first", cache="cache-1")
+    assert first["judge"]["cached_input_tokens"] == 0 and sim.stats.cached_input_tokens == 0
+    # The same prompts again, past our own cache (a fresh one): the provider's prefix cache serves them,
+    # reported as OpenAI does: at least 1,024 tokens, in 128-token steps, never more than the prompt.
+    summary = run(tmp_path, sim.url, cases, run_name="run", cache="cache-2")
+    assert summary["status"] == {"ok": 3}
+    j = summary["judge"]
+    infos = [r["scores"]["TaskCompletion"]["judge"] for r in results(tmp_path).values()]
+    cached = [i["cached_input_tokens"] for i in infos]
+    assert all(c >= 1024 and c % 128 == 0 for c in cached)
+    assert all(i["input_tokens"] - 128 < i["cached_input_tokens"] <= i["input_tokens"] for i in infos)
+    assert j["cached_input_tokens"] == sum(cached) == sim.stats.cached_input_tokens
+    assert j["input_tokens"] == first["judge"]["input_tokens"]
+    # Priced at gpt-4o-mini's cached-input rate (half the input rate), per score and in the summary.
+    price = price_for("gpt-4o-mini")
+    assert price is not None and price.cached_input == price.input / 2
+    for i in infos:
+        assert i["cost_usd"] == round(price.cost(i["input_tokens"], i["output_tokens"], i["cached_input_tokens"]), 8)
+    full = price.cost(j["input_tokens"], j["output_tokens"])
+    assert abs(j["cost_usd"] - (full - sum(cached) * (price.input - price.cached_input) / 1e6)) < 1e-6
+    assert abs(j["cost_usd"] - sum(i["cost_usd"] for i in infos)) < 1e-6
+
+
+def test_anthropic_cache_reads_and_writes_are_priced_at_their_rates() -> None:
+    from tracejudge.llm.prices import price_for
+    from tracejudge.llm.providers import HttpReply, read_reply
+
+    body = {"type": "message", "content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 100, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 500, "output_tokens": 50}}
+    reply = read_reply("anthropic", HttpReply(200, {}, body, 0.1), 60.0, ())
+    # Anthropic's input_tokens leaves out both cache parts; the reply's input is all of them.
+    assert (reply.input_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens) == (2600, 2000, 500)
+    price = price_for("claude-sonnet-4-20250514")
+    assert price is not None and (price.input, price.cached_input, price.cache_write_input) == (3.0, 0.30, 3.75)
+    want = (100 * 3.0 + 2000 * 0.30 + 500 * 3.75 + 50 * 15.0) / 1e6
+    assert abs(price.cost(*[2600, 50, 2000, 500]) - want) < 1e-12

@@ -103,6 +103,7 @@ class PriceConfig(_Strict):
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    cache_write_input: float | None = Field(default=None, ge=0)
     batch_discount: float | None = Field(default=None, gt=0, le=1)
 
 

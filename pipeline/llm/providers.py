@@ -78,13 +78,22 @@ class HttpReply:
 
 @dataclass
 class Reply:
-    """A provider's answer normalized: the verdict text, whether it was cut at `max_tokens`, usage."""
+    """A provider's answer normalized: the verdict text, whether it was cut at `max_tokens`, usage.
+
+    `input_tokens` is every prompt token; `cached_input_tokens` the part read
+    from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`,
+    Anthropic `cache_read_input_tokens`) and `cache_write_input_tokens` the part
+    written to it (Anthropic `cache_creation_input_tokens`, billed above the
+    input rate). `cost_usd` is set by the judge client once priced.
+    """
 
     text: str
     truncated: bool
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 @dataclass
@@ -308,9 +317,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
                 elif block.get("type") == "text":
                     parts.append(block.get("text", ""))
             usage = body.get("usage") or {}
+            # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
             cached = int(usage.get("cache_read_input_tokens") or 0)
+            written = int(usage.get("cache_creation_input_tokens") or 0)
             return Reply("".join(parts), body.get("stop_reason") == "max_tokens",
-                         int(usage.get("input_tokens", 0)) + cached, int(usage.get("output_tokens", 0)), cached)
+                         int(usage.get("input_tokens", 0)) + cached + written, int(usage.get("output_tokens", 0)), cached, written)
         choice = body["choices"][0]
         usage = body.get("usage") or {}
         cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)

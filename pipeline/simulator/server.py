@@ -56,6 +56,12 @@ batches) live in `tracejudge.simulator.batches`.
 `content_filter`), every request whose prompt contains that string, so tests
 can see one bad item of a multi-item request refused.
 
+Prompt caching, as the providers report it: an OpenAI request whose prompt
+(schema first, then the messages) shares a prefix of at least 1,024 tokens
+with an earlier request of the same model gets that prefix, in 128-token
+steps, as `usage.prompt_tokens_details.cached_tokens` (`prefix_cache=False`
+turns it off).
+
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
 """
@@ -83,6 +89,8 @@ __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port",
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
 FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+# OpenAI's automatic prompt caching: prompts of 1,024 tokens and more, cached in 128-token steps.
+PREFIX_MIN, PREFIX_BLOCK = 1024, 128
 # The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
 MULTI_SCHEMA_NAME = "verdicts"
 
@@ -110,6 +118,7 @@ class SimConfig:
     max_concurrency: int | None = None
     window_s: float = 60.0
     refuse_marker: str | None = None
+    prefix_cache: bool = True
 
 
 @dataclass
@@ -123,6 +132,7 @@ class SimStats:
     timeouts: int = 0
     truncated: int = 0
     refused: int = 0
+    cached_input_tokens: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     by_path: dict[str, int] = field(default_factory=dict)
@@ -250,6 +260,38 @@ class _Sim:
         self.tok_bucket = limit(config.tpm)
         self.serial = 0
         self.in_flight = 0
+        self.prefixes: dict[str, set[bytes]] = {}  # model → hashes of every prompt prefix seen, at cache-block ends
+
+    def cached_prefix(self, model: str, body: dict[str, Any]) -> int:
+        """Prompt tokens an OpenAI-style prefix cache would serve for `body`, and remember its prefixes.
+
+        The prompt is the structured-output schema (OpenAI: "a prefix to the
+        system message") then each message's role and content, tokenized;
+        it is cached in blocks: the first `PREFIX_MIN` tokens, then every
+        `PREFIX_BLOCK` more. The answer is the longest such prefix an earlier
+        request of the same model had (0 below `PREFIX_MIN`).
+        """
+        if not self.config.prefix_cache:
+            return 0
+        messages, extra = _prompt_text(body)
+        encoding = counter_for(model).encoding
+        tokens = encoding.encode(extra, disallowed_special=()) if extra else []
+        for m in messages:
+            content = m.get("content")
+            tokens += encoding.encode(f"{m.get('role')}\n{content if isinstance(content, str) else json.dumps(content, sort_keys=True)}",
+                                      disallowed_special=())
+        seen = self.prefixes.setdefault(model, set())
+        running, start, cached, hit = hashlib.sha256(), 0, 0, True
+        for end in range(PREFIX_MIN, len(tokens) + 1, PREFIX_BLOCK):
+            running.update(json.dumps(tokens[start:end]).encode())
+            start = end
+            digest = running.digest()
+            if hit and digest in seen:
+                cached = end
+            else:
+                hit = False
+                seen.add(digest)
+        return cached
 
     # ----------------------------------------------------------------- faults
 
@@ -407,6 +449,9 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         finish = "length"
     counter = counter_for(model)
     completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+    # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
+    cached = 0 if anthropic else min(prompt_tokens, sim.cached_prefix(model, body))
+    st.cached_input_tokens += cached
     st.answered += 1
     st.input_tokens += prompt_tokens
     st.output_tokens += completion
@@ -424,7 +469,8 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         payload = {
             "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion,
+                      "prompt_tokens_details": {"cached_tokens": cached}},
         }
     return payload, completion
 

@@ -108,6 +108,8 @@ class JudgeStats:
     truncated_prompts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
     cost_usd: float = 0.0
     saved_usd: float = 0.0
     saved_tokens: int = 0
@@ -299,8 +301,18 @@ class Judge:
 
     # ------------------------------------------------------------------ money
 
-    def _cost(self, input_tokens: int, output_tokens: int, cached: int = 0) -> float:
-        return self.price.cost(input_tokens, output_tokens, cached) if self.price else 0.0
+    def _cost(self, input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0) -> float:
+        return self.price.cost(input_tokens, output_tokens, cached, written) if self.price else 0.0
+
+    def _count(self, reply: Reply, cost: float) -> None:
+        """Count an answered request's usage in the stats and price it on the reply."""
+        reply.cost_usd = cost
+        self.stats.answered += 1
+        self.stats.input_tokens += reply.input_tokens
+        self.stats.output_tokens += reply.output_tokens
+        self.stats.cached_input_tokens += reply.cached_input_tokens
+        self.stats.cache_write_input_tokens += reply.cache_write_input_tokens
+        self.stats.cost_usd += cost
 
     # ------------------------------------------------------------------ one request, retried
 
@@ -359,12 +371,9 @@ class Judge:
         if reply.input_tokens > 0:
             self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
         self.limiter.settle(permit, "ok", used, rate_info(http.headers))
-        cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
         self.budget.settle(held, used, cost)
-        self.stats.answered += 1
-        self.stats.input_tokens += reply.input_tokens
-        self.stats.output_tokens += reply.output_tokens
-        self.stats.cost_usd += cost
+        self._count(reply, cost)
         self.stats.sync_equivalent_usd += cost
         return reply
 
@@ -373,7 +382,7 @@ class Judge:
         # worst case at the batch price until the batch's answer settles it.
         assert self.batches is not None
         prompt_tokens = math.ceil(estimate * self._ratio)
-        batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0: 0.0)
+        batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0, w=0: 0.0)
         max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)
         held = self.budget.reserve(prompt_tokens + max_out, batch_cost(prompt_tokens, max_out))
         if held is None:
@@ -384,13 +393,11 @@ class Judge:
         except BaseException:
             self.budget.settle(held, 0, 0.0)
             raise
-        cost = batch_cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        usage = (reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
+        cost = batch_cost(*usage)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
-        self.stats.answered += 1
-        self.stats.input_tokens += reply.input_tokens
-        self.stats.output_tokens += reply.output_tokens
-        self.stats.cost_usd += cost
-        self.stats.sync_equivalent_usd += self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        self._count(reply, cost)
+        self.stats.sync_equivalent_usd += self._cost(*usage)
         return reply
 
     async def call(self, req: JudgeRequest, key: str | None = None) -> Reply:
@@ -531,12 +538,14 @@ class Judge:
                 return None, self.failure(exc)
             info.input_tokens += reply.input_tokens
             info.output_tokens += reply.output_tokens
+            info.cached_input_tokens += reply.cached_input_tokens
+            info.cost_usd += reply.cost_usd
             used["input_tokens"] += reply.input_tokens
             used["output_tokens"] += reply.output_tokens
             if repair:
                 self.stats.repair_input_tokens += reply.input_tokens
                 self.stats.repair_output_tokens += reply.output_tokens
-                self.stats.repair_cost_usd += self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+                self.stats.repair_cost_usd += reply.cost_usd
             raw = reply.text
             if reply.truncated:
                 self.stats.truncated_replies += 1
@@ -583,6 +592,7 @@ class Judge:
                     tg.start_soon(one, i, group)
         info.cached = info.cached_requests == len(groups)
         info.latency_s = round(time.perf_counter() - t0, 4)
+        info.cost_usd = round(info.cost_usd, 8)
         if failure is not None:
             failure.score.judge = info
             return failure

@@ -222,6 +222,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             cached = judge.cache.get(key) if judge.cache is not None else None
             usage = {"input_tokens": 0, "output_tokens": 0}
             failure: Outcome | None = None
+            cached_in, cost = 0, 0.0
             if cached is not None:
                 judge.stats.cache_hits += 1
                 text = cached["text"]
@@ -231,6 +232,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                     judge.stats.multi_requests += 1
                     judge.stats.items_batched += len(group)
                     usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+                    cached_in, cost = reply.cached_input_tokens, reply.cost_usd
                     text = reply.text
                 except _BudgetRefused:
                     judge.stats.skipped_budget += 1
@@ -271,6 +273,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                         share_in = usage["input_tokens"] // n + (usage["input_tokens"] % n if pos == 0 else 0)
                         share_out = usage["output_tokens"] // n + (usage["output_tokens"] % n if pos == 0 else 0)
                         info = JudgeInfo(model=cfg.model, cached=cached is not None, input_tokens=share_in, output_tokens=share_out,
+                                         cached_input_tokens=cached_in // n + (cached_in % n if pos == 0 else 0), cost_usd=round(cost / n, 8),
                                          requests=1, cached_requests=int(cached is not None), latency_s=round(time.perf_counter() - t0, 4))
                         out[i] = _finalize(items[i], good[it.id], info, composition)
 
