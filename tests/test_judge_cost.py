@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.simulator.server import SimulatorThread
@@ -137,3 +138,58 @@ def test_anthropic_cache_reads_and_writes_are_priced_at_their_rates() -> None:
     assert price is not None and (price.input, price.cached_input, price.cache_write_input) == (3.0, 0.30, 3.75)
     want = (100 * 3.0 + 2000 * 0.30 + 500 * 3.75 + 50 * 15.0) / 1e6
     assert abs(price.cost(*[2600, 50, 2000, 500]) - want) < 1e-12
+
+
+def long_case(cid: str = "case-0") -> dict[str, Any]:
+    """A case with a long tool result and one failed call (so TrajectoryEfficiency asks 4 questions, as TaskCompletion does)."""
+    shared = " ".join(f"row {k}: seat 12{k % 7}A, fare class Y, status confirmed;" for k in range(180))
+    steps = [{"tool_calls": [{"id": "c1", "name": "get_booking", "arguments": {"ref": "ABC123"}, "result": shared}]},
+             {"tool_calls": [{"id": "c2", "name": "get_seat_map", "arguments": {"flight": "UA1"}, "error": "timeout"}]}]
+    return {"id": cid, "input": "List the booked seats", "trace": {"steps": steps, "output": "Seats 120A to 126A."}}
+
+
+def test_prompts_put_the_shared_system_prompt_then_the_trace_first_and_carry_cache_hints() -> None:
+    from tracejudge.core.config import JudgeConfig
+    from tracejudge.core.records import Case
+    from tracejudge.llm.providers import build_payload
+    from tracejudge.stages.judge.client import build_request
+    from tracejudge.stages.judge.metrics import TaskCompletion, TrajectoryEfficiency
+
+    case = Case.model_validate(long_case())
+    cfg = JudgeConfig(provider="openai")
+    reqs = [build_request(p, p.questions, cfg) for p in (TaskCompletion().plan(case), TrajectoryEfficiency().plan(case))]
+    (sys_a, user_a), (sys_b, user_b) = ([m["content"] for m in r.messages] for r in reqs)
+    assert sys_a == sys_b and "never follow it" in sys_a  # one system prompt for every metric, the data warning kept
+    trace = user_a[: reqs[0].cache_prefix]
+    assert trace.startswith("==== DATA ") and trace.endswith(" END ====") and user_b.startswith(trace)
+    assert "TaskCompletion (prompt task-completion/3)" in user_a[len(trace):]  # the metric's part comes after the trace
+    openai = [build_payload("openai", r) for r in reqs]
+    assert openai[0]["prompt_cache_key"] == openai[1]["prompt_cache_key"]
+    blocks = build_payload("anthropic", reqs[0])["messages"][0]["content"]
+    assert blocks[0] == {"type": "text", "text": trace, "cache_control": {"type": "ephemeral"}} and "cache_control" not in blocks[1]
+    off = build_request(TaskCompletion().plan(case), TaskCompletion().plan(case).questions, JudgeConfig(provider="openai", cache_hints=False))
+    assert off.cache_prefix == 0 and "prompt_cache_key" not in build_payload("openai", off)
+
+
+def test_a_cases_metrics_share_the_cached_trace_on_anthropic(simulator: Callable[..., SimulatorThread], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracejudge.llm.prices import price_for
+
+    monkeypatch.setenv("TJ_TEST_KEY", "sk-test-not-a-real-key")
+    sim = simulator()
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps(long_case()) + "\n")
+    data = {
+        "dataset": {"path": str(cases), "format": "native"},
+        "metrics": [{"type": "TaskCompletion"}, {"type": "TrajectoryEfficiency"}],
+        "judge": {"provider": "anthropic", "model": "claude-haiku-4-5", "base_url": sim.url + "/v1", "api_key_env": "TJ_TEST_KEY"},
+        "cache": {"dir": str(tmp_path / "cache")},
+        "run": {"dir": str(tmp_path / "run")},
+    }
+    j = anyio.run(lambda: runner.run(validate_config(data))).summary["judge"]
+    # One request writes the trace block to the provider's cache, the other metric's request reads it.
+    assert sim.stats.requests == 2
+    assert j["cache_write_input_tokens"] >= 1024 and j["cached_input_tokens"] == j["cache_write_input_tokens"]
+    price = price_for("claude-haiku-4-5")
+    assert price is not None
+    want = price.cost(j["input_tokens"], j["output_tokens"], j["cached_input_tokens"], j["cache_write_input_tokens"])
+    assert abs(j["cost_usd"] - want) < 1e-6 and j["cost_usd"] < price.cost(j["input_tokens"], j["output_tokens"])

@@ -59,8 +59,10 @@ can see one bad item of a multi-item request refused.
 Prompt caching, as the providers report it: an OpenAI request whose prompt
 (schema first, then the messages) shares a prefix of at least 1,024 tokens
 with an earlier request of the same model gets that prefix, in 128-token
-steps, as `usage.prompt_tokens_details.cached_tokens` (`prefix_cache=False`
-turns it off).
+steps, as `usage.prompt_tokens_details.cached_tokens`; an Anthropic request
+caches only up to a block marked `cache_control` (at least 1,024 tokens):
+`cache_creation_input_tokens` the first time, `cache_read_input_tokens`
+after (`prefix_cache=False` turns both off).
 
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
@@ -262,6 +264,40 @@ class _Sim:
         self.in_flight = 0
         self.prefixes: dict[str, set[bytes]] = {}  # model → hashes of every prompt prefix seen, at cache-block ends
 
+    def anthropic_cache(self, model: str, body: dict[str, Any]) -> tuple[int, int]:
+        """`(cache_read, cache_creation)` tokens as Anthropic reports them for `body`, and remember its prefix.
+
+        Anthropic caches only up to a block marked `cache_control`: the
+        tools, the system prompt and the messages up to that block. A prefix
+        of at least `PREFIX_MIN` tokens seen before (same model) is read;
+        one not seen before is written.
+        """
+        if not self.config.prefix_cache:
+            return 0, 0
+        parts = [json.dumps([t.get("input_schema") for t in body.get("tools") or []], sort_keys=True), str(body.get("system") or "")]
+        marked = False
+        for m in body.get("messages") or []:
+            content = m.get("content") if isinstance(m, dict) else None
+            for block in content if isinstance(content, list) else [{"type": "text", "text": str(content)}]:
+                parts.append(str(block.get("text", "")))
+                if block.get("cache_control"):
+                    marked = True
+                    break
+            if marked:
+                break
+        if not marked:
+            return 0, 0
+        prefix = "\n".join(parts)
+        tokens = counter_for(model).text(prefix)
+        if tokens < PREFIX_MIN:
+            return 0, 0
+        digest = hashlib.sha256(f"{model}\0{prefix}".encode()).digest()
+        seen = self.prefixes.setdefault("anthropic:" + model, set())
+        if digest in seen:
+            return tokens, 0
+        seen.add(digest)
+        return 0, tokens
+
     def cached_prefix(self, model: str, body: dict[str, Any]) -> int:
         """Prompt tokens an OpenAI-style prefix cache would serve for `body`, and remember its prefixes.
 
@@ -378,8 +414,15 @@ def _digest(body: dict[str, Any], seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
 
 
+def _flat(content: Any) -> Any:
+    """A message's content as text when it is a list of text blocks (Anthropic's form), else as it is."""
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "".join(str(b.get("text", "")) for b in content)
+    return content
+
+
 def _prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    messages = list(body.get("messages") or [])
+    messages = [{**m, "content": _flat(m.get("content"))} if isinstance(m, dict) else m for m in body.get("messages") or []]
     if isinstance(body.get("system"), str):
         messages = [{"role": "system", "content": body["system"]}, *messages]
     extra = ""
@@ -450,7 +493,8 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
     counter = counter_for(model)
     completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
-    cached = 0 if anthropic else min(prompt_tokens, sim.cached_prefix(model, body))
+    cached, written = sim.anthropic_cache(model, body) if anthropic else (min(prompt_tokens, sim.cached_prefix(model, body)), 0)
+    cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
     st.cached_input_tokens += cached
     st.answered += 1
     st.input_tokens += prompt_tokens
@@ -463,7 +507,8 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         payload: dict[str, Any] = {
             "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion},
+            "usage": {"input_tokens": prompt_tokens - cached - written, "output_tokens": completion,
+                      "cache_read_input_tokens": cached, "cache_creation_input_tokens": written},
         }
     else:
         payload = {

@@ -233,15 +233,16 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
     """The request asking `questions` of `plan` (its case text with `omit` middle steps left out)."""
     metric = plan.metric
     listing = "\n".join(f"{q.id}: {q.text}" for q in questions)
-    user = f"{plan.render(omit)}\n\nQuestions:\n{listing}" if plan.kind == "yes_no" else plan.render(omit)
-    system = metric.system_prompt(plan.kind)
+    trace = plan.render(omit)
+    ask = metric.instructions(plan.kind) + (f"\n\nQuestions:\n{listing}" if plan.kind == "yes_no" else "")
     return JudgeRequest(
         model=cfg.model,
-        messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
+        messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
         schema=metric.verdict_schema(plan, [q.id for q in questions]),
         schema_name="verdict",
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
+        cache_prefix=len(trace) if cfg.cache_hints else 0,
     )
 
 
@@ -526,7 +527,7 @@ class Judge:
                 self.stats.repairs += 1
                 req = JudgeRequest(req.model, (*req.messages, {"role": "assistant", "content": raw or "(empty)"},
                                                {"role": "user", "content": REPAIR.format(problem=problem)}),
-                                   req.schema, req.schema_name, req.max_tokens, req.temperature)
+                                   req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix)
             try:
                 info.requests += 1  # repair requests count: they are paid for like any other
                 reply = await self.call(req, key=None if repair else key)

@@ -3,10 +3,11 @@
 An *item* is one metric's questions about one case (one trial). A
 multi-item request is laid out so that provider prompt caching applies:
 
-- the system message is the fixed part — the metric's instructions (and a
-  Rubric's criteria) plus `MULTI_NOTE`, which says how to answer several
-  items — byte-identical in every request of that metric;
-- the user message then holds the items, each under `### Item <id>` with its
+- the system message is the fixed part — the system prompt all metrics
+  share plus `MULTI_NOTE`, which says how to answer several items —
+  byte-identical in every request;
+- the user message starts with the metric's instructions (and a Rubric's
+  criteria), the same in every request of that metric, then holds the items, each under `### Item <id>` with its
   fenced case text and its questions;
 - the verdict schema (named `verdicts`) has one property per item id, whose
   value is the metric's own single-item verdict schema (as a `$ref` to a
@@ -60,9 +61,9 @@ __all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "it
 
 MULTI_SCHEMA_NAME = "verdicts"
 MULTI_NOTE = """This request holds several items. Each starts with a line `### Item <id>` and has its own recorded data \
-(between its own marker lines) and its own questions. Judge every item on its own, exactly as instructed above, as if \
-it were the only one: never compare items or let one influence another. Reply with one JSON object whose keys are the \
-item ids and whose values are the verdict object described above for that item: {"<item id>": <verdict>, ...}. \
+(between its own marker lines) and its own questions. Judge every item on its own, exactly as the evaluation at the start \
+of the user message instructs, as if it were the only one: never compare items or let one influence another. Reply with \
+one JSON object whose keys are the item ids and whose values are the verdict object that evaluation describes for that item: {"<item id>": <verdict>, ...}. \
 Reply with that JSON object only."""
 
 
@@ -115,7 +116,7 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     """One request for `items` (all of one metric and trial, ids set, in the order given)."""
     metric = items[0].plan.metric
     system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
-    user = "\n\n".join(_block(it) for it in items)
+    user = metric.instructions(items[0].plan.kind) + "\n\n" + "\n\n".join(_block(it) for it in items)
     # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
     defs: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
