@@ -37,6 +37,10 @@ def _results(run_dir: Path) -> dict[tuple[str, int], dict]:
         for score in r["scores"].values():
             if score.get("judge"):
                 score["judge"].pop("latency_s", None)
+                # How much of a prompt the provider's prefix cache serves depends on which identical
+                # prompt (another trial's, another case's) reached it first: an order, not a result.
+                score["judge"].pop("cached_input_tokens", None)
+                score["judge"].pop("cost_usd", None)
         out[(r["case_id"], r["trial"])] = r
     return out
 

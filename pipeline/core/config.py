@@ -103,6 +103,7 @@ class PriceConfig(_Strict):
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    cache_write_input: float | None = Field(default=None, ge=0)
     batch_discount: float | None = Field(default=None, gt=0, le=1)
 
 
@@ -130,6 +131,9 @@ class JudgeConfig(_Strict):
     `stop_grace_s`: on SIGINT/SIGTERM, judge requests in flight get this many
     seconds to finish; then they are cut and their cases left unwritten
     (provisional: the resume judges them).
+    `cache_hints` sends the providers' prompt-cache hints (Anthropic
+    `cache_control` on the trace block, OpenAI `prompt_cache_key` per trace);
+    turn it off for an OpenAI-compatible server that rejects unknown fields.
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -151,6 +155,7 @@ class JudgeConfig(_Strict):
     stop_grace_s: float = Field(default=10.0, ge=0)
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
+    cache_hints: bool = True
     items_per_request: int = Field(default=1, ge=1, le=100)
     item_wait_s: float = Field(default=0.5, ge=0)
     item_seed: int = 0

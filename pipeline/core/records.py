@@ -239,7 +239,9 @@ class JudgeInfo(BaseModel):
 
     `cached` is true when every request of the metric was a cache hit
     (`cached_requests` of `requests`); tokens are what this score cost
-    (all attempts and repairs; 0 for hits); `latency_s` is wall time for the
+    (all attempts and repairs; 0 for hits), `cached_input_tokens` the part of
+    `input_tokens` the provider read from its prompt cache, `cost_usd` the
+    dollars billed (cached tokens at the cached rate); `latency_s` is wall time for the
     metric, queueing included; `cache_miss` says why a request missed the
     cache (only with `cache.explain`).
     """
@@ -250,6 +252,8 @@ class JudgeInfo(BaseModel):
     output_tokens: int = 0
     requests: int = 0
     cached_requests: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float = 0.0
     latency_s: float | None = None
     cache_miss: str | None = None
 

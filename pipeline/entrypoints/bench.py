@@ -430,7 +430,10 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
     if not ok:
         return None
     ratio = sum(a.input_tokens for a in ok) / max(1, sum(a.estimate for a in ok))
-    cached_share = measured.get("cached_token_share") or 0.0
+    # The bench sends its sample's prompts again and again, so the provider's prefix cache serves
+    # repeats a sweep (each prompt once) never sends: its cached share would understate the cost.
+    # The projection prices every input token at the input rate — an upper bound.
+    cached_share = 0.0
     # Reply length grows with the questions asked: project output tokens per question, per metric.
     overall = sum(a.output_tokens for a in ok) / max(1, sum(a.questions for a in ok))
 

@@ -24,21 +24,26 @@ DEFAULT_BATCH_DISCOUNT = 0.5
 
 @dataclass(frozen=True)
 class Price:
-    """Dollars per million tokens: `input`, `output`, `cached_input`; `batch_discount` is the share a batch API charges."""
+    """Dollars per million tokens: `input`, `output`, `cached_input` (read from the provider's prompt
+    cache), `cache_write_input` (written to it: Anthropic bills 1.25 × input; `None` = the input rate);
+    `batch_discount` is the share a batch API charges."""
 
     input: float
     output: float
     cached_input: float
     batch_discount: float = DEFAULT_BATCH_DISCOUNT
+    cache_write_input: float | None = None
 
-    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
-        """Dollars for one request's usage (`cached_input_tokens` is the cached part of `input_tokens`)."""
-        fresh = max(0, input_tokens - cached_input_tokens)
-        return (fresh * self.input + cached_input_tokens * self.cached_input + output_tokens * self.output) / 1e6
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0, cache_write_input_tokens: int = 0) -> float:
+        """Dollars for one request's usage (cached and cache-written tokens are parts of `input_tokens`)."""
+        fresh = max(0, input_tokens - cached_input_tokens - cache_write_input_tokens)
+        write = self.input if self.cache_write_input is None else self.cache_write_input
+        return (fresh * self.input + cached_input_tokens * self.cached_input + cache_write_input_tokens * write
+                + output_tokens * self.output) / 1e6
 
-    def batch_cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
+    def batch_cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0, cache_write_input_tokens: int = 0) -> float:
         """Dollars for the same usage sent through the provider's batch API (`cost` × `batch_discount`)."""
-        return self.cost(input_tokens, output_tokens, cached_input_tokens) * self.batch_discount
+        return self.cost(input_tokens, output_tokens, cached_input_tokens, cache_write_input_tokens) * self.batch_discount
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,8 +58,9 @@ def _price(v: Any) -> Price:
         v = v.model_dump()
     cached = v.get("cached_input")
     discount = v.get("batch_discount")
+    write = v.get("cache_write_input")
     return Price(float(v["input"]), float(v["output"]), float(v["input"] if cached is None else cached),
-                 DEFAULT_BATCH_DISCOUNT if discount is None else float(discount))
+                 DEFAULT_BATCH_DISCOUNT if discount is None else float(discount), None if write is None else float(write))
 
 
 def price_for(model: str, overrides: dict[str, Any] | None = None) -> Price | None:

@@ -20,6 +20,7 @@ provider text copied into an error message is passed through
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -56,6 +57,10 @@ class JudgeRequest:
     `messages` are `{"role": "system"|"user"|"assistant", "content": str}`;
     `schema` is the JSON schema the verdict must follow (named `schema_name`);
     `max_tokens` caps the reply; `temperature` is the sampling temperature.
+    `cache_prefix` > 0 says the first user message's first `cache_prefix`
+    characters (the fenced trace) are worth a provider's prompt cache: the
+    payload then carries Anthropic's `cache_control` on that block, or
+    OpenAI's `prompt_cache_key` (a hash of it).
     """
 
     model: str
@@ -64,6 +69,7 @@ class JudgeRequest:
     schema_name: str
     max_tokens: int
     temperature: float = 0.0
+    cache_prefix: int = 0
 
 
 @dataclass
@@ -78,13 +84,22 @@ class HttpReply:
 
 @dataclass
 class Reply:
-    """A provider's answer normalized: the verdict text, whether it was cut at `max_tokens`, usage."""
+    """A provider's answer normalized: the verdict text, whether it was cut at `max_tokens`, usage.
+
+    `input_tokens` is every prompt token; `cached_input_tokens` the part read
+    from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`,
+    Anthropic `cache_read_input_tokens`) and `cache_write_input_tokens` the part
+    written to it (Anthropic `cache_creation_input_tokens`, billed above the
+    input rate). `cost_usd` is set by the judge client once priced.
+    """
 
     text: str
     truncated: bool
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 @dataclass
@@ -144,8 +159,26 @@ def auth_headers(provider: str, api_key: str | None) -> dict[str, str]:
     return headers
 
 
+def _cached_block(req: JudgeRequest) -> tuple[int, str]:
+    """(index of the first user message, its cacheable prefix), or (-1, "") when there is none."""
+    if req.cache_prefix <= 0:
+        return -1, ""
+    first = next((i for i, m in enumerate(req.messages) if m["role"] == "user"), -1)
+    return (first, req.messages[first]["content"][: req.cache_prefix]) if first >= 0 else (-1, "")
+
+
+def _anthropic_message(m: dict[str, str], prefix: str) -> dict[str, Any]:
+    # The trace block gets its own cache breakpoint; what follows it (the metric's questions) does not.
+    rest = m["content"][len(prefix):]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}}]
+    if rest:
+        blocks.append({"type": "text", "text": rest})
+    return {"role": m["role"], "content": blocks}
+
+
 def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
-    """The JSON body for `req` in `provider`'s protocol."""
+    """The JSON body for `req` in `provider`'s protocol (with the prompt-cache hints `req.cache_prefix` asks for)."""
+    first, prefix = _cached_block(req)
     if provider == "anthropic":
         system = "\n\n".join(m["content"] for m in req.messages if m["role"] == "system")
         return {
@@ -153,7 +186,7 @@ def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
             "max_tokens": req.max_tokens,
             "temperature": req.temperature,
             **({"system": system} if system else {}),
-            "messages": [dict(m) for m in req.messages if m["role"] != "system"],
+            "messages": [_anthropic_message(m, prefix) if i == first else dict(m) for i, m in enumerate(req.messages) if m["role"] != "system"],
             "tools": [{"name": req.schema_name, "description": "Record the verdict.", "input_schema": req.schema}],
             "tool_choice": {"type": "tool", "name": req.schema_name},
         }
@@ -163,6 +196,8 @@ def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
         "temperature": req.temperature,
         "messages": [dict(m) for m in req.messages],
         "response_format": {"type": "json_schema", "json_schema": {"name": req.schema_name, "schema": req.schema, "strict": True}},
+        # Requests about one trace share a cache key, so OpenAI routes them to the same prompt cache.
+        **({"prompt_cache_key": "tj-" + hashlib.sha256(prefix.encode()).hexdigest()[:32]} if prefix else {}),
     }
 
 
@@ -308,9 +343,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
                 elif block.get("type") == "text":
                     parts.append(block.get("text", ""))
             usage = body.get("usage") or {}
+            # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
             cached = int(usage.get("cache_read_input_tokens") or 0)
+            written = int(usage.get("cache_creation_input_tokens") or 0)
             return Reply("".join(parts), body.get("stop_reason") == "max_tokens",
-                         int(usage.get("input_tokens", 0)) + cached, int(usage.get("output_tokens", 0)), cached)
+                         int(usage.get("input_tokens", 0)) + cached + written, int(usage.get("output_tokens", 0)), cached, written)
         choice = body["choices"][0]
         usage = body.get("usage") or {}
         cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)

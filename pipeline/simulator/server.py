@@ -42,7 +42,7 @@ longer than any sane client timeout (`hang_s`), or a truncated reply
 `script` is a list of faults applied, one each, to the next requests, in
 order — tests use it to stage exact scenarios: `429` (retry-after
 `fault_retry_after_s`), `quota` (429 with a day-long retry-after), `500`,
-`timeout`, `truncated`, `prose` (the JSON wrapped in prose and a code
+`timeout`, `truncated`, `400` (a refusal that no retry fixes), `prose` (the JSON wrapped in prose and a code
 fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
 Multi-item requests (`tracejudge.stages.judge.multi`; the verdict schema is named
@@ -51,6 +51,18 @@ id alone, so an item is judged the same in any request and any position;
 faults `drop_item` and `malformed_item` leave out or spoil the first item's
 verdict. The batch endpoints (OpenAI files + batches, Anthropic message
 batches) live in `tracejudge.simulator.batches`.
+
+`refuse_marker` makes the server refuse, as a content filter does (400,
+`content_filter`), every request whose prompt contains that string, so tests
+can see one bad item of a multi-item request refused.
+
+Prompt caching, as the providers report it: an OpenAI request whose prompt
+(schema first, then the messages) shares a prefix of at least 1,024 tokens
+with an earlier request of the same model gets that prefix, in 128-token
+steps, as `usage.prompt_tokens_details.cached_tokens`; an Anthropic request
+caches only up to a block marked `cache_control` (at least 1,024 tokens):
+`cache_creation_input_tokens` the first time, `cache_read_input_tokens`
+after (`prefix_cache=False` turns both off).
 
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
@@ -78,7 +90,9 @@ from tracejudge.simulator.batches import add_batch_routes
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
-FAULTS = {"ok", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+# OpenAI's automatic prompt caching: prompts of 1,024 tokens and more, cached in 128-token steps.
+PREFIX_MIN, PREFIX_BLOCK = 1024, 128
 # The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
 MULTI_SCHEMA_NAME = "verdicts"
 
@@ -105,6 +119,8 @@ class SimConfig:
     rate_headers: bool = True
     max_concurrency: int | None = None
     window_s: float = 60.0
+    refuse_marker: str | None = None
+    prefix_cache: bool = True
 
 
 @dataclass
@@ -117,6 +133,8 @@ class SimStats:
     server_errors: int = 0
     timeouts: int = 0
     truncated: int = 0
+    refused: int = 0
+    cached_input_tokens: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     by_path: dict[str, int] = field(default_factory=dict)
@@ -244,6 +262,72 @@ class _Sim:
         self.tok_bucket = limit(config.tpm)
         self.serial = 0
         self.in_flight = 0
+        self.prefixes: dict[str, set[bytes]] = {}  # model → hashes of every prompt prefix seen, at cache-block ends
+
+    def anthropic_cache(self, model: str, body: dict[str, Any]) -> tuple[int, int]:
+        """`(cache_read, cache_creation)` tokens as Anthropic reports them for `body`, and remember its prefix.
+
+        Anthropic caches only up to a block marked `cache_control`: the
+        tools, the system prompt and the messages up to that block. A prefix
+        of at least `PREFIX_MIN` tokens seen before (same model) is read;
+        one not seen before is written.
+        """
+        if not self.config.prefix_cache:
+            return 0, 0
+        parts = [json.dumps([t.get("input_schema") for t in body.get("tools") or []], sort_keys=True), str(body.get("system") or "")]
+        marked = False
+        for m in body.get("messages") or []:
+            content = m.get("content") if isinstance(m, dict) else None
+            for block in content if isinstance(content, list) else [{"type": "text", "text": str(content)}]:
+                parts.append(str(block.get("text", "")))
+                if block.get("cache_control"):
+                    marked = True
+                    break
+            if marked:
+                break
+        if not marked:
+            return 0, 0
+        prefix = "\n".join(parts)
+        tokens = counter_for(model).text(prefix)
+        if tokens < PREFIX_MIN:
+            return 0, 0
+        digest = hashlib.sha256(f"{model}\0{prefix}".encode()).digest()
+        seen = self.prefixes.setdefault("anthropic:" + model, set())
+        if digest in seen:
+            return tokens, 0
+        seen.add(digest)
+        return 0, tokens
+
+    def cached_prefix(self, model: str, body: dict[str, Any]) -> int:
+        """Prompt tokens an OpenAI-style prefix cache would serve for `body`, and remember its prefixes.
+
+        The prompt is the structured-output schema (OpenAI: "a prefix to the
+        system message") then each message's role and content, tokenized;
+        it is cached in blocks: the first `PREFIX_MIN` tokens, then every
+        `PREFIX_BLOCK` more. The answer is the longest such prefix an earlier
+        request of the same model had (0 below `PREFIX_MIN`).
+        """
+        if not self.config.prefix_cache:
+            return 0
+        messages, extra = _prompt_text(body)
+        encoding = counter_for(model).encoding
+        tokens = encoding.encode(extra, disallowed_special=()) if extra else []
+        for m in messages:
+            content = m.get("content")
+            tokens += encoding.encode(f"{m.get('role')}\n{content if isinstance(content, str) else json.dumps(content, sort_keys=True)}",
+                                      disallowed_special=())
+        seen = self.prefixes.setdefault(model, set())
+        running, start, cached, hit = hashlib.sha256(), 0, 0, True
+        for end in range(PREFIX_MIN, len(tokens) + 1, PREFIX_BLOCK):
+            running.update(json.dumps(tokens[start:end]).encode())
+            start = end
+            digest = running.digest()
+            if hit and digest in seen:
+                cached = end
+            else:
+                hit = False
+                seen.add(digest)
+        return cached
 
     # ----------------------------------------------------------------- faults
 
@@ -330,8 +414,15 @@ def _digest(body: dict[str, Any], seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
 
 
+def _flat(content: Any) -> Any:
+    """A message's content as text when it is a list of text blocks (Anthropic's form), else as it is."""
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "".join(str(b.get("text", "")) for b in content)
+    return content
+
+
 def _prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    messages = list(body.get("messages") or [])
+    messages = [{**m, "content": _flat(m.get("content"))} if isinstance(m, dict) else m for m in body.get("messages") or []]
     if isinstance(body.get("system"), str):
         messages = [{"role": "system", "content": body["system"]}, *messages]
     extra = ""
@@ -401,6 +492,10 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         finish = "length"
     counter = counter_for(model)
     completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+    # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
+    cached, written = sim.anthropic_cache(model, body) if anthropic else (min(prompt_tokens, sim.cached_prefix(model, body)), 0)
+    cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
+    st.cached_input_tokens += cached
     st.answered += 1
     st.input_tokens += prompt_tokens
     st.output_tokens += completion
@@ -412,13 +507,15 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         payload: dict[str, Any] = {
             "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion},
+            "usage": {"input_tokens": prompt_tokens - cached - written, "output_tokens": completion,
+                      "cache_read_input_tokens": cached, "cache_creation_input_tokens": written},
         }
     else:
         payload = {
             "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion,
+                      "prompt_tokens_details": {"cached_tokens": cached}},
         }
     return payload, completion
 
@@ -458,7 +555,13 @@ def build_app(config: SimConfig) -> web.Application:
         messages, extra = _prompt_text(body)
         prompt_tokens = counter_for(model).messages(messages, extra)
 
+        if config.refuse_marker and any(config.refuse_marker in str(m.get("content")) for m in messages):
+            st.refused += 1
+            return _error(400, "content_filter", "simulated content filter: the prompt was refused", {}, anthropic)
         fault = sim.next_fault()
+        if fault == "400":
+            st.refused += 1
+            return _error(400, "invalid_request_error", "simulated refusal", {}, anthropic)
         if fault in ("429", "quota"):
             st.rate_limited += 1
             wait = config.quota_retry_after_s if fault == "quota" else config.fault_retry_after_s

@@ -13,6 +13,9 @@ can reuse them:
 - `parse_answers(plan, questions, text)` — strict parsing;
 - `Judge.ask(...)` — the above for one request, plus at most one repair
   request when the answer does not parse or was truncated;
+- single flight: an `ask` whose cache key is already in flight waits for
+  that request's answers instead of sending its own (a failed flight shares
+  nothing; each waiter then asks alone);
 - `Judge.judge(plan, trial, slot)` — all requests of one metric on one case.
 
 Multi-item requests (`tracejudge.stages.judge.multi.judge_items`) and batch mode
@@ -105,6 +108,8 @@ class JudgeStats:
     truncated_prompts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
     cost_usd: float = 0.0
     saved_usd: float = 0.0
     saved_tokens: int = 0
@@ -115,6 +120,8 @@ class JudgeStats:
     items_batched: int = 0
     items_reasked_alone: int = 0
     items_from_cache: int = 0
+    single_flight_shared: int = 0
+    requests_split: int = 0
     cache_errors: int = 0
     parse_failures: int = 0
     truncated_replies: int = 0
@@ -213,19 +220,29 @@ class _BudgetRefused(Exception):
     pass
 
 
+@dataclass
+class _Flight:
+    """One request in flight (single flight): waiters get `answers` when `done` is set (`None` if it failed)."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answers: dict[str, Any] | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
 def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int = 0) -> JudgeRequest:
     """The request asking `questions` of `plan` (its case text with `omit` middle steps left out)."""
     metric = plan.metric
     listing = "\n".join(f"{q.id}: {q.text}" for q in questions)
-    user = f"{plan.render(omit)}\n\nQuestions:\n{listing}" if plan.kind == "yes_no" else plan.render(omit)
-    system = metric.system_prompt(plan.kind)
+    trace = plan.render(omit)
+    ask = metric.instructions(plan.kind) + (f"\n\nQuestions:\n{listing}" if plan.kind == "yes_no" else "")
     return JudgeRequest(
         model=cfg.model,
-        messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
+        messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
         schema=metric.verdict_schema(plan, [q.id for q in questions]),
         schema_name="verdict",
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
+        cache_prefix=len(trace) if cfg.cache_hints else 0,
     )
 
 
@@ -281,11 +298,22 @@ class Judge:
         self._secrets = (api_key,)
         self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
+        self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
 
     # ------------------------------------------------------------------ money
 
-    def _cost(self, input_tokens: int, output_tokens: int, cached: int = 0) -> float:
-        return self.price.cost(input_tokens, output_tokens, cached) if self.price else 0.0
+    def _cost(self, input_tokens: int, output_tokens: int, cached: int = 0, written: int = 0) -> float:
+        return self.price.cost(input_tokens, output_tokens, cached, written) if self.price else 0.0
+
+    def _count(self, reply: Reply, cost: float) -> None:
+        """Count an answered request's usage in the stats and price it on the reply."""
+        reply.cost_usd = cost
+        self.stats.answered += 1
+        self.stats.input_tokens += reply.input_tokens
+        self.stats.output_tokens += reply.output_tokens
+        self.stats.cached_input_tokens += reply.cached_input_tokens
+        self.stats.cache_write_input_tokens += reply.cache_write_input_tokens
+        self.stats.cost_usd += cost
 
     # ------------------------------------------------------------------ one request, retried
 
@@ -344,12 +372,9 @@ class Judge:
         if reply.input_tokens > 0:
             self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
         self.limiter.settle(permit, "ok", used, rate_info(http.headers))
-        cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
         self.budget.settle(held, used, cost)
-        self.stats.answered += 1
-        self.stats.input_tokens += reply.input_tokens
-        self.stats.output_tokens += reply.output_tokens
-        self.stats.cost_usd += cost
+        self._count(reply, cost)
         self.stats.sync_equivalent_usd += cost
         return reply
 
@@ -358,7 +383,7 @@ class Judge:
         # worst case at the batch price until the batch's answer settles it.
         assert self.batches is not None
         prompt_tokens = math.ceil(estimate * self._ratio)
-        batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0: 0.0)
+        batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0, w=0: 0.0)
         max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)
         held = self.budget.reserve(prompt_tokens + max_out, batch_cost(prompt_tokens, max_out))
         if held is None:
@@ -369,13 +394,11 @@ class Judge:
         except BaseException:
             self.budget.settle(held, 0, 0.0)
             raise
-        cost = batch_cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        usage = (reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
+        cost = batch_cost(*usage)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
-        self.stats.answered += 1
-        self.stats.input_tokens += reply.input_tokens
-        self.stats.output_tokens += reply.output_tokens
-        self.stats.cost_usd += cost
-        self.stats.sync_equivalent_usd += self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+        self._count(reply, cost)
+        self.stats.sync_equivalent_usd += self._cost(*usage)
         return reply
 
     async def call(self, req: JudgeRequest, key: str | None = None) -> Reply:
@@ -467,7 +490,36 @@ class Judge:
                 why = self.cache.explain(comps, slot)
                 info.cache_miss = why if info.cache_miss is None else f"{info.cache_miss}; {why}"
                 self.stats.cache_misses_explained[why] = self.stats.cache_misses_explained.get(why, 0) + 1
-        used = {"input_tokens": 0, "output_tokens": 0}
+        # Single flight: an identical request already in flight is not sent again; this
+        # ask waits for its answer. A flight that failed shares nothing: each waiter then
+        # asks on its own (and gets its own error), all at once rather than one by one.
+        flight = self._flights.get(key)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.answers is not None:
+                info.requests += 1
+                info.cached_requests += 1
+                self.stats.cache_hits += 1
+                self.stats.single_flight_shared += 1
+                u = flight.usage
+                self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
+                self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
+                return flight.answers, None
+            return await self._ask_uncached(plan, questions, req, key, comps, slot, info)
+        flight = self._flights[key] = _Flight()
+        try:
+            answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage)
+            flight.answers = answers
+            return answers, bad
+        finally:
+            del self._flights[key]
+            flight.done.set()
+
+    async def _ask_uncached(self, plan: Plan, questions: list[Question], req: JudgeRequest, key: str, comps: dict[str, Any], slot: str,
+                            info: JudgeInfo, used: dict[str, int] | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
+        """`ask` past the cache: the request, at most one repair request, parsing and the cache write."""
+        used = used if used is not None else {}
+        used.update(input_tokens=0, output_tokens=0)
         raw = ""
         problem, kind = "", "parse_error"
         for repair in (False, True):
@@ -475,7 +527,7 @@ class Judge:
                 self.stats.repairs += 1
                 req = JudgeRequest(req.model, (*req.messages, {"role": "assistant", "content": raw or "(empty)"},
                                                {"role": "user", "content": REPAIR.format(problem=problem)}),
-                                   req.schema, req.schema_name, req.max_tokens, req.temperature)
+                                   req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix)
             try:
                 info.requests += 1  # repair requests count: they are paid for like any other
                 reply = await self.call(req, key=None if repair else key)
@@ -487,12 +539,14 @@ class Judge:
                 return None, self.failure(exc)
             info.input_tokens += reply.input_tokens
             info.output_tokens += reply.output_tokens
+            info.cached_input_tokens += reply.cached_input_tokens
+            info.cost_usd += reply.cost_usd
             used["input_tokens"] += reply.input_tokens
             used["output_tokens"] += reply.output_tokens
             if repair:
                 self.stats.repair_input_tokens += reply.input_tokens
                 self.stats.repair_output_tokens += reply.output_tokens
-                self.stats.repair_cost_usd += self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+                self.stats.repair_cost_usd += reply.cost_usd
             raw = reply.text
             if reply.truncated:
                 self.stats.truncated_replies += 1
@@ -539,6 +593,7 @@ class Judge:
                     tg.start_soon(one, i, group)
         info.cached = info.cached_requests == len(groups)
         info.latency_s = round(time.perf_counter() - t0, 4)
+        info.cost_usd = round(info.cost_usd, 8)
         if failure is not None:
             failure.score.judge = info
             return failure

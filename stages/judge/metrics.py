@@ -57,7 +57,7 @@ class TaskCompletion(JudgeMetric):
     Works without steps (the final output alone); no output at all → null.
     """
 
-    prompt_version: ClassVar[str] = "task-completion/2"
+    prompt_version: ClassVar[str] = "task-completion/3"
     task: ClassVar[str] = "You judge whether the agent's final output accomplishes the user's task."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -82,7 +82,7 @@ class PlanQuality(JudgeMetric):
     Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "plan-quality/2"
+    prompt_version: ClassVar[str] = "plan-quality/3"
     task: ClassVar[str] = "You judge the quality of the plan the agent followed, as shown by its steps."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -109,7 +109,7 @@ class TrajectoryEfficiency(JudgeMetric):
     at 0. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "trajectory-efficiency/2"
+    prompt_version: ClassVar[str] = "trajectory-efficiency/3"
     task: ClassVar[str] = "You judge how efficiently the agent reached its result."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -156,7 +156,7 @@ class ToolArgumentAccuracy(JudgeMetric):
     ("no tool calls to judge"), where multivon-eval is silent.
     """
 
-    prompt_version: ClassVar[str] = "tool-argument-accuracy/2"
+    prompt_version: ClassVar[str] = "tool-argument-accuracy/3"
     task: ClassVar[str] = "You judge the arguments the agent passed to its tool calls."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -176,7 +176,7 @@ class ToolCallNecessity(JudgeMetric):
     made (no request is sent).
     """
 
-    prompt_version: ClassVar[str] = "tool-call-necessity/2"
+    prompt_version: ClassVar[str] = "tool-call-necessity/3"
     task: ClassVar[str] = "You judge whether each tool call the agent made was needed."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -199,7 +199,7 @@ class StepFaithfulness(JudgeMetric):
     failures. Score = share of yes. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "step-faithfulness/2"
+    prompt_version: ClassVar[str] = "step-faithfulness/3"
     task: ClassVar[str] = "You judge whether each step of the agent is faithful to the task and to what earlier steps observed."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -222,7 +222,7 @@ class AgentMemoryEval(JudgeMetric):
     set — includes it (all yes-good). Score = share of good answers.
     """
 
-    prompt_version: ClassVar[str] = "agent-memory/2"
+    prompt_version: ClassVar[str] = "agent-memory/3"
     task: ClassVar[str] = "You judge whether the agent's response uses what it should remember from earlier sessions."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -259,7 +259,7 @@ class ContextRelevance(JudgeMetric):
     relevant; 0.0 with no request when there is nothing to judge.
     """
 
-    prompt_version: ClassVar[str] = "context-relevance/2"
+    prompt_version: ClassVar[str] = "context-relevance/3"
     task: ClassVar[str] = "You judge whether each retrieved passage is relevant to the user's input."
     max_items: int = Field(default=8, ge=1, le=1000)
 
@@ -291,7 +291,7 @@ class Faithfulness(JudgeMetric):
     share supported. No output or no passages → null.
     """
 
-    prompt_version: ClassVar[str] = "faithfulness/2"
+    prompt_version: ClassVar[str] = "faithfulness/3"
     task: ClassVar[str] = "You judge whether each claim of the agent's output is supported by the given passages."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -320,7 +320,7 @@ class Rubric(JudgeMetric):
     Score = (grade − lowest) / (highest − lowest).
     """
 
-    prompt_version: ClassVar[str] = "rubric/2"
+    prompt_version: ClassVar[str] = "rubric/3"
     task: ClassVar[str] = "You grade the agent's run against the user's rubric."
     criteria: str = Field(min_length=1)
     scale: tuple[int, int] = (1, 5)
@@ -336,11 +336,11 @@ class Rubric(JudgeMetric):
     def rubric(self) -> Any:
         return {"criteria": self.criteria, "scale": list(self.scale)}
 
-    def system_prompt(self, kind: str = "scale", answer_format: str | None = None) -> str:
+    def instructions(self, kind: str = "scale", answer_format: str | None = None) -> str:
         lo, hi = self.scale
         fmt = (f"Rubric:\n{self.criteria}\n\nGrade the run on the integer scale {lo} (worst) to {hi} (best) and give a reason "
                f'of one or two sentences, as one JSON object: {{"score": {lo}, "reason": "..."}}. Reply with the JSON object only.')
-        return super().system_prompt(kind, fmt)
+        return super().instructions(kind, fmt)
 
     def verdict_schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
         lo, hi = self.scale

@@ -3,10 +3,11 @@
 An *item* is one metric's questions about one case (one trial). A
 multi-item request is laid out so that provider prompt caching applies:
 
-- the system message is the fixed part — the metric's instructions (and a
-  Rubric's criteria) plus `MULTI_NOTE`, which says how to answer several
-  items — byte-identical in every request of that metric;
-- the user message then holds the items, each under `### Item <id>` with its
+- the system message is the fixed part — the system prompt all metrics
+  share plus `MULTI_NOTE`, which says how to answer several items —
+  byte-identical in every request;
+- the user message starts with the metric's instructions (and a Rubric's
+  criteria), the same in every request of that metric, then holds the items, each under `### Item <id>` with its
   fenced case text and its questions;
 - the verdict schema (named `verdicts`) has one property per item id, whose
   value is the metric's own single-item verdict schema (as a `$ref` to a
@@ -27,8 +28,12 @@ request in the same format — with the composition it came from, so a
 resumed run that groups items differently is still served from the cache.
 
 Items whose verdict is missing or does not parse are re-asked alone (the
-single-item path, with its own repair); the rest are kept. A request that
-fails outright (budget, provider error) fails all its items the same way.
+single-item path, with its own repair); the rest are kept. A request the
+provider refuses (a 400 such as a content filter, or a 5xx that persists
+through the retries; see `refusal`) is split: each half is judged as a group
+of its own, recursively, so only the item that causes the refusal fails
+(`details.batch.split_from` names the refused request). A request that fails
+otherwise (budget, rate limit, timeout, outage) fails all its items the same way.
 A group left with one item to ask is asked alone.
 """
 
@@ -52,13 +57,13 @@ from tracejudge.stages.judge.parse import ParseError, json_objects, scale_from, 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
 
-__all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "item_id", "judge_items", "parse_multi", "shuffled"]
+__all__ = ["MULTI_NOTE", "MULTI_SCHEMA_NAME", "Item", "build_multi_request", "item_id", "judge_items", "parse_multi", "refusal", "shuffled"]
 
 MULTI_SCHEMA_NAME = "verdicts"
 MULTI_NOTE = """This request holds several items. Each starts with a line `### Item <id>` and has its own recorded data \
-(between its own marker lines) and its own questions. Judge every item on its own, exactly as instructed above, as if \
-it were the only one: never compare items or let one influence another. Reply with one JSON object whose keys are the \
-item ids and whose values are the verdict object described above for that item: {"<item id>": <verdict>, ...}. \
+(between its own marker lines) and its own questions. Judge every item on its own, exactly as the evaluation at the start \
+of the user message instructs, as if it were the only one: never compare items or let one influence another. Reply with \
+one JSON object whose keys are the item ids and whose values are the verdict object that evaluation describes for that item: {"<item id>": <verdict>, ...}. \
 Reply with that JSON object only."""
 
 
@@ -111,7 +116,7 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     """One request for `items` (all of one metric and trial, ids set, in the order given)."""
     metric = items[0].plan.metric
     system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
-    user = "\n\n".join(_block(it) for it in items)
+    user = metric.instructions(items[0].plan.kind) + "\n\n" + "\n\n".join(_block(it) for it in items)
     # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
     defs: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
@@ -150,6 +155,12 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
     return good, bad
 
 
+def refusal(exc: ProviderError) -> bool:
+    """Whether `exc` is a refusal one item can cause: a 400-class rejection (a content filter, a bad
+    item) or a 5xx that persisted through the retries — not a rate limit, timeout, outage or bad key."""
+    return exc.kind in ("fatal", "server") and exc.status not in (401, 403)
+
+
 def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition: dict[str, Any]) -> Outcome:
     from tracejudge.stages.judge.client import Outcome
 
@@ -177,6 +188,9 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
         return key_components(cfg.provider, judge.cache_base_url, req, metric.prompt_version, metric.rubric, it.trial)
 
     todo: list[int] = []
+    halves: list[list[int]] = []  # index lists re-asked as smaller groups after a refusal
+    split_why = ""
+    composition_base: dict[str, Any] = {}
     for i, it in enumerate(items):
         hit = judge.cache.get(cache_key(item_comps(it))) if judge.cache is not None else None
         if hit is not None:
@@ -209,6 +223,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             cached = judge.cache.get(key) if judge.cache is not None else None
             usage = {"input_tokens": 0, "output_tokens": 0}
             failure: Outcome | None = None
+            cached_in, cost = 0, 0.0
             if cached is not None:
                 judge.stats.cache_hits += 1
                 text = cached["text"]
@@ -218,6 +233,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                     judge.stats.multi_requests += 1
                     judge.stats.items_batched += len(group)
                     usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+                    cached_in, cost = reply.cached_input_tokens, reply.cost_usd
                     text = reply.text
                 except _BudgetRefused:
                     judge.stats.skipped_budget += 1
@@ -225,8 +241,16 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                                       "skipped_budget", "a judge request could cross the token or dollar budget; resume with a larger budget to finish it",
                                       "skipped_budget")
                 except ProviderError as exc:
-                    failure = judge.failure(exc)
-            if failure is not None:
+                    if refusal(exc):
+                        # One item may be what the provider refuses: split, so only that item fails.
+                        judge.stats.requests_split += 1
+                        split_why = f"the request of {len(group)} items was refused ({str(exc)[:300]}); its items were re-asked in halves"
+                    else:
+                        failure = judge.failure(exc)
+            if split_why:
+                mid = (len(todo) + 1) // 2
+                halves = [todo[:mid], todo[mid:]]
+            elif failure is not None:
                 for i in todo:
                     info = JudgeInfo(model=cfg.model, requests=1, latency_s=round(time.perf_counter() - t0, 4))
                     details = {**(failure.score.details or {}), "batch": composition_base}
@@ -250,6 +274,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                         share_in = usage["input_tokens"] // n + (usage["input_tokens"] % n if pos == 0 else 0)
                         share_out = usage["output_tokens"] // n + (usage["output_tokens"] % n if pos == 0 else 0)
                         info = JudgeInfo(model=cfg.model, cached=cached is not None, input_tokens=share_in, output_tokens=share_out,
+                                         cached_input_tokens=cached_in // n + (cached_in % n if pos == 0 else 0), cost_usd=round(cost / n, 8),
                                          requests=1, cached_requests=int(cached is not None), latency_s=round(time.perf_counter() - t0, 4))
                         out[i] = _finalize(items[i], good[it.id], info, composition)
 
@@ -259,8 +284,19 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
         got.score.details = {**(got.score.details or {}), "batch": alone[i]}
         out[i] = got
 
-    if alone:
+    async def ask_half(idx: list[int]) -> None:
+        got = await judge_items(judge, [items[i] for i in idx])
+        for i, o in zip(idx, got, strict=True):
+            batch = (o.score.details or {}).get("batch") or {}
+            # The innermost refused request an item came out of (set first, kept by the outer levels).
+            batch.setdefault("split_from", {**composition_base, "why": split_why})
+            o.score.details = {**(o.score.details or {}), "batch": batch}
+            out[i] = o
+
+    if alone or halves:
         async with anyio.create_task_group() as tg:
             for i in alone:
                 tg.start_soon(ask_alone, i)
+            for idx in halves:
+                tg.start_soon(ask_half, idx)
     return [out[i] for i in range(len(items))]
