@@ -83,3 +83,14 @@ def test_help_and_version_document_the_statuses(tmp_path: Path) -> None:
         assert line in helped.stdout
     version = _tj("--version", cwd=tmp_path)
     assert version.returncode == 0 and re.fullmatch(r"tracejudge \S+\n", version.stdout)
+
+
+def test_a_folder_given_as_the_dataset_or_output_is_bad_input_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "folder").mkdir()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: folder, format: native}\nmetrics: [{type: ToolCorrectness}]\nrun: {dir: run}\n")
+    proc = _tj("run", str(cfg), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr and "folder" in proc.stderr
+    out = _tj("extract", str(_config(tmp_path)), "-o", str(tmp_path / "missing" / "x.jsonl"), cwd=tmp_path)
+    assert out.returncode == 2 and "missing" in out.stderr and "internal error" not in out.stderr

@@ -311,6 +311,33 @@ def test_sigterm_with_a_hung_judge_exits_within_the_grace_and_resume_redoes_the_
     assert [r["status"] for r in _results(tmp_path)] == ["ok"] * 6
 
 
+def test_a_stop_sends_no_request_that_was_still_waiting_for_admission(tmp_path):
+    # 30 cases queue behind one request in flight (0.2 s each): after SIGTERM, none of the
+    # queued requests may be sent during the grace period; only the one in flight finishes.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        time.sleep(0.2)
+        return 200, completion(json.dumps(verdict(body)))
+
+    with Loopback(respond) as server:
+        cfg = _write(tmp_path, _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 30), limits={"max_in_flight": 1}))
+        proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while len(server.requests) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            at_signal = len(server.requests)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 130, err
+        assert len(server.requests) <= at_signal + 2, (at_signal, len(server.requests))
+        written = _results(tmp_path)
+        assert 0 < len(written) < 30 and all(r["status"] == "ok" for r in written)
+
+
 # ---------------------------------------------------------------- 15. small ones
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 
-__all__ = ["Shard", "expand", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
+__all__ = ["Shard", "expand", "is_shard", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _SUFFIX = re.compile(r"^(?P<base>.+)-shard-(?P<i>\d+)-of-(?P<n>\d+)$")
@@ -115,6 +115,15 @@ def _describe(run_dir: Path) -> tuple[dict[str, Any], Shard | None]:
     manifest = store.read_manifest(run_dir) or {}
     spec = ((manifest.get("config") or {}).get("run") or {}).get("shard")
     return manifest, (parse_shard(spec) if spec else None)
+
+
+def is_shard(run_dir: Path) -> bool:
+    """True when `run_dir` holds one shard of a sharded run (its manifest records `run.shard`).
+
+    A lone shard is never reported as a whole run: merged alone, its missing
+    siblings make the run incomplete, so a CI gate cannot pass on part of a sweep.
+    """
+    return _describe(Path(run_dir))[1] is not None
 
 
 def merge_runs(dirs: Sequence[Path], out: Path) -> Path:

@@ -136,9 +136,25 @@ def main(argv: list[str] | None = None) -> int:
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
-        return _storage_full(args, exc, err) or _crash(args, exc, err)
+        return _storage_full(args, exc, err) or _unusable_path(exc, err) or _crash(args, exc, err)
     except BaseExceptionGroup as group:
-        return _storage_full(args, group, err) or _crash(args, group, err)
+        return _storage_full(args, group, err) or _unusable_path(group, err) or _crash(args, group, err)
+
+
+# A file or folder the user named that cannot be used as given (a folder where a file is
+# expected, a missing parent, no permission) is bad input, not a broken tool.
+_PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def _unusable_path(exc: BaseException, err: Console) -> int | None:
+    leaves = _leaves(exc)
+    if not leaves or not all(isinstance(leaf, _PATH_ERRORS) for leaf in leaves):
+        return None
+    for leaf in leaves:
+        assert isinstance(leaf, OSError)
+        where = leaf.filename if leaf.filename is not None else ""
+        err.print(f"error: {where}: {leaf.strerror or type(leaf).__name__}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_BAD_INPUT
 
 
 _FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file size limit reached"}
@@ -430,7 +446,7 @@ def _cmd_report(args: argparse.Namespace, err: Console) -> int:
     if args.baseline is not None:
         shards.expand(args.baseline)  # refused before anything is rebuilt: the run's files stay as they are
     dirs = shards.expand(args.run_dirs)
-    if len(dirs) == 1 and args.out is None:
+    if len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0]):
         run_dir = dirs[0]
     else:
         run_dir = shards.merge_runs(dirs, args.out or shards.merged_name(dirs))

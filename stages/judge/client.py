@@ -216,6 +216,10 @@ class _GuardedCache:
             return "the cache could not be read"
 
 
+class JudgeStopped(Exception):
+    """The run is stopping: a request still waiting for admission is not sent (nothing more is spent)."""
+
+
 class _BudgetRefused(Exception):
     pass
 
@@ -299,6 +303,7 @@ class Judge:
         self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
+        self.stop: anyio.Event | None = None  # set by the stage: once set, requests still queued are not sent
 
     # ------------------------------------------------------------------ money
 
@@ -343,6 +348,12 @@ class Judge:
         if held is None:
             raise _BudgetRefused()
         permit = await self.limiter.acquire(reserve)
+        if self.stop is not None and self.stop.is_set():
+            # Stopping: a request that waited for admission is dropped unsent, so a stop
+            # ends spending at once instead of draining the queue during the grace period.
+            self.limiter.settle(permit, "ok", 0)
+            self.budget.settle(held, 0, 0.0)
+            raise JudgeStopped()
         self.stats.queued_s += permit.queued_s
         self.stats.requests += 1
         try:

@@ -53,7 +53,7 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan
 from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
-from tracejudge.stages.judge.client import Judge, JudgeAuthError, Outcome
+from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, Outcome
 from tracejudge.stages.judge.multi import Item, judge_items
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
@@ -203,10 +203,21 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             work.result.status = Status.rate_limited
             work.result.error = ErrorInfo(kind="rate_limited", message=state["quota"])
             return
+        if stop is not None and stop.is_set():
+            work.scratch["unfinished"] = True  # stopping: not judged, not written, redone on resume
+            return
         judge = state["judge"] or await start()
+        judge.stop = stop
         outcomes: dict[str, Outcome] = {}
+        stopped: list[str] = []
 
         async def one(metric: JudgeMetric) -> None:
+            try:
+                await ask(metric)
+            except JudgeStopped:
+                stopped.append(metric.key)
+
+        async def ask(metric: JudgeMetric) -> None:
             try:
                 plan = metric.plan(case)
             except Exception as exc:  # a metric bug costs one score, not the run
@@ -236,6 +247,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if stop is None:
             await all_metrics()
         elif not await _within_grace(stop, cfg.stop_grace_s, all_metrics):
+            work.scratch["unfinished"] = True
+            return
+        if stopped:
             work.scratch["unfinished"] = True
             return
         auth = next((o for o in outcomes.values() if o.kind == "auth_error"), None)
