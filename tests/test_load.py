@@ -43,3 +43,11 @@ def test_jsonl_lines_with_numbers_and_limit(tmp_path):
     recs = list(read_jsonl(p))
     assert [(r.line, r.payload.strip()) for r in recs] == [(1, b'{"id": "a"}'), (3, b'{"id": "b"}'), (4, b'{"id": "c"}')]
     assert len(list(read_jsonl(p, limit=2))) == 2
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path):
+    from tracejudge.stages.load import read_jsonl
+
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a"}\n{"id": "b"}\n')
+    assert [(r.line, json.loads(r.payload)["id"]) for r in read_jsonl(path)] == [(1, "a"), (2, "b")]

@@ -95,12 +95,14 @@ class RawRecord:
 def read_jsonl(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     """Yield every non-blank line of a JSONL file as bytes, with its 1-based line number.
 
-    Memory is one line at a time. `limit` stops after that many records.
+    A UTF-8 byte-order mark before the first line is dropped. Memory is one line at a time. `limit` stops after that many records.
     """
     name = str(path)
     count = 0
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, 1):
+            if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]  # a UTF-8 byte-order mark (editors on Windows write one) is not part of the record
             if not line.strip():
                 continue
             yield RawRecord(name, lineno, line)
