@@ -288,6 +288,12 @@ class _Flow:
 
         async with recv, send:
             async for mapped in recv:
+                if self.stop.is_set():
+                    # Stopping: a chunk the executor hands back now is not admitted (nothing is
+                    # written for it; the resume redoes it), so a stop takes effect at once even
+                    # when no stage follows the executor.
+                    self.cut_short = True
+                    continue
                 out = mapped.out
                 if out is None and mapped.broken is not None:  # the worker died: its cases are recorded as errors
                     out = [Extracted(raw.file, raw.line, error=(raw_case_id(raw), ErrorInfo(kind="worker_error", message=mapped.broken,
