@@ -437,11 +437,10 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
 
 
 def _cmd_report(args: argparse.Namespace, err: Console) -> int:
+    from tracejudge.engine import shards
     from tracejudge.stages.aggregate.gate import print_verdict
     from tracejudge.stages.reports import rebuild
     from tracejudge.stages.reports.terminal import print_summary
-
-    from tracejudge.engine import shards
 
     if args.baseline is not None:
         shards.expand(args.baseline)  # refused before anything is rebuilt: the run's files stay as they are
@@ -486,6 +485,7 @@ def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
+    from tracejudge.entrypoints.serve import until_signal
     from tracejudge.simulator.server import SimConfig, start_simulator
 
     if not 0 <= args.error_rate <= 1:
@@ -498,12 +498,7 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
     async def serve() -> None:
         runner, url = await start_simulator(config, args.port)
         print(f"judge simulator listening on {url}  (OpenAI: {url}/v1/chat/completions, Anthropic: {url}/v1/messages)", flush=True)
-        try:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    break
-        finally:
-            await runner.cleanup()
+        await until_signal(runner)
 
     anyio.run(serve)
     return EXIT_OK

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from aiohttp import web
+from tracejudge.entrypoints.serve import until_signal
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
@@ -247,7 +248,6 @@ def viewer_paths(given: list[Path], cwd: Path) -> list[Path]:
 
 def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None = None, *, cwd: Path | None = None) -> int:
     """`tracejudge view`: serve until SIGINT/SIGTERM; prints the URL. Returns the exit status (2 when no run directory is found)."""
-    import signal
     import sys
 
     from tracejudge.viewer.runs import load_runs
@@ -270,12 +270,7 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
             print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror} (pick another with --port, or 0 for any free one)", file=sys.stderr)
             return 2
         print(f"tracejudge view: {address}/  ({len(runs)} run{'s' if len(runs) != 1 else ''}; Ctrl-C stops)", flush=True)
-        try:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    break
-        finally:
-            await runner.cleanup()
+        await until_signal(runner)
         return 0
 
     return anyio.run(serve)
