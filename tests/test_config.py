@@ -78,11 +78,44 @@ def test_set_overrides_scalars_lists_and_paths(tmp_path, monkeypatch):
     other.mkdir()
     (other / "more.jsonl").write_text("")
     monkeypatch.chdir(other)
-    got = load_config(cfg, ["metrics.0.arguments=ignore", "run.workers=3", "dataset.path=more.jsonl", "run.dir=out"])
+    got = load_config(cfg, ["metrics.0.arguments=ignore", "run.workers=3", "dataset.path=sub/more.jsonl", "run.dir=../x"])
     assert got.metrics[0]["arguments"] == "ignore"
     assert got.run.workers == 3
-    assert got.dataset.path == (other / "more.jsonl").resolve()  # --set paths resolve against the cwd
-    assert got.run.dir == (other / "out").resolve()
+    # --set paths resolve against the config's folder, like the same value in the file, not the cwd
+    assert got.dataset.path == (other / "more.jsonl").resolve()
+    assert got.run.dir == (tmp_path.parent / "x").resolve()
+
+
+def test_default_run_dir_is_beside_the_config_named_after_it(tmp_path, monkeypatch):
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert load_config(cfg).run.dir == tmp_path / "runs" / "cfg"
+    second = tmp_path / "second.yaml"
+    second.write_text(cfg.read_text())
+    assert load_config(second).run.dir == tmp_path / "runs" / "second"  # two configs, two run directories
+
+
+def test_judge_provider_defaults(tmp_path, monkeypatch):
+    from tracejudge.core.config import JudgeConfig
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1")
+    one = JudgeConfig.model_validate({"model": "openai:gpt-4o-mini"})
+    assert (one.provider, one.model, one.api_key_env, one.base_url) == ("openai", "gpt-4o-mini", "OPENAI_API_KEY", None)
+    claude = JudgeConfig.model_validate({"model": "anthropic:claude-3-5-haiku-latest"})
+    assert (claude.provider, claude.api_key_env, claude.base_url) == ("anthropic", "ANTHROPIC_API_KEY", "http://127.0.0.1:9/v1")
+    # a server of one's own needs no key unless the variable is set; an explicit null never sends one
+    assert JudgeConfig.model_validate({"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}).api_key_env is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert JudgeConfig.model_validate({"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}).api_key_env == "OPENAI_API_KEY"
+    assert JudgeConfig.model_validate({"provider": "openai", "api_key_env": None}).api_key_env is None
+    assert JudgeConfig.model_validate({"provider": "openai", "model": "llama3:8b"}).model == "llama3:8b"  # not a provider prefix
+    assert JudgeConfig.model_validate({}).provider == "simulator"  # the demo's judge needs no key
+    with pytest.raises(ValueError, match="names provider 'openai' but provider is 'anthropic'"):
+        JudgeConfig.model_validate({"provider": "anthropic", "model": "openai:gpt-4o"})
 
 
 def test_bad_override_is_named_as_such(tmp_path):

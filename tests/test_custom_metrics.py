@@ -218,7 +218,7 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
-        ("nopkg.metrics:x", "custom metric 'nopkg.metrics:x': cannot import module 'nopkg.metrics': No module named 'nopkg' (searched the current directory and PYTHONPATH)"),
+        ("nopkg.metrics:x", "custom metric 'nopkg.metrics:x': cannot import module 'nopkg.metrics': No module named 'nopkg' (searched PYTHONPATH, the config's folder and the current directory)"),
         ("mypkg.broken:x", "custom metric 'mypkg.broken:x': importing 'mypkg.broken' raised ValueError: broken on purpose"),
         ("mypkg.metrics:missing", "custom metric 'mypkg.metrics:missing': 'mypkg.metrics' has no attribute 'missing'"),
         ("mypkg.metrics:plain_function", "custom metric 'mypkg.metrics:plain_function' is a plain function, not a metric; decorate"),

@@ -87,9 +87,49 @@ def test_cli_reports_a_bad_target_as_a_config_error(tmp_path, capsys):
 
     (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n')
     cfg = tmp_path / "c.yaml"
-    cfg.write_text(f"dataset: {{path: d.jsonl}}\ntarget: {{kind: python, callable: 'live_agents:nope', pythonpath: {TESTS}}}\nrun: {{dir: run}}\n")
+    cfg.write_text(f"dataset: {{path: d.jsonl}}\ntarget: {{kind: python, callable: 'live_agents:nope', pythonpath: {TESTS}}}\n"
+                   "metrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
     assert main(["run", str(cfg), "--no-progress"]) == 2
     assert "target.callable: 'live_agents' has no attribute 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # a config error leaves nothing behind
+
+
+def test_a_config_error_leaves_nothing_and_a_fixed_config_runs(tmp_path, monkeypatch, capsys):
+    """An unimportable target or an unset key creates no run directory; one left with 0 results never blocks a changed config."""
+    from tracejudge.entrypoints.cli import main
+
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x", "expected_tool_calls": []}\n')
+    cfg = tmp_path / "c.yaml"
+    body = "dataset: {path: d.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\n"
+    cfg.write_text(body + "target: {kind: python, callable: 'no_such_agent_module:respond'}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert "cannot import module 'no_such_agent_module'" in capsys.readouterr().err
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg.write_text(body + "target: {kind: python, callable: 'live_agents:agent', pythonpath: " + str(TESTS) + "}\n"
+                   "judge: {model: 'openai:gpt-4o-mini'}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    # a directory an older version left behind (manifest, no results) does not block the fixed config
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "manifest.json").write_text('{"config_hash": "0", "config": {"metrics": [{"type": "Contains"}]}, "dataset": {}}')
+    cfg.write_text(body + "target: {kind: python, callable: 'live_agents:agent', pythonpath: " + str(TESTS) + "}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+
+
+def test_a_python_target_imports_from_the_config_folder(tmp_path, monkeypatch):
+    """`callable: my_agent:respond` with my_agent.py beside the config, run from another directory: no `pythonpath` needed."""
+    from tracejudge.entrypoints.cli import main
+
+    folder = tmp_path / "cfgdir"
+    folder.mkdir()
+    (folder / "my_agent_beside_config.py").write_text("def respond(request):\n    return 'hello ' + request.input\n")
+    (folder / "d.jsonl").write_text('{"id": "a", "input": "x", "expected_output": "hello x"}\n')
+    cfg = folder / "c.yaml"
+    cfg.write_text("dataset: {path: d.jsonl}\ntarget: {kind: python, callable: 'my_agent_beside_config:respond'}\nmetrics: [{type: ExactMatch}]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert (folder / "runs" / "c" / "results.jsonl").exists()  # the default run directory: runs/<stem> beside the config
 
 
 def test_malformed_replies_are_target_errors_naming_the_field(tmp_path):

@@ -4,9 +4,11 @@
 before any work starts. Every problem is reported with the file, the line
 (when the key is in the file), the dotted key path and what was expected.
 Unknown keys are refused. Relative paths in the file resolve against the
-file's folder, so a config works from any current directory; relative paths
-given with `--set` resolve against the current directory, where the user
-typed them.
+file's folder, so a config works from any current directory, and so do
+relative paths given with `--set` for those keys (one rule: a path value means
+the same in the file and on the command line). Without `run.dir` a run writes
+to `runs/<config file stem>` beside the config, so two configs in one folder
+never share a run directory.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "apply_overrides",
     "config_hash",
     "load_config",
+    "require_metrics",
 ]
 
 # Keys holding filesystem paths: resolved against the config's folder.
@@ -112,8 +115,14 @@ class JudgeConfig(_Strict):
 
     The API key is read from the environment variable `api_key_env` at run
     time; its value is never logged, written or put in an error message.
-    `base_url` defaults to the provider's public endpoint (`provider: openai`
-    takes any OpenAI-compatible server). `max_tokens` caps each reply and is
+    Without `api_key_env` the provider's usual variable is used
+    (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`): it must be set for the provider's
+    own endpoint, and is sent to a `base_url` of yours only when set;
+    `api_key_env: null` never sends a key. `base_url` defaults to `OPENAI_BASE_URL` /
+    `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
+    (`provider: openai` takes any OpenAI-compatible server). `model` may
+    carry the provider in front, `openai:gpt-4o-mini` or
+    `anthropic:claude-3-5-haiku-latest`, as other tools write it. `max_tokens` caps each reply and is
     what admission and the budget reserve for output; `expected_output_tokens`
     (per question) is what `tracejudge estimate` assumes a reply costs.
     Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
@@ -162,6 +171,31 @@ class JudgeConfig(_Strict):
     calibration: CalibrationConfig | None = None
     mode: Literal["sync", "batch"] = "sync"
     batch: BatchApiConfig = Field(default_factory=BatchApiConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        model = data.get("model")
+        if isinstance(model, str) and model.partition(":")[0] in _PROVIDER_ENV:
+            prefix, _, name = model.partition(":")
+            if data.get("provider") not in (None, prefix):
+                raise ValueError(f"model {model!r} names provider {prefix!r} but provider is {data['provider']!r}")
+            data["provider"], data["model"] = prefix, name
+        env = _PROVIDER_ENV.get(data.get("provider"))  # type: ignore[arg-type]
+        if env is not None and "api_key_env" not in data:  # an explicit null means "send no key"
+            # The provider's own endpoint needs its key; a server of the user's (base_url) only when it is set.
+            if data.get("base_url") is None or os.environ.get(env[0]):
+                data["api_key_env"] = env[0]
+        if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
+            data["base_url"] = os.environ[env[1]]
+        return data
+
+
+# provider → (API key variable, base URL variable), the names the providers' own SDKs read.
+_PROVIDER_ENV = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
 
 
 class LimitsConfig(_Strict):
@@ -413,8 +447,11 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
 def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> set[tuple[str, ...]]:
     """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
 
-    Returns the key paths that were overridden. Raises `ConfigError` for an
-    override without `=` or one that walks into a non-mapping.
+    A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
+    against `cwd`: `load_config` passes the config's folder, as for the
+    same value written in the file. Returns the key paths that were
+    overridden. Raises `ConfigError` for an override without `=` or one that
+    walks into a non-mapping.
     """
     touched: set[tuple[str, ...]] = set()
     for item in overrides:
@@ -477,9 +514,37 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
     lines = _line_index(text)
-    _resolve_paths(data, cfg_path.resolve().parent)
-    touched = apply_overrides(data, overrides or [], cwd or Path.cwd())
+    base = cfg_path.resolve().parent
+    _resolve_paths(data, base)
+    touched = apply_overrides(data, overrides or [], cwd or base)
+    _default_run_dir(data, base / "runs" / cfg_path.stem)
+    _search_config_folder(data, base)
     return validate_config(data, source=source, lines=lines, overridden=touched)
+
+
+def _default_run_dir(data: dict[str, Any], default: Path) -> None:
+    # `runs/<stem>` beside the config: a second config never lands in the first one's run directory.
+    run = data.get("run")
+    if run is None:
+        data["run"] = run = {}
+    if isinstance(run, dict) and run.get("dir") in (None, ""):
+        run["dir"] = str(default)
+
+
+def _search_config_folder(data: dict[str, Any], base: Path) -> None:
+    """Let user code named by the config (`module:attr` adapters, metrics, targets) import from the config's folder.
+
+    The folder is appended to `sys.path`, after installed packages, so it never
+    shadows them; worker processes inherit `sys.path`, so they import the same
+    modules. The current directory is searched too (see `registry.import_user_module`).
+    """
+    named = [((data.get("dataset") or {}) if isinstance(data.get("dataset"), dict) else {}).get("format")]
+    named += [m.get("type") for m in data.get("metrics") or [] if isinstance(m, dict)]
+    target = data.get("target")
+    if isinstance(target, dict):
+        named.append(target.get("callable"))
+    if any(isinstance(n, str) and ":" in n for n in named):
+        registry.add_search_dir(base)
 
 
 def validate_config(
@@ -553,6 +618,17 @@ def validate_config(
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def require_metrics(config: RunConfig, source: str = "<config>") -> None:
+    """Raise `ConfigError` when `config` names no metric: a run would score nothing and fail its gate for no reason it states.
+
+    Cases may add their own `metrics`; those add to the run's, so a run still
+    needs at least one (e.g. `metrics: [{type: ToolCalls}]`).
+    """
+    if not config.metrics:
+        raise ConfigError(f"{source}: metrics: no metric configured, so nothing would be scored; add a `metrics:` list, "
+                          "e.g. `metrics: [{type: ToolCalls}]`")
 
 
 def _explain(err: Any) -> str:

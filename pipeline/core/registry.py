@@ -24,10 +24,12 @@ __all__ = [
     "Format",
     "FormatError",
     "SpecError",
+    "add_search_dir",
     "build_metric",
     "format_for",
     "formats",
     "import_metric",
+    "import_user_module",
     "metric_types",
     "register_format",
     "register_format_resolver",
@@ -152,10 +154,10 @@ def import_metric(path: str) -> type[BaseModel]:
     if not module_name or not attr:
         raise SpecError(("type",), f"custom metric {path!r}: expected `module:attribute`, e.g. `mypkg.metrics:no_failed_tools`")
     try:
-        obj: Any = _import_from_cwd(module_name)
+        obj: Any = import_user_module(module_name)
     except ImportError as exc:
         raise SpecError(
-            ("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc} (searched the current directory and PYTHONPATH)"
+            ("type",), f"custom metric {path!r}: cannot import module {module_name!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)"
         ) from None
     except Exception as exc:  # the user's module raised while importing
         raise SpecError(("type",), f"custom metric {path!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
@@ -175,21 +177,32 @@ def import_metric(path: str) -> type[BaseModel]:
     )
 
 
-def _import_from_cwd(module_name: str) -> Any:
-    # `python -m` and `python -c` search the current directory first, the `tracejudge`
-    # console script does not; a metrics module next to where the user runs the
-    # command should import the same way under both.
-    cwd = os.getcwd()
-    if cwd in sys.path or "" in sys.path:
-        return importlib.import_module(module_name)
-    sys.path.insert(0, cwd)
+def add_search_dir(folder: os.PathLike[str] | str) -> None:
+    """Append `folder` (a config's folder) to `sys.path` for user code the config names; no-op if present.
+
+    Appended, not prepended: an installed package of the same name wins.
+    """
+    path = os.fspath(folder)
+    if path not in sys.path:
+        sys.path.append(path)
+
+
+def import_user_module(module_name: str) -> Any:
+    """Import a module of the user's (an adapter, metric or python target), as `python -m` would find it.
+
+    Searched: `sys.path` (installed packages, `PYTHONPATH`, folders added by
+    `add_search_dir`), then the current directory, which the `tracejudge`
+    console script does not put on `sys.path` itself (`python -m` does).
+    Raises what the import raises (`ModuleNotFoundError` when nowhere).
+    """
     try:
         return importlib.import_module(module_name)
-    finally:
-        try:
-            sys.path.remove(cwd)
-        except ValueError:
-            pass
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        if not (exc.name and module_name.split(".")[0] == exc.name.split(".")[0]) or cwd in sys.path or "" in sys.path:
+            raise  # a module missing *inside* the user's module, or the cwd was searched already
+        add_search_dir(cwd)
+        return importlib.import_module(module_name)
 
 
 def build_metric(spec: dict[str, Any]) -> Any:

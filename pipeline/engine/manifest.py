@@ -7,7 +7,8 @@ every changed config key and dataset file, unless forced.
 
 Not hashed (they change how fast a run goes, where it writes or what it may
 spend, never its answers): `run.dir`, `run.workers`, `run.queue_size`,
-`run.flush_every`, `run.executor`, `run.processes`, `limits`, `budget`, `cache`. Dataset *paths* are not
+`run.flush_every`, `run.executor`, `run.processes`, `limits`, `budget`, `cache`,
+`judge.api_key_env` (which variable holds the key). Dataset *paths* are not
 hashed either: the files are compared by content, so a dataset that moved
 (a repository checked out elsewhere) still resumes.
 """
@@ -37,7 +38,7 @@ _UNHASHED: dict[str, set[str] | None] = {
     "assertions": None,
     # Judge settings that change how requests are retried, timed out, priced or
     # gated, not what the judge answers.
-    "judge": {"timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
+    "judge": {"api_key_env", "timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
               "prices", "expected_output_tokens", "simulator"},
 }
 _FULL_HASH_LIMIT = 256 << 20

@@ -29,7 +29,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core import registry
 from tracejudge.core.config import RunConfig
-from tracejudge.core.errors import ConfigError, TracejudgeError
+from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
@@ -46,7 +46,7 @@ from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_
 if TYPE_CHECKING:
     from tracejudge.stages.load.memory import MemorySource
 
-__all__ = ["RunOutcome", "manifest_for", "run"]
+__all__ = ["RunOutcome", "manifest_for", "preflight", "run"]
 
 log = get_logger("tracejudge.runner")
 
@@ -101,15 +101,18 @@ async def run(
     from tracejudge.stages.reports import finish_run
 
     shard = parse_shard(config.run.shard) if config.run.shard else None
+    # Everything that can fail on the config is checked before the run directory is created
+    # or its manifest touched: a config error leaves nothing behind.
+    fmt = source.format if source is not None else registry.format_for(config.dataset.format)
+    given = metrics is not None
+    metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
+    preflight(config)
+    ctx = fmt.prepare(config.dataset)
     run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
     lock.acquire()
     try:
-        fmt = source.format if source is not None else registry.format_for(config.dataset.format)
-        given = metrics is not None
-        metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
         manifest, changes = _write_manifest(run_dir, config, source, force)
-        ctx = fmt.prepare(config.dataset)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
         stop = stop or anyio.Event()
         job = CpuJob(
@@ -151,16 +154,37 @@ async def run(
         lock.release()
 
 
+def preflight(config: RunConfig) -> None:
+    """Raise `ConfigError` for what would stop the run's stages, before anything is created.
+
+    Checked: the target (`tracejudge.stages.target.check_target`: an import,
+    header variables, a program, a traces file) and the judge's API key
+    variable. The config's own files were checked when it loaded.
+    """
+    if config.target is not None:
+        from tracejudge.stages.target import check_target
+
+        check_target(config.target)
+    if config.judge is not None:
+        from tracejudge.stages.judge.stage import api_key
+
+        api_key(config)
+
+
 def _per_case(metrics: list[Any]) -> list[Any]:
     # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
     return [m for m in metrics if not getattr(m, "over_trials", False)]
 
 
 def _run_dir(run_dir: Path) -> Path:
+    # One line naming the directory and why, not a traceback: the path is the user's to fix.
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ConfigError(f"run.dir: {run_dir} exists and is not a directory") from None
+    except FileExistsError:
+        raise TracejudgeError(f"run.dir: {run_dir} exists and is not a directory") from None
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(run_dir) else ""
+        raise TracejudgeError(f"run.dir: cannot create {run_dir}: {exc.strerror or type(exc).__name__}{where}") from None
     return run_dir
 
 
@@ -168,8 +192,13 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
     # Refuses (ManifestMismatch) a directory of another config or dataset unless forced.
     manifest = manifest_for(config, source)
     previous = store.read_manifest(run_dir, strict=False)
-    # A lost or garbled manifest does not hide a config change: the checkpoint's segments record their config hash.
-    changes = manifest_mod.check(run_dir, previous, manifest, force, None if previous else recorded_config_hash(run_dir))
+    if not store.has_results(run_dir):
+        # No result was computed with the recorded config: nothing to protect, nothing to diff against.
+        previous = None
+        recorded = None
+    else:  # A lost or garbled manifest does not hide a config change: the checkpoint's segments record their config hash.
+        recorded = None if previous else recorded_config_hash(run_dir)
+    changes = manifest_mod.check(run_dir, previous, manifest, force, recorded)
     if previous is None or changes:
         store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest, changes

@@ -37,6 +37,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine.manifest import ManifestMismatch
 
 __all__ = [
+    "has_results",
     "iter_results",
     "CHECKPOINT",
     "INDEX",
@@ -503,6 +504,14 @@ def file_crc32(path: Path, nbytes: int, *, offset: int = 0, crc: int = 0) -> int
             crc = zlib.crc32(chunk, crc)
             left -= len(chunk)
     return crc
+
+
+def has_results(run_dir: Path) -> bool:
+    """True when `run_dir` holds at least one result line (a directory left by a failed start holds none)."""
+    try:
+        return (Path(run_dir) / RESULTS).stat().st_size > 0
+    except OSError:
+        return False
 
 
 def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | None:

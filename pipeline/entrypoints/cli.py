@@ -34,7 +34,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 from tracejudge.core import log
-from tracejudge.core.config import load_config
+from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench
@@ -53,6 +53,10 @@ _EPILOG = """exit status:
 """
 
 
+_SET_HELP = ("override a config key (repeatable); the value is YAML. A relative path value (run.dir, dataset.path, "
+             "dataset.tasks, cache.dir, target.*) resolves from the config's folder, like the same value in the file")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tracejudge", description="Evaluate AI agents by what they did.", epilog=_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -62,8 +66,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a config's pipeline; resumes the run directory if it holds results")
     run.add_argument("config", type=Path)
-    run.add_argument("--run-dir", type=Path, help="run directory (default: run.dir of the config)")
-    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key")
+    run.add_argument("--run-dir", type=Path, help="run directory, relative to the current directory "
+                     "(default: the config's run.dir, else runs/<config file stem> beside the config)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
     run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept)")
     run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
@@ -91,11 +96,11 @@ def _parser() -> argparse.ArgumentParser:
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
     ext.add_argument("config", type=Path)
     ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
-    ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
     est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call")
     est.add_argument("config", type=Path)
-    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
     bench.add_parser(sub)
 
@@ -225,6 +230,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         overrides.append(f"run.shard={args.shard}")
     try:
         config = load_config(args.config, overrides)
+        if args.command == "run":
+            require_metrics(config, str(args.config))
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -392,7 +399,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
     retried = f", {outcome.retried} retried after a transient failure" if outcome.retried else ""
-    out.print(f"run directory: {outcome.run_dir}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
+    out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
               highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:

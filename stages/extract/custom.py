@@ -9,21 +9,18 @@ The named attribute is either
   Whatever the function raises costs that one record (`invalid_input`); or
 - a `tracejudge.core.registry.Format`, for full control over reading.
 
-The module must be importable: installed, on `PYTHONPATH`, or in the
-current directory (which is tried last, as `python -m` would).
+The module must be importable: installed, on `PYTHONPATH`, in the config's
+folder or in the current directory (tried last, as `python -m` would).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-import os
-import sys
 from typing import Any
 
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, FormatError
+from tracejudge.core.registry import Format, FormatError, import_user_module
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 
 __all__ = ["load_adapter"]
@@ -31,16 +28,9 @@ __all__ = ["load_adapter"]
 
 def _import(module: str, spec: str) -> Any:
     try:
-        return importlib.import_module(module)
+        return import_user_module(module)
     except ModuleNotFoundError as exc:
-        cwd = os.getcwd()
-        if exc.name and module.startswith(exc.name) and cwd not in sys.path:
-            sys.path.append(cwd)
-            try:
-                return importlib.import_module(module)
-            except ModuleNotFoundError:
-                pass
-        raise FormatError(f"cannot import adapter {spec!r}: {exc} (is the module installed or on PYTHONPATH?)") from None
+        raise FormatError(f"cannot import adapter {spec!r}: {exc} (searched PYTHONPATH, the config's folder and the current directory)") from None
     except Exception as exc:  # a user module that fails on import must be a config error, not a crash
         raise FormatError(f"cannot import adapter {spec!r}: importing {module!r} raised {type(exc).__name__}: {exc}") from None
 

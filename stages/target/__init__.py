@@ -57,6 +57,7 @@ __all__ = [
     "TargetReply",
     "TargetRequest",
     "TransientTargetError",
+    "check_target",
     "rescore_config",
     "target_stage",
 ]
@@ -90,6 +91,29 @@ def _caller(cfg: TargetConfig) -> tuple[Callable[[TargetRequest], Awaitable[Targ
     from tracejudge.stages.target.command_target import command_caller
 
     return command_caller(cfg.command or [], cfg.cwd, cfg.transient_exit_codes), None
+
+
+def check_target(cfg: TargetConfig) -> None:
+    """Raise `ConfigError` for what would stop `target_stage(cfg)`, starting nothing and writing nothing.
+
+    Checked: a python callable imports, every `${VAR}` of an http target's
+    headers is set, a command's program exists, a replay's traces file exists.
+    The runner calls it before it creates the run directory.
+    """
+    if cfg.kind == "python":
+        from tracejudge.stages.target.python_target import load_callable
+
+        load_callable(cfg.callable or "", cfg.pythonpath)
+    elif cfg.kind == "http":
+        from tracejudge.stages.target.http_target import expand_headers
+
+        expand_headers(cfg.headers)
+    elif cfg.kind == "command":
+        from tracejudge.stages.target.command_target import check_program
+
+        check_program(cfg.command or [""], cfg.cwd)
+    elif cfg.traces is None or not Path(cfg.traces).is_file():
+        raise ConfigError(f"target.traces: {cfg.traces} not found (is it a run directory of a live run?)")
 
 
 def _wait(cfg: TargetConfig) -> Callable[[Any], float]:

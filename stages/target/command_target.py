@@ -23,6 +23,13 @@ def _tail(data: bytes, limit: int = 500) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+def check_program(argv: Sequence[str], cwd: Path | None) -> None:
+    """Raise `ConfigError` when `argv[0]` is neither a file in `cwd` (default: the current directory) nor on `PATH`."""
+    program = argv[0]
+    if shutil.which(program, path=None) is None and not (cwd or Path.cwd()).joinpath(program).exists():
+        raise ConfigError(f"target.command: program {program!r} not found (not a file in {cwd or Path.cwd()} and not on PATH)")
+
+
 def command_caller(argv: Sequence[str], cwd: Path | None, transient_exit_codes: Sequence[int]) -> Callable[[TargetRequest], Awaitable[TargetReply]]:
     """An async target call that runs `argv` in `cwd` for each turn.
 
@@ -32,8 +39,7 @@ def command_caller(argv: Sequence[str], cwd: Path | None, transient_exit_codes: 
     JSON reply, is a `TargetError` quoting the end of stderr (or stdout).
     """
     program = argv[0]
-    if shutil.which(program, path=None) is None and not (cwd or Path.cwd()).joinpath(program).exists():
-        raise ConfigError(f"target.command: program {program!r} not found (not a file in {cwd or Path.cwd()} and not on PATH)")
+    check_program(argv, cwd)
     transient = set(transient_exit_codes)
 
     async def call(request: TargetRequest) -> TargetReply:

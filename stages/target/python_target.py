@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
@@ -11,6 +10,7 @@ from typing import Any, cast
 
 import anyio.to_thread
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.registry import import_user_module
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
 __all__ = ["load_callable", "python_caller"]
@@ -19,18 +19,20 @@ __all__ = ["load_callable", "python_caller"]
 def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., Any]:
     """Import `pkg.module:attr` (dots after the colon walk attributes).
 
-    `pythonpath` is put first on `sys.path` before importing. Raises
-    `ConfigError` naming the spec when the module or attribute is missing or
-    not callable; an exception raised while importing the module is reported
-    with its type and message.
+    `pythonpath` is put first on `sys.path` before importing; the module is
+    also searched in the config's folder and the current directory
+    (`registry.import_user_module`). Raises `ConfigError` naming the spec when
+    the module or attribute is missing or not callable; an exception raised
+    while importing the module is reported with its type and message.
     """
     if pythonpath is not None and str(pythonpath) not in sys.path:
         sys.path.insert(0, str(pythonpath))
     module_name, _, attr = spec.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = import_user_module(module_name)
     except ModuleNotFoundError as exc:
-        raise ConfigError(f"target.callable: cannot import module {module_name!r}: {exc}") from None
+        raise ConfigError(f"target.callable: cannot import module {module_name!r}: {exc} "
+                          "(searched target.pythonpath, PYTHONPATH, the config's folder and the current directory)") from None
     except Exception as exc:
         raise ConfigError(f"target.callable: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
