@@ -45,7 +45,8 @@ def test_seven_scored_three_errored_is_reported_as_seven_of_ten(tmp_path: Path) 
     assert (tc["results"], tc["scored"], tc["excluded"], tc["not_computed"]) == (10, 7, {"invalid_input": 3}, 0)
     assert tc["mean"] == pytest.approx(4 / 7, abs=1e-6)  # four right out of the seven scored, never x/10
     assert summary["metrics"]["traj"]["mean"] == pytest.approx((4 * 1.0 + 3 * (2 / 3)) / 7, abs=1e-6)
-    assert summary["verdict"] == {"verdict": "PASS", "checks": []}
+    assert summary["verdict"]["verdict"] == "PASS"
+    assert [c["name"] for c in summary["verdict"]["checks"]] == ["max_invalid_share"]  # the config tolerates 3 in 10
 
     md = (run_dir / "report.md").read_text()
     assert "**7 of 10**" in md and "| tc | 7 of 10 | invalid_input 3 |" in md
@@ -91,6 +92,31 @@ def test_verdict_matches_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture
     assert _verdict_word(capsys.readouterr().out) == word and rc2 == rc
 
 
+def test_unreadable_records_fail_the_gate_by_default_naming_the_first_three(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"max_invalid_share": 0.0})  # the default
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL max_invalid_share: 3 of 10 results are invalid_input" in out and _verdict_word(out) == "FAIL"
+    reasons = out.split("(assertions.max_invalid_share)")[1].split("verdict:")[0].strip().splitlines()
+    assert len(reasons) == 3 and f"{data}:8: invalid JSON" in reasons[0]
+
+
+def test_a_binary_file_is_one_file_level_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "cases.jsonl"
+    data.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 40 + b"\n" * 50)  # a zip archive saved as .jsonl
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"max_invalid_share": 0.0})
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "1 results: invalid_input 1" in out
+    assert f"{data}:1: not a text JSONL file (a NUL byte at byte 4: binary or UTF-16)" in out
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes('{"id": "caf\u00e9"}\n'.encode("latin-1") * 20)
+    cfg = write_config(tmp_path / "l.yaml", latin1, tmp_path / "run-l", assertions={"max_invalid_share": 0.0})
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    assert "1 results: invalid_input 1" in capsys.readouterr().out
+
+
 def test_resumed_run_reaches_the_same_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = seven_and_three(tmp_path / "cases.jsonl")
     cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"metrics": {"tc": {"min_mean": 0.6}}})
@@ -112,7 +138,9 @@ def test_report_rebuilds_everything_from_results_alone(tmp_path: Path, capsys: p
     original = json.loads((run_dir / "summary.json").read_text())
     for name in ("summary.json", "report.md", "junit.xml", "report.html", "manifest.json"):
         (run_dir / name).unlink()
-    assert main(["report", str(run_dir)]) == 0
+    # without the manifest the config's assertions are unknown: the default gate (no unreadable record) applies
+    assert main(["report", str(run_dir)]) == 1
+    assert "FAIL max_invalid_share" in capsys.readouterr().out
     rebuilt = json.loads((run_dir / "summary.json").read_text())
     assert rebuilt["metrics"] == original["metrics"]  # same figures, CI included (seeded)
     assert rebuilt["breakdowns"]["tag"] == original["breakdowns"]["tag"]

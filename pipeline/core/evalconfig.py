@@ -9,6 +9,7 @@ aggregate:
   bootstrap_resamples: 1000
   max_groups: 100           # distinct values kept per breakdown; the rest fold into "(other)"
 assertions:
+  max_invalid_share: 0.0    # share of invalid_input results allowed (default 0: any unreadable record fails)
   metrics:                  # per metric key; "*" applies to every metric without its own entry
     writes_exact: {min_mean: 0.5, min_pass_rate: 0.4, max_error_share: 0.05}
     "pass@3(writes_exact)": {min_mean: 0.6}
@@ -89,9 +90,16 @@ class RegressionRule(_Strict):
 
 
 class AssertionsConfig(_Strict):
-    """All assertions of a run: thresholds per metric and an optional regression rule."""
+    """All assertions of a run: thresholds per metric, unreadable input, and an optional regression rule.
+
+    `max_invalid_share` bounds the share of results that are `invalid_input`
+    (a record that could not be read or validated, a repeated id): by default
+    0.0, so one unreadable record fails the gate; a dataset known to hold some
+    states its tolerance here.
+    """
 
     metrics: dict[str, MetricAssertion] = Field(default_factory=dict)
+    max_invalid_share: float = Field(default=0.0, ge=0.0, le=1.0)
     regression: RegressionRule | None = None
 
 

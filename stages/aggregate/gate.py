@@ -10,6 +10,10 @@ The gate rule (one rule, documented in README "CI gates"):
     130) whatever its assertions say: CI must not read "not finished" as
     "the agent regressed".
 
+Unreadable input: the share of `invalid_input` results must not exceed
+`assertions.max_invalid_share` (default 0.0); a failed check lists the first
+three `file:line` reasons.
+
 Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
 x), `max_error_share` ((results − scored) / results <= x); for a `PassAtK`
 key, `min_mean` bounds its value. Regression against a baseline run: see
@@ -27,7 +31,7 @@ from rich.markup import escape
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
 from tracejudge.stages.comparison.runs import Comparison, compare_runs, delta_is_noise
 
-__all__ = ["Check", "Verdict", "evaluate_gate", "print_verdict"]
+__all__ = ["Check", "Verdict", "evaluate_gate", "invalid_reasons", "print_verdict"]
 
 
 @dataclass
@@ -102,6 +106,31 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
     return checks
 
 
+def invalid_reasons(run_dir: Path, limit: int = 3) -> list[str]:
+    """The first `limit` `invalid_input` results of `run_dir/results.jsonl` as `file:line: reason` lines (`case id: reason` without a place)."""
+    import json
+
+    from tracejudge.engine import store
+
+    out: list[str] = []
+    for raw in store.iter_result_lines(Path(run_dir) / store.RESULTS):
+        if b'"invalid_input"' not in raw:
+            continue
+        try:
+            result = json.loads(raw)
+        except ValueError:
+            continue
+        error = result.get("error") or {}
+        if result.get("status") != "invalid_input" or not isinstance(error, dict):
+            continue
+        where = f"{error['file']}:{error['line']}" if error.get("file") and error.get("line") else f"case {result.get('case_id')!r}"
+        field = f" ({error['field']})" if error.get("field") else ""
+        out.append(f"{where}{field}: {str(error.get('message', ''))[:200]}")
+        if len(out) >= limit:
+            break
+    return out
+
+
 def _is_run(path: Path) -> bool:
     # A run directory, or the name of a sharded run's directories (`tracejudge.engine.shards`).
     from tracejudge.core.errors import TracejudgeError
@@ -136,6 +165,14 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     elif not scored:
         verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
                                     f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))
+    invalid = int((summary.get("status") or {}).get("invalid_input", 0))
+    if invalid:
+        share = invalid / summary["results"]
+        ok = share <= assertions.max_invalid_share + 1e-12
+        reasons = "" if ok or run_dir is None else "".join(f"\n      {r}" for r in invalid_reasons(run_dir))
+        verdict.checks.append(Check("max_invalid_share", ok, f"{invalid} of {summary['results']} results are invalid_input "
+                                    f"(unreadable or invalid records) = {share:.1%}, allowed <= {assertions.max_invalid_share:.1%} "
+                                    f"(assertions.max_invalid_share){reasons}"))
     judge = summary.get("judge") or {}
     if judge.get("max_error_share") is not None and judge.get("error_share") is not None:
         ok = not judge.get("gate_failed")

@@ -96,10 +96,18 @@ def read_jsonl(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     """Yield every non-blank line of a JSONL file as bytes, with its 1-based line number.
 
     A UTF-8 byte-order mark before the first line is dropped. Memory is one line at a time. `limit` stops after that many records.
+    A file that is not text — a NUL byte, or mostly invalid UTF-8, in its first
+    64 KiB (an archive, an image, a UTF-16 or Latin-1 export) — is one record
+    with `error` set, naming the file, not one error per line.
     """
     name = str(path)
     count = 0
     with open(path, "rb") as fh:
+        why = _not_text(fh.read(_SNIFF))
+        if why is not None:
+            yield RawRecord(name, 1, error=f"not a text JSONL file ({why}); nothing in it was read")
+            return
+        fh.seek(0)
         for lineno, line in enumerate(fh, 1):
             if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]  # a UTF-8 byte-order mark (editors on Windows write one) is not part of the record
@@ -109,6 +117,34 @@ def read_jsonl(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
             count += 1
             if limit is not None and count >= limit:
                 return
+
+
+_SNIFF = 1 << 16
+
+
+def _not_text(head: bytes) -> str | None:
+    """Why the first bytes of a file show it is not UTF-8 text, or None when they do not.
+
+    A NUL byte means binary (or UTF-16); otherwise the file is not text when at
+    least half of its first lines are not UTF-8 (a Latin-1 export). One bad line
+    among good ones stays that line's own error.
+    """
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        return f"a NUL byte at byte {nul}: binary or UTF-16"
+    lines = head.split(b"\n")
+    if len(lines) > 1:
+        lines = lines[:-1]  # the last may be cut by the sniff
+    bad, first = 0, None
+    for line in lines:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad += 1
+            first = first or f"{exc.reason} at byte {head.find(line) + exc.start}"
+    if bad and 2 * bad >= len(lines):
+        return f"not UTF-8: {bad} of its first {len(lines)} lines are not, the first {first}"
+    return None
 
 
 def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20) -> Iterator[RawRecord]:
