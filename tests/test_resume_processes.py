@@ -44,6 +44,7 @@ metrics:
   - {type: TrajectoryMatch, order: in_order}
   - {type: ToolCorrectness, allow_extra: true}
 run: {dir: runs/main, flush_every: 32}
+assertions: {max_invalid_share: 0.01}   # the workspace plants three unreadable records in 2,000
 """
 
 

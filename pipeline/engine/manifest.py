@@ -24,7 +24,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
 
-__all__ = ["ManifestMismatch", "check", "diff", "file_fingerprint", "manifest_for"]
+__all__ = ["ManifestMismatch", "check", "configs_by_segment", "diff", "file_fingerprint", "manifest_for", "with_history"]
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
@@ -257,3 +257,52 @@ def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force:
             changes,
         )
     return changes
+
+
+_HISTORY_KEYS = ("config_hash", "config", "dataset", "dataset_fingerprint", "tracejudge_version")
+
+
+def _history(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    # A manifest written before `history` existed: its one config is the whole history.
+    got = manifest.get("history")
+    if isinstance(got, list) and all(isinstance(h, dict) for h in got) and got:
+        return list(got)
+    return [{k: manifest[k] for k in _HISTORY_KEYS if k in manifest}]
+
+
+def known_config(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """True when `new` (config and dataset) is one the run directory of manifest `old` already ran with: no change, nothing to refuse."""
+    if old is None:
+        return False
+    return any(not diff(entry, new) for entry in _history(old) if isinstance(entry.get("config"), dict) and "dataset" in entry)
+
+
+def with_history(old: dict[str, Any] | None, new: dict[str, Any], forced: list[str]) -> dict[str, Any]:
+    """`new` with the `history` of configs the directory has run with (see the module docstring).
+
+    `old` is the recorded manifest (None: a directory with no results yet);
+    `forced` the changes `--force` accepted (recorded on the new entry). A
+    config already in the history is not added again.
+    """
+    history = [] if old is None else _history(old)
+    if not any(h.get("config_hash") == new["config_hash"] and h.get("dataset_fingerprint") == new["dataset_fingerprint"] for h in history):
+        entry = {k: new[k] for k in _HISTORY_KEYS}
+        if forced:
+            entry["forced_changes"] = list(forced)
+        history.append(entry)
+    return {**new, "history": history}
+
+
+def configs_by_segment(manifest: dict[str, Any], segments: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Which segments ran with which config, when more than one did: `[{config_hash, segments: [n, …], forced_changes}]`.
+
+    None when every segment used one config. Segments are matched by the
+    `config_hash` the checkpoint records for each.
+    """
+    history = _history(manifest)
+    out = []
+    for entry in history:
+        used = [int(s.get("segment", 0)) for s in segments if s.get("config_hash") == entry.get("config_hash")]
+        if used:
+            out.append({"config_hash": entry.get("config_hash"), "segments": used, "forced_changes": entry.get("forced_changes", [])})
+    return out if len(out) > 1 else None

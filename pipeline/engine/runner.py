@@ -198,8 +198,12 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
         recorded = None
     else:  # A lost or garbled manifest does not hide a config change: the checkpoint's segments record their config hash.
         recorded = None if previous else recorded_config_hash(run_dir)
-    changes = manifest_mod.check(run_dir, previous, manifest, force, recorded)
-    if previous is None or changes:
+    if manifest_mod.known_config(previous, manifest):
+        changes: list[str] = []  # a config this directory's results were already computed with (its history)
+    else:
+        changes = manifest_mod.check(run_dir, previous, manifest, force, recorded)
+    manifest = manifest_mod.with_history(previous, manifest, changes)
+    if previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]:
         store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest, changes
 
@@ -518,4 +522,5 @@ def _build_summary(
         **(blocks or {}),
         "usage": totals["usage"],
         "segments": journal.segments,
+        **({"configs": mixed} if (mixed := manifest_mod.configs_by_segment(manifest, journal.segments)) else {}),
     }

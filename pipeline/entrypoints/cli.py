@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-dir", type=Path, help="run directory, relative to the current directory "
                      "(default: the config's run.dir, else runs/<config file stem> beside the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
-    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept)")
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept; "
+                     "the manifest's history and the summary record which segments used which config)")
     run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
     run.add_argument("--shard", metavar="I/N", help="score only shard I of N (1-based; by a stable hash of the case id) into RUN_DIR-shard-I-of-N")
@@ -398,6 +399,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, soft_wrap=True)
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
+    _print_configs(outcome.summary, out)
     retried = f", {outcome.retried} retried after a transient failure" if outcome.retried else ""
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
               highlight=False, soft_wrap=True)
@@ -409,6 +411,14 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
     return outcome.verdict.exit_code
+
+
+def _print_configs(summary: dict, out: Console) -> None:
+    # A run resumed with --force mixes configs: say which segments used which, so no figure is read as one config's.
+    for entry in summary.get("configs") or []:
+        segs = ", ".join(map(str, entry["segments"]))
+        how = "forced: " + "; ".join(entry["forced_changes"]) if entry.get("forced_changes") else "the config the run started with"
+        out.print(f"segments {segs} used config {entry['config_hash'][:12]} ({how})", highlight=False, markup=False, soft_wrap=True)
 
 
 def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:

@@ -1,0 +1,48 @@
+"""`--force` keeps the truth: each config a run directory's results were computed with stays on record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tracejudge.entrypoints.cli import main
+
+
+def _case(i: int) -> str:
+    call = {"name": "get_order", "arguments": {"order_id": i}}
+    return json.dumps({"id": f"c{i}", "expected_tool_calls": [call], "trace": {"steps": [{"tool_calls": [call]}], "output": "done"}}) + "\n"
+
+
+def test_force_records_each_config_and_the_original_command_still_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases.jsonl").write_text("".join(_case(i) for i in range(4)))
+    cfg = tmp_path / "c.yaml"
+    original = "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, arguments: exact}]\nrun: {dir: run, executor: inprocess}\n"
+    cfg.write_text(original)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    capsys.readouterr()
+
+    # a second trial scored with another argument rule: refused, then forced
+    cfg.write_text(original.replace("exact", "subset").replace("inprocess}", "inprocess, trials: 2}"))
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert 'config metrics.0.arguments: "exact" → "subset"' in capsys.readouterr().err
+    assert main(["run", str(cfg), "--no-progress", "--force"]) == 0
+    out = capsys.readouterr().out
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    first, second = manifest["history"]
+    assert first["config"]["metrics"][0]["arguments"] == "exact" and "forced_changes" not in first
+    assert second["config"]["metrics"][0]["arguments"] == "subset"
+    assert 'config metrics.0.arguments: "exact" → "subset"' in second["forced_changes"]
+    assert f"segments 1 used config {first['config_hash'][:12]} (the config the run started with)" in out
+    assert f"segments 2 used config {second['config_hash'][:12]} (forced: " in out
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [(c["config_hash"], c["segments"]) for c in summary["configs"]] == [(first["config_hash"], [1]), (second["config_hash"], [2])]
+
+    # the original command: a config these results were computed with, so no (false) diff refuses it
+    cfg.write_text(original)
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    assert "0 new results, 4 already finished" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "run" / "manifest.json").read_text())["history"]) == 2
+    # a config never used here is still refused
+    cfg.write_text(original.replace("exact", "ignore"))
+    assert main(["run", str(cfg), "--no-progress"]) == 2
