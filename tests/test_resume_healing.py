@@ -37,7 +37,8 @@ def _cases(path: Path, n: int) -> Path:
 def _config(tmp_path: Path, url: str, **run: Any) -> dict[str, Any]:
     return {"dataset": {"path": str(_cases(tmp_path / "cases.jsonl", 4)), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
             "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": url + "/v1", "max_attempts": 1},
-            "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run"), **run}}
+            "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run"), **run},
+            "assertions": {"max_invalid_share": 0.2}}  # the one invalid record of five is planted
 
 
 def _run(config: dict[str, Any]) -> runner.RunOutcome:
