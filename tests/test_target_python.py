@@ -104,6 +104,8 @@ def test_a_config_error_leaves_nothing_and_a_fixed_config_runs(tmp_path, monkeyp
     cfg.write_text(body + "target: {kind: python, callable: 'no_such_agent_module:respond'}\n")
     assert main(["run", str(cfg), "--no-progress"]) == 2
     assert "cannot import module 'no_such_agent_module'" in capsys.readouterr().err
+    assert main(["run", str(cfg), "--no-progress", "--fresh"]) == 2  # nor a new, empty one with --fresh
+    capsys.readouterr()
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg.write_text(body + "target: {kind: python, callable: 'live_agents:agent', pythonpath: " + str(TESTS) + "}\n"
                    "judge: {model: 'openai:gpt-4o-mini'}\n")

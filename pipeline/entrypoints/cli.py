@@ -333,6 +333,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
         config = config.model_copy(update={"cache": config.cache.model_copy(update={"explain": True})})
     run_dir = args.run_dir
     if args.fresh:
+        runner.preflight(config)  # a config error must not leave a new, empty run directory behind
         run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
         err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
         args.crash_dir = run_dir
