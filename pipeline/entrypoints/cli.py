@@ -242,7 +242,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         if args.command == "extract":
             return _cmd_extract(args, config, err)
         if args.command == "estimate":
-            return _cmd_estimate(config)
+            return _cmd_estimate(args, config, err)
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -317,6 +317,7 @@ def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
 
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     from tracejudge.engine import runner, store
+    from tracejudge.engine.live import LiveStatus
     from tracejudge.engine.progress import make_progress
     from tracejudge.stages.aggregate.gate import print_verdict
     from tracejudge.stages.reports.terminal import print_summary
@@ -334,7 +335,17 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
     async def main_task() -> None:
         stop = anyio.Event()
+        live = LiveStatus()
         progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
+        if progress is not None:
+            progress.attach(live)
+
+        async def tick() -> None:
+            # Figures that change without a new result: a stalled bar says what it waits on, a stop drains.
+            assert progress is not None
+            while True:
+                await anyio.sleep(0.5)
+                progress.tick()
 
         async def count_total() -> None:
             # The total is only for a terminal's ETA: count records in a thread while the run goes.
@@ -359,7 +370,9 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                 async for signum in signals:
                     count += 1
                     if count == 1:
-                        err.print(f"\n{signal.Signals(signum).name}: finishing cases in flight, then stopping (again to abort)")
+                        live.mark_stop()
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.in_flight} in flight get {live.grace_s:g} s to finish, "
+                                  "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
                         stop.set()
                     else:
                         scope.cancel()
@@ -368,17 +381,19 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
             tg.start_soon(watch_signals, tg.cancel_scope)
             if progress is not None and err.is_terminal:
                 tg.start_soon(count_total)
+            if progress is not None:
+                tg.start_soon(tick)
             try:
                 outcome_box["o"] = await runner.run(
                     config, run_dir=run_dir, force=args.force, stop=stop,
-                    on_result=progress.update if progress else None,
+                    on_result=progress.update if progress else None, live=live,
                 )
             except TracejudgeError as exc:
                 # Raised past the task group it would arrive wrapped in an ExceptionGroup.
                 error_box.append(exc)
             finally:
                 if progress:
-                    progress.close()
+                    progress.close(finished=not error_box)  # a config error is one line, not a progress report
                 tg.cancel_scope.cancel()
 
     anyio.run(main_task)
@@ -491,23 +506,39 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
     if not 0 <= args.error_rate <= 1:
         err.print("--error-rate must be between 0 and 1")
         return EXIT_BAD_INPUT
+    if not 0 <= args.port <= 65535:
+        err.print(f"error: --port {args.port}: a TCP port is 0 to 65535 (0 picks a free one)", highlight=False)
+        return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
                        max_concurrency=args.max_concurrency)
 
     async def serve() -> None:
-        runner, url = await start_simulator(config, args.port)
+        try:
+            runner, url = await start_simulator(config, args.port)
+        except OSError as exc:  # in use, or not allowed (a port below 1024 without privileges)
+            bind_error.append(f"error: --port {args.port}: cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+                              "pick another port, or 0 for a free one")
+            return
         print(f"judge simulator listening on {url}  (OpenAI: {url}/v1/chat/completions, Anthropic: {url}/v1/messages)", flush=True)
         await until_signal(runner)
 
+    bind_error: list[str] = []
     anyio.run(serve)
+    if bind_error:
+        err.print(bind_error[0], highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 
-def _cmd_estimate(config) -> int:
+def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
     from rich.table import Table
-    from tracejudge.stages.judge.estimate import estimate
+    from tracejudge.stages.judge.estimate import estimate, judge_metrics
 
+    if not judge_metrics(config):
+        err.print(f"error: {args.config}: no LLM-judge metric in `metrics:` (`tracejudge list metrics` marks them), "
+                  "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     got = estimate(config)
     table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
     for col in ("metric", "cases", "requests", "cache hits", "input tokens", "output tokens (est.)", "dollars"):
