@@ -57,10 +57,10 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
-import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.budget import Budget
 from tracejudge.llm.cache import JudgeCache, cache_key, canonical
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Judge", "JudgeAuthError", "JudgeStats", "Outcome", "build_request", "error_kind", "key_components", "parse_answers", "request_tokens"]
 
-log = structlog.get_logger("tracejudge.judge")
+log = get_logger("tracejudge.judge")
 
 # Why the current task is about to sleep before a retry (set by tenacity's before_sleep, read by `Judge._sleep`).
 _retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")

@@ -61,7 +61,7 @@ __all__ = [
     "target_stage",
 ]
 
-_log = get_logger("target")
+_log = get_logger("tracejudge.target")
 
 
 class _Contexts(dict[str, Any]):
@@ -141,6 +141,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
         box: dict[str, Any] = {"state": None, "attempts": 0}
         trace: Trace | None = None
         message: str | None = None
+        details: dict[str, Any] | None = None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(cfg.retries + 1),
             wait=_wait(cfg),
@@ -164,6 +165,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
             message = f"{exc} (gave up after {box['attempts']} attempts)"
         except TargetError as exc:
             message = str(exc)
+            details = {"traceback": exc.traceback} if exc.traceback else None
         state: Conversation | None = box["state"]
         turns = state.turns if (state is not None and case.turns) else None
         if turns is not None:
@@ -173,7 +175,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
         else:
             message = _turn_prefix(case, state) + (message or "no trace")
             work.result.status = Status.target_error
-            work.result.error = ErrorInfo(kind="target_error", message=message, field=_turn_field(case, state))
+            work.result.error = ErrorInfo(kind="target_error", message=message, field=_turn_field(case, state), details=details)
             _log.info("target_error", case_id=case.id, trial=work.trial, attempts=box["attempts"], error=message)
         if writer is not None:
             partial = trace if trace is not None else (merge_traces(state.traces) if state is not None and state.traces else None)
