@@ -114,3 +114,16 @@ def test_the_summary_keeps_metric_names_whole_at_80_columns(tmp_path: Path) -> N
             assert "200/200" in row and "0.524" in row and "0.461–0.589" in row and "43.5%" in row
         assert max(len(line.rstrip()) for line in text.splitlines() if line.startswith(" ")) <= width  # the table's lines
         assert "@1 0.500, @3 0.750" in text  # in the table when it fits, else on a line below it
+
+
+def test_a_run_waiting_on_a_slow_agent_says_so(tmp_path: Path) -> None:
+    (tmp_path / "slow_agent.py").write_text("import anyio\n\nasync def respond(request):\n    await anyio.sleep(3)\n    return 'done'\n")
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "hi"}) + "\n" for i in range(2)))
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: MaxToolCalls, max_calls: 5}]\n"
+                                     "target: {kind: python, callable: 'slow_agent:respond', pythonpath: ., concurrency: 2}\nrun: {dir: run}\n")
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    waits = [json.loads(x)["waiting_on"] for x in proc.stderr.splitlines() if x.startswith("{") and "waiting_on" in x]
+    assert waits and all(re.fullmatch(r"target: (2 cases|1 case) at the agent \(slowest \d s\)", w[0]) for w in waits), waits
+    assert waits[0][0].startswith("target: 2 cases at the agent (slowest ")

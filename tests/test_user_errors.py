@@ -29,8 +29,9 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
 
 
 def test_simulate_on_a_port_out_of_range_or_in_use(tmp_path: Path) -> None:
-    line = one_line_error(cli("simulate", "--port", "70000", cwd=tmp_path))
-    assert line == "error: --port 70000: a TCP port is 0 to 65535 (0 picks a free one)"
+    for command in ("simulate", "view"):
+        line = one_line_error(cli(command, "--port", "70000", cwd=tmp_path))
+        assert line == "error: --port 70000: a TCP port is 0 to 65535 (0 picks a free one)"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -22,13 +22,14 @@ class LiveStatus:
     `in_flight`: cases between admission and the run directory (count).
     `grace_s`: seconds work in flight gets after a stop before it is cut
     (the judge's `judge.stop_grace_s` when the run judges, else the CPU
-    executor's grace). `probes`: callables returning a short phrase saying
+    executor's grace); `None` when a live target's cases run on until they
+    finish or reach `target.timeout_s`. `probes`: callables returning a short phrase saying
     what a stage is waiting on (`"judge: 3 replies pending (slowest 25 s)"`),
     or `None` when it waits on nothing. Times are `time.monotonic()` seconds.
     """
 
     in_flight: int = 0
-    grace_s: float = 0.0
+    grace_s: float | None = 0.0
     stop_at: float | None = None
     probes: list[Callable[[], str | None]] = field(default_factory=list)
 
@@ -37,9 +38,14 @@ class LiveStatus:
         if self.stop_at is None:
             self.stop_at = time.monotonic()
 
+    @property
+    def stopping(self) -> bool:
+        """True once a stop was asked for."""
+        return self.stop_at is not None
+
     def grace_left_s(self) -> float | None:
-        """Seconds until work still in flight is cut; `None` when no stop was asked for."""
-        if self.stop_at is None:
+        """Seconds until work still in flight is cut; `None` when no stop was asked for or no grace applies."""
+        if self.stop_at is None or self.grace_s is None:
             return None
         return max(0.0, self.grace_s - (time.monotonic() - self.stop_at))
 

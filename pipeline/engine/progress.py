@@ -90,9 +90,9 @@ class ProgressState:
             out["judge_tokens"] = self.judge_in + self.judge_out
             out["judge_cache_hit_rate"] = round(self.judge_cached / self.judge_calls, 3)
         out.update(self.judge_live)
-        grace = self.grace_left_s
-        if grace is not None:
-            out.update(stopping=True, in_flight=self.live.in_flight if self.live else 0, grace_left_s=round(grace, 1))
+        if self.stopping:
+            grace = self.grace_left_s
+            out.update(stopping=True, in_flight=self.live.in_flight if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
         waiting = self.waiting_on()
         if waiting:
             out["waiting_on"] = waiting
@@ -101,7 +101,7 @@ class ProgressState:
     @property
     def stopping(self) -> bool:
         """True once a stop was asked for."""
-        return self.live is not None and self.live.stop_at is not None
+        return self.live is not None and self.live.stopping
 
     @property
     def grace_left_s(self) -> float | None:
@@ -117,11 +117,16 @@ class ProgressState:
     def status_text(self) -> str:
         """The line under the bar: stopping and waiting first, then errors and judge figures."""
         parts = []
-        grace = self.grace_left_s
-        if grace is not None:
+        if self.stopping:
+            grace = self.grace_left_s
             n = self.live.in_flight if self.live else 0
-            parts.append(f"stopping: {n} case{'' if n == 1 else 's'} in flight, cut in {grace:.0f} s (Ctrl-C again to abort)" if grace > 0
-                         else f"stopping: grace over, {n} case{'' if n == 1 else 's'} in flight being cut (redone on resume)")
+            cases = f"{n} case{'' if n == 1 else 's'} in flight"
+            if grace is None:
+                parts.append(f"stopping: {cases}, finishing (Ctrl-C again to abort)")
+            elif grace > 0:
+                parts.append(f"stopping: {cases}, cut in {grace:.0f} s (Ctrl-C again to abort)")
+            else:
+                parts.append(f"stopping: grace over, {cases} being cut (redone on resume)")
         waiting = self.waiting_on()
         if waiting:
             parts.append("waiting on " + "; ".join(waiting))

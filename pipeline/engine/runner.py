@@ -130,7 +130,9 @@ async def run(
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
         live = live if live is not None else LiveStatus()
         live.probes = [st.activity for st in stages if st.activity is not None]
-        live.grace_s = max([STOP_GRACE_S] + [config.judge.stop_grace_s for st in stages if st.name == "judge" and config.judge is not None])
+        names = {st.name for st in stages}
+        # A live target's cases are not cut: they finish or time out (`target.timeout_s`).
+        live.grace_s = None if "target" in names else (config.judge.stop_grace_s if "judge" in names and config.judge else STOP_GRACE_S)
         flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live)
         try:
             async with executor:

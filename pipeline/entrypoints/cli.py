@@ -260,6 +260,9 @@ def _starter():
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
     if args.command in ("init", "list", "explain"):
         return _cmd_discover(args, err)
+    if args.command in ("simulate", "view") and not 0 <= args.port <= 65535:
+        err.print(f"error: --port {args.port}: a TCP port is 0 to 65535 (0 picks a free one)", highlight=False)
+        return EXIT_BAD_INPUT
     if args.command == "simulate":
         return _cmd_simulate(args, err)
     if args.command == "view":
@@ -425,7 +428,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                     count += 1
                     if count == 1:
                         live.mark_stop()
-                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.in_flight} in flight get {live.grace_s:g} s to finish, "
+                        within = f"get {live.grace_s:g} s to finish" if live.grace_s is not None else "finish (each within target.timeout_s)"
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.in_flight} in flight {within}, "
                                   "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
                         stop.set()
                     else:
@@ -559,9 +563,6 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
 
     if not 0 <= args.error_rate <= 1:
         err.print("--error-rate must be between 0 and 1")
-        return EXIT_BAD_INPUT
-    if not 0 <= args.port <= 65535:
-        err.print(f"error: --port {args.port}: a TCP port is 0 to 65535 (0 picks a free one)", highlight=False)
         return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,

@@ -26,6 +26,7 @@ cases are at the target at once, independently of the judge's limits.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -135,7 +136,37 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
     def normalize(reply: TargetReply) -> tuple[str | None, Trace]:
         return normalize_reply(reply, cfg.trace_format, contexts)
 
+    # What the stage waits on, for the progress display: case → since when at the agent / until when in back-off.
+    at_agent: dict[int, float] = {}
+    backing_off: dict[int, float] = {}
+
+    def activity() -> str | None:
+        now = time.monotonic()
+        parts = []
+        if at_agent:
+            parts.append(f"{len(at_agent)} case{'s' if len(at_agent) != 1 else ''} at the agent (slowest {now - min(at_agent.values()):.0f} s)")
+        if backing_off:
+            parts.append(f"{len(backing_off)} in back-off before a retry (next in {max(0.0, min(backing_off.values()) - now):.0f} s)")
+        return "target: " + ", ".join(parts) if parts else None
+
     async def process(work: Work) -> None:
+        key = id(work)
+        at_agent[key] = time.monotonic()
+        try:
+            await _process(work)
+        finally:
+            at_agent.pop(key, None)
+
+    async def _process(work: Work) -> None:
+        key = id(work)
+
+        async def sleep(seconds: float) -> None:
+            backing_off[key] = time.monotonic() + seconds
+            try:
+                await anyio.sleep(seconds)
+            finally:
+                backing_off.pop(key, None)
+
         case = work.case
         inputs = [case.input, *case.turns]
         box: dict[str, Any] = {"state": None, "attempts": 0}
@@ -146,7 +177,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
             stop=stop_after_attempt(cfg.retries + 1),
             wait=_wait(cfg),
             retry=retry_if_exception_type(TransientTargetError),
-            sleep=anyio.sleep,
+            sleep=sleep,
             reraise=True,
         )
         try:
@@ -198,7 +229,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
         if writer is not None:
             writer.close()
 
-    return Stage("target", process, workers=cfg.concurrency, aclose=aclose)
+    return Stage("target", process, workers=cfg.concurrency, aclose=aclose, activity=activity)
 
 
 def _replay_stage(cfg: TargetConfig, run_dir: Path | None) -> Stage:
