@@ -19,14 +19,14 @@ from tracejudge.stages.reports.terminal import print_summary
 
 
 def test_a_stalled_run_says_what_it_waits_on_and_a_stop_shows_the_drain(tmp_path: Path, tau_paths) -> None:
-    # Three cases; the simulator answers after 2.5 s and admits one request a minute, so the other
+    # Three cases; the simulator answers after 4 s and admits one request a minute, so the other
     # two get a 429 with a 60-second retry-after: the run stalls on a slow reply and on back-off.
     trajectories, tasks = tau_paths
     cfg = tmp_path / "stall.yaml"
     cfg.write_text(
         f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 3}}\n"
         "metrics: [{type: TaskCompletion}]\n"
-        "judge: {provider: simulator, model: gpt-4o-mini, stop_grace_s: 3, simulator: {latency_ms: 2500, rpm: 1}}\n"
+        "judge: {provider: simulator, model: gpt-4o-mini, stop_grace_s: 5, simulator: {latency_ms: 4000, rpm: 1}}\n"
         "cache: {enabled: false}\nrun: {dir: run}\n")
     proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -50,15 +50,15 @@ def test_a_stalled_run_says_what_it_waits_on_and_a_stop_shows_the_drain(tmp_path
     assert stalled["done"] == 0
     assert re.fullmatch(r"judge: 1 reply pending \(slowest \d+ s\), 2 in back-off after 429 \(next retry in \d+ s\)", stalled["waiting_on"][0]), stalled
     assert proc.returncode == 130, rest
-    assert "SIGINT: no new cases; the 3 in flight get 3 s to finish, then the run stops (again to abort)" in rest
+    assert re.search(r"SIGINT: no new cases; the [23] in flight get 5 s to finish, then the run stops \(again to abort\)", rest), rest
     drain = [json.loads(x) for x in rest.splitlines() if x.startswith('{"') and '"stopping"' in x]
     stopping = [x for x in drain if x["event"] == "stopping"]
     assert len(stopping) >= 3
     # The count drains (the slow reply lands, the two in back-off are cut when the grace runs out) and the grace counts down.
     assert [x["in_flight"] for x in stopping] == sorted((x["in_flight"] for x in stopping), reverse=True)
-    assert stopping[0]["in_flight"] == 3 and 2 in [x["in_flight"] for x in stopping]
+    assert stopping[0]["in_flight"] in (2, 3) and 2 in [x["in_flight"] for x in stopping]  # 3 unless the reply beat the signal
     graces = [x["grace_left_s"] for x in stopping]
-    assert graces == sorted(graces, reverse=True) and graces[0] <= 3 and graces[-1] < graces[0]
+    assert graces == sorted(graces, reverse=True) and graces[0] <= 5 and graces[-1] < graces[0]
     assert drain[-1]["event"] == "progress_done" and drain[-1]["done"] == 1 and drain[-1]["in_flight"] == 0
     assert "verdict: INTERRUPTED" in out
 
