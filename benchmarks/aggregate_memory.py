@@ -74,7 +74,11 @@ def measure(n: int) -> tuple[float, float, float, float]:
 
 
 def main() -> None:
-    sizes = [int(x) for x in sys.argv[1:]] or [10_000, 50_000, 200_000]
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("sizes", type=int, nargs="*", metavar="N", help="results to fold per row (default: 10000 50000 200000)")
+    sizes = p.parse_args().sizes or [10_000, 50_000, 200_000]
     print(f"{'results':>9} | {'streaming peak MiB':>18} | {'hold-all peak MiB':>17} | {'ratio':>6} | {'fold µs/result':>14} | {'summary s':>9}")
     print("-" * 89)
     for n in sizes:

@@ -70,11 +70,13 @@ def extract_lines(tmp_path: Path, fmt_name: str, records: list[Any], options: di
 
 
 @pytest.fixture
-def fresh_log() -> None:
-    """Log to this test's stderr: an earlier in-process CLI test may have bound the logger to a stream closed since."""
+def fresh_log() -> Iterator[None]:
+    """Log to this test's stderr, as the CLI does; afterwards tracejudge's records go to pytest's logging again."""
     from tracejudge.core import log
 
     log.configure("warning")
+    yield
+    log.reset()
 
 
 @pytest.fixture

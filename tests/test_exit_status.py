@@ -68,7 +68,9 @@ def test_an_internal_error_before_a_run_directory_exists_goes_to_a_temp_file(tmp
         raise KeyError("price")
 
     monkeypatch.setattr(estimate_mod, "estimate", broken)
-    assert main(["estimate", str(_config(tmp_path))]) == 3
+    cfg = _config(tmp_path)
+    cfg.write_text(cfg.read_text().replace("[{type: ToolCorrectness}]", "[{type: ToolCorrectness}, {type: TaskCompletion}]") + "judge: {provider: simulator}\n")
+    assert main(["estimate", str(cfg)]) == 3
     err = capsys.readouterr().err.strip()
     m = re.fullmatch(r"internal error: KeyError: 'price' \(traceback in (\S+)\)", err)
     assert m, err

@@ -59,6 +59,8 @@ def test_a_failing_turn_ends_the_case_with_the_turns_so_far(tmp_path):
     results = by_key(read_jsonl(tmp_path / "run" / "results.jsonl"))
     bad = results[("bad", 0)]
     assert bad["status"] == "target_error" and bad["scores"] == {}
+    trace_text = bad["error"].pop("details")["traceback"]  # the agent's own traceback
+    assert "live_agents.py" in trace_text and trace_text.rstrip().endswith("ValueError: cannot handle 'What is my name?'")
     assert bad["error"] == {"kind": "target_error", "message": "turn 1 of 3: ValueError: cannot handle 'What is my name?'", "file": None, "line": None, "field": "turns[0]"}
     turns = bad["metadata"]["turns"]
     assert len(turns) == 2  # turn 2 never started

@@ -274,13 +274,19 @@ class Score(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    """Why a case could not be scored: the kind, a message, and where it came from."""
+    """Why a case could not be scored: the kind, a message, and where it came from.
+
+    `details` (optional) carries what the message cannot: for a python
+    target that raised, `{"traceback": "..."}` (redacted like every text
+    copied into a result).
+    """
 
     kind: str
     message: str
     file: str | None = None
     line: int | None = None
     field: str | None = None
+    details: dict[str, Any] | None = None
 
 
 class CaseResult(BaseModel):

@@ -46,7 +46,9 @@ class Stage:
     the run records them per segment and sums them across restarts (a stage
     named `judge` fills the summary's `judge` block). `io` says its work
     waits on the network: it is fed single items whatever its `workers`,
-    so each result moves on as soon as it is done.
+    so each result moves on as soon as it is done. `activity()` (optional)
+    says in a few words what the stage is waiting on right now (retries,
+    back-off, slow replies), or `None`: shown when the progress bar stalls.
     """
 
     name: str
@@ -56,3 +58,4 @@ class Stage:
     summary: Callable[[], dict[str, Any]] | None = None
     usage: Callable[[], dict[str, float]] | None = None
     io: bool = False
+    activity: Callable[[], str | None] | None = None

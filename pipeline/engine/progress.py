@@ -5,6 +5,15 @@ Both take every new result through `update(result)` and show: results done
 when results carry judge provenance, judge tokens so far and the cache hit
 rate. A judge stage can add live figures (requests in flight, dollars) with
 `set_judge(**fields)`; they are shown as given.
+
+With the run's `LiveStatus` attached (`attach`) and `tick()` called about
+twice a second, they also say what a stalled run waits on (judge replies
+pending, back-off before a retry, the rate limit) and, once a stop was asked
+for, the cases in flight draining and the grace left before they are cut.
+
+The bar is laid out for 80 columns: one line of fixed-width figures (count,
+rate, elapsed, ETA, never squeezed) and the variable text on a line of its
+own below, wrapped rather than cut.
 """
 
 from __future__ import annotations
@@ -13,12 +22,18 @@ import logging
 import sys
 import time
 from collections import Counter
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
 from rich.console import Console
 
-__all__ = ["LogProgress", "ProgressState", "RichProgress", "make_progress"]
+if TYPE_CHECKING:
+    from tracejudge.engine.live import LiveStatus
+
+__all__ = ["STALL_S", "LogProgress", "ProgressState", "RichProgress", "make_progress"]
+
+# No new result for this many seconds: the display says what the run is waiting on.
+STALL_S = 2.0
 
 
 class ProgressState:
@@ -33,10 +48,12 @@ class ProgressState:
         self.judge_calls = 0
         self.judge_cached = 0
         self.judge_live: dict[str, Any] = {}
-        self.t0 = time.monotonic()
+        self.live: LiveStatus | None = None
+        self.t0 = self.last_result_at = time.monotonic()
 
     def add(self, result: Any) -> None:
         self.done += 1
+        self.last_result_at = time.monotonic()
         status = getattr(result.status, "value", str(result.status))
         if status != "ok":
             self.errors[status] += 1
@@ -73,7 +90,50 @@ class ProgressState:
             out["judge_tokens"] = self.judge_in + self.judge_out
             out["judge_cache_hit_rate"] = round(self.judge_cached / self.judge_calls, 3)
         out.update(self.judge_live)
+        if self.stopping:
+            grace = self.grace_left_s
+            out.update(stopping=True, in_flight=self.live.in_flight if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
+        waiting = self.waiting_on()
+        if waiting:
+            out["waiting_on"] = waiting
         return out
+
+    @property
+    def stopping(self) -> bool:
+        """True once a stop was asked for."""
+        return self.live is not None and self.live.stopping
+
+    @property
+    def grace_left_s(self) -> float | None:
+        """Seconds until cases in flight are cut, once a stop was asked for; else `None`."""
+        return self.live.grace_left_s() if self.live is not None else None
+
+    def waiting_on(self) -> list[str]:
+        """What the run waits on, when no result came for `STALL_S` seconds (or it is stopping); else `[]`."""
+        if self.live is None or (not self.stopping and time.monotonic() - self.last_result_at < STALL_S):
+            return []
+        return self.live.waiting_on()
+
+    def status_text(self) -> str:
+        """The line under the bar: stopping and waiting first, then errors and judge figures."""
+        parts = []
+        if self.stopping:
+            grace = self.grace_left_s
+            n = self.live.in_flight if self.live else 0
+            cases = f"{n} case{'' if n == 1 else 's'} in flight"
+            if grace is None:
+                parts.append(f"stopping: {cases}, finishing (Ctrl-C again to abort)")
+            elif grace > 0:
+                parts.append(f"stopping: {cases}, cut in {grace:.0f} s (Ctrl-C again to abort)")
+            else:
+                parts.append(f"stopping: grace over, {cases} being cut (redone on resume)")
+        waiting = self.waiting_on()
+        if waiting:
+            parts.append("waiting on " + "; ".join(waiting))
+        extra = self.extra_text()
+        if extra:
+            parts.append(extra)
+        return "  ·  ".join(parts)
 
     def extra_text(self) -> str:
         parts = []
@@ -87,20 +147,36 @@ class ProgressState:
 
 
 class RichProgress:
-    """A transient rich progress bar on the console's terminal."""
+    """A transient rich progress bar on the console's terminal: the figures on one line, the status text below."""
 
     def __init__(self, console: Console, total: int | None = None) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.text import Text
 
         self.state = ProgressState(total)
-        self._p = Progress(
-            TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[extra]}"),
+        # Computed on the event loop (`_redraw`), drawn by rich's refresh thread: that thread never reads run state.
+        self.status = ""
+        owner = self
+
+        class _Bar(Progress):
+            def get_renderables(self):  # type: ignore[no-untyped-def]
+                yield self.make_tasks_table(self.tasks)
+                if owner.status:
+                    yield Text(owner.status, overflow="fold")
+
+        # Fixed-width figures (a 20-cell bar): "scoring ━━━ 197/200 12/s 0:00:15 ETA 0:00:01" fits 80 columns.
+        self._p = _Bar(
+            TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
             console=console, transient=True,
         )
-        self._task = self._p.add_task("run", total=total, rate="", extra="")
+        self._task = self._p.add_task("scoring", total=total, rate="")
         self._last = 0.0
         self._p.start()
+
+    def attach(self, live: LiveStatus) -> None:
+        """Show `live`'s figures (in flight, grace, what the run waits on) from now on."""
+        self.state.live = live
 
     def set_total(self, total: int) -> None:
         self.state.total = total
@@ -114,10 +190,20 @@ class RichProgress:
         now = time.monotonic()
         if now - self._last >= 0.1:  # redraw at most 10 times a second, however fast results come
             self._last = now
-            self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s", extra=self.state.extra_text())
+            self._redraw()
 
-    def close(self) -> None:
-        self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s", extra=self.state.extra_text())
+    def tick(self) -> None:
+        """Refresh the figures that change without a new result (a stall, a stop's grace)."""
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self.status = self.state.status_text()
+        self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s",
+                       description="stopping" if self.state.stopping else "scoring")
+
+    def close(self, finished: bool = True) -> None:
+        """Draw the last figures and take the bar off the screen (`finished` is for `LogProgress`)."""
+        self._redraw()
         self._p.refresh()
         self._p.stop()
 
@@ -146,15 +232,25 @@ class LogProgress:
     def set_judge(self, **fields: Any) -> None:
         self.state.judge_live.update(fields)
 
+    def attach(self, live: LiveStatus) -> None:
+        """Log `live`'s figures (in flight, grace, what the run waits on) from now on."""
+        self.state.live = live
+
     def update(self, result: Any) -> None:
         self.state.add(result)
-        now = time.monotonic()
-        if now - self._last >= self.every_s:
-            self._last = now
-            self._log.info("progress", **self.state.fields())
+        self.tick()
 
-    def close(self) -> None:
-        self._log.info("progress_done", **self.state.fields())
+    def tick(self) -> None:
+        """Log a line if one is due: every `every_s` seconds, every second while stopping (the drain)."""
+        now = time.monotonic()
+        if now - self._last >= (min(self.every_s, 1.0) if self.state.stopping else self.every_s):
+            self._last = now
+            self._log.info("stopping" if self.state.stopping else "progress", **self.state.fields())
+
+    def close(self, finished: bool = True) -> None:
+        """Log the closing `progress_done` line; not when the run ended in an error before finishing (`finished=False`)."""
+        if finished:
+            self._log.info("progress_done", **self.state.fields())
 
 
 def make_progress(console: Console, *, enabled: bool = True, total: int | None = None, every_s: float = 10.0) -> RichProgress | LogProgress | None:

@@ -37,10 +37,11 @@ from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.admit import Admission, safe_text
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
-from tracejudge.engine.executors import CpuJob, Executor, Extracted, open_executor
+from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, Executor, Extracted, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.executors.pump import Mapped, ordered_map
 from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
+from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_dir
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ async def run(
     on_result: Callable[[CaseResult], None] | None = None,
     source: MemorySource | None = None,
     metrics: Sequence[Any] | None = None,
+    live: LiveStatus | None = None,
 ) -> RunOutcome:
     """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`, or its
     `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
@@ -93,6 +95,7 @@ async def run(
             (the Python API passes metrics that a spec cannot rebuild, such as a
             custom metric defined inside a function); `config.metrics` still
             names them in the manifest.
+        live: filled in as the run goes (cases in flight, the stop grace, what stages wait on) for a display.
 
     Raises:
         store.LockedError: another process holds the run directory.
@@ -128,7 +131,12 @@ async def run(
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
-        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard)
+        live = live if live is not None else LiveStatus()
+        live.probes = [st.activity for st in stages if st.activity is not None]
+        names = {st.name for st in stages}
+        # A live target's cases are not cut: they finish or time out (`target.timeout_s`).
+        live.grace_s = None if "target" in names else (config.judge.stop_grace_s if "judge" in names and config.judge else STOP_GRACE_S)
+        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live)
         try:
             async with executor:
                 await flow.run(executor, _records(config, fmt, source))
@@ -240,8 +248,9 @@ class _Flow:
     """
 
     def __init__(self, config: RunConfig, journal: RunJournal, stop: anyio.Event, on_result: Callable[[CaseResult], None] | None,
-                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None) -> None:
+                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None, live: LiveStatus | None = None) -> None:
         self.config, self.journal, self.stop, self.on_result, self.stages, self.peek = config, journal, stop, on_result, stages, peek
+        self.live = live if live is not None else LiveStatus()
         self.shard = shard
         self.trials = config.run.trials
         self.chunk = min(config.run.chunk_size, config.run.queue_size)
@@ -336,6 +345,7 @@ class _Flow:
                     continue
                 works = [w for item in out if not self.foreign(item.case.id if item.case is not None else item.error[0])  # type: ignore[index]
                          for w in self.admission.works(item, mapped.started)]
+                self.live.in_flight += len(works)
                 await _emit(send, works, single)
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
@@ -345,6 +355,7 @@ class _Flow:
                     # Stopping: work no stage has started is dropped, not written, so the
                     # resume redoes it; only what is already in a stage's hands finishes.
                     self.cut_short = True
+                    self.live.in_flight -= len(works)
                     continue
                 for work in works:
                     if not work.failed:
@@ -361,6 +372,7 @@ class _Flow:
         async with recv:
             async for works in recv:
                 for work in works:
+                    self.live.in_flight -= 1
                     if work.scratch.get("unfinished"):
                         # A stage cut this work short (a stop's grace ran out): not written, so the resume redoes it.
                         self.cut_short = True

@@ -29,6 +29,7 @@ import threading
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 from rich.console import Console
@@ -53,8 +54,14 @@ _EPILOG = """exit status:
 """
 
 
-_SET_HELP = ("override a config key (repeatable); the value is YAML. A relative path value (run.dir, dataset.path, "
-             "dataset.tasks, cache.dir, target.*) resolves from the config's folder, like the same value in the file")
+_CONFIG_HELP = "the run config (YAML); relative paths in it resolve from its folder"
+_SET_HELP = ("override a config key, e.g. --set dataset.limit=20 (repeatable; the value is YAML). A relative path value "
+             "(run.dir, dataset.path, dataset.tasks, cache.dir, target.*) resolves from the config's folder, like the same value in the file")
+
+
+def _examples(*lines: str) -> dict[str, Any]:
+    """The keyword arguments giving a subcommand's --help its examples."""
+    return {"epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,8 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="warning", help="structlog level (debug, info, warning, error)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a config's pipeline; resumes the run directory if it holds results")
-    run.add_argument("config", type=Path)
+    run = sub.add_parser("run", help="run a config's pipeline; resumes the run directory if it holds results",
+                         description="Run a config's pipeline; resumes the run directory if it holds results.",
+                         **_examples("tracejudge run configs/demo.yaml", "tracejudge run configs/demo.yaml --set dataset.limit=20 --run-dir runs/try",
+                                     "tracejudge run configs/demo.yaml --shard 2/4        # one CI job of four"))
+    run.add_argument("config", type=Path, help=_CONFIG_HELP)
     run.add_argument("--run-dir", type=Path, help="run directory, relative to the current directory "
                      "(default: the config's run.dir, else runs/<config file stem> beside the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
@@ -79,13 +89,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
 
     rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl "
-                                        "(several shard directories: merged into one run)")
+                                        "(several shard directories: merged into one run)",
+                         **_examples("tracejudge report runs/demo", "tracejudge report runs/demo --baseline runs/last-night",
+                                     "tracejudge report runs/demo-shard-*             # merge shards into runs/demo"))
     rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                      help="a run directory; several (or the unsharded name of shard directories) are merged into --out")
     rep.add_argument("--out", type=Path, help="where the merged run goes (default: the shards' name without -shard-I-of-N)")
     rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
 
-    cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)")
+    cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)",
+                         **_examples("tracejudge compare runs/last-night runs/demo", "tracejudge compare runs/prev runs/demo --metric writes_exact --json",
+                                     "tracejudge compare runs/base-shard-* --vs runs/demo-shard-*"))
     cmp.add_argument("runs", type=Path, nargs="+", metavar="RUN",
                      help="RUN_A RUN_B: baseline and current run directory (deltas are B - A); with --vs, every RUN is a shard of the baseline")
     cmp.add_argument("--vs", type=Path, nargs="+", metavar="RUN_B", help="the current run's shard directories (the positional ones are the baseline's)")
@@ -94,18 +108,43 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
-    ext = sub.add_parser("extract", help="write any input format as native cases (traces included)")
-    ext.add_argument("config", type=Path)
+    ext = sub.add_parser("extract", help="write any input format as native cases (traces included)",
+                         **_examples("tracejudge extract configs/demo.yaml -o cases.jsonl", "tracejudge extract my.yaml -o - | head -1"))
+    ext.add_argument("config", type=Path, help=_CONFIG_HELP)
     ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
     ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
-    est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call")
-    est.add_argument("config", type=Path)
+    est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call",
+                         **_examples("tracejudge estimate configs/demo.yaml", "tracejudge estimate configs/demo.yaml --set judge.model=gpt-4o"))
+    est.add_argument("config", type=Path, help=_CONFIG_HELP + " (with LLM-judge metrics)")
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
     bench.add_parser(sub)
+    sub.choices["bench"].epilog = _examples("tracejudge bench configs/demo.yaml --requests 200 --max-cost-usd 1",
+                                            "tracejudge bench --synthetic --provider openai --base-url http://gpu-box:8000/v1 --model my-judge")["epilog"]
+    sub.choices["bench"].formatter_class = argparse.RawDescriptionHelpFormatter
 
-    sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)")
+    init = sub.add_parser("init", help="write a commented starter config for an input format (run dir, metrics, assertions)",
+                          **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
+                                      "tracejudge init --format otel --dataset traces/ -o otel.yaml && tracejudge run otel.yaml",
+                                      "tracejudge init --format tau-bench --dataset gpt-4o-airline.json --tasks tasks_airline_test.json"))
+    init.add_argument("--format", default="native", choices=sorted(_starter().FORMATS), help="the input format (default: native; "
+                      "`tracejudge list formats` says what each reads)")
+    init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
+    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on")
+    init.add_argument("-o", "--output", type=Path, default=Path("tracejudge.yaml"), help="where to write the config (default: tracejudge.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+
+    lst = sub.add_parser("list", help="list the metrics or the input formats, one line each",
+                         **_examples("tracejudge list metrics", "tracejudge list formats"))
+    lst.add_argument("what", choices=("metrics", "formats"), help="metrics (config `type:` values) or formats (`dataset.format:` values)")
+
+    exp = sub.add_parser("explain", help="print a metric's documentation: what it counts, its options, the source of its definition",
+                         **_examples("tracejudge explain ToolCalls", "tracejudge explain TaskCompletion"))
+    exp.add_argument("metric", help="a metric type, as in `tracejudge list metrics`")
+
+    sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)",
+                         **_examples("tracejudge simulate --port 8787", "tracejudge simulate --rpm 500 --tpm 400000 --latency-ms 400 --window strict"))
     sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
     sim.add_argument("--latency-ms", type=float, default=0.0, help="delay before each answer, milliseconds")
     sim.add_argument("--rpm", type=int, default=None, help="requests per minute before 429 (default: unlimited)")
@@ -117,7 +156,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
     sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
     sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
-    view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)")
+    view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
+                          **_examples("tracejudge view                                   # every run under runs/",
+                                      "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
     view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (default: every one under runs/)")
     view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
     view.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="run shown beside each case and diffed against")
@@ -145,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         return _storage_full(args, exc, err) or _unusable_path(exc, err) or _crash(args, exc, err)
     except BaseExceptionGroup as group:
         return _storage_full(args, group, err) or _unusable_path(group, err) or _crash(args, group, err)
+    finally:
+        log.reset()  # called in-process (tests, a wrapper script): the caller's logging is as it was
 
 
 # A file or folder the user named that cannot be used as given (a folder where a file is
@@ -211,7 +254,18 @@ def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     return EXIT_INTERNAL
 
 
+def _starter():
+    from tracejudge.entrypoints import starter
+
+    return starter
+
+
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
+    if args.command in ("init", "list", "explain"):
+        return _cmd_discover(args, err)
+    if args.command in ("simulate", "view") and not 0 <= args.port <= 65535:
+        err.print(f"error: --port {args.port}: a TCP port is 0 to 65535 (0 picks a free one)", highlight=False)
+        return EXIT_BAD_INPUT
     if args.command == "simulate":
         return _cmd_simulate(args, err)
     if args.command == "view":
@@ -250,7 +304,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         if args.command == "extract":
             return _cmd_extract(args, config, err)
         if args.command == "estimate":
-            return _cmd_estimate(config)
+            return _cmd_estimate(args, config, err)
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -325,6 +379,7 @@ def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
 
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     from tracejudge.engine import runner, store
+    from tracejudge.engine.live import LiveStatus
     from tracejudge.engine.progress import make_progress
     from tracejudge.stages.aggregate.gate import print_verdict
     from tracejudge.stages.reports.terminal import print_summary
@@ -343,7 +398,17 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
     async def main_task() -> None:
         stop = anyio.Event()
+        live = LiveStatus()
         progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
+        if progress is not None:
+            progress.attach(live)
+
+        async def tick() -> None:
+            # Figures that change without a new result: a stalled bar says what it waits on, a stop drains.
+            assert progress is not None
+            while True:
+                await anyio.sleep(0.5)
+                progress.tick()
 
         async def count_total() -> None:
             # The total is only for a terminal's ETA: count records in a thread while the run goes.
@@ -368,7 +433,10 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                 async for signum in signals:
                     count += 1
                     if count == 1:
-                        err.print(f"\n{signal.Signals(signum).name}: finishing cases in flight, then stopping (again to abort)")
+                        live.mark_stop()
+                        within = f"get {live.grace_s:g} s to finish" if live.grace_s is not None else "finish (each within target.timeout_s)"
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.in_flight} in flight {within}, "
+                                  "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
                         stop.set()
                     else:
                         scope.cancel()
@@ -377,17 +445,19 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
             tg.start_soon(watch_signals, tg.cancel_scope)
             if progress is not None and err.is_terminal:
                 tg.start_soon(count_total)
+            if progress is not None:
+                tg.start_soon(tick)
             try:
                 outcome_box["o"] = await runner.run(
                     config, run_dir=run_dir, force=args.force, stop=stop,
-                    on_result=progress.update if progress else None,
+                    on_result=progress.update if progress else None, live=live,
                 )
             except TracejudgeError as exc:
                 # Raised past the task group it would arrive wrapped in an ExceptionGroup.
                 error_box.append(exc)
             finally:
                 if progress:
-                    progress.close()
+                    progress.close(finished=not error_box)  # a config error is one line, not a progress report
                 tg.cancel_scope.cancel()
 
     anyio.run(main_task)
@@ -514,18 +584,31 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
                        max_concurrency=args.max_concurrency)
 
     async def serve() -> None:
-        runner, url = await start_simulator(config, args.port)
+        try:
+            runner, url = await start_simulator(config, args.port)
+        except OSError as exc:  # in use, or not allowed (a port below 1024 without privileges)
+            bind_error.append(f"error: --port {args.port}: cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+                              "pick another port, or 0 for a free one")
+            return
         print(f"judge simulator listening on {url}  (OpenAI: {url}/v1/chat/completions, Anthropic: {url}/v1/messages)", flush=True)
         await until_signal(runner)
 
+    bind_error: list[str] = []
     anyio.run(serve)
+    if bind_error:
+        err.print(bind_error[0], highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 
-def _cmd_estimate(config) -> int:
+def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
     from rich.table import Table
-    from tracejudge.stages.judge.estimate import estimate
+    from tracejudge.stages.judge.estimate import estimate, judge_metrics
 
+    if not judge_metrics(config):
+        err.print(f"error: {args.config}: no LLM-judge metric in `metrics:` (`tracejudge list metrics` marks them), "
+                  "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     got = estimate(config)
     table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
     for col in ("metric", "cases", "requests", "cache hits", "input tokens", "output tokens (est.)", "dollars"):
@@ -543,6 +626,43 @@ def _cmd_estimate(config) -> int:
                       f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
+    return EXIT_OK
+
+
+def _cmd_discover(args: argparse.Namespace, err: Console) -> int:
+    """`init`, `list` and `explain` (see `tracejudge.entrypoints.starter`)."""
+    starter = _starter()
+    if args.command == "list":
+        if args.what == "formats":
+            rows = {name: (summary, False) for name, summary in starter.format_summaries().items()}
+        else:
+            rows = starter.metric_summaries()
+        width = max(map(len, rows)) + 2
+        for name, (summary, judge) in rows.items():
+            print(f"{name:<{width}}{'[judge] ' if judge else ''}{summary}")
+        if args.what == "metrics":
+            print("\n[judge]: an LLM judge (needs a judge: section). `tracejudge explain METRIC` for options and sources.")
+        return EXIT_OK
+    if args.command == "explain":
+        try:
+            print(starter.describe_metric(args.metric))
+        except KeyError as exc:
+            err.print(f"error: {exc.args[0]}", highlight=False, markup=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
+        return EXIT_OK
+    out: Path = args.output
+    if out.exists() and not args.force:
+        err.print(f"error: {out} exists; give another -o, or --force to overwrite it", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    for flag, path in (("--dataset", args.dataset), ("--tasks", args.tasks)):
+        if path is not None and not path.exists():
+            err.print(f"error: {flag} {path}: no such file or folder", highlight=False, markup=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
+    text = starter.starter_config(args.format, out, args.dataset, args.tasks)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    todo = "" if args.dataset is not None else " (point dataset.path at your data first)"
+    err.print(f"wrote {out}{todo}; run it with: tracejudge run {out}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_OK
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,24 @@ class RunReport(BaseModel):
     new_results: int = 0
     skipped_finished: int = 0
     interrupted: bool = False
+
+    def __str__(self) -> str:
+        """The summary table as plain text, as `tracejudge run` prints it (100 columns wide; `print(report)`)."""
+        from rich.console import Console
+
+        buf = io.StringIO()
+        self.print(Console(file=buf, width=100, color_system=None, force_terminal=False))
+        return buf.getvalue()
+
+    def __repr__(self) -> str:
+        # The results can be hundreds of thousands: the repr names the run, `str()` shows its table.
+        return f"RunReport(results={len(self.results)}, status={self.status}, run_dir={str(self.run_dir) if self.run_dir else None!r})"
+
+    def print(self, console: Any = None) -> None:
+        """Print the summary table with rich to `console` (a `rich.console.Console`; default: stdout, in colour on a terminal)."""
+        from tracejudge.stages.reports.terminal import print_summary
+
+        print_summary(self.summary, console)
 
     @property
     def metrics(self) -> dict[str, MetricSummary]:

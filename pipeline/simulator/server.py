@@ -627,7 +627,11 @@ async def start_simulator(config: SimConfig, port: int = 0) -> tuple[web.AppRunn
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=1024)
-    await site.start()
+    try:
+        await site.start()
+    except BaseException:  # the port is taken: release what setup() made
+        await runner.cleanup()
+        raise
     sockets = site._server.sockets  # type: ignore[union-attr]
     real_port = sockets[0].getsockname()[1]
     return runner, f"http://127.0.0.1:{real_port}"

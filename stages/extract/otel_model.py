@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracejudge.stages.load import JSON_ERRORS, json_error
+from tracejudge.stages.load import JSON_ERRORS, json_error, json_message
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "any_value", "attributes", "iter_exports"]
 
@@ -180,7 +180,7 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             return
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
-                yield exc.lineno, None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                yield exc.lineno, None, f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}"
                 return
         except JSON_ERRORS as exc:  # too deep, huge numbers: the one document is the bad record
             yield 1, None, json_error(exc)
@@ -191,7 +191,7 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         try:
             yield lineno, json.loads(line), None
         except json.JSONDecodeError as exc:
-            yield lineno, None, f"invalid JSON: {exc.msg} at column {exc.colno}"
+            yield lineno, None, f"invalid JSON: {json_message(exc)} at column {exc.colno}"
         except JSON_ERRORS as exc:
             yield lineno, None, json_error(exc)
 

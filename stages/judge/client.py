@@ -45,19 +45,22 @@ skipped with a warning (`cache_errors` in the summary), never a failed case.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
+import itertools
 import math
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import anyio
-import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.budget import Budget
 from tracejudge.llm.cache import JudgeCache, cache_key, canonical
@@ -83,7 +86,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Judge", "JudgeAuthError", "JudgeStats", "Outcome", "build_request", "error_kind", "key_components", "parse_answers", "request_tokens"]
 
-log = structlog.get_logger("tracejudge.judge")
+log = get_logger("tracejudge.judge")
+
+# Why the current task is about to sleep before a retry (set by tenacity's before_sleep, read by `Judge._sleep`).
+_retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")
 
 REPAIR = ("Your previous reply could not be used ({problem}). Reply again with only the JSON object the schema describes "
           "— every question id, nothing else — and keep each reason under 20 words.")
@@ -304,6 +310,34 @@ class Judge:
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
         self.stop: anyio.Event | None = None  # set by the stage: once set, requests still queued are not sent
+        # What requests are doing now, for `activity()`: serial → since when (sending) / until when and why (back-off).
+        self._serials = itertools.count()
+        self._sending: dict[int, float] = {}
+        self._backoff: dict[int, tuple[float, str]] = {}
+        self._queued = 0
+        self._in_batches = 0
+
+    def activity(self) -> str | None:
+        """What the judge waits on right now, in a few words, or `None` when nothing is outstanding.
+
+        E.g. `"judge: 3 replies pending (slowest 25 s), 2 in back-off after 429 (next retry in 4 s)"`.
+        """
+        now = time.monotonic()
+        parts = []
+        if self._sending:
+            n = len(self._sending)
+            parts.append(f"{n} {'reply' if n == 1 else 'replies'} pending (slowest {now - min(self._sending.values()):.0f} s)")
+        if self._backoff:
+            why = Counter(reason for _, reason in self._backoff.values())
+            wake = max(0.0, min(until for until, _ in self._backoff.values()) - now)
+            parts.append(f"{len(self._backoff)} in back-off after {' / '.join(k for k, _ in why.most_common())}"
+                         f" (next retry in {wake:.0f} s)")
+        if self._queued:
+            pause = getattr(self.limiter, "paused_until", 0.0) - now
+            parts.append(f"{self._queued} queued at the rate limit" + (f" (paused {pause:.0f} s by the provider)" if pause >= 0.5 else ""))
+        if self._in_batches:
+            parts.append(f"{self._in_batches} in provider batches")
+        return "judge: " + ", ".join(parts) if parts else None
 
     # ------------------------------------------------------------------ money
 
@@ -324,7 +358,18 @@ class Judge:
 
     async def _sleep(self, seconds: float) -> None:
         self.stats.slept_s += seconds
-        await anyio.sleep(seconds)
+        serial = next(self._serials)
+        self._backoff[serial] = (time.monotonic() + seconds, _retry_reason.get())
+        try:
+            await anyio.sleep(seconds)
+        finally:
+            del self._backoff[serial]
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ProviderError):
+            _retry_reason.set(str(exc.status) if exc.status else exc.kind.replace("_", " "))
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -347,7 +392,11 @@ class Judge:
         held = self.budget.reserve(reserve, self._cost(prompt_tokens, max_out))
         if held is None:
             raise _BudgetRefused()
-        permit = await self.limiter.acquire(reserve)
+        self._queued += 1
+        try:
+            permit = await self.limiter.acquire(reserve)
+        finally:
+            self._queued -= 1
         if self.stop is not None and self.stop.is_set():
             # Stopping: a request that waited for admission is dropped unsent, so a stop
             # ends spending at once instead of draining the queue during the grace period.
@@ -356,6 +405,8 @@ class Judge:
             raise JudgeStopped()
         self.stats.queued_s += permit.queued_s
         self.stats.requests += 1
+        serial = next(self._serials)
+        self._sending[serial] = time.monotonic()
         try:
             http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s)
             self.stats.latencies.append(http.latency_s)
@@ -379,6 +430,8 @@ class Judge:
             self.limiter.settle(permit, "timeout")
             self.budget.settle(held, prompt_tokens, self._cost(prompt_tokens, 0))
             raise
+        finally:
+            del self._sending[serial]
         used = reply.input_tokens + reply.output_tokens
         if reply.input_tokens > 0:
             self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
@@ -400,11 +453,14 @@ class Judge:
         if held is None:
             raise _BudgetRefused()
         self.stats.requests += 1
+        self._in_batches += 1
         try:
             reply = await self.batches.submit(custom_id, payload)
         except BaseException:
             self.budget.settle(held, 0, 0.0)
             raise
+        finally:
+            self._in_batches -= 1
         usage = (reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
         cost = batch_cost(*usage)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
@@ -443,7 +499,7 @@ class Judge:
         retrying = AsyncRetrying(
             stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
             retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
-            before_sleep=lambda state: setattr(self.stats, "retries", self.stats.retries + 1),
+            before_sleep=self._before_sleep,
         )
         async for attempt in retrying:
             with attempt:

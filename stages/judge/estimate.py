@@ -29,7 +29,7 @@ from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 
-__all__ = ["MetricEstimate", "estimate"]
+__all__ = ["MetricEstimate", "estimate", "judge_metrics"]
 
 
 @dataclass
@@ -46,12 +46,17 @@ class MetricEstimate:
     questions: int = 0  # questions asked by the requests charged (not the cache hits)
 
 
+def judge_metrics(config: RunConfig) -> list[JudgeMetric]:
+    """The LLM-judge metrics among `config.metrics`, built (empty: nothing would be sent to a judge)."""
+    return [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]
+
+
 def estimate(config: RunConfig) -> dict[str, Any]:
     """Per-metric estimates and totals: `{"metrics": {key: MetricEstimate}, "total": MetricEstimate, "priced": bool, ...}`."""
     from tracejudge.stages.extract import extract_record
 
     cfg = config.judge or JudgeConfig()
-    metrics = [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]
+    metrics = judge_metrics(config)
     price = price_for(cfg.model, cfg.prices)
     base = "simulator" if cfg.provider == "simulator" else (cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]).rstrip("/")
     cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None

@@ -325,7 +325,10 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
     workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))
     # `io`: every case waits on the network, so it is fed one at a time (results flush as they come, even with one worker).
-    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True)
+    def activity() -> str | None:
+        return state["judge"].activity() if state["judge"] is not None else None
+
+    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity)
 
 
 async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:

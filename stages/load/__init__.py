@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JSON_ERRORS", "RawRecord", "json_error", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
+__all__ = ["JSON_ERRORS", "RawRecord", "json_error", "json_message", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
 
 _WS = " \t\r\n"
 
@@ -26,12 +26,18 @@ _WS = " \t\r\n"
 JSON_ERRORS = (ValueError, RecursionError)
 
 
+def json_message(exc: json.JSONDecodeError) -> str:
+    """`exc.msg` without the trailing "at" some of the json module's messages end in
+    ("Invalid control character at"), so "… at column N" does not read "at at"."""
+    return exc.msg.removesuffix(" at")
+
+
 def json_error(exc: BaseException) -> str:
     """A one-line reason for a `JSON_ERRORS` exception, naming the limit that was hit."""
     if isinstance(exc, RecursionError):
         return "JSON nested too deeply to read (recursion limit)"
     if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        return f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}"
     if isinstance(exc, UnicodeDecodeError):
         return f"not valid UTF-8: {exc.reason} at byte {exc.start}"
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -219,7 +225,7 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                     except json.JSONDecodeError as exc:
                         if fill():
                             continue
-                        yield RawRecord(name, start_line, error=f"invalid JSON: {exc.msg} (line {start_line + buf.count(chr(10), pos, exc.pos)})")
+                        yield RawRecord(name, start_line, error=f"invalid JSON: {json_message(exc)} (line {start_line + buf.count(chr(10), pos, exc.pos)})")
                         return
                     except JSON_ERRORS as exc:
                         # Well-formed but undecodable here (too deep, too many digits): one bad

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from tracejudge.core.records import LATE_STATUSES
 
@@ -15,40 +17,52 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
-    """A rich table: one row per metric with its denominator stated."""
+def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
+    """A rich table: one row per metric with its denominator stated.
+
+    No cell is ever cut short or wrapped by rich (every column is as wide as
+    its widest cell), so metric names and figures stay whole; vertical rules
+    are left out, and columns that are zero for every metric ("not
+    computed", "excluded") are dropped: the coverage note states the
+    denominator. `compact` fits narrower consoles (`print_summary` picks
+    the first level that fits): 1 puts one space between columns, breaks
+    headers between words and leaves the pass@k column out (printed below
+    the table instead); 2 also puts a pass rate's count under its
+    percentage; 3 also leaves `std` out (summary.json and report.md keep it).
+    """
     total = summary.get("results", 0)
     status = summary.get("status", {})
+    metrics = summary.get("metrics", {})
+    not_computed = any(m.get("not_computed", 0) for m in metrics.values())
+    excluded = any(sum(m.get("excluded", {}).values()) for m in metrics.values())
+    show_pk = compact == 0 and any(m.get("pass_at_k") for m in metrics.values())
+    headers = ["metric", "scored", *(["not computed"] if not_computed else []), *(["excluded"] if excluded else []), "mean", *(["std"] if compact < 3 else []), "95% CI",
+               "pass rate", *(["pass@k"] if show_pk else [])]
     title = f"{total} results: " + ", ".join(f"{k} {v}" for k, v in status.items())
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric")
-    table.add_column("scored", justify="right")
-    table.add_column("not computed", justify="right")
-    table.add_column("excluded", justify="right")
-    table.add_column("mean", justify="right")
-    table.add_column("std", justify="right")
-    table.add_column("95% CI", justify="right")
-    table.add_column("pass rate", justify="right")
-    show_pk = any(m.get("pass_at_k") for m in summary.get("metrics", {}).values())
-    if show_pk:
-        table.add_column("pass@k", justify="right")
-    for key, m in summary.get("metrics", {}).items():
-        excluded = sum(m.get("excluded", {}).values())
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  padding=(0, 0) if compact else (0, 1))
+    for i, header in enumerate(headers):
+        table.add_column(header.replace(" ", "\n") if compact else header, justify="left" if i == 0 else "right", no_wrap=True)
+    for key, m in metrics.items():
         ci = m.get("ci95")
-        row = [
-            key,
-            f"{m['scored']}/{total}",
-            str(m.get("not_computed", 0)),
-            str(excluded),
-            "—" if m["mean"] is None else f"{m['mean']:.3f}",
-            "—" if m.get("std") is None else f"{m['std']:.3f}",
-            "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-            f"{_pct(m['pass_rate'])} ({m['passed']}/{m.get('with_verdict', m['scored'])})" if m["pass_rate"] is not None else "—",
-        ]
+        row = [key, f"{m['scored']}/{total}"]
+        if not_computed:
+            row.append(str(m.get("not_computed", 0)))
+        if excluded:
+            row.append(str(sum(m.get("excluded", {}).values())))
+        rate = "—" if m["pass_rate"] is None else f"{_pct(m['pass_rate'])}{chr(10) if compact > 1 else ' '}{m['passed']}/{m.get('with_verdict', m['scored'])}"
+        row.append("—" if m["mean"] is None else f"{m['mean']:.3f}")
+        if compact < 3:
+            row.append("—" if m.get("std") is None else f"{m['std']:.3f}")
+        row += ["—" if not ci else f"{ci[0]:.3f}–{ci[1]:.3f}", rate]
         if show_pk:
-            row.append(", ".join(f"@{k} {v['value']:.3f}" for k, v in (m.get("pass_at_k") or {}).items() if v.get("value") is not None) or "—")
+            row.append(_pass_at_k(m) or "—")
         table.add_row(*row)
     return table
+
+
+def _pass_at_k(m: dict[str, Any]) -> str:
+    return ", ".join(f"@{k} {v['value']:.3f}" for k, v in (m.get("pass_at_k") or {}).items() if v.get("value") is not None)
 
 
 def coverage_note(summary: dict[str, Any]) -> str | None:
@@ -80,10 +94,20 @@ def pass_at_k_table(summary: dict[str, Any]) -> Table | None:
     return table
 
 
+def _fits(con: Console, table: Table) -> bool:
+    # Every cell is unbreakable, so the table's natural (maximum) width is the one it needs;
+    # measured without the console's width as a cap (`Console.measure` clamps to it).
+    return Measurement.get(con, con.options.update_width(10_000), table).maximum <= con.width
+
+
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary table (and the pass@k table, if any) to `console` (default: stdout)."""
     con = console or Console()
-    con.print(summary_table(summary))
+    compact = next((level for level in (0, 1, 2) if _fits(con, summary_table(summary, level))), 3)
+    con.print(summary_table(summary, compact))
+    for key, m in summary.get("metrics", {}).items():
+        if compact and _pass_at_k(m):
+            con.print(f"pass@k {key}: {_pass_at_k(m)}", highlight=False, soft_wrap=True)
     note = coverage_note(summary)
     if note:
         con.print(note, highlight=False, soft_wrap=True)

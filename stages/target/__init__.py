@@ -26,6 +26,7 @@ cases are at the target at once, independently of the judge's limits.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -62,7 +63,7 @@ __all__ = [
     "target_stage",
 ]
 
-_log = get_logger("target")
+_log = get_logger("tracejudge.target")
 
 
 class _Contexts(dict[str, Any]):
@@ -159,17 +160,48 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
     def normalize(reply: TargetReply) -> tuple[str | None, Trace]:
         return normalize_reply(reply, cfg.trace_format, contexts)
 
+    # What the stage waits on, for the progress display: case → since when at the agent / until when in back-off.
+    at_agent: dict[int, float] = {}
+    backing_off: dict[int, float] = {}
+
+    def activity() -> str | None:
+        now = time.monotonic()
+        parts = []
+        if at_agent:
+            parts.append(f"{len(at_agent)} case{'s' if len(at_agent) != 1 else ''} at the agent (slowest {now - min(at_agent.values()):.0f} s)")
+        if backing_off:
+            parts.append(f"{len(backing_off)} in back-off before a retry (next in {max(0.0, min(backing_off.values()) - now):.0f} s)")
+        return "target: " + ", ".join(parts) if parts else None
+
     async def process(work: Work) -> None:
+        key = id(work)
+        at_agent[key] = time.monotonic()
+        try:
+            await _process(work)
+        finally:
+            at_agent.pop(key, None)
+
+    async def _process(work: Work) -> None:
+        key = id(work)
+
+        async def sleep(seconds: float) -> None:
+            backing_off[key] = time.monotonic() + seconds
+            try:
+                await anyio.sleep(seconds)
+            finally:
+                backing_off.pop(key, None)
+
         case = work.case
         inputs = [case.input, *case.turns]
         box: dict[str, Any] = {"state": None, "attempts": 0}
         trace: Trace | None = None
         message: str | None = None
+        details: dict[str, Any] | None = None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(cfg.retries + 1),
             wait=_wait(cfg),
             retry=retry_if_exception_type(TransientTargetError),
-            sleep=anyio.sleep,
+            sleep=sleep,
             reraise=True,
         )
         try:
@@ -188,6 +220,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
             message = f"{exc} (gave up after {box['attempts']} attempts)"
         except TargetError as exc:
             message = str(exc)
+            details = {"traceback": exc.traceback} if exc.traceback else None
         state: Conversation | None = box["state"]
         turns = state.turns if (state is not None and case.turns) else None
         if turns is not None:
@@ -197,7 +230,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
         else:
             message = _turn_prefix(case, state) + (message or "no trace")
             work.result.status = Status.target_error
-            work.result.error = ErrorInfo(kind="target_error", message=message, field=_turn_field(case, state))
+            work.result.error = ErrorInfo(kind="target_error", message=message, field=_turn_field(case, state), details=details)
             _log.info("target_error", case_id=case.id, trial=work.trial, attempts=box["attempts"], error=message)
         if writer is not None:
             partial = trace if trace is not None else (merge_traces(state.traces) if state is not None and state.traces else None)
@@ -220,7 +253,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
         if writer is not None:
             writer.close()
 
-    return Stage("target", process, workers=cfg.concurrency, aclose=aclose)
+    return Stage("target", process, workers=cfg.concurrency, aclose=aclose, activity=activity)
 
 
 def _replay_stage(cfg: TargetConfig, run_dir: Path | None) -> Stage:

@@ -41,7 +41,13 @@ __all__ = [
 
 
 class TargetError(Exception):
-    """The target failed for good on this call (no retry): bad reply, agent exception, 4xx."""
+    """The target failed for good on this call (no retry): bad reply, agent exception, 4xx.
+
+    `traceback` is the agent's own traceback when a python target raised
+    (already redacted), else `None`; the result keeps it in `error.details`.
+    """
+
+    traceback: str | None = None
 
 
 class TransientTargetError(TargetError):

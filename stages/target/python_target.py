@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import inspect
 import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
 import anyio.to_thread
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.registry import import_user_module
+from tracejudge.llm.redact import redact
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
-__all__ = ["load_callable", "python_caller"]
+__all__ = ["agent_traceback", "load_callable", "python_caller"]
 
 
 def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., Any]:
@@ -44,6 +47,21 @@ def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., An
     return cast(Callable[..., Any], obj)
 
 
+_OURS = (str(Path(__file__).resolve()), str(Path(anyio.__file__).resolve().parent))
+
+
+def agent_traceback(exc: BaseException) -> str:
+    """`exc`'s traceback from the agent's first frame on (the calling machinery left out), redacted.
+
+    Credentials in the text (the exception's message, source lines shown
+    in the frames) are replaced as in every text copied into a result.
+    """
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and str(Path(tb.tb_frame.f_code.co_filename).resolve()).startswith(_OURS):
+        tb = tb.tb_next
+    return redact("".join(traceback.format_exception(type(exc), exc, tb)))
+
+
 def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
@@ -72,7 +90,9 @@ def python_caller(fn: Callable[..., Any]) -> Callable[[TargetRequest], Awaitable
         except (ConnectionError, TimeoutError) as exc:
             raise TransientTargetError(f"{type(exc).__name__}: {exc}") from None
         except Exception as exc:
-            raise TargetError(f"{type(exc).__name__}: {exc}") from None
+            failed = TargetError(redact(f"{type(exc).__name__}: {exc}"))
+            failed.traceback = agent_traceback(exc)
+            raise failed from None
         return coerce_reply(value)
 
     return call

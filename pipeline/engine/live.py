@@ -1,0 +1,62 @@
+"""What a run is doing right now, for a progress display: cases in flight, a stop's grace, what it waits on.
+
+The runner keeps `in_flight` (cases admitted past extract and not yet
+written or dropped) and registers each stage's `activity` probe; the CLI
+marks the moment a stop was asked for. A display polls `snapshot()` from the
+event loop. Nothing here changes what a run does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["LiveStatus"]
+
+
+@dataclass
+class LiveStatus:
+    """Live figures of one run.
+
+    `in_flight`: cases between admission and the run directory (count).
+    `grace_s`: seconds work in flight gets after a stop before it is cut
+    (the judge's `judge.stop_grace_s` when the run judges, else the CPU
+    executor's grace); `None` when a live target's cases run on until they
+    finish or reach `target.timeout_s`. `probes`: callables returning a short phrase saying
+    what a stage is waiting on (`"judge: 3 replies pending (slowest 25 s)"`),
+    or `None` when it waits on nothing. Times are `time.monotonic()` seconds.
+    """
+
+    in_flight: int = 0
+    grace_s: float | None = 0.0
+    stop_at: float | None = None
+    probes: list[Callable[[], str | None]] = field(default_factory=list)
+
+    def mark_stop(self) -> None:
+        """Record that a stop was asked for now (the first Ctrl-C / SIGTERM)."""
+        if self.stop_at is None:
+            self.stop_at = time.monotonic()
+
+    @property
+    def stopping(self) -> bool:
+        """True once a stop was asked for."""
+        return self.stop_at is not None
+
+    def grace_left_s(self) -> float | None:
+        """Seconds until work still in flight is cut; `None` when no stop was asked for or no grace applies."""
+        if self.stop_at is None or self.grace_s is None:
+            return None
+        return max(0.0, self.grace_s - (time.monotonic() - self.stop_at))
+
+    def waiting_on(self) -> list[str]:
+        """What the stages are waiting on, one phrase each (a probe that fails says nothing)."""
+        out = []
+        for probe in self.probes:
+            try:
+                phrase = probe()
+            except Exception:  # a display must never break a run
+                phrase = None
+            if phrase:
+                out.append(phrase)
+        return out

@@ -1,0 +1,223 @@
+"""`tracejudge init`, `list` and `explain`: a starter config per input format, and what each metric and format is.
+
+The starter configs are YAML text with comments: a dataset section for the
+format, deterministic metrics that score without extra data, commented LLM
+judges, a run directory named after the config, and assertions. Each runs
+as written once its dataset path points at data of that format.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import os
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FORMATS", "describe_metric", "format_summaries", "metric_summaries", "starter_config"]
+
+_HEAD = """\
+# tracejudge starter config for format `{format}`: {summary}
+# Run it with:   tracejudge run {config}
+# Relative paths resolve from this file's folder. `tracejudge list metrics` lists every metric,
+# `tracejudge explain METRIC` prints one's options and where its definition comes from.
+"""
+
+_JUDGE = """\
+  # LLM judges (need the judge: section below; `tracejudge estimate {config}` prices them first):
+  # - {{type: TaskCompletion}}
+  # - {{type: ToolCallNecessity}}
+# judge: {{provider: openai, model: gpt-4o-mini}}    # key from OPENAI_API_KEY; or provider: anthropic
+"""
+
+_TAIL = """\
+run:
+  dir: runs/{stem}            # results.jsonl, summary.json and reports; the same command resumes
+assertions:                   # the CI gate: the run exits 1 when one fails
+  metrics:
+    {gate}: {{min_mean: 0.0}}   # raise the bar once you know your numbers
+    "*": {{max_error_share: 0.05}}   # at most 5% of results may be unscorable
+"""
+
+# format → (dataset section, metrics lines, the metric the gate names, default dataset path)
+FORMATS: dict[str, tuple[str, str, str, str]] = {
+    "native": (
+        """\
+dataset:
+  # one case per JSONL line: {{"id", "input", "trace": {{"steps": [...]}}, "expected_tool_calls": [...]}}
+  path: {path}
+  format: native
+""",
+        """\
+  - {type: ToolCalls, arguments: subset}    # expected calls (name + arguments) paired with the calls made
+  - {type: TrajectoryMatch, order: in_order}
+""", "ToolCalls", "cases.jsonl"),
+    "tau-bench": (
+        """\
+dataset:
+  # a tau-bench trajectory file (historical_trajectories/*.json)
+  path: {path}
+  format: tau-bench
+  # the tasks file those trajectories ran on (their expected actions)
+  tasks: {tasks}
+""",
+        """\
+  - {type: ToolCalls, arguments: exact, name: actions_exact}   # the expected actions, exact arguments
+  - {type: TrajectoryMatch, order: in_order}
+""", "actions_exact", "gpt-4o-airline.json"),
+    "tau2-bench": (
+        """\
+dataset:
+  # a tau2-bench results file (its simulations and task actions)
+  path: {path}
+  format: tau2-bench
+""",
+        """\
+  - {type: ToolCalls, arguments: shallow, pairing: reuse, score: recall, name: action_recall}   # tau2's own action check
+  - {type: ToolCallAccuracy}
+""", "action_recall", "results.json"),
+    "openai-messages": (
+        """\
+dataset:
+  # JSONL: {{"id", "messages": [...Chat Completions or Responses items], "expected_tool_calls": [...]}}
+  path: {path}
+  format: openai-messages
+  options: {{messages_field: messages, error_prefixes: ["Error:"]}}   # a tool result starting so is a failed call
+""",
+        """\
+  - {type: ToolCalls, arguments: subset}
+""", "ToolCalls", "chats.jsonl"),
+    "anthropic-messages": (
+        """\
+dataset:
+  # JSONL: {{"id", "system", "messages": [...tool_use / tool_result blocks], "expected_tool_calls": [...]}}
+  path: {path}
+  format: anthropic-messages
+  options: {{messages_field: messages}}
+""",
+        """\
+  - {type: ToolCalls, arguments: subset}
+  - {type: ToolCorrectness, allow_extra: true}   # the expected tool names were all called
+""", "ToolCalls", "claude_runs.jsonl"),
+    "otel": (
+        """\
+dataset:
+  # an OTLP/JSON export file, JSON Lines of exports, or a folder of them
+  path: {path}
+  format: otel
+  options: {{group_by: conversation, exclude: ["*.truth.json"]}}   # one case per conversation (or: trace, run)
+""",
+        """\
+  # Traces carry no expectations, so these limits need none; add expected_tools to check the calls:
+  - {type: MaxToolCalls, max_calls: 20}
+  - {type: MaxModelRequests, max_requests: 20}
+  # - {type: ToolCorrectness, expected_tools: [search, book], allow_extra: true}
+""", "MaxToolCalls", "traces/"),
+    "multivon": (
+        """\
+dataset:
+  # JSONL of multivon-eval EvalCases: {{"input", "agent_trace": [...], "expected_tool_calls": [names]}}
+  path: {path}
+  format: multivon
+  options: {{error_prefixes: ["Error:"]}}
+""",
+        """\
+  - {type: ToolCallAccuracy}                 # threshold 0.7, as in multivon-eval
+""", "ToolCallAccuracy", "multivon_cases.jsonl"),
+    "json-path": (
+        """\
+dataset:
+  # any JSONL; each option below is a dotted path into one record (a.b, list index a.0, * maps a list)
+  path: {path}
+  format: json-path
+  options:
+    id: run_id
+    input: question
+    output: answer
+    tool_calls: "steps.*.calls"
+    call: {{name: tool, arguments: args, result: output}}
+    expected_tool_calls: gold
+""",
+        """\
+  - {type: ToolCalls, arguments: subset}
+""", "ToolCalls", "runs.jsonl"),
+}
+
+
+def _module_summary(obj: Any) -> str:
+    doc = (inspect.getmodule(obj).__doc__ or "") if inspect.getmodule(obj) else ""
+    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    # "Format `x`: what it reads." → "what it reads."
+    return first.split(":", 1)[1].strip() if first.startswith("Format `") and ":" in first else first
+
+
+def format_summaries() -> dict[str, str]:
+    """Every registered input format with its one-line summary (from its module's docstring), by name."""
+    from tracejudge.core import registry
+
+    return {name: _module_summary(fmt.adapt) for name, fmt in sorted(registry.formats().items())}
+
+
+def _first_line(cls: type) -> str:
+    doc = inspect.getdoc(cls) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+def metric_summaries() -> dict[str, tuple[str, bool]]:
+    """Every built-in metric type: `{name: (one-line summary, is an LLM judge)}`, sorted by name."""
+    from tracejudge.core import registry
+    from tracejudge.stages.judge.base import JudgeMetric
+
+    return {name: (_first_line(cls), issubclass(cls, JudgeMetric)) for name, cls in sorted(registry.metric_types().items())}
+
+
+def describe_metric(name: str) -> str:
+    """The docstring of metric type `name` and its options (field, type, default).
+
+    Raises `KeyError` with the closest names when `name` is not a metric type.
+    """
+    from tracejudge.core import registry
+    from tracejudge.stages.judge.base import JudgeMetric
+
+    types = registry.metric_types()
+    lowered = {k.lower(): k for k in types}
+    if name not in types and name.lower() not in lowered:
+        close = difflib.get_close_matches(name, list(types), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `tracejudge list metrics` lists them"
+        raise KeyError(f"no metric type {name!r}{hint}")
+    cls = types[name if name in types else lowered[name.lower()]]
+    kind = "LLM judge (needs a judge: section)" if issubclass(cls, JudgeMetric) else "deterministic"
+    lines = [f"{cls.__name__} — {kind}", "", inspect.getdoc(cls) or "(no docstring)", "", "options (config keys, with their defaults):"]
+    for field, info in cls.model_fields.items():  # type: ignore[attr-defined]
+        if field == "type":
+            continue
+        default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
+        ann = info.annotation
+        annotation = str(ann).replace("typing.", "") if typing.get_origin(ann) is not None else getattr(ann, "__name__", str(ann))
+        lines.append(f"  {field}: {annotation} = {default}")
+    return "\n".join(lines)
+
+
+def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tasks: Path | None = None) -> str:
+    """The commented starter config for format `fmt`, to be written at `config_path`.
+
+    `dataset` / `tasks` (paths as the user gave them) are written relative to
+    the config's folder; without them a placeholder path names what to put
+    there. Raises `KeyError` for a format without a starter.
+    """
+    section, metrics, gate, placeholder = FORMATS[fmt]
+    base = os.path.dirname(os.path.abspath(config_path))
+
+    def rel(path: Path | None, default: str) -> str:
+        if path is None:
+            return default
+        text = os.path.relpath(os.path.abspath(path), base)  # abspath, not resolve: a symlinked folder keeps its name
+        text += "/" if path.is_dir() and not text.endswith("/") else ""
+        return text if re.fullmatch(r"[\w./-]+", text) else json.dumps(text)  # a JSON string is a YAML string
+
+    names = {"format": fmt, "summary": format_summaries().get(fmt, ""), "config": config_path, "stem": config_path.stem,
+             "path": rel(dataset, placeholder), "tasks": rel(tasks, "tasks_airline_test.json"), "gate": gate}
+    return (_HEAD.format(**names) + section.format(**names) + "metrics:\n" + metrics + _JUDGE.format(**names) + _TAIL.format(**names))

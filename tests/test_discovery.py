@@ -1,0 +1,113 @@
+"""Discovery: `tracejudge init` starter configs run as written, `list`, `explain`, and every subcommand's --help shows an example."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tracejudge.core import registry
+from tracejudge.entrypoints.cli import _parser, main
+from tracejudge.entrypoints.starter import FORMATS
+
+TRACE = {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": "flights"}}, {"name": "book", "arguments": {"id": 7}}]}], "output": "Booked."}
+EXPECTED = [{"name": "search", "arguments": {"q": "flights"}}, {"name": "book", "arguments": {"id": 7}}]
+OPENAI = [{"role": "user", "content": "book it"},
+          {"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "search", "arguments": '{"q": "flights"}'}}]},
+          {"role": "tool", "tool_call_id": "a", "content": "found 7"},
+          {"role": "assistant", "tool_calls": [{"id": "b", "type": "function", "function": {"name": "book", "arguments": '{"id": 7}'}}]},
+          {"role": "tool", "tool_call_id": "b", "content": "ok"}, {"role": "assistant", "content": "Booked."}]
+ANTHROPIC = [{"role": "user", "content": "book it"},
+             {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "search", "input": {"q": "flights"}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "found 7"}]},
+             {"role": "assistant", "content": [{"type": "tool_use", "id": "b", "name": "book", "input": {"id": 7}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "ok"}]}]
+
+# A small sample per format without real data beside the repository (the shape the starter's comments describe).
+SAMPLES = {
+    "native": [{"id": f"c{i}", "input": "book it", "trace": TRACE, "expected_tool_calls": EXPECTED} for i in range(3)],
+    "openai-messages": [{"id": f"c{i}", "messages": OPENAI, "expected_tool_calls": EXPECTED} for i in range(3)],
+    "anthropic-messages": [{"id": f"c{i}", "messages": ANTHROPIC, "expected_tool_calls": EXPECTED} for i in range(3)],
+    "multivon": [{"input": "book it", "agent_trace": [{"tool_calls": [{"name": "search", "arguments": {"q": "flights"}}]},
+                                                      {"tool_calls": [{"name": "book", "arguments": {"id": 7}}], "output": "Booked."}],
+                  "expected_tool_calls": ["search", "book"]}] * 3,
+    "json-path": [{"run_id": f"r{i}", "question": "book it", "answer": "Booked.",
+                   "steps": [{"calls": [{"tool": "search", "args": {"q": "flights"}, "output": "found 7"}]}, {"calls": [{"tool": "book", "args": {"id": 7}}]}],
+                   "gold": EXPECTED} for i in range(3)],
+}
+
+
+def _real(fmt: str, data: Path) -> list[str]:
+    # The real traces beside the repository, given to `init` as the user would.
+    if fmt == "tau-bench":
+        return ["--dataset", str(data / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"),
+                "--tasks", str(data / "tau_bench" / "tasks" / "tasks_airline_test.json")]
+    if fmt == "tau2-bench":
+        return ["--dataset", str(data / "tau2_bench" / "model_training_results" / "gpt-4.1_airline_default_gpt-4.1_1trials.json")]
+    assert fmt == "otel"
+    return ["--dataset", str(data / "otel_genai" / "hand")]
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_each_starter_config_runs_as_written(fmt: str, tmp_path: Path, data_dir: Path, capsys) -> None:
+    work = tmp_path / "project"
+    work.mkdir()
+    cfg = work / "configs" / "starter.yaml"
+    if fmt in SAMPLES:
+        data = work / "data.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in SAMPLES[fmt]))
+        given = ["--dataset", str(data)]
+    else:
+        given = _real(fmt, data_dir)
+    assert main(["init", "--format", fmt, *given, "-o", str(cfg)]) == 0
+    text = cfg.read_text()
+    assert text.startswith(f"# tracejudge starter config for format `{fmt}`") and "assertions:" in text and "runs/starter" in text
+    assert "/work" not in text.split("dataset:")[1].split("format:")[0] or fmt not in SAMPLES  # relative to the config's folder
+    assert main(["run", str(cfg), "--no-progress"]) == 0, capsys.readouterr()
+    summary = json.loads((work / "configs" / "runs" / "starter" / "summary.json").read_text())
+    assert summary["results"] > 0 and summary["status"].get("ok", 0) == summary["results"]
+    assert all(m["scored"] > 0 for m in summary["metrics"].values()), summary["metrics"]
+    # A second init does not overwrite the file.
+    assert main(["init", "--format", fmt, "-o", str(cfg)]) == 2
+    assert f"{cfg} exists" in capsys.readouterr().err
+
+
+def test_init_without_a_dataset_writes_a_placeholder_and_says_so(tmp_path: Path, capsys) -> None:
+    assert main(["init", "-o", str(tmp_path / "tracejudge.yaml")]) == 0
+    assert "path: cases.jsonl" in (tmp_path / "tracejudge.yaml").read_text()
+    assert "point dataset.path at your data first" in capsys.readouterr().err
+
+
+def test_list_metrics_and_formats_give_one_line_each(tmp_path: Path) -> None:
+    metrics = subprocess.run([sys.executable, "-m", "tracejudge", "list", "metrics"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert metrics.returncode == 0
+    lines = {line.split()[0]: line for line in metrics.stdout.splitlines() if line and not line.startswith("[judge]")}
+    assert set(registry.metric_types()) == set(lines)
+    assert "[judge] Does the final output do what the user asked?" in lines["TaskCompletion"]
+    assert "[judge]" not in lines["ToolCalls"] and "Pair expected calls" in lines["ToolCalls"]
+    formats = subprocess.run([sys.executable, "-m", "tracejudge", "list", "formats"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    rows = dict(line.split(None, 1) for line in formats.stdout.splitlines())
+    assert set(rows) == set(registry.formats()) and rows["otel"].startswith("OTLP/JSON traces")
+
+
+def test_explain_prints_the_docstring_and_options(capsys) -> None:
+    assert main(["explain", "DeepEvalToolCorrectness"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("DeepEvalToolCorrectness — deterministic") and "deepeval" in out
+    assert "should_consider_ordering: bool = False" in out
+    assert main(["explain", "rubric"]) == 0  # any case
+    assert capsys.readouterr().out.startswith("Rubric — LLM judge")
+    assert main(["explain", "ToolCall"]) == 2
+    assert capsys.readouterr().err.strip() == "error: no metric type 'ToolCall'; did you mean ToolCalls, MaxToolCalls, ToolCallAccuracy?"
+
+
+def test_every_subcommand_help_describes_its_arguments_with_an_example() -> None:
+    sub = next(a for a in _parser()._actions if a.dest == "command")
+    for name, parser in sub.choices.items():  # type: ignore[union-attr]
+        text = parser.format_help()
+        assert "examples:\n  tracejudge " + name in text, name
+        for action in parser._actions:
+            if action.dest != "help":
+                assert action.help, f"{name} {action.option_strings or action.dest}: no help text"
