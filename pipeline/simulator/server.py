@@ -45,6 +45,15 @@ order — tests use it to stage exact scenarios: `429` (retry-after
 `timeout`, `truncated`, `400` (a refusal that no retry fixes), `prose` (the JSON wrapped in prose and a code
 fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
+A request with the shared answers schema (named `answers`: a list of
+`{id, answer, reason}`) gets one answer per question id the prompt lists
+(lines `<Metric>.q<n>: …` in its user messages), as a model reading the
+questions would; each answer is a function of the seed, the tag of the
+request's first fenced data block and the question id alone, so a metric's
+question about a trace gets the same answer whether it was asked alone or
+grouped with other metrics' questions. Faults `drop_item` and
+`malformed_item` leave out or spoil the first answer.
+
 Multi-item requests (`tracejudge.stages.judge.multi`; the verdict schema is named
 `verdicts`) get one verdict per item id, each a function of the seed and the
 id alone, so an item is judged the same in any request and any position;
@@ -75,6 +84,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import socket
 import threading
 import time
@@ -95,6 +105,10 @@ FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "
 PREFIX_MIN, PREFIX_BLOCK = 1024, 128
 # The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
 MULTI_SCHEMA_NAME = "verdicts"
+# The shared schema of yes/no requests (`tracejudge.stages.judge.base.ANSWERS_SCHEMA`): answers listed by question id.
+ANSWERS_SCHEMA_NAME = "answers"
+_QUESTION_ID = re.compile(r"(?m)^([A-Za-z]\w*\.q\d+): ")
+_DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
 
 
 @dataclass
@@ -441,6 +455,8 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
     item gets the same verdict in any request, in any position. Faults
     `drop_item` and `malformed_item` spoil the first item of the request.
     """
+    if name == ANSWERS_SCHEMA_NAME:
+        return _answers(sim, body, schema, fault)
     if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
         return sim.instance(schema, _digest(body, sim.config.seed))
     out: dict[str, Any] = {}
@@ -457,6 +473,25 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
         elif fault == "malformed_item":
             out[first] = "GRADE: yes"
     return out
+
+
+def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
+    """One answer per question id the prompt lists, each a function of the seed, the data tag and the id (see the module doc)."""
+    texts = [str(m.get("content")) for m in _prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    ids = list(dict.fromkeys(q for t in texts for q in _QUESTION_ID.findall(t)))
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
+    item = ((schema.get("properties") or {}).get("answers") or {}).get("items") or {}
+    out = []
+    for qid in ids:
+        got = sim.instance(item, hashlib.sha256(f"{sim.config.seed}:{tag}:{qid}".encode()).digest())
+        if isinstance(got, dict) and "id" in got:
+            got["id"] = qid
+        out.append(got)
+    if out and fault == "drop_item":
+        out.pop(0)
+    elif out and fault == "malformed_item":
+        out[0] = {**out[0], "answer": "GRADE: yes"}
+    return {"answers": out}
 
 
 def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
@@ -485,7 +520,10 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
     if fault == "prose":
         text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
     elif fault == "near_miss":
-        text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
+        if isinstance(verdict, dict) and isinstance(verdict.get("answers"), list):
+            text = "\n".join(f"GRADE {a.get('id')}: {a.get('answer')}" for a in verdict["answers"] if isinstance(a, dict))
+        else:
+            text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
     elif fault == "truncated":
         st.truncated += 1
         text = text[: max(1, len(text) // 2)]

@@ -31,10 +31,10 @@ __all__ = [
 ]
 
 
-def _trace_sections(case: Case, omit: int, number_calls: bool = False) -> list[tuple[str, str]]:
+def _trace_sections(case: Case, omit: int) -> list[tuple[str, str]]:
     sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
     if case.trace is not None:
-        sections.append(("Trace", render_steps(case.trace.steps, omit, number_calls)))
+        sections.append(("Trace", render_steps(case.trace.steps, omit)))
         sections.append(("Final output", text_of(case.trace.output) or "(none)"))
     return sections
 
@@ -57,7 +57,7 @@ class TaskCompletion(JudgeMetric):
     Works without steps (the final output alone); no output at all → null.
     """
 
-    prompt_version: ClassVar[str] = "task-completion/3"
+    prompt_version: ClassVar[str] = "task-completion/4"
     task: ClassVar[str] = "You judge whether the agent's final output accomplishes the user's task."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -82,7 +82,7 @@ class PlanQuality(JudgeMetric):
     Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "plan-quality/3"
+    prompt_version: ClassVar[str] = "plan-quality/4"
     task: ClassVar[str] = "You judge the quality of the plan the agent followed, as shown by its steps."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -109,7 +109,7 @@ class TrajectoryEfficiency(JudgeMetric):
     at 0. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "trajectory-efficiency/3"
+    prompt_version: ClassVar[str] = "trajectory-efficiency/4"
     task: ClassVar[str] = "You judge how efficiently the agent reached its result."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -143,7 +143,7 @@ def _calls_plan(metric: JudgeMetric, case: Case, make: Any, what: str) -> Plan |
         return None
     judged = calls[: metric.max_items]
     qs = [make(i, c) for i, c in enumerate(judged, 1)]
-    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, number_calls=True)),
+    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit)),
                 steps=len(case.trace.steps), note=_cap_note(len(calls), metric.max_items, what))
 
 
@@ -156,7 +156,7 @@ class ToolArgumentAccuracy(JudgeMetric):
     ("no tool calls to judge"), where multivon-eval is silent.
     """
 
-    prompt_version: ClassVar[str] = "tool-argument-accuracy/3"
+    prompt_version: ClassVar[str] = "tool-argument-accuracy/4"
     task: ClassVar[str] = "You judge the arguments the agent passed to its tool calls."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -176,7 +176,7 @@ class ToolCallNecessity(JudgeMetric):
     made (no request is sent).
     """
 
-    prompt_version: ClassVar[str] = "tool-call-necessity/3"
+    prompt_version: ClassVar[str] = "tool-call-necessity/4"
     task: ClassVar[str] = "You judge whether each tool call the agent made was needed."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -199,7 +199,7 @@ class StepFaithfulness(JudgeMetric):
     failures. Score = share of yes. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "step-faithfulness/3"
+    prompt_version: ClassVar[str] = "step-faithfulness/4"
     task: ClassVar[str] = "You judge whether each step of the agent is faithful to the task and to what earlier steps observed."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -222,7 +222,7 @@ class AgentMemoryEval(JudgeMetric):
     set — includes it (all yes-good). Score = share of good answers.
     """
 
-    prompt_version: ClassVar[str] = "agent-memory/3"
+    prompt_version: ClassVar[str] = "agent-memory/4"
     task: ClassVar[str] = "You judge whether the agent's response uses what it should remember from earlier sessions."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -259,7 +259,7 @@ class ContextRelevance(JudgeMetric):
     relevant; 0.0 with no request when there is nothing to judge.
     """
 
-    prompt_version: ClassVar[str] = "context-relevance/3"
+    prompt_version: ClassVar[str] = "context-relevance/4"
     task: ClassVar[str] = "You judge whether each retrieved passage is relevant to the user's input."
     max_items: int = Field(default=8, ge=1, le=1000)
 
@@ -291,7 +291,7 @@ class Faithfulness(JudgeMetric):
     share supported. No output or no passages → null.
     """
 
-    prompt_version: ClassVar[str] = "faithfulness/3"
+    prompt_version: ClassVar[str] = "faithfulness/4"
     task: ClassVar[str] = "You judge whether each claim of the agent's output is supported by the given passages."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -320,7 +320,7 @@ class Rubric(JudgeMetric):
     Score = (grade − lowest) / (highest − lowest).
     """
 
-    prompt_version: ClassVar[str] = "rubric/3"
+    prompt_version: ClassVar[str] = "rubric/4"
     task: ClassVar[str] = "You grade the agent's run against the user's rubric."
     criteria: str = Field(min_length=1)
     scale: tuple[int, int] = (1, 5)
