@@ -27,7 +27,7 @@ def verdict(body: dict[str, Any]) -> dict[str, Any]:
     props = schema["properties"]
     if "answers" in props:  # the shared schema: answer every question id the prompt lists
         text = "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "user")
-        ids = dict.fromkeys(re.findall(r"(?m)^([A-Za-z]\w*\.q\d+): ", text))
+        ids = dict.fromkeys(re.findall(r"(?m)^([A-Z]+\d+): ", text))
         return {"answers": [{"id": q, "answer": "yes", "reason": "fine"} for q in ids]}
     if "score" in props:
         return {"score": props["score"].get("minimum", 1), "reason": "graded"}

@@ -146,8 +146,11 @@ def long_cases(path: Path, n: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize("judge", [{"group": "none"}, {"group": "case"}, {"group": "case", "mode": "batch"},
-                                   {"group": "none", "provider": "anthropic", "model": "claude-haiku-4-5", "api_key_env": "TJ_TEST_KEY"}])
+ANTHROPIC = {"provider": "anthropic", "model": "claude-haiku-4-5", "api_key_env": "TJ_TEST_KEY"}
+
+
+@pytest.mark.parametrize("judge", [{"group": "none"}, {"group": "case"}, {"group": "case", "mode": "batch"}, {"group": "none", **ANTHROPIC},
+                                   {"group": "case", "trials": 2, **ANTHROPIC}])
 def test_estimate_equals_the_runs_tokens_and_cached_tokens(simulator: Callable[..., SimulatorThread], tmp_path: Path, judge: dict[str, Any],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from tracejudge.stages.judge.estimate import estimate
@@ -156,7 +159,9 @@ def test_estimate_equals_the_runs_tokens_and_cached_tokens(simulator: Callable[.
     cases = long_cases(tmp_path / "c.jsonl", 3)
     sim = simulator(batch_completion_s=0.2)
     extra = {"batch": {"flush_after_s": 0.3, "poll_interval_s": 0.1}} if judge.get("mode") == "batch" else {}
+    trials = judge.pop("trials", 1)
     data = config(tmp_path, sim.url, cases, run_name="run", **judge, **extra)
+    data["run"]["trials"] = trials
     data["judge"]["workers"] = 1  # one case at a time: a trace's requests meet the provider's cache as the estimate assumes
     cfg = validate_config(data)
     est = estimate(cfg)["total"]
@@ -165,9 +170,11 @@ def test_estimate_equals_the_runs_tokens_and_cached_tokens(simulator: Callable[.
     assert est.input_tokens == j["input_tokens"] == sim.stats.input_tokens
     assert est.cached_input_tokens == j["cached_input_tokens"] and est.cache_write_input_tokens == j["cache_write_input_tokens"]
     assert est.requests == j["requests"]
-    if judge["group"] == "none":
-        # One schema and one system prompt for every metric, the trace next: a case's metrics share the cached prefix.
+    if judge["group"] == "none" or trials > 1:
+        # One schema and one system prompt for every metric, the trace next: a case's metrics (or trials) share the cached prefix.
         assert j["cached_input_tokens"] > 0
+    elif judge.get("provider") == "anthropic":
+        assert j["cache_write_input_tokens"] == 0  # a trace asked once is not written to the cache (writes cost 1.25 × input)
 
 
 def test_compact_rendering_states_each_key_once_and_cuts_long_results() -> None:

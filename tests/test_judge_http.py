@@ -110,7 +110,7 @@ def test_prose_answer_is_accepted_and_near_miss_is_repaired_once_then_judge_erro
     bad = by_id["case-2"]
     assert bad["status"] == "judge_error" and bad["error"]["kind"] == "parse_error"
     assert bad["scores"]["TaskCompletion"]["judge"]["requests"] == 2  # the repair request counts
-    assert "GRADE TaskCompletion.q1:" in bad["scores"]["TaskCompletion"]["details"]["raw"] and "GRADE TaskCompletion.q1:" in bad["error"]["message"]
+    assert "GRADE TC1:" in bad["scores"]["TaskCompletion"]["details"]["raw"] and "GRADE TC1:" in bad["error"]["message"]
     assert summary["judge"]["repairs"] == 2 and sim.stats.requests == 5
     assert summary["judge"]["error_kinds"] == {"parse_error": 1} and summary["judge"]["parse_failures"] == 3
     assert summary["judge"]["parse_failure_rate"] == pytest.approx(3 / 5, abs=1e-6)

@@ -47,7 +47,7 @@ fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
 A request with the shared answers schema (named `answers`: a list of
 `{id, answer, reason}`) gets one answer per question id the prompt lists
-(lines `<Metric>.q<n>: …` in its user messages), as a model reading the
+(lines `<capitals><n>: …` in its user messages, such as `TC1: …`), as a model reading the
 questions would; each answer is a function of the seed, the tag of the
 request's first fenced data block and the question id alone, so a metric's
 question about a trace gets the same answer whether it was asked alone or
@@ -106,8 +106,9 @@ FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "
 MULTI_SCHEMA_NAME = "verdicts"
 # The shared schema of yes/no requests (`tracejudge.stages.judge.base.ANSWERS_SCHEMA`): answers listed by question id.
 ANSWERS_SCHEMA_NAME = "answers"
-_QUESTION_ID = re.compile(r"(?m)^([A-Za-z]\w*\.q\d+): ")
+_QUESTION_ID = re.compile(r"(?m)^([A-Z]+\d+): ")
 _DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
+_DATA_END = re.compile(r"==== DATA \w+ END ====")
 
 
 @dataclass
@@ -392,7 +393,9 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
 def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
     """One answer per question id the prompt lists, each a function of the seed, the data tag and the id (see the module doc)."""
     texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
-    ids = list(dict.fromkeys(q for t in texts for q in _QUESTION_ID.findall(t)))
+    # Questions are listed after the data: a line of the data that looks like one is not asked.
+    asked = [_DATA_END.split(t)[-1] for t in texts]
+    ids = list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
     tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
     item = ((schema.get("properties") or {}).get("answers") or {}).get("items") or {}
     out = []

@@ -247,7 +247,7 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
         schema_name=ANSWERS_SCHEMA_NAME if plan.kind == "yes_no" else "verdict",
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
-        cache_prefix=len(trace) if cfg.cache_hints else 0,
+        cache_prefix=len(trace) if cfg.cache_hints and plan.extra.get("cache_hint", True) else 0,
     )
 
 
@@ -272,7 +272,7 @@ def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_versi
 
 
 def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:
-    """Answers by question id (`q1`…; a grouped plan's `<Metric>.q1`…); raises `ParseError`.
+    """Answers by question id (`q1`…; a grouped plan's `TC1`…); raises `ParseError`.
 
     For a grouped plan only the metrics whose every answer is usable are
     returned (the caller re-asks the others alone); none usable is an error.
@@ -281,16 +281,16 @@ def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str,
         return {questions[0].id: parse_scale(text, *plan.scale)}
     if plan.parts:
         wanted = {q.id for q in questions}
-        parts = [[q for q in (p.prefix + x.id for x in p.questions) if q in wanted] for p in plan.parts]
+        parts = [[q for q in (p.full_id(x) for x in p.questions) if q in wanted] for p in plan.parts]
         got, _ = parse_parts(text, [ids for ids in parts if ids])
         return {k: v for answers in got if answers is not None for k, v in answers.items()}
-    got = parse_yes_no(text, [plan.prefix + q.id for q in questions])
-    return {q.id: got[plan.prefix + q.id] for q in questions}
+    got = parse_yes_no(text, [plan.full_id(q) for q in questions])
+    return {q.id: got[plan.full_id(q)] for q in questions}
 
 
 def finish(plan: Plan, answers: dict[str, Any]) -> Score:
     """The metric's score from `answers`; for a grouped plan a carrier whose `details.answers` holds the answers
-    by `<Metric>.q<n>` id, which `tracejudge.stages.judge.grouped.split` turns into each metric's score."""
+    by prompt id (`TC1`…), which `tracejudge.stages.judge.grouped.split` turns into each metric's score."""
     if plan.parts:
         return Score(value=None, passed=None, reason="grouped answers", details={"answers": answers})
     return plan.metric.finalize(plan, answers)

@@ -151,7 +151,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             in_group = {id(p) for g in groups for p in g}
             for trial in range(config.run.trials):
                 for g in groups:
-                    gp = grouped_plan(g)
+                    gp = grouped_plan(g, reused=config.run.trials > 1 or cfg.calibration is not None)
                     key = "+".join(type(p.metric).__name__ for p in g)
                     est = out.setdefault(key, MetricEstimate())
                     if cfg.items_per_request > 1:

@@ -3,7 +3,7 @@
 The plans of a case's judge metrics that render the same fenced data
 (`tracejudge.stages.judge.base.group_plans`: every trace metric does) become
 one grouped plan (`grouped_plan`): the fenced trace once, then each metric's
-instructions and its questions with ids `<Metric>.q<n>`, answered as one
+instructions and its questions with ids such as `TC1` (`Plan.full_id`), answered as one
 object of the shared answers schema. A Rubric (graded on a scale) and a
 metric asked one question per request keep their own requests.
 
@@ -83,7 +83,7 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
     else:
         answers: dict[str, Any] = score.details["answers"]  # type: ignore[index]
         for i, plan in enumerate(plans):
-            mine = {q.id: answers.get(plan.prefix + q.id) for q in plan.questions}
+            mine = {q.id: answers.get(plan.full_id(q)) for q in plan.questions}
             if any(a is None for a in mine.values()):
                 why[i] = "re-asked alone: its answers were missing or malformed in the grouped reply"
                 continue

@@ -112,7 +112,7 @@ def shuffled(ids: list[str], seed: int) -> tuple[list[str], int]:
 def _block(item: Item) -> str:
     if item.plan.parts:  # a grouped plan: each metric's instructions and questions under the item's data
         return f"### Item {item.id}\n{item.plan.render(0)}\n\n{item.plan.ask_text(item.questions)}"
-    listing = "\n".join(f"{item.plan.prefix}{q.id}: {q.text}" for q in item.questions)
+    listing = "\n".join(f"{item.plan.full_id(q)}: {q.text}" for q in item.questions)
     body = f"{item.plan.render(0)}\n\nQuestions:\n{listing}" if item.plan.kind == "yes_no" else item.plan.render(0)
     return f"### Item {item.id}\n{body}"
 
@@ -128,7 +128,7 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     names: dict[str, str] = {}
     props: dict[str, Any] = {}
     for it in items:
-        ids = [it.plan.prefix + q.id for q in it.questions]
+        ids = [it.plan.full_id(q) for q in it.questions]
         sub = yes_no_schema(ids) if it.plan.kind == "yes_no" else metric.verdict_schema(it.plan, ids)
         shape = canonical(sub)
         if shape not in names:
@@ -156,8 +156,8 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
             if it.plan.kind == "scale":
                 good[it.id] = {it.questions[0].id: scale_from(data[it.id], *it.plan.scale)}
             else:
-                got = yes_no_from(data[it.id], [it.plan.prefix + q.id for q in it.questions])
-                good[it.id] = {q.id: got[it.plan.prefix + q.id] for q in it.questions}
+                got = yes_no_from(data[it.id], [it.plan.full_id(q) for q in it.questions])
+                good[it.id] = {q.id: got[it.plan.full_id(q)] for q in it.questions}
         except ParseError as exc:
             bad[it.id] = str(exc)
     return good, bad

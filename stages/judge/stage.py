@@ -243,7 +243,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
         async def ask_group(members: list[JudgeMetric]) -> None:
             group = [plans[m.key] for m in members]
-            gp = grouped_plan(group)
+            gp = grouped_plan(group, reused=config.run.trials > 1 or cfg.calibration is not None)
             judge.stats.grouped_requests += 1
             if cfg.items_per_request > 1:
                 key = (tuple(type(p.metric).__name__ for p in group), work.trial)
