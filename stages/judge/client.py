@@ -245,7 +245,7 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
         messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
         schema=metric.verdict_schema(plan, [q.id for q in questions]),
         schema_name=ANSWERS_SCHEMA_NAME if plan.kind == "yes_no" else "verdict",
-        max_tokens=cfg.max_tokens,
+        max_tokens=cfg.max_tokens * max(1, len(plan.parts)),  # a grouped plan answers for each of its metrics
         temperature=cfg.temperature,
         cache_prefix=len(trace) if cfg.cache_hints and plan.extra.get("cache_hint", True) else 0,
     )

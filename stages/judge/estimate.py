@@ -112,7 +112,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             for it in items:
                 it.id = item_id(it, cfg)
             req = build_multi_request(items, cfg)
-        charge(out[key], req, sum(len(it.questions) for it in items), len(items))
+        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items))
 
     def ask_items(key: str, item: Item, trial: int) -> None:
         # `items_per_request` > 1: gathered N at a time (a cached item is left out of its group).
@@ -162,7 +162,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         est.requests += 1
                         est.cache_hits += 1
                         continue
-                    charge(est, req, len(gp.questions))
+                    charge(est, req, len(gp.questions), len(g))
                 for metric in metrics:
                     plan = plans.get(metric.key)
                     if plan is None or id(plan) in in_group:

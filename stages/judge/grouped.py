@@ -25,7 +25,8 @@ its own (same score, reason and threshold):
 Each score's `details.group` says what happened: `metrics` (the group, in
 order) and `position`, or `alone: true` with `why`. Its `judge` block holds
 its share of the grouped request's tokens and dollars (split evenly; the
-first metric takes the remainder) plus anything asked for it alone.
+first metric takes the remainder, and counts the request) plus anything
+asked for it alone.
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:
     def part(v: int) -> int:
         return v // n + (v % n if pos == 0 else 0)
 
+    # Requests are counted once (on the first metric), so spending rebuilt from results on a resume counts the
+    # grouped request once, as the run did.
     return info.model_copy(update={"input_tokens": part(info.input_tokens), "output_tokens": part(info.output_tokens),
-                                   "cached_input_tokens": part(info.cached_input_tokens), "cost_usd": round(info.cost_usd / n, 8)})
+                                   "cached_input_tokens": part(info.cached_input_tokens), "cost_usd": round(info.cost_usd / n, 8),
+                                   "requests": info.requests if pos == 0 else 0, "cached_requests": info.cached_requests if pos == 0 else 0})
 
 
 async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, slots: list[str],

@@ -277,14 +277,16 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if cfg.group == "case":
             by_plan = {id(plans[m.key]): m for m in use if m.key in plans}
             candidates = [plans[m.key] for m in use if m.key in plans and not per_question(m)]
-            groups = [[by_plan[id(p)] for p in g] for g in group_plans(candidates) if len(g) > 1]
+            # Grouping renders each plan's fenced text: off the event loop, as a long trace takes a while.
+            found = await anyio.to_thread.run_sync(group_plans, candidates, abandon_on_cancel=True) if len(candidates) > 1 else []
+            groups = [[by_plan[id(p)] for p in g] for g in found if len(g) > 1]
         grouped_keys = {m.key for g in groups for m in g}
         singles = [m for m in use if m.key in plans and m.key not in grouped_keys]
 
         async def guarded(job: Callable[[], Any], keys: list[str]) -> None:
             try:
                 await job()
-            except JudgeStopped:
+            except* JudgeStopped:  # also from a metric re-asked alone inside a task group
                 stopped.extend(keys)
 
         async def all_metrics() -> None:
