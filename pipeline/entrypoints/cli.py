@@ -510,7 +510,7 @@ def _cmd_estimate(config) -> int:
 
     got = estimate(config)
     table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
-    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "of which provider-cached", "output tokens (est.)", "dollars"):
+    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "cached (provider)", "output tokens (est.)", "dollars"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     rows = [*got["metrics"].items(), ("total", got["total"])]
     for key, e in rows:
