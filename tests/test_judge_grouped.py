@@ -91,6 +91,8 @@ def test_a_malformed_or_missing_part_is_reasked_alone(simulator: Callable[..., S
     assert got["TaskCompletion"]["details"]["group"]["alone"] is True
     assert "missing or malformed" in got["TaskCompletion"]["details"]["group"]["why"]
     assert [got[n]["details"]["group"].get("position") for n in NAMES[1:]] == [1, 2, 3]
+    # Every token paid is on some score: the grouped request's shares and the re-ask.
+    assert sum(got[n]["judge"]["input_tokens"] for n in NAMES) == summary["judge"]["input_tokens"]
     same_verdicts(scores(tmp_path, "none"), scores(tmp_path, "case"))
 
 

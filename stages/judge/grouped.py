@@ -25,8 +25,8 @@ its own (same score, reason and threshold):
 Each score's `details.group` says what happened: `metrics` (the group, in
 order) and `position`, or `alone: true` with `why`. Its `judge` block holds
 its share of the grouped request's tokens and dollars (split evenly; the
-first metric takes the remainder, and counts the request) plus anything
-asked for it alone.
+first metric takes the remainder, and counts the request) plus, for a
+metric re-asked alone, that request's.
 """
 
 from __future__ import annotations
@@ -59,6 +59,16 @@ def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:
     return info.model_copy(update={"input_tokens": part(info.input_tokens), "output_tokens": part(info.output_tokens),
                                    "cached_input_tokens": part(info.cached_input_tokens), "cost_usd": round(info.cost_usd / n, 8),
                                    "requests": info.requests if pos == 0 else 0, "cached_requests": info.cached_requests if pos == 0 else 0})
+
+
+def _add(a: JudgeInfo | None, b: JudgeInfo | None) -> JudgeInfo | None:
+    """`a` with `b`'s tokens, dollars and requests added (either may be missing)."""
+    if a is None or b is None:
+        return a or b
+    return a.model_copy(update={"input_tokens": a.input_tokens + b.input_tokens, "output_tokens": a.output_tokens + b.output_tokens,
+                                "cached_input_tokens": a.cached_input_tokens + b.cached_input_tokens,
+                                "cost_usd": round(a.cost_usd + b.cost_usd, 8), "requests": a.requests + b.requests,
+                                "cached_requests": a.cached_requests + b.cached_requests, "cached": a.cached and b.cached})
 
 
 async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, slots: list[str],
@@ -104,6 +114,8 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
         async def one(i: int) -> None:
             got = await ask(plans[i], trial, slots[i])
             got.score.details = {**(got.score.details or {}), "group": {"alone": True, "why": why[i], "metrics": names}}
+            # Its share of the grouped request stays on its score: spending rebuilt from results misses nothing.
+            got.score.judge = _add(got.score.judge, _share(score.judge, len(plans), i))
             out[i] = got
 
         async with anyio.create_task_group() as tg:
