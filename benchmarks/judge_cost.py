@@ -1,32 +1,40 @@
-"""Judge cost of one sweep: one request per item, shared requests, and the provider batch API.
+"""Judge cost per 1,000 traces: one request per metric against one per case, the batch API and provider prefix caching.
 
-Scenario (issue "Batched judging"): 2,000 τ-bench-derived cases — the 200
-GPT-4o airline runs of `../shared/data/tau_bench` (τ-bench format), each
-repeated 10 times with a variant marker in the task so that every case is a
-distinct item (no cache hit between copies) — judged by `TaskCompletion`
-and `ToolCallNecessity` through the real pipeline (`tracejudge run`'s
-runner, in this process) against the judge simulator (a thread of this
-process, over loopback HTTP), with the cache disabled so every figure is
-real work:
+Scenario: the 200 GPT-4o airline runs of τ-bench (`../shared/data/tau_bench`,
+τ-bench format) judged by four judge metrics — TaskCompletion,
+ToolCallNecessity, PlanQuality, TrajectoryEfficiency — through the real
+pipeline (`tracejudge run`'s runner, in this process) against the judge
+simulator (a thread of this process, over loopback HTTP), with tracejudge's
+own cache off so every figure is real work. Side by side:
 
-- `items_per_request` 1, 5 and 10 in synchronous mode;
-- `mode: batch` (the OpenAI Batch API protocol, simulated) at 1 and 10
-  items per request.
+1. separate, synchronous, full trace: one request per metric and case
+   (`judge.group: none`) with the trace as JSON (`trace_format: full`), what
+   every peer sends (and tracejudge sent before the compact rendering); the
+   simulator's prefix cache is off, as peers' per-metric prompts share no
+   prefix (each starts with its own instructions); the baseline;
+2. the same with the compact trace (tracejudge's `group: none`);
+3. grouped, synchronous: one request per case asking all four metrics
+   (`judge.group: case`, the default);
+4. grouped + batch API (`mode: batch`, the OpenAI Batch API protocol at half price);
+5. grouped + provider prefix caching, Anthropic protocol and prices
+   (writes at 1.25 × input, reads at 0.1 ×): a trace asked once gets no
+   `cache_control` (a write would only cost more), and the prefix all
+   requests share (schema and system prompt) is under the 1,024-token
+   minimum, so nothing is cached: this row is the grouped cost at
+   Anthropic's prices;
+6. separate + provider prefix caching, Anthropic (for comparison: a
+   case's four requests share the cached trace).
 
-Printed per configuration: requests that reached the simulator, judged
-items (metric × case that needed a verdict; `ToolCallNecessity` needs none
-for a run without tool calls), input and output tokens as the simulator
-counted them (tiktoken, the same count a provider bills), input tokens per
-judged item, dollars at gpt-4o-mini's list prices ($0.15 / $0.60 per million
-input / output tokens; the batch API bills half) and dollars per 1,000
-traces. A second table gives the size of the fixed part of each metric's
-prompt (what items_per_request shares) against the mean size of an item.
+Printed per row: requests the simulator answered, input tokens (and the
+cached and cache-written parts) and output tokens per trace as the
+simulator counted them (tiktoken, what a provider bills), `tracejudge
+estimate`'s input tokens for the same config (before any call), and dollars
+per 1,000 traces at gpt-4o-mini's list prices (rows 1–4) or
+claude-haiku-4-5's (rows 5–6), with the ratio to row 1 priced the same way.
+Targets (issue "Judge cost"): the cheapest mode at most 1/6 of separate
+synchronous, grouped synchronous at most 1/2.5.
 
-Target (issue): at 10 items per request, at least 3× fewer input tokens
-per judged item than at 1.
-
-Run: `.venv/bin/python benchmarks/judge_cost.py [--cases N]` (a few minutes
-at the default size).
+Run: `python benchmarks/judge_cost.py [--cases N]` (about a minute).
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +53,33 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tracejudge.core import registry  # noqa: E402
-from tracejudge.core.config import JudgeConfig, validate_config  # noqa: E402
+from tracejudge.core.config import validate_config  # noqa: E402
 from tracejudge.core.records import Case  # noqa: E402
 from tracejudge.engine import runner  # noqa: E402
-from tracejudge.llm.prices import price_for  # noqa: E402
-from tracejudge.llm.tokens import count_messages  # noqa: E402
+from tracejudge.llm.prices import Price, price_for  # noqa: E402
 from tracejudge.simulator.server import SimConfig, SimulatorThread  # noqa: E402
 from tracejudge.stages.extract import extract_record  # noqa: E402
-from tracejudge.stages.judge.base import Plan  # noqa: E402
-from tracejudge.stages.judge.client import build_request, request_tokens  # noqa: E402
-from tracejudge.stages.judge.metrics import TaskCompletion, ToolCallNecessity  # noqa: E402
-from tracejudge.stages.judge.multi import MULTI_NOTE  # noqa: E402
+from tracejudge.stages.judge.estimate import estimate  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "tau_bench"
 TRAJ = DATA / "historical_trajectories" / "gpt-4o-airline.json"
 TASKS = DATA / "tasks" / "tasks_airline_test.json"
-MODEL = "gpt-4o-mini"
-CONFIGS: list[tuple[str, int, str]] = [("sync", 1, "sync"), ("sync", 5, "sync"), ("sync", 10, "sync"), ("batch", 1, "batch"), ("batch", 10, "batch")]
+METRICS = ["TaskCompletion", "ToolCallNecessity", "PlanQuality", "TrajectoryEfficiency"]
+OPENAI, ANTHROPIC = "gpt-4o-mini", "claude-haiku-4-5"
+ANTHROPIC_JUDGE = {"provider": "anthropic", "model": ANTHROPIC, "api_key_env": "TJ_BENCH_KEY"}
+# (label, judge settings, simulator prefix cache on, metric options)
+ROWS: list[tuple[str, dict[str, Any], bool, dict[str, Any]]] = [
+    ("separate, sync, full trace (peers)", {"group": "none"}, False, {"trace_format": "full"}),
+    ("separate, sync, compact trace", {"group": "none"}, False, {}),
+    ("grouped, sync", {"group": "case"}, True, {}),
+    ("grouped + batch API", {"group": "case", "mode": "batch", "batch": {"flush_after_s": 1.0, "poll_interval_s": 0.2}}, True, {}),
+    ("grouped + prefix cache (Anthropic)", {"group": "case", **ANTHROPIC_JUDGE}, True, {}),
+    ("separate + prefix cache (Anthropic)", {"group": "none", **ANTHROPIC_JUDGE}, True, {}),
+]
 
 
 def tau_cases(n: int) -> list[dict[str, Any]]:
+    """The τ-bench runs as native cases; past 200, copies with a variant marker in the task (distinct traces)."""
     cfg = validate_config({"dataset": {"path": str(TRAJ), "format": "tau-bench", "tasks": str(TASKS)}})
     fmt = registry.format_for("tau-bench")
     ctx = fmt.prepare(cfg.dataset)
@@ -78,93 +92,81 @@ def tau_cases(n: int) -> list[dict[str, Any]]:
     for i in range(n):
         case = dict(base[i % len(base)])
         variant = i // len(base)
-        case["id"] = f"{case['id']}-v{variant}"
-        case["input"] = f"{case.get('input') or ''} (variant {variant})"
+        if variant:
+            case["id"] = f"{case['id']}-v{variant}"
+            case["input"] = f"{case.get('input') or ''} (variant {variant})"
         out.append(case)
     return out
 
 
-def run_one(work: Path, url: str, mode: str, n_items: int) -> tuple[dict[str, Any], float]:
-    judge: dict[str, Any] = {"provider": "openai", "model": MODEL, "base_url": url + "/v1", "items_per_request": n_items, "item_wait_s": 1.0}
-    if mode == "batch":
-        judge.update(mode="batch", batch={"flush_after_s": 2.0, "poll_interval_s": 0.2})
+def run_row(work: Path, name: str, url: str, judge: dict[str, Any], options: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """(the run's judge block, the estimate's input tokens for the same config)."""
+    base = {"provider": "openai", "model": OPENAI, "base_url": url + "/v1"}
     data = {"dataset": {"path": str(work / "cases.jsonl"), "format": "native"},
-            "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}],
+            "metrics": [{"type": m, **options} for m in METRICS],
+            "judge": {**base, **judge},
             # Limits far above what the simulator can serve: this benchmark counts tokens, not throughput.
-            "judge": judge, "limits": {"rpm": 10_000_000, "tpm": 10_000_000_000, "max_in_flight": 64},
-            "cache": {"enabled": False}, "run": {"dir": str(work / f"run-{mode}-{n_items}"), "queue_size": 256}}
-    t0 = time.perf_counter()
-    summary = anyio.run(lambda: runner.run(validate_config(data))).summary
-    return summary, time.perf_counter() - t0
+            "limits": {"rpm": 10_000_000, "tpm": 10_000_000_000, "max_in_flight": 64},
+            "cache": {"enabled": False}, "run": {"dir": str(work / name), "queue_size": 256}}
+    config = validate_config(data)
+    est = estimate(config)["total"].input_tokens
+    summary = anyio.run(lambda: runner.run(config)).summary
+    return summary["judge"], est
 
 
-def fixed_vs_item(cases: list[dict[str, Any]]) -> list[tuple[str, int, float]]:
-    """(metric, tokens of the fixed part shared by multi-item requests, mean tokens of one item's own part)."""
-    cfg = JudgeConfig(provider="openai", model=MODEL)
-    rows = []
-    for metric in (TaskCompletion(), ToolCallNecessity()):
-        fixed = count_messages([{"role": "system", "content": metric.system_prompt("yes_no") + "\n\n" + MULTI_NOTE}], MODEL)
-        sizes = []
-        for c in cases[:200]:
-            plan = metric.plan(Case.model_validate(c))
-            if isinstance(plan, Plan):
-                sizes.append(request_tokens(build_request(plan, plan.questions, cfg)) - count_messages([{"role": "system", "content": metric.system_prompt("yes_no")}], MODEL))
-        rows.append((type(metric).__name__, fixed, sum(sizes) / len(sizes)))
-    return rows
+def dollars(price: Price, j: dict[str, Any], batch: bool = False) -> float:
+    args = (j["input_tokens"], j["output_tokens"], j.get("cached_input_tokens", 0), j.get("cache_write_input_tokens", 0))
+    return price.batch_cost(*args) if batch else price.cost(*args)
 
 
 def main() -> None:
+    import os
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--cases", type=int, default=200)
     args = ap.parse_args()
     if not TRAJ.exists():
         sys.exit(f"τ-bench data not found at {TRAJ}")
+    os.environ.setdefault("TJ_BENCH_KEY", "sk-simulator-needs-no-key")
     work = Path(tempfile.mkdtemp(prefix="tj-cost-"))
-    cases = tau_cases(args.cases)
     with open(work / "cases.jsonl", "w") as fh:
-        for c in cases:
+        for c in tau_cases(args.cases):
             fh.write(json.dumps(c) + "\n")
-    price = price_for(MODEL)
-    assert price is not None
-    rows = []
+    p_openai, p_anthropic = price_for(OPENAI), price_for(ANTHROPIC)
+    assert p_openai is not None and p_anthropic is not None
+    got = []
     try:
-        for label, n_items, mode in CONFIGS:
-            with SimulatorThread(SimConfig(batch_completion_s=0.5)) as sim:
-                summary, wall = run_one(work, sim.url, mode, n_items)
-                st = sim.stats
-                requests = st.requests + st.batch_requests
-                j = summary["judge"]
-                assert summary["status"].get("ok", 0) == args.cases, summary["status"]
-                judged = sum(m.get("scored", 0) for m in summary["metrics"].values()) - no_request_items(work, mode, n_items)
-                dollars = price.batch_cost(st.input_tokens, st.output_tokens) if mode == "batch" else price.cost(st.input_tokens, st.output_tokens)
-                rows.append((label, n_items, requests, judged, st.input_tokens, st.output_tokens, dollars, j["cost_usd"], wall, st.batches_created))
+        for i, (label, judge, prefix_cache, options) in enumerate(ROWS):
+            with SimulatorThread(SimConfig(batch_completion_s=0.5, prefix_cache=prefix_cache)) as sim:
+                j, est = run_row(work, f"row{i}", sim.url, judge, options)
+                assert j["judged_results"] == args.cases and j["judge_error_results"] == 0, j
+                assert j["input_tokens"] == sim.stats.input_tokens  # the run's accounting is the provider's
+                got.append((label, judge, j, est, sim.stats.requests + sim.stats.batch_requests))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    base_per_item = rows[0][4] / rows[0][3]
-    print(f"\njudge cost: {args.cases:,} τ-bench-derived cases × TaskCompletion + ToolCallNecessity; {MODEL} list prices "
-          f"${price.input}/${price.output} per M input/output tokens, batch API × {price.batch_discount}\n")
-    print("| mode | items/request | requests | judged items | input tokens | output tokens | input tokens / item | vs 1 item | dollars | $ / 1,000 traces | batches | wall s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for label, n_items, requests, judged, tin, tout, dollars, reported, wall, batches in rows:
-        per = tin / judged
-        print(f"| {label} | {n_items} | {requests:,} | {judged:,} | {tin:,} | {tout:,} | {per:,.0f} | {base_per_item / per:.2f}× | "
-              f"${dollars:.4f} | ${dollars / args.cases * 1000:.4f} | {batches} | {wall:.1f} |")
-        assert abs(dollars - reported) < 1e-3, (dollars, reported)  # the run's own accounting agrees
-    print("\n| metric | fixed part shared per request (tokens) | one item's own part, mean (tokens) | best possible ratio at 10 items |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, fixed, item in fixed_vs_item(cases):
-        print(f"| {name} | {fixed:,} | {item:,.0f} | {(fixed + item) / (fixed / 10 + item):.2f}× |")
-
-
-def no_request_items(work: Path, mode: str, n_items: int) -> int:
-    """Scores given without a request (ToolCallNecessity on a run without tool calls)."""
-    n = 0
-    with open(work / f"run-{mode}-{n_items}" / "results.jsonl") as fh:
-        for line in fh:
-            for s in json.loads(line)["scores"].values():
-                n += s.get("judge") is None
-    return n
+    per = 1000 / args.cases
+    sep = got[0][2]
+    base = {OPENAI: dollars(p_openai, sep), ANTHROPIC: dollars(p_anthropic, sep)}
+    print(f"\njudge cost: {args.cases} τ-bench airline traces × {', '.join(METRICS)} (judge simulator; "
+          f"{OPENAI} ${p_openai.input}/${p_openai.output} per M input/output tokens, cached ${p_openai.cached_input}, batch × {p_openai.batch_discount}; "
+          f"{ANTHROPIC} ${p_anthropic.input}/${p_anthropic.output}, cache read ${p_anthropic.cached_input}, cache write ${p_anthropic.cache_write_input})\n")
+    print("| mode | requests | input tokens / trace | cached / trace | cache-written / trace | estimate = run | output tokens / trace "
+          "| prices | $ / 1,000 traces | separate sync, same prices | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | :---: | ---: | --- | ---: | ---: | ---: |")
+    ratios: dict[str, float] = {}
+    for label, judge, j, est, requests in got:
+        model = judge.get("model", OPENAI)
+        price = p_anthropic if model == ANTHROPIC else p_openai
+        cost = dollars(price, j, judge.get("mode") == "batch")
+        ratios[label] = base[model] / cost
+        print(f"| {label} | {requests:,} | {j['input_tokens'] / args.cases:,.0f} | {j['cached_input_tokens'] / args.cases:,.0f} | "
+              f"{j['cache_write_input_tokens'] / args.cases:,.0f} | {'yes' if est == j['input_tokens'] else f'no ({est:,})'} | "
+              f"{j['output_tokens'] / args.cases:,.0f} | {model} | ${cost * per:.4f} | ${base[model] * per:.4f} | {ratios[label]:.2f}× |")
+    cheapest = max(ratios, key=lambda k: ratios[k])
+    print(f"\ntarget: cheapest mode ≤ 1/6 of separate sync: {cheapest}, {ratios[cheapest]:.2f}× cheaper → {'MET' if ratios[cheapest] >= 6 else 'NOT MET'}")
+    g = ratios["grouped, sync"]
+    print(f"target: grouped sync ≤ 1/2.5 of separate sync: {g:.2f}× cheaper → {'MET' if g >= 2.5 else 'NOT MET'}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,10 @@ def verdict(body: dict[str, Any]) -> dict[str, Any]:
     """A valid verdict for the request's schema: every question answered yes (or the lowest grade)."""
     schema = body["response_format"]["json_schema"]["schema"]
     props = schema["properties"]
+    if "answers" in props:  # the shared schema: answer every question id the prompt lists
+        text = "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "user")
+        ids = dict.fromkeys(re.findall(r"(?m)^([A-Z]+\d+): ", text))
+        return {"answers": [{"id": q, "answer": "yes", "reason": "fine"} for q in ids]}
     if "score" in props:
         return {"score": props["score"].get("minimum", 1), "reason": "graded"}
     return {q: {"answer": "yes", "reason": "fine"} for q in props}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TJ = Path(sys.executable).with_name("tracejudge")
-BUDGET = 600_000
+BUDGET = 250_000  # about half of what the demo's judge needs (one grouped request per case)
 
 
 def _spent(run_dir: Path) -> int:

@@ -87,12 +87,17 @@ def test_a_refused_multi_item_request_fails_only_the_offending_item(simulator: C
     assert j["judge_errors"] == 1 and sim.stats.requests <= 5
 
 
+def booking_steps(calls: int = 8) -> list[dict[str, Any]]:
+    """Steps with `calls` tool results of about 900 characters each (under the cut of one result, together well over 1,024 tokens)."""
+    rows = [" ".join(f"row {k}: seat {c}{k % 7}A, fare class Y, status confirmed;" for k in range(18)) for c in range(calls)]
+    return [{"tool_calls": [{"id": f"c{c}", "name": "get_booking", "arguments": {"ref": f"ABC{c}"}, "result": r}]} for c, r in enumerate(rows)]
+
+
 def write_long_cases(path: Path, n: int) -> Path:
-    """`n` cases with a long tool result (well over 1,024 tokens)."""
-    shared = " ".join(f"row {k}: seat 12{k % 7}A, fare class Y, status confirmed;" for k in range(180))
+    """`n` cases with long tool results (well over 1,024 tokens)."""
     with open(path, "w") as fh:
         for i in range(n):
-            steps = [{"tool_calls": [{"id": f"c{i}", "name": "get_booking", "arguments": {"ref": "ABC123"}, "result": shared}]}]
+            steps = booking_steps()
             fh.write(json.dumps({"id": f"case-{i}", "input": "List the booked seats", "trace": {"steps": steps, "output": f"Answer number {i}."}}) + "\n")
     return path
 
@@ -142,9 +147,7 @@ def test_anthropic_cache_reads_and_writes_are_priced_at_their_rates() -> None:
 
 def long_case(cid: str = "case-0") -> dict[str, Any]:
     """A case with a long tool result and one failed call (so TrajectoryEfficiency asks 4 questions, as TaskCompletion does)."""
-    shared = " ".join(f"row {k}: seat 12{k % 7}A, fare class Y, status confirmed;" for k in range(180))
-    steps = [{"tool_calls": [{"id": "c1", "name": "get_booking", "arguments": {"ref": "ABC123"}, "result": shared}]},
-             {"tool_calls": [{"id": "c2", "name": "get_seat_map", "arguments": {"flight": "UA1"}, "error": "timeout"}]}]
+    steps = [*booking_steps(), {"tool_calls": [{"id": "c9", "name": "get_seat_map", "arguments": {"flight": "UA1"}, "error": "timeout"}]}]
     return {"id": cid, "input": "List the booked seats", "trace": {"steps": steps, "output": "Seats 120A to 126A."}}
 
 
@@ -162,7 +165,7 @@ def test_prompts_put_the_shared_system_prompt_then_the_trace_first_and_carry_cac
     assert sys_a == sys_b and "never follow it" in sys_a  # one system prompt for every metric, the data warning kept
     trace = user_a[: reqs[0].cache_prefix]
     assert trace.startswith("==== DATA ") and trace.endswith(" END ====") and user_b.startswith(trace)
-    assert "TaskCompletion (prompt task-completion/3)" in user_a[len(trace):]  # the metric's part comes after the trace
+    assert "TaskCompletion (prompt task-completion/4)" in user_a[len(trace):]  # the metric's part comes after the trace
     openai = [build_payload("openai", r) for r in reqs]
     assert openai[0]["prompt_cache_key"] == openai[1]["prompt_cache_key"]
     blocks = build_payload("anthropic", reqs[0])["messages"][0]["content"]
@@ -181,7 +184,7 @@ def test_a_cases_metrics_share_the_cached_trace_on_anthropic(simulator: Callable
     data = {
         "dataset": {"path": str(cases), "format": "native"},
         "metrics": [{"type": "TaskCompletion"}, {"type": "TrajectoryEfficiency"}],
-        "judge": {"provider": "anthropic", "model": "claude-haiku-4-5", "base_url": sim.url + "/v1", "api_key_env": "TJ_TEST_KEY"},
+        "judge": {"provider": "anthropic", "model": "claude-haiku-4-5", "base_url": sim.url + "/v1", "api_key_env": "TJ_TEST_KEY", "group": "none"},
         "cache": {"dir": str(tmp_path / "cache")},
         "run": {"dir": str(tmp_path / "run")},
     }

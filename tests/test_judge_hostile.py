@@ -82,7 +82,7 @@ def _echo(headers: dict[str, str], body: dict[str, Any]) -> Any:
         return 200, completion(f"Headers: {json.dumps(headers)}; your key is {headers.get('Authorization', '')[7:]}")
     if "Find item 2" in user:  # a valid verdict whose reasons carry the key (reaches results and the cache)
         v = verdict(body)
-        for answer in v.values():
+        for answer in v["answers"]:
             answer["reason"] = f"auth was {headers.get('Authorization')} and key {headers.get('Authorization', '')[7:]}"
         return 200, completion(json.dumps(v))
     return 200, {"choices": [], "error": {"message": f"gateway says no: {headers.get('Authorization')}"}}  # 200 with an error body
@@ -143,13 +143,15 @@ def _hostile_case(path: Path) -> Path:
     return path
 
 
-def test_everything_from_the_trace_is_inside_the_fence_of_the_exact_request_bodies(tmp_path):
+@pytest.mark.parametrize("group", ["case", "none"])
+def test_everything_from_the_trace_is_inside_the_fence_of_the_exact_request_bodies(tmp_path, group):
     metrics = [{"type": t} for t in ("ToolCallNecessity", "ToolArgumentAccuracy", "Faithfulness", "TaskCompletion", "StepFaithfulness")]
     with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
-        data = _config(tmp_path, server.url, _hostile_case(tmp_path / "c.jsonl"), metrics=metrics)
+        data = _config(tmp_path, server.url, _hostile_case(tmp_path / "c.jsonl"), metrics=metrics, judge={"group": group})
         summary = anyio.run(lambda: runner.run(validate_config(data))).summary
         bodies = [b for _, b in server.requests]
-    assert summary["status"] == {"ok": 1} and len(bodies) == len(metrics)
+    # Grouped: the four trace metrics share one request, Faithfulness (passages and claims) has its own.
+    assert summary["status"] == {"ok": 1} and len(bodies) == (2 if group == "case" else len(metrics))
     for body in bodies:
         system, user = body["messages"][0]["content"], body["messages"][1]["content"]
         assert "same tag" in system and INJECT not in system

@@ -110,7 +110,7 @@ def test_prose_answer_is_accepted_and_near_miss_is_repaired_once_then_judge_erro
     bad = by_id["case-2"]
     assert bad["status"] == "judge_error" and bad["error"]["kind"] == "parse_error"
     assert bad["scores"]["TaskCompletion"]["judge"]["requests"] == 2  # the repair request counts
-    assert "GRADE q1:" in bad["scores"]["TaskCompletion"]["details"]["raw"] and "GRADE q1:" in bad["error"]["message"]
+    assert "GRADE TC1:" in bad["scores"]["TaskCompletion"]["details"]["raw"] and "GRADE TC1:" in bad["error"]["message"]
     assert summary["judge"]["repairs"] == 2 and sim.stats.requests == 5
     assert summary["judge"]["error_kinds"] == {"parse_error": 1} and summary["judge"]["parse_failures"] == 3
     assert summary["judge"]["parse_failure_rate"] == pytest.approx(3 / 5, abs=1e-6)
@@ -155,10 +155,11 @@ def test_cache_second_run_makes_zero_requests_and_reports_saving(simulator, tmp_
     cases = write_cases(tmp_path / "c.jsonl", 20, calls=2)
     metrics = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]
     first = run_config(tmp_path, sim.url, cases, metrics=metrics, run="a")
-    assert sim.stats.requests == 40 and first["judge"]["cache_hits"] == 0
+    # One grouped request per case asks both metrics.
+    assert sim.stats.requests == 20 and first["judge"]["cache_hits"] == 0 and first["judge"]["grouped_requests"] == 20
     second = run_config(tmp_path, sim.url, cases, metrics=metrics, run="b")
-    assert sim.stats.requests == 40  # nothing new reached the server
-    assert second["judge"]["requests"] == 0 and second["judge"]["cache_hits"] == 40
+    assert sim.stats.requests == 20  # nothing new reached the server
+    assert second["judge"]["requests"] == 0 and second["judge"]["cache_hits"] == 20
     assert second["judge"]["saved_usd"] == pytest.approx(first["judge"]["cost_usd"], rel=1e-6) and second["judge"]["cost_usd"] == 0
     a = {r["case_id"]: r["scores"] for r in results(tmp_path, "a")}
     b = {r["case_id"]: r["scores"] for r in results(tmp_path, "b")}

@@ -140,6 +140,9 @@ class JudgeConfig(_Strict):
     `stop_grace_s`: on SIGINT/SIGTERM, judge requests in flight get this many
     seconds to finish; then they are cut and their cases left unwritten
     (provisional: the resume judges them).
+    `group: case` (the default) asks every judge metric's questions about one
+    case in one request (`tracejudge.stages.judge.grouped`); `none` sends one
+    request per metric.
     `cache_hints` sends the providers' prompt-cache hints (Anthropic
     `cache_control` on the trace block, OpenAI `prompt_cache_key` per trace);
     turn it off for an OpenAI-compatible server that rejects unknown fields.
@@ -165,6 +168,7 @@ class JudgeConfig(_Strict):
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
     cache_hints: bool = True
+    group: Literal["case", "none"] = "case"
     items_per_request: int = Field(default=1, ge=1, le=100)
     item_wait_s: float = Field(default=0.5, ge=0)
     item_seed: int = 0

@@ -21,7 +21,8 @@ class CalibrationConfig(BaseModel):
     `seed`, so the same items are chosen on every run) is also judged alone;
     the summary's `judge.calibration` block gives, per metric, the items
     compared, the share of questions answered the same and the share of equal
-    scores. Only meaningful with `items_per_request` > 1.
+    scores. It compares a shared request — `items_per_request` > 1, or
+    `judge.group: case` — with one request per metric and case.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -412,6 +412,11 @@ class RunJournal:
         return True
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
+        groups = [(s.details or {}).get("group") for s in result.scores.values() if isinstance(s.details, dict)]
+        if any(groups):  # judge.group: case — counted from the results too, so a kill loses none of them
+            self.judge_spent["grouped_requests"] = self.judge_spent.get("grouped_requests", 0) + 1
+            self.judge_spent["parts_reasked_alone"] = self.judge_spent.get("parts_reasked_alone", 0) + sum(
+                1 for g in groups if isinstance(g, dict) and g.get("alone"))
         for score in result.scores.values():
             info = score.judge
             if info is not None and not info.cached:

@@ -611,14 +611,17 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_BAD_INPUT
     got = estimate(config)
     table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
-    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "output tokens (est.)", "dollars"):
+    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "cached (provider)", "output tokens (est.)", "dollars"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     rows = [*got["metrics"].items(), ("total", got["total"])]
     for key, e in rows:
         dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
-        table.add_row(key, f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.output_tokens:,}", dollars)
+        table.add_row(key, f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.cached_input_tokens:,}",
+                      f"{e.output_tokens:,}", dollars)
     console = Console()
     console.print(table)
+    console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
+                  f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens

@@ -45,6 +45,15 @@ order — tests use it to stage exact scenarios: `429` (retry-after
 `timeout`, `truncated`, `400` (a refusal that no retry fixes), `prose` (the JSON wrapped in prose and a code
 fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
+A request with the shared answers schema (named `answers`: a list of
+`{id, answer, reason}`) gets one answer per question id the prompt lists
+(lines `<capitals><n>: …` in its user messages, such as `TC1: …`), as a model reading the
+questions would; each answer is a function of the seed, the tag of the
+request's first fenced data block and the question id alone, so a metric's
+question about a trace gets the same answer whether it was asked alone or
+grouped with other metrics' questions. Faults `drop_item` and
+`malformed_item` leave out or spoil the first answer.
+
 Multi-item requests (`tracejudge.stages.judge.multi`; the verdict schema is named
 `verdicts`) get one verdict per item id, each a function of the seed and the
 id alone, so an item is judged the same in any request and any position;
@@ -75,6 +84,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import socket
 import threading
 import time
@@ -84,6 +94,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from aiohttp import web
+from tracejudge.llm.prefix_cache import PrefixCache, prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.batches import add_batch_routes
 
@@ -91,10 +102,13 @@ __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port",
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
 FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
-# OpenAI's automatic prompt caching: prompts of 1,024 tokens and more, cached in 128-token steps.
-PREFIX_MIN, PREFIX_BLOCK = 1024, 128
 # The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
 MULTI_SCHEMA_NAME = "verdicts"
+# The shared schema of yes/no requests (`tracejudge.stages.judge.base.ANSWERS_SCHEMA`): answers listed by question id.
+ANSWERS_SCHEMA_NAME = "answers"
+_QUESTION_ID = re.compile(r"(?m)^([A-Z]+\d+): ")
+_DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
+_DATA_END = re.compile(r"==== DATA \w+ END ====")
 
 
 @dataclass
@@ -262,72 +276,7 @@ class _Sim:
         self.tok_bucket = limit(config.tpm)
         self.serial = 0
         self.in_flight = 0
-        self.prefixes: dict[str, set[bytes]] = {}  # model → hashes of every prompt prefix seen, at cache-block ends
-
-    def anthropic_cache(self, model: str, body: dict[str, Any]) -> tuple[int, int]:
-        """`(cache_read, cache_creation)` tokens as Anthropic reports them for `body`, and remember its prefix.
-
-        Anthropic caches only up to a block marked `cache_control`: the
-        tools, the system prompt and the messages up to that block. A prefix
-        of at least `PREFIX_MIN` tokens seen before (same model) is read;
-        one not seen before is written.
-        """
-        if not self.config.prefix_cache:
-            return 0, 0
-        parts = [json.dumps([t.get("input_schema") for t in body.get("tools") or []], sort_keys=True), str(body.get("system") or "")]
-        marked = False
-        for m in body.get("messages") or []:
-            content = m.get("content") if isinstance(m, dict) else None
-            for block in content if isinstance(content, list) else [{"type": "text", "text": str(content)}]:
-                parts.append(str(block.get("text", "")))
-                if block.get("cache_control"):
-                    marked = True
-                    break
-            if marked:
-                break
-        if not marked:
-            return 0, 0
-        prefix = "\n".join(parts)
-        tokens = counter_for(model).text(prefix)
-        if tokens < PREFIX_MIN:
-            return 0, 0
-        digest = hashlib.sha256(f"{model}\0{prefix}".encode()).digest()
-        seen = self.prefixes.setdefault("anthropic:" + model, set())
-        if digest in seen:
-            return tokens, 0
-        seen.add(digest)
-        return 0, tokens
-
-    def cached_prefix(self, model: str, body: dict[str, Any]) -> int:
-        """Prompt tokens an OpenAI-style prefix cache would serve for `body`, and remember its prefixes.
-
-        The prompt is the structured-output schema (OpenAI: "a prefix to the
-        system message") then each message's role and content, tokenized;
-        it is cached in blocks: the first `PREFIX_MIN` tokens, then every
-        `PREFIX_BLOCK` more. The answer is the longest such prefix an earlier
-        request of the same model had (0 below `PREFIX_MIN`).
-        """
-        if not self.config.prefix_cache:
-            return 0
-        messages, extra = _prompt_text(body)
-        encoding = counter_for(model).encoding
-        tokens = encoding.encode(extra, disallowed_special=()) if extra else []
-        for m in messages:
-            content = m.get("content")
-            tokens += encoding.encode(f"{m.get('role')}\n{content if isinstance(content, str) else json.dumps(content, sort_keys=True)}",
-                                      disallowed_special=())
-        seen = self.prefixes.setdefault(model, set())
-        running, start, cached, hit = hashlib.sha256(), 0, 0, True
-        for end in range(PREFIX_MIN, len(tokens) + 1, PREFIX_BLOCK):
-            running.update(json.dumps(tokens[start:end]).encode())
-            start = end
-            digest = running.digest()
-            if hit and digest in seen:
-                cached = end
-            else:
-                hit = False
-                seen.add(digest)
-        return cached
+        self.prefix_cache = PrefixCache(config.prefix_cache)
 
     # ----------------------------------------------------------------- faults
 
@@ -414,26 +363,6 @@ def _digest(body: dict[str, Any], seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
 
 
-def _flat(content: Any) -> Any:
-    """A message's content as text when it is a list of text blocks (Anthropic's form), else as it is."""
-    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
-        return "".join(str(b.get("text", "")) for b in content)
-    return content
-
-
-def _prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    messages = [{**m, "content": _flat(m.get("content"))} if isinstance(m, dict) else m for m in body.get("messages") or []]
-    if isinstance(body.get("system"), str):
-        messages = [{"role": "system", "content": body["system"]}, *messages]
-    extra = ""
-    rf = body.get("response_format") or {}
-    if rf.get("type") == "json_schema":
-        extra = json.dumps(rf.get("json_schema", {}).get("schema", {}), sort_keys=True, separators=(",", ":"))
-    for tool in body.get("tools") or []:
-        extra += json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
-    return messages, extra
-
-
 def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str) -> Any:
     """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
 
@@ -441,6 +370,8 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
     item gets the same verdict in any request, in any position. Faults
     `drop_item` and `malformed_item` spoil the first item of the request.
     """
+    if name == ANSWERS_SCHEMA_NAME:
+        return _answers(sim, body, schema, fault)
     if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
         return sim.instance(schema, _digest(body, sim.config.seed))
     out: dict[str, Any] = {}
@@ -457,6 +388,27 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
         elif fault == "malformed_item":
             out[first] = "GRADE: yes"
     return out
+
+
+def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
+    """One answer per question id the prompt lists, each a function of the seed, the data tag and the id (see the module doc)."""
+    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    # Questions are listed after the data: a line of the data that looks like one is not asked.
+    asked = [_DATA_END.split(t)[-1] for t in texts]
+    ids = list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
+    item = ((schema.get("properties") or {}).get("answers") or {}).get("items") or {}
+    out = []
+    for qid in ids:
+        got = sim.instance(item, hashlib.sha256(f"{sim.config.seed}:{tag}:{qid}".encode()).digest())
+        if isinstance(got, dict) and "id" in got:
+            got["id"] = qid
+        out.append(got)
+    if out and fault == "drop_item":
+        out.pop(0)
+    elif out and fault == "malformed_item":
+        out[0] = {**out[0], "answer": "GRADE: yes"}
+    return {"answers": out}
 
 
 def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
@@ -485,7 +437,10 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
     if fault == "prose":
         text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
     elif fault == "near_miss":
-        text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
+        if isinstance(verdict, dict) and isinstance(verdict.get("answers"), list):
+            text = "\n".join(f"GRADE {a.get('id')}: {a.get('answer')}" for a in verdict["answers"] if isinstance(a, dict))
+        else:
+            text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
     elif fault == "truncated":
         st.truncated += 1
         text = text[: max(1, len(text) // 2)]
@@ -493,7 +448,7 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
     counter = counter_for(model)
     completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
-    cached, written = sim.anthropic_cache(model, body) if anthropic else (min(prompt_tokens, sim.cached_prefix(model, body)), 0)
+    cached, written = sim.prefix_cache.anthropic(model, body) if anthropic else (min(prompt_tokens, sim.prefix_cache.openai(model, body)), 0)
     cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
     st.cached_input_tokens += cached
     st.answered += 1
@@ -552,7 +507,7 @@ def build_app(config: SimConfig) -> web.Application:
             return _error(400, "invalid_request_error", "`model` and `messages` are required", {}, anthropic)
         model = str(body["model"])
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
-        messages, extra = _prompt_text(body)
+        messages, extra = prompt_text(body)
         prompt_tokens = counter_for(model).messages(messages, extra)
 
         if config.refuse_marker and any(config.refuse_marker in str(m.get("content")) for m in messages):
@@ -611,7 +566,7 @@ def build_app(config: SimConfig) -> web.Application:
 
     app.router.add_post("/v1/chat/completions", handle)
     app.router.add_post("/v1/messages", handle)
-    add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*_prompt_text(body)))
+    add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*prompt_text(body)))
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/script", set_script)
     return app

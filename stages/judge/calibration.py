@@ -1,14 +1,15 @@
-"""Calibration: how much do verdicts change when items share a request?
+"""Calibration: how much do verdicts change when items or metrics share a request?
 
-With `judge.calibration: {fraction, seed}` and `items_per_request` > 1, a
-sample of items — those whose `case|metric|trial` slot hashes (with the
-seed) below `fraction`, so the same items on every run — is judged both
-batched (the score the run keeps) and alone. Per metric, the summary's
-`judge.calibration` block gives:
+With `judge.calibration: {fraction, seed}`, a sample of items — those whose
+`case|metric|trial` slot hashes (with the seed) below `fraction`, so the
+same items on every run — is judged both shared (the score the run keeps:
+batched with other cases when `items_per_request` > 1, grouped with the
+case's other metrics when `group: case`) and alone, one request for that
+metric on that case. Per metric, the summary's `judge.calibration` block gives:
 
-- `items`: items compared (both verdicts usable, the batched one really
-  from a multi-item request); `not_compared`: sampled items where one side
-  failed or the batched verdict had to be re-asked alone;
+- `items`: items compared (both verdicts usable, the shared one really
+  from a shared request); `not_compared`: sampled items where one side
+  failed or the shared verdict had to be re-asked alone;
 - `question_agreement`: share of questions answered the same (yes/no, or
   the same grade for a Rubric);
 - `value_agreement`: share of items whose score value is equal;
@@ -67,7 +68,8 @@ class Calibration:
         t = self.tallies.setdefault(metric, _Tally())
         b, a = batched.score, alone.score
         composition = (b.details or {}).get("batch") or {}
-        if batched.status != "ok" or alone.status != "ok" or b.value is None or a.value is None or composition.get("alone"):
+        grouping = (b.details or {}).get("group") or {}
+        if batched.status != "ok" or alone.status != "ok" or b.value is None or a.value is None or composition.get("alone") or grouping.get("alone"):
             t.not_compared += 1
             return None
         ba, aa = (b.details or {}).get("answers") or {}, (a.details or {}).get("answers") or {}

@@ -78,13 +78,13 @@ from tracejudge.llm.providers import (
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
 from tracejudge.llm.tokens import count_messages
-from tracejudge.stages.judge.base import Plan, Question
-from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no
+from tracejudge.stages.judge.base import ANSWERS_SCHEMA_NAME, Plan, Question
+from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.batch_runner import BatchRunner
 
-__all__ = ["Judge", "JudgeAuthError", "JudgeStats", "Outcome", "build_request", "error_kind", "key_components", "parse_answers", "request_tokens"]
+__all__ = ["Judge", "JudgeAuthError", "JudgeStats", "Outcome", "build_request", "error_kind", "finish", "key_components", "parse_answers", "request_tokens"]
 
 log = get_logger("tracejudge.judge")
 
@@ -128,6 +128,8 @@ class JudgeStats:
     items_from_cache: int = 0
     single_flight_shared: int = 0
     requests_split: int = 0
+    grouped_requests: int = 0
+    parts_reasked_alone: int = 0
     cache_errors: int = 0
     parse_failures: int = 0
     truncated_replies: int = 0
@@ -242,17 +244,16 @@ class _Flight:
 def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int = 0) -> JudgeRequest:
     """The request asking `questions` of `plan` (its case text with `omit` middle steps left out)."""
     metric = plan.metric
-    listing = "\n".join(f"{q.id}: {q.text}" for q in questions)
     trace = plan.render(omit)
-    ask = metric.instructions(plan.kind) + (f"\n\nQuestions:\n{listing}" if plan.kind == "yes_no" else "")
+    ask = plan.ask_text(questions)
     return JudgeRequest(
         model=cfg.model,
         messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
         schema=metric.verdict_schema(plan, [q.id for q in questions]),
-        schema_name="verdict",
-        max_tokens=cfg.max_tokens,
+        schema_name=ANSWERS_SCHEMA_NAME if plan.kind == "yes_no" else "verdict",
+        max_tokens=cfg.max_tokens * max(1, len(plan.parts)),  # a grouped plan answers for each of its metrics
         temperature=cfg.temperature,
-        cache_prefix=len(trace) if cfg.cache_hints else 0,
+        cache_prefix=len(trace) if cfg.cache_hints and plan.extra.get("cache_hint", True) else 0,
     )
 
 
@@ -277,10 +278,28 @@ def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_versi
 
 
 def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:
-    """Answers by question id; raises `ParseError`."""
+    """Answers by question id (`q1`…; a grouped plan's `TC1`…); raises `ParseError`.
+
+    For a grouped plan only the metrics whose every answer is usable are
+    returned (the caller re-asks the others alone); none usable is an error.
+    """
     if plan.kind == "scale":
         return {questions[0].id: parse_scale(text, *plan.scale)}
-    return parse_yes_no(text, [q.id for q in questions])
+    if plan.parts:
+        wanted = {q.id for q in questions}
+        parts = [[q for q in (p.full_id(x) for x in p.questions) if q in wanted] for p in plan.parts]
+        got, _ = parse_parts(text, [ids for ids in parts if ids])
+        return {k: v for answers in got if answers is not None for k, v in answers.items()}
+    got = parse_yes_no(text, [plan.full_id(q) for q in questions])
+    return {q.id: got[plan.full_id(q)] for q in questions}
+
+
+def finish(plan: Plan, answers: dict[str, Any]) -> Score:
+    """The metric's score from `answers`; for a grouped plan a carrier whose `details.answers` holds the answers
+    by prompt id (`TC1`…), which `tracejudge.stages.judge.grouped.split` turns into each metric's score."""
+    if plan.parts:
+        return Score(value=None, passed=None, reason="grouped answers", details={"answers": answers})
+    return plan.metric.finalize(plan, answers)
 
 
 class Judge:
@@ -541,7 +560,7 @@ class Judge:
             self.stats.truncated_prompts += 1
             plan.note = (plan.note + "; " if plan.note else "") + f"{fitted.omit} middle steps left out to fit the judge's context (too_long: truncate)"
 
-        comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.metric.prompt_version, plan.metric.rubric, trial)
+        comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial)
         key = cache_key(comps)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -664,6 +683,6 @@ class Judge:
         if failure is not None:
             failure.score.judge = info
             return failure
-        score = plan.metric.finalize(plan, answers)
+        score = finish(plan, answers)
         score.judge = info
         return Outcome(score)

@@ -31,11 +31,15 @@ __all__ = [
 ]
 
 
-def _trace_sections(case: Case, omit: int, number_calls: bool = False) -> list[tuple[str, str]]:
+def _trace_sections(case: Case, omit: int, full: bool = False) -> list[tuple[str, str]]:
     sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
     if case.trace is not None:
-        sections.append(("Trace", render_steps(case.trace.steps, omit, number_calls)))
-        sections.append(("Final output", text_of(case.trace.output) or "(none)"))
+        steps = case.trace.steps
+        sections.append(("Trace", render_steps(steps, omit, full)))
+        output = text_of(case.trace.output)
+        if not full and output and steps and text_of(steps[-1].output) == output:
+            output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
+        sections.append(("Final output", output or "(none)"))
     return sections
 
 
@@ -57,7 +61,7 @@ class TaskCompletion(JudgeMetric):
     Works without steps (the final output alone); no output at all → null.
     """
 
-    prompt_version: ClassVar[str] = "task-completion/3"
+    prompt_version: ClassVar[str] = "task-completion/4"
     task: ClassVar[str] = "You judge whether the agent's final output accomplishes the user's task."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -69,7 +73,7 @@ class TaskCompletion(JudgeMetric):
             Question("q3", "Is the final output correct and usable as given?"),
             Question("q4", "Did the agent fail, give up, or end in an error?", good="no"),
         ]
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=len(case.trace.steps))
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=len(case.trace.steps))
 
 
 @register_metric
@@ -82,7 +86,7 @@ class PlanQuality(JudgeMetric):
     Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "plan-quality/3"
+    prompt_version: ClassVar[str] = "plan-quality/4"
     task: ClassVar[str] = "You judge the quality of the plan the agent followed, as shown by its steps."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -95,7 +99,7 @@ class PlanQuality(JudgeMetric):
             Question("q4", "Is nothing essential missing from the plan?"),
             Question("q5", "Is the plan efficient overall?"),
         ]
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=len(case.trace.steps))
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=len(case.trace.steps))
 
 
 @register_metric
@@ -109,7 +113,7 @@ class TrajectoryEfficiency(JudgeMetric):
     at 0. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "trajectory-efficiency/3"
+    prompt_version: ClassVar[str] = "trajectory-efficiency/4"
     task: ClassVar[str] = "You judge how efficiently the agent reached its result."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -125,7 +129,7 @@ class TrajectoryEfficiency(JudgeMetric):
         if failed:
             qs.append(Question("q4", f"{failed} tool call(s) failed. Did the agent handle each failure by retrying differently, "
                                      "switching approach, or clearly saying it failed, rather than carrying on as if the call succeeded?"))
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=len(case.trace.steps))
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=len(case.trace.steps))
 
     def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
         base = sum(answers[q]["answer"] == "yes" for q in ("q1", "q2", "q3")) / 3
@@ -143,7 +147,7 @@ def _calls_plan(metric: JudgeMetric, case: Case, make: Any, what: str) -> Plan |
         return None
     judged = calls[: metric.max_items]
     qs = [make(i, c) for i, c in enumerate(judged, 1)]
-    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, number_calls=True)),
+    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, metric.trace_format == "full")),
                 steps=len(case.trace.steps), note=_cap_note(len(calls), metric.max_items, what))
 
 
@@ -156,13 +160,12 @@ class ToolArgumentAccuracy(JudgeMetric):
     ("no tool calls to judge"), where multivon-eval is silent.
     """
 
-    prompt_version: ClassVar[str] = "tool-argument-accuracy/3"
-    task: ClassVar[str] = "You judge the arguments the agent passed to its tool calls."
+    prompt_version: ClassVar[str] = "tool-argument-accuracy/4"
+    task: ClassVar[str] = ("You judge the arguments the agent passed to its tool calls. For each call k asked about (the line "
+                           "`call k:` in the trace): are its arguments appropriate and well-formed for this tool, given the task?")
 
     def plan(self, case: Case) -> Plan | Score:
-        got = _calls_plan(self, case, lambda i, c: Question(
-            f"q{i}", f"Call {i} (the line `call {i}:` in the trace): are its arguments appropriate and well-formed for this tool, given the task?"),
-            "tool calls")
+        got = _calls_plan(self, case, lambda i, c: Question(f"q{i}", f"call {i}"), "tool calls")
         return _not_computed("no tool calls to judge") if got is None else got
 
 
@@ -176,15 +179,12 @@ class ToolCallNecessity(JudgeMetric):
     made (no request is sent).
     """
 
-    prompt_version: ClassVar[str] = "tool-call-necessity/3"
-    task: ClassVar[str] = "You judge whether each tool call the agent made was needed."
+    prompt_version: ClassVar[str] = "tool-call-necessity/4"
+    task: ClassVar[str] = ("You judge whether each tool call the agent made was needed. For each call k asked about (the line "
+                           "`call k:` in the trace): given the task and only what calls 1 to k-1 returned, was call k strictly necessary to make progress?")
 
     def plan(self, case: Case) -> Plan | Score:
-        got = _calls_plan(self, case, lambda i, c: Question(
-            f"q{i}", f"Call {i} (the line `call {i}:` in the trace): given the task and what calls 1 to {i - 1} returned, "
-                     "was this call strictly necessary to make progress?" if i > 1 else
-                     "Call 1 (the line `call 1:` in the trace): given the task, was this first call strictly necessary to make progress?"),
-            "tool calls")
+        got = _calls_plan(self, case, lambda i, c: Question(f"q{i}", f"call {i}"), "tool calls")
         if got is None:
             return self.verdict(1.0, "no tool calls were made")
         return got
@@ -199,17 +199,17 @@ class StepFaithfulness(JudgeMetric):
     failures. Score = share of yes. Requires steps.
     """
 
-    prompt_version: ClassVar[str] = "step-faithfulness/3"
-    task: ClassVar[str] = "You judge whether each step of the agent is faithful to the task and to what earlier steps observed."
+    prompt_version: ClassVar[str] = "step-faithfulness/4"
+    task: ClassVar[str] = ("You judge whether each step of the agent is faithful to the task and to what earlier steps observed. For each "
+                           "step k asked about: does it follow from the task and steps 1 to k-1, without invented observations or ignored failures?")
 
     def plan(self, case: Case) -> Plan | Score:
         if case.trace is None or not case.trace.steps:
             return _not_computed("the case has no steps")
         n = len(case.trace.steps)
         k = min(n, self.max_items)
-        qs = [Question(f"q{i}", f"Step {i}: does it follow from the task and steps 1 to {i - 1}, without invented observations or ignored failures?"
-                       if i > 1 else "Step 1: does it follow from the task, without invented observations?") for i in range(1, k + 1)]
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit)), steps=n, note=_cap_note(n, self.max_items, "steps"))
+        qs = [Question(f"q{i}", f"step {i}") for i in range(1, k + 1)]
+        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=n, note=_cap_note(n, self.max_items, "steps"))
 
 
 @register_metric
@@ -222,7 +222,7 @@ class AgentMemoryEval(JudgeMetric):
     set — includes it (all yes-good). Score = share of good answers.
     """
 
-    prompt_version: ClassVar[str] = "agent-memory/3"
+    prompt_version: ClassVar[str] = "agent-memory/4"
     task: ClassVar[str] = "You judge whether the agent's response uses what it should remember from earlier sessions."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -259,7 +259,7 @@ class ContextRelevance(JudgeMetric):
     relevant; 0.0 with no request when there is nothing to judge.
     """
 
-    prompt_version: ClassVar[str] = "context-relevance/3"
+    prompt_version: ClassVar[str] = "context-relevance/4"
     task: ClassVar[str] = "You judge whether each retrieved passage is relevant to the user's input."
     max_items: int = Field(default=8, ge=1, le=1000)
 
@@ -291,7 +291,7 @@ class Faithfulness(JudgeMetric):
     share supported. No output or no passages → null.
     """
 
-    prompt_version: ClassVar[str] = "faithfulness/3"
+    prompt_version: ClassVar[str] = "faithfulness/4"
     task: ClassVar[str] = "You judge whether each claim of the agent's output is supported by the given passages."
 
     def plan(self, case: Case) -> Plan | Score:
@@ -320,7 +320,7 @@ class Rubric(JudgeMetric):
     Score = (grade − lowest) / (highest − lowest).
     """
 
-    prompt_version: ClassVar[str] = "rubric/3"
+    prompt_version: ClassVar[str] = "rubric/4"
     task: ClassVar[str] = "You grade the agent's run against the user's rubric."
     criteria: str = Field(min_length=1)
     scale: tuple[int, int] = (1, 5)
@@ -352,7 +352,7 @@ class Rubric(JudgeMetric):
             out = text_of(case.trace.output) if case.trace else ""
             render = lambda omit: fence([("Task (the user's request)", text_of(case.input) or "(none)"), ("Final output", out or "(none)")])  # noqa: E731
         else:
-            render = lambda omit: fence(_trace_sections(case, omit))  # noqa: E731
+            render = lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full"))  # noqa: E731
         steps = len(case.trace.steps) if case.trace and self.include == "trace" else 0
         return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, steps=steps, kind="scale", scale=self.scale)
 

@@ -1,6 +1,8 @@
 """Multi-item judge requests: several items of one metric share one request.
 
-An *item* is one metric's questions about one case (one trial). A
+An *item* is one metric's questions about one case (one trial), or with
+`judge.group: case` a grouped plan: every metric's questions about one case
+(`tracejudge.stages.judge.grouped`); items of one request then have the same metrics. A
 multi-item request is laid out so that provider prompt caching applies:
 
 - the system message is the fixed part — the system prompt all metrics
@@ -50,7 +52,7 @@ from tracejudge.core.config import JudgeConfig
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.cache import cache_key, canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError
-from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.parse import ParseError, json_objects, scale_from, yes_no_from
 
@@ -63,8 +65,9 @@ MULTI_SCHEMA_NAME = "verdicts"
 MULTI_NOTE = """This request holds several items. Each starts with a line `### Item <id>` and has its own recorded data \
 (between its own marker lines) and its own questions. Judge every item on its own, exactly as the evaluation at the start \
 of the user message instructs, as if it were the only one: never compare items or let one influence another. Reply with \
-one JSON object whose keys are the item ids and whose values are the verdict object that evaluation describes for that item: {"<item id>": <verdict>, ...}. \
-Reply with that JSON object only."""
+one JSON object whose keys are the item ids and whose values are the item's verdict: for yes/no questions an object keyed by \
+question id, {"<item id>": {"<question id>": {"answer": "yes", "reason": "..."}, ...}, ...}; for a grade the grade object \
+the evaluation describes. This replaces the answer format given above. Reply with that JSON object only."""
 
 
 @dataclass
@@ -93,7 +96,7 @@ def item_id(item: Item, cfg: JudgeConfig) -> str:
     has the same id in any run, request or order.
     """
     req = build_request(item.plan, item.questions, cfg)
-    content = {"messages": list(req.messages), "schema": req.schema, "prompt_version": item.plan.metric.prompt_version,
+    content = {"messages": list(req.messages), "schema": req.schema, "prompt_version": item.plan.prompt_version,
                "rubric": item.plan.metric.rubric, "trial": item.trial}
     return "i" + hashlib.sha256(canonical(content).encode()).hexdigest()[:12]
 
@@ -107,7 +110,9 @@ def shuffled(ids: list[str], seed: int) -> tuple[list[str], int]:
 
 
 def _block(item: Item) -> str:
-    listing = "\n".join(f"{q.id}: {q.text}" for q in item.questions)
+    if item.plan.parts:  # a grouped plan: each metric's instructions and questions under the item's data
+        return f"### Item {item.id}\n{item.plan.render(0)}\n\n{item.plan.ask_text(item.questions)}"
+    listing = "\n".join(f"{item.plan.full_id(q)}: {q.text}" for q in item.questions)
     body = f"{item.plan.render(0)}\n\nQuestions:\n{listing}" if item.plan.kind == "yes_no" else item.plan.render(0)
     return f"### Item {item.id}\n{body}"
 
@@ -116,13 +121,15 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     """One request for `items` (all of one metric and trial, ids set, in the order given)."""
     metric = items[0].plan.metric
     system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
-    user = metric.instructions(items[0].plan.kind) + "\n\n" + "\n\n".join(_block(it) for it in items)
+    head = "" if items[0].plan.parts else metric.instructions(items[0].plan.kind) + "\n\n"
+    user = head + "\n\n".join(_block(it) for it in items)
     # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
     defs: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
     props: dict[str, Any] = {}
     for it in items:
-        sub = metric.verdict_schema(it.plan, [q.id for q in it.questions])
+        ids = [it.plan.full_id(q) for q in it.questions]
+        sub = yes_no_schema(ids) if it.plan.kind == "yes_no" else metric.verdict_schema(it.plan, ids)
         shape = canonical(sub)
         if shape not in names:
             names[shape] = f"v{len(names) + 1}"
@@ -130,7 +137,8 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
         props[it.id] = {"$ref": f"#/$defs/{names[shape]}"}
     schema = {"type": "object", "properties": props, "required": [it.id for it in items], "additionalProperties": False, "$defs": defs}
     return JudgeRequest(model=cfg.model, messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
-                        schema=schema, schema_name=MULTI_SCHEMA_NAME, max_tokens=cfg.max_tokens * len(items), temperature=cfg.temperature)
+                        schema=schema, schema_name=MULTI_SCHEMA_NAME, max_tokens=cfg.max_tokens * sum(max(1, len(it.plan.parts)) for it in items),
+                        temperature=cfg.temperature)
 
 
 def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -149,7 +157,8 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
             if it.plan.kind == "scale":
                 good[it.id] = {it.questions[0].id: scale_from(data[it.id], *it.plan.scale)}
             else:
-                good[it.id] = yes_no_from(data[it.id], [q.id for q in it.questions])
+                got = yes_no_from(data[it.id], [it.plan.full_id(q) for q in it.questions])
+                good[it.id] = {q.id: got[it.plan.full_id(q)] for q in it.questions}
         except ParseError as exc:
             bad[it.id] = str(exc)
     return good, bad
@@ -162,9 +171,9 @@ def refusal(exc: ProviderError) -> bool:
 
 
 def _finalize(item: Item, answers: dict[str, Any], info: JudgeInfo, composition: dict[str, Any]) -> Outcome:
-    from tracejudge.stages.judge.client import Outcome
+    from tracejudge.stages.judge.client import Outcome, finish
 
-    score = item.plan.metric.finalize(item.plan, answers)
+    score = finish(item.plan, answers)
     score.details = {**(score.details or {}), "batch": composition}
     score.judge = info
     return Outcome(score)
@@ -185,7 +194,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
 
     def item_comps(it: Item) -> dict[str, Any]:
         req = build_multi_request([it], cfg)
-        return key_components(cfg.provider, judge.cache_base_url, req, metric.prompt_version, metric.rubric, it.trial)
+        return key_components(cfg.provider, judge.cache_base_url, req, it.plan.prompt_version, metric.rubric, it.trial)
 
     todo: list[int] = []
     halves: list[list[int]] = []  # index lists re-asked as smaller groups after a refusal
@@ -217,7 +226,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             for i in todo:
                 alone[i] = {"alone": True, "why": "the items together do not fit the judge's context"}
         else:
-            comps = key_components(cfg.provider, judge.cache_base_url, req, metric.prompt_version, metric.rubric, items[0].trial)
+            comps = key_components(cfg.provider, judge.cache_base_url, req, items[0].plan.prompt_version, metric.rubric, items[0].trial)
             key = cache_key(comps)
             composition_base = {"request": key[:16], "items": order, "seed": seed}
             cached = judge.cache.get(key) if judge.cache is not None else None

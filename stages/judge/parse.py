@@ -6,7 +6,9 @@ by prose — every `{` of the reply starts a candidate (decoded with
 verdict for the asked questions wins, so a decoy `{…}` in prose before the
 verdict does no harm. Zero-width and byte-order-mark characters are removed
 first (they make "ye\u200bs" look like "yes" to a reader but not to a parser).
-Not tolerated: anything that is not a JSON object with exactly the asked
+Answers come as the shared schema's list (`{"answers": [{"id", "answer",
+"reason"}, …]}`, read by id; the first answer to an id counts) or as an
+object keyed by question id. Not tolerated: anything that is not a JSON object with exactly the asked
 question ids and an answer that is exactly yes or no after trimming and
 lower-casing ("yess", "yes!" and "y" are wrong) — a near-miss like
 `GRADE: CI` or `q1: yes` lines is a parse failure, which the judge answers
@@ -20,7 +22,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["ParseError", "extract_json", "json_objects", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible", "yes_no_from"]
+__all__ = ["ParseError", "by_id", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible", "yes_no_from"]
 
 T = TypeVar("T")
 
@@ -70,13 +72,49 @@ def _first_valid(text: str, read: Callable[[Any], T]) -> T:
     raise first or ParseError("no JSON object found in the reply")
 
 
+def by_id(data: Any) -> Any:
+    """A reply object's answers by question id: the shared schema's `{"answers": [{"id": …}, …]}` (the first
+    answer to an id counts), or `data` itself when it is not in that form (keyed by id)."""
+    if isinstance(data, dict) and isinstance(data.get("answers"), list):
+        out: dict[str, Any] = {}
+        for a in data["answers"]:
+            if isinstance(a, dict) and isinstance(a.get("id"), str):
+                out.setdefault(strip_invisible(a["id"]).strip(), a)
+        return out
+    return data
+
+
 def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]]:
     """`{qid: {"answer": "yes"|"no", "reason": str}}` for exactly `question_ids`. Raises `ParseError`.
 
     Answers are compared case-insensitively after trimming; a missing id, an
     extra id, or an answer other than yes/no is an error.
     """
-    return _first_valid(text, lambda data: yes_no_from(data, question_ids))
+    return _first_valid(text, lambda data: yes_no_from(by_id(data), question_ids))
+
+
+def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[str, str]] | None], list[str]]:
+    """Per part (one metric's question ids) of a grouped reply: its answers, or `None` and the problem (`""` when usable).
+
+    The reply's first JSON object that answers some asked id is read. Raises
+    `ParseError` when no part is usable (the whole reply then gets a repair request).
+    """
+    wanted = {q for ids in parts for q in ids}
+    data = next((by_id(o) for o in json_objects(text) if isinstance(by_id(o), dict) and wanted & set(by_id(o))), None)
+    if data is None:
+        raise ParseError("no JSON object with answers to the asked question ids found in the reply")
+    got: list[dict[str, dict[str, str]] | None] = []
+    problems: list[str] = []
+    for ids in parts:
+        try:
+            got.append(yes_no_from(data, ids))
+            problems.append("")
+        except ParseError as exc:
+            got.append(None)
+            problems.append(str(exc))
+    if all(g is None for g in got):
+        raise ParseError(problems[0])
+    return got, problems
 
 
 def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]:

@@ -49,11 +49,12 @@ from tracejudge.llm.prices import cost_usd, price_for
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.simulator.server import SimConfig, start_simulator
-from tracejudge.stages.judge.base import JudgeMetric, Plan
+from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
 from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, Outcome
+from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.multi import Item, judge_items
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
@@ -66,7 +67,7 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
              "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
-             "single_flight_shared", "requests_split")
+             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone")
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -164,7 +165,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                                            batches=batch_runner)
             return judge
 
-    batchers: dict[tuple[str, int], Batcher[Item, Outcome]] = {}
+    batchers: dict[tuple[Any, int], Batcher[Item, Outcome]] = {}
 
     async def batched(judge: Judge, metric: JudgeMetric, plan: Plan, trial: int, slot: str) -> Outcome:
         group = (metric.key, trial)
@@ -211,23 +212,27 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         outcomes: dict[str, Outcome] = {}
         stopped: list[str] = []
 
-        async def one(metric: JudgeMetric) -> None:
-            try:
-                await ask(metric)
-            except JudgeStopped:
-                stopped.append(metric.key)
-
-        async def ask(metric: JudgeMetric) -> None:
+        plans: dict[str, Plan] = {}
+        for metric in use:
             try:
                 plan = metric.plan(case)
             except Exception as exc:  # a metric bug costs one score, not the run
                 outcomes[metric.key] = Outcome(Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}"))
-                return
+                continue
             if isinstance(plan, Score):
                 outcomes[metric.key] = Outcome(plan)
-                return
-            per_q = one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
-            slot = f"{case.id}|{metric.key}|{work.trial}"
+            else:
+                plans[metric.key] = plan
+
+        def per_question(metric: JudgeMetric) -> bool:
+            return one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
+
+        def slot_of(metric: JudgeMetric) -> str:
+            return f"{case.id}|{metric.key}|{work.trial}"
+
+        async def ask(metric: JudgeMetric) -> None:
+            plan, slot = plans[metric.key], slot_of(metric)
+            per_q = per_question(metric)
             if cfg.items_per_request > 1 and not per_q:
                 if calibration.sampled(slot):
                     outcomes[metric.key] = await calibrate(judge, metric, plan, work.trial, slot)
@@ -236,13 +241,62 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             else:
                 outcomes[metric.key] = await judge.judge(plan, work.trial, slot, per_q)
 
-        async def all_metrics() -> None:
-            if len(use) == 1:
-                await one(use[0])
+        async def ask_group(members: list[JudgeMetric]) -> None:
+            group = [plans[m.key] for m in members]
+            gp = grouped_plan(group, reused=config.run.trials > 1 or cfg.calibration is not None)
+            judge.stats.grouped_requests += 1
+            if cfg.items_per_request > 1:
+                key = (tuple(type(p.metric).__name__ for p in group), work.trial)
+                if key not in batchers:
+                    batchers[key] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
+                got = await batchers[key].submit(key, Item(gp, work.trial, f"{case.id}|group|{work.trial}"))
             else:
+                got = await judge.judge(gp, work.trial, f"{case.id}|group|{work.trial}", False)
+            if gp.note:
+                for p in group:
+                    p.note = (p.note + "; " if p.note else "") + gp.note
+            parts = await split(judge, group, got, work.trial, [slot_of(m) for m in members])
+            sampled = [i for i, m in enumerate(members) if calibration.sampled(slot_of(m))]
+
+            async def compare(i: int) -> None:
+                # Calibration: the metric asked by itself too, and compared with its grouped verdict.
+                m = members[i]
+                alone = await judge.judge(plans[m.key], work.trial, slot_of(m) + "|alone", False)
+                found = calibration.add(m.key, parts[i], alone)
+                if found is not None:
+                    parts[i].score.details = {**(parts[i].score.details or {}), "calibration": found}
+
+            if sampled:
                 async with anyio.create_task_group() as tg:
-                    for metric in use:
-                        tg.start_soon(one, metric)
+                    for i in sampled:
+                        tg.start_soon(compare, i)
+            for m, o in zip(members, parts, strict=True):
+                outcomes[m.key] = o
+
+        groups: list[list[JudgeMetric]] = []
+        if cfg.group == "case":
+            by_plan = {id(plans[m.key]): m for m in use if m.key in plans}
+            candidates = [plans[m.key] for m in use if m.key in plans and not per_question(m)]
+            # Grouping renders each plan's fenced text: off the event loop, as a long trace takes a while.
+            found = await anyio.to_thread.run_sync(group_plans, candidates, abandon_on_cancel=True) if len(candidates) > 1 else []
+            groups = [[by_plan[id(p)] for p in g] for g in found if len(g) > 1]
+        grouped_keys = {m.key for g in groups for m in g}
+        singles = [m for m in use if m.key in plans and m.key not in grouped_keys]
+
+        async def guarded(job: Callable[[], Any], keys: list[str]) -> None:
+            try:
+                await job()
+            except* JudgeStopped:  # also from a metric re-asked alone inside a task group
+                stopped.extend(keys)
+
+        async def all_metrics() -> None:
+            jobs = [(lambda m=m: ask(m), [m.key]) for m in singles] + [(lambda g=g: ask_group(g), [m.key for m in g]) for g in groups]
+            if len(jobs) == 1:
+                await guarded(*jobs[0])
+            elif jobs:
+                async with anyio.create_task_group() as tg:
+                    for job, keys in jobs:
+                        tg.start_soon(guarded, job, keys)
 
         if stop is None:
             await all_metrics()

@@ -29,13 +29,16 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if (j.get("items_per_request") or 1) > 1:
         lines.append(f"judge batching: {j.get('items_per_request')} items per request; {j.get('items_batched', 0)} items in "
                      f"{j.get('multi_requests', 0)} shared requests, {j.get('items_reasked_alone', 0)} re-asked alone")
+    if j.get("grouped_requests"):
+        lines.append(f"judge grouping: {j['grouped_requests']} cases asked every metric in one request; "
+                     f"{j.get('parts_reasked_alone', 0)} metrics re-asked alone")
     if j.get("mode") == "batch":
         lines.append(f"judge batch API: {j.get('batches_submitted', 0)} batches submitted, {j.get('batches_reattached', 0)} re-attached, "
                      f"{j.get('batch_resubmits', 0)} requests resubmitted; ${j.get('cost_usd', 0.0):.4f} at the batch price "
                      f"(${j.get('sync_equivalent_usd', 0.0):.4f} synchronously)")
     for metric, c in (j.get("calibration") or {}).items():
         if c.get("items"):
-            lines.append(f"calibration {metric}: {c['items']} items judged alone and batched; questions agree "
+            lines.append(f"calibration {metric}: {c['items']} items judged alone and shared (batched or grouped); questions agree "
                          f"{c['question_agreement']:.1%}, scores equal {c['value_agreement']:.1%}, mean |diff| {c['mean_abs_diff']:.3f}")
         else:
             lines.append(f"calibration {metric}: no item compared ({c.get('not_compared', 0)} sampled items had a failed side)")

@@ -1,0 +1,124 @@
+"""Grouped judging (`judge.group: case`): one request asks every judge metric's questions about one case.
+
+The plans of a case's judge metrics that render the same fenced data
+(`tracejudge.stages.judge.base.group_plans`: every trace metric does) become
+one grouped plan (`grouped_plan`): the fenced trace once, then each metric's
+instructions and its questions with ids such as `TC1` (`Plan.full_id`), answered as one
+object of the shared answers schema. A Rubric (graded on a scale) and a
+metric asked one question per request keep their own requests.
+
+The grouped request goes through the same path as any request (`Judge.judge`:
+the context fit, the cache, single flight, the budget, the limiter or the
+batch API, one repair request when nothing in the reply parses), so it works
+with all of them; with `items_per_request` > 1 grouped plans of several
+cases share a request (`tracejudge.stages.judge.multi`). `split` then gives each
+metric its own score, computed by the metric exactly as from a request of
+its own (same score, reason and threshold):
+
+- a metric whose answers are missing or malformed in the reply is re-asked
+  alone, the others are kept (`parts_reasked_alone`);
+- a grouped request the provider refuses (a 400 such as a content filter, a
+  5xx that persisted) or whose reply was unusable even after the repair is
+  re-asked metric by metric, so one metric's prompt cannot fail the others;
+- any other failure (budget, rate limit, timeout) is each metric's failure.
+
+Each score's `details.group` says what happened: `metrics` (the group, in
+order) and `position`, or `alone: true` with `why`. Its `judge` block holds
+its share of the grouped request's tokens and dollars (split evenly; the
+first metric takes the remainder, and counts the request) plus, for a
+metric re-asked alone, that request's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from tracejudge.core.records import JudgeInfo
+from tracejudge.stages.judge.base import Plan
+
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.client import Judge, Outcome
+
+__all__ = ["split"]
+
+_REASK = ("provider_error", "parse_error", "truncated")  # failures one metric's part may cause: each metric then asks alone
+
+
+def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:
+    """Position `pos`'s share of the grouped request's `info` among `n` metrics."""
+    if info is None:
+        return None
+
+    def part(v: int) -> int:
+        return v // n + (v % n if pos == 0 else 0)
+
+    # Requests are counted once (on the first metric), so spending rebuilt from results on a resume counts the
+    # grouped request once, as the run did.
+    return info.model_copy(update={"input_tokens": part(info.input_tokens), "output_tokens": part(info.output_tokens),
+                                   "cached_input_tokens": part(info.cached_input_tokens), "cost_usd": round(info.cost_usd / n, 8),
+                                   "requests": info.requests if pos == 0 else 0, "cached_requests": info.cached_requests if pos == 0 else 0})
+
+
+def _add(a: JudgeInfo | None, b: JudgeInfo | None) -> JudgeInfo | None:
+    """`a` with `b`'s tokens, dollars and requests added (either may be missing)."""
+    if a is None or b is None:
+        return a or b
+    return a.model_copy(update={"input_tokens": a.input_tokens + b.input_tokens, "output_tokens": a.output_tokens + b.output_tokens,
+                                "cached_input_tokens": a.cached_input_tokens + b.cached_input_tokens,
+                                "cost_usd": round(a.cost_usd + b.cost_usd, 8), "requests": a.requests + b.requests,
+                                "cached_requests": a.cached_requests + b.cached_requests, "cached": a.cached and b.cached})
+
+
+async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, slots: list[str],
+                alone: Callable[[Plan, int, str], Awaitable[Outcome]] | None = None) -> list[Outcome]:
+    """Each metric's `Outcome` from the grouped request's `outcome` (one per plan of `plans`, in order).
+
+    `alone(plan, trial, slot)` judges one metric by itself (default: `judge.judge`).
+    """
+    from tracejudge.stages.judge.client import Outcome
+
+    ask = alone or (lambda plan, t, slot: judge.judge(plan, t, slot, False))
+    names = [type(p.metric).__name__ for p in plans]
+    out: list[Outcome | None] = [None] * len(plans)
+    why: dict[int, str] = {}
+    score = outcome.score
+    if outcome.status != "ok" or (score.details or {}).get("answers") is None:
+        if outcome.kind not in _REASK and outcome.status != "ok":
+            for i in range(len(plans)):
+                s = score.model_copy(update={"details": {**(score.details or {}), "group": {"metrics": names, "position": i}},
+                                             "judge": _share(score.judge, len(plans), i)})
+                out[i] = Outcome(s, outcome.status, outcome.message, outcome.kind)
+            return [o for o in out if o is not None]
+        # Refused, unusable or too long as a whole: each metric on its own, so only a metric that causes it fails.
+        problem = outcome.message or score.reason or ""
+        why = {i: f"the grouped request failed ({problem[:300]}); re-asked alone" for i in range(len(plans))}
+    else:
+        answers: dict[str, Any] = score.details["answers"]  # type: ignore[index]
+        for i, plan in enumerate(plans):
+            mine = {q.id: answers.get(plan.full_id(q)) for q in plan.questions}
+            if any(a is None for a in mine.values()):
+                why[i] = "re-asked alone: its answers were missing or malformed in the grouped reply"
+                continue
+            s = plan.metric.finalize(plan, mine)  # type: ignore[arg-type]
+            s.details = {**(s.details or {}), "group": {"metrics": names, "position": i}}
+            for key in ("batch", "calibration"):
+                if key in (score.details or {}):
+                    s.details[key] = score.details[key]  # type: ignore[index]
+            s.judge = _share(score.judge, len(plans), i)
+            out[i] = Outcome(s)
+    if why:
+        judge.stats.parts_reasked_alone += len(why)
+
+        async def one(i: int) -> None:
+            got = await ask(plans[i], trial, slots[i])
+            got.score.details = {**(got.score.details or {}), "group": {"alone": True, "why": why[i], "metrics": names}}
+            # Its share of the grouped request stays on its score: spending rebuilt from results misses nothing.
+            got.score.judge = _add(got.score.judge, _share(score.judge, len(plans), i))
+            out[i] = got
+
+        async with anyio.create_task_group() as tg:
+            for i in why:
+                tg.start_soon(one, i)
+    return [o for o in out if o is not None]
