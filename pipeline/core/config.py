@@ -222,7 +222,7 @@ class RunSection(_Strict):
     queue_size: int = Field(default=64, ge=1, le=100_000)
     chunk_size: int = Field(default=16, ge=1, le=1024)
     trials: int = Field(default=1, ge=1)
-    flush_every: int = Field(default=64, ge=1)
+    flush_every: int = Field(default=256, ge=1)
     max_resume_retries: int = Field(default=2, ge=0)
     executor: Literal["inprocess", "processes", "ray"] = "processes"
     processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)

@@ -24,10 +24,18 @@ __all__ = ["JunitWriter", "write_junit"]
 
 # XML 1.0 cannot carry most control characters, even escaped.
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# Characters that need escaping (or that XML cannot carry): most values (ids, keys, reasons) have none.
+_SPECIAL = re.compile("[\x00-\x1f&<>]")
 
 
 def _attr(s: Any) -> str:
-    return quoteattr(_ILLEGAL.sub("", str(s)))
+    s = str(s)
+    if _SPECIAL.search(s) is None:  # the common case, as `quoteattr` would write it without its chain of replaces
+        if '"' not in s:
+            return f'"{s}"'
+        if "'" not in s:
+            return f"'{s}'"
+    return quoteattr(_ILLEGAL.sub("", s))
 
 
 def _text(s: str) -> str:
