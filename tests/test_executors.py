@@ -195,3 +195,21 @@ def test_jobs_that_cannot_travel_run_in_process_and_say_why():
     assert fine.portable() is None and isinstance(open_executor(cfg, fine), ProcessExecutor)
     one = load_config(DEMO, ["run.processes=1"])
     assert isinstance(open_executor(one, fine), InProcessExecutor)
+
+
+def test_run_workers_is_deprecated_and_a_run_that_sets_it_says_what_to_set_instead(tmp_path):
+    from structlog.testing import capture_logs
+    from tracejudge.core.config import WORKERS_DEPRECATED
+
+    cases = tmp_path / "cases.jsonl"
+    _native(cases, 3, "done")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {cases}, format: native}}\nmetrics: [{{type: Contains, value: done}}]\nrun: {{dir: {tmp_path / 'run'}}}\n")
+    with capture_logs() as logs:
+        anyio.run(runner.run, load_config(cfg, []))
+    assert not any(e["event"] == WORKERS_DEPRECATED for e in logs)
+    with capture_logs() as logs:
+        out = anyio.run(runner.run, load_config(cfg, ["run.workers=8", f"run.dir={tmp_path / 'run2'}"]))
+    assert out.new_results == 3  # accepted, inert
+    assert [e["log_level"] for e in logs if e["event"] == WORKERS_DEPRECATED] == ["warning"]
+    assert "run.processes" in WORKERS_DEPRECATED and "target.concurrency" in WORKERS_DEPRECATED

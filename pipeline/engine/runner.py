@@ -28,7 +28,7 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core import registry
-from tracejudge.core.config import RunConfig
+from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
@@ -100,6 +100,8 @@ async def run(
     """
     from tracejudge.stages.reports import finish_run
 
+    if "workers" in config.run.model_fields_set:
+        log.warning(WORKERS_DEPRECATED)
     shard = parse_shard(config.run.shard) if config.run.shard else None
     run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
