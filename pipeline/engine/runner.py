@@ -124,6 +124,7 @@ async def run(
         stages = build_stages(
             config, _per_case(metrics), run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
             score=config.target is not None, judge_resources=getattr(executor, "judge_resources", None), stop=stop,
+            target_attempt=getattr(executor, "target_attempt", None),
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
@@ -380,6 +381,7 @@ async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
 def build_stages(
     config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None, score: bool = True,
     judge_resources: Callable[[RunConfig, dict[str, Any]], Any] | None = None, stop: anyio.Event | None = None,
+    target_attempt: Callable[..., Any] | None = None,
 ) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
@@ -392,7 +394,9 @@ def build_stages(
     gives the judge's limiter, budget and cache (default: in-process ones,
     `tracejudge.stages.judge.stage.local_resources`). `stop` is the run's stop
     event: the judge cuts requests still in flight `judge.stop_grace_s` after
-    it is set. Raises `ConfigError` when the judge's API key variable is unset.
+    it is set. `target_attempt(case, trial)` runs the live target elsewhere
+    (the Ray executor's workers) instead of on the event loop. Raises
+    `ConfigError` when the judge's API key variable is unset.
     """
     from tracejudge.stages.judge import JudgeMetric
     from tracejudge.stages.judge.stage import judge_stage
@@ -411,7 +415,7 @@ def build_stages(
     if config.target is not None:
         from tracejudge.stages.target import target_stage
 
-        stages.append(target_stage(config, run_dir))
+        stages.append(target_stage(config, run_dir, remote=target_attempt))
     if score:
         stages.append(score_stage(plain, deterministic))
     if with_judge:
