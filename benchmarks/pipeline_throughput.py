@@ -12,7 +12,13 @@ Then, on the same 10,000 cases, the whole-process time of pydantic-evals'
 `Dataset.evaluate` (six deterministic evaluators, a trivial task) and of
 multivon's `EvalSuite.run` (six deterministic evaluators, an identity
 model), each as a fresh process reading the same JSONL file; the ratio
-column is their seconds over ours (processes 2). Peers need the `bench` extra.
+columns are their seconds over ours, per executor. Peers need the `bench` extra.
+
+The table puts the sizes side by side per executor (cases/s, peak RSS, CPU
+seconds), the RSS ratio between the largest and smallest size, Ray's time
+against two local processes (its overhead, cluster start-up included), and
+each peer's whole-process seconds over each executor's, with whether the
+target is met.
 
 Targets: ≥ 10× pydantic-evals and ≥ 25× multivon as whole processes; peak RSS
 at 100,000 ≤ 1.5 × at 10,000.
@@ -63,11 +69,17 @@ metrics:
 run: {{dir: {run_dir}}}
 """
 
+# Ray: a local cluster of exactly 2 CPUs, started by the process (as `tracejudge run` does without
+# `run.ray_address`), so its start-up is part of the whole-process time. Ray's workers are not
+# children of the process: their CPU time and RSS are not in the figures (the head's are).
 CHILD = """
 import resource, sys, time, anyio
 from tracejudge.core.config import load_config
 from tracejudge.engine.runner import run
 cfg = load_config(sys.argv[1], sys.argv[2:])
+if cfg.run.executor == "ray":
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
 out = anyio.run(run, cfg)
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, out.new_results, me.ru_maxrss, kids.ru_maxrss)
@@ -187,23 +199,51 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
+    report(rows, peers, notes, sizes, args.peers_n)
+
+
+def report(rows: dict[tuple[str, int], dict[str, float]], peers: dict[str, dict[str, float]], notes: dict[str, None],
+           sizes: list[int], peers_n: int) -> None:
+    """Print the tables: executors side by side per size, the peers' ratios, and which targets are met."""
+    small, large = min(sizes), max(sizes)
+    names = list(dict.fromkeys(name for name, _ in rows))
     print(f"\npipeline throughput: native JSONL of real tau-bench runs, 6 deterministic checks, whole process ({os.cpu_count()} cores)\n")
-    print(f"| {'executor':<14} | {'cases':>8} | {'seconds':>8} | {'cases/s':>8} | {'CPU s':>8} | {'peak RSS MB':>11} | {'worker RSS MB':>13} | {'RSS / RSS(first)':>16} |")
-    print(f"|{'-' * 16}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 13}|{'-' * 15}|{'-' * 18}|")
-    for (name, n), r in rows.items():
-        first = rows[name, min(sizes)]["rss"]
-        print(f"| {name:<14} | {n:>8,} | {r['s']:>8.2f} | {r['rate']:>8,.0f} | {r['cpu']:>8.2f} | {r['rss']:>11.1f} | {r['workers_rss']:>13.1f} | {r['rss'] / first:>16.2f} |")
-    ours = rows.get(("processes 2", args.peers_n)) or rows.get(("processes 1", args.peers_n))
-    if peers and ours:
-        print(f"\nwhole process on the same {args.peers_n:,} cases (ours: {ours['s']:.2f} s wall, {ours['cpu']:.2f} s CPU)\n")
-        print(f"| {'peer':<32} | {'seconds':>8} | {'CPU s':>8} | {'peak RSS MB':>11} | {'wall / ours':>11} | {'CPU / ours':>10} |")
-        print(f"|{'-' * 34}|{'-' * 10}|{'-' * 10}|{'-' * 13}|{'-' * 13}|{'-' * 12}|")
+    head = "".join(f" {f'{n:,}':>8} cases/s | {f'{n:,}':>8} RSS MB | {f'{n:,}':>8} CPU s |" for n in sizes)
+    print(f"| {'executor':<14} |{head} {'RSS ' + f'{large:,}/{small:,}':>17} | RSS target (<= 1.5x) |")
+    print(f"|{'-' * 16}|" + "|".join(["-" * 18, "-" * 17, "-" * 16] * len(sizes)) + f"|{'-' * 19}|{'-' * 22}|")
+    for name in names:
+        cells = ""
+        for n in sizes:
+            r = rows.get((name, n))
+            cells += (f" {r['rate']:>16,.0f} | {r['rss']:>15.1f} | {r['cpu']:>14.2f} |" if r else f" {'-':>16} | {'-':>15} | {'-':>14} |")
+        a, b = rows.get((name, small)), rows.get((name, large))
+        ratio = b["rss"] / a["rss"] if a and b and large != small else None
+        met = "-" if ratio is None else ("met" if ratio <= 1.5 else "NOT met")
+        print(f"| {name:<14} |{cells} {'-' if ratio is None else f'{ratio:.2f}':>17} | {met:<20} |")
+    print("\n(peak RSS: the main process; worker processes' largest RSS was "
+          + ", ".join(f"{name} {rows[name, n]['workers_rss']:.0f} MB at {n:,}" for name, n in rows if rows[name, n]["workers_rss"]) + ")")
+    for n in sizes:
+        ray_row, local = rows.get(("ray (2 CPUs)", n)), rows.get(("processes 2", n))
+        if ray_row and local:
+            print(f"Ray overhead at {n:,} cases: whole process {ray_row['s'] / local['s']:.2f}x the time of 2 local processes "
+                  f"({ray_row['s']:.1f} s vs {local['s']:.1f} s, cluster start-up included)")
+    if peers:
+        print(f"\nwhole process on the same {peers_n:,} cases: peers' seconds / ours (targets: >= 10x pydantic-evals, >= 25x multivon)\n")
+        targets = {"pydantic-evals Dataset.evaluate": 10.0, "multivon EvalSuite.run": 25.0}
+        print(f"| {'peer':<32} | {'seconds':>8} | {'peak RSS MB':>11} | " + " | ".join(f"{'vs ' + name:>18}" for name in names) + " |")
+        print(f"|{'-' * 34}|{'-' * 10}|{'-' * 13}|" + "|".join("-" * 20 for _ in names) + "|")
         for peer, r in peers.items():
-            print(f"| {peer:<32} | {r['s']:>8.2f} | {r['cpu']:>8.2f} | {r['rss']:>11.1f} | {r['s'] / ours['s']:>11.1f} | {r['cpu'] / ours['cpu']:>10.1f} |")
+            cells = []
+            for name in names:
+                ours = rows.get((name, peers_n))
+                if ours is None:
+                    cells.append(f"{'-':>18}")
+                    continue
+                x = r["s"] / ours["s"]
+                cells.append(f"{f'{x:.1f}x ' + ('met' if x >= targets[peer] else 'NOT met'):>18}")
+            print(f"| {peer:<32} | {r['s']:>8.2f} | {r['rss']:>11.1f} | " + " | ".join(cells) + " |")
     for note in notes:
         print(f"note: {note}")
-    print("\ntargets: >= 10x pydantic-evals, >= 25x multivon (whole process); peak RSS at 100,000 <= 1.5 x at 10,000")
-
 
 if __name__ == "__main__":
     main()

@@ -1,8 +1,11 @@
-"""Helpers that Ray workers import in the Ray tests: a deterministic metric that takes its time."""
+"""Helpers that Ray workers import in the Ray tests: a deterministic metric that takes its time, a live target that says where it ran."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
+from typing import Any
 
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.score.base import Metric
@@ -27,3 +30,19 @@ def run_shard(config_path: str, overrides: list[str]) -> dict:
 
     config = load_config(config_path, overrides)
     return anyio.run(lambda: runner.run(config)).summary
+
+
+def pid_agent(request: Any) -> dict[str, Any]:
+    """A live python target that notes which process answered (`metadata.pid_log`) and echoes its input with an `echo` call.
+
+    A case with `metadata.die_once` (a marker path) kills its worker with SIGKILL the first time it is seen.
+    """
+    meta = request.case.get("metadata") or {}
+    with open(meta["pid_log"], "a", encoding="utf-8") as fh:
+        fh.write(f"{os.getpid()}\n")
+    marker = meta.get("die_once")
+    if marker and not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    text = f"echo {request.input}"
+    return {"output": text, "trace": {"steps": [{"tool_calls": [{"name": "echo", "arguments": {"text": request.input}}]}], "output": text}}

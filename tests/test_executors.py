@@ -195,3 +195,21 @@ def test_jobs_that_cannot_travel_run_in_process_and_say_why():
     assert fine.portable() is None and isinstance(open_executor(cfg, fine), ProcessExecutor)
     one = load_config(DEMO, ["run.processes=1"])
     assert isinstance(open_executor(one, fine), InProcessExecutor)
+
+
+def test_run_workers_is_deprecated_and_a_run_that_sets_it_says_what_to_set_instead(tmp_path):
+    from tracejudge.core.config import WORKERS_DEPRECATED
+
+    cases = tmp_path / "cases.jsonl"
+    _native(cases, 3, "done")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {cases}, format: native}}\nmetrics: [{{type: Contains, value: done}}]\nrun: {{dir: {tmp_path / 'run'}}}\n")
+    plain = subprocess.run([str(TRACEJUDGE), "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "run.workers" not in plain.stderr
+    old = subprocess.run([str(TRACEJUDGE), "run", str(cfg), "--set", "run.workers=8", "--set", f"run.dir={tmp_path / 'run2'}"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert old.returncode == 0, old.stderr  # accepted, inert
+    assert WORKERS_DEPRECATED in old.stderr and "warning" in old.stderr
+    assert len((tmp_path / "run2" / "results.jsonl").read_text().splitlines()) == 3
+    assert "run.processes" in WORKERS_DEPRECATED and "target.concurrency" in WORKERS_DEPRECATED

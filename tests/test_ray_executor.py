@@ -85,3 +85,29 @@ def test_killing_a_ray_worker_mid_run_loses_nothing(tmp_path, ray_cluster):
     assert got == _results(tmp_path / "local")
     assert sum(r["status"] == "ok" for r in got.values()) == 300
     assert not any((r.get("error") or {}).get("kind") == "worker_error" for r in got.values())
+
+
+def test_a_live_python_target_runs_on_ray_workers_and_a_killed_one_is_redone(tmp_path, ray_cluster):
+    pids, died = tmp_path / "pids.txt", tmp_path / "died"
+    cases = [{"id": f"c{i}", "input": f"q{i}", "expected_tool_calls": [{"name": "echo", "arguments": {"text": f"q{i}"}}],
+              "metadata": {"pid_log": str(pids), **({"die_once": str(died)} if i == 7 else {})}} for i in range(40)]
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    cfg = tmp_path / "live.yaml"
+    cfg.write_text(f"dataset: {{path: {data}, format: native}}\nmetrics: [{{type: ToolCalls, arguments: exact}}]\n"
+                   "target: {kind: python, callable: 'ray_helpers:pid_agent', retries: 0, concurrency: 4}\n"
+                   f"run: {{dir: {tmp_path / 'unused'}}}\ncache: {{dir: {tmp_path / 'cache'}}}\n")
+    on_ray = _run(cfg, tmp_path / "ray", ["run.executor=ray"])
+    ray_pids = {int(p) for p in pids.read_text().split()}
+    assert died.exists(), "the worker was not killed"
+    pids.unlink()
+    local = _run(cfg, tmp_path / "local", ["run.executor=inprocess"])
+    # The target ran in Ray worker processes, never in the head; the killed worker's case was redone by a restarted one.
+    assert os.getpid() not in ray_pids and len(ray_pids) >= 2
+    assert {int(p) for p in pids.read_text().split()} == {os.getpid()}
+    assert on_ray.new_results == local.new_results == 40
+    got = _results(tmp_path / "ray")
+    assert got == _results(tmp_path / "local")
+    assert all(r["status"] == "ok" and r["scores"]["ToolCalls"]["value"] == 1.0 for r in got.values())
+    # The head wrote the live traces, as for a local run.
+    assert len((tmp_path / "ray" / "traces.jsonl").read_text().splitlines()) == 40

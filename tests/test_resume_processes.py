@@ -284,11 +284,11 @@ def test_manifest_mismatch_names_what_changed_and_force_and_fresh(workspace: Pat
     results = tmp_path / "runs" / "main" / "results.jsonl"
     snapshot = results.read_bytes()
 
-    changed = _run(tmp_path, "--set", "metrics.0.arguments=subset", "--set", "run.trials=2", "--set", "run.workers=4")
+    changed = _run(tmp_path, "--set", "metrics.0.arguments=subset", "--set", "run.trials=2", "--set", "run.processes=1")
     assert changed.returncode == 2
     assert 'config metrics.0.arguments: "exact" → "subset"' in changed.stderr
     assert "config run.trials: 1 → 2" in changed.stderr
-    assert "workers" not in changed.stderr  # concurrency never blocks a resume
+    assert "run.processes" not in changed.stderr  # concurrency never blocks a resume
 
     extra = json.loads(cases[0])
     extra["id"] = "one-more"

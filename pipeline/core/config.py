@@ -236,12 +236,20 @@ class CacheConfig(_Strict):
     explain: bool = False
 
 
+WORKERS_DEPRECATED = (
+    "run.workers is deprecated and has no effect: extract and deterministic scoring run in "
+    "run.processes worker processes (run.executor), a live target's concurrency is target.concurrency, "
+    "the judge's is judge.workers and limits.max_in_flight; remove run.workers from the config"
+)
+
+
 class RunSection(_Strict):
     """The run directory and the pipeline's own knobs.
 
     `queue_size` bounds every inter-stage stream (about that many cases in
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
-    `workers` is accepted from older configs and has no effect (the CPU stages' parallelism is `processes`); `trials` runs each case N times;
+    `workers` is deprecated: accepted from older configs, it has no effect and a run that sets it
+    logs a warning saying what to set instead (`WORKERS_DEPRECATED`); `trials` runs each case N times;
     `flush_every` is how many results are fsynced together (at most 0.5 s apart);
     `max_resume_retries` is how many times re-running the same command redoes a
     (case, trial) that ended in a transient failure (`judge_error`,
@@ -256,11 +264,11 @@ class RunSection(_Strict):
     """
 
     dir: Path = Path("runs/default")
-    workers: int = Field(default=1, ge=1, le=256)
+    workers: int = Field(default=1, ge=1, le=256)  # deprecated, inert: see WORKERS_DEPRECATED
     queue_size: int = Field(default=64, ge=1, le=100_000)
     chunk_size: int = Field(default=16, ge=1, le=1024)
     trials: int = Field(default=1, ge=1)
-    flush_every: int = Field(default=64, ge=1)
+    flush_every: int = Field(default=256, ge=1)
     max_resume_retries: int = Field(default=2, ge=0)
     executor: Literal["inprocess", "processes", "ray"] = "processes"
     processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)

@@ -231,7 +231,7 @@ class RunJournal:
         new_aggregator: Callable[[], Any],
         config_hash: str,
         forced: bool = False,
-        flush_every: int = 64,
+        flush_every: int = 256,
         flush_seconds: float = 0.5,
         max_retries: int = 2,
     ) -> RunJournal:

@@ -28,7 +28,7 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core import registry
-from tracejudge.core.config import RunConfig
+from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
@@ -103,6 +103,8 @@ async def run(
     """
     from tracejudge.stages.reports import finish_run
 
+    if "workers" in config.run.model_fields_set:
+        log.warning(WORKERS_DEPRECATED)
     shard = parse_shard(config.run.shard) if config.run.shard else None
     # Everything that can fail on the config is checked before the run directory is created
     # or its manifest touched: a config error leaves nothing behind.
@@ -128,6 +130,7 @@ async def run(
         stages = build_stages(
             config, _per_case(metrics), run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
             score=config.target is not None, judge_resources=getattr(executor, "judge_resources", None), stop=stop,
+            target_attempt=getattr(executor, "target_attempt", None),
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
@@ -423,6 +426,7 @@ async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
 def build_stages(
     config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None, score: bool = True,
     judge_resources: Callable[[RunConfig, dict[str, Any]], Any] | None = None, stop: anyio.Event | None = None,
+    target_attempt: Callable[..., Any] | None = None,
 ) -> list[Stage]:
     """The stages between extract and aggregate that this config needs, in order.
 
@@ -435,7 +439,9 @@ def build_stages(
     gives the judge's limiter, budget and cache (default: in-process ones,
     `tracejudge.stages.judge.stage.local_resources`). `stop` is the run's stop
     event: the judge cuts requests still in flight `judge.stop_grace_s` after
-    it is set. Raises `ConfigError` when the judge's API key variable is unset.
+    it is set. `target_attempt(case, trial)` runs the live target elsewhere
+    (the Ray executor's workers) instead of on the event loop. Raises
+    `ConfigError` when the judge's API key variable is unset.
     """
     from tracejudge.stages.judge import JudgeMetric
     from tracejudge.stages.judge.stage import judge_stage
@@ -454,7 +460,7 @@ def build_stages(
     if config.target is not None:
         from tracejudge.stages.target import target_stage
 
-        stages.append(target_stage(config, run_dir))
+        stages.append(target_stage(config, run_dir, remote=target_attempt))
     if score:
         stages.append(score_stage(plain, deterministic))
     if with_judge:

@@ -404,7 +404,7 @@ class ResultWriter:
         lines: int,
         index_crc: int,
         results_crc: int | None = None,
-        flush_every: int = 64,
+        flush_every: int = 256,
         flush_seconds: float = 0.5,
         on_flush: Any = None,
     ) -> None:

@@ -41,6 +41,7 @@ __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
 HIST_BINS = 10
 OTHER = "(other)"
 MISSING = "(missing)"
+_OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor call, per score per result
 CI_METHOD = (
     "95% percentile bootstrap of the mean over scored results, seeded; from a uniform reservoir "
     "of at most reservoir_size values, deviations scaled by sqrt(reservoir/scored) when the reservoir is smaller"
@@ -73,7 +74,7 @@ class MetricStats:
 
     def fold(self, status: str, score: Score | None) -> None:
         """Count one result's score for this metric (`score` may be absent)."""
-        if status != Status.ok.value and not (score is not None and score_counts(status, score.value)):
+        if status != _OK and not (score is not None and score_counts(status, score.value)):
             self.excluded[status] += 1
             return
         if score is None:

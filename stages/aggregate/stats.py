@@ -133,17 +133,27 @@ def bootstrap_mean_ci(
     mean; with the whole stream in the sample this is the plain percentile
     bootstrap.
     """
+    import numpy as np  # imported here: only a summary needs it, not every worker
+
     data = sorted(sample)
     m = len(data)
     if m < 2 or n_total < 2:
         return None
     centre = math.fsum(data) / m
     scale = math.sqrt(m / n_total) if n_total > m else 1.0
-    # plain sum: values are scores in a narrow range, and it is twice as fast as fsum here
-    means = sorted(sum(rng.choices(data, k=m)) / m for _ in range(resamples))
+    # Vectorised: a resample is m draws with replacement; numpy's generator, seeded from `rng`,
+    # draws every resample's indices at once (a thousandth of the time of `rng.choices` per resample).
+    values = np.asarray(data, dtype=np.float64)
+    gen = np.random.default_rng(rng.getrandbits(128))
+    means = np.empty(resamples)
+    rows = max(1, 1_000_000 // m)  # at most a million indices (8 MB) at a time
+    for start in range(0, resamples, rows):
+        stop = min(resamples, start + rows)
+        means[start:stop] = values[gen.integers(0, m, size=(stop - start, m))].mean(axis=1)
+    means.sort()
     alpha = (1.0 - level) / 2
-    lo = quantile(means, alpha)
-    hi = quantile(means, 1 - alpha)
+    lo = quantile(means.tolist(), alpha)
+    hi = quantile(means.tolist(), 1 - alpha)
     return (mean_total + (lo - centre) * scale, mean_total + (hi - centre) * scale)
 
 

@@ -24,34 +24,52 @@ __all__ = ["JunitWriter", "write_junit"]
 
 # XML 1.0 cannot carry most control characters, even escaped.
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# Characters that need escaping (or that XML cannot carry): most values (ids, keys, reasons) have none.
+_SPECIAL = re.compile("[\x00-\x1f&<>]")
 
 
 def _attr(s: Any) -> str:
-    return quoteattr(_ILLEGAL.sub("", str(s)))
+    s = str(s)
+    if _SPECIAL.search(s) is None:  # the common case, as `quoteattr` would write it without its chain of replaces
+        if '"' not in s:
+            return f'"{s}"'
+        if "'" not in s:
+            return f"'{s}'"
+    return quoteattr(_ILLEGAL.sub("", s))
 
 
 def _text(s: str) -> str:
     return _attr(s)[1:-1]
 
 
-def _testcase(key: str, res: dict[str, Any], multi: bool) -> str:
+def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[str]:
+    """One `<testcase>` per metric (`keys`: metric key → its escaped classname attribute) for one result."""
     trial = int(res.get("trial", 0))
     name = str(res["case_id"]) + (f" [trial {trial}]" if multi else "")
     dur = float(res.get("duration_s", 0.0) or 0.0)
-    head = f"    <testcase classname={_attr(key)} name={_attr(name)} time=\"{dur:.6f}\""
+    tail = f" name={_attr(name)} time=\"{dur:.6f}\">\n"  # the same for every metric of the result
     status = res.get("status", "ok")
-    score = (res.get("scores") or {}).get(key)
-    if not (isinstance(score, dict) and score_counts(status, score.get("value"))) and status != "ok":
-        err = res.get("error") or {}
-        msg = f"{status}: {err.get('message', '')}"
-        return f"{head}>\n      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n"
-    if not isinstance(score, dict) or score.get("value") is None:
-        reason = score.get("reason", "") if isinstance(score, dict) else "metric not computed for this case"
-        return f"{head}>\n      <skipped message={_attr(reason)}/>\n    </testcase>\n"
-    msg = f"value {score['value']}: {score.get('reason', '')}"
-    if score.get("passed") is False:
-        return f"{head}>\n      <failure type=\"threshold\" message={_attr(msg)}>{_text(msg)}</failure>\n    </testcase>\n"
-    return f"{head}>\n      <system-out>{_text(msg)}</system-out>\n    </testcase>\n"
+    scores = res.get("scores") or {}
+    error = None
+    out = []
+    for key, classname in keys.items():
+        head = f"    <testcase classname={classname}{tail}"
+        score = scores.get(key)
+        if status != "ok" and not (isinstance(score, dict) and score_counts(status, score.get("value"))):
+            if error is None:
+                msg = f"{status}: {(res.get('error') or {}).get('message', '')}"
+                error = f"      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n"
+            out.append(head + error)
+        elif not isinstance(score, dict) or score.get("value") is None:
+            reason = score.get("reason", "") if isinstance(score, dict) else "metric not computed for this case"
+            out.append(f"{head}      <skipped message={_attr(reason)}/>\n    </testcase>\n")
+        else:
+            msg = f"value {score['value']}: {score.get('reason', '')}"
+            if score.get("passed") is False:
+                out.append(f"{head}      <failure type=\"threshold\" message={_attr(msg)}>{_text(msg)}</failure>\n    </testcase>\n")
+            else:
+                out.append(f"{head}      <system-out>{_text(msg)}</system-out>\n    </testcase>\n")
+    return out
 
 
 class JunitWriter:
@@ -67,10 +85,11 @@ class JunitWriter:
         self.metrics = summary.get("metrics", {})
         self.multi = summary.get("trials", 1) > 1
         self.bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key in self.metrics}
+        self.classnames = {key: _attr(key) for key in self.metrics}
 
     def feed(self, res: dict[str, Any]) -> None:
-        for key, fh in self.bodies.items():
-            fh.write(_testcase(key, res, self.multi))
+        for fh, case in zip(self.bodies.values(), _testcases(self.classnames, res, self.multi), strict=True):
+            fh.write(case)
 
     def finish(self, out: TextIO) -> None:
         try:

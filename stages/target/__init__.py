@@ -26,9 +26,11 @@ cases are at the target at once, independently of the judge's limits.
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +55,12 @@ from tracejudge.stages.target.traces import TRACES, TraceIndex, TraceWriter
 
 __all__ = [
     "TRACES",
+    "Attempt",
     "HistoryItem",
     "TargetError",
     "TargetReply",
     "TargetRequest",
+    "TargetRunner",
     "TransientTargetError",
     "check_target",
     "rescore_config",
@@ -141,57 +145,59 @@ def _turn_field(case: Case, state: Conversation | None) -> str | None:
     return "input" if state.current == 0 else f"turns[{state.current - 1}]"
 
 
-def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
-    """The `target` stage for `config.target`; traces go to `run_dir/traces.jsonl` when `run_dir` is given.
+@dataclass
+class Attempt:
+    """What running one (case, trial) at the target gave; small and picklable (it may come from a Ray worker).
 
-    Raises `ConfigError` before any case runs when the target cannot be set
-    up: a python callable that does not import, an unset header variable, a
-    command not found, a replay file missing.
+    `trace` is the merged live trace on success; otherwise `message` says why
+    the case failed (with the failing turn, `field` naming it). `partial` is
+    what the target did before failing (for `traces.jsonl`); `turns` the
+    per-turn record of a multi-turn case; `attempts` how many conversations
+    were started (retries included); `details` the error's details (a
+    python target's traceback).
     """
-    cfg = config.target
-    if cfg is None:
-        raise ValueError("target_stage needs a config with a `target` section")
-    if cfg.kind == "replay":
-        return _replay_stage(cfg, run_dir)
-    call, close_caller = _caller(cfg)
-    contexts = _Contexts(config)
-    writer = TraceWriter(run_dir / TRACES) if run_dir is not None else None
 
-    def normalize(reply: TargetReply) -> tuple[str | None, Trace]:
-        return normalize_reply(reply, cfg.trace_format, contexts)
+    trace: Trace | None
+    message: str | None = None
+    field: str | None = None
+    attempts: int = 0
+    conversation_id: str | None = None
+    turns: list[dict[str, Any]] | None = None
+    partial: Trace | None = None
+    details: dict[str, Any] | None = None
 
-    # What the stage waits on, for the progress display: case → since when at the agent / until when in back-off.
-    at_agent: dict[int, float] = {}
-    backing_off: dict[int, float] = {}
 
-    def activity() -> str | None:
-        now = time.monotonic()
-        parts = []
-        if at_agent:
-            parts.append(f"{len(at_agent)} case{'s' if len(at_agent) != 1 else ''} at the agent (slowest {now - min(at_agent.values()):.0f} s)")
-        if backing_off:
-            parts.append(f"{len(backing_off)} in back-off before a retry (next in {max(0.0, min(backing_off.values()) - now):.0f} s)")
-        return "target: " + ", ".join(parts) if parts else None
+class TargetRunner:
+    """Runs conversations with `config.target` (`attempt(case, trial)`), in this process.
 
-    async def process(work: Work) -> None:
-        key = id(work)
-        at_agent[key] = time.monotonic()
-        try:
-            await _process(work)
-        finally:
-            at_agent.pop(key, None)
+    The target stage uses one on the event loop; the Ray executor keeps one in
+    each of its target workers. Raises `ConfigError` when the target cannot be
+    set up (see `target_stage`). `backing_off` maps an attempt in back-off
+    before a retry to when the retry is due (`time.monotonic()`), for the
+    progress display.
+    """
 
-    async def _process(work: Work) -> None:
-        key = id(work)
+    def __init__(self, config: RunConfig) -> None:
+        assert config.target is not None
+        self.cfg = config.target
+        self.call, self._close = _caller(self.cfg)
+        contexts = _Contexts(config)
+        self.normalize = lambda reply: normalize_reply(reply, self.cfg.trace_format, contexts)
+        self.backing_off: dict[int, float] = {}
+        self._keys = itertools.count()
+
+    async def attempt(self, case: Case, trial: int) -> Attempt:
+        """One fresh conversation (retried on transient failures, within `timeout_s`); never raises for a target failure."""
+        cfg = self.cfg
+        key = next(self._keys)
 
         async def sleep(seconds: float) -> None:
-            backing_off[key] = time.monotonic() + seconds
+            self.backing_off[key] = time.monotonic() + seconds
             try:
                 await anyio.sleep(seconds)
             finally:
-                backing_off.pop(key, None)
+                self.backing_off.pop(key, None)
 
-        case = work.case
         inputs = [case.input, *case.turns]
         box: dict[str, Any] = {"state": None, "attempts": 0}
         trace: Trace | None = None
@@ -209,8 +215,8 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
                 async for attempt in retrying:
                     with attempt:
                         box["attempts"] += 1
-                        box["state"] = Conversation(f"{case.id}/{work.trial}/{uuid.uuid4().hex[:16]}", inputs)
-                        trace = await converse(call, normalize, case, work.trial, box["state"])
+                        box["state"] = Conversation(f"{case.id}/{trial}/{uuid.uuid4().hex[:16]}", inputs)
+                        trace = await converse(self.call, self.normalize, case, trial, box["state"])
             if scope.cancelled_caught:
                 trace = None
                 if box["state"] is not None:
@@ -223,33 +229,88 @@ def target_stage(config: RunConfig, run_dir: Path | None = None) -> Stage:
             details = {"traceback": exc.traceback} if exc.traceback else None
         state: Conversation | None = box["state"]
         turns = state.turns if (state is not None and case.turns) else None
-        if turns is not None:
-            work.result.metadata = {**work.result.metadata, "turns": turns}
-        if message is None and trace is not None:
-            work.case = case.model_copy(update={"trace": trace})
+        out = Attempt(trace, attempts=box["attempts"], conversation_id=state.conversation_id if state is not None else None, turns=turns)
+        if message is not None or trace is None:
+            out.trace = None
+            out.details = details
+            out.message = _turn_prefix(case, state) + (message or "no trace")
+            out.field = _turn_field(case, state)
+            out.partial = merge_traces(state.traces) if state is not None and state.traces else None
+        return out
+
+    async def aclose(self) -> None:
+        """Close the target's connections (http)."""
+        if self._close is not None:
+            await self._close()
+
+
+RemoteAttempt = Callable[[Case, int], Awaitable[Attempt]]
+
+
+def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteAttempt | None = None) -> Stage:
+    """The `target` stage for `config.target`; traces go to `run_dir/traces.jsonl` when `run_dir` is given.
+
+    `remote(case, trial)`, when given, runs each attempt elsewhere (the Ray
+    executor's target workers) instead of a `TargetRunner` here; the stage
+    still applies the outcome and writes `traces.jsonl` in this process.
+
+    Raises `ConfigError` before any case runs when the target cannot be set
+    up: a python callable that does not import, an unset header variable, a
+    command not found, a replay file missing.
+    """
+    cfg = config.target
+    if cfg is None:
+        raise ValueError("target_stage needs a config with a `target` section")
+    if cfg.kind == "replay":
+        return _replay_stage(cfg, run_dir)
+    runner = TargetRunner(config) if remote is None else None
+    attempt = remote if remote is not None else runner.attempt  # type: ignore[union-attr]
+    writer = TraceWriter(run_dir / TRACES) if run_dir is not None else None
+    # What the stage waits on, for the progress display: case → since when at the agent.
+    at_agent: dict[int, float] = {}
+
+    def activity() -> str | None:
+        now = time.monotonic()
+        backing_off = runner.backing_off if runner is not None else {}
+        parts = []
+        if at_agent:
+            parts.append(f"{len(at_agent)} case{'s' if len(at_agent) != 1 else ''} at the agent (slowest {now - min(at_agent.values()):.0f} s)")
+        if backing_off:
+            parts.append(f"{len(backing_off)} in back-off before a retry (next in {max(0.0, min(backing_off.values()) - now):.0f} s)")
+        return "target: " + ", ".join(parts) if parts else None
+
+    async def process(work: Work) -> None:
+        case = work.case
+        at_agent[id(work)] = time.monotonic()
+        try:
+            got = await attempt(case, work.trial)
+        finally:
+            at_agent.pop(id(work), None)
+        if got.turns is not None:
+            work.result.metadata = {**work.result.metadata, "turns": got.turns}
+        if got.trace is not None:
+            work.case = case.model_copy(update={"trace": got.trace})
         else:
-            message = _turn_prefix(case, state) + (message or "no trace")
             work.result.status = Status.target_error
-            work.result.error = ErrorInfo(kind="target_error", message=message, field=_turn_field(case, state), details=details)
-            _log.info("target_error", case_id=case.id, trial=work.trial, attempts=box["attempts"], error=message)
+            work.result.error = ErrorInfo(kind="target_error", message=got.message or "no trace", field=got.field, details=got.details)
+            _log.info("target_error", case_id=case.id, trial=work.trial, attempts=got.attempts, error=got.message)
         if writer is not None:
-            partial = trace if trace is not None else (merge_traces(state.traces) if state is not None and state.traces else None)
             writer.add(
                 {
                     "case_id": case.id,
                     "trial": work.trial,
                     "status": work.result.status.value,
                     "error": work.result.error.model_dump(mode="json") if work.result.error else None,
-                    "conversation_id": state.conversation_id if state is not None else None,
-                    "attempts": box["attempts"],
-                    "turns": turns,
-                    "case": case.model_copy(update={"trace": partial}).model_dump(mode="json", exclude_defaults=True),
+                    "conversation_id": got.conversation_id,
+                    "attempts": got.attempts,
+                    "turns": got.turns,
+                    "case": case.model_copy(update={"trace": got.trace if got.trace is not None else got.partial}).model_dump(mode="json", exclude_defaults=True),
                 }
             )
 
     async def aclose() -> None:
-        if close_caller is not None:
-            await close_caller()
+        if runner is not None:
+            await runner.aclose()
         if writer is not None:
             writer.close()
 

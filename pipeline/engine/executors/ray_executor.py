@@ -22,6 +22,16 @@ it held; only a chunk that kills its worker every time (`MAX_RETRIES` + 1
 times) becomes `ExecutorBroken`, whose cases are recorded as `worker_error`.
 Results come back to the head, which alone writes the run directory.
 
+A live target (`target:`, kinds python, http, command) runs on the cluster
+too: one async `TargetWorker` actor per CPU worker (named
+`tracejudge-target-RUN-I`, no CPU reserved, spread over the nodes, at most
+`target.concurrency` attempts at once), each case sent to the worker its id
+hashes to (`target_attempt`). The worker holds the target's caller (the
+imported callable, the HTTP session) and sends back an `Attempt` (trace or
+error); the head applies it and writes `traces.jsonl`. A killed target worker
+is restarted and its attempts re-run, like a CPU worker. Kind `replay` reads
+the recorded traces on the head.
+
 The judge runs on the head; its rate limiter and budget (`judge_resources`)
 are the sweep's one Ray actor (`tracejudge.llm.ray_gate`), shared with every
 other process judging for the same sweep on the cluster.
@@ -40,7 +50,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
 from tracejudge.engine.shards import shard_index
 
-__all__ = ["MAX_RETRIES", "CpuWorker", "RayExecutor"]
+__all__ = ["MAX_RETRIES", "CpuWorker", "RayExecutor", "TargetWorker"]
 
 log = get_logger("tracejudge.executors")
 
@@ -67,6 +77,39 @@ class CpuWorker:
         return os.getpid()
 
 
+@ray.remote(max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
+class TargetWorker:
+    """An async Ray actor running the live target (`TargetRunner.attempt`) for the cases routed to it."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.runner: Any = None
+
+    async def ready(self) -> str | None:
+        """Set the target up (import the callable, read the header variables); the `ConfigError` message if it cannot be."""
+        from tracejudge.core.errors import ConfigError
+        from tracejudge.stages.target import TargetRunner
+
+        if self.runner is None:
+            try:
+                self.runner = TargetRunner(self.config)
+            except ConfigError as exc:
+                return str(exc)
+        return None
+
+    async def attempt(self, case: Any, trial: int) -> Any:
+        """`TargetRunner.attempt(case, trial)` in this worker: an `Attempt`."""
+        if self.runner is None:  # restarted after a crash: set up again
+            await self.ready()
+        return await self.runner.attempt(case, trial)
+
+    def pid(self) -> int:
+        """The worker's process id (tests kill it)."""
+        import os
+
+        return os.getpid()
+
+
 class RayExecutor:
     """Runs `job.run(chunk)` on Ray actors, records routed by the stable hash of their ids."""
 
@@ -76,7 +119,9 @@ class RayExecutor:
         self.job = job
         self.address = config.run.ray_address
         self.limit = config.run.processes if "processes" in config.run.model_fields_set else None
+        self.config = config
         self.workers: list[Any] = []
+        self.targets: list[Any] = []
         self.concurrency = 2
         self.started_ray = False
         self.chunks = 0
@@ -93,13 +138,45 @@ class RayExecutor:
         self.workers = [CpuWorker.options(num_cpus=1, name=f"tracejudge-cpu-{run_id}-{i}").remote(self.job)  # type: ignore[attr-defined]
                         for i in range(n)]
         self.concurrency = 2 * n
-        log.info("ray executor", workers=n, address=self.address or "local")
+        target = self.config.target
+        if target is not None and target.kind != "replay":
+            await self._start_targets(run_id, n, target.concurrency)
+        log.info("ray executor", workers=n, target_workers=len(self.targets), address=self.address or "local")
         return self
 
+    async def _start_targets(self, run_id: str, n: int, concurrency: int) -> None:
+        # No CPU reservation: the CPU workers hold the cluster's CPUs, and a target mostly waits on
+        # the agent. SPREAD puts them on different nodes of a real cluster.
+        from tracejudge.core.errors import ConfigError
+
+        self.targets = [TargetWorker.options(num_cpus=0, max_concurrency=concurrency, scheduling_strategy="SPREAD",  # type: ignore[attr-defined]
+                                             name=f"tracejudge-target-{run_id}-{i}").remote(self.config) for i in range(n)]
+        for problem in await _gather([t.ready.remote() for t in self.targets]):
+            if problem is not None:
+                raise ConfigError(problem)
+
+    async def target_attempt(self, case: Any, trial: int) -> Any:
+        """The live target's `Attempt` for `(case, trial)`, run on the target worker its case id hashes to.
+
+        A worker that dies is restarted by Ray and the attempt re-run; one that
+        died on it `MAX_RETRIES` + 1 times gives a failed attempt (`target_error`,
+        which the next run of the same command redoes).
+        """
+        from tracejudge.stages.target import Attempt
+
+        ref = self.targets[shard_index(case.id, len(self.targets)) - 1].attempt.remote(case, trial)
+        try:
+            return await ref
+        except ray.exceptions.RayActorError as exc:
+            return Attempt(None, message=f"the Ray target worker died {MAX_RETRIES + 1} times on this case: {exc}")
+        except BaseException:
+            ray.cancel(ref)  # cancelled (a stop past the grace period): do not leave the attempt queued
+            raise
+
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        for actor in self.workers:
+        for actor in [*self.workers, *self.targets]:
             ray.kill(actor)
-        self.workers = []
+        self.workers, self.targets = [], []
         if self.started_ray:
             await anyio.to_thread.run_sync(ray.shutdown)
         log.debug("executor done", executor=self.name, chunks=self.chunks)
@@ -143,3 +220,7 @@ class RayExecutor:
                 ray.cancel(ref)
             raise
         return out  # type: ignore[return-value]
+
+
+async def _gather(refs: list[Any]) -> list[Any]:
+    return [await ref for ref in refs]
