@@ -358,6 +358,7 @@ class Judge:
         self.stats.requests += 1
         try:
             http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s)
+            permit.flight_s = http.flight_s
             self.stats.latencies.append(http.latency_s)
             reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
         except ProviderError as exc:
