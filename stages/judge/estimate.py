@@ -34,7 +34,12 @@ __all__ = ["MetricEstimate", "estimate"]
 
 @dataclass
 class MetricEstimate:
-    """Expected judge work of one metric: counts, tokens, US dollars."""
+    """Expected judge work of one metric: counts, tokens, US dollars.
+
+    `requests` are the requests that will be sent, `cache_hits` the requests
+    (or, grouped, the items) the cache already answers: hits are never in
+    `requests`, grouped or not.
+    """
 
     cases: int = 0
     requests: int = 0
@@ -114,12 +119,12 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                     groups = [[q] for q in plan.questions] if per_q and plan.kind == "yes_no" else [plan.questions]
                     for group in groups:
                         req = build_request(plan, group, cfg)
-                        est.requests += 1
                         if cache is not None:
                             comps = key_components(cfg.provider, base, req, metric.prompt_version, metric.rubric, trial)
                             if cache.get(cache_key(comps)) is not None:
                                 est.cache_hits += 1
                                 continue
+                        est.requests += 1
                         charge(est, request_tokens(req), min(cfg.max_tokens, cfg.expected_output_tokens * len(group)), len(group))
         for (key, _), items in pending.items():
             flush(key, items)
