@@ -16,9 +16,9 @@ global limit). `AdaptiveLimiter` is the in-process implementation:
     The provider stamps a request when it arrives, so an entry leaves our
     window 60 s after the request left (`Permit.flight_s`, timed from
     when its headers went out, gives that moment) plus a margin for the
-    one-way trip (`send_margin`, 50 ms to start with; a burst of 429s the
-    window model failed to prevent adds the first one's `retry-after`, up to
-    1 s in all), and never later than
+    one-way trip (`send_margin`, 100 ms to start with; a burst of 429s the
+    window model failed to prevent adds twice the first one's `retry-after`,
+    up to 1 s in all), and never later than
     60 s after the reply; without a send time, 60 s after the reply. So
     the next burst goes out as the provider's window frees it, not one
     provider latency later.
@@ -221,7 +221,7 @@ class AdaptiveLimiter:
     # Reset headers are rounded (to the millisecond, or to the second for RFC 3339 times).
     RESET_MARGIN_S = 0.25
     # From a request leaving to the provider stamping it (the one-way trip); a 429 burst adds to it.
-    SEND_MARGIN_S = 0.05
+    SEND_MARGIN_S = 0.1
     MAX_SEND_MARGIN_S = 1.0
 
     def __init__(self, rpm: int, tpm: int, max_in_flight: int, window: Window = "auto", window_s: float = WINDOW_S) -> None:
@@ -312,9 +312,9 @@ class AdaptiveLimiter:
             self.paused_until = max(self.paused_until, now + retry)
             if now >= self.cooldown_until:
                 if self.mode == "strict":
-                    # The window model sent it `retry` too early: allow that much more for the trip from now on
+                    # The window model sent it `retry` too early: allow more for the trip from now on
                     # (once per burst: the requests already on the wire were sent under the old margin).
-                    self.send_margin = min(self.MAX_SEND_MARGIN_S, self.send_margin + retry)
+                    self.send_margin = min(self.MAX_SEND_MARGIN_S, self.send_margin + 2 * retry)
                 self.cap = max(1.0, self.cap * self.CUT)
                 self.cuts += 1
                 self.cooldown_until = now + max(self.COOLDOWN_S, retry)
