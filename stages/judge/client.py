@@ -74,6 +74,7 @@ from tracejudge.llm.providers import (
 )
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
+from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.llm.tokens import count_messages
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no
@@ -304,6 +305,7 @@ class Judge:
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
         self.stop: anyio.Event | None = None  # set by the stage: once set, requests still queued are not sent
+        self.spend: SpendJournal | None = None  # set by the stage: each paid attempt, on disk before it is used
 
     # ------------------------------------------------------------------ money
 
@@ -319,6 +321,8 @@ class Judge:
         self.stats.cached_input_tokens += reply.cached_input_tokens
         self.stats.cache_write_input_tokens += reply.cache_write_input_tokens
         self.stats.cost_usd += cost
+        if self.spend is not None:
+            self.spend.add(reply.input_tokens, reply.output_tokens, cost)
 
     # ------------------------------------------------------------------ one request, retried
 
@@ -367,6 +371,8 @@ class Judge:
             self.budget.settle(held, billed, self._cost(billed, 0))
             self.stats.input_tokens += billed
             self.stats.cost_usd += self._cost(billed, 0)
+            if self.spend is not None:
+                self.spend.add(billed, 0, self._cost(billed, 0))
             if exc.kind in ("rate_limited", "quota"):
                 self.stats.rate_limited += 1
             elif exc.kind == "server":
