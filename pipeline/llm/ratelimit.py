@@ -18,7 +18,7 @@ global limit). `AdaptiveLimiter` is the in-process implementation:
     when its headers went out, gives that moment) plus a margin for the
     one-way trip (`send_margin`, 100 ms to start with; a burst of 429s the
     window model failed to prevent adds twice the first one's `retry-after`,
-    up to 1 s in all), and never later than
+    up to 1 s in all, in place of the in-flight cut below), and never later than
     60 s after the reply; without a send time, 60 s after the reply. So
     the next burst goes out as the provider's window frees it, not one
     provider latency later.
@@ -311,12 +311,15 @@ class AdaptiveLimiter:
             retry = rate.retry_after_s if rate and rate.retry_after_s is not None else 1.0
             self.paused_until = max(self.paused_until, now + retry)
             if now >= self.cooldown_until:
-                if self.mode == "strict":
-                    # The window model sent it `retry` too early: allow more for the trip from now on
-                    # (once per burst: the requests already on the wire were sent under the old margin).
+                if self.mode == "strict" and self.send_margin < self.MAX_SEND_MARGIN_S:
+                    # The window model sent it `retry` too early: its timing missed, not the concurrency,
+                    # so the margin for the trip grows instead of the in-flight cap shrinking (a smaller
+                    # cap would slow this window's burst, and every later window inherits its pace).
+                    # Once per burst: the requests already on the wire were sent under the old margin.
                     self.send_margin = min(self.MAX_SEND_MARGIN_S, self.send_margin + 2 * retry)
-                self.cap = max(1.0, self.cap * self.CUT)
-                self.cuts += 1
+                else:
+                    self.cap = max(1.0, self.cap * self.CUT)
+                    self.cuts += 1
                 self.cooldown_until = now + max(self.COOLDOWN_S, retry)
         elif outcome in ("server", "timeout", "connection"):
             self.no_growth_until = now + self.COOLDOWN_S
