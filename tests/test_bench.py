@@ -94,3 +94,15 @@ def test_projection_of_the_demo_is_what_the_demo_then_costs(tmp_path, data_dir):
     assert abs(judge["input_tokens"] - projected["input_tokens"]) <= 0.02 * judge["input_tokens"]
     assert abs(judge["output_tokens"] - projected["output_tokens"]) <= 0.02 * judge["output_tokens"]
     assert abs(judge["cost_usd"] - projected["modes"]["sync"]["usd"]) <= 0.02 * judge["cost_usd"]
+
+
+def test_nothing_answered_recommends_no_limits(tmp_path):
+    from tracejudge.simulator.server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", *synthetic(url, "--requests", "4", "--duration", "0.2"), "--json", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode != 0 and "no request was answered" in proc.stderr
+    assert "limits: none to recommend" in proc.stdout and "rpm: 1," not in proc.stdout
+    assert json.loads(out.read_text())["recommended_limits"] is None

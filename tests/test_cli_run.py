@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -127,3 +128,17 @@ def test_a_directory_dataset_runs(tmp_path, data_dir):
     assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 7
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["dataset"]["path"]["sha256"] and manifest["dataset"]["path"]["size"] > 0
+
+
+def test_extract_reports_a_duplicate_id_once_and_writes_it_once(tmp_path):
+    case = {"id": "dup", "input": "q", "trace": {"steps": [], "output": "a"}}
+    data = tmp_path / "in.jsonl"
+    data.write_text("\n".join(json.dumps(c) for c in (case, {**case, "id": "other"}, {**case, "input": "second"})) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: in.jsonl, format: native}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+    out = tmp_path / "cases.jsonl"
+    proc = cli("extract", "c.yaml", "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["dup", "other"]
+    said = " ".join(proc.stderr.split())  # the terminal wraps long lines
+    assert said.count("duplicate case id 'dup'") == 1
+    assert re.search(r"first at \S*in\.jsonl:1, again at \S*in\.jsonl:3", said), said

@@ -96,3 +96,24 @@ def test_a_folder_given_as_the_dataset_or_output_is_bad_input_not_a_crash(tmp_pa
     assert "internal error" not in proc.stderr and "folder" in proc.stderr
     out = _tj("extract", str(_config(tmp_path)), "-o", str(tmp_path / "missing" / "x.jsonl"), cwd=tmp_path)
     assert out.returncode == 2 and "missing" in out.stderr and "internal error" not in out.stderr
+
+
+def test_a_run_stopped_before_its_first_result_says_so(simulator, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    sim = simulator(script=["timeout"], hang_s=60)  # the one judge request hangs
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": "q", "trace": {"steps": [], "output": "a"}}) + "\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: TaskCompletion}]\nrun: {dir: run}\n"
+                   f"judge: {{provider: openai, model: gpt-4o-mini, base_url: '{sim.url}/v1', stop_grace_s: 0.2}}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sim.stats.requests == 0:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "dataset is empty" not in out + err
+    assert "interrupted before its first" in " ".join((out + err).split()), out + err

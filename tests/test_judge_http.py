@@ -285,4 +285,10 @@ def test_estimate_counts_exact_input_tokens_and_known_cache_hits(simulator, tmp_
     summary = anyio.run(lambda: runner.run(config)).summary
     assert summary["judge"]["input_tokens"] == expected_in  # the simulator counts as the estimate does
     after = estimate(config)["metrics"]["TaskCompletion"]
-    assert (after.cache_hits, after.input_tokens, after.cost_usd) == (4, 0, 0.0)
+    assert (after.requests, after.cache_hits, after.input_tokens, after.cost_usd) == (0, 4, 0, 0.0)
+    # Grouped or not, `requests` are what will be sent: cache hits are never in it.
+    grouped = validate_config({**data, "judge": {**data["judge"], "items_per_request": 2}})
+    assert estimate(grouped)["metrics"]["TaskCompletion"].requests == 2
+    anyio.run(lambda: runner.run(grouped, run_dir=tmp_path / "grouped"))
+    after = estimate(grouped)["metrics"]["TaskCompletion"]
+    assert (after.requests, after.cache_hits) == (0, 4)

@@ -124,3 +124,28 @@ def test_text_json_cannot_carry_is_one_invalid_case_and_resume_skips_it(tmp_path
     assert "cannot encode" in rows[1]["error"]["message"]
     again = anyio.run(run, config)
     assert (first.new_results, again.new_results, again.skipped_finished) == (3, 0, 3)
+
+
+def test_a_truncated_line_is_reported_at_its_own_end(tmp_path):
+    # Cut short after a non-ASCII value: the column counts characters of this line, and the
+    # line's end is its last column + 1 (not "column 1" of a line after the newline).
+    cut = '{"id": "cut", "input": "héllo wörld", "trace": {"steps": ['
+    _, results = run_cases(tmp_path, [json.dumps(good(0)).encode(), cut.encode(), cut.encode() + b"\r"])
+    errors = [r["error"]["message"] for r in results if r["status"] == "invalid_input"]
+    assert errors == [f"invalid JSON: Expecting value at column {len(cut) + 1}"] * 2
+
+
+def test_a_truncated_line_of_another_format_is_reported_at_its_own_end(tmp_path):
+    from tracejudge.stages.extract.common import decode_line
+    from tracejudge.stages.extract.errors import AdapterError
+    from tracejudge.stages.load import read_jsonl
+
+    cut = '{"messages": [{"role": "user", "content": "ça"}'
+    (tmp_path / "m.jsonl").write_bytes(cut.encode() + b"\n")
+    raw = next(read_jsonl(tmp_path / "m.jsonl"))
+    try:
+        decode_line(raw.payload)
+    except AdapterError as exc:
+        assert f"at column {len(cut) + 1}" in str(exc)
+    else:
+        raise AssertionError("a truncated line decoded")

@@ -7,10 +7,11 @@ of them; speed figures live in benchmarks/judge_throughput.py.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 import anyio
-from tracejudge.llm.providers import open_session, rate_info, read_reply, send
+from tracejudge.llm.providers import RateInfo, open_session, rate_info, read_reply, send
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.tokens import counter_for
 
@@ -39,6 +40,7 @@ async def judge_all(url: str, limiter: AdaptiveLimiter, n: int, max_tokens: int,
         while True:
             permit = await limiter.acquire(reservation(max_tokens, words))
             http = await send(session, url + "/v1/chat/completions", {"content-type": "application/json"}, body(max_tokens, words), 10)
+            permit.flight_s = http.flight_s  # as the judge client does: entries are stamped when the request left
             statuses.append(http.status)
             if http.status == 429:
                 limiter.settle(permit, "rate_limited", None, rate_info(http.headers))
@@ -96,3 +98,50 @@ def test_bucket_server_has_no_429_storm(simulator):
     statuses = anyio.run(judge_all, sim.url, limiter, 64, 20, 8)
     assert statuses.count(200) == 64
     assert statuses.count(429) <= 2
+
+
+def test_sends_are_timed_from_the_request_leaving(simulator):
+    sim = simulator(latency_ms=50)
+
+    async def one() -> tuple[float | None, float]:
+        async with open_session(1) as session:
+            http = await send(session, sim.url + "/v1/chat/completions", {"content-type": "application/json"}, body(5), 10)
+            return http.flight_s, http.latency_s
+
+    flight, latency = anyio.run(one)
+    assert flight is not None and 0.05 <= flight <= latency
+
+
+def test_a_window_entry_leaves_one_window_after_its_request_left_not_after_its_reply():
+    limiter = AdaptiveLimiter(rpm=100, tpm=100_000, max_in_flight=4, window="strict", window_s=60.0)
+
+    async def settle_one(flight_s: float | None) -> tuple[float, float, float]:
+        permit = await limiter.acquire(100)
+        permit.flight_s = flight_s
+        before = time.monotonic()
+        limiter.settle(permit, "ok", 80)
+        return limiter.request_log.entries[permit.serial][1], before, time.monotonic()
+
+    # A reply 30 s after the request left: the provider's window frees it 30 s before 60 s after the reply.
+    expires, before, after = anyio.run(settle_one, 30.0)
+    assert before - 30 + 60 <= expires <= after - 30 + limiter.send_margin + 60
+    # Without a send time, the reply's time is the safe stamp.
+    expires, before, after = anyio.run(settle_one, None)
+    assert before + 60 <= expires <= after + 60
+    # A margin never stamps an entry later than its reply.
+    expires, before, after = anyio.run(settle_one, 0.0)
+    assert expires <= after + 60
+
+
+def test_a_burst_of_429s_widens_the_send_margin_once():
+    limiter = AdaptiveLimiter(rpm=100, tpm=100_000, max_in_flight=8, window="strict", window_s=60.0)
+    start = limiter.send_margin
+
+    async def burst() -> None:
+        permits = [await limiter.acquire(100) for _ in range(5)]
+        for permit in permits:  # all on the wire before the first 429 came back
+            limiter.settle(permit, "rate_limited", None, RateInfo(retry_after_s=0.07))
+
+    anyio.run(burst)
+    assert abs(limiter.send_margin - (start + 2 * 0.07)) < 1e-9
+    assert limiter.cap == 8 and limiter.cuts == 0  # the window's timing missed, not the concurrency

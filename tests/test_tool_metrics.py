@@ -151,3 +151,11 @@ def test_tool_correctness_allow_extra():
     assert ToolCorrectness().evaluate(case).passed is False
     assert ToolCorrectness(allow_extra=True).evaluate(case).passed is True
     assert ToolCorrectness().evaluate(make_case([], [])).passed is True
+
+
+def test_reason_shows_where_two_long_arguments_differ():
+    # Two SQL queries that agree for 80 characters: cut at the same place they would read the same.
+    common = "SELECT id, name, email FROM customers WHERE created_at > '2024-01-01' AND region = "
+    s = ToolCalls(arguments="exact").evaluate(make_case([exp("sql", q=common + "'EU' ORDER BY id")], [call("sql", q=common + "'US' ORDER BY id")]))
+    assert s.passed is False
+    assert "'EU' ORDER BY id" in s.reason and "'US' ORDER BY id" in s.reason, s.reason

@@ -246,3 +246,16 @@ def test_only_loopback_hosts_and_a_strict_csp(server: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req)
     assert err.value.code == 403
+
+
+def test_root_compare_link_goes_from_the_baseline(server: str) -> None:
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(server + "/") as resp:
+        page = resp.read().decode()
+    link = re.search(r'id="diff-link" href="([^"]+)">([^<]+)<', page)
+    assert link is not None
+    # `--baseline last-night`: the baseline is the diff's old side (a), the first other run the new one (b).
+    assert "a=last-night" in link.group(1) and "b=tonight" in link.group(1), link.group(1)
+    assert link.group(2) == "Compare last-night → tonight"

@@ -472,17 +472,31 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     """What earlier segments spent on the judge: their summary block, corrected by the results.
 
     A segment killed with SIGKILL never wrote its summary, but its results carry
-    the tokens each score cost; those are the floor of what was spent, so the
-    budget holds across a kill (only requests in flight at the kill are unseen).
+    the tokens each score cost, and the spend journal (`judge_spend.jsonl`,
+    `tracejudge.llm.spend_journal`) every answer paid for, including those
+    whose case had no result line yet at the kill; the larger is what was
+    spent, so the budget and the summary hold across a kill (only requests
+    in flight at the kill are unseen).
     """
+    from tracejudge.llm.spend_journal import spend_totals
+
     block = dict(_prior_block(run_dir, "judge") or {})
-    if spent["input_tokens"] + spent["output_tokens"] > int(block.get("input_tokens", 0)) + int(block.get("output_tokens", 0)):
+
+    def tokens(d: dict[str, Any]) -> int:
+        return int(d.get("input_tokens") or 0) + int(d.get("output_tokens") or 0)
+
+    if tokens(spent) > tokens(block):
         block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), spent["requests"])
         block["answered"] = max(int(block.get("answered", 0)), spent.get("answered", 0))
         for k in ("grouped_requests", "parts_reasked_alone"):
             block[k] = max(int(block.get(k, 0)), spent.get(k, 0))
         block["cost_usd"] = block["sync_equivalent_usd"] = None  # unknown here: the judge stage prices the tokens
+    paid = spend_totals(run_dir)
+    if paid is not None and tokens(paid) > tokens(block):
+        block["input_tokens"], block["output_tokens"] = paid["input_tokens"], paid["output_tokens"]
+        block["requests"] = max(int(block.get("requests", 0)), paid["requests"])
+        block["cost_usd"], block["sync_equivalent_usd"] = paid["cost_usd"], None  # the journal has the dollars paid
     return block
 
 

@@ -442,7 +442,7 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
         for key, e in est["metrics"].items():
             mine = [a for a in ok if a.metric == key]
             per_question = sum(a.output_tokens for a in mine) / max(1, sum(a.questions for a in mine)) if mine else overall
-            requests += e.requests - e.cache_hits
+            requests += e.requests  # cache hits are not in it, grouped or not
             tin += round(e.input_tokens * ratio)
             tout += round(e.questions * per_question)
         return requests, tin, tout
@@ -468,8 +468,13 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
             "provider_prompt_ratio": round(ratio, 4), "priced": price is not None, "modes": modes}
 
 
-def _recommend(best: int, measured: dict[str, Any], headers: dict[str, Any], window: str) -> dict[str, Any]:
-    """The `limits:` block: the provider's own limits when its headers gave them, else the sustained rates; the knee as in-flight cap."""
+def _recommend(best: int, measured: dict[str, Any], headers: dict[str, Any], window: str) -> dict[str, Any] | None:
+    """The `limits:` block: the provider's own limits when its headers gave them, else the sustained rates; the knee as in-flight cap.
+
+    `None` when no request was answered: nothing was measured to recommend.
+    """
+    if not measured.get("answered"):
+        return None
     rpm = headers.get("limit_requests") or max(1, int(measured.get("rpm") or 1))
     tpm = headers.get("limit_tokens") or max(1, int(measured.get("tpm") or 1))
     return {"rpm": int(rpm), "tpm": int(tpm), "max_in_flight": best, "window": window}
@@ -511,6 +516,9 @@ def _print(report: dict[str, Any], console: Console) -> None:
         table.add_row(k, escape(v))
     console.print(table)
     lim = report["recommended_limits"]
+    if lim is None:
+        console.print("limits: none to recommend (no request was answered)", highlight=False)
+        return
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
 
 

@@ -497,13 +497,21 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
     from tracejudge.core.records import Case, ErrorInfo
     from tracejudge.stages.extract import extract_record
 
+    from tracejudge.engine.admit import duplicate_error, safe_text
+    from tracejudge.engine.keyset import FirstSeen
+
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
     out = sys.stdout if str(args.output) == "-" else open(args.output, "w", encoding="utf-8")
     written = bad = 0
+    seen = FirstSeen()  # as a run does: an id's first record (valid or not) owns it; a repeat is reported once, never written
     try:
         for raw in fmt.read(config.dataset):
             got = extract_record(raw, fmt, ctx)
+            cid = safe_text(got.id if isinstance(got, Case) else got[0])
+            first = seen.claim(cid, raw.file, raw.line)
+            if first != f"{raw.file}:{raw.line}":
+                got = (cid, duplicate_error(cid, first, raw.file, raw.line, None if isinstance(got, Case) else got[1].message))
             if isinstance(got, Case):
                 try:
                     out.write(got.model_dump_json(exclude_defaults=True) + "\n")

@@ -74,12 +74,18 @@ class JudgeRequest:
 
 @dataclass
 class HttpReply:
-    """What came back over HTTP: status, headers (lower-cased names), decoded JSON body (or text), seconds taken."""
+    """What came back over HTTP: status, headers (lower-cased names), decoded JSON body (or text), seconds taken.
+
+    `flight_s` is the seconds from the request's headers going out on the
+    wire to the reply being read (`None` when the session does not trace
+    sends); `latency_s` also counts waiting for a connection.
+    """
 
     status: int
     headers: dict[str, str]
     body: Any
     latency_s: float
+    flight_s: float | None = None
 
 
 @dataclass
@@ -201,9 +207,18 @@ def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
     }
 
 
+async def _headers_sent(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
+    # When the request left (after any wait for a connection and its handshake): a strict
+    # window counts a request from its arrival, which is this plus the network's one-way trip.
+    if isinstance(ctx.trace_request_ctx, dict):
+        ctx.trace_request_ctx["sent"] = time.perf_counter()
+
+
 def open_session(max_in_flight: int) -> aiohttp.ClientSession:
-    """The one HTTP session a run shares (connection pool sized to the in-flight cap)."""
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300))
+    """The one HTTP session a run shares (connection pool sized to the in-flight cap; sends are timed for `HttpReply.flight_s`)."""
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(_headers_sent)
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300), trace_configs=[trace])
 
 
 async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], payload: dict[str, Any], timeout_s: float) -> HttpReply:
@@ -212,15 +227,18 @@ async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
     Raises `ProviderError` of kind `timeout` or `connection` when no reply came.
     """
     t0 = time.perf_counter()
+    timing: dict[str, float] = {}
     try:
-        async with session.post(url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+        async with session.post(url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s),
+                                trace_request_ctx=timing) as resp:
             raw = await resp.read()
             hdrs = {k.lower(): v for k, v in resp.headers.items()}
             try:
                 body: Any = json.loads(raw)
             except ValueError:
                 body = raw.decode("utf-8", "replace")
-            return HttpReply(resp.status, hdrs, body, time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            return HttpReply(resp.status, hdrs, body, t1 - t0, t1 - timing["sent"] if "sent" in timing else None)
     except TimeoutError:
         raise ProviderError("timeout", f"no reply within {timeout_s:g} s") from None
     except aiohttp.ClientConnectorError as exc:

@@ -12,10 +12,16 @@ global limit). `AdaptiveLimiter` is the in-process implementation:
     Anthropic document);
   - a *strict 60-second window*: what was sent in the last 60 s counts in
     full until it is 60 s old, then all of it comes back at once (Azure-
-    and gateway-style limits). The limiter keeps a log of what it sent;
-    each entry leaves the window 60 s after its reply came back (never
-    earlier than the provider's own entry, which is stamped on arrival),
-    so the next burst goes out exactly when the provider's window frees it.
+    and gateway-style limits). The limiter keeps a log of what it sent.
+    The provider stamps a request when it arrives, so an entry leaves our
+    window 60 s after the request left (`Permit.flight_s`, timed from
+    when its headers went out, gives that moment) plus a margin for the
+    one-way trip (`send_margin`, 100 ms to start with; a burst of 429s the
+    window model failed to prevent adds twice the first one's `retry-after`,
+    up to 1 s in all, in place of the in-flight cut below), and never later than
+    60 s after the reply; without a send time, 60 s after the reply. So
+    the next burst goes out as the provider's window frees it, not one
+    provider latency later.
 
   `window="auto"` (the default) starts as a bucket and switches to the
   window model when the provider's headers say so: a bucket that reports
@@ -59,12 +65,17 @@ Window = Literal["auto", "bucket", "strict"]
 
 @dataclass
 class Permit:
-    """An admitted attempt: what it reserved, how long it queued (seconds), and its serial in the limiter's log."""
+    """An admitted attempt: what it reserved, how long it queued (seconds), and its serial in the limiter's log.
+
+    `flight_s`, set by the caller before `settle` when known, is the seconds
+    from the request leaving (its headers written) to the reply being read.
+    """
 
     tokens: int
     queued_s: float
     admitted_at: float
     serial: int = 0
+    flight_s: float | None = None
 
 
 class Limiter(Protocol):
@@ -135,10 +146,13 @@ class _Log:
         self._enqueue(serial, expires)
 
     def _enqueue(self, serial: int, expires: float) -> None:
-        # Settled entries expire in the order they settle; a phantom or a capped entry may not.
-        if self._by_expiry and (last := self.entries.get(self._by_expiry[-1])) is not None and last[1] > expires:
-            self._sorted = False
-        self._by_expiry.append(serial)
+        # Entries mostly settle in expiry order; one that overtakes a few (its flight was
+        # longer) is put in its place by a short walk from the end, not a re-sort.
+        order = self._by_expiry
+        i = len(order)
+        while i and (prev := self.entries.get(order[i - 1])) is not None and prev[1] is not None and prev[1] > expires:
+            i -= 1
+        order.insert(i, serial)
 
     def _order(self) -> deque[int]:
         if not self._sorted:
@@ -206,6 +220,9 @@ class AdaptiveLimiter:
     WINDOW_EVIDENCE = 2
     # Reset headers are rounded (to the millisecond, or to the second for RFC 3339 times).
     RESET_MARGIN_S = 0.25
+    # From a request leaving to the provider stamping it (the one-way trip); a 429 burst adds to it.
+    SEND_MARGIN_S = 0.1
+    MAX_SEND_MARGIN_S = 1.0
 
     def __init__(self, rpm: int, tpm: int, max_in_flight: int, window: Window = "auto", window_s: float = WINDOW_S) -> None:
         self.requests = _Bucket(rpm)
@@ -216,6 +233,7 @@ class AdaptiveLimiter:
         self.window_s = window_s
         self.mode: Literal["bucket", "strict"] = "strict" if window == "strict" else "bucket"
         self.window_evidence = 0
+        self.send_margin = self.SEND_MARGIN_S
         self.max_in_flight = max_in_flight
         self.cap = float(max_in_flight)
         self.in_flight = 0
@@ -283,18 +301,25 @@ class AdaptiveLimiter:
         else:
             if used_tokens is not None:
                 self.tokens.level = min(self.tokens.capacity, self.tokens.level + max(0, permit.tokens - used_tokens))
-            # The provider stamped the request when it arrived, before this reply: an entry
-            # stamped now leaves our window no earlier than it leaves the provider's.
+            # The provider stamped the request when it arrived: after it left, before this reply.
+            sent = now if permit.flight_s is None else min(now, now - permit.flight_s + self.send_margin)
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
-                log.settle(permit.serial, amount, now + self.window_s, now)
+                log.settle(permit.serial, amount, sent + self.window_s, now)
         if rate is not None:
             self._follow(rate, now, permit.admitted_at, exact=outcome == "rate_limited")
         if outcome == "rate_limited":
             retry = rate.retry_after_s if rate and rate.retry_after_s is not None else 1.0
             self.paused_until = max(self.paused_until, now + retry)
             if now >= self.cooldown_until:
-                self.cap = max(1.0, self.cap * self.CUT)
-                self.cuts += 1
+                if self.mode == "strict" and self.send_margin < self.MAX_SEND_MARGIN_S:
+                    # The window model sent it `retry` too early: its timing missed, not the concurrency,
+                    # so the margin for the trip grows instead of the in-flight cap shrinking (a smaller
+                    # cap would slow this window's burst, and every later window inherits its pace).
+                    # Once per burst: the requests already on the wire were sent under the old margin.
+                    self.send_margin = min(self.MAX_SEND_MARGIN_S, self.send_margin + 2 * retry)
+                else:
+                    self.cap = max(1.0, self.cap * self.CUT)
+                    self.cuts += 1
                 self.cooldown_until = now + max(self.COOLDOWN_S, retry)
         elif outcome in ("server", "timeout", "connection"):
             self.no_growth_until = now + self.COOLDOWN_S

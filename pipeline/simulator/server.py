@@ -572,12 +572,20 @@ def build_app(config: SimConfig) -> web.Application:
     return app
 
 
+WARM_MODELS = ("gpt-4o-mini", "claude-3-5-haiku-latest")
+"""Models whose token counters a simulator loads before it serves (OpenAI's and Anthropic's usual judges)."""
+
+
 async def start_simulator(config: SimConfig, port: int = 0) -> tuple[web.AppRunner, str]:
-    """Start a simulator on 127.0.0.1 in the running event loop.
+    """Start a simulator on 127.0.0.1 in the running event loop (token counters of `WARM_MODELS` loaded first).
 
     Returns `(runner, base_url)`; stop it with `await runner.cleanup()`.
     `port=0` picks a free port.
     """
+    # Load the token counters before serving: loading one takes a good part of a second, which
+    # would otherwise hold up the first requests, as no ready provider does.
+    for model in WARM_MODELS:
+        counter_for(model).text("ready")
     app = build_app(config)
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()

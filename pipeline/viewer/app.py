@@ -102,7 +102,7 @@ def _start_text_job(app: web.Application, run: Run) -> None:
 async def _runs(request: web.Request) -> web.Response:
     runs = list(request.app[_RUNS].values())
     counts = {r.rid: await _refresh(request, r) for r in runs}
-    return _html(runs_page(runs, counts))
+    return _html(runs_page(runs, counts, request.app[_BASELINE]))
 
 
 async def _run_page(request: web.Request) -> web.Response:

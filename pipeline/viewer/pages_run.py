@@ -29,8 +29,12 @@ def _duration(seconds: Any) -> str:
     return f"{int(m)} min {s:.0f} s" if m else f"{s:.1f} s"
 
 
-def runs_page(runs: list[Run], counts: dict[str, dict[str, int]]) -> str:
-    """Every run served: verdict, result counts, when it started, how long it took."""
+def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str = "") -> str:
+    """Every run served: verdict, result counts, when it started, how long it took.
+
+    The compare link goes from the `baseline` run (its id; `tracejudge view
+    --baseline`) to the first other run; without one, from the first run to the second.
+    """
     rows = []
     for r in runs:
         s = r.summary()
@@ -47,7 +51,8 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]]) -> str:
             "<th>errors</th><th>failed</th><th class=w15>started (UTC)</th><th>took</th><th>state</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
     if len(runs) >= 2:
-        body += f'<p><a id="diff-link" href="{url("/diff", a=runs[0].rid, b=runs[1].rid)}">Compare {e(runs[0].name)} → {e(runs[1].name)}</a></p>'
+        a, b = sorted(runs, key=lambda r: r.rid != baseline)[:2]  # the baseline first (a stable sort keeps the rest in order)
+        body += f'<p><a id="diff-link" href="{url("/diff", a=a.rid, b=b.rid)}">Compare {e(a.name)} → {e(b.name)}</a></p>'
     return frame("Runs", body)
 
 

@@ -161,7 +161,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         verdict.checks.append(Check("run complete", False, "the run was interrupted; resume it to finish the remaining cases"))
     scored = sum(m.get("scored", 0) for m in summary.get("metrics", {}).values())
     if not summary.get("results"):
-        verdict.checks.append(Check("results", False, "the run has no results: the dataset is empty or nothing was read"))
+        verdict.checks.append(Check("results", False, "the run has no results: it was interrupted before its first one" if verdict.interrupted
+                                    else "the run has no results: the dataset is empty or nothing was read"))
     elif not scored:
         verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
                                     f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))

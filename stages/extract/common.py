@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core.records import Case
-from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_message, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_message, line_column, read_jsonl
 
 __all__ = [
     "CASE_FIELDS",
@@ -112,7 +112,7 @@ def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
     except UnicodeDecodeError as exc:
         fail(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}", case_id=cid)
     except json.JSONDecodeError as exc:
-        fail(f"invalid JSON: {json_message(exc)} at column {exc.colno}", case_id=cid)
+        fail(f"invalid JSON: {json_message(exc)} at column {line_column(exc)}", case_id=cid)
     except JSON_ERRORS as exc:
         fail(json_error(exc), case_id=cid)
     if not isinstance(record, dict):

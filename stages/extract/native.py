@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, line_column, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
 
@@ -46,7 +46,7 @@ def _decode(raw: bytes | str) -> Any:
     except UnicodeDecodeError as exc:
         raise AdapterError(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
-        raise AdapterError(f"invalid JSON: {json_message(exc)} at column {exc.colno}") from None
+        raise AdapterError(f"invalid JSON: {json_message(exc)} at column {line_column(exc)}") from None
     except JSON_ERRORS as exc:
         raise AdapterError(json_error(exc)) from None
 

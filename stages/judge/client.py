@@ -77,6 +77,7 @@ from tracejudge.llm.providers import (
 )
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
+from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.llm.tokens import count_messages
 from tracejudge.stages.judge.base import ANSWERS_SCHEMA_NAME, Plan, Question
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
@@ -329,6 +330,7 @@ class Judge:
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
         self.stop: anyio.Event | None = None  # set by the stage: once set, requests still queued are not sent
+        self.spend: SpendJournal | None = None  # set by the stage: each paid attempt, on disk before it is used
         # What requests are doing now, for `activity()`: serial → since when (sending) / until when and why (back-off).
         self._serials = itertools.count()
         self._sending: dict[int, float] = {}
@@ -372,6 +374,8 @@ class Judge:
         self.stats.cached_input_tokens += reply.cached_input_tokens
         self.stats.cache_write_input_tokens += reply.cache_write_input_tokens
         self.stats.cost_usd += cost
+        if self.spend is not None:
+            self.spend.add(reply.input_tokens, reply.output_tokens, cost)
 
     # ------------------------------------------------------------------ one request, retried
 
@@ -428,6 +432,7 @@ class Judge:
         self._sending[serial] = time.monotonic()
         try:
             http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s)
+            permit.flight_s = http.flight_s
             self.stats.latencies.append(http.latency_s)
             reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
         except ProviderError as exc:
@@ -436,6 +441,8 @@ class Judge:
             self.budget.settle(held, billed, self._cost(billed, 0))
             self.stats.input_tokens += billed
             self.stats.cost_usd += self._cost(billed, 0)
+            if self.spend is not None:
+                self.spend.add(billed, 0, self._cost(billed, 0))
             if exc.kind in ("rate_limited", "quota"):
                 self.stats.rate_limited += 1
             elif exc.kind == "server":

@@ -49,8 +49,11 @@ __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
 class MetricEstimate:
     """Expected judge work of one metric (or one group of metrics asked together): counts, tokens, US dollars.
 
-    `cached_input_tokens` / `cache_write_input_tokens` are the parts of
-    `input_tokens` a provider's prompt cache would serve / store.
+    `requests` are the requests that will be sent, `cache_hits` the requests
+    (or, grouped, the items) the cache already answers: hits are never in
+    `requests`, grouped or not. `cached_input_tokens` /
+    `cache_write_input_tokens` are the parts of `input_tokens` a provider's
+    prompt cache would serve / store.
     """
 
     cases: int = 0
@@ -164,7 +167,6 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         continue
                     req = build_request(gp, gp.questions, cfg)
                     if cached(req, gp.prompt_version, None, trial):
-                        est.requests += 1
                         est.cache_hits += 1
                         continue
                     charge(est, req, len(gp.questions), len(g))
@@ -179,7 +181,6 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                     for qs in ([[q] for q in plan.questions] if per_q[metric.key] and plan.kind == "yes_no" else [plan.questions]):
                         req = build_request(plan, qs, cfg)
                         if cached(req, metric.prompt_version, metric.rubric, trial):
-                            est.requests += 1
                             est.cache_hits += 1
                             continue
                         charge(est, req, len(qs))

@@ -48,6 +48,7 @@ from tracejudge.llm.cache import DiskJudgeCache
 from tracejudge.llm.prices import cost_usd, price_for
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
+from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.simulator.server import SimConfig, start_simulator
 from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
 from tracejudge.stages.judge.batch_runner import BatchRunner
@@ -131,7 +132,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if prior.get(k, 0.0) is None:  # spending recovered from results: price it
             prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
-                             "quota": None, "quota_stopped": 0}
+                             "quota": None, "quota_stopped": 0,
+                             "spend": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
     one_per_default = cfg.one_question_per_request
@@ -163,6 +165,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             judge = state["judge"] = Judge(cfg, session=state["session"], url=endpoint(cfg.provider, base), api_key=key, limiter=limiter,
                                            budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain,
                                            batches=batch_runner)
+            judge.spend = state["spend"] = SpendJournal(run_dir)
             return judge
 
     batchers: dict[tuple[Any, int], Batcher[Item, Outcome]] = {}
@@ -342,6 +345,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             await state["sim"].cleanup()
         if state["cache"] is not None:
             state["cache"].close()
+        if state["spend"] is not None:
+            state["spend"].close()
 
     def summary() -> dict[str, Any]:
         judge: Judge | None = state["judge"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JSON_ERRORS", "RawRecord", "json_error", "json_message", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
+__all__ = ["JSON_ERRORS", "RawRecord", "json_error", "json_message", "line_column", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
 
 _WS = " \t\r\n"
 
@@ -44,6 +44,16 @@ def json_error(exc: BaseException) -> str:
     if "integer string conversion" in text:
         return f"a JSON number has more digits than can be read (limit {sys.get_int_max_str_digits()})"
     return f"invalid JSON: {text[:200]}"
+
+
+def line_column(exc: json.JSONDecodeError) -> int:
+    """The 1-based column of a decoding error in a one-line record (a JSONL line).
+
+    The line's own end counts as its last column + 1: a truncated line read
+    with its newline would otherwise be reported at "line 2, column 1",
+    past the newline, which names a column of no line.
+    """
+    return min(exc.pos, len(exc.doc.rstrip("\r\n"))) + 1
 
 
 def loads(data: str | bytes) -> Any:

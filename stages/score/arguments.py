@@ -11,7 +11,7 @@ from pydantic import Field
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
-from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json
+from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json, short_pair
 
 __all__ = ["ArgumentCorrectness"]
 
@@ -83,7 +83,7 @@ class ArgumentCorrectness(ToolMetric):
             got = args.get(key, ABSENT)
             if not match_value(exp, got, "exact"):
                 mismatches[key] = {"expected": exp, "actual": None if got is ABSENT else got, "present": got is not ABSENT}
-                problems.append(f"{key}: missing (expected {short_json(exp)})" if got is ABSENT else f"{key}: expected {short_json(exp)}, got {short_json(got)}")
+                problems.append(f"{key}: missing (expected {short_json(exp)})" if got is ABSENT else "{}: expected {}, got {}".format(key, *short_pair(exp, got)))
         if self.match_mode == "exact":
             for key in args:
                 if key not in self.expected_arguments:

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import Metric, no_expectation, no_trace
-from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json
+from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json, short_pair
 
 __all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
 
@@ -66,7 +66,7 @@ class ExactMatch(Metric):
                 return _pass(True, "output equals the expected JSON value")
             if isinstance(target, dict) and isinstance(value, dict):
                 return _pass(False, f"output JSON differs: {first_difference(target, value, 'exact')}")
-            return _pass(False, f"expected {short_json(target)}, got {short_json(value)}")
+            return _pass(False, "expected {}, got {}".format(*short_pair(target, value)))
         a, b = (out.strip(), target.strip()) if self.strip else (out, target)
         ok = a == b if self.case_sensitive else a.lower() == b.lower()
         return _pass(ok, "output equals the expected text" if ok else f"expected {b[:120]!r}, got {a[:120]!r}")

@@ -45,6 +45,7 @@ __all__ = [
     "match_value",
     "render_call",
     "short_json",
+    "short_pair",
 ]
 
 ArgMode = Literal["subset", "exact"]
@@ -223,7 +224,8 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
                 return inner
         if got is ABSENT:
             return f"{path}: expected {short_json(exp)}, missing"
-        return f"{path}: expected {short_json(exp)}, got {short_json(got)}"
+        want, seen = short_pair(exp, got)
+        return f"{path}: expected {want}, got {seen}"
     if mode == "exact":
         for key in actual:
             if key not in expected:
@@ -237,6 +239,30 @@ def short_json(value: Any, limit: int = 60) -> str:
         return "<absent>"
     text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short_pair(expected: Any, got: Any, limit: int = 60) -> tuple[str, str]:
+    """`short_json` of both values, cut around their first differing character.
+
+    Two long values that share a prefix longer than `limit` would otherwise
+    read the same once cut; each is shown from a little before the first
+    difference (a leading `…` marks the cut), so the reason shows where
+    they part.
+    """
+    if expected is ABSENT or got is ABSENT:
+        return short_json(expected, limit), short_json(got, limit)
+    a, b = (json.dumps(v, default=str, ensure_ascii=False, separators=(",", ":")) for v in (expected, got))
+    if len(a) <= limit and len(b) <= limit:
+        return a, b
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, i - limit // 3)
+
+    def cut(text: str) -> str:
+        head = "…" if start else ""
+        part = text[start:start + limit - len(head)]
+        return head + (part if start + len(part) >= len(text) else part[:-1] + "…")
+
+    return cut(a), cut(b)
 
 
 def render_call(name: str, arguments: Any, limit: int = 120) -> str:

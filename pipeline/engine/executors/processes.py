@@ -11,7 +11,10 @@ A worker costs about a second of CPU to start (importing the stages), more
 than a few hundred records take. So the first `INLINE_RECORDS` records of a
 job made only of tracejudge's own adapters and metrics run in-process, one
 record at a time, and a small run never starts a worker (its results are the
-same either way). A job with user code — an adapter or metric given as an
+same either way). A run that hands over a full chunk (`min_chunk` records:
+more are likely to follow) starts its workers then, in the background, so
+they are ready when the in-process share runs out instead of stalling the
+run for a worker's start-up. A job with user code — an adapter or metric given as an
 import path — or a user-supplied pattern (`Regex`) goes to workers from its
 first record, so the event loop never runs code that may not return.
 
@@ -22,6 +25,7 @@ regular expression — and the pool starts a fresh one when needed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 from types import TracebackType
@@ -72,19 +76,37 @@ class ProcessExecutor:
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
         self.inline_left = INLINE_RECORDS if _builtin(job) else 0
+        self._warming: anyio.abc.TaskGroup | None = None
+        self._warm_started = False
 
     async def __aenter__(self) -> ProcessExecutor:
         self.blob = pickle.dumps(self.job, protocol=pickle.HIGHEST_PROTOCOL)  # the job as it stands when the run starts
         self.key = hashlib.sha256(self.blob).hexdigest()
+        # Entered and left by the task that enters and leaves the executor, as anyio requires.
+        self._warming = anyio.create_task_group()
+        await self._warming.__aenter__()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        return None  # idle workers are stopped by anyio when the event loop ends
+        # Idle workers are stopped by anyio when the event loop ends; one still starting is cancelled (killed).
+        if self._warming is not None:
+            self._warming.cancel_scope.cancel()
+            await self._warming.__aexit__(None, None, None)
+            self._warming = None
+
+    async def _warm(self) -> None:
+        # Start a worker and build the job in it; a failure here is met again, and reported, by `map`.
+        with contextlib.suppress(Exception):
+            await to_process.run_sync(_run, self.key, self.blob, [], cancellable=True, limiter=self.limiter)
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
         """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies."""
         if self.inline_left >= len(chunk):
             self.inline_left -= len(chunk)
+            if not self._warm_started and self._warming is not None and len(chunk) >= self.min_chunk:
+                self._warm_started = True
+                for _ in range(self.processes):
+                    self._warming.start_soon(self._warm)
             out: list[Extracted] = []
             for raw in chunk:  # one record at a time: a stop or cancellation gets in between
                 await anyio.lowlevel.checkpoint()
