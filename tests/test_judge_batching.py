@@ -156,8 +156,9 @@ def test_calibration_judges_a_sample_alone_and_reports_agreement(simulator: Call
         assert cal[metric]["value_agreement"] == pytest.approx(equal / len(compared), abs=1e-6)
         assert cal[metric]["question_agreement"] == pytest.approx(agreed / questions, abs=1e-6)
     n_sampled = cal["TaskCompletion"]["items"] + cal["ToolCallNecessity"]["items"]
-    # Every sampled item cost one extra alone request besides the shared ones.
-    assert sim.stats.requests == summary["judge"]["multi_requests"] + n_sampled
+    full = sum(cal[m]["render"]["items"] - cal[m]["render"]["identical_render"] for m in ("TaskCompletion", "ToolCallNecessity"))
+    # Every sampled item cost one extra alone request besides the shared ones, and one in full where that renders differently.
+    assert sim.stats.requests == summary["judge"]["multi_requests"] + n_sampled + full
     con = Console(record=True, width=200)
     for line in judge_lines(summary):
         con.print(line)

@@ -131,7 +131,9 @@ def test_calibration_compares_grouped_with_separate_per_metric(simulator: Callab
     sim = simulator()
     summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 5), run_name="case", calibration={"fraction": 1.0, "seed": 0})
     cal = summary["judge"]["calibration"]
-    assert sim.stats.requests == 5 + 20  # each case grouped, and each metric alone for the comparison
+    full = sum(cal[n]["render"]["items"] - cal[n]["render"]["identical_render"] for n in NAMES)
+    assert full == 20  # the JSON arguments and results render differently in full
+    assert sim.stats.requests == 5 + 20 + full  # each case grouped, each metric alone, and alone in full
     for name in NAMES:
         # The simulator's answers depend on the trace and the question alone: grouping changes nothing.
         assert cal[name]["items"] == 5 and cal[name]["question_agreement"] == 1.0 and cal[name]["value_agreement"] == 1.0
@@ -189,3 +191,29 @@ def test_compact_rendering_states_each_key_once_and_cuts_long_results() -> None:
              Step.model_validate({"tool_calls": [{"name": "get", "arguments": {"i": 1}, "result": json.dumps(long)}]})]
     text = render_steps(steps)
     assert "characters cut]" in text and "(same result as call 1)" in text and '"k"' not in text
+
+
+def test_calibration_measures_the_compact_rendering_against_the_full_one(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    """A result over the cut (1,000 characters) is judged uncut too; a trace that renders the same both ways costs no request."""
+    sim = simulator()
+    cases = tmp_path / "c.jsonl"
+    long_result = " ".join(f"seat {k}A free" for k in range(200))  # plain text: only the cut tells the two renderings apart
+    assert len(long_result) > 1000
+    rows = [{"id": "long", "input": "Find a free seat", "trace": {"steps": [{"tool_calls": [{"id": "a", "name": "seats", "arguments": {},
+                                                                                             "result": long_result}]}, {"output": "Seat 0A."}]}},
+            {"id": "same", "input": "Say hello", "trace": {"steps": [{"thought": "greet", "output": "Hello."}]}}]
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = run(tmp_path, sim.url, cases, run_name="run", group="none", metrics=[{"type": "TaskCompletion"}],
+                  calibration={"fraction": 1.0, "seed": 0})
+    render = summary["judge"]["calibration"]["TaskCompletion"]["render"]
+    assert sim.stats.requests == 2 + 1  # each case once, and only the long one again in full
+    assert (render["items"], render["identical_render"], render["not_compared"]) == (2, 1, 0)
+    got = scores(tmp_path, "run")
+    assert got["same"]["TaskCompletion"]["details"]["calibration"]["full_render"] == {"identical": True}
+    full = got["long"]["TaskCompletion"]["details"]["calibration"]["full_render"]
+    assert full["questions"] == 4
+    assert render["question_agreement"] == pytest.approx((4 + len(full["agreed"])) / 8, abs=1e-6)
+    assert render["value_agreement"] == pytest.approx((1 + (full["value"] == got["long"]["TaskCompletion"]["value"])) / 2, abs=1e-6)
+    from tracejudge.stages.reports.judge_lines import judge_lines
+
+    assert any("2 items judged compact and full" in line and "1 of them rendered identically" in line for line in judge_lines(summary))

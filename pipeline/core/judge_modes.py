@@ -22,7 +22,9 @@ class CalibrationConfig(BaseModel):
     the summary's `judge.calibration` block gives, per metric, the items
     compared, the share of questions answered the same and the share of equal
     scores. It compares a shared request — `items_per_request` > 1, or
-    `judge.group: case` — with one request per metric and case.
+    `judge.group: case` — with one request per metric and case, and (under
+    `render`) the compact trace with the full one (`trace_format: full`),
+    sending no request for an item whose two renderings are the same.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -23,7 +23,8 @@ With `judge.items_per_request` N > 1, each metric's items are gathered
 across cases by one `Batcher` per (metric, trial) — at most N per request,
 flushed after `judge.item_wait_s` — and judged by `tracejudge.stages.judge.multi`;
 each case still gets its own score and status. With `judge.calibration`,
-a sample of items is also judged alone (`tracejudge.stages.judge.calibration`). With
+a sample of items is also judged alone, and rendered in full (`trace_format: full`) when
+that differs from the compact rendering (`tracejudge.stages.judge.calibration`). With
 `judge.mode: batch`, requests go through the provider's batch API
 (`tracejudge.stages.judge.batch_runner`), journaled in `RUN_DIR/batches.jsonl`, and
 the stage runs `BATCH_WORKERS` cases at once unless `judge.workers` says.
@@ -32,7 +33,7 @@ the stage runs `BATCH_WORKERS` cases at once unless `judge.workers` says.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from typing import Any
 import anyio
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
-from tracejudge.core.records import ErrorInfo, Score, Status
+from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.llm.batch_journal import BatchJournal
 from tracejudge.llm.budget import InProcessBudget
@@ -176,12 +177,47 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             batchers[group] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
         return await batchers[group].submit(group, Item(plan, trial, slot))
 
-    async def calibrate(judge: Judge, metric: JudgeMetric, plan: Plan, trial: int, slot: str) -> Outcome:
-        # Both verdicts at once: the batched one is the score, the alone one is compared with it.
-        got: dict[str, Outcome] = {}
+    async def full_render(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool) -> Outcome | None:
+        # The item rendered uncut (`trace_format: full`) and judged alone; `None`, with no request, when both renderings are the same.
+        if metric.trace_format == "full" or plan.parts:
+            return None
+
+        def build() -> Plan | None:
+            full = metric.model_copy(update={"trace_format": "full"}).plan(case)
+            return None if isinstance(full, Score) or full.render(0) == plan.render(0) else full
+
+        try:  # rendering a long trace takes a while: off the event loop
+            full = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
+        except Exception as exc:  # a metric bug costs the comparison, not the score
+            return Outcome(Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}"), "judge_error", str(exc), "metric_error")
+        return None if full is None else await judge.judge(full, trial, slot + "|full", per_q)
+
+    async def with_full(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool,
+                        compact: Callable[[], Awaitable[Outcome]]) -> tuple[Outcome, Outcome | None]:
+        """`compact()`'s outcome and, asked at the same time, the full rendering's (`full_render`)."""
+        got: dict[str, Outcome | None] = {}
+
+        async def full() -> None:
+            got["full"] = await full_render(judge, metric, case, plan, trial, slot, per_q)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(full)
+            kept = await compact()
+        return kept, got["full"]
+
+    def record_render(metric: JudgeMetric, plan: Plan, kept: Outcome, compact: Outcome, full: Outcome | None) -> None:
+        found = calibration.add_render(metric.key, compact, full, len(plan.questions))
+        if found is not None:
+            d = kept.score.details or {}
+            kept.score.details = {**d, "calibration": {**(d.get("calibration") or {}), "full_render": found}}
+
+    async def calibrate(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str) -> Outcome:
+        # All verdicts at once: the batched one is the score, the alone one is compared with it and with the full rendering's.
+        got: dict[str, Any] = {}
 
         async def alone() -> None:
-            got["alone"] = await judge.judge(plan, trial, slot + "|alone", False)
+            got["alone"], got["full"] = await with_full(judge, metric, case, plan, trial, slot, False,
+                                                        lambda: judge.judge(plan, trial, slot + "|alone", False))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(alone)
@@ -190,6 +226,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if compare is not None:
             b = got["batched"].score
             b.details = {**(b.details or {}), "calibration": compare}
+        record_render(metric, plan, got["batched"], got["alone"], got["full"])
         return got["batched"]
 
     async def process(work: Work) -> None:
@@ -238,9 +275,14 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             per_q = per_question(metric)
             if cfg.items_per_request > 1 and not per_q:
                 if calibration.sampled(slot):
-                    outcomes[metric.key] = await calibrate(judge, metric, plan, work.trial, slot)
+                    outcomes[metric.key] = await calibrate(judge, metric, case, plan, work.trial, slot)
                 else:
                     outcomes[metric.key] = await batched(judge, metric, plan, work.trial, slot)
+            elif calibration.sampled(slot):
+                # Asked alone already: only the full rendering to compare with.
+                kept, full = await with_full(judge, metric, case, plan, work.trial, slot, per_q, lambda: judge.judge(plan, work.trial, slot, per_q))
+                record_render(metric, plan, kept, kept, full)
+                outcomes[metric.key] = kept
             else:
                 outcomes[metric.key] = await judge.judge(plan, work.trial, slot, per_q)
 
@@ -262,12 +304,14 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             sampled = [i for i, m in enumerate(members) if calibration.sampled(slot_of(m))]
 
             async def compare(i: int) -> None:
-                # Calibration: the metric asked by itself too, and compared with its grouped verdict.
+                # Calibration: the metric asked by itself too (compact and full), and compared with its grouped verdict.
                 m = members[i]
-                alone = await judge.judge(plans[m.key], work.trial, slot_of(m) + "|alone", False)
+                alone, full = await with_full(judge, m, case, plans[m.key], work.trial, slot_of(m), False,
+                                              lambda: judge.judge(plans[m.key], work.trial, slot_of(m) + "|alone", False))
                 found = calibration.add(m.key, parts[i], alone)
                 if found is not None:
                     parts[i].score.details = {**(parts[i].score.details or {}), "calibration": found}
+                record_render(m, plans[m.key], parts[i], alone, full)
 
             if sampled:
                 async with anyio.create_task_group() as tg:

@@ -40,6 +40,13 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         if c.get("items"):
             lines.append(f"calibration {metric}: {c['items']} items judged alone and shared (batched or grouped); questions agree "
                          f"{c['question_agreement']:.1%}, scores equal {c['value_agreement']:.1%}, mean |diff| {c['mean_abs_diff']:.3f}")
-        else:
-            lines.append(f"calibration {metric}: no item compared ({c.get('not_compared', 0)} sampled items had a failed side)")
+        elif c.get("not_compared"):
+            lines.append(f"calibration {metric}: no item compared alone and shared ({c['not_compared']} sampled items had a failed side)")
+        r = c.get("render") or {}
+        if r.get("items"):
+            lines.append(f"calibration {metric}: {r['items']} items judged compact and full (uncut) trace, {r.get('identical_render', 0)} "
+                         f"of them rendered identically (no request); questions agree {r['question_agreement']:.1%}, "
+                         f"scores equal {r['value_agreement']:.1%}, mean |diff| {r['mean_abs_diff']:.3f}")
+        elif r.get("not_compared"):
+            lines.append(f"calibration {metric}: no item compared compact and full ({r['not_compared']} sampled items had a failed side)")
     return lines
