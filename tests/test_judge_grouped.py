@@ -216,4 +216,5 @@ def test_calibration_measures_the_compact_rendering_against_the_full_one(simulat
     assert render["value_agreement"] == pytest.approx((1 + (full["value"] == got["long"]["TaskCompletion"]["value"])) / 2, abs=1e-6)
     from tracejudge.stages.reports.judge_lines import judge_lines
 
-    assert any("2 items judged compact and full" in line and "1 of them rendered identically" in line for line in judge_lines(summary))
+    lines = judge_lines(summary)
+    assert any("2 items judged with the compact and the full trace" in line and "1 of them rendered identically" in line for line in lines)

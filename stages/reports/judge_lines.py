@@ -44,8 +44,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"calibration {metric}: no item compared alone and shared ({c['not_compared']} sampled items had a failed side)")
         r = c.get("render") or {}
         if r.get("items"):
-            lines.append(f"calibration {metric}: {r['items']} items judged compact and full (uncut) trace, {r.get('identical_render', 0)} "
-                         f"of them rendered identically (no request); questions agree {r['question_agreement']:.1%}, "
+            lines.append(f"calibration {metric}: {r['items']} items judged with the compact and the full trace (trace_format: full), "
+                         f"{r.get('identical_render', 0)} of them rendered identically (no request); questions agree {r['question_agreement']:.1%}, "
                          f"scores equal {r['value_agreement']:.1%}, mean |diff| {r['mean_abs_diff']:.3f}")
         elif r.get("not_compared"):
             lines.append(f"calibration {metric}: no item compared compact and full ({r['not_compared']} sampled items had a failed side)")
