@@ -444,7 +444,6 @@ def build_stages(
     `ConfigError` when the judge's API key variable is unset.
     """
     from tracejudge.stages.judge import JudgeMetric
-    from tracejudge.stages.judge.stage import judge_stage
     from tracejudge.stages.score import score_stage
 
     plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
@@ -464,6 +463,9 @@ def build_stages(
     if score:
         stages.append(score_stage(plain, deterministic))
     if with_judge:
+        # Imported only here: the judge's HTTP client (aiohttp) and simulator cost a deterministic run ~0.4 s of start-up.
+        from tracejudge.stages.judge.stage import judge_stage
+
         stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir, stop=stop, resources=judge_resources))
     return stages
 
