@@ -49,6 +49,20 @@ def test_cases_may_be_case_objects_mappings_or_a_lazy_generator():
     assert report.result("good").tags == ["t"]
 
 
+def test_a_run_leaves_the_callers_garbage_collector_settings_as_it_found_them():
+    # The runner collects cyclic garbage less often while it runs; the calling program keeps its own settings.
+    import gc
+
+    before = gc.get_threshold()
+    gc.set_threshold(1234, 5, 6)
+    try:
+        report = tracejudge.evaluate([GOOD, BAD], [ToolCalls()])
+        assert gc.get_threshold() == (1234, 5, 6) and gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*before)
+    assert [r.scores["ToolCalls"].value for r in report.results] == [1.0, 0.5]
+
+
 def test_failed_lists_failing_case_metric_pairs_with_reasons():
     report = tracejudge.evaluate([GOOD, BAD, {"id": "x", "trace": "nope"}], [ToolCalls(), TrajectoryMatch(name="traj", include_failed=True)])
     failed = [(f.case_id, f.metric, f.value, f.status.value) for f in report.failed()]

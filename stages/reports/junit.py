@@ -35,6 +35,7 @@ def _attr(s: Any) -> str:
             return f'"{s}"'
         if "'" not in s:
             return f"'{s}'"
+        return '"' + s.replace('"', "&quot;") + '"'  # both quotes (most reasons): what quoteattr writes then
     return quoteattr(_ILLEGAL.sub("", s))
 
 

@@ -9,6 +9,7 @@ that define `async def aevaluate` (custom async metrics); the stage uses it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
@@ -73,13 +74,18 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
     scores: dict[str, Score] = {}
     for metric in metrics:
         try:
-            # Looked up on the class: a miss on a pydantic instance goes through its __getattr__ and costs
-            # an exception (most of this loop's time with six metrics).
-            aevaluate = getattr(type(metric), "aevaluate", None)
+            aevaluate = _aevaluate_of(type(metric))
             scores[metric.key] = await aevaluate(metric, case) if aevaluate is not None else metric.evaluate(case)
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
     return scores
+
+
+@lru_cache(maxsize=256)
+def _aevaluate_of(cls: type) -> Any:
+    # Once per metric class: a miss goes through pydantic's metaclass __getattr__ and costs an
+    # exception (on an instance, most of `ascore_case`'s time with six metrics; on the class, still ~3% of a run).
+    return getattr(cls, "aevaluate", None)
 
 
 def metrics_for(case: Case, metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], list[dict[str, Any]]], Sequence[Metric]]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
 import regex
 from pydantic import Field, field_validator
 from tracejudge.core.records import Case, Score
@@ -155,6 +154,8 @@ class JsonSchema(Metric):
     @field_validator("schema_")
     @classmethod
     def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import jsonschema  # here, not at the top: ~50 ms of start-up that runs without a JsonSchema metric do not need
+
         try:
             jsonschema.validators.validator_for(value).check_schema(value)
         except jsonschema.SchemaError as exc:
@@ -169,6 +170,8 @@ class JsonSchema(Metric):
             value = json.loads(out)
         except ValueError as exc:
             return _pass(False, f"output is not valid JSON: {exc}")
+        import jsonschema
+
         validator = jsonschema.validators.validator_for(self.schema_)(self.schema_)
         errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if not errors:

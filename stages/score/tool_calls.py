@@ -6,6 +6,7 @@ Source: cogitator evals `toolCalls()` (docs: cogitator.app/docs/evals/agents,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -147,11 +148,20 @@ class ToolCalls(ToolMetric):
             f"matched {k}/{len(expected)} expected and {len(paired_a)}/{len(actual)} actual calls "
             f"(arguments={self.arguments}, {self.order}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
         ]
+        # A call is often named in `missing`, `unexpected` and the divergence alike: render each once.
+        rendered: dict[int, str] = {}
+
+        def show(call: ExpectedToolCall | ToolCall) -> str:
+            text = rendered.get(id(call))
+            if text is None:
+                text = rendered[id(call)] = render_call(call.name, call.arguments)
+            return text
+
         if missing_local:
             items = []
             for i in missing_local[:5]:
                 idx, exp = expected[i]
-                text = f"[{idx}] {render_call(exp.name, exp.arguments)}"
+                text = f"[{idx}] {show(exp)}"
                 near = self._nearest(exp, [actual[j] for j in unexpected_local])
                 if near is not None:
                     j, diff = near
@@ -160,11 +170,11 @@ class ToolCalls(ToolMetric):
             more = f" … and {len(missing_local) - 5} more" if len(missing_local) > 5 else ""
             parts.append("missing: " + "; ".join(items) + more)
         if unexpected_local:
-            items = [f"#{actual[j][0]} (step {step_of[actual[j][0]]}) {render_call(actual[j][1].name, actual[j][1].arguments)}" for j in unexpected_local[:5]]
+            items = [f"#{actual[j][0]} (step {step_of[actual[j][0]]}) {show(actual[j][1])}" for j in unexpected_local[:5]]
             more = f" … and {len(unexpected_local) - 5} more" if len(unexpected_local) > 5 else ""
             parts.append("unexpected: " + "; ".join(items) + more)
         if k < max(len(expected), len(actual)) or any(i != j for i, j in pairs_local):
-            div = self._ordered_divergence(expected, actual, step_of)
+            div = self._ordered_divergence(expected, actual, step_of, show)
             if div:
                 parts.append(div)
         return self.verdict(value, "; ".join(parts), details)
@@ -184,18 +194,19 @@ class ToolCalls(ToolMetric):
             return first_difference(exp.arguments, call.arguments, "subset", nested_mode="exact")
         return first_difference(exp.arguments, call.arguments, "exact" if self.arguments == "exact" else "subset")
 
-    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: list[int]) -> str | None:
+    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: list[int],
+                            show: Callable[[ExpectedToolCall | ToolCall], str]) -> str | None:
         """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
         for pos, ((ei, e), (ai, a)) in enumerate(zip(expected, actual)):
             if not self._compatible(e, a):
-                what = f"expected [{ei}] {render_call(e.name, e.arguments)}, got {render_call(a.name, a.arguments)}"
+                what = f"expected [{ei}] {show(e)}, got {show(a)}"
                 if e.name == a.name:
                     what += f" ({'arguments not recorded' if a.arguments_missing else self._difference(e, a)})"
                 return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
         if len(actual) < len(expected):
             ei, e = expected[len(actual)]
-            return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {render_call(e.name, e.arguments)}"
+            return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {show(e)}"
         if len(actual) > len(expected):
             ai, a = actual[len(expected)]
-            return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {render_call(a.name, a.arguments)}"
+            return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {show(a)}"
         return None
