@@ -42,13 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential,
-    wait_random,
-)
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 from tracejudge.core import registry
 from tracejudge.core.config import RunConfig, TargetConfig
 from tracejudge.core.errors import ConfigError
