@@ -20,6 +20,12 @@ Timeout: `timeout_s` bounds the whole case (every turn, retry and back-off).
 Retries: a transient failure (`TransientTargetError`) restarts the
 conversation with a fresh `conversation_id` after a jittered exponential
 back-off (tenacity), at most `retries` times; any other failure is final.
+Secrets: the values of the environment variables the target's config names
+as `${NAME}` (headers, URL, command) and the judge's API key are masked,
+with anything credential-shaped, in what is kept of the target's replies:
+error messages and details, turns, and any trace text holding a secret
+(`tracejudge.llm.redact`), before a result, a report or `traces.jsonl`
+sees it.
 Concurrency: the stage runs `concurrency` workers, so at most that many
 cases are at the target at once, independently of the judge's limits.
 """
@@ -27,6 +33,7 @@ cases are at the target at once, independently of the judge's limits.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -42,6 +49,8 @@ from tracejudge.core.errors import ConfigError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, ErrorInfo, Status, Trace
 from tracejudge.core.work import Stage, Work
+from tracejudge.llm.redact import env_secrets as _env_secrets
+from tracejudge.llm.redact import redact, redact_data
 from tracejudge.stages.target.conversation import Conversation, converse, merge_traces
 from tracejudge.stages.target.protocol import (
     HistoryItem,
@@ -64,6 +73,7 @@ __all__ = [
     "TransientTargetError",
     "check_target",
     "rescore_config",
+    "target_secrets",
     "target_stage",
 ]
 
@@ -145,6 +155,41 @@ def _turn_field(case: Case, state: Conversation | None) -> str | None:
     return "input" if state.current == 0 else f"turns[{state.current - 1}]"
 
 
+def target_secrets(config: RunConfig) -> tuple[str, ...]:
+    """The secret values a run's target replies may echo: every set `${NAME}` of the target's headers, URL and command, and the judge's API key."""
+    cfg = config.target
+    texts: list[str | None] = [*cfg.headers.values(), cfg.url, *(cfg.command or [])] if cfg is not None else []
+    if config.judge is not None and config.judge.api_key_env:
+        texts.append(f"${{{config.judge.api_key_env}}}")  # the judge's key, named the same way
+    return _env_secrets(texts)
+
+
+def _scrub_trace(trace: Trace | None, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Trace | None:
+    # The trace's own text is the agent's: only a trace that holds a secret is rebuilt (one JSON dump to check).
+    if trace is None or not secrets:
+        return trace
+    blob = trace.model_dump_json()
+    if not any(s in blob for s in escaped):
+        return trace
+    return Trace.model_validate(redact_data(trace.model_dump(mode="json"), secrets, only_with_secret=True))
+
+
+def _scrub(out: Attempt, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Attempt:
+    """`out` with the target's echoes of `secrets` (and credential-shaped text in errors) masked."""
+    out.trace = _scrub_trace(out.trace, secrets, escaped)
+    out.partial = _scrub_trace(out.partial, secrets, escaped)
+    if out.message is not None:
+        out.message = redact(out.message, secrets)
+    if out.details is not None:
+        out.details = redact_data(out.details, secrets)
+    if out.turns is not None:
+        out.turns = [
+            {**t, "error": redact(t["error"], secrets)} if isinstance(t.get("error"), str) else t
+            for t in redact_data(out.turns, secrets, only_with_secret=True)
+        ]
+    return out
+
+
 @dataclass
 class Attempt:
     """What running one (case, trial) at the target gave; small and picklable (it may come from a Ray worker).
@@ -185,6 +230,9 @@ class TargetRunner:
         self.normalize = lambda reply: normalize_reply(reply, self.cfg.trace_format, contexts)
         self.backing_off: dict[int, float] = {}
         self._keys = itertools.count()
+        self.secrets = target_secrets(config)
+        # How each secret appears inside a JSON dump (quotes, backslashes, control characters escaped).
+        self._escaped = tuple({json.dumps(s, ensure_ascii=False)[1:-1] for s in self.secrets})
 
     async def attempt(self, case: Case, trial: int) -> Attempt:
         """One fresh conversation (retried on transient failures, within `timeout_s`); never raises for a target failure."""
@@ -236,7 +284,7 @@ class TargetRunner:
             out.message = _turn_prefix(case, state) + (message or "no trace")
             out.field = _turn_field(case, state)
             out.partial = merge_traces(state.traces) if state is not None and state.traces else None
-        return out
+        return _scrub(out, self.secrets, self._escaped)
 
     async def aclose(self) -> None:
         """Close the target's connections (http)."""

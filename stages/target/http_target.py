@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import anyio
 from tracejudge.core.errors import ConfigError
+from tracejudge.llm.redact import ENV_VAR
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
 __all__ = ["expand_headers", "http_caller"]
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # 408/425/429 and the gateway-ish 5xx say "try again"; other statuses are the agent's verdict.
 _TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
@@ -34,7 +34,7 @@ def expand_headers(headers: dict[str, str]) -> dict[str, str]:
                 raise ConfigError(f"target.headers.{key}: environment variable {name} is not set")
             return os.environ[name]
 
-        out[key] = _VAR.sub(sub, value)
+        out[key] = ENV_VAR.sub(sub, value)
     return out
 
 
