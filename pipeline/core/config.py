@@ -124,7 +124,10 @@ class JudgeConfig(_Strict):
     `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
     (`provider: openai` takes any OpenAI-compatible server). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
-    `anthropic:claude-3-5-haiku-latest`, as other tools write it. `max_tokens` caps each reply and is
+    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case). A
+    config file's judge section must name its provider one way or the other
+    (`judge_provider_problem`, checked by `validate_config`); the `simulator` default here
+    serves only code that builds a `JudgeConfig` itself. `max_tokens` caps each reply and is
     what admission and the budget reserve for output; `expected_output_tokens`
     (per question) is what `tracejudge estimate` assumes a reply costs.
     Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
