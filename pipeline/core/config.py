@@ -32,6 +32,7 @@ __all__ = [
     "DatasetConfig",
     "JudgeConfig",
     "LimitsConfig",
+    "PROVIDERS",
     "PriceConfig",
     "RunConfig",
     "RunSection",
@@ -39,6 +40,7 @@ __all__ = [
     "SimulatorOptions",
     "apply_overrides",
     "config_hash",
+    "judge_provider_problem",
     "load_config",
     "require_metrics",
 ]
@@ -122,7 +124,10 @@ class JudgeConfig(_Strict):
     `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
     (`provider: openai` takes any OpenAI-compatible server). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
-    `anthropic:claude-3-5-haiku-latest`, as other tools write it. `max_tokens` caps each reply and is
+    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case). A
+    config file's judge section must name its provider one way or the other
+    (`judge_provider_problem`, checked by `validate_config`); the `simulator` default here
+    serves only code that builds a `JudgeConfig` itself. `max_tokens` caps each reply and is
     what admission and the budget reserve for output; `expected_output_tokens`
     (per question) is what `tracejudge estimate` assumes a reply costs.
     Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
@@ -183,8 +188,9 @@ class JudgeConfig(_Strict):
             return data
         data = dict(data)
         model = data.get("model")
-        if isinstance(model, str) and model.partition(":")[0] in _PROVIDER_ENV:
+        if isinstance(model, str) and model.partition(":")[0].lower() in PROVIDERS:
             prefix, _, name = model.partition(":")
+            prefix = prefix.lower()
             if data.get("provider") not in (None, prefix):
                 raise ValueError(f"model {model!r} names provider {prefix!r} but provider is {data['provider']!r}")
             data["provider"], data["model"] = prefix, name
@@ -196,6 +202,32 @@ class JudgeConfig(_Strict):
         if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
             data["base_url"] = os.environ[env[1]]
         return data
+
+
+# The judge providers a config may name, in `provider:` or as a `provider:model` prefix.
+PROVIDERS = ("simulator", "openai", "anthropic")
+
+
+def judge_provider_problem(judge: Any) -> str | None:
+    """Why a config's raw `judge:` mapping does not say which provider answers, or None when it does.
+
+    A judge section must name its provider, in `provider:` or as the model's
+    prefix (`openai:gpt-4o-mini`, any case): a silent default to the bundled
+    simulator would pass fake verdicts off as real ones.
+    """
+    if not isinstance(judge, dict) or judge.get("provider") is not None:
+        return None
+    model = judge.get("model")
+    known = ", ".join(PROVIDERS)
+    if isinstance(model, str) and ":" in model:
+        prefix = model.partition(":")[0]
+        if prefix.lower() in PROVIDERS:
+            return None
+        return (f"model {model!r} names unknown provider {prefix!r}; known providers: {known} "
+                "(write `provider: openai` and the model name alone for an OpenAI-compatible server)")
+    return (f"no provider: say which judge answers, `provider: simulator` for the bundled simulator "
+            f"(fake verdicts, for trials), `provider: openai` or `provider: anthropic`, or the model as "
+            f"`openai:{model if isinstance(model, str) and model else 'gpt-4o-mini'}`; known providers: {known}")
 
 
 # provider → (API key variable, base URL variable), the names the providers' own SDKs read.
@@ -393,19 +425,22 @@ def _line_index(text: str) -> dict[tuple[str, ...], int]:
     except yaml.YAMLError:
         return index
 
-    def walk(node: Any, path: tuple[str, ...]) -> None:
+    def walk(node: Any, path: tuple[str, ...], inside: frozenset[int]) -> None:
+        if id(node) in inside:  # an alias to a node that contains it (`&a {y: *a}`): load_config refuses it
+            return
+        inside = inside | {id(node)}
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 sub = (*path, str(key.value))
                 index[sub] = key.start_mark.line + 1
-                walk(value, sub)
+                walk(value, sub, inside)
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
                 sub = (*path, str(i))
                 index[sub] = item.start_mark.line + 1
-                walk(item, sub)
+                walk(item, sub, inside)
 
-    walk(root, ())
+    walk(root, (), frozenset())
     return index
 
 
@@ -515,6 +550,9 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         raise ConfigError(f"{source}: config file not found") from None
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read config: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
+                          "save the config as UTF-8 YAML") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -526,12 +564,31 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
     lines = _line_index(text)
+    if (cycle := _cycle(data, ())) is not None:
+        dotted = ".".join(cycle)
+        where = f"{source}:{lines[cycle]}" if cycle in lines else source
+        raise ConfigError(f"{where}: {dotted}: a YAML alias refers to a mapping or list that contains it; "
+                          "a config must not recurse")
     base = cfg_path.resolve().parent
     _resolve_paths(data, base)
     touched = apply_overrides(data, overrides or [], cwd or base)
     _default_run_dir(data, base / "runs" / cfg_path.stem)
     _search_config_folder(data, base)
     return validate_config(data, source=source, lines=lines, overridden=touched)
+
+
+def _cycle(node: Any, path: tuple[str, ...], inside: frozenset[int] = frozenset()) -> tuple[str, ...] | None:
+    """The key path of the first value that contains itself (`&a {y: *a}`), or None: validation would recurse forever."""
+    if not isinstance(node, (dict, list)):
+        return None
+    if id(node) in inside:
+        return path
+    inside = inside | {id(node)}
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if (found := _cycle(value, (*path, str(key)), inside)) is not None:
+            return found
+    return None
 
 
 def _default_run_dir(data: dict[str, Any], default: Path) -> None:
@@ -573,14 +630,19 @@ def validate_config(
     """
     lines = lines or {}
     overridden = overridden or set()
+    errors = []
+    if (why := judge_provider_problem(data.get("judge"))) is not None:
+        errors.append(_fmt(source, ("judge", "provider"), why, lines, overridden))
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        errors = [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
-        raise ConfigError("\n".join(errors)) from None
+        errors += [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
+    if errors:
+        raise ConfigError("\n".join(errors))
 
     problems: list[str] = []
     built = []
+    fmt = None
     try:
         fmt = registry.format_for(config.dataset.format)
     except KeyError:
@@ -622,6 +684,10 @@ def validate_config(
             p = getattr(config.dataset, key)
             if p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+            elif p is not None and p.is_dir() and (key == "tasks" or (fmt is not None and not fmt.reads_dirs)):
+                # Found now, not after the run directory was created: reading a folder as lines fails late.
+                problems.append(_fmt(source, ("dataset", key), f"{p} is a directory; format {config.dataset.format!r} "
+                                     "reads one file: name the file", lines, overridden))
         reg = config.assertions.regression
         if reg is not None and reg.baseline is not None and not _baseline_exists(Path(reg.baseline)):
             # Found now, not after a night of scoring that the gate would then fail anyway.

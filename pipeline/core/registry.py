@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 __all__ = [
     "Format",
+    "NoOptions",
     "FormatError",
     "SpecError",
     "add_search_dir",
@@ -37,6 +38,12 @@ __all__ = [
 ]
 
 
+class NoOptions(BaseModel):
+    """`dataset.options` of a format that takes none: any key is refused when the config loads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 @dataclass(frozen=True)
 class Format:
     """An input format.
@@ -50,6 +57,8 @@ class Format:
     - `peek_id(raw) -> str | None` (optional) returns, much faster than
       `adapt`, the id that `adapt` would give the record, or `None` when it
       cannot tell cheaply; a resume uses it to skip finished cases unparsed.
+    - `reads_dirs`: `dataset.path` may be a folder (else it must be a file,
+      checked when the config loads).
     """
 
     name: str
@@ -58,6 +67,7 @@ class Format:
     prepare: Callable[[Any], Any] = lambda dataset: None
     options: type[BaseModel] | None = None
     peek_id: Callable[[Any], str | None] | None = None
+    reads_dirs: bool = False
 
 
 class FormatError(ValueError):

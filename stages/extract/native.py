@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, register_format
+from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, line_column, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
@@ -89,4 +89,4 @@ def peek_id(raw: bytes | str) -> str | None:
     return None
 
 
-register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id))
+register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id, options=NoOptions))

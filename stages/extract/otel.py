@@ -702,4 +702,4 @@ def turn_calls(case: Case) -> list[list[Any]]:
     return [calls[a:b] for a, b in (t["calls"] for t in case.metadata["otel"]["turns"])]
 
 
-register_format(Format("otel", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))
+register_format(Format("otel", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options, reads_dirs=True))

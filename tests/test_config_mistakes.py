@@ -1,0 +1,95 @@
+"""Config mistakes a new user makes are config errors (exit 2) naming the file and key, found before a run directory exists.
+
+Real CLI processes on real files, as a user runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CASE = {"id": "c1", "input": "Book a flight", "trace": {"steps": [], "output": "done"}}
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tracejudge", *args], capture_output=True, text=True, cwd=cwd, timeout=120, env=dict(os.environ))
+
+
+def config_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("config error"), proc.stderr
+    return proc.stderr
+
+
+def write(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\n" + body)
+    return cfg
+
+
+@pytest.mark.parametrize("judge", ["{model: gpt-4o-mini}", "{}", '{model: "foo:bar"}', '{model: "openai/gpt-4o-mini"}'])
+def test_a_judge_without_provider_is_refused_not_simulated(tmp_path: Path, judge: str) -> None:
+    cfg = write(tmp_path, f"metrics: [{{type: TaskCompletion}}]\njudge: {judge}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:3: judge.provider:" in err
+    if "foo:bar" in judge:
+        assert "unknown provider 'foo'" in err and "simulator, openai, anthropic" in err
+    else:
+        assert "provider: simulator" in err and "openai:" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_no_judge_section_with_a_judge_metric_is_refused(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "metrics: [{type: TaskCompletion}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:2: metrics.0.type:" in err and "judge:" in err
+
+
+def test_provider_prefix_is_case_insensitive_and_no_judge_metric_needs_no_judge(tmp_path: Path) -> None:
+    # `OpenAI:` names the provider (a missing key is then the only complaint: the judge is real, not the simulator).
+    cfg = write(tmp_path, 'metrics: [{type: TaskCompletion}]\njudge: {model: "OpenAI:gpt-4o-mini", api_key_env: TJ_TEST_UNSET_KEY}\n')
+    proc = cli("run", str(cfg), cwd=tmp_path)
+    assert proc.returncode == 2 and "TJ_TEST_UNSET_KEY" in proc.stderr and "judge.provider" not in proc.stderr, proc.stderr
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\n")
+    proc = cli("run", str(cfg), cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert (tmp_path / "runs" / "eval" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("kind", ["recursive", "utf16", "binary"])
+def test_a_recursive_or_non_utf8_config_is_a_config_error(tmp_path: Path, kind: str) -> None:
+    cfg = tmp_path / "eval.yaml"
+    text = "dataset: &a {path: x, y: *a}\nmetrics: [{type: ToolCalls}]\n"
+    if kind == "recursive":
+        cfg.write_text(text)
+    elif kind == "utf16":
+        cfg.write_text("dataset: {path: x}\n", encoding="utf-16")
+    else:
+        cfg.write_bytes(bytes(range(128, 256)))
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert str(cfg) in err
+    assert ("dataset" in err and "recurse" in err) if kind == "recursive" else "UTF-8" in err
+
+
+def test_dataset_path_that_is_a_directory_is_refused_before_the_run_directory(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: traces}\nmetrics: [{type: ToolCalls}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:1: dataset.path:" in err and "is a directory" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_unknown_native_option_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "eval.yaml"
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    cfg.write_text("dataset:\n  path: cases.jsonl\n  options: {bogus: 1}\nmetrics: [{type: ToolCalls}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:3: dataset.options.bogus: native: unknown key" in err
