@@ -93,3 +93,14 @@ def test_unknown_native_option_is_refused(tmp_path: Path) -> None:
     cfg.write_text("dataset:\n  path: cases.jsonl\n  options: {bogus: 1}\nmetrics: [{type: ToolCalls}]\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
     assert f"{cfg}:3: dataset.options.bogus: native: unknown key" in err
+
+
+@pytest.mark.parametrize("fmt", ["tau-bench", "tau2-bench", "bfcl", "tau-bench-tasks"])
+def test_formats_without_options_refuse_unknown_ones(tmp_path: Path, fmt: str) -> None:
+    # These formats take no `dataset.options`: a key there is a typo or meant for another format.
+    cfg = tmp_path / "eval.yaml"
+    (tmp_path / "data.json").write_text("[]\n")
+    cfg.write_text(f"dataset:\n  path: data.json\n  format: {fmt}\n  tasks: data.json\n  options: {{bogus: 1}}\nmetrics: [{{type: ToolCalls}}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:5: dataset.options.bogus: {fmt}: unknown key" in err
+    assert not (tmp_path / "runs").exists()

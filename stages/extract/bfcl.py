@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, register_format
+from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import loads, read_jsonl
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
@@ -236,5 +236,6 @@ register_format(
         read=lambda ds: read_jsonl(ds.path, ds.limit),
         adapt=adapt,
         prepare=lambda ds: load_context(ds.path, ds.tasks),
+        options=NoOptions,
     )
 )

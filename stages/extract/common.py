@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_message, line_column, read_jsonl
 
@@ -23,7 +23,6 @@ __all__ = [
     "CASE_FIELDS",
     "build_case",
     "JsonLine",
-    "NoOptions",
     "case_fields",
     "decode_line",
     "fail",
@@ -45,12 +44,6 @@ CASE_FIELDS = (
     "metadata",
     "metrics",
 )
-
-
-class NoOptions(BaseModel):
-    """Options model of a format that takes none: any key in `dataset.options` is refused."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 @dataclass(slots=True, frozen=True)

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, register_format
+from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, skip_json_value
 
@@ -261,4 +261,4 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
 
 
-register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt))
+register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions))

@@ -32,7 +32,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, register_format
+from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.load import read_json_array
 
@@ -151,5 +151,6 @@ register_format(
         read=lambda ds: read_json_array(ds.path, ds.limit),
         adapt=adapt,
         prepare=lambda ds: load_tasks(ds.tasks),
+        options=NoOptions,
     )
 )

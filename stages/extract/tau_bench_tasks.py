@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, register_format
+from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import read_json_array
 
 __all__ = ["adapt"]
@@ -55,4 +55,4 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     )
 
 
-register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt))
+register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt, options=NoOptions))
