@@ -16,6 +16,7 @@ from _runs import native_case, write_config, write_dataset
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 from tracejudge.entrypoints.cli import main
 
@@ -121,13 +122,25 @@ def rows(driver: Any) -> list[Any]:
     return driver.find_elements(By.CSS_SELECTOR, "#cases tbody tr")
 
 
+def follow(driver: Any, element: Any) -> None:
+    """Click a link or submit button and wait for the next page: reading before it loads finds stale elements."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def apply_filters(driver: Any) -> None:
+    follow(driver, driver.find_element(By.ID, "f-apply"))
+
+
 def test_runs_and_run_page(server: str, browser: Any) -> None:
     browser.get(server + "/")
     names = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#runs tbody td:first-child a")]
     assert set(names) == {"tonight", "hostile", "live", "last-night"}
     assert "FAIL" in browser.find_element(By.CSS_SELECTOR, '#runs tr[data-run="tonight"]').text
     no_overflow(browser)
-    browser.find_element(By.LINK_TEXT, "tonight").click()
+    follow(browser, browser.find_element(By.LINK_TEXT, "tonight"))
     summary = browser.find_element(By.ID, "summary").text
     for metric in ("writes_exact", "TrajectoryMatch", "TaskCompletion"):
         assert metric in summary
@@ -144,13 +157,13 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
     assert total == 16 and len(rows(browser)) == 16
     no_overflow(browser)
     Select(browser.find_element(By.ID, "f-status")).select_by_value("failed")
-    browser.find_element(By.ID, "f-apply").click()
+    apply_filters(browser)
     failed = int(browser.find_element(By.ID, "n-matching").text)
     assert 0 < failed == len(rows(browser))
     for tr in rows(browser):  # every row shown has a failed verdict or an error
         assert tr.find_elements(By.CSS_SELECTOR, "td .bad, td.bad")
     Select(browser.find_element(By.ID, "f-below")).select_by_value("writes_exact")
-    browser.find_element(By.ID, "f-apply").click()
+    apply_filters(browser)
     below = int(browser.find_element(By.ID, "n-matching").text)
     assert 0 < below < total
     assert all(tr.find_elements(By.TAG_NAME, "td")[3].find_elements(By.CSS_SELECTOR, ".bad") for tr in rows(browser))
@@ -159,7 +172,7 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
     browser.get(server + "/run/tonight/cases")
     box = browser.find_element(By.ID, "f-q")
     box.send_keys("book_reservation")
-    browser.find_element(By.ID, "f-apply").click()
+    apply_filters(browser)
     found = int(browser.find_element(By.ID, "n-matching").text)
     assert 0 < found < total
     browser.get(server + "/run/tonight/cases?q=no-such-tool-anywhere")
@@ -178,7 +191,7 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
 
 def test_case_page_transcript_alignment_and_baseline(server: str, browser: Any, runs: dict[str, Path]) -> None:
     browser.get(server + "/run/tonight/cases?below=writes_exact")
-    browser.find_element(By.CSS_SELECTOR, "#cases a.case-link").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "#cases a.case-link"))
     sides = browser.find_elements(By.CSS_SELECTOR, ".side")
     assert [s.get_attribute("data-run") for s in sides] == ["last-night", "tonight"]  # the baseline beside it
     side = sides[1]
@@ -195,13 +208,13 @@ def test_case_page_transcript_alignment_and_baseline(server: str, browser: Any, 
 
 def test_diff_page_links_to_side_by_side_cases(server: str, browser: Any) -> None:
     browser.get(server + "/run/tonight")
-    browser.find_element(By.CSS_SELECTOR, "a.diff-link").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "a.diff-link"))
     delta = browser.find_element(By.CSS_SELECTOR, '#deltas tr[data-metric="writes_exact"]').text
     assert delta.split()[4].startswith("-")  # exact arguments score lower than ignored ones
     no_overflow(browser)
     link = browser.find_element(By.CSS_SELECTOR, "table.movers.regressed a.mover-link")
     case_id = link.text
-    link.click()
+    follow(browser, link)
     assert browser.find_element(By.ID, "case-id").text == case_id
     assert len(browser.find_elements(By.CSS_SELECTOR, ".sides.two .side")) == 2
     no_overflow(browser)
@@ -210,7 +223,7 @@ def test_diff_page_links_to_side_by_side_cases(server: str, browser: Any) -> Non
 def test_untrusted_text_is_shown_not_run(server: str, browser: Any) -> None:
     browser.get(server + "/run/hostile/cases")
     assert browser.find_element(By.CSS_SELECTOR, "#cases a.case-link").text.startswith("<img")
-    browser.find_element(By.CSS_SELECTOR, "#cases a.case-link").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "#cases a.case-link"))
     assert "<script>window.pwned=1</script>" in browser.find_element(By.CSS_SELECTOR, ".msg.final").text
     assert browser.execute_script("return window.pwned === undefined")
     assert "<b>drop</b>" in browser.find_element(By.CSS_SELECTOR, ".transcript").text
