@@ -346,3 +346,22 @@ def test_aggregate_state_round_trips_through_json_and_keeps_folding_identically(
         resumed.fold(result(i))
     assert resumed.summary() == whole.summary()
     assert json.dumps(dump_state(resumed), sort_keys=True) == json.dumps(dump_state(whole), sort_keys=True)
+
+
+def test_a_full_reservoir_saved_without_its_next_replacement_is_refused() -> None:
+    # A checkpoint written before reservoirs drew their skips: refused, so the journal rebuilds from results.jsonl.
+    from tracejudge.core.evalconfig import AggregateConfig
+    from tracejudge.stages.aggregate.state import StateError, dump_state, restore
+
+    settings = AggregateConfig(reservoir_size=10)
+    agg = Aggregator(["m"], trials=1, settings=settings)
+    for i in range(40):
+        agg.fold(CaseResult(case_id=f"c{i}", scores={"m": Score(value=i / 40)}))
+    state = json.loads(json.dumps(dump_state(agg)))
+    assert restore(state, Aggregator(["m"], trials=1, settings=settings)).summary() == agg.summary()
+    for key in ("next_at", "w"):
+        old = json.loads(json.dumps(state))
+        for _, stats in old["metrics"]:
+            stats["reservoir"].pop(key)
+        with pytest.raises(StateError, match="next replacement"):
+            restore(old, Aggregator(["m"], trials=1, settings=settings))

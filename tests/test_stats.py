@@ -75,6 +75,30 @@ def test_reservoir_is_bounded_and_uniform() -> None:
     assert abs(statistics.fmean(shares[:50]) - statistics.fmean(shares[50:])) < 0.01
 
 
+def test_a_full_reservoir_draws_rarely_and_stays_uniform_over_a_long_stream() -> None:
+    # Algorithm L: about size * (1 + ln(seen / size)) draws in all, not one per value; still ~size/n per position.
+    class Counting(random.Random):
+        draws = 0
+
+        def random(self) -> float:
+            Counting.draws += 1
+            return super().random()
+
+    n, size, runs = 5000, 50, 300
+    hits = [0] * 10  # per tenth of the stream
+    for r in range(runs):
+        res = Reservoir(size, Counting(f"long:{r}"))
+        for i in range(n):
+            res.add(float(i))
+        assert len(res.values) == size and res.seen == n and res.next_at > n
+        for v in res.values:
+            hits[int(v) * 10 // n] += 1
+    per_run = Counting.draws / runs
+    assert per_run < 3 * size * (1 + math.log(n / size))  # ~280 expected, against 4,950 for algorithm R
+    shares = [h / (runs * size) for h in hits]
+    assert min(shares) > 0.085 and max(shares) < 0.115
+
+
 def test_quantile_type_7() -> None:
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.0) == 1.0

@@ -99,10 +99,11 @@ class MetricStats:
         res = self.reservoir
         if res is None:
             res = self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
-        if len(res.values) < res.size:
-            res.seen += 1
-            res.values.append(v)
-        else:
+        res.seen += 1
+        if res.seen == res.next_at:  # a full reservoir replaces a value at the position it drew
+            res.replace(v)
+        elif len(res.values) < res.size:
+            res.seen -= 1
             res.add(v)
         if score.passed is not None:
             self.with_verdict += 1

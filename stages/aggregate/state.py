@@ -53,6 +53,8 @@ class ReservoirState(_Model):
     seen: NonNeg
     values: str  # base64 of float64 little-endian
     rng: str | None = None  # base64 of the Mersenne Twister state words; None while never used
+    w: float | None = None  # algorithm L's threshold and next replacement; None until the reservoir is full
+    next_at: NonNeg | None = None
 
 
 class MetricStatsState(_Model):
@@ -131,12 +133,14 @@ def _unb64(text: str, typecode: str) -> array[Any]:
 
 def _dump_reservoir(r: Reservoir) -> ReservoirState:
     rng = None
-    if r.seen > r.size:  # the generator has drawn: keep its exact state
+    full = r.size > 0 and len(r.values) == r.size
+    if full:  # the generator has drawn: keep its exact state
         version, words, gauss = r.rng.getstate()
         if version != 3 or gauss is not None:
             raise StateError("unexpected random-generator state")
         rng = _b64(array("Q", words))
-    return ReservoirState(size=r.size, seen=r.seen, values=_b64(r.values), rng=rng)
+    return ReservoirState(size=r.size, seen=r.seen, values=_b64(r.values), rng=rng,
+                          w=r.w if full else None, next_at=r.next_at if full else None)
 
 
 def _load_reservoir(s: ReservoirState, seed: str) -> Reservoir:
@@ -150,9 +154,13 @@ def _load_reservoir(s: ReservoirState, seed: str) -> Reservoir:
             raise StateError("random-generator state has the wrong shape")
         gen = random.Random()
         gen.setstate((3, tuple(words), None))
-    elif s.seen > s.size:
-        raise StateError("a full reservoir without its generator state")
-    return Reservoir(s.size, gen, s.seen, values)
+    full = s.size > 0 and len(values) == s.size
+    if full and (s.rng is None or s.w is None or s.next_at is None):
+        # (also a checkpoint from before algorithm L: the caller rebuilds from results.jsonl)
+        raise StateError("a full reservoir without its generator state and next replacement")
+    if full and not (0.0 < s.w <= 1.0 and s.next_at > s.seen):  # type: ignore[operator]
+        raise StateError("a full reservoir's next replacement is out of range")
+    return Reservoir(s.size, gen, s.seen, values, s.w or 0.0, s.next_at or 0)
 
 
 def _dump_stats(st: MetricStats) -> MetricStatsState:
