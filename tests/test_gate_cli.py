@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from _runs import planted_runs, seven_and_three, write_config
+from _runs import planted_runs, result_line, seven_and_three, write_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
@@ -231,6 +231,19 @@ def test_regression_compares_only_metrics_both_runs_have(tmp_path: Path) -> None
     assert "brand_new" in v.checks[0].detail
     named = AssertionsConfig.model_validate({"regression": {"baseline": str(a), "metrics": ["brand_new"]}})
     assert not evaluate_gate(named, summary, b).passed  # named explicitly: no pair to compare is a failure
+
+
+def test_a_baseline_sharing_no_metric_fails_instead_of_comparing_nothing(tmp_path: Path) -> None:
+    a, _, _, _ = planted_runs(tmp_path, planted=0, improved=0)
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    with open(renamed / "results.jsonl", "w") as fh:
+        for i in range(30):
+            fh.write(result_line(f"c{i:03d}", 0, {"accuracy": (1.0, "renamed from acc")}) + "\n")
+    summary = {"results": 30, "metrics": {"accuracy": {"scored": 30}}, "pass_at_k": {}}
+    v = evaluate_gate(AssertionsConfig.model_validate({"regression": {"baseline": str(a)}}), summary, renamed)
+    assert not v.passed and v.exit_code == 1
+    assert [c.name for c in v.checks] == ["regression"] and "nothing to compare" in v.checks[0].detail
 
 
 def test_an_interrupted_run_says_interrupted_and_writes_its_reports(tmp_path: Path) -> None:

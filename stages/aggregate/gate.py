@@ -204,8 +204,12 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
             cmp = compare_runs(base, run_dir, metrics=None, seed=seed)
             wanted = [k for k in current if k in cmp.metrics]
             new = [k for k in current if k not in cmp.metrics]
-            if new:
+            if new and wanted:
                 verdict.checks.append(Check("regression: new metrics", True, f"not in the baseline, so not compared: {', '.join(new)}"))
+            elif current and not wanted:
+                # A rule that compares nothing would pass every night (a renamed metric, the wrong baseline): it fails instead.
+                verdict.checks.append(Check("regression", False, f"no metric of this run ({', '.join(current)}) is in the baseline {base}: "
+                                            "nothing to compare; name the metrics in assertions.regression.metrics or point it at a matching baseline"))
             cmp.metrics = {k: cmp.metrics[k] for k in wanted}
         verdict.comparison = cmp
         for key in wanted:
