@@ -84,6 +84,24 @@ def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> No
     assert _run(config).new_results == 0
 
 
+def test_report_fails_the_gate_while_a_damaged_line_holds_a_counted_result(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    config = _config(tmp_path, run_dir)
+    _run(config)
+    results = run_dir / store.RESULTS
+    lines = results.read_bytes().splitlines(keepends=True)
+    lines[9] = lines[9][:30] + b"\n"  # cut short by a disk error
+    results.write_bytes(b"".join(lines))
+    for _ in range(2):  # a rebuilt summary remembers what the run had counted
+        report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+        assert report.returncode == 1, report.stdout + report.stderr
+        assert "FAIL results readable: 1 result(s) the run counted" in report.stdout and "results.jsonl:10:" in report.stdout
+        assert json.loads((run_dir / "summary.json").read_text())["damaged_result_lines"]["lost"] == 1
+    assert _run(config).new_results == 1  # the same config redoes the case
+    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
+
+
 def test_report_names_every_unreadable_line_and_never_crashes(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     _run(_config(tmp_path, run_dir))

@@ -119,12 +119,15 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     else:
         trials = 1 + max((int(r.get("trial", 0)) for r in iter_results(run_dir)), default=0)
         agg = Aggregator([], trials=trials)
+    damaged: list[str] = []
     for lineno, line in store.iter_current_numbered(path):
         try:
             result = CaseResult.model_validate_json(line)
         except ValueError as exc:  # damaged: named, never skipped silently
+            why = str(exc).splitlines()[0][:200]
+            damaged.append(f"{store.RESULTS}:{lineno}: {why}")
             if on_skipped is not None:
-                on_skipped(lineno, str(exc).splitlines()[0][:200])
+                on_skipped(lineno, why)
             continue
         agg.fold(result)
     prev: dict[str, Any] = {}
@@ -134,6 +137,13 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         prev = {}
     keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "configs", "judge", "shards") if k in prev}
     summary = {**keep, **agg.summary()}
+    # A damaged line whose case a resumed run redid (on a later line) costs nothing; the run's own
+    # summary says how many results it counted, so fewer now means results were lost, which the gate fails on.
+    # (An earlier rebuild's summary keeps the run's own count, so rebuilding twice does not forget the loss.)
+    counted = (prev.get("damaged_result_lines") or {}).get("counted", prev.get("results", len(damaged) + agg.results))
+    lost = min(len(damaged), max(0, int(counted) - agg.results))
+    if lost:
+        summary["damaged_result_lines"] = {"count": len(damaged), "lost": lost, "counted": int(counted), "first": damaged[:3]}
     if "judge" in prev:
         summary["judge"] = prev["judge"]
     if config is None:
