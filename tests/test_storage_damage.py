@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +58,23 @@ def _keys(run_dir: Path) -> Counter[tuple[str, int]]:
     return out
 
 
-def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> None:
+def _run_and_damage(tmp_path: Path, index: int, damage: Callable[[bytes], bytes]) -> tuple[dict[str, Any], Path, bytes]:
+    """Run the config, then replace line `index` of results.jsonl by `damage(line)`: (config, results path, the original line)."""
     run_dir = tmp_path / "run"
     config = _config(tmp_path, run_dir)
     _run(config)
     results = run_dir / store.RESULTS
     lines = results.read_bytes().splitlines(keepends=True)
-    victim = json.loads(lines[149])["case_id"]
-    lines[149] = b"#" * (len(lines[149]) - 1) + b"\n"  # same size: only the bytes tell
+    original, lines[index] = lines[index], damage(lines[index])
     results.write_bytes(b"".join(lines))
+    return config, results, original
+
+
+def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> None:
+    # the same size: only the bytes tell
+    config, results, original = _run_and_damage(tmp_path, 149, lambda line: b"#" * (len(line) - 1) + b"\n")
+    run_dir = results.parent
+    victim = json.loads(original)["case_id"]
     (tmp_path / "c.yaml").write_text(json.dumps(config))
 
     again = subprocess.run([str(TJ), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
@@ -85,13 +94,8 @@ def test_a_damaged_line_inside_results_is_named_and_redone(tmp_path: Path) -> No
 
 
 def test_report_fails_the_gate_while_a_damaged_line_holds_a_counted_result(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    config = _config(tmp_path, run_dir)
-    _run(config)
-    results = run_dir / store.RESULTS
-    lines = results.read_bytes().splitlines(keepends=True)
-    lines[9] = lines[9][:30] + b"\n"  # cut short by a disk error
-    results.write_bytes(b"".join(lines))
+    config, results, _ = _run_and_damage(tmp_path, 9, lambda line: line[:30] + b"\n")  # cut short by a disk error
+    run_dir = results.parent
     for _ in range(2):  # a rebuilt summary remembers what the run had counted
         report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
         assert report.returncode == 1, report.stdout + report.stderr
