@@ -213,3 +213,38 @@ def test_run_workers_is_deprecated_and_a_run_that_sets_it_says_what_to_set_inste
     assert WORKERS_DEPRECATED in old.stderr and "warning" in old.stderr
     assert len((tmp_path / "run2" / "results.jsonl").read_text().splitlines()) == 3
     assert "run.processes" in WORKERS_DEPRECATED and "target.concurrency" in WORKERS_DEPRECATED
+
+
+_SCRIPT_HEAD = """\
+import anyio
+from tracejudge.core.config import load_config
+from tracejudge.engine.runner import run
+"""
+
+
+def _script_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    # A Regex metric goes to worker processes from the first record, and workers import the parent's script.
+    _native(tmp_path / "cases.jsonl", 6, "done")
+    (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Regex, pattern: 'do.e'}\nrun: {dir: out, processes: 2}\n")
+    (tmp_path / "script.py").write_text(_SCRIPT_HEAD + textwrap.dedent(body))
+    return subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+def test_a_script_that_starts_a_run_at_its_top_level_is_told_to_guard_it(tmp_path):
+    proc = _script_run(tmp_path, 'anyio.run(run, load_config("run.yaml"))\nprint("finished")\n')
+    assert proc.returncode != 0 and "finished" not in proc.stdout
+    assert 'put the call under `if __name__ == "__main__":`' in proc.stderr, proc.stderr[-2000:]
+    assert all(r["error"]["kind"] != "worker_error" for r in _results(tmp_path / "out").values() if r.get("error"))
+
+
+def test_workers_that_cannot_import_the_script_leave_the_run_in_process(tmp_path):
+    proc = _script_run(tmp_path, """\
+        if __name__ == "__mp_main__":
+            raise RuntimeError("this script only runs as the parent")
+        if __name__ == "__main__":
+            print(anyio.run(run, load_config("run.yaml")).new_results)
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["6"]
+    assert "worker processes cannot start" in proc.stderr and "this script only runs as the parent" in proc.stderr
+    assert {r["status"] for r in _results(tmp_path / "out").values()} == {"ok"}

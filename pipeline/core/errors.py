@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "TracejudgeError"]
+import sys
+
+__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "refuse_in_worker_import"]
 
 
 class TracejudgeError(Exception):
@@ -15,3 +17,27 @@ class ConfigError(TracejudgeError):
     `str(error)` names the file, the key path (and line when known) and what
     was expected, one problem per line.
     """
+
+
+class UnguardedScript(TracejudgeError):
+    """A run was started while a worker process was importing the user's script.
+
+    Worker processes (tracejudge's `run.processes`, like `multiprocessing`'s
+    spawn) import the parent's script under the name `__mp_main__` so that
+    functions defined there can travel; a run started at its top level would
+    run again in every worker.
+    """
+
+
+def refuse_in_worker_import(what: str) -> None:
+    """Raise `UnguardedScript` when called while a worker process imports the parent's script.
+
+    `what` names what was started, for the message (`"a tracejudge run"`).
+    """
+    main = sys.modules.get("__main__")
+    # anyio's worker removes __main__ while it re-runs the script; multiprocessing's spawn renames it.
+    if main is None or getattr(main, "__name__", "") == "__mp_main__":
+        raise UnguardedScript(
+            f"{what} was started while a worker process imported your script: worker processes re-run a script's "
+            "top level, so put the call under `if __name__ == \"__main__\":` (or set run.processes: 1)"
+        )

@@ -31,7 +31,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core import registry
 from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
-from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.errors import TracejudgeError, refuse_in_worker_import
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
@@ -142,6 +142,7 @@ async def run(
     """
     from tracejudge.stages.reports import finish_run
 
+    refuse_in_worker_import("a tracejudge run")
     if "workers" in config.run.model_fields_set:
         log.warning(WORKERS_DEPRECATED)
     shard = parse_shard(config.run.shard) if config.run.shard else None

@@ -34,9 +34,13 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 from anyio import to_process
+from tracejudge.core.errors import UnguardedScript
+from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
 
 __all__ = ["INLINE_RECORDS", "ProcessExecutor"]
+
+log = get_logger("tracejudge.executors")
 
 INLINE_RECORDS = 256
 """Records of a built-in job that run in-process before the first worker is started (0: none)."""
@@ -76,6 +80,7 @@ class ProcessExecutor:
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
         self.inline_left = INLINE_RECORDS if _builtin(job) else 0
+        self.unstartable: str | None = None  # why a worker could not start (then everything runs in-process)
         self._warming: anyio.abc.TaskGroup | None = None
         self._warm_started = False
 
@@ -100,10 +105,16 @@ class ProcessExecutor:
             await to_process.run_sync(_run, self.key, self.blob, [], cancellable=True, limiter=self.limiter)
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
-        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies."""
-        if self.inline_left >= len(chunk):
+        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies.
+
+        A worker that cannot even start (the parent's script raises when a
+        worker imports it) would fail every chunk alike: the rest of the run
+        goes in-process, with a warning naming the cause. A script that starts a
+        run at its top level raises `UnguardedScript`, which stops the run.
+        """
+        if self.inline_left >= len(chunk) or self.unstartable is not None:
             self.inline_left -= len(chunk)
-            if not self._warm_started and self._warming is not None and len(chunk) >= self.min_chunk:
+            if self.unstartable is None and not self._warm_started and self._warming is not None and len(chunk) >= self.min_chunk:
                 self._warm_started = True
                 for _ in range(self.processes):
                     self._warming.start_soon(self._warm)
@@ -116,4 +127,12 @@ class ProcessExecutor:
         try:
             return await to_process.run_sync(_run, self.key, self.blob, chunk, cancellable=True, limiter=self.limiter)
         except anyio.BrokenWorkerProcess as exc:
+            if isinstance(exc.__cause__, UnguardedScript):
+                raise UnguardedScript(str(exc.__cause__)) from None  # no worker can start: stop the run, do not fail every case
+            if exc.__cause__ is not None and "initialization" in str(exc):
+                if self.unstartable is None:  # (chunks in flight together all meet it: one warning)
+                    log.warning("worker processes cannot start; extract and score run in-process",
+                                reason=f"{type(exc.__cause__).__name__}: {exc.__cause__}"[:300])
+                self.unstartable = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
+                return await self.map(chunk)
             raise ExecutorBroken(f"the worker process died: {exc.__cause__ or exc}") from exc
