@@ -87,6 +87,22 @@ def test_dataset_path_that_is_a_directory_is_refused_before_the_run_directory(tm
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_dataset_path_that_is_no_regular_file_is_refused_before_the_run_directory(tmp_path: Path, special: str) -> None:
+    # A FIFO blocked the run for ever (deaf to SIGTERM); /dev/zero read without end after creating the run directory.
+    if special == "fifo":
+        path = tmp_path / "traces.jsonl"
+        os.mkfifo(path)
+        kind = "is a FIFO (named pipe), not a regular file"
+    else:
+        path, kind = Path(special), "is a character device, not a regular file"
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(f"dataset: {{path: {path}}}\nmetrics: [{{type: ToolCalls}}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert err.splitlines()[1:] == [f"{cfg}:1: dataset.path: {path} {kind}"]
+    assert not (tmp_path / "runs").exists()
+
+
 def test_unknown_native_option_is_refused(tmp_path: Path) -> None:
     cfg = tmp_path / "eval.yaml"
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")

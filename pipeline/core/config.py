@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -684,6 +685,10 @@ def validate_config(
             p = getattr(config.dataset, key)
             if p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+            elif p is not None and (kind := _special_file(p)) is not None:
+                # Found now, before the run directory: reading a FIFO blocks for ever, /dev/zero never ends a line.
+                wanted = "a regular file or folder" if key == "path" and fmt is not None and fmt.reads_dirs else "a regular file"
+                problems.append(_fmt(source, ("dataset", key), f"{p} is {kind}, not {wanted}", lines, overridden))
             elif p is not None and p.is_dir() and (key == "tasks" or (fmt is not None and not fmt.reads_dirs)):
                 # Found now, not after the run directory was created: reading a folder as lines fails late.
                 problems.append(_fmt(source, ("dataset", key), f"{p} is a directory; format {config.dataset.format!r} "
@@ -696,6 +701,19 @@ def validate_config(
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def _special_file(path: Path) -> str | None:
+    """What `path` is when it exists but is neither a regular file nor a folder (after symlinks), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # unreadable metadata: the reader reports it with the file's name
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def require_metrics(config: RunConfig, source: str = "<config>") -> None:
