@@ -46,6 +46,14 @@ def test_a_judge_without_provider_is_refused_not_simulated(tmp_path: Path, judge
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("judge", ['{model: "openai:"}', '{provider: openai, model: ""}', '{provider: simulator, model: "  "}'])
+def test_a_judge_model_that_names_no_model_is_refused(tmp_path: Path, judge: str) -> None:
+    cfg = write(tmp_path, f"metrics: [{{type: TaskCompletion}}]\njudge: {judge}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:3: judge.model:" in err and "names no model" in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_no_judge_section_with_a_judge_metric_is_refused(tmp_path: Path) -> None:
     cfg = write(tmp_path, "metrics: [{type: TaskCompletion}]\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))

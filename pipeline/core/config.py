@@ -125,7 +125,8 @@ class JudgeConfig(_Strict):
     `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
     (`provider: openai` takes any OpenAI-compatible server). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
-    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case). A
+    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case); an
+    empty or blank name (`""`, `openai:`) is refused. A
     config file's judge section must name its provider one way or the other
     (`judge_provider_problem`, checked by `validate_config`); the `simulator` default here
     serves only code that builds a `JudgeConfig` itself. `max_tokens` caps each reply and is
@@ -203,6 +204,14 @@ class JudgeConfig(_Strict):
         if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
             data["base_url"] = os.environ[env[1]]
         return data
+
+    @field_validator("model")
+    @classmethod
+    def _names_a_model(cls, model: str) -> str:
+        # `model: ""` or `openai:` would go out as an empty model name, refused by the provider on every request.
+        if not model.strip():
+            raise ValueError("names no model: give the judge model's name, e.g. `gpt-4o-mini` or `openai:gpt-4o-mini`")
+        return model
 
 
 # The judge providers a config may name, in `provider:` or as a `provider:model` prefix.
