@@ -111,6 +111,16 @@ def test_dataset_path_that_is_no_regular_file_is_refused_before_the_run_director
     assert not (tmp_path / "runs").exists()
 
 
+def test_tau_bench_tasks_without_a_target_is_refused(tmp_path: Path) -> None:
+    # Tasks carry no trace: without a target every case ended invalid_input after the whole run.
+    (tmp_path / "tasks.json").write_text(json.dumps([{"task_index": 0, "instruction": "hi", "actions": []}]) + "\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("metrics: [{type: ToolCalls}]\ndataset:\n  path: tasks.json\n  format: tau-bench-tasks\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:4: dataset.format: tau-bench-tasks lists tasks, not runs: it needs a target" in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_unknown_native_option_is_refused(tmp_path: Path) -> None:
     cfg = tmp_path / "eval.yaml"
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")

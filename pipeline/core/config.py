@@ -663,6 +663,9 @@ def validate_config(
     except registry.FormatError as exc:
         problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
     else:
+        if fmt.needs_target and config.target is None:
+            problems.append(_fmt(source, ("dataset", "format"), f"{fmt.name} lists tasks, not runs: it needs a target "
+                                 "(a `target:` section running the agent on each task)", lines, overridden))
         if fmt.options is not None:
             try:
                 fmt.options.model_validate(config.dataset.options)
