@@ -121,6 +121,22 @@ def test_tau_bench_tasks_without_a_target_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_bad_set_option_is_named_not_the_config_file(tmp_path: Path) -> None:
+    # The file is fine: each message names the --set option as typed, and no line of the file.
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\nrun: {processes: 2}\njudge: {provider: openai, model: gpt-4o-mini}\n")
+    sets = ["run.processes=abc", "run.nokey=1", "judge.model=anthropic:x"]
+    lines = config_error(cli("run", str(cfg), *[a for s in sets for a in ("--set", s)], cwd=tmp_path)).splitlines()[1:]
+    assert any(line.startswith("--set run.processes=abc: run.processes: Input should be a valid integer") for line in lines), lines
+    assert "--set run.nokey=1: run.nokey: unknown key" in lines
+    # A whole-section check (the judge's provider against its model) names the option that changed the section.
+    assert any(line.startswith(f"{cfg}:4: judge:") and line.endswith("(with --set judge.model=anthropic:x)") for line in lines), lines
+    err = config_error(cli("run", str(cfg), "--set", "metrics.0.type=Bogus", cwd=tmp_path))
+    assert "\n--set metrics.0.type=Bogus: metrics.0.type: unknown metric type 'Bogus'" in err
+    err = config_error(cli("run", str(cfg), "--set", "judge.model=foo:bar", "--set", "judge.provider=null", cwd=tmp_path))
+    assert "\n--set judge.model=foo:bar: judge.model: model 'foo:bar' names unknown provider 'foo'" in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_unknown_native_option_is_refused(tmp_path: Path) -> None:
     cfg = tmp_path / "eval.yaml"
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")

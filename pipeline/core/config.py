@@ -461,14 +461,19 @@ def _locate(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | N
     return None
 
 
-def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: set[tuple[str, ...]]) -> str:
+def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: dict[tuple[str, ...], str]) -> str:
+    # `overridden`: key path → the `--set KEY=VALUE` that gave it, so an error in a value from the
+    # command line names that option, not a line of a file the user did not change.
     key = tuple(str(p) for p in loc)
     dotted = ".".join(key) or "(top level)"
-    if any(key[: len(o)] == o for o in overridden):
-        return f"--set {dotted}: {msg}"
+    for o, item in overridden.items():
+        if key[: len(o)] == o:
+            return f"--set {item}: {dotted}: {msg}"
     line = _locate(key, lines)
     where = f"{source}:{line}" if line else source
-    return f"{where}: {dotted}: {msg}"
+    # An error on a whole section (a model validator) may come from a value set inside it on the command line.
+    inside = [f"--set {item}" for o, item in overridden.items() if key and o[: len(key)] == key]
+    return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
@@ -501,16 +506,17 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> set[tuple[str, ...]]:
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> dict[tuple[str, ...], str]:
     """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
 
     A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
     against `cwd`: `load_config` passes the config's folder, as for the
     same value written in the file. Returns the key paths that were
-    overridden. Raises `ConfigError` for an override without `=` or one that
-    walks into a non-mapping.
+    overridden, each with the override as typed (`key=value`, the value cut
+    to 80 characters), for error messages. Raises `ConfigError` for an
+    override without `=` or one that walks into a non-mapping.
     """
-    touched: set[tuple[str, ...]] = set()
+    touched: dict[tuple[str, ...], str] = {}
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
@@ -525,7 +531,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> se
         key = _set_path(data, dotted, value)
         if key in _PATH_KEYS and isinstance(value, str) and value:
             _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
-        touched.add(key)
+        touched[key] = f"{dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
 
 
@@ -631,18 +637,23 @@ def validate_config(
     *,
     source: str = "<config>",
     lines: dict[tuple[str, ...], int] | None = None,
-    overridden: set[tuple[str, ...]] | None = None,
+    overridden: dict[tuple[str, ...], str] | None = None,
     check_files: bool = True,
 ) -> RunConfig:
     """Validate an already-parsed config mapping (paths already absolute).
 
+    `lines` maps key paths to their line in `source`; `overridden` maps the
+    key paths given with `--set` to the option as typed (`apply_overrides`),
+    so a problem in such a value names the option instead of a line.
     Raises `ConfigError` listing every problem found.
     """
     lines = lines or {}
-    overridden = overridden or set()
+    overridden = overridden or {}
     errors = []
     if (why := judge_provider_problem(data.get("judge"))) is not None:
-        errors.append(_fmt(source, ("judge", "provider"), why, lines, overridden))
+        # The provider is read from the model too: a model given with --set is where to look.
+        at = ("judge", "model") if ("judge", "model") in overridden else ("judge", "provider")
+        errors.append(_fmt(source, at, why, lines, overridden))
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
