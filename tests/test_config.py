@@ -120,7 +120,7 @@ def test_judge_provider_defaults(tmp_path, monkeypatch):
 
 def test_bad_override_is_named_as_such(tmp_path):
     cfg = write(tmp_path, "dataset: {path: cases.jsonl}\n")
-    with pytest.raises(ConfigError, match=r"--set run.workers: .*integer"):
+    with pytest.raises(ConfigError, match=r"--set run.workers=lots: run.workers: .*integer"):
         load_config(cfg, ["run.workers=lots"])
     with pytest.raises(ConfigError, match="expected KEY.PATH=VALUE"):
         load_config(cfg, ["run.workers"])

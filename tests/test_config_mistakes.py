@@ -46,6 +46,14 @@ def test_a_judge_without_provider_is_refused_not_simulated(tmp_path: Path, judge
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("judge", ['{model: "openai:"}', '{provider: openai, model: ""}', '{provider: simulator, model: "  "}'])
+def test_a_judge_model_that_names_no_model_is_refused(tmp_path: Path, judge: str) -> None:
+    cfg = write(tmp_path, f"metrics: [{{type: TaskCompletion}}]\njudge: {judge}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:3: judge.model:" in err and "names no model" in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_no_judge_section_with_a_judge_metric_is_refused(tmp_path: Path) -> None:
     cfg = write(tmp_path, "metrics: [{type: TaskCompletion}]\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
@@ -84,6 +92,48 @@ def test_dataset_path_that_is_a_directory_is_refused_before_the_run_directory(tm
     cfg.write_text("dataset: {path: traces}\nmetrics: [{type: ToolCalls}]\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
     assert f"{cfg}:1: dataset.path:" in err and "is a directory" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_dataset_path_that_is_no_regular_file_is_refused_before_the_run_directory(tmp_path: Path, special: str) -> None:
+    # A FIFO blocked the run for ever (deaf to SIGTERM); /dev/zero read without end after creating the run directory.
+    if special == "fifo":
+        path = tmp_path / "traces.jsonl"
+        os.mkfifo(path)
+        kind = "is a FIFO (named pipe), not a regular file"
+    else:
+        path, kind = Path(special), "is a character device, not a regular file"
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(f"dataset: {{path: {path}}}\nmetrics: [{{type: ToolCalls}}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert err.splitlines()[1:] == [f"{cfg}:1: dataset.path: {path} {kind}"]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_tau_bench_tasks_without_a_target_is_refused(tmp_path: Path) -> None:
+    # Tasks carry no trace: without a target every case ended invalid_input after the whole run.
+    (tmp_path / "tasks.json").write_text(json.dumps([{"task_index": 0, "instruction": "hi", "actions": []}]) + "\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("metrics: [{type: ToolCalls}]\ndataset:\n  path: tasks.json\n  format: tau-bench-tasks\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:4: dataset.format: tau-bench-tasks lists tasks, not runs: it needs a target" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_bad_set_option_is_named_not_the_config_file(tmp_path: Path) -> None:
+    # The file is fine: each message names the --set option as typed, and no line of the file.
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\nrun: {processes: 2}\njudge: {provider: openai, model: gpt-4o-mini}\n")
+    sets = ["run.processes=abc", "run.nokey=1", "judge.model=anthropic:x"]
+    lines = config_error(cli("run", str(cfg), *[a for s in sets for a in ("--set", s)], cwd=tmp_path)).splitlines()[1:]
+    assert any(line.startswith("--set run.processes=abc: run.processes: Input should be a valid integer") for line in lines), lines
+    assert "--set run.nokey=1: run.nokey: unknown key" in lines
+    # A whole-section check (the judge's provider against its model) names the option that changed the section.
+    assert any(line.startswith(f"{cfg}:4: judge:") and line.endswith("(with --set judge.model=anthropic:x)") for line in lines), lines
+    err = config_error(cli("run", str(cfg), "--set", "metrics.0.type=Bogus", cwd=tmp_path))
+    assert "\n--set metrics.0.type=Bogus: metrics.0.type: unknown metric type 'Bogus'" in err
+    err = config_error(cli("run", str(cfg), "--set", "judge.model=foo:bar", "--set", "judge.provider=null", cwd=tmp_path))
+    assert "\n--set judge.model=foo:bar: judge.model: model 'foo:bar' names unknown provider 'foo'" in err
     assert not (tmp_path / "runs").exists()
 
 

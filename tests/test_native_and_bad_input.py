@@ -18,14 +18,15 @@ def good(i: int) -> dict:
     }
 
 
-def run_cases(tmp_path: Path, lines: list[bytes], metrics=None) -> tuple[dict, list[dict]]:
+def run_cases(tmp_path: Path, lines: list[bytes], metrics=None, run_section=None) -> tuple[dict, list[dict]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     data = tmp_path / "cases.jsonl"
     data.write_bytes(b"".join(line + b"\n" for line in lines))
     config = validate_config(
         {
             "dataset": {"path": str(data), "format": "native"},
             "metrics": metrics or [{"type": "ToolCalls", "arguments": "exact"}],
-            "run": {"dir": str(tmp_path / "run")},
+            "run": {"dir": str(tmp_path / "run"), **(run_section or {})},
         }
     )
     outcome = anyio.run(run, config)
@@ -60,6 +61,16 @@ def test_malformed_lines_among_good_ones(tmp_path):
     assert by_id["c2"]["error"]["field"] == "expected_tool_call" and "Extra inputs" in by_id["c2"]["error"]["message"]
     m = summary["metrics"]["ToolCalls"]
     assert (m["scored"], m["excluded"], m["results"]) == (2, {"invalid_input": 5}, 7)
+
+
+def test_a_case_without_trace_names_its_file_and_line(tmp_path):
+    # Found after extraction (when scoring is decided), unlike the errors above, yet it points at the record all the same.
+    lines = [json.dumps(good(0)).encode(), json.dumps({"id": "bare", "input": "Book a flight"}).encode()]
+    for executor in ("inprocess", "processes"):
+        summary, results = run_cases(tmp_path / executor, lines, run_section={"executor": executor, "processes": 2})
+        bare = {r["case_id"]: r for r in results}["bare"]
+        assert bare["status"] == "invalid_input" and "no trace" in bare["error"]["message"]
+        assert (bare["error"]["file"], bare["error"]["line"], bare["error"]["field"]) == (str(tmp_path / executor / "cases.jsonl"), 2, "trace")
 
 
 def test_undecodable_arguments_are_kept_raw_flagged_and_never_match(tmp_path):

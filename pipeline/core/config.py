@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -124,7 +125,8 @@ class JudgeConfig(_Strict):
     `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
     (`provider: openai` takes any OpenAI-compatible server). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
-    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case). A
+    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case); an
+    empty or blank name (`""`, `openai:`) is refused. A
     config file's judge section must name its provider one way or the other
     (`judge_provider_problem`, checked by `validate_config`); the `simulator` default here
     serves only code that builds a `JudgeConfig` itself. `max_tokens` caps each reply and is
@@ -202,6 +204,14 @@ class JudgeConfig(_Strict):
         if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
             data["base_url"] = os.environ[env[1]]
         return data
+
+    @field_validator("model")
+    @classmethod
+    def _names_a_model(cls, model: str) -> str:
+        # `model: ""` or `openai:` would go out as an empty model name, refused by the provider on every request.
+        if not model.strip():
+            raise ValueError("names no model: give the judge model's name, e.g. `gpt-4o-mini` or `openai:gpt-4o-mini`")
+        return model
 
 
 # The judge providers a config may name, in `provider:` or as a `provider:model` prefix.
@@ -451,14 +461,19 @@ def _locate(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | N
     return None
 
 
-def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: set[tuple[str, ...]]) -> str:
+def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: dict[tuple[str, ...], str]) -> str:
+    # `overridden`: key path → the `--set KEY=VALUE` that gave it, so an error in a value from the
+    # command line names that option, not a line of a file the user did not change.
     key = tuple(str(p) for p in loc)
     dotted = ".".join(key) or "(top level)"
-    if any(key[: len(o)] == o for o in overridden):
-        return f"--set {dotted}: {msg}"
+    for o, item in overridden.items():
+        if key[: len(o)] == o:
+            return f"--set {item}: {dotted}: {msg}"
     line = _locate(key, lines)
     where = f"{source}:{line}" if line else source
-    return f"{where}: {dotted}: {msg}"
+    # An error on a whole section (a model validator) may come from a value set inside it on the command line.
+    inside = [f"--set {item}" for o, item in overridden.items() if key and o[: len(key)] == key]
+    return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
 
 
 def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
@@ -491,16 +506,17 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> set[tuple[str, ...]]:
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> dict[tuple[str, ...], str]:
     """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
 
     A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
     against `cwd`: `load_config` passes the config's folder, as for the
     same value written in the file. Returns the key paths that were
-    overridden. Raises `ConfigError` for an override without `=` or one that
-    walks into a non-mapping.
+    overridden, each with the override as typed (`key=value`, the value cut
+    to 80 characters), for error messages. Raises `ConfigError` for an
+    override without `=` or one that walks into a non-mapping.
     """
-    touched: set[tuple[str, ...]] = set()
+    touched: dict[tuple[str, ...], str] = {}
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
@@ -515,7 +531,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> se
         key = _set_path(data, dotted, value)
         if key in _PATH_KEYS and isinstance(value, str) and value:
             _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
-        touched.add(key)
+        touched[key] = f"{dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
 
 
@@ -621,18 +637,23 @@ def validate_config(
     *,
     source: str = "<config>",
     lines: dict[tuple[str, ...], int] | None = None,
-    overridden: set[tuple[str, ...]] | None = None,
+    overridden: dict[tuple[str, ...], str] | None = None,
     check_files: bool = True,
 ) -> RunConfig:
     """Validate an already-parsed config mapping (paths already absolute).
 
+    `lines` maps key paths to their line in `source`; `overridden` maps the
+    key paths given with `--set` to the option as typed (`apply_overrides`),
+    so a problem in such a value names the option instead of a line.
     Raises `ConfigError` listing every problem found.
     """
     lines = lines or {}
-    overridden = overridden or set()
+    overridden = overridden or {}
     errors = []
     if (why := judge_provider_problem(data.get("judge"))) is not None:
-        errors.append(_fmt(source, ("judge", "provider"), why, lines, overridden))
+        # The provider is read from the model too: a model given with --set is where to look.
+        at = ("judge", "model") if ("judge", "model") in overridden else ("judge", "provider")
+        errors.append(_fmt(source, at, why, lines, overridden))
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -653,6 +674,9 @@ def validate_config(
     except registry.FormatError as exc:
         problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
     else:
+        if fmt.needs_target and config.target is None:
+            problems.append(_fmt(source, ("dataset", "format"), f"{fmt.name} lists tasks, not runs: it needs a target "
+                                 "(a `target:` section running the agent on each task)", lines, overridden))
         if fmt.options is not None:
             try:
                 fmt.options.model_validate(config.dataset.options)
@@ -684,6 +708,10 @@ def validate_config(
             p = getattr(config.dataset, key)
             if p is not None and not p.exists():
                 problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+            elif p is not None and (kind := _special_file(p)) is not None:
+                # Found now, before the run directory: reading a FIFO blocks for ever, /dev/zero never ends a line.
+                wanted = "a regular file or folder" if key == "path" and fmt is not None and fmt.reads_dirs else "a regular file"
+                problems.append(_fmt(source, ("dataset", key), f"{p} is {kind}, not {wanted}", lines, overridden))
             elif p is not None and p.is_dir() and (key == "tasks" or (fmt is not None and not fmt.reads_dirs)):
                 # Found now, not after the run directory was created: reading a folder as lines fails late.
                 problems.append(_fmt(source, ("dataset", key), f"{p} is a directory; format {config.dataset.format!r} "
@@ -696,6 +724,19 @@ def validate_config(
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def _special_file(path: Path) -> str | None:
+    """What `path` is when it exists but is neither a regular file nor a folder (after symlinks), else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # unreadable metadata: the reader reports it with the file's name
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def require_metrics(config: RunConfig, source: str = "<config>") -> None:

@@ -59,6 +59,9 @@ class Format:
       cannot tell cheaply; a resume uses it to skip finished cases unparsed.
     - `reads_dirs`: `dataset.path` may be a folder (else it must be a file,
       checked when the config loads).
+    - `needs_target`: the records are tasks, not runs (they carry no trace):
+      the config must have a `target` that produces each trace (checked
+      when the config loads; without one every case would be `invalid_input`).
     """
 
     name: str
@@ -68,6 +71,7 @@ class Format:
     options: type[BaseModel] | None = None
     peek_id: Callable[[Any], str | None] | None = None
     reads_dirs: bool = False
+    needs_target: bool = False
 
 
 class FormatError(ValueError):

@@ -82,8 +82,8 @@ class Admission:
                 self.skipped += 1
                 continue
             result = CaseResult(case_id=case.id, trial=trial, tags=case.tags, metadata=case.metadata)
-            if item.failure is not None:
-                result.status, result.error = Status.invalid_input, item.failure
+            if item.failure is not None:  # found after extraction, so it does not know the record's place: add it
+                result.status, result.error = Status.invalid_input, item.failure.model_copy(update={"file": item.file, "line": item.line})
             elif item.scores is not None:
                 result.scores.update(item.scores)
             out.append(Work(case, trial, result, started))

@@ -3,7 +3,8 @@
 The dataset `path` is a τ-bench tasks file (a JSON array of
 `{task_index, user_id, instruction, actions, outputs, annotator}`, e.g.
 `tasks/tasks_airline_test.json`). Each task becomes one case with no trace
-(a live target produces it):
+(a live target produces it, so a config without `target:` is refused
+when it loads):
 
 - `id` is the `task_index` (its position when absent), as a string;
 - `input` is the `instruction` (what τ-bench's user simulator is told);
@@ -55,4 +56,4 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     )
 
 
-register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt, options=NoOptions))
+register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt, options=NoOptions, needs_target=True))
