@@ -9,39 +9,119 @@ internals can move without breaking user code::
     report = tracejudge.evaluate([case], [tracejudge.ToolCalls()])
 """
 
-from tracejudge.core.config import BudgetConfig, CacheConfig, JudgeConfig, LimitsConfig, RunConfig, load_config
-from tracejudge.core.errors import ConfigError, TracejudgeError
-from tracejudge.core.records import Case, CaseResult, ErrorInfo, ExpectedToolCall, Passage, Score, Status, Step, ToolCall, Trace, Usage
+from typing import TYPE_CHECKING
+
 from tracejudge.core.version import __version__
-from tracejudge.entrypoints.api import Evaluator, aevaluate, evaluate
-from tracejudge.entrypoints.assertions import assert_called_tool, assert_score, assert_trajectory
-from tracejudge.entrypoints.run_report import Failure, MetricSummary, RunReport
-from tracejudge.stages.score import (
-    ArgumentCorrectness,
-    Contains,
-    Cost,
-    DeepEvalToolCorrectness,
-    ExactMatch,
-    JsonSchema,
-    Latency,
-    MaxModelRequests,
-    MaxToolCalls,
-    Metric,
-    PassAtK,
-    Regex,
-    RetrievalMRR,
-    RetrievalPrecision,
-    RetrievalRecall,
-    TokenUsage,
-    ToolCallAccuracy,
-    ToolCalls,
-    ToolCorrectness,
-    ToolMetric,
-    TrajectoryMatch,
-    score_case,
-)
-from tracejudge.stages.score.custom import FunctionMetric, metric
-from tracejudge.stages.target import TargetReply, TargetRequest, TransientTargetError
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use (`__getattr__`)
+    from tracejudge.core.config import BudgetConfig, CacheConfig, JudgeConfig, LimitsConfig, RunConfig, load_config
+    from tracejudge.core.errors import ConfigError, TracejudgeError
+    from tracejudge.core.records import Case, CaseResult, ErrorInfo, ExpectedToolCall, Passage, Score, Status, Step, ToolCall, Trace, Usage
+    from tracejudge.entrypoints.api import Evaluator, aevaluate, evaluate
+    from tracejudge.entrypoints.assertions import assert_called_tool, assert_score, assert_trajectory
+    from tracejudge.entrypoints.run_report import Failure, MetricSummary, RunReport
+    from tracejudge.stages.score import (
+        ArgumentCorrectness,
+        Contains,
+        Cost,
+        DeepEvalToolCorrectness,
+        ExactMatch,
+        JsonSchema,
+        Latency,
+        MaxModelRequests,
+        MaxToolCalls,
+        Metric,
+        PassAtK,
+        Regex,
+        RetrievalMRR,
+        RetrievalPrecision,
+        RetrievalRecall,
+        TokenUsage,
+        ToolCallAccuracy,
+        ToolCalls,
+        ToolCorrectness,
+        ToolMetric,
+        TrajectoryMatch,
+        score_case,
+    )
+    from tracejudge.stages.score.custom import FunctionMetric, metric
+    from tracejudge.stages.target import TargetReply, TargetRequest, TransientTargetError
+
+# Imported on first use (PEP 562): a worker process or `tracejudge --help` does not pay for the
+# whole public API (the judge, the targets, structlog and rich) just by importing a submodule.
+_LAZY = {
+    "ArgumentCorrectness": "tracejudge.stages.score",
+    "BudgetConfig": "tracejudge.core.config",
+    "CacheConfig": "tracejudge.core.config",
+    "Case": "tracejudge.core.records",
+    "CaseResult": "tracejudge.core.records",
+    "ConfigError": "tracejudge.core.errors",
+    "Contains": "tracejudge.stages.score",
+    "Cost": "tracejudge.stages.score",
+    "DeepEvalToolCorrectness": "tracejudge.stages.score",
+    "ErrorInfo": "tracejudge.core.records",
+    "Evaluator": "tracejudge.entrypoints.api",
+    "ExactMatch": "tracejudge.stages.score",
+    "ExpectedToolCall": "tracejudge.core.records",
+    "Failure": "tracejudge.entrypoints.run_report",
+    "FunctionMetric": "tracejudge.stages.score.custom",
+    "JsonSchema": "tracejudge.stages.score",
+    "JudgeConfig": "tracejudge.core.config",
+    "Latency": "tracejudge.stages.score",
+    "LimitsConfig": "tracejudge.core.config",
+    "MaxModelRequests": "tracejudge.stages.score",
+    "MaxToolCalls": "tracejudge.stages.score",
+    "Metric": "tracejudge.stages.score",
+    "MetricSummary": "tracejudge.entrypoints.run_report",
+    "PassAtK": "tracejudge.stages.score",
+    "Passage": "tracejudge.core.records",
+    "Regex": "tracejudge.stages.score",
+    "RetrievalMRR": "tracejudge.stages.score",
+    "RetrievalPrecision": "tracejudge.stages.score",
+    "RetrievalRecall": "tracejudge.stages.score",
+    "RunConfig": "tracejudge.core.config",
+    "RunReport": "tracejudge.entrypoints.run_report",
+    "Score": "tracejudge.core.records",
+    "Status": "tracejudge.core.records",
+    "Step": "tracejudge.core.records",
+    "TargetReply": "tracejudge.stages.target",
+    "TargetRequest": "tracejudge.stages.target",
+    "TokenUsage": "tracejudge.stages.score",
+    "ToolCall": "tracejudge.core.records",
+    "ToolCallAccuracy": "tracejudge.stages.score",
+    "ToolCalls": "tracejudge.stages.score",
+    "ToolCorrectness": "tracejudge.stages.score",
+    "ToolMetric": "tracejudge.stages.score",
+    "Trace": "tracejudge.core.records",
+    "TracejudgeError": "tracejudge.core.errors",
+    "TrajectoryMatch": "tracejudge.stages.score",
+    "TransientTargetError": "tracejudge.stages.target",
+    "Usage": "tracejudge.core.records",
+    "aevaluate": "tracejudge.entrypoints.api",
+    "assert_called_tool": "tracejudge.entrypoints.assertions",
+    "assert_score": "tracejudge.entrypoints.assertions",
+    "assert_trajectory": "tracejudge.entrypoints.assertions",
+    "evaluate": "tracejudge.entrypoints.api",
+    "load_config": "tracejudge.core.config",
+    "metric": "tracejudge.stages.score.custom",
+    "score_case": "tracejudge.stages.score",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracejudge' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ArgumentCorrectness",

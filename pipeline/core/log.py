@@ -24,7 +24,6 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-import structlog
 from tracejudge.llm.redact import redact
 
 __all__ = ["configure", "get_logger", "reset"]
@@ -50,9 +49,30 @@ def get_logger(name: str = ROOT) -> Any:
 
     `name` should be `tracejudge` or start with `tracejudge.` (the CLI's
     handler sits on `tracejudge`). Fields bound with `.bind(...)` are kept.
+    structlog itself is imported at the first call on the logger: modules
+    make their loggers at import, and a worker process that never logs
+    does not pay for structlog (and the `rich` it imports).
     """
-    return structlog.wrap_logger(logging.getLogger(name), processors=[_redact_event, _to_stdlib], wrapper_class=structlog.stdlib.BoundLogger,
-                                 cache_logger_on_first_use=False)
+    return _Deferred(name)
+
+
+class _Deferred:
+    """Stands in for the structlog logger of `name` until it is first used."""
+
+    __slots__ = ("_name", "_real")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._real: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        real = self._real
+        if real is None:
+            import structlog
+
+            real = self._real = structlog.wrap_logger(logging.getLogger(self._name), processors=[_redact_event, _to_stdlib],
+                                                      wrapper_class=structlog.stdlib.BoundLogger, cache_logger_on_first_use=False)
+        return getattr(real, attr)
 
 
 class _Formatter(logging.Formatter):
@@ -100,6 +120,8 @@ def configure(level: str = "info") -> None:
     Replaces the handler an earlier call attached, so calling it again (tests
     running the CLI in-process) never doubles lines or writes to a closed stream.
     """
+    import structlog
+
     renderer = structlog.dev.ConsoleRenderer(colors=True) if sys.stderr.isatty() else structlog.processors.JSONRenderer()
     reset()
     root = logging.getLogger(ROOT)
