@@ -15,8 +15,8 @@ import yaml
 from _runs import native_case, write_config, write_dataset
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 from tracejudge.entrypoints.cli import main
 
@@ -126,8 +126,18 @@ def follow(driver: Any, element: Any) -> None:
     """Click a link or submit button and wait for the next page: reading before it loads finds stale elements."""
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(lambda _: _gone(old))
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def _gone(element: Any) -> bool:
+    # Mid-navigation, chromedriver may answer "node does not belong to the document" (a plain
+    # WebDriverException) rather than a stale reference: both mean the old page is gone.
+    try:
+        element.is_enabled()
+    except WebDriverException:
+        return True
+    return False
 
 
 def apply_filters(driver: Any) -> None:
