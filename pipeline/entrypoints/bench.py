@@ -60,6 +60,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tracejudge.core import registry
+from tracejudge.core.console import cell, plain_console
 from tracejudge.core.config import JudgeConfig, LimitsConfig, RunConfig, load_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case, Score
@@ -513,7 +514,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
             usd = f"${v['usd']:,.2f}" if v["usd"] is not None else "no price"
             rows.append((f"  {mode}", f"{v['requests']:,} requests, {wall}, {usd}"))
     for k, v in rows:
-        table.add_row(k, escape(v))
+        table.add_row(cell(k), cell(v))
     console.print(table)
     lim = report["recommended_limits"]
     if lim is None:
@@ -598,13 +599,13 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
         key = api_key(config) if config.judge is not None else None
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     if args.requests < 1 or args.max_cost_usd < 0 or args.duration <= 0:
         err.print("--requests must be ≥ 1, --duration > 0 and --max-cost-usd ≥ 0", highlight=False)
         return EXIT_BAD_INPUT
     price = price_for(cfg.model, cfg.prices)
-    console = Console()
+    console = plain_console()
     dearest = max(price.cost(math.ceil(r.prompt_tokens * PROMPT_MARGIN), r.request.max_tokens) for r in requests) if price else 0.0
     most = min(args.requests * dearest, args.max_cost_usd)
     sizes = sorted(r.prompt_tokens for r in requests)

@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.markup import escape
 from tracejudge.core import log
 from tracejudge.core.config import load_config, require_metrics
+from tracejudge.core.console import cell, plain_console
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.argv = argv
     log.configure(args.log_level)
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     try:
         return _dispatch(args, err)
     except KeyboardInterrupt:
@@ -278,7 +279,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
         except TracejudgeError as exc:
-            err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
             return EXIT_BAD_INPUT
     overrides = list(args.overrides)
     if args.command == "run" and args.shard is not None:
@@ -288,7 +289,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         if args.command == "run":
             require_metrics(config, str(args.config))
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     if args.command == "run" and config.run.shard is not None and args.run_dir is None:
         from tracejudge.engine.shards import parse_shard, shard_run_dir
@@ -306,7 +307,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         if args.command == "estimate":
             return _cmd_estimate(args, config, err)
     except ConfigError as exc:
-        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     except (TracejudgeError, BaseExceptionGroup) as exc:
         # Errors raised inside the task group arrive wrapped in an exception group.
@@ -314,7 +315,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         if not all(isinstance(leaf, TracejudgeError) for leaf in leaves):
             raise  # an internal error: `main` reports it (exit 3)
         for leaf in leaves:
-            err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
 
@@ -340,8 +341,8 @@ def _rescore(args: argparse.Namespace, config, err: Console):
 
 def _stdout_console() -> Console:
     # Piped output (CI logs) gets wide tables rather than rich's 80-column default.
-    probe = Console()
-    return probe if probe.is_terminal else Console(width=160)
+    probe = plain_console()
+    return probe if probe.is_terminal else plain_console(width=160)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -467,7 +468,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     out = _stdout_console()
     if outcome is None:
         print("aborted; results already written are kept. Resume with:\n  " + resume, file=sys.stderr)
-        out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, soft_wrap=True)
+        out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, markup=True, soft_wrap=True)
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
     _print_configs(outcome.summary, out)
@@ -624,9 +625,9 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
     rows = [*got["metrics"].items(), ("total", got["total"])]
     for key, e in rows:
         dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
-        table.add_row(key, f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.cached_input_tokens:,}",
+        table.add_row(cell(key), f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.cached_input_tokens:,}",
                       f"{e.output_tokens:,}", dollars)
-    console = Console()
+    console = plain_console()
     console.print(table)
     console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)

@@ -71,10 +71,10 @@ class RunReport(BaseModel):
 
     def __str__(self) -> str:
         """The summary table as plain text, as `tracejudge run` prints it (100 columns wide; `print(report)`)."""
-        from rich.console import Console
+        from tracejudge.core.console import plain_console
 
         buf = io.StringIO()
-        self.print(Console(file=buf, width=100, color_system=None, force_terminal=False))
+        self.print(plain_console(file=buf, width=100, color_system=None, force_terminal=False))
         return buf.getvalue()
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from tracejudge.core.console import plain_console
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
 from tracejudge.stages.comparison.runs import Comparison, compare_runs, delta_is_noise
 
@@ -250,12 +251,12 @@ def print_verdict(verdict: Verdict, console: Console | None = None, *, resume: s
 
     `resume`, the command that finishes an interrupted run, goes on the verdict line.
     """
-    con = console or Console()
+    con = console or plain_console()
     for c in verdict.checks:
         mark = "[green]ok  [/]" if c.ok else "[bold red]FAIL[/]"
-        con.print(f"  {mark} {c.name}: {c.detail}", highlight=False, soft_wrap=True)
+        con.print(f"  {mark} {escape(c.name)}: {escape(c.detail)}", highlight=False, markup=True, emoji=False, soft_wrap=True)
     if not verdict.checks:
-        con.print("  (no assertions configured)", highlight=False)
+        con.print("  (no assertions configured)", highlight=False, markup=False)
     color = "yellow" if verdict.interrupted else "green" if verdict.passed else "red"
     tail = f" (resume with: {escape(resume)})" if verdict.interrupted and resume else ""
-    con.print(f"[bold {color}]verdict: {verdict.word}[/]{tail}", highlight=False, soft_wrap=True)
+    con.print(f"[bold {color}]verdict: {verdict.word}[/]{tail}", highlight=False, markup=True, emoji=False, soft_wrap=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from tracejudge.core.console import cell
 from tracejudge.stages.comparison.runs import Comparison
 
 __all__ = ["print_comparison"]
@@ -32,7 +33,7 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
         ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
         delta = "—" if md.delta is None else f"{md.delta:+.3f}"
         style = "red" if md.ci95 is not None and md.ci95[1] < 0 else ("green" if md.ci95 is not None and md.ci95[0] > 0 else "")
-        t.add_row(k, str(md.pairs), _f(md.mean_a), _f(md.mean_b), f"[{style}]{delta}[/]" if style else delta, ci,
+        t.add_row(cell(k), str(md.pairs), _f(md.mean_a), _f(md.mean_b), cell(delta, style), cell(ci),
                   _f(md.p_value, 4), str(md.regressed), str(md.improved), str(md.unchanged))
     console.print(t)
     for k, md in cmp.metrics.items():
@@ -43,5 +44,5 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
             for col in ("case", "trial", "A", "B", "delta", "A reason", "B reason"):
                 mt.add_column(col, overflow="fold")
             for m in movers:
-                mt.add_row(m.case_id, str(m.trial), _f(m.a), _f(m.b), f"{m.delta:+.3f}", _short(m.reason_a), _short(m.reason_b))
+                mt.add_row(cell(m.case_id), str(m.trial), _f(m.a), _f(m.b), f"{m.delta:+.3f}", cell(_short(m.reason_a)), cell(_short(m.reason_b)))
             console.print(mt)

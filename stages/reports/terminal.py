@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
+from tracejudge.core.console import cell, plain_console
 from tracejudge.core.records import LATE_STATUSES
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
@@ -57,7 +58,7 @@ def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
         row += ["—" if not ci else f"{ci[0]:.3f}–{ci[1]:.3f}", rate]
         if show_pk:
             row.append(_pass_at_k(m) or "—")
-        table.add_row(*row)
+        table.add_row(cell(row[0]), *row[1:])
     return table
 
 
@@ -89,7 +90,7 @@ def pass_at_k_table(summary: dict[str, Any]) -> Table | None:
     for col in ("name", "value", "cases", "no scored trial", "fewer than k trials"):
         table.add_column(col, justify="left" if col == "name" else "right")
     for key, v in figures.items():
-        table.add_row(key, "—" if v.get("value") is None else f"{v['value']:.3f}", str(v.get("cases", 0)),
+        table.add_row(cell(key), "—" if v.get("value") is None else f"{v['value']:.3f}", str(v.get("cases", 0)),
                       str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0)))
     return table
 
@@ -102,19 +103,19 @@ def _fits(con: Console, table: Table) -> bool:
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary table (and the pass@k table, if any) to `console` (default: stdout)."""
-    con = console or Console()
+    con = console or plain_console()
     compact = next((level for level in (0, 1, 2) if _fits(con, summary_table(summary, level))), 3)
     con.print(summary_table(summary, compact))
     for key, m in summary.get("metrics", {}).items():
         if compact and _pass_at_k(m):
-            con.print(f"pass@k {key}: {_pass_at_k(m)}", highlight=False, soft_wrap=True)
+            con.print(f"pass@k {key}: {_pass_at_k(m)}", highlight=False, markup=False, emoji=False, soft_wrap=True)
     note = coverage_note(summary)
     if note:
-        con.print(note, highlight=False, soft_wrap=True)
+        con.print(note, highlight=False, markup=False, emoji=False, soft_wrap=True)
     pk = pass_at_k_table(summary)
     if pk is not None:
         con.print(pk)
     from tracejudge.stages.reports.judge_lines import judge_lines
 
     for line in judge_lines(summary):
-        con.print(line, highlight=False, soft_wrap=True)
+        con.print(line, highlight=False, markup=False, emoji=False, soft_wrap=True)
