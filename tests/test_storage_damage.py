@@ -99,9 +99,24 @@ def test_report_fails_the_gate_while_a_damaged_line_holds_a_counted_result(tmp_p
     for _ in range(2):  # a rebuilt summary remembers what the run had counted
         report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
         assert report.returncode == 1, report.stdout + report.stderr
-        assert "FAIL results readable: 1 result(s) the run counted" in report.stdout and "results.jsonl:10:" in report.stdout
-        assert json.loads((run_dir / "summary.json").read_text())["damaged_result_lines"]["lost"] == 1
+        assert f"FAIL results readable: 1 of the {N} results the run counted are missing from 1 damaged line(s)" in report.stdout
+        assert "results.jsonl:10:" in report.stdout
+        assert json.loads((run_dir / "summary.json").read_text())["lost_results"]["lost"] == 1
     assert _run(config).new_results == 1  # the same config redoes the case
+    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
+
+
+def test_report_fails_the_gate_on_a_results_file_cut_short(tmp_path: Path) -> None:
+    config, results, _ = _run_and_damage(tmp_path, N - 1, lambda line: line[: len(line) // 2])  # the last line torn
+    run_dir = results.parent
+    data = results.read_bytes()
+    results.write_bytes(data[: data.index(b"\n", len(data) // 2) + 1])  # and the second half of the file gone
+    for _ in range(2):
+        report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+        assert report.returncode == 1, report.stdout + report.stderr
+        assert "results the run counted are missing from results.jsonl (cut short or edited)" in report.stdout
+    assert _run(config).new_results > 0  # the same config redoes what is missing
     report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
 

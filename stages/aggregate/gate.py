@@ -156,8 +156,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     A run with no results, or in which no metric scored anything (an empty
     dataset, every record invalid), always FAILS: a sweep that measured
     nothing must not pass a CI gate. So does a summary rebuilt from a
-    results file whose damaged lines hold results the run had counted
-    (`damaged_result_lines.lost`).
+    results file holding fewer results than the run had counted
+    (`lost_results`: damaged lines, a file cut short or edited).
     """
     verdict = Verdict(interrupted=summary.get("complete") is False)
     if verdict.interrupted:
@@ -169,12 +169,12 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     elif not scored:
         verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
                                     f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))
-    damaged = summary.get("damaged_result_lines") or {}
-    if damaged.get("lost"):
-        first = "".join(f"\n      {r}" for r in damaged.get("first", []))
-        verdict.checks.append(Check("results readable", False, f"{damaged['lost']} result(s) the run counted are in damaged lines of "
-                                    f"results.jsonl ({damaged['count']} damaged) and left out of every figure; restore the file, "
-                                    f"or re-run the config to redo them{first}"))
+    lost = summary.get("lost_results") or {}
+    if lost.get("lost"):
+        first = "".join(f"\n      {r}" for r in lost.get("first", []))
+        where = f"{lost['damaged_lines']} damaged line(s) of results.jsonl" if lost.get("damaged_lines") else "results.jsonl (cut short or edited)"
+        verdict.checks.append(Check("results readable", False, f"{lost['lost']} of the {lost['counted']} results the run counted are missing from "
+                                    f"{where} and left out of every figure; restore the file, or re-run the config to redo them{first}"))
     invalid = int((summary.get("status") or {}).get("invalid_input", 0))
     if invalid:
         share = invalid / summary["results"]

@@ -137,13 +137,13 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         prev = {}
     keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "configs", "judge", "shards") if k in prev}
     summary = {**keep, **agg.summary()}
-    # A damaged line whose case a resumed run redid (on a later line) costs nothing; the run's own
-    # summary says how many results it counted, so fewer now means results were lost, which the gate fails on.
-    # (An earlier rebuild's summary keeps the run's own count, so rebuilding twice does not forget the loss.)
-    counted = (prev.get("damaged_result_lines") or {}).get("counted", prev.get("results", len(damaged) + agg.results))
-    lost = min(len(damaged), max(0, int(counted) - agg.results))
-    if lost:
-        summary["damaged_result_lines"] = {"count": len(damaged), "lost": lost, "counted": int(counted), "first": damaged[:3]}
+    # The run's own summary says how many results it counted: fewer now means results were lost (damaged
+    # lines, a file cut short or edited), which the gate fails on. A damaged line whose case a resumed run
+    # redid on a later line costs nothing. (An earlier rebuild's summary keeps the run's own count, so
+    # rebuilding twice does not forget the loss.)
+    counted = int((prev.get("lost_results") or {}).get("counted", prev.get("results", agg.results)))
+    if counted > agg.results:
+        summary["lost_results"] = {"lost": counted - agg.results, "counted": counted, "damaged_lines": len(damaged), "first": damaged[:3]}
     if "judge" in prev:
         summary["judge"] = prev["judge"]
     if config is None:
