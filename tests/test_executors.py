@@ -231,9 +231,18 @@ def _script_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_script_that_starts_a_run_at_its_top_level_is_told_to_guard_it(tmp_path):
-    proc = _script_run(tmp_path, 'anyio.run(run, load_config("run.yaml"))\nprint("finished")\n')
-    assert proc.returncode != 0 and "finished" not in proc.stdout
-    assert 'put the call under `if __name__ == "__main__":`' in proc.stderr, proc.stderr[-2000:]
+    proc = _script_run(tmp_path, """\
+        from tracejudge.core.errors import UnguardedScript
+        try:
+            anyio.run(run, load_config("run.yaml"))
+        except UnguardedScript as exc:  # the error itself, not nested in exception groups
+            if __name__ == "__mp_main__":
+                raise  # in the worker, fail as any unguarded script would
+            print("caught:", exc)
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("caught: a tracejudge run was started while a worker process imported your script")
+    assert 'put the call under `if __name__ == "__main__":`' in proc.stdout
     assert all(r["error"]["kind"] != "worker_error" for r in _results(tmp_path / "out").values() if r.get("error"))
 
 

@@ -104,9 +104,29 @@ def _with_fewer_collections(fn: Callable[_P, Awaitable[RunOutcome]]) -> Callable
     @functools.wraps(fn)
     async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> RunOutcome:
         with _fewer_collections():
-            return await fn(*args, **kwargs)
+            try:
+                return await fn(*args, **kwargs)
+            except BaseExceptionGroup as group:
+                # A stage that says no case can succeed (bad credentials, an unguarded script) raises
+                # inside the task groups; the caller gets that error itself, one `except` away, not
+                # nested in groups beside the cancellations it caused.
+                ours = _first_own_error(group)
+                if ours is None:
+                    raise
+                raise ours from None
 
     return wrapper
+
+
+def _first_own_error(exc: BaseException) -> TracejudgeError | None:
+    if isinstance(exc, TracejudgeError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _first_own_error(sub)
+            if found is not None:
+                return found
+    return None
 
 
 @_with_fewer_collections
