@@ -121,6 +121,18 @@ def test_report_fails_the_gate_on_a_results_file_cut_short(tmp_path: Path) -> No
     assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
 
 
+def test_report_counts_a_case_edited_into_a_repeat_once_and_fails(tmp_path: Path) -> None:
+    def repeat_the_first(line: bytes) -> bytes:
+        first = json.loads((tmp_path / "run" / store.RESULTS).read_bytes().splitlines()[0])
+        return json.dumps({**json.loads(line), "case_id": first["case_id"], "trial": first["trial"]}).encode() + b"\n"
+
+    _, results, _ = _run_and_damage(tmp_path, 99, repeat_the_first)
+    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 1, report.stdout + report.stderr
+    assert "results.jsonl:100: (case" in report.stdout and "repeats an earlier line" in report.stdout
+    assert json.loads((results.parent / "summary.json").read_text())["results"] == N - 1
+
+
 def test_report_names_every_unreadable_line_and_never_crashes(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     _run(_config(tmp_path, run_dir))

@@ -19,6 +19,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import CaseResult, score_counts
 from tracejudge.engine import shards, store
+from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
@@ -120,9 +121,13 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         trials = 1 + max((int(r.get("trial", 0)) for r in iter_results(run_dir)), default=0)
         agg = Aggregator([], trials=trials)
     damaged: list[str] = []
+    seen = KeySet()
     for lineno, line in store.iter_current_numbered(path):
         try:
             result = CaseResult.model_validate_json(line)
+            if not seen.add_hash(result_key(result.case_id, result.trial)):
+                # A run writes one standing line per (case, trial): a second one is an edit, never counted twice.
+                raise ValueError(f"(case {result.case_id!r}, trial {result.trial}) repeats an earlier line")
         except ValueError as exc:  # damaged: named, never skipped silently
             why = str(exc).splitlines()[0][:200]
             damaged.append(f"{store.RESULTS}:{lineno}: {why}")
