@@ -71,6 +71,19 @@ def test_estimate_without_judge_metrics_says_so(tmp_path: Path, tau_paths) -> No
     assert cli("estimate", str(cfg), cwd=tmp_path).stdout == ""  # no empty table
 
 
+def test_estimate_fits_80_columns_without_cutting_a_metric_name(tmp_path: Path, tau_paths) -> None:
+    trajectories, tasks = tau_paths
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}}}\n"
+                   "metrics: [{type: TaskCompletion}, {type: ToolCallNecessity}]\njudge: {provider: simulator}\ncache: {enabled: false}\n")
+    proc = cli("estimate", str(cfg), cwd=tmp_path, env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+    assert "…" not in proc.stdout  # a long name wraps onto the next line instead of being cut
+    first_column = "".join(line[:17] for line in proc.stdout.splitlines()).replace(" ", "")
+    assert "TaskCompletion" in first_column and "ToolCallNecessity" in first_column
+
+
 @pytest.mark.parametrize("fmt", ["native", "openai-messages", "otel"])
 def test_a_control_character_in_json_is_named_once(tmp_path: Path, fmt: str) -> None:
     got = extract_lines(tmp_path, fmt, ['{"id": "a\x01b", "messages": []}'])

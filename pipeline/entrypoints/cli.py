@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from tracejudge.core import log
@@ -619,9 +620,11 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
                   "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     got = estimate(config)
-    table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left")
-    for col in ("metric", "cases", "requests", "cache hits", "input tokens", "cached (provider)", "output tokens (est.)", "dollars"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    table.add_column("metric", overflow="fold", min_width=12)  # a narrow terminal wraps a name; a cut one looked like its neighbour
+    for col in ("cases", "requests", "cache\nhits", "input\ntokens", "cached\n(provider)", "output\ntokens\n(est.)", "dollars"):
+        table.add_column(col, justify="right", no_wrap=True)
     rows = [*got["metrics"].items(), ("total", got["total"])]
     for key, e in rows:
         dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
