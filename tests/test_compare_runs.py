@@ -67,3 +67,16 @@ def test_compare_cli_lists_regressed_cases_with_both_reasons(tmp_path: Path, cap
     assert data["metrics"]["acc"]["regressed"] == 25
     assert {w["case_id"] for w in data["metrics"]["acc"]["worst"]} <= planted
     assert main(["compare", str(a), str(tmp_path / "missing")]) == 2
+
+
+def test_compare_says_what_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _, _ = planted_runs(tmp_path)
+    with open(b / "results.jsonl", "a") as fh:
+        fh.write("{damaged\n" + result_line("extra", 0, {"b_only": (1.0, "new metric")}) + "\n")
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: 1 line(s) of B's results.jsonl are not results and were left out" in out
+    assert "not compared (scored in one run only): A only: -; B only: b_only" in out
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["unreadable_a"], data["unreadable_b"], data["metrics_only_b"]) == (0, 1, ["b_only"])

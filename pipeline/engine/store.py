@@ -540,8 +540,8 @@ def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | Non
         raise TracejudgeError(f"{p}: manifest is not valid JSON ({exc}); move the run directory aside or use --fresh") from None
 
 
-def iter_results(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """Each result of `RUN_DIR/results.jsonl` as a dict; unparsable lines are skipped.
+def iter_results(run_dir: Path, unreadable: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    """Each result of `RUN_DIR/results.jsonl` as a dict; unparsable lines are skipped (counted in `unreadable[0]` when given).
 
     Raises `TracejudgeError` when the directory has no results file.
     """
@@ -553,6 +553,8 @@ def iter_results(run_dir: Path) -> Iterator[dict[str, Any]]:
             # pydantic-core's parser: reports re-read every result, ~3x faster than json.loads.
             data = pydantic_core.from_json(line)
         except ValueError:
-            continue
+            data = None
         if isinstance(data, dict) and "case_id" in data:
             yield data
+        elif unreadable is not None:
+            unreadable[0] += 1

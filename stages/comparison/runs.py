@@ -95,11 +95,17 @@ class Comparison:
     only_b: int
     metrics: dict[str, MetricDelta]
     test: str = "paired bootstrap 95% CI of the mean delta + two-sided paired sign-flip randomization test"
+    unreadable_a: int = 0  # lines of results.jsonl that are not results, left out (each side)
+    unreadable_b: int = 0
+    metrics_only_a: list[str] = field(default_factory=list)  # scored in one run only: not compared
+    metrics_only_b: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_a": self.run_a, "run_b": self.run_b, "results_a": self.results_a, "results_b": self.results_b,
             "paired": self.paired, "only_a": self.only_a, "only_b": self.only_b, "test": self.test,
+            "unreadable_a": self.unreadable_a, "unreadable_b": self.unreadable_b,
+            "metrics_only_a": self.metrics_only_a, "metrics_only_b": self.metrics_only_b,
             "metrics": {k: v.as_dict() for k, v in self.metrics.items()},
         }
 
@@ -115,9 +121,10 @@ def _key(result: dict[str, Any]) -> tuple[str, int]:
     return (str(result["case_id"]), int(result.get("trial", 0)))
 
 
-def _results_of(dirs: list[Path]) -> Iterator[dict[str, Any]]:
+def _results_of(dirs: list[Path], unreadable: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    # `unreadable[0]` counts the standing lines that are not results (named by `tracejudge report`).
     for d in dirs:
-        yield from iter_results(d)
+        yield from iter_results(d, unreadable)
 
 
 def compare_runs(
@@ -147,9 +154,10 @@ def compare_runs(
     keys: list[str] = list(metrics or [])
     discover = metrics is None
     results_a = 0
+    bad_a, bad_b = [0], [0]
     # Pass 1 needs the metric list before indexing values; discover it from A's first
     # lines lazily: values are stored by position in `keys`, which only grows.
-    for res in _results_of(dirs_a):
+    for res in _results_of(dirs_a, bad_a):
         results_a += 1
         if discover:
             for k in res.get("scores") or {}:
@@ -164,8 +172,11 @@ def compare_runs(
     best: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
     seen_b: set[tuple[str, int]] = set()
     results_b = paired = only_b = 0
-    for res in _results_of(dirs_b):
+    keys_b: dict[str, None] = {}
+    for res in _results_of(dirs_b, bad_b):
         results_b += 1
+        for k in res.get("scores") or {}:
+            keys_b[k] = None
         key = _key(res)
         seen_b.add(key)
         a_vals = index.get(key)
@@ -221,7 +232,11 @@ def compare_runs(
             for m in out[k].worst + out[k].best:
                 m.reason_a = reasons_a.get((m.case_id, m.trial, k), "")
                 m.reason_b = reasons_b.get((m.case_id, m.trial, k), "")
-    return Comparison(_name(dirs_a), _name(dirs_b), results_a, results_b, paired, only_a, only_b, out)
+    return Comparison(_name(dirs_a), _name(dirs_b), results_a, results_b, paired, only_a, only_b, out,
+                      unreadable_a=bad_a[0], unreadable_b=bad_b[0],
+                      # (only when the metrics were discovered: metrics asked for by name are compared, or show 0 pairs)
+                      metrics_only_a=[k for k in keys if k not in keys_b] if discover else [],
+                      metrics_only_b=[k for k in keys_b if k not in out] if discover else [])
 
 
 # A moved pair: (|delta|, case_id, trial, value in A, value in B).

@@ -24,8 +24,15 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
     console.print(
         f"A (baseline) {cmp.run_a}: {cmp.results_a} results; B (current) {cmp.run_b}: {cmp.results_b} results; "
         f"{cmp.paired} paired by (case, trial), {cmp.only_a} only in A, {cmp.only_b} only in B",
-        highlight=False,
+        highlight=False, markup=False, emoji=False,
     )
+    for side, bad in (("A", cmp.unreadable_a), ("B", cmp.unreadable_b)):
+        if bad:
+            console.print(f"warning: {bad} line(s) of {side}'s results.jsonl are not results and were left out "
+                          f"(`tracejudge report` on it names them)", highlight=False, markup=False, emoji=False)
+    if cmp.metrics_only_a or cmp.metrics_only_b:
+        console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
+                      f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)
     t = Table(title=f"B − A per metric over pairs scored in both ({cmp.test})", title_justify="left")
     for col in ("metric", "pairs", "A mean", "B mean", "delta", "95% CI", "p", "regressed", "improved", "unchanged"):
         t.add_column(col, justify="left" if col == "metric" else "right")
