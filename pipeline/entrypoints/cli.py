@@ -13,7 +13,9 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
   the input is fine; like an internal error, it says "the tool's machine
   failed", never a verdict on the agent;
 - 130 interrupted (Ctrl-C, SIGTERM): the verdict line says INTERRUPTED and
-  gives the command that resumes the run.
+  gives the command that resumes the run;
+- 141 stdout was closed early (`... -o - | head -1`): the reader took what
+  it wanted; no message, no crash log (128 + SIGPIPE, what a shell reports).
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench
 
-__all__ = ["EXIT_ASSERTION", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
+__all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
 EXIT_OK, EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141: what a shell reports for a writer killed by SIGPIPE
 
 _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
@@ -51,6 +54,7 @@ _EPILOG = """exit status:
   3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
        or a full disk (one line: what is full, what is kept, how to resume)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
+  141  stdout was closed early (e.g. piped into head); nothing is reported
 """
 
 
@@ -177,17 +181,37 @@ def main(argv: list[str] | None = None) -> int:
     log.configure(args.log_level)
     err = Console(stderr=True)
     try:
-        return _dispatch(args, err)
+        code = _dispatch(args, err)
+        sys.stdout.flush()  # a closed pipe shows here at the latest, not at interpreter exit
+        return code
     except KeyboardInterrupt:
         # Ctrl-C outside a run's own signal handling (loading a config, a report).
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
-        return _storage_full(args, exc, err) or _unusable_path(exc, err) or _crash(args, exc, err)
+        return _broken_pipe(exc) or _storage_full(args, exc, err) or _unusable_path(exc, err) or _crash(args, exc, err)
     except BaseExceptionGroup as group:
-        return _storage_full(args, group, err) or _unusable_path(group, err) or _crash(args, group, err)
+        return _broken_pipe(group) or _storage_full(args, group, err) or _unusable_path(group, err) or _crash(args, group, err)
     finally:
         log.reset()  # called in-process (tests, a wrapper script): the caller's logging is as it was
+
+
+def _broken_pipe(exc: BaseException) -> int:
+    """141 if stdout's reader went away (`| head -1`), else 0.
+
+    Not a failure: the reader has what it wanted. Following the Python docs
+    (signal module, "Note on SIGPIPE"), stdout is pointed at /dev/null so the
+    flush at interpreter exit cannot raise again and print a traceback.
+    """
+    if not any(isinstance(leaf, BrokenPipeError) for leaf in _leaves(exc)):
+        return 0
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor (in-process callers)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 # A file or folder the user named that cannot be used as given (a folder where a file is
