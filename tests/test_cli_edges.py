@@ -28,3 +28,39 @@ def test_a_reader_that_closes_stdout_ends_the_command_quietly_with_141():
     assert first.startswith("{")
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
     assert _crash_logs() == before
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GiB: an expanded alias bomb would need more
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_built(tmp_path):
+    # Nine levels of nine aliases each: 9**9 leaves from ten short lines, under keys the config does not know.
+    names = "abcdefghi"
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{n}: &{n} [{', '.join([f'*{prev}'] * 9)}]" for prev, n in zip(names, names[1:], strict=False)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    got = subprocess.run([str(TRACEJUDGE), "estimate", str(bomb)], capture_output=True, text=True,
+                         timeout=60, preexec_fn=_limit_memory)
+    assert got.returncode == 2, got.stderr
+    assert str(bomb) in got.stderr and "aliases expand to more than 1,000,000 nodes" in got.stderr, got.stderr
+
+
+def test_a_config_with_a_few_aliases_still_loads(tmp_path, data_dir):
+    from tracejudge.core.config import load_config
+
+    cfg = tmp_path / "aliased.yaml"
+    cfg.write_text(f"""\
+dataset:
+  path: {data_dir / "tau_bench/historical_trajectories/gpt-4o-airline.json"}
+  format: tau-bench
+metrics:
+  - {{type: ToolCalls, name: writes_exact, arguments: exact, exclude_tools: &reads ["get_*", "search_*", "list_*"]}}
+  - {{type: ToolCalls, name: writes_name, arguments: ignore, exclude_tools: *reads}}
+""", encoding="utf-8")
+    config = load_config(cfg)
+    assert [m["name"] for m in config.metrics] == ["writes_exact", "writes_name"]
+    assert config.metrics[0]["exclude_tools"] == config.metrics[1]["exclude_tools"] == ["get_*", "search_*", "list_*"]

@@ -570,6 +570,9 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
                           "save the config as UTF-8 YAML") from None
     try:
+        if (expanded := _expanded_size(yaml.compose(text))) > MAX_EXPANDED_NODES:
+            raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
+                              f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -591,6 +594,43 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     _default_run_dir(data, base / "runs" / cfg_path.stem)
     _search_config_folder(data, base)
     return validate_config(data, source=source, lines=lines, overridden=touched)
+
+
+# Generous: a real config has hundreds of nodes; a nine-level "billion laughs" has 10**9 from a few lines.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def _expanded_size(root: yaml.Node | None) -> int:
+    """How many YAML nodes the document has once every alias is expanded (a tree walk, keys included).
+
+    Counted on the composed node graph, before any Python object is built:
+    an alias is a second edge to the same node, so sizes are memoised by node
+    identity and the count costs one visit per distinct node, however big the
+    expansion. A node inside its own alias (`&a {y: *a}`) counts once here;
+    `load_config` refuses it as recursive afterwards.
+    """
+    if root is None:
+        return 0
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # iterative post-order: a deeply nested document must not hit the recursion limit
+        node, children_done = stack.pop()
+        if not children_done and id(node) in size:  # met again through an alias: already counted
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            size[id(node)] = 1
+            continue
+        if children_done:
+            size[id(node)] = 1 + sum(size.get(id(c), 1) for c in children)  # .get: a node on its own path (a cycle)
+            continue
+        size[id(node)] = 1  # provisional, so a cycle back to this node ends the walk
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+    return size[id(root)]
 
 
 def _cycle(node: Any, path: tuple[str, ...], inside: frozenset[int] = frozenset()) -> tuple[str, ...] | None:
