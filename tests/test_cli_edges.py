@@ -64,3 +64,11 @@ metrics:
     config = load_config(cfg)
     assert [m["name"] for m in config.metrics] == ["writes_exact", "writes_name"]
     assert config.metrics[0]["exclude_tools"] == config.metrics[1]["exclude_tools"] == ["get_*", "search_*", "list_*"]
+
+
+def test_a_bad_shard_option_is_named_as_typed(tmp_path):
+    got = subprocess.run([str(TRACEJUDGE), "run", str(DEMO), "--shard", "3/2", "--set", f"run.dir={tmp_path / 'r'}"],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2, got.stderr
+    assert "--shard 3/2: run.shard:" in got.stderr and "--set run.shard" not in got.stderr, got.stderr
+    assert not (tmp_path / "r").exists() and not list(tmp_path.glob("r-shard-*"))

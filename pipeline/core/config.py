@@ -468,11 +468,11 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
     dotted = ".".join(key) or "(top level)"
     for o, item in overridden.items():
         if key[: len(o)] == o:
-            return f"--set {item}: {dotted}: {msg}"
+            return f"{item}: {dotted}: {msg}"
     line = _locate(key, lines)
     where = f"{source}:{line}" if line else source
     # An error on a whole section (a model validator) may come from a value set inside it on the command line.
-    inside = [f"--set {item}" for o, item in overridden.items() if key and o[: len(key)] == key]
+    inside = [item for o, item in overridden.items() if key and o[: len(key)] == key]
     return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
 
 
@@ -506,14 +506,16 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> dict[tuple[str, ...], str]:
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
+                    typed: dict[str, str] | None = None) -> dict[tuple[str, ...], str]:
     """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
 
     A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
     against `cwd`: `load_config` passes the config's folder, as for the
     same value written in the file. Returns the key paths that were
-    overridden, each with the override as typed (`key=value`, the value cut
-    to 80 characters), for error messages. Raises `ConfigError` for an
+    overridden, each with the option as typed (`--set key=value`, the value
+    cut to 80 characters; or `typed[override]` for an override a command-line
+    option stands for, e.g. `--shard 3/2`), for error messages. Raises `ConfigError` for an
     override without `=` or one that walks into a non-mapping.
     """
     touched: dict[tuple[str, ...], str] = {}
@@ -531,7 +533,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> di
         key = _set_path(data, dotted, value)
         if key in _PATH_KEYS and isinstance(value, str) and value:
             _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
-        touched[key] = f"{dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
+        touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
 
 
@@ -545,13 +547,16 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             block[key] = str(p if p.is_absolute() else (base / p).resolve())
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None) -> RunConfig:
+def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None,
+                typed: dict[str, str] | None = None) -> RunConfig:
     """Read, override, validate and resolve a YAML run config.
 
     Args:
         path: the YAML file.
         overrides: `["dotted.key=value", ...]` from `--set`.
         cwd: folder that relative override paths resolve against (default: process cwd).
+        typed: the option as typed for an override that a command-line option
+            stands for (`{"run.shard=3/2": "--shard 3/2"}`): errors name it, not `--set`.
 
     Raises:
         ConfigError: unreadable file, invalid YAML, unknown keys, wrong types,
@@ -590,7 +595,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
                           "a config must not recurse")
     base = cfg_path.resolve().parent
     _resolve_paths(data, base)
-    touched = apply_overrides(data, overrides or [], cwd or base)
+    touched = apply_overrides(data, overrides or [], cwd or base, typed)
     _default_run_dir(data, base / "runs" / cfg_path.stem)
     _search_config_folder(data, base)
     return validate_config(data, source=source, lines=lines, overridden=touched)

@@ -304,11 +304,12 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         except TracejudgeError as exc:
             err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             return EXIT_BAD_INPUT
-    overrides = list(args.overrides)
+    overrides, typed = list(args.overrides), {}
     if args.command == "run" and args.shard is not None:
         overrides.append(f"run.shard={args.shard}")
+        typed[overrides[-1]] = f"--shard {args.shard}"  # an error names the option the user typed
     try:
-        config = load_config(args.config, overrides)
+        config = load_config(args.config, overrides, typed=typed)
         if args.command == "run":
             require_metrics(config, str(args.config))
     except ConfigError as exc:
