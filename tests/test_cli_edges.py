@@ -72,3 +72,24 @@ def test_a_bad_shard_option_is_named_as_typed(tmp_path):
     assert got.returncode == 2, got.stderr
     assert "--shard 3/2: run.shard:" in got.stderr and "--set run.shard" not in got.stderr, got.stderr
     assert not (tmp_path / "r").exists() and not list(tmp_path.glob("r-shard-*"))
+
+
+def test_the_native_format_points_to_the_readme_not_a_missing_design_doc(tmp_path):
+    listed = subprocess.run([str(TRACEJUDGE), "list", "formats"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "DESIGN" not in listed.stdout, listed.stdout
+    assert 'README, "Input formats"' in listed.stdout
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "## Input formats" in readme and "**`native`** — one case per JSONL line, in tracejudge's own record shape" in readme
+    made = subprocess.run([str(TRACEJUDGE), "init", "-o", str(tmp_path / "start.yaml")], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert "DESIGN" not in (tmp_path / "start.yaml").read_text(encoding="utf-8")
+
+
+def test_init_for_a_format_without_model_output_says_it_needs_a_live_target(tmp_path):
+    for fmt in ("tau-bench-tasks", "bfcl"):
+        got = subprocess.run([str(TRACEJUDGE), "init", "--format", fmt, "-o", str(tmp_path / f"{fmt}.yaml")],
+                             capture_output=True, text=True, timeout=60)
+        assert got.returncode == 2, got.stderr
+        assert "invalid choice" not in got.stderr and "no model output" in got.stderr and "live target" in got.stderr, got.stderr
+        assert "examples/agents/airline.yaml" in got.stderr and (REPO / "examples/agents/airline.yaml").is_file()
+        assert not (tmp_path / f"{fmt}.yaml").exists()

@@ -132,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                           **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
                                       "tracejudge init --format otel --dataset traces/ -o otel.yaml && tracejudge run otel.yaml",
                                       "tracejudge init --format tau-bench --dataset gpt-4o-airline.json --tasks tasks_airline_test.json"))
-    init.add_argument("--format", default="native", choices=sorted(_starter().FORMATS), help="the input format (default: native; "
+    init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
                       "`tracejudge list formats` says what each reads)")
     init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
     init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on")
@@ -167,6 +167,17 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
     view.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="run shown beside each case and diffed against")
     return p
+
+
+def _init_format(value: str) -> str:
+    """`init --format`: a format that holds no model output is refused with where to start instead (exit 2)."""
+    starter = _starter()
+    if value in starter.LIVE_ONLY_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{value} carries no model output to score (only the questions and what is expected), so it needs a live "
+            f"target that answers them: start from {starter.LIVE_EXAMPLE} (a live target on format tau-bench-tasks) "
+            f"and set dataset.format: {value} and dataset.path (README, \"Live targets\")")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
