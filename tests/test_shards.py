@@ -114,10 +114,14 @@ def test_a_missing_shard_leaves_the_merged_run_incomplete(tmp_path, data_dir):
     merged = _tj("report", str(tmp_path / "sweep"), "--out", str(tmp_path / "merged"))
     assert merged.returncode == 130 and "verdict: INTERRUPTED" in merged.stdout, merged.stdout + merged.stderr
     assert json.loads((tmp_path / "merged" / "summary.json").read_text())["shards"]["missing"] == ["3/3"]
+    # The check says which shard to run, not "resume": there is nothing of shard 3 to resume.
+    assert "shard 3/3 has no run directory yet: run `tracejudge run CONFIG --shard 3/3`" in merged.stdout, merged.stdout
+    assert "resume it" not in merged.stdout
     # One shard alone is never reported as the whole run: a CI gate must not pass on part of a sweep.
     lone = _tj("report", str(tmp_path / "sweep-shard-1-of-3"), "--out", str(tmp_path / "lone"))
     assert lone.returncode == 130 and "verdict: INTERRUPTED" in lone.stdout, lone.stdout + lone.stderr
     assert json.loads((tmp_path / "lone" / "summary.json").read_text())["shards"]["missing"] == ["2/3", "3/3"]
+    assert "shards 2/3, 3/3 have no run directory yet" in lone.stdout, lone.stdout
     only = _tj("report", str(tmp_path / "sweep-shard-2-of-3"))
     assert only.returncode == 130, only.stdout + only.stderr
     # A run directory that is not a merge is never overwritten by one.

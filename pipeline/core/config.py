@@ -468,11 +468,11 @@ def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...
     dotted = ".".join(key) or "(top level)"
     for o, item in overridden.items():
         if key[: len(o)] == o:
-            return f"--set {item}: {dotted}: {msg}"
+            return f"{item}: {dotted}: {msg}"
     line = _locate(key, lines)
     where = f"{source}:{line}" if line else source
     # An error on a whole section (a model validator) may come from a value set inside it on the command line.
-    inside = [f"--set {item}" for o, item in overridden.items() if key and o[: len(key)] == key]
+    inside = [item for o, item in overridden.items() if key and o[: len(key)] == key]
     return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
 
 
@@ -506,14 +506,16 @@ def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> dict[tuple[str, ...], str]:
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
+                    typed: dict[str, str] | None = None) -> dict[tuple[str, ...], str]:
     """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
 
     A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
     against `cwd`: `load_config` passes the config's folder, as for the
     same value written in the file. Returns the key paths that were
-    overridden, each with the override as typed (`key=value`, the value cut
-    to 80 characters), for error messages. Raises `ConfigError` for an
+    overridden, each with the option as typed (`--set key=value`, the value
+    cut to 80 characters; or `typed[override]` for an override a command-line
+    option stands for, e.g. `--shard 3/2`), for error messages. Raises `ConfigError` for an
     override without `=` or one that walks into a non-mapping.
     """
     touched: dict[tuple[str, ...], str] = {}
@@ -531,7 +533,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path) -> di
         key = _set_path(data, dotted, value)
         if key in _PATH_KEYS and isinstance(value, str) and value:
             _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
-        touched[key] = f"{dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
+        touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
 
 
@@ -545,13 +547,16 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             block[key] = str(p if p.is_absolute() else (base / p).resolve())
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None) -> RunConfig:
+def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None,
+                typed: dict[str, str] | None = None) -> RunConfig:
     """Read, override, validate and resolve a YAML run config.
 
     Args:
         path: the YAML file.
         overrides: `["dotted.key=value", ...]` from `--set`.
         cwd: folder that relative override paths resolve against (default: process cwd).
+        typed: the option as typed for an override that a command-line option
+            stands for (`{"run.shard=3/2": "--shard 3/2"}`): errors name it, not `--set`.
 
     Raises:
         ConfigError: unreadable file, invalid YAML, unknown keys, wrong types,
@@ -570,6 +575,9 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
                           "save the config as UTF-8 YAML") from None
     try:
+        if (expanded := _expanded_size(yaml.compose(text))) > MAX_EXPANDED_NODES:
+            raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
+                              f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -587,10 +595,47 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
                           "a config must not recurse")
     base = cfg_path.resolve().parent
     _resolve_paths(data, base)
-    touched = apply_overrides(data, overrides or [], cwd or base)
+    touched = apply_overrides(data, overrides or [], cwd or base, typed)
     _default_run_dir(data, base / "runs" / cfg_path.stem)
     _search_config_folder(data, base)
     return validate_config(data, source=source, lines=lines, overridden=touched)
+
+
+# Generous: a real config has hundreds of nodes; a nine-level "billion laughs" has 10**9 from a few lines.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def _expanded_size(root: yaml.Node | None) -> int:
+    """How many YAML nodes the document has once every alias is expanded (a tree walk, keys included).
+
+    Counted on the composed node graph, before any Python object is built:
+    an alias is a second edge to the same node, so sizes are memoised by node
+    identity and the count costs one visit per distinct node, however big the
+    expansion. A node inside its own alias (`&a {y: *a}`) counts once here;
+    `load_config` refuses it as recursive afterwards.
+    """
+    if root is None:
+        return 0
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # iterative post-order: a deeply nested document must not hit the recursion limit
+        node, children_done = stack.pop()
+        if not children_done and id(node) in size:  # met again through an alias: already counted
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            size[id(node)] = 1
+            continue
+        if children_done:
+            size[id(node)] = 1 + sum(size.get(id(c), 1) for c in children)  # .get: a node on its own path (a cycle)
+            continue
+        size[id(node)] = 1  # provisional, so a cycle back to this node ends the walk
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+    return size[id(root)]
 
 
 def _cycle(node: Any, path: tuple[str, ...], inside: frozenset[int] = frozenset()) -> tuple[str, ...] | None:

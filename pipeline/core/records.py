@@ -1,6 +1,6 @@
 """The records every stage speaks: cases in, results out.
 
-A `Case` is one line of native JSONL (see DESIGN.md, "Records"); its `trace`
+A `Case` is one line of native JSONL (README, "Input formats", `native`); its `trace`
 is the normalized `Trace` that every metric and judge sees, whatever format
 the input came in. A `CaseResult` is one line of `RUN_DIR/results.jsonl`.
 

@@ -13,7 +13,9 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
   the input is fine; like an internal error, it says "the tool's machine
   failed", never a verdict on the agent;
 - 130 interrupted (Ctrl-C, SIGTERM): the verdict line says INTERRUPTED and
-  gives the command that resumes the run.
+  gives the command that resumes the run;
+- 141 stdout was closed early (`... -o - | head -1`): the reader took what
+  it wanted; no message, no crash log (128 + SIGPIPE, what a shell reports).
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench
 
-__all__ = ["EXIT_ASSERTION", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
+__all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
 EXIT_OK, EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141: what a shell reports for a writer killed by SIGPIPE
 
 _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
@@ -53,6 +56,7 @@ _EPILOG = """exit status:
   3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
        or a full disk (one line: what is full, what is kept, how to resume)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
+  141  stdout was closed early (e.g. piped into head); nothing is reported
 """
 
 
@@ -130,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
                           **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
                                       "tracejudge init --format otel --dataset traces/ -o otel.yaml && tracejudge run otel.yaml",
                                       "tracejudge init --format tau-bench --dataset gpt-4o-airline.json --tasks tasks_airline_test.json"))
-    init.add_argument("--format", default="native", choices=sorted(_starter().FORMATS), help="the input format (default: native; "
+    init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
                       "`tracejudge list formats` says what each reads)")
     init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
     init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on")
@@ -167,6 +171,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _init_format(value: str) -> str:
+    """`init --format`: a format that holds no model output is refused with where to start instead (exit 2)."""
+    starter = _starter()
+    if value in starter.LIVE_ONLY_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{value} carries no model output to score (only the questions and what is expected), so it needs a live "
+            f"target that answers them: start from {starter.LIVE_EXAMPLE} (a live target on format tau-bench-tasks) "
+            f"and set dataset.format: {value} and dataset.path (README, \"Live targets\")")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status (see the module docstring).
 
@@ -179,17 +194,37 @@ def main(argv: list[str] | None = None) -> int:
     log.configure(args.log_level)
     err = plain_console(stderr=True)
     try:
-        return _dispatch(args, err)
+        code = _dispatch(args, err)
+        sys.stdout.flush()  # a closed pipe shows here at the latest, not at interpreter exit
+        return code
     except KeyboardInterrupt:
         # Ctrl-C outside a run's own signal handling (loading a config, a report).
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
-        return _storage_full(args, exc, err) or _unusable_path(exc, err) or _crash(args, exc, err)
+        return _broken_pipe(exc) or _storage_full(args, exc, err) or _unusable_path(exc, err) or _crash(args, exc, err)
     except BaseExceptionGroup as group:
-        return _storage_full(args, group, err) or _unusable_path(group, err) or _crash(args, group, err)
+        return _broken_pipe(group) or _storage_full(args, group, err) or _unusable_path(group, err) or _crash(args, group, err)
     finally:
         log.reset()  # called in-process (tests, a wrapper script): the caller's logging is as it was
+
+
+def _broken_pipe(exc: BaseException) -> int:
+    """141 if stdout's reader went away (`| head -1`), else 0.
+
+    Not a failure: the reader has what it wanted. Following the Python docs
+    (signal module, "Note on SIGPIPE"), stdout is pointed at /dev/null so the
+    flush at interpreter exit cannot raise again and print a traceback.
+    """
+    if not any(isinstance(leaf, BrokenPipeError) for leaf in _leaves(exc)):
+        return 0
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor (in-process callers)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 # A file or folder the user named that cannot be used as given (a folder where a file is
@@ -282,11 +317,12 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         except TracejudgeError as exc:
             err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
             return EXIT_BAD_INPUT
-    overrides = list(args.overrides)
+    overrides, typed = list(args.overrides), {}
     if args.command == "run" and args.shard is not None:
         overrides.append(f"run.shard={args.shard}")
+        typed[overrides[-1]] = f"--shard {args.shard}"  # an error names the option the user typed
     try:
-        config = load_config(args.config, overrides)
+        config = load_config(args.config, overrides, typed=typed)
         if args.command == "run":
             require_metrics(config, str(args.config))
     except ConfigError as exc:

@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "describe_metric", "format_summaries", "metric_summaries", "starter_config"]
+__all__ = ["FORMATS", "LIVE_EXAMPLE", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "metric_summaries", "starter_config"]
 
 _HEAD = """\
 # tracejudge starter config for format `{format}`: {summary}
@@ -43,6 +43,11 @@ assertions:                   # the CI gate: the run exits 1 when one fails
 """
 
 # format → (dataset section, metrics lines, the metric the gate names, default dataset path)
+# Formats that hold only the questions (and expected answers), no model output: a starter config for
+# recorded traces would score nothing. They need a live target that answers them.
+LIVE_ONLY_FORMATS = ("bfcl", "tau-bench-tasks")
+LIVE_EXAMPLE = "examples/agents/airline.yaml"
+
 FORMATS: dict[str, tuple[str, str, str, str]] = {
     "native": (
         """\

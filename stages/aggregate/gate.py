@@ -143,6 +143,16 @@ def _is_run(path: Path) -> bool:
         return False
 
 
+def _incomplete_detail(summary: dict[str, Any]) -> str:
+    """Why the run is not complete: the shards a merge lacks (`shards.missing`, "I/N"), else an interrupted run."""
+    missing = [str(m) for m in (summary.get("shards") or {}).get("missing") or []]
+    if not missing:
+        return "the run was interrupted; resume it to finish the remaining cases"
+    runs = "; ".join(f"`tracejudge run CONFIG --shard {m}`" for m in missing)
+    has = f"shard {missing[0]} has" if len(missing) == 1 else f"shards {', '.join(missing)} have"
+    return f"{has} no run directory yet: run {runs}, then report the shards again"
+
+
 def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir: Path | None, *, seed: int = 0) -> Verdict:
     """Check `summary` (and, with a regression rule, the run's results against the baseline's).
 
@@ -161,7 +171,7 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     """
     verdict = Verdict(interrupted=summary.get("complete") is False)
     if verdict.interrupted:
-        verdict.checks.append(Check("run complete", False, "the run was interrupted; resume it to finish the remaining cases"))
+        verdict.checks.append(Check("run complete", False, _incomplete_detail(summary)))
     scored = sum(m.get("scored", 0) for m in summary.get("metrics", {}).values())
     if not summary.get("results"):
         verdict.checks.append(Check("results", False, "the run has no results: it was interrupted before its first one" if verdict.interrupted

@@ -1,4 +1,4 @@
-"""Format `native`: one `Case` per JSONL line, exactly DESIGN.md's record shape."""
+"""Format `native`: one `Case` per JSONL line, in the native record shape (README, "Input formats", `native`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`ToolCallAccuracy`: were the expected tool *names* called (optionally in order)?
 
 Source: multivon-eval `ToolCallAccuracy` (multivon_eval/evaluators/agent.py),
-its behaviour as released, which DESIGN.md's table restates.
+its behaviour as released.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Structural comparison of tool-call arguments, shared by every metric.
 
-Rules (DESIGN.md, "Metrics"):
+Rules:
 
 - key order never matters; nested mappings compare key by key, lists item
   by item (same length, same order);
