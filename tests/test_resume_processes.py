@@ -207,6 +207,9 @@ def test_kill_one_second_after_start_loses_nothing(workspace: Path) -> None:
     data = results.read_bytes()
     kept = data[: data.rfind(b"\n") + 1]  # the complete lines the first segment finished
     assert kept.count(b"\n") >= 200
+    report = subprocess.run([str(TJ), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 130 and "verdict: INTERRUPTED" in report.stdout, report.stdout  # killed: never PASS on part of a run
+    (run_dir / "summary.json").unlink()  # (what the killed segment left: `report` wrote one)
 
     second = _start(workspace, "--run-dir", str(run_dir), *trials)
     time.sleep(1.0)

@@ -93,6 +93,21 @@ def _config_of(run_dir: Path) -> RunConfig | None:
         return None
 
 
+def _last_segment_finished(run_dir: Path) -> bool:
+    """False when `checkpoint.json` says the last segment did not finish (killed, interrupted, or still running).
+
+    A run killed with SIGKILL writes no summary; the checkpoint it flushed
+    still says `ended: running`. Without a readable checkpoint (a merged or
+    hand-made directory) the summary's own `complete` stands.
+    """
+    try:
+        segments = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
+    except (OSError, ValueError, AttributeError):
+        return True
+    last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
+    return last.get("ended", "finished") == "finished"
+
+
 def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None) -> tuple[dict[str, Any], Verdict]:
     """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
 
@@ -142,6 +157,8 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         prev = {}
     keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "configs", "judge", "shards") if k in prev}
     summary = {**keep, **agg.summary()}
+    if not _last_segment_finished(run_dir):
+        summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's
     # The run's own summary says how many results it counted: fewer now means results were lost (damaged
     # lines, a file cut short or edited), which the gate fails on. A damaged line whose case a resumed run
     # redid on a later line costs nothing. (An earlier rebuild's summary keeps the run's own count, so
