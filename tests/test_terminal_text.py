@@ -1,4 +1,4 @@
-"""Text from data and configs reaches the terminal literally: rich markup and emoji codes in it are never interpreted."""
+"""Text from data and configs is shown, never interpreted: rich markup and emoji codes on the terminal, HTML in report.md."""
 
 from __future__ import annotations
 
@@ -42,3 +42,15 @@ def test_a_report_prints_markup_in_names_literally_on_any_console() -> None:
     console = Console(record=True, width=120)  # a caller's console, markup and emoji on
     report.print(console)
     assert NAME in console.export_text()
+
+
+def test_report_md_escapes_html_from_ids_and_metric_names(tmp_path: Path) -> None:
+    with open(tmp_path / "cases.jsonl", "w") as fh:
+        for cid in ("<script>alert(1)</script>", "ok"):
+            fh.write(json.dumps({"id": cid, "trace": {"steps": [{"tool_calls": [{"name": "t", "arguments": {}}]}], "output": "ok"}}) + "\n")
+    (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0, name: "<svg onload=alert(3)>"}\n'
+                                     "run: {dir: out}\n")
+    subprocess.run([str(TJ), "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "<script>" not in md and "<svg" not in md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "&lt;svg onload=alert(3)&gt;" in md

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from tracejudge.stages.aggregate.gate import Verdict
@@ -19,11 +20,16 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
+def _text(text: Any) -> str:
+    # Ids, names and reasons come from traces: Markdown viewers render inline HTML, so it is escaped.
+    return html.escape(str(text), quote=False)
+
+
 def _cell(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return text.replace("|", "\\|") or "—"
+    return _text(text).replace("|", "\\|") or "—"
 
 
 def _ci(ci: list[float] | None) -> str:
@@ -56,7 +62,7 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     ok = status.get("ok", 0)
     lines = [f"# {title}", "", f"**Verdict: {verdict.word}**", ""]
     for c in verdict.checks:
-        lines.append(f"- {'ok' if c.ok else '**FAIL**'} `{c.name}`: {c.detail}")
+        lines.append(f"- {'ok' if c.ok else '**FAIL**'} `{_text(c.name)}`: {_text(c.detail)}")
     if not verdict.checks:
         lines.append("- no assertions configured")
     lines += ["", "## Summary", ""]
@@ -89,7 +95,7 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     for key, worst in cases.worst.items():
         if not worst:
             continue
-        lines += [f"### {key}", ""]
+        lines += [f"### {_text(key)}", ""]
         lines += _table(["case", "trial", "value", "reason"], [[r.case_id, str(r.trial), _num(r.scores[key]["value"]), r.scores[key]["reason"]] for r in worst])
         lines.append("")
     if cases.error_kinds:
@@ -116,7 +122,7 @@ def _regressions(cmp: Comparison) -> list[str]:
     lines += _table(["metric", "pairs", "baseline", "current", "delta", "95% CI", "p", "regressed", "improved"], rows)
     for k, md in cmp.metrics.items():
         if md.worst:
-            lines += ["", f"### Regressed most: {k}", ""]
+            lines += ["", f"### Regressed most: {_text(k)}", ""]
             lines += _table(["case", "trial", "baseline", "current", "baseline reason", "current reason"],
                             [[m.case_id, str(m.trial), _num(m.a), _num(m.b), m.reason_a, m.reason_b] for m in md.worst])
     return lines
