@@ -427,13 +427,9 @@ class RunConfig(_Strict):
 # --------------------------------------------------------------------------- loading
 
 
-def _line_index(text: str) -> dict[tuple[str, ...], int]:
-    """Map every key path of a YAML document to its 1-based line."""
+def _line_index(root: yaml.Node | None) -> dict[tuple[str, ...], int]:
+    """Map every key path of a composed YAML document to its 1-based line."""
     index: dict[tuple[str, ...], int] = {}
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return index
 
     def walk(node: Any, path: tuple[str, ...], inside: frozenset[int]) -> None:
         if id(node) in inside:  # an alias to a node that contains it (`&a {y: *a}`): load_config refuses it
@@ -574,20 +570,25 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
                           "save the config as UTF-8 YAML") from None
+    # Parsed once: the node graph gives the alias-bomb check and every key's line, then the data is built from it.
+    loader = yaml.SafeLoader(text)
     try:
-        if (expanded := _expanded_size(yaml.compose(text))) > MAX_EXPANDED_NODES:
+        root = loader.get_single_node()
+        if (expanded := _expanded_size(root)) > MAX_EXPANDED_NODES:
             raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
                               f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
-        data = yaml.safe_load(text)
+        data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
         raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
-    lines = _line_index(text)
+    lines = _line_index(root)
     if (cycle := _cycle(data, ())) is not None:
         dotted = ".".join(cycle)
         where = f"{source}:{lines[cycle]}" if cycle in lines else source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "refuse_in_worker_import"]
+__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "leaves", "refuse_in_worker_import"]
 
 
 class TracejudgeError(Exception):
@@ -41,3 +41,10 @@ def refuse_in_worker_import(what: str) -> None:
             f"{what} was started while a worker process imported your script: worker processes re-run a script's "
             "top level, so put the call under `if __name__ == \"__main__\":` (or set run.processes: 1)"
         )
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside `exc`, exception groups flattened (depth first), or `[exc]` itself."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in leaves(sub)]
+    return [exc]

@@ -31,7 +31,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core import registry
 from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
-from tracejudge.core.errors import TracejudgeError, refuse_in_worker_import
+from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
@@ -110,23 +110,12 @@ def _with_fewer_collections(fn: Callable[_P, Awaitable[RunOutcome]]) -> Callable
                 # A stage that says no case can succeed (bad credentials, an unguarded script) raises
                 # inside the task groups; the caller gets that error itself, one `except` away, not
                 # nested in groups beside the cancellations it caused.
-                ours = _first_own_error(group)
+                ours = next((e for e in leaves(group) if isinstance(e, TracejudgeError)), None)
                 if ours is None:
                     raise
                 raise ours from None
 
     return wrapper
-
-
-def _first_own_error(exc: BaseException) -> TracejudgeError | None:
-    if isinstance(exc, TracejudgeError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for sub in exc.exceptions:
-            found = _first_own_error(sub)
-            if found is not None:
-                return found
-    return None
 
 
 @_with_fewer_collections

@@ -40,7 +40,7 @@ from rich.markup import escape
 from tracejudge.core import log
 from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.console import cell, plain_console
-from tracejudge.core.errors import ConfigError, TracejudgeError
+from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench
 
@@ -216,7 +216,7 @@ def _broken_pipe(exc: BaseException) -> int:
     (signal module, "Note on SIGPIPE"), stdout is pointed at /dev/null so the
     flush at interpreter exit cannot raise again and print a traceback.
     """
-    if not any(isinstance(leaf, BrokenPipeError) for leaf in _leaves(exc)):
+    if not any(isinstance(leaf, BrokenPipeError) for leaf in leaves(exc)):
         return 0
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -233,10 +233,10 @@ _PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, Permis
 
 
 def _unusable_path(exc: BaseException, err: Console) -> int | None:
-    leaves = _leaves(exc)
-    if not leaves or not all(isinstance(leaf, _PATH_ERRORS) for leaf in leaves):
+    found = leaves(exc)
+    if not found or not all(isinstance(leaf, _PATH_ERRORS) for leaf in found):
         return None
-    for leaf in leaves:
+    for leaf in found:
         assert isinstance(leaf, OSError)
         where = leaf.filename if leaf.filename is not None else ""
         err.print(f"error: {where}: {leaf.strerror or type(leaf).__name__}", highlight=False, markup=False, soft_wrap=True)
@@ -248,7 +248,7 @@ _FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota 
 
 def _storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     """One line for a write that failed for want of space (exit 3: the run did not finish, not a verdict); 0 if not that."""
-    leaf = next((e for e in _leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
+    leaf = next((e for e in leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
     if leaf is None:
         return 0
     run_dir = Path(getattr(args, "crash_dir", None) or ".")
@@ -276,7 +276,7 @@ def _crash_log_path(args: argparse.Namespace) -> Path:
 
 
 def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
-    leaf = _leaves(exc)[0]
+    leaf = leaves(exc)[0]
     text = "".join(traceback.format_exception(exc))
     header = f"{datetime.now(UTC).isoformat(timespec='seconds')} tracejudge {__version__}: {' '.join(map(shlex.quote, ['tracejudge', *args.argv]))}\n"
     try:
@@ -348,10 +348,10 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         return EXIT_BAD_INPUT
     except (TracejudgeError, BaseExceptionGroup) as exc:
         # Errors raised inside the task group arrive wrapped in an exception group.
-        leaves = _leaves(exc)
-        if not all(isinstance(leaf, TracejudgeError) for leaf in leaves):
+        found = leaves(exc)
+        if not all(isinstance(leaf, TracejudgeError) for leaf in found):
             raise  # an internal error: `main` reports it (exit 3)
-        for leaf in leaves:
+        for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
@@ -380,12 +380,6 @@ def _stdout_console() -> Console:
     # Piped output (CI logs) gets wide tables rather than rich's 80-column default.
     probe = plain_console()
     return probe if probe.is_terminal else plain_console(width=160)
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
 
 
 def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:

@@ -99,12 +99,12 @@ class MetricStats:
         res = self.reservoir
         if res is None:
             res = self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
-        res.seen += 1
-        if res.seen == res.next_at:  # a full reservoir replaces a value at the position it drew
-            res.replace(v)
-        elif len(res.values) < res.size:
-            res.seen -= 1
+        if len(res.values) < res.size:
             res.add(v)
+        else:
+            res.seen += 1
+            if res.seen == res.next_at:  # a full reservoir replaces a value only at the position it drew
+                res.replace(v)
         if score.passed is not None:
             self.with_verdict += 1
             self.passed += bool(score.passed)

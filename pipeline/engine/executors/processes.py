@@ -127,12 +127,13 @@ class ProcessExecutor:
         try:
             return await to_process.run_sync(_run, self.key, self.blob, chunk, cancellable=True, limiter=self.limiter)
         except anyio.BrokenWorkerProcess as exc:
-            if isinstance(exc.__cause__, UnguardedScript):
-                raise UnguardedScript(str(exc.__cause__)) from None  # no worker can start: stop the run, do not fail every case
-            if exc.__cause__ is not None and "initialization" in str(exc):
+            cause = exc.__cause__
+            if isinstance(cause, UnguardedScript):
+                raise cause from None  # no worker can start: stop the run, do not fail every case
+            if cause is not None and "initialization" in str(exc):
+                why = f"{type(cause).__name__}: {cause}"
                 if self.unstartable is None:  # (chunks in flight together all meet it: one warning)
-                    log.warning("worker processes cannot start; extract and score run in-process",
-                                reason=f"{type(exc.__cause__).__name__}: {exc.__cause__}"[:300])
-                self.unstartable = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
+                    log.warning("worker processes cannot start; extract and score run in-process", reason=why[:300])
+                self.unstartable = why
                 return await self.map(chunk)
             raise ExecutorBroken(f"the worker process died: {exc.__cause__ or exc}") from exc
