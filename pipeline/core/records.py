@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "Trace",
     "Usage",
+    "UserMessage",
     "decode_arguments",
     "score_counts",
 ]
@@ -133,17 +134,46 @@ class Passage(_Strict):
     source: str | None = None
 
 
+class UserMessage(_Strict):
+    """One thing the user said, placed in the trace: `content` was said before `steps[step]`.
+
+    `step` is an index into `Trace.steps`; `step == len(steps)` places a message
+    after the last step (a reply the agent never answered, such as tau-bench's
+    closing `###STOP###`). Content is text, or the provider's content parts as
+    recorded when they are not plain text.
+    """
+
+    step: int = Field(ge=0)
+    content: Any = None
+
+
 class Trace(_Strict):
     """The normalized record of what an agent did.
 
     `steps` are in the order they happened. `output` is the final answer the
     user saw. `usage` is the run's own consumption (not the judge's).
+    `user_messages` is the whole conversation's user side, every user turn in
+    order, each placed before the step that answered it (empty when the
+    format recorded none; the case's `input` is then the only request).
+    User messages are not steps: step counts (model requests) exclude them.
     """
 
     steps: list[Step] = Field(default_factory=list)
+    user_messages: list[UserMessage] = Field(default_factory=list)
     output: str | None = None
     usage: Usage | None = None
     retrieved: list[Passage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _placed(self) -> Trace:
+        last = 0
+        for i, msg in enumerate(self.user_messages):
+            if msg.step > len(self.steps):
+                raise ValueError(f"user_messages[{i}].step is {msg.step}, past the trace's {len(self.steps)} steps")
+            if msg.step < last:
+                raise ValueError(f"user_messages[{i}].step is {msg.step}, before the previous message's step {last}: keep them in order")
+            last = msg.step
+        return self
 
     def tool_calls(self) -> list[ToolCall]:
         """Every tool call of the trace, in order, failed ones included."""
