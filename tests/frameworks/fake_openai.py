@@ -5,6 +5,8 @@
 
 - `POST /v1/chat/completions`: the next scripted reply (non-streaming, or SSE chunks when
   `stream` is true), always with `usage`.
+- `POST /v1/traces/ingest`: the OpenAI Agents SDK's `BackendSpanExporter` batches (`{"data": [...]}`),
+  kept as posted in `ingested`.
 - `POST /v1/traces` and `POST /api/public/otel/v1/traces`: OTLP/HTTP trace exports (protobuf or
   JSON); each request becomes one OTLP/JSON document in `otlp` (see `otlp_json`).
 
@@ -89,6 +91,7 @@ class FakeOpenAI(Loopback):
     def __init__(self) -> None:
         self.otlp: list[dict[str, Any]] = []
         self.chats: list[dict[str, Any]] = []
+        self.ingested: list[dict[str, Any]] = []
         super().__init__(lambda headers, body: (500, {}))
 
     @property
@@ -100,6 +103,11 @@ class FakeOpenAI(Loopback):
             app.router.add_post(path, self._chat)
         for path in ("/v1/traces", "/api/public/otel/v1/traces"):  # OTel SDK default, Langfuse's OTLP endpoint
             app.router.add_post(path, self._traces)
+        app.router.add_post("/v1/traces/ingest", self._ingest)  # the OpenAI Agents SDK's trace exporter
+
+    async def _ingest(self, request: web.Request) -> web.Response:
+        self.ingested.append(await request.json())
+        return web.Response(status=204)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
