@@ -13,6 +13,8 @@ TASK_NAMES = ("sequence", "booking", "parallel", "failing", "multiturn")
 # The SDK's default failure_error_function: the model gets this text as the tool output, and the
 # function span gets `error: {"message": "Error running tool (non-fatal)", "data": {...}}`.
 ERROR_RESULT = "An error occurred while running the tool. Please try again."
+EXPORT_ERROR = "Error running tool (non-fatal)"  # the function span's error.message (data.error is redacted)
+OI_ERROR = "Error running tool (non-fatal): {'tool_name': 'cancel_order', 'error': 'Tool execution failed. Error details are redacted.'}"  # TOOL span status
 
 
 class Collector:
@@ -87,7 +89,7 @@ def export(fake: FakeOpenAI, outdir: Path) -> None:
         write_jsonl(outdir / f"{task}.jsonl", collector.done)
         write_jsonl(outdir / f"{task}.batch.jsonl", fake.ingested)
         collector.done, fake.ingested[:] = [], []
-        write_truth(outdir, task, truth(TASKS[task], error_result=ERROR_RESULT, error="Error running tool (non-fatal)", output=answer))
+        write_truth(outdir, task, truth(TASKS[task], error_result=ERROR_RESULT, error=EXPORT_ERROR, output=answer))
     batch.shutdown()
 
 
@@ -102,7 +104,7 @@ def openinference(fake: FakeOpenAI, outdir: Path) -> None:
         for task in TASK_NAMES:
             answer = _run(task)
             write_otlp(provider, fake, outdir / f"{task}.jsonl")
-            write_truth(outdir, task, truth(TASKS[task], error_result=ERROR_RESULT, error="Error running tool (non-fatal)", output=answer))
+            write_truth(outdir, task, truth(TASKS[task], error_result=ERROR_RESULT, error=OI_ERROR, output=answer))
     finally:
         OpenAIAgentsInstrumentor().uninstrument()
         provider.shutdown()

@@ -29,8 +29,8 @@ def _run(agent: Any, task: str) -> list[Any]:
     return [agent.run(text, reset=turn == 0) for turn, text in enumerate(TASKS[task].turns)]
 
 
-def _truth(task: str, answers: list[Any]) -> dict[str, Any]:
-    return truth(TASKS[task], error_result=None, error=ERROR_TEXT, output=str(answers[-1]))
+def _truth(task: str, answers: list[Any], error: str = ERROR_TEXT) -> dict[str, Any]:
+    return truth(TASKS[task], error_result=None, error=error, output=str(answers[-1]))
 
 
 def memory(fake: FakeOpenAI, outdir: Path) -> None:
@@ -56,7 +56,8 @@ def openinference(fake: FakeOpenAI, outdir: Path) -> None:
         for task in TASK_NAMES:
             answers = _run(_agent(fake, task), task)
             write_otlp(provider, fake, outdir / f"{task}.jsonl")
-            write_truth(outdir, task, _truth(task, answers))
+            # the TOOL span's exception event; the Step span holds ERROR_TEXT as its own exception
+            write_truth(outdir, task, _truth(task, answers, "order #W999 not found"))
     finally:
         SmolagentsInstrumentor().uninstrument()
         provider.shutdown()
