@@ -60,3 +60,28 @@ def write_otlp(provider: TracerProvider, fake: FakeOpenAI, path: Path) -> int:
         raise RuntimeError(f"{path}: no spans were exported")
     write_jsonl(path, docs)
     return sum(len(ss.get("spans", [])) for d in docs for rs in d.get("resourceSpans", []) for ss in rs.get("scopeSpans", []))
+
+
+def any_value(v: dict[str, Any]) -> Any:
+    """The Python value of an OTLP/JSON `AnyValue` (int64 strings become ints)."""
+    if not v:
+        return None
+    kind, x = next(iter(v.items()))
+    if kind == "intValue":
+        return int(x)
+    if kind == "arrayValue":
+        return [any_value(i) for i in x.get("values", [])]
+    if kind == "kvlistValue":
+        return {i["key"]: any_value(i.get("value", {})) for i in x.get("values", [])}
+    return x
+
+
+def otlp_spans(docs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(resource attributes, scope, span) for every span in OTLP/JSON `docs`, in file order."""
+    out = []
+    for doc in docs:
+        for rs in doc.get("resourceSpans", []):
+            resource = {a["key"]: any_value(a.get("value", {})) for a in rs.get("resource", {}).get("attributes", [])}
+            for ss in rs.get("scopeSpans", []):
+                out += [(resource, ss.get("scope", {}), span) for span in ss.get("spans", [])]
+    return out

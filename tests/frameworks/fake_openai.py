@@ -19,7 +19,6 @@ unexpected fails loudly instead of recording a made-up run.
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -128,9 +127,7 @@ class FakeOpenAI(Loopback):
         return resp
 
     async def _traces(self, request: web.Request) -> web.Response:
-        body = await request.read()
-        if request.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
+        body = await request.read()  # aiohttp has already undone Content-Encoding: gzip
         self.otlp.append(otlp_json(body, request.headers.get("Content-Type", "")))
         return web.Response(status=200, body=b"", content_type="application/x-protobuf")
 
