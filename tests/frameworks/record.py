@@ -1,6 +1,6 @@
 """Record real agent-framework traces against a scripted loopback OpenAI server, with ground truth.
 
-    python tests/frameworks/record.py OUTDIR [--only NAME ...]
+    python tests/frameworks/record.py OUTDIR [--only NAME ...] [--task TASK ...]
 
 writes `OUTDIR/<recording>/<task>.<ext>` and `<task>.truth.json` for every recording in
 `RECORDINGS` (default: all; each runs in its own subprocess, since instrumentors patch libraries
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--only", action="append", choices=sorted(RECORDINGS), help="record only this one (repeatable); runs in this process")
+    ap.add_argument("--task", action="append", help="record only this task (repeatable; default: all)")
     args = ap.parse_args(argv)
+    if args.task:
+        os.environ["RECORD_TASKS"] = ",".join(args.task)  # read by tasks.selected(), also in the subprocesses
     if args.only and len(args.only) == 1:
         record_one(args.only[0], args.outdir)
         return 0

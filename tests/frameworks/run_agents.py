@@ -7,9 +7,8 @@ from typing import Any
 
 from common import MODEL, otel_provider, write_jsonl, write_otlp, write_truth
 from fake_openai import FakeOpenAI
-from tasks import TASKS, TOOLS, truth
+from tasks import TASKS, TOOLS, selected, truth
 
-TASK_NAMES = ("sequence", "booking", "parallel", "failing", "multiturn")
 # The SDK's default failure_error_function: the model gets this text as the tool output, and the
 # function span gets `error: {"message": "Error running tool (non-fatal)", "data": {...}}`.
 ERROR_RESULT = "An error occurred while running the tool. Please try again."
@@ -83,7 +82,7 @@ def export(fake: FakeOpenAI, outdir: Path) -> None:
     batch = BatchTraceProcessor(BackendSpanExporter(api_key="sk-fake-tracing", endpoint=f"{fake.base_url}/traces/ingest"))
     add_trace_processor(collector)
     add_trace_processor(batch)
-    for task in TASK_NAMES:
+    for task in selected():
         answer = _run(task)
         batch.force_flush()
         write_jsonl(outdir / f"{task}.jsonl", collector.done)
@@ -101,7 +100,7 @@ def openinference(fake: FakeOpenAI, outdir: Path) -> None:
     provider = otel_provider(fake, "openai-agents")
     OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
     try:
-        for task in TASK_NAMES:
+        for task in selected():
             answer = _run(task)
             write_otlp(provider, fake, outdir / f"{task}.jsonl")
             write_truth(outdir, task, truth(TASKS[task], error_result=ERROR_RESULT, error=OI_ERROR, output=answer))

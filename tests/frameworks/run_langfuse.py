@@ -14,8 +14,8 @@ from typing import Any
 
 from common import write_jsonl, write_truth
 from fake_openai import FakeOpenAI
-from run_openai_loop import ERROR_RESULT, TASK_NAMES, loop_truth, run_loop
-from tasks import TASKS, TOOLS
+from run_openai_loop import ERROR_RESULT, loop_truth, run_loop
+from tasks import TASKS, TOOLS, selected
 
 
 def _record(fake: FakeOpenAI) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
@@ -26,7 +26,7 @@ def _record(fake: FakeOpenAI) -> dict[str, tuple[list[dict[str, Any]], dict[str,
     langfuse = Langfuse(public_key="pk-lf-fake", secret_key="sk-lf-fake", base_url=fake.url, environment="recording")
     client = OpenAI(base_url=fake.base_url, api_key="sk-fake")
     out = {}
-    for task in TASK_NAMES:
+    for task in selected():
         tools = {n: observe(TOOLS[n], name=n, as_type="tool") for n in TASKS[task].tools}
 
         @observe(name="agent", as_type="agent")

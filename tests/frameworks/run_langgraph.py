@@ -8,9 +8,8 @@ from typing import Any
 
 from common import MODEL, otel_provider, write_otlp, write_truth
 from fake_openai import FakeOpenAI
-from tasks import TASKS, TOOLS, truth
+from tasks import TASKS, TOOLS, selected, truth
 
-TASK_NAMES = ("sequence", "booking", "parallel", "failing", "multiturn")
 # ToolNode(handle_tool_errors=True) answers a raised exception with this ToolMessage (status="error");
 # its default handler re-raises anything but argument errors, which would end the run. Both
 # instrumentors record the exception (message "order #W999 not found") on the tool span, no output.
@@ -43,7 +42,7 @@ def _record(instrumentor: Any, fake: FakeOpenAI, outdir: Path) -> None:
     provider = otel_provider(fake, "langgraph-agent")
     instrumentor.instrument(tracer_provider=provider)
     try:
-        for task in TASK_NAMES:
+        for task in selected():
             answers = run_graph(fake, task)
             write_otlp(provider, fake, outdir / f"{task}.jsonl")
             write_truth(outdir, task, truth(TASKS[task], error_result=ERROR_RESULT, error="order #W999 not found", output=answers[-1]))

@@ -15,8 +15,8 @@ from typing import Any
 
 from common import write_jsonl, write_truth
 from fake_openai import FakeOpenAI
-from run_openai_loop import ERROR_RESULT, TASK_NAMES, client_for, loop_truth, run_loop
-from tasks import TASKS, TOOLS
+from run_openai_loop import ERROR_RESULT, client_for, loop_truth, run_loop
+from tasks import TASKS, TOOLS, selected
 
 # Run context MLflow stamps on every trace; replaced so the recordings do not carry this checkout's state.
 _CONTEXT = {"mlflow.source.git.commit": "0" * 40, "mlflow.source.git.branch": "main", "mlflow.source.git.repoURL": "", "mlflow.user": "user"}
@@ -54,7 +54,7 @@ def record(fake: FakeOpenAI, outdir: Path) -> None:
         from mlflow.entities import SpanType
         from mlflow.tracing.provider import provider
 
-        for task in TASK_NAMES:
+        for task in selected():
             tools = {n: mlflow.trace(TOOLS[n], name=n, span_type=SpanType.TOOL) for n in TASKS[task].tools}
 
             @mlflow.trace(name="agent", span_type=SpanType.AGENT)

@@ -10,9 +10,8 @@ from typing import Any
 
 from common import MODEL, otel_provider, write_otlp, write_truth
 from fake_openai import FakeOpenAI
-from tasks import TASKS, TOOLS, truth
+from tasks import TASKS, TOOLS, selected, truth
 
-TASK_NAMES = ("sequence", "booking", "parallel", "failing", "multiturn")
 SYSTEM = "You are a helpful assistant."
 ERROR_RESULT = "Error: order #W999 not found"  # the loop's own rendering of a raised exception
 _JSON_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean", dict: "object"}
@@ -87,7 +86,7 @@ def _instrumented(instrumentor: Any, fake: FakeOpenAI, outdir: Path, service: st
     provider = otel_provider(fake, service)
     instrumentor.instrument(tracer_provider=provider)
     try:
-        for task in TASK_NAMES:
+        for task in selected():
             answers = run_loop(client_for(fake), task)
             write_otlp(provider, fake, outdir / f"{task}.jsonl")
             write_truth(outdir, task, loop_truth(task, answers))

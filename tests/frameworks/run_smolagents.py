@@ -7,9 +7,8 @@ from typing import Any
 
 from common import MODEL, otel_provider, write_jsonl, write_otlp, write_truth
 from fake_openai import FakeOpenAI
-from tasks import TASKS, TOOLS, truth
+from tasks import TASKS, TOOLS, selected, truth
 
-TASK_NAMES = ("sequence", "booking", "parallel", "failing", "multiturn")
 # smolagents logs a failed call as an AgentToolExecutionError on the step and sends the model this text
 # (no tool result); see README.
 ERROR_TEXT = ("Error executing tool 'cancel_order' with arguments {'order_id': '#W999'}: ValueError: order #W999 not found\n"
@@ -35,7 +34,7 @@ def _truth(task: str, answers: list[Any], error: str = ERROR_TEXT) -> dict[str, 
 
 def memory(fake: FakeOpenAI, outdir: Path) -> None:
     """`smolagents-memory`: `agent.memory.get_full_steps()` after each run, one JSON line per run, as `{"id", "steps"}`."""
-    for task in TASK_NAMES:
+    for task in selected():
         agent = _agent(fake, task)
         runs = []
         for turn, text in enumerate(TASKS[task].turns):
@@ -53,7 +52,7 @@ def openinference(fake: FakeOpenAI, outdir: Path) -> None:
     provider = otel_provider(fake, "smolagents-agent")
     SmolagentsInstrumentor().instrument(tracer_provider=provider)
     try:
-        for task in TASK_NAMES:
+        for task in selected():
             answers = _run(_agent(fake, task), task)
             write_otlp(provider, fake, outdir / f"{task}.jsonl")
             # the TOOL span's exception event; the Step span holds ERROR_TEXT as its own exception

@@ -15,11 +15,12 @@ own models do.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TASKS", "TOOLS", "Task", "reply_for", "truth"]
+__all__ = ["TASKS", "TOOLS", "Task", "reply_for", "selected", "truth"]
 
 
 def get_weather(city: str) -> str:
@@ -127,6 +128,15 @@ TASKS = {t.name: t for t in (
           (Reply(calls=(("get_weather", {"city": "Tokyo"}),)), Reply("No, it is rainy in Tokyo (14 C)."))),
          ("get_weather",)),
 )}
+
+
+def selected() -> list[str]:
+    """The tasks to record: `RECORD_TASKS` (comma-separated names, set by `record.py --task`), else all."""
+    names = [n for n in os.environ.get("RECORD_TASKS", "").split(",") if n]
+    unknown = set(names) - set(TASKS)
+    if unknown:
+        raise ValueError(f"RECORD_TASKS names unknown tasks {sorted(unknown)}; known: {sorted(TASKS)}")
+    return names or list(TASKS)
 
 
 def _text(content: Any) -> str:
