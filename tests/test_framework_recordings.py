@@ -139,3 +139,20 @@ def test_live_recordings_keep_their_shape(name: str, live: tuple[Path, dict[str,
                 assert json.loads(fresh.read_text()) == json.loads(committed.read_text()), fresh.name
             else:
                 assert shape(fresh) == shape(committed), f"{name}/{fresh.name}: the framework now records a different shape"
+
+
+def test_fake_server_streams_the_scripted_reply() -> None:
+    """With `stream: true` the fake server sends the same parallel tool calls and usage as SSE chunks an OpenAI client reassembles."""
+    openai = pytest.importorskip("openai")
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        client = openai.OpenAI(base_url=fake.base_url, api_key="sk-fake")
+        messages = [{"role": "user", "content": TASKS["parallel"].turns[0]}]
+        chunks = list(client.chat.completions.create(model="m", messages=messages, stream=True, stream_options={"include_usage": True}))
+        whole = client.chat.completions.create(model="m", messages=messages)
+    calls = [tc for c in chunks for ch in c.choices for tc in ch.delta.tool_calls or []]
+    assert [(tc.index, tc.function.name, tc.function.arguments) for tc in calls] == [
+        (i, tc.function.name, tc.function.arguments) for i, tc in enumerate(whole.choices[0].message.tool_calls or [])]
+    assert [json.loads(tc.function.arguments)["city"] for tc in calls] == ["Paris", "Tokyo"]
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == whole.usage.total_tokens == 120

@@ -28,7 +28,7 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": fn.__name__, "description": doc, "parameters": {"type": "object", "properties": props, "required": list(props)}}}
 
 
-def run_loop(client: Any, task: str, tools: dict[str, Callable[..., Any]] | None = None, *, stream: bool = False) -> list[str]:
+def run_loop(client: Any, task: str, tools: dict[str, Callable[..., Any]] | None = None) -> list[str]:
     """Run every user turn of `task` with `client` (an `openai.OpenAI`); returns each turn's answer.
 
     A raised tool exception goes back to the model as the tool message `"Error: <message>"`, as
@@ -41,7 +41,7 @@ def run_loop(client: Any, task: str, tools: dict[str, Callable[..., Any]] | None
     for text in TASKS[task].turns:
         messages.append({"role": "user", "content": text})
         while True:
-            msg = _complete(client, messages, schemas, stream)
+            msg = _complete(client, messages, schemas)
             messages.append(msg)
             if not msg.get("tool_calls"):
                 answers.append(msg["content"])
@@ -55,19 +55,8 @@ def run_loop(client: Any, task: str, tools: dict[str, Callable[..., Any]] | None
     return answers
 
 
-def _complete(client: Any, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
-    if not stream:
-        return client.chat.completions.create(model=MODEL, messages=messages, tools=schemas).choices[0].message.model_dump(exclude_none=True)
-    msg: dict[str, Any] = {"role": "assistant", "content": ""}
-    calls: dict[int, dict[str, Any]] = {}
-    for chunk in client.chat.completions.create(model=MODEL, messages=messages, tools=schemas, stream=True, stream_options={"include_usage": True}):
-        for choice in chunk.choices:
-            msg["content"] += choice.delta.content or ""
-            for tc in choice.delta.tool_calls or []:
-                calls[tc.index] = {"id": tc.id, "type": "function", "function": {"name": tc.function.name, "arguments": tc.function.arguments}}
-    if calls:
-        msg["tool_calls"] = [calls[i] for i in sorted(calls)]
-    return msg
+def _complete(client: Any, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    return client.chat.completions.create(model=MODEL, messages=messages, tools=schemas).choices[0].message.model_dump(exclude_none=True)
 
 
 def client_for(fake: FakeOpenAI) -> Any:
