@@ -66,13 +66,17 @@ class Loopback:
         status, payload = got
         return web.Response(status=status, text=json.dumps(payload), content_type="application/json")
 
+    def _routes(self, app: web.Application) -> None:
+        """Mount the handlers; subclasses serving more routes override this."""
+        app.router.add_post("/v1/chat/completions", self._handle)
+
     def _main(self) -> None:
         asyncio.set_event_loop(self._loop)
 
         async def start() -> web.AppRunner:
             self._release = asyncio.Event()
-            app = web.Application()
-            app.router.add_post("/v1/chat/completions", self._handle)
+            app = web.Application(client_max_size=64 * 1024 * 1024)
+            self._routes(app)
             runner = web.AppRunner(app)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -1,0 +1,87 @@
+"""Shared plumbing for the recorders: output files, an OTel SDK pipeline exporting OTLP/HTTP to the fake server."""
+
+from __future__ import annotations
+
+import json
+import site
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from fake_openai import FakeOpenAI
+
+__all__ = ["MODEL", "otel_provider", "write_jsonl", "write_otlp", "write_truth"]
+
+MODEL = "gpt-4o-mini"  # the model name the clients ask for; the fake server answers to any
+
+
+# Stack traces in exception events carry install paths; the recordings keep the frames, not the machine.
+_PATHS_REPO = str(Path(__file__).resolve().parents[2])
+_PATHS = sorted({*site.getsitepackages(), sysconfig.get_paths()["stdlib"], str(Path(__file__).resolve().parents[2])}, key=len, reverse=True)
+
+
+def scrub(text: str) -> str:
+    """`text` with this machine's install and checkout paths replaced by `<site-packages>`, `<stdlib>`, `<repo>`."""
+    for p in _PATHS:
+        name = "<site-packages>" if "-packages" in p else "<repo>" if p == _PATHS_REPO else "<stdlib>"
+        text = text.replace(p, name)
+    return text
+
+
+def write_truth(outdir: Path, task: str, record: dict[str, Any]) -> None:
+    """`<task>.truth.json`, pretty-printed with sorted keys so diffs stay readable."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    (outdir / f"{task}.truth.json").write_text(json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(path: Path, records: list[Any]) -> None:
+    """One compact JSON document per line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(scrub("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)))
+
+
+def otel_provider(fake: FakeOpenAI, service: str) -> TracerProvider:
+    """A TracerProvider whose batch processor posts OTLP/HTTP protobuf to the fake server's `/v1/traces`."""
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
+    return provider
+
+
+def write_otlp(provider: TracerProvider, fake: FakeOpenAI, path: Path) -> int:
+    """Flush `provider` and write every OTLP export the fake server received as OTLP/JSON lines; returns the span count."""
+    provider.force_flush()
+    docs = fake.take_otlp()
+    if not docs:
+        raise RuntimeError(f"{path}: no spans were exported")
+    write_jsonl(path, docs)
+    return sum(len(ss.get("spans", [])) for d in docs for rs in d.get("resourceSpans", []) for ss in rs.get("scopeSpans", []))
+
+
+def any_value(v: dict[str, Any]) -> Any:
+    """The Python value of an OTLP/JSON `AnyValue` (int64 strings become ints)."""
+    if not v:
+        return None
+    kind, x = next(iter(v.items()))
+    if kind == "intValue":
+        return int(x)
+    if kind == "arrayValue":
+        return [any_value(i) for i in x.get("values", [])]
+    if kind == "kvlistValue":
+        return {i["key"]: any_value(i.get("value", {})) for i in x.get("values", [])}
+    return x
+
+
+def otlp_spans(docs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(resource attributes, scope, span) for every span in OTLP/JSON `docs`, in file order."""
+    out = []
+    for doc in docs:
+        for rs in doc.get("resourceSpans", []):
+            resource = {a["key"]: any_value(a.get("value", {})) for a in rs.get("resource", {}).get("attributes", [])}
+            for ss in rs.get("scopeSpans", []):
+                out += [(resource, ss.get("scope", {}), span) for span in ss.get("spans", [])]
+    return out
