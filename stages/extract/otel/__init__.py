@@ -148,6 +148,8 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                     collector.add(doc, str(path), line)
                 except RecursionError:  # attribute values nested past the stack: this export only
                     yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
+                except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
+                    yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {exc}")
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
@@ -156,13 +158,18 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         groups = stitch(groups)
     if opts.group_by == "run":
         groups = (run for trace in groups for run in _runs(trace))
-    count = 0
+    count = skipped = 0
     for group in groups:
+        if not any(read_span(s).role for s in group.spans):
+            skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
+            continue
         first = group.spans[0]
         yield RawRecord(first.file, first.line, group)
         count += 1
         if dataset.limit is not None and count >= dataset.limit:
             return
+    if count == 0 and skipped:
+        yield RawRecord(str(dataset.path), 1, error=f"{skipped} trace(s) read, none with a model request, tool call or agent run of a known span convention")
 
 
 def _runs(trace: Group) -> list[Group]:

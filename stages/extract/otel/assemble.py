@@ -94,7 +94,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     members: dict[str, list[Span]] = {}
     anchors: dict[str, Span] = {}
     agents = [s for s in group.spans if role[s.span_id] == "agent"]
-    for span in [*agents, *models, *(t.span for t in tools.values())]:
+    root_chains = [s for s in group.spans if role[s.span_id] == "chain" and s.parent_id not in index]  # a workflow that may have no model span
+    for span in [*agents, *root_chains, *models, *(t.span for t in tools.values())]:
         a = anchor(span)
         anchors[a.span_id] = a
         members.setdefault(a.span_id, []).append(span)
@@ -146,7 +147,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                     if t.deferral:
                         row.deferred.append(deferred_call(call, t.deferral))
                         continue
-                    if by_id:
+                    if by_id and t.span_order:
                         last = t.span.start
                     row.calls.append(((0, last, k), call))
                 elif part["name"] in mv.deferred_tools:
@@ -212,9 +213,8 @@ class _Builder:
         """Add one anchor's rows; an anchor of the same trace with the same user text joins the previous turn."""
         model_rows = [r for r in rows if r.model is not None]
         first_inputs = next((self.views[r.model.span_id].inputs for r in model_rows if self.views[r.model.span_id].inputs), None)  # type: ignore[union-attr]
-        user_text = av.request if isinstance(av.request, str) and av.request else None
-        if user_text is None:
-            user_text = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
+        asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
+        user_text = _pick_request(av.request, asked)
         last = self.turns[-1] if self.turns else None
         if last is not None and last["_trace"] == a.trace_id and (user_text is None or user_text == last["user_text"]):
             turn = last
@@ -316,6 +316,26 @@ class _Builder:
             out.extend({"step": step, "content": text} for text in users[len(history) :])
             return users
         return history if len(users) < len(history) or users[: len(history)] != history else users
+
+
+def _pick_request(recorded: Any, asked: str | None) -> str | None:
+    """The turn's user text: the anchor's recorded input, else what its first model request was asked.
+
+    When the anchor recorded a function's arguments (several candidate
+    strings), the candidate the model was asked (equal, or contained in a
+    framework's wrapper such as smolagents' "New task:") wins, else the
+    model's own user message, else the first candidate.
+    """
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    if isinstance(recorded, list) and recorded:
+        if asked is not None:
+            for text in recorded:
+                if text == asked or (len(text) > 3 and text in asked):
+                    return text
+            return asked
+        return recorded[0]
+    return asked
 
 
 def _documents(spans: list[Span], views: dict[str, View]) -> list[dict[str, Any]]:

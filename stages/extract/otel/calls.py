@@ -20,12 +20,13 @@ __all__ = ["Tool", "answer_value", "build_call", "deferred_call", "part_call"]
 class Tool:
     """One tool call being assembled from a tool span (and what nested spans of the same call add)."""
 
-    __slots__ = ("span", "name", "call_id", "args", "args_wrapped", "result", "error", "claimed", "deferral")
+    __slots__ = ("span", "name", "call_id", "span_order", "args", "args_wrapped", "result", "error", "claimed", "deferral")
 
     def __init__(self, span: Span, view: View) -> None:
         self.span = span
         self.name = str(view.tool_name)
         self.call_id = view.call_id
+        self.span_order = view.span_order
         self.args = view.args
         self.args_wrapped = view.args_wrapped
         self.result = view.result

@@ -60,6 +60,8 @@ def normalise_one(msg: Any) -> dict[str, Any] | None:
         ident = msg.get("id") or []
         role = _LC_CLASSES.get(ident[-1] if isinstance(ident, list) and ident else "", "user")
         return _chat(role, msg["kwargs"])
+    if isinstance(msg.get("type"), str) and isinstance(msg.get("data"), dict) and "content" in msg["data"]:  # langchain messages_to_dict
+        return _chat(_ROLES.get(msg["type"], msg["type"]), msg["data"])
     if isinstance(msg.get("parts"), list) and "role" in msg:  # already GenAI form
         return {"role": _ROLES.get(str(msg["role"]), str(msg["role"])), "parts": [p for p in msg["parts"] if isinstance(p, dict)]}
     role = msg.get("role") or msg.get("type")

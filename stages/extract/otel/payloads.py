@@ -63,23 +63,26 @@ def _literal(text: Any) -> Any:
         return text
 
 
-def unwrap_result(value: Any) -> tuple[Any, str | None]:
-    """`(result, error)`: the tool's result out of a framework payload.
+def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
+    """`(result, error, call_id)`: the tool's result out of a framework payload.
 
-    A LangChain `ToolMessage` (serialised with `dumpd`, as a plain dict, or
-    under `{"output": ...}`) gives its `content`; its `status: "error"`
+    A LangChain `ToolMessage` (serialised with `dumpd`, with
+    `messages_to_dict`, as a plain dict, or under `{"output": ...}`) gives
+    its `content` and the `tool_call_id` it answers; its `status: "error"`
     gives an error carrying that content.
     """
     value = unjson(value)
-    if isinstance(value, dict) and set(value) == {"output"}:
-        value = unjson(value["output"])
+    if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs", "tags", "metadata"}:
+        inner = unjson(value["output"])
+        if _tool_message(inner) is not None:
+            value = inner  # LangChain's on_tool_end payload; any other {"output": …} is the tool's own value
     msg = _tool_message(value)
     if msg is not None:
         content = unjson(msg.get("content"))
-        if msg.get("status") == "error":
-            return content, str(msg.get("content"))
-        return content, None
-    return value, None
+        cid = msg.get("tool_call_id")
+        cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
+        return content, str(msg.get("content")) if msg.get("status") == "error" else None, cid
+    return value, None, None
 
 
 def _tool_message(value: Any) -> dict[str, Any] | None:
@@ -90,6 +93,8 @@ def _tool_message(value: Any) -> dict[str, Any] | None:
         if isinstance(ident, list) and ident and ident[-1] in _LC_TOOL_MESSAGE:
             return value["kwargs"]
         return None
+    if value.get("type") == "tool" and isinstance(value.get("data"), dict) and "content" in value["data"]:  # messages_to_dict
+        return value["data"]
     if value.get("type") == "tool" and "tool_call_id" in value and "content" in value:
         return value
     return None

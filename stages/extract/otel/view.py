@@ -55,6 +55,9 @@ class View:
     or root span's user input and final output text. `answer_tool` marks a
     framework-internal tool whose call is the answer (smolagents'
     `final_answer`, pydantic-ai's output functions), not a tool call.
+    `span_order`: the span records the model's call id as the OTel GenAI
+    convention does (`gen_ai.tool.call.id`), so its start time orders the
+    call among parallel ones, as pydantic-evals reads them.
     `conventions` names the readers that recognised the span.
     """
 
@@ -62,6 +65,7 @@ class View:
     conventions: list[str] = field(default_factory=list)
     tool_name: str | None = None
     call_id: str | None = None
+    span_order: bool = False
     args: Any = MISSING
     args_wrapped: bool = False
     result: Any = MISSING
@@ -80,7 +84,7 @@ class View:
     deferred_tools: dict[str, str] = field(default_factory=dict)
 
 
-_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "deferred_tools", "answer_tool", "args_wrapped")]  # type: ignore[attr-defined]
+_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "deferred_tools", "answer_tool", "args_wrapped", "span_order")]  # type: ignore[attr-defined]
 
 
 def merge(base: View, other: View, name: str) -> None:
@@ -94,6 +98,7 @@ def merge(base: View, other: View, name: str) -> None:
             if f == "args":
                 base.args_wrapped = other.args_wrapped
     base.answer_tool = base.answer_tool or other.answer_tool
+    base.span_order = base.span_order or other.span_order
     base.output_tools |= other.output_tools
     base.deferred_tools.update({k: v for k, v in other.deferred_tools.items() if k not in base.deferred_tools})
 

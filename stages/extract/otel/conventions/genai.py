@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from tracejudge.stages.extract.common import fail, maybe_json
+from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, tool_call_part, tool_response_part
@@ -53,15 +54,22 @@ def read(span: Span) -> View | None:
         v.tool_name = name
         cid = a.get("gen_ai.tool.call.id")
         v.call_id = str(cid) if present(cid) else None
-        v.args = _first(a, ("gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args"))
+        v.span_order = v.call_id is not None
+        raw = _first(a, ("gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args"))
+        if raw is not MISSING:
+            args, v.args_wrapped = unwrap_args(raw)  # OpenLLMetry's LangChain records the callback payload here
+            v.args = args if v.args_wrapped or isinstance(args, dict) else raw
         result = _first(a, ("gen_ai.tool.call.result", "gcp.vertex.agent.tool_response"))
         if result is not MISSING:
             result = maybe_json(result)
             if "gen_ai.tool.call.result" not in a and isinstance(result, dict) and set(result) == {"result"}:
                 result = result["result"]  # ADK wraps a non-mapping return value as {"result": X}
+            else:
+                result, error, cid = unwrap_result(result)  # OpenLLMetry's LangChain: {"output": ToolMessage}
+                v.error, v.call_id = error, v.call_id or cid
         v.result = result if present(result) else MISSING
     if v.role in ("tool", "model", "agent"):
-        v.error = span_error(span)
+        v.error = span_error(span) or v.error
     inputs, outputs = _messages(span)
     if v.role == "agent":
         v.request = last_user_text(inputs) if inputs else None

@@ -1,8 +1,9 @@
 """OpenInference (Arize Phoenix's instrumentations: OpenAI, LangChain, smolagents, OpenAI Agents, …).
 
 What counts: `openinference.span.kind` `LLM` is a model request, `TOOL` a
-tool call, `AGENT` an agent run, `CHAIN` a workflow or graph node (a turn
-anchor only at the trace root), `RETRIEVER` a retrieval; other kinds
+tool call, `AGENT` an agent run (except a LangGraph node, whose `metadata`
+names `langgraph_node`: LangGraph's `agent` node is a step of the graph),
+`CHAIN` a workflow or graph node (a turn anchor only at the trace root), `RETRIEVER` a retrieval; other kinds
 (EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR) are noise. Messages come from
 the flattened `llm.input_messages.{i}.message.*` / `llm.output_messages.*`
 (with `tool_calls.{j}.tool_call.{id,function.name,function.arguments}`,
@@ -39,6 +40,8 @@ def read(span: Span) -> View | None:
     if not isinstance(kind, str):
         return None
     v = View(role=_ROLES.get(kind.upper()))
+    if v.role == "agent" and _graph_node(a.get("metadata")):
+        v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
     if v.role == "model":
         v.inputs = _messages(a, "llm.input_messages")
         v.outputs = _messages(a, "llm.output_messages")
@@ -58,8 +61,8 @@ def read(span: Span) -> View | None:
         if present(a.get("input.value")):
             v.args, v.args_wrapped = unwrap_args(a["input.value"])
         if present(a.get("output.value")):
-            v.result, error = unwrap_result(a["output.value"])
-            v.error = error
+            v.result, v.error, cid = unwrap_result(a["output.value"])
+            v.call_id = v.call_id or cid
         v.error = span_error(span) or v.error
     elif v.role in ("agent", "chain"):
         v.request = request_text(a.get("input.value"))
@@ -73,6 +76,11 @@ def read(span: Span) -> View | None:
             v.documents = [_document(d) for d in docs if isinstance(d, dict) and isinstance(d.get("document"), dict)]
     return v
 
+
+
+def _graph_node(metadata: Any) -> bool:
+    meta = unjson(metadata)
+    return isinstance(meta, dict) and "langgraph_node" in meta and "langgraph_step" in meta
 
 
 def _messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
@@ -128,8 +136,18 @@ def _response_messages(body: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def request_text(value: Any) -> str | None:
-    """The user's request out of an agent or chain input: plain text, a message list, or a known wrapper."""
+_REQUEST_KEYS = ("task", "input", "query", "question", "prompt", "user_input", "message", "messages")
+
+
+def request_text(value: Any) -> str | list[str] | None:
+    """The user's request out of an agent or chain input.
+
+    Plain text or a message list (its last user text) give a `str`. A
+    mapping of a function's arguments gives its candidate strings, the
+    well-known keys (`task`, `input`, `query`, `question`, …) first: the
+    assembler picks the one the model was asked (an agent called as
+    `run(task="…", session="…")` records every argument).
+    """
     decoded = unjson(value)
     if isinstance(decoded, str):
         return decoded if present(decoded) and decoded else None
@@ -137,17 +155,15 @@ def request_text(value: Any) -> str | None:
     if msgs:
         return last_user_text(msgs)
     if isinstance(decoded, dict):
-        for key in ("task", "input", "query", "question", "prompt", "user_input", "message"):
+        out: list[str] = []
+        for key in _REQUEST_KEYS:
             got = decoded.get(key)
-            if isinstance(got, str) and got:
-                return got
-            if isinstance(got, (list, dict)):
-                inner = request_text(got)
-                if inner:
-                    return inner
-        strings = [v for v in decoded.values() if isinstance(v, str) and v]
-        if len(strings) == 1:
-            return strings[0]
+            inner = got if isinstance(got, str) else request_text(got) if isinstance(got, (list, dict)) else None
+            for text in [inner] if isinstance(inner, str) else inner or []:
+                if text and text not in out:
+                    out.append(text)
+        out += [v for v in decoded.values() if isinstance(v, str) and v and present(v) and v not in out]
+        return out or None
     return None
 
 

@@ -54,7 +54,7 @@ def read(span: Span) -> View | None:
         if present(a.get("traceloop.entity.input")):
             v.args, v.args_wrapped = unwrap_args(a["traceloop.entity.input"])
         if present(a.get("traceloop.entity.output")):
-            v.result, v.error = unwrap_result(a["traceloop.entity.output"])
+            v.result, v.error, v.call_id = unwrap_result(a["traceloop.entity.output"])
         v.error = span_error(span) or v.error
     elif v.role in ("agent", "chain"):
         raw_in = unjson(a.get("traceloop.entity.input"))
