@@ -184,12 +184,12 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     Lines, one export per line (the collector's file exporter). `error` is
     set instead of `document` for text that is not JSON.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
-        return
     if path.suffix != ".jsonl":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
+            return
         try:
             yield 1, json.loads(text), None
             return
@@ -200,11 +200,21 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         except JSON_ERRORS as exc:  # too deep, huge numbers: the one document is the bad record
             yield 1, None, json_error(exc)
             return
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+        lines: Iterator[bytes] = iter(text.encode("utf-8").splitlines())
+        yield from _lines(lines)
+        return
+    with path.open("rb") as fh:  # JSON Lines: one export at a time, never the whole file in memory
+        yield from _lines(fh)
+
+
+def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
         try:
-            yield lineno, json.loads(line), None
+            yield lineno, json.loads(raw), None
+        except UnicodeDecodeError as exc:
+            yield lineno, None, f"line is not valid UTF-8: {exc.reason} at byte {exc.start}"
         except json.JSONDecodeError as exc:
             yield lineno, None, f"invalid JSON: {json_message(exc)} at column {exc.colno}"
         except JSON_ERRORS as exc:
