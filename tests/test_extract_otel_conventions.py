@@ -152,3 +152,19 @@ def _folder(path: Path) -> list:
     ds = DatasetConfig(path=path, format="otel", options={})
     ctx = fmt.prepare(ds)
     return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def test_extract_says_which_conventions_each_file_used(tmp_path: Path):
+    """A user whose field comes out empty sees at once what tracejudge recognised in the file."""
+    import subprocess
+    import sys
+
+    noise = span("h", "at1_root", 5, "GET /weather", trace="at1", http__method="GET")
+    data = tmp_path / "spans.json"
+    data.write_text(json.dumps(export([*_plain_loop("a", "Weather in Paris?", "Paris"), noise])))
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({"dataset": {"path": str(data), "format": "otel"}, "metrics": [{"type": "MaxToolCalls", "max_calls": 5}]}))
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", str(tmp_path / "cases.jsonl")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"{data}: spans by convention: openinference 2 used; 1 spans of no known convention ignored" in done.stderr
