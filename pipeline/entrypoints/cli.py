@@ -536,6 +536,7 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
     ctx = fmt.prepare(config.dataset)
     out = sys.stdout if str(args.output) == "-" else open(args.output, "w", encoding="utf-8")
     written = bad = 0
+    spans_seen: dict[str, dict[str, dict[str, int]]] = {}  # file -> convention -> used/ignored span counts
     seen = FirstSeen()  # as a run does: an id's first record (valid or not) owns it; a repeat is reported once, never written
     try:
         for raw in fmt.read(config.dataset):
@@ -545,6 +546,7 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
             if first != f"{raw.file}:{raw.line}":
                 got = (cid, duplicate_error(cid, first, raw.file, raw.line, None if isinstance(got, Case) else got[1].message))
             if isinstance(got, Case):
+                _tally_conventions(spans_seen, raw.file, got)
                 try:
                     out.write(got.model_dump_json(exclude_defaults=True) + "\n")
                     written += 1
@@ -560,8 +562,25 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    for file, counts in spans_seen.items():
+        parts = [f"{name} {c['used']} used" + (f", {c['ignored']} ignored" if c["ignored"] else "") for name, c in counts.items() if name != "unrecognised"]
+        if "unrecognised" in counts:
+            parts.append(f"{counts['unrecognised']['ignored']} spans of no known convention ignored")
+        err.print(f"{file}: spans by convention: " + ("; ".join(parts) or "none"), highlight=False, markup=False, soft_wrap=True)
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_OK
+
+
+def _tally_conventions(into: dict[str, dict[str, dict[str, int]]], file: str, case) -> None:
+    """Add a span-export case's per-convention span counts (`metadata.otel.conventions`) to its file's tally."""
+    counts = (case.metadata.get("otel") or {}).get("conventions") if isinstance(case.metadata.get("otel"), dict) else None
+    if not isinstance(counts, dict):
+        return
+    per_file = into.setdefault(file, {})
+    for name, c in counts.items():
+        entry = per_file.setdefault(name, {"used": 0, "ignored": 0})
+        entry["used"] += int(c.get("used", 0))
+        entry["ignored"] += int(c.get("ignored", 0))
 
 
 def _cmd_report(args: argparse.Namespace, err: Console) -> int:

@@ -162,6 +162,21 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int) -> Spa
     )
 
 
+def _items(node: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = node.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{where} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _shape(value: Any, kind: type, where: str) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"{where} must be an object, got {type(value).__name__}")
+    return value
+
+
 def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     """Yield `(line, document, error)` for each OTLP/JSON document in a file.
 
@@ -169,12 +184,12 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     Lines, one export per line (the collector's file exporter). `error` is
     set instead of `document` for text that is not JSON.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
-        return
     if path.suffix != ".jsonl":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
+            return
         try:
             yield 1, json.loads(text), None
             return
@@ -185,11 +200,21 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         except JSON_ERRORS as exc:  # too deep, huge numbers: the one document is the bad record
             yield 1, None, json_error(exc)
             return
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+        lines: Iterator[bytes] = iter(text.encode("utf-8").splitlines())
+        yield from _lines(lines)
+        return
+    with path.open("rb") as fh:  # JSON Lines: one export at a time, never the whole file in memory
+        yield from _lines(fh)
+
+
+def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
         try:
-            yield lineno, json.loads(line), None
+            yield lineno, json.loads(raw), None
+        except UnicodeDecodeError as exc:
+            yield lineno, None, f"line is not valid UTF-8: {exc.reason} at byte {exc.start}"
         except json.JSONDecodeError as exc:
             yield lineno, None, f"invalid JSON: {json_message(exc)} at column {exc.colno}"
         except JSON_ERRORS as exc:
@@ -210,33 +235,49 @@ class Collector:
         self.orphans: list[tuple[str, int, str]] = []
 
     def add(self, doc: dict[str, Any], file: str, line: int) -> None:
-        """Take every span and span-linked log record of one export document."""
-        for rs in doc.get("resourceSpans") or []:
-            if not isinstance(rs, dict):
-                continue
-            service = attributes((rs.get("resource") or {}).get("attributes")).get("service.name")
-            for ss in rs.get("scopeSpans") or []:
-                for raw in (ss or {}).get("spans") or []:
-                    if not isinstance(raw, dict):
-                        continue
+        """Take every span and span-linked log record of one export document.
+
+        Raises `ValueError` naming the JSON path of the first part of the
+        document that does not have the OTLP shape (`resourceSpans[0].scopeSpans`
+        that is not a list, a span that is not an object, …); nothing of
+        that document is kept.
+        """
+        spans: list[Span] = []
+        orphans: list[tuple[str, int, str]] = []
+        for i, rs in enumerate(_items(doc, "resourceSpans", "resourceSpans")):
+            where = f"resourceSpans[{i}]"
+            _shape(rs, dict, where)
+            service = attributes(_shape((rs.get("resource") or {}), dict, f"{where}.resource").get("attributes")).get("service.name")
+            for j, ss in enumerate(_items(rs, "scopeSpans", f"{where}.scopeSpans")):
+                _shape(ss, dict, f"{where}.scopeSpans[{j}]")
+                for k, raw in enumerate(_items(ss, "spans", f"{where}.scopeSpans[{j}].spans")):
+                    _shape(raw, dict, f"{where}.scopeSpans[{j}].spans[{k}]")
                     span = _span(raw, service, file, line)
                     if not span.trace_id:
-                        self.orphans.append((file, line, f"span {span.span_id or '?'} has no traceId"))
+                        orphans.append((file, line, f"span {span.span_id or '?'} has no traceId"))
                         continue
-                    self.spans[span.trace_id].append(span)
-        for rl in doc.get("resourceLogs") or []:
-            for sl in (rl or {}).get("scopeLogs") or []:
-                for rec in (sl or {}).get("logRecords") or []:
+                    spans.append(span)
+        logs: list[tuple[str, LogEvent]] = []
+        for i, rl in enumerate(_items(doc, "resourceLogs", "resourceLogs")):
+            _shape(rl, dict, f"resourceLogs[{i}]")
+            for j, sl in enumerate(_items(rl, "scopeLogs", f"resourceLogs[{i}].scopeLogs")):
+                _shape(sl, dict, f"resourceLogs[{i}].scopeLogs[{j}]")
+                for rec in _items(sl, "logRecords", f"resourceLogs[{i}].scopeLogs[{j}].logRecords"):
                     if not isinstance(rec, dict) or not rec.get("spanId"):
                         continue  # a GenAI event outside any span has nothing to attach to
                     try:
                         attrs = attributes(rec.get("attributes"))
                         body = any_value(rec.get("body"))
                         when = _nanos(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
-                    except (TypeError, ValueError):
+                    except (TypeError, ValueError, AttributeError):
                         continue
                     name = rec.get("eventName") or attrs.get("event.name") or ""
-                    self.logs[str(rec["spanId"])].append(LogEvent(str(name), body, attrs, when))
+                    logs.append((str(rec["spanId"]), LogEvent(str(name), body, attrs, when)))
+        for span in spans:
+            self.spans[span.trace_id].append(span)
+        for span_id, event in logs:
+            self.logs[span_id].append(event)
+        self.orphans.extend(orphans)
 
     def groups(self, keys: list[str] | None) -> Iterator[Group]:
         """Group spans by the first of `keys` found in their trace (or by trace id).

@@ -1,0 +1,223 @@
+"""Format `otel`: OTLP/JSON traces of any span convention (OTel GenAI, OpenInference, OpenLLMetry, Vercel AI, Langfuse, MLflow).
+
+Framing: `dataset.path` is one OTLP/JSON export file (a single document, or
+JSON Lines of exports as the collector's file exporter writes them) or a
+directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
+minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
+log-event mode) of every file are read, then grouped into conversations;
+**one conversation is one raw record and one case**. Its file and line are
+those of its first span; problems name the span id.
+
+Conventions, detected per span (`conventions/`, one reader each): OTel GenAI
+(`gen_ai.*`, ADK's `gcp.vertex.agent.*`), pydantic-ai's own keys,
+OpenInference (`openinference.span.kind`, `llm.*_messages.*`, `input.value`,
+`retrieval.documents.*`), OpenLLMetry/Traceloop (`traceloop.*`,
+`gen_ai.prompt.*` / `gen_ai.completion.*`), the Vercel AI SDK (`ai.*`),
+Langfuse (`langfuse.observation.*`) and MLflow (`mlflow.spanType`,
+`mlflow.spanInputs` / `spanOutputs`). Each says what a span is — model
+request, tool call, agent run, chain, retrieval or noise — and what it
+carries; the assembler never looks at raw attributes. `metadata.otel.conventions`
+counts the spans each convention recognised (`none`: spans no convention knew).
+
+Grouping (`group_by`): `conversation` (default) groups the traces that carry
+the same `gen_ai.conversation.id` (else `session.id`,
+`gcp.vertex.agent.session_id`, `langfuse.session.id`; a trace with none
+stands alone — except that traces holding one model request each, as a
+model-only instrumentation writes a plain loop, are joined when a request's
+input replays the previous one's input and output); `trace` makes every
+trace its own case; `run` makes every top-level agent run its own case; a
+list of attribute names sets the keys to try. The case id is the key's
+value (for `run`, `<trace id>:<agent span id>`). Within one trace a span
+belongs to the key value of its topmost ancestor carrying the key.
+
+What a conversation becomes:
+
+- spans are ordered by start time; the tree is rebuilt from `parentSpanId`;
+- model requests are model spans not nested in another model span (the
+  same request seen by two instrumentations), one step each; usage sums
+  their input / output tokens;
+- tool calls are tool spans and the `tool_call` parts of model outputs. When
+  the same call is recorded as both, they pair by call id, else by name in
+  order: the model's part gives name, id and arguments (exact JSON), the tool
+  span gives the result and the error (its own arguments, unwrapped from
+  framework payloads, only when the model's part has none). Calls keep the
+  model's order, parallel calls included; tool spans no part claims follow
+  in start order. A tool span nested in one of the same name is one call;
+  ADK's `(merged tools)` wrapper is not a call. Results missing on the span
+  come from a later `tool_call_response` part;
+- a failed call has an error: the tool span's ERROR status or exception
+  event (`"<type>: <message>"`), a LangChain `ToolMessage` with status
+  `error`, an `is_error` tool result, or a result text starting with one of
+  `error_prefixes`;
+- answer tools are the answer, not calls: `answer_tools` (default
+  `final_answer`, smolagents'), pydantic-ai's output tools and output
+  functions; the value they were called with is the final output when the
+  run recorded no other;
+- agent, chain and graph-node spans never become steps; a top-level agent
+  span (or the trace root) anchors a turn.
+
+Turns: a turn is one user exchange, anchored on a top-level agent span (or,
+without agent spans, on the trace root); delegated agents stay inside.
+Consecutive anchors of one trace with the same user text are one turn. The
+user text is the anchor's recorded input (an agent's or root chain's
+`input.value`, `traceloop.entity.input`, `langfuse.trace.input`, …), else
+the last user message of its first model request. `trace.user_messages`
+holds every user turn in order, each placed before the step that answered
+it, including user messages a request's history adds mid-turn. The first
+user text is the case `input`, the later ones `turns`; `metadata.otel.turns`
+lists per turn `user_text`, `final_text`, `intermediate_texts`, `agents`,
+`steps` (`[first, end)` indices into `trace.steps`), `calls` (`[first, end)`
+into `trace.tool_calls()`), `usage`. See `turn_calls(case)`. Retrieval spans'
+documents become `trace.retrieved`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import build_case, fail
+from tracejudge.stages.extract.otel.assemble import assemble
+from tracejudge.stages.extract.otel.conventions import read_span
+from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
+from tracejudge.stages.extract.otel.stitch import stitch
+from tracejudge.stages.load import RawRecord
+
+__all__ = ["CONVERSATION_KEYS", "Options", "adapt", "read", "turn_calls"]
+
+CONVERSATION_KEYS = ["gen_ai.conversation.id", "session.id", "gcp.vertex.agent.session_id", "langfuse.session.id"]
+
+
+class Options(BaseModel):
+    """`dataset.options` of `otel`.
+
+    `group_by`: `conversation`, `trace`, `run`, or a list of attribute names.
+    `error_prefixes`: result texts starting with one of these mark a failed
+    call (loops that report a tool's exception as its result, `"Error: …"`).
+    `answer_tools`: tool names whose call is the run's answer, not a tool call.
+    `argument_keys` / `result_keys`: extra span attributes holding a tool
+    span's arguments / result, tried before what the conventions read.
+    `include` / `exclude`: file globs when `dataset.path` is a directory.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_by: Literal["conversation", "trace", "run"] | list[str] = "conversation"
+    error_prefixes: list[str] = []
+    answer_tools: list[str] = ["final_answer"]
+    argument_keys: list[str] = []
+    result_keys: list[str] = []
+    include: list[str] = ["**/*.json", "**/*.jsonl"]
+    exclude: list[str] = []
+
+
+def _files(path: Path, opts: Options) -> list[Path]:
+    if path.is_file():
+        return [path]
+    found: set[Path] = set()
+    for pattern in opts.include:
+        found.update(p for p in path.glob(pattern) if p.is_file())
+    def rel(p: Path) -> str:
+        return p.relative_to(path).as_posix()
+
+    return sorted(p for p in found if not any(fnmatch.fnmatch(rel(p), ex) or fnmatch.fnmatch(p.name, ex) for ex in opts.exclude))
+
+
+def read(dataset: Any) -> Iterator[RawRecord]:
+    """Read every export under `dataset.path` and yield one `RawRecord` per conversation.
+
+    Unreadable files and documents that are not OTLP exports are yielded as
+    records with `error` set (file and line named); `dataset.limit` counts
+    conversations.
+    """
+    opts = Options.model_validate(dataset.options)
+    collector = Collector()
+    for path in _files(Path(dataset.path), opts):
+        for line, doc, error in iter_exports(path):
+            if error is not None:
+                yield RawRecord(str(path), line, error=error)
+            elif not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
+                yield RawRecord(str(path), line, error="not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level")
+            else:
+                try:
+                    collector.add(doc, str(path), line)
+                except RecursionError:  # attribute values nested past the stack: this export only
+                    yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
+                except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
+                    yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {exc}")
+    for file, line, message in collector.orphans:
+        yield RawRecord(file, line, error=message)
+    keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
+    groups = collector.groups(keys)
+    if opts.group_by == "conversation":
+        groups = stitch(groups)
+    if opts.group_by == "run":
+        groups = (run for trace in groups for run in _runs(trace))
+    count = skipped = 0
+    for group in groups:
+        if not any(read_span(s).role for s in group.spans):
+            skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
+            continue
+        first = group.spans[0]
+        yield RawRecord(first.file, first.line, group)
+        count += 1
+        if dataset.limit is not None and count >= dataset.limit:
+            return
+    if count == 0 and skipped:
+        yield RawRecord(str(dataset.path), 1, error=f"{skipped} trace(s) read, none with a model request, tool call or agent run of a known span convention")
+
+
+def _runs(trace: Group) -> list[Group]:
+    """One trace split into its top-level agent runs; spans outside every run join the first one."""
+    index = {s.span_id: s for s in trace.spans}
+    agent = {s.span_id for s in trace.spans if read_span(s).role == "agent"}
+    owner: dict[str, str | None] = {}
+    for span in trace.spans:
+        top: str | None = None
+        node: Span | None = span
+        hops = 0
+        while node is not None and hops < 10_000:
+            if node.span_id in agent:
+                top = node.span_id
+            node = index.get(node.parent_id or "")
+            hops += 1
+        owner[span.span_id] = top
+    tops = list(dict.fromkeys(o for o in owner.values() if o is not None))
+    if len(tops) < 2:
+        return [trace]
+    parts: dict[str, list[Span]] = {t: [] for t in tops}
+    for span in trace.spans:
+        parts[owner[span.span_id] or tops[0]].append(span)
+    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top]) for top in tops]
+
+
+def adapt(group: Group, options: Options | None = None) -> Case:
+    """Turn one conversation's spans into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the span id when a span's times or
+    attributes cannot be decoded, or a messages attribute is not JSON.
+    """
+    from tracejudge.stages.extract.errors import AdapterError
+
+    opts = options or Options()
+    if not isinstance(group, Group):
+        fail(f"expected a group of spans, got {type(group).__name__}")
+    try:
+        return build_case(assemble(group, opts))
+    except AdapterError as exc:
+        exc.case_id = exc.case_id or group.key
+        raise
+
+
+def turn_calls(case: Case) -> list[list[Any]]:
+    """The tool calls of each turn of an `otel` case, using `metadata.otel.turns[].calls`."""
+    calls = case.trace.tool_calls() if case.trace else []
+    return [calls[a:b] for a, b in (t["calls"] for t in case.metadata["otel"]["turns"])]
+
+
+register_format(Format("otel", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options, reads_dirs=True))

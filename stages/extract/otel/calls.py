@@ -1,0 +1,124 @@
+"""Tool calls out of tool spans and the model's own tool-call parts.
+
+The same call is often recorded twice: as a `tool_call` part of the model
+output that asked for it and as the span of the tool's execution. The
+model's part is the truth for name, id and arguments (the tool span may hold
+a framework's wrapper payload); the tool span is the truth for the result
+and the error. Parts pair with tool spans by call id, else by name in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+
+__all__ = ["Tool", "answer_value", "build_call", "deferred_call", "part_call"]
+
+
+class Tool:
+    """One tool call being assembled from a tool span (and what nested spans of the same call add)."""
+
+    __slots__ = ("span", "name", "call_id", "span_order", "args", "args_wrapped", "result", "error", "claimed", "deferral")
+
+    def __init__(self, span: Span, view: View) -> None:
+        self.span = span
+        self.name = str(view.tool_name)
+        self.call_id = view.call_id
+        self.span_order = view.span_order
+        self.args = view.args
+        self.args_wrapped = view.args_wrapped
+        self.result = view.result
+        self.deferral = view.deferral
+        # A deferral is control flow, not a failure (pydantic-ai marks it ERROR before instrumentation version 5).
+        self.error = None if self.deferral else view.error
+        self.claimed = False
+
+    def absorb(self, inner: Tool) -> None:
+        """Take what a nested span of the same call recorded and this one did not."""
+        if self.args is MISSING and inner.args is not MISSING:
+            self.args, self.args_wrapped = inner.args, inner.args_wrapped
+        if self.result is MISSING:
+            self.result = inner.result
+        if self.call_id is None:
+            self.call_id = inner.call_id
+        if self.error is None:
+            self.error = inner.error
+
+
+def _part_args(part: dict[str, Any] | None) -> Any:
+    if part is None or part.get("arguments") is None:
+        return MISSING
+    return part["arguments"]
+
+
+def _response(ids: tuple[Any, ...], responses: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    for cid in ids:
+        if cid is not None and str(cid) in responses:
+            return responses[str(cid)]
+    return None
+
+
+def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict[str, Any] | None, prefixes: tuple[str, ...]) -> dict[str, Any]:
+    if result is MISSING or result is None:
+        result = unjson(response.get("response")) if response is not None else None
+        if not present(result):
+            result = None
+    if error is None and response is not None and response.get("is_error") is True:
+        error = str(response.get("response"))
+    if error is None and prefixes and isinstance(result, str) and result.startswith(prefixes):
+        error = result  # the loop reported the failure as the tool's text ("Error: …")
+    call["result"] = result
+    call["error"] = error
+    return call
+
+
+def build_call(t: Tool, part: dict[str, Any] | None, responses: dict[str, dict[str, Any]], prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The native call of tool span `t`, paired with the model's `part` when there is one."""
+    pid = None if part is None or part.get("id") is None else str(part["id"])
+    call: dict[str, Any] = {"id": t.call_id or pid, "name": t.name}
+    args = _part_args(part)
+    if args is MISSING or (t.args is not MISSING and not t.args_wrapped and not isinstance(unjson(args), dict)):
+        args = t.args
+    if args is MISSING:
+        call["arguments_missing"] = True
+    else:
+        call["arguments"] = args
+    return _finish(call, t.result, t.error, _response((t.call_id, pid), responses), prefixes)
+
+
+def part_call(part: dict[str, Any], responses: dict[str, dict[str, Any]], prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The native call of a model's `tool_call` part that no tool span recorded (a handoff, a plain loop)."""
+    pid = None if part.get("id") is None else str(part["id"])
+    call: dict[str, Any] = {"id": pid, "name": part["name"]}
+    args = _part_args(part)
+    if args is MISSING:
+        call["arguments_missing"] = True
+    else:
+        call["arguments"] = args
+    return _finish(call, MISSING, None, _response((pid,), responses), prefixes)
+
+
+def deferred_call(call: dict[str, Any], why: str) -> dict[str, Any]:
+    """A call the model asked for that did not run: kept for `metadata.otel.deferred`, not counted as a tool call."""
+    out = {"id": call["id"], "name": call["name"], "deferral": why}
+    if call.get("arguments_missing"):
+        out["arguments_missing"] = True
+    else:
+        out["arguments"] = unjson(call.get("arguments"))
+    return out
+
+
+def answer_value(args: Any) -> str | None:
+    """The answer text an answer tool (smolagents' `final_answer`) was called with."""
+    args = unjson(args)
+    if isinstance(args, dict):
+        for key in ("answer", "final_answer", "output", "result"):
+            if key in args and args[key] is not None:
+                return args[key] if isinstance(args[key], str) else str(args[key])
+        if len(args) == 1:
+            (only,) = args.values()
+            return only if isinstance(only, str) else str(only)
+        return None
+    return args if isinstance(args, str) and args else None

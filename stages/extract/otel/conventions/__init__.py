@@ -1,0 +1,39 @@
+"""One reader per span convention; `read_span` merges what they say into one `View`.
+
+Readers run in this order and the first to state a fact wins (a span may
+carry several conventions at once: OpenLLMetry writes GenAI keys too, and
+pydantic-ai adds its own to the GenAI ones). Each reader is a pure function
+`read(span) -> View | None` returning `None` when the span carries none of
+its keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openinference, pydantic_ai, traceloop, vercel
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View, merge
+
+__all__ = ["NAMES", "READERS", "read_span"]
+
+READERS: list[tuple[str, Callable[[Span], View | None]]] = [
+    (genai.NAME, genai.read),
+    (pydantic_ai.NAME, pydantic_ai.read),
+    (openinference.NAME, openinference.read),
+    (traceloop.NAME, traceloop.read),
+    (vercel.NAME, vercel.read),
+    (langfuse.NAME, langfuse.read),
+    (mlflow.NAME, mlflow.read),
+]
+NAMES = [name for name, _ in READERS]
+
+
+def read_span(span: Span) -> View:
+    """Everything the known conventions say about `span` (an empty `View` for a span none recognises)."""
+    out = View()
+    for name, reader in READERS:
+        got = reader(span)
+        if got is not None:
+            merge(out, got, name)
+    return out

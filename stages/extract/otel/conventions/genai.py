@@ -1,0 +1,170 @@
+"""OpenTelemetry GenAI semantic conventions (and Google ADK's `gcp.vertex.agent.*` keys).
+
+What counts: `gen_ai.operation.name` `chat` / `generate_content` /
+`text_completion` is a model request, `execute_tool` a tool call,
+`invoke_agent` / `invoke_workflow` an agent run. A span that carries
+`gen_ai.tool.name` without an operation is a tool call only when it is named
+`running tool` or `execute_tool …` — the spans pydantic-evals counts — so a
+custom span that merely mentions a tool is not counted. Messages come from
+`gen_ai.input.messages` / `gen_ai.output.messages` (JSON) or, in log-event
+mode, from the span's GenAI events; usage from `gen_ai.usage.*`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracejudge.stages.extract.common import fail, maybe_json
+from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
+from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import MISSING, View, present, tool_call_part, tool_response_part
+from tracejudge.stages.load import JSON_ERRORS
+
+__all__ = ["NAME", "read", "span_error", "usage"]
+
+NAME = "otel-genai"
+MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
+AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
+WRAPPER_TOOLS = frozenset({"(merged tools)"})  # ADK's parallel wrapper: its children are the calls
+
+
+def read(span: Span) -> View | None:
+    """The GenAI reading of `span`, or `None` when it carries no GenAI key."""
+    a = span.attrs
+    op = a.get("gen_ai.operation.name")
+    tool_attr = a.get("gen_ai.tool.name")
+    has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs)
+    if not isinstance(op, str) and not tool_attr and not has_messages and "gen_ai.usage.input_tokens" not in a:
+        return None
+    v = View()
+    if op in MODEL_OPS:
+        v.role = "model"
+    elif op == "execute_tool" or (op is None and tool_attr and (span.name == "running tool" or span.name.startswith("execute_tool"))):
+        v.role = "tool"
+    elif op in AGENT_OPS:
+        v.role = "agent"
+    name = tool_attr if isinstance(tool_attr, str) and tool_attr else None
+    if name is None and span.name.startswith("execute_tool "):
+        name = span.name[len("execute_tool ") :]
+    if v.role == "tool":
+        if name in WRAPPER_TOOLS:
+            v.role = None
+        v.tool_name = name
+        cid = a.get("gen_ai.tool.call.id")
+        v.call_id = str(cid) if present(cid) else None
+        v.span_order = v.call_id is not None
+        raw = _first(a, ("gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args"))
+        if raw is not MISSING:
+            args, v.args_wrapped = unwrap_args(raw)  # OpenLLMetry's LangChain records the callback payload here
+            v.args = args if v.args_wrapped or isinstance(args, dict) else raw
+        result = _first(a, ("gen_ai.tool.call.result", "gcp.vertex.agent.tool_response"))
+        if result is not MISSING:
+            result = maybe_json(result)
+            if "gen_ai.tool.call.result" not in a and isinstance(result, dict) and set(result) == {"result"}:
+                result = result["result"]  # ADK wraps a non-mapping return value as {"result": X}
+            else:
+                result, error, cid = unwrap_result(result)  # OpenLLMetry's LangChain: {"output": ToolMessage}
+                v.error, v.call_id = error, v.call_id or cid
+        v.result = result if present(result) else MISSING
+    if v.role in ("tool", "model", "agent"):
+        v.error = span_error(span) or v.error
+    inputs, outputs = _messages(span)
+    if v.role == "agent":
+        v.request = last_user_text(inputs) if inputs else None
+        v.answer = output_text(outputs) if outputs else None
+        agent = a.get("gen_ai.agent.name")
+        v.agent_name = str(agent) if present(agent) and agent != "" else None
+    elif v.role == "model" or (v.role is None and (inputs or outputs)):
+        v.inputs, v.outputs = inputs, outputs
+    v.usage_in = usage(span, "gen_ai.usage.input_tokens")
+    v.usage_out = usage(span, "gen_ai.usage.output_tokens")
+    return v
+
+
+def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in attrs and present(attrs[key]):
+            return attrs[key]
+    return MISSING
+
+
+def span_error(span: Span) -> str | None:
+    """`"<error.type>: <status message>"` for a span whose status is ERROR, else `None`.
+
+    The type comes from `error.type`, else the first `exception` event.
+    """
+    if not span.status_error:
+        return None
+    etype = span.attrs.get("error.type")
+    emsg = None
+    for name, ev in span.events:
+        if name == "exception":
+            etype = etype or ev.get("exception.type")
+            emsg = emsg or ev.get("exception.message")
+    message = span.status_message or emsg
+    if etype and message:
+        return message if str(message).startswith(f"{etype}:") else f"{etype}: {message}"
+    return message or (str(etype) if etype else "error")
+
+
+def usage(span: Span, key: str) -> int | None:
+    """An integer usage attribute of `span` (or of its log events); raises `AdapterError` when it is not one."""
+    value = span.attrs.get(key)
+    if value is None:
+        value = next((ev.attrs[key] for ev in span.logs if ev.attrs.get(key) is not None), None)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        fail(f"span {span.span_id}: {key} is not an integer ({value!r})", field=f"span {span.span_id}: {key}")
+
+
+def _json_attr(span: Span, key: str) -> Any:
+    value = span.attrs.get(key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except JSON_ERRORS:
+            fail(f"span {span.span_id}: {key} is not valid JSON", field=f"span {span.span_id}: {key}")
+    return value
+
+
+def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    inputs = _json_attr(span, "gen_ai.input.messages")
+    outputs = _json_attr(span, "gen_ai.output.messages")
+    if inputs is None or outputs is None:
+        log_in, log_out = _log_messages(span)
+        inputs = inputs if inputs is not None else log_in
+        outputs = outputs if outputs is not None else log_out
+    return normalise(inputs) or [], normalise(outputs) or []
+
+
+def _log_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:
+    """Input and output messages rebuilt from a span's GenAI log events (log-event mode)."""
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    for ev in sorted(span.logs, key=lambda e: e.time):
+        body = ev.body if isinstance(ev.body, dict) else {}
+        if ev.name == "gen_ai.client.inference.operation.details":
+            for key, into in (("gen_ai.input.messages", inputs), ("gen_ai.output.messages", outputs)):
+                got = ev.attrs.get(key)
+                got = maybe_json(got) if isinstance(got, str) else got
+                if isinstance(got, list):
+                    into.extend(got)
+        elif ev.name in ("gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message", "gen_ai.choice"):
+            raw_msg = body.get("message")
+            msg: dict[str, Any] = raw_msg if ev.name == "gen_ai.choice" and isinstance(raw_msg, dict) else body
+            role = {"gen_ai.user.message": "user", "gen_ai.tool.message": "tool"}.get(ev.name, "assistant")
+            parts: list[dict[str, Any]] = []
+            content = msg.get("content")
+            if isinstance(content, str) and present(content):
+                parts.append(tool_response_part(msg.get("id"), content) if role == "tool" else {"type": "text", "content": content})
+            for tc in msg.get("tool_calls") or []:
+                if isinstance(tc, dict):
+                    fn = tc.get("function") or {}
+                    parts.append(tool_call_part(tc.get("id"), fn.get("name"), fn.get("arguments")))
+            (outputs if ev.name == "gen_ai.choice" else inputs).append({"role": role, "parts": parts})
+    return inputs or None, outputs or None

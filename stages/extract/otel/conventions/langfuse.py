@@ -1,0 +1,97 @@
+"""Langfuse's Python SDK (version 3 on, built on OpenTelemetry).
+
+What counts: `langfuse.observation.type` `generation` is a model request,
+`tool` a tool call, `agent` an agent run, `span` / `chain` a chain (an anchor
+at the root), `retriever` a retrieval; `event`, `embedding`, `guardrail`,
+`evaluator` are noise. Payloads are `langfuse.observation.input` / `output`
+(JSON): a generation's input is its message list, its output the assistant
+message (or a completion body); a tool's input is the call's arguments
+(unwrapped from `@observe`'s `{"args", "kwargs"}`), its output the result.
+Level `ERROR` with `langfuse.observation.status_message` (or an ERROR
+status) is the error. `langfuse.trace.input` / `output` (SDK 3), else the
+root observation's, are the request and the answer; usage comes from
+`langfuse.observation.usage_details` (`input` / `output`, or the OpenAI names).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.conventions.genai import span_error
+from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
+from tracejudge.stages.extract.otel.messages import normalise, normalise_one
+from tracejudge.stages.extract.otel.payloads import unwrap_args
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import MISSING, View, as_int, present, unjson
+
+__all__ = ["NAME", "read", "generation_outputs", "usage_pair"]
+
+NAME = "langfuse"
+_ROLES = {"generation": "model", "tool": "tool", "agent": "agent", "span": "chain", "chain": "chain", "retriever": "retrieval"}
+
+
+def read(span: Span) -> View | None:
+    """The Langfuse reading of `span`, or `None` when it has no `langfuse.observation.type`."""
+    a = span.attrs
+    kind = a.get("langfuse.observation.type")
+    if not isinstance(kind, str) and "langfuse.trace.input" not in a:
+        return None
+    v = View(role=_ROLES.get(str(kind).lower()))
+    raw_in, raw_out = a.get("langfuse.observation.input", MISSING), a.get("langfuse.observation.output", MISSING)
+    error = span_error(span)
+    if str(a.get("langfuse.observation.level", "")).upper() == "ERROR":
+        msg = a.get("langfuse.observation.status_message")
+        error = error or (str(msg) if present(msg) and msg != "" else "error")
+    v.error = error
+    if v.role == "model":
+        v.inputs = normalise(raw_in) if raw_in is not MISSING else None
+        v.outputs = generation_outputs(unjson(raw_out)) if raw_out is not MISSING else None
+        v.usage_in, v.usage_out = usage_pair(unjson(a.get("langfuse.observation.usage_details")))
+    elif v.role == "tool":
+        v.tool_name = span.name
+        if present(raw_in):
+            v.args, v.args_wrapped = unwrap_args(raw_in)
+        if present(raw_out):
+            v.result = unjson(raw_out)
+    elif v.role in ("agent", "chain") or kind is None:
+        request = a.get("langfuse.trace.input", raw_in)
+        answer = a.get("langfuse.trace.output", raw_out)
+        v.request = request_text(_kwargs(request)) if present(request) else None
+        v.answer = answer_text(answer) if present(answer) else None
+        if v.role == "agent":
+            v.agent_name = span.name
+    return v
+
+
+def _kwargs(value: Any) -> Any:
+    """`@observe` records a function's inputs as `{"args": [...], "kwargs": {...}}`."""
+    got, wrapped = unwrap_args(value)
+    if wrapped and isinstance(got, dict) and set(got) == {"args", "kwargs"}:
+        args = got.get("args") or []
+        if len(args) == 1:
+            return args[0]
+    return got
+
+
+def generation_outputs(value: Any) -> list[dict[str, Any]] | None:
+    """Output messages of a generation: an assistant message, a message list, or a completion body."""
+    if isinstance(value, dict) and isinstance(value.get("choices"), list):
+        return normalise([c.get("message") for c in value["choices"] if isinstance(c, dict)])
+    if isinstance(value, dict):
+        msg = normalise_one({"role": "assistant", **value} if "role" not in value else value)
+        return [msg] if msg is not None else None
+    if isinstance(value, list):
+        return normalise(value)
+    if isinstance(value, str) and value:
+        return [{"role": "assistant", "parts": [{"type": "text", "content": value}]}]
+    return None
+
+
+def usage_pair(details: Any) -> tuple[int | None, int | None]:
+    """`(input, output)` tokens from a usage mapping in Langfuse's or OpenAI's names."""
+    if not isinstance(details, dict):
+        return None, None
+    return (
+        as_int(details.get("input", details.get("prompt_tokens", details.get("input_tokens")))),
+        as_int(details.get("output", details.get("completion_tokens", details.get("output_tokens")))),
+    )

@@ -1,0 +1,74 @@
+"""MLflow Tracing (`mlflow.*.autolog`, `@mlflow.trace`, `mlflow.start_span`).
+
+What counts: `mlflow.spanType` (a JSON string) `CHAT_MODEL` / `LLM` is a
+model request, `TOOL` a tool call, `AGENT` an agent run, `CHAIN` a chain (an
+anchor at the root), `RETRIEVER` a retrieval. `mlflow.spanInputs` /
+`mlflow.spanOutputs` (JSON) carry the payloads: a chat model's request
+(`messages`) and response (a chat completion: `choices[].message`), a tool's
+keyword arguments and return value, a retriever's documents
+(`page_content`, `metadata.doc_uri`, `id`). Usage from
+`mlflow.chat.tokenUsage`, else the response's `usage`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.conventions.genai import span_error
+from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
+from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
+from tracejudge.stages.extract.otel.messages import normalise
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+
+__all__ = ["NAME", "read"]
+
+NAME = "mlflow"
+_ROLES = {"CHAT_MODEL": "model", "LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "RETRIEVER": "retrieval"}
+
+
+def read(span: Span) -> View | None:
+    """The MLflow reading of `span`, or `None` when it has no `mlflow.spanType`."""
+    a = span.attrs
+    if "mlflow.spanType" not in a:
+        return None
+    kind = unjson(a.get("mlflow.spanType"))
+    v = View(role=_ROLES.get(str(kind).upper()))
+    inputs = unjson(a.get("mlflow.spanInputs", MISSING))
+    outputs = unjson(a.get("mlflow.spanOutputs", MISSING))
+    v.error = span_error(span)
+    if v.role == "model":
+        v.inputs = normalise(inputs) if inputs is not MISSING else None
+        v.outputs = generation_outputs(outputs) if outputs is not MISSING else None
+        v.usage_in, v.usage_out = usage_pair(unjson(a.get("mlflow.chat.tokenUsage")))
+        if v.usage_in is None and isinstance(outputs, dict):
+            v.usage_in, v.usage_out = usage_pair(outputs.get("usage"))
+    elif v.role == "tool":
+        name = unjson(a.get("mlflow.spanFunctionName"))
+        v.tool_name = span.name or (str(name) if present(name) else None)
+        if inputs is not MISSING and present(inputs):
+            v.args = inputs
+        if outputs is not MISSING and present(outputs):
+            v.result = outputs
+    elif v.role in ("agent", "chain"):
+        v.request = request_text(inputs) if present(inputs) else None
+        v.answer = answer_text(outputs) if present(outputs) else None
+        if v.role == "agent":
+            v.agent_name = span.name
+    elif v.role == "retrieval" and isinstance(outputs, list):
+        v.documents = [_document(d) for d in outputs if isinstance(d, dict)]
+    return v
+
+
+def _document(doc: dict[str, Any]) -> dict[str, Any]:
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    out: dict[str, Any] = {"content": str(doc.get("page_content") or doc.get("content") or "")}
+    ident = doc.get("id") or meta.get("chunk_id") or meta.get("doc_uri")
+    if ident is not None:
+        out["id"] = str(ident)
+    if isinstance(meta.get("doc_uri"), str):
+        out["source"] = meta["doc_uri"]
+    score = meta.get("score", doc.get("score"))
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        out["score"] = float(score)
+    return out

@@ -1,0 +1,205 @@
+"""OpenInference (Arize Phoenix's instrumentations: OpenAI, LangChain, smolagents, OpenAI Agents, …).
+
+What counts: `openinference.span.kind` `LLM` is a model request, `TOOL` a
+tool call, `AGENT` an agent run (except a LangGraph node, whose `metadata`
+names `langgraph_node`: LangGraph's `agent` node is a step of the graph),
+`CHAIN` a workflow or graph node (a turn anchor only at the trace root), `RETRIEVER` a retrieval; other kinds
+(EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR) are noise. Messages come from
+the flattened `llm.input_messages.{i}.message.*` / `llm.output_messages.*`
+(with `tool_calls.{j}.tool_call.{id,function.name,function.arguments}`,
+`tool_call_id`, `contents.{k}.message_content.text`), else from
+`input.value` / `output.value` when they hold a request/response body.
+A tool's arguments and result are `input.value` / `output.value`,
+unwrapped from framework payloads (see `payloads`); an `exception` event or
+ERROR status is its error. Agent and root chain spans give the user's
+request and the final answer from `input.value` / `output.value`.
+Retrieved passages come from `retrieval.documents.{i}.document.*`, usage
+from `llm.token_count.*`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.conventions.genai import span_error
+from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
+from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
+
+__all__ = ["NAME", "read", "request_text", "answer_text"]
+
+NAME = "openinference"
+_ROLES = {"LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "RETRIEVER": "retrieval"}
+
+
+def read(span: Span) -> View | None:
+    """The OpenInference reading of `span`, or `None` when it has no `openinference.span.kind`."""
+    a = span.attrs
+    kind = a.get("openinference.span.kind")
+    if not isinstance(kind, str):
+        return None
+    v = View(role=_ROLES.get(kind.upper()))
+    if v.role == "agent" and _graph_node(a.get("metadata")):
+        v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
+    if v.role == "model":
+        v.inputs = _messages(a, "llm.input_messages")
+        v.outputs = _messages(a, "llm.output_messages")
+        if v.inputs is None:
+            body = unjson(a.get("input.value"))
+            v.inputs = normalise(body) if isinstance(body, (dict, list)) else None
+        if v.outputs is None:
+            v.outputs = _response_messages(unjson(a.get("output.value")))
+        v.usage_in = as_int(a.get("llm.token_count.prompt"))
+        v.usage_out = as_int(a.get("llm.token_count.completion"))
+        v.error = span_error(span)
+    elif v.role == "tool":
+        name = a.get("tool.name")
+        v.tool_name = name if isinstance(name, str) and name else span.name
+        cid = a.get("tool_call.id", a.get("tool.id"))
+        v.call_id = str(cid) if present(cid) else None
+        if present(a.get("input.value")):
+            v.args, v.args_wrapped = unwrap_args(a["input.value"])
+        if present(a.get("output.value")):
+            v.result, v.error, cid = unwrap_result(a["output.value"])
+            v.call_id = v.call_id or cid
+        v.error = span_error(span) or v.error
+    elif v.role in ("agent", "chain"):
+        v.request = request_text(a.get("input.value"))
+        v.answer = answer_text(a.get("output.value"))
+        agent = a.get("agent.name") or (span.name if v.role == "agent" else None)
+        v.agent_name = str(agent) if present(agent) and agent != "" else None
+        v.error = span_error(span)
+    elif v.role == "retrieval":
+        docs = nested(a, "retrieval.documents")
+        if isinstance(docs, list):
+            v.documents = [_document(d) for d in docs if isinstance(d, dict) and isinstance(d.get("document"), dict)]
+    return v
+
+
+
+def _graph_node(metadata: Any) -> bool:
+    meta = unjson(metadata)
+    return isinstance(meta, dict) and "langgraph_node" in meta and "langgraph_step" in meta
+
+
+def _messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    items = nested(attrs, prefix)
+    if not isinstance(items, list):
+        return None
+    out = []
+    for item in items:
+        msg = item.get("message") if isinstance(item, dict) else None
+        if not isinstance(msg, dict):
+            continue
+        openai: dict[str, Any] = {"role": msg.get("role") or "assistant"}
+        contents = msg.get("contents")
+        if isinstance(msg.get("content"), str):
+            openai["content"] = msg["content"]
+        elif isinstance(contents, list):
+            openai["content"] = [
+                {"type": "text", "text": c["message_content"].get("text")}
+                for c in contents
+                if isinstance(c, dict) and isinstance(c.get("message_content"), dict) and isinstance(c["message_content"].get("text"), str)
+            ]
+        calls = []
+        for tc in msg.get("tool_calls") or []:
+            call = tc.get("tool_call") if isinstance(tc, dict) else None
+            if isinstance(call, dict):
+                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                calls.append({"id": call.get("id"), "function": {"name": fn.get("name"), "arguments": fn.get("arguments")}})
+        if calls:
+            openai["tool_calls"] = calls
+        if msg.get("tool_call_id") is not None:
+            openai["tool_call_id"] = msg["tool_call_id"]
+        one = normalise_one(openai)
+        if one is not None:
+            out.append(one)
+    return out
+
+
+def _response_messages(body: Any) -> list[dict[str, Any]] | None:
+    """Output messages from a chat completion / Responses body recorded as `output.value`."""
+    if isinstance(body, dict):
+        choices = body.get("choices")
+        if isinstance(choices, list):
+            msgs = [c.get("message") for c in choices if isinstance(c, dict) and isinstance(c.get("message"), dict)]
+            return normalise(msgs)
+        if isinstance(body.get("output"), list):  # Responses API
+            out = []
+            for item in body["output"]:
+                if isinstance(item, dict) and item.get("type") == "message":
+                    out.append(normalise_one({"role": "assistant", "content": item.get("content")}))
+                elif isinstance(item, dict) and item.get("type") == "function_call":
+                    out.append(normalise_one({"role": "assistant", "content": [item]}))
+            return [m for m in out if m is not None]
+    return None
+
+
+_REQUEST_KEYS = ("task", "input", "query", "question", "prompt", "user_input", "message", "messages")
+
+
+def request_text(value: Any) -> str | list[str] | None:
+    """The user's request out of an agent or chain input.
+
+    Plain text or a message list (its last user text) give a `str`. A
+    mapping of a function's arguments gives its candidate strings, the
+    well-known keys (`task`, `input`, `query`, `question`, …) first: the
+    assembler picks the one the model was asked (an agent called as
+    `run(task="…", session="…")` records every argument).
+    """
+    decoded = unjson(value)
+    if isinstance(decoded, str):
+        return decoded if present(decoded) and decoded else None
+    msgs = normalise(decoded)
+    if msgs:
+        return last_user_text(msgs)
+    if isinstance(decoded, dict):
+        out: list[str] = []
+        for key in _REQUEST_KEYS:
+            got = decoded.get(key)
+            inner = got if isinstance(got, str) else request_text(got) if isinstance(got, (list, dict)) else None
+            for text in [inner] if isinstance(inner, str) else inner or []:
+                if text and text not in out:
+                    out.append(text)
+        out += [v for v in decoded.values() if isinstance(v, str) and v and present(v) and v not in out]
+        return out or None
+    return None
+
+
+def answer_text(value: Any) -> str | None:
+    """The final answer out of an agent or chain output: text, a message list (its last assistant text), or a wrapper."""
+    decoded = unjson(value)
+    if isinstance(decoded, str):
+        return decoded if present(decoded) and decoded else None
+    msgs = normalise(decoded)
+    if msgs:
+        for msg in reversed(msgs):
+            if msg.get("role") == "assistant":
+                text = output_text([msg])
+                if text:
+                    return text
+                if any(p.get("type") == "tool_call" for p in msg.get("parts") or []):
+                    return None
+        return None
+    if isinstance(decoded, dict):
+        for key in ("output", "final_output", "answer", "result", "content", "text"):
+            got = decoded.get(key)
+            if isinstance(got, str) and got:
+                return got
+    return None
+
+
+def _document(item: dict[str, Any]) -> dict[str, Any]:
+    doc = item["document"]
+    out: dict[str, Any] = {"content": str(doc.get("content") or "")}
+    if doc.get("id") is not None:
+        out["id"] = str(doc["id"])
+    score = doc.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        out["score"] = float(score)
+    meta = unjson(doc.get("metadata"))
+    if isinstance(meta, dict) and isinstance(meta.get("source"), str):
+        out["source"] = meta["source"]
+    return out
+

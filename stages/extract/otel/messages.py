@@ -1,0 +1,163 @@
+"""Chat messages in any shape a tracer records them, normalised to the GenAI parts form.
+
+Conventions copy a framework's messages into span attributes as they are:
+OTel GenAI parts (`{"role", "parts"}`), OpenAI chat messages (`content`,
+`tool_calls[].function`, `tool_call_id`), Anthropic content blocks
+(`tool_use`, `tool_result`), LangChain messages (serialised `lc` objects,
+`{"type": "human", ...}` dicts, `("user", "text")` pairs), and the Vercel AI
+SDK's (`tool-call` / `tool-result` parts). `normalise` reads each message by
+its own shape, so one list may even mix them. See `view` for the target form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
+
+__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "text_parts", "user_texts"]
+
+_ROLES = {
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "developer": "system",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+    "tool-response": "tool",
+    "tool_response": "tool",
+}
+_LC_CLASSES = {"HumanMessage": "user", "AIMessage": "assistant", "SystemMessage": "system", "ToolMessage": "tool", "FunctionMessage": "tool"}
+_LC_CLASSES.update({k + "Chunk": v for k, v in list(_LC_CLASSES.items())})
+
+
+def normalise(value: Any) -> list[dict[str, Any]] | None:
+    """Normalise a list of messages (or JSON text of one); `None` when `value` is no message list.
+
+    A `{"messages": [...]}` wrapper (LangGraph state, MLflow chat inputs) is
+    unwrapped. Items that are not messages are skipped.
+    """
+    value = unjson(value)
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    if not isinstance(value, list):
+        return None
+    out = [m for m in (normalise_one(item) for item in value) if m is not None]
+    return out
+
+
+def normalise_one(msg: Any) -> dict[str, Any] | None:
+    """Normalise one message of any known shape; `None` when it is not a message."""
+    if isinstance(msg, (list, tuple)) and len(msg) == 2 and isinstance(msg[0], str):
+        return text_message(_ROLES.get(msg[0], msg[0]), msg[1] if isinstance(msg[1], str) else None)
+    if not isinstance(msg, dict):
+        return None
+    if msg.get("lc") == 1 and isinstance(msg.get("kwargs"), dict):  # langchain_core.load.dumpd
+        ident = msg.get("id") or []
+        role = _LC_CLASSES.get(ident[-1] if isinstance(ident, list) and ident else "", "user")
+        return _chat(role, msg["kwargs"])
+    if isinstance(msg.get("type"), str) and isinstance(msg.get("data"), dict) and "content" in msg["data"]:  # langchain messages_to_dict
+        return _chat(_ROLES.get(msg["type"], msg["type"]), msg["data"])
+    if isinstance(msg.get("parts"), list) and "role" in msg:  # already GenAI form
+        return {"role": _ROLES.get(str(msg["role"]), str(msg["role"])), "parts": [p for p in msg["parts"] if isinstance(p, dict)]}
+    role = msg.get("role") or msg.get("type")
+    if not isinstance(role, str):
+        return None
+    return _chat(_ROLES.get(role, role), msg)
+
+
+def _chat(role: str, msg: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI / LangChain / Anthropic / Vercel message fields into parts."""
+    parts: list[dict[str, Any]] = []
+    content = msg.get("content")
+    if role == "tool":
+        cid = msg.get("tool_call_id") or msg.get("toolCallId")
+        if isinstance(content, list) and content and all(isinstance(c, dict) and c.get("type") in ("tool-result", "tool_result") for c in content):
+            parts.extend(_block(c) for c in content)
+        else:
+            parts.append(tool_response_part(cid, _content_text(content) if isinstance(content, list) else content))
+        return {"role": "tool", "parts": [p for p in parts if p is not None]}
+    if isinstance(content, str):
+        if content != "":
+            parts.append({"type": "text", "content": content})
+    elif isinstance(content, list):
+        parts.extend(p for p in (_block(c) for c in content) if p is not None)
+    for tc in msg.get("tool_calls") or []:
+        if not isinstance(tc, dict):
+            continue
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else None
+        if fn is not None:  # OpenAI
+            parts.append(tool_call_part(tc.get("id"), fn.get("name"), fn.get("arguments")))
+        else:  # LangChain's ToolCall: {"name", "args", "id"}
+            parts.append(tool_call_part(tc.get("id"), tc.get("name"), tc.get("args", tc.get("arguments"))))
+    fc = msg.get("function_call")
+    if isinstance(fc, dict) and fc.get("name"):
+        parts.append(tool_call_part(None, fc.get("name"), fc.get("arguments")))
+    if any(p.get("type") == "tool_call_response" for p in parts) and role == "user":
+        role = "tool" if all(p.get("type") == "tool_call_response" for p in parts) else role
+    return {"role": role, "parts": parts}
+
+
+def _content_text(content: list[Any]) -> str | None:
+    texts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+    texts += [c for c in content if isinstance(c, str)]
+    return "\n".join(texts) if texts else None
+
+
+def _block(block: Any) -> dict[str, Any] | None:
+    """One content block (OpenAI, Anthropic, Vercel, GenAI) as a part."""
+    if isinstance(block, str):
+        return {"type": "text", "content": block}
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind in ("text", "input_text", "output_text") and isinstance(block.get("text", block.get("content")), str):
+        return {"type": "text", "content": block.get("text", block.get("content"))}
+    if kind in ("tool_use", "tool-call", "tool_call", "function_call"):
+        args = block.get("input", block.get("args", block.get("arguments")))
+        return tool_call_part(block.get("id", block.get("toolCallId", block.get("call_id"))), block.get("name", block.get("toolName")), args)
+    if kind in ("tool_result", "tool-result", "tool_call_response", "function_call_output"):
+        result = block.get("content", block.get("result", block.get("output", block.get("response"))))
+        if isinstance(result, list):
+            result = _content_text(result) if all(isinstance(c, (dict, str)) for c in result) else result
+        if isinstance(result, dict) and result.get("type") in ("text", "json") and "value" in result:  # AI SDK 5's typed output
+            result = result["value"]
+        part = tool_response_part(block.get("tool_use_id", block.get("toolCallId", block.get("id", block.get("call_id")))), result)
+        if block.get("is_error") is True:
+            part["is_error"] = True
+        return part
+    return None
+
+
+def text_parts(message: Any) -> list[str]:
+    """The text parts of a normalised message, placeholders left out."""
+    if not isinstance(message, dict):
+        return []
+    return [p["content"] for p in message.get("parts") or [] if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str) and present(p["content"])]
+
+
+def user_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The text of every user message, in order (messages with no text left out)."""
+    out = []
+    for msg in messages:
+        if msg.get("role") == "user":
+            texts = text_parts(msg)
+            if texts:
+                out.append("\n".join(texts))
+    return out
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str | None:
+    """The text of the last user message that has text, or `None`."""
+    texts = user_texts(messages)
+    return texts[-1] if texts else None
+
+
+def output_text(messages: list[dict[str, Any]]) -> str | None:
+    """The joined text parts of a model's output messages, or `None`."""
+    texts = [t for m in messages for t in text_parts(m)]
+    return "\n".join(texts) if texts else None

@@ -1,0 +1,100 @@
+"""Framework payloads that tracers record in place of a tool's arguments or result.
+
+Instrumentations record what the framework hands its callback, not what the
+model sent: smolagents' `{"args": [...], "kwargs": {...},
+"sanitize_inputs_outputs": ...}`, LangChain's `{"input_str", "inputs",
+"tags", "metadata"}` callback payload (with `input_str` a Python `repr`),
+Langfuse's `@observe` `{"args", "kwargs"}`, and results as a serialised
+LangChain `ToolMessage` (or `{"output": ToolMessage}`). These helpers take
+the real value out; whenever they had to, the assembler prefers the model's
+own tool-call part for arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tracejudge.stages.extract.otel.view import unjson
+
+__all__ = ["unwrap_args", "unwrap_result"]
+
+_LC_TOOL_MESSAGE = ("ToolMessage", "ToolMessageChunk")
+
+
+def unwrap_args(value: Any) -> tuple[Any, bool]:
+    """`(arguments, wrapped)`: the call's arguments out of a framework payload.
+
+    `wrapped` is True when `value` was a known wrapper or a bare value (a
+    one-argument LangChain tool records only the value, so the parameter's
+    name is lost): the model's part should then win.
+    """
+    value = unjson(value)
+    if isinstance(value, dict):
+        keys = set(value)
+        if {"args", "kwargs"} <= keys and keys <= {"args", "kwargs", "sanitize_inputs_outputs", "self"}:
+            args, kwargs = value.get("args") or [], value.get("kwargs") or {}
+            if isinstance(kwargs, dict) and kwargs and not args:
+                return kwargs, True
+            if isinstance(args, list) and len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+                return args[0], True  # smolagents passes the model's arguments as one positional mapping
+            return value, True
+        if "input_str" in keys and keys <= {"input_str", "inputs", "tags", "metadata", "name", "run_id", "parent_run_id", "serialized", "kwargs"}:
+            inputs = value.get("inputs")
+            if isinstance(inputs, dict) and inputs:
+                return inputs, True
+            return _literal(value.get("input_str")), True
+        return value, False
+    if value is None:
+        return value, False
+    return value, True  # a bare string or number: the parameter's name was not recorded
+
+
+def _literal(text: Any) -> Any:
+    """LangChain's `input_str` is `str(dict)`: read it as a Python literal (never evaluated as code)."""
+    if not isinstance(text, str):
+        return text
+    decoded = unjson(text)
+    if decoded is not text:
+        return decoded
+    try:
+        return ast.literal_eval(text) if len(text) < 1_000_000 else text
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
+    """`(result, error, call_id)`: the tool's result out of a framework payload.
+
+    A LangChain `ToolMessage` (serialised with `dumpd`, with
+    `messages_to_dict`, as a plain dict, or under `{"output": ...}`) gives
+    its `content` and the `tool_call_id` it answers; its `status: "error"`
+    gives an error carrying that content.
+    """
+    value = unjson(value)
+    if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs", "tags", "metadata"}:
+        inner = unjson(value["output"])
+        if _tool_message(inner) is not None:
+            value = inner  # LangChain's on_tool_end payload; any other {"output": …} is the tool's own value
+    msg = _tool_message(value)
+    if msg is not None:
+        content = unjson(msg.get("content"))
+        cid = msg.get("tool_call_id")
+        cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
+        return content, str(msg.get("content")) if msg.get("status") == "error" else None, cid
+    return value, None, None
+
+
+def _tool_message(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    if value.get("lc") == 1 and isinstance(value.get("kwargs"), dict):
+        ident = value.get("id")
+        if isinstance(ident, list) and ident and ident[-1] in _LC_TOOL_MESSAGE:
+            return value["kwargs"]
+        return None
+    if value.get("type") == "tool" and isinstance(value.get("data"), dict) and "content" in value["data"]:  # messages_to_dict
+        return value["data"]
+    if value.get("type") == "tool" and "tool_call_id" in value and "content" in value:
+        return value
+    return None

@@ -1,0 +1,88 @@
+"""Format `otel` on traces recorded by real agent frameworks' own instrumentation.
+
+Each folder of `tests/data/frameworks/` holds one framework + instrumentation
+driven through the same scripted tasks (two calls in sequence, an airline
+booking with nested arguments, two parallel calls, a tool that raises, a
+two-message conversation) with the ground truth of what the agent did; see
+that folder's README for how they were recorded and with which versions.
+Extraction must give back, field by field, what the framework recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+
+FRAMEWORKS = Path(__file__).parent / "data" / "frameworks"
+
+# recording folder -> (file suffix of its OTLP/JSON export, dataset options a user of that framework sets)
+OTLP = {
+    "openinference-openai": (".jsonl", {"error_prefixes": ["Error:"]}),  # the loop reports a raised tool as "Error: …"
+    "openinference-openai-agents": (".jsonl", {}),
+    "openinference-langchain": (".jsonl", {}),
+    "openinference-smolagents": (".jsonl", {}),
+    "traceloop-openai": (".jsonl", {"error_prefixes": ["Error:"]}),
+    "traceloop-langchain": (".jsonl", {}),
+    "langfuse-otel": (".jsonl", {}),
+    "mlflow": (".otlp.jsonl", {}),
+}
+
+
+def _recordings() -> list[tuple[str, str]]:
+    out = []
+    for folder in OTLP:
+        for truth in sorted((FRAMEWORKS / folder).glob("*.truth.json")):
+            out.append((folder, truth.name.removesuffix(".truth.json")))
+    return out
+
+
+def extract(path: Path, **options: Any) -> list[Any]:
+    """Every case (or `(id, ErrorInfo)`) format `otel` makes of `path`."""
+    fmt = registry.format_for("otel")
+    ds = DatasetConfig(path=path, format="otel", options=options)
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def _decoded(value: Any) -> Any:
+    """A result compared as data: tools return JSON text that frameworks record once or twice encoded."""
+    while isinstance(value, str) and value[:1] in ("[", "{", '"'):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            break
+    return value
+
+
+def check_against_truth(case: Any, truth: dict[str, Any]) -> None:
+    """Assert `case` holds the recorded input, every user turn, each call (name, arguments, result, failed) and the output."""
+    assert isinstance(case, Case), case
+    assert case.input == truth["input"]
+    assert [m.content for m in case.trace.user_messages] == truth["user_turns"]
+    got = [(c.name, c.arguments, _decoded(c.result), c.failed) for c in case.trace.tool_calls()]
+    want = [(c["name"], c["arguments"], _decoded(c["result"]), c["error"] is not None) for c in truth["calls"]]
+    assert got == want
+    assert case.trace.output == truth["output"]
+
+
+@pytest.mark.parametrize(("folder", "task"), _recordings(), ids=lambda v: v)
+def test_recorded_framework_trace_extracts_to_its_truth(folder: str, task: str):
+    suffix, options = OTLP[folder]
+    truth = json.loads((FRAMEWORKS / folder / f"{task}.truth.json").read_text())
+    cases = extract(FRAMEWORKS / folder / f"{task}{suffix}", **options)
+    assert len(cases) == 1, [getattr(c, "id", c) for c in cases]
+    check_against_truth(cases[0], truth)
+
+
+def test_every_otlp_recording_is_checked():
+    """A folder of recordings that no row of OTLP names would go unchecked."""
+    if not FRAMEWORKS.exists():
+        pytest.skip("no recordings")
+    assert len(_recordings()) >= 5 * len(OTLP) - 2
