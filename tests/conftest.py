@@ -111,3 +111,27 @@ def ray_cluster() -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def live_recordings() -> tuple[Path, dict[str, str]]:
+    """Every installed framework re-recorded live (`tests/frameworks/live.py`): (folder, failures)."""
+    sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
+    import live
+
+    return live.wait()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the live recordings in the background as soon as a collected test needs them."""
+    if any("live_recordings" in getattr(item, "fixturenames", ()) for item in session.items):
+        sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
+        import live
+
+        live.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    mod = sys.modules.get("live")
+    if mod is not None and hasattr(mod, "stop"):
+        mod.stop()

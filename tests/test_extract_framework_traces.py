@@ -11,6 +11,7 @@ Extraction must give back, field by field, what the framework recorded.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,26 @@ def test_every_otlp_recording_is_checked():
     if not FRAMEWORKS.exists():
         pytest.skip("no recordings")
     assert len(_recordings()) >= 5 * len(OTLP) - 2
+
+
+def _live_cases() -> list[tuple[str, str]]:
+    sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
+    from live import LIVE_TASKS
+
+    return [(folder, task) for folder in OTLP for task in LIVE_TASKS]
+
+
+@pytest.mark.parametrize(("folder", "task"), _live_cases(), ids=lambda v: v)
+def test_live_framework_trace_extracts_to_its_truth(folder: str, task: str, live_recordings: tuple[Path, dict[str, str]]):
+    """The same check on a recording made now by the installed libraries (the `frameworks` extra)."""
+    from live import NEEDS, installed
+
+    missing = [m for m in NEEDS[folder] if not installed(m)]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)}")
+    out, failures = live_recordings
+    assert folder not in failures, failures.get(folder)
+    suffix, options = OTLP[folder]
+    cases = extract(out / folder / f"{task}{suffix}", **options)
+    assert len(cases) == 1, [getattr(c, "id", c) for c in cases]
+    check_against_truth(cases[0], json.loads((out / folder / f"{task}.truth.json").read_text()))

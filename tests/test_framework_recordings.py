@@ -10,13 +10,9 @@ get refreshed (`python tests/frameworks/record.py tests/data/frameworks`). Selec
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import subprocess
 import sys
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,34 +20,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT / "data" / "frameworks"
-RECORD = ROOT / "frameworks" / "record.py"
 sys.path.insert(0, str(ROOT / "frameworks"))
 from tasks import TASKS  # noqa: E402
 
-LIVE_TASKS = ("failing", "parallel")
-# recording -> modules it imports (skipped when one is missing)
-NEEDS = {
-    "smolagents-memory": ("smolagents",),
-    "openinference-smolagents": ("smolagents", "openinference.instrumentation.smolagents"),
-    "openai-agents-export": ("agents",),
-    "openinference-openai-agents": ("agents", "openinference.instrumentation.openai_agents"),
-    "openinference-openai": ("openai", "openinference.instrumentation.openai"),
-    "traceloop-openai": ("openai", "opentelemetry.instrumentation.openai"),
-    "openinference-langchain": ("langgraph.prebuilt", "langchain_openai", "openinference.instrumentation.langchain"),
-    "traceloop-langchain": ("langgraph.prebuilt", "langchain_openai", "opentelemetry.instrumentation.langchain"),
-    "mlflow": ("mlflow",),
-    "langfuse-otel": ("langfuse",),
-    "langfuse-api": ("langfuse",),
-}
+from live import LIVE_TASKS, NEEDS  # noqa: E402
 # Values that depend on the machine or the checkout, not on the framework (MLflow stamps git state).
 _VOLATILE = ("mlflow.source.",)
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def _lines(path: Path) -> list[Any]:
@@ -110,27 +84,12 @@ def test_committed_recordings_are_complete() -> None:
             assert data and all(p.stat().st_size > 0 for p in data), (name, task.name)
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """Record every installed framework into a temp dir, the subprocesses side by side; returns (dir, failures)."""
-    out = tmp_path_factory.mktemp("recordings")
-    todo = [n for n, mods in NEEDS.items() if all(_installed(m) for m in mods)]
-    env = {**os.environ, "RECORD_TASKS": ",".join(LIVE_TASKS)}
-
-    def run(name: str) -> tuple[str, subprocess.CompletedProcess[str]]:
-        return name, subprocess.run([sys.executable, str(RECORD), str(out), "--only", name], capture_output=True, text=True, env=env, timeout=600)
-
-    with ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0)))) as pool:
-        done = dict(pool.map(run, todo))
-    return out, {n: p.stderr[-3000:] for n, p in done.items() if p.returncode != 0}
-
-
 @pytest.mark.parametrize("name", sorted(NEEDS))
-def test_live_recordings_keep_their_shape(name: str, live: tuple[Path, dict[str, str]]) -> None:
+def test_live_recordings_keep_their_shape(name: str, live_recordings: tuple[Path, dict[str, str]]) -> None:
     """Re-recorded `failing` and `parallel` runs have the committed truth and structure."""
     for module in NEEDS[name]:
         pytest.importorskip(module)
-    out, failures = live
+    out, failures = live_recordings
     assert name not in failures, failures.get(name)
     for task in LIVE_TASKS:
         for fresh in sorted((out / name).glob(f"{task}.*")):
