@@ -803,7 +803,8 @@ def _explain(err: Any) -> str:
         return "required key is missing"
     got = err.get("input")
     shown = json.dumps(got, default=str)[:80] if not isinstance(got, dict) else "a mapping"
-    return f"{err['msg']} (got {shown})"
+    msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own message says nothing to a user
+    return f"{msg} (got {shown})"
 
 
 def config_hash(config: RunConfig) -> str:
