@@ -247,9 +247,9 @@ def format_path(steps: tuple[Step, ...]) -> str:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, str) and (value in _LITERALS or _NUMBER.fullmatch(value) or not value or any(ch in _BARE_STOP for ch in value)):
-        return json.dumps(value)
-    return value if isinstance(value, str) else json.dumps(value)
+    """A filter's value as written: bare when it reads back as the same string, else JSON."""
+    bare = isinstance(value, str) and value and value not in _LITERALS and not _NUMBER.fullmatch(value) and not _BARE_STOP.intersection(value)
+    return value if bare else json.dumps(value)
 
 
 def walk(node: Any, steps: tuple[Step, ...], i: int = 0) -> Any:
