@@ -20,6 +20,13 @@ def _config(tmp_path: Path, body: str) -> Path:
     return cfg
 
 
+def _reports(cfg: Path, cwd: Path, *expected: str) -> None:
+    """`tracejudge run cfg` is a config error listing each of `expected` as one line."""
+    lines = config_error(cli("run", str(cfg), cwd=cwd)).splitlines()[1:]
+    missing = [e for e in expected if e not in lines]
+    assert not missing, (missing, lines)
+
+
 def test_mistyped_keys_at_every_level_name_the_nearest_key(tmp_path: Path) -> None:
     cfg = _config(tmp_path, (
         "datset: {path: cases.jsonl}\n"
@@ -29,15 +36,13 @@ def test_mistyped_keys_at_every_level_name_the_nearest_key(tmp_path: Path) -> No
         "Limits: {rpm: 10}\n"
         "assertions: {metrics: {ToolCalls: {min_pass_rat: 0.5}}}\n"
     ))
-    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
-    for expected in (f"{cfg}:1: datset: unknown key; did you mean dataset?",
-                     f"{cfg}:3: judge.modle: unknown key; did you mean model?",
-                     f"{cfg}:3: judge.simulatr: unknown key; did you mean simulator?",
-                     f"{cfg}:3: judge.prices.x.outptu: unknown key; did you mean output?",
-                     f"{cfg}:4: run.dri: unknown key; did you mean dir?",
-                     f"{cfg}:5: Limits: unknown key; did you mean limits?",
-                     f"{cfg}:6: assertions.metrics.ToolCalls.min_pass_rat: unknown key; did you mean min_pass_rate?"):
-        assert expected in lines, (expected, lines)
+    _reports(cfg, tmp_path, f"{cfg}:1: datset: unknown key; did you mean dataset?",
+             f"{cfg}:3: judge.modle: unknown key; did you mean model?",
+             f"{cfg}:3: judge.simulatr: unknown key; did you mean simulator?",
+             f"{cfg}:3: judge.prices.x.outptu: unknown key; did you mean output?",
+             f"{cfg}:4: run.dri: unknown key; did you mean dir?",
+             f"{cfg}:5: Limits: unknown key; did you mean limits?",
+             f"{cfg}:6: assertions.metrics.ToolCalls.min_pass_rat: unknown key; did you mean min_pass_rate?")
     assert not (tmp_path / "runs").exists()
 
 
@@ -46,12 +51,10 @@ def test_metric_options_dataset_options_and_formats_suggest_too(tmp_path: Path) 
         "dataset:\n  path: cases.jsonl\n  format: json-path\n  options: {toolcalls: steps, call: {nmae: tool}}\n"
         "metrics:\n  - {type: ToolCalls, argumnets: exact}\n  - {type: TrajectoryMatch, oder: exact}\n"
     ))
-    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
-    for expected in (f"{cfg}:4: dataset.options.toolcalls: json-path: unknown key; did you mean tool_calls?",
-                     f"{cfg}:4: dataset.options.call.nmae: json-path: unknown key; did you mean name?",
-                     f"{cfg}:6: metrics.0.argumnets: ToolCalls: unknown parameter; did you mean arguments?",
-                     f"{cfg}:7: metrics.1.oder: TrajectoryMatch: unknown parameter; did you mean order?"):
-        assert expected in lines, (expected, lines)
+    _reports(cfg, tmp_path, f"{cfg}:4: dataset.options.toolcalls: json-path: unknown key; did you mean tool_calls?",
+             f"{cfg}:4: dataset.options.call.nmae: json-path: unknown key; did you mean name?",
+             f"{cfg}:6: metrics.0.argumnets: ToolCalls: unknown parameter; did you mean arguments?",
+             f"{cfg}:7: metrics.1.oder: TrajectoryMatch: unknown parameter; did you mean order?")
     cfg = _config(tmp_path, "dataset: {path: cases.jsonl, format: jsonpath}\nmetrics: [{type: toolcall}]\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
     assert f"{cfg}:1: dataset.format: unknown format 'jsonpath'; did you mean json-path? expected one of:" in err
