@@ -69,7 +69,7 @@ def _config(tmp_path: Path, dataset: str) -> Path:
         ("format: no-such-format", "unknown format 'no-such-format'; expected one of: anthropic-messages, bfcl, json-path, multivon, native, openai-messages, otel, tau-bench, tau-bench-tasks, tau2-bench"),
         ("format: otel\noptions: {group_by: span}", "c.yaml:4: dataset.options.group_by"),
         ("format: openai-messages\noptions: {error_prefix: 'Error:'}", "c.yaml:4: dataset.options.error_prefix: openai-messages: unknown key"),
-        ("format: json-path\noptions: {input: 'a..b'}", "dataset.options.input: json-path: Value error, 'a..b' is not a dotted path"),
+        ("format: json-path\noptions: {input: 'a..b'}", "c.yaml:4: dataset.options.input: json-path: 'a..b' at character 3: empty key"),
     ],
 )
 def test_config_errors_name_file_line_and_key(tmp_path: Path, adapters: str, dataset: str, message: str):

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from tracejudge.core import registry
+from tracejudge.core import registry, suggest
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
@@ -703,7 +703,7 @@ def validate_config(
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        errors += [_fmt(source, err["loc"], _explain(err), lines, overridden) for err in exc.errors()]
+        errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden) for err in exc.errors()]
     if errors:
         raise ConfigError("\n".join(errors))
 
@@ -714,8 +714,10 @@ def validate_config(
         fmt = registry.format_for(config.dataset.format)
     except KeyError:
         known = ", ".join(sorted(registry.formats()))
+        hint = suggest.did_you_mean(config.dataset.format, registry.formats(), n=1, typo=True)
         problems.append(
-            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; expected one of: {known}, or module.path:function", lines, overridden)
+            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; {hint + ' ' if hint else ''}"
+                 f"expected one of: {known}, or module.path:function", lines, overridden)
         )
     except registry.FormatError as exc:
         problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
@@ -728,7 +730,7 @@ def validate_config(
                 fmt.options.model_validate(config.dataset.options)
             except ValidationError as exc:
                 for err in exc.errors():
-                    problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err)}", lines, overridden))
+                    problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err, fmt.options)}", lines, overridden))
     for i, spec in enumerate(config.metrics):
         try:
             metric = registry.build_metric(spec)
@@ -796,14 +798,16 @@ def require_metrics(config: RunConfig, source: str = "<config>") -> None:
                           "e.g. `metrics: [{type: ToolCalls}]`")
 
 
-def _explain(err: Any) -> str:
+def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
+    """One error of `model`'s validation in words; an unknown key names the nearest allowed one."""
     if err["type"] == "extra_forbidden":
-        return "unknown key"
+        return "unknown key" + suggest.key_hint(model, tuple(err["loc"]))
     if err["type"] == "missing":
         return "required key is missing"
     got = err.get("input")
     shown = json.dumps(got, default=str)[:80] if not isinstance(got, dict) else "a mapping"
-    return f"{err['msg']} (got {shown})"
+    msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own message says nothing to a user
+    return f"{msg} (got {shown})"
 
 
 def config_hash(config: RunConfig) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from tracejudge.core import suggest
 
 __all__ = [
     "Format",
@@ -237,6 +238,8 @@ def build_metric(spec: dict[str, Any]) -> Any:
     if cls is None and (":" in kind or "." in kind):
         cls = import_metric(kind)
     if cls is None:
+        if hint := suggest.did_you_mean(kind, table):
+            raise SpecError(("type",), f"unknown metric type {kind!r}; {hint} (`tracejudge list metrics` lists them all)")
         known = ", ".join(sorted(table))
         raise SpecError(
             ("type",),
@@ -247,7 +250,7 @@ def build_metric(spec: dict[str, Any]) -> Any:
         return cls.model_validate(params)
     except ValidationError as exc:
         err = exc.errors()[0]
-        msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown parameter" + suggest.key_hint(cls, tuple(err["loc"])) if err["type"] == "extra_forbidden" else err["msg"]
         if err["type"] == "missing":
             msg = "required parameter is missing"
         extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""

@@ -24,7 +24,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
 
-__all__ = ["ManifestMismatch", "check", "configs_by_segment", "diff", "file_fingerprint", "manifest_for", "with_history"]
+__all__ = ["LISTED_FILES", "ManifestMismatch", "changed_since", "check", "configs_by_segment", "diff", "file_fingerprint", "listing", "manifest_for", "with_history"]
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
@@ -57,22 +57,37 @@ class ManifestMismatch(TracejudgeError):
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:
-    """Size and sha256 of a dataset file: `{"size": bytes, "sha256": hex, "sampled": bool}`.
+    """Size, sha256 and mtime of a dataset file: `{"size": bytes, "sha256": hex, "sampled": bool, "mtime_ns": int}`.
 
     A directory (the `otel` format reads folders of exports) is fingerprinted
-    as the sha256 over its files' relative paths and fingerprints, in sorted
-    order; `size` is the sum of their sizes.
+    by its files: `sha256` over their relative paths and hashes in sorted
+    order, `size` the sum of their sizes, `count` how many; and, for a folder
+    of at most `LISTED_FILES` files, `files`: relative path → `{size, sha256,
+    mtime_ns}`, so a change names the files added, removed or changed. (The
+    folder's hash is the one written before `files` existed: older run
+    directories resume.) `mtime_ns` is not compared on resume; it lets the
+    viewer skip hashing files that were not touched (`changed_since`).
     """
     if path.is_dir():
         h = hashlib.sha256()
         size, sampled = 0, False
+        files: dict[str, dict[str, Any]] = {}
         for f in sorted(p for p in path.rglob("*") if p.is_file()):
             fp = _file_fingerprint(f)
             size += fp["size"]
             sampled = sampled or fp["sampled"]
-            h.update(f"{f.relative_to(path).as_posix()}:{fp['sha256']};".encode())
-        return {"size": size, "sha256": h.hexdigest(), "sampled": sampled}
+            rel = f.relative_to(path).as_posix()
+            h.update(f"{rel}:{fp['sha256']};".encode())
+            files[rel] = {k: fp[k] for k in ("size", "sha256", "mtime_ns")}
+        out: dict[str, Any] = {"size": size, "sha256": h.hexdigest(), "sampled": sampled, "count": len(files)}
+        if len(files) <= LISTED_FILES:
+            out["files"] = files
+        return out
     return _file_fingerprint(path)
+
+
+# A folder names its files in the manifest up to this many (about 150 bytes each); a larger one is one hash.
+LISTED_FILES = 2000
 
 
 def _file_fingerprint(path: Path) -> dict[str, Any]:
@@ -83,19 +98,66 @@ def _file_fingerprint(path: Path) -> dict[str, Any]:
     windows (`sampled: true`): an edit that keeps the size and touches none
     of those windows is not seen. Raises `OSError` if the file is unreadable.
     """
-    size = path.stat().st_size
+    st = path.stat()
+    size = st.st_size
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         if size <= _FULL_HASH_LIMIT:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
-            return {"size": size, "sha256": h.hexdigest(), "sampled": False}
+            return {"size": size, "sha256": h.hexdigest(), "sampled": False, "mtime_ns": st.st_mtime_ns}
         h.update(str(size).encode())
         step = (size - _SAMPLE) // 17
         for k in range(18):
             fh.seek(min(k * step, size - _SAMPLE))
             h.update(fh.read(_SAMPLE))
-    return {"size": size, "sha256": h.hexdigest(), "sampled": True}
+    return {"size": size, "sha256": h.hexdigest(), "sampled": True, "mtime_ns": st.st_mtime_ns}
+
+
+def listing(path: Path) -> dict[str, tuple[int, int]]:
+    """`{relative path: (size, mtime_ns)}` of a folder's files, or `{"": (size, mtime_ns)}` of a file: a stat, no read.
+
+    Raises `OSError` when `path` cannot be listed.
+    """
+    if not path.is_dir():
+        st = path.stat()
+        return {"": (st.st_size, st.st_mtime_ns)}
+    out = {}
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        st = f.stat()
+        out[f.relative_to(path).as_posix()] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def changed_since(recorded: dict[str, Any], path: Path, now: dict[str, tuple[int, int]] | None = None) -> bool:
+    """Whether the dataset at `path` (`now`: its `listing`) differs from its `recorded` fingerprint.
+
+    Cheap first: names and sizes; a file whose mtime moved (or has none
+    recorded) is hashed and compared with its recorded sha256, so a touched
+    but equal file is no change and an edit that keeps the size is one. A
+    folder recorded without `files` (too many, or written before they were
+    recorded) compares its file count and total size only, as does a file
+    recorded without `mtime_ns`. Raises `OSError` when `path` cannot be read.
+    """
+    now = listing(path) if now is None else now
+    if "" in now:
+        old_files = {"": recorded}
+    elif isinstance(recorded.get("files"), dict):
+        old_files = recorded["files"]
+    else:
+        count = recorded.get("count")
+        return sum(size for size, _ in now.values()) != recorded.get("size") or (count is not None and count != len(now))
+    if set(now) != set(old_files):
+        return True
+    for rel, (size, mtime) in now.items():
+        old = old_files[rel]
+        if size != old.get("size"):
+            return True
+        if "mtime_ns" not in old:
+            continue  # fingerprinted before mtimes were recorded: its size is all there is to compare
+        if mtime != old.get("mtime_ns") and _file_fingerprint(path / rel if rel else path)["sha256"] != old.get("sha256"):
+            return True
+    return False
 
 
 def hashed_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +184,7 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None) -> di
     """The manifest a run directory records for `config`.
 
     Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part),
-    `dataset` (role → `{path, size, sha256, sampled}` for `path` and `tasks`),
+    `dataset` (role → `{path, **file_fingerprint}` for `path` and `tasks`),
     `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it,
     each metric spec with its defaults filled in); a shard run also has `shard`
     (`{index, count}`) and `config_hash_unsharded` (the hash without `run.shard`). `memory_fingerprint`
@@ -225,11 +287,37 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             lines.append(f"dataset.{role}: {'added' if fa is None else 'removed'} ({present['path']})")
         elif fa.get("sha256") != fb.get("sha256"):
             where = fb["path"] if fa.get("path") == fb["path"] else f"{fb['path']} (was {fa.get('path')})"
-            sizes = f"size {fa.get('size')} → {fb['size']} bytes" if fa.get("size") != fb["size"] else f"same size ({fb['size']} bytes), different content"
-            lines.append(f"dataset.{role}: file {where} changed: {sizes}")
+            if isinstance(fa.get("files"), dict) and isinstance(fb.get("files"), dict):
+                lines += [f"dataset.{role}: folder {where}: {line}" for line in _folder_diff(fa["files"], fb["files"])]
+            else:
+                kind = "folder" if "count" in fb else "file"
+                lines.append(f"dataset.{role}: {kind} {where} changed: {_sizes(fa, fb)}")
     if old.get("tracejudge_version") != new["tracejudge_version"] and lines:
         lines.append(f"tracejudge version: {old.get('tracejudge_version')} → {new['tracejudge_version']}")
     return lines
+
+
+def _sizes(fa: dict[str, Any], fb: dict[str, Any]) -> str:
+    if fa.get("size") != fb["size"]:
+        return f"size {fa.get('size')} → {fb['size']} bytes"
+    return f"same size ({fb['size']} bytes), different content"
+
+
+_FOLDER_LINES = 10
+
+
+def _folder_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One line per file added, removed or changed between two folder listings (the first `_FOLDER_LINES`, then a count)."""
+    lines = []
+    for rel in sorted(set(old) | set(new)):
+        a, b = old.get(rel), new.get(rel)
+        if a is None or b is None:
+            lines.append(f"{rel} {'added' if a is None else 'removed'}")
+        elif a.get("sha256") != b.get("sha256"):
+            lines.append(f"{rel} changed: {_sizes(a, b)}")
+    if len(lines) > _FOLDER_LINES:
+        lines[_FOLDER_LINES:] = [f"and {len(lines) - _FOLDER_LINES} more files"]
+    return lines or ["the same files, hashed differently (written by another version?)"]
 
 
 def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force: bool, recorded_hash: str | None = None) -> list[str]:

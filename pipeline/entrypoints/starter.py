@@ -8,7 +8,6 @@ as written once its dataset path points at data of that format.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import json
 import os
@@ -16,6 +15,8 @@ import re
 import typing
 from pathlib import Path
 from typing import Any
+
+from tracejudge.core import suggest
 
 __all__ = ["FORMATS", "LIVE_EXAMPLE", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "metric_summaries", "starter_config"]
 
@@ -190,9 +191,8 @@ def describe_metric(name: str) -> str:
     types = registry.metric_types()
     lowered = {k.lower(): k for k in types}
     if name not in types and name.lower() not in lowered:
-        close = difflib.get_close_matches(name, list(types), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; `tracejudge list metrics` lists them"
-        raise KeyError(f"no metric type {name!r}{hint}")
+        hint = suggest.did_you_mean(name, types) or "`tracejudge list metrics` lists them"
+        raise KeyError(f"no metric type {name!r}; {hint}")
     cls = types[name if name in types else lowered[name.lower()]]
     kind = "LLM judge (needs a judge: section)" if issubclass(cls, JudgeMetric) else "deterministic"
     lines = [f"{cls.__name__} — {kind}", "", inspect.getdoc(cls) or "(no docstring)", "", "options (config keys, with their defaults):"]

@@ -11,8 +11,9 @@ background for the search text):
 
 Reading a run directory never executes code: a config whose format is a user
 adapter (`module:function`) gets no trace from the dataset, with a note saying
-why. A dataset file changed since the run (size or mtime differ from the
-manifest's fingerprint) is still read, with a note.
+why. A dataset changed since the run (`engine.manifest.changed_since`: a
+folder's files added, removed or changed, a file's size or content) is still
+read, with a note.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pydantic import ValidationError
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
+from tracejudge.engine import manifest as manifest_mod
 
 __all__ = ["CaseSource", "case_text"]
 
@@ -67,6 +69,7 @@ class CaseSource:
         self._cache: OrderedDict[tuple[str, int], tuple[Case | None, str]] = OrderedDict()
         self._traces: Any = None
         self._traces_size = -1
+        self._changed_memo: tuple[dict[str, tuple[int, int]], bool] | None = None
 
     def get(self, case_id: str, trial: int) -> tuple[Case | None, str]:
         """The case of (case_id, trial) and a note on its source."""
@@ -120,10 +123,20 @@ class CaseSource:
         return ds, registry.format_for(name), self._changed_note(ds)
 
     def _changed_note(self, ds: DatasetConfig) -> str:
-        recorded = ((self.manifest.get("dataset") or {}).get("path") or {}).get("size")
-        if recorded is not None and Path(ds.path).stat().st_size != recorded:
+        recorded = (self.manifest.get("dataset") or {}).get("path")
+        if isinstance(recorded, dict) and self._changed(recorded, Path(ds.path)):
             return f"trace from {ds.path} (changed since the run: it may differ from what was scored)"
         return f"trace from {ds.path}"
+
+    def _changed(self, recorded: dict[str, Any], path: Path) -> bool:
+        # A stat per page; files are hashed only when their listing moved since the last look (an edit, a checkout).
+        try:
+            now = manifest_mod.listing(path)
+            if self._changed_memo is None or self._changed_memo[0] != now:
+                self._changed_memo = (now, manifest_mod.changed_since(recorded, path, now))
+        except OSError:
+            return True  # unreadable now: it is not what the run read
+        return self._changed_memo[1]
 
     def iter_cases(self, want: str | None = None) -> Iterator[Case]:
         """Every case of the dataset (or only those with id `want`), adapted with the run's format; unreadable records are skipped."""

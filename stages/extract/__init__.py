@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from tracejudge.core.records import Case, ErrorInfo
 from tracejudge.core.registry import Format, register_format_resolver
 from tracejudge.stages.extract import anthropic_messages, bfcl, custom, json_path, multivon, native, openai_messages, otel, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)  # noqa: F401  (register formats)
+from tracejudge.stages.extract.common import case_problem
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.load import RawRecord
 
@@ -21,13 +22,6 @@ __all__ = ["AdapterError", "extract_record", "raw_case_id"]
 
 # `dataset.format: module.path:function` names a user adapter, imported on first use.
 register_format_resolver(lambda name: custom.load_adapter(name) if ":" in name else None)
-
-
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 def raw_case_id(raw: RawRecord) -> str:
@@ -49,10 +43,7 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         cid = exc.case_id or raw_case_id(raw)
         return cid, ErrorInfo(kind="invalid_input", message=str(exc), file=raw.file, line=raw.line, field=exc.field)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = _loc(first["loc"])
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        msg = f"{field}: {first['msg']}{more}" if field else f"{first['msg']}{more}"
+        field, msg = case_problem(exc)
         cid = raw_case_id(raw)
         if isinstance(raw.payload, (bytes, str)):
             cid = native.peek_id(raw.payload) or cid

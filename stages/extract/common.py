@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
+from tracejudge.core import suggest
 from tracejudge.core.records import Case
 from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_message, line_column, read_jsonl
 
@@ -78,13 +79,25 @@ def build_case(data: dict[str, Any]) -> Case:
     try:
         return Case.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ""
-        for part in err["loc"]:
-            loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+        loc, message = case_problem(exc)
         cid = data.get("id")
-        fail(f"{loc}: {err['msg']}{more}", field=loc or None, case_id=str(cid) if isinstance(cid, (str, int)) else None)
+        fail(message, field=loc or None, case_id=str(cid) if isinstance(cid, (str, int)) else None)
+
+
+def case_problem(exc: ValidationError) -> tuple[str, str]:
+    """`(field, message)` for a case that does not validate: its first problem, as `trace.steps[0].output: …`.
+
+    An unknown key names the nearest key a case has there (`expected_tool_call`
+    → `expected_tool_calls`), so a typo is found from the message alone.
+    """
+    err = exc.errors()[0]
+    loc = ""
+    for part in err["loc"]:
+        loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    if err["type"] == "extra_forbidden":
+        more = suggest.key_hint(Case, tuple(err["loc"])) + more
+    return loc, f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
 
 
 def decode_line(payload: Any) -> tuple[dict[str, Any], str]:

@@ -9,12 +9,20 @@ For a one-off format no code is needed::
                 tool_calls: "steps.*.calls", call: {name: tool, arguments: args, result: output},
                 expected_tool_calls: gold.calls}
 
-Path syntax: keys joined by dots (`answer.text`); an integer segment indexes
-a list (`messages.0.content`, `-1` is the last item); `*` maps over a list
-and flattens (`steps.*.calls` is every call of every step; items whose
-value is absent or null add nothing). A key that is absent gives "no value" (a record without `tool_calls` made no call); a
-path that runs into a scalar or indexes past a list is an `invalid_input`
-naming the option and the path.
+Path syntax (full grammar in `json_path_syntax`): keys joined by dots
+(`answer.text`); an integer segment indexes a list (`messages.0.content`,
+`-1` is the last item; `messages[0]` too); `*` maps over a list and
+flattens (`steps.*.calls` is every call of every step; items whose value is
+absent or null add nothing). A filter keeps the items of a list whose
+dotted field equals (`=`) or differs from (`!=`) a value and maps the rest
+of the path over them like `*`: `spans[span_data.type=function].span_data.name`;
+`[n]` after a filter picks its n-th match (`spans[span_data.type=generation][-1]`).
+Values are JSON scalars (`1`, `true`, `null`; `"a b"` quoted) compared with
+their type (`true` is not `1`, `1` is not `"1"`). A key that is absent gives
+"no value" (a record without `tool_calls` made no call), as does a filter
+with fewer matches than its index; a path that runs into a scalar or indexes
+past a list is an `invalid_input` naming the option and the path. A path
+that does not parse is a config error naming the option and the character.
 
 Mapped case fields: `id` (default `"<file>:<line>"`), `input`, `output`,
 `expected_output`, `expected_tool_calls`, `expected_passages`, `context`,
@@ -35,15 +43,16 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
+from tracejudge.stages.extract.json_path_syntax import MISSING, parse_path, walk
 
 __all__ = ["Options", "adapt", "get_path"]
 
-_MISSING = object()
+_MISSING = MISSING
 
 
 def _check_path(value: str | None) -> str | None:
-    if value is not None and (not value or any(not part for part in value.split("."))):
-        raise ValueError(f"{value!r} is not a dotted path (empty segment)")
+    if value is not None:
+        parse_path(value)  # a PathError names the character where the expression goes wrong
     return value
 
 
@@ -103,50 +112,13 @@ class Options(BaseModel):
 
 
 def get_path(data: Any, path: str) -> Any:
-    """The value at dotted `path` in `data`; `_MISSING` when a key is absent.
+    """The value at `path` in `data` (syntax: `json_path_syntax`); `_MISSING` when a key is absent.
 
-    Raises `ValueError` when the path runs into a scalar, indexes past a
-    list, or uses a non-integer key on a list.
+    Raises `PathError` (a `ValueError`) for a path that does not parse, and
+    `ValueError` when the path runs into a scalar, indexes past a list, or
+    uses a non-integer key on a list.
     """
-    return _walk(data, path.split("."), 0)
-
-
-def _walk(node: Any, parts: list[str], i: int) -> Any:
-    while i < len(parts):
-        part = parts[i]
-        if part == "*":
-            if node is None:
-                return _MISSING
-            if not isinstance(node, list):
-                raise ValueError(f"`*` needs a list at {'.'.join(parts[:i]) or '(record)'}, found {type(node).__name__}")
-            out: list[Any] = []
-            for item in node:
-                got = _walk(item, parts, i + 1)
-                if got is _MISSING or got is None:
-                    continue  # `messages.*.tool_calls`: a message whose tool_calls is null adds nothing
-                if isinstance(got, list) and i + 1 < len(parts):
-                    out.extend(got)  # `steps.*.calls`: each step's list of calls, flattened
-                else:
-                    out.append(got)
-            return out
-        if isinstance(node, dict):
-            if part not in node:
-                return _MISSING
-            node = node[part]
-        elif isinstance(node, list):
-            try:
-                index = int(part)
-            except ValueError:
-                raise ValueError(f"{'.'.join(parts[: i + 1])}: {part!r} is not a list index") from None
-            if not -len(node) <= index < len(node):
-                raise ValueError(f"{'.'.join(parts[: i + 1])}: index {index} is past the end of a list of {len(node)}")
-            node = node[index]
-        elif node is None:
-            return _MISSING
-        else:
-            raise ValueError(f"{'.'.join(parts[: i + 1])}: cannot take {part!r} of a {type(node).__name__}")
-        i += 1
-    return node
+    return walk(data, parse_path(path))
 
 
 def _get(data: Any, path: str | None, option: str, cid: str | None) -> Any:

@@ -1,0 +1,102 @@
+""""Did you mean …?" for a mistyped name: the nearest valid names, and the keys a config model allows.
+
+One place for the rule, so `explain`, unknown config keys, unknown metric
+types and unknown metric options suggest alike.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = ["closest", "did_you_mean", "key_hint", "model_keys"]
+
+# difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
+# `ToolCall` → `ToolCalls`, `dri` → `dir`, and rarely offers an unrelated word.
+CUTOFF = 0.5
+
+
+def closest(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = False) -> list[str]:
+    """Up to `n` of `choices` near `name` (difflib's ratio ≥ `CUTOFF`, without case), nearest first.
+
+    `typo`: only names a typing slip away (at most a third of the letters
+    edited, at least 2), for keys, where a loose match misleads more than it
+    helps (`nokey` is not `workers`); metric types keep the looser match, which
+    also offers related names (`ToolCall` → `ToolCalls, MaxToolCalls, …`).
+
+    Nearest: fewest typing edits (a swap of two neighbours is one edit), then
+    the same letters in another order (`modle` is `model`, not `mode`), then
+    difflib's ratio.
+    """
+    by_lower: dict[str, str] = {}
+    for choice in choices:
+        by_lower.setdefault(choice.lower(), choice)
+    if not by_lower:
+        return []
+    typed = name.lower()
+    near = difflib.get_close_matches(typed, list(by_lower), n=len(by_lower), cutoff=CUTOFF)
+    ratio = {m: difflib.SequenceMatcher(None, typed, m).ratio() for m in near}
+    edits = {m: _edits(typed, m) for m in near}
+    if typo:
+        near = [m for m in near if edits[m] <= max(2, len(typed) // 3)]
+    near.sort(key=lambda m: (edits[m], sorted(m) != sorted(typed), -ratio[m]))
+    return [by_lower[m] for m in near[:n]]
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions and adjacent swaps."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
+def did_you_mean(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = False) -> str:
+    """`"did you mean a, b?"` naming the nearest choices (see `closest`), or `""` when none is near."""
+    near = closest(name, choices, n, typo=typo)
+    return f"did you mean {', '.join(near)}?" if near else ""
+
+
+def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
+    """For pydantic's `extra_forbidden` error at `loc` inside `model`: `"; did you mean key?"`, or `""`."""
+    hint = did_you_mean(str(loc[-1]), model_keys(model, loc), n=1, typo=True) if loc else ""
+    return f"; {hint}" if hint else ""
+
+
+def model_keys(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed beside the last item of pydantic error location `loc`, inside `model`.
+
+    `loc` is the path of a key pydantic refused (`("judge", "modle")`); the
+    result is the field names (and aliases) of the model that holds it, found by
+    following `loc[:-1]` through nested models, optional fields, lists and
+    mappings (list indices, mapping keys and union tags are stepped over).
+    `[]` when the path leads to no model.
+    """
+    models = [model] if model is not None else []
+    for part in loc[:-1]:
+        fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
+        if fields:
+            models = [m for f in fields for m in _models(f.annotation)]
+    keys: list[str] = []
+    for m in models:
+        for name, info in m.model_fields.items():
+            keys += [name] + ([info.alias] if info.alias else [])
+    return keys
+
+
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models inside a field's annotation (`X | None`, `list[X]`, `dict[str, X]`, unions)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models(arg)]

@@ -1,0 +1,93 @@
+"""A mistyped config key, metric option, metric type or format suggests the nearest valid one, keeping its file:line.
+
+Real CLI processes on real files, as a user runs them (the style of test_config_mistakes.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_config_mistakes import CASE, cli, config_error
+from tracejudge.core.suggest import closest
+
+
+def _config(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(body)
+    return cfg
+
+
+def _reports(cfg: Path, cwd: Path, *expected: str) -> None:
+    """`tracejudge run cfg` is a config error listing each of `expected` as one line."""
+    lines = config_error(cli("run", str(cfg), cwd=cwd)).splitlines()[1:]
+    missing = [e for e in expected if e not in lines]
+    assert not missing, (missing, lines)
+
+
+def test_mistyped_keys_at_every_level_name_the_nearest_key(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, (
+        "datset: {path: cases.jsonl}\n"
+        "metrics: [{type: ToolCalls}]\n"
+        "judge: {provider: simulator, modle: x, simulatr: {latency_ms: 1}, prices: {x: {input: 1, outptu: 2}}}\n"
+        "run: {dri: somewhere}\n"
+        "Limits: {rpm: 10}\n"
+        "assertions: {metrics: {ToolCalls: {min_pass_rat: 0.5}}}\n"
+    ))
+    _reports(cfg, tmp_path, f"{cfg}:1: datset: unknown key; did you mean dataset?",
+             f"{cfg}:3: judge.modle: unknown key; did you mean model?",
+             f"{cfg}:3: judge.simulatr: unknown key; did you mean simulator?",
+             f"{cfg}:3: judge.prices.x.outptu: unknown key; did you mean output?",
+             f"{cfg}:4: run.dri: unknown key; did you mean dir?",
+             f"{cfg}:5: Limits: unknown key; did you mean limits?",
+             f"{cfg}:6: assertions.metrics.ToolCalls.min_pass_rat: unknown key; did you mean min_pass_rate?")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_metric_options_dataset_options_and_formats_suggest_too(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, (
+        "dataset:\n  path: cases.jsonl\n  format: json-path\n  options: {toolcalls: steps, call: {nmae: tool}}\n"
+        "metrics:\n  - {type: ToolCalls, argumnets: exact}\n  - {type: TrajectoryMatch, oder: exact}\n"
+    ))
+    _reports(cfg, tmp_path, f"{cfg}:4: dataset.options.toolcalls: json-path: unknown key; did you mean tool_calls?",
+             f"{cfg}:4: dataset.options.call.nmae: json-path: unknown key; did you mean name?",
+             f"{cfg}:6: metrics.0.argumnets: ToolCalls: unknown parameter; did you mean arguments?",
+             f"{cfg}:7: metrics.1.oder: TrajectoryMatch: unknown parameter; did you mean order?")
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl, format: jsonpath}\nmetrics: [{type: toolcall}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:1: dataset.format: unknown format 'jsonpath'; did you mean json-path? expected one of:" in err
+    assert f"{cfg}:2: metrics.0.type: unknown metric type 'toolcall'; did you mean ToolCalls, MaxToolCalls, ToolCallAccuracy?" in err
+
+
+def test_no_suggestion_when_nothing_is_near(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {xyzzy: 1}\n")
+    assert f"{cfg}:3: run.xyzzy: unknown key" in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: Zebra}]\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert "unknown metric type 'Zebra'; expected one of: " in err and "did you mean" not in err
+
+
+def test_a_case_with_a_mistyped_key_names_the_key_it_meant(tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "a", "expected_tool_call": [], "trace": {"steps": []}}) + "\n")
+    (tmp_path / "eval.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
+    proc = cli("extract", "eval.yaml", "-o", "out.jsonl", cwd=tmp_path)
+    assert "expected_tool_call: Extra inputs are not permitted; did you mean expected_tool_calls?" in " ".join(proc.stderr.split())
+
+
+@pytest.mark.parametrize("typed,choices,expected", [
+    ("modle", ["mode", "model", "models"], ["model", "mode", "models"]),  # a swap is one edit, and the same letters win a tie
+    ("ToolCall", ["ToolCalls", "MaxToolCalls", "ToolCallAccuracy", "Latency"], ["ToolCalls", "MaxToolCalls", "ToolCallAccuracy"]),
+    ("JUDGE", ["judge", "budget"], ["judge", "budget"]),  # case does not count
+    ("xyzzy", ["dir", "trials"], []),
+    ("bogus", [], []),  # a model without options (native's)
+])
+def test_closest_ranks_typing_mistakes_first(typed, choices, expected):
+    assert closest(typed, choices) == expected
+
+
+def test_keys_are_suggested_only_a_typing_slip_away():
+    assert closest("nokey", ["workers", "trials"]) == ["workers"]  # difflib alone finds this one near
+    assert closest("nokey", ["workers", "trials"], typo=True) == []
+    assert closest("min_pass_rat", ["min_pass_rate", "min_mean"], typo=True) == ["min_pass_rate"]

@@ -1,0 +1,119 @@
+"""A folder dataset (OTel exports) is fingerprinted by its files: the viewer's "changed since the run" and the
+resume's dataset check see a file added, removed or edited, and nothing else (not the folder's own size, not a touch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import DATA
+from tracejudge.engine.manifest import changed_since, file_fingerprint, listing
+from tracejudge.entrypoints.cli import main
+from tracejudge.viewer.traces import CaseSource
+
+HAND = DATA / "otel_genai" / "hand"
+FILES = ["mcp_tool_call.json", "mcp_tool_call.truth.json", "openai_agents_handoff.json", "openai_agents_handoff.truth.json"]
+pytestmark = pytest.mark.skipif(not HAND.is_dir(), reason=f"data not found: {HAND}")
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    folder = tmp_path / "exports"
+    shutil.copytree(HAND, folder)
+    for f in folder.iterdir():
+        f.chmod(f.stat().st_mode | stat.S_IWUSR)  # the shared copy is read-only
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(f"dataset: {{path: {folder}, format: otel, options: {{exclude: ['*.truth.json']}}}}\n"
+                   "metrics: [{type: MaxToolCalls, max_calls: 10}]\n")
+    return folder, cfg, tmp_path / "run"
+
+
+def _run(cfg: Path, run_dir: Path) -> int:
+    return main(["run", str(cfg), "--run-dir", str(run_dir), "--no-progress"])
+
+
+def _note(run_dir: Path) -> str:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return CaseSource(run_dir, manifest).dataset()[2]
+
+
+def _edit_keeping_size(path: Path) -> None:
+    text = path.read_text()
+    i = text.index('"', text.index('"name"') + 7) + 1  # the first letter of the first name's value
+    path.write_text(text[:i] + ("X" if text[i] != "X" else "Y") + text[i + 1:])
+
+
+def test_a_folder_run_is_not_changed_until_a_file_is(tmp_path: Path, capsys) -> None:
+    folder, cfg, run_dir = _setup(tmp_path)
+    assert _run(cfg, run_dir) == 0
+    recorded = json.loads((run_dir / "manifest.json").read_text())["dataset"]["path"]
+    assert sorted(recorded["files"]) == FILES and recorded["count"] == 4
+    assert recorded["size"] == sum(f.stat().st_size for f in folder.iterdir()) != folder.stat().st_size
+    assert "changed" not in _note(run_dir)
+
+    # Touched, not changed (a checkout, a copy): the viewer hashes the file and finds it equal; a resume goes on.
+    later = (folder / FILES[0]).stat().st_mtime_ns + 5_000_000_000
+    os.utime(folder / FILES[0], ns=(later, later))
+    assert "changed" not in _note(run_dir)
+    assert _run(cfg, run_dir) == 0
+    capsys.readouterr()
+
+    _edit_keeping_size(folder / FILES[2])
+    assert "changed since the run" in _note(run_dir)
+    assert _run(cfg, run_dir) == 2
+    err = capsys.readouterr().err
+    assert f"dataset.path: folder {folder}: {FILES[2]} changed: same size" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("change", ["added", "removed"])
+def test_a_file_added_or_removed_is_named(tmp_path: Path, capsys, change: str) -> None:
+    folder, cfg, run_dir = _setup(tmp_path)
+    assert _run(cfg, run_dir) == 0
+    capsys.readouterr()
+    if change == "added":
+        (folder / "sub").mkdir()
+        shutil.copy(folder / FILES[0], folder / "sub" / "late.json")
+        name = "sub/late.json"
+    else:
+        (folder / FILES[1]).unlink()
+        name = FILES[1]
+    assert "changed since the run" in _note(run_dir)
+    assert _run(cfg, run_dir) == 2
+    assert f"dataset.path: folder {folder}: {name} {change}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_run_directory_with_the_old_fingerprint_still_resumes(tmp_path: Path, capsys) -> None:
+    """Before files were listed a folder recorded its hash and total size only; the hash is unchanged, so it resumes."""
+    folder, cfg, run_dir = _setup(tmp_path)
+    assert _run(cfg, run_dir) == 0
+    path = run_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    old = {k: manifest["dataset"]["path"][k] for k in ("path", "size", "sha256", "sampled")}
+    manifest["dataset"]["path"] = old
+    manifest.pop("history", None)
+    path.write_text(json.dumps(manifest))
+    assert "changed" not in _note(run_dir)
+    assert _run(cfg, run_dir) == 0
+    capsys.readouterr()
+
+    (folder / "late.json").write_text("{}")
+    assert "changed since the run" in _note(run_dir)  # from the total size
+    path.write_text(json.dumps(manifest))  # the resume above recorded the new form: back to the old one
+    assert _run(cfg, run_dir) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"dataset.path: folder {folder} changed: size {old['size']} → {old['size'] + 2} bytes" in err
+
+
+def test_changed_since_for_a_single_file(tmp_path: Path) -> None:
+    data = tmp_path / "cases.jsonl"
+    data.write_text('{"id": "a"}\n')
+    recorded = file_fingerprint(data)
+    assert not changed_since(recorded, data)
+    data.write_text('{"id": "b"}\n')  # same size, new content (and mtime)
+    os.utime(data, ns=(recorded["mtime_ns"] + 10**9,) * 2)
+    assert changed_since(recorded, data)
+    old_style = {k: recorded[k] for k in ("size", "sha256", "sampled")}  # no mtime recorded: the size is all it has
+    assert not changed_since(old_style, data) and listing(data) == {"": (12, recorded["mtime_ns"] + 10**9)}
