@@ -80,7 +80,7 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
         return Fitted(req, 0, tokens, False)
     if most == 0:
         return _drop_turns(plan, questions, cfg, req, tokens, limit)
-    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model), initial=0))
+    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, plan.conversation), initial=0))
     omit = 1
     for _ in range(_ROUNDS):
         omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit)
@@ -119,11 +119,12 @@ def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Ju
     return best if best is not None else Fitted(req, 0, tokens, False)
 
 
-def _step_tokens(text: str, n: int, model: str) -> list[int]:
+def _step_tokens(text: str, n: int, model: str, turns: bool = False) -> list[int]:
     """Tokens of each rendered step 1..n-1 (the last step is never left out), found by its `Step i:` header.
 
-    A step whose header cannot be found counts 0, which only makes the
-    estimate low; the confirming count then corrects it.
+    With `turns` (a conversation) a step ends where a `User k:` line follows it: the user's turns stay when
+    steps are left out, so they are not counted as the step's. A step whose header cannot be found counts 0,
+    which only makes the estimate low; the confirming count then corrects it.
     """
     out = [0] * n
     starts: list[int] = []
@@ -135,7 +136,7 @@ def _step_tokens(text: str, n: int, model: str) -> list[int]:
         starts.append(at)
         pos = at + 1
     for i, (a, b) in enumerate(itertools.pairwise(starts)):
-        said = text.find("\nUser ", a, b)  # the user's turns after a step stay when it is left out
+        said = text.find("\nUser ", a, b) if turns else -1
         out[i] = count_text(text[a : said + 1 if said >= 0 else b], model)
     return out
 
