@@ -195,6 +195,8 @@ def test_case_page_transcript_alignment_and_baseline(server: str, browser: Any, 
     side = sides[1]
     transcript = side.find_element(By.CSS_SELECTOR, ".transcript")
     assert transcript.find_elements(By.CSS_SELECTOR, ".step") and transcript.find_elements(By.CSS_SELECTOR, ".call .tool")
+    users = transcript.find_elements(By.CSS_SELECTOR, ".msg.user[data-user]")  # the user's turns between the steps, shown
+    assert len(users) > 1 and all(u.is_displayed() and u.text.lower().startswith("user") for u in users)
     assert "trace from" in transcript.find_element(By.CSS_SELECTOR, ".note").text  # re-read from the τ-bench file
     align = side.find_element(By.CSS_SELECTOR, '.alignment[data-metric="writes_exact"]')
     kinds = {tr.get_attribute("class") for tr in align.find_elements(By.CSS_SELECTOR, "tbody tr")}
