@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +107,17 @@ def planted_runs(base: Path, *, n: int = 300, planted: int = 25, improved: int =
             why = f"planted regression {i}: called the wrong tool" if i in down else f"current reason {i}"
             fb.write(result_line(f"c{i:03d}", 0, {"acc": (v, why), "stable": (0.5, "same")}) + "\n")
     return a_dir, b_dir, {f"c{i:03d}" for i in down}, {f"c{i:03d}" for i in up}
+
+
+@contextmanager
+def view_server(*args: str) -> Iterator[str]:
+    """`tracejudge view ARGS --port 0` as a real process; yields its URL (http://127.0.0.1:PORT) and stops it after."""
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", *args, "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        yield line.split()[2].rstrip("/")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

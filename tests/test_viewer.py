@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _runs import native_case, write_config, write_dataset
+from _runs import native_case, view_server, write_config, write_dataset
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.common.exceptions import WebDriverException
@@ -81,18 +79,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory, tau_paths: tuple[Path, Path])
 @pytest.fixture(scope="session")
 def server(runs: dict[str, Path]) -> Iterator[str]:
     """`tracejudge view` as a real process on a free port; yields its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tracejudge", "view", str(runs["tonight"]), str(runs["hostile"]), str(runs["live"]),
-         "--baseline", str(runs["last-night"]), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
-        yield line.split()[2].rstrip("/")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with view_server(str(runs["tonight"]), str(runs["hostile"]), str(runs["live"]), "--baseline", str(runs["last-night"])) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -207,6 +195,8 @@ def test_case_page_transcript_alignment_and_baseline(server: str, browser: Any, 
     side = sides[1]
     transcript = side.find_element(By.CSS_SELECTOR, ".transcript")
     assert transcript.find_elements(By.CSS_SELECTOR, ".step") and transcript.find_elements(By.CSS_SELECTOR, ".call .tool")
+    users = transcript.find_elements(By.CSS_SELECTOR, ".msg.user[data-user]")  # the user's turns between the steps, shown
+    assert len(users) > 1 and all(u.is_displayed() and u.text.lower().startswith("user") for u in users)
     assert "trace from" in transcript.find_element(By.CSS_SELECTOR, ".note").text  # re-read from the τ-bench file
     align = side.find_element(By.CSS_SELECTOR, '.alignment[data-metric="writes_exact"]')
     kinds = {tr.get_attribute("class") for tr in align.find_elements(By.CSS_SELECTOR, "tbody tr")}

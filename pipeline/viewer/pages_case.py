@@ -51,10 +51,17 @@ def _transcript(case: Case | None, note: str) -> str:
     out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
     if case is None:
         return "".join(out) + "</section>"
-    if case.input is not None:
+    users = case.trace.user_messages if case.trace else []
+    if case.input is not None and not users:
         out.append(f'<div class="msg user"><div class="label">input</div><pre>{pretty(case.input)}</pre></div>')
+    # The user's turns between the agent's steps: turn k sits before the step that answered it.
+    said: dict[int, list[str]] = {}
+    for k, msg in enumerate(users, 1):
+        said.setdefault(msg.step, []).append(f'<div class="msg user" data-user="{k}"><div class="label">user {k}</div><pre>{pretty(msg.content)}</pre></div>')
     idx = 0
-    for si, step in enumerate(case.trace.steps if case.trace else []):
+    steps = case.trace.steps if case.trace else []
+    for si, step in enumerate(steps):
+        out += said.get(si, [])
         out.append(f'<div class="step" data-step="{si}"><div class="label">step {si}</div>')
         if step.thought:
             out.append(f'<div class="thought"><div class="label">thought</div><pre>{pretty(step.thought)}</pre></div>')
@@ -64,6 +71,7 @@ def _transcript(case: Case | None, note: str) -> str:
         if step.output:
             out.append(f'<div class="msg agent"><div class="label">says</div><pre>{pretty(step.output)}</pre></div>')
         out.append("</div>")
+    out += said.get(len(steps), [])
     if case.trace is None:
         out.append('<p class="bad">the case has no trace</p>')
     elif case.trace.output is not None:

@@ -37,10 +37,11 @@ _CACHE = 64
 
 
 def case_text(case: Case) -> str:
-    """The searchable text of a case: input, expected and actual output, tool names (lower-cased)."""
+    """The searchable text of a case: input, the user's turns, expected and actual output, tool names (lower-cased)."""
     parts = [_plain(case.input), _plain(case.expected_output)]
     if case.trace is not None:
         parts.append(case.trace.output or "")
+        parts += [_plain(m.content) for m in case.trace.user_messages]
         for step in case.trace.steps:
             parts += [call.name for call in step.tool_calls]
             parts.append(step.output or "")

@@ -11,7 +11,8 @@ Framing: JSONL, one conversation per line::
   `name`, `input`), and the server-side `server_tool_use` / `mcp_tool_use`
   (calls too);
 - user: `text` (the user's words: first one is the case `input`, later ones
-  `turns`), `tool_result` (`tool_use_id`, `content`, `is_error`),
+  `turns`; every user message with words or other non-result blocks is one
+  of `trace.user_messages`, a message of tool results alone is not), `tool_result` (`tool_use_id`, `content`, `is_error`),
   `mcp_tool_result` and the server tools' `*_tool_result` blocks (a result
   whose content is an object of type `*_error` is a failed call).
 
@@ -113,15 +114,20 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
                     b.result(block.get("tool_use_id"), block.get("content"), _result_error(block))
             b.close_step()
         elif role == "user":
-            texts = []
+            texts, said = [], []
             for block in blocks:
                 kind = block.get("type")
                 if _is_result(kind):
                     b.result(block.get("tool_use_id"), block.get("content"), _result_error(block))
-                elif kind == "text" and isinstance(block.get("text"), str):
+                    continue
+                said.append(block)
+                if kind == "text" and isinstance(block.get("text"), str):
                     texts.append(block["text"])
+            # A message of tool results alone is the tools' answer, not a user turn.
             if texts:
                 b.user_text("\n".join(texts))
+            elif said:
+                b.user_text(said)
         elif role == "system":
             pass
         else:

@@ -22,7 +22,8 @@ is failed, as is one whose result text starts with an `error_prefixes`
 option value (multivon's own examples write results like `"Error: 404"`).
 The trace `output` is the record's `actual_output` / `output` when present,
 else the last step output. `id` defaults to `"<file>:<line>"`; `context`,
-`expected_output`, `tags`, `metadata` pass through.
+`expected_output`, `tags`, `metadata` pass through; `user_messages` (the
+native shape, `[{"step", "content"}]`) becomes the trace's user turns.
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         if output is not None:
             last_output = output
     final = record.get("actual_output", record.get("output", last_output))
-    return build_case({**fields, "trace": {"steps": steps, "output": final}})
+    # multivon's EvalCase records one request (`input`); a record may add the conversation's user turns in the native shape.
+    users = record.get("user_messages") or []
+    return build_case({**fields, "trace": {"steps": steps, "user_messages": users, "output": final}})
 
 
 register_format(Format("multivon", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

@@ -3,7 +3,9 @@
 The message-list adapters (`openai-messages`, `anthropic-messages`) differ
 only in how they read one message; what they produce is the same: one step
 per model response, its calls paired with their results (see `pairing`),
-the user's first text as the case `input` and the later ones as `turns`.
+every user message in `trace.user_messages` (placed before the step that
+answered it), the user's first text as the case `input` and the later ones
+as `turns`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class TraceBuilder:
     def __init__(self, error_prefixes: list[str] | tuple[str, ...] = ()) -> None:
         self.steps: list[dict[str, Any]] = []
         self.user_texts: list[str] = []
+        self.users: list[dict[str, Any]] = []
         self.pending = Pending()
         self.unpaired = 0
         self.responses = 0
@@ -59,11 +62,15 @@ class TraceBuilder:
         self._open = False
 
     def user_text(self, content: Any) -> None:
-        """Record a user message's text (a new turn when it is not the first)."""
+        """Record a user message: its text (a new turn when it is not the first), or its content parts
+        when they hold no text (an image alone); placed before the next step. Empty content is no turn."""
         self.close_step()
         text = text_of(content)
         if text is not None:
             self.user_texts.append(text)
+        said = text if text is not None else content
+        if said not in (None, "", []):
+            self.users.append({"step": len(self.steps), "content": said})
 
     # ------------------------------------------------------------------ calls
     def call(self, step: dict[str, Any], call_id: Any, name: str, arguments: Any, *, expects_result: bool = True) -> dict[str, Any]:
@@ -99,7 +106,7 @@ class TraceBuilder:
 
     # ------------------------------------------------------------------ output
     def trace(self) -> dict[str, Any]:
-        """The native `trace` mapping (steps, output, usage.requests)."""
+        """The native `trace` mapping (steps, user_messages, output, usage.requests)."""
         steps = []
         final: str | None = None
         for step in self.steps:
@@ -112,7 +119,7 @@ class TraceBuilder:
                 steps.append({"thought": thought, "output": text})
                 if text:
                     final = text
-        return {"steps": steps, "output": final, "usage": {"requests": self.responses}}
+        return {"steps": steps, "user_messages": self.users, "output": final, "usage": {"requests": self.responses}}
 
     def case_defaults(self) -> dict[str, Any]:
         """`input` (first user text) and `turns` (later user texts) for a record that does not set them."""

@@ -23,6 +23,9 @@ ones many results were recorded with):
   it. The positions of those user calls in the trace's call list are in
   `metadata.user_call_indices`, so `include_tools`-style filtering by
   requestor stays possible downstream;
+- every user message with text is one of `trace.user_messages`, placed
+  before the step that answered it (a user message that only calls tools
+  is a step, not a turn);
 - tool results pair with their call by `id`; a result with `"error": true`
   marks the call failed (`error` holds the result text);
 - `usage`: input/output tokens and requests summed over the agent's model
@@ -187,13 +190,13 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     steps: list[dict[str, Any]] = []
     user_calls: list[int] = []
     n_calls = 0
-    first_user: Any = None
+    users: list[dict[str, Any]] = []
     output: str | None = None
     tokens_in = tokens_out = requests = 0
     for k, msg in enumerate(messages):
         role = msg.get("role")
-        if role == "user" and first_user is None and msg.get("content"):
-            first_user = msg["content"]
+        if role == "user" and msg.get("content"):
+            users.append({"step": len(steps), "content": msg["content"]})
         if role not in ("assistant", "user"):
             continue
         if role == "assistant" and msg.get("usage"):
@@ -251,11 +254,11 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     return Case.model_validate(
         {
             "id": case_id,
-            "input": first_user,
+            "input": users[0]["content"] if users else None,
             "expected_tool_calls": expected,
             "tags": ["tau2-bench"] + ([raw["domain"]] if raw.get("domain") else []),
             "metadata": metadata,
-            "trace": {"steps": steps, "output": output, "usage": usage},
+            "trace": {"steps": steps, "user_messages": users, "output": output, "usage": usage},
         }
     )
 

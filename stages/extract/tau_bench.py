@@ -20,6 +20,9 @@ case:
 - a result starting with `"Error:"` marks a failed call: that prefix is how
   τ-bench's environment reports a tool that raised or refused
   (`tau_bench/envs/base.py`), the format's own error flag;
+- every `user` message is one of `trace.user_messages`, its text as
+  recorded (the simulator's closing `###STOP###` included), placed before
+  the step that answered it;
 - the trace's `output` is the last assistant text; `usage.requests` counts
   assistant messages (one model request each).
 """
@@ -92,13 +95,13 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     # so a result answers the oldest unanswered call with its id, not any call with it.
     pending: dict[Any, deque[dict[str, Any]]] = {}
     steps: list[dict[str, Any]] = []
-    first_user: Any = None
+    users: list[dict[str, Any]] = []
     final_output: str | None = None
     requests = 0
     for i, msg in enumerate(traj):
         role = msg.get("role")
-        if role == "user" and first_user is None:
-            first_user = msg.get("content")
+        if role == "user":
+            users.append({"step": len(steps), "content": msg.get("content")})
         if role == "tool":
             queue = pending.get(msg.get("tool_call_id"))
             if queue:
@@ -136,11 +139,11 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     return Case.model_validate(
         {
             "id": case_id,
-            "input": first_user,
+            "input": users[0]["content"] if users else None,
             "expected_tool_calls": expected,
             "tags": ["tau-bench"],
             "metadata": metadata,
-            "trace": {"steps": steps, "output": final_output, "usage": {"requests": requests}},
+            "trace": {"steps": steps, "user_messages": users, "output": final_output, "usage": {"requests": requests}},
         }
     )
 

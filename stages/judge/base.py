@@ -54,11 +54,13 @@ from pydantic import Field
 from tracejudge.core.records import Case, Score, Step
 from tracejudge.stages.score.base import Metric
 
-__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "FIELD_CHARS", "INSTRUCTIONS", "RESULT_CHARS", "SYSTEM", "JudgeMetric", "Plan", "Question",
+__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "FIELD_CHARS", "INSTRUCTIONS", "RESULT_CHARS", "SYSTEM", "JudgeMetric", "Plan", "Question",
            "compact", "fence", "group_plans", "neutralise_markers", "render_steps", "yes_no_schema"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
+CONVERSATION_VERSION = "conversation/1"
+"""Added to a metric's prompt version (`task-completion/4;conversation/1`) when its prompt shows the user's turns."""
 ANSWERS_SCHEMA_NAME = "answers"
 
 # One system prompt shared by every metric, then (in the user message) the fenced trace, then the
@@ -95,7 +97,9 @@ class Plan:
     that applied). `kind` is `yes_no` or `scale` (Rubric, one question, `scale`).
     `parts` is empty for one metric's plan; a grouped plan (`group_plans`)
     holds the plans of several metrics that render the same fenced text, and
-    asks all their questions in one request.
+    asks all their questions in one request. `conversation` is set when the
+    text shows the user's turns (`conversation`; it extends the prompt
+    version), `turns` is how many of them `render` may leave out past the steps.
     """
 
     metric: JudgeMetric
@@ -107,6 +111,8 @@ class Plan:
     scale: tuple[int, int] = (0, 1)
     extra: dict[str, Any] = field(default_factory=dict)
     parts: list[Plan] = field(default_factory=list)
+    turns: int = 0
+    conversation: bool = False
 
     @property
     def prefix(self) -> str:
@@ -135,7 +141,10 @@ class Plan:
     @property
     def prompt_version(self) -> str:
         """The prompt versions asked (a grouped plan joins its metrics'), for the cache key."""
-        return "+".join(p.metric.prompt_version for p in self.parts) if self.parts else self.metric.prompt_version
+        if self.parts:
+            return "+".join(p.prompt_version for p in self.parts)
+        # Only prompts that show the user's turns carry the conversation version: others keep their cache keys.
+        return self.metric.prompt_version + (f";{CONVERSATION_VERSION}" if self.conversation else "")
 
 
 def group_plans(plans: list[Plan]) -> list[list[Plan]]:
@@ -167,7 +176,8 @@ def grouped_plan(plans: list[Plan], reused: bool = False) -> Plan:
     """
     first = plans[0]
     qs = [Question(p.full_id(q), q.text, q.good) for p in plans for q in p.questions]
-    return Plan(first.metric, qs, first.render, steps=max(p.steps for p in plans), parts=list(plans), extra={"cache_hint": reused})
+    return Plan(first.metric, qs, first.render, steps=max(p.steps for p in plans), parts=list(plans), extra={"cache_hint": reused},
+                turns=max(p.turns for p in plans), conversation=first.conversation)
 
 
 def _plain(s: str) -> bool:
@@ -222,20 +232,26 @@ def render_call(call: Any, full: bool = False) -> str:
     return f"{call.name}({_cut(call.arguments, full=full)})"
 
 
-def render_steps(steps: list[Step], omit: int = 0, full: bool = False) -> str:
+def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None) -> str:
     """Steps numbered from 1, calls numbered across the trace (see module doc). `omit` > 0 leaves out that many steps from the middle.
 
     `full` (a metric's `trace_format: full`) renders values as sorted-key JSON and cuts every field, results
-    included, only at `FIELD_CHARS`, with no result shown as the same as an earlier one.
+    included, only at `FIELD_CHARS`, with no result shown as the same as an earlier one. `before` holds lines
+    (the user's turns, `conversation`) to put before step i (`len(steps) + 1`: after the last); they stay when
+    their step is left out, after the omission marker.
     """
     lines: list[str] = []
+    before = before or {}
     keep_head = (len(steps) - omit + 1) // 2 if omit else len(steps)
     call_no = 0
     seen: dict[str, int] = {}  # rendered result → the first call that returned it
     for i, step in enumerate(steps, 1):
+        lines.extend(before.get(i, ()))
         if omit and keep_head < i <= keep_head + omit:
             if i == keep_head + 1:
-                lines.append(f"[steps {keep_head + 1}–{keep_head + omit} omitted: the trace is too long for the judge]")
+                kept = any(before.get(j) for j in range(keep_head + 2, keep_head + omit + 1))
+                lines.append(f"[steps {keep_head + 1}–{keep_head + omit} omitted: the trace is too long for the judge"
+                             + ("; the user's turns among them follow]" if kept else "]"))
             call_no += len(step.tool_calls)
             continue
         lines.append(f"Step {i}:")
@@ -259,6 +275,7 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False) -> str:
                 lines.append(f"  result: {_cut(shown, RESULT_CHARS)}")
         if step.output:
             lines.append(f" output: {_cut(step.output, full=full)}")
+    lines.extend(before.get(len(steps) + 1, ()))
     return "\n".join(lines) if lines else "(no steps)"
 
 

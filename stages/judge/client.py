@@ -552,6 +552,7 @@ class Judge:
 
     async def ask(self, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo) -> tuple[dict[str, Any] | None, Outcome | None]:
         """Answers for `questions`, or an `Outcome` saying why there are none."""
+        from tracejudge.stages.judge.conversation import omitted_note
         from tracejudge.stages.judge.fit import fit_request
 
         # Rendering, counting and truncating run in a worker thread: a long trace never holds the loop.
@@ -565,7 +566,7 @@ class Judge:
             return None, Outcome(score, "ok")
         if fitted.omit:
             self.stats.truncated_prompts += 1
-            plan.note = (plan.note + "; " if plan.note else "") + f"{fitted.omit} middle steps left out to fit the judge's context (too_long: truncate)"
+            plan.note = (plan.note + "; " if plan.note else "") + omitted_note(plan.steps, fitted.omit)
 
         comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial)
         key = cache_key(comps)

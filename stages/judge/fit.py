@@ -2,8 +2,10 @@
 
 `fit_request(plan, questions, cfg)` builds the request and, when its prompt
 would not fit (`context_tokens − max_tokens`), applies the policy:
-`truncate` leaves out middle steps (the task, the first and last steps and the
-output stay), `skip` gives up. It is plain CPU work; the judge client runs it
+`truncate` leaves out middle steps (the task, the first and last steps, the
+user's turns and the output stay; only when every middle step is out and it
+still does not fit are middle user turns left out, see `conversation`),
+`skip` gives up. It is plain CPU work; the judge client runs it
 in a worker thread, so the event loop keeps serving other cases while a
 2-million-token trace is rendered and measured.
 
@@ -73,9 +75,12 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     tokens = request_tokens(req)
     if tokens <= limit:
         return Fitted(req, 0, tokens, True)
-    if cfg.too_long != "truncate" or plan.steps <= 2:
+    most = max(0, plan.steps - 2)  # steps that may be left out; past them, middle user turns (`conversation`)
+    if cfg.too_long != "truncate" or most + max(0, plan.turns - 2) == 0:
         return Fitted(req, 0, tokens, False)
-    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model), initial=0))
+    if most == 0:
+        return _drop_turns(plan, questions, cfg, req, tokens, limit)
+    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, plan.conversation), initial=0))
     omit = 1
     for _ in range(_ROUNDS):
         omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit)
@@ -91,16 +96,35 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
         omit = nxt if nxt is not None else omit + 1
         if omit > plan.steps - 2:
             break
-    cut = build_request(plan, questions, cfg, plan.steps - 2)  # the most that may be left out
+    cut = build_request(plan, questions, cfg, most)  # every middle step left out; the user's turns all stay
     got = request_tokens(cut)
-    return Fitted(cut, plan.steps - 2, got, True) if got <= limit else Fitted(req, 0, tokens, False)
+    if got <= limit:
+        return Fitted(cut, most, got, True)
+    return _drop_turns(plan, questions, cfg, req, tokens, limit)
 
 
-def _step_tokens(text: str, n: int, model: str) -> list[int]:
+def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int) -> Fitted:
+    """Every middle step out and still too long: the fewest middle user turns left out that fit (bisection), else no fit."""
+    most = max(0, plan.steps - 2)
+    lo, hi = 1, max(0, plan.turns - 2)
+    best: Fitted | None = None
+    while lo <= hi:  # more turns left out never makes the prompt longer
+        mid = (lo + hi) // 2
+        cut = build_request(plan, questions, cfg, most + mid)
+        got = request_tokens(cut)
+        if got <= limit:
+            best, hi = Fitted(cut, most + mid, got, True), mid - 1
+        else:
+            lo = mid + 1
+    return best if best is not None else Fitted(req, 0, tokens, False)
+
+
+def _step_tokens(text: str, n: int, model: str, turns: bool = False) -> list[int]:
     """Tokens of each rendered step 1..n-1 (the last step is never left out), found by its `Step i:` header.
 
-    A step whose header cannot be found counts 0, which only makes the
-    estimate low; the confirming count then corrects it.
+    With `turns` (a conversation) a step ends where a `User k:` line follows it: the user's turns stay when
+    steps are left out, so they are not counted as the step's. A step whose header cannot be found counts 0,
+    which only makes the estimate low; the confirming count then corrects it.
     """
     out = [0] * n
     starts: list[int] = []
@@ -112,7 +136,8 @@ def _step_tokens(text: str, n: int, model: str) -> list[int]:
         starts.append(at)
         pos = at + 1
     for i, (a, b) in enumerate(itertools.pairwise(starts)):
-        out[i] = count_text(text[a:b], model)
+        said = text.find("\nUser ", a, b) if turns else -1
+        out[i] = count_text(text[a : said + 1 if said >= 0 else b], model)
     return out
 
 

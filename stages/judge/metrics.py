@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence, render_steps, text_of
+from tracejudge.stages.judge.conversation import conversation_sections, has_turns, request_text
 
 __all__ = [
     "AgentMemoryEval",
@@ -32,6 +33,8 @@ __all__ = [
 
 
 def _trace_sections(case: Case, omit: int, full: bool = False) -> list[tuple[str, str]]:
+    if has_turns(case):
+        return conversation_sections(case, omit, full)
     sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
     if case.trace is not None:
         steps = case.trace.steps
@@ -41,6 +44,14 @@ def _trace_sections(case: Case, omit: int, full: bool = False) -> list[tuple[str
             output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
         sections.append(("Final output", output or "(none)"))
     return sections
+
+
+def _trace_plan(metric: JudgeMetric, case: Case, qs: list[Question], **kw: Any) -> Plan:
+    """The plan asking `qs` about the case's task, trace and output (`_trace_sections`), its conversation included."""
+    assert case.trace is not None
+    turns = has_turns(case)
+    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, metric.trace_format == "full")), steps=len(case.trace.steps),
+                turns=len(case.trace.user_messages) if turns else 0, conversation=turns, **kw)
 
 
 def _cap_note(total: int, cap: int, what: str) -> str:
@@ -73,7 +84,7 @@ class TaskCompletion(JudgeMetric):
             Question("q3", "Is the final output correct and usable as given?"),
             Question("q4", "Did the agent fail, give up, or end in an error?", good="no"),
         ]
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=len(case.trace.steps))
+        return _trace_plan(self, case, qs)
 
 
 @register_metric
@@ -99,7 +110,7 @@ class PlanQuality(JudgeMetric):
             Question("q4", "Is nothing essential missing from the plan?"),
             Question("q5", "Is the plan efficient overall?"),
         ]
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=len(case.trace.steps))
+        return _trace_plan(self, case, qs)
 
 
 @register_metric
@@ -129,7 +140,7 @@ class TrajectoryEfficiency(JudgeMetric):
         if failed:
             qs.append(Question("q4", f"{failed} tool call(s) failed. Did the agent handle each failure by retrying differently, "
                                      "switching approach, or clearly saying it failed, rather than carrying on as if the call succeeded?"))
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=len(case.trace.steps))
+        return _trace_plan(self, case, qs)
 
     def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
         base = sum(answers[q]["answer"] == "yes" for q in ("q1", "q2", "q3")) / 3
@@ -147,8 +158,7 @@ def _calls_plan(metric: JudgeMetric, case: Case, make: Any, what: str) -> Plan |
         return None
     judged = calls[: metric.max_items]
     qs = [make(i, c) for i, c in enumerate(judged, 1)]
-    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, metric.trace_format == "full")),
-                steps=len(case.trace.steps), note=_cap_note(len(calls), metric.max_items, what))
+    return _trace_plan(metric, case, qs, note=_cap_note(len(calls), metric.max_items, what))
 
 
 @register_metric
@@ -209,7 +219,7 @@ class StepFaithfulness(JudgeMetric):
         n = len(case.trace.steps)
         k = min(n, self.max_items)
         qs = [Question(f"q{i}", f"step {i}") for i in range(1, k + 1)]
-        return Plan(self, qs, lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full")), steps=n, note=_cap_note(n, self.max_items, "steps"))
+        return _trace_plan(self, case, qs, note=_cap_note(n, self.max_items, "steps"))
 
 
 @register_metric
@@ -234,11 +244,12 @@ class AgentMemoryEval(JudgeMetric):
             Question("q2", "Does the response avoid inventing past facts that are not in the prior context?"),
             Question("q3", "Does the response ignore information that later context superseded?"),
         ]
-        sections = [("Prior context", text_of(case.context)), ("Current request", text_of(case.input)), ("Response", output or "(none)")]
+        request = request_text(case) if has_turns(case) else text_of(case.input)
+        sections = [("Prior context", text_of(case.context)), ("Current request", request), ("Response", output or "(none)")]
         if case.expected_output not in (None, ""):
             qs.append(Question("q4", "Does the response include the expected information?"))
             sections.append(("Expected information", text_of(case.expected_output)))
-        return Plan(self, qs, lambda omit: fence(sections))
+        return Plan(self, qs, lambda omit: fence(sections), conversation=has_turns(case))
 
 
 def _passages(case: Case) -> list[str]:
@@ -268,9 +279,9 @@ class ContextRelevance(JudgeMetric):
         if not passages:
             return self.verdict(0.0, "no retrieved passages or context to judge")
         judged = passages[: self.max_items]
-        sections = [("Input", text_of(case.input) or "(none)")] + [(f"Passage {i}", p) for i, p in enumerate(judged, 1)]
+        sections = [("Input", request_text(case))] + [(f"Passage {i}", p) for i, p in enumerate(judged, 1)]
         qs = [Question(f"q{i}", f"Is passage {i} relevant to the input?") for i in range(1, len(judged) + 1)]
-        return Plan(self, qs, lambda omit: fence(sections), note=_cap_note(len(passages), self.max_items, "passages"))
+        return Plan(self, qs, lambda omit: fence(sections), note=_cap_note(len(passages), self.max_items, "passages"), conversation=has_turns(case))
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -350,11 +361,13 @@ class Rubric(JudgeMetric):
     def plan(self, case: Case) -> Plan | Score:
         if self.include == "output":
             out = text_of(case.trace.output) if case.trace else ""
-            render = lambda omit: fence([("Task (the user's request)", text_of(case.input) or "(none)"), ("Final output", out or "(none)")])  # noqa: E731
+            request = request_text(case, self.trace_format == "full")
+            render = lambda omit: fence([("Task (the user's request)", request), ("Final output", out or "(none)")])  # noqa: E731
+        elif case.trace is not None:
+            return _trace_plan(self, case, [Question("q1", "Grade the run against the rubric.")], kind="scale", scale=self.scale)
         else:
             render = lambda omit: fence(_trace_sections(case, omit, self.trace_format == "full"))  # noqa: E731
-        steps = len(case.trace.steps) if case.trace and self.include == "trace" else 0
-        return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, steps=steps, kind="scale", scale=self.scale)
+        return Plan(self, [Question("q1", "Grade the run against the rubric.")], render, kind="scale", scale=self.scale, conversation=has_turns(case))
 
     def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
         lo, hi = self.scale

@@ -283,7 +283,8 @@ class TargetRunner:
             out.details = details
             out.message = _turn_prefix(case, state) + (message or "no trace")
             out.field = _turn_field(case, state)
-            out.partial = merge_traces(state.traces) if state is not None and state.traces else None
+            given = state.inputs[: state.current + 1] if state is not None and case.turns else None
+            out.partial = merge_traces(state.traces, given) if state is not None and state.traces else None
         return _scrub(out, self.secrets, self._escaped)
 
     async def aclose(self) -> None:

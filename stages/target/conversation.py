@@ -3,7 +3,8 @@
 Semantics follow cogitator's multi-turn cases: the target is called once per
 turn with the earlier `{input, output}` turns as `history`; the case's trace
 is every turn's steps in order, with tool calls, retrieved passages and usage
-summed over turns and the last answer as its output; each turn's input,
+summed over turns and the last answer as its output, and — for a case with
+`turns` — each turn's input as a user message before that turn's steps; each turn's input,
 output and tool calls are kept; a turn that fails ends the conversation, the
 failed turn last in the record with its error.
 """
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.core.records import Case, Trace, Usage
+from tracejudge.core.records import Case, Trace, Usage, UserMessage
 from tracejudge.stages.target.protocol import HistoryItem, TargetReply, TargetRequest, agent_view
 
 __all__ = ["Conversation", "converse", "merge_traces"]
@@ -57,16 +58,27 @@ def _usage_sum(usages: list[Usage | None]) -> Usage | None:
     return Usage(**total)
 
 
-def merge_traces(traces: list[Trace]) -> Trace:
+def merge_traces(traces: list[Trace], inputs: list[Any] | None = None) -> Trace:
     """One trace for a whole conversation: steps and passages in turn order, usage summed, last output.
 
     Usage fields are summed over the turns that report them (`None` when no
-    turn does); `latency_s` is thus the conversation's total.
+    turn does); `latency_s` is thus the conversation's total. `inputs` (a
+    multi-turn case: what the target was given, turn by turn) become the
+    trace's `user_messages`, each before the steps of its turn; an input past
+    the finished turns (the turn that failed) is placed after the last step.
+    Without `inputs` a single trace is returned as is.
     """
-    if len(traces) == 1:
+    if len(traces) == 1 and not inputs:
         return traces[0]
+    steps = [s for t in traces for s in t.steps]
+    users: list[UserMessage] = []
+    at = 0
+    for i, text in enumerate(inputs or []):
+        users.append(UserMessage(step=min(at, len(steps)), content=text))
+        at += len(traces[i].steps) if i < len(traces) else 0
     return Trace(
-        steps=[s for t in traces for s in t.steps],
+        steps=steps,
+        user_messages=users,
         output=traces[-1].output if traces else None,
         usage=_usage_sum([t.usage for t in traces]),
         retrieved=[p for t in traces for p in t.retrieved],
@@ -104,4 +116,4 @@ async def converse(call: Call, normalize: Normalize, case: Case, trial: int, sta
         )
         history.append(HistoryItem(input=text, output=output))
     state.current = len(state.inputs) - 1
-    return merge_traces(state.traces)
+    return merge_traces(state.traces, state.inputs if case.turns else None)

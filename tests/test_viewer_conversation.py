@@ -1,0 +1,72 @@
+"""The viewer's case page shows the user's turns between the agent's steps, escaped, over real HTTP (`tracejudge view`)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from _runs import view_server, write_dataset
+from helpers import DATA
+from tracejudge.entrypoints.cli import main
+
+TAU = DATA / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
+TASKS = DATA / "tau_bench" / "tasks" / "tasks_airline_test.json"
+EVIL = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
+
+
+def _config(tmp: Path, name: str, dataset: dict) -> Path:
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"dataset": dataset, "metrics": [{"type": "ToolCorrectness", "allow_extra": True}], "run": {"dir": str(tmp / name)}}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`tracejudge view` (a real process, port 0) over a τ-bench run and a native run whose user turn holds HTML."""
+    tmp = tmp_path_factory.mktemp("view-conv")
+    assert main(["run", str(_config(tmp, "tau", {"path": str(TAU), "format": "tau-bench", "tasks": str(TASKS), "limit": 3})), "--no-progress"]) in (0, 1)
+    evil = {"id": "evil", "input": "hi", "expected_tool_calls": [], "trace": {
+        "steps": [{"output": "Hello."}], "user_messages": [{"step": 0, "content": "hi"}, {"step": 1, "content": EVIL}], "output": "Hello."}}
+    data = write_dataset(tmp / "evil.jsonl", [evil])
+    assert main(["run", str(_config(tmp, "evil", {"path": str(data), "format": "native"})), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp / "tau"), str(tmp / "evil")) as url:
+        yield url
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        return reply.read().decode()
+
+
+def test_the_case_page_shows_every_tau_bench_user_turn_between_the_steps(server):
+    runs = json.loads(TAU.read_text())[:3]
+    for run in runs:
+        page = _get(f"{server}/run/tau/case?id={run['task_id']}-{run['trial']}&trial=0")
+        transcript = page[page.index('<section class="transcript">'):]
+        # The page's order of user turns and steps is the conversation's: user k before the step that answered it.
+        order = re.findall(r'data-(user|step)="(\d+)"', transcript)
+        expected, steps, k = [], 0, 0
+        for msg in run["traj"]:
+            if msg["role"] == "user":
+                k += 1
+                expected.append(("user", str(k)))
+            elif msg["role"] == "assistant":
+                expected.append(("step", str(steps)))
+                steps += 1
+        assert order == expected
+        said = [html.escape(m["content"]) for m in run["traj"] if m["role"] == "user"]
+        at = [transcript.find(s) for s in said]
+        assert all(a >= 0 for a in at) and at == sorted(at)  # every turn's text, escaped, in order
+        assert 'class="label">input<' not in transcript  # the first request is shown once, as user 1
+
+
+def test_user_turn_text_is_escaped(server):
+    page = _get(f"{server}/run/evil/case?id=evil&trial=0")
+    assert html.escape(EVIL) in page and EVIL not in page and "<script>window.pwned" not in page
+    assert 'data-user="2"' in page
