@@ -1,0 +1,220 @@
+"""Steps from a tree of spans: what the span-shaped native exports (`openai-agents`, `langfuse`, `mlflow`) share.
+
+Each of those adapters turns its records into `Node`s — a model request, a
+tool call, or something else — and `assemble` builds the native trace:
+
+- nodes are taken in start order (ties keep the record's order); a model
+  request nested inside another model request is the same request and is
+  skipped;
+- every model request starts a step; the tool calls its output asked for
+  (`parts`: OpenAI `tool_calls`, Responses `function_call` items) are the
+  step's calls, in the model's order;
+- a tool node pairs with a waiting part by call id, else with the earliest
+  waiting part of the same name; the call then takes its arguments from the
+  part (the model's own JSON) when the part has them and its result/error
+  from the tool node. A tool node that pairs with no part is a call of the
+  latest step (a step of its own before the first model request); a part
+  that no tool node answered stays a call without result (a handoff);
+- the user's side comes from the model requests' input messages: the user
+  messages of a request past the ones seen before are new turns, placed
+  before that request's step (`trace.user_messages`);
+- usage sums the model requests' tokens and counts them as requests.
+
+The message helpers read OpenAI Chat Completions messages (also under
+`choices[].message`), Responses API items and plain strings, which is what
+the SDKs and autologgers record as model input/output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge.stages.extract.common import maybe_json, text_of
+
+__all__ = ["MISSING", "Node", "assemble", "input_messages", "model_output", "user_texts"]
+
+MISSING: Any = object()  # arguments the recording did not keep
+
+
+@dataclass(slots=True)
+class Node:
+    """One span, as `assemble` needs it.
+
+    `kind` is `model`, `tool` or `other`; `start` any sortable key (seconds,
+    nanoseconds, ISO text). Model nodes fill `parts` (`{"id", "name",
+    "arguments"}`), `text`, `messages` (their input messages) and token
+    counts; tool nodes fill `call_id`, `arguments` (`MISSING` when not
+    recorded), `result` and `error`.
+    """
+
+    id: str
+    parent: str | None
+    start: Any
+    kind: str
+    name: str | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    text: str | None = None
+    messages: list[Any] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    call_id: str | None = None
+    arguments: Any = MISSING
+    result: Any = None
+    error: str | None = None
+
+
+def _tool_call_part(tc: Any) -> dict[str, Any] | None:
+    """`{"id", "name", "arguments"}` of one OpenAI `tool_calls` entry (also flattened or LangChain's `args`)."""
+    if not isinstance(tc, dict):
+        return None
+    fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    args = fn["arguments"] if "arguments" in fn else fn.get("args", MISSING)
+    cid = tc.get("id", tc.get("call_id"))
+    return {"id": None if cid is None else str(cid), "name": name, "arguments": args}
+
+
+def model_output(value: Any) -> tuple[str | None, list[dict[str, Any]]]:
+    """The text and requested tool calls of a model output.
+
+    Reads an assistant message, a list of messages or Responses items, a
+    Chat Completions response (`choices[0].message`), a Responses response
+    (`output` items) or plain text. Returns `(text or None, parts)`.
+    """
+    value = maybe_json(value)
+    if isinstance(value, str):
+        return (value or None), []
+    if isinstance(value, dict):
+        if isinstance(value.get("choices"), list):
+            first = value["choices"][0] if value["choices"] else None
+            return model_output(first.get("message") if isinstance(first, dict) else None)
+        if isinstance(value.get("output"), list) and "role" not in value:
+            return model_output(value["output"])
+        value = [value]
+    if not isinstance(value, list):
+        return None, []
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    for item in value:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "function_call":
+            part = _tool_call_part({"id": item.get("call_id", item.get("id")), "name": item.get("name"), "arguments": item.get("arguments")})
+            parts += [part] if part else []
+        elif item.get("role", "assistant") == "assistant" and kind in (None, "message"):
+            text = text_of(item.get("content"))
+            texts += [text] if text else []
+            for tc in item.get("tool_calls") or []:
+                part = _tool_call_part(tc)
+                parts += [part] if part else []
+    return ("\n".join(texts) if texts else None), parts
+
+
+def input_messages(value: Any) -> list[Any]:
+    """The message list of a model input: a list, `{"messages": [...]}`, Responses `{"input": ...}`, or text (one user message)."""
+    value = maybe_json(value)
+    if isinstance(value, dict):
+        for key in ("messages", "input"):
+            if key in value:
+                return input_messages(value[key])
+        return []
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return value if isinstance(value, list) else []
+
+
+def user_texts(messages: list[Any]) -> list[Any]:
+    """What the user said in a message list, in order: text, or the content parts when they are not text."""
+    out = []
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("role") == "user" and msg.get("type", "message") == "message":
+            content = msg.get("content")
+            text = text_of(content)
+            out.append(text if text is not None else content)
+    return out
+
+
+def _nested_model(node: Node, by_id: dict[str, Node]) -> bool:
+    seen = set()
+    parent = by_id.get(node.parent) if node.parent else None
+    while parent is not None and parent.id not in seen:
+        if parent.kind == "model":
+            return True
+        seen.add(parent.id)
+        parent = by_id.get(parent.parent) if parent.parent else None
+    return False
+
+
+def _call(part: dict[str, Any] | None, tool: Node | None) -> dict[str, Any]:
+    name = tool.name if tool is not None and tool.name else (part or {}).get("name")
+    cid = (part or {}).get("id") or (tool.call_id if tool is not None else None)
+    call: dict[str, Any] = {"id": cid, "name": name}
+    args = part["arguments"] if part is not None and part.get("arguments", MISSING) is not MISSING else MISSING
+    if args is MISSING and tool is not None:
+        args = tool.arguments
+    if args is MISSING:
+        call["arguments_missing"] = True
+    else:
+        call["arguments"] = args
+    if tool is not None:
+        call["result"] = maybe_json(tool.result)
+        call["error"] = tool.error
+    return call
+
+
+def assemble(nodes: list[Node]) -> dict[str, Any]:
+    """The native trace mapping (`steps`, `user_messages`, `output`, `usage`) of one tree of nodes.
+
+    `output` is the text of the last model request that called no tool (or
+    of the last one with text), `None` without model text. The caller adds
+    what its format knows better (the run's own input/output, latency).
+    """
+    by_id = {n.id: n for n in nodes}
+    ordered = [n for _, n in sorted(enumerate(nodes), key=lambda p: (p[1].start is None, p[1].start or 0, p[0]))]
+    steps: list[dict[str, Any]] = []
+    waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = []  # (position, part, its step) not answered by a tool node yet
+    users: list[dict[str, Any]] = []
+    seen_users = 0
+    tokens = [0, 0]
+    requests = 0
+    final: str | None = None
+    for node in ordered:
+        if node.kind == "model" and not _nested_model(node, by_id):
+            said = user_texts(node.messages)
+            users += [{"step": len(steps), "content": c} for c in said[seen_users:]]
+            seen_users = max(seen_users, len(said))
+            step: dict[str, Any] = {"thought": None, "tool_calls": [], "output": None, "_parts": list(node.parts)}
+            if node.parts:
+                step["thought"] = node.text
+            else:
+                step["output"] = node.text
+            if node.text:
+                final = node.text if not node.parts or final is None else final
+            waiting += [(i, p, step) for i, p in enumerate(node.parts)]
+            steps.append(step)
+            requests += 1
+            tokens[0] += node.input_tokens or 0
+            tokens[1] += node.output_tokens or 0
+        elif node.kind == "tool":
+            at = next((k for k, w in enumerate(waiting) if node.call_id and w[1].get("id") == node.call_id), None)
+            at = at if at is not None else next((k for k, w in enumerate(waiting) if w[1]["name"] == node.name), None)
+            if at is not None:
+                pos, part, owner = waiting.pop(at)
+                owner["tool_calls"].append((pos, _call(part, node)))
+            else:
+                if not steps:
+                    steps.append({"thought": None, "tool_calls": [], "output": None, "_parts": []})
+                steps[-1]["tool_calls"].append((len(steps[-1]["_parts"]) + len(steps[-1]["tool_calls"]), _call(None, node)))
+    for i, part, step in waiting:  # asked for, never run (a handoff): a call without result
+        step["tool_calls"].append((i, _call(part, None)))
+    for step in steps:
+        del step["_parts"]
+        step["tool_calls"] = [c for _, c in sorted(step["tool_calls"], key=lambda p: p[0])]
+    usage: dict[str, Any] = {"requests": requests}
+    if any(tokens):
+        usage.update(input_tokens=tokens[0], output_tokens=tokens[1])
+    return {"steps": steps, "user_messages": users, "output": final, "usage": usage}
