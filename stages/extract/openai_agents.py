@@ -46,14 +46,13 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, text_of
-from tracejudge.stages.extract.span_steps import Node, assemble, input_messages, model_output
+from tracejudge.stages.extract.span_steps import Node, assemble, input_messages, model_output, timestamp
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
 
 __all__ = ["Options", "adapt", "read"]
@@ -144,13 +143,6 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         yield emit(group)
 
 
-def _when(value: Any) -> float | None:
-    try:
-        return datetime.fromisoformat(value).timestamp() if isinstance(value, str) else None
-    except ValueError:
-        return None
-
-
 def _error(err: Any) -> str | None:
     if not err:
         return None
@@ -224,7 +216,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         nodes.append(_node(span, data, meta))
         if data["type"] == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "task":
             task_usage = data["data"].get("usage")
-        times += [t for t in (_when(span.get("started_at")), _when(span.get("ended_at"))) if t is not None]
+        times += [t for t in (timestamp(span.get("started_at")), timestamp(span.get("ended_at"))) if t is not None]
     built = assemble(nodes)
     usage = built["usage"]
     if "input_tokens" not in usage and isinstance(task_usage, dict):

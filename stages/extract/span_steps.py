@@ -28,11 +28,12 @@ the SDKs and autologgers record as model input/output.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from tracejudge.stages.extract.common import maybe_json, text_of
 
-__all__ = ["MISSING", "Node", "assemble", "input_messages", "model_output", "user_texts"]
+__all__ = ["MISSING", "Node", "assemble", "input_messages", "model_output", "passages", "timestamp", "user_texts"]
 
 MISSING: Any = object()  # arguments the recording did not keep
 
@@ -108,7 +109,8 @@ def model_output(value: Any) -> tuple[str | None, list[dict[str, Any]]]:
         elif item.get("role", "assistant") == "assistant" and kind in (None, "message"):
             text = text_of(item.get("content"))
             texts += [text] if text else []
-            for tc in item.get("tool_calls") or []:
+            extra = item.get("additional_kwargs") if isinstance(item.get("additional_kwargs"), dict) else {}
+            for tc in item.get("tool_calls") or extra.get("tool_calls") or []:
                 part = _tool_call_part(tc)
                 parts += [part] if part else []
     return ("\n".join(texts) if texts else None), parts
@@ -135,6 +137,39 @@ def user_texts(messages: list[Any]) -> list[Any]:
             content = msg.get("content")
             text = text_of(content)
             out.append(text if text is not None else content)
+    return out
+
+
+def timestamp(value: Any) -> float | None:
+    """Seconds since the epoch of an ISO 8601 time (`Z` or an offset), `None` when it is not one."""
+    try:
+        return datetime.fromisoformat(value).timestamp() if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def passages(value: Any) -> list[dict[str, Any]]:
+    """Retrieved documents as native passages: LangChain/MLflow `Document`s (`page_content`, `metadata`, `id`) or `{content|text, score}`."""
+    value = maybe_json(value)
+    if isinstance(value, dict):
+        value = next((value[k] for k in ("documents", "docs", "results") if isinstance(value.get(k), list)), [value])
+    out = []
+    for doc in value if isinstance(value, list) else []:
+        if isinstance(doc, str):
+            out.append({"content": doc})
+            continue
+        if not isinstance(doc, dict):
+            continue
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        content = next((doc[k] for k in ("page_content", "content", "text") if isinstance(doc.get(k), str)), None)
+        if content is None:
+            continue
+        pid = doc.get("id") or meta.get("chunk_id") or meta.get("id")
+        score = doc.get("score", meta.get("score"))
+        source = meta.get("doc_uri") or meta.get("source")
+        out.append({"id": None if pid is None else str(pid), "content": content,
+                    "score": float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+                    "source": None if source is None else str(source)})
     return out
 
 
