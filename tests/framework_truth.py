@@ -1,0 +1,66 @@
+"""Read a framework's recorded export through the real pipeline stages and compare it with its ground truth.
+
+A recording `tests/data/frameworks/<name>/<task>.jsonl` comes with
+`<task>.truth.json`: `{"input", "output", "user_turns", "calls": [{"name",
+"arguments", "result", "error"}]}` as the framework itself saw the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+
+FRAMEWORKS = Path(__file__).resolve().parent / "data" / "frameworks"
+
+
+def extract(path: Path, fmt: str, **options: Any) -> list[Any]:
+    """Every result of reading `path` as `fmt`: a `Case`, or `(case_id, ErrorInfo)` for an unreadable record."""
+    format_ = registry.format_for(fmt)
+    ds = DatasetConfig(path=path, format=fmt, options=options)
+    ctx = format_.prepare(ds)
+    return [extract_record(raw, format_, ctx) for raw in format_.read(ds)]
+
+
+def only_case(path: Path, fmt: str, **options: Any) -> Case:
+    """The one case a recording of one run holds (fails the test otherwise)."""
+    results = extract(path, fmt, **options)
+    assert len(results) == 1 and isinstance(results[0], Case), results
+    return results[0]
+
+
+def observed(case: Case) -> dict[str, Any]:
+    """What the truth files record, as extracted from `case`."""
+    assert case.trace is not None
+    calls = [{"name": c.name, "arguments": c.arguments, "result": c.result, "error": c.error} for c in case.trace.tool_calls()]
+    return {"input": case.input, "output": case.trace.output, "user_turns": [m.content for m in case.trace.user_messages], "calls": calls}
+
+
+def assert_truth(case: Case, truth: dict[str, Any]) -> None:
+    """Field by field: input, user turns, call names in order, each call's arguments/result/error, output."""
+    got = observed(case)
+    assert got["input"] == truth["input"]
+    if "user_turns" in truth:
+        assert got["user_turns"] == truth["user_turns"]
+    assert [c["name"] for c in got["calls"]] == [c["name"] for c in truth["calls"]]
+    for i, (have, want) in enumerate(zip(got["calls"], truth["calls"])):
+        for key in ("arguments", "result", "error"):
+            if key in want:
+                assert have[key] == want[key], (i, key, have[key], want[key])
+    assert got["output"] == truth["output"]
+
+
+def recordings(name: str) -> list[tuple[Path, dict[str, Any]]]:
+    """`(export, truth)` of every recorded task of framework folder `name` (empty when not recorded)."""
+    folder = FRAMEWORKS / name
+    out = []
+    for truth in sorted(folder.glob("*.truth.json")) if folder.is_dir() else []:
+        data = next((p for p in truth.parent.glob(truth.name.replace(".truth.json", ".*")) if not p.name.endswith(".truth.json")), None)
+        if data is not None:
+            out.append((data, json.loads(truth.read_text())))
+    return out
