@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework_truth import assert_truth, extract, only_case, recordings
+from framework_truth import assert_truth, extract, only_case, recording_id, recordings
 from tracejudge.core.records import Case
 
 agents = pytest.importorskip("agents")
@@ -192,6 +192,6 @@ RECORDED = recordings("openai-agents-export")
 
 
 @pytest.mark.skipif(not RECORDED, reason="no Agents SDK recordings in tests/data/frameworks/openai-agents-export")
-@pytest.mark.parametrize("export,truth", RECORDED, ids=[p.stem for p, _ in RECORDED])
+@pytest.mark.parametrize("export,truth", RECORDED, ids=[recording_id(r) for r in RECORDED])
 def test_recorded_trace_matches_its_truth(export: Path, truth: dict[str, Any]) -> None:
     assert_truth(only_case(export, "openai-agents"), truth)

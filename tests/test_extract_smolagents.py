@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework_truth import assert_truth, extract, only_case, recordings
+from framework_truth import assert_truth, extract, only_case, recording_id, recordings
 from tracejudge.core.records import Case
 
 smolagents = pytest.importorskip("smolagents")
@@ -131,6 +131,6 @@ RECORDED = recordings("smolagents-memory")
 
 
 @pytest.mark.skipif(not RECORDED, reason="no smolagents recordings in tests/data/frameworks/smolagents-memory")
-@pytest.mark.parametrize("export,truth", RECORDED, ids=[p.stem for p, _ in RECORDED])
+@pytest.mark.parametrize("export,truth", RECORDED, ids=[recording_id(r) for r in RECORDED])
 def test_recorded_run_matches_its_truth(export: Path, truth: dict[str, Any]) -> None:
     assert_truth(only_case(export, "smolagents"), truth)

@@ -196,7 +196,7 @@ def _call(part: dict[str, Any] | None, tool: Node | None) -> dict[str, Any]:
     else:
         call["arguments"] = args
     if tool is not None:
-        call["result"] = maybe_json(tool.result)
+        call["result"] = tool.result
         call["error"] = tool.error
     return call
 
