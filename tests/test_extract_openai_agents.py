@@ -195,3 +195,29 @@ RECORDED = recordings("openai-agents-export")
 @pytest.mark.parametrize("export,truth", RECORDED, ids=[recording_id(r) for r in RECORDED])
 def test_recorded_trace_matches_its_truth(export: Path, truth: dict[str, Any]) -> None:
     assert_truth(only_case(export, "openai-agents"), truth)
+
+
+def test_a_long_item_stream_is_read_in_flat_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from tracejudge.stages.extract import openai_agents
+
+    monkeypatch.setattr(openai_agents, "_CLOSED_KEPT", 100)
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as fh:
+        for t in range(3000):
+            tid = f"trace_{t:08d}"
+            fh.write(json.dumps({"object": "trace", "id": tid}) + "\n")
+            for k in range(3):
+                fh.write(json.dumps({"object": "trace.span", "id": f"s{k}", "trace_id": tid, "started_at": f"2026-01-01T00:00:0{k}+00:00",
+                                     "span_data": {"type": "function", "name": "f", "input": json.dumps({"x": "y" * 200}), "output": "z" * 300}}) + "\n")
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in openai_agents.read(SimpleNamespace(path=path, options={"max_open_traces": 20}, limit=None)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 3000
+    assert peak < size / 5, (peak, size)  # 20 open traces and 100 closed ids, not the file

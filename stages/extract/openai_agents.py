@@ -15,7 +15,8 @@ freely in one file:
   default 1,000); past that the one that has gone longest without a new
   item is closed and becomes its case, and an item arriving later for a
   closed trace is one `invalid_input` naming its line (raise the option).
-  The ids of closed traces are remembered to tell that.
+  The ids of the last 100,000 closed traces are remembered to tell that,
+  so memory stays flat however long the file.
 
 What counts (`span_data.type`):
 
@@ -70,6 +71,9 @@ class Options(BaseModel):
     max_open_traces: int = Field(default=1000, ge=1)
 
 
+_CLOSED_KEPT = 100_000  # ids of closed traces remembered to report a late item (a few MB at most)
+
+
 class _Open:
     __slots__ = ("file", "line", "trace", "spans")
 
@@ -88,7 +92,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     """
     opts = Options.model_validate(dataset.options or {})
     open_: OrderedDict[str, _Open] = OrderedDict()
-    closed: set[str] = set()
+    closed: OrderedDict[str, None] = OrderedDict()  # the most recently closed ids, at most _CLOSED_KEPT
     count = 0
 
     def emit(group: _Open) -> RawRecord:
@@ -133,7 +137,9 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 group.spans.append(item)
             if len(open_) > opts.max_open_traces:
                 old, oldest = open_.popitem(last=False)
-                closed.add(old)
+                closed[old] = None
+                if len(closed) > _CLOSED_KEPT:
+                    closed.popitem(last=False)
                 count += 1
                 yield emit(oldest)
     for group in open_.values():
