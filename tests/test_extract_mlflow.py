@@ -101,7 +101,8 @@ def test_autologged_trace(tmp_path: Path, trace_line: str) -> None:
     assert_truth(case, {"input": QUESTION, "output": ANSWER, "user_turns": [QUESTION],
                         "calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "result": "sunny, 21 C", "error": None},
                                   {"name": "get_weather", "arguments": {"city": "Tokyo"}, "result": "rainy, 14 C", "error": None},
-                                  {"name": "cancel_order", "arguments": {"order_id": "#W9"}, "result": None, "error": "ValueError: order #W9 not found"}]})
+                                  {"name": "cancel_order", "arguments": {"order_id": "#W9"}, "result": "Error: order #W9 not found",
+                                   "error": "ValueError: order #W9 not found"}]})  # the result is the tool message the loop sent the model
     assert [c.id for c in case.trace.tool_calls()] == ["call_p", "call_t", "call_x"]
     assert [len(s.tool_calls) for s in case.trace.steps] == [2, 1, 0]
     usage = case.trace.usage
@@ -122,7 +123,7 @@ def test_malformed_traces_cost_one_record_each(tmp_path: Path, trace_line: str) 
                                                            ("invalid_input", 4, None)]
 
 
-RECORDED = recordings("mlflow")
+RECORDED = recordings("mlflow", ".mlflow.jsonl")
 
 
 @pytest.mark.skipif(not RECORDED, reason="no MLflow recordings in tests/data/frameworks/mlflow")

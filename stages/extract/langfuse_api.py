@@ -26,7 +26,8 @@ What counts, by observation `type` and `parentObservationId`:
 
 The trace's `input` / `output` are the case's (a message list gives its
 first user text / the assistant text); without them the root `AGENT`'s, else
-the first user message and the last model text. `sessionId`, `userId`,
+the first user message and the last model text. An input that is not text
+(a mapping of arguments) gives way to the first user message, when there is one. `sessionId`, `userId`,
 `name`, `release`, `environment` and `metadata` go to `metadata.langfuse`,
 `tags` to the case's tags. Usage: `totalCost` (else the observations'
 `costDetails.total`) is `cost_usd`, `latency` (seconds) the latency.
@@ -130,7 +131,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
     built["retrieved"] = retrieved
     said = [m["content"] for m in built["user_messages"]]
     value = record.get("input") if record.get("input") is not None else (root_agent or {}).get("input")
-    case_input = _as_text(value) if value is not None else (said[0] if said else None)
+    case_input = _as_text(value) if value is not None else None
+    if not isinstance(case_input, str) and said:  # a structured input: the user's own words are the input
+        case_input = said[0]
     answer = record.get("output") if record.get("output") is not None else (root_agent or {}).get("output")
     if answer is not None:
         text = _as_text(answer)

@@ -23,7 +23,8 @@ What counts, by `mlflow.spanType`:
 - the case's `input` and `output` are the inputs/outputs of the top
   `AGENT` span, else of the root span: a message list gives its first user
   text, a one-key mapping (`{"question": "..."}`) its text, a response
-  its assistant text;
+  its assistant text; inputs of several arguments give way to the first
+  user message the model received, when there is one;
 - other spans (`CHAIN`, `PARSER`, `UNKNOWN`, ...) are structure; an
   exception on one of them is listed in `metadata.mlflow.errors`.
 
@@ -147,7 +148,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
     top = next((r for r in agents if r[0].parent not in {a[0].id for a in agents}), None)
     top = top or next((r for r in rows if not r[0].parent or r[0].parent not in ids), None)
     said = [m["content"] for m in built["user_messages"]]
-    case_input = _text(top[2]) if top is not None and top[2] is not None else (said[0] if said else None)
+    case_input = _text(top[2]) if top is not None and top[2] is not None else None
+    if not isinstance(case_input, str) and said:  # a function's several arguments: the user's own words are the input
+        case_input = said[0]
     if top is not None and top[3] is not None:
         answer = _text(top[3])
         built["output"] = answer if isinstance(answer, str) else json.dumps(answer, default=str)

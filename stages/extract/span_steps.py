@@ -201,6 +201,21 @@ def _call(part: dict[str, Any] | None, tool: Node | None) -> dict[str, Any]:
     return call
 
 
+def _tool_replies(histories: Any) -> dict[str, Any]:
+    """Tool results the agent sent back to the model, by call id, from later requests' input messages."""
+    out: dict[str, Any] = {}
+    for messages in histories:
+        for msg in messages:
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("role") == "tool" and msg.get("tool_call_id") is not None:
+                content = msg.get("content")
+                out[str(msg["tool_call_id"])] = text_of(content) if isinstance(content, list) else content
+            elif msg.get("type") == "function_call_output" and msg.get("call_id") is not None:
+                out[str(msg["call_id"])] = msg.get("output")
+    return out
+
+
 def assemble(nodes: list[Node]) -> dict[str, Any]:
     """The native trace mapping (`steps`, `user_messages`, `output`, `usage`) of one tree of nodes.
 
@@ -249,6 +264,11 @@ def assemble(nodes: list[Node]) -> dict[str, Any]:
     for step in steps:
         del step["_parts"]
         step["tool_calls"] = [c for _, c in sorted(step["tool_calls"], key=lambda p: p[0])]
+    replies = _tool_replies(n.messages for n in nodes if n.kind == "model")
+    for step in steps:
+        for call in step["tool_calls"]:
+            if call.get("result") is None and call["id"] in replies:
+                call["result"] = replies[call["id"]]
     usage: dict[str, Any] = {"requests": requests}
     if any(tokens):
         usage.update(input_tokens=tokens[0], output_tokens=tokens[1])
