@@ -221,3 +221,25 @@ def test_a_long_item_stream_is_read_in_flat_memory(tmp_path: Path, monkeypatch: 
         tracemalloc.stop()
     assert count == 3000
     assert peak < size / 5, (peak, size)  # 20 open traces and 100 closed ids, not the file
+
+
+def test_a_handoff_is_a_call_and_is_listed_in_metadata(tmp_path: Path) -> None:
+    collect = Collect()
+    set_trace_processors([collect])
+    transport = _chat([
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_h", "transfer_to_billing", {})]},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_w", "get_weather", {"city": "Paris"})]},
+        {"role": "assistant", "content": "Sunny in Paris."},
+    ])
+    client = AsyncOpenAI(api_key="test", base_url="http://model.invalid/v1", http_client=httpx.AsyncClient(transport=transport))
+    billing = Agent(name="billing", instructions="Bill.", tools=[get_weather], model=OpenAIChatCompletionsModel("m", client))
+    triage = Agent(name="triage", instructions="Route.", handoffs=[billing], model=OpenAIChatCompletionsModel("m", client))
+    asyncio.run(Runner.run(triage, "Weather in Paris?"))
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in collect.items))
+    case = only_case(path, "openai-agents")
+    assert [(c.id, c.name, c.arguments) for c in case.trace.tool_calls()] == [("call_h", "transfer_to_billing", {}), ("call_w", "get_weather", {"city": "Paris"})]
+    assert case.trace.tool_calls()[0].result == json.dumps({"assistant": "billing"})  # the SDK's tool message to the model
+    assert case.trace.tool_calls()[1].result == "sunny, 21 C" and case.trace.output == "Sunny in Paris."
+    info = case.metadata["openai_agents"]
+    assert info["handoffs"] == [{"from_agent": "triage", "to_agent": "billing"}] and [a["name"] for a in info["agents"]] == ["triage", "billing"]

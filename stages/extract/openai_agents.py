@@ -33,7 +33,9 @@ What counts (`span_data.type`):
   input nor the output text, so such traces have no `input`/`output`
   unless a `generation` span records them;
 - `agent` spans name the agents (`name`, `tools`, `handoffs`,
-  `output_type`); `handoff`, `guardrail` and `custom` spans, the trace's
+  `output_type`); a handoff the model asked for (`transfer_to_<agent>`)
+  is a call like the others, its result the SDK's reply to the model;
+  `handoff`, `guardrail` and `custom` spans, the trace's
   `workflow_name`, `group_id` and `metadata`, and errors on spans that are
   not calls go to `metadata.openai_agents`. The SDK's `task` custom span
   gives the usage when no model span carries any.
