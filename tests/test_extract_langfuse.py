@@ -74,6 +74,25 @@ def test_api_trace(tmp_path: Path) -> None:
     assert case.tags == ["prod"] and case.metadata["langfuse"]["sessionId"] == "sess-9" and case.metadata["langfuse"]["userId"] == "u-1"
 
 
+def test_a_page_of_the_v2_observations_api(tmp_path: Path) -> None:
+    trace = _trace()
+    observations = trace["observations"]
+    observations[0].update(isRootObservation=True, sessionId="sess-9", userId="u-1", latency=7.5, input={"args": [QUESTION], "kwargs": {}})
+    assert set(langfuse_api.ObservationsV2Response.model_fields) == {"data", "meta"}  # the page's shape in the SDK
+    path = tmp_path / "page.jsonl"
+    path.write_text(json.dumps({"data": observations, "meta": {"cursor": None}}) + "\n")
+    case = only_case(path, "langfuse")
+    assert case.id == "tr-1" and case.input == QUESTION and case.trace.output == ANSWER
+    assert [(c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == [
+        ("get_weather", {"city": "Paris"}, "sunny, 21 C", None), ("get_weather", {"city": "Tokyo"}, "rainy, 14 C", None),
+        ("cancel_order", {"order_id": "#W9"}, None, "order #W9 not found")]
+    assert case.metadata["langfuse"]["sessionId"] == "sess-9" and case.trace.usage.latency_s == 7.5
+    mixed = {"data": [observations[0], {**observations[2], "traceId": "other"}]}
+    path.write_text(json.dumps(mixed) + "\n")
+    (bad,) = extract(path, "langfuse")
+    assert bad[1].kind == "invalid_input" and bad[1].field == "data" and "2 traces" in bad[1].message
+
+
 def test_without_trace_io_the_root_agent_and_models_give_them(tmp_path: Path) -> None:
     trace = _trace(input=None, output=None)
     trace["observations"][0]["input"] = [{"role": "user", "content": QUESTION}]

@@ -4,7 +4,10 @@ Framing: JSONL, one trace with its observations per line (the API's
 `TraceWithFullDetails`: `id`, `name`, `input`, `output`, `sessionId`,
 `userId`, `tags`, `metadata`, `latency`, `totalCost`, `observations: [...]`).
 Field names are those of the API (camelCase), as the `langfuse` SDK's
-`langfuse.api` models read them.
+`langfuse.api` models read them. A line may instead hold one page of the v2
+observations API for one trace (`GET /api/public/v2/observations?traceId=…`:
+`{"data": [...], "meta": {...}}`); the trace's fields then come from its root
+observation.
 
 What counts, by observation `type` and `parentObservationId`:
 
@@ -87,6 +90,31 @@ def _error(obs: dict[str, Any]) -> str | None:
     return str(obs.get("statusMessage") or "error")
 
 
+def _from_observations(data: list[Any], default_id: str) -> dict[str, Any]:
+    """A trace record from one page of the v2 observations API (`{"data": [...], "meta": ...}`) of one trace.
+
+    The trace-level fields come from the root observation (`isRootObservation`,
+    else the one without a parent). Raises `AdapterError` when the page mixes traces.
+    """
+    obs = [o for o in data if isinstance(o, dict)]
+    traces = {o.get("traceId") for o in obs}
+    if len(traces) > 1:
+        fail(f"a page of observations holds {len(traces)} traces; fetch one trace per line (traceId=...)", field="data", case_id=default_id)
+    root = next((o for o in obs if o.get("isRootObservation")), next((o for o in obs if not o.get("parentObservationId")), {}))
+    record = {"id": next(iter(traces), None) or default_id, "name": root.get("traceName") or root.get("name"), "observations": data,
+              "sessionId": root.get("sessionId"), "userId": root.get("userId"), "environment": root.get("environment"), "tags": root.get("tags"),
+              "latency": root.get("latency")}
+    return {k: v for k, v in record.items() if v is not None}
+
+
+def _arguments(value: Any) -> Any:
+    """A tool observation's input: the `@observe` decorator's `{"args": [], "kwargs": {...}}` is its keyword arguments."""
+    value = maybe_json(value)
+    if isinstance(value, dict) and set(value) == {"args", "kwargs"} and not value["args"] and isinstance(value["kwargs"], dict):
+        return value["kwargs"]
+    return value
+
+
 def adapt(payload: Any, options: Any = None) -> Case:
     """Turn one API trace (with `observations`) into a `Case` (see the module docstring).
 
@@ -94,6 +122,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
     observation without id or type.
     """
     record, default_id = decode_line(payload)
+    if "observations" not in record and isinstance(record.get("data"), list):
+        record = _from_observations(record["data"], default_id)
     cid = str(record.get("id") or default_id)
     observations = record.get("observations")
     if not isinstance(observations, list):
@@ -116,7 +146,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
             node.input_tokens, node.output_tokens = _tokens(obs)
         elif kind == "TOOL" or (kind == "SPAN" and name in asked):
             meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
-            node.kind, node.arguments, node.result, node.error = "tool", maybe_json(obs.get("input")), obs.get("output"), _error(obs)
+            node.kind, node.arguments, node.result, node.error = "tool", _arguments(obs.get("input")), obs.get("output"), _error(obs)
             node.call_id = None if meta.get("tool_call_id") is None else str(meta["tool_call_id"])
             if not name:
                 fail("a tool observation has no name", field=f"observations[{i}].name", case_id=cid)
@@ -124,8 +154,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
             retrieved += passages(obs.get("output"))
         if node.kind != "tool" and _error(obs):
             errors.append({"observation": node.id, "type": kind, "name": name, "error": _error(obs)})
-        cost = obs.get("costDetails")
-        costs += [_number(cost.get("total"))] if isinstance(cost, dict) else [_number(obs.get("calculatedTotalCost"))]
+        cost = obs.get("costDetails") if isinstance(obs.get("costDetails"), dict) else {}
+        costs.append(next((c for c in (_number(cost.get("total")), _number(obs.get("totalCost")), _number(obs.get("calculatedTotalCost"))) if c is not None), None))
         nodes.append(node)
     built = assemble(nodes)
     built["retrieved"] = retrieved
