@@ -97,7 +97,7 @@ def _from_observations(data: list[Any], default_id: str) -> dict[str, Any]:
     else the one without a parent). Raises `AdapterError` when the page mixes traces.
     """
     obs = [o for o in data if isinstance(o, dict)]
-    traces = {o.get("traceId") for o in obs}
+    traces = {str(o["traceId"]) for o in obs if isinstance(o.get("traceId"), (str, int))}
     if len(traces) > 1:
         fail(f"a page of observations holds {len(traces)} traces; fetch one trace per line (traceId=...)", field="data", case_id=default_id)
     root = next((o for o in obs if o.get("isRootObservation")), next((o for o in obs if not o.get("parentObservationId")), {}))

@@ -69,7 +69,8 @@ def _int(mapping: Any, *keys: str) -> int | None:
 
 def _exception(span: dict[str, Any]) -> str | None:
     """The error of a span: its exception event (`type: message`), else an ERROR status's message."""
-    for ev in span.get("events") or []:
+    events = span.get("events")
+    for ev in events if isinstance(events, list) else []:
         if isinstance(ev, dict) and ev.get("name") == "exception":
             attrs = ev.get("attributes") if isinstance(ev.get("attributes"), dict) else {}
             kind, message = attrs.get("exception.type"), attrs.get("exception.message")
@@ -118,6 +119,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         context = span.get("context") if isinstance(span.get("context"), dict) else {}
         sid = span.get("span_id") or context.get("span_id") or f"#{i}"
         kind = _attr(attrs, "mlflow.spanType")
+        kind = kind if isinstance(kind, str) else None
         inputs, outputs = _attr(attrs, "mlflow.spanInputs"), _attr(attrs, "mlflow.spanOutputs")
         node = Node(id=str(sid), parent=span.get("parent_span_id") or span.get("parent_id"),
                     start=span.get("start_time_unix_nano", span.get("start_time")), kind="other", name=span.get("name"))

@@ -42,8 +42,8 @@ MISSING: Any = object()  # arguments the recording did not keep
 class Node:
     """One span, as `assemble` needs it.
 
-    `kind` is `model`, `tool` or `other`; `start` any sortable key (seconds,
-    nanoseconds, ISO text). Model nodes fill `parts` (`{"id", "name",
+    `kind` is `model`, `tool` or `other`; `start` a number (seconds or
+    nanoseconds, one unit per trace), digits or ISO 8601 text. Model nodes fill `parts` (`{"id", "name",
     "arguments"}`), `text`, `messages` (their input messages) and token
     counts; tool nodes fill `call_id`, `arguments` (`MISSING` when not
     recorded), `result` and `error`.
@@ -110,7 +110,8 @@ def model_output(value: Any) -> tuple[str | None, list[dict[str, Any]]]:
             text = text_of(item.get("content"))
             texts += [text] if text else []
             extra = item.get("additional_kwargs") if isinstance(item.get("additional_kwargs"), dict) else {}
-            for tc in item.get("tool_calls") or extra.get("tool_calls") or []:
+            calls = item.get("tool_calls") or extra.get("tool_calls")
+            for tc in calls if isinstance(calls, list) else []:
                 part = _tool_call_part(tc)
                 parts += [part] if part else []
     return ("\n".join(texts) if texts else None), parts
@@ -138,6 +139,17 @@ def user_texts(messages: list[Any]) -> list[Any]:
             text = text_of(content)
             out.append(text if text is not None else content)
     return out
+
+
+def _start(value: Any) -> int | float | None:
+    """A start time as a number: a number as is, digits (OTLP's int64 as text) as an int, ISO 8601 text in seconds."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return timestamp(value)
 
 
 def timestamp(value: Any) -> float | None:
@@ -223,6 +235,10 @@ def assemble(nodes: list[Node]) -> dict[str, Any]:
     of the last one with text), `None` without model text. The caller adds
     what its format knows better (the run's own input/output, latency).
     """
+    for n in nodes:  # ids as the tree needs them: text, whatever the recording held
+        n.id = str(n.id)
+        n.parent = str(n.parent) if isinstance(n.parent, (str, int)) and not isinstance(n.parent, bool) else None
+        n.start = _start(n.start)
     by_id = {n.id: n for n in nodes}
     ordered = [n for _, n in sorted(enumerate(nodes), key=lambda p: (p[1].start is None, p[1].start or 0, p[0]))]
     steps: list[dict[str, Any]] = []
