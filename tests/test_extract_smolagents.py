@@ -104,6 +104,29 @@ def test_every_task_of_a_continued_run_is_a_user_message_before_its_step(tmp_pat
     assert [(c.name, c.result) for c in case.trace.tool_calls()] == [("get_weather", "sunny, 21 C"), ("get_weather", "rainy, 14 C")]
 
 
+def test_a_code_agent_run_is_its_code_calls_and_final_answer(tmp_path: Path) -> None:
+    from smolagents import CodeAgent
+
+    class ScriptedCode(Model):
+        def __init__(self, texts: list[str]) -> None:
+            super().__init__(model_id="scripted")
+            self.texts = list(texts)
+
+        def generate(self, messages, stop_sequences=None, response_format=None, tools_to_call_from=None, **kwargs):  # noqa: ANN001
+            return ChatMessage(role=MessageRole.ASSISTANT, content=self.texts.pop(0), token_usage=TokenUsage(input_tokens=5, output_tokens=2))
+
+    agent = CodeAgent(tools=[get_weather], model=ScriptedCode(["<code>\nw = get_weather(city='Paris')\nprint(w)\n</code>",
+                                                               "<code>\nfinal_answer(f'Paris: {w}')\n</code>"]), max_steps=4, verbosity_level=0)
+    agent.run("Weather in Paris?")
+    path = tmp_path / "code.jsonl"
+    path.write_text(json.dumps(agent.memory.get_full_steps(), default=str) + "\n")
+    case = only_case(path, "smolagents")
+    calls = case.trace.tool_calls()
+    assert [(c.name, c.arguments) for c in calls] == [("python_interpreter", {"code": "w = get_weather(city='Paris')\nprint(w)"}),
+                                                      ("python_interpreter", {"code": "final_answer(f'Paris: {w}')"})]
+    assert "sunny, 21 C" in calls[0].result and case.trace.output == "Paris: sunny, 21 C" and case.input == "Weather in Paris?"
+
+
 def test_several_calls_with_multi_line_results_each_get_the_whole_observation(tmp_path: Path) -> None:
     steps = [{"task": "t"}, {"step_number": 1, "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "f", "arguments": {}}},
