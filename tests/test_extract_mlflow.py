@@ -130,3 +130,27 @@ RECORDED = recordings("mlflow", ".mlflow.jsonl")
 @pytest.mark.parametrize("export,truth", RECORDED, ids=[recording_id(r) for r in RECORDED])
 def test_recorded_trace_matches_its_truth(export: Path, truth: dict[str, Any]) -> None:
     assert_truth(only_case(export, "mlflow"), truth)
+
+
+def test_mlflow_2_span_shape(tmp_path: Path) -> None:
+    # MLflow 2's Trace.to_json(): `request_id`, spans with `context`, `parent_id`, `start_time`, `status_code`.
+    def span(sid: str, parent: str | None, start: int, kind: str, name: str, inputs: Any, outputs: Any, **extra: Any) -> dict[str, Any]:
+        attrs = {"mlflow.spanType": json.dumps(kind), "mlflow.spanInputs": json.dumps(inputs)}
+        if outputs is not None:
+            attrs["mlflow.spanOutputs"] = json.dumps(outputs)
+        return {"name": name, "context": {"span_id": sid, "trace_id": "0xabc"}, "parent_id": parent, "start_time": start, "end_time": start + 5,
+                "status_code": "OK", "status_message": "", "attributes": attrs, "events": [], **extra}
+
+    reply = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "cancel_order", "arguments": '{"order_id": "#W9"}'}}]}}]}
+    record = {"info": {"request_id": "tr-2", "execution_time_ms": 40, "status": "OK"}, "data": {"spans": [
+        span("0x1", None, 100, "AGENT", "agent", {"question": QUESTION}, ANSWER),
+        span("0x2", "0x1", 110, "LLM", "chat", {"messages": [{"role": "user", "content": QUESTION}]}, reply),
+        span("0x3", "0x1", 120, "TOOL", "cancel_order", {"order_id": "#W9"}, None, status_code="ERROR", status_message="order #W9 not found"),
+    ]}}
+    path = tmp_path / "v2.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    case = only_case(path, "mlflow")
+    assert case.id == "tr-2" and case.input == QUESTION and case.trace.output == ANSWER and case.trace.usage.latency_s == 0.04
+    (call,) = case.trace.tool_calls()
+    assert (call.id, call.name, call.arguments, call.error) == ("c1", "cancel_order", {"order_id": "#W9"}, "order #W9 not found")

@@ -44,7 +44,7 @@ from typing import Any
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
-from tracejudge.stages.extract.span_steps import Node, assemble, input_messages, model_output, passages, timestamp, user_texts
+from tracejudge.stages.extract.span_steps import Node, assemble, count, input_messages, model_output, passages, timestamp, user_texts
 
 __all__ = ["adapt"]
 
@@ -55,20 +55,16 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _int(mapping: dict[str, Any], keys: tuple[str, ...]) -> int | None:
-    return next((int(v) for v in (_number(mapping.get(k)) for k in keys) if v is not None), None)
-
-
 def _tokens(obs: dict[str, Any]) -> tuple[int | None, int | None]:
     """Input and output tokens of a generation: `usageDetails`, else the older `usage`, else `promptTokens`/`completionTokens`."""
     for key in ("usageDetails", "usage"):
         usage = obs.get(key)
         if isinstance(usage, dict):
-            ins = _int(usage, ("input", "prompt_tokens", "input_tokens"))
-            outs = _int(usage, ("output", "completion_tokens", "output_tokens"))
+            ins = count(usage, "input", "prompt_tokens", "input_tokens")
+            outs = count(usage, "output", "completion_tokens", "output_tokens")
             if ins is not None or outs is not None:
                 return ins, outs
-    return _int(obs, ("promptTokens",)), _int(obs, ("completionTokens",))
+    return count(obs, "promptTokens"), count(obs, "completionTokens")
 
 
 def _as_text(value: Any) -> Any:

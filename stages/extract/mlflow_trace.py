@@ -42,7 +42,7 @@ from typing import Any
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
-from tracejudge.stages.extract.span_steps import Node, assemble, input_messages, model_output, passages, user_texts
+from tracejudge.stages.extract.span_steps import Node, assemble, count, input_messages, model_output, passages, user_texts
 from tracejudge.stages.load import JSON_ERRORS
 
 __all__ = ["adapt"]
@@ -59,12 +59,6 @@ def _attr(attrs: dict[str, Any], key: str) -> Any:
         except JSON_ERRORS:
             return value
     return value
-
-
-def _int(mapping: Any, *keys: str) -> int | None:
-    if not isinstance(mapping, dict):
-        return None
-    return next((int(mapping[k]) for k in keys if isinstance(mapping.get(k), (int, float)) and not isinstance(mapping.get(k), bool)), None)
 
 
 def _exception(span: dict[str, Any]) -> str | None:
@@ -131,8 +125,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
             usage = _attr(attrs, "mlflow.chat.tokenUsage")
             if not isinstance(usage, dict):
                 usage = outputs.get("usage") if isinstance(outputs, dict) else None
-            node.input_tokens = _int(usage, "input_tokens", "prompt_tokens")
-            node.output_tokens = _int(usage, "output_tokens", "completion_tokens")
+            node.input_tokens = count(usage, "input_tokens", "prompt_tokens")
+            node.output_tokens = count(usage, "output_tokens", "completion_tokens")
         elif kind == "TOOL":
             if not isinstance(node.name, str) or not node.name:
                 fail("a TOOL span has no name", field=f"data.spans[{i}].name", case_id=cid)
@@ -158,7 +152,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         built["output"] = answer if isinstance(answer, str) else json.dumps(answer, default=str)
     if not built["user_messages"] and isinstance(case_input, str):
         built["user_messages"] = [{"step": 0, "content": case_input}]
-    ms = _int(info, "execution_duration_ms", "execution_time_ms")
+    ms = count(info, "execution_duration_ms", "execution_time_ms")
     if ms is not None:
         built["usage"]["latency_s"] = ms / 1000
     meta = info.get("trace_metadata") or info.get("request_metadata") or {}

@@ -55,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, text_of
-from tracejudge.stages.extract.span_steps import Node, assemble, input_messages, model_output, timestamp
+from tracejudge.stages.extract.span_steps import Node, assemble, count, input_messages, model_output, timestamp
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
 
 __all__ = ["Options", "adapt", "read"]
@@ -163,15 +163,6 @@ def _error(err: Any) -> str | None:
     return f"{message}: {json.dumps(data, default=str)}" if data else message
 
 
-def _tokens(usage: Any, *keys: str) -> int | None:
-    if not isinstance(usage, dict):
-        return None
-    for key in keys:
-        if isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool):
-            return int(usage[key])
-    return None
-
-
 def _node(span: dict[str, Any], data: dict[str, Any], meta: dict[str, list[Any]]) -> Node:
     kind = data["type"]
     node = Node(id=str(span.get("id")), parent=span.get("parent_id"), start=span.get("started_at"), kind="other", name=data.get("name"))
@@ -184,8 +175,8 @@ def _node(span: dict[str, Any], data: dict[str, Any], meta: dict[str, list[Any]]
             node.text, node.parts = model_output(data.get("output"))
             node.messages = input_messages(data.get("input"))
         usage = data.get("usage")
-        node.input_tokens = _tokens(usage, "input_tokens", "prompt_tokens")
-        node.output_tokens = _tokens(usage, "output_tokens", "completion_tokens")
+        node.input_tokens = count(usage, "input_tokens", "prompt_tokens")
+        node.output_tokens = count(usage, "output_tokens", "completion_tokens")
     elif kind == "agent":
         meta["agents"].append({k: data.get(k) for k in ("name", "tools", "handoffs", "output_type")})
     elif kind == "handoff":
@@ -228,8 +219,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     built = assemble(nodes)
     usage = built["usage"]
     if "input_tokens" not in usage and isinstance(task_usage, dict):
-        usage.update({k: v for k, v in (("input_tokens", _tokens(task_usage, "input_tokens")),
-                                        ("output_tokens", _tokens(task_usage, "output_tokens"))) if v is not None})
+        usage.update({k: v for k, v in (("input_tokens", count(task_usage, "input_tokens")),
+                                        ("output_tokens", count(task_usage, "output_tokens"))) if v is not None})
     if times:
         usage["latency_s"] = max(times) - min(times)
     said = [m["content"] for m in built["user_messages"]]

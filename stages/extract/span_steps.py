@@ -33,7 +33,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import maybe_json, text_of
 
-__all__ = ["MISSING", "Node", "assemble", "input_messages", "model_output", "passages", "timestamp", "user_texts"]
+__all__ = ["MISSING", "Node", "assemble", "count", "input_messages", "model_output", "passages", "timestamp", "user_texts"]
 
 MISSING: Any = object()  # arguments the recording did not keep
 
@@ -139,6 +139,13 @@ def user_texts(messages: list[Any]) -> list[Any]:
             text = text_of(content)
             out.append(text if text is not None else content)
     return out
+
+
+def count(mapping: Any, *keys: str) -> int | None:
+    """The first of `keys` in `mapping` holding a number, as an int (token counts, milliseconds); `None` when none does."""
+    if not isinstance(mapping, dict):
+        return None
+    return next((int(mapping[k]) for k in keys if isinstance(mapping.get(k), (int, float)) and not isinstance(mapping[k], bool)), None)
 
 
 def _start(value: Any) -> int | float | None:
