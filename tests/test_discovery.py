@@ -38,6 +38,32 @@ SAMPLES = {
                    "gold": EXPECTED} for i in range(3)],
 }
 
+_FN = [{"id": "a", "type": "function", "function": {"name": "search", "arguments": '{"q": "flights"}'}}]
+_SPAN = {"status": {"code": "STATUS_CODE_OK"}, "events": []}
+SAMPLES.update({
+    "smolagents": [{"id": f"r{i}", "steps": [{"task": "book it"}, {"step_number": 1, "tool_calls": _FN, "observations": "found 7", "error": None},
+                                             {"step_number": 2, "tool_calls": [{"id": "b", "function": {"name": "final_answer", "arguments": {"answer": "Booked."}}}]}]}
+                   for i in range(3)],
+    "openai-agents": [{"trace": {"object": "trace", "id": f"trace_{i}"}, "spans": [
+        {"object": "trace.span", "id": "s1", "trace_id": f"trace_{i}", "started_at": "2026-01-01T00:00:01+00:00",
+         "span_data": {"type": "generation", "input": [{"role": "user", "content": "book it"}], "output": [{"role": "assistant", "tool_calls": _FN}]}},
+        {"object": "trace.span", "id": "s2", "trace_id": f"trace_{i}", "started_at": "2026-01-01T00:00:02+00:00",
+         "span_data": {"type": "function", "name": "search", "input": '{"q": "flights"}', "output": "found 7"}}]} for i in range(3)],
+    "langfuse": [{"id": f"t{i}", "input": "book it", "output": "Booked.", "observations": [
+        {"id": "g", "type": "GENERATION", "startTime": "2026-01-01T00:00:01Z", "input": [{"role": "user", "content": "book it"}],
+         "output": {"role": "assistant", "tool_calls": _FN}},
+        {"id": "t", "type": "TOOL", "name": "search", "startTime": "2026-01-01T00:00:02Z", "input": {"q": "flights"}, "output": "found 7"}]}
+        for i in range(3)],
+    "mlflow": [{"info": {"trace_id": f"tr-{i}"}, "data": {"spans": [
+        {"span_id": "r", "name": "agent", "start_time_unix_nano": 1, **_SPAN,
+         "attributes": {"mlflow.spanType": '"AGENT"', "mlflow.spanInputs": '{"question": "book it"}', "mlflow.spanOutputs": '"Booked."'}},
+        {"span_id": "m", "parent_span_id": "r", "name": "chat", "start_time_unix_nano": 2, **_SPAN,
+         "attributes": {"mlflow.spanType": '"CHAT_MODEL"', "mlflow.spanOutputs": json.dumps({"choices": [{"message": {"role": "assistant", "tool_calls": _FN}}]})}},
+        {"span_id": "t", "parent_span_id": "r", "name": "search", "start_time_unix_nano": 3, **_SPAN,
+         "attributes": {"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": '{"q": "flights"}', "mlflow.spanOutputs": '"found 7"'}}]}}
+        for i in range(3)],
+})
+
 
 def _real(fmt: str, data: Path) -> list[str]:
     # The real traces beside the repository, given to `init` as the user would.

@@ -48,6 +48,10 @@ FORMATS: dict[str, tuple[str, Any, dict[str, Any]]] = {
     "tau-bench": ("array", lambda i: {"task_id": i, "trial": 0, "traj": MESSAGES}, {}),
     "tau-bench-tasks": ("array", lambda i: {"task_index": i, "instruction": "hi", "actions": []}, {}),
     "tau2-bench": ("tau2", lambda i: {"id": f"sim{i}", "task_id": f"t{i}", "trial": 0, "messages": MESSAGES}, {}),
+    "smolagents": ("jsonl", lambda i: {"id": f"g{i}", "steps": [{"task": "hi"}, {"step_number": 1, "tool_calls": [], "model_output": "done"}]}, {}),
+    "openai-agents": ("jsonl", lambda i: {"trace": {"object": "trace", "id": f"trace_{i}"}, "spans": []}, {}),
+    "langfuse": ("jsonl", lambda i: {"id": f"g{i}", "observations": []}, {}),
+    "mlflow": ("jsonl", lambda i: {"info": {"trace_id": f"g{i}"}, "data": {"spans": []}}, {}),
 }
 
 

@@ -49,6 +49,20 @@ assertions:                   # the CI gate: the run exits 1 when one fails
 LIVE_ONLY_FORMATS = ("bfcl", "tau-bench-tasks")
 LIVE_EXAMPLE = "examples/agents/airline.yaml"
 
+# Metrics for recorded traces that carry no expectations.
+_LIMITS = """\
+  # Traces carry no expectations, so these limits need none; add expected_tools to check the calls:
+  - {type: MaxToolCalls, max_calls: 20}
+  - {type: MaxModelRequests, max_requests: 20}
+  # - {type: ToolCorrectness, expected_tools: [search, book], allow_extra: true}
+"""
+
+
+def _native_export(fmt: str, what: str, placeholder: str) -> tuple[str, str, str, str]:
+    """The starter of a framework's own JSONL export (`what` says what one line holds)."""
+    return (f"dataset:\n  # JSONL: {what}\n  path: {{path}}\n  format: {fmt}\n", _LIMITS, "MaxToolCalls", placeholder)
+
+
 FORMATS: dict[str, tuple[str, str, str, str]] = {
     "native": (
         """\
@@ -116,12 +130,11 @@ dataset:
   format: otel
   options: {{group_by: conversation, exclude: ["*.truth.json"]}}   # one case per conversation (or: trace, run)
 """,
-        """\
-  # Traces carry no expectations, so these limits need none; add expected_tools to check the calls:
-  - {type: MaxToolCalls, max_calls: 20}
-  - {type: MaxModelRequests, max_requests: 20}
-  # - {type: ToolCorrectness, expected_tools: [search, book], allow_extra: true}
-""", "MaxToolCalls", "traces/"),
+        _LIMITS, "MaxToolCalls", "traces/"),
+    "smolagents": _native_export("smolagents", "one run per line, agent.memory.get_full_steps() or {{\"id\", \"steps\": [...]}}", "runs.jsonl"),
+    "openai-agents": _native_export("openai-agents", "the Agents SDK's exported traces and spans (one trace per line, or the item stream)", "traces.jsonl"),
+    "langfuse": _native_export("langfuse", "one trace per line as GET /api/public/traces/{{id}} returns it", "langfuse_traces.jsonl"),
+    "mlflow": _native_export("mlflow", "one trace per line as MLflow's Trace.to_json() writes it", "mlflow_traces.jsonl"),
     "multivon": (
         """\
 dataset:

@@ -1,0 +1,182 @@
+"""Format `smolagents`: smolagents runs as `agent.memory.get_full_steps()` writes them.
+
+Framing: JSONL, one run per line: the step list itself, or an object with
+that list under `steps` and native case keys beside it (`id`, `tags`,
+`metadata`, `expected_tool_calls`, ...), which pass through; `id`
+defaults to `"<file>:<line>"`.
+
+What counts, by the step's shape (`smolagents.memory`):
+
+- a task step (`task`) is what the user asked: the first is the case
+  `input`, every one is a `trace.user_messages` entry before the next step,
+  the later ones are `turns`;
+- a planning step (`plan`) is a model request whose thought is the plan;
+- an action step (`step_number`, `tool_calls`, `model_output_message`) is a
+  model request and one step. Its calls are the model's own tool calls
+  (`model_output_message.tool_calls`, in the order the model made them;
+  `tool_calls` when the message is absent — smolagents sorts that list by
+  call id, and leaves it empty when a call raised). `final_answer` is the
+  run's answer (`trace.output`), not a call;
+- results: the step's `observations` is the result of its call when it
+  made one. With several calls smolagents joins one line per call, in call
+  id order: when the observations have exactly that many lines, each call
+  gets its line; otherwise every call gets the whole text;
+- a step whose `error` is set (`{type, message}`) keeps its calls, the
+  failed one with the error message: a call whose quoted name (`'boom'`)
+  the message names, else every call of the step. An error on a step
+  without calls (a parsing or generation error) goes to
+  `metadata.smolagents.errors`;
+- a CodeAgent's `python_interpreter` call keeps its code as
+  `arguments.code`; a step marked `is_final_answer` gives its
+  `action_output` as the answer when no `final_answer` call did;
+- `token_usage` is summed, `timing` gives the latency (first start to last
+  end); model requests are the planning and action steps.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, maybe_json, read_lines, text_of
+from tracejudge.stages.load import loads
+
+__all__ = ["adapt"]
+
+FINAL = "final_answer"
+CODE_TOOL = "python_interpreter"
+
+
+def _decode(payload: Any) -> tuple[Any, str]:
+    if not isinstance(payload, JsonLine):
+        return payload, "run"
+    try:
+        return loads(payload.data), payload.default_id
+    except ValueError as exc:
+        fail(str(exc), case_id=payload.default_id)
+
+
+def _calls(step: dict[str, Any], where: str, cid: str) -> list[dict[str, Any]]:
+    message = step.get("model_output_message")
+    listed = message.get("tool_calls") if isinstance(message, dict) else None
+    field = f"{where}.model_output_message.tool_calls"
+    if not listed:
+        listed, field = step.get("tool_calls") or [], f"{where}.tool_calls"
+    if not isinstance(listed, list):
+        fail("tool_calls must be a list", field=field, case_id=cid)
+    calls = []
+    for j, tc in enumerate(listed):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            fail("a tool call needs `function.name`", field=f"{field}[{j}].function.name", case_id=cid)
+        args = fn.get("arguments")
+        if fn["name"] == CODE_TOOL and isinstance(args, str):
+            args = {"code": args}
+        calls.append({"id": None if tc.get("id") is None else str(tc["id"]), "name": fn["name"], "arguments": args})
+    return calls
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
+
+
+def _results(calls: list[dict[str, Any]], observations: Any, error: str | None) -> None:
+    failed = [c for c in calls if error and f"'{c['name']}'" in error] or (calls if error else [])
+    for call in failed:
+        call["error"] = error
+    ok = [c for c in calls if not any(c is f for f in failed)]
+    if observations is None or not ok:
+        return
+    text = observations if isinstance(observations, str) else _text(observations)
+    lines = text.split("\n") if isinstance(text, str) else []
+    if len(ok) > 1 and len(lines) == len(ok):
+        for call, line in zip(sorted(ok, key=lambda c: c["id"] or ""), lines):
+            call["result"] = line
+    else:
+        for call in ok:
+            call["result"] = text
+
+
+def _tokens(usage: Any, totals: list[int]) -> None:
+    if isinstance(usage, dict):
+        for k, key in enumerate(("input_tokens", "output_tokens")):
+            if isinstance(usage.get(key), int) and not isinstance(usage[key], bool):
+                totals[k] += usage[key]
+
+
+def adapt(payload: Any, options: Any = None) -> Case:
+    """Turn one run (a step list, or `{"steps": [...], ...}`) into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field (`steps[2].tool_calls[0].function.name`)
+    for a step that is not a smolagents memory step.
+    """
+    record, default_id = _decode(payload)
+    if isinstance(record, list):
+        record = {"steps": record}
+    if not isinstance(record, dict):
+        fail(f"expected a step list or an object with `steps`, got {type(record).__name__}", case_id=default_id)
+    fields = case_fields(record, default_id)
+    cid = str(fields["id"])
+    raw_steps = record.get("steps")
+    if not isinstance(raw_steps, list):
+        fail("steps: required list of memory steps is missing", field="steps", case_id=cid)
+    steps: list[dict[str, Any]] = []
+    users: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    tokens, times = [0, 0], []
+    output: str | None = None
+    for i, step in enumerate(raw_steps):
+        where = f"steps[{i}]"
+        if not isinstance(step, dict):
+            fail(f"expected a memory step object, got {type(step).__name__}", field=where, case_id=cid)
+        timing = step.get("timing") if isinstance(step.get("timing"), dict) else {}
+        times += [t for t in (timing.get("start_time"), timing.get("end_time")) if isinstance(t, (int, float)) and not isinstance(t, bool)]
+        _tokens(step.get("token_usage"), tokens)
+        if "task" in step:
+            users.append({"step": len(steps), "content": step["task"]})
+        elif "plan" in step:
+            steps.append({"thought": _text(step["plan"])})
+        elif "step_number" in step or "model_output_message" in step or "tool_calls" in step:
+            calls = _calls(step, where, cid)
+            finals = [c for c in calls if c["name"] == FINAL]
+            calls = [c for c in calls if c["name"] != FINAL]
+            err = step.get("error")
+            message = (err.get("message") or err.get("type")) if isinstance(err, dict) else (str(err) if err else None)
+            _results(calls, step.get("observations"), message)
+            if message and not calls:
+                errors.append({"step": len(steps), "type": err.get("type") if isinstance(err, dict) else None, "message": message})
+            out = step.get("model_output")
+            thought = text_of(out) if not isinstance(out, str) else out
+            answer = None
+            if finals:
+                args = finals[-1]["arguments"]
+                args = maybe_json(args)
+                answer = _text(args.get("answer", args) if isinstance(args, dict) else args)
+            elif step.get("is_final_answer") and step.get("action_output") is not None:
+                answer = _text(step["action_output"])
+            output = answer if answer is not None else output
+            steps.append({"thought": thought, "tool_calls": calls, "output": answer})
+        elif "output" in step and len(step) == 1:  # a FinalAnswerStep
+            output = _text(step["output"])
+        elif "system_prompt" not in step:
+            fail("not a smolagents memory step (expected task, plan, step_number or system_prompt)", field=where, case_id=cid)
+    usage: dict[str, Any] = {"requests": len(steps)}
+    if any(tokens):
+        usage.update(input_tokens=tokens[0], output_tokens=tokens[1])
+    if times:
+        usage["latency_s"] = max(times) - min(times)
+    texts = [u["content"] for u in users]
+    defaults: dict[str, Any] = {"input": texts[0] if texts else None, "turns": texts[1:]}
+    if errors:
+        meta = dict(fields.get("metadata") or {})
+        meta["smolagents"] = {"errors": errors}
+        fields["metadata"] = meta
+    trace = {"steps": steps, "user_messages": users, "output": output, "usage": usage}
+    return build_case({**defaults, **fields, "trace": trace})
+
+
+register_format(Format("smolagents", read=read_lines, adapt=adapt, options=NoOptions))
