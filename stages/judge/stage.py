@@ -59,7 +59,7 @@ from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, 
 from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.multi import Item, judge_items
 
-__all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
+__all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources", "simulator_cache_name", "stamp"]
 
 BATCH_WORKERS = 2048
 
@@ -147,9 +147,10 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if cfg.provider == "simulator":
                 s = cfg.simulator
                 runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
-                                                              batch_completion_s=s.batch_completion_s))
+                                                              batch_completion_s=s.batch_completion_s, agreement=s.agreement, noise=s.noise,
+                                                              position_bias=s.position_bias))
                 state["sim"] = runner
-                base, cache_base = url + "/v1", "simulator"
+                base, cache_base = url + "/v1", simulator_cache_name(s)
             else:
                 base = cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]
                 cache_base = base.rstrip("/")
@@ -362,7 +363,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                                      "stopped without marking any unjudged case; fix the key and run the same command to resume")
             await anyio.sleep_forever()
         for metric in use:
-            work.result.scores[metric.key] = outcomes[metric.key].score
+            work.result.scores[metric.key] = stamp(outcomes[metric.key].score, metric, cfg)
         bad = [o for o in outcomes.values() if o.status != "ok"]
         state["results"] += 1
         skipped = [o for o in bad if o.status == "skipped_budget"]
@@ -432,6 +433,24 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         return state["judge"].activity() if state["judge"] is not None else None
 
     return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity)
+
+
+def simulator_cache_name(options: Any) -> str:
+    """The simulator's name in cache keys: `simulator`, plus its known flaws when it has any (`tracejudge.simulator.flaws`),
+    so a run with other flaws is not served the verdicts of another."""
+    flaws = {k: getattr(options, k) for k in ("agreement", "noise", "position_bias")}
+    if flaws == {"agreement": 1.0, "noise": 0.0, "position_bias": 0.0}:
+        return "simulator"
+    return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items()))
+
+
+def stamp(score: Score, metric: JudgeMetric, cfg: Any) -> Score:
+    """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version and the structured-output mode
+    (`judge.structured_output`, `json_schema` where the config has no such key). A score no request was made for is left as it is."""
+    if score.judge is not None:
+        score.judge.prompt_version = metric.prompt_version
+        score.judge.structured_output = str(getattr(cfg, "structured_output", None) or "json_schema")
+    return score
 
 
 async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:
