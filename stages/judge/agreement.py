@@ -164,6 +164,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         return {"n": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None, "note": "no labelled verdict"}
     binary = _binary(pairs)
     rng = _rng(seed, metric)
+    kind: str | None
     if binary:
         y = np.array([bool(p.label) if isinstance(p.label, bool) else p.label >= threshold for p in pairs])
         v = np.array([bool(p.passed) for p in pairs])

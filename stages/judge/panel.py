@@ -1,0 +1,79 @@
+"""The judges of a run: the `judge:` section's own model, or each model of a panel (`judge.models`).
+
+A panel member (`tracejudge.core.judge_quality.PanelModel`) is the `judge:`
+section with the member's `model` (which may carry its provider,
+`anthropic:claude-3-5-haiku-latest`), `provider`, `base_url`,
+`api_key_env` and `prices` put over it; a member on another provider than the
+section's does not inherit the section's base URL or key variable. Its
+`limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
+and enforced by a limiter of its own. How the members' verdicts are combined:
+`tracejudge.stages.judge.repeat`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from tracejudge.core.config import PROVIDERS, JudgeConfig, LimitsConfig, RunConfig
+from tracejudge.core.errors import ConfigError
+
+__all__ = ["Member", "member_key", "panel_members"]
+
+
+@dataclass
+class Member:
+    """One judge of the run: `name` (`provider:model`), its `cfg`, and its own `limits` (`None`: the run's shared limiter)."""
+
+    name: str
+    cfg: JudgeConfig
+    limits: LimitsConfig | None = None
+
+
+def panel_members(config: RunConfig) -> list[Member]:
+    """The run's judges, in panel order (one, named by its model, without `judge.models`). Raises `ConfigError` naming the member."""
+    cfg = config.judge or JudgeConfig()
+    if not cfg.models:
+        return [Member(cfg.model, cfg)]
+    if cfg.mode == "batch":
+        raise ConfigError("judge.models: a panel is judged synchronously; remove judge.mode: batch or the panel")
+    base = cfg.model_dump(exclude={"models", "model", "provider"}, exclude_unset=False)
+    members: list[Member] = []
+    for i, m in enumerate(cfg.models):
+        data: dict[str, Any] = {**base, "model": m.model}
+        prefix = m.model.partition(":")[0].lower() if ":" in m.model else ""
+        provider = (m.provider or (prefix if prefix in PROVIDERS else cfg.provider)).lower()
+        if prefix not in PROVIDERS:
+            data["provider"] = provider
+        elif m.provider is not None:
+            data["provider"] = m.provider
+        if provider != cfg.provider:  # another provider: the section's endpoint and key are not this member's
+            data.pop("base_url", None)
+            data.pop("api_key_env", None)
+        for k in ("base_url", "api_key_env", "prices"):
+            if getattr(m, k) is not None:
+                data[k] = getattr(m, k)
+        try:
+            member_cfg = JudgeConfig.model_validate(data)
+            limits = LimitsConfig.model_validate({**config.limits.model_dump(), **m.limits}) if m.limits else None
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ConfigError(f"judge.models[{i}].{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
+    names = [m.name for m in members]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"judge.models names a model twice ({', '.join(names)}): each panel member must be a different judge")
+    return members
+
+
+def member_key(member: Member) -> str | None:
+    """The member's API key from the variable it names; raises `ConfigError` naming the variable (never its value) when unset."""
+    cfg = member.cfg
+    if cfg.provider == "simulator" or not cfg.api_key_env:
+        return None
+    value = os.environ.get(cfg.api_key_env)
+    if not value:
+        raise ConfigError(f"judge.models: {member.name}: the environment variable {cfg.api_key_env} is not set")
+    return value
