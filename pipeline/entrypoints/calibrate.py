@@ -153,3 +153,22 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
         for d in (m.get("disagreements") or [])[:listed]:
             console.print(f"  disagrees: case {d['case_id']} trial {d['trial']}: label {d['label']}, verdict {d['verdict']} "
                           f"(value {d['value']:.3f}): {d['reason'][:160]}", highlight=False, markup=False, soft_wrap=True)
+
+
+def pairwise_command(args: argparse.Namespace, out: Console) -> int:
+    """`tracejudge compare A --vs B --judge CONFIG`: 0, or 1 below `--min-win-rate`; a bad config raises `ConfigError` (exit 2)."""
+    from tracejudge.core.config import load_config
+    from tracejudge.stages.comparison.pairwise import compare_pairwise, print_pairwise
+
+    if args.vs is None and len(args.runs) != 2:
+        raise TracejudgeError("compare --judge takes two runs (RUN_A RUN_B, or RUN_A --vs RUN_B)")
+    run_a, run_b = (args.runs, args.vs) if args.vs is not None else ([args.runs[0]], [args.runs[1]])
+    config = load_config(args.judge, [])
+    res = compare_pairwise(run_a, run_b, config, min_win_rate=args.min_win_rate, seed=args.seed, top=args.top)
+    if args.json:
+        import sys
+
+        sys.stdout.write(json.dumps(res.as_dict(), indent=2, default=str) + "\n")
+    else:
+        print_pairwise(res, out)
+    return 0 if res.passed else 1

@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cmp.add_argument("--judge", type=Path, metavar="CONFIG", help="ask CONFIG's judge which run served the user better, per shared case, "
+                     "in both orders (pairwise; README \"Is the judge right?\")")
+    cmp.add_argument("--min-win-rate", type=float, metavar="X", help="with --judge: FAIL (exit 1) when B's win rate is below X")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)",
                          **_examples("tracejudge extract configs/demo.yaml -o cases.jsonl", "tracejudge extract my.yaml -o - | head -1"))
@@ -601,6 +604,10 @@ def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.comparison.runs import compare_runs
     from tracejudge.stages.comparison.view import print_comparison
 
+    if args.judge is not None:
+        from tracejudge.entrypoints.calibrate import pairwise_command
+
+        return pairwise_command(args, _stdout_console())
     if args.vs is not None:
         run_a, run_b = args.runs, args.vs
     elif len(args.runs) == 2:

@@ -19,8 +19,9 @@ predict their rates exactly:
   simulator sees this exact request body — so repeated samples of one
   request (`judge.samples`) differ as a model at temperature > 0 does, and
   the models of a panel differ from each other.
-- **`position_bias`** b, for pairwise requests (schema `preference`,
-  `tracejudge.stages.comparison.pairwise`): the two fenced trajectories each
+- **`position_bias`** b, for pairwise requests (`tracejudge.stages.comparison.pairwise`:
+  a user message with the line `Evaluation: PairwiseComparison …`, graded
+  1 = the first run better, 2 = equal, 3 = the second): the two fenced trajectories each
   get a quality (a hash of the seed and the block's tag, so it does not
   depend on the order); the better one wins, a tie within 0.05. With
   probability b (a hash of the seed, both tags in order and the occurrence)
@@ -34,9 +35,9 @@ import hashlib
 import re
 from typing import Any
 
-__all__ = ["PREFERENCE_SCHEMA_NAME", "Flaws", "preference"]
+__all__ = ["Flaws", "is_pairwise", "preference"]
 
-PREFERENCE_SCHEMA_NAME = "preference"
+_PAIRWISE = re.compile(r"(?m)^Evaluation: PairwiseComparison ")
 _TAGS = re.compile(r"==== DATA (\w+) BEGIN ====")
 
 
@@ -101,14 +102,20 @@ class Flaws:
         return self._walk(verdict, model, tag, occurrence, "", bounds)
 
 
-def preference(flaws: Flaws, texts: list[str], occurrence: int) -> dict[str, str]:
-    """The verdict of a pairwise request whose user message(s) `texts` hold two fenced trajectories (see the module doc)."""
+def is_pairwise(texts: list[str]) -> bool:
+    """Whether the user message(s) `texts` ask a pairwise comparison (after the last fenced data, so a trace cannot pose as one)."""
+    return any(_PAIRWISE.search(t.rsplit(" END ====", 1)[-1]) for t in texts)
+
+
+def preference(flaws: Flaws, texts: list[str], occurrence: int) -> dict[str, Any]:
+    """The verdict of a pairwise request whose user message(s) `texts` hold two fenced trajectories (see the module doc):
+    `{"score": 1 | 2 | 3, "reason"}`."""
     tags = [m for t in texts for m in _TAGS.findall(t)][:2]
     if len(tags) < 2:
-        return {"winner": "tie", "reason": "simulated: fewer than two runs to compare"}
+        return {"score": 2, "reason": "simulated: fewer than two runs to compare"}
     first, second = (_u(flaws.seed, "quality", t) for t in tags)
     if _u(flaws.seed, "position", tags[0], tags[1], occurrence) < flaws.position_bias:
-        return {"winner": "first", "reason": "simulated: the first run shown (position bias)"}
+        return {"score": 1, "reason": "simulated: the first run shown (position bias)"}
     if abs(first - second) < 0.05:
-        return {"winner": "tie", "reason": "simulated: equally good"}
-    return {"winner": "first" if first > second else "second", "reason": f"simulated qualities {first:.2f} vs {second:.2f}"}
+        return {"score": 2, "reason": "simulated: equally good"}
+    return {"score": 1 if first > second else 3, "reason": f"simulated qualities {first:.2f} vs {second:.2f}"}

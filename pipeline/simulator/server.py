@@ -100,7 +100,7 @@ from aiohttp import web
 from tracejudge.llm.prefix_cache import PrefixCache, prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.batches import add_batch_routes
-from tracejudge.simulator.flaws import PREFERENCE_SCHEMA_NAME, Flaws, preference
+from tracejudge.simulator.flaws import Flaws, is_pairwise, preference
 
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
@@ -420,11 +420,14 @@ def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str
     return {"answers": out}
 
 
-def _with_flaws(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, verdict: Any) -> Any:
-    """`verdict` through the simulator's known flaws; a pairwise (`preference`) request's verdict made here (`tracejudge.simulator.flaws`)."""
+def _with_flaws(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any) -> Any:
+    """`verdict` through the simulator's known flaws; a pairwise request's verdict made here (`tracejudge.simulator.flaws`)."""
     texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    pairwise = is_pairwise(texts)
+    if not (pairwise or sim.flaws.active):
+        return verdict
     occurrence = sim.flaws.occurrence(_digest(body, sim.config.seed))
-    if name == PREFERENCE_SCHEMA_NAME:
+    if pairwise:
         return preference(sim.flaws, texts, occurrence)
     tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), "")
     model = str(body.get("model"))
@@ -455,8 +458,8 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         schema, tool_name = tool.get("input_schema"), tool.get("name")
         name = tool_name
     verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
-    if schema and (sim.flaws.active or name == PREFERENCE_SCHEMA_NAME):
-        verdict = _with_flaws(sim, body, schema, name, verdict)
+    if schema and name != MULTI_SCHEMA_NAME:
+        verdict = _with_flaws(sim, body, schema, verdict)
     text = json.dumps(verdict) if schema else "yes"
     finish = "stop"
     if fault == "prose":
