@@ -166,6 +166,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
     sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
     sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
+    sim.add_argument("--agreement", type=float, default=1.0, metavar="P", help="each answer equals the simulator's truth with probability P")
+    sim.add_argument("--noise", type=float, default=0.0, metavar="Q", help="each answer flipped with probability Q, afresh per repeat of a request")
+    sim.add_argument("--position-bias", type=float, default=0.0, metavar="B", help="a pairwise request answers 'the first run' with probability B")
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
                           **_examples("tracejudge view                                   # every run under runs/",
                                       "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
@@ -626,12 +629,13 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.entrypoints.serve import until_signal
     from tracejudge.simulator.server import SimConfig, start_simulator
 
-    if not 0 <= args.error_rate <= 1:
-        err.print("--error-rate must be between 0 and 1")
-        return EXIT_BAD_INPUT
+    for flag in ("error_rate", "agreement", "noise", "position_bias"):
+        if not 0 <= getattr(args, flag) <= 1:
+            err.print(f"--{flag.replace('_', '-')} must be between 0 and 1")
+            return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
-                       max_concurrency=args.max_concurrency)
+                       max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias)
 
     async def serve() -> None:
         try:

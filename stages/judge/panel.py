@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from tracejudge.core.config import PROVIDERS, JudgeConfig, LimitsConfig, RunConfig
 from tracejudge.core.errors import ConfigError
 
-__all__ = ["Member", "member_key", "panel_members"]
+__all__ = ["Member", "make_judges", "member_key", "panel_members"]
 
 
 @dataclass
@@ -77,3 +77,41 @@ def member_key(member: Member) -> str | None:
     if not value:
         raise ConfigError(f"judge.models: {member.name}: the environment variable {cfg.api_key_env} is not set")
     return value
+
+
+def make_judges(config: RunConfig, members: list[Member], key: str | None, shared: Any, *, session: Any, sim_base: str, run_dir: Any,
+                spend: Any) -> tuple[list[tuple[str, Any]], Any]:
+    """One `Judge` per member, sharing `session`, `shared.budget`, `shared.cache` and the spend journal; each member with
+    `limits` gets a limiter of its own, the others `shared.limiter`. `key` is the section's API key (a lone judge's);
+    `sim_base` the simulator's URL when a member is the simulator. Returns `([(name, judge)], batch runner or None)`."""
+    from tracejudge.llm.batch_journal import BatchJournal
+    from tracejudge.llm.prices import price_for
+    from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint
+    from tracejudge.llm.ratelimit import AdaptiveLimiter
+    from tracejudge.stages.judge.batch_runner import BatchRunner
+    from tracejudge.stages.judge.client import Judge
+    from tracejudge.stages.judge.stage import simulator_cache_name
+
+    section = config.judge or JudgeConfig()
+    judges: list[tuple[str, Any]] = []
+    batch_runner = None
+    for i, member in enumerate(members):
+        mcfg = member.cfg
+        if mcfg.provider == "simulator":
+            base, cache_base = sim_base, simulator_cache_name(section.simulator)
+        else:
+            base = mcfg.base_url or DEFAULT_BASE_URLS[mcfg.provider]
+            cache_base = base.rstrip("/")
+        mkey = key if i == 0 and not section.models else member_key(member)
+        limits = member.limits
+        limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window)
+        if mcfg.mode == "batch":
+            protocol = "anthropic" if mcfg.provider == "anthropic" else "openai"
+            batch_runner = BatchRunner(mcfg, session=session, protocol=protocol, base_url=base, headers=auth_headers(protocol, mkey),
+                                       journal=BatchJournal(run_dir), journal_base=cache_base)
+        judge = Judge(mcfg, session=session, url=endpoint(mcfg.provider, base), api_key=mkey, limiter=limiter, budget=shared.budget,
+                      cache=shared.cache, price=price_for(mcfg.model, mcfg.prices), cache_base_url=cache_base, explain=config.cache.explain,
+                      batches=batch_runner)
+        judge.spend = spend
+        judges.append((member.name, judge))
+    return judges, batch_runner

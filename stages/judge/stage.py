@@ -28,6 +28,13 @@ that differs from the compact rendering (`tracejudge.stages.judge.calibration`).
 `judge.mode: batch`, requests go through the provider's batch API
 (`tracejudge.stages.judge.batch_runner`), journaled in `RUN_DIR/batches.jsonl`, and
 the stage runs `BATCH_WORKERS` cases at once unless `judge.workers` says.
+
+With `judge.samples` N or a panel (`judge.models`), each case is judged in
+one pass per (model, sample), all at once, each pass with its own copies of
+the plans; the passes' outcomes are combined per metric
+(`tracejudge.stages.judge.repeat`) and tallied for the summary's
+`judge.samples` and `judge.panel` blocks (`tracejudge.stages.judge.judge_stats`).
+Each score records its judge (`stamp`): model, prompt version, structured-output mode.
 """
 
 from __future__ import annotations
@@ -44,23 +51,21 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.work import Stage, Work
-from tracejudge.llm.batch_journal import BatchJournal
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
 from tracejudge.llm.prices import cost_usd, price_for
-from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
+from tracejudge.llm.providers import open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.simulator.server import SimConfig, start_simulator
 from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
-from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
-from tracejudge.stages.judge.panel import member_key, panel_members
+from tracejudge.stages.judge.panel import make_judges, member_key, panel_members
 from tracejudge.stages.judge.repeat import combine_panel, combine_samples, sample_trial
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources", "simulator_cache_name", "stamp"]
@@ -166,28 +171,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             budget, cache = shared.budget, shared.cache
             state["cache"] = cache
             state["spend"] = SpendJournal(run_dir)
-            judges: list[tuple[str, Judge]] = []
-            for i, member in enumerate(members):
-                mcfg = member.cfg
-                if mcfg.provider == "simulator":
-                    base, cache_base = sim_base, simulator_cache_name(cfg.simulator)
-                else:
-                    base = mcfg.base_url or DEFAULT_BASE_URLS[mcfg.provider]
-                    cache_base = base.rstrip("/")
-                mkey = key if i == 0 and not cfg.models else member_key(member)
-                limiter = shared.limiter if member.limits is None else AdaptiveLimiter(member.limits.rpm, member.limits.tpm,
-                                                                                        member.limits.max_in_flight, member.limits.window)
-                batch_runner: BatchRunner | None = None
-                if mcfg.mode == "batch":
-                    protocol = "anthropic" if mcfg.provider == "anthropic" else "openai"
-                    batch_runner = BatchRunner(mcfg, session=state["session"], protocol=protocol, base_url=base,
-                                               headers=auth_headers(protocol, mkey), journal=BatchJournal(run_dir), journal_base=cache_base)
-                    state["batches"] = batch_runner
-                judge = Judge(mcfg, session=state["session"], url=endpoint(mcfg.provider, base), api_key=mkey, limiter=limiter,
-                              budget=budget, cache=cache, price=price_for(mcfg.model, mcfg.prices), cache_base_url=cache_base,
-                              explain=config.cache.explain, batches=batch_runner)
-                judge.spend = state["spend"]
-                judges.append((member.name, judge))
+            judges, state["batches"] = make_judges(config, members, key, shared, session=state["session"], sim_base=sim_base,
+                                                   run_dir=run_dir, spend=state["spend"])
             state["judge"] = judges[0][1]
             state["judges"] = judges
             return judges
