@@ -125,3 +125,14 @@ def test_a_panel_keeps_each_models_verdict_and_reports_agreement(tmp_path: Path)
         assert agree[models[0]] > agree[models[2]]  # the noisiest judge agrees least with the panel
     assert set(block["models"]) == set(models) and all(m["requests"] == 40 for m in block["models"].values())
     assert summary["judge"]["requests"] == 120  # every model asked once per case (grouped)
+
+
+def test_the_gate_states_the_ci_of_a_mean_over_samples() -> None:
+    from tracejudge.core.evalconfig import AssertionsConfig
+    from tracejudge.stages.aggregate.gate import evaluate_gate
+
+    summary = {"results": 10, "metrics": {"tc": {"results": 10, "scored": 10, "mean": 0.62, "ci95": [0.55, 0.69], "passed": 6}},
+               "judge": {"samples_per_request": 3}}
+    verdict = evaluate_gate(AssertionsConfig.model_validate({"metrics": {"tc": {"min_mean": 0.6}}}), summary, None)
+    check = next(c for c in verdict.checks if c.name == "tc min_mean")
+    assert check.ok and "95% CI [0.5500, 0.6900], each value a mean of 3 samples" in check.detail

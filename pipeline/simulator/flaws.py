@@ -27,6 +27,8 @@ predict their rates exactly:
   probability b (a hash of the seed, both tags in order and the occurrence)
   the answer is `first` whatever the qualities: the bias that asking in both
   orders cancels.
+
+Multi-item requests (`items_per_request` > 1) get their verdicts as before, without flaws.
 """
 
 from __future__ import annotations

@@ -95,8 +95,12 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
     of = f"over {m['scored']} of {m['results']} results"
     if rule.min_mean is not None:
         v = m.get("mean")
+        ci = m.get("ci95")
+        # With repeated judging each value is already a mean of samples: the CI says how far the figure could move.
+        spread = f" (95% CI [{ci[0]:.4f}, {ci[1]:.4f}], each value a mean of {summary['judge']['samples_per_request']} samples)" \
+            if ci and (summary.get("judge") or {}).get("samples_per_request") else ""
         checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
-                            f"mean {_f(v)} {of}, required >= {rule.min_mean}"))
+                            f"mean {_f(v)}{spread} {of}, required >= {rule.min_mean}"))
     if rule.min_pass_rate is not None:
         v = m.get("pass_rate")
         checks.append(Check(f"{key} min_pass_rate", v is not None and v >= rule.min_pass_rate - 1e-12,

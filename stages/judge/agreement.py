@@ -45,6 +45,7 @@ SUMMARY_DISAGREEMENTS = 20  # disagreeing cases listed per metric in summary.jso
 def need_stats() -> None:
     """Raise `TracejudgeError` naming the extra to install when scikit-learn or scipy is missing."""
     try:
+        import numpy  # noqa: F401
         import scipy.stats  # noqa: F401
         import sklearn.metrics  # noqa: F401
     except ImportError as exc:
@@ -156,10 +157,10 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
 
     Raises `TracejudgeError` when scikit-learn or scipy is missing.
     """
+    need_stats()
     import numpy as np
     from sklearn.metrics import confusion_matrix
 
-    need_stats()
     if not pairs:
         return {"n": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None, "note": "no labelled verdict"}
     binary = _binary(pairs)
