@@ -88,6 +88,16 @@ def test_calibrate_recovers_the_configured_agreement(truth: tuple[Path, dict[str
     summary = json.loads((tmp_path / "again" / "summary.json").read_text())
     assert (summary["judge"]["requests"], summary["judge"]["cache_hits"]) == (0, N)
     assert summary["labels"]["metrics"]["quality"]["kappa"] == m["kappa"]
+    # The viewer's case page shows each label beside its verdict, and marks a disagreement.
+    from tracejudge.viewer.pages_case import CaseView, _side
+    from tracejudge.viewer.runs import Run
+
+    run = Run("r", tmp_path / "again", "again")
+    for res in results(tmp_path / "again"):
+        html = _side(CaseView(run, res, None, ""))
+        label = labels[res["case_id"]]
+        assert f"label {'pass' if label else 'fail'}" in html
+        assert ("≠ verdict" in html) == (res["case_id"] in wrong)
 
 
 def test_a_run_with_judge_labels_reports_agreement_from_a_field(truth: tuple[Path, dict[str, bool]], tmp_path: Path) -> None:
