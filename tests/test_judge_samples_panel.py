@@ -132,7 +132,10 @@ def test_the_gate_states_the_ci_of_a_mean_over_samples() -> None:
     from tracejudge.stages.aggregate.gate import evaluate_gate
 
     summary = {"results": 10, "metrics": {"tc": {"results": 10, "scored": 10, "mean": 0.62, "ci95": [0.55, 0.69], "passed": 6}},
-               "judge": {"samples_per_request": 3}}
+               "judge": {"samples_per_request": 3, "samples": {"tc": {"items": 10}}}}
     verdict = evaluate_gate(AssertionsConfig.model_validate({"metrics": {"tc": {"min_mean": 0.6}}}), summary, None)
     check = next(c for c in verdict.checks if c.name == "tc min_mean")
     assert check.ok and "95% CI [0.5500, 0.6900], each value a mean of 3 samples" in check.detail
+    summary["judge"]["samples"] = {}  # a metric no judge scored (deterministic) is not a mean of samples
+    verdict = evaluate_gate(AssertionsConfig.model_validate({"metrics": {"tc": {"min_mean": 0.6}}}), summary, None)
+    assert "samples" not in next(c for c in verdict.checks if c.name == "tc min_mean").detail

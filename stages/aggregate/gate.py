@@ -98,7 +98,7 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         ci = m.get("ci95")
         # With repeated judging each value is already a mean of samples: the CI says how far the figure could move.
         spread = f" (95% CI [{ci[0]:.4f}, {ci[1]:.4f}], each value a mean of {summary['judge']['samples_per_request']} samples)" \
-            if ci and (summary.get("judge") or {}).get("samples_per_request") else ""
+            if ci and key in ((summary.get("judge") or {}).get("samples") or {}) else ""
         checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
                             f"mean {_f(v)}{spread} {of}, required >= {rule.min_mean}"))
     if rule.min_pass_rate is not None:
