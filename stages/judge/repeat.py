@@ -17,7 +17,7 @@ samples disagree.
 pass and answers in `details.panel.models` and combines them by
 `judge.aggregate`: `majority` (per question the majority answer of the
 models, a tie going to the first model's, then scored by the metric; for a
-graded metric the median grade), `mean` (mean value), `all` (the lowest
+graded metric the median grade; a sampled model votes its samples' majority), `mean` (mean value), `all` (the lowest
 value: passes only when every model passes), `any` (the highest value).
 
 A sample or model that failed makes the item fail the same way (the first
@@ -45,6 +45,14 @@ def sample_trial(trial: int, sample: int) -> int | str:
 
 def _answers(o: Outcome) -> dict[str, Any]:
     return (o.score.details or {}).get("answers") or {}
+
+
+def _votes(o: Outcome) -> dict[str, Any]:
+    """A model's answer per question: the majority over its samples when it was sampled, else its one verdict's."""
+    samples = (o.score.details or {}).get("samples")
+    if samples:
+        return dict(samples["majority"])
+    return {q: answer_of(a) for q, a in _answers(o).items()}
 
 
 def _majority(votes: list[Any]) -> Any:
@@ -103,18 +111,17 @@ def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str) ->
     if bad is not None:
         bad.score.judge = _sum_info(items, "panel:" + "+".join(names))
         return bad
-    per_model = {n: {"value": o.score.value, "passed": o.score.passed,
-                     "answers": {q: answer_of(a) for q, a in _answers(o).items()}} for n, o in outs.items()}
+    votes = {n: _votes(o) for n, o in outs.items()}
+    per_model = {n: {"value": o.score.value, "passed": o.score.passed, "answers": votes[n]} for n, o in outs.items()}
     values = [float(o.score.value) for o in items]  # type: ignore[arg-type]
     first = items[0].score
     if how == "majority":
-        qids = list(dict.fromkeys(q for o in items for q in _answers(o)))
+        qids = list(dict.fromkeys(q for v in votes.values() for q in v))
         if plan.kind == "scale":
-            grades = [answer_of(_answers(o).get(qids[0])) for o in items]
-            median = statistics.median_low(grades)
+            median = statistics.median_low([v[qids[0]] for v in votes.values()])
             answers = {qids[0]: {"score": median, "reason": f"median grade of {len(items)} judges"}}
         else:
-            answers = {q: {"answer": _majority([answer_of(_answers(o).get(q)) for o in items]), "reason": "majority of the panel"} for q in qids}
+            answers = {q: {"answer": _majority([v.get(q) for v in votes.values()]), "reason": "majority of the panel"} for q in qids}
         score = metric.finalize(plan, answers)
         value = score.value
     else:
