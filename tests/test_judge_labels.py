@@ -155,3 +155,18 @@ def test_scores_record_the_judge_and_compare_warns_when_it_changes(tmp_path: Pat
     warnings = compare_runs(tmp_path / "a", tmp_path / "b").warnings
     assert len(warnings) == 1 and "model gpt-4o-mini → gpt-4.1-mini" in warnings[0] and "criteria" in warnings[0]
     assert compare_runs(tmp_path / "a", tmp_path / "a").warnings == []
+
+
+def test_a_labels_section_without_a_source_is_a_config_error(tmp_path: Path) -> None:
+    from tracejudge.core.config import load_config
+    from tracejudge.core.errors import ConfigError
+
+    cfg = config(tmp_path, write_cases(tmp_path / "cases.jsonl", 2), "x")
+    cfg["judge"]["labels"] = {"threshold": 0.5}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=r"judge\.labels.*give `path`"):
+        load_config(path, [])
+    cfg["judge"]["labels"] = {"path": "labels.csv"}  # relative: resolved against the config's folder
+    path.write_text(yaml.safe_dump(cfg))
+    assert load_config(path, []).judge.labels.path == tmp_path / "labels.csv"

@@ -139,3 +139,26 @@ def test_the_gate_states_the_ci_of_a_mean_over_samples() -> None:
     summary["judge"]["samples"] = {}  # a metric no judge scored (deterministic) is not a mean of samples
     verdict = evaluate_gate(AssertionsConfig.model_validate({"metrics": {"tc": {"min_mean": 0.6}}}), summary, None)
     assert "samples" not in next(c for c in verdict.checks if c.name == "tc min_mean").detail
+
+
+def test_panel_members_inherit_the_judge_section_unless_on_another_provider(tmp_path: Path, monkeypatch: Any) -> None:
+    import pytest
+    from tracejudge.core.errors import ConfigError
+    from tracejudge.stages.judge.panel import member_key, panel_members
+
+    monkeypatch.setenv("MY_KEY", "k1")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    cases = write_cases(tmp_path / "cases.jsonl", 1)
+    cfg = validate_config({"dataset": {"path": str(cases)}, "metrics": METRICS,
+                           "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "MY_KEY",
+                                     "models": ["gpt-4.1-mini", "llama3:8b", {"model": "anthropic:claude-3-5-haiku-latest", "limits": {"rpm": 50}}]}})
+    a, b, c = panel_members(cfg)
+    assert (a.name, a.cfg.base_url, a.cfg.api_key_env, a.limits) == ("openai:gpt-4.1-mini", "http://127.0.0.1:9/v1", "MY_KEY", None)
+    assert (b.name, b.cfg.provider, b.cfg.base_url) == ("openai:llama3:8b", "openai", "http://127.0.0.1:9/v1")  # a tag, not a provider
+    assert (c.name, c.cfg.base_url, c.cfg.api_key_env, c.limits.rpm) == ("anthropic:claude-3-5-haiku-latest", None, "ANTHROPIC_API_KEY", 50)
+    assert member_key(a) == "k1"
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
+        member_key(c)
+    twice = cfg.model_copy(update={"judge": cfg.judge.model_copy(update={"models": [a_ for a_ in cfg.judge.models[:1]] * 2})})
+    with pytest.raises(ConfigError, match="twice"):
+        panel_members(twice)
