@@ -159,6 +159,11 @@ def test_panel_members_inherit_the_judge_section_unless_on_another_provider(tmp_
     assert member_key(a) == "k1"
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
         member_key(c)
+    # A run with that panel stops before it starts: no run directory is made.
+    run_cfg = cfg.model_copy(update={"run": cfg.run.model_copy(update={"dir": tmp_path / "never"})})
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
+        anyio.run(lambda: runner.run(run_cfg))
+    assert not (tmp_path / "never").exists()
     twice = cfg.model_copy(update={"judge": cfg.judge.model_copy(update={"models": [a_ for a_ in cfg.judge.models[:1]] * 2})})
     with pytest.raises(ConfigError, match="twice"):
         panel_members(twice)

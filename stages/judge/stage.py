@@ -85,9 +85,14 @@ def api_key(config: RunConfig) -> str | None:
     """The judge API key from the environment variable the config names.
 
     Raises `ConfigError` naming the variable (never its value) when it is
-    named but unset.
+    named but unset; with a panel (`judge.models`), also when a member's is,
+    or the panel cannot be built (`tracejudge.stages.judge.panel`), so the run
+    stops before it starts.
     """
     judge = config.judge
+    if judge is not None and judge.models:
+        for member in panel_members(config):
+            member_key(member)
     if judge is None or judge.provider == "simulator" or not judge.api_key_env:
         return None
     value = os.environ.get(judge.api_key_env)
@@ -142,8 +147,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if prior.get(k, 0.0) is None:  # spending recovered from results: price it
             prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     members = panel_members(config)
-    for member in members[1:] if cfg.models else []:
-        member_key(member)  # an unset key variable fails the run before it starts, as the section's own does
     tally = JudgeTally()
     state: dict[str, Any] = {"judge": None, "judges": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
                              "quota": None, "quota_stopped": 0,
