@@ -170,3 +170,15 @@ def test_a_labels_section_without_a_source_is_a_config_error(tmp_path: Path) -> 
     cfg["judge"]["labels"] = {"path": "labels.csv"}  # relative: resolved against the config's folder
     path.write_text(yaml.safe_dump(cfg))
     assert load_config(path, []).judge.labels.path == tmp_path / "labels.csv"
+
+
+def test_calibrate_the_demo_against_tau_bench_rewards(data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = Path(__file__).resolve().parent.parent
+    code = main(["calibrate", str(repo / "configs" / "demo.yaml"), "--labels-field", "TaskCompletion=metadata.reward",
+                 "--set", "dataset.limit=30", "--set", f"cache.dir={tmp_path / 'cache'}", "--run-dir", str(tmp_path / "run"),
+                 "--json", str(tmp_path / "cal.json")])
+    out = capsys.readouterr().out
+    assert code == 0 and "kappa" in out and "TaskCompletion: confusion (rows: label, columns: verdict)" in out
+    m = json.loads((tmp_path / "cal.json").read_text())["metrics"]["TaskCompletion"]
+    rewards = [r["metadata"]["reward"] for r in results(tmp_path / "run")]
+    assert m["n"] == 30 and m["confusion"]["matrix"][1][0] + m["confusion"]["matrix"][1][1] == sum(1 for x in rewards if x >= 0.5)
