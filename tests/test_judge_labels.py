@@ -182,3 +182,17 @@ def test_calibrate_the_demo_against_tau_bench_rewards(data_dir: Path, tmp_path: 
     m = json.loads((tmp_path / "cal.json").read_text())["metrics"]["TaskCompletion"]
     rewards = [r["metadata"]["reward"] for r in results(tmp_path / "run")]
     assert m["n"] == 30 and m["confusion"]["matrix"][1][0] + m["confusion"]["matrix"][1][1] == sum(1 for x in rewards if x >= 0.5)
+
+
+def test_calibrate_with_a_labels_file_judges_only_the_labelled_cases(truth: tuple[Path, dict[str, bool]], tmp_path: Path) -> None:
+    base, labels = truth
+    some = dict(list(labels.items())[:10])
+    label_file = tmp_path / "labels.csv"
+    label_file.write_text("case_id,metric,label\n" + "".join(f"{c},quality,{'yes' if v else 'no'}\n" for c, v in some.items()))
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config(tmp_path, base / "cases.jsonl", "full")))
+    assert main(["calibrate", str(path), "--labels", str(label_file)]) == 0
+    judged = results(tmp_path / "full-calibrate")
+    assert sorted(r["case_id"] for r in judged) == sorted(some) and not (tmp_path / "full").exists()
+    summary = json.loads((tmp_path / "full-calibrate" / "summary.json").read_text())
+    assert summary["judge"]["requests"] == 10 and summary["labels"]["metrics"]["quality"]["accuracy"] == 1.0

@@ -1,8 +1,8 @@
 """`tracejudge calibrate CONFIG --labels FILE`: how well does the config's judge agree with reference labels?
 
 It runs the config through the normal pipeline (`tracejudge.engine.runner.run`:
-the same judge requests, cache, budget and run directory as `tracejudge run`,
-so a finished run costs nothing more and a labelled run resumes), then pairs
+the same judge requests, cache and budget as `tracejudge run`, so verdicts
+already paid for cost nothing more), then pairs
 each judge verdict with its label (`tracejudge.stages.judge.agreement`) and
 prints, per metric: n, accuracy, Cohen's κ (quadratic-weighted κ and
 Spearman's ρ for graded labels) with 95% bootstrap CIs, the confusion matrix,
@@ -13,7 +13,10 @@ labelled verdict beside its label (`cases`).
 Labels come from `--labels FILE` (JSONL or CSV, `tracejudge.stages.judge.labels`),
 `--labels-field METRIC=PATH` (a field of each result, e.g.
 `TaskCompletion=metadata.reward`), or the config's `judge.labels`; the
-command-line ones replace the config's. Exit status: 0, or 1 when an
+command-line ones replace the config's. Labels from a field label every
+case: the whole config is run, in its own run directory (a finished run is
+reused). Labels from a file only: only the labelled cases are judged, in
+`RUN_DIR-calibrate` (`--run-dir` to choose). Exit status: 0, or 1 when an
 assertion `min_kappa` fails, 2 for a bad config or labels, 130 interrupted.
 """
 
@@ -48,7 +51,8 @@ def add_parser(sub: Any) -> None:
                    help="take METRIC's labels from a field of each result, e.g. TaskCompletion=metadata.reward (repeatable)")
     c.add_argument("--threshold", type=float, default=None, help="a numeric label is a pass when >= this (default 0.5, or judge.labels.threshold)")
     c.add_argument("--json", type=Path, metavar="OUT", help="write the figures and each labelled verdict beside its label as JSON")
-    c.add_argument("--run-dir", type=Path, help="run directory (default: the config's run.dir; a finished run is reused)")
+    c.add_argument("--run-dir", type=Path, help="run directory (default: the config's run.dir with --labels-field, where a finished run is "
+                   "reused; RUN_DIR-calibrate with --labels alone, which judges only the labelled cases)")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a config key (repeatable)")
 
 
@@ -83,7 +87,14 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if labels.path is not None and not Path(labels.path).is_file():
             raise ConfigError(f"--labels {labels.path}: no such file")
         config = config.model_copy(update={"judge": config.judge.model_copy(update={"labels": labels})})
-        outcome = anyio.run(lambda: runner.run(config, run_dir=args.run_dir))
+        source, run_dir = None, args.run_dir
+        if not labels.fields:
+            # Labels from a file name their cases: only those are judged, in a run directory of their own.
+            from tracejudge.stages.judge.labels import load_label_file
+
+            source = labelled_cases(config, {lab.case_id for lab in load_label_file(Path(labels.path)).labels})  # type: ignore[arg-type]
+            run_dir = run_dir or Path(f"{config.run.dir}-calibrate")
+        outcome = anyio.run(lambda: runner.run(config, run_dir=run_dir, source=source))
     except (TracejudgeError, BaseExceptionGroup) as exc:
         from tracejudge.core.errors import leaves
 
@@ -110,6 +121,20 @@ def command(args: argparse.Namespace, err: Console) -> int:
         mark = "ok  " if c.ok else "FAIL"
         out.print(f"  {mark} {c.name}: {c.detail}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_ASSERTION if any(not c.ok for c in kappa) else EXIT_OK
+
+
+def labelled_cases(config: Any, ids: set[str]) -> Any:
+    """The cases of `config`'s dataset whose id is in `ids`, as an in-memory source for the runner (read with the
+    config's format; records that cannot be read are left out: the full run reports them)."""
+    from tracejudge.core import registry
+    from tracejudge.core.records import Case
+    from tracejudge.stages.extract import extract_record
+    from tracejudge.stages.load.memory import MemorySource
+
+    fmt = registry.format_for(config.dataset.format)
+    ctx = fmt.prepare(config.dataset)
+    kept = [got for raw in fmt.read(config.dataset) if isinstance(got := extract_record(raw, fmt, ctx), Case) and got.id in ids]
+    return MemorySource(kept, label=str(config.dataset.path))
 
 
 def _f(x: float | None, ci: list[float] | None = None) -> str:
