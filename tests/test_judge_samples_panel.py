@@ -167,3 +167,14 @@ def test_panel_members_inherit_the_judge_section_unless_on_another_provider(tmp_
     twice = cfg.model_copy(update={"judge": cfg.judge.model_copy(update={"models": [a_ for a_ in cfg.judge.models[:1]] * 2})})
     with pytest.raises(ConfigError, match="twice"):
         panel_members(twice)
+
+
+def test_flakiness_adds_up_across_segments_of_a_resumed_run() -> None:
+    first, second = JudgeTally(), JudgeTally()
+    first.add_samples("tc", {"samples": {"flaky": True, "flip_rate": 0.25, "answers": {"q1": ["yes", "no", "yes", "yes"]}}})
+    first.add_samples("tc", {"samples": {"flaky": False, "flip_rate": 0.0, "answers": {"q1": ["yes"] * 4}}})
+    earlier = first.summary(None, None)
+    second.add_samples("tc", {"samples": {"flaky": True, "flip_rate": 0.5, "answers": {"q1": ["yes", "no", "yes", "no"]}}})
+    got = second.summary(earlier, None)["samples"]["tc"]
+    assert (got["items"], got["flaky"], got["flips"], got["answers"]) == (3, 2, 3, 12)
+    assert math.isclose(got["flakiness"], 2 / 3, abs_tol=1e-6) and math.isclose(got["flip_rate"], 0.25)
