@@ -7,20 +7,25 @@ section with the member's `model` (which may carry its provider,
 section's does not inherit the section's base URL or key variable. Its
 `limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
 and enforced by a limiter of its own. How the members' verdicts are combined:
-`tracejudge.stages.judge.repeat`.
+`tracejudge.stages.judge.repeat`. Also here: each judge's name in cache keys
+(`simulator_cache_name`) and its identity on each score (`stamp`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from tracejudge.core.config import PROVIDERS, JudgeConfig, LimitsConfig, RunConfig
 from tracejudge.core.errors import ConfigError
+from tracejudge.core.records import Score
 
-__all__ = ["Member", "make_judges", "member_key", "panel_members"]
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.base import JudgeMetric
+
+__all__ = ["Member", "make_judges", "member_key", "panel_members", "simulator_cache_name", "stamp"]
 
 
 @dataclass
@@ -90,7 +95,6 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
     from tracejudge.llm.ratelimit import AdaptiveLimiter
     from tracejudge.stages.judge.batch_runner import BatchRunner
     from tracejudge.stages.judge.client import Judge
-    from tracejudge.stages.judge.stage import simulator_cache_name
 
     section = config.judge or JudgeConfig()
     judges: list[tuple[str, Any]] = []
@@ -115,3 +119,21 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
         judge.spend = spend
         judges.append((member.name, judge))
     return judges, batch_runner
+
+
+def simulator_cache_name(options: Any) -> str:
+    """The simulator's name in cache keys: `simulator`, plus its known flaws when it has any (`tracejudge.simulator.flaws`),
+    so a run with other flaws is not served the verdicts of another."""
+    flaws = {k: getattr(options, k) for k in ("agreement", "noise", "position_bias")}
+    if flaws == {"agreement": 1.0, "noise": 0.0, "position_bias": 0.0}:
+        return "simulator"
+    return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items()))
+
+
+def stamp(score: Score, metric: JudgeMetric, cfg: Any) -> Score:
+    """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version and the structured-output mode
+    (`judge.structured_output`, `json_schema` where the config has no such key). A score no request was made for is left as it is."""
+    if score.judge is not None:
+        score.judge.prompt_version = metric.prompt_version
+        score.judge.structured_output = str(getattr(cfg, "structured_output", None) or "json_schema")
+    return score

@@ -65,10 +65,10 @@ from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, 
 from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
-from tracejudge.stages.judge.panel import make_judges, member_key, panel_members
+from tracejudge.stages.judge.panel import make_judges, member_key, panel_members, simulator_cache_name, stamp
 from tracejudge.stages.judge.repeat import combine_panel, combine_samples, sample_trial
 
-__all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources", "simulator_cache_name", "stamp"]
+__all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
 BATCH_WORKERS = 2048
 
@@ -486,24 +486,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         return state["judge"].activity() if state["judge"] is not None else None
 
     return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity)
-
-
-def simulator_cache_name(options: Any) -> str:
-    """The simulator's name in cache keys: `simulator`, plus its known flaws when it has any (`tracejudge.simulator.flaws`),
-    so a run with other flaws is not served the verdicts of another."""
-    flaws = {k: getattr(options, k) for k in ("agreement", "noise", "position_bias")}
-    if flaws == {"agreement": 1.0, "noise": 0.0, "position_bias": 0.0}:
-        return "simulator"
-    return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items()))
-
-
-def stamp(score: Score, metric: JudgeMetric, cfg: Any) -> Score:
-    """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version and the structured-output mode
-    (`judge.structured_output`, `json_schema` where the config has no such key). A score no request was made for is left as it is."""
-    if score.judge is not None:
-        score.judge.prompt_version = metric.prompt_version
-        score.judge.structured_output = str(getattr(cfg, "structured_output", None) or "json_schema")
-    return score
 
 
 async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:
