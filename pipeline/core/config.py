@@ -26,6 +26,7 @@ from tracejudge.core import registry, suggest
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
+from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
 
 __all__ = [
     "BudgetConfig",
@@ -56,6 +57,7 @@ _PATH_KEYS = {
     ("target", "cwd"),
     ("target", "traces"),
     ("assertions", "regression", "baseline"),
+    ("judge", "labels", "path"),
 }
 
 
@@ -97,6 +99,10 @@ class SimulatorOptions(_Strict):
     error_rate: float = Field(default=0.0, ge=0, le=1)
     seed: int = 0
     batch_completion_s: float = Field(default=1.0, ge=0)
+    # Knobs that give the simulated judge known flaws (`tracejudge.simulator.server`, "Known flaws").
+    noise: float | dict[str, float] = 0.0
+    agreement: float = Field(default=1.0, ge=0, le=1)
+    position_bias: float = Field(default=0.0, ge=0, le=1)
 
 
 class PriceConfig(_Strict):
@@ -153,6 +159,10 @@ class JudgeConfig(_Strict):
     `cache_hints` sends the providers' prompt-cache hints (Anthropic
     `cache_control` on the trace block, OpenAI `prompt_cache_key` per trace);
     turn it off for an OpenAI-compatible server that rejects unknown fields.
+    Measuring the judge (`tracejudge.core.judge_quality`): `samples` asks each
+    request N times, `models` makes a panel whose verdicts `aggregate` combines,
+    `labels` compares verdicts with reference labels, `pairwise` sets the rubric
+    of `tracejudge compare A --vs B --judge CONFIG`.
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -182,6 +192,12 @@ class JudgeConfig(_Strict):
     calibration: CalibrationConfig | None = None
     mode: Literal["sync", "batch"] = "sync"
     batch: BatchApiConfig = Field(default_factory=BatchApiConfig)
+    # Measuring the judge (`tracejudge.core.judge_quality`, README "Is the judge right?").
+    samples: int = Field(default=1, ge=1, le=100)
+    models: list[PanelModel] | None = Field(default=None, min_length=1)
+    aggregate: Literal["majority", "mean", "all", "any"] = "majority"
+    labels: LabelsConfig | None = None
+    pairwise: PairwiseConfig = Field(default_factory=PairwiseConfig)
 
     @model_validator(mode="before")
     @classmethod

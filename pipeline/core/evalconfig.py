@@ -12,6 +12,8 @@ assertions:
   max_invalid_share: 0.0    # share of invalid_input results allowed (default 0: any unreadable record fails)
   metrics:                  # per metric key; "*" applies to every metric without its own entry
     writes_exact: {min_mean: 0.5, min_pass_rate: 0.4, max_error_share: 0.05}
+    TaskCompletion: {min_kappa: 0.6}   # agreement with judge.labels (Cohen's kappa)
+    TaskCompletion: {min_kappa: 0.6}   # agreement with judge.labels
     "pass@3(writes_exact)": {min_mean: 0.6}
   regression:
     baseline: ../runs/last-night   # a run directory (its results.jsonl is read)
@@ -66,11 +68,15 @@ class MetricAssertion(_Strict):
     over scored results; `max_error_share` bounds the share of all results
     that were excluded (any non-`ok` status) or not computed for the metric.
     A metric with no scored result fails `min_mean` and `min_pass_rate`.
+    `min_kappa` bounds the judge's agreement with reference labels (Cohen's κ,
+    quadratic-weighted for graded labels; `judge.labels` or `tracejudge calibrate
+    --labels`): a metric with no labelled verdict fails it.
     """
 
     min_mean: float | None = Field(default=None, ge=0.0, le=1.0)
     min_pass_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     max_error_share: float | None = Field(default=None, ge=0.0, le=1.0)
+    min_kappa: float | None = Field(default=None, ge=-1.0, le=1.0)
 
 
 class RegressionRule(_Strict):

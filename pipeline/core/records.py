@@ -273,7 +273,9 @@ class JudgeInfo(BaseModel):
     `input_tokens` the provider read from its prompt cache, `cost_usd` the
     dollars billed (cached tokens at the cached rate); `latency_s` is wall time for the
     metric, queueing included; `cache_miss` says why a request missed the
-    cache (only with `cache.explain`).
+    cache (only with `cache.explain`). `model`, `prompt_version` (the metric's
+    prompt template) and `structured_output` (how the verdict schema was sent)
+    identify the judge, so `compare` can warn when two runs' judges differ.
     """
 
     model: str
@@ -286,6 +288,8 @@ class JudgeInfo(BaseModel):
     cost_usd: float = 0.0
     latency_s: float | None = None
     cache_miss: str | None = None
+    prompt_version: str | None = None
+    structured_output: str | None = None
 
 
 class Score(BaseModel):

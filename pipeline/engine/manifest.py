@@ -39,8 +39,10 @@ _UNHASHED: dict[str, set[str] | None] = {
     # Judge settings that change how requests are retried, timed out, priced or
     # gated, not what the judge answers.
     "judge": {"api_key_env", "timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
-              "prices", "expected_output_tokens", "simulator"},
+              "prices", "expected_output_tokens", "simulator", "labels", "pairwise"},
 }
+# Keys left out of the hash while they hold their default, so a run directory made before they existed still resumes.
+_UNHASHED_DEFAULTS: dict[str, dict[str, object]] = {"judge": {"samples": 1, "models": None, "aggregate": "majority"}}
 _FULL_HASH_LIMIT = 256 << 20
 _SAMPLE = 1 << 20
 
@@ -169,6 +171,9 @@ def hashed_config(config: dict[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(value, dict) and drop:
             value = {k: v for k, v in value.items() if k not in drop}
+        defaults = _UNHASHED_DEFAULTS.get(section)
+        if isinstance(value, dict) and defaults:
+            value = {k: v for k, v in value.items() if k not in defaults or v != defaults[k]}
         if section == "run" and isinstance(value, dict) and value.get("shard", 0) is None:
             # Unsharded: hashed as before `run.shard` existed, so older run directories still resume.
             value = {k: v for k, v in value.items() if k != "shard"}

@@ -42,7 +42,7 @@ from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.console import cell, plain_console
 from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
 from tracejudge.core.version import __version__
-from tracejudge.entrypoints import bench
+from tracejudge.entrypoints import bench, calibrate
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cmp.add_argument("--judge", type=Path, metavar="CONFIG", help="ask CONFIG's judge which run served the user better, per shared case, "
+                     "in both orders (pairwise; README \"Is the judge right?\")")
+    cmp.add_argument("--min-win-rate", type=float, metavar="X", help="with --judge: FAIL (exit 1) when B's win rate is below X")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)",
                          **_examples("tracejudge extract configs/demo.yaml -o cases.jsonl", "tracejudge extract my.yaml -o - | head -1"))
@@ -126,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
     bench.add_parser(sub)
+    calibrate.add_parser(sub)
     sub.choices["bench"].epilog = _examples("tracejudge bench configs/demo.yaml --requests 200 --max-cost-usd 1",
                                             "tracejudge bench --synthetic --provider openai --base-url http://gpu-box:8000/v1 --model my-judge")["epilog"]
     sub.choices["bench"].formatter_class = argparse.RawDescriptionHelpFormatter
@@ -162,6 +166,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
     sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
     sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
+    sim.add_argument("--agreement", type=float, default=1.0, metavar="P", help="each answer equals the simulator's truth with probability P")
+    sim.add_argument("--noise", type=float, default=0.0, metavar="Q", help="each answer flipped with probability Q, afresh per repeat of a request")
+    sim.add_argument("--position-bias", type=float, default=0.0, metavar="B", help="a pairwise request answers 'the first run' with probability B")
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
                           **_examples("tracejudge view                                   # every run under runs/",
                                       "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
@@ -311,6 +318,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         return serve_command(args.run_dirs, args.port, args.baseline)
     if args.command == "bench":
         return bench.command(args, err)
+    if args.command == "calibrate":
+        return calibrate.command(args, err)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
@@ -617,6 +626,10 @@ def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.comparison.runs import compare_runs
     from tracejudge.stages.comparison.view import print_comparison
 
+    if args.judge is not None:
+        from tracejudge.entrypoints.calibrate import pairwise_command
+
+        return pairwise_command(args, _stdout_console())
     if args.vs is not None:
         run_a, run_b = args.runs, args.vs
     elif len(args.runs) == 2:
@@ -635,12 +648,13 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.entrypoints.serve import until_signal
     from tracejudge.simulator.server import SimConfig, start_simulator
 
-    if not 0 <= args.error_rate <= 1:
-        err.print("--error-rate must be between 0 and 1")
-        return EXIT_BAD_INPUT
+    for flag in ("error_rate", "agreement", "noise", "position_bias"):
+        if not 0 <= getattr(args, flag) <= 1:
+            err.print(f"--{flag.replace('_', '-')} must be between 0 and 1")
+            return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
-                       max_concurrency=args.max_concurrency)
+                       max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias)
 
     async def serve() -> None:
         try:

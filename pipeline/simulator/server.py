@@ -73,6 +73,9 @@ caches only up to a block marked `cache_control` (at least 1,024 tokens):
 `cache_creation_input_tokens` the first time, `cache_read_input_tokens`
 after (`prefix_cache=False` turns both off).
 
+Known flaws — `agreement` with a truth, per-model `noise`, a pairwise
+`position_bias` — are described in `tracejudge.simulator.flaws`.
+
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
 """
@@ -97,6 +100,7 @@ from aiohttp import web
 from tracejudge.llm.prefix_cache import PrefixCache, prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.batches import add_batch_routes
+from tracejudge.simulator.flaws import Flaws, is_pairwise, preference
 
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
@@ -135,6 +139,10 @@ class SimConfig:
     window_s: float = 60.0
     refuse_marker: str | None = None
     prefix_cache: bool = True
+    # Known flaws (`tracejudge.simulator.flaws`): systematic error against the truth, per-model noise, position bias.
+    agreement: float = 1.0
+    noise: float | dict[str, float] = 0.0
+    position_bias: float = 0.0
 
 
 @dataclass
@@ -277,6 +285,7 @@ class _Sim:
         self.serial = 0
         self.in_flight = 0
         self.prefix_cache = PrefixCache(config.prefix_cache)
+        self.flaws = Flaws(config.seed, config.agreement, config.noise, config.position_bias)
 
     # ----------------------------------------------------------------- faults
 
@@ -411,6 +420,23 @@ def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str
     return {"answers": out}
 
 
+def _with_flaws(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any) -> Any:
+    """`verdict` through the simulator's known flaws; a pairwise request's verdict made here (`tracejudge.simulator.flaws`)."""
+    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    pairwise = is_pairwise(texts)
+    if not (pairwise or sim.flaws.active):
+        return verdict
+    occurrence = sim.flaws.occurrence(_digest(body, sim.config.seed))
+    if pairwise:
+        return preference(sim.flaws, texts, occurrence)
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), "")
+    model = str(body.get("model"))
+    score = (schema.get("properties") or {}).get("score") or {}
+    if score.get("type") == "integer":
+        return sim.flaws.apply_graded(verdict, model, tag, occurrence, (int(score.get("minimum", 0)), int(score.get("maximum", 10))))
+    return sim.flaws.apply(verdict, model, tag, occurrence)
+
+
 def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
     """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
 
@@ -432,6 +458,8 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
         schema, tool_name = tool.get("input_schema"), tool.get("name")
         name = tool_name
     verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
+    if schema and name != MULTI_SCHEMA_NAME:
+        verdict = _with_flaws(sim, body, schema, verdict)
     text = json.dumps(verdict) if schema else "yes"
     finish = "stop"
     if fault == "prose":

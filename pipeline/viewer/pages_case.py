@@ -8,6 +8,7 @@ from typing import Any
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.viewer.html import e, f3, frame, pretty, url
+from tracejudge.viewer.labels import label_cell, labels_of
 from tracejudge.viewer.runs import Run
 
 __all__ = ["CaseView", "case_page", "diff_page"]
@@ -156,12 +157,15 @@ def _side(view: CaseView) -> str:
     out.append('<h3>Scores</h3><table class="grid scores"><colgroup><col class="w20"><col class="w10"><col class="w12"><col></colgroup>'
                "<thead><tr><th>metric</th><th>value</th><th>verdict</th><th>reason</th></tr></thead><tbody>")
     extras = []
+    labels, threshold = labels_of(view.run.manifest(), res)
     for key, s in scores.items():
         if not isinstance(s, dict):
             continue
         p = s.get("passed")
+        shown, wrong = label_cell(labels.get(key), p, threshold)
+        label = f'<br><span class="{"bad" if wrong else "muted"} label">{e(shown)}{" ≠ verdict" if wrong else ""}</span>' if shown else ""
         out.append(f'<tr data-metric="{e(key)}"><td>{e(key)}</td><td class=num>{f3(s.get("value"))}</td>'
-                   f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}</td>'
+                   f'<td class="{"ok" if p is True else "bad" if p is False else "muted"}">{"pass" if p is True else "fail" if p is False else "—"}{label}</td>'
                    f'<td class="reason">{e(s.get("reason"))}'
                    + (f'<details><summary>details</summary><pre>{pretty(s["details"])}</pre></details>' if s.get("details") else "")
                    + "</td></tr>")

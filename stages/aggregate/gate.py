@@ -15,7 +15,8 @@ Unreadable input: the share of `invalid_input` results must not exceed
 three `file:line` reasons.
 
 Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
-x), `max_error_share` ((results − scored) / results <= x); for a `PassAtK`
+x), `max_error_share` ((results − scored) / results <= x), `min_kappa` (agreement
+with reference labels, `summary.labels`); for a `PassAtK`
 key, `min_mean` bounds its value. Regression against a baseline run: see
 `tracejudge.core.evalconfig.RegressionRule`.
 """
@@ -89,11 +90,17 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
     m = summary.get("metrics", {}).get(key)
     if m is None:
         return [Check(f"{key}", False, f"metric {key!r} is not in this run's results")]
+    if rule.min_kappa is not None:
+        checks.append(_kappa_check(key, rule.min_kappa, summary))
     of = f"over {m['scored']} of {m['results']} results"
     if rule.min_mean is not None:
         v = m.get("mean")
+        ci = m.get("ci95")
+        # With repeated judging each value is already a mean of samples: the CI says how far the figure could move.
+        spread = f" (95% CI [{ci[0]:.4f}, {ci[1]:.4f}], each value a mean of {summary['judge']['samples_per_request']} samples)" \
+            if ci and key in ((summary.get("judge") or {}).get("samples") or {}) else ""
         checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
-                            f"mean {_f(v)} {of}, required >= {rule.min_mean}"))
+                            f"mean {_f(v)}{spread} {of}, required >= {rule.min_mean}"))
     if rule.min_pass_rate is not None:
         v = m.get("pass_rate")
         checks.append(Check(f"{key} min_pass_rate", v is not None and v >= rule.min_pass_rate - 1e-12,
@@ -105,6 +112,19 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         checks.append(Check(f"{key} max_error_share", v is not None and v <= rule.max_error_share + 1e-12,
                             f"{bad} of {m['results']} results not scored ({excl}; not computed {m.get('not_computed', 0)}) = {_f(v)}, allowed <= {rule.max_error_share}"))
     return checks
+
+
+def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
+    """`min_kappa`: the judge's agreement with the labels (`summary.labels`, `tracejudge.stages.judge.agreement`)."""
+    got = ((summary.get("labels") or {}).get("metrics") or {}).get(key)
+    if not got or got.get("kappa") is None:
+        why = "no labelled verdict" if not got else got.get("note") or "kappa undefined"
+        return Check(f"{key} min_kappa", False, f"{why} for {key!r} (configure judge.labels, or run tracejudge calibrate --labels), "
+                                                  f"required kappa >= {least}")
+    ci = got.get("kappa_ci")
+    span = f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
+    return Check(f"{key} min_kappa", got["kappa"] >= least - 1e-12,
+                 f"{got.get('kappa_kind', 'kappa')} {got['kappa']:.4f}{span} over {got['n']} labelled verdicts, required >= {least}")
 
 
 def invalid_reasons(run_dir: Path, limit: int = 3) -> list[str]:

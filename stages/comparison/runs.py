@@ -10,7 +10,9 @@ where both runs computed a value (status `ok`, value not null):
 - `p_value`: a two-sided paired sign-flip randomization test of mean delta = 0
   (exact below 13 nonzero deltas, else Monte Carlo); no t distribution is
   assumed, so 0/1 scores are handled as they are;
-- the pairs that regressed and improved most, each with both runs' reasons.
+- the pairs that regressed and improved most, each with both runs' reasons;
+- `warnings` when a metric's judge (model, prompt version, structured-output
+  mode) or options differ between the runs (`tracejudge.stages.comparison.identity`).
 
 Memory: run A is indexed as `(case_id, trial) → values` (a few floats per
 result); run B is streamed; reasons are read back only for the listed pairs.
@@ -99,6 +101,7 @@ class Comparison:
     unreadable_b: int = 0
     metrics_only_a: list[str] = field(default_factory=list)  # scored in one run only: not compared
     metrics_only_b: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # judges or metric options that differ (`tracejudge.stages.comparison.identity`)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -106,7 +109,7 @@ class Comparison:
             "paired": self.paired, "only_a": self.only_a, "only_b": self.only_b, "test": self.test,
             "unreadable_a": self.unreadable_a, "unreadable_b": self.unreadable_b,
             "metrics_only_a": self.metrics_only_a, "metrics_only_b": self.metrics_only_b,
-            "metrics": {k: v.as_dict() for k, v in self.metrics.items()},
+            "metrics": {k: v.as_dict() for k, v in self.metrics.items()}, "warnings": self.warnings,
         }
 
 
@@ -232,8 +235,10 @@ def compare_runs(
             for m in out[k].worst + out[k].best:
                 m.reason_a = reasons_a.get((m.case_id, m.trial, k), "")
                 m.reason_b = reasons_b.get((m.case_id, m.trial, k), "")
+    from tracejudge.stages.comparison.identity import identity_warnings
+
     return Comparison(_name(dirs_a), _name(dirs_b), results_a, results_b, paired, only_a, only_b, out,
-                      unreadable_a=bad_a[0], unreadable_b=bad_b[0],
+                      unreadable_a=bad_a[0], unreadable_b=bad_b[0], warnings=identity_warnings(dirs_a, dirs_b, keys),
                       # (only when the metrics were discovered: metrics asked for by name are compared, or show 0 pairs)
                       metrics_only_a=[k for k in keys if k not in keys_b] if discover else [],
                       metrics_only_b=[k for k in keys_b if k not in out] if discover else [])

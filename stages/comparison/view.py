@@ -30,6 +30,8 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
         if bad:
             console.print(f"warning: {bad} line(s) of {side}'s results.jsonl are not results and were left out "
                           f"(`tracejudge report` on it names them)", highlight=False, markup=False, emoji=False)
+    for line in cmp.warnings:
+        console.print(f"warning: {line}", highlight=False, markup=False, emoji=False, soft_wrap=True)
     if cmp.metrics_only_a or cmp.metrics_only_b:
         console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
                       f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)

@@ -40,7 +40,7 @@ from tracejudge.core.judge_modes import CalibrationConfig
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Outcome
 
-__all__ = ["Calibration"]
+__all__ = ["Calibration", "answer_of"]
 
 _COUNTS = ("items", "not_compared", "questions", "agreed_questions", "equal_values")
 _RENDER_COUNTS = (*_COUNTS, "identical_render")
@@ -61,7 +61,7 @@ class _Tally:
         k, o = kept.score, other.score
         ka, oa = (k.details or {}).get("answers") or {}, (o.details or {}).get("answers") or {}
         qids = sorted(set(ka) | set(oa))
-        agreed = [q for q in qids if _answer(ka.get(q)) == _answer(oa.get(q))]
+        agreed = [q for q in qids if answer_of(ka.get(q)) == answer_of(oa.get(q))]
         assert k.value is not None and o.value is not None
         self.items += 1
         self.questions += len(qids)
@@ -71,7 +71,8 @@ class _Tally:
         return {"value": o.value, "agreed": agreed, "questions": len(qids)}
 
 
-def _answer(a: Any) -> Any:
+def answer_of(a: Any) -> Any:
+    """A question's answer as compared across verdicts (here, and by samples and panels): `yes`/`no`, or a grade."""
     return a.get("answer", a.get("score")) if isinstance(a, dict) else a
 
 

@@ -28,10 +28,18 @@ that differs from the compact rendering (`tracejudge.stages.judge.calibration`).
 `judge.mode: batch`, requests go through the provider's batch API
 (`tracejudge.stages.judge.batch_runner`), journaled in `RUN_DIR/batches.jsonl`, and
 the stage runs `BATCH_WORKERS` cases at once unless `judge.workers` says.
+
+With `judge.samples` N or a panel (`judge.models`), each case is judged in
+one pass per (model, sample), all at once, each pass with its own copies of
+the plans; the passes' outcomes are combined per metric
+(`tracejudge.stages.judge.repeat`) and tallied for the summary's
+`judge.samples` and `judge.panel` blocks (`tracejudge.stages.judge.judge_stats`).
+Each score records its judge (`stamp`): model, prompt version, structured-output mode.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -43,21 +51,22 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.work import Stage, Work
-from tracejudge.llm.batch_journal import BatchJournal
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
 from tracejudge.llm.prices import cost_usd, price_for
-from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
+from tracejudge.llm.providers import open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.simulator.server import SimConfig, start_simulator
 from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
-from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import split
+from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
+from tracejudge.stages.judge.panel import make_judges, member_key, panel_members, simulator_cache_name, stamp
+from tracejudge.stages.judge.repeat import combine_panel, combine_samples, sample_trial
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
@@ -76,9 +85,14 @@ def api_key(config: RunConfig) -> str | None:
     """The judge API key from the environment variable the config names.
 
     Raises `ConfigError` naming the variable (never its value) when it is
-    named but unset.
+    named but unset; with a panel (`judge.models`), also when a member's is,
+    or the panel cannot be built (`tracejudge.stages.judge.panel`), so the run
+    stops before it starts.
     """
     judge = config.judge
+    if judge is not None and judge.models:
+        for member in panel_members(config):
+            member_key(member)
     if judge is None or judge.provider == "simulator" or not judge.api_key_env:
         return None
     value = os.environ.get(judge.api_key_env)
@@ -132,47 +146,44 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     for k in ("cost_usd", "sync_equivalent_usd"):
         if prior.get(k, 0.0) is None:  # spending recovered from results: price it
             prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
-    state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
+    members = panel_members(config)
+    tally = JudgeTally()
+    state: dict[str, Any] = {"judge": None, "judges": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
                              "quota": None, "quota_stopped": 0,
                              "spend": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
     one_per_default = cfg.one_question_per_request
 
-    async def start() -> Judge:
+    async def start_all() -> list[tuple[str, Judge]]:
+        """The run's judges (`tracejudge.stages.judge.panel`), made when the first case arrives: one session, budget and cache."""
         async with lock:
-            if state["judge"] is not None:
-                ready: Judge = state["judge"]
+            if state["judges"] is not None:
+                ready: list[tuple[str, Judge]] = state["judges"]
                 return ready
-            if cfg.provider == "simulator":
+            sim_base = ""
+            if any(m.cfg.provider == "simulator" for m in members):
                 s = cfg.simulator
                 runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
-                                                              batch_completion_s=s.batch_completion_s))
+                                                              batch_completion_s=s.batch_completion_s, agreement=s.agreement, noise=s.noise,
+                                                              position_bias=s.position_bias))
                 state["sim"] = runner
-                base, cache_base = url + "/v1", "simulator"
-            else:
-                base = cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]
-                cache_base = base.rstrip("/")
+                sim_base = url + "/v1"
             state["session"] = open_session(config.limits.max_in_flight)
             shared = (resources or local_resources)(config, prior)
-            limiter, budget, cache = shared.limiter, shared.budget, shared.cache
+            budget, cache = shared.budget, shared.cache
             state["cache"] = cache
-            batch_runner: BatchRunner | None = None
-            if cfg.mode == "batch":
-                protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
-                batch_runner = BatchRunner(cfg, session=state["session"], protocol=protocol, base_url=base, headers=auth_headers(protocol, key),
-                                     journal=BatchJournal(run_dir), journal_base=cache_base)
-                state["batches"] = batch_runner
-            judge = state["judge"] = Judge(cfg, session=state["session"], url=endpoint(cfg.provider, base), api_key=key, limiter=limiter,
-                                           budget=budget, cache=cache, price=price, cache_base_url=cache_base, explain=config.cache.explain,
-                                           batches=batch_runner)
-            judge.spend = state["spend"] = SpendJournal(run_dir)
-            return judge
+            state["spend"] = SpendJournal(run_dir)
+            judges, state["batches"] = make_judges(config, members, key, shared, session=state["session"], sim_base=sim_base,
+                                                   run_dir=run_dir, spend=state["spend"])
+            state["judge"] = judges[0][1]
+            state["judges"] = judges
+            return judges
 
-    batchers: dict[tuple[Any, int], Batcher[Item, Outcome]] = {}
+    batchers: dict[tuple[Any, ...], Batcher[Item, Outcome]] = {}
 
     async def batched(judge: Judge, metric: JudgeMetric, plan: Plan, trial: int, slot: str) -> Outcome:
-        group = (metric.key, trial)
+        group = (metric.key, trial, id(judge))
         if group not in batchers:
             batchers[group] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
         return await batchers[group].submit(group, Item(plan, trial, slot))
@@ -247,8 +258,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if stop is not None and stop.is_set():
             work.scratch["unfinished"] = True  # stopping: not judged, not written, redone on resume
             return
-        judge = state["judge"] or await start()
-        judge.stop = stop
+        judges: list[tuple[str, Judge]] = state["judges"] or await start_all()
+        for _, j in judges:
+            j.stop = stop
         outcomes: dict[str, Outcome] = {}
         stopped: list[str] = []
 
@@ -267,59 +279,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         def per_question(metric: JudgeMetric) -> bool:
             return one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
 
-        def slot_of(metric: JudgeMetric) -> str:
-            return f"{case.id}|{metric.key}|{work.trial}"
-
-        async def ask(metric: JudgeMetric) -> None:
-            plan, slot = plans[metric.key], slot_of(metric)
-            per_q = per_question(metric)
-            if cfg.items_per_request > 1 and not per_q:
-                if calibration.sampled(slot):
-                    outcomes[metric.key] = await calibrate(judge, metric, case, plan, work.trial, slot)
-                else:
-                    outcomes[metric.key] = await batched(judge, metric, plan, work.trial, slot)
-            elif calibration.sampled(slot):
-                # Asked alone already: only the full rendering to compare with.
-                kept, full = await with_full(judge, metric, case, plan, work.trial, slot, per_q, lambda: judge.judge(plan, work.trial, slot, per_q))
-                record_render(metric, plan, kept, kept, full)
-                outcomes[metric.key] = kept
-            else:
-                outcomes[metric.key] = await judge.judge(plan, work.trial, slot, per_q)
-
-        async def ask_group(members: list[JudgeMetric]) -> None:
-            group = [plans[m.key] for m in members]
-            gp = grouped_plan(group, reused=config.run.trials > 1 or cfg.calibration is not None)
-            judge.stats.grouped_requests += 1
-            if cfg.items_per_request > 1:
-                key = (tuple(type(p.metric).__name__ for p in group), work.trial)
-                if key not in batchers:
-                    batchers[key] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
-                got = await batchers[key].submit(key, Item(gp, work.trial, f"{case.id}|group|{work.trial}"))
-            else:
-                got = await judge.judge(gp, work.trial, f"{case.id}|group|{work.trial}", False)
-            if gp.note:
-                for p in group:
-                    p.note = (p.note + "; " if p.note else "") + gp.note
-            parts = await split(judge, group, got, work.trial, [slot_of(m) for m in members])
-            sampled = [i for i, m in enumerate(members) if calibration.sampled(slot_of(m))]
-
-            async def compare(i: int) -> None:
-                # Calibration: the metric asked by itself too (compact and full), and compared with its grouped verdict.
-                m = members[i]
-                alone, full = await with_full(judge, m, case, plans[m.key], work.trial, slot_of(m), False,
-                                              lambda: judge.judge(plans[m.key], work.trial, slot_of(m) + "|alone", False))
-                found = calibration.add(m.key, parts[i], alone)
-                if found is not None:
-                    parts[i].score.details = {**(parts[i].score.details or {}), "calibration": found}
-                record_render(m, plans[m.key], parts[i], alone, full)
-
-            if sampled:
-                async with anyio.create_task_group() as tg:
-                    for i in sampled:
-                        tg.start_soon(compare, i)
-            for m, o in zip(members, parts, strict=True):
-                outcomes[m.key] = o
-
         groups: list[list[JudgeMetric]] = []
         if cfg.group == "case":
             by_plan = {id(plans[m.key]): m for m in use if m.key in plans}
@@ -336,7 +295,68 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             except* JudgeStopped:  # also from a metric re-asked alone inside a task group
                 stopped.extend(keys)
 
-        async def all_metrics() -> None:
+        async def one_pass(judge: Judge, index: int, sample: int) -> dict[str, Outcome]:
+            """Every metric judged once by `judge` (panel member `index`), as sample `sample` (`tracejudge.stages.judge.repeat`)."""
+            got: dict[str, Outcome] = {}
+            trial = sample_trial(work.trial, sample)
+            suffix = (f"/s{sample}" if sample else "") + (f"@{judges[index][0]}" if index else "")
+            # Each pass notes on plans of its own (a truncation note, a group's note), so passes never add to each other's.
+            mine = {k: copy.copy(p) for k, p in plans.items()}
+
+            def slot_of(metric: JudgeMetric) -> str:
+                return f"{case.id}|{metric.key}|{work.trial}{suffix}"
+
+            async def ask(metric: JudgeMetric) -> None:
+                plan, slot = mine[metric.key], slot_of(metric)
+                per_q = per_question(metric)
+                if cfg.items_per_request > 1 and not per_q:
+                    if calibration.sampled(slot):
+                        got[metric.key] = await calibrate(judge, metric, case, plan, trial, slot)
+                    else:
+                        got[metric.key] = await batched(judge, metric, plan, trial, slot)
+                elif calibration.sampled(slot):
+                    # Asked alone already: only the full rendering to compare with.
+                    kept, full = await with_full(judge, metric, case, plan, trial, slot, per_q, lambda: judge.judge(plan, trial, slot, per_q))
+                    record_render(metric, plan, kept, kept, full)
+                    got[metric.key] = kept
+                else:
+                    got[metric.key] = await judge.judge(plan, trial, slot, per_q)
+
+            async def ask_group(members: list[JudgeMetric]) -> None:
+                group = [mine[m.key] for m in members]
+                gp = grouped_plan(group, reused=config.run.trials > 1 or cfg.calibration is not None or len(judges) * cfg.samples > 1)
+                judge.stats.grouped_requests += 1
+                group_slot = f"{case.id}|group|{work.trial}{suffix}"
+                if cfg.items_per_request > 1:
+                    key = (tuple(type(p.metric).__name__ for p in group), trial, id(judge))
+                    if key not in batchers:
+                        batchers[key] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
+                    done = await batchers[key].submit(key, Item(gp, trial, group_slot))  # type: ignore[arg-type]
+                else:
+                    done = await judge.judge(gp, trial, group_slot, False)  # type: ignore[arg-type]
+                if gp.note:
+                    for p in group:
+                        p.note = (p.note + "; " if p.note else "") + gp.note
+                parts = await split(judge, group, done, trial, [slot_of(m) for m in members])  # type: ignore[arg-type]
+                sampled = [i for i, m in enumerate(members) if calibration.sampled(slot_of(m))]
+
+                async def compare(i: int) -> None:
+                    # Calibration: the metric asked by itself too (compact and full), and compared with its grouped verdict.
+                    m = members[i]
+                    alone, full = await with_full(judge, m, case, mine[m.key], trial, slot_of(m), False,
+                                                  lambda: judge.judge(mine[m.key], trial, slot_of(m) + "|alone", False))
+                    found = calibration.add(m.key, parts[i], alone)
+                    if found is not None:
+                        parts[i].score.details = {**(parts[i].score.details or {}), "calibration": found}
+                    record_render(m, mine[m.key], parts[i], alone, full)
+
+                if sampled:
+                    async with anyio.create_task_group() as tg:
+                        for i in sampled:
+                            tg.start_soon(compare, i)
+                for m, o in zip(members, parts, strict=True):
+                    got[m.key] = o
+
             jobs = [(lambda m=m: ask(m), [m.key]) for m in singles] + [(lambda g=g: ask_group(g), [m.key for m in g]) for g in groups]
             if len(jobs) == 1:
                 await guarded(*jobs[0])
@@ -344,6 +364,21 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 async with anyio.create_task_group() as tg:
                     for job, keys in jobs:
                         tg.start_soon(guarded, job, keys)
+            return got
+
+        passes: dict[tuple[int, int], dict[str, Outcome]] = {}
+
+        async def run_pass(index: int, sample: int) -> None:
+            passes[(index, sample)] = await one_pass(judges[index][1], index, sample)
+
+        async def all_metrics() -> None:
+            if len(judges) == 1 and cfg.samples == 1:
+                await run_pass(0, 0)
+                return
+            async with anyio.create_task_group() as tg:
+                for index in range(len(judges)):
+                    for sample in range(cfg.samples):
+                        tg.start_soon(run_pass, index, sample)
 
         if stop is None:
             await all_metrics()
@@ -353,6 +388,13 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if stopped:
             work.scratch["unfinished"] = True
             return
+        by_key = {m.key: m for m in use}
+        for key in plans:
+            per_model = {name: combine_samples(by_key[key], [passes[(i, s)][key] for s in range(cfg.samples)]) for i, (name, _) in enumerate(judges)}
+            for o in per_model.values():
+                tally.add_samples(key, o.score.details)
+            outcomes[key] = next(iter(per_model.values())) if len(judges) == 1 else combine_panel(by_key[key], plans[key], per_model, cfg.aggregate)
+            tally.add_panel(key, outcomes[key].score.details)
         auth = next((o for o in outcomes.values() if o.kind == "auth_error"), None)
         if auth is not None:
             if state["auth"] is None:
@@ -362,7 +404,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                                      "stopped without marking any unjudged case; fix the key and run the same command to resume")
             await anyio.sleep_forever()
         for metric in use:
-            work.result.scores[metric.key] = outcomes[metric.key].score
+            work.result.scores[metric.key] = stamp(outcomes[metric.key].score, metric, cfg)
         bad = [o for o in outcomes.values() if o.status != "ok"]
         state["results"] += 1
         skipped = [o for o in bad if o.status == "skipped_budget"]
@@ -393,8 +435,15 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             state["spend"].close()
 
     def summary() -> dict[str, Any]:
-        judge: Judge | None = state["judge"]
-        block = judge.stats.summary() if judge else {}
+        judges: list[tuple[str, Judge]] = state["judges"] or []
+        block = judges[0][1].stats.summary() if judges else {}
+        for _, other in judges[1:]:  # a panel: every model's requests, tokens and dollars count
+            more = other.stats.summary()
+            for k in _ADDITIVE:
+                if isinstance(more.get(k), (int, float)):
+                    block[k] = block.get(k, 0) + more[k]
+            for k, n in more.get("error_kinds", {}).items():
+                block.setdefault("error_kinds", {})[k] = block.get("error_kinds", {}).get(k, 0) + n
         if state["batches"] is not None:
             block.update(asdict(state["batches"].counters))
         kinds = dict(prior.get("error_kinds") or {})
@@ -423,6 +472,11 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         block["items_per_request"] = cfg.items_per_request
         if cfg.calibration is not None:
             block["calibration"] = calibration.summary(prior.get("calibration"))
+        per_model = {name: {k: j.stats.summary()[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd")}
+                     for name, j in judges} if cfg.models else None
+        block.update(tally.summary(prior, per_model))
+        if cfg.samples > 1:
+            block["samples_per_request"] = cfg.samples
         return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical
 
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.

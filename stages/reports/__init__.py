@@ -74,7 +74,14 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
 
 
 def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig) -> Verdict:
-    """Evaluate the gate, add the verdict to `summary.json`, write the reports."""
+    """Evaluate the gate, add the verdict to `summary.json`, write the reports.
+
+    With `judge.labels`, the verdicts' agreement with the labels goes in `summary.labels` first (the gate's `min_kappa` reads it).
+    """
+    if config.judge is not None and config.judge.labels is not None:
+        from tracejudge.stages.judge.agreement import run_agreement
+
+        summary["labels"] = run_agreement(run_dir, config.judge.labels)
     verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed)
     summary["verdict"] = verdict.as_dict()
     store.write_text_if_changed(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -1,17 +1,17 @@
-"""The judge's lines in the terminal summary: spending, batching, batch mode, calibration."""
+"""The judge's lines in the terminal summary: spending, batching, batch mode, calibration, samples, panel, labels."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["judge_lines"]
+__all__ = ["judge_lines", "quality_lines"]
 
 
 def judge_lines(summary: dict[str, Any]) -> list[str]:
     """Plain-text lines about the judge for the terminal (none when the run had no judge)."""
     j = summary.get("judge") or {}
     if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
-        return []
+        return quality_lines(summary)
     lines = [f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
              f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, ${j.get('cost_usd', 0.0):.4f}"]
     if j.get("repairs"):
@@ -49,4 +49,33 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                          f"scores equal {r['value_agreement']:.1%}, mean |diff| {r['mean_abs_diff']:.3f}")
         elif r.get("not_compared"):
             lines.append(f"calibration {metric}: no item compared compact and full ({r['not_compared']} sampled items had a failed side)")
+    lines += quality_lines(summary)
+    return lines
+
+
+def quality_lines(summary: dict[str, Any]) -> list[str]:
+    """How far the verdicts can be trusted: flakiness over samples, a panel's agreement, agreement with labels."""
+    j = summary.get("judge") or {}
+    lines = []
+    for metric, s in (j.get("samples") or {}).items():
+        lines.append(f"judge samples {metric}: {s['flaky']} of {s['items']} items flaky ({s['flakiness']:.1%}: samples disagree), "
+                     f"flip rate {s['flip_rate']:.1%} of answers ({j.get('samples_per_request', '?')} samples each)")
+    panel = j.get("panel") or {}
+    for metric, p in (panel.get("metrics") or {}).items():
+        kappa = "n/a" if p.get("fleiss_kappa") is None else f"{p['fleiss_kappa']:.3f}"
+        agree = ", ".join(f"{m} {a:.1%}" for m, a in (p.get("agreement_with_panel") or {}).items())
+        lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the panel: {agree}")
+    if panel.get("models"):
+        lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests ${v.get('cost_usd', 0.0):.4f}"
+                                                          for m, v in panel["models"].items()))
+    labels = summary.get("labels") or {}
+    if labels.get("error"):
+        lines.append(f"judge labels: {labels['error']}")
+    for metric, m in (labels.get("metrics") or {}).items():
+        if not m.get("n"):
+            lines.append(f"judge labels {metric}: no labelled verdict")
+            continue
+        ci = m.get("kappa_ci")
+        kappa = "n/a" if m.get("kappa") is None else f"{m['kappa']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        lines.append(f"judge labels {metric}: {m['n']} labelled, accuracy {m['accuracy']:.1%}, kappa {kappa}, {m.get('disagreeing', 0)} disagree")
     return lines

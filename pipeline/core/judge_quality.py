@@ -1,0 +1,94 @@
+"""Config sections that measure the judge itself: labels, panels, pairwise comparison.
+
+They hang off `judge:` (`judge.labels`, `judge.models`, `judge.pairwise`);
+`judge.samples` and `judge.aggregate` are plain fields of `JudgeConfig`.
+
+```yaml
+judge:
+  provider: openai
+  model: gpt-4o-mini
+  samples: 3                 # ask each request 3 times (temperature > 0 makes them differ)
+  temperature: 0.7
+  models:                    # a panel: every model answers, `aggregate` decides
+    - openai:gpt-4o-mini
+    - {provider: anthropic, model: claude-3-5-haiku-latest, limits: {rpm: 50}}
+  aggregate: majority        # majority | mean | all | any
+  labels:                    # agreement with human labels, in the summary and `tracejudge calibrate`
+    path: labels.jsonl       # {"case_id", "metric", "label"} lines, or a CSV with those columns
+    fields: {TaskCompletion: metadata.reward}
+  pairwise: {rubric: "Which run served the user better?", min_win_rate: 0.5}
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["LabelsConfig", "PairwiseConfig", "PanelModel"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LabelsConfig(_Strict):
+    """Where a judge's reference labels come from, and how a numeric label reads as pass/fail.
+
+    `path`: a JSONL file of `{"case_id", "metric", "label"}` objects (optional
+    `trial`, default: the label holds for every trial) or a CSV file with those
+    columns (`.csv`). `fields` maps a metric key to a dotted path into each
+    result record, e.g. `{TaskCompletion: metadata.reward}` (τ-bench's reward,
+    which the tau-bench reader keeps in the case metadata). A label is `true`/`false`
+    or a number; a number is a pass when it is >= `threshold` for a yes/no
+    comparison. `resamples` and `seed` drive the bootstrap CIs.
+    """
+
+    path: Path | None = None
+    fields: dict[str, str] = Field(default_factory=dict)
+    threshold: float = 0.5
+    resamples: int = Field(default=1000, ge=100, le=100_000)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _some_source(self) -> LabelsConfig:
+        if self.path is None and not self.fields:
+            raise ValueError("give `path` (a JSONL or CSV file of labels) or `fields` (metric → dotted path in the results)")
+        return self
+
+
+class PanelModel(_Strict):
+    """One judge of a panel (`judge.models`): a model, optionally on another provider, with its own prices and limits.
+
+    Written as `provider:model` or as a mapping; what it does not set comes
+    from the `judge:` section (base URL, key variable, sampling, retries).
+    `limits` (rpm, tpm, max_in_flight) default to the run's `limits:`.
+    """
+
+    model: str
+    provider: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    prices: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"model": data}
+        return data
+
+
+class PairwiseConfig(_Strict):
+    """`tracejudge compare A --vs B --judge CONFIG`: the rubric the judge compares two runs' trajectories against.
+
+    `min_win_rate`: the gate; the comparison FAILS (exit 1) when B's win rate
+    (ties count half) is below it.
+    """
+
+    rubric: str = ("Which run served the user better: completed what the user asked, correctly, "
+                   "without unnecessary or harmful actions?")
+    min_win_rate: float | None = Field(default=None, ge=0, le=1)

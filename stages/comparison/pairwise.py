@@ -1,0 +1,248 @@
+"""Pairwise comparison of two runs by a judge: `tracejudge compare A --vs B --judge CONFIG`.
+
+For every (case, trial) both runs have a trace for, the judge of CONFIG sees
+the user's request and both runs' trajectories (each in its own fence) and
+grades which run served the user better against `judge.pairwise.rubric`:
+1 = the first shown, 2 = equally good, 3 = the second shown. Each pair is
+asked **in both orders** (A first, then B first), so a judge that prefers
+whatever it reads first cannot favour either run:
+
+- both orders agree → that verdict (B wins, A wins, or a tie);
+- they disagree (the verdict flips with the order) → a tie, counted in
+  `position_bias_rate` = flipped pairs / judged pairs.
+
+B's `win_rate` = (wins + ties / 2) / judged pairs, with a 95% percentile
+bootstrap CI over the pairs (seeded); `deciding` lists the pairs won or lost
+in both orders, with the judge's reasons. With `min_win_rate` (the option
+or `judge.pairwise.min_win_rate`) the comparison FAILS below it.
+
+The requests go through the judge stage itself (`tracejudge.stages.judge.stage`):
+the same cache, budget, rate limits, samples and panels as a run.
+Traces come from each run's `traces.jsonl` or the dataset its manifest names
+(`tracejudge.viewer.traces.CaseSource`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.records import Case, CaseResult, Score
+from tracejudge.core.work import Work
+from tracejudge.engine import shards, store
+from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence
+from tracejudge.stages.judge.metrics import _trace_sections
+
+__all__ = ["PairwiseComparison", "PairwiseResult", "compare_pairwise"]
+
+
+class PairwiseComparison(JudgeMetric):
+    """Which of two runs on one request served the user better (see the module doc); not a metric a config names.
+
+    The case carries both runs in `metadata.pairwise` (`{"first": case, "second": case}`);
+    value = (3 − grade) / 2: 1 when the first run shown is better, 0.5 equal, 0 the second.
+    """
+
+    prompt_version: ClassVar[str] = "pairwise/1"
+    task: ClassVar[str] = ("You compare two runs of an AI agent on the same user request, Run 1 and Run 2, "
+                           "each between its own data markers.")
+    criteria: str
+
+    @property
+    def rubric(self) -> Any:
+        return {"pairwise": self.criteria}
+
+    def instructions(self, kind: str = "scale", answer_format: str | None = None) -> str:
+        fmt = (f"Criterion: {self.criteria}\n\nGrade 1 if Run 1 is better, 2 if they are equally good, 3 if Run 2 is better, with a reason "
+               'of one or two sentences, as one JSON object: {"score": 1, "reason": "..."}. Reply with the JSON object only.')
+        return super().instructions(kind, fmt)
+
+    def verdict_schema(self, plan: Plan, question_ids: list[str]) -> dict[str, Any]:
+        return {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 3}, "reason": {"type": "string"}},
+                "required": ["score", "reason"], "additionalProperties": False}
+
+    def plan(self, case: Case) -> Plan | Score:
+        both = (case.metadata or {}).get("pairwise") or {}
+        first, second = (Case.model_validate(both[k]) for k in ("first", "second"))
+        full = self.trace_format == "full"
+
+        def render(omit: int) -> str:
+            return f"Run 1:\n{fence(_trace_sections(first, omit, full))}\n\nRun 2:\n{fence(_trace_sections(second, omit, full))}"
+
+        steps = max(len(c.trace.steps) if c.trace else 0 for c in (first, second))
+        return Plan(self, [Question("q1", "Which run served the user better?")], render, steps=steps, kind="scale", scale=(1, 3))
+
+    def finalize(self, plan: Plan, answers: dict[str, dict[str, Any]]) -> Score:
+        return self.scored(plan, (3 - answers["q1"]["score"]) / 2, answers)
+
+
+@dataclass
+class PairwiseResult:
+    """Outcome of a pairwise comparison; rates are B's, in [0, 1]."""
+
+    run_a: str
+    run_b: str
+    pairs: int = 0
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    flipped: int = 0
+    not_judged: int = 0
+    no_trace: int = 0
+    win_rate: float | None = None
+    win_rate_ci: list[float] | None = None
+    first_shown_win_rate: float | None = None
+    min_win_rate: float | None = None
+    deciding: list[dict[str, Any]] = field(default_factory=list)
+    judge: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def position_bias_rate(self) -> float | None:
+        return round(self.flipped / self.pairs, 6) if self.pairs else None
+
+    @property
+    def passed(self) -> bool:
+        return self.min_win_rate is None or (self.win_rate is not None and self.win_rate >= self.min_win_rate - 1e-12)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items()}
+        out.update(position_bias_rate=self.position_bias_rate, verdict="PASS" if self.passed else "FAIL")
+        return out
+
+
+def _cases(dirs: list[Path]) -> dict[tuple[str, int], Case]:
+    """Every (case, trial) of a run's results with its trace (from traces.jsonl, else the run's dataset)."""
+    from tracejudge.viewer.traces import CaseSource
+
+    keys = [(str(r["case_id"]), int(r.get("trial", 0))) for d in dirs for r in store.iter_results(d)]
+    out: dict[tuple[str, int], Case] = {}
+    for d in dirs:
+        src = CaseSource(d, store.read_manifest(d, strict=False))
+        by_id = {} if (d / "traces.jsonl").exists() else {c.id: c for c in src.iter_cases()}
+        for cid, trial in keys:
+            case = by_id.get(cid) if by_id else src.get(cid, trial)[0]
+            if case is not None and case.trace is not None:
+                out.setdefault((cid, trial), case)
+    return out
+
+
+def _bootstrap(points: list[float], seed: int, resamples: int = 2000) -> list[float] | None:
+    if not points:
+        return None
+    rng = random.Random(f"{seed}:pairwise")
+    n = len(points)
+    means = sorted(sum(points[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return [round(means[int(0.025 * resamples)], 6), round(means[min(resamples - 1, int(0.975 * resamples))], 6)]
+
+
+async def _judge_all(config: RunConfig, metric: PairwiseComparison, cases: list[Case]) -> tuple[dict[str, Score], dict[str, Any]]:
+    """Each synthetic case's score (by case id) from the judge stage, and the stage's summary block."""
+    from tracejudge.stages.judge.stage import judge_stage
+
+    stage = judge_stage(config, [metric], lambda ms, specs: ms)
+    out: dict[str, Score] = {}
+    limit = anyio.Semaphore(max(1, min(stage.workers, 256)))
+
+    async def one(case: Case) -> None:
+        async with limit:
+            work = Work(case, 0, CaseResult(case_id=case.id), time.monotonic())
+            await stage.process(work)
+            out[case.id] = work.result.scores.get(metric.key) or Score(value=None, reason=work.result.error.message if work.result.error else "")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for case in cases:
+                tg.start_soon(one, case)
+    finally:
+        with anyio.CancelScope(shield=True):
+            if stage.aclose is not None:
+                await stage.aclose()
+    return out, stage.summary() if stage.summary else {}
+
+
+def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config: RunConfig, *, min_win_rate: float | None = None,
+                     seed: int = 0, top: int = 10) -> PairwiseResult:
+    """Compare runs A and B pairwise with `config`'s judge (see the module doc). Raises `TracejudgeError` when the config has no
+    judge or no (case, trial) has a trace in both runs."""
+    if config.judge is None:
+        raise TracejudgeError("--judge: the config has no `judge:` section")
+    dirs_a, dirs_b = shards.expand(run_a), shards.expand(run_b)
+    a, b = _cases(dirs_a), _cases(dirs_b)
+    shared = sorted(set(a) & set(b))
+    res = PairwiseResult(shards_name(dirs_a), shards_name(dirs_b),
+                         no_trace=len(set(a) ^ set(b)),
+                         min_win_rate=min_win_rate if min_win_rate is not None else config.judge.pairwise.min_win_rate)
+    if not shared:
+        raise TracejudgeError(f"no (case, trial) has a trace in both {res.run_a} and {res.run_b}: nothing to compare "
+                              "(traces come from each run's traces.jsonl or the dataset its manifest names)")
+    metric = PairwiseComparison(criteria=config.judge.pairwise.rubric)
+    synthetic: list[Case] = []
+    for cid, trial in shared:
+        ca, cb = a[(cid, trial)].model_dump(mode="json"), b[(cid, trial)].model_dump(mode="json")
+        for order, (first, second) in (("ab", (ca, cb)), ("ba", (cb, ca))):
+            synthetic.append(Case(id=f"{cid}|{trial}|{order}", input=a[(cid, trial)].input, metadata={"pairwise": {"first": first, "second": second}}))
+    scores, res.judge = anyio.run(_judge_all, config, metric, synthetic)
+    points: list[float] = []
+    first_wins = 0.0
+    for cid, trial in shared:
+        ab, ba = scores[f"{cid}|{trial}|ab"], scores[f"{cid}|{trial}|ba"]
+        if ab.value is None or ba.value is None:
+            res.not_judged += 1
+            continue
+        res.pairs += 1
+        b_ab, b_ba = 1 - ab.value, ba.value  # B's side of each verdict: 1 B better, 0.5 equal, 0 A better
+        first_wins += ab.value
+        if abs(b_ab - b_ba) > 1e-9:
+            res.flipped += 1
+            point = 0.5
+        else:
+            point = b_ab
+        points.append(point)
+        if point > 0.5:
+            res.wins += 1
+        elif point < 0.5:
+            res.losses += 1
+        else:
+            res.ties += 1
+        if point != 0.5 and len(res.deciding) < top:
+            res.deciding.append({"case_id": cid, "trial": trial, "winner": "B" if point > 0.5 else "A",
+                                 "reason_a_first": ab.reason[:300], "reason_b_first": ba.reason[:300]})
+    if points:
+        res.win_rate = round(sum(points) / len(points), 6)
+        res.win_rate_ci = _bootstrap(points, seed)
+        res.first_shown_win_rate = round(first_wins / res.pairs, 6)
+    return res
+
+
+def shards_name(dirs: list[Path]) -> str:
+    """A run's name for the report: its directory, or the first shard's with the count."""
+    return str(dirs[0]) if len(dirs) == 1 else f"{dirs[0]} (+{len(dirs) - 1} shards)"
+
+
+def print_pairwise(res: PairwiseResult, console: Any) -> None:
+    """The comparison as a few lines: counts, B's win rate with its CI, the position-bias rate, the deciding pairs, the verdict."""
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)
+
+    say(f"pairwise: A {res.run_a} vs B {res.run_b}; {res.pairs} pairs judged in both orders"
+        + (f", {res.not_judged} not judged" if res.not_judged else "") + (f", {res.no_trace} without a trace in both runs" if res.no_trace else ""))
+    if res.win_rate is not None:
+        ci = f" (95% CI [{res.win_rate_ci[0]:.3f}, {res.win_rate_ci[1]:.3f}])" if res.win_rate_ci else ""
+        say(f"B wins {res.wins}, ties {res.ties}, loses {res.losses}: win rate {res.win_rate:.3f}{ci} (ties count half)")
+        say(f"position bias: {res.flipped} of {res.pairs} verdicts flipped with the order ({res.position_bias_rate:.1%}), counted as ties; "
+            f"asked A first only, A would win {res.first_shown_win_rate:.3f} of the points")
+    for d in res.deciding:
+        say(f"  {d['winner']} better on case {d['case_id']} trial {d['trial']}: {d['reason_a_first'][:160]}")
+    if res.judge:
+        say(f"judge: {res.judge.get('requests', 0)} requests, {res.judge.get('cache_hits', 0)} cache hits, "
+            f"{res.judge.get('input_tokens', 0) + res.judge.get('output_tokens', 0)} tokens, ${res.judge.get('cost_usd', 0.0):.4f}")
+    if res.min_win_rate is not None:
+        got = "none" if res.win_rate is None else f"{res.win_rate:.3f}"
+        say(f"{'ok  ' if res.passed else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")
+        say(f"verdict: {'PASS' if res.passed else 'FAIL'}")

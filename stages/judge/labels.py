@@ -1,0 +1,168 @@
+"""Reference labels for judge verdicts: read from a JSONL or CSV file, or from a field of the results.
+
+A label belongs to one (case, metric) and, optionally, one trial:
+
+- JSONL (any suffix but `.csv`): one object per line,
+  `{"case_id": "3", "metric": "TaskCompletion", "label": true}`, optional `"trial": 0`;
+- CSV (`.csv`): a header row with the columns `case_id`, `metric`, `label`
+  (and optionally `trial`);
+- a field of the results (`LabelsConfig.fields`, `--labels-field METRIC=PATH`):
+  `TaskCompletion=metadata.reward` reads each result's `metadata.reward` as
+  the label of its `TaskCompletion` verdict (τ-bench's reward is in the case
+  metadata).
+
+A label is `true`/`false` or a number; in a CSV also `yes`/`no`, `pass`/`fail`,
+`true`/`false` (any case) or a number. A line that cannot be read is left out
+and named (`file:line: field: problem`) — one bad line never stops a calibration.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core.errors import ConfigError
+
+__all__ = ["Label", "LabelSet", "field_labels", "label_value", "load_label_file", "parse_field_spec"]
+
+_WORDS = {"true": True, "yes": True, "pass": True, "false": False, "no": False, "fail": False}
+
+
+@dataclass(frozen=True)
+class Label:
+    """One reference label: `value` is a bool or a finite float; `trial` `None` holds for every trial; `where` names its source."""
+
+    case_id: str
+    metric: str
+    value: bool | float
+    trial: int | None = None
+    where: str = ""
+
+
+@dataclass
+class LabelSet:
+    """Labels by (case, metric, trial) plus the lines that could not be read (`problems`, each `file:line: …`)."""
+
+    labels: list[Label]
+    problems: list[str]
+
+    def lookup(self) -> dict[tuple[str, str, int | None], Label]:
+        """Labels keyed by `(case_id, metric, trial)`; a later label for the same key replaces an earlier one."""
+        return {(lab.case_id, lab.metric, lab.trial): lab for lab in self.labels}
+
+
+def label_value(raw: Any) -> bool | float:
+    """A label as a bool or a finite float; raises `ValueError` saying what was expected."""
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, (int, float)):
+        if not math.isfinite(raw):
+            raise ValueError(f"label {raw!r} is not a finite number")
+        return float(raw)
+    if isinstance(raw, str):
+        word = raw.strip().lower()
+        if word in _WORDS:
+            return _WORDS[word]
+        try:
+            return label_value(float(word))
+        except ValueError:
+            pass
+    raise ValueError(f"label {raw!r}: expected true/false (yes/no, pass/fail) or a number")
+
+
+def _one(row: dict[str, Any], where: str) -> Label:
+    for key in ("case_id", "metric", "label"):
+        if row.get(key) in (None, ""):
+            raise ValueError(f"{key}: missing")
+    trial = row.get("trial")
+    if trial in (None, ""):
+        trial = None
+    else:
+        try:
+            trial = int(trial)
+        except (TypeError, ValueError):
+            raise ValueError(f"trial: {trial!r} is not an integer") from None
+    try:
+        value = label_value(row["label"])
+    except ValueError as exc:
+        raise ValueError(f"label: {exc}") from None
+    return Label(str(row["case_id"]), str(row["metric"]), value, trial, where)
+
+
+def load_label_file(path: Path) -> LabelSet:
+    """Labels from a JSONL file, or a CSV file when `path` ends in `.csv` (see the module doc).
+
+    Raises `ConfigError` when the file cannot be read, or a CSV lacks a required column.
+    """
+    path = Path(path)
+    labels: list[Label] = []
+    problems: list[str] = []
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            if path.suffix.lower() == ".csv":
+                reader = csv.DictReader(fh)
+                missing = [c for c in ("case_id", "metric", "label") if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise ConfigError(f"{path}:1: the CSV header lacks the column(s) {', '.join(missing)} "
+                                      "(expected case_id, metric, label and optionally trial)")
+                for row in reader:
+                    where = f"{path}:{reader.line_num}"
+                    try:
+                        labels.append(_one(row, where))
+                    except ValueError as exc:
+                        problems.append(f"{where}: {exc}")
+            else:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    where = f"{path}:{lineno}"
+                    try:
+                        row = json.loads(line)
+                        if not isinstance(row, dict):
+                            raise ValueError("expected a JSON object {\"case_id\", \"metric\", \"label\"}")
+                        labels.append(_one(row, where))
+                    except ValueError as exc:
+                        problems.append(f"{where}: {exc}")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the labels file ({exc.strerror or exc})") from None
+    return LabelSet(labels, problems)
+
+
+def parse_field_spec(spec: str) -> tuple[str, str]:
+    """`METRIC=DOTTED.PATH` (e.g. `TaskCompletion=metadata.reward`) as `(metric, path)`; raises `ConfigError`."""
+    metric, sep, path = spec.partition("=")
+    if not sep or not metric.strip() or not path.strip():
+        raise ConfigError(f"--labels-field {spec!r}: expected METRIC=FIELD, e.g. TaskCompletion=metadata.reward")
+    return metric.strip(), path.strip()
+
+
+def _dig(record: dict[str, Any], path: str) -> Any:
+    node: Any = record
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def field_labels(results: Iterable[dict[str, Any]], fields: dict[str, str]) -> LabelSet:
+    """Labels read from each result record: for `{metric: dotted path}`, the value at that path labels the metric's verdict
+    on that (case, trial). A result without the field gives no label; one whose value is not a label is named in `problems`."""
+    labels: list[Label] = []
+    problems: list[str] = []
+    for res in results:
+        for metric, path in fields.items():
+            raw = _dig(res, path)
+            if raw is None:
+                continue
+            where = f"case {res.get('case_id')!r} {path}"
+            try:
+                labels.append(Label(str(res["case_id"]), metric, label_value(raw), int(res.get("trial", 0)), where))
+            except ValueError as exc:
+                problems.append(f"{where}: {exc}")
+    return LabelSet(labels, problems)

@@ -1,0 +1,139 @@
+"""The judges of a run: the `judge:` section's own model, or each model of a panel (`judge.models`).
+
+A panel member (`tracejudge.core.judge_quality.PanelModel`) is the `judge:`
+section with the member's `model` (which may carry its provider,
+`anthropic:claude-3-5-haiku-latest`), `provider`, `base_url`,
+`api_key_env` and `prices` put over it; a member on another provider than the
+section's does not inherit the section's base URL or key variable. Its
+`limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
+and enforced by a limiter of its own. How the members' verdicts are combined:
+`tracejudge.stages.judge.repeat`. Also here: each judge's name in cache keys
+(`simulator_cache_name`) and its identity on each score (`stamp`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from tracejudge.core.config import PROVIDERS, JudgeConfig, LimitsConfig, RunConfig
+from tracejudge.core.errors import ConfigError
+from tracejudge.core.records import Score
+
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.base import JudgeMetric
+
+__all__ = ["Member", "make_judges", "member_key", "panel_members", "simulator_cache_name", "stamp"]
+
+
+@dataclass
+class Member:
+    """One judge of the run: `name` (`provider:model`), its `cfg`, and its own `limits` (`None`: the run's shared limiter)."""
+
+    name: str
+    cfg: JudgeConfig
+    limits: LimitsConfig | None = None
+
+
+def panel_members(config: RunConfig) -> list[Member]:
+    """The run's judges, in panel order (one, named by its model, without `judge.models`). Raises `ConfigError` naming the member."""
+    cfg = config.judge or JudgeConfig()
+    if not cfg.models:
+        return [Member(cfg.model, cfg)]
+    if cfg.mode == "batch":
+        raise ConfigError("judge.models: a panel is judged synchronously; remove judge.mode: batch or the panel")
+    base = cfg.model_dump(exclude={"models", "model", "provider"}, exclude_unset=False)
+    members: list[Member] = []
+    for i, m in enumerate(cfg.models):
+        data: dict[str, Any] = {**base, "model": m.model}
+        prefix = m.model.partition(":")[0].lower() if ":" in m.model else ""
+        provider = (m.provider or (prefix if prefix in PROVIDERS else cfg.provider)).lower()
+        if prefix not in PROVIDERS:
+            data["provider"] = provider
+        elif m.provider is not None:
+            data["provider"] = m.provider
+        if provider != cfg.provider:  # another provider: the section's endpoint and key are not this member's
+            data.pop("base_url", None)
+            data.pop("api_key_env", None)
+        for k in ("base_url", "api_key_env", "prices"):
+            if getattr(m, k) is not None:
+                data[k] = getattr(m, k)
+        try:
+            member_cfg = JudgeConfig.model_validate(data)
+            limits = LimitsConfig.model_validate({**config.limits.model_dump(), **m.limits}) if m.limits else None
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ConfigError(f"judge.models[{i}].{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
+    names = [m.name for m in members]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"judge.models names a model twice ({', '.join(names)}): each panel member must be a different judge")
+    return members
+
+
+def member_key(member: Member) -> str | None:
+    """The member's API key from the variable it names; raises `ConfigError` naming the variable (never its value) when unset."""
+    cfg = member.cfg
+    if cfg.provider == "simulator" or not cfg.api_key_env:
+        return None
+    value = os.environ.get(cfg.api_key_env)
+    if not value:
+        raise ConfigError(f"judge.models: {member.name}: the environment variable {cfg.api_key_env} is not set")
+    return value
+
+
+def make_judges(config: RunConfig, members: list[Member], key: str | None, shared: Any, *, session: Any, sim_base: str, run_dir: Any,
+                spend: Any) -> tuple[list[tuple[str, Any]], Any]:
+    """One `Judge` per member, sharing `session`, `shared.budget`, `shared.cache` and the spend journal; each member with
+    `limits` gets a limiter of its own, the others `shared.limiter`. `key` is the section's API key (a lone judge's);
+    `sim_base` the simulator's URL when a member is the simulator. Returns `([(name, judge)], batch runner or None)`."""
+    from tracejudge.llm.batch_journal import BatchJournal
+    from tracejudge.llm.prices import price_for
+    from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint
+    from tracejudge.llm.ratelimit import AdaptiveLimiter
+    from tracejudge.stages.judge.batch_runner import BatchRunner
+    from tracejudge.stages.judge.client import Judge
+
+    section = config.judge or JudgeConfig()
+    judges: list[tuple[str, Any]] = []
+    batch_runner = None
+    for i, member in enumerate(members):
+        mcfg = member.cfg
+        if mcfg.provider == "simulator":
+            base, cache_base = sim_base, simulator_cache_name(section.simulator)
+        else:
+            base = mcfg.base_url or DEFAULT_BASE_URLS[mcfg.provider]
+            cache_base = base.rstrip("/")
+        mkey = key if i == 0 and not section.models else member_key(member)
+        limits = member.limits
+        limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window)
+        if mcfg.mode == "batch":
+            protocol = "anthropic" if mcfg.provider == "anthropic" else "openai"
+            batch_runner = BatchRunner(mcfg, session=session, protocol=protocol, base_url=base, headers=auth_headers(protocol, mkey),
+                                       journal=BatchJournal(run_dir), journal_base=cache_base)
+        judge = Judge(mcfg, session=session, url=endpoint(mcfg.provider, base), api_key=mkey, limiter=limiter, budget=shared.budget,
+                      cache=shared.cache, price=price_for(mcfg.model, mcfg.prices), cache_base_url=cache_base, explain=config.cache.explain,
+                      batches=batch_runner)
+        judge.spend = spend
+        judges.append((member.name, judge))
+    return judges, batch_runner
+
+
+def simulator_cache_name(options: Any) -> str:
+    """The simulator's name in cache keys: `simulator`, plus its known flaws when it has any (`tracejudge.simulator.flaws`),
+    so a run with other flaws is not served the verdicts of another."""
+    flaws = {k: getattr(options, k) for k in ("agreement", "noise", "position_bias")}
+    if flaws == {"agreement": 1.0, "noise": 0.0, "position_bias": 0.0}:
+        return "simulator"
+    return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items()))
+
+
+def stamp(score: Score, metric: JudgeMetric, cfg: Any) -> Score:
+    """`score` with its judge's identity recorded in `score.judge`: the metric's prompt version and the structured-output mode
+    (`judge.structured_output`, `json_schema` where the config has no such key). A score no request was made for is left as it is."""
+    if score.judge is not None:
+        score.judge.prompt_version = metric.prompt_version
+        score.judge.structured_output = str(getattr(cfg, "structured_output", None) or "json_schema")
+    return score

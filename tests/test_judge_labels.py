@@ -1,0 +1,198 @@
+"""Agreement with labels: `tracejudge calibrate`, `judge.labels` in a run, `min_kappa`, and the judge identity `compare` checks.
+
+The judge is the simulator over real HTTP with a known flaw: `agreement` p makes each verdict equal
+the simulator's truth (its verdict with no flaws) with probability p. Labels are that truth, taken from
+a run with no flaws, so calibrate must find accuracy p.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from scipy.stats import binomtest
+from tracejudge.core.config import validate_config
+from tracejudge.engine import runner
+from tracejudge.entrypoints.cli import main
+from tracejudge.stages.comparison.runs import compare_runs
+from tracejudge.stages.judge.labels import field_labels, load_label_file
+
+N = 150
+RUBRIC = {"type": "Rubric", "name": "quality", "criteria": "Did the agent book the cheapest flight?", "scale": [0, 1]}
+
+
+def write_cases(path: Path, n: int = N, truth: dict[str, bool] | None = None) -> Path:
+    with open(path, "w") as fh:
+        for i in range(n):
+            steps = [{"tool_calls": [{"name": "search_flights", "arguments": {"day": i}, "result": f"HAT{i:03d} $1{i:02d}"}]},
+                     {"output": f"Booked HAT{i:03d}."}]
+            meta = {"truth": truth[f"c{i}"]} if truth else {}
+            fh.write(json.dumps({"id": f"c{i}", "input": f"Book the cheapest flight on day {i}", "tags": ["even" if i % 2 == 0 else "odd"],
+                                 "metadata": meta, "trace": {"steps": steps}}) + "\n")
+    return path
+
+
+def config(tmp: Path, cases: Path, name: str, **sim: Any) -> dict[str, Any]:
+    return {"dataset": {"path": str(cases)}, "metrics": [RUBRIC],
+            "judge": {"provider": "simulator", "model": "gpt-4o-mini", "simulator": sim},
+            "cache": {"dir": str(tmp / "cache")}, "run": {"dir": str(tmp / name)}}
+
+
+def results(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bool]]:
+    """A run of the flawless simulator: its verdicts are the truth."""
+    tmp = tmp_path_factory.mktemp("truth")
+    cases = write_cases(tmp / "cases.jsonl")
+    anyio.run(lambda: runner.run(validate_config(config(tmp, cases, "truth"))))
+    got = {r["case_id"]: r["scores"]["quality"]["passed"] for r in results(tmp / "truth")}
+    assert 0.3 < sum(got.values()) / N < 0.7  # both classes well represented, so kappa is informative
+    return tmp, got
+
+
+def test_calibrate_recovers_the_configured_agreement(truth: tuple[Path, dict[str, bool]], tmp_path: Path) -> None:
+    base, labels = truth
+    label_file = tmp_path / "labels.jsonl"
+    label_file.write_text("".join(json.dumps({"case_id": c, "metric": "quality", "label": v}) + "\n" for c, v in labels.items()))
+    cfg = config(tmp_path, base / "cases.jsonl", "flawed", agreement=0.8)
+    cfg["assertions"] = {"metrics": {"quality": {"min_kappa": 0.3}}}
+    path = tmp_path / "flawed.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "cal.json"
+    assert main(["calibrate", str(path), "--labels", str(label_file), "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    m = got["metrics"]["quality"]
+    assert m["n"] == N and m["kind"] == "yes_no" and m["kappa_kind"] == "cohen"
+    lo, hi = m["accuracy_ci"]
+    assert lo <= 0.8 <= hi, m  # the configured agreement lies in calibrate's interval
+    # The simulator's disagreements are Bernoulli(0.2) draws: the count is consistent with that rate.
+    assert binomtest(m["disagreeing"], N, 0.2).pvalue > 0.01
+    assert m["confusion"]["labels"] == ["fail", "pass"] and sum(map(sum, m["confusion"]["matrix"])) == N
+    assert m["kappa_ci"][0] <= m["kappa"] <= m["kappa_ci"][1] and m["kappa"] > 0.3
+    assert set(m["by_tag"]) == {"even", "odd"}
+    # Each labelled verdict beside its label; the disagreeing ones are listed.
+    assert len(got["cases"]) == N and all(c["label"] == labels[c["case_id"]] for c in got["cases"])
+    wrong = {c["case_id"] for c in got["cases"] if c["passed"] != c["label"]}
+    assert {d["case_id"] for d in m["disagreements"]} == wrong and len(wrong) == m["disagreeing"]
+    # The same judge gated harder fails (exit 1), and costs no new request: every verdict is cached.
+    cfg["assertions"] = {"metrics": {"quality": {"min_kappa": 0.95}}}
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["calibrate", str(path), "--labels", str(label_file), "--run-dir", str(tmp_path / "again")]) == 1
+    summary = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert (summary["judge"]["requests"], summary["judge"]["cache_hits"]) == (0, N)
+    assert summary["labels"]["metrics"]["quality"]["kappa"] == m["kappa"]
+    # The viewer's case page shows each label beside its verdict, and marks a disagreement.
+    from tracejudge.viewer.pages_case import CaseView, _side
+    from tracejudge.viewer.runs import Run
+
+    run = Run("r", tmp_path / "again", "again")
+    for res in results(tmp_path / "again"):
+        html = _side(CaseView(run, res, None, ""))
+        label = labels[res["case_id"]]
+        assert f"label {'pass' if label else 'fail'}" in html
+        assert ("≠ verdict" in html) == (res["case_id"] in wrong)
+
+
+def test_a_run_with_judge_labels_reports_agreement_from_a_field(truth: tuple[Path, dict[str, bool]], tmp_path: Path) -> None:
+    _, labels = truth
+    cases = write_cases(tmp_path / "cases.jsonl", truth=labels)  # same traces, the truth in metadata (never shown to the judge)
+    cfg = config(tmp_path, cases, "run")
+    cfg["judge"]["labels"] = {"fields": {"quality": "metadata.truth"}}
+    summary = anyio.run(lambda: runner.run(validate_config(cfg))).summary
+    m = summary["labels"]["metrics"]["quality"]
+    assert (m["n"], m["accuracy"], m["kappa"], m["disagreeing"]) == (N, 1.0, 1.0, 0)
+
+
+def test_label_files_name_each_bad_line(tmp_path: Path) -> None:
+    jl = tmp_path / "l.jsonl"
+    jl.write_text('{"case_id": "a", "metric": "m", "label": true}\n[1]\n{"case_id": "b", "metric": "m", "label": "maybe"}\n'
+                  '{"case_id": "c", "metric": "m", "label": 0.5, "trial": 1}\n')
+    got = load_label_file(jl)
+    assert [(lab.case_id, lab.value, lab.trial) for lab in got.labels] == [("a", True, None), ("c", 0.5, 1)]
+    assert got.problems[0].startswith(f"{jl}:2: ") and got.problems[1].startswith(f"{jl}:3: label: ")
+    csv = tmp_path / "l.csv"
+    csv.write_text("case_id,metric,label\na,m,yes\nb,m,\nc,m,3\n")
+    got = load_label_file(csv)
+    assert [(lab.case_id, lab.value) for lab in got.labels] == [("a", True), ("c", 3.0)]
+    assert got.problems == [f"{csv}:3: label: missing"]
+    got = field_labels([{"case_id": "a", "metadata": {"reward": 1.0}}, {"case_id": "b", "metadata": {}}], {"TaskCompletion": "metadata.reward"})
+    assert [(lab.case_id, lab.metric, lab.value) for lab in got.labels] == [("a", "TaskCompletion", 1.0)]
+
+
+def test_graded_labels_get_weighted_kappa_and_spearman() -> None:
+    from tracejudge.stages.judge.agreement import Pair, metric_agreement
+
+    grades = [1, 2, 3, 4, 5, 2, 3, 4, 5, 1]
+    labels = [1, 2, 3, 5, 5, 2, 2, 4, 4, 1]
+    pairs = [Pair(f"c{i}", 0, float(lab), None, (g - 1) / 4, float(g)) for i, (g, lab) in enumerate(zip(grades, labels, strict=True))]
+    m = metric_agreement("rubric", pairs, resamples=200)
+    from scipy.stats import spearmanr
+    from sklearn.metrics import cohen_kappa_score
+
+    assert m["kind"] == "graded" and m["kappa_kind"] == "quadratic"
+    assert m["kappa"] == round(cohen_kappa_score(labels, grades, weights="quadratic"), 6)
+    assert m["spearman"] == round(float(spearmanr(labels, grades).statistic), 6)
+    assert m["accuracy"] == 0.7 and m["confusion"]["labels"] == [1, 2, 3, 4, 5]
+
+
+def test_scores_record_the_judge_and_compare_warns_when_it_changes(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", n=6)
+    a = config(tmp_path, cases, "a")
+    b = config(tmp_path, cases, "b")
+    b["judge"]["model"] = "gpt-4.1-mini"
+    b["metrics"] = [{**RUBRIC, "criteria": "Was the cheapest flight booked, at once?"}]
+    for cfg in (a, b):
+        anyio.run(lambda cfg=cfg: runner.run(validate_config(cfg)))
+    judge = results(tmp_path / "a")[0]["scores"]["quality"]["judge"]
+    assert (judge["model"], judge["prompt_version"], judge["structured_output"]) == ("gpt-4o-mini", "rubric/4", "json_schema")
+    warnings = compare_runs(tmp_path / "a", tmp_path / "b").warnings
+    assert len(warnings) == 1 and "model gpt-4o-mini → gpt-4.1-mini" in warnings[0] and "criteria" in warnings[0]
+    assert compare_runs(tmp_path / "a", tmp_path / "a").warnings == []
+
+
+def test_a_labels_section_without_a_source_is_a_config_error(tmp_path: Path) -> None:
+    from tracejudge.core.config import load_config
+    from tracejudge.core.errors import ConfigError
+
+    cfg = config(tmp_path, write_cases(tmp_path / "cases.jsonl", 2), "x")
+    cfg["judge"]["labels"] = {"threshold": 0.5}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=r"judge\.labels.*give `path`"):
+        load_config(path, [])
+    cfg["judge"]["labels"] = {"path": "labels.csv"}  # relative: resolved against the config's folder
+    path.write_text(yaml.safe_dump(cfg))
+    assert load_config(path, []).judge.labels.path == tmp_path / "labels.csv"
+
+
+def test_calibrate_the_demo_against_tau_bench_rewards(data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = Path(__file__).resolve().parent.parent
+    code = main(["calibrate", str(repo / "configs" / "demo.yaml"), "--labels-field", "TaskCompletion=metadata.reward",
+                 "--set", "dataset.limit=30", "--set", f"cache.dir={tmp_path / 'cache'}", "--run-dir", str(tmp_path / "run"),
+                 "--json", str(tmp_path / "cal.json")])
+    out = capsys.readouterr().out
+    assert code == 0 and "kappa" in out and "TaskCompletion: confusion (rows: label, columns: verdict)" in out
+    m = json.loads((tmp_path / "cal.json").read_text())["metrics"]["TaskCompletion"]
+    rewards = [r["metadata"]["reward"] for r in results(tmp_path / "run")]
+    assert m["n"] == 30 and m["confusion"]["matrix"][1][0] + m["confusion"]["matrix"][1][1] == sum(1 for x in rewards if x >= 0.5)
+
+
+def test_calibrate_with_a_labels_file_judges_only_the_labelled_cases(truth: tuple[Path, dict[str, bool]], tmp_path: Path) -> None:
+    base, labels = truth
+    some = dict(list(labels.items())[:10])
+    label_file = tmp_path / "labels.csv"
+    label_file.write_text("case_id,metric,label\n" + "".join(f"{c},quality,{'yes' if v else 'no'}\n" for c, v in some.items()))
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config(tmp_path, base / "cases.jsonl", "full")))
+    assert main(["calibrate", str(path), "--labels", str(label_file)]) == 0
+    judged = results(tmp_path / "full-calibrate")
+    assert sorted(r["case_id"] for r in judged) == sorted(some) and not (tmp_path / "full").exists()
+    summary = json.loads((tmp_path / "full-calibrate" / "summary.json").read_text())
+    assert summary["judge"]["requests"] == 10 and summary["labels"]["metrics"]["quality"]["accuracy"] == 1.0
