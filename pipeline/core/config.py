@@ -55,6 +55,7 @@ _PATH_KEYS = {
     ("target", "pythonpath"),
     ("target", "cwd"),
     ("target", "traces"),
+    ("judge", "tokenizer"),
     ("assertions", "regression", "baseline"),
 }
 
@@ -97,6 +98,14 @@ class SimulatorOptions(_Strict):
     error_rate: float = Field(default=0.0, ge=0, le=1)
     seed: int = 0
     batch_completion_s: float = Field(default=1.0, ge=0)
+    json_object_only: bool = False
+    tokenizer_factor: float = Field(default=1.0, ge=0.1, le=10)
+
+
+class TokenizerFactor(_Strict):
+    """A safety factor on tiktoken's prompt count, for a server whose tokenizer counts more (`judge.tokenizer: {factor: 1.25}`)."""
+
+    factor: float = Field(ge=1.0, le=10.0)
 
 
 class PriceConfig(_Strict):
@@ -153,6 +162,15 @@ class JudgeConfig(_Strict):
     `cache_hints` sends the providers' prompt-cache hints (Anthropic
     `cache_control` on the trace block, OpenAI `prompt_cache_key` per trace);
     turn it off for an OpenAI-compatible server that rejects unknown fields.
+    `structured_output` says how the verdict schema is sent to an
+    OpenAI-compatible server: `json_schema` (`response_format: {type:
+    json_schema}`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp's server),
+    `json_object` (`response_format: {type: json_object, schema}`: llama-cpp-python's
+    server) or `none` (the prompt alone says the format). `max_response_bytes`
+    caps the bytes read of one reply (a longer one fails that request).
+    `tokenizer` names the judge server's tokenizer for the context fit, admission
+    and `estimate`: a Hugging Face `tokenizer.json` path (needs the `tokenizers`
+    package, extra `local-judges`) or `{factor: F}`, tiktoken's count × F.
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -182,6 +200,9 @@ class JudgeConfig(_Strict):
     calibration: CalibrationConfig | None = None
     mode: Literal["sync", "batch"] = "sync"
     batch: BatchApiConfig = Field(default_factory=BatchApiConfig)
+    structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
+    max_response_bytes: int = Field(default=8 << 20, ge=1024)
+    tokenizer: str | TokenizerFactor | None = None
 
     @model_validator(mode="before")
     @classmethod

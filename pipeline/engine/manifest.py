@@ -39,7 +39,10 @@ _UNHASHED: dict[str, set[str] | None] = {
     # Judge settings that change how requests are retried, timed out, priced or
     # gated, not what the judge answers.
     "judge": {"api_key_env", "timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
-              "prices", "expected_output_tokens", "simulator"},
+              "prices", "expected_output_tokens", "simulator",
+              # How the verdict schema travels and is counted, not what is asked: changed to fix a refused
+              # request or an overflowing window, and the resume goes on.
+              "structured_output", "max_response_bytes", "tokenizer"},
 }
 _FULL_HASH_LIMIT = 256 << 20
 _SAMPLE = 1 << 20

@@ -162,6 +162,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
     sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
     sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
+    sim.add_argument("--json-object-only", action="store_true",
+                     help="answer a json_schema response_format with HTTP 500, as llama-cpp-python's server does (json_object only)")
+    sim.add_argument("--tokenizer-factor", type=float, default=1.0, metavar="F", help="count prompt tokens as tiktoken's × F (a local model's tokenizer)")
+    sim.add_argument("--context-tokens", type=int, default=None, metavar="N", help="refuse (400) a request whose prompt plus max_tokens exceed N")
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
                           **_examples("tracejudge view                                   # every run under runs/",
                                       "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
@@ -353,7 +357,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
             raise  # an internal error: `main` reports it (exit 3)
         for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
-        return EXIT_BAD_INPUT
+        return max(getattr(leaf, "exit_status", EXIT_BAD_INPUT) for leaf in found)
     return EXIT_BAD_INPUT
 
 
@@ -621,7 +625,8 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
         return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
-                       max_concurrency=args.max_concurrency)
+                       max_concurrency=args.max_concurrency, json_object_only=args.json_object_only, tokenizer_factor=args.tokenizer_factor,
+                       context_tokens=args.context_tokens)
 
     async def serve() -> None:
         try:

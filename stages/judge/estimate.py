@@ -38,9 +38,11 @@ from tracejudge.llm.cache import DiskJudgeCache, cache_key
 from tracejudge.llm.prices import price_for
 from tracejudge.llm.prefix_cache import PrefixCache
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payload
-from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
+from tracejudge.llm.judge_tokenizer import spec_of
+from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
+from tracejudge.stages.judge.requests import case_requests
 
 __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
 
@@ -91,11 +93,14 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
     provider_cache = PrefixCache()
     pending: dict[tuple[str, int], list[Item]] = {}
+    reused = config.run.trials > 1 or cfg.calibration is not None
+    tokenizer = spec_of(cfg)
+    structured = cfg.structured_output if protocol == "openai" else "json_schema"
 
     def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1) -> None:
-        tin = request_tokens(req)
+        tin = request_tokens(req, tokenizer)
         tout = min(cfg.max_tokens * items, cfg.expected_output_tokens * questions)
-        payload = build_payload(protocol, req)
+        payload = build_payload(protocol, req, structured)
         read, write = provider_cache.anthropic(req.model, payload) if protocol == "anthropic" else (provider_cache.openai(req.model, payload), 0)
         read = min(read, tin)
         write = min(write, tin - read)
@@ -109,7 +114,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             est.cost_usd += price.batch_cost(tin, tout, read, write) if batch else price.cost(tin, tout, read, write)
 
     def cached(req: JudgeRequest, version: str, rubric: Any, trial: int) -> bool:
-        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial))) is not None
+        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured))) is not None
 
     def flush(key: str, items: list[Item]) -> None:
         if not items:
@@ -144,46 +149,24 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             if not isinstance(case, Case):
                 invalid += 1
                 continue
-            plans: dict[str, Plan] = {}
+            asked, no_request = case_requests(case, metrics, cfg, reused)
             for metric in metrics:
-                plan = metric.plan(case)
                 out[metric.key].cases += config.run.trials
-                if isinstance(plan, Score):
+                if metric.key in no_request:
                     out[metric.key].no_request += config.run.trials
-                else:
-                    plans[metric.key] = plan
-            per_q = {m.key: cfg.one_question_per_request if m.one_question_per_request is None else m.one_question_per_request for m in metrics}
-            groups: list[list[Plan]] = []
-            if cfg.group == "case":
-                groups = [g for g in group_plans([p for k, p in plans.items() if not per_q[k]]) if len(g) > 1]
-            in_group = {id(p) for g in groups for p in g}
             for trial in range(config.run.trials):
-                for g in groups:
-                    gp = grouped_plan(g, reused=config.run.trials > 1 or cfg.calibration is not None)
-                    key = "+".join(type(p.metric).__name__ for p in g)
-                    est = out.setdefault(key, MetricEstimate())
-                    if cfg.items_per_request > 1:
-                        ask_items(key, Item(gp, trial, f"{case.id}|group|{trial}"), trial)
+                for a in asked:
+                    est = out.setdefault(a.key, MetricEstimate())
+                    if cfg.items_per_request > 1 and a.batchable:
+                        slot = f"{case.id}|group|{trial}" if a.metrics > 1 else f"{case.id}|{a.key}|{trial}"
+                        ask_items(a.key, Item(a.plan, trial, slot), trial)
                         continue
-                    req = build_request(gp, gp.questions, cfg)
-                    if cached(req, gp.prompt_version, None, trial):
-                        est.cache_hits += 1
-                        continue
-                    charge(est, req, len(gp.questions), len(g))
-                for metric in metrics:
-                    plan = plans.get(metric.key)
-                    if plan is None or id(plan) in in_group:
-                        continue
-                    est = out[metric.key]
-                    if cfg.items_per_request > 1 and not per_q[metric.key]:
-                        ask_items(metric.key, Item(plan, trial, f"{case.id}|{metric.key}|{trial}"), trial)
-                        continue
-                    for qs in ([[q] for q in plan.questions] if per_q[metric.key] and plan.kind == "yes_no" else [plan.questions]):
-                        req = build_request(plan, qs, cfg)
-                        if cached(req, metric.prompt_version, metric.rubric, trial):
+                    for qs in a.questions:
+                        req = build_request(a.plan, qs, cfg)
+                        if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
                             est.cache_hits += 1
                             continue
-                        charge(est, req, len(qs))
+                        charge(est, req, len(qs), a.metrics)
         for (key, _), items in pending.items():
             flush(key, items)
     finally:

@@ -1,7 +1,9 @@
 """Fitting a judge prompt into the judge's context window (`judge.too_long`).
 
 `fit_request(plan, questions, cfg)` builds the request and, when its prompt
-would not fit (`context_tokens − max_tokens`), applies the policy:
+would not fit (`context_tokens` − the request's own `max_tokens`, which for a
+grouped request is `max_tokens` × its metrics; prompts counted with
+`judge.tokenizer`), applies the policy:
 `truncate` leaves out middle steps (the task, the first and last steps and the
 output stay), `skip` gives up. It is plain CPU work; the judge client runs it
 in a worker thread, so the event loop keeps serving other cases while a
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 import anyio
 
 from tracejudge.core.config import JudgeConfig
-from tracejudge.llm.tokens import count_text
+from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
 
@@ -53,11 +55,11 @@ def prompt_bytes(req: JudgeRequest) -> int:
     return sum(len(m["content"].encode()) for m in req.messages) + len(repr(req.schema))
 
 
-async def count_prompt(req: JudgeRequest) -> int:
-    """`request_tokens(req)`, off the event loop when the prompt is long."""
+async def count_prompt(req: JudgeRequest, tokenizer: Spec = None) -> int:
+    """`request_tokens(req, tokenizer)`, off the event loop when the prompt is long."""
     if prompt_bytes(req) > LONG_PROMPT_BYTES:
-        return await anyio.to_thread.run_sync(request_tokens, req, abandon_on_cancel=True)
-    return request_tokens(req)
+        return await anyio.to_thread.run_sync(request_tokens, req, tokenizer, abandon_on_cancel=True)
+    return request_tokens(req, tokenizer)
 
 
 def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
@@ -66,23 +68,26 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     `fits` is False when it cannot fit (policy `skip`, or nothing left to
     leave out); `tokens` is then the full prompt's count, for the reason.
     """
-    limit = cfg.context_tokens - cfg.max_tokens
     req = build_request(plan, questions, cfg, 0)
-    if prompt_bytes(req) <= limit:
+    # The output the request really asks for: a grouped request asks max_tokens for each of its metrics.
+    limit = cfg.context_tokens - req.max_tokens
+    tok = spec_of(cfg)
+    factor = tok if isinstance(tok, float) else 1.0
+    if prompt_bytes(req) * factor <= limit and not isinstance(tok, str):
         return Fitted(req, 0, 0, True)
-    tokens = request_tokens(req)
+    tokens = request_tokens(req, tok)
     if tokens <= limit:
         return Fitted(req, 0, tokens, True)
     if cfg.too_long != "truncate" or plan.steps <= 2:
         return Fitted(req, 0, tokens, False)
-    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model), initial=0))
+    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, tok), initial=0))
     omit = 1
     for _ in range(_ROUNDS):
         omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit)
         if omit is None:
             break
         cut = build_request(plan, questions, cfg, omit)
-        got = request_tokens(cut)
+        got = request_tokens(cut, tok)
         if got <= limit:
             return Fitted(cut, omit, got, True)
         # The estimate was low (token boundaries, a step text found in the wrong place): aim lower by the miss.
@@ -92,11 +97,11 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
         if omit > plan.steps - 2:
             break
     cut = build_request(plan, questions, cfg, plan.steps - 2)  # the most that may be left out
-    got = request_tokens(cut)
+    got = request_tokens(cut, tok)
     return Fitted(cut, plan.steps - 2, got, True) if got <= limit else Fitted(req, 0, tokens, False)
 
 
-def _step_tokens(text: str, n: int, model: str) -> list[int]:
+def _step_tokens(text: str, n: int, model: str, tokenizer: Spec = None) -> list[int]:
     """Tokens of each rendered step 1..n-1 (the last step is never left out), found by its `Step i:` header.
 
     A step whose header cannot be found counts 0, which only makes the
@@ -112,7 +117,7 @@ def _step_tokens(text: str, n: int, model: str) -> list[int]:
         starts.append(at)
         pos = at + 1
     for i, (a, b) in enumerate(itertools.pairwise(starts)):
-        out[i] = count_text(text[a:b], model)
+        out[i] = prompt_counter(model, tokenizer).text(text[a:b])
     return out
 
 

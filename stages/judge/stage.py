@@ -17,7 +17,17 @@ judge request is sent: every later case ends `rate_limited` at once (with
 the resume hint) instead of burning through the rest of the data.
 A 401/403 (`auth_error`) stops the run at once with `JudgeAuthError`
 (exit 2): the case that met it and every case still in flight are not
-written, so nothing unjudged is marked final.
+written, so nothing unjudged is marked final. A request the server refuses
+as such (`request_error`: a 4xx, or a 5xx naming `response_format`, the
+context length…) stops it the same way with `JudgeRequestError` (exit 2),
+one line naming the server's message and the setting to change; and a judge
+that cannot be reached while nothing of the run was ever answered
+(`unreachable`) with `JudgeUnreachable` naming the URL (exit 3). None of them
+is written, so a resume (with the config fixed) judges those cases again.
+
+`parse_failure_rate` in the summary is per item: the share of judged
+metric scores (one metric on one case and trial) that ended without a usable
+verdict (`parse_error`, `truncated`), whatever the number of attempts.
 
 With `judge.items_per_request` N > 1, each metric's items are gathered
 across cases by one `Batcher` per (metric, trial) — at most N per request,
@@ -46,6 +56,7 @@ from tracejudge.core.work import Stage, Work
 from tracejudge.llm.batch_journal import BatchJournal
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
+from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
@@ -55,7 +66,7 @@ from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped
 from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
-from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, Outcome
+from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.multi import Item, judge_items
 
@@ -69,7 +80,8 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
              "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
-             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone")
+             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone", "request_errors", "judged_items",
+             "parse_failed_items")
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -127,13 +139,14 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
     cfg = config.judge or JudgeConfig()
     key = api_key(config)
+    check_tokenizer(spec_of(cfg))
     prior = dict(prior or {})
     price = price_for(cfg.model, cfg.prices)
     for k in ("cost_usd", "sync_equivalent_usd"):
         if prior.get(k, 0.0) is None:  # spending recovered from results: price it
             prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
-                             "quota": None, "quota_stopped": 0,
+                             "quota": None, "quota_stopped": 0, "judged_items": 0, "parse_failed_items": 0,
                              "spend": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
@@ -147,7 +160,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if cfg.provider == "simulator":
                 s = cfg.simulator
                 runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
-                                                              batch_completion_s=s.batch_completion_s))
+                                                              batch_completion_s=s.batch_completion_s, json_object_only=s.json_object_only,
+                                                              tokenizer_factor=s.tokenizer_factor))
                 state["sim"] = runner
                 base, cache_base = url + "/v1", "simulator"
             else:
@@ -353,14 +367,16 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if stopped:
             work.scratch["unfinished"] = True
             return
-        auth = next((o for o in outcomes.values() if o.kind == "auth_error"), None)
-        if auth is not None:
+        fatal = next((o for o in outcomes.values() if o.kind in STOPS), None)
+        if fatal is not None:
             if state["auth"] is None:
-                state["auth"] = auth.message
-                where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
-                raise JudgeAuthError(f"judge: the provider refused the credentials{where}: {auth.message}; "
-                                     "stopped without marking any unjudged case; fix the key and run the same command to resume")
+                state["auth"] = fatal.message
+                raise _stopping(fatal, cfg)
             await anyio.sleep_forever()
+        for key_ in plans:
+            state["judged_items"] += 1
+            if outcomes[key_].kind in ("parse_error", "truncated"):
+                state["parse_failed_items"] += 1
         for metric in use:
             work.result.scores[metric.key] = outcomes[metric.key].score
         bad = [o for o in outcomes.values() if o.status != "ok"]
@@ -401,6 +417,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         for k, n in block.get("error_kinds", {}).items():
             kinds[k] = kinds.get(k, 0) + n
         block["judged_results"] = state["results"]
+        block["judged_items"] = state["judged_items"]
+        block["parse_failed_items"] = state["parse_failed_items"]
         block["quota_stopped"] = state["quota_stopped"]  # this segment's: a resume judges them again
         block["judge_error_results"] = state["errors"]
         for k in _ADDITIVE:
@@ -412,8 +430,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if block.get(k) in (None, {}) and k in prior:
                 block[k] = prior[k]
         block["error_kinds"] = dict(sorted(kinds.items()))
-        # Replies that did not parse (a repair may have saved them) per answered request.
-        block["parse_failure_rate"] = round(block.get("parse_failures", 0) / block["answered"], 6) if block.get("answered") else 0.0
+        # Per item, not per attempt: grouped or not, repaired or re-asked, a score without a usable verdict counts once.
+        items = block.get("judged_items", 0)
+        block["parse_failure_rate"] = round(block.get("parse_failed_items", 0) / items, 6) if items else 0.0
         block.update(model=cfg.model, provider=cfg.provider, priced=price is not None)
         judged = block.get("judged_results", 0)
         block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
@@ -432,6 +451,18 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         return state["judge"].activity() if state["judge"] is not None else None
 
     return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity)
+
+
+def _stopping(fatal: Outcome, cfg: Any) -> Exception:
+    """The one-line error that stops the run after `fatal` (a kind of `STOPS`)."""
+    msg = " ".join(fatal.message.split())[:600]  # one line, whatever the server's text held
+    tail = "stopped without marking any unjudged case; fix it and run the same command to resume"
+    if fatal.kind == "auth_error":
+        where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
+        return STOPS["auth_error"](f"judge: the provider refused the credentials{where}: {msg}; {tail}")
+    if fatal.kind == "request_error":
+        return STOPS["request_error"](f"judge: the server refused the request itself, not a transient failure: {msg}; {tail}")
+    return STOPS["unreachable"](f"judge: {msg}; is the server running and judge.base_url right? {tail}")
 
 
 async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:
