@@ -669,6 +669,12 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
     console.print(table)
     console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
+    lo, hi = got["range"]["low"], got["range"]["high"]
+    why = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({got['reask_rate']:.2f} extra requests per request)"
+           if got["reask_rate"] is not None else f"no earlier run in {got['run_dir']}: low assumes no repair or re-ask, high that every reply needs them")
+    money = f", ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f}" if got["priced"] else ""
+    console.print(f"range: {lo['requests']:,}–{hi['requests']:,} requests, {lo['input_tokens']:,}–{hi['input_tokens']:,} input and "
+                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({why})", highlight=False, soft_wrap=True)
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens

@@ -304,13 +304,13 @@ def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_versi
                    structured: str = "json_schema") -> dict[str, Any]:
     """Exactly the cache key components (see `tracejudge.llm.cache`); `structured` enters them only when not `json_schema`,
     so the keys of earlier runs stay valid."""
-    return ({"structured_output": structured} if structured != "json_schema" else {}) | {
+    return {
         "provider": provider,
         "base_url": base_url,
         "model": req.model,
         "messages": list(req.messages),
         "sampling": {"temperature": req.temperature, "max_tokens": req.max_tokens},
-        "response_format": {"name": req.schema_name, "schema": req.schema},
+        "response_format": {"name": req.schema_name, "schema": req.schema, **({"mode": structured} if structured != "json_schema" else {})},
         "prompt_version": prompt_version,
         "rubric": rubric,
         "trial": trial,

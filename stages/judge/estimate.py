@@ -22,13 +22,22 @@ order (the run groups them as they arrive, so real groups may differ a
 little) and each group is priced as one multi-item request; an item the
 cache already holds is left out of its group. With `mode: batch` dollars are
 at the batch price (cached tokens at the batch share of the cached rate).
-Repair requests and re-asks of a malformed part cannot be foreseen and are
-not counted.
+Repair requests and re-asks (a reply that does not parse gets one repair
+request; a grouped one then asks each metric alone) cannot be foreseen, and
+with a weak model they dominate. So the estimate is a range (`range`): `low`
+counts none; `high` counts them at the rate the last run in the same run
+directory measured (`summary.json`: repairs and re-asks per first request),
+or, with no earlier run, as if every reply needed them (the worst case: a
+repair, and for a grouped request each metric alone once; a re-asked request
+is priced like the first).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tracejudge.core import registry
@@ -68,10 +77,36 @@ class MetricEstimate:
     questions: int = 0  # questions asked by the requests charged (not the cache hits)
     cached_input_tokens: int = 0
     cache_write_input_tokens: int = 0
+    worst_requests: int = 0  # if every reply needed its repair and re-asks
+    worst_input_tokens: int = 0
+    worst_output_tokens: int = 0
+    worst_cost_usd: float = 0.0
 
 
 _FIELDS = ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions",
-           "cached_input_tokens", "cache_write_input_tokens")
+           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd")
+
+
+def last_run_rate(run_dir: Path) -> float | None:
+    """Repair and re-ask requests per first request in the last run of `run_dir` (its `summary.json`), or None without one."""
+    try:
+        judge = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("judge") or {}
+        extra = sum(int(judge.get(k) or 0) for k in ("repairs", "parts_reasked_alone", "items_reasked_alone"))
+        first = int(judge.get("requests") or 0) - extra
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return extra / first if first > 0 else None
+
+
+def cost_range(total: MetricEstimate, rate: float | None) -> dict[str, dict[str, Any]]:
+    """`{"low": …, "high": …}` requests, tokens and dollars: none re-asked, and re-asked at `rate` (None: the worst case)."""
+    low = {"requests": total.requests, "input_tokens": total.input_tokens, "output_tokens": total.output_tokens, "cost_usd": round(total.cost_usd, 6)}
+    if rate is None:
+        high = {"requests": total.worst_requests, "input_tokens": total.worst_input_tokens, "output_tokens": total.worst_output_tokens,
+                "cost_usd": round(total.worst_cost_usd, 6)}
+    else:
+        high = {k: (round(v * (1 + rate), 6) if k == "cost_usd" else math.ceil(v * (1 + rate))) for k, v in low.items()}
+    return {"low": low, "high": high}
 
 
 def judge_metrics(config: RunConfig) -> list[JudgeMetric]:
@@ -97,7 +132,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     tokenizer = spec_of(cfg)
     structured = cfg.structured_output if protocol == "openai" else "json_schema"
 
-    def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1) -> None:
+    def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1, reasks: int = 0) -> None:
         tin = request_tokens(req, tokenizer)
         tout = min(cfg.max_tokens * items, cfg.expected_output_tokens * questions)
         payload = build_payload(protocol, req, structured)
@@ -110,8 +145,14 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         est.output_tokens += tout
         est.cached_input_tokens += read
         est.cache_write_input_tokens += write
-        if price:
-            est.cost_usd += price.batch_cost(tin, tout, read, write) if batch else price.cost(tin, tout, read, write)
+        cost = (price.batch_cost(tin, tout, read, write) if batch else price.cost(tin, tout, read, write)) if price else 0.0
+        est.cost_usd += cost
+        # Worst case: a repair (the prompt again, plus the reply), then the re-asks, each about as dear as this request.
+        n = 2 + reasks
+        est.worst_requests += n
+        est.worst_input_tokens += n * tin + tout
+        est.worst_output_tokens += n * tout
+        est.worst_cost_usd += n * cost
 
     def cached(req: JudgeRequest, version: str, rubric: Any, trial: int) -> bool:
         return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured))) is not None
@@ -125,7 +166,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             for it in items:
                 it.id = item_id(it, cfg)
             req = build_multi_request(items, cfg)
-        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items))
+        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items),
+               reasks=len(items) if len(items) > 1 else 0)
 
     def ask_items(key: str, item: Item, trial: int) -> None:
         # `items_per_request` > 1: gathered N at a time (a cached item is left out of its group).
@@ -166,7 +208,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
                             est.cache_hits += 1
                             continue
-                        charge(est, req, len(qs), a.metrics)
+                        charge(est, req, len(qs), a.metrics, reasks=a.metrics if a.metrics > 1 else 0)
         for (key, _), items in pending.items():
             flush(key, items)
     finally:
@@ -178,6 +220,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             if f in ("cases", "no_request") and k not in {m.key for m in metrics}:
                 continue  # a group's row counts requests, not cases: its metrics' rows count the cases
             setattr(total, f, getattr(total, f) + getattr(e, f))
-    return {"metrics": out, "total": total, "priced": price is not None, "model": cfg.model, "invalid_cases": invalid,
+    rate = last_run_rate(Path(config.run.dir))
+    return {"metrics": out, "total": total, "priced": price is not None, "reask_rate": rate, "run_dir": str(config.run.dir),
+            "range": cost_range(total, rate), "model": cfg.model, "invalid_cases": invalid,
             "items_per_request": cfg.items_per_request, "mode": cfg.mode, "group": cfg.group,
             "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}
