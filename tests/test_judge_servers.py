@@ -152,17 +152,7 @@ class Hostile(Loopback):
         if "Find item 2" in user:
             return web.Response(text=good + " " * (3 << 20), content_type="application/json")
         if "Find item 3" in user:
-            resp = web.StreamResponse()
-            resp.enable_chunked_encoding()
-            await resp.prepare(request)
-            try:
-                while self.sent < 64 << 20:  # bounded, so a broken client cannot hang the test
-                    await resp.write(b" " * 65536)
-                    self.sent += 65536
-                    await asyncio.sleep(0)
-            except (ConnectionError, RuntimeError):
-                pass
-            return resp
+            return await _endless(self, request)
         return web.Response(text=good, content_type="application/json")
 
 
@@ -241,12 +231,12 @@ def test_estimate_gives_a_range_and_uses_the_last_runs_reask_rate(simulator, tmp
     cfg = write(tmp_path, data)
     first = tj("estimate", str(cfg), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "range: 4–16 requests" in first.stdout and "no earlier run" in first.stdout  # worst: a repair and 2 metrics alone each
+    text = " ".join(first.stdout.split())  # the terminal wraps long lines
+    assert "range: 4–16 requests" in text and "no earlier run" in text  # worst: a repair and 2 metrics alone each
     j = run(data)["judge"]
     assert j["repairs"] == 1 and j["parts_reasked_alone"] == 2 and j["requests"] == 7  # grouped, repair, 2 alone; 3 more cases
-    again = tj("estimate", str(cfg), cwd=tmp_path)
-    assert "range: 4–" in again.stdout and "re-ask/repair rate of the last run" in again.stdout and "(0.75 extra" in again.stdout
-    assert "range: 4–7 requests" in again.stdout
+    text = " ".join(tj("estimate", str(cfg), cwd=tmp_path).stdout.split())
+    assert "range: 4–7 requests" in text and "re-ask/repair rate of the last run" in text and "(0.75 extra" in text
 
 
 # ---------------------------------------------------------------- 7. bench
@@ -298,3 +288,76 @@ def test_an_unparseable_grouped_reply_costs_2_plus_m_requests_and_parse_failures
         assert summary["status"] == {"judge_error": 2, "ok": 4}
         assert n == (2 * 2 * 2 + 4 * 2 if group == "none" else 2 * (2 + 2) + 4)  # grouped: request, repair, each metric alone once
     assert rates["none"] == rates["case"] == pytest.approx(4 / 12)
+
+
+class HostileAgent(Loopback):
+    """A live agent (target kind `http`) answering by the case's `metadata.kind`: a 200,000-deep reply, an endless stream, or a reply."""
+
+    sent: int = 0
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        kind = (await request.json())["case"]["metadata"].get("kind")
+        if kind == "deep":
+            return web.Response(text="[" * 200_000 + "]" * 200_000, content_type="application/json")
+        if kind == "endless":
+            return await _endless(self, request)
+        return web.json_response({"output": "done", "trace": {"steps": []}})
+
+
+async def _endless(server: Any, request: web.Request) -> web.StreamResponse:
+    """A chunked reply that never ends (until 64 MiB, so a broken client cannot hang the test); counts what it sent."""
+    resp = web.StreamResponse()
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    try:
+        while server.sent < 64 << 20:
+            await resp.write(b" " * 65536)
+            server.sent += 65536
+            await asyncio.sleep(0)
+    except (ConnectionError, RuntimeError):
+        pass
+    return resp
+
+
+def test_a_live_http_targets_endless_or_deeply_nested_reply_fails_only_its_case(tmp_path):
+    from live_support import by_key, live_config, read_jsonl
+
+    with HostileAgent(lambda h, b: None) as server:
+        target = {"kind": "http", "url": server.url + "/v1/chat/completions", "retries": 0, "max_response_bytes": 1 << 20}
+        data = [{"id": k, "input": "hi", "metadata": {"kind": k}} for k in ("ok", "deep", "endless")]
+        outcome = anyio.run(runner.run, live_config(tmp_path, data, target))
+        sent = server.sent
+    got = by_key(read_jsonl(tmp_path / "run" / "results.jsonl"))
+    assert outcome.summary["status"] == {"ok": 1, "target_error": 2}
+    assert "not JSON" in got[("deep", 0)]["error"]["message"] and "max_response_bytes" in got[("endless", 0)]["error"]["message"]
+    assert sent < 16 << 20
+
+
+def test_a_tokenizer_json_drives_the_fit(simulator, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")  # the `local-judges` extra
+    from tracejudge.stages.judge.client import build_request, request_tokens
+    from tracejudge.stages.judge.requests import case_requests
+    from tracejudge.core.records import Case
+    from tracejudge.stages.judge.metrics import TaskCompletion
+
+    # A character-level tokenizer (a stand-in for a model whose tokenizer counts far more than tiktoken).
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab={"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Split(tokenizers.Regex("."), behavior="isolated")
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    data = cases(tmp_path / "c.jsonl", 1)
+    case = Case.model_validate(json.loads(data.read_text()))
+    (asked,), _ = case_requests(case, [TaskCompletion()], JudgeConfig(), reused=False)
+    req = build_request(asked.plan, asked.questions[0], JudgeConfig())
+    by_tiktoken, by_chars = request_tokens(req), request_tokens(req, str(path))
+    assert by_chars > 2 * by_tiktoken
+    window = by_tiktoken + 512 + 100  # fits by tiktoken's count, not by the server's
+    sim = simulator()
+    base = config(tmp_path, sim.url, data, metrics=[{"type": "TaskCompletion"}], too_long="skip", context_tokens=window, max_tokens=512)
+    assert run(base)["judge"]["too_long"] == 0
+    base["judge"]["tokenizer"] = str(path)
+    base["run"]["dir"] = str(tmp_path / "run2")
+    j = run(base)["judge"]
+    assert j["too_long"] == 1 and j["requests"] == 0
+    (r,) = results(tmp_path, "run2")
+    assert f"the judge prompt has {by_chars} tokens" in r["scores"]["TaskCompletion"]["reason"]

@@ -371,6 +371,7 @@ class TargetConfig(_Strict):
     times a transient failure restarts the conversation, waiting
     `backoff_s` doubling up to `max_backoff_s` (jittered). `concurrency` caps
     the cases in flight at the target, apart from the judge's limits.
+    `max_response_bytes` caps the bytes read of one `http` reply (longer: the case fails).
     """
 
     kind: Literal["python", "http", "command", "replay"]
@@ -387,6 +388,7 @@ class TargetConfig(_Strict):
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=30.0, ge=0)
     concurrency: int = Field(default=4, ge=1, le=4096)
+    max_response_bytes: int = Field(default=8 << 20, ge=1024)
     transient_exit_codes: list[int] = Field(default_factory=lambda: [75])
 
     @model_validator(mode="before")

@@ -33,7 +33,7 @@ _UNHASHED: dict[str, set[str] | None] = {
     "budget": None,
     "cache": None,
     "dataset": {"path", "tasks"},
-    "target": {"concurrency"},
+    "target": {"concurrency", "max_response_bytes"},
     "aggregate": None,
     "assertions": None,
     # Judge settings that change how requests are retried, timed out, priced or

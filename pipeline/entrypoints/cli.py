@@ -674,7 +674,7 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
            if got["reask_rate"] is not None else f"no earlier run in {got['run_dir']}: low assumes no repair or re-ask, high that every reply needs them")
     money = f", ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f}" if got["priced"] else ""
     console.print(f"range: {lo['requests']:,}–{hi['requests']:,} requests, {lo['input_tokens']:,}–{hi['input_tokens']:,} input and "
-                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({why})", highlight=False, soft_wrap=True)
+                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({why})", highlight=False)
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens

@@ -61,7 +61,9 @@ __all__ = [
     "public_url",
     "request_fix",
     "rate_info",
+    "read_capped",
     "read_reply",
+    "ReplyTooLarge",
     "send",
 ]
 
@@ -263,24 +265,27 @@ def open_session(max_in_flight: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300), trace_configs=[trace])
 
 
+class ReplyTooLarge(ValueError):
+    """A reply longer than the bytes its reader may take; the message says by how much."""
+
+
 async def read_capped(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
-    """The body of `resp`, read chunk by chunk; raises `ProviderError` (kind `server`) past `max_bytes`.
+    """The body of `resp`, read chunk by chunk; raises `ReplyTooLarge` past `max_bytes`.
 
     The connection is dropped at the cap, so an endless chunked reply costs
-    `max_bytes` of memory, not more.
+    `max_bytes` of memory, not more. The judge client and live `http` targets read this way.
     """
     length = resp.content_length
     if length is not None and length > max_bytes:
         resp.close()
-        raise ProviderError("server", f"HTTP {resp.status}: the reply is {length} bytes, over max_response_bytes {max_bytes}", resp.status)
+        raise ReplyTooLarge(f"the reply is {length} bytes, over max_response_bytes {max_bytes}")
     chunks: list[bytes] = []
     size = 0
     async for chunk in resp.content.iter_chunked(1 << 16):
         size += len(chunk)
         if size > max_bytes:
             resp.close()
-            raise ProviderError("server", f"HTTP {resp.status}: the reply exceeded max_response_bytes ({max_bytes} bytes); "
-                                "cut off unread", resp.status)
+            raise ReplyTooLarge(f"the reply exceeded max_response_bytes ({max_bytes} bytes); cut off unread")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -305,7 +310,10 @@ async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
     try:
         async with session.post(url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s),
                                 trace_request_ctx=timing) as resp:
-            raw = await read_capped(resp, max_bytes)
+            try:
+                raw = await read_capped(resp, max_bytes)
+            except ReplyTooLarge as exc:
+                raise ProviderError("server", f"HTTP {resp.status}: {exc}", resp.status) from None
             hdrs = {k.lower(): v for k, v in resp.headers.items()}
             body = decode_body(raw)
             t1 = time.perf_counter()
