@@ -27,7 +27,8 @@ is written, so a resume (with the config fixed) judges those cases again.
 
 `parse_failure_rate` in the summary is per item: the share of judged
 metric scores (one metric on one case and trial) that ended without a usable
-verdict (`parse_error`, `truncated`), whatever the number of attempts.
+verdict (`parse_error`, `truncated`), whatever the number of attempts; it is
+counted from the results (`tracejudge.engine.checkpoint`), so a kill cannot skew it.
 
 With `judge.items_per_request` N > 1, each metric's items are gathered
 across cases by one `Batcher` per (metric, trial) — at most N per request,
@@ -80,8 +81,7 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
              "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
-             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone", "request_errors", "judged_items",
-             "parse_failed_items")
+             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone", "request_errors")
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -146,7 +146,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if prior.get(k, 0.0) is None:  # spending recovered from results: price it
             prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     state: dict[str, Any] = {"judge": None, "sim": None, "session": None, "cache": None, "batches": None, "results": 0, "errors": 0, "auth": None,
-                             "quota": None, "quota_stopped": 0, "judged_items": 0, "parse_failed_items": 0,
+                             "quota": None, "quota_stopped": 0,
                              "spend": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
@@ -373,10 +373,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 state["auth"] = fatal.message
                 raise _stopping(fatal, cfg)
             await anyio.sleep_forever()
-        for key_ in plans:
-            state["judged_items"] += 1
-            if outcomes[key_].kind in ("parse_error", "truncated"):
-                state["parse_failed_items"] += 1
         for metric in use:
             work.result.scores[metric.key] = outcomes[metric.key].score
         bad = [o for o in outcomes.values() if o.status != "ok"]
@@ -417,8 +413,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         for k, n in block.get("error_kinds", {}).items():
             kinds[k] = kinds.get(k, 0) + n
         block["judged_results"] = state["results"]
-        block["judged_items"] = state["judged_items"]
-        block["parse_failed_items"] = state["parse_failed_items"]
         block["quota_stopped"] = state["quota_stopped"]  # this segment's: a resume judges them again
         block["judge_error_results"] = state["errors"]
         for k in _ADDITIVE:
@@ -430,10 +424,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if block.get(k) in (None, {}) and k in prior:
                 block[k] = prior[k]
         block["error_kinds"] = dict(sorted(kinds.items()))
-        # Per item, not per attempt: grouped or not, repaired or re-asked, a score without a usable verdict counts once.
-        items = block.get("judged_items", 0)
-        block["parse_failure_rate"] = round(block.get("parse_failed_items", 0) / items, 6) if items else 0.0
-        block.update(model=cfg.model, provider=cfg.provider, priced=price is not None)
+        block.update(model=cfg.model, provider=cfg.provider, priced=price is not None, timeout_s=cfg.timeout_s)
         judged = block.get("judged_results", 0)
         block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
         block["max_error_share"] = cfg.max_error_share
