@@ -364,3 +364,21 @@ def test_a_tokenizer_json_drives_the_fit(simulator, tmp_path):
     assert j["too_long"] == 1 and j["requests"] == 0
     (r,) = results(tmp_path, "run2")
     assert f"the judge prompt has {by_chars} tokens" in r["scores"]["TaskCompletion"]["reason"]
+
+
+class Nested(Loopback):
+    """Every reply nested 200,000 deep."""
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(({}, await request.json()))
+        return web.Response(text="[" * 200_000 + "]" * 200_000, content_type="application/json")
+
+
+def test_bench_classifies_a_hostile_reply_instead_of_crashing(tmp_path):
+    with Nested(lambda h, b: None) as server:
+        out = tmp_path / "bench.json"
+        proc = tj("bench", "--synthetic", "--provider", "openai", "--base-url", server.url + "/v1", "--prompt-tokens", "50", "--max-tokens", "20",
+                  "--requests", "3", "--duration", "0.2", "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # nothing answered: a verdict on the endpoint, not an internal error (3)
+    report = json.loads(out.read_text())
+    assert "not a JSON object" in report["error_messages"]["server"]
