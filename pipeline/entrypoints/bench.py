@@ -684,7 +684,7 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
 
 def _errors(attempts: list[Attempt], cfg: JudgeConfig) -> tuple[dict[str, str], list[str]]:
     """The server's message per failure kind (the first seen; redacted), and what to change."""
-    from tracejudge.llm.providers import request_fix
+    from tracejudge.llm.replies import request_fix
 
     messages: dict[str, str] = {}
     for a in attempts:

@@ -20,18 +20,13 @@ no error message, log line or record built here contains a header value, and
 provider text copied into an error message is passed through
 `tracejudge.llm.redact.redact` (an endpoint may echo the headers it got).
 
-Nothing in a reply is trusted: `send` reads at most `max_bytes` of it (an
-endless or huge reply fails that request, memory stays bounded), a body
-nested too deep to decode is text, and `read_reply` refuses usage figures that
-are not plausible token counts (`1e999`, negative, over `MAX_USAGE_TOKENS`):
-each is a malformed reply (kind `server`), never an exception of another kind.
-
-A refusal of the request itself — a 4xx other than 408/409/429, or a 5xx
-whose text names the request's fields (`response_format`, `json_schema`,
-`messages`, `max_tokens`, "not supported", "invalid", …: llama-cpp-python
-answers 500 to a `json_schema` response format) — is kind `request`: no retry
-can fix it, only a change of config (`request_fix` names the setting).
-A content filter's 400 stays `fatal`: one item's content causes it.
+Nothing in a reply is trusted (`tracejudge.llm.replies`): `send` reads at most
+`max_bytes` of it, a body nested too deep to decode is text, and `read_reply`
+refuses usage figures that are not plausible token counts; each is a malformed
+reply (kind `server`), never an exception of another kind. A refusal of the
+request itself (`replies.request_refused`) is kind `request`: no retry can fix
+it, only a change of config (`replies.request_fix` names the setting). A
+content filter's 400 stays `fatal`: one item's content causes it.
 """
 
 from __future__ import annotations
@@ -46,6 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from tracejudge.llm.redact import redact
+from tracejudge.llm.replies import DEFAULT_MAX_BYTES, ReplyTooLarge, decode_body, read_capped, request_refused, token_count
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -59,17 +55,12 @@ __all__ = [
     "endpoint",
     "open_session",
     "public_url",
-    "request_fix",
     "rate_info",
-    "read_capped",
     "read_reply",
-    "ReplyTooLarge",
     "send",
 ]
 
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
-DEFAULT_MAX_BYTES = 8 << 20
-MAX_USAGE_TOKENS = 100_000_000  # more than any context window: a figure beyond it is not a token count
 ANTHROPIC_VERSION = "2023-06-01"
 
 
@@ -265,39 +256,6 @@ def open_session(max_in_flight: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300), trace_configs=[trace])
 
 
-class ReplyTooLarge(ValueError):
-    """A reply longer than the bytes its reader may take; the message says by how much."""
-
-
-async def read_capped(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
-    """The body of `resp`, read chunk by chunk; raises `ReplyTooLarge` past `max_bytes`.
-
-    The connection is dropped at the cap, so an endless chunked reply costs
-    `max_bytes` of memory, not more. The judge client and live `http` targets read this way.
-    """
-    length = resp.content_length
-    if length is not None and length > max_bytes:
-        resp.close()
-        raise ReplyTooLarge(f"the reply is {length} bytes, over max_response_bytes {max_bytes}")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > max_bytes:
-            resp.close()
-            raise ReplyTooLarge(f"the reply exceeded max_response_bytes ({max_bytes} bytes); cut off unread")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def decode_body(raw: bytes) -> Any:
-    """`raw` as JSON, or as text when it is not JSON or is nested too deep to decode."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return raw.decode("utf-8", "replace")
-
-
 async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], payload: dict[str, Any], timeout_s: float,
                max_bytes: int = DEFAULT_MAX_BYTES) -> HttpReply:
     """POST `payload`; returns the reply whatever its status (at most `max_bytes` of it read).
@@ -402,40 +360,6 @@ def _error_text(body: Any, secrets: tuple[str | None, ...] = ()) -> str:
     return redact(text, secrets)[:300]
 
 
-# Words in a server's error text that say the request's own fields are refused, not that the server failed.
-_REQUEST_WORDS = ("response_format", "json_schema", "json_object", "messages", "max_tokens", "max_completion_tokens", "context length",
-                  "context window", "maximum context", "n_ctx", "unsupported", "not supported", "invalid", "validation error", "literal_error",
-                  "unknown field", "extra_forbidden", "unrecognized")
-_CONTENT_FILTER = ("content_filter", "content_policy", "content policy", "safety", "flagged")
-
-
-def _request_refused(status: int, text: str) -> bool:
-    low = text.lower()
-    if 400 <= status < 500:
-        return status not in (408, 409, 429) and not any(w in low for w in _CONTENT_FILTER)
-    return any(w in low for w in _REQUEST_WORDS)
-
-
-def request_fix(message: str) -> str:
-    """The setting to change for a refused request whose server message is `message`."""
-    low = message.lower()
-    if any(w in low for w in ("response_format", "json_schema", "json_object", "schema")):
-        return "set judge.structured_output (json_object for llama-cpp-python's server, none to send no schema)"
-    if any(w in low for w in ("token", "context", "n_ctx", "too long", "length")):
-        return "lower judge.max_tokens, or set judge.context_tokens to the server's window (and judge.tokenizer to its tokenizer)"
-    if any(w in low for w in ("model",)):
-        return "check judge.model and judge.base_url"
-    return "check the judge section of the config (judge.structured_output, judge.max_tokens, judge.cache_hints, judge.model)"
-
-
-def _tokens(usage: dict[str, Any], key: str) -> int:
-    """A usage figure as a token count; `ValueError` for anything that is not a plausible one (1e999, -5, 10**30, "x")."""
-    v = usage.get(key) or 0
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_USAGE_TOKENS or v != int(v):
-        raise ValueError(f"usage.{key} is not a token count")
-    return int(v)
-
-
 def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets: tuple[str | None, ...] = ()) -> Reply:
     """Turn an HTTP reply into a `Reply`, or raise `ProviderError`.
 
@@ -457,13 +381,13 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         raise ProviderError(kind, f"HTTP 429 {text}", 429, rate.retry_after_s, rate)
     if http.status >= 500 or http.status == 529:
         text = _error_text(http.body, secrets)
-        kind = "request" if http.status != 529 and _request_refused(http.status, text) else "server"
+        kind = "request" if http.status != 529 and request_refused(http.status, text) else "server"
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status, rate.retry_after_s, rate)
     if http.status == 408:
         raise ProviderError("timeout", f"HTTP 408 {_error_text(http.body, secrets)}", 408)
     if http.status >= 400:
         text = _error_text(http.body, secrets)
-        kind = "request" if http.status not in (401, 403) and _request_refused(http.status, text) else "fatal"
+        kind = "request" if http.status not in (401, 403) and request_refused(http.status, text) else "fatal"
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status)
     body = http.body
     if not isinstance(body, dict):
@@ -481,17 +405,17 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
                     parts.append(block.get("text", ""))
             usage = body.get("usage") or {}
             # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
-            cached = _tokens(usage, "cache_read_input_tokens")
-            written = _tokens(usage, "cache_creation_input_tokens")
+            cached = token_count(usage, "cache_read_input_tokens")
+            written = token_count(usage, "cache_creation_input_tokens")
             return Reply("".join(parts), body.get("stop_reason") == "max_tokens",
-                         _tokens(usage, "input_tokens") + cached + written, _tokens(usage, "output_tokens"), cached, written)
+                         token_count(usage, "input_tokens") + cached + written, token_count(usage, "output_tokens"), cached, written)
         choice = body["choices"][0]
         usage = body.get("usage") or {}
         text = choice["message"].get("content") or ""
         if not isinstance(text, str):
             raise TypeError("message.content is not text")
-        return Reply(text, choice.get("finish_reason") == "length", _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"),
-                     _tokens(usage.get("prompt_tokens_details") or {}, "cached_tokens"))
+        return Reply(text, choice.get("finish_reason") == "length", token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens"),
+                     token_count(usage.get("prompt_tokens_details") or {}, "cached_tokens"))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
 

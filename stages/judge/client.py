@@ -81,13 +81,13 @@ from tracejudge.llm.providers import (
     auth_headers,
     build_payload,
     public_url,
-    request_fix,
     rate_info,
     read_reply,
     send,
 )
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
+from tracejudge.llm.replies import request_fix
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
 from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Plan, Question

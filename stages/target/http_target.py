@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import anyio
 from tracejudge.core.errors import ConfigError
-from tracejudge.llm.providers import DEFAULT_MAX_BYTES, ReplyTooLarge, read_capped
+from tracejudge.llm.replies import DEFAULT_MAX_BYTES, ReplyTooLarge, read_capped
 from tracejudge.llm.redact import ENV_VAR
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
