@@ -382,3 +382,30 @@ def test_bench_classifies_a_hostile_reply_instead_of_crashing(tmp_path):
     assert proc.returncode == 1, proc.stderr  # nothing answered: a verdict on the endpoint, not an internal error (3)
     report = json.loads(out.read_text())
     assert "not a JSON object" in report["error_messages"]["server"]
+
+
+def test_simulator_json_object_only_answers_llama_cpp_pythons_500_and_counts_tokens_by_the_factor(simulator):
+    import math
+    import urllib.error
+    import urllib.request
+
+    from tracejudge.llm.tokens import counter_for
+
+    def post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    schema = {"type": "object", "properties": {"TC1": {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}}}}
+    messages = [{"role": "user", "content": "Questions:\nTC1: done?"}]
+    sim = simulator(json_object_only=True, tokenizer_factor=1.25)
+    status, body = post(sim.url, {"model": "gpt-4o-mini", "messages": messages,
+                                   "response_format": {"type": "json_schema", "json_schema": {"name": "answers", "schema": schema}}})
+    assert status == 500 and body["error"]["type"] == "internal_server_error"
+    assert "'loc': ('body', 'response_format', 'type')" in body["error"]["message"] and "Input should be 'text' or 'json_object'" in body["error"]["message"]
+    status, body = post(sim.url, {"model": "gpt-4o-mini", "messages": messages, "response_format": {"type": "json_object", "schema": schema}})
+    assert status == 200 and set(json.loads(body["choices"][0]["message"]["content"])) == {"TC1"}
+    assert body["usage"]["prompt_tokens"] == math.ceil(counter_for("gpt-4o-mini").messages(messages) * 1.25)
