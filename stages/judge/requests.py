@@ -15,7 +15,7 @@ from typing import Any
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, group_plans, grouped_plan
 
-__all__ = ["Asked", "case_requests", "per_question"]
+__all__ = ["Asked", "case_requests", "group_keys", "per_question"]
 
 
 @dataclass
@@ -40,6 +40,18 @@ def per_question(metric: JudgeMetric, cfg: Any) -> bool:
     return cfg.one_question_per_request if metric.one_question_per_request is None else metric.one_question_per_request
 
 
+def group_keys(plans: dict[str, Plan], metrics: dict[str, JudgeMetric], cfg: Any) -> list[list[str]]:
+    """The keys of the metrics asked together in one request (groups of two or more, in order), `[]` unless `judge.group: case`.
+
+    `plans` by metric key (those that need a request), `metrics` by key. Renders each plan's fenced text: CPU work.
+    """
+    if cfg.group != "case":
+        return []
+    candidates = [p for k, p in plans.items() if not per_question(metrics[k], cfg)]
+    key_of = {id(p): k for k, p in plans.items()}
+    return [[key_of[id(p)] for p in g] for g in group_plans(candidates) if len(g) > 1] if len(candidates) > 1 else []
+
+
 def case_requests(case: Case, metrics: list[JudgeMetric], cfg: Any, reused: bool) -> tuple[list[Asked], dict[str, Score]]:
     """What the run asks about `case`: the requests (grouped ones first) and, by metric key, the scores given without a request.
 
@@ -58,9 +70,7 @@ def case_requests(case: Case, metrics: list[JudgeMetric], cfg: Any, reused: bool
         else:
             plans[metric.key] = plan
     by_key = {m.key: m for m in metrics}
-    groups: list[list[Plan]] = []
-    if cfg.group == "case":
-        groups = [g for g in group_plans([p for k, p in plans.items() if not per_question(by_key[k], cfg)]) if len(g) > 1]
+    groups = [[plans[k] for k in g] for g in group_keys(plans, by_key, cfg)]
     in_group = {id(p) for g in groups for p in g}
     out = []
     for g in groups:

@@ -63,13 +63,14 @@ from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, 
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.simulator.server import SimConfig, start_simulator
-from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
+from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batch_runner import BatchRunner
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.multi import Item, judge_items
+from tracejudge.stages.judge.requests import group_keys, per_question
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
@@ -151,7 +152,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                              "spend": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
-    one_per_default = cfg.one_question_per_request
 
     async def start() -> Judge:
         async with lock:
@@ -279,15 +279,12 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             else:
                 plans[metric.key] = plan
 
-        def per_question(metric: JudgeMetric) -> bool:
-            return one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
-
         def slot_of(metric: JudgeMetric) -> str:
             return f"{case.id}|{metric.key}|{work.trial}"
 
         async def ask(metric: JudgeMetric) -> None:
             plan, slot = plans[metric.key], slot_of(metric)
-            per_q = per_question(metric)
+            per_q = per_question(metric, cfg)
             if cfg.items_per_request > 1 and not per_q:
                 if calibration.sampled(slot):
                     outcomes[metric.key] = await calibrate(judge, metric, case, plan, work.trial, slot)
@@ -335,13 +332,11 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             for m, o in zip(members, parts, strict=True):
                 outcomes[m.key] = o
 
-        groups: list[list[JudgeMetric]] = []
-        if cfg.group == "case":
-            by_plan = {id(plans[m.key]): m for m in use if m.key in plans}
-            candidates = [plans[m.key] for m in use if m.key in plans and not per_question(m)]
-            # Grouping renders each plan's fenced text: off the event loop, as a long trace takes a while.
-            found = await anyio.to_thread.run_sync(group_plans, candidates, abandon_on_cancel=True) if len(candidates) > 1 else []
-            groups = [[by_plan[id(p)] for p in g] for g in found if len(g) > 1]
+        # The groups `case_requests` (estimate, bench) finds too. Grouping renders each plan's fenced text: off the
+        # event loop, as a long trace takes a while.
+        by_key = {m.key: m for m in use}
+        found = await anyio.to_thread.run_sync(group_keys, plans, by_key, cfg, abandon_on_cancel=True)
+        groups: list[list[JudgeMetric]] = [[by_key[k] for k in g] for g in found]
         grouped_keys = {m.key for g in groups for m in g}
         singles = [m for m in use if m.key in plans and m.key not in grouped_keys]
 
