@@ -174,8 +174,9 @@ def test_estimate_equals_the_runs_tokens_and_cached_tokens(simulator: Callable[.
     assert est.input_tokens == j["input_tokens"] == sim.stats.input_tokens
     assert est.cached_input_tokens == j["cached_input_tokens"] and est.cache_write_input_tokens == j["cache_write_input_tokens"]
     assert est.requests == j["requests"]
-    if judge["group"] == "none" or trials > 1:
-        # One schema and one system prompt for every metric, the trace next: a case's metrics (or trials) share the cached prefix.
+    if trials > 1 or (judge["group"] == "none" and judge.get("provider") == "anthropic"):
+        # A case's trials share the cached prefix; on Anthropic (one shared tool schema) its metrics asked apart do too.
+        # (On OpenAI they no longer do: the schema comes first, and each request's schema names its own question ids.)
         assert j["cached_input_tokens"] > 0
     elif judge.get("provider") == "anthropic":
         assert j["cache_write_input_tokens"] == 0  # a trace asked once is not written to the cache (writes cost 1.25 × input)

@@ -77,12 +77,13 @@ def _results(tmp: Path) -> list[dict[str, Any]]:
 def _echo(headers: dict[str, str], body: dict[str, Any]) -> Any:
     user = body["messages"][1]["content"]
     if "Find item 0" in user:  # an error body echoing the request headers
-        return 400, {"error": {"type": "invalid_request_error", "message": f"bad request; you sent {json.dumps(headers)}"}}
+        # (a content filter's refusal: one case's failure; another 400 would be a request error and stop the run)
+        return 400, {"error": {"type": "content_filter", "message": f"flagged; you sent {json.dumps(headers)}"}}
     if "Find item 1" in user:  # a 200 reply echoing them (not a verdict: repaired, then parse_error with the raw text kept)
         return 200, completion(f"Headers: {json.dumps(headers)}; your key is {headers.get('Authorization', '')[7:]}")
     if "Find item 2" in user:  # a valid verdict whose reasons carry the key (reaches results and the cache)
         v = verdict(body)
-        for answer in v["answers"]:
+        for answer in v.values():
             answer["reason"] = f"auth was {headers.get('Authorization')} and key {headers.get('Authorization', '')[7:]}"
         return 200, completion(json.dumps(v))
     return 200, {"choices": [], "error": {"message": f"gateway says no: {headers.get('Authorization')}"}}  # 200 with an error body
@@ -201,7 +202,7 @@ def test_error_kinds_are_told_apart_in_results_and_summary(simulator, tmp_path):
     j = summary["judge"]
     assert j["error_kinds"] == {"parse_error": 1, "provider_error": 1, "timeout": 1, "truncated": 1}
     assert j["repairs"] == 2 and j["repair_input_tokens"] > 0 and j["parse_failures"] == 2 and j["truncated_replies"] == 2
-    assert j["parse_failure_rate"] == pytest.approx(2 / j["answered"], abs=1e-6)
+    assert j["parse_failure_rate"] == pytest.approx(2 / j["judged_items"], abs=1e-6)  # per item: parse_error and truncated, once each
     assert all(r["scores"]["TaskCompletion"]["judge"]["requests"] == 2 for r in _results(tmp_path)[2:])  # repairs count
 
 

@@ -56,6 +56,7 @@ _PATH_KEYS = {
     ("target", "pythonpath"),
     ("target", "cwd"),
     ("target", "traces"),
+    ("judge", "tokenizer"),
     ("assertions", "regression", "baseline"),
     ("judge", "labels", "path"),
 }
@@ -103,6 +104,14 @@ class SimulatorOptions(_Strict):
     noise: float | dict[str, float] = 0.0
     agreement: float = Field(default=1.0, ge=0, le=1)
     position_bias: float = Field(default=0.0, ge=0, le=1)
+    json_object_only: bool = False
+    tokenizer_factor: float = Field(default=1.0, ge=0.1, le=10)
+
+
+class TokenizerFactor(_Strict):
+    """A safety factor on tiktoken's prompt count, for a server whose tokenizer counts more (`judge.tokenizer: {factor: 1.25}`)."""
+
+    factor: float = Field(ge=1.0, le=10.0)
 
 
 class PriceConfig(_Strict):
@@ -163,6 +172,15 @@ class JudgeConfig(_Strict):
     request N times, `models` makes a panel whose verdicts `aggregate` combines,
     `labels` compares verdicts with reference labels, `pairwise` sets the rubric
     of `tracejudge compare A --vs B --judge CONFIG`.
+    `structured_output` says how the verdict schema is sent to an
+    OpenAI-compatible server: `json_schema` (`response_format: {type:
+    json_schema}`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp's server),
+    `json_object` (`response_format: {type: json_object, schema}`: llama-cpp-python's
+    server) or `none` (the prompt alone says the format). `max_response_bytes`
+    caps the bytes read of one reply (a longer one fails that request).
+    `tokenizer` names the judge server's tokenizer for the context fit, admission
+    and `estimate`: a Hugging Face `tokenizer.json` path (needs the `tokenizers`
+    package, extra `local-judges`) or `{factor: F}`, tiktoken's count × F.
     """
 
     provider: Literal["simulator", "openai", "anthropic"] = "simulator"
@@ -198,6 +216,9 @@ class JudgeConfig(_Strict):
     aggregate: Literal["majority", "mean", "all", "any"] = "majority"
     labels: LabelsConfig | None = None
     pairwise: PairwiseConfig = Field(default_factory=PairwiseConfig)
+    structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
+    max_response_bytes: int = Field(default=8 << 20, ge=1024)
+    tokenizer: str | TokenizerFactor | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -366,6 +387,7 @@ class TargetConfig(_Strict):
     times a transient failure restarts the conversation, waiting
     `backoff_s` doubling up to `max_backoff_s` (jittered). `concurrency` caps
     the cases in flight at the target, apart from the judge's limits.
+    `max_response_bytes` caps the bytes read of one `http` reply (longer: the case fails).
     """
 
     kind: Literal["python", "http", "command", "replay"]
@@ -382,6 +404,7 @@ class TargetConfig(_Strict):
     backoff_s: float = Field(default=0.5, ge=0)
     max_backoff_s: float = Field(default=30.0, ge=0)
     concurrency: int = Field(default=4, ge=1, le=4096)
+    max_response_bytes: int = Field(default=8 << 20, ge=1024)
     transient_exit_codes: list[int] = Field(default_factory=lambda: [75])
 
     @model_validator(mode="before")

@@ -8,7 +8,9 @@ __all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "leaves", "refus
 
 
 class TracejudgeError(Exception):
-    """Base class of tracejudge's own errors."""
+    """Base class of tracejudge's own errors; `exit_status` is the CLI's exit status for it (2: bad config or input)."""
+
+    exit_status = 2
 
 
 class ConfigError(TracejudgeError):

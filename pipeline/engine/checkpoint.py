@@ -167,6 +167,15 @@ def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
     return int(judged), int(error)
 
 
+def _item_counts(result: CaseResult) -> tuple[int, int]:
+    """(judged scores, those left without a usable verdict: `parse_error` or `truncated`) of one result.
+
+    Per item, not per attempt: the summary's `parse_failure_rate` divides them, the same grouped or not.
+    """
+    judged = [s for s in result.scores.values() if s.judge is not None]
+    return len(judged), sum((s.details or {}).get("error_kind") in ("parse_error", "truncated") for s in judged)
+
+
 def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
     return any(v for counters in usage.values() for v in counters.values())
 
@@ -440,6 +449,9 @@ class RunJournal:
         judged, error = _judge_gate_counts(result)
         self.judge_final["judged_results"] += judged
         self.judge_final["judge_error_results"] += error
+        items, unparsed = _item_counts(result)
+        self.judge_final["judged_items"] = self.judge_final.get("judged_items", 0) + items
+        self.judge_final["parse_failed_items"] = self.judge_final.get("parse_failed_items", 0) + unparsed
 
     def is_done(self, key: int) -> bool:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
@@ -464,11 +476,15 @@ class RunJournal:
         These are what the judge's `max_error_share` gate divides; counted from
         results.jsonl, they are the same whether or not the run was killed.
         """
-        out = dict(self.judge_final)
+        out = {"judged_items": 0, "parse_failed_items": 0, **self.judge_final}
         for line in self.provisional.values():
-            judged, error = _judge_gate_counts(CaseResult.model_validate_json(line))
+            result = CaseResult.model_validate_json(line)
+            judged, error = _judge_gate_counts(result)
             out["judged_results"] += judged
             out["judge_error_results"] += error
+            items, unparsed = _item_counts(result)
+            out["judged_items"] += items
+            out["parse_failed_items"] += unparsed
         return out
 
     def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
@@ -476,6 +492,8 @@ class RunJournal:
         block = {**block, **self.judge_gate_counts()}
         judged = block["judged_results"]
         block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0
+        items = block["judged_items"]
+        block["parse_failure_rate"] = round(block["parse_failed_items"] / items, 6) if items else 0.0
         if block.get("max_error_share") is not None:
             block["gate_failed"] = block["error_share"] > block["max_error_share"]
         return dict(sorted(block.items()))

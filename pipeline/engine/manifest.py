@@ -33,13 +33,16 @@ _UNHASHED: dict[str, set[str] | None] = {
     "budget": None,
     "cache": None,
     "dataset": {"path", "tasks"},
-    "target": {"concurrency"},
+    "target": {"concurrency", "max_response_bytes"},
     "aggregate": None,
     "assertions": None,
     # Judge settings that change how requests are retried, timed out, priced or
     # gated, not what the judge answers.
     "judge": {"api_key_env", "timeout_s", "max_attempts", "max_retry_wait_s", "max_retry_after_s", "workers", "max_error_share",
-              "prices", "expected_output_tokens", "simulator", "labels", "pairwise"},
+              "prices", "expected_output_tokens", "simulator", "labels", "pairwise",
+              # How the verdict schema travels and is counted, not what is asked: changed to fix a refused
+              # request or an overflowing window, and the resume goes on.
+              "structured_output", "max_response_bytes", "tokenizer"},
 }
 # Keys left out of the hash while they hold their default, so a run directory made before they existed still resumes.
 _UNHASHED_DEFAULTS: dict[str, dict[str, object]] = {"judge": {"samples": 1, "models": None, "aggregate": "majority"}}

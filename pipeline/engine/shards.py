@@ -211,5 +211,7 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
     if judge.get("judged_results"):
         judge["error_share"] = round(judge.get("judge_error_results", 0) / judge["judged_results"], 6)
         judge["gate_failed"] = judge["error_share"] > judge.get("max_error_share", 0.0)
+    if judge.get("judged_items"):
+        judge["parse_failure_rate"] = round(judge.get("parse_failed_items", 0) / judge["judged_items"], 6)
     return {"tracejudge_version": version, "complete": complete, "elapsed_s_total": round(elapsed, 6), "judge": judge,
             "shards": {"merged_from": [str(d) for d in dirs], "missing": missing}}

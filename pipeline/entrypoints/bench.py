@@ -1,8 +1,9 @@
 """`tracejudge bench CONFIG`: measure a judge endpoint's throughput, latency and cost before a sweep.
 
-What it sends: the judge requests the config's judge metrics would send
-(`tracejudge.stages.judge.client.build_request`, multi-item requests when
-`judge.items_per_request` > 1), built from an evenly spaced sample of the
+What it sends: exactly the judge requests the run would send
+(`tracejudge.stages.judge.requests.case_requests`: grouped per case with
+`judge.group: case`, multi-item requests when `judge.items_per_request` > 1,
+the schema as `judge.structured_output` says), built from an evenly spaced sample of the
 config's dataset (`--sample N` cases), so prompt sizes and reply lengths are
 the real ones; or, with `--synthetic`, requests of `--prompt-tokens` T
 prompt tokens and `--max-tokens` M. Replies are read for usage only and are
@@ -33,6 +34,10 @@ cost (requests × the dearest request's worst case, capped by
 sent once `--max-cost-usd` (default $1) or `--requests` (default 200)
 would be crossed. `--dry-run` prints the plan and sends nothing.
 
+Failures are shown by kind with the server's own message (redacted, cut);
+when requests time out, the report says to raise `judge.timeout_s` (naming
+its value). `--dry-run` needs no API key.
+
 The report (terminal table; `--json FILE` writes the same as JSON) projects
 the full sweep of the config's dataset from `tracejudge.stages.judge.estimate`
 (every request built and tiktoken-counted) scaled by the provider's own
@@ -52,7 +57,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 from rich.console import Console
@@ -75,10 +79,12 @@ from tracejudge.llm.providers import (
     build_payload,
     endpoint,
     open_session,
+    public_url,
     rate_info,
     read_reply,
     send,
 )
+from tracejudge.llm.redact import redact
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 
 __all__ = ["BenchRequest", "add_parser", "build_sample", "command", "synthetic_requests"]
@@ -126,6 +132,7 @@ class Attempt:
     output_tokens: int = 0
     cached_tokens: int = 0
     rate: RateInfo | None = None
+    message: str = ""
 
 
 @dataclass
@@ -146,10 +153,12 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
     `ConfigError` when the config has no judge metric or the dataset no
     valid case.
     """
+    from tracejudge.llm.judge_tokenizer import spec_of
     from tracejudge.stages.extract import extract_record
     from tracejudge.stages.judge.base import JudgeMetric
     from tracejudge.stages.judge.client import build_request, request_tokens
     from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
+    from tracejudge.stages.judge.requests import case_requests
 
     cfg = config.judge or JudgeConfig()
     metrics = [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]
@@ -163,25 +172,24 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
     step = max(1, len(cases) // max(1, sample))
     chosen = cases[::step][:sample]
     out: list[BenchRequest] = []
-    for metric in metrics:
-        items: list[Item] = []
-        for case in chosen:
-            plan = metric.plan(case)
-            if isinstance(plan, Score):
+    tok = spec_of(cfg)
+    items: dict[str, list[Item]] = {}
+    for case in chosen:
+        asked, _ = case_requests(case, metrics, cfg, reused=config.run.trials > 1 or cfg.calibration is not None)
+        for a in asked:
+            if cfg.items_per_request > 1 and a.batchable:
+                items.setdefault(a.key, []).append(Item(a.plan, 0, f"{case.id}|{a.key}|0"))
                 continue
-            per_q = cfg.one_question_per_request if metric.one_question_per_request is None else metric.one_question_per_request
-            if cfg.items_per_request > 1 and not per_q:
-                items.append(Item(plan, 0, f"{case.id}|{metric.key}|0"))
-                continue
-            for group in ([[q] for q in plan.questions] if per_q and plan.kind == "yes_no" else [plan.questions]):
-                req = build_request(plan, group, cfg)
-                out.append(BenchRequest(req, metric.key, request_tokens(req), len(group)))
-        for i in range(0, len(items), cfg.items_per_request):
-            group_items = items[i:i + cfg.items_per_request]
+            for group in a.questions:
+                req = build_request(a.plan, group, cfg)
+                out.append(BenchRequest(req, a.key, request_tokens(req, tok), len(group)))
+    for key, mine in items.items():
+        for i in range(0, len(mine), cfg.items_per_request):
+            group_items = mine[i:i + cfg.items_per_request]
             for it in group_items:
                 it.id = item_id(it, cfg)
             req = build_multi_request(group_items, cfg)
-            out.append(BenchRequest(req, metric.key, request_tokens(req), sum(len(it.questions) for it in group_items)))
+            out.append(BenchRequest(req, key, request_tokens(req, tok), sum(len(it.questions) for it in group_items)))
     if not out:
         raise ConfigError("bench: the sampled cases give the judge metrics nothing to ask")
     return out
@@ -212,8 +220,10 @@ def synthetic_requests(model: str, prompt_tokens: int, max_tokens: int, count: i
 
 class _Bench:
     def __init__(self, *, session: Any, url: str, protocol: str, headers: dict[str, str], requests: list[BenchRequest],
-                 limiter: AdaptiveLimiter, budget: InProcessBudget, price: Price | None, max_requests: int, timeout_s: float) -> None:
+                 limiter: AdaptiveLimiter, budget: InProcessBudget, price: Price | None, max_requests: int, timeout_s: float,
+                 structured: str = "json_schema", max_bytes: int = 8 << 20, secrets: tuple[str | None, ...] = ()) -> None:
         self.session, self.url, self.protocol, self.headers = session, url, protocol, headers
+        self.structured, self.max_bytes, self.secrets = structured, max_bytes, secrets
         self.requests = requests
         self.limiter, self.budget, self.price = limiter, budget, price
         self.max_requests, self.timeout_s = max_requests, timeout_s
@@ -251,13 +261,15 @@ class _Bench:
         start = time.monotonic()
         att = Attempt(phase, level, br.metric, start - self.t0, 0.0, "ok", br.prompt_tokens, br.questions)
         try:
-            http = await send(self.session, self.url, self.headers, build_payload(self.protocol, br.request), self.timeout_s)
+            http = await send(self.session, self.url, self.headers, build_payload(self.protocol, br.request, self.structured), self.timeout_s,
+                              self.max_bytes)
             att.latency_s = http.latency_s
             att.rate = rate_info(http.headers)
-            reply = read_reply(self.protocol, http, 3600.0)
+            reply = read_reply(self.protocol, http, 3600.0, self.secrets)
         except ProviderError as exc:
             att.latency_s = att.latency_s or time.monotonic() - start
             att.outcome = exc.kind
+            att.message = " ".join(redact(str(exc), self.secrets).split())[:300]
             att.rate = exc.rate or att.rate
             self.limiter.settle(permit, exc.kind, None, exc.rate)
             billed = br.prompt_tokens if exc.kind in ("timeout", "connection") else 0
@@ -503,6 +515,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
         ("latency p50 / p95 / p99", f"{ms(m.get('latency_p50_s'))} / {ms(m.get('latency_p95_s'))} / {ms(m.get('latency_p99_s'))}"),
         ("429 share", f"{m.get('rate_limited_share', 0):.1%}"),
         ("errors", ", ".join(f"{k} {v}" for k, v in m.get("errors", {}).items()) or "none"),
+        *((f"  {kind}", msg) for kind, msg in report.get("error_messages", {}).items()),
         ("cached-token share", f"{m.get('cached_token_share', 0):.1%}"),
         ("output tokens per request", f"{m['output_tokens_per_request']:.1f}" if m.get("output_tokens_per_request") is not None else "n/a"),
         ("bench spent", f"${report['spent_usd']:.4f} ({report['requests_sent']} requests; stopped by {report['stopped_by']})"),
@@ -516,17 +529,13 @@ def _print(report: dict[str, Any], console: Console) -> None:
     for k, v in rows:
         table.add_row(cell(k), cell(v))
     console.print(table)
+    for hint in report.get("hints", []):
+        console.print(hint, highlight=False, soft_wrap=True)
     lim = report["recommended_limits"]
     if lim is None:
         console.print("limits: none to recommend (no request was answered)", highlight=False)
         return
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
-
-
-def _public_url(url: str) -> str:
-    """`url` without credentials or query (a key can hide in either)."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else parts.netloc, parts.path, "", ""))
 
 
 def _num(v: int | None) -> str:
@@ -597,7 +606,8 @@ def command(args: argparse.Namespace, err: Console) -> int:
             requests = build_sample(config, args.sample)
         from tracejudge.stages.judge.stage import api_key
 
-        key = api_key(config) if config.judge is not None else None
+        # A dry run sends nothing, so it needs no key.
+        key = api_key(config) if config.judge is not None and not args.dry_run else None
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -635,7 +645,8 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
         from tracejudge.simulator.server import SimConfig, start_simulator
 
         s = cfg.simulator
-        runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed))
+        runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
+                                                      json_object_only=s.json_object_only, tokenizer_factor=s.tokenizer_factor))
         base = url + "/v1"
     protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
     # The limits are what the bench finds out; how they are counted may be known already.
@@ -644,7 +655,9 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
     try:
         async with open_session(args.max_level) as session:
             bench = _Bench(session=session, url=endpoint(cfg.provider, base), protocol=protocol, headers=auth_headers(protocol, key),
-                           requests=requests, limiter=limiter, budget=budget, price=price, max_requests=args.requests, timeout_s=cfg.timeout_s)
+                           requests=requests, limiter=limiter, budget=budget, price=price, max_requests=args.requests, timeout_s=cfg.timeout_s,
+                           structured=cfg.structured_output if protocol == "openai" else "json_schema", max_bytes=cfg.max_response_bytes,
+                           secrets=(key,))
             best, steps, why = await _ramp(bench, 1, args.max_level)
             hold_start = time.monotonic() - bench.t0
             held = await bench.level("hold", best, None, hold_start + args.duration) if not bench.state.stop else []
@@ -657,12 +670,31 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
     # Without headers nothing tells a bucket from a window: keep what the config says.
     mode = limiter.mode if headers["present"] else config.limits.window
     report: dict[str, Any] = {
-        "model": cfg.model, "provider": cfg.provider, "endpoint": _public_url(base or DEFAULT_BASE_URLS.get(cfg.provider, "")),
+        "model": cfg.model, "provider": cfg.provider, "endpoint": public_url(base or DEFAULT_BASE_URLS.get(cfg.provider, "")),
         "ramp": steps, "ramp_stopped": why, "best_level": best, "headers": headers, "window": mode,
         "measured": measured, "requests_sent": bench.state.sent, "spent_usd": round(budget.spent_usd, 6),
         "stopped_by": bench.state.stop or "duration",
         "recommended_limits": _recommend(best, measured, headers, mode),
     }
     report["projection"] = _project(config, attempts, measured, price, cfg.provider) if config.dataset is not None and measured else None
+    report["error_messages"], report["hints"] = _errors(attempts, cfg)
     report["attempts"] = [{k: v for k, v in asdict(a).items() if k != "rate"} for a in attempts]
     return report
+
+
+def _errors(attempts: list[Attempt], cfg: JudgeConfig) -> tuple[dict[str, str], list[str]]:
+    """The server's message per failure kind (the first seen; redacted), and what to change."""
+    from tracejudge.llm.replies import request_fix
+
+    messages: dict[str, str] = {}
+    for a in attempts:
+        if a.outcome != "ok" and a.message:
+            messages.setdefault(a.outcome, a.message)
+    hints = []
+    if "timeout" in messages:
+        hints.append(f"requests timed out: raise judge.timeout_s (now {cfg.timeout_s:g} s) for a slow server")
+    if "request" in messages:
+        hints.append(f"the server refused the requests themselves: {request_fix(messages['request'])}")
+    if "unreachable" in messages:
+        hints.append("the judge could not be reached: is the server running and judge.base_url right?")
+    return messages, hints

@@ -169,6 +169,10 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--agreement", type=float, default=1.0, metavar="P", help="each answer equals the simulator's truth with probability P")
     sim.add_argument("--noise", type=float, default=0.0, metavar="Q", help="each answer flipped with probability Q, afresh per repeat of a request")
     sim.add_argument("--position-bias", type=float, default=0.0, metavar="B", help="a pairwise request answers 'the first run' with probability B")
+    sim.add_argument("--json-object-only", action="store_true",
+                     help="answer a json_schema response_format with HTTP 500, as llama-cpp-python's server does (json_object only)")
+    sim.add_argument("--tokenizer-factor", type=float, default=1.0, metavar="F", help="count prompt tokens as tiktoken's × F (a local model's tokenizer)")
+    sim.add_argument("--context-tokens", type=int, default=None, metavar="N", help="refuse (400) a request whose prompt plus max_tokens exceed N")
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
                           **_examples("tracejudge view                                   # every run under runs/",
                                       "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
@@ -362,7 +366,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
             raise  # an internal error: `main` reports it (exit 3)
         for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
-        return EXIT_BAD_INPUT
+        return max(getattr(leaf, "exit_status", EXIT_BAD_INPUT) for leaf in found)
     return EXIT_BAD_INPUT
 
 
@@ -654,7 +658,8 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
             return EXIT_BAD_INPUT
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
-                       max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias)
+                       max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias,
+                       json_object_only=args.json_object_only, tokenizer_factor=args.tokenizer_factor, context_tokens=args.context_tokens)
 
     async def serve() -> None:
         try:
@@ -697,6 +702,12 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
     console.print(table)
     console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
+    lo, hi = got["range"]["low"], got["range"]["high"]
+    why = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({got['reask_rate']:.2f} extra requests per request)"
+           if got["reask_rate"] is not None else f"no earlier run in {got['run_dir']}: low assumes no repair or re-ask, high that every reply needs them")
+    money = f", ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f}" if got["priced"] else ""
+    console.print(f"range: {lo['requests']:,}–{hi['requests']:,} requests, {lo['input_tokens']:,}–{hi['input_tokens']:,} input and "
+                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({why})", highlight=False)
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens

@@ -4,7 +4,10 @@ Two wire protocols:
 
 - `openai`: any OpenAI-compatible `POST {base_url}/chat/completions`
   (OpenAI, vLLM, llama.cpp server, Ollama, LiteLLM proxy); structured output
-  through `response_format: {type: json_schema, json_schema: {name, schema, strict}}`.
+  (`structured`, the config's `judge.structured_output`) through
+  `response_format: {type: json_schema, json_schema: {name, schema, strict}}`,
+  or `{type: json_object, schema}` (llama-cpp-python's server reads the schema
+  there), or no `response_format` at all (`none`: the prompt gives the format).
 - `anthropic`: `POST {base_url}/messages`; structured output through one
   tool whose `input_schema` is the verdict schema, forced with
   `tool_choice: {type: tool}`.
@@ -16,6 +19,14 @@ API keys: `auth_headers` puts the key in a request header and nowhere else;
 no error message, log line or record built here contains a header value, and
 provider text copied into an error message is passed through
 `tracejudge.llm.redact.redact` (an endpoint may echo the headers it got).
+
+Nothing in a reply is trusted (`tracejudge.llm.replies`): `send` reads at most
+`max_bytes` of it, a body nested too deep to decode is text, and `read_reply`
+refuses usage figures that are not plausible token counts; each is a malformed
+reply (kind `server`), never an exception of another kind. A refusal of the
+request itself (`replies.request_refused`) is kind `request`: no retry can fix
+it, only a change of config (`replies.request_fix` names the setting). A
+content filter's 400 stays `fatal`: one item's content causes it.
 """
 
 from __future__ import annotations
@@ -26,9 +37,11 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from tracejudge.llm.redact import redact
+from tracejudge.llm.replies import DEFAULT_MAX_BYTES, ReplyTooLarge, decode_body, read_capped, request_refused, token_count
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -41,6 +54,7 @@ __all__ = [
     "build_payload",
     "endpoint",
     "open_session",
+    "public_url",
     "rate_info",
     "read_reply",
     "send",
@@ -123,7 +137,7 @@ class RateInfo:
 
 class ProviderError(Exception):
     """A failed attempt. `kind`: rate_limited, quota, server, timeout, connection (dropped after
-    sending), unreachable (never connected), fatal.
+    sending), unreachable (never connected), fatal, request (the request itself is refused: see the module doc).
 
     `retry_after_s` is the provider's `retry-after` when it sent one. The
     message holds the status and the provider's error text, never headers.
@@ -151,6 +165,13 @@ def endpoint(provider: str, base_url: str | None) -> str:
         base = base_url or DEFAULT_BASE_URLS[provider]
     base = base.rstrip("/")
     return base + ("/messages" if provider == "anthropic" else "/chat/completions")
+
+
+def public_url(url: str) -> str:
+    """`url` without credentials or query (a key can hide in either): safe to print."""
+    parts = urlsplit(url)
+    host = parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else parts.netloc
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def auth_headers(provider: str, api_key: str | None) -> dict[str, str]:
@@ -182,8 +203,21 @@ def _anthropic_message(m: dict[str, str], prefix: str) -> dict[str, Any]:
     return {"role": m["role"], "content": blocks}
 
 
-def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
-    """The JSON body for `req` in `provider`'s protocol (with the prompt-cache hints `req.cache_prefix` asks for)."""
+def response_format(req: JudgeRequest, structured: str = "json_schema") -> dict[str, Any] | None:
+    """The OpenAI-protocol `response_format` for `req` under `structured` (`json_schema`, `json_object`, `none` → None)."""
+    if structured == "none":
+        return None
+    if structured == "json_object":
+        return {"type": "json_object", "schema": req.schema}
+    return {"type": "json_schema", "json_schema": {"name": req.schema_name, "schema": req.schema, "strict": True}}
+
+
+def build_payload(provider: str, req: JudgeRequest, structured: str = "json_schema") -> dict[str, Any]:
+    """The JSON body for `req` in `provider`'s protocol (with the prompt-cache hints `req.cache_prefix` asks for).
+
+    `structured` (OpenAI protocol only) says how the schema is sent (`response_format`); Anthropic always gets
+    the schema as a forced tool's `input_schema`.
+    """
     first, prefix = _cached_block(req)
     if provider == "anthropic":
         system = "\n\n".join(m["content"] for m in req.messages if m["role"] == "system")
@@ -196,12 +230,13 @@ def build_payload(provider: str, req: JudgeRequest) -> dict[str, Any]:
             "tools": [{"name": req.schema_name, "description": "Record the verdict.", "input_schema": req.schema}],
             "tool_choice": {"type": "tool", "name": req.schema_name},
         }
+    fmt = response_format(req, structured)
     return {
         "model": req.model,
         "max_tokens": req.max_tokens,
         "temperature": req.temperature,
         "messages": [dict(m) for m in req.messages],
-        "response_format": {"type": "json_schema", "json_schema": {"name": req.schema_name, "schema": req.schema, "strict": True}},
+        **({"response_format": fmt} if fmt is not None else {}),
         # Requests about one trace share a cache key, so OpenAI routes them to the same prompt cache.
         **({"prompt_cache_key": "tj-" + hashlib.sha256(prefix.encode()).hexdigest()[:32]} if prefix else {}),
     }
@@ -221,29 +256,31 @@ def open_session(max_in_flight: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300), trace_configs=[trace])
 
 
-async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], payload: dict[str, Any], timeout_s: float) -> HttpReply:
-    """POST `payload`; returns the reply whatever its status.
+async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], payload: dict[str, Any], timeout_s: float,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> HttpReply:
+    """POST `payload`; returns the reply whatever its status (at most `max_bytes` of it read).
 
-    Raises `ProviderError` of kind `timeout` or `connection` when no reply came.
+    Raises `ProviderError` of kind `timeout`, `connection` or `unreachable`
+    when no reply came, `server` when the reply is over `max_bytes`.
     """
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
     try:
         async with session.post(url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s),
                                 trace_request_ctx=timing) as resp:
-            raw = await resp.read()
-            hdrs = {k.lower(): v for k, v in resp.headers.items()}
             try:
-                body: Any = json.loads(raw)
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
+                raw = await read_capped(resp, max_bytes)
+            except ReplyTooLarge as exc:
+                raise ProviderError("server", f"HTTP {resp.status}: {exc}", resp.status) from None
+            hdrs = {k.lower(): v for k, v in resp.headers.items()}
+            body = decode_body(raw)
             t1 = time.perf_counter()
             return HttpReply(resp.status, hdrs, body, t1 - t0, t1 - timing["sent"] if "sent" in timing else None)
     except TimeoutError:
-        raise ProviderError("timeout", f"no reply within {timeout_s:g} s") from None
+        raise ProviderError("timeout", f"no reply within {timeout_s:g} s (judge.timeout_s {timeout_s:g}: raise it for a slow server)") from None
     except aiohttp.ClientConnectorError as exc:
         # Never connected: the provider cannot have seen (or billed) the request.
-        raise ProviderError("unreachable", f"cannot connect: {type(exc).__name__}") from None
+        raise ProviderError("unreachable", f"cannot connect: {type(exc).__name__}: {str(exc.os_error or exc)[:200]}") from None
     except aiohttp.ClientError as exc:
         raise ProviderError("connection", f"connection failed: {type(exc).__name__}") from None
 
@@ -330,9 +367,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
 
     429 → `rate_limited` (or `quota` when `retry-after` exceeds
     `max_retry_after_s`, or the body says the quota is exhausted); 5xx and 529
-    → `server`; 408 → `timeout`; other 4xx → `fatal` (401/403 keep their
-    status, which makes them auth errors); a 2xx whose body is an error object
-    → `server` with the provider's own message.
+    → `server`, or `request` when the text names the request's fields; 408 →
+    `timeout`; 401/403 → `fatal` (their status makes them auth errors); a
+    content filter's 4xx → `fatal`; other 4xx → `request`; a 2xx whose body
+    is an error object → `server` with the provider's own message; a 2xx of
+    the wrong shape or with implausible usage → `server` ("unexpected reply shape").
     """
     rate = rate_info(http.headers)
     if http.status == 429:
@@ -341,11 +380,15 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         kind = "quota" if quota else "rate_limited"
         raise ProviderError(kind, f"HTTP 429 {text}", 429, rate.retry_after_s, rate)
     if http.status >= 500 or http.status == 529:
-        raise ProviderError("server", f"HTTP {http.status} {_error_text(http.body, secrets)}", http.status, rate.retry_after_s, rate)
+        text = _error_text(http.body, secrets)
+        kind = "request" if http.status != 529 and request_refused(http.status, text) else "server"
+        raise ProviderError(kind, f"HTTP {http.status} {text}", http.status, rate.retry_after_s, rate)
     if http.status == 408:
         raise ProviderError("timeout", f"HTTP 408 {_error_text(http.body, secrets)}", 408)
     if http.status >= 400:
-        raise ProviderError("fatal", f"HTTP {http.status} {_error_text(http.body, secrets)}", http.status)
+        text = _error_text(http.body, secrets)
+        kind = "request" if http.status not in (401, 403) and request_refused(http.status, text) else "fatal"
+        raise ProviderError(kind, f"HTTP {http.status} {text}", http.status)
     body = http.body
     if not isinstance(body, dict):
         raise ProviderError("server", f"HTTP {http.status}: reply is not a JSON object", http.status)
@@ -362,15 +405,17 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
                     parts.append(block.get("text", ""))
             usage = body.get("usage") or {}
             # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
-            cached = int(usage.get("cache_read_input_tokens") or 0)
-            written = int(usage.get("cache_creation_input_tokens") or 0)
+            cached = token_count(usage, "cache_read_input_tokens")
+            written = token_count(usage, "cache_creation_input_tokens")
             return Reply("".join(parts), body.get("stop_reason") == "max_tokens",
-                         int(usage.get("input_tokens", 0)) + cached + written, int(usage.get("output_tokens", 0)), cached, written)
+                         token_count(usage, "input_tokens") + cached + written, token_count(usage, "output_tokens"), cached, written)
         choice = body["choices"][0]
         usage = body.get("usage") or {}
-        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
-        return Reply(choice["message"].get("content") or "", choice.get("finish_reason") == "length",
-                     int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), cached)
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        text = choice["message"].get("content") or ""
+        if not isinstance(text, str):
+            raise TypeError("message.content is not text")
+        return Reply(text, choice.get("finish_reason") == "length", token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens"),
+                     token_count(usage.get("prompt_tokens_details") or {}, "cached_tokens"))
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
 

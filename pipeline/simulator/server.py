@@ -42,7 +42,8 @@ longer than any sane client timeout (`hang_s`), or a truncated reply
 `script` is a list of faults applied, one each, to the next requests, in
 order — tests use it to stage exact scenarios: `429` (retry-after
 `fault_retry_after_s`), `quota` (429 with a day-long retry-after), `500`,
-`timeout`, `truncated`, `400` (a refusal that no retry fixes), `prose` (the JSON wrapped in prose and a code
+`timeout`, `truncated`, `400` (a content filter's refusal that no retry fixes), `bad_request` (a 400 refusing the
+request's `response_format`: a request error), `prose` (the JSON wrapped in prose and a code
 fence), `near_miss` (`GRADE: yes`-style lines, not JSON), `ok`.
 
 A request with the shared answers schema (named `answers`: a list of
@@ -60,6 +61,18 @@ id alone, so an item is judged the same in any request and any position;
 faults `drop_item` and `malformed_item` leave out or spoil the first item's
 verdict. The batch endpoints (OpenAI files + batches, Anthropic message
 batches) live in `tracejudge.simulator.batches`.
+
+Local-server knobs: `json_object_only` makes it answer as llama-cpp-python's
+server does: a `response_format` of type `json_schema` gets HTTP 500 with that
+server's own validation message (it accepts `text` or `json_object`, the
+schema under `response_format.schema`); `{type: json_object, schema}` is
+answered from the schema in every mode. `tokenizer_factor` F counts prompt
+tokens as tiktoken's count × F (rounded up) in `usage` and in the limits, as a
+model whose tokenizer counts more does. `context_tokens` N refuses, with a 400
+naming the context length, a request whose prompt tokens plus `max_tokens`
+exceed N (a local server's window). A request without `response_format` gets a
+verdict for the question ids its prompt lists (as a model reading the prompt
+would), or a short text when it lists none.
 
 `refuse_marker` makes the server refuse, as a content filter does (400,
 `content_filter`), every request whose prompt contains that string, so tests
@@ -105,7 +118,7 @@ from tracejudge.simulator.flaws import Flaws, is_pairwise, preference
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
-FAULTS = {"ok", "400", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
+FAULTS = {"ok", "400", "bad_request", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
 # The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
 MULTI_SCHEMA_NAME = "verdicts"
 # The shared schema of yes/no requests (`tracejudge.stages.judge.base.ANSWERS_SCHEMA`): answers listed by question id.
@@ -113,6 +126,11 @@ ANSWERS_SCHEMA_NAME = "answers"
 _QUESTION_ID = re.compile(r"(?m)^([A-Z]+\d+): ")
 _DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
 _DATA_END = re.compile(r"==== DATA \w+ END ====")
+_ID = re.compile(r"^[A-Z]+\d+$")
+# llama-cpp-python's server (FastAPI): the validation error of a `json_schema` response format, which it answers with HTTP 500.
+LLAMA_CPP_PYTHON_JSON_SCHEMA = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                                "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+                                "'ctx': {'expected': \"'text' or 'json_object'\"}}")
 
 
 @dataclass
@@ -143,6 +161,9 @@ class SimConfig:
     agreement: float = 1.0
     noise: float | dict[str, float] = 0.0
     position_bias: float = 0.0
+    json_object_only: bool = False
+    tokenizer_factor: float = 1.0
+    context_tokens: int | None = None
 
 
 @dataclass
@@ -399,25 +420,56 @@ def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str 
     return out
 
 
-def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
-    """One answer per question id the prompt lists, each a function of the seed, the data tag and the id (see the module doc)."""
+def _asked(body: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the user messages' texts, the question ids they list after the data)."""
     texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
     # Questions are listed after the data: a line of the data that looks like one is not asked.
     asked = [_DATA_END.split(t)[-1] for t in texts]
-    ids = list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
+    return texts, list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
+
+
+def schema_name(schema: dict[str, Any]) -> str | None:
+    """The name a schema sent without one (`json_object`) would have: `verdicts` (items), `answers` (question ids), or None."""
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not props:
+        return None
+    if "answers" in props or all(_ID.match(k) for k in props):
+        return ANSWERS_SCHEMA_NAME
+    if "$defs" in schema:
+        return MULTI_SCHEMA_NAME
+    return None
+
+
+_ITEM = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}}}
+
+
+def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
+    """One answer per question id, each a function of the seed, the data tag and the id (see the module doc).
+
+    The ids are the schema's own properties (a per-request schema keyed by question id), or, for the shared
+    list schema (`{"answers": [{id, answer, reason}]}`), the ids the prompt lists.
+    """
+    texts, listed = _asked(body)
     tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
-    item = ((schema.get("properties") or {}).get("answers") or {}).get("items") or {}
-    out = []
+    props = schema.get("properties") or {}
+    as_list = isinstance(props.get("answers"), dict) and props["answers"].get("type") == "array"
+    ids = listed if as_list else list(props)
+    out: dict[str, Any] = {}
     for qid in ids:
+        item = (props["answers"].get("items") or {}) if as_list else props.get(qid) or _ITEM
+        ref = item.get("$ref", "") if isinstance(item, dict) else ""
+        if ref.startswith("#/$defs/"):
+            item = (schema.get("$defs") or {}).get(ref[len("#/$defs/"):], _ITEM)
         got = sim.instance(item, hashlib.sha256(f"{sim.config.seed}:{tag}:{qid}".encode()).digest())
         if isinstance(got, dict) and "id" in got:
             got["id"] = qid
-        out.append(got)
-    if out and fault == "drop_item":
-        out.pop(0)
-    elif out and fault == "malformed_item":
-        out[0] = {**out[0], "answer": "GRADE: yes"}
-    return {"answers": out}
+        out[qid] = got
+    first = next(iter(out), None)
+    if first is not None and fault == "drop_item":
+        del out[first]
+    elif first is not None and fault == "malformed_item":
+        out[first] = {**out[first], "answer": "GRADE: yes"}
+    return {"answers": list(out.values())} if as_list else out
 
 
 def _with_flaws(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any) -> Any:
@@ -453,6 +505,13 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
     if rf.get("type") == "json_schema":
         schema = rf.get("json_schema", {}).get("schema")
         name = rf.get("json_schema", {}).get("name")
+    elif rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
+        schema = rf["schema"]
+        name = schema_name(schema)
+    elif not rf and not anthropic:
+        _, listed = _asked(body)
+        if listed:  # no schema: a model reading the prompt answers the question ids it lists
+            schema, name = {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
     if anthropic and body.get("tools"):
         tool = body["tools"][0]
         schema, tool_name = tool.get("input_schema"), tool.get("name")
@@ -536,7 +595,17 @@ def build_app(config: SimConfig) -> web.Application:
         model = str(body["model"])
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
         messages, extra = prompt_text(body)
-        prompt_tokens = counter_for(model).messages(messages, extra)
+        prompt_tokens = math.ceil(counter_for(model).messages(messages, extra) * config.tokenizer_factor)
+        rf = body.get("response_format")
+        if config.json_object_only and isinstance(rf, dict) and rf.get("type") not in (None, "text", "json_object"):
+            st.server_errors += 1
+            return web.json_response({"error": {"message": LLAMA_CPP_PYTHON_JSON_SCHEMA, "type": "internal_server_error", "param": None,
+                                                 "code": None}}, status=500)
+        if config.context_tokens is not None and prompt_tokens + max_tokens > config.context_tokens:
+            st.refused += 1
+            return _error(400, "invalid_request_error", f"This model's maximum context length is {config.context_tokens} tokens. However, you "
+                          f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion). "
+                          "Please reduce the length of the messages or completion.", {}, anthropic)
 
         if config.refuse_marker and any(config.refuse_marker in str(m.get("content")) for m in messages):
             st.refused += 1
@@ -544,7 +613,10 @@ def build_app(config: SimConfig) -> web.Application:
         fault = sim.next_fault()
         if fault == "400":
             st.refused += 1
-            return _error(400, "invalid_request_error", "simulated refusal", {}, anthropic)
+            return _error(400, "content_filter", "simulated refusal: the prompt was flagged", {}, anthropic)
+        if fault == "bad_request":
+            st.refused += 1
+            return _error(400, "invalid_request_error", "simulated refusal: response_format is not supported by this server", {}, anthropic)
         if fault in ("429", "quota"):
             st.rate_limited += 1
             wait = config.quota_retry_after_s if fault == "quota" else config.fault_retry_after_s

@@ -34,9 +34,18 @@ Cache hits cost nothing; what they would have cost is counted as saved.
 Failures (`Outcome.kind`, copied to the result's `ErrorInfo.kind` and the
 score's `details.error_kind`): `parse_error` (no usable verdict after the
 repair request), `truncated` (cut at `max_tokens` twice), `timeout`,
-`rate_limited`, `auth_error` (401/403: the stage stops the run) and
+`rate_limited`, `auth_error` (401/403), `request_error` (the server refused
+the request itself: a 4xx, or a 5xx naming the request's fields; never
+retried), `unreachable` (no connection, and no request of the run was ever
+answered: never retried) — these three stop the run (`STOPS`) — and
 `provider_error` (any other refusal, `details.http_status` set when there
-was one; a 200 reply with an error body carries the provider's message).
+was one; a 200 reply with an error body, a malformed reply or one over
+`judge.max_response_bytes` carries what was wrong).
+
+How the verdict schema is sent follows `judge.structured_output`
+(`tracejudge.llm.providers.build_payload`); a mode other than `json_schema`
+enters the cache key. Prompt tokens are counted with `judge.tokenizer`
+(`tracejudge.llm.judge_tokenizer`).
 Text copied from a reply — verdict text, reasons, error messages — is
 passed through `tracejudge.llm.redact.redact` with the configured key first.
 The cache is an optimisation: a cache that cannot be read or written is
@@ -71,21 +80,23 @@ from tracejudge.llm.providers import (
     Reply,
     auth_headers,
     build_payload,
+    public_url,
     rate_info,
     read_reply,
     send,
 )
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
+from tracejudge.llm.replies import request_fix
 from tracejudge.llm.spend_journal import SpendJournal
-from tracejudge.llm.tokens import count_messages
-from tracejudge.stages.judge.base import ANSWERS_SCHEMA_NAME, Plan, Question
+from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
+from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Plan, Question
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.batch_runner import BatchRunner
 
-__all__ = ["Judge", "JudgeAuthError", "JudgeStats", "Outcome", "build_request", "error_kind", "finish", "key_components", "parse_answers", "request_tokens"]
+__all__ = ["STOPS", "Judge", "JudgeAuthError", "JudgeRequestError", "JudgeStats", "JudgeUnreachable", "Outcome", "build_request", "error_kind", "finish", "key_components", "parse_answers", "request_tokens"]
 
 log = get_logger("tracejudge.judge")
 
@@ -133,6 +144,7 @@ class JudgeStats:
     parts_reasked_alone: int = 0
     cache_errors: int = 0
     parse_failures: int = 0
+    request_errors: int = 0
     truncated_replies: int = 0
     repair_input_tokens: int = 0
     repair_output_tokens: int = 0
@@ -176,14 +188,34 @@ class JudgeAuthError(TracejudgeError):
     """The provider refused the credentials (HTTP 401/403): no later request can succeed, so the run stops (exit 2)."""
 
 
-def error_kind(exc: ProviderError) -> str:
-    """The result's error kind for a provider failure: rate_limited, timeout, auth_error or provider_error."""
+class JudgeRequestError(TracejudgeError):
+    """The judge server refused the request itself (its format, its size): every request would be refused the same way,
+    so the run stops (exit 2) naming the server's message and the setting to change."""
+
+
+class JudgeUnreachable(TracejudgeError):
+    """No connection to the judge, and nothing of the run was ever answered: the run stops naming the URL (exit 3)."""
+
+    exit_status = 3
+
+
+# Error kinds after which no later request can succeed: the stage stops the run at the first.
+STOPS = {"auth_error": JudgeAuthError, "request_error": JudgeRequestError, "unreachable": JudgeUnreachable}
+
+
+def error_kind(exc: ProviderError, reached: bool = True) -> str:
+    """The result's error kind for a provider failure: rate_limited, timeout, auth_error, request_error, unreachable
+    (never connected while nothing was ever `reached`) or provider_error."""
     if exc.kind in ("rate_limited", "quota"):
         return "rate_limited"
     if exc.kind == "timeout":
         return "timeout"
     if exc.status in (401, 403):
         return "auth_error"
+    if exc.kind == "request":
+        return "request_error"
+    if exc.kind == "unreachable" and not reached:
+        return "unreachable"
     return "provider_error"
 
 
@@ -243,14 +275,19 @@ class _Flight:
 
 
 def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int = 0) -> JudgeRequest:
-    """The request asking `questions` of `plan` (its case text with `omit` middle steps left out)."""
+    """The request asking `questions` of `plan` (its case text with `omit` middle steps left out).
+
+    Its schema names exactly the asked question ids (`TC1`…) as required properties.
+    """
     metric = plan.metric
     trace = plan.render(omit)
     ask = plan.ask_text(questions)
     return JudgeRequest(
         model=cfg.model,
         messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
-        schema=metric.verdict_schema(plan, [q.id for q in questions]),
+        # Anthropic keeps the shared list schema: its tools come first in its prompt, and one tool for every metric keeps a
+        # case's trace in the prefix its metrics share (Anthropic does not decode under the schema, so nothing is lost).
+        schema=ANSWERS_SCHEMA if cfg.provider == "anthropic" and plan.kind == "yes_no" else metric.verdict_schema(plan, [plan.full_id(q) for q in questions]),
         schema_name=ANSWERS_SCHEMA_NAME if plan.kind == "yes_no" else "verdict",
         max_tokens=cfg.max_tokens * max(1, len(plan.parts)),  # a grouped plan answers for each of its metrics
         temperature=cfg.temperature,
@@ -258,20 +295,22 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
     )
 
 
-def request_tokens(req: JudgeRequest) -> int:
-    """Estimated prompt tokens of `req` (messages + schema), tiktoken-counted."""
-    return count_messages(list(req.messages), req.model, canonical(req.schema))
+def request_tokens(req: JudgeRequest, tokenizer: Spec = None) -> int:
+    """Estimated prompt tokens of `req` (messages + schema), counted by tiktoken or the `judge.tokenizer` spec (`spec_of`)."""
+    return prompt_counter(req.model, tokenizer).messages(list(req.messages), canonical(req.schema))
 
 
-def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_version: str, rubric: Any, trial: int) -> dict[str, Any]:
-    """Exactly the cache key components (see `tracejudge.llm.cache`)."""
+def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_version: str, rubric: Any, trial: int,
+                   structured: str = "json_schema") -> dict[str, Any]:
+    """Exactly the cache key components (see `tracejudge.llm.cache`); `structured` enters them only when not `json_schema`,
+    so the keys of earlier runs stay valid."""
     return {
         "provider": provider,
         "base_url": base_url,
         "model": req.model,
         "messages": list(req.messages),
         "sampling": {"temperature": req.temperature, "max_tokens": req.max_tokens},
-        "response_format": {"name": req.schema_name, "schema": req.schema},
+        "response_format": {"name": req.schema_name, "schema": req.schema, **({"mode": structured} if structured != "json_schema" else {})},
         "prompt_version": prompt_version,
         "rubric": rubric,
         "trial": trial,
@@ -317,6 +356,10 @@ class Judge:
         self.session = session
         self.url = url
         self.protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
+        # Anthropic always gets the schema as a forced tool's input schema, whatever the setting.
+        self.structured = cfg.structured_output if self.protocol == "openai" else "json_schema"
+        self.tokenizer = spec_of(cfg)
+        self.reached = False  # some request of the run got an HTTP reply: the endpoint exists
         self._headers = auth_headers(self.protocol, api_key)
         self.limiter = limiter
         self.budget = budget
@@ -431,7 +474,8 @@ class Judge:
         serial = next(self._serials)
         self._sending[serial] = time.monotonic()
         try:
-            http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s)
+            http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes)
+            self.reached = True
             permit.flight_s = http.flight_s
             self.stats.latencies.append(http.latency_s)
             reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
@@ -451,6 +495,10 @@ class Judge:
                 self.stats.timeouts += 1
             elif exc.kind in ("connection", "unreachable"):
                 self.stats.connection_errors += 1
+            elif exc.kind == "request":
+                self.stats.request_errors += 1
+            if exc.kind != "unreachable":
+                self.reached = True  # something answered (or dropped a sent request): the endpoint exists
             raise
         except BaseException:
             self.limiter.settle(permit, "timeout")
@@ -517,14 +565,16 @@ class Judge:
     async def _call(self, req: JudgeRequest, key: str | None) -> Reply:
         from tracejudge.stages.judge.fit import count_prompt
 
-        payload = build_payload(self.protocol, req)
-        prompt_tokens = await count_prompt(req)
+        payload = build_payload(self.protocol, req, self.structured)
+        prompt_tokens = await count_prompt(req, self.tokenizer)
         if self.batches is not None:
             custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
             return await self._batch_call(payload, prompt_tokens, custom_id)
         retrying = AsyncRetrying(
             stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
-            retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable),
+            # A connection refused before anything of the run was ever answered is a wrong URL or a server that is
+            # not running: retrying every request of the run only hides that.
+            retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")),
             before_sleep=self._before_sleep,
         )
         async for attempt in retrying:
@@ -534,7 +584,7 @@ class Judge:
 
     def failure(self, exc: ProviderError) -> Outcome:
         """The `Outcome` of a request that got no answer (`exc` already redacted); counts it."""
-        kind = error_kind(exc)
+        kind = error_kind(exc, self.reached)
         self.stats.judge_errors += 1
         self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
         details: dict[str, Any] = {"error_kind": kind}
@@ -546,29 +596,34 @@ class Judge:
             msg = f"rate_limited: {wait} (daily quota?): {exc}"
             return Outcome(Score(value=None, passed=None, reason=msg, details=details), "rate_limited", msg, kind)
         msg = f"{kind}: {exc}"
+        if kind == "request_error":
+            msg += f"; {request_fix(str(exc))}"
+        elif kind == "unreachable":
+            msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
         return Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg, kind)
 
     # ------------------------------------------------------------------ one question group
 
-    async def ask(self, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo) -> tuple[dict[str, Any] | None, Outcome | None]:
-        """Answers for `questions`, or an `Outcome` saying why there are none."""
+    async def ask(self, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo,
+                  repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
+        """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable)."""
         from tracejudge.stages.judge.conversation import omitted_note
         from tracejudge.stages.judge.fit import fit_request
 
         # Rendering, counting and truncating run in a worker thread: a long trace never holds the loop.
         fitted = await anyio.to_thread.run_sync(fit_request, plan, questions, self.cfg, abandon_on_cancel=True)
-        req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - self.cfg.max_tokens
+        req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - fitted.req.max_tokens
         if not fitted.fits:
             self.stats.too_long += 1
             score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
-                          f"(context_tokens {self.cfg.context_tokens} − max_tokens {self.cfg.max_tokens}; too_long: {self.cfg.too_long})",
+                          f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})",
                           details={"too_long_tokens": tokens})
             return None, Outcome(score, "ok")
         if fitted.omit:
             self.stats.truncated_prompts += 1
             plan.note = (plan.note + "; " if plan.note else "") + omitted_note(plan.steps, fitted.omit)
 
-        comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial)
+        comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial, self.structured)
         key = cache_key(comps)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -599,10 +654,10 @@ class Judge:
                 self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
                 self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
                 return flight.answers, None
-            return await self._ask_uncached(plan, questions, req, key, comps, slot, info)
+            return await self._ask_uncached(plan, questions, req, key, comps, slot, info, repair=repair)
         flight = self._flights[key] = _Flight()
         try:
-            answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage)
+            answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage, repair)
             flight.answers = answers
             return answers, bad
         finally:
@@ -610,13 +665,14 @@ class Judge:
             flight.done.set()
 
     async def _ask_uncached(self, plan: Plan, questions: list[Question], req: JudgeRequest, key: str, comps: dict[str, Any], slot: str,
-                            info: JudgeInfo, used: dict[str, int] | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
-        """`ask` past the cache: the request, at most one repair request, parsing and the cache write."""
+                            info: JudgeInfo, used: dict[str, int] | None = None, repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
+        """`ask` past the cache: the request, at most one repair request (none unless `repair`), parsing and the cache write."""
         used = used if used is not None else {}
         used.update(input_tokens=0, output_tokens=0)
         raw = ""
         problem, kind = "", "parse_error"
-        for repair in (False, True):
+        may_repair = repair
+        for repair in ((False, True) if may_repair else (False,)):
             if repair:
                 self.stats.repairs += 1
                 req = JudgeRequest(req.model, (*req.messages, {"role": "assistant", "content": raw or "(empty)"},
@@ -657,14 +713,14 @@ class Judge:
             return answers, None
         self.stats.judge_errors += 1
         self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
-        msg = f"{kind}: unusable verdict after one repair request ({problem})"
+        msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({problem})"
         return None, Outcome(Score(value=None, passed=None, reason=msg, details={"raw": raw[:8000], "error_kind": kind}), "judge_error",
                              f"{msg}; raw reply: {raw[:2000]}", kind)
 
     # ------------------------------------------------------------------ one metric, one case
 
-    async def judge(self, plan: Plan, trial: int, slot: str, one_per_request: bool) -> Outcome:
-        """All requests of `plan`; the metric's score, or the first failure."""
+    async def judge(self, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True) -> Outcome:
+        """All requests of `plan`; the metric's score, or the first failure (`repair`: see `ask`)."""
         groups = [[q] for q in plan.questions] if one_per_request and plan.kind == "yes_no" else [plan.questions]
         info = JudgeInfo(model=self.cfg.model)
         answers: dict[str, Any] = {}
@@ -673,7 +729,7 @@ class Judge:
 
         async def one(i: int, group: list[Question]) -> None:
             nonlocal failure
-            got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info)
+            got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair)
             if bad is not None:
                 failure = failure or bad
             else:

@@ -22,13 +22,22 @@ order (the run groups them as they arrive, so real groups may differ a
 little) and each group is priced as one multi-item request; an item the
 cache already holds is left out of its group. With `mode: batch` dollars are
 at the batch price (cached tokens at the batch share of the cached rate).
-Repair requests and re-asks of a malformed part cannot be foreseen and are
-not counted.
+Repair requests and re-asks (a reply that does not parse gets one repair
+request; a grouped one then asks each metric alone) cannot be foreseen, and
+with a weak model they dominate. So the estimate is a range (`range`): `low`
+counts none; `high` counts them at the rate the last run in the same run
+directory measured (`summary.json`: repairs and re-asks per first request),
+or, with no earlier run, as if every reply needed them (the worst case: a
+repair, and for a grouped request each metric alone once; a re-asked request
+is priced like the first).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tracejudge.core import registry
@@ -38,9 +47,11 @@ from tracejudge.llm.cache import DiskJudgeCache, cache_key
 from tracejudge.llm.prices import price_for
 from tracejudge.llm.prefix_cache import PrefixCache
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payload
-from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
+from tracejudge.llm.judge_tokenizer import spec_of
+from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
+from tracejudge.stages.judge.requests import case_requests
 
 __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
 
@@ -66,10 +77,36 @@ class MetricEstimate:
     questions: int = 0  # questions asked by the requests charged (not the cache hits)
     cached_input_tokens: int = 0
     cache_write_input_tokens: int = 0
+    worst_requests: int = 0  # if every reply needed its repair and re-asks
+    worst_input_tokens: int = 0
+    worst_output_tokens: int = 0
+    worst_cost_usd: float = 0.0
 
 
 _FIELDS = ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions",
-           "cached_input_tokens", "cache_write_input_tokens")
+           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd")
+
+
+def last_run_rate(run_dir: Path) -> float | None:
+    """Repair and re-ask requests per first request in the last run of `run_dir` (its `summary.json`), or None without one."""
+    try:
+        judge = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("judge") or {}
+        extra = sum(int(judge.get(k) or 0) for k in ("repairs", "parts_reasked_alone", "items_reasked_alone"))
+        first = int(judge.get("requests") or 0) - extra
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return extra / first if first > 0 else None
+
+
+def cost_range(total: MetricEstimate, rate: float | None) -> dict[str, dict[str, Any]]:
+    """`{"low": …, "high": …}` requests, tokens and dollars: none re-asked, and re-asked at `rate` (None: the worst case)."""
+    low = {"requests": total.requests, "input_tokens": total.input_tokens, "output_tokens": total.output_tokens, "cost_usd": round(total.cost_usd, 6)}
+    if rate is None:
+        high = {"requests": total.worst_requests, "input_tokens": total.worst_input_tokens, "output_tokens": total.worst_output_tokens,
+                "cost_usd": round(total.worst_cost_usd, 6)}
+    else:
+        high = {k: (round(v * (1 + rate), 6) if k == "cost_usd" else math.ceil(v * (1 + rate))) for k, v in low.items()}
+    return {"low": low, "high": high}
 
 
 def judge_metrics(config: RunConfig) -> list[JudgeMetric]:
@@ -91,11 +128,14 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
     provider_cache = PrefixCache()
     pending: dict[tuple[str, int], list[Item]] = {}
+    reused = config.run.trials > 1 or cfg.calibration is not None
+    tokenizer = spec_of(cfg)
+    structured = cfg.structured_output if protocol == "openai" else "json_schema"
 
-    def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1) -> None:
-        tin = request_tokens(req)
+    def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1, reasks: int = 0) -> None:
+        tin = request_tokens(req, tokenizer)
         tout = min(cfg.max_tokens * items, cfg.expected_output_tokens * questions)
-        payload = build_payload(protocol, req)
+        payload = build_payload(protocol, req, structured)
         read, write = provider_cache.anthropic(req.model, payload) if protocol == "anthropic" else (provider_cache.openai(req.model, payload), 0)
         read = min(read, tin)
         write = min(write, tin - read)
@@ -105,11 +145,17 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         est.output_tokens += tout
         est.cached_input_tokens += read
         est.cache_write_input_tokens += write
-        if price:
-            est.cost_usd += price.batch_cost(tin, tout, read, write) if batch else price.cost(tin, tout, read, write)
+        cost = (price.batch_cost(tin, tout, read, write) if batch else price.cost(tin, tout, read, write)) if price else 0.0
+        est.cost_usd += cost
+        # Worst case: a repair (the prompt again, plus the reply), then the re-asks, each about as dear as this request.
+        n = 2 + reasks
+        est.worst_requests += n
+        est.worst_input_tokens += n * tin + tout
+        est.worst_output_tokens += n * tout
+        est.worst_cost_usd += n * cost
 
     def cached(req: JudgeRequest, version: str, rubric: Any, trial: int) -> bool:
-        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial))) is not None
+        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured))) is not None
 
     def flush(key: str, items: list[Item]) -> None:
         if not items:
@@ -120,7 +166,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             for it in items:
                 it.id = item_id(it, cfg)
             req = build_multi_request(items, cfg)
-        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items))
+        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items),
+               reasks=len(items) if len(items) > 1 else 0)
 
     def ask_items(key: str, item: Item, trial: int) -> None:
         # `items_per_request` > 1: gathered N at a time (a cached item is left out of its group).
@@ -144,46 +191,24 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             if not isinstance(case, Case):
                 invalid += 1
                 continue
-            plans: dict[str, Plan] = {}
+            asked, no_request = case_requests(case, metrics, cfg, reused)
             for metric in metrics:
-                plan = metric.plan(case)
                 out[metric.key].cases += config.run.trials
-                if isinstance(plan, Score):
+                if metric.key in no_request:
                     out[metric.key].no_request += config.run.trials
-                else:
-                    plans[metric.key] = plan
-            per_q = {m.key: cfg.one_question_per_request if m.one_question_per_request is None else m.one_question_per_request for m in metrics}
-            groups: list[list[Plan]] = []
-            if cfg.group == "case":
-                groups = [g for g in group_plans([p for k, p in plans.items() if not per_q[k]]) if len(g) > 1]
-            in_group = {id(p) for g in groups for p in g}
             for trial in range(config.run.trials):
-                for g in groups:
-                    gp = grouped_plan(g, reused=config.run.trials > 1 or cfg.calibration is not None)
-                    key = "+".join(type(p.metric).__name__ for p in g)
-                    est = out.setdefault(key, MetricEstimate())
-                    if cfg.items_per_request > 1:
-                        ask_items(key, Item(gp, trial, f"{case.id}|group|{trial}"), trial)
+                for a in asked:
+                    est = out.setdefault(a.key, MetricEstimate())
+                    if cfg.items_per_request > 1 and a.batchable:
+                        slot = f"{case.id}|group|{trial}" if a.metrics > 1 else f"{case.id}|{a.key}|{trial}"
+                        ask_items(a.key, Item(a.plan, trial, slot), trial)
                         continue
-                    req = build_request(gp, gp.questions, cfg)
-                    if cached(req, gp.prompt_version, None, trial):
-                        est.cache_hits += 1
-                        continue
-                    charge(est, req, len(gp.questions), len(g))
-                for metric in metrics:
-                    plan = plans.get(metric.key)
-                    if plan is None or id(plan) in in_group:
-                        continue
-                    est = out[metric.key]
-                    if cfg.items_per_request > 1 and not per_q[metric.key]:
-                        ask_items(metric.key, Item(plan, trial, f"{case.id}|{metric.key}|{trial}"), trial)
-                        continue
-                    for qs in ([[q] for q in plan.questions] if per_q[metric.key] and plan.kind == "yes_no" else [plan.questions]):
-                        req = build_request(plan, qs, cfg)
-                        if cached(req, metric.prompt_version, metric.rubric, trial):
+                    for qs in a.questions:
+                        req = build_request(a.plan, qs, cfg)
+                        if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
                             est.cache_hits += 1
                             continue
-                        charge(est, req, len(qs))
+                        charge(est, req, len(qs), a.metrics, reasks=a.metrics if a.metrics > 1 else 0)
         for (key, _), items in pending.items():
             flush(key, items)
     finally:
@@ -195,6 +220,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             if f in ("cases", "no_request") and k not in {m.key for m in metrics}:
                 continue  # a group's row counts requests, not cases: its metrics' rows count the cases
             setattr(total, f, getattr(total, f) + getattr(e, f))
-    return {"metrics": out, "total": total, "priced": price is not None, "model": cfg.model, "invalid_cases": invalid,
+    rate = last_run_rate(Path(config.run.dir))
+    return {"metrics": out, "total": total, "priced": price is not None, "reask_rate": rate, "run_dir": str(config.run.dir),
+            "range": cost_range(total, rate), "model": cfg.model, "invalid_cases": invalid,
             "items_per_request": cfg.items_per_request, "mode": cfg.mode, "group": cfg.group,
             "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}

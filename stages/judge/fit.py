@@ -1,7 +1,9 @@
 """Fitting a judge prompt into the judge's context window (`judge.too_long`).
 
 `fit_request(plan, questions, cfg)` builds the request and, when its prompt
-would not fit (`context_tokens − max_tokens`), applies the policy:
+would not fit (`context_tokens` − the request's own `max_tokens`, which for a
+grouped request is `max_tokens` × its metrics; prompts counted with
+`judge.tokenizer`), applies the policy:
 `truncate` leaves out middle steps (the task, the first and last steps, the
 user's turns and the output stay; only when every middle step is out and it
 still does not fit are middle user turns left out, see `conversation`),
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 import anyio
 
 from tracejudge.core.config import JudgeConfig
-from tracejudge.llm.tokens import count_text
+from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
 
@@ -55,11 +57,11 @@ def prompt_bytes(req: JudgeRequest) -> int:
     return sum(len(m["content"].encode()) for m in req.messages) + len(repr(req.schema))
 
 
-async def count_prompt(req: JudgeRequest) -> int:
-    """`request_tokens(req)`, off the event loop when the prompt is long."""
+async def count_prompt(req: JudgeRequest, tokenizer: Spec = None) -> int:
+    """`request_tokens(req, tokenizer)`, off the event loop when the prompt is long."""
     if prompt_bytes(req) > LONG_PROMPT_BYTES:
-        return await anyio.to_thread.run_sync(request_tokens, req, abandon_on_cancel=True)
-    return request_tokens(req)
+        return await anyio.to_thread.run_sync(request_tokens, req, tokenizer, abandon_on_cancel=True)
+    return request_tokens(req, tokenizer)
 
 
 def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
@@ -68,26 +70,29 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     `fits` is False when it cannot fit (policy `skip`, or nothing left to
     leave out); `tokens` is then the full prompt's count, for the reason.
     """
-    limit = cfg.context_tokens - cfg.max_tokens
     req = build_request(plan, questions, cfg, 0)
-    if prompt_bytes(req) <= limit:
+    # The output the request really asks for: a grouped request asks max_tokens for each of its metrics.
+    limit = cfg.context_tokens - req.max_tokens
+    tok = spec_of(cfg)
+    factor = tok if isinstance(tok, float) else 1.0
+    if prompt_bytes(req) * factor <= limit and not isinstance(tok, str):
         return Fitted(req, 0, 0, True)
-    tokens = request_tokens(req)
+    tokens = request_tokens(req, tok)
     if tokens <= limit:
         return Fitted(req, 0, tokens, True)
     most = max(0, plan.steps - 2)  # steps that may be left out; past them, middle user turns (`conversation`)
     if cfg.too_long != "truncate" or most + max(0, plan.turns - 2) == 0:
         return Fitted(req, 0, tokens, False)
     if most == 0:
-        return _drop_turns(plan, questions, cfg, req, tokens, limit)
-    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, plan.conversation), initial=0))
+        return _drop_turns(plan, questions, cfg, req, tokens, limit, tok)
+    steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, plan.conversation, tok), initial=0))
     omit = 1
     for _ in range(_ROUNDS):
         omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit)
         if omit is None:
             break
         cut = build_request(plan, questions, cfg, omit)
-        got = request_tokens(cut)
+        got = request_tokens(cut, tok)
         if got <= limit:
             return Fitted(cut, omit, got, True)
         # The estimate was low (token boundaries, a step text found in the wrong place): aim lower by the miss.
@@ -97,13 +102,13 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
         if omit > plan.steps - 2:
             break
     cut = build_request(plan, questions, cfg, most)  # every middle step left out; the user's turns all stay
-    got = request_tokens(cut)
+    got = request_tokens(cut, tok)
     if got <= limit:
         return Fitted(cut, most, got, True)
-    return _drop_turns(plan, questions, cfg, req, tokens, limit)
+    return _drop_turns(plan, questions, cfg, req, tokens, limit, tok)
 
 
-def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int) -> Fitted:
+def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int, tok: Spec = None) -> Fitted:
     """Every middle step out and still too long: the fewest middle user turns left out that fit (bisection), else no fit."""
     most = max(0, plan.steps - 2)
     lo, hi = 1, max(0, plan.turns - 2)
@@ -111,7 +116,7 @@ def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Ju
     while lo <= hi:  # more turns left out never makes the prompt longer
         mid = (lo + hi) // 2
         cut = build_request(plan, questions, cfg, most + mid)
-        got = request_tokens(cut)
+        got = request_tokens(cut, tok)
         if got <= limit:
             best, hi = Fitted(cut, most + mid, got, True), mid - 1
         else:
@@ -119,7 +124,7 @@ def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Ju
     return best if best is not None else Fitted(req, 0, tokens, False)
 
 
-def _step_tokens(text: str, n: int, model: str, turns: bool = False) -> list[int]:
+def _step_tokens(text: str, n: int, model: str, turns: bool = False, tokenizer: Spec = None) -> list[int]:
     """Tokens of each rendered step 1..n-1 (the last step is never left out), found by its `Step i:` header.
 
     With `turns` (a conversation) a step ends where a `User k:` line follows it: the user's turns stay when
@@ -137,7 +142,7 @@ def _step_tokens(text: str, n: int, model: str, turns: bool = False) -> list[int
         pos = at + 1
     for i, (a, b) in enumerate(itertools.pairwise(starts)):
         said = text.find("\nUser ", a, b) if turns else -1
-        out[i] = count_text(text[a : said + 1 if said >= 0 else b], model)
+        out[i] = prompt_counter(model, tokenizer).text(text[a : said + 1 if said >= 0 else b])
     return out
 
 

@@ -17,9 +17,13 @@ its own (same score, reason and threshold):
 
 - a metric whose answers are missing or malformed in the reply is re-asked
   alone, the others are kept (`parts_reasked_alone`);
-- a grouped request the provider refuses (a 400 such as a content filter, a
-  5xx that persisted) or whose reply was unusable even after the repair is
-  re-asked metric by metric, so one metric's prompt cannot fail the others;
+- a grouped request the provider refuses (a content filter's 400, a 5xx that
+  persisted) or whose reply was unusable even after the repair is re-asked
+  metric by metric, so one metric's prompt cannot fail the others — after an
+  unusable reply each metric is asked once, without a repair of its own (at
+  most 2 + M requests for M metrics);
+- a request error (the server refuses the request itself) is not re-asked:
+  the run stops (`tracejudge.stages.judge.stage`);
 - any other failure (budget, rate limit, timeout) is each metric's failure.
 
 Each score's `details.group` says what happened: `metrics` (the group, in
@@ -79,7 +83,10 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
     """
     from tracejudge.stages.judge.client import Outcome
 
-    ask = alone or (lambda plan, t, slot: judge.judge(plan, t, slot, False))
+    # A grouped reply that did not parse even after its repair: each metric is asked alone once, with no second
+    # repair round (a model that cannot answer the format would otherwise cost 2 + 2M requests per case).
+    unparsed = outcome.status != "ok" and outcome.kind in ("parse_error", "truncated")
+    ask = alone or (lambda plan, t, slot: judge.judge(plan, t, slot, False, repair=not unparsed))
     names = [type(p.metric).__name__ for p in plans]
     out: list[Outcome | None] = [None] * len(plans)
     why: dict[int, str] = {}

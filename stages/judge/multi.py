@@ -194,7 +194,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
 
     def item_comps(it: Item) -> dict[str, Any]:
         req = build_multi_request([it], cfg)
-        return key_components(cfg.provider, judge.cache_base_url, req, it.plan.prompt_version, metric.rubric, it.trial)
+        return key_components(cfg.provider, judge.cache_base_url, req, it.plan.prompt_version, metric.rubric, it.trial, judge.structured)
 
     todo: list[int] = []
     halves: list[list[int]] = []  # index lists re-asked as smaller groups after a refusal
@@ -222,11 +222,12 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
         group = [by_id[x] for x in order]
         req = build_multi_request(group, cfg)
         limit = cfg.context_tokens - req.max_tokens
-        if request_tokens(req) > limit:
+        if request_tokens(req, judge.tokenizer) > limit:
             for i in todo:
                 alone[i] = {"alone": True, "why": "the items together do not fit the judge's context"}
         else:
-            comps = key_components(cfg.provider, judge.cache_base_url, req, items[0].plan.prompt_version, metric.rubric, items[0].trial)
+            comps = key_components(cfg.provider, judge.cache_base_url, req, items[0].plan.prompt_version, metric.rubric, items[0].trial,
+                                   judge.structured)
             key = cache_key(comps)
             composition_base = {"request": key[:16], "items": order, "seed": seed}
             cached = judge.cache.get(key) if judge.cache is not None else None

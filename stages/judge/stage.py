@@ -17,7 +17,18 @@ judge request is sent: every later case ends `rate_limited` at once (with
 the resume hint) instead of burning through the rest of the data.
 A 401/403 (`auth_error`) stops the run at once with `JudgeAuthError`
 (exit 2): the case that met it and every case still in flight are not
-written, so nothing unjudged is marked final.
+written, so nothing unjudged is marked final. A request the server refuses
+as such (`request_error`: a 4xx, or a 5xx naming `response_format`, the
+context length…) stops it the same way with `JudgeRequestError` (exit 2),
+one line naming the server's message and the setting to change; and a judge
+that cannot be reached while nothing of the run was ever answered
+(`unreachable`) with `JudgeUnreachable` naming the URL (exit 3). None of them
+is written, so a resume (with the config fixed) judges those cases again.
+
+`parse_failure_rate` in the summary is per item: the share of judged
+metric scores (one metric on one case and trial) that ended without a usable
+verdict (`parse_error`, `truncated`), whatever the number of attempts; it is
+counted from the results (`tracejudge.engine.checkpoint`), so a kill cannot skew it.
 
 With `judge.items_per_request` N > 1, each metric's items are gathered
 across cases by one `Batcher` per (metric, trial) — at most N per request,
@@ -53,20 +64,22 @@ from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
+from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
 from tracejudge.llm.providers import open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.simulator.server import SimConfig, start_simulator
-from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
+from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
-from tracejudge.stages.judge.client import Judge, JudgeAuthError, JudgeStopped, Outcome
+from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import split
 from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
 from tracejudge.stages.judge.panel import make_judges, member_key, panel_members, simulator_cache_name, stamp
 from tracejudge.stages.judge.repeat import combine_panel, combine_samples, sample_trial
+from tracejudge.stages.judge.requests import group_keys, per_question
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
@@ -78,7 +91,8 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
              "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
-             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone")
+             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone", "request_errors", "judged_items",
+             "parse_failed_items")
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -141,6 +155,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
     cfg = config.judge or JudgeConfig()
     key = api_key(config)
+    check_tokenizer(spec_of(cfg))
     prior = dict(prior or {})
     price = price_for(cfg.model, cfg.prices)
     for k in ("cost_usd", "sync_equivalent_usd"):
@@ -153,7 +168,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                              "spend": None}
     calibration = Calibration(cfg.calibration)
     lock = anyio.Lock()
-    one_per_default = cfg.one_question_per_request
 
     async def start_all() -> list[tuple[str, Judge]]:
         """The run's judges (`tracejudge.stages.judge.panel`), made when the first case arrives: one session, budget and cache."""
@@ -166,7 +180,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 s = cfg.simulator
                 runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
                                                               batch_completion_s=s.batch_completion_s, agreement=s.agreement, noise=s.noise,
-                                                              position_bias=s.position_bias))
+                                                              position_bias=s.position_bias, json_object_only=s.json_object_only,
+                                                              tokenizer_factor=s.tokenizer_factor))
                 state["sim"] = runner
                 sim_base = url + "/v1"
             state["session"] = open_session(config.limits.max_in_flight)
@@ -276,16 +291,11 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             else:
                 plans[metric.key] = plan
 
-        def per_question(metric: JudgeMetric) -> bool:
-            return one_per_default if metric.one_question_per_request is None else metric.one_question_per_request
-
-        groups: list[list[JudgeMetric]] = []
-        if cfg.group == "case":
-            by_plan = {id(plans[m.key]): m for m in use if m.key in plans}
-            candidates = [plans[m.key] for m in use if m.key in plans and not per_question(m)]
-            # Grouping renders each plan's fenced text: off the event loop, as a long trace takes a while.
-            found = await anyio.to_thread.run_sync(group_plans, candidates, abandon_on_cancel=True) if len(candidates) > 1 else []
-            groups = [[by_plan[id(p)] for p in g] for g in found if len(g) > 1]
+        # The groups `case_requests` (estimate, bench) finds too. Grouping renders each plan's fenced text: off the
+        # event loop, as a long trace takes a while.
+        by_key = {m.key: m for m in use}
+        found = await anyio.to_thread.run_sync(group_keys, plans, by_key, cfg, abandon_on_cancel=True)
+        groups: list[list[JudgeMetric]] = [[by_key[k] for k in g] for g in found]
         grouped_keys = {m.key for g in groups for m in g}
         singles = [m for m in use if m.key in plans and m.key not in grouped_keys]
 
@@ -308,7 +318,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
 
             async def ask(metric: JudgeMetric) -> None:
                 plan, slot = mine[metric.key], slot_of(metric)
-                per_q = per_question(metric)
+                per_q = per_question(metric, cfg)
                 if cfg.items_per_request > 1 and not per_q:
                     if calibration.sampled(slot):
                         got[metric.key] = await calibrate(judge, metric, case, plan, trial, slot)
@@ -388,20 +398,17 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if stopped:
             work.scratch["unfinished"] = True
             return
-        by_key = {m.key: m for m in use}
         for key in plans:
             per_model = {name: combine_samples(by_key[key], [passes[(i, s)][key] for s in range(cfg.samples)]) for i, (name, _) in enumerate(judges)}
             for o in per_model.values():
                 tally.add_samples(key, o.score.details)
             outcomes[key] = next(iter(per_model.values())) if len(judges) == 1 else combine_panel(by_key[key], plans[key], per_model, cfg.aggregate)
             tally.add_panel(key, outcomes[key].score.details)
-        auth = next((o for o in outcomes.values() if o.kind == "auth_error"), None)
-        if auth is not None:
+        fatal = next((o for o in outcomes.values() if o.kind in STOPS), None)
+        if fatal is not None:
             if state["auth"] is None:
-                state["auth"] = auth.message
-                where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
-                raise JudgeAuthError(f"judge: the provider refused the credentials{where}: {auth.message}; "
-                                     "stopped without marking any unjudged case; fix the key and run the same command to resume")
+                state["auth"] = fatal.message
+                raise _stopping(fatal, cfg)
             await anyio.sleep_forever()
         for metric in use:
             work.result.scores[metric.key] = stamp(outcomes[metric.key].score, metric, cfg)
@@ -461,9 +468,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if block.get(k) in (None, {}) and k in prior:
                 block[k] = prior[k]
         block["error_kinds"] = dict(sorted(kinds.items()))
-        # Replies that did not parse (a repair may have saved them) per answered request.
-        block["parse_failure_rate"] = round(block.get("parse_failures", 0) / block["answered"], 6) if block.get("answered") else 0.0
-        block.update(model=cfg.model, provider=cfg.provider, priced=price is not None)
+        block.update(model=cfg.model, provider=cfg.provider, priced=price is not None, timeout_s=cfg.timeout_s)
         judged = block.get("judged_results", 0)
         block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
         block["max_error_share"] = cfg.max_error_share
@@ -486,6 +491,18 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         return state["judge"].activity() if state["judge"] is not None else None
 
     return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity)
+
+
+def _stopping(fatal: Outcome, cfg: Any) -> Exception:
+    """The one-line error that stops the run after `fatal` (a kind of `STOPS`)."""
+    msg = " ".join(fatal.message.split())[:600]  # one line, whatever the server's text held
+    tail = "stopped without marking any unjudged case; fix it and run the same command to resume"
+    if fatal.kind == "auth_error":
+        where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
+        return STOPS["auth_error"](f"judge: the provider refused the credentials{where}: {msg}; {tail}")
+    if fatal.kind == "request_error":
+        return STOPS["request_error"](f"judge: the server refused the request itself, not a transient failure: {msg}; {tail}")
+    return STOPS["unreachable"](f"judge: {msg}; is the server running and judge.base_url right? {tail}")
 
 
 async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:

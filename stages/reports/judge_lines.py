@@ -17,9 +17,12 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, ${j.get('repair_cost_usd', 0.0):.4f}; "
-                     f"parse failures {j.get('parse_failures', 0)} ({j.get('parse_failure_rate', 0.0):.1%} of answers)")
+                     f"parse failures {j.get('parse_failures', 0)}; {j.get('parse_failure_rate', 0.0):.1%} of judged scores left without a verdict")
     if j.get("error_kinds"):
         lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
+    if j.get("timeouts"):
+        now = f" (now {j['timeout_s']:g} s)" if j.get("timeout_s") is not None else ""
+        lines.append(f"judge timeouts: {j['timeouts']} requests got no reply in time; raise judge.timeout_s{now} for a slow server")
     limited = (summary.get("status") or {}).get("rate_limited", 0)
     if limited:
         lines.append(f"judge quota: {limited} results ended rate_limited ({j.get('quota_stopped', 0)} without a request once the daily quota "

@@ -102,7 +102,7 @@ def _caller(cfg: TargetConfig) -> tuple[Callable[[TargetRequest], Awaitable[Targ
     if cfg.kind == "http":
         from tracejudge.stages.target.http_target import expand_headers, http_caller
 
-        return http_caller(cfg.url or "", expand_headers(cfg.headers), cfg.concurrency)
+        return http_caller(cfg.url or "", expand_headers(cfg.headers), cfg.concurrency, cfg.max_response_bytes)
     from tracejudge.stages.target.command_target import command_caller
 
     return command_caller(cfg.command or [], cfg.cwd, cfg.transient_exit_codes), None

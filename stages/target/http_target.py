@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import anyio
 from tracejudge.core.errors import ConfigError
+from tracejudge.llm.replies import DEFAULT_MAX_BYTES, ReplyTooLarge, read_capped
 from tracejudge.llm.redact import ENV_VAR
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
 
@@ -45,7 +46,8 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP-date: rare from agents; the exponential back-off applies
 
 
-def http_caller(url: str, headers: dict[str, str], concurrency: int) -> tuple[Callable[[TargetRequest], Awaitable[TargetReply]], Callable[[], Awaitable[None]]]:
+def http_caller(url: str, headers: dict[str, str], concurrency: int,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Callable[[TargetRequest], Awaitable[TargetReply]], Callable[[], Awaitable[None]]]:
     """`(call, aclose)` for an http target at `url`.
 
     `headers` are already expanded (secrets included): they are sent and
@@ -54,7 +56,8 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int) -> tuple[Ca
     closed by `aclose`. Connection errors, timeouts at the socket and the
     statuses 408/425/429/5xx are transient (`Retry-After` is honoured); other
     non-2xx statuses and a body that is not a JSON reply fail the case, with
-    the status and the start of the body.
+    the status and the start of the body. At most `max_bytes` of a reply are
+    read (`target.max_response_bytes`): a longer or endless one fails the case.
     """
     state: dict[str, aiohttp.ClientSession] = {}
     lock = anyio.Lock()
@@ -73,7 +76,10 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int) -> tuple[Ca
         s = await session()
         try:
             async with s.post(url, json=request.model_dump(mode="json")) as resp:
-                body = await resp.read()
+                try:
+                    body = await read_capped(resp, max_bytes)
+                except ReplyTooLarge as exc:
+                    raise TargetError(f"HTTP {resp.status} from {url}: {exc}") from None
                 if resp.status in _TRANSIENT_STATUS:
                     raise TransientTargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}", _retry_after(resp.headers.get("Retry-After")))
                 if resp.status >= 300:
@@ -84,7 +90,7 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int) -> tuple[Ca
             raise TargetError(f"{type(exc).__name__} from {url}: {exc}") from None
         try:
             value = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise TargetError(f"reply from {url} is not JSON: {body[:200].decode(errors='replace')!r}") from None
         return coerce_reply(value)
 

@@ -1,0 +1,96 @@
+"""Reading a provider's reply safely, and telling a refused request from a failed server.
+
+Nothing in a reply is trusted (`tracejudge.llm.providers` reads through
+these): `read_capped` reads at most `max_bytes` of a body (an endless or huge
+reply raises `ReplyTooLarge`, memory stays bounded; live `http` targets read
+the same way), `decode_body` turns a body nested too deep to decode into text
+instead of an exception, and `token_count` refuses usage figures that are not
+plausible token counts (`1e999`, negative, over `MAX_USAGE_TOKENS`).
+
+`request_refused(status, text)` says whether an error reply refuses the
+request itself — a 4xx other than 408/409/429 and a content filter's, or a
+5xx whose text names the request's fields (`response_format`, `json_schema`,
+`messages`, `max_tokens`, "not supported", "invalid", …: llama-cpp-python
+answers 500 to a `json_schema` response format) — which no retry can fix;
+`request_fix(message)` names the setting to change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "ReplyTooLarge", "decode_body", "read_capped", "request_fix", "request_refused", "token_count"]
+
+DEFAULT_MAX_BYTES = 8 << 20
+MAX_USAGE_TOKENS = 100_000_000  # more than any context window: a figure beyond it is not a token count
+
+
+class ReplyTooLarge(ValueError):
+    """A reply longer than the bytes its reader may take; the message says by how much."""
+
+
+async def read_capped(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The body of `resp`, read chunk by chunk; raises `ReplyTooLarge` past `max_bytes`.
+
+    The connection is dropped at the cap, so an endless chunked reply costs
+    `max_bytes` of memory, not more. The judge client and live `http` targets read this way.
+    """
+    length = resp.content_length
+    if length is not None and length > max_bytes:
+        resp.close()
+        raise ReplyTooLarge(f"the reply is {length} bytes, over max_response_bytes {max_bytes}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > max_bytes:
+            resp.close()
+            raise ReplyTooLarge(f"the reply exceeded max_response_bytes ({max_bytes} bytes); cut off unread")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_body(raw: bytes) -> Any:
+    """`raw` as JSON, or as text when it is not JSON or is nested too deep to decode."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw.decode("utf-8", "replace")
+
+
+# Words in a server's error text that say the request's own fields are refused, not that the server failed.
+_REQUEST_WORDS = ("response_format", "json_schema", "json_object", "messages", "max_tokens", "max_completion_tokens", "context length",
+                  "context window", "maximum context", "n_ctx", "unsupported", "not supported", "invalid", "validation error", "literal_error",
+                  "unknown field", "extra_forbidden", "unrecognized")
+_CONTENT_FILTER = ("content_filter", "content_policy", "content policy", "safety", "flagged")
+
+
+def request_refused(status: int, text: str) -> bool:
+    """Whether an error reply of `status` with `text` refuses the request itself (see the module doc)."""
+    low = text.lower()
+    if 400 <= status < 500:
+        return status not in (408, 409, 429) and not any(w in low for w in _CONTENT_FILTER)
+    return any(w in low for w in _REQUEST_WORDS)
+
+
+def request_fix(message: str) -> str:
+    """The setting to change for a refused request whose server message is `message`."""
+    low = message.lower()
+    if any(w in low for w in ("response_format", "json_schema", "json_object", "schema")):
+        return "set judge.structured_output (json_object for llama-cpp-python's server, none to send no schema)"
+    if any(w in low for w in ("token", "context", "n_ctx", "too long", "length")):
+        return "lower judge.max_tokens, or set judge.context_tokens to the server's window (and judge.tokenizer to its tokenizer)"
+    if any(w in low for w in ("model",)):
+        return "check judge.model and judge.base_url"
+    return "check the judge section of the config (judge.structured_output, judge.max_tokens, judge.cache_hints, judge.model)"
+
+
+def token_count(usage: dict[str, Any], key: str) -> int:
+    """A usage figure as a token count; `ValueError` for anything that is not a plausible one (1e999, -5, 10**30, "x")."""
+    v = usage.get(key) or 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_USAGE_TOKENS or v != int(v):
+        raise ValueError(f"usage.{key} is not a token count")
+    return int(v)
