@@ -83,7 +83,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.otel.assemble import assemble
-from tracejudge.stages.extract.otel.conventions import read_span
+from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
 from tracejudge.stages.extract.otel.stitch import stitch
 from tracejudge.stages.load import RawRecord
@@ -160,7 +160,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         groups = (run for trace in groups for run in _runs(trace))
     count = skipped = 0
     for group in groups:
-        if not any(read_span(s).role for s in group.spans):
+        if not any(v.role for v in group_views(group).values()):
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
         first = group.spans[0]
@@ -175,7 +175,8 @@ def read(dataset: Any) -> Iterator[RawRecord]:
 def _runs(trace: Group) -> list[Group]:
     """One trace split into its top-level agent runs; spans outside every run join the first one."""
     index = {s.span_id: s for s in trace.spans}
-    agent = {s.span_id for s in trace.spans if read_span(s).role == "agent"}
+    views = group_views(trace)
+    agent = {s.span_id for s in trace.spans if views[s.span_id].role == "agent"}
     owner: dict[str, str | None] = {}
     for span in trace.spans:
         top: str | None = None
@@ -193,7 +194,8 @@ def _runs(trace: Group) -> list[Group]:
     parts: dict[str, list[Span]] = {t: [] for t in tops}
     for span in trace.spans:
         parts[owner[span.span_id] or tops[0]].append(span)
-    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top]) for top in tops]
+    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top], views={s.span_id: views[s.span_id] for s in parts[top]})
+            for top in tops]
 
 
 def adapt(group: Group, options: Options | None = None) -> Case:

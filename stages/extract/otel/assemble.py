@@ -11,7 +11,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.calls import Tool, answer_value, build_call, deferred_call, part_call
-from tracejudge.stages.extract.otel.conventions import read_span
+from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import last_user_text, output_text, user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -53,7 +53,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         if span.problem:
             fail(span.problem, field=f"span {span.span_id}", case_id=group.key)
     index = {s.span_id: s for s in group.spans}
-    views = {s.span_id: read_span(s) for s in group.spans}
+    views = group_views(group)
     role = {sid: v.role for sid, v in views.items()}
     prefixes = tuple(opts.error_prefixes)
     answer_tools = set(opts.answer_tools)
