@@ -47,6 +47,9 @@ def _parts(messages: list[dict[str, Any]] | None, kind: str) -> list[dict[str, A
 def assemble(group: Group, opts: Any) -> dict[str, Any]:
     """The native case mapping of one conversation (`opts` is the format's `Options`).
 
+    A result taken from a tool message (no tool span recorded one) is decoded
+    when it is JSON text, unless `opts.decode_tool_messages` is False.
+
     Raises `AdapterError` naming the span when a span could not be decoded.
     """
     for span in group.spans:
@@ -103,10 +106,11 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
     responses: dict[str, dict[str, Any]] = {}
+    decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
     for m in models:
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
             if p.get("id") is not None:
-                responses.setdefault(str(p["id"]), p)
+                responses.setdefault(str(p["id"]), {**p, "response": unjson(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
 
     def claim(part: dict[str, Any], after: int) -> tuple[Tool | None, bool]:

@@ -12,22 +12,37 @@ What `native_case` changes in the assembled mapping: the case id, tags and
 the format's own `metadata.<format>` are the format's; `turns` are every
 user message after the first (`trace.user_messages`); `metadata.otel` keeps
 only `turns` and `conventions` (what `tracejudge extract` reports per file);
-token counts that no model request recorded are left out rather than 0;
+token counts that no model request recorded are left out rather than 0; a
+result that only a tool message recorded stays the text the model got;
 `usage` takes the format's extra figures (latency, cost).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tracejudge.stages.extract.otel import Options
 from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.spans import Group, Span
 
 __all__ = ["native_case", "native_span", "nanos"]
 
-_OPTIONS = Options(answer_tools=[])  # no tool of these frameworks is its answer: every call the model made is a call
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What the assembler is told for a native export: no answer tools (every call the model made is a call), no
+    custom keys, and results from tool messages kept as the text the model got."""
+
+    error_prefixes: tuple[str, ...] = ()
+    answer_tools: tuple[str, ...] = ()
+    argument_keys: tuple[str, ...] = ()
+    result_keys: tuple[str, ...] = ()
+    decode_tool_messages: bool = False
+
+
+_OPTIONS = _Options()
 
 
 def nanos(value: Any) -> int | None:

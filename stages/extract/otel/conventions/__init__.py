@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openinference, pydantic_ai, traceloop, vercel
+from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openai_agents, openinference, pydantic_ai, traceloop, vercel
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import View, merge
 
@@ -25,6 +25,7 @@ READERS: list[tuple[str, Callable[[Span], View | None]]] = [
     (vercel.NAME, vercel.read),
     (langfuse.NAME, langfuse.read),
     (mlflow.NAME, mlflow.read),
+    (openai_agents.NAME, openai_agents.read),
 ]
 NAMES = [name for name, _ in READERS]
 
