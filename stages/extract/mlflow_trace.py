@@ -43,9 +43,10 @@ from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
+from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import unjson
 
 __all__ = ["adapt"]
 
@@ -92,7 +93,7 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]]]:
         # An exception event without an ERROR status still failed the call (MLflow records both; an export may keep one).
         out.append(native_span(cid, sid, span.get("parent_span_id") or span.get("parent_id"), span.get("name"), 0, end or 0, attrs,
                                error=error is not None, message=error if not failed else message, events=events))
-        kind = maybe_json(attrs.get("mlflow.spanType"))
+        kind = unjson(attrs.get("mlflow.spanType"))
         if error and kind not in _CALL_TYPES:
             errors.append({"span": str(sid), "type": kind if isinstance(kind, str) else None, "name": span.get("name"), "error": error})
     for span, start in zip(out, in_order(starts)):
