@@ -13,8 +13,11 @@ Conventions, detected per span (`conventions/`, one reader each): OTel GenAI
 OpenInference (`openinference.span.kind`, `llm.*_messages.*`, `input.value`,
 `retrieval.documents.*`), OpenLLMetry/Traceloop (`traceloop.*`,
 `gen_ai.prompt.*` / `gen_ai.completion.*`), the Vercel AI SDK (`ai.*`),
-Langfuse (`langfuse.observation.*`) and MLflow (`mlflow.spanType`,
-`mlflow.spanInputs` / `spanOutputs`). Each says what a span is — model
+Langfuse (`langfuse.observation.*`), MLflow (`mlflow.spanType`,
+`mlflow.spanInputs` / `spanOutputs`) and the OpenAI Agents SDK's exported
+spans (`openai_agents.span_data`, as format `openai-agents` writes them: the
+native formats `mlflow`, `langfuse` and `openai-agents` build their spans in
+this model and run the same assembler, see `native`). Each says what a span is — model
 request, tool call, agent run, chain, retrieval or noise — and what it
 carries; the assembler never looks at raw attributes. `metadata.otel.conventions`
 counts the spans each convention recognised (`none`: spans no convention knew).
