@@ -9,7 +9,13 @@ observations API for one trace (`GET /api/public/v2/observations?traceId=…`:
 `{"data": [...], "meta": {...}}`); the trace's fields then come from its root
 observation.
 
-What counts, by observation `type` and `parentObservationId`:
+Each observation becomes a span of the `otel` model carrying the
+`langfuse.observation.*` attributes Langfuse's OTel SDK writes (`type`,
+`input`, `output`, `level`, `status_message`, `usage_details`,
+`metadata.tool_call_id`; the trace's `input`/`output` as `langfuse.trace.*`
+on the root), read by the `langfuse` convention and built by the `otel`
+assembler (see `tracejudge.stages.extract.otel.native`). What counts, by
+observation `type` and `parentObservationId`:
 
 - `GENERATION` is a model request, one step: its `input` (a message list
   or `{"messages": [...]}`) gives the user's turns, its `output` (an
@@ -19,9 +25,11 @@ What counts, by observation `type` and `parentObservationId`:
   request;
 - `TOOL` is a tool call, and so is a `SPAN` named like a tool the model
   asked for: it pairs with the model's tool-call part by id
-  (`metadata.tool_call_id` when recorded), else by name in order; the
+  (`metadata.tool_call_id` when recorded), else by name and arguments,
+  else name in order; the
   arguments come from the model's part when there is one (else the
-  observation's `input`), the result from its `output`, and `level: ERROR`
+  observation's `input`), the result from its `output` (else the tool
+  message the model got), and `level: ERROR`
   makes it a failed call with `statusMessage` as the error;
 - `RETRIEVER` outputs (documents) are `trace.retrieved`;
 - `AGENT`, `CHAIN`, `EVENT`, other `SPAN`s are structure; one at level
@@ -38,13 +46,14 @@ the first user message and the last model text. An input that is not text
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
-from tracejudge.stages.extract.span_steps import Node, assemble, count, input_messages, model_output, passages, timestamp, user_texts
+from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
+from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
+from tracejudge.stages.extract.otel.view import as_int
 
 __all__ = ["adapt"]
 
@@ -55,29 +64,17 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _tokens(obs: dict[str, Any]) -> tuple[int | None, int | None]:
+def _tokens(obs: dict[str, Any]) -> dict[str, Any] | None:
     """Input and output tokens of a generation: `usageDetails`, else the older `usage`, else `promptTokens`/`completionTokens`."""
     for key in ("usageDetails", "usage"):
         usage = obs.get(key)
         if isinstance(usage, dict):
-            ins = count(usage, "input", "prompt_tokens", "input_tokens")
-            outs = count(usage, "output", "completion_tokens", "output_tokens")
+            ins = next((as_int(usage[k]) for k in ("input", "prompt_tokens", "input_tokens") if as_int(usage.get(k)) is not None), None)
+            outs = next((as_int(usage[k]) for k in ("output", "completion_tokens", "output_tokens") if as_int(usage.get(k)) is not None), None)
             if ins is not None or outs is not None:
-                return ins, outs
-    return count(obs, "promptTokens"), count(obs, "completionTokens")
-
-
-def _as_text(value: Any) -> Any:
-    """A trace/agent input or output as the case keeps it: text when it is a message list or a message."""
-    value = maybe_json(value)
-    if isinstance(value, (list, dict)):
-        said = user_texts(input_messages(value))
-        if said:
-            return said[0]
-        text, _ = model_output(value)
-        if text is not None:
-            return text
-    return value
+                return {"input": ins, "output": outs}
+    ins, outs = as_int(obs.get("promptTokens")), as_int(obs.get("completionTokens"))
+    return {"input": ins, "output": outs} if ins is not None or outs is not None else None
 
 
 def _error(obs: dict[str, Any]) -> str | None:
@@ -103,12 +100,19 @@ def _from_observations(data: list[Any], default_id: str) -> dict[str, Any]:
     return {k: v for k, v in record.items() if v is not None}
 
 
-def _arguments(value: Any) -> Any:
-    """A tool observation's input: the `@observe` decorator's `{"args": [], "kwargs": {...}}` is its keyword arguments."""
-    value = maybe_json(value)
-    if isinstance(value, dict) and set(value) == {"args", "kwargs"} and not value["args"] and isinstance(value["kwargs"], dict):
-        return value["kwargs"]
-    return value
+def _attrs(obs: dict[str, Any], kind: str) -> dict[str, Any]:
+    """An observation as the `langfuse.observation.*` attributes of Langfuse's OTel SDK."""
+    attrs: dict[str, Any] = {"langfuse.observation.type": kind.lower(), "langfuse.observation.level": obs.get("level")}
+    for key, name in (("input", "input"), ("output", "output"), ("statusMessage", "status_message")):
+        if obs.get(key) is not None:
+            attrs[f"langfuse.observation.{name}"] = obs[key]
+    usage = _tokens(obs) if kind == "GENERATION" else None
+    if usage is not None:
+        attrs["langfuse.observation.usage_details"] = usage
+    meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+    if meta.get("tool_call_id") is not None:
+        attrs["langfuse.observation.metadata.tool_call_id"] = meta["tool_call_id"]
+    return attrs
 
 
 def adapt(payload: Any, options: Any = None) -> Case:
@@ -128,45 +132,32 @@ def adapt(payload: Any, options: Any = None) -> Case:
     for i, obs in enumerate(observations):
         if not isinstance(obs, dict) or not isinstance(obs.get("type"), str) or obs.get("id") is None:
             fail("expected an observation with `id` and `type`", field=f"observations[{i}].type", case_id=cid)
-    asked = {p["name"] for o in observations if o["type"] == "GENERATION" for p in model_output(o.get("output"))[1]}
-    nodes, retrieved, errors, costs = [], [], [], []
-    agents = [o for o in observations if o["type"] == "AGENT"]
-    root_agent = next((o for o in agents if not o.get("parentObservationId")), agents[0] if agents else None)
-    for i, obs in enumerate(observations):
+    asked = {p.get("name") for o in observations if o["type"] == "GENERATION"
+             for m in generation_outputs(maybe_json(o.get("output"))) or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"}
+    spans, errors, costs = [], [], []
+    for obs in observations:
         kind, name = obs["type"], obs.get("name")
-        node = Node(id=str(obs["id"]), parent=obs.get("parentObservationId"), start=timestamp(obs.get("startTime")), kind="other", name=name)
-        if kind == "GENERATION":
-            node.kind = "model"
-            node.text, node.parts = model_output(obs.get("output"))
-            node.messages = input_messages(obs.get("input"))
-            node.input_tokens, node.output_tokens = _tokens(obs)
-        elif kind == "TOOL" or (kind == "SPAN" and name in asked):
-            meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
-            node.kind, node.arguments, node.result, node.error = "tool", _arguments(obs.get("input")), obs.get("output"), _error(obs)
-            node.call_id = None if meta.get("tool_call_id") is None else str(meta["tool_call_id"])
-            if not name:
-                fail("a tool observation has no name", field=f"observations[{i}].name", case_id=cid)
-        elif kind == "RETRIEVER":
-            retrieved += passages(obs.get("output"))
-        if node.kind != "tool" and _error(obs):
-            errors.append({"observation": node.id, "type": kind, "name": name, "error": _error(obs)})
+        if kind == "SPAN" and name in asked:
+            kind = "TOOL"  # a `@observe` function the model called: its call
+        spans.append(native_span(cid, obs["id"], obs.get("parentObservationId"), name, 0, nanos(obs.get("endTime")) or 0, _attrs(obs, kind),
+                                 error=_error(obs) is not None, message=_error(obs)))
+        if kind == "TOOL" and not name:
+            fail("a tool observation has no name", field=f"observations[{len(spans) - 1}].name", case_id=cid)
+        if kind != "TOOL" and _error(obs):
+            errors.append({"observation": str(obs["id"]), "type": obs["type"], "name": name, "error": _error(obs)})
         cost = obs.get("costDetails") if isinstance(obs.get("costDetails"), dict) else {}
         costs.append(next((c for c in (_number(cost.get("total")), _number(obs.get("totalCost")), _number(obs.get("calculatedTotalCost"))) if c is not None), None))
-        nodes.append(node)
-    built = assemble(nodes)
-    built["retrieved"] = retrieved
-    said = [m["content"] for m in built["user_messages"]]
-    value = record.get("input") if record.get("input") is not None else (root_agent or {}).get("input")
-    case_input = _as_text(value) if value is not None else None
-    if not isinstance(case_input, str) and said:  # a structured input: the user's own words are the input
-        case_input = said[0]
-    answer = record.get("output") if record.get("output") is not None else (root_agent or {}).get("output")
-    if answer is not None:
-        text = _as_text(answer)
-        built["output"] = text if isinstance(text, str) else json.dumps(text, default=str)
-    if not built["user_messages"] and isinstance(case_input, str):
-        built["user_messages"] = [{"step": 0, "content": case_input}]
-    usage = built["usage"]
+    for span, start in zip(spans, in_order([nanos(o.get("startTime")) for o in observations])):
+        span.start = start
+    roots = [s for s in spans if s.parent_id not in {x.span_id for x in spans}]
+    trace_io = {f"langfuse.trace.{k}": record[k] for k in ("input", "output") if record.get(k) is not None}
+    if trace_io and len(roots) == 1:
+        roots[0].attrs.update(trace_io)  # where Langfuse's OTel SDK keeps them: on the trace's root span
+    elif trace_io:
+        spans.append(native_span(cid, f"trace:{cid}", None, record.get("name"), min(s.start for s in spans) - 1 if spans else 0, 0, trace_io))
+        for span in roots:
+            span.parent_id = f"trace:{cid}"
+    usage: dict[str, Any] = {}
     total = _number(record.get("totalCost"))
     known = [c for c in costs if c is not None]
     if total is not None or known:
@@ -177,7 +168,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     if errors:
         info["errors"] = errors
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
-    return build_case({"id": cid, "input": case_input, "turns": said[1:], "tags": tags, "metadata": {"langfuse": info}, "trace": built})
+    return build_case(native_case(cid, spans, "langfuse", info, tags=tags, usage=usage))
 
 
 register_format(Format("langfuse", read=read_lines, adapt=adapt, options=NoOptions))

@@ -18,7 +18,10 @@ freely in one file:
   The ids of the last 100,000 closed traces are remembered to tell that,
   so memory stays flat however long the file.
 
-What counts (`span_data.type`):
+Each exported span becomes a span of the `otel` model (its `span_data` and
+`error` as attributes) read by the `openai-agents` convention and built by
+the `otel` assembler (see `tracejudge.stages.extract.otel.native`). What
+counts (`span_data.type`):
 
 - `function` spans are tool calls: `input` (the JSON the model sent) is the
   arguments, `output` the result, the span's `error` (`{message, data}`)
@@ -46,7 +49,6 @@ id.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -54,8 +56,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, fail, text_of
-from tracejudge.stages.extract.span_steps import Node, assemble, count, input_messages, model_output, timestamp
+from tracejudge.stages.extract.common import build_case, fail
+from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
+from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import as_int
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
 
 __all__ = ["Options", "adapt", "read"]
@@ -151,43 +156,38 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         yield emit(group)
 
 
-def _error(err: Any) -> str | None:
-    if not err:
-        return None
-    if not isinstance(err, dict):
-        return str(err)
-    message = str(err.get("message") or "error")
-    data = err.get("data")
-    if isinstance(data, dict) and isinstance(data.get("error"), str):
-        return f"{message}: {data['error']}"
-    return f"{message}: {json.dumps(data, default=str)}" if data else message
-
-
-def _node(span: dict[str, Any], data: dict[str, Any], meta: dict[str, list[Any]]) -> Node:
-    kind = data["type"]
-    node = Node(id=str(span.get("id")), parent=span.get("parent_id"), start=span.get("started_at"), kind="other", name=data.get("name"))
-    if kind == "function":
-        node.kind, node.arguments, node.result, node.error = "tool", data.get("input"), data.get("output"), _error(span.get("error"))
-        return node
-    if kind in ("generation", "response"):
-        node.kind = "model"
-        if kind == "generation":
-            node.text, node.parts = model_output(data.get("output"))
-            node.messages = input_messages(data.get("input"))
-        usage = data.get("usage")
-        node.input_tokens = count(usage, "input_tokens", "prompt_tokens")
-        node.output_tokens = count(usage, "output_tokens", "completion_tokens")
-    elif kind == "agent":
-        meta["agents"].append({k: data.get(k) for k in ("name", "tools", "handoffs", "output_type")})
-    elif kind == "handoff":
-        meta["handoffs"].append({"from_agent": data.get("from_agent"), "to_agent": data.get("to_agent")})
-    elif kind == "guardrail":
-        meta["guardrails"].append({"name": data.get("name"), "triggered": data.get("triggered")})
-    elif kind == "custom" and data.get("name") not in ("task", "turn"):
-        meta["custom"].append({"name": data.get("name"), "data": data.get("data")})
-    if span.get("error") and kind not in ("function",):
-        meta["errors"].append({"span": kind, "name": data.get("name"), "error": _error(span["error"])})
-    return node
+def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list[Span], Any, list[int]]:
+    """The exported spans in the `otel` model, with the SDK `task` span's usage and every start/end time (ns)."""
+    out, starts, times, task_usage = [], [], [], None
+    for i, span in enumerate(spans):
+        data = span.get("span_data") if isinstance(span, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            fail("expected an exported span with `span_data.type`", field=f"spans[{i}].span_data.type", case_id=cid)
+        kind, name = data["type"], data.get("name")
+        if kind == "function" and not (isinstance(name, str) and name):
+            fail("function span has no name", field=f"spans[{i}].span_data.name", case_id=cid)
+        error = error_text(span.get("error"))
+        start, end = nanos(span.get("started_at")), nanos(span.get("ended_at"))
+        starts.append(start)
+        times += [t for t in (start, end) if t is not None]
+        attrs = {"openai_agents.span_data": data, "openai_agents.error": span.get("error")}
+        out.append(native_span(cid, span.get("id") or f"#{i}", span.get("parent_id"), name or kind, 0, end or 0, attrs,
+                               error=error is not None, message=error))
+        if kind == "agent":
+            meta["agents"].append({k: data.get(k) for k in ("name", "tools", "handoffs", "output_type")})
+        elif kind == "handoff":
+            meta["handoffs"].append({"from_agent": data.get("from_agent"), "to_agent": data.get("to_agent")})
+        elif kind == "guardrail":
+            meta["guardrails"].append({"name": name, "triggered": data.get("triggered")})
+        elif kind == "custom" and name not in ("task", "turn"):
+            meta["custom"].append({"name": name, "data": data.get("data")})
+        if kind == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "task":
+            task_usage = data["data"].get("usage")
+        if error and kind != "function":
+            meta["errors"].append({"span": kind, "name": name, "error": error})
+    for span, start in zip(out, in_order(starts)):
+        span.start = start
+    return out, task_usage, times
 
 
 def adapt(payload: Any, options: Options | None = None) -> Case:
@@ -205,29 +205,16 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     first = next((s.get("trace_id") for s in spans if isinstance(s, dict) and isinstance(s.get("trace_id"), str)), None)
     cid = str(trace.get("id") or first or payload.get("id") or "trace")
     meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": []}
-    nodes, task_usage, times = [], None, []
-    for i, span in enumerate(spans):
-        data = span.get("span_data") if isinstance(span, dict) else None
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-            fail("expected an exported span with `span_data.type`", field=f"spans[{i}].span_data.type", case_id=cid)
-        if data["type"] == "function" and not (isinstance(data.get("name"), str) and data["name"]):
-            fail("function span has no name", field=f"spans[{i}].span_data.name", case_id=cid)
-        nodes.append(_node(span, data, meta))
-        if data["type"] == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "task":
-            task_usage = data["data"].get("usage")
-        times += [t for t in (timestamp(span.get("started_at")), timestamp(span.get("ended_at"))) if t is not None]
-    built = assemble(nodes)
-    usage = built["usage"]
-    if "input_tokens" not in usage and isinstance(task_usage, dict):
-        usage.update({k: v for k, v in (("input_tokens", count(task_usage, "input_tokens")),
-                                        ("output_tokens", count(task_usage, "output_tokens"))) if v is not None})
-    if times:
-        usage["latency_s"] = max(times) - min(times)
-    said = [m["content"] for m in built["user_messages"]]
-    info = {k: trace[k] for k in ("workflow_name", "group_id", "metadata") if trace.get(k) is not None}
+    otel_spans, task_usage, times = _spans(cid, spans, meta)
+    usage: dict[str, Any] = {"latency_s": (max(times) - min(times)) / 1e9} if times else {}
+    info: dict[str, Any] = {k: trace[k] for k in ("workflow_name", "group_id", "metadata") if trace.get(k) is not None}
     info.update({k: v for k, v in meta.items() if v})
-    first_text = next((text_of(c) if not isinstance(c, str) else c for c in said), None)
-    return build_case({"id": cid, "input": first_text, "turns": said[1:], "metadata": {"openai_agents": info}, "trace": built})
+    built = native_case(cid, otel_spans, "openai_agents", info, usage=usage)
+    got = built["trace"]["usage"]
+    if "input_tokens" not in got and isinstance(task_usage, dict):  # no model span recorded usage: the SDK's task span did
+        got.update({k: v for k, v in (("input_tokens", as_int(task_usage.get("input_tokens"))),
+                                      ("output_tokens", as_int(task_usage.get("output_tokens")))) if v is not None})
+    return build_case(built)
 
 
 register_format(Format("openai-agents", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

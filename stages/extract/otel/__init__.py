@@ -13,8 +13,11 @@ Conventions, detected per span (`conventions/`, one reader each): OTel GenAI
 OpenInference (`openinference.span.kind`, `llm.*_messages.*`, `input.value`,
 `retrieval.documents.*`), OpenLLMetry/Traceloop (`traceloop.*`,
 `gen_ai.prompt.*` / `gen_ai.completion.*`), the Vercel AI SDK (`ai.*`),
-Langfuse (`langfuse.observation.*`) and MLflow (`mlflow.spanType`,
-`mlflow.spanInputs` / `spanOutputs`). Each says what a span is — model
+Langfuse (`langfuse.observation.*`), MLflow (`mlflow.spanType`,
+`mlflow.spanInputs` / `spanOutputs`) and the OpenAI Agents SDK's exported
+spans (`openai_agents.span_data`, as format `openai-agents` writes them: the
+native formats `mlflow`, `langfuse` and `openai-agents` build their spans in
+this model and run the same assembler, see `native`). Each says what a span is — model
 request, tool call, agent run, chain, retrieval or noise — and what it
 carries; the assembler never looks at raw attributes. `metadata.otel.conventions`
 counts the spans each convention recognised (`none`: spans no convention knew).
@@ -83,7 +86,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.otel.assemble import assemble
-from tracejudge.stages.extract.otel.conventions import read_span
+from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
 from tracejudge.stages.extract.otel.stitch import stitch
 from tracejudge.stages.load import RawRecord
@@ -160,7 +163,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         groups = (run for trace in groups for run in _runs(trace))
     count = skipped = 0
     for group in groups:
-        if not any(read_span(s).role for s in group.spans):
+        if not any(v.role for v in group_views(group).values()):
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
         first = group.spans[0]
@@ -175,7 +178,8 @@ def read(dataset: Any) -> Iterator[RawRecord]:
 def _runs(trace: Group) -> list[Group]:
     """One trace split into its top-level agent runs; spans outside every run join the first one."""
     index = {s.span_id: s for s in trace.spans}
-    agent = {s.span_id for s in trace.spans if read_span(s).role == "agent"}
+    views = group_views(trace)
+    agent = {s.span_id for s in trace.spans if views[s.span_id].role == "agent"}
     owner: dict[str, str | None] = {}
     for span in trace.spans:
         top: str | None = None
@@ -193,7 +197,8 @@ def _runs(trace: Group) -> list[Group]:
     parts: dict[str, list[Span]] = {t: [] for t in tops}
     for span in trace.spans:
         parts[owner[span.span_id] or tops[0]].append(span)
-    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top]) for top in tops]
+    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top], views={s.span_id: views[s.span_id] for s in parts[top]})
+            for top in tops]
 
 
 def adapt(group: Group, options: Options | None = None) -> Case:

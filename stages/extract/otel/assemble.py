@@ -11,7 +11,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.calls import Tool, answer_value, build_call, deferred_call, part_call
-from tracejudge.stages.extract.otel.conventions import read_span
+from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import last_user_text, output_text, user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -47,13 +47,16 @@ def _parts(messages: list[dict[str, Any]] | None, kind: str) -> list[dict[str, A
 def assemble(group: Group, opts: Any) -> dict[str, Any]:
     """The native case mapping of one conversation (`opts` is the format's `Options`).
 
+    A result taken from a tool message (no tool span recorded one) is decoded
+    when it is JSON text, unless `opts.decode_tool_messages` is False.
+
     Raises `AdapterError` naming the span when a span could not be decoded.
     """
     for span in group.spans:
         if span.problem:
             fail(span.problem, field=f"span {span.span_id}", case_id=group.key)
     index = {s.span_id: s for s in group.spans}
-    views = {s.span_id: read_span(s) for s in group.spans}
+    views = group_views(group)
     role = {sid: v.role for sid, v in views.items()}
     prefixes = tuple(opts.error_prefixes)
     answer_tools = set(opts.answer_tools)
@@ -103,10 +106,11 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
     responses: dict[str, dict[str, Any]] = {}
+    decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
     for m in models:
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
             if p.get("id") is not None:
-                responses.setdefault(str(p["id"]), p)
+                responses.setdefault(str(p["id"]), {**p, "response": unjson(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
 
     def claim(part: dict[str, Any], after: int) -> tuple[Tool | None, bool]:

@@ -62,7 +62,7 @@ def _response(ids: tuple[Any, ...], responses: dict[str, dict[str, Any]]) -> dic
 
 def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict[str, Any] | None, prefixes: tuple[str, ...]) -> dict[str, Any]:
     if result is MISSING or result is None:
-        result = unjson(response.get("response")) if response is not None else None
+        result = response.get("response") if response is not None else None
         if not present(result):
             result = None
     if error is None and response is not None and response.get("is_error") is True:

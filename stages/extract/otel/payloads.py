@@ -17,7 +17,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import unjson
 
-__all__ = ["unwrap_args", "unwrap_result"]
+__all__ = ["documents", "unwrap_args", "unwrap_result"]
 
 _LC_TOOL_MESSAGE = ("ToolMessage", "ToolMessageChunk")
 
@@ -98,3 +98,39 @@ def _tool_message(value: Any) -> dict[str, Any] | None:
     if value.get("type") == "tool" and "tool_call_id" in value and "content" in value:
         return value
     return None
+
+
+def documents(value: Any) -> list[dict[str, Any]]:
+    """Retrieved passages out of a retriever's output: LangChain/MLflow `Document`s or `{content|text, score}` items.
+
+    Reads a list (or JSON text of one, or a `{documents|docs|results: [...]}`
+    wrapper; a bare string is one passage). Each passage has `content` and,
+    when recorded, `id` (`id`, else `metadata.chunk_id` / `id` / `doc_uri`),
+    `source` (`metadata.doc_uri` / `source`) and `score`.
+    """
+    value = unjson(value)
+    if isinstance(value, dict):
+        value = next((value[k] for k in ("documents", "docs", "results") if isinstance(value.get(k), list)), [value])
+    out: list[dict[str, Any]] = []
+    for doc in value if isinstance(value, list) else []:
+        if isinstance(doc, str):
+            out.append({"content": doc})
+            continue
+        if not isinstance(doc, dict):
+            continue
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        content = next((doc[k] for k in ("page_content", "content", "text") if isinstance(doc.get(k), str)), None)
+        if content is None:
+            continue
+        item: dict[str, Any] = {"content": content}
+        ident = doc.get("id") or meta.get("chunk_id") or meta.get("id") or meta.get("doc_uri")
+        if ident is not None:
+            item["id"] = str(ident)
+        source = meta.get("doc_uri") or meta.get("source")
+        if source is not None:
+            item["source"] = str(source)
+        score = doc.get("score", meta.get("score"))
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            item["score"] = float(score)
+        out.append(item)
+    return out

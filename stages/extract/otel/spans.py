@@ -104,13 +104,17 @@ class Group:
 
     `key` is the grouping value (conversation id, or trace id); `key_attr`
     the attribute it came from (`None` for a trace id); `traces` are the
-    trace ids in order of first start.
+    trace ids in order of first start. `views` caches what the conventions
+    say about each span (by span id, filled once by
+    `conventions.group_views`), so that grouping, stitching and assembling
+    read every span only once.
     """
 
     key: str
     key_attr: str | None
     traces: list[str]
     spans: list[Span]
+    views: dict[str, Any] | None = None
 
 
 def _status(raw: Any) -> tuple[bool, str | None]:

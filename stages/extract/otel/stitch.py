@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tracejudge.stages.extract.otel.conventions import read_span
+from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.spans import Group
 
 __all__ = ["stitch"]
@@ -72,8 +72,9 @@ def _candidate(group: Group) -> _Chain | None:
     if group.key_attr is not None:
         return None
     models = []
+    views = group_views(group)
     for span in group.spans:
-        view = read_span(span)
+        view = views[span.span_id]
         if view.role == "model" and view.inputs:
             models.append((span, view))
     ids = {s.span_id for s, _ in models}
@@ -117,6 +118,7 @@ def stitch(groups: Iterable[Group]) -> Iterator[Group]:
             for span in group.spans:
                 span.trace_id = chain.traces[0]
             chain.spans.extend(group.spans)
+            chain.views = {**group_views(chain), **group_views(group)}
             chain.traces.extend(group.traces)
         strict[got.last_strict] = chain
         lenient.setdefault(got.last_said, []).append((got.last_len, chain))

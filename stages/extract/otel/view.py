@@ -37,6 +37,9 @@ class _Missing:
     def __bool__(self) -> bool:
         return False
 
+    def __reduce__(self) -> str:
+        return "MISSING"  # unpickles as the module's one instance: views travel with their group to worker processes
+
 
 MISSING: Any = _Missing()
 

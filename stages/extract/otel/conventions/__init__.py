@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openinference, pydantic_ai, traceloop, vercel
-from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openai_agents, openinference, pydantic_ai, traceloop, vercel
+from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import View, merge
 
-__all__ = ["NAMES", "READERS", "read_span"]
+__all__ = ["NAMES", "READERS", "group_views", "read_span"]
 
 READERS: list[tuple[str, Callable[[Span], View | None]]] = [
     (genai.NAME, genai.read),
@@ -25,6 +25,7 @@ READERS: list[tuple[str, Callable[[Span], View | None]]] = [
     (vercel.NAME, vercel.read),
     (langfuse.NAME, langfuse.read),
     (mlflow.NAME, mlflow.read),
+    (openai_agents.NAME, openai_agents.read),
 ]
 NAMES = [name for name, _ in READERS]
 
@@ -37,3 +38,10 @@ def read_span(span: Span) -> View:
         if got is not None:
             merge(out, got, name)
     return out
+
+
+def group_views(group: Group) -> dict[str, View]:
+    """The `View` of every span of `group` by span id, read on first use and kept on the group."""
+    if group.views is None:
+        group.views = {s.span_id: read_span(s) for s in group.spans}
+    return group.views

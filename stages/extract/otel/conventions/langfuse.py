@@ -11,6 +11,8 @@ Level `ERROR` with `langfuse.observation.status_message` (or an ERROR
 status) is the error. `langfuse.trace.input` / `output` (SDK 3), else the
 root observation's, are the request and the answer; usage comes from
 `langfuse.observation.usage_details` (`input` / `output`, or the OpenAI names).
+A tool's call id is `langfuse.observation.metadata.tool_call_id` when
+recorded; a retriever's output gives the retrieved passages.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.messages import normalise, normalise_one
-from tracejudge.stages.extract.otel.payloads import unwrap_args
+from tracejudge.stages.extract.otel.payloads import documents, unwrap_args
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, present, unjson
 
@@ -34,7 +36,7 @@ def read(span: Span) -> View | None:
     """The Langfuse reading of `span`, or `None` when it has no `langfuse.observation.type`."""
     a = span.attrs
     kind = a.get("langfuse.observation.type")
-    if not isinstance(kind, str) and "langfuse.trace.input" not in a:
+    if not isinstance(kind, str) and "langfuse.trace.input" not in a and "langfuse.trace.output" not in a:
         return None
     v = View(role=_ROLES.get(str(kind).lower()))
     raw_in, raw_out = a.get("langfuse.observation.input", MISSING), a.get("langfuse.observation.output", MISSING)
@@ -53,6 +55,10 @@ def read(span: Span) -> View | None:
             v.args, v.args_wrapped = unwrap_args(raw_in)
         if present(raw_out):
             v.result = unjson(raw_out)
+        cid = a.get("langfuse.observation.metadata.tool_call_id")
+        v.call_id = str(cid) if present(cid) and cid != "" else None
+    elif v.role == "retrieval":
+        v.documents = documents(raw_out) if present(raw_out) else None
     elif v.role in ("agent", "chain") or kind is None:
         request = a.get("langfuse.trace.input", raw_in)
         answer = a.get("langfuse.trace.output", raw_out)

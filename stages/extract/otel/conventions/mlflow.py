@@ -12,19 +12,18 @@ keyword arguments and return value, a retriever's documents
 
 from __future__ import annotations
 
-from typing import Any
-
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.messages import normalise
+from tracejudge.stages.extract.otel.payloads import documents
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
 __all__ = ["NAME", "read"]
 
 NAME = "mlflow"
-_ROLES = {"CHAT_MODEL": "model", "LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "RETRIEVER": "retrieval"}
+_ROLES = {"CHAT_MODEL": "model", "LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "UNKNOWN": "chain", "RETRIEVER": "retrieval"}
 
 
 def read(span: Span) -> View | None:
@@ -55,20 +54,7 @@ def read(span: Span) -> View | None:
         v.answer = answer_text(outputs) if present(outputs) else None
         if v.role == "agent":
             v.agent_name = span.name
-    elif v.role == "retrieval" and isinstance(outputs, list):
-        v.documents = [_document(d) for d in outputs if isinstance(d, dict)]
+    elif v.role == "retrieval" and outputs is not MISSING:
+        v.documents = documents(outputs)
     return v
 
-
-def _document(doc: dict[str, Any]) -> dict[str, Any]:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    out: dict[str, Any] = {"content": str(doc.get("page_content") or doc.get("content") or "")}
-    ident = doc.get("id") or meta.get("chunk_id") or meta.get("doc_uri")
-    if ident is not None:
-        out["id"] = str(ident)
-    if isinstance(meta.get("doc_uri"), str):
-        out["source"] = meta["doc_uri"]
-    score = meta.get("score", doc.get("score"))
-    if isinstance(score, (int, float)) and not isinstance(score, bool):
-        out["score"] = float(score)
-    return out
