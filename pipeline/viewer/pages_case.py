@@ -9,10 +9,9 @@ from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.viewer.html import e, f3, frame, pretty, url
 from tracejudge.viewer.runs import Run
+from tracejudge.viewer.transcript import call_html, transcript_html
 
 __all__ = ["CaseView", "case_page", "diff_page"]
-
-_RESULT_CUT = 6000
 
 
 class CaseView:
@@ -29,56 +28,6 @@ def _calls(case: Case) -> list[tuple[int, int, ToolCall]]:
         for call in step.tool_calls:
             out.append((len(out), si, call))
     return out
-
-
-def _call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
-    failed = call.error is not None
-    cls = "call failed" if failed else "call"
-    out = [f'<div class="{cls}" data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> <b class="tool">{e(call.name)}</b>'
-           + (' <span class="badge FAIL small">failed</span>' if failed else "")
-           + (' <span class="muted">arguments are not valid JSON</span>' if call.arguments_invalid else "") + "</div>",
-           f'<pre class="args">{pretty(call.arguments)}</pre>']
-    if full:
-        if failed:
-            out.append(f'<div class="label">error</div><pre class="result err">{pretty(call.error, _RESULT_CUT)}</pre>')
-        if call.result is not None:
-            out.append(f'<div class="label">result</div><pre class="result">{pretty(call.result, _RESULT_CUT)}</pre>')
-    out.append("</div>")
-    return "".join(out)
-
-
-def _transcript(case: Case | None, note: str) -> str:
-    out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
-    if case is None:
-        return "".join(out) + "</section>"
-    users = case.trace.user_messages if case.trace else []
-    if case.input is not None and not users:
-        out.append(f'<div class="msg user"><div class="label">input</div><pre>{pretty(case.input)}</pre></div>')
-    # The user's turns between the agent's steps: turn k sits before the step that answered it.
-    said: dict[int, list[str]] = {}
-    for k, msg in enumerate(users, 1):
-        said.setdefault(msg.step, []).append(f'<div class="msg user" data-user="{k}"><div class="label">user {k}</div><pre>{pretty(msg.content)}</pre></div>')
-    idx = 0
-    steps = case.trace.steps if case.trace else []
-    for si, step in enumerate(steps):
-        out += said.get(si, [])
-        out.append(f'<div class="step" data-step="{si}"><div class="label">step {si}</div>')
-        if step.thought:
-            out.append(f'<div class="thought"><div class="label">thought</div><pre>{pretty(step.thought)}</pre></div>')
-        for call in step.tool_calls:
-            out.append(_call_html(idx, call))
-            idx += 1
-        if step.output:
-            out.append(f'<div class="msg agent"><div class="label">says</div><pre>{pretty(step.output)}</pre></div>')
-        out.append("</div>")
-    out += said.get(len(steps), [])
-    if case.trace is None:
-        out.append('<p class="bad">the case has no trace</p>')
-    elif case.trace.output is not None:
-        out.append(f'<div class="msg agent final"><div class="label">output</div><pre>{pretty(case.trace.output)}</pre></div>')
-    if case.expected_output is not None:
-        out.append(f'<div class="msg expected"><div class="label">expected output</div><pre>{pretty(case.expected_output)}</pre></div>')
-    return "".join(out) + "</section>"
 
 
 _ENDS = ("; [", "; unexpected:", "; in order", "; first divergence")
@@ -109,7 +58,7 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str
 
     def act_cell(j: int) -> str:
         c = actual.get(j)
-        return _call_html(j, c, full=False) if c is not None else f"#{j}"
+        return call_html(j, c, full=False) if c is not None else f"#{j}"
 
     rows = [f'<tr class="pair"><td>{exp_cell(i)}</td><td class="ok">matched</td><td>{act_cell(j)}</td></tr>' for i, j in details.get("pairs") or []]
     for i in details.get("missing") or []:
@@ -143,7 +92,7 @@ def _side(view: CaseView) -> str:
     out = [f'<div class="side" data-run="{e(rid)}"><h2><a href="/run/{e(rid)}">{e(view.run.name)}</a></h2>']
     if res is None:
         out.append('<p class="muted">This run has no result for this (case, trial).</p>')
-        return "".join(out) + _transcript(view.case, view.note) + "</div>"
+        return "".join(out) + transcript_html(view.case, view.note) + "</div>"
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
                + (f' · tags {e(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
@@ -172,7 +121,7 @@ def _side(view: CaseView) -> str:
             extras.append(_judge_answers(key, d))
     out.append("</tbody></table>")
     out += extras
-    out.append(_transcript(view.case, view.note))
+    out.append(transcript_html(view.case, view.note))
     return "".join(out) + "</div>"
 
 
