@@ -8,7 +8,7 @@ from typing import Any
 from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.viewer.html import e, f3, frame, pretty, url
-from tracejudge.viewer.runs import Run
+from tracejudge.viewer.runs import Run, differs
 from tracejudge.viewer.transcript import call_html, transcript_html
 
 __all__ = ["CaseView", "case_page", "diff_page"]
@@ -131,7 +131,7 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
     base = f"/run/{rid}/case"
     links = [f'<a href="{url(base, id=case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
              for t in trials]
-    vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid]
+    vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid and differs(r, main.run) is None]
     if other is not None:
         vs.append(f'<a id="alone-link" href="{url(base, id=case_id, trial=trial, vs="-")}">alone</a>')
     head = (f'<h1>Case <code id="case-id">{e(case_id)}</code></h1><p>{" · ".join(links)}'
@@ -144,13 +144,23 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
                  crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (case_id, url(base, id=case_id, trial=trial))])
 
 
-def diff_page(a: Run, b: Run, cmp: Comparison, runs: list[Run]) -> str:
-    """Two runs paired by (case, trial): per metric the delta, its paired 95% CI and p-value; the most regressed and improved cases."""
+def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:
+    """Two runs paired by (case, trial): per metric the delta, its paired 95% CI and p-value; the most regressed and improved cases.
+
+    Runs of different datasets (`differs`) get what differs instead of a table (`cmp` is then not needed).
+    """
     opts_a = "".join(f'<option value="{e(r.rid)}"{" selected" if r.rid == a.rid else ""}>{e(r.name)}</option>' for r in runs)
     opts_b = "".join(f'<option value="{e(r.rid)}"{" selected" if r.rid == b.rid else ""}>{e(r.name)}</option>' for r in runs)
+    apart = differs(a, b)
     out = [f"<h1>Diff: {e(a.name)} → {e(b.name)}</h1>",
            f'<form method="get" action="/diff" class="filters"><label>baseline <select name="a">{opts_a}</select></label>'
            f'<label>current <select name="b">{opts_b}</select></label><button type="submit">Compare</button></form>',
+           f'<p class="bad" id="not-comparable">These runs cannot be compared case by case: {e(apart)}.</p>' if apart else "",
+           ]
+    crumbs = [(f"Diff {a.name} → {b.name}", url("/diff", a=a.rid, b=b.rid))]
+    if apart or cmp is None:
+        return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=crumbs)
+    out += [
            f'<p>{cmp.paired} results paired by (case, trial); {cmp.only_a} only in {e(a.name)}, {cmp.only_b} only in {e(b.name)}. '
            f'<span class="muted">{e(cmp.test)}.</span></p>',
            '<table class="grid" id="deltas"><thead><tr><th class=w20>metric</th><th>pairs</th><th>baseline</th><th>current</th><th>delta</th>'
@@ -175,4 +185,4 @@ def diff_page(a: Run, b: Run, cmp: Comparison, runs: list[Run]) -> str:
                            f'<td class=num>{f3(mv.a)}</td><td class="num {"bad" if mv.b < mv.a else "ok"}">{f3(mv.b)}</td>'
                            f'<td class="reason">{e(mv.reason_a)}</td><td class="reason">{e(mv.reason_b)}</td></tr>')
             out.append("</tbody></table>")
-    return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=[(f"Diff {a.name} → {b.name}", url("/diff", a=a.rid, b=b.rid))])
+    return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=crumbs)
