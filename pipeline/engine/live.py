@@ -19,7 +19,11 @@ __all__ = ["LiveStatus"]
 class LiveStatus:
     """Live figures of one run.
 
-    `in_flight`: cases between admission and the run directory (count).
+    `in_flight`: cases between admission and the run directory (count), queued
+    between stages included. `working`: those of them in a stage's hands right
+    now (a reply awaited, a retry in back-off): what a stop waits for, since
+    queued ones are dropped at once. `paces`: callables giving the results per
+    second a stage's rate limit admits at most (`None` while unknown).
     `grace_s`: seconds work in flight gets after a stop before it is cut
     (the judge's `judge.stop_grace_s` when the run judges, else the CPU
     executor's grace); `None` when a live target's cases run on until they
@@ -29,9 +33,23 @@ class LiveStatus:
     """
 
     in_flight: int = 0
+    working: int = 0
     grace_s: float | None = 0.0
     stop_at: float | None = None
     probes: list[Callable[[], str | None]] = field(default_factory=list)
+    paces: list[Callable[[], float | None]] = field(default_factory=list)
+
+    def pace(self) -> float | None:
+        """Results per second the slowest rate-limited stage admits, or `None` when no limit is known (a failing callable counts as unknown)."""
+        known = []
+        for pace in self.paces:
+            try:
+                value = pace()
+            except Exception:  # a display must never break a run
+                value = None
+            if value is not None and value > 0:
+                known.append(value)
+        return min(known) if known else None
 
     def mark_stop(self) -> None:
         """Record that a stop was asked for now (the first Ctrl-C / SIGTERM)."""

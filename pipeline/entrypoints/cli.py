@@ -443,7 +443,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                 progress.tick()
 
         async def count_total() -> None:
-            # The total is only for a terminal's ETA: count records in a thread while the run goes.
+            # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
             from tracejudge.core import registry
 
             def count() -> int:
@@ -467,7 +467,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                     if count == 1:
                         live.mark_stop()
                         within = f"get {live.grace_s:g} s to finish" if live.grace_s is not None else "finish (each within target.timeout_s)"
-                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.in_flight} in flight {within}, "
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.working} in flight {within}, "
                                   "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
                         stop.set()
                     else:
@@ -475,7 +475,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_signals, tg.cancel_scope)
-            if progress is not None and err.is_terminal:
+            if progress is not None:
                 tg.start_soon(count_total)
             if progress is not None:
                 tg.start_soon(tick)
