@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["LiveStatus"]
 
@@ -41,14 +42,7 @@ class LiveStatus:
 
     def pace(self) -> float | None:
         """Results per second the slowest rate-limited stage admits, or `None` when no limit is known (a failing callable counts as unknown)."""
-        known = []
-        for pace in self.paces:
-            try:
-                value = pace()
-            except Exception:  # a display must never break a run
-                value = None
-            if value is not None and value > 0:
-                known.append(value)
+        known = [v for v in _ask(self.paces) if v is not None and v > 0]
         return min(known) if known else None
 
     def mark_stop(self) -> None:
@@ -69,12 +63,15 @@ class LiveStatus:
 
     def waiting_on(self) -> list[str]:
         """What the stages are waiting on, one phrase each (a probe that fails says nothing)."""
-        out = []
-        for probe in self.probes:
-            try:
-                phrase = probe()
-            except Exception:  # a display must never break a run
-                phrase = None
-            if phrase:
-                out.append(phrase)
-        return out
+        return [phrase for phrase in _ask(self.probes) if phrase]
+
+
+def _ask(callables: list[Callable[[], Any]]) -> list[Any]:
+    # Each callable's answer; one that fails answers None (a display must never break a run).
+    out = []
+    for ask in callables:
+        try:
+            out.append(ask())
+        except Exception:
+            out.append(None)
+    return out
