@@ -6,15 +6,13 @@ The runs are real (the judge simulator over 127.0.0.1); the terminal bar is read
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from _pty import run_in_pty
 from tracejudge.core.records import CaseResult, Score
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.progress import ProgressState
@@ -60,27 +58,8 @@ def test_log_lines_have_a_total_and_an_eta_from_the_limiter(tmp_path: Path, tau_
 
 def test_the_bar_in_a_terminal_shows_the_limiter_eta(tmp_path: Path, tau_paths) -> None:
     cfg = _config(tmp_path, tau_paths, n=CASES, rpm=RPM)
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg)], cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave,
-                            env={**os.environ, "COLUMNS": "80", "LINES": "24", "TERM": "xterm"})
-    os.close(slave)
-    out = b""
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 120)
-            assert ready, out[-2000:]
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        assert proc.wait(timeout=60) in (0, 1)
-    finally:
-        proc.kill()
-        os.close(master)
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    text, code = run_in_pty([sys.executable, "-m", "tracejudge", "run", str(cfg)], tmp_path, columns=80)
+    assert code in (0, 1), text[-2000:]
     frames = [(int(d), int(h) * 3600 + int(m) * 60 + int(s)) for d, h, m, s in re.findall(rf"(\d+)/{CASES} .*? ETA (\d):(\d\d):(\d\d)", text)]
     waiting = [(d, eta) for d, eta in frames if RPM <= d < CASES]
     assert waiting, text[-3000:]

@@ -5,17 +5,13 @@ Metric names wrap between words, never mid-word or cut to `Tool…`; figures are
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
+from _pty import run_in_pty
 from _runs import result_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,29 +19,8 @@ NAMES = ["ToolCorrectness", "ToolCallNecessity", "DeepEvalToolCorrectness", "wri
 
 
 def in_pty(args: list[str], cwd: Path, columns: int = 80) -> str:
-    """`tracejudge ARGS` with its stdout and stderr on a `columns`-wide pty; the text it drew, escapes removed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"})
-    os.close(slave)
-    out = b""
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 120)
-            assert ready, out[-2000:]
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        proc.wait(timeout=60)
-    finally:
-        proc.kill()
-        os.close(master)
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace")).replace("\r", "")
+    """`tracejudge ARGS` on a `columns`-wide pty: the text it drew."""
+    return run_in_pty([sys.executable, "-m", "tracejudge", *args], cwd, columns=columns)[0]
 
 
 def _runs(tmp: Path) -> tuple[Path, Path]:
