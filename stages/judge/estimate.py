@@ -40,6 +40,7 @@ from tracejudge.llm.prefix_cache import PrefixCache
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payload
 from tracejudge.stages.judge.base import JudgeMetric, Plan, group_plans, grouped_plan
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
+from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 
 __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
@@ -165,7 +166,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                     if cfg.items_per_request > 1:
                         ask_items(key, Item(gp, trial, f"{case.id}|group|{trial}"), trial)
                         continue
-                    req = build_request(gp, gp.questions, cfg)
+                    req = fit_request(gp, gp.questions, cfg).req  # what the run sends (and caches under): a long trace is fitted
                     if cached(req, gp.prompt_version, None, trial):
                         est.cache_hits += 1
                         continue
@@ -179,8 +180,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         ask_items(metric.key, Item(plan, trial, f"{case.id}|{metric.key}|{trial}"), trial)
                         continue
                     for qs in ([[q] for q in plan.questions] if per_q[metric.key] and plan.kind == "yes_no" else [plan.questions]):
-                        req = build_request(plan, qs, cfg)
-                        if cached(req, metric.prompt_version, metric.rubric, trial):
+                        req = fit_request(plan, qs, cfg).req
+                        if cached(req, plan.prompt_version, plan.metric.rubric, trial):  # the keys the run uses
                             est.cache_hits += 1
                             continue
                         charge(est, req, len(qs))
