@@ -136,3 +136,22 @@ def test_report_first_screen(demo_run: Path, screen: Any, tmp_path: Path) -> Non
     no_overflow(screen)
     screen.find_element(By.ID, "cases").location_once_scrolled_into_view
     shoot(screen, tmp_path, "report-case-table")
+
+
+def test_transcript_of_a_text_result_screen(tmp_path_factory: pytest.TempPathFactory, screen: Any, tmp_path: Path) -> None:
+    from helpers import DATA
+
+    tmp = tmp_path_factory.mktemp("kagent")
+    cfg = {"dataset": {"path": str(DATA / "otel_genai" / "kagent" / "v1.0.0-alpha9" / "adk_go_1turn.json"), "format": "otel"},
+           "metrics": [{"type": "ToolCorrectness", "allow_extra": True}], "run": {"dir": str(tmp / "kagent")}}
+    (tmp / "k.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["run", str(tmp / "k.yaml"), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp / "kagent")) as url:
+        loaded(screen, url + "/run/kagent/cases")
+        follow(screen, screen.find_element(By.CSS_SELECTOR, "#cases a.case-link"))
+        result = screen.find_element(By.CSS_SELECTOR, ".tool-result pre.text")
+        lines = result.text.splitlines()
+        assert lines[0].split() == ["NAME", "STATUS", "AGE"] and len(lines) > 5  # the kubectl table as written, a row a line
+        screen.execute_script("arguments[0].closest('.call').scrollIntoView()", result)
+        shoot(screen, tmp_path, "transcript-text-result")
+        no_overflow(screen)

@@ -73,7 +73,9 @@ def _folded(text: str, cls: str) -> str:
         text = text[:_MAX_CHARS] + f"\n… ({len(text) - _MAX_CHARS} more characters not shown)"
     lines = text.split("\n")
     cut = len("\n".join(lines[:PREVIEW_LINES]))
-    cut = min(cut, PREVIEW_CHARS)
+    if cut > PREVIEW_CHARS:  # long lines: stop at the last whole line that fits, or mid-line when the first is longer
+        last = text.rfind("\n", 0, PREVIEW_CHARS)
+        cut = last if last > 0 else PREVIEW_CHARS
     # The parser drops one newline right after <pre>: each block starts with one, so the text's own are kept.
     if cut >= len(text):
         return f'<pre class="{cls}">\n{e(text)}</pre>'
