@@ -33,6 +33,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 
 def write_run(run_dir: Path, n: int, seed: int = 0) -> None:
@@ -56,7 +57,8 @@ def write_run(run_dir: Path, n: int, seed: int = 0) -> None:
 def start(run_dir: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", str(run_dir), "--port", "0"], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline() if proc.stdout else ""
-    return proc, line.split()[2].rstrip("/")
+    page = urlsplit(line.split()[2])  # one run served: it prints that run's page; the base is the server
+    return proc, f"{page.scheme}://{page.netloc}"
 
 
 def get_ms(url: str) -> float:

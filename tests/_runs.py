@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -111,13 +112,14 @@ def planted_runs(base: Path, *, n: int = 300, planted: int = 25, improved: int =
 
 @contextmanager
 def view_server(*args: str) -> Iterator[str]:
-    """`tracejudge view ARGS --port 0` as a real process; yields its URL (http://127.0.0.1:PORT) and stops it after."""
+    """`tracejudge view ARGS --port 0` as a real process; yields its server's URL (http://127.0.0.1:PORT) and stops it after."""
     proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", *args, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
-        yield line.split()[2].rstrip("/")
+        page = urlsplit(line.split()[2])  # the page it opens (a run's, when one run is served): yield the server
+        yield f"{page.scheme}://{page.netloc}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -95,6 +95,14 @@ def test_projection_of_the_demo_is_what_the_demo_then_costs(tmp_path, data_dir):
     assert abs(judge["output_tokens"] - projected["output_tokens"]) <= 0.02 * judge["output_tokens"]
     assert abs(judge["cost_usd"] - projected["modes"]["sync"]["usd"]) <= 0.02 * judge["cost_usd"]
 
+    # With the cache now warm, the projection says what the cache covers instead of projecting paid requests for it.
+    proc, warm = bench(str(DEMO), *cache, "--sample", "10", "--requests", "20", "--duration", "1", cwd=tmp_path)
+    w = warm["projection"]
+    assert w["requests"] == 0 and w["cache_hits"] == judge["requests"] + judge["cache_hits"] and w["cold_cache_requests"] == projected["requests"]
+    assert w["modes"]["sync"]["requests"] == 0 and w["modes"]["batch"]["requests"] == 0
+    flat = " ".join(proc.stdout.replace("│", " ").split())
+    assert f"the judge cache answers {w['cache_hits']:,} of their requests (free; a cold cache would need {projected['requests']:,}), 0 requests to send" in flat
+
 
 def test_nothing_answered_recommends_no_limits(tmp_path):
     from tracejudge.simulator.server import free_port

@@ -77,9 +77,10 @@ def _real(fmt: str, data: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
-def test_each_starter_config_runs_as_written(fmt: str, tmp_path: Path, data_dir: Path, capsys) -> None:
+def test_each_starter_config_runs_as_written(fmt: str, tmp_path: Path, data_dir: Path, capsys, monkeypatch) -> None:
     work = tmp_path / "project"
     work.mkdir()
+    monkeypatch.chdir(work)  # init names the run directory runs/NAME of the folder it runs in
     cfg = work / "configs" / "starter.yaml"
     if fmt in SAMPLES:
         data = work / "data.jsonl"
@@ -92,7 +93,7 @@ def test_each_starter_config_runs_as_written(fmt: str, tmp_path: Path, data_dir:
     assert text.startswith(f"# tracejudge starter config for format `{fmt}`") and "assertions:" in text and "runs/starter" in text
     assert "/work" not in text.split("dataset:")[1].split("format:")[0] or fmt not in SAMPLES  # relative to the config's folder
     assert main(["run", str(cfg), "--no-progress"]) == 0, capsys.readouterr()
-    summary = json.loads((work / "configs" / "runs" / "starter" / "summary.json").read_text())
+    summary = json.loads((work / "runs" / "starter" / "summary.json").read_text())
     assert summary["results"] > 0 and summary["status"].get("ok", 0) == summary["results"]
     assert all(m["scored"] > 0 for m in summary["metrics"].values()), summary["metrics"]
     # A second init does not overwrite the file.
@@ -137,3 +138,17 @@ def test_every_subcommand_help_describes_its_arguments_with_an_example() -> None
         for action in parser._actions:
             if action.dest != "help":
                 assert action.help, f"{name} {action.option_strings or action.dest}: no help text"
+
+
+def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tracejudge.viewer.app import viewer_paths
+
+    (tmp_path / "chats.jsonl").write_text('{"id": "c1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}\n')
+    for argv in (["init", "--format", "openai-messages", "--dataset", "chats.jsonl", "-o", "configs/chats.yaml"], ["run", "configs/chats.yaml", "--no-progress"]):
+        proc = subprocess.run([sys.executable, "-m", "tracejudge", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), proc.stderr
+    assert "dir: ../runs/chats " in (tmp_path / "configs" / "chats.yaml").read_text()
+    assert [p.name for p in viewer_paths([], tmp_path)] == ["chats"]  # `tracejudge view` in that folder serves it

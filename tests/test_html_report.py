@@ -99,3 +99,20 @@ def test_report_html_shows_the_baseline_comparison(tmp_path: Path) -> None:
     assert dom.count('class="bar-baseline"') == 20  # baseline bars beside the current ones, 10 bins per metric
     shown = re.findall(r"<tr><td>(c\d{3})</td>", dom.split("Regressed most: acc")[1])
     assert shown and set(shown) <= planted
+
+
+@needs_chromium
+def test_report_html_case_table_is_paginated(tmp_path: Path) -> None:
+    _, b, _, _ = planted_runs(tmp_path)
+    main(["report", str(b)])
+    pages = []
+    for fragment in ("", "#page=2", "#sort=case&page=6", "#page=99"):
+        rows = _Rows()
+        dom = dump_dom(b / "report.html", fragment)
+        rows.feed(dom)
+        pages.append((rows.cases, re.search(r'id="page-no">(\d+)<', dom).group(1)))
+    assert [len(c) for c, _ in pages] == [50, 50, 50, 50] and 'id="pages">6<' in dom  # 300 results, 50 a page
+    assert [n for _, n in pages] == ["1", "2", "6", "6"]  # a page past the end shows the last
+    assert not set(pages[0][0]) & set(pages[1][0])
+    assert pages[2][0] == sorted(pages[2][0]) and pages[2][0][-1] == "c299"
+    assert dom.count('class="why" hidden') == 50  # every reason one click away, not on the page's length

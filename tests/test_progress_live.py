@@ -90,7 +90,7 @@ def test_the_bar_keeps_count_elapsed_and_eta_whole_at_80_columns() -> None:
 
 
 def test_the_bar_shows_a_stop_draining_with_the_grace_left() -> None:
-    live = LiveStatus(in_flight=7, grace_s=10.0, probes=[lambda: "judge: 7 replies pending (slowest 12 s)"])
+    live = LiveStatus(in_flight=81, working=7, grace_s=10.0, probes=[lambda: "judge: 7 replies pending (slowest 12 s)"])
     live.mark_stop()
     frame = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", _bar_text(live)).split())  # the status line wraps at 80 columns
     assert "stopping" in frame

@@ -29,7 +29,8 @@ pytestmark = needs_chromium
 OVERFLOW_JS = """
 const bad = [];
 for (const el of document.querySelectorAll('td, th, pre, .reason, .call, .side, main, body')) {
-  if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1) {
+  // A cell clipped on purpose ends in an ellipsis and holds its whole text in its title.
+  if (el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).textOverflow !== 'ellipsis') {
     bad.push(el.tagName + '.' + el.className + ' ' + el.scrollWidth + '>' + el.clientWidth + ': ' + (el.textContent || '').slice(0, 60));
   }
 }
@@ -107,7 +108,7 @@ def no_overflow(driver: Any) -> None:
 
 
 def rows(driver: Any) -> list[Any]:
-    return driver.find_elements(By.CSS_SELECTOR, "#cases tbody tr")
+    return driver.find_elements(By.CSS_SELECTOR, "#cases tbody tr[data-case]")
 
 
 def follow(driver: Any, element: Any) -> None:
@@ -159,12 +160,12 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
     failed = int(browser.find_element(By.ID, "n-matching").text)
     assert 0 < failed == len(rows(browser))
     for tr in rows(browser):  # every row shown has a failed verdict or an error
-        assert tr.find_elements(By.CSS_SELECTOR, "td .bad, td.bad")
+        assert tr.find_elements(By.CSS_SELECTOR, "td .chip.fail, td.bad")
     Select(browser.find_element(By.ID, "f-below")).select_by_value("writes_exact")
     apply_filters(browser)
     below = int(browser.find_element(By.ID, "n-matching").text)
     assert 0 < below < total
-    assert all(tr.find_elements(By.TAG_NAME, "td")[3].find_elements(By.CSS_SELECTOR, ".bad") for tr in rows(browser))
+    assert all(tr.find_elements(By.CSS_SELECTOR, 'td[data-metric="writes_exact"] .chip.fail') for tr in rows(browser))
     no_overflow(browser)
 
     browser.get(server + "/run/tonight/cases")
@@ -183,8 +184,12 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
     WebDriverWait(browser, 60).until(seattle)
 
     browser.get(server + "/run/tonight/cases?sort=writes_exact&desc=1&size=25")
-    shown = [float(tr.find_elements(By.TAG_NAME, "td")[3].text.split()[0]) for tr in rows(browser)]
+    shown = [float(tr.find_element(By.CSS_SELECTOR, 'td[data-metric="writes_exact"]').text) for tr in rows(browser)]
     assert shown == sorted(shown, reverse=True)
+    # The column header sorts too: a click on the sorted column reverses it.
+    follow(browser, browser.find_element(By.CSS_SELECTOR, 'th[data-sort="writes_exact"] a.sort'))
+    shown = [float(tr.find_element(By.CSS_SELECTOR, 'td[data-metric="writes_exact"]').text) for tr in rows(browser)]
+    assert shown == sorted(shown)
 
 
 def test_case_page_transcript_alignment_and_baseline(server: str, browser: Any, runs: dict[str, Path]) -> None:
@@ -272,3 +277,20 @@ def test_root_compare_link_goes_from_the_baseline(server: str) -> None:
     # `--baseline last-night`: the baseline is the diff's old side (a), the first other run the new one (b).
     assert "a=last-night" in link.group(1) and "b=tonight" in link.group(1), link.group(1)
     assert link.group(2) == "Compare last-night → tonight"
+
+
+def test_diff_only_between_runs_of_the_same_dataset(server: str) -> None:
+    import re
+    import urllib.request
+
+    def get(path: str) -> str:
+        with urllib.request.urlopen(server + path) as resp:
+            return resp.read().decode()
+
+    page = get("/run/tonight")
+    assert set(re.findall(r'class="diff-link" href="/diff\?a=([^&]+)&', page)) == {"last-night", "live"}  # the same τ-bench file
+    apart = re.search(r'<details class="small" id="not-comparable">(.*?)</details>', page, re.S).group(1)
+    assert 'data-run="hostile"' in apart and "different datasets: " in apart and "hostile.jsonl" in apart
+    diff = get("/diff?a=hostile&b=tonight")
+    assert 'id="not-comparable"' in diff and 'id="deltas"' not in diff
+    assert "vs=hostile" not in get("/run/tonight/case?id=0-0&trial=0")  # no "beside" link to a run of other cases

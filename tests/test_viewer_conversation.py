@@ -17,6 +17,7 @@ from tracejudge.entrypoints.cli import main
 
 TAU = DATA / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
 TASKS = DATA / "tau_bench" / "tasks" / "tasks_airline_test.json"
+KAGENT = DATA / "otel_genai" / "kagent" / "v1.0.0-alpha9" / "adk_go_1turn.json"
 EVIL = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
 
 
@@ -35,7 +36,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "steps": [{"output": "Hello."}], "user_messages": [{"step": 0, "content": "hi"}, {"step": 1, "content": EVIL}], "output": "Hello."}}
     data = write_dataset(tmp / "evil.jsonl", [evil])
     assert main(["run", str(_config(tmp, "evil", {"path": str(data), "format": "native"})), "--no-progress"]) in (0, 1)
-    with view_server(str(tmp / "tau"), str(tmp / "evil")) as url:
+    assert main(["run", str(_config(tmp, "kagent", {"path": str(KAGENT), "format": "otel"})), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp / "tau"), str(tmp / "evil"), str(tmp / "kagent")) as url:
         yield url
 
 
@@ -70,3 +72,32 @@ def test_user_turn_text_is_escaped(server):
     page = _get(f"{server}/run/evil/case?id=evil&trial=0")
     assert html.escape(EVIL) in page and EVIL not in page and "<script>window.pwned" not in page
     assert 'data-user="2"' in page
+
+
+def _case_ids(run_dir: Path) -> list[str]:
+    return [json.loads(line)["case_id"] for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def test_transcript_shows_a_text_result_as_written_and_folds_thoughts_json_and_long_results(server):
+    listing = _get(f"{server}/run/kagent/cases")
+    case_id = html.unescape(re.search(r'class="case-link" href="[^"]*id=([^&"]+)', listing).group(1))
+    page = _get(f"{server}/run/kagent/case?id={urllib.request.quote(case_id)}&trial=0")
+    transcript = page[page.index('<section class="transcript">'):]
+    # The kubectl table is shown as written: its own lines, no JSON escapes, under the path it was found at.
+    assert re.search(r'<div class="label">output.output</div><pre class="result text">\nNAME +STATUS +AGE\nagentevals +Active', transcript)
+    assert "\\n" not in transcript
+    # A long pod listing shows its first lines, the rest behind "show all".
+    assert '<details class="more"><summary>show all (' in transcript
+    # The assistant's thought is folded; its arguments are indented JSON that folds.
+    assert '<details class="thought"><summary>thought' in transcript
+    assert '<details class="json" open><summary>JSON · 1 key</summary><pre class="args json">\n{\n  &quot;resource_type&quot;: &quot;namespace&quot;\n}' in transcript
+    order = re.findall(r'data-(user|step|call)="(\d+)"', transcript)
+    assert order[:4] == [("user", "1"), ("step", "0"), ("call", "0"), ("call", "1")]  # in the conversation's order
+
+
+def test_render_value_escapes_and_keeps_text():
+    from tracejudge.viewer.transcript import render_value
+
+    got = render_value({"out": EVIL + "\nline 2"})
+    assert EVIL not in got and html.escape(EVIL) in got and "\nline 2" in got
+    assert render_value('["a", "b\\nc"]').count("&quot;&quot;&quot;") == 2  # a JSON string result is decoded, its text a block

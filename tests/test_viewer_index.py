@@ -90,7 +90,7 @@ def test_live_traces_file_wins(tmp_path: Path) -> None:
     src = CaseSource(run_dir, json.loads((run_dir / "manifest.json").read_text()))
     case, note = src.get("half-1", 0)
     assert [c.name for c in case.trace.steps[0].tool_calls] == ["a", "b", "c"] and "traces.jsonl" in note
-    assert dict(src.iter_texts())["half-1"].count("\n") >= 2
+    assert {i: t for i, t, _ in src.iter_texts()}["half-1"].count("\n") >= 2
 
 
 def test_view_without_runs_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:

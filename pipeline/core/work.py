@@ -49,6 +49,8 @@ class Stage:
     so each result moves on as soon as it is done. `activity()` (optional)
     says in a few words what the stage is waiting on right now (retries,
     back-off, slow replies), or `None`: shown when the progress bar stalls.
+    `pace()` (optional) gives the results per second the stage's rate limit
+    admits at most, or `None` while unknown: the progress ETA uses it.
     """
 
     name: str
@@ -59,3 +61,4 @@ class Stage:
     usage: Callable[[], dict[str, float]] | None = None
     io: bool = False
     activity: Callable[[], str | None] | None = None
+    pace: Callable[[], float | None] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["LiveStatus"]
 
@@ -19,7 +20,11 @@ __all__ = ["LiveStatus"]
 class LiveStatus:
     """Live figures of one run.
 
-    `in_flight`: cases between admission and the run directory (count).
+    `in_flight`: cases between admission and the run directory (count), queued
+    between stages included. `working`: those of them in a stage's hands right
+    now (a reply awaited, a retry in back-off): what a stop waits for, since
+    queued ones are dropped at once. `paces`: callables giving the results per
+    second a stage's rate limit admits at most (`None` while unknown).
     `grace_s`: seconds work in flight gets after a stop before it is cut
     (the judge's `judge.stop_grace_s` when the run judges, else the CPU
     executor's grace); `None` when a live target's cases run on until they
@@ -29,9 +34,16 @@ class LiveStatus:
     """
 
     in_flight: int = 0
+    working: int = 0
     grace_s: float | None = 0.0
     stop_at: float | None = None
     probes: list[Callable[[], str | None]] = field(default_factory=list)
+    paces: list[Callable[[], float | None]] = field(default_factory=list)
+
+    def pace(self) -> float | None:
+        """Results per second the slowest rate-limited stage admits, or `None` when no limit is known (a failing callable counts as unknown)."""
+        known = [v for v in _ask(self.paces) if v is not None and v > 0]
+        return min(known) if known else None
 
     def mark_stop(self) -> None:
         """Record that a stop was asked for now (the first Ctrl-C / SIGTERM)."""
@@ -51,12 +63,15 @@ class LiveStatus:
 
     def waiting_on(self) -> list[str]:
         """What the stages are waiting on, one phrase each (a probe that fails says nothing)."""
-        out = []
-        for probe in self.probes:
-            try:
-                phrase = probe()
-            except Exception:  # a display must never break a run
-                phrase = None
-            if phrase:
-                out.append(phrase)
-        return out
+        return [phrase for phrase in _ask(self.probes) if phrase]
+
+
+def _ask(callables: list[Callable[[], Any]]) -> list[Any]:
+    # Each callable's answer; one that fails answers None (a display must never break a run).
+    out = []
+    for ask in callables:
+        try:
+            out.append(ask())
+        except Exception:
+            out.append(None)
+    return out

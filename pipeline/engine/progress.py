@@ -72,10 +72,19 @@ class ProgressState:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds to go at the current rate, when the total is known."""
+        """Seconds to go, when the total is known: at the rate seen so far, or at the rate limit's when that is slower.
+
+        Under a rate limit the first results come fast (cache hits, the
+        limiter's initial burst), so the rate seen so far promises too much;
+        the limiter's admitted rate (`LiveStatus.pace`) is what the rest gets.
+        """
         if self.total is None or self.done == 0:
             return None
-        return max(self.total - self.done, 0) / max(self.rate, 1e-9)
+        rate = self.rate
+        pace = self.live.pace() if self.live is not None else None
+        if pace is not None:
+            rate = min(rate, pace)
+        return max(self.total - self.done, 0) / max(rate, 1e-9)
 
     def fields(self) -> dict[str, Any]:
         """The figures as flat key/values (the log line's fields)."""
@@ -92,7 +101,7 @@ class ProgressState:
         out.update(self.judge_live)
         if self.stopping:
             grace = self.grace_left_s
-            out.update(stopping=True, in_flight=self.live.in_flight if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
+            out.update(stopping=True, in_flight=self.live.working if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
         waiting = self.waiting_on()
         if waiting:
             out["waiting_on"] = waiting
@@ -119,7 +128,7 @@ class ProgressState:
         parts = []
         if self.stopping:
             grace = self.grace_left_s
-            n = self.live.in_flight if self.live else 0
+            n = self.live.working if self.live else 0  # queued cases are dropped at once: count those in a stage's hands
             cases = f"{n} case{'' if n == 1 else 's'} in flight"
             if grace is None:
                 parts.append(f"stopping: {cases}, finishing (Ctrl-C again to abort)")
@@ -146,11 +155,20 @@ class ProgressState:
         return "  ".join(parts)
 
 
+def _clock(seconds: float | None) -> str:
+    # The ETA as H:MM:SS (our own estimate, see `ProgressState.eta_s`; rich's column would extrapolate early completions).
+    if seconds is None:
+        return "-:--:--"
+    m, s = divmod(int(seconds + 0.5), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
+
 class RichProgress:
     """A transient rich progress bar on the console's terminal: the figures on one line, the status text below."""
 
     def __init__(self, console: Console, total: int | None = None) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
         from rich.text import Text
 
         self.state = ProgressState(total)
@@ -167,10 +185,10 @@ class RichProgress:
         # Fixed-width figures (a 20-cell bar): "scoring ━━━ 197/200 12/s 0:00:15 ETA 0:00:01" fits 80 columns.
         self._p = _Bar(
             TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
             console=console, transient=True,
         )
-        self._task = self._p.add_task("scoring", total=total, rate="")
+        self._task = self._p.add_task("scoring", total=total, rate="", eta=_clock(None))
         self._last = 0.0
         self._p.start()
 
@@ -198,7 +216,7 @@ class RichProgress:
 
     def _redraw(self) -> None:
         self.status = self.state.status_text()
-        self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s",
+        self._p.update(self._task, completed=self.state.done, rate=f"{self.state.rate:,.0f}/s", eta=_clock(self.state.eta_s),
                        description="stopping" if self.state.stopping else "scoring")
 
     def close(self, finished: bool = True) -> None:

@@ -185,6 +185,7 @@ async def run(
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
         live = live if live is not None else LiveStatus()
         live.probes = [st.activity for st in stages if st.activity is not None]
+        live.paces = [st.pace for st in stages if st.pace is not None]
         names = {st.name for st in stages}
         # A live target's cases are not cut: they finish or time out (`target.timeout_s`).
         live.grace_s = None if "target" in names else (config.judge.stop_grace_s if "judge" in names and config.judge else STOP_GRACE_S)
@@ -411,6 +412,7 @@ class _Flow:
                     continue
                 for work in works:
                     if not work.failed:
+                        self.live.working += 1
                         try:
                             await stage.process(work)
                         except TracejudgeError:
@@ -418,6 +420,8 @@ class _Flow:
                         except Exception as exc:  # a stage bug must cost one case, not the run
                             work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
                             work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
+                        finally:
+                            self.live.working -= 1
                 await _emit(send, works, single)
 
     async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:

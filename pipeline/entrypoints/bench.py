@@ -469,15 +469,19 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
     est = estimate(config)
     requests, tin, tout = sweep(est)
     modes: dict[str, Any] = {"sync": mode(requests, tin, tout)}
+    hits = est["total"].cache_hits
+    # What the judge cache covers: its answers are free and not in the requests projected; a cold cache's sweep, for scale.
+    cold = sweep(estimate(config.model_copy(update={"cache": config.cache.model_copy(update={"enabled": False})})))[0] if hits else requests
     cfg = config.judge or JudgeConfig()
     if cfg.items_per_request == 1:
         # Grouped requests (`judge.items_per_request`), at the measured rate: fewer requests, the fixed prompt paid once per group.
         grouped = config.model_copy(update={"judge": cfg.model_copy(update={"items_per_request": GROUP})})
-        modes[f"grouped ({GROUP} per request)"] = mode(*sweep(estimate(grouped)))
+        g_est = estimate(grouped)
+        modes[f"grouped ({GROUP} per request)"] = {**mode(*sweep(g_est)), "cache_hits": g_est["total"].cache_hits}
     if provider in ("openai", "anthropic", "simulator"):
         modes["batch"] = {"requests": requests, "wall_s": None, "wall": BATCH_WINDOW,
                           "usd": round(price.batch_cost(tin, tout, round(tin * cached_share)), 6) if price else None}
-    return {"cases": est["total"].cases, "requests": requests, "cache_hits": est["total"].cache_hits, "input_tokens": tin, "output_tokens": tout,
+    return {"cases": est["total"].cases, "requests": requests, "cache_hits": hits, "cold_cache_requests": cold, "input_tokens": tin, "output_tokens": tout,
             "provider_prompt_ratio": round(ratio, 4), "priced": price is not None, "modes": modes}
 
 
@@ -521,11 +525,7 @@ def _print(report: dict[str, Any], console: Console) -> None:
         ("bench spent", f"${report['spent_usd']:.4f} ({report['requests_sent']} requests; stopped by {report['stopped_by']})"),
     ]
     if p:
-        rows.append(("full sweep", f"{p['cases']:,} judged cases, {p['requests']:,} requests, {p['input_tokens']:,} in + {p['output_tokens']:,} out tokens"))
-        for mode, v in p["modes"].items():
-            wall = v.get("wall") or _duration(v["wall_s"])
-            usd = f"${v['usd']:,.2f}" if v["usd"] is not None else "no price"
-            rows.append((f"  {mode}", f"{v['requests']:,} requests, {wall}, {usd}"))
+        rows += _sweep_rows(p)
     for k, v in rows:
         table.add_row(cell(k), cell(v))
     console.print(table)
@@ -536,6 +536,23 @@ def _print(report: dict[str, Any], console: Console) -> None:
         console.print("limits: none to recommend (no request was answered)", highlight=False)
         return
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
+
+
+def _sweep_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
+    """The projection's rows: what the judge cache answers, then each mode's paid requests, wall time and dollars."""
+    hits = p.get("cache_hits", 0)
+    cached = (f"the judge cache answers {hits:,} of their requests (free; a cold cache would need {p.get('cold_cache_requests', 0):,}), "
+              if hits else "")
+    rows = [("full sweep", f"{p['cases']:,} judged cases: {cached}{p['requests']:,} requests to send, "
+                           f"{p['input_tokens']:,} in + {p['output_tokens']:,} out tokens")]
+    for mode, v in p["modes"].items():
+        wall = v.get("wall") or _duration(v["wall_s"])
+        usd = f"${v['usd']:,.2f}" if v["usd"] is not None else "no price"
+        note = ""
+        if hits and v.get("cache_hits") is not None and v["cache_hits"] < hits:
+            note = f" (grouped prompts are cached apart: the cache answers {v['cache_hits']:,} of them)"
+        rows.append((f"  {mode}", f"{v['requests']:,} requests, {wall}, {usd}{note}"))
+    return rows
 
 
 def _num(v: int | None) -> str:

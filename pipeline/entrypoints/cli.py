@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -390,9 +391,9 @@ def _rescore(args: argparse.Namespace, config, err: Console):
 
 
 def _stdout_console() -> Console:
-    # Piped output (CI logs) gets wide tables rather than rich's 80-column default.
-    probe = plain_console()
-    return probe if probe.is_terminal else plain_console(width=160)
+    from tracejudge.core.console import stdout_console
+
+    return stdout_console()
 
 
 def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
@@ -456,7 +457,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                 progress.tick()
 
         async def count_total() -> None:
-            # The total is only for a terminal's ETA: count records in a thread while the run goes.
+            # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
             from tracejudge.core import registry
 
             def count() -> int:
@@ -480,7 +481,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                     if count == 1:
                         live.mark_stop()
                         within = f"get {live.grace_s:g} s to finish" if live.grace_s is not None else "finish (each within target.timeout_s)"
-                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.in_flight} in flight {within}, "
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.working} in flight {within}, "
                                   "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
                         stop.set()
                     else:
@@ -488,7 +489,7 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_signals, tg.cancel_scope)
-            if progress is not None and err.is_terminal:
+            if progress is not None:
                 tg.start_soon(count_total)
             if progress is not None:
                 tg.start_soon(tick)
@@ -681,6 +682,7 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
 
 def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
     from rich.table import Table
+    from tracejudge.core.console import fitted, stdout_console
     from tracejudge.stages.judge.estimate import estimate, judge_metrics
 
     if not judge_metrics(config):
@@ -688,17 +690,22 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
                   "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     got = estimate(config)
-    table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    table.add_column("metric", overflow="fold", min_width=12)  # a narrow terminal wraps a name; a cut one looked like its neighbour
-    for col in ("cases", "requests", "cache\nhits", "input\ntokens", "cached\n(provider)", "output\ntokens\n(est.)", "dollars"):
-        table.add_column(col, justify="right", no_wrap=True)
     rows = [*got["metrics"].items(), ("total", got["total"])]
-    for key, e in rows:
-        dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
-        table.add_row(cell(key), f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.cached_input_tokens:,}",
-                      f"{e.output_tokens:,}", dollars)
-    console = plain_console()
+
+    def build(level: int, name: Callable[[str], str]) -> Table:
+        table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                      collapse_padding=True)
+        table.add_column("metric", no_wrap=True)  # names wrap between words (`fitted`), never mid-word: a cut one looked like its neighbour
+        for col in ("cases", "requests", "cache\nhits", "input\ntokens", "cached\n(provider)", "output\ntokens\n(est.)", "dollars"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for key, e in rows:
+            dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
+            table.add_row(cell(name(key)), f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.cached_input_tokens:,}",
+                          f"{e.output_tokens:,}", dollars)
+        return table
+
+    console = stdout_console()
+    table = fitted(console, build, 1)
     console.print(table)
     console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)

@@ -36,7 +36,7 @@ _JUDGE = """\
 
 _TAIL = """\
 run:
-  dir: runs/{stem}            # results.jsonl, summary.json and reports; the same command resumes
+  dir: {rundir}            # runs/{stem} of the folder init ran in (`tracejudge view` there lists it); the same command resumes
 assertions:                   # the CI gate: the run exits 1 when one fails
   metrics:
     {gate}: {{min_mean: 0.0}}   # raise the bar once you know your numbers
@@ -237,5 +237,6 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
         return text if re.fullmatch(r"[\w./-]+", text) else json.dumps(text)  # a JSON string is a YAML string
 
     names = {"format": fmt, "summary": format_summaries().get(fmt, ""), "config": config_path, "stem": config_path.stem,
+             "rundir": rel(Path("runs") / config_path.stem, f"runs/{config_path.stem}"),
              "path": rel(dataset, placeholder), "tasks": rel(tasks, "tasks_airline_test.json"), "gate": gate}
     return (_HEAD.format(**names) + section.format(**names) + "metrics:\n" + metrics + _JUDGE.format(**names) + _TAIL.format(**names))

@@ -246,6 +246,10 @@ class AdaptiveLimiter:
         self._slot = anyio.Event()
         self._changed = anyio.Event()
 
+    def admitted_rps(self, tokens_per_request: float) -> float:
+        """Requests per second the limits admit in the long run, for requests of `tokens_per_request` tokens."""
+        return min(self.requests.rate, self.tokens.rate / max(tokens_per_request, 1.0))
+
     def _wait(self, tokens: int, now: float) -> float | None:
         if self.mode == "bucket":
             self.requests.refill(now)

@@ -2,7 +2,7 @@
 
 Routes (all GET; nothing writes to a run except its derived `view.idx`):
 
-- `/` — Runs; `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
+- `/` — Runs (with one run served, a redirect to its Run page); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
   parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
   — Case page, side by side with run `vs`; `/diff?a=&b=` — Diff page;
 - `/api/run/{rid}/state` — `{"results": n, "complete": bool}`, polled by the
@@ -23,6 +23,7 @@ import importlib.resources
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
@@ -31,8 +32,9 @@ from tracejudge.entrypoints.serve import until_signal
 from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
-from tracejudge.viewer.pages_run import cases_page, run_page, runs_page
-from tracejudge.viewer.runs import Run
+from tracejudge.viewer.pages_cases import cases_page
+from tracejudge.viewer.pages_run import run_page, runs_page
+from tracejudge.viewer.runs import Run, differs
 
 __all__ = ["make_app", "start_viewer"]
 
@@ -101,6 +103,8 @@ def _start_text_job(app: web.Application, run: Run) -> None:
 
 async def _runs(request: web.Request) -> web.Response:
     runs = list(request.app[_RUNS].values())
+    if len(runs) == 1 and "list" not in request.query:  # one run served: open it (`/?list` still lists it)
+        raise web.HTTPFound(f"/run/{quote(runs[0].rid)}")
     counts = {r.rid: await _refresh(request, r) for r in runs}
     return _html(runs_page(runs, counts, request.app[_BASELINE]))
 
@@ -177,6 +181,8 @@ async def _diff(request: web.Request) -> web.Response:
     key = ("diff", a.rid, b.rid, size)
     cache: dict[Any, Any] = request.app[_CACHE]
     cmp: Comparison | None = cache.get(key)
+    if differs(a, b) is not None:  # different datasets: the page says what differs, nothing is paired
+        return _html(diff_page(a, b, None, list(runs.values())))
     if cmp is None:
         cmp = await anyio.to_thread.run_sync(lambda: compare_runs(a.path, b.path, top=10))
         if len(cache) >= _DIFFS_KEPT:  # a run being written changes size often: drop stale comparisons
@@ -269,7 +275,8 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
         except OSError as exc:
             print(f"error: cannot listen on 127.0.0.1:{port}: {exc.strerror} (pick another with --port, or 0 for any free one)", file=sys.stderr)
             return 2
-        print(f"tracejudge view: {address}/  ({len(runs)} run{'s' if len(runs) != 1 else ''}; Ctrl-C stops)", flush=True)
+        page = f"{address}/run/{quote(runs[0].rid)}" if len(runs) == 1 else f"{address}/"
+        print(f"tracejudge view: {page}  ({len(runs)} run{'s' if len(runs) != 1 else ''}; Ctrl-C stops)", flush=True)
         await until_signal(runner)
         return 0
 

@@ -50,7 +50,7 @@ def frame(title: str, body: str, *, live_run: str | None = None, crumbs: list[tu
     `live_run`: the run id whose growth the page's script polls for; the
     content of `#live` is reloaded in place when new results arrive.
     """
-    nav = ['<a href="/">Runs</a>'] + [f'<a href="{href}">{e(label)}</a>' for label, href in crumbs or []]
+    nav = ['<a href="/?list">Runs</a>'] + [f'<a href="{href}">{e(label)}</a>' for label, href in crumbs or []]
     live = f' data-live-run="{e(live_run)}"' if live_run else ""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

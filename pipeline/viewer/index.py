@@ -34,7 +34,7 @@ import pydantic_core
 __all__ = ["INDEX_FILE", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "3"
+_SCHEMA = "4"
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
 PAGE_SIZES = (25, 50, 100, 200)
@@ -65,7 +65,7 @@ class CaseQuery:
 
 @dataclass
 class Page:
-    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, tags, duration_s, values, passed), `total` matching."""
+    """One page of the Cases table: `rows` (dicts with case_id, trial, status, error, tags, duration_s, snippet, values, passed), `total` matching."""
 
     rows: list[dict[str, Any]]
     total: int
@@ -165,7 +165,7 @@ class RunIndex:
             " duration REAL, offset INTEGER, length INTEGER, failed INTEGER, text TEXT, PRIMARY KEY(case_id, trial))"
         )
         db.execute("CREATE INDEX results_status ON results(status)")
-        db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT)")
+        db.execute("CREATE TABLE casetext(case_id TEXT PRIMARY KEY, text TEXT, snippet TEXT)")
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
         self.metrics, self.tags = [], []
@@ -258,25 +258,25 @@ class RunIndex:
         marks = ",".join("?" * len(cols))
         self._db.executemany(f"INSERT OR REPLACE INTO results({','.join(cols)}) VALUES ({marks})", rows)
 
-    def add_case_text(self, items: Iterator[tuple[str, str]]) -> int:
-        """Store each case's searchable dataset text (input, output, tool names); returns how many.
+    def add_case_text(self, items: Iterator[tuple[str, str, str]]) -> int:
+        """Store each case's searchable dataset text (input, output, tool names) and its one-line snippet; returns how many.
 
         `items` may be slow (a dataset scan): it is consumed outside the lock and
         written in chunks, so queries go on meanwhile; the text counts as done at the end.
         """
         n = 0
-        chunk: list[tuple[str, str]] = []
-        for case_id, text in items:
-            chunk.append((case_id, text.lower()))
+        chunk: list[tuple[str, str, str]] = []
+        for case_id, text, snippet in items:
+            chunk.append((case_id, text.lower(), snippet))
             if len(chunk) >= _BATCH:
                 n += self._put_text(chunk, done=False)
                 chunk = []
         return n + self._put_text(chunk, done=True)
 
-    def _put_text(self, chunk: list[tuple[str, str]], done: bool) -> int:
+    def _put_text(self, chunk: list[tuple[str, str, str]], done: bool) -> int:
         with self._lock:
             self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text) VALUES (?, ?)", chunk)
+            self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text, snippet) VALUES (?, ?, ?)", chunk)
             if done:
                 self._set_meta("casetext", "done")
             self._db.execute("COMMIT")
@@ -324,12 +324,15 @@ class RunIndex:
                 f"SELECT case_id, trial, status, tags, error, duration{vcols} FROM results{cond} ORDER BY {order} LIMIT ? OFFSET ?",
                 [*args, size, (q.page - 1) * size],
             )
+            found = cur.fetchall()
+            ids = sorted({r[0] for r in found})
+            snips = dict(self._db.execute(f"SELECT case_id, snippet FROM casetext WHERE case_id IN ({','.join('?' * len(ids))})", ids)) if ids else {}
             rows = []
-            for r in cur.fetchall():
+            for r in found:
                 vals = r[6:]
                 rows.append({
                     "case_id": r[0], "trial": r[1], "status": r[2], "tags": [t for t in (r[3] or "").split("\x1f") if t],
-                    "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5],
+                    "error": json.loads(r[4]) if r[4] else None, "duration_s": r[5], "snippet": snips.get(r[0]) or "",
                     "values": {k: vals[2 * i] for i, k in enumerate(self.metrics)},
                     "passed": {k: None if vals[2 * i + 1] is None else bool(vals[2 * i + 1]) for i, k in enumerate(self.metrics)},
                 })

@@ -9,11 +9,10 @@ from tracejudge.core.records import Case, ToolCall
 from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.viewer.html import e, f3, frame, pretty, url
 from tracejudge.viewer.labels import label_cell, labels_of
-from tracejudge.viewer.runs import Run
+from tracejudge.viewer.runs import Run, differs
+from tracejudge.viewer.transcript import call_html, transcript_html
 
 __all__ = ["CaseView", "case_page", "diff_page"]
-
-_RESULT_CUT = 6000
 
 
 class CaseView:
@@ -30,56 +29,6 @@ def _calls(case: Case) -> list[tuple[int, int, ToolCall]]:
         for call in step.tool_calls:
             out.append((len(out), si, call))
     return out
-
-
-def _call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
-    failed = call.error is not None
-    cls = "call failed" if failed else "call"
-    out = [f'<div class="{cls}" data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> <b class="tool">{e(call.name)}</b>'
-           + (' <span class="badge FAIL small">failed</span>' if failed else "")
-           + (' <span class="muted">arguments are not valid JSON</span>' if call.arguments_invalid else "") + "</div>",
-           f'<pre class="args">{pretty(call.arguments)}</pre>']
-    if full:
-        if failed:
-            out.append(f'<div class="label">error</div><pre class="result err">{pretty(call.error, _RESULT_CUT)}</pre>')
-        if call.result is not None:
-            out.append(f'<div class="label">result</div><pre class="result">{pretty(call.result, _RESULT_CUT)}</pre>')
-    out.append("</div>")
-    return "".join(out)
-
-
-def _transcript(case: Case | None, note: str) -> str:
-    out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
-    if case is None:
-        return "".join(out) + "</section>"
-    users = case.trace.user_messages if case.trace else []
-    if case.input is not None and not users:
-        out.append(f'<div class="msg user"><div class="label">input</div><pre>{pretty(case.input)}</pre></div>')
-    # The user's turns between the agent's steps: turn k sits before the step that answered it.
-    said: dict[int, list[str]] = {}
-    for k, msg in enumerate(users, 1):
-        said.setdefault(msg.step, []).append(f'<div class="msg user" data-user="{k}"><div class="label">user {k}</div><pre>{pretty(msg.content)}</pre></div>')
-    idx = 0
-    steps = case.trace.steps if case.trace else []
-    for si, step in enumerate(steps):
-        out += said.get(si, [])
-        out.append(f'<div class="step" data-step="{si}"><div class="label">step {si}</div>')
-        if step.thought:
-            out.append(f'<div class="thought"><div class="label">thought</div><pre>{pretty(step.thought)}</pre></div>')
-        for call in step.tool_calls:
-            out.append(_call_html(idx, call))
-            idx += 1
-        if step.output:
-            out.append(f'<div class="msg agent"><div class="label">says</div><pre>{pretty(step.output)}</pre></div>')
-        out.append("</div>")
-    out += said.get(len(steps), [])
-    if case.trace is None:
-        out.append('<p class="bad">the case has no trace</p>')
-    elif case.trace.output is not None:
-        out.append(f'<div class="msg agent final"><div class="label">output</div><pre>{pretty(case.trace.output)}</pre></div>')
-    if case.expected_output is not None:
-        out.append(f'<div class="msg expected"><div class="label">expected output</div><pre>{pretty(case.expected_output)}</pre></div>')
-    return "".join(out) + "</section>"
 
 
 _ENDS = ("; [", "; unexpected:", "; in order", "; first divergence")
@@ -110,7 +59,7 @@ def _alignment(key: str, details: dict[str, Any], case: Case | None, reason: str
 
     def act_cell(j: int) -> str:
         c = actual.get(j)
-        return _call_html(j, c, full=False) if c is not None else f"#{j}"
+        return call_html(j, c, full=False) if c is not None else f"#{j}"
 
     rows = [f'<tr class="pair"><td>{exp_cell(i)}</td><td class="ok">matched</td><td>{act_cell(j)}</td></tr>' for i, j in details.get("pairs") or []]
     for i in details.get("missing") or []:
@@ -144,7 +93,7 @@ def _side(view: CaseView) -> str:
     out = [f'<div class="side" data-run="{e(rid)}"><h2><a href="/run/{e(rid)}">{e(view.run.name)}</a></h2>']
     if res is None:
         out.append('<p class="muted">This run has no result for this (case, trial).</p>')
-        return "".join(out) + _transcript(view.case, view.note) + "</div>"
+        return "".join(out) + transcript_html(view.case, view.note) + "</div>"
     status = str(res.get("status", "ok"))
     out.append(f'<p>status <b class="{"ok" if status == "ok" else "bad"}">{e(status)}</b> · {f3(res.get("duration_s"))} s'
                + (f' · tags {e(", ".join(map(str, res.get("tags") or [])))}' if res.get("tags") else "") + "</p>")
@@ -176,7 +125,7 @@ def _side(view: CaseView) -> str:
             extras.append(_judge_answers(key, d))
     out.append("</tbody></table>")
     out += extras
-    out.append(_transcript(view.case, view.note))
+    out.append(transcript_html(view.case, view.note))
     return "".join(out) + "</div>"
 
 
@@ -186,7 +135,7 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
     base = f"/run/{rid}/case"
     links = [f'<a href="{url(base, id=case_id, trial=t, vs=other.run.rid if other else "")}">trial {t}</a>' if t != trial else f"<b>trial {t}</b>"
              for t in trials]
-    vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid]
+    vs = [f'<a class="vs-link" href="{url(base, id=case_id, trial=trial, vs=r.rid)}">beside {e(r.name)}</a>' for r in runs if r.rid != rid and differs(r, main.run) is None]
     if other is not None:
         vs.append(f'<a id="alone-link" href="{url(base, id=case_id, trial=trial, vs="-")}">alone</a>')
     head = (f'<h1>Case <code id="case-id">{e(case_id)}</code></h1><p>{" · ".join(links)}'
@@ -199,13 +148,23 @@ def case_page(case_id: str, trial: int, trials: list[int], main: CaseView, other
                  crumbs=[(main.run.name, f"/run/{e(rid)}"), ("Cases", f"/run/{e(rid)}/cases"), (case_id, url(base, id=case_id, trial=trial))])
 
 
-def diff_page(a: Run, b: Run, cmp: Comparison, runs: list[Run]) -> str:
-    """Two runs paired by (case, trial): per metric the delta, its paired 95% CI and p-value; the most regressed and improved cases."""
+def diff_page(a: Run, b: Run, cmp: Comparison | None, runs: list[Run]) -> str:
+    """Two runs paired by (case, trial): per metric the delta, its paired 95% CI and p-value; the most regressed and improved cases.
+
+    Runs of different datasets (`differs`) get what differs instead of a table (`cmp` is then not needed).
+    """
     opts_a = "".join(f'<option value="{e(r.rid)}"{" selected" if r.rid == a.rid else ""}>{e(r.name)}</option>' for r in runs)
     opts_b = "".join(f'<option value="{e(r.rid)}"{" selected" if r.rid == b.rid else ""}>{e(r.name)}</option>' for r in runs)
+    apart = differs(a, b)
     out = [f"<h1>Diff: {e(a.name)} → {e(b.name)}</h1>",
            f'<form method="get" action="/diff" class="filters"><label>baseline <select name="a">{opts_a}</select></label>'
            f'<label>current <select name="b">{opts_b}</select></label><button type="submit">Compare</button></form>',
+           f'<p class="bad" id="not-comparable">These runs cannot be compared case by case: {e(apart)}.</p>' if apart else "",
+           ]
+    crumbs = [(f"Diff {a.name} → {b.name}", url("/diff", a=a.rid, b=b.rid))]
+    if apart or cmp is None:
+        return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=crumbs)
+    out += [
            f'<p>{cmp.paired} results paired by (case, trial); {cmp.only_a} only in {e(a.name)}, {cmp.only_b} only in {e(b.name)}. '
            f'<span class="muted">{e(cmp.test)}.</span></p>',
            '<table class="grid" id="deltas"><thead><tr><th class=w20>metric</th><th>pairs</th><th>baseline</th><th>current</th><th>delta</th>'
@@ -230,4 +189,4 @@ def diff_page(a: Run, b: Run, cmp: Comparison, runs: list[Run]) -> str:
                            f'<td class=num>{f3(mv.a)}</td><td class="num {"bad" if mv.b < mv.a else "ok"}">{f3(mv.b)}</td>'
                            f'<td class="reason">{e(mv.reason_a)}</td><td class="reason">{e(mv.reason_b)}</td></tr>')
             out.append("</tbody></table>")
-    return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=[(f"Diff {a.name} → {b.name}", url("/diff", a=a.rid, b=b.rid))])
+    return frame(f"Diff {a.name} → {b.name}", "".join(out), crumbs=crumbs)

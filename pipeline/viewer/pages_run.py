@@ -7,12 +7,9 @@ from typing import Any
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
 from tracejudge.viewer.html import e, f3, frame, url
-from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
-from tracejudge.viewer.runs import Run
+from tracejudge.viewer.runs import Run, differs
 
-__all__ = ["cases_page", "run_page", "runs_page"]
-
-_REASON_CUT = 240
+__all__ = ["run_page", "runs_page"]
 
 
 def _verdict(summary: dict[str, Any]) -> str:
@@ -50,9 +47,13 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
     body = ("<h1>Runs</h1><table class=grid id=runs><thead><tr><th class=w30>run</th><th>verdict</th><th>results</th><th>ok</th>"
             "<th>errors</th><th>failed</th><th class=w15>started (UTC)</th><th>took</th><th>state</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
-    if len(runs) >= 2:
-        a, b = sorted(runs, key=lambda r: r.rid != baseline)[:2]  # the baseline first (a stable sort keeps the rest in order)
+    ordered = sorted(runs, key=lambda r: r.rid != baseline)  # the baseline first (a stable sort keeps the rest in order)
+    pair = next(((a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if differs(a, b) is None), None)
+    if pair is not None:  # only runs of the same dataset pair up case by case
+        a, b = pair
         body += f'<p><a id="diff-link" href="{url("/diff", a=a.rid, b=b.rid)}">Compare {e(a.name)} → {e(b.name)}</a></p>'
+    elif len(runs) >= 2:
+        body += '<p class="muted" id="no-diff">No two of these runs read the same dataset, so none can be compared case by case.</p>'
     return frame("Runs", body)
 
 
@@ -85,9 +86,17 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
            f' · {"complete" if s.get("complete") else "not complete"}</p>',
            f'<p id="counts"><b id="n-results">{total}</b> results ({e(status)}); <b>{counts.get("failed", 0)}</b> failed a check or errored. '
            f'<a id="cases-link" href="/run/{e(rid)}/cases">All cases</a> · <a id="failed-link" href="{url(f"/run/{rid}/cases", status="failed")}">Failed cases</a>']
+    apart = []
     for o in others:
-        out.append(f' · <a class="diff-link" href="{url("/diff", a=o.rid, b=rid)}">Diff vs {e(o.name)}</a>')
+        why = differs(o, run)
+        if why is None:
+            out.append(f' · <a class="diff-link" href="{url("/diff", a=o.rid, b=rid)}">Diff vs {e(o.name)}</a>')
+        else:
+            apart.append(f'<li data-run="{e(o.rid)}">{e(o.name)}: {e(why)}</li>')
     out.append("</p>")
+    if apart:
+        out.append(f'<details class="small" id="not-comparable"><summary>{len(apart)} other run{"s" if len(apart) != 1 else ""} '
+                   f'cannot be compared with this one</summary><ul>{"".join(apart)}</ul></details>')
     verdict = s.get("verdict") or {}
     out.append("<h2>Assertions</h2><ul id=checks>")
     for c in verdict.get("checks") or []:
@@ -114,65 +123,3 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
         out.append(render_breakdowns(s, case_link=lambda name, value: url(f"/run/{rid}/cases", tag=value) if name == "tag" else None))
     out.append("<h2>Judge</h2>" + _judge_block(s))
     return frame(run.name, "".join(out), live_run=rid, crumbs=[(run.name, f"/run/{e(rid)}")])
-
-
-def _options(values: list[tuple[str, str]], current: str) -> str:
-    return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{e(label)}</option>' for v, label in values)
-
-
-def _cut(text: str, n: int = _REASON_CUT) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[str, int], dict[str, str]], text_ready: bool) -> str:
-    """The filtered, sorted, paginated Cases table; `reasons` maps (case, trial) to each metric's reason."""
-    q: CaseQuery = page.query
-    rid = run.rid
-    base = f"/run/{rid}/cases"
-    status_opts = [("", "any status"), ("failed", "failed (a check or an error)")] + [(s, s) for s in statuses]
-    below_opts = [("", "any metric")] + [(m, f"{m} failed") for m in page.metrics]
-    tag_opts = [("", "any tag")] + [(t, t) for t in run.index.tags]
-    sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(m, m) for m in page.metrics]
-    form = (
-        f'<form id="filters" method="get" action="{e(base)}" class="filters">'
-        f'<label>status <select name="status" id="f-status">{_options(status_opts, q.status)}</select></label>'
-        f'<label>below threshold <select name="below" id="f-below">{_options(below_opts, q.below)}</select></label>'
-        f'<label>tag <select name="tag" id="f-tag">{_options(tag_opts, q.tag)}</select></label>'
-        f'<label>search <input type="search" name="q" id="f-q" value="{e(q.q)}" placeholder="id, input, output, reason, tool"></label>'
-        f'<label>sort <select name="sort" id="f-sort">{_options(sort_opts, q.sort)}</select></label>'
-        f'<label><input type="checkbox" name="desc" value="1" id="f-desc"{" checked" if q.desc else ""}> descending</label>'
-        f'<label>rows <select name="size">{_options([(str(n), str(n)) for n in PAGE_SIZES], str(q.size))}</select></label>'
-        '<button type="submit" id="f-apply">Apply</button></form>'
-    )
-    params = {"status": q.status, "below": q.below, "tag": q.tag, "q": q.q, "sort": q.sort, "desc": "1" if q.desc else "", "size": q.size}
-    nav = []
-    if q.page > 1:
-        nav.append(f'<a rel="prev" href="{url(base, **params, page=q.page - 1)}">← previous</a>')
-    nav.append(f'page <b id="page-no">{q.page}</b> of {page.pages}')
-    if q.page < page.pages:
-        nav.append(f'<a rel="next" id="next-page" href="{url(base, **params, page=q.page + 1)}">next →</a>')
-    note = "" if text_ready else ' <span class="muted">(input/output text of the dataset is still being indexed: search covers ids, tags and reasons)</span>'
-    head = "".join(f"<th>{e(m)}</th>" for m in page.metrics)
-    rows = []
-    for r in page.rows:
-        key = (r["case_id"], r["trial"])
-        why = reasons.get(key, {})
-        link = url(f"/run/{rid}/case", id=r["case_id"], trial=r["trial"])
-        cells = [f'<td><a class="case-link" href="{link}">{e(r["case_id"])}</a>'
-                 + (f'<div class="tags">{" ".join(f"<span class=tag>{e(t)}</span>" for t in r["tags"])}</div>' if r["tags"] else "") + "</td>",
-                 f'<td class=num>{r["trial"]}</td>',
-                 f'<td class="{"" if r["status"] == "ok" else "bad"}">{e(r["status"])}'
-                 + (f'<div class="reason">{e(_cut(str((r["error"] or {}).get("message", ""))))}</div>' if r["error"] else "") + "</td>"]
-        for m in page.metrics:
-            v, p = r["values"].get(m), r["passed"].get(m)
-            cls = "ok" if p is True else "bad" if p is False else ""
-            reason = why.get(m, "")
-            cells.append(f'<td><div class="{cls}">{f3(v) if v is not None else "—"}</div>'
-                         + (f'<div class="reason">{e(_cut(reason))}</div>' if reason else "") + "</td>")
-        rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>")
-    body = (f"<h1>Cases of {e(run.name)}</h1>{form}"
-            f'<p><b id="n-matching">{page.total}</b> results match.{note}</p>'
-            f'<table class="grid cases" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-status">'
-            + "<col>" * len(page.metrics) + f'</colgroup><thead><tr><th>case</th><th>trial</th><th>status</th>{head}</tr></thead><tbody>'
-            + "".join(rows) + f'</tbody></table><p class="pager">{" · ".join(nav)}</p>')
-    return frame(f"Cases of {run.name}", body, live_run=rid, crumbs=[(run.name, f"/run/{e(rid)}"), ("Cases", e(base))])

@@ -14,7 +14,7 @@ from tracejudge.engine import store
 from tracejudge.viewer.index import RunIndex
 from tracejudge.viewer.traces import CaseSource
 
-__all__ = ["Run", "discover_runs", "load_runs"]
+__all__ = ["Run", "differs", "discover_runs", "load_runs"]
 
 
 @dataclass
@@ -67,6 +67,32 @@ class Run:
         """Close the index."""
         if self._index is not None:
             self._index.close()
+
+
+def _dataset(run: Run) -> tuple[str | None, str, str]:
+    m = run.manifest()
+    ds = (m.get("config") or {}).get("dataset") or {}
+    return m.get("dataset_fingerprint"), str(ds.get("path") or "?"), str(ds.get("format") or "native")
+
+
+def differs(a: Run, b: Run) -> str | None:
+    """Why runs `a` and `b` cannot be compared case by case, or `None` when they can.
+
+    They can when their manifests record the same dataset fingerprint (the
+    same files, byte for byte; `tracejudge.engine.manifest`), whatever their
+    metrics or limits. Otherwise the text names what differs: a missing
+    manifest, the dataset paths or formats, or the same path with other content.
+    """
+    (fa, pa, xa), (fb, pb, xb) = _dataset(a), _dataset(b)
+    if fa is None or fb is None:
+        return f"{(a if fa is None else b).name} has no manifest.json recording its dataset"
+    if fa == fb:
+        return None
+    if (pa, xa) == (pb, xb):
+        return f"{pa} changed between the runs (other content, same path)"
+    what = [f"{pa} vs {pb}"] if pa != pb else []
+    what += [f"format {xa} vs {xb}"] if xa != xb else []
+    return "different datasets: " + ", ".join(what or ["other content"])
 
 
 def _read_json(path: Path) -> dict[str, Any]:

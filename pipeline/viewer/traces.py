@@ -31,7 +31,7 @@ from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.engine import manifest as manifest_mod
 
-__all__ = ["CaseSource", "case_text"]
+__all__ = ["CaseSource", "case_snippet", "case_text"]
 
 _CACHE = 64
 
@@ -47,6 +47,13 @@ def case_text(case: Case) -> str:
             parts.append(step.output or "")
     parts += [e.name for e in case.expected_tool_calls or []]
     return "\n".join(p for p in parts if p).lower()
+
+
+def case_snippet(case: Case, limit: int = 160) -> str:
+    """The case's first request on one line (whitespace collapsed), cut to `limit` characters: what the Cases table shows."""
+    users = case.trace.user_messages if case.trace else []
+    text = " ".join(_plain(users[0].content if users else case.input).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _plain(value: Any) -> str:
@@ -167,8 +174,8 @@ class CaseSource:
             return None, f"reading {ds.path} failed: {type(exc).__name__}: {exc}"
         return None, f"{ds.path} has no readable record with id {case_id!r}"
 
-    def iter_texts(self) -> Iterator[tuple[str, str]]:
-        """`(case_id, case_text)` for every case the run's traces come from: `traces.jsonl` if any, else the dataset.
+    def iter_texts(self) -> Iterator[tuple[str, str, str]]:
+        """`(case_id, case_text, case_snippet)` for every case the run's traces come from: `traces.jsonl` if any, else the dataset.
 
         A record that cannot be read is skipped; a dataset that cannot be read at all yields nothing.
         """
@@ -182,10 +189,10 @@ class CaseSource:
                     case = Case.model_validate(json.loads(line).get("case") or {})
                 except (ValueError, TypeError, AttributeError):
                     continue
-                yield case.id, case_text(case)
+                yield case.id, case_text(case), case_snippet(case)
             return
         try:
             for case in self.iter_cases():
-                yield case.id, case_text(case)
+                yield case.id, case_text(case), case_snippet(case)
         except Exception:  # an unreadable dataset: search keeps to ids, tags and reasons
             return

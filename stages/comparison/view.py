@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from rich import box
 from rich.console import Console
 from rich.table import Table
-from tracejudge.core.console import cell
+from tracejudge.core.console import cell, fitted
 from tracejudge.stages.comparison.runs import Comparison
 
 __all__ = ["print_comparison"]
@@ -17,6 +20,25 @@ def _f(x: float | None, nd: int = 3) -> str:
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _deltas(cmp: Comparison, level: int, name: Callable[[str], str]) -> Table:
+    # Narrower at each level: 1 drops vertical rules and breaks headers between words, 2 leaves
+    # "unchanged" out (it is pairs − regressed − improved), 3 puts the CI under the delta.
+    t = Table(title=f"B − A per metric over pairs scored in both ({cmp.test})", title_justify="left",
+              **({"box": box.SIMPLE_HEAD, "show_edge": False, "padding": (0, 0)} if level else {}))  # the box draws one space between columns
+    cols = ["metric", "pairs", "A mean", "B mean", "delta" if level < 3 else "delta 95% CI", *(["95% CI"] if level < 3 else []), "p",
+            "regressed", "improved", *(["unchanged"] if level < 2 else [])]
+    for col in cols:
+        t.add_column(col.replace(" ", "\n") if level else col, justify="left" if col == "metric" else "right", no_wrap=True)
+    for k, md in cmp.metrics.items():
+        ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
+        delta = "—" if md.delta is None else f"{md.delta:+.3f}"
+        style = "red" if md.ci95 is not None and md.ci95[1] < 0 else ("green" if md.ci95 is not None and md.ci95[0] > 0 else "")
+        figures = [cell(delta, style), cell(ci)] if level < 3 else [cell(f"{delta}\n{ci}", style)]
+        t.add_row(cell(name(k)), str(md.pairs), _f(md.mean_a), _f(md.mean_b), *figures, _f(md.p_value, 4), str(md.regressed), str(md.improved),
+                  *([str(md.unchanged)] if level < 2 else []))
+    return t
 
 
 def print_comparison(cmp: Comparison, console: Console) -> None:
@@ -35,23 +57,17 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
     if cmp.metrics_only_a or cmp.metrics_only_b:
         console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
                       f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)
-    t = Table(title=f"B − A per metric over pairs scored in both ({cmp.test})", title_justify="left")
-    for col in ("metric", "pairs", "A mean", "B mean", "delta", "95% CI", "p", "regressed", "improved", "unchanged"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
-    for k, md in cmp.metrics.items():
-        ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
-        delta = "—" if md.delta is None else f"{md.delta:+.3f}"
-        style = "red" if md.ci95 is not None and md.ci95[1] < 0 else ("green" if md.ci95 is not None and md.ci95[0] > 0 else "")
-        t.add_row(cell(k), str(md.pairs), _f(md.mean_a), _f(md.mean_b), cell(delta, style), cell(ci),
-                  _f(md.p_value, 4), str(md.regressed), str(md.improved), str(md.unchanged))
+    t = fitted(console, lambda level, name: _deltas(cmp, level, name), 4)
     console.print(t)
+    if len(t.columns) < 10:
+        console.print("unchanged = pairs − regressed − improved", highlight=False, markup=False, emoji=False)
     for k, md in cmp.metrics.items():
         for title, movers in (("regressed most", md.worst), ("improved most", md.best)):
             if not movers:
                 continue
             mt = Table(title=f"{k}: {title}", title_justify="left", show_lines=True)
             for col in ("case", "trial", "A", "B", "delta", "A reason", "B reason"):
-                mt.add_column(col, overflow="fold")
+                mt.add_column(col, overflow="fold", no_wrap=col in ("trial", "A", "B", "delta"))  # figures whole, text wraps
             for m in movers:
                 mt.add_row(cell(m.case_id), str(m.trial), _f(m.a), _f(m.b), f"{m.delta:+.3f}", cell(_short(m.reason_a)), cell(_short(m.reason_b)))
             console.print(mt)

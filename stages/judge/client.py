@@ -381,6 +381,14 @@ class Judge:
         self._queued = 0
         self._in_batches = 0
 
+    def pace(self, cases: int) -> float | None:
+        """Cases per second the rate limiter admits at most, from the requests and tokens `cases` judged cases took; `None` until one was answered (or for a limiter that cannot say)."""
+        admitted = getattr(self.limiter, "admitted_rps", None)
+        if admitted is None or cases <= 0 or self.stats.answered <= 0:
+            return None
+        per_request = (self.stats.input_tokens + self.stats.output_tokens) / self.stats.answered
+        return float(admitted(per_request)) * cases / self.stats.answered
+
     def activity(self) -> str | None:
         """What the judge waits on right now, in a few words, or `None` when nothing is outstanding.
 

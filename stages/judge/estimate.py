@@ -50,6 +50,7 @@ from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payl
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
+from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
 from tracejudge.stages.judge.requests import case_requests
 
@@ -204,7 +205,7 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         ask_items(a.key, Item(a.plan, trial, slot), trial)
                         continue
                     for qs in a.questions:
-                        req = build_request(a.plan, qs, cfg)
+                        req = fit_request(a.plan, qs, cfg).req  # what the run sends (and caches under): a long trace is fitted
                         if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
                             est.cache_hits += 1
                             continue

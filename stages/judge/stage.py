@@ -490,7 +490,10 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     def activity() -> str | None:
         return state["judge"].activity() if state["judge"] is not None else None
 
-    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity)
+    def pace() -> float | None:
+        return state["judge"].pace(state["results"]) if state["judge"] is not None and cfg.mode != "batch" else None
+
+    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity, pace=pace)
 
 
 def _stopping(fatal: Outcome, cfg: Any) -> Exception:

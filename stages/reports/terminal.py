@@ -6,9 +6,8 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
-from tracejudge.core.console import cell, plain_console
+from tracejudge.core.console import cell, fits, plain_console
 from tracejudge.core.records import LATE_STATUSES
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
@@ -95,16 +94,10 @@ def pass_at_k_table(summary: dict[str, Any]) -> Table | None:
     return table
 
 
-def _fits(con: Console, table: Table) -> bool:
-    # Every cell is unbreakable, so the table's natural (maximum) width is the one it needs;
-    # measured without the console's width as a cap (`Console.measure` clamps to it).
-    return Measurement.get(con, con.options.update_width(10_000), table).maximum <= con.width
-
-
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary table (and the pass@k table, if any) to `console` (default: stdout)."""
     con = console or plain_console()
-    compact = next((level for level in (0, 1, 2) if _fits(con, summary_table(summary, level))), 3)
+    compact = next((level for level in (0, 1, 2) if fits(con, summary_table(summary, level))), 3)
     con.print(summary_table(summary, compact))
     for key, m in summary.get("metrics", {}).items():
         if compact and _pass_at_k(m):

@@ -39,6 +39,7 @@ other process judging for the same sweep on the cluster.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from types import TracebackType
 from typing import Any
@@ -50,9 +51,35 @@ from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
 from tracejudge.engine.shards import shard_index
 
-__all__ = ["MAX_RETRIES", "CpuWorker", "RayExecutor", "TargetWorker"]
+__all__ = ["MAX_RETRIES", "CpuWorker", "RayExecutor", "TargetWorker", "quiet_ray"]
 
 log = get_logger("tracejudge.executors")
+
+# Ray's notices on every run that ask nothing of the user: tracejudge sets its own SIGTERM handling
+# (ray.init runs off the main thread on purpose), and token auth on by default is Ray's safe choice.
+# Ray's other warnings (token auth *disabled*, resources, a dead node) stay.
+RAY_NOISE = {
+    "ray._private.worker": "SIGTERM handler is not set because current thread is not the main thread",
+    "ray._private.authentication.authentication_token_setup": "Token authentication is enabled for this Ray cluster",
+}
+
+
+class _QuietRay(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
+
+
+def quiet_ray() -> None:
+    """Drop Ray's two every-run notices (`RAY_NOISE`) from its loggers; idempotent."""
+    for name, prefix in RAY_NOISE.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _QuietRay) for f in logger.filters):
+            logger.addFilter(_QuietRay(prefix))
+
 
 MAX_RETRIES = 4
 """Times Ray restarts a dead worker actor and re-runs its chunks before the chunk counts as broken."""
@@ -129,6 +156,7 @@ class RayExecutor:
     async def __aenter__(self) -> RayExecutor:
         if not ray.is_initialized():
             # Joining or starting a cluster takes seconds: off the event loop.
+            quiet_ray()
             await anyio.to_thread.run_sync(lambda: ray.init(address=self.address, log_to_driver=False, configure_logging=False))
             self.started_ray = True
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -30,3 +30,13 @@
   poll();
   setInterval(poll, 2000);
 })();
+// Cases table: the ▸ button of a row shows or hides the row under it, which holds every reason in full.
+document.addEventListener('click', function (ev) {
+  var btn = ev.target.closest ? ev.target.closest('button.expand') : null;
+  if (!btn) return;
+  var row = btn.closest('tr');
+  var why = row && row.nextElementSibling;
+  if (!why || !why.classList.contains('why')) return;
+  why.hidden = !why.hidden;
+  btn.setAttribute('aria-expanded', String(!why.hidden));
+});

@@ -1,0 +1,106 @@
+"""The Cases page: one line per (case, trial) — id, the request's first words, status, one score chip per metric.
+
+A chip is coloured by its verdict and carries the metric's reason in its
+`title` (on hover); the ▸ button opens a row under it with every reason in
+full (`static/view.js`). Column headers sort (a click on the sorted column
+reverses it); the filters, search and pages are server-side
+(`tracejudge.viewer.index.CaseQuery`). All run text is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tracejudge.viewer.html import e, f3, frame, url
+from tracejudge.viewer.index import PAGE_SIZES, CaseQuery, Page
+from tracejudge.viewer.runs import Run
+
+__all__ = ["cases_page"]
+
+_TITLE_CUT = 600
+
+
+def _options(values: list[tuple[str, str]], current: str) -> str:
+    return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{e(label)}</option>' for v, label in values)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _form(run: Run, page: Page, statuses: list[str], base: str) -> str:
+    q = page.query
+    status_opts = [("", "any status"), ("failed", "failed (a check or an error)")] + [(s, s) for s in statuses]
+    below_opts = [("", "any metric")] + [(m, f"{m} failed") for m in page.metrics]
+    tag_opts = [("", "any tag")] + [(t, t) for t in run.index.tags]
+    sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(m, m) for m in page.metrics]
+    return (
+        f'<form id="filters" method="get" action="{e(base)}" class="filters">'
+        f'<label>status <select name="status" id="f-status">{_options(status_opts, q.status)}</select></label>'
+        f'<label>below threshold <select name="below" id="f-below">{_options(below_opts, q.below)}</select></label>'
+        f'<label>tag <select name="tag" id="f-tag">{_options(tag_opts, q.tag)}</select></label>'
+        f'<label>search <input type="search" name="q" id="f-q" value="{e(q.q)}" placeholder="id, input, output, reason, tool"></label>'
+        f'<label>sort <select name="sort" id="f-sort">{_options(sort_opts, q.sort)}</select></label>'
+        f'<label><input type="checkbox" name="desc" value="1" id="f-desc"{" checked" if q.desc else ""}> descending</label>'
+        f'<label>rows <select name="size">{_options([(str(n), str(n)) for n in PAGE_SIZES], str(q.size))}</select></label>'
+        '<button type="submit" id="f-apply">Apply</button></form>'
+    )
+
+
+def _chip(metric: str, value: float | None, passed: bool | None, reason: str) -> str:
+    cls = "pass" if passed is True else "fail" if passed is False else "none"
+    word = "pass" if passed is True else "fail" if passed is False else "no verdict"
+    title = f"{metric}: {word}" + (f" — {_cut(reason, _TITLE_CUT)}" if reason else "")
+    return f'<td data-metric="{e(metric)}"><span class="chip {cls}" title="{e(title)}">{f3(value) if value is not None else "—"}</span></td>'
+
+
+def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[str, int], dict[str, str]], text_ready: bool) -> str:
+    """The filtered, sorted, paginated Cases table; `reasons` maps (case, trial) to each metric's reason."""
+    q: CaseQuery = page.query
+    rid = run.rid
+    base = f"/run/{rid}/cases"
+    params = {"status": q.status, "below": q.below, "tag": q.tag, "q": q.q, "sort": q.sort, "desc": "1" if q.desc else "", "size": q.size}
+
+    def head(label: str, key: str, cls: str = "") -> str:
+        on = q.sort == key
+        mark = (" ▼" if q.desc else " ▲") if on else ""
+        link = url(base, **{**params, "sort": key, "desc": "1" if on and not q.desc else "", "page": 1})
+        shown = re.sub(r"([a-z])(?=[A-Z])|_", lambda m: m.group(0) + "<wbr>", e(label))  # names wrap at a word, never mid-word
+        return f'<th class="{cls}{" sorted" if on else ""}" data-sort="{e(key)}"><a class="sort" href="{link}" title="sort by {e(label)}">{shown}{mark}</a></th>'
+
+    nav = []
+    if q.page > 1:
+        nav.append(f'<a rel="prev" href="{url(base, **params, page=q.page - 1)}">← previous</a>')
+    nav.append(f'page <b id="page-no">{q.page}</b> of {page.pages}')
+    if q.page < page.pages:
+        nav.append(f'<a rel="next" id="next-page" href="{url(base, **params, page=q.page + 1)}">next →</a>')
+    note = "" if text_ready else ' <span class="muted">(input/output text of the dataset is still being indexed: search covers ids, tags and reasons)</span>'
+    ncols = 5 + len(page.metrics)
+    rows = []
+    for r in page.rows:
+        key = (r["case_id"], r["trial"])
+        why = reasons.get(key, {})
+        link = url(f"/run/{rid}/case", id=r["case_id"], trial=r["trial"])
+        err = str((r["error"] or {}).get("message", "")) if r["error"] else ""
+        tags = " ".join(f"<span class=tag>{e(t)}</span>" for t in r["tags"])
+        cells = [f'<td class="clip"><button type="button" class="expand" aria-expanded="false" title="all reasons">▸</button> '
+                 f'<a class="case-link" href="{link}" title="{e(r["case_id"])}">{e(r["case_id"])}</a> {tags}</td>',
+                 f'<td class=num>{r["trial"]}</td>',
+                 f'<td class="clip snippet" title="{e(r["snippet"])}">{e(r["snippet"])}</td>',
+                 f'<td class="clip {"ok" if r["status"] == "ok" else "bad"}" title="{e(r["status"] + (": " + _cut(err, _TITLE_CUT) if err else ""))}">{e(r["status"])}</td>']
+        cells += [_chip(m, r["values"].get(m), r["passed"].get(m), why.get(m, "")) for m in page.metrics]
+        cells.append(f'<td class=num>{f3(r["duration_s"])}</td>')
+        detail = "".join(f'<div><b>{e(m)}</b> <span class="{"ok" if r["passed"].get(m) else "bad" if r["passed"].get(m) is False else "muted"}">'
+                         f'{f3(r["values"].get(m))}</span> <span class="reason">{e(why.get(m, ""))}</span></div>' for m in page.metrics)
+        if err:
+            detail = f'<div class="bad reason">{e(err)}</div>' + detail
+        rows.append(f'<tr data-case="{e(r["case_id"])}" data-trial="{r["trial"]}">' + "".join(cells) + "</tr>"
+                    f'<tr class="why" hidden><td colspan="{ncols}">{detail}</td></tr>')
+    heads = head("case", "case", "c-id") + head("trial", "trial") + '<th class="c-input">input</th>' + head("status", "status")
+    heads += "".join(head(m, m, "c-metric") for m in page.metrics) + head("took s", "duration")
+    body = (f'<h1>Cases of {e(run.name)} <span class="small muted"><b id="n-matching">{page.total}</b> results match.{note}</span></h1>'
+            f'{_form(run, page, statuses, base)}'
+            f'<table class="grid cases compact" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-input"><col class="c-status">'
+            + '<col class="c-metric">' * len(page.metrics) + f'<col class="c-dur"></colgroup><thead><tr>{heads}</tr></thead><tbody>'
+            + "".join(rows) + f'</tbody></table><p class="pager">{" · ".join(nav)}</p>')
+    return frame(f"Cases of {run.name}", body, live_run=rid, crumbs=[(run.name, f"/run/{e(rid)}"), ("Cases", e(base))])

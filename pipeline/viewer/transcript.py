@@ -1,0 +1,160 @@
+"""A case as a conversation: user turns, assistant messages, each tool call with its arguments and result, in order.
+
+Shown as `inspect view` shows a sample: thoughts folded (`<details>`), text
+results as written (a multi-line table stays a table), JSON results indented
+and foldable, anything long cut to its first lines with a "show all" fold.
+Everything from the trace is escaped: trace text is untrusted. No script is
+needed (the viewer's CSP allows none inline); folds are `<details>`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracejudge.core.records import Case, ToolCall
+from tracejudge.viewer.html import e
+
+__all__ = ["call_html", "render_value", "transcript_html"]
+
+PREVIEW_LINES = 12
+PREVIEW_CHARS = 1500
+_MAX_CHARS = 200_000  # beyond this a value is cut even under "show all": a page must stay loadable
+
+
+def _block(text: str, indent: str) -> str:
+    # A multi-line string inside a structure is shown as written, between triple quotes, not as "a\nb".
+    body = "\n".join(indent + "  " + line for line in text.split("\n"))
+    return f'"""\n{body}\n{indent}"""'
+
+
+def _as_text(value: Any, indent: str = "") -> str:
+    """JSON indented by 2, except that strings holding line breaks are blocks of their own lines."""
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_as_text(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + _as_text(v, inner) for v in value) + "\n" + indent + "]"
+    if isinstance(value, str) and "\n" in value:
+        return _block(value, indent)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _unwrap(value: Any) -> tuple[str, Any]:
+    # {"output": {"output": "<table>"}} is one text under a path: the path and the text as written (when multi-line).
+    path: list[str] = []
+    while isinstance(value, dict) and len(value) == 1:
+        key, inner = next(iter(value.items()))
+        if not isinstance(inner, (dict, str)):
+            break
+        path.append(str(key))
+        value = inner
+    return ".".join(path), value
+
+
+def _decoded(value: Any) -> Any:
+    # A string that is a JSON document (tool results often are) is shown as the structure it holds.
+    if isinstance(value, str) and value[:1] in "{[" and value.rstrip()[-1:] in "}]":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _folded(text: str, cls: str) -> str:
+    """`text` escaped in a `<pre>`; past PREVIEW_LINES lines or PREVIEW_CHARS characters, the rest behind "show all"."""
+    if len(text) > _MAX_CHARS:
+        text = text[:_MAX_CHARS] + f"\n… ({len(text) - _MAX_CHARS} more characters not shown)"
+    lines = text.split("\n")
+    cut = len("\n".join(lines[:PREVIEW_LINES]))
+    if cut > PREVIEW_CHARS:  # long lines: stop at the last whole line that fits, or mid-line when the first is longer
+        last = text.rfind("\n", 0, PREVIEW_CHARS)
+        cut = last if last > 0 else PREVIEW_CHARS
+    # The parser drops one newline right after <pre>: each block starts with one, so the text's own are kept.
+    if cut >= len(text):
+        return f'<pre class="{cls}">\n{e(text)}</pre>'
+    rest = text[cut:].removeprefix("\n")
+    return (f'<pre class="{cls}">\n{e(text[:cut])}</pre><details class="more"><summary>show all '
+            f'({len(lines)} lines, {len(text):,} characters)</summary><pre class="{cls} rest">\n{e(rest)}</pre></details>')
+
+
+def render_value(value: Any, cls: str = "value") -> str:
+    """HTML for a tool result, argument mapping, message or output.
+
+    Text is shown as written; JSON (a mapping, a list, or a string holding
+    one) is indented inside an open `<details class="json">` so it folds; a
+    long value shows its first lines and a "show all" fold.
+    """
+    value = _decoded(value)
+    path, inner = _unwrap(value) if isinstance(value, dict) else ("", value)
+    inner = _decoded(inner)
+    if isinstance(inner, str) and (not path or "\n" in inner):  # {"k": "short"} stays JSON
+        where = f'<div class="label">{e(path)}</div>' if path else ""
+        return where + _folded(inner, f"{cls} text")
+    text = _as_text(value)
+    kind = f"{len(value)} key{'s' if len(value) != 1 else ''}" if isinstance(value, dict) else \
+        f"{len(value)} item{'s' if len(value) != 1 else ''}" if isinstance(value, list) else "value"
+    if not isinstance(value, (dict, list)):
+        return _folded(text, cls)
+    return f'<details class="json" open><summary>JSON · {kind}</summary>{_folded(text, cls + " json")}</details>'
+
+
+def call_html(idx: int, call: ToolCall, *, full: bool = True) -> str:
+    """One tool call: its index over the trace, name, arguments and (when `full`) its error and result."""
+    failed = call.error is not None
+    out = [f'<div class="call{" failed" if failed else ""}" data-call="{idx}"><div class="call-head"><span class="idx">#{idx}</span> '
+           f'<span class="label">tool call</span> <b class="tool">{e(call.name)}</b>'
+           + (' <span class="badge FAIL small">failed</span>' if failed else "")
+           + (' <span class="muted">arguments are not valid JSON</span>' if call.arguments_invalid else "") + "</div>",
+           f'<div class="args">{render_value(call.arguments, "args")}</div>']
+    if full:
+        if failed:
+            out.append(f'<div class="tool-result err"><div class="label">error</div>{render_value(call.error, "result err")}</div>')
+        if call.result is not None:
+            out.append(f'<div class="tool-result"><div class="label">result</div>{render_value(call.result, "result")}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def transcript_html(case: Case | None, note: str) -> str:
+    """The case as a conversation: `<section class="transcript">` with user turns (`.msg.user[data-user=k]`), steps
+    (`.step[data-step=i]`: folded thought, tool calls with results, the assistant's message), the final output and the expected one."""
+    out = ['<section class="transcript"><h3>Transcript</h3>', f'<p class="muted small note">{e(note)}</p>']
+    if case is None:
+        return "".join(out) + "</section>"
+    users = case.trace.user_messages if case.trace else []
+    if case.input is not None and not users:
+        out.append(f'<div class="msg user"><div class="label">user</div>{render_value(case.input, "said")}</div>')
+    # The user's turns between the agent's steps: turn k sits before the step that answered it.
+    said: dict[int, list[str]] = {}
+    for k, msg in enumerate(users, 1):
+        said.setdefault(msg.step, []).append(
+            f'<div class="msg user" data-user="{k}"><div class="label">user {k}</div>{render_value(msg.content, "said")}</div>')
+    idx = 0
+    steps = case.trace.steps if case.trace else []
+    for si, step in enumerate(steps):
+        out += said.get(si, [])
+        out.append(f'<div class="step" data-step="{si}"><div class="label">assistant · step {si}</div>')
+        if step.thought:
+            out.append(f'<details class="thought"><summary>thought ({len(step.thought):,} characters)</summary>'
+                       f'{render_value(step.thought, "thinking")}</details>')
+        for call in step.tool_calls:
+            out.append(call_html(idx, call))
+            idx += 1
+        if step.output:
+            out.append(f'<div class="msg agent"><div class="label">assistant</div>{render_value(step.output, "said")}</div>')
+        out.append("</div>")
+    out += said.get(len(steps), [])
+    if case.trace is None:
+        out.append('<p class="bad">the case has no trace</p>')
+    elif case.trace.output is not None:
+        out.append(f'<div class="msg agent final"><div class="label">final output</div>{render_value(case.trace.output, "said")}</div>')
+    if case.expected_output is not None:
+        out.append(f'<div class="msg expected"><div class="label">expected output</div>{render_value(case.expected_output, "said")}</div>')
+    return "".join(out) + "</section>"
