@@ -42,7 +42,7 @@ from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.console import cell, plain_console
 from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
 from tracejudge.core.version import __version__
-from tracejudge.entrypoints import bench
+from tracejudge.entrypoints import bench, export_cmd
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
@@ -129,6 +129,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.choices["bench"].epilog = _examples("tracejudge bench configs/demo.yaml --requests 200 --max-cost-usd 1",
                                             "tracejudge bench --synthetic --provider openai --base-url http://gpu-box:8000/v1 --model my-judge")["epilog"]
     sub.choices["bench"].formatter_class = argparse.RawDescriptionHelpFormatter
+
+    export_cmd.add_parser(sub)
 
     init = sub.add_parser("init", help="write a commented starter config for an input format (run dir, metrics, assertions)",
                           **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
@@ -311,6 +313,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         return serve_command(args.run_dirs, args.port, args.baseline)
     if args.command == "bench":
         return bench.command(args, err)
+    if args.command == "export":
+        return export_cmd.command(args, err)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
