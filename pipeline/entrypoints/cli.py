@@ -37,10 +37,10 @@ import anyio
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from tracejudge.core import log
+from tracejudge.core import log, registry
 from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.console import cell, plain_console
-from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
+from tracejudge.core.errors import ConfigError, TracejudgeError, Unreachable, leaves
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench, export_cmd
 
@@ -357,7 +357,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
             raise  # an internal error: `main` reports it (exit 3)
         for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
-        return EXIT_BAD_INPUT
+        # A trace store that is down is no verdict on the config: the same command works once it is up.
+        return EXIT_INTERNAL if any(isinstance(leaf, Unreachable) for leaf in found) else EXIT_BAD_INPUT
     return EXIT_BAD_INPUT
 
 
@@ -479,8 +480,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_signals, tg.cancel_scope)
-            if progress is not None and err.is_terminal:
-                tg.start_soon(count_total)
+            if progress is not None and err.is_terminal and not registry.format_for(config.dataset.format).remote:
+                tg.start_soon(count_total)  # a server's traces are not read twice for an ETA
             if progress is not None:
                 tg.start_soon(tick)
             try:
