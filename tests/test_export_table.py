@@ -92,3 +92,21 @@ def test_missing_run_dir_and_bad_kind_are_usage_errors(tmp_path, capsys):
     assert main(["export", str(run_dir), "--to", "parquet"]) == 2
     assert "--to parquet PATH" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_readme_store_dataset_sections_load(tmp_path):
+    """The nightly `dataset:` sections README shows for Phoenix and MLflow are valid configs (no dataset.path)."""
+    import yaml
+    from tracejudge.core.config import load_config
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "format: phoenix" in b or "format: mlflow-server" in b]
+    assert len(blocks) == 2
+    for block in blocks:
+        cfg = {"dataset": yaml.safe_load(block), "metrics": [{"type": "MaxToolCalls", "max_calls": 8}], "run": {"dir": str(tmp_path / "r")}}
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+        assert load_config(tmp_path / "c.yaml").dataset.path is None
+    cfg["dataset"]["path"] = "x.jsonl"
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(Exception, match="dataset.path is not used"):
+        load_config(tmp_path / "c.yaml")

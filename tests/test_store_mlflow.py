@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from tracejudge.entrypoints.cli import main
 
 pytest.importorskip("mlflow")
 pytest.importorskip("openai")
-from stores.servers import free_port, mlflow_server  # noqa: E402
+from stores.servers import free_port, sweep_config, mlflow_server  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "stores" / "load_mlflow.py"
 TASKS = ["sequence", "failing", "parallel"]
@@ -37,12 +36,7 @@ def server(tmp_path_factory):
 
 
 def _config(tmp_path: Path, url: str, **options) -> Path:
-    cfg = {"dataset": {"format": "mlflow-server", "options": {"tracking_uri": url, "experiment": "agents", **options}},
-           "metrics": [{"type": "MaxToolCalls", "max_calls": 2}, {"type": "TaskCompletion"}],
-           "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}
-    path = tmp_path / "nightly.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+    return sweep_config(tmp_path, "mlflow-server", {"tracking_uri": url, "experiment": "agents", **options}, max_calls=2)
 
 
 def _assessments(url: str, trace_id: str) -> list:

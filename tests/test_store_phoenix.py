@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from tracejudge.entrypoints.cli import main
 
 if importlib.util.find_spec("phoenix") is None or importlib.util.find_spec("phoenix.server") is None:
     pytest.skip("arize-phoenix (the stores extra) is not installed", allow_module_level=True)
 pytest.importorskip("openinference.instrumentation.openai")
-from stores.servers import free_port, phoenix_server  # noqa: E402
+from stores.servers import free_port, sweep_config, phoenix_server  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "stores" / "load_phoenix.py"
 
@@ -37,12 +36,7 @@ def server(tmp_path_factory):
 
 
 def _config(tmp_path: Path, url: str, **options) -> Path:
-    cfg = {"dataset": {"format": "phoenix", "options": {"url": url, "project": "agents", **options}},
-           "metrics": [{"type": "MaxToolCalls", "max_calls": 1}, {"type": "TaskCompletion"}],
-           "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}
-    path = tmp_path / "nightly.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+    return sweep_config(tmp_path, "phoenix", {"url": url, "project": "agents", **options}, max_calls=1)
 
 
 def test_spans_in_annotations_back_on_the_root_spans_once(server, tmp_path, capsys):

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 
 def free_port() -> int:
@@ -25,6 +26,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def sweep_config(tmp_path: Path, fmt: str, options: dict, max_calls: int) -> Path:
+    """A nightly-sweep config reading `fmt` with `options`: MaxToolCalls and TaskCompletion (judge simulator), run dir `tmp_path/run`."""
+    cfg = {"dataset": {"format": fmt, "options": options},
+           "metrics": [{"type": "MaxToolCalls", "max_calls": max_calls}, {"type": "TaskCompletion"}],
+           "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}
+    path = tmp_path / "nightly.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
 
 
 @contextmanager
