@@ -19,10 +19,10 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, format_for, register_format
-from tracejudge.stages.extract.remote import bind_last_run, parse_time, probe, safe_url
+from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
@@ -32,6 +32,7 @@ class Options(BaseModel):
     """`dataset.options` of `mlflow-server` (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid")
+    _plain = field_validator("tracking_uri")(no_credentials)
 
     tracking_uri: str | None = None
     experiment: str | None = None

@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracejudge.core.errors import Unreachable
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract import otel
 from tracejudge.stages.extract.otel.spans import Group, Span
-from tracejudge.stages.extract.remote import bind_last_run, parse_time, probe, safe_url
+from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "client", "read", "to_span"]
@@ -41,6 +41,7 @@ class Options(BaseModel):
     """`dataset.options` of `phoenix` (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid")
+    _plain = field_validator("url")(no_credentials)
 
     url: str | None = None
     project: str = "default"

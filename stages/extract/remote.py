@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tracejudge.core.errors import ConfigError, Unreachable
 
-__all__ = ["bind_last_run", "last_run_start", "parse_time", "probe", "safe_url"]
+__all__ = ["bind_last_run", "last_run_start", "no_credentials", "parse_time", "probe", "safe_url"]
 
 
 def safe_url(url: str) -> str:
@@ -36,6 +36,14 @@ def safe_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def no_credentials(url: str | None) -> str | None:
+    """`url` unchanged, or `ValueError` when it carries a user or password: the config, URL included, is written to manifest.json."""
+    if url is not None and (urlsplit(str(url)).username or urlsplit(str(url)).password):
+        raise ValueError("a URL with credentials would be written to manifest.json: give the token in the environment "
+                         "(PHOENIX_API_KEY, MLFLOW_TRACKING_TOKEN) and the URL without it")
+    return url
 
 
 def probe(url: str, path: str, headers: dict[str, str] | None = None, timeout: float = 5.0) -> None:
