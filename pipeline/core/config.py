@@ -82,9 +82,11 @@ class DatasetConfig(_Strict):
     `format` names an input adapter (`native`, `tau-bench`, …); `tasks` is the
     companion tasks file that some formats need; `options` are passed to the
     adapter; `limit` keeps only the first N records (handy for smoke runs).
+    `path` is required except for formats that read from a server
+    (`phoenix`, `mlflow-server`: the server is named in `options`).
     """
 
-    path: Path
+    path: Path | None = None
     format: str = "native"
     tasks: Path | None = None
     options: dict[str, Any] = Field(default_factory=dict)
@@ -764,6 +766,11 @@ def validate_config(
         if fmt.needs_target and config.target is None:
             problems.append(_fmt(source, ("dataset", "format"), f"{fmt.name} lists tasks, not runs: it needs a target "
                                  "(a `target:` section running the agent on each task)", lines, overridden))
+        if fmt.remote and config.dataset.path is not None:
+            problems.append(_fmt(source, ("dataset", "path"), f"format {fmt.name} reads from the server named in dataset.options; "
+                                 "dataset.path is not used: remove it", lines, overridden))
+        elif not fmt.remote and config.dataset.path is None:
+            problems.append(_fmt(source, ("dataset", "path"), f"required: the file (or folder) of {fmt.name} records to read", lines, overridden))
         if fmt.options is not None:
             try:
                 fmt.options.model_validate(config.dataset.options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "leaves", "refuse_in_worker_import"]
+__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "leaves", "refuse_in_worker_import"]
 
 
 class TracejudgeError(Exception):
@@ -18,6 +18,13 @@ class ConfigError(TracejudgeError):
 
     `str(error)` names the file, the key path (and line when known) and what
     was expected, one problem per line.
+    """
+
+
+class Unreachable(TracejudgeError):
+    """A trace store or sink (Phoenix, MLflow) is down or answered an error: exit status 3, not 2.
+
+    The message names the URL and what failed, never a credential.
     """
 
 

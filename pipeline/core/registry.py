@@ -63,6 +63,11 @@ class Format:
     - `needs_target`: the records are tasks, not runs (they carry no trace):
       the config must have a `target` that produces each trace (checked
       when the config loads; without one every case would be `invalid_input`).
+    - `remote`: the records come from a server named in `dataset.options`
+      (Phoenix, MLflow), not from `dataset.path`, which is then not given;
+      the runner reads them in a thread so the event loop never waits on the network.
+    - `bind(dataset, run_dir) -> dataset` (optional) fills in, before reading,
+      what depends on the run directory (`start: last_run`).
     """
 
     name: str
@@ -73,6 +78,8 @@ class Format:
     peek_id: Callable[[Any], str | None] | None = None
     reads_dirs: bool = False
     needs_target: bool = False
+    remote: bool = False
+    bind: Callable[[Any, Any], Any] | None = None
 
 
 class FormatError(ValueError):

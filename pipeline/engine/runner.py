@@ -192,7 +192,7 @@ async def run(
         flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live)
         try:
             async with executor:
-                await flow.run(executor, _records(config, fmt, source))
+                await flow.run(executor, _records(config, fmt, source, run_dir))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
             ended, crashed = "interrupted", True
@@ -287,8 +287,19 @@ def _open_journal(run_dir: Path, config: RunConfig, metrics: list[Any], manifest
     return journal
 
 
-def _records(config: RunConfig, fmt: Any, source: MemorySource | None) -> AsyncIterator[Any]:
-    return source.records() if source is not None else _aiter(fmt.read(config.dataset))
+def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path) -> AsyncIterator[Any]:
+    if source is not None:
+        return source.records()
+    dataset = fmt.bind(config.dataset, run_dir) if fmt.bind is not None else config.dataset
+    return _athread(fmt.read(dataset)) if fmt.remote else _aiter(fmt.read(dataset))
+
+
+async def _athread(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
+    """`items` advanced in a worker thread: a server's pages are fetched without stopping the event loop."""
+    it = iter(items)
+    done = object()
+    while (item := await anyio.to_thread.run_sync(next, it, done)) is not done:
+        yield item
 
 
 class _Flow:

@@ -38,12 +38,12 @@ import anyio
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from tracejudge.core import log
+from tracejudge.core import log, registry
 from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.console import cell, plain_console
-from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
+from tracejudge.core.errors import ConfigError, TracejudgeError, Unreachable, leaves
 from tracejudge.core.version import __version__
-from tracejudge.entrypoints import bench, calibrate
+from tracejudge.entrypoints import bench, calibrate, export_cmd
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
@@ -134,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.choices["bench"].epilog = _examples("tracejudge bench configs/demo.yaml --requests 200 --max-cost-usd 1",
                                             "tracejudge bench --synthetic --provider openai --base-url http://gpu-box:8000/v1 --model my-judge")["epilog"]
     sub.choices["bench"].formatter_class = argparse.RawDescriptionHelpFormatter
+
+    export_cmd.add_parser(sub)
 
     init = sub.add_parser("init", help="write a commented starter config for an input format (run dir, metrics, assertions)",
                           **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
@@ -325,6 +327,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         return bench.command(args, err)
     if args.command == "calibrate":
         return calibrate.command(args, err)
+    if args.command == "export":
+        return export_cmd.command(args, err)
     if args.command in ("report", "compare"):
         try:
             return _cmd_report(args, err) if args.command == "report" else _cmd_compare(args, err)
@@ -367,7 +371,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
             raise  # an internal error: `main` reports it (exit 3)
         for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
-        return max(getattr(leaf, "exit_status", EXIT_BAD_INPUT) for leaf in found)
+        # A trace store that is down is no verdict on the config: the same command works once it is up.
+        return max(getattr(leaf, "exit_status", EXIT_INTERNAL if isinstance(leaf, Unreachable) else EXIT_BAD_INPUT) for leaf in found)
     return EXIT_BAD_INPUT
 
 
@@ -489,8 +494,8 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_signals, tg.cancel_scope)
-            if progress is not None:
-                tg.start_soon(count_total)
+            if progress is not None and not registry.format_for(config.dataset.format).remote:
+                tg.start_soon(count_total)  # a server's traces are not read twice for an ETA
             if progress is not None:
                 tg.start_soon(tick)
             try:

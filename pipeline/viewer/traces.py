@@ -126,6 +126,8 @@ class CaseSource:
             ds = DatasetConfig.model_validate(cfg)
         except ValidationError as exc:
             return None, None, f"manifest.json: dataset config is not valid ({exc.errors()[0]['msg']})"
+        if ds.path is None:
+            return None, None, f"the traces are in the store dataset.format {name!r} reads; the viewer does not query it"
         if not Path(ds.path).exists():
             return None, None, f"the dataset {ds.path} is not there any more"
         return ds, registry.format_for(name), self._changed_note(ds)

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case, ErrorInfo
 from tracejudge.core.registry import Format, register_format_resolver
-from tracejudge.stages.extract import anthropic_messages, bfcl, custom, json_path, langfuse_api, mlflow_trace, multivon, native, openai_agents, openai_messages, otel, smolagents_memory, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)
+from tracejudge.stages.extract import anthropic_messages, bfcl, custom, json_path, langfuse_api, mlflow_server, mlflow_trace, multivon, native, openai_agents, openai_messages, otel, phoenix, smolagents_memory, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)
 from tracejudge.stages.extract.common import case_problem
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.load import RawRecord

@@ -1,0 +1,89 @@
+"""`tracejudge export RUN_DIR… --to KIND [PATH]`: a run's verdicts as a table or on the traces they judged.
+
+Kinds: `parquet PATH`, `csv PATH` (`tracejudge.stages.export.table`), `mlflow`
+(`--tracking-uri`, `tracejudge.stages.export.mlflow_sink`), `phoenix` (`--url`,
+`--project`, `tracejudge.stages.export.phoenix_sink`). Run directories are
+expanded as `report` does: the unsharded name of shard directories stands for
+all of them. Exit status: 0 written, 2 bad arguments or a missing extra, 3 a
+store that is down or refused a write (one line; what was written stays
+consistent and the same command resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from tracejudge.core.errors import TracejudgeError, Unreachable
+
+__all__ = ["KINDS", "add_parser", "command"]
+
+KINDS = ("parquet", "csv", "mlflow", "phoenix")
+
+
+def add_parser(sub: Any) -> None:
+    """Add the `export` subcommand to the CLI's subparsers."""
+    p = sub.add_parser("export", help="write a run's verdicts to Parquet or CSV, or as assessments/annotations on their traces in MLflow or Phoenix",
+                       description="Write a run's verdicts to Parquet or CSV (one row per case, trial and metric), or onto the traces "
+                                   "they judged in MLflow (assessments) or Phoenix (span annotations). Exporting again writes nothing twice.",
+                       epilog="examples:\n  tracejudge export runs/nightly --to parquet verdicts.parquet\n"
+                              "  tracejudge export runs/nightly-shard-* --to csv verdicts.csv\n"
+                              "  tracejudge export runs/nightly --to mlflow --tracking-uri http://127.0.0.1:5000\n"
+                              "  tracejudge export runs/nightly --to phoenix --url http://127.0.0.1:6006 --project agents",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="run directories (or the unsharded name of shard directories)")
+    p.add_argument("--to", nargs="+", required=True, metavar=("KIND", "PATH"),
+                   help="parquet PATH | csv PATH | mlflow | phoenix")
+    p.add_argument("--tracking-uri", help="mlflow: the tracking server (default: MLFLOW_TRACKING_URI; MLFLOW_TRACKING_TOKEN is read from the environment)")
+    p.add_argument("--url", help="phoenix: the server's URL (default: PHOENIX_COLLECTOR_ENDPOINT; PHOENIX_API_KEY is read from the environment)")
+    p.add_argument("--project", help="phoenix: the project the traces are in (default: the run's dataset.options.project, else 'default')")
+
+
+def _target(args: argparse.Namespace) -> tuple[str, Path | None]:
+    kind, *rest = args.to
+    if kind not in KINDS:
+        raise TracejudgeError(f"--to {kind}: expected one of {', '.join(KINDS)}")
+    if kind in ("parquet", "csv"):
+        if len(rest) != 1:
+            raise TracejudgeError(f"--to {kind} takes the file to write: --to {kind} PATH")
+        return kind, Path(rest[0])
+    if rest:
+        raise TracejudgeError(f"--to {kind} takes no path (got {' '.join(rest)}); the store is named by --{'tracking-uri' if kind == 'mlflow' else 'url'}")
+    return kind, None
+
+
+def command(args: argparse.Namespace, err: Console) -> int:
+    """Run `tracejudge export`; returns the exit status (see the module docstring)."""
+    from tracejudge.engine import shards
+
+    try:
+        kind, path = _target(args)
+        dirs = shards.expand(args.run_dirs)
+        started = time.perf_counter()
+        if kind in ("parquet", "csv"):
+            from tracejudge.stages.export import table
+
+            assert path is not None
+            count = (table.write_parquet if kind == "parquet" else table.write_csv)(dirs, path)
+            what = f"{count} rows to {path}"
+        elif kind == "mlflow":
+            from tracejudge.stages.export import mlflow_sink
+
+            tally = mlflow_sink.export(dirs, tracking_uri=args.tracking_uri)
+            what = f"{tally['written']} assessments to MLflow ({tally['skipped']} already there, {tally['missing']} traces not found)"
+        else:
+            from tracejudge.stages.export import phoenix_sink
+
+            tally = phoenix_sink.export(dirs, url=args.url, project=args.project)
+            what = f"{tally['written']} annotations to Phoenix ({tally['skipped']} already there, {tally['missing']} traces not found)"
+    except Unreachable as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return 3
+    except TracejudgeError as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return 2
+    err.print(f"exported {what} in {time.perf_counter() - started:.1f}s", highlight=False, markup=False, soft_wrap=True)
+    return 0

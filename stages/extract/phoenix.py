@@ -1,0 +1,175 @@
+"""Format `phoenix`: traces pulled from a running Phoenix (REST API, `arize-phoenix-client`), read as OpenInference spans.
+
+`dataset.options`: `url` (default `PHOENIX_COLLECTOR_ENDPOINT`), `project` (default
+`default`), `start` / `end` (ISO 8601 bounds on the root span's start; `start: last_run`
+reads only what arrived since the last finished run in the same run directory, see
+`tracejudge.stages.extract.remote`), `overlap_s`, `filter` (root span attributes that
+must equal the given values, e.g. `{"metadata.env": "prod"}`), `max_traces`,
+`page_size`, and `otel` (the `otel` format's options: `error_prefixes`, `answer_tools`,
+…). `dataset.path` is not used. `PHOENIX_API_KEY` is sent as a bearer token and never
+written.
+
+Streaming: root spans are listed a page at a time (`parent_id=null`), and the spans of
+each page's traces are fetched together (`trace_id=…`), so memory holds one page of
+traces whatever the size of the project. Each trace becomes one `otel` `Group` of
+`Span`s (flat OpenInference attributes; `openinference.span.kind` from Phoenix's span
+kind) and one case, adapted by the `otel` format; the case id is the trace id and
+`metadata.phoenix` = `{project, trace_id, root_span_id}`, which `tracejudge export --to
+phoenix` annotates. A Phoenix that is down, refuses the key or answers an error ends the
+run with `Unreachable` naming the URL (exit 3): never a run of zero cases that passes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from tracejudge.core.errors import Unreachable
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract import otel
+from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
+from tracejudge.stages.load import RawRecord
+
+__all__ = ["Options", "adapt", "client", "read", "to_span"]
+
+
+class Options(BaseModel):
+    """`dataset.options` of `phoenix` (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+    _plain = field_validator("url")(no_credentials)
+
+    url: str | None = None
+    project: str = "default"
+    start: str | None = None
+    end: str | None = None
+    overlap_s: float = Field(default=600, ge=0)
+    filter: dict[str, str | int | float | bool] = {}
+    max_traces: int | None = Field(default=None, ge=1)
+    page_size: int = Field(default=50, ge=1, le=500)
+    otel: dict[str, Any] = {}
+
+
+def client(url: str | None) -> tuple[Any, str]:
+    """`(phoenix.client.Client, url)` for `url` (else `PHOENIX_COLLECTOR_ENDPOINT`), after a health probe.
+
+    Raises `TracejudgeError` without a URL, `MissingExtra` without the client,
+    `Unreachable` when Phoenix does not answer.
+    """
+    from tracejudge.core.errors import TracejudgeError
+    from tracejudge.stages.export import require
+
+    url = url or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT")
+    if not url:
+        raise TracejudgeError("name the Phoenix server: its url (or set PHOENIX_COLLECTOR_ENDPOINT)")
+    probe(url, "/healthz")
+    require("phoenix.client")
+    from phoenix.client import Client
+
+    return Client(base_url=url, api_key=os.environ.get("PHOENIX_API_KEY") or None), url
+
+
+def get(px: Any, url: str, path: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One GET of Phoenix's REST API through the client's HTTP session; `Unreachable` on any failure."""
+    import httpx
+
+    try:
+        resp = px._client.get(path, params=params, headers={"accept": "application/json"}, timeout=60)
+        resp.raise_for_status()
+        return dict(resp.json())
+    except httpx.HTTPStatusError as exc:
+        raise Unreachable(f"{safe_url(url)} answered HTTP {exc.response.status_code} to GET {path} ({exc.response.text[:200]})") from None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise Unreachable(f"{safe_url(url)} failed GET {path} ({type(exc).__name__})") from None
+
+
+def _nanos(text: Any) -> int:
+    when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    return int(when.timestamp()) * 1_000_000_000 + when.microsecond * 1000
+
+
+def to_span(raw: dict[str, Any], where: str, line: int) -> Span:
+    """One span of Phoenix's REST API (`v1.Span`) as the otel `Span` model (attributes flat, as OTLP carries them)."""
+    ctx = raw.get("context") or {}
+    attrs = dict(raw.get("attributes") or {})
+    attrs.setdefault("openinference.span.kind", raw.get("span_kind"))
+    problem = None
+    try:
+        start, end = _nanos(raw.get("start_time")), _nanos(raw.get("end_time"))
+    except (TypeError, ValueError):
+        start = end = 0
+        problem = f"span {ctx.get('span_id')}: start_time/end_time are not ISO times"
+    return Span(trace_id=str(ctx.get("trace_id") or ""), span_id=str(ctx.get("span_id") or ""), parent_id=raw.get("parent_id") or None,
+                name=str(raw.get("name") or ""), kind=0, start=start, end=end, attrs=attrs,
+                status_error=str(raw.get("status_code")).upper() == "ERROR", status_message=raw.get("status_message") or None,
+                events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in raw.get("events") or [] if isinstance(e, dict)],
+                service=None, file=where, line=line, problem=problem)
+
+
+def _pages(px: Any, url: str, path: str, params: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    cursor = None
+    while True:
+        page = get(px, url, path, {**params, **({"cursor": cursor} if cursor else {})})
+        yield list(page.get("data") or [])
+        cursor = page.get("next_cursor")
+        if not cursor or not page.get("data"):
+            return
+
+
+def read(dataset: Any) -> Iterator[RawRecord]:
+    """Yield one `RawRecord` per trace (payload: an otel `Group`), a page of traces at a time (see the module docstring)."""
+    opts = Options.model_validate(dataset.options)
+    px, url = client(opts.url)
+    where = f"{safe_url(url)}/projects/{opts.project}"
+    path = f"v1/projects/{opts.project}/spans"
+    params: dict[str, Any] = {"limit": opts.page_size, "parent_id": "null"}
+    for key in ("start", "end"):
+        when = parse_time(getattr(opts, key), f"dataset.options.{key}")
+        if when is not None:
+            params[f"{key}_time"] = when.isoformat()
+    if opts.filter:
+        from phoenix.client.resources.spans import _serialize_attributes
+
+        params["attribute"] = _serialize_attributes(opts.filter)
+    limit = min(x for x in (opts.max_traces, dataset.limit) if x is not None) if (opts.max_traces or dataset.limit) else None
+    count = 0
+    for roots in _pages(px, url, path, params):
+        ids = list(dict.fromkeys(str(r["context"]["trace_id"]) for r in roots))
+        if limit is not None:
+            ids = ids[: max(limit - count, 0)]
+        if not ids:
+            break
+        spans: dict[str, list[Span]] = {t: [] for t in ids}
+        for page in _pages(px, url, path, {"limit": 1000, "trace_id": ids}):
+            for raw in page:
+                span = to_span(raw, where, count + 1)
+                spans.setdefault(span.trace_id, []).append(span)
+        for trace_id in ids:
+            count += 1
+            group = sorted(spans[trace_id], key=lambda s: (s.start, s.span_id))
+            for s in group:
+                s.line = count
+            yield RawRecord(where, count, Group(key=trace_id, key_attr=None, traces=[trace_id], spans=group))
+        if limit is not None and count >= limit:
+            return
+
+
+def _prepare(dataset: Any) -> Any:
+    return otel.Options.model_validate(Options.model_validate(dataset.options).otel)
+
+
+def adapt(group: Group, options: Any = None) -> Any:
+    """One trace's `Group` → `Case` by the `otel` adapter, with `metadata.phoenix` naming its root span."""
+    case = otel.adapt(group, options)
+    ids = {s.span_id for s in group.spans}
+    root = next((s for s in group.spans if not s.parent_id or s.parent_id not in ids), None)
+    case.metadata["phoenix"] = {"project": group.spans[0].file.rsplit("/projects/", 1)[-1] if group.spans else None,
+                                "trace_id": group.key, "root_span_id": root.span_id if root else None}
+    return case.model_copy(update={"id": group.key})
+
+
+register_format(Format("phoenix", read=read, adapt=adapt, prepare=_prepare, options=Options, remote=True, bind=bind_last_run))
