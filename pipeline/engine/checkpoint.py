@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import RETRYABLE_STATUSES, CaseResult, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet, result_key
@@ -430,7 +430,7 @@ class RunJournal:
         if result.status is Status.skipped_budget:
             self.provisional[key] = line
             return
-        if result.status.value in RETRYABLE_STATUSES:
+        if result.status.value in RETRYABLE_STATUSES or (result.error is not None and result.error.kind == WORKER_ERROR):
             n = self.failures[key] = self.failures.get(key, 0) + 1
             if n <= self.max_retries:
                 self.provisional[key] = line

@@ -33,7 +33,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
 from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import CaseResult, ErrorInfo, Status
+from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
@@ -389,9 +389,8 @@ class _Flow:
                     self.cut_short = True
                     continue
                 out = mapped.out
-                if out is None and mapped.broken is not None:  # the worker died: its cases are recorded as errors
-                    out = [Extracted(raw.file, raw.line, error=(raw_case_id(raw), ErrorInfo(kind="worker_error", message=mapped.broken,
-                                                                                               file=raw.file, line=raw.line))) for raw in mapped.chunk]
+                if out is None and mapped.broken is not None:
+                    out = self.worker_died(mapped, raw_case_id)
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True
                     continue
@@ -399,6 +398,31 @@ class _Flow:
                          for w in self.admission.works(item, mapped.started)]
                 self.live.in_flight += len(works)
                 await _emit(send, works, single)
+
+    def worker_died(self, mapped: Mapped, raw_case_id: Callable[[Any], str]) -> list[Extracted] | None:
+        """The results of a chunk whose worker died: provisional `worker_error`s under the cases' real ids.
+
+        A worker's death (the OOM killer, a crash in C code) is an infrastructure fault, not the
+        record's: the journal keeps these results provisional, so the next segment redoes them and
+        its results supersede these lines. A record whose id cannot be read without extracting it
+        is not written at all (a `file:line` key would never be superseded): the run counts as
+        cut short and the resume redoes it. Returns None when nothing of the chunk is written.
+        """
+        out = []
+        for raw in mapped.chunk:
+            cid = self.peek(raw.payload) if self.peek is not None and raw.error is None else None
+            if cid is None and isinstance(raw.payload, dict) and raw.error is None:
+                cid = raw_case_id(raw) if isinstance(raw.payload.get("id"), (str, int)) else None
+            if cid is None and raw.error is not None:
+                cid = raw_case_id(raw)  # unreadable anyway: extract would report it under this key too
+            if cid is None:
+                self.cut_short = True
+                continue
+            out.append(Extracted(raw.file, raw.line, error=(cid, ErrorInfo(kind=WORKER_ERROR, message=mapped.broken or "",
+                                                                           file=raw.file, line=raw.line))))
+        log.warning("a worker process died; its cases are provisional and redone by the next run",
+                    cases=len(out), not_written=len(mapped.chunk) - len(out), error=(mapped.broken or "")[:200])
+        return out or None
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
         async with recv, send:

@@ -33,7 +33,9 @@ An executor is built by a factory `(config, job) -> Executor` (see
   executor kills whatever is still computing (a worker stuck in a long C
   call). A cancelled chunk's cases are not written, so a resume redoes them.
 - A worker that dies (`ExecutorBroken`) costs its chunk's cases, not the run:
-  the runner records them as `invalid_input` with kind `worker_error`.
+  the runner records them under their real ids as `invalid_input` with kind
+  `worker_error`, provisional (an infrastructure fault): the next run redoes
+  them and its results supersede those lines.
 - The job travels as the small picklable `CpuJob` (format name, dataset
   config, metric specs); a worker rebuilds the adapter and metrics from it
   once (`CpuJob.build`) and keeps them for the job's later chunks. A job

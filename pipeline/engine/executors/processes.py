@@ -105,7 +105,8 @@ class ProcessExecutor:
             await to_process.run_sync(_run, self.key, self.blob, [], cancellable=True, limiter=self.limiter)
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
-        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies.
+        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies
+        twice on it (the chunk is tried once more in a fresh worker after the first death).
 
         A worker that cannot even start (the parent's script raises when a
         worker imports it) would fail every chunk alike: the rest of the run
@@ -125,7 +126,14 @@ class ProcessExecutor:
             return out
         self.inline_left = 0
         try:
-            return await to_process.run_sync(_run, self.key, self.blob, chunk, cancellable=True, limiter=self.limiter)
+            try:
+                return await to_process.run_sync(_run, self.key, self.blob, chunk, cancellable=True, limiter=self.limiter)
+            except anyio.BrokenWorkerProcess as exc:
+                if "initialization" in str(exc) or isinstance(exc.__cause__, UnguardedScript):
+                    raise  # a worker that cannot start fails the same way again (handled below)
+                # Killed from outside (the OOM killer, a stray SIGKILL): a fresh worker tries the chunk once more.
+                log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk))
+                return await to_process.run_sync(_run, self.key, self.blob, chunk, cancellable=True, limiter=self.limiter)
         except anyio.BrokenWorkerProcess as exc:
             cause = exc.__cause__
             if isinstance(cause, UnguardedScript):
