@@ -318,7 +318,8 @@ def _provisional(line: bytes) -> bool:
     return any(mark in line for mark in PROVISIONAL_MARKS)
 
 
-def _line_key(line: bytes) -> tuple[str, int] | None:
+def line_key(line: bytes) -> tuple[str, int] | None:
+    """`(case_id, trial)` of a result line, or None when it is not JSON with those fields."""
     try:
         data = pydantic_core.from_json(line)
         return str(data["case_id"]), int(data.get("trial", 0))
@@ -341,7 +342,7 @@ def superseded_lines(path: Path) -> set[int]:
         marked = _provisional(line)
         if not (marked or pending):
             continue
-        key = _line_key(line)
+        key = line_key(line)
         if key is None:
             continue
         if key in pending:
