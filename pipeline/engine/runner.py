@@ -35,6 +35,7 @@ from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_imp
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
+from tracejudge.engine import config_journal
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.admit import Admission, safe_text
@@ -256,13 +257,19 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
         # No result was computed with the recorded config: nothing to protect, nothing to diff against.
         previous = None
         recorded = None
-    else:  # A lost or garbled manifest does not hide a config change: the checkpoint's segments record their config hash.
+    else:  # A lost or garbled manifest does not hide a config change: configs.jsonl (never derived) records every config,
+        # the checkpoint's segments and summary.json their hashes; a directory where none says is refused (unproven).
         recorded = None if previous else recorded_config_hash(run_dir)
+    journaled = config_journal.last(run_dir) if previous is None and store.has_results(run_dir) else None
     if manifest_mod.known_config(previous, manifest):
         changes: list[str] = []  # a config this directory's results were already computed with (its history)
+    elif journaled is not None:
+        changes = manifest_mod.check(run_dir, journaled, manifest, force)
     else:
-        changes = manifest_mod.check(run_dir, previous, manifest, force, recorded)
+        unproven = previous is None and recorded is None and store.has_results(run_dir)
+        changes = manifest_mod.check(run_dir, previous, manifest, force, recorded, unproven=unproven)
     manifest = manifest_mod.with_history(previous, manifest, changes)
+    config_journal.append(run_dir, manifest)
     if previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]:
         store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest, changes

@@ -1,0 +1,73 @@
+"""A resume proves its config, and `run`, `report` and `compare` read damaged run directories by one rule (real processes and files)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+N = 300
+CONFIG = "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ExactMatch%s}\nrun: {dir: out, processes: 1, flush_every: 16}\n"
+
+
+def _tj(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TRACEJUDGE), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def _workspace(root: Path, extra: str = "") -> Path:
+    with open(root / "cases.jsonl", "w") as fh:
+        for i in range(N):
+            fh.write(json.dumps({"id": f"c{i}", "input": "hi", "expected_output": "hello" if i % 3 else "Hello",
+                                 "trace": {"steps": [{"thought": "ok"}], "output": "hello"}}) + "\n")
+    (root / "run.yaml").write_text(CONFIG % extra)
+    return root
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _tj(root, "run", "run.yaml", "--no-progress", *args)
+
+
+def test_a_changed_config_cannot_resume_when_manifest_is_garbled_and_checkpoint_and_summary_are_gone(tmp_path):
+    root = _workspace(tmp_path)
+    assert _run(root).returncode == 0
+    out = root / "out"
+    # What a run killed before its first summary leaves, with its derived files damaged or deleted.
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:120]))
+    (out / "results.idx").unlink()
+    (out / "summary.json").unlink()
+    (out / "checkpoint.json").unlink()
+    (out / "manifest.json").write_text("{garbled")
+    (root / "run.yaml").write_text(CONFIG % ", case_sensitive: true")
+    refused = _run(root)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cannot resume" in refused.stderr and "case_sensitive" in refused.stderr  # the key-by-key diff, from configs.jsonl
+    assert len((out / "results.jsonl").read_text().splitlines()) == 120  # nothing written
+
+    # Nothing left that records the config: the resume cannot prove it is the same, so it refuses too.
+    (out / "configs.jsonl").unlink()
+    (out / "manifest.json").write_text("{garbled")
+    unproven = _run(root)
+    assert unproven.returncode == 2 and "nothing else" in unproven.stderr, unproven.stderr
+    forced = _run(root, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((out / "summary.json").read_text())["results"] == N
+
+
+def test_the_same_config_resumes_from_configs_jsonl_alone(tmp_path):
+    root = _workspace(tmp_path)
+    assert _run(root).returncode == 0
+    out = root / "out"
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:120]))
+    for name in ("results.idx", "summary.json", "checkpoint.json"):
+        (out / name).unlink()
+    (out / "manifest.json").write_text("{garbled")
+    again = _run(root)
+    assert again.returncode == 0, again.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == N
+    assert len((out / "configs.jsonl").read_text().splitlines()) == 1  # one config: one entry, however many resumes
