@@ -27,6 +27,15 @@ def _workspace(root: Path, extra: str = "") -> Path:
     return root
 
 
+def _killed_early(out: Path, keep: int = 120) -> None:
+    # What a run killed before its first summary leaves (results only), its manifest garbled and derived files gone.
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:keep]))
+    for name in ("results.idx", "summary.json", "checkpoint.json"):
+        (out / name).unlink()
+    (out / "manifest.json").write_text("{garbled")
+
+
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return _tj(root, "run", "run.yaml", "--no-progress", *args)
 
@@ -35,13 +44,7 @@ def test_a_changed_config_cannot_resume_when_manifest_is_garbled_and_checkpoint_
     root = _workspace(tmp_path)
     assert _run(root).returncode == 0
     out = root / "out"
-    # What a run killed before its first summary leaves, with its derived files damaged or deleted.
-    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
-    (out / "results.jsonl").write_text("".join(lines[:120]))
-    (out / "results.idx").unlink()
-    (out / "summary.json").unlink()
-    (out / "checkpoint.json").unlink()
-    (out / "manifest.json").write_text("{garbled")
+    _killed_early(out)
     (root / "run.yaml").write_text(CONFIG % ", case_sensitive: true")
     refused = _run(root)
     assert refused.returncode == 2, refused.stdout + refused.stderr
@@ -62,11 +65,7 @@ def test_the_same_config_resumes_from_configs_jsonl_alone(tmp_path):
     root = _workspace(tmp_path)
     assert _run(root).returncode == 0
     out = root / "out"
-    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
-    (out / "results.jsonl").write_text("".join(lines[:120]))
-    for name in ("results.idx", "summary.json", "checkpoint.json"):
-        (out / name).unlink()
-    (out / "manifest.json").write_text("{garbled")
+    _killed_early(out)
     again = _run(root)
     assert again.returncode == 0, again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == N
