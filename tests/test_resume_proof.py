@@ -70,3 +70,30 @@ def test_the_same_config_resumes_from_configs_jsonl_alone(tmp_path):
     assert again.returncode == 0, again.stderr
     assert len((out / "results.jsonl").read_text().splitlines()) == N
     assert len((out / "configs.jsonl").read_text().splitlines()) == 1  # one config: one entry, however many resumes
+
+
+def test_run_report_and_compare_agree_on_a_line_overwritten_with_a_copy_of_another(tmp_path):
+    root = _workspace(tmp_path)
+    assert _run(root, "--run-dir", "clean").returncode == 0
+    assert _run(root).returncode == 0
+    results = root / "out" / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    lost = json.loads(lines[50])["case_id"]
+    lines[50] = lines[10]
+    results.write_text("".join(lines))
+    again = _run(root)
+    assert again.returncode == 0, again.stderr
+    assert "repeated result line skipped" in again.stderr and '"line": 51' in again.stderr
+    summary = json.loads((root / "out" / "summary.json").read_text())
+    assert summary["results"] == N
+    assert lost in {json.loads(x)["case_id"] for x in results.read_text().splitlines()[N:]}  # the lost case was redone
+    rep = _tj(root, "report", "out")
+    assert rep.returncode == 0, rep.stdout + rep.stderr  # one rule: the repeat is named, the run's count holds
+    assert "repeats an earlier line" in rep.stderr + rep.stdout
+    assert json.loads((root / "out" / "summary.json").read_text())["results"] == N
+    cmp = _tj(root, "compare", "clean", "out", "--json")
+    body = json.loads(cmp.stdout)
+    assert body["paired"] == N and body["results_b"] == N and body["repeats_b"] == 1, body
+    assert body["repeated_b"] == [f"{json.loads(lines[10])['case_id']}#0"]
+    text = _tj(root, "compare", "clean", "out")
+    assert "repeat a (case, trial) already read" in text.stdout

@@ -291,6 +291,13 @@ class RunJournal:
                             error=str(exc).splitlines()[0][:200])
                 continue
             k = result_key(r.case_id, r.trial)
+            if self.done.contains_hash(k) and k not in self.provisional:
+                # A second line for a finished (case, trial) is an edit (a line overwritten with a copy of
+                # another): never counted twice. `report` skips it by the same rule (`stages.reports.rebuild`).
+                damaged += 1
+                log.warning("repeated result line skipped; the first one counts", file=str(results), line=_line_at(results, offset - len(raw)),
+                            case_id=r.case_id, trial=r.trial)
+                continue
             self._account(r, k, raw.decode("utf-8").rstrip("\n"))
             self.done.add_hash(k)
             tail_keys += k.to_bytes(8, "little")

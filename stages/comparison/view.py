@@ -30,6 +30,10 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
         if bad:
             console.print(f"warning: {bad} line(s) of {side}'s results.jsonl are not results and were left out "
                           f"(`tracejudge report` on it names them)", highlight=False, markup=False, emoji=False)
+    for side, n, names in (("A", cmp.repeats_a, cmp.repeated_a), ("B", cmp.repeats_b, cmp.repeated_b)):
+        if n:
+            console.print(f"warning: {n} line(s) of {side}'s results.jsonl repeat a (case, trial) already read and were counted once: "
+                          f"{', '.join(names)}{' …' if n > len(names) else ''}", highlight=False, markup=False, emoji=False)
     if cmp.metrics_only_a or cmp.metrics_only_b:
         console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
                       f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)
