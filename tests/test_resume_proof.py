@@ -97,3 +97,32 @@ def test_run_report_and_compare_agree_on_a_line_overwritten_with_a_copy_of_anoth
     assert body["repeated_b"] == [f"{json.loads(lines[10])['case_id']}#0"]
     text = _tj(root, "compare", "clean", "out")
     assert "repeat a (case, trial) already read" in text.stdout
+
+
+def _forge_moments(cp: dict) -> None:
+    cp["aggregator"]["metrics"][0][1]["moments"]["n"] = 10**30
+
+
+def _forge_segments(cp: dict) -> None:
+    cp["segments"] = [{"segment": "one", "results": "many", "ended": 5}]
+
+
+def _forge_provisional(cp: dict) -> None:
+    cp["provisional"] = {str(k): "{}" for k in range(50_000)}
+
+
+@pytest.mark.parametrize("forge", [_forge_moments, _forge_segments, _forge_provisional])
+def test_checkpoint_values_that_validate_but_are_absurd_are_rebuilt_with_a_warning(tmp_path, forge):
+    root = _workspace(tmp_path)
+    assert _run(root).returncode == 0
+    out = root / "out"
+    want = json.loads((out / "summary.json").read_text())["metrics"]
+    cp = json.loads((out / "checkpoint.json").read_text())
+    forge(cp)
+    (out / "checkpoint.json").write_text(json.dumps(cp))
+    for n in range(2):  # the run that meets it warns and rebuilds; the next finds a sound checkpoint
+        again = _run(root)
+        assert again.returncode == 0, again.stderr
+        assert ("checkpoint not reused" in again.stderr) == (n == 0), again.stderr
+        got = json.loads((out / "summary.json").read_text())
+        assert got["results"] == N and got["metrics"] == want

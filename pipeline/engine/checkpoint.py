@@ -50,6 +50,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
+from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
@@ -267,7 +268,8 @@ class RunJournal:
         start = lines = crc = 0
         reused = False
         if cp is not None:
-            self.segments = list(cp.segments)
+            _, bad = typed_segments(cp.segments)
+            self.segments = list(cp.segments) if bad is None else []  # mistyped records: the run's history is lost, not trusted
             reused = self._reuse(cp, size, new_aggregator)
             if reused:
                 start, lines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
@@ -365,6 +367,8 @@ class RunJournal:
                 done, got_crc = _read_index(idx_path, nlines)
                 if got_crc != crc:
                     why = "results.idx does not match its checksum"
+                elif (absurd := implausible(cp, done)) is not None:
+                    why = f"its values cannot be true of results.jsonl ({absurd})"
                 else:
                     self.done = done
                     self.agg = agg
