@@ -28,7 +28,7 @@ __all__ = ["LISTED_FILES", "ManifestMismatch", "changed_since", "check", "config
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries", "executor", "processes", "ray_address"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries", "executor", "processes", "ray_address", "metric_timeout_s"},
     "limits": None,
     "budget": None,
     "cache": None,

@@ -46,6 +46,7 @@ from tracejudge.engine.executors.pump import Mapped, ordered_map
 from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_dir
+from tracejudge.stages.score import time_limit
 
 if TYPE_CHECKING:
     from tracejudge.stages.load.memory import MemorySource
@@ -174,8 +175,10 @@ async def run(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
             metric_specs=None if given else config.metrics, metrics=metrics if given else None,
             merge=_merge_case_metrics if config.judge is None else _merge_without_judge_metrics,
-            score=config.target is None, keep_case=True, fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
+            score=config.target is None, keep_case=True, metric_timeout_s=config.run.metric_timeout_s,
+            fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
         )
+        time_limit.set_default(config.run.metric_timeout_s)  # (`_built` is given: build() does not set it in this process)
         executor = open_executor(config, job)
         stages = build_stages(
             config, _per_case(metrics), run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
@@ -469,6 +472,10 @@ class _Flow:
                         written = self.journal.record(result)
                     if not written:
                         continue
+                    for key, score in result.scores.items():
+                        if score.value is None and score.reason.startswith("metric_timeout:"):
+                            log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
+                                        trial=result.trial, limit_s=self.config.run.metric_timeout_s)
                     self.new += 1
                     if self.on_result is not None:
                         self.on_result(result)

@@ -115,6 +115,7 @@ class CpuJob:
     merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]]
     score: bool
     keep_case: bool
+    metric_timeout_s: float | None = 60.0  # each metric call's limit (`run.metric_timeout_s`), set in every process that runs the job
     fmt: Format | None = field(default=None, repr=False)
     ctx: Any = field(default=None, repr=False)
     _built: tuple[Format, Any, list[Any]] | None = field(default=None, repr=False)
@@ -141,6 +142,9 @@ class CpuJob:
         """`(format, ctx, metrics)`, built once per process."""
         if self._built is None:
             from tracejudge.core import registry
+            from tracejudge.stages.score import time_limit
+
+            time_limit.set_default(self.metric_timeout_s)
 
             fmt = self.fmt or registry.format_for(self.format_name)
             ctx = self.ctx if self.fmt is not None else fmt.prepare(self.dataset)
