@@ -79,9 +79,8 @@ def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
         workers = [c for c in _children(proc.pid) if "tracejudge" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace").split("\0")[0]]
-        # A worker counts once it has been given work: wait for one to exist, then give it a moment.
-        if workers:
-            time.sleep(0.5)
+        # Kill one while the workers compute (results are coming), not while they start.
+        if workers and (tmp_path / "out" / "results.jsonl").exists():
             killed = workers[0]
             os.kill(killed, signal.SIGKILL)
         time.sleep(0.05)
@@ -114,3 +113,24 @@ def test_a_worker_dying_on_every_try_leaves_provisional_results_that_the_resume_
     assert rep.returncode == 0, rep.stdout + rep.stderr
     third = _run(tmp_path, {})
     assert third.returncode == 0 and len(_lines(tmp_path)) == N + len(dead)
+
+
+def test_workers_end_when_their_head_is_killed(tmp_path):
+    _workspace(tmp_path)
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+                            env={**os.environ, "SLOW_S": "0.05"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        time.sleep(0.1)
+    assert len(workers) >= 2
+    time.sleep(1.0)  # computing chunks, not idle
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [w for w in workers if Path(f"/proc/{w}").exists() and "Z" not in Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+        time.sleep(0.1)
+    assert not alive, f"orphaned workers still running: {alive}"
