@@ -126,3 +126,17 @@ def test_checkpoint_values_that_validate_but_are_absurd_are_rebuilt_with_a_warni
         assert ("checkpoint not reused" in again.stderr) == (n == 0), again.stderr
         got = json.loads((out / "summary.json").read_text())
         assert got["results"] == N and got["metrics"] == want
+
+
+def test_report_names_a_line_whose_score_value_was_edited_into_an_object(tmp_path):
+    root = _workspace(tmp_path)
+    assert _run(root).returncode == 0
+    results = root / "out" / "results.jsonl"
+    lines = results.read_text().splitlines()
+    edited = json.loads(lines[3])
+    edited["scores"]["ExactMatch"]["value"] = {"a": 1}
+    lines[3] = json.dumps(edited)
+    results.write_text("\n".join(lines) + "\n")
+    rep = _tj(root, "report", "out")
+    assert rep.returncode == 1, rep.stdout + rep.stderr  # a FAIL (a result is lost), not an internal error
+    assert "internal error" not in rep.stderr and "results.jsonl:4" in rep.stdout + rep.stderr

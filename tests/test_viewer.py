@@ -272,3 +272,14 @@ def test_root_compare_link_goes_from_the_baseline(server: str) -> None:
     # `--baseline last-night`: the baseline is the diff's old side (a), the first other run the new one (b).
     assert "a=last-night" in link.group(1) and "b=tonight" in link.group(1), link.group(1)
     assert link.group(2) == "Compare last-night → tonight"
+
+
+def test_a_trial_no_index_can_hold_is_a_400_not_a_500(server: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    for trial in (str(2**63), str(2**64 + 5), "-1"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(server + f"/run/tonight/case?id=x&trial={trial}")
+        assert err.value.code == 400, trial
+        assert "Traceback" not in err.value.read().decode()
