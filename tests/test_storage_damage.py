@@ -155,7 +155,7 @@ def test_a_deleted_or_garbled_manifest_still_refuses_a_config_change(tmp_path: P
             manifest.write_bytes(damage)
         else:
             manifest.unlink()
-        with pytest.raises(ManifestMismatch, match="checkpoint records this directory's config hash"):
+        with pytest.raises(ManifestMismatch, match="allow_extra"):  # the diff, from configs.jsonl
             _run(changed)
         assert _run(config).new_results == 0  # the same config resumes, and the manifest is written again
         assert json.loads(manifest.read_text())["config_hash"] == json.loads((run_dir / "summary.json").read_text())["config_hash"]

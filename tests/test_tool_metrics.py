@@ -116,6 +116,17 @@ def test_tool_calls_reuse_pairing_lets_one_call_meet_two_expectations():
     assert ToolCalls().evaluate(case).value == 0.666667
 
 
+def test_tool_calls_reuse_pairing_says_so_and_counts_the_duplicate_calls_it_credits():
+    # τ²-bench's rule credits a repeated call: [weather(NY), weather(SH)] vs [weather(SH), weather(SH)].
+    case = make_case([exp("weather", city="NY"), exp("weather", city="SH")], [call("weather", city="SH"), call("weather", city="SH")])
+    s = ToolCalls(pairing="reuse", arguments="exact").evaluate(case)
+    assert s.details["precision"] == 1.0 and s.value == 0.666667
+    assert s.details["duplicates_credited"] == 1
+    assert "pairing=reuse" in s.reason and "1 duplicate call(s) credited" in s.reason
+    plain = ToolCalls(arguments="exact").evaluate(case)
+    assert "duplicates_credited" not in plain.details and "reuse" not in plain.reason
+
+
 def test_failed_calls_switch():
     case = make_case([exp("f")], [call("f", error="boom")])
     assert ToolCalls().evaluate(case).value == 1.0  # cogitator records every call

@@ -294,3 +294,14 @@ def test_diff_only_between_runs_of_the_same_dataset(server: str) -> None:
     diff = get("/diff?a=hostile&b=tonight")
     assert 'id="not-comparable"' in diff and 'id="deltas"' not in diff
     assert "vs=hostile" not in get("/run/tonight/case?id=0-0&trial=0")  # no "beside" link to a run of other cases
+
+
+def test_a_trial_no_index_can_hold_is_a_400_not_a_500(server: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    for trial in (str(2**63), str(2**64 + 5), "-1"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(server + f"/run/tonight/case?id=x&trial={trial}")
+        assert err.value.code == 400, trial
+        assert "Traceback" not in err.value.read().decode()

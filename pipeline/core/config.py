@@ -342,6 +342,8 @@ class RunSection(_Strict):
     in a pool of `processes` worker processes (default: the machine's cores;
     `processes: 1` means in-process), `ray` on the Ray cluster at
     `ray_address` (none: a local one; `tracejudge.engine.executors.ray_executor`).
+    `metric_timeout_s` bounds each deterministic metric call (None: unbounded); a call cut
+    there scores `value: null` with a `metric_timeout:` reason and the run goes on.
     """
 
     dir: Path = Path("runs/default")
@@ -355,6 +357,7 @@ class RunSection(_Strict):
     processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)
     ray_address: str | None = None
     shard: str | None = None
+    metric_timeout_s: float | None = Field(default=60.0, gt=0)
 
     @field_validator("shard", mode="before")
     @classmethod

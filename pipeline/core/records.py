@@ -247,6 +247,9 @@ class Status(str, Enum):
 # fault). `invalid_input` is final: the same record fails the same way again.
 RETRYABLE_STATUSES = frozenset({"judge_error", "target_error", "rate_limited"})
 PROVISIONAL_STATUSES = RETRYABLE_STATUSES | {"skipped_budget"}
+# An `invalid_input` whose error has this kind says nothing about the record either: the worker
+# process computing it died (killed, out of memory). It is retried like the statuses above.
+WORKER_ERROR = "worker_error"
 
 
 # A judge failure or a budget skip happens after the deterministic metrics ran: their

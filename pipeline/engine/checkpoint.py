@@ -47,9 +47,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import RETRYABLE_STATUSES, CaseResult, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
+from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
@@ -276,7 +277,8 @@ class RunJournal:
         start = lines = crc = 0
         reused = False
         if cp is not None:
-            self.segments = list(cp.segments)
+            _, bad = typed_segments(cp.segments)
+            self.segments = list(cp.segments) if bad is None else []  # mistyped records: the run's history is lost, not trusted
             reused = self._reuse(cp, size, new_aggregator)
             if reused:
                 start, lines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
@@ -300,6 +302,13 @@ class RunJournal:
                             error=str(exc).splitlines()[0][:200])
                 continue
             k = result_key(r.case_id, r.trial)
+            if self.done.contains_hash(k) and k not in self.provisional:
+                # A second line for a finished (case, trial) is an edit (a line overwritten with a copy of
+                # another): never counted twice. `report` skips it by the same rule (`stages.reports.rebuild`).
+                damaged += 1
+                log.warning("repeated result line skipped; the first one counts", file=str(results), line=_line_at(results, offset - len(raw)),
+                            case_id=r.case_id, trial=r.trial)
+                continue
             self._account(r, k, raw.decode("utf-8").rstrip("\n"))
             self.done.add_hash(k)
             tail_keys += k.to_bytes(8, "little")
@@ -367,6 +376,8 @@ class RunJournal:
                 done, got_crc = _read_index(idx_path, nlines)
                 if got_crc != crc:
                     why = "results.idx does not match its checksum"
+                elif (absurd := implausible(cp, done)) is not None:
+                    why = f"its values cannot be true of results.jsonl ({absurd})"
                 else:
                     self.done = done
                     self.agg = agg
@@ -439,7 +450,7 @@ class RunJournal:
         if result.status is Status.skipped_budget:
             self.provisional[key] = line
             return
-        if result.status.value in RETRYABLE_STATUSES:
+        if result.status.value in RETRYABLE_STATUSES or (result.error is not None and result.error.kind == WORKER_ERROR):
             n = self.failures[key] = self.failures.get(key, 0) + 1
             if n <= self.max_retries:
                 self.provisional[key] = line

@@ -28,7 +28,7 @@ __all__ = ["LISTED_FILES", "ManifestMismatch", "changed_since", "check", "config
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
-    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries", "executor", "processes", "ray_address"},
+    "run": {"dir", "workers", "queue_size", "chunk_size", "flush_every", "max_resume_retries", "executor", "processes", "ray_address", "metric_timeout_s"},
     "limits": None,
     "budget": None,
     "cache": None,
@@ -328,16 +328,22 @@ def _folder_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return lines or ["the same files, hashed differently (written by another version?)"]
 
 
-def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force: bool, recorded_hash: str | None = None) -> list[str]:
+def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force: bool, recorded_hash: str | None = None,
+          *, unproven: bool = False) -> list[str]:
     """Compare manifests; return the changes (empty when none, or no old manifest and no recorded hash).
 
     `recorded_hash` is the config hash the run directory's last segment ran
     with (from its checkpoint), used when the manifest is missing or
     unreadable: a different hash is a change, though which keys changed
-    cannot be listed. Raises `ManifestMismatch` listing the changes unless
+    cannot be listed. `unproven` says the directory holds results but nothing
+    records their config: that is a change too (the config cannot be shown
+    to be the same). Raises `ManifestMismatch` listing the changes unless
     `force` is set.
     """
-    if old is None:
+    if old is None and unproven and recorded_hash is None:
+        changes = ["config: the directory holds results, but manifest.json is missing or unreadable and nothing else "
+                   "(configs.jsonl, checkpoint.json, summary.json) records the config they were computed with"]
+    elif old is None:
         if recorded_hash is None or recorded_hash == new["config_hash"]:
             return []
         changes = [f"config: manifest.json is missing or unreadable, and the checkpoint records this directory's config hash "

@@ -33,8 +33,9 @@ from tracejudge.core import registry
 from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
 from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import CaseResult, ErrorInfo, Status
+from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
+from tracejudge.engine import config_journal
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.admit import Admission, safe_text
@@ -45,6 +46,7 @@ from tracejudge.engine.executors.pump import Mapped, ordered_map
 from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_dir
+from tracejudge.stages.score import time_limit
 
 if TYPE_CHECKING:
     from tracejudge.stages.load.memory import MemorySource
@@ -173,8 +175,10 @@ async def run(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
             metric_specs=None if given else config.metrics, metrics=metrics if given else None,
             merge=_merge_case_metrics if config.judge is None else _merge_without_judge_metrics,
-            score=config.target is None, keep_case=True, fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
+            score=config.target is None, keep_case=True, metric_timeout_s=config.run.metric_timeout_s,
+            fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
         )
+        time_limit.set_default(config.run.metric_timeout_s)  # (`_built` is given: build() does not set it in this process)
         executor = open_executor(config, job)
         stages = build_stages(
             config, _per_case(metrics), run_dir=run_dir, prior_judge=_prior_judge(run_dir, journal.judge_spent),
@@ -257,13 +261,19 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
         # No result was computed with the recorded config: nothing to protect, nothing to diff against.
         previous = None
         recorded = None
-    else:  # A lost or garbled manifest does not hide a config change: the checkpoint's segments record their config hash.
+    else:  # A lost or garbled manifest does not hide a config change: configs.jsonl (never derived) records every config,
+        # the checkpoint's segments and summary.json their hashes; a directory where none says is refused (unproven).
         recorded = None if previous else recorded_config_hash(run_dir)
+    journaled = config_journal.last(run_dir) if previous is None and store.has_results(run_dir) else None
     if manifest_mod.known_config(previous, manifest):
         changes: list[str] = []  # a config this directory's results were already computed with (its history)
+    elif journaled is not None:
+        changes = manifest_mod.check(run_dir, journaled, manifest, force)
     else:
-        changes = manifest_mod.check(run_dir, previous, manifest, force, recorded)
+        unproven = previous is None and recorded is None and store.has_results(run_dir)
+        changes = manifest_mod.check(run_dir, previous, manifest, force, recorded, unproven=unproven)
     manifest = manifest_mod.with_history(previous, manifest, changes)
+    config_journal.append(run_dir, manifest)
     if previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]:
         store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest, changes
@@ -401,9 +411,8 @@ class _Flow:
                     self.cut_short = True
                     continue
                 out = mapped.out
-                if out is None and mapped.broken is not None:  # the worker died: its cases are recorded as errors
-                    out = [Extracted(raw.file, raw.line, error=(raw_case_id(raw), ErrorInfo(kind="worker_error", message=mapped.broken,
-                                                                                               file=raw.file, line=raw.line))) for raw in mapped.chunk]
+                if out is None and mapped.broken is not None:
+                    out = self.worker_died(mapped, raw_case_id)
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True
                     continue
@@ -411,6 +420,31 @@ class _Flow:
                          for w in self.admission.works(item, mapped.started)]
                 self.live.in_flight += len(works)
                 await _emit(send, works, single)
+
+    def worker_died(self, mapped: Mapped, raw_case_id: Callable[[Any], str]) -> list[Extracted] | None:
+        """The results of a chunk whose worker died: provisional `worker_error`s under the cases' real ids.
+
+        A worker's death (the OOM killer, a crash in C code) is an infrastructure fault, not the
+        record's: the journal keeps these results provisional, so the next segment redoes them and
+        its results supersede these lines. A record whose id cannot be read without extracting it
+        is not written at all (a `file:line` key would never be superseded): the run counts as
+        cut short and the resume redoes it. Returns None when nothing of the chunk is written.
+        """
+        out = []
+        for raw in mapped.chunk:
+            cid = self.peek(raw.payload) if self.peek is not None and raw.error is None else None
+            if cid is None and isinstance(raw.payload, dict) and raw.error is None:
+                cid = raw_case_id(raw) if isinstance(raw.payload.get("id"), (str, int)) else None
+            if cid is None and raw.error is not None:
+                cid = raw_case_id(raw)  # unreadable anyway: extract would report it under this key too
+            if cid is None:
+                self.cut_short = True
+                continue
+            out.append(Extracted(raw.file, raw.line, error=(cid, ErrorInfo(kind=WORKER_ERROR, message=mapped.broken or "",
+                                                                           file=raw.file, line=raw.line))))
+        log.warning("a worker process died; its cases are provisional and redone by the next run",
+                    cases=len(out), not_written=len(mapped.chunk) - len(out), error=(mapped.broken or "")[:200])
+        return out or None
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
         async with recv, send:
@@ -453,6 +487,10 @@ class _Flow:
                         written = self.journal.record(result)
                     if not written:
                         continue
+                    for key, score in result.scores.items():
+                        if score.value is None and score.reason.startswith("metric_timeout:"):
+                            log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
+                                        trial=result.trial, limit_s=self.config.run.metric_timeout_s)
                     self.new += 1
                     if self.on_result is not None:
                         self.on_result(result)

@@ -25,6 +25,7 @@ from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
+from tracejudge.engine.keyset import KeySet, result_key
 
 __all__ = ["Shard", "expand", "is_shard", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
 
@@ -137,8 +138,9 @@ def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
     `complete` only when every shard finished and every shard 1..N is there.
 
     Raises `TracejudgeError` when the directories are runs of different
-    configs or datasets, repeat a shard, mix splits, or when `out` holds a
-    run that is not a merge (it is never overwritten).
+    configs or datasets, repeat a shard, mix splits, hold a result whose id
+    hashes to another shard than its directory's, repeat a (case, trial), or
+    when `out` holds a run that is not a merge (it is never overwritten).
     """
     if not dirs:
         raise TracejudgeError("no run directories to merge")
@@ -174,14 +176,55 @@ def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
     manifest = {**{k: v for k, v in first.items() if k not in ("config", "shard")}, "config": config,
                 "config_hash": first.get("config_hash_unsharded"), MERGED_KEY: [str(d) for d in dirs], "missing_shards": missing}
     store.atomic_write_text(out / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
-    with open(out / f".{store.RESULTS}.tmp", "wb") as fh:
-        for d in dirs:
-            for line in store.iter_current_result_lines(Path(d) / store.RESULTS):
-                fh.write(line if line.endswith(b"\n") else line + b"\n")
-    (out / f".{store.RESULTS}.tmp").replace(out / store.RESULTS)
+    tmp = out / f".{store.RESULTS}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            seen_keys = KeySet()
+            for d, _, s in described:
+                for lineno, line in store.iter_current_numbered(Path(d) / store.RESULTS):
+                    _check_line(Path(d), lineno, line, s, seen_keys, dirs)
+                    fh.write(line if line.endswith(b"\n") else line + b"\n")
+    except TracejudgeError:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(out / store.RESULTS)
     figures = {"config_hash": manifest["config_hash"], **_merged_run_figures(dirs, missing)}
     store.atomic_write_text(out / store.SUMMARY, json.dumps(figures, indent=2) + "\n")
     return out
+
+
+def _check_line(run_dir: Path, lineno: int, line: bytes, shard: Shard | None, seen: KeySet, dirs: Sequence[Path]) -> None:
+    """Refuse (`TracejudgeError`) a result that its shard's hash does not assign to it, or a repeated (case, trial).
+
+    The labels (manifest, directory name) are not trusted: every result is checked by the same
+    hash that assigned it (`shard_index`), so a shard copied under another label, or results
+    moved between shard directories, cannot merge into a run that looks complete.
+    """
+    from tracejudge.engine.admit import safe_text
+
+    where = f"{run_dir / store.RESULTS}:{lineno}"
+    key = store.line_key(line)
+    if key is None:
+        raise TracejudgeError(f"cannot merge: {where} is not a result line (no case_id/trial)")
+    case_id, trial = key
+    if shard is not None:
+        home = shard_index(safe_text(case_id), shard[1])
+        if home != shard[0]:
+            raise TracejudgeError(f"cannot merge: {where}: case {case_id!r} belongs to shard {home}/{shard[1]}, "
+                                  f"but the directory says it is shard {shard[0]}/{shard[1]} (a relabelled or mixed-up shard)")
+    if not seen.add_hash(result_key(case_id, trial)):
+        first = _first_place(dirs, case_id, trial)
+        raise TracejudgeError(f"cannot merge: {where}: case {case_id!r} trial {trial} is repeated"
+                              + (f" (first at {first})" if first else "") + "; each (case, trial) must come from one shard, once")
+
+
+def _first_place(dirs: Sequence[Path], case_id: str, trial: int) -> str | None:
+    # Only on the error path: where the first copy of a repeated (case, trial) is.
+    for d in dirs:
+        for lineno, line in store.iter_current_numbered(Path(d) / store.RESULTS):
+            if store.line_key(line) == (case_id, trial):
+                return f"{Path(d) / store.RESULTS}:{lineno}"
+    return None
 
 
 def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, Any]:

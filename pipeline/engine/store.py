@@ -310,14 +310,16 @@ def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
 
 SKIPPED_MARK = b'"status":"skipped_budget"'
 # Statuses a later line of the same (case, trial) supersedes (`records.PROVISIONAL_STATUSES`).
-PROVISIONAL_MARKS = (SKIPPED_MARK, b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"')
+PROVISIONAL_MARKS = (SKIPPED_MARK, b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"',
+                     b'"kind":"worker_error"')  # a dead worker's case (`records.WORKER_ERROR`)
 
 
 def _provisional(line: bytes) -> bool:
     return any(mark in line for mark in PROVISIONAL_MARKS)
 
 
-def _line_key(line: bytes) -> tuple[str, int] | None:
+def line_key(line: bytes) -> tuple[str, int] | None:
+    """`(case_id, trial)` of a result line, or None when it is not JSON with those fields."""
     try:
         data = pydantic_core.from_json(line)
         return str(data["case_id"]), int(data.get("trial", 0))
@@ -340,7 +342,7 @@ def superseded_lines(path: Path) -> set[int]:
         marked = _provisional(line)
         if not (marked or pending):
             continue
-        key = _line_key(line)
+        key = line_key(line)
         if key is None:
             continue
         if key in pending:

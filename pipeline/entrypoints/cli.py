@@ -212,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here at the latest, not at interpreter exit
         return code
     except KeyboardInterrupt:
-        # Ctrl-C outside a run's own signal handling (loading a config, a report).
+        # Ctrl-C outside a run's own signal handling (loading a config, a report). A second one
+        # while the process exits must not turn the exit into a traceback or a death by SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
@@ -450,36 +452,10 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
     async def main_task() -> None:
         stop = anyio.Event()
         live = LiveStatus()
-        progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
-        if progress is not None:
-            progress.attach(live)
 
-        async def tick() -> None:
-            # Figures that change without a new result: a stalled bar says what it waits on, a stop drains.
-            assert progress is not None
-            while True:
-                await anyio.sleep(0.5)
-                progress.tick()
-
-        async def count_total() -> None:
-            # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
-            from tracejudge.core import registry
-
-            def count() -> int:
-                fmt = registry.format_for(config.dataset.format)
-                index = Path(run_dir or config.run.dir) / store.INDEX
-                prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
-                records = sum(1 for _ in fmt.read(config.dataset))
-                if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
-                    records = -(-records // int(config.run.shard.split("/")[1]))
-                return max(records * config.run.trials - prior, 0)
-
-            n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
-            if progress is not None:
-                progress.set_total(n)
-
-        async def watch_signals(scope: anyio.CancelScope) -> None:
+        async def watch_signals(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
                 count = 0
                 async for signum in signals:
                     count += 1
@@ -493,12 +469,44 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
                         scope.cancel()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_signals, tg.cancel_scope)
+            # Signals are received from here on, before anything slow starts (the run's set-up is synchronous up to
+            # its first await): a Ctrl-C during set-up stops the run as soon as it looks, a second one aborts it.
+            await tg.start(watch_signals, tg.cancel_scope)
+            progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
+            if progress is not None:
+                progress.attach(live)
+
+            async def tick() -> None:
+                # Figures that change without a new result: a stalled bar says what it waits on, a stop drains.
+                assert progress is not None
+                while True:
+                    await anyio.sleep(0.5)
+                    progress.tick()
+
+            async def count_total() -> None:
+                # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
+                from tracejudge.core import registry
+
+                def count() -> int:
+                    fmt = registry.format_for(config.dataset.format)
+                    index = Path(run_dir or config.run.dir) / store.INDEX
+                    prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
+                    records = sum(1 for _ in fmt.read(config.dataset))
+                    if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
+                        records = -(-records // int(config.run.shard.split("/")[1]))
+                    return max(records * config.run.trials - prior, 0)
+
+                n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
+                if progress is not None:
+                    progress.set_total(n)
+
             if progress is not None and not registry.format_for(config.dataset.format).remote:
                 tg.start_soon(count_total)  # a server's traces are not read twice for an ETA
             if progress is not None:
                 tg.start_soon(tick)
             try:
+                if stop.is_set():
+                    return  # stopped before the run began: nothing started, nothing to write
                 outcome_box["o"] = await runner.run(
                     config, run_dir=run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None, live=live,

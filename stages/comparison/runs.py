@@ -102,12 +102,19 @@ class Comparison:
     metrics_only_a: list[str] = field(default_factory=list)  # scored in one run only: not compared
     metrics_only_b: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # judges or metric options that differ (`tracejudge.stages.comparison.identity`)
+    # Lines repeating a (case, trial) already read on that side (an edited file): counted once, the
+    # first line's values used; each names the first few repeats as "case_id#trial".
+    repeated_a: list[str] = field(default_factory=list)
+    repeated_b: list[str] = field(default_factory=list)
+    repeats_a: int = 0
+    repeats_b: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "run_a": self.run_a, "run_b": self.run_b, "results_a": self.results_a, "results_b": self.results_b,
             "paired": self.paired, "only_a": self.only_a, "only_b": self.only_b, "test": self.test,
             "unreadable_a": self.unreadable_a, "unreadable_b": self.unreadable_b,
+            "repeats_a": self.repeats_a, "repeats_b": self.repeats_b, "repeated_a": self.repeated_a, "repeated_b": self.repeated_b,
             "metrics_only_a": self.metrics_only_a, "metrics_only_b": self.metrics_only_b,
             "metrics": {k: v.as_dict() for k, v in self.metrics.items()}, "warnings": self.warnings,
         }
@@ -160,7 +167,12 @@ def compare_runs(
     bad_a, bad_b = [0], [0]
     # Pass 1 needs the metric list before indexing values; discover it from A's first
     # lines lazily: values are stored by position in `keys`, which only grows.
+    rep_a: list[str] = []
+    rep_b: list[str] = []
+    repeats = [0, 0]
     for res in _results_of(dirs_a, bad_a):
+        if _repeat(_key(res), index, rep_a, repeats, 0):
+            continue
         results_a += 1
         if discover:
             for k in res.get("scores") or {}:
@@ -177,10 +189,12 @@ def compare_runs(
     results_b = paired = only_b = 0
     keys_b: dict[str, None] = {}
     for res in _results_of(dirs_b, bad_b):
+        key = _key(res)
+        if _repeat(key, seen_b, rep_b, repeats, 1):
+            continue
         results_b += 1
         for k in res.get("scores") or {}:
             keys_b[k] = None
-        key = _key(res)
         seen_b.add(key)
         a_vals = index.get(key)
         if a_vals is None:
@@ -241,7 +255,18 @@ def compare_runs(
                       unreadable_a=bad_a[0], unreadable_b=bad_b[0], warnings=identity_warnings(dirs_a, dirs_b, keys),
                       # (only when the metrics were discovered: metrics asked for by name are compared, or show 0 pairs)
                       metrics_only_a=[k for k in keys if k not in keys_b] if discover else [],
-                      metrics_only_b=[k for k in keys_b if k not in out] if discover else [])
+                      metrics_only_b=[k for k in keys_b if k not in out] if discover else [],
+                      repeated_a=rep_a, repeated_b=rep_b, repeats_a=repeats[0], repeats_b=repeats[1])
+
+
+def _repeat(key: tuple[str, int], seen: Any, names: list[str], counts: list[int], side: int) -> bool:
+    # A (case, trial) already read on this side: counted once (a run writes one standing line per key).
+    if key not in seen:
+        return False
+    counts[side] += 1
+    if len(names) < 5:
+        names.append(f"{key[0]}#{key[1]}")
+    return True
 
 
 # A moved pair: (|delta|, case_id, trial, value in A, value in B).

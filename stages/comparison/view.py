@@ -54,6 +54,10 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
                           f"(`tracejudge report` on it names them)", highlight=False, markup=False, emoji=False)
     for line in cmp.warnings:
         console.print(f"warning: {line}", highlight=False, markup=False, emoji=False, soft_wrap=True)
+    for side, n, names in (("A", cmp.repeats_a, cmp.repeated_a), ("B", cmp.repeats_b, cmp.repeated_b)):
+        if n:
+            console.print(f"warning: {n} line(s) of {side}'s results.jsonl repeat a (case, trial) already read and were counted once: "
+                          f"{', '.join(names)}{' …' if n > len(names) else ''}", highlight=False, markup=False, emoji=False)
     if cmp.metrics_only_a or cmp.metrics_only_b:
         console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
                       f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)

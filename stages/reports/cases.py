@@ -51,6 +51,21 @@ class CaseMaterial:
     trials: int
 
 
+def _plausible(res: dict[str, Any]) -> bool:
+    # What the reports compute with, checked cheaply (no model validation per line): scores are
+    # objects whose value is a number or null, the trial an integer.
+    scores = res.get("scores") or {}
+    if not isinstance(scores, dict) or not isinstance(res.get("trial", 0), int):
+        return False
+    for s in scores.values():
+        if not isinstance(s, dict):
+            return False
+        v = s.get("value")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            return False
+    return True
+
+
 def _row(res: dict[str, Any]) -> CaseRow:
     err = res.get("error") or {}
     msg = ""
@@ -83,6 +98,8 @@ def collect_cases(
     total = 0
     max_trial = 0
     for seq, res in enumerate(iter_results(run_dir)):
+        if not _plausible(res):
+            continue  # not a result (an edited value): the summary's rebuild named its line and left it out too
         if on_result is not None:
             on_result(res)
         total += 1

@@ -8,14 +8,17 @@ that define `async def aevaluate` (custom async metrics); the stage uses it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
+import anyio
+
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import SpecError
 from tracejudge.core.work import Stage, Work
-from tracejudge.stages.score import pass_at_k, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
+from tracejudge.stages.score import pass_at_k, time_limit, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
 from tracejudge.stages.score.arguments import ArgumentCorrectness
 from tracejudge.stages.score.base import Metric, ToolMetric
 from tracejudge.stages.score.budget import MaxModelRequests, MaxToolCalls
@@ -59,23 +62,35 @@ __all__ = [
 
 
 def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
-    """Scores of one case by metric key, in the metrics' order."""
+    """Scores of one case by metric key, in the metrics' order; each call bounded by `run.metric_timeout_s` (`time_limit`)."""
     scores: dict[str, Score] = {}
     for metric in metrics:
         try:
-            scores[metric.key] = metric.evaluate(case)
+            with time_limit.limit():
+                scores[metric.key] = metric.evaluate(case)
+        except time_limit.MetricTimeout:
+            scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
     return scores
 
 
 async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
-    """`score_case`, awaiting each metric's `aevaluate` when it has one."""
+    """`score_case`, awaiting each metric's `aevaluate` when it has one (cancelled at the time limit)."""
     scores: dict[str, Score] = {}
     for metric in metrics:
         try:
             aevaluate = _aevaluate_of(type(metric))
-            scores[metric.key] = await aevaluate(metric, case) if aevaluate is not None else metric.evaluate(case)
+            if aevaluate is None:
+                with time_limit.limit():
+                    scores[metric.key] = metric.evaluate(case)
+                continue
+            with anyio.move_on_after(time_limit.seconds() or math.inf) as scope:
+                scores[metric.key] = await aevaluate(metric, case)
+            if scope.cancelled_caught:
+                scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
+        except time_limit.MetricTimeout:
+            scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
     return scores

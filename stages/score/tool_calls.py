@@ -144,9 +144,16 @@ class ToolCalls(ToolMetric):
             "recall": round(recall, 6),
             "f1": round(f1, 6),
         }
+        reuse = ""
+        if self.pairing == "reuse":
+            # τ²-bench's rule, kept as τ² computes it: every compatible call counts as matched, so a
+            # repeated call is credited though no expectation of its own asked for it. Said, and counted.
+            credited = len(paired_a - {j for _, j in pairs_local})
+            details["duplicates_credited"] = credited
+            reuse = f", pairing=reuse (τ²-bench: a call may meet several expectations; {credited} duplicate call(s) credited as matched)"
         parts = [
             f"matched {k}/{len(expected)} expected and {len(paired_a)}/{len(actual)} actual calls "
-            f"(arguments={self.arguments}, {self.order}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
+            f"(arguments={self.arguments}, {self.order}{reuse}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
         ]
         # A call is often named in `missing`, `unexpected` and the divergence alike: render each once.
         rendered: dict[int, str] = {}

@@ -33,7 +33,9 @@ An executor is built by a factory `(config, job) -> Executor` (see
   executor kills whatever is still computing (a worker stuck in a long C
   call). A cancelled chunk's cases are not written, so a resume redoes them.
 - A worker that dies (`ExecutorBroken`) costs its chunk's cases, not the run:
-  the runner records them as `invalid_input` with kind `worker_error`.
+  the runner records them under their real ids as `invalid_input` with kind
+  `worker_error`, provisional (an infrastructure fault): the next run redoes
+  them and its results supersede those lines.
 - The job travels as the small picklable `CpuJob` (format name, dataset
   config, metric specs); a worker rebuilds the adapter and metrics from it
   once (`CpuJob.build`) and keeps them for the job's later chunks. A job
@@ -113,6 +115,7 @@ class CpuJob:
     merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]]
     score: bool
     keep_case: bool
+    metric_timeout_s: float | None = 60.0  # each metric call's limit (`run.metric_timeout_s`), set in every process that runs the job
     fmt: Format | None = field(default=None, repr=False)
     ctx: Any = field(default=None, repr=False)
     _built: tuple[Format, Any, list[Any]] | None = field(default=None, repr=False)
@@ -139,6 +142,9 @@ class CpuJob:
         """`(format, ctx, metrics)`, built once per process."""
         if self._built is None:
             from tracejudge.core import registry
+            from tracejudge.stages.score import time_limit
+
+            time_limit.set_default(self.metric_timeout_s)
 
             fmt = self.fmt or registry.format_for(self.format_name)
             ctx = self.ctx if self.fmt is not None else fmt.prepare(self.dataset)

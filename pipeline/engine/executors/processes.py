@@ -26,8 +26,12 @@ regular expression — and the pool starts a fresh one when needed.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
+import os
 import pickle
+import signal
+import sys
 from types import TracebackType
 from typing import Any
 
@@ -47,9 +51,30 @@ INLINE_RECORDS = 256
 
 # In a worker: the job it has rebuilt, by hash (one run at a time per worker).
 _JOBS: dict[str, CpuJob] = {}
+# In a worker: the head whose death ends it, once the parent-death signal is set (`_die_with`).
+_WATCHING: list[int] = []
 
 
-def _run(key: str, blob: bytes, chunk: list[Any]) -> list[Extracted]:
+def _die_with(parent: int) -> None:
+    """End this worker when process `parent` dies: Linux's parent-death signal (prctl), set once per worker.
+
+    A head killed with SIGKILL cannot stop its workers; without this they would keep computing
+    (and holding memory) as orphans. Elsewhere nothing is set: idle workers still end when
+    their pipe from the head closes.
+    """
+    if _WATCHING:
+        return
+    _WATCHING.append(parent)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:  # the head died before the signal was set
+        os._exit(1)
+
+
+def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Extracted]:
+    if parent:
+        _die_with(parent)
     job = _JOBS.get(key)
     if job is None:
         job = pickle.loads(blob)
@@ -57,6 +82,13 @@ def _run(key: str, blob: bytes, chunk: list[Any]) -> list[Extracted]:
         _JOBS.clear()  # drop an earlier run's adapter and metrics
         _JOBS[key] = job
     return job.run(chunk)
+
+
+def _cannot_start(exc: BaseException) -> bool:
+    # A worker whose start-up raised (the parent's script fails when imported), as opposed to one
+    # killed while starting (its pipe just ended): only the first fails the same way every time.
+    died = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+    return "initialization" in str(exc) and not isinstance(exc.__cause__, died)
 
 
 def _builtin(job: CpuJob) -> bool:
@@ -102,10 +134,11 @@ class ProcessExecutor:
     async def _warm(self) -> None:
         # Start a worker and build the job in it; a failure here is met again, and reported, by `map`.
         with contextlib.suppress(Exception):
-            await to_process.run_sync(_run, self.key, self.blob, [], cancellable=True, limiter=self.limiter)
+            await to_process.run_sync(_run, self.key, self.blob, [], os.getpid(), cancellable=True, limiter=self.limiter)
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
-        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies.
+        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies
+        twice on it (the chunk is tried once more in a fresh worker after the first death).
 
         A worker that cannot even start (the parent's script raises when a
         worker imports it) would fail every chunk alike: the rest of the run
@@ -125,12 +158,21 @@ class ProcessExecutor:
             return out
         self.inline_left = 0
         try:
-            return await to_process.run_sync(_run, self.key, self.blob, chunk, cancellable=True, limiter=self.limiter)
+            try:
+                return await to_process.run_sync(_run, self.key, self.blob, chunk, os.getpid(), cancellable=True, limiter=self.limiter)
+            except (anyio.BrokenWorkerProcess, ProcessLookupError) as exc:  # (anyio kills a worker that died starting: already gone)
+                if _cannot_start(exc) or isinstance(exc.__cause__, UnguardedScript):
+                    raise  # a worker that cannot start fails the same way again (handled below)
+                # Killed from outside (the OOM killer, a stray SIGKILL): a fresh worker tries the chunk once more.
+                log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk))
+                return await to_process.run_sync(_run, self.key, self.blob, chunk, os.getpid(), cancellable=True, limiter=self.limiter)
+        except ProcessLookupError as exc:
+            raise ExecutorBroken(f"the worker process died while starting, twice: {exc}") from exc
         except anyio.BrokenWorkerProcess as exc:
             cause = exc.__cause__
             if isinstance(cause, UnguardedScript):
                 raise cause from None  # no worker can start: stop the run, do not fail every case
-            if cause is not None and "initialization" in str(exc):
+            if cause is not None and _cannot_start(exc):
                 why = f"{type(cause).__name__}: {cause}"
                 if self.unstartable is None:  # (chunks in flight together all meet it: one warning)
                     log.warning("worker processes cannot start; extract and score run in-process", reason=why[:300])

@@ -1,0 +1,136 @@
+"""Dead worker processes: an infrastructure fault, never a final result (real processes, SIGKILL).
+
+A worker killed from outside (what the OOM killer does) costs nothing: its chunk is tried once
+more in a fresh worker. A chunk whose worker dies every time is written as provisional
+`worker_error` results under the cases' real ids, which the next run redoes and supersedes,
+so no `file:line` result is left behind and the gate passes once the cases are scored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+N = 600
+
+METRIC = textwrap.dedent("""\
+    import os, signal, time
+    import tracejudge
+
+    @tracejudge.metric
+    def slow(case, trace) -> bool:
+        time.sleep(float(os.environ.get("SLOW_S", "0")))
+        doom = os.environ.get("DOOM_CASE")
+        if doom and case.id == doom:
+            os.kill(os.getpid(), signal.SIGKILL)  # this worker dies on this case, every time
+        return True
+""")
+
+
+def _workspace(root: Path) -> None:
+    (root / "faultmetric.py").write_text(METRIC)
+    with open(root / "cases.jsonl", "w") as fh:
+        for i in range(N):
+            fh.write(json.dumps({"id": f"case-{i:04d}", "input": "hi", "trace": {"steps": [{"thought": "ok"}], "output": "hello"}}) + "\n")
+    (root / "run.yaml").write_text(
+        "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: 'faultmetric:slow'}\n"
+        "run: {dir: out, processes: 2, executor: processes}\nassertions: {max_invalid_share: 0.0}\n"
+    )
+
+
+def _run(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=root, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=240)
+
+
+def _lines(root: Path) -> list[dict]:
+    return [json.loads(x) for x in (root / "out" / "results.jsonl").read_text().splitlines()]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _report(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=root, capture_output=True, text=True, timeout=120)
+
+
+def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
+    _workspace(tmp_path)
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+                            env={**os.environ, "SLOW_S": "0.01"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        workers = [c for c in _children(proc.pid) if "tracejudge" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace").split("\0")[0]]
+        # Kill one while the workers compute (results are coming), not while they start.
+        if workers and (tmp_path / "out" / "results.jsonl").exists():
+            killed = workers[0]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=240)
+    assert killed is not None, err
+    assert proc.returncode == 0, err
+    assert "tried once more in a fresh worker" in err
+    got = _lines(tmp_path)
+    assert len(got) == N and {r["status"] for r in got} == {"ok"}, err
+    assert all(r["case_id"].startswith("case-") for r in got)
+
+
+def test_a_worker_dying_on_every_try_leaves_provisional_results_that_the_resume_replaces(tmp_path):
+    _workspace(tmp_path)
+    first = _run(tmp_path, {"DOOM_CASE": "case-0300"})
+    lines = _lines(tmp_path)
+    dead = [r for r in lines if r["error"] and r["error"]["kind"] == "worker_error"]
+    assert dead, first.stderr
+    assert "case-0300" in {r["case_id"] for r in dead}
+    assert all(r["case_id"].startswith("case-") for r in lines), "a dead worker's cases are keyed by their real ids"
+    assert first.returncode == 1  # the gate counts them while they stand
+    assert "worker process died" in first.stderr
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    lines = _lines(tmp_path)
+    assert len(lines) == N + len(dead)  # append-only: the provisional lines stay, superseded
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["results"] == N and summary["status"] == {"ok": N}
+    rep = _report(tmp_path)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    third = _run(tmp_path, {})
+    assert third.returncode == 0 and len(_lines(tmp_path)) == N + len(dead)
+
+
+def test_workers_end_when_their_head_is_killed(tmp_path):
+    _workspace(tmp_path)
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+                            env={**os.environ, "SLOW_S": "0.05"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        time.sleep(0.1)
+    assert len(workers) >= 2
+    time.sleep(1.0)  # computing chunks, not idle
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [w for w in workers if Path(f"/proc/{w}").exists() and "Z" not in Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+        time.sleep(0.1)
+    assert not alive, f"orphaned workers still running: {alive}"
