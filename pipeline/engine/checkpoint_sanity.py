@@ -58,12 +58,17 @@ def typed_segments(segments: list[dict[str, Any]]) -> tuple[list[Any], str | Non
         return [], f"segments.{'.'.join(map(str, err['loc']))}: {err['msg']}"
 
 
+# Judge counts per judged item (one metric of one result), not per result line.
+_PER_ITEM = frozenset({"judged_items", "parse_failed_items"})
+
+
 def implausible(cp: Any, done: KeySet) -> str | None:
     """Why checkpoint `cp` (a validated `CheckpointFile`) cannot be true of the results it covers, or None.
 
     `done` holds the keys of the first `cp.results_lines` lines (from `results.idx`).
     Checked: every count in the aggregate and the judge's gate counts are at most the
-    number of result lines; segments are typed and their results add up to at most
+    number of result lines (per-item judge counts at least 0, parse failures at most
+    the judged items); segments are typed and their results add up to at most
     that; the provisional and failure maps have at most one entry per line, each for
     a key in the index, and each provisional line is a result of its own key.
     """
@@ -73,7 +78,10 @@ def implausible(cp: Any, done: KeySet) -> str | None:
             return f"aggregator: {key} = {n} exceeds the {lines} result lines the checkpoint covers"
     for name, block in (("judge_final", cp.judge_final), ("failures", cp.failures)):
         for k, n in block.items():
-            if not 0 <= n <= lines:
+            if k in _PER_ITEM:  # one per judged metric of a result: up to lines × judge metrics
+                if n < 0 or (k == "parse_failed_items" and n > block.get("judged_items", n)):
+                    return f"{name}.{k} = {n} is not between 0 and the judged items"
+            elif not 0 <= n <= lines:
                 return f"{name}.{k} = {n} is not between 0 and the {lines} result lines"
     segments, why = typed_segments(cp.segments)
     if why is not None:
