@@ -122,8 +122,12 @@ def adapt(payload: Any, options: Any = None) -> Case:
     fields = case_fields(record, default_id)
     cid = str(fields["id"])
     raw_steps = record.get("steps")
-    if not isinstance(raw_steps, list):
+    if "steps" not in record:
         fail("steps: required list of memory steps is missing", field="steps", case_id=cid)
+    if not isinstance(raw_steps, list):
+        fail(f"steps: expected a list of memory steps, got {type(raw_steps).__name__}", field="steps", case_id=cid)
+    if not raw_steps:
+        fail("steps: the run recorded no step (an empty memory says nothing the agent did)", field="steps", case_id=cid)
     steps: list[dict[str, Any]] = []
     users: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []

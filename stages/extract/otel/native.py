@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.spans import Group, Span
 
@@ -87,6 +88,8 @@ def native_case(case_id: str, spans: list[Span], fmt: str, meta: dict[str, Any],
     `fmt` names the metadata key (`mlflow`, `langfuse`, `openai_agents`) that
     holds `meta`. Raises `AdapterError` as `assemble` does.
     """
+    if not spans:
+        fail("the trace holds no span: nothing the agent did was recorded", case_id=case_id)
     group = Group(key=case_id, key_attr=None, traces=[case_id], spans=sorted(spans, key=lambda s: s.start))
     built = assemble(group, _OPTIONS)
     trace = built["trace"]
