@@ -32,7 +32,7 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from tracejudge.core.console import plain_console
+from tracejudge.core.console import stdout_console
 from tracejudge.core.errors import ConfigError, TracejudgeError
 from tracejudge.core.judge_quality import LabelsConfig
 
@@ -105,7 +105,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     block = outcome.summary.get("labels") or {}
-    out = plain_console()
+    out = stdout_console()  # piped: COLUMNS or 100 wide, so no figure is cut
     if block.get("error"):
         err.print(f"error: {block['error']}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
