@@ -77,6 +77,10 @@ def _rows(text: str) -> dict[str, str]:
     return rows
 
 
+# Rows bench prints only when they happened: their presence depends on the machine's load, not on the tool.
+_EVENT_ROWS = {"rate_limited", "timeouts", "errors", "server errors", "retries"}
+
+
 def test_readme_bench_output_is_what_the_command_prints(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     m = re.search(r"<!-- output of the command above; rows whose figures vary from run to run \(timing, load\): (.*?) -->\n```text\n(.*?)```", readme, re.S)
@@ -96,7 +100,9 @@ def test_readme_bench_output_is_what_the_command_prints(tmp_path: Path) -> None:
         sim.wait(timeout=30)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = _rows(proc.stdout)
-    assert list(got) == list(shown)  # the same figures, in the same order
+    # The same figures in the same order; a busy machine may add rows for what it provoked (429s, timeouts, errors).
+    assert [k for k in got if k in shown] == list(shown), list(got)
+    assert set(got) - set(shown) <= _EVENT_ROWS, set(got) - set(shown)
     for figure, value in shown.items():
         if figure not in varying:
             assert got[figure] == value, figure
