@@ -27,6 +27,8 @@ class Unreachable(TracejudgeError):
     The message names the URL and what failed, never a credential.
     """
 
+    exit_status = 3
+
 
 class UnguardedScript(TracejudgeError):
     """A run was started while a worker process was importing the user's script.

@@ -41,7 +41,7 @@ from rich.markup import escape
 from tracejudge.core import log, registry
 from tracejudge.core.config import load_config, require_metrics
 from tracejudge.core.console import cell, plain_console
-from tracejudge.core.errors import ConfigError, TracejudgeError, Unreachable, leaves
+from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints import bench, calibrate, export_cmd
 
@@ -374,7 +374,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
         # A trace store that is down is no verdict on the config: the same command works once it is up.
-        return max(getattr(leaf, "exit_status", EXIT_INTERNAL if isinstance(leaf, Unreachable) else EXIT_BAD_INPUT) for leaf in found)
+        return max(getattr(leaf, "exit_status", EXIT_BAD_INPUT) for leaf in found)
     return EXIT_BAD_INPUT
 
 
