@@ -105,8 +105,16 @@ def ray_cluster() -> Iterator[Any]:
     """
     ray = pytest.importorskip("ray")
     tests_dir = str(Path(__file__).resolve().parent)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": tests_dir}})
+    # Ray gives its raylet a fixed 30 s to register; on a busy CI machine that can run out once.
+    for attempt in range(3):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": tests_dir}})
+            break
+        except Exception as exc:  # Ray raises a bare Exception for the start-up timeout
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(exc):
+                raise
     try:
         yield ray
     finally:
@@ -122,8 +130,28 @@ def live_recordings() -> tuple[Path, dict[str, str]]:
     return live.wait()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`), keep what shares a costly session resource on one worker.
+
+    Tests using the session's Ray cluster form one group, so one worker starts one cluster;
+    tests using the live recordings form another, so they are recorded once; every other test
+    stays with its file, whose module-scoped servers (MLflow, Phoenix, the viewer) then start once.
+    """
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        group = "ray" if "ray_cluster" in names else "live" if "live_recordings" in names else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the live recordings in the background as soon as a collected test needs them."""
+    """Start the live recordings in the background as soon as a collected test needs them.
+
+    Under pytest-xdist every worker collects every test but only one runs the recordings'
+    group, so there the fixture starts them when first asked instead.
+    """
+    if hasattr(session.config, "workerinput"):
+        return
     if any("live_recordings" in getattr(item, "fixturenames", ()) for item in session.items):
         sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
         import live
