@@ -26,11 +26,12 @@ from typing import Any
 GRACE_S = 10.0
 
 
-def stop(proc: subprocess.Popen[Any], grace: float = GRACE_S) -> None:
-    """Stop `proc` (started by `started` or `timed`) and its process group: SIGTERM, then SIGKILL after `grace` seconds.
+def stop(proc: subprocess.Popen[Any], grace: float | None = None) -> None:
+    """Stop `proc` (started by `started` or `timed`) and its process group: SIGTERM, then SIGKILL after `grace` seconds (default `GRACE_S`).
 
     Safe to call on a process that already exited (its leftover group members are still signalled).
     """
+    grace = GRACE_S if grace is None else grace
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
         try:
             os.killpg(proc.pid, sig)
