@@ -162,8 +162,11 @@ def run_dir_of(work: Path, n: int, name: str) -> Path:
     return work / f"run-{n}-{''.join(c if c.isalnum() else '_' for c in name)}"
 
 
-def ours(n: int, cases: Path, work: Path, name: str, keep_run: bool = False) -> Run:
-    """One `tracejudge run` of `cases` with executor `name`; the six means read from its summary.json."""
+def ours(n: int, cases: Path, work: Path, name: str, keep_as: Path | None = None) -> Run:
+    """One `tracejudge run` of `cases` with executor `name`; the six means read from its summary.json.
+
+    The run directory is removed afterwards, or moved to `keep_as` when given.
+    """
     run_dir = run_dir_of(work, n, name)
     shutil.rmtree(run_dir, ignore_errors=True)
     cfg = work / f"bench-{n}.yaml"
@@ -176,8 +179,10 @@ def ours(n: int, cases: Path, work: Path, name: str, keep_run: bool = False) -> 
         if metrics[key]["not_computed"]:
             raise RuntimeError(f"{key}: {metrics[key]['not_computed']} case(s) not computed; the peers score every case")
     got["means"] = {key: metrics[key]["mean"] for key in CHECKS}
-    if not keep_run:
+    if keep_as is None:
         shutil.rmtree(run_dir)
+    else:
+        run_dir.rename(keep_as)
     return {**got, "rate": n / got["wall"]}
 
 
@@ -246,17 +251,18 @@ def measure(st: State, args: argparse.Namespace, work: Path) -> None:
             # Interleaved rounds (ours per executor, then each peer) so that load drifting over the
             # minutes of the run weighs on every tool alike; Ray is not compared with the peers.
             local = [name for name in names if EXECUTORS[name][1] is None]
+            kept = work / f"kept-run-{n}"  # our first run's results, to find the cases if the means disagree
             for r in range(args.repeats):
                 for name in local:
-                    st.rows.setdefault((name, n), []).append(ours(n, cases, work, name, keep_run=r == 0 and name == local[0]))
+                    st.rows.setdefault((name, n), []).append(ours(n, cases, work, name, kept if r == 0 and name == local[0] else None))
                     print(f"  {name} N={n:,} #{r + 1}: {st.rows[name, n][-1]['wall']:.1f} s", file=sys.stderr)
-                for name in peers:
+                for name in peers if local else ():
                     st.peers.setdefault(name, []).append(peer(name, cases))
                     print(f"  {name} N={n:,} #{r + 1}: {st.peers[name][-1]['wall']:.1f} s", file=sys.stderr)
-            if local:
-                kept = run_dir_of(work, n, local[0])
-                check_means(st, kept, cases, work)
-                shutil.rmtree(kept, ignore_errors=True)
+                if local:
+                    # After every round: a disagreement stops the run before more time goes into ratios it voids.
+                    check_means(st, kept, cases, work)
+            shutil.rmtree(kept, ignore_errors=True)
         if n in st.sizes:
             for name in names:
                 if (name, n) not in st.rows:
