@@ -17,6 +17,9 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _procs import guarded  # noqa: E402
 
 from tracejudge.core.evalconfig import AggregateConfig  # noqa: E402
 from tracejudge.core.records import CaseResult, Score  # noqa: E402
@@ -81,9 +84,14 @@ def main() -> None:
     sizes = p.parse_args().sizes or [10_000, 50_000, 200_000]
     print(f"{'results':>9} | {'streaming peak MiB':>18} | {'hold-all peak MiB':>17} | {'ratio':>6} | {'fold µs/result':>14} | {'summary s':>9}")
     print("-" * 89)
-    for n in sizes:
-        peak, naive, per, summ = measure(n)
-        print(f"{n:>9,} | {peak:>18.2f} | {naive:>17.2f} | {naive / peak:>6.1f} | {per:>14.1f} | {summ:>9.2f}")
+
+    def rows() -> None:
+        # Each row is printed as soon as it is measured: a failed size leaves the rows above it.
+        for n in sizes:
+            peak, naive, per, summ = measure(n)
+            print(f"{n:>9,} | {peak:>18.2f} | {naive:>17.2f} | {naive / peak:>6.1f} | {per:>14.1f} | {summ:>9.2f}", flush=True)
+
+    guarded(rows, lambda: None)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _procs import guarded, timed  # noqa: E402
+
 DATA = ROOT.parent / "shared" / "data"
 TAU2 = sorted((DATA / "tau2_bench").rglob("*_1trials.json"))
 TAU = DATA / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
@@ -160,18 +162,28 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(args.child, args.records)))
         return
-    rows = []
-    for fmt in args.formats.split(","):
-        proc = subprocess.run([sys.executable, __file__, "--child", fmt, "--records", str(args.records)], capture_output=True, text=True, cwd=ROOT)
-        if proc.returncode != 0:
-            print(f"{fmt}: failed\n{proc.stderr}", file=sys.stderr)
-            continue
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    print(f"| format | records | passes over the data | invalid | seconds | records/s | peak RSS MiB | RSS before loop MiB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['format']} | {r['records']:,} | {r['passes']:,} | {r['invalid']} | {r['seconds']:.1f} | {r['rate']:,.0f} | {r['peak_rss_mib']:.0f} | {r['rss_before_mib']:.0f} |")
+    rows: list[dict] = []
 
+    def measure_all() -> None:
+        failed = []
+        for fmt in args.formats.split(","):
+            done = timed([sys.executable, __file__, "--child", fmt, "--records", str(args.records)], cwd=ROOT)
+            if done.returncode != 0:
+                # One format failing does not stop the others; the run still ends in failure.
+                print(f"{fmt}: failed\n{done.stderr}", file=sys.stderr)
+                failed.append(fmt)
+                continue
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        if failed:
+            raise RuntimeError(f"format(s) failed: {', '.join(failed)} (their errors are above)")
+
+    def report() -> None:
+        print("| format | records | passes over the data | invalid | seconds | records/s | peak RSS MiB | RSS before loop MiB |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['format']} | {r['records']:,} | {r['passes']:,} | {r['invalid']} | {r['seconds']:.1f} | {r['rate']:,.0f} | {r['peak_rss_mib']:.0f} | {r['rss_before_mib']:.0f} |")
+
+    guarded(measure_all, report)
 
 if __name__ == "__main__":
     main()

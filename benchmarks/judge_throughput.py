@@ -59,6 +59,8 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _procs import guarded, started  # noqa: E402
 from tracejudge.core.config import validate_config  # noqa: E402
 from tracejudge.core.records import Case  # noqa: E402
 from tracejudge.engine import runner  # noqa: E402
@@ -127,11 +129,15 @@ def run_once(cfg_data: dict, run_dir: Path) -> tuple[float, dict]:
 def measure(window: str, cases: int, work: Path, cached_rerun: bool) -> list[tuple[str, str]]:
     """One run against a simulator counting its limits as `window` (its own process); the table's rows."""
     exe = Path(sys.executable).with_name("tracejudge")
-    proc = subprocess.Popen([str(exe), "simulate", "--port", "0", "--latency-ms", str(LATENCY_MS), "--rpm", str(RPM), "--tpm", str(TPM),
-                             "--window", window],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        url = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)
+    # `started` stops the simulator (SIGTERM, then SIGKILL) however this block ends: on a loaded
+    # machine it may not exit within the grace period, and it must not outlive the benchmark.
+    with started([str(exe), "simulate", "--port", "0", "--latency-ms", str(LATENCY_MS), "--rpm", str(RPM), "--tpm", str(TPM),
+                  "--window", window], stdout=subprocess.PIPE, text=True) as proc:
+        first = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        if found is None:
+            raise RuntimeError(f"the simulator did not print its address (exit code {proc.poll()}, first line {first!r})")
+        url = found.group(0)
         cfg = {
             "dataset": {"path": str(work / "cases.jsonl"), "format": "native"},
             "metrics": [{"type": "TaskCompletion"}],
@@ -146,9 +152,6 @@ def measure(window: str, cases: int, work: Path, cached_rerun: bool) -> list[tup
         if cached_rerun:
             cached_wall, cached_summary = run_once(cfg, work / f"rerun-{window}")
             cached_requests = sim_stats(url)["requests"] - before
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
     n, tokens = s["requests"], s["input_tokens"] + s["output_tokens"]
     span = s["last_request"] - s["first_request"]
@@ -200,16 +203,28 @@ def main() -> None:
         for i in range(args.cases):
             fh.write(json.dumps(make_case(i, words)) + "\n")
     windows = ["bucket", "strict"] if args.window == "both" else [args.window]
-    # The cached re-run measures the cache, not the limits: once is enough.
-    tables = {w: dict(measure(w, args.cases, work, cached_rerun=i == 0)) for i, w in enumerate(windows)}
-    keys = list(dict.fromkeys(k for t in tables.values() for k in t))
-    width = max(len(k) for k in keys)
-    print(f"\njudge throughput: simulator {LATENCY_MS} ms, {RPM:,} RPM, {TPM:,} TPM; {IN_FLIGHT} in flight, max_tokens {MAX_TOKENS}\n")
-    print(f"| {'figure'.ljust(width)} | " + " | ".join(f"{w} limits" for w in windows) + " |")
-    print(f"| {'-' * width} | " + " | ".join("-" * len(f"{w} limits") for w in windows) + " |")
-    for k in keys:
-        print(f"| {k.ljust(width)} | " + " | ".join(tables[w].get(k, "n/a") for w in windows) + " |")
-    shutil.rmtree(work, ignore_errors=True)
+    tables: dict[str, dict[str, str]] = {}
+
+    def measure_all() -> None:
+        try:
+            # The cached re-run measures the cache, not the limits: once is enough.
+            for i, w in enumerate(windows):
+                tables[w] = dict(measure(w, args.cases, work, cached_rerun=i == 0))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def report() -> None:
+        keys = list(dict.fromkeys(k for t in tables.values() for k in t))
+        if not keys:
+            return
+        width = max(len(k) for k in keys)
+        print(f"\njudge throughput: simulator {LATENCY_MS} ms, {RPM:,} RPM, {TPM:,} TPM; {IN_FLIGHT} in flight, max_tokens {MAX_TOKENS}\n")
+        print(f"| {'figure'.ljust(width)} | " + " | ".join(f"{w} limits" for w in tables) + " |")
+        print(f"| {'-' * width} | " + " | ".join("-" * len(f"{w} limits") for w in tables) + " |")
+        for k in keys:
+            print(f"| {k.ljust(width)} | " + " | ".join(tables[w].get(k, "n/a") for w in tables) + " |")
+
+    guarded(measure_all, report)
 
 
 if __name__ == "__main__":

@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from tracejudge.core.records import Case
-from tracejudge.core.registry import format_for
-from tracejudge.stages.extract import extract_record
-from tracejudge.stages.score import (
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _procs import guarded  # noqa: E402
+from tracejudge.core.records import Case  # noqa: E402
+from tracejudge.core.registry import format_for  # noqa: E402
+from tracejudge.stages.extract import extract_record  # noqa: E402
+from tracejudge.stages.score import (  # noqa: E402
     ArgumentCorrectness,
     MaxModelRequests,
     MaxToolCalls,
@@ -175,18 +178,26 @@ def main() -> None:
             build_s = min(build_s, time.perf_counter() - start)
     print("| metric | ours µs/case | pydantic-evals µs/case | ratio (peer/ours) | peer + SpanTree build µs/case | ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    # Each row is printed as soon as it is measured: a failed metric leaves the rows above it.
+    guarded(lambda: rows(cases, contexts, peer, build_s, args.rounds), lambda: None)
+
+
+def rows(cases: list[Any], contexts: list[Any], peer: Any, build_s: float, rounds: int) -> None:
+    """Measure and print one table row per metric of `OURS`."""
+    n = len(cases)
     for name, make in OURS.items():
         ours_jobs = [(make(c), c) for c in cases]
         peer_jobs = [(peer[1][name](c), ctx) for c, ctx in zip(cases, contexts)] if peer and name in peer[1] else None
-        ours_s = best_round(ours_jobs, args.rounds)
+        ours_s = best_round(ours_jobs, rounds)
         if peer_jobs is None:
             print(f"| {name} | {ours_s / n * 1e6:.1f} | — | — | — | — |")
             continue
-        peer_s = best_round(peer_jobs, args.rounds)
+        peer_s = best_round(peer_jobs, rounds)
         full = peer_s + build_s
         print(
             f"| {name} | {ours_s / n * 1e6:.1f} | {peer_s / n * 1e6:.1f} | {peer_s / ours_s:.1f}× "
-            f"| {full / n * 1e6:.1f} | {full / ours_s:.1f}× |"
+            f"| {full / n * 1e6:.1f} | {full / ours_s:.1f}× |",
+            flush=True,
         )
 
 

@@ -1,50 +1,66 @@
-"""Throughput and peak memory of the whole deterministic pipeline, per executor, and against peers.
+"""Throughput and peak memory of the whole deterministic pipeline, per executor, and against peers doing the same work.
 
 Makes native JSONL datasets of N = 10,000 / 100,000 cases by repeating the
 200 real GPT-4o τ-bench airline runs under new ids, then runs `tracejudge run`
-on each — load → extract → score (six deterministic checks) → aggregate →
-results.jsonl and reports — as a fresh process, once per executor
-(`run.processes: 1` = in-process on the event loop, `run.processes: 2` =
-two worker processes), and prints cases/s (whole process: start to exit,
-imports included) and peak RSS (the main process; the largest worker beside it).
+on each — load → extract → score → aggregate → results.jsonl and reports — as
+a fresh process, once per executor (`run.processes: 1` = in-process on the
+event loop, `run.processes: 2` = two worker processes), and prints cases/s,
+CPU seconds and peak RSS (the main process; the largest worker beside it).
 
-Then, on the same 10,000 cases, the whole-process time of pydantic-evals'
-`Dataset.evaluate` (six deterministic evaluators, a trivial task) and of
-multivon's `EvalSuite.run` (six deterministic evaluators, an identity
-model), each as a fresh process reading the same JSONL file; the ratio
-columns are their seconds over ours, per executor. Peers need the `bench` extra.
+The six checks, the same for all three tools: ToolCalls exact on write calls
+(`exclude_tools` below, failed calls left out), TrajectoryMatch in_order,
+ToolCorrectness allow_extra, MaxToolCalls 20, MaxModelRequests 30, Contains
+"reservation" (case ignored).
 
-The table puts the sizes side by side per executor (cases/s, peak RSS, CPU
-seconds), the RSS ratio between the largest and smallest size, Ray's time
-against two local processes (its overhead, cluster start-up included), and
-each peer's whole-process seconds over each executor's, with whether the
-target is met.
+Peers get the same work: on the same `--peers-n` cases (the same JSONL file),
+pydantic-evals' `Dataset.evaluate` and multivon's `EvalSuite.run` compute
+those six checks — with the peer's own evaluators where it has one, else
+equivalent code over the same records (`benchmarks/_peer_pydantic_evals.py`,
+`benchmarks/_peer_multivon.py`, `benchmarks/_six_checks.py` say which is
+which). Before any ratio is printed the script checks that the three tools'
+six means agree to 3 decimals; if they do not it prints the means, the first
+disagreeing case ids per check, refuses the ratios and exits 1.
 
-Targets: ≥ 10× pydantic-evals and ≥ 25× multivon as whole processes; peak RSS
-at 100,000 ≤ 1.5 × at 10,000.
+Ratios are whole processes (fresh process, start to exit, imports included),
+in CPU seconds (the process and the worker processes it waited for, measured
+from outside) and in wall seconds: the runs at `--peers-n` are interleaved
+(processes 1, processes 2, pydantic-evals, multivon, then again) `--repeats`
+times, and each figure is the median. Other sizes run once per executor.
 
-    python benchmarks/pipeline_throughput.py [--sizes 10000,100000] [--peers-n 10000] [--keep DIR]
+Targets: ≥ 10× pydantic-evals and ≥ 25× multivon with processes 2, CPU and
+wall; ≥ 6× pydantic-evals with processes 1, CPU and wall; peak RSS at the
+largest size ≤ 1.5 × at the smallest. Peers need the `bench` extra
+(`pip install -e '.[bench]'`); a missing one is skipped with a note.
 
-`EXECUTORS` lists the executors measured (name → `--set` overrides); an
-executor that needs an extra (Ray) adds its row there and is skipped, with a
-note, when the extra is missing.
+    python benchmarks/pipeline_throughput.py [--sizes 10000,100000] [--peers-n 10000] [--repeats 5]
+        [--executors "processes 1,processes 2"] [--quick] [--keep DIR]
+
+`--quick` is `--sizes 1000 --peers-n 1000 --repeats 1` without Ray. A step that
+fails stops the run: the table of what was measured is printed, then the
+error, and the script exits 1; every process it started is stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
-import subprocess
+import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
 DATA = REPO.parent / "shared" / "data" / "tau_bench"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(BENCH))
+
+from _procs import guarded, timed  # noqa: E402
+from _six_checks import CHECKS  # noqa: E402
 
 # name → (config overrides, module the executor needs or None)
 EXECUTORS: dict[str, tuple[list[str], str | None]] = {
@@ -52,6 +68,19 @@ EXECUTORS: dict[str, tuple[list[str], str | None]] = {
     "processes 2": (["run.processes=2"], None),
     "ray (2 CPUs)": (["run.executor=ray", "run.processes=2"], "ray"),
 }
+# name → (script in benchmarks/, module it needs)
+PEERS: dict[str, tuple[str, str]] = {
+    "pydantic-evals Dataset.evaluate": ("_peer_pydantic_evals.py", "pydantic_evals"),
+    "multivon EvalSuite.run": ("_peer_multivon.py", "multivon_eval"),
+}
+# (peer, executor) → the smallest ratio (peer seconds / ours) that meets the target, CPU and wall alike
+TARGETS: dict[tuple[str, str], float] = {
+    ("pydantic-evals Dataset.evaluate", "processes 2"): 10.0,
+    ("multivon EvalSuite.run", "processes 2"): 25.0,
+    ("pydantic-evals Dataset.evaluate", "processes 1"): 6.0,
+}
+RSS_TARGET = 1.5
+AGREE = 0.0005  # the six means must agree to 3 decimals
 
 CONFIG = """\
 dataset: {{path: {cases}, format: native}}
@@ -71,9 +100,9 @@ run: {{dir: {run_dir}}}
 
 # Ray: a local cluster of exactly 2 CPUs, started by the process (as `tracejudge run` does without
 # `run.ray_address`), so its start-up is part of the whole-process time. Ray's workers are not
-# children of the process: their CPU time and RSS are not in the figures (the head's are).
+# descendants the process waits for: their CPU time and RSS are not in the figures (the head's are).
 CHILD = """
-import resource, sys, time, anyio
+import json, resource, sys, anyio
 from tracejudge.core.config import load_config
 from tracejudge.engine.runner import run
 cfg = load_config(sys.argv[1], sys.argv[2:])
@@ -82,40 +111,22 @@ if cfg.run.executor == "ray":
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
 out = anyio.run(run, cfg)
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-print(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, out.new_results, me.ru_maxrss, kids.ru_maxrss)
+print(json.dumps({"n": out.new_results, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss}))
 """
 
-PYDANTIC_EVALS = """
-import json, resource, sys
-from pydantic_evals import Case, Dataset
-from pydantic_evals.evaluators import Contains, Equals, EqualsExpected, IsInstance, MaxDuration
-cases = []
-for line in open(sys.argv[1], encoding="utf-8"):
-    c = json.loads(line)
-    out = (c.get("trace") or {}).get("output") or ""
-    cases.append(Case(name=c["id"], inputs=out, expected_output=out))
-ds = Dataset(name="bench", cases=cases, evaluators=[EqualsExpected(), Contains(value="reservation"), Contains(value="cancel", case_sensitive=False),
-                                     IsInstance(type_name="str"), MaxDuration(seconds=5.0), Equals(value="done")])
-report = ds.evaluate_sync(lambda text: text, progress=False)
-me = resource.getrusage(resource.RUSAGE_SELF)
-print(me.ru_utime + me.ru_stime, len(report.cases), me.ru_maxrss, 0)
-"""
+Run = dict[str, Any]  # wall, cpu (s), n, rss, workers_rss (MB), means
 
-MULTIVON = """
-import json, resource, sys
-from multivon_eval import Contains, EvalCase, EvalSuite, ExactMatch, NotEmpty, StartsWith, WordCount, RegexMatch
-suite = EvalSuite("bench")
-cases = []
-for line in open(sys.argv[1], encoding="utf-8"):
-    c = json.loads(line)
-    out = (c.get("trace") or {}).get("output") or ""
-    cases.append(EvalCase(input=out, expected_output=out, case_id=c["id"]))
-suite.add_cases(cases)
-suite.add_evaluators(ExactMatch(), Contains(["reservation"]), NotEmpty(), StartsWith("I"), WordCount(max_words=500), RegexMatch(r"\\d+"))
-report = suite.run(lambda text: text, verbose=False)
-me = resource.getrusage(resource.RUSAGE_SELF)
-print(me.ru_utime + me.ru_stime, len(cases), me.ru_maxrss, 0)
-"""
+
+class State:
+    """Everything measured so far, so that a failed step still leaves a table."""
+
+    def __init__(self, sizes: list[int], peers_n: int) -> None:
+        self.sizes, self.peers_n = sizes, peers_n
+        self.rows: dict[tuple[str, int], list[Run]] = {}
+        self.peers: dict[str, list[Run]] = {}
+        self.notes: dict[str, None] = {}  # ordered, without repeats
+        self.disagree: list[str] = []
+        self.load = ""  # the load average when the run started
 
 
 def base_cases() -> list[str]:
@@ -138,112 +149,231 @@ def write_dataset(path: Path, n: int, lines: list[str]) -> int:
     return path.stat().st_size
 
 
-def whole_process(code: str, args: list[str]) -> dict[str, float]:
-    """Wall seconds of a fresh Python process running `code` (start to exit), its CPU seconds (with its workers), results and peak RSS in MB.
+def whole_process(cmd: list[str], what: str) -> Run:
+    """A fresh process run to exit: wall and CPU seconds (from outside), and its last stdout line (JSON: n, rss_kb, …)."""
+    done = timed(cmd, cwd=REPO).check(what)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"wall": done.wall, "cpu": done.cpu, "n": got["n"], "rss": got["rss_kb"] / 1024,
+            "workers_rss": got["workers_rss_kb"] / 1024, "means": got.get("means")}
 
-    Wall time is what a user waits; CPU time is the fairer figure on a machine that other work shares.
+
+def run_dir_of(work: Path, n: int, name: str) -> Path:
+    """Where the run of `n` cases with executor `name` writes."""
+    return work / f"run-{n}-{''.join(c if c.isalnum() else '_' for c in name)}"
+
+
+def ours(n: int, cases: Path, work: Path, name: str, keep_as: Path | None = None) -> Run:
+    """One `tracejudge run` of `cases` with executor `name`; the six means read from its summary.json.
+
+    The run directory is removed afterwards, or moved to `keep_as` when given.
     """
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO)
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-2000:])
-    cpu, n, rss_kb, child_kb = proc.stdout.split()[-4:]
-    return {"s": seconds, "cpu": float(cpu), "n": int(n), "rss": int(rss_kb) / 1024, "workers_rss": int(child_kb) / 1024}
-
-
-def measure(n: int, cases: Path, work: Path, name: str, overrides: list[str]) -> dict[str, float]:
-    run_dir = work / f"run-{n}-{name.replace(' ', '_')}"
+    run_dir = run_dir_of(work, n, name)
+    shutil.rmtree(run_dir, ignore_errors=True)
     cfg = work / f"bench-{n}.yaml"
     cfg.write_text(CONFIG.format(cases=cases, run_dir=run_dir))
-    got = whole_process(CHILD, [str(cfg), *overrides])
-    assert got["n"] == n, got
-    shutil.rmtree(run_dir)
-    return {**got, "rate": n / got["s"]}
+    got = whole_process([sys.executable, "-c", CHILD, str(cfg), *EXECUTORS[name][0]], f"tracejudge run ({name}, N={n:,})")
+    if got["n"] != n:
+        raise RuntimeError(f"tracejudge run ({name}) finished {got['n']} of {n} cases")
+    metrics = json.loads((run_dir / "summary.json").read_text())["metrics"]
+    for key in CHECKS:
+        if metrics[key]["not_computed"]:
+            raise RuntimeError(f"{key}: {metrics[key]['not_computed']} case(s) not computed; the peers score every case")
+    got["means"] = {key: metrics[key]["mean"] for key in CHECKS}
+    if keep_as is None:
+        shutil.rmtree(run_dir)
+    else:
+        run_dir.rename(keep_as)
+    return {**got, "rate": n / got["wall"]}
+
+
+def peer(name: str, cases: Path, scores: Path | None = None) -> Run:
+    """One whole-process run of a peer's script on `cases`."""
+    cmd = [sys.executable, str(BENCH / PEERS[name][0]), str(cases)] + (["--scores", str(scores)] if scores else [])
+    return whole_process(cmd, name)
+
+
+def median(runs: list[Run], key: str) -> float:
+    """The median of `key` over `runs`."""
+    return statistics.median(r[key] for r in runs)
+
+
+def check_means(st: State, run_dir: Path, cases: Path, work: Path) -> None:
+    """Compare every run's six means with ours; on a disagreement find the cases (peer re-run untimed with `--scores`)."""
+    reference = st.rows[next(k for k in st.rows if k[1] == st.peers_n)][0]["means"]
+    tools = {f"tracejudge {name}": runs for (name, n), runs in st.rows.items() if n == st.peers_n} | st.peers
+    for tool, runs in tools.items():
+        for r in runs:
+            off = [k for k in CHECKS if abs(r["means"][k] - reference[k]) > AGREE]
+            if off and not any(line.startswith(tool) for line in st.disagree):
+                st.disagree.append(f"{tool}: " + ", ".join(f"{k} {r['means'][k]:.6f} vs ours {reference[k]:.6f}" for k in off))
+                if tool in PEERS:
+                    st.disagree.extend(f"  {line}" for line in first_differences(tool, run_dir, cases, work, off))
+    if st.disagree:
+        raise RuntimeError("the tools' six means disagree (the cases are listed above): ratios refused, they would not compare the same work")
+
+
+def first_differences(name: str, run_dir: Path, cases: Path, work: Path, checks: list[str], limit: int = 10) -> list[str]:
+    """The first `limit` case ids per check where the peer's value differs from ours (the peer re-run with `--scores`)."""
+    scores = work / f"scores-{PEERS[name][1]}.jsonl"
+    peer(name, cases, scores)
+    theirs = {row["id"]: row for row in map(json.loads, scores.read_text().splitlines())}
+    found: dict[str, list[str]] = {k: [] for k in checks}
+    with open(run_dir / "results.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            res = json.loads(line)
+            for k in checks:
+                mine, other = res["scores"][k]["value"], theirs[res["case_id"]][k]
+                if len(found[k]) < limit and (mine is None or abs(mine - other) > 1e-6):
+                    found[k].append(f"{res['case_id']} ours {mine} theirs {other}")
+    return [f"{k}: " + "; ".join(v) for k, v in found.items()]
+
+
+def measure(st: State, args: argparse.Namespace, work: Path) -> None:
+    """Every run, in order, each stored in `st` as soon as it is measured."""
+    lines = base_cases()
+    names = []
+    for name in args.executors:
+        needs = EXECUTORS[name][1]
+        if needs is not None and importlib.util.find_spec(needs) is None:
+            st.notes[f"{name}: skipped, `{needs}` is not installed"] = None
+        else:
+            names.append(name)
+    peers = []
+    for name, (_, module) in PEERS.items():
+        if importlib.util.find_spec(module) is None:
+            st.notes[f"{name}: skipped, install the `bench` extra"] = None
+        elif args.peers_n:
+            peers.append(name)
+    for n in sorted(set(st.sizes) | ({st.peers_n} if st.peers_n else set())):
+        cases = work / f"cases-{n}.jsonl"
+        write_dataset(cases, n, lines)
+        if n == st.peers_n:
+            # Interleaved rounds (ours per executor, then each peer) so that load drifting over the
+            # minutes of the run weighs on every tool alike; Ray is not compared with the peers.
+            local = [name for name in names if EXECUTORS[name][1] is None]
+            kept = work / f"kept-run-{n}"  # our first run's results, to find the cases if the means disagree
+            for r in range(args.repeats):
+                for name in local:
+                    st.rows.setdefault((name, n), []).append(ours(n, cases, work, name, kept if r == 0 and name == local[0] else None))
+                    print(f"  {name} N={n:,} #{r + 1}: {st.rows[name, n][-1]['wall']:.1f} s", file=sys.stderr)
+                for name in peers if local else ():
+                    st.peers.setdefault(name, []).append(peer(name, cases))
+                    print(f"  {name} N={n:,} #{r + 1}: {st.peers[name][-1]['wall']:.1f} s", file=sys.stderr)
+                if local:
+                    # After every round: a disagreement stops the run before more time goes into ratios it voids.
+                    check_means(st, kept, cases, work)
+            shutil.rmtree(kept, ignore_errors=True)
+        if n in st.sizes:
+            for name in names:
+                if (name, n) not in st.rows:
+                    st.rows[name, n] = [ours(n, cases, work, name)]
+                    print(f"  {name} N={n:,}: {st.rows[name, n][-1]['wall']:.1f} s", file=sys.stderr)
+        cases.unlink()
+
+
+def report(st: State) -> None:
+    """Print the tables of what `st` holds: executors per size, the six means per tool, the peers' ratios and targets."""
+    try:
+        tables(st)
+    finally:
+        for note in st.notes:
+            print(f"note: {note}")
+
+
+def tables(st: State) -> None:
+    """The tables of `report`."""
+    rows, sizes = st.rows, [n for n in st.sizes if any(k[1] == n for k in st.rows)]
+    names = list(dict.fromkeys(name for name, _ in rows))
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\npipeline throughput: native JSONL of real tau-bench runs, the six checks, whole process "
+          f"({os.cpu_count()} cores, load average now {load}; started at {st.load})\n")
+    if sizes:
+        small, large = min(sizes), max(sizes)
+        head = "".join(f" {f'{n:,}':>8} cases/s | {f'{n:,}':>8} RSS MB | {f'{n:,}':>8} CPU s |" for n in sizes)
+        print(f"| {'executor':<14} |{head} {'RSS ' + f'{large:,}/{small:,}':>17} | RSS target (<= {RSS_TARGET}x) |")
+        print(f"|{'-' * 16}|" + "|".join(["-" * 18, "-" * 17, "-" * 16] * len(sizes)) + f"|{'-' * 19}|{'-' * 22}|")
+        for name in names:
+            cells = ""
+            for n in sizes:
+                r = rows.get((name, n))
+                cells += (f" {n / median(r, 'wall'):>16,.0f} | {median(r, 'rss'):>15.1f} | {median(r, 'cpu'):>14.2f} |" if r
+                          else f" {'-':>16} | {'-':>15} | {'-':>14} |")
+            a, b = rows.get((name, small)), rows.get((name, large))
+            ratio = median(b, "rss") / median(a, "rss") if a and b and large != small else None
+            met = "-" if ratio is None else ("met" if ratio <= RSS_TARGET else "NOT met")
+            print(f"| {name:<14} |{cells} {'-' if ratio is None else f'{ratio:.2f}':>17} | {met:<20} |")
+        counts = ", ".join(f"{len(r)} at {n:,}" for n in sizes for (name, m), r in rows.items() if m == n and name == names[0])
+        print(f"\n(medians over runs: {counts}; peak RSS is the main process's, the workers' largest was "
+              + (", ".join(f"{name} {median(r, 'workers_rss'):.0f} MB at {n:,}" for (name, n), r in rows.items() if median(r, "workers_rss")) or "-")
+              + ")")
+        for n in sizes:
+            ray_row, local = rows.get(("ray (2 CPUs)", n)), rows.get(("processes 2", n))
+            if ray_row and local:
+                print(f"Ray overhead at {n:,} cases: whole process {median(ray_row, 'wall') / median(local, 'wall'):.2f}x the time of 2 local processes "
+                      f"({median(ray_row, 'wall'):.1f} s vs {median(local, 'wall'):.1f} s, cluster start-up included)")
+    compared = {f"tracejudge {name}": r for (name, n), r in rows.items() if n == st.peers_n and not EXECUTORS[name][1]} | st.peers
+    if compared:
+        print(f"\nthe six means on the same {st.peers_n:,} cases (must agree to 3 decimals for the ratios to compare the same work)\n")
+        print(f"| {'tool':<32} | " + " | ".join(f"{k:>16}" for k in CHECKS) + " |")
+        print(f"|{'-' * 34}|" + "|".join("-" * 18 for _ in CHECKS) + "|")
+        for tool, runs in compared.items():
+            print(f"| {tool:<32} | " + " | ".join(f"{runs[0]['means'][k]:>16.6f}" for k in CHECKS) + " |")
+    if st.disagree:
+        print("\n" + "!" * 100 + "\nTHE SIX MEANS DISAGREE: NO RATIO IS PRINTED, the tools did not do the same work:")
+        print("\n".join(st.disagree) + "\n" + "!" * 100)
+        return
+    local = [name for name in names if (name, st.peers_n) in rows and not EXECUTORS[name][1]]
+    if not st.peers or not local:
+        return
+    n_runs = min(len(r) for r in [*st.peers.values(), *(rows[name, st.peers_n] for name in local)])
+    print(f"\nwhole process on the same {st.peers_n:,} cases, the same six checks: peer's seconds / ours, "
+          f"median of {n_runs} interleaved run(s), CPU (with workers) and wall\n")
+    print(f"| {'peer':<32} | {'CPU s':>7} | {'wall s':>7} | {'RSS MB':>7} | " + " | ".join(f"{'vs ' + name + ' CPU':>22} | {'wall':>18}" for name in local) + " |")
+    print(f"|{'-' * 34}|{'-' * 9}|{'-' * 9}|{'-' * 9}|" + "|".join("-" * 24 + "|" + "-" * 20 for _ in local) + "|")
+    for name, runs in st.peers.items():
+        cells = []
+        for ex in local:
+            target = TARGETS.get((name, ex))
+            for key, width in (("cpu", 22), ("wall", 18)):
+                x = median(runs, key) / median(rows[ex, st.peers_n], key)
+                verdict = "" if target is None else (f" >={target:g} met" if x >= target else f" >={target:g} NOT met")
+                cells.append(f"{f'{x:.1f}x{verdict}':>{width}}")
+        print(f"| {name:<32} | {median(runs, 'cpu'):>7.2f} | {median(runs, 'wall'):>7.2f} | {median(runs, 'rss'):>7.1f} | " + " | ".join(cells) + " |")
+    for ex in local:
+        r = rows[ex, st.peers_n]
+        print(f"(tracejudge {ex}: {median(r, 'cpu'):.2f} CPU s, {median(r, 'wall'):.2f} wall s)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--peers-n", type=int, default=10_000, help="cases for the peer comparison (0: skip it)")
+    ap.add_argument("--repeats", type=int, default=5, help="interleaved whole-process runs at --peers-n; the medians are compared")
+    ap.add_argument("--executors", default=",".join(EXECUTORS), help=f"comma-separated, of: {', '.join(EXECUTORS)}")
+    ap.add_argument("--quick", action="store_true", help="--sizes 1000 --peers-n 1000 --repeats 1, without Ray")
     ap.add_argument("--keep", type=Path, help="work in this folder instead of a temporary one")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    lines = base_cases()
+    if args.quick:
+        args.sizes, args.peers_n, args.repeats = "1000", 1000, 1
+        args.executors = ",".join(name for name, (_, needs) in EXECUTORS.items() if needs is None)
+    args.executors = [name.strip() for name in args.executors.split(",")]
+    unknown = [name for name in args.executors if name not in EXECUTORS]
+    if unknown or args.repeats < 1:
+        ap.error(f"unknown executor(s) {unknown}" if unknown else "--repeats must be at least 1")
+    st = State([int(s) for s in args.sizes.split(",")], args.peers_n)
+    st.load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     work = args.keep or Path(tempfile.mkdtemp(prefix="tj-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    rows: dict[tuple[str, int], dict[str, float]] = {}
-    notes: dict[str, None] = {}  # ordered, without repeats
-    peers: dict[str, dict[str, float]] = {}
-    try:
-        for n in sorted(set(sizes) | ({args.peers_n} if args.peers_n else set())):
-            cases = work / f"cases-{n}.jsonl"
-            write_dataset(cases, n, lines)
-            if n in sizes:
-                for name, (overrides, needs) in EXECUTORS.items():
-                    if needs is not None and importlib.util.find_spec(needs) is None:
-                        notes[f"{name}: skipped, `{needs}` is not installed"] = None
-                        continue
-                    rows[name, n] = measure(n, cases, work, name, overrides)
-                    print(f"  {name} N={n:,}: {rows[name, n]['s']:.1f} s", file=sys.stderr)
-            if n == args.peers_n:
-                for peer, code, module in (("pydantic-evals Dataset.evaluate", PYDANTIC_EVALS, "pydantic_evals"),
-                                           ("multivon EvalSuite.run", MULTIVON, "multivon_eval")):
-                    if importlib.util.find_spec(module) is None:
-                        notes[f"{peer}: skipped, install the `bench` extra"] = None
-                        continue
-                    peers[peer] = whole_process(code, [str(cases)])
-                    print(f"  {peer} N={n:,}: {peers[peer]['s']:.1f} s", file=sys.stderr)
-            cases.unlink()
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
 
-    report(rows, peers, notes, sizes, args.peers_n)
+    def run_all() -> None:
+        try:
+            measure(st, args, work)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
 
+    guarded(run_all, lambda: report(st))
 
-def report(rows: dict[tuple[str, int], dict[str, float]], peers: dict[str, dict[str, float]], notes: dict[str, None],
-           sizes: list[int], peers_n: int) -> None:
-    """Print the tables: executors side by side per size, the peers' ratios, and which targets are met."""
-    small, large = min(sizes), max(sizes)
-    names = list(dict.fromkeys(name for name, _ in rows))
-    print(f"\npipeline throughput: native JSONL of real tau-bench runs, 6 deterministic checks, whole process ({os.cpu_count()} cores)\n")
-    head = "".join(f" {f'{n:,}':>8} cases/s | {f'{n:,}':>8} RSS MB | {f'{n:,}':>8} CPU s |" for n in sizes)
-    print(f"| {'executor':<14} |{head} {'RSS ' + f'{large:,}/{small:,}':>17} | RSS target (<= 1.5x) |")
-    print(f"|{'-' * 16}|" + "|".join(["-" * 18, "-" * 17, "-" * 16] * len(sizes)) + f"|{'-' * 19}|{'-' * 22}|")
-    for name in names:
-        cells = ""
-        for n in sizes:
-            r = rows.get((name, n))
-            cells += (f" {r['rate']:>16,.0f} | {r['rss']:>15.1f} | {r['cpu']:>14.2f} |" if r else f" {'-':>16} | {'-':>15} | {'-':>14} |")
-        a, b = rows.get((name, small)), rows.get((name, large))
-        ratio = b["rss"] / a["rss"] if a and b and large != small else None
-        met = "-" if ratio is None else ("met" if ratio <= 1.5 else "NOT met")
-        print(f"| {name:<14} |{cells} {'-' if ratio is None else f'{ratio:.2f}':>17} | {met:<20} |")
-    print("\n(peak RSS: the main process; worker processes' largest RSS was "
-          + ", ".join(f"{name} {rows[name, n]['workers_rss']:.0f} MB at {n:,}" for name, n in rows if rows[name, n]["workers_rss"]) + ")")
-    for n in sizes:
-        ray_row, local = rows.get(("ray (2 CPUs)", n)), rows.get(("processes 2", n))
-        if ray_row and local:
-            print(f"Ray overhead at {n:,} cases: whole process {ray_row['s'] / local['s']:.2f}x the time of 2 local processes "
-                  f"({ray_row['s']:.1f} s vs {local['s']:.1f} s, cluster start-up included)")
-    if peers:
-        print(f"\nwhole process on the same {peers_n:,} cases: peers' seconds / ours (targets: >= 10x pydantic-evals, >= 25x multivon)\n")
-        targets = {"pydantic-evals Dataset.evaluate": 10.0, "multivon EvalSuite.run": 25.0}
-        print(f"| {'peer':<32} | {'seconds':>8} | {'peak RSS MB':>11} | " + " | ".join(f"{'vs ' + name:>18}" for name in names) + " |")
-        print(f"|{'-' * 34}|{'-' * 10}|{'-' * 13}|" + "|".join("-" * 20 for _ in names) + "|")
-        for peer, r in peers.items():
-            cells = []
-            for name in names:
-                ours = rows.get((name, peers_n))
-                if ours is None:
-                    cells.append(f"{'-':>18}")
-                    continue
-                x = r["s"] / ours["s"]
-                cells.append(f"{f'{x:.1f}x ' + ('met' if x >= targets[peer] else 'NOT met'):>18}")
-            print(f"| {peer:<32} | {r['s']:>8.2f} | {r['rss']:>11.1f} | " + " | ".join(cells) + " |")
-    for note in notes:
-        print(f"note: {note}")
 
 if __name__ == "__main__":
     main()

@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _procs import guarded, timed  # noqa: E402
 from pipeline_throughput import CONFIG, REPO, base_cases, write_dataset  # noqa: E402
 
 CHILD = """
@@ -53,13 +52,11 @@ def measure(n: int, label: str, workdir: Path, cases: Path) -> dict[str, float |
     run_dir = workdir / f"run-{n}"
     cfg = workdir / f"bench-{n}.yaml"
     cfg.write_text(CONFIG.format(cases=cases, run_dir=run_dir))
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(cfg), *EXECUTORS[label]], capture_output=True, text=True, cwd=REPO)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{label} at N={n} failed:\n{proc.stderr[-2000:]}")
-    new, seconds, rss_kb = proc.stdout.split()[-3:]
-    assert int(new) == n, proc.stdout
+    done = timed([sys.executable, "-c", CHILD, str(cfg), *EXECUTORS[label]], cwd=REPO).check(f"{label} at N={n:,}")
+    wall = done.wall
+    new, seconds, rss_kb = done.stdout.split()[-3:]
+    if int(new) != n:
+        raise RuntimeError(f"{label} at N={n:,} finished {new} of {n} cases")
     shutil.rmtree(run_dir)
     return {"n": n, "executor": label, "s": float(seconds), "wall": wall, "rate": n / float(seconds), "rss": int(rss_kb) / 1024}
 
@@ -70,17 +67,25 @@ def main() -> None:
     args = ap.parse_args()
     lines = base_cases()
     work = Path(tempfile.mkdtemp(prefix="tj-ray-bench-"))
-    rows = []
-    try:
-        for n in (int(s) for s in args.sizes.split(",")):
-            cases = work / f"cases-{n}.jsonl"
-            write_dataset(cases, n, lines)
-            for label in EXECUTORS:
-                rows.append(measure(n, label, work, cases))
-                print(f"  measured {label} at N={n:,}", file=sys.stderr)
-            cases.unlink()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    rows: list[dict[str, float | str]] = []
+
+    def measure_all() -> None:
+        try:
+            for n in (int(s) for s in args.sizes.split(",")):
+                cases = work / f"cases-{n}.jsonl"
+                write_dataset(cases, n, lines)
+                for label in EXECUTORS:
+                    rows.append(measure(n, label, work, cases))
+                    print(f"  measured {label} at N={n:,}", file=sys.stderr)
+                cases.unlink()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    guarded(measure_all, lambda: report(rows))
+
+
+def report(rows: list[dict]) -> None:
+    """The table of `rows`, and Ray's overhead at each size measured with both executors."""
     print(f"\nRay vs local processes: native JSONL of real tau-bench runs, 3 metrics ({os.cpu_count()} cores on machine)\n")
     print(f"| {'cases':>8} | {'executor':<20} | {'run s':>7} | {'process s':>9} | {'cases/s':>8} | {'peak RSS MB':>11} |")
     print(f"|{'-' * 10}|{'-' * 22}|{'-' * 9}|{'-' * 11}|{'-' * 10}|{'-' * 13}|")
@@ -88,9 +93,9 @@ def main() -> None:
         print(f"| {r['n']:>8,} | {r['executor']:<20} | {r['s']:>7.2f} | {r['wall']:>9.2f} | {r['rate']:>8,.0f} | {r['rss']:>11.1f} |")
     by = {(r["n"], r["executor"]): r for r in rows}
     for n in sorted({r["n"] for r in rows}):
-        ray_row, proc_row = by[(n, "ray (local, 2 CPUs)")], by[(n, "processes (2)")]
-        print(f"Ray overhead at N={n:,}: run {ray_row['s'] / proc_row['s']:.2f}x, whole process {ray_row['wall'] / proc_row['wall']:.2f}x of local processes")
-
+        ray_row, proc_row = by.get((n, "ray (local, 2 CPUs)")), by.get((n, "processes (2)"))
+        if ray_row and proc_row:
+            print(f"Ray overhead at N={n:,}: run {ray_row['s'] / proc_row['s']:.2f}x, whole process {ray_row['wall'] / proc_row['wall']:.2f}x of local processes")
 
 if __name__ == "__main__":
     main()

@@ -33,7 +33,6 @@ import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -157,11 +156,11 @@ def full_parse(root: Path) -> dict:
 
 
 def _child(mode: str, root: Path, n: int = 0) -> dict:
+    from _procs import timed  # here, not at the top: the measured child's import time stays what it was
+
     cmd = [sys.executable, __file__, f"--{mode}", str(root), "--n", str(n)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{mode} for {root} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    done = timed(cmd).check(f"{mode} for {root}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -185,28 +184,38 @@ def main() -> None:
         return
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="tj-resume-bench-"))
-    rows = []
-    try:
-        for n in [int(x) for x in args.sizes.split(",")]:
-            root = base / f"n{n}"
-            if root.exists():
-                shutil.rmtree(root)
-            root.mkdir(parents=True)
-            t = time.perf_counter()
-            _child("setup", root, n)
-            setup_s = time.perf_counter() - t
-            old = _child("full-parse", root)  # reads only: the run is still unfinished after it
-            res = _child("measure", root)
-            assert res["new"] == MISSING and res["skipped"] == n, res
-            size_mb = os.path.getsize(root / "run" / "results.jsonl") / 1e6
-            rows.append((n, size_mb, res, old, setup_s))
-            print(f"  n={n}: setup {setup_s:.1f}s, resume {res['total_s']:.2f}s", file=sys.stderr, flush=True)
-            if not args.keep:
-                shutil.rmtree(root)
-    finally:
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
+    rows: list[tuple] = []
 
+    def measure_all() -> None:
+        try:
+            for n in [int(x) for x in args.sizes.split(",")]:
+                root = base / f"n{n}"
+                if root.exists():
+                    shutil.rmtree(root)
+                root.mkdir(parents=True)
+                t = time.perf_counter()
+                _child("setup", root, n)
+                setup_s = time.perf_counter() - t
+                old = _child("full-parse", root)  # reads only: the run is still unfinished after it
+                res = _child("measure", root)
+                if res["new"] != MISSING or res["skipped"] != n:
+                    raise RuntimeError(f"the resume of {n:,} finished results did not do what it should: {res}")
+                size_mb = os.path.getsize(root / "run" / "results.jsonl") / 1e6
+                rows.append((n, size_mb, res, old, setup_s))
+                print(f"  n={n}: setup {setup_s:.1f}s, resume {res['total_s']:.2f}s", file=sys.stderr, flush=True)
+                if not args.keep:
+                    shutil.rmtree(root)
+        finally:
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+
+    from _procs import guarded
+
+    guarded(measure_all, lambda: report(rows))
+
+
+def report(rows: list[tuple]) -> None:
+    """The table of the sizes measured so far."""
     print(f"\nResume start-up, {MISSING} unfinished cases at the end of the dataset (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
     print("| finished results | results.jsonl | first new case, from process start | from run() call | whole resume | peak RSS | old path: first new case | old path: peak RSS |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -215,10 +224,10 @@ def main() -> None:
             f"| {n:,} | {size_mb:.1f} MB | {res['first_from_start_s']:.2f} s | {res['first_from_call_s']:.2f} s | {res['total_s']:.2f} s "
             f"| {res['peak_rss_mb']:.1f} MiB | {old['first_s']:.2f} s | {old['peak_rss_mb']:.1f} MiB |"
         )
-    print(f"\nimports (included in 'from process start'): {rows[0][2]['imports_s']:.2f} s. "
-          "Old path = parse and fold every result line, then adapt every case until the first unfinished one "
-          "(in-process, no pipeline; its time is from after imports and config).")
-
+    if rows:
+        print(f"\nimports (included in 'from process start'): {rows[0][2]['imports_s']:.2f} s. "
+              "Old path = parse and fold every result line, then adapt every case until the first unfinished one "
+              "(in-process, no pipeline; its time is from after imports and config).")
 
 if __name__ == "__main__":
     main()

@@ -32,8 +32,13 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _procs import guarded, started  # noqa: E402
 
 
 def write_run(run_dir: Path, n: int, seed: int = 0) -> None:
@@ -54,11 +59,15 @@ def write_run(run_dir: Path, n: int, seed: int = 0) -> None:
                                  "duration_s": round(rng.random() * 3, 3)}) + "\n")
 
 
-def start(run_dir: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", str(run_dir), "--port", "0"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline() if proc.stdout else ""
-    page = urlsplit(line.split()[2])  # one run served: it prints that run's page; the base is the server
-    return proc, f"{page.scheme}://{page.netloc}"
+@contextmanager
+def serving(run_dir: Path) -> Iterator[str]:
+    """`tracejudge view RUN_DIR` in its own process, stopped (SIGTERM, then SIGKILL) when the block ends; yields its base URL."""
+    with started([sys.executable, "-m", "tracejudge", "view", str(run_dir), "--port", "0"], stdout=subprocess.PIPE, text=True) as proc:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if len(line.split()) < 3:
+            raise RuntimeError(f"tracejudge view did not print its address (exit code {proc.poll()}, first line {line!r})")
+        page = urlsplit(line.split()[2])  # one run served: it prints that run's page; the base is the server
+        yield f"{page.scheme}://{page.netloc}"
 
 
 def get_ms(url: str) -> float:
@@ -102,40 +111,37 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="tj-view-bench-"))
     run_dir = tmp / "run"
-    try:
-        t0 = time.perf_counter()
-        write_run(run_dir, args.cases)
-        print(f"wrote {args.cases:,} results ({(run_dir / 'results.jsonl').stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - t0:.1f} s\n")
-        cases = "/run/run/cases"
-        rows: list[tuple[str, float]] = []
-        proc, base = start(run_dir)
+    rows: list[tuple[str, float]] = []
+
+    def measure() -> None:
         try:
-            rows.append(("cold: build view.idx + first page (50 rows)", get_ms(base + cases)))
-            pages = [("warm: first page", cases), ("failed cases", cases + "?status=failed"),
-                     ("writes_exact below threshold", cases + "?below=writes_exact"),
-                     ("search 'book_reservation'", cases + "?q=book_reservation"),
-                     ("sorted by TaskCompletion, descending", cases + "?sort=TaskCompletion&desc=1"),
-                     ("last page", cases + f"?page={args.cases // 50}"), ("run page", "/run/run")]
-            for label, path in pages:
-                rows.append((label, statistics.median(get_ms(base + path) for _ in range(args.repeat))))
-            in_browser = browser_ms(base + cases, args.repeat)
-            if in_browser is not None:
-                rows.append(("Chromium: navigation to load event, first page", in_browser))
+            t0 = time.perf_counter()
+            write_run(run_dir, args.cases)
+            print(f"wrote {args.cases:,} results ({(run_dir / 'results.jsonl').stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - t0:.1f} s\n")
+            cases = "/run/run/cases"
+            with serving(run_dir) as base:
+                rows.append(("cold: build view.idx + first page (50 rows)", get_ms(base + cases)))
+                pages = [("warm: first page", cases), ("failed cases", cases + "?status=failed"),
+                         ("writes_exact below threshold", cases + "?below=writes_exact"),
+                         ("search 'book_reservation'", cases + "?q=book_reservation"),
+                         ("sorted by TaskCompletion, descending", cases + "?sort=TaskCompletion&desc=1"),
+                         ("last page", cases + f"?page={args.cases // 50}"), ("run page", "/run/run")]
+                for label, path in pages:
+                    rows.append((label, statistics.median(get_ms(base + path) for _ in range(args.repeat))))
+                in_browser = browser_ms(base + cases, args.repeat)
+                if in_browser is not None:
+                    rows.append(("Chromium: navigation to load event, first page", in_browser))
+            with serving(run_dir) as base:
+                rows.append(("restart: new process, view.idx reused, first page", get_ms(base + cases)))
         finally:
-            proc.terminate()
-            proc.wait()
-        proc, base = start(run_dir)
-        try:
-            rows.append(("restart: new process, view.idx reused, first page", get_ms(base + cases)))
-        finally:
-            proc.terminate()
-            proc.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def report() -> None:
         print(f"| {args.cases:,} cases | median ms |\n|---|---:|")
         for label, ms in rows:
             print(f"| {label} | {ms:,.0f} |")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
+    guarded(measure, report)
 
 if __name__ == "__main__":
     main()
