@@ -1,5 +1,5 @@
-"""README's scale-out recipe as written: `ray start --head` in its own process (token authentication on, as Ray 2.52+
-does on a machine that ran Ray before), a `tracejudge run` attached by address, results equal to the in-process run;
+"""README's scale-out recipe as written: `ray start --head` in its own process (token authentication on, as Ray 2.60
+turns it on on a machine that ran Ray before), a `tracejudge run` attached by address, results equal to the in-process run;
 an attach that cannot work says why in one line; the actors of a killed head end with its Ray job."""
 
 from __future__ import annotations
@@ -111,3 +111,33 @@ def test_the_actors_of_a_killed_head_end_with_its_job_and_the_cluster_stays(tmp_
         driver.kill()
         driver.wait()
         ray_procs.kill_all(actors)
+
+
+def test_the_token_source_follows_rays_order_and_never_holds_the_token(tmp_path, monkeypatch):
+    from tracejudge.engine.executors.ray_attach import explain, token_source
+
+    for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert token_source() == (None, None)
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("secret-in-home")
+    assert token_source() == (str(tmp_path / ".ray" / "auth_token"), None)
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "missing"))
+    source, problem = token_source()
+    assert source is None and str(tmp_path / "missing") in problem  # Ray reads only that file then: no fallback
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "secret-in-env")
+    assert token_source() == ("RAY_AUTH_TOKEN", None)
+    # Ray's refusal, as ray.init raises it: a ConnectionError caused by a RuntimeError quoting the last attempt.
+    refused = ConnectionError("Failed to connect to Ray cluster at 192.0.2.2:6379")
+    refused.__cause__ = RuntimeError("Failed to connect to GCS. Last connection error: Traceback (most recent call last):\n"
+                                     "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing")
+    line = explain("127.0.0.1:6379", refused)
+    assert line.startswith("cannot attach to the Ray cluster at 127.0.0.1:6379") and "refused the token from RAY_AUTH_TOKEN" in line
+    assert "secret" not in line and "\n" not in line
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert "RAY_AUTH_MODE=disabled is set here" in explain("127.0.0.1:6379", refused)
+    other = ConnectionError("Failed to connect to Ray cluster at 192.0.2.2:6379")
+    other.__cause__ = RuntimeError("Failed to connect to GCS. Last connection error: Traceback (most recent call last):\n  File x\nOSError: boom")
+    assert explain("127.0.0.1:6379", other).endswith("RuntimeError: OSError: boom (is the head up, and does it run the same Ray, "
+                                                     f"{__import__('ray').__version__}, and Python as here?)")

@@ -1,10 +1,10 @@
 """Joining the Ray cluster of a run (`run.ray_address`), with Ray's token authentication, or starting a local one.
 
-Ray (2.52 and later) protects a cluster with a token when one exists on the
-head: `ray start --head` turns token authentication on by itself whenever
-`~/.ray/auth_token` is there, and every local `ray.init()` writes that file
-if it is missing, so on a machine that ever ran Ray locally the head asks for
-the token. A driver reads the token from, in this order, the environment
+Ray protects a cluster with a token (since 2.52; by default for local
+clusters since 2.59): with Ray 2.60 `ray start --head` turns token
+authentication on by itself whenever `~/.ray/auth_token` is there, and every
+local `ray.init()` writes that file if it is missing, so on a machine that
+ever ran Ray locally the head asks for the token. A driver reads the token from, in this order, the environment
 variable `RAY_AUTH_TOKEN`, the file named by `RAY_AUTH_TOKEN_PATH`, or
 `~/.ray/auth_token` (`ray get-auth-token` on the head prints it); but Ray only
 sends it when `RAY_AUTH_MODE=token` is set, and sets that itself only for a
@@ -75,13 +75,15 @@ def _has_content(path: Path) -> bool:
 def _probe(address: str) -> None:
     """Raise `Unreachable` when nothing accepts a TCP connection at `HOST:PORT` (seconds instead of Ray's 20 retries)."""
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        return  # not HOST:PORT: Ray parses it (and says what is wrong)
+    if not sep or not port.isdigit() or not host or "://" in address:
+        return  # not HOST:PORT ("auto", a ray:// client address): Ray parses it (and says what is wrong)
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
             return
     except TimeoutError:
         cause = f"no answer within {PROBE_TIMEOUT_S:.0f} s (wrong host, or a firewall)"
+    except socket.gaierror as exc:
+        cause = f"the host name does not resolve ({exc.strerror or exc})"
     except OSError as exc:
         cause = f"nothing accepts connections there ({exc.strerror or exc})"
     raise Unreachable(f"cannot attach to the Ray cluster at {address} (run.ray_address): {cause}; "
