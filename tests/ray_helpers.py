@@ -1,10 +1,13 @@
-"""Helpers that Ray workers import in the Ray tests: a deterministic metric that takes its time, a live target that says where it ran."""
+"""Helpers of the Ray tests: what Ray workers import (a deterministic metric that takes its time, a live target that says
+where it ran), and the datasets and result readers the tests share."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from tracejudge.core.records import Case, Score
@@ -46,3 +49,25 @@ def pid_agent(request: Any) -> dict[str, Any]:
         os.kill(os.getpid(), signal.SIGKILL)
     text = f"echo {request.input}"
     return {"output": text, "trace": {"steps": [{"tool_calls": [{"name": "echo", "arguments": {"text": request.input}}]}], "output": text}}
+
+
+def native_dataset(path: Path, n: int, broken: bool = True) -> Path:
+    """`n` native cases `case-I` (each third calls one of the two expected tools), and with `broken` one unreadable line."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            called = ["search", "book"] if i % 3 else ["search"]
+            fh.write(json.dumps({"id": f"case-{i}", "expected_tool_calls": [{"name": "search"}, {"name": "book"}],
+                                 "trace": {"steps": [{"tool_calls": [{"name": c, "arguments": {}} for c in called]}], "output": f"answer {i}"}}) + "\n")
+        if broken:
+            fh.write('{"id": "broken", \n')  # its result must come through too
+    return path
+
+
+def results_by_key(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """`run_dir/results.jsonl` as `{(case_id, trial): result}`, without `duration_s` (which differs between runs)."""
+    out = {}
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        data = json.loads(line)
+        data.pop("duration_s")
+        out[(data["case_id"], data["trial"])] = data
+    return out

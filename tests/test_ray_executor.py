@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from ray_helpers import native_dataset, results_by_key
 from tracejudge.core.config import load_config
 from tracejudge.engine import runner
 
@@ -19,15 +20,6 @@ DEMO = REPO / "configs" / "demo.yaml"
 DETERMINISTIC = ["metrics=[{type: ToolCalls, name: writes_exact, arguments: exact, include_failed: false, "
                  "exclude_tools: ['get_*', 'search_*', 'list_*', calculate, think, 'transfer_*']}, "
                  "{type: TrajectoryMatch, order: in_order}, {type: ToolCorrectness, allow_extra: true}]"]
-
-
-def _results(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    out = {}
-    for line in (run_dir / "results.jsonl").read_text().splitlines():
-        data = json.loads(line)
-        data.pop("duration_s")
-        out[(data["case_id"], data["trial"])] = data
-    return out
 
 
 def _run(config_path: Path, run_dir: Path, overrides: list[str], on_result: Any = None) -> runner.RunOutcome:
@@ -40,20 +32,10 @@ def test_a_local_ray_cluster_gives_the_local_results_on_tau_bench(tmp_path, ray_
     local = _run(DEMO, tmp_path / "local", [*common, "run.executor=inprocess"])
     on_ray = _run(DEMO, tmp_path / "ray", [*common, "run.executor=ray"])
     assert on_ray.new_results == local.new_results == 200
-    assert _results(tmp_path / "ray") == _results(tmp_path / "local")
+    assert results_by_key(tmp_path / "ray") == results_by_key(tmp_path / "local")
     for key in ("results", "status", "metrics", "groups"):
         assert on_ray.summary.get(key) == local.summary.get(key)
     assert ray_cluster.is_initialized()  # the executor left the session's cluster running
-
-
-def _native_dataset(path: Path, n: int) -> Path:
-    with open(path, "w", encoding="utf-8") as fh:
-        for i in range(n):
-            called = ["search", "book"] if i % 3 else ["search"]
-            fh.write(json.dumps({"id": f"case-{i}", "expected_tool_calls": [{"name": "search"}, {"name": "book"}],
-                                 "trace": {"steps": [{"tool_calls": [{"name": c, "arguments": {}} for c in called]}], "output": f"answer {i}"}}) + "\n")
-        fh.write('{"id": "broken", \n')  # one unreadable line: its result must come through too
-    return path
 
 
 def _kill_one_worker(ray: Any) -> int:
@@ -65,7 +47,7 @@ def _kill_one_worker(ray: Any) -> int:
 
 
 def test_killing_a_ray_worker_mid_run_loses_nothing(tmp_path, ray_cluster):
-    data = _native_dataset(tmp_path / "cases.jsonl", 300)
+    data = native_dataset(tmp_path / "cases.jsonl", 300)
     cfg = tmp_path / "run.yaml"
     cfg.write_text(f"dataset: {{path: {data}}}\nmetrics: [{{type: 'ray_helpers:SlowLength', sleep_ms: 8}}, {{type: ToolCalls}}]\n"
                    f"run: {{dir: {tmp_path / 'unused'}, chunk_size: 8}}\ncache: {{dir: {tmp_path / 'cache'}}}\n")
@@ -81,8 +63,8 @@ def test_killing_a_ray_worker_mid_run_loses_nothing(tmp_path, ray_cluster):
     assert killed, "no worker was killed"
     local = _run(cfg, tmp_path / "local", ["run.executor=inprocess"])
     assert on_ray.new_results == local.new_results == 301
-    got = _results(tmp_path / "ray")
-    assert got == _results(tmp_path / "local")
+    got = results_by_key(tmp_path / "ray")
+    assert got == results_by_key(tmp_path / "local")
     assert sum(r["status"] == "ok" for r in got.values()) == 300
     assert not any((r.get("error") or {}).get("kind") == "worker_error" for r in got.values())
 
@@ -106,8 +88,8 @@ def test_a_live_python_target_runs_on_ray_workers_and_a_killed_one_is_redone(tmp
     assert os.getpid() not in ray_pids and len(ray_pids) >= 2
     assert {int(p) for p in pids.read_text().split()} == {os.getpid()}
     assert on_ray.new_results == local.new_results == 40
-    got = _results(tmp_path / "ray")
-    assert got == _results(tmp_path / "local")
+    got = results_by_key(tmp_path / "ray")
+    assert got == results_by_key(tmp_path / "local")
     assert all(r["status"] == "ok" and r["scores"]["ToolCalls"]["value"] == 1.0 for r in got.values())
     # The head wrote the live traces, as for a local run.
     assert len((tmp_path / "ray" / "traces.jsonl").read_text().splitlines()) == 40

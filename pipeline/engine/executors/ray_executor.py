@@ -1,9 +1,13 @@
 """The Ray executor (`run.executor: ray`, extra `tracejudge[ray]`): extract and score on a Ray cluster.
 
 `ray.init(address=run.ray_address)` joins a running cluster (`ray start
---head` on one machine, `ray start --address=HEAD:6379` on the others); with
-no address, and no Ray already initialised in this process, a local cluster
-is started for the run and shut down after it.
+--head` on one machine, `ray start --address=HEAD:6379` on the others; its
+token authentication and a failed attach: `ray_attach`); with no address, and
+no Ray already initialised in this process, a local cluster is started for
+the run and shut down after it, watched by `ray_watchdog` so that none of its
+processes outlives a killed head. The actors are not detached: they belong to
+the head's Ray job, and Ray ends them when the head's job ends (the head exits
+or is killed), on a local cluster or a shared one.
 
 One `CpuWorker` actor per CPU of the cluster (at most `run.processes` when
 the config sets it lower; named `tracejudge-cpu-RUN-I`) holds the job (`CpuJob`: format name, dataset
@@ -40,6 +44,7 @@ other process judging for the same sweep on the cluster.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from types import TracebackType
 from typing import Any
@@ -48,7 +53,9 @@ import anyio
 import ray
 from tracejudge.core.config import RunConfig
 from tracejudge.core.log import get_logger
+from tracejudge.engine.executors import ray_watchdog
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
+from tracejudge.engine.executors.ray_attach import attach
 from tracejudge.engine.shards import shard_index
 
 __all__ = ["MAX_RETRIES", "CpuWorker", "RayExecutor", "TargetWorker", "quiet_ray"]
@@ -151,14 +158,17 @@ class RayExecutor:
         self.targets: list[Any] = []
         self.concurrency = 2
         self.started_ray = False
+        self.watchdog: Any = None
         self.chunks = 0
 
     async def __aenter__(self) -> RayExecutor:
         if not ray.is_initialized():
             # Joining or starting a cluster takes seconds: off the event loop.
             quiet_ray()
-            await anyio.to_thread.run_sync(lambda: ray.init(address=self.address, log_to_driver=False, configure_logging=False))
+            await anyio.to_thread.run_sync(attach, self.address)
             self.started_ray = True
+            if self.address is None:  # a local cluster: its processes must not outlive a killed head
+                self.watchdog = await anyio.to_thread.run_sync(ray_watchdog.start, os.getpid())
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         n = min(cpus, self.limit) if self.limit else cpus
         # The job is a few hundred bytes: passed by value, so a restarted actor can always rebuild it.
@@ -207,6 +217,8 @@ class RayExecutor:
         self.workers, self.targets = [], []
         if self.started_ray:
             await anyio.to_thread.run_sync(ray.shutdown)
+            await anyio.to_thread.run_sync(ray_watchdog.stop, self.watchdog)
+            self.watchdog = None
         log.debug("executor done", executor=self.name, chunks=self.chunks)
 
     def judge_resources(self, config: RunConfig, prior: dict[str, Any]) -> Any:
