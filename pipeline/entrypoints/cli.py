@@ -733,6 +733,10 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
         tokens = t.input_tokens + t.output_tokens
         console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
                       f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+    if t.truncated or t.too_long:
+        console.print(f"too long for the judge's context (judge.too_long: {config.judge.too_long if config.judge else 'truncate'}): {t.truncated:,} requests "
+                      f"priced as fitted (steps left out or fields cut, as the run sends them), {t.too_long:,} left out (the run sends nothing for them)",
+                      highlight=False)
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK

@@ -82,10 +82,13 @@ class MetricEstimate:
     worst_input_tokens: int = 0
     worst_output_tokens: int = 0
     worst_cost_usd: float = 0.0
+    truncated: int = 0  # requests fitted to the judge's context (priced as fitted, as the run sends them)
+    too_long: int = 0  # requests that cannot fit: the run sends nothing for them
 
 
 _FIELDS = ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions",
-           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd")
+           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd",
+           "truncated", "too_long")
 
 
 def last_run_rate(run_dir: Path) -> float | None:
@@ -205,7 +208,12 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         ask_items(a.key, Item(a.plan, trial, slot), trial)
                         continue
                     for qs in a.questions:
-                        req = fit_request(a.plan, qs, cfg).req  # what the run sends (and caches under): a long trace is fitted
+                        fitted = fit_request(a.plan, qs, cfg)  # what the run sends (and caches under): a long trace is fitted
+                        if not fitted.fits:
+                            est.too_long += 1  # the run sends nothing for it
+                            continue
+                        est.truncated += fitted.truncated
+                        req = fitted.req
                         if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
                             est.cache_hits += 1
                             continue
