@@ -88,3 +88,14 @@ def test_one_step_with_thousands_of_calls_is_cut_as_the_last_resort():
     assert fitted.fits and fitted.cut == ["Trace"] and "characters cut]" in fitted.req.messages[-1]["content"]
     skip = fit_request(plan, plan.questions, cfg.model_copy(update={"too_long": "skip"}))
     assert not skip.fits and skip.tokens > 8_000
+
+
+def test_estimate_with_items_per_request_prices_an_oversized_item_as_the_run_asks_it(tmp_path):
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps(c) + "\n" for c in [huge_output_case("huge", 2_000_000), huge_output_case("a", 200), huge_output_case("b", 200)]))
+    config = validate_config({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                              "judge": {"provider": "openai", "model": "gpt-4o-mini", "context_tokens": 16_000, "items_per_request": 3},
+                              "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}})
+    total = estimate(config)["total"]
+    # The three together cannot fit: each is asked alone, the huge one fitted.
+    assert total.requests == 3 and total.truncated == 1 and total.input_tokens <= 3 * (16_000 - 512)
