@@ -111,15 +111,22 @@ def planted_runs(base: Path, *, n: int = 300, planted: int = 25, improved: int =
 
 
 @contextmanager
-def view_server(*args: str) -> Iterator[str]:
-    """`tracejudge view ARGS --port 0` as a real process; yields its server's URL (http://127.0.0.1:PORT) and stops it after."""
+def view_process(*args: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`tracejudge view ARGS --port 0` as a real process; yields (its server's URL, the process) and stops it after."""
     proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", *args, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
         page = urlsplit(line.split()[2])  # the page it opens (a run's, when one run is served): yield the server
-        yield f"{page.scheme}://{page.netloc}"
+        yield f"{page.scheme}://{page.netloc}", proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@contextmanager
+def view_server(*args: str) -> Iterator[str]:
+    """`tracejudge view ARGS --port 0` as a real process (`view_process`); yields its server's URL."""
+    with view_process(*args) as (url, _):
+        yield url

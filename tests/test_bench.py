@@ -117,3 +117,36 @@ def test_nothing_answered_recommends_no_limits(tmp_path):
     assert proc.returncode != 0 and "no request was answered" in proc.stderr
     assert "limits: none to recommend" in proc.stdout and "rpm: 1," not in proc.stdout
     assert json.loads(out.read_text())["recommended_limits"] is None
+
+
+def test_running_out_of_requests_mid_ramp_recommends_only_a_level_measured_in_full(simulator, tmp_path):
+    sim = simulator(rate_headers=False, latency_ms=20)
+    # 13 requests: level 1 takes (up to) 12, the next level gets what is left, far too few to measure it.
+    proc, report = bench(*synthetic(sim.url, "--requests", "13", "--duration", "1"), cwd=tmp_path)
+    steps = {s["level"]: s for s in report["ramp"]}
+    last = report["ramp"][-1]
+    assert len(steps) >= 2 and last["answered"] < 8 and report["best_level"] != last["level"], report["ramp"]
+    assert "ran out of requests (--requests)" in report["ramp_stopped"] and "raise --requests" in report["ramp_stopped"]
+    lim = report["recommended_limits"]
+    if lim is None:  # on a machine so loaded that level 1 answered fewer than 8 in its step
+        assert steps[report["best_level"]]["answered"] < 8 and "none to recommend" in proc.stdout
+    else:
+        assert lim["max_in_flight"] == report["best_level"] and steps[report["best_level"]]["answered"] >= 8
+
+
+def test_dry_run_of_a_config_needs_no_api_key(tmp_path):
+    import os
+
+    from _runs import native_case, write_dataset
+
+    write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["a"], ["a"]) for i in range(5)])
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": "cases.jsonl", "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "api_key_env": "TRACEJUDGE_TEST_NO_SUCH_KEY"}}))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--dry-run"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120, env=env)
+    assert proc.returncode == 0 and "nothing sent" in proc.stdout, proc.stderr
+    run = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--requests", "1"], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=120, env=env)
+    assert run.returncode == 2 and "TRACEJUDGE_TEST_NO_SUCH_KEY" in run.stdout + run.stderr  # a real bench does need it

@@ -153,8 +153,9 @@ class JudgeConfig(_Strict):
     sleeping per request; a `retry-after` longer than `max_retry_after_s` (a
     daily quota) fails the request at once as `rate_limited`.
     `context_tokens` is the judge's context window; a prompt that would not
-    fit is handled by `too_long`: `truncate` (drop middle steps, keep the task,
-    the first and last steps and the output) or `skip` (`value: null`,
+    fit is handled by `too_long`: `truncate` (cut oversized fields other than
+    the trace, drop middle steps, keep the task, the first and last steps and
+    the output; see `stages.judge.fit`) or `skip` (`value: null`,
     reason `too_long` with the token count). `max_error_share` is the share of
     judged results that may end `judge_error` before the run fails its gate.
     Batching (`tracejudge.stages.judge.multi`): `items_per_request` items of one metric

@@ -26,9 +26,19 @@ __all__ = ["cell", "fits", "fitted", "plain_console", "stdout_console", "wrap_na
 PLAIN_WIDTH = 100
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits with status 1 when stdout's reader goes away (`| head -1`); the CLI ends such a command
+        # quietly with 141 (`entrypoints.cli._broken_pipe`), whichever way it writes.
+        raise BrokenPipeError
+
+
 def plain_console(**options: Any) -> Console:
-    """A `rich.console.Console(**options)` that prints strings literally (no markup, no emoji codes)."""
-    return Console(markup=False, emoji=False, **options)
+    """A `rich.console.Console(**options)` that prints strings literally (no markup, no emoji codes).
+
+    A closed stdout raises `BrokenPipeError` (rich's own handling exits with status 1).
+    """
+    return _Console(markup=False, emoji=False, **options)
 
 
 def cell(text: Any, style: str = "") -> Text:

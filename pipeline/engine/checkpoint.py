@@ -52,6 +52,7 @@ from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.keyset import KeySet, result_key
+from tracejudge.engine.segment_end import record_failed_end, settle_failed_end
 from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
 __all__ = ["RunJournal", "recorded_config_hash", "sum_usage"]
@@ -322,7 +323,7 @@ class RunJournal:
         lines += tail
         self.finished = len(self.done)
         self.retrying = self.pending_retries()
-        killed = self._settle_segments(tail, rebuilt=not reused)
+        killed = self._settle_segments(tail, rebuilt=not reused, lines=lines - tail)
         changed = changed or tail > 0 or killed or damaged > 0
         self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
                          "damaged_lines": damaged}
@@ -395,8 +396,10 @@ class RunJournal:
             return False
         return True
 
-    def _settle_segments(self, tail: int, rebuilt: bool) -> bool:
-        """Attribute unrecorded results to the segment that wrote them; mark dead segments killed."""
+    def _settle_segments(self, tail: int, rebuilt: bool, lines: int = 0) -> bool:
+        """Attribute unrecorded results to the segment that wrote them (`lines`: those the checkpoint covers); mark dead segments killed."""
+        if settle_failed_end(self.segments, lines, tail if not rebuilt else 0):
+            return True
         last = self.segments[-1] if self.segments else None
         if last is not None and last.get("ended") == "running":
             # We hold the lock, so the segment that was running is dead.
@@ -526,6 +529,10 @@ class RunJournal:
         if w.broken is not None:
             # A write failed (disk full): the aggregate holds results that are not on disk, so
             # no checkpoint may claim it; the last one stands and the resume re-reads the tail.
+            # Only its record of this segment changes, to say why it ended.
+            record = record_failed_end(self.run_dir, self._segment, w.broken, w.lines, self._t0)
+            if record is not None:
+                self._segment.update(ended="error", error=record["error"])
             return
         if not self._checkpointed_at_close:
             self._checkpoint()

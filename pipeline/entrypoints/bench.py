@@ -15,7 +15,9 @@ How it measures:
    requests or for `STEP_S` seconds, whichever ends first. The ramp stops at the first level where throughput (answered
    requests per second) grows less than `GROWTH` × the previous level's,
    a 429 came back, or p95 latency exceeds twice level 1's; the best level
-   is then the previous one (the knee). All requests go through one
+   is then the previous one (the knee). A level cut short by `--requests` or
+   the cost cap with fewer than `MIN_SAMPLES` answers is not measured and
+   never recommended (the last level measured in full is). All requests go through one
    `AdaptiveLimiter` that follows the provider's rate-limit headers
    (`x-ratelimit-*`, `anthropic-ratelimit-*`), so a drained bucket or a
    full window shows up as a plateau, not a 429 storm. A server without
@@ -101,6 +103,8 @@ PROMPT_MARGIN = 1.1
 LOW = 0.01
 # A ramp level ends after its requests or this many seconds (a paced level is a plateau).
 STEP_S = 2.0
+# Fewest answers that measure a ramp level: a level cut short with fewer is never recommended.
+MIN_SAMPLES = 8
 MAX_LEVEL = 1024
 UNLIMITED_RPM, UNLIMITED_TPM = 10**9, 10**12
 BATCH_WINDOW = "≤ 24 h (the batch API's completion window)"
@@ -320,7 +324,12 @@ def _step(level: int, attempts: list[Attempt]) -> dict[str, Any]:
 
 
 async def _ramp(bench: _Bench, start_level: int, max_level: int) -> tuple[int, list[dict[str, Any]], str]:
-    """Levels 1, 2, 4, …: (best level, per-level figures, why the ramp stopped)."""
+    """Levels 1, 2, 4, …: (best level, per-level figures, why the ramp stopped).
+
+    A level recommended has at least `MIN_SAMPLES` answers: one cut short by `--requests` or the cost cap is
+    reported but never chosen over the last level measured in full (its one or two requests say nothing of its
+    throughput), and the reason says the bench ran out.
+    """
     steps: list[dict[str, Any]] = []
     level = start_level
     while True:
@@ -328,8 +337,13 @@ async def _ramp(bench: _Bench, start_level: int, max_level: int) -> tuple[int, l
         got = _step(level, await bench.level("ramp", level, max(12, 3 * level), until))
         steps.append(got)
         prev = steps[-2] if len(steps) > 1 else None
-        if bench.state.stop:
-            return (prev or got)["level"] if got["answered"] == 0 else got["level"], steps, f"{bench.state.stop} reached during the ramp"
+        if bench.state.stop and got["answered"] < MIN_SAMPLES and bench.state.stop in ("requests", "cost cap"):
+            cap = "--requests" if bench.state.stop == "requests" else "--max-cost-usd"
+            best = prev["level"] if prev is not None else level
+            return best, steps, (f"ran out of requests ({cap}) at {level} in flight after {got['answered']} answers, too few to measure it "
+                                 f"(at least {MIN_SAMPLES}); {best} is the last level measured in full: raise {cap} to measure further")
+        if got["answered"] == 0 and bench.state.stop:
+            return (prev or got)["level"], steps, f"{bench.state.stop} reached during the ramp"
         if got["answered"] == 0:
             kinds = sorted({a.outcome for a in bench.state.attempts[-got["requests"]:]})
             bench.state.stop = bench.state.stop or "errors"
@@ -341,6 +355,8 @@ async def _ramp(bench: _Bench, start_level: int, max_level: int) -> tuple[int, l
             return prev["level"], steps, f"p95 latency doubled at {level} in flight"
         if prev is not None and got["throughput_rps"] < GROWTH * prev["throughput_rps"]:
             return prev["level"], steps, f"throughput stopped growing at {level} in flight"
+        if bench.state.stop:  # measured in full before the cap: it still grew, so it is the best seen
+            return level, steps, f"{bench.state.stop} reached during the ramp"
         if level * 2 > max_level:
             return level, steps, f"reached the ramp's ceiling of {max_level} in flight"
         level *= 2
@@ -488,9 +504,9 @@ def _project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any
 def _recommend(best: int, measured: dict[str, Any], headers: dict[str, Any], window: str) -> dict[str, Any] | None:
     """The `limits:` block: the provider's own limits when its headers gave them, else the sustained rates; the knee as in-flight cap.
 
-    `None` when no request was answered: nothing was measured to recommend.
+    `None` when fewer than `MIN_SAMPLES` requests were answered at the level: too few to recommend anything.
     """
-    if not measured.get("answered"):
+    if (measured.get("answered") or 0) < MIN_SAMPLES:
         return None
     rpm = headers.get("limit_requests") or max(1, int(measured.get("rpm") or 1))
     tpm = headers.get("limit_tokens") or max(1, int(measured.get("tpm") or 1))
@@ -533,7 +549,9 @@ def _print(report: dict[str, Any], console: Console) -> None:
         console.print(hint, highlight=False, soft_wrap=True)
     lim = report["recommended_limits"]
     if lim is None:
-        console.print("limits: none to recommend (no request was answered)", highlight=False)
+        n = m.get("answered") or 0
+        console.print("limits: none to recommend (" + ("no request was answered)" if not n else
+                      f"only {n} answers at level {report['best_level']}, at least {MIN_SAMPLES} measure a level: raise --requests)"), highlight=False)
         return
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
 

@@ -119,6 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--min-win-rate", type=float, metavar="X", help="with --judge: FAIL (exit 1) when B's win rate is below X")
 
     ext = sub.add_parser("extract", help="write any input format as native cases (traces included)",
+                         description="Write any input format as native cases. Invalid records are listed on stderr and left out; "
+                                     "the exit status is then 1 (0 when every record is valid).",
                          **_examples("tracejudge extract configs/demo.yaml -o cases.jsonl", "tracejudge extract my.yaml -o - | head -1"))
     ext.add_argument("config", type=Path, help=_CONFIG_HELP)
     ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
@@ -595,7 +597,7 @@ def _cmd_extract(args: argparse.Namespace, config, err: Console) -> int:
             parts.append(f"{counts['unrecognised']['ignored']} spans of no known convention ignored")
         err.print(f"{file}: spans by convention: " + ("; ".join(parts) or "none"), highlight=False, markup=False, soft_wrap=True)
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
-    return EXIT_OK
+    return EXIT_ASSERTION if bad else EXIT_OK  # the valid cases are written; a script still learns that some records were not
 
 
 def _tally_conventions(into: dict[str, dict[str, dict[str, int]]], file: str, case) -> None:
@@ -733,6 +735,10 @@ def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
         tokens = t.input_tokens + t.output_tokens
         console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
                       f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+    if t.truncated or t.too_long:
+        console.print(f"too long for the judge's context (judge.too_long: {config.judge.too_long if config.judge else 'truncate'}): {t.truncated:,} requests "
+                      f"priced as fitted (steps left out or fields cut, as the run sends them), {t.too_long:,} left out (the run sends nothing for them)",
+                      highlight=False)
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK

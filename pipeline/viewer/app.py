@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ _BASELINE = web.AppKey("baseline", str)
 _CACHE = web.AppKey("cache", dict)
 _TEXT_JOBS = web.AppKey("text_jobs", set)
 _TASKS = web.AppKey("tasks", set)
+_FLIGHTS = web.AppKey("diff_flights", dict)
 _DIFFS_KEPT = 16
 
 
@@ -118,14 +121,17 @@ async def _run_page(request: web.Request) -> web.Response:
     return _html(run_page(run, counts, others))
 
 
-def _int(value: str | None, default: int) -> int:
-    # A number no index can hold (trial=2**63) is the client's mistake: 400, not a 500 from deep inside the lookup.
-    try:
-        got = int(value or default)
-    except ValueError:
+def _int(value: str | None, default: int, name: str) -> int:
+    # A number no index can hold (trial=2**63) or no number at all (trial=abc) is the client's mistake: a 400 naming the
+    # parameter, not a 500 from deep inside the lookup nor, quietly, the default's page.
+    if value is None or value == "":
         return default
+    try:
+        got = int(value)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name}={value[:40]!r}: not a whole number") from None
     if not 0 <= got < 1 << 62:
-        raise web.HTTPBadRequest(text=f"{value[:40] if value else value}: out of range (0 to 2**62-1)")
+        raise web.HTTPBadRequest(text=f"{name}={value[:40]}: out of range (0 to 2**62-1)")
     return got
 
 
@@ -134,8 +140,8 @@ async def _cases(request: web.Request) -> web.Response:
     counts = await _refresh(request, run)
     p = request.query
     q = CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
-                  sort=p.get("sort", "case"), desc=p.get("desc", "") in ("1", "on", "true"), page=_int(p.get("page"), 1),
-                  size=_int(p.get("size"), 50))
+                  sort=p.get("sort", "case"), desc=p.get("desc", "") in ("1", "on", "true"), page=_int(p.get("page"), 1, "page"),
+                  size=_int(p.get("size"), 50, "size"))
 
     def work() -> tuple[Any, dict[tuple[str, int], dict[str, str]], bool]:
         page = run.index.query(q)
@@ -153,7 +159,7 @@ async def _cases(request: web.Request) -> web.Response:
 async def _case(request: web.Request) -> web.Response:
     run = _run(request)
     case_id = request.query.get("id", "")
-    trial = _int(request.query.get("trial"), 0)
+    trial = _int(request.query.get("trial"), 0, "trial")
     vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
     other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
     await _refresh(request, run)
@@ -181,18 +187,39 @@ async def _case(request: web.Request) -> web.Response:
 async def _diff(request: web.Request) -> web.Response:
     runs: dict[str, Run] = request.app[_RUNS]
     a, b = _run(request, "a", query=True), _run(request, "b", query=True)
-    size = tuple((r.path / "results.jsonl").stat().st_size if (r.path / "results.jsonl").exists() else 0 for r in (a, b))
-    key = ("diff", a.rid, b.rid, size)
-    cache: dict[Any, Any] = request.app[_CACHE]
-    cmp: Comparison | None = cache.get(key)
     if differs(a, b) is not None:  # different datasets: the page says what differs, nothing is paired
         return _html(diff_page(a, b, None, list(runs.values())))
-    if cmp is None:
-        cmp = await anyio.to_thread.run_sync(lambda: compare_runs(a.path, b.path, top=10))
-        if len(cache) >= _DIFFS_KEPT:  # a run being written changes size often: drop stale comparisons
-            cache.clear()
-        cache[key] = cmp
-    return _html(diff_page(a, b, cmp, list(runs.values())))
+    return _html(diff_page(a, b, await _comparison(request.app, a, b), list(runs.values())))
+
+
+async def _comparison(app: web.Application, a: Run, b: Run) -> Comparison:
+    """`compare_runs(a, b)` computed once per pair and results size: identical requests at once share one computation.
+
+    Fifty viewers opening the same Diff page at once each compared both runs (271 s for the last, 370 MiB): now the
+    first starts the comparison (a task, shielded so a closed tab does not cancel it for the others), the rest await it,
+    and the result is kept until a run's results change size. Each computation writes one line to stderr.
+    """
+    size = tuple((r.path / "results.jsonl").stat().st_size if (r.path / "results.jsonl").exists() else 0 for r in (a, b))
+    key = ("diff", a.rid, b.rid, size)
+    cache: dict[Any, Any] = app[_CACHE]
+    if key in cache:
+        return cache[key]
+    flights: dict[Any, asyncio.Task[Comparison]] = app[_FLIGHTS]
+    task = flights.get(key)
+    if task is None:
+        async def compute() -> Comparison:
+            started = time.monotonic()
+            cmp = await anyio.to_thread.run_sync(lambda: compare_runs(a.path, b.path, top=10))
+            if len(cache) >= _DIFFS_KEPT:  # a run being written changes size often: drop stale comparisons
+                cache.clear()
+            cache[key] = cmp
+            print(f"tracejudge view: compared {a.name} with {b.name} ({time.monotonic() - started:.1f} s)", file=sys.stderr, flush=True)
+            return cmp
+
+        task = flights[key] = asyncio.get_running_loop().create_task(compute())
+        app[_TASKS].add(task)
+        task.add_done_callback(lambda t: (flights.pop(key, None), app[_TASKS].discard(t)))
+    return await asyncio.shield(task)
 
 
 async def _state(request: web.Request) -> web.Response:
@@ -227,6 +254,7 @@ def make_app(runs: list[Run], baseline: Run | None = None) -> web.Application:
     app[_CACHE] = {}
     app[_TEXT_JOBS] = set()
     app[_TASKS] = set()
+    app[_FLIGHTS] = {}
     app.router.add_get("/", _runs)
     app.router.add_get("/run/{rid}", _run_page)
     app.router.add_get("/run/{rid}/cases", _cases)

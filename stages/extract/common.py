@@ -23,6 +23,7 @@ from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_mess
 __all__ = [
     "CASE_FIELDS",
     "build_case",
+    "mcp_error",
     "JsonLine",
     "case_fields",
     "decode_line",
@@ -154,6 +155,25 @@ def text_of(content: Any) -> str | None:
                 texts.append(part["text"])
         return "\n".join(texts) if texts else None
     return None
+
+
+def mcp_error(value: Any) -> str | None:
+    """The error of a tool result that reports its own failure, else None.
+
+    An MCP `CallToolResult` (`{"content": [{"type": "text", "text": …}], "isError": true}`, spec: Model Context
+    Protocol, tools/call) says a failed call by `isError` (some clients write `is_error`), whether it arrives as an
+    object or as its JSON text inside a Responses `function_call_output`, a Chat Completions `tool` message or a span's
+    output. The message is its text parts joined, else its `error` or `message` field, else "error".
+    """
+    v = maybe_json(value)
+    if not isinstance(v, dict) or not (v.get("isError") is True or v.get("is_error") is True):
+        return None
+    parts = v.get("content")
+    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
+    if isinstance(parts, str):
+        texts = [parts]
+    said = "\n".join(t for t in texts if t) or v.get("error") or v.get("message")
+    return said if isinstance(said, str) and said else "error"
 
 
 def maybe_json(value: Any) -> Any:

@@ -26,7 +26,8 @@ Results pair with calls by id, by position where ids repeat or are missing
 (see `pairing`). Arguments that are not a JSON object are kept raw and the
 call is flagged `arguments_invalid`. Tool results holding JSON text are
 decoded. A tool message with `error: true` (or a string), or `is_error:
-true`, is a failed call; option `error_prefixes` also fails results whose
+true`, is a failed call, and so is a result that is an MCP `CallToolResult`
+with `isError: true` (`common.mcp_error`); option `error_prefixes` also fails results whose
 text starts with one of the prefixes (τ-bench writes `"Error: ..."`).
 
 Other native case keys on the record (`id`, `input`, `expected_tool_calls`,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.common import maybe_json, text_of
+from tracejudge.stages.extract.common import maybe_json, mcp_error, text_of
 from tracejudge.stages.extract.pairing import Pending
 
 __all__ = ["TraceBuilder"]
@@ -99,6 +99,8 @@ class TraceBuilder:
             message = error
         elif error:
             message = text if text else "error"
+        elif (said := mcp_error(call["result"])) is not None:
+            message = said  # an MCP CallToolResult with isError: a failed call, whatever the transport said
         elif isinstance(text, str) and self._prefixes and text.startswith(self._prefixes):
             message = text
         if message is not None:

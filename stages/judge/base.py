@@ -59,6 +59,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 from tracejudge.core.records import Case, Score, Step
+from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 from tracejudge.stages.score.base import Metric
 
 __all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "FIELD_CHARS", "INSTRUCTIONS", "RESULT_CHARS", "SYSTEM", "JudgeMetric", "Plan", "Question",
@@ -229,9 +230,7 @@ def _structured(text: Any) -> str:
 
 def _cut(text: Any, limit: int = FIELD_CHARS, full: bool = False) -> str:
     s = _structured(text) if not full else text if isinstance(text, str) else json.dumps(text, sort_keys=True, ensure_ascii=False, default=str)
-    if len(s) > limit:
-        return s[:limit] + f" …[{len(s) - limit} characters cut]"
-    return s
+    return cut_text(s, limit)
 
 
 def render_call(call: Any, full: bool = False) -> str:
@@ -296,8 +295,11 @@ def neutralise_markers(text: str) -> str:
 
 
 def fence(sections: list[tuple[str, str]]) -> str:
-    """Titled sections between marker lines carrying a hash of the content (forged markers neutralised)."""
-    body = neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in sections))
+    """Titled sections between marker lines carrying a hash of the content (forged markers neutralised).
+
+    Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
+    """
+    body = neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in cut_sections(sections)))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
 

@@ -627,9 +627,12 @@ class Judge:
                           f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})",
                           details={"too_long_tokens": tokens})
             return None, Outcome(score, "ok")
-        if fitted.omit:
+        if fitted.truncated:
             self.stats.truncated_prompts += 1
-            plan.note = (plan.note + "; " if plan.note else "") + omitted_note(plan.steps, fitted.omit)
+            notes = [omitted_note(plan.steps, fitted.omit)] if fitted.omit else []
+            if fitted.cut:
+                notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
+            plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
 
         comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial, self.structured)
         key = cache_key(comps)

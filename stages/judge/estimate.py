@@ -82,10 +82,13 @@ class MetricEstimate:
     worst_input_tokens: int = 0
     worst_output_tokens: int = 0
     worst_cost_usd: float = 0.0
+    truncated: int = 0  # requests fitted to the judge's context (priced as fitted, as the run sends them)
+    too_long: int = 0  # requests that cannot fit: the run sends nothing for them
 
 
 _FIELDS = ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "no_request", "questions",
-           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd")
+           "cached_input_tokens", "cache_write_input_tokens", "worst_requests", "worst_input_tokens", "worst_output_tokens", "worst_cost_usd",
+           "truncated", "too_long")
 
 
 def last_run_rate(run_dir: Path) -> float | None:
@@ -158,17 +161,29 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     def cached(req: JudgeRequest, version: str, rubric: Any, trial: int) -> bool:
         return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured))) is not None
 
+    def alone(est: MetricEstimate, item: Item) -> None:
+        # As the run asks an item alone: fitted to the context window, or nothing sent when it cannot fit.
+        fitted = fit_request(item.plan, item.questions, cfg)
+        if not fitted.fits:
+            est.too_long += 1
+            return
+        est.truncated += fitted.truncated
+        charge(est, fitted.req, len(item.questions), max(1, len(item.plan.parts)))
+
     def flush(key: str, items: list[Item]) -> None:
         if not items:
             return
         if len(items) == 1:
-            req = build_request(items[0].plan, items[0].questions, cfg)
-        else:
-            for it in items:
-                it.id = item_id(it, cfg)
-            req = build_multi_request(items, cfg)
-        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items),
-               reasks=len(items) if len(items) > 1 else 0)
+            alone(out[key], items[0])
+            return
+        for it in items:
+            it.id = item_id(it, cfg)
+        req = build_multi_request(items, cfg)
+        if request_tokens(req, tokenizer) > cfg.context_tokens - req.max_tokens:
+            for it in items:  # the run asks each item alone when the group does not fit (`multi`)
+                alone(out[key], it)
+            return
+        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items), reasks=len(items))
 
     def ask_items(key: str, item: Item, trial: int) -> None:
         # `items_per_request` > 1: gathered N at a time (a cached item is left out of its group).
@@ -205,7 +220,12 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         ask_items(a.key, Item(a.plan, trial, slot), trial)
                         continue
                     for qs in a.questions:
-                        req = fit_request(a.plan, qs, cfg).req  # what the run sends (and caches under): a long trace is fitted
+                        fitted = fit_request(a.plan, qs, cfg)  # what the run sends (and caches under): a long trace is fitted
+                        if not fitted.fits:
+                            est.too_long += 1  # the run sends nothing for it
+                            continue
+                        est.truncated += fitted.truncated
+                        req = fitted.req
                         if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
                             est.cache_hits += 1
                             continue

@@ -4,10 +4,14 @@
 would not fit (`context_tokens` − the request's own `max_tokens`, which for a
 grouped request is `max_tokens` × its metrics; prompts counted with
 `judge.tokenizer`), applies the policy:
-`truncate` leaves out middle steps (the task, the first and last steps, the
-user's turns and the output stay; only when every middle step is out and it
-still does not fit are middle user turns left out, see `conversation`),
-`skip` gives up. It is plain CPU work; the judge client runs it
+`truncate` first cuts oversized sections other than the trace (the task, the
+final output, passages: the longest first, to one common cap that fits, never
+below `FIELD_CHARS`; `field_cut`), then leaves out middle steps (the task, the
+first and last steps, the user's turns and the output stay; only when every
+middle step is out and it still does not fit are middle user turns left
+out, see `conversation`), and as the last resort cuts every section, the
+trace's too, each with the visible `…[N characters cut]` marker; `skip`
+gives up. It is plain CPU work; the judge client runs it
 in a worker thread, so the event loop keeps serving other cases while a
 2-million-token trace is rendered and measured.
 
@@ -24,14 +28,15 @@ with the square of the trace (279 s for 2 million tokens).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
 from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
-from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.base import FIELD_CHARS, Plan, Question
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
+from tracejudge.stages.judge.field_cut import cutting, water_level
 
 __all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "fit_request", "prompt_bytes"]
 
@@ -40,16 +45,27 @@ LONG_PROMPT_BYTES = 64 << 10
 
 _MARKER_TOKENS = 32  # the "[steps a–b omitted …]" line that replaces the omitted steps
 _ROUNDS = 6
+_LAST_FLOOR = 200  # characters a section keeps when everything else is out already
 
 
 @dataclass
 class Fitted:
-    """The request to send (`omit` middle steps left out), its prompt `tokens` (0: short, not counted), and `fits`."""
+    """The request to send (`omit` middle steps left out), its prompt `tokens` (0: short, not counted), and `fits`.
+
+    `cap` is the characters every oversized section was cut to (None: none was), `cut` the titles of those sections.
+    """
 
     req: JudgeRequest
     omit: int
     tokens: int
     fits: bool
+    cap: int | None = None
+    cut: list[str] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> bool:
+        """Whether anything of the case was left out or cut to fit."""
+        return bool(self.omit or self.cut)
 
 
 def prompt_bytes(req: JudgeRequest) -> int:
@@ -68,7 +84,11 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     """The request for `plan`, fitted to the context window under `cfg.too_long`.
 
     `fits` is False when it cannot fit (policy `skip`, or nothing left to
-    leave out); `tokens` is then the full prompt's count, for the reason.
+    leave out or cut); `tokens` is then the full prompt's count, for the reason.
+    Under `truncate`: sections other than the trace over the window's share are
+    cut first (never below `FIELD_CHARS`, the cut every step field gets), then
+    middle steps and turns are left out; as the last resort, with every middle
+    step and turn out, every section (the trace's included) is cut (`field_cut`).
     """
     req = build_request(plan, questions, cfg, 0)
     # The output the request really asks for: a grouped request asks max_tokens for each of its metrics.
@@ -80,11 +100,67 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     tokens = request_tokens(req, tok)
     if tokens <= limit:
         return Fitted(req, 0, tokens, True)
-    most = max(0, plan.steps - 2)  # steps that may be left out; past them, middle user turns (`conversation`)
-    if cfg.too_long != "truncate" or most + max(0, plan.turns - 2) == 0:
+    if cfg.too_long != "truncate":
         return Fitted(req, 0, tokens, False)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, 0, req, tokens, limit, tok, trace_too=False, floor=FIELD_CHARS)
+    if ctokens <= limit:
+        return Fitted(creq, 0, ctokens, True, cap, cut)
+    with cutting(cap):
+        fitted = _leave_out(plan, questions, cfg, creq, ctokens, limit, tok)
+    if fitted is not None:
+        fitted.cap, fitted.cut = cap, cut
+        return fitted
+    everything = max(0, plan.steps - 2) + max(0, plan.turns - 2)
+    bare = build_request(plan, questions, cfg, everything)
+    cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, bare, request_tokens(bare, tok), limit, tok, trace_too=True, floor=_LAST_FLOOR)
+    if ctokens <= limit:
+        return Fitted(creq, everything, ctokens, True, cap, cut)
+    return Fitted(req, 0, tokens, False)
+
+
+def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int, req: JudgeRequest, tokens: int, limit: int, tok: Spec,
+                *, trace_too: bool, floor: int) -> tuple[int | None, list[str], JudgeRequest, int]:
+    """`(cap, sections cut, request, its tokens)`: the longest sections cut to the largest common cap (≥ `floor`) that fits.
+
+    The characters to remove are estimated from the prompt's own characters per token, then corrected in a few
+    rounds by the miss; when even `floor` is not enough, the sections are cut at `floor` (the caller goes on
+    leaving steps out). `(None, [], req, tokens)` when no section can be cut.
+    """
+    with cutting(None, trace_too) as seen:
+        build_request(plan, questions, cfg, omit)
+    lengths = seen.lengths
+    if not any(n > floor for n in lengths):
+        return None, [], req, tokens
+    chars = sum(len(m["content"]) for m in req.messages)
+    per_token = chars / max(1, tokens)  # first guess; then the ratio of what the cut really removed (a secant)
+    target = limit - max(_MARKER_TOKENS, limit // 100)
+    remove = int((tokens - target) * per_token)
+    best: tuple[int | None, list[str], JudgeRequest, int] | None = None
+    for _ in range(_ROUNDS):
+        level = water_level(lengths, remove, floor)
+        cap = floor if level is None else level
+        with cutting(cap, trace_too) as done:
+            cut = build_request(plan, questions, cfg, omit)
+        got = request_tokens(cut, tok)
+        if got <= limit and (best is None or best[3] > limit or got > best[3]):
+            best = (cap, done.cut, cut, got)
+        elif best is None:
+            best = (cap, done.cut, cut, got)
+        if cap == floor or target * 0.95 <= got <= limit:
+            break
+        removed = sum(n - cap for n in lengths if n > cap)
+        per_token = removed / max(1, tokens - got)
+        remove = max(0, remove + int((got - target) * per_token))
+    return best
+
+
+def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int, tok: Spec) -> Fitted | None:
+    """The fewest middle steps (then middle user turns) left out that fit, or None when leaving all out does not fit."""
+    most = max(0, plan.steps - 2)  # steps that may be left out; past them, middle user turns (`conversation`)
+    if most + max(0, plan.turns - 2) == 0:
+        return None
     if most == 0:
-        return _drop_turns(plan, questions, cfg, req, tokens, limit, tok)
+        return _drop_turns(plan, questions, cfg, limit, tok)
     steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, plan.conversation, tok), initial=0))
     omit = 1
     for _ in range(_ROUNDS):
@@ -105,11 +181,11 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     got = request_tokens(cut, tok)
     if got <= limit:
         return Fitted(cut, most, got, True)
-    return _drop_turns(plan, questions, cfg, req, tokens, limit, tok)
+    return _drop_turns(plan, questions, cfg, limit, tok)
 
 
-def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int, tok: Spec = None) -> Fitted:
-    """Every middle step out and still too long: the fewest middle user turns left out that fit (bisection), else no fit."""
+def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, limit: int, tok: Spec = None) -> Fitted | None:
+    """Every middle step out and still too long: the fewest middle user turns left out that fit (bisection), else None."""
     most = max(0, plan.steps - 2)
     lo, hi = 1, max(0, plan.turns - 2)
     best: Fitted | None = None
@@ -121,7 +197,7 @@ def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Ju
             best, hi = Fitted(cut, most + mid, got, True), mid - 1
         else:
             lo = mid + 1
-    return best if best is not None else Fitted(req, 0, tokens, False)
+    return best
 
 
 def _step_tokens(text: str, n: int, model: str, turns: bool = False, tokenizer: Spec = None) -> list[int]:

@@ -18,6 +18,11 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, ${j.get('repair_cost_usd', 0.0):.4f}; "
                      f"parse failures {j.get('parse_failures', 0)}; {j.get('parse_failure_rate', 0.0):.1%} of judged scores left without a verdict")
+    if j.get("truncated_prompts"):
+        lines.append(f"judge prompts truncated: {j['truncated_prompts']} too long for the judge's context were sent with middle steps left out "
+                     "or oversized fields cut (too_long: truncate); each score's reason says what")
+    if j.get("too_long"):
+        lines.append(f"judge prompts too long: {j['too_long']} could not fit the judge's context and were not sent; their scores are null")
     if j.get("error_kinds"):
         lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
     if j.get("timeouts"):

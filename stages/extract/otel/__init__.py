@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
@@ -90,6 +91,9 @@ from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
 from tracejudge.stages.extract.otel.stitch import stitch
 from tracejudge.stages.load import RawRecord
+
+log = get_logger("tracejudge.extract.otel")
+_WARNED: set[str] = set()
 
 __all__ = ["CONVERSATION_KEYS", "Options", "adapt", "read", "turn_calls"]
 
@@ -120,6 +124,11 @@ class Options(BaseModel):
 
 
 def _files(path: Path, opts: Options) -> list[Path]:
+    """The export files to read: `path` itself, or the files under it matching `include` and no `exclude`.
+
+    Files of the folder left out are not silent: one warning says how many matched no `include` glob and how many
+    an `exclude` glob removed, with a few names (an export saved as `.otlp` or `.txt` was skipped without a word).
+    """
     if path.is_file():
         return [path]
     found: set[Path] = set()
@@ -128,7 +137,20 @@ def _files(path: Path, opts: Options) -> list[Path]:
     def rel(p: Path) -> str:
         return p.relative_to(path).as_posix()
 
-    return sorted(p for p in found if not any(fnmatch.fnmatch(rel(p), ex) or fnmatch.fnmatch(p.name, ex) for ex in opts.exclude))
+    def excluded(p: Path) -> bool:
+        return any(fnmatch.fnmatch(rel(p), ex) or fnmatch.fnmatch(p.name, ex) for ex in opts.exclude)
+
+    kept = sorted(p for p in found if not excluded(p))
+    unmatched = sorted(rel(p) for p in path.rglob("*") if p.is_file() and p not in found)
+    removed = len(found) - len(kept)
+    if (unmatched or removed) and str(path) not in _WARNED:  # once per folder, however often a run lists it
+        _WARNED.add(str(path))
+        why = [f"{len(unmatched)} match no include glob ({', '.join(opts.include)}): {', '.join(unmatched[:3])}{', …' if len(unmatched) > 3 else ''}"] \
+            if unmatched else []
+        why += [f"{removed} removed by the exclude globs ({', '.join(opts.exclude)})"] if removed else []
+        log.warning(f"otel: {len(unmatched) + removed} files under {path} not read: {'; '.join(why)} "
+                    "(dataset.options.include / exclude choose the files)")
+    return kept
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:

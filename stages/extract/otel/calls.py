@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.common import mcp_error
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
@@ -67,6 +68,8 @@ def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict
             result = None
     if error is None and response is not None and response.get("is_error") is True:
         error = str(response.get("response"))
+    if error is None:
+        error = mcp_error(result)  # an MCP CallToolResult with isError as the tool's output
     if error is None and prefixes and isinstance(result, str) and result.startswith(prefixes):
         error = result  # the loop reported the failure as the tool's text ("Error: …")
     call["result"] = result

@@ -1,0 +1,102 @@
+"""Cutting oversized fields of a judge prompt (`judge.too_long: truncate`, after `fit`'s other means).
+
+A judge prompt is a list of titled sections (`base.fence`): the task, the
+trace or conversation, the final output, passages, claims. Steps and user
+turns are left out by `fit`; a single field can still be larger than the
+whole window (an 8 MB final output, a pasted log as the task). While a
+`cutting(chars)` block is active, `cut_sections` cuts every section longer
+than `chars` characters to its first `chars`, followed by the marker
+`_cut` uses for a long step field (`…[N characters cut]`), so the judge sees
+where text is missing; the titles of the sections cut are recorded for the
+score's reason. Outside such a block nothing is cut: a prompt that fits is
+rendered exactly as before (same cache keys).
+
+The cap is a context variable rather than an argument because every metric
+renders through its own `Plan.render(omit)` closure; `fit` sets it around
+`build_request`, in the thread that renders.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+__all__ = ["TRACE_SECTIONS", "Cutting", "cut_sections", "cut_text", "cutting", "water_level"]
+
+TRACE_SECTIONS = frozenset({"Trace", "Conversation"})
+"""Sections `fit` shortens by leaving steps and turns out first; their text is cut only as the last resort."""
+
+
+def cut_text(s: str, limit: int) -> str:
+    """`s` cut to its first `limit` characters, marked with the count cut (unchanged when not longer)."""
+    if len(s) > limit:
+        return s[:limit] + f" …[{len(s) - limit} characters cut]"
+    return s
+
+
+@dataclass
+class Cutting:
+    """One active cap: `chars` per section (None: measure only), whether trace sections are cut too, and what was seen.
+
+    `lengths` holds the characters of each section rendered that may be cut (cut or not), `cut` the titles cut.
+    """
+
+    chars: int | None
+    trace_too: bool = False
+    lengths: list[int] = field(default_factory=list)
+    cut: list[str] = field(default_factory=list)
+
+
+_ACTIVE: contextvars.ContextVar[Cutting | None] = contextvars.ContextVar("judge_field_cut", default=None)
+
+
+@contextmanager
+def cutting(chars: int | None, trace_too: bool = False) -> Iterator[Cutting]:
+    """Within the block, `cut_sections` cuts sections over `chars` characters (None: records their lengths only)."""
+    state = Cutting(chars, trace_too)
+    token = _ACTIVE.set(state)
+    try:
+        yield state
+    finally:
+        _ACTIVE.reset(token)
+
+
+def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`sections` with each cuttable one over the active cap cut (`cut_text`); as given outside a `cutting` block."""
+    state = _ACTIVE.get()
+    if state is None:
+        return sections
+    out = []
+    for title, text in sections:
+        if title in TRACE_SECTIONS and not state.trace_too:
+            out.append((title, text))
+            continue
+        state.lengths.append(len(text))
+        if state.chars is not None and len(text) > state.chars:
+            state.cut.append(title)
+            text = cut_text(text, state.chars)
+        out.append((title, text))
+    return out
+
+
+def water_level(lengths: list[int], remove: int, floor: int) -> int | None:
+    """The largest cap (≥ `floor`) that removes at least `remove` characters from sections of `lengths`; None when even `floor` does not.
+
+    Cutting the longest fields first keeps every short field whole: with lengths [8,000,000, 300] and 7,900,000 to
+    remove, the cap is about 100,000 and the 300-character task stays as it is.
+    """
+    def removed(cap: int) -> int:
+        return sum(n - cap for n in lengths if n > cap)
+
+    if removed(floor) < remove:
+        return None
+    lo, hi = floor, max(lengths, default=floor)
+    while lo < hi:  # removed() falls as the cap rises: the largest cap still removing enough
+        mid = (lo + hi + 1) // 2
+        if removed(mid) >= remove:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -1,0 +1,70 @@
+"""Edges a first-time user meets from a fresh clone, each through the real CLI in a real process.
+
+A folder of otel exports with files the include globs skip, `compare … | head -1`, `extract` over invalid
+records, and `--shard I/N --run-dir X`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from _runs import native_case, planted_runs, write_config, write_dataset
+
+EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
+FRAMEWORKS = Path(__file__).resolve().parent / "data" / "frameworks"
+
+
+def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_an_otel_folder_says_once_how_many_files_the_globs_skipped(tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    shutil.copy(FRAMEWORKS / "langfuse-otel" / "booking.jsonl", exports / "booking.jsonl")
+    shutil.copy(FRAMEWORKS / "langfuse-otel" / "booking.jsonl", exports / "booking.otlp")  # an export under a name no glob matches
+    (exports / "notes.txt").write_text("not an export\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: exports, format: otel}\nmetrics: [{type: ToolCorrectness}]\nrun: {dir: run}\n")
+    ext = _tj("extract", "c.yaml", "-o", "out.jsonl", cwd=tmp_path)
+    assert ext.returncode == 0, ext.stderr
+    assert ext.stderr.count("2 files under") == 1 and "booking.otlp, notes.txt" in ext.stderr and "match no include glob" in ext.stderr
+    run = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
+    assert run.stderr.count("files under") == 1, run.stderr
+    quiet = _tj("run", "c.yaml", "--no-progress", "--set", "dataset.options.include=['**/*.jsonl', '**/*.otlp', '**/*.txt']",
+                "--run-dir", "run2", cwd=tmp_path)
+    assert "files under" not in quiet.stderr
+
+
+def test_compare_into_a_closed_pipe_ends_quietly_with_141(tmp_path: Path) -> None:
+    planted_runs(tmp_path, n=3000)
+    # `head -1` closes its end after the first line; compare's table is far longer than a pipe buffer.
+    proc = subprocess.run(f"'{EXE}' compare run-a run-b | head -1; exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 141 and proc.stderr == "", proc.stderr
+    assert proc.stdout.count("\n") == 1
+
+
+def test_extract_exits_1_when_a_record_is_invalid_and_0_when_none_is(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case("a", ["x"], ["x"]), '{"id": "broken", '])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
+    bad = _tj("extract", str(cfg), "-o", "out.jsonl", cwd=tmp_path)
+    assert bad.returncode == 1 and "cases.jsonl:2" in bad.stderr and "1 records were invalid" in bad.stderr
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1  # the valid case is still written
+    write_dataset(data, [native_case("a", ["x"], ["x"])])
+    assert _tj("extract", str(cfg), "-o", "out.jsonl", cwd=tmp_path).returncode == 0
+
+
+def test_shard_with_run_dir_writes_that_directory_as_given(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["x"], ["x"]) for i in range(40)])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
+    proc = _tj("run", str(cfg), "--shard", "2/2", "--run-dir", "X", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "X" / "results.jsonl").exists() and not (tmp_path / "X-shard-2-of-2").exists()
+    manifest = json.loads((tmp_path / "X" / "manifest.json").read_text())
+    assert manifest["shard"] == {"index": 2, "count": 2}
+    assert 0 < len((tmp_path / "X" / "results.jsonl").read_text().splitlines()) < 40

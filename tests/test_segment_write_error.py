@@ -1,0 +1,46 @@
+"""A segment stopped by a write error records that error (`ended: error`), not `killed`; the resume finishes the run.
+
+The write error is real: the run's process gets a file size limit (`RLIMIT_FSIZE`, SIGXFSZ ignored), so
+`results.jsonl` cannot grow past it and the write fails with EFBIG, as a full disk fails with ENOSPC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from _runs import native_case, write_config, write_dataset
+
+EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
+
+
+def _limited(max_bytes: int):
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+    return apply
+
+
+def test_a_segment_stopped_by_a_failed_write_ends_error_with_the_cause(tmp_path: Path) -> None:
+    n = 3000
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i:05d}", ["a", "b"], ["a", "b"]) for i in range(n)])
+    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run")
+    first = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300, preexec_fn=_limited(200_000))
+    assert first.returncode == 3 and "file size limit" in first.stderr, first.stderr
+    results = tmp_path / "run" / "results.jsonl"
+    written = len(results.read_text().splitlines())
+    assert 0 < written < n
+    (seg,) = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["segments"]
+    assert seg["ended"] == "error" and seg["error"] == "OSError: [Errno 27] File too large" and seg["lines_at_end"] == written
+
+    again = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    segments = json.loads((tmp_path / "run" / "summary.json").read_text())["segments"]
+    assert [s["ended"] for s in segments] == ["error", "finished"]
+    assert segments[0]["results"] == written and "lines_at_end" not in segments[0]
+    assert sum(s["results"] for s in segments) == n == len(results.read_text().splitlines())
