@@ -69,6 +69,7 @@ class Preparer:
         self._cache = cache
         self._read_failed = read_failed
         self._open: _Trip | None = None
+        self._turn = anyio.Lock()
 
     async def prepare(self, plan: Plan, questions: list[Question], trial: int) -> Prepared:
         """`questions` of `plan` made ready for trial `trial`. Raises what `fit_request` raised for this ask."""
@@ -84,9 +85,12 @@ class Preparer:
             index = 0
             trip.asks.append((plan, questions, trial))
             try:
-                await anyio.lowlevel.checkpoint()  # the asks that are ready now join this trip
-                self._open = None  # asks arriving from here on form the next trip
-                trip.out = await anyio.to_thread.run_sync(self._run, trip, abandon_on_cancel=True)
+                # One trip at a time: the asks that arrive while the one before is in the thread join this one. (Trips side
+                # by side gain nothing: the work holds the GIL; they only multiply the hops.)
+                async with self._turn:
+                    await anyio.lowlevel.checkpoint()  # the asks that are ready now join too
+                    self._open = None  # asks arriving from here on form the next trip
+                    trip.out = await anyio.to_thread.run_sync(self._run, trip, abandon_on_cancel=True)
             finally:
                 if self._open is trip:
                     self._open = None
