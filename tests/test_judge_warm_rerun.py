@@ -86,7 +86,11 @@ def test_the_done_keys_read_at_once_are_the_keys_added_one_by_one():
         for k in others[:100]:  # the run goes on adding to it
             assert at_once.add_hash(k) is True
         assert all(at_once.contains_hash(k) for k in others[:100] + keys)
-    # Keys that all want the last slots run past the table's end and wrap to its start.
-    crowded = [(i << 20) | 1023 for i in range(1, 600)]
-    s = KeySet.from_index(array("Q", crowded).tobytes(), size_hint=len(crowded))
-    assert len(s) == 599 and all(s.contains_hash(k) for k in crowded)
+    # Keys that all want the last slots run past the table's end and wrap to its start (both ways of building).
+    for spread in (0, 40_000):
+        keys = [result_key(f"case-{i}", 0) for i in range(spread)]
+        cap = KeySet(size_hint=spread + 600).nbytes // 8
+        crowded = keys + [(i << 32) | (cap - 1) for i in range(1, 600)]
+        s = KeySet.from_index(array("Q", crowded).tobytes(), size_hint=len(crowded))
+        assert len(s) == len(set(crowded)) and all(s.contains_hash(k) for k in crowded)
+        assert not any(s.contains_hash(result_key(f"other-{i}", 0)) for i in range(2000))

@@ -14,6 +14,7 @@ would make the second key look finished.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Iterable
 from hashlib import blake2b
@@ -23,6 +24,7 @@ __all__ = ["FirstSeen", "KeyMap", "KeySet", "key_hash", "result_key", "trial_key
 _EMPTY = 0
 _MAX_LOAD = 0.8
 _MIN_CAPACITY = 1024
+_BULK = 1 << 15  # keys from which `KeySet.from_index` builds with numpy
 
 
 def key_hash(key: str) -> int:
@@ -78,6 +80,15 @@ class KeySet:
         so every lookup finds its key exactly as after `add_hash`. The few keys that would run past
         the table's end wrap around through `add_hash`. Transient memory: a few copies of `data`.
         """
+        if len(data) < 8 * _BULK:  # a small index: not worth importing numpy for
+            small = cls(size_hint=max(size_hint, len(data) // 8))
+            keys = array("Q", data[: len(data) // 8 * 8])
+            if sys.byteorder == "big":
+                keys.byteswap()
+            for h in keys:
+                if h != _EMPTY:
+                    small.add_hash(h)
+            return small
         import numpy as np
 
         raw = np.frombuffer(data, dtype="<u8")
