@@ -10,8 +10,12 @@ first new one (the worst case). Each size is measured in fresh processes:
    let the checkpoint code build `results.idx` and `checkpoint.json` as a
    killed run would have left them;
 2. resume: `runner.run` on that directory, timing from process start (imports
-   included) and from the `run()` call to the first new result, and to the
-   end; peak RSS from `getrusage`;
+   included) and from the `run()` call to the first new case started (the
+   first case the judge or score stage takes; with no such stage, the first
+   new result) and to the end; and where the time to it goes: imports, the
+   run directory's state read (`RunJournal.open`: checkpoint, its checks
+   against results.jsonl, results.idx into the done-key set) and the dataset
+   read past the finished cases; peak RSS from `getrusage`;
 3. the old path, side by side: what resuming cost before the index —
    parse and fold every result line into a `CaseResult` and a set of
    `(case_id, trial)` tuples, then adapt every dataset line (full `Case`
@@ -101,12 +105,51 @@ def measure(root: Path) -> dict:
     from tracejudge.core.config import load_config
     from tracejudge.engine import runner
 
+    from tracejudge.engine.checkpoint import RunJournal
+
     t_imported = time.perf_counter()
     config = load_config(root / "config.yaml")
     first: list[float] = []
+    journal: dict[str, float] = {}
+    opened = RunJournal.open.__func__  # type: ignore[attr-defined]
+
+    def timed_open(cls: type, *args: object, **kwargs: object) -> object:
+        journal["start"] = time.perf_counter()
+        try:
+            return opened(cls, *args, **kwargs)
+        finally:
+            journal["end"] = time.perf_counter()
+
+    RunJournal.open = classmethod(timed_open)  # type: ignore[method-assign,assignment]
+    started = runner._Flow.worker  # noqa: SLF001 - the first case a stage takes is the first new case started
+
+    async def first_worker(self: object, stage: object, recv: object, send: object, single: bool) -> None:
+        async def seen() -> object:
+            async for works in recv:  # type: ignore[attr-defined]
+                if not first:
+                    first.append(time.perf_counter())
+                yield works
+
+        class Recv:
+            def __init__(self) -> None:
+                self.it = seen()
+
+            def __aiter__(self) -> object:
+                return self.it
+
+            async def __aenter__(self) -> object:
+                await recv.__aenter__()  # type: ignore[attr-defined]
+                return self
+
+            async def __aexit__(self, *exc: object) -> object:
+                return await recv.__aexit__(*exc)  # type: ignore[attr-defined]
+
+        await started(self, stage, Recv(), send, single)  # type: ignore[arg-type]
+
+    runner._Flow.worker = first_worker  # type: ignore[method-assign]
 
     def on_result(_: object) -> None:
-        if not first:
+        if not first:  # no stage after the executor: the first new result is the first new case
             first.append(time.perf_counter())
 
     t_call = time.perf_counter()
@@ -116,6 +159,8 @@ def measure(root: Path) -> dict:
         "new": outcome.new_results,
         "skipped": outcome.skipped_finished,
         "imports_s": t_imported - _T_START,
+        "journal_s": journal["end"] - journal["start"],
+        "before_dataset_s": journal["end"] - _T_START,
         "first_from_start_s": first[0] - _T_START if first else None,
         "first_from_call_s": first[0] - t_call if first else None,
         "total_s": t_end - _T_START,
@@ -217,17 +262,26 @@ def main() -> None:
 def report(rows: list[tuple]) -> None:
     """The table of the sizes measured so far."""
     print(f"\nResume start-up, {MISSING} unfinished cases at the end of the dataset (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
-    print("| finished results | results.jsonl | first new case, from process start | from run() call | whole resume | peak RSS | old path: first new case | old path: peak RSS |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| finished results | results.jsonl | first new case started at (from process start) | imports | config and set-up | run-directory state read "
+          "| dataset read past the finished cases | from run() call | whole resume | peak RSS | old path: first new case | old path: peak RSS |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n, size_mb, res, old, _ in rows:
+        past = res["first_from_start_s"] - res["before_dataset_s"]
+        setup_s = res["before_dataset_s"] - res["imports_s"] - res["journal_s"]
         print(
-            f"| {n:,} | {size_mb:.1f} MB | {res['first_from_start_s']:.2f} s | {res['first_from_call_s']:.2f} s | {res['total_s']:.2f} s "
-            f"| {res['peak_rss_mb']:.1f} MiB | {old['first_s']:.2f} s | {old['peak_rss_mb']:.1f} MiB |"
+            f"| {n:,} | {size_mb:.1f} MB | {res['first_from_start_s']:.2f} s | {res['imports_s']:.2f} s | {setup_s:.2f} s | {res['journal_s']:.2f} s | {past:.2f} s "
+            f"| {res['first_from_call_s']:.2f} s | {res['total_s']:.2f} s | {res['peak_rss_mb']:.1f} MiB | {old['first_s']:.2f} s | {old['peak_rss_mb']:.1f} MiB |"
         )
-    if rows:
-        print(f"\nimports (included in 'from process start'): {rows[0][2]['imports_s']:.2f} s. "
-              "Old path = parse and fold every result line, then adapt every case until the first unfinished one "
-              "(in-process, no pipeline; its time is from after imports and config).")
+    if not rows:
+        return
+    print("\nFirst new case started at = when the first stage after extract (score or judge) took its first case, timed from process start "
+          "(imports included). Run-directory state read = `RunJournal.open` (checkpoint checks, results.idx into the done-key set). "
+          "Config and set-up = loading the config, the manifest's checks (the dataset's fingerprint), the lock. "
+          "Dataset read past the finished cases = from the end of the state read to the first new case (executor and stages set up, "
+          "every finished record's id peeked and looked up). "
+          "Old path = parse and fold every result line, then adapt every case until the first unfinished one "
+          "(in-process, no pipeline; its time is from after imports and config).")
+
 
 if __name__ == "__main__":
     main()

@@ -36,10 +36,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-import sys
 import time
 import zlib
-from array import array
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,28 +97,10 @@ def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 def _read_index(path: Path, n: int) -> tuple[KeySet, int]:
-    """The first `n` keys of `results.idx` as a `KeySet`, and their CRC-32.
-
-    Read in 64 KiB chunks, so memory holds the table and one chunk, never a
-    copy of the whole file.
-    """
-    done = KeySet(size_hint=n)
-    crc = 0
-    left = n * 8
+    """The first `n` keys of `results.idx` as a `KeySet` (built at once: `KeySet.from_index`), and their CRC-32."""
     with open(path, "rb") as fh:
-        while left:
-            chunk = fh.read(min(left, 1 << 16))
-            if not chunk:
-                break
-            left -= len(chunk)
-            crc = zlib.crc32(chunk, crc)
-            keys = array("Q")
-            keys.frombytes(chunk)
-            if sys.byteorder == "big":
-                keys.byteswap()
-            for h in keys:
-                done.add_hash(h)
-    return done, crc
+        data = fh.read(n * 8)
+    return KeySet.from_index(data, size_hint=n), zlib.crc32(data)
 
 
 def _size(path: Path) -> int:

@@ -36,12 +36,14 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
 from tracejudge.llm.redact import redact
 from tracejudge.llm.replies import DEFAULT_MAX_BYTES, ReplyTooLarge, decode_body, read_capped, request_refused, token_count
+
+if TYPE_CHECKING:  # imported where a session is opened or used: a run the cache answers whole never imports aiohttp
+    import aiohttp
 
 __all__ = [
     "DEFAULT_BASE_URLS",
@@ -251,6 +253,8 @@ async def _headers_sent(session: aiohttp.ClientSession, ctx: Any, params: Any) -
 
 def open_session(max_in_flight: int) -> aiohttp.ClientSession:
     """The one HTTP session a run shares (connection pool sized to the in-flight cap; sends are timed for `HttpReply.flight_s`)."""
+    import aiohttp
+
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(_headers_sent)
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=max_in_flight + 8, ttl_dns_cache=300), trace_configs=[trace])
@@ -263,6 +267,8 @@ async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
     Raises `ProviderError` of kind `timeout`, `connection` or `unreachable`
     when no reply came, `server` when the reply is over `max_bytes`.
     """
+    import aiohttp
+
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
     try:

@@ -18,9 +18,10 @@ answers 500 to a `json_schema` response format) — which no retry can fix;
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
+if TYPE_CHECKING:  # aiohttp is imported by what sends: a run the cache answers whole never imports it
+    import aiohttp
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "ReplyTooLarge", "decode_body", "read_capped", "request_fix", "request_refused", "token_count"]
 

@@ -61,10 +61,10 @@ import math
 import random
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tracejudge.core.config import JudgeConfig
@@ -72,7 +72,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.budget import Budget
-from tracejudge.llm.cache import JudgeCache, cache_key, canonical
+from tracejudge.llm.cache import JudgeCache, canonical
 from tracejudge.llm.prices import Price
 from tracejudge.llm.providers import (
     JudgeRequest,
@@ -94,7 +94,10 @@ from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Pl
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from tracejudge.stages.judge.batch_runner import BatchRunner
+    from tracejudge.stages.judge.prepare import Preparer
 
 __all__ = ["STOPS", "Judge", "JudgeAuthError", "JudgeRequestError", "JudgeStats", "JudgeUnreachable", "Outcome", "build_request", "error_kind", "finish", "key_components", "parse_answers", "request_tokens"]
 
@@ -231,6 +234,11 @@ class _GuardedCache:
         self._cache = cache
         self._stats = stats
 
+    @property
+    def raw(self) -> JudgeCache:
+        """The cache itself, unguarded (its faults raise): for reads whose faults the caller counts (`_failed`)."""
+        return self._cache
+
     def _failed(self, what: str, exc: Exception) -> None:
         self._stats.cache_errors += 1
         if self._stats.cache_errors == 1:
@@ -349,7 +357,7 @@ class Judge:
     changes every start, so its key uses a fixed name).
     """
 
-    def __init__(self, cfg: JudgeConfig, *, session: aiohttp.ClientSession, url: str, api_key: str | None, limiter: Limiter,
+    def __init__(self, cfg: JudgeConfig, *, session: aiohttp.ClientSession | None, url: str, api_key: str | None, limiter: Limiter,
                  budget: Budget, cache: JudgeCache | None, price: Price | None, cache_base_url: str, explain: bool = False,
                  batches: BatchRunner | None = None) -> None:
         self.cfg = cfg
@@ -380,6 +388,24 @@ class Judge:
         self._backoff: dict[int, tuple[float, str]] = {}
         self._queued = 0
         self._in_batches = 0
+        self._prep: Preparer | None = None
+        # Set by the stage when `session` is None: connects (and sets `session`, `url`) before the first request is sent.
+        self.connect: Callable[[], Awaitable[None]] | None = None
+
+    def _preparer(self) -> Preparer:
+        """The `Preparer` of this judge's asks, made on first use."""
+        if self._prep is None:
+            from tracejudge.stages.judge.prepare import Preparer
+
+            def components(plan: Plan, req: JudgeRequest, trial: int) -> dict[str, Any]:
+                return key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial, self.structured)
+
+            def read_failed(exc: Exception, keys: int) -> None:
+                for _ in range(keys):  # each ask's read failed, as when read one by one
+                    self.cache._failed("read", exc)  # type: ignore[union-attr]
+
+            self._prep = Preparer(self.cfg, components, self.cache.raw if self.cache is not None else None, read_failed)
+        return self._prep
 
     def pace(self, cases: int) -> float | None:
         """Cases per second the rate limiter admits at most, from the requests and tokens `cases` judged cases took; `None` until one was answered (or for a limiter that cannot say)."""
@@ -573,6 +599,8 @@ class Judge:
     async def _call(self, req: JudgeRequest, key: str | None) -> Reply:
         from tracejudge.stages.judge.fit import count_prompt
 
+        if self.session is None and self.connect is not None:
+            await self.connect()
         payload = build_payload(self.protocol, req, self.structured)
         prompt_tokens = await count_prompt(req, self.tokenizer)
         if self.batches is not None:
@@ -616,10 +644,11 @@ class Judge:
                   repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
         """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable)."""
         from tracejudge.stages.judge.conversation import omitted_note
-        from tracejudge.stages.judge.fit import fit_request
 
-        # Rendering, counting and truncating run in a worker thread: a long trace never holds the loop.
-        fitted = await anyio.to_thread.run_sync(fit_request, plan, questions, self.cfg, abandon_on_cancel=True)
+        # Rendering, counting, truncating, keying and the cache read run in a worker thread, shared with the asks
+        # ready at the same time (`tracejudge.stages.judge.prepare`): a long trace never holds the loop.
+        ready = await self._preparer().prepare(plan, questions, trial)
+        fitted = ready.fitted
         req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - fitted.req.max_tokens
         if not fitted.fits:
             self.stats.too_long += 1
@@ -634,10 +663,10 @@ class Judge:
                 notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
             plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
 
-        comps = key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial, self.structured)
-        key = cache_key(comps)
+        comps, key = ready.components, ready.key
+        assert comps is not None and key is not None  # (a request that fits is keyed)
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = ready.hit
             if hit is not None:
                 info.requests += 1
                 self.stats.cache_hits += 1

@@ -93,7 +93,6 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
     from tracejudge.llm.prices import price_for
     from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint
     from tracejudge.llm.ratelimit import AdaptiveLimiter
-    from tracejudge.stages.judge.batch_runner import BatchRunner
     from tracejudge.stages.judge.client import Judge
 
     section = config.judge or JudgeConfig()
@@ -110,10 +109,14 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
         limits = member.limits
         limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window)
         if mcfg.mode == "batch":
+            from tracejudge.stages.judge.batch_runner import BatchRunner  # (aiohttp: imported when used)
+
             protocol = "anthropic" if mcfg.provider == "anthropic" else "openai"
             batch_runner = BatchRunner(mcfg, session=session, protocol=protocol, base_url=base, headers=auth_headers(protocol, mkey),
                                        journal=BatchJournal(run_dir), journal_base=cache_base)
-        judge = Judge(mcfg, session=session, url=endpoint(mcfg.provider, base), api_key=mkey, limiter=limiter, budget=shared.budget,
+        # A simulator not started yet (it starts with the first request sent) has no URL yet: the stage sets it then.
+        url = endpoint(mcfg.provider, base) if base or mcfg.provider != "simulator" else ""
+        judge = Judge(mcfg, session=session, url=url, api_key=mkey, limiter=limiter, budget=shared.budget,
                       cache=shared.cache, price=price_for(mcfg.model, mcfg.prices), cache_base_url=cache_base, explain=config.cache.explain,
                       batches=batch_runner)
         judge.spend = spend

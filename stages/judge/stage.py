@@ -66,10 +66,8 @@ from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
 from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
-from tracejudge.llm.providers import open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
-from tracejudge.simulator.server import SimConfig, start_simulator
 from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.calibration import Calibration
@@ -175,25 +173,55 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             if state["judges"] is not None:
                 ready: list[tuple[str, Judge]] = state["judges"]
                 return ready
-            sim_base = ""
-            if any(m.cfg.provider == "simulator" for m in members):
-                s = cfg.simulator
-                runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
-                                                              batch_completion_s=s.batch_completion_s, agreement=s.agreement, noise=s.noise,
-                                                              position_bias=s.position_bias, json_object_only=s.json_object_only,
-                                                              tokenizer_factor=s.tokenizer_factor))
-                state["sim"] = runner
-                sim_base = url + "/v1"
-            state["session"] = open_session(config.limits.max_in_flight)
+            # Batch mode re-attaches the batches of a killed run at once: it connects now. Otherwise the simulator and
+            # the HTTP session wait for the first request sent (`connect`): a run the cache answers whole starts neither.
+            lazy = cfg.mode != "batch"
+            sim_base = "" if lazy else await connect_now()
             shared = (resources or local_resources)(config, prior)
             budget, cache = shared.budget, shared.cache
             state["cache"] = cache
             state["spend"] = SpendJournal(run_dir)
             judges, state["batches"] = make_judges(config, members, key, shared, session=state["session"], sim_base=sim_base,
                                                    run_dir=run_dir, spend=state["spend"])
+            if lazy:
+                for _, j in judges:
+                    j.connect = connect
             state["judge"] = judges[0][1]
             state["judges"] = judges
             return judges
+
+    async def connect_now() -> str:
+        """Start the simulator (when a judge is the simulator) and open the run's HTTP session; the simulator's base URL, or ""."""
+        from tracejudge.llm.providers import open_session
+
+        sim_base = ""
+        if any(m.cfg.provider == "simulator" for m in members):
+            from tracejudge.simulator.server import SimConfig, start_simulator
+
+            s = cfg.simulator
+            runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
+                                                          batch_completion_s=s.batch_completion_s, agreement=s.agreement, noise=s.noise,
+                                                          position_bias=s.position_bias, json_object_only=s.json_object_only,
+                                                          tokenizer_factor=s.tokenizer_factor))
+            state["sim"] = runner
+            sim_base = url + "/v1"
+        state["session"] = open_session(config.limits.max_in_flight)
+        return sim_base
+
+    connecting = anyio.Lock()
+
+    async def connect() -> None:
+        """What a judge calls before its first request is sent: connects the run's judges once (`connect_now`)."""
+        from tracejudge.llm.providers import endpoint
+
+        async with connecting:
+            if state["session"] is not None:
+                return
+            sim_base = await connect_now()
+            for member, (_, j) in zip(members, state["judges"], strict=True):
+                j.session = state["session"]
+                if member.cfg.provider == "simulator":
+                    j.url = endpoint(member.cfg.provider, sim_base)
 
     batchers: dict[tuple[Any, ...], Batcher[Item, Outcome]] = {}
 
@@ -294,7 +322,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         # The groups `case_requests` (estimate, bench) finds too. Grouping renders each plan's fenced text: off the
         # event loop, as a long trace takes a while.
         by_key = {m.key: m for m in use}
-        found = await anyio.to_thread.run_sync(group_keys, plans, by_key, cfg, abandon_on_cancel=True)
+        # (A single plan has nothing to share a request with: no rendering, no hop.)
+        found = await anyio.to_thread.run_sync(group_keys, plans, by_key, cfg, abandon_on_cancel=True) if len(plans) > 1 else []
         groups: list[list[JudgeMetric]] = [[by_key[k] for k in g] for g in found]
         grouped_keys = {m.key for g in groups for m in g}
         singles = [m for m in use if m.key in plans and m.key not in grouped_keys]

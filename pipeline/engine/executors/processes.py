@@ -11,7 +11,8 @@ A worker costs about a second of CPU to start (importing the stages), more
 than a few hundred records take. So the first `INLINE_RECORDS` records of a
 job made only of tracejudge's own adapters and metrics run in-process, one
 record at a time, and a small run never starts a worker (its results are the
-same either way). A run that hands over a full chunk (`min_chunk` records:
+same either way); nor does a built-in job whose dataset file is small
+(`INLINE_BYTES`), however many records it holds. A run that hands over a full chunk (`min_chunk` records:
 more are likely to follow) starts its workers then, in the background, so
 they are ready when the in-process share runs out instead of stalling the
 run for a worker's start-up. A job with user code — an adapter or metric given as an
@@ -48,6 +49,11 @@ log = get_logger("tracejudge.executors")
 
 INLINE_RECORDS = 256
 """Records of a built-in job that run in-process before the first worker is started (0: none)."""
+
+INLINE_BYTES = 8 << 20
+"""A built-in job over a dataset file no larger than this runs wholly in-process (four times as large when it only
+extracts, scoring nothing: a judged run): its records take less than the workers would to start (about a CPU-second
+each, and the cases pickled both ways). Only while `INLINE_RECORDS` is not 0."""
 
 # In a worker: the job it has rebuilt, by hash (one run at a time per worker).
 _JOBS: dict[str, CpuJob] = {}
@@ -98,6 +104,18 @@ def _builtin(job: CpuJob) -> bool:
     return all(type(m).__module__.startswith("tracejudge.") and not hasattr(m, "pattern") for m in job.build()[2])
 
 
+def _small_dataset(job: CpuJob) -> bool:
+    # A local dataset file (and tasks file) whose bytes the loop extracts sooner than workers start (`INLINE_BYTES`).
+    paths = [p for p in (getattr(job.dataset, "path", None), getattr(job.dataset, "tasks", None)) if p]
+    try:
+        size = sum(os.stat(p).st_size for p in paths) if paths and all(os.path.isfile(p) for p in paths) else None
+    except (OSError, TypeError, ValueError):
+        size = None
+    if size is None or (job.fmt is not None and getattr(job.fmt, "remote", False)):
+        return False
+    return size <= (INLINE_BYTES if job.build()[2] else 4 * INLINE_BYTES)
+
+
 class ProcessExecutor:
     """Runs `job.run(chunk)` in up to `processes` worker processes; `concurrency` twice that, so none idles."""
 
@@ -112,6 +130,10 @@ class ProcessExecutor:
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
         self.inline_left = INLINE_RECORDS if _builtin(job) else 0
+        self.all_inline = bool(self.inline_left) and _small_dataset(job)
+        if self.all_inline:
+            self.inline_left = sys.maxsize
+            log.info("running extract and score in-process: the dataset is small", executor="processes")
         self.unstartable: str | None = None  # why a worker could not start (then everything runs in-process)
         self._warming: anyio.abc.TaskGroup | None = None
         self._warm_started = False
@@ -147,7 +169,7 @@ class ProcessExecutor:
         """
         if self.inline_left >= len(chunk) or self.unstartable is not None:
             self.inline_left -= len(chunk)
-            if self.unstartable is None and not self._warm_started and self._warming is not None and len(chunk) >= self.min_chunk:
+            if self.unstartable is None and not self._warm_started and not self.all_inline and self._warming is not None and len(chunk) >= self.min_chunk:
                 self._warm_started = True
                 for _ in range(self.processes):
                     self._warming.start_soon(self._warm)

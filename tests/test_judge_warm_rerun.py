@@ -1,0 +1,96 @@
+"""A re-run the judge cache answers whole: nothing sent, the same results; the cache read many keys at a time;
+the done-key set read from results.idx at once."""
+
+from __future__ import annotations
+
+import json
+import random
+from array import array
+from pathlib import Path
+
+import anyio
+from tracejudge.core.config import validate_config
+from tracejudge.engine import runner
+from tracejudge.engine.keyset import KeySet, result_key
+from tracejudge.llm.cache import DiskJudgeCache
+
+
+def _cases(path: Path, n: int) -> Path:
+    with open(path, "w") as fh:
+        for i in range(n):
+            # Every fifth case repeats the one before under another id: the same request, so the same cache key.
+            j = i - 1 if i % 5 == 4 else i
+            steps = [{"tool_calls": [{"name": "lookup", "arguments": {"q": f"item {j} {k}"}, "result": f"found {j} {k}"}]} for k in range(3)]
+            fh.write(json.dumps({"id": f"case-{i}", "input": f"Find item {j}", "trace": {"steps": steps, "output": f"Item {j} is found."}}) + "\n")
+    return path
+
+
+def _run(tmp: Path, cases: Path, run: str, metrics: list[dict]) -> dict:
+    config = validate_config({
+        "dataset": {"path": str(cases), "format": "native"},
+        "metrics": metrics,
+        "judge": {"provider": "simulator", "model": "gpt-4o-mini"},
+        "cache": {"dir": str(tmp / "cache")},
+        "run": {"dir": str(tmp / run), "processes": 2},
+    })
+    return anyio.run(lambda: runner.run(config)).summary
+
+
+def _outcomes(run_dir: Path) -> dict[str, tuple]:
+    out = {}
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        out[r["case_id"]] = (r["status"], {k: (s["value"], s["passed"], s["reason"], s["details"]) for k, s in r["scores"].items()})
+    return out
+
+
+def test_a_warm_rerun_sends_nothing_and_gives_the_cold_runs_results(tmp_path):
+    cases = _cases(tmp_path / "c.jsonl", 60)
+    metrics = [{"type": "Rubric", "criteria": "The agent found the item."}, {"type": "TaskCompletion"}]
+    cold = _run(tmp_path, cases, "cold", metrics)
+    # Identical cases ask the identical request: it is sent once (single flight) or read back from the cache.
+    assert cold["judge"]["requests"] + cold["judge"]["cache_hits"] == 120 and cold["judge"]["requests"] >= 96
+    warm = _run(tmp_path, cases, "warm", metrics)
+    assert warm["judge"]["requests"] == 0 and warm["judge"]["cache_hits"] == 120 and warm["judge"]["cache_errors"] == 0
+    assert warm["judge"]["saved_usd"] > 0 and warm["judge"]["cost_usd"] == 0
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
+    for line in (tmp_path / "warm" / "results.jsonl").read_text().splitlines():
+        assert all(s["judge"]["cached"] is True for s in json.loads(line)["scores"].values())
+
+
+def test_reading_many_keys_at_once_gives_what_reading_each_gives(tmp_path):
+    cache = DiskJudgeCache(tmp_path / "cache")
+    stored = {f"{i:064x}": {"answers": {"q1": {"answer": "yes", "reason": "r" * (i * 97)}}, "usage": {"input_tokens": i}} for i in range(1200)}
+    for key, value in stored.items():
+        cache.put(key, value, {"trial": 0}, f"slot-{key}")
+    wanted = [*stored, "absent-1", next(iter(stored)), "absent-2"]  # more than one query's worth, a repeat, misses
+    many = cache.get_many(wanted)
+    assert many == {k: cache.get(k) for k in wanted if cache.get(k) is not None} == stored
+    assert cache.get_many([]) == {}
+    cache.close()
+
+
+def test_the_done_keys_read_at_once_are_the_keys_added_one_by_one():
+    rng = random.Random(7)
+    for n in (0, 1, 3000, 200_000):
+        keys = [result_key(f"case-{i}", rng.randrange(3)) for i in range(n)]
+        keys += keys[: n // 7]  # a superseded result's key is in the index twice
+        at_once = KeySet.from_index(array("Q", keys).tobytes(), size_hint=n)
+        one_by_one = KeySet(size_hint=n)
+        for k in keys:
+            one_by_one.add_hash(k)
+        assert len(at_once) == len(one_by_one) == len(set(keys))
+        assert all(at_once.contains_hash(k) for k in keys)
+        others = [result_key(f"other-{i}", 0) for i in range(5000)]
+        assert not any(at_once.contains_hash(k) for k in others)
+        for k in others[:100]:  # the run goes on adding to it
+            assert at_once.add_hash(k) is True
+        assert all(at_once.contains_hash(k) for k in others[:100] + keys)
+    # Keys that all want the last slots run past the table's end and wrap to its start (both ways of building).
+    for spread in (0, 40_000):
+        keys = [result_key(f"case-{i}", 0) for i in range(spread)]
+        cap = KeySet(size_hint=spread + 600).nbytes // 8
+        crowded = keys + [(i << 32) | (cap - 1) for i in range(1, 600)]
+        s = KeySet.from_index(array("Q", crowded).tobytes(), size_hint=len(crowded))
+        assert len(s) == len(set(crowded)) and all(s.contains_hash(k) for k in crowded)
+        assert not any(s.contains_hash(result_key(f"other-{i}", 0)) for i in range(2000))
