@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.stages.extract.fast_decode import decode as fast_decode
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, line_column, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
@@ -25,6 +26,9 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
 
     if isinstance(raw, dict):
         return Case.model_validate(raw)
+    case = fast_decode(raw)  # msgspec's typed decode; None: a line pydantic must look at (its errors name the field)
+    if case is not None:
+        return case
     # pydantic-core parses and validates in one pass (much faster than json.loads + validate);
     # only when that fails do we look closer, to say what exactly is wrong.
     try:

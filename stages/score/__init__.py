@@ -64,19 +64,25 @@ __all__ = [
 def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     """Scores of one case by metric key, in the metrics' order; each call bounded by `run.metric_timeout_s` (`time_limit`)."""
     scores: dict[str, Score] = {}
-    for metric in metrics:
-        try:
-            with time_limit.limit():
-                scores[metric.key] = metric.evaluate(case)
-        except time_limit.MetricTimeout:
-            scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
-        except Exception as exc:  # a metric bug must cost one score, not the run
-            scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
+    with time_limit.alarm() as timer:
+        for metric in metrics:
+            try:
+                timer.start()
+                try:
+                    scores[metric.key] = metric.evaluate(case)
+                finally:
+                    timer.stop()
+            except time_limit.MetricTimeout:
+                scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
+            except Exception as exc:  # a metric bug must cost one score, not the run
+                scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
     return scores
 
 
 async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     """`score_case`, awaiting each metric's `aevaluate` when it has one (cancelled at the time limit)."""
+    if not any(_aevaluate_of(type(m)) is not None for m in metrics):
+        return score_case(case, metrics)  # nothing to await: one alarm handler for the case, not one per metric
     scores: dict[str, Score] = {}
     for metric in metrics:
         try:

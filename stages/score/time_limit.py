@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from tracejudge.core.records import Score
 
-__all__ = ["DEFAULT_S", "MetricTimeout", "limit", "set_default", "timeout_score"]
+__all__ = ["DEFAULT_S", "MetricTimeout", "Timer", "alarm", "limit", "set_default", "timeout_score"]
 
 DEFAULT_S = 60.0
 """Seconds one metric call may take before it is cut (`run.metric_timeout_s`)."""
@@ -58,6 +60,42 @@ def limit() -> Iterator[None]:
     signal.setitimer(signal.ITIMER_REAL, s)
     try:
         yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _no_timer(*_: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """`start()` before one metric call, `stop()` after it (in a `finally`): the call's time limit."""
+
+    start: Callable[[], Any]
+    stop: Callable[[], Any]
+
+
+_UNBOUNDED = Timer(_no_timer, _no_timer)
+
+
+@contextmanager
+def alarm() -> Iterator[Timer]:
+    """The alarm's handler installed once for a run of metric calls (one case's), each call then bounded by `Timer`.
+
+    The same limit as `limit()` around each call, at the cost of two `setitimer` calls per
+    metric instead of installing and restoring the handler each time (`signal.signal` converts
+    enums in Python: with six metrics it cost more than some of the metrics). Without a limit,
+    off the main thread or without `setitimer` the timer does nothing.
+    """
+    s = _current["seconds"]
+    if s is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield _UNBOUNDED
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        yield Timer(partial(signal.setitimer, signal.ITIMER_REAL, s), partial(signal.setitimer, signal.ITIMER_REAL, 0))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -75,9 +75,10 @@ class Extracted:
     Exactly one of `case` and `error` is set. `error` is `(case_id, ErrorInfo)`
     for a record that could not be read. When the job scores (`CpuJob.score`),
     `scores` holds the deterministic scores by metric key, or `failure` says
-    why the case could not be scored (status `invalid_input`). `case` is
-    only the id, tags and metadata unless the job keeps whole cases
-    (`CpuJob.keep_case`: a later stage — target, judge — needs the trace).
+    why the case could not be scored (status `invalid_input`). From `run`
+    (what a worker sends back) `case` is only the id, tags and metadata unless
+    the job keeps whole cases (`CpuJob.keep_case`: a later stage — target,
+    judge — needs the trace); from `arun` (in-process) it is the whole case.
     """
 
     file: str
@@ -173,7 +174,7 @@ class CpuJob:
             item, use = self._extract(raw)
             if use is not None:
                 item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
-            out.append(self._finish(item))
+            out.append(item)  # in this process: nothing to pickle, so no lighter copy to make
         return out
 
     def _extract(self, raw: Any) -> tuple[Extracted, Sequence[Any] | None]:
@@ -203,10 +204,14 @@ def _is_async(metric: Any) -> bool:
     return bool(flag) if flag is not None else getattr(metric, "aevaluate", None) is not None
 
 
+_BARE = Case(id="")
+
+
 def _light(case: Case) -> Case:
-    # What the main process needs when no later stage reads the trace: id, tags, metadata.
-    # (Validating three fields is cheaper than `model_construct`, which inspects every default factory.)
-    return Case(id=case.id, tags=case.tags, metadata=case.metadata)
+    # What the main process needs when no later stage reads the trace: id, tags, metadata. They were
+    # validated with the case: copied onto a bare case, not validated again (`model_construct` would
+    # inspect every default factory).
+    return _BARE.model_copy(update={"id": case.id, "tags": case.tags, "metadata": case.metadata})
 
 
 class Executor(Protocol):
