@@ -108,7 +108,7 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
             cache_base = base.rstrip("/")
         mkey = key if i == 0 and not section.models else member_key(member)
         limits = member.limits
-        limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window)
+        limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window, limits.window_s)
         if mcfg.mode == "batch":
             protocol = "anthropic" if mcfg.provider == "anthropic" else "openai"
             batch_runner = BatchRunner(mcfg, session=session, protocol=protocol, base_url=base, headers=auth_headers(protocol, mkey),
