@@ -283,8 +283,9 @@ class AdaptiveLimiter:
         if outcome == "rate_limited":
             retry = rate.retry_after_s if rate and rate.retry_after_s is not None else 1.0
             if now >= self.cooldown_until:
-                if self.mode == "bucket" and self.window == "auto" and self._beyond_bucket(retry, permit.tokens):
-                    self.mode = "strict"  # no bucket makes a request wait that long: a window (no headers needed)
+                headerless = rate is None or (rate.reset_tokens_s is None and rate.reset_requests_s is None)
+                if self.mode == "bucket" and self.window == "auto" and headerless and self._beyond_bucket(retry, permit.tokens):
+                    self.mode = "strict"  # no bucket makes a request wait that long: a window (headers, when sent, tell first)
                 if self.mode == "strict":
                     # The window model let it go too early: its timing missed, not the concurrency, so the
                     # model learns from the retry-after instead of the in-flight cap shrinking (a smaller cap
@@ -294,7 +295,9 @@ class AdaptiveLimiter:
                 else:
                     self.cap = max(1.0, self.cap * self.CUT)
                     self.cuts += 1
-                self.cooldown_until = now + min(max(self.COOLDOWN_S, retry), self.window_s / 4)
+                cooldown = max(self.COOLDOWN_S, retry)
+                # A short window turns over faster than the cool-down: its next burst is a new one.
+                self.cooldown_until = now + (min(cooldown, self.window_s / 4) if self.mode == "strict" else cooldown)
             self.paused_until = max(self.paused_until, now + retry)
         elif outcome in ("server", "timeout", "connection"):
             self.no_growth_until = now + self.COOLDOWN_S
