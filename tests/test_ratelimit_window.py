@@ -133,7 +133,7 @@ def test_a_window_entry_leaves_one_window_after_its_request_left_not_after_its_r
     assert expires <= after + 60
 
 
-def test_a_burst_of_429s_widens_the_send_margin_once():
+def test_a_burst_of_429s_moves_the_booking_moment_once_by_what_the_retry_after_says():
     limiter = AdaptiveLimiter(rpm=100, tpm=100_000, max_in_flight=8, window="strict", window_s=60.0)
     start = limiter.send_margin
 
@@ -143,5 +143,6 @@ def test_a_burst_of_429s_widens_the_send_margin_once():
             limiter.settle(permit, "rate_limited", None, RateInfo(retry_after_s=0.07))
 
     anyio.run(burst)
-    assert abs(limiter.send_margin - (start + 2 * 0.07)) < 1e-9
+    # The log had room now; the provider frees it 70 ms later: its bookings are 70 ms later than the model's.
+    assert abs(limiter.send_margin - (start + 0.07)) < 1e-3
     assert limiter.cap == 8 and limiter.cuts == 0  # the window's timing missed, not the concurrency

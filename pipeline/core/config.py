@@ -289,13 +289,15 @@ class LimitsConfig(_Strict):
 
     `window`: how the provider counts them — `bucket` (refilling
     continuously), `strict` (a 60-second window), or `auto` (a bucket until
-    the provider's rate-limit headers show a window).
+    the provider's rate-limit headers show a window). `window_s`: the
+    window's length in seconds (60); `rpm`/`tpm` count per window.
     """
 
     rpm: int = Field(default=3000, ge=1)
     tpm: int = Field(default=1_000_000, ge=1)
     max_in_flight: int = Field(default=64, ge=1)
     window: Literal["auto", "bucket", "strict"] = "auto"
+    window_s: float = Field(default=60.0, gt=0)
 
 
 class BudgetConfig(_Strict):

@@ -169,6 +169,10 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
     sim.add_argument("--window", choices=("bucket", "strict"), default="bucket",
                      help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
+    sim.add_argument("--window-s", type=float, default=60.0, metavar="S", help="length of the strict window, seconds (limits count per window)")
+    sim.add_argument("--book", choices=("arrival", "reply"), default="arrival", help="a strict window books a request when it arrives, or when it is answered")
+    sim.add_argument("--limit-count", choices=("usage", "chars"), default="usage",
+                     help="the limits count tokens as usage reports them, or as a gateway does: ceil(characters/4) + 3 per message")
     sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
     sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
     sim.add_argument("--agreement", type=float, default=1.0, metavar="P", help="each answer equals the simulator's truth with probability P")
@@ -675,7 +679,8 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
     config = SimConfig(latency_ms=args.latency_ms, rpm=args.rpm, tpm=args.tpm, error_rate=args.error_rate, seed=args.seed,
                        batch_completion_s=args.batch_completion_s, window=args.window, rate_headers=not args.no_rate_headers,
                        max_concurrency=args.max_concurrency, agreement=args.agreement, noise=args.noise, position_bias=args.position_bias,
-                       json_object_only=args.json_object_only, tokenizer_factor=args.tokenizer_factor, context_tokens=args.context_tokens)
+                       json_object_only=args.json_object_only, tokenizer_factor=args.tokenizer_factor, context_tokens=args.context_tokens,
+                       window_s=args.window_s, book=args.book, limit_count=args.limit_count)
 
     async def serve() -> None:
         try:

@@ -4,30 +4,49 @@
 actor, Redis — can replace the in-process one, so N workers respect one
 global limit). `AdaptiveLimiter` is the in-process implementation:
 
-- two limits, `rpm` requests and `tpm` tokens per minute, plus a cap on
+- two limits, `rpm` requests and `tpm` tokens per minute (per `window_s`), plus a cap on
   requests in flight. Providers count a limit one of two ways, and the
   limiter models both:
 
   - a *bucket* refilling continuously, starting full (what OpenAI and
     Anthropic document);
-  - a *strict 60-second window*: what was sent in the last 60 s counts in
-    full until it is 60 s old, then all of it comes back at once (Azure-
-    and gateway-style limits). The limiter keeps a log of what it sent.
-    The provider stamps a request when it arrives, so an entry leaves our
-    window 60 s after the request left (`Permit.flight_s`, timed from
-    when its headers went out, gives that moment) plus a margin for the
-    one-way trip (`send_margin`, 100 ms to start with; a burst of 429s the
-    window model failed to prevent adds twice the first one's `retry-after`,
-    up to 1 s in all, in place of the in-flight cut below), and never later than
-    60 s after the reply; without a send time, 60 s after the reply. So
-    the next burst goes out as the provider's window frees it, not one
-    provider latency later.
+  - a *strict window* (60 s, `window_s`): what the provider booked in the
+    last 60 s counts in full until it is 60 s old (Azure- and gateway-style
+    limits). The limiter logs what it sent (`tracejudge.llm.window_log`),
+    booked at admission, so nothing in flight is forgotten. What it learns
+    from the provider's headers:
+
+    - *its count*: `x-ratelimit-remaining-tokens` is the limit less what the
+      provider counts in its window. Each reply anchors the log there: the
+      room left is the provider's own figure, and only what changed since
+      (sent, answered, expired) is our estimate, scaled by `factor`, the
+      provider's tokens per token of ours (its tokenizer, a gateway counting
+      characters), measured on replies with nothing else unanswered. Until
+      a reply told the factor, a window is filled only half-way; at its
+      edge `EDGE_MARGIN` (2 %) stays free.
+    - *its booking moment*: `x-ratelimit-reset-tokens`, the time until the
+      newest entry leaves, dates the provider's newest booking, which this
+      request's is not after: an entry leaves our log one window after that
+      (tight when nothing was sent after it: those replies also measure the
+      lag from leaving to being booked, `send_margin`), never later than
+      one window after its reply. That holds whether the provider books on
+      arrival or on reply.
+    - without headers, an entry leaves one window after its request left
+      plus `send_margin` (100 ms to start with). A 429 whose `retry-after`
+      says the window frees later than the log did moves the log's entries
+      that much later and adds it to `send_margin` — or, when it is about a
+      flight's worth, concludes that the provider books on reply
+      (`reply_booking`): entries then leave one window after their reply.
+      Once per burst, and in place of the in-flight cut below (the timing
+      missed, not the concurrency).
 
   `window="auto"` (the default) starts as a bucket and switches to the
   window model when the provider's headers say so: a bucket that reports
   `remaining` R of limit L must be full again within (L − R)/L minutes
   (`x-ratelimit-reset-*`, `anthropic-ratelimit-*-reset`); a reset that comes
-  clearly later, twice, is a window. A window's reset also bounds when
+  clearly later, twice, is a window; so is a 429 whose `retry-after` is
+  longer than any bucket of these limits makes one request wait (a server
+  that sends no rate headers). A window's reset also bounds when
   every entry logged before it leaves (a fixed window that resets on the
   minute frees everything then).
 - `acquire(tokens)` waits, first come first served, until one request and
@@ -56,6 +75,7 @@ from typing import Literal, Protocol
 
 import anyio
 from tracejudge.llm.providers import RateInfo
+from tracejudge.llm.window_log import WindowLog
 
 __all__ = ["WINDOW_S", "AdaptiveLimiter", "Limiter", "Permit"]
 
@@ -91,9 +111,10 @@ class Limiter(Protocol):
 
 
 class _Bucket:
-    def __init__(self, per_minute: float) -> None:
+    def __init__(self, per_minute: float, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
         self.capacity = float(per_minute)
-        self.rate = per_minute / 60.0
+        self.rate = per_minute / window_s
         self.level = float(per_minute)
         self.t = time.monotonic()
 
@@ -106,101 +127,8 @@ class _Bucket:
 
     def resize(self, per_minute: float) -> None:
         self.capacity = float(per_minute)
-        self.rate = per_minute / 60.0
+        self.rate = per_minute / self.window_s
         self.level = min(self.level, self.capacity)
-
-
-class _Log:
-    """What we sent within the window, for one limit: serial → [amount, expires, settled_at].
-
-    `expires` and `settled_at` are `None` while the request is in flight (it
-    counts, and no time is known yet at which it leaves the provider's
-    window). `total` is kept as entries come and go, and the settled ones
-    are queued by expiry, so admission costs the few entries it looks at,
-    not the whole window (tens of thousands at high RPM).
-    """
-
-    def __init__(self) -> None:
-        self.entries: dict[int, list] = {}
-        self.total = 0.0
-        self._by_expiry: deque[int] = deque()
-        self._sorted = True
-
-    def add(self, serial: int, amount: float, expires: float | None = None, settled_at: float | None = None) -> None:
-        self.entries[serial] = [amount, expires, settled_at]
-        self.total += amount
-        if expires is not None:
-            self._enqueue(serial, expires)
-
-    def drop(self, serial: int) -> None:
-        entry = self.entries.pop(serial, None)
-        if entry is not None:
-            self.total -= entry[0]
-
-    def settle(self, serial: int, amount: float, expires: float, now: float) -> None:
-        entry = self.entries.get(serial)
-        if entry is None:
-            return
-        self.total += amount - entry[0]
-        entry[:] = [amount, expires, now]
-        self._enqueue(serial, expires)
-
-    def _enqueue(self, serial: int, expires: float) -> None:
-        # Entries mostly settle in expiry order; one that overtakes a few (its flight was
-        # longer) is put in its place by a short walk from the end, not a re-sort.
-        order = self._by_expiry
-        i = len(order)
-        while i and (prev := self.entries.get(order[i - 1])) is not None and prev[1] is not None and prev[1] > expires:
-            i -= 1
-        order.insert(i, serial)
-
-    def _order(self) -> deque[int]:
-        if not self._sorted:
-            live = [s for s in dict.fromkeys(self._by_expiry) if s in self.entries and self.entries[s][1] is not None]
-            self._by_expiry = deque(sorted(live, key=lambda s: self.entries[s][1]))
-            self._sorted = True
-        return self._by_expiry
-
-    def used(self, now: float) -> float:
-        order = self._order()
-        while order:
-            entry = self.entries.get(order[0])
-            if entry is not None and entry[1] is not None and entry[1] > now:
-                break
-            serial = order.popleft()
-            if entry is not None and entry[1] is not None:
-                del self.entries[serial]
-                self.total -= entry[0]
-        return self.total
-
-    def wait_for(self, amount: float, capacity: float, now: float) -> float | None:
-        """Seconds until `amount` fits under `capacity`; `None` when it depends on requests still in flight."""
-        excess = self.used(now) + amount - capacity
-        if excess <= 0:
-            return 0.0
-        for serial in self._order():
-            entry = self.entries.get(serial)
-            if entry is None or entry[1] is None:
-                continue
-            excess -= entry[0]
-            if excess <= 0:
-                return float(entry[1] - now)
-        return None
-
-    def cap_expiry(self, latest: float, settled_before: float) -> None:
-        """The provider said its window is empty by `latest`: no entry settled before `settled_before` stays longer.
-
-        Only those entries surely reached the provider before the request whose reply said so.
-        """
-        for serial in reversed(self._order()):
-            entry = self.entries.get(serial)
-            if entry is None or entry[1] is None:
-                continue
-            if entry[1] <= latest:
-                break
-            if entry[2] <= settled_before:
-                entry[1] = latest
-                self._sorted = False
 
 
 class AdaptiveLimiter:
@@ -208,10 +136,13 @@ class AdaptiveLimiter:
 
     `window`: `auto` (bucket until the provider's headers show a strict
     window), `bucket` or `strict` (a `window_s`-second window, 60 by
-    default; the limits count per window). `mode` tells which
-    model is in force. Raises `ValueError` from `acquire` for a request
-    larger than the whole per-minute token allowance (it could never be
-    admitted).
+    default; the limits count per window, and a bucket refills them over
+    `window_s`). `mode` tells which model is in force; `factor` the
+    provider's tokens per token of ours, `send_margin` the seconds from a
+    request leaving to the provider booking it, `reply_booking` whether it
+    books at its reply (all learned, see the module doc). Raises
+    `ValueError` from `acquire` for a request larger than the whole
+    per-window token allowance (it could never be admitted).
     """
 
     COOLDOWN_S = 5.0
@@ -220,20 +151,34 @@ class AdaptiveLimiter:
     WINDOW_EVIDENCE = 2
     # Reset headers are rounded (to the millisecond, or to the second for RFC 3339 times).
     RESET_MARGIN_S = 0.25
-    # From a request leaving to the provider stamping it (the one-way trip); a 429 burst adds to it.
+    # From a request leaving to the provider booking it, until a reply's headers tell.
     SEND_MARGIN_S = 0.1
-    MAX_SEND_MARGIN_S = 1.0
+    # Left free at a window's edge, as a share of the token limit: the provider's count of the next request is an estimate.
+    EDGE_MARGIN = 0.02
+    # Until a reply says how the provider counts tokens, a strict window is filled this far.
+    FIRST_FILL = 0.5
 
     def __init__(self, rpm: int, tpm: int, max_in_flight: int, window: Window = "auto", window_s: float = WINDOW_S) -> None:
-        self.requests = _Bucket(rpm)
-        self.tokens = _Bucket(tpm)
-        self.request_log = _Log()
-        self.token_log = _Log()
+        self.requests = _Bucket(rpm, window_s)
+        self.tokens = _Bucket(tpm, window_s)
+        self.request_log = WindowLog()
+        self.token_log = WindowLog()
         self.window = window
         self.window_s = window_s
         self.mode: Literal["bucket", "strict"] = "strict" if window == "strict" else "bucket"
         self.window_evidence = 0
         self.send_margin = self.SEND_MARGIN_S
+        self.reply_booking = False
+        self.factor = 1.0
+        self.answered = False
+        self._last_serial = 0
+        # The provider's count of its window at the last reply that reported it, and what our log held then that it counted.
+        self._anchor: tuple[float, float] | None = None
+        self._lags: deque[float] = deque(maxlen=32)  # booking lags measured on replies nothing was sent after
+        self._boost = 0.0  # what 429s added to the booking lag those measures gave
+        self._settled_factor = False  # the factor was measured with nothing in flight
+        self.reset_dates_bookings = True  # until a reset contradicts it (see `_booked`)
+        self._flight = 0.0
         self.max_in_flight = max_in_flight
         self.cap = float(max_in_flight)
         self.in_flight = 0
@@ -248,14 +193,30 @@ class AdaptiveLimiter:
 
     def admitted_rps(self, tokens_per_request: float) -> float:
         """Requests per second the limits admit in the long run, for requests of `tokens_per_request` tokens."""
-        return min(self.requests.rate, self.tokens.rate / max(tokens_per_request, 1.0))
+        return min(self.requests.rate, self.tokens.rate / max(tokens_per_request * self.factor, 1.0))
+
+    def token_room(self) -> float:
+        """What the token log may hold, in our units, for the provider's window to stay under its limit less the edge margin.
+
+        From the last reply that reported the provider's count: what our log
+        held then that it counted, plus the room it left over the counting
+        factor (only the change since then is our estimate); before any,
+        the limit over the factor — and until a reply told the factor, no
+        more than `FIRST_FILL` of it.
+        """
+        limit = self.tokens.capacity * (1 - self.EDGE_MARGIN)
+        room = limit / self.factor
+        if self._anchor is not None:
+            counted, ours = self._anchor
+            room = ours + (limit - counted) / self.factor
+        return room if self.answered else min(room, limit * self.FIRST_FILL / self.factor)
 
     def _wait(self, tokens: int, now: float) -> float | None:
         if self.mode == "bucket":
             self.requests.refill(now)
             self.tokens.refill(now)
             return max(self.paused_until - now, self.requests.wait_for(1), self.tokens.wait_for(tokens))
-        waits = [self.request_log.wait_for(1, self.requests.capacity, now), self.token_log.wait_for(tokens, self.tokens.capacity, now)]
+        waits = [self.request_log.wait_for(1, self.requests.capacity, now), self.token_log.wait_for(tokens, self.token_room(), now)]
         if None in waits:
             return None
         return max(self.paused_until - now, *waits)  # type: ignore[type-var]
@@ -269,9 +230,12 @@ class AdaptiveLimiter:
                 self._slot = anyio.Event()
                 await self._slot.wait()
             while True:
-                wait = self._wait(tokens, time.monotonic())
+                now = time.monotonic()
+                wait = self._wait(tokens, now)
                 if wait is not None and wait <= 0:
                     break
+                if wait is None and self.in_flight == 0 and self.token_log.used(now) + tokens > self.token_room():
+                    break  # larger than the room the counting factor leaves: only the provider can say; send it
                 # A settle can free capacity (a refund, a reply that starts an entry's clock,
                 # new headers): wake on it, or when the computed wait is over.
                 self._changed = anyio.Event()
@@ -282,9 +246,9 @@ class AdaptiveLimiter:
             self.tokens.refill(now)
             self.requests.level -= 1
             self.tokens.level -= tokens
-            serial = next(self._serials)
-            self.request_log.add(serial, 1.0)
-            self.token_log.add(serial, float(tokens))
+            serial = self._last_serial = next(self._serials)
+            self.request_log.add(serial, 1.0, now)
+            self.token_log.add(serial, float(tokens), now)
             self.in_flight += 1
             return Permit(tokens, now - t0, now, serial)
 
@@ -295,6 +259,8 @@ class AdaptiveLimiter:
         self._changed.set()
         self.requests.refill(now)
         self.tokens.refill(now)
+        # What requests sent after this one hold: the provider may not have counted them in this reply's headers.
+        unseen = self.token_log.in_flight_after(permit.admitted_at)
         refused = outcome in ("rate_limited", "server", "quota", "fatal")
         if refused:
             # Providers do not charge refused requests: give the reservation back.
@@ -305,39 +271,119 @@ class AdaptiveLimiter:
         else:
             if used_tokens is not None:
                 self.tokens.level = min(self.tokens.capacity, self.tokens.level + max(0, permit.tokens - used_tokens))
-            # The provider stamped the request when it arrived: after it left, before this reply.
-            sent = now if permit.flight_s is None else min(now, now - permit.flight_s + self.send_margin)
+            if permit.flight_s is not None:
+                self._flight = permit.flight_s if not self._flight else 0.8 * self._flight + 0.2 * permit.flight_s
+            booked = self._booked(permit, rate, now)
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
-                log.settle(permit.serial, amount, sent + self.window_s, now)
+                log.settle(permit.serial, amount, booked + self.window_s, now)
         if rate is not None:
-            self._follow(rate, now, permit.admitted_at, exact=outcome == "rate_limited")
+            self._follow(rate, now, permit, unseen, exact=outcome == "rate_limited")
+        if not refused and (rate is None or rate.remaining_tokens is None):
+            self.answered = True  # no count of the provider's to learn from: ours is all there is
         if outcome == "rate_limited":
             retry = rate.retry_after_s if rate and rate.retry_after_s is not None else 1.0
-            self.paused_until = max(self.paused_until, now + retry)
             if now >= self.cooldown_until:
-                if self.mode == "strict" and self.send_margin < self.MAX_SEND_MARGIN_S:
-                    # The window model sent it `retry` too early: its timing missed, not the concurrency,
-                    # so the margin for the trip grows instead of the in-flight cap shrinking (a smaller
-                    # cap would slow this window's burst, and every later window inherits its pace).
-                    # Once per burst: the requests already on the wire were sent under the old margin.
-                    self.send_margin = min(self.MAX_SEND_MARGIN_S, self.send_margin + 2 * retry)
+                headerless = rate is None or (rate.reset_tokens_s is None and rate.reset_requests_s is None)
+                if self.mode == "bucket" and self.window == "auto" and headerless and self._beyond_bucket(retry, permit.tokens):
+                    self.mode = "strict"  # no bucket makes a request wait that long: a window (headers, when sent, tell first)
+                if self.mode == "strict":
+                    # The window model let it go too early: its timing missed, not the concurrency, so the
+                    # model learns from the retry-after instead of the in-flight cap shrinking (a smaller cap
+                    # would slow this window's burst, and every later window inherits its pace). Once per
+                    # burst: the requests already on the wire were sent under the old model.
+                    self._learn_from_refusal(retry, permit.tokens, now)
                 else:
                     self.cap = max(1.0, self.cap * self.CUT)
                     self.cuts += 1
-                self.cooldown_until = now + max(self.COOLDOWN_S, retry)
+                cooldown = max(self.COOLDOWN_S, retry)
+                # A short window turns over faster than the cool-down: its next burst is a new one.
+                self.cooldown_until = now + (min(cooldown, self.window_s / 4) if self.mode == "strict" else cooldown)
+            self.paused_until = max(self.paused_until, now + retry)
         elif outcome in ("server", "timeout", "connection"):
             self.no_growth_until = now + self.COOLDOWN_S
         elif outcome == "ok" and self.cap < self.max_in_flight and now >= max(self.cooldown_until, self.no_growth_until):
             self.cap = min(float(self.max_in_flight), self.cap + 1.0 / self.cap)
 
+    def _beyond_bucket(self, retry: float, tokens: int) -> bool:
+        """True when no bucket of our limits would make one request of `tokens` wait `retry` seconds (it refills it faster)."""
+        longest = max(1.0 / self.requests.rate, tokens / self.tokens.rate)
+        return retry > 1.25 * longest + 0.02 * self.window_s
+
+    def _learn_from_refusal(self, retry: float, tokens: int, now: float) -> None:
+        """A 429 in a strict window: the provider frees room `retry` s from now; where the log said it was free, its entries leave later than we thought."""
+        waits = [self.request_log.wait_for(1, self.requests.capacity, now), self.token_log.wait_for(tokens, self.token_room(), now)]
+        if None in waits:
+            return
+        shift = retry - max(waits)  # type: ignore[type-var]
+        if shift <= 0.002:  # the headers already moved the model (a count, not a time, was off)
+            return
+        shift = min(shift, self.window_s)
+        for log in (self.request_log, self.token_log):
+            log.delay(shift, self.window_s)
+        if self._flight and self.send_margin + shift >= 0.5 * self._flight:
+            self.reply_booking = True  # late by about a whole flight: the provider books when it replies
+        else:
+            self._boost += shift
+            self.send_margin += shift
+
+    def _booked(self, permit: Permit, rate: RateInfo | None, now: float) -> float:
+        """When the provider booked an answered request in its window (its entry leaves one window later).
+
+        Never after its reply. A reply's `reset` (the time until the newest
+        entry leaves) dates the provider's newest booking, which this
+        request's is not after: a bound every reply gives, tight when
+        nothing was sent after it, that holds whether the provider books on
+        arrival or on reply. Without one: when the request left plus the
+        trip (`send_margin`), or the reply itself once 429s showed the
+        provider books on reply.
+        """
+        sent = None if permit.flight_s is None else now - permit.flight_s
+        resets = [r for r in (rate.reset_tokens_s, rate.reset_requests_s) if r is not None] if rate is not None else []
+        if resets and self.reset_dates_bookings and max(resets) <= self.window_s:
+            newest = now + max(resets) - self.window_s + 0.001  # + the header's millisecond rounding
+            if sent is None:
+                return min(now, newest)
+            if newest < sent - 0.005:
+                self.reset_dates_bookings = False  # a booking before the request left: this reset means something else
+            else:
+                if permit.serial == self._last_serial:
+                    # Nothing was sent after it: the newest booking is its own, a measure of the provider's booking lag.
+                    self._lags.append(max(0.0, newest - sent))
+                    self.send_margin = max(self._lags) + self._boost
+                return min(now, newest, sent + self.send_margin)
+        if sent is None or self.reply_booking:
+            return now
+        return min(now, sent + self.send_margin)
+
+    def _learn_factor(self, rate: RateInfo, now: float, unseen: float) -> None:
+        """The provider's count of its window against ours gives its tokens per token of ours (its tokenizer, its framing)."""
+        if rate.remaining_tokens is None:
+            return
+        counted = self.tokens.capacity - rate.remaining_tokens
+        # What was sent after this request may not be counted yet, and what left a window ago may be gone already:
+        # both stay ours to estimate until our log lets them go (the safe side).
+        gone = self.token_log.left_maybe(now - self.window_s)
+        ours = self.token_log.used(now) - unseen - gone
+        self._anchor = (float(counted), ours)
+        unseen += gone
+        # A reservation (prompt + max_tokens) and an answer do not count alike: the factor of answered requests is the one
+        # that matters at a window's edge (they are what leaves it), so once known it is taken with nothing in flight.
+        settled = self.in_flight == 0
+        if ours <= 0 or unseen > 0.1 * ours or counted <= 0 or (self._settled_factor and not settled):
+            return
+        sample = min(5.0, max(0.2, counted / (ours + unseen / 2)))
+        self.factor = sample if not self.answered or settled and not self._settled_factor else 0.5 * self.factor + 0.5 * sample
+        self._settled_factor = self._settled_factor or settled
+        self.answered = True
+
     def _looks_like_window(self, limit: int | None, remaining: int | None, reset_s: float | None) -> bool | None:
         """True when a bucket could not report this reset; None when the headers cannot tell."""
         if not limit or remaining is None or reset_s is None or remaining >= limit:
             return None
-        bucket_reset = (limit - remaining) / limit * WINDOW_S
+        bucket_reset = (limit - remaining) / limit * self.window_s
         return reset_s > 1.25 * bucket_reset + 1.0
 
-    def _follow(self, rate: RateInfo, now: float, sent_at: float, exact: bool = False) -> None:
+    def _follow(self, rate: RateInfo, now: float, permit: Permit, unseen: float, exact: bool = False) -> None:
         if rate.limit_requests and rate.limit_requests < self.requests.capacity:
             self.requests.resize(rate.limit_requests)
         if rate.limit_tokens and rate.limit_tokens < self.tokens.capacity:
@@ -361,15 +407,14 @@ class AdaptiveLimiter:
             if rate.remaining_requests is not None and rate.remaining_requests < self.requests.level - slack_r:
                 self.requests.level = float(rate.remaining_requests)
             return
-        for log, capacity, remaining, reset, slack in (
-            (self.request_log, self.requests.capacity, rate.remaining_requests, rate.reset_requests_s, slack_r),
-            (self.token_log, self.tokens.capacity, rate.remaining_tokens, rate.reset_tokens_s, slack_t),
-        ):
-            if reset is None:
-                continue
-            log.cap_expiry(now + reset + self.RESET_MARGIN_S, settled_before=sent_at)
-            if remaining is not None:
-                # What the provider counts beyond our own log is someone else's: it leaves by the reset.
-                unseen = (capacity - remaining) - log.used(now) - slack
-                if unseen > 0:
-                    log.add(-next(self._serials), unseen, now + reset, now)
+        if rate.remaining_tokens is not None:
+            self._learn_factor(rate, now, unseen)
+        for log, remaining, reset_s in ((self.request_log, rate.remaining_requests, rate.reset_requests_s),
+                                        (self.token_log, rate.remaining_tokens, rate.reset_tokens_s)):
+            if reset_s is not None:
+                log.cap_expiry(now + reset_s + self.RESET_MARGIN_S, settled_before=permit.admitted_at)
+        if rate.remaining_requests is not None and rate.reset_requests_s is not None:
+            # Requests the provider counts beyond our own log are someone else's: they leave by the reset.
+            extra = (self.requests.capacity - rate.remaining_requests) - self.request_log.used(now) - slack_r
+            if extra > 0:
+                self.request_log.add(-next(self._serials), extra, now, now + rate.reset_requests_s, now)

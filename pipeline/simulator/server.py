@@ -16,21 +16,28 @@ of the request body and the seed (a hash picks enum values, booleans and
 integers; "yes" comes up about 3 times in 4), so the same request always
 gets the same answer and tests can assert exact values.
 
-Rate limits (`rpm` requests and `tpm` tokens per minute) are token buckets
-that refill continuously, starting full, the model the providers document;
-with `window="strict"` they are strict sliding windows of `window_s`
-seconds (60) instead: what arrived in the window counts in full until it
-leaves it. A request
-is admitted when one request and its prompt tokens plus `max_tokens` are
+Rate limits (`rpm` requests and `tpm` tokens per minute; `tracejudge.simulator.limits`)
+are token buckets that refill continuously, starting full, the model the
+providers document; with `window="strict"` they are strict sliding windows
+of `window_s` seconds (60) instead: what was booked in the window counts in
+full until it leaves it, booked when the request arrives (`book="arrival"`)
+or when its reply is made (`book="reply"`). Admission is decided when a
+request arrives: one request and its prompt tokens plus `max_tokens` must be
 available; the unused part of `max_tokens` is given back when the reply is
-made, so a request costs prompt + completion tokens.
+made, so a request costs prompt + completion tokens, and a refused one
+nothing. `limit_count="chars"` counts those tokens as a gateway does,
+ceil(characters / 4) + 3 per message, while `usage` still reports
+tiktoken's count (the client cannot read the limit's count from `usage`).
 A refused request gets 429 with the providers' headers: `retry-after`
 (whole seconds, rounded up), `retry-after-ms`, `x-ratelimit-limit-*`,
 `x-ratelimit-remaining-*`, `x-ratelimit-reset-*` (OpenAI's `1.5s`/`6m0s`
 form) and `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}`
-(RFC 3339); `reset` is the time until the limit is back to full. Successful
-replies carry the same headers. `rate_headers=False` sends none of them
-(a vLLM- or llama.cpp-like server: `retry-after` on a 429 only).
+(RFC 3339); `remaining` is the limit less what it counts, `reset` the time
+until the limit is back to full (for a window: until its newest entry
+leaves it). Successful replies carry the same headers. `rate_headers=False`
+sends none of them (a vLLM- or llama.cpp-like server: `retry-after` on a 429
+only). `GET /_sim/ledger` lists every admitted request's `[seconds, tokens]`
+as the token limit counted it, so any window can be recounted.
 
 `max_concurrency` C makes the server slow down past C requests in flight,
 as a GPU server does: a request arriving with n in flight takes
@@ -104,9 +111,7 @@ import re
 import socket
 import threading
 import time
-from collections import deque
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 from aiohttp import web
@@ -114,6 +119,7 @@ from tracejudge.llm.prefix_cache import PrefixCache, prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.batches import add_batch_routes
 from tracejudge.simulator.flaws import Flaws, is_pairwise, preference
+from tracejudge.simulator.limits import Limits, char_tokens
 
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
@@ -155,6 +161,8 @@ class SimConfig:
     rate_headers: bool = True
     max_concurrency: int | None = None
     window_s: float = 60.0
+    book: Literal["arrival", "reply"] = "arrival"
+    limit_count: Literal["usage", "chars"] = "usage"
     refuse_marker: str | None = None
     prefix_cache: bool = True
     # Known flaws (`tracejudge.simulator.flaws`): systematic error against the truth, per-model noise, position bias.
@@ -190,84 +198,8 @@ class SimStats:
     last_request: float | None = None
     # Requests that arrived in each whole second since the first (a bounded timeline for benchmarks).
     arrivals_per_s: dict[int, int] = field(default_factory=dict)
-
-
-class _Bucket:
-    """A continuously refilling token bucket: `capacity` per minute, starting full."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.capacity = float(per_minute)
-        self.rate = per_minute / 60.0
-        self.level = float(per_minute)
-        self.t = time.monotonic()
-
-    def remaining(self) -> float:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
-        self.t = now
-        return self.level
-
-    def wait_for(self, amount: float) -> float:
-        return max(0.0, (amount - self.remaining()) / self.rate)
-
-    def charge(self, amount: float) -> list[float] | None:
-        self.remaining()
-        self.level -= amount
-        return None
-
-    def refund(self, entry: list[float] | None, amount: float) -> None:
-        self.level = min(self.capacity, self.remaining() + amount)
-
-    def reset_s(self) -> float:
-        return max(0.0, (self.capacity - self.remaining()) / self.rate)
-
-
-class _Window:
-    """A strict 60-second sliding window: what arrived in the last 60 s counts in full.
-
-    Entries are `[arrival time, amount]`, stamped when the request arrives.
-    `reset_s` is the time until the window is empty (the limit back to full),
-    the meaning OpenAI gives `x-ratelimit-reset-*`.
-    """
-
-    def __init__(self, per_minute: int, span_s: float = 60.0) -> None:
-        self.capacity = float(per_minute)
-        self.span_s = span_s
-        self.entries: deque[list[float]] = deque()
-
-    def _prune(self) -> float:
-        now = time.monotonic()
-        while self.entries and self.entries[0][0] + self.span_s <= now:
-            self.entries.popleft()
-        return now
-
-    def remaining(self) -> float:
-        self._prune()
-        return self.capacity - sum(amount for _, amount in self.entries)
-
-    def wait_for(self, amount: float) -> float:
-        excess = amount - self.remaining()
-        if excess <= 0:
-            return 0.0
-        now = time.monotonic()
-        for t, freed in self.entries:
-            excess -= freed
-            if excess <= 0:
-                return t + self.span_s - now
-        return self.span_s
-
-    def charge(self, amount: float) -> list[float] | None:
-        entry = [self._prune(), amount]
-        self.entries.append(entry)
-        return entry
-
-    def refund(self, entry: list[float] | None, amount: float) -> None:
-        if entry is not None:
-            entry[1] = max(0.0, entry[1] - amount)
-
-    def reset_s(self) -> float:
-        now = self._prune()
-        return self.entries[-1][0] + self.span_s - now if self.entries else 0.0
+    # The most tokens the token limit counted at once (never above `tpm` when the limit holds).
+    peak_window_tokens: float = 0.0
 
 
 def free_port() -> int:
@@ -278,31 +210,13 @@ def free_port() -> int:
         return port
 
 
-def _duration(seconds: float) -> str:
-    # OpenAI's reset format: "1s", "6m0s", "0.5s", "20ms".
-    if seconds < 1:
-        return f"{max(1, round(seconds * 1000))}ms"
-    minutes, sec = divmod(seconds, 60)
-    return f"{int(minutes)}m{sec:.0f}s" if minutes else f"{sec:.2f}".rstrip("0").rstrip(".") + "s"
-
-
-def _rfc3339(seconds_from_now: float) -> str:
-    return datetime.fromtimestamp(time.time() + seconds_from_now, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 class _Sim:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         self.stats = SimStats()
         self.rng = random.Random(config.seed)
         self.script = list(config.script)
-        def limit(per_minute: int | None) -> _Bucket | _Window | None:
-            if not per_minute:
-                return None
-            return _Window(per_minute, config.window_s) if config.window == "strict" else _Bucket(per_minute)
-
-        self.req_bucket = limit(config.rpm)
-        self.tok_bucket = limit(config.tpm)
+        self.limits = Limits(config.rpm, config.tpm, config.window, config.window_s, config.book)
         self.serial = 0
         self.in_flight = 0
         self.prefix_cache = PrefixCache(config.prefix_cache)
@@ -320,38 +234,7 @@ class _Sim:
     # ----------------------------------------------------------------- limits
 
     def headers(self, anthropic: bool) -> dict[str, str]:
-        h: dict[str, str] = {}
-        if not self.config.rate_headers:
-            return h
-        for kind, b in (("requests", self.req_bucket), ("tokens", self.tok_bucket)):
-            if b is None:
-                continue
-            remaining = str(max(0, int(b.remaining())))
-            if anthropic:
-                h[f"anthropic-ratelimit-{kind}-limit"] = str(int(b.capacity))
-                h[f"anthropic-ratelimit-{kind}-remaining"] = remaining
-                h[f"anthropic-ratelimit-{kind}-reset"] = _rfc3339(b.reset_s())
-            else:
-                h[f"x-ratelimit-limit-{kind}"] = str(int(b.capacity))
-                h[f"x-ratelimit-remaining-{kind}"] = remaining
-                h[f"x-ratelimit-reset-{kind}"] = _duration(b.reset_s())
-        return h
-
-    def admit(self, tokens: int) -> tuple[float, list[float] | None]:
-        """`(0, token entry)` when admitted (limits charged), else `(seconds until it would be, None)`."""
-        wait = 0.0
-        for b, need in ((self.req_bucket, 1), (self.tok_bucket, tokens)):
-            if b is not None:
-                wait = max(wait, b.wait_for(need))
-        if wait > 0:
-            return wait, None
-        if self.req_bucket:
-            self.req_bucket.charge(1)
-        return 0.0, self.tok_bucket.charge(tokens) if self.tok_bucket else None
-
-    def refund(self, entry: list[float] | None, tokens: int) -> None:
-        if self.tok_bucket and tokens > 0:
-            self.tok_bucket.refund(entry, tokens)
+        return self.limits.headers(anthropic) if self.config.rate_headers else {}
 
     # ----------------------------------------------------------------- verdicts
 
@@ -562,6 +445,13 @@ def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_
     return payload, completion
 
 
+def _reply_text(payload: dict[str, Any]) -> str:
+    """The completion's text as a character-counting gateway sees it (a tool call's input as JSON)."""
+    if "choices" in payload:
+        return str(payload["choices"][0]["message"].get("content") or "")
+    return "".join(b.get("text") or json.dumps(b.get("input")) for b in payload.get("content") or [])
+
+
 def _error(status: int, kind: str, message: str, headers: dict[str, str], anthropic: bool) -> web.Response:
     if anthropic:
         payload = {"type": "error", "error": {"type": kind, "message": message}}
@@ -623,9 +513,11 @@ def build_app(config: SimConfig) -> web.Application:
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(int(wait * 1000))}
             kind = "insufficient_quota" if fault == "quota" else "rate_limit_error"
             return _error(429, kind, "simulated rate limit" if fault == "429" else "simulated daily quota exhausted", headers, anthropic)
-        if sim.tok_bucket is not None and prompt_tokens + max_tokens > sim.tok_bucket.capacity:
-            return _error(400, "invalid_request_error", f"request too large: {prompt_tokens + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
-        wait, entry = sim.admit(prompt_tokens + max_tokens)
+        # The limits count the prompt as the server does: its tokenizer (`usage`), or a gateway's character count.
+        limit_prompt = char_tokens(messages, extra) if config.limit_count == "chars" else prompt_tokens
+        if sim.limits.tokens is not None and limit_prompt + max_tokens > sim.limits.tokens.capacity:
+            return _error(400, "invalid_request_error", f"request too large: {limit_prompt + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
+        wait, entry = sim.limits.admit(limit_prompt + max_tokens)
         if wait > 0:
             st.rate_limited += 1
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
@@ -641,20 +533,29 @@ def build_app(config: SimConfig) -> web.Application:
             sim.in_flight -= 1
         if fault == "500":
             st.server_errors += 1
-            sim.refund(entry, prompt_tokens + max_tokens)
+            sim.limits.settle(entry, 0)
             return _error(500, "server_error", "simulated server error", sim.headers(anthropic), anthropic)
         if fault == "timeout":
             st.timeouts += 1
-            sim.refund(entry, prompt_tokens + max_tokens)
+            sim.limits.settle(entry, 0)
             await asyncio.sleep(config.hang_s)
             return _error(504, "timeout", "simulated timeout", {}, anthropic)
 
         payload, completion = answer(sim, body, anthropic, fault, prompt_tokens)
-        sim.refund(entry, max_tokens - completion)
+        limit_completion = char_tokens([], reply=_reply_text(payload)) if config.limit_count == "chars" else completion
+        sim.limits.settle(entry, limit_prompt + limit_completion)
+        st.peak_window_tokens = sim.limits.peak_tokens
         return web.json_response(payload, headers=sim.headers(anthropic))
 
     async def stats(request: web.Request) -> web.Response:
         return web.json_response(asdict(sim.stats))
+
+    async def ledger(request: web.Request) -> web.Response:
+        # Every admitted request's [seconds since the first, tokens as the limit counted them]: any window can be recounted.
+        entries = [e for e in sim.limits.ledger if e[0] is not None]
+        t0 = min((e[0] for e in entries), default=0.0)
+        return web.json_response({"window": config.window, "window_s": config.window_s, "book": config.book, "rpm": config.rpm,
+                                  "tpm": config.tpm, "entries": sorted([round(e[0] - t0, 6), e[1]] for e in entries)})
 
     async def set_script(request: web.Request) -> web.Response:
         script = await request.json()
@@ -669,6 +570,7 @@ def build_app(config: SimConfig) -> web.Application:
     add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*prompt_text(body)))
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/script", set_script)
+    app.router.add_get("/_sim/ledger", ledger)
     return app
 
 

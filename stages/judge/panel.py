@@ -107,7 +107,7 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
             cache_base = base.rstrip("/")
         mkey = key if i == 0 and not section.models else member_key(member)
         limits = member.limits
-        limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window)
+        limiter = shared.limiter if limits is None else AdaptiveLimiter(limits.rpm, limits.tpm, limits.max_in_flight, limits.window, limits.window_s)
         if mcfg.mode == "batch":
             from tracejudge.stages.judge.batch_runner import BatchRunner  # (aiohttp: imported when used)
 

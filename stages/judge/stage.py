@@ -131,7 +131,8 @@ def local_resources(config: RunConfig, prior: dict[str, Any]) -> JudgeResources:
     cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
     budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
                              int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
-    return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window), budget, cache)
+    return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window,
+                                           config.limits.window_s), budget, cache)
 
 
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
