@@ -5,10 +5,11 @@ Makes the 10,000-case τ-bench dataset the way `pipeline_throughput.py` does
 runs it in this process with `run.processes: 1`, and sums the CPU time
 (`time.process_time`) spent in each step by wrapping its function:
 
-- fold: `Aggregator.fold` (every result into the summary's figures);
+- fold: `Aggregator.fold` (every result into the summary's figures), and
+  `Aggregator.settle` where it exists (values a fold batched, folded when read);
 - bootstrap: `bootstrap_mean_ci` (every metric's and group's 95% interval);
 - reports: `write_reports` and whatever the run does per result for them
-  (`CaseCollector.feed`, when the run collects report material as it folds);
+  (`ReportFeed.feed`, when the run collects report material as it writes results);
 - checkpoint: `RunJournal._write_checkpoint` (serializing the aggregate and writing it);
 
 and counts checkpoint writes, `os.fsync` and `os.replace` calls. Wrapping
@@ -37,16 +38,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline_throughput import CONFIG, base_cases, write_dataset  # noqa: E402
 
 
-def _timed(owner: Any, name: str, into: dict[str, float], key: str) -> Callable[[], None]:
+def _timed(owner: Any, name: str, into: dict[str, float], key: str, count: bool = True) -> Callable[[], None]:
     fn = getattr(owner, name)
 
     def wrapper(*a: Any, **kw: Any) -> Any:
+        if into.get(key + " busy"):  # nested in another timed call of the same step: counted there
+            return fn(*a, **kw)
+        into[key + " busy"] = 1
         t0 = time.process_time()
         try:
             return fn(*a, **kw)
         finally:
             into[key] += time.process_time() - t0
-            into[key + " calls"] += 1
+            into[key + " calls"] += count
+            into[key + " busy"] = 0
 
     setattr(owner, name, wrapper)
     return lambda: setattr(owner, name, fn)
@@ -73,9 +78,11 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
         _timed(reports, "write_reports", got, "reports"),
         _timed(checkpoint.RunJournal, "_write_checkpoint", got, "checkpoint"),
     ]
-    collector = getattr(reports, "CaseCollector", None)
-    if collector is not None:
-        undo.append(_timed(collector, "feed", got, "reports"))
+    if hasattr(fold.Aggregator, "settle"):
+        undo.append(_timed(fold.Aggregator, "settle", got, "fold", count=False))
+    feed = getattr(reports, "ReportFeed", None)
+    if feed is not None:
+        undo.append(_timed(feed, "feed", got, "reports", count=False))
     for name in ("fsync", "replace"):
         real = getattr(os, name)
 

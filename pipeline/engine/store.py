@@ -380,12 +380,14 @@ def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
 class ResultWriter:
     """Append result lines to `results.jsonl` and their keys to `results.idx`, in fsynced groups.
 
-    A group is written when `flush_every` lines are pending, when its first
-    line has waited `flush_seconds` (checked on `add` and by `flush_due`), and
-    on `close()`. The wait is counted from the group's first line, not from
-    the last write: results that arrive in bursts (a chunk of cases finished
-    at once) go to disk together instead of the first of each burst alone, so
-    a slow machine does not write (and fsync) more per result than a fast one. Each group is written with one `write`
+    A group is written when `flush_every` lines are pending; when its first
+    line has waited `flush_seconds` and half a group is pending; when its
+    first line has waited `4 * flush_seconds` whatever the count (checked on
+    `add` and by `flush_due`); and on `close()`. By count and time together,
+    counted from the group's first line: results that stream in on a slow or
+    loaded machine are written (and fsynced) in groups of at least half of
+    `flush_every`, not one group per half second whatever its size, and a
+    trickle (a slow judge) still reaches the disk within `4 * flush_seconds`. Each group is written with one `write`
     of whole lines and fsynced before `on_flush` is called, so a crash
     leaves at most one torn line at the end, and whatever `on_flush` records
     (the checkpoint) never claims a line that is not on disk.
@@ -439,8 +441,11 @@ class ResultWriter:
             self.flush()
 
     def flush_due(self) -> bool:
-        """True when lines are pending and the first of them has waited `flush_seconds`."""
-        return bool(self._pending) and time.monotonic() - self._first >= self.flush_seconds
+        """True when lines are pending and the first of them has waited long enough for their number (see the class)."""
+        if not self._pending:
+            return False
+        waited = time.monotonic() - self._first
+        return waited >= 4 * self.flush_seconds or (waited >= self.flush_seconds and 2 * len(self._pending) >= self.flush_every)
 
     def flush(self) -> None:
         """Write, fsync, and report the pending group (no-op when none is pending).

@@ -113,16 +113,8 @@ class MetricStats:
         n, mean, m2, total = m.n, m.mean, m.m2, self.total
         hist = self.histogram
         top = HIST_BINS - 1
-        values, size = res.values, res.size
         verdicts = passed = 0
-        i = 0
-        # Filling the reservoir (at most `size` values in a run): the sample's own `add`.
-        while i < len(pend) and len(values) < size:
-            res.add(float(pend[i].value))  # type: ignore[arg-type]
-            i += 1
-        seen, next_at = res.seen, res.next_at
-        full = len(values) >= size
-        for k, score in enumerate(pend):
+        for score in pend:
             v = float(score.value)  # type: ignore[arg-type]
             total += v
             n += 1
@@ -131,19 +123,23 @@ class MetricStats:
             m2 += d * (v - mean)
             b = int(v * HIST_BINS)
             hist[top if b > top else (0 if b < 0 else b)] += 1
-            if full and k >= i:
-                # A full reservoir replaces a value only at the stream position it drew.
-                seen += 1
-                if seen == next_at:
-                    res.seen = seen
-                    res.replace(v)
-                    next_at = res.next_at
             p = score.passed
             if p is not None:
                 verdicts += 1
                 passed += bool(p)
-        if full:
-            res.seen = seen
+        # The reservoir: filled by its own `add`; once full, only the stream positions it drew
+        # (`next_at`) are visited, as `add` would reach them one value at a time.
+        start = res.seen
+        i = 0
+        while i < len(pend) and len(res.values) < res.size:
+            res.add(float(pend[i].value))  # type: ignore[arg-type]
+            i += 1
+        end = start + len(pend)
+        if i < len(pend) and res.size > 0:  # (a reservoir of size 0 keeps nothing and draws nothing)
+            while res.next_at <= end:
+                res.seen = res.next_at
+                res.replace(float(pend[res.next_at - start - 1].value))  # type: ignore[arg-type]
+        res.seen = end
         m.n, m.mean, m.m2 = n, mean, m2
         self.total = total
         self.scored += len(pend)

@@ -19,7 +19,7 @@ from typing import Any
 
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, score_counts
+from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
 from tracejudge.engine import shards, store
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.store import iter_results
@@ -70,7 +70,7 @@ class ReportFeed:
         key = (result.case_id, result.trial)
         if key in self._provisional:
             self.valid = False  # superseding an earlier line: re-reading skips that line, the feed cannot
-        if result.status.value in PROVISIONAL_STATUSES:
+        if Status(result.status).value in PROVISIONAL_STATUSES:
             self._provisional.add(key)
         if self.valid:
             self.cases.feed(result_dict(result))

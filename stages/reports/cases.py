@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracejudge.core.records import CaseResult
+from tracejudge.core.records import CaseResult, Status
 from tracejudge.engine.store import iter_results
 
 __all__ = ["CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "result_dict"]
@@ -96,7 +96,7 @@ def result_dict(result: CaseResult) -> dict[str, Any]:
         v = sc.value
         scores[k] = {"value": v if v is None or math.isfinite(v) else None, "passed": sc.passed, "reason": sc.reason}
     return {
-        "case_id": result.case_id, "trial": result.trial, "status": result.status.value, "duration_s": result.duration_s,
+        "case_id": result.case_id, "trial": result.trial, "status": Status(result.status).value, "duration_s": result.duration_s,
         "tags": result.tags, "scores": scores,
         "error": None if err is None else {"kind": err.kind, "message": err.message, "file": err.file, "line": err.line, "field": err.field},
     }
