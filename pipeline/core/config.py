@@ -334,7 +334,7 @@ class RunSection(_Strict):
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
     `workers` is deprecated: accepted from older configs, it has no effect and a run that sets it
     logs a warning saying what to set instead (`WORKERS_DEPRECATED`); `trials` runs each case N times;
-    `flush_every` is how many results are fsynced together (at most 0.5 s apart);
+    `flush_every` is how many results are fsynced together (half as many after 0.5 s, any after 2 s);
     `max_resume_retries` is how many times re-running the same command redoes a
     (case, trial) that ended in a transient failure (`judge_error`,
     `target_error`, `rate_limited`), counted from results.jsonl.

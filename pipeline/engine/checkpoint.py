@@ -56,7 +56,14 @@ from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 __all__ = ["RunJournal", "recorded_config_hash", "sum_usage"]
 
 FORMAT = 2
+# A checkpoint is rewritten after a flush once both CHECKPOINT_EVERY_RESULTS results and CHECKPOINT_EVERY_S
+# seconds have passed since the last one, or CHECKPOINT_MAX_S seconds whatever the count. By count and time
+# together, so its cost per result is bounded on a slow or loaded machine too (a timer alone rewrote the
+# aggregate ever more often per result the slower the run went). Results after the last checkpoint are
+# never lost: they are in results.jsonl, and a resume re-reads them (at most about this many).
+CHECKPOINT_EVERY_RESULTS = 1000
 CHECKPOINT_EVERY_S = 2.0
+CHECKPOINT_MAX_S = 30.0
 log = get_logger("tracejudge.checkpoint")
 
 
@@ -186,6 +193,9 @@ class RunJournal:
         self.recovery: dict[str, Any] = {}
         self.metric_keys: list[str] = []
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
+        # Called with each result `record` writes (the reports collect their material as the run goes).
+        self.on_record: Callable[[CaseResult], None] | None = None
+        self.fresh = False  # results.jsonl was empty (or absent) at open: every result is this segment's
         # Results skipped for the judge budget, and transient failures with retries left:
         # written, but not finished work. A resume redoes them; the newer result supersedes
         # the line. `{result_key: json line}`.
@@ -210,6 +220,7 @@ class RunJournal:
         self._closing = False
         self._checkpointed_at_close = False
         self._last_checkpoint = 0.0
+        self._lines_at_checkpoint = 0  # results.jsonl's line count the last checkpoint covers
 
     # ------------------------------------------------------------------ open
 
@@ -253,6 +264,7 @@ class RunJournal:
         results = d / store.RESULTS
         torn = store.repair_tail(results)
         size = results.stat().st_size if results.exists() else 0
+        self.fresh = size == 0
         cp = self._read_checkpoint()
         changed = torn > 0
         start = lines = crc = 0
@@ -412,6 +424,8 @@ class RunJournal:
         self._account(result, key, line)
         self._segment["results"] += 1
         self._writer.add(line, key)
+        if self.on_record is not None:
+            self.on_record(result)
         return True
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
@@ -518,13 +532,12 @@ class RunJournal:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        # Called after every fsynced group. Pickling the aggregate costs milliseconds, so
-        # between groups it is rewritten at most every CHECKPOINT_EVERY_S; results after
-        # the last checkpoint are re-read from results.jsonl on resume (a few seconds' worth).
+        # Called after every fsynced group. Serializing the aggregate costs milliseconds, so between
+        # groups it is rewritten only when enough results and time have passed (see CHECKPOINT_EVERY_RESULTS).
         now = time.monotonic()
         if self._closing:
             self._checkpointed_at_close = True
-        elif self._recorded and now - self._last_checkpoint < CHECKPOINT_EVERY_S:
+        elif self._recorded and not self._checkpoint_due(now):
             return
         self._last_checkpoint = now
         seg = self._segment
@@ -538,9 +551,16 @@ class RunJournal:
             self._recorded = True
         self._write_checkpoint()
 
+    def _checkpoint_due(self, now: float) -> bool:
+        waited = now - self._last_checkpoint
+        assert self._writer is not None
+        grown = self._writer.lines - self._lines_at_checkpoint
+        return waited >= CHECKPOINT_MAX_S or (waited >= CHECKPOINT_EVERY_S and grown >= CHECKPOINT_EVERY_RESULTS)
+
     def _write_checkpoint(self) -> None:
         w = self._writer
         assert w is not None
+        self._lines_at_checkpoint = w.lines
         body = {
             "format": FORMAT,
             "tracejudge_version": __version__,

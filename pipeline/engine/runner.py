@@ -151,7 +151,7 @@ async def run(
         store.LockedError: another process holds the run directory.
         store.ManifestMismatch: the directory holds a run of another config or dataset.
     """
-    from tracejudge.stages.reports import finish_run
+    from tracejudge.stages.reports import ReportFeed, finish_run
 
     refuse_in_worker_import("a tracejudge run")
     if "workers" in config.run.model_fields_set:
@@ -170,6 +170,9 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
+        # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
+        feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
+        journal.on_record = feed.feed if feed is not None else None
         stop = stop or anyio.Event()
         job = CpuJob(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
@@ -213,7 +216,7 @@ async def run(
                 store.write_text_if_changed(run_dir / store.SUMMARY, json.dumps(summary, indent=2) + "\n")
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
-        verdict = finish_run(run_dir, summary, config)
+        verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries())
     finally:
         lock.release()

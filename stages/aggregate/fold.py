@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
-from tracejudge.core.records import CaseResult, Score, Status, score_counts
+from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status, score_counts
 from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, rng_for
 
 __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
@@ -42,6 +42,8 @@ HIST_BINS = 10
 OTHER = "(other)"
 MISSING = "(missing)"
 _OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor call, per score per result
+# Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
+SETTLE_EVERY = 1024
 CI_METHOD = (
     "95% percentile bootstrap of the mean over scored results, seeded; from a uniform reservoir "
     "of at most reservoir_size values, deviations scaled by sqrt(reservoir/scored) when the reservoir is smaller"
@@ -52,7 +54,7 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
 
 
-@dataclass
+@dataclass(slots=True)
 class MetricStats:
     """Running figures of one metric (in one group).
 
@@ -72,6 +74,10 @@ class MetricStats:
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
     reservoir: Reservoir | None = None
 
+    # Scored values not yet in the moments, histogram and reservoir (see `settle`): the Score objects,
+    # in the order they were folded.
+    pending: list[Score] = field(default_factory=list, repr=False, compare=False)
+
     def fold(self, status: str, score: Score | None) -> None:
         """Count one result's score for this metric (`score` may be absent)."""
         if status != _OK and not (score is not None and score_counts(status, score.value)):
@@ -85,29 +91,61 @@ class MetricStats:
         if score.value is None:
             self.not_computed += 1
             return
-        v = float(score.value)
-        self.scored += 1
-        self.total += v
-        # `Moments.add` and `Reservoir.add` written out: this runs per metric, per group, per result
-        # (a tenth of a deterministic run's time as calls); the arithmetic is theirs, step for step.
-        m = self.moments
-        m.n += 1
-        d = v - m.mean
-        m.mean += d / m.n
-        m.m2 += d * (v - m.mean)
-        self.histogram[min(HIST_BINS - 1, max(0, int(v * HIST_BINS)))] += 1
+        self.pending.append(score)
+
+    def settle(self) -> None:
+        """Fold the pending scored values into count, total, moments, histogram, reservoir and verdicts.
+
+        One plain loop over the values with the running figures in local
+        variables: folding them one call at a time cost most of a deterministic
+        run's aggregate time in attribute reads and writes. Values are taken
+        in the order they were folded, with the same arithmetic, so every
+        figure (and the reservoir's random stream) is what folding them one by
+        one gives.
+        """
+        pend = self.pending
+        if not pend:
+            return
         res = self.reservoir
         if res is None:
             res = self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
-        if len(res.values) < res.size:
-            res.add(v)
-        else:
-            res.seen += 1
-            if res.seen == res.next_at:  # a full reservoir replaces a value only at the position it drew
-                res.replace(v)
-        if score.passed is not None:
-            self.with_verdict += 1
-            self.passed += bool(score.passed)
+        m = self.moments
+        n, mean, m2, total = m.n, m.mean, m.m2, self.total
+        hist = self.histogram
+        top = HIST_BINS - 1
+        verdicts = passed = 0
+        for score in pend:
+            v = float(score.value)  # type: ignore[arg-type]
+            total += v
+            n += 1
+            d = v - mean
+            mean += d / n
+            m2 += d * (v - mean)
+            b = int(v * HIST_BINS)
+            hist[top if b > top else (0 if b < 0 else b)] += 1
+            p = score.passed
+            if p is not None:
+                verdicts += 1
+                passed += bool(p)
+        # The reservoir: filled by its own `add`; once full, only the stream positions it drew
+        # (`next_at`) are visited, as `add` would reach them one value at a time.
+        start = res.seen
+        i = 0
+        while i < len(pend) and len(res.values) < res.size:
+            res.add(float(pend[i].value))  # type: ignore[arg-type]
+            i += 1
+        end = start + len(pend)
+        if i < len(pend) and res.size > 0:  # (a reservoir of size 0 keeps nothing and draws nothing)
+            while res.next_at <= end:
+                res.seen = res.next_at
+                res.replace(float(pend[res.next_at - start - 1].value))  # type: ignore[arg-type]
+        res.seen = end
+        m.n, m.mean, m.m2 = n, mean, m2
+        self.total = total
+        self.scored += len(pend)
+        self.with_verdict += verdicts
+        self.passed += passed
+        pend.clear()
 
     def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
         """The metric's summary block.
@@ -118,6 +156,7 @@ class MetricStats:
         null below two scored values), `passed`, `with_verdict`, `pass_rate`
         (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
         """
+        self.settle()
         mean = self.moments.mean if self.scored else None
         ci = None
         if self.reservoir is not None and self.scored >= 2:
@@ -302,13 +341,17 @@ class Aggregator:
 
     def _groups_of(self, result: CaseResult) -> tuple[tuple[str, str], ...]:
         out: list[tuple[str, str]] = []
+        known = self.groups
         if self.settings.by_tags:
-            out.extend(("tag", t) for t in dict.fromkeys(result.tags))
+            tags = result.tags
+            for t in (tags if len(tags) < 2 else dict.fromkeys(tags)):
+                g = ("tag", t)
+                out.append(g if g in known else self._admit(g))
         for name in self.settings.group_by:
             v = result.metadata.get(name, None) if name in result.metadata else None
             label = MISSING if name not in result.metadata else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
-            out.append((f"metadata.{name}", label))
-        return tuple(self._admit(g) for g in out)
+            out.append(self._admit((f"metadata.{name}", label)))
+        return tuple(out)
 
     def _admit(self, g: tuple[str, str]) -> tuple[str, str]:
         # Bound memory: a breakdown with too many distinct values folds the rest into "(other)".
@@ -323,28 +366,50 @@ class Aggregator:
         return g
 
     def fold(self, result: CaseResult) -> None:
-        """Add one result. O(metrics × groups) time, no per-result memory."""
+        """Add one result. O(metrics × groups) time; memory bounded (scored values wait in batches of `SETTLE_EVERY` results)."""
         self.results += 1
-        status = result.status.value if isinstance(result.status, Status) else str(result.status)
+        st = result.status
+        status = st.value if isinstance(st, Status) else str(st)
         self.status[status] += 1
         self.duration_s += result.duration_s
-        for key in result.scores:
-            if key not in self.metrics:  # a case-level metric: earlier results did not compute it
-                self.metrics[key] = self._late_stats(("", ""), key, self.status, result)
-        for key, stats in self.metrics.items():
-            stats.fold(status, result.scores.get(key))
+        scores = result.scores
+        metrics = self.metrics
+        for key in scores:
+            if key not in metrics:  # a case-level metric: earlier results did not compute it
+                metrics[key] = self._late_stats(("", ""), key, self.status, result)
         groups = self._groups_of(result)
+        rows = [metrics]
         for g in groups:
             block = self.groups[g]
             block["results"] += 1
             block["status"][status] += 1
-            for key in self.metrics:
-                st = block["metrics"].get(key)
-                if st is None:
-                    st = block["metrics"][key] = self._late_stats(g, key, block["status"], result)
-                st.fold(status, result.scores.get(key))
+            gm = block["metrics"]
+            if len(gm) != len(metrics):
+                for key in metrics:
+                    if key not in gm:
+                        gm[key] = self._late_stats(g, key, block["status"], result)
+            rows.append(gm)
+        counts = status == _OK or status in LATE_STATUSES
+        for key in metrics:
+            score = scores.get(key)
+            if counts and score is not None and score.value is not None:  # scored: `MetricStats.fold`'s last branch, inlined
+                for row in rows:
+                    row[key].pending.append(score)
+            else:
+                for row in rows:
+                    row[key].fold(status, score)
         for tracker in self.trackers.values():
             tracker.fold(result, status, groups)
+        if self.results % SETTLE_EVERY == 0:
+            self.settle()
+
+    def settle(self) -> None:
+        """Fold every metric's pending values (`MetricStats.settle`); readers of the figures call this first."""
+        for st in self.metrics.values():
+            st.settle()
+        for block in self.groups.values():
+            for st in block["metrics"].values():
+                st.settle()
 
     def _pass_at_k_of(self, snaps: dict[tuple[str, float | None], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
         snap = snaps.get((metric, None))
@@ -356,6 +421,7 @@ class Aggregator:
     def summary(self) -> dict[str, Any]:
         """The `summary.json` body (without the run-level figures the runner adds)."""
         resamples = self.settings.bootstrap_resamples
+        self.settle()
         snaps = {key: t.snapshot() for key, t in self.trackers.items()}
         metrics: dict[str, Any] = {}
         for key, s in self.metrics.items():

@@ -164,6 +164,7 @@ def _load_reservoir(s: ReservoirState, seed: str) -> Reservoir:
 
 
 def _dump_stats(st: MetricStats) -> MetricStatsState:
+    st.settle()
     m = st.moments
     return MetricStatsState(
         reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total, passed=st.passed,

@@ -24,6 +24,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import comb
+from typing import Any
 
 __all__ = [
     "Moments",
@@ -166,20 +167,46 @@ def bootstrap_mean_ci(
         return None
     centre = math.fsum(data) / m
     scale = math.sqrt(m / n_total) if n_total > m else 1.0
-    # Vectorised: a resample is m draws with replacement; numpy's generator, seeded from `rng`,
-    # draws every resample's indices at once (a thousandth of the time of `rng.choices` per resample).
-    values = np.asarray(data, dtype=np.float64)
     gen = np.random.default_rng(rng.getrandbits(128))
-    means = np.empty(resamples)
-    rows = max(1, 1_000_000 // m)  # at most a million indices (8 MB) at a time
-    for start in range(0, resamples, rows):
-        stop = min(resamples, start + rows)
-        means[start:stop] = values[gen.integers(0, m, size=(stop - start, m))].mean(axis=1)
+    means = _resampled_means(np.asarray(data, dtype=np.float64), gen, resamples)
     means.sort()
     alpha = (1.0 - level) / 2
     lo = quantile(means.tolist(), alpha)
     hi = quantile(means.tolist(), 1 - alpha)
     return (mean_total + (lo - centre) * scale, mean_total + (hi - centre) * scale)
+
+
+# Above this many distinct values per value, drawing indices is cheaper than a multinomial draw over the
+# distinct values (numpy draws a multinomial as one binomial per distinct value): at 1,000 values x 1,000
+# resamples, 2 distinct values cost 0.6 ms against 11 ms of indices, 47 cost 8.5 ms, 100 about the same as
+# indices, 250 twice as much. Continuous scores (every value distinct) take the index path.
+_DISTINCT_SHARE = 0.1
+
+
+def _resampled_means(values: Any, gen: Any, resamples: int) -> Any:
+    """`resamples` bootstrap means of `values` (a sorted float64 array of m values), as a float64 array.
+
+    A resample is m draws with replacement; its mean depends only on how many
+    times each distinct value was drawn, and those counts are multinomial(m,
+    share of each distinct value). So with few distinct values (scores of 0/1,
+    or of k/n for a small n) the counts are drawn directly: k binomials per
+    resample instead of m indices, the same distribution of means. With many
+    distinct values, every resample's indices are drawn at once (at most a
+    million, 8 MB, at a time).
+    """
+    import numpy as np
+
+    m = len(values)
+    distinct, counts = np.unique(values, return_counts=True)
+    if len(distinct) <= _DISTINCT_SHARE * m:
+        drawn = gen.multinomial(m, counts / m, size=resamples)
+        return (drawn @ distinct) / m
+    means = np.empty(resamples)
+    rows = max(1, 1_000_000 // m)
+    for start in range(0, resamples, rows):
+        stop = min(resamples, start + rows)
+        means[start:stop] = values[gen.integers(0, m, size=(stop - start, m))].mean(axis=1)
+    return means
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -2,7 +2,9 @@
 
 `finish_run(run_dir, summary, config)` is what a run calls at its end: it
 evaluates the assertions, records the verdict in `summary.json` and writes
-the three reports. `rebuild(run_dir)` recomputes the summary from
+the three reports. A run that starts on an empty results file collects the
+reports' case material as it writes each result (`ReportFeed`), so its
+reports do not re-read results.jsonl; any other run (a resume) re-reads it. `rebuild(run_dir)` recomputes the summary from
 `results.jsonl` alone (using the manifest's config for metric order, trials,
 pass@k, breakdowns and assertions when the manifest is there) and then does
 the same; `tracejudge report RUN_DIR` is that function.
@@ -17,18 +19,18 @@ from typing import Any
 
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.core.records import CaseResult, score_counts
+from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
 from tracejudge.engine import shards, store
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
-from tracejudge.stages.reports.cases import collect_cases
+from tracejudge.stages.reports.cases import CaseCollector, CaseMaterial, collect_cases, result_dict
 from tracejudge.stages.reports.html import render_html
 from tracejudge.stages.reports.junit import JunitWriter
 from tracejudge.stages.reports.markdown import render_markdown
 
-__all__ = ["REPORT_FILES", "finish_run", "rebuild", "write_reports"]
+__all__ = ["REPORT_FILES", "ReportFeed", "finish_run", "rebuild", "write_reports"]
 
 REPORT_FILES = ("report.md", "junit.xml", "report.html")
 
@@ -43,12 +45,59 @@ def _baseline_histograms(baseline: list[Path], keys: list[str]) -> dict[str, lis
     return hist
 
 
-def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, baseline: Path | None = None) -> list[Path]:
-    """Write report.md, junit.xml and report.html into `run_dir` (atomically); returns their paths."""
+class ReportFeed:
+    """The reports' case material and JUnit test cases, collected from a run's results as it writes them.
+
+    Feed every result the run writes, in the order written (`feed`); the
+    reports then take what was collected instead of re-reading
+    results.jsonl, and it is what re-reading would give: the same dicts
+    (`result_dict`), in the same order. Only valid for a run that started on
+    an empty results file and whose metric keys and trials are those of its
+    summary; a result that supersedes an earlier line of the run (a
+    provisional one of the same case and trial) also makes it invalid, and
+    `write_reports` then re-reads the file.
+    """
+
+    def __init__(self, metric_keys: list[str], trials: int) -> None:
+        self.keys = list(metric_keys)
+        self.junit = JunitWriter({"metrics": dict.fromkeys(self.keys, {}), "trials": trials})
+        self.cases = CaseCollector(self.keys, on_result=self.junit.feed)
+        self.valid = True
+        self._provisional: set[tuple[str, int]] = set()
+
+    def feed(self, result: CaseResult) -> None:
+        """Collect one written result (nothing is written to the run directory)."""
+        key = (result.case_id, result.trial)
+        if key in self._provisional:
+            self.valid = False  # superseding an earlier line: re-reading skips that line, the feed cannot
+        if Status(result.status).value in PROVISIONAL_STATUSES:
+            self._provisional.add(key)
+        if self.valid:
+            self.cases.feed(result_dict(result))
+
+    def take(self, summary: dict[str, Any]) -> tuple[JunitWriter, CaseMaterial] | None:
+        """The JUnit writer (counting from `summary`) and the case material, or None when they do not fit `summary`."""
+        if not self.valid or list(summary.get("metrics", {})) != self.keys or (summary.get("trials", 1) > 1) != self.junit.multi:
+            self.junit.close()
+            return None
+        self.junit.summary, self.junit.metrics = summary, summary.get("metrics", {})
+        return self.junit, self.cases.material()
+
+
+def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, baseline: Path | None = None,
+                  feed: ReportFeed | None = None) -> list[Path]:
+    """Write report.md, junit.xml and report.html into `run_dir` (atomically); returns their paths.
+
+    `feed`: what the run collected as it wrote its results; when it fits the summary, results.jsonl is not re-read.
+    """
     run_dir = Path(run_dir)
     keys = list(summary.get("metrics", {}))
-    junit_writer = JunitWriter(summary)
-    cases = collect_cases(run_dir, keys, on_result=junit_writer.feed)
+    taken = feed.take(summary) if feed is not None else None
+    if taken is not None:
+        junit_writer, cases = taken
+    else:
+        junit_writer = JunitWriter(summary)
+        cases = collect_cases(run_dir, keys, on_result=junit_writer.feed)
     title = f"tracejudge report: {run_dir.name}"
     paths = []
     md = run_dir / "report.md"
@@ -73,8 +122,8 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     return paths
 
 
-def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig) -> Verdict:
-    """Evaluate the gate, add the verdict to `summary.json`, write the reports.
+def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, feed: ReportFeed | None = None) -> Verdict:
+    """Evaluate the gate, add the verdict to `summary.json`, write the reports (`feed`: see `write_reports`).
 
     With `judge.labels`, the verdicts' agreement with the labels goes in `summary.labels` first (the gate's `min_kappa` reads it).
     """
@@ -86,7 +135,7 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig) -> Ver
     summary["verdict"] = verdict.as_dict()
     store.write_text_if_changed(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
     reg = config.assertions.regression
-    write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None)
+    write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None, feed=feed)
     return verdict
 
 

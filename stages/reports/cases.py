@@ -9,15 +9,17 @@ messages are kept (all are counted).
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.records import CaseResult, Status
 from tracejudge.engine.store import iter_results
 
-__all__ = ["CaseRow", "CaseMaterial", "collect_cases"]
+__all__ = ["CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "result_dict"]
 
 
 @dataclass
@@ -80,52 +82,111 @@ def _row(res: dict[str, Any]) -> CaseRow:
     return CaseRow(str(res["case_id"]), int(res.get("trial", 0)), str(res.get("status", "ok")), scores, msg, list(res.get("tags") or []))
 
 
+def result_dict(result: CaseResult) -> dict[str, Any]:
+    """The parts of `result` the reports read, as `iter_results` gives them from its written line.
+
+    Built from the object, without serializing or parsing: case id, trial,
+    status, duration, tags, the error (kind, message, file, line, field) and
+    each score's value, verdict and reason. A value JSON cannot carry (NaN,
+    infinity) is written `null`, so it is `None` here too.
+    """
+    err = result.error
+    scores = {}
+    for k, sc in result.scores.items():
+        v = sc.value
+        scores[k] = {"value": v if v is None or math.isfinite(v) else None, "passed": sc.passed, "reason": sc.reason}
+    return {
+        "case_id": result.case_id, "trial": result.trial, "status": Status(result.status).value, "duration_s": result.duration_s,
+        "tags": result.tags, "scores": scores,
+        "error": None if err is None else {"kind": err.kind, "message": err.message, "file": err.file, "line": err.line, "field": err.field},
+    }
+
+
+class CaseCollector:
+    """Keeps, result by result, what the reports show (see `CaseMaterial`); memory bounded by the caps.
+
+    `feed(res)` takes one result dict (as `iter_results` yields it, or
+    `result_dict` makes it) in file order; `on_result` sees each one too (the
+    JUnit writer rides along). A run feeds its results as it writes them, so
+    its reports need not re-read results.jsonl; `collect_cases` feeds a
+    file's. Rows come out worst first; ties keep feeding order (a sequence
+    number breaks them), so the same results always give the same report.
+    """
+
+    def __init__(self, metric_keys: list[str], *, max_rows: int = 2000, worst_n: int = 10, max_errors: int = 50,
+                 on_result: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.metric_keys = list(metric_keys)
+        self.max_rows, self.worst_n, self.max_errors = max_rows, worst_n, max_errors
+        self.on_result = on_result
+        self.table: list[tuple[float, int, CaseRow]] = []  # max-heap by (-rank) via negation
+        self.worst: dict[str, list[tuple[float, int, CaseRow]]] = {k: [] for k in metric_keys}
+        self.errors: list[CaseRow] = []
+        self.kinds: Counter[str] = Counter()
+        self.total = 0
+        self.max_trial = 0
+        self.seq = 0
+
+    def feed(self, res: dict[str, Any]) -> None:
+        """Count one plausible result dict (the caller checks `_plausible` for dicts read from a file)."""
+        seq = self.seq
+        self.seq += 1
+        if self.on_result is not None:
+            self.on_result(res)
+        self.total += 1
+        trial = int(res.get("trial", 0))
+        if trial > self.max_trial:
+            self.max_trial = trial
+        status = str(res.get("status", "ok"))
+        scores = res.get("scores") or {}
+        keys = self.metric_keys
+        row: CaseRow | None = None
+        if status != "ok":
+            self.kinds[status] += 1
+            if len(self.errors) < self.max_errors:
+                row = _row(res)
+                self.errors.append(row)
+            r = -1.0
+        else:  # `CaseRow.rank`, without making the row of a result no table keeps
+            vals = [s["value"] for k in keys if isinstance(s := scores.get(k), dict) and s and s.get("value") is not None]
+            r = sum(vals) / len(vals) if vals else -0.5
+        # Keep the max_rows smallest ranks: a heap of (-rank, -seq) whose root is the best kept row.
+        table = self.table
+        if len(table) < self.max_rows:
+            heapq.heappush(table, (-r, -seq, row := row or _row(res)))
+        elif (-r, -seq) > table[0][:2]:
+            heapq.heapreplace(table, (-r, -seq, row := row or _row(res)))
+        if status == "ok":
+            for k in keys:
+                s = scores.get(k)
+                if isinstance(s, dict) and s and s.get("value") is not None and s.get("passed") is not True:  # only cases that fell short
+                    h = self.worst[k]
+                    key = (-float(s["value"]), -seq)
+                    if len(h) < self.worst_n:
+                        heapq.heappush(h, (*key, row := row or _row(res)))
+                    elif key > h[0][:2]:
+                        heapq.heapreplace(h, (*key, row := row or _row(res)))
+
+    def material(self) -> CaseMaterial:
+        """What was fed, as the reports take it."""
+        rows = [r for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
+        worst_rows = {k: [r for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
+        return CaseMaterial(rows, self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1)
+
+
 def collect_cases(
     run_dir: Path, metric_keys: list[str], *, max_rows: int = 2000, worst_n: int = 10, max_errors: int = 50,
     on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> CaseMaterial:
-    """Stream `RUN_DIR/results.jsonl` once and keep what the reports show.
+    """Stream `RUN_DIR/results.jsonl` once and keep what the reports show (a `CaseCollector` fed every result).
 
     `on_result` sees every result dict as it streams by (the JUnit writer
     rides along, so the reports read the results once). Rows are returned
-    worst first. Ties keep file order (a sequence number
-    breaks them), so the same file always gives the same report.
+    worst first. Ties keep file order, so the same file always gives the same report.
     """
-    table: list[tuple[float, int, CaseRow]] = []  # max-heap by (-rank) via negation
-    worst: dict[str, list[tuple[float, int, CaseRow]]] = {k: [] for k in metric_keys}
-    errors: list[CaseRow] = []
-    kinds: Counter[str] = Counter()
-    total = 0
-    max_trial = 0
-    for seq, res in enumerate(iter_results(run_dir)):
-        if not _plausible(res):
-            continue  # not a result (an edited value): the summary's rebuild named its line and left it out too
-        if on_result is not None:
-            on_result(res)
-        total += 1
-        row = _row(res)
-        max_trial = max(max_trial, row.trial)
-        if row.status != "ok":
-            kinds[row.status] += 1
-            if len(errors) < max_errors:
-                errors.append(row)
-        r = row.rank(metric_keys)
-        # Keep the max_rows smallest ranks: a heap of (-rank, -seq) whose root is the best kept row.
-        item = (-r, -seq, row)
-        if len(table) < max_rows:
-            heapq.heappush(table, item)
-        elif item > table[0][:2]:
-            heapq.heapreplace(table, item)
-        if row.status == "ok":
-            for k in metric_keys:
-                s = row.scores.get(k)
-                if s and s.get("value") is not None and s.get("passed") is not True:  # only cases that fell short
-                    it = (-float(s["value"]), -seq, row)
-                    h = worst[k]
-                    if len(h) < worst_n:
-                        heapq.heappush(h, it)
-                    elif it[:2] > h[0][:2]:
-                        heapq.heapreplace(h, it)
-    rows = [r for _, _, r in sorted(table, key=lambda x: (x[0], x[1]), reverse=True)]
-    worst_rows = {k: [r for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in worst.items()}
-    return CaseMaterial(rows, total, worst_rows, errors, kinds, max_trial + 1)
+    collector = CaseCollector(metric_keys, max_rows=max_rows, worst_n=worst_n, max_errors=max_errors, on_result=on_result)
+    for res in iter_results(run_dir):
+        if _plausible(res):
+            collector.feed(res)
+        else:  # not a result (an edited value): the summary's rebuild named its line and left it out too
+            collector.seq += 1
+    return collector.material()

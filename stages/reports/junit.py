@@ -92,6 +92,11 @@ class JunitWriter:
         for fh, case in zip(self.bodies.values(), _testcases(self.classnames, res, self.multi), strict=True):
             fh.write(case)
 
+    def close(self) -> None:
+        """Drop the suites' temporary files (when `finish` will not be called)."""
+        for fh in self.bodies.values():
+            fh.close()
+
     def finish(self, out: TextIO) -> None:
         try:
             out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
@@ -114,8 +119,7 @@ class JunitWriter:
                 out.write("  </testsuite>\n")
             out.write("</testsuites>\n")
         finally:
-            for fh in self.bodies.values():
-                fh.close()
+            self.close()
 
 
 def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
