@@ -103,10 +103,11 @@ def _sigterm_after(cmd: list[str], cwd: Path, env: dict[str, str], ready: Path |
     proc.send_signal(signal.SIGTERM)
     t0 = time.monotonic()
     try:
-        proc.wait(timeout=5)
+        # The run stops within a second or two; the bound holds on a machine 10x slower than that.
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail("SIGTERM did not stop the run within 5 s")
+        pytest.fail("SIGTERM did not stop the run within 30 s")
     return proc, time.monotonic() - t0
 
 
@@ -120,7 +121,7 @@ def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(t
     assert proc.returncode == 130, proc.communicate()
     done_before = len(_results(tmp_path / "out"))
     assert done_before < 12
-    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     results = _results(tmp_path / "out")
     assert len(results) == 12, again.stderr
     score = results[("c0", 0)]["scores"]["Regex"]
@@ -139,7 +140,7 @@ def test_sigterm_kills_a_worker_stuck_in_a_c_call_and_resume_redoes_its_cases(tm
     results = tmp_path / "out" / "results.jsonl"
     assert not results.exists() or results.read_text() == ""  # the stuck cases were not written
     env["STUCK_METRIC"] = "0"
-    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     got = _results(tmp_path / "out")
     assert len(got) == 6 and all(r["scores"]["stuck"]["value"] == 1.0 for r in got.values())
