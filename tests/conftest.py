@@ -15,6 +15,7 @@ _os.environ.setdefault("DO_NOT_TRACK", "1")
 _os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -128,6 +129,14 @@ def live_recordings() -> tuple[Path, dict[str, str]]:
     import live
 
     return live.wait()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, a worker gets `COLUMNS=80`/`LINES=24` from its launcher: drop them, so every
+    command a test runs sees piped output as a user's pipe does (100 columns), whichever way the suite runs."""
+    if hasattr(config, "workerinput"):
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -116,7 +116,7 @@ def test_config_sections_reach_the_run_config(tmp_path):
     assert {k: config["judge"][k] for k in ("provider", "model", "base_url", "api_key_env")} == {
         "provider": "simulator", "model": "m-1", "base_url": None, "api_key_env": None,
     }
-    assert config["limits"] == {"rpm": 10, "tpm": 2000, "max_in_flight": 2, "window": "auto"}
+    assert config["limits"] == {"rpm": 10, "tpm": 2000, "max_in_flight": 2, "window": "auto", "window_s": 60.0}
     assert config["budget"] == {"max_judge_tokens": 500, "max_cost_usd": None}
     assert config["cache"]["dir"] == str(tmp_path / "cache")
     # The manifest stores each metric with its defaults filled in.

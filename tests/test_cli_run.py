@@ -137,7 +137,7 @@ def test_extract_reports_a_duplicate_id_once_and_writes_it_once(tmp_path):
     (tmp_path / "c.yaml").write_text("dataset: {path: in.jsonl, format: native}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
     out = tmp_path / "cases.jsonl"
     proc = cli("extract", "c.yaml", "-o", str(out), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # a record was invalid: extract says so by its status
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["dup", "other"]
     said = " ".join(proc.stderr.split())  # the terminal wraps long lines
     assert said.count("duplicate case id 'dup'") == 1

@@ -41,7 +41,9 @@ def test_two_ray_workers_stay_inside_one_rate_limit_and_one_budget(tmp_path, ray
         stats = sim.stats
         sent = stats.requests
         assert sent > RPM  # the bucket emptied: the limit was in force, not just its burst
-        assert stats.rate_limited / sent < 0.01, f"{stats.rate_limited} of {sent} requests answered 429"
+        # Two workers drawing from one gate get a handful of 429s at most (4 of 356 once, on a loaded machine);
+        # two separate limits would send twice the rate and see a third of their requests refused.
+        assert stats.rate_limited / sent < 0.03, f"{stats.rate_limited} of {sent} requests answered 429"
         assert stats.input_tokens + stats.output_tokens <= cap
         skipped = sum(s["status"].get("skipped_budget", 0) for s in summaries)
         ok = sum(s["status"].get("ok", 0) for s in summaries)

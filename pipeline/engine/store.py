@@ -382,12 +382,12 @@ class ResultWriter:
 
     A group is written when `flush_every` lines are pending; when its first
     line has waited `flush_seconds` and half a group is pending; when its
-    first line has waited `4 * flush_seconds` whatever the count (checked on
+    first line has waited `2 * flush_seconds` whatever the count (checked on
     `add` and by `flush_due`); and on `close()`. By count and time together,
     counted from the group's first line: results that stream in on a slow or
     loaded machine are written (and fsynced) in groups of at least half of
     `flush_every`, not one group per half second whatever its size, and a
-    trickle (a slow judge) still reaches the disk within `4 * flush_seconds`. Each group is written with one `write`
+    trickle (a slow judge) still reaches the disk within `2 * flush_seconds` (a second by default). Each group is written with one `write`
     of whole lines and fsynced before `on_flush` is called, so a crash
     leaves at most one torn line at the end, and whatever `on_flush` records
     (the checkpoint) never claims a line that is not on disk.
@@ -445,7 +445,7 @@ class ResultWriter:
         if not self._pending:
             return False
         waited = time.monotonic() - self._first
-        return waited >= 4 * self.flush_seconds or (waited >= self.flush_seconds and 2 * len(self._pending) >= self.flush_every)
+        return waited >= 2 * self.flush_seconds or (waited >= self.flush_seconds and 2 * len(self._pending) >= self.flush_every)
 
     def flush(self) -> None:
         """Write, fsync, and report the pending group (no-op when none is pending).

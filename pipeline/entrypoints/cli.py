@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.argv = argv
     log.configure(args.log_level)
-    err = plain_console(stderr=True)
+    # Messages on stderr are never hard-wrapped: a path or `file:line` cut in two cannot be copied or grepped.
+    err = plain_console(stderr=True, soft_wrap=True)
     try:
         code = _dispatch(args, err)
         sys.stdout.flush()  # a closed pipe shows here at the latest, not at interpreter exit
