@@ -139,6 +139,11 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.pop("LINES", None)
 
 
+# The groups that take longest (measured with --durations), longest first.
+_LONG_GROUPS = ["test_real_model_server.py", "live", "test_store_mlflow.py", "ray", "test_executors.py", "test_cli_run.py",
+                "test_store_phoenix.py", "test_readme_examples.py", "test_bench.py", "test_ray_recipe.py"]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`--dist loadgroup`), keep what shares a costly session resource on one worker.
@@ -147,10 +152,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tests using the live recordings form another, so they are recorded once; every other test
     stays with its file, whose module-scoped servers (MLflow, Phoenix, the viewer) then start once.
     """
+    groups = {}
     for item in items:
         names = getattr(item, "fixturenames", ())
         group = "ray" if "ray_cluster" in names else "live" if "live_recordings" in names else item.path.name
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = group
+    # Groups are handed out in collection order: the longest go first, so no worker idles at the end
+    # while the other runs a two-minute group alone.
+    items.sort(key=lambda item: _LONG_GROUPS.index(groups[item]) if groups[item] in _LONG_GROUPS else len(_LONG_GROUPS))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
