@@ -283,14 +283,17 @@ def test_verdict_found_in_any_prose_and_never_a_near_miss(prose, answer, junk, z
 # ---------------------------------------------------------------- 14. bounded stops
 
 
-def test_sigterm_with_a_hung_judge_exits_within_the_grace_and_resume_redoes_the_cut_cases(tmp_path):
+@pytest.mark.parametrize("metrics", [[{"type": "TaskCompletion"}], [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]],
+                         ids=["one-metric", "grouped"])
+def test_sigterm_with_a_hung_judge_exits_within_the_grace_and_resume_redoes_the_cut_cases(tmp_path, metrics):
     state = {"hang": True}
 
     def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
         return "hang" if state["hang"] else (200, completion(json.dumps(verdict(body))))
 
     with Loopback(respond) as server:
-        cfg = _write(tmp_path, _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 6), judge={"timeout_s": 600, "stop_grace_s": 1}))
+        cfg = _write(tmp_path, _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 6), metrics=metrics,
+                                         judge={"timeout_s": 600, "stop_grace_s": 1}))
         proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -312,6 +315,9 @@ def test_sigterm_with_a_hung_judge_exits_within_the_grace_and_resume_redoes_the_
         again = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert [r["status"] for r in _results(tmp_path)] == ["ok"] * 6
+    if len(metrics) > 1:  # the 6 grouped requests cut by SIGTERM are counted once, when the resume has them answered
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert summary["judge"]["grouped_requests"] == 6, summary["judge"]
 
 
 def test_a_stop_sends_no_request_that_was_still_waiting_for_admission(tmp_path):

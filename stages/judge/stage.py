@@ -365,7 +365,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             async def ask_group(members: list[JudgeMetric]) -> None:
                 group = [mine[m.key] for m in members]
                 gp = grouped_plan(group, reused=config.run.trials > 1 or cfg.calibration is not None or len(judges) * cfg.samples > 1)
-                judge.stats.grouped_requests += 1
                 group_slot = f"{case.id}|group|{work.trial}{suffix}"
                 if cfg.items_per_request > 1:
                     key = (tuple(type(p.metric).__name__ for p in group), trial, id(judge))
@@ -374,6 +373,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     done = await batchers[key].submit(key, Item(gp, trial, group_slot))  # type: ignore[arg-type]
                 else:
                     done = await judge.judge(gp, trial, group_slot, False)  # type: ignore[arg-type]
+                # Counted once answered: a request cut by Ctrl-C is asked again by the resume, which counts it then.
+                judge.stats.grouped_requests += 1
                 if gp.note:
                     for p in group:
                         p.note = (p.note + "; " if p.note else "") + gp.note
