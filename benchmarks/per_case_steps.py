@@ -99,7 +99,7 @@ def main() -> None:
         rows = steps(cases, work / "run", args.rounds)
         if not args.no_whole:
             for name in ("processes 1", "processes 2"):
-                rows[f"whole process, {name}"] = pt.measure(args.n, cases, work, name, pt.EXECUTORS[name][0])["cpu"]
+                rows[f"whole process, {name}"] = pt.ours(args.n, cases, work, name)["cpu"]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nper-case steps at {args.n:,} cases (CPU seconds, best of {args.rounds})\n")
