@@ -10,12 +10,14 @@ pydantic accepts unchanged: the same values, the same defaults.
 
 The typed structs mirror `tracejudge.core.records` field by field, in the same order; the
 `Case` is then assembled without a second validation pass (`_model`). Without msgspec
-installed, `decode` always returns None.
+installed (or with a pydantic whose instances hold other slots), `decode` always returns None.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
+
+from pydantic import BaseModel
 
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
 
@@ -27,17 +29,23 @@ except ImportError:  # pragma: no cover - msgspec is a dependency; without it py
     msgspec = None  # type: ignore[assignment]
 
 _new = object.__new__
-_set = object.__setattr__
+# The four slots every pydantic instance holds, set through their own setters (which skips `object.__setattr__`'s
+# lookup of the name on every call). A pydantic with other slots would leave some unset: pydantic decodes then.
+_SLOTS = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+_FAST = msgspec is not None and set(BaseModel.__slots__) == set(_SLOTS)
+if _FAST:
+    _dict, _fields_set, _extra, _private = (BaseModel.__dict__[slot].__set__ for slot in _SLOTS)
 
 
-def _model(cls: type, values: dict[str, Any], names: frozenset[str]) -> Any:
+def _model(cls: type, values: dict[str, Any], fields_set: set[str]) -> Any:
     # A pydantic instance from values a stricter validator already checked: what validation builds, except
     # that every field counts as set (as if the line spelled out its defaults; nothing reads a Case's fields set).
+    # `fields_set` is copied because assigning a field adds to it.
     inst = _new(cls)
-    _set(inst, "__dict__", values)
-    _set(inst, "__pydantic_fields_set__", set(names))
-    _set(inst, "__pydantic_extra__", None)
-    _set(inst, "__pydantic_private__", None)
+    _dict(inst, values)
+    _fields_set(inst, fields_set.copy())
+    _extra(inst, None)
+    _private(inst, None)
     return inst
 
 
@@ -45,14 +53,15 @@ class _Fallback(Exception):
     """The line is valid JSON of the right shape but needs pydantic's own handling."""
 
 
-if msgspec is not None:
+if _FAST:
     from msgspec import Meta, Struct, field
-    from msgspec.structs import astuple
+    from msgspec.structs import asdict
 
     class _ToolCall(Struct, forbid_unknown_fields=True, kw_only=True):
         id: str | None = None
         name: str
-        arguments: dict[str, Any] | str = field(default_factory=dict)
+        # A JSON string of arguments is refused here: pydantic decodes it (and flags what does not decode).
+        arguments: dict[str, Any] = field(default_factory=dict)
         arguments_invalid: bool = False
         arguments_missing: bool = False
         result: Any = None
@@ -108,54 +117,47 @@ if msgspec is not None:
     _DECODER = msgspec.json.Decoder(_Case)
     _PAIRS = ((_ToolCall, ToolCall), (_Step, Step), (_Usage, Usage), (_Passage, Passage), (_UserMessage, UserMessage),
               (_Trace, Trace), (_Expected, ExpectedToolCall), (_Case, Case))
-    _D = {m: frozenset(m.model_fields) for _, m in _PAIRS}
-    # Each struct's fields are its model's in the model's order (so `astuple` zips with the names, and
-    # dumps and reprs come out alike).
-    _N = {m: tuple(m.model_fields) for _, m in _PAIRS}
+    # Each struct's fields are its model's in the model's order, so `asdict` gives the model's `__dict__`
+    # as validation orders it (dumps and reprs come out alike).
     for _s, _m in _PAIRS:
-        assert _s.__struct_fields__ == _N[_m], f"{_s.__name__} does not mirror {_m.__name__} field for field"
-
-    def _plain(struct: Any, cls: type) -> dict[str, Any]:
-        return dict(zip(_N[cls], astuple(struct)))
-
-    def _call(c: _ToolCall) -> ToolCall:
-        if type(c.arguments) is not dict:
-            raise _Fallback  # a JSON string of arguments: pydantic decodes it (and flags what does not decode)
-        return _model(ToolCall, _plain(c, ToolCall), _D[ToolCall])
+        assert _s.__struct_fields__ == tuple(_m.model_fields), f"{_s.__name__} does not mirror {_m.__name__} field for field"
+    _SET = {m: set(m.model_fields) for _, m in _PAIRS}
+    _SET_CALL, _SET_STEP, _SET_USER, _SET_EXPECTED = _SET[ToolCall], _SET[Step], _SET[UserMessage], _SET[ExpectedToolCall]
 
     def _step(s: _Step) -> Step:
-        values = _plain(s, Step)
-        values["tool_calls"] = [_call(c) for c in s.tool_calls]
-        return _model(Step, values, _D[Step])
+        values = asdict(s)
+        if s.tool_calls:  # an empty list is the struct's own fresh one, kept as is
+            values["tool_calls"] = [_model(ToolCall, asdict(c), _SET_CALL) for c in s.tool_calls]
+        return _model(Step, values, _SET_STEP)
 
     def _trace(t: _Trace) -> Trace:
-        steps = [_step(s) for s in t.steps]
         last = 0
         for msg in t.user_messages:  # `Trace._placed`: pydantic says what is out of place
-            if msg.step > len(steps) or msg.step < last:
+            if msg.step > len(t.steps) or msg.step < last:
                 raise _Fallback
             last = msg.step
-        values = {
-            "steps": steps,
-            "user_messages": [_model(UserMessage, _plain(m, UserMessage), _D[UserMessage]) for m in t.user_messages],
-            "output": t.output,
-            "usage": None if t.usage is None else _model(Usage, _plain(t.usage, Usage), _D[Usage]),
-            "retrieved": [_model(Passage, _plain(p, Passage), _D[Passage]) for p in t.retrieved],
-        }
-        return _model(Trace, values, _D[Trace])
+        values = asdict(t)
+        values["steps"] = [_step(s) for s in t.steps]
+        if t.user_messages:
+            values["user_messages"] = [_model(UserMessage, asdict(m), _SET_USER) for m in t.user_messages]
+        if t.usage is not None:
+            values["usage"] = _model(Usage, asdict(t.usage), _SET[Usage])
+        if t.retrieved:
+            values["retrieved"] = [_model(Passage, asdict(p), _SET[Passage]) for p in t.retrieved]
+        return _model(Trace, values, _SET[Trace])
 
     def _case(c: _Case) -> Case:
-        values = _plain(c, Case)
-        if c.expected_tool_calls is not None:
-            values["expected_tool_calls"] = [_model(ExpectedToolCall, _plain(e, ExpectedToolCall), _D[ExpectedToolCall]) for e in c.expected_tool_calls]
+        values = asdict(c)
+        if c.expected_tool_calls:
+            values["expected_tool_calls"] = [_model(ExpectedToolCall, asdict(e), _SET_EXPECTED) for e in c.expected_tool_calls]
         if c.trace is not None:
             values["trace"] = _trace(c.trace)
-        return _model(Case, values, _D[Case])
+        return _model(Case, values, _SET[Case])
 
 
 def decode(raw: bytes | str) -> Case | None:
     """The `Case` of one native JSONL line, or None when pydantic must validate it (see the module docstring)."""
-    if msgspec is None:
+    if not _FAST:
         return None
     try:
         return _case(_DECODER.decode(raw))
