@@ -3,11 +3,17 @@
 Real lines (the 200 τ-bench runs as `tracejudge extract` writes them) and lines at the edges of what
 either validator accepts or coerces: for each, `fast_decode.decode` is None or a `Case` equal to
 `Case.model_validate_json`'s in value, repr and JSON dump; a line pydantic refuses is never accepted.
+Through `extract_record`, a table of lines and random values in every field give the same case, or the same
+error (message, file, line, field), with the fast path as without it.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.stages.extract import fast_decode
@@ -67,3 +73,87 @@ def test_a_case_from_the_fast_path_can_still_be_changed():
     case = adapt(b'{"id":"x","trace":{"steps":[]}}')
     case.tags = ["t"]  # (a live target sets a case's trace the same way)
     assert case.model_dump()["tags"] == ["t"] and "tags" in case.model_fields_set
+
+
+def test_records_from_the_fast_path_share_no_mutable_state():
+    a = fast_decode.decode(b'{"id":"a","trace":{"steps":[{},{}]}}')
+    b = fast_decode.decode(b'{"id":"b","trace":{"steps":[{}]}}')
+    steps = a.trace.steps + b.trace.steps
+    assert len({id(s.tool_calls) for s in steps}) == 3 and len({id(x.model_fields_set) for x in [a, b, *steps]}) == 5
+    a.trace.steps[0].tool_calls.append("x")
+    assert a.trace.steps[1].tool_calls == [] and b.trace.steps[0].tool_calls == []
+
+
+# Lines whose record or error the fast path must not change: each goes through `extract_record` with the
+# fast path and without it (pydantic alone, as before it existed) and must give the same case, or the same
+# error with the same file, line, field and message.
+SAME_ERROR = [
+    b'{"id":"x","trace":{"steps":[{"tool_calls":[{"name":"a","colour":1}]}]}}',
+    b'{"id":"x","trace":{"usage":{"requests":"5"}}}', b'{"id":"x","trace":{"usage":{"requests":true}}}',
+    b'{"id":"x","trace":{"usage":{"input_tokens":123456789012345678901234567890}}}',
+    b'{"id":"x","trace":{"usage":{"cost_usd":123456789012345678901234567890}}}',
+    b'{"id":"x","trace":{"steps":[{"tool_calls":[{"name":null}]}]}}', b'{"id":"x","trace":{"steps":null}}', b'{"id":"x","tags":[null]}',
+    b'{"id":null}', b'{"id":"x","trace":{"steps":[{"thought":7}]}}', b'{"id":"x","trace":{"retrieved":[{"content":null}]}}',
+    b'{"id":"x","expected_tool_calls":[{"name":"a","arguments":[1]}]}', b'{"id":"x","expected_tool_calls":[{"arguments":{}}]}',
+    b'{"id":"x","trace":{"steps":[{"tool_calls":[{"name":"a","arguments":"[1]"}]}]}}', b'{"id":"x","trace":{"steps":[{"tool_calls":[{"name":"a","arguments":7}]}]}}',
+    b'{"id":"x","trace":{"user_messages":[{"step":"0"}]}}', b'{"id":"x","trace":{"user_messages":[{"content":"hi"}]}}',
+    b'{"id":"\xe2\x9c\x88 \\u00e9\\ud83d\\ude00","input":"\xf0\x9f\x98\x80","trace":{"output":"\\u2028"}}', b'{"id":"x","input":"\xed\xa0\x80"}',
+    b'{"id":"x","metrics":[{"type":1}],"turns":null}', b'{"id":"x","metadata":[]}', b'{"id":"x","trace":[]}', b'{"id":"x","trace":{"usage":[]}}',
+    b'{"id":"x","trace":{"steps":[{"tool_calls":[{"name":"a","arguments":{},"id":1}]}]}}', b'{"id":1.5}', b'"x"', b'',
+]
+
+
+def _extracted(raw: bytes) -> tuple:
+    from tracejudge.core import registry
+    from tracejudge.stages.extract import extract_record
+    from tracejudge.stages.load import RawRecord
+
+    got = extract_record(RawRecord("cases.jsonl", 3, raw), registry.format_for("native"), None)
+    # A case is compared by repr and JSON dump, which (unlike ==) hold for a NaN too.
+    return ("case", repr(got), got.model_dump_json()) if isinstance(got, Case) else ("error", got)
+
+
+def _same_both_ways(raw: bytes, monkeypatch) -> None:
+    fast = _extracted(raw)
+    with monkeypatch.context() as m:
+        m.setattr(fast_decode, "_FAST", False)
+        slow = _extracted(raw)
+    assert fast == slow, raw
+
+
+@pytest.mark.parametrize("raw", SAME_ERROR + EDGES)
+def test_a_line_gives_the_same_case_or_error_with_the_fast_path_as_without(raw, monkeypatch):
+    if raw is SAME_ERROR[0]:
+        assert _extracted(raw)[0] == "error"  # (the comparison sees errors, not only lines that decode)
+    _same_both_ways(raw, monkeypatch)
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**65)
+                     | st.floats() | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                     max_leaves=6)
+# Where a value lands in an otherwise valid case: every field of every record, and a key no record has.
+_PLACES = [("id",), ("input",), ("tags",), ("metadata",), ("metrics",), ("turns",), ("expected_passages",), ("expected_tool_calls",),
+           ("expected_tool_calls", 0, "name"), ("expected_tool_calls", 0, "arguments"), ("expected_tool_calls", 0, "result"),
+           ("trace",), ("trace", "output"), ("trace", "steps"), ("trace", "retrieved"), ("trace", "usage"), ("trace", "user_messages"),
+           ("trace", "usage", "requests"), ("trace", "usage", "cost_usd"), ("trace", "user_messages", 0, "step"), ("trace", "user_messages", 0, "content"),
+           ("trace", "steps", 0, "thought"), ("trace", "steps", 0, "tool_calls"), ("trace", "steps", 0, "tool_calls", 0, "name"),
+           ("trace", "steps", 0, "tool_calls", 0, "id"), ("trace", "steps", 0, "tool_calls", 0, "arguments"), ("trace", "steps", 0, "tool_calls", 0, "error"),
+           ("trace", "steps", 0, "tool_calls", 0, "arguments_invalid"), ("trace", "steps", 0, "tool_calls", 0, "result"),
+           ("trace", "retrieved", 0, "score"), ("trace", "retrieved", 0, "content"), ("trace", "steps", 0, "colour"), ("colour",)]
+
+
+def _base() -> dict:
+    return {"id": "x", "expected_tool_calls": [{"name": "a", "arguments": {"k": 1}}], "metadata": {"m": [1]},
+            "trace": {"steps": [{"thought": "t", "tool_calls": [{"name": "a", "arguments": {"k": 1}, "result": "r"}]}, {"output": "o"}],
+                      "user_messages": [{"step": 0, "content": "hi"}], "usage": {"requests": 2}, "retrieved": [{"content": "c", "score": 0.5}]}}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(place=st.sampled_from(_PLACES), value=_JSON, ascii_only=st.booleans())
+def test_any_value_in_any_field_gives_the_same_case_or_error_with_the_fast_path_as_without(place, value, ascii_only, monkeypatch):
+    data = _base()
+    node = data
+    for key in place[:-1]:
+        node = node[key]
+    node[place[-1]] = value
+    _same_both_ways(json.dumps(data, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass"), monkeypatch)
