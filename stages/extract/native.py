@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, line_column, read_jsonl
 
@@ -22,8 +23,6 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
     that is not an object; pydantic's `ValidationError` for a record with
     missing or mistyped fields (the caller turns both into `invalid_input`).
     """
-    from tracejudge.stages.extract.errors import AdapterError
-
     if isinstance(raw, dict):
         return Case.model_validate(raw)
     case = fast_decode(raw)  # msgspec's typed decode; None: a line pydantic must look at (its errors name the field)
@@ -43,8 +42,6 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
 
 
 def _decode(raw: bytes | str) -> Any:
-    from tracejudge.stages.extract.errors import AdapterError
-
     try:
         return json.loads(raw)
     except UnicodeDecodeError as exc:
