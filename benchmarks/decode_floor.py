@@ -1,8 +1,9 @@
 """CPU seconds to decode + validate N native case lines (default 10,000), against the floor of the step.
 
 The lines are `pipeline_throughput.py`'s (the 200 real GPT-4o τ-bench airline runs repeated under new ids).
-Each row decodes every line in this process, `rounds` times; the figure is the best round in CPU seconds
-(`time.process_time`, `per_case_steps.best`: the least disturbed by other load):
+Each row decodes every line in this process, `rounds` times, the rows taking turns within each round (so a
+burst of other load falls on every row alike); the figure is a row's best round in CPU seconds
+(`time.process_time`, the collector set as in `per_case_steps.best`):
 
 - untyped JSON: `msgspec.json.decode`, no types checked (for reference only: it validates nothing);
 - floor: msgspec `Struct`s mirroring the records, unknown fields refused (`fast_decode`'s own structs),
@@ -19,18 +20,21 @@ The last column is each row over the floor.
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline_throughput as pt  # noqa: E402
-from per_case_steps import best, each  # noqa: E402
+from per_case_steps import each  # noqa: E402
 
 
 def rows(cases: Path, rounds: int, out: dict[str, float]) -> None:
-    """Fill `out` with CPU seconds per row (see the module docstring), in order, as each is measured."""
+    """Fill `out` with each row's least CPU seconds so far (see the module docstring), round after round."""
     import msgspec
     from tracejudge.core import registry
     from tracejudge.core.records import Case
@@ -42,11 +46,23 @@ def rows(cases: Path, rounds: int, out: dict[str, float]) -> None:
     lines = [r.payload for r in raws]
     if fast_decode.decode(lines[0]) is None:
         raise SystemExit("the fast path refuses these lines (is msgspec installed?): nothing to compare")
-    out["untyped JSON (msgspec, no checks)"] = best(each(msgspec.json.decode, lines), rounds)
-    out["floor: msgspec Structs, strict"] = best(each(fast_decode._DECODER.decode, lines), rounds)
-    out["fast path: fast_decode.decode"] = best(each(fast_decode.decode, lines), rounds)
-    out["decode + validate (extract_record)"] = best(each(lambda r: extract_record(r, fmt, None), raws), rounds)
-    out["pydantic Case.model_validate_json"] = best(each(Case.model_validate_json, lines), rounds)
+    steps: dict[str, Callable[[], None]] = {
+        "untyped JSON (msgspec, no checks)": each(msgspec.json.decode, lines),
+        "floor: msgspec Structs, strict": each(fast_decode._DECODER.decode, lines),
+        "fast path: fast_decode.decode": each(fast_decode.decode, lines),
+        "decode + validate (extract_record)": each(lambda r: extract_record(r, fmt, None), raws),
+        "pydantic Case.model_validate_json": each(Case.model_validate_json, lines),
+    }
+    gc.set_threshold(50_000, 20, 20)
+    for _ in range(rounds):
+        for name, step in steps.items():
+            gc.collect()
+            gc.freeze()
+            t0 = time.process_time()
+            step()
+            took = time.process_time() - t0
+            gc.unfreeze()
+            out[name] = min(out.get(name, took), took)
 
 
 def table(out: dict[str, float], n: int, rounds: int) -> None:
