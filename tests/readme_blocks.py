@@ -21,7 +21,7 @@ spaces match runs of spaces (table padding follows the numbers); trailing whites
 
 from __future__ import annotations
 
-import difflib
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,17 +135,29 @@ def _line_pattern(line: str) -> str:
     return "".join(out)
 
 
-def matches(expected: list[str], printed: str) -> bool:
-    """Whether `printed` is what `expected` shows, with its placeholders (module docstring) as wildcards."""
-    parts = [r"(?:[^\n]*\n)*?" if line.strip() == "…" else _line_pattern(line) + r"\n" for line in _trim(expected)]
-    text = "".join(line.rstrip() + "\n" for line in _trim(printed.splitlines()))
-    return re.fullmatch("".join(parts), text) is not None
+def mismatch(expected: list[str], printed: str) -> str | None:
+    """None when `printed` is what `expected` shows, with its placeholders (module docstring) as wildcards;
+    else a message naming the first shown line that nothing printed at that point matches, and what was printed."""
+    shown = _trim(expected)
+    lines = _trim(printed.splitlines())
+    patterns = [None if line.strip() == "…" else re.compile(_line_pattern(line)) for line in shown]
+    furthest = [0]
 
+    @functools.cache
+    def fits(e: int, a: int) -> bool:
+        furthest[0] = max(furthest[0], e)
+        if e == len(patterns):
+            return a == len(lines)
+        pattern = patterns[e]
+        if pattern is None:  # any number of lines, none included
+            return any(fits(e + 1, k) for k in range(a, len(lines) + 1))
+        return a < len(lines) and pattern.fullmatch(lines[a]) is not None and fits(e + 1, a + 1)
 
-def diff(expected: list[str], printed: str) -> str:
-    """A unified diff of README's shown output against what was printed, for a failure message."""
-    return "\n".join(difflib.unified_diff(_trim(expected), [line.rstrip() for line in _trim(printed.splitlines())],
-                                          "README shows", "the block printed", lineterm=""))
+    if fits(0, 0):
+        return None
+    e = furthest[0]
+    where = f"shown line {e + 1}, {shown[e]!r}," if e < len(shown) else "the end of what README shows"
+    return f"{where} matches nothing printed at that point (or more was printed). Printed:\n" + "\n".join(lines)
 
 
 def _trim(lines: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers import DATA
-from readme_blocks import PORT, Block, copy_layout, diff, matches, parse
+from readme_blocks import PORT, Block, copy_layout, mismatch, parse
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCKS = parse((REPO / "README.md").read_text(encoding="utf-8"))
@@ -104,8 +104,8 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
                 printed = re.sub(rf"\b{port}\b", readme_port, printed)
             assert done.returncode == 0, f"{block.where} exited with status {done.returncode}:\n{block.script}\n{printed[-3000:]}"
             if block.expected is not None:
-                assert matches(block.expected, printed), f"{block.where}: the output README shows is not what it printed\n" + diff(
-                    block.expected, printed)
+                wrong = mismatch(block.expected, printed)
+                assert wrong is None, f"{block.where}: the output README shows is not what it printed: {wrong}"
     finally:
         for proc in background:
             if proc.poll() is None:
@@ -115,3 +115,31 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def test_shown_output_placeholders_match_only_what_they_stand_for() -> None:
+    shown = ["judge bench: at http://127.0.0.1:8787/v1", "│ latency │ <n> ms / <n> ms │", "…", "│ spent   │ $<n> (stopped by …) │",
+             "limits: {rpm: 500}"]
+    printed = ("judge bench: at http://127.0.0.1:8787/v1   \n│ latency │ 430 ms / 1,449 ms          │\n│ errors  │ rate_limited 1 │\n"
+               "│         │ HTTP 429 │\n│ spent   │ $0.0652 (stopped by duration) │\nlimits: {rpm: 500}\n\n")
+    assert mismatch(shown, printed) is None
+    assert mismatch(shown, printed.replace("\n│ errors  │ rate_limited 1 │\n│         │ HTTP 429 │", "")) is None  # `…` alone: no line too
+    wrong = mismatch(shown, printed.replace("rpm: 500", "rpm: 600"))
+    assert wrong is not None and "shown line 5, 'limits: {rpm: 500}'" in wrong
+    assert mismatch(shown, printed.replace("430 ms", "fast")) is not None  # <n> is a number, nothing else
+    assert mismatch(shown, printed + "one more line\n") is not None
+
+
+def test_markers_are_read_from_the_line_before_the_fence() -> None:
+    text = ("## Set-up\n\n<!-- readme-test: installed (the environment) -->\n```bash\npython3 -m pip install -e . && tracejudge run x.yaml\n```\n"
+            "\n<!-- readme-test: skip (serves forever) -->\n```sh\ntracejudge view\n```\n\n## Bench\n"
+            "```console\n$ tracejudge list formats\nnative  one case per line\n```\n```bash\necho hi\n```\n\n```text\nhi\n```\n")
+    installed, skipped, console, plain = parse(text)
+    assert (installed.kind, installed.script, installed.section) == ("installed", "tracejudge run x.yaml\n", "Set-up")
+    assert (skipped.kind, skipped.reason) == ("skip", "serves forever")
+    assert (console.script, console.expected, console.section) == ("tracejudge list formats\n", ["native  one case per line"], "Bench")
+    assert (plain.kind, plain.expected) == ("run", ["hi"])
+    with pytest.raises(ValueError, match=r"README.md:3 \(top\): a skipped block says why"):
+        parse("\n<!-- readme-test: skip -->\n```bash\nls\n```\n")
+    with pytest.raises(ValueError, match="unknown readme-test marker 'skipp'"):
+        parse("<!-- readme-test: skipp (typo) -->\n```bash\nls\n```\n")
