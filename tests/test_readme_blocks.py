@@ -88,9 +88,9 @@ def test_readme_shell_blocks_run_as_written(tmp_path: Path) -> None:
                 continue
             script = "set -eo pipefail\n" + localise(block.script)
             if block.kind == "background":
-                log = open(tmp_path / f"background-{block.line}.log", "wb")  # noqa: SIM115 - closed with the process
-                proc = subprocess.Popen(["bash", "-c", script], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                with open(tmp_path / f"background-{block.line}.log", "wb") as log:  # the child keeps its own descriptor
+                    proc = subprocess.Popen(["bash", "-c", script], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
                 background.append(proc)
                 for port in PORT.findall(block.script):
                     _wait_listening(int(ports[port]), proc, block.where)
