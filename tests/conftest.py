@@ -140,7 +140,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The groups that take longest (measured with --durations), longest first.
-_LONG_GROUPS = ["test_real_model_server.py", "live", "test_store_mlflow.py", "ray", "test_executors.py", "test_cli_run.py",
+_LONG_GROUPS = ["test_real_model_server.py", "live", "test_store_mlflow.py", "ray", "test_readme_blocks.py", "test_executors.py", "test_cli_run.py",
                 "test_store_phoenix.py", "test_readme_examples.py", "test_bench.py", "test_ray_recipe.py"]
 
 

@@ -66,7 +66,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tracejudge.core import registry
-from tracejudge.core.console import cell, plain_console
+from tracejudge.core.console import cell, stdout_console
 from tracejudge.core.config import JudgeConfig, LimitsConfig, RunConfig, load_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case, Score
@@ -650,7 +650,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         err.print("--requests must be ≥ 1, --duration > 0 and --max-cost-usd ≥ 0", highlight=False)
         return EXIT_BAD_INPUT
     price = price_for(cfg.model, cfg.prices)
-    console = plain_console()
+    console = stdout_console()  # piped: COLUMNS or 100 wide, like every command's tables
     dearest = max(price.cost(math.ceil(r.prompt_tokens * PROMPT_MARGIN), r.request.max_tokens) for r in requests) if price else 0.0
     most = min(args.requests * dearest, args.max_cost_usd)
     sizes = sorted(r.prompt_tokens for r in requests)
