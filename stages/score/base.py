@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case, Score, ToolCall
-from tracejudge.stages.score.views import case_views
+from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = [
     "InvalidSpec",
@@ -119,10 +119,13 @@ class ToolMetric(Metric):
         """`(index in the trace's calls, call)` for every call that counts (a new list, the caller's to keep)."""
         return list(self.counted_calls(case))
 
-    def counted_calls(self, case: Case) -> list[tuple[int, ToolCall]]:
-        """`actual_calls`, shared with the case's other metrics that filter the same way: read it, never modify it."""
+    def counted_calls(self, case: Case, views: CaseViews | None = None) -> list[tuple[int, ToolCall]]:
+        """`actual_calls`, shared with the case's other metrics that filter the same way: read it, never modify it.
+
+        `views`: the case's `case_views(case)` when the caller has them already.
+        """
         assert case.trace is not None
-        return case_views(case).selected((self.include_tools, self.exclude_tools, self.include_failed), self._keep)
+        return (views or case_views(case)).selected((self.include_tools, self.exclude_tools, self.include_failed), self._keep)
 
     def _keep(self, calls: list[ToolCall]) -> list[tuple[int, ToolCall]]:
         include, exclude, failed_too = self.include_tools, self.exclude_tools, self.include_failed
