@@ -166,11 +166,21 @@ def _decide(verdicts: dict[str, bool], include: tuple[str, ...] | None, exclude:
 
 def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | None:
     """`(index in the case's expected list, expected call)` passing the filters; `None` if no expectation."""
-    if case.expected_tool_calls is None:
+    expected = case.expected_tool_calls
+    if expected is None:
         return None
-    if metric.include_tools is None and not metric.exclude_tools:
-        return list(enumerate(case.expected_tool_calls))
-    return [(i, e) for i, e in enumerate(case.expected_tool_calls) if metric.wanted(e.name)]
+    include, exclude = metric.include_tools, metric.exclude_tools
+    if include is None and not exclude:
+        return list(enumerate(expected))
+    verdicts = _verdicts(include, exclude)
+    out = []
+    for i, e in enumerate(expected):
+        ok = verdicts.get(e.name)
+        if ok is None:
+            ok = _decide(verdicts, include, exclude, e.name)
+        if ok:
+            out.append((i, e))
+    return out
 
 
 def no_expectation(what: str = "expected_tool_calls") -> Score:

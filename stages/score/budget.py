@@ -42,7 +42,7 @@ class MaxToolCalls(ToolMetric):
         if case.trace is None:
             return no_trace()
         if self.include_tools is None and not self.exclude_tools and self.include_failed:
-            return _within(len(case_views(case).calls), self.max_calls, "tool call(s)")  # every call counts: no list of pairs to build
+            return _within(case_views(case).call_count, self.max_calls, "tool call(s)")  # every call counts: no list of pairs to build
         return _within(len(self.counted_calls(case)), self.max_calls, "tool call(s)")
 
 

@@ -108,13 +108,13 @@ class ToolCalls(ToolMetric):
             return no_expectation()
         views = case_views(case)
         actual = self.counted_calls(case, views)
-        step_of = views.steps
 
         if not expected:
             unexpected = [i for i, _ in actual]
             details: dict[str, Any] = {"pairs": [], "missing": [], "unexpected": unexpected, "precision": 1.0 if not actual else 0.0, "recall": 1.0, "f1": 1.0 if not actual else 0.0}
             if not actual:
                 return self.verdict(1.0, "no call expected and none made", details)
+            step_of = views.steps
             listed = "; ".join(f"#{i} (step {step_of[i]}) {views.rendered(c)}" for i, c in actual[:5])
             return self.verdict(0.0, f"no call expected, but {len(actual)} made: {listed}", details)
 
@@ -163,6 +163,7 @@ class ToolCalls(ToolMetric):
         # A call is often named in `missing`, `unexpected` and the divergence alike: each is rendered
         # once a case (`views.rendered`), and each argument difference once a pair.
         differences: dict[tuple[int, int], str | None] = {}
+        step_of = views.steps
 
         def difference(i: int, j: int) -> str | None:
             if (i, j) not in differences:

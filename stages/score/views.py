@@ -37,30 +37,29 @@ class CaseViews:
         self._selected: dict[Any, list[tuple[int, ToolCall]]] = {}
         self._rendered: dict[int, tuple[Any, str]] = {}
 
-    def _flatten(self) -> None:
-        trace = self.case.trace
-        assert trace is not None
-        calls: list[ToolCall] = []
-        steps: list[int] = []
-        for s, step in enumerate(trace.steps):
-            if step.tool_calls:
-                calls += step.tool_calls
-                steps += [s] * len(step.tool_calls)
-        self._calls, self._steps = calls, steps
-
     @property
     def calls(self) -> list[ToolCall]:
         """Every tool call of the trace, in order, failed ones included."""
         if self._calls is None:
-            self._flatten()
-        return self._calls  # type: ignore[return-value]
+            assert self.case.trace is not None
+            self._calls = [call for step in self.case.trace.steps for call in step.tool_calls]
+        return self._calls
 
     @property
     def steps(self) -> list[int]:
-        """For each call of `calls`, the index of the step it belongs to."""
+        """For each call of `calls`, the index of the step it belongs to (only reasons need it: computed apart)."""
         if self._steps is None:
-            self._flatten()
-        return self._steps  # type: ignore[return-value]
+            assert self.case.trace is not None
+            self._steps = [s for s, step in enumerate(self.case.trace.steps) for _ in step.tool_calls]
+        return self._steps
+
+    @property
+    def call_count(self) -> int:
+        """`len(calls)`, without building the list when no metric of the case needed it yet."""
+        if self._calls is not None:
+            return len(self._calls)
+        assert self.case.trace is not None
+        return sum([len(step.tool_calls) for step in self.case.trace.steps])
 
     def selected(self, key: Any, keep: Callable[[list[ToolCall]], list[tuple[int, ToolCall]]]) -> list[tuple[int, ToolCall]]:
         """`keep(calls)` computed once per hashable filter `key` (the filter's parameters)."""
