@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from typing import Any, ClassVar
 
@@ -131,16 +132,7 @@ class ToolMetric(Metric):
         include, exclude, failed_too = self.include_tools, self.exclude_tools, self.include_failed
         if include is None and not exclude:
             return list(enumerate(calls)) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None]
-        verdicts = _verdicts(include, exclude)
-        out = []
-        for i, c in enumerate(calls):
-            if failed_too or c.error is None:
-                ok = verdicts.get(c.name)
-                if ok is None:
-                    ok = _decide(verdicts, include, exclude, c.name)
-                if ok:
-                    out.append((i, c))
-        return out
+        return _by_name(enumerate(calls) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None], include, exclude)
 
 
 # Tool names repeat across thousands of traces: each filter's verdict on a name is computed once
@@ -154,6 +146,20 @@ def _verdicts(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> dict
     if got is None:
         got = _VERDICTS[(include, exclude)] = {}
     return got
+
+
+def _by_name(pairs: Iterable[tuple[int, Any]], include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> list[tuple[int, Any]]:
+    """The `(index, call)` pairs whose call's `name` passes the include/exclude filter."""
+    verdicts = _verdicts(include, exclude)
+    out = []
+    for pair in pairs:
+        name = pair[1].name
+        ok = verdicts.get(name)
+        if ok is None:
+            ok = _decide(verdicts, include, exclude, name)
+        if ok:
+            out.append(pair)
+    return out
 
 
 def _decide(verdicts: dict[str, bool], include: tuple[str, ...] | None, exclude: tuple[str, ...], name: str) -> bool:
@@ -172,15 +178,7 @@ def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | No
     include, exclude = metric.include_tools, metric.exclude_tools
     if include is None and not exclude:
         return list(enumerate(expected))
-    verdicts = _verdicts(include, exclude)
-    out = []
-    for i, e in enumerate(expected):
-        ok = verdicts.get(e.name)
-        if ok is None:
-            ok = _decide(verdicts, include, exclude, e.name)
-        if ok:
-            out.append((i, e))
-    return out
+    return _by_name(enumerate(expected), include, exclude)
 
 
 def no_expectation(what: str = "expected_tool_calls") -> Score:
