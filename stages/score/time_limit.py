@@ -6,7 +6,9 @@ raises `MetricTimeout` inside the metric wherever Python code runs (a
 thread. `MetricTimeout` derives from `BaseException`, so a metric's own
 `except Exception` cannot swallow it. Where no alarm can be set (a thread
 other than the main one, a platform without `setitimer`) sync metrics run
-unbounded. Async metrics are cancelled with `anyio.move_on_after`. A C call
+unbounded. `score_case` watches a whole case with one alarm (`watch_case`), which
+still cuts each call at its own limit; `limit()` bounds one call. Async metrics are
+cancelled with `anyio.move_on_after`. A C call
 that never returns to Python is not interrupted by the alarm; a stop
 (Ctrl-C) still kills the worker computing it.
 """
