@@ -9,6 +9,7 @@ that define `async def aevaluate` (custom async metrics); the stage uses it.
 from __future__ import annotations
 
 import math
+from time import monotonic
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -31,6 +32,7 @@ from tracejudge.stages.score.tool_calls import ToolCalls
 from tracejudge.stages.score.tool_correctness import ToolCorrectness
 from tracejudge.stages.score.trajectory import TrajectoryMatch
 from tracejudge.stages.score.usage import Cost, Latency, TokenUsage
+from tracejudge.stages.score.views import close_scope, open_scope
 
 __all__ = [
     "ArgumentCorrectness",
@@ -62,21 +64,42 @@ __all__ = [
 
 
 def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
-    """Scores of one case by metric key, in the metrics' order; each call bounded by `run.metric_timeout_s` (`time_limit`)."""
+    """Scores of one case by metric key, in the metrics' order; each call bounded by `run.metric_timeout_s` (`time_limit`).
+
+    The metrics share the case's derived views (`views`: its calls flattened, filtered, rendered) for
+    the length of this call, and one alarm watches all their calls (`time_limit.watch_case`).
+    """
     scores: dict[str, Score] = {}
-    with time_limit.alarm() as timer:
+    views = open_scope(case)
+    watch = time_limit.watch_case()
+    try:
+        if watch is None:
+            for metric in metrics:
+                try:
+                    scores[metric.key] = metric.evaluate(case)
+                except Exception as exc:  # a metric bug must cost one score, not the run
+                    scores[metric.key] = _raised(exc)
+            return scores
+        started = watch.started
         for metric in metrics:
             try:
-                timer.start()
+                started[0] = monotonic()
                 try:
                     scores[metric.key] = metric.evaluate(case)
                 finally:
-                    timer.stop()
+                    started[0] = None
             except time_limit.MetricTimeout:
                 scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
             except Exception as exc:  # a metric bug must cost one score, not the run
-                scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
-    return scores
+                scores[metric.key] = _raised(exc)
+        return scores
+    finally:
+        time_limit.unwatch_case(watch)
+        close_scope(views)
+
+
+def _raised(exc: Exception) -> Score:
+    return Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
 
 
 async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
@@ -98,7 +121,7 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
         except time_limit.MetricTimeout:
             scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
         except Exception as exc:  # a metric bug must cost one score, not the run
-            scores[metric.key] = Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
+            scores[metric.key] = _raised(exc)
     return scores
 
 

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
-from functools import lru_cache
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case, Score, ToolCall
+from tracejudge.stages.score.views import CaseViews, case_views
 
-__all__ = ["InvalidSpec", "Metric", "ToolMetric", "call_steps", "expected_calls", "expected_names", "no_expectation", "no_trace"]
+__all__ = [
+    "InvalidSpec",
+    "Metric",
+    "ToolMetric",
+    "call_steps",
+    "expected_calls",
+    "expected_names",
+    "make_score",
+    "no_expectation",
+    "no_trace",
+]
+
+_new = object.__new__
+_set = object.__setattr__
+_GIVEN = frozenset({"value", "passed", "reason", "details"})
+_ALL = _GIVEN | {"judge"}
+
+
+def make_score(value: float | None, passed: bool | None, reason: str, details: dict[str, Any] | None = None,
+               fields_set: frozenset[str] = _GIVEN) -> Score:
+    """A `Score` from fields a metric built and knows valid, without pydantic's validation or `model_construct`.
+
+    The instance is what `Score(value=…, passed=…, reason=…, details=…)` builds for such fields (a float
+    or None `value`, a bool or None `passed`, a str `reason`, a dict or None `details`), with the same
+    fields set (`fields_set`), at a tenth of the cost: with six metrics a case, building scores cost
+    more than the cheaper metrics themselves. Nothing is checked: callers pass valid fields.
+    """
+    score = _new(Score)
+    _set(score, "__dict__", {"value": value, "passed": passed, "reason": reason, "details": details, "judge": None})
+    _set(score, "__pydantic_fields_set__", set(fields_set))
+    _set(score, "__pydantic_extra__", None)
+    _set(score, "__pydantic_private__", None)
+    return score
 
 
 class Metric(BaseModel):
@@ -39,9 +72,10 @@ class Metric(BaseModel):
 
     def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
         """A `Score` with `passed` from the threshold; `value` rounded to 6 places."""
-        # model_construct: the fields are built here and known valid; validation
-        # would cost more than most metrics' whole computation.
-        return Score.model_construct(value=round(value, 6), passed=value >= self.cutoff - 1e-12, reason=reason, details=details, judge=None)
+        # The fields are built here and known valid; validation would cost more than most metrics' whole
+        # computation. All five fields count as set, as `model_construct(…, judge=None)` set them.
+        cutoff = self.default_threshold if self.threshold is None else self.threshold
+        return make_score(round(value, 6), value >= cutoff - 1e-12, reason, details, _ALL)
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -78,34 +112,73 @@ class ToolMetric(Metric):
 
     def wanted(self, name: str) -> bool:
         """Does a call of tool `name` pass the include/exclude filters?"""
-        return _wanted(self.include_tools, self.exclude_tools, name)
+        verdicts = _verdicts(self.include_tools, self.exclude_tools)
+        ok = verdicts.get(name)
+        return _decide(verdicts, self.include_tools, self.exclude_tools, name) if ok is None else ok
 
     def actual_calls(self, case: Case) -> list[tuple[int, ToolCall]]:
-        """`(index in the trace's calls, call)` for every call that counts."""
+        """`(index in the trace's calls, call)` for every call that counts (a new list, the caller's to keep)."""
+        return list(self.counted_calls(case))
+
+    def counted_calls(self, case: Case, views: CaseViews | None = None) -> list[tuple[int, ToolCall]]:
+        """`actual_calls`, shared with the case's other metrics that filter the same way: read it, never modify it.
+
+        `views`: the case's `case_views(case)` when the caller has them already.
+        """
         assert case.trace is not None
-        calls = case.trace.tool_calls()
-        if self.include_tools is None and not self.exclude_tools:
-            if self.include_failed:
-                return list(enumerate(calls))
-            return [(i, c) for i, c in enumerate(calls) if c.error is None]
-        return [(i, c) for i, c in enumerate(calls) if (self.include_failed or c.error is None) and self.wanted(c.name)]
+        return (views or case_views(case)).selected((self.include_tools, self.exclude_tools, self.include_failed), self._keep)
+
+    def _keep(self, calls: list[ToolCall]) -> list[tuple[int, ToolCall]]:
+        include, exclude, failed_too = self.include_tools, self.exclude_tools, self.include_failed
+        if include is None and not exclude:
+            return list(enumerate(calls)) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None]
+        return _by_name(enumerate(calls) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None], include, exclude)
 
 
-@lru_cache(maxsize=65536)
-def _wanted(include: tuple[str, ...] | None, exclude: tuple[str, ...], name: str) -> bool:
-    # Tool names repeat across thousands of traces: each verdict is computed once.
-    if include is not None and not any(fnmatchcase(name, g) for g in include):
-        return False
-    return not any(fnmatchcase(name, g) for g in exclude)
+# Tool names repeat across thousands of traces: each filter's verdict on a name is computed once
+# (a dict per filter, read without hashing the filter's globs again for every call).
+_VERDICTS: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], dict[str, bool]] = {}
+_MAX_NAMES = 65536  # per filter: hostile input with ever new names must not grow memory without bound
+
+
+def _verdicts(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> dict[str, bool]:
+    got = _VERDICTS.get((include, exclude))
+    if got is None:
+        got = _VERDICTS[(include, exclude)] = {}
+    return got
+
+
+def _by_name(pairs: Iterable[tuple[int, Any]], include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> list[tuple[int, Any]]:
+    """The `(index, call)` pairs whose call's `name` passes the include/exclude filter."""
+    verdicts = _verdicts(include, exclude)
+    out = []
+    for pair in pairs:
+        name = pair[1].name
+        ok = verdicts.get(name)
+        if ok is None:
+            ok = _decide(verdicts, include, exclude, name)
+        if ok:
+            out.append(pair)
+    return out
+
+
+def _decide(verdicts: dict[str, bool], include: tuple[str, ...] | None, exclude: tuple[str, ...], name: str) -> bool:
+    ok = (include is None or any(fnmatchcase(name, g) for g in include)) and not any(fnmatchcase(name, g) for g in exclude)
+    if len(verdicts) >= _MAX_NAMES:
+        verdicts.clear()
+    verdicts[name] = ok
+    return ok
 
 
 def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | None:
     """`(index in the case's expected list, expected call)` passing the filters; `None` if no expectation."""
-    if case.expected_tool_calls is None:
+    expected = case.expected_tool_calls
+    if expected is None:
         return None
-    if metric.include_tools is None and not metric.exclude_tools:
-        return list(enumerate(case.expected_tool_calls))
-    return [(i, e) for i, e in enumerate(case.expected_tool_calls) if metric.wanted(e.name)]
+    include, exclude = metric.include_tools, metric.exclude_tools
+    if include is None and not exclude:
+        return list(enumerate(expected))
+    return _by_name(enumerate(expected), include, exclude)
 
 
 def no_expectation(what: str = "expected_tool_calls") -> Score:
@@ -138,6 +211,6 @@ def expected_names(metric: ToolMetric, case: Case, override: list[str] | None) -
 
 
 def call_steps(case: Case) -> list[int]:
-    """For each tool call of the trace in order, the index of the step it belongs to."""
+    """For each tool call of the trace in order, the index of the step it belongs to (shared: never modify it)."""
     assert case.trace is not None
-    return [s for s, step in enumerate(case.trace.steps) for _ in step.tool_calls]
+    return case_views(case).steps

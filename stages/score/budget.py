@@ -9,19 +9,16 @@ from __future__ import annotations
 from pydantic import Field
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.score.base import Metric, ToolMetric, no_trace
+from tracejudge.stages.score.base import Metric, ToolMetric, make_score, no_trace
+from tracejudge.stages.score.views import case_views
 
 __all__ = ["MaxModelRequests", "MaxToolCalls"]
 
 
 def _within(count: int, budget: int, what: str, source: str = "") -> Score:
     ok = count <= budget
-    return Score(
-        value=1.0 if ok else 0.0,
-        passed=ok,
-        reason=f"{count} {what}{source}, budget={budget}" + ("" if ok else f" (over by {count - budget})"),
-        details={"count": count, "budget": budget},
-    )
+    reason = f"{count} {what}{source}, budget={budget}" if ok else f"{count} {what}{source}, budget={budget} (over by {count - budget})"
+    return make_score(1.0 if ok else 0.0, ok, reason, {"count": count, "budget": budget})
 
 
 @register_metric
@@ -44,7 +41,9 @@ class MaxToolCalls(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        return _within(len(self.actual_calls(case)), self.max_calls, "tool call(s)")
+        if self.include_tools is None and not self.exclude_tools and self.include_failed:
+            return _within(case_views(case).call_count, self.max_calls, "tool call(s)")  # every call counts: no list of pairs to build
+        return _within(len(self.counted_calls(case)), self.max_calls, "tool call(s)")
 
 
 @register_metric

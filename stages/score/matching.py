@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-__all__ = ["max_matching", "ordered_matching"]
+__all__ = ["match_table", "max_matching", "max_matching_of", "ordered_matching", "ordered_matching_of"]
 
 E = TypeVar("E")
 A = TypeVar("A")
@@ -27,8 +27,26 @@ def max_matching(expected: Sequence[E], actual: Sequence[A], compatible: Callabl
     calls pair in reading order and details read naturally. Pairs are sorted by
     expected index.
     """
-    adj = [[j for j, a in enumerate(actual) if compatible(e, a)] for e in expected]
-    owner: list[int] = [-1] * len(actual)
+    return max_matching_of(match_table(expected, actual, compatible), len(actual))
+
+
+def match_table(expected: Sequence[E], actual: Sequence[A], compatible: Callable[[E, A], bool], backwards: bool = False
+                ) -> list[list[int]]:
+    """For each expected item, the indices of the actual items compatible with it, increasing.
+
+    Each pair is tested once; the pairing and the reason then read the table instead of testing
+    pairs again. `backwards` tests the pairs from the last to the first (the order
+    `ordered_matching` fills its table in), so a `compatible` that raises raises for the same pair.
+    """
+    if not backwards:
+        return [[j for j, a in enumerate(actual) if compatible(e, a)] for e in expected]
+    rows = [[j for j in range(len(actual) - 1, -1, -1) if compatible(e, actual[j])] for e in reversed(expected)]
+    return [row[::-1] for row in reversed(rows)]
+
+
+def max_matching_of(adj: list[list[int]], n_actual: int) -> list[tuple[int, int]]:
+    """`max_matching` from a `match_table` over `n_actual` actual items."""
+    owner: list[int] = [-1] * n_actual
 
     def augment(i: int, seen: list[bool]) -> bool:
         # A free compatible call first, so uncontested calls pair in reading order.
@@ -46,9 +64,9 @@ def max_matching(expected: Sequence[E], actual: Sequence[A], compatible: Callabl
                 return True
         return False
 
-    for i in range(len(expected)):
+    for i in range(len(adj)):
         if adj[i]:
-            augment(i, [False] * len(actual))
+            augment(i, [False] * n_actual)
     return sorted((i, j) for j, i in enumerate(owner) if i != -1)
 
 
@@ -60,20 +78,26 @@ def ordered_matching(expected: Sequence[E], actual: Sequence[A], compatible: Cal
     Among longest alignments it prefers pairing each expected call with the
     earliest actual call.
     """
-    n, m = len(expected), len(actual)
+    return ordered_matching_of(match_table(expected, actual, compatible, backwards=True), len(actual))
+
+
+def ordered_matching_of(adj: list[list[int]], n_actual: int) -> list[tuple[int, int]]:
+    """`ordered_matching` from a `match_table` over `n_actual` actual items."""
+    n, m = len(adj), n_actual
+    ok = [set(row) for row in adj]
     # table[i][j] = LCS length of expected[i:] and actual[j:]
     table = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         row, below = table[i], table[i + 1]
         for j in range(m - 1, -1, -1):
-            if compatible(expected[i], actual[j]):
+            if j in ok[i]:
                 row[j] = below[j + 1] + 1
             else:
                 row[j] = max(below[j], row[j + 1])
     pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < n and j < m:
-        if compatible(expected[i], actual[j]) and table[i][j] == table[i + 1][j + 1] + 1:
+        if j in ok[i] and table[i][j] == table[i + 1][j + 1] + 1:
             pairs.append((i, j))
             i += 1
             j += 1

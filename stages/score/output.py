@@ -15,7 +15,7 @@ import regex
 from pydantic import Field, field_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.score.base import Metric, no_expectation, no_trace
+from tracejudge.stages.score.base import Metric, make_score, no_expectation, no_trace
 from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json, short_pair
 
 __all__ = ["Contains", "ExactMatch", "JsonSchema", "Regex"]
@@ -27,7 +27,7 @@ def _output(case: Case) -> str:
 
 
 def _pass(ok: bool, reason: str, details: dict[str, Any] | None = None) -> Score:
-    return Score(value=1.0 if ok else 0.0, passed=ok, reason=reason, details=details)
+    return make_score(1.0 if ok else 0.0, ok, reason, details)
 
 
 @register_metric

@@ -6,24 +6,26 @@ raises `MetricTimeout` inside the metric wherever Python code runs (a
 thread. `MetricTimeout` derives from `BaseException`, so a metric's own
 `except Exception` cannot swallow it. Where no alarm can be set (a thread
 other than the main one, a platform without `setitimer`) sync metrics run
-unbounded. Async metrics are cancelled with `anyio.move_on_after`. A C call
+unbounded. `score_case` watches a whole case with one alarm (`watch_case`), which
+still cuts each call at its own limit; `limit()` bounds one call. Async metrics are
+cancelled with `anyio.move_on_after`. A C call
 that never returns to Python is not interrupted by the alarm; a stop
 (Ctrl-C) still kills the worker computing it.
 """
 
 from __future__ import annotations
 
+import _signal
 import signal
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from tracejudge.core.records import Score
 
-__all__ = ["DEFAULT_S", "MetricTimeout", "Timer", "alarm", "limit", "set_default", "timeout_score"]
+__all__ = ["DEFAULT_S", "MetricTimeout", "Watch", "limit", "set_default", "timeout_score", "unwatch_case", "watch_case"]
 
 DEFAULT_S = 60.0
 """Seconds one metric call may take before it is cut (`run.metric_timeout_s`)."""
@@ -65,40 +67,56 @@ def limit() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _no_timer(*_: Any) -> None:
-    return None
+class Watch:
+    """The time limit of the metric calls of one case, with one alarm armed for the whole case.
 
-
-@dataclass(frozen=True, slots=True)
-class Timer:
-    """`start()` before one metric call, `stop()` after it (in a `finally`): the call's time limit."""
-
-    start: Callable[[], Any]
-    stop: Callable[[], Any]
-
-
-_UNBOUNDED = Timer(_no_timer, _no_timer)
-
-
-@contextmanager
-def alarm() -> Iterator[Timer]:
-    """The alarm's handler installed once for a run of metric calls (one case's), each call then bounded by `Timer`.
-
-    The same limit as `limit()` around each call, at the cost of two `setitimer` calls per
-    metric instead of installing and restoring the handler each time (`signal.signal` converts
-    enums in Python: with six metrics it cost more than some of the metrics). Without a limit,
-    off the main thread or without `setitimer` the timer does nothing.
+    Before each call `started[0] = time.monotonic()`, after it `started[0] = None`. The alarm is
+    armed once, `seconds()` from the start of the case; when it rings, its handler raises
+    `MetricTimeout` only if the call in progress has run `seconds()` itself, and otherwise arms
+    the alarm again for what is left of that call's time (or a full limit between calls). So each
+    call is cut at exactly the limit `limit()` would give it, at the cost of a clock read per call
+    instead of two `setitimer` calls: a case's six quick metrics arm the alarm once and ring never.
     """
+
+    __slots__ = ("previous", "s", "started")
+
+    def __init__(self, s: float, previous: Any) -> None:
+        self.s, self.previous = s, previous
+        self.started: list[float | None] = [None]
+
+    def ring(self, signum: int, frame: Any) -> None:
+        """The `SIGALRM` handler while the case is watched."""
+        started = self.started[0]
+        left = self.s if started is None else started + self.s - time.monotonic()
+        if left > 0:
+            _signal.setitimer(_signal.ITIMER_REAL, left)
+            return
+        self.started[0] = None
+        _signal.setitimer(_signal.ITIMER_REAL, self.s)  # the case's next calls stay watched
+        raise MetricTimeout
+
+
+def watch_case() -> Watch | None:
+    """Arm the time limit for one case's metric calls (`Watch`); None (nothing armed) without a limit,
+    off the main thread or without `setitimer`. Pair with `unwatch_case` in a `finally`."""
     s = _current["seconds"]
-    if s is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield _UNBOUNDED
-        return
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    try:
-        yield Timer(partial(signal.setitimer, signal.ITIMER_REAL, s), partial(signal.setitimer, signal.ITIMER_REAL, 0))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    if s is None or not _HAS_ITIMER or threading.current_thread() is not threading.main_thread():
+        return None
+    watch = Watch(s, None)
+    # `_signal.signal`: `signal.signal` converts the handlers to enums in Python, more than a metric costs.
+    watch.previous = _signal.signal(_signal.SIGALRM, watch.ring)
+    _signal.setitimer(_signal.ITIMER_REAL, s)
+    return watch
+
+
+def unwatch_case(watch: Watch | None) -> None:
+    """Disarm what `watch_case` armed and put the previous `SIGALRM` handler back."""
+    if watch is not None:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, watch.previous)
+
+
+_HAS_ITIMER = hasattr(signal, "setitimer")
 
 
 def timeout_score(key: str, limit_s: float | None) -> Score:

@@ -13,8 +13,9 @@ from pydantic import model_validator
 from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
-from tracejudge.stages.score.matching import max_matching, ordered_matching
-from tracejudge.stages.score.value_match import first_difference, match_arguments, match_top_level, render_call
+from tracejudge.stages.score.matching import match_table, max_matching_of, ordered_matching_of
+from tracejudge.stages.score.value_match import first_difference, match_arguments, match_top_level
+from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = ["ToolCalls"]
 
@@ -105,33 +106,35 @@ class ToolCalls(ToolMetric):
         expected = expected_calls(self, case)
         if expected is None:
             return no_expectation()
-        actual = self.actual_calls(case)
-        step_of = call_steps(case)
+        views = case_views(case)
+        actual = self.counted_calls(case, views)
 
         if not expected:
             unexpected = [i for i, _ in actual]
             details: dict[str, Any] = {"pairs": [], "missing": [], "unexpected": unexpected, "precision": 1.0 if not actual else 0.0, "recall": 1.0, "f1": 1.0 if not actual else 0.0}
             if not actual:
                 return self.verdict(1.0, "no call expected and none made", details)
-            listed = "; ".join(f"#{i} (step {step_of[i]}) {render_call(c.name, c.arguments)}" for i, c in actual[:5])
+            step_of = views.steps
+            listed = "; ".join(f"#{i} (step {step_of[i]}) {views.rendered(c)}" for i, c in actual[:5])
             return self.verdict(0.0, f"no call expected, but {len(actual)} made: {listed}", details)
 
+        # Each (expected, actual) pair is tested once; the pairing and the reason read the table.
+        in_order = self.order == "in_order"
+        adj = match_table([e for _, e in expected], [c for _, c in actual], self._compatible, backwards=in_order)
         if self.pairing == "reuse":
             pairs_local, paired_a = [], set()
-            for i, (_, e) in enumerate(expected):
-                hits = [j for j, (_, c) in enumerate(actual) if self._compatible(e, c)]
+            for i, hits in enumerate(adj):
                 if hits:
                     pairs_local.append((i, hits[0]))
                     paired_a.update(hits)
         else:
-            pair = ordered_matching if self.order == "in_order" else max_matching
-            pairs_local = pair([e for _, e in expected], [c for _, c in actual], self._compatible)
+            pairs_local = (ordered_matching_of if in_order else max_matching_of)(adj, len(actual))
             paired_a = {j for _, j in pairs_local}
         k = len(pairs_local)
         recall = k / len(expected)
         precision = len(paired_a) / len(actual) if actual else 0.0
         f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-        value = {"f1": f1, "recall": recall, "precision": precision}[self.score]
+        value = f1 if self.score == "f1" else recall if self.score == "recall" else precision
 
         paired_e = {i for i, _ in pairs_local}
         missing_local = [i for i in range(len(expected)) if i not in paired_e]
@@ -155,21 +158,24 @@ class ToolCalls(ToolMetric):
             f"matched {k}/{len(expected)} expected and {len(paired_a)}/{len(actual)} actual calls "
             f"(arguments={self.arguments}, {self.order}{reuse}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
         ]
-        # A call is often named in `missing`, `unexpected` and the divergence alike: render each once.
-        rendered: dict[int, str] = {}
+        if k == len(expected) == len(actual) and all(i == j for i, j in pairs_local):
+            return self.verdict(value, parts[0], details)  # every call paired in place: nothing to point at
+        # A call is often named in `missing`, `unexpected` and the divergence alike: each is rendered
+        # once a case (`views.rendered`), and each argument difference once a pair.
+        differences: dict[tuple[int, int], str | None] = {}
+        step_of = views.steps
 
-        def show(call: ExpectedToolCall | ToolCall) -> str:
-            text = rendered.get(id(call))
-            if text is None:
-                text = rendered[id(call)] = render_call(call.name, call.arguments)
-            return text
+        def difference(i: int, j: int) -> str | None:
+            if (i, j) not in differences:
+                differences[(i, j)] = self._difference(expected[i][1], actual[j][1])
+            return differences[(i, j)]
 
         if missing_local:
             items = []
             for i in missing_local[:5]:
                 idx, exp = expected[i]
-                text = f"[{idx}] {show(exp)}"
-                near = self._nearest(exp, [actual[j] for j in unexpected_local])
+                text = f"[{idx}] {views.rendered(exp)}"
+                near = self._nearest(i, exp, [(j, actual[j]) for j in unexpected_local], difference)
                 if near is not None:
                     j, diff = near
                     text += f" (closest: call #{j}, step {step_of[j]}: {diff})"
@@ -177,21 +183,22 @@ class ToolCalls(ToolMetric):
             more = f" … and {len(missing_local) - 5} more" if len(missing_local) > 5 else ""
             parts.append("missing: " + "; ".join(items) + more)
         if unexpected_local:
-            items = [f"#{actual[j][0]} (step {step_of[actual[j][0]]}) {show(actual[j][1])}" for j in unexpected_local[:5]]
+            items = [f"#{actual[j][0]} (step {step_of[actual[j][0]]}) {views.rendered(actual[j][1])}" for j in unexpected_local[:5]]
             more = f" … and {len(unexpected_local) - 5} more" if len(unexpected_local) > 5 else ""
             parts.append("unexpected: " + "; ".join(items) + more)
-        if k < max(len(expected), len(actual)) or any(i != j for i, j in pairs_local):
-            div = self._ordered_divergence(expected, actual, step_of, show)
-            if div:
-                parts.append(div)
+        div = self._ordered_divergence(expected, actual, adj, step_of, views, difference)
+        if div:
+            parts.append(div)
         return self.verdict(value, "; ".join(parts), details)
 
-    def _nearest(self, exp: ExpectedToolCall, candidates: list[tuple[int, ToolCall]]) -> tuple[int, str] | None:
-        for idx, call in candidates:
+    def _nearest(self, i: int, exp: ExpectedToolCall, candidates: list[tuple[int, tuple[int, ToolCall]]],
+                 difference: Callable[[int, int], str | None]) -> tuple[int, str] | None:
+        """The first unexpected call of the same tool and how its arguments differ from expected call `i`'s."""
+        for j, (idx, call) in candidates:
             if call.name == exp.name and self.arguments != "ignore":
                 if call.arguments_missing and exp.arguments is not None:
                     return idx, "arguments not recorded"
-                diff = self._difference(exp, call)
+                diff = difference(i, j)
                 if diff:
                     return idx, diff
         return None
@@ -201,19 +208,19 @@ class ToolCalls(ToolMetric):
             return first_difference(exp.arguments, call.arguments, "subset", nested_mode="exact")
         return first_difference(exp.arguments, call.arguments, "exact" if self.arguments == "exact" else "subset")
 
-    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], step_of: list[int],
-                            show: Callable[[ExpectedToolCall | ToolCall], str]) -> str | None:
+    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], adj: list[list[int]],
+                            step_of: list[int], views: CaseViews, difference: Callable[[int, int], str | None]) -> str | None:
         """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
         for pos, ((ei, e), (ai, a)) in enumerate(zip(expected, actual)):
-            if not self._compatible(e, a):
-                what = f"expected [{ei}] {show(e)}, got {show(a)}"
+            if pos not in adj[pos]:
+                what = f"expected [{ei}] {views.rendered(e)}, got {views.rendered(a)}"
                 if e.name == a.name:
-                    what += f" ({'arguments not recorded' if a.arguments_missing else self._difference(e, a)})"
+                    what += f" ({'arguments not recorded' if a.arguments_missing else difference(pos, pos)})"
                 return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
         if len(actual) < len(expected):
             ei, e = expected[len(actual)]
-            return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {show(e)}"
+            return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {views.rendered(e)}"
         if len(actual) > len(expected):
             ai, a = actual[len(expected)]
-            return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {show(a)}"
+            return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {views.rendered(a)}"
         return None

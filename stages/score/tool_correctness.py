@@ -5,16 +5,14 @@ Source: pydantic-evals `ToolCorrectness` (pydantic_evals/evaluators/agentic.py).
 
 from __future__ import annotations
 
-from collections import Counter
-
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from tracejudge.stages.score.base import ToolMetric, expected_calls, make_score, no_expectation, no_trace
 
 __all__ = ["ToolCorrectness"]
 
 
-def _describe(counts: Counter[str]) -> str:
+def _describe(counts: dict[str, int]) -> str:
     return ", ".join(f"{name!r} (x{n})" for name, n in sorted(counts.items()))
 
 
@@ -49,17 +47,25 @@ class ToolCorrectness(ToolMetric):
             if exp is None:
                 return no_expectation()
             names = [e.name for _, e in exp]
-        expected = Counter(names)
-        actual = Counter(c.name for _, c in self.actual_calls(case))
-        missing = expected - actual
-        extra = actual - expected
+        expected = _count(names)
+        actual = _count([c.name for _, c in self.counted_calls(case)])
+        # As `Counter` subtraction orders them: missing in the expected names' order, extra in the calls'.
+        missing = {n: c - actual.get(n, 0) for n, c in expected.items() if c > actual.get(n, 0)}
+        extra = {n: c - expected.get(n, 0) for n, c in actual.items() if c > expected.get(n, 0)}
         problems = []
         if missing:
             problems.append(f"missing tools: {_describe(missing)}")
         if extra and not self.allow_extra:
             problems.append(f"unexpected tools: {_describe(extra)}")
-        details = {"missing": dict(missing), "unexpected": dict(extra)}
+        details = {"missing": missing, "unexpected": extra}
         if problems:
-            return Score(value=0.0, passed=False, reason="; ".join(problems), details=details)
+            return make_score(0.0, False, "; ".join(problems), details)
         note = f" (extra allowed: {_describe(extra)})" if extra else ""
-        return Score(value=1.0, passed=True, reason=f"called the expected tools {sorted(expected.elements())}{note}", details=details)
+        return make_score(1.0, True, f"called the expected tools {sorted(names)}{note}", details)
+
+
+def _count(names: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return counts

@@ -11,8 +11,8 @@ from typing import Literal
 
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
-from tracejudge.stages.score.value_match import render_call
+from tracejudge.stages.score.base import ToolMetric, expected_names, no_expectation, no_trace
+from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = ["TrajectoryMatch", "lcs_length"]
 
@@ -25,12 +25,20 @@ def lcs_length(a: list[str], b: list[str]) -> int:
     suffix — so equal or nearly equal trajectories cost almost nothing.
     """
     lo = 0
-    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
+    for x, y in zip(a, b):
+        if x != y:
+            break
         lo += 1
+    if lo == len(a) or lo == len(b):
+        return lo
+    a, b = a[lo:], b[lo:]
     hi = 0
-    while hi < len(a) - lo and hi < len(b) - lo and a[-1 - hi] == b[-1 - hi]:
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y:
+            break
         hi += 1
-    a, b = a[lo : len(a) - hi], b[lo : len(b) - hi]
+    if hi:
+        a, b = a[: len(a) - hi], b[: len(b) - hi]
     if not a or not b:
         return lo + hi
     masks: dict[str, int] = {}
@@ -84,13 +92,14 @@ class TrajectoryMatch(ToolMetric):
         expected = expected_names(self, case, self.expected_trajectory)
         if expected is None:
             return no_expectation()
-        calls = self.actual_calls(case)
+        views = case_views(case)
+        calls = self.counted_calls(case, views)
         actual = [c.name for _, c in calls]
 
         if self.order == "exact":
             if actual == expected:
                 return self.verdict(1.0, f"trajectory equals expected: {actual}")
-            where = self._divergence(expected, actual, calls, case)
+            where = self._divergence(expected, actual, calls, views)
             return self.verdict(0.0, f"trajectory {actual} does not equal expected {expected}; {where}")
         if not actual and not expected:
             return self.verdict(1.0, "both actual and expected trajectories are empty")
@@ -104,29 +113,28 @@ class TrajectoryMatch(ToolMetric):
         else:
             k = lcs_length(actual, expected)
             label = "LCS"
-        precision = k / len(actual)
-        recall = k / len(expected)
+        n_actual, n_expected = len(actual), len(expected)
+        precision = k / n_actual
+        recall = k / n_expected
         f1 = _f1(precision, recall)
-        longest = max(len(actual), len(expected))
-        value = {"f1": f1, "precision": precision, "recall": recall, "min": k / longest}[self.score]
-        reason = (
-            f"{label}={k}, precision={k}/{len(actual)}={precision:.3f}, recall={k}/{len(expected)}={recall:.3f}, "
-            f"F1={f1:.3f}"
-            + (f", min={k}/{longest}={k / longest:.3f}" if self.score == "min" else "")
-            + f"; score={self.score}={value:.3f} (expected: {expected}, actual: {actual})"
-        )
+        longest = max(n_actual, n_expected)
+        score = self.score
+        value = f1 if score == "f1" else precision if score == "precision" else recall if score == "recall" else k / longest
+        least = f", min={k}/{longest}={k / longest:.3f}" if score == "min" else ""
+        reason = (f"{label}={k}, precision={k}/{n_actual}={precision:.3f}, recall={k}/{n_expected}={recall:.3f}, "
+                  f"F1={f1:.3f}{least}; score={score}={value:.3f} (expected: {expected}, actual: {actual})")
         if self.order == "in_order" and k < longest:
-            reason += "; " + self._divergence(expected, actual, calls, case)
+            reason += "; " + self._divergence(expected, actual, calls, views)
         return self.verdict(value, reason, {"k": k, "precision": precision, "recall": recall, "f1": f1})
 
     @staticmethod
-    def _divergence(expected: list[str], actual: list[str], calls: list[tuple[int, ToolCall]], case: Case) -> str:
+    def _divergence(expected: list[str], actual: list[str], calls: list[tuple[int, ToolCall]], views: CaseViews) -> str:
         """First position where the two name sequences differ, with the call's step and arguments."""
-        steps = call_steps(case)
+        steps = views.steps
 
         def where(pos: int) -> str:
             idx, call = calls[pos]
-            return f"call #{pos + 1} (trace call {idx}, step {steps[idx]}) {render_call(call.name, call.arguments)}"
+            return f"call #{pos + 1} (trace call {idx}, step {steps[idx]}) {views.rendered(call)}"
 
         for pos, (e, a) in enumerate(zip(expected, actual)):
             if e != a:

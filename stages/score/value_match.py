@@ -28,10 +28,16 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import regex
 from tracejudge.core.records import decode_arguments
+
+try:
+    from json.encoder import c_make_encoder as _c_make_encoder
+except ImportError:  # pragma: no cover - a Python built without the _json accelerator
+    _c_make_encoder = None
 
 __all__ = [
     "ABSENT",
@@ -72,7 +78,7 @@ def _matcher_key(value: dict[str, Any]) -> str | None:
     order. Anything else — `{"$regex": "x", "flags": 1}`, an unknown
     `$where` — is a plain mapping compared key by key.
     """
-    if not value or len(value) > 2:
+    if not value or len(value) > 2 or _MATCHER_KEYS.isdisjoint(value):
         return None
     found = [k for k in value if k in _MATCHER_KEYS]
     if len(found) != 1:
@@ -112,6 +118,21 @@ def _is_number(v: Any) -> bool:
 
 def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
     """Does `actual` satisfy `expected` (a plain value or a matcher)? `actual` may be `ABSENT`."""
+    # The common plain types first, by exact type: each gives what the general rules below give it.
+    te = type(expected)
+    if te is str:
+        return type(actual) is str and expected == actual
+    if te is int or te is float:
+        ta = type(actual)
+        if ta is int or ta is float:
+            return expected == actual
+    elif te is list and type(actual) is list:
+        if len(expected) != len(actual):
+            return False
+        for e, a in zip(expected, actual):
+            if not match_value(e, a, mode):
+                return False
+        return True
     if isinstance(expected, dict):
         key = _matcher_key(expected)
         if key is not None:
@@ -167,17 +188,14 @@ def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | st
     """
     if expected is None:
         return True
-    actual = _decoded(actual)
-    if not isinstance(actual, dict):
-        return False
+    if type(actual) is not dict:
+        actual = _decoded(actual)
+        if not isinstance(actual, dict):
+            return False
     for key, exp in expected.items():
         if not match_value(exp, actual.get(key, ABSENT), mode):
             return False
-    if mode == "exact":
-        for key in actual:
-            if key not in expected:
-                return False
-    return True
+    return mode != "exact" or actual.keys() <= expected.keys()
 
 
 def match_top_level(expected: dict[str, Any], actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
@@ -233,11 +251,30 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
     return None
 
 
+def _dumps(value: Any, sort_keys: bool = False) -> str:
+    """`json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)`.
+
+    The same C encoder `json.dumps` ends in, called directly: `json.dumps` with these arguments
+    builds a `JSONEncoder` and then the C encoder for every value, which cost more than the
+    encoding of the small argument mappings reasons show.
+    """
+    return "".join(_c_make_encoder({}, str, encode_basestring, None, ":", ",", sort_keys, False, True)(value, 0))
+
+
+def _dumps_py(value: Any, sort_keys: bool = False) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+
+
+_SAMPLE = {"b": [1, 2.5, -0.0, True, None, "é\n\"", 1e300, float("nan")], "a": {"z": object}, "": "\u2028"}
+if _c_make_encoder is None or any(_dumps(v, k) != _dumps_py(v, k) for v in (_SAMPLE, "é", 3) for k in (False, True)):
+    _dumps = _dumps_py  # noqa: F811  (another Python's C encoder: take the documented path)
+
+
 def short_json(value: Any, limit: int = 60) -> str:
     """Compact JSON of `value` cut to `limit` characters, for reasons."""
     if value is ABSENT:
         return "<absent>"
-    text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    text = _dumps(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -251,7 +288,7 @@ def short_pair(expected: Any, got: Any, limit: int = 60) -> tuple[str, str]:
     """
     if expected is ABSENT or got is ABSENT:
         return short_json(expected, limit), short_json(got, limit)
-    a, b = (json.dumps(v, default=str, ensure_ascii=False, separators=(",", ":")) for v in (expected, got))
+    a, b = _dumps(expected), _dumps(got)
     if len(a) <= limit and len(b) <= limit:
         return a, b
     i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
@@ -269,7 +306,7 @@ def render_call(name: str, arguments: Any, limit: int = 120) -> str:
     """`name({"k":"v"})`, shortened to `limit` characters, for reasons."""
     if arguments is None:
         return f"{name}(…)"
-    text = json.dumps(arguments, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    text = _dumps(arguments, sort_keys=True)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return f"{name}({text})"

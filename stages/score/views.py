@@ -1,0 +1,104 @@
+"""Per-case views several metrics read (the trace's calls, their steps, the calls a filter keeps), computed once a case.
+
+`score_case` opens a scope for the case it scores (`open_scope`); inside it every metric's
+`case_views(case)` returns the same `CaseViews`, so six metrics on one case flatten the trace's
+calls once, not six times, and render a call shown by two reasons once. Outside a scope (a metric
+called on its own) each call gets fresh views: same values, nothing shared. The views hold the
+case itself and are recognised by identity, never by `id()` alone (a freed case's id can come
+back), and the scope ends with the case, so a case changed between two scorings is never read stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tracejudge.core.records import Case, ToolCall
+from tracejudge.stages.score.value_match import render_call
+
+__all__ = ["CaseViews", "case_views", "close_scope", "open_scope"]
+
+
+class CaseViews:
+    """What metrics derive from one case, each part computed on first use.
+
+    `calls`: every tool call of the trace in order (`Trace.tool_calls()`); `steps`: for each of
+    them, the index of its step; `selected(key, keep)`: `(index, call)` pairs of the calls a
+    filter keeps, computed once per filter `key`; `rendered(call)`: one call's text for
+    reasons (`render_call`), computed once per call. The lists are shared: read them, never modify them.
+    """
+
+    __slots__ = ("_calls", "_rendered", "_selected", "_steps", "case")
+
+    def __init__(self, case: Case) -> None:
+        self.case = case
+        self._calls: list[ToolCall] | None = None
+        self._steps: list[int] | None = None
+        self._selected: dict[Any, list[tuple[int, ToolCall]]] = {}
+        self._rendered: dict[int, tuple[Any, str]] = {}
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """Every tool call of the trace, in order, failed ones included."""
+        if self._calls is None:
+            assert self.case.trace is not None
+            self._calls = [call for step in self.case.trace.steps for call in step.tool_calls]
+        return self._calls
+
+    @property
+    def steps(self) -> list[int]:
+        """For each call of `calls`, the index of the step it belongs to (only reasons need it: computed apart)."""
+        if self._steps is None:
+            assert self.case.trace is not None
+            self._steps = [s for s, step in enumerate(self.case.trace.steps) for _ in step.tool_calls]
+        return self._steps
+
+    @property
+    def call_count(self) -> int:
+        """`len(calls)`, without building the list when no metric of the case needed it yet."""
+        if self._calls is not None:
+            return len(self._calls)
+        assert self.case.trace is not None
+        return sum([len(step.tool_calls) for step in self.case.trace.steps])
+
+    def selected(self, key: Any, keep: Callable[[list[ToolCall]], list[tuple[int, ToolCall]]]) -> list[tuple[int, ToolCall]]:
+        """`keep(calls)` computed once per hashable filter `key` (the filter's parameters)."""
+        got = self._selected.get(key)
+        if got is None:
+            got = self._selected[key] = keep(self.calls)
+        return got
+
+    def rendered(self, call: Any) -> str:
+        """`render_call(call.name, call.arguments)` of a call or expected call, computed once per call object
+        (the call is held, so its id stays its own)."""
+        got = self._rendered.get(id(call))
+        if got is None:
+            got = self._rendered[id(call)] = (call, render_call(call.name, call.arguments))
+        return got[1]
+
+
+_scope: list[CaseViews | None] = [None]
+
+
+def case_views(case: Case) -> CaseViews:
+    """The views of `case`: the scope's when `case` is the case being scored, else fresh ones."""
+    views = _scope[0]
+    if views is not None and views.case is case:
+        return views
+    return CaseViews(case)
+
+
+def open_scope(case: Case) -> CaseViews:
+    """Share one `CaseViews` among the metrics scoring `case` until `close_scope` (in a `finally`).
+
+    A thread scoring another case meanwhile replaces the scope; each metric checks the case by
+    identity and at worst computes its own views: sharing is lost, never mixed up.
+    """
+    views = _scope[0] = CaseViews(case)
+    return views
+
+
+def close_scope(views: CaseViews) -> None:
+    """End the scope `open_scope` returned (no later call shares these views)."""
+    if _scope[0] is views:
+        _scope[0] = None
