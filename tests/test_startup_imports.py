@@ -127,6 +127,12 @@ def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path
     assert _loaded(two, ["tracejudge.stages.extract.otel", "tracejudge.stages.extract.mlflow_server", "tracejudge.stages.score.tool_calls"]) == []
 
 
+def test_the_config_models_alone_need_neither_yaml_nor_a_stage(tmp_path: Path) -> None:
+    # What a worker process unpickling a job's dataset config, or a report rebuilt from a manifest, imports.
+    snaps = _modules_after("import tracejudge.core.config\nsnap('models')\n", tmp_path)
+    assert _loaded(snaps["models"], ["yaml", "rich", "anyio", "numpy", "tracejudge.stages", "tracejudge.engine"]) == []
+
+
 def _import_every_stage_module() -> None:
     for package in ("tracejudge.stages.extract", "tracejudge.stages.score", "tracejudge.stages.judge"):
         pkg = importlib.import_module(package)
