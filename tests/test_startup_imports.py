@@ -133,6 +133,13 @@ def test_the_config_models_alone_need_neither_yaml_nor_a_stage(tmp_path: Path) -
     assert _loaded(snaps["models"], ["yaml", "rich", "anyio", "numpy", "tracejudge.stages", "tracejudge.engine"]) == []
 
 
+def test_the_judge_stage_imports_no_retry_or_tokenizer_library_before_it_needs_one(tmp_path: Path) -> None:
+    # A re-run the judge cache answers whole sends nothing (so retries nothing) and counts no tokens.
+    snaps = _modules_after("import tracejudge.stages.judge.stage\nsnap('judge')\n", tmp_path)
+    assert "tracejudge.stages.judge.client" in snaps["judge"]
+    assert _loaded(snaps["judge"], ["tenacity", "tiktoken", "aiohttp", "structlog"]) == []
+
+
 def _import_every_stage_module() -> None:
     for package in ("tracejudge.stages.extract", "tracejudge.stages.score", "tracejudge.stages.judge"):
         pkg = importlib.import_module(package)
