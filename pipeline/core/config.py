@@ -18,15 +18,17 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from tracejudge.core import registry, suggest
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
 from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
+
+if TYPE_CHECKING:  # PyYAML is imported by the functions that read YAML: the models alone (a worker process, a report) need it not
+    import yaml
 
 __all__ = [
     "BudgetConfig",
@@ -476,6 +478,8 @@ class RunConfig(_Strict):
 
 def _line_index(root: yaml.Node | None) -> dict[tuple[str, ...], int]:
     """Map every key path of a composed YAML document to its 1-based line."""
+    import yaml
+
     index: dict[tuple[str, ...], int] = {}
 
     def walk(node: Any, path: tuple[str, ...], inside: frozenset[int]) -> None:
@@ -561,6 +565,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
     option stands for, e.g. `--shard 3/2`), for error messages. Raises `ConfigError` for an
     override without `=` or one that walks into a non-mapping.
     """
+    import yaml
+
     touched: dict[tuple[str, ...], str] = {}
     for item in overrides:
         if "=" not in item:
@@ -606,6 +612,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
             unknown format or metric type, missing dataset files. The message
             names file, line, key path and what was expected.
     """
+    import yaml
+
     cfg_path = Path(path)
     source = str(path)
     try:
@@ -662,6 +670,8 @@ def _expanded_size(root: yaml.Node | None) -> int:
     expansion. A node inside its own alias (`&a {y: *a}`) counts once here;
     `load_config` refuses it as recursive afterwards.
     """
+    import yaml
+
     if root is None:
         return 0
     size: dict[int, int] = {}

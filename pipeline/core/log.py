@@ -24,8 +24,6 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from tracejudge.llm.redact import redact
-
 __all__ = ["configure", "get_logger", "reset"]
 
 ROOT = "tracejudge"
@@ -33,6 +31,8 @@ ROOT = "tracejudge"
 
 def _redact_event(_logger: object, _name: str, event: dict[str, Any]) -> dict[str, Any]:
     # Log fields may carry provider text (an error body echoing headers): no credential reaches a log line.
+    from tracejudge.llm.redact import redact  # here: a process that never logs does not compile its patterns
+
     return {k: redact(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
@@ -49,11 +49,20 @@ def get_logger(name: str = ROOT) -> Any:
 
     `name` should be `tracejudge` or start with `tracejudge.` (the CLI's
     handler sits on `tracejudge`). Fields bound with `.bind(...)` are kept.
-    structlog itself is imported at the first call on the logger: modules
-    make their loggers at import, and a worker process that never logs
+    structlog itself is imported at the first call on the logger that its
+    level lets through: modules make their loggers at import, and a process
+    that never logs (a worker, a run at the CLI's default level `warning`)
     does not pay for structlog (and the `rich` it imports).
     """
     return _Deferred(name)
+
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING, "error": logging.ERROR,
+           "exception": logging.ERROR, "critical": logging.CRITICAL, "fatal": logging.CRITICAL}
+
+
+def _dropped(*_args: Any, **_kwargs: Any) -> None:
+    """A log call below the logger's level: what stdlib logging would do with it after structlog's processors (nothing)."""
 
 
 class _Deferred:
@@ -68,6 +77,9 @@ class _Deferred:
     def __getattr__(self, attr: str) -> Any:
         real = self._real
         if real is None:
+            level = _LEVELS.get(attr)
+            if level is not None and not logging.getLogger(self._name).isEnabledFor(level):
+                return _dropped
             import structlog
 
             real = self._real = structlog.wrap_logger(logging.getLogger(self._name), processors=[_redact_event, _to_stdlib],
@@ -76,11 +88,24 @@ class _Deferred:
 
 
 class _Formatter(logging.Formatter):
-    """Renders a record as structlog would: JSON, or coloured key=value on a terminal."""
+    """Renders a record as structlog would: JSON, or coloured key=value on a terminal (`colors`).
 
-    def __init__(self, renderer: Any) -> None:
+    structlog's renderer is made at the first record: a run that logs nothing
+    does not import structlog, nor the rich tracebacks its console renderer loads.
+    """
+
+    def __init__(self, colors: bool) -> None:
         super().__init__()
-        self.renderer = renderer
+        self.colors = colors
+        self._renderer: Any = None
+
+    @property
+    def renderer(self) -> Any:
+        if self._renderer is None:
+            import structlog
+
+            self._renderer = structlog.dev.ConsoleRenderer(colors=True) if self.colors else structlog.processors.JSONRenderer()
+        return self._renderer
 
     def format(self, record: logging.LogRecord) -> str:
         event: dict[str, Any] = {"event": getattr(record, "tracejudge_event", record.getMessage()), **getattr(record, "tracejudge", {})}
@@ -120,13 +145,11 @@ def configure(level: str = "info") -> None:
     Replaces the handler an earlier call attached, so calling it again (tests
     running the CLI in-process) never doubles lines or writes to a closed stream.
     """
-    import structlog
-
-    renderer = structlog.dev.ConsoleRenderer(colors=True) if sys.stderr.isatty() else structlog.processors.JSONRenderer()
+    colors = sys.stderr.isatty()
     reset()
     root = logging.getLogger(ROOT)
     handler = _StderrHandler()
-    handler.setFormatter(_Formatter(renderer))
+    handler.setFormatter(_Formatter(colors))
     root.addHandler(handler)
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     root.propagate = False  # the CLI owns the process: no second copy through the root logger

@@ -1,12 +1,15 @@
 """Name → implementation tables for input formats and metrics.
 
 The runner wires stages by the names a config gives; it never imports a
-metric or adapter directly. Stages register themselves here when their
-package is imported; the tables import `tracejudge.stages.extract` / `tracejudge.stages.score`
-lazily on first use, so the core does not depend on the stages at import time.
-Names this module cannot resolve itself (a user adapter `module:function`) go to
-the resolvers the stages registered (`register_format_resolver`): the registry
-never imports a stage module by name, so no stage module imports it back in a circle.
+metric or adapter directly. Each built-in name is listed below with the module
+that defines it (`FORMAT_MODULES`, `METRIC_CLASSES`), and a module registers
+what it defines when it is imported; a look-up imports only the module of the
+name asked for, so a run reading one native file does not import the MLflow,
+Phoenix or Langfuse adapters, nor the judge's metrics. Names alone (`tracejudge
+list`, "did you mean", the error listing known formats) come from the tables
+without importing anything. A test checks the tables against what the modules
+register. Names not in the tables (a user adapter `module:function`) go to the
+resolvers the stages registered (`register_format_resolver`).
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core import suggest
@@ -24,7 +27,9 @@ from tracejudge.core import suggest
 __all__ = [
     "Format",
     "NoOptions",
+    "FORMAT_MODULES",
     "FormatError",
+    "METRIC_CLASSES",
     "SpecError",
     "add_search_dir",
     "build_metric",
@@ -32,6 +37,7 @@ __all__ = [
     "formats",
     "import_metric",
     "import_user_module",
+    "lazy_getattr",
     "metric_types",
     "register_format",
     "register_format_resolver",
@@ -95,9 +101,91 @@ class SpecError(Exception):
         self.msg = msg
 
 
+# Built-in format name → the module whose import registers it (`register_format`).
+FORMAT_MODULES: dict[str, str] = {
+    "anthropic-messages": "tracejudge.stages.extract.anthropic_messages",
+    "bfcl": "tracejudge.stages.extract.bfcl",
+    "json-path": "tracejudge.stages.extract.json_path",
+    "langfuse": "tracejudge.stages.extract.langfuse_api",
+    "mlflow": "tracejudge.stages.extract.mlflow_trace",
+    "mlflow-server": "tracejudge.stages.extract.mlflow_server",
+    "multivon": "tracejudge.stages.extract.multivon",
+    "native": "tracejudge.stages.extract.native",
+    "openai-agents": "tracejudge.stages.extract.openai_agents",
+    "openai-messages": "tracejudge.stages.extract.openai_messages",
+    "otel": "tracejudge.stages.extract.otel",
+    "phoenix": "tracejudge.stages.extract.phoenix",
+    "smolagents": "tracejudge.stages.extract.smolagents_memory",
+    "tau-bench": "tracejudge.stages.extract.tau_bench",
+    "tau-bench-tasks": "tracejudge.stages.extract.tau_bench_tasks",
+    "tau2-bench": "tracejudge.stages.extract.tau2_bench",
+}
+
+_SCORE, _JUDGE = "tracejudge.stages.score", "tracejudge.stages.judge.metrics"
+# Built-in metric type → `module:Class` (the class registers itself with `@register_metric`).
+METRIC_CLASSES: dict[str, str] = {
+    "AgentMemoryEval": f"{_JUDGE}:AgentMemoryEval",
+    "ArgumentCorrectness": f"{_SCORE}.arguments:ArgumentCorrectness",
+    "Contains": f"{_SCORE}.output:Contains",
+    "ContextRelevance": f"{_JUDGE}:ContextRelevance",
+    "Cost": f"{_SCORE}.usage:Cost",
+    "DeepEvalToolCorrectness": f"{_SCORE}.deepeval_tool_correctness:DeepEvalToolCorrectness",
+    "ExactMatch": f"{_SCORE}.output:ExactMatch",
+    "Faithfulness": f"{_JUDGE}:Faithfulness",
+    "JsonSchema": f"{_SCORE}.output:JsonSchema",
+    "Latency": f"{_SCORE}.usage:Latency",
+    "MaxModelRequests": f"{_SCORE}.budget:MaxModelRequests",
+    "MaxToolCalls": f"{_SCORE}.budget:MaxToolCalls",
+    "PassAtK": f"{_SCORE}.pass_at_k:PassAtK",
+    "PlanQuality": f"{_JUDGE}:PlanQuality",
+    "Regex": f"{_SCORE}.output:Regex",
+    "RetrievalMRR": f"{_SCORE}.retrieval:RetrievalMRR",
+    "RetrievalPrecision": f"{_SCORE}.retrieval:RetrievalPrecision",
+    "RetrievalRecall": f"{_SCORE}.retrieval:RetrievalRecall",
+    "Rubric": f"{_JUDGE}:Rubric",
+    "StepFaithfulness": f"{_JUDGE}:StepFaithfulness",
+    "TaskCompletion": f"{_JUDGE}:TaskCompletion",
+    "TokenUsage": f"{_SCORE}.usage:TokenUsage",
+    "ToolArgumentAccuracy": f"{_JUDGE}:ToolArgumentAccuracy",
+    "ToolCallAccuracy": f"{_SCORE}.tool_call_accuracy:ToolCallAccuracy",
+    "ToolCallNecessity": f"{_JUDGE}:ToolCallNecessity",
+    "ToolCalls": f"{_SCORE}.tool_calls:ToolCalls",
+    "ToolCorrectness": f"{_SCORE}.tool_correctness:ToolCorrectness",
+    "TrajectoryEfficiency": f"{_JUDGE}:TrajectoryEfficiency",
+    "TrajectoryMatch": f"{_SCORE}.trajectory:TrajectoryMatch",
+}
+
 _FORMATS: dict[str, Format] = {}
 _METRICS: dict[str, type[BaseModel]] = {}
 _FORMAT_RESOLVERS: list[Callable[[str], Format | None]] = []
+
+_V = TypeVar("_V")
+
+
+class _Table(Mapping[str, _V], Generic[_V]):
+    """A read-only view of registered items: every built-in name (from `modules`) and whatever else was registered.
+
+    Iterating, `len` and `in` import nothing; getting a built-in name's value
+    imports the module named for it first. Raises `KeyError` for an unknown name.
+    """
+
+    def __init__(self, registered: dict[str, _V], modules: dict[str, str]) -> None:
+        self._registered = registered
+        self._modules = modules
+
+    def __getitem__(self, name: str) -> _V:
+        if name not in self._registered and name in self._modules:
+            importlib.import_module(self._modules[name].partition(":")[0])
+        return self._registered[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules or name in self._registered
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._modules, *self._registered]))
+
+    def __len__(self) -> int:
+        return len(self._modules.keys() | self._registered.keys())
 
 
 def register_format(fmt: Format) -> Format:
@@ -122,14 +210,13 @@ def register_metric(cls: type[BaseModel]) -> type[BaseModel]:
     return cls
 
 
-def _ensure(package: str) -> None:
-    importlib.import_module(package)
+def formats() -> Mapping[str, Format]:
+    """Every input format by name: the built-in ones and any registered since (a user adapter once used).
 
-
-def formats() -> dict[str, Format]:
-    """All registered input formats by name."""
-    _ensure("tracejudge.stages.extract")
-    return dict(_FORMATS)
+    A mapping that imports a format's module only when that format is looked up
+    (see `_Table`); names alone cost nothing.
+    """
+    return _Table(_FORMATS, FORMAT_MODULES)
 
 
 def format_for(name: str) -> Format:
@@ -142,6 +229,7 @@ def format_for(name: str) -> Format:
     table = formats()
     if name in table:
         return table[name]
+    importlib.import_module("tracejudge.stages.extract")  # registers the resolver of user adapters
     for resolve in _FORMAT_RESOLVERS:
         found = resolve(name)
         if found is not None:
@@ -149,11 +237,13 @@ def format_for(name: str) -> Format:
     raise KeyError(name)
 
 
-def metric_types() -> dict[str, type[BaseModel]]:
-    """All registered metric classes by their config `type` name."""
-    _ensure("tracejudge.stages.score")
-    _ensure("tracejudge.stages.judge")
-    return dict(_METRICS)
+def metric_types() -> Mapping[str, type[BaseModel]]:
+    """Every metric class by its config `type` name: the built-in ones and any registered since.
+
+    A mapping that imports a metric's module only when that metric is looked
+    up (see `_Table`); names alone cost nothing.
+    """
+    return _Table(_METRICS, METRIC_CLASSES)
 
 
 def import_metric(path: str) -> type[BaseModel]:
@@ -197,6 +287,27 @@ def import_metric(path: str) -> type[BaseModel]:
         ("type",),
         f"custom metric {path!r} is {what}, not a metric; decorate the function with @tracejudge.metric or subclass tracejudge.Metric",
     )
+
+
+def lazy_getattr(namespace: dict[str, Any], table: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module's `__getattr__` (PEP 562) importing each name of `table` on first use.
+
+    `table` maps an exported name to `module:attribute` (or to a module
+    holding an attribute of the same name); `namespace` is the module's
+    `globals()`, where the value is stored so later look-ups skip the
+    function. Other names raise `AttributeError`, as for any module.
+    """
+
+    def __getattr__(name: str) -> Any:
+        path = table.get(name)
+        if path is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        module, _, attr = path.partition(":")
+        value = getattr(importlib.import_module(module), attr or name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
 
 
 def add_search_dir(folder: os.PathLike[str] | str) -> None:

@@ -24,10 +24,8 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
-import structlog
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
     from tracejudge.engine.live import LiveStatus
 
 __all__ = ["STALL_S", "LogProgress", "ProgressState", "RichProgress", "make_progress"]
@@ -238,6 +236,8 @@ class LogProgress:
         self.state = ProgressState(total)
         self.every_s = every_s
         self._last = time.monotonic()
+        import structlog  # here: a run without progress lines (--no-progress, a terminal's bar) does not import it
+
         self._log = structlog.wrap_logger(
             structlog.PrintLogger(stream or sys.stderr),
             processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()],

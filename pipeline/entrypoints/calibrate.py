@@ -25,16 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from tracejudge.core.console import stdout_console
 from tracejudge.core.errors import ConfigError, TracejudgeError
-from tracejudge.core.judge_quality import LabelsConfig
+
+if TYPE_CHECKING:  # imported where used: the CLI's parser (`add_parser`) is built for every command
+    from rich.console import Console
+    from tracejudge.core.judge_quality import LabelsConfig
 
 __all__ = ["add_parser", "command", "print_agreement"]
 
@@ -57,6 +54,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _labels_config(args: argparse.Namespace, current: LabelsConfig | None) -> LabelsConfig:
+    from tracejudge.core.judge_quality import LabelsConfig
     from tracejudge.stages.judge.labels import parse_field_spec
 
     fields = dict(parse_field_spec(s) for s in args.labels_field)
@@ -72,6 +70,8 @@ def _labels_config(args: argparse.Namespace, current: LabelsConfig | None) -> La
 
 def command(args: argparse.Namespace, err: Console) -> int:
     """Run `tracejudge calibrate`; returns the exit status (see the module doc)."""
+    import anyio
+    from rich.markup import escape
     from tracejudge.core.config import load_config, require_metrics
     from tracejudge.engine import runner
     from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
@@ -104,6 +104,8 @@ def command(args: argparse.Namespace, err: Console) -> int:
         for leaf in found:
             err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
+    from tracejudge.core.console import stdout_console
+
     block = outcome.summary.get("labels") or {}
     out = stdout_console()  # piped: COLUMNS or 100 wide, so no figure is cut
     if block.get("error"):
@@ -146,6 +148,10 @@ def _f(x: float | None, ci: list[float] | None = None) -> str:
 def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | None = None, listed: int = 10) -> None:
     """Print a `labels` block (`tracejudge.stages.judge.agreement.agreement_block`): a table per metric, its confusion matrix,
     κ by tag and the first `listed` disagreeing cases."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
     where = f" (run {run_dir})" if run_dir else ""
     console.print(f"labels: {block.get('total_labels', 0)}, matched to verdicts: {block.get('matched', 0)}, not judged: {block.get('not_judged', 0)}, "
                   f"no such case/metric: {block.get('unmatched', 0)}{where}", highlight=False, markup=False, soft_wrap=True)

@@ -32,18 +32,17 @@ import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from tracejudge.core import log, registry
-from tracejudge.core.config import load_config, require_metrics
-from tracejudge.core.console import cell, plain_console
 from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
 from tracejudge.core.version import __version__
-from tracejudge.entrypoints import bench, calibrate, export_cmd
+from tracejudge.entrypoints import bench_args, calibrate, export_cmd
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# Each command imports what it needs in its own function (rich, anyio, the config models, the engine, the stages):
+# `tracejudge --help` and every subprocess a test suite starts pay only for the command they run.
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
 
@@ -131,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("config", type=Path, help=_CONFIG_HELP + " (with LLM-judge metrics)")
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
-    bench.add_parser(sub)
+    bench_args.add_parser(sub)
     calibrate.add_parser(sub)
     sub.choices["bench"].epilog = _examples("tracejudge bench configs/demo.yaml --requests 200 --max-cost-usd 1",
                                             "tracejudge bench --synthetic --provider openai --base-url http://gpu-box:8000/v1 --model my-judge")["epilog"]
@@ -211,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     args.argv = argv
+    from tracejudge.core import log
+    from tracejudge.core.console import plain_console
+
     log.configure(args.log_level)
     # Messages on stderr are never hard-wrapped: a path or `file:line` cut in two cannot be copied or grepped.
     err = plain_console(stderr=True, soft_wrap=True)
@@ -321,6 +323,8 @@ def _starter():
 
 
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
+    from rich.markup import escape
+
     if args.command in ("init", "list", "explain"):
         return _cmd_discover(args, err)
     if args.command in ("simulate", "view") and not 0 <= args.port <= 65535:
@@ -333,6 +337,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
 
         return serve_command(args.run_dirs, args.port, args.baseline)
     if args.command == "bench":
+        from tracejudge.entrypoints import bench
+
         return bench.command(args, err)
     if args.command == "calibrate":
         return calibrate.command(args, err)
@@ -344,6 +350,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         except TracejudgeError as exc:
             err.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
             return EXIT_BAD_INPUT
+    from tracejudge.core.config import load_config, require_metrics
+
     overrides, typed = list(args.overrides), {}
     if args.command == "run" and args.shard is not None:
         overrides.append(f"run.shard={args.shard}")
@@ -438,6 +446,9 @@ def _resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
 
 
 def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
+    import anyio
+    from rich.markup import escape
+    from tracejudge.core import registry
     from tracejudge.engine import runner, store
     from tracejudge.engine.live import LiveStatus
     from tracejudge.engine.progress import make_progress
@@ -492,8 +503,6 @@ def _cmd_run(args: argparse.Namespace, config, err: Console) -> int:
 
             async def count_total() -> None:
                 # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
-                from tracejudge.core import registry
-
                 def count() -> int:
                     fmt = registry.format_for(config.dataset.format)
                     index = Path(run_dir or config.run.dir) / store.INDEX
@@ -670,6 +679,7 @@ def _cmd_compare(args: argparse.Namespace, err: Console) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
+    import anyio
     from tracejudge.entrypoints.serve import until_signal
     from tracejudge.simulator.server import SimConfig, start_simulator
 
@@ -702,8 +712,9 @@ def _cmd_simulate(args: argparse.Namespace, err: Console) -> int:
 
 
 def _cmd_estimate(args: argparse.Namespace, config, err: Console) -> int:
+    from rich import box
     from rich.table import Table
-    from tracejudge.core.console import fitted, stdout_console
+    from tracejudge.core.console import cell, fitted, stdout_console
     from tracejudge.stages.judge.estimate import estimate, judge_metrics
 
     if not judge_metrics(config):

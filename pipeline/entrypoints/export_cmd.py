@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from tracejudge.core.errors import TracejudgeError, Unreachable
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["KINDS", "add_parser", "command"]
 

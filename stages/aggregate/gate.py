@@ -25,13 +25,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from tracejudge.core.console import plain_console
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
-from tracejudge.stages.comparison.runs import Comparison, compare_runs, delta_is_noise
+
+if TYPE_CHECKING:
+    from tracejudge.stages.comparison.runs import Comparison
 
 __all__ = ["Check", "Verdict", "evaluate_gate", "invalid_reasons", "print_verdict"]
 
@@ -231,6 +233,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
             verdict.checks.append(Check(key, False, f"metric {key!r} named in assertions is not in this run's results"))
     reg = assertions.regression
     if reg is not None:
+        from tracejudge.stages.comparison.runs import compare_runs, delta_is_noise  # only a run gated on a baseline compares
+
         base = Path(reg.baseline)
         if run_dir is None or not _is_run(base):
             verdict.checks.append(Check("regression", False, f"baseline run {base} has no results.jsonl (nor {base.name}-shard-I-of-N directories)"))

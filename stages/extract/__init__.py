@@ -13,15 +13,24 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case, ErrorInfo
 from tracejudge.core.registry import Format, register_format_resolver
-from tracejudge.stages.extract import anthropic_messages, bfcl, custom, json_path, langfuse_api, mlflow_server, mlflow_trace, multivon, native, openai_agents, openai_messages, otel, phoenix, smolagents_memory, tau2_bench, tau_bench, tau_bench_tasks  # noqa: F401  (registers formats)
 from tracejudge.stages.extract.common import case_problem
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["AdapterError", "extract_record", "raw_case_id"]
 
-# `dataset.format: module.path:function` names a user adapter, imported on first use.
-register_format_resolver(lambda name: custom.load_adapter(name) if ":" in name else None)
+
+def _user_adapter(name: str) -> Format | None:
+    # `dataset.format: module.path:function` names a user adapter, imported on first use. The built-in
+    # formats' modules are imported by the registry only when named (`registry.FORMAT_MODULES`).
+    if ":" not in name:
+        return None
+    from tracejudge.stages.extract import custom
+
+    return custom.load_adapter(name)
+
+
+register_format_resolver(_user_adapter)
 
 
 def raw_case_id(raw: RawRecord) -> str:
@@ -46,6 +55,8 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         field, msg = case_problem(exc)
         cid = raw_case_id(raw)
         if isinstance(raw.payload, (bytes, str)):
+            from tracejudge.stages.extract import native
+
             cid = native.peek_id(raw.payload) or cid
         return cid, ErrorInfo(kind="invalid_input", message=msg, file=raw.file, line=raw.line, field=field or None)
     except Exception as exc:  # an adapter bug must cost one case, not the run

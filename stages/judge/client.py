@@ -66,7 +66,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
@@ -95,6 +94,7 @@ from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, 
 
 if TYPE_CHECKING:
     import aiohttp
+    from tenacity import RetryCallState
 
     from tracejudge.stages.judge.batch_runner import BatchRunner
     from tracejudge.stages.judge.prepare import Preparer
@@ -472,6 +472,8 @@ class Judge:
             _retry_reason.set(str(exc.status) if exc.status else exc.kind.replace("_", " "))
 
     def _wait(self, state: RetryCallState) -> float:
+        from tenacity import wait_random_exponential
+
         exc = state.outcome.exception() if state.outcome else None
         backoff = wait_random_exponential(multiplier=0.25, max=20)(state)
         if isinstance(exc, ProviderError) and exc.retry_after_s is not None:
@@ -480,6 +482,8 @@ class Judge:
         return backoff
 
     def _stop(self, state: RetryCallState) -> bool:
+        from tenacity import stop_after_attempt
+
         return stop_after_attempt(self.cfg.max_attempts)(state) or state.idle_for + (state.upcoming_sleep or 0) > self.cfg.max_retry_wait_s
 
     async def _attempt(self, payload: dict[str, Any], estimate: int) -> Reply:
@@ -606,6 +610,8 @@ class Judge:
         if self.batches is not None:
             custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
             return await self._batch_call(payload, prompt_tokens, custom_id)
+        from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
+
         retrying = AsyncRetrying(
             stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
             # A connection refused before anything of the run was ever answered is a wrong URL or a server that is

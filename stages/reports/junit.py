@@ -15,7 +15,6 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, TextIO
-from xml.sax.saxutils import quoteattr
 
 from tracejudge.core.records import score_counts
 from tracejudge.engine.store import iter_results
@@ -36,6 +35,8 @@ def _attr(s: Any) -> str:
         if "'" not in s:
             return f"'{s}'"
         return '"' + s.replace('"', "&quot;") + '"'  # both quotes (most reasons): what quoteattr writes then
+    from xml.sax.saxutils import quoteattr  # here: it imports urllib.request, http.client and ssl, which a run needs not
+
     return quoteattr(_ILLEGAL.sub("", s))
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracejudge.stages.aggregate.gate import Verdict
-from tracejudge.stages.comparison.runs import Comparison
 from tracejudge.stages.reports.cases import CaseMaterial
+
+if TYPE_CHECKING:  # a run without a baseline never compares
+    from tracejudge.stages.comparison.runs import Comparison
 
 __all__ = ["render_markdown"]
 

@@ -9,30 +9,34 @@ that define `async def aevaluate` (custom async metrics); the stage uses it.
 from __future__ import annotations
 
 import math
-from time import monotonic
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
-
-import anyio
+from time import monotonic
+from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
-from tracejudge.core.registry import SpecError
+from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
 from tracejudge.core.work import Stage, Work
-from tracejudge.stages.score import pass_at_k, time_limit, tool_calls, tool_correctness, trajectory  # noqa: F401  (register metrics)
-from tracejudge.stages.score.arguments import ArgumentCorrectness
+from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import Metric, ToolMetric
-from tracejudge.stages.score.budget import MaxModelRequests, MaxToolCalls
-from tracejudge.stages.score.deepeval_tool_correctness import DeepEvalToolCorrectness
-from tracejudge.stages.score.output import Contains, ExactMatch, JsonSchema, Regex
-from tracejudge.stages.score.pass_at_k import PassAtK
-from tracejudge.stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
-from tracejudge.stages.score.tool_call_accuracy import ToolCallAccuracy
-from tracejudge.stages.score.tool_calls import ToolCalls
-from tracejudge.stages.score.tool_correctness import ToolCorrectness
-from tracejudge.stages.score.trajectory import TrajectoryMatch
-from tracejudge.stages.score.usage import Cost, Latency, TokenUsage
 from tracejudge.stages.score.views import close_scope, open_scope
+
+if TYPE_CHECKING:  # at run time each metric class is imported on first use (`__getattr__`), as the registry imports it
+    from tracejudge.stages.score.arguments import ArgumentCorrectness
+    from tracejudge.stages.score.budget import MaxModelRequests, MaxToolCalls
+    from tracejudge.stages.score.deepeval_tool_correctness import DeepEvalToolCorrectness
+    from tracejudge.stages.score.output import Contains, ExactMatch, JsonSchema, Regex
+    from tracejudge.stages.score.pass_at_k import PassAtK
+    from tracejudge.stages.score.retrieval import RetrievalMRR, RetrievalPrecision, RetrievalRecall
+    from tracejudge.stages.score.tool_call_accuracy import ToolCallAccuracy
+    from tracejudge.stages.score.tool_calls import ToolCalls
+    from tracejudge.stages.score.tool_correctness import ToolCorrectness
+    from tracejudge.stages.score.trajectory import TrajectoryMatch
+    from tracejudge.stages.score.usage import Cost, Latency, TokenUsage
+
+# A run imports only the metrics its config names: a run of `TrajectoryMatch` does not import `ToolCalls` (nor the `regex` it uses).
+_LAZY = {name: path for name, path in METRIC_CLASSES.items() if path.startswith(__name__ + ".")}
+__getattr__ = lazy_getattr(globals(), _LAZY)
 
 __all__ = [
     "ArgumentCorrectness",
@@ -106,6 +110,8 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
     """`score_case`, awaiting each metric's `aevaluate` when it has one (cancelled at the time limit)."""
     if not any(_aevaluate_of(type(m)) is not None for m in metrics):
         return score_case(case, metrics)  # nothing to await: one alarm handler for the case, not one per metric
+    import anyio  # here: a worker process scoring plain metrics never needs it
+
     scores: dict[str, Score] = {}
     for metric in metrics:
         try:
