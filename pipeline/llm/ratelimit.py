@@ -68,9 +68,10 @@ the provider's latency.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import anyio
@@ -98,6 +99,16 @@ class Permit:
     flight_s: float | None = None
 
 
+@dataclass
+class _Waiter:
+    """One `acquire` in the queue: what it asks, since when, and its permit once granted (`wake` is set then)."""
+
+    tokens: int
+    t0: float
+    permit: Permit | None = None
+    wake: anyio.Event = field(default_factory=anyio.Event)
+
+
 class Limiter(Protocol):
     """What the judge needs from a rate limiter (see `AdaptiveLimiter`)."""
 
@@ -106,7 +117,7 @@ class Limiter(Protocol):
         ...
 
     def settle(self, permit: Permit, outcome: str, used_tokens: int | None = None, rate: RateInfo | None = None) -> None:
-        """Close an attempt. `outcome`: ok, rate_limited, server, timeout, connection, fatal, quota."""
+        """Close an attempt. `outcome`: ok, rate_limited, server, timeout, connection, fatal, quota, unsent (never sent)."""
         ...
 
 
@@ -179,6 +190,7 @@ class AdaptiveLimiter:
         self._settled_factor = False  # the factor was measured with nothing in flight
         self.reset_dates_bookings = True  # until a reset contradicts it (see `_booked`)
         self._flight = 0.0
+        self._deferred: tuple[float, int] | None = None  # a 429's lesson waiting for replies: (when it said room frees, tokens)
         self.max_in_flight = max_in_flight
         self.cap = float(max_in_flight)
         self.in_flight = 0
@@ -187,9 +199,9 @@ class AdaptiveLimiter:
         self.no_growth_until = 0.0
         self.cuts = 0
         self._serials = itertools.count(1)
-        self._gate = anyio.Lock()  # FIFO: the head of the queue waits, the rest line up behind it
-        self._slot = anyio.Event()
-        self._changed = anyio.Event()
+        self._queue: deque[_Waiter] = deque()  # FIFO: the head keeps the clock, the rest line up behind it
+        self._head: _Waiter | None = None
+        self._head_due = math.inf  # when the head fits, as last computed
 
     def admitted_rps(self, tokens_per_request: float) -> float:
         """Requests per second the limits admit in the long run, for requests of `tokens_per_request` tokens."""
@@ -224,44 +236,78 @@ class AdaptiveLimiter:
     async def acquire(self, tokens: int) -> Permit:
         if tokens > self.tokens.capacity:
             raise ValueError(f"a request of {tokens} tokens exceeds the {int(self.tokens.capacity)} tokens/min limit")
-        t0 = time.monotonic()
-        async with self._gate:
-            while self.in_flight >= max(1, int(self.cap)):
-                self._slot = anyio.Event()
-                await self._slot.wait()
-            while True:
-                now = time.monotonic()
-                wait = self._wait(tokens, now)
+        waiter = _Waiter(tokens, time.monotonic())
+        self._queue.append(waiter)
+        try:
+            self._grant()
+            while waiter.permit is None:
+                # Only the head of the queue keeps a clock (when it fits); the rest are granted by `_grant`
+                # when their turn comes, in the same pass that admits the head.
+                head = self._queue[0] is waiter
+                with anyio.move_on_after(max(0.0, self._head_due - time.monotonic()) if head else math.inf):
+                    await waiter.wake.wait()
+                if waiter.permit is None:
+                    waiter.wake = anyio.Event()
+                    self._grant()
+        except BaseException:
+            if waiter.permit is not None:
+                self.settle(waiter.permit, "unsent")  # granted, but cancelled before it could go: give it back
+            else:
+                self._queue.remove(waiter)
+                self._grant()  # the next in line may be the head now
+            raise
+        return waiter.permit
+
+    def _grant(self) -> None:
+        """Admit every waiter, first come first served, that fits now; arm the head's clock for when it will.
+
+        All that fit go in one pass: handing admission on one waiter at a
+        time costs a turn of the event loop each, and on a busy loop (cases
+        being prepared, replies parsed) those turns, not the limits, set
+        the pace at which a window fills.
+        """
+        now = time.monotonic()
+        while self._queue:
+            waiter = self._queue[0]
+            if self.in_flight >= max(1, int(self.cap)):
+                due = math.inf  # a settle frees a slot and grants again
+            else:
+                wait = self._wait(waiter.tokens, now)
+                if wait is None and self.in_flight == 0 and self.token_log.used(now) + waiter.tokens > self.token_room():
+                    wait = 0.0  # larger than the room the counting factor leaves: only the provider can say; send it
                 if wait is not None and wait <= 0:
-                    break
-                if wait is None and self.in_flight == 0 and self.token_log.used(now) + tokens > self.token_room():
-                    break  # larger than the room the counting factor leaves: only the provider can say; send it
-                # A settle can free capacity (a refund, a reply that starts an entry's clock,
-                # new headers): wake on it, or when the computed wait is over.
-                self._changed = anyio.Event()
-                with anyio.move_on_after(wait if wait is not None else self.window_s):
-                    await self._changed.wait()
-            now = time.monotonic()
-            self.requests.refill(now)
-            self.tokens.refill(now)
-            self.requests.level -= 1
-            self.tokens.level -= tokens
-            serial = self._last_serial = next(self._serials)
-            self.request_log.add(serial, 1.0, now)
-            self.token_log.add(serial, float(tokens), now)
-            self.in_flight += 1
-            return Permit(tokens, now - t0, now, serial)
+                    self._queue.popleft()
+                    waiter.permit = self._admit(waiter.tokens, waiter.t0, now)
+                    waiter.wake.set()
+                    continue
+                # Depends on requests in flight: their settles grant again; the clock is a fallback.
+                due = now + (wait if wait is not None else self.window_s)
+            if due < self._head_due or self._head is not waiter:
+                waiter.wake.set()  # sooner than the head's clock, or a new head: it re-arms its clock
+            self._head, self._head_due = waiter, due
+            return
+        self._head, self._head_due = None, math.inf
+
+    def _admit(self, tokens: int, t0: float, now: float) -> Permit:
+        """Charge one request of `tokens` now; its permit."""
+        self.requests.refill(now)
+        self.tokens.refill(now)
+        self.requests.level -= 1
+        self.tokens.level -= tokens
+        serial = self._last_serial = next(self._serials)
+        self.request_log.add(serial, 1.0, now)
+        self.token_log.add(serial, float(tokens), now)
+        self.in_flight += 1
+        return Permit(tokens, now - t0, now, serial)
 
     def settle(self, permit: Permit, outcome: str, used_tokens: int | None = None, rate: RateInfo | None = None) -> None:
         now = time.monotonic()
         self.in_flight -= 1
-        self._slot.set()
-        self._changed.set()
         self.requests.refill(now)
         self.tokens.refill(now)
         # What requests sent after this one hold: the provider may not have counted them in this reply's headers.
         unseen = self.token_log.in_flight_after(permit.admitted_at)
-        refused = outcome in ("rate_limited", "server", "quota", "fatal")
+        refused = outcome in ("rate_limited", "server", "quota", "fatal", "unsent")
         if refused:
             # Providers do not charge refused requests: give the reservation back.
             self.requests.level = min(self.requests.capacity, self.requests.level + 1)
@@ -276,6 +322,8 @@ class AdaptiveLimiter:
             booked = self._booked(permit, rate, now)
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
                 log.settle(permit.serial, amount, booked + self.window_s, now)
+            if self._deferred is not None:
+                self._learn_from_refusal(*self._deferred, now)  # a 429 came while this entry was in flight
         if rate is not None:
             self._follow(rate, now, permit, unseen, exact=outcome == "rate_limited")
         if not refused and (rate is None or rate.remaining_tokens is None):
@@ -291,7 +339,7 @@ class AdaptiveLimiter:
                     # model learns from the retry-after instead of the in-flight cap shrinking (a smaller cap
                     # would slow this window's burst, and every later window inherits its pace). Once per
                     # burst: the requests already on the wire were sent under the old model.
-                    self._learn_from_refusal(retry, permit.tokens, now)
+                    self._learn_from_refusal(now + retry, permit.tokens, now)
                 else:
                     self.cap = max(1.0, self.cap * self.CUT)
                     self.cuts += 1
@@ -303,18 +351,28 @@ class AdaptiveLimiter:
             self.no_growth_until = now + self.COOLDOWN_S
         elif outcome == "ok" and self.cap < self.max_in_flight and now >= max(self.cooldown_until, self.no_growth_until):
             self.cap = min(float(self.max_in_flight), self.cap + 1.0 / self.cap)
+        # A slot, a refund, new headers or an entry's clock started: whoever now fits goes.
+        self._grant()
 
     def _beyond_bucket(self, retry: float, tokens: int) -> bool:
         """True when no bucket of our limits would make one request of `tokens` wait `retry` seconds (it refills it faster)."""
         longest = max(1.0 / self.requests.rate, tokens / self.tokens.rate)
         return retry > 1.25 * longest + 0.02 * self.window_s
 
-    def _learn_from_refusal(self, retry: float, tokens: int, now: float) -> None:
-        """A 429 in a strict window: the provider frees room `retry` s from now; where the log said it was free, its entries leave later than we thought."""
+    def _learn_from_refusal(self, free_at: float, tokens: int, now: float) -> None:
+        """A 429 in a strict window: the provider frees room for `tokens` at `free_at`; where the log said it was free, its entries leave later than we thought.
+
+        While the entries that decide it are still in flight, the log cannot
+        say when they leave: the lesson waits for their replies (`settle`),
+        until `free_at`.
+        """
+        self._deferred = None
         waits = [self.request_log.wait_for(1, self.requests.capacity, now), self.token_log.wait_for(tokens, self.token_room(), now)]
         if None in waits:
+            if free_at > now:
+                self._deferred = (free_at, tokens)
             return
-        shift = retry - max(waits)  # type: ignore[type-var]
+        shift = free_at - now - max(waits)  # type: ignore[type-var]
         if shift <= 0.002:  # the headers already moved the model (a count, not a time, was off)
             return
         shift = min(shift, self.window_s)
@@ -322,6 +380,8 @@ class AdaptiveLimiter:
             log.delay(shift, self.window_s)
         if self._flight and self.send_margin + shift >= 0.5 * self._flight:
             self.reply_booking = True  # late by about a whole flight: the provider books when it replies
+            for log in (self.request_log, self.token_log):
+                log.delay(self.window_s, self.window_s)  # so every answered entry leaves one window after its reply
         else:
             self._boost += shift
             self.send_margin += shift
