@@ -68,10 +68,9 @@ the provider's latency.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import anyio
@@ -99,16 +98,6 @@ class Permit:
     flight_s: float | None = None
 
 
-@dataclass
-class _Waiter:
-    """One `acquire` in the queue: what it asks, since when, and its permit once granted (`wake` is set then)."""
-
-    tokens: int
-    t0: float
-    permit: Permit | None = None
-    wake: anyio.Event = field(default_factory=anyio.Event)
-
-
 class Limiter(Protocol):
     """What the judge needs from a rate limiter (see `AdaptiveLimiter`)."""
 
@@ -117,7 +106,7 @@ class Limiter(Protocol):
         ...
 
     def settle(self, permit: Permit, outcome: str, used_tokens: int | None = None, rate: RateInfo | None = None) -> None:
-        """Close an attempt. `outcome`: ok, rate_limited, server, timeout, connection, fatal, quota, unsent (never sent)."""
+        """Close an attempt. `outcome`: ok, rate_limited, server, timeout, connection, fatal, quota."""
         ...
 
 
@@ -199,9 +188,9 @@ class AdaptiveLimiter:
         self.no_growth_until = 0.0
         self.cuts = 0
         self._serials = itertools.count(1)
-        self._queue: deque[_Waiter] = deque()  # FIFO: the head keeps the clock, the rest line up behind it
-        self._head: _Waiter | None = None
-        self._head_due = math.inf  # when the head fits, as last computed
+        self._gate = anyio.Lock()  # FIFO: the head of the queue waits, the rest line up behind it
+        self._slot = anyio.Event()
+        self._changed = anyio.Event()
 
     def admitted_rps(self, tokens_per_request: float) -> float:
         """Requests per second the limits admit in the long run, for requests of `tokens_per_request` tokens."""
@@ -236,78 +225,44 @@ class AdaptiveLimiter:
     async def acquire(self, tokens: int) -> Permit:
         if tokens > self.tokens.capacity:
             raise ValueError(f"a request of {tokens} tokens exceeds the {int(self.tokens.capacity)} tokens/min limit")
-        waiter = _Waiter(tokens, time.monotonic())
-        self._queue.append(waiter)
-        try:
-            self._grant()
-            while waiter.permit is None:
-                # Only the head of the queue keeps a clock (when it fits); the rest are granted by `_grant`
-                # when their turn comes, in the same pass that admits the head.
-                head = self._queue[0] is waiter
-                with anyio.move_on_after(max(0.0, self._head_due - time.monotonic()) if head else math.inf):
-                    await waiter.wake.wait()
-                if waiter.permit is None:
-                    waiter.wake = anyio.Event()
-                    self._grant()
-        except BaseException:
-            if waiter.permit is not None:
-                self.settle(waiter.permit, "unsent")  # granted, but cancelled before it could go: give it back
-            else:
-                self._queue.remove(waiter)
-                self._grant()  # the next in line may be the head now
-            raise
-        return waiter.permit
-
-    def _grant(self) -> None:
-        """Admit every waiter, first come first served, that fits now; arm the head's clock for when it will.
-
-        All that fit go in one pass: handing admission on one waiter at a
-        time costs a turn of the event loop each, and on a busy loop (cases
-        being prepared, replies parsed) those turns, not the limits, set
-        the pace at which a window fills.
-        """
-        now = time.monotonic()
-        while self._queue:
-            waiter = self._queue[0]
-            if self.in_flight >= max(1, int(self.cap)):
-                due = math.inf  # a settle frees a slot and grants again
-            else:
-                wait = self._wait(waiter.tokens, now)
-                if wait is None and self.in_flight == 0 and self.token_log.used(now) + waiter.tokens > self.token_room():
-                    wait = 0.0  # larger than the room the counting factor leaves: only the provider can say; send it
+        t0 = time.monotonic()
+        async with self._gate:
+            while self.in_flight >= max(1, int(self.cap)):
+                self._slot = anyio.Event()
+                await self._slot.wait()
+            while True:
+                now = time.monotonic()
+                wait = self._wait(tokens, now)
                 if wait is not None and wait <= 0:
-                    self._queue.popleft()
-                    waiter.permit = self._admit(waiter.tokens, waiter.t0, now)
-                    waiter.wake.set()
-                    continue
-                # Depends on requests in flight: their settles grant again; the clock is a fallback.
-                due = now + (wait if wait is not None else self.window_s)
-            if due < self._head_due or self._head is not waiter:
-                waiter.wake.set()  # sooner than the head's clock, or a new head: it re-arms its clock
-            self._head, self._head_due = waiter, due
-            return
-        self._head, self._head_due = None, math.inf
-
-    def _admit(self, tokens: int, t0: float, now: float) -> Permit:
-        """Charge one request of `tokens` now; its permit."""
-        self.requests.refill(now)
-        self.tokens.refill(now)
-        self.requests.level -= 1
-        self.tokens.level -= tokens
-        serial = self._last_serial = next(self._serials)
-        self.request_log.add(serial, 1.0, now)
-        self.token_log.add(serial, float(tokens), now)
-        self.in_flight += 1
-        return Permit(tokens, now - t0, now, serial)
+                    break
+                if wait is None and self.in_flight == 0 and self.token_log.used(now) + tokens > self.token_room():
+                    break  # larger than the room the counting factor leaves: only the provider can say; send it
+                # A settle can free capacity (a refund, a reply that starts an entry's clock,
+                # new headers): wake on it, or when the computed wait is over.
+                self._changed = anyio.Event()
+                with anyio.move_on_after(wait if wait is not None else self.window_s):
+                    await self._changed.wait()
+            now = time.monotonic()
+            self.requests.refill(now)
+            self.tokens.refill(now)
+            self.requests.level -= 1
+            self.tokens.level -= tokens
+            serial = self._last_serial = next(self._serials)
+            self.request_log.add(serial, 1.0, now)
+            self.token_log.add(serial, float(tokens), now)
+            self.in_flight += 1
+            return Permit(tokens, now - t0, now, serial)
 
     def settle(self, permit: Permit, outcome: str, used_tokens: int | None = None, rate: RateInfo | None = None) -> None:
         now = time.monotonic()
         self.in_flight -= 1
+        self._slot.set()
+        self._changed.set()
         self.requests.refill(now)
         self.tokens.refill(now)
         # What requests sent after this one hold: the provider may not have counted them in this reply's headers.
         unseen = self.token_log.in_flight_after(permit.admitted_at)
-        refused = outcome in ("rate_limited", "server", "quota", "fatal", "unsent")
+        refused = outcome in ("rate_limited", "server", "quota", "fatal")
         if refused:
             # Providers do not charge refused requests: give the reservation back.
             self.requests.level = min(self.requests.capacity, self.requests.level + 1)
@@ -351,8 +306,6 @@ class AdaptiveLimiter:
             self.no_growth_until = now + self.COOLDOWN_S
         elif outcome == "ok" and self.cap < self.max_in_flight and now >= max(self.cooldown_until, self.no_growth_until):
             self.cap = min(float(self.max_in_flight), self.cap + 1.0 / self.cap)
-        # A slot, a refund, new headers or an entry's clock started: whoever now fits goes.
-        self._grant()
 
     def _beyond_bucket(self, retry: float, tokens: int) -> bool:
         """True when no bucket of our limits would make one request of `tokens` wait `retry` seconds (it refills it faster)."""
@@ -409,7 +362,13 @@ class AdaptiveLimiter:
                 if permit.serial == self._last_serial:
                     # Nothing was sent after it: the newest booking is its own, a measure of the provider's booking lag.
                     self._lags.append(max(0.0, newest - sent))
-                    self.send_margin = max(self._lags) + self._boost
+                    margin = max(self._lags) + self._boost
+                    if margin > self.send_margin:
+                        # Entries booked with the smaller lag would leave our log before the provider's window:
+                        # they take the new one too (never past one window after their reply).
+                        for log in (self.request_log, self.token_log):
+                            log.delay(margin - self.send_margin, self.window_s)
+                    self.send_margin = margin
                 return min(now, newest, sent + self.send_margin)
         if sent is None or self.reply_booking:
             return now
