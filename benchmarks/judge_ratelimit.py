@@ -29,6 +29,12 @@ a busy machine the client sends slower than the limits allow, and later windows
 can only follow the first one's pattern, so this isolates what the limiter
 loses (late windows, unused room) from what the client's speed does.
 `--hogs N` runs N busy-looping processes meanwhile (a loaded machine).
+
+What bounds it: the k-th request cannot go before the (k − fit)-th has been
+a whole window in the server's log, so the span is at least three windows
+plus the time the client took to send its first n − 3·fit requests. That
+time is the client's pace at the start of the run (cases loaded, scored and
+rendered as they go out), which a loaded machine sets: the CPU row shows it.
 Targets: efficiency ≥ 0.985, < 1 % of requests answered 429.
 
 Run: `.venv/bin/python benchmarks/judge_ratelimit.py [--scale 0.1] [--book arrival|reply] [--client-window strict|auto]`
@@ -40,6 +46,7 @@ import argparse
 import json
 import math
 import multiprocessing
+import os
 import re
 import shutil
 import subprocess
@@ -173,9 +180,9 @@ def measure(args: argparse.Namespace) -> list[tuple[str, str]]:
             "cache": {"enabled": False},
             "run": {"dir": str(work / "run"), "queue_size": 256},
         })
-        t0 = time.perf_counter()
+        t0, cpu0, load0 = time.perf_counter(), time.process_time(), os.getloadavg()[0]
         outcome = anyio.run(lambda: runner.run(cfg, run_dir=work / "run"))
-        wall = time.perf_counter() - t0
+        wall, cpu, load1 = time.perf_counter() - t0, time.process_time() - cpu0, os.getloadavg()[0]
         s, ledger = _get(url + "/_sim/stats"), _get(url + "/_sim/ledger")
     finally:
         for h in hogs:
@@ -210,6 +217,8 @@ def measure(args: argparse.Namespace) -> list[tuple[str, str]]:
         ("429s / requests", f"{s['rate_limited']} / {s['requests']} = {s['rate_limited'] / max(1, s['requests']):.2%}"),
         ("cases lost (not ok)", f"{cases - ok}"),
         ("run wall time", f"{wall:.1f} s"),
+        # The client's CPU per case against its wall pace in the first window says whether it was starved of CPU.
+        ("client CPU seconds (this process) / load average at start, end", f"{cpu:.1f} s / {load0:.1f}, {load1:.1f}"),
     ]
     return rows
 

@@ -147,3 +147,40 @@ def test_auto_without_rate_headers_learns_a_reply_booked_window_from_one_429(sim
     assert limiter.mode == "strict" and limiter.reply_booking
     assert sim.stats.rate_limited <= 2  # 1 on a quiet machine; a loaded one may stretch one flight past what was learned
     assert most_in_any_window(ledger(sim.url)["entries"], 1.5) <= 10_000
+
+
+def test_limiter_admits_as_the_oldest_entries_leave_not_at_a_full_refill(monkeypatch):
+    # A fake clock: the limiter's log is read at set moments. Three answered requests of 300 tokens fill a
+    # 1,000-token window (room 980 with the edge margin) at t = 0, 1 and 2, so they leave at 10, 11 and 12.
+    from types import SimpleNamespace
+
+    from tracejudge.llm import ratelimit
+
+    clock = [0.0]
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: clock[0]))  # the limiter's clock only, not the loop's
+    limiter = AdaptiveLimiter(rpm=1_000, tpm=1_000, max_in_flight=8, window="strict", window_s=10.0)
+    admitted: list[float] = []
+
+    async def scenario() -> None:
+        for t in (0.0, 1.0, 2.0):
+            clock[0] = t
+            permit = await limiter.acquire(300)
+            permit.flight_s = 0.0
+            limiter.settle(permit, "ok", 300)  # no headers: our log is all there is
+
+        async def one() -> None:
+            await limiter.acquire(300)
+            admitted.append(clock[0])
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                clock[0] = 10.05  # the oldest has left: room for one, not two
+                tg.start_soon(one)
+                tg.start_soon(one)
+                await anyio.sleep(0.2)
+                assert admitted == [10.05]
+                clock[0] = 11.05  # the second oldest has left: the waiter goes without waiting for the last (12)
+
+    anyio.run(scenario)
+    assert admitted == [10.05, 11.05]
+

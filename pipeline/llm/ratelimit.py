@@ -179,6 +179,7 @@ class AdaptiveLimiter:
         self._settled_factor = False  # the factor was measured with nothing in flight
         self.reset_dates_bookings = True  # until a reset contradicts it (see `_booked`)
         self._flight = 0.0
+        self._deferred: tuple[float, int] | None = None  # a 429's lesson waiting for replies: (when it said room frees, tokens)
         self.max_in_flight = max_in_flight
         self.cap = float(max_in_flight)
         self.in_flight = 0
@@ -276,6 +277,8 @@ class AdaptiveLimiter:
             booked = self._booked(permit, rate, now)
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
                 log.settle(permit.serial, amount, booked + self.window_s, now)
+            if self._deferred is not None:
+                self._learn_from_refusal(*self._deferred, now)  # a 429 came while this entry was in flight
         if rate is not None:
             self._follow(rate, now, permit, unseen, exact=outcome == "rate_limited")
         if not refused and (rate is None or rate.remaining_tokens is None):
@@ -291,7 +294,7 @@ class AdaptiveLimiter:
                     # model learns from the retry-after instead of the in-flight cap shrinking (a smaller cap
                     # would slow this window's burst, and every later window inherits its pace). Once per
                     # burst: the requests already on the wire were sent under the old model.
-                    self._learn_from_refusal(retry, permit.tokens, now)
+                    self._learn_from_refusal(now + retry, permit.tokens, now)
                 else:
                     self.cap = max(1.0, self.cap * self.CUT)
                     self.cuts += 1
@@ -309,12 +312,20 @@ class AdaptiveLimiter:
         longest = max(1.0 / self.requests.rate, tokens / self.tokens.rate)
         return retry > 1.25 * longest + 0.02 * self.window_s
 
-    def _learn_from_refusal(self, retry: float, tokens: int, now: float) -> None:
-        """A 429 in a strict window: the provider frees room `retry` s from now; where the log said it was free, its entries leave later than we thought."""
+    def _learn_from_refusal(self, free_at: float, tokens: int, now: float) -> None:
+        """A 429 in a strict window: the provider frees room for `tokens` at `free_at`; where the log said it was free, its entries leave later than we thought.
+
+        While the entries that decide it are still in flight, the log cannot
+        say when they leave: the lesson waits for their replies (`settle`),
+        until `free_at`.
+        """
+        self._deferred = None
         waits = [self.request_log.wait_for(1, self.requests.capacity, now), self.token_log.wait_for(tokens, self.token_room(), now)]
         if None in waits:
+            if free_at > now:
+                self._deferred = (free_at, tokens)
             return
-        shift = retry - max(waits)  # type: ignore[type-var]
+        shift = free_at - now - max(waits)  # type: ignore[type-var]
         if shift <= 0.002:  # the headers already moved the model (a count, not a time, was off)
             return
         shift = min(shift, self.window_s)
@@ -322,6 +333,8 @@ class AdaptiveLimiter:
             log.delay(shift, self.window_s)
         if self._flight and self.send_margin + shift >= 0.5 * self._flight:
             self.reply_booking = True  # late by about a whole flight: the provider books when it replies
+            for log in (self.request_log, self.token_log):
+                log.delay(self.window_s, self.window_s)  # so every answered entry leaves one window after its reply
         else:
             self._boost += shift
             self.send_margin += shift
@@ -349,7 +362,13 @@ class AdaptiveLimiter:
                 if permit.serial == self._last_serial:
                     # Nothing was sent after it: the newest booking is its own, a measure of the provider's booking lag.
                     self._lags.append(max(0.0, newest - sent))
-                    self.send_margin = max(self._lags) + self._boost
+                    margin = max(self._lags) + self._boost
+                    if margin > self.send_margin:
+                        # Entries booked with the smaller lag would leave our log before the provider's window:
+                        # they take the new one too (never past one window after their reply).
+                        for log in (self.request_log, self.token_log):
+                            log.delay(margin - self.send_margin, self.window_s)
+                    self.send_margin = margin
                 return min(now, newest, sent + self.send_margin)
         if sent is None or self.reply_booking:
             return now
