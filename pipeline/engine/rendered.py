@@ -67,10 +67,10 @@ def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) ->
     """
     if not computed or value is None:
         return f'>\n      <skipped message={attr(reason if computed else _NOT_COMPUTED)}/>\n    </testcase>\n'
-    msg = f"value {value}: {reason}"
+    msg = attr(f"value {value}: {reason}")  # escaped once: the text is the attribute without its quotes
     if passed is False:
-        return f'>\n      <failure type="threshold" message={attr(msg)}>{text(msg)}</failure>\n    </testcase>\n'
-    return f">\n      <system-out>{text(msg)}</system-out>\n    </testcase>\n"
+        return f'>\n      <failure type="threshold" message={msg}>{msg[1:-1]}</failure>\n    </testcase>\n'
+    return f">\n      <system-out>{msg[1:-1]}</system-out>\n    </testcase>\n"
 
 
 class Cell(NamedTuple):

@@ -181,8 +181,8 @@ class CaseCollector:
     def feed_finished(self, done: Finished) -> None:
         """`feed` for a result rendered where it was scored (`engine.rendered`; status `ok`), without making its dict.
 
-        Its dict (`finished_dict`) is made only for a row a table keeps; `on_result` is not called (the
-        JUnit writer takes such results itself, `JunitWriter.feed_finished`).
+        Its row (from `finished_dict`) is made only for what the tables hold at the end; `on_result` is
+        not called (the JUnit writer takes such results itself, `JunitWriter.feed_finished`).
         """
         seq = self.seq
         self.seq += 1
@@ -193,26 +193,36 @@ class CaseCollector:
         keys = self.metric_keys
         vals = [v for k in keys if (c := cells.get(k)) is not None and (v := c.value) is not None and math.isfinite(v)]
         r = sum(vals) / len(vals) if vals else -0.5
-        row: CaseRow | None = None
+        # The heaps keep `done` itself: most entries are pushed out again, so its row is made only at the end (`material`).
         table = self.table
         if len(table) < self.max_rows:
-            heapq.heappush(table, (-r, -seq, row := _row(finished_dict(done))))
+            heapq.heappush(table, (-r, -seq, done))  # type: ignore[arg-type]
         elif (-r, -seq) > table[0][:2]:
-            heapq.heapreplace(table, (-r, -seq, row := _row(finished_dict(done))))
+            heapq.heapreplace(table, (-r, -seq, done))  # type: ignore[arg-type]
         for k in keys:
             c = cells.get(k)
             if c is not None and (v := c.value) is not None and math.isfinite(v) and c.passed is not True:
                 h = self.worst[k]
                 key = (-float(v), -seq)
                 if len(h) < self.worst_n:
-                    heapq.heappush(h, (*key, row := row or _row(finished_dict(done))))
+                    heapq.heappush(h, (*key, done))  # type: ignore[arg-type]
                 elif key > h[0][:2]:
-                    heapq.heapreplace(h, (*key, row := row or _row(finished_dict(done))))
+                    heapq.heapreplace(h, (*key, done))  # type: ignore[arg-type]
 
     def material(self) -> CaseMaterial:
         """What was fed, as the reports take it."""
-        rows = [r for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
-        worst_rows = {k: [r for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
+        made: dict[int, CaseRow] = {}
+
+        def row(r: CaseRow | Finished) -> CaseRow:
+            if type(r) is not Finished:
+                return r  # type: ignore[return-value]
+            got = made.get(id(r))
+            if got is None:
+                got = made[id(r)] = _row(finished_dict(r))
+            return got
+
+        rows = [row(r) for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
+        worst_rows = {k: [row(r) for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
         return CaseMaterial(rows, self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1)
 
 
