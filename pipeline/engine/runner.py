@@ -141,7 +141,9 @@ async def run(
     Args:
         stop: when set, no new case is taken; cases in flight finish and are written
             (CPU work still computing `STOP_GRACE_S` later is cancelled and redone on resume).
-        on_result: called with each new result (progress display).
+        on_result: called with each new result (progress display): a `CaseResult`, or for a result
+            rendered where it was scored an `engine.rendered.Finished`, which reads the same
+            (`case_id`, `trial`, `status`, `scores` values and verdicts) and whose `.result()` is the model.
         source: cases from memory (`tracejudge.stages.load.memory.MemorySource`) read instead of
             `config.dataset`'s file; the manifest then records no file fingerprint.
         metrics: metric instances to use instead of building `config.metrics`
