@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
-from tracejudge.engine.keyset import FirstSeen, KeySet, result_key
+from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
+from tracejudge.engine.rendered import Finished, Rendered
+
+_BARE = Case(id="")
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text"]
 
@@ -53,6 +56,8 @@ class Admission:
 
     def works(self, item: Extracted, started: float) -> list[Work]:
         """The work `item` gives (possibly none: every trial already finished)."""
+        if item.rendered is not None:
+            return self._rendered(item, item.rendered, started)
         if item.case is not None and not encodable(item.case.id):
             item.error = (item.case.id, ErrorInfo(kind="invalid_input", message="the case id holds text that UTF-8 cannot encode (a lone surrogate)",
                                                   file=item.file, line=item.line, field="id"))
@@ -87,6 +92,21 @@ class Admission:
             elif item.scores is not None:
                 result.scores.update(item.scores)
             out.append(Work(case, trial, result, started))
+        return out
+
+    def _rendered(self, item: Extracted, done: Rendered, started: float) -> list[Work]:
+        # A case rendered where it was scored: one `Finished` per trial not yet finished, no model built.
+        first = self.seen.claim_hash(done.id_hash, item.file, item.line)
+        if first != f"{item.file}:{item.line}":  # a repeated id: the general path's duplicate result
+            # (claiming again is harmless: the id keeps its first place)
+            item.case, item.rendered = _BARE.model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
+            return self.works(item, started)
+        out: list[Work] = []
+        for trial in range(self.trials):
+            if self.is_done(trial_key(done.id_hash, trial)):
+                self.skipped += 1
+                continue
+            out.append(Work(None, trial, Finished(done, trial), started))  # type: ignore[arg-type]
         return out
 
     def _once(self, cid: str, make: Callable[[], Work]) -> list[Work]:

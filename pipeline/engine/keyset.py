@@ -257,7 +257,11 @@ class FirstSeen:
 
     def claim(self, key: str, file: str, line: int) -> str:
         """Record `key` at `file:line` unless already seen; return where it was first seen."""
-        got = self._map.setdefault(key, self._place(file, line))
+        return self.claim_hash(key_hash(key), file, line)
+
+    def claim_hash(self, id_hash: int, file: str, line: int) -> str:
+        """`claim` by the id's `key_hash`."""
+        got = self._map.setdefault_hash(id_hash, self._place(file, line))
         return f"{self._files[got >> 40]}:{got & ((1 << 40) - 1)}"
 
     def claim_first(self, id_hash: int, file: str, line: int) -> bool:

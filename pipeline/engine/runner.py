@@ -45,6 +45,7 @@ from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.executors.pump import Mapped, ordered_map
 from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
 from tracejudge.engine.live import LiveStatus
+from tracejudge.engine.rendered import Finished
 from tracejudge.engine.shards import Shard, parse_shard, shard_index, shard_run_dir
 from tracejudge.stages.score import time_limit
 
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 __all__ = ["RunOutcome", "manifest_for", "preflight", "run"]
 
 log = get_logger("tracejudge.runner")
+
+_PLAIN_CHUNK = 64  # raw records per chunk when nothing runs after the executor (~20 ms of extract and score in-process)
 
 
 @dataclass
@@ -138,7 +141,9 @@ async def run(
     Args:
         stop: when set, no new case is taken; cases in flight finish and are written
             (CPU work still computing `STOP_GRACE_S` later is cancelled and redone on resume).
-        on_result: called with each new result (progress display).
+        on_result: called with each new result (progress display): a `CaseResult`, or for a result
+            rendered where it was scored an `engine.rendered.Finished`, which reads the same
+            (`case_id`, `trial`, `status`, `scores` values and verdicts) and whose `.result()` is the model.
         source: cases from memory (`tracejudge.stages.load.memory.MemorySource`) read instead of
             `config.dataset`'s file; the manifest then records no file fingerprint.
         metrics: metric instances to use instead of building `config.metrics`
@@ -190,6 +195,8 @@ async def run(
         )
         journal.usage_source = lambda: {st.name: dict(st.usage()) for st in stages if st.usage is not None}
         job.keep_case = bool(stages)  # no later stage reads the trace: workers send back only id, tags and metadata
+        if not stages:  # a scored case's result is settled where it is scored: rendered there (`engine.rendered`)
+            job.render_keys = list(feed.keys) if feed is not None else []
         live = live if live is not None else LiveStatus()
         live.probes = [st.activity for st in stages if st.activity is not None]
         live.paces = [st.pace for st in stages if st.pace is not None]
@@ -343,8 +350,9 @@ class _Flow:
         return self.read_skipped + self.admission.skipped
 
     async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
-        # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records.
-        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0))
+        # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records;
+        # so does a run with no stage after the executor, whose every hop is pure overhead (no I/O waits on it).
+        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0), 0 if self.stages else _PLAIN_CHUNK)
         sink_done = anyio.Event()
         async with anyio.create_task_group() as tg:
             raw_send, raw_recv = anyio.create_memory_object_stream[list[Any]](self.capacity)
@@ -381,7 +389,8 @@ class _Flow:
         return all(self.journal.is_done(trial_key(h, t)) for t in range(self.trials)) and self.admission.seen.claim_first(h, raw.file, raw.line)
 
     async def load(self, records: AsyncIterator[Any], send: MemoryObjectSendStream[list[Any]]) -> None:
-        peek = self.peek
+        # Nothing finished yet (a fresh run): no record can be skipped, so none is peeked and hashed for it.
+        peek = self.peek if len(self.journal.done) or self.shard is not None else None
         async with send, aclosing(records):  # type: ignore[type-var]
             batch: list[Any] = []
             async for raw in records:
@@ -419,8 +428,7 @@ class _Flow:
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True
                     continue
-                works = [w for item in out if not self.foreign(item.case.id if item.case is not None else item.error[0])  # type: ignore[index]
-                         for w in self.admission.works(item, mapped.started)]
+                works = [w for item in out if not self.foreign(_case_id(item)) for w in self.admission.works(item, mapped.started)]
                 self.live.in_flight += len(works)
                 await _emit(send, works, single)
 
@@ -490,10 +498,11 @@ class _Flow:
                         written = self.journal.record(result)
                     if not written:
                         continue
-                    for key, score in result.scores.items():
-                        if score.value is None and score.reason.startswith("metric_timeout:"):
-                            log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
-                                        trial=result.trial, limit_s=self.config.run.metric_timeout_s)
+                    timed_out = result.rendered.timed_out if type(result) is Finished else (
+                        k for k, s in result.scores.items() if s.value is None and s.reason.startswith("metric_timeout:"))
+                    for key in timed_out:
+                        log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
+                                    trial=result.trial, limit_s=self.config.run.metric_timeout_s)
                     self.new += 1
                     if self.on_result is not None:
                         self.on_result(result)
@@ -505,6 +514,12 @@ class _Flow:
             with anyio.move_on_after(0.1):
                 await sink_done.wait()
             self.journal.tick()
+
+
+def _case_id(item: Extracted) -> str:
+    if item.rendered is not None:
+        return item.rendered.id
+    return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
 
 
 async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:

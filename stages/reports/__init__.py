@@ -22,6 +22,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
 from tracejudge.engine import shards, store
 from tracejudge.engine.keyset import KeySet, result_key
+from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
@@ -65,8 +66,15 @@ class ReportFeed:
         self.valid = True
         self._provisional: set[tuple[str, int]] = set()
 
-    def feed(self, result: CaseResult) -> None:
+    def feed(self, result: CaseResult | Finished) -> None:
         """Collect one written result (nothing is written to the run directory)."""
+        if type(result) is Finished:  # rendered where it was scored: status ok, never provisional
+            if (result.case_id, result.trial) in self._provisional:
+                self.valid = False
+            if self.valid:
+                self.junit.feed_finished(result)
+                self.cases.feed_finished(result)
+            return
         key = (result.case_id, result.trial)
         if key in self._provisional:
             self.valid = False  # superseding an earlier line: re-reading skips that line, the feed cannot

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from tracejudge.core.records import CaseResult, Status
+from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
 
-__all__ = ["CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "result_dict"]
+__all__ = ["CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "finished_dict", "result_dict"]
 
 
 @dataclass
@@ -102,6 +104,16 @@ def result_dict(result: CaseResult) -> dict[str, Any]:
     }
 
 
+def finished_dict(done: Finished) -> dict[str, Any]:
+    """`result_dict` of a result rendered where it was scored: its scores' reasons read back from its rendered line."""
+    scores = pydantic_core.from_json("{" + done.rendered.middle + "}")["scores"]
+    return {
+        "case_id": done.case_id, "trial": done.trial, "status": "ok", "duration_s": done.duration_s, "tags": done.tags,
+        "scores": {k: {"value": s.get("value"), "passed": s.get("passed"), "reason": s.get("reason", "")} for k, s in scores.items()},
+        "error": None,
+    }
+
+
 class CaseCollector:
     """Keeps, result by result, what the reports show (see `CaseMaterial`); memory bounded by the caps.
 
@@ -166,10 +178,51 @@ class CaseCollector:
                     elif key > h[0][:2]:
                         heapq.heapreplace(h, (*key, row := row or _row(res)))
 
+    def feed_finished(self, done: Finished) -> None:
+        """`feed` for a result rendered where it was scored (`engine.rendered`; status `ok`), without making its dict.
+
+        Its row (from `finished_dict`) is made only for what the tables hold at the end; `on_result` is
+        not called (the JUnit writer takes such results itself, `JunitWriter.feed_finished`).
+        """
+        seq = self.seq
+        self.seq += 1
+        self.total += 1
+        if done.trial > self.max_trial:
+            self.max_trial = done.trial
+        cells = done.scores
+        keys = self.metric_keys
+        vals = [v for k in keys if (c := cells.get(k)) is not None and (v := c.value) is not None and math.isfinite(v)]
+        r = sum(vals) / len(vals) if vals else -0.5
+        # The heaps keep `done` itself: most entries are pushed out again, so its row is made only at the end (`material`).
+        table = self.table
+        if len(table) < self.max_rows:
+            heapq.heappush(table, (-r, -seq, done))  # type: ignore[arg-type]
+        elif (-r, -seq) > table[0][:2]:
+            heapq.heapreplace(table, (-r, -seq, done))  # type: ignore[arg-type]
+        for k in keys:
+            c = cells.get(k)
+            if c is not None and (v := c.value) is not None and math.isfinite(v) and c.passed is not True:
+                h = self.worst[k]
+                key = (-float(v), -seq)
+                if len(h) < self.worst_n:
+                    heapq.heappush(h, (*key, done))  # type: ignore[arg-type]
+                elif key > h[0][:2]:
+                    heapq.heapreplace(h, (*key, done))  # type: ignore[arg-type]
+
     def material(self) -> CaseMaterial:
         """What was fed, as the reports take it."""
-        rows = [r for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
-        worst_rows = {k: [r for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
+        made: dict[int, CaseRow] = {}
+
+        def row(r: CaseRow | Finished) -> CaseRow:
+            if type(r) is not Finished:
+                return r  # type: ignore[return-value]
+            got = made.get(id(r))
+            if got is None:
+                got = made[id(r)] = _row(finished_dict(r))
+            return got
+
+        rows = [row(r) for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
+        worst_rows = {k: [row(r) for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
         return CaseMaterial(rows, self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1)
 
 

@@ -10,38 +10,20 @@ metric, and the counts in each suite's attributes come from the summary.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
 from tracejudge.core.records import score_counts
+from tracejudge.engine.rendered import Finished, attr, testcase_end, text
 from tracejudge.engine.store import iter_results
 
 __all__ = ["JunitWriter", "write_junit"]
 
-# XML 1.0 cannot carry most control characters, even escaped.
-_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-# Characters that need escaping (or that XML cannot carry): most values (ids, keys, reasons) have none.
-_SPECIAL = re.compile("[\x00-\x1f&<>]")
+_BATCH = 256  # results whose test cases are written together
 
-
-def _attr(s: Any) -> str:
-    s = str(s)
-    if _SPECIAL.search(s) is None:  # the common case, as `quoteattr` would write it without its chain of replaces
-        if '"' not in s:
-            return f'"{s}"'
-        if "'" not in s:
-            return f"'{s}'"
-        return '"' + s.replace('"', "&quot;") + '"'  # both quotes (most reasons): what quoteattr writes then
-    from xml.sax.saxutils import quoteattr  # here: it imports urllib.request, http.client and ssl, which a run needs not
-
-    return quoteattr(_ILLEGAL.sub("", s))
-
-
-def _text(s: str) -> str:
-    return _attr(s)[1:-1]
+_attr, _text = attr, text
 
 
 def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[str]:
@@ -49,7 +31,7 @@ def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[s
     trial = int(res.get("trial", 0))
     name = str(res["case_id"]) + (f" [trial {trial}]" if multi else "")
     dur = float(res.get("duration_s", 0.0) or 0.0)
-    tail = f" name={_attr(name)} time=\"{dur:.6f}\">\n"  # the same for every metric of the result
+    tail = f" name={_attr(name)} time=\"{dur:.6f}\""  # the same for every metric of the result
     status = res.get("status", "ok")
     scores = res.get("scores") or {}
     error = None
@@ -60,17 +42,12 @@ def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[s
         if status != "ok" and not (isinstance(score, dict) and score_counts(status, score.get("value"))):
             if error is None:
                 msg = f"{status}: {(res.get('error') or {}).get('message', '')}"
-                error = f"      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n"
+                error = f">\n      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n"
             out.append(head + error)
-        elif not isinstance(score, dict) or score.get("value") is None:
-            reason = score.get("reason", "") if isinstance(score, dict) else "metric not computed for this case"
-            out.append(f"{head}      <skipped message={_attr(reason)}/>\n    </testcase>\n")
+        elif not isinstance(score, dict):
+            out.append(head + testcase_end(None, None, "", computed=False))
         else:
-            msg = f"value {score['value']}: {score.get('reason', '')}"
-            if score.get("passed") is False:
-                out.append(f"{head}      <failure type=\"threshold\" message={_attr(msg)}>{_text(msg)}</failure>\n    </testcase>\n")
-            else:
-                out.append(f"{head}      <system-out>{_text(msg)}</system-out>\n    </testcase>\n")
+            out.append(head + testcase_end(score.get("value"), score.get("passed"), score.get("reason", "")))
     return out
 
 
@@ -88,10 +65,35 @@ class JunitWriter:
         self.multi = summary.get("trials", 1) > 1
         self.bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key in self.metrics}
         self.classnames = {key: _attr(key) for key in self.metrics}
+        self.pending: dict[str, list[str]] = {key: [] for key in self.metrics}
+        self.queued = 0
 
     def feed(self, res: dict[str, Any]) -> None:
-        for fh, case in zip(self.bodies.values(), _testcases(self.classnames, res, self.multi), strict=True):
-            fh.write(case)
+        """Add one result dict's test cases (one per metric)."""
+        for buf, case in zip(self.pending.values(), _testcases(self.classnames, res, self.multi), strict=True):
+            buf.append(case)
+        self._count()
+
+    def feed_finished(self, done: Finished) -> None:
+        """Add the test cases of a result rendered where it was scored (`engine.rendered`): only its name and time are made here."""
+        name = done.case_id + (f" [trial {done.trial}]" if self.multi else "")
+        tail = f" name={_attr(name)} time=\"{done.duration_s:.6f}\""
+        for (key, buf), end in zip(self.pending.items(), done.rendered.junit, strict=True):
+            buf.append(f"    <testcase classname={self.classnames[key]}{tail}{end}")
+        self._count()
+
+    def _count(self) -> None:
+        # Test cases are written in batches: one write per suite per batch, not one per test case.
+        self.queued += 1
+        if self.queued >= _BATCH:
+            self._write()
+
+    def _write(self) -> None:
+        for key, buf in self.pending.items():
+            if buf:
+                self.bodies[key].write("".join(buf))
+                buf.clear()
+        self.queued = 0
 
     def close(self) -> None:
         """Drop the suites' temporary files (when `finish` will not be called)."""
@@ -99,7 +101,9 @@ class JunitWriter:
             fh.close()
 
     def finish(self, out: TextIO) -> None:
+        """Write the whole document to `out` (suite counts from the summary), then drop the temporary files."""
         try:
+            self._write()
             out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
             tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
             suites = []

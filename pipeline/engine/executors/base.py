@@ -57,6 +57,7 @@ from typing import Any, Protocol
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case, ErrorInfo, Score
 from tracejudge.core.registry import Format
+from tracejudge.engine.rendered import Rendered, render
 
 __all__ = ["STOP_GRACE_S", "CpuJob", "Executor", "ExecutorBroken", "Extracted", "deterministic_metrics"]
 
@@ -72,13 +73,16 @@ class ExecutorBroken(RuntimeError):
 class Extracted:
     """What the CPU stages made of one raw record.
 
-    Exactly one of `case` and `error` is set. `error` is `(case_id, ErrorInfo)`
+    Exactly one of `case`, `error` and `rendered` is set. `error` is `(case_id, ErrorInfo)`
     for a record that could not be read. When the job scores (`CpuJob.score`),
     `scores` holds the deterministic scores by metric key, or `failure` says
     why the case could not be scored (status `invalid_input`). From `run`
     (what a worker sends back) `case` is only the id, tags and metadata unless
     the job keeps whole cases (`CpuJob.keep_case`: a later stage — target,
     judge — needs the trace); from `arun` (in-process) it is the whole case.
+    When the job renders (`CpuJob.render_keys`), a case scored without a
+    failure comes back as `rendered` alone (`engine.rendered.Rendered`: its
+    result line's body, JUnit test cases and figures), with no case or scores.
     """
 
     file: str
@@ -87,6 +91,7 @@ class Extracted:
     error: tuple[str, ErrorInfo] | None = None
     scores: dict[str, Score] | None = None
     failure: ErrorInfo | None = None
+    rendered: Rendered | None = None
 
 
 def deterministic_metrics(metrics: Sequence[Any]) -> list[Any]:
@@ -117,6 +122,9 @@ class CpuJob:
     score: bool
     keep_case: bool
     metric_timeout_s: float | None = 60.0  # each metric call's limit (`run.metric_timeout_s`), set in every process that runs the job
+    # Set when nothing runs after the executor: scored cases come back rendered (`Extracted.rendered`), with one JUnit
+    # test case end per key given here (the run's metric keys when its reports are fed as it goes, else none).
+    render_keys: list[str] | None = None
     fmt: Format | None = field(default=None, repr=False)
     ctx: Any = field(default=None, repr=False)
     _built: tuple[Format, Any, list[Any]] | None = field(default=None, repr=False)
@@ -162,6 +170,7 @@ class CpuJob:
             item, use = self._extract(raw)
             if use is not None:
                 item.scores = score_case(item.case, use)  # type: ignore[arg-type]
+                self._render(item)
             out.append(self._finish(item))
         return out
 
@@ -174,8 +183,17 @@ class CpuJob:
             item, use = self._extract(raw)
             if use is not None:
                 item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
+                self._render(item)
             out.append(item)  # in this process: nothing to pickle, so no lighter copy to make
         return out
+
+    def _render(self, item: Extracted) -> None:
+        # A scored case whose result is settled (`render_keys` set: nothing runs after the executor) goes on rendered.
+        if self.render_keys is None or item.failure is not None or item.scores is None or item.case is None:
+            return
+        done = render(item.case, item.scores, self.render_keys)
+        if done is not None:
+            item.rendered, item.case, item.scores = done, None, None
 
     def _extract(self, raw: Any) -> tuple[Extracted, Sequence[Any] | None]:
         # The extracted record, and the metrics to score it with (None: nothing to score).

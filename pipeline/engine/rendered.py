@@ -1,0 +1,161 @@
+"""A scored case rendered where it was scored: its result line's body, its JUnit test cases, its figures.
+
+When nothing runs after the executor (no live target, no judge), a case's
+result is settled the moment its checks are: status `ok`, its tags, metadata
+and scores. The executor then renders it once (`render`), in the worker that
+scored it, into what the main process writes and folds:
+
+- the middle of its `results.jsonl` line (`"tags":…,"metadata":…,"scores":…`,
+  exactly as `CaseResult.model_dump_json` writes it: it is cut out of that);
+- for each of the run's metrics, the end of its `<testcase>` in `junit.xml`
+  (everything after the `time` attribute, as `stages.reports.junit` writes it);
+- each score's value and verdict (`Cell`), which the aggregate folds;
+- its id's `keyset.key_hash`.
+
+The main process then only adds what it alone knows (the trial, the
+duration) and writes: no pydantic model is pickled, validated or serialized
+there per result (`Finished.line`). A case whose result is anything else (an
+unreadable record, a duplicate id, a failed check set-up, text JSON cannot
+carry) is not rendered and takes the general path, with the same outcome.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import pydantic_core
+from tracejudge.core.records import CaseResult, Score, Status
+from tracejudge.engine.keyset import key_hash
+
+__all__ = ["Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
+
+# XML 1.0 cannot carry most control characters, even escaped.
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# Characters that need escaping (or that XML cannot carry): most values (ids, keys, reasons) have none.
+_SPECIAL = re.compile("[\x00-\x1f&<>]")
+_NOT_COMPUTED = "metric not computed for this case"
+_OK = Status.ok
+
+
+def attr(s: Any) -> str:
+    """`s` as a quoted XML attribute value, as `xml.sax.saxutils.quoteattr` writes it (illegal characters dropped)."""
+    s = str(s)
+    if _SPECIAL.search(s) is None:  # the common case, as `quoteattr` would write it without its chain of replaces
+        if '"' not in s:
+            return f'"{s}"'
+        if "'" not in s:
+            return f"'{s}'"
+        return '"' + s.replace('"', "&quot;") + '"'  # both quotes (most reasons): what quoteattr writes then
+    from xml.sax.saxutils import quoteattr  # here: it imports urllib.request, http.client and ssl, which a run needs not
+
+    return quoteattr(_ILLEGAL.sub("", s))
+
+
+def text(s: str) -> str:
+    """`s` escaped as XML character data (as `attr`, without the quotes)."""
+    return attr(s)[1:-1]
+
+
+def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) -> str:
+    """The end of one metric's `<testcase>` (after its `time` attribute) for a result that counts the score.
+
+    `computed` False: the result has no score for the metric at all. A `value`
+    of None is a score that could not be computed (`<skipped>`); `passed`
+    False a `<failure>`; anything else passes (`<system-out>`).
+    """
+    if not computed or value is None:
+        return f'>\n      <skipped message={attr(reason if computed else _NOT_COMPUTED)}/>\n    </testcase>\n'
+    msg = attr(f"value {value}: {reason}")  # escaped once: the text is the attribute without its quotes
+    if passed is False:
+        return f'>\n      <failure type="threshold" message={msg}>{msg[1:-1]}</failure>\n    </testcase>\n'
+    return f">\n      <system-out>{msg[1:-1]}</system-out>\n    </testcase>\n"
+
+
+class Cell(NamedTuple):
+    """One score as the aggregate folds it: `value` (None: not computed) and `passed`."""
+
+    value: float | None
+    passed: bool | None
+
+
+@dataclass(slots=True)
+class Rendered:
+    """One scored case, rendered (see the module docstring). Small and made of builtins: cheap to pickle."""
+
+    id: str
+    id_json: str
+    id_hash: int
+    tags: list[str]
+    metadata: dict[str, Any]
+    middle: str
+    cells: dict[str, Cell]
+    junit: tuple[str, ...]
+    timed_out: tuple[str, ...]
+
+
+_HEAD = '{"case_id":"","trial":0,"status":"ok",'
+_TAIL = ',"error":null,"duration_s":0.0}'
+
+
+def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Rendered | None:
+    """`case` (id, tags, metadata) with its `scores`, rendered; None when JSON cannot carry its text (a lone surrogate).
+
+    `junit_keys` are the run's metric keys in report order: one `testcase_end` each.
+    """
+    try:
+        body = CaseResult(case_id="", tags=case.tags, metadata=case.metadata, scores=scores).model_dump_json()
+        id_json = pydantic_core.to_json(case.id).decode()
+    except (ValueError, UnicodeError):
+        return None
+    if not (body.startswith(_HEAD) and body.endswith(_TAIL)):  # (a model whose layout changed: take the general path)
+        return None
+    cells = {}
+    for k, s in scores.items():
+        v = s.value
+        cells[k] = Cell(v, s.passed)
+    junit = []
+    for k in junit_keys:
+        s = scores.get(k)
+        if s is None:
+            junit.append(testcase_end(None, None, "", computed=False))
+        else:
+            v = s.value
+            junit.append(testcase_end(v if v is None or math.isfinite(v) else None, s.passed, s.reason))
+    timed_out = tuple(k for k, s in scores.items() if s.value is None and s.reason.startswith("metric_timeout:"))
+    return Rendered(case.id, id_json, key_hash(case.id), case.tags, case.metadata, body[len(_HEAD):-len(_TAIL)],
+                    cells, tuple(junit), timed_out)
+
+
+class Finished:
+    """The result of one trial of a `Rendered` case: what the main process writes, folds and reports.
+
+    Reads like a `CaseResult` where the aggregate, the reports and the
+    progress display look (`case_id`, `trial`, `status`, `tags`, `metadata`,
+    `scores` — `Cell`s —, `duration_s`, `error`).
+    """
+
+    __slots__ = ("case_id", "duration_s", "metadata", "rendered", "scores", "tags", "trial")
+    status = _OK
+    error = None
+
+    def __init__(self, rendered: Rendered, trial: int) -> None:
+        self.rendered = rendered
+        self.case_id = rendered.id
+        self.trial = trial
+        self.tags = rendered.tags
+        self.metadata = rendered.metadata
+        self.scores = rendered.cells
+        self.duration_s = 0.0
+
+    def line(self) -> str:
+        """The `results.jsonl` line (no newline): what `CaseResult.model_dump_json` writes for this result."""
+        r = self.rendered
+        return (f'{{"case_id":{r.id_json},"trial":{self.trial},"status":"ok",{r.middle},"error":null,'
+                f'"duration_s":{pydantic_core.to_json(self.duration_s).decode()}}}')
+
+    def result(self) -> CaseResult:
+        """The `CaseResult` this stands for (parsed from its line: for the rare reader that needs the model)."""
+        return CaseResult.model_validate_json(self.line())
