@@ -195,6 +195,8 @@ class RunJournal:
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
         # Called with each result `record` writes (the reports collect their material as the run goes).
         self.on_record: Callable[[CaseResult], None] | None = None
+        # Called after each checkpoint is written (the resume cursor is saved with it, `tracejudge.engine.cursor`).
+        self.on_checkpoint: Callable[[], None] | None = None
         self.fresh = False  # results.jsonl was empty (or absent) at open: every result is this segment's
         # Results skipped for the judge budget, and transient failures with retries left:
         # written, but not finished work. A resume redoes them; the newer result supersedes
@@ -579,6 +581,8 @@ class RunJournal:
         # No fsync: the checkpoint only ever claims results already fsynced, and one lost
         # or garbled by a power cut fails validation and is rebuilt from results.jsonl.
         store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, indent=1) + "\n", durable=False)
+        if self.on_checkpoint is not None:
+            self.on_checkpoint()
 
     # --------------------------------------------------------------- totals
 
