@@ -68,6 +68,7 @@ _TAIL = 1 << 16
 # back for the whole segment, a retry left pending) the cursor stops moving for the segment.
 _MAX_PENDING = 200_000
 _SMALL_PRIOR = 1 << 15  # fewer first-seen ids than this are looked up in a dict, without numpy
+_SCANS = 64  # lookups answered by a scan of cursor.ids (~1 ms at a million ids) before it is sorted once (~0.2 s)
 log = get_logger("tracejudge.cursor")
 
 
@@ -97,36 +98,47 @@ def _tail_hash(fh: Any, offset: int) -> str:
 
 
 class _Prior:
-    """Lines of the ids first seen before the cursor, by `key_hash` (from `cursor.ids`)."""
+    """Lines of the ids first seen before the cursor, by `key_hash` (from `cursor.ids`).
 
-    def __init__(self, data: bytes) -> None:
+    Every such id is finished, so an id whose hash is not in the journal's
+    `done` set is answered without a look at `cursor.ids` (the unfinished
+    cases a resume goes on with); the few others are looked up by a scan,
+    and once there are many, by a sorted copy.
+    """
+
+    def __init__(self, data: bytes, done: KeySet) -> None:
         self._data = data
+        self._done = done
         self._small: dict[int, int] | None = None
-        self._hashes: Any = None
-        self._lines: Any = None
-
-    def _build(self) -> None:
-        n = len(self._data) // 16
-        if n < _SMALL_PRIOR:
-            pairs = memoryview(self._data).cast("Q")  # little-endian machines; see `prepare`
-            self._small = {pairs[2 * i]: pairs[2 * i + 1] for i in range(n)}
-            return
-        import numpy as np
-
-        pairs = np.frombuffer(self._data, dtype="<u8").reshape(-1, 2)
-        order = np.argsort(pairs[:, 0], kind="stable")
-        self._hashes, self._lines = pairs[order, 0], pairs[order, 1]
+        self._pairs: Any = None
+        self._sorted: Any = None
+        self._scans = 0
 
     def __call__(self, h: int) -> int | None:
         """The line where the id of hash `h` was first seen before the cursor, or None."""
-        if self._small is None and self._hashes is None:
-            self._build()
-        if self._small is not None:
+        if not self._done.contains_hash(h):
+            return None
+        n = len(self._data) // 16
+        if n < _SMALL_PRIOR:
+            if self._small is None:
+                pairs = memoryview(self._data).cast("Q")  # little-endian machines only (see `prepare`)
+                self._small = {pairs[2 * i]: pairs[2 * i + 1] for i in range(n)}
             return self._small.get(h)
         import numpy as np
 
-        i = int(np.searchsorted(self._hashes, np.uint64(h)))
-        return int(self._lines[i]) if i < len(self._hashes) and int(self._hashes[i]) == h else None
+        if self._pairs is None:
+            self._pairs = np.frombuffer(self._data, dtype="<u8").reshape(-1, 2)
+        key = np.uint64(h)
+        if self._sorted is None and self._scans < _SCANS:
+            self._scans += 1
+            hit = np.flatnonzero(self._pairs[:, 0] == key)
+            return int(self._pairs[hit[0], 1]) if len(hit) else None
+        if self._sorted is None:
+            order = np.argsort(self._pairs[:, 0])
+            self._sorted = (self._pairs[order, 0], self._pairs[order, 1])
+        hashes, lines = self._sorted
+        i = int(np.searchsorted(hashes, key))
+        return int(lines[i]) if i < len(hashes) and int(hashes[i]) == h else None
 
 
 @dataclass
@@ -267,11 +279,11 @@ def _stat(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any], size_hint: int) -> Resume | None:
+def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any], done: KeySet) -> Resume | None:
     """The resume from the cursor, or from the start with a new cursor; None where no cursor applies.
 
-    `fmt` is the dataset's `Format`, `recovery` the journal's (`RunJournal.recovery`),
-    `size_hint` how many ids the run may see. Applies to the `native` format
+    `fmt` is the dataset's `Format`, `recovery` and `done` the journal's
+    (`RunJournal.recovery`, `RunJournal.done`: every finished key at open). Applies to the `native` format
     read from a file on a little-endian machine; anything else returns None and
     the caller reads the dataset as before.
     """
@@ -281,6 +293,7 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
     if sys.byteorder != "little":  # `cursor.ids` is read by a memoryview cast in native order
         return None
     run_dir = Path(run_dir)
+    size_hint = len(done)
     try:
         cur, why = _usable(run_dir, config, path, recovery)
         stat = _stat(path)
@@ -301,7 +314,7 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
     with open(run_dir / CURSOR_IDS, "rb") as fh:
         ids = fh.read(cur.ids * 16)
     name = str(path)
-    seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=_Prior(ids), prior_file=name)
+    seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=_Prior(ids, done), prior_file=name)
     state = {"offset": cur.offset, "line": cur.line, "records": cur.records, "ids": cur.ids, "skipped": cur.skipped, "crc": cur.prefix_crc32}
     tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, fmt.peek_id, state, stat, idx_pos)  # type: ignore[arg-type]
     left = None if limit is None else limit - cur.records
