@@ -7,8 +7,9 @@ dataset, so the resume has to get past all N finished cases before its
 first new one (the worst case). Each size is measured in fresh processes:
 
 1. setup: write the dataset and N results (scored by the real metrics), then
-   let the checkpoint code build `results.idx` and `checkpoint.json` as a
-   killed run would have left them;
+   let the checkpoint code build `results.idx` and `checkpoint.json`, and the
+   cursor code `cursor.json` and `cursor.ids` (`tracejudge.engine.cursor`),
+   as a killed run would have left them;
 2. resume: `runner.run` on that directory, timing from process start (imports
    included) and from the `run()` call to the first new case started (the
    first case the judge or score stage takes; with no such stage, the first
@@ -33,6 +34,7 @@ import time
 _T_START = time.perf_counter()
 
 import argparse  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
@@ -73,7 +75,7 @@ def setup(root: Path, n: int) -> None:
     from tracejudge.core import registry
     from tracejudge.core.config import load_config
     from tracejudge.core.records import Case, CaseResult
-    from tracejudge.engine import store
+    from tracejudge.engine import cursor, store
     from tracejudge.engine.checkpoint import RunJournal
     from tracejudge.engine.manifest import manifest_for
     from tracejudge.stages.aggregate.fold import Aggregator
@@ -96,6 +98,15 @@ def setup(root: Path, n: int) -> None:
     keys = [m.key for m in metrics]
     # No index or checkpoint yet: opening rebuilds both from results.jsonl, as after a crash.
     j = RunJournal.open(run_dir, metric_keys=keys, new_aggregator=lambda: Aggregator(keys), config_hash="setup")
+    # The cursor a run leaves at its checkpoints: the tracker notes each record read and moves past the finished ones.
+    resume = cursor.prepare(run_dir, config, registry.format_for(config.dataset.format), j.recovery, j.done)
+    assert resume is not None
+    for raw in itertools.islice(resume.records, n):
+        resume.tracker.read(raw)
+        resume.seen.claim(str(json.loads(raw.payload)["id"]), raw.file, raw.line)
+        if raw.line % 50_000 == 0:  # as a run's checkpoints do, every so many results
+            resume.save(j.done, j.provisional)
+    resume.save(j.done, j.provisional)
     j.close("killed")
 
 

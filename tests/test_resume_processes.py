@@ -276,7 +276,8 @@ def test_resuming_a_finished_run_changes_nothing(workspace: Path) -> None:
     assert f"(0 new results, {N} already finished)" in again.stdout
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in ref.iterdir()}
     assert after == before  # not one byte written, not even an identical rewrite
-    assert set(before) == {"manifest.json", "results.jsonl", "results.idx", "configs.jsonl", "checkpoint.json", "summary.json", "report.md", "junit.xml", "report.html"}
+    assert set(before) == {"manifest.json", "results.jsonl", "results.idx", "configs.jsonl", "checkpoint.json", "summary.json", "report.md", "junit.xml", "report.html",
+                           "cursor.json", "cursor.ids"}
 
 
 def test_manifest_mismatch_names_what_changed_and_force_and_fresh(workspace: Path, tmp_path: Path) -> None:

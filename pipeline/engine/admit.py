@@ -10,7 +10,7 @@ State: the run's done set (`RunJournal.done`) and the ids seen so far.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Work
@@ -46,13 +46,17 @@ def duplicate_error(case_id: str, first: str, file: str, line: int, also: str | 
 
 @dataclass
 class Admission:
-    """Turns `Extracted` records into work; `skipped` counts pairs found already finished."""
+    """Turns `Extracted` records into work; `skipped` counts pairs found already finished.
+
+    `added` holds the keys of the made-up ids this segment put in `done` before their result was written.
+    """
 
     done: KeySet
     is_done: Callable[[int], bool]
     seen: FirstSeen
     trials: int
     skipped: int = 0
+    added: set[int] = field(default_factory=set)
 
     def works(self, item: Extracted, started: float) -> list[Work]:
         """The work `item` gives (possibly none: every trial already finished)."""
@@ -116,4 +120,5 @@ class Admission:
             self.skipped += 1
             return []
         self.done.add_hash(key)
+        self.added.add(key)
         return [make()]

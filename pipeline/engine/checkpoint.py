@@ -79,6 +79,9 @@ class CheckpointFile(BaseModel):
     results_lines: int = Field(ge=0)
     index_crc32: int = Field(ge=0, lt=1 << 32)
     results_crc32: int | None = Field(default=None, ge=0, lt=1 << 32)
+    # results.jsonl's mtime when the checkpoint was written: a file still of `results_bytes` bytes with this mtime
+    # has not been touched since, and its CRC-32 need not be recomputed (a full read: ~1 s at a million results).
+    results_mtime_ns: int | None = None
     metric_keys: list[str]
     segments: list[dict[str, Any]]
     aggregator: dict[str, Any]
@@ -116,6 +119,18 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except FileNotFoundError:
         return -1
+
+
+def _mtime_ns(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None
+
+
+def _untouched(results: Path, cp: CheckpointFile, size: int) -> bool:
+    """True when results.jsonl is as the checkpoint left it: its size and mtime are those recorded (nothing appended or edited since)."""
+    return cp.results_mtime_ns is not None and size == cp.results_bytes and _mtime_ns(results) == cp.results_mtime_ns
 
 
 def recorded_config_hash(run_dir: Path) -> str | None:
@@ -196,6 +211,8 @@ class RunJournal:
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
         # Called with each result `record` writes (the reports collect their material as the run goes).
         self.on_record: Callable[[CaseResult], None] | None = None
+        # Called after each checkpoint is written (the resume cursor is saved with it, `tracejudge.engine.cursor`).
+        self.on_checkpoint: Callable[[], None] | None = None
         self.fresh = False  # results.jsonl was empty (or absent) at open: every result is this segment's
         # Results skipped for the judge budget, and transient failures with retries left:
         # written, but not finished work. A resume redoes them; the newer result supersedes
@@ -363,7 +380,8 @@ class RunJournal:
                 why = "results.jsonl is shorter than the checkpoint says"
             elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
                 why = "results.idx is shorter than the checkpoint says"
-            elif cp.results_crc32 is not None and store.file_crc32(self.run_dir / store.RESULTS, nbytes) != cp.results_crc32:
+            elif cp.results_crc32 is not None and not _untouched(self.run_dir / store.RESULTS, cp, size) and \
+                    store.file_crc32(self.run_dir / store.RESULTS, nbytes) != cp.results_crc32:
                 why = "results.jsonl changed before the checkpoint's end (a damaged or edited line)"
             else:
                 agg = restore(cp.aggregator, new_aggregator())
@@ -589,6 +607,7 @@ class RunJournal:
             "results_lines": w.lines,
             "index_crc32": w.index_crc,
             "results_crc32": w.results_crc,
+            "results_mtime_ns": _mtime_ns(self.run_dir / store.RESULTS),
             "metric_keys": self.metric_keys,
             "segments": self.segments,
             "aggregator": dump_state(self.agg),
@@ -602,6 +621,8 @@ class RunJournal:
         # Compact: with `indent` json runs its pure-Python encoder (the aggregate's reservoirs are
         # thousands of numbers); without, its C encoder, ~10x faster for the same values.
         store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, separators=(",", ":")) + "\n", durable=False)
+        if self.on_checkpoint is not None:
+            self.on_checkpoint()
 
     # --------------------------------------------------------------- totals
 

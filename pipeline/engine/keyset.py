@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from hashlib import blake2b
 
 __all__ = ["FirstSeen", "KeyMap", "KeySet", "key_hash", "result_key", "trial_key"]
@@ -233,12 +233,17 @@ class FirstSeen:
 
     `claim(id, file, line)` returns the `"file:line"` of the id's first
     occurrence: the given place if it is new. Lines must be below 2⁴⁰.
+    `prior(id_hash) -> line | None`, when given, names the ids first seen in
+    `prior_file` before this process read anything (the records a resume
+    cursor skipped, `tracejudge.engine.cursor`): they count as seen there.
     """
 
-    def __init__(self, size_hint: int = 0) -> None:
+    def __init__(self, size_hint: int = 0, prior: Callable[[int], int | None] | None = None, prior_file: str = "") -> None:
         self._map = KeyMap(size_hint=size_hint)
         self._files: list[str] = []
         self._file_no: dict[str, int] = {}
+        self._prior = prior
+        self._prior_no = self._place(prior_file, 0) if prior is not None else 0
 
     def __len__(self) -> int:
         return len(self._map)
@@ -255,16 +260,31 @@ class FirstSeen:
             self._files.append(file)
         return (no << 40) | line
 
+    def _first(self, id_hash: int, place: int) -> int:
+        if self._prior is not None and (line := self._prior(id_hash)) is not None:
+            return self._prior_no | line
+        return self._map.setdefault_hash(id_hash, place)
+
     def claim(self, key: str, file: str, line: int) -> str:
         """Record `key` at `file:line` unless already seen; return where it was first seen."""
         return self.claim_hash(key_hash(key), file, line)
 
     def claim_hash(self, id_hash: int, file: str, line: int) -> str:
         """`claim` by the id's `key_hash`."""
-        got = self._map.setdefault_hash(id_hash, self._place(file, line))
+        got = self._first(id_hash, self._place(file, line))
         return f"{self._files[got >> 40]}:{got & ((1 << 40) - 1)}"
 
     def claim_first(self, id_hash: int, file: str, line: int) -> bool:
         """Like `claim` by the id's `key_hash`; True if `file:line` is the first place it was seen."""
         place = self._place(file, line)
-        return self._map.setdefault_hash(id_hash, place) == place
+        return self._first(id_hash, place) == place
+
+    def where(self, id_hash: int) -> tuple[str, int] | None:
+        """`(file, line)` where the id of `id_hash` was first seen, or None if it has not been claimed (nothing is recorded)."""
+        if self._prior is not None and (line := self._prior(id_hash)) is not None:
+            return self._files[self._prior_no >> 40], line
+        i = self._map._set._find(id_hash)
+        if self._map._set._slots[i] != id_hash:
+            return None
+        got = self._map._values[i]
+        return self._files[got >> 40], got & ((1 << 40) - 1)

@@ -35,7 +35,7 @@ from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_imp
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Stage, Work
-from tracejudge.engine import config_journal
+from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.admit import Admission, safe_text
@@ -175,6 +175,7 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
+        resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done)
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
         journal.on_record = feed.feed if feed is not None else None
@@ -203,10 +204,10 @@ async def run(
         names = {st.name for st in stages}
         # A live target's cases are not cut: they finish or time out (`target.timeout_s`).
         live.grace_s = None if "target" in names else (config.judge.stop_grace_s if "judge" in names and config.judge else STOP_GRACE_S)
-        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live)
+        flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live, resume)
         try:
             async with executor:
-                await flow.run(executor, _records(config, fmt, source, run_dir))
+                await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
             ended, crashed = "interrupted", True
@@ -332,7 +333,8 @@ class _Flow:
     """
 
     def __init__(self, config: RunConfig, journal: RunJournal, stop: anyio.Event, on_result: Callable[[CaseResult], None] | None,
-                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None, live: LiveStatus | None = None) -> None:
+                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None, live: LiveStatus | None = None,
+                 resume: cursor.Resume | None = None) -> None:
         self.config, self.journal, self.stop, self.on_result, self.stages, self.peek = config, journal, stop, on_result, stages, peek
         self.live = live if live is not None else LiveStatus()
         self.shard = shard
@@ -340,9 +342,16 @@ class _Flow:
         self.chunk = min(config.run.chunk_size, config.run.queue_size)
         self.capacity = max(2, config.run.queue_size // self.chunk)
         self.raw_chunk = self.chunk
-        self.admission = Admission(journal.done, journal.is_done, FirstSeen(size_hint=len(journal.done)), self.trials)
+        seen = resume.seen if resume is not None else FirstSeen(size_hint=len(journal.done))
+        self.admission = Admission(journal.done, journal.is_done, seen, self.trials)
         self.new = 0
-        self.read_skipped = 0
+        # The resume cursor (`tracejudge.engine.cursor`) notes every record read and is saved with each checkpoint;
+        # the records it skipped count as the full read would have counted them.
+        self.tracker = resume.tracker if resume is not None else None
+        self.read_skipped = resume.skipped if resume is not None else 0
+        if resume is not None:
+            resume.tracker.added = self.admission.added
+            journal.on_checkpoint = lambda: resume.save(journal.done, journal.provisional)
         self.cut_short = False
 
     @property
@@ -397,6 +406,8 @@ class _Flow:
                 if self.stop.is_set():
                     self.cut_short = True
                     break
+                if self.tracker is not None:
+                    self.tracker.read(raw)
                 if peek is not None and self.shard is not None and raw.error is None and self.foreign(peek(raw.payload)):
                     continue  # known from the id alone: not even parsed
                 if peek is not None and self.finished(raw, peek):

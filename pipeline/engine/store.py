@@ -11,6 +11,9 @@ Layout of `RUN_DIR`:
   finished work, read at resume instead of re-parsing every result;
 - `checkpoint.json` — what `results.idx` and the aggregate covered at the last
   flush, plus the per-segment records (see `tracejudge.engine.checkpoint`);
+- `cursor.json`, `cursor.ids` — how far into the dataset everything is finished,
+  rewritten with each checkpoint, so a resume seeks there instead of reading
+  every finished line (see `tracejudge.engine.cursor`);
 - `summary.json`, reports — rewritten atomically (write, fsync, rename);
 - `.lock` — held with `flock` by the process that owns the directory; the
   kernel releases it when that process dies, however it dies.

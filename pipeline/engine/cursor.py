@@ -1,0 +1,355 @@
+"""The resume cursor: how far into the dataset a run has got with everything before finished.
+
+Without it a resume reads every line of the dataset and hashes every id to
+find the first unfinished case: seconds per 100,000 finished cases. With it
+the resume seeks straight to the cursor and reads only what follows.
+
+Two files in the run directory, rewritten at every checkpoint:
+
+- `cursor.json` (`CursorFile`): the byte offset and line number in the
+  dataset before which every record is finished; how many records and ids
+  lie before it; what the skipped records count as (`skipped`, as the full
+  read would have counted them); and a fingerprint of the bytes before the
+  offset (the dataset's size and mtime when saved, the SHA-256 of the last
+  64 KiB before the offset, and the CRC-32 of all of them);
+- `cursor.ids`: for every id first seen before the cursor, its `key_hash`
+  and line (two little-endian uint64), in dataset order: a record after the
+  cursor that repeats one of them is still reported as a duplicate naming
+  the first place, as a full read would.
+
+A record is behind the cursor only when its results are on disk and final:
+every trial of a case written (a retryable failure or budget skip, which the
+next run redoes, holds the cursor back), a repeated id's or unreadable
+record's one result written, another shard's case. A record whose result
+key cannot be told without parsing it (an invalid record run with
+`trials > 1`) holds the cursor back too: the resume is then slower, never
+wrong.
+
+A resume uses the cursor only when the checkpoint was reused without damage
+(a rebuilt journal may have lost results), `run.trials` and `run.shard` are
+those it was saved with, and the dataset before the offset is unchanged: same
+size and mtime and the same last 64 KiB, or, when the file was touched or
+grown (cases appended), the same CRC-32 of every byte before the offset.
+Otherwise the cursor files are removed and the run reads the dataset from the
+start as before (and saves a new cursor as it goes).
+
+Applies to the `native` format read from one JSONL file only; folder
+datasets, other formats and cases from memory keep the full read.
+`dataset.limit` counts the records before the cursor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tracejudge.core.config import RunConfig
+from tracejudge.core.log import get_logger
+from tracejudge.engine import store
+from tracejudge.engine.admit import safe_text
+from tracejudge.engine.keyset import FirstSeen, KeySet, key_hash, result_key, trial_key
+from tracejudge.engine.shards import Shard, shard_index
+from tracejudge.stages.load import RawRecord, read_jsonl
+
+__all__ = ["CURSOR", "CURSOR_IDS", "CursorFile", "Resume", "Tracker", "prepare"]
+
+CURSOR = "cursor.json"
+CURSOR_IDS = "cursor.ids"
+_FORMAT = 1
+_TAIL = 1 << 16
+# Records read but not yet behind the cursor that one segment keeps track of; past this (a record held
+# back for the whole segment, a retry left pending) the cursor stops moving for the segment.
+_MAX_PENDING = 200_000
+_SMALL_PRIOR = 1 << 15  # fewer first-seen ids than this are looked up in a dict, without numpy
+_SCANS = 64  # lookups answered by a scan of cursor.ids (~1 ms at a million ids) before it is sorted once (~0.2 s)
+log = get_logger("tracejudge.cursor")
+
+
+class CursorFile(BaseModel):
+    """`cursor.json`, validated before anything in it is used (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    format: int
+    offset: int = Field(ge=0)
+    line: int = Field(ge=0)
+    records: int = Field(ge=0)
+    ids: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+    trials: int = Field(ge=1)
+    shard: str | None
+    size: int = Field(ge=0)
+    mtime_ns: int
+    prefix_crc32: int = Field(ge=0, lt=1 << 32)
+    tail_sha256: str
+
+
+def _tail_hash(fh: Any, offset: int) -> str:
+    start = max(0, offset - _TAIL)
+    fh.seek(start)
+    return hashlib.sha256(fh.read(offset - start)).hexdigest()
+
+
+class _Prior:
+    """Lines of the ids first seen before the cursor, by `key_hash` (from `cursor.ids`).
+
+    Every such id is finished, so an id whose hash is not in the journal's
+    `done` set is answered without a look at `cursor.ids` (the unfinished
+    cases a resume goes on with); the few others are looked up by a scan,
+    and once there are many, by a sorted copy.
+    """
+
+    def __init__(self, data: bytes, done: KeySet) -> None:
+        self._data = data
+        self._done = done
+        self._small: dict[int, int] | None = None
+        self._pairs: Any = None
+        self._sorted: Any = None
+        self._scans = 0
+
+    def __call__(self, h: int) -> int | None:
+        """The line where the id of hash `h` was first seen before the cursor, or None."""
+        if not self._done.contains_hash(h):
+            return None
+        n = len(self._data) // 16
+        if n < _SMALL_PRIOR:
+            if self._small is None:
+                pairs = memoryview(self._data).cast("Q")  # little-endian machines only (see `prepare`)
+                self._small = {pairs[2 * i]: pairs[2 * i + 1] for i in range(n)}
+            return self._small.get(h)
+        import numpy as np
+
+        if self._pairs is None:
+            self._pairs = np.frombuffer(self._data, dtype="<u8").reshape(-1, 2)
+        key = np.uint64(h)
+        if self._sorted is None and self._scans < _SCANS:
+            self._scans += 1
+            hit = np.flatnonzero(self._pairs[:, 0] == key)
+            return int(self._pairs[hit[0], 1]) if len(hit) else None
+        if self._sorted is None:
+            order = np.argsort(self._pairs[:, 0])
+            self._sorted = (self._pairs[order, 0], self._pairs[order, 1])
+        hashes, lines = self._sorted
+        i = int(np.searchsorted(hashes, key))
+        return int(lines[i]) if i < len(hashes) and int(hashes[i]) == h else None
+
+
+@dataclass
+class Tracker:
+    """Moves the cursor as records get finished, and saves it (`save`) at every checkpoint.
+
+    `read(raw)` is called for every record the load stage reads, in order;
+    `save(...)` moves the cursor past the records at the front whose results
+    are on disk and final, and rewrites the cursor files.
+    """
+
+    run_dir: Path
+    path: Path
+    trials: int
+    shard: Shard | None
+    shard_text: str | None
+    peek: Callable[[Any], str | None]
+    state: dict[str, int]  # offset, line, records, ids, skipped, crc
+    stat: tuple[int, int]
+    idx_pos: int
+    pending: deque[tuple[str | None, int, int]] = field(default_factory=deque)
+    written: KeySet = field(default_factory=KeySet)
+    added: set[int] = field(default_factory=set)
+    lost: bool = False
+
+    def read(self, raw: RawRecord) -> None:
+        """Note one record the load stage read (before it is skipped, sent on or dropped)."""
+        if self.lost:
+            return
+        if raw.end is None or len(self.pending) >= _MAX_PENDING:
+            self.lost = True
+            self.pending.clear()
+            return
+        pid = self.peek(raw.payload) if raw.error is None else None
+        self.pending.append((pid, raw.line, raw.end))
+
+    def _final(self, key: int, done: KeySet, provisional: dict[int, str]) -> bool:
+        if key in provisional:
+            return False
+        return self.written.contains_hash(key) or (done.contains_hash(key) and key not in self.added)
+
+    def _behind(self, pid: str | None, line: int, done: KeySet, provisional: dict[int, str], seen: FirstSeen) -> tuple[bool, int, int]:
+        """(finished, skipped count, id hash to record as first seen or 0) of one pending record."""
+        name = str(self.path)
+        if pid is None:
+            return self._final(result_key(f"{name}:{line}", 0), done, provisional), 1, 0
+        if self.shard is not None and shard_index(safe_text(pid), self.shard[1]) != self.shard[0]:
+            return True, 0, 0
+        h = key_hash(pid)
+        first = seen.where(h)
+        if first is not None and first != (name, line):
+            return self._final(result_key(f"{safe_text(pid)}@{name}:{line}", 0), done, provisional), 1, 0
+        finished = all(self._final(trial_key(h, t), done, provisional) for t in range(self.trials))
+        return finished, self.trials, h
+
+    def save(self, done: KeySet, provisional: dict[int, str], seen: FirstSeen) -> None:
+        """Move the cursor past finished records and rewrite `cursor.json` and `cursor.ids`.
+
+        `done` is the journal's done set, `provisional` its standing provisional
+        results, `seen` the run's first places. Errors writing are logged, not raised:
+        the cursor only speeds up a resume.
+        """
+        if self.lost:
+            return
+        try:
+            self._read_index()
+            ids = bytearray()
+            st = dict(self.state)
+            while self.pending:
+                pid, line, end = self.pending[0]
+                finished, skipped, h = self._behind(pid, line, done, provisional, seen)
+                if not finished:
+                    break
+                self.pending.popleft()
+                if h:
+                    ids += h.to_bytes(8, "little") + line.to_bytes(8, "little")
+                    st["ids"] += 1
+                st.update(offset=end, line=line, records=st["records"] + 1, skipped=st["skipped"] + skipped)
+            if st["offset"] == self.state["offset"]:
+                return
+            self._write(st, bytes(ids))
+        except OSError as exc:
+            log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
+            self.lost = True
+
+    def _read_index(self) -> None:
+        # The results written since the last save (results.idx grows by 8 bytes a result, after its fsync).
+        with open(self.run_dir / store.INDEX, "rb") as fh:
+            fh.seek(self.idx_pos)
+            data = fh.read()
+        data = data[: len(data) // 8 * 8]
+        self.idx_pos += len(data)
+        for i in range(0, len(data), 8):
+            self.written.add_hash(int.from_bytes(data[i : i + 8], "little"))
+
+    def _write(self, st: dict[str, int], ids: bytes) -> None:
+        stat = _stat(self.path)
+        if stat != self.stat:  # the dataset changed while this segment read it: what it read is not what is there
+            self.lost = True
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(self.state["offset"])
+            left = st["offset"] - self.state["offset"]
+            crc = st["crc"]
+            while left:
+                chunk = fh.read(min(left, 1 << 20))
+                if not chunk:
+                    raise OSError(f"{self.path} is shorter than what was read from it")
+                crc = zlib.crc32(chunk, crc)
+                left -= len(chunk)
+            tail = _tail_hash(fh, st["offset"])
+        st["crc"] = crc
+        with open(self.run_dir / CURSOR_IDS, "ab") as out:
+            out.truncate(self.state["ids"] * 16)
+            out.write(ids)
+        body = CursorFile(format=_FORMAT, offset=st["offset"], line=st["line"], records=st["records"], ids=st["ids"], skipped=st["skipped"],
+                          trials=self.trials, shard=self.shard_text, size=stat[0], mtime_ns=stat[1], prefix_crc32=crc, tail_sha256=tail)
+        store.atomic_write_text(self.run_dir / CURSOR, body.model_dump_json(indent=1) + "\n", durable=False)
+        self.state = st
+
+
+@dataclass
+class Resume:
+    """What `prepare` gives the runner: the records to read, the first places, the tracker and what the cursor skipped."""
+
+    records: Iterator[RawRecord]
+    seen: FirstSeen
+    tracker: Tracker
+    skipped: int
+
+    def save(self, done: KeySet, provisional: dict[int, str]) -> None:
+        """`Tracker.save` with the run's first places (the journal's checkpoint hook)."""
+        self.tracker.save(done, provisional, self.seen)
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any], done: KeySet) -> Resume | None:
+    """The resume from the cursor, or from the start with a new cursor; None where no cursor applies.
+
+    `fmt` is the dataset's `Format`, `recovery` and `done` the journal's
+    (`RunJournal.recovery`, `RunJournal.done`: every finished key at open). Applies to the `native` format
+    read from a file on a little-endian machine; anything else returns None and
+    the caller reads the dataset as before.
+    """
+    path = Path(config.dataset.path) if config.dataset.path is not None else None
+    if fmt.name != "native" or fmt.peek_id is None or fmt.bind is not None or fmt.remote or path is None or not path.is_file():
+        return None
+    if sys.byteorder != "little":  # `cursor.ids` is read by a memoryview cast in native order
+        return None
+    run_dir = Path(run_dir)
+    size_hint = len(done)
+    try:
+        cur, why = _usable(run_dir, config, path, recovery)
+        stat = _stat(path)
+    except OSError as exc:
+        log.warning("resume cursor not used", run_dir=str(run_dir), reason=f"{type(exc).__name__}: {exc}"[:200])
+        return None
+    limit = config.dataset.limit
+    idx_pos = (run_dir / store.INDEX).stat().st_size if (run_dir / store.INDEX).exists() else 0
+    shard = tuple(int(x) for x in config.run.shard.split("/")) if config.run.shard else None
+    if cur is None:
+        if why is not None:
+            log.info("resume cursor not used; the dataset is read from the start", run_dir=str(run_dir), reason=why)
+        for name in (CURSOR, CURSOR_IDS):
+            (run_dir / name).unlink(missing_ok=True)
+        state = {"offset": 0, "line": 0, "records": 0, "ids": 0, "skipped": 0, "crc": 0}
+        tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, fmt.peek_id, state, stat, idx_pos)  # type: ignore[arg-type]
+        return Resume(read_jsonl(path, limit), FirstSeen(size_hint=size_hint), tracker, 0)
+    with open(run_dir / CURSOR_IDS, "rb") as fh:
+        ids = fh.read(cur.ids * 16)
+    name = str(path)
+    seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=_Prior(ids, done), prior_file=name)
+    state = {"offset": cur.offset, "line": cur.line, "records": cur.records, "ids": cur.ids, "skipped": cur.skipped, "crc": cur.prefix_crc32}
+    tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, fmt.peek_id, state, stat, idx_pos)  # type: ignore[arg-type]
+    left = None if limit is None else limit - cur.records
+    records: Iterator[RawRecord] = iter(()) if left is not None and left <= 0 else read_jsonl(path, left, start=(cur.offset, cur.line))
+    log.info("resuming from the dataset cursor", run_dir=str(run_dir), line=cur.line, records=cur.records)
+    return Resume(records, seen, tracker, cur.skipped)
+
+
+def _usable(run_dir: Path, config: RunConfig, path: Path, recovery: dict[str, Any]) -> tuple[CursorFile | None, str | None]:
+    """The saved cursor if it may be used, else None and why (None when there is none)."""
+    p = run_dir / CURSOR
+    if not p.exists():
+        return None, None
+    try:
+        cur = CursorFile.model_validate_json(p.read_bytes())
+    except ValidationError as exc:
+        return None, f"cursor.json does not validate ({str(exc).splitlines()[0][:120]})"
+    if cur.format != _FORMAT:
+        return None, "cursor.json has another format"
+    if recovery.get("rebuilt") or recovery.get("damaged_lines"):
+        return None, "the run's state was rebuilt from results.jsonl"
+    if cur.trials != config.run.trials or cur.shard != config.run.shard:
+        return None, "run.trials or run.shard changed"
+    ids = run_dir / CURSOR_IDS
+    if not ids.exists() or ids.stat().st_size < cur.ids * 16:
+        return None, "cursor.ids is shorter than cursor.json says"
+    size, mtime = _stat(path)
+    if size < cur.offset:
+        return None, "the dataset is shorter than the cursor's offset"
+    with open(path, "rb") as fh:
+        if _tail_hash(fh, cur.offset) != cur.tail_sha256:
+            return None, "the dataset changed before the cursor"
+        if (size, mtime) == (cur.size, cur.mtime_ns):
+            return cur, None
+        # Touched or grown since: every byte before the offset must be as it was.
+        if store.file_crc32(path, cur.offset) != cur.prefix_crc32:
+            return None, "the dataset changed before the cursor"
+    return cur, None

@@ -1,0 +1,204 @@
+"""The resume cursor with real processes: `tracejudge run` killed with SIGKILL, then resumed from `cursor.json`.
+
+The dataset is 6,000 small native cases with an unreadable line, an id
+repeated far after its first place, and an invalid record, so error results
+and duplicates go through the cursor too. A resume from the cursor must give
+the results of one uninterrupted run; an edit of the dataset before the
+cursor (a changed line, an inserted line, a file cut short) must make the
+resume read from the start and still finish every case exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tracejudge.stages.extract.native import peek_id
+
+from _runs import native_case, write_dataset
+
+TJ = Path(sys.executable).with_name("tracejudge")
+N = 6000
+CONFIG = """\
+dataset: {path: cases.jsonl, format: native}
+metrics:
+  - {type: ToolCorrectness, name: tc}
+  - {type: TrajectoryMatch, name: traj, order: in_order}
+run: {dir: runs/main, flush_every: 8}
+assertions: {max_invalid_share: 0.01}
+"""
+
+
+def _lines() -> list[object]:
+    tools = ["a", "b", "c", "d"]
+    lines: list[object] = [native_case(f"case-{i:05d}", tools[: 1 + i % 4], tools[: 1 + (i // 3) % 4]) for i in range(N)]
+    lines[50] = "this line is not JSON"
+    lines[4000] = lines[20]  # a repeat of an id first seen long before: its own invalid_input result
+    lines[5500] = {"id": "bad-trace", "trace": {"steps": "not a list"}}
+    return lines
+
+
+def _cmd(*args: str) -> list[str]:
+    return [str(TJ), "--log-level", "info", "run", "config.yaml", "--no-progress", *args]
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_cmd(*args), cwd=root, capture_output=True, text=True, timeout=300)
+
+
+def _events(stderr: str, name: str) -> list[dict]:
+    return [rec for line in stderr.splitlines() if line.startswith("{") and (rec := json.loads(line)).get("event", "").startswith(name)]
+
+
+def _by_key(run_dir: Path, moved: tuple[str, str] = ("", "")) -> dict[tuple[str, int], dict]:
+    """Results by (case_id, trial), without `duration_s`; `moved` = (old, new) dataset path replaced in the text."""
+    out = {}
+    with open(run_dir / "results.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line.replace(*moved) if moved[0] else line)
+            key = (r["case_id"], r["trial"])
+            assert key not in out, f"two results for {key}"
+            r.pop("duration_s")
+            out[key] = r
+    return out
+
+
+def _killed(root: Path, run_dir: str, *args: str, records: int = 500, results: int = 0) -> dict:
+    """Start a run, SIGKILL it once its cursor is past `records` records and `results` results are written; the cursor it left."""
+    proc = subprocess.Popen(_cmd("--run-dir", run_dir, *args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    where = root / run_dir
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        where = next(iter(sorted(root.glob(f"{run_dir}*"))), where)  # a shard writes to RUN_DIR-shard-I-of-N
+        try:
+            if json.loads((where / "cursor.json").read_text())["records"] >= records and (
+                    not results or (where / "results.jsonl").read_bytes().count(b"\n") >= results):
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, f"the run ended before its kill\n{err[-2000:]}"
+    return json.loads((where / "cursor.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cursor")
+    write_dataset(root / "cases.jsonl", _lines())
+    (root / "config.yaml").write_text(CONFIG)
+    done = _run(root, "--run-dir", "runs/reference")
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def _resume_from_cursor(root: Path, run_dir: str, *args: str, records: int = 500) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    cursor = _killed(root, run_dir, *args, records=records, results=1000 if records < 500 else 0)
+    done = _run(root, "--run-dir", run_dir, *args)
+    assert done.returncode == 0, done.stderr
+    used = _events(done.stderr, "resuming from the dataset cursor")
+    assert used and used[0]["records"] == cursor["records"] and used[0]["line"] == cursor["line"], done.stderr[-2000:]
+    return cursor, done
+
+
+def test_a_resume_after_sigkill_starts_at_the_cursor_and_equals_the_uninterrupted_run(workspace: Path) -> None:
+    cursor, done = _resume_from_cursor(workspace, "runs/killed")
+    assert 500 <= cursor["records"] < N
+    assert f"{N} already finished" not in done.stdout and "new results" in done.stdout
+    got, want = _by_key(workspace / "runs" / "killed"), _by_key(workspace / "runs" / "reference")
+    assert got == want
+    repeats = [r for k, r in got.items() if k[0].startswith("case-00020@")]
+    assert len(repeats) == 1 and f"first at {workspace / 'cases.jsonl'}:21, again at" in repeats[0]["error"]["message"], repeats
+    a = json.loads((workspace / "runs" / "killed" / "summary.json").read_text())
+    b = json.loads((workspace / "runs" / "reference" / "summary.json").read_text())
+    assert (a["results"], a["status"], a["metrics"]) == (b["results"], b["status"], b["metrics"])
+    again = _run(workspace, "--run-dir", "runs/killed")  # finished: the cursor is at the end, nothing is read or written
+    assert again.returncode == 0 and f"(0 new results, {N} already finished)" in again.stdout, again.stdout
+
+
+def test_a_shard_resumes_from_its_cursor(workspace: Path) -> None:
+    ref = _run(workspace, "--run-dir", "runs/sref", "--shard", "1/2")
+    assert ref.returncode == 0, ref.stderr
+    _resume_from_cursor(workspace, "runs/shard", "--shard", "1/2", records=1)  # (3,000 cases: the second checkpoint may come late)
+    assert _by_key(workspace / "runs" / "shard") == _by_key(workspace / "runs" / "sref")  # (an explicit --run-dir is used as given)
+
+
+def test_trials_resume_from_the_cursor(workspace: Path) -> None:
+    ref = _run(workspace, "--run-dir", "runs/tref", "--set", "run.trials=2")
+    assert ref.returncode == 0, ref.stderr
+    cursor, _ = _resume_from_cursor(workspace, "runs/trials", "--set", "run.trials=2", records=1)
+    singles = (cursor["line"] >= 51) + (cursor["line"] >= 4001)  # the unreadable line and the repeat: one result each, not one per trial
+    assert cursor["skipped"] == 2 * cursor["records"] - singles and cursor["line"] < 5501  # the invalid record with an id holds it back
+    got = _by_key(workspace / "runs" / "trials")
+    assert got == _by_key(workspace / "runs" / "tref") and len(got) == 2 * N - 3
+
+
+def _edited(workspace: Path, name: str, edit: str) -> tuple[Path, dict]:
+    """A copy of the workspace whose run was killed, then its dataset edited before the cursor."""
+    root = workspace / name
+    root.mkdir()
+    shutil.copy(workspace / "cases.jsonl", root / "cases.jsonl")
+    (root / "config.yaml").write_text(CONFIG)
+    cursor = _killed(root, "runs/main")
+    lines = (root / "cases.jsonl").read_bytes().splitlines(keepends=True)
+    assert cursor["line"] > 10
+    if edit == "changed":
+        lines[3] = json.dumps(native_case("edited-3", ["a"], ["a"])).encode() + b"\n"
+    elif edit == "inserted":
+        lines.insert(2, json.dumps(native_case("inserted", ["a"], ["b"])).encode() + b"\n")
+    elif edit == "truncated":
+        data = b"".join(lines)[: cursor["offset"] // 2]
+        lines = [data]
+    elif edit == "touched":
+        pass
+    elif edit == "appended":
+        lines += [json.dumps(native_case(f"more-{i}", ["a"], ["a"])).encode() + b"\n" for i in range(5)]
+    (root / "cases.jsonl").write_bytes(b"".join(lines))
+    os.utime(root / "cases.jsonl", ns=(time.time_ns(), time.time_ns() + 10**9))
+    return root, cursor
+
+
+def _dataset_keys(path: Path) -> set[str]:
+    """The id each line's result is written under: its own (read as the resume reads it, a line cut short included), else `file:line`."""
+    return {peek_id(line) or f"{path}:{no}" for no, line in enumerate(path.read_bytes().splitlines(), 1)}
+
+
+@pytest.mark.parametrize("edit", ["changed", "inserted", "truncated"])
+def test_an_edit_before_the_cursor_reads_from_the_start_and_finishes_every_case_once(workspace: Path, edit: str) -> None:
+    root, _ = _edited(workspace, edit, edit)
+    done = _run(root, "--force")
+    assert done.returncode == 0, done.stderr
+    assert not _events(done.stderr, "resuming from the dataset cursor")
+    assert [e["reason"] for e in _events(done.stderr, "resume cursor not used")] == [
+        "the dataset is shorter than the cursor's offset" if edit == "truncated" else "the dataset changed before the cursor"]
+    got = _by_key(root / "runs" / "main")  # (no key twice)
+    ids = {k[0].split("@")[0] for k in got}
+    assert _dataset_keys(root / "cases.jsonl") <= ids
+    if edit != "truncated":
+        assert {"edited-3", "inserted"} & {k[0] for k in got}
+    # The run saved a new cursor from the start with its first result: the next resume uses it and finds nothing to do.
+    # (Cut short, the file holds no new case, so nothing is written and no cursor saved: the next resume reads it all again.)
+    again = _run(root)
+    assert again.returncode == 0 and "(0 new results" in again.stdout, again.stdout
+    assert bool(_events(again.stderr, "resuming from the dataset cursor")) is (edit != "truncated")
+
+
+@pytest.mark.parametrize("edit", ["touched", "appended"])
+def test_a_dataset_touched_or_grown_keeps_its_cursor(workspace: Path, edit: str) -> None:
+    root, cursor = _edited(workspace, edit, edit)
+    done = _run(root, *(["--force"] if edit == "appended" else []))
+    assert done.returncode == 0, done.stderr
+    used = _events(done.stderr, "resuming from the dataset cursor")
+    assert used and used[0]["records"] == cursor["records"]
+    got = _by_key(root / "runs" / "main")
+    want = _by_key(workspace / "runs" / "reference", moved=(str(workspace / "cases.jsonl"), str(root / "cases.jsonl")))
+    assert {k: v for k, v in got.items() if not k[0].startswith("more-")} == want
+    assert len(got) == N + (5 if edit == "appended" else 0)
