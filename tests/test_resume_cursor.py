@@ -31,8 +31,27 @@ dataset: {path: cases.jsonl, format: native}
 metrics:
   - {type: ToolCorrectness, name: tc}
   - {type: TrajectoryMatch, name: traj, order: in_order}
+  - {type: "holdmetric:hold"}
 run: {dir: runs/main, flush_every: 8}
 assertions: {max_invalid_share: 0.01}
+"""
+
+# A run to be killed is held from case 4,500 on (its env names where), so the kill lands mid-run
+# however fast the machine gets through the cases before it; other runs are not held.
+HOLD = """\
+import os
+import time
+
+import tracejudge
+
+
+@tracejudge.metric
+def hold(case, trace) -> float:
+    \"\"\"1.0, after holding the run for up to 120 s at the cases from TJ_TEST_HOLD_FROM on.\"\"\"
+    start = os.environ.get("TJ_TEST_HOLD_FROM")
+    if start and case.id.startswith("case-") and case.id[5:] >= start:
+        time.sleep(120)
+    return 1.0
 """
 
 
@@ -72,7 +91,8 @@ def _by_key(run_dir: Path, moved: tuple[str, str] = ("", "")) -> dict[tuple[str,
 
 def _killed(root: Path, run_dir: str, *args: str, records: int = 500, results: int = 0) -> dict:
     """Start a run, SIGKILL it once its cursor is past `records` records and `results` results are written; the cursor it left."""
-    proc = subprocess.Popen(_cmd("--run-dir", run_dir, *args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_cmd("--run-dir", run_dir, *args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TJ_TEST_HOLD_FROM": "04500"})
     where = root / run_dir
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -95,6 +115,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cursor")
     write_dataset(root / "cases.jsonl", _lines())
     (root / "config.yaml").write_text(CONFIG)
+    (root / "holdmetric.py").write_text(HOLD)
     done = _run(root, "--run-dir", "runs/reference")
     assert done.returncode == 0, done.stderr
     return root
@@ -147,6 +168,7 @@ def _edited(workspace: Path, name: str, edit: str) -> tuple[Path, dict]:
     root.mkdir()
     shutil.copy(workspace / "cases.jsonl", root / "cases.jsonl")
     (root / "config.yaml").write_text(CONFIG)
+    (root / "holdmetric.py").write_text(HOLD)
     cursor = _killed(root, "runs/main")
     lines = (root / "cases.jsonl").read_bytes().splitlines(keepends=True)
     assert cursor["line"] > 10
