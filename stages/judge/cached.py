@@ -40,8 +40,10 @@ def fast_path(cfg: Any, judges: int, singles: Sequence[JudgeMetric], grouped: bo
 
 
 async def from_cache(judge: Judge, plans: dict[str, Plan], metrics: dict[str, JudgeMetric], groups: list[list[str]], cfg: Any, trial: int,
-                     reused: bool, slot_of: Callable[[str], str]) -> dict[str, Outcome] | None:
-    """Each plan's outcome by metric key when the cache answers every request of the case, else `None` (nothing counted).
+                     reused: bool, slot_of: Callable[[str], str], readied: dict[tuple[str, ...], list[Any]]) -> dict[str, Outcome] | None:
+    """Each plan's outcome by metric key when the cache answers every request of the case, else `None` (nothing counted),
+    with each request made ready put in `readied` for the usual way to use (`Judge.judge`'s `ready`): by `(key,)` for a
+    metric asked alone, by the group's keys for a grouped request.
 
     `plans` by metric key (those that need a request); `metrics` by key; `groups` the keys asked together
     (`requests.group_keys`), each as one grouped request (`grouped_plan`, its trace `reused`: see there); the others
@@ -54,6 +56,11 @@ async def from_cache(judge: Judge, plans: dict[str, Plan], metrics: dict[str, Ju
     joint = [grouped_plan([mine[k] for k in g], reused=reused) for g in groups]
     asks = [(mine[k], qs, trial) for k, gs in alone.items() for qs in gs] + [(gp, gp.questions, trial) for gp in joint]
     ready = await judge.prepare_many(asks)
+    at = 0
+    for k, gs in alone.items():
+        readied[(k,)] = ready[at:at + len(gs)]
+        at += len(gs)
+    readied.update((tuple(g), [r]) for g, r in zip(groups, ready[at:], strict=True))
     if not all(judge.is_hit(r) for r in ready):
         return None
     at = len(asks) - len(joint)

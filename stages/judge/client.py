@@ -667,11 +667,15 @@ class Judge:
     # ------------------------------------------------------------------ one question group
 
     async def ask(self, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo,
-                  repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
-        """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable)."""
+                  repair: bool = True, ready: Prepared | Exception | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
+        """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable;
+        `ready`: this request already made ready by `prepare_many`, or what that raised for it)."""
         # Rendering, counting, truncating, keying and the cache read run in a worker thread, shared with the asks
         # ready at the same time (`tracejudge.stages.judge.prepare`): a long trace never holds the loop.
-        ready = await self._preparer().prepare(plan, questions, trial)
+        if ready is None:
+            ready = await self._preparer().prepare(plan, questions, trial)
+        elif isinstance(ready, Exception):
+            raise ready
         fitted = ready.fitted
         req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - fitted.req.max_tokens
         if not fitted.fits:
@@ -773,8 +777,10 @@ class Judge:
 
     # ------------------------------------------------------------------ one metric, one case
 
-    async def judge(self, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True) -> Outcome:
-        """All requests of `plan`; the metric's score, or the first failure (`repair`: see `ask`)."""
+    async def judge(self, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True,
+                    ready: list[Prepared | Exception] | None = None) -> Outcome:
+        """All requests of `plan`; the metric's score, or the first failure (`repair`: see `ask`; `ready`: each request
+        of `question_groups(plan, one_per_request)` already made ready by `prepare_many`, in that order)."""
         groups = question_groups(plan, one_per_request)
         info = JudgeInfo(model=self.cfg.model)
         answers: dict[str, Any] = {}
@@ -783,7 +789,7 @@ class Judge:
 
         async def one(i: int, group: list[Question]) -> None:
             nonlocal failure
-            got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair)
+            got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair, ready[i] if ready else None)
             if bad is not None:
                 failure = failure or bad
             else:

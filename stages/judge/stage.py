@@ -361,7 +361,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     record_render(metric, plan, kept, kept, full)
                     got[metric.key] = kept
                 else:
-                    got[metric.key] = await judge.judge(plan, trial, slot, per_q)
+                    got[metric.key] = await judge.judge(plan, trial, slot, per_q, ready=readied.pop((metric.key,), None))
 
             async def ask_group(members: list[JudgeMetric]) -> None:
                 group = [mine[m.key] for m in members]
@@ -373,7 +373,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                         batchers[key] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
                     done = await batchers[key].submit(key, Item(gp, trial, group_slot))  # type: ignore[arg-type]
                 else:
-                    done = await judge.judge(gp, trial, group_slot, False)  # type: ignore[arg-type]
+                    done = await judge.judge(gp, trial, group_slot, False, ready=readied.pop(tuple(m.key for m in members), None))  # type: ignore[arg-type]
                 # Counted once answered: a request cut by Ctrl-C is asked again by the resume, which counts it then.
                 judge.stats.grouped_requests += 1
                 pass_note(gp, group)
@@ -420,9 +420,11 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     for sample in range(cfg.samples):
                         tg.start_soon(run_pass, index, sample)
 
-        # A case the cache answers whole is judged in one step (`tracejudge.stages.judge.cached`); any other the usual way.
+        # A case the cache answers whole is judged in one step (`tracejudge.stages.judge.cached`); any other the usual way,
+        # with the requests that step made ready (`readied`), so none is rendered and read twice.
+        readied: dict[tuple[str, ...], list[Any]] = {}
         cached = await from_cache(judges[0][1], plans, by_key, found, cfg, work.trial, config.run.trials > 1,
-                                  lambda key: f"{case.id}|{key}|{work.trial}") if fast_path(cfg, len(judges), singles, bool(groups)) else None
+                                  lambda key: f"{case.id}|{key}|{work.trial}", readied) if fast_path(cfg, len(judges), singles, bool(groups)) else None
         if cached is not None:
             passes[(0, 0)] = cached
         elif stop is None:
