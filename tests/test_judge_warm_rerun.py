@@ -25,11 +25,11 @@ def _cases(path: Path, n: int) -> Path:
     return path
 
 
-def _run(tmp: Path, cases: Path, run: str, metrics: list[dict]) -> dict:
+def _run(tmp: Path, cases: Path, run: str, metrics: list[dict], **judge: object) -> dict:
     config = validate_config({
         "dataset": {"path": str(cases), "format": "native"},
         "metrics": metrics,
-        "judge": {"provider": "simulator", "model": "gpt-4o-mini"},
+        "judge": {"provider": "simulator", "model": "gpt-4o-mini", **judge},
         "cache": {"dir": str(tmp / "cache")},
         "run": {"dir": str(tmp / run), "processes": 2},
     })
@@ -56,6 +56,58 @@ def test_a_warm_rerun_sends_nothing_and_gives_the_cold_runs_results(tmp_path):
     assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
     for line in (tmp_path / "warm" / "results.jsonl").read_text().splitlines():
         assert all(s["judge"]["cached"] is True for s in json.loads(line)["scores"].values())
+
+
+def _long_cases(path: Path, n: int) -> Path:
+    # Twelve steps of long results each: over a small context window, so every prompt is truncated to fit.
+    with open(path, "w") as fh:
+        for i in range(n):
+            steps = [{"thought": f"look up part {k}", "tool_calls": [{"name": "lookup", "arguments": {"q": f"{i}-{k}"},
+                                                                      "result": f"part {i}-{k}: " + "detail " * 120}]} for k in range(12)]
+            fh.write(json.dumps({"id": f"case-{i}", "input": f"Collect the parts of order {i}", "trace": {"steps": steps, "output": f"Order {i} collected."}}) + "\n")
+    return path
+
+
+def test_a_warm_rerun_of_truncated_prompts_asked_question_by_question_gives_the_cold_runs_results(tmp_path):
+    # The cache answers each case whole in one step: per-question requests, truncation notes and counts as the usual path.
+    cases = _long_cases(tmp_path / "c.jsonl", 12)
+    metrics = [{"type": "PlanQuality"}, {"type": "Rubric", "criteria": "The agent collected every part."}]
+    opts = {"one_question_per_request": True, "context_tokens": 2000, "group": "none"}
+    cold = _run(tmp_path, cases, "cold", metrics, **opts)["judge"]
+    assert cold["requests"] == 12 * 6 and cold["truncated_prompts"] == 12 * 6
+    warm = _run(tmp_path, cases, "warm", metrics, **opts)["judge"]
+    assert warm["requests"] == 0 and warm["cache_hits"] == 12 * 6 and warm["truncated_prompts"] == 12 * 6
+    assert warm["saved_tokens"] == cold["input_tokens"] + cold["output_tokens"]
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
+    reasons = [s["reason"] for line in (tmp_path / "warm" / "results.jsonl").read_text().splitlines() for s in json.loads(line)["scores"].values()]
+    assert all("left out to fit" in r for r in reasons)
+
+
+def test_a_warm_rerun_of_grouped_requests_gives_the_cold_runs_results(tmp_path):
+    # `group: case`: the two trace metrics share one request per case, the Rubric asks its own.
+    cases = _cases(tmp_path / "c.jsonl", 30)
+    metrics = [{"type": "TaskCompletion"}, {"type": "PlanQuality"}, {"type": "Rubric", "criteria": "The agent found the item."}]
+    cold = _run(tmp_path, cases, "cold", metrics)["judge"]
+    assert cold["grouped_requests"] == 30 and cold["requests"] + cold["cache_hits"] == 60
+    warm = _run(tmp_path, cases, "warm", metrics)["judge"]
+    assert warm["requests"] == 0 and warm["cache_hits"] == 60 and warm["grouped_requests"] == 30 and warm["parts_reasked_alone"] == 0
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
+    for line in (tmp_path / "warm" / "results.jsonl").read_text().splitlines():
+        scores = json.loads(line)["scores"]
+        assert scores["PlanQuality"]["details"]["group"] == {"metrics": ["TaskCompletion", "PlanQuality"], "position": 1}
+        assert scores["TaskCompletion"]["judge"]["requests"] == 1 and scores["PlanQuality"]["judge"]["requests"] == 0
+
+
+def test_a_case_the_cache_answers_in_part_sends_only_what_is_missing(tmp_path):
+    cases = _cases(tmp_path / "c.jsonl", 20)
+    rubric = {"type": "Rubric", "criteria": "The agent found the item."}
+    _run(tmp_path, cases, "first", [rubric])
+    both = _run(tmp_path, cases, "both", [rubric, {"type": "TaskCompletion"}])["judge"]
+    # TaskCompletion is new: asked (identical cases share one request); the Rubric comes from the cache.
+    assert both["cache_hits"] + both["requests"] == 40 and both["requests"] >= 16 and both["cache_hits"] >= 20
+    first, again = _outcomes(tmp_path / "first"), _outcomes(tmp_path / "both")
+    assert {c: o[1]["Rubric"] for c, o in again.items()} == {c: o[1]["Rubric"] for c, o in first.items()}
+    assert all(o[0] == "ok" and o[1]["TaskCompletion"][0] is not None for o in again.values())
 
 
 def test_reading_many_keys_at_once_gives_what_reading_each_gives(tmp_path):

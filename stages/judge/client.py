@@ -97,9 +97,10 @@ if TYPE_CHECKING:
     from tenacity import RetryCallState
 
     from tracejudge.stages.judge.batch_runner import BatchRunner
-    from tracejudge.stages.judge.prepare import Preparer
+    from tracejudge.stages.judge.fit import Fitted
+    from tracejudge.stages.judge.prepare import Prepared, Preparer
 
-__all__ = ["STOPS", "Judge", "JudgeAuthError", "JudgeRequestError", "JudgeStats", "JudgeUnreachable", "Outcome", "build_request", "error_kind", "finish", "key_components", "parse_answers", "request_tokens"]
+__all__ = ["STOPS", "Judge", "JudgeAuthError", "JudgeRequestError", "JudgeStats", "JudgeUnreachable", "Outcome", "build_request", "error_kind", "finish", "key_components", "parse_answers", "question_groups", "request_tokens"]
 
 log = get_logger("tracejudge.judge")
 
@@ -407,6 +408,10 @@ class Judge:
             self._prep = Preparer(self.cfg, components, self.cache.raw if self.cache is not None else None, read_failed)
         return self._prep
 
+    async def prepare_many(self, asks: list[tuple[Plan, list[Question], int]]) -> list[Prepared | Exception]:
+        """Each `(plan, questions, trial)` made ready in one trip (`tracejudge.stages.judge.prepare.Preparer.prepare_many`)."""
+        return await self._preparer().prepare_many(asks)
+
     def pace(self, cases: int) -> float | None:
         """Cases per second the rate limiter admits at most, from the requests and tokens `cases` judged cases took; `None` until one was answered (or for a limiter that cannot say)."""
         admitted = getattr(self.limiter, "admitted_rps", None)
@@ -644,16 +649,39 @@ class Judge:
             msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
         return Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg, kind)
 
+    def _note_truncation(self, plan: Plan, fitted: Fitted) -> None:
+        """Count a request that was truncated to fit and say on `plan` what was left out or cut."""
+        from tracejudge.stages.judge.conversation import omitted_note
+
+        self.stats.truncated_prompts += 1
+        notes = [omitted_note(plan.steps, fitted.omit)] if fitted.omit else []
+        if fitted.cut:
+            notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
+        plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
+
+    def _hit(self, hit: dict[str, Any], info: JudgeInfo) -> dict[str, Any]:
+        """The answers of a cached entry `hit`, counted as a hit (in `info` and the stats, with what it saved)."""
+        info.requests += 1
+        self.stats.cache_hits += 1
+        u = hit.get("usage", {})
+        self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
+        self.stats.saved_usd += self._cost(u.get("input_tokens", 0), u.get("output_tokens", 0))
+        info.cached_requests += 1
+        answers: dict[str, Any] = hit["answers"]
+        return answers
+
     # ------------------------------------------------------------------ one question group
 
     async def ask(self, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo,
-                  repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
-        """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable)."""
-        from tracejudge.stages.judge.conversation import omitted_note
-
+                  repair: bool = True, ready: Prepared | Exception | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
+        """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable;
+        `ready`: this request already made ready by `prepare_many`, or what that raised for it)."""
         # Rendering, counting, truncating, keying and the cache read run in a worker thread, shared with the asks
         # ready at the same time (`tracejudge.stages.judge.prepare`): a long trace never holds the loop.
-        ready = await self._preparer().prepare(plan, questions, trial)
+        if ready is None:
+            ready = await self._preparer().prepare(plan, questions, trial)
+        elif isinstance(ready, Exception):
+            raise ready
         fitted = ready.fitted
         req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - fitted.req.max_tokens
         if not fitted.fits:
@@ -663,24 +691,14 @@ class Judge:
                           details={"too_long_tokens": tokens})
             return None, Outcome(score, "ok")
         if fitted.truncated:
-            self.stats.truncated_prompts += 1
-            notes = [omitted_note(plan.steps, fitted.omit)] if fitted.omit else []
-            if fitted.cut:
-                notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
-            plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
+            self._note_truncation(plan, fitted)
 
         comps, key = ready.components, ready.key
         assert comps is not None and key is not None  # (a request that fits is keyed)
         if self.cache is not None:
             hit = ready.hit
             if hit is not None:
-                info.requests += 1
-                self.stats.cache_hits += 1
-                u = hit.get("usage", {})
-                self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
-                self.stats.saved_usd += self._cost(u.get("input_tokens", 0), u.get("output_tokens", 0))
-                info.cached_requests += 1
-                return hit["answers"], None
+                return self._hit(hit, info), None
             if self.explain:
                 why = self.cache.explain(comps, slot)
                 info.cache_miss = why if info.cache_miss is None else f"{info.cache_miss}; {why}"
@@ -765,9 +783,11 @@ class Judge:
 
     # ------------------------------------------------------------------ one metric, one case
 
-    async def judge(self, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True) -> Outcome:
-        """All requests of `plan`; the metric's score, or the first failure (`repair`: see `ask`)."""
-        groups = [[q] for q in plan.questions] if one_per_request and plan.kind == "yes_no" else [plan.questions]
+    async def judge(self, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True,
+                    ready: list[Prepared | Exception] | None = None) -> Outcome:
+        """All requests of `plan`; the metric's score, or the first failure (`repair`: see `ask`; `ready`: each request
+        of `question_groups(plan, one_per_request)` already made ready by `prepare_many`, in that order)."""
+        groups = question_groups(plan, one_per_request)
         info = JudgeInfo(model=self.cfg.model)
         answers: dict[str, Any] = {}
         failure: Outcome | None = None
@@ -775,7 +795,7 @@ class Judge:
 
         async def one(i: int, group: list[Question]) -> None:
             nonlocal failure
-            got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair)
+            got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair, ready[i] if ready else None)
             if bad is not None:
                 failure = failure or bad
             else:
@@ -787,7 +807,31 @@ class Judge:
             async with anyio.create_task_group() as tg:
                 for i, group in enumerate(groups):
                     tg.start_soon(one, i, group)
-        info.cached = info.cached_requests == len(groups)
+        return self._judged(plan, info, answers, failure, len(groups), t0)
+
+    def is_hit(self, ready: Prepared | Exception) -> bool:
+        """Whether `ask` would answer this request (made ready by `prepare_many`) from the cache, sending nothing."""
+        return self.cache is not None and not isinstance(ready, Exception) and ready.fitted.fits and ready.hit is not None
+
+    def from_cache(self, plan: Plan, ready: list[Prepared | Exception]) -> Outcome:
+        """What `judge` gives for `plan` when the cache answers every one of its requests, without a task or a wait:
+        `ready` holds each request of `question_groups(plan, …)` made ready (`prepare_many`), in that order, each a hit
+        (`is_hit`; raises `ValueError` otherwise, with nothing counted)."""
+        if not all(self.is_hit(r) for r in ready):
+            raise ValueError("from_cache: a request that is not a cache hit")
+        t0 = time.perf_counter()
+        info = JudgeInfo(model=self.cfg.model)
+        answers: dict[str, Any] = {}
+        for r in ready:  # in the order `judge`'s asks resume in: each hit's notes and answers as `ask` adds them
+            assert not isinstance(r, Exception) and r.hit is not None
+            if r.fitted.truncated:
+                self._note_truncation(plan, r.fitted)
+            answers.update(self._hit(r.hit, info))
+        return self._judged(plan, info, answers, None, len(ready), t0)
+
+    def _judged(self, plan: Plan, info: JudgeInfo, answers: dict[str, Any], failure: Outcome | None, requests: int, t0: float) -> Outcome:
+        """The outcome of `plan` once its `requests` requests were asked (`t0`: when asking began, `perf_counter`)."""
+        info.cached = info.cached_requests == requests
         info.latency_s = round(time.perf_counter() - t0, 4)
         info.cost_usd = round(info.cost_usd, 8)
         if failure is not None:
@@ -796,3 +840,8 @@ class Judge:
         score = finish(plan, answers)
         score.judge = info
         return Outcome(score)
+
+
+def question_groups(plan: Plan, one_per_request: bool) -> list[list[Question]]:
+    """The questions of `plan` as `Judge.judge` asks them, one request per group: each alone (`one_per_request`, yes/no) or all together."""
+    return [[q] for q in plan.questions] if one_per_request and plan.kind == "yes_no" else [plan.questions]

@@ -45,9 +45,16 @@ from tracejudge.stages.judge.base import Plan
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
 
-__all__ = ["split"]
+__all__ = ["pass_note", "split"]
 
 _REASK = ("provider_error", "parse_error", "truncated")  # failures one metric's part may cause: each metric then asks alone
+
+
+def pass_note(grouped: Plan, plans: list[Plan]) -> None:
+    """The grouped request's note (what was left out to fit) added to each of its metrics' `plans`."""
+    if grouped.note:
+        for p in plans:
+            p.note = (p.note + "; " if p.note else "") + grouped.note
 
 
 def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:

@@ -73,17 +73,27 @@ class Preparer:
 
     async def prepare(self, plan: Plan, questions: list[Question], trial: int) -> Prepared:
         """`questions` of `plan` made ready for trial `trial`. Raises what `fit_request` raised for this ask."""
+        got = (await self.prepare_many([(plan, questions, trial)]))[0]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    async def prepare_many(self, asks: list[tuple[Plan, list[Question], int]]) -> list[Prepared | Exception]:
+        """Each `(plan, questions, trial)` of `asks` made ready, all in one trip (in order; what `fit_request` raised for an
+        ask stands in its place). The same as `prepare` of each, without a wait per ask."""
+        if not asks:
+            return []
         trip = self._open
         if trip is not None:
-            index = len(trip.asks)
-            trip.asks.append((plan, questions, trial))
+            start = len(trip.asks)
+            trip.asks.extend(asks)
             await trip.done.wait()
-            if trip.out is None:  # the leader was cancelled before the trip ended: this ask goes alone
-                return await self.prepare(plan, questions, trial)
+            if trip.out is None:  # the leader was cancelled before the trip ended: these asks go alone
+                return await self.prepare_many(asks)
         else:
             trip = self._open = _Trip()
-            index = 0
-            trip.asks.append((plan, questions, trial))
+            start = 0
+            trip.asks.extend(asks)
             try:
                 # One trip at a time: the asks that arrive while the one before is in the thread join this one. (Trips side
                 # by side gain nothing: the work holds the GIL; they only multiply the hops.)
@@ -97,10 +107,7 @@ class Preparer:
                 trip.done.set()
             if trip.read_error is not None:
                 self._read_failed(trip.read_error, sum(1 for p in trip.out if isinstance(p, Prepared) and p.key is not None))
-        got = trip.out[index]
-        if isinstance(got, Exception):
-            raise got
-        return got
+        return trip.out[start:start + len(asks)]
 
     def _run(self, trip: _Trip) -> list[Prepared | Exception]:
         # In a worker thread: plain CPU work and one read, nothing shared is changed.

@@ -70,9 +70,10 @@ from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batcher import Batcher
+from tracejudge.stages.judge.cached import fast_path, from_cache
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
-from tracejudge.stages.judge.grouped import split
+from tracejudge.stages.judge.grouped import pass_note, split
 from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
 from tracejudge.stages.judge.panel import make_judges, member_key, panel_members, simulator_cache_name, stamp
@@ -360,7 +361,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     record_render(metric, plan, kept, kept, full)
                     got[metric.key] = kept
                 else:
-                    got[metric.key] = await judge.judge(plan, trial, slot, per_q)
+                    got[metric.key] = await judge.judge(plan, trial, slot, per_q, ready=readied.pop((metric.key,), None))
 
             async def ask_group(members: list[JudgeMetric]) -> None:
                 group = [mine[m.key] for m in members]
@@ -372,12 +373,10 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                         batchers[key] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
                     done = await batchers[key].submit(key, Item(gp, trial, group_slot))  # type: ignore[arg-type]
                 else:
-                    done = await judge.judge(gp, trial, group_slot, False)  # type: ignore[arg-type]
+                    done = await judge.judge(gp, trial, group_slot, False, ready=readied.pop(tuple(m.key for m in members), None))  # type: ignore[arg-type]
                 # Counted once answered: a request cut by Ctrl-C is asked again by the resume, which counts it then.
                 judge.stats.grouped_requests += 1
-                if gp.note:
-                    for p in group:
-                        p.note = (p.note + "; " if p.note else "") + gp.note
+                pass_note(gp, group)
                 parts = await split(judge, group, done, trial, [slot_of(m) for m in members])  # type: ignore[arg-type]
                 sampled = [i for i, m in enumerate(members) if calibration.sampled(slot_of(m))]
 
@@ -421,7 +420,14 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     for sample in range(cfg.samples):
                         tg.start_soon(run_pass, index, sample)
 
-        if stop is None:
+        # A case the cache answers whole is judged in one step (`tracejudge.stages.judge.cached`); any other the usual way,
+        # with the requests that step made ready (`readied`), so none is rendered and read twice.
+        readied: dict[tuple[str, ...], list[Any]] = {}
+        cached = await from_cache(judges[0][1], plans, by_key, found, cfg, work.trial, config.run.trials > 1,
+                                  lambda key: f"{case.id}|{key}|{work.trial}", readied) if fast_path(cfg, len(judges), singles, bool(groups)) else None
+        if cached is not None:
+            passes[(0, 0)] = cached
+        elif stop is None:
             await all_metrics()
         elif not await _within_grace(stop, cfg.stop_grace_s, all_metrics):
             work.scratch["unfinished"] = True
