@@ -546,9 +546,20 @@ class RunJournal:
         return dict(sorted(block.items()))
 
     def tick(self) -> None:
-        """Flush if pending results have waited `flush_seconds`."""
-        if self._writer is not None and self._writer.flush_due():
-            self._writer.flush()
+        """Flush if pending results have waited `flush_seconds`; rewrite a checkpoint that is due.
+
+        A checkpoint is otherwise considered only after a flush, so a run that wrote a burst of
+        results and then stalled (a slow judge, a hung metric) would keep a checkpoint that claims
+        none of them, and a resume after a kill would re-read them all.
+        """
+        w = self._writer
+        if w is None or self._closed:
+            return
+        if w.flush_due():
+            w.flush()
+        elif not w.pending and w.broken is None and self._recorded and w.lines > self._lines_at_checkpoint \
+                and self._checkpoint_due(time.monotonic()):
+            self._checkpoint()  # (nothing pending: the aggregate holds exactly the flushed lines)
 
     def close(self, ended: str) -> None:
         """Flush, and record how this segment `ended` (`finished` or `interrupted`) if it did anything."""

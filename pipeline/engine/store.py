@@ -443,6 +443,11 @@ class ResultWriter:
         if len(self._pending) >= self.flush_every or self.flush_due():
             self.flush()
 
+    @property
+    def pending(self) -> int:
+        """Lines queued and not yet written."""
+        return len(self._pending)
+
     def flush_due(self) -> bool:
         """True when lines are pending and the first of them has waited long enough for their number (see the class)."""
         if not self._pending:
