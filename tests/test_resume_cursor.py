@@ -181,10 +181,18 @@ def _edited(workspace: Path, name: str, edit: str) -> tuple[Path, dict]:
         lines = [data]
     elif edit == "touched":
         pass
+    elif edit == "in place, mtime kept":  # same size, and the mtime put back, as `cp -p` or `rsync -a` leave it
+        old = lines[3]
+        lines[3] = old.replace(b'"case-00003"', b'"edited-3"  ', 1) if b'"case-00003"' in old else old
+        assert lines[3] != old and len(lines[3]) == len(old)
     elif edit == "appended":
         lines += [json.dumps(native_case(f"more-{i}", ["a"], ["a"])).encode() + b"\n" for i in range(5)]
+    kept = (root / "cases.jsonl").stat()
     (root / "cases.jsonl").write_bytes(b"".join(lines))
-    os.utime(root / "cases.jsonl", ns=(time.time_ns(), time.time_ns() + 10**9))
+    if edit == "in place, mtime kept":
+        os.utime(root / "cases.jsonl", ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    else:
+        os.utime(root / "cases.jsonl", ns=(time.time_ns(), time.time_ns() + 10**9))
     return root, cursor
 
 
@@ -193,7 +201,7 @@ def _dataset_keys(path: Path) -> set[str]:
     return {peek_id(line) or f"{path}:{no}" for no, line in enumerate(path.read_bytes().splitlines(), 1)}
 
 
-@pytest.mark.parametrize("edit", ["changed", "inserted", "truncated"])
+@pytest.mark.parametrize("edit", ["changed", "inserted", "truncated", "in place, mtime kept"])
 def test_an_edit_before_the_cursor_reads_from_the_start_and_finishes_every_case_once(workspace: Path, edit: str) -> None:
     root, _ = _edited(workspace, edit, edit)
     done = _run(root, "--force")

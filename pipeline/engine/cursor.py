@@ -279,8 +279,12 @@ def _stat(path: Path) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any], done: KeySet) -> Resume | None:
+def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any], done: KeySet, forced: bool = False) -> Resume | None:
     """The resume from the cursor, or from the start with a new cursor; None where no cursor applies.
+
+    `forced`: the run goes on past a config or dataset change (`--force`); the bytes before the
+    cursor are then checked in full even when the dataset's size and mtime are as saved (an edit
+    in place with its mtime put back, as `cp -p` or `rsync -a` leave it).
 
     `fmt` is the dataset's `Format`, `recovery` and `done` the journal's
     (`RunJournal.recovery`, `RunJournal.done`: every finished key at open). Applies to the `native` format
@@ -295,7 +299,7 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
     run_dir = Path(run_dir)
     size_hint = len(done)
     try:
-        cur, why = _usable(run_dir, config, path, recovery)
+        cur, why = _usable(run_dir, config, path, recovery, forced)
         stat = _stat(path)
     except OSError as exc:
         log.warning("resume cursor not used", run_dir=str(run_dir), reason=f"{type(exc).__name__}: {exc}"[:200])
@@ -323,7 +327,7 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
     return Resume(records, seen, tracker, cur.skipped)
 
 
-def _usable(run_dir: Path, config: RunConfig, path: Path, recovery: dict[str, Any]) -> tuple[CursorFile | None, str | None]:
+def _usable(run_dir: Path, config: RunConfig, path: Path, recovery: dict[str, Any], forced: bool) -> tuple[CursorFile | None, str | None]:
     """The saved cursor if it may be used, else None and why (None when there is none)."""
     p = run_dir / CURSOR
     if not p.exists():
@@ -347,7 +351,7 @@ def _usable(run_dir: Path, config: RunConfig, path: Path, recovery: dict[str, An
     with open(path, "rb") as fh:
         if _tail_hash(fh, cur.offset) != cur.tail_sha256:
             return None, "the dataset changed before the cursor"
-        if (size, mtime) == (cur.size, cur.mtime_ns):
+        if (size, mtime) == (cur.size, cur.mtime_ns) and not forced:
             return cur, None
         # Touched or grown since: every byte before the offset must be as it was.
         if store.file_crc32(path, cur.offset) != cur.prefix_crc32:

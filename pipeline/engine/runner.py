@@ -175,7 +175,7 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
-        resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done)
+        resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
         journal.on_record = feed.feed if feed is not None else None
