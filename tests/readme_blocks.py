@@ -170,7 +170,7 @@ def _trim(lines: list[str]) -> list[str]:
 
 
 def copy_layout(repo: Path, data: Path, dest: Path) -> Path:
-    """A clone-like copy of `repo` at `dest/NAME` (its tracked and unignored files; no runs, caches or venvs),
+    """A clone-like copy of `repo` at `dest/NAME` (its tracked files and untracked Python sources; no runs, caches or venvs),
     with `data` reachable at `dest/shared/data`, as README expects (`../shared/data` from the root).
 
     Returns the copy's root. Without git (not a checkout), everything but ignored-looking folders is copied.
@@ -179,10 +179,15 @@ def copy_layout(repo: Path, data: Path, dest: Path) -> Path:
     import subprocess
 
     root = dest / repo.name
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo,
-                            capture_output=True) if (repo / ".git").exists() and shutil.which("git") else None
-    if listed is not None and listed.returncode == 0:
-        for name in filter(None, listed.stdout.decode().split("\0")):
+    git = (repo / ".git").exists() and shutil.which("git")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached"], cwd=repo, capture_output=True) if git else None
+    # Untracked files come along only as Python sources (a module not yet committed): the configs and
+    # runs that following README leaves in a working copy (`init`'s configs/chats.yaml) would make
+    # the blocks that create them refuse to overwrite them.
+    new = subprocess.run(["git", "ls-files", "-z", "--others", "--exclude-standard"], cwd=repo, capture_output=True) if git else None
+    if listed is not None and listed.returncode == 0 and new is not None and new.returncode == 0:
+        extra = [name for name in new.stdout.decode().split("\0") if name.endswith(".py")]
+        for name in filter(None, listed.stdout.decode().split("\0") + extra):
             src = repo / name
             if src.is_file():
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
