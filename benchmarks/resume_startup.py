@@ -99,10 +99,11 @@ def setup(root: Path, n: int) -> None:
     # No index or checkpoint yet: opening rebuilds both from results.jsonl, as after a crash.
     j = RunJournal.open(run_dir, metric_keys=keys, new_aggregator=lambda: Aggregator(keys), config_hash="setup")
     # The cursor a run leaves at its checkpoints: the tracker notes each record read and moves past the finished ones.
-    resume = cursor.prepare(run_dir, config, registry.format_for(config.dataset.format), j.recovery, j.done)
+    fmt = registry.format_for(config.dataset.format)
+    resume = cursor.prepare(run_dir, config, fmt, j.recovery, j.done)
     assert resume is not None
     for raw in itertools.islice(resume.records, n):
-        resume.tracker.read(raw)
+        resume.tracker.read(raw, fmt.peek_id(raw.payload) if raw.error is None else None)
         resume.seen.claim(str(json.loads(raw.payload)["id"]), raw.file, raw.line)
         if raw.line % 50_000 == 0:  # as a run's checkpoints do, every so many results
             resume.save(j.done, j.provisional)

@@ -44,7 +44,7 @@ import hashlib
 import sys
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,7 +145,7 @@ class _Prior:
 class Tracker:
     """Moves the cursor as records get finished, and saves it (`save`) at every checkpoint.
 
-    `read(raw)` is called for every record the load stage reads, in order;
+    `read(raw, pid)` is called for every record the load stage reads, in order, with its peeked id;
     `save(...)` moves the cursor past the records at the front whose results
     are on disk and final, and rewrites the cursor files.
     """
@@ -155,7 +155,6 @@ class Tracker:
     trials: int
     shard: Shard | None
     shard_text: str | None
-    peek: Callable[[Any], str | None]
     state: dict[str, int]  # offset, line, records, ids, skipped, crc
     stat: tuple[int, int]
     idx_pos: int
@@ -164,15 +163,15 @@ class Tracker:
     added: set[int] = field(default_factory=set)
     lost: bool = False
 
-    def read(self, raw: RawRecord) -> None:
-        """Note one record the load stage read (before it is skipped, sent on or dropped)."""
+    def read(self, raw: RawRecord, pid: str | None) -> None:
+        """Note one record the load stage read (before it is skipped, sent on or dropped); `pid` is its
+        peeked id (None when it is unreadable or has none), as the load stage peeked it."""
         if self.lost:
             return
         if raw.end is None or len(self.pending) >= _MAX_PENDING:
             self.lost = True
             self.pending.clear()
             return
-        pid = self.peek(raw.payload) if raw.error is None else None
         self.pending.append((pid, raw.line, raw.end))
 
     def _final(self, key: int, done: KeySet, provisional: dict[int, str]) -> bool:
@@ -313,14 +312,14 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
         for name in (CURSOR, CURSOR_IDS):
             (run_dir / name).unlink(missing_ok=True)
         state = {"offset": 0, "line": 0, "records": 0, "ids": 0, "skipped": 0, "crc": 0}
-        tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, fmt.peek_id, state, stat, idx_pos)  # type: ignore[arg-type]
+        tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, state, stat, idx_pos)  # type: ignore[arg-type]
         return Resume(read_jsonl(path, limit), FirstSeen(size_hint=size_hint), tracker, 0)
     with open(run_dir / CURSOR_IDS, "rb") as fh:
         ids = fh.read(cur.ids * 16)
     name = str(path)
     seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=_Prior(ids, done), prior_file=name)
     state = {"offset": cur.offset, "line": cur.line, "records": cur.records, "ids": cur.ids, "skipped": cur.skipped, "crc": cur.prefix_crc32}
-    tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, fmt.peek_id, state, stat, idx_pos)  # type: ignore[arg-type]
+    tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, state, stat, idx_pos)  # type: ignore[arg-type]
     left = None if limit is None else limit - cur.records
     records: Iterator[RawRecord] = iter(()) if left is not None and left <= 0 else read_jsonl(path, left, start=(cur.offset, cur.line))
     log.info("resuming from the dataset cursor", run_dir=str(run_dir), line=cur.line, records=cur.records)

@@ -386,12 +386,10 @@ class _Flow:
         # Another shard's case (`run.shard`): not scored, not written, not counted.
         return self.shard is not None and case_id is not None and shard_index(safe_text(case_id), self.shard[1]) != self.shard[0]
 
-    def finished(self, raw: Any, peek: Callable[[Any], str | None]) -> bool:
+    def finished(self, raw: Any, pid: str | None) -> bool:
         # Resume fast path: a record whose every trial is finished is skipped unparsed,
         # unless it repeats an id seen earlier (then extract decides, as it did the first time).
-        if raw.error is not None:
-            return False
-        pid = peek(raw.payload)
+        # `pid` is the record's peeked id (None: unreadable, or no id to peek).
         if pid is None:
             return False
         h = key_hash(pid)
@@ -406,11 +404,13 @@ class _Flow:
                 if self.stop.is_set():
                     self.cut_short = True
                     break
+                # One peek a record, shared by the cursor, the shard filter and the skip of finished records.
+                pid = self.peek(raw.payload) if (peek is not None or self.tracker is not None) and raw.error is None else None
                 if self.tracker is not None:
-                    self.tracker.read(raw)
-                if peek is not None and self.shard is not None and raw.error is None and self.foreign(peek(raw.payload)):
+                    self.tracker.read(raw, pid)
+                if peek is not None and self.shard is not None and self.foreign(pid):
                     continue  # known from the id alone: not even parsed
-                if peek is not None and self.finished(raw, peek):
+                if peek is not None and self.finished(raw, pid):
                     self.read_skipped += self.trials
                     if self.read_skipped % 512 == 0:
                         await anyio.lowlevel.checkpoint()  # let signals and flushes in
