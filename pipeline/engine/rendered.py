@@ -100,13 +100,38 @@ _HEAD = '{"case_id":"","trial":0,"status":"ok",'
 _TAIL = ',"error":null,"duration_s":0.0}'
 
 
+_new = object.__new__
+_set = object.__setattr__
+_to_json = CaseResult.__pydantic_serializer__.to_json
+
+
+def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
+    """`CaseResult(case_id="", tags=…, metadata=…, scores=…).model_dump_json()`; raises `ValueError` as that does.
+
+    Fields that validation would pass unchanged (a list of str, a dict with str keys, `Score`
+    instances) are set without it, as `make_score` builds scores: validating them again cost as
+    much as serializing them. Anything else (a custom adapter's unvalidated case, a custom metric's
+    look-alike score) is validated, with validation's outcome.
+    """
+    if (type(tags) is list and type(metadata) is dict and all([type(t) is str for t in tags])
+            and all([type(k) is str for k in metadata]) and all([type(s) is Score for s in scores.values()])):
+        result = _new(CaseResult)
+        _set(result, "__dict__", {"case_id": "", "trial": 0, "status": _OK, "tags": tags, "metadata": metadata,
+                                  "scores": scores, "error": None, "duration_s": 0.0})
+        _set(result, "__pydantic_fields_set__", {"case_id", "tags", "metadata", "scores"})
+        _set(result, "__pydantic_extra__", None)
+        _set(result, "__pydantic_private__", None)
+        return _to_json(result).decode()
+    return CaseResult(case_id="", tags=tags, metadata=metadata, scores=scores).model_dump_json()
+
+
 def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Rendered | None:
     """`case` (id, tags, metadata) with its `scores`, rendered; None when JSON cannot carry its text (a lone surrogate).
 
     `junit_keys` are the run's metric keys in report order: one `testcase_end` each.
     """
     try:
-        body = CaseResult(case_id="", tags=case.tags, metadata=case.metadata, scores=scores).model_dump_json()
+        body = _body(case.tags, case.metadata, scores)
         id_json = pydantic_core.to_json(case.id).decode()
     except (ValueError, UnicodeError):
         return None

@@ -291,7 +291,7 @@ def short_pair(expected: Any, got: Any, limit: int = 60) -> tuple[str, str]:
     a, b = _dumps(expected), _dumps(got)
     if len(a) <= limit and len(b) <= limit:
         return a, b
-    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    i = _common_prefix(a, b)
     start = max(0, i - limit // 3)
 
     def cut(text: str) -> str:
@@ -300,6 +300,23 @@ def short_pair(expected: Any, got: Any, limit: int = 60) -> tuple[str, str]:
         return head + (part if start + len(part) >= len(text) else part[:-1] + "…")
 
     return cut(a), cut(b)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b`.
+
+    A binary search over slice comparisons (each a C `memcmp`): reasons cut long values around
+    their first difference, and a character-by-character Python loop over two long values cost
+    more than the rest of the reason.
+    """
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # invariant: a[:lo] == b[:lo], and the common prefix is at most hi long
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def render_call(name: str, arguments: Any, limit: int = 120) -> str:
