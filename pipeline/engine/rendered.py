@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NamedTuple
 
 import pydantic_core
@@ -68,10 +69,22 @@ def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) ->
     """
     if not computed or value is None:
         return f'>\n      <skipped message={attr(reason if computed else _NOT_COMPUTED)}/>\n    </testcase>\n'
-    msg = attr(f"value {value}: {reason}")  # escaped once: the text is the attribute without its quotes
+    s = f"value {value}: {reason}"
+    # Escaped once, as `attr` escapes it: the text is the attribute without its quotes. The common
+    # cases are written in one piece, without building the quoted attribute and slicing it again.
+    if _SPECIAL.search(s) is None:
+        if '"' not in s:
+            q = '"'
+        elif "'" not in s:
+            q = "'"
+        else:
+            q, s = '"', s.replace('"', "&quot;")
+    else:
+        msg = attr(s)
+        q, s = msg[0], msg[1:-1]
     if passed is False:
-        return f'>\n      <failure type="threshold" message={msg}>{msg[1:-1]}</failure>\n    </testcase>\n'
-    return f">\n      <system-out>{msg[1:-1]}</system-out>\n    </testcase>\n"
+        return f'>\n      <failure type="threshold" message={q}{s}{q}>{s}</failure>\n    </testcase>\n'
+    return f">\n      <system-out>{s}</system-out>\n    </testcase>\n"
 
 
 class Cell(NamedTuple):
@@ -96,6 +109,8 @@ class Rendered:
     timed_out: tuple[str, ...]
 
 
+# `Cell(value, passed)` without the Python-level `__new__` a NamedTuple has: six a case cost more than the rest of the loop.
+_cell = partial(tuple.__new__, Cell)
 _HEAD = '{"case_id":"","trial":0,"status":"ok",'
 _TAIL = ',"error":null,"duration_s":0.0}'
 
@@ -138,9 +153,12 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
     if not (body.startswith(_HEAD) and body.endswith(_TAIL)):  # (a model whose layout changed: take the general path)
         return None
     cells = {}
+    timed_out = []
     for k, s in scores.items():
         v = s.value
-        cells[k] = Cell(v, s.passed)
+        cells[k] = _cell((v, s.passed))
+        if v is None and s.reason.startswith("metric_timeout:"):
+            timed_out.append(k)
     junit = []
     for k in junit_keys:
         s = scores.get(k)
@@ -149,9 +167,8 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
         else:
             v = s.value
             junit.append(testcase_end(v if v is None or math.isfinite(v) else None, s.passed, s.reason))
-    timed_out = tuple(k for k, s in scores.items() if s.value is None and s.reason.startswith("metric_timeout:"))
     return Rendered(case.id, id_json, key_hash(case.id), case.tags, case.metadata, body[len(_HEAD):-len(_TAIL)],
-                    cells, tuple(junit), timed_out)
+                    cells, tuple(junit), tuple(timed_out))
 
 
 class Finished:
