@@ -1,5 +1,6 @@
 """CPU seconds of each per-case step at N cases (default 10,000): read, decode + validate, each of the six checks,
-scoring a case (the six under their time limit), the result line; then the whole process with 1 and 2 processes.
+scoring a case (the six under their time limit), the result line, the result as a run renders it (`render`: the
+line's body and the JUnit test cases); then the whole process with 1 and 2 processes.
 
 The cases are `pipeline_throughput.py`'s (the 200 real GPT-4o τ-bench airline runs repeated under new ids,
 native JSONL) and so are the six checks. Each step runs alone over all N cases in this process, `rounds`
@@ -61,6 +62,7 @@ def steps(cases_path: Path, run_dir: Path, rounds: int) -> dict[str, float]:
     from tracejudge.core import registry
     from tracejudge.core.config import load_config
     from tracejudge.core.records import CaseResult
+    from tracejudge.engine.rendered import render
     from tracejudge.stages.extract import extract_record
     from tracejudge.stages.load import read_jsonl
     from tracejudge.stages.score import score_case
@@ -83,6 +85,9 @@ def steps(cases_path: Path, run_dir: Path, rounds: int) -> dict[str, float]:
     out["six checks, time-limited"] = best(each(lambda c: score_case(c, metrics), cases), rounds)
     results = [CaseResult(case_id=c.id, tags=c.tags, metadata=c.metadata, scores=s) for c, s in zip(cases, scores)]
     out["result line (JSON)"] = best(each(lambda r: r.model_dump_json(), results), rounds)
+    # What a worker does with a scored case when nothing runs after scoring: its line's body, JUnit, cells.
+    keys = [m.key for m in metrics]
+    out["result rendered (line, JUnit)"] = best(each(lambda cs: render(cs[0], cs[1], keys), list(zip(cases, scores))), rounds)
     return out
 
 
