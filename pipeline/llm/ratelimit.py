@@ -65,8 +65,12 @@ Window = Literal["auto", "bucket", "strict"]
 class Permit:
     """An admitted attempt: what it reserved, how long it queued (seconds), and its serial in the limiter's log.
 
-    `flight_s`, set by the caller before `settle` when known, is the seconds
-    from the request leaving (its headers written) to the reply being read.
+    `flight_s`, set by the caller as soon as the reply is read (before
+    `settle`) when known, is the seconds from the request leaving (its
+    headers written) to the reply being read. Setting it stamps `read_at`
+    (monotonic seconds, now): the work between reading a reply and settling
+    it (parsing it; on a busy machine, waiting for the CPU) does not move
+    the request's send time, `read_at - flight_s`.
     """
 
     tokens: int
@@ -74,6 +78,12 @@ class Permit:
     admitted_at: float
     serial: int = 0
     flight_s: float | None = None
+    read_at: float | None = None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "flight_s" and value is not None:
+            object.__setattr__(self, "read_at", time.monotonic())
+        object.__setattr__(self, name, value)
 
 
 class Limiter(Protocol):
@@ -131,8 +141,11 @@ class AdaptiveLimiter:
     RESET_MARGIN_S = 0.25
     # From a request leaving to the provider booking it, until a reply's headers tell.
     SEND_MARGIN_S = 0.1
-    # Left free at a window's edge, as a share of the token limit: the provider's count of the next request is an estimate.
-    EDGE_MARGIN = 0.02
+    # Left free at a window's edge, as a share of the token limit: the provider's count of what changed since its last
+    # reply (the next request, what left) is an estimate, off by about 1 % of those few requests, not of the window.
+    EDGE_MARGIN = 0.005
+    # Share of the provider's shortest booking-to-reply time taken as sure for every request (see `window_model.booked`).
+    FLOOR_SHARE = 0.9
     # Until a reply says how the provider counts tokens, a strict window is filled this far.
     FIRST_FILL = 0.5
 
@@ -154,6 +167,7 @@ class AdaptiveLimiter:
         self._anchor: tuple[float, float] | None = None
         self._lags: deque[float] = deque(maxlen=32)  # booking lags measured on replies nothing was sent after
         self._boost = 0.0  # what 429s added to the booking lag those measures gave
+        self._floor: float | None = None  # the provider's shortest time from booking a request to its reply's headers
         self._settled_factor = False  # the factor was measured with nothing in flight
         self.reset_dates_bookings = True  # until a reset contradicts it (see `window_model.booked`)
         self._flight = 0.0
@@ -241,8 +255,10 @@ class AdaptiveLimiter:
             if permit.flight_s is not None:
                 self._flight = permit.flight_s if not self._flight else 0.8 * self._flight + 0.2 * permit.flight_s
             booked = window_model.booked(self, permit, rate, now)
+            read = permit.read_at if permit.read_at is not None else now
+            sent = None if permit.flight_s is None else read - permit.flight_s
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
-                log.settle(permit.serial, amount, booked + self.window_s, now)
+                log.settle(permit.serial, amount, booked + self.window_s, read, sent)
             if self._deferred is not None:
                 window_model.learn_from_refusal(self, *self._deferred, now)  # a 429 came while this entry was in flight
         if rate is not None:
@@ -310,7 +326,7 @@ class AdaptiveLimiter:
                 self.requests.level = float(rate.remaining_requests)
             return
         if rate.remaining_tokens is not None:
-            window_model.learn_factor(self, rate, now, unseen)
+            window_model.learn_factor(self, rate, now, unseen, permit.read_at)
         for log, remaining, reset_s in ((self.request_log, rate.remaining_requests, rate.reset_requests_s),
                                         (self.token_log, rate.remaining_tokens, rate.reset_tokens_s)):
             if reset_s is not None:

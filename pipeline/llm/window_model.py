@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tracejudge.llm.providers import RateInfo
     from tracejudge.llm.ratelimit import AdaptiveLimiter, Permit
 
-__all__ = ["booked", "learn_factor", "learn_from_refusal", "token_room"]
+__all__ = ["before_reply", "booked", "learn_factor", "learn_from_refusal", "token_room"]
 
 
 def token_room(lim: AdaptiveLimiter) -> float:
@@ -78,6 +78,7 @@ def learn_from_refusal(lim: AdaptiveLimiter, free_at: float, tokens: int, now: f
     if shift <= 0.002:  # the headers already moved the model (a count, not a time, was off)
         return
     shift = min(shift, lim.window_s)
+    lim._floor = 0.0  # a booking later than the log's: the floor may be what was wrong, so no longer taken as sure
     for log in (lim.request_log, lim.token_log):
         log.delay(shift, lim.window_s)
     if lim._flight and lim.send_margin + shift >= 0.5 * lim._flight:
@@ -92,47 +93,66 @@ def learn_from_refusal(lim: AdaptiveLimiter, free_at: float, tokens: int, now: f
 def booked(lim: AdaptiveLimiter, permit: Permit, rate: RateInfo | None, now: float) -> float:
     """When the provider booked an answered request in its window (its entry leaves one window later).
 
-    Never after its reply. A reply's `reset` (the time until the newest
-    entry leaves) dates the provider's newest booking, which this
-    request's is not after: a bound every reply gives, tight when
-    nothing was sent after it, that holds whether the provider books on
-    arrival or on reply. Without one: when the request left plus the
-    trip (`send_margin`), or the reply itself once 429s showed the
+    Never after its reply was read (`permit.read_at`, else `now`). A
+    reply's `reset` (the time until the newest entry leaves) dates the
+    provider's newest booking, which this request's is not after: a bound
+    every reply gives, tight when nothing was sent after it, that holds
+    whether the provider books on arrival or on reply. Those replies with
+    nothing sent after them also measure the lag from the request leaving
+    to its booking (`send_margin`, the largest of the last 32), and the
+    time from its booking to its reply's headers (`window_s - reset`):
+    the shortest of those seen (`_floor`) bounds every booking from
+    above, `FLOOR_SHARE` of it before the reply was read. One request held
+    up on its way (a busy machine) then delays the log's entries to that
+    bound at most, not by its own lag. Without headers: when the request
+    left plus `send_margin`, or the reply itself once 429s showed the
     provider books on reply.
     """
-    sent = None if permit.flight_s is None else now - permit.flight_s
+    read = permit.read_at if permit.read_at is not None else now
+    sent = None if permit.flight_s is None else read - permit.flight_s
     resets = [r for r in (rate.reset_tokens_s, rate.reset_requests_s) if r is not None] if rate is not None else []
     if resets and lim.reset_dates_bookings and max(resets) <= lim.window_s:
-        newest = now + max(resets) - lim.window_s + 0.001  # + the header's millisecond rounding
+        newest = read + max(resets) - lim.window_s + 0.001  # + the header's millisecond rounding
         if sent is None:
-            return min(now, newest)
+            return min(read, newest)
         if newest < sent - 0.005:
             lim.reset_dates_bookings = False  # a booking before the request left: this reset means something else
         else:
             if permit.serial == lim._last_serial:
                 # Nothing was sent after it: the newest booking is its own, a measure of the provider's booking lag.
+                floor = max(0.0, lim.window_s - max(resets) - 0.001)
+                lim._floor = floor if lim._floor is None else min(lim._floor, floor)
                 lim._lags.append(max(0.0, newest - sent))
                 margin = max(lim._lags) + lim._boost
                 if margin > lim.send_margin:
                     # Entries booked with the smaller lag would leave our log before the provider's window:
-                    # they take the new one too (never past one window after their reply).
+                    # they take the new one too (never past what their reply bounds).
                     for log in (lim.request_log, lim.token_log):
-                        log.delay(margin - lim.send_margin, lim.window_s)
+                        log.delay(margin - lim.send_margin, lim.window_s, before_reply(lim))
                 lim.send_margin = margin
-            return min(now, newest, sent + lim.send_margin)
+            return min(read - before_reply(lim), newest, sent + lim.send_margin)
     if sent is None or lim.reply_booking:
-        return now
-    return min(now, sent + lim.send_margin)
+        return read
+    return min(read, sent + lim.send_margin)
 
 
-def learn_factor(lim: AdaptiveLimiter, rate: RateInfo, now: float, unseen: float) -> None:
-    """The provider's count of its window against ours gives its tokens per token of ours (its tokenizer, its framing)."""
+def before_reply(lim: AdaptiveLimiter) -> float:
+    """Seconds every booking surely precedes its reply being read: `FLOOR_SHARE` of the shortest booking-to-reply time seen (0 until one is)."""
+    return lim.FLOOR_SHARE * lim._floor if lim._floor else 0.0
+
+
+def learn_factor(lim: AdaptiveLimiter, rate: RateInfo, now: float, unseen: float, read: float | None = None) -> None:
+    """The provider's count of its window against ours gives its tokens per token of ours (its tokenizer, its framing).
+
+    `read`: when the reply carrying `rate` was read (its headers were made no later), else `now`.
+    """
     if rate.remaining_tokens is None:
         return
     counted = lim.tokens.capacity - rate.remaining_tokens
-    # What was sent after this request may not be counted yet, and what left a window ago may be gone already:
-    # both stay ours to estimate until our log lets them go (the safe side).
-    gone = lim.token_log.left_maybe(now - lim.window_s)
+    # What was sent after this request may not be counted yet, and what left a window before the headers were made may
+    # be gone already: both stay ours to estimate until our log lets them go (the safe side). What left later than
+    # that the provider surely counts: taking it as "maybe gone" too would count it twice, in its count and in ours.
+    gone = lim.token_log.left_maybe((now if read is None else read) - lim.window_s)
     ours = lim.token_log.used(now) - unseen - gone
     lim._anchor = (float(counted), ours)
     unseen += gone
