@@ -12,7 +12,7 @@ in step with the provider's own window, from its headers and its 429s:
   provider's tokens per token of ours (its tokenizer, a gateway counting
   characters), measured on replies with nothing else unanswered. Until
   a reply told the factor, a window is filled only half-way; at its
-  edge `EDGE_MARGIN` (2 %) stays free.
+  edge `EDGE_MARGIN` (1 %) stays free.
 - *its booking moment*: `x-ratelimit-reset-tokens`, the time until the
   newest entry leaves, dates the provider's newest booking, which this
   request's is not after: an entry leaves our log one window after that
