@@ -162,6 +162,12 @@ def test_the_judge_stage_imports_no_retry_or_tokenizer_library_before_it_needs_o
     assert _loaded(snaps["judge"], ["tenacity", "tiktoken", "aiohttp", "structlog"]) == []
 
 
+def test_the_run_and_its_reports_import_no_terminal_library(tmp_path: Path) -> None:
+    # A run through the Python API (a resume's start-up too) prints nothing: rich comes with the CLI's printing only.
+    snaps = _modules_after("import tracejudge.engine.runner, tracejudge.stages.reports\nsnap('api')\n", tmp_path)
+    assert _loaded(snaps["api"], ["rich", "structlog"]) == []
+
+
 def _import_every_stage_module() -> None:
     for package in ("tracejudge.stages.extract", "tracejudge.stages.score", "tracejudge.stages.judge"):
         pkg = importlib.import_module(package)
