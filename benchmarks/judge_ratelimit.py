@@ -192,6 +192,8 @@ def measure(args: argparse.Namespace) -> list[tuple[str, str]]:
         shutil.rmtree(work, ignore_errors=True)
 
     entries = ledger["entries"]
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(entries))
     n = len(entries)
     mean = sum(t for _, t in entries) / max(1, n)
     fit = max(1, min(rpm, int(tpm // mean))) if mean else 1
@@ -232,6 +234,7 @@ def main() -> None:
     ap.add_argument("--client-window", choices=("strict", "auto"), default="strict", help="the run's limits.window")
     ap.add_argument("--no-rate-headers", action="store_true", help="the server sends retry-after on 429s only")
     ap.add_argument("--hogs", type=int, default=0, help="busy-looping processes run meanwhile (a loaded machine)")
+    ap.add_argument("--dump", default=None, help="write the server's ledger ([arrival s, tokens] per admitted request) to this JSON file")
     args = ap.parse_args()
     if not 0 < args.scale <= 1:
         ap.error("--scale must be in (0, 1]")

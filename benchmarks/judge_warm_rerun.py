@@ -9,7 +9,8 @@ a whole `tracejudge run` process, timed from outside:
 2. warm, `--repeats` times (default 5): the same config into a fresh run
    directory with the cache the cold run filled — every answer is a hit.
 
-Printed per row: requests the judge sent (the summary's `judge.requests`),
+The project's bytecode is written first (`_procs.precompile`), so no timed process
+compiles sources. Printed per row: requests the judge sent (the summary's `judge.requests`),
 cache hits, wall seconds and CPU seconds (user + system of the process and
 the worker processes it waited for); for the warm runs the median and the
 range. Each warm run's results must equal the cold run's (status, value,
@@ -29,7 +30,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,22 +58,14 @@ def make_case(i: int, words: int) -> dict:
 
 
 def run_once(root: Path, run_dir: str) -> dict:
-    """One `tracejudge run` process; its wall and CPU seconds, and its summary's judge block."""
+    """One `tracejudge run` process: its wall and CPU seconds (user + system of it and the workers it waited for), and
+    its summary's judge block."""
+    from _procs import timed  # the benchmarks' shared runner: the process and its group are stopped however the wait ends
+
     exe = Path(sys.executable).with_name("tracejudge")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([str(exe), "run", "config.yaml", "--run-dir", run_dir], cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _, err = proc.communicate(timeout=900)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    wall = time.perf_counter() - t0
-    # RUSAGE_CHILDREN grows by the child and the descendants it waited for, once the child is waited for.
-    if proc.returncode != 0:
-        raise SystemExit(f"tracejudge run {run_dir} exited {proc.returncode}:\n{err.decode()[-2000:]}")
+    done = timed([str(exe), "run", "config.yaml", "--run-dir", run_dir], timeout=900, cwd=root).check(f"tracejudge run {run_dir}")
     summary = json.loads((root / run_dir / "summary.json").read_text())
-    return {"wall": wall, "judge": summary["judge"], "status": summary.get("status", {})}
+    return {"wall": done.wall, "cpu": done.cpu, "judge": summary["judge"], "status": summary.get("status", {})}
 
 
 def outcomes(path: Path) -> dict[str, tuple]:
@@ -86,16 +78,6 @@ def outcomes(path: Path) -> dict[str, tuple]:
     return out
 
 
-def timed(root: Path, run_dir: str) -> dict:
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    got = run_once(root, run_dir)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    got["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return got
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=2000)
@@ -105,6 +87,10 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
     args = ap.parse_args()
 
+    from _procs import precompile
+
+    precompile()
+    load = os.getloadavg()[0]
     root = args.keep or Path(tempfile.mkdtemp(prefix="tj-warm-"))
     root.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, str, str, str, str]] = []
@@ -115,13 +101,13 @@ def main() -> None:
         (root / "config.yaml").write_text(CONFIG.format(processes=args.processes))
         for d in ("cache", "cold"):
             shutil.rmtree(root / d, ignore_errors=True)
-        cold = timed(root, "cold")
+        cold = run_once(root, "cold")
         truth = outcomes(root / "cold" / "results.jsonl")
         rows.append(("cold (empty cache)", str(cold["judge"]["requests"]), str(cold["judge"]["cache_hits"]), f"{cold['wall']:.2f} s", f"{cold['cpu']:.2f} s"))
         warm = []
         for k in range(args.repeats):
             shutil.rmtree(root / f"warm{k}", ignore_errors=True)
-            w = timed(root, f"warm{k}")
+            w = run_once(root, f"warm{k}")
             if w["judge"]["requests"] != 0:
                 raise SystemExit(f"warm re-run {k} sent {w['judge']['requests']} requests (expected 0)")
             if outcomes(root / f"warm{k}" / "results.jsonl") != truth:
@@ -135,7 +121,7 @@ def main() -> None:
                          f"{statistics.median(cpus):.2f} s ({min(cpus):.2f}–{max(cpus):.2f})"))
     finally:
         print(f"\nWarm cached re-run: {args.cases:,} cases, one Rubric metric, provider: simulator, run.processes {args.processes} "
-              f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})\n")
+              f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end)\n")
         print("| run | requests sent | cache hits | wall | CPU (user + sys) |")
         print("|---|---:|---:|---:|---:|")
         for r in rows:

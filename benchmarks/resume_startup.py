@@ -23,6 +23,9 @@ first new one (the worst case). Each size is measured in fresh processes:
    validation) until the first unfinished one, keeping first places in a
    dict of strings (time to that case and peak RSS).
 
+The project's bytecode is written first (`_procs.precompile`), so no measured
+process compiles sources (an environment with PYTHONDONTWRITEBYTECODE would).
+
 Usage: python benchmarks/resume_startup.py [--sizes 10000,100000,200000] [--keep DIR]
 Prints a table (markdown).
 """
@@ -119,7 +122,7 @@ def measure(root: Path) -> dict:
 
     from tracejudge.engine.checkpoint import RunJournal
 
-    t_imported = time.perf_counter()
+    t_imported, cpu_imported = time.perf_counter(), time.process_time()
     config = load_config(root / "config.yaml")
     first: list[float] = []
     journal: dict[str, float] = {}
@@ -139,7 +142,7 @@ def measure(root: Path) -> dict:
         async def seen() -> object:
             async for works in recv:  # type: ignore[attr-defined]
                 if not first:
-                    first.append(time.perf_counter())
+                    first.extend((time.perf_counter(), time.process_time()))
                 yield works
 
         class Recv:
@@ -162,7 +165,7 @@ def measure(root: Path) -> dict:
 
     def on_result(_: object) -> None:
         if not first:  # no stage after the executor: the first new result is the first new case
-            first.append(time.perf_counter())
+            first.extend((time.perf_counter(), time.process_time()))
 
     t_call = time.perf_counter()
     outcome = anyio.run(lambda: runner.run(config, on_result=on_result))
@@ -171,6 +174,10 @@ def measure(root: Path) -> dict:
         "new": outcome.new_results,
         "skipped": outcome.skipped_finished,
         "imports_s": t_imported - _T_START,
+        # CPU seconds of this process from its start (the interpreter's own start-up included): what the machine's
+        # load disturbs far less than wall time.
+        "imports_cpu_s": cpu_imported,
+        "first_cpu_s": first[1] if first else None,
         "journal_s": journal["end"] - journal["start"],
         "before_dataset_s": journal["end"] - _T_START,
         "first_from_start_s": first[0] - _T_START if first else None,
@@ -240,6 +247,9 @@ def main() -> None:
         print(json.dumps(full_parse(args.full_parse)))
         return
 
+    from _procs import guarded, precompile
+
+    precompile()  # no measured child compiles the project's sources
     base = args.keep or Path(tempfile.mkdtemp(prefix="tj-resume-bench-"))
     rows: list[tuple] = []
 
@@ -266,27 +276,27 @@ def main() -> None:
             if not args.keep:
                 shutil.rmtree(base, ignore_errors=True)
 
-    from _procs import guarded
-
     guarded(measure_all, lambda: report(rows))
 
 
 def report(rows: list[tuple]) -> None:
     """The table of the sizes measured so far."""
-    print(f"\nResume start-up, {MISSING} unfinished cases at the end of the dataset (python {sys.version.split()[0]}, {os.cpu_count()} CPUs)\n")
-    print("| finished results | results.jsonl | first new case started at (from process start) | imports | config and set-up | run-directory state read "
+    print(f"\nResume start-up, {MISSING} unfinished cases at the end of the dataset (python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f})\n")
+    print("| finished results | results.jsonl | first new case started at (from process start) | CPU-s to it (imports) | imports | config and set-up | run-directory state read "
           "| dataset read past the finished cases | from run() call | whole resume | peak RSS | old path: first new case | old path: peak RSS |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n, size_mb, res, old, _ in rows:
         past = res["first_from_start_s"] - res["before_dataset_s"]
         setup_s = res["before_dataset_s"] - res["imports_s"] - res["journal_s"]
         print(
-            f"| {n:,} | {size_mb:.1f} MB | {res['first_from_start_s']:.2f} s | {res['imports_s']:.2f} s | {setup_s:.2f} s | {res['journal_s']:.2f} s | {past:.2f} s "
+            f"| {n:,} | {size_mb:.1f} MB | {res['first_from_start_s']:.2f} s | {res['first_cpu_s']:.2f} s ({res['imports_cpu_s']:.2f} s) | {res['imports_s']:.2f} s | {setup_s:.2f} s | {res['journal_s']:.2f} s | {past:.2f} s "
             f"| {res['first_from_call_s']:.2f} s | {res['total_s']:.2f} s | {res['peak_rss_mb']:.1f} MiB | {old['first_s']:.2f} s | {old['peak_rss_mb']:.1f} MiB |"
         )
     if not rows:
         return
-    print("\nFirst new case started at = when the first stage after extract (score or judge) took its first case, timed from process start "
+    print("\nCPU-s to it = CPU seconds of the resuming process from its start to the first new case (imports: to the end of its imports); "
+          "the other times are wall seconds. First new case started at = when the first stage after extract (score or judge) took its first case, timed from process start "
           "(imports included). Run-directory state read = `RunJournal.open` (checkpoint checks, results.idx into the done-key set). "
           "Config and set-up = loading the config, the manifest's checks (the dataset's fingerprint), the lock. "
           "Dataset read past the finished cases = from the end of the state read to the first new case (executor and stages set up, "

@@ -83,9 +83,14 @@ def test_help_imports_no_config_model_engine_or_third_party_library(tmp_path: Pa
     assert _loaded(snaps["help"], heavy) == []
 
 
-def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: Path) -> None:
+def _native_config(tmp_path: Path) -> None:
+    """`cases.jsonl` (one native case) and `c.yaml` (deterministic metrics) in `tmp_path`."""
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
     (tmp_path / "c.yaml").write_text(f"dataset: {{path: cases.jsonl, format: native}}\n{METRICS}run: {{dir: run}}\n")
+
+
+def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: Path) -> None:
+    _native_config(tmp_path)
     snaps = _modules_after(
         "import contextlib, io\n"
         "from tracejudge.entrypoints import cli\n"
@@ -104,6 +109,23 @@ def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: 
     assert _loaded(config, [*NEVER_IN_A_PLAIN_RUN, "numpy", "rich", "anyio", "tracejudge.engine.runner", "tracejudge.stages.judge"]) == []
     assert (tmp_path / "run" / "summary.json").exists()
     assert _loaded(run, NEVER_IN_A_PLAIN_RUN) == []
+
+
+def test_a_run_writing_progress_lines_imports_no_structlog(tmp_path: Path) -> None:
+    # Progress on a stream that is not a terminal: JSON lines, written without structlog (and the rich tracebacks it loads).
+    _native_config(tmp_path)
+    snaps = _modules_after(
+        "import contextlib, io\n"
+        "from tracejudge.entrypoints import cli\n"
+        "err = io.StringIO()\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
+        "    assert cli.main(['run', 'c.yaml']) == 0\n"
+        "last = json.loads(err.getvalue().splitlines()[-1])\n"
+        "assert last['event'] == 'progress_done' and last['done'] == 1 and last['level'] == 'info', last\n"
+        "snap('run')\n",
+        tmp_path,
+    )
+    assert _loaded(snaps["run"], ["structlog", "pygments"]) == []
 
 
 def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path) -> None:
@@ -138,6 +160,12 @@ def test_the_judge_stage_imports_no_retry_or_tokenizer_library_before_it_needs_o
     snaps = _modules_after("import tracejudge.stages.judge.stage\nsnap('judge')\n", tmp_path)
     assert "tracejudge.stages.judge.client" in snaps["judge"]
     assert _loaded(snaps["judge"], ["tenacity", "tiktoken", "aiohttp", "structlog"]) == []
+
+
+def test_the_run_and_its_reports_import_no_terminal_library(tmp_path: Path) -> None:
+    # A run through the Python API (a resume's start-up too) prints nothing: rich comes with the CLI's printing only.
+    snaps = _modules_after("import tracejudge.engine.runner, tracejudge.stages.reports\nsnap('api')\n", tmp_path)
+    assert _loaded(snaps["api"], ["rich", "structlog"]) == []
 
 
 def _import_every_stage_module() -> None:

@@ -184,3 +184,73 @@ def test_limiter_admits_as_the_oldest_entries_leave_not_at_a_full_refill(monkeyp
     anyio.run(scenario)
     assert admitted == [10.05, 11.05]
 
+
+
+def _fake_clock(monkeypatch) -> list[float]:
+    """The limiter's clock only (not the event loop's): tests set it to the moments they stage."""
+    from types import SimpleNamespace
+
+    from tracejudge.llm import ratelimit
+
+    clock = [0.0]
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    return clock
+
+
+def test_one_request_held_up_on_its_way_delays_the_log_only_to_what_each_reply_bounds(monkeypatch):
+    # The provider books A at 0.1 and B at 1.1 and makes each reply's headers 0.2 s after booking; C, sent at 1.1,
+    # is held up on its way and booked at 1.5: its lag (0.4 s) raises the booking margin for every entry, but A and B
+    # were surely booked 0.9 × 0.2 s before their replies were read (at 0.3 and 1.3), so they leave by then + 60 s.
+    from tracejudge.llm.providers import RateInfo
+
+    clock = _fake_clock(monkeypatch)
+    limiter = AdaptiveLimiter(rpm=1_000, tpm=100_000, max_in_flight=8, window="strict", window_s=60.0)
+
+    def reply(permit, read_at: float, flight_s: float, counted: int, newest_booking: float) -> None:
+        clock[0] = read_at
+        permit.flight_s = flight_s
+        limiter.settle(permit, "ok", 100, RateInfo(remaining_tokens=100_000 - counted, reset_tokens_s=newest_booking + 60 - read_at))
+
+    async def scenario() -> tuple:
+        a = await limiter.acquire(100)
+        reply(a, 0.3, 0.3, 100, 0.1)  # nothing sent after it: the reset dates its own booking
+        clock[0] = 1.0
+        b = await limiter.acquire(100)
+        clock[0] = 1.1
+        c = await limiter.acquire(100)
+        reply(b, 1.3, 0.3, 200, 1.1)
+        reply(c, 2.0, 0.9, 300, 1.5)
+        return a, b, c
+
+    permits = anyio.run(scenario)
+    a, b, c = (limiter.token_log.entries[p.serial][1] for p in permits)
+    assert limiter.send_margin > 0.39  # C's lag was learned
+    # Never before the provider lets them go...
+    assert a >= 60.1 and b >= 61.1 and c >= 61.5
+    # ...and A and B not a whole margin later (one window after their replies, 60.3 and 61.3, before this bound).
+    assert a <= 60.3 - 0.17 and b <= 61.3 - 0.17
+
+
+def test_an_entry_sent_within_a_window_of_a_reply_is_counted_once_at_the_window_edge(monkeypatch):
+    # A was admitted at 0 but sent at 0.5 and booked at 0.55: a reply at 10.4 (10 s window) still counts it. Our room
+    # must be the provider's own figure, not that less A (counted in the provider's figure and again in our log).
+    from tracejudge.llm.providers import RateInfo
+
+    clock = _fake_clock(monkeypatch)
+    limiter = AdaptiveLimiter(rpm=1_000, tpm=10_000, max_in_flight=8, window="strict", window_s=10.0)
+
+    async def scenario() -> None:
+        a = await limiter.acquire(1_000)
+        clock[0] = 0.6
+        a.flight_s = 0.1
+        limiter.settle(a, "ok", 1_000, RateInfo(remaining_tokens=9_000, reset_tokens_s=0.55 + 10 - 0.6))
+        clock[0] = 10.3
+        b = await limiter.acquire(1_000)
+        clock[0] = 10.4
+        b.flight_s = 0.05
+        limiter.settle(b, "ok", 1_000, RateInfo(remaining_tokens=8_000, reset_tokens_s=10.36 + 10 - 10.4))
+
+    anyio.run(scenario)
+    assert limiter.factor == 1.0  # the provider counts as we do here
+    free = limiter.token_room() - limiter.token_log.used(10.45)
+    assert abs(free - (limiter.tokens.capacity * (1 - limiter.EDGE_MARGIN) - 2_000)) < 1e-6

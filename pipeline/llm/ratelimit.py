@@ -13,32 +13,9 @@ global limit). `AdaptiveLimiter` is the in-process implementation:
   - a *strict window* (60 s, `window_s`): what the provider booked in the
     last 60 s counts in full until it is 60 s old (Azure- and gateway-style
     limits). The limiter logs what it sent (`tracejudge.llm.window_log`),
-    booked at admission, so nothing in flight is forgotten. What it learns
-    from the provider's headers:
-
-    - *its count*: `x-ratelimit-remaining-tokens` is the limit less what the
-      provider counts in its window. Each reply anchors the log there: the
-      room left is the provider's own figure, and only what changed since
-      (sent, answered, expired) is our estimate, scaled by `factor`, the
-      provider's tokens per token of ours (its tokenizer, a gateway counting
-      characters), measured on replies with nothing else unanswered. Until
-      a reply told the factor, a window is filled only half-way; at its
-      edge `EDGE_MARGIN` (2 %) stays free.
-    - *its booking moment*: `x-ratelimit-reset-tokens`, the time until the
-      newest entry leaves, dates the provider's newest booking, which this
-      request's is not after: an entry leaves our log one window after that
-      (tight when nothing was sent after it: those replies also measure the
-      lag from leaving to being booked, `send_margin`), never later than
-      one window after its reply. That holds whether the provider books on
-      arrival or on reply.
-    - without headers, an entry leaves one window after its request left
-      plus `send_margin` (100 ms to start with). A 429 whose `retry-after`
-      says the window frees later than the log did moves the log's entries
-      that much later and adds it to `send_margin` — or, when it is about a
-      flight's worth, concludes that the provider books on reply
-      (`reply_booking`): entries then leave one window after their reply.
-      Once per burst, and in place of the in-flight cut below (the timing
-      missed, not the concurrency).
+    booked at admission, so nothing in flight is forgotten, and learns the
+    provider's count and booking moment from its headers and 429s
+    (`tracejudge.llm.window_model`).
 
   `window="auto"` (the default) starts as a bucket and switches to the
   window model when the provider's headers say so: a bucket that reports
@@ -75,6 +52,7 @@ from typing import Literal, Protocol
 
 import anyio
 from tracejudge.llm.providers import RateInfo
+from tracejudge.llm import window_model
 from tracejudge.llm.window_log import WindowLog
 
 __all__ = ["WINDOW_S", "AdaptiveLimiter", "Limiter", "Permit"]
@@ -87,8 +65,12 @@ Window = Literal["auto", "bucket", "strict"]
 class Permit:
     """An admitted attempt: what it reserved, how long it queued (seconds), and its serial in the limiter's log.
 
-    `flight_s`, set by the caller before `settle` when known, is the seconds
-    from the request leaving (its headers written) to the reply being read.
+    `flight_s`, set by the caller as soon as the reply is read (before
+    `settle`) when known, is the seconds from the request leaving (its
+    headers written) to the reply being read. Setting it stamps `read_at`
+    (monotonic seconds, now): the work between reading a reply and settling
+    it (parsing it; on a busy machine, waiting for the CPU) does not move
+    the request's send time, `read_at - flight_s`.
     """
 
     tokens: int
@@ -96,6 +78,12 @@ class Permit:
     admitted_at: float
     serial: int = 0
     flight_s: float | None = None
+    read_at: float | None = None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "flight_s" and value is not None:
+            object.__setattr__(self, "read_at", time.monotonic())
+        object.__setattr__(self, name, value)
 
 
 class Limiter(Protocol):
@@ -153,8 +141,12 @@ class AdaptiveLimiter:
     RESET_MARGIN_S = 0.25
     # From a request leaving to the provider booking it, until a reply's headers tell.
     SEND_MARGIN_S = 0.1
-    # Left free at a window's edge, as a share of the token limit: the provider's count of the next request is an estimate.
-    EDGE_MARGIN = 0.02
+    # Left free at a window's edge, as a share of the token limit: the provider's count of what changed since its last
+    # reply (the next request, what left) is an estimate, off by a few % of those few requests, not of the window
+    # (0.5 % let about one request in 200 through early on a loaded machine).
+    EDGE_MARGIN = 0.01
+    # Share of the provider's shortest booking-to-reply time taken as sure for every request (see `window_model.booked`).
+    FLOOR_SHARE = 0.9
     # Until a reply says how the provider counts tokens, a strict window is filled this far.
     FIRST_FILL = 0.5
 
@@ -176,8 +168,9 @@ class AdaptiveLimiter:
         self._anchor: tuple[float, float] | None = None
         self._lags: deque[float] = deque(maxlen=32)  # booking lags measured on replies nothing was sent after
         self._boost = 0.0  # what 429s added to the booking lag those measures gave
+        self._floor: float | None = None  # the provider's shortest time from booking a request to its reply's headers
         self._settled_factor = False  # the factor was measured with nothing in flight
-        self.reset_dates_bookings = True  # until a reset contradicts it (see `_booked`)
+        self.reset_dates_bookings = True  # until a reset contradicts it (see `window_model.booked`)
         self._flight = 0.0
         self._deferred: tuple[float, int] | None = None  # a 429's lesson waiting for replies: (when it said room frees, tokens)
         self.max_in_flight = max_in_flight
@@ -197,20 +190,8 @@ class AdaptiveLimiter:
         return min(self.requests.rate, self.tokens.rate / max(tokens_per_request * self.factor, 1.0))
 
     def token_room(self) -> float:
-        """What the token log may hold, in our units, for the provider's window to stay under its limit less the edge margin.
-
-        From the last reply that reported the provider's count: what our log
-        held then that it counted, plus the room it left over the counting
-        factor (only the change since then is our estimate); before any,
-        the limit over the factor — and until a reply told the factor, no
-        more than `FIRST_FILL` of it.
-        """
-        limit = self.tokens.capacity * (1 - self.EDGE_MARGIN)
-        room = limit / self.factor
-        if self._anchor is not None:
-            counted, ours = self._anchor
-            room = ours + (limit - counted) / self.factor
-        return room if self.answered else min(room, limit * self.FIRST_FILL / self.factor)
+        """What the token log may hold, in our units (see `window_model.token_room`)."""
+        return window_model.token_room(self)
 
     def _wait(self, tokens: int, now: float) -> float | None:
         if self.mode == "bucket":
@@ -274,11 +255,13 @@ class AdaptiveLimiter:
                 self.tokens.level = min(self.tokens.capacity, self.tokens.level + max(0, permit.tokens - used_tokens))
             if permit.flight_s is not None:
                 self._flight = permit.flight_s if not self._flight else 0.8 * self._flight + 0.2 * permit.flight_s
-            booked = self._booked(permit, rate, now)
+            booked = window_model.booked(self, permit, rate, now)
+            read = permit.read_at if permit.read_at is not None else now
+            sent = None if permit.flight_s is None else read - permit.flight_s
             for log, amount in ((self.request_log, 1.0), (self.token_log, float(used_tokens if used_tokens is not None else permit.tokens))):
-                log.settle(permit.serial, amount, booked + self.window_s, now)
+                log.settle(permit.serial, amount, booked + self.window_s, read, sent)
             if self._deferred is not None:
-                self._learn_from_refusal(*self._deferred, now)  # a 429 came while this entry was in flight
+                window_model.learn_from_refusal(self, *self._deferred, now)  # a 429 came while this entry was in flight
         if rate is not None:
             self._follow(rate, now, permit, unseen, exact=outcome == "rate_limited")
         if not refused and (rate is None or rate.remaining_tokens is None):
@@ -294,7 +277,7 @@ class AdaptiveLimiter:
                     # model learns from the retry-after instead of the in-flight cap shrinking (a smaller cap
                     # would slow this window's burst, and every later window inherits its pace). Once per
                     # burst: the requests already on the wire were sent under the old model.
-                    self._learn_from_refusal(now + retry, permit.tokens, now)
+                    window_model.learn_from_refusal(self, now + retry, permit.tokens, now)
                 else:
                     self.cap = max(1.0, self.cap * self.CUT)
                     self.cuts += 1
@@ -311,89 +294,6 @@ class AdaptiveLimiter:
         """True when no bucket of our limits would make one request of `tokens` wait `retry` seconds (it refills it faster)."""
         longest = max(1.0 / self.requests.rate, tokens / self.tokens.rate)
         return retry > 1.25 * longest + 0.02 * self.window_s
-
-    def _learn_from_refusal(self, free_at: float, tokens: int, now: float) -> None:
-        """A 429 in a strict window: the provider frees room for `tokens` at `free_at`; where the log said it was free, its entries leave later than we thought.
-
-        While the entries that decide it are still in flight, the log cannot
-        say when they leave: the lesson waits for their replies (`settle`),
-        until `free_at`.
-        """
-        self._deferred = None
-        waits = [self.request_log.wait_for(1, self.requests.capacity, now), self.token_log.wait_for(tokens, self.token_room(), now)]
-        if None in waits:
-            if free_at > now:
-                self._deferred = (free_at, tokens)
-            return
-        shift = free_at - now - max(waits)  # type: ignore[type-var]
-        if shift <= 0.002:  # the headers already moved the model (a count, not a time, was off)
-            return
-        shift = min(shift, self.window_s)
-        for log in (self.request_log, self.token_log):
-            log.delay(shift, self.window_s)
-        if self._flight and self.send_margin + shift >= 0.5 * self._flight:
-            self.reply_booking = True  # late by about a whole flight: the provider books when it replies
-            for log in (self.request_log, self.token_log):
-                log.delay(self.window_s, self.window_s)  # so every answered entry leaves one window after its reply
-        else:
-            self._boost += shift
-            self.send_margin += shift
-
-    def _booked(self, permit: Permit, rate: RateInfo | None, now: float) -> float:
-        """When the provider booked an answered request in its window (its entry leaves one window later).
-
-        Never after its reply. A reply's `reset` (the time until the newest
-        entry leaves) dates the provider's newest booking, which this
-        request's is not after: a bound every reply gives, tight when
-        nothing was sent after it, that holds whether the provider books on
-        arrival or on reply. Without one: when the request left plus the
-        trip (`send_margin`), or the reply itself once 429s showed the
-        provider books on reply.
-        """
-        sent = None if permit.flight_s is None else now - permit.flight_s
-        resets = [r for r in (rate.reset_tokens_s, rate.reset_requests_s) if r is not None] if rate is not None else []
-        if resets and self.reset_dates_bookings and max(resets) <= self.window_s:
-            newest = now + max(resets) - self.window_s + 0.001  # + the header's millisecond rounding
-            if sent is None:
-                return min(now, newest)
-            if newest < sent - 0.005:
-                self.reset_dates_bookings = False  # a booking before the request left: this reset means something else
-            else:
-                if permit.serial == self._last_serial:
-                    # Nothing was sent after it: the newest booking is its own, a measure of the provider's booking lag.
-                    self._lags.append(max(0.0, newest - sent))
-                    margin = max(self._lags) + self._boost
-                    if margin > self.send_margin:
-                        # Entries booked with the smaller lag would leave our log before the provider's window:
-                        # they take the new one too (never past one window after their reply).
-                        for log in (self.request_log, self.token_log):
-                            log.delay(margin - self.send_margin, self.window_s)
-                    self.send_margin = margin
-                return min(now, newest, sent + self.send_margin)
-        if sent is None or self.reply_booking:
-            return now
-        return min(now, sent + self.send_margin)
-
-    def _learn_factor(self, rate: RateInfo, now: float, unseen: float) -> None:
-        """The provider's count of its window against ours gives its tokens per token of ours (its tokenizer, its framing)."""
-        if rate.remaining_tokens is None:
-            return
-        counted = self.tokens.capacity - rate.remaining_tokens
-        # What was sent after this request may not be counted yet, and what left a window ago may be gone already:
-        # both stay ours to estimate until our log lets them go (the safe side).
-        gone = self.token_log.left_maybe(now - self.window_s)
-        ours = self.token_log.used(now) - unseen - gone
-        self._anchor = (float(counted), ours)
-        unseen += gone
-        # A reservation (prompt + max_tokens) and an answer do not count alike: the factor of answered requests is the one
-        # that matters at a window's edge (they are what leaves it), so once known it is taken with nothing in flight.
-        settled = self.in_flight == 0
-        if ours <= 0 or unseen > 0.1 * ours or counted <= 0 or (self._settled_factor and not settled):
-            return
-        sample = min(5.0, max(0.2, counted / (ours + unseen / 2)))
-        self.factor = sample if not self.answered or settled and not self._settled_factor else 0.5 * self.factor + 0.5 * sample
-        self._settled_factor = self._settled_factor or settled
-        self.answered = True
 
     def _looks_like_window(self, limit: int | None, remaining: int | None, reset_s: float | None) -> bool | None:
         """True when a bucket could not report this reset; None when the headers cannot tell."""
@@ -427,7 +327,7 @@ class AdaptiveLimiter:
                 self.requests.level = float(rate.remaining_requests)
             return
         if rate.remaining_tokens is not None:
-            self._learn_factor(rate, now, unseen)
+            window_model.learn_factor(self, rate, now, unseen, permit.read_at)
         for log, remaining, reset_s in ((self.request_log, rate.remaining_requests, rate.reset_requests_s),
                                         (self.token_log, rate.remaining_tokens, rate.reset_tokens_s)):
             if reset_s is not None:

@@ -1,9 +1,11 @@
 """The log a strict-window limiter keeps of what it sent (`tracejudge.llm.ratelimit`).
 
 One `WindowLog` per limit (requests, tokens). Entries are
-`serial → [amount, expires, settled_at, admitted_at]` (monotonic seconds);
-`expires` and `settled_at` are `None` while the request is in flight (it
-counts, and no time is known yet at which it leaves the provider's window).
+`serial → [amount, expires, settled_at, admitted_at, sent_at]` (monotonic
+seconds; `settled_at` is when its reply was read, `sent_at` when the
+request left, `admitted_at` until known); `expires` and `settled_at` are
+`None` while the request is in flight (it counts, and no time is known yet
+at which it leaves the provider's window).
 `total` is kept as entries come and go, and the settled ones are queued by
 expiry, so admission costs the few entries it looks at, not the whole
 window (tens of thousands at high RPM).
@@ -27,7 +29,7 @@ class WindowLog:
 
     def add(self, serial: int, amount: float, admitted_at: float, expires: float | None = None, settled_at: float | None = None) -> None:
         """Log a request (or, with `expires`, an amount someone else spent that leaves then)."""
-        self.entries[serial] = [amount, expires, settled_at, admitted_at]
+        self.entries[serial] = [amount, expires, settled_at, admitted_at, admitted_at]
         self.total += amount
         if expires is not None:
             self._enqueue(serial, expires)
@@ -38,13 +40,15 @@ class WindowLog:
         if entry is not None:
             self.total -= entry[0]
 
-    def settle(self, serial: int, amount: float, expires: float, now: float) -> None:
-        """A request was answered: it costs `amount` and leaves the window at `expires`."""
+    def settle(self, serial: int, amount: float, expires: float, now: float, sent_at: float | None = None) -> None:
+        """A request was answered (its reply read at `now`; it left at `sent_at` when known): it costs `amount` and leaves the window at `expires`."""
         entry = self.entries.get(serial)
         if entry is None:
             return
         self.total += amount - entry[0]
         entry[:3] = [amount, expires, now]
+        if sent_at is not None:
+            entry[4] = max(entry[3], sent_at)
         self._enqueue(serial, expires)
 
     def _enqueue(self, serial: int, expires: float) -> None:
@@ -87,13 +91,16 @@ class WindowLog:
         return held
 
     def left_maybe(self, cutoff: float) -> float:
-        """What entries admitted by `cutoff` (one window ago) hold: the provider may have let them go already, we still count them."""
+        """What answered entries sent by `cutoff` (one window ago) hold: the provider may have let them go already, we still count them.
+
+        One sent later the provider surely still counts: it cannot have booked it before it left.
+        """
         held = 0.0
         for serial in self._order():
             entry = self.entries.get(serial)
             if entry is None or entry[1] is None:
                 continue
-            if entry[3] > cutoff:
+            if entry[4] > cutoff:
                 break
             held += entry[0]
         return held
@@ -112,12 +119,15 @@ class WindowLog:
                 return float(entry[1] - now)
         return None
 
-    def delay(self, shift: float, window_s: float) -> None:
-        """The provider keeps entries `shift` seconds longer than we thought: each leaves later, but never later than one window after its reply."""
+    def delay(self, shift: float, window_s: float, before_reply: float = 0.0) -> None:
+        """The provider keeps entries `shift` seconds longer than we thought: each leaves later, but never later than one window after its reply.
+
+        `before_reply`: seconds each booking surely preceded its reply being read (the entry's `settled_at`).
+        """
         for serial in self._order():
             entry = self.entries.get(serial)
             if entry is not None and entry[1] is not None and entry[2] is not None:
-                entry[1] = min(entry[1] + shift, entry[2] + window_s)
+                entry[1] = min(entry[1] + shift, max(entry[1], entry[2] + window_s - before_reply))
         self._sorted = False
 
     def cap_expiry(self, latest: float, settled_before: float) -> None:

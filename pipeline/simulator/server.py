@@ -552,10 +552,11 @@ def build_app(config: SimConfig) -> web.Application:
 
     async def ledger(request: web.Request) -> web.Response:
         # Every admitted request's [seconds since the first, tokens as the limit counted them]: any window can be recounted.
+        # `t0` is the first one's monotonic time (the host's clock: a client on the same host can line its own log up with it).
         entries = [e for e in sim.limits.ledger if e[0] is not None]
         t0 = min((e[0] for e in entries), default=0.0)
         return web.json_response({"window": config.window, "window_s": config.window_s, "book": config.book, "rpm": config.rpm,
-                                  "tpm": config.tpm, "entries": sorted([round(e[0] - t0, 6), e[1]] for e in entries)})
+                                  "tpm": config.tpm, "t0": t0, "entries": sorted([round(e[0] - t0, 6), e[1]] for e in entries)})
 
     async def set_script(request: web.Request) -> web.Response:
         script = await request.json()

@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from tracejudge.core.console import plain_console
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from tracejudge.stages.comparison.runs import Comparison
 
 __all__ = ["Check", "Verdict", "evaluate_gate", "invalid_reasons", "print_verdict"]
@@ -285,6 +283,9 @@ def print_verdict(verdict: Verdict, console: Console | None = None, *, resume: s
 
     `resume`, the command that finishes an interrupted run, goes on the verdict line.
     """
+    from rich.markup import escape  # here: a run through the Python API prints nothing and need not import rich
+    from tracejudge.core.console import plain_console
+
     con = console or plain_console()
     for c in verdict.checks:
         mark = "[green]ok  [/]" if c.ok else "[bold red]FAIL[/]"

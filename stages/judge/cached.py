@@ -18,7 +18,6 @@ calibration, and no items batched across cases (`judge.items_per_request`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,7 +49,7 @@ async def from_cache(judge: Judge, plans: dict[str, Plan], metrics: dict[str, Ju
     each as `Judge.judge` asks them. `slot_of(key)` is a metric's slot (for `split`). `plans` are not changed: notes go
     on copies, as the stage's own pass makes them.
     """
-    mine = {k: copy.copy(p) for k, p in plans.items()}
+    mine = {k: p.copy() for k, p in plans.items()}
     in_group = {k for g in groups for k in g}
     alone = {k: question_groups(p, per_question(metrics[k], cfg)) for k, p in mine.items() if k not in in_group}
     joint = [grouped_plan([mine[k] for k in g], reused=reused) for g in groups]

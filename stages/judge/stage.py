@@ -50,7 +50,6 @@ Each score records its judge (`stamp`): model, prompt version, structured-output
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -342,7 +341,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             trial = sample_trial(work.trial, sample)
             suffix = (f"/s{sample}" if sample else "") + (f"@{judges[index][0]}" if index else "")
             # Each pass notes on plans of its own (a truncation note, a group's note), so passes never add to each other's.
-            mine = {k: copy.copy(p) for k, p in plans.items()}
+            mine = {k: p.copy() for k, p in plans.items()}
 
             def slot_of(metric: JudgeMetric) -> str:
                 return f"{case.id}|{metric.key}|{work.trial}{suffix}"
