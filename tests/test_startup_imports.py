@@ -83,14 +83,9 @@ def test_help_imports_no_config_model_engine_or_third_party_library(tmp_path: Pa
     assert _loaded(snaps["help"], heavy) == []
 
 
-def _native_config(tmp_path: Path) -> None:
-    """`cases.jsonl` (one native case) and `c.yaml` (deterministic metrics) in `tmp_path`."""
+def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
     (tmp_path / "c.yaml").write_text(f"dataset: {{path: cases.jsonl, format: native}}\n{METRICS}run: {{dir: run}}\n")
-
-
-def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: Path) -> None:
-    _native_config(tmp_path)
     snaps = _modules_after(
         "import contextlib, io\n"
         "from tracejudge.entrypoints import cli\n"
@@ -109,23 +104,6 @@ def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: 
     assert _loaded(config, [*NEVER_IN_A_PLAIN_RUN, "numpy", "rich", "anyio", "tracejudge.engine.runner", "tracejudge.stages.judge"]) == []
     assert (tmp_path / "run" / "summary.json").exists()
     assert _loaded(run, NEVER_IN_A_PLAIN_RUN) == []
-
-
-def test_a_run_writing_progress_lines_imports_no_structlog(tmp_path: Path) -> None:
-    # Progress on a stream that is not a terminal: JSON lines, written without structlog (and the rich tracebacks it loads).
-    _native_config(tmp_path)
-    snaps = _modules_after(
-        "import contextlib, io\n"
-        "from tracejudge.entrypoints import cli\n"
-        "err = io.StringIO()\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
-        "    assert cli.main(['run', 'c.yaml']) == 0\n"
-        "last = json.loads(err.getvalue().splitlines()[-1])\n"
-        "assert last['event'] == 'progress_done' and last['done'] == 1 and last['level'] == 'info', last\n"
-        "snap('run')\n",
-        tmp_path,
-    )
-    assert _loaded(snaps["run"], ["structlog", "pygments"]) == []
 
 
 def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Progress while a run goes: a rich bar on a terminal, periodic JSON log lines otherwise.
+"""Progress while a run goes: a rich bar on a terminal, periodic structlog lines otherwise.
 
 Both take every new result through `update(result)` and show: results done
 (of the expected total once it is known), rate, ETA, errors by kind, and,
@@ -18,11 +18,10 @@ own below, wrapped rather than cut.
 
 from __future__ import annotations
 
-import json
+import logging
 import sys
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -226,26 +225,24 @@ class RichProgress:
 
 
 class LogProgress:
-    """Plain JSON lines every `every_s` seconds, and one at the end.
+    """Plain structlog lines (JSON) every `every_s` seconds, and one at the end.
 
-    Each line is what structlog's `JSONRenderer` writes after `add_log_level` and an ISO UTC
-    `TimeStamper` — the fields, then `event`, `level` and `timestamp` (`…Z`) — written here
-    directly to `stream`, so the lines appear whatever the CLI's log level is (progress is not
-    a warning, but a non-terminal user still wants to see it), and a run that writes them does
-    not import structlog and the rich tracebacks it loads (a fifth of a warm re-run's imports).
+    Uses its own structlog logger writing to `stream`, so the lines appear
+    whatever the CLI's log level is (progress is not a warning, but a
+    non-terminal user still wants to see it).
     """
 
     def __init__(self, stream: TextIO | None = None, total: int | None = None, every_s: float = 10.0) -> None:
         self.state = ProgressState(total)
         self.every_s = every_s
         self._last = time.monotonic()
-        self._stream = stream or sys.stderr
+        import structlog  # here: a run without progress lines (--no-progress, a terminal's bar) does not import it
 
-    def _line(self, event: str, fields: dict[str, Any]) -> None:
-        stamp = datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
-        # `repr` for a value JSON cannot hold, as structlog's renderer falls back to.
-        text = json.dumps({**fields, "event": event, "level": "info", "timestamp": stamp}, default=repr)
-        print(text, file=self._stream, flush=True)
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(stream or sys.stderr),
+            processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        )
 
     def set_total(self, total: int) -> None:
         self.state.total = total
@@ -266,12 +263,12 @@ class LogProgress:
         now = time.monotonic()
         if now - self._last >= (min(self.every_s, 1.0) if self.state.stopping else self.every_s):
             self._last = now
-            self._line("stopping" if self.state.stopping else "progress", self.state.fields())
+            self._log.info("stopping" if self.state.stopping else "progress", **self.state.fields())
 
     def close(self, finished: bool = True) -> None:
         """Log the closing `progress_done` line; not when the run ended in an error before finishing (`finished=False`)."""
         if finished:
-            self._line("progress_done", self.state.fields())
+            self._log.info("progress_done", **self.state.fields())
 
 
 def make_progress(console: Console, *, enabled: bool = True, total: int | None = None, every_s: float = 10.0) -> RichProgress | LogProgress | None:
