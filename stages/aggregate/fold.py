@@ -27,6 +27,7 @@ summary.json layout (per metric block, see `MetricStats.as_dict`)::
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status, score_counts
+from tracejudge.engine.rendered import Cell
 from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, rng_for
 
 __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
@@ -52,6 +54,29 @@ CI_METHOD = (
 
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
+
+
+def _pair(score: Any) -> tuple[Any, Any]:
+    """`(value, passed)` of a score: a `Cell` (a result rendered where it was scored) already is that pair."""
+    return score if type(score) is Cell else (score.value, score.passed)
+
+
+def _replacements(res: Reservoir, pend: list[tuple[Any, Any]], start: int, end: int) -> None:
+    """Make a full reservoir's replacements among the stream positions `start + 1 .. end` (values `pend`).
+
+    `Reservoir.replace` and `Reservoir.plan` inlined, with the same draws in the same order and the
+    same arithmetic, so the sample and the generator's state are what one call per replacement leaves.
+    """
+    rng = res.rng.random
+    values, size, w, at = res.values, res.size, res.w, res.next_at
+    root = 1.0 / size
+    cap = 1 << 62
+    while at <= end:
+        values[int(rng() * size)] = float(pend[at - start - 1][0])
+        w *= (1.0 - rng()) ** root
+        skip = 0 if w >= 1.0 else (math.inf if w <= 0.0 else math.floor(math.log(1.0 - rng()) / math.log1p(-w)))
+        at = at + 1 + int(min(skip, cap))
+    res.w, res.next_at = w, at
 
 
 @dataclass(slots=True)
@@ -74,9 +99,9 @@ class MetricStats:
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
     reservoir: Reservoir | None = None
 
-    # Scored values not yet in the moments, histogram and reservoir (see `settle`): the Score objects,
-    # in the order they were folded.
-    pending: list[Score] = field(default_factory=list, repr=False, compare=False)
+    # Scored values not yet in the moments, histogram and reservoir (see `settle`): `(value, passed)` pairs
+    # (a score's `Cell`, or the two fields of a `Score`), in the order they were folded.
+    pending: list[tuple[Any, Any]] = field(default_factory=list, repr=False, compare=False)
 
     def fold(self, status: str, score: Score | None) -> None:
         """Count one result's score for this metric (`score` may be absent)."""
@@ -91,7 +116,7 @@ class MetricStats:
         if score.value is None:
             self.not_computed += 1
             return
-        self.pending.append(score)
+        self.pending.append(_pair(score))
 
     def settle(self) -> None:
         """Fold the pending scored values into count, total, moments, histogram, reservoir and verdicts.
@@ -114,8 +139,8 @@ class MetricStats:
         hist = self.histogram
         top = HIST_BINS - 1
         verdicts = passed = 0
-        for score in pend:
-            v = float(score.value)  # type: ignore[arg-type]
+        for v, p in pend:
+            v = float(v)
             total += v
             n += 1
             d = v - mean
@@ -123,7 +148,6 @@ class MetricStats:
             m2 += d * (v - mean)
             b = int(v * HIST_BINS)
             hist[top if b > top else (0 if b < 0 else b)] += 1
-            p = score.passed
             if p is not None:
                 verdicts += 1
                 passed += bool(p)
@@ -132,13 +156,11 @@ class MetricStats:
         start = res.seen
         i = 0
         while i < len(pend) and len(res.values) < res.size:
-            res.add(float(pend[i].value))  # type: ignore[arg-type]
+            res.add(float(pend[i][0]))
             i += 1
         end = start + len(pend)
         if i < len(pend) and res.size > 0:  # (a reservoir of size 0 keeps nothing and draws nothing)
-            while res.next_at <= end:
-                res.seen = res.next_at
-                res.replace(float(pend[res.next_at - start - 1].value))  # type: ignore[arg-type]
+            _replacements(res, pend, start, end)
         res.seen = end
         m.n, m.mean, m.m2 = n, mean, m2
         self.total = total
@@ -393,8 +415,9 @@ class Aggregator:
         for key in metrics:
             score = scores.get(key)
             if counts and score is not None and score.value is not None:  # scored: `MetricStats.fold`'s last branch, inlined
+                pair = _pair(score)
                 for row in rows:
-                    row[key].pending.append(score)
+                    row[key].pending.append(pair)
             else:
                 for row in rows:
                     row[key].fold(status, score)
