@@ -61,6 +61,38 @@ def _pair(score: Any) -> tuple[Any, Any]:
     return score if type(score) is Cell else (score.value, score.passed)
 
 
+@dataclass(slots=True)
+class _Settled:
+    """One `MetricStats.settle`: the running figures it started from, the values it folded, what they gave."""
+
+    start: tuple[int, float, float, float]
+    values: list[tuple[Any, Any]]
+    figures: tuple[tuple[int, float, float, float], list[int], int, int]
+
+
+def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, total: float) -> tuple[tuple[int, float, float, float], list[int], int, int]:
+    """Fold `(value, passed)` pairs into count, mean and M2 (Welford) and total, in order.
+
+    Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed)`.
+    """
+    hist = [0] * HIST_BINS
+    top = HIST_BINS - 1
+    verdicts = passed = 0
+    for v, p in pend:
+        v = float(v)
+        total += v
+        n += 1
+        d = v - mean
+        mean += d / n
+        m2 += d * (v - mean)
+        b = int(v * HIST_BINS)
+        hist[top if b > top else (0 if b < 0 else b)] += 1
+        if p is not None:
+            verdicts += 1
+            passed += bool(p)
+    return (n, mean, m2, total), hist, verdicts, passed
+
+
 def _replacements(res: Reservoir, pend: list[tuple[Any, Any]], start: int, end: int) -> None:
     """Make a full reservoir's replacements among the stream positions `start + 1 .. end` (values `pend`).
 
@@ -118,7 +150,7 @@ class MetricStats:
             return
         self.pending.append(_pair(score))
 
-    def settle(self) -> None:
+    def settle(self, like: _Settled | None = None) -> _Settled | None:
         """Fold the pending scored values into count, total, moments, histogram, reservoir and verdicts.
 
         One plain loop over the values with the running figures in local
@@ -127,47 +159,48 @@ class MetricStats:
         in the order they were folded, with the same arithmetic, so every
         figure (and the reservoir's random stream) is what folding them one by
         one gives.
+
+        `like`: what settling another metric stats gave (its return value). When
+        that one started from the same count, mean, M2 and total and folded the
+        same values (a breakdown group every result falls in has the whole
+        run's), its figures are taken instead of folding the values again: the
+        same arithmetic on the same inputs gives the same floats. The
+        reservoir, seeded per group, is always drawn. Returns what this call
+        settled, or None when nothing was pending.
         """
         pend = self.pending
         if not pend:
-            return
+            return None
         res = self.reservoir
         if res is None:
             res = self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
         m = self.moments
-        n, mean, m2, total = m.n, m.mean, m.m2, self.total
-        hist = self.histogram
-        top = HIST_BINS - 1
-        verdicts = passed = 0
-        for v, p in pend:
-            v = float(v)
-            total += v
-            n += 1
-            d = v - mean
-            mean += d / n
-            m2 += d * (v - mean)
-            b = int(v * HIST_BINS)
-            hist[top if b > top else (0 if b < 0 else b)] += 1
-            if p is not None:
-                verdicts += 1
-                passed += bool(p)
+        start = (m.n, m.mean, m.m2, self.total)
+        if like is not None and like.start == start and like.values == pend:
+            got = like.figures
+        else:
+            got = _fold_values(pend, *start)
+        (n, mean, m2, total), hist, verdicts, passed = got
+        for i, c in enumerate(hist):
+            self.histogram[i] += c
         # The reservoir: filled by its own `add`; once full, only the stream positions it drew
         # (`next_at`) are visited, as `add` would reach them one value at a time.
-        start = res.seen
+        first = res.seen
         i = 0
         while i < len(pend) and len(res.values) < res.size:
             res.add(float(pend[i][0]))
             i += 1
-        end = start + len(pend)
+        end = first + len(pend)
         if i < len(pend) and res.size > 0:  # (a reservoir of size 0 keeps nothing and draws nothing)
-            _replacements(res, pend, start, end)
+            _replacements(res, pend, first, end)
         res.seen = end
         m.n, m.mean, m.m2 = n, mean, m2
         self.total = total
         self.scored += len(pend)
         self.with_verdict += verdicts
         self.passed += passed
-        pend.clear()
+        self.pending = []
+        return _Settled(start, pend, got)
 
     def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
         """The metric's summary block.
@@ -428,11 +461,10 @@ class Aggregator:
 
     def settle(self) -> None:
         """Fold every metric's pending values (`MetricStats.settle`); readers of the figures call this first."""
-        for st in self.metrics.values():
-            st.settle()
+        whole = {key: st.settle() for key, st in self.metrics.items()}
         for block in self.groups.values():
-            for st in block["metrics"].values():
-                st.settle()
+            for key, st in block["metrics"].items():
+                st.settle(whole.get(key))
 
     def _pass_at_k_of(self, snaps: dict[tuple[str, float | None], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
         snap = snaps.get((metric, None))
