@@ -43,18 +43,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
+from tracejudge.engine.checkpoint_file import CheckpointFile, line_at, mtime_ns, read_index, recorded_config_hash, size_of, untouched
 from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.segment_end import record_failed_end, settle_failed_end
 from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
-__all__ = ["RunJournal", "recorded_config_hash", "sum_usage"]
+__all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
 FORMAT = 2
 # A checkpoint is rewritten after a flush once both CHECKPOINT_EVERY_RESULTS results and CHECKPOINT_EVERY_S
@@ -66,29 +67,6 @@ CHECKPOINT_EVERY_RESULTS = 1000
 CHECKPOINT_EVERY_S = 2.0
 CHECKPOINT_MAX_S = 30.0
 log = get_logger("tracejudge.checkpoint")
-
-
-class CheckpointFile(BaseModel):
-    """`checkpoint.json`, validated before anything in it is used."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    format: int
-    tracejudge_version: str
-    results_bytes: int = Field(ge=0)
-    results_lines: int = Field(ge=0)
-    index_crc32: int = Field(ge=0, lt=1 << 32)
-    results_crc32: int | None = Field(default=None, ge=0, lt=1 << 32)
-    # results.jsonl's mtime when the checkpoint was written: a file still of `results_bytes` bytes with this mtime
-    # has not been touched since, and its CRC-32 need not be recomputed (a full read: ~1 s at a million results).
-    results_mtime_ns: int | None = None
-    metric_keys: list[str]
-    segments: list[dict[str, Any]]
-    aggregator: dict[str, Any]
-    provisional: dict[str, str] = {}
-    judge_spent: dict[str, int] = {}
-    failures: dict[str, int] = {}
-    judge_final: dict[str, int] = {}
 
 
 def _now() -> str:
@@ -105,58 +83,6 @@ def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     into[k] = into.get(k, 0) + v
     return total
-
-
-def _read_index(path: Path, n: int) -> tuple[KeySet, int]:
-    """The first `n` keys of `results.idx` as a `KeySet` (built at once: `KeySet.from_index`), and their CRC-32."""
-    with open(path, "rb") as fh:
-        data = fh.read(n * 8)
-    return KeySet.from_index(data, size_hint=n), zlib.crc32(data)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return -1
-
-
-def _mtime_ns(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except FileNotFoundError:
-        return None
-
-
-def _untouched(results: Path, cp: CheckpointFile, size: int) -> bool:
-    """True when results.jsonl is as the checkpoint left it: its size and mtime are those recorded (nothing appended or edited since)."""
-    return cp.results_mtime_ns is not None and size == cp.results_bytes and _mtime_ns(results) == cp.results_mtime_ns
-
-
-def recorded_config_hash(run_dir: Path) -> str | None:
-    """The config hash the run directory's last segment ran with: its checkpoint's, else summary.json's; None if neither says.
-
-    Lets a resume refuse a config change when manifest.json is gone.
-    """
-    run_dir = Path(run_dir)
-    try:
-        cp = CheckpointFile.model_validate_json((run_dir / store.CHECKPOINT).read_bytes())
-        hashes = [s.get("config_hash") for s in cp.segments if isinstance(s.get("config_hash"), str)]
-        if hashes:
-            return hashes[-1]
-    except (OSError, ValueError):
-        pass
-    try:
-        value = json.loads((run_dir / store.SUMMARY).read_text(encoding="utf-8")).get("config_hash")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _line_at(path: Path, offset: int) -> int:
-    """The 1-based line number of byte `offset` of `path` (for naming a damaged line; rare, so one read)."""
-    with open(path, "rb") as fh:
-        return fh.read(offset).count(b"\n") + 1
 
 
 def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
@@ -309,7 +235,7 @@ class RunJournal:
                 # Damage (a disk error, an edit): the line is left in place, named by every
                 # reader, and its (case, trial), not being finished, is redone by this run.
                 damaged += 1
-                log.warning("damaged result line skipped; its case is redone", file=str(results), line=_line_at(results, offset - len(raw)),
+                log.warning("damaged result line skipped; its case is redone", file=str(results), line=line_at(results, offset - len(raw)),
                             error=str(exc).splitlines()[0][:200])
                 continue
             k = result_key(r.case_id, r.trial)
@@ -317,7 +243,7 @@ class RunJournal:
                 # A second line for a finished (case, trial) is an edit (a line overwritten with a copy of
                 # another): never counted twice. `report` skips it by the same rule (`stages.reports.rebuild`).
                 damaged += 1
-                log.warning("repeated result line skipped; the first one counts", file=str(results), line=_line_at(results, offset - len(raw)),
+                log.warning("repeated result line skipped; the first one counts", file=str(results), line=line_at(results, offset - len(raw)),
                             case_id=r.case_id, trial=r.trial)
                 continue
             self._account(r, k, raw.decode("utf-8").rstrip("\n"))
@@ -325,7 +251,7 @@ class RunJournal:
             tail_keys += k.to_bytes(8, "little")
             tail += 1
         idx_path = d / store.INDEX
-        if _size(idx_path) != lines * 8 or tail_keys:
+        if size_of(idx_path) != lines * 8 or tail_keys:
             with open(idx_path, "ab") as idx:
                 idx.truncate(lines * 8)
                 idx.write(tail_keys)
@@ -380,12 +306,12 @@ class RunJournal:
                 why = "results.jsonl is shorter than the checkpoint says"
             elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
                 why = "results.idx is shorter than the checkpoint says"
-            elif cp.results_crc32 is not None and not _untouched(self.run_dir / store.RESULTS, cp, size) and \
+            elif cp.results_crc32 is not None and not untouched(self.run_dir / store.RESULTS, cp, size) and \
                     store.file_crc32(self.run_dir / store.RESULTS, nbytes) != cp.results_crc32:
                 why = "results.jsonl changed before the checkpoint's end (a damaged or edited line)"
             else:
                 agg = restore(cp.aggregator, new_aggregator())
-                done, got_crc = _read_index(idx_path, nlines)
+                done, got_crc = read_index(idx_path, nlines)
                 if got_crc != crc:
                     why = "results.idx does not match its checksum"
                 elif (absurd := implausible(cp, done)) is not None:
@@ -618,7 +544,7 @@ class RunJournal:
             "results_lines": w.lines,
             "index_crc32": w.index_crc,
             "results_crc32": w.results_crc,
-            "results_mtime_ns": _mtime_ns(self.run_dir / store.RESULTS),
+            "results_mtime_ns": mtime_ns(self.run_dir / store.RESULTS),
             "metric_keys": self.metric_keys,
             "segments": self.segments,
             "aggregator": dump_state(self.agg),

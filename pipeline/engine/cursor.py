@@ -206,18 +206,28 @@ class Tracker:
             self._read_index()
             ids = bytearray()
             st = dict(self.state)
-            while self.pending:
-                pid, line, end = self.pending[0]
-                finished, skipped, h = self._behind(pid, line, done, provisional, seen)
-                if not finished:
-                    break
-                self.pending.popleft()
+            offset, at, records, n_ids, skipped = st["offset"], st["line"], st["records"], st["ids"], st["skipped"]
+            pending, name = self.pending, str(self.path)
+            # The common record (an id of its own, every trial written by this segment, no shard) is decided
+            # here with local names: one call per record cost most of a save. Anything else asks `_behind`.
+            plain = self.shard is None and self.trials == 1 and not provisional
+            written, where = self.written.contains_hash, seen.where
+            while pending:
+                pid, line, end = pending[0]
+                if plain and pid is not None and where(h := key_hash(pid)) == (name, line) and written(h):
+                    finished, took = True, 1
+                else:
+                    finished, took, h = self._behind(pid, line, done, provisional, seen)
+                    if not finished:
+                        break
+                pending.popleft()
                 if h:
                     ids += h.to_bytes(8, "little") + line.to_bytes(8, "little")
-                    st["ids"] += 1
-                st.update(offset=end, line=line, records=st["records"] + 1, skipped=st["skipped"] + skipped)
-            if st["offset"] == self.state["offset"]:
+                    n_ids += 1
+                offset, at, records, skipped = end, line, records + 1, skipped + took
+            if offset == self.state["offset"]:
                 return
+            st.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped)
             self._write(st, bytes(ids))
         except OSError as exc:
             log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
@@ -230,8 +240,9 @@ class Tracker:
             data = fh.read()
         data = data[: len(data) // 8 * 8]
         self.idx_pos += len(data)
-        for i in range(0, len(data), 8):
-            self.written.add_hash(int.from_bytes(data[i : i + 8], "little"))
+        add = self.written.add_hash
+        for h in memoryview(data).cast("Q"):  # little-endian machines only (see `prepare`)
+            add(h)
 
     def _write(self, st: dict[str, int], ids: bytes) -> None:
         stat = _stat(self.path)

@@ -27,6 +27,7 @@ summary.json layout (per metric block, see `MetricStats.as_dict`)::
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status, score_counts
+from tracejudge.engine.rendered import Cell
 from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, rng_for
 
 __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
@@ -52,6 +54,61 @@ CI_METHOD = (
 
 def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
+
+
+def _pair(score: Any) -> tuple[Any, Any]:
+    """`(value, passed)` of a score: a `Cell` (a result rendered where it was scored) already is that pair."""
+    return score if type(score) is Cell else (score.value, score.passed)
+
+
+@dataclass(slots=True)
+class _Settled:
+    """One `MetricStats.settle`: the running figures it started from, the values it folded, what they gave."""
+
+    start: tuple[int, float, float, float]
+    values: list[tuple[Any, Any]]
+    figures: tuple[tuple[int, float, float, float], list[int], int, int]
+
+
+def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, total: float) -> tuple[tuple[int, float, float, float], list[int], int, int]:
+    """Fold `(value, passed)` pairs into count, mean and M2 (Welford) and total, in order.
+
+    Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed)`.
+    """
+    hist = [0] * HIST_BINS
+    top = HIST_BINS - 1
+    verdicts = passed = 0
+    for v, p in pend:
+        v = float(v)
+        total += v
+        n += 1
+        d = v - mean
+        mean += d / n
+        m2 += d * (v - mean)
+        b = int(v * HIST_BINS)
+        hist[top if b > top else (0 if b < 0 else b)] += 1
+        if p is not None:
+            verdicts += 1
+            passed += bool(p)
+    return (n, mean, m2, total), hist, verdicts, passed
+
+
+def _replacements(res: Reservoir, pend: list[tuple[Any, Any]], start: int, end: int) -> None:
+    """Make a full reservoir's replacements among the stream positions `start + 1 .. end` (values `pend`).
+
+    `Reservoir.replace` and `Reservoir.plan` inlined, with the same draws in the same order and the
+    same arithmetic, so the sample and the generator's state are what one call per replacement leaves.
+    """
+    rng = res.rng.random
+    values, size, w, at = res.values, res.size, res.w, res.next_at
+    root = 1.0 / size
+    cap = 1 << 62
+    while at <= end:
+        values[int(rng() * size)] = float(pend[at - start - 1][0])
+        w *= (1.0 - rng()) ** root
+        skip = 0 if w >= 1.0 else (math.inf if w <= 0.0 else math.floor(math.log(1.0 - rng()) / math.log1p(-w)))
+        at = at + 1 + int(min(skip, cap))
+    res.w, res.next_at = w, at
 
 
 @dataclass(slots=True)
@@ -74,9 +131,9 @@ class MetricStats:
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
     reservoir: Reservoir | None = None
 
-    # Scored values not yet in the moments, histogram and reservoir (see `settle`): the Score objects,
-    # in the order they were folded.
-    pending: list[Score] = field(default_factory=list, repr=False, compare=False)
+    # Scored values not yet in the moments, histogram and reservoir (see `settle`): `(value, passed)` pairs
+    # (a score's `Cell`, or the two fields of a `Score`), in the order they were folded.
+    pending: list[tuple[Any, Any]] = field(default_factory=list, repr=False, compare=False)
 
     def fold(self, status: str, score: Score | None) -> None:
         """Count one result's score for this metric (`score` may be absent)."""
@@ -91,9 +148,9 @@ class MetricStats:
         if score.value is None:
             self.not_computed += 1
             return
-        self.pending.append(score)
+        self.pending.append(_pair(score))
 
-    def settle(self) -> None:
+    def settle(self, like: _Settled | None = None) -> _Settled | None:
         """Fold the pending scored values into count, total, moments, histogram, reservoir and verdicts.
 
         One plain loop over the values with the running figures in local
@@ -102,50 +159,48 @@ class MetricStats:
         in the order they were folded, with the same arithmetic, so every
         figure (and the reservoir's random stream) is what folding them one by
         one gives.
+
+        `like`: what settling another metric stats gave (its return value). When
+        that one started from the same count, mean, M2 and total and folded the
+        same values (a breakdown group every result falls in has the whole
+        run's), its figures are taken instead of folding the values again: the
+        same arithmetic on the same inputs gives the same floats. The
+        reservoir, seeded per group, is always drawn. Returns what this call
+        settled, or None when nothing was pending.
         """
         pend = self.pending
         if not pend:
-            return
+            return None
         res = self.reservoir
         if res is None:
             res = self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
         m = self.moments
-        n, mean, m2, total = m.n, m.mean, m.m2, self.total
-        hist = self.histogram
-        top = HIST_BINS - 1
-        verdicts = passed = 0
-        for score in pend:
-            v = float(score.value)  # type: ignore[arg-type]
-            total += v
-            n += 1
-            d = v - mean
-            mean += d / n
-            m2 += d * (v - mean)
-            b = int(v * HIST_BINS)
-            hist[top if b > top else (0 if b < 0 else b)] += 1
-            p = score.passed
-            if p is not None:
-                verdicts += 1
-                passed += bool(p)
+        start = (m.n, m.mean, m.m2, self.total)
+        if like is not None and like.start == start and like.values == pend:
+            got = like.figures
+        else:
+            got = _fold_values(pend, *start)
+        (n, mean, m2, total), hist, verdicts, passed = got
+        for i, c in enumerate(hist):
+            self.histogram[i] += c
         # The reservoir: filled by its own `add`; once full, only the stream positions it drew
         # (`next_at`) are visited, as `add` would reach them one value at a time.
-        start = res.seen
+        first = res.seen
         i = 0
         while i < len(pend) and len(res.values) < res.size:
-            res.add(float(pend[i].value))  # type: ignore[arg-type]
+            res.add(float(pend[i][0]))
             i += 1
-        end = start + len(pend)
+        end = first + len(pend)
         if i < len(pend) and res.size > 0:  # (a reservoir of size 0 keeps nothing and draws nothing)
-            while res.next_at <= end:
-                res.seen = res.next_at
-                res.replace(float(pend[res.next_at - start - 1].value))  # type: ignore[arg-type]
+            _replacements(res, pend, first, end)
         res.seen = end
         m.n, m.mean, m.m2 = n, mean, m2
         self.total = total
         self.scored += len(pend)
         self.with_verdict += verdicts
         self.passed += passed
-        pend.clear()
+        self.pending = []
+        return _Settled(start, pend, got)
 
     def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
         """The metric's summary block.
@@ -393,8 +448,9 @@ class Aggregator:
         for key in metrics:
             score = scores.get(key)
             if counts and score is not None and score.value is not None:  # scored: `MetricStats.fold`'s last branch, inlined
+                pair = _pair(score)
                 for row in rows:
-                    row[key].pending.append(score)
+                    row[key].pending.append(pair)
             else:
                 for row in rows:
                     row[key].fold(status, score)
@@ -405,11 +461,10 @@ class Aggregator:
 
     def settle(self) -> None:
         """Fold every metric's pending values (`MetricStats.settle`); readers of the figures call this first."""
-        for st in self.metrics.values():
-            st.settle()
+        whole = {key: st.settle() for key, st in self.metrics.items()}
         for block in self.groups.values():
-            for st in block["metrics"].values():
-                st.settle()
+            for key, st in block["metrics"].items():
+                st.settle(whole.get(key))
 
     def _pass_at_k_of(self, snaps: dict[tuple[str, float | None], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
         snap = snaps.get((metric, None))

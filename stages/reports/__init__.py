@@ -69,7 +69,7 @@ class ReportFeed:
     def feed(self, result: CaseResult | Finished) -> None:
         """Collect one written result (nothing is written to the run directory)."""
         if type(result) is Finished:  # rendered where it was scored: status ok, never provisional
-            if (result.case_id, result.trial) in self._provisional:
+            if self._provisional and (result.case_id, result.trial) in self._provisional:
                 self.valid = False
             if self.valid:
                 self.junit.feed_finished(result)

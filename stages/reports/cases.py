@@ -190,24 +190,31 @@ class CaseCollector:
         if done.trial > self.max_trial:
             self.max_trial = done.trial
         cells = done.scores
-        keys = self.metric_keys
-        vals = [v for k in keys if (c := cells.get(k)) is not None and (v := c.value) is not None and math.isfinite(v)]
+        isfinite = math.isfinite
+        vals = []
+        short = []  # (key, value) of the scores that fell short
+        for k in self.metric_keys:
+            c = cells.get(k)
+            if c is not None:
+                v, p = c
+                if v is not None and isfinite(v):
+                    vals.append(v)
+                    if p is not True:
+                        short.append((k, v))
         r = sum(vals) / len(vals) if vals else -0.5
         # The heaps keep `done` itself: most entries are pushed out again, so its row is made only at the end (`material`).
+        # A later result's -seq is below every kept one, so it outranks an entry only by a strictly greater first item.
         table = self.table
         if len(table) < self.max_rows:
             heapq.heappush(table, (-r, -seq, done))  # type: ignore[arg-type]
-        elif (-r, -seq) > table[0][:2]:
+        elif -r > table[0][0]:
             heapq.heapreplace(table, (-r, -seq, done))  # type: ignore[arg-type]
-        for k in keys:
-            c = cells.get(k)
-            if c is not None and (v := c.value) is not None and math.isfinite(v) and c.passed is not True:
-                h = self.worst[k]
-                key = (-float(v), -seq)
-                if len(h) < self.worst_n:
-                    heapq.heappush(h, (*key, done))  # type: ignore[arg-type]
-                elif key > h[0][:2]:
-                    heapq.heapreplace(h, (*key, done))  # type: ignore[arg-type]
+        for k, v in short:
+            h = self.worst[k]
+            if len(h) < self.worst_n:
+                heapq.heappush(h, (-float(v), -seq, done))  # type: ignore[arg-type]
+            elif -float(v) > h[0][0]:
+                heapq.heapreplace(h, (-float(v), -seq, done))  # type: ignore[arg-type]
 
     def material(self) -> CaseMaterial:
         """What was fed, as the reports take it."""

@@ -66,6 +66,8 @@ class JunitWriter:
         self.bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key in self.metrics}
         self.classnames = {key: _attr(key) for key in self.metrics}
         self.pending: dict[str, list[str]] = {key: [] for key in self.metrics}
+        # Per suite, in order: where its test cases queue and how each starts (for `feed_finished`).
+        self._heads = [(self.pending[key].append, f"    <testcase classname={self.classnames[key]}") for key in self.metrics]
         self.queued = 0
 
     def feed(self, res: dict[str, Any]) -> None:
@@ -78,8 +80,8 @@ class JunitWriter:
         """Add the test cases of a result rendered where it was scored (`engine.rendered`): only its name and time are made here."""
         name = done.case_id + (f" [trial {done.trial}]" if self.multi else "")
         tail = f" name={_attr(name)} time=\"{done.duration_s:.6f}\""
-        for (key, buf), end in zip(self.pending.items(), done.rendered.junit, strict=True):
-            buf.append(f"    <testcase classname={self.classnames[key]}{tail}{end}")
+        for (add, head), end in zip(self._heads, done.rendered.junit, strict=True):
+            add(f"{head}{tail}{end}")
         self._count()
 
     def _count(self) -> None:
