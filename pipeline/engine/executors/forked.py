@@ -103,21 +103,20 @@ class _Worker:
     async def _send(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            await anyio.wait_writable(self.sock)
             try:
                 view = view[self.sock.send(view):]
-            except BlockingIOError:
-                continue
+            except BlockingIOError:  # waited for only when the socket is full: each wait registers the socket with the loop
+                await anyio.wait_writable(self.sock)
 
     async def _recv(self, size: int) -> bytearray:
         buf = bytearray(size)
         view = memoryview(buf)
         got = 0
         while got < size:
-            await anyio.wait_readable(self.sock)
             try:
-                n = self.sock.recv_into(view[got:], min(size - got, 1 << 22))
+                n = self.sock.recv_into(view[got:], size - got)
             except BlockingIOError:
+                await anyio.wait_readable(self.sock)
                 continue
             if n == 0:
                 raise EOFError("the worker's socket closed")

@@ -12,12 +12,15 @@ as itself.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.rendered import Cell, Rendered
 
 __all__ = ["pack_chunk", "pack_results", "unpack_chunk", "unpack_results"]
+
+_cell = partial(tuple.__new__, Cell)  # `Cell(value, passed)` from a pair, without the named tuple's Python-level `__new__`
 
 
 def pack_chunk(chunk: list[Any]) -> list[Any]:
@@ -56,6 +59,6 @@ def unpack_results(packed: list[Any]) -> list[Extracted]:
             out.append(p)
             continue
         file, line, cid, id_json, id_hash, tags, metadata, middle, keys, values, passed, junit, timed_out = p
-        cells = {k: Cell(v, ok) for k, v, ok in zip(keys, values, passed)}
+        cells = dict(zip(keys, map(_cell, zip(values, passed))))
         out.append(Extracted(file, line, rendered=Rendered(cid, id_json, id_hash, tags, metadata, middle, cells, junit, timed_out)))
     return out
