@@ -155,10 +155,11 @@ class ForkedPool:
         if pid == 0:  # the worker: never returns into the head's code
             code = 1
             try:
+                _become_worker(head)  # first: until then a signal would reach the head's event loop
                 ours.close()
                 for w in self.workers:
                     w.sock.close()  # the other workers' ends: each must see its own end close with the head
-                _serve(theirs, blob, head)
+                _serve(theirs, blob)
                 code = 0
             finally:
                 os._exit(code)
@@ -177,9 +178,8 @@ class ForkedPool:
             w.kill()
 
 
-def _serve(sock: socket.socket, blob: bytes, head: int) -> None:
+def _serve(sock: socket.socket, blob: bytes) -> None:
     # The worker's loop: one chunk in, its result (or exception) out, until the head closes its end.
-    _become_worker(head)
     sock.setblocking(True)
     job = None
     while True:

@@ -2,12 +2,16 @@
 
 Built on `anyio.to_process`: each worker is a Python process fed pickled
 chunks over a pipe, `processes` of them at most (`run.processes`), started
-on first use and reused. Each call carries the job (`CpuJob`: format name,
+on first use and reused. On Linux a job of tracejudge's own adapters and
+metrics forks its workers from this process instead (`executors.forked`:
+ready in milliseconds, nothing imported again), all of them as the executor is
+entered; a forked worker that dies is replaced by a spawned one. Either way
+chunks and results travel as tuples of builtins (`executors.wire`). Each call carries the job (`CpuJob`: format name,
 dataset config, metric specs — a few hundred bytes, pickled once); a worker
 rebuilds the adapter and metrics from it the first time and keeps them,
 keyed by the job's hash, for the chunks that follow.
 
-A worker costs about a second of CPU to start (importing the stages), more
+A spawned worker costs about a second of CPU to start (importing the stages), more
 than a few hundred records take. So the first `INLINE_RECORDS` records of a
 job made only of tracejudge's own adapters and metrics run in-process, one
 record at a time, and a small run never starts a worker (its results are the
