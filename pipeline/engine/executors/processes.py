@@ -2,12 +2,16 @@
 
 Built on `anyio.to_process`: each worker is a Python process fed pickled
 chunks over a pipe, `processes` of them at most (`run.processes`), started
-on first use and reused. Each call carries the job (`CpuJob`: format name,
+on first use and reused. On Linux a job of tracejudge's own adapters and
+metrics forks its workers from this process instead (`executors.forked`:
+ready in milliseconds, nothing imported again), all of them as the executor is
+entered; a forked worker that dies is replaced by a spawned one. Either way
+chunks and results travel as tuples of builtins (`executors.wire`). Each call carries the job (`CpuJob`: format name,
 dataset config, metric specs — a few hundred bytes, pickled once); a worker
 rebuilds the adapter and metrics from it the first time and keeps them,
 keyed by the job's hash, for the chunks that follow.
 
-A worker costs about a second of CPU to start (importing the stages), more
+A spawned worker costs about a second of CPU to start (importing the stages), more
 than a few hundred records take. So the first `INLINE_RECORDS` records of a
 job made only of tracejudge's own adapters and metrics run in-process, one
 record at a time, and a small run never starts a worker (its results are the
@@ -42,6 +46,8 @@ from anyio import to_process
 from tracejudge.core.errors import UnguardedScript
 from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
+from tracejudge.engine.executors.forked import ForkedPool, WorkerDied, fork_suits
+from tracejudge.engine.executors.wire import pack_chunk, pack_results, unpack_chunk, unpack_results
 
 __all__ = ["INLINE_RECORDS", "ProcessExecutor"]
 
@@ -78,7 +84,8 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Extracted]:
+def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Any]:
+    # `job.run` of a chunk packed by `wire.pack_chunk`, its results packed by `wire.pack_results`.
     if parent:
         _die_with(parent)
     job = _JOBS.get(key)
@@ -87,7 +94,7 @@ def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Extra
         job.build()
         _JOBS.clear()  # drop an earlier run's adapter and metrics
         _JOBS[key] = job
-    return job.run(chunk)
+    return pack_results(job.run(unpack_chunk(chunk)))  # type: ignore[return-value]
 
 
 def _cannot_start(exc: BaseException) -> bool:
@@ -129,7 +136,10 @@ class ProcessExecutor:
         self.blob = b""
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
-        self.inline_left = INLINE_RECORDS if _builtin(job) else 0
+        builtin = _builtin(job)
+        self.inline_left = INLINE_RECORDS if builtin else 0
+        self.forks = builtin and fork_suits()  # forked workers (`executors.forked`) instead of spawned ones
+        self.pool: ForkedPool | None = None
         self.all_inline = bool(self.inline_left) and _small_dataset(job)
         if self.all_inline:
             self.inline_left = sys.maxsize
@@ -141,6 +151,14 @@ class ProcessExecutor:
     async def __aenter__(self) -> ProcessExecutor:
         self.blob = pickle.dumps(self.job, protocol=pickle.HIGHEST_PROTOCOL)  # the job as it stands when the run starts
         self.key = hashlib.sha256(self.blob).hexdigest()
+        if self.forks and not self.all_inline:
+            # Forked now, before the run reads a record or starts anything else; ready in milliseconds, so no record
+            # waits in-process for them.
+            try:
+                self.pool = ForkedPool(self.blob, self.processes)
+                self.inline_left = 0
+            except OSError as exc:
+                log.warning("worker processes could not be forked; they are spawned instead", reason=str(exc)[:300])
         # Entered and left by the task that enters and leaves the executor, as anyio requires.
         self._warming = anyio.create_task_group()
         await self._warming.__aenter__()
@@ -148,6 +166,9 @@ class ProcessExecutor:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         # Idle workers are stopped by anyio when the event loop ends; one still starting is cancelled (killed).
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         if self._warming is not None:
             self._warming.cancel_scope.cancel()
             await self._warming.__aexit__(None, None, None)
@@ -157,6 +178,19 @@ class ProcessExecutor:
         # Start a worker and build the job in it; a failure here is met again, and reported, by `map`.
         with contextlib.suppress(Exception):
             await to_process.run_sync(_run, self.key, self.blob, [], os.getpid(), cancellable=True, limiter=self.limiter)
+
+    async def _compute(self, chunk: list[Any]) -> list[Extracted]:
+        # `job.run(chunk)` in an idle forked worker, else (none forked, or all of them dead) in a spawned one.
+        packed = pack_chunk(chunk)
+        if self.pool is not None:
+            async with self.limiter:
+                worker = self.pool.idle()
+                if worker is not None:
+                    try:
+                        return unpack_results(await worker.call(packed))
+                    except WorkerDied as exc:
+                        raise anyio.BrokenWorkerProcess(str(exc)) from exc
+        return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True, limiter=self.limiter))
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
         """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies
@@ -181,13 +215,13 @@ class ProcessExecutor:
         self.inline_left = 0
         try:
             try:
-                return await to_process.run_sync(_run, self.key, self.blob, chunk, os.getpid(), cancellable=True, limiter=self.limiter)
+                return await self._compute(chunk)
             except (anyio.BrokenWorkerProcess, ProcessLookupError) as exc:  # (anyio kills a worker that died starting: already gone)
                 if _cannot_start(exc) or isinstance(exc.__cause__, UnguardedScript):
                     raise  # a worker that cannot start fails the same way again (handled below)
                 # Killed from outside (the OOM killer, a stray SIGKILL): a fresh worker tries the chunk once more.
                 log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk))
-                return await to_process.run_sync(_run, self.key, self.blob, chunk, os.getpid(), cancellable=True, limiter=self.limiter)
+                return await self._compute(chunk)
         except ProcessLookupError as exc:
             raise ExecutorBroken(f"the worker process died while starting, twice: {exc}") from exc
         except anyio.BrokenWorkerProcess as exc:

@@ -1,0 +1,236 @@
+"""Worker processes forked from the head, for the process executor (Linux only).
+
+A spawned worker (`anyio.to_process`) starts a fresh interpreter and imports the
+stages again: about 0.9 CPU-s per worker, most of a 10,000-case run's worker
+overhead. A forked worker starts with everything the head has already
+imported, in a few milliseconds. `ForkedPool` forks `processes` workers
+when the executor is entered — before the run reads a record, so no reading
+thread, target subprocess or judge connection exists yet — and each then
+serves chunks over its own socket pair until the pool closes.
+
+A forked worker is what a spawned one is: it unpickles the job as it stood
+when the run started and builds it itself (fresh adapter context and metric
+instances), runs `CpuJob.run` on each chunk, and sends back the result (`executors.wire`) or
+the exception raised. Its standard streams are `/dev/null`, SIGINT raises
+KeyboardInterrupt and other signals act by default (not through the head's
+event loop), and it dies with the head (the parent-death signal). A worker
+that dies is not forked again: the executor falls back to spawned workers
+for its share (see `ProcessExecutor`).
+
+Used only for jobs made of tracejudge's own adapters and metrics, when the
+head's `__main__` is not a user's script (`fork_suits`): a user's code keeps
+spawned workers, which import the user's script as `__mp_main__` as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+from typing import Any
+
+import anyio
+from tracejudge.engine.executors.wire import pack_results, unpack_chunk
+
+__all__ = ["ForkedPool", "WorkerDied", "fork_suits"]
+
+_HEAD = struct.Struct("!BQ")  # status (0: result, 1: exception), payload length in bytes
+
+
+class WorkerDied(Exception):
+    """A forked worker's socket ended (the worker was killed or crashed)."""
+
+
+def fork_suits() -> bool:
+    """True where workers may be forked: Linux, and a `__main__` that a spawned worker would not re-run as a user's script.
+
+    A script run by path (`python script.py`) is re-imported by each spawned worker, which some
+    scripts rely on (and which warns an unguarded script, `UnguardedScript`); the `tracejudge`
+    command, `python -m …` and `python -c …` have no such script.
+    """
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return not (isinstance(path, str) and path.endswith(".py") and getattr(main, "__spec__", None) is None)
+
+
+class _Worker:
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid, self.sock = pid, sock
+        self.busy = False
+        self.dead = False
+
+    def kill(self) -> None:
+        # SIGKILL and reap: a worker that lingers is never reused (its socket may hold half a message).
+        if self.dead:
+            return
+        self.dead = True
+        self.sock.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+    async def call(self, chunk: list[Any]) -> Any:
+        # The chunk's result, as the worker computed it; raises what the job raised, or WorkerDied.
+        data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+        self.busy = True
+        done = False
+        try:
+            await self._send(_HEAD.pack(0, len(data)))
+            await self._send(data)
+            status, size = _HEAD.unpack(await self._recv(_HEAD.size))
+            payload = await self._recv(size)
+            done = True
+        except (OSError, EOFError) as exc:
+            raise WorkerDied(f"the forked worker process {self.pid} ended ({type(exc).__name__}: {exc})") from None
+        finally:
+            self.busy = False
+            if not done:
+                self.kill()  # died, or cancelled mid-chunk: killed, as a spawned worker is
+        got = pickle.loads(payload)
+        if status:
+            raise got
+        return got
+
+    async def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self.sock.send(view):]
+            except BlockingIOError:  # waited for only when the socket is full: each wait registers the socket with the loop
+                await anyio.wait_writable(self.sock)
+
+    async def _recv(self, size: int) -> bytearray:
+        buf = bytearray(size)
+        view = memoryview(buf)
+        got = 0
+        while got < size:
+            try:
+                n = self.sock.recv_into(view[got:], size - got)
+            except BlockingIOError:
+                await anyio.wait_readable(self.sock)
+                continue
+            if n == 0:
+                raise EOFError("the worker's socket closed")
+            got += n
+        return buf
+
+
+class ForkedPool:
+    """`processes` workers forked from this process, serving the job pickled as `blob`.
+
+    `idle()` gives a live worker not computing a chunk (None when every live one is busy or
+    all died); `close()` kills and reaps them all. Raises OSError when a fork fails.
+    """
+
+    def __init__(self, blob: bytes, processes: int) -> None:
+        self.workers: list[_Worker] = []
+        try:
+            for _ in range(processes):
+                self.workers.append(self._fork(blob))
+        except BaseException:
+            self.close()
+            raise
+
+    def _fork(self, blob: bytes) -> _Worker:
+        head = os.getpid()
+        ours, theirs = socket.socketpair()
+        # The head's objects are left out of the worker's garbage collection: it would touch (and so copy) every page of them.
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except BaseException:
+            gc.unfreeze()
+            ours.close()
+            theirs.close()
+            raise
+        if pid == 0:  # the worker: never returns into the head's code
+            code = 1
+            try:
+                _become_worker(head)  # first: until then a signal would reach the head's event loop
+                ours.close()
+                for w in self.workers:
+                    w.sock.close()  # the other workers' ends: each must see its own end close with the head
+                _serve(theirs, blob)
+                code = 0
+            finally:
+                os._exit(code)
+        gc.unfreeze()
+        theirs.close()
+        ours.setblocking(False)
+        return _Worker(pid, ours)
+
+    def idle(self) -> _Worker | None:
+        """A live worker that is not computing, or None."""
+        return next((w for w in self.workers if not w.busy and not w.dead), None)
+
+    def close(self) -> None:
+        """Kill and reap every worker (idle ones hold nothing that needs an orderly end)."""
+        for w in self.workers:
+            w.kill()
+
+
+def _serve(sock: socket.socket, blob: bytes) -> None:
+    # The worker's loop: one chunk in, its result (or exception) out, until the head closes its end.
+    sock.setblocking(True)
+    job = None
+    while True:
+        try:
+            _, size = _HEAD.unpack(_recv_exactly(sock, _HEAD.size))
+        except EOFError:
+            return
+        chunk = pickle.loads(_recv_exactly(sock, size))
+        status = 0
+        try:
+            if job is None:
+                job = pickle.loads(blob)
+                job.build()
+            data = pickle.dumps(pack_results(job.run(unpack_chunk(chunk))), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:  # sent back and raised in the head, as a spawned worker does
+            status = 1
+            try:
+                data = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                data = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), protocol=pickle.HIGHEST_PROTOCOL)
+        sock.sendall(_HEAD.pack(status, len(data)))
+        sock.sendall(data)
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytearray:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise EOFError
+        got += n
+    return buf
+
+
+def _become_worker(head: int) -> None:
+    # Detach from the head's event loop and terminal: its signal wake-up pipe and handlers are the head's.
+    signal.set_wakeup_fd(-1)
+    for sig in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            if callable(signal.getsignal(sig)) and sig != signal.SIGINT:
+                signal.signal(sig, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the head
+    if os.getppid() != head:  # the head died before the signal was set
+        os._exit(1)

@@ -1,0 +1,94 @@
+"""Forked worker processes (`engine.executors.forked`): what a spawned worker does, from a fork of the head.
+
+A run of tracejudge's own adapter and metrics over a dataset too large to run in-process forks its
+two workers from the `tracejudge` command (real processes, SIGKILL): a forked worker killed from
+outside costs nothing (its chunk is tried once more, the results are those of `processes: 1`),
+and forked workers end when their head is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_worker_faults import _children  # noqa: E402
+
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+N = 2_500  # about 10 MB: above `INLINE_BYTES`, so the run goes to workers
+
+
+def _workspace(root: Path, processes: int, out: str) -> None:
+    pad = "x" * 4_000
+    with open(root / "cases.jsonl", "w") as fh:
+        for i in range(N):
+            calls = [{"name": "lookup", "arguments": {"k": i % 7}}, {"name": "book" if i % 3 else "cancel", "arguments": {"n": i}}]
+            fh.write(json.dumps({"id": f"case-{i:04d}", "expected_tool_calls": [{"name": "lookup"}, {"name": "book"}],
+                                 "metadata": {"pad": pad}, "trace": {"steps": [{"tool_calls": calls}], "output": f"done {i}"}}) + "\n")
+    (root / f"{out}.yaml").write_text(
+        "dataset: {path: cases.jsonl}\n"
+        "metrics:\n  - {type: ToolCalls, arguments: ignore}\n  - {type: TrajectoryMatch, order: in_order}\n"
+        "  - {type: Contains, value: done}\n"
+        f"run: {{dir: {out}, processes: {processes}, executor: processes}}\n"
+    )
+
+
+def _lines(path: Path) -> dict[str, dict]:
+    got = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        r.pop("duration_s")
+        got[r["case_id"]] = r
+    return got
+
+
+def test_a_forked_worker_killed_from_outside_costs_nothing(tmp_path):
+    _workspace(tmp_path, 2, "two")
+    _workspace(tmp_path, 1, "one")
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        if len(workers) >= 2:  # forked as the executor starts, before any result: killed before or while computing
+            killed = workers[0]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.01)
+    _, err = proc.communicate(timeout=240)
+    assert killed is not None, err
+    assert proc.returncode == 0, err
+    assert "tried once more in a fresh worker" in err
+    one = subprocess.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert one.returncode == 0, one.stderr
+    two, single = _lines(tmp_path / "two" / "results.jsonl"), _lines(tmp_path / "one" / "results.jsonl")
+    assert len(two) == N and {r["status"] for r in two.values()} == {"ok"}
+    assert two == single
+
+
+def test_forked_workers_end_when_their_head_is_killed(tmp_path):
+    _workspace(tmp_path, 2, "two")
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = _children(proc.pid)
+        time.sleep(0.01)
+    assert len(workers) >= 2
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while _running(workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(workers), "orphaned workers still running"
+
+
+def _running(pids: list[int]) -> list[int]:
+    # Neither gone nor a zombie waiting to be reaped.
+    return [p for p in pids if Path(f"/proc/{p}").exists() and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
