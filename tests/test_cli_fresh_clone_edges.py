@@ -1,7 +1,7 @@
 """Edges a first-time user meets from a fresh clone, each through the real CLI in a real process.
 
 A folder of otel exports with files the include globs skip, `compare … | head -1`, `extract` over invalid
-records, and `--shard I/N --run-dir X`.
+records, `--shard I/N --run-dir X`, and `--log-level` after the command.
 """
 
 from __future__ import annotations
@@ -68,3 +68,16 @@ def test_shard_with_run_dir_writes_that_directory_as_given(tmp_path: Path) -> No
     manifest = json.loads((tmp_path / "X" / "manifest.json").read_text())
     assert manifest["shard"] == {"index": 2, "count": 2}
     assert 0 < len((tmp_path / "X" / "results.jsonl").read_text().splitlines()) < 40
+
+
+def test_log_level_works_after_the_command_as_before_it(tmp_path: Path) -> None:
+    # Users type the option where they type the others; before this, `run c.yaml --log-level info` was a usage error (2).
+    write_dataset(tmp_path / "cases.jsonl", [native_case("c1", ["lookup"], ["lookup"])])
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\nrun: {dir: run}\n")
+    after = _tj("run", "c.yaml", "--no-progress", "--log-level", "info", cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert '"level": "info"' in after.stderr
+    default = _tj("run", "c.yaml", "--no-progress", "--fresh", cwd=tmp_path)
+    assert default.returncode == 0 and '"level": "info"' not in default.stderr
+    before = _tj("--log-level", "info", "run", "c.yaml", "--no-progress", "--fresh", cwd=tmp_path)
+    assert before.returncode == 0 and '"level": "info"' in before.stderr

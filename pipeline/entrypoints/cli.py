@@ -187,6 +187,10 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (default: every one under runs/)")
     view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
     view.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="run shown beside each case and diffed against")
+    # Also after the command (`tracejudge run x.yaml --log-level debug`, as users type it); SUPPRESS keeps
+    # a value given before the command when none follows it.
+    for command in sub.choices.values():
+        command.add_argument("--log-level", default=argparse.SUPPRESS, help="structlog level (debug, info, warning, error)")
     return p
 
 
