@@ -46,3 +46,24 @@ def test_force_records_each_config_and_the_original_command_still_resumes(tmp_pa
     # a config never used here is still refused
     cfg.write_text(original.replace("exact", "ignore"))
     assert main(["run", str(cfg), "--no-progress"]) == 2
+
+
+def test_a_forced_dataset_change_lists_each_segment_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Same config, other data: both history entries share the config hash, so segments are told apart by the
+    # dataset fingerprint each recorded (before, each segment was listed under both entries).
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(_case(i) for i in range(3)))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls, arguments: exact}]\nrun: {dir: run, executor: inprocess}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    data.write_text("".join(_case(i) for i in range(5)))
+    assert main(["run", str(cfg), "--no-progress", "--force"]) == 0
+    out = capsys.readouterr().out
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    first, second = manifest["history"]
+    assert first["config_hash"] == second["config_hash"] and first["dataset_fingerprint"] != second["dataset_fingerprint"]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [c["segments"] for c in summary["configs"]] == [[1], [2]]
+    assert any("dataset" in change for change in summary["configs"][1]["forced_changes"])
+    lines = [line for line in out.splitlines() if line.startswith("segments ")]
+    assert len(lines) == 2 and lines[0].startswith("segments 1 used") and lines[1].startswith("segments 2 used"), out

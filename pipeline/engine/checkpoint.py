@@ -176,6 +176,7 @@ class RunJournal:
         metric_keys: list[str],
         new_aggregator: Callable[[], Any],
         config_hash: str,
+        dataset_fingerprint: str | None = None,
         forced: bool = False,
         flush_every: int = 256,
         flush_seconds: float = 0.5,
@@ -187,7 +188,8 @@ class RunJournal:
         `metric_keys` must match the checkpoint's for its aggregate to be
         reused. `max_retries` is how many transient failures of one (case,
         trial) stay provisional (redone by the next segment); the one after
-        that is final. Raises `OSError` on I/O failure.
+        that is final. `config_hash` and `dataset_fingerprint` (the manifest's) are recorded
+        on the segment, so a summary can say which segments ran on what. Raises `OSError` on I/O failure.
         """
         self = cls(run_dir)
         self.metric_keys = list(metric_keys)
@@ -199,6 +201,7 @@ class RunJournal:
             "results": 0,
             "ended": "running",
             "config_hash": config_hash,
+            **({"dataset_fingerprint": dataset_fingerprint} if dataset_fingerprint else {}),
             "forced": forced,
             "pid": os.getpid(),
             "usage": {},

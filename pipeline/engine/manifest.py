@@ -399,12 +399,18 @@ def configs_by_segment(manifest: dict[str, Any], segments: list[dict[str, Any]])
     """Which segments ran with which config, when more than one did: `[{config_hash, segments: [n, …], forced_changes}]`.
 
     None when every segment used one config. Segments are matched by the
-    `config_hash` the checkpoint records for each.
+    `config_hash` the checkpoint records for each, and by its `dataset_fingerprint` where it
+    records one: a `--force`d dataset change keeps the config hash, so two history entries
+    share it. Each segment is listed once: a segment that recorded no fingerprint (written
+    by an older version) goes to the first entry with its config hash.
     """
     history = _history(manifest)
-    out = []
-    for entry in history:
-        used = [int(s.get("segment", 0)) for s in segments if s.get("config_hash") == entry.get("config_hash")]
-        if used:
-            out.append({"config_hash": entry.get("config_hash"), "segments": used, "forced_changes": entry.get("forced_changes", [])})
+    used: list[list[int]] = [[] for _ in history]
+    for seg in segments:
+        same = [i for i, entry in enumerate(history) if seg.get("config_hash") == entry.get("config_hash")]
+        exact = [i for i in same if seg.get("dataset_fingerprint") == history[i].get("dataset_fingerprint")]
+        if same:
+            used[(exact or same)[0]].append(int(seg.get("segment", 0)))
+    out = [{"config_hash": entry.get("config_hash"), "segments": got, "forced_changes": entry.get("forced_changes", [])}
+           for entry, got in zip(history, used, strict=True) if got]
     return out if len(out) > 1 else None

@@ -298,6 +298,7 @@ def _open_journal(run_dir: Path, config: RunConfig, metrics: list[Any], manifest
         metric_keys=[m.key for m in metrics],
         new_aggregator=lambda: aggregator_for(config, metrics),
         config_hash=manifest["config_hash"],
+        dataset_fingerprint=manifest.get("dataset_fingerprint"),
         forced=bool(changes),
         flush_every=config.run.flush_every,
         max_retries=config.run.max_resume_retries,
