@@ -232,3 +232,25 @@ def test_a_dataset_touched_or_grown_keeps_its_cursor(workspace: Path, edit: str)
     want = _by_key(workspace / "runs" / "reference", moved=(str(workspace / "cases.jsonl"), str(root / "cases.jsonl")))
     assert {k: v for k, v in got.items() if not k[0].startswith("more-")} == want
     assert len(got) == N + (5 if edit == "appended" else 0)
+
+
+def test_a_line_with_an_id_but_broken_json_does_not_stop_the_cursor(tmp_path: Path) -> None:
+    # The load stage peeks `{"id": "torn", …` as case "torn", but the line's one invalid_input result is
+    # filed under its place (file:line), as any unreadable line's: the cursor must pass it, not stop there.
+    lines: list[object] = [native_case(f"case-{i}", ["a"], ["a"]) for i in range(8)]
+    lines[3] = '{"id": "torn", "trace": {"steps": ['
+    lines[6] = '{"id": "case-1", "trace": '  # and a torn repeat of an id seen before
+    write_dataset(tmp_path / "cases.jsonl", lines)
+    (tmp_path / "config.yaml").write_text(CONFIG.replace('  - {type: "holdmetric:hold"}\n', ""))
+    first = _run(tmp_path)
+    assert first.returncode == 1 and "invalid" in first.stdout, first.stdout + first.stderr  # 2 of 8 invalid: over the 1 % gate
+    cursor = json.loads((tmp_path / "runs" / "main" / "cursor.json").read_text())
+    assert (cursor["offset"], cursor["records"]) == ((tmp_path / "cases.jsonl").stat().st_size, 8)
+    with open(tmp_path / "cases.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(native_case("torn", ["a"], ["a"])) + "\n")  # the id the torn line seemed to have: a case of its own
+    again = _run(tmp_path, "--force")
+    used = _events(again.stderr, "resuming from the dataset cursor")
+    assert used and used[0]["records"] == 8, again.stderr[-2000:]
+    got = _by_key(tmp_path / "runs" / "main")
+    assert len(got) == 9 and got[("torn", 0)]["status"] == "ok"
+    assert sorted(r["status"] for r in got.values()).count("invalid_input") == 2
