@@ -254,3 +254,26 @@ def test_a_line_with_an_id_but_broken_json_does_not_stop_the_cursor(tmp_path: Pa
     got = _by_key(tmp_path / "runs" / "main")
     assert len(got) == 9 and got[("torn", 0)]["status"] == "ok"
     assert sorted(r["status"] for r in got.values()).count("invalid_input") == 2
+
+
+def test_the_cursor_stays_before_an_unterminated_last_line(tmp_path: Path) -> None:
+    # Cases appended after a last line with no newline join it: the resume must read that line again and
+    # give what a fresh run of the grown file gives, not score the first appended case on its own.
+    lines: list[object] = [native_case(f"case-{i}", ["a"], ["a"]) for i in range(5)]
+    write_dataset(tmp_path / "cases.jsonl", lines)
+    data = tmp_path / "cases.jsonl"
+    with open(data, "a", encoding="utf-8") as fh:
+        fh.write('{"id": "cut", "input": "I want to cancel my res')
+    (tmp_path / "config.yaml").write_text(CONFIG.replace('  - {type: "holdmetric:hold"}\n', "").replace("0.01", "0.5"))
+    assert _run(tmp_path).returncode == 0
+    cursor = json.loads((tmp_path / "runs" / "main" / "cursor.json").read_text())
+    assert cursor["records"] == 5 and cursor["offset"] < data.stat().st_size
+    with open(data, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(native_case("more-0", ["a"], ["a"])) + "\n" + json.dumps(native_case("more-1", ["a"], ["a"])) + "\n")
+    again = _run(tmp_path, "--force")
+    assert again.returncode == 0 and _events(again.stderr, "resuming from the dataset cursor"), again.stderr[-2000:]
+    fresh = _run(tmp_path, "--run-dir", "runs/fresh")
+    assert fresh.returncode == 0
+    got, want = _by_key(tmp_path / "runs" / "main"), _by_key(tmp_path / "runs" / "fresh")
+    assert sorted(got) == sorted(want) and len(got) == 7
+    assert {k: v["status"] for k, v in got.items()} == {k: v["status"] for k, v in want.items()}

@@ -172,6 +172,10 @@ class Tracker:
             self.lost = True
             self.pending.clear()
             return
+        if isinstance(raw.payload, bytes) and not raw.payload.endswith(b"\n"):
+            # The file's last line, unterminated: text appended later joins it into another record,
+            # so the cursor stays before it and a resume reads it again, as a full read would.
+            return
         self.pending.append((pid, raw.line, raw.end))
 
     def _final(self, key: int, done: KeySet, provisional: dict[int, str]) -> bool:
