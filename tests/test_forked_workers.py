@@ -92,3 +92,27 @@ def test_forked_workers_end_when_their_head_is_killed(tmp_path):
 def _running(pids: list[int]) -> list[int]:
     # Neither gone nor a zombie waiting to be reaped.
     return [p for p in pids if Path(f"/proc/{p}").exists() and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+
+
+def test_ctrl_c_to_the_process_group_stops_cleanly_and_the_same_command_resumes(tmp_path):
+    # A terminal's Ctrl-C signals the head and its workers alike. The head stops the run and lets the chunks
+    # in flight finish; a worker that died of the signal raised KeyboardInterrupt into the head, which then
+    # printed tracebacks and neither reports nor the resume command.
+    _workspace(tmp_path, 2, "two")
+    _workspace(tmp_path, 1, "one")
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(_children(proc.pid)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before its workers were seen"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "died" not in err, err
+    assert "INTERRUPTED" in out + err and "tracejudge run two.yaml" in out + err, out + err
+    again = subprocess.run([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 0, again.stderr
+    one = subprocess.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert one.returncode == 0, one.stderr
+    assert _lines(tmp_path / "two" / "results.jsonl") == _lines(tmp_path / "one" / "results.jsonl")

@@ -11,8 +11,9 @@ serves chunks over its own socket pair until the pool closes.
 A forked worker is what a spawned one is: it unpickles the job as it stood
 when the run started and builds it itself (fresh adapter context and metric
 instances), runs `CpuJob.run` on each chunk, and sends back the result (`executors.wire`) or
-the exception raised. Its standard streams are `/dev/null`, SIGINT raises
-KeyboardInterrupt and other signals act by default (not through the head's
+the exception raised. Its standard streams are `/dev/null`, SIGINT is ignored
+(a Ctrl-C reaches the whole process group; the head stops the run, and the
+chunks in flight finish) and other signals act by default (not through the head's
 event loop), and it dies with the head (the parent-death signal). A worker
 that dies is not forked again: the executor falls back to spawned workers
 for its share (see `ProcessExecutor`).
@@ -223,8 +224,9 @@ def _become_worker(head: int) -> None:
         with contextlib.suppress(OSError, ValueError, TypeError):
             if callable(signal.getsignal(sig)) and sig != signal.SIGINT:
                 signal.signal(sig, signal.SIG_DFL)
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    # A terminal's Ctrl-C reaches the whole process group: the head stops the run and lets the chunks
+    # in flight finish, so a worker must not die of it mid-chunk (it raised KeyboardInterrupt into the head).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

@@ -77,6 +77,9 @@ def _die_with(parent: int) -> None:
     if _WATCHING:
         return
     _WATCHING.append(parent)
+    # A terminal's Ctrl-C reaches the whole process group: the head stops the run and lets the chunks in
+    # flight finish, so the worker must not die of it mid-chunk (its KeyboardInterrupt reached the head).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
