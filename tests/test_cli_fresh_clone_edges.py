@@ -81,3 +81,5 @@ def test_log_level_works_after_the_command_as_before_it(tmp_path: Path) -> None:
     assert default.returncode == 0 and '"level": "info"' not in default.stderr
     before = _tj("--log-level", "info", "run", "c.yaml", "--no-progress", "--fresh", cwd=tmp_path)
     assert before.returncode == 0 and '"level": "info"' in before.stderr
+    bogus = _tj("run", "c.yaml", "--log-level", "verbose", cwd=tmp_path)  # a typo is a usage error, not silently the default
+    assert bogus.returncode == 2 and "invalid choice: 'verbose'" in bogus.stderr

@@ -65,6 +65,9 @@ _SET_HELP = ("override a config key, e.g. --set dataset.limit=20 (repeatable; th
              "(run.dir, dataset.path, dataset.tasks, cache.dir, target.*) resolves from the config's folder, like the same value in the file")
 
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def _examples(*lines: str) -> dict[str, Any]:
     """The keyword arguments giving a subcommand's --help its examples."""
     return {"epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
@@ -74,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tracejudge", description="Evaluate AI agents by what they did.", epilog=_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"tracejudge {__version__}")
-    p.add_argument("--log-level", default="warning", help="structlog level (debug, info, warning, error)")
+    p.add_argument("--log-level", default="warning", type=str.lower, choices=_LOG_LEVELS, help="structlog level (debug, info, warning, error)")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a config's pipeline; resumes the run directory if it holds results",
@@ -190,7 +193,8 @@ def _parser() -> argparse.ArgumentParser:
     # Also after the command (`tracejudge run x.yaml --log-level debug`, as users type it); SUPPRESS keeps
     # a value given before the command when none follows it.
     for command in sub.choices.values():
-        command.add_argument("--log-level", default=argparse.SUPPRESS, help="structlog level (debug, info, warning, error)")
+        command.add_argument("--log-level", default=argparse.SUPPRESS, type=str.lower, choices=_LOG_LEVELS,
+                             help="structlog level (debug, info, warning, error)")
     return p
 
 
