@@ -258,3 +258,15 @@ def test_workers_that_cannot_import_the_script_leave_the_run_in_process(tmp_path
     assert proc.stdout.split() == ["6"]
     assert "worker processes cannot start" in proc.stderr and "this script only runs as the parent" in proc.stderr
     assert {r["status"] for r in _results(tmp_path / "out").values()} == {"ok"}
+
+
+def test_a_script_calling_the_command_line_at_its_top_level_is_told_to_guard_it(tmp_path):
+    # Each spawned worker imports the script again; `main` there used to meet the worker's own argv and exit
+    # in argparse, so the run went in-process with a warning about "SystemExit: 2" and never the advice.
+    proc = _script_run(tmp_path, """\
+        from tracejudge.entrypoints.cli import main
+        raise SystemExit(main(["run", "run.yaml", "--no-progress"]))
+        """)
+    assert proc.returncode != 0
+    assert 'put the call under `if __name__ == "__main__":`' in proc.stdout + proc.stderr, proc.stderr[-2000:]
+    assert "SystemExit" not in proc.stderr

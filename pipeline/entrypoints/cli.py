@@ -215,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     Never raises, except `SystemExit` from argument parsing (`--help`,
     `--version`, a usage error: status 0 or 2).
     """
+    from tracejudge.core.errors import refuse_in_worker_import
+
+    # A script calling `main` at its top level is imported again by each spawned worker; without this the
+    # worker's own argv made argparse exit there, and the run went in-process without the advice.
+    refuse_in_worker_import("tracejudge's command line (`entrypoints.cli.main`)")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     args.argv = argv
