@@ -165,18 +165,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`--dist loadgroup`), keep what shares a costly session resource on one worker.
 
     Tests using the session's Ray cluster form one group, so one worker starts one cluster;
-    tests using the live recordings form another, so they are recorded once; every other test
-    stays with its file, whose module-scoped servers (MLflow, Phoenix, the viewer) then start once.
+    tests using the live recordings form another, so they are recorded once; a test using a
+    module- or session-scoped fixture of its own file stays with its file, whose servers (MLflow,
+    Phoenix, the viewer) and base runs then start once. Every other test goes to whichever worker
+    is free: pinning a file of independent slow tests to one worker left the other idle.
     """
     groups = {}
     for item in items:
         names = getattr(item, "fixturenames", ())
-        group = "ray" if "ray_cluster" in names else "live" if "live_recordings" in names else item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))
-        groups[item] = group
+        group = "ray" if "ray_cluster" in names else "live" if "live_recordings" in names else item.path.name if _shares_a_fixture(item) else None
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = group or item.path.name
     # Groups are handed out in collection order: the longest go first, so no worker idles at the end
     # while the other runs a two-minute group alone.
     items.sort(key=lambda item: _LONG_GROUPS.index(groups[item]) if groups[item] in _LONG_GROUPS else len(_LONG_GROUPS))
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether `item` uses a fixture wider than one test that its own module defines (a server, a base run)."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if info is None or module is None:
+        return True  # unknown: keep it with its file, as before
+    return any(d.scope != "function" and getattr(d.func, "__module__", None) == module
+               for defs in info.name2fixturedefs.values() for d in defs)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -60,16 +60,17 @@ def _rounded(value):
 def test_two_worker_processes_give_the_single_process_results(tmp_path, monkeypatch):
     # Every chunk goes to a worker (no in-process start), so the comparison is processes vs. loop.
     monkeypatch.setattr(processes_mod, "INLINE_RECORDS", 0)
+    # 140 of the demo's 200 traces, 2 trials each: still more than one chunk of records per worker (64 or 128 a trip).
     summaries = {}
     for n in (1, 2):
-        cfg = load_config(DEMO, [f"run.dir={tmp_path / f'p{n}'}", f"run.processes={n}", "cache.enabled=false", "run.trials=2",
+        cfg = load_config(DEMO, [f"run.dir={tmp_path / f'p{n}'}", f"run.processes={n}", "cache.enabled=false", "run.trials=2", "dataset.limit=140",
                                  "limits.rpm=1000000", "limits.tpm=1000000000", "budget.max_judge_tokens=null", "budget.max_cost_usd=null"])
         cfg.metrics = [m for m in cfg.metrics if m["type"] != "ToolCallNecessity"]
         out = anyio.run(runner.run, cfg)
-        assert out.new_results == 400 and not out.interrupted
+        assert out.new_results == 280 and not out.interrupted
         summaries[n] = _rounded({k: out.summary[k] for k in ("results", "status", "trials", "metrics", "pass_at_k", "breakdowns")})
     one, two = _results(tmp_path / "p1"), _results(tmp_path / "p2")
-    assert len(one) == 400 and one == two
+    assert len(one) == 280 and one == two
     assert summaries[1] == summaries[2]
 
 

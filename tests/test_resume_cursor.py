@@ -1,6 +1,6 @@
 """The resume cursor with real processes: `tracejudge run` killed with SIGKILL, then resumed from `cursor.json`.
 
-The dataset is 6,000 small native cases with an unreadable line, an id
+The dataset is 2,400 small native cases with an unreadable line, an id
 repeated far after its first place, and an invalid record, so error results
 and duplicates go through the cursor too. A resume from the cursor must give
 the results of one uninterrupted run; an edit of the dataset before the
@@ -25,7 +25,10 @@ from tracejudge.stages.extract.native import peek_id
 from _runs import native_case, write_dataset
 
 TJ = Path(sys.executable).with_name("tracejudge")
-N = 6000
+N = 2400
+# Where the planted lines sit: an id repeated far after its first place, a record with an invalid trace; a killed run is held
+# from HOLD_FROM on. SIGKILL lands once the cursor is past KILL_AT records, well before the hold.
+REPEAT, INVALID, HOLD_FROM, KILL_AT = 1600, 2200, 1800, 200
 CONFIG = """\
 dataset: {path: cases.jsonl, format: native}
 metrics:
@@ -36,7 +39,7 @@ run: {dir: runs/main, flush_every: 8}
 assertions: {max_invalid_share: 0.01}
 """
 
-# A run to be killed is held from case 4,500 on (its env names where), so the kill lands mid-run
+# A run to be killed is held from case HOLD_FROM on (its env names where), so the kill lands mid-run
 # however fast the machine gets through the cases before it; other runs are not held.
 HOLD = """\
 import os
@@ -59,8 +62,8 @@ def _lines() -> list[object]:
     tools = ["a", "b", "c", "d"]
     lines: list[object] = [native_case(f"case-{i:05d}", tools[: 1 + i % 4], tools[: 1 + (i // 3) % 4]) for i in range(N)]
     lines[50] = "this line is not JSON"
-    lines[4000] = lines[20]  # a repeat of an id first seen long before: its own invalid_input result
-    lines[5500] = {"id": "bad-trace", "trace": {"steps": "not a list"}}
+    lines[REPEAT] = lines[20]  # a repeat of an id first seen long before: its own invalid_input result
+    lines[INVALID] = {"id": "bad-trace", "trace": {"steps": "not a list"}}
     return lines
 
 
@@ -89,10 +92,10 @@ def _by_key(run_dir: Path, moved: tuple[str, str] = ("", "")) -> dict[tuple[str,
     return out
 
 
-def _killed(root: Path, run_dir: str, *args: str, records: int = 500, results: int = 0) -> dict:
+def _killed(root: Path, run_dir: str, *args: str, records: int = KILL_AT, results: int = 0) -> dict:
     """Start a run, SIGKILL it once its cursor is past `records` records and `results` results are written; the cursor it left."""
     proc = subprocess.Popen(_cmd("--run-dir", run_dir, *args), cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TJ_TEST_HOLD_FROM": "04500"})
+                            env={**os.environ, "TJ_TEST_HOLD_FROM": f"{HOLD_FROM:05d}"})
     where = root / run_dir
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -121,8 +124,8 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _resume_from_cursor(root: Path, run_dir: str, *args: str, records: int = 500) -> tuple[dict, subprocess.CompletedProcess[str]]:
-    cursor = _killed(root, run_dir, *args, records=records, results=1000 if records < 500 else 0)
+def _resume_from_cursor(root: Path, run_dir: str, *args: str, records: int = KILL_AT) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    cursor = _killed(root, run_dir, *args, records=records, results=2 * KILL_AT if records < KILL_AT else 0)
     done = _run(root, "--run-dir", run_dir, *args)
     assert done.returncode == 0, done.stderr
     used = _events(done.stderr, "resuming from the dataset cursor")
@@ -132,7 +135,7 @@ def _resume_from_cursor(root: Path, run_dir: str, *args: str, records: int = 500
 
 def test_a_resume_after_sigkill_starts_at_the_cursor_and_equals_the_uninterrupted_run(workspace: Path) -> None:
     cursor, done = _resume_from_cursor(workspace, "runs/killed")
-    assert 500 <= cursor["records"] < N
+    assert KILL_AT <= cursor["records"] < N
     assert f"{N} already finished" not in done.stdout and "new results" in done.stdout
     got, want = _by_key(workspace / "runs" / "killed"), _by_key(workspace / "runs" / "reference")
     assert got == want
@@ -148,7 +151,7 @@ def test_a_resume_after_sigkill_starts_at_the_cursor_and_equals_the_uninterrupte
 def test_a_shard_resumes_from_its_cursor(workspace: Path) -> None:
     ref = _run(workspace, "--run-dir", "runs/sref", "--shard", "1/2")
     assert ref.returncode == 0, ref.stderr
-    _resume_from_cursor(workspace, "runs/shard", "--shard", "1/2", records=1)  # (3,000 cases: the second checkpoint may come late)
+    _resume_from_cursor(workspace, "runs/shard", "--shard", "1/2", records=1)  # (N/2 cases: the second checkpoint may come late)
     assert _by_key(workspace / "runs" / "shard") == _by_key(workspace / "runs" / "sref")  # (an explicit --run-dir is used as given)
 
 
@@ -156,8 +159,8 @@ def test_trials_resume_from_the_cursor(workspace: Path) -> None:
     ref = _run(workspace, "--run-dir", "runs/tref", "--set", "run.trials=2")
     assert ref.returncode == 0, ref.stderr
     cursor, _ = _resume_from_cursor(workspace, "runs/trials", "--set", "run.trials=2", records=1)
-    singles = (cursor["line"] >= 51) + (cursor["line"] >= 4001)  # the unreadable line and the repeat: one result each, not one per trial
-    assert cursor["skipped"] == 2 * cursor["records"] - singles and cursor["line"] < 5501  # the invalid record with an id holds it back
+    singles = (cursor["line"] >= 51) + (cursor["line"] >= REPEAT + 1)  # the unreadable line and the repeat: one result each, not one per trial
+    assert cursor["skipped"] == 2 * cursor["records"] - singles and cursor["line"] < INVALID + 1  # the invalid record with an id holds it back
     got = _by_key(workspace / "runs" / "trials")
     assert got == _by_key(workspace / "runs" / "tref") and len(got) == 2 * N - 3
 
