@@ -62,7 +62,7 @@ DATA = REPO.parent / "shared" / "data" / "tau_bench"
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(BENCH))
 
-from _procs import guarded, timed  # noqa: E402
+from _procs import guarded, precompile, timed  # noqa: E402
 from _six_checks import CHECKS  # noqa: E402
 
 # name → (config overrides, module the executor needs or None)
@@ -130,20 +130,6 @@ class State:
         self.notes: dict[str, None] = {}  # ordered, without repeats
         self.disagree: list[str] = []
         self.load = ""  # the load average when the run started
-
-
-def precompile() -> None:
-    """Write the project's bytecode before anything is timed, as the peers' installed packages have theirs.
-
-    An editable install is never compiled by pip, and where the environment sets
-    PYTHONDONTWRITEBYTECODE no run writes it either: every tracejudge process (each worker too)
-    would then compile the project's sources again, about 0.45 CPU-s, which the peers never pay.
-    Only reading needs the bytecode, so it is written once here (`__pycache__` is git-ignored).
-    """
-    import compileall
-
-    for folder in ("pipeline", "stages"):
-        compileall.compile_dir(str(REPO / folder), quiet=1, force=False)
 
 
 def base_cases() -> list[str]:
