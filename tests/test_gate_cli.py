@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from _runs import planted_runs, result_line, seven_and_three, write_config
+from _runs import native_case, planted_runs, result_line, seven_and_three, write_config, write_dataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
@@ -270,3 +270,14 @@ def test_a_run_that_scored_nothing_fails(tmp_path: Path) -> None:
     assert empty.word == "FAIL" and "no results" in empty.checks[0].detail
     invalid = evaluate_gate(AssertionsConfig(), {"results": 3, "status": {"invalid_input": 3}, "metrics": {"m": {"scored": 0}}}, None)
     assert invalid.word == "FAIL" and "no metric scored any of the 3 results" in invalid.checks[0].detail
+
+
+def test_a_configured_invalid_share_that_held_is_shown_as_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # With no invalid record, the gate used to say "(no assertions configured)" though the config set one.
+    data = write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", ["a"], ["a"]) for i in range(7)])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")  # max_invalid_share: 0.3
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "ok   max_invalid_share: 0 of 7 results are invalid_input" in out and "no assertions configured" not in out, out
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "ok   max_invalid_share: 0 of 7" in capsys.readouterr().out
