@@ -6,6 +6,7 @@ import json
 import textwrap
 
 import pytest
+from _peer_plugins import peer_plugins_off
 
 SETUP = '''
 import pytest
@@ -27,7 +28,11 @@ CASE = tj.Case.model_validate({
 def _run(pytester: pytest.Pytester, body: str) -> pytest.RunResult:
     pytester.makepyfile(test_agent=SETUP + textwrap.dedent(body))
     # Hypothesis's plugin imports (and assertion-rewrites) most of hypothesis in every inner session: seconds each.
-    return pytester.runpytest("-p", "no:hypothesispytest")
+    # In a fresh process, with the peers' plugins off. In-process, pytester drops from sys.modules whatever an inner
+    # session imported: the next session then failed on a second numpy (phoenix's plugin imports it) or on two
+    # copies of one of our classes ("expected a Case …, got Case"), unless an earlier test of the same worker had
+    # imported those modules first, which hid it in the whole suite.
+    return pytester.runpytest_subprocess(*peer_plugins_off())
 
 
 def _has_lines(result: pytest.RunResult, *lines: str) -> None:
@@ -161,8 +166,7 @@ def test_the_plugin_is_auto_loaded_by_a_fresh_pytest_process(pytester):
     pytester.makepyfile(test_fixture="def test_it(tracejudge):\n    assert type(tracejudge).__name__ == 'Evaluator'\n")
     # The peers' plugins are switched off by name (deepeval's alone imports for tens of CPU-seconds); ours is
     # not named anywhere, so the `tracejudge` fixture can only come from its pytest11 entry point.
-    peers = ("hypothesispytest", "deepeval", "phoenix", "langsmith_plugin", "asyncio", "benchmark")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *(a for name in peers for a in ("-p", f"no:{name}")))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *peer_plugins_off())
     result.assert_outcomes(passed=1)
 
 
