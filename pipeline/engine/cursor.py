@@ -194,13 +194,12 @@ class Tracker:
         first = seen.where(h)
         # A line whose id the peek found but whose JSON then failed to parse has its one result under
         # its place, as an unreadable line does: without this check the cursor stopped there for good.
-        unreadable = result_key(f"{name}:{line}", 0)
         if first is not None and first != (name, line):
             dup = result_key(f"{safe_text(pid)}@{name}:{line}", 0)
-            return self._final(dup, done, provisional) or self._final(unreadable, done, provisional), 1, 0
+            return self._final(dup, done, provisional) or self._final(result_key(f"{name}:{line}", 0), done, provisional), 1, 0
         if all(self._final(trial_key(h, t), done, provisional) for t in range(self.trials)):
             return True, self.trials, h
-        if self._final(unreadable, done, provisional):
+        if self._final(result_key(f"{name}:{line}", 0), done, provisional):
             return True, 1, h if first == (name, line) else 0
         return False, self.trials, h
 
