@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
 
-__all__ = ["decode"]
+__all__ = ["decode", "decode_struct", "to_case"]
 
 try:
     import msgspec
@@ -68,6 +68,13 @@ if _FAST:
         result: Any = None
         error: str | None = None
 
+        # The records' own properties and methods, with their semantics, for code that reads the structs as records
+        # (`struct_score`): `ToolCall.failed` and `Trace.tool_calls()` (`tracejudge.core.records`).
+        @property
+        def failed(self) -> bool:
+            """True when the call ended in an error (`ToolCall.failed`)."""
+            return self.error is not None
+
     class _Step(Struct, forbid_unknown_fields=True):
         thought: str | None = None
         tool_calls: list[_ToolCall] = field(default_factory=list)
@@ -96,6 +103,10 @@ if _FAST:
         output: str | None = None
         usage: _Usage | None = None
         retrieved: list[_Passage] = field(default_factory=list)
+
+        def tool_calls(self) -> list[_ToolCall]:
+            """Every tool call of the trace, in order, failed ones included (`Trace.tool_calls()`)."""
+            return [call for step in self.steps for call in step.tool_calls]
 
     class _Expected(Struct, forbid_unknown_fields=True):
         name: str
@@ -131,12 +142,14 @@ if _FAST:
             values["tool_calls"] = [_model(ToolCall, asdict(c), _SET_CALL) for c in s.tool_calls]
         return _model(Step, values, _SET_STEP)
 
-    def _trace(t: _Trace) -> Trace:
+    def _placed(t: _Trace) -> None:
         last = 0
         for msg in t.user_messages:  # `Trace._placed`: pydantic says what is out of place
             if msg.step > len(t.steps) or msg.step < last:
                 raise _Fallback
             last = msg.step
+
+    def _trace(t: _Trace) -> Trace:
         values = asdict(t)
         values["steps"] = [_step(s) for s in t.steps]
         if t.user_messages:
@@ -156,11 +169,26 @@ if _FAST:
         return _model(Case, values, _SET[Case])
 
 
-def decode(raw: bytes | str) -> Case | None:
-    """The `Case` of one native JSONL line, or None when pydantic must validate it (see the module docstring)."""
+def decode_struct(raw: bytes | str) -> Any:
+    """The typed struct of one native JSONL line (`_Case`: the `Case`'s fields, values and defaults, with the
+    records' `failed` and `tool_calls()`), or None when pydantic must validate the line (see the module docstring)."""
     if not _FAST:
         return None
     try:
-        return _case(_DECODER.decode(raw))
+        c = _DECODER.decode(raw)
+        if c.trace is not None and c.trace.user_messages:
+            _placed(c.trace)
+        return c
     except (msgspec.DecodeError, _Fallback):
         return None
+
+
+def to_case(struct: Any) -> Case:
+    """The `Case` of a struct `decode_struct` returned: what `Case.model_validate_json` gives for its line."""
+    return _case(struct)
+
+
+def decode(raw: bytes | str) -> Case | None:
+    """The `Case` of one native JSONL line, or None when pydantic must validate it (see the module docstring)."""
+    struct = decode_struct(raw)
+    return None if struct is None else _case(struct)

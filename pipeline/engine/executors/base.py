@@ -128,10 +128,11 @@ class CpuJob:
     fmt: Format | None = field(default=None, repr=False)
     ctx: Any = field(default=None, repr=False)
     _built: tuple[Format, Any, list[Any]] | None = field(default=None, repr=False)
+    _struct: Any = field(default=False, repr=False)  # the struct path (`_struct_path`); False: not decided yet
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(fmt=None, ctx=None, _built=None)  # rebuilt on the other side
+        state.update(fmt=None, ctx=None, _built=None, _struct=False)  # rebuilt on the other side
         return state
 
     def portable(self) -> str | None:
@@ -201,7 +202,12 @@ class CpuJob:
         from tracejudge.stages.score import metrics_for
 
         fmt, ctx, metrics = self.build()
-        got = extract_record(raw, fmt, ctx)
+        struct_path = self._struct if self._struct is not False else self._struct_path()
+        got = struct_path(raw) if struct_path is not None else None
+        if type(got) is Rendered:
+            return Extracted(raw.file, raw.line, rendered=got), None
+        if got is None:
+            got = extract_record(raw, fmt, ctx)
         if isinstance(got, tuple):
             return Extracted(raw.file, raw.line, error=got), None
         item = Extracted(raw.file, raw.line, case=got)
@@ -209,6 +215,17 @@ class CpuJob:
             return item, None
         use, item.failure = metrics_for(got, metrics, self.merge)
         return item, use
+
+    def _struct_path(self) -> Any:
+        # Cases scored on their decoded structs, when the result settles here (`stages.extract.struct_score.scorer`):
+        # a record gives its `Rendered` result, or the `Case` the general path goes on with, or None (extracted as ever).
+        self._struct = None
+        if self.score and self.render_keys is not None and not self.keep_case:
+            from tracejudge.stages.extract.struct_score import scorer
+
+            fmt, _, metrics = self.build()
+            self._struct = scorer(fmt, metrics, self.merge, self.render_keys)
+        return self._struct
 
     def _finish(self, item: Extracted) -> Extracted:
         if item.case is not None and not self.keep_case:
