@@ -36,6 +36,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import METRIC_CLASSES, Format
 from tracejudge.engine.rendered import Rendered, render
 from tracejudge.stages.extract import fast_decode
+from tracejudge.stages.score import metrics_for, score_case
 
 __all__ = ["AUDITED", "audited", "scorer"]
 
@@ -80,8 +81,6 @@ def scorer(fmt: Format, metrics: Sequence[Any], merge: Callable[[Sequence[Any], 
 
 def _score(raw: Any, metrics: Sequence[Any], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
            keys: list[str]) -> Rendered | Case | None:
-    from tracejudge.stages.score import metrics_for, score_case
-
     payload = raw.payload
     if raw.error is not None or not isinstance(payload, (bytes, str)):
         return None

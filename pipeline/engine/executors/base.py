@@ -198,14 +198,14 @@ class CpuJob:
 
     def _extract(self, raw: Any) -> tuple[Extracted, Sequence[Any] | None]:
         # The extracted record, and the metrics to score it with (None: nothing to score).
-        from tracejudge.stages.extract import extract_record
-        from tracejudge.stages.score import metrics_for
-
-        fmt, ctx, metrics = self.build()
         struct_path = self._struct if self._struct is not False else self._struct_path()
         got = struct_path(raw) if struct_path is not None else None
         if type(got) is Rendered:
             return Extracted(raw.file, raw.line, rendered=got), None
+        from tracejudge.stages.extract import extract_record
+        from tracejudge.stages.score import metrics_for
+
+        fmt, ctx, metrics = self.build()
         if got is None:
             got = extract_record(raw, fmt, ctx)
         if isinstance(got, tuple):
