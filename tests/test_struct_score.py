@@ -11,10 +11,13 @@ without it, and each condition that sends a case to the general path.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
@@ -28,6 +31,7 @@ from tracejudge.stages.score import score_case
 from tracejudge.stages.score.tool_calls import ToolCalls
 
 from helpers import DATA
+from test_fast_decode import _JSON, _PLACES, _base
 
 WRITES = ["get_*", "search_*", "list_*", "calculate", "think", "transfer_*"]
 SPECS = [
@@ -177,7 +181,7 @@ def _job(**kw) -> CpuJob:
 
 def _view(item: Extracted) -> tuple:
     case = item.case
-    return (item.file, item.line, item.error, item.failure, item.rendered, None if case is None else (repr(case), case.model_dump_json()),
+    return (item.file, item.line, item.error, item.failure, item.rendered and repr(item.rendered), None if case is None else (repr(case), case.model_dump_json()),
             None if item.scores is None else {k: repr(s) for k, s in item.scores.items()})
 
 
@@ -261,3 +265,16 @@ def test_a_run_whose_results_settle_later_has_no_struct_path(change):
     job.run([RawRecord("cases.jsonl", 1, LINES[0])])
     assert job._struct is None
     assert _job()._struct_path() is not None
+
+
+@settings(max_examples=150, deadline=None)
+@given(place=st.sampled_from(_PLACES), value=_JSON, ascii_only=st.booleans())
+def test_any_value_in_any_field_gives_the_same_record_with_the_struct_path_as_without(place, value, ascii_only):
+    data = _base()
+    node = data
+    for key in place[:-1]:
+        node = node[key]
+    node[place[-1]] = value
+    raw = json.dumps(data, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    fast, slow = _both([RawRecord("cases.jsonl", 3, raw)])
+    assert fast == slow, raw
