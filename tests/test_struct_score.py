@@ -278,3 +278,20 @@ def test_any_value_in_any_field_gives_the_same_record_with_the_struct_path_as_wi
     raw = json.dumps(data, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
     fast, slow = _both([RawRecord("cases.jsonl", 3, raw)])
     assert fast == slow, raw
+
+
+def test_each_struct_has_its_records_properties_and_methods_with_the_same_results():
+    # A property or method added to a record must be added to its struct (`fast_decode`) before a metric reads it there.
+    from pydantic import BaseModel
+
+    for struct, model in fast_decode._PAIRS:
+        own = {n for n in vars(model) if not n.startswith("_") and n not in vars(BaseModel) and n not in model.model_fields
+               and n not in ("model_config", "model_fields", "model_computed_fields")}
+        assert own <= set(dir(struct)), (model.__name__, own - set(dir(struct)))
+    for raw in LINES:
+        struct, case = fast_decode.decode_struct(raw), adapt(raw)
+        if case.trace is None:
+            continue
+        calls, want = struct.trace.tool_calls(), case.trace.tool_calls()
+        assert [(c.name, c.arguments, c.failed, c.error) for c in calls] == [(c.name, c.arguments, c.failed, c.error) for c in want]
+    assert any(c.failed for raw in LINES for c in fast_decode.decode_struct(raw).trace.tool_calls())
