@@ -12,6 +12,10 @@ The typed structs mirror `tracejudge.core.records` field by field, in the same o
 `Case` is then assembled without a second validation pass (`_model`): about as much CPU again as
 msgspec's decode, one pydantic instance at a time (`benchmarks/decode_floor.py`). Without msgspec
 installed (or with a pydantic whose instances hold other slots), `decode` always returns None.
+
+`decode_struct` stops before the `Case`: the structs themselves, which also carry the records'
+`ToolCall.failed` and `Trace.tool_calls()`, for metrics that read them as records (`struct_score`);
+`to_case` then builds the `Case` from them when one is needed after all.
 """
 
 from __future__ import annotations
