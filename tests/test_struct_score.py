@@ -295,3 +295,27 @@ def test_each_struct_has_its_records_properties_and_methods_with_the_same_result
         calls, want = struct.trace.tool_calls(), case.trace.tool_calls()
         assert [(c.name, c.arguments, c.failed, c.error) for c in calls] == [(c.name, c.arguments, c.failed, c.error) for c in want]
     assert any(c.failed for raw in LINES for c in fast_decode.decode_struct(raw).trace.tool_calls())
+
+
+def test_a_metric_that_times_out_scores_as_it_does_on_the_general_path(monkeypatch):
+    import time
+
+    from tracejudge.stages.score import time_limit
+
+    original = ToolCalls.evaluate
+
+    def evaluate(self, case):
+        if self.name == "tc-subset":
+            time.sleep(5)
+        return original(self, case)
+
+    monkeypatch.setattr(ToolCalls, "evaluate", evaluate)
+    try:
+        job = _job(metric_timeout_s=0.05)
+        assert job._struct_path() is not None
+        got = job._struct(RawRecord("cases.jsonl", 1, LINES[0]))
+        assert isinstance(got, Rendered) and got.timed_out == ("tc-subset",)
+        fast, slow = _both([RawRecord("cases.jsonl", 1, LINES[0])], metric_timeout_s=0.05)
+        assert fast == slow
+    finally:
+        time_limit.set_default(time_limit.DEFAULT_S)

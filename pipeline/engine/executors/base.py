@@ -111,7 +111,8 @@ class CpuJob:
     own metric specs (a module-level function). `score` is false when a live
     target runs first (then the score stage runs after it, in-process).
     `fmt`/`ctx` are set when the job was built in this process (in-process
-    runs, cases from memory) and never travel.
+    runs, cases from memory) and never travel. When the job renders and its metrics are all audited
+    built-ins, native records are scored on their decoded structs (`stages.extract.struct_score`).
     """
 
     format_name: str
