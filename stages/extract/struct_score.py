@@ -14,7 +14,8 @@ those properties and those methods, so it scores a struct case as it scores the 
 
 Everything else takes the general path, with the `Case` built from the struct instead of
 decoding the line again: a case whose own metric specs (`metrics_for`) name a metric not
-audited or do not validate, a case without a trace, a case whose result cannot be rendered (text
+audited (a spec that does not validate scores as `InvalidSpec`, which reads nothing of the case,
+on either path), a case without a trace, a case whose result cannot be rendered (text
 JSON cannot carry), and a case where any metric raised — so a metric that reads something a struct
 does not have costs no score: the general path scores the whole case again, as today. A line
 `fast_decode` hands to pydantic (`_Fallback`, an error) never reaches the structs.
