@@ -20,7 +20,6 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -28,8 +27,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
-from tracejudge.entrypoints import calibrate, export_cmd
-from tracejudge.entrypoints.commands import failures
 from tracejudge.entrypoints.commands.exits import (
     EXIT_ASSERTION,
     EXIT_BAD_INPUT,
@@ -38,16 +35,26 @@ from tracejudge.entrypoints.commands.exits import (
     EXIT_INTERRUPTED,
     EXIT_OK,
 )
-from tracejudge.entrypoints.commands.parser import build_parser as _parser
 
 if TYPE_CHECKING:
+    import argparse
+
     from rich.console import Console
 
 # Each command is a module of `tracejudge.entrypoints.commands`, imported by `_dispatch` when it is the one asked for, and it
 # imports what it needs in its own function (rich, anyio, the config models, the engine, the stages): `tracejudge --help`
-# and every subprocess a test suite starts pay only for the command they run.
+# and every subprocess a test suite starts pay only for the command they run. The parser and the failure handling are
+# imported when used too: importing this module alone (a spawned worker re-importing a user's script that imports it)
+# loads only the exit statuses.
 
 __all__ = ["EXIT_ASSERTION", "EXIT_BROKEN_PIPE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "console_main", "main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser (`tracejudge.entrypoints.commands.parser.build_parser`)."""
+    from tracejudge.entrypoints.commands.parser import build_parser
+
+    return build_parser()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,11 +88,18 @@ def main(argv: list[str] | None = None) -> int:
         err.print("interrupted", highlight=False)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
-        return failures.broken_pipe(exc) or failures.storage_full(args, exc, err) or failures.unusable_path(exc, err) or failures.crash(args, exc, err)
+        return _failed(args, exc, err)
     except BaseExceptionGroup as group:
-        return failures.broken_pipe(group) or failures.storage_full(args, group, err) or failures.unusable_path(group, err) or failures.crash(args, group, err)
+        return _failed(args, group, err)
     finally:
         log.reset()  # called in-process (tests, a wrapper script): the caller's logging is as it was
+
+
+def _failed(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
+    """The exit status of an exception that escaped a command: a closed stdout, a full disk, an unusable path, else a crash."""
+    from tracejudge.entrypoints.commands import failures
+
+    return failures.broken_pipe(exc) or failures.storage_full(args, exc, err) or failures.unusable_path(exc, err) or failures.crash(args, exc, err)
 
 
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
@@ -111,8 +125,12 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
 
         return bench.command(args, err)
     if args.command == "calibrate":
+        from tracejudge.entrypoints import calibrate
+
         return calibrate.command(args, err)
     if args.command == "export":
+        from tracejudge.entrypoints import export_cmd
+
         return export_cmd.command(args, err)
     if args.command in ("report", "compare"):
         from tracejudge.entrypoints.commands import compare, report
