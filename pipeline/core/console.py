@@ -29,7 +29,7 @@ PLAIN_WIDTH = 100
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         # rich exits with status 1 when stdout's reader goes away (`| head -1`); the CLI ends such a command
-        # quietly with 141 (`entrypoints.cli._broken_pipe`), whichever way it writes.
+        # quietly with 141 (`entrypoints.commands.failures.broken_pipe`), whichever way it writes.
         raise BrokenPipeError
 
 

@@ -103,103 +103,32 @@ first and last request times); `POST /_sim/script` replaces the script.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
-import random
-import re
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict
+from typing import Any
 
 from aiohttp import web
-from tracejudge.llm.prefix_cache import PrefixCache, prompt_text
+from tracejudge.llm.prefix_cache import prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.batches import add_batch_routes
-from tracejudge.simulator.flaws import Flaws, is_pairwise, preference
-from tracejudge.simulator.limits import Limits, char_tokens
+from tracejudge.simulator.limits import char_tokens
+from tracejudge.simulator.state import Sim, SimConfig, SimStats
+from tracejudge.simulator.verdicts import ANSWERS_SCHEMA_NAME, MULTI_SCHEMA_NAME, answer, schema_name
 
+# This module is the HTTP server; the settings and state live in `simulator.state`, the verdicts in `simulator.verdicts`
+# (their names that were defined here, such as `answer` and `schema_name`, are still importable from here).
 __all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
 FAULTS = {"ok", "400", "bad_request", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
-# The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
-MULTI_SCHEMA_NAME = "verdicts"
-# The shared schema of yes/no requests (`tracejudge.stages.judge.base.ANSWERS_SCHEMA`): answers listed by question id.
-ANSWERS_SCHEMA_NAME = "answers"
-_QUESTION_ID = re.compile(r"(?m)^([A-Z]+\d+): ")
-_DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
-_DATA_END = re.compile(r"==== DATA \w+ END ====")
-_ID = re.compile(r"^[A-Z]+\d+$")
 # llama-cpp-python's server (FastAPI): the validation error of a `json_schema` response format, which it answers with HTTP 500.
 LLAMA_CPP_PYTHON_JSON_SCHEMA = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
                                 "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
                                 "'ctx': {'expected': \"'text' or 'json_object'\"}}")
-
-
-@dataclass
-class SimConfig:
-    """Simulator settings. Times in seconds unless named `_ms`; `rpm`/`tpm` `None` = unlimited."""
-
-    latency_ms: float = 0.0
-    rpm: int | None = None
-    tpm: int | None = None
-    error_rate: float = 0.0
-    seed: int = 0
-    hang_s: float = 30.0
-    fault_retry_after_s: float = 1.0
-    quota_retry_after_s: float = 86_400.0
-    yes_share: float = 0.75
-    script: list[str] = field(default_factory=list)
-    batch_completion_s: float = 1.0
-    batch_expire_rate: float = 0.0
-    batch_shuffle: bool = True
-    batch_script: list[dict[str, Any]] = field(default_factory=list)
-    window: Literal["bucket", "strict"] = "bucket"
-    rate_headers: bool = True
-    max_concurrency: int | None = None
-    window_s: float = 60.0
-    book: Literal["arrival", "reply"] = "arrival"
-    limit_count: Literal["usage", "chars"] = "usage"
-    refuse_marker: str | None = None
-    prefix_cache: bool = True
-    # Known flaws (`tracejudge.simulator.flaws`): systematic error against the truth, per-model noise, position bias.
-    agreement: float = 1.0
-    noise: float | dict[str, float] = 0.0
-    position_bias: float = 0.0
-    json_object_only: bool = False
-    tokenizer_factor: float = 1.0
-    context_tokens: int | None = None
-
-
-@dataclass
-class SimStats:
-    """What the simulator saw. Tokens are prompt + completion of answered requests."""
-
-    requests: int = 0
-    answered: int = 0
-    rate_limited: int = 0
-    server_errors: int = 0
-    timeouts: int = 0
-    truncated: int = 0
-    refused: int = 0
-    cached_input_tokens: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    by_path: dict[str, int] = field(default_factory=dict)
-    files_uploaded: int = 0
-    batches_created: int = 0
-    batch_requests: int = 0
-    batch_polls: int = 0
-    batch_downloads: int = 0
-    first_request: float | None = None
-    last_request: float | None = None
-    # Requests that arrived in each whole second since the first (a bounded timeline for benchmarks).
-    arrivals_per_s: dict[int, int] = field(default_factory=dict)
-    # The most tokens the token limit counted at once (never above `tpm` when the limit holds).
-    peak_window_tokens: float = 0.0
 
 
 def free_port() -> int:
@@ -208,241 +137,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-class _Sim:
-    def __init__(self, config: SimConfig) -> None:
-        self.config = config
-        self.stats = SimStats()
-        self.rng = random.Random(config.seed)
-        self.script = list(config.script)
-        self.limits = Limits(config.rpm, config.tpm, config.window, config.window_s, config.book)
-        self.serial = 0
-        self.in_flight = 0
-        self.prefix_cache = PrefixCache(config.prefix_cache)
-        self.flaws = Flaws(config.seed, config.agreement, config.noise, config.position_bias)
-
-    # ----------------------------------------------------------------- faults
-
-    def next_fault(self) -> str:
-        if self.script:
-            return self.script.pop(0)
-        if self.config.error_rate and self.rng.random() < self.config.error_rate:
-            return self.rng.choice(["500", "timeout", "truncated"])
-        return "ok"
-
-    # ----------------------------------------------------------------- limits
-
-    def headers(self, anthropic: bool) -> dict[str, str]:
-        return self.limits.headers(anthropic) if self.config.rate_headers else {}
-
-    # ----------------------------------------------------------------- verdicts
-
-    def instance(self, schema: dict[str, Any], digest: bytes, path: str = "") -> Any:
-        """A deterministic instance of a JSON schema (the subset judges use)."""
-
-        def h(tag: str) -> int:
-            return int.from_bytes(hashlib.sha256(digest + (path + "/" + tag).encode()).digest()[:8], "big")
-
-        if "enum" in schema:
-            values = schema["enum"]
-            if set(values) >= {"yes", "no"}:
-                return "yes" if h("e") % 1000 < self.config.yes_share * 1000 else "no"
-            return values[h("e") % len(values)]
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            kind = next((k for k in kind if k != "null"), "null")
-        if kind == "object":
-            props = schema.get("properties", {})
-            return {k: self.instance(v, digest, f"{path}/{k}") for k, v in props.items()}
-        if kind == "array":
-            n = schema.get("minItems", 1)
-            return [self.instance(schema.get("items", {}), digest, f"{path}/{i}") for i in range(n)]
-        if kind == "boolean":
-            return h("b") % 1000 < self.config.yes_share * 1000
-        if kind == "integer":
-            lo, hi = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
-            return lo + h("i") % (hi - lo + 1)
-        if kind == "number":
-            flo, fhi = float(schema.get("minimum", 0)), float(schema.get("maximum", 1))
-            return round(flo + (h("n") % 1001) / 1000 * (fhi - flo), 3)
-        if kind == "null":
-            return None
-        return f"simulated reason {h('s') % 997}"
-
-
-def _digest(body: dict[str, Any], seed: int) -> bytes:
-    canon = json.dumps({k: body.get(k) for k in ("model", "messages", "system", "response_format", "tools")}, sort_keys=True)
-    return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
-
-
-def _verdict(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str) -> Any:
-    """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
-
-    Each item's verdict depends only on the seed and the item's id, so an
-    item gets the same verdict in any request, in any position. Faults
-    `drop_item` and `malformed_item` spoil the first item of the request.
-    """
-    if name == ANSWERS_SCHEMA_NAME:
-        return _answers(sim, body, schema, fault)
-    if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
-        return sim.instance(schema, _digest(body, sim.config.seed))
-    out: dict[str, Any] = {}
-    defs = schema.get("$defs") or {}
-    for item_id, sub in schema["properties"].items():
-        ref = sub.get("$ref", "") if isinstance(sub, dict) else ""
-        if ref.startswith("#/$defs/"):
-            sub = defs.get(ref[len("#/$defs/"):], {})
-        out[item_id] = sim.instance(sub, hashlib.sha256(f"{sim.config.seed}:item:{item_id}".encode()).digest())
-    first = next(iter(schema.get("required") or list(out)), None)
-    if first is not None and first in out:
-        if fault == "drop_item":
-            del out[first]
-        elif fault == "malformed_item":
-            out[first] = "GRADE: yes"
-    return out
-
-
-def _asked(body: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(the user messages' texts, the question ids they list after the data)."""
-    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
-    # Questions are listed after the data: a line of the data that looks like one is not asked.
-    asked = [_DATA_END.split(t)[-1] for t in texts]
-    return texts, list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
-
-
-def schema_name(schema: dict[str, Any]) -> str | None:
-    """The name a schema sent without one (`json_object`) would have: `verdicts` (items), `answers` (question ids), or None."""
-    props = schema.get("properties")
-    if not isinstance(props, dict) or not props:
-        return None
-    if "answers" in props or all(_ID.match(k) for k in props):
-        return ANSWERS_SCHEMA_NAME
-    if "$defs" in schema:
-        return MULTI_SCHEMA_NAME
-    return None
-
-
-_ITEM = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}}}
-
-
-def _answers(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
-    """One answer per question id, each a function of the seed, the data tag and the id (see the module doc).
-
-    The ids are the schema's own properties (a per-request schema keyed by question id), or, for the shared
-    list schema (`{"answers": [{id, answer, reason}]}`), the ids the prompt lists.
-    """
-    texts, listed = _asked(body)
-    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
-    props = schema.get("properties") or {}
-    as_list = isinstance(props.get("answers"), dict) and props["answers"].get("type") == "array"
-    ids = listed if as_list else list(props)
-    out: dict[str, Any] = {}
-    for qid in ids:
-        item = (props["answers"].get("items") or {}) if as_list else props.get(qid) or _ITEM
-        ref = item.get("$ref", "") if isinstance(item, dict) else ""
-        if ref.startswith("#/$defs/"):
-            item = (schema.get("$defs") or {}).get(ref[len("#/$defs/"):], _ITEM)
-        got = sim.instance(item, hashlib.sha256(f"{sim.config.seed}:{tag}:{qid}".encode()).digest())
-        if isinstance(got, dict) and "id" in got:
-            got["id"] = qid
-        out[qid] = got
-    first = next(iter(out), None)
-    if first is not None and fault == "drop_item":
-        del out[first]
-    elif first is not None and fault == "malformed_item":
-        out[first] = {**out[first], "answer": "GRADE: yes"}
-    return {"answers": list(out.values())} if as_list else out
-
-
-def _with_flaws(sim: _Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any) -> Any:
-    """`verdict` through the simulator's known flaws; a pairwise request's verdict made here (`tracejudge.simulator.flaws`)."""
-    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
-    pairwise = is_pairwise(texts)
-    if not (pairwise or sim.flaws.active):
-        return verdict
-    occurrence = sim.flaws.occurrence(_digest(body, sim.config.seed))
-    if pairwise:
-        return preference(sim.flaws, texts, occurrence)
-    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), "")
-    model = str(body.get("model"))
-    score = (schema.get("properties") or {}).get("score") or {}
-    if score.get("type") == "integer":
-        return sim.flaws.apply_graded(verdict, model, tag, occurrence, (int(score.get("minimum", 0)), int(score.get("maximum", 10))))
-    return sim.flaws.apply(verdict, model, tag, occurrence)
-
-
-def answer(sim: _Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
-    """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
-
-    `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
-    `malformed_item` (the others are handled before an answer is made).
-    Counts the answer in the stats. Used by the synchronous endpoints and by
-    the batch endpoints alike.
-    """
-    st = sim.stats
-    model = str(body["model"])
-    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
-    schema, tool_name, name = None, None, None
-    rf = body.get("response_format") or {}
-    if rf.get("type") == "json_schema":
-        schema = rf.get("json_schema", {}).get("schema")
-        name = rf.get("json_schema", {}).get("name")
-    elif rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
-        schema = rf["schema"]
-        name = schema_name(schema)
-    elif not rf and not anthropic:
-        _, listed = _asked(body)
-        if listed:  # no schema: a model reading the prompt answers the question ids it lists
-            schema, name = {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
-    if anthropic and body.get("tools"):
-        tool = body["tools"][0]
-        schema, tool_name = tool.get("input_schema"), tool.get("name")
-        name = tool_name
-    verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
-    if schema and name != MULTI_SCHEMA_NAME:
-        verdict = _with_flaws(sim, body, schema, verdict)
-    text = json.dumps(verdict) if schema else "yes"
-    finish = "stop"
-    if fault == "prose":
-        text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
-    elif fault == "near_miss":
-        if isinstance(verdict, dict) and isinstance(verdict.get("answers"), list):
-            text = "\n".join(f"GRADE {a.get('id')}: {a.get('answer')}" for a in verdict["answers"] if isinstance(a, dict))
-        else:
-            text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
-    elif fault == "truncated":
-        st.truncated += 1
-        text = text[: max(1, len(text) // 2)]
-        finish = "length"
-    counter = counter_for(model)
-    completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
-    # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
-    cached, written = sim.prefix_cache.anthropic(model, body) if anthropic else (min(prompt_tokens, sim.prefix_cache.openai(model, body)), 0)
-    cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
-    st.cached_input_tokens += cached
-    st.answered += 1
-    st.input_tokens += prompt_tokens
-    st.output_tokens += completion
-    sim.serial += 1
-    rid = hashlib.sha256(f"{sim.config.seed}:{sim.serial}".encode()).hexdigest()[:24]
-    if anthropic:
-        as_tool = tool_name is not None and fault in ("ok", "truncated", "drop_item", "malformed_item") and finish == "stop"
-        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": tool_name, "input": verdict}] if as_tool else [{"type": "text", "text": text}]
-        payload: dict[str, Any] = {
-            "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
-            "usage": {"input_tokens": prompt_tokens - cached - written, "output_tokens": completion,
-                      "cache_read_input_tokens": cached, "cache_creation_input_tokens": written},
-        }
-    else:
-        payload = {
-            "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion,
-                      "prompt_tokens_details": {"cached_tokens": cached}},
-        }
-    return payload, completion
 
 
 def _reply_text(payload: dict[str, Any]) -> str:
@@ -462,7 +156,7 @@ def _error(status: int, kind: str, message: str, headers: dict[str, str], anthro
 
 def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application of a simulator with `config` (state lives in the app)."""
-    sim = _Sim(config)
+    sim = Sim(config)
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[SIM_KEY] = sim
 
@@ -623,7 +317,7 @@ class SimulatorThread:
     def _main(self, port: int) -> None:
         asyncio.set_event_loop(self._loop)
         self._runner, self.url = self._loop.run_until_complete(start_simulator(self.config, port))
-        self.sim: _Sim = self._runner.app[SIM_KEY]
+        self.sim: Sim = self._runner.app[SIM_KEY]
         self._ready.set()
         self._loop.run_forever()
         self._loop.run_until_complete(self._runner.cleanup())

@@ -1,0 +1,44 @@
+"""`tracejudge compare`: two runs compared result by result (paired by case and trial)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.entrypoints.commands.exits import EXIT_OK
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["command"]
+
+
+def command(args: argparse.Namespace, err: Console) -> int:
+    """`tracejudge compare`: two runs (or two sets of shards) compared result by result, or judged pairwise with `--judge`.
+
+    Raises `TracejudgeError` for runs that cannot be paired.
+    """
+    import json
+
+    from tracejudge.core.console import stdout_console
+    from tracejudge.stages.comparison.runs import compare_runs
+    from tracejudge.stages.comparison.view import print_comparison
+
+    if args.judge is not None:
+        from tracejudge.entrypoints.calibrate import pairwise_command
+
+        return pairwise_command(args, stdout_console())
+    if args.vs is not None:
+        run_a, run_b = args.runs, args.vs
+    elif len(args.runs) == 2:
+        run_a, run_b = args.runs
+    else:
+        raise TracejudgeError("compare takes two runs (RUN_A RUN_B), or the baseline's shards then --vs and the current run's shards")
+    cmp = compare_runs(run_a, run_b, metrics=args.metrics, top=args.top, seed=args.seed)
+    if args.json:
+        sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
+    else:
+        print_comparison(cmp, stdout_console())
+    return EXIT_OK

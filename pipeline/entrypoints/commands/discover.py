@@ -1,0 +1,52 @@
+"""`tracejudge init`, `list` and `explain`: what there is, and a starter config to begin with."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_OK
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["command"]
+
+
+def command(args: argparse.Namespace, err: Console) -> int:
+    """`init`, `list` and `explain` (see `tracejudge.entrypoints.starter`)."""
+    from tracejudge.entrypoints import starter
+
+    if args.command == "list":
+        if args.what == "formats":
+            rows = {name: (summary, False) for name, summary in starter.format_summaries().items()}
+        else:
+            rows = starter.metric_summaries()
+        width = max(map(len, rows)) + 2
+        for name, (summary, judge) in rows.items():
+            print(f"{name:<{width}}{'[judge] ' if judge else ''}{summary}")
+        if args.what == "metrics":
+            print("\n[judge]: an LLM judge (needs a judge: section). `tracejudge explain METRIC` for options and sources.")
+        return EXIT_OK
+    if args.command == "explain":
+        try:
+            print(starter.describe_metric(args.metric))
+        except KeyError as exc:
+            err.print(f"error: {exc.args[0]}", highlight=False, markup=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
+        return EXIT_OK
+    out: Path = args.output
+    if out.exists() and not args.force:
+        err.print(f"error: {out} exists; give another -o, or --force to overwrite it", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    for flag, path in (("--dataset", args.dataset), ("--tasks", args.tasks)):
+        if path is not None and not path.exists():
+            err.print(f"error: {flag} {path}: no such file or folder", highlight=False, markup=False, soft_wrap=True)
+            return EXIT_BAD_INPUT
+    text = starter.starter_config(args.format, out, args.dataset, args.tasks)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    todo = "" if args.dataset is not None else " (point dataset.path at your data first)"
+    err.print(f"wrote {out}{todo}; run it with: tracejudge run {out}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_OK

@@ -1,0 +1,68 @@
+"""`tracejudge estimate`: what a run's judge would cost, before any call."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_OK
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["command"]
+
+
+def command(args: argparse.Namespace, config, err: Console) -> int:
+    """`tracejudge estimate`: the judge requests, tokens and dollars a run of the config would spend, per metric, before any call.
+
+    Exit 2 when the config has no LLM-judge metric.
+    """
+    from rich import box
+    from rich.table import Table
+    from tracejudge.core.console import cell, fitted, stdout_console
+    from tracejudge.stages.judge.estimate import estimate, judge_metrics
+
+    if not judge_metrics(config):
+        err.print(f"error: {args.config}: no LLM-judge metric in `metrics:` (`tracejudge list metrics` marks them), "
+                  "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    got = estimate(config)
+    rows = [*got["metrics"].items(), ("total", got["total"])]
+
+    def build(level: int, name: Callable[[str], str]) -> Table:
+        table = Table(title=f"judge estimate ({got['model']}; before any call)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                      collapse_padding=True)
+        table.add_column("metric", no_wrap=True)  # names wrap between words (`fitted`), never mid-word: a cut one looked like its neighbour
+        for col in ("cases", "requests", "cache\nhits", "input\ntokens", "cached\n(provider)", "output\ntokens\n(est.)", "dollars"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for key, e in rows:
+            dollars = f"${e.cost_usd:,.4f}" if got["priced"] else "no price"
+            table.add_row(cell(name(key)), f"{e.cases:,}", f"{e.requests:,}", f"{e.cache_hits:,}", f"{e.input_tokens:,}", f"{e.cached_input_tokens:,}",
+                          f"{e.output_tokens:,}", dollars)
+        return table
+
+    console = stdout_console()
+    table = fitted(console, build, 1)
+    console.print(table)
+    console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
+                  f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
+    lo, hi = got["range"]["low"], got["range"]["high"]
+    why = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({got['reask_rate']:.2f} extra requests per request)"
+           if got["reask_rate"] is not None else f"no earlier run in {got['run_dir']}: low assumes no repair or re-ask, high that every reply needs them")
+    money = f", ${lo['cost_usd']:,.4f}–${hi['cost_usd']:,.4f}" if got["priced"] else ""
+    console.print(f"range: {lo['requests']:,}–{hi['requests']:,} requests, {lo['input_tokens']:,}–{hi['input_tokens']:,} input and "
+                  f"{lo['output_tokens']:,}–{hi['output_tokens']:,} output tokens{money} ({why})", highlight=False)
+    b, t = got["budget"], got["total"]
+    if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
+        tokens = t.input_tokens + t.output_tokens
+        console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
+                      f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+    if t.truncated or t.too_long:
+        console.print(f"too long for the judge's context (judge.too_long: {config.judge.too_long if config.judge else 'truncate'}): {t.truncated:,} requests "
+                      f"priced as fitted (steps left out or fields cut, as the run sends them), {t.too_long:,} left out (the run sends nothing for them)",
+                      highlight=False)
+    if got["invalid_cases"]:
+        console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
+    return EXIT_OK

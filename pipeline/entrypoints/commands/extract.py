@@ -1,0 +1,74 @@
+"""`tracejudge extract`: any input format written out as native cases, traces included."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from tracejudge.entrypoints.commands.exits import EXIT_ASSERTION, EXIT_OK
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["command"]
+
+
+def command(args: argparse.Namespace, config, err: Console) -> int:
+    """`tracejudge extract`: write the dataset as native cases; invalid records are listed on stderr (exit 1 if any, else 0)."""
+    from tracejudge.core import registry
+    from tracejudge.core.records import Case, ErrorInfo
+    from tracejudge.stages.extract import extract_record
+
+    from tracejudge.engine.admit import duplicate_error, safe_text
+    from tracejudge.engine.keyset import FirstSeen
+
+    fmt = registry.format_for(config.dataset.format)
+    ctx = fmt.prepare(config.dataset)
+    out = sys.stdout if str(args.output) == "-" else open(args.output, "w", encoding="utf-8")
+    written = bad = 0
+    spans_seen: dict[str, dict[str, dict[str, int]]] = {}  # file -> convention -> used/ignored span counts
+    seen = FirstSeen()  # as a run does: an id's first record (valid or not) owns it; a repeat is reported once, never written
+    try:
+        for raw in fmt.read(config.dataset):
+            got = extract_record(raw, fmt, ctx)
+            cid = safe_text(got.id if isinstance(got, Case) else got[0])
+            first = seen.claim(cid, raw.file, raw.line)
+            if first != f"{raw.file}:{raw.line}":
+                got = (cid, duplicate_error(cid, first, raw.file, raw.line, None if isinstance(got, Case) else got[1].message))
+            if isinstance(got, Case):
+                _tally_conventions(spans_seen, raw.file, got)
+                try:
+                    out.write(got.model_dump_json(exclude_defaults=True) + "\n")
+                    written += 1
+                    continue
+                except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                    got = (got.id.encode("utf-8", "backslashreplace").decode(), ErrorInfo(
+                        kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
+                        file=raw.file, line=raw.line))
+            cid, info = got
+            bad += 1
+            where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
+            err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    for file, counts in spans_seen.items():
+        parts = [f"{name} {c['used']} used" + (f", {c['ignored']} ignored" if c["ignored"] else "") for name, c in counts.items() if name != "unrecognised"]
+        if "unrecognised" in counts:
+            parts.append(f"{counts['unrecognised']['ignored']} spans of no known convention ignored")
+        err.print(f"{file}: spans by convention: " + ("; ".join(parts) or "none"), highlight=False, markup=False, soft_wrap=True)
+    err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
+    return EXIT_ASSERTION if bad else EXIT_OK  # the valid cases are written; a script still learns that some records were not
+
+
+def _tally_conventions(into: dict[str, dict[str, dict[str, int]]], file: str, case) -> None:
+    """Add a span-export case's per-convention span counts (`metadata.otel.conventions`) to its file's tally."""
+    counts = (case.metadata.get("otel") or {}).get("conventions") if isinstance(case.metadata.get("otel"), dict) else None
+    if not isinstance(counts, dict):
+        return
+    per_file = into.setdefault(file, {})
+    for name, c in counts.items():
+        entry = per_file.setdefault(name, {"used": 0, "ignored": 0})
+        entry["used"] += int(c.get("used", 0))
+        entry["ignored"] += int(c.get("ignored", 0))

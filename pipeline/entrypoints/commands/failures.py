@@ -1,0 +1,112 @@
+"""What the command line does with an exception that escaped a command: each function returns an exit status.
+
+Tried in order by `cli.main`: a closed stdout (141), a full disk (3, with the
+command that resumes), a path that cannot be used as given (2), anything else
+(3, the traceback in a crash log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import shlex
+import sys
+import tempfile
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tracejudge.core.errors import leaves
+from tracejudge.core.version import __version__
+from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["broken_pipe", "crash", "storage_full", "unusable_path"]
+
+
+def broken_pipe(exc: BaseException) -> int:
+    """141 if stdout's reader went away (`| head -1`), else 0.
+
+    Not a failure: the reader has what it wanted. Following the Python docs
+    (signal module, "Note on SIGPIPE"), stdout is pointed at /dev/null so the
+    flush at interpreter exit cannot raise again and print a traceback.
+    """
+    if not any(isinstance(leaf, BrokenPipeError) for leaf in leaves(exc)):
+        return 0
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor (in-process callers)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+# A file or folder the user named that cannot be used as given (a folder where a file is
+# expected, a missing parent, no permission) is bad input, not a broken tool.
+_PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def unusable_path(exc: BaseException, err: Console) -> int | None:
+    """Exit 2 with one line per path if every error in `exc` is a file or folder the user named that cannot be used; else None."""
+    found = leaves(exc)
+    if not found or not all(isinstance(leaf, _PATH_ERRORS) for leaf in found):
+        return None
+    for leaf in found:
+        assert isinstance(leaf, OSError)
+        where = leaf.filename if leaf.filename is not None else ""
+        err.print(f"error: {where}: {leaf.strerror or type(leaf).__name__}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_BAD_INPUT
+
+
+_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file size limit reached"}
+
+
+def storage_full(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
+    """One line for a write that failed for want of space (exit 3: the run did not finish, not a verdict); 0 if not that."""
+    leaf = next((e for e in leaves(exc) if isinstance(e, OSError) and e.errno in _FULL), None)
+    if leaf is None:
+        return 0
+    run_dir = Path(getattr(args, "crash_dir", None) or ".")
+    results = run_dir / "results.jsonl"
+    try:
+        with open(results, "rb") as fh:
+            count = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        kept = f"the {count} results in {results} are intact"
+    except OSError:
+        kept = "nothing already written is lost"
+    what = leaf.filename or run_dir
+    resume = getattr(args, "resume_command", None) or "the same command"
+    err.print(f"disk full: cannot write {what} ({_FULL[leaf.errno]}); {kept}, and only unwritten results will be redone. "
+              f"Free space, then resume with: {resume}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_INTERNAL
+
+
+def _crash_log_path(args: argparse.Namespace) -> Path:
+    run_dir = getattr(args, "crash_dir", None)
+    if run_dir is not None and Path(run_dir).is_dir():
+        return Path(run_dir) / "crash.log"
+    fd, name = tempfile.mkstemp(prefix="tracejudge-crash-", suffix=".log")
+    os.close(fd)
+    return Path(name)
+
+
+def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
+    """Exit 3: the traceback goes to `RUN_DIR/crash.log` (or a temporary file), one line on stderr names the error and that file."""
+    leaf = leaves(exc)[0]
+    text = "".join(traceback.format_exception(exc))
+    header = f"{datetime.now(UTC).isoformat(timespec='seconds')} tracejudge {__version__}: {' '.join(map(shlex.quote, ['tracejudge', *args.argv]))}\n"
+    try:
+        path = _crash_log_path(args)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(header + text + "\n")
+        where = f"traceback in {path}"
+    except OSError as write_error:
+        where = f"traceback could not be written ({write_error.strerror}); run with --log-level debug"
+    message = str(leaf).splitlines()[0] if str(leaf) else ""
+    err.print(f"internal error: {type(leaf).__name__}: {message[:300]} ({where})", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_INTERNAL

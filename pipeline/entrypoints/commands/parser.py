@@ -1,0 +1,182 @@
+"""The `tracejudge` command line's grammar: subcommands, options, help texts and examples.
+
+Building the parser imports no config model, engine or third-party library:
+`tracejudge --help` stays instant (checked by tests/test_startup_imports.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tracejudge.core.version import __version__
+from tracejudge.entrypoints import bench_args, calibrate, export_cmd
+
+__all__ = ["build_parser"]
+
+_EPILOG = """exit status:
+  0    PASS: the run finished and every assertion held
+  1    FAIL: an assertion (the CI gate) failed
+  2    bad config or input; nothing was run
+  3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
+       or a full disk (one line: what is full, what is kept, how to resume)
+  130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
+  141  stdout was closed early (e.g. piped into head); nothing is reported
+"""
+
+
+_CONFIG_HELP = "the run config (YAML); relative paths in it resolve from its folder"
+_SET_HELP = ("override a config key, e.g. --set dataset.limit=20 (repeatable; the value is YAML). A relative path value "
+             "(run.dir, dataset.path, dataset.tasks, cache.dir, target.*) resolves from the config's folder, like the same value in the file")
+
+
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _examples(*lines: str) -> dict[str, Any]:
+    """The keyword arguments giving a subcommand's --help its examples."""
+    return {"epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines), "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `tracejudge` argument parser: every subcommand and option, with the help texts and examples `--help` prints."""
+    p = argparse.ArgumentParser(prog="tracejudge", description="Evaluate AI agents by what they did.", epilog=_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"tracejudge {__version__}")
+    p.add_argument("--log-level", default="warning", type=str.lower, choices=_LOG_LEVELS, help="structlog level (debug, info, warning, error)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a config's pipeline; resumes the run directory if it holds results",
+                         description="Run a config's pipeline; resumes the run directory if it holds results.",
+                         **_examples("tracejudge run configs/demo.yaml", "tracejudge run configs/demo.yaml --set dataset.limit=20 --run-dir runs/try",
+                                     "tracejudge run configs/demo.yaml --shard 2/4        # one CI job of four"))
+    run.add_argument("config", type=Path, help=_CONFIG_HELP)
+    run.add_argument("--run-dir", type=Path, help="run directory, relative to the current directory "
+                     "(default: the config's run.dir, else runs/<config file stem> beside the config)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept; "
+                     "the manifest's history and the summary record which segments used which config)")
+    run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
+    run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
+    run.add_argument("--shard", metavar="I/N", help="score only shard I of N (1-based; by a stable hash of the case id) into RUN_DIR-shard-I-of-N")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress log lines)")
+    run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
+    run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
+
+    rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl "
+                                        "(several shard directories: merged into one run)",
+                         **_examples("tracejudge report runs/demo", "tracejudge report runs/demo --baseline runs/last-night",
+                                     "tracejudge report runs/demo-shard-*             # merge shards into runs/demo"))
+    rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                     help="a run directory; several (or the unsharded name of shard directories) are merged into --out")
+    rep.add_argument("--out", type=Path, help="where the merged run goes (default: the shards' name without -shard-I-of-N)")
+    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
+
+    cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)",
+                         **_examples("tracejudge compare runs/last-night runs/demo", "tracejudge compare runs/prev runs/demo --metric writes_exact --json",
+                                     "tracejudge compare runs/base-shard-* --vs runs/demo-shard-*"))
+    cmp.add_argument("runs", type=Path, nargs="+", metavar="RUN",
+                     help="RUN_A RUN_B: baseline and current run directory (deltas are B - A); with --vs, every RUN is a shard of the baseline")
+    cmp.add_argument("--vs", type=Path, nargs="+", metavar="RUN_B", help="the current run's shard directories (the positional ones are the baseline's)")
+    cmp.add_argument("--metric", dest="metrics", action="append", help="compare only this metric (repeatable)")
+    cmp.add_argument("--top", type=int, default=10, help="cases listed per metric as most regressed / improved")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the randomization test")
+    cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cmp.add_argument("--judge", type=Path, metavar="CONFIG", help="ask CONFIG's judge which run served the user better, per shared case, "
+                     "in both orders (pairwise; README \"Is the judge right?\")")
+    cmp.add_argument("--min-win-rate", type=float, metavar="X", help="with --judge: FAIL (exit 1) when B's win rate is below X")
+
+    ext = sub.add_parser("extract", help="write any input format as native cases (traces included)",
+                         description="Write any input format as native cases. Invalid records are listed on stderr and left out; "
+                                     "the exit status is then 1 (0 when every record is valid).",
+                         **_examples("tracejudge extract configs/demo.yaml -o cases.jsonl", "tracejudge extract my.yaml -o - | head -1"))
+    ext.add_argument("config", type=Path, help=_CONFIG_HELP)
+    ext.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write ('-' for stdout)")
+    ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
+
+    est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call",
+                         **_examples("tracejudge estimate configs/demo.yaml", "tracejudge estimate configs/demo.yaml --set judge.model=gpt-4o"))
+    est.add_argument("config", type=Path, help=_CONFIG_HELP + " (with LLM-judge metrics)")
+    est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
+
+    bench_args.add_parser(sub)
+    calibrate.add_parser(sub)
+    sub.choices["bench"].epilog = _examples("tracejudge bench configs/demo.yaml --requests 200 --max-cost-usd 1",
+                                            "tracejudge bench --synthetic --provider openai --base-url http://gpu-box:8000/v1 --model my-judge")["epilog"]
+    sub.choices["bench"].formatter_class = argparse.RawDescriptionHelpFormatter
+
+    export_cmd.add_parser(sub)
+
+    init = sub.add_parser("init", help="write a commented starter config for an input format (run dir, metrics, assertions)",
+                          **_examples("tracejudge init                                   # native cases, to tracejudge.yaml",
+                                      "tracejudge init --format otel --dataset traces/ -o otel.yaml && tracejudge run otel.yaml",
+                                      "tracejudge init --format tau-bench --dataset gpt-4o-airline.json --tasks tasks_airline_test.json"))
+    init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
+                      "`tracejudge list formats` says what each reads)")
+    init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
+    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on")
+    init.add_argument("-o", "--output", type=Path, default=Path("tracejudge.yaml"), help="where to write the config (default: tracejudge.yaml)")
+    init.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
+
+    lst = sub.add_parser("list", help="list the metrics or the input formats, one line each",
+                         **_examples("tracejudge list metrics", "tracejudge list formats"))
+    lst.add_argument("what", choices=("metrics", "formats"), help="metrics (config `type:` values) or formats (`dataset.format:` values)")
+
+    exp = sub.add_parser("explain", help="print a metric's documentation: what it counts, its options, the source of its definition",
+                         **_examples("tracejudge explain ToolCalls", "tracejudge explain TaskCompletion"))
+    exp.add_argument("metric", help="a metric type, as in `tracejudge list metrics`")
+
+    sim = sub.add_parser("simulate", help="serve the judge simulator on 127.0.0.1 (OpenAI and Anthropic protocols; verdicts say nothing about quality)",
+                         **_examples("tracejudge simulate --port 8787", "tracejudge simulate --rpm 500 --tpm 400000 --latency-ms 400 --window strict"))
+    sim.add_argument("--port", type=int, default=8787, help="TCP port (0 picks a free one; the URL is printed)")
+    sim.add_argument("--latency-ms", type=float, default=0.0, help="delay before each answer, milliseconds")
+    sim.add_argument("--rpm", type=int, default=None, help="requests per minute before 429 (default: unlimited)")
+    sim.add_argument("--tpm", type=int, default=None, help="tokens per minute before 429 (default: unlimited)")
+    sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
+    sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
+    sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
+    sim.add_argument("--window", choices=("bucket", "strict"), default="bucket",
+                     help="how --rpm/--tpm are counted: a continuously refilling bucket, or a strict 60-second sliding window")
+    sim.add_argument("--window-s", type=float, default=60.0, metavar="S", help="length of the strict window, seconds (limits count per window)")
+    sim.add_argument("--book", choices=("arrival", "reply"), default="arrival", help="a strict window books a request when it arrives, or when it is answered")
+    sim.add_argument("--limit-count", choices=("usage", "chars"), default="usage",
+                     help="the limits count tokens as usage reports them, or as a gateway does: ceil(characters/4) + 3 per message")
+    sim.add_argument("--no-rate-headers", action="store_true", help="send no rate-limit headers (a vLLM-like server)")
+    sim.add_argument("--max-concurrency", type=int, default=None, metavar="C", help="slow down past C requests in flight (a GPU server)")
+    sim.add_argument("--agreement", type=float, default=1.0, metavar="P", help="each answer equals the simulator's truth with probability P")
+    sim.add_argument("--noise", type=float, default=0.0, metavar="Q", help="each answer flipped with probability Q, afresh per repeat of a request")
+    sim.add_argument("--position-bias", type=float, default=0.0, metavar="B", help="a pairwise request answers 'the first run' with probability B")
+    sim.add_argument("--json-object-only", action="store_true",
+                     help="answer a json_schema response_format with HTTP 500, as llama-cpp-python's server does (json_object only)")
+    sim.add_argument("--tokenizer-factor", type=float, default=1.0, metavar="F", help="count prompt tokens as tiktoken's × F (a local model's tokenizer)")
+    sim.add_argument("--context-tokens", type=int, default=None, metavar="N", help="refuse (400) a request whose prompt plus max_tokens exceed N")
+    view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
+                          **_examples("tracejudge view                                   # every run under runs/",
+                                      "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
+    view.add_argument("run_dirs", type=Path, nargs="*", metavar="RUN_DIR", help="run directories (default: every one under runs/)")
+    view.add_argument("--port", type=int, default=8765, help="TCP port (0 picks a free one)")
+    view.add_argument("--baseline", type=Path, metavar="RUN_DIR", help="run shown beside each case and diffed against")
+    # Also after the command (`tracejudge run x.yaml --log-level debug`, as users type it); SUPPRESS keeps
+    # a value given before the command when none follows it.
+    for command in sub.choices.values():
+        command.add_argument("--log-level", default=argparse.SUPPRESS, type=str.lower, choices=_LOG_LEVELS,
+                             help="structlog level (debug, info, warning, error)")
+    return p
+
+
+def _init_format(value: str) -> str:
+    """`init --format`: a format that holds no model output is refused with where to start instead (exit 2)."""
+    starter = _starter()
+    if value in starter.LIVE_ONLY_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"{value} carries no model output to score (only the questions and what is expected), so it needs a live "
+            f"target that answers them: start from {starter.LIVE_EXAMPLE} (a live target on format tau-bench-tasks) "
+            f"and set dataset.format: {value} and dataset.path (README, \"Live targets\")")
+    return value
+
+
+def _starter():
+    from tracejudge.entrypoints import starter
+
+    return starter

@@ -1,0 +1,188 @@
+"""`tracejudge run`: the run under signal handling and a progress display, then its summary and verdict."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tracejudge.core.errors import ConfigError, TracejudgeError
+from tracejudge.entrypoints.commands.exits import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["command", "rescore", "resume_command"]
+
+
+def rescore(args: argparse.Namespace, config, err: Console):
+    """The config and run directory of `run --rescore RUN_DIR`.
+
+    The output goes to `--run-dir`, else the config's `run.dir`, else (when
+    that is the recorded run itself) to `RUN_DIR-rescore`: a recorded run is
+    never written into.
+    """
+    from tracejudge.stages.target import rescore_config
+
+    recorded = args.rescore.resolve()
+    out = (args.run_dir or config.run.dir).resolve()
+    if out == recorded:
+        if args.run_dir is not None:
+            raise ConfigError(f"--run-dir {args.run_dir}: cannot re-score into the recorded run itself; give another directory")
+        out = recorded.with_name(recorded.name + "-rescore")
+    err.print(f"re-scoring the traces recorded in {recorded} into {out}", highlight=False)
+    return rescore_config(config, recorded), out
+
+
+def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
+    """The command line that resumes this run, from the parsed arguments.
+
+    `--force` and `--fresh` are dropped (the run directory now holds this
+    config), and `--run-dir` names the directory actually used when it is
+    not the config's default. Paths are as typed, so the command is meant for
+    the same working directory.
+    """
+    parts = ["tracejudge"]
+    if args.log_level != "warning":
+        parts += ["--log-level", args.log_level]
+    parts += ["run", str(args.config)]
+    if run_dir is not None:
+        parts += ["--run-dir", str(run_dir)]
+    for item in args.overrides:
+        parts += ["--set", item]
+    if getattr(args, "shard", None) is not None:
+        parts += ["--shard", args.shard]
+    if getattr(args, "rescore", None) is not None:
+        parts += ["--rescore", str(args.rescore)]
+    if getattr(args, "explain_cache", False):
+        parts.append("--explain-cache")
+    if args.no_progress:
+        parts.append("--no-progress")
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def command(args: argparse.Namespace, config, err: Console) -> int:
+    """`tracejudge run`: run (or resume) the config's pipeline, print the summary and the verdict; the exit status is the verdict's."""
+    import anyio
+    from rich.markup import escape
+    from tracejudge.core import registry
+    from tracejudge.core.console import stdout_console
+    from tracejudge.engine import runner, store
+    from tracejudge.engine.live import LiveStatus
+    from tracejudge.engine.progress import make_progress
+    from tracejudge.stages.aggregate.gate import print_verdict
+    from tracejudge.stages.reports.terminal import print_summary
+
+    if args.explain_cache:
+        config = config.model_copy(update={"cache": config.cache.model_copy(update={"explain": True})})
+    run_dir = args.run_dir
+    if args.fresh:
+        runner.preflight(config)  # a config error must not leave a new, empty run directory behind
+        run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
+        err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
+        args.crash_dir = run_dir
+    resume = args.resume_command = resume_command(args, run_dir)
+    outcome_box: dict[str, runner.RunOutcome] = {}
+    error_box: list[TracejudgeError] = []
+
+    async def main_task() -> None:
+        stop = anyio.Event()
+        live = LiveStatus()
+
+        async def watch_signals(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
+                count = 0
+                async for signum in signals:
+                    count += 1
+                    if count == 1:
+                        live.mark_stop()
+                        within = f"get {live.grace_s:g} s to finish" if live.grace_s is not None else "finish (each within target.timeout_s)"
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.working} in flight {within}, "
+                                  "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
+                        stop.set()
+                    else:
+                        scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            # Signals are received from here on, before anything slow starts (the run's set-up is synchronous up to
+            # its first await): a Ctrl-C during set-up stops the run as soon as it looks, a second one aborts it.
+            await tg.start(watch_signals, tg.cancel_scope)
+            progress = make_progress(err, enabled=not args.no_progress, every_s=args.progress_every)
+            if progress is not None:
+                progress.attach(live)
+
+            async def tick() -> None:
+                # Figures that change without a new result: a stalled bar says what it waits on, a stop drains.
+                assert progress is not None
+                while True:
+                    await anyio.sleep(0.5)
+                    progress.tick()
+
+            async def count_total() -> None:
+                # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
+                def count() -> int:
+                    fmt = registry.format_for(config.dataset.format)
+                    index = Path(run_dir or config.run.dir) / store.INDEX
+                    prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
+                    records = sum(1 for _ in fmt.read(config.dataset))
+                    if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
+                        records = -(-records // int(config.run.shard.split("/")[1]))
+                    return max(records * config.run.trials - prior, 0)
+
+                n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
+                if progress is not None:
+                    progress.set_total(n)
+
+            if progress is not None and not registry.format_for(config.dataset.format).remote:
+                tg.start_soon(count_total)  # a server's traces are not read twice for an ETA
+            if progress is not None:
+                tg.start_soon(tick)
+            try:
+                if stop.is_set():
+                    return  # stopped before the run began: nothing started, nothing to write
+                outcome_box["o"] = await runner.run(
+                    config, run_dir=run_dir, force=args.force, stop=stop,
+                    on_result=progress.update if progress else None, live=live,
+                )
+            except TracejudgeError as exc:
+                # Raised past the task group it would arrive wrapped in an ExceptionGroup.
+                error_box.append(exc)
+            finally:
+                if progress:
+                    progress.close(finished=not error_box)  # a config error is one line, not a progress report
+                tg.cancel_scope.cancel()
+
+    anyio.run(main_task)
+    if error_box:
+        raise error_box[0]
+    outcome = outcome_box.get("o")
+    out = stdout_console()
+    if outcome is None:
+        print("aborted; results already written are kept. Resume with:\n  " + resume, file=sys.stderr)
+        out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, markup=True, soft_wrap=True)
+        return EXIT_INTERRUPTED
+    print_summary(outcome.summary, out)
+    _print_configs(outcome.summary, out)
+    retried = f", {outcome.retried} retried after a transient failure" if outcome.retried else ""
+    out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
+              highlight=False, soft_wrap=True)
+    out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
+    if outcome.pending_retries:
+        print(f"{outcome.pending_retries} results ended in a transient failure (judge, target or provider); "
+              f"the same command retries them (at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
+    if outcome.interrupted:
+        print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
+    print_verdict(outcome.verdict, out, resume=resume)
+    return outcome.verdict.exit_code
+
+
+def _print_configs(summary: dict, out: Console) -> None:
+    # A run resumed with --force mixes configs: say which segments used which, so no figure is read as one config's.
+    for entry in summary.get("configs") or []:
+        segs = ", ".join(map(str, entry["segments"]))
+        how = "forced: " + "; ".join(entry["forced_changes"]) if entry.get("forced_changes") else "the config the run started with"
+        out.print(f"segments {segs} used config {entry['config_hash'][:12]} ({how})", highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,137 @@
+"""Sending: one request at a time, admitted by the limiter and the cost cap, recorded as an `Attempt`."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from tracejudge.entrypoints.judge_bench.requests import BenchRequest
+from tracejudge.llm.budget import InProcessBudget
+from tracejudge.llm.prices import Price
+from tracejudge.llm.providers import ProviderError, RateInfo, build_payload, rate_info, read_reply, send
+from tracejudge.llm.ratelimit import AdaptiveLimiter
+from tracejudge.llm.redact import redact
+
+__all__ = ["PROMPT_MARGIN", "Attempt", "Bench"]
+
+# The provider counts a prompt its own way (its tokenizer, its framing): the worst case held
+# against the cost cap allows it 10 % more than tiktoken says.
+PROMPT_MARGIN = 1.1
+
+
+@dataclass
+class Attempt:
+    """One request sent: when (seconds since the bench started), how it ended, usage, the provider's rate headers."""
+
+    phase: str
+    level: int
+    metric: str
+    start_s: float
+    latency_s: float
+    outcome: str
+    estimate: int
+    questions: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    rate: RateInfo | None = None
+    message: str = ""
+
+
+@dataclass
+class _State:
+    attempts: list[Attempt] = field(default_factory=list)
+    sent: int = 0
+    stop: str | None = None
+
+
+class Bench:
+    """Sends the bench's requests in turn through one limiter and one budget, recording an `Attempt` for each (times on the bench clock, `t0`)."""
+
+    def __init__(self, *, session: Any, url: str, protocol: str, headers: dict[str, str], requests: list[BenchRequest],
+                 limiter: AdaptiveLimiter, budget: InProcessBudget, price: Price | None, max_requests: int, timeout_s: float,
+                 structured: str = "json_schema", max_bytes: int = 8 << 20, secrets: tuple[str | None, ...] = ()) -> None:
+        self.session, self.url, self.protocol, self.headers = session, url, protocol, headers
+        self.structured, self.max_bytes, self.secrets = structured, max_bytes, secrets
+        self.requests = requests
+        self.limiter, self.budget, self.price = limiter, budget, price
+        self.max_requests, self.timeout_s = max_requests, timeout_s
+        self.state = _State()
+        self.t0 = time.monotonic()
+        self._next = 0
+
+    def _cost(self, tin: int, tout: int, cached: int = 0) -> float:
+        return self.price.cost(tin, tout, cached) if self.price else 0.0
+
+    async def one(self, phase: str, level: int, until_s: float | None = None) -> bool:
+        """Send the next request; False once a cap stops the bench or `until_s` (bench clock) passed in the admission queue."""
+        st = self.state
+        if st.stop:
+            return False
+        if st.sent >= self.max_requests:
+            st.stop = "requests"
+            return False
+        br = self.requests[self._next % len(self.requests)]
+        self._next += 1
+        prompt = math.ceil(br.prompt_tokens * PROMPT_MARGIN)
+        worst = prompt + br.request.max_tokens
+        held = self.budget.reserve(worst, self._cost(prompt, br.request.max_tokens))
+        if held is None:
+            st.stop = "cost cap"
+            return False
+        st.sent += 1
+        permit = None
+        with anyio.move_on_after(math.inf if until_s is None else until_s - (time.monotonic() - self.t0)):
+            permit = await self.limiter.acquire(worst)
+        if permit is None:  # the phase ended while this request waited for admission: never sent
+            st.sent -= 1
+            self.budget.settle(held, 0, 0.0)
+            return False
+        start = time.monotonic()
+        att = Attempt(phase, level, br.metric, start - self.t0, 0.0, "ok", br.prompt_tokens, br.questions)
+        try:
+            http = await send(self.session, self.url, self.headers, build_payload(self.protocol, br.request, self.structured), self.timeout_s,
+                              self.max_bytes)
+            att.latency_s = http.latency_s
+            att.rate = rate_info(http.headers)
+            reply = read_reply(self.protocol, http, 3600.0, self.secrets)
+        except ProviderError as exc:
+            att.latency_s = att.latency_s or time.monotonic() - start
+            att.outcome = exc.kind
+            att.message = " ".join(redact(str(exc), self.secrets).split())[:300]
+            att.rate = exc.rate or att.rate
+            self.limiter.settle(permit, exc.kind, None, exc.rate)
+            billed = br.prompt_tokens if exc.kind in ("timeout", "connection") else 0
+            self.budget.settle(held, billed, self._cost(billed, 0))
+            st.attempts.append(att)
+            return True
+        except BaseException:
+            self.limiter.settle(permit, "timeout")
+            self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
+            raise
+        att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
+        self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)
+        self.budget.settle(held, reply.input_tokens + reply.output_tokens, self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens))
+        st.attempts.append(att)
+        return True
+
+    async def level(self, phase: str, level: int, count: int | None, until_s: float | None) -> list[Attempt]:
+        """`level` workers sending one request after another, `count` in all or until `until_s` (bench clock)."""
+        first = len(self.state.attempts)
+        self.limiter.max_in_flight = level
+        self.limiter.cap = float(level)
+        budget = [count if count is not None else math.inf]
+
+        async def worker() -> None:
+            while budget[0] > 0 and (until_s is None or time.monotonic() - self.t0 < until_s):
+                budget[0] -= 1
+                if not await self.one(phase, level, until_s):
+                    return
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(level):
+                tg.start_soon(worker)
+        return self.state.attempts[first:]

@@ -1,0 +1,73 @@
+"""The rate-limit state a provider reports in its headers (OpenAI `x-ratelimit-*`, Anthropic `anthropic-ratelimit-*`, `retry-after`)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from tracejudge.llm.wire.records import RateInfo
+
+__all__ = ["rate_info"]
+
+
+def _seconds(value: str | None) -> float | None:
+    """OpenAI's `1.5s` / `6m0s` / `20ms`, a plain number, or an RFC 3339 time → seconds from now."""
+    if value is None or value == "":
+        return None
+    v = value.strip()
+    try:
+        return max(0.0, float(v))
+    except ValueError:
+        pass
+    if "T" in v and ("Z" in v or "+" in v):
+        try:
+            return max(0.0, datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() - time.time())
+        except ValueError:
+            return None
+    total, num = 0.0, ""
+    i = 0
+    while i < len(v):
+        c = v[i]
+        if c.isdigit() or c == ".":
+            num += c
+        elif v.startswith("ms", i):
+            total += float(num or 0) / 1000
+            num = ""
+            i += 1
+        elif c in "hms":
+            total += float(num or 0) * {"h": 3600, "m": 60, "s": 1}[c]
+            num = ""
+        else:
+            return None
+        i += 1
+    return total
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(float(value)) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def rate_info(headers: dict[str, str]) -> RateInfo:
+    """Rate-limit state from OpenAI (`x-ratelimit-*`) or Anthropic (`anthropic-ratelimit-*`) headers."""
+    h = headers
+    retry = None
+    if "retry-after-ms" in h:
+        retry = (_int(h["retry-after-ms"]) or 0) / 1000
+    elif "retry-after" in h:
+        retry = _seconds(h["retry-after"])
+    if any(k.startswith("anthropic-ratelimit-") for k in h):
+        p = "anthropic-ratelimit-"
+        return RateInfo(
+            _int(h.get(p + "requests-limit")), _int(h.get(p + "tokens-limit")),
+            _int(h.get(p + "requests-remaining")), _int(h.get(p + "tokens-remaining")),
+            _seconds(h.get(p + "requests-reset")), _seconds(h.get(p + "tokens-reset")), retry,
+        )
+    p = "x-ratelimit-"
+    return RateInfo(
+        _int(h.get(p + "limit-requests")), _int(h.get(p + "limit-tokens")),
+        _int(h.get(p + "remaining-requests")), _int(h.get(p + "remaining-tokens")),
+        _seconds(h.get(p + "reset-requests")), _seconds(h.get(p + "reset-tokens")), retry,
+    )

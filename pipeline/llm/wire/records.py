@@ -1,0 +1,100 @@
+"""What crosses the wire, provider-neutral: the request, the HTTP reply, the normalized reply, rate-limit state, the error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HttpReply", "JudgeRequest", "ProviderError", "RateInfo", "Reply"]
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judge request, provider-neutral.
+
+    `messages` are `{"role": "system"|"user"|"assistant", "content": str}`;
+    `schema` is the JSON schema the verdict must follow (named `schema_name`);
+    `max_tokens` caps the reply; `temperature` is the sampling temperature.
+    `cache_prefix` > 0 says the first user message's first `cache_prefix`
+    characters (the fenced trace) are worth a provider's prompt cache: the
+    payload then carries Anthropic's `cache_control` on that block, or
+    OpenAI's `prompt_cache_key` (a hash of it).
+    """
+
+    model: str
+    messages: tuple[dict[str, str], ...]
+    schema: dict[str, Any]
+    schema_name: str
+    max_tokens: int
+    temperature: float = 0.0
+    cache_prefix: int = 0
+
+
+@dataclass
+class HttpReply:
+    """What came back over HTTP: status, headers (lower-cased names), decoded JSON body (or text), seconds taken.
+
+    `flight_s` is the seconds from the request's headers going out on the
+    wire to the reply being read (`None` when the session does not trace
+    sends); `latency_s` also counts waiting for a connection.
+    """
+
+    status: int
+    headers: dict[str, str]
+    body: Any
+    latency_s: float
+    flight_s: float | None = None
+
+
+@dataclass
+class Reply:
+    """A provider's answer normalized: the verdict text, whether it was cut at `max_tokens`, usage.
+
+    `input_tokens` is every prompt token; `cached_input_tokens` the part read
+    from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`,
+    Anthropic `cache_read_input_tokens`) and `cache_write_input_tokens` the part
+    written to it (Anthropic `cache_creation_input_tokens`, billed above the
+    input rate). `cost_usd` is set by the judge client once priced.
+    """
+
+    text: str
+    truncated: bool
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass
+class RateInfo:
+    """Rate-limit state a provider reported (any field may be missing). Times in seconds from now."""
+
+    limit_requests: int | None = None
+    limit_tokens: int | None = None
+    remaining_requests: int | None = None
+    remaining_tokens: int | None = None
+    reset_requests_s: float | None = None
+    reset_tokens_s: float | None = None
+    retry_after_s: float | None = None
+
+
+class ProviderError(Exception):
+    """A failed attempt. `kind`: rate_limited, quota, server, timeout, connection (dropped after
+    sending), unreachable (never connected), fatal, request (the request itself is refused: see the module doc).
+
+    `retry_after_s` is the provider's `retry-after` when it sent one. The
+    message holds the status and the provider's error text, never headers.
+    """
+
+    def __init__(self, kind: str, message: str, status: int | None = None, retry_after_s: float | None = None, rate: RateInfo | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.rate = rate
+
+    @property
+    def retryable(self) -> bool:
+        """Whether another attempt may succeed (rate_limited, server, timeout, connection, unreachable)."""
+        return self.kind in ("rate_limited", "server", "timeout", "connection", "unreachable")

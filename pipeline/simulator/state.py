@@ -1,0 +1,142 @@
+"""A simulator's settings (`SimConfig`), counters (`SimStats`) and live state (`Sim`), shared by its endpoints."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tracejudge.llm.prefix_cache import PrefixCache
+from tracejudge.simulator.flaws import Flaws
+from tracejudge.simulator.limits import Limits
+
+__all__ = ["Sim", "SimConfig", "SimStats"]
+
+
+@dataclass
+class SimConfig:
+    """Simulator settings. Times in seconds unless named `_ms`; `rpm`/`tpm` `None` = unlimited."""
+
+    latency_ms: float = 0.0
+    rpm: int | None = None
+    tpm: int | None = None
+    error_rate: float = 0.0
+    seed: int = 0
+    hang_s: float = 30.0
+    fault_retry_after_s: float = 1.0
+    quota_retry_after_s: float = 86_400.0
+    yes_share: float = 0.75
+    script: list[str] = field(default_factory=list)
+    batch_completion_s: float = 1.0
+    batch_expire_rate: float = 0.0
+    batch_shuffle: bool = True
+    batch_script: list[dict[str, Any]] = field(default_factory=list)
+    window: Literal["bucket", "strict"] = "bucket"
+    rate_headers: bool = True
+    max_concurrency: int | None = None
+    window_s: float = 60.0
+    book: Literal["arrival", "reply"] = "arrival"
+    limit_count: Literal["usage", "chars"] = "usage"
+    refuse_marker: str | None = None
+    prefix_cache: bool = True
+    # Known flaws (`tracejudge.simulator.flaws`): systematic error against the truth, per-model noise, position bias.
+    agreement: float = 1.0
+    noise: float | dict[str, float] = 0.0
+    position_bias: float = 0.0
+    json_object_only: bool = False
+    tokenizer_factor: float = 1.0
+    context_tokens: int | None = None
+
+
+@dataclass
+class SimStats:
+    """What the simulator saw. Tokens are prompt + completion of answered requests."""
+
+    requests: int = 0
+    answered: int = 0
+    rate_limited: int = 0
+    server_errors: int = 0
+    timeouts: int = 0
+    truncated: int = 0
+    refused: int = 0
+    cached_input_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    by_path: dict[str, int] = field(default_factory=dict)
+    files_uploaded: int = 0
+    batches_created: int = 0
+    batch_requests: int = 0
+    batch_polls: int = 0
+    batch_downloads: int = 0
+    first_request: float | None = None
+    last_request: float | None = None
+    # Requests that arrived in each whole second since the first (a bounded timeline for benchmarks).
+    arrivals_per_s: dict[int, int] = field(default_factory=dict)
+    # The most tokens the token limit counted at once (never above `tpm` when the limit holds).
+    peak_window_tokens: float = 0.0
+
+
+class Sim:
+    """One simulator's live state: its config, counters, fault script, rate limits, prompt cache and flaws."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.stats = SimStats()
+        self.rng = random.Random(config.seed)
+        self.script = list(config.script)
+        self.limits = Limits(config.rpm, config.tpm, config.window, config.window_s, config.book)
+        self.serial = 0
+        self.in_flight = 0
+        self.prefix_cache = PrefixCache(config.prefix_cache)
+        self.flaws = Flaws(config.seed, config.agreement, config.noise, config.position_bias)
+
+    # ----------------------------------------------------------------- faults
+
+    def next_fault(self) -> str:
+        """The fault for the next request: the script's next, else one drawn at `error_rate`, else `ok`."""
+        if self.script:
+            return self.script.pop(0)
+        if self.config.error_rate and self.rng.random() < self.config.error_rate:
+            return self.rng.choice(["500", "timeout", "truncated"])
+        return "ok"
+
+    # ----------------------------------------------------------------- limits
+
+    def headers(self, anthropic: bool) -> dict[str, str]:
+        """The rate-limit headers of a reply in the provider's form (none with `rate_headers=False`)."""
+        return self.limits.headers(anthropic) if self.config.rate_headers else {}
+
+    # ----------------------------------------------------------------- verdicts
+
+    def instance(self, schema: dict[str, Any], digest: bytes, path: str = "") -> Any:
+        """A deterministic instance of a JSON schema (the subset judges use)."""
+
+        def h(tag: str) -> int:
+            return int.from_bytes(hashlib.sha256(digest + (path + "/" + tag).encode()).digest()[:8], "big")
+
+        if "enum" in schema:
+            values = schema["enum"]
+            if set(values) >= {"yes", "no"}:
+                return "yes" if h("e") % 1000 < self.config.yes_share * 1000 else "no"
+            return values[h("e") % len(values)]
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind == "object":
+            props = schema.get("properties", {})
+            return {k: self.instance(v, digest, f"{path}/{k}") for k, v in props.items()}
+        if kind == "array":
+            n = schema.get("minItems", 1)
+            return [self.instance(schema.get("items", {}), digest, f"{path}/{i}") for i in range(n)]
+        if kind == "boolean":
+            return h("b") % 1000 < self.config.yes_share * 1000
+        if kind == "integer":
+            lo, hi = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
+            return lo + h("i") % (hi - lo + 1)
+        if kind == "number":
+            flo, fhi = float(schema.get("minimum", 0)), float(schema.get("maximum", 1))
+            return round(flo + (h("n") % 1001) / 1000 * (fhi - flo), 3)
+        if kind == "null":
+            return None
+        return f"simulated reason {h('s') % 997}"

@@ -1,0 +1,203 @@
+"""What the simulator answers: deterministic verdicts for a request's schema, per question id or per item, through its flaws.
+
+See `tracejudge.simulator.server`'s docstring for the contract (determinism, the
+answers and multi-item schemas, the faults that spoil an answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Any
+
+from tracejudge.llm.prefix_cache import prompt_text
+from tracejudge.llm.tokens import counter_for
+from tracejudge.simulator.flaws import is_pairwise, preference
+from tracejudge.simulator.state import Sim
+
+__all__ = ["ANSWERS_SCHEMA_NAME", "MULTI_SCHEMA_NAME", "answer", "schema_name"]
+
+# The schema name of a multi-item request (`tracejudge.stages.judge.multi`): one verdict per item id.
+MULTI_SCHEMA_NAME = "verdicts"
+# The shared schema of yes/no requests (`tracejudge.stages.judge.base.ANSWERS_SCHEMA`): answers listed by question id.
+ANSWERS_SCHEMA_NAME = "answers"
+_QUESTION_ID = re.compile(r"(?m)^([A-Z]+\d+): ")
+_DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
+_DATA_END = re.compile(r"==== DATA \w+ END ====")
+_ID = re.compile(r"^[A-Z]+\d+$")
+
+
+def _digest(body: dict[str, Any], seed: int) -> bytes:
+    canon = json.dumps({k: body.get(k) for k in ("model", "messages", "system", "response_format", "tools")}, sort_keys=True)
+    return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
+
+
+def _verdict(sim: Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str) -> Any:
+    """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
+
+    Each item's verdict depends only on the seed and the item's id, so an
+    item gets the same verdict in any request, in any position. Faults
+    `drop_item` and `malformed_item` spoil the first item of the request.
+    """
+    if name == ANSWERS_SCHEMA_NAME:
+        return _answers(sim, body, schema, fault)
+    if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
+        return sim.instance(schema, _digest(body, sim.config.seed))
+    out: dict[str, Any] = {}
+    defs = schema.get("$defs") or {}
+    for item_id, sub in schema["properties"].items():
+        ref = sub.get("$ref", "") if isinstance(sub, dict) else ""
+        if ref.startswith("#/$defs/"):
+            sub = defs.get(ref[len("#/$defs/"):], {})
+        out[item_id] = sim.instance(sub, hashlib.sha256(f"{sim.config.seed}:item:{item_id}".encode()).digest())
+    first = next(iter(schema.get("required") or list(out)), None)
+    if first is not None and first in out:
+        if fault == "drop_item":
+            del out[first]
+        elif fault == "malformed_item":
+            out[first] = "GRADE: yes"
+    return out
+
+
+def _asked(body: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the user messages' texts, the question ids they list after the data)."""
+    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    # Questions are listed after the data: a line of the data that looks like one is not asked.
+    asked = [_DATA_END.split(t)[-1] for t in texts]
+    return texts, list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
+
+
+def schema_name(schema: dict[str, Any]) -> str | None:
+    """The name a schema sent without one (`json_object`) would have: `verdicts` (items), `answers` (question ids), or None."""
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not props:
+        return None
+    if "answers" in props or all(_ID.match(k) for k in props):
+        return ANSWERS_SCHEMA_NAME
+    if "$defs" in schema:
+        return MULTI_SCHEMA_NAME
+    return None
+
+
+_ITEM = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}}}
+
+
+def _answers(sim: Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
+    """One answer per question id, each a function of the seed, the data tag and the id (see the module doc).
+
+    The ids are the schema's own properties (a per-request schema keyed by question id), or, for the shared
+    list schema (`{"answers": [{id, answer, reason}]}`), the ids the prompt lists.
+    """
+    texts, listed = _asked(body)
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
+    props = schema.get("properties") or {}
+    as_list = isinstance(props.get("answers"), dict) and props["answers"].get("type") == "array"
+    ids = listed if as_list else list(props)
+    out: dict[str, Any] = {}
+    for qid in ids:
+        item = (props["answers"].get("items") or {}) if as_list else props.get(qid) or _ITEM
+        ref = item.get("$ref", "") if isinstance(item, dict) else ""
+        if ref.startswith("#/$defs/"):
+            item = (schema.get("$defs") or {}).get(ref[len("#/$defs/"):], _ITEM)
+        got = sim.instance(item, hashlib.sha256(f"{sim.config.seed}:{tag}:{qid}".encode()).digest())
+        if isinstance(got, dict) and "id" in got:
+            got["id"] = qid
+        out[qid] = got
+    first = next(iter(out), None)
+    if first is not None and fault == "drop_item":
+        del out[first]
+    elif first is not None and fault == "malformed_item":
+        out[first] = {**out[first], "answer": "GRADE: yes"}
+    return {"answers": list(out.values())} if as_list else out
+
+
+def _with_flaws(sim: Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any) -> Any:
+    """`verdict` through the simulator's known flaws; a pairwise request's verdict made here (`tracejudge.simulator.flaws`)."""
+    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    pairwise = is_pairwise(texts)
+    if not (pairwise or sim.flaws.active):
+        return verdict
+    occurrence = sim.flaws.occurrence(_digest(body, sim.config.seed))
+    if pairwise:
+        return preference(sim.flaws, texts, occurrence)
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), "")
+    model = str(body.get("model"))
+    score = (schema.get("properties") or {}).get("score") or {}
+    if score.get("type") == "integer":
+        return sim.flaws.apply_graded(verdict, model, tag, occurrence, (int(score.get("minimum", 0)), int(score.get("maximum", 10))))
+    return sim.flaws.apply(verdict, model, tag, occurrence)
+
+
+def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
+    """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
+
+    `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
+    `malformed_item` (the others are handled before an answer is made).
+    Counts the answer in the stats. Used by the synchronous endpoints and by
+    the batch endpoints alike.
+    """
+    st = sim.stats
+    model = str(body["model"])
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+    schema, tool_name, name = None, None, None
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        schema = rf.get("json_schema", {}).get("schema")
+        name = rf.get("json_schema", {}).get("name")
+    elif rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
+        schema = rf["schema"]
+        name = schema_name(schema)
+    elif not rf and not anthropic:
+        _, listed = _asked(body)
+        if listed:  # no schema: a model reading the prompt answers the question ids it lists
+            schema, name = {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
+    if anthropic and body.get("tools"):
+        tool = body["tools"][0]
+        schema, tool_name = tool.get("input_schema"), tool.get("name")
+        name = tool_name
+    verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
+    if schema and name != MULTI_SCHEMA_NAME:
+        verdict = _with_flaws(sim, body, schema, verdict)
+    text = json.dumps(verdict) if schema else "yes"
+    finish = "stop"
+    if fault == "prose":
+        text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
+    elif fault == "near_miss":
+        if isinstance(verdict, dict) and isinstance(verdict.get("answers"), list):
+            text = "\n".join(f"GRADE {a.get('id')}: {a.get('answer')}" for a in verdict["answers"] if isinstance(a, dict))
+        else:
+            text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
+    elif fault == "truncated":
+        st.truncated += 1
+        text = text[: max(1, len(text) // 2)]
+        finish = "length"
+    counter = counter_for(model)
+    completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+    # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
+    cached, written = sim.prefix_cache.anthropic(model, body) if anthropic else (min(prompt_tokens, sim.prefix_cache.openai(model, body)), 0)
+    cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
+    st.cached_input_tokens += cached
+    st.answered += 1
+    st.input_tokens += prompt_tokens
+    st.output_tokens += completion
+    sim.serial += 1
+    rid = hashlib.sha256(f"{sim.config.seed}:{sim.serial}".encode()).hexdigest()[:24]
+    if anthropic:
+        as_tool = tool_name is not None and fault in ("ok", "truncated", "drop_item", "malformed_item") and finish == "stop"
+        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": tool_name, "input": verdict}] if as_tool else [{"type": "text", "text": text}]
+        payload: dict[str, Any] = {
+            "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
+            "usage": {"input_tokens": prompt_tokens - cached - written, "output_tokens": completion,
+                      "cache_read_input_tokens": cached, "cache_creation_input_tokens": written},
+        }
+    else:
+        payload = {
+            "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion,
+                      "prompt_tokens_details": {"cached_tokens": cached}},
+        }
+    return payload, completion

@@ -1,0 +1,41 @@
+"""From a reply's text to answers by question id, and from answers to the metric's score; how a plan's questions are grouped into requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.core.records import Score
+from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.parse import parse_parts, parse_scale, parse_yes_no
+
+__all__ = ["finish", "parse_answers", "question_groups"]
+
+
+def parse_answers(plan: Plan, questions: list[Question], text: str) -> dict[str, dict[str, Any]]:
+    """Answers by question id (`q1`…; a grouped plan's `TC1`…); raises `ParseError`.
+
+    For a grouped plan only the metrics whose every answer is usable are
+    returned (the caller re-asks the others alone); none usable is an error.
+    """
+    if plan.kind == "scale":
+        return {questions[0].id: parse_scale(text, *plan.scale)}
+    if plan.parts:
+        wanted = {q.id for q in questions}
+        parts = [[q for q in (p.full_id(x) for x in p.questions) if q in wanted] for p in plan.parts]
+        got, _ = parse_parts(text, [ids for ids in parts if ids])
+        return {k: v for answers in got if answers is not None for k, v in answers.items()}
+    got = parse_yes_no(text, [plan.full_id(q) for q in questions])
+    return {q.id: got[plan.full_id(q)] for q in questions}
+
+
+def finish(plan: Plan, answers: dict[str, Any]) -> Score:
+    """The metric's score from `answers`; for a grouped plan a carrier whose `details.answers` holds the answers
+    by prompt id (`TC1`…), which `tracejudge.stages.judge.grouped.split` turns into each metric's score."""
+    if plan.parts:
+        return Score(value=None, passed=None, reason="grouped answers", details={"answers": answers})
+    return plan.metric.finalize(plan, answers)
+
+
+def question_groups(plan: Plan, one_per_request: bool) -> list[list[Question]]:
+    """The questions of `plan` as `Judge.judge` asks them, one request per group: each alone (`one_per_request`, yes/no) or all together."""
+    return [[q] for q in plan.questions] if one_per_request and plan.kind == "yes_no" else [plan.questions]

@@ -1,0 +1,234 @@
+"""Asking a plan's questions: the cache, single flight, at most one repair request, parsing, and the metric's outcome.
+
+These functions are the bodies of `Judge`'s methods of the same names
+(`client.Judge` binds them, hence `self`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from tracejudge.core.records import JudgeInfo, Score
+from tracejudge.llm.providers import JudgeRequest, ProviderError
+from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
+from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused
+from tracejudge.stages.judge.parse import ParseError
+
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.client import Judge
+    from tracejudge.stages.judge.fit import Fitted
+    from tracejudge.stages.judge.prepare import Prepared
+
+__all__ = ["REPAIR", "ask", "ask_uncached", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
+
+REPAIR = ("Your previous reply could not be used ({problem}). Reply again with only the JSON object the schema describes "
+          "— every question id, nothing else — and keep each reason under 20 words.")
+
+
+@dataclass
+class _Flight:
+    """One request in flight (single flight): waiters get `answers` when `done` is set (`None` if it failed)."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answers: dict[str, Any] | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
+    """Count a request that was truncated to fit and say on `plan` what was left out or cut."""
+    from tracejudge.stages.judge.conversation import omitted_note
+
+    self.stats.truncated_prompts += 1
+    notes = [omitted_note(plan.steps, fitted.omit)] if fitted.omit else []
+    if fitted.cut:
+        notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
+    plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
+
+
+def hit(self: Judge, hit: dict[str, Any], info: JudgeInfo) -> dict[str, Any]:
+    """The answers of a cached entry `hit`, counted as a hit (in `info` and the stats, with what it saved)."""
+    info.requests += 1
+    self.stats.cache_hits += 1
+    u = hit.get("usage", {})
+    self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
+    self.stats.saved_usd += self._cost(u.get("input_tokens", 0), u.get("output_tokens", 0))
+    info.cached_requests += 1
+    answers: dict[str, Any] = hit["answers"]
+    return answers
+
+
+async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, slot: str, info: JudgeInfo,
+              repair: bool = True, ready: Prepared | Exception | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
+    """Answers for `questions`, or an `Outcome` saying why there are none (`repair`: one repair request when unusable;
+    `ready`: this request already made ready by `prepare_many`, or what that raised for it)."""
+    # Rendering, counting, truncating, keying and the cache read run in a worker thread, shared with the asks
+    # ready at the same time (`tracejudge.stages.judge.prepare`): a long trace never holds the loop.
+    if ready is None:
+        ready = await self._preparer().prepare(plan, questions, trial)
+    elif isinstance(ready, Exception):
+        raise ready
+    fitted = ready.fitted
+    req, tokens, limit = fitted.req, fitted.tokens, self.cfg.context_tokens - fitted.req.max_tokens
+    if not fitted.fits:
+        self.stats.too_long += 1
+        score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
+                      f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})",
+                      details={"too_long_tokens": tokens})
+        return None, Outcome(score, "ok")
+    if fitted.truncated:
+        self._note_truncation(plan, fitted)
+
+    comps, key = ready.components, ready.key
+    assert comps is not None and key is not None  # (a request that fits is keyed)
+    if self.cache is not None:
+        hit = ready.hit
+        if hit is not None:
+            return self._hit(hit, info), None
+        if self.explain:
+            why = self.cache.explain(comps, slot)
+            info.cache_miss = why if info.cache_miss is None else f"{info.cache_miss}; {why}"
+            self.stats.cache_misses_explained[why] = self.stats.cache_misses_explained.get(why, 0) + 1
+    # Single flight: an identical request already in flight is not sent again; this
+    # ask waits for its answer. A flight that failed shares nothing: each waiter then
+    # asks on its own (and gets its own error), all at once rather than one by one.
+    flight = self._flights.get(key)
+    if flight is not None:
+        await flight.done.wait()
+        if flight.answers is not None:
+            info.requests += 1
+            info.cached_requests += 1
+            self.stats.cache_hits += 1
+            self.stats.single_flight_shared += 1
+            u = flight.usage
+            self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
+            self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
+            return flight.answers, None
+        return await self._ask_uncached(plan, questions, req, key, comps, slot, info, repair=repair)
+    flight = self._flights[key] = _Flight()
+    try:
+        answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage, repair)
+        flight.answers = answers
+        return answers, bad
+    finally:
+        del self._flights[key]
+        flight.done.set()
+
+
+async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: JudgeRequest, key: str, comps: dict[str, Any], slot: str,
+                        info: JudgeInfo, used: dict[str, int] | None = None, repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
+    """`ask` past the cache: the request, at most one repair request (none unless `repair`), parsing and the cache write."""
+    used = used if used is not None else {}
+    used.update(input_tokens=0, output_tokens=0)
+    raw = ""
+    problem, kind = "", "parse_error"
+    may_repair = repair
+    for repair in ((False, True) if may_repair else (False,)):
+        if repair:
+            self.stats.repairs += 1
+            req = JudgeRequest(req.model, (*req.messages, {"role": "assistant", "content": raw or "(empty)"},
+                                           {"role": "user", "content": REPAIR.format(problem=problem)}),
+                               req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix)
+        try:
+            info.requests += 1  # repair requests count: they are paid for like any other
+            reply = await self.call(req, key=None if repair else key)
+        except _BudgetRefused:
+            self.stats.skipped_budget += 1
+            return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",
+                                 "a judge request could cross the token or dollar budget; resume with a larger budget to finish it", "skipped_budget")
+        except ProviderError as exc:
+            return None, self.failure(exc)
+        info.input_tokens += reply.input_tokens
+        info.output_tokens += reply.output_tokens
+        info.cached_input_tokens += reply.cached_input_tokens
+        info.cost_usd += reply.cost_usd
+        used["input_tokens"] += reply.input_tokens
+        used["output_tokens"] += reply.output_tokens
+        if repair:
+            self.stats.repair_input_tokens += reply.input_tokens
+            self.stats.repair_output_tokens += reply.output_tokens
+            self.stats.repair_cost_usd += reply.cost_usd
+        raw = reply.text
+        if reply.truncated:
+            self.stats.truncated_replies += 1
+            problem, kind = f"it was cut off at max_tokens={req.max_tokens}", "truncated"
+            continue
+        try:
+            answers = parse_answers(plan, questions, raw)
+        except ParseError as exc:
+            self.stats.parse_failures += 1
+            problem, kind = str(exc), "parse_error"
+            continue
+        if self.cache is not None:
+            self.cache.put(key, {"answers": answers, "text": raw, "usage": used}, comps, slot)
+        return answers, None
+    self.stats.judge_errors += 1
+    self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
+    msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({problem})"
+    return None, Outcome(Score(value=None, passed=None, reason=msg, details={"raw": raw[:8000], "error_kind": kind}), "judge_error",
+                         f"{msg}; raw reply: {raw[:2000]}", kind)
+
+
+async def judge(self: Judge, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True,
+                ready: list[Prepared | Exception] | None = None) -> Outcome:
+    """All requests of `plan`; the metric's score, or the first failure (`repair`: see `ask`; `ready`: each request
+    of `question_groups(plan, one_per_request)` already made ready by `prepare_many`, in that order)."""
+    groups = question_groups(plan, one_per_request)
+    info = JudgeInfo(model=self.cfg.model)
+    answers: dict[str, Any] = {}
+    failure: Outcome | None = None
+    t0 = time.perf_counter()
+
+    async def one(i: int, group: list[Question]) -> None:
+        nonlocal failure
+        got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair, ready[i] if ready else None)
+        if bad is not None:
+            failure = failure or bad
+        else:
+            answers.update(got or {})
+
+    if len(groups) == 1:
+        await one(0, groups[0])
+    else:
+        async with anyio.create_task_group() as tg:
+            for i, group in enumerate(groups):
+                tg.start_soon(one, i, group)
+    return self._judged(plan, info, answers, failure, len(groups), t0)
+
+
+def is_hit(self: Judge, ready: Prepared | Exception) -> bool:
+    """Whether `ask` would answer this request (made ready by `prepare_many`) from the cache, sending nothing."""
+    return self.cache is not None and not isinstance(ready, Exception) and ready.fitted.fits and ready.hit is not None
+
+
+def from_cache(self: Judge, plan: Plan, ready: list[Prepared | Exception]) -> Outcome:
+    """What `judge` gives for `plan` when the cache answers every one of its requests, without a task or a wait:
+    `ready` holds each request of `question_groups(plan, …)` made ready (`prepare_many`), in that order, each a hit
+    (`is_hit`; raises `ValueError` otherwise, with nothing counted)."""
+    if not all(self.is_hit(r) for r in ready):
+        raise ValueError("from_cache: a request that is not a cache hit")
+    t0 = time.perf_counter()
+    info = JudgeInfo(model=self.cfg.model)
+    answers: dict[str, Any] = {}
+    for r in ready:  # in the order `judge`'s asks resume in: each hit's notes and answers as `ask` adds them
+        assert not isinstance(r, Exception) and r.hit is not None
+        if r.fitted.truncated:
+            self._note_truncation(plan, r.fitted)
+        answers.update(self._hit(r.hit, info))
+    return self._judged(plan, info, answers, None, len(ready), t0)
+
+
+def judged(self: Judge, plan: Plan, info: JudgeInfo, answers: dict[str, Any], failure: Outcome | None, requests: int, t0: float) -> Outcome:
+    """The outcome of `plan` once its `requests` requests were asked (`t0`: when asking began, `perf_counter`)."""
+    info.cached = info.cached_requests == requests
+    info.latency_s = round(time.perf_counter() - t0, 4)
+    info.cost_usd = round(info.cost_usd, 8)
+    if failure is not None:
+        failure.score.judge = info
+        return failure
+    score = finish(plan, answers)
+    score.judge = info
+    return Outcome(score)

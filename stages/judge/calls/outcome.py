@@ -1,0 +1,69 @@
+"""How judging a metric on a case ended (`Outcome`), and the provider failures that stop the whole run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.records import Score
+from tracejudge.llm.providers import ProviderError
+
+__all__ = ["STOPS", "JudgeAuthError", "JudgeRequestError", "JudgeStopped", "JudgeUnreachable", "Outcome", "error_kind"]
+
+
+@dataclass
+class Outcome:
+    """A metric's result on one case: the score and how it ended.
+
+    `status` is the result status it asks for (`ok`, `judge_error`,
+    `rate_limited`, `skipped_budget`); `kind` the error kind of a failure
+    (see the module doc; empty when `ok`).
+    """
+
+    score: Score
+    status: str = "ok"
+    message: str = ""
+    kind: str = ""
+
+
+class JudgeAuthError(TracejudgeError):
+    """The provider refused the credentials (HTTP 401/403): no later request can succeed, so the run stops (exit 2)."""
+
+
+class JudgeRequestError(TracejudgeError):
+    """The judge server refused the request itself (its format, its size): every request would be refused the same way,
+    so the run stops (exit 2) naming the server's message and the setting to change."""
+
+
+class JudgeUnreachable(TracejudgeError):
+    """No connection to the judge, and nothing of the run was ever answered: the run stops naming the URL (exit 3)."""
+
+    exit_status = 3
+
+
+# Error kinds after which no later request can succeed: the stage stops the run at the first.
+STOPS = {"auth_error": JudgeAuthError, "request_error": JudgeRequestError, "unreachable": JudgeUnreachable}
+
+
+def error_kind(exc: ProviderError, reached: bool = True) -> str:
+    """The result's error kind for a provider failure: rate_limited, timeout, auth_error, request_error, unreachable
+    (never connected while nothing was ever `reached`) or provider_error."""
+    if exc.kind in ("rate_limited", "quota"):
+        return "rate_limited"
+    if exc.kind == "timeout":
+        return "timeout"
+    if exc.status in (401, 403):
+        return "auth_error"
+    if exc.kind == "request":
+        return "request_error"
+    if exc.kind == "unreachable" and not reached:
+        return "unreachable"
+    return "provider_error"
+
+
+class JudgeStopped(Exception):
+    """The run is stopping: a request still waiting for admission is not sent (nothing more is spent)."""
+
+
+class _BudgetRefused(Exception):
+    """An attempt could cross the judge budget: the request is not sent (its result is `skipped_budget`)."""

@@ -1,0 +1,56 @@
+"""One provider-neutral judge request for a plan's questions, its prompt-token estimate and its cache-key components."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.core.config import JudgeConfig
+from tracejudge.llm.cache import canonical
+from tracejudge.llm.judge_tokenizer import Spec, prompt_counter
+from tracejudge.llm.providers import JudgeRequest
+from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Plan, Question
+
+__all__ = ["build_request", "key_components", "request_tokens"]
+
+
+def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int = 0) -> JudgeRequest:
+    """The request asking `questions` of `plan` (its case text with `omit` middle steps left out).
+
+    Its schema names exactly the asked question ids (`TC1`…) as required properties.
+    """
+    metric = plan.metric
+    trace = plan.render(omit)
+    ask = plan.ask_text(questions)
+    return JudgeRequest(
+        model=cfg.model,
+        messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
+        # Anthropic keeps the shared list schema: its tools come first in its prompt, and one tool for every metric keeps a
+        # case's trace in the prefix its metrics share (Anthropic does not decode under the schema, so nothing is lost).
+        schema=ANSWERS_SCHEMA if cfg.provider == "anthropic" and plan.kind == "yes_no" else metric.verdict_schema(plan, [plan.full_id(q) for q in questions]),
+        schema_name=ANSWERS_SCHEMA_NAME if plan.kind == "yes_no" else "verdict",
+        max_tokens=cfg.max_tokens * max(1, len(plan.parts)),  # a grouped plan answers for each of its metrics
+        temperature=cfg.temperature,
+        cache_prefix=len(trace) if cfg.cache_hints and plan.extra.get("cache_hint", True) else 0,
+    )
+
+
+def request_tokens(req: JudgeRequest, tokenizer: Spec = None) -> int:
+    """Estimated prompt tokens of `req` (messages + schema), counted by tiktoken or the `judge.tokenizer` spec (`spec_of`)."""
+    return prompt_counter(req.model, tokenizer).messages(list(req.messages), canonical(req.schema))
+
+
+def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_version: str, rubric: Any, trial: int,
+                   structured: str = "json_schema") -> dict[str, Any]:
+    """Exactly the cache key components (see `tracejudge.llm.cache`); `structured` enters them only when not `json_schema`,
+    so the keys of earlier runs stay valid."""
+    return {
+        "provider": provider,
+        "base_url": base_url,
+        "model": req.model,
+        "messages": list(req.messages),
+        "sampling": {"temperature": req.temperature, "max_tokens": req.max_tokens},
+        "response_format": {"name": req.schema_name, "schema": req.schema, **({"mode": structured} if structured != "json_schema" else {})},
+        "prompt_version": prompt_version,
+        "rubric": rubric,
+        "trial": trial,
+    }

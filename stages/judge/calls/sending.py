@@ -1,0 +1,225 @@
+"""One judge request sent: budget, admission by the rate limiter, tenacity retries, billing (or a provider batch).
+
+These functions are the bodies of `Judge`'s methods of the same names
+(`client.Judge` binds them, hence `self`); see `tracejudge.stages.judge.client`
+for the retry and billing rules.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import math
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from tracejudge.core.records import Score
+from tracejudge.llm.cache import canonical
+from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
+from tracejudge.llm.replies import request_fix
+from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+    from tracejudge.stages.judge.client import Judge
+
+__all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "failure", "sleep", "stop", "wait"]
+
+# Why the current task is about to sleep before a retry (set by tenacity's before_sleep, read by `Judge._sleep`).
+_retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")
+
+
+async def sleep(self: Judge, seconds: float) -> None:
+    self.stats.slept_s += seconds
+    serial = next(self._serials)
+    self._backoff[serial] = (time.monotonic() + seconds, _retry_reason.get())
+    try:
+        await anyio.sleep(seconds)
+    finally:
+        del self._backoff[serial]
+
+
+def before_sleep(self: Judge, state: RetryCallState) -> None:
+    self.stats.retries += 1
+    exc = state.outcome.exception() if state.outcome else None
+    if isinstance(exc, ProviderError):
+        _retry_reason.set(str(exc.status) if exc.status else exc.kind.replace("_", " "))
+
+
+def wait(self: Judge, state: RetryCallState) -> float:
+    from tenacity import wait_random_exponential
+
+    exc = state.outcome.exception() if state.outcome else None
+    backoff = wait_random_exponential(multiplier=0.25, max=20)(state)
+    if isinstance(exc, ProviderError) and exc.retry_after_s is not None:
+        # What the server asked, plus a little jitter so retries do not arrive together.
+        return exc.retry_after_s + random.uniform(0, 0.05 + 0.1 * exc.retry_after_s)
+    return backoff
+
+
+def stop(self: Judge, state: RetryCallState) -> bool:
+    from tenacity import stop_after_attempt
+
+    return stop_after_attempt(self.cfg.max_attempts)(state) or state.idle_for + (state.upcoming_sleep or 0) > self.cfg.max_retry_wait_s
+
+
+async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
+    # The provider's count of a prompt differs from ours (its tokenizer, its framing);
+    # reserving our estimate scaled by the ratio `usage` has shown keeps the
+    # admission gate from running ahead of the provider's own bucket.
+    prompt_tokens = math.ceil(estimate * self._ratio)
+    max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)  # a multi-item request allows more output
+    reserve = prompt_tokens + max_out
+    held = self.budget.reserve(reserve, self._cost(prompt_tokens, max_out))
+    if held is None:
+        raise _BudgetRefused()
+    self._queued += 1
+    try:
+        permit = await self.limiter.acquire(reserve)
+    finally:
+        self._queued -= 1
+    if self.stop is not None and self.stop.is_set():
+        # Stopping: a request that waited for admission is dropped unsent, so a stop
+        # ends spending at once instead of draining the queue during the grace period.
+        self.limiter.settle(permit, "ok", 0)
+        self.budget.settle(held, 0, 0.0)
+        raise JudgeStopped()
+    self.stats.queued_s += permit.queued_s
+    self.stats.requests += 1
+    serial = next(self._serials)
+    self._sending[serial] = time.monotonic()
+    try:
+        http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes)
+        self.reached = True
+        permit.flight_s = http.flight_s
+        self.stats.latencies.append(http.latency_s)
+        reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
+    except ProviderError as exc:
+        self.limiter.settle(permit, exc.kind, None, exc.rate)
+        billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
+        self.budget.settle(held, billed, self._cost(billed, 0))
+        self.stats.input_tokens += billed
+        self.stats.cost_usd += self._cost(billed, 0)
+        if self.spend is not None:
+            self.spend.add(billed, 0, self._cost(billed, 0))
+        if exc.kind in ("rate_limited", "quota"):
+            self.stats.rate_limited += 1
+        elif exc.kind == "server":
+            self.stats.server_errors += 1
+        elif exc.kind == "timeout":
+            self.stats.timeouts += 1
+        elif exc.kind in ("connection", "unreachable"):
+            self.stats.connection_errors += 1
+        elif exc.kind == "request":
+            self.stats.request_errors += 1
+        if exc.kind != "unreachable":
+            self.reached = True  # something answered (or dropped a sent request): the endpoint exists
+        raise
+    except BaseException:
+        self.limiter.settle(permit, "timeout")
+        self.budget.settle(held, prompt_tokens, self._cost(prompt_tokens, 0))
+        raise
+    finally:
+        del self._sending[serial]
+    used = reply.input_tokens + reply.output_tokens
+    if reply.input_tokens > 0:
+        self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
+    self.limiter.settle(permit, "ok", used, rate_info(http.headers))
+    cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
+    self.budget.settle(held, used, cost)
+    self._count(reply, cost)
+    self.stats.sync_equivalent_usd += cost
+    return reply
+
+
+async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom_id: str) -> Reply:
+    # Batch mode: no rate limiter (the provider queues the batch); the budget holds the
+    # worst case at the batch price until the batch's answer settles it.
+    assert self.batches is not None
+    prompt_tokens = math.ceil(estimate * self._ratio)
+    batch_cost = self.price.batch_cost if self.price else (lambda i, o, c=0, w=0: 0.0)
+    max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)
+    held = self.budget.reserve(prompt_tokens + max_out, batch_cost(prompt_tokens, max_out))
+    if held is None:
+        raise _BudgetRefused()
+    self.stats.requests += 1
+    self._in_batches += 1
+    try:
+        reply = await self.batches.submit(custom_id, payload)
+    except BaseException:
+        self.budget.settle(held, 0, 0.0)
+        raise
+    finally:
+        self._in_batches -= 1
+    usage = (reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
+    cost = batch_cost(*usage)
+    self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
+    self._count(reply, cost)
+    self.stats.sync_equivalent_usd += self._cost(*usage)
+    return reply
+
+
+async def call(self: Judge, req: JudgeRequest, key: str | None = None) -> Reply:
+    """Send `req` with admission, budget and retries (or, in batch mode, in a provider batch as `key`).
+
+    Raises `ProviderError` (kind `quota` for a daily quota, or the last
+    retryable failure once attempts or wait are exhausted, or `fatal`), or
+    `_BudgetRefused` when an attempt could cross the budget.
+    """
+    try:
+        reply = await self._call(req, key)
+    except ProviderError as exc:
+        # The provider's text may echo the request's headers: nothing of it leaves unredacted.
+        exc.args = (self.redact(str(exc)),)
+        raise
+    reply.text = self.redact(reply.text)
+    return reply
+
+
+async def call_retried(self: Judge, req: JudgeRequest, key: str | None) -> Reply:
+    from tracejudge.stages.judge.fit import count_prompt
+
+    if self.session is None and self.connect is not None:
+        await self.connect()
+    payload = build_payload(self.protocol, req, self.structured)
+    prompt_tokens = await count_prompt(req, self.tokenizer)
+    if self.batches is not None:
+        custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
+        return await self._batch_call(payload, prompt_tokens, custom_id)
+    from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
+
+    retrying = AsyncRetrying(
+        stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
+        # A connection refused before anything of the run was ever answered is a wrong URL or a server that is
+        # not running: retrying every request of the run only hides that.
+        retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")),
+        before_sleep=self._before_sleep,
+    )
+    async for attempt in retrying:
+        with attempt:
+            reply = await self._attempt(payload, prompt_tokens)
+    return reply
+
+
+def failure(self: Judge, exc: ProviderError) -> Outcome:
+    """The `Outcome` of a request that got no answer (`exc` already redacted); counts it."""
+    kind = error_kind(exc, self.reached)
+    self.stats.judge_errors += 1
+    self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
+    details: dict[str, Any] = {"error_kind": kind}
+    if exc.status is not None:
+        details["http_status"] = exc.status
+    if exc.kind == "quota":
+        wait = f"the provider asked to wait {exc.retry_after_s:g} s, over max_retry_after_s {self.cfg.max_retry_after_s:g}" \
+            if exc.retry_after_s is not None else "the provider reports its quota exhausted"
+        msg = f"rate_limited: {wait} (daily quota?): {exc}"
+        return Outcome(Score(value=None, passed=None, reason=msg, details=details), "rate_limited", msg, kind)
+    msg = f"{kind}: {exc}"
+    if kind == "request_error":
+        msg += f"; {request_fix(str(exc))}"
+    elif kind == "unreachable":
+        msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
+    return Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg, kind)

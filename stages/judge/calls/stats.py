@@ -1,0 +1,70 @@
+"""What a run's judge did, counted: the summary's `judge` block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JudgeStats"]
+
+
+@dataclass
+class JudgeStats:
+    """Counters of one run segment. Tokens are counts, money US dollars, times seconds."""
+
+    requests: int = 0
+    answered: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    server_errors: int = 0
+    timeouts: int = 0
+    connection_errors: int = 0
+    repairs: int = 0
+    judge_errors: int = 0
+    skipped_budget: int = 0
+    too_long: int = 0
+    truncated_prompts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    cost_usd: float = 0.0
+    saved_usd: float = 0.0
+    saved_tokens: int = 0
+    queued_s: float = 0.0
+    slept_s: float = 0.0
+    sync_equivalent_usd: float = 0.0
+    multi_requests: int = 0
+    items_batched: int = 0
+    items_reasked_alone: int = 0
+    items_from_cache: int = 0
+    single_flight_shared: int = 0
+    requests_split: int = 0
+    grouped_requests: int = 0
+    parts_reasked_alone: int = 0
+    cache_errors: int = 0
+    parse_failures: int = 0
+    request_errors: int = 0
+    truncated_replies: int = 0
+    repair_input_tokens: int = 0
+    repair_output_tokens: int = 0
+    repair_cost_usd: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    cache_misses_explained: dict[str, int] = field(default_factory=dict)
+    error_kinds: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The summary's `judge` block."""
+        lat = sorted(self.latencies)
+
+        def pct(p: float) -> float | None:
+            return round(lat[min(len(lat) - 1, int(p * len(lat)))], 4) if lat else None
+
+        rounded = ("latencies", "cost_usd", "saved_usd", "queued_s", "slept_s", "sync_equivalent_usd", "repair_cost_usd", "error_kinds")
+        out = {k: v for k, v in self.__dict__.items() if k not in rounded}
+        out.update(cost_usd=round(self.cost_usd, 6), saved_usd=round(self.saved_usd, 6), sync_equivalent_usd=round(self.sync_equivalent_usd, 6),
+                   repair_cost_usd=round(self.repair_cost_usd, 6), error_kinds=dict(sorted(self.error_kinds.items())),
+                   queued_s=round(self.queued_s, 3),
+                   slept_s=round(self.slept_s, 3), latency_p50_s=pct(0.5), latency_p95_s=pct(0.95))
+        return out
