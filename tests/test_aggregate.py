@@ -170,3 +170,25 @@ def test_a_judge_failure_keeps_the_deterministic_scores_of_its_case() -> None:
     # The deterministic metric scored case b; only the judge metric excludes it.
     assert (m["tool_calls"]["scored"], m["tool_calls"]["mean"], m["tool_calls"]["excluded"]) == (2, 0.75, {"invalid_input": 1})
     assert (m["task_completion"]["scored"], m["task_completion"]["excluded"]) == (1, {"invalid_input": 1, "judge_error": 1})
+
+
+def test_the_interval_of_more_values_than_the_sample_keeps_does_not_depend_on_their_order() -> None:
+    # 3,000 results, more than the 1,000 values the whole run's sample keeps (and the 250 of a tag's): folded in
+    # file order, reversed and shuffled (as worker processes or a resume deliver them), every ci95 is the same.
+    rng = random.Random(11)
+    results = [CaseResult(case_id=f"c{i}", trial=i % 2, tags=[f"t{i % 3}"],
+                          scores={"m": Score(value=rng.betavariate(2, 5))}) for i in range(3000)]
+    shuffled = list(results)
+    random.Random(12).shuffle(shuffled)
+
+    def intervals(order: list[CaseResult]) -> list[object]:
+        agg = Aggregator(["m"])
+        for r in order:
+            agg.fold(r)
+        s = agg.summary()
+        return [s["metrics"]["m"]["ci95"], *(g["metrics"]["m"]["ci95"] for g in s["breakdowns"]["tag"].values())]
+
+    first = intervals(results)
+    assert first[0] is not None and len(first) == 4
+    assert intervals(results[::-1]) == first
+    assert intervals(shuffled) == first
