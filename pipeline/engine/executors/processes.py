@@ -139,6 +139,7 @@ class ProcessExecutor:
         self.blob = b""
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
+        self._spawn_slots = anyio.CapacityLimiter(processes)  # (spawned calls made while holding a `limiter` slot)
         builtin = _builtin(job)
         self.inline_left = INLINE_RECORDS if builtin else 0
         self.forks = builtin and fork_suits()  # forked workers (`executors.forked`) instead of spawned ones
@@ -185,15 +186,20 @@ class ProcessExecutor:
     async def _compute(self, chunk: list[Any]) -> list[Extracted]:
         # `job.run(chunk)` in an idle forked worker, else (none forked, or all of them dead) in a spawned one.
         packed = pack_chunk(chunk)
-        if self.pool is not None:
-            async with self.limiter:
-                worker = self.pool.idle()
-                if worker is not None:
-                    try:
-                        return unpack_results(await worker.call(packed))
-                    except WorkerDied as exc:
-                        raise anyio.BrokenWorkerProcess(str(exc)) from exc
-        return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True, limiter=self.limiter))
+        if self.pool is None:
+            return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True, limiter=self.limiter))
+        # The slot taken to pick a worker is kept for a spawned one too: released in between, two chunks that
+        # both found every live forked worker busy each started a spawned worker, and a forked worker's death
+        # left three processes working for `processes: 2`.
+        async with self.limiter:
+            worker = self.pool.idle()
+            if worker is None:
+                return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True,
+                                                                limiter=self._spawn_slots))
+            try:
+                return unpack_results(await worker.call(packed))
+            except WorkerDied as exc:
+                raise anyio.BrokenWorkerProcess(str(exc)) from exc
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
         """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies
