@@ -87,6 +87,28 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+def _own_session_for_workers() -> None:
+    """Make `anyio.to_process` start its workers in a session of their own (idempotent).
+
+    A terminal's Ctrl-C signals its foreground process group. A worker ignores SIGINT once its
+    first call runs (`_die_with`), but it starts by launching an interpreter and importing the
+    stages: a Ctrl-C in that second killed it with a `KeyboardInterrupt` traceback on the terminal.
+    In a session of its own, the terminal's signals never reach it; the head alone decides how
+    the run stops, and the worker still ends with it (parent-death signal, or its pipe closing).
+    anyio's spawning offers no such option, so its `open_process` is wrapped where `to_process` calls it.
+    """
+    real = getattr(to_process, "open_process", None)
+    if real is None or getattr(real, "own_session", False):
+        return
+
+    async def open_worker(command: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("start_new_session", True)
+        return await real(command, **kwargs)
+
+    open_worker.own_session = True  # type: ignore[attr-defined]
+    to_process.open_process = open_worker  # type: ignore[attr-defined]
+
+
 def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Any]:
     # `job.run` of a chunk packed by `wire.pack_chunk`, its results packed by `wire.pack_results`.
     if parent:
@@ -153,6 +175,7 @@ class ProcessExecutor:
         self._warm_started = False
 
     async def __aenter__(self) -> ProcessExecutor:
+        _own_session_for_workers()
         self.blob = pickle.dumps(self.job, protocol=pickle.HIGHEST_PROTOCOL)  # the job as it stands when the run starts
         self.key = hashlib.sha256(self.blob).hexdigest()
         if self.forks and not self.all_inline:
