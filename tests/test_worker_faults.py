@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -165,3 +166,25 @@ def _cmdline(pid: int) -> bytes:
     except OSError:
         return b""
 
+
+def test_the_stop_message_counts_the_records_workers_are_computing(tmp_path):
+    # Slow chunks in two spawned workers and nothing after the executor: at a Ctrl-C no case is in a stage's
+    # hands, but whole chunks are in the workers'. The stop message must say so, not "the 0 in flight".
+    _workspace(tmp_path)
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02"})
+    results = tmp_path / "out" / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not (results.exists() and results.stat().st_size):
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before a result was written"
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, out + err
+    said = [line for line in err.splitlines() if line.startswith("SIGINT: no new cases")]
+    assert len(said) == 1, err
+    got = re.search(r"\((\d+) records? still being extracted (is|are) left to the resume\)", said[0])
+    assert got is not None and int(got.group(1)) > 0, said[0]
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    assert len({(r["case_id"], r["trial"]) for r in _lines(tmp_path)}) == N

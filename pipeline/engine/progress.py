@@ -100,6 +100,8 @@ class ProgressState:
         if self.stopping:
             grace = self.grace_left_s
             out.update(stopping=True, in_flight=self.live.working if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
+            if self.live is not None and self.live.extracting:
+                out["extracting_left_to_resume"] = self.live.extracting
         waiting = self.waiting_on()
         if waiting:
             out["waiting_on"] = waiting

@@ -369,7 +369,7 @@ class _Flow:
             raw_send, raw_recv = anyio.create_memory_object_stream[list[Any]](self.capacity)
             tg.start_soon(self.load, records, raw_send)
             mapped_send, mapped_recv = anyio.create_memory_object_stream[Mapped](self.capacity)
-            tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop)
+            tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop, STOP_GRACE_S, self.live)
             send, recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
             tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
             for i, stage in enumerate(self.stages):
