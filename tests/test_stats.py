@@ -11,10 +11,10 @@ from tracejudge.stages.aggregate.stats import (
     KeyedSample,
     Moments,
     bootstrap_mean_ci,
-    key_hash,
     pass_at_k,
     quantile,
     rng_for,
+    seed_bits,
     sign_flip_pvalue,
 )
 
@@ -74,7 +74,7 @@ def test_keyed_sample_is_bounded_and_uniform() -> None:
     for r in range(runs):
         sample = KeyedSample(10)
         for i in range(100):
-            sample.add(key_hash(r, "case", i), float(i))
+            sample.add(seed_bits(r, "case", i), float(i))
         assert len(sample.values) == 10 and sample.seen == 100
         for v in sample.values:
             hits[int(v)] += 1
@@ -85,7 +85,7 @@ def test_keyed_sample_is_bounded_and_uniform() -> None:
 
 def test_keyed_sample_does_not_depend_on_arrival_order() -> None:
     # The same keyed values in three orders, offered one by one or in batches: the same sample, in the same order.
-    pairs = [(key_hash(0, "c", i), float(i % 97) / 97) for i in range(5000)]
+    pairs = [(seed_bits(0, "c", i), float(i % 97) / 97) for i in range(5000)]
     samples = []
     for order in (pairs, pairs[::-1], sorted(pairs, key=lambda p: p[1])):
         one, batched = KeyedSample(50), KeyedSample(50)
@@ -128,7 +128,7 @@ def _coverage(draw, true_mean: float, n: int, sims: int, reservoir: int | None, 
         for i in range(n):
             x = draw(rng)
             m.add(x)
-            res.add(key_hash("cov", s, i), x)
+            res.add(seed_bits("cov", s, i), x)
         ci = bootstrap_mean_ci(res.values, n_total=n, mean_total=m.mean, rng=rng_for(0, "cov-boot", s), resamples=resamples)
         assert ci is not None
         covered += ci[0] <= true_mean <= ci[1]
@@ -157,7 +157,7 @@ def test_bootstrap_ci_width_reflects_the_full_stream_not_the_reservoir() -> None
     res = KeyedSample(200)
     for i, x in enumerate(xs):
         m.add(x)
-        res.add(key_hash("w", i), x)
+        res.add(seed_bits("w", i), x)
     lo, hi = bootstrap_mean_ci(res.values, n_total=len(xs), mean_total=m.mean, rng=rng_for(0, "wb"), resamples=1000)
     expected_half = 1.96 * statistics.stdev(xs) / math.sqrt(len(xs))  # ~0.004
     assert (hi - lo) / 2 == pytest.approx(expected_half, rel=0.25)

@@ -36,8 +36,9 @@ from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status, score_counts
-from tracejudge.engine.rendered import Cell
-from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, key_hash, pass_at_k, rng_for
+from tracejudge.engine.keyset import result_key, trial_key
+from tracejudge.engine.rendered import Cell, Finished
+from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, pass_at_k, rank, rng_for, seed_bits
 
 __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
 
@@ -327,7 +328,7 @@ class Aggregator:
         settings: AggregateConfig | None = None,
     ) -> None:
         self.settings = settings or AggregateConfig()
-        self._key_seed = f"{self.settings.seed}:sample"
+        self._sample_seed = seed_bits(self.settings.seed, "sample")
         self.trials = trials
         self.metric_keys = list(metric_keys)
         self.status: Counter[str] = Counter()
@@ -424,8 +425,10 @@ class Aggregator:
                         gm[key] = self._late_stats(g, key, block["status"], result)
             rows.append(gm)
         counts = status == _OK or status in LATE_STATUSES
-        # Which values the bootstrap samples keep is decided by this hash, not by arrival order.
-        h = key_hash(self._key_seed, result.case_id, result.trial)
+        # Which values the bootstrap samples keep is decided by this hash of the (case, trial), not by arrival
+        # order; a result rendered where it was scored brings its id's hash (what `result_key` would compute).
+        key = trial_key(result.rendered.id_hash, result.trial) if type(result) is Finished else result_key(result.case_id, result.trial)
+        h = rank(key, self._sample_seed)
         for key in metrics:
             score = scores.get(key)
             if counts and score is not None and score.value is not None:  # scored: `MetricStats.fold`'s last branch, inlined

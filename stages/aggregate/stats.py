@@ -34,9 +34,10 @@ __all__ = [
     "Moments",
     "bootstrap_mean_ci",
     "pass_at_k",
-    "key_hash",
     "quantile",
+    "rank",
     "rng_for",
+    "seed_bits",
     "sign_flip_pvalue",
 ]
 
@@ -76,22 +77,38 @@ class Moments:
         return math.sqrt(self.m2 / (self.n - 1)) if self.n > 1 else None
 
 
-def key_hash(seed: int | str, *parts: object) -> int:
+_M64 = (1 << 64) - 1
+
+
+def seed_bits(seed: int | str, *parts: object) -> int:
     """A 64-bit unsigned hash of `seed` and `parts` (joined by ":" as their `str()`), stable across processes.
 
-    BLAKE2b, so it is the same in every process, run and Python version
-    (unlike `hash()`), and uniform enough to rank keys for `KeyedSample`.
+    BLAKE2b, so it is the same in every process, run and Python version (unlike `hash()`).
     """
     text = ":".join([str(seed), *map(str, parts)])
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def rank(key: int, seed: int) -> int:
+    """The rank of a result under a seed, for `KeyedSample`: a 64-bit unsigned int.
+
+    `key` is the result's 64-bit key (`engine.keyset.result_key` of its case and trial, uniform
+    already), `seed` a `seed_bits`. SplitMix64's output function of `key ^ seed` (Steele, Lea and
+    Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014): a bijection of 64-bit
+    ints that mixes every bit, so another seed gives an unrelated order, and distinct keys distinct ranks.
+    """
+    z = (key ^ seed) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
 
 
 @dataclass
 class KeyedSample:
     """A uniform sample of at most `size` values from a stream of `(key hash, value)` pairs (bottom-k).
 
-    It keeps the `size` values whose key hashes (`key_hash` of each value's
-    case and trial) are lowest. The hashes are uniform and independent of the
+    It keeps the `size` values whose key hashes (`rank` of each value's
+    result key under the seed) are lowest. The hashes are uniform and independent of the
     values, so every value is in the sample with probability
     `min(1, size / seen)`, as in a reservoir; but the kept set depends only on
     which pairs were added, not on their order, so worker processes, resumed

@@ -30,7 +30,8 @@ from typing import Any
 from tracejudge.core.records import score_counts
 from tracejudge.engine import shards
 from tracejudge.engine.store import iter_results
-from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, key_hash, rng_for, sign_flip_pvalue
+from tracejudge.engine.keyset import result_key
+from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rank, rng_for, seed_bits, sign_flip_pvalue
 
 __all__ = ["Comparison", "MetricDelta", "Mover", "compare_runs", "delta_is_noise"]
 
@@ -183,6 +184,7 @@ def compare_runs(
     moments = {k: (Moments(), Moments(), Moments()) for k in keys}
     # Sampled by a hash of each pair's (case, trial), so B's line order does not change the interval.
     deltas = {k: KeyedSample(reservoir_size) for k in keys}
+    sample_seed = seed_bits(seed, "compare-sample")
     out = {k: MetricDelta(k) for k in keys}
     worst: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
     best: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
@@ -202,7 +204,7 @@ def compare_runs(
             only_b += 1
             continue
         paired += 1
-        h = key_hash(seed, "compare", *key)
+        h = rank(result_key(*key), sample_seed)
         for i, k in enumerate(keys):
             a = a_vals[i] if i < len(a_vals) else None
             b = _value(res, k)
