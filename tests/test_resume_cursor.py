@@ -324,3 +324,27 @@ def test_a_torn_last_line_completed_later_is_scored_and_its_invalid_result_retir
     assert _standing(tmp_path / "runs" / "main") == want
     summary = json.loads((tmp_path / "runs" / "main" / "summary.json").read_text())
     assert summary["results"] == 6 and summary["status"] == {"ok": 6}
+
+
+def test_a_torn_last_line_repeating_an_earlier_id_stays_provisional(tmp_path: Path) -> None:
+    # The cut line shows an id seen before: its result is the duplicate's (under ID@FILE:LINE), and still
+    # provisional, so once the line is finished the resume gives what a fresh run of the finished file gives.
+    lines: list[object] = [native_case(f"case-{i}", ["a"], ["a"]) for i in range(3)]
+    data = write_dataset(tmp_path / "cases.jsonl", lines)
+    whole = json.dumps(native_case("case-1", ["a"], ["b"])) + "\n"
+    with open(data, "a", encoding="utf-8") as fh:
+        fh.write(whole[: len(whole) // 2])
+    (tmp_path / "config.yaml").write_text(CONFIG.replace('  - {type: "holdmetric:hold"}\n', "").replace("0.01", "0.5"))
+    assert _run(tmp_path).returncode == 0
+    key = (f"case-1@{data}:4", 0)
+    first = _by_key(tmp_path / "runs" / "main")[key]
+    assert first["error"]["kind"] == "unterminated_line" and "duplicate case id" in first["error"]["message"]
+    with open(data, "a", encoding="utf-8") as fh:
+        fh.write(whole[len(whole) // 2:])
+    assert _run(tmp_path, "--force").returncode == 0
+    assert _run(tmp_path, "--run-dir", "runs/fresh").returncode == 0
+    got, want = _standing(tmp_path / "runs" / "main"), _standing(tmp_path / "runs" / "fresh")
+    assert got == want and want[key] == "invalid_input"
+    fresh = _by_key(tmp_path / "runs" / "fresh")[key]["error"]
+    standing = [json.loads(x) for x in (tmp_path / "runs" / "main" / "results.jsonl").read_text().splitlines()][-1]
+    assert (standing["case_id"], standing["error"]) == (key[0], fresh)

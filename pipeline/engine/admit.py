@@ -93,7 +93,9 @@ class Admission:
             if first != where:
                 # Its id is taken (by a valid or an invalid record): one result under its own
                 # key names both places, never a second `cid/0`.
-                err = duplicate_error(cid, first, item.file, item.line, err.message)
+                kind, err = err.kind, duplicate_error(cid, first, item.file, item.line, err.message)
+                if kind == UNTERMINATED_LINE:
+                    err.kind = kind  # still provisional: the finished line decides
                 cid = f"{cid}@{where}"
             return self._once(cid, lambda: Work(Case(id=cid), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
         case = item.case
