@@ -309,6 +309,7 @@ def test_a_torn_last_line_completed_later_is_scored_and_its_invalid_result_retir
     (tmp_path / "config.yaml").write_text(CONFIG.replace('  - {type: "holdmetric:hold"}\n', "").replace("0.01", "0.5"))
     first = _run(tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
+    assert "transient failure" not in first.stdout  # (it is not one: the line is read again, not retried)
     torn = [r for r in _by_key(tmp_path / "runs" / "main").values() if r["status"] == "invalid_input"]
     assert len(torn) == 1 and torn[0]["error"]["line"] == 6 and "no newline" in torn[0]["error"]["message"]
     again = _run(tmp_path)  # still torn: read again, still provisional, one standing result

@@ -444,7 +444,8 @@ class RunJournal:
 
     def pending_retries(self) -> int:
         """How many standing results are transient failures that the next run of the same command redoes."""
-        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
+        # (a budget skip is not a failure; a torn last line's result is redone whenever its line is read again)
+        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
     def judge_gate_counts(self) -> dict[str, int]:
         """`{"judged_results", "judge_error_results"}` over the standing results (final and provisional).
