@@ -170,3 +170,63 @@ def test_a_judge_failure_keeps_the_deterministic_scores_of_its_case() -> None:
     # The deterministic metric scored case b; only the judge metric excludes it.
     assert (m["tool_calls"]["scored"], m["tool_calls"]["mean"], m["tool_calls"]["excluded"]) == (2, 0.75, {"invalid_input": 1})
     assert (m["task_completion"]["scored"], m["task_completion"]["excluded"]) == (1, {"invalid_input": 1, "judge_error": 1})
+
+
+def test_the_interval_of_more_values_than_the_sample_keeps_does_not_depend_on_their_order() -> None:
+    # 3,000 results, more than the 1,000 values the whole run's sample keeps (and the 250 of a tag's): folded in
+    # file order, reversed and shuffled (as worker processes or a resume deliver them), every ci95 is the same.
+    rng = random.Random(11)
+    results = [CaseResult(case_id=f"c{i}", trial=i % 2, tags=[f"t{i % 3}"],
+                          scores={"m": Score(value=rng.betavariate(2, 5))}) for i in range(3000)]
+    shuffled = list(results)
+    random.Random(12).shuffle(shuffled)
+
+    def intervals(order: list[CaseResult]) -> list[object]:
+        agg = Aggregator(["m"])
+        for r in order:
+            agg.fold(r)
+        s = agg.summary()
+        return [s["metrics"]["m"]["ci95"], *(g["metrics"]["m"]["ci95"] for g in s["breakdowns"]["tag"].values())]
+
+    first = intervals(results)
+    assert first[0] is not None and len(first) == 4
+    assert intervals(results[::-1]) == first
+    assert intervals(shuffled) == first
+
+
+def test_a_run_and_its_results_read_back_in_another_order_state_the_same_intervals(tmp_path) -> None:
+    # Real processes: a run whose bootstrap sample (aggregate.reservoir_size: 20) is smaller than its 300
+    # results (scored where they were rendered), then `tracejudge report` rebuilding the summary from
+    # results.jsonl with its lines shuffled: the same cases are sampled, so every ci95 is the same.
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _runs import native_case, write_dataset
+
+    tj = Path(sys.executable).with_name("tracejudge")
+    tools = ["a", "b", "c", "d"]
+    write_dataset(tmp_path / "cases.jsonl", [native_case(f"c{i}", tools[: 1 + i % 4], tools[: 1 + (i * 7) % 4], tags=[f"t{i % 2}"])
+                                             for i in range(300)])
+    (tmp_path / "config.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: ToolCorrectness}]\n"
+                                          "aggregate: {reservoir_size: 20, group_reservoir_size: 10}\nrun: {dir: run}\n")
+    first = subprocess.run([str(tj), "run", "config.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode in (0, 1), first.stderr
+    shutil.copytree(tmp_path / "run", tmp_path / "shuffled")
+    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines(keepends=True)
+    random.Random(5).shuffle(lines)
+    (tmp_path / "shuffled" / "results.jsonl").write_text("".join(lines))
+    again = subprocess.run([str(tj), "report", "shuffled"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode in (0, 1), again.stderr
+
+    def intervals(run: str) -> list[object]:
+        s = json.loads((tmp_path / run / "summary.json").read_text())
+        blocks = [s["metrics"], *(g["metrics"] for g in s["breakdowns"]["tag"].values())]
+        return [next(iter(m.values()))["ci95"] for m in blocks]  # (the run's one metric)
+
+    want = intervals("run")
+    assert want[0] is not None and len(want) == 3
+    assert intervals("shuffled") == want

@@ -226,7 +226,7 @@ def test_journal_rebuilds_when_the_checkpoint_disagrees(tmp_path: Path, damage: 
         if damage == "hostile":  # the old pickle attack: a reduce to os:system, never loaded
             cp["aggregator"] = base64.b64encode(pickle.dumps(_Hostile())).decode()
         elif damage == "hostile_json":  # an object that names a callable, in the JSON shape
-            cp["aggregator"]["metrics"][0][1]["reservoir"] = {"callable": "os:system", "args": ["echo pwned > hostile.txt"]}
+            cp["aggregator"]["metrics"][0][1]["sample"] = {"callable": "os:system", "args": ["echo pwned > hostile.txt"]}
         elif damage == "aggregator":  # a stored state from settings this config does not have
             cp["aggregator"]["metrics"][0][1]["rng_seed"] = "7:=:m"
         elif damage.startswith("wrong_type:"):
@@ -348,8 +348,9 @@ def test_aggregate_state_round_trips_through_json_and_keeps_folding_identically(
     assert json.dumps(dump_state(resumed), sort_keys=True) == json.dumps(dump_state(whole), sort_keys=True)
 
 
-def test_a_full_reservoir_saved_without_its_next_replacement_is_refused() -> None:
-    # A checkpoint written before reservoirs drew their skips: refused, so the journal rebuilds from results.jsonl.
+def test_a_state_of_the_reservoir_format_is_refused() -> None:
+    # A checkpoint written when the bootstrap sample was an order-dependent reservoir: refused, so the
+    # journal rebuilds from results.jsonl and the interval is the one the results give in any order.
     from tracejudge.core.evalconfig import AggregateConfig
     from tracejudge.stages.aggregate.state import StateError, dump_state, restore
 
@@ -359,9 +360,19 @@ def test_a_full_reservoir_saved_without_its_next_replacement_is_refused() -> Non
         agg.fold(CaseResult(case_id=f"c{i}", scores={"m": Score(value=i / 40)}))
     state = json.loads(json.dumps(dump_state(agg)))
     assert restore(state, Aggregator(["m"], trials=1, settings=settings)).summary() == agg.summary()
-    for key in ("next_at", "w"):
-        old = json.loads(json.dumps(state))
-        for _, stats in old["metrics"]:
-            stats["reservoir"].pop(key)
-        with pytest.raises(StateError, match="next replacement"):
-            restore(old, Aggregator(["m"], trials=1, settings=settings))
+    old = json.loads(json.dumps(state))
+    old["format"] = 1
+    for _, stats in old["metrics"]:
+        sample = stats.pop("sample")
+        stats["reservoir"] = {"size": 10, "seen": 40, "values": sample["values"], "rng": None, "w": 0.5, "next_at": 41}
+    with pytest.raises(StateError):
+        restore(old, Aggregator(["m"], trials=1, settings=settings))
+    import base64
+
+    shuffled = json.loads(json.dumps(state))
+    for _, stats in shuffled["metrics"]:
+        raw = base64.b64decode(stats["sample"]["keys"])
+        words = [raw[i:i + 8] for i in range(0, len(raw), 8)]
+        stats["sample"]["keys"] = base64.b64encode(b"".join(words[::-1])).decode("ascii")
+    with pytest.raises(StateError, match="not in order"):
+        restore(shuffled, Aggregator(["m"], trials=1, settings=settings))

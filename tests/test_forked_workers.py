@@ -116,3 +116,27 @@ def test_ctrl_c_to_the_process_group_stops_cleanly_and_the_same_command_resumes(
     one = subprocess.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert one.returncode == 0, one.stderr
     assert _lines(tmp_path / "two" / "results.jsonl") == _lines(tmp_path / "one" / "results.jsonl")
+
+
+def test_a_killed_forked_worker_is_replaced_by_one_worker_not_added_to(tmp_path):
+    # `run.processes: 2`: after one of the two forked workers is killed, its share goes to one spawned
+    # worker, so at most two workers are alive at any moment of the rest of the run (never three).
+    _workspace(tmp_path, 2, "two")
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    most: list[int] = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        workers = _running(_children(proc.pid))
+        if killed is None and len(workers) >= 2:
+            killed = workers[0]
+            os.kill(killed, signal.SIGKILL)
+        elif killed is not None and len(workers) > len(most):
+            most = workers
+        time.sleep(0.01)
+    _, err = proc.communicate(timeout=240)
+    assert killed is not None and proc.returncode == 0, err
+    assert "tried once more in a fresh worker" in err
+    assert 1 <= len(most) <= 2, f"{len(most)} workers alive at once after the kill: {most}"
+    assert len(_lines(tmp_path / "two" / "results.jsonl")) == N

@@ -1,4 +1,4 @@
-"""Streaming statistics: pass@k, Welford moments, reservoir, bootstrap CI coverage, sign-flip test."""
+"""Streaming statistics: pass@k, Welford moments, keyed bottom-k sample, bootstrap CI coverage, sign-flip test."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ import random
 import statistics
 
 import pytest
-from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, quantile, rng_for, sign_flip_pvalue
+from tracejudge.stages.aggregate.stats import (
+    KeyedSample,
+    Moments,
+    bootstrap_mean_ci,
+    pass_at_k,
+    quantile,
+    rng_for,
+    seed_bits,
+    sign_flip_pvalue,
+)
 
 
 @pytest.mark.parametrize(
@@ -58,45 +67,36 @@ def test_moments_match_statistics_module() -> None:
     assert one.std is None
 
 
-def test_reservoir_is_bounded_and_uniform() -> None:
-    # Each of 100 stream positions should land in a 10-slot reservoir ~10% of the time.
+def test_keyed_sample_is_bounded_and_uniform() -> None:
+    # Each of 100 keys should land in a 10-value sample ~10% of the time over 2000 seeds.
     hits = [0] * 100
     runs = 2000
     for r in range(runs):
-        res = Reservoir(10, rng_for(0, "res", r))
+        sample = KeyedSample(10)
         for i in range(100):
-            res.add(float(i))
-        assert len(res.values) == 10 and res.seen == 100
-        for v in res.values:
+            sample.add(seed_bits(r, "case", i), float(i))
+        assert len(sample.values) == 10 and sample.seen == 100
+        for v in sample.values:
             hits[int(v)] += 1
     shares = [h / runs for h in hits]
     assert min(shares) > 0.06 and max(shares) < 0.14
-    # early and late positions are equally likely (no bias toward the start)
     assert abs(statistics.fmean(shares[:50]) - statistics.fmean(shares[50:])) < 0.01
 
 
-def test_a_full_reservoir_draws_rarely_and_stays_uniform_over_a_long_stream() -> None:
-    # Algorithm L: about size * (1 + ln(seen / size)) draws in all, not one per value; still ~size/n per position.
-    class Counting(random.Random):
-        draws = 0
-
-        def random(self) -> float:
-            Counting.draws += 1
-            return super().random()
-
-    n, size, runs = 5000, 50, 300
-    hits = [0] * 10  # per tenth of the stream
-    for r in range(runs):
-        res = Reservoir(size, Counting(f"long:{r}"))
-        for i in range(n):
-            res.add(float(i))
-        assert len(res.values) == size and res.seen == n and res.next_at > n
-        for v in res.values:
-            hits[int(v) * 10 // n] += 1
-    per_run = Counting.draws / runs
-    assert per_run < 3 * size * (1 + math.log(n / size))  # ~280 expected, against 4,950 for algorithm R
-    shares = [h / (runs * size) for h in hits]
-    assert min(shares) > 0.085 and max(shares) < 0.115
+def test_keyed_sample_does_not_depend_on_arrival_order() -> None:
+    # The same keyed values in three orders, offered one by one or in batches: the same sample, in the same order.
+    pairs = [(seed_bits(0, "c", i), float(i % 97) / 97) for i in range(5000)]
+    samples = []
+    for order in (pairs, pairs[::-1], sorted(pairs, key=lambda p: p[1])):
+        one, batched = KeyedSample(50), KeyedSample(50)
+        for h, v in order:
+            one.add(h, v)
+        for start in range(0, len(order), 700):
+            chunk = order[start:start + 700]
+            batched.add_many([h for h, _ in chunk], [(v, None) for _, v in chunk])
+        samples += [one.values, batched.values]
+        assert one.pairs() == sorted(pairs)[:50]
+    assert all(s == samples[0] for s in samples)
 
 
 def test_quantile_type_7() -> None:
@@ -124,11 +124,11 @@ def _coverage(draw, true_mean: float, n: int, sims: int, reservoir: int | None, 
     for s in range(sims):
         rng = random.Random(f"sim:{s}")
         m = Moments()
-        res = Reservoir(reservoir or n, rng_for(0, "cov-res", s))
-        for _ in range(n):
+        res = KeyedSample(reservoir or n)
+        for i in range(n):
             x = draw(rng)
             m.add(x)
-            res.add(x)
+            res.add(seed_bits("cov", s, i), x)
         ci = bootstrap_mean_ci(res.values, n_total=n, mean_total=m.mean, rng=rng_for(0, "cov-boot", s), resamples=resamples)
         assert ci is not None
         covered += ci[0] <= true_mean <= ci[1]
@@ -154,10 +154,10 @@ def test_bootstrap_ci_width_reflects_the_full_stream_not_the_reservoir() -> None
     rng = random.Random(5)
     xs = [rng.random() for _ in range(20000)]
     m = Moments()
-    res = Reservoir(200, rng_for(0, "w"))
-    for x in xs:
+    res = KeyedSample(200)
+    for i, x in enumerate(xs):
         m.add(x)
-        res.add(x)
+        res.add(seed_bits("w", i), x)
     lo, hi = bootstrap_mean_ci(res.values, n_total=len(xs), mean_total=m.mean, rng=rng_for(0, "wb"), resamples=1000)
     expected_half = 1.96 * statistics.stdev(xs) / math.sqrt(len(xs))  # ~0.004
     assert (hi - lo) / 2 == pytest.approx(expected_half, rel=0.25)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -134,3 +135,56 @@ def test_workers_end_when_their_head_is_killed(tmp_path):
         alive = [w for w in workers if Path(f"/proc/{w}").exists() and "Z" not in Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0]]
         time.sleep(0.1)
     assert not alive, f"orphaned workers still running: {alive}"
+
+
+def test_ctrl_c_while_spawned_workers_start_prints_no_traceback(tmp_path):
+    # A user's metric goes to spawned workers from the first record. A terminal's Ctrl-C reaches the whole
+    # process group; one that lands while the workers are still starting (before their first chunk) must be
+    # ignored by them as by a worker at work: the head stops the run, nothing prints a traceback.
+    _workspace(tmp_path)
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.05"})
+    deadline = time.monotonic() + 120
+    started: list[int] = []
+    while not started and time.monotonic() < deadline and proc.poll() is None:
+        started = [p for p in _children(proc.pid) if b"anyio.to_process" in _cmdline(p)]
+        time.sleep(0.002)
+    assert started, "no spawned worker was seen"
+    os.killpg(proc.pid, signal.SIGINT)  # at once: the worker is still starting its interpreter
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "died" not in err, err
+    assert "INTERRUPTED" in out + err, out + err
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    assert len(_lines(tmp_path)) == N
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_the_stop_message_counts_the_records_workers_are_computing(tmp_path):
+    # Slow chunks in two spawned workers and nothing after the executor: at a Ctrl-C no case is in a stage's
+    # hands, but whole chunks are in the workers'. The stop message must say so, not "the 0 in flight".
+    _workspace(tmp_path)
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02"})
+    results = tmp_path / "out" / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not (results.exists() and results.stat().st_size):
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before a result was written"
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, out + err
+    said = [line for line in err.splitlines() if line.startswith("SIGINT: no new cases")]
+    assert len(said) == 1, err
+    got = re.search(r"\((\d+) records? still being extracted (is|are) left to the resume\)", said[0])
+    assert got is not None and int(got.group(1)) > 0, said[0]
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    assert len({(r["case_id"], r["trial"]) for r in _lines(tmp_path)}) == N

@@ -250,6 +250,9 @@ PROVISIONAL_STATUSES = RETRYABLE_STATUSES | {"skipped_budget"}
 # An `invalid_input` whose error has this kind says nothing about the record either: the worker
 # process computing it died (killed, out of memory). It is retried like the statuses above.
 WORKER_ERROR = "worker_error"
+# An `invalid_input` whose error has this kind is a JSONL file's last line without its newline: a
+# writer may still be finishing it, so the result stands only until a resume reads the line again.
+UNTERMINATED_LINE = "unterminated_line"
 
 
 # A judge failure or a budget skip happens after the deterministic metrics ran: their

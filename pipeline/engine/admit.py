@@ -9,10 +9,12 @@ State: the run's done set (`RunJournal.done`) and the ids seen so far.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from tracejudge.core.records import Case, CaseResult, ErrorInfo, Status
+from tracejudge.core.records import UNTERMINATED_LINE, Case, CaseResult, ErrorInfo, Status
 from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
@@ -20,7 +22,7 @@ from tracejudge.engine.rendered import Finished, Rendered
 
 _BARE = Case(id="")
 
-__all__ = ["Admission", "duplicate_error", "encodable", "safe_text"]
+__all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
 
 
 def encodable(text: str) -> bool:
@@ -49,6 +51,8 @@ class Admission:
     """Turns `Extracted` records into work; `skipped` counts pairs found already finished.
 
     `added` holds the keys of the made-up ids this segment put in `done` before their result was written.
+    `torn` maps the place `(file, line)` of an unterminated last line (`note_torn`) to the id peeked in it;
+    `torn_before` the place of each standing provisional result of such a line (`torn_standing`) to its case id.
     """
 
     done: KeySet
@@ -57,6 +61,17 @@ class Admission:
     trials: int
     skipped: int = 0
     added: set[int] = field(default_factory=set)
+    torn: dict[tuple[str, int], str | None] = field(default_factory=dict)
+    torn_before: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def note_torn(self, raw: Any, peek: Callable[[Any], str | None] | None) -> None:
+        """Note `raw` (a `RawRecord` whose JSONL line has no newline: the file's last) as possibly still being written.
+
+        If it cannot be read, its `invalid_input` is provisional (`UNTERMINATED_LINE`) and filed under
+        the id peeked in it when there is one, so the result of the finished line, read by a resume,
+        supersedes it (see `works`).
+        """
+        self.torn[(raw.file, raw.line)] = peek(raw.payload) if peek is not None and raw.error is None else None
 
     def works(self, item: Extracted, started: float) -> list[Work]:
         """The work `item` gives (possibly none: every trial already finished)."""
@@ -67,13 +82,20 @@ class Admission:
                                                   file=item.file, line=item.line, field="id"))
         if item.error is not None:  # the record could not be read
             cid, err = item.error
+            place = (item.file, item.line)
+            if self.torn and place in self.torn:
+                cid, err = _torn(cid, err, self.torn.pop(place))
+            elif self.torn_before and place in self.torn_before:
+                cid = self.torn_before.pop(place)  # finished, yet unreadable: its result supersedes the provisional one
             cid = safe_text(cid)
             where = f"{item.file}:{item.line}"
             first = self.seen.claim(cid, item.file, item.line)
             if first != where:
                 # Its id is taken (by a valid or an invalid record): one result under its own
                 # key names both places, never a second `cid/0`.
-                err = duplicate_error(cid, first, item.file, item.line, err.message)
+                kind, err = err.kind, duplicate_error(cid, first, item.file, item.line, err.message)
+                if kind == UNTERMINATED_LINE:
+                    err.kind = kind  # still provisional: the finished line decides
                 cid = f"{cid}@{where}"
             return self._once(cid, lambda: Work(Case(id=cid), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
         case = item.case
@@ -122,3 +144,31 @@ class Admission:
         self.done.add_hash(key)
         self.added.add(key)
         return [make()]
+
+
+def _torn(cid: str, err: ErrorInfo, peeked: str | None) -> tuple[str, ErrorInfo]:
+    """The case id and error of an unreadable unterminated last line: provisional, under its peeked id if any.
+
+    Filed under the place (`cid` as extraction gave it) when no id could be peeked: the finished line's
+    result then does not supersede it (a writer that puts the id first avoids that).
+    """
+    why = (f"{err.message}; the file's last line has no newline (it may still be being written): "
+           "this result is provisional and a resume reads the line again")
+    return peeked or cid, err.model_copy(update={"kind": UNTERMINATED_LINE, "message": why})
+
+
+def torn_standing(provisional: dict[int, str]) -> dict[tuple[str, int], str]:
+    """`(file, line)` → case id of the standing provisional results of torn last lines.
+
+    `provisional` is `RunJournal.provisional` (key → result line); only lines whose error
+    kind is `UNTERMINATED_LINE` are parsed.
+    """
+    out: dict[tuple[str, int], str] = {}
+    for line in provisional.values():
+        if f'"kind":"{UNTERMINATED_LINE}"' not in line:
+            continue
+        result = json.loads(line)
+        err = result.get("error") or {}
+        if isinstance(err.get("file"), str) and isinstance(err.get("line"), int):
+            out[(err["file"], err["line"])] = result["case_id"]
+    return out

@@ -45,7 +45,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR, CaseResult, Status
+from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, line_at, mtime_ns, read_index, recorded_config_hash, size_of, untouched
@@ -412,8 +412,8 @@ class RunJournal:
                     self.judge_spent["answered"] += info.requests - info.cached_requests
         # A provisional result stays out of the checkpointed aggregate (it is folded
         # only into summaries, see `summary_aggregate`) until a later result replaces it.
-        if result.status is Status.skipped_budget:
-            self.provisional[key] = line
+        if result.status is Status.skipped_budget or (result.error is not None and result.error.kind == UNTERMINATED_LINE):
+            self.provisional[key] = line  # (a torn last line's: every resume reads the line again, however often)
             return
         if result.status.value in RETRYABLE_STATUSES or (result.error is not None and result.error.kind == WORKER_ERROR):
             n = self.failures[key] = self.failures.get(key, 0) + 1
@@ -444,7 +444,8 @@ class RunJournal:
 
     def pending_retries(self) -> int:
         """How many standing results are transient failures that the next run of the same command redoes."""
-        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode())
+        # (a budget skip is not a failure; a torn last line's result is redone whenever its line is read again)
+        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
     def judge_gate_counts(self) -> dict[str, int]:
         """`{"judged_results", "judge_error_results"}` over the standing results (final and provisional).

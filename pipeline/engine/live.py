@@ -23,7 +23,10 @@ class LiveStatus:
     `in_flight`: cases between admission and the run directory (count), queued
     between stages included. `working`: those of them in a stage's hands right
     now (a reply awaited, a retry in back-off): what a stop waits for, since
-    queued ones are dropped at once. `paces`: callables giving the results per
+    queued ones are dropped at once. `extracting`: raw records in chunks the CPU
+    executor is extracting and scoring (in worker processes, or in-process),
+    not yet admitted; on a stop they are not admitted (the resume redoes them),
+    and the run waits for them at most the executor's grace. `paces`: callables giving the results per
     second a stage's rate limit admits at most (`None` while unknown).
     `grace_s`: seconds work in flight gets after a stop before it is cut
     (the judge's `judge.stop_grace_s` when the run judges, else the CPU
@@ -35,6 +38,7 @@ class LiveStatus:
 
     in_flight: int = 0
     working: int = 0
+    extracting: int = 0
     grace_s: float | None = 0.0
     stop_at: float | None = None
     probes: list[Callable[[], str | None]] = field(default_factory=list)
@@ -60,6 +64,18 @@ class LiveStatus:
         if self.stop_at is None or self.grace_s is None:
             return None
         return max(0.0, self.grace_s - (time.monotonic() - self.stop_at))
+
+    def stop_text(self) -> str:
+        """What a stop waits for and what it leaves, as the stop message says it.
+
+        E.g. "the 3 in flight get 1 s to finish (256 records still being extracted are left to the resume)".
+        """
+        within = f"get {self.grace_s:g} s to finish" if self.grace_s is not None else "finish (each within target.timeout_s)"
+        text = f"the {self.working} in flight {within}"
+        if self.extracting:
+            n = self.extracting
+            text += f" ({n} record{'' if n == 1 else 's'} still being extracted {'is' if n == 1 else 'are'} left to the resume)"
+        return text
 
     def waiting_on(self) -> list[str]:
         """What the stages are waiting on, one phrase each (a probe that fails says nothing)."""

@@ -24,6 +24,8 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tracejudge.core.log import ROOT as LOG_ROOT
+
 if TYPE_CHECKING:
     from rich.console import Console
     from tracejudge.engine.live import LiveStatus
@@ -100,6 +102,8 @@ class ProgressState:
         if self.stopping:
             grace = self.grace_left_s
             out.update(stopping=True, in_flight=self.live.working if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
+            if self.live is not None and self.live.extracting:
+                out["extracting_left_to_resume"] = self.live.extracting
         waiting = self.waiting_on()
         if waiting:
             out["waiting_on"] = waiting
@@ -272,9 +276,16 @@ class LogProgress:
 
 
 def make_progress(console: Console, *, enabled: bool = True, total: int | None = None, every_s: float = 10.0) -> RichProgress | LogProgress | None:
-    """A rich bar when `console` is a terminal, log lines otherwise; `None` when disabled."""
+    """A rich bar when `console` is a terminal, log lines otherwise; `None` when disabled.
+
+    The log lines show at the default level (`warning`) and below, but not when tracejudge's
+    logging is set above it (`--log-level error`): whoever asked for errors alone gets no
+    progress lines either. The bar is a display, not log lines, and stays.
+    """
     if not enabled:
         return None
     if console.is_terminal:
         return RichProgress(console, total)
+    if logging.getLogger(LOG_ROOT).getEffectiveLevel() > logging.WARNING:
+        return None
     return LogProgress(console.file, total, every_s)

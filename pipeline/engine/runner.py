@@ -38,7 +38,7 @@ from tracejudge.core.work import Stage, Work
 from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
-from tracejudge.engine.admit import Admission, safe_text
+from tracejudge.engine.admit import Admission, safe_text, torn_standing
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, Executor, Extracted, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
@@ -345,6 +345,7 @@ class _Flow:
         self.raw_chunk = self.chunk
         seen = resume.seen if resume is not None else FirstSeen(size_hint=len(journal.done))
         self.admission = Admission(journal.done, journal.is_done, seen, self.trials)
+        self.admission.torn_before = torn_standing(journal.provisional)
         self.new = 0
         # The resume cursor (`tracejudge.engine.cursor`) notes every record read and is saved with each checkpoint;
         # the records it skipped count as the full read would have counted them.
@@ -368,7 +369,7 @@ class _Flow:
             raw_send, raw_recv = anyio.create_memory_object_stream[list[Any]](self.capacity)
             tg.start_soon(self.load, records, raw_send)
             mapped_send, mapped_recv = anyio.create_memory_object_stream[Mapped](self.capacity)
-            tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop)
+            tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop, STOP_GRACE_S, self.live)
             send, recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
             tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
             for i, stage in enumerate(self.stages):
@@ -409,6 +410,8 @@ class _Flow:
                 pid = self.peek(raw.payload) if (peek is not None or self.tracker is not None) and raw.error is None else None
                 if self.tracker is not None:
                     self.tracker.read(raw, pid)
+                if type(raw.payload) is bytes and not raw.payload.endswith(b"\n"):  # a JSONL file's last line, torn?
+                    self.admission.note_torn(raw, self.peek)
                 if peek is not None and self.shard is not None and self.foreign(pid):
                     continue  # known from the id alone: not even parsed
                 if peek is not None and self.finished(raw, pid):

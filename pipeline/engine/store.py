@@ -314,7 +314,8 @@ def iter_result_lines(path: Path, start: int = 0) -> Iterator[bytes]:
 SKIPPED_MARK = b'"status":"skipped_budget"'
 # Statuses a later line of the same (case, trial) supersedes (`records.PROVISIONAL_STATUSES`).
 PROVISIONAL_MARKS = (SKIPPED_MARK, b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"',
-                     b'"kind":"worker_error"')  # a dead worker's case (`records.WORKER_ERROR`)
+                     b'"kind":"worker_error"',  # a dead worker's case (`records.WORKER_ERROR`)
+                     b'"kind":"unterminated_line"')  # a torn last line (`records.UNTERMINATED_LINE`)
 
 
 def _provisional(line: bytes) -> bool:

@@ -9,8 +9,10 @@ a case-level metric other cases lack) are counted beside it, so `scored +
 not_computed + not_applicable + sum(excluded) == results` always holds.
 
 Memory is bounded whatever the run's size: per metric and group, running
-moments (Welford), a 10-bin histogram and a seeded reservoir of at most
-`reservoir_size` values for the bootstrap; per breakdown at most
+moments (Welford), a 10-bin histogram and a sample of at most
+`reservoir_size` values for the bootstrap (the values whose (case, trial)
+keys hash lowest under the seed, so the interval does not depend on the
+order results arrive in: in-process, from workers, or resumed); per breakdown at most
 `max_groups` groups (breakdown groups keep smaller reservoirs); for pass@k, a few integers per case whose trials are
 not all in yet (trials of one case may arrive interleaved with others').
 
@@ -27,7 +29,6 @@ summary.json layout (per metric block, see `MetricStats.as_dict`)::
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status, score_counts
-from tracejudge.engine.rendered import Cell
-from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, pass_at_k, rng_for
+from tracejudge.engine.keyset import result_key, trial_key
+from tracejudge.engine.rendered import Cell, Finished
+from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, pass_at_k, rank, rng_for, seed_bits
 
 __all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
 
@@ -47,8 +49,9 @@ _OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor ca
 # Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
 SETTLE_EVERY = 1024
 CI_METHOD = (
-    "95% percentile bootstrap of the mean over scored results, seeded; from a uniform reservoir "
-    "of at most reservoir_size values, deviations scaled by sqrt(reservoir/scored) when the reservoir is smaller"
+    "95% percentile bootstrap of the mean over scored results, seeded; from a uniform sample "
+    "of at most reservoir_size values (those whose (case, trial) keys hash lowest under the seed), "
+    "deviations scaled by sqrt(sample/scored) when the sample is smaller"
 )
 
 
@@ -93,29 +96,12 @@ def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, to
     return (n, mean, m2, total), hist, verdicts, passed
 
 
-def _replacements(res: Reservoir, pend: list[tuple[Any, Any]], start: int, end: int) -> None:
-    """Make a full reservoir's replacements among the stream positions `start + 1 .. end` (values `pend`).
-
-    `Reservoir.replace` and `Reservoir.plan` inlined, with the same draws in the same order and the
-    same arithmetic, so the sample and the generator's state are what one call per replacement leaves.
-    """
-    rng = res.rng.random
-    values, size, w, at = res.values, res.size, res.w, res.next_at
-    root = 1.0 / size
-    cap = 1 << 62
-    while at <= end:
-        values[int(rng() * size)] = float(pend[at - start - 1][0])
-        w *= (1.0 - rng()) ** root
-        skip = 0 if w >= 1.0 else (math.inf if w <= 0.0 else math.floor(math.log(1.0 - rng()) / math.log1p(-w)))
-        at = at + 1 + int(min(skip, cap))
-    res.w, res.next_at = w, at
-
-
 @dataclass(slots=True)
 class MetricStats:
     """Running figures of one metric (in one group).
 
-    `rng_seed` names the reservoir's and bootstrap's random streams.
+    `rng_seed` names the bootstrap's random stream; the sample is chosen by
+    the key hashes `Aggregator.fold` computes.
     """
 
     reservoir_size: int = 1000
@@ -129,14 +115,16 @@ class MetricStats:
     excluded: Counter[str] = field(default_factory=Counter)
     moments: Moments = field(default_factory=Moments)
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
-    reservoir: Reservoir | None = None
+    sample: KeyedSample | None = None
 
-    # Scored values not yet in the moments, histogram and reservoir (see `settle`): `(value, passed)` pairs
-    # (a score's `Cell`, or the two fields of a `Score`), in the order they were folded.
+    # Scored values not yet in the moments, histogram and sample (see `settle`): `(value, passed)` pairs
+    # (a score's `Cell`, or the two fields of a `Score`), in the order they were folded, and beside them
+    # the key hash of each one's result.
     pending: list[tuple[Any, Any]] = field(default_factory=list, repr=False, compare=False)
+    pending_keys: list[int] = field(default_factory=list, repr=False, compare=False)
 
-    def fold(self, status: str, score: Score | None) -> None:
-        """Count one result's score for this metric (`score` may be absent)."""
+    def fold(self, status: str, score: Score | None, key: int = 0) -> None:
+        """Count one result's score for this metric (`score` may be absent); `key`: the result's key hash."""
         if status != _OK and not (score is not None and score_counts(status, score.value)):
             self.excluded[status] += 1
             return
@@ -149,31 +137,31 @@ class MetricStats:
             self.not_computed += 1
             return
         self.pending.append(_pair(score))
+        self.pending_keys.append(key)
 
     def settle(self, like: _Settled | None = None) -> _Settled | None:
-        """Fold the pending scored values into count, total, moments, histogram, reservoir and verdicts.
+        """Fold the pending scored values into count, total, moments, histogram, sample and verdicts.
 
         One plain loop over the values with the running figures in local
         variables: folding them one call at a time cost most of a deterministic
         run's aggregate time in attribute reads and writes. Values are taken
         in the order they were folded, with the same arithmetic, so every
-        figure (and the reservoir's random stream) is what folding them one by
-        one gives.
+        figure is what folding them one by one gives.
 
         `like`: what settling another metric stats gave (its return value). When
         that one started from the same count, mean, M2 and total and folded the
         same values (a breakdown group every result falls in has the whole
         run's), its figures are taken instead of folding the values again: the
         same arithmetic on the same inputs gives the same floats. The
-        reservoir, seeded per group, is always drawn. Returns what this call
+        sample is always offered the values. Returns what this call
         settled, or None when nothing was pending.
         """
         pend = self.pending
         if not pend:
             return None
-        res = self.reservoir
-        if res is None:
-            res = self.reservoir = Reservoir(self.reservoir_size, rng_for(self.rng_seed, "reservoir"))
+        sample = self.sample
+        if sample is None:
+            sample = self.sample = KeyedSample(self.reservoir_size)
         m = self.moments
         start = (m.n, m.mean, m.m2, self.total)
         if like is not None and like.start == start and like.values == pend:
@@ -183,23 +171,14 @@ class MetricStats:
         (n, mean, m2, total), hist, verdicts, passed = got
         for i, c in enumerate(hist):
             self.histogram[i] += c
-        # The reservoir: filled by its own `add`; once full, only the stream positions it drew
-        # (`next_at`) are visited, as `add` would reach them one value at a time.
-        first = res.seen
-        i = 0
-        while i < len(pend) and len(res.values) < res.size:
-            res.add(float(pend[i][0]))
-            i += 1
-        end = first + len(pend)
-        if i < len(pend) and res.size > 0:  # (a reservoir of size 0 keeps nothing and draws nothing)
-            _replacements(res, pend, first, end)
-        res.seen = end
+        sample.add_many(self.pending_keys, pend)
         m.n, m.mean, m.m2 = n, mean, m2
         self.total = total
         self.scored += len(pend)
         self.with_verdict += verdicts
         self.passed += passed
         self.pending = []
+        self.pending_keys = []
         return _Settled(start, pend, got)
 
     def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
@@ -214,9 +193,9 @@ class MetricStats:
         self.settle()
         mean = self.moments.mean if self.scored else None
         ci = None
-        if self.reservoir is not None and self.scored >= 2:
+        if self.sample is not None and self.scored >= 2:
             got = bootstrap_mean_ci(
-                self.reservoir.values, n_total=self.scored, mean_total=self.moments.mean,
+                self.sample.values, n_total=self.scored, mean_total=self.moments.mean,
                 rng=rng_for(self.rng_seed, "bootstrap"), resamples=resamples,
             )
             ci = None if got is None else [_r(got[0]), _r(got[1])]
@@ -349,6 +328,7 @@ class Aggregator:
         settings: AggregateConfig | None = None,
     ) -> None:
         self.settings = settings or AggregateConfig()
+        self._sample_seed = seed_bits(self.settings.seed, "sample")
         self.trials = trials
         self.metric_keys = list(metric_keys)
         self.status: Counter[str] = Counter()
@@ -445,15 +425,21 @@ class Aggregator:
                         gm[key] = self._late_stats(g, key, block["status"], result)
             rows.append(gm)
         counts = status == _OK or status in LATE_STATUSES
+        # Which values the bootstrap samples keep is decided by this hash of the (case, trial), not by arrival
+        # order; a result rendered where it was scored brings its id's hash (what `result_key` would compute).
+        key = trial_key(result.rendered.id_hash, result.trial) if type(result) is Finished else result_key(result.case_id, result.trial)
+        h = rank(key, self._sample_seed)
         for key in metrics:
             score = scores.get(key)
             if counts and score is not None and score.value is not None:  # scored: `MetricStats.fold`'s last branch, inlined
                 pair = _pair(score)
                 for row in rows:
-                    row[key].pending.append(pair)
+                    st = row[key]
+                    st.pending.append(pair)
+                    st.pending_keys.append(h)
             else:
                 for row in rows:
-                    row[key].fold(status, score)
+                    row[key].fold(status, score, h)
         for tracker in self.trackers.values():
             tracker.fold(result, status, groups)
         if self.results % SETTLE_EVERY == 0:

@@ -8,16 +8,16 @@ validate, or that disagrees with that aggregator (a metric, a group seed, a
 pass@k tracker it would not have made), raises `StateError`; the caller then
 rebuilds the aggregate from `results.jsonl`.
 
-Binary parts (a reservoir's values, a full reservoir's random-generator
-state) are base64 of little-endian arrays, so a 1,000-value reservoir costs
-about 11 kB, not a JSON list of floats.
+Binary parts (a bootstrap sample's values and their key hashes) are base64
+of little-endian arrays, so a 1,000-value sample costs about 21 kB, not a
+JSON list of floats.
 """
 
 from __future__ import annotations
 
 import base64
+import heapq
 import json
-import random
 import sys
 from array import array
 from collections import Counter
@@ -25,11 +25,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, MetricStats, PassAtKTracker, _KSum
-from tracejudge.stages.aggregate.stats import Moments, Reservoir, rng_for
+from tracejudge.stages.aggregate.stats import KeyedSample, Moments
 
 __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
 
-STATE_FORMAT = 1
+# 2: bootstrap samples chosen by key hash (format 1 held order-dependent reservoirs; rebuilt when met).
+STATE_FORMAT = 2
 
 NonNeg = Annotated[int, Field(ge=0)]
 
@@ -48,13 +49,11 @@ class MomentsState(_Model):
     m2: float
 
 
-class ReservoirState(_Model):
+class SampleState(_Model):
     size: NonNeg
     seen: NonNeg
-    values: str  # base64 of float64 little-endian
-    rng: str | None = None  # base64 of the Mersenne Twister state words; None while never used
-    w: float | None = None  # algorithm L's threshold and next replacement; None until the reservoir is full
-    next_at: NonNeg | None = None
+    values: str  # base64 of float64 little-endian, lowest key hash first
+    keys: str  # base64 of the values' uint64 key hashes, little-endian, ascending
 
 
 class MetricStatsState(_Model):
@@ -69,7 +68,7 @@ class MetricStatsState(_Model):
     excluded: dict[str, NonNeg]
     moments: MomentsState
     histogram: list[NonNeg] = Field(min_length=HIST_BINS, max_length=HIST_BINS)
-    reservoir: ReservoirState | None = None
+    sample: SampleState | None = None
 
 
 class GroupState(_Model):
@@ -131,36 +130,21 @@ def _unb64(text: str, typecode: str) -> array[Any]:
     return a
 
 
-def _dump_reservoir(r: Reservoir) -> ReservoirState:
-    rng = None
-    full = r.size > 0 and len(r.values) == r.size
-    if full:  # the generator has drawn: keep its exact state
-        version, words, gauss = r.rng.getstate()
-        if version != 3 or gauss is not None:
-            raise StateError("unexpected random-generator state")
-        rng = _b64(array("Q", words))
-    return ReservoirState(size=r.size, seen=r.seen, values=_b64(r.values), rng=rng,
-                          w=r.w if full else None, next_at=r.next_at if full else None)
+def _dump_sample(r: KeyedSample) -> SampleState:
+    pairs = r.pairs()
+    return SampleState(size=r.size, seen=r.seen, values=_b64(array("d", [v for _, v in pairs])),
+                       keys=_b64(array("Q", [h for h, _ in pairs])))
 
 
-def _load_reservoir(s: ReservoirState, seed: str) -> Reservoir:
-    values = _unb64(s.values, "d")
-    if len(values) != min(s.seen, s.size):
-        raise StateError("reservoir holds the wrong number of values")
-    gen = rng_for(seed, "reservoir")
-    if s.rng is not None:
-        words = _unb64(s.rng, "Q")
-        if len(words) != 625 or any(w >= 1 << 32 for w in words[:624]) or words[624] > 624:
-            raise StateError("random-generator state has the wrong shape")
-        gen = random.Random()
-        gen.setstate((3, tuple(words), None))
-    full = s.size > 0 and len(values) == s.size
-    if full and (s.rng is None or s.w is None or s.next_at is None):
-        # (also a checkpoint from before algorithm L: the caller rebuilds from results.jsonl)
-        raise StateError("a full reservoir without its generator state and next replacement")
-    if full and not (0.0 < s.w <= 1.0 and s.next_at > s.seen):  # type: ignore[operator]
-        raise StateError("a full reservoir's next replacement is out of range")
-    return Reservoir(s.size, gen, s.seen, values, s.w or 0.0, s.next_at or 0)
+def _load_sample(s: SampleState) -> KeyedSample:
+    values, keys = _unb64(s.values, "d"), _unb64(s.keys, "Q")
+    if len(values) != min(s.seen, s.size) or len(keys) != len(values):
+        raise StateError("bootstrap sample holds the wrong number of values")
+    if any(a > b for a, b in zip(keys, keys[1:])):
+        raise StateError("bootstrap sample's key hashes are not in order")
+    heap = [(-h, v) for h, v in zip(keys, values)]
+    heapq.heapify(heap)
+    return KeyedSample(s.size, s.seen, heap)
 
 
 def _dump_stats(st: MetricStats) -> MetricStatsState:
@@ -170,20 +154,20 @@ def _dump_stats(st: MetricStats) -> MetricStatsState:
         reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total, passed=st.passed,
         with_verdict=st.with_verdict, not_computed=st.not_computed, not_applicable=st.not_applicable,
         excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2), histogram=list(st.histogram),
-        reservoir=None if st.reservoir is None else _dump_reservoir(st.reservoir),
+        sample=None if st.sample is None else _dump_sample(st.sample),
     )
 
 
 def _load_stats(s: MetricStatsState, fresh: MetricStats) -> MetricStats:
     if (s.reservoir_size, s.rng_seed) != (fresh.reservoir_size, fresh.rng_seed):
         raise StateError(f"metric stats seeded {s.rng_seed!r} do not belong to this aggregate ({fresh.rng_seed!r})")
-    if s.reservoir is not None and s.reservoir.size != s.reservoir_size:
-        raise StateError("reservoir size disagrees with its metric")
+    if s.sample is not None and s.sample.size != s.reservoir_size:
+        raise StateError("bootstrap sample size disagrees with its metric")
     return MetricStats(
         reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, scored=s.scored, total=s.total, passed=s.passed,
         with_verdict=s.with_verdict, not_computed=s.not_computed, not_applicable=s.not_applicable,
         excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
-        histogram=list(s.histogram), reservoir=None if s.reservoir is None else _load_reservoir(s.reservoir, s.rng_seed),
+        histogram=list(s.histogram), sample=None if s.sample is None else _load_sample(s.sample),
     )
 
 

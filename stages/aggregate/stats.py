@@ -4,10 +4,11 @@ Everything here is pure and seeded, with no third-party numerics:
 
 - `Moments`: count, mean and sample standard deviation by Welford's update
   (numerically stable over millions of values, O(1) memory);
-- `Reservoir`: a uniform random sample of at most `size` values of a stream
-  (Vitter's algorithm R), stored as a compact `array('d')`;
+- `KeyedSample`: a uniform sample of at most `size` values of a stream, the
+  values whose keys hash lowest (a bottom-k sample), so the same keyed values
+  give the same sample in whatever order they arrive;
 - `bootstrap_mean_ci`: a percentile bootstrap confidence interval of a mean,
-  computed from a reservoir and rescaled to the full stream's size;
+  computed from a sample and rescaled to the full stream's size;
 - `pass_at_k`: the unbiased pass@k estimator;
 - `sign_flip_pvalue`: a paired sign-flip (randomization) test of a mean delta.
 
@@ -18,6 +19,8 @@ figures in `run` and in `report`.
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import math
 import random
 from array import array
@@ -27,12 +30,14 @@ from math import comb
 from typing import Any
 
 __all__ = [
+    "KeyedSample",
     "Moments",
-    "Reservoir",
     "bootstrap_mean_ci",
     "pass_at_k",
     "quantile",
+    "rank",
     "rng_for",
+    "seed_bits",
     "sign_flip_pvalue",
 ]
 
@@ -72,53 +77,85 @@ class Moments:
         return math.sqrt(self.m2 / (self.n - 1)) if self.n > 1 else None
 
 
+_M64 = (1 << 64) - 1
+
+
+def seed_bits(seed: int | str, *parts: object) -> int:
+    """A 64-bit unsigned hash of `seed` and `parts` (joined by ":" as their `str()`), stable across processes.
+
+    BLAKE2b, so it is the same in every process, run and Python version (unlike `hash()`).
+    """
+    text = ":".join([str(seed), *map(str, parts)])
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def rank(key: int, seed: int) -> int:
+    """The rank of a result under a seed, for `KeyedSample`: a 64-bit unsigned int.
+
+    `key` is the result's 64-bit key (`engine.keyset.result_key` of its case and trial, uniform
+    already), `seed` a `seed_bits`. SplitMix64's output function of `key ^ seed` (Steele, Lea and
+    Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014): a bijection of 64-bit
+    ints that mixes every bit, so another seed gives an unrelated order, and distinct keys distinct ranks.
+    """
+    z = (key ^ seed) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
 @dataclass
-class Reservoir:
-    """A uniform sample of at most `size` values from a stream (Li's algorithm L).
+class KeyedSample:
+    """A uniform sample of at most `size` values from a stream of `(key hash, value)` pairs (bottom-k).
 
-    After `seen` values, every value is in the sample with probability
-    `min(1, size / seen)`, as with algorithm R; but instead of one random
-    draw per value, the sample draws how many values to skip before its next
-    replacement (`next_at`, the 1-based stream position, and `w`, the
-    running threshold), so a full reservoir costs a comparison per value and
-    about `size * ln(seen / size)` draws in all. `rng` decides replacements;
-    seed it for reproducible samples. Memory: 8 bytes per kept value.
+    It keeps the `size` values whose key hashes (`rank` of each value's
+    result key under the seed) are lowest. The hashes are uniform and independent of the
+    values, so every value is in the sample with probability
+    `min(1, size / seen)`, as in a reservoir; but the kept set depends only on
+    which pairs were added, not on their order, so worker processes, resumed
+    runs and rebuilt summaries that fold the same results in another order
+    get the same sample and the same bootstrap interval. Ties of hash (the
+    same key added twice) are broken by value, again whatever the order.
+    Cost: one comparison per value once full, a heap update (O(log size))
+    for the `size * ln(seen / size)` or so that enter. Memory: one
+    `(int, float)` pair per kept value.
 
-    Source: K.-H. Li, "Reservoir-Sampling Algorithms of Time Complexity
-    O(n(1 + log(N/n)))", ACM TOMS 20(4), 1994.
+    Source: E. Cohen and H. Kaplan, "Summarizing data using bottom-k
+    sketches", PODC 2007.
+
+    `heap` holds `(-hash, value)` pairs as a min-heap, so its root is the
+    kept pair of highest hash: the one a lower hash replaces.
     """
 
     size: int
-    rng: random.Random
     seen: int = 0
-    values: array[float] = field(default_factory=lambda: array("d"))
-    w: float = 0.0
-    next_at: int = 0
+    heap: list[tuple[int, float]] = field(default_factory=list)
 
-    def add(self, x: float) -> None:
-        self.seen += 1
-        if len(self.values) < self.size:
-            self.values.append(x)
-            if len(self.values) == self.size:
-                self.w = self._u() ** (1.0 / self.size)
-                self.plan()
-        elif self.seen == self.next_at:
-            self.replace(x)
+    def add(self, h: int, x: float) -> None:
+        """Offer the value `x` whose key hashes to `h` (an unsigned 64-bit int)."""
+        self.add_many([h], [(x, None)])
 
-    def replace(self, x: float) -> None:
-        """Put `x` (the value at stream position `next_at`) in a random slot and plan the next replacement."""
-        self.values[int(self.rng.random() * self.size)] = x
-        self.w *= self._u() ** (1.0 / self.size)
-        self.plan()
+    def add_many(self, hashes: Sequence[int], pairs: Sequence[tuple[Any, Any]]) -> None:
+        """Offer `pairs[i][0]` under the hash `hashes[i]` for every i (the pairs' second items are ignored)."""
+        heap, size = self.heap, self.size
+        self.seen += len(pairs)
+        if size <= 0:
+            return
+        push, replace = heapq.heappush, heapq.heapreplace
+        for h, p in zip(hashes, pairs, strict=True):
+            item = (-h, float(p[0]))
+            if len(heap) < size:
+                push(heap, item)
+            elif item > heap[0]:
+                replace(heap, item)
 
-    def plan(self) -> None:
-        """Draw the stream position of the next replacement from the threshold `w`."""
-        w = self.w
-        skip = 0 if w >= 1.0 else (math.inf if w <= 0.0 else math.floor(math.log(self._u()) / math.log1p(-w)))
-        self.next_at = self.seen + 1 + int(min(skip, 1 << 62))
+    @property
+    def values(self) -> list[float]:
+        """The kept values, in the order of their key hashes (so independent of arrival order)."""
+        return [v for _, v in sorted(self.heap, reverse=True)]
 
-    def _u(self) -> float:
-        return 1.0 - self.rng.random()  # in (0, 1]: log() and the root are defined
+    def pairs(self) -> list[tuple[int, float]]:
+        """The kept `(hash, value)` pairs, lowest hash first: a canonical form for saving."""
+        return [(-nh, v) for nh, v in sorted(self.heap, reverse=True)]
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -143,8 +180,8 @@ def bootstrap_mean_ci(
     """Percentile bootstrap CI of the mean of a stream, from a sample of it.
 
     Args:
-        sample: a uniform sample (a reservoir) of the stream's values; when
-            the stream fit in the reservoir, the stream itself.
+        sample: a uniform sample (a `KeyedSample`) of the stream's values; when
+            the stream fit in the sample, the stream itself.
         n_total: how many values the stream had (>= len(sample)).
         mean_total: the exact mean of the whole stream.
         rng: seeded generator (the interval is a function of the seed).

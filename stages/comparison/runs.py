@@ -5,7 +5,7 @@ where both runs computed a value (status `ok`, value not null):
 
 - `delta` = mean(B) − mean(A) over those pairs (B is the newer run);
 - `ci95`: a paired percentile bootstrap interval of the mean delta (the pairs'
-  deltas resampled with replacement, seeded; from a reservoir of deltas,
+  deltas resampled with replacement, seeded; from a sample of deltas (keyed by case and trial),
   rescaled as in `tracejudge.stages.aggregate.stats.bootstrap_mean_ci`);
 - `p_value`: a two-sided paired sign-flip randomization test of mean delta = 0
   (exact below 13 nonzero deltas, else Monte Carlo); no t distribution is
@@ -30,7 +30,8 @@ from typing import Any
 from tracejudge.core.records import score_counts
 from tracejudge.engine import shards
 from tracejudge.engine.store import iter_results
-from tracejudge.stages.aggregate.stats import Moments, Reservoir, bootstrap_mean_ci, rng_for, sign_flip_pvalue
+from tracejudge.engine.keyset import result_key
+from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rank, rng_for, seed_bits, sign_flip_pvalue
 
 __all__ = ["Comparison", "MetricDelta", "Mover", "compare_runs", "delta_is_noise"]
 
@@ -181,7 +182,9 @@ def compare_runs(
         index[_key(res)] = tuple(_value(res, k) for k in keys)
 
     moments = {k: (Moments(), Moments(), Moments()) for k in keys}
-    deltas = {k: Reservoir(reservoir_size, rng_for(seed, "compare-reservoir", k)) for k in keys}
+    # Sampled by a hash of each pair's (case, trial), so B's line order does not change the interval.
+    deltas = {k: KeyedSample(reservoir_size) for k in keys}
+    sample_seed = seed_bits(seed, "compare-sample")
     out = {k: MetricDelta(k) for k in keys}
     worst: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
     best: dict[str, list[_HeapEntry]] = {k: [] for k in keys}
@@ -201,6 +204,7 @@ def compare_runs(
             only_b += 1
             continue
         paired += 1
+        h = rank(result_key(*key), sample_seed)
         for i, k in enumerate(keys):
             a = a_vals[i] if i < len(a_vals) else None
             b = _value(res, k)
@@ -214,7 +218,7 @@ def compare_runs(
             ma.add(a)
             mb.add(b)
             mdl.add(d)
-            deltas[k].add(d)
+            deltas[k].add(h, d)
             if d < -1e-12:
                 md.regressed += 1
                 _push(worst[k], (-d, key[0], key[1], a, b), top)

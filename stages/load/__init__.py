@@ -123,11 +123,17 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
     `start` = `(byte offset, lines before it)` begins reading at that offset,
     which must be the start of a line (a resume cursor, `tracejudge.engine.cursor`):
     line numbers and offsets go on from there as if every line before had been read.
+    A file cut short, replaced or rewritten while it was read is logged as a warning at the
+    end of the read (`watch.report_change`), naming what was read.
     """
+    from tracejudge.stages.load.watch import report_change, watch_of
+
     name = str(path)
     count = 0
     offset, before = start or (0, 0)
+    lineno = before
     with open(path, "rb") as fh:
+        watch = watch_of(fh, path)
         why = _not_text(fh.read(_SNIFF))
         if why is not None:
             yield RawRecord(name, 1, error=f"not a text JSONL file ({why}); nothing in it was read")
@@ -143,6 +149,8 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
             count += 1
             if limit is not None and count >= limit:
                 return
+        if watch is not None:
+            report_change(watch, offset, count, lineno)
 
 
 _SNIFF = 1 << 16
@@ -180,11 +188,14 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
     chunk plus the element being decoded. A file that is not a JSON array,
     or an element that cannot be decoded, yields one record with `error`
     set; after a broken element the rest of the file cannot be resynchronised
-    and reading stops there.
+    and reading stops there. A file changed while it was read is logged as `read_jsonl` says.
     """
+    from tracejudge.stages.load.watch import report_change, watch_of
+
     name = str(path)
     decoder = json.JSONDecoder()
     with open(path, encoding="utf-8", errors="strict") as fh:
+        watch = watch_of(fh, path)
         buf = ""
         pos = 0
         line = 1
@@ -225,8 +236,12 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
             while True:
                 if not skip_ws():
                     yield RawRecord(name, line, error="unexpected end of file inside the top-level array")
+                    if watch is not None:
+                        report_change(watch, None, count, line)
                     return
                 if buf[pos] == "]":
+                    if watch is not None:
+                        report_change(watch, None, count, line)
                     return
                 if not first:
                     if buf[pos] != ",":

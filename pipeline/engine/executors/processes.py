@@ -87,6 +87,28 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
+def _own_session_for_workers() -> None:
+    """Make `anyio.to_process` start its workers in a session of their own (idempotent).
+
+    A terminal's Ctrl-C signals its foreground process group. A worker ignores SIGINT once its
+    first call runs (`_die_with`), but it starts by launching an interpreter and importing the
+    stages: a Ctrl-C in that second killed it with a `KeyboardInterrupt` traceback on the terminal.
+    In a session of its own, the terminal's signals never reach it; the head alone decides how
+    the run stops, and the worker still ends with it (parent-death signal, or its pipe closing).
+    anyio's spawning offers no such option, so its `open_process` is wrapped where `to_process` calls it.
+    """
+    real = getattr(to_process, "open_process", None)
+    if real is None or getattr(real, "own_session", False):
+        return
+
+    async def open_worker(command: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("start_new_session", True)
+        return await real(command, **kwargs)
+
+    open_worker.own_session = True  # type: ignore[attr-defined]
+    to_process.open_process = open_worker  # type: ignore[attr-defined]
+
+
 def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Any]:
     # `job.run` of a chunk packed by `wire.pack_chunk`, its results packed by `wire.pack_results`.
     if parent:
@@ -139,6 +161,7 @@ class ProcessExecutor:
         self.blob = b""
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
+        self._spawn_slots = anyio.CapacityLimiter(processes)  # (spawned calls made while holding a `limiter` slot)
         builtin = _builtin(job)
         self.inline_left = INLINE_RECORDS if builtin else 0
         self.forks = builtin and fork_suits()  # forked workers (`executors.forked`) instead of spawned ones
@@ -152,6 +175,7 @@ class ProcessExecutor:
         self._warm_started = False
 
     async def __aenter__(self) -> ProcessExecutor:
+        _own_session_for_workers()
         self.blob = pickle.dumps(self.job, protocol=pickle.HIGHEST_PROTOCOL)  # the job as it stands when the run starts
         self.key = hashlib.sha256(self.blob).hexdigest()
         if self.forks and not self.all_inline:
@@ -185,15 +209,20 @@ class ProcessExecutor:
     async def _compute(self, chunk: list[Any]) -> list[Extracted]:
         # `job.run(chunk)` in an idle forked worker, else (none forked, or all of them dead) in a spawned one.
         packed = pack_chunk(chunk)
-        if self.pool is not None:
-            async with self.limiter:
-                worker = self.pool.idle()
-                if worker is not None:
-                    try:
-                        return unpack_results(await worker.call(packed))
-                    except WorkerDied as exc:
-                        raise anyio.BrokenWorkerProcess(str(exc)) from exc
-        return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True, limiter=self.limiter))
+        if self.pool is None:
+            return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True, limiter=self.limiter))
+        # The slot taken to pick a worker is kept for a spawned one too: released in between, two chunks that
+        # both found every live forked worker busy each started a spawned worker, and a forked worker's death
+        # left three processes working for `processes: 2`.
+        async with self.limiter:
+            worker = self.pool.idle()
+            if worker is None:
+                return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True,
+                                                                limiter=self._spawn_slots))
+            try:
+                return unpack_results(await worker.call(packed))
+            except WorkerDied as exc:
+                raise anyio.BrokenWorkerProcess(str(exc)) from exc
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
         """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.engine.executors.base import STOP_GRACE_S, Executor, ExecutorBroken, Extracted
+from tracejudge.engine.live import LiveStatus
 
 __all__ = ["Mapped", "ordered_map"]
 
@@ -39,17 +40,26 @@ class Mapped:
 
 
 async def ordered_map(executor: Executor, recv: MemoryObjectReceiveStream[list[Any]], send: MemoryObjectSendStream[Mapped],
-                      stop: anyio.Event, grace_s: float = STOP_GRACE_S) -> None:
-    """Send one `Mapped` per chunk received, in order; on `stop`, cancel chunks still computing after `grace_s`."""
+                      stop: anyio.Event, grace_s: float = STOP_GRACE_S, live: LiveStatus | None = None) -> None:
+    """Send one `Mapped` per chunk received, in order; on `stop`, cancel chunks still computing after `grace_s`.
+
+    `live.extracting` counts the records of the chunks computing (for a stop's message and the progress display).
+    """
     slots_send, slots_recv = anyio.create_memory_object_stream[Mapped](max(1, executor.concurrency - 1))
     computing: set[Mapped] = set()
 
     async def compute(slot: Mapped) -> None:
-        with slot.scope:
-            try:
-                slot.out = await executor.map(slot.chunk)
-            except ExecutorBroken as exc:
-                slot.broken = str(exc)
+        if live is not None:
+            live.extracting += len(slot.chunk)
+        try:
+            with slot.scope:
+                try:
+                    slot.out = await executor.map(slot.chunk)
+                except ExecutorBroken as exc:
+                    slot.broken = str(exc)
+        finally:
+            if live is not None:
+                live.extracting -= len(slot.chunk)
         computing.discard(slot)
         slot.done.set()
 

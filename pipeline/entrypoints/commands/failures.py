@@ -51,10 +51,16 @@ def broken_pipe(exc: BaseException) -> int:
 _PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
+def _path_error(leaf: BaseException) -> bool:
+    # A read-only file system (EROFS: a read-only mount, a snapshot) refuses writes as a missing permission
+    # does, but raises a plain OSError; root, whom file modes do not stop, meets only this one.
+    return isinstance(leaf, _PATH_ERRORS) or (isinstance(leaf, OSError) and leaf.errno == errno.EROFS)
+
+
 def unusable_path(exc: BaseException, err: Console) -> int | None:
     """Exit 2 with one line per path if every error in `exc` is a file or folder the user named that cannot be used; else None."""
     found = leaves(exc)
-    if not found or not all(isinstance(leaf, _PATH_ERRORS) for leaf in found):
+    if not found or not all(_path_error(leaf) for leaf in found):
         return None
     for leaf in found:
         assert isinstance(leaf, OSError)

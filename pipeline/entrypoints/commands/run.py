@@ -100,8 +100,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                     count += 1
                     if count == 1:
                         live.mark_stop()
-                        within = f"get {live.grace_s:g} s to finish" if live.grace_s is not None else "finish (each within target.timeout_s)"
-                        err.print(f"\n{signal.Signals(signum).name}: no new cases; the {live.working} in flight {within}, "
+                        err.print(f"\n{signal.Signals(signum).name}: no new cases; {live.stop_text()}, "
                                   "then the run stops (again to abort)", highlight=False, markup=False, soft_wrap=True)
                         stop.set()
                     else:
