@@ -132,7 +132,20 @@ class ToolMetric(Metric):
         include, exclude, failed_too = self.include_tools, self.exclude_tools, self.include_failed
         if include is None and not exclude:
             return list(enumerate(calls)) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None]
-        return _by_name(enumerate(calls) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None], include, exclude)
+        if failed_too:
+            return _by_name(enumerate(calls), include, exclude)
+        # `_by_name` of the calls that did not fail, in one pass.
+        verdicts = _verdicts(include, exclude)
+        get = verdicts.get
+        out = []
+        for i, c in enumerate(calls):
+            if c.error is None:
+                ok = get(c.name)
+                if ok is None:
+                    ok = _decide(verdicts, include, exclude, c.name)
+                if ok:
+                    out.append((i, c))
+        return out
 
 
 # Tool names repeat across thousands of traces: each filter's verdict on a name is computed once

@@ -13,7 +13,7 @@ from pydantic import model_validator
 from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
-from tracejudge.stages.score.matching import match_table, max_matching_of, ordered_matching_of
+from tracejudge.stages.score.matching import max_matching_of, ordered_matching_of
 from tracejudge.stages.score.value_match import first_difference, match_arguments, match_top_level
 from tracejudge.stages.score.views import CaseViews, case_views
 
@@ -120,7 +120,7 @@ class ToolCalls(ToolMetric):
 
         # Each (expected, actual) pair is tested once; the pairing and the reason read the table.
         in_order = self.order == "in_order"
-        adj = match_table([e for _, e in expected], [c for _, c in actual], self._compatible, backwards=in_order)
+        adj = self._table(expected, actual, in_order)
         if self.pairing == "reuse":
             pairs_local, paired_a = [], set()
             for i, hits in enumerate(adj):
@@ -190,6 +190,27 @@ class ToolCalls(ToolMetric):
         if div:
             parts.append(div)
         return self.verdict(value, "; ".join(parts), details)
+
+    def _table(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], backwards: bool) -> list[list[int]]:
+        """`match_table(expected calls, actual calls, self._compatible, backwards)`, testing only the pairs of equal names.
+
+        `_compatible` is False for a pair of different names without looking further, so the table
+        is the same, and the pairs of equal names are tested in the same order (none raising earlier or later).
+        """
+        by_name: dict[str, list[int]] = {}
+        for j, (_, call) in enumerate(actual):
+            got = by_name.get(call.name)
+            if got is None:
+                by_name[call.name] = [j]
+            else:
+                got.append(j)
+        if self.arguments == "ignore":
+            return [list(by_name.get(e.name, ())) for _, e in expected]
+        compatible = self._compatible
+        if not backwards:
+            return [[j for j in by_name.get(e.name, ()) if compatible(e, actual[j][1])] for _, e in expected]
+        rows = [[j for j in reversed(by_name.get(e.name, ())) if compatible(e, actual[j][1])] for _, e in reversed(expected)]
+        return [row[::-1] for row in reversed(rows)]
 
     def _nearest(self, i: int, exp: ExpectedToolCall, candidates: list[tuple[int, tuple[int, ToolCall]]],
                  difference: Callable[[int, int], str | None]) -> tuple[int, str] | None:

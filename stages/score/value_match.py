@@ -130,9 +130,14 @@ def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
         if len(expected) != len(actual):
             return False
         for e, a in zip(expected, actual):
-            if not match_value(e, a, mode):
+            if type(e) is str:  # (the commonest item: compared here, as the first branch above would)
+                if type(a) is not str or e != a:
+                    return False
+            elif not match_value(e, a, mode):
                 return False
         return True
+    elif te is dict and type(actual) is dict and (len(expected) > 2 or _MATCHER_KEYS.isdisjoint(expected)):
+        return _match_plain(expected, actual, mode)  # not a matcher (`_matcher_key` is None): what `match_arguments` does
     if isinstance(expected, dict):
         key = _matcher_key(expected)
         if key is not None:
@@ -192,8 +197,18 @@ def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | st
         actual = _decoded(actual)
         if not isinstance(actual, dict):
             return False
+    return _match_plain(expected, actual, mode)
+
+
+def _match_plain(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode) -> bool:
+    """`match_arguments` of two mappings: each expected key's value matched, and in `exact` mode no other key."""
+    get = actual.get
     for key, exp in expected.items():
-        if not match_value(exp, actual.get(key, ABSENT), mode):
+        if type(exp) is str:  # the commonest value, compared here as `match_value` compares it
+            got = get(key)
+            if type(got) is not str or exp != got:
+                return False
+        elif not match_value(exp, get(key, ABSENT), mode):
             return False
     return mode != "exact" or actual.keys() <= expected.keys()
 

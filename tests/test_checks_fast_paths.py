@@ -1,0 +1,150 @@
+"""The checks' and the rendering's shortcuts give what their general paths give.
+
+Each shortcut is compared with the general rule it stands for, on generated values: argument
+matching (`value_match`) with its plain-mapping and plain-string loops against the rules written
+out in full here; `ToolCalls`' table of compatible pairs against `matching.match_table` with the
+metric's own compatibility test (including the order in which pairs are tested); the call
+filter against `_by_name`; the XML escaping check against its regular expression, over every
+code point.
+"""
+
+from __future__ import annotations
+
+import re
+from xml.sax.saxutils import quoteattr
+
+from helpers import make_case
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tracejudge.engine import rendered
+from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
+from tracejudge.stages.score.base import _by_name
+from tracejudge.stages.score.matching import match_table
+from tracejudge.stages.score.value_match import ABSENT, _match_matcher, _matcher_key, match_arguments, match_value
+
+settings.register_profile("fast-paths", max_examples=300, deadline=None)
+settings.load_profile("fast-paths")
+
+SCALARS = st.one_of(st.sampled_from(["x", "y", ""]), st.integers(-2, 2), st.sampled_from([0.0, 1.0, 2.5]), st.booleans(), st.none())
+MATCHERS = st.one_of(
+    st.builds(lambda v: {"$any_of": v}, st.lists(SCALARS, max_size=3)),
+    st.builds(lambda p: {"$regex": p}, st.sampled_from(["x", "^y$", "."])),
+    st.builds(lambda x: {"$approx": x, "tol": 0.6}, st.sampled_from([1, 2.0])),
+    st.builds(lambda b: {"$absent": b}, st.booleans()),
+)
+KEYS = st.sampled_from(["a", "b", "c", "$any_of", "$regex", "tol"])
+VALUES = st.recursive(SCALARS | MATCHERS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4), max_leaves=12)
+MAPS = st.dictionaries(KEYS, VALUES, max_size=4)
+
+
+def _reference(expected, actual, mode):  # type: ignore[no-untyped-def]
+    """The argument rules of `value_match`'s docstring, written out with no shortcut."""
+    matcher = _matcher_key(expected) if isinstance(expected, dict) else None
+    if matcher is not None:
+        return _match_matcher(matcher, expected, actual, mode)
+    if isinstance(expected, dict):
+        return (isinstance(actual, dict) and all(_reference(v, actual.get(k, ABSENT), mode) for k, v in expected.items())
+                and (mode != "exact" or all(k in expected for k in actual)))
+    if actual is ABSENT or _kind(expected) != _kind(actual):
+        return False
+    if type(expected) is list:
+        return len(expected) == len(actual) and all(_reference(e, a, mode) for e, a in zip(expected, actual))
+    return expected == actual
+
+
+def _kind(value):  # type: ignore[no-untyped-def]
+    # bool is never a number; int and float are one kind (1 == 1.0)
+    return "number" if type(value) in (int, float) else type(value)
+
+
+def _outcome(fn, *args):  # type: ignore[no-untyped-def]
+    # A `$regex` generated from a mapping is no pattern: both sides must raise, and the same error.
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+@given(VALUES, VALUES, st.sampled_from(["subset", "exact"]))
+def test_match_value_is_the_rules_written_out(expected, actual, mode):
+    assert _outcome(match_value, expected, actual, mode) == _outcome(_reference, expected, actual, mode)
+    assert _outcome(match_value, expected, expected, mode) == _outcome(_reference, expected, expected, mode)
+
+
+@given(MAPS, MAPS, st.sampled_from(["subset", "exact"]))
+def test_match_arguments_is_the_rules_written_out(expected, actual, mode):
+    def whole(expected, actual, mode):  # type: ignore[no-untyped-def]
+        # The top level is a mapping of arguments, never a matcher.
+        ok = all(_reference(v, actual.get(k, ABSENT), mode) for k, v in expected.items())
+        return ok and (mode != "exact" or all(k in expected for k in actual))
+
+    assert _outcome(match_arguments, expected, actual, mode) == _outcome(whole, expected, actual, mode)
+
+
+NAMES = st.sampled_from(["get_a", "set_b", "set_c", "think"])
+ARGS = st.dictionaries(st.sampled_from(["k", "m"]), st.one_of(st.sampled_from(["x", "y"]), st.integers(0, 1), st.booleans()), max_size=2)
+CALL = st.builds(lambda name, args: {"name": name, "arguments": args}, NAMES, ARGS)
+FAILED = st.builds(lambda name, args, err: {"name": name, "arguments": args, **({"error": "boom"} if err else {})}, NAMES, ARGS, st.booleans())
+TOOL_CALLS = [ToolCalls(arguments=a, order=o, include_failed=f, exclude_tools=x)
+              for a in ("subset", "shallow", "exact", "ignore") for o in ("any_order", "in_order")
+              for f in (True, False) for x in ((), ("get_*", "think"))]
+
+
+@given(st.lists(CALL, max_size=5), st.lists(FAILED, max_size=6))
+def test_toolcalls_table_is_match_table(expected, actual):
+    case = make_case(expected, actual)
+    for metric in TOOL_CALLS:
+        exp = [(i, e) for i, e in enumerate(case.expected_tool_calls or [])]
+        act = metric.counted_calls(case)
+        for backwards in (False, True):
+            tested: list[tuple[int, int]] = []
+
+            def compatible(e, a, tested=tested):  # type: ignore[no-untyped-def]
+                tested.append((id(e), id(a)))
+                return metric._compatible(e, a)
+
+            want = match_table([e for _, e in exp], [c for _, c in act], compatible, backwards=backwards)
+            seen: list[tuple[int, int]] = []
+            original = type(metric)._compatible
+            try:
+                type(metric)._compatible = lambda self, e, a: (seen.append((id(e), id(a))), original(self, e, a))[1]  # type: ignore[method-assign]
+                got = metric._table(exp, act, backwards)
+            finally:
+                type(metric)._compatible = original  # type: ignore[method-assign]
+            assert got == want
+            if metric.arguments != "ignore":  # pairs of equal names are tested in the general path's order
+                names = {id(c): c.name for _, c in exp + act}
+                assert seen == [p for p in tested if names[p[0]] == names[p[1]]]
+
+
+@given(st.lists(FAILED, max_size=8))
+def test_call_filter_is_by_name_over_the_calls_that_count(actual):
+    case = make_case([], actual)
+    calls = case.trace.tool_calls()
+    for metric in TOOL_CALLS + [ToolCorrectness(exclude_tools=("set_*",)), TrajectoryMatch(include_tools=("set_*", "think"), include_failed=True)]:
+        kept = [(i, c) for i, c in enumerate(calls) if metric.include_failed or c.error is None]
+        assert metric._keep(calls) == _by_name(kept, metric.include_tools, metric.exclude_tools)
+
+
+def test_plain_text_check_is_the_escaping_pattern_for_every_code_point():
+    special = rendered._SPECIAL
+    for cp in range(0x110000):
+        ch = chr(cp)
+        for s in (ch, "reason … 'x' \"y\" " + ch + " τ"):
+            assert rendered._plain(s) == (special.search(s) is None), hex(cp)
+
+
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+@given(st.text(max_size=40), st.sampled_from([None, 0.0, 0.5, 1.0]), st.sampled_from([None, True, False]))
+def test_testcase_end_escapes_as_quoteattr(reason, value, passed):
+    end = rendered.testcase_end(value, passed, reason)
+    if value is None:
+        assert end == f">\n      <skipped message={quoteattr(_ILLEGAL.sub('', reason))}/>\n    </testcase>\n"
+        return
+    msg = quoteattr(_ILLEGAL.sub("", f"value {value}: {reason}"))
+    if passed is False:
+        assert end == f'>\n      <failure type="threshold" message={msg}>{msg[1:-1]}</failure>\n    </testcase>\n'
+    else:
+        assert end == f">\n      <system-out>{msg[1:-1]}</system-out>\n    </testcase>\n"
