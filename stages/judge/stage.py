@@ -50,13 +50,13 @@ Each score records its judge (`stamp`): model, prompt version, structured-output
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 from tracejudge.core.config import RunConfig
-from tracejudge.core.records import Case, ErrorInfo, Score, Status
+from tracejudge.core.records import ErrorInfo, Score, Status
 from tracejudge.core.work import Stage, Work
 from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
@@ -64,6 +64,7 @@ from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.cached import fast_path, from_cache
+from tracejudge.stages.judge.calibrated import calibrate, record_render, with_full
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import pass_note, split
@@ -177,58 +178,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             batchers[group] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
         return await batchers[group].submit(group, Item(plan, trial, slot))
 
-    async def full_render(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool) -> Outcome | None:
-        # The item rendered uncut (`trace_format: full`) and judged alone; `None`, with no request, when both renderings are the same.
-        if metric.trace_format == "full" or plan.parts:
-            return None
-
-        def build() -> Plan | None:
-            full = metric.model_copy(update={"trace_format": "full"}).plan(case)
-            return None if isinstance(full, Score) or full.render(0) == plan.render(0) else full
-
-        try:  # rendering a long trace takes a while: off the event loop
-            full = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
-        except Exception as exc:  # a metric bug costs the comparison, not the score
-            return Outcome(Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}"), "judge_error", str(exc), "metric_error")
-        return None if full is None else await judge.judge(full, trial, slot + "|full", per_q)
-
-    async def with_full(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool,
-                        compact: Callable[[], Awaitable[Outcome]]) -> tuple[Outcome, Outcome | None]:
-        """`compact()`'s outcome and, asked at the same time, the full rendering's (`full_render`)."""
-        got: dict[str, Outcome | None] = {}
-
-        async def full() -> None:
-            got["full"] = await full_render(judge, metric, case, plan, trial, slot, per_q)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(full)
-            kept = await compact()
-        return kept, got["full"]
-
-    def record_render(metric: JudgeMetric, plan: Plan, kept: Outcome, compact: Outcome, full: Outcome | None) -> None:
-        found = calibration.add_render(metric.key, compact, full, len(plan.questions))
-        if found is not None:
-            d = kept.score.details or {}
-            kept.score.details = {**d, "calibration": {**(d.get("calibration") or {}), "full_render": found}}
-
-    async def calibrate(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str) -> Outcome:
-        # All verdicts at once: the batched one is the score, the alone one is compared with it and with the full rendering's.
-        got: dict[str, Any] = {}
-
-        async def alone() -> None:
-            got["alone"], got["full"] = await with_full(judge, metric, case, plan, trial, slot, False,
-                                                        lambda: judge.judge(plan, trial, slot + "|alone", False))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(alone)
-            got["batched"] = await batched(judge, metric, plan, trial, slot)
-        compare = calibration.add(metric.key, got["batched"], got["alone"])
-        if compare is not None:
-            b = got["batched"].score
-            b.details = {**(b.details or {}), "calibration": compare}
-        record_render(metric, plan, got["batched"], got["alone"], got["full"])
-        return got["batched"]
-
     async def process(work: Work) -> None:
         case = work.case
         use = list(metrics)
@@ -296,13 +245,13 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 per_q = per_question(metric, cfg)
                 if cfg.items_per_request > 1 and not per_q:
                     if calibration.sampled(slot):
-                        got[metric.key] = await calibrate(judge, metric, case, plan, trial, slot)
+                        got[metric.key] = await calibrate(calibration, batched, judge, metric, case, plan, trial, slot)
                     else:
                         got[metric.key] = await batched(judge, metric, plan, trial, slot)
                 elif calibration.sampled(slot):
                     # Asked alone already: only the full rendering to compare with.
                     kept, full = await with_full(judge, metric, case, plan, trial, slot, per_q, lambda: judge.judge(plan, trial, slot, per_q))
-                    record_render(metric, plan, kept, kept, full)
+                    record_render(calibration, metric, plan, kept, kept, full)
                     got[metric.key] = kept
                 else:
                     got[metric.key] = await judge.judge(plan, trial, slot, per_q, ready=readied.pop((metric.key,), None))
@@ -332,7 +281,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     found = calibration.add(m.key, parts[i], alone)
                     if found is not None:
                         parts[i].score.details = {**(parts[i].score.details or {}), "calibration": found}
-                    record_render(m, mine[m.key], parts[i], alone, full)
+                    record_render(calibration, m, mine[m.key], parts[i], alone, full)
 
                 if sampled:
                     async with anyio.create_task_group() as tg:
