@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 
 import pytest
 from tracejudge.llm import cache
@@ -13,6 +14,16 @@ from tracejudge.llm.cache import cache_key, canonical
 
 # Every code point but the surrogates, in one prompt: the escapes msgspec writes must be json's, one by one.
 EVERY_CHAR = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i <= 0xDFFF)
+
+
+@pytest.fixture(params=["msgspec", "json"], autouse=True)
+def escaper(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test both ways the prompts are escaped: by msgspec (loaded) and by json (msgspec not imported)."""
+    if request.param == "msgspec":
+        import msgspec.json  # noqa: F401
+    else:
+        monkeypatch.delitem(sys.modules, "msgspec.json", raising=False)
+    return str(request.param)
 
 
 def components(system: str = "You judge.", user: str = "Trace: …", **changes: object) -> dict[str, object]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,8 +74,8 @@ _SYSTEM_MAX = 256
 def _key_text(components: dict[str, Any]) -> str:
     """`canonical(components)`, the same text, built in three parts: JSON is compositional (a sorted-key mapping is
     `{` + `"key":value` pairs in key order + `}`), so the components before `messages`, the messages and those after
-    are written apart and joined. The prompts, most of the key's text, are escaped by msgspec (the same escapes as
-    `json.dumps(ensure_ascii=False)` for every code point), and a system prompt's message once per process; the
+    are written apart and joined. The prompts, most of the key's text, are escaped by msgspec where it is loaded (the same
+    escapes as `json.dumps(ensure_ascii=False)` for every code point, `_escape`), and a system prompt's message once per process; the
     small components take one `json.dumps` per side, not one per component.
     `tests/test_judge_cache_keys_pinned.py` and `tests/test_cache_key_text.py` hold it to `canonical`."""
     messages = _messages_text(components["messages"])
@@ -111,11 +112,14 @@ def _messages_text(messages: Any) -> str | None:
 
 
 def _escape(text: str) -> str:
-    """`json.dumps(text, ensure_ascii=False)`, by msgspec (several times faster on long prompts). Raises
-    `UnicodeEncodeError` for a lone surrogate."""
-    from msgspec.json import encode  # here: a process that never keys a request need not import it
-
-    return encode(text).decode()
+    """`json.dumps(text, ensure_ascii=False)`: by msgspec (several times faster on long prompts) when the process has
+    imported it already (a native dataset's decoder has), else by `json` (importing msgspec for the keys alone costs more
+    than it saves on a small run). Raises `UnicodeEncodeError` for a lone surrogate."""
+    msgspec_json = sys.modules.get("msgspec.json")
+    if msgspec_json is None:
+        text.encode()  # the lone-surrogate check msgspec makes, so both ways fail alike
+        return json.dumps(text, ensure_ascii=False)
+    return msgspec_json.encode(text).decode()
 
 
 def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
