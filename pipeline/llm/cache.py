@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,9 +43,14 @@ _MANY = 500  # keys per query: under SQLite's oldest limit of 999 bound paramete
 COMPONENTS = ("provider", "base_url", "model", "messages", "sampling", "response_format", "prompt_version", "rubric", "trial")
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # what `json.dumps` makes per call
+
+
 def canonical(value: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept (`json.dumps(value, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`, by one encoder made once). Raises `TypeError` for a value JSON cannot hold, `ValueError` for a
+    circular one."""
+    return _CANONICAL.encode(value)
 
 
 def cache_key(components: dict[str, Any]) -> str:
@@ -55,7 +61,65 @@ def cache_key(components: dict[str, Any]) -> str:
     """
     if set(components) != set(COMPONENTS):
         raise ValueError(f"cache key components must be exactly {COMPONENTS}, got {sorted(components)}")
-    return hashlib.sha256(canonical(components).encode()).hexdigest()
+    return hashlib.sha256(_key_text(components).encode()).hexdigest()
+
+
+# The components sorted before and after `messages`, the one that holds the prompts.
+_BEFORE = tuple(c for c in sorted(COMPONENTS) if c < "messages")
+_AFTER = tuple(c for c in sorted(COMPONENTS) if c > "messages")
+_SYSTEM_TEXT: dict[str, str] = {}  # a system prompt → its message's canonical JSON (a metric's prompt repeats in every key)
+_SYSTEM_MAX = 256
+
+
+def _key_text(components: dict[str, Any]) -> str:
+    """`canonical(components)`, the same text, built in three parts: JSON is compositional (a sorted-key mapping is
+    `{` + `"key":value` pairs in key order + `}`), so the components before `messages`, the messages and those after
+    are written apart and joined. The prompts, most of the key's text, are escaped by msgspec where it is loaded (the same
+    escapes as `json.dumps(ensure_ascii=False)` for every code point, `_escape`), and a system prompt's message once per process; the
+    small components take one `json.dumps` per side, not one per component.
+    `tests/test_judge_cache_keys_pinned.py` and `tests/test_cache_key_text.py` hold it to `canonical`."""
+    messages = _messages_text(components["messages"])
+    if messages is None or not _BEFORE or not _AFTER:
+        return canonical(components)
+    before = canonical({c: components[c] for c in _BEFORE})
+    after = canonical({c: components[c] for c in _AFTER})
+    return f'{before[:-1]},"messages":{messages},{after[1:]}'
+
+
+def _messages_text(messages: Any) -> str | None:
+    """The canonical JSON of a list of plain `{role, content}` text messages, or `None` for anything else (the caller
+    then uses `canonical`)."""
+    if type(messages) is not list:
+        return None
+    out = []
+    for m in messages:
+        if type(m) is not dict or len(m) != 2 or type(m.get("role")) is not str or type(m.get("content")) is not str:
+            return None
+        role, content = m["role"], m["content"]
+        if role == "system" and (known := _SYSTEM_TEXT.get(content)) is not None:
+            out.append(known)
+            continue
+        try:
+            text = f'{{"content":{_escape(content)},"role":{_escape(role)}}}'
+        except UnicodeEncodeError:  # a lone surrogate: `canonical` gives what it always gave (and `encode` then raises)
+            return None
+        if role == "system":
+            if len(_SYSTEM_TEXT) >= _SYSTEM_MAX:
+                _SYSTEM_TEXT.clear()
+            _SYSTEM_TEXT[content] = text
+        out.append(text)
+    return "[" + ",".join(out) + "]"
+
+
+def _escape(text: str) -> str:
+    """`json.dumps(text, ensure_ascii=False)`: by msgspec (several times faster on long prompts) when the process has
+    imported it already (a native dataset's decoder has), else by `json` (importing msgspec for the keys alone costs more
+    than it saves on a small run). Raises `UnicodeEncodeError` for a lone surrogate."""
+    msgspec_json = sys.modules.get("msgspec.json")
+    if msgspec_json is None:
+        text.encode()  # the lone-surrogate check msgspec makes, so both ways fail alike
+        return json.dumps(text, ensure_ascii=False)
+    return msgspec_json.encode(text).decode()
 
 
 def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -50,90 +50,36 @@ Each score records its judge (`stamp`): model, prompt version, structured-output
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 from tracejudge.core.config import RunConfig
-from tracejudge.core.errors import ConfigError
-from tracejudge.core.records import Case, ErrorInfo, Score, Status
+from tracejudge.core.records import ErrorInfo, Score, Status
 from tracejudge.core.work import Stage, Work
-from tracejudge.llm.budget import InProcessBudget
-from tracejudge.llm.cache import DiskJudgeCache
 from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
-from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.stages.judge.base import JudgeMetric, Plan, grouped_plan
 from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.cached import fast_path, from_cache
+from tracejudge.stages.judge.calibrated import calibrate, record_render, with_full
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import pass_note, split
 from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
-from tracejudge.stages.judge.panel import make_judges, member_key, panel_members, simulator_cache_name, stamp
+from tracejudge.stages.judge.panel import make_judges, panel_members, simulator_cache_name, stamp
 from tracejudge.stages.judge.repeat import combine_panel, combine_samples, sample_trial
 from tracejudge.stages.judge.requests import group_keys, per_question
+from tracejudge.stages.judge.resources import JudgeResources, api_key, local_resources
+from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
+from tracejudge.stages.judge.stopping import _stopping, _within_grace
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
 
 BATCH_WORKERS = 2048
-
-_ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
-             "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
-             "queued_s", "slept_s", "judged_results", "judge_error_results", "sync_equivalent_usd", "multi_requests", "items_batched",
-             "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
-             "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
-             "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
-             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone", "request_errors", "judged_items",
-             "parse_failed_items")
-
-
-def api_key(config: RunConfig) -> str | None:
-    """The judge API key from the environment variable the config names.
-
-    Raises `ConfigError` naming the variable (never its value) when it is
-    named but unset; with a panel (`judge.models`), also when a member's is,
-    or the panel cannot be built (`tracejudge.stages.judge.panel`), so the run
-    stops before it starts.
-    """
-    judge = config.judge
-    if judge is not None and judge.models:
-        for member in panel_members(config):
-            member_key(member)
-    if judge is None or judge.provider == "simulator" or not judge.api_key_env:
-        return None
-    value = os.environ.get(judge.api_key_env)
-    if not value:
-        raise ConfigError(f"judge.api_key_env: the environment variable {judge.api_key_env} is not set")
-    return value
-
-
-@dataclass
-class JudgeResources:
-    """What every judge request of a run shares: the rate `limiter`, the token/cost `budget`, the verdict `cache` (None: off).
-
-    In-process objects by default (`local_resources`); an executor that spreads
-    the judge over machines passes shared ones with the same methods.
-    """
-
-    limiter: Any
-    budget: Any
-    cache: Any | None
-
-
-def local_resources(config: RunConfig, prior: dict[str, Any]) -> JudgeResources:
-    """This process's limiter (`limits`), budget (`budget`, less what `prior` segments spent) and disk cache (`cache`)."""
-    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
-    budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
-                             int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
-    return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window,
-                                           config.limits.window_s), budget, cache)
-
 
 def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callable[[Sequence[Any], list[dict[str, Any]]], Sequence[Any]],
                 prior: dict[str, Any] | None = None, run_dir: Path | None = None, stop: anyio.Event | None = None,
@@ -232,58 +178,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             batchers[group] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
         return await batchers[group].submit(group, Item(plan, trial, slot))
 
-    async def full_render(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool) -> Outcome | None:
-        # The item rendered uncut (`trace_format: full`) and judged alone; `None`, with no request, when both renderings are the same.
-        if metric.trace_format == "full" or plan.parts:
-            return None
-
-        def build() -> Plan | None:
-            full = metric.model_copy(update={"trace_format": "full"}).plan(case)
-            return None if isinstance(full, Score) or full.render(0) == plan.render(0) else full
-
-        try:  # rendering a long trace takes a while: off the event loop
-            full = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
-        except Exception as exc:  # a metric bug costs the comparison, not the score
-            return Outcome(Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}"), "judge_error", str(exc), "metric_error")
-        return None if full is None else await judge.judge(full, trial, slot + "|full", per_q)
-
-    async def with_full(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str, per_q: bool,
-                        compact: Callable[[], Awaitable[Outcome]]) -> tuple[Outcome, Outcome | None]:
-        """`compact()`'s outcome and, asked at the same time, the full rendering's (`full_render`)."""
-        got: dict[str, Outcome | None] = {}
-
-        async def full() -> None:
-            got["full"] = await full_render(judge, metric, case, plan, trial, slot, per_q)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(full)
-            kept = await compact()
-        return kept, got["full"]
-
-    def record_render(metric: JudgeMetric, plan: Plan, kept: Outcome, compact: Outcome, full: Outcome | None) -> None:
-        found = calibration.add_render(metric.key, compact, full, len(plan.questions))
-        if found is not None:
-            d = kept.score.details or {}
-            kept.score.details = {**d, "calibration": {**(d.get("calibration") or {}), "full_render": found}}
-
-    async def calibrate(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan, trial: int, slot: str) -> Outcome:
-        # All verdicts at once: the batched one is the score, the alone one is compared with it and with the full rendering's.
-        got: dict[str, Any] = {}
-
-        async def alone() -> None:
-            got["alone"], got["full"] = await with_full(judge, metric, case, plan, trial, slot, False,
-                                                        lambda: judge.judge(plan, trial, slot + "|alone", False))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(alone)
-            got["batched"] = await batched(judge, metric, plan, trial, slot)
-        compare = calibration.add(metric.key, got["batched"], got["alone"])
-        if compare is not None:
-            b = got["batched"].score
-            b.details = {**(b.details or {}), "calibration": compare}
-        record_render(metric, plan, got["batched"], got["alone"], got["full"])
-        return got["batched"]
-
     async def process(work: Work) -> None:
         case = work.case
         use = list(metrics)
@@ -351,13 +245,13 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 per_q = per_question(metric, cfg)
                 if cfg.items_per_request > 1 and not per_q:
                     if calibration.sampled(slot):
-                        got[metric.key] = await calibrate(judge, metric, case, plan, trial, slot)
+                        got[metric.key] = await calibrate(calibration, batched, judge, metric, case, plan, trial, slot)
                     else:
                         got[metric.key] = await batched(judge, metric, plan, trial, slot)
                 elif calibration.sampled(slot):
                     # Asked alone already: only the full rendering to compare with.
                     kept, full = await with_full(judge, metric, case, plan, trial, slot, per_q, lambda: judge.judge(plan, trial, slot, per_q))
-                    record_render(metric, plan, kept, kept, full)
+                    record_render(calibration, metric, plan, kept, kept, full)
                     got[metric.key] = kept
                 else:
                     got[metric.key] = await judge.judge(plan, trial, slot, per_q, ready=readied.pop((metric.key,), None))
@@ -387,7 +281,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     found = calibration.add(m.key, parts[i], alone)
                     if found is not None:
                         parts[i].score.details = {**(parts[i].score.details or {}), "calibration": found}
-                    record_render(m, mine[m.key], parts[i], alone, full)
+                    record_render(calibration, m, mine[m.key], parts[i], alone, full)
 
                 if sampled:
                     async with anyio.create_task_group() as tg:
@@ -478,47 +372,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             state["spend"].close()
 
     def summary() -> dict[str, Any]:
-        judges: list[tuple[str, Judge]] = state["judges"] or []
-        block = judges[0][1].stats.summary() if judges else {}
-        for _, other in judges[1:]:  # a panel: every model's requests, tokens and dollars count
-            more = other.stats.summary()
-            for k in _ADDITIVE:
-                if isinstance(more.get(k), (int, float)):
-                    block[k] = block.get(k, 0) + more[k]
-            for k, n in more.get("error_kinds", {}).items():
-                block.setdefault("error_kinds", {})[k] = block.get("error_kinds", {}).get(k, 0) + n
-        if state["batches"] is not None:
-            block.update(asdict(state["batches"].counters))
-        kinds = dict(prior.get("error_kinds") or {})
-        for k, n in block.get("error_kinds", {}).items():
-            kinds[k] = kinds.get(k, 0) + n
-        block["judged_results"] = state["results"]
-        block["quota_stopped"] = state["quota_stopped"]  # this segment's: a resume judges them again
-        block["judge_error_results"] = state["errors"]
-        for k in _ADDITIVE:
-            if k in prior or k in block:
-                block[k] = round(block.get(k, 0) + prior.get(k, 0), 6) if isinstance(prior.get(k, 0), float) or isinstance(block.get(k, 0), float) else block.get(k, 0) + prior.get(k, 0)
-        for k in ("latency_p50_s", "latency_p95_s", "cache_misses_explained"):
-            # Figures that do not add up: a segment that sent nothing keeps the earlier ones,
-            # so resuming a finished run leaves its summary as it was.
-            if block.get(k) in (None, {}) and k in prior:
-                block[k] = prior[k]
-        block["error_kinds"] = dict(sorted(kinds.items()))
-        block.update(model=cfg.model, provider=cfg.provider, priced=price is not None, timeout_s=cfg.timeout_s)
-        judged = block.get("judged_results", 0)
-        block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
-        block["max_error_share"] = cfg.max_error_share
-        block["gate_failed"] = block["error_share"] > cfg.max_error_share
-        block["mode"] = cfg.mode
-        block["items_per_request"] = cfg.items_per_request
-        if cfg.calibration is not None:
-            block["calibration"] = calibration.summary(prior.get("calibration"))
-        per_model = {name: {k: j.stats.summary()[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd")}
-                     for name, j in judges} if cfg.models else None
-        block.update(tally.summary(prior, per_model))
-        if cfg.samples > 1:
-            block["samples_per_request"] = cfg.samples
-        return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical
+        return judge_summary(state, prior, cfg, price, calibration, tally)
 
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
     workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))
@@ -530,33 +384,3 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         return state["judge"].pace(state["results"]) if state["judge"] is not None and cfg.mode != "batch" else None
 
     return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity, pace=pace)
-
-
-def _stopping(fatal: Outcome, cfg: Any) -> Exception:
-    """The one-line error that stops the run after `fatal` (a kind of `STOPS`)."""
-    msg = " ".join(fatal.message.split())[:600]  # one line, whatever the server's text held
-    tail = "stopped without marking any unjudged case; fix it and run the same command to resume"
-    if fatal.kind == "auth_error":
-        where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
-        return STOPS["auth_error"](f"judge: the provider refused the credentials{where}: {msg}; {tail}")
-    if fatal.kind == "request_error":
-        return STOPS["request_error"](f"judge: the server refused the request itself, not a transient failure: {msg}; {tail}")
-    return STOPS["unreachable"](f"judge: {msg}; is the server running and judge.base_url right? {tail}")
-
-
-async def _within_grace(stop: anyio.Event, grace_s: float, job: Callable[[], Any]) -> bool:
-    """Run `job`; cancel it when `stop` has been set for `grace_s` seconds. True when it finished."""
-    cut = False
-
-    async def guard(scope: anyio.CancelScope) -> None:
-        nonlocal cut
-        await stop.wait()
-        await anyio.sleep(grace_s)
-        cut = True
-        scope.cancel()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(guard, tg.cancel_scope)
-        await job()
-        tg.cancel_scope.cancel()  # finished: the guard is no longer needed
-    return not cut

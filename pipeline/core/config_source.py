@@ -1,0 +1,233 @@
+"""Where a run config's values come from: the YAML file's lines, `--set` overrides, paths and defaults.
+
+`tracejudge.core.config.load_config` reads a file with these; error messages
+name the file and line of a key (`_fmt`) or the `--set` option that gave it.
+PyYAML is imported by the functions that read YAML, so the config models
+alone (a worker process, a report) never import it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracejudge.core import registry
+from tracejudge.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
+
+__all__ = ["MAX_EXPANDED_NODES", "apply_overrides"]
+
+# Keys holding filesystem paths: resolved against the config's folder.
+_PATH_KEYS = {
+    ("dataset", "path"),
+    ("dataset", "tasks"),
+    ("cache", "dir"),
+    ("run", "dir"),
+    ("target", "pythonpath"),
+    ("target", "cwd"),
+    ("target", "traces"),
+    ("judge", "tokenizer"),
+    ("assertions", "regression", "baseline"),
+    ("judge", "labels", "path"),
+}
+
+
+def _line_index(root: yaml.Node | None) -> dict[tuple[str, ...], int]:
+    """Map every key path of a composed YAML document to its 1-based line."""
+    import yaml
+
+    index: dict[tuple[str, ...], int] = {}
+
+    def walk(node: Any, path: tuple[str, ...], inside: frozenset[int]) -> None:
+        if id(node) in inside:  # an alias to a node that contains it (`&a {y: *a}`): load_config refuses it
+            return
+        inside = inside | {id(node)}
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*path, str(key.value))
+                index[sub] = key.start_mark.line + 1
+                walk(value, sub, inside)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                sub = (*path, str(i))
+                index[sub] = item.start_mark.line + 1
+                walk(item, sub, inside)
+
+    walk(root, (), frozenset())
+    return index
+
+
+def _locate(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    for n in range(len(path), 0, -1):
+        if path[:n] in lines:
+            return lines[path[:n]]
+    return None
+
+
+def _fmt(source: str, loc: tuple[Any, ...], msg: str, lines: dict[tuple[str, ...], int], overridden: dict[tuple[str, ...], str]) -> str:
+    # `overridden`: key path → the `--set KEY=VALUE` that gave it, so an error in a value from the
+    # command line names that option, not a line of a file the user did not change.
+    key = tuple(str(p) for p in loc)
+    dotted = ".".join(key) or "(top level)"
+    for o, item in overridden.items():
+        if key[: len(o)] == o:
+            return f"{item}: {dotted}: {msg}"
+    line = _locate(key, lines)
+    where = f"{source}:{line}" if line else source
+    # An error on a whole section (a model validator) may come from a value set inside it on the command line.
+    inside = [item for o, item in overridden.items() if key and o[: len(key)] == key]
+    return f"{where}: {dotted}: {msg}" + (f" (with {', '.join(inside)})" if inside else "")
+
+
+def _set_path(data: dict[str, Any], dotted: str, value: Any) -> tuple[str, ...]:
+    parts = dotted.split(".")
+    node: Any = data
+    for i, part in enumerate(parts[:-1]):
+        nxt = parts[i + 1]
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {dotted}: {'.'.join(parts[: i + 1])} is not an index of the list")
+            node = node[int(part)]
+            continue
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: {'.'.join(parts[:i])} is not a mapping")
+        if part not in node or node[part] is None:
+            node[part] = [] if nxt.isdigit() else {}
+        node = node[part]
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) > len(node):
+            raise ConfigError(f"--set {dotted}: {last!r} is not an index of the list")
+        if int(last) == len(node):
+            node.append(value)
+        else:
+            node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise ConfigError(f"--set {dotted}: {'.'.join(parts[:-1])} is not a mapping")
+    return tuple(parts)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
+                    typed: dict[str, str] | None = None) -> dict[tuple[str, ...], str]:
+    """Apply `--set dotted.key=value` overrides in place; values parse as YAML scalars.
+
+    A relative value of a path key (`run.dir`, `dataset.path`, …) resolves
+    against `cwd`: `load_config` passes the config's folder, as for the
+    same value written in the file. Returns the key paths that were
+    overridden, each with the option as typed (`--set key=value`, the value
+    cut to 80 characters; or `typed[override]` for an override a command-line
+    option stands for, e.g. `--shard 3/2`), for error messages. Raises `ConfigError` for an
+    override without `=` or one that walks into a non-mapping.
+    """
+    import yaml
+
+    touched: dict[tuple[str, ...], str] = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+        dotted, raw = item.split("=", 1)
+        dotted = dotted.strip()
+        if not dotted:
+            raise ConfigError(f"--set {item!r}: empty key path")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {dotted}: value {raw!r} is not valid YAML: {exc}") from None
+        key = _set_path(data, dotted, value)
+        if key in _PATH_KEYS and isinstance(value, str) and value:
+            _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
+        touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
+    return touched
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    for *sections, key in _PATH_KEYS:
+        block: Any = data
+        for section in sections:
+            block = block.get(section) if isinstance(block, dict) else None
+        if isinstance(block, dict) and isinstance(block.get(key), str) and block[key]:
+            p = Path(block[key]).expanduser()
+            block[key] = str(p if p.is_absolute() else (base / p).resolve())
+
+
+# Generous: a real config has hundreds of nodes; a nine-level "billion laughs" has 10**9 from a few lines.
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def _expanded_size(root: yaml.Node | None) -> int:
+    """How many YAML nodes the document has once every alias is expanded (a tree walk, keys included).
+
+    Counted on the composed node graph, before any Python object is built:
+    an alias is a second edge to the same node, so sizes are memoised by node
+    identity and the count costs one visit per distinct node, however big the
+    expansion. A node inside its own alias (`&a {y: *a}`) counts once here;
+    `load_config` refuses it as recursive afterwards.
+    """
+    import yaml
+
+    if root is None:
+        return 0
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # iterative post-order: a deeply nested document must not hit the recursion limit
+        node, children_done = stack.pop()
+        if not children_done and id(node) in size:  # met again through an alias: already counted
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            size[id(node)] = 1
+            continue
+        if children_done:
+            size[id(node)] = 1 + sum(size.get(id(c), 1) for c in children)  # .get: a node on its own path (a cycle)
+            continue
+        size[id(node)] = 1  # provisional, so a cycle back to this node ends the walk
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+    return size[id(root)]
+
+
+def _cycle(node: Any, path: tuple[str, ...], inside: frozenset[int] = frozenset()) -> tuple[str, ...] | None:
+    """The key path of the first value that contains itself (`&a {y: *a}`), or None: validation would recurse forever."""
+    if not isinstance(node, (dict, list)):
+        return None
+    if id(node) in inside:
+        return path
+    inside = inside | {id(node)}
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if (found := _cycle(value, (*path, str(key)), inside)) is not None:
+            return found
+    return None
+
+
+def _default_run_dir(data: dict[str, Any], default: Path) -> None:
+    # `runs/<stem>` beside the config: a second config never lands in the first one's run directory.
+    run = data.get("run")
+    if run is None:
+        data["run"] = run = {}
+    if isinstance(run, dict) and run.get("dir") in (None, ""):
+        run["dir"] = str(default)
+
+
+def _search_config_folder(data: dict[str, Any], base: Path) -> None:
+    """Let user code named by the config (`module:attr` adapters, metrics, targets) import from the config's folder.
+
+    The folder is appended to `sys.path`, after installed packages, so it never
+    shadows them; worker processes inherit `sys.path`, so they import the same
+    modules. The current directory is searched too (see `registry.import_user_module`).
+    """
+    named = [((data.get("dataset") or {}) if isinstance(data.get("dataset"), dict) else {}).get("format")]
+    named += [m.get("type") for m in data.get("metrics") or [] if isinstance(m, dict)]
+    target = data.get("target")
+    if isinstance(target, dict):
+        named.append(target.get("callable"))
+    if any(isinstance(n, str) and ":" in n for n in named):
+        registry.add_search_dir(base)
+

@@ -1,0 +1,211 @@
+"""The `judge:` section of a run config: endpoint, request shape, retries, simulator knobs, prices.
+
+Part of the run config (`tracejudge.core.config`, which re-exports every name here).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
+from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
+
+__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "judge_provider_problem"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SimulatorOptions(_Strict):
+    """How the judge simulator started by a `provider: simulator` run behaves (see `tracejudge simulate`)."""
+
+    latency_ms: float = Field(default=0.0, ge=0)
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    error_rate: float = Field(default=0.0, ge=0, le=1)
+    seed: int = 0
+    batch_completion_s: float = Field(default=1.0, ge=0)
+    # Knobs that give the simulated judge known flaws (`tracejudge.simulator.server`, "Known flaws").
+    noise: float | dict[str, float] = 0.0
+    agreement: float = Field(default=1.0, ge=0, le=1)
+    position_bias: float = Field(default=0.0, ge=0, le=1)
+    json_object_only: bool = False
+    tokenizer_factor: float = Field(default=1.0, ge=0.1, le=10)
+
+
+class TokenizerFactor(_Strict):
+    """A safety factor on tiktoken's prompt count, for a server whose tokenizer counts more (`judge.tokenizer: {factor: 1.25}`)."""
+
+    factor: float = Field(ge=1.0, le=10.0)
+
+
+class PriceConfig(_Strict):
+    """US dollars per million tokens: input, output, and cached input (defaults to input).
+
+    `batch_discount` is the share of the synchronous price a provider batch
+    API charges (default 0.5, both OpenAI's and Anthropic's).
+    """
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_write_input: float | None = Field(default=None, ge=0)
+    batch_discount: float | None = Field(default=None, gt=0, le=1)
+
+
+class JudgeConfig(_Strict):
+    """The LLM judge endpoint and how requests to it are shaped, retried and timed out.
+
+    The API key is read from the environment variable `api_key_env` at run
+    time; its value is never logged, written or put in an error message.
+    Without `api_key_env` the provider's usual variable is used
+    (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`): it must be set for the provider's
+    own endpoint, and is sent to a `base_url` of yours only when set;
+    `api_key_env: null` never sends a key. `base_url` defaults to `OPENAI_BASE_URL` /
+    `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
+    (`provider: openai` takes any OpenAI-compatible server). `model` may
+    carry the provider in front, `openai:gpt-4o-mini` or
+    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case); an
+    empty or blank name (`""`, `openai:`) is refused. A
+    config file's judge section must name its provider one way or the other
+    (`judge_provider_problem`, checked by `validate_config`); the `simulator` default here
+    serves only code that builds a `JudgeConfig` itself. `max_tokens` caps each reply and is
+    what admission and the budget reserve for output; `expected_output_tokens`
+    (per question) is what `tracejudge estimate` assumes a reply costs.
+    Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
+    sleeping per request; a `retry-after` longer than `max_retry_after_s` (a
+    daily quota) fails the request at once as `rate_limited`.
+    `context_tokens` is the judge's context window; a prompt that would not
+    fit is handled by `too_long`: `truncate` (cut oversized fields other than
+    the trace, drop middle steps, keep the task, the first and last steps and
+    the output; see `stages.judge.fit`) or `skip` (`value: null`,
+    reason `too_long` with the token count). `max_error_share` is the share of
+    judged results that may end `judge_error` before the run fails its gate.
+    Batching (`tracejudge.stages.judge.multi`): `items_per_request` items of one metric
+    share a request, gathered across cases for at most `item_wait_s` seconds
+    and shuffled with `item_seed`; `calibration` also judges a sample alone.
+    `mode: batch` sends requests through the provider's batch API (`batch`).
+    `stop_grace_s`: on SIGINT/SIGTERM, judge requests in flight get this many
+    seconds to finish; then they are cut and their cases left unwritten
+    (provisional: the resume judges them).
+    `group: case` (the default) asks every judge metric's questions about one
+    case in one request (`tracejudge.stages.judge.grouped`); `none` sends one
+    request per metric.
+    `cache_hints` sends the providers' prompt-cache hints (Anthropic
+    `cache_control` on the trace block, OpenAI `prompt_cache_key` per trace);
+    turn it off for an OpenAI-compatible server that rejects unknown fields.
+    Measuring the judge (`tracejudge.core.judge_quality`): `samples` asks each
+    request N times, `models` makes a panel whose verdicts `aggregate` combines,
+    `labels` compares verdicts with reference labels, `pairwise` sets the rubric
+    of `tracejudge compare A --vs B --judge CONFIG`.
+    `structured_output` says how the verdict schema is sent to an
+    OpenAI-compatible server: `json_schema` (`response_format: {type:
+    json_schema}`: OpenAI, vLLM, Ollama, LM Studio, llama.cpp's server),
+    `json_object` (`response_format: {type: json_object, schema}`: llama-cpp-python's
+    server) or `none` (the prompt alone says the format). `max_response_bytes`
+    caps the bytes read of one reply (a longer one fails that request).
+    `tokenizer` names the judge server's tokenizer for the context fit, admission
+    and `estimate`: a Hugging Face `tokenizer.json` path (needs the `tokenizers`
+    package, extra `local-judges`) or `{factor: F}`, tiktoken's count × F.
+    """
+
+    provider: Literal["simulator", "openai", "anthropic"] = "simulator"
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=512, ge=1)
+    expected_output_tokens: int = Field(default=40, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    max_retry_wait_s: float = Field(default=120.0, ge=0)
+    max_retry_after_s: float = Field(default=120.0, ge=0)
+    context_tokens: int = Field(default=128_000, ge=256)
+    too_long: Literal["truncate", "skip"] = "truncate"
+    one_question_per_request: bool = False
+    max_error_share: float = Field(default=0.0, ge=0, le=1)
+    workers: int | None = Field(default=None, ge=1, le=100_000)
+    stop_grace_s: float = Field(default=10.0, ge=0)
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    simulator: SimulatorOptions = Field(default_factory=SimulatorOptions)
+    cache_hints: bool = True
+    group: Literal["case", "none"] = "case"
+    items_per_request: int = Field(default=1, ge=1, le=100)
+    item_wait_s: float = Field(default=0.5, ge=0)
+    item_seed: int = 0
+    calibration: CalibrationConfig | None = None
+    mode: Literal["sync", "batch"] = "sync"
+    batch: BatchApiConfig = Field(default_factory=BatchApiConfig)
+    # Measuring the judge (`tracejudge.core.judge_quality`, README "Is the judge right?").
+    samples: int = Field(default=1, ge=1, le=100)
+    models: list[PanelModel] | None = Field(default=None, min_length=1)
+    aggregate: Literal["majority", "mean", "all", "any"] = "majority"
+    labels: LabelsConfig | None = None
+    pairwise: PairwiseConfig = Field(default_factory=PairwiseConfig)
+    structured_output: Literal["json_schema", "json_object", "none"] = "json_schema"
+    max_response_bytes: int = Field(default=8 << 20, ge=1024)
+    tokenizer: str | TokenizerFactor | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        model = data.get("model")
+        if isinstance(model, str) and model.partition(":")[0].lower() in PROVIDERS:
+            prefix, _, name = model.partition(":")
+            prefix = prefix.lower()
+            if data.get("provider") not in (None, prefix):
+                raise ValueError(f"model {model!r} names provider {prefix!r} but provider is {data['provider']!r}")
+            data["provider"], data["model"] = prefix, name
+        env = _PROVIDER_ENV.get(data.get("provider"))  # type: ignore[arg-type]
+        if env is not None and "api_key_env" not in data:  # an explicit null means "send no key"
+            # The provider's own endpoint needs its key; a server of the user's (base_url) only when it is set.
+            if data.get("base_url") is None or os.environ.get(env[0]):
+                data["api_key_env"] = env[0]
+        if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
+            data["base_url"] = os.environ[env[1]]
+        return data
+
+    @field_validator("model")
+    @classmethod
+    def _names_a_model(cls, model: str) -> str:
+        # `model: ""` or `openai:` would go out as an empty model name, refused by the provider on every request.
+        if not model.strip():
+            raise ValueError("names no model: give the judge model's name, e.g. `gpt-4o-mini` or `openai:gpt-4o-mini`")
+        return model
+
+
+# The judge providers a config may name, in `provider:` or as a `provider:model` prefix.
+PROVIDERS = ("simulator", "openai", "anthropic")
+
+
+def judge_provider_problem(judge: Any) -> str | None:
+    """Why a config's raw `judge:` mapping does not say which provider answers, or None when it does.
+
+    A judge section must name its provider, in `provider:` or as the model's
+    prefix (`openai:gpt-4o-mini`, any case): a silent default to the bundled
+    simulator would pass fake verdicts off as real ones.
+    """
+    if not isinstance(judge, dict) or judge.get("provider") is not None:
+        return None
+    model = judge.get("model")
+    known = ", ".join(PROVIDERS)
+    if isinstance(model, str) and ":" in model:
+        prefix = model.partition(":")[0]
+        if prefix.lower() in PROVIDERS:
+            return None
+        return (f"model {model!r} names unknown provider {prefix!r}; known providers: {known} "
+                "(write `provider: openai` and the model name alone for an OpenAI-compatible server)")
+    return (f"no provider: say which judge answers, `provider: simulator` for the bundled simulator "
+            f"(fake verdicts, for trials), `provider: openai` or `provider: anthropic`, or the model as "
+            f"`openai:{model if isinstance(model, str) and model else 'gpt-4o-mini'}`; known providers: {known}")
+
+
+# provider → (API key variable, base URL variable), the names the providers' own SDKs read.
+_PROVIDER_ENV = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+

@@ -1,0 +1,58 @@
+"""What every judge request of a run shares, and the API key the judge sends (`tracejudge.stages.judge.stage` re-exports them)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import ConfigError
+from tracejudge.llm.budget import InProcessBudget
+from tracejudge.llm.cache import DiskJudgeCache
+from tracejudge.llm.ratelimit import AdaptiveLimiter
+from tracejudge.stages.judge.panel import member_key, panel_members
+
+__all__ = ["JudgeResources", "api_key", "local_resources"]
+
+
+def api_key(config: RunConfig) -> str | None:
+    """The judge API key from the environment variable the config names.
+
+    Raises `ConfigError` naming the variable (never its value) when it is
+    named but unset; with a panel (`judge.models`), also when a member's is,
+    or the panel cannot be built (`tracejudge.stages.judge.panel`), so the run
+    stops before it starts.
+    """
+    judge = config.judge
+    if judge is not None and judge.models:
+        for member in panel_members(config):
+            member_key(member)
+    if judge is None or judge.provider == "simulator" or not judge.api_key_env:
+        return None
+    value = os.environ.get(judge.api_key_env)
+    if not value:
+        raise ConfigError(f"judge.api_key_env: the environment variable {judge.api_key_env} is not set")
+    return value
+
+
+@dataclass
+class JudgeResources:
+    """What every judge request of a run shares: the rate `limiter`, the token/cost `budget`, the verdict `cache` (None: off).
+
+    In-process objects by default (`local_resources`); an executor that spreads
+    the judge over machines passes shared ones with the same methods.
+    """
+
+    limiter: Any
+    budget: Any
+    cache: Any | None
+
+
+def local_resources(config: RunConfig, prior: dict[str, Any]) -> JudgeResources:
+    """This process's limiter (`limits`), budget (`budget`, less what `prior` segments spent) and disk cache (`cache`)."""
+    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
+    budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
+                             int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
+    return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window,
+                                           config.limits.window_s), budget, cache)

@@ -1,0 +1,69 @@
+"""The judge stage's block of the summary (`judge`), added up over a panel's judges and the run's segments."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from tracejudge.stages.judge.calibration import Calibration
+from tracejudge.stages.judge.judge_stats import JudgeTally
+
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.client import Judge
+
+__all__ = ["_ADDITIVE", "judge_summary"]
+
+_ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
+             "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
+             "queued_s", "slept_s", "judged_results", "judge_error_results", "sync_equivalent_usd", "multi_requests", "items_batched",
+             "items_reasked_alone", "items_from_cache", "batches_submitted", "batches_reattached", "batch_requests", "batch_resubmits",
+             "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
+             "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
+             "single_flight_shared", "requests_split", "grouped_requests", "parts_reasked_alone", "request_errors", "judged_items",
+             "parse_failed_items")
+
+
+def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price: Any, calibration: Calibration, tally: JudgeTally) -> dict[str, Any]:
+    """The summary's `judge` block: this segment's counts of every judge (`state["judges"]`, a panel's added up) and of the
+    batches (`state["batches"]`), plus those of the earlier segments (`prior`), with the gate's share and the settings it reports."""
+    judges: list[tuple[str, Judge]] = state["judges"] or []
+    block = judges[0][1].stats.summary() if judges else {}
+    for _, other in judges[1:]:  # a panel: every model's requests, tokens and dollars count
+        more = other.stats.summary()
+        for k in _ADDITIVE:
+            if isinstance(more.get(k), (int, float)):
+                block[k] = block.get(k, 0) + more[k]
+        for k, n in more.get("error_kinds", {}).items():
+            block.setdefault("error_kinds", {})[k] = block.get("error_kinds", {}).get(k, 0) + n
+    if state["batches"] is not None:
+        block.update(asdict(state["batches"].counters))
+    kinds = dict(prior.get("error_kinds") or {})
+    for k, n in block.get("error_kinds", {}).items():
+        kinds[k] = kinds.get(k, 0) + n
+    block["judged_results"] = state["results"]
+    block["quota_stopped"] = state["quota_stopped"]  # this segment's: a resume judges them again
+    block["judge_error_results"] = state["errors"]
+    for k in _ADDITIVE:
+        if k in prior or k in block:
+            block[k] = round(block.get(k, 0) + prior.get(k, 0), 6) if isinstance(prior.get(k, 0), float) or isinstance(block.get(k, 0), float) else block.get(k, 0) + prior.get(k, 0)
+    for k in ("latency_p50_s", "latency_p95_s", "cache_misses_explained"):
+        # Figures that do not add up: a segment that sent nothing keeps the earlier ones,
+        # so resuming a finished run leaves its summary as it was.
+        if block.get(k) in (None, {}) and k in prior:
+            block[k] = prior[k]
+    block["error_kinds"] = dict(sorted(kinds.items()))
+    block.update(model=cfg.model, provider=cfg.provider, priced=price is not None, timeout_s=cfg.timeout_s)
+    judged = block.get("judged_results", 0)
+    block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
+    block["max_error_share"] = cfg.max_error_share
+    block["gate_failed"] = block["error_share"] > cfg.max_error_share
+    block["mode"] = cfg.mode
+    block["items_per_request"] = cfg.items_per_request
+    if cfg.calibration is not None:
+        block["calibration"] = calibration.summary(prior.get("calibration"))
+    per_model = {name: {k: j.stats.summary()[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd")}
+                 for name, j in judges} if cfg.models else None
+    block.update(tally.summary(prior, per_model))
+    if cfg.samples > 1:
+        block["samples_per_request"] = cfg.samples
+    return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical
