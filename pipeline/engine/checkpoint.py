@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import struct
 import time
 import zlib
 from collections.abc import Callable
@@ -395,6 +396,31 @@ class RunJournal:
         if self.on_record is not None:
             self.on_record(done)
         return True
+
+    def record_finished(self, batch: list[Finished]) -> None:
+        """`record` each result of `batch` (rendered where it was scored, `engine.rendered`), in order, at once.
+
+        The same lines, folds and report material as one `record` call per result, with one encode, one
+        fold loop and one flush check for the batch. Raises `ValueError` (a line UTF-8 cannot encode)
+        before anything is recorded: the caller then records them one by one.
+        """
+        assert self._writer is not None
+        if not batch:
+            return
+        data = ("\n".join([d.line() for d in batch]) + "\n").encode()
+        keys = [trial_key(d.rendered.id_hash, d.trial) for d in batch]
+        if self.provisional:
+            for key in keys:
+                self.provisional.pop(key, None)
+        self.agg.fold_finished(batch)
+        final = self.judge_final
+        if "judged_items" not in final:  # (what `_account` adds for any final result)
+            final["judged_items"] = final["parse_failed_items"] = 0
+        self._segment["results"] += len(batch)
+        self._writer.add_many(data, struct.pack(f"<{len(keys)}Q", *keys), len(keys))
+        if self.on_record is not None:
+            for done in batch:
+                self.on_record(done)
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
         groups = [(s.details or {}).get("group") for s in result.scores.values() if isinstance(s.details, dict)]

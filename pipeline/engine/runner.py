@@ -495,6 +495,7 @@ class _Flow:
     async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:
         async with recv:
             async for works in recv:
+                batch: list[Finished] = []  # results rendered where they were scored: recorded together, in order
                 for work in works:
                     self.live.in_flight -= 1
                     if work.scratch.get("unfinished"):
@@ -503,22 +504,51 @@ class _Flow:
                         continue
                     result = work.result
                     result.duration_s = round(time.perf_counter() - work.started, 6)
+                    if type(result) is Finished:
+                        batch.append(result)
+                        continue
+                    self.record_finished(batch)
                     try:
                         written = self.journal.record(result)
                     except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
                         result = _unencodable(result, exc)
                         written = self.journal.record(result)
-                    if not written:
-                        continue
-                    timed_out = result.rendered.timed_out if type(result) is Finished else (
-                        k for k, s in result.scores.items() if s.value is None and s.reason.startswith("metric_timeout:"))
-                    for key in timed_out:
-                        log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
-                                    trial=result.trial, limit_s=self.config.run.metric_timeout_s)
-                    self.new += 1
-                    if self.on_result is not None:
-                        self.on_result(result)
+                    if written:
+                        self._after_write(result)
+                self.record_finished(batch)
         sink_done.set()
+
+    def record_finished(self, batch: list[Finished]) -> None:
+        """Record `batch` (results rendered where they were scored, in arrival order) at once, then empty it."""
+        if not batch:
+            return
+        try:
+            self.journal.record_finished(batch)
+        except ValueError:  # (nothing was recorded) text JSON cannot carry: each takes the general path
+            for done in batch:
+                try:
+                    self.journal.record(done)
+                    result: Any = done
+                except ValueError as exc:
+                    result = _unencodable(done, exc)  # type: ignore[arg-type]
+                    self.journal.record(result)
+                self._after_write(result)
+            batch.clear()
+            return
+        for done in batch:
+            self._after_write(done)
+        batch.clear()
+
+    def _after_write(self, result: CaseResult | Finished) -> None:
+        """What follows the writing of one new result: warnings for its timed-out metrics, the count, `on_result`."""
+        timed_out = result.rendered.timed_out if type(result) is Finished else (
+            k for k, s in result.scores.items() if s.value is None and s.reason.startswith("metric_timeout:"))
+        for key in timed_out:
+            log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
+                        trial=result.trial, limit_s=self.config.run.metric_timeout_s)
+        self.new += 1
+        if self.on_result is not None:
+            self.on_result(result)
 
     async def flusher(self, sink_done: anyio.Event) -> None:
         # Results that trickle in (a slow judge) still reach the disk within flush_seconds.

@@ -426,8 +426,9 @@ class ResultWriter:
         self._idx = open(run_dir / INDEX, "ab", buffering=0)
         self.results_crc = results_crc
         self.broken: OSError | None = None
-        self._pending: list[bytes] = []
+        self._pending: list[bytes] = []  # whole lines: one a line (`add`) or several a piece (`add_many`)
         self._keys: list[bytes] = []
+        self._count = 0  # lines in `_pending`
         self._first = 0.0  # when the first pending line was added
         self.size = size
         self.lines = lines
@@ -440,20 +441,38 @@ class ResultWriter:
             self._first = time.monotonic()
         self._pending.append(line.encode() + b"\n")
         self._keys.append(key.to_bytes(8, "little"))
-        if len(self._pending) >= self.flush_every or self.flush_due():
+        self._count += 1
+        if self._count >= self.flush_every or self.flush_due():
+            self.flush()
+
+    def add_many(self, data: bytes, keys: bytes, count: int) -> None:
+        """Queue `count` whole result lines at once: `data` is their bytes, each ending in a newline; `keys` their
+        `result_key` hashes as 8-byte little-endian words, in the same order.
+
+        Written as `add` would write them one by one, except that a flush is considered once, after all of
+        them: what the caller folded for the batch is then never ahead of a checkpoint's lines.
+        """
+        if not count:
+            return
+        if not self._pending:
+            self._first = time.monotonic()
+        self._pending.append(data)
+        self._keys.append(keys)
+        self._count += count
+        if self._count >= self.flush_every or self.flush_due():
             self.flush()
 
     @property
     def pending(self) -> int:
         """Lines queued and not yet written."""
-        return len(self._pending)
+        return self._count
 
     def flush_due(self) -> bool:
         """True when lines are pending and the first of them has waited long enough for their number (see the class)."""
         if not self._pending:
             return False
         waited = time.monotonic() - self._first
-        return waited >= 2 * self.flush_seconds or (waited >= self.flush_seconds and 2 * len(self._pending) >= self.flush_every)
+        return waited >= 2 * self.flush_seconds or (waited >= self.flush_seconds and 2 * self._count >= self.flush_every)
 
     def flush(self) -> None:
         """Write, fsync, and report the pending group (no-op when none is pending).
@@ -476,6 +495,7 @@ class ResultWriter:
                 self.broken = exc
                 self._pending.clear()
                 self._keys.clear()
+                self._count = 0
                 for fh, keep in ((self._fh, self.size), (self._idx, self.lines * 8)):
                     with contextlib.suppress(OSError):
                         os.ftruncate(fh.fileno(), keep)
@@ -484,10 +504,11 @@ class ResultWriter:
                 self.results_crc = zlib.crc32(data, self.results_crc)
             self.index_crc = zlib.crc32(keys, self.index_crc)
             self.size += len(data)
-            self.lines += len(self._pending)
-            self.written += len(self._pending)
+            self.lines += self._count
+            self.written += self._count
             self._pending.clear()
             self._keys.clear()
+            self._count = 0
             if self.on_flush is not None:
                 self.on_flush()
 

@@ -459,6 +459,61 @@ class Aggregator:
         if self.results % SETTLE_EVERY == 0:
             self.settle()
 
+    def fold_finished(self, batch: list[Any]) -> None:
+        """`fold` each result of `batch` in order: results rendered where they were scored (`engine.rendered.Finished`:
+        status `ok`, `Cell` scores).
+
+        The same counts, sums and pending values, in the same order, as one `fold` per result: only the
+        lookups `fold` repeats for every result (the metric stats of each row, the status) are made once per
+        batch. A result carrying a metric no earlier one had, and any run tracking pass@k, take `fold` itself.
+        """
+        metrics = self.metrics
+        rows_of: dict[tuple[tuple[str, str], ...], list[tuple[str, tuple[MetricStats, ...]]]] = {}
+        done = 0  # results folded here and not yet counted in `results` and `status`
+        duration = self.duration_s
+        general = bool(self.trackers)
+        for result in batch:
+            cells = result.scores
+            if general or not cells.keys() <= metrics.keys():
+                self.results, self.duration_s = self.results + done, duration
+                self.status[_OK] += done
+                done = 0
+                self.fold(result)
+                duration = self.duration_s
+                rows_of.clear()  # (a metric met late adds stats to every row)
+                continue
+            done += 1
+            duration += result.duration_s
+            groups = self._groups_of(result)
+            for g in groups:
+                block = self.groups[g]
+                block["results"] += 1
+                block["status"][_OK] += 1
+                gm = block["metrics"]
+                if len(gm) != len(metrics):  # a new group (its late stats read the group's status, counted above)
+                    for key in metrics:
+                        if key not in gm:
+                            gm[key] = self._late_stats(g, key, block["status"], result)
+                    rows_of.pop(groups, None)
+            rows = rows_of.get(groups)
+            if rows is None:
+                rows = rows_of[groups] = [(key, (st, *(self.groups[g]["metrics"][key] for g in groups))) for key, st in metrics.items()]
+            get = cells.get
+            for key, stats in rows:
+                cell = get(key)
+                if cell is not None and cell[0] is not None:  # scored: `MetricStats.fold`'s last branch
+                    for st in stats:
+                        st.pending.append(cell)
+                else:
+                    for st in stats:
+                        st.fold(_OK, cell)
+        before = self.results
+        self.results += done
+        self.status[_OK] += done
+        self.duration_s = duration
+        if self.results // SETTLE_EVERY != before // SETTLE_EVERY:
+            self.settle()
+
     def settle(self) -> None:
         """Fold every metric's pending values (`MetricStats.settle`); readers of the figures call this first."""
         whole = {key: st.settle() for key, st in self.metrics.items()}
