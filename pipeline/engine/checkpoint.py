@@ -397,16 +397,17 @@ class RunJournal:
             self.on_record(done)
         return True
 
-    def record_finished(self, batch: list[Finished]) -> None:
+    def record_finished(self, batch: list[Finished]) -> bool:
         """`record` each result of `batch` (rendered where it was scored, `engine.rendered`), in order, at once.
 
         The same lines, folds and report material as one `record` call per result, with one encode, one
-        fold loop and one flush check for the batch. Raises `ValueError` (a line UTF-8 cannot encode)
-        before anything is recorded: the caller then records them one by one.
+        fold loop and one flush check for the batch; returns True when a flush is due (then call `aflush`).
+        Raises `ValueError` (a line UTF-8 cannot encode) before anything is recorded: the caller then
+        records them one by one.
         """
         assert self._writer is not None
         if not batch:
-            return
+            return False
         data = ("\n".join([d.line() for d in batch]) + "\n").encode()
         keys = [trial_key(d.rendered.id_hash, d.trial) for d in batch]
         if self.provisional:
@@ -417,10 +418,22 @@ class RunJournal:
         if "judged_items" not in final:  # (what `_account` adds for any final result)
             final["judged_items"] = final["parse_failed_items"] = 0
         self._segment["results"] += len(batch)
-        self._writer.add_many(data, struct.pack(f"<{len(keys)}Q", *keys), len(keys))
+        due = self._writer.add_many(data, struct.pack(f"<{len(keys)}Q", *keys), len(keys))
         if self.on_record is not None:
             for done in batch:
                 self.on_record(done)
+        return due
+
+    def room(self) -> int:
+        """How many results `record_finished` may take before a group is full (`flush_every` less those pending; at least 1)."""
+        assert self._writer is not None
+        return max(1, self._writer.flush_every - self._writer.pending)
+
+    async def aflush(self) -> None:
+        """Write and fsync the pending results, the fsync in a worker thread (`store.ResultWriter.aflush`), then
+        rewrite the checkpoint if it is due. Raises `OSError` as `record` does when the write fails."""
+        assert self._writer is not None
+        await self._writer.aflush()
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
         groups = [(s.details or {}).get("group") for s in result.scores.values() if isinstance(s.details, dict)]
@@ -510,6 +523,8 @@ class RunJournal:
         w = self._writer
         if w is None or self._closed:
             return
+        if w.syncing:
+            return  # (a group is being written: the aggregate holds results the files do not yet)
         if w.flush_due():
             w.flush()
         elif not w.pending and w.broken is None and self._recorded and w.lines > self._lines_at_checkpoint \

@@ -507,7 +507,7 @@ class _Flow:
                     if type(result) is Finished:
                         batch.append(result)
                         continue
-                    self.record_finished(batch)
+                    await self.record_finished(batch)
                     try:
                         written = self.journal.record(result)
                     except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
@@ -515,28 +515,35 @@ class _Flow:
                         written = self.journal.record(result)
                     if written:
                         self._after_write(result)
-                self.record_finished(batch)
+                await self.record_finished(batch)
         sink_done.set()
 
-    def record_finished(self, batch: list[Finished]) -> None:
-        """Record `batch` (results rendered where they were scored, in arrival order) at once, then empty it."""
-        if not batch:
-            return
-        try:
-            self.journal.record_finished(batch)
-        except ValueError:  # (nothing was recorded) text JSON cannot carry: each takes the general path
-            for done in batch:
-                try:
-                    self.journal.record(done)
-                    result: Any = done
-                except ValueError as exc:
-                    result = _unencodable(done, exc)  # type: ignore[arg-type]
-                    self.journal.record(result)
-                self._after_write(result)
-            batch.clear()
-            return
-        for done in batch:
-            self._after_write(done)
+    async def record_finished(self, batch: list[Finished]) -> None:
+        """Record `batch` (results rendered where they were scored, in arrival order), then empty it.
+
+        In pieces that fill the writer's pending group up to `run.flush_every`, each recorded at once and
+        flushed (its fsync off the event loop) when due: groups are what one `record` per result makes.
+        """
+        journal, at = self.journal, 0
+        while at < len(batch):
+            piece = batch[at:at + journal.room()]
+            at += len(piece)
+            try:
+                due = journal.record_finished(piece)
+            except ValueError:  # (nothing of the piece was recorded) text JSON cannot carry: each takes the general path
+                for done in piece:
+                    try:
+                        journal.record(done)
+                        result: Any = done
+                    except ValueError as exc:
+                        result = _unencodable(done, exc)  # type: ignore[arg-type]
+                        journal.record(result)
+                    self._after_write(result)
+                continue
+            if due:
+                await journal.aflush()
+            for done in piece:
+                self._after_write(done)
         batch.clear()
 
     def _after_write(self, result: CaseResult | Finished) -> None:

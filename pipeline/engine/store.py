@@ -429,6 +429,7 @@ class ResultWriter:
         self._pending: list[bytes] = []  # whole lines: one a line (`add`) or several a piece (`add_many`)
         self._keys: list[bytes] = []
         self._count = 0  # lines in `_pending`
+        self.syncing = False  # a group is being written by `aflush`
         self._first = 0.0  # when the first pending line was added
         self.size = size
         self.lines = lines
@@ -445,22 +446,20 @@ class ResultWriter:
         if self._count >= self.flush_every or self.flush_due():
             self.flush()
 
-    def add_many(self, data: bytes, keys: bytes, count: int) -> None:
+    def add_many(self, data: bytes, keys: bytes, count: int) -> bool:
         """Queue `count` whole result lines at once: `data` is their bytes, each ending in a newline; `keys` their
         `result_key` hashes as 8-byte little-endian words, in the same order.
 
-        Written as `add` would write them one by one, except that a flush is considered once, after all of
-        them: what the caller folded for the batch is then never ahead of a checkpoint's lines.
+        Unlike `add`, never flushes: returns True when a flush is due (`flush` or `aflush`, which the caller
+        calls after all of them, so what it folded for them is never ahead of a checkpoint's lines).
         """
-        if not count:
-            return
-        if not self._pending:
-            self._first = time.monotonic()
-        self._pending.append(data)
-        self._keys.append(keys)
-        self._count += count
-        if self._count >= self.flush_every or self.flush_due():
-            self.flush()
+        if count:
+            if not self._pending:
+                self._first = time.monotonic()
+            self._pending.append(data)
+            self._keys.append(keys)
+            self._count += count
+        return self._count >= self.flush_every or self.flush_due()
 
     @property
     def pending(self) -> int:
@@ -480,37 +479,76 @@ class ResultWriter:
         Raises `OSError` when the write fails (then `broken` is set and the
         partial group removed); a broken writer's `flush` does nothing.
         """
-        if self.broken is not None:
+        if self.broken is not None or not self._pending:
             return
-        if self._pending:
-            data = b"".join(self._pending)
-            keys = b"".join(self._keys)
-            try:
-                _write_all(self._fh.fileno(), data)
-                os.fsync(self._fh.fileno())
-                # The index needs no fsync: the checkpoint stores its CRC, and an index lost
-                # to a power cut is rebuilt from results.jsonl.
-                _write_all(self._idx.fileno(), keys)
-            except OSError as exc:
-                self.broken = exc
-                self._pending.clear()
-                self._keys.clear()
-                self._count = 0
-                for fh, keep in ((self._fh, self.size), (self._idx, self.lines * 8)):
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fh.fileno(), keep)
-                raise
-            if self.results_crc is not None:
-                self.results_crc = zlib.crc32(data, self.results_crc)
-            self.index_crc = zlib.crc32(keys, self.index_crc)
-            self.size += len(data)
-            self.lines += self._count
-            self.written += self._count
-            self._pending.clear()
-            self._keys.clear()
-            self._count = 0
-            if self.on_flush is not None:
-                self.on_flush()
+        group = self._take()
+        try:
+            self._write_group(group[0])
+        except OSError as exc:
+            self._fail(exc)
+            raise
+        self._done(*group)
+
+    async def aflush(self) -> None:
+        """`flush`, with the group's write and fsync waited for in a worker thread: the event loop runs on meanwhile.
+
+        An fsync waits for the disk (about 10 ms here), a wait a run's other tasks (reading, the workers'
+        chunks, in-process scoring) need not share. Until it returns, `syncing` is True and the caller adds
+        nothing; a cancellation waits for the group to be on disk, so the writer's figures always say
+        what the file holds.
+        """
+        import anyio.to_thread  # (here: the writer is also used where no event loop runs)
+
+        if self.broken is not None or not self._pending:
+            return
+        group = self._take()
+        self.syncing = True
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._write_group, group[0])
+        except OSError as exc:
+            self._fail(exc)
+            raise
+        finally:
+            self.syncing = False
+        self._done(*group)
+
+    def _take(self) -> tuple[bytes, bytes, int]:
+        # The pending group (lines, index words, count), taken out of the queue.
+        group = (b"".join(self._pending), b"".join(self._keys), self._count)
+        self._pending.clear()
+        self._keys.clear()
+        self._count = 0
+        return group
+
+    def _write_group(self, data: bytes) -> None:
+        _write_all(self._fh.fileno(), data)
+        os.fsync(self._fh.fileno())
+
+    def _fail(self, exc: OSError) -> None:
+        # A group's write failed: cut both files back to the last group and never write again.
+        self.broken = exc
+        for fh, keep in ((self._fh, self.size), (self._idx, self.lines * 8)):
+            with contextlib.suppress(OSError):
+                os.ftruncate(fh.fileno(), keep)
+
+    def _done(self, data: bytes, keys: bytes, count: int) -> None:
+        # The group's lines are on disk: write their index words, count them, report.
+        try:
+            # The index needs no fsync: the checkpoint stores its CRC, and an index lost
+            # to a power cut is rebuilt from results.jsonl.
+            _write_all(self._idx.fileno(), keys)
+        except OSError as exc:
+            self._fail(exc)
+            raise
+        if self.results_crc is not None:
+            self.results_crc = zlib.crc32(data, self.results_crc)
+        self.index_crc = zlib.crc32(keys, self.index_crc)
+        self.size += len(data)
+        self.lines += count
+        self.written += count
+        if self.on_flush is not None:
+            self.on_flush()
 
     def close(self) -> None:
         """Flush what is pending and close both files."""
