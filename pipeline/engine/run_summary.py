@@ -50,7 +50,6 @@ def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
     return block if isinstance(block, dict) else None
 
 
-
 def _build_summary(
     journal: RunJournal, manifest: dict[str, Any], complete: bool, blocks: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:

@@ -54,7 +54,6 @@ __all__ = ["RunOutcome", "manifest_for", "preflight", "run"]
 log = get_logger("tracejudge.runner")
 
 
-
 @dataclass
 class RunOutcome:
     """What a run (or one segment of a resumed run) did."""
@@ -318,7 +317,6 @@ async def _athread(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
     done = object()
     while (item := await anyio.to_thread.run_sync(next, it, done)) is not done:
         yield item
-
 
 
 def build_stages(

@@ -296,7 +296,6 @@ def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
                 i += 1
 
 
-
 def has_results(run_dir: Path) -> bool:
     """True when `run_dir` holds at least one result line (a directory left by a failed start holds none)."""
     try:
