@@ -36,28 +36,26 @@ from __future__ import annotations
 import copy
 import json
 import os
+import struct
 import time
-import zlib
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
-from tracejudge.engine.checkpoint_file import CheckpointFile, line_at, mtime_ns, read_index, recorded_config_hash, size_of, untouched
-from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
+from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, mtime_ns, recorded_config_hash
+from tracejudge.engine.journal_counts import _has_usage, _item_counts, _judge_gate_counts, sum_usage
+from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
-from tracejudge.engine.segment_end import record_failed_end, settle_failed_end
-from tracejudge.stages.aggregate.state import StateError, dump_state, restore
+from tracejudge.engine.segment_end import record_failed_end
+from tracejudge.stages.aggregate.state import dump_state
 
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
-FORMAT = 2
 # A checkpoint is rewritten after a flush once both CHECKPOINT_EVERY_RESULTS results and CHECKPOINT_EVERY_S
 # seconds have passed since the last one, or CHECKPOINT_MAX_S seconds whatever the count. By count and time
 # together, so its cost per result is bounded on a slow or loaded machine too (a timer alone rewrote the
@@ -67,48 +65,6 @@ CHECKPOINT_EVERY_RESULTS = 1000
 CHECKPOINT_EVERY_S = 2.0
 CHECKPOINT_MAX_S = 30.0
 log = get_logger("tracejudge.checkpoint")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Stage usage counters summed over segments: `{stage: {counter: total}}`."""
-    total: dict[str, dict[str, float]] = {}
-    for seg in segments:
-        for stage, counters in (seg.get("usage") or {}).items():
-            into = total.setdefault(stage, {})
-            for k, v in counters.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    into[k] = into.get(k, 0) + v
-    return total
-
-
-def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
-    """(judged, judge error) of one result, as the judge stage counts them.
-
-    A result went through the judge when a score carries judge provenance
-    or it ended at the judge (`judge_error`, `rate_limited`, `skipped_budget`);
-    it is a judge error when it ended `judge_error` or `rate_limited`.
-    """
-    status = result.status.value
-    error = status in ("judge_error", "rate_limited")
-    judged = error or status == "skipped_budget" or any(s.judge is not None for s in result.scores.values())
-    return int(judged), int(error)
-
-
-def _item_counts(result: CaseResult) -> tuple[int, int]:
-    """(judged scores, those left without a usable verdict: `parse_error` or `truncated`) of one result.
-
-    Per item, not per attempt: the summary's `parse_failure_rate` divides them, the same grouped or not.
-    """
-    judged = [s for s in result.scores.values() if s.judge is not None]
-    return len(judged), sum((s.details or {}).get("error_kind") in ("parse_error", "truncated") for s in judged)
-
-
-def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
-    return any(v for counters in usage.values() for v in counters.values())
 
 
 class RunJournal:
@@ -192,167 +148,10 @@ class RunJournal:
         on the segment, so a summary can say which segments ran on what. Raises `OSError` on I/O failure.
         """
         self = cls(run_dir)
-        self.metric_keys = list(metric_keys)
-        self.max_retries = max_retries
-        self._segment = {
-            "segment": 0,
-            "started_at": _now(),
-            "elapsed_s": 0.0,
-            "results": 0,
-            "ended": "running",
-            "config_hash": config_hash,
-            **({"dataset_fingerprint": dataset_fingerprint} if dataset_fingerprint else {}),
-            "forced": forced,
-            "pid": os.getpid(),
-            "usage": {},
-        }
-        d = self.run_dir
-        store.remove_stale_temps(d)
-        results = d / store.RESULTS
-        torn = store.repair_tail(results)
-        size = results.stat().st_size if results.exists() else 0
-        self.fresh = size == 0
-        cp = self._read_checkpoint()
-        changed = torn > 0
-        start = lines = crc = 0
-        reused = False
-        if cp is not None:
-            _, bad = typed_segments(cp.segments)
-            self.segments = list(cp.segments) if bad is None else []  # mistyped records: the run's history is lost, not trusted
-            reused = self._reuse(cp, size, new_aggregator)
-            if reused:
-                start, lines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
-        if not reused:
-            changed = changed or size > 0 or cp is not None
-            self.agg = new_aggregator()
-            self.done = KeySet()
-        # Results after the checkpoint: written by a segment killed before its next checkpoint.
-        tail_keys = bytearray()
-        tail = damaged = 0
-        offset = start
-        for raw in store.iter_result_lines(results, start):
-            offset += len(raw)
-            try:
-                r = CaseResult.model_validate_json(raw)
-            except ValueError as exc:
-                # Damage (a disk error, an edit): the line is left in place, named by every
-                # reader, and its (case, trial), not being finished, is redone by this run.
-                damaged += 1
-                log.warning("damaged result line skipped; its case is redone", file=str(results), line=line_at(results, offset - len(raw)),
-                            error=str(exc).splitlines()[0][:200])
-                continue
-            k = result_key(r.case_id, r.trial)
-            if self.done.contains_hash(k) and k not in self.provisional:
-                # A second line for a finished (case, trial) is an edit (a line overwritten with a copy of
-                # another): never counted twice. `report` skips it by the same rule (`stages.reports.rebuild`).
-                damaged += 1
-                log.warning("repeated result line skipped; the first one counts", file=str(results), line=line_at(results, offset - len(raw)),
-                            case_id=r.case_id, trial=r.trial)
-                continue
-            self._account(r, k, raw.decode("utf-8").rstrip("\n"))
-            self.done.add_hash(k)
-            tail_keys += k.to_bytes(8, "little")
-            tail += 1
-        idx_path = d / store.INDEX
-        if size_of(idx_path) != lines * 8 or tail_keys:
-            with open(idx_path, "ab") as idx:
-                idx.truncate(lines * 8)
-                idx.write(tail_keys)
-        crc = zlib.crc32(tail_keys, crc)
-        lines += tail
-        self.finished = len(self.done)
-        self.retrying = self.pending_retries()
-        killed = self._settle_segments(tail, rebuilt=not reused, lines=lines - tail)
-        changed = changed or tail > 0 or killed or damaged > 0
-        self.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
-                         "damaged_lines": damaged}
-        self._segment["segment"] = 1 + max((int(s.get("segment", 0)) for s in self.segments), default=0)
-        # The CRC of results.jsonl as it stands: `_reuse` checked the head, only the tail is read.
-        if not size:
-            results_crc: int | None = 0
-        elif reused and cp is not None and self._results_crc is not None:
-            results_crc = store.file_crc32(results, size - cp.results_bytes, offset=cp.results_bytes, crc=self._results_crc)
-        else:
-            results_crc = store.file_crc32(results, size)
-        self._writer = store.ResultWriter(
-            d, size=size, lines=lines, index_crc=crc, results_crc=results_crc, flush_every=flush_every, flush_seconds=flush_seconds, on_flush=self._checkpoint
-        )
-        if changed:
-            self._write_checkpoint()
+        recover(self, metric_keys=metric_keys, new_aggregator=new_aggregator, config_hash=config_hash,
+                dataset_fingerprint=dataset_fingerprint, forced=forced, flush_every=flush_every, flush_seconds=flush_seconds,
+                max_retries=max_retries)
         return self
-
-    def _read_checkpoint(self) -> CheckpointFile | None:
-        p = self.run_dir / store.CHECKPOINT
-        if not p.exists():
-            return None
-        try:
-            return CheckpointFile.model_validate_json(p.read_bytes())
-        except (OSError, ValueError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if isinstance(exc, ValidationError):
-                err = exc.errors()[0]
-                first = f"{'.'.join(map(str, err['loc'])) or '(root)'}: {err['msg']}"
-            log.warning("checkpoint does not validate; rebuilding from results.jsonl", file=str(p), error=first[:200])
-            return None
-
-    def _reuse(self, cp: CheckpointFile, size: int, new_aggregator: Callable[[], Any]) -> bool:
-        """Load index and aggregate from a validated checkpoint if it agrees with the files."""
-        why = None
-        nbytes, nlines, crc = cp.results_bytes, cp.results_lines, cp.index_crc32
-        idx_path = self.run_dir / store.INDEX
-        try:
-            if cp.format != FORMAT or cp.tracejudge_version != __version__:
-                why = "written by another tracejudge version"
-            elif cp.metric_keys != self.metric_keys:
-                why = "the metrics changed"
-            elif nbytes > size:
-                why = "results.jsonl is shorter than the checkpoint says"
-            elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
-                why = "results.idx is shorter than the checkpoint says"
-            elif cp.results_crc32 is not None and not untouched(self.run_dir / store.RESULTS, cp, size) and \
-                    store.file_crc32(self.run_dir / store.RESULTS, nbytes) != cp.results_crc32:
-                why = "results.jsonl changed before the checkpoint's end (a damaged or edited line)"
-            else:
-                agg = restore(cp.aggregator, new_aggregator())
-                done, got_crc = read_index(idx_path, nlines)
-                if got_crc != crc:
-                    why = "results.idx does not match its checksum"
-                elif (absurd := implausible(cp, done)) is not None:
-                    why = f"its values cannot be true of results.jsonl ({absurd})"
-                else:
-                    self.done = done
-                    self.agg = agg
-                    self._results_crc = cp.results_crc32
-                    self.provisional = {int(k): v for k, v in cp.provisional.items()}
-                    self.failures = {int(k): v for k, v in cp.failures.items()}
-                    self.judge_spent.update(cp.judge_spent)
-                    self.judge_final.update(cp.judge_final)
-        except StateError as exc:
-            why = f"aggregate state unusable ({exc})"
-        except (ValueError, OSError) as exc:
-            why = f"unreadable ({type(exc).__name__}: {exc})"
-        if why:
-            log.warning("checkpoint not reused; rebuilding from results.jsonl", run_dir=str(self.run_dir), reason=why)
-            return False
-        return True
-
-    def _settle_segments(self, tail: int, rebuilt: bool, lines: int = 0) -> bool:
-        """Attribute unrecorded results to the segment that wrote them (`lines`: those the checkpoint covers); mark dead segments killed."""
-        if settle_failed_end(self.segments, lines, tail if not rebuilt else 0):
-            return True
-        last = self.segments[-1] if self.segments else None
-        if last is not None and last.get("ended") == "running":
-            # We hold the lock, so the segment that was running is dead.
-            last["ended"] = "killed"
-            if not rebuilt:
-                last["results"] = int(last.get("results", 0)) + tail
-            return True
-        if tail and not rebuilt:
-            # Killed before its first checkpoint: its time and usage are unknown.
-            self.segments.append({"segment": 1 + (int(last.get("segment", 0)) if last else 0), "started_at": None,
-                                  "elapsed_s": None, "results": tail, "ended": "killed", "usage": {}})
-            return True
-        return False
 
     # --------------------------------------------------------------- writing
 
@@ -395,6 +194,44 @@ class RunJournal:
         if self.on_record is not None:
             self.on_record(done)
         return True
+
+    def record_finished(self, batch: list[Finished]) -> bool:
+        """`record` each result of `batch` (rendered where it was scored, `engine.rendered`), in order, at once.
+
+        The same lines, folds and report material as one `record` call per result, with one encode, one
+        fold loop and one flush check for the batch; returns True when a flush is due (then call `aflush`).
+        Raises `ValueError` (a line UTF-8 cannot encode) before anything is recorded: the caller then
+        records them one by one.
+        """
+        assert self._writer is not None
+        if not batch:
+            return False
+        data = ("\n".join([d.line() for d in batch]) + "\n").encode()
+        keys = [trial_key(d.rendered.id_hash, d.trial) for d in batch]
+        if self.provisional:
+            for key in keys:
+                self.provisional.pop(key, None)
+        self.agg.fold_finished(batch)
+        final = self.judge_final
+        if "judged_items" not in final:  # (what `_account` adds for any final result)
+            final["judged_items"] = final["parse_failed_items"] = 0
+        self._segment["results"] += len(batch)
+        due = self._writer.add_many(data, struct.pack(f"<{len(keys)}Q", *keys), len(keys))
+        if self.on_record is not None:
+            for done in batch:
+                self.on_record(done)
+        return due
+
+    def room(self) -> int:
+        """How many results `record_finished` may take before a group is full (`flush_every` less those pending; at least 1)."""
+        assert self._writer is not None
+        return max(1, self._writer.flush_every - self._writer.pending)
+
+    async def aflush(self) -> None:
+        """Write and fsync the pending results, the fsync in a worker thread (`store.ResultWriter.aflush`), then
+        rewrite the checkpoint if it is due. Raises `OSError` as `record` does when the write fails."""
+        assert self._writer is not None
+        await self._writer.aflush()
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
         groups = [(s.details or {}).get("group") for s in result.scores.values() if isinstance(s.details, dict)]
@@ -485,6 +322,8 @@ class RunJournal:
         w = self._writer
         if w is None or self._closed:
             return
+        if w.syncing:
+            return  # (a group is being written: the aggregate holds results the files do not yet)
         if w.flush_due():
             w.flush()
         elif not w.pending and w.broken is None and self._recorded and w.lines > self._lines_at_checkpoint \

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet
 
-__all__ = ["CheckpointFile", "line_at", "mtime_ns", "read_index", "recorded_config_hash", "size_of", "untouched"]
+__all__ = ["FORMAT", "CheckpointFile", "line_at", "mtime_ns", "read_index", "recorded_config_hash", "size_of", "untouched"]
+
+FORMAT = 2  # `CheckpointFile.format` of the checkpoints this version writes (and reuses)
 
 
 class CheckpointFile(BaseModel):

@@ -25,12 +25,8 @@ and are rebuilt from it whenever they disagree with it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import os
-import time
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -38,6 +34,8 @@ from typing import Any, cast
 import pydantic_core
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine.manifest import ManifestMismatch
+from tracejudge.engine.result_writer import INDEX, RESULTS, ResultWriter, file_crc32
+from tracejudge.engine.run_lock import LOCK, LockedError, RunLock
 
 __all__ = [
     "has_results",
@@ -54,6 +52,7 @@ __all__ = [
     "RunLock",
     "atomic_write_bytes",
     "atomic_write_text",
+    "file_crc32",
     "fresh_run_dir",
     "iter_result_lines",
     "read_manifest",
@@ -61,17 +60,10 @@ __all__ = [
     "repair_tail",
 ]
 
-RESULTS = "results.jsonl"
-INDEX = "results.idx"
 CHECKPOINT = "checkpoint.json"
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
-LOCK = ".lock"
 _TMP_SUFFIX = ".tmp"
-
-
-class LockedError(TracejudgeError):
-    """Another live process holds the run directory; the message names its pid."""
 
 
 def _fsync_dir(path: Path) -> None:
@@ -185,82 +177,6 @@ def fresh_run_dir(base: Path) -> Path:
             return cand
         except FileExistsError:
             n += 1
-
-
-class RunLock:
-    """An exclusive lock on a run directory: `flock` on `RUN_DIR/.lock`, which holds the owner's pid.
-
-    The kernel drops an `flock` when its process exits, even by SIGKILL, so a
-    lock file left by a dead process is simply taken over; a live owner makes
-    `acquire()` raise `LockedError` at once, naming its pid. Works on local
-    filesystems (and NFS with Linux's flock emulation); not on Windows.
-    """
-
-    def __init__(self, run_dir: Path) -> None:
-        self.path = Path(run_dir) / LOCK
-        self._fd: int | None = None
-        self.previous_pid: int | None = None
-
-    @property
-    def held(self) -> bool:
-        """True while this object holds the lock."""
-        return self._fd is not None
-
-    def acquire(self) -> None:
-        """Take the lock or raise `LockedError` naming the process that holds it."""
-        for _ in range(10):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                os.close(fd)
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise
-                pid = _read_pid(self.path)
-                who = f"process {pid}" if pid else "another process"
-                raise LockedError(
-                    f"{self.path.parent}: run directory is in use by {who} (lock file {self.path}); "
-                    "wait for it to finish, or stop it first"
-                ) from None
-            # The owner before us may have unlinked the file between our open and our flock:
-            # then we locked an orphan inode and must retry on the current file.
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if not same:
-                os.close(fd)
-                continue
-            self.previous_pid = _read_pid(self.path)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            self._fd = fd
-            return
-        raise LockedError(f"{self.path.parent}: could not take the lock file {self.path} (it keeps being replaced)")
-
-    def release(self) -> None:
-        """Remove the lock file and drop the lock (no-op if not held)."""
-        if self._fd is None:
-            return
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        os.close(self._fd)
-        self._fd = None
-
-    def __enter__(self) -> RunLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-        return int(text) if text else None
-    except (OSError, ValueError):
-        return None
 
 
 def repair_tail(path: Path) -> int:
@@ -379,151 +295,6 @@ def iter_current_numbered(path: Path) -> Iterator[tuple[int, bytes]]:
                 if i not in gone:
                     yield lineno, line
                 i += 1
-
-
-class ResultWriter:
-    """Append result lines to `results.jsonl` and their keys to `results.idx`, in fsynced groups.
-
-    A group is written when `flush_every` lines are pending; when its first
-    line has waited `flush_seconds` and half a group is pending; when its
-    first line has waited `2 * flush_seconds` whatever the count (checked on
-    `add` and by `flush_due`); and on `close()`. By count and time together,
-    counted from the group's first line: results that stream in on a slow or
-    loaded machine are written (and fsynced) in groups of at least half of
-    `flush_every`, not one group per half second whatever its size, and a
-    trickle (a slow judge) still reaches the disk within `2 * flush_seconds` (a second by default). Each group is written with one `write`
-    of whole lines and fsynced before `on_flush` is called, so a crash
-    leaves at most one torn line at the end, and whatever `on_flush` records
-    (the checkpoint) never claims a line that is not on disk.
-
-    `size`, `lines` and `index_crc` describe the two files after the last
-    flush; `index_crc` is the CRC-32 of all of `results.idx`; `results_crc`
-    is the CRC-32 of `results.jsonl`'s first `size` bytes, when known (the
-    checkpoint keeps it, so damage before its end is seen on resume).
-
-    A group whose write fails part-way (disk full, `EFBIG`) is cut off again
-    (`ftruncate` needs no space) and the writer is `broken`: it never writes
-    again, so no group is ever written twice; the exception propagates, and
-    the group's results, not being on disk, are redone by the next run.
-    """
-
-    def __init__(
-        self,
-        run_dir: Path,
-        *,
-        size: int,
-        lines: int,
-        index_crc: int,
-        results_crc: int | None = None,
-        flush_every: int = 256,
-        flush_seconds: float = 0.5,
-        on_flush: Any = None,
-    ) -> None:
-        self.flush_every = flush_every
-        self.flush_seconds = flush_seconds
-        self.on_flush = on_flush
-        # Unbuffered: a failed write leaves nothing in a Python buffer to be retried at close.
-        self._fh = open(run_dir / RESULTS, "ab", buffering=0)
-        self._idx = open(run_dir / INDEX, "ab", buffering=0)
-        self.results_crc = results_crc
-        self.broken: OSError | None = None
-        self._pending: list[bytes] = []
-        self._keys: list[bytes] = []
-        self._first = 0.0  # when the first pending line was added
-        self.size = size
-        self.lines = lines
-        self.index_crc = index_crc
-        self.written = 0
-
-    def add(self, line: str, key: int) -> None:
-        """Queue one result line (no newline) and its `result_key` hash."""
-        if not self._pending:
-            self._first = time.monotonic()
-        self._pending.append(line.encode() + b"\n")
-        self._keys.append(key.to_bytes(8, "little"))
-        if len(self._pending) >= self.flush_every or self.flush_due():
-            self.flush()
-
-    @property
-    def pending(self) -> int:
-        """Lines queued and not yet written."""
-        return len(self._pending)
-
-    def flush_due(self) -> bool:
-        """True when lines are pending and the first of them has waited long enough for their number (see the class)."""
-        if not self._pending:
-            return False
-        waited = time.monotonic() - self._first
-        return waited >= 2 * self.flush_seconds or (waited >= self.flush_seconds and 2 * len(self._pending) >= self.flush_every)
-
-    def flush(self) -> None:
-        """Write, fsync, and report the pending group (no-op when none is pending).
-
-        Raises `OSError` when the write fails (then `broken` is set and the
-        partial group removed); a broken writer's `flush` does nothing.
-        """
-        if self.broken is not None:
-            return
-        if self._pending:
-            data = b"".join(self._pending)
-            keys = b"".join(self._keys)
-            try:
-                _write_all(self._fh.fileno(), data)
-                os.fsync(self._fh.fileno())
-                # The index needs no fsync: the checkpoint stores its CRC, and an index lost
-                # to a power cut is rebuilt from results.jsonl.
-                _write_all(self._idx.fileno(), keys)
-            except OSError as exc:
-                self.broken = exc
-                self._pending.clear()
-                self._keys.clear()
-                for fh, keep in ((self._fh, self.size), (self._idx, self.lines * 8)):
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fh.fileno(), keep)
-                raise
-            if self.results_crc is not None:
-                self.results_crc = zlib.crc32(data, self.results_crc)
-            self.index_crc = zlib.crc32(keys, self.index_crc)
-            self.size += len(data)
-            self.lines += len(self._pending)
-            self.written += len(self._pending)
-            self._pending.clear()
-            self._keys.clear()
-            if self.on_flush is not None:
-                self.on_flush()
-
-    def close(self) -> None:
-        """Flush what is pending and close both files."""
-        try:
-            self.flush()
-        finally:
-            self._fh.close()
-            self._idx.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    # os.write may write part of `data` (a nearly full disk, RLIMIT_FSIZE) before failing.
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-def file_crc32(path: Path, nbytes: int, *, offset: int = 0, crc: int = 0) -> int | None:
-    """CRC-32 of `nbytes` bytes of `path` from `offset` (1 MiB reads), continuing `crc`; None if it is shorter.
-
-    About 0.2 s per 100 MB on a loaded 2-core machine (a resume of 100,000 results, 84 MB, spends ~0.18 s here).
-    """
-    left = nbytes
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        while left:
-            chunk = fh.read(min(left, 1 << 20))
-            if not chunk:
-                return None
-            crc = zlib.crc32(chunk, crc)
-            left -= len(chunk)
-    return crc
 
 
 def has_results(run_dir: Path) -> bool:

@@ -25,27 +25,25 @@ summary.json layout (per metric block, see `MetricStats.as_dict`)::
                     "metadata.domain": {...}},
      "aggregate": {"seed": 0, "ci": "...", ...}}
 """
-
 from __future__ import annotations
 
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
-from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status, score_counts
+from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status
 from tracejudge.engine.keyset import result_key, trial_key
-from tracejudge.engine.rendered import Cell, Finished
-from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, pass_at_k, rank, rng_for, seed_bits
+from tracejudge.engine.rendered import Finished
+from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats, _pair
+from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
+from tracejudge.stages.aggregate.stats import rank, seed_bits
 
-__all__ = ["Aggregator", "MetricStats", "PassAtKTracker", "aggregator_for"]
+__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for"]
 
-HIST_BINS = 10
 OTHER = "(other)"
 MISSING = "(missing)"
-_OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor call, per score per result
 # Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
 SETTLE_EVERY = 1024
 CI_METHOD = (
@@ -53,256 +51,6 @@ CI_METHOD = (
     "of at most reservoir_size values (those whose (case, trial) keys hash lowest under the seed), "
     "deviations scaled by sqrt(sample/scored) when the sample is smaller"
 )
-
-
-def _r(x: float | None) -> float | None:
-    return None if x is None else round(x, 6)
-
-
-def _pair(score: Any) -> tuple[Any, Any]:
-    """`(value, passed)` of a score: a `Cell` (a result rendered where it was scored) already is that pair."""
-    return score if type(score) is Cell else (score.value, score.passed)
-
-
-@dataclass(slots=True)
-class _Settled:
-    """One `MetricStats.settle`: the running figures it started from, the values it folded, what they gave."""
-
-    start: tuple[int, float, float, float]
-    values: list[tuple[Any, Any]]
-    figures: tuple[tuple[int, float, float, float], list[int], int, int]
-
-
-def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, total: float) -> tuple[tuple[int, float, float, float], list[int], int, int]:
-    """Fold `(value, passed)` pairs into count, mean and M2 (Welford) and total, in order.
-
-    Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed)`.
-    """
-    hist = [0] * HIST_BINS
-    top = HIST_BINS - 1
-    verdicts = passed = 0
-    for v, p in pend:
-        v = float(v)
-        total += v
-        n += 1
-        d = v - mean
-        mean += d / n
-        m2 += d * (v - mean)
-        b = int(v * HIST_BINS)
-        hist[top if b > top else (0 if b < 0 else b)] += 1
-        if p is not None:
-            verdicts += 1
-            passed += bool(p)
-    return (n, mean, m2, total), hist, verdicts, passed
-
-
-@dataclass(slots=True)
-class MetricStats:
-    """Running figures of one metric (in one group).
-
-    `rng_seed` names the bootstrap's random stream; the sample is chosen by
-    the key hashes `Aggregator.fold` computes.
-    """
-
-    reservoir_size: int = 1000
-    rng_seed: str = "0"
-    scored: int = 0
-    total: float = 0.0
-    passed: int = 0
-    with_verdict: int = 0
-    not_computed: int = 0
-    not_applicable: int = 0
-    excluded: Counter[str] = field(default_factory=Counter)
-    moments: Moments = field(default_factory=Moments)
-    histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
-    sample: KeyedSample | None = None
-
-    # Scored values not yet in the moments, histogram and sample (see `settle`): `(value, passed)` pairs
-    # (a score's `Cell`, or the two fields of a `Score`), in the order they were folded, and beside them
-    # the key hash of each one's result.
-    pending: list[tuple[Any, Any]] = field(default_factory=list, repr=False, compare=False)
-    pending_keys: list[int] = field(default_factory=list, repr=False, compare=False)
-
-    def fold(self, status: str, score: Score | None, key: int = 0) -> None:
-        """Count one result's score for this metric (`score` may be absent); `key`: the result's key hash."""
-        if status != _OK and not (score is not None and score_counts(status, score.value)):
-            self.excluded[status] += 1
-            return
-        if score is None:
-            # A case-level metric other cases lack: "not computed" would make the figure
-            # depend on the order results arrive in.
-            self.not_applicable += 1
-            return
-        if score.value is None:
-            self.not_computed += 1
-            return
-        self.pending.append(_pair(score))
-        self.pending_keys.append(key)
-
-    def settle(self, like: _Settled | None = None) -> _Settled | None:
-        """Fold the pending scored values into count, total, moments, histogram, sample and verdicts.
-
-        One plain loop over the values with the running figures in local
-        variables: folding them one call at a time cost most of a deterministic
-        run's aggregate time in attribute reads and writes. Values are taken
-        in the order they were folded, with the same arithmetic, so every
-        figure is what folding them one by one gives.
-
-        `like`: what settling another metric stats gave (its return value). When
-        that one started from the same count, mean, M2 and total and folded the
-        same values (a breakdown group every result falls in has the whole
-        run's), its figures are taken instead of folding the values again: the
-        same arithmetic on the same inputs gives the same floats. The
-        sample is always offered the values. Returns what this call
-        settled, or None when nothing was pending.
-        """
-        pend = self.pending
-        if not pend:
-            return None
-        sample = self.sample
-        if sample is None:
-            sample = self.sample = KeyedSample(self.reservoir_size)
-        m = self.moments
-        start = (m.n, m.mean, m.m2, self.total)
-        if like is not None and like.start == start and like.values == pend:
-            got = like.figures
-        else:
-            got = _fold_values(pend, *start)
-        (n, mean, m2, total), hist, verdicts, passed = got
-        for i, c in enumerate(hist):
-            self.histogram[i] += c
-        sample.add_many(self.pending_keys, pend)
-        m.n, m.mean, m.m2 = n, mean, m2
-        self.total = total
-        self.scored += len(pend)
-        self.with_verdict += verdicts
-        self.passed += passed
-        self.pending = []
-        self.pending_keys = []
-        return _Settled(start, pend, got)
-
-    def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
-        """The metric's summary block.
-
-        Keys: `results` (denominator of the whole run or group), `scored`,
-        `not_computed`, `not_applicable`, `excluded` (by status), `error_share`
-        ((results − not_applicable − scored) / (results − not_applicable)), `mean`, `std` (sample), `ci95` ([low, high] or
-        null below two scored values), `passed`, `with_verdict`, `pass_rate`
-        (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
-        """
-        self.settle()
-        mean = self.moments.mean if self.scored else None
-        ci = None
-        if self.sample is not None and self.scored >= 2:
-            got = bootstrap_mean_ci(
-                self.sample.values, n_total=self.scored, mean_total=self.moments.mean,
-                rng=rng_for(self.rng_seed, "bootstrap"), resamples=resamples,
-            )
-            ci = None if got is None else [_r(got[0]), _r(got[1])]
-        pass_rate = self.passed / self.with_verdict if self.with_verdict else None
-        return {
-            "results": results,
-            "scored": self.scored,
-            "not_computed": self.not_computed,
-            "not_applicable": self.not_applicable,
-            "excluded": dict(sorted(self.excluded.items())),
-            "error_share": _r((applicable - self.scored) / applicable) if (applicable := results - self.not_applicable) else None,
-            "mean": _r(mean),
-            "std": _r(self.moments.std),
-            "ci95": ci,
-            "passed": self.passed,
-            "with_verdict": self.with_verdict,
-            "pass_rate": _r(pass_rate),
-            "histogram": list(self.histogram),
-        }
-
-
-@dataclass
-class _KSum:
-    total: float = 0.0
-    cases: int = 0
-
-
-# A breakdown group `(breakdown, value)`; `("", "")` is the whole run.
-_Group = tuple[str, str]
-# Per group, per k: the sum of the cases' pass@k and how many cases were summed.
-_Sums = dict[_Group, dict[int, _KSum]]
-# What `PassAtKTracker.snapshot` returns and `PassAtKTracker.figure` takes first:
-# the sums, cases without a scored trial per group, cases with fewer than k trials per (group, k).
-_Snapshot = tuple[_Sums, Counter[_Group], Counter[tuple[_Group, int]]]
-
-
-class PassAtKTracker:
-    """pass@k of one metric for several k, folding trials that arrive in any order.
-
-    Per case it keeps `[n, c, scored, groups]` only until the case's `trials`
-    trials are all in; then the case's pass@k for each k is added to the
-    run's and its groups' sums and the entry is dropped. `trial_passed(score)`
-    decides one trial (the score of an `ok` result, or `None`).
-    """
-
-    def __init__(self, metric: str, ks: set[int], trials: int, trial_passed: Callable[[Score | None], bool]) -> None:
-        self.metric = metric
-        self.ks = sorted(ks)
-        self.trials = trials
-        self.trial_passed = trial_passed
-        self.pending: dict[str, list[Any]] = {}
-        self.sums: _Sums = {}
-        self.no_scored: Counter[_Group] = Counter()
-        self.too_few: Counter[tuple[_Group, int]] = Counter()
-
-    def fold(self, result: CaseResult, status: str, groups: tuple[tuple[str, str], ...]) -> None:
-        entry = self.pending.get(result.case_id)
-        if entry is None:
-            entry = self.pending[result.case_id] = [0, 0, False, groups]
-        entry[0] += 1
-        score = result.scores.get(self.metric)
-        if score is not None and not score_counts(status, score.value):
-            score = None
-        if score is not None and score.value is not None:
-            entry[2] = True
-        if self.trial_passed(score):
-            entry[1] += 1
-        if entry[0] >= self.trials:
-            del self.pending[result.case_id]
-            self._finish(entry, self.sums, self.no_scored, self.too_few)
-
-    def _finish(self, entry: list[Any], sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]]) -> None:
-        n, c, scored, groups = entry
-        for g in (("", ""), *groups):
-            if not scored:
-                no_scored[g] += 1
-                continue
-            per_k = sums.setdefault(g, {})
-            for k in self.ks:
-                if n < k:
-                    too_few[(g, k)] += 1
-                    continue
-                s = per_k.setdefault(k, _KSum())
-                s.total += pass_at_k(n, c, k)
-                s.cases += 1
-
-    def snapshot(self) -> _Snapshot:
-        """Sums with the still-pending cases (interrupted runs) finished, without changing state."""
-        sums = {g: {k: _KSum(s.total, s.cases) for k, s in per.items()} for g, per in self.sums.items()}
-        no_scored, too_few = Counter(self.no_scored), Counter(self.too_few)
-        for entry in self.pending.values():
-            self._finish(entry, sums, no_scored, too_few)
-        return sums, no_scored, too_few
-
-    @staticmethod
-    def figure(sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]], group: _Group, k: int) -> dict[str, Any]:
-        s = sums.get(group, {}).get(k)
-        return {
-            "value": _r(s.total / s.cases) if s and s.cases else None,
-            "cases": s.cases if s else 0,
-            "no_scored_trial": no_scored.get(group, 0),
-            "too_few_trials": too_few.get((group, k), 0),
-        }
-
-
-def _passed_on_verdict(score: Score | None) -> bool:
-    return score is not None and score.value is not None and bool(score.passed)
 
 
 class Aggregator:
@@ -443,6 +191,64 @@ class Aggregator:
         for tracker in self.trackers.values():
             tracker.fold(result, status, groups)
         if self.results % SETTLE_EVERY == 0:
+            self.settle()
+
+    def fold_finished(self, batch: list[Any]) -> None:
+        """`fold` each result of `batch` in order: results rendered where they were scored (`engine.rendered.Finished`:
+        status `ok`, `Cell` scores).
+
+        The same counts, sums and pending values, in the same order, as one `fold` per result: only the
+        lookups `fold` repeats for every result (the metric stats of each row, the status) are made once per
+        batch. A result carrying a metric no earlier one had, and any run tracking pass@k, take `fold` itself.
+        """
+        metrics = self.metrics
+        rows_of: dict[tuple[tuple[str, str], ...], list[tuple[str, tuple[MetricStats, ...]]]] = {}
+        done = 0  # results folded here and not yet counted in `results` and `status`
+        duration = self.duration_s
+        general = bool(self.trackers)
+        seed = self._sample_seed
+        for result in batch:
+            cells = result.scores
+            if general or not cells.keys() <= metrics.keys():
+                self.results, self.duration_s = self.results + done, duration
+                self.status[_OK] += done
+                done = 0
+                self.fold(result)
+                duration = self.duration_s
+                rows_of.clear()  # (a metric met late adds stats to every row)
+                continue
+            done += 1
+            duration += result.duration_s
+            groups = self._groups_of(result)
+            for g in groups:
+                block = self.groups[g]
+                block["results"] += 1
+                block["status"][_OK] += 1
+                gm = block["metrics"]
+                if len(gm) != len(metrics):  # a new group (its late stats read the group's status, counted above)
+                    for key in metrics:
+                        if key not in gm:
+                            gm[key] = self._late_stats(g, key, block["status"], result)
+                    rows_of.pop(groups, None)
+            rows = rows_of.get(groups)
+            if rows is None:
+                rows = rows_of[groups] = [(key, (st, *(self.groups[g]["metrics"][key] for g in groups))) for key, st in metrics.items()]
+            get = cells.get
+            h = rank(trial_key(result.rendered.id_hash, result.trial), seed)  # the sample's order, as `fold` computes it
+            for key, stats in rows:
+                cell = get(key)
+                if cell is not None and cell[0] is not None:  # scored: `MetricStats.fold`'s last branch
+                    for st in stats:
+                        st.pending.append(cell)
+                        st.pending_keys.append(h)
+                else:
+                    for st in stats:
+                        st.fold(_OK, cell, h)
+        before = self.results
+        self.results += done
+        self.status[_OK] += done
+        self.duration_s = duration
+        if self.results // SETTLE_EVERY != before // SETTLE_EVERY:
             self.settle()
 
     def settle(self) -> None:

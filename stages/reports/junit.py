@@ -68,21 +68,34 @@ class JunitWriter:
         self.pending: dict[str, list[str]] = {key: [] for key in self.metrics}
         # Per suite, in order: where its test cases queue and how each starts (for `feed_finished`).
         self._heads = [(self.pending[key].append, f"    <testcase classname={self.classnames[key]}") for key in self.metrics]
+        self._finished: list[Finished] = []  # rendered results fed since the last batch, their test cases not made yet
         self.queued = 0
 
     def feed(self, res: dict[str, Any]) -> None:
         """Add one result dict's test cases (one per metric)."""
+        if self._finished:
+            self._render_finished()  # (they come first)
         for buf, case in zip(self.pending.values(), _testcases(self.classnames, res, self.multi), strict=True):
             buf.append(case)
         self._count()
 
     def feed_finished(self, done: Finished) -> None:
-        """Add the test cases of a result rendered where it was scored (`engine.rendered`): only its name and time are made here."""
-        name = done.case_id + (f" [trial {done.trial}]" if self.multi else "")
-        tail = f" name={_attr(name)} time=\"{done.duration_s:.6f}\""
-        for (add, head), end in zip(self._heads, done.rendered.junit, strict=True):
-            add(f"{head}{tail}{end}")
+        """Add the test cases of a result rendered where it was scored (`engine.rendered`): only its name and time are made,
+        with those of the results queued beside it, when the batch is written (`_render_finished`)."""
+        self._finished.append(done)
         self._count()
+
+    def _render_finished(self) -> None:
+        # The queued rendered results' test cases, in feeding order: one piece of text per suite.
+        batch, multi = self._finished, self.multi
+        ends = [done.rendered.junit for done in batch]
+        if any(len(end) != len(self._heads) for end in ends):
+            raise ValueError("a rendered result's test cases do not match the report's metrics")
+        starts = [f" name={_attr(done.case_id + (f' [trial {done.trial}]' if multi else ''))} time=\"{done.duration_s:.6f}\""
+                  for done in batch]
+        for i, (add, head) in enumerate(self._heads):
+            add("".join([f"{head}{start}{end[i]}" for start, end in zip(starts, ends)]))
+        self._finished = []
 
     def _count(self) -> None:
         # Test cases are written in batches: one write per suite per batch, not one per test case.
@@ -91,6 +104,8 @@ class JunitWriter:
             self._write()
 
     def _write(self) -> None:
+        if self._finished:
+            self._render_finished()
         for key, buf in self.pending.items():
             if buf:
                 self.bodies[key].write("".join(buf))

@@ -1,0 +1,305 @@
+"""The run's pipeline of tasks (`_Flow`): load → executor (extract, score) → admit → stages → sink.
+
+Built and started by `tracejudge.engine.runner.run`; the sink writes every finished result through
+the run's journal (`tracejudge.engine.checkpoint.RunJournal`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.log import get_logger
+from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
+from tracejudge.core.work import Stage, Work
+from tracejudge.engine import cursor
+from tracejudge.engine.admit import Admission, safe_text, torn_standing
+from tracejudge.engine.checkpoint import RunJournal
+from tracejudge.engine.executors import STOP_GRACE_S, Executor, Extracted
+from tracejudge.engine.executors.pump import Mapped, ordered_map
+from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
+from tracejudge.engine.live import LiveStatus
+from tracejudge.engine.rendered import Finished
+from tracejudge.engine.shards import Shard, shard_index
+
+log = get_logger("tracejudge.runner")
+
+_PLAIN_CHUNK = 64  # raw records per chunk when nothing runs after the executor (~20 ms of extract and score in-process)
+
+
+class _Flow:
+    """The pipeline's shape: load → executor (extract, score) → admit → stages (target, score, judge) → sink.
+
+    Consecutive steps are joined by bounded memory object streams carrying
+    small chunks (one hop per chunk keeps the loop's share of a case low); a
+    stream feeding a concurrent (I/O) stage carries single items, so that
+    stage's `workers` is its true concurrency.
+    """
+
+    def __init__(self, config: RunConfig, journal: RunJournal, stop: anyio.Event, on_result: Callable[[CaseResult], None] | None,
+                 stages: list[Stage], peek: Callable[[Any], str | None] | None, shard: Shard | None = None, live: LiveStatus | None = None,
+                 resume: cursor.Resume | None = None) -> None:
+        self.config, self.journal, self.stop, self.on_result, self.stages, self.peek = config, journal, stop, on_result, stages, peek
+        self.live = live if live is not None else LiveStatus()
+        self.shard = shard
+        self.trials = config.run.trials
+        self.chunk = min(config.run.chunk_size, config.run.queue_size)
+        self.capacity = max(2, config.run.queue_size // self.chunk)
+        self.raw_chunk = self.chunk
+        seen = resume.seen if resume is not None else FirstSeen(size_hint=len(journal.done))
+        self.admission = Admission(journal.done, journal.is_done, seen, self.trials)
+        self.admission.torn_before = torn_standing(journal.provisional)
+        self.new = 0
+        # The resume cursor (`tracejudge.engine.cursor`) notes every record read and is saved with each checkpoint;
+        # the records it skipped count as the full read would have counted them.
+        self.tracker = resume.tracker if resume is not None else None
+        self.read_skipped = resume.skipped if resume is not None else 0
+        if resume is not None:
+            resume.tracker.added = self.admission.added
+            journal.on_checkpoint = lambda: resume.save(journal.done, journal.provisional)
+        self.cut_short = False
+
+    @property
+    def skipped(self) -> int:
+        return self.read_skipped + self.admission.skipped
+
+    async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
+        # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records;
+        # so does a run with no stage after the executor, whose every hop is pure overhead (no I/O waits on it).
+        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0), 0 if self.stages else _PLAIN_CHUNK)
+        sink_done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            raw_send, raw_recv = anyio.create_memory_object_stream[list[Any]](self.capacity)
+            tg.start_soon(self.load, records, raw_send)
+            mapped_send, mapped_recv = anyio.create_memory_object_stream[Mapped](self.capacity)
+            tg.start_soon(ordered_map, executor, raw_recv, mapped_send, self.stop, STOP_GRACE_S, self.live)
+            send, recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
+            tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
+            for i, stage in enumerate(self.stages):
+                nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
+                async with recv, nxt_send:
+                    for _ in range(stage.workers):
+                        tg.start_soon(self.worker, stage, recv.clone(), nxt_send.clone(), self.feeds_concurrent(i + 1))
+                recv = nxt_recv
+            tg.start_soon(self.sink, recv, sink_done)
+            tg.start_soon(self.flusher, sink_done)
+
+    def feeds_concurrent(self, i: int) -> bool:
+        return i < len(self.stages) and (self.stages[i].workers > 1 or self.stages[i].io)
+
+    def foreign(self, case_id: str | None) -> bool:
+        # Another shard's case (`run.shard`): not scored, not written, not counted.
+        return self.shard is not None and case_id is not None and shard_index(safe_text(case_id), self.shard[1]) != self.shard[0]
+
+    def finished(self, raw: Any, pid: str | None) -> bool:
+        # Resume fast path: a record whose every trial is finished is skipped unparsed,
+        # unless it repeats an id seen earlier (then extract decides, as it did the first time).
+        # `pid` is the record's peeked id (None: unreadable, or no id to peek).
+        if pid is None:
+            return False
+        h = key_hash(pid)
+        return all(self.journal.is_done(trial_key(h, t)) for t in range(self.trials)) and self.admission.seen.claim_first(h, raw.file, raw.line)
+
+    async def load(self, records: AsyncIterator[Any], send: MemoryObjectSendStream[list[Any]]) -> None:
+        # Nothing finished yet (a fresh run): no record can be skipped, so none is peeked and hashed for it.
+        peek = self.peek if len(self.journal.done) or self.shard is not None else None
+        async with send, aclosing(records):  # type: ignore[type-var]
+            batch: list[Any] = []
+            async for raw in records:
+                if self.stop.is_set():
+                    self.cut_short = True
+                    break
+                # One peek a record, shared by the cursor, the shard filter and the skip of finished records.
+                pid = self.peek(raw.payload) if (peek is not None or self.tracker is not None) and raw.error is None else None
+                if self.tracker is not None:
+                    self.tracker.read(raw, pid)
+                if type(raw.payload) is bytes and not raw.payload.endswith(b"\n"):  # a JSONL file's last line, torn?
+                    self.admission.note_torn(raw, self.peek)
+                if peek is not None and self.shard is not None and self.foreign(pid):
+                    continue  # known from the id alone: not even parsed
+                if peek is not None and self.finished(raw, pid):
+                    self.read_skipped += self.trials
+                    if self.read_skipped % 512 == 0:
+                        await anyio.lowlevel.checkpoint()  # let signals and flushes in
+                    continue
+                batch.append(raw)
+                if len(batch) >= self.raw_chunk:
+                    await send.send(batch)
+                    batch = []
+            if batch:
+                await send.send(batch)
+
+    async def admit(self, recv: MemoryObjectReceiveStream[Mapped], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
+        from tracejudge.stages.extract import raw_case_id
+
+        async with recv, send:
+            async for mapped in recv:
+                if self.stop.is_set():
+                    # Stopping: a chunk the executor hands back now is not admitted (nothing is
+                    # written for it; the resume redoes it), so a stop takes effect at once even
+                    # when no stage follows the executor.
+                    self.cut_short = True
+                    continue
+                out = mapped.out
+                if out is None and mapped.broken is not None:
+                    out = self.worker_died(mapped, raw_case_id)
+                if out is None:  # cut short by a stop: not written, redone on resume
+                    self.cut_short = True
+                    continue
+                works = [w for item in out if not self.foreign(_case_id(item)) for w in self.admission.works(item, mapped.started)]
+                self.live.in_flight += len(works)
+                await _emit(send, works, single)
+
+    def worker_died(self, mapped: Mapped, raw_case_id: Callable[[Any], str]) -> list[Extracted] | None:
+        """The results of a chunk whose worker died: provisional `worker_error`s under the cases' real ids.
+
+        A worker's death (the OOM killer, a crash in C code) is an infrastructure fault, not the
+        record's: the journal keeps these results provisional, so the next segment redoes them and
+        its results supersede these lines. A record whose id cannot be read without extracting it
+        is not written at all (a `file:line` key would never be superseded): the run counts as
+        cut short and the resume redoes it. Returns None when nothing of the chunk is written.
+        """
+        out = []
+        for raw in mapped.chunk:
+            cid = self.peek(raw.payload) if self.peek is not None and raw.error is None else None
+            if cid is None and isinstance(raw.payload, dict) and raw.error is None:
+                cid = raw_case_id(raw) if isinstance(raw.payload.get("id"), (str, int)) else None
+            if cid is None and raw.error is not None:
+                cid = raw_case_id(raw)  # unreadable anyway: extract would report it under this key too
+            if cid is None:
+                self.cut_short = True
+                continue
+            out.append(Extracted(raw.file, raw.line, error=(cid, ErrorInfo(kind=WORKER_ERROR, message=mapped.broken or "",
+                                                                           file=raw.file, line=raw.line))))
+        log.warning("a worker process died; its cases are provisional and redone by the next run",
+                    cases=len(out), not_written=len(mapped.chunk) - len(out), error=(mapped.broken or "")[:200])
+        return out or None
+
+    async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
+        async with recv, send:
+            async for works in recv:
+                if self.stop.is_set():
+                    # Stopping: work no stage has started is dropped, not written, so the
+                    # resume redoes it; only what is already in a stage's hands finishes.
+                    self.cut_short = True
+                    self.live.in_flight -= len(works)
+                    continue
+                for work in works:
+                    if not work.failed:
+                        self.live.working += 1
+                        try:
+                            await stage.process(work)
+                        except TracejudgeError:
+                            raise  # the stage says no case can succeed (bad judge credentials): stop, write nothing of it
+                        except Exception as exc:  # a stage bug must cost one case, not the run
+                            work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
+                            work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
+                        finally:
+                            self.live.working -= 1
+                await _emit(send, works, single)
+
+    async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:
+        async with recv:
+            async for works in recv:
+                batch: list[Finished] = []  # results rendered where they were scored: recorded together, in order
+                for work in works:
+                    self.live.in_flight -= 1
+                    if work.scratch.get("unfinished"):
+                        # A stage cut this work short (a stop's grace ran out): not written, so the resume redoes it.
+                        self.cut_short = True
+                        continue
+                    result = work.result
+                    result.duration_s = round(time.perf_counter() - work.started, 6)
+                    if type(result) is Finished:
+                        batch.append(result)
+                        continue
+                    await self.record_finished(batch)
+                    try:
+                        written = self.journal.record(result)
+                    except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                        result = _unencodable(result, exc)
+                        written = self.journal.record(result)
+                    if written:
+                        self._after_write(result)
+                await self.record_finished(batch)
+        sink_done.set()
+
+    async def record_finished(self, batch: list[Finished]) -> None:
+        """Record `batch` (results rendered where they were scored, in arrival order), then empty it.
+
+        In pieces that fill the writer's pending group up to `run.flush_every`, each recorded at once and
+        flushed (its fsync off the event loop) when due: groups are what one `record` per result makes.
+        """
+        journal, at = self.journal, 0
+        while at < len(batch):
+            piece = batch[at:at + journal.room()]
+            at += len(piece)
+            try:
+                due = journal.record_finished(piece)
+            except ValueError:  # (nothing of the piece was recorded) text JSON cannot carry: each takes the general path
+                for done in piece:
+                    try:
+                        journal.record(done)
+                        result: Any = done
+                    except ValueError as exc:
+                        result = _unencodable(done, exc)  # type: ignore[arg-type]
+                        journal.record(result)
+                    self._after_write(result)
+                continue
+            if due:
+                await journal.aflush()
+            for done in piece:
+                self._after_write(done)
+        batch.clear()
+
+    def _after_write(self, result: CaseResult | Finished) -> None:
+        """What follows the writing of one new result: warnings for its timed-out metrics, the count, `on_result`."""
+        timed_out = result.rendered.timed_out if type(result) is Finished else (
+            k for k, s in result.scores.items() if s.value is None and s.reason.startswith("metric_timeout:"))
+        for key in timed_out:
+            log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
+                        trial=result.trial, limit_s=self.config.run.metric_timeout_s)
+        self.new += 1
+        if self.on_result is not None:
+            self.on_result(result)
+
+    async def flusher(self, sink_done: anyio.Event) -> None:
+        # Results that trickle in (a slow judge) still reach the disk within flush_seconds.
+        while not sink_done.is_set():
+            with anyio.move_on_after(0.1):
+                await sink_done.wait()
+            self.journal.tick()
+
+
+def _case_id(item: Extracted) -> str:
+    if item.rendered is not None:
+        return item.rendered.id
+    return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
+
+
+async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
+    if single:
+        for item in items:
+            await send.send([item])
+    elif items:
+        await send.send(items)
+
+
+def _unencodable(result: CaseResult, exc: Exception) -> CaseResult:
+    """The result that replaces one whose text cannot be written (kept: id and trial, so resume skips it)."""
+    return CaseResult(
+        case_id=result.case_id, trial=result.trial, status=Status.invalid_input, duration_s=result.duration_s,
+        error=ErrorInfo(kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode (a lone surrogate): {str(exc)[:160]}"),
+    )
+
+
+async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
+    for item in items:
+        yield item

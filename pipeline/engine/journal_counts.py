@@ -1,0 +1,52 @@
+"""Counters of a run journal's segments and results: usage sums, the judge gate's and items' counts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tracejudge.core.records import CaseResult
+
+__all__ = ["sum_usage"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Stage usage counters summed over segments: `{stage: {counter: total}}`."""
+    total: dict[str, dict[str, float]] = {}
+    for seg in segments:
+        for stage, counters in (seg.get("usage") or {}).items():
+            into = total.setdefault(stage, {})
+            for k, v in counters.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    into[k] = into.get(k, 0) + v
+    return total
+
+
+def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:
+    """(judged, judge error) of one result, as the judge stage counts them.
+
+    A result went through the judge when a score carries judge provenance
+    or it ended at the judge (`judge_error`, `rate_limited`, `skipped_budget`);
+    it is a judge error when it ended `judge_error` or `rate_limited`.
+    """
+    status = result.status.value
+    error = status in ("judge_error", "rate_limited")
+    judged = error or status == "skipped_budget" or any(s.judge is not None for s in result.scores.values())
+    return int(judged), int(error)
+
+
+def _item_counts(result: CaseResult) -> tuple[int, int]:
+    """(judged scores, those left without a usable verdict: `parse_error` or `truncated`) of one result.
+
+    Per item, not per attempt: the summary's `parse_failure_rate` divides them, the same grouped or not.
+    """
+    judged = [s for s in result.scores.values() if s.judge is not None]
+    return len(judged), sum((s.details or {}).get("error_kind") in ("parse_error", "truncated") for s in judged)
+
+
+def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
+    return any(v for counters in usage.values() for v in counters.values())

@@ -1,0 +1,95 @@
+"""The run directory's lock: `RunLock` (`flock` on `RUN_DIR/.lock`), so one process at a time owns a run directory."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from tracejudge.core.errors import TracejudgeError
+
+__all__ = ["LOCK", "LockedError", "RunLock"]
+
+LOCK = ".lock"
+
+
+class LockedError(TracejudgeError):
+    """Another live process holds the run directory; the message names its pid."""
+
+
+class RunLock:
+    """An exclusive lock on a run directory: `flock` on `RUN_DIR/.lock`, which holds the owner's pid.
+
+    The kernel drops an `flock` when its process exits, even by SIGKILL, so a
+    lock file left by a dead process is simply taken over; a live owner makes
+    `acquire()` raise `LockedError` at once, naming its pid. Works on local
+    filesystems (and NFS with Linux's flock emulation); not on Windows.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / LOCK
+        self._fd: int | None = None
+        self.previous_pid: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        """Take the lock or raise `LockedError` naming the process that holds it."""
+        for _ in range(10):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                pid = _read_pid(self.path)
+                who = f"process {pid}" if pid else "another process"
+                raise LockedError(
+                    f"{self.path.parent}: run directory is in use by {who} (lock file {self.path}); "
+                    "wait for it to finish, or stop it first"
+                ) from None
+            # The owner before us may have unlinked the file between our open and our flock:
+            # then we locked an orphan inode and must retry on the current file.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            self.previous_pid = _read_pid(self.path)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            self._fd = fd
+            return
+        raise LockedError(f"{self.path.parent}: could not take the lock file {self.path} (it keeps being replaced)")
+
+    def release(self) -> None:
+        """Remove the lock file and drop the lock (no-op if not held)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,185 @@
+"""The running figures of one metric in one group of the aggregate (`MetricStats`), folded in batches.
+
+Per metric and group: count, total, Welford moments, a 10-bin histogram, verdict counts and a sample
+of at most `reservoir_size` values for the bootstrap (the values whose (case, trial) keys hash lowest
+under the seed, so it does not depend on the order results arrive in) (`tracejudge.stages.aggregate.stats`).
+Scored values wait in `pending` and are folded together (`MetricStats.settle`), with the same
+arithmetic, in the same order, as folding them one by one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge.core.records import Score, Status, score_counts
+from tracejudge.engine.rendered import Cell
+from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rng_for
+
+__all__ = ["HIST_BINS", "MetricStats"]
+
+HIST_BINS = 10
+_OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor call, per score per result
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def _pair(score: Any) -> tuple[Any, Any]:
+    """`(value, passed)` of a score: a `Cell` (a result rendered where it was scored) already is that pair."""
+    return score if type(score) is Cell else (score.value, score.passed)
+
+
+@dataclass(slots=True)
+class _Settled:
+    """One `MetricStats.settle`: the running figures it started from, the values it folded, what they gave."""
+
+    start: tuple[int, float, float, float]
+    values: list[tuple[Any, Any]]
+    figures: tuple[tuple[int, float, float, float], list[int], int, int]
+
+
+def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, total: float) -> tuple[tuple[int, float, float, float], list[int], int, int]:
+    """Fold `(value, passed)` pairs into count, mean and M2 (Welford) and total, in order.
+
+    Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed)`.
+    """
+    hist = [0] * HIST_BINS
+    top = HIST_BINS - 1
+    verdicts = passed = 0
+    for v, p in pend:
+        v = float(v)
+        total += v
+        n += 1
+        d = v - mean
+        mean += d / n
+        m2 += d * (v - mean)
+        b = int(v * HIST_BINS)
+        hist[top if b > top else (0 if b < 0 else b)] += 1
+        if p is not None:
+            verdicts += 1
+            passed += bool(p)
+    return (n, mean, m2, total), hist, verdicts, passed
+
+
+@dataclass(slots=True)
+class MetricStats:
+    """Running figures of one metric (in one group).
+
+    `rng_seed` names the bootstrap's random stream; the sample is chosen by
+    the key hashes `Aggregator.fold` computes.
+    """
+
+    reservoir_size: int = 1000
+    rng_seed: str = "0"
+    scored: int = 0
+    total: float = 0.0
+    passed: int = 0
+    with_verdict: int = 0
+    not_computed: int = 0
+    not_applicable: int = 0
+    excluded: Counter[str] = field(default_factory=Counter)
+    moments: Moments = field(default_factory=Moments)
+    histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
+    sample: KeyedSample | None = None
+
+    # Scored values not yet in the moments, histogram and sample (see `settle`): `(value, passed)` pairs
+    # (a score's `Cell`, or the two fields of a `Score`), in the order they were folded, and beside them
+    # the key hash of each one's result.
+    pending: list[tuple[Any, Any]] = field(default_factory=list, repr=False, compare=False)
+    pending_keys: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def fold(self, status: str, score: Score | None, key: int = 0) -> None:
+        """Count one result's score for this metric (`score` may be absent); `key`: the result's key hash."""
+        if status != _OK and not (score is not None and score_counts(status, score.value)):
+            self.excluded[status] += 1
+            return
+        if score is None:
+            # A case-level metric other cases lack: "not computed" would make the figure
+            # depend on the order results arrive in.
+            self.not_applicable += 1
+            return
+        if score.value is None:
+            self.not_computed += 1
+            return
+        self.pending.append(_pair(score))
+        self.pending_keys.append(key)
+
+    def settle(self, like: _Settled | None = None) -> _Settled | None:
+        """Fold the pending scored values into count, total, moments, histogram, sample and verdicts.
+
+        One plain loop over the values with the running figures in local
+        variables: folding them one call at a time cost most of a deterministic
+        run's aggregate time in attribute reads and writes. Values are taken
+        in the order they were folded, with the same arithmetic, so every
+        figure is what folding them one by one gives.
+
+        `like`: what settling another metric stats gave (its return value). When
+        that one started from the same count, mean, M2 and total and folded the
+        same values (a breakdown group every result falls in has the whole
+        run's), its figures are taken instead of folding the values again: the
+        same arithmetic on the same inputs gives the same floats. The
+        sample is always offered the values. Returns what this call
+        settled, or None when nothing was pending.
+        """
+        pend = self.pending
+        if not pend:
+            return None
+        sample = self.sample
+        if sample is None:
+            sample = self.sample = KeyedSample(self.reservoir_size)
+        m = self.moments
+        start = (m.n, m.mean, m.m2, self.total)
+        if like is not None and like.start == start and like.values == pend:
+            got = like.figures
+        else:
+            got = _fold_values(pend, *start)
+        (n, mean, m2, total), hist, verdicts, passed = got
+        for i, c in enumerate(hist):
+            self.histogram[i] += c
+        sample.add_many(self.pending_keys, pend)
+        m.n, m.mean, m.m2 = n, mean, m2
+        self.total = total
+        self.scored += len(pend)
+        self.with_verdict += verdicts
+        self.passed += passed
+        self.pending = []
+        self.pending_keys = []
+        return _Settled(start, pend, got)
+
+    def as_dict(self, results: int, resamples: int = 1000) -> dict[str, Any]:
+        """The metric's summary block.
+
+        Keys: `results` (denominator of the whole run or group), `scored`,
+        `not_computed`, `not_applicable`, `excluded` (by status), `error_share`
+        ((results − not_applicable − scored) / (results − not_applicable)), `mean`, `std` (sample), `ci95` ([low, high] or
+        null below two scored values), `passed`, `with_verdict`, `pass_rate`
+        (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
+        """
+        self.settle()
+        mean = self.moments.mean if self.scored else None
+        ci = None
+        if self.sample is not None and self.scored >= 2:
+            got = bootstrap_mean_ci(
+                self.sample.values, n_total=self.scored, mean_total=self.moments.mean,
+                rng=rng_for(self.rng_seed, "bootstrap"), resamples=resamples,
+            )
+            ci = None if got is None else [_r(got[0]), _r(got[1])]
+        pass_rate = self.passed / self.with_verdict if self.with_verdict else None
+        return {
+            "results": results,
+            "scored": self.scored,
+            "not_computed": self.not_computed,
+            "not_applicable": self.not_applicable,
+            "excluded": dict(sorted(self.excluded.items())),
+            "error_share": _r((applicable - self.scored) / applicable) if (applicable := results - self.not_applicable) else None,
+            "mean": _r(mean),
+            "std": _r(self.moments.std),
+            "ci95": ci,
+            "passed": self.passed,
+            "with_verdict": self.with_verdict,
+            "pass_rate": _r(pass_rate),
+            "histogram": list(self.histogram),
+        }
