@@ -33,10 +33,11 @@ from tracejudge.engine.keyset import key_hash
 
 __all__ = ["Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
 
-# XML 1.0 cannot carry most control characters, even escaped.
-_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# XML 1.0 cannot carry most control characters, nor U+FFFE and U+FFFF, even escaped (its `Char` production);
+# a parser refuses the whole file for one of them. (Lone surrogates cannot be written as UTF-8 at all.)
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 # Characters that need escaping (or that XML cannot carry): most values (ids, keys, reasons) have none.
-_SPECIAL = re.compile("[\x00-\x1f&<>]")
+_SPECIAL = re.compile("[\x00-\x1f&<>\ufffe\uffff]")
 _SPECIAL_BYTES = bytes(range(0x20)) + b"&<>"
 _NOT_COMPUTED = "metric not computed for this case"
 _OK = Status.ok
@@ -46,11 +47,13 @@ def _plain(s: str) -> bool:
     """True when `s` has no character `_SPECIAL` matches.
 
     The same answer as `_SPECIAL.search(s) is None`, at a fraction of its cost on long text (a reason
-    runs to a thousand characters): every such character is one byte in UTF-8 and no other character's
-    encoding holds one of those bytes, so deleting them changes the length exactly when one is there.
+    runs to a thousand characters): every such character but U+FFFE and U+FFFF is one byte in UTF-8 and
+    no other character's encoding holds one of those bytes, so deleting them changes the length exactly
+    when one is there.
     """
     b = s.encode("utf-8", "surrogatepass")  # (a lone surrogate encodes to bytes of 0x80 and above)
-    return len(b.translate(None, _SPECIAL_BYTES)) == len(b)
+    # U+FFFE and U+FFFF are three bytes each: looked for as characters (a substring search costs little).
+    return len(b.translate(None, _SPECIAL_BYTES)) == len(b) and "\ufffe" not in s and "\uffff" not in s
 
 
 def attr(s: Any) -> str:
