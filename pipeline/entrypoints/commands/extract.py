@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tracejudge.entrypoints.commands.exits import EXIT_ASSERTION, EXIT_OK
@@ -29,30 +33,33 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     written = bad = 0
     spans_seen: dict[str, dict[str, dict[str, int]]] = {}  # file -> convention -> used/ignored span counts
     seen = FirstSeen()  # as a run does: an id's first record (valid or not) owns it; a repeat is reported once, never written
-    try:
-        for raw in fmt.read(config.dataset):
-            got = extract_record(raw, fmt, ctx)
-            cid = safe_text(got.id if isinstance(got, Case) else got[0])
-            first = seen.claim(cid, raw.file, raw.line)
-            if first != f"{raw.file}:{raw.line}":
-                got = (cid, duplicate_error(cid, first, raw.file, raw.line, None if isinstance(got, Case) else got[1].message))
-            if isinstance(got, Case):
-                _tally_conventions(spans_seen, raw.file, got)
-                try:
-                    out.write(got.model_dump_json(exclude_defaults=True) + "\n")
-                    written += 1
-                    continue
-                except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
-                    got = (got.id.encode("utf-8", "backslashreplace").decode(), ErrorInfo(
-                        kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
-                        file=raw.file, line=raw.line))
-            cid, info = got
-            bad += 1
-            where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
-            err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    with _interrupt_between_records() as interrupted:
+        try:
+            for raw in fmt.read(config.dataset):
+                if interrupted:
+                    raise KeyboardInterrupt  # between records: every line written is a whole case
+                got = extract_record(raw, fmt, ctx)
+                cid = safe_text(got.id if isinstance(got, Case) else got[0])
+                first = seen.claim(cid, raw.file, raw.line)
+                if first != f"{raw.file}:{raw.line}":
+                    got = (cid, duplicate_error(cid, first, raw.file, raw.line, None if isinstance(got, Case) else got[1].message))
+                if isinstance(got, Case):
+                    _tally_conventions(spans_seen, raw.file, got)
+                    try:
+                        out.write(got.model_dump_json(exclude_defaults=True) + "\n")
+                        written += 1
+                        continue
+                    except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                        got = (got.id.encode("utf-8", "backslashreplace").decode(), ErrorInfo(
+                            kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
+                            file=raw.file, line=raw.line))
+                cid, info = got
+                bad += 1
+                where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
+                err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
+        finally:
+            if out is not sys.stdout:
+                out.close()
     for file, counts in spans_seen.items():
         parts = [f"{name} {c['used']} used" + (f", {c['ignored']} ignored" if c["ignored"] else "") for name, c in counts.items() if name != "unrecognised"]
         if "unrecognised" in counts:
@@ -72,3 +79,30 @@ def _tally_conventions(into: dict[str, dict[str, dict[str, int]]], file: str, ca
         entry = per_file.setdefault(name, {"used": 0, "ignored": 0})
         entry["used"] += int(c.get("used", 0))
         entry["ignored"] += int(c.get("ignored", 0))
+
+
+@contextlib.contextmanager
+def _interrupt_between_records() -> Iterator[list[int]]:
+    """While extracting: a Ctrl-C (SIGINT) is noted, and the loop raises `KeyboardInterrupt` before its next record.
+
+    Python's own handler raises wherever the interpreter happens to be; inside pydantic's JSON
+    serializer that surfaced as a `ValueError`, which the loop took for text UTF-8 cannot encode:
+    the case was reported invalid, and the run went on to write every other case and exit 1. A second
+    Ctrl-C raises at once (a read that blocks). Only in the main thread, and only where SIGINT still
+    has Python's default handler; elsewhere nothing changes. Yields the list the handler appends to.
+    """
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield got
+        return
+
+    def note(signum: int, frame: object) -> None:
+        if got:
+            raise KeyboardInterrupt
+        got.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGINT, previous)
