@@ -11,6 +11,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,29 @@ from stores.servers import free_port, sweep_config, phoenix_server  # noqa: E402
 LOADER = Path(__file__).resolve().parent / "stores" / "load_phoenix.py"
 
 
+def _spans(url: str) -> int:
+    """Spans Phoenix holds in the project (0 before its first span made it)."""
+    import httpx
+    from phoenix.client import Client
+
+    try:
+        return len(Client(base_url=url).spans.get_spans(project_identifier="agents", limit=10_000))
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code == 404:
+            return 0
+        raise
+
+
 def _load(url: str, *tasks: str) -> list[str]:
+    """Trace `tasks` into Phoenix and wait until it has stored every span: it takes OTLP in and inserts in the background."""
+    before = _spans(url)
     out = subprocess.run([sys.executable, str(LOADER), url, "agents", *tasks], capture_output=True, text=True, timeout=180, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    sent = json.loads(out.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 120
+    while (held := _spans(url)) < before + sent["spans"]:
+        assert time.monotonic() < deadline, f"Phoenix holds {held} spans, {before + sent['spans']} were sent"
+        time.sleep(0.2)
+    return sent["ids"]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 
 `python load_phoenix.py URL PROJECT TASK...` runs each task of `tests/frameworks/tasks.py` against the
 loopback fake OpenAI server inside an OpenInference AGENT span, each tool call a TOOL span, the model
-requests recorded by `openinference-instrumentation-openai`, and prints the trace ids as a JSON list.
+requests recorded by `openinference-instrumentation-openai`, and prints `{"ids": [trace ids (hex), in order], "spans": spans exported}`.
+Phoenix stores what OTLP brings it in the background, so a reader waits until it holds `spans` more spans.
 """
 
 from __future__ import annotations
@@ -19,17 +20,25 @@ from run_openai_loop import client_for, run_loop  # noqa: E402
 from tasks import TASKS, TOOLS  # noqa: E402
 
 
-def main(url: str, project: str, tasks: list[str]) -> list[str]:
-    """Run `tasks` traced into Phoenix's `project`; returns their trace ids (hex) in order."""
+def main(url: str, project: str, tasks: list[str]) -> dict[str, Any]:
+    """Run `tasks` traced into Phoenix's `project`; returns their trace ids (hex) in order and the spans exported."""
     from openinference.instrumentation.openai import OpenAIInstrumentor
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import SpanProcessor
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.trace import Status, StatusCode
 
     provider = TracerProvider(resource=Resource.create({"service.name": "agent", "openinference.project.name": project}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
+    ended = []
+
+    class Count(SpanProcessor):
+        def on_end(self, span: Any) -> None:
+            ended.append(span.context.span_id)
+
+    provider.add_span_processor(Count())
     tracer = provider.get_tracer("agent")
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     fake = FakeOpenAI()
@@ -60,7 +69,7 @@ def main(url: str, project: str, tasks: list[str]) -> list[str]:
         OpenAIInstrumentor().uninstrument()
         provider.shutdown()
         fake.close()
-    return ids
+    return {"ids": ids, "spans": len(ended)}
 
 
 if __name__ == "__main__":
