@@ -11,7 +11,7 @@ from typing import Any
 
 from tracejudge.core import registry
 
-__all__ = ["merge_case_metrics", "merge_without_judge_metrics"]
+__all__ = ["merge_case_metrics", "merge_unjudged", "merge_without_judge_metrics"]
 
 
 def merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
@@ -50,3 +50,15 @@ def merge_without_judge_metrics(run_metrics: Sequence[Any], specs: list[dict[str
 
     return [m for m in merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
 
+
+def merge_unjudged(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
+    """`merge_case_metrics` for a run with no `judge:` section: a case's own judge metric scores null saying so.
+
+    Without it the metric reached the deterministic scorer and ended as "metric raised TypeError".
+    A judge metric is known by its prompt version, as the config's own check knows it (`validate_config`).
+    """
+    from tracejudge.stages.score.base import InvalidSpec
+
+    return [InvalidSpec(name=m.key, problem=f"{type(m).__name__} is an LLM-judge metric and this run has no judge configured: "
+                                            "add a `judge:` section (provider, model) to the config")
+            if getattr(type(m), "prompt_version", None) else m for m in merge_case_metrics(run_metrics, specs)]

@@ -37,6 +37,7 @@ from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics
+from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
 from tracejudge.engine.case_metrics import merge_without_judge_metrics as _merge_without_judge_metrics
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
@@ -180,7 +181,7 @@ async def run(
         job = CpuJob(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
             metric_specs=None if given else config.metrics, metrics=metrics if given else None,
-            merge=_merge_case_metrics if config.judge is None else _merge_without_judge_metrics,
+            merge=_merge_unjudged if config.judge is None else _merge_without_judge_metrics,
             score=config.target is None, keep_case=True, metric_timeout_s=config.run.metric_timeout_s,
             fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
         )
@@ -347,11 +348,13 @@ def build_stages(
     plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
     judged = [m for m in metrics if isinstance(m, JudgeMetric)]
     # A case's own judge metrics need the judge stage even when the run lists none; without a
-    # `judge:` section they stay in the score stage, whose evaluate() says that they need one.
+    # `judge:` section they score null in the score stage, saying that the run has no judge.
     with_judge = bool(judged) or config.judge is not None
 
     def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
-        return [m for m in _merge_case_metrics(run_metrics, specs) if not (with_judge and isinstance(m, JudgeMetric))]
+        if not with_judge:  # a case's own judge metric says the run has no judge
+            return _merge_unjudged(run_metrics, specs)
+        return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
 
     stages: list[Stage] = []
     if config.target is not None:
