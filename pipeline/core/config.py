@@ -282,14 +282,19 @@ def _special_file(path: Path) -> str | None:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
-def require_metrics(config: RunConfig, source: str = "<config>") -> None:
+def require_metrics(config: RunConfig, source: str = "<config>", overrides: list[str] | None = None) -> None:
     """Raise `ConfigError` when `config` names no metric: a run would score nothing and fail its gate for no reason it states.
 
     Cases may add their own `metrics`; those add to the run's, so a run still
-    needs at least one (e.g. `metrics: [{type: ToolCalls}]`).
+    needs at least one (e.g. `metrics: [{type: ToolCalls}]`). `overrides` are the
+    `--set` options the config was loaded with: when the last one setting `metrics`
+    emptied it, the error names that option, not the file.
     """
     if not config.metrics:
-        raise ConfigError(f"{source}: metrics: no metric configured, so nothing would be scored; add a `metrics:` list, "
+        setting = [o for o in overrides or [] if o.split("=", 1)[0].strip() == "metrics"]
+        where = f"--set {setting[-1] if len(setting[-1]) <= 90 else setting[-1][:87] + '...'}" if setting else source
+        add = "set it to a list of metrics" if setting else "add a `metrics:` list"
+        raise ConfigError(f"{where}: metrics: no metric configured, so nothing would be scored; {add}, "
                           "e.g. `metrics: [{type: ToolCalls}]`")
 
 
