@@ -243,7 +243,9 @@ class Case(_Strict):
     `trace` is absent when a live target produces it. `metrics` are extra
     metric specs applied to this case only (same shape as the config's).
     `expected_tool_calls=None` means "no expectation" (tool-call metrics
-    report `value: null`), while `[]` means "expects no call".
+    report `value: null`), while `[]` means "expects no call". Refused (a
+    `ValidationError` naming the field): an empty `id` or one holding NUL, a
+    non-finite number in `metadata`, `true`/`false` where a number goes.
     """
 
     id: str
