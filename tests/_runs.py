@@ -111,10 +111,13 @@ def planted_runs(base: Path, *, n: int = 300, planted: int = 25, improved: int =
 
 
 @contextmanager
-def view_process(*args: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """`tracejudge view ARGS --port 0` as a real process; yields (its server's URL, the process) and stops it after."""
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", *args, "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def view_process(*args: str, wrap: Any = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`tracejudge view ARGS --port 0` as a real process; yields (its server's URL, the process) and stops it after.
+
+    `wrap(argv)` gives the command line that runs it (one that ends by exec'ing `argv`), e.g. inside a mount namespace.
+    """
+    argv = [sys.executable, "-m", "tracejudge", "view", *args, "--port", "0"]
+    proc = subprocess.Popen(wrap(argv) if wrap is not None else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")

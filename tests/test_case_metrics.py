@@ -83,3 +83,45 @@ def test_case_level_metrics_from_a_native_file_through_the_cli(tmp_path):
     api = {r.case_id: r.model_dump(mode="json", exclude={"duration_s"}) for r in report.results}
     assert cli["bad-spec"]["error"] is None and cli["bad-spec"]["scores"]["NoSuchMetric"]["value"] is None
     assert cli == api
+
+
+def test_two_case_metrics_of_one_name_make_the_case_invalid(tmp_path):
+    # Two of a case's own metrics keyed alike: the last one used to win silently.
+    cases = [
+        {"id": "twice", "expected_tool_calls": EXPECTED, "trace": TRACE,
+         "metrics": [{"type": "Contains", "value": "x"}, {"type": "Contains", "value": "y"}]},
+        {"id": "twice-named", "expected_tool_calls": EXPECTED, "trace": TRACE,
+         "metrics": [{"type": "Contains", "name": "c", "value": "x"}, {"type": "ExactMatch", "name": "c"}]},
+        {"id": "judged", "expected_tool_calls": EXPECTED, "trace": TRACE, "metrics": [{"type": "Rubric", "criteria": "is it polite?"}]},
+        {"id": "plain", "expected_tool_calls": EXPECTED, "trace": TRACE},
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    for processes in (1, 2):  # scored in this process, and in worker processes
+        (tmp_path / "run.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: out-{processes}, processes: {processes}}}\n")
+        proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stderr  # two invalid cases fail the gate; the run went on
+        got = {r["case_id"]: r for r in map(json.loads, (tmp_path / f"out-{processes}" / "results.jsonl").read_text().splitlines())}
+        assert got["twice"]["status"] == got["twice-named"]["status"] == "invalid_input"
+        where = {k: (got[k]["error"]["file"], got[k]["error"]["line"], got[k]["error"]["field"]) for k in ("twice", "twice-named")}
+        assert where == {"twice": (str(tmp_path / "cases.jsonl"), 1, "metrics.1.type"), "twice-named": (str(tmp_path / "cases.jsonl"), 2, "metrics.1.name")}
+        assert got["twice"]["error"]["message"] == ("two of this case's metrics are named 'Contains' (metrics.0 and metrics.1; "
+                                                    "a name defaults to the type): give one a distinct `name`")
+        assert f"cases.jsonl:1 (metrics.1.type): two of this case's metrics are named 'Contains'" in proc.stdout
+        assert got["plain"]["status"] == "ok"
+
+
+def test_a_case_judge_metric_in_a_run_without_a_judge_says_the_run_has_none(tmp_path):
+    # It used to score "metric raised TypeError"; the config cannot know it, the case's score says it.
+    cases = [{"id": "judged", "expected_tool_calls": EXPECTED, "trace": TRACE, "metrics": [{"type": "Rubric", "criteria": "is it polite?"}]},
+             {"id": "plain", "expected_tool_calls": EXPECTED, "trace": TRACE}]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    for processes in (1, 2):  # scored in this process, and in worker processes
+        (tmp_path / "run.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: out-{processes}, processes: {processes}}}\n")
+        proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        got = {r["case_id"]: r for r in map(json.loads, (tmp_path / f"out-{processes}" / "results.jsonl").read_text().splitlines())}
+        rubric = got["judged"]["scores"]["Rubric"]
+        assert got["judged"]["status"] == "ok" and rubric["value"] is None
+        assert rubric["reason"] == ("not computed: Rubric is an LLM-judge metric and this run has no judge configured: "
+                                    "add a `judge:` section (provider, model) to the config")
+        assert got["judged"]["scores"]["ToolCalls"]["value"] is not None and got["plain"]["status"] == "ok"

@@ -80,3 +80,15 @@ def test_compare_says_what_it_left_out(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["compare", str(a), str(b), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["unreadable_a"], data["unreadable_b"], data["metrics_only_b"]) == (0, 1, ["b_only"])
+
+
+def test_compare_metric_neither_run_scores_is_an_error_listing_the_runs_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, _, _ = planted_runs(tmp_path, n=20, planted=2, improved=1)
+    assert main(["compare", str(a), str(b), "--metric", "acc", "--metric", "Nope"]) == 2
+    got = capsys.readouterr()
+    assert "--metric Nope: no result of either run scores it; the runs' metrics: acc, stable" in " ".join(got.err.split())
+    assert got.out == ""  # no table with an empty row
+    with open(b / "results.jsonl", "a") as fh:  # a metric one run alone scores is still compared
+        fh.write(result_line("extra", 0, {"b_only": (1.0, "new metric")}) + "\n")
+    assert main(["compare", str(a), str(b), "--metric", "b_only", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["b_only"]["pairs"] == 0

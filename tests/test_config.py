@@ -66,10 +66,18 @@ def test_metric_spec_errors_point_into_the_list(tmp_path):
     assert f"{cfg}:6: metrics.2.colour: TrajectoryMatch: unknown parameter" in msg
 
 
-def test_duplicate_metric_names_are_refused(tmp_path):
+def test_duplicate_metric_names_are_refused_naming_the_field_and_line(tmp_path):
+    # Results are keyed by name: the second metric would silently replace the first.
     cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}, {type: ToolCalls}]\n")
-    with pytest.raises(ConfigError, match="two metrics are named 'ToolCalls'"):
+    with pytest.raises(ConfigError) as err:
         load_config(cfg)
+    assert str(err.value) == (f"{cfg}:2: metrics.1.type: a second metric named 'ToolCalls' (metrics.0 has that name; "
+                              "a name defaults to the type): give one a distinct `name`")
+    cfg = write(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, name: x}\n  - {type: TrajectoryMatch}\n"
+                          "  - {type: ToolCorrectness,\n     name: x}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    assert str(err.value) == f"{cfg}:6: metrics.2.name: a second metric named 'x' (metrics.0 has that name): give one a distinct `name`"
 
 
 def test_set_overrides_scalars_lists_and_paths(tmp_path, monkeypatch):

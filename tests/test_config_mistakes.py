@@ -137,6 +137,24 @@ def test_a_bad_set_option_is_named_not_the_config_file(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+def test_metrics_emptied_with_set_names_the_option_not_the_file(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\n")
+    err = config_error(cli("run", str(cfg), "--set", "metrics=[]", cwd=tmp_path))
+    assert err.splitlines()[1] == ("--set metrics=[]: metrics: no metric configured, so nothing would be scored; set it to a list of metrics, "
+                                   "e.g. `metrics: [{type: ToolCalls}]`"), err
+    cfg = write(tmp_path, "metrics: []\n")  # the file's own empty list is the file's
+    err = config_error(cli("run", str(cfg), "--set", "run.processes=1", cwd=tmp_path))
+    assert err.splitlines()[1].startswith(f"{cfg}: metrics: no metric configured"), err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_metrics_that_are_not_a_list_are_a_config_error_not_a_crash(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "metrics: 5\n")
+    assert f"{cfg}:2: metrics: Input should be a valid list (got 5)" in config_error(cli("run", str(cfg), cwd=tmp_path))
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\n")
+    assert "--set metrics=5: metrics: Input should be a valid list (got 5)" in config_error(cli("run", str(cfg), "--set", "metrics=5", cwd=tmp_path))
+
+
 def test_unknown_native_option_is_refused(tmp_path: Path) -> None:
     cfg = tmp_path / "eval.yaml"
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")

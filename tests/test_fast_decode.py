@@ -100,6 +100,11 @@ SAME_ERROR = [
     b'{"id":"\xe2\x9c\x88 \\u00e9\\ud83d\\ude00","input":"\xf0\x9f\x98\x80","trace":{"output":"\\u2028"}}', b'{"id":"x","input":"\xed\xa0\x80"}',
     b'{"id":"x","metrics":[{"type":1}],"turns":null}', b'{"id":"x","metadata":[]}', b'{"id":"x","trace":[]}', b'{"id":"x","trace":{"usage":[]}}',
     b'{"id":"x","trace":{"steps":[{"tool_calls":[{"name":"a","arguments":{},"id":1}]}]}}', b'{"id":1.5}', b'"x"', b'',
+    # What a strict reader refuses and pydantic's lax mode took: a boolean for a number, an empty id or one
+    # holding NUL, a non-finite number in metadata or usage.
+    b'{"id":"x","trace":{"steps":[{}],"user_messages":[{"step":true}]}}', b'{"id":"x","trace":{"usage":{"cost_usd":false}}}',
+    b'{"id":"x","trace":{"retrieved":[{"content":"c","score":true}]}}', b'{"id":""}', b'{"id":"a\\u0000b"}', b'{"id":0,"metadata":{"f":-1e400}}',
+    b'{"id":"x","metadata":{"m":{"k":[1,NaN]}}}', b'{"id":"x","trace":{"usage":{"latency_s":1e400}}}',
 ]
 
 

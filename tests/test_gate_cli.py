@@ -281,3 +281,30 @@ def test_a_configured_invalid_share_that_held_is_shown_as_held(tmp_path: Path, c
     assert "ok   max_invalid_share: 0 of 7 results are invalid_input" in out and "no assertions configured" not in out, out
     assert main(["report", str(tmp_path / "run")]) == 0
     assert "ok   max_invalid_share: 0 of 7" in capsys.readouterr().out
+
+
+def test_a_gate_on_a_case_level_metric_counts_over_the_cases_that_carry_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One case of four carries its own metric `cm`. The gate used to say "3 of 4 results not scored ... = 0.0000":
+    # its count took in the three cases without `cm`, its share (rightly) did not.
+    def carrying(spec: dict) -> list:
+        return [{**native_case("c0", ["a"], ["a"]), "metrics": [spec]}] + [native_case(f"c{i}", ["a"], ["a"]) for i in (1, 2, 3)]
+
+    rules = {"*": {"min_mean": 0.5, "min_pass_rate": 0.5, "max_error_share": 0.1}}
+    data = write_dataset(tmp_path / "cases.jsonl", carrying({"type": "Contains", "name": "cm", "value": "zzz"}))
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run", assertions={"metrics": rules})
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    checks = {c["name"]: c for c in json.loads((tmp_path / "run" / "summary.json").read_text())["verdict"]["checks"]}
+    assert checks["cm max_error_share"]["ok"] and checks["cm max_error_share"]["detail"].startswith(
+        "0 of 1 results carrying 'cm' not scored (none excluded; not computed 0) = 0.0000; 3 of 4 results do not carry it")
+    assert "mean 0.0000 over 1 of 1 results carrying 'cm' (3 of 4 results do not: a case-level metric)" in checks["cm min_mean"]["detail"]
+    assert checks["tc min_mean"]["detail"] == "mean 1.0000 over 4 of 4 results, required >= 0.5"  # a run-level metric: as before
+    capsys.readouterr()
+    # The case's spec does not validate (`valu`): `cm` scored no case, and every check on it says so.
+    data = write_dataset(tmp_path / "cases-2.jsonl", carrying({"type": "Contains", "name": "cm", "valu": "zzz"}))
+    cfg = write_config(tmp_path / "c-2.yaml", data, tmp_path / "run-2", assertions={"metrics": rules})
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "FAIL cm min_mean: no result scored 'cm': 0 of the 1 results carrying it (3 of 4 results do not: a case-level metric); " \
+           "no evidence is not a pass, required mean >= 0.5" in out, out
+    assert "FAIL cm min_pass_rate: no result scored 'cm'" in out
+    assert "FAIL cm max_error_share: 1 of 1 results carrying 'cm' not scored (none excluded; not computed 1) = 1.0000" in out

@@ -160,3 +160,53 @@ def test_a_truncated_line_of_another_format_is_reported_at_its_own_end(tmp_path)
         assert f"at column {len(cut) + 1}" in str(exc)
     else:
         raise AssertionError("a truncated line decoded")
+
+
+def test_what_a_strict_reader_refuses_is_one_invalid_case_each_naming_line_and_field(tmp_path):
+    # pydantic's lax mode took `true` as 1, an empty id, an id holding NUL, and 1e400 (infinity) in metadata,
+    # which results.jsonl then carried as null and summary.json as `Infinity`.
+    lines = [
+        json.dumps(good(0)).encode(),
+        json.dumps({**good(1), "trace": {**good(1)["trace"], "user_messages": [{"step": True, "content": "hi"}]}}).encode(),
+        json.dumps({**good(2), "id": ""}).encode(),
+        json.dumps({**good(3), "id": "a\u0000b"}).encode(),
+        json.dumps(good(4))[:-1].encode() + b', "metadata": {"region": {"max": 1e400}}}',
+        json.dumps({**good(5), "trace": {**good(5)["trace"], "usage": {"requests": False}}}).encode(),
+        json.dumps(good(6)).encode(),
+    ]
+    expected = {
+        2: ("trace.user_messages[0].step", "trace.user_messages[0].step: Input should be an integer, not a boolean (got true)"),
+        3: ("id", "id: the case id is empty: give every case a distinct, non-empty id"),
+        4: ("id", "id: the case id holds a NUL character (\\u0000), which file names and XML cannot carry"),
+        5: ("metadata.region", "metadata.region: inf at max is not a finite number (a JSON number beyond ±1.8e308, or NaN/Infinity); "
+                               "write it as a string to keep it"),
+        6: ("trace.usage.requests", "trace.usage.requests: Input should be an integer, not a boolean (got false)"),
+    }
+    for processes in (1, 2):  # decoded in this process, and in worker processes
+        summary, results = run_cases(tmp_path / str(processes), lines, run_section={"processes": processes})
+        assert summary["status"] == {"invalid_input": 5, "ok": 2}
+        data = str(tmp_path / str(processes) / "cases.jsonl")
+        bad = {r["error"]["line"]: r for r in results if r["status"] == "invalid_input"}
+        assert {line: (r["error"]["field"], r["error"]["message"]) for line, r in bad.items()} == expected
+        assert all(r["error"]["file"] == data for r in bad.values())
+        # An id the reader refused does not name the result: its place does.
+        assert [bad[line]["case_id"] for line in (2, 3, 4, 5, 6)] == ["c1", f"{data}:3", f"{data}:4", "c4", "c5"]
+        assert "Infinity" not in (tmp_path / str(processes) / "run" / "summary.json").read_text()
+        config = validate_config({"dataset": {"path": data, "format": "native"}, "metrics": [{"type": "ToolCalls", "arguments": "exact"}],
+                                  "run": {"dir": str(tmp_path / str(processes) / "run"), "processes": processes}})
+        again = anyio.run(run, config)
+        assert (again.new_results, again.skipped_finished) == (0, 7)  # a resume redoes none of them
+
+
+def test_an_id_another_format_gives_empty_or_with_nul_is_one_invalid_case(tmp_path):
+    def record(cid: str) -> dict:
+        return {"id": cid, "messages": [{"role": "user", "content": "hi"}], "expected_tool_calls": []}
+
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps(record(c)) + "\n" for c in ["a", "", "b\u0000", "c"]))
+    config = validate_config({"dataset": {"path": str(data), "format": "openai-messages"},
+                              "metrics": [{"type": "ToolCalls"}], "run": {"dir": str(tmp_path / "run")}})
+    anyio.run(run, config)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [(r["case_id"], r["status"], (r["error"] or {}).get("field")) for r in rows] == [
+        ("a", "ok", None), (f"{data}:2", "invalid_input", "id"), (f"{data}:3", "invalid_input", "id"), ("c", "ok", None)]

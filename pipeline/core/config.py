@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_validator
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict)
@@ -81,7 +81,9 @@ class RunConfig(_Strict):
     assertions: AssertionsConfig = Field(default_factory=AssertionsConfig)
 
     @model_validator(mode="after")
-    def _metric_names_unique(self) -> RunConfig:
+    def _metric_names_unique(self, info: ValidationInfo) -> RunConfig:
+        if (info.context or {}).get("metric_names") == "checked":  # `validate_config` names the metric's field and line
+            return self
         seen: set[str] = set()
         for spec in self.metrics:
             try:  # a metric may derive its default key from its parameters (PassAtK)
@@ -183,7 +185,7 @@ def validate_config(
         at = ("judge", "model") if ("judge", "model") in overridden else ("judge", "provider")
         errors.append(_fmt(source, at, why, lines, overridden))
     try:
-        config = RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data, context={"metric_names": "checked"})
     except ValidationError as exc:
         errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden) for err in exc.errors()]
     if errors:
@@ -218,12 +220,18 @@ def validate_config(
             except ValidationError as exc:
                 for err in exc.errors():
                     problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err, fmt.options)}", lines, overridden))
+    named: dict[str, int] = {}
     for i, spec in enumerate(config.metrics):
         try:
             metric = registry.build_metric(spec)
         except registry.SpecError as exc:
             problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
             continue
+        if metric.key in named:  # results are keyed by name: the later metric would silently replace the earlier one
+            by = "name" if spec.get("name") else "type"
+            problems.append(_fmt(source, ("metrics", i, by), f"a second metric named {metric.key!r} (metrics.{named[metric.key]} has that name"
+                                 f"{'; a name defaults to the type' if by == 'type' else ''}): give one a distinct `name`", lines, overridden))
+        named.setdefault(metric.key, i)
         built.append(metric)
         # LLM-judge metrics carry a prompt version; without a `judge:` section they
         # would silently go to the simulator, whose verdicts mean nothing.
@@ -274,14 +282,19 @@ def _special_file(path: Path) -> str | None:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
-def require_metrics(config: RunConfig, source: str = "<config>") -> None:
+def require_metrics(config: RunConfig, source: str = "<config>", overrides: list[str] | None = None) -> None:
     """Raise `ConfigError` when `config` names no metric: a run would score nothing and fail its gate for no reason it states.
 
     Cases may add their own `metrics`; those add to the run's, so a run still
-    needs at least one (e.g. `metrics: [{type: ToolCalls}]`).
+    needs at least one (e.g. `metrics: [{type: ToolCalls}]`). `overrides` are the
+    `--set` options the config was loaded with: when the last one setting `metrics`
+    emptied it, the error names that option, not the file.
     """
     if not config.metrics:
-        raise ConfigError(f"{source}: metrics: no metric configured, so nothing would be scored; add a `metrics:` list, "
+        setting = [o for o in overrides or [] if o.split("=", 1)[0].strip() == "metrics"]
+        where = f"--set {setting[-1] if len(setting[-1]) <= 90 else setting[-1][:87] + '...'}" if setting else source
+        add = "set it to a list of metrics" if setting else "add a `metrics:` list"
+        raise ConfigError(f"{where}: metrics: no metric configured, so nothing would be scored; {add}, "
                           "e.g. `metrics: [{type: ToolCalls}]`")
 
 

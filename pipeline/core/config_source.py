@@ -224,7 +224,8 @@ def _search_config_folder(data: dict[str, Any], base: Path) -> None:
     modules. The current directory is searched too (see `registry.import_user_module`).
     """
     named = [((data.get("dataset") or {}) if isinstance(data.get("dataset"), dict) else {}).get("format")]
-    named += [m.get("type") for m in data.get("metrics") or [] if isinstance(m, dict)]
+    metrics = data.get("metrics")  # anything but a list is validation's to name (`metrics: 5` is no crash)
+    named += [m.get("type") for m in metrics if isinstance(m, dict)] if isinstance(metrics, list) else []
     target = data.get("target")
     if isinstance(target, dict):
         named.append(target.get("callable"))

@@ -13,10 +13,12 @@ scores against nothing.
 from __future__ import annotations
 
 import json
+import math
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 __all__ = [
     "Case",
@@ -70,6 +72,39 @@ def decode_arguments(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _no_bool(kind: str) -> Any:
+    # JSON `true` is not the number 1: pydantic's lax mode would take it as one (strict mode and msgspec refuse it).
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError(f"{kind}_type", f"Input should be {'an integer' if kind == 'int' else 'a number'}, "
+                                      "not a boolean (got {got})", {"got": json.dumps(value)})
+        return value
+
+    return BeforeValidator(check)
+
+
+def _finite(value: Any, path: str = "") -> Any:
+    # A JSON number beyond ±1.8e308 (`1e400`) reads as infinity, and pydantic's parser takes `NaN`/`Infinity`:
+    # results.jsonl and summary.json could not carry them as JSON (they were written null or `Infinity`).
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("finite_number", "{got}{where} is not a finite number (a JSON number beyond ±1.8e308, or NaN/Infinity); "
+                                  "write it as a string to keep it", {"got": str(value), "where": f" at {path}" if path else ""})
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(v, f"{path}[{i}]")
+    return value
+
+
+# A count that refuses a boolean; a measure that refuses a boolean and a non-finite number; a metadata
+# value that holds no non-finite number.
+Count = Annotated[int | None, _no_bool("int")]
+Measure = Annotated[Annotated[float, Field(allow_inf_nan=False)] | None, _no_bool("float")]
+MetaValue = Annotated[Any, AfterValidator(_finite)]
+
+
 class ToolCall(_Strict):
     """One tool call the agent made, with what it returned.
 
@@ -118,11 +153,11 @@ class Step(_Strict):
 class Usage(_Strict):
     """What the recorded run consumed. Tokens are counts, `cost_usd` dollars, `latency_s` seconds."""
 
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    requests: int | None = None
-    cost_usd: float | None = None
-    latency_s: float | None = None
+    input_tokens: Count = None
+    output_tokens: Count = None
+    requests: Count = None
+    cost_usd: Measure = None
+    latency_s: Measure = None
 
 
 class Passage(_Strict):
@@ -130,7 +165,7 @@ class Passage(_Strict):
 
     id: str | None = None
     content: str = ""
-    score: float | None = None
+    score: Measure = None
     source: str | None = None
 
 
@@ -143,7 +178,7 @@ class UserMessage(_Strict):
     recorded when they are not plain text.
     """
 
-    step: int = Field(ge=0)
+    step: Annotated[int, _no_bool("int"), Field(ge=0)]
     content: Any = None
 
 
@@ -208,7 +243,9 @@ class Case(_Strict):
     `trace` is absent when a live target produces it. `metrics` are extra
     metric specs applied to this case only (same shape as the config's).
     `expected_tool_calls=None` means "no expectation" (tool-call metrics
-    report `value: null`), while `[]` means "expects no call".
+    report `value: null`), while `[]` means "expects no call". Refused (a
+    `ValidationError` naming the field): an empty `id` or one holding NUL, a
+    non-finite number in `metadata`, `true`/`false` where a number goes.
     """
 
     id: str
@@ -219,7 +256,7 @@ class Case(_Strict):
     context: Any = None
     turns: list[Any] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, MetaValue] = Field(default_factory=dict)
     metrics: list[dict[str, Any]] = Field(default_factory=list)
     trace: Trace | None = None
 
@@ -228,6 +265,17 @@ class Case(_Strict):
     def _id_to_str(cls, value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _usable_id(cls, value: str) -> str:
+        # Results, resume, reports and JUnit key cases by id: "" tells no case apart, and a NUL cannot be in a
+        # file name or XML. (`fast_decode.decode_struct` hands such a line to this check.)
+        if not value:
+            raise PydanticCustomError("id_empty", "the case id is empty: give every case a distinct, non-empty id")
+        if "\x00" in value:
+            raise PydanticCustomError("id_nul", "the case id holds a NUL character (\\u0000), which file names and XML cannot carry")
         return value
 
 

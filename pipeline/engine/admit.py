@@ -20,7 +20,7 @@ from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished, Rendered
 
-_BARE = Case(id="")
+_BARE = Case(id="-")  # a template: every copy sets its own id
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
 
@@ -97,7 +97,7 @@ class Admission:
                 if kind == UNTERMINATED_LINE:
                     err.kind = kind  # still provisional: the finished line decides
                 cid = f"{cid}@{where}"
-            return self._once(cid, lambda: Work(Case(id=cid), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
+            return self._once(cid, lambda: Work(_BARE.model_copy(update={"id": cid}), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
         case = item.case
         assert case is not None
         where = f"{item.file}:{item.line}"

@@ -36,6 +36,9 @@ from tracejudge.core.work import Stage
 from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
+from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics
+from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
+from tracejudge.engine.case_metrics import merge_without_judge_metrics as _merge_without_judge_metrics
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
@@ -178,7 +181,7 @@ async def run(
         job = CpuJob(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
             metric_specs=None if given else config.metrics, metrics=metrics if given else None,
-            merge=_merge_case_metrics if config.judge is None else _merge_without_judge_metrics,
+            merge=_merge_unjudged if config.judge is None else _merge_without_judge_metrics,
             score=config.target is None, keep_case=True, metric_timeout_s=config.run.metric_timeout_s,
             fmt=fmt, ctx=ctx, _built=(fmt, ctx, deterministic_metrics(metrics)),
         )
@@ -345,11 +348,13 @@ def build_stages(
     plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
     judged = [m for m in metrics if isinstance(m, JudgeMetric)]
     # A case's own judge metrics need the judge stage even when the run lists none; without a
-    # `judge:` section they stay in the score stage, whose evaluate() says that they need one.
+    # `judge:` section they score null in the score stage, saying that the run has no judge.
     with_judge = bool(judged) or config.judge is not None
 
     def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
-        return [m for m in _merge_case_metrics(run_metrics, specs) if not (with_judge and isinstance(m, JudgeMetric))]
+        if not with_judge:  # a case's own judge metric says the run has no judge
+            return _merge_unjudged(run_metrics, specs)
+        return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
 
     stages: list[Stage] = []
     if config.target is not None:
@@ -364,29 +369,3 @@ def build_stages(
 
         stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir, stop=stop, resources=judge_resources))
     return stages
-
-
-def _merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
-    # Case-level metrics add to the run's; one with the same key replaces the run's for this case.
-    # A spec that does not validate costs only itself: it scores null with the error as reason.
-    from tracejudge.stages.score.base import InvalidSpec
-
-    extra = []
-    for i, spec in enumerate(specs):
-        try:
-            extra.append(registry.build_metric(spec))
-        except registry.SpecError as exc:
-            named = spec if isinstance(spec, dict) else {}
-            key = next((v for v in (named.get("name"), named.get("type")) if isinstance(v, str) and v), f"metrics[{i}]")
-            field = ".".join(map(str, ("metrics", i, *exc.loc)))
-            extra.append(InvalidSpec(name=key, problem=f"case metric spec {field} does not validate: {exc.msg}"))
-    keys = {m.key for m in extra}
-    return [m for m in run_metrics if m.key not in keys] + extra
-
-
-def _merge_without_judge_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
-    # With a judge stage, a case's own judge metrics are the judge's to score, not the workers'.
-    # Module-level so a worker process can unpickle it.
-    from tracejudge.stages.judge import JudgeMetric
-
-    return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]

@@ -102,6 +102,15 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
+def writable(run_dir: Path) -> bool:
+    """Can files be created and replaced in directory `run_dir`?
+
+    False on a read-only mount (a run copied from a CD, a read-only bind mount: even root cannot write
+    there) and for a directory the user may not write. Reading a finished run needs none of it.
+    """
+    return os.access(run_dir, os.W_OK | os.X_OK)
+
+
 def write_text_if_changed(path: Path, text: str) -> bool:
     """`atomic_write_text` unless `path` already holds exactly `text`; True if it wrote.
 

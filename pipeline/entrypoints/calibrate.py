@@ -80,7 +80,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     try:
         need_stats()
         config = load_config(args.config, args.overrides)
-        require_metrics(config, str(args.config))
+        require_metrics(config, str(args.config), args.overrides)
         if config.judge is None:
             raise ConfigError(f"{args.config}: no `judge:` section, so there is no judge to calibrate")
         labels = _labels_config(args, config.judge.labels)

@@ -149,7 +149,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
     try:
         config = load_config(args.config, overrides, typed=typed)
         if args.command == "run":
-            require_metrics(config, str(args.config))
+            require_metrics(config, str(args.config), overrides)
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT

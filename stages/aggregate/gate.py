@@ -15,7 +15,8 @@ Unreadable input: the share of `invalid_input` results must not exceed
 three `file:line` reasons.
 
 Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
-x), `max_error_share` ((results − scored) / results <= x), `min_kappa` (agreement
+x), `max_error_share` ((results − scored) / results <= x, over the results that
+carry the metric: a case-level metric's share leaves out the cases without it), `min_kappa` (agreement
 with reference labels, `summary.labels`); for a `PassAtK`
 key, `min_mean` bounds its value. Regression against a baseline run: see
 `tracejudge.core.evalconfig.RegressionRule`.
@@ -92,7 +93,7 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         return [Check(f"{key}", False, f"metric {key!r} is not in this run's results")]
     if rule.min_kappa is not None:
         checks.append(_kappa_check(key, rule.min_kappa, summary))
-    of = f"over {m['scored']} of {m['results']} results"
+    of = _denominator(key, m)
     if rule.min_mean is not None:
         v = m.get("mean")
         ci = m.get("ci95")
@@ -100,18 +101,38 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         spread = f" (95% CI [{ci[0]:.4f}, {ci[1]:.4f}], each value a mean of {summary['judge']['samples_per_request']} samples)" \
             if ci and key in ((summary.get("judge") or {}).get("samples") or {}) else ""
         checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
-                            f"mean {_f(v)}{spread} {of}, required >= {rule.min_mean}"))
+                            f"{of}, required mean >= {rule.min_mean}" if not m["scored"] else f"mean {_f(v)}{spread} {of}, required >= {rule.min_mean}"))
     if rule.min_pass_rate is not None:
         v = m.get("pass_rate")
         checks.append(Check(f"{key} min_pass_rate", v is not None and v >= rule.min_pass_rate - 1e-12,
+                            f"{of}, required pass rate >= {rule.min_pass_rate}" if not m["scored"] else
                             f"pass rate {_f(v)} ({m['passed']}/{m.get('with_verdict', m['scored'])}) {of}, required >= {rule.min_pass_rate}"))
     if rule.max_error_share is not None:
         v = m.get("error_share")
-        bad = m["results"] - m["scored"]
+        # The share is over the results that carry the metric (`metric_stats`): so is the count beside it.
+        carrying, na = m["results"] - m.get("not_applicable", 0), m.get("not_applicable", 0)
         excl = ", ".join(f"{k} {n}" for k, n in m.get("excluded", {}).items()) or "none excluded"
+        what = f"{carrying - m['scored']} of {carrying} results{' carrying ' + repr(key) if na else ''} not scored" if carrying \
+            else f"no result carries {key!r}, so none scored it"
+        lacking = f"; {na} of {m['results']} results do not carry it (a case-level metric)" if na and carrying else ""
         checks.append(Check(f"{key} max_error_share", v is not None and v <= rule.max_error_share + 1e-12,
-                            f"{bad} of {m['results']} results not scored ({excl}; not computed {m.get('not_computed', 0)}) = {_f(v)}, allowed <= {rule.max_error_share}"))
+                            f"{what} ({excl}; not computed {m.get('not_computed', 0)}) = {_f(v)}{lacking}, allowed <= {rule.max_error_share}"))
     return checks
+
+
+def _denominator(key: str, m: dict[str, Any]) -> str:
+    """What `min_mean`/`min_pass_rate` figures are over ("over S of N results"), or, when none scored, a sentence saying so.
+
+    A case-level metric's figures are over the results that carry it; the sentence says how many do not.
+    """
+    na = m.get("not_applicable", 0)
+    carrying = m["results"] - na
+    lacking = f" ({na} of {m['results']} results do not: a case-level metric)" if na else ""
+    if not carrying:
+        return f"no result scored {key!r}: none of the {m['results']} results carries it; no evidence is not a pass"
+    if not m["scored"]:
+        return f"no result scored {key!r}: 0 of the {carrying} results carrying it{lacking}; no evidence is not a pass"
+    return f"over {m['scored']} of {carrying} results{' carrying ' + repr(key) if na else ''}{lacking}"
 
 
 def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:

@@ -109,6 +109,13 @@ class Comparison:
     repeated_b: list[str] = field(default_factory=list)
     repeats_a: int = 0
     repeats_b: int = 0
+    # Every metric key either run scores, in the order first read (A's, then B's new ones): what a
+    # caller asking for metrics by name checks them against (`unknown_metrics`).
+    scored_metrics: list[str] = field(default_factory=list)
+
+    def unknown_metrics(self) -> list[str]:
+        """The metrics compared that neither run scores (only possible when they were asked for by name)."""
+        return [k for k in self.metrics if k not in self.scored_metrics]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -171,14 +178,15 @@ def compare_runs(
     rep_a: list[str] = []
     rep_b: list[str] = []
     repeats = [0, 0]
+    keys_a: dict[str, None] = {}
     for res in _results_of(dirs_a, bad_a):
         if _repeat(_key(res), index, rep_a, repeats, 0):
             continue
         results_a += 1
-        if discover:
-            for k in res.get("scores") or {}:
-                if k not in keys:
-                    keys.append(k)
+        for k in res.get("scores") or {}:
+            keys_a[k] = None
+            if discover and k not in keys:
+                keys.append(k)
         index[_key(res)] = tuple(_value(res, k) for k in keys)
 
     moments = {k: (Moments(), Moments(), Moments()) for k in keys}
@@ -260,7 +268,8 @@ def compare_runs(
                       # (only when the metrics were discovered: metrics asked for by name are compared, or show 0 pairs)
                       metrics_only_a=[k for k in keys if k not in keys_b] if discover else [],
                       metrics_only_b=[k for k in keys_b if k not in out] if discover else [],
-                      repeated_a=rep_a, repeated_b=rep_b, repeats_a=repeats[0], repeats_b=repeats[1])
+                      repeated_a=rep_a, repeated_b=rep_b, repeats_a=repeats[0], repeats_b=repeats[1],
+                      scored_metrics=list({**keys_a, **keys_b}))
 
 
 def _repeat(key: tuple[str, int], seen: Any, names: list[str], counts: list[int], side: int) -> bool:

@@ -82,7 +82,9 @@ def build_case(data: dict[str, Any]) -> Case:
     except ValidationError as exc:
         loc, message = case_problem(exc)
         cid = data.get("id")
-        fail(message, field=loc or None, case_id=str(cid) if isinstance(cid, (str, int)) else None)
+        # An id the case refused (empty, holding NUL) does not name its result: the record's place does.
+        usable = isinstance(cid, (str, int)) and not isinstance(cid, bool) and str(cid) and "\x00" not in str(cid)
+        fail(message, field=loc or None, case_id=str(cid) if usable else None)
 
 
 def case_problem(exc: ValidationError) -> tuple[str, str]:

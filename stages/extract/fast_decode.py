@@ -3,7 +3,8 @@
 `decode(raw)` returns the `Case` that `Case.model_validate_json(raw)` would give, or None when
 the line needs pydantic: anything msgspec refuses (an unknown field, a wrong type, invalid JSON,
 bytes that are not UTF-8, too deep) and anything pydantic would coerce or check in Python (string
-arguments to decode, an id given as a number, user messages out of place). The caller then runs
+arguments to decode, an id given as a number, an empty id or one holding NUL, user messages out of place;
+msgspec itself refuses a boolean where a number goes and any number beyond ±1.8e308). The caller then runs
 pydantic's validation, which gives exactly today's case or error message (file, line, field).
 msgspec is stricter than pydantic's lax mode and never looser, so a line it accepts is one
 pydantic accepts unchanged: the same values, the same defaults.
@@ -180,6 +181,8 @@ def decode_struct(raw: bytes | str) -> Any:
         return None
     try:
         c = _DECODER.decode(raw)
+        if not c.id or "\x00" in c.id:
+            raise _Fallback  # `Case._usable_id`: pydantic says what is wrong with it
         if c.trace is not None and c.trace.user_messages:
             _placed(c.trace)
         return c

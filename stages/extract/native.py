@@ -67,18 +67,18 @@ def peek_id(raw: bytes | str) -> str | None:
     if isinstance(raw, dict):
         data: Any = raw
         value = data.get("id")
-        return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+        return _usable(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
     b = raw.encode() if isinstance(raw, str) else raw
     m = _LEADING_ID.match(b)
     if m is not None:
         token = m.group(1)
         if token[:1] == b'"' and b"\\" not in token:
             try:
-                return token[1:-1].decode("utf-8")
+                return _usable(token[1:-1].decode("utf-8"))
             except UnicodeDecodeError:
                 return None
         try:
-            return str(json.loads(token))
+            return _usable(str(json.loads(token)))
         except JSON_ERRORS:
             return None
     try:
@@ -86,8 +86,13 @@ def peek_id(raw: bytes | str) -> str | None:
     except JSON_ERRORS:  # hostile input (too deep, huge numbers) has no id to peek
         return None
     if isinstance(data, dict) and isinstance(data.get("id"), (str, int)) and not isinstance(data.get("id"), bool):
-        return str(data["id"])
+        return _usable(str(data["id"]))
     return None
+
+
+def _usable(cid: str) -> str | None:
+    # An id `Case` refuses (empty, or holding NUL) is none: the line's result goes under its file and line instead.
+    return cid if cid and "\x00" not in cid else None
 
 
 register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id, options=NoOptions))

@@ -75,7 +75,7 @@ def scorer(fmt: Format, metrics: Sequence[Any], merge: Callable[[Sequence[Any], 
     """
     from tracejudge.stages.extract import native
 
-    if fmt.adapt is not native.adapt or fast_decode.decode_struct(b'{"id":""}') is None or not audited(metrics):
+    if fmt.adapt is not native.adapt or fast_decode.decode_struct(b'{"id":"-"}') is None or not audited(metrics):
         return None
     return partial(_score, metrics=metrics, merge=merge, keys=keys)
 

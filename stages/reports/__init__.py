@@ -130,10 +130,12 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     return paths
 
 
-def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, feed: ReportFeed | None = None) -> Verdict:
+def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, feed: ReportFeed | None = None,
+               write: bool = True) -> Verdict:
     """Evaluate the gate, add the verdict to `summary.json`, write the reports (`feed`: see `write_reports`).
 
     With `judge.labels`, the verdicts' agreement with the labels goes in `summary.labels` first (the gate's `min_kappa` reads it).
+    `write=False` (a run directory that cannot be written) computes the verdict into `summary` and writes nothing.
     """
     if config.judge is not None and config.judge.labels is not None:
         from tracejudge.stages.judge.agreement import run_agreement
@@ -141,6 +143,8 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
         summary["labels"] = run_agreement(run_dir, config.judge.labels)
     verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed)
     summary["verdict"] = verdict.as_dict()
+    if not write:
+        return verdict
     store.write_text_if_changed(Path(run_dir) / "summary.json", json.dumps(summary, indent=2) + "\n")
     reg = config.assertions.regression
     write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None, feed=feed)
@@ -172,8 +176,11 @@ def _last_segment_finished(run_dir: Path) -> bool:
     return last.get("ended", "finished") == "finished"
 
 
-def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None) -> tuple[dict[str, Any], Verdict]:
+def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None,
+            write: bool = True) -> tuple[dict[str, Any], Verdict]:
     """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
+
+    `write=False` computes the summary and verdict and writes nothing (a run on read-only media).
 
     The manifest's config, when present, gives metric order, trials, pass@k
     specs, breakdowns and assertions; without it, metrics come from the
@@ -242,5 +249,5 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         reg = config.assertions.regression
         rule = reg.model_copy(update={"baseline": Path(baseline)}) if reg else RegressionRule(baseline=Path(baseline), noise="ci")
         config = config.model_copy(update={"assertions": config.assertions.model_copy(update={"regression": rule})})
-    verdict = finish_run(run_dir, summary, config)
+    verdict = finish_run(run_dir, summary, config, write=write)
     return summary, verdict

@@ -240,7 +240,7 @@ def _is_async(metric: Any) -> bool:
     return bool(flag) if flag is not None else getattr(metric, "aevaluate", None) is not None
 
 
-_BARE = Case(id="")
+_BARE = Case(id="-")  # a template: every copy sets its own id
 
 
 def _light(case: Case) -> Case:

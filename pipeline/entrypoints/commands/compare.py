@@ -18,7 +18,7 @@ __all__ = ["command"]
 def command(args: argparse.Namespace, err: Console) -> int:
     """`tracejudge compare`: two runs (or two sets of shards) compared result by result, or judged pairwise with `--judge`.
 
-    Raises `TracejudgeError` for runs that cannot be paired.
+    Raises `TracejudgeError` for runs that cannot be paired, or a `--metric` neither run scores.
     """
     import json
 
@@ -37,6 +37,11 @@ def command(args: argparse.Namespace, err: Console) -> int:
     else:
         raise TracejudgeError("compare takes two runs (RUN_A RUN_B), or the baseline's shards then --vs and the current run's shards")
     cmp = compare_runs(run_a, run_b, metrics=args.metrics, top=args.top, seed=args.seed)
+    unknown = cmp.unknown_metrics()
+    if unknown:  # a misspelt --metric would otherwise print an empty row and exit 0
+        have = ", ".join(cmp.scored_metrics) or "none (no result holds a score)"
+        raise TracejudgeError(f"--metric {', '.join(unknown)}: no result of either run scores "
+                              f"{'it' if len(unknown) == 1 else 'them'}; the runs' metrics: {have}")
     if args.json:
         sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
     else:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 from typing import TYPE_CHECKING
+
+from tracejudge.core.errors import TracejudgeError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,7 +20,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     Raises `TracejudgeError` for run directories that cannot be merged or read.
     """
     from tracejudge.core.console import stdout_console
-    from tracejudge.engine import shards
+    from tracejudge.engine import shards, store
     from tracejudge.stages.aggregate.gate import print_verdict
     from tracejudge.stages.reports import rebuild
     from tracejudge.stages.reports.terminal import print_summary
@@ -28,7 +31,14 @@ def command(args: argparse.Namespace, err: Console) -> int:
     if len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0]):
         run_dir = dirs[0]
     else:
-        run_dir = shards.merge_runs(dirs, args.out or shards.merged_name(dirs))
+        target = args.out or shards.merged_name(dirs)
+        try:
+            run_dir = shards.merge_runs(dirs, target)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            # Shards read from read-only media merge into a directory that can be written.
+            raise TracejudgeError(f"cannot write the merged run {target}: {exc.strerror}; merge it elsewhere with --out DIR") from None
         err.print(f"merged {len(dirs)} shard directories into {run_dir}", highlight=False, markup=False, soft_wrap=True)
     results = run_dir / "results.jsonl"
 
@@ -36,9 +46,15 @@ def command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"warning: {results}:{lineno}: not a valid result, left out of the summary and reports ({reason})",
                   highlight=False, markup=False, soft_wrap=True)
 
-    summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped)
+    # A finished run on read-only media is read, not refused: its figures and verdict are computed, nothing is written.
+    write = store.writable(run_dir)
+    summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped, write=write)
     out = stdout_console()
     print_summary(summary, out)
-    out.print(f"rebuilt from {run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+    if write:
+        out.print(f"rebuilt from {run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+    else:
+        out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
+                  "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
     print_verdict(verdict, out)
     return verdict.exit_code
