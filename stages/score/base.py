@@ -23,9 +23,15 @@ __all__ = [
 ]
 
 _new = object.__new__
-_set = object.__setattr__
 _GIVEN = frozenset({"value", "passed", "reason", "details"})
 _ALL = _GIVEN | {"judge"}
+# The setters of the four slots every pydantic instance holds, called directly: `object.__setattr__` looks the name up
+# on the type at every call, which cost about a third of a score. (Another pydantic's slots: `object.__setattr__` then.)
+_SLOTS = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+if set(BaseModel.__slots__) == set(_SLOTS):
+    _dict, _fields_set, _extra, _private = (BaseModel.__dict__[slot].__set__ for slot in _SLOTS)
+else:  # pragma: no cover - a pydantic whose instances hold other slots
+    _dict, _fields_set, _extra, _private = (lambda o, v, n=n: object.__setattr__(o, n, v) for n in _SLOTS)  # type: ignore[misc]
 
 
 def make_score(value: float | None, passed: bool | None, reason: str, details: dict[str, Any] | None = None,
@@ -38,10 +44,10 @@ def make_score(value: float | None, passed: bool | None, reason: str, details: d
     more than the cheaper metrics themselves. Nothing is checked: callers pass valid fields.
     """
     score = _new(Score)
-    _set(score, "__dict__", {"value": value, "passed": passed, "reason": reason, "details": details, "judge": None})
-    _set(score, "__pydantic_fields_set__", set(fields_set))
-    _set(score, "__pydantic_extra__", None)
-    _set(score, "__pydantic_private__", None)
+    _dict(score, {"value": value, "passed": passed, "reason": reason, "details": details, "judge": None})
+    _fields_set(score, set(fields_set))
+    _extra(score, None)
+    _private(score, None)
     return score
 
 
