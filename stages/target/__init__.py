@@ -363,7 +363,8 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
         if writer is not None:
             writer.close()
 
-    return Stage("target", process, workers=cfg.concurrency, aclose=aclose, activity=activity)
+    # `io`: each case moves on (scored, judged, written) as soon as its agent answered, not with its chunk.
+    return Stage("target", process, workers=cfg.concurrency, aclose=aclose, activity=activity, io=True)
 
 
 def _replay_stage(cfg: TargetConfig, run_dir: Path | None) -> Stage:

@@ -1,0 +1,80 @@
+"""A stop during a live-target run: no case is started after it, and every agent call already made is written.
+
+The agent is a python target that logs each call; the second call blocks until the test has seen the run
+say it is stopping, so what was started before the stop is known exactly, whatever the machine's load.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+AGENT = '''
+import os, time
+from pathlib import Path
+
+def respond(request):
+    with open("calls.log", "a") as fh:
+        fh.write(request.case_id + "\\n")
+    if request.case_id == "c1":
+        while not Path("go").exists():  # held until the test has seen the stop taken
+            time.sleep(0.05)
+    return "done"
+'''
+
+
+def _config(tmp: Path) -> None:
+    (tmp / "agent.py").write_text(AGENT)
+    (tmp / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "hi"}) + "\n" for i in range(10)))
+    (tmp / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: MaxToolCalls, max_calls: 5}]\n"
+                                "target: {kind: python, callable: 'agent:respond', pythonpath: ., concurrency: 1}\nrun: {dir: run}\n")
+
+
+def _calls(tmp: Path) -> list[str]:
+    path = tmp / "calls.log"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Path) -> None:
+    _config(tmp_path)
+    cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    stopping = threading.Event()
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            if '"event": "stopping"' in line:
+                stopping.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while _calls(tmp_path) != ["c0", "c1"]:
+            assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        assert stopping.wait(60), "".join(lines)
+        (tmp_path / "go").touch()
+        assert proc.wait(120) == 130, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    # c2…c9 were queued behind c1 when the stop came: none was sent to the agent; c0 and c1, paid for, are written.
+    assert _calls(tmp_path) == ["c0", "c1"]
+    written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sorted(written) == ["c0", "c1"]
+    # The same command finishes the other eight, and no agent call is made twice.
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(_calls(tmp_path)) == [f"c{i}" for i in range(10)]
+    written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sorted(written) == [f"c{i}" for i in range(10)]
