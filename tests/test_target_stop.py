@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 AGENT = '''
 import os, time
 from pathlib import Path
@@ -28,10 +30,11 @@ def respond(request):
 '''
 
 
-def _config(tmp: Path) -> None:
+def _config(tmp: Path, judged: bool) -> None:
     (tmp / "agent.py").write_text(AGENT)
     (tmp / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "hi"}) + "\n" for i in range(10)))
-    (tmp / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: MaxToolCalls, max_calls: 5}]\n"
+    judge = "  - {type: TaskCompletion}\njudge: {provider: simulator, model: gpt-4o-mini}\ncache: {dir: cache}\n" if judged else ""
+    (tmp / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\n" + judge +
                                 "target: {kind: python, callable: 'agent:respond', pythonpath: ., concurrency: 1}\nrun: {dir: run}\n")
 
 
@@ -40,8 +43,10 @@ def _calls(tmp: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Path) -> None:
-    _config(tmp_path)
+@pytest.mark.parametrize("judged", [False, True], ids=["scored", "judged"])
+def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Path, judged: bool) -> None:
+    # Judged: a case the agent answered is judged within the stop's grace, not dropped at the judge.
+    _config(tmp_path, judged)
     cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     stopping = threading.Event()

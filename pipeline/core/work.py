@@ -8,7 +8,11 @@ from typing import Any
 
 from tracejudge.core.records import Case, CaseResult, Status
 
-__all__ = ["Stage", "Work"]
+__all__ = ["AGENT_ANSWERED", "Stage", "Work"]
+
+AGENT_ANSWERED = "agent_answered"
+"""A `Work.scratch` key the target stage sets once a live agent was called for the work: a stop lets such work
+finish (scored, judged within the grace, written), since redoing it on resume would pay the agent call again."""
 
 
 @dataclass(slots=True)

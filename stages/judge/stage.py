@@ -57,7 +57,7 @@ from typing import Any
 import anyio
 from tracejudge.core.config import RunConfig
 from tracejudge.core.records import ErrorInfo, Score, Status
-from tracejudge.core.work import Stage, Work
+from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
 from tracejudge.llm.spend_journal import SpendJournal
@@ -66,6 +66,7 @@ from tracejudge.stages.judge.batcher import Batcher
 from tracejudge.stages.judge.cached import fast_path, from_cache
 from tracejudge.stages.judge.calibrated import calibrate, record_render, with_full
 from tracejudge.stages.judge.calibration import Calibration
+from tracejudge.stages.judge.calls.sending import paid_case
 from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import pass_note, split
 from tracejudge.stages.judge.judge_stats import JudgeTally
@@ -193,9 +194,12 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             work.result.status = Status.rate_limited
             work.result.error = ErrorInfo(kind="rate_limited", message=state["quota"])
             return
-        if stop is not None and stop.is_set():
-            work.scratch["unfinished"] = True  # stopping: not judged, not written, redone on resume
+        if stop is not None and stop.is_set() and not work.scratch.get(AGENT_ANSWERED):
+            # Stopping: not judged, not written, redone on resume. A case a live agent answered is judged within the
+            # grace all the same: redoing it would pay the agent call again.
+            work.scratch["unfinished"] = True
             return
+        paid_case.set(bool(work.scratch.get(AGENT_ANSWERED)))  # this task's requests only (a context variable)
         judges: list[tuple[str, Judge]] = state["judges"] or await start_all()
         for _, j in judges:
             j.stop = stop

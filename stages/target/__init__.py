@@ -48,7 +48,7 @@ from tracejudge.core.config import RunConfig, TargetConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, ErrorInfo, Status, Trace
-from tracejudge.core.work import Stage, Work
+from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.llm.redact import env_secrets as _env_secrets
 from tracejudge.llm.redact import redact, redact_data
 from tracejudge.stages.target.conversation import Conversation, converse, merge_traces
@@ -335,6 +335,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
             got = await attempt(case, work.trial)
         finally:
             at_agent.pop(id(work), None)
+        work.scratch[AGENT_ANSWERED] = True
         if got.turns is not None:
             work.result.metadata = {**work.result.metadata, "turns": got.turns}
         if got.trace is not None:

@@ -30,6 +30,9 @@ __all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "fai
 
 # Why the current task is about to sleep before a retry (set by tenacity's before_sleep, read by `Judge._sleep`).
 _retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")
+# Set while the judge stage judges a case a live agent already answered: a stop does not drop its requests
+# (redoing the case on resume would pay the agent call again); the stage's grace still bounds them.
+paid_case: contextvars.ContextVar[bool] = contextvars.ContextVar("paid_case", default=False)
 
 
 async def sleep(self: Judge, seconds: float) -> None:
@@ -81,7 +84,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
         permit = await self.limiter.acquire(reserve)
     finally:
         self._queued -= 1
-    if self.stop is not None and self.stop.is_set():
+    if self.stop is not None and self.stop.is_set() and not paid_case.get():
         # Stopping: a request that waited for admission is dropped unsent, so a stop
         # ends spending at once instead of draining the queue during the grace period.
         self.limiter.settle(permit, "ok", 0)
