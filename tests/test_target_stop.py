@@ -83,3 +83,29 @@ def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Pa
     assert sorted(_calls(tmp_path)) == [f"c{i}" for i in range(10)]
     written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert sorted(written) == [f"c{i}" for i in range(10)]
+
+
+def test_a_resume_takes_what_the_agent_answered_from_traces_jsonl_not_from_a_second_call(tmp_path: Path) -> None:
+    # As a kill between a trace line and its result leaves it: traces.jsonl holds ten answers, results.jsonl three
+    # (the derived checkpoint files are deleted, which is always safe). c9's case is edited (with --force): asked again.
+    _config(tmp_path, judged=False)
+    (tmp_path / "go").touch()
+    cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"]
+    first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    run = tmp_path / "run"
+    before = {json.loads(x)["case_id"]: json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()}
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    (run / "results.jsonl").write_text("".join(lines[:3]))
+    for name in ("checkpoint.json", "results.idx", "cursor.json", "cursor.ids"):
+        (run / name).unlink(missing_ok=True)
+    cases = (tmp_path / "cases.jsonl").read_text().splitlines(keepends=True)
+    cases[9] = json.dumps({"id": "c9", "input": "hello"}) + "\n"
+    (tmp_path / "cases.jsonl").write_text("".join(cases))
+    again = subprocess.run([*cmd, "--force"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert sorted(_calls(tmp_path)) == sorted([f"c{i}" for i in range(10)] + ["c9"])  # only the edited case twice
+    after = {json.loads(x)["case_id"]: json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()}
+    assert sorted(after) == [f"c{i}" for i in range(10)]
+    for cid in [f"c{i}" for i in range(3, 9)]:  # reused answers score as they did
+        assert after[cid]["scores"] == before[cid]["scores"] and after[cid]["status"] == "ok"

@@ -60,7 +60,7 @@ from tracejudge.stages.target.protocol import (
     TransientTargetError,
     normalize_reply,
 )
-from tracejudge.stages.target.traces import TRACES, TraceIndex, TraceWriter
+from tracejudge.stages.target.traces import TRACES, Answered, TraceIndex, TraceWriter, target_fingerprint
 
 __all__ = [
     "TRACES",
@@ -314,6 +314,9 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
         return _replay_stage(cfg, run_dir)
     runner = TargetRunner(config) if remote is None else None
     attempt = remote if remote is not None else runner.attempt  # type: ignore[union-attr]
+    fingerprint = target_fingerprint(cfg)
+    # Before the writer opens the file: what a killed segment's agent answered is reused, not asked again.
+    answered = Answered(run_dir / TRACES, fingerprint) if run_dir is not None and (run_dir / TRACES).is_file() else None
     writer = TraceWriter(run_dir / TRACES) if run_dir is not None else None
     # What the stage waits on, for the progress display: case → since when at the agent.
     at_agent: dict[int, float] = {}
@@ -330,12 +333,18 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
 
     async def process(work: Work) -> None:
         case = work.case
+        work.scratch[AGENT_ANSWERED] = True
+        rec = answered.get(case, work.trial) if answered is not None else None
+        if rec is not None:
+            if rec.get("turns") is not None:
+                work.result.metadata = {**work.result.metadata, "turns": rec["turns"]}
+            work.case = case.model_copy(update={"trace": Trace.model_validate(rec["case"]["trace"])})
+            return
         at_agent[id(work)] = time.monotonic()
         try:
             got = await attempt(case, work.trial)
         finally:
             at_agent.pop(id(work), None)
-        work.scratch[AGENT_ANSWERED] = True
         if got.turns is not None:
             work.result.metadata = {**work.result.metadata, "turns": got.turns}
         if got.trace is not None:
@@ -349,6 +358,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
                 {
                     "case_id": case.id,
                     "trial": work.trial,
+                    "target": fingerprint,
                     "status": work.result.status.value,
                     "error": work.result.error.model_dump(mode="json") if work.result.error else None,
                     "conversation_id": got.conversation_id,
@@ -361,6 +371,8 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
     async def aclose() -> None:
         if runner is not None:
             await runner.aclose()
+        if answered is not None:
+            answered.close()
         if writer is not None:
             writer.close()
 

@@ -11,7 +11,11 @@ from a resumed run, supersedes an earlier one):
 ```
 
 `case` is a native case with the live trace (partial when the target
-failed); `turns` is `null` for a single-turn case. Each line is written and
+failed); `turns` is `null` for a single-turn case; `target` fingerprints the
+`target` config that made the line (`target_fingerprint`). A resumed run
+takes an answered pair's trace from here instead of calling the agent again
+(`Answered`): the line reached the file before its result, so a kill between
+the two costs no second agent call. Each line is written and
 flushed to the OS before the stage hands its work on, so a line always
 reaches the file before its result does and a killed run never has a result
 without its trace (fsync follows within `fsync_seconds`, and on close).
@@ -19,15 +23,20 @@ without its trace (fsync follows within `fsync_seconds`, and on close).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracejudge.engine import store
 
-__all__ = ["TRACES", "TraceIndex", "TraceWriter"]
+if TYPE_CHECKING:
+    from tracejudge.core.config import TargetConfig
+    from tracejudge.core.records import Case
+
+__all__ = ["TRACES", "Answered", "TraceIndex", "TraceWriter", "target_fingerprint"]
 
 TRACES = "traces.jsonl"
 
@@ -96,3 +105,36 @@ class TraceIndex:
 
     def close(self) -> None:
         self._fh.close()
+
+
+def target_fingerprint(cfg: TargetConfig) -> str:
+    """16 hex digits of sha256 over the `target` config, less what cannot change an answer (`concurrency`)."""
+    body = json.dumps(cfg.model_dump(mode="json", exclude={"concurrency"}), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+class Answered:
+    """The answered (case, trial) pairs of a run's own `traces.jsonl`, for its resume.
+
+    `get(case, trial)` gives the recorded line only when it holds an answer (`status` ok) made by the
+    same target config (`fingerprint`, see `target_fingerprint`) for the same case (every field but the
+    trace equal): an edited case or a changed target is asked again. Lines written before lines
+    carried a fingerprint are never reused. Raises `FileNotFoundError` when the file does not exist.
+    """
+
+    def __init__(self, path: Path, fingerprint: str) -> None:
+        self.index = TraceIndex(path)
+        self.fingerprint = fingerprint
+
+    def get(self, case: Case, trial: int) -> dict[str, Any] | None:
+        """The recorded line of an answer to `case` (trial `trial`) that still holds, else `None`."""
+        rec = self.index.get(case.id, trial)
+        if rec is None or rec.get("status") != "ok" or rec.get("target") != self.fingerprint:
+            return None
+        was = {k: v for k, v in (rec.get("case") or {}).items() if k != "trace"}
+        if was != case.model_dump(mode="json", exclude_defaults=True, exclude={"trace"}) or not isinstance(rec["case"].get("trace"), dict):
+            return None
+        return rec
+
+    def close(self) -> None:
+        self.index.close()
