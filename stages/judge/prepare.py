@@ -3,13 +3,16 @@
 Before a request can be answered from the cache or sent, `Judge.ask` needs it
 fitted to the context window (`tracejudge.stages.judge.fit.fit_request`:
 rendering, sometimes counting), its cache key (sha256 of the canonical JSON of
-its components) and a cache read. One ask at a time that is a thread hop and
+its components), a cache read and, for a request the cache does not answer, its
+prompt-token count (what the rate limiter admits it by; tiktoken releases the GIL, so
+counting here keeps it off the event loop, where it held a strict window's burst back).
+One ask at a time that is a thread hop and
 an SQLite query per request; on a warm re-run, where nothing is sent, those
 hops were most of the judge's time. `Preparer.prepare` gathers the asks that
 arrive while a trip is under way (group commit: the first ask of a group leads
 it, the others wait for it) and does the whole group in one trip — each request
 fitted and keyed, then one `get_many` over all the keys. Each ask gets exactly
-what it would have got alone: the same request, key and cached answer. An ask
+what it would have got alone: the same request, key, cached answer and count. An ask
 whose leader was cancelled (a stop) makes its own trip.
 """
 
@@ -25,8 +28,10 @@ import anyio.lowlevel
 
 from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.cache import cache_key
+from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.llm.providers import JudgeRequest
 from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.calls.request import request_tokens
 from tracejudge.stages.judge.fit import Fitted, fit_request
 
 __all__ = ["Prepared", "Preparer"]
@@ -35,12 +40,14 @@ __all__ = ["Prepared", "Preparer"]
 @dataclass
 class Prepared:
     """One ask made ready: the `fitted` request; its cache key `components` and `key` (`None` when it does not fit, so is
-    never asked); the cached answer `hit` (`None`: a miss, or no cache)."""
+    never asked); the cached answer `hit` (`None`: a miss, or no cache); `prompt_tokens`, the request's prompt tokens as
+    `request_tokens` counts them under `judge.tokenizer` (`None`: not counted, as for a hit or a request that does not fit)."""
 
     fitted: Fitted
     components: dict[str, Any] | None = None
     key: str | None = None
     hit: dict[str, Any] | None = None
+    prompt_tokens: int | None = None
 
 
 @dataclass
@@ -123,18 +130,33 @@ class Preparer:
             except Exception as exc:  # this ask's own failure (a metric's rendering bug), raised to it alone
                 out.append(exc)
         keys = [p.key for p in out if isinstance(p, Prepared) and p.key is not None]
-        if self._cache is None or not keys:
-            return out
+        if self._cache is not None and keys:
+            self._read(trip, out, keys)
+        self._count(out)
+        return out
+
+    def _count(self, out: list[Prepared | Exception]) -> None:
+        # Each request the cache does not answer is counted once, here: the count `Judge.call` would make on the loop.
+        tokenizer = spec_of(self.cfg)
+        for p in out:
+            if isinstance(p, Prepared) and p.key is not None and p.hit is None:
+                try:
+                    fitted = p.fitted
+                    # `fit_request` counted a long prompt already (that very request, unless cut to fit).
+                    p.prompt_tokens = fitted.tokens if fitted.tokens and not fitted.truncated else request_tokens(fitted.req, tokenizer)
+                except Exception:  # left to `Judge.call`, which counts it again and raises to this ask alone
+                    p.prompt_tokens = None
+
+    def _read(self, trip: _Trip, out: list[Prepared | Exception], keys: list[str]) -> None:
         try:
             many = getattr(self._cache, "get_many", None)
             hits = many(keys) if many is not None else {k: v for k in keys if (v := self._cache.get(k)) is not None}
         except Exception as exc:  # any storage fault: every ask of the trip misses (the cache is an optimisation)
             trip.read_error = exc
-            return out
+            return
         given: set[str] = set()
         for p in out:
             if isinstance(p, Prepared) and p.key is not None and (hit := hits.get(p.key)) is not None:
                 # Two asks of one request (identical cases) each get their own copy, as from reads of their own.
                 p.hit = copy.deepcopy(hit) if p.key in given else hit
                 given.add(p.key)
-        return out

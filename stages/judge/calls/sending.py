@@ -162,15 +162,18 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     return reply
 
 
-async def call(self: Judge, req: JudgeRequest, key: str | None = None) -> Reply:
+async def call(self: Judge, req: JudgeRequest, key: str | None = None, tokens: int | None = None) -> Reply:
     """Send `req` with admission, budget and retries (or, in batch mode, in a provider batch as `key`).
+
+    `tokens`: `req`'s prompt tokens as `request_tokens(req, judge.tokenizer)` counts them, when the caller counted
+    them already (`Judge.prepare_many` does, off the event loop); `None`: counted here.
 
     Raises `ProviderError` (kind `quota` for a daily quota, or the last
     retryable failure once attempts or wait are exhausted, or `fatal`), or
     `_BudgetRefused` when an attempt could cross the budget.
     """
     try:
-        reply = await self._call(req, key)
+        reply = await self._call(req, key, tokens)
     except ProviderError as exc:
         # The provider's text may echo the request's headers: nothing of it leaves unredacted.
         exc.args = (self.redact(str(exc)),)
@@ -179,27 +182,40 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None) -> Reply:
     return reply
 
 
-async def call_retried(self: Judge, req: JudgeRequest, key: str | None) -> Reply:
+async def call_retried(self: Judge, req: JudgeRequest, key: str | None, tokens: int | None = None) -> Reply:
     from tracejudge.stages.judge.fit import count_prompt
 
     if self.session is None and self.connect is not None:
         await self.connect()
     payload = build_payload(self.protocol, req, self.structured)
-    prompt_tokens = await count_prompt(req, self.tokenizer)
+    prompt_tokens = tokens if tokens is not None else await count_prompt(req, self.tokenizer)
     if self.batches is not None:
         custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
         return await self._batch_call(payload, prompt_tokens, custom_id)
-    from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
 
-    retrying = AsyncRetrying(
-        stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
+    def retryable(e: BaseException) -> bool:
         # A connection refused before anything of the run was ever answered is a wrong URL or a server that is
         # not running: retrying every request of the run only hides that.
-        retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")),
-        before_sleep=self._before_sleep,
-    )
+        return isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")
+
+    # The first attempt goes without tenacity: building its retrying loop costs more CPU than the send itself, and
+    # most requests need no retry (a strict window's burst is paced by that CPU). A retryable failure enters the
+    # loop as its first attempt's outcome, so waits, stops and counts are what they were.
+    try:
+        return await self._attempt(payload, prompt_tokens)
+    except ProviderError as exc:
+        if not retryable(exc):
+            raise
+        first: ProviderError | None = exc
+    from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
+
+    retrying = AsyncRetrying(stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True, retry=retry_if_exception(retryable),
+                             before_sleep=self._before_sleep)
     async for attempt in retrying:
         with attempt:
+            if first is not None:
+                failed, first = first, None
+                raise failed
             reply = await self._attempt(payload, prompt_tokens)
     return reply
 
