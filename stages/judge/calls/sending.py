@@ -97,6 +97,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
         permit.flight_s = http.flight_s
         self.stats.latencies.append(http.latency_s)
         reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
+        rate = rate_info(http.headers)
     except ProviderError as exc:
         self.limiter.settle(permit, exc.kind, None, exc.rate)
         billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
@@ -127,7 +128,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
     used = reply.input_tokens + reply.output_tokens
     if reply.input_tokens > 0:
         self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
-    self.limiter.settle(permit, "ok", used, rate_info(http.headers))
+    self.limiter.settle(permit, "ok", used, rate)
     cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
     self.budget.settle(held, used, cost)
     self._count(reply, cost)
