@@ -1,9 +1,10 @@
-"""A request's prompt tokens are counted while it is made ready (off the event loop), once, as `request_tokens` counts them.
+"""A request is made ready to send while it is made ready to ask (off the event loop): payload, JSON body, prompt count.
 
-The judge admits a request at the rate limiter by that count; these tests check that the count made in the preparing
-trip is the one `request_tokens` gives (under `judge.tokenizer` too), that a cache hit or a prompt that cannot fit is
-not counted, that `Judge.call` sends with a count it is given instead of counting again, and that the token counter's
-remembered counts of repeated texts add up to the plain count.
+The judge admits a request at the rate limiter by its prompt count; these tests check that the count made in the
+preparing trip is the one `request_tokens` gives (under `judge.tokenizer` too) and the body the one aiohttp's `json=`
+sends, that a cache hit or a prompt that cannot fit gets none, that `Judge.call` sends what it is given (the server
+answers it as it answers the request built on the spot) and admits it by the given count, and that the token
+counter's remembered counts of repeated texts add up to the plain count.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from tracejudge.core.records import Case
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache, JudgeCache, cache_key
 from tracejudge.llm.judge_tokenizer import spec_of
-from tracejudge.llm.providers import endpoint, open_session
+from tracejudge.llm.providers import build_payload, endpoint, open_session
 from tracejudge.llm.ratelimit import AdaptiveLimiter, Permit
 from tracejudge.llm.tokens import counter_for
+from tracejudge.stages.judge.calls.request import Wire
 from tracejudge.stages.judge.client import Judge, build_request, key_components, request_tokens
 from tracejudge.stages.judge.metrics import TaskCompletion
 
@@ -63,15 +65,17 @@ def test_prepared_requests_carry_their_count_and_hits_and_unfit_prompts_none(tmp
         cache.put(cache_key(comps), {"answers": {"TC1": {"answer": "yes", "reason": "r"}}, "text": "{}", "usage": {}}, comps, "slot")
         ready = anyio.run(judge.prepare_many, [(p, p.questions, 0) for p in plans])
         hit, miss, unfit = ready
-        assert not isinstance(hit, Exception) and hit.hit is not None and hit.prompt_tokens is None
-        assert not isinstance(miss, Exception) and miss.hit is None
-        assert miss.prompt_tokens == request_tokens(miss.fitted.req, spec_of(cfg)) > 0
+        assert not isinstance(hit, Exception) and hit.hit is not None and hit.wire is None
+        assert not isinstance(miss, Exception) and miss.hit is None and miss.wire is not None
+        assert miss.wire.tokens == request_tokens(miss.fitted.req, spec_of(cfg)) > 0
+        assert miss.wire.payload == build_payload("openai", miss.fitted.req)
+        assert miss.wire.body == json.dumps(miss.wire.payload).encode()
         assert not isinstance(unfit, Exception) and unfit.fitted.fits is (context > 2_000)
-        assert unfit.prompt_tokens == (request_tokens(unfit.fitted.req, spec_of(cfg)) if unfit.fitted.fits else None)
+        assert (unfit.wire.tokens if unfit.wire else None) == (request_tokens(unfit.fitted.req, spec_of(cfg)) if unfit.fitted.fits else None)
         cache.close()
 
 
-def test_call_admits_by_the_count_it_is_given_and_counts_when_given_none(simulator):
+def test_call_sends_the_wire_form_it_is_given_and_admits_by_its_count(simulator):
     sim = simulator()
     cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", max_tokens=100)
     plan = TaskCompletion().plan(_case(0))
@@ -83,7 +87,9 @@ def test_call_admits_by_the_count_it_is_given_and_counts_when_given_none(simulat
         judge = _judge(cfg, limiter, None, endpoint("openai", sim.url + "/v1"))
         async with open_session(4) as session:
             judge.session = session
-            texts = [(await judge.call(req, tokens=counted + 500)).text, (await judge.call(req)).text]
+            payload = build_payload("openai", req)
+            given = Wire(payload, json.dumps(payload).encode(), counted + 500)
+            texts = [(await judge.call(req, wire=given)).text, (await judge.call(req)).text]
         return limiter.asked, texts
 
     asked, texts = anyio.run(main)

@@ -24,6 +24,7 @@ from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _Budget
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
+    from tracejudge.stages.judge.calls.request import Wire
     from tracejudge.stages.judge.client import Judge
 
 __all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "failure", "sleep", "stop", "wait"]
@@ -66,7 +67,7 @@ def stop(self: Judge, state: RetryCallState) -> bool:
     return stop_after_attempt(self.cfg.max_attempts)(state) or state.idle_for + (state.upcoming_sleep or 0) > self.cfg.max_retry_wait_s
 
 
-async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
+async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: bytes | None = None) -> Reply:
     # The provider's count of a prompt differs from ours (its tokenizer, its framing);
     # reserving our estimate scaled by the ratio `usage` has shown keeps the
     # admission gate from running ahead of the provider's own bucket.
@@ -92,7 +93,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
     serial = next(self._serials)
     self._sending[serial] = time.monotonic()
     try:
-        http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes)
+        http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes, body)
         self.reached = True
         permit.flight_s = http.flight_s
         self.stats.latencies.append(http.latency_s)
@@ -163,18 +164,19 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     return reply
 
 
-async def call(self: Judge, req: JudgeRequest, key: str | None = None, tokens: int | None = None) -> Reply:
+async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wire | None = None) -> Reply:
     """Send `req` with admission, budget and retries (or, in batch mode, in a provider batch as `key`).
 
-    `tokens`: `req`'s prompt tokens as `request_tokens(req, judge.tokenizer)` counts them, when the caller counted
-    them already (`Judge.prepare_many` does, off the event loop); `None`: counted here.
+    `wire`: `req` made ready to send by the caller (`Judge.prepare_many` does it off the event loop: its payload in
+    this judge's protocol, that payload's JSON body, its prompt counted by `request_tokens(req, judge.tokenizer)`);
+    `None`: made here.
 
     Raises `ProviderError` (kind `quota` for a daily quota, or the last
     retryable failure once attempts or wait are exhausted, or `fatal`), or
     `_BudgetRefused` when an attempt could cross the budget.
     """
     try:
-        reply = await self._call(req, key, tokens)
+        reply = await self._call(req, key, wire)
     except ProviderError as exc:
         # The provider's text may echo the request's headers: nothing of it leaves unredacted.
         exc.args = (self.redact(str(exc)),)
@@ -183,13 +185,14 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None, tokens: i
     return reply
 
 
-async def call_retried(self: Judge, req: JudgeRequest, key: str | None, tokens: int | None = None) -> Reply:
+async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wire | None = None) -> Reply:
     from tracejudge.stages.judge.fit import count_prompt
 
     if self.session is None and self.connect is not None:
         await self.connect()
-    payload = build_payload(self.protocol, req, self.structured)
-    prompt_tokens = tokens if tokens is not None else await count_prompt(req, self.tokenizer)
+    payload = wire.payload if wire is not None else build_payload(self.protocol, req, self.structured)
+    prompt_tokens = wire.tokens if wire is not None else await count_prompt(req, self.tokenizer)
+    body = wire.body if wire is not None else None
     if self.batches is not None:
         custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
         return await self._batch_call(payload, prompt_tokens, custom_id)
@@ -203,7 +206,7 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, tokens: 
     # most requests need no retry (a strict window's burst is paced by that CPU). A retryable failure enters the
     # loop as its first attempt's outcome, so waits, stops and counts are what they were.
     try:
-        return await self._attempt(payload, prompt_tokens)
+        return await self._attempt(payload, prompt_tokens, body)
     except ProviderError as exc:
         if not retryable(exc):
             raise
@@ -217,7 +220,7 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, tokens: 
             if first is not None:
                 failed, first = first, None
                 raise failed
-            reply = await self._attempt(payload, prompt_tokens)
+            reply = await self._attempt(payload, prompt_tokens, body)
     return reply
 
 
