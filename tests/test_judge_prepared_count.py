@@ -111,3 +111,35 @@ def test_remembered_counts_add_up_to_the_plain_count():
                         + counter.text(m["role"]) for m in messages) + (counter.text(extra) if extra else 0)
         for _ in range(2):  # the second time from what was remembered
             assert counter.messages(messages, extra) == plain
+
+
+def test_asks_beyond_a_trips_cap_form_the_next_trip_and_each_gets_what_it_would_alone():
+    cfg = JudgeConfig(provider="openai", model="gpt-4o-mini", max_tokens=100)
+    prep = _judge(cfg, _Recording(), None)._preparer()
+    sizes: list[int] = []
+    run = prep._run
+
+    def noted(trip):  # the real trip, its size noted
+        sizes.append(len(trip.asks))
+        return run(trip)
+
+    prep._run = noted  # type: ignore[method-assign]
+    metric = TaskCompletion()
+    plans = [metric.plan(_case(i)) for i in range(3 * prep.MAX_TRIP + 5)]
+
+    async def together() -> list:
+        out: list = [None] * len(plans)
+
+        async def one(i: int) -> None:
+            out[i] = await prep.prepare(plans[i], plans[i].questions, 0)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(plans)):
+                tg.start_soon(one, i)
+        return out
+
+    out = anyio.run(together)
+    assert sum(sizes) == len(plans) and max(sizes) <= prep.MAX_TRIP and len(sizes) >= 4
+    for plan, got in zip(plans, out, strict=True):
+        alone = anyio.run(prep.prepare, plan, plan.questions, 0)
+        assert (got.key, got.wire) == (alone.key, alone.wire) and got.wire is not None

@@ -60,7 +60,8 @@ class _Trip:
 
 
 class Preparer:
-    """Makes asks ready in shared worker-thread trips (see the module doc).
+    """Makes asks ready in shared worker-thread trips (see the module doc); a trip takes up to `MAX_TRIP` asks (more
+    only when one `prepare_many` brings them), the asks beyond it form the next trip.
 
     `components(plan, request, trial)` gives a request's cache key components
     (`tracejudge.stages.judge.client.key_components` with the judge's provider,
@@ -70,6 +71,10 @@ class Preparer:
     is called on the event loop when a trip's read of `n` keys raised `exc` (those asks
     then see misses).
     """
+
+    # A trip's asks wait for its last one: past a few dozen, the first of them (a strict window's burst) would wait
+    # longer for the rest than the hop they share saves.
+    MAX_TRIP = 32
 
     def __init__(self, cfg: JudgeConfig, components: Callable[[Plan, JudgeRequest, int], dict[str, Any]], cache: Any | None,
                  read_failed: Callable[[Exception, int], None], wire: Callable[[JudgeRequest, int], Wire] | None = None) -> None:
@@ -94,7 +99,7 @@ class Preparer:
         if not asks:
             return []
         trip = self._open
-        if trip is not None:
+        if trip is not None and len(trip.asks) < self.MAX_TRIP:
             start = len(trip.asks)
             trip.asks.extend(asks)
             await trip.done.wait()
@@ -109,7 +114,8 @@ class Preparer:
                 # by side gain nothing: the work holds the GIL; they only multiply the hops.)
                 async with self._turn:
                     await anyio.lowlevel.checkpoint()  # the asks that are ready now join too
-                    self._open = None  # asks arriving from here on form the next trip
+                    if self._open is trip:
+                        self._open = None  # asks arriving from here on form the next trip
                     trip.out = await anyio.to_thread.run_sync(self._run, trip, abandon_on_cancel=True)
             finally:
                 if self._open is trip:
