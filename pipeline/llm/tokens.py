@@ -79,14 +79,30 @@ class TokenCounter:
     def messages(self, messages: list[dict[str, Any]], extra: str = "") -> int:
         """Prompt tokens of chat messages: contents plus per-message framing, plus `extra` text (a schema)."""
         total = _PER_REPLY
-        for m in messages:
+        last = len(messages) - 1
+        for i, m in enumerate(messages):
             content = m.get("content", "")
             if not isinstance(content, str):
                 content = json.dumps(content, sort_keys=True)
-            total += _PER_MESSAGE + self.text(content) + self.text(str(m.get("role", "")))
+            # The last message holds what differs per request (a case's trace); the system prompt, the roles and the
+            # schema repeat across a run's requests and are counted once (each is a fifth of a short prompt's count).
+            total += _PER_MESSAGE + (self.text(content) if i == last else _repeated(self, content)) + _repeated(self, str(m.get("role", "")))
         if extra:
-            total += self.text(extra)
+            total += _repeated(self, extra)
         return total
+
+
+def _repeated(counter: TokenCounter, text: str) -> int:
+    # Long texts are not kept: a conversation's earlier turns are long and rarely repeat.
+    return _remembered(counter, text) if len(text) <= _REMEMBER_CHARS else counter.text(text)
+
+
+_REMEMBER_CHARS = 8192
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered(counter: TokenCounter, text: str) -> int:
+    return counter.text(text)
 
 
 @functools.lru_cache(maxsize=64)

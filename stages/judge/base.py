@@ -50,6 +50,7 @@ trace in one request.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -85,6 +86,12 @@ Reply with the JSON object only."""
 
 INSTRUCTIONS = """Evaluation: {metric} (prompt {version}).
 {task}{answer_format}"""
+
+
+@functools.cache
+def _capitals(name: str) -> str:
+    # Once per metric class: `full_id` asks for it for every question of every request.
+    return "".join(c for c in name if c.isupper()) or "Q"
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,7 @@ class Plan:
     def prefix(self) -> str:
         """What this metric's question ids start with in the prompt and the reply: the capitals of its class name
         (`TaskCompletion` → `TC`, so `q3` is `TC3`); empty for a grouped plan, whose ids carry it already."""
-        return "" if self.parts else "".join(c for c in type(self.metric).__name__ if c.isupper()) or "Q"
+        return "" if self.parts else _capitals(type(self.metric).__name__)
 
     def full_id(self, q: Question) -> str:
         """`q`'s id in the prompt and the reply: `TC3` for TaskCompletion's `q3` (a grouped plan's ids as they are)."""

@@ -85,7 +85,7 @@ from tracejudge.stages.judge.calls.outcome import (
     _BudgetRefused,
     error_kind,
 )
-from tracejudge.stages.judge.calls.request import build_request, key_components, request_tokens
+from tracejudge.stages.judge.calls.request import Wire, build_request, key_components, request_tokens, wire_of
 from tracejudge.stages.judge.calls.stats import JudgeStats
 
 if TYPE_CHECKING:
@@ -152,7 +152,10 @@ class Judge:
                 for _ in range(keys):  # each ask's read failed, as when read one by one
                     self.cache._failed("read", exc)  # type: ignore[union-attr]
 
-            self._prep = Preparer(self.cfg, components, self.cache.raw if self.cache is not None else None, read_failed)
+            def wire(req: JudgeRequest, tokens: int) -> Wire:
+                return wire_of(req, self.protocol, self.structured, tokens)
+
+            self._prep = Preparer(self.cfg, components, self.cache.raw if self.cache is not None else None, read_failed, wire)
         return self._prep
 
     async def prepare_many(self, asks: list[tuple[Plan, list[Question], int]]) -> list[Prepared | Exception]:

@@ -38,13 +38,15 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     is an error object → `server` with the provider's own message; a 2xx of
     the wrong shape or with implausible usage → `server` ("unexpected reply shape").
     """
-    rate = rate_info(http.headers)
+    # Only a refusal carries its rate state on the error; a success's is read by the caller that needs it.
     if http.status == 429:
+        rate = rate_info(http.headers)
         text = _error_text(http.body, secrets)
         quota = (rate.retry_after_s is not None and rate.retry_after_s > max_retry_after_s) or "insufficient_quota" in text
         kind = "quota" if quota else "rate_limited"
         raise ProviderError(kind, f"HTTP 429 {text}", 429, rate.retry_after_s, rate)
     if http.status >= 500 or http.status == 529:
+        rate = rate_info(http.headers)
         text = _error_text(http.body, secrets)
         kind = "request" if http.status != 529 and request_refused(http.status, text) else "server"
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status, rate.retry_after_s, rate)

@@ -31,8 +31,9 @@ def open_session(max_in_flight: int) -> aiohttp.ClientSession:
 
 
 async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str], payload: dict[str, Any], timeout_s: float,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> HttpReply:
-    """POST `payload`; returns the reply whatever its status (at most `max_bytes` of it read).
+               max_bytes: int = DEFAULT_MAX_BYTES, body: bytes | None = None) -> HttpReply:
+    """POST `payload` (as `body` when given: that payload encoded as `json.dumps(payload).encode()`, as aiohttp's `json=`
+    would); returns the reply whatever its status (at most `max_bytes` of it read).
 
     Raises `ProviderError` of kind `timeout`, `connection` or `unreachable`
     when no reply came, `server` when the reply is over `max_bytes`.
@@ -42,7 +43,9 @@ async def send(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
     try:
-        async with session.post(url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s),
+        # `headers` carry the content type, so bytes go out exactly as `json=` would send them.
+        content: dict[str, Any] = {"data": body} if body is not None else {"json": payload}
+        async with session.post(url, **content, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s),
                                 trace_request_ctx=timing) as resp:
             try:
                 raw = await read_capped(resp, max_bytes)

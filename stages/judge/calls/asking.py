@@ -19,6 +19,7 @@ from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused
 from tracejudge.stages.judge.parse import ParseError
 
 if TYPE_CHECKING:
+    from tracejudge.stages.judge.calls.request import Wire
     from tracejudge.stages.judge.client import Judge
     from tracejudge.stages.judge.fit import Fitted
     from tracejudge.stages.judge.prepare import Prepared
@@ -107,10 +108,10 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
             self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
             self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
             return flight.answers, None
-        return await self._ask_uncached(plan, questions, req, key, comps, slot, info, repair=repair)
+        return await self._ask_uncached(plan, questions, req, key, comps, slot, info, repair=repair, wire=ready.wire)
     flight = self._flights[key] = _Flight()
     try:
-        answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage, repair)
+        answers, bad = await self._ask_uncached(plan, questions, req, key, comps, slot, info, flight.usage, repair, ready.wire)
         flight.answers = answers
         return answers, bad
     finally:
@@ -119,8 +120,10 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
 
 
 async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: JudgeRequest, key: str, comps: dict[str, Any], slot: str,
-                        info: JudgeInfo, used: dict[str, int] | None = None, repair: bool = True) -> tuple[dict[str, Any] | None, Outcome | None]:
-    """`ask` past the cache: the request, at most one repair request (none unless `repair`), parsing and the cache write."""
+                        info: JudgeInfo, used: dict[str, int] | None = None, repair: bool = True,
+                        wire: Wire | None = None) -> tuple[dict[str, Any] | None, Outcome | None]:
+    """`ask` past the cache: the request, at most one repair request (none unless `repair`), parsing and the cache write
+    (`wire`: `req` made ready to send by `prepare_many`; `None`: `Judge.call` makes it)."""
     used = used if used is not None else {}
     used.update(input_tokens=0, output_tokens=0)
     raw = ""
@@ -134,7 +137,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
                                req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix)
         try:
             info.requests += 1  # repair requests count: they are paid for like any other
-            reply = await self.call(req, key=None if repair else key)
+            reply = await self.call(req, key=None if repair else key, wire=None if repair else wire)
         except _BudgetRefused:
             self.stats.skipped_budget += 1
             return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",

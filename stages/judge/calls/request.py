@@ -1,16 +1,35 @@
-"""One provider-neutral judge request for a plan's questions, its prompt-token estimate and its cache-key components."""
+"""One provider-neutral judge request for a plan's questions, its prompt-token estimate, its cache-key components and its
+form on the wire."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter
-from tracejudge.llm.providers import JudgeRequest
+from tracejudge.llm.providers import JudgeRequest, build_payload
 from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Plan, Question
 
-__all__ = ["build_request", "key_components", "request_tokens"]
+__all__ = ["Wire", "build_request", "key_components", "request_tokens", "wire_of"]
+
+
+@dataclass(frozen=True)
+class Wire:
+    """A request ready to send: its `payload` in the provider's protocol, that payload's JSON `body` (the bytes sent, as
+    aiohttp's `json=` encodes it) and its prompt `tokens` (what the rate limiter admits it by)."""
+
+    payload: dict[str, Any]
+    body: bytes
+    tokens: int
+
+
+def wire_of(req: JudgeRequest, protocol: str, structured: str, tokens: int) -> Wire:
+    """`req` ready to send in `protocol` (`structured`: see `build_payload`), its prompt counted as `tokens`."""
+    payload = build_payload(protocol, req, structured)
+    return Wire(payload, json.dumps(payload).encode(), tokens)
 
 
 def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: int = 0) -> JudgeRequest:

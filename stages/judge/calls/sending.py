@@ -24,6 +24,7 @@ from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _Budget
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
+    from tracejudge.stages.judge.calls.request import Wire
     from tracejudge.stages.judge.client import Judge
 
 __all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "failure", "sleep", "stop", "wait"]
@@ -69,7 +70,7 @@ def stop(self: Judge, state: RetryCallState) -> bool:
     return stop_after_attempt(self.cfg.max_attempts)(state) or state.idle_for + (state.upcoming_sleep or 0) > self.cfg.max_retry_wait_s
 
 
-async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
+async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: bytes | None = None) -> Reply:
     # The provider's count of a prompt differs from ours (its tokenizer, its framing);
     # reserving our estimate scaled by the ratio `usage` has shown keeps the
     # admission gate from running ahead of the provider's own bucket.
@@ -95,11 +96,12 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
     serial = next(self._serials)
     self._sending[serial] = time.monotonic()
     try:
-        http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes)
+        http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes, body)
         self.reached = True
         permit.flight_s = http.flight_s
         self.stats.latencies.append(http.latency_s)
         reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
+        rate = rate_info(http.headers)
     except ProviderError as exc:
         self.limiter.settle(permit, exc.kind, None, exc.rate)
         billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
@@ -130,7 +132,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int) -> Reply:
     used = reply.input_tokens + reply.output_tokens
     if reply.input_tokens > 0:
         self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
-    self.limiter.settle(permit, "ok", used, rate_info(http.headers))
+    self.limiter.settle(permit, "ok", used, rate)
     cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
     self.budget.settle(held, used, cost)
     self._count(reply, cost)
@@ -165,15 +167,19 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     return reply
 
 
-async def call(self: Judge, req: JudgeRequest, key: str | None = None) -> Reply:
+async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wire | None = None) -> Reply:
     """Send `req` with admission, budget and retries (or, in batch mode, in a provider batch as `key`).
+
+    `wire`: `req` made ready to send by the caller (`Judge.prepare_many` does it off the event loop: its payload in
+    this judge's protocol, that payload's JSON body, its prompt counted by `request_tokens(req, judge.tokenizer)`);
+    `None`: made here.
 
     Raises `ProviderError` (kind `quota` for a daily quota, or the last
     retryable failure once attempts or wait are exhausted, or `fatal`), or
     `_BudgetRefused` when an attempt could cross the budget.
     """
     try:
-        reply = await self._call(req, key)
+        reply = await self._call(req, key, wire)
     except ProviderError as exc:
         # The provider's text may echo the request's headers: nothing of it leaves unredacted.
         exc.args = (self.redact(str(exc)),)
@@ -182,28 +188,42 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None) -> Reply:
     return reply
 
 
-async def call_retried(self: Judge, req: JudgeRequest, key: str | None) -> Reply:
+async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wire | None = None) -> Reply:
     from tracejudge.stages.judge.fit import count_prompt
 
     if self.session is None and self.connect is not None:
         await self.connect()
-    payload = build_payload(self.protocol, req, self.structured)
-    prompt_tokens = await count_prompt(req, self.tokenizer)
+    payload = wire.payload if wire is not None else build_payload(self.protocol, req, self.structured)
+    prompt_tokens = wire.tokens if wire is not None else await count_prompt(req, self.tokenizer)
+    body = wire.body if wire is not None else None
     if self.batches is not None:
         custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
         return await self._batch_call(payload, prompt_tokens, custom_id)
-    from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
 
-    retrying = AsyncRetrying(
-        stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True,
+    def retryable(e: BaseException) -> bool:
         # A connection refused before anything of the run was ever answered is a wrong URL or a server that is
         # not running: retrying every request of the run only hides that.
-        retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")),
-        before_sleep=self._before_sleep,
-    )
+        return isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")
+
+    # The first attempt goes without tenacity: building its retrying loop costs more CPU than the send itself, and
+    # most requests need no retry (a strict window's burst is paced by that CPU). A retryable failure enters the
+    # loop as its first attempt's outcome, so waits, stops and counts are what they were.
+    try:
+        return await self._attempt(payload, prompt_tokens, body)
+    except ProviderError as exc:
+        if not retryable(exc):
+            raise
+        first: ProviderError | None = exc
+    from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
+
+    retrying = AsyncRetrying(stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True, retry=retry_if_exception(retryable),
+                             before_sleep=self._before_sleep)
     async for attempt in retrying:
         with attempt:
-            reply = await self._attempt(payload, prompt_tokens)
+            if first is not None:
+                failed, first = first, None
+                raise failed
+            reply = await self._attempt(payload, prompt_tokens, body)
     return reply
 
 
