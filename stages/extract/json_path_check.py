@@ -22,8 +22,8 @@ from typing import Any
 
 from tracejudge.core import suggest
 from tracejudge.core.log import get_logger
-from tracejudge.stages.load import JSON_ERRORS
 from tracejudge.stages.extract.json_path_syntax import MISSING, Step, parse_path, walk
+from tracejudge.stages.load import JSON_ERRORS
 
 __all__ = ["FIELDS", "MappingCheck"]
 
