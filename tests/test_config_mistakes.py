@@ -172,3 +172,27 @@ def test_formats_without_options_refuse_unknown_ones(tmp_path: Path, fmt: str) -
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
     assert f"{cfg}:5: dataset.options.bogus: {fmt}: unknown key" in err
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("body", "line", "key"), [
+    # The first `metrics:` would be dropped silently: its metric never scored.
+    ("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {processes: 1}\nmetrics: [{type: TrajectoryMatch}]\n", 4, "metrics"),
+    ("dataset: {path: cases.jsonl}\nmetrics:\n  - type: ToolCalls\n    arguments: exact\n    arguments: subset\n", 5, "metrics.0.arguments"),
+    ("metrics: [{type: ToolCalls}]\ndataset:\n  path: cases.jsonl\n  options: {a: 1, a: 2}\n", 4, "dataset.options.a"),
+])
+def test_a_duplicate_key_at_any_level_is_refused_naming_its_second_line(tmp_path: Path, body: str, line: int, key: str) -> None:
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(body)
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:{line}: {key}: duplicate key" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_merge_keys_and_set_overrides_are_not_duplicates(tmp_path: Path) -> None:
+    # Overriding a merged key is what `<<:` is for; `--set` replaces a value the file holds once.
+    cfg = write(tmp_path, "base: &b {type: ToolCalls, arguments: exact}\nmetrics:\n  - <<: *b\n    arguments: subset\n")
+    proc = cli("run", str(cfg), "--set", "metrics.0.arguments=exact", cwd=tmp_path)
+    assert "duplicate key" not in proc.stderr
+    err = config_error(proc)  # `base` is no section: the run stops there, past the duplicate check
+    assert f"{cfg}:2: base:" in err

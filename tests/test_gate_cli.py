@@ -308,3 +308,16 @@ def test_a_gate_on_a_case_level_metric_counts_over_the_cases_that_carry_it(tmp_p
            "no evidence is not a pass, required mean >= 0.5" in out, out
     assert "FAIL cm min_pass_rate: no result scored 'cm'" in out
     assert "FAIL cm max_error_share: 1 of 1 results carrying 'cm' not scored (none excluded; not computed 1) = 1.0000" in out
+
+
+def test_the_summary_rows_of_a_case_level_metric_add_up_to_the_results(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One case of four carries `cm`: its row said "1/4" with nothing else, hiding the three results that do not carry it.
+    cases = [{**native_case("c0", ["a"], ["a"]), "metrics": [{"type": "Contains", "name": "cm", "value": "zzz"}]}]
+    data = write_dataset(tmp_path / "cases.jsonl", cases + [native_case(f"c{i}", ["a"], ["a"]) for i in (1, 2, 3)])
+    cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
+    main(["run", str(cfg), "--no-progress"])
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.split()[:1] in (["cm"], ["tc"])}
+    assert "1/4 (3 not applicable)" in rows["cm"], rows
+    assert "not applicable" not in rows["tc"], rows  # a run-level metric every result carries: as before
+    md = {line.split("|")[1].strip(): line for line in (tmp_path / "run" / "report.md").read_text().splitlines() if line.startswith("| cm") or line.startswith("| tc")}
+    assert "| 1 of 4 (3 not applicable) |" in md["cm"] and "| 4 of 4 |" in md["tc"], md

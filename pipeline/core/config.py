@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_va
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict)
-from tracejudge.core.config_source import (MAX_EXPANDED_NODES, _cycle, _default_run_dir, _expanded_size, _fmt, _line_index,
+from tracejudge.core.config_source import (MAX_EXPANDED_NODES, _cycle, _default_run_dir, _duplicate_key, _expanded_size, _fmt, _line_index,
                                            _resolve_paths, _search_config_folder, apply_overrides)
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
@@ -136,6 +136,10 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         if (expanded := _expanded_size(root)) > MAX_EXPANDED_NODES:
             raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
                               f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
+        if (dup := _duplicate_key(root)) is not None:
+            key, line, first = dup
+            raise ConfigError(f"{source}:{line}: {'.'.join(key)}: duplicate key (first on line {first}); "
+                              "YAML would keep only this one and drop the first silently: merge them into one")
         data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -193,6 +193,39 @@ def _expanded_size(root: yaml.Node | None) -> int:
     return size[id(root)]
 
 
+def _duplicate_key(root: yaml.Node | None) -> tuple[tuple[str, ...], int, int] | None:
+    """The first key written twice in one mapping, as (key path, its second line, its first line), or None.
+
+    PyYAML's constructor keeps the last of two equal keys and drops the first
+    silently (a second `metrics:` would discard the first's metrics), so the
+    composed node graph is checked before anything is built. Keys compare by
+    tag and text (`1` and `"1"` differ); merge keys (`<<: *base`) are not
+    duplicates, overriding a merged key is what they are for. Each node is
+    visited once, however many aliases reach it.
+    """
+    import yaml
+
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    while stack:  # iterative: a deeply nested document must not hit the recursion limit
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    line = key.start_mark.line + 1
+                    if (key.tag, key.value) in first:
+                        return (*path, str(key.value)), line, first[key.tag, key.value]
+                    first[key.tag, key.value] = line
+            stack.extend(reversed([(value, (*path, str(key.value))) for key, value in node.value]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(item, (*path, str(i))) for i, item in enumerate(node.value)]))
+    return None
+
+
 def _cycle(node: Any, path: tuple[str, ...], inside: frozenset[int] = frozenset()) -> tuple[str, ...] | None:
     """The key path of the first value that contains itself (`&a {y: *a}`), or None: validation would recurse forever."""
     if not isinstance(node, (dict, list)):

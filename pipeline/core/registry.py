@@ -74,6 +74,9 @@ class Format:
       the runner reads them in a thread so the event loop never waits on the network.
     - `bind(dataset, run_dir) -> dataset` (optional) fills in, before reading,
       what depends on the run directory (`start: last_run`).
+    - `count(dataset) -> int` (optional) counts the records `read` yields, for
+      an ETA, without the checks `read` makes as it goes (`json-path` warns at
+      the end of a read about mappings that matched nothing: once per run).
     """
 
     name: str
@@ -86,6 +89,7 @@ class Format:
     needs_target: bool = False
     remote: bool = False
     bind: Callable[[Any, Any], Any] | None = None
+    count: Callable[[Any], int] | None = None
 
 
 class FormatError(ValueError):

@@ -37,12 +37,15 @@ is mapped. A call's `error` that is `true` becomes the text of its result
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.load import RawRecord
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
+from tracejudge.stages.extract.json_path_check import MappingCheck
 from tracejudge.stages.extract.json_path_syntax import MISSING, parse_path, walk
 
 __all__ = ["Options", "adapt", "get_path"]
@@ -201,4 +204,13 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     return build_case(case)
 
 
-register_format(Format("json-path", read=read_lines, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))
+def read(dataset: Any) -> Iterator[RawRecord]:
+    """`read_lines`, with one warning at the end of the read per mapping that matched nothing (`json_path_check`)."""
+    check = MappingCheck(Options.model_validate(dataset.options), str(dataset.path))
+    for raw in read_lines(dataset):
+        check.see(raw.payload.data)
+        yield raw
+    check.report()
+
+
+register_format(Format("json-path", read=read, count=lambda ds: sum(1 for _ in read_lines(ds)), adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

@@ -38,6 +38,16 @@ def _ci(ci: list[float] | None) -> str:
     return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def not_applicable_note(m: dict[str, Any], sep: str = " ") -> str:
+    """`" (3 not applicable)"` for a metric some results do not carry (a case-level metric), else `""`.
+
+    The scored cell names them so a row adds up: scored + not computed +
+    not applicable + excluded = results (`m` is one metric of summary.json).
+    """
+    n = m.get("not_applicable", 0)
+    return f"{sep}({n} not applicable)" if n else ""
+
+
 def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
     """One row per metric: name, scored of results, excluded, not computed, mean, std, CI, pass rate, pass@k."""
     rows = []
@@ -46,7 +56,7 @@ def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
         pk = m.get("pass_at_k") or {}
         pks = ", ".join(f"@{k} {_num(v.get('value'))}" for k, v in pk.items()) or "—"
         rate = f"{_pct(m.get('pass_rate'))} ({m.get('passed', 0)}/{m.get('with_verdict', m['scored'])})" if m.get("pass_rate") is not None else "—"
-        rows.append([key, f"{m['scored']} of {m['results']}", excl, str(m.get("not_computed", 0)), _num(m.get("mean")),
+        rows.append([key, f"{m['scored']} of {m['results']}{not_applicable_note(m)}", excl, str(m.get("not_computed", 0)), _num(m.get("mean")),
                      _num(m.get("std")), _ci(m.get("ci95")), rate, pks])
     return rows
 

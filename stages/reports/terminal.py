@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from tracejudge.core.console import cell, fits, plain_console
 from tracejudge.core.records import LATE_STATUSES
+from tracejudge.stages.reports.markdown import not_applicable_note
 
 __all__ = ["coverage_note", "pass_at_k_table", "print_summary", "summary_table"]
 
@@ -24,7 +25,8 @@ def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
     its widest cell), so metric names and figures stay whole; vertical rules
     are left out, and columns that are zero for every metric ("not
     computed", "excluded") are dropped: the coverage note states the
-    denominator. `compact` fits narrower consoles (`print_summary` picks
+    denominator. Results that do not carry a case-level metric are named in
+    its scored cell (`0/18 (18 not applicable)`), so every row adds up. `compact` fits narrower consoles (`print_summary` picks
     the first level that fits): 1 puts one space between columns, breaks
     headers between words and leaves the pass@k column out (printed below
     the table instead); 2 also puts a pass rate's count under its
@@ -45,7 +47,7 @@ def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
         table.add_column(header.replace(" ", "\n") if compact else header, justify="left" if i == 0 else "right", no_wrap=True)
     for key, m in metrics.items():
         ci = m.get("ci95")
-        row = [key, f"{m['scored']}/{total}"]
+        row = [key, f"{m['scored']}/{total}" + not_applicable_note(m, "\n" if compact > 1 else " ")]
         if not_computed:
             row.append(str(m.get("not_computed", 0)))
         if excluded:

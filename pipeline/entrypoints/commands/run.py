@@ -127,7 +127,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                     fmt = registry.format_for(config.dataset.format)
                     index = Path(run_dir or config.run.dir) / store.INDEX
                     prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
-                    records = sum(1 for _ in fmt.read(config.dataset))
+                    records = fmt.count(config.dataset) if fmt.count else sum(1 for _ in fmt.read(config.dataset))
                     if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
                         records = -(-records // int(config.run.shard.split("/")[1]))
                     return max(records * config.run.trials - prior, 0)
