@@ -321,3 +321,21 @@ def test_the_summary_rows_of_a_case_level_metric_add_up_to_the_results(tmp_path:
     assert "not applicable" not in rows["tc"], rows  # a run-level metric every result carries: as before
     md = {line.split("|")[1].strip(): line for line in (tmp_path / "run" / "report.md").read_text().splitlines() if line.startswith("| cm") or line.startswith("| tc")}
     assert "| 1 of 4 (3 not applicable) |" in md["cm"] and "| 4 of 4 |" in md["tc"], md
+
+
+def test_a_failed_agent_call_fails_the_gate_by_default_naming_the_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A live python target that raises for one case of four: a target_error, which fails the gate unless allowed.
+    (tmp_path / "agent.py").write_text("def respond(request):\n    if request.case_id == 'c2':\n        raise RuntimeError('the tool server is down')\n"
+                                       "    return 'done'\n")
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "hi"}) + "\n" for i in range(4)))
+    base = ("dataset: {path: cases.jsonl}\nmetrics: [{type: MaxToolCalls, max_calls: 5}]\n"
+            "target: {kind: python, callable: 'agent:respond', pythonpath: ., retries: 0}\n")
+    (tmp_path / "c.yaml").write_text(base + "run: {dir: run}\n")
+    assert main(["run", str(tmp_path / "c.yaml"), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL max_target_error_share: 1 of 4 results are target_error" in out and "= 25.0%, allowed <= 0.0%" in out
+    assert "case 'c2': " in out and "the tool server is down" in out
+    (tmp_path / "ok.yaml").write_text(base + "run: {dir: run2}\nassertions: {max_target_error_share: 0.25}\n")
+    assert main(["run", str(tmp_path / "ok.yaml"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "ok   max_target_error_share: 1 of 4 results are target_error" in out and _verdict_word(out) == "PASS"

@@ -118,8 +118,9 @@ def test_rescore_uses_recorded_traces_without_calling_the_target(tmp_path, monke
     for key, r in rescored.items():
         assert r["scores"] == original[key]["scores"]
     # With another metric, the same traces give new scores: the point of re-scoring.
+    # (Trial 2 has no recording: three target_errors, which fail the gate's default max_target_error_share.)
     assert cli_main(["run", str(config_path), "--no-progress", "--rescore", "run", "--run-dir", "other",
-                     "--set", "metrics.0.arguments=ignore", "--set", "run.trials=3"]) == 0
+                     "--set", "metrics.0.arguments=ignore", "--set", "run.trials=3"]) == 1
     other = by_key(read_jsonl(tmp_path / "other" / "results.jsonl"))
     assert {k: r["status"] for k, r in other.items() if k[1] == 2} == {("c0", 2): "target_error", ("c1", 2): "target_error", ("c2", 2): "target_error"}
     assert "no recorded trace for case 'c0' trial 2" in other[("c0", 2)]["error"]["message"]

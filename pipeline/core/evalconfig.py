@@ -10,6 +10,7 @@ aggregate:
   max_groups: 100           # distinct values kept per breakdown; the rest fold into "(other)"
 assertions:
   max_invalid_share: 0.0    # share of invalid_input results allowed (default 0: any unreadable record fails)
+  max_target_error_share: 0.0  # share of target_error results allowed (default 0: any failed agent call fails)
   metrics:                  # per metric key; "*" applies to every metric without its own entry
     writes_exact: {min_mean: 0.5, min_pass_rate: 0.4, max_error_share: 0.05}
     TaskCompletion: {min_kappa: 0.6}   # agreement with judge.labels (Cohen's kappa)
@@ -101,11 +102,14 @@ class AssertionsConfig(_Strict):
     `max_invalid_share` bounds the share of results that are `invalid_input`
     (a record that could not be read or validated, a repeated id): by default
     0.0, so one unreadable record fails the gate; a dataset known to hold some
-    states its tolerance here.
+    states its tolerance here. `max_target_error_share` does the same for
+    `target_error` results (a live agent that raised, timed out or answered
+    nothing usable): by default 0.0, so an agent failing a case fails the gate.
     """
 
     metrics: dict[str, MetricAssertion] = Field(default_factory=dict)
     max_invalid_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_target_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
     regression: RegressionRule | None = None
 
 

@@ -148,22 +148,23 @@ def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
                  f"{got.get('kappa_kind', 'kappa')} {got['kappa']:.4f}{span} over {got['n']} labelled verdicts, required >= {least}")
 
 
-def invalid_reasons(run_dir: Path, limit: int = 3) -> list[str]:
-    """The first `limit` `invalid_input` results of `run_dir/results.jsonl` as `file:line: reason` lines (`case id: reason` without a place)."""
+def invalid_reasons(run_dir: Path, limit: int = 3, status: str = "invalid_input") -> list[str]:
+    """The first `limit` results of `status` in `run_dir/results.jsonl` as `file:line: reason` lines (`case id: reason` without a place)."""
     import json
 
     from tracejudge.engine import store
 
     out: list[str] = []
+    quoted = f'"{status}"'.encode()
     for raw in store.iter_result_lines(Path(run_dir) / store.RESULTS):
-        if b'"invalid_input"' not in raw:
+        if quoted not in raw:
             continue
         try:
             result = json.loads(raw)
         except ValueError:
             continue
         error = result.get("error") or {}
-        if result.get("status") != "invalid_input" or not isinstance(error, dict):
+        if result.get("status") != status or not isinstance(error, dict):
             continue
         where = f"{error['file']}:{error['line']}" if error.get("file") and error.get("line") else f"case {result.get('case_id')!r}"
         field = f" ({error['field']})" if error.get("field") else ""
@@ -237,6 +238,14 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         verdict.checks.append(Check("max_invalid_share", ok, f"{invalid} of {summary['results']} results are invalid_input "
                                     f"(unreadable or invalid records) = {share:.1%}, allowed <= {assertions.max_invalid_share:.1%} "
                                     f"(assertions.max_invalid_share){reasons}"))
+    failed = int((summary.get("status") or {}).get("target_error", 0))
+    if summary.get("results") and (failed or assertions.max_target_error_share > 0):
+        share = failed / summary["results"]
+        ok = share <= assertions.max_target_error_share + 1e-12
+        reasons = "" if ok or run_dir is None else "".join(f"\n      {r}" for r in invalid_reasons(run_dir, status="target_error"))
+        verdict.checks.append(Check("max_target_error_share", ok, f"{failed} of {summary['results']} results are target_error "
+                                    f"(the agent raised, timed out or gave no usable answer) = {share:.1%}, allowed <= "
+                                    f"{assertions.max_target_error_share:.1%} (assertions.max_target_error_share){reasons}"))
     judge = summary.get("judge") or {}
     if judge.get("max_error_share") is not None and judge.get("error_share") is not None:
         ok = not judge.get("gate_failed")
