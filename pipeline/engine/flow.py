@@ -18,7 +18,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
-from tracejudge.core.work import Stage, Work
+from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.engine import cursor
 from tracejudge.engine.admit import Admission, safe_text, torn_standing
 from tracejudge.engine.checkpoint import RunJournal
@@ -185,20 +185,17 @@ class _Flow:
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
         async with recv, send:
             async for works in recv:
-                if self.stop.is_set() and not any(_STAGED in w.scratch for w in works):
+                if self.stop.is_set() and not any(AGENT_ANSWERED in w.scratch for w in works):
                     # Stopping: work no stage has started is dropped, not written, so the
-                    # resume redoes it; only what is already in a stage's hands finishes.
+                    # resume redoes it; only what is already in a stage's hands finishes, and
+                    # what a live agent answered (the target stage is fed one case at a time),
+                    # whose agent call redoing it would pay again.
                     self.cut_short = True
                     self.live.in_flight -= len(works)
                     continue
                 for work in works:
                     if work.scratch.get("unfinished"):
                         continue  # cut short upstream: passed on to the sink, which writes nothing of it
-                    if self.stop.is_set() and _STAGED not in work.scratch:
-                        # Checked a work at a time: a chunk's later cases are not started after a stop (a live
-                        # target's agent call each). One an earlier stage finished goes on: its agent call is paid.
-                        work.scratch["unfinished"] = True
-                        continue
                     if not work.failed:
                         self.live.working += 1
                         try:
@@ -210,7 +207,6 @@ class _Flow:
                             work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
                         finally:
                             self.live.working -= 1
-                    work.scratch[_STAGED] = True
                 await _emit(send, works, single)
 
     async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:
@@ -290,10 +286,6 @@ def _case_id(item: Extracted) -> str:
     if item.rendered is not None:
         return item.rendered.id
     return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
-
-
-# A `Work.scratch` key: some stage has had the work in its hands, so a stop lets it finish the stages after.
-_STAGED = "staged"
 
 
 async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
