@@ -71,7 +71,7 @@ def test_grouped_and_separate_requests_give_the_same_scores(simulator: Callable[
     same_verdicts(a, b)
     for cid in b:
         for pos, name in enumerate(NAMES):
-            assert b[cid][name]["details"]["group"] == {"metrics": NAMES, "position": pos}
+            assert b[cid][name]["details"]["group"] == {"metrics": NAMES, "position": pos, "answered": "judge"}
     # The grouped request's tokens are shared out over its metrics: the summary and the scores agree.
     assert sum(s[n]["judge"]["input_tokens"] for s in b.values() for n in NAMES) == grp["judge"]["input_tokens"]
     assert grp["judge"]["input_tokens"] < sep["judge"]["input_tokens"] / 2
@@ -100,6 +100,7 @@ def test_a_refused_grouped_request_asks_each_metric_alone(simulator: Callable[..
     sim = simulator(script=["400"])
     summary = run(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1), run_name="case")
     assert summary["status"] == {"ok": 1} and sim.stats.requests == 5 and summary["judge"]["parts_reasked_alone"] == 4
+    assert summary["judge"]["grouped_requests"] == 0  # refused: the judge answered no grouped request
     for name in NAMES:
         g = scores(tmp_path, "case")["case-0"][name]["details"]["group"]
         assert g["alone"] is True and "simulated refusal" in g["why"]

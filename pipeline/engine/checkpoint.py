@@ -47,7 +47,7 @@ from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKE
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, mtime_ns, recorded_config_hash
-from tracejudge.engine.journal_counts import _has_usage, _item_counts, _judge_gate_counts, sum_usage
+from tracejudge.engine.journal_counts import _group_counts, _has_usage, _item_counts, _judge_gate_counts, sum_usage
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
@@ -234,11 +234,6 @@ class RunJournal:
         await self._writer.aflush()
 
     def _account(self, result: CaseResult, key: int, line: str) -> None:
-        groups = [(s.details or {}).get("group") for s in result.scores.values() if isinstance(s.details, dict)]
-        if any(groups):  # judge.group: case — counted from the results too, so a kill loses none of them
-            self.judge_spent["grouped_requests"] = self.judge_spent.get("grouped_requests", 0) + 1
-            self.judge_spent["parts_reasked_alone"] = self.judge_spent.get("parts_reasked_alone", 0) + sum(
-                1 for g in groups if isinstance(g, dict) and g.get("alone"))
         for score in result.scores.values():
             info = score.judge
             if info is not None and not info.cached:
@@ -265,6 +260,9 @@ class RunJournal:
         items, unparsed = _item_counts(result)
         self.judge_final["judged_items"] = self.judge_final.get("judged_items", 0) + items
         self.judge_final["parse_failed_items"] = self.judge_final.get("parse_failed_items", 0) + unparsed
+        grouped, alone = _group_counts(result)
+        self.judge_final["grouped_requests"] = self.judge_final.get("grouped_requests", 0) + grouped
+        self.judge_final["parts_reasked_alone"] = self.judge_final.get("parts_reasked_alone", 0) + alone
 
     def is_done(self, key: int) -> bool:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
@@ -285,12 +283,14 @@ class RunJournal:
         return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
     def judge_gate_counts(self) -> dict[str, int]:
-        """`{"judged_results", "judge_error_results"}` over the standing results (final and provisional).
+        """`{"judged_results", "judge_error_results", "judged_items", "parse_failed_items", "grouped_requests",
+        "parts_reasked_alone"}` over the standing results (final and provisional).
 
-        These are what the judge's `max_error_share` gate divides; counted from
-        results.jsonl, they are the same whether or not the run was killed.
+        The first two are what the judge's `max_error_share` gate divides; counted from
+        results.jsonl, they are the same whether or not the run was killed, and each
+        (case, trial) counts once however many segments asked it (`journal_counts._group_counts`).
         """
-        out = {"judged_items": 0, "parse_failed_items": 0, **self.judge_final}
+        out = {"judged_items": 0, "parse_failed_items": 0, "grouped_requests": 0, "parts_reasked_alone": 0, **self.judge_final}
         for line in self.provisional.values():
             result = CaseResult.model_validate_json(line)
             judged, error = _judge_gate_counts(result)
@@ -299,10 +299,13 @@ class RunJournal:
             items, unparsed = _item_counts(result)
             out["judged_items"] += items
             out["parse_failed_items"] += unparsed
+            grouped, alone = _group_counts(result)
+            out["grouped_requests"] += grouped
+            out["parts_reasked_alone"] += alone
         return out
 
     def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
-        """The judge stage's summary `block` with its gate counts and share replaced by `judge_gate_counts`."""
+        """The judge stage's summary `block` with its gate counts, share and grouping figures replaced by `judge_gate_counts`."""
         block = {**block, **self.judge_gate_counts()}
         judged = block["judged_results"]
         block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0

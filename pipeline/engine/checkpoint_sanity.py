@@ -59,7 +59,7 @@ def typed_segments(segments: list[dict[str, Any]]) -> tuple[list[Any], str | Non
 
 
 # Judge counts per judged item (one metric of one result), not per result line.
-_PER_ITEM = frozenset({"judged_items", "parse_failed_items"})
+_PER_ITEM = frozenset({"judged_items", "parse_failed_items", "parts_reasked_alone"})
 
 
 def implausible(cp: Any, done: KeySet) -> str | None:

@@ -31,8 +31,6 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
         block["input_tokens"], block["output_tokens"] = spent["input_tokens"], spent["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), spent["requests"])
         block["answered"] = max(int(block.get("answered", 0)), spent.get("answered", 0))
-        for k in ("grouped_requests", "parts_reasked_alone"):
-            block[k] = max(int(block.get(k, 0)), spent.get(k, 0))
         block["cost_usd"] = block["sync_equivalent_usd"] = None  # unknown here: the judge stage prices the tokens
     paid = spend_totals(run_dir)
     if paid is not None and tokens(paid) > tokens(block):

@@ -74,7 +74,6 @@ async def from_cache(judge: Judge, plans: dict[str, Plan], metrics: dict[str, Ju
         at += len(gs)
     for keys, gp, r in zip(groups, joint, ready[at:], strict=True):
         done = judge.from_cache(gp, [r])
-        judge.stats.grouped_requests += 1
         members = [mine[k] for k in keys]
         pass_note(gp, members)
         # Every metric's answers are in the reply (checked above): `split` asks nothing, it only scores each metric.

@@ -271,8 +271,6 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                     done = await batchers[key].submit(key, Item(gp, trial, group_slot))  # type: ignore[arg-type]
                 else:
                     done = await judge.judge(gp, trial, group_slot, False, ready=readied.pop(tuple(m.key for m in members), None))  # type: ignore[arg-type]
-                # Counted once answered: a request cut by Ctrl-C is asked again by the resume, which counts it then.
-                judge.stats.grouped_requests += 1
                 pass_note(gp, group)
                 parts = await split(judge, group, done, trial, [slot_of(m) for m in members])  # type: ignore[arg-type]
                 sampled = [i for i, m in enumerate(members) if calibration.sampled(slot_of(m))]

@@ -37,9 +37,9 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if (j.get("items_per_request") or 1) > 1:
         lines.append(f"judge batching: {j.get('items_per_request')} items per request; {j.get('items_batched', 0)} items in "
                      f"{j.get('multi_requests', 0)} shared requests, {j.get('items_reasked_alone', 0)} re-asked alone")
-    if j.get("grouped_requests"):
-        lines.append(f"judge grouping: {j['grouped_requests']} cases asked every metric in one request; "
-                     f"{j.get('parts_reasked_alone', 0)} metrics re-asked alone")
+    if j.get("grouped_requests") or j.get("parts_reasked_alone"):
+        lines.append(f"judge grouping: {j.get('grouped_requests', 0)} cases had every metric asked in one request the judge answered "
+                     f"(answers from the cache not counted); {j.get('parts_reasked_alone', 0)} metrics re-asked alone")
     if j.get("mode") == "batch":
         lines.append(f"judge batch API: {j.get('batches_submitted', 0)} batches submitted, {j.get('batches_reattached', 0)} re-attached, "
                      f"{j.get('batch_resubmits', 0)} requests resubmitted; ${j.get('cost_usd', 0.0):.4f} at the batch price "

@@ -41,7 +41,6 @@ class JudgeStats:
     items_from_cache: int = 0
     single_flight_shared: int = 0
     requests_split: int = 0
-    grouped_requests: int = 0
     parts_reasked_alone: int = 0
     cache_errors: int = 0
     parse_failures: int = 0
