@@ -71,7 +71,7 @@ def test_grouped_and_separate_requests_give_the_same_scores(simulator: Callable[
     same_verdicts(a, b)
     for cid in b:
         for pos, name in enumerate(NAMES):
-            assert b[cid][name]["details"]["group"] == {"metrics": NAMES, "position": pos, "answered": "judge"}
+            assert b[cid][name]["details"]["group"] == {"metrics": NAMES, "position": pos}
     # The grouped request's tokens are shared out over its metrics: the summary and the scores agree.
     assert sum(s[n]["judge"]["input_tokens"] for s in b.values() for n in NAMES) == grp["judge"]["input_tokens"]
     assert grp["judge"]["input_tokens"] < sep["judge"]["input_tokens"] / 2

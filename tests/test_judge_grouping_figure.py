@@ -43,7 +43,9 @@ def _answered_by_judge(run_dir: Path) -> int:
             scores = json.loads(line)["scores"].values()
         except ValueError:
             continue  # the damaged line: the redone case has a line of its own
-        if any((s.get("details") or {}).get("group", {}).get("answered") == "judge" for s in scores):
+        # A grouped score (not re-asked alone) whose judge block is not cached and billed tokens: the judge answered it.
+        if any("group" in (s.get("details") or {}) and not s["details"]["group"].get("alone") and s.get("judge")
+               and not s["judge"]["cached"] and s["judge"]["input_tokens"] + s["judge"]["output_tokens"] > 0 for s in scores):
             n += 1
     return n
 

@@ -51,17 +51,22 @@ def _item_counts(result: CaseResult) -> tuple[int, int]:
 def _group_counts(result: CaseResult) -> tuple[int, int]:
     """(1 when the judge itself answered the result's grouped request, else 0; its metrics re-asked alone with a request sent).
 
-    From each score's `details.group` (`tracejudge.stages.judge.grouped`) and `judge` block: a grouped answer from
-    the cache, a budget skip or a refused request is not an answered one, and a re-ask the cache answered was not
-    sent. Counted over standing results, so a resume, a kill or a redone line counts each (case, trial) once.
+    From each score's `details.group` (`tracejudge.stages.judge.grouped`) and `judge` block: a grouped score whose
+    `judge` block is not cached and holds billed tokens had its request answered by the judge; a grouped answer from
+    the cache, a budget skip or a refused request (no tokens billed) is not an answered one, and a re-ask the cache
+    answered was not sent. Counted over standing results, so a resume, a kill or a redone line counts each
+    (case, trial) once.
     """
     grouped = alone = 0
     for s in result.scores.values():
         g = s.details.get("group") if isinstance(s.details, dict) else None
         if not isinstance(g, dict):
             continue
-        grouped |= g.get("answered") == "judge"
-        alone += bool(g.get("alone")) and s.judge is not None and not s.judge.cached
+        paid = s.judge is not None and not s.judge.cached
+        if g.get("alone"):
+            alone += paid
+        else:
+            grouped |= paid and s.judge.input_tokens + s.judge.output_tokens > 0  # type: ignore[union-attr]
     return int(grouped), alone
 
 

@@ -27,11 +27,10 @@ its own (same score, reason and threshold):
 - any other failure (budget, rate limit, timeout) is each metric's failure.
 
 Each score's `details.group` says what happened: `metrics` (the group, in
-order) and `position`, or `alone: true` with `why`; `answered` says who
-answered the grouped request: `"judge"` (a reply paid for, usable or not)
-or `"cache"`, absent when nothing answered it (a budget skip, a refusal, a
-timeout). The summary's `grouped_requests` counts the standing results whose
-grouped request the judge answered (`tracejudge.engine.journal_counts`). Its `judge` block holds
+order) and `position`, or `alone: true` with `why`. The summary's
+`grouped_requests` counts the standing results whose grouped request the
+judge answered, read from their `judge` blocks (`tracejudge.engine.journal_counts`),
+so `details` say nothing of provenance and a cached re-run's equal a cold run's. Its `judge` block holds
 its share of the grouped request's tokens and dollars (split evenly; the
 first metric takes the remainder, and counts the request) plus, for a
 metric re-asked alone, that request's.
@@ -76,16 +75,6 @@ def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:
                                    "requests": info.requests if pos == 0 else 0, "cached_requests": info.cached_requests if pos == 0 else 0})
 
 
-def _answered(info: JudgeInfo | None) -> dict[str, str]:
-    """`{"answered": "judge" | "cache"}` for the grouped request whose provenance is `info`, `{}` when nothing answered it."""
-    if info is None:
-        return {}
-    if info.cached:
-        return {"answered": "cache"}
-    # Tokens are billed only for a reply: a budget skip, a refusal or a timeout has none (as `judge_spend.jsonl` counts).
-    return {"answered": "judge"} if info.input_tokens + info.output_tokens > 0 else {}
-
-
 def _add(a: JudgeInfo | None, b: JudgeInfo | None) -> JudgeInfo | None:
     """`a` with `b`'s tokens, dollars and requests added (either may be missing)."""
     if a is None or b is None:
@@ -112,11 +101,10 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
     out: list[Outcome | None] = [None] * len(plans)
     why: dict[int, str] = {}
     score = outcome.score
-    by = _answered(score.judge)
     if outcome.status != "ok" or (score.details or {}).get("answers") is None:
         if outcome.kind not in _REASK and outcome.status != "ok":
             for i in range(len(plans)):
-                s = score.model_copy(update={"details": {**(score.details or {}), "group": {"metrics": names, "position": i, **by}},
+                s = score.model_copy(update={"details": {**(score.details or {}), "group": {"metrics": names, "position": i}},
                                              "judge": _share(score.judge, len(plans), i)})
                 out[i] = Outcome(s, outcome.status, outcome.message, outcome.kind)
             return [o for o in out if o is not None]
@@ -131,7 +119,7 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
                 why[i] = "re-asked alone: its answers were missing or malformed in the grouped reply"
                 continue
             s = plan.metric.finalize(plan, mine)  # type: ignore[arg-type]
-            s.details = {**(s.details or {}), "group": {"metrics": names, "position": i, **by}}
+            s.details = {**(s.details or {}), "group": {"metrics": names, "position": i}}
             for key in ("batch", "calibration"):
                 if key in (score.details or {}):
                     s.details[key] = score.details[key]  # type: ignore[index]
@@ -142,7 +130,7 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
 
         async def one(i: int) -> None:
             got = await ask(plans[i], trial, slots[i])
-            got.score.details = {**(got.score.details or {}), "group": {"alone": True, "why": why[i], "metrics": names, **by}}
+            got.score.details = {**(got.score.details or {}), "group": {"alone": True, "why": why[i], "metrics": names}}
             # Its share of the grouped request stays on its score: spending rebuilt from results misses nothing.
             got.score.judge = _add(got.score.judge, _share(score.judge, len(plans), i))
             out[i] = got
