@@ -194,8 +194,6 @@ class _Flow:
                     self.live.in_flight -= len(works)
                     continue
                 for work in works:
-                    if work.scratch.get("unfinished"):
-                        continue  # cut short upstream: passed on to the sink, which writes nothing of it
                     if not work.failed:
                         self.live.working += 1
                         try:
