@@ -335,6 +335,10 @@ def test_a_failed_agent_call_fails_the_gate_by_default_naming_the_case(tmp_path:
     out = capsys.readouterr().out
     assert "FAIL max_target_error_share: 1 of 4 results are target_error" in out and "= 25.0%, allowed <= 0.0%" in out
     assert "case 'c2': " in out and "the tool server is down" in out
+    # The same command retries the provisional failure, which fails again: the check lists the standing line only.
+    assert main(["run", str(tmp_path / "c.yaml"), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 4 results are target_error" in out and out.count("case 'c2': ") == 1, out
     (tmp_path / "ok.yaml").write_text(base + "run: {dir: run2}\nassertions: {max_target_error_share: 0.25}\n")
     assert main(["run", str(tmp_path / "ok.yaml"), "--no-progress"]) == 0
     out = capsys.readouterr().out

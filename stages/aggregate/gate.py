@@ -149,29 +149,32 @@ def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
 
 
 def invalid_reasons(run_dir: Path, limit: int = 3, status: str = "invalid_input") -> list[str]:
-    """The first `limit` results of `status` in `run_dir/results.jsonl` as `file:line: reason` lines (`case id: reason` without a place)."""
+    """The first `limit` standing results of `status` in `run_dir/results.jsonl` as `file:line: reason` lines (`case id: reason` without a place).
+
+    Standing: the last line of each (case, trial), as every figure reads them; a failure a resume retried away is not listed.
+    """
     import json
 
     from tracejudge.engine import store
 
-    out: list[str] = []
+    last: dict[tuple[str, int], str | None] = {}
     quoted = f'"{status}"'.encode()
     for raw in store.iter_result_lines(Path(run_dir) / store.RESULTS):
-        if quoted not in raw:
-            continue
         try:
             result = json.loads(raw)
-        except ValueError:
+            key = (str(result["case_id"]), int(result.get("trial") or 0))
+        except (ValueError, KeyError, TypeError):
             continue
+        last.pop(key, None)  # re-inserted last: the listing follows the standing lines' order
         error = result.get("error") or {}
-        if result.get("status") != status or not isinstance(error, dict):
+        if quoted not in raw or result.get("status") != status or not isinstance(error, dict):
+            last[key] = None
             continue
         where = f"{error['file']}:{error['line']}" if error.get("file") and error.get("line") else f"case {result.get('case_id')!r}"
+        trial = f" trial {key[1]}" if key[1] else ""
         field = f" ({error['field']})" if error.get("field") else ""
-        out.append(f"{where}{field}: {str(error.get('message', ''))[:200]}")
-        if len(out) >= limit:
-            break
-    return out
+        last[key] = f"{where}{trial}{field}: {str(error.get('message', ''))[:200]}"
+    return [r for r in last.values() if r is not None][:limit]
 
 
 def _is_run(path: Path) -> bool:
