@@ -109,3 +109,61 @@ def test_a_resume_takes_what_the_agent_answered_from_traces_jsonl_not_from_a_sec
     assert sorted(after) == [f"c{i}" for i in range(10)]
     for cid in [f"c{i}" for i in range(3, 9)]:  # reused answers score as they did
         assert after[cid]["scores"] == before[cid]["scores"] and after[cid]["status"] == "ok"
+
+
+FLAKY = '''
+import time
+from pathlib import Path
+from tracejudge import TransientTargetError
+
+def respond(request):
+    with open("calls.log", "a") as fh:
+        fh.write(request.case_id + "\\n")
+    if request.case_id == "c1" and Path("flaky").exists():
+        while not Path("go").exists():  # held until the test has seen the stop taken
+            time.sleep(0.05)
+        raise TransientTargetError("busy, try again")
+    return "done"
+'''
+
+
+def test_a_retry_the_agent_asked_for_is_not_made_after_a_stop(tmp_path: Path) -> None:
+    # c1's first call asks for a retry once the run is stopping: the retry is not made, c1 is not written, and the
+    # resume asks the agent for it (and for c2…c9) again.
+    _config(tmp_path, judged=False)
+    (tmp_path / "agent.py").write_text(FLAKY)
+    (tmp_path / "flaky").touch()
+    (tmp_path / "c.yaml").write_text((tmp_path / "c.yaml").read_text().replace("concurrency: 1", "concurrency: 1, retries: 2"))
+    cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    stopping = threading.Event()
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            if '"event": "stopping"' in line:
+                stopping.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while _calls(tmp_path) != ["c0", "c1"]:
+            assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        assert stopping.wait(60), "".join(lines)
+        (tmp_path / "go").touch()
+        assert proc.wait(120) == 130, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(10)
+    assert _calls(tmp_path) == ["c0", "c1"]
+    written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert written == ["c0"]
+    (tmp_path / "flaky").unlink()
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(_calls(tmp_path)) == sorted([f"c{i}" for i in range(10)] + ["c1"])

@@ -360,7 +360,7 @@ def build_stages(
     if config.target is not None:
         from tracejudge.stages.target import target_stage
 
-        stages.append(target_stage(config, run_dir, remote=target_attempt))
+        stages.append(target_stage(config, run_dir, remote=target_attempt, stop=stop))
     if score:
         stages.append(score_stage(plain, deterministic))
     if with_judge:

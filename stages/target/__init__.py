@@ -210,6 +210,11 @@ class Attempt:
     turns: list[dict[str, Any]] | None = None
     partial: Trace | None = None
     details: dict[str, Any] | None = None
+    stopped: bool = False  # a stop came while it waited to retry: nothing to write, the resume redoes the case
+
+
+class _StoppedBeforeRetry(Exception):
+    """Raised from a retry's back-off when the run is stopping: no new agent call starts after a stop."""
 
 
 class TargetRunner:
@@ -222,9 +227,10 @@ class TargetRunner:
     progress display.
     """
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, stop: anyio.Event | None = None) -> None:
         assert config.target is not None
         self.cfg = config.target
+        self.stop = stop
         self.call, self._close = _caller(self.cfg)
         contexts = _Contexts(config)
         self.normalize = lambda reply: normalize_reply(reply, self.cfg.trace_format, contexts)
@@ -242,7 +248,13 @@ class TargetRunner:
         async def sleep(seconds: float) -> None:
             self.backing_off[key] = time.monotonic() + seconds
             try:
-                await anyio.sleep(seconds)
+                if self.stop is None:
+                    await anyio.sleep(seconds)
+                else:
+                    with anyio.move_on_after(seconds):
+                        await self.stop.wait()
+                    if self.stop.is_set():
+                        raise _StoppedBeforeRetry
             finally:
                 self.backing_off.pop(key, None)
 
@@ -270,6 +282,8 @@ class TargetRunner:
                 if box["state"] is not None:
                     box["state"].fail(f"timed out after {cfg.timeout_s:g}s")
                 message = f"timed out after {cfg.timeout_s:g}s"
+        except _StoppedBeforeRetry:
+            return Attempt(None, message="the run stopped before a retry", attempts=box["attempts"], stopped=True)
         except TransientTargetError as exc:
             message = f"{exc} (gave up after {box['attempts']} attempts)"
         except TargetError as exc:
@@ -296,7 +310,8 @@ class TargetRunner:
 RemoteAttempt = Callable[[Case, int], Awaitable[Attempt]]
 
 
-def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteAttempt | None = None) -> Stage:
+def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteAttempt | None = None,
+                 stop: anyio.Event | None = None) -> Stage:
     """The `target` stage for `config.target`; traces go to `run_dir/traces.jsonl` when `run_dir` is given.
 
     `remote(case, trial)`, when given, runs each attempt elsewhere (the Ray
@@ -312,7 +327,7 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
         raise ValueError("target_stage needs a config with a `target` section")
     if cfg.kind == "replay":
         return _replay_stage(cfg, run_dir)
-    runner = TargetRunner(config) if remote is None else None
+    runner = TargetRunner(config, stop) if remote is None else None
     attempt = remote if remote is not None else runner.attempt  # type: ignore[union-attr]
     fingerprint = target_fingerprint(cfg)
     # Before the writer opens the file: what a killed segment's agent answered is reused, not asked again.
@@ -345,6 +360,10 @@ def target_stage(config: RunConfig, run_dir: Path | None = None, remote: RemoteA
             got = await attempt(case, work.trial)
         finally:
             at_agent.pop(id(work), None)
+        if got.stopped:
+            work.scratch["unfinished"] = True  # not written; the resume asks the agent again
+            work.result.status = Status.target_error  # so no later stage works on it
+            return
         if got.turns is not None:
             work.result.metadata = {**work.result.metadata, "turns": got.turns}
         if got.trace is not None:
