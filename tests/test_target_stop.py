@@ -43,12 +43,9 @@ def _calls(tmp: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-@pytest.mark.parametrize("judged", [False, True], ids=["scored", "judged"])
-def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Path, judged: bool) -> None:
-    # Judged: a case the agent answered is judged within the stop's grace, not dropped at the judge.
-    _config(tmp_path, judged)
-    cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+def _stop_while_c1_is_held(tmp: Path, cmd: list[str]) -> None:
+    """Run `cmd`; once c1 is at the agent, send SIGINT, wait for the run to say it is stopping, then let c1 go (exit 130)."""
+    proc = subprocess.Popen(cmd, cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     stopping = threading.Event()
     lines: list[str] = []
 
@@ -62,17 +59,25 @@ def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Pa
     reader.start()
     try:
         deadline = time.monotonic() + 120
-        while _calls(tmp_path) != ["c0", "c1"]:
+        while _calls(tmp) != ["c0", "c1"]:
             assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         assert stopping.wait(60), "".join(lines)
-        (tmp_path / "go").touch()
+        (tmp / "go").touch()
         assert proc.wait(120) == 130, "".join(lines)
     finally:
         if proc.poll() is None:
             proc.kill()
     reader.join(10)
+
+
+@pytest.mark.parametrize("judged", [False, True], ids=["scored", "judged"])
+def test_a_stop_starts_no_new_case_and_writes_every_agent_call_made(tmp_path: Path, judged: bool) -> None:
+    # Judged: a case the agent answered is judged within the stop's grace, not dropped at the judge.
+    _config(tmp_path, judged)
+    cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"]
+    _stop_while_c1_is_held(tmp_path, cmd)
     # c2…c9 were queued behind c1 when the stop came: none was sent to the agent; c0 and c1, paid for, are written.
     assert _calls(tmp_path) == ["c0", "c1"]
     written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
@@ -135,31 +140,7 @@ def test_a_retry_the_agent_asked_for_is_not_made_after_a_stop(tmp_path: Path) ->
     (tmp_path / "flaky").touch()
     (tmp_path / "c.yaml").write_text((tmp_path / "c.yaml").read_text().replace("concurrency: 1", "concurrency: 1, retries: 2"))
     cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml", "--progress-every", "0.2"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    stopping = threading.Event()
-    lines: list[str] = []
-
-    def read() -> None:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            lines.append(line)
-            if '"event": "stopping"' in line:
-                stopping.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 120
-        while _calls(tmp_path) != ["c0", "c1"]:
-            assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        assert stopping.wait(60), "".join(lines)
-        (tmp_path / "go").touch()
-        assert proc.wait(120) == 130, "".join(lines)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(10)
+    _stop_while_c1_is_held(tmp_path, cmd)
     assert _calls(tmp_path) == ["c0", "c1"]
     written = [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert written == ["c0"]
