@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ray_procs import running  # noqa: E402
 from test_worker_faults import _children  # noqa: E402
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
@@ -90,8 +91,8 @@ def test_forked_workers_end_when_their_head_is_killed(tmp_path):
 
 
 def _running(pids: list[int]) -> list[int]:
-    # Neither gone nor a zombie waiting to be reaped.
-    return [p for p in pids if Path(f"/proc/{p}").exists() and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    # Neither gone nor a zombie waiting to be reaped; a process may vanish between any two reads of /proc.
+    return [p for p in pids if running(p)]
 
 
 def test_ctrl_c_to_the_process_group_stops_cleanly_and_the_same_command_resumes(tmp_path):

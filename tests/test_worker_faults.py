@@ -18,6 +18,9 @@ import textwrap
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ray_procs import running  # noqa: E402
+
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 N = 600
 
@@ -79,7 +82,7 @@ def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
-        workers = [c for c in _children(proc.pid) if "tracejudge" not in Path(f"/proc/{c}/cmdline").read_text(errors="replace").split("\0")[0]]
+        workers = [c for c in _children(proc.pid) if b"tracejudge" not in _cmdline(c).split(b"\0")[0]]
         # Kill one while the workers compute (results are coming), not while they start.
         if workers and (tmp_path / "out" / "results.jsonl").exists():
             killed = workers[0]
@@ -132,7 +135,7 @@ def test_workers_end_when_their_head_is_killed(tmp_path):
     deadline = time.monotonic() + 30
     alive = workers
     while alive and time.monotonic() < deadline:
-        alive = [w for w in workers if Path(f"/proc/{w}").exists() and "Z" not in Path(f"/proc/{w}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+        alive = [w for w in workers if running(w)]
         time.sleep(0.1)
     assert not alive, f"orphaned workers still running: {alive}"
 
