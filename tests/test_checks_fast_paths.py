@@ -5,7 +5,8 @@ matching (`value_match`) with its plain-mapping and plain-string loops against t
 out in full here; `ToolCalls`' table of compatible pairs against `matching.match_table` with the
 metric's own compatibility test (including the order in which pairs are tested); the call
 filter against `_by_name`; the XML escaping check against its regular expression, over every
-code point.
+code point; a call's text for reasons, encoded key by key up to its cut, against `json.dumps` of
+the whole arguments, cut.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tracejudge.engine import rendered
 from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
 from tracejudge.stages.score.base import _by_name
 from tracejudge.stages.score.matching import match_table
-from tracejudge.stages.score.value_match import ABSENT, _match_matcher, _matcher_key, match_arguments, match_value
+from tracejudge.stages.score.value_match import ABSENT, _dumps, _match_matcher, _matcher_key, match_arguments, match_value, render_call
 
 settings.register_profile("fast-paths", max_examples=300, deadline=None)
 settings.load_profile("fast-paths")
@@ -149,3 +150,40 @@ def test_testcase_end_escapes_as_quoteattr(reason, value, passed):
         assert end == f'>\n      <failure type="threshold" message={msg}>{msg[1:-1]}</failure>\n    </testcase>\n'
     else:
         assert end == f">\n      <system-out>{msg[1:-1]}</system-out>\n    </testcase>\n"
+
+
+def _render_call_in_full(name, arguments, limit=120):  # type: ignore[no-untyped-def]
+    # `render_call` as documented: `json.dumps` of the whole arguments (keys sorted), cut to `limit`.
+    import json
+
+    if arguments is None:
+        return f"{name}(…)"
+    text = json.dumps(arguments, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{name}({text})"
+
+
+LONG = st.one_of(st.text(max_size=90), st.floats(allow_nan=True), st.integers(-(10**30), 10**30), st.booleans(), st.none())
+ARGS = st.dictionaries(st.text(max_size=12), st.recursive(LONG, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                                                          max_leaves=10), max_size=8)
+
+
+def _outcome(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return type(exc), str(exc)
+
+
+@given(arguments=ARGS, limit=st.sampled_from([120, 60, 1, 0, -2, 10_000]))
+def test_call_text_encoded_up_to_its_cut_is_json_dumps_of_the_whole_arguments_cut(arguments, limit):
+    assert render_call("f", arguments, limit) == _render_call_in_full("f", arguments, limit)
+
+
+def test_call_text_of_arguments_json_cannot_encode_as_json_dumps_gives_it():
+    looped: dict = {"a": 1}
+    looped["z"] = looped
+    for arguments in ({1: "a", 2: "b"}, {"a": 1, 2: "b"}, {"a": object(), "b": "x" * 200}, {"b": "x" * 200, "a": [{1: 2}]}, looped):
+        assert _outcome(render_call, "f", arguments) == _outcome(_render_call_in_full, "f", arguments), arguments
+    assert _outcome(_dumps, looped) == (ValueError, "Circular reference detected")  # as `json.dumps`, with the shared encoders
