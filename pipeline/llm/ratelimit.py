@@ -147,7 +147,8 @@ class AdaptiveLimiter:
     EDGE_MARGIN = 0.01
     # Share of the provider's shortest booking-to-reply time taken as sure for every request (see `window_model.booked`).
     FLOOR_SHARE = 0.9
-    # Until a reply says how the provider counts tokens, a strict window is filled this far.
+    # Until a reply says how the provider counts tokens, a strict window is filled this far (unless the provider's
+    # request count bounds the factor: `window_model.bound_factor`).
     FIRST_FILL = 0.5
 
     def __init__(self, rpm: int, tpm: int, max_in_flight: int, window: Window = "auto", window_s: float = WINDOW_S) -> None:
