@@ -10,7 +10,7 @@ the request arrives (or, `--book reply`, when it is answered) and sends
 newest entry leaves the window) on every reply, `retry-after(-ms)` on a 429.
 2,000 cases, each one `TaskCompletion` request of about 1,830 tokens, go
 through the real pipeline (`tracejudge run`'s runner, in this process) with
-64 requests in flight, `max_tokens` 200 and `limits.window` strict (or auto).
+the default `limits.max_in_flight` (64) in flight, `max_tokens` 200 and `limits.window` strict (or auto).
 
 `--scale F` shrinks the window to 60·F seconds and the limits, the latency and
 the number of cases by F (`--scale 0.1`: 6 s windows, 300 RPM, 100,000 TPM,
@@ -63,14 +63,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from judge_throughput import make_case  # noqa: E402
-from tracejudge.core.config import JudgeConfig, validate_config  # noqa: E402
+from tracejudge.core.config import JudgeConfig, LimitsConfig, validate_config  # noqa: E402
 from tracejudge.core.records import Case  # noqa: E402
 from tracejudge.engine import runner  # noqa: E402
 from tracejudge.simulator.limits import char_tokens  # noqa: E402
 from tracejudge.stages.judge.client import build_request, request_tokens  # noqa: E402
 from tracejudge.stages.judge.metrics import TaskCompletion  # noqa: E402
 
-RPM, TPM, LATENCY_MS, MAX_TOKENS, IN_FLIGHT, CASES = 3000, 1_000_000, 200, 200, 64, 2000
+RPM, TPM, LATENCY_MS, MAX_TOKENS, CASES = 3000, 1_000_000, 200, 200, 2000
+# Requests in flight: what a user gets by default (`limits.max_in_flight`), so the figure is the default's.
+IN_FLIGHT = LimitsConfig.model_fields["max_in_flight"].default
 # Prompt tokens as the server counts them; with the reply about 1,780 a request, 562 fit in a window (the issue's figure).
 TARGET_TOKENS = 1750
 
@@ -160,7 +162,7 @@ def measure(args: argparse.Namespace) -> list[tuple[str, str]]:
     work = Path(tempfile.mkdtemp(prefix="tj-ratelimit-"))
     rows: list[tuple[str, str]] = [("window / RPM / TPM / latency", f"{window_s:g} s / {rpm:,} / {tpm:,} / {latency_ms:g} ms"),
                                    ("server books / counts / headers", f"{args.book} / {args.limit_count} / {'no' if args.no_rate_headers else 'yes'}"),
-                                   ("client window / cases / hogs", f"{args.client_window} / {cases} / {args.hogs}")]
+                                   ("client window / in flight (the default) / cases / hogs", f"{args.client_window} / {IN_FLIGHT} / {cases} / {args.hogs}")]
     hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
     proc = None
     try:
@@ -176,7 +178,7 @@ def measure(args: argparse.Namespace) -> list[tuple[str, str]]:
             "dataset": {"path": str(work / "cases.jsonl"), "format": "native"},
             "metrics": [{"type": "TaskCompletion"}],
             "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": url + "/v1", "max_tokens": MAX_TOKENS},
-            "limits": {"rpm": rpm, "tpm": tpm, "max_in_flight": IN_FLIGHT, "window": args.client_window, "window_s": window_s},
+            "limits": {"rpm": rpm, "tpm": tpm, "window": args.client_window, "window_s": window_s},
             "cache": {"enabled": False},
             "run": {"dir": str(work / "run"), "queue_size": 256},
         })

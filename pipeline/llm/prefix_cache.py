@@ -16,6 +16,7 @@ predicts them with it, so on the simulator the two agree.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
@@ -26,6 +27,22 @@ __all__ = ["PREFIX_BLOCK", "PREFIX_MIN", "PrefixCache", "prompt_text"]
 
 # OpenAI's automatic prompt caching: prompts of 1,024 tokens and more, cached in 128-token steps.
 PREFIX_MIN, PREFIX_BLOCK = 1024, 128
+
+
+_REMEMBER_CHARS = 8192
+
+
+def _tokens(encoding: Any, text: str, repeats: bool) -> list[int]:
+    # A judge's requests share their schema and system prompt: the simulator tokenized them on every request. Long
+    # texts are not kept (a conversation's earlier turns are long and rarely repeat), nor what differs per request.
+    if repeats and len(text) <= _REMEMBER_CHARS:
+        return list(_remembered(encoding, text))
+    return encoding.encode(text, disallowed_special=())  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered(encoding: Any, text: str) -> tuple[int, ...]:
+    return tuple(encoding.encode(text, disallowed_special=()))
 
 
 def _flat(content: Any) -> Any:
@@ -91,24 +108,26 @@ class PrefixCache:
         seen.add(digest)
         return 0, tokens
 
-    def openai(self, model: str, body: dict[str, Any]) -> int:
+    def openai(self, model: str, body: dict[str, Any], prompt: tuple[list[dict[str, Any]], str] | None = None) -> int:
         """Prompt tokens an OpenAI-style prefix cache would serve for `body`, and remember its prefixes.
 
         The prompt is the structured-output schema (OpenAI: "a prefix to the
         system message") then each message's role and content, tokenized;
         it is cached in blocks: the first `PREFIX_MIN` tokens, then every
         `PREFIX_BLOCK` more. The answer is the longest such prefix an earlier
-        request of the same model had (0 below `PREFIX_MIN`).
+        request of the same model had (0 below `PREFIX_MIN`). `prompt`:
+        `prompt_text(body)` when the caller has it.
         """
         if not self.enabled:
             return 0
-        messages, extra = prompt_text(body)
+        messages, extra = prompt or prompt_text(body)
         encoding = counter_for(model).encoding
-        tokens = encoding.encode(extra, disallowed_special=()) if extra else []
-        for m in messages:
+        tokens = _tokens(encoding, extra, True) if extra else []
+        last = len(messages) - 1
+        for i, m in enumerate(messages):
             content = m.get("content")
-            tokens += encoding.encode(f"{m.get('role')}\n{content if isinstance(content, str) else json.dumps(content, sort_keys=True)}",
-                                      disallowed_special=())
+            text = f"{m.get('role')}\n{content if isinstance(content, str) else json.dumps(content, sort_keys=True)}"
+            tokens += _tokens(encoding, text, i < last)
         seen = self.prefixes.setdefault(model, set())
         running, start, cached, hit = hashlib.sha256(), 0, 0, True
         for end in range(PREFIX_MIN, len(tokens) + 1, PREFIX_BLOCK):

@@ -147,7 +147,8 @@ class AdaptiveLimiter:
     EDGE_MARGIN = 0.01
     # Share of the provider's shortest booking-to-reply time taken as sure for every request (see `window_model.booked`).
     FLOOR_SHARE = 0.9
-    # Until a reply says how the provider counts tokens, a strict window is filled this far.
+    # Until a reply says how the provider counts tokens, a strict window is filled this far (unless the provider's
+    # request count bounds the factor: `window_model.bound_factor`).
     FIRST_FILL = 0.5
 
     def __init__(self, rpm: int, tpm: int, max_in_flight: int, window: Window = "auto", window_s: float = WINDOW_S) -> None:
@@ -163,6 +164,9 @@ class AdaptiveLimiter:
         self.reply_booking = False
         self.factor = 1.0
         self.answered = False
+        self._first_admitted: float | None = None  # when our first request was admitted (the provider's first window)
+        self._least_share = 1.0  # the smallest share of its reservation an answered request used
+        self._counted_factor = False  # the factor is the bound the provider's request count gives (see `window_model.bound_factor`)
         self._last_serial = 0
         # The provider's count of its window at the last reply that reported it, and what our log held then that it counted.
         self._anchor: tuple[float, float] | None = None
@@ -229,6 +233,8 @@ class AdaptiveLimiter:
             self.requests.level -= 1
             self.tokens.level -= tokens
             serial = self._last_serial = next(self._serials)
+            if self._first_admitted is None:
+                self._first_admitted = now
             self.request_log.add(serial, 1.0, now)
             self.token_log.add(serial, float(tokens), now)
             self.in_flight += 1
@@ -253,6 +259,8 @@ class AdaptiveLimiter:
         else:
             if used_tokens is not None:
                 self.tokens.level = min(self.tokens.capacity, self.tokens.level + max(0, permit.tokens - used_tokens))
+                if permit.tokens > 0:
+                    self._least_share = min(self._least_share, max(0, used_tokens) / permit.tokens)
             if permit.flight_s is not None:
                 self._flight = permit.flight_s if not self._flight else 0.8 * self._flight + 0.2 * permit.flight_s
             booked = window_model.booked(self, permit, rate, now)

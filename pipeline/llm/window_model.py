@@ -10,9 +10,11 @@ in step with the provider's own window, from its headers and its 429s:
   room left is the provider's own figure, and only what changed since
   (sent, answered, expired) is our estimate, scaled by `factor`, the
   provider's tokens per token of ours (its tokenizer, a gateway counting
-  characters), measured on replies with nothing else unanswered. Until
-  a reply told the factor, a window is filled only half-way; at its
-  edge `EDGE_MARGIN` (1 %) stays free.
+  characters), measured on replies with nothing else unanswered; in a
+  burst, before such a reply, bounded from above by the provider's count
+  of requests (`x-ratelimit-remaining-requests`, in its first window).
+  Until a reply told or bounded the factor, a window is filled only
+  half-way; at its edge `EDGE_MARGIN` (1 %) stays free.
 - *its booking moment*: `x-ratelimit-reset-tokens`, the time until the
   newest entry leaves, dates the provider's newest booking, which this
   request's is not after: an entry leaves our log one window after that
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from tracejudge.llm.providers import RateInfo
     from tracejudge.llm.ratelimit import AdaptiveLimiter, Permit
 
-__all__ = ["before_reply", "booked", "learn_factor", "learn_from_refusal", "token_room"]
+__all__ = ["before_reply", "booked", "bound_factor", "learn_factor", "learn_from_refusal", "token_room"]
 
 
 def token_room(lim: AdaptiveLimiter) -> float:
@@ -160,8 +162,39 @@ def learn_factor(lim: AdaptiveLimiter, rate: RateInfo, now: float, unseen: float
     # that matters at a window's edge (they are what leaves it), so once known it is taken with nothing in flight.
     settled = lim.in_flight == 0
     if ours <= 0 or unseen > 0.1 * ours or counted <= 0 or (lim._settled_factor and not settled):
+        if not lim.answered or lim._counted_factor:
+            bound_factor(lim, rate, counted, now if read is None else read)
         return
     sample = min(5.0, max(0.2, counted / (ours + unseen / 2)))
-    lim.factor = sample if not lim.answered or settled and not lim._settled_factor else 0.5 * lim.factor + 0.5 * sample
+    fresh = not lim.answered or lim._counted_factor or settled and not lim._settled_factor
+    lim.factor = sample if fresh else 0.5 * lim.factor + 0.5 * sample
     lim._settled_factor = lim._settled_factor or settled
+    lim._counted_factor = False
+    lim.answered = True
+
+
+def bound_factor(lim: AdaptiveLimiter, rate: RateInfo, counted: float, read: float) -> None:
+    """In a burst, before any reply with little in flight: the provider's count of requests bounds its tokens per token of ours.
+
+    `counted`: the tokens the provider counts in its window at the reply read at `read`.
+    In the provider's first window (nothing of ours has left it), `x-ratelimit-remaining-requests` says how many
+    of our requests it counted, n; they are among those admitted by `read`. However they reached it, they hold at
+    least the n smallest of those entries, each at its least: an answered one what it used, one still in flight
+    its reservation times the smallest share of a reservation any answered request used (the provider may have
+    answered it already). `counted` over that sum is an upper bound of the factor — the safe side: the window is
+    filled to the provider's own count less the edge margin, with the room since that count scaled by a factor
+    a few % too large, instead of half-way until the burst pauses (`FIRST_FILL`). Each later reply in the burst
+    bounds it again, until a reply with little in flight measures it.
+    """
+    if rate.remaining_requests is None or lim._first_admitted is None or read - lim.window_s >= lim._first_admitted:
+        return
+    n = int(rate.limit_requests or lim.requests.capacity) - rate.remaining_requests
+    least = sorted(e[0] if e[2] is not None else e[0] * lim._least_share for e in lim.token_log.entries.values() if e[3] <= read)
+    if n < 1 or n > len(least):
+        return  # someone else's requests in the count: its tokens say nothing of ours
+    ours = sum(least[:n])
+    if ours <= 0:
+        return
+    lim.factor = min(5.0, max(0.2, counted / ours))
+    lim._counted_factor = True
     lim.answered = True

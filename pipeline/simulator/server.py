@@ -235,7 +235,7 @@ def build_app(config: SimConfig) -> web.Application:
             await asyncio.sleep(config.hang_s)
             return _error(504, "timeout", "simulated timeout", {}, anthropic)
 
-        payload, completion = answer(sim, body, anthropic, fault, prompt_tokens)
+        payload, completion = answer(sim, body, anthropic, fault, prompt_tokens, (messages, extra))
         limit_completion = char_tokens([], reply=_reply_text(payload)) if config.limit_count == "chars" else completion
         sim.limits.settle(entry, limit_prompt + limit_completion)
         st.peak_window_tokens = sim.limits.peak_tokens

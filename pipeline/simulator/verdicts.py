@@ -27,6 +27,7 @@ _QUESTION_ID = re.compile(r"(?m)^([A-Z]+\d+): ")
 _DATA_TAG = re.compile(r"==== DATA (\w+) BEGIN ====")
 _DATA_END = re.compile(r"==== DATA \w+ END ====")
 _ID = re.compile(r"^[A-Z]+\d+$")
+Prompt = tuple[list[dict[str, Any]], str]  # `prompt_text(body)`: the messages with text content, the schema text
 
 
 def _digest(body: dict[str, Any], seed: int) -> bytes:
@@ -34,7 +35,7 @@ def _digest(body: dict[str, Any], seed: int) -> bytes:
     return hashlib.sha256(f"{seed}:{canon}".encode()).digest()
 
 
-def _verdict(sim: Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str) -> Any:
+def _verdict(sim: Sim, body: dict[str, Any], schema: dict[str, Any], name: str | None, fault: str, prompt: Prompt) -> Any:
     """The verdict for `schema`; a multi-item request (schema named `verdicts`) gets one verdict per item id.
 
     Each item's verdict depends only on the seed and the item's id, so an
@@ -42,7 +43,7 @@ def _verdict(sim: Sim, body: dict[str, Any], schema: dict[str, Any], name: str |
     `drop_item` and `malformed_item` spoil the first item of the request.
     """
     if name == ANSWERS_SCHEMA_NAME:
-        return _answers(sim, body, schema, fault)
+        return _answers(sim, body, schema, fault, prompt)
     if name != MULTI_SCHEMA_NAME or not isinstance(schema.get("properties"), dict):
         return sim.instance(schema, _digest(body, sim.config.seed))
     out: dict[str, Any] = {}
@@ -61,9 +62,13 @@ def _verdict(sim: Sim, body: dict[str, Any], schema: dict[str, Any], name: str |
     return out
 
 
-def _asked(body: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(the user messages' texts, the question ids they list after the data)."""
-    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+def _user_texts(prompt: Prompt) -> list[str]:
+    return [str(m.get("content")) for m in prompt[0] if isinstance(m, dict) and m.get("role") == "user"]
+
+
+def _asked(body: dict[str, Any], prompt: Prompt | None = None) -> tuple[list[str], list[str]]:
+    """(the user messages' texts, the question ids they list after the data); `prompt`: `prompt_text(body)` when known."""
+    texts = _user_texts(prompt or prompt_text(body))
     # Questions are listed after the data: a line of the data that looks like one is not asked.
     asked = [_DATA_END.split(t)[-1] for t in texts]
     return texts, list(dict.fromkeys(q for t in asked for q in _QUESTION_ID.findall(t)))
@@ -84,14 +89,14 @@ def schema_name(schema: dict[str, Any]) -> str | None:
 _ITEM = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}, "reason": {"type": "string"}}}
 
 
-def _answers(sim: Sim, body: dict[str, Any], schema: dict[str, Any], fault: str) -> dict[str, Any]:
+def _answers(sim: Sim, body: dict[str, Any], schema: dict[str, Any], fault: str, prompt: Prompt) -> dict[str, Any]:
     """One answer per question id, each a function of the seed, the data tag and the id (see the module doc).
 
     The ids are the schema's own properties (a per-request schema keyed by question id), or, for the shared
     list schema (`{"answers": [{id, answer, reason}]}`), the ids the prompt lists.
     """
-    texts, listed = _asked(body)
-    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), _digest(body, sim.config.seed).hex())
+    texts, listed = _asked(body, prompt)
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), None) or _digest(body, sim.config.seed).hex()
     props = schema.get("properties") or {}
     as_list = isinstance(props.get("answers"), dict) and props["answers"].get("type") == "array"
     ids = listed if as_list else list(props)
@@ -113,9 +118,9 @@ def _answers(sim: Sim, body: dict[str, Any], schema: dict[str, Any], fault: str)
     return {"answers": list(out.values())} if as_list else out
 
 
-def _with_flaws(sim: Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any) -> Any:
+def _with_flaws(sim: Sim, body: dict[str, Any], schema: dict[str, Any], verdict: Any, prompt: Prompt) -> Any:
     """`verdict` through the simulator's known flaws; a pairwise request's verdict made here (`tracejudge.simulator.flaws`)."""
-    texts = [str(m.get("content")) for m in prompt_text(body)[0] if isinstance(m, dict) and m.get("role") == "user"]
+    texts = _user_texts(prompt)
     pairwise = is_pairwise(texts)
     if not (pairwise or sim.flaws.active):
         return verdict
@@ -130,14 +135,17 @@ def _with_flaws(sim: Sim, body: dict[str, Any], schema: dict[str, Any], verdict:
     return sim.flaws.apply(verdict, model, tag, occurrence)
 
 
-def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int) -> tuple[dict[str, Any], int]:
+def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int,
+           prompt: Prompt | None = None) -> tuple[dict[str, Any], int]:
     """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
 
     `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
     `malformed_item` (the others are handled before an answer is made).
     Counts the answer in the stats. Used by the synchronous endpoints and by
-    the batch endpoints alike.
+    the batch endpoints alike. `prompt`: `prompt_text(body)` when the caller
+    has it (read once per request).
     """
+    prompt = prompt or prompt_text(body)
     st = sim.stats
     model = str(body["model"])
     max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
@@ -150,16 +158,16 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
         schema = rf["schema"]
         name = schema_name(schema)
     elif not rf and not anthropic:
-        _, listed = _asked(body)
+        _, listed = _asked(body, prompt)
         if listed:  # no schema: a model reading the prompt answers the question ids it lists
             schema, name = {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
     if anthropic and body.get("tools"):
         tool = body["tools"][0]
         schema, tool_name = tool.get("input_schema"), tool.get("name")
         name = tool_name
-    verdict = _verdict(sim, body, schema, name, fault) if schema else "yes"
+    verdict = _verdict(sim, body, schema, name, fault, prompt) if schema else "yes"
     if schema and name != MULTI_SCHEMA_NAME:
-        verdict = _with_flaws(sim, body, schema, verdict)
+        verdict = _with_flaws(sim, body, schema, verdict, prompt)
     text = json.dumps(verdict) if schema else "yes"
     finish = "stop"
     if fault == "prose":
@@ -176,7 +184,7 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     counter = counter_for(model)
     completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
-    cached, written = sim.prefix_cache.anthropic(model, body) if anthropic else (min(prompt_tokens, sim.prefix_cache.openai(model, body)), 0)
+    cached, written = sim.prefix_cache.anthropic(model, body) if anthropic else (min(prompt_tokens, sim.prefix_cache.openai(model, body, prompt)), 0)
     cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
     st.cached_input_tokens += cached
     st.answered += 1
