@@ -316,7 +316,7 @@ class _Eager:
             else:
                 self._run += 1
                 return item
-        self._run = 0
+        self._run = 1  # (the item this checkpoint's receive brings counts as the first of the next run)
         try:
             return await self._recv.receive()
         except anyio.EndOfStream:
