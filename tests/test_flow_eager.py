@@ -3,20 +3,22 @@ order, to the end, and never for long without letting other tasks in."""
 
 from __future__ import annotations
 
+import random
+
 import anyio
 from tracejudge.engine import flow
 
 
-def test_eager_reads_every_item_in_order_and_lets_other_tasks_in() -> None:
-    n = 5 * flow._EAGER + 3
+def _drain(items: list[object]) -> tuple[list[object], list[int]]:
+    """`items` read through `_Eager` from a full stream, and the number read each time another task got a turn."""
 
-    async def main() -> tuple[list[int], list[int]]:
-        send, recv = anyio.create_memory_object_stream[int](n)
-        for i in range(n):
-            send.send_nowait(i)
+    async def main() -> tuple[list[object], list[int]]:
+        send, recv = anyio.create_memory_object_stream[object](len(items))
+        for item in items:
+            send.send_nowait(item)
         send.close()
-        got: list[int] = []
-        turns: list[int] = []  # how many items were read each time the other task ran
+        got: list[object] = []
+        turns: list[int] = []
 
         async def other() -> None:
             while True:
@@ -31,11 +33,34 @@ def test_eager_reads_every_item_in_order_and_lets_other_tasks_in() -> None:
             tg.cancel_scope.cancel()
         return got, turns
 
-    got, turns = anyio.run(main)
+    return anyio.run(main)
+
+
+def _longest_stretch(sizes: list[int], turns: list[int]) -> int:
+    """The most works read between two turns of the other task (`sizes`: works per item read)."""
+    seen = sorted(set(turns))
+    return max(sum(sizes[a:b]) for a, b in zip([0, *seen], [*seen, len(sizes)], strict=True))
+
+
+def test_eager_reads_every_item_in_order_and_lets_other_tasks_in() -> None:
+    n = 5 * flow._EAGER + 3
+    got, turns = _drain(list(range(n)))
     assert got == list(range(n))
     # The other task ran between every `_EAGER` items read: no run of reads without a checkpoint is longer.
-    seen = sorted(set(turns))
-    assert max(b - a for a, b in zip([0, *seen], [*seen, n], strict=True)) <= flow._EAGER
+    assert _longest_stretch([1] * n, turns) <= flow._EAGER
+
+
+def test_eager_counts_works_so_a_stream_of_chunks_yields_about_once_a_chunk() -> None:
+    rng = random.Random(7)
+    chunks = [list(range(rng.randint(1, 40))) for _ in range(200)]
+    got, turns = _drain(chunks)
+    assert got == chunks
+    sizes = [len(c) for c in chunks]
+    # Reads go on without a checkpoint only while fewer than `_EAGER` works were taken: at most one chunk past them.
+    assert _longest_stretch(sizes, turns) < flow._EAGER + max(sizes)
+    big = [list(range(flow._EAGER))] * 10
+    got, turns = _drain(big)
+    assert got == big and _longest_stretch([flow._EAGER] * 10, turns) == flow._EAGER  # a full chunk: a checkpoint each
 
 
 def test_eager_waits_for_items_that_come_later_and_ends_with_the_stream() -> None:

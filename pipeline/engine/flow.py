@@ -286,15 +286,16 @@ def _case_id(item: Extracted) -> str:
     return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
 
 
-# Items a task hands over (or takes) without a checkpoint before it yields to the loop once all the same: each
-# checkpoint is a trip round the event loop, which cost more than a cached case's judging (a warm re-run).
+# Works a task takes (or hands over, one at a time) without a checkpoint before it yields to the loop all the same: each
+# checkpoint is a trip round the event loop, which cost more than a cached case's judging (a warm re-run). Counted in
+# works, not in chunks, so a stage that computes without awaiting still yields about once per chunk of this size.
 _EAGER = 64
 
 
 class _Eager:
-    """Iterates `recv` (as `async for` does) taking a buffered item without the checkpoint `receive` makes first, up to
-    `_EAGER` in a row; an empty stream is awaited as usual (so is the item after the `_EAGER`-th: other tasks and a
-    cancellation get in at least that often)."""
+    """Iterates `recv` (as `async for` does) taking a buffered item without the checkpoint `receive` makes first, while
+    the works taken so (the items' lengths: chunks of works) stay under `_EAGER`; an empty stream is awaited as usual,
+    and so is the item after those (other tasks and a cancellation get in at least that often)."""
 
     __slots__ = ("_recv", "_run")
 
@@ -314,13 +315,14 @@ class _Eager:
             except anyio.EndOfStream:
                 raise StopAsyncIteration from None
             else:
-                self._run += 1
+                self._run += len(item) if type(item) is list else 1
                 return item
-        self._run = 1  # (the item this checkpoint's receive brings counts as the first of the next run)
         try:
-            return await self._recv.receive()
+            item = await self._recv.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
+        self._run = len(item) if type(item) is list else 1  # (what this checkpoint's receive brings starts the next run)
+        return item
 
 
 async def _send(send: MemoryObjectSendStream[list[Any]], item: list[Any]) -> None:
