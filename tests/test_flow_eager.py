@@ -1,4 +1,4 @@
-"""The pipeline's streams are read and written without a checkpoint per item (`engine.flow._Eager`, `_emit`), yet in
+"""The pipeline's streams are read without a checkpoint per item (`engine.flow._Eager`), yet in
 order, to the end, and never for long without letting other tasks in."""
 
 from __future__ import annotations

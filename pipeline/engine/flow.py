@@ -286,7 +286,7 @@ def _case_id(item: Extracted) -> str:
     return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
 
 
-# Works a task takes (or hands over, one at a time) without a checkpoint before it yields to the loop all the same: each
+# Works a task takes without a checkpoint before it yields to the loop all the same: each
 # checkpoint is a trip round the event loop, which cost more than a cached case's judging (a warm re-run). Counted in
 # works, not in chunks, so a stage that computes without awaiting still yields about once per chunk of this size.
 _EAGER = 64
@@ -325,20 +325,14 @@ class _Eager:
         return item
 
 
-async def _send(send: MemoryObjectSendStream[list[Any]], item: list[Any]) -> None:
-    # `send.send(item)` without its checkpoint when a receiver or the buffer takes the item at once.
-    try:
-        send.send_nowait(item)
-    except anyio.WouldBlock:
-        await send.send(item)
-
-
 async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
+    # (Sent with a checkpoint each: handed over without one, the cases of a concurrent stage finished in another order, and
+    # results.jsonl's lines and the reports' ties with them.)
     if single:
-        for i, item in enumerate(items, 1):
-            await (send.send([item]) if i % _EAGER == 0 else _send(send, [item]))
+        for item in items:
+            await send.send([item])
     elif items:
-        await _send(send, items)
+        await send.send(items)
 
 
 def _unencodable(result: CaseResult, exc: Exception) -> CaseResult:
