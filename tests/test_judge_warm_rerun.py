@@ -68,6 +68,21 @@ def _long_cases(path: Path, n: int) -> Path:
     return path
 
 
+def test_warm_reruns_write_their_results_in_the_datasets_order_and_the_same_reports(tmp_path):
+    # The cache answers each case as soon as it is read, so the results are written as the cases are read: the same
+    # lines in the same order every time, and so the same reports (whose ties keep the order written).
+    cases = _cases(tmp_path / "c.jsonl", 300)
+    metrics = [{"type": "Rubric", "criteria": "The agent found the item."}]
+    _run(tmp_path, cases, "cold", metrics)
+    ids = [json.loads(line)["id"] for line in cases.read_text().splitlines()]
+    reports = []
+    for run in ("warm1", "warm2"):
+        assert _run(tmp_path, cases, run, metrics)["judge"]["requests"] == 0
+        assert [json.loads(line)["case_id"] for line in (tmp_path / run / "results.jsonl").read_text().splitlines()] == ids
+        reports.append((tmp_path / run / "report.md").read_text().split("\n", 1)[1])  # (its title names the run directory)
+    assert reports[0] == reports[1]
+
+
 def test_a_warm_rerun_of_truncated_prompts_asked_question_by_question_gives_the_cold_runs_results(tmp_path):
     # The cache answers each case whole in one step: per-question requests, truncation notes and counts as the usual path.
     cases = _long_cases(tmp_path / "c.jsonl", 12)

@@ -184,7 +184,7 @@ class _Flow:
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
         async with recv, send:
-            async for works in recv:
+            async for works in _Eager(recv):
                 if self.stop.is_set() and not any(AGENT_ANSWERED in w.scratch for w in works):
                     # Stopping: work no stage has started is dropped, not written, so the
                     # resume redoes it; only what is already in a stage's hands finishes, and
@@ -209,7 +209,7 @@ class _Flow:
 
     async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:
         async with recv:
-            async for works in recv:
+            async for works in _Eager(recv):
                 batch: list[Finished] = []  # results rendered where they were scored: recorded together, in order
                 for work in works:
                     self.live.in_flight -= 1
@@ -286,7 +286,48 @@ def _case_id(item: Extracted) -> str:
     return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
 
 
+# Works a task takes without a checkpoint before it yields to the loop all the same: each
+# checkpoint is a trip round the event loop, which cost more than a cached case's judging (a warm re-run). Counted in
+# works, not in chunks, so a stage that computes without awaiting still yields about once per chunk of this size.
+_EAGER = 64
+
+
+class _Eager:
+    """Iterates `recv` (as `async for` does) taking a buffered item without the checkpoint `receive` makes first, while
+    the works taken so (the items' lengths: chunks of works) stay under `_EAGER`; an empty stream is awaited as usual,
+    and so is the item after those (other tasks and a cancellation get in at least that often)."""
+
+    __slots__ = ("_recv", "_run")
+
+    def __init__(self, recv: MemoryObjectReceiveStream[Any]) -> None:
+        self._recv = recv
+        self._run = 0
+
+    def __aiter__(self) -> _Eager:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._run < _EAGER:
+            try:
+                item = self._recv.receive_nowait()
+            except anyio.WouldBlock:
+                pass
+            except anyio.EndOfStream:
+                raise StopAsyncIteration from None
+            else:
+                self._run += len(item) if type(item) is list else 1
+                return item
+        try:
+            item = await self._recv.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+        self._run = len(item) if type(item) is list else 1  # (what this checkpoint's receive brings starts the next run)
+        return item
+
+
 async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:
+    # (Sent with a checkpoint each: handed over without one, the cases of a concurrent stage finished in another order, and
+    # results.jsonl's lines and the reports' ties with them.)
     if single:
         for item in items:
             await send.send([item])

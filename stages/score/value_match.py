@@ -29,10 +29,12 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from json.encoder import encode_basestring
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import regex
 from tracejudge.core.records import decode_arguments
+
+if TYPE_CHECKING:
+    import regex
 
 try:
     from json.encoder import c_make_encoder as _c_make_encoder
@@ -105,6 +107,8 @@ def _decoded(actual: Any) -> Any:
 @lru_cache(maxsize=1024)
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
     """`pattern` compiled by the `regex` library (cached); raises `regex.error` when invalid."""
+    import regex  # here: most runs match no pattern, and its import costs tens of milliseconds
+
     return regex.compile(pattern)
 
 
