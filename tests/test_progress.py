@@ -32,34 +32,6 @@ def test_log_progress_lines_carry_counts_errors_and_judge_figures() -> None:
     assert last["judge_tokens"] == 180 and last["judge_cache_hit_rate"] == 0.5 and last["in_flight"] == 3
 
 
-def test_log_progress_lines_are_laid_out_as_structlog_writes_them() -> None:
-    # The lines are written without structlog (its import is costly); each must be the line structlog's JSON
-    # renderer writes for the same event, fields, level and time, byte for byte.
-    import logging
-
-    import structlog
-
-    buf = io.StringIO()
-    p = LogProgress(buf, total=8, every_s=0.0)
-    for r in _results():
-        p.update(r)
-    p.set_judge(in_flight=3, where=object())  # a value JSON has no form for: its repr, as structlog writes it
-    p.close()
-    for line in buf.getvalue().splitlines():
-        got = json.loads(line)
-        fields = {k: v for k, v in got.items() if k not in ("event", "level", "timestamp")}
-        want = io.StringIO()
-        log = structlog.wrap_logger(
-            structlog.PrintLogger(want),
-            processors=[structlog.processors.add_log_level, lambda _l, _n, d: {**d, "timestamp": got["timestamp"]},
-                        structlog.processors.JSONRenderer()],
-            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-        )
-        log.info(got["event"], **fields)
-        assert line + "\n" == want.getvalue()
-    assert got["where"].startswith("<object object at") and got["timestamp"].endswith("Z") and got["level"] == "info"
-
-
 def test_rich_bar_on_a_terminal() -> None:
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=200)

@@ -1,4 +1,4 @@
-"""Progress while a run goes: a rich bar on a terminal, periodic JSON log lines otherwise.
+"""Progress while a run goes: a rich bar on a terminal, periodic structlog lines otherwise.
 
 Both take every new result through `update(result)` and show: results done
 (of the expected total once it is known), rate, ETA, errors by kind, and,
@@ -18,12 +18,10 @@ own below, wrapped rather than cut.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tracejudge.core.log import ROOT as LOG_ROOT
@@ -230,16 +228,10 @@ class RichProgress:
         self._p.stop()
 
 
-def _fallback(value: Any) -> Any:
-    # What structlog's JSONRenderer writes for a value JSON has no form for: its `__structlog__()`, else its repr.
-    method = getattr(value, "__structlog__", None)
-    return method() if method is not None else repr(value)
-
-
 class LogProgress:
-    """Plain JSON lines, as structlog's JSON renderer lays them out, every `every_s` seconds, and one at the end.
+    """Plain structlog lines (JSON) every `every_s` seconds, and one at the end.
 
-    Written to `stream` directly, not through a logger, so the lines appear
+    Uses its own structlog logger writing to `stream`, so the lines appear
     whatever the CLI's log level is (progress is not a warning, but a
     non-terminal user still wants to see it).
     """
@@ -248,7 +240,13 @@ class LogProgress:
         self.state = ProgressState(total)
         self.every_s = every_s
         self._last = time.monotonic()
-        self._stream = stream or sys.stderr
+        import structlog  # here: a run without progress lines (--no-progress, a terminal's bar) does not import it
+
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(stream or sys.stderr),
+            processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        )
 
     def set_total(self, total: int) -> None:
         self.state.total = total
@@ -269,19 +267,12 @@ class LogProgress:
         now = time.monotonic()
         if now - self._last >= (min(self.every_s, 1.0) if self.state.stopping else self.every_s):
             self._last = now
-            self._info("stopping" if self.state.stopping else "progress", self.state.fields())
+            self._log.info("stopping" if self.state.stopping else "progress", **self.state.fields())
 
     def close(self, finished: bool = True) -> None:
         """Log the closing `progress_done` line; not when the run ended in an error before finishing (`finished=False`)."""
         if finished:
-            self._info("progress_done", self.state.fields())
-
-    def _info(self, event: str, fields: dict[str, Any]) -> None:
-        """One line as structlog writes it with `add_log_level`, `TimeStamper(fmt="iso", utc=True)` and `JSONRenderer`:
-        the fields, `event`, `level`, `timestamp`. Written here, without structlog, whose import (with the `rich`
-        tracebacks, pygments and colorama it loads) cost more than a short run's whole judge stage."""
-        line = {**fields, "event": event, "level": "info", "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
-        print(json.dumps(line, default=_fallback), file=self._stream, flush=True)
+            self._log.info("progress_done", **self.state.fields())
 
 
 def make_progress(console: Console, *, enabled: bool = True, total: int | None = None, every_s: float = 10.0) -> RichProgress | LogProgress | None:
