@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                      help="a run directory; several (or the unsharded name of shard directories) are merged into --out")
     rep.add_argument("--out", type=Path, help="where the merged run goes (default: the shards' name without -shard-I-of-N)")
-    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
+    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's); a one-off verdict: "
+                     "nothing is written into RUN_DIR (--out DIR writes its reports to a copy)")
 
     cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)",
                          **_examples("tracejudge compare runs/last-night runs/demo", "tracejudge compare runs/prev runs/demo --metric writes_exact --json",
