@@ -19,7 +19,8 @@ _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
   1    FAIL: an assertion (the CI gate) failed
   2    bad config or input; nothing was run
-  3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
+  3    a judge, trace store or http target that cannot be reached (one line naming the URL),
+       an internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
        or a full disk (one line: what is full, what is kept, how to resume)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
   141  stdout was closed early (e.g. piped into head); nothing is reported
