@@ -224,6 +224,17 @@ def test_a_blank_id_a_blank_tool_name_and_a_negative_spend_are_each_one_invalid_
         assert {line: (r["error"]["field"], r["error"]["message"]) for line, r in bad.items()} == expected
 
 
+def test_a_typo_of_a_required_key_names_the_typo_and_the_key_it_meant(tmp_path):
+    # `{"nam": …}` in a tool call was reported as `name: Field required`, which never showed the typo.
+    lines = [json.dumps({"id": "c0", "trace": {"steps": [{"tool_calls": [{"nam": "get_order"}]}]}}).encode(),
+             json.dumps({"id": "c1", "expected_tool_calls": [{"nmae": "get_order"}], "trace": {"steps": []}}).encode()]
+    _, results = run_cases(tmp_path, lines)
+    got = {r["case_id"]: (r["error"]["field"], r["error"]["message"]) for r in results}
+    assert got["c0"][0] == "trace.steps[0].tool_calls[0].nam"
+    assert got["c0"][1].startswith("trace.steps[0].tool_calls[0].nam: unknown key `nam`; did you mean name? (required key `name` is missing)")
+    assert got["c1"][1].startswith("expected_tool_calls[0].nmae: unknown key `nmae`; did you mean name? (required key `name` is missing)")
+
+
 def test_an_id_another_format_gives_empty_or_with_nul_is_one_invalid_case(tmp_path):
     def record(cid: str) -> dict:
         return {"id": cid, "messages": [{"role": "user", "content": "hi"}], "expected_tool_calls": []}
