@@ -111,6 +111,30 @@ def test_dataset_path_that_is_no_regular_file_is_refused_before_the_run_director
     assert not (tmp_path / "runs").exists()
 
 
+def test_true_or_false_where_a_number_goes_is_a_config_error_at_any_depth(tmp_path: Path) -> None:
+    # pydantic's lax mode took `true` as 1: `--set run.trials=true` ran one trial, `threshold: false` passed everything.
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls, threshold: false}]\nlimits: {rpm: true}\n"
+                          "assertions: {metrics: {ToolCalls: {min_mean: true}}}\ncache: {enabled: false}\n")
+    lines = config_error(cli("run", str(cfg), "--set", "run.trials=true", cwd=tmp_path)).splitlines()[1:]
+    assert "--set run.trials=true: run.trials: Input should be a number, not a boolean (got true)" in lines, lines
+    for key in ("limits.rpm", "assertions.metrics.ToolCalls.min_mean"):
+        assert any(f": {key}: " in line and "not a boolean" in line for line in lines), (key, lines)
+    assert not any("cache.enabled" in line for line in lines)  # a real bool still is one
+    err = config_error(cli("run", str(cfg), "--set", "limits={}", "--set", "assertions={}", cwd=tmp_path))
+    assert ":2: metrics.0.threshold: ToolCalls: Input should be a number, not a boolean" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_typo_of_a_metric_spec_s_required_key_names_the_typo(tmp_path: Path) -> None:
+    # `{tpe: …}` was reported as "required key `type` is missing", `{metrc: …}` as "required parameter is missing".
+    cfg = write(tmp_path, "metrics:\n  - {type: ToolCalls}\n  - {tpe: TrajectoryMatch}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f"{cfg}:4: metrics.1.tpe: unknown key `tpe`; did you mean type? (required key `type` is missing)" in err, err
+    cfg = write(tmp_path, "metrics:\n  - {type: ToolCalls}\n  - {type: PassAtK, metrc: ToolCalls, k: 2}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert "metrics.1.metrc: PassAtK: unknown key `metrc`; did you mean metric? (required key `metric` is missing)" in err, err
+
+
 def test_tau_bench_tasks_without_a_target_is_refused(tmp_path: Path) -> None:
     # Tasks carry no trace: without a target every case ended invalid_input after the whole run.
     (tmp_path / "tasks.json").write_text(json.dumps([{"task_index": 0, "instruction": "hi", "actions": []}]) + "\n")

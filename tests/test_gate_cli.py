@@ -152,16 +152,39 @@ def test_report_rebuilds_everything_from_results_alone(tmp_path: Path, capsys: p
 
 def test_regression_gate_against_a_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b, planted, _ = planted_runs(tmp_path)
-    rc = main(["report", str(b), "--baseline", str(a)])
+    (b / "summary.json").write_text('{"complete": true}')  # hand-made: say it finished, as a run's own summary does
+    rc = main(["report", str(b), "--baseline", str(a), "--out", str(tmp_path / "vs-a")])
     out = capsys.readouterr().out
     assert rc == 1 and _verdict_word(out) == "FAIL"
     assert "acc regression" in out and "drop is beyond noise" in out and "verdict: FAIL" in out
     assert "stable regression" in out  # unchanged metric: its check holds
-    html = (b / "report.html").read_text()
+    html = (tmp_path / "vs-a" / "report.html").read_text()
     assert "Regressed most: acc" in html and "planted regression" in html
     # the same comparison against itself passes
     rc = main(["report", str(a), "--baseline", str(a)])
     assert rc == 0 and _verdict_word(capsys.readouterr().out) == "PASS"
+
+
+def test_a_baseline_verdict_is_never_written_into_the_run_it_reads(tmp_path: Path) -> None:
+    # `report RUN --baseline X` used to write its one-off regression verdict into RUN's summary.json and reports,
+    # so `view` and a later look showed a FAIL the run itself never said.
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    cfgs = {}
+    for name in ("base", "run"):
+        cfgs[name] = write_config(tmp_path / f"{name}.yaml", data, tmp_path / name)
+        got = subprocess.run([str(TRACEJUDGE), "run", str(cfgs[name]), "--no-progress"], capture_output=True, text=True, timeout=120)
+        assert got.returncode == 0, got.stdout + got.stderr
+    run_dir = tmp_path / "run"
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base")],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and "tc regression" in got.stdout, got.stdout + got.stderr
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before  # nothing in the run changed
+    assert "left as the run wrote them" in " ".join(got.stdout.split())
+    checks = [c["name"] for c in json.loads((run_dir / "summary.json").read_text())["verdict"]["checks"]]
+    assert checks == ["max_invalid_share"]  # what the run itself said
+    got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and "regression" not in got.stdout, got.stdout + got.stderr
 
 
 def test_regression_rule_within_noise_passes(tmp_path: Path) -> None:

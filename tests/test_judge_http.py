@@ -145,6 +145,31 @@ def test_budget_cap_skips_then_resume_with_larger_budget_finishes(simulator, tmp
     assert rebuilt["status"] == {"ok": 10} and rebuilt["results"] == 10
 
 
+def test_a_budget_cap_is_said_plainly_and_its_skips_are_counted_once_over_resumes(simulator, tmp_path):
+    # The summary's judge.skipped_budget added up over segments (the same skipped cases counted again by each resume),
+    # a skipped score said `requests: 1` for a request never sent, and nothing said the budget had run out.
+    import subprocess
+    import sys
+
+    sim = simulator()
+    cases = write_cases(tmp_path / "c.jsonl", 10)
+    capped = {"budget": {"max_judge_tokens": 2000}, "judge": {"max_tokens": 100, "workers": 1}, "limits": {"max_in_flight": 1}}
+    first = run_config(tmp_path, sim.url, cases, **capped)
+    skipped = first["status"]["skipped_budget"]
+    assert skipped >= 6 and first["judge"]["skipped_budget"] == skipped
+    again = run_config(tmp_path, sim.url, cases, **capped)  # the resume meets the same cap on the same cases
+    assert again["status"]["skipped_budget"] == skipped and again["judge"]["skipped_budget"] == skipped
+    assert again["judge"]["requests"] == first["judge"]["requests"] == sim.stats.requests  # nothing more was sent
+    for r in (r for r in results(tmp_path) if r["status"] == "skipped_budget"):
+        info = r["scores"]["TaskCompletion"]["judge"]
+        assert (info["requests"], info["input_tokens"], info["output_tokens"]) == (0, 0, 0)
+    got = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "report", str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=120)
+    text = " ".join(got.stdout.split())
+    assert f"judge budget ran out (caps: budget.max_judge_tokens 2,000): {skipped} results (case, trial) were not judged" in text, text
+    assert "judge budget ran out" in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_dollar_budget_also_caps(simulator, tmp_path):
     sim = simulator()
     run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 3), budget={"max_cost_usd": 0.0})

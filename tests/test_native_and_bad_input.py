@@ -176,7 +176,7 @@ def test_what_a_strict_reader_refuses_is_one_invalid_case_each_naming_line_and_f
     ]
     expected = {
         2: ("trace.user_messages[0].step", "trace.user_messages[0].step: Input should be an integer, not a boolean (got true)"),
-        3: ("id", "id: the case id is empty: give every case a distinct, non-empty id"),
+        3: ("id", "id: the case id is empty or only whitespace: give every case a distinct, non-empty id"),
         4: ("id", "id: the case id holds a NUL character (\\u0000), which file names and XML cannot carry"),
         5: ("metadata.region", "metadata.region: inf at max is not a finite number (a JSON number beyond ±1.8e308, or NaN/Infinity); "
                                "write it as a string to keep it"),
@@ -196,6 +196,43 @@ def test_what_a_strict_reader_refuses_is_one_invalid_case_each_naming_line_and_f
                                   "run": {"dir": str(tmp_path / str(processes) / "run"), "processes": processes}})
         again = anyio.run(run, config)
         assert (again.new_results, again.skipped_finished) == (0, 7)  # a resume redoes none of them
+
+
+def test_a_blank_id_a_blank_tool_name_and_a_negative_spend_are_each_one_invalid_case(tmp_path):
+    # All three were accepted: a "   " id keyed results, a call named "" matched nothing and named nothing,
+    # and `cost_usd: -3` scored 1.0 on Cost. Arguments are mappings, so the msgspec fast path reads these lines too.
+    def case(i: int, name: str = "get_order", **usage: float) -> dict:
+        trace = {"steps": [{"tool_calls": [{"name": name, "arguments": {"order_id": i}}]}], "usage": {"cost_usd": 0.01, **usage}}
+        return {"id": f"c{i}", "expected_tool_calls": [{"name": "get_order", "arguments": {"order_id": i}}], "trace": trace}
+
+    lines = [json.dumps(x).encode() for x in (
+        case(0), {**case(1), "id": " \t "}, case(2, name=""), case(3, name="  "), case(4, cost_usd=-3),
+        case(5, input_tokens=-1), {**case(6), "expected_tool_calls": [{"name": ""}]}, case(7))]
+    expected = {
+        2: ("id", "id: the case id is empty or only whitespace: give every case a distinct, non-empty id"),
+        3: ("trace.steps[0].tool_calls[0].name", "trace.steps[0].tool_calls[0].name: the tool name is empty or only whitespace"),
+        4: ("trace.steps[0].tool_calls[0].name", "trace.steps[0].tool_calls[0].name: the tool name is empty or only whitespace"),
+        5: ("trace.usage.cost_usd", "trace.usage.cost_usd: Input should be greater than or equal to 0"),
+        6: ("trace.usage.input_tokens", "trace.usage.input_tokens: Input should be greater than or equal to 0"),
+        7: ("expected_tool_calls[0].name", "expected_tool_calls[0].name: the tool name is empty or only whitespace"),
+    }
+    for processes in (1, 2):  # decoded in this process, and in worker processes
+        summary, results = run_cases(tmp_path / str(processes), lines, run_section={"processes": processes},
+                                     metrics=[{"type": "ToolCalls"}, {"type": "Cost", "max_usd": 1.0}])
+        assert summary["status"] == {"invalid_input": 6, "ok": 2}
+        bad = {r["error"]["line"]: r for r in results if r["status"] == "invalid_input"}
+        assert {line: (r["error"]["field"], r["error"]["message"]) for line, r in bad.items()} == expected
+
+
+def test_a_typo_of_a_required_key_names_the_typo_and_the_key_it_meant(tmp_path):
+    # `{"nam": …}` in a tool call was reported as `name: Field required`, which never showed the typo.
+    lines = [json.dumps({"id": "c0", "trace": {"steps": [{"tool_calls": [{"nam": "get_order"}]}]}}).encode(),
+             json.dumps({"id": "c1", "expected_tool_calls": [{"nmae": "get_order"}], "trace": {"steps": []}}).encode()]
+    _, results = run_cases(tmp_path, lines)
+    got = {r["case_id"]: (r["error"]["field"], r["error"]["message"]) for r in results}
+    assert got["c0"][0] == "trace.steps[0].tool_calls[0].nam"
+    assert got["c0"][1].startswith("trace.steps[0].tool_calls[0].nam: unknown key `nam`; did you mean name? (required key `name` is missing)")
+    assert got["c1"][1].startswith("expected_tool_calls[0].nmae: unknown key `nmae`; did you mean name? (required key `name` is missing)")
 
 
 def test_an_id_another_format_gives_empty_or_with_nul_is_one_invalid_case(tmp_path):

@@ -99,14 +99,56 @@ def test_http_header_variable_missing_is_a_config_error(tmp_path, monkeypatch):
         anyio.run(run, live_config(tmp_path, cases()[:1], target))
 
 
-def test_http_connection_refused_is_retried_then_target_error(tmp_path):
-    # Port 9 (discard) on loopback has no listener here: connection refused at once.
-    target = {"kind": "http", "url": "http://127.0.0.1:9/agent", "retries": 1, "backoff_s": 0}
-    outcome = anyio.run(run, live_config(tmp_path, cases()[:1], target))
-    (result,) = read_jsonl(tmp_path / "run" / "results.jsonl")
-    assert outcome.summary["status"] == {"target_error": 1}
-    assert result["error"]["message"].startswith("turn 0 of 2: ClientConnectorError from http://127.0.0.1:9/agent")
-    assert result["error"]["message"].endswith("(gave up after 2 attempts)")
+def test_an_http_target_nobody_listens_on_stops_the_run_with_exit_3_and_resumes_once_it_is_up(tmp_path):
+    # It used to fail every case as target_error and exit 1 (the gate), where an unreachable judge exits 3: an agent
+    # that is not running says nothing about the agent. Now it is retried, then stops the run marking no case.
+    import json
+    import socket
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import yaml
+
+    with socket.socket() as probe:  # a port nobody listens on (until the agent starts below)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps({"id": f"c{i}", "input": "hi", "expected_tool_calls": [{"name": "echo"}]}) + "\n" for i in range(3)))
+    cfg = tmp_path / "live.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
+                                   "target": {"kind": "http", "url": f"http://127.0.0.1:{port}/agent", "retries": 1, "backoff_s": 0},
+                                   "run": {"dir": str(tmp_path / "run")}}))
+    tj = [str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"]
+    got = subprocess.run(tj, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 3, got.stdout + got.stderr
+    lines = [line for line in got.stderr.splitlines() if line.startswith("error")]
+    assert len(lines) == 1 and f"cannot reach the http target at http://127.0.0.1:{port}/agent after 2 attempts" in lines[0], got.stderr
+    assert read_jsonl(tmp_path / "run" / "results.jsonl") == []  # no case marked: nothing for a resume to retry or count
+
+    class Agent(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"output": "done", "trace": {"steps": [{"tool_calls": [{"name": "echo"}]}]}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Agent)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        got = subprocess.run(tj, capture_output=True, text=True, timeout=120)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert [r["status"] for r in read_jsonl(tmp_path / "run" / "results.jsonl")] == ["ok"] * 3
 
 
 AGENT_SCRIPT = r'''

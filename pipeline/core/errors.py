@@ -22,7 +22,7 @@ class ConfigError(TracejudgeError):
 
 
 class Unreachable(TracejudgeError):
-    """A trace store or sink (Phoenix, MLflow) or the Ray cluster is down or refused us: exit status 3, not 2.
+    """A trace store or sink (Phoenix, MLflow), the Ray cluster or a live http target is down or refused us: exit status 3, not 2.
 
     The message names the URL and what failed, never a credential.
     """

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = ["AggregateConfig", "AssertionsConfig", "MetricAssertion", "RegressionRule"]
 
 
-class _Strict(BaseModel):
+class _Strict(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid")
 
 

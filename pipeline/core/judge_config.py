@@ -11,11 +11,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
 from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
+from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "judge_provider_problem"]
 
 
-class _Strict(BaseModel):
+class _Strict(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -7,6 +7,7 @@ choose the mode (`judge.mode`, `judge.items_per_request`) are on `JudgeConfig`.
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
+from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = ["BatchApiConfig", "CalibrationConfig", "PROVIDER_BATCH_LIMITS"]
 
@@ -14,7 +15,7 @@ __all__ = ["BatchApiConfig", "CalibrationConfig", "PROVIDER_BATCH_LIMITS"]
 PROVIDER_BATCH_LIMITS: dict[str, tuple[int, int]] = {"openai": (50_000, 200 * 1024 * 1024), "anthropic": (100_000, 256 * 1024 * 1024)}
 
 
-class CalibrationConfig(BaseModel):
+class CalibrationConfig(NoBoolNumbers):
     """Judge a sample of items both alone and batched, and report how often the verdicts agree.
 
     `fraction` of the items (chosen by a hash of case, metric, trial and
@@ -33,7 +34,7 @@ class CalibrationConfig(BaseModel):
     seed: int = 0
 
 
-class BatchApiConfig(BaseModel):
+class BatchApiConfig(NoBoolNumbers):
     """How `judge.mode: batch` groups requests into provider batches and waits for them.
 
     A batch is submitted when it holds `max_requests` requests or

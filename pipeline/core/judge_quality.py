@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = ["LabelsConfig", "PairwiseConfig", "PanelModel"]
 
 
-class _Strict(BaseModel):
+class _Strict(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -102,6 +102,17 @@ def _finite(value: Any, path: str = "") -> Any:
 # value that holds no non-finite number.
 Count = Annotated[int | None, _no_bool("int")]
 Measure = Annotated[Annotated[float, Field(allow_inf_nan=False)] | None, _no_bool("float")]
+def _named(value: str) -> str:
+    # A call with no name matches no expectation and names nothing in a report: the record is malformed.
+    if not value or value.isspace():
+        raise PydanticCustomError("tool_name_empty", "the tool name is empty or only whitespace")
+    return value
+
+
+ToolName = Annotated[str, AfterValidator(_named)]
+# What a run consumed: never below zero (a negative cost would score best on a cost metric).
+Spent = Annotated[Annotated[int, Field(ge=0)] | None, _no_bool("int")]
+SpentUsd = Annotated[Annotated[float, Field(allow_inf_nan=False, ge=0)] | None, _no_bool("float")]
 MetaValue = Annotated[Any, AfterValidator(_finite)]
 
 
@@ -119,7 +130,7 @@ class ToolCall(_Strict):
     """
 
     id: str | None = None
-    name: str
+    name: ToolName
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     arguments_invalid: bool = False
     arguments_missing: bool = False
@@ -151,12 +162,12 @@ class Step(_Strict):
 
 
 class Usage(_Strict):
-    """What the recorded run consumed. Tokens are counts, `cost_usd` dollars, `latency_s` seconds."""
+    """What the recorded run consumed. Tokens are counts, `cost_usd` dollars, `latency_s` seconds; counts and dollars are never negative."""
 
-    input_tokens: Count = None
-    output_tokens: Count = None
-    requests: Count = None
-    cost_usd: Measure = None
+    input_tokens: Spent = None
+    output_tokens: Spent = None
+    requests: Spent = None
+    cost_usd: SpentUsd = None
     latency_s: Measure = None
 
 
@@ -222,7 +233,7 @@ class ExpectedToolCall(_Strict):
     `evaluation_params: [output]` reads it (deepeval's `expected_tools[].output`).
     """
 
-    name: str
+    name: ToolName
     arguments: dict[str, Any] | None = None
     result: Any = None
 
@@ -272,8 +283,8 @@ class Case(_Strict):
     def _usable_id(cls, value: str) -> str:
         # Results, resume, reports and JUnit key cases by id: "" tells no case apart, and a NUL cannot be in a
         # file name or XML. (`fast_decode.decode_struct` hands such a line to this check.)
-        if not value:
-            raise PydanticCustomError("id_empty", "the case id is empty: give every case a distinct, non-empty id")
+        if not value or value.isspace():
+            raise PydanticCustomError("id_empty", "the case id is empty or only whitespace: give every case a distinct, non-empty id")
         if "\x00" in value:
             raise PydanticCustomError("id_nul", "the case id holds a NUL character (\\u0000), which file names and XML cannot carry")
         return value

@@ -354,6 +354,8 @@ def build_metric(spec: dict[str, Any]) -> Any:
         raise SpecError((), f"a metric spec must be a mapping, got {type(spec).__name__}")
     kind = spec.get("type")
     if not isinstance(kind, str):
+        if "type" not in spec and (typo := suggest.missing_key_typo("type", spec)) is not None:
+            raise SpecError((typo,), suggest.unknown_key_message(typo, "type"))
         raise SpecError(("type",), "required key `type` is missing (a metric type name such as ToolCalls)")
     table = metric_types()
     cls = table.get(kind)
@@ -371,9 +373,11 @@ def build_metric(spec: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(params)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = suggest.first_problem(exc.errors())
         msg = "unknown parameter" + suggest.key_hint(cls, tuple(err["loc"])) if err["type"] == "extra_forbidden" else err["msg"]
         if err["type"] == "missing":
             msg = "required parameter is missing"
+        elif err["msg"] != exc.errors()[0]["msg"]:  # an unknown key that is a typo of a missing one
+            msg = err["msg"]
         extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise SpecError(tuple(err["loc"]), f"{kind}: {msg}{extra}") from None

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["closest", "did_you_mean", "key_hint", "model_keys"]
+__all__ = ["closest", "did_you_mean", "first_problem", "key_hint", "missing_key_typo", "model_keys"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
 # `ToolCall` → `ToolCalls`, `dri` → `dir`, and rarely offers an unrelated word.
@@ -100,3 +100,32 @@ def _models(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [m for arg in typing.get_args(annotation) for m in _models(arg)]
+
+
+def missing_key_typo(missing: str, present: Iterable[Any]) -> str | None:
+    """The key of `present` that is a typing slip of the required key `missing` (`nam` for `name`), or None."""
+    return next((str(k) for k in present if str(k) != missing and closest(str(k), [missing], typo=True)), None)
+
+
+def first_problem(errors: list[Any]) -> dict[str, Any]:
+    """The pydantic error to report first: the first one, unless it is a required key missing beside an unknown
+    key that is a typo of it (`{"nam": …}`), reported as that unknown key naming the missing one.
+
+    pydantic lists `name: Field required` before `nam: Extra inputs are not permitted`, which hid the typo.
+    """
+    first = dict(errors[0])
+    if first["type"] not in ("missing", "extra_forbidden") or not first["loc"]:
+        return first
+    parent = tuple(first["loc"][:-1])
+    siblings = {kind: [str(e["loc"][-1]) for e in errors if e["type"] == kind and e["loc"] and tuple(e["loc"][:-1]) == parent]
+                for kind in ("missing", "extra_forbidden")}
+    for want in siblings["missing"]:
+        typo = missing_key_typo(want, siblings["extra_forbidden"])
+        if typo is not None:
+            return {**first, "loc": (*parent, typo), "type": "extra_forbidden", "msg": unknown_key_message(typo, want)}
+    return first
+
+
+def unknown_key_message(typo: str, want: str) -> str:
+    """The message of an unknown key `typo` standing where the required key `want` is missing."""
+    return f"unknown key `{typo}`; did you mean {want}? (required key `{want}` is missing)"

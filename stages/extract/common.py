@@ -93,12 +93,13 @@ def case_problem(exc: ValidationError) -> tuple[str, str]:
     An unknown key names the nearest key a case has there (`expected_tool_call`
     → `expected_tool_calls`), so a typo is found from the message alone.
     """
-    err = exc.errors()[0]
+    errors = exc.errors()
+    err = suggest.first_problem(errors)
     loc = ""
     for part in err["loc"]:
         loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
     more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    if err["type"] == "extra_forbidden":
+    if err["type"] == "extra_forbidden" and err["msg"] == errors[0]["msg"]:  # not already a typo of a missing key
         more = suggest.key_hint(Case, tuple(err["loc"])) + more
     return loc, f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
 

@@ -63,12 +63,15 @@ if _FAST:
     from msgspec import Meta, Struct, field
     from msgspec.structs import asdict
 
+    # A blank tool name is refused here (at least one non-space character): pydantic says what is wrong with it.
+    _ToolName = Annotated[str, Meta(pattern=r"\S")]
+
     # `gc=False`: the structs are not tracked by the cycle collector. They hold only what the decoder made (JSON
     # values and other structs), nothing assigns to them afterwards, so no cycle can run through one; untracked,
     # the ~30 structs of a case neither count towards nor are traversed by collections (5% of a struct-path case).
     class _ToolCall(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
         id: str | None = None
-        name: str
+        name: _ToolName
         # A JSON string of arguments is refused here: pydantic decodes it (and flags what does not decode).
         arguments: dict[str, Any] = field(default_factory=dict)
         arguments_invalid: bool = False
@@ -93,10 +96,10 @@ if _FAST:
         output: str | None = None
 
     class _Usage(Struct, forbid_unknown_fields=True, gc=False):
-        input_tokens: int | None = None
-        output_tokens: int | None = None
-        requests: int | None = None
-        cost_usd: float | None = None
+        input_tokens: Annotated[int, Meta(ge=0)] | None = None
+        output_tokens: Annotated[int, Meta(ge=0)] | None = None
+        requests: Annotated[int, Meta(ge=0)] | None = None
+        cost_usd: Annotated[float, Meta(ge=0)] | None = None
         latency_s: float | None = None
 
     class _Passage(Struct, forbid_unknown_fields=True, gc=False):
@@ -121,7 +124,7 @@ if _FAST:
             return [call for step in self.steps for call in step.tool_calls]
 
     class _Expected(Struct, forbid_unknown_fields=True, gc=False):
-        name: str
+        name: _ToolName
         arguments: dict[str, Any] | None = None
         result: Any = None
 
@@ -188,7 +191,7 @@ def decode_struct(raw: bytes | str) -> Any:
         return None
     try:
         c = _DECODER.decode(raw)
-        if not c.id or "\x00" in c.id:
+        if not c.id or c.id.isspace() or "\x00" in c.id:
             raise _Fallback  # `Case._usable_id`: pydantic says what is wrong with it
         if c.trace is not None and c.trace.user_messages:
             _placed(c.trace)

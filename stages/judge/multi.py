@@ -262,7 +262,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                 halves = [todo[:mid], todo[mid:]]
             elif failure is not None:
                 for i in todo:
-                    info = JudgeInfo(model=cfg.model, requests=1, latency_s=round(time.perf_counter() - t0, 4))
+                    sent = int(failure.status != "skipped_budget")  # a request the budget refused was never sent
+                    info = JudgeInfo(model=cfg.model, requests=sent, latency_s=round(time.perf_counter() - t0, 4))
                     details = {**(failure.score.details or {}), "batch": composition_base}
                     out[i] = Outcome(failure.score.model_copy(update={"judge": info, "details": details}), failure.status, failure.message, failure.kind)
             else:

@@ -40,6 +40,8 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     kinds = dict(prior.get("error_kinds") or {})
     for k, n in block.get("error_kinds", {}).items():
         kinds[k] = kinds.get(k, 0) + n
+    # This segment's requests the budget refused (the additive `skipped_budget` is made a count of standing results by `finish_run`).
+    block["skipped_budget_requests"] = block.get("skipped_budget", 0)
     block["judged_results"] = state["results"]
     block["quota_stopped"] = state["quota_stopped"]  # this segment's: a resume judges them again
     block["judge_error_results"] = state["errors"]

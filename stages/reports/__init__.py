@@ -141,6 +141,7 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
         from tracejudge.stages.judge.agreement import run_agreement
 
         summary["labels"] = run_agreement(run_dir, config.judge.labels)
+    _count_budget_skips(summary, config)
     verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed)
     summary["verdict"] = verdict.as_dict()
     if not write:
@@ -149,6 +150,23 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
     reg = config.assertions.regression
     write_reports(run_dir, summary, verdict, baseline=reg.baseline if reg else None, feed=feed)
     return verdict
+
+
+def _count_budget_skips(summary: dict[str, Any], config: RunConfig) -> None:
+    """Make `summary.judge.skipped_budget` the standing results the budget left unjudged, each (case, trial) once.
+
+    The judge counts the requests it refused in each segment, and segments add up: a resume that met the
+    cap again on the same cases counted them twice. With skips left, the caps that ran out go in `judge.budget`.
+    """
+    judge = summary.get("judge")
+    if not isinstance(judge, dict) or "skipped_budget" not in judge:
+        return
+    judge["skipped_budget"] = int((summary.get("status") or {}).get("skipped_budget", 0))
+    caps = {k: v for k, v in config.budget.model_dump().items() if v is not None}
+    if judge["skipped_budget"] and caps:
+        judge["budget"] = caps
+    else:
+        judge.pop("budget", None)
 
 
 def _config_of(run_dir: Path) -> RunConfig | None:

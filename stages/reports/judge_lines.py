@@ -4,20 +4,37 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["judge_lines", "quality_lines"]
+__all__ = ["budget_line", "judge_lines", "quality_lines"]
+
+
+def budget_line(summary: dict[str, Any]) -> str | None:
+    """The sentence saying the judge budget ran out and what it left unjudged, or `None` when nothing was skipped for it."""
+    j = summary.get("judge") or {}
+    skipped = int((summary.get("status") or {}).get("skipped_budget", 0))
+    if not skipped:
+        return None
+    names = {"max_judge_tokens": lambda v: f"budget.max_judge_tokens {v:,}", "max_cost_usd": lambda v: f"budget.max_cost_usd ${v:g}"}
+    caps = ", ".join(names[k](v) for k, v in (j.get("budget") or {}).items() if k in names)
+    requests = j.get("skipped_budget_requests")
+    sent = f"; {requests} judge requests not sent in this segment" if requests else ""
+    return (f"judge budget ran out{f' (caps: {caps})' if caps else ''}: {skipped} results (case, trial) were not judged for it{sent}; "
+            "their judge metrics are null. Raise the budget and run the same command again to judge them.")
 
 
 def judge_lines(summary: dict[str, Any]) -> list[str]:
     """Plain-text lines about the judge for the terminal (none when the run had no judge)."""
     j = summary.get("judge") or {}
+    budget = budget_line(summary)
     if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
-        return quality_lines(summary)
+        return ([budget] if budget else []) + quality_lines(summary)
     lines = [f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
              f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, ${j.get('cost_usd', 0.0):.4f}"]
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, ${j.get('repair_cost_usd', 0.0):.4f}; "
                      f"parse failures {j.get('parse_failures', 0)}; {j.get('parse_failure_rate', 0.0):.1%} of judged scores left without a verdict")
+    if budget:
+        lines.append(budget)
     if j.get("truncated_prompts"):
         lines.append(f"judge prompts truncated: {j['truncated_prompts']} too long for the judge's context were sent with middle steps left out "
                      "or oversized fields cut (too_long: truncate); each score's reason says what")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
+from tracejudge.stages.reports.judge_lines import budget_line
 
 if TYPE_CHECKING:  # a run without a baseline never compares
     from tracejudge.stages.comparison.runs import Comparison
@@ -83,6 +84,9 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
                  + f": {ok} ok" + (f", errors: {errs}" if errs else ", no errors") + ".")
     if ok != total:
         lines.append(f"Means, CIs and pass rates cover the **{ok} of {total}** results that were scored; the other {total - ok} are excluded and listed under *Errors*.")
+    budget = budget_line(summary)
+    if budget:
+        lines += ["", f"**{_text(budget)}**"]
     lines.append("")
     lines += _table(["metric", "scored", "excluded", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"], metric_rows(summary))
     if summary.get("pass_at_k"):

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.stages.score.views import CaseViews, case_views
+from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = [
     "InvalidSpec",
@@ -51,7 +52,7 @@ def make_score(value: float | None, passed: bool | None, reason: str, details: d
     return score
 
 
-class Metric(BaseModel):
+class Metric(NoBoolNumbers):
     """Base of all metrics: a parameter model plus `evaluate(case) -> Score`.
 
     `name` is the key the score is stored under (defaults to the type name);

@@ -45,7 +45,7 @@ import anyio
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 from tracejudge.core import registry
 from tracejudge.core.config import RunConfig, TargetConfig
-from tracejudge.core.errors import ConfigError
+from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, ErrorInfo, Status, Trace
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
@@ -213,6 +213,16 @@ class Attempt:
     stopped: bool = False  # a stop came while it waited to retry: nothing to write, the resume redoes the case
 
 
+def _unreachable(cfg: TargetConfig, exc: TransientTargetError, attempts: int, secrets: tuple[str, ...]) -> Unreachable:
+    """The one-line error that stops a run whose http target never answered (exit 3, like an unreachable judge)."""
+    from tracejudge.llm.wire.payload import public_url
+
+    why = redact(" ".join(str(exc).split())[:400], secrets)
+    return Unreachable(f"target: cannot reach the http target at {public_url(cfg.url or '')} after {attempts} attempts ({why}); "
+                       "nothing of the run was answered; is the agent running and target.url right? stopped without marking any case; "
+                       "fix it and run the same command to resume")
+
+
 class _StoppedBeforeRetry(Exception):
     """Raised from a retry's back-off when the run is stopping: no new agent call starts after a stop."""
 
@@ -285,6 +295,8 @@ class TargetRunner:
         except _StoppedBeforeRetry:
             return Attempt(None, message="the run stopped before a retry", attempts=box["attempts"], stopped=True)
         except TransientTargetError as exc:
+            if exc.unreachable:
+                raise _unreachable(cfg, exc, box["attempts"], self.secrets) from None
             message = f"{exc} (gave up after {box['attempts']} attempts)"
         except TargetError as exc:
             message = str(exc)

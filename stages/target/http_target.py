@@ -53,13 +53,15 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int,
     `headers` are already expanded (secrets included): they are sent and
     never echoed in an error message. The session is opened on the first call
     (it needs the running loop) with at most `concurrency` connections, and
-    closed by `aclose`. Connection errors, timeouts at the socket and the
+    closed by `aclose`. A connection that cannot be made while the target never
+    answered is marked `unreachable` (see `TransientTargetError`). Connection errors, timeouts at the socket and the
     statuses 408/425/429/5xx are transient (`Retry-After` is honoured); other
     non-2xx statuses and a body that is not a JSON reply fail the case, with
     the status and the start of the body. At most `max_bytes` of a reply are
     read (`target.max_response_bytes`): a longer or endless one fails the case.
     """
     state: dict[str, aiohttp.ClientSession] = {}
+    reached = [False]  # some reply came from the target this run: a later refused connection is one case's failure
     lock = anyio.Lock()
 
     async def session() -> aiohttp.ClientSession:
@@ -76,6 +78,7 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int,
         s = await session()
         try:
             async with s.post(url, json=request.model_dump(mode="json")) as resp:
+                reached[0] = True
                 try:
                     body = await read_capped(resp, max_bytes)
                 except ReplyTooLarge as exc:
@@ -84,6 +87,8 @@ def http_caller(url: str, headers: dict[str, str], concurrency: int,
                     raise TransientTargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}", _retry_after(resp.headers.get("Retry-After")))
                 if resp.status >= 300:
                     raise TargetError(f"HTTP {resp.status} from {url}: {body[:300].decode(errors='replace')}")
+        except aiohttp.ClientConnectorError as exc:  # no connection made at all (refused, no such host)
+            raise TransientTargetError(f"{type(exc).__name__} from {url}: {exc}", unreachable=not reached[0]) from None
         except aiohttp.ClientConnectionError as exc:
             raise TransientTargetError(f"{type(exc).__name__} from {url}: {exc}") from None
         except aiohttp.ClientError as exc:

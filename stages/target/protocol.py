@@ -55,12 +55,16 @@ class TransientTargetError(TargetError):
 
     A python target raises it (or `ConnectionError` / `TimeoutError`) to ask
     for a retry. `retry_after` (seconds) is a server's hint, honoured as the
-    minimum wait before the next attempt.
+    minimum wait before the next attempt. `unreachable` is set by the http
+    target when no connection could be made and the target never answered
+    this run: after the retries it stops the run (exit 3), as an unreachable
+    judge does, instead of failing every case.
     """
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.unreachable = unreachable
 
 
 class HistoryItem(BaseModel):

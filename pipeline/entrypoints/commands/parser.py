@@ -19,7 +19,8 @@ _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
   1    FAIL: an assertion (the CI gate) failed
   2    bad config or input; nothing was run
-  3    internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
+  3    a judge, trace store or http target that cannot be reached (one line naming the URL),
+       an internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
        or a full disk (one line: what is full, what is kept, how to resume)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume
   141  stdout was closed early (e.g. piped into head); nothing is reported
@@ -71,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                      help="a run directory; several (or the unsharded name of shard directories) are merged into --out")
     rep.add_argument("--out", type=Path, help="where the merged run goes (default: the shards' name without -shard-I-of-N)")
-    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's)")
+    rep.add_argument("--baseline", type=Path, help="baseline run directory to compare with (overrides the config's); a one-off verdict: "
+                     "nothing is written into RUN_DIR (--out DIR writes its reports to a copy)")
 
     cmp = sub.add_parser("compare", help="compare two runs result by result (paired by case and trial)",
                          **_examples("tracejudge compare runs/last-night runs/demo", "tracejudge compare runs/prev runs/demo --metric writes_exact --json",

@@ -28,7 +28,8 @@ def command(args: argparse.Namespace, err: Console) -> int:
     if args.baseline is not None:
         shards.expand(args.baseline)  # refused before anything is rebuilt: the run's files stay as they are
     dirs = shards.expand(args.run_dirs)
-    if len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0]):
+    in_place = len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0])
+    if in_place:
         run_dir = dirs[0]
     else:
         target = args.out or shards.merged_name(dirs)
@@ -47,12 +48,20 @@ def command(args: argparse.Namespace, err: Console) -> int:
                   highlight=False, markup=False, soft_wrap=True)
 
     # A finished run on read-only media is read, not refused: its figures and verdict are computed, nothing is written.
-    write = store.writable(run_dir)
+    writable = store.writable(run_dir)
+    # A --baseline verdict is a one-off question about the run, not what the run said: it never replaces the run's
+    # own summary.json and reports (a later `report`, `view` or `estimate` would read it as the run's).
+    one_off = args.baseline is not None and in_place
+    write = writable and not one_off
     summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped, write=write)
     out = stdout_console()
     print_summary(summary, out)
     if write:
         out.print(f"rebuilt from {run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+    elif writable:
+        out.print(f"computed from {run_dir / 'results.jsonl'} against the baseline {args.baseline}; summary.json and the reports "
+                  f"in {run_dir} are left as the run wrote them (--out DIR writes this comparison's reports to a copy)",
+                  highlight=False, soft_wrap=True)
     else:
         out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)

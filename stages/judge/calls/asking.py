@@ -139,6 +139,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             info.requests += 1  # repair requests count: they are paid for like any other
             reply = await self.call(req, key=None if repair else key, wire=None if repair else wire)
         except _BudgetRefused:
+            info.requests -= 1  # refused before it was sent: a request never sent is not one
             self.stats.skipped_budget += 1
             return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",
                                  "a judge request could cross the token or dollar budget; resume with a larger budget to finish it", "skipped_budget")

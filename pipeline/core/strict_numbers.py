@@ -1,0 +1,60 @@
+"""A config model base that refuses `true`/`false` where a number goes.
+
+pydantic's lax mode takes a bool for an int or a float (`trials: true` would
+run one trial, `threshold: false` would be 0.0), and strict mode would also
+refuse what YAML legitimately gives (`3.0` for an int). `NoBoolNumbers` keeps
+lax mode and refuses only bools, in every field whose type wants a number
+(`int`, `float`, `int | None`, `list[int]`, `dict[str, float]`, …) but not a
+bool: the error names the field (`run.trials: Input should be a number, not a
+boolean`). Every config section and metric parameter model derives
+from it.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+__all__ = ["NoBoolNumbers", "refuses_bool"]
+
+_NUMBERS = (int, float)
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def refuses_bool(annotation: Any, value: Any) -> bool:
+    """True when `value` holds a bool (at the top or inside a list or dict) where `annotation` wants a number."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return refuses_bool(args[0], value)
+    if origin in (typing.Union, types.UnionType):
+        if isinstance(value, bool):
+            return bool not in args and typing.Any not in args and any(a in _NUMBERS for a in args)
+        # A container: judged by the members of the union that are that kind of container.
+        return any(refuses_bool(a, value) for a in args if typing.get_origin(a) in (*_SEQUENCES, dict))
+    if isinstance(value, bool):
+        return annotation in _NUMBERS
+    if origin in _SEQUENCES and isinstance(value, (list, tuple)) and args:
+        inner = args[0] if (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)) else None
+        if inner is None:  # a fixed tuple: each position its own type
+            return any(refuses_bool(a, v) for a, v in zip(args, value, strict=False))
+        return any(refuses_bool(inner, v) for v in value)
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return any(refuses_bool(args[1], v) for v in value.values())
+    return False
+
+
+class NoBoolNumbers(BaseModel):
+    """Base model whose numeric fields refuse bools (see the module doc); raises pydantic's `ValidationError` naming the field."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _refuse_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and refuses_bool(field.annotation, value):
+            where = "" if isinstance(value, bool) else " inside"
+            raise PydanticCustomError("bool_as_number", "Input should be a number, not a boolean{where}", {"where": where})
+        return value
