@@ -93,6 +93,8 @@ class RunJournal:
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
         # Called with each result `record` writes (the reports collect their material as the run goes).
         self.on_record: Callable[[CaseResult], None] | None = None
+        # Called instead with each batch `record_finished` writes, when set (one call a batch, not one a result).
+        self.on_records: Callable[[list[Finished]], None] | None = None
         # Called after each checkpoint is written (the resume cursor is saved with it, `tracejudge.engine.cursor`).
         self.on_checkpoint: Callable[[], None] | None = None
         self.fresh = False  # results.jsonl was empty (or absent) at open: every result is this segment's
@@ -217,7 +219,9 @@ class RunJournal:
             final["judged_items"] = final["parse_failed_items"] = 0
         self._segment["results"] += len(batch)
         due = self._writer.add_many(data, struct.pack(f"<{len(keys)}Q", *keys), len(keys))
-        if self.on_record is not None:
+        if self.on_records is not None:
+            self.on_records(batch)
+        elif self.on_record is not None:
             for done in batch:
                 self.on_record(done)
         return due

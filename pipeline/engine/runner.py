@@ -177,6 +177,7 @@ async def run(
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
         journal.on_record = feed.feed if feed is not None else None
+        journal.on_records = feed.feed_finished if feed is not None else None
         stop = stop or anyio.Event()
         job = CpuJob(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
