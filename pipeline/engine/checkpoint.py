@@ -357,6 +357,18 @@ class RunJournal:
         if not self._checkpointed_at_close:
             self._checkpoint()
 
+    def detach(self) -> None:
+        """Drop the hooks the run set and the writer's hook back to this journal, once the segment is closed.
+
+        They make reference cycles (journal → writer → journal's checkpoint; journal → the cursor's closure →
+        journal) that hold the whole segment — aggregate, report material, every result the reports kept — until
+        a full garbage collection finds it: at 10,000 cases the one the interpreter makes at exit took ~0.06 CPU-s
+        longer for it. Without them it is freed when the run returns.
+        """
+        if self._writer is not None:
+            self._writer.on_flush = None
+        self.on_record = self.on_records = self.on_checkpoint = self.usage_source = None
+
     def _checkpoint(self) -> None:
         # Called after every fsynced group. Serializing the aggregate costs milliseconds, so between
         # groups it is rewritten only when enough results and time have passed (see CHECKPOINT_EVERY_RESULTS).

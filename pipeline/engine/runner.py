@@ -77,6 +77,7 @@ def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[
 
 
 _P = ParamSpec("_P")
+_GC_THRESHOLDS = (50_000, 20, 20)
 
 
 @contextmanager
@@ -90,7 +91,7 @@ def _fewer_collections() -> Iterator[None]:
     generation 0 is collected every 50,000 allocations instead of 700. Nothing a run
     computes depends on when the collector runs.
     """
-    before, ours = gc.get_threshold(), (50_000, 20, 20)
+    before, ours = gc.get_threshold(), _GC_THRESHOLDS
     if before == ours:  # inside another run (the Python API, a thread): that one restores
         yield
         return
@@ -170,6 +171,7 @@ async def run(
     run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
     lock.acquire()
+    journal: RunJournal | None = None
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
@@ -226,6 +228,8 @@ async def run(
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries())
     finally:
+        if journal is not None:
+            journal.detach()
         lock.release()
 
 
