@@ -77,7 +77,6 @@ def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[
 
 
 _P = ParamSpec("_P")
-_GC_THRESHOLDS = (50_000, 20, 20)
 
 
 @contextmanager
@@ -91,7 +90,7 @@ def _fewer_collections() -> Iterator[None]:
     generation 0 is collected every 50,000 allocations instead of 700. Nothing a run
     computes depends on when the collector runs.
     """
-    before, ours = gc.get_threshold(), _GC_THRESHOLDS
+    before, ours = gc.get_threshold(), (50_000, 20, 20)
     if before == ours:  # inside another run (the Python API, a thread): that one restores
         yield
         return
