@@ -145,7 +145,7 @@ class JunitWriter:
             for key, counts in suites:
                 out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
                 fh = self.bodies[key]
-                if hasattr(out, "buffer"):  # a file: its bytes copied as they are, not decoded and encoded again (30 MB at 10,000 cases)
+                if hasattr(out, "buffer") and _utf8(out):  # its bytes copied as they are, not decoded and encoded again (30 MB at 10,000 cases)
                     fh.flush()
                     out.flush()
                     fh.buffer.seek(0)
@@ -157,6 +157,11 @@ class JunitWriter:
             out.write("</testsuites>\n")
         finally:
             self.close()
+
+
+def _utf8(out: TextIO) -> bool:
+    # The suites' temporary files are UTF-8: their bytes fit a stream that encodes the same way.
+    return str(getattr(out, "encoding", "")).lower().replace("-", "").replace("_", "") == "utf8"
 
 
 def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
