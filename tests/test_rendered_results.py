@@ -57,6 +57,10 @@ def test_rendered_lines_and_reports_are_those_of_the_general_path(processes, tmp
             fed.append(result)
             super().feed(result)
 
+        def feed_finished(self, batch: list[object]) -> None:
+            fed.extend(batch)
+            super().feed_finished(batch)
+
         def take(self, summary):  # type: ignore[no-untyped-def]
             got = super().take(summary)
             assert got is not None, "the run's reports were not made from what it fed"

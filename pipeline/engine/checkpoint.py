@@ -93,6 +93,8 @@ class RunJournal:
         self.usage_source: Callable[[], dict[str, dict[str, float]]] | None = None
         # Called with each result `record` writes (the reports collect their material as the run goes).
         self.on_record: Callable[[CaseResult], None] | None = None
+        # Called instead with each batch `record_finished` writes, when set (one call a batch, not one a result).
+        self.on_records: Callable[[list[Finished]], None] | None = None
         # Called after each checkpoint is written (the resume cursor is saved with it, `tracejudge.engine.cursor`).
         self.on_checkpoint: Callable[[], None] | None = None
         self.fresh = False  # results.jsonl was empty (or absent) at open: every result is this segment's
@@ -217,7 +219,9 @@ class RunJournal:
             final["judged_items"] = final["parse_failed_items"] = 0
         self._segment["results"] += len(batch)
         due = self._writer.add_many(data, struct.pack(f"<{len(keys)}Q", *keys), len(keys))
-        if self.on_record is not None:
+        if self.on_records is not None:
+            self.on_records(batch)
+        elif self.on_record is not None:
             for done in batch:
                 self.on_record(done)
         return due
@@ -352,6 +356,18 @@ class RunJournal:
             return
         if not self._checkpointed_at_close:
             self._checkpoint()
+
+    def detach(self) -> None:
+        """Drop the hooks the run set and the writer's hook back to this journal, once the segment is closed.
+
+        They make reference cycles (journal → writer → journal's checkpoint; journal → the cursor's closure →
+        journal) that hold the whole segment — aggregate, report material, every result the reports kept — until
+        a full garbage collection finds it: at 10,000 cases the one the interpreter makes at exit took ~0.06 CPU-s
+        longer for it. Without them it is freed when the run returns.
+        """
+        if self._writer is not None:
+            self._writer.on_flush = None
+        self.on_record = self.on_records = self.on_checkpoint = self.usage_source = None
 
     def _checkpoint(self) -> None:
         # Called after every fsynced group. Serializing the aggregate costs milliseconds, so between

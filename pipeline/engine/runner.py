@@ -170,6 +170,7 @@ async def run(
     run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
     lock.acquire()
+    journal: RunJournal | None = None
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
@@ -177,6 +178,7 @@ async def run(
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
         journal.on_record = feed.feed if feed is not None else None
+        journal.on_records = feed.feed_finished if feed is not None else None
         stop = stop or anyio.Event()
         job = CpuJob(
             format_name="" if source is not None else config.dataset.format, dataset=config.dataset,
@@ -225,6 +227,8 @@ async def run(
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries())
     finally:
+        if journal is not None:
+            journal.detach()
         lock.release()
 
 

@@ -173,6 +173,7 @@ def _load_stats(s: MetricStatsState, fresh: MetricStats) -> MetricStats:
 
 def dump_state(agg: Aggregator) -> dict[str, Any]:
     """The aggregate's folded state as a JSON-ready dict (see `AggregatorState`)."""
+    agg.settle()  # (first: a group every result falls in then takes the whole run's figures instead of folding its values again)
     trackers = []
     for (metric, threshold), t in agg.trackers.items():
         trackers.append(TrackerState(

@@ -136,17 +136,30 @@ class KeyedSample:
 
     def add_many(self, hashes: Sequence[int], pairs: Sequence[tuple[Any, Any]]) -> None:
         """Offer `pairs[i][0]` under the hash `hashes[i]` for every i (the pairs' second items are ignored)."""
-        heap, size = self.heap, self.size
-        self.seen += len(pairs)
+        heap, size, n = self.heap, self.size, len(pairs)
+        if len(hashes) != n:
+            raise ValueError(f"{len(hashes)} hashes for {n} values")
+        self.seen += n
         if size <= 0:
             return
-        push, replace = heapq.heappush, heapq.heapreplace
-        for h, p in zip(hashes, pairs, strict=True):
+        i = 0
+        while i < n and len(heap) < size:
+            heapq.heappush(heap, (-hashes[i], float(pairs[i][0])))
+            i += 1
+        if i == n:
+            return
+        # Full: a value enters only with a hash at most the highest kept one (the root's), and most do not (about
+        # size * ln(seen / size) of them enter in all): those are passed over on the hash alone, without a pair made.
+        replace, top = heapq.heapreplace, heap[0]
+        highest = -top[0]
+        for h, p in zip(hashes[i:], pairs[i:]):
+            if h > highest:
+                continue
             item = (-h, float(p[0]))
-            if len(heap) < size:
-                push(heap, item)
-            elif item > heap[0]:
+            if item > top:
                 replace(heap, item)
+                top = heap[0]
+                highest = -top[0]
 
     @property
     def values(self) -> list[float]:

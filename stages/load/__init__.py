@@ -132,7 +132,10 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
     count = 0
     offset, before = start or (0, 0)
     lineno = before
-    with open(path, "rb") as fh:
+    # A 64 KiB buffer: with the default 8 KiB, a line longer than the buffer (a recorded trace runs to
+    # several KiB) is put together from several reads, and iterating 88 MB of 9 KiB lines cost 0.13 CPU-s, not 0.03.
+    # (Not larger: what the buffer read ahead is read before a change to the file, which the watch then reports.)
+    with open(path, "rb", buffering=_READ_BUFFER) as fh:
         watch = watch_of(fh, path)
         why = _not_text(fh.read(_SNIFF))
         if why is not None:
@@ -154,6 +157,7 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
 
 
 _SNIFF = 1 << 16
+_READ_BUFFER = 1 << 16
 
 
 def _not_text(head: bytes) -> str | None:

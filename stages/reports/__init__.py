@@ -83,6 +83,14 @@ class ReportFeed:
         if self.valid:
             self.cases.feed(result_dict(result))
 
+    def feed_finished(self, batch: list[Finished]) -> None:
+        """`feed` each result of `batch` (all rendered where they were scored), in order, at once."""
+        if self._provisional and any((done.case_id, done.trial) in self._provisional for done in batch):
+            self.valid = False  # (from then on nothing is collected: the reports re-read the file)
+        if self.valid:
+            self.junit.feed_finished_many(batch)
+            self.cases.feed_finished_many(batch)
+
     def take(self, summary: dict[str, Any]) -> tuple[JunitWriter, CaseMaterial] | None:
         """The JUnit writer (counting from `summary`) and the case material, or None when they do not fit `summary`."""
         if not self.valid or list(summary.get("metrics", {})) != self.keys or (summary.get("trials", 1) > 1) != self.junit.multi:

@@ -184,37 +184,49 @@ class CaseCollector:
         Its row (from `finished_dict`) is made only for what the tables hold at the end; `on_result` is
         not called (the JUnit writer takes such results itself, `JunitWriter.feed_finished`).
         """
-        seq = self.seq
-        self.seq += 1
-        self.total += 1
-        if done.trial > self.max_trial:
-            self.max_trial = done.trial
-        cells = done.scores
-        isfinite = math.isfinite
-        vals = []
-        short = []  # (key, value) of the scores that fell short
-        for k in self.metric_keys:
-            c = cells.get(k)
-            if c is not None:
-                v, p = c
-                if v is not None and isfinite(v):
-                    vals.append(v)
-                    if p is not True:
-                        short.append((k, v))
-        r = sum(vals) / len(vals) if vals else -0.5
-        # The heaps keep `done` itself: most entries are pushed out again, so its row is made only at the end (`material`).
-        # A later result's -seq is below every kept one, so it outranks an entry only by a strictly greater first item.
-        table = self.table
-        if len(table) < self.max_rows:
-            heapq.heappush(table, (-r, -seq, done))  # type: ignore[arg-type]
-        elif -r > table[0][0]:
-            heapq.heapreplace(table, (-r, -seq, done))  # type: ignore[arg-type]
-        for k, v in short:
-            h = self.worst[k]
-            if len(h) < self.worst_n:
-                heapq.heappush(h, (-float(v), -seq, done))  # type: ignore[arg-type]
-            elif -float(v) > h[0][0]:
-                heapq.heapreplace(h, (-float(v), -seq, done))  # type: ignore[arg-type]
+        self.feed_finished_many([done])
+
+    def feed_finished_many(self, batch: list[Finished]) -> None:
+        """`feed_finished` each result of `batch`, in order, at once (the loop's names held locally).
+
+        The heaps keep each result itself: most entries are pushed out again, so its row is made only at the end
+        (`material`). A later result's -seq is below every kept one, so it outranks an entry only by a strictly
+        greater first item.
+        """
+        keys, isfinite, worst, table, max_rows, worst_n = self.metric_keys, math.isfinite, self.worst, self.table, self.max_rows, self.worst_n
+        push, replace = heapq.heappush, heapq.heapreplace
+        seq, max_trial = self.seq, self.max_trial
+        for done in batch:
+            if done.trial > max_trial:
+                max_trial = done.trial
+            get = done.scores.get
+            vals = []
+            short = None
+            for k in keys:
+                c = get(k)
+                if c is not None:
+                    v, p = c
+                    if v is not None and isfinite(v):
+                        vals.append(v)
+                        if p is not True:
+                            if short is None:
+                                short = []
+                            short.append((k, v))
+            r = sum(vals) / len(vals) if vals else -0.5
+            if len(table) < max_rows:
+                push(table, (-r, -seq, done))  # type: ignore[arg-type]
+            elif -r > table[0][0]:
+                replace(table, (-r, -seq, done))  # type: ignore[arg-type]
+            if short is not None:
+                for k, v in short:
+                    h = worst[k]
+                    if len(h) < worst_n:
+                        push(h, (-float(v), -seq, done))  # type: ignore[arg-type]
+                    elif -float(v) > h[0][0]:
+                        replace(h, (-float(v), -seq, done))  # type: ignore[arg-type]
+            seq += 1
+        self.total += len(batch)
+        self.seq, self.max_trial = seq, max_trial
 
     def material(self) -> CaseMaterial:
         """What was fed, as the reports take it."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,6 +23,7 @@ from tracejudge.engine.store import iter_results
 __all__ = ["JunitWriter", "write_junit"]
 
 _BATCH = 256  # results whose test cases are written together
+_COPY = 1 << 20  # bytes a read when the suites are copied into the document
 
 _attr, _text = attr, text
 
@@ -82,19 +84,26 @@ class JunitWriter:
     def feed_finished(self, done: Finished) -> None:
         """Add the test cases of a result rendered where it was scored (`engine.rendered`): only its name and time are made,
         with those of the results queued beside it, when the batch is written (`_render_finished`)."""
-        self._finished.append(done)
-        self._count()
+        self.feed_finished_many([done])
+
+    def feed_finished_many(self, batch: list[Finished]) -> None:
+        """`feed_finished` each result of `batch`, in order, at once."""
+        self._finished.extend(batch)
+        self.queued += len(batch)
+        if self.queued >= _BATCH:
+            self._write()
 
     def _render_finished(self) -> None:
         # The queued rendered results' test cases, in feeding order: one piece of text per suite.
-        batch, multi = self._finished, self.multi
+        batch, multi, n = self._finished, self.multi, len(self._heads)
         ends = [done.rendered.junit for done in batch]
-        if any(len(end) != len(self._heads) for end in ends):
+        if any(map(n.__ne__, map(len, ends))):
             raise ValueError("a rendered result's test cases do not match the report's metrics")
         starts = [f" name={_attr(done.case_id + (f' [trial {done.trial}]' if multi else ''))} time=\"{done.duration_s:.6f}\""
                   for done in batch]
-        for i, (add, head) in enumerate(self._heads):
-            add("".join([f"{head}{start}{end[i]}" for start, end in zip(starts, ends)]))
+        # Suite by suite (`zip(*ends)`: each suite's test case ends), head, start and end of each test case joined at once.
+        for (add, head), suite_ends in zip(self._heads, zip(*ends)):
+            add("".join(chain.from_iterable(zip(repeat(head), starts, suite_ends))))
         self._finished = []
 
     def _count(self) -> None:
@@ -136,12 +145,23 @@ class JunitWriter:
             for key, counts in suites:
                 out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
                 fh = self.bodies[key]
-                fh.seek(0)
-                shutil.copyfileobj(fh, out)
+                if hasattr(out, "buffer") and _utf8(out):  # its bytes copied as they are, not decoded and encoded again (30 MB at 10,000 cases)
+                    fh.flush()
+                    out.flush()
+                    fh.buffer.seek(0)
+                    shutil.copyfileobj(fh.buffer, out.buffer, _COPY)
+                else:
+                    fh.seek(0)
+                    shutil.copyfileobj(fh, out)
                 out.write("  </testsuite>\n")
             out.write("</testsuites>\n")
         finally:
             self.close()
+
+
+def _utf8(out: TextIO) -> bool:
+    # The suites' temporary files are UTF-8: their bytes fit a stream that encodes the same way.
+    return str(getattr(out, "encoding", "")).lower().replace("-", "").replace("_", "") == "utf8"
 
 
 def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
