@@ -47,27 +47,29 @@ def match_table(expected: Sequence[E], actual: Sequence[A], compatible: Callable
 def max_matching_of(adj: list[list[int]], n_actual: int) -> list[tuple[int, int]]:
     """`max_matching` from a `match_table` over `n_actual` actual items."""
     owner: list[int] = [-1] * n_actual
-
-    def augment(i: int, seen: list[bool]) -> bool:
-        # A free compatible call first, so uncontested calls pair in reading order.
-        for j in adj[i]:
-            if owner[j] == -1 and not seen[j]:
-                seen[j] = True
-                owner[j] = i
-                return True
-        for j in adj[i]:
-            if seen[j]:
-                continue
-            seen[j] = True
-            if owner[j] == -1 or augment(owner[j], seen):
-                owner[j] = i
-                return True
-        return False
-
     for i in range(len(adj)):
         if adj[i]:
-            augment(i, [False] * n_actual)
+            _augment(adj, owner, i, [False] * n_actual)
     return sorted((i, j) for j, i in enumerate(owner) if i != -1)
+
+
+def _augment(adj: list[list[int]], owner: list[int], i: int, seen: list[bool]) -> bool:
+    # A module-level function, not a closure over `owner`: a nested recursive function is a reference cycle
+    # that only the garbage collector frees, and one was made for every case scored.
+    # A free compatible call first, so uncontested calls pair in reading order.
+    for j in adj[i]:
+        if owner[j] == -1 and not seen[j]:
+            seen[j] = True
+            owner[j] = i
+            return True
+    for j in adj[i]:
+        if seen[j]:
+            continue
+        seen[j] = True
+        if owner[j] == -1 or _augment(adj, owner, owner[j], seen):
+            owner[j] = i
+            return True
+    return False
 
 
 def ordered_matching(expected: Sequence[E], actual: Sequence[A], compatible: Callable[[E, A], bool]) -> list[tuple[int, int]]:
