@@ -124,3 +124,25 @@ def test_demo_config_runs_the_three_metrics(tau_paths, tmp_path):
     assert s["results"] == 200 and s["status"] == {"ok": 200}
     assert s["metrics"]["writes_exact"]["passed"] == 87
     assert s["metrics"]["writes_exact"]["scored"] == 200
+
+
+@pytest.mark.parametrize(("patch", "field"), [({"trial": True}, "trial"), ({"trial": -1}, "trial"), ({"reward": True}, "reward"),
+                                              ({"reward": "1"}, "reward")])
+def test_a_bool_or_negative_trial_or_a_non_number_reward_is_refused_naming_the_field(patch, field):
+    # `"trial": true` made case `7-True`, -1 case `7--1`; `"reward": true` became a `True` group in breakdowns.
+    from tracejudge.stages.extract.errors import AdapterError
+
+    raw = {"task_id": 7, "trial": 0, "reward": 1.0, "traj": [{"role": "assistant", "content": "done"}], **patch}
+    with pytest.raises(AdapterError) as err:
+        adapt(raw, None)
+    assert err.value.field == field and field in str(err.value)
+
+
+def test_a_typo_of_a_tool_calls_name_names_the_typo():
+    from tracejudge.stages.extract.errors import AdapterError
+
+    call = {"id": "c1", "function": {"nam": "book", "arguments": "{}"}}
+    raw = {"task_id": 7, "trial": 0, "traj": [{"role": "assistant", "content": None, "tool_calls": [call]}]}
+    with pytest.raises(AdapterError) as err:
+        adapt(raw, None)
+    assert err.value.field == "traj[0].tool_calls[0].function.nam" and "did you mean name" in str(err.value)

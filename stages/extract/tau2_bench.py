@@ -176,6 +176,8 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     if task_id is None:
         raise AdapterError(f"{where}.task_id: required field is missing", field=f"{where}.task_id")
     trial = sim.get("trial", 0)
+    if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
+        raise AdapterError(f"{where}.trial: expected a non-negative integer, got {trial!r}", field=f"{where}.trial", case_id=f"{task_id}-?")
     case_id = f"{task_id}-{trial}"
     messages = sim.get("messages")
     if not isinstance(messages, list):

@@ -69,6 +69,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     Raises `AdapterError` naming the field when the run lacks `task_id` or
     `traj`, or the task is not in the tasks file.
     """
+    from tracejudge.core.suggest import missing_key_typo, unknown_key_message
     from tracejudge.stages.extract.errors import AdapterError
 
     if not isinstance(raw, dict):
@@ -77,6 +78,12 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     if not isinstance(task_id, int) or isinstance(task_id, bool):
         raise AdapterError("task_id: required integer is missing or mistyped", field="task_id")
     trial = raw.get("trial", 0)
+    if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
+        # The case id is built from it: `true` would make case `7-True`, -1 case `7--1`.
+        raise AdapterError(f"trial: expected a non-negative integer, got {trial!r}", field="trial", case_id=f"{task_id}-?")
+    reward = raw.get("reward")
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+        raise AdapterError(f"reward: expected a number, got {reward!r}", field="reward", case_id=f"{task_id}-{trial}")
     case_id = f"{task_id}-{trial}"
     traj = raw.get("traj")
     if not isinstance(traj, list):
@@ -119,7 +126,11 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
         for j, tc in enumerate(msg.get("tool_calls") or []):
             fn = tc.get("function") or {}
             if "name" not in fn:
-                raise AdapterError("tool call has no function name", field=f"traj[{i}].tool_calls[{j}].function.name", case_id=case_id)
+                typo = missing_key_typo("name", fn) if isinstance(fn, dict) else None
+                where = f"traj[{i}].tool_calls[{j}].function"
+                if typo is not None:
+                    raise AdapterError(f"{where}.{typo}: {unknown_key_message(typo, 'name')}", field=f"{where}.{typo}", case_id=case_id)
+                raise AdapterError("tool call has no function name", field=f"{where}.name", case_id=case_id)
             call = {"id": tc.get("id"), "name": fn["name"], "arguments": fn.get("arguments"), "result": None, "error": None}
             pending.setdefault(tc.get("id"), deque()).append(call)
             calls.append(call)
@@ -130,7 +141,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             if text:
                 final_output = text
 
-    metadata: dict[str, Any] = {"task_id": task_id, "trial": trial, "reward": raw.get("reward")}
+    metadata: dict[str, Any] = {"task_id": task_id, "trial": trial, "reward": reward}
     if info.get("source") is not None:
         metadata["source"] = info["source"]
     if "reward_info" in info and info["reward_info"] is None:
