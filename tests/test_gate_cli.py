@@ -187,6 +187,28 @@ def test_a_baseline_verdict_is_never_written_into_the_run_it_reads(tmp_path: Pat
     assert got.returncode == 0 and "regression" not in got.stdout, got.stdout + got.stderr
 
 
+def test_an_out_that_is_a_file_or_lies_in_a_run_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    # `--out FILE` was an internal error (FileExistsError, exit 3); `--out RUN/sub` wrote the comparison into the run.
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    for name in ("base", "run"):
+        got = subprocess.run([str(TRACEJUDGE), "run", str(write_config(tmp_path / f"{name}.yaml", data, tmp_path / name)), "--no-progress"],
+                             capture_output=True, text=True, timeout=120)
+        assert got.returncode == 0, got.stdout + got.stderr
+    (tmp_path / "afile").write_text("mine")
+    run_dir = tmp_path / "run"
+    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
+    for out, says in ((tmp_path / "afile", "is a file"), (run_dir / "sub", "lies in the run"), (run_dir, "lies in the run"),
+                      (tmp_path / "base", "lies in the run")):
+        got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(out)],
+                             capture_output=True, text=True, timeout=120)
+        assert got.returncode == 2 and says in got.stderr and "--out" in got.stderr and "Traceback" not in got.stderr, got.stderr
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+    got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cmp")],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and (tmp_path / "cmp" / "summary.json").exists(), got.stdout + got.stderr
+
+
 def test_regression_rule_within_noise_passes(tmp_path: Path) -> None:
     a, b, _, _ = planted_runs(tmp_path, planted=3, improved=1)  # a 2/300 drop: beyond 0.005, within noise
     summary = {"results": 300, "metrics": {"acc": {"results": 300, "scored": 300}}, "pass_at_k": {}}

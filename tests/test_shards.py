@@ -124,6 +124,8 @@ def test_a_missing_shard_leaves_the_merged_run_incomplete(tmp_path, data_dir):
     assert "shards 2/3, 3/3 have no run directory yet" in lone.stdout, lone.stdout
     only = _tj("report", str(tmp_path / "sweep-shard-2-of-3"))
     assert only.returncode == 130, only.stdout + only.stderr
-    # A run directory that is not a merge is never overwritten by one.
+    # A run directory read is never overwritten by the merge, and one that is not a merge is never overwritten by one.
     refused = _tj("report", str(tmp_path / "sweep-shard-1-of-3"), str(tmp_path / "sweep-shard-2-of-3"), "--out", str(tmp_path / "sweep-shard-1-of-3"))
+    assert refused.returncode == 2 and "lies in the run" in refused.stderr
+    refused = _tj("report", str(tmp_path / "sweep-shard-2-of-3"), "--out", str(tmp_path / "sweep-shard-1-of-3"))
     assert refused.returncode == 2 and "not a merge" in refused.stderr

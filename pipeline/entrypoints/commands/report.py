@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracejudge.core.errors import TracejudgeError
@@ -25,9 +26,10 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.reports import rebuild
     from tracejudge.stages.reports.terminal import print_summary
 
-    if args.baseline is not None:
-        shards.expand(args.baseline)  # refused before anything is rebuilt: the run's files stay as they are
+    baseline = shards.expand(args.baseline) if args.baseline is not None else []  # refused before anything is rebuilt
     dirs = shards.expand(args.run_dirs)
+    if args.out is not None:
+        _check_out(Path(args.out), [*dirs, *baseline])
     in_place = len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0])
     if in_place:
         run_dir = dirs[0]
@@ -67,3 +69,17 @@ def command(args: argparse.Namespace, err: Console) -> int:
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
     print_verdict(verdict, out)
     return verdict.exit_code
+
+
+def _check_out(out: Path, runs: list[Path]) -> None:
+    """Refuse an `--out` that is a file, or that lies in (or is) one of the runs read: a report never writes into a run it reads.
+
+    Raises `TracejudgeError` (exit 2) naming `--out` and the path.
+    """
+    if out.exists() and not out.is_dir():
+        raise TracejudgeError(f"--out {out}: is a file, not a directory; give a directory to write the reports to")
+    where = out.resolve()
+    for run in runs:
+        if where == run.resolve() or run.resolve() in where.parents:
+            raise TracejudgeError(f"--out {out}: lies in the run {run}, which report only reads; give a directory outside it")
+
