@@ -81,8 +81,10 @@ def test_an_internal_error_before_a_run_directory_exists_goes_to_a_temp_file(tmp
 def test_help_and_version_document_the_statuses(tmp_path: Path) -> None:
     helped = _tj("--help", cwd=tmp_path)
     assert helped.returncode == 0
-    for line in ("0    PASS", "1    FAIL", "2    bad config", "3    internal error", "130  interrupted"):
+    for line in ("0    PASS", "1    FAIL", "2    bad config", "3    a judge, trace store or http target that cannot be reached", "130  interrupted"):
         assert line in helped.stdout
+    status_3 = helped.stdout.split("\n  3  ", 1)[1].split("\n  130", 1)[0]
+    assert "an internal error" in status_3 and "full disk" in status_3
     version = _tj("--version", cwd=tmp_path)
     assert version.returncode == 0 and re.fullmatch(r"tracejudge \S+\n", version.stdout)
 
