@@ -6,11 +6,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from tracejudge.core.errors import TracejudgeError
 
-__all__ = ["LOCK", "LockedError", "RunLock"]
+__all__ = ["LOCK", "LockedError", "RunLock", "holder"]
 
 LOCK = ".lock"
 
@@ -43,10 +44,10 @@ class RunLock:
         for _ in range(10):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _flock_soon(fd)
             except OSError as exc:
                 os.close(fd)
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                if exc.errno not in _BUSY:
                     raise
                 pid = _read_pid(self.path)
                 who = f"process {pid}" if pid else "another process"
@@ -85,6 +86,45 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def holder(run_dir: Path) -> str | None:
+    """Who holds `run_dir`'s lock now (`"process 4242"`, or `"another process"` when the lock file names none), or None when nobody does.
+
+    Probed with a shared lock taken and dropped at once, so it never blocks and never takes the
+    run over; a directory without a lock file, or one this process cannot open, counts as free.
+    """
+    path = Path(run_dir) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in _BUSY:
+            return None
+        pid = _read_pid(path)
+        return f"process {pid}" if pid else "another process"
+    finally:
+        os.close(fd)  # (closing drops the probe's lock)
+    return None
+
+
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+
+
+def _flock_soon(fd: int) -> None:
+    # A `holder` probe holds a shared lock for a moment: a run starting right then tries again
+    # a few times before it reports the directory as in use.
+    for attempt in range(5):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in _BUSY or attempt == 4:
+                raise
+            time.sleep(0.01)
 
 
 def _read_pid(path: Path) -> int | None:

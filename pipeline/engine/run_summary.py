@@ -69,6 +69,7 @@ def _build_summary(
         "judge": judge,
         **(blocks or {}),
         "usage": totals["usage"],
-        "segments": journal.segments,
+        # The command that resumes a segment is the checkpoint's (for `tracejudge report`), not a figure of the run.
+        "segments": [{k: v for k, v in seg.items() if k != "command"} for seg in journal.segments],
         **({"configs": mixed} if (mixed := manifest_mod.configs_by_segment(manifest, journal.segments)) else {}),
     }

@@ -132,6 +132,7 @@ async def run(
     source: MemorySource | None = None,
     metrics: Sequence[Any] | None = None,
     live: LiveStatus | None = None,
+    command: dict[str, str] | None = None,
 ) -> RunOutcome:
     """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`, or its
     `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
@@ -149,6 +150,8 @@ async def run(
             custom metric defined inside a function); `config.metrics` still
             names them in the manifest.
         live: filled in as the run goes (cases in flight, the stop grace, what stages wait on) for a display.
+        command: `{"line": the command line that resumes the run, "cwd": the folder it is meant for}`, kept on
+            this segment's record in `checkpoint.json` so that `tracejudge report` on an interrupted run can give it.
 
     Raises:
         store.LockedError: another process holds the run directory.
@@ -174,6 +177,8 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
+        if command is not None:
+            journal.segment["command"] = dict(command)
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None

@@ -12,8 +12,10 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
   are intact, and the command that resumes. Not 2: something was run and
   the input is fine; like an internal error, it says "the tool's machine
   failed", never a verdict on the agent;
+- 75 `report` on a run that another `tracejudge run` still writes: the
+  figures so far, verdict IN PROGRESS naming the process, nothing written;
 - 130 interrupted (Ctrl-C, SIGTERM): the verdict line says INTERRUPTED and
-  gives the command that resumes the run;
+  gives the command that resumes the run (so does `report` on such a run);
 - 141 stdout was closed early (`... -o - | head -1`): the reader took what
   it wanted; no message, no crash log (128 + SIGPIPE, what a shell reports).
 """

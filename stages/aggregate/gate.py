@@ -9,6 +9,9 @@ The gate rule (one rule, documented in README "CI gates"):
     A run that was stopped before every case finished says INTERRUPTED (exit
     130) whatever its assertions say: CI must not read "not finished" as
     "the agent regressed".
+    A run another process is still writing (`tracejudge report` while `run`
+    holds the directory) says IN PROGRESS (exit 75): not finished, and not
+    interrupted either.
 
 Unreadable input: the share of `invalid_input` results must not exceed
 `assertions.max_invalid_share` (default 0.0); a failed check lists the first
@@ -53,6 +56,12 @@ class Verdict:
     checks: list[Check] = field(default_factory=list)
     comparison: Comparison | None = None
     interrupted: bool = False
+    in_progress: str | None = None  # who is still writing the run ("process 4242"), when someone is
+
+    @property
+    def unfinished(self) -> bool:
+        """The run is not complete: interrupted, or still being written."""
+        return self.interrupted or self.in_progress is not None
 
     @property
     def passed(self) -> bool:
@@ -60,13 +69,17 @@ class Verdict:
 
     @property
     def word(self) -> str:
+        if self.in_progress is not None:
+            return "IN PROGRESS"
         if self.interrupted:
             return "INTERRUPTED"
         return "PASS" if self.passed else "FAIL"
 
     @property
     def exit_code(self) -> int:
-        """0 for PASS, 1 for FAIL, 130 for INTERRUPTED (the CLI returns exactly this)."""
+        """0 for PASS, 1 for FAIL, 75 for IN PROGRESS, 130 for INTERRUPTED (the CLI returns exactly this)."""
+        if self.in_progress is not None:
+            return 75  # EX_TEMPFAIL: report again later
         if self.interrupted:
             return 130
         return 0 if self.passed else 1
@@ -198,7 +211,8 @@ def _incomplete_detail(summary: dict[str, Any]) -> str:
     return f"{has} no run directory yet: run {runs}, then report the shards again"
 
 
-def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir: Path | None, *, seed: int = 0) -> Verdict:
+def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir: Path | None, *, seed: int = 0,
+                  in_progress: str | None = None) -> Verdict:
     """Check `summary` (and, with a regression rule, the run's results against the baseline's).
 
     Args:
@@ -206,6 +220,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         summary: the run's `summary.json` body.
         run_dir: the run directory (needed for the regression rule's pairing).
         seed: seeds the paired bootstrap of the regression rule.
+        in_progress: who still writes the run ("process 4242"), when another process holds it: the verdict
+            is IN PROGRESS, the figures are those so far.
 
     Never raises for a missing baseline: that is a failed check naming the path.
     A run with no results, or in which no metric scored anything (an empty
@@ -214,12 +230,16 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     results file holding fewer results than the run had counted
     (`lost_results`: damaged lines, a file cut short or edited).
     """
-    verdict = Verdict(interrupted=summary.get("complete") is False)
-    if verdict.interrupted:
+    verdict = Verdict(interrupted=summary.get("complete") is False and in_progress is None, in_progress=in_progress)
+    if in_progress is not None:
+        verdict.checks.append(Check("run complete", False, f"the run is still in progress ({in_progress} holds it): these are its "
+                                    "results so far; report again when it has finished"))
+    elif verdict.interrupted:
         verdict.checks.append(Check("run complete", False, _incomplete_detail(summary)))
     scored = sum(m.get("scored", 0) for m in summary.get("metrics", {}).values())
     if not summary.get("results"):
-        verdict.checks.append(Check("results", False, "the run has no results: it was interrupted before its first one" if verdict.interrupted
+        verdict.checks.append(Check("results", False, "the run has no results yet" if in_progress is not None else
+                                    "the run has no results: it was interrupted before its first one" if verdict.interrupted
                                     else "the run has no results: the dataset is empty or nothing was read"))
     elif not scored:
         verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
@@ -328,6 +348,6 @@ def print_verdict(verdict: Verdict, console: Console | None = None, *, resume: s
         con.print(f"  {mark} {escape(c.name)}: {escape(c.detail)}", highlight=False, markup=True, emoji=False, soft_wrap=True)
     if not verdict.checks:
         con.print("  (no assertions configured)", highlight=False, markup=False)
-    color = "yellow" if verdict.interrupted else "green" if verdict.passed else "red"
+    color = "yellow" if verdict.unfinished else "green" if verdict.passed else "red"
     tail = f" (resume with: {escape(resume)})" if verdict.interrupted and resume else ""
     con.print(f"[bold {color}]verdict: {verdict.word}[/]{tail}", highlight=False, markup=True, emoji=False, soft_wrap=True)

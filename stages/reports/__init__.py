@@ -139,18 +139,19 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
 
 
 def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, feed: ReportFeed | None = None,
-               write: bool = True) -> Verdict:
+               write: bool = True, in_progress: str | None = None) -> Verdict:
     """Evaluate the gate, add the verdict to `summary.json`, write the reports (`feed`: see `write_reports`).
 
     With `judge.labels`, the verdicts' agreement with the labels goes in `summary.labels` first (the gate's `min_kappa` reads it).
     `write=False` (a run directory that cannot be written) computes the verdict into `summary` and writes nothing.
+    `in_progress`: who still writes the run, when another process holds it (the verdict is then IN PROGRESS).
     """
     if config.judge is not None and config.judge.labels is not None:
         from tracejudge.stages.judge.agreement import run_agreement
 
         summary["labels"] = run_agreement(run_dir, config.judge.labels)
     _count_budget_skips(summary, config)
-    verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed)
+    verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed, in_progress=in_progress)
     summary["verdict"] = verdict.as_dict()
     if not write:
         return verdict
@@ -203,10 +204,11 @@ def _last_segment_finished(run_dir: Path) -> bool:
 
 
 def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None,
-            write: bool = True) -> tuple[dict[str, Any], Verdict]:
+            write: bool = True, in_progress: str | None = None) -> tuple[dict[str, Any], Verdict]:
     """Recompute summary.json and all reports of `run_dir` from its results.jsonl.
 
-    `write=False` computes the summary and verdict and writes nothing (a run on read-only media).
+    `write=False` computes the summary and verdict and writes nothing (a run on read-only media, or one
+    still being written). `in_progress`: who still writes it (`run_lock.holder`); the verdict is then IN PROGRESS.
 
     The manifest's config, when present, gives metric order, trials, pass@k
     specs, breakdowns and assertions; without it, metrics come from the
@@ -275,5 +277,5 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         reg = config.assertions.regression
         rule = reg.model_copy(update={"baseline": Path(baseline)}) if reg else RegressionRule(baseline=Path(baseline), noise="ci")
         config = config.model_copy(update={"assertions": config.assertions.model_copy(update={"regression": rule})})
-    verdict = finish_run(run_dir, summary, config, write=write)
+    verdict = finish_run(run_dir, summary, config, write=write, in_progress=in_progress)
     return summary, verdict

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracejudge.core.errors import TracejudgeError
+from tracejudge.entrypoints.commands.exits import EXIT_IN_PROGRESS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,8 +29,19 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.reports import rebuild
     from tracejudge.stages.reports.terminal import print_summary
 
+    from tracejudge.engine.run_lock import holder
+
     baseline = shards.expand(args.baseline) if args.baseline is not None else []  # refused before anything is rebuilt
+    for given in args.run_dirs:
+        if not (Path(given) / store.RESULTS).exists() and (who := holder(Path(given))) is not None:
+            err.print(f"{given}: the run is in progress ({who} holds it) and has no result yet; report again once it has",
+                      highlight=False, markup=False, soft_wrap=True)
+            return EXIT_IN_PROGRESS
     dirs = shards.expand(args.run_dirs)
+    # A run another `tracejudge run` still writes is reported as it stands, never written into: its own
+    # summary and reports come when it finishes (a rebuild written now could land after them and undo them).
+    busy = [f"{d} ({who})" if len(dirs) > 1 else who for d in dirs if (who := holder(d)) is not None]
+    in_progress = ", ".join(busy) or None
     if args.out is not None:
         _check_out(Path(args.out), [*dirs, *baseline])
     in_place = len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0])
@@ -54,11 +68,14 @@ def command(args: argparse.Namespace, err: Console) -> int:
     # A --baseline verdict is a one-off question about the run, not what the run said: it never replaces the run's
     # own summary.json and reports (a later `report`, `view` or `estimate` would read it as the run's).
     one_off = args.baseline is not None and in_place
-    write = writable and not one_off
-    summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped, write=write)
+    write = writable and not one_off and not (in_progress and in_place)
+    summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped, write=write, in_progress=in_progress)
     out = stdout_console()
     print_summary(summary, out)
-    if write:
+    if in_progress and in_place:
+        out.print(f"computed from {run_dir / 'results.jsonl'} so far: the run is still in progress ({in_progress} holds it), so "
+                  "summary.json and the reports are left for it to write when it finishes", highlight=False, soft_wrap=True)
+    elif write:
         out.print(f"rebuilt from {run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
     elif writable:
         out.print(f"computed from {run_dir / 'results.jsonl'} against the baseline {args.baseline}; summary.json and the reports "
@@ -67,8 +84,24 @@ def command(args: argparse.Namespace, err: Console) -> int:
     else:
         out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
-    print_verdict(verdict, out)
+    print_verdict(verdict, out, resume=_resume_command(run_dir) if verdict.interrupted and in_place else None)
     return verdict.exit_code
+
+
+def _resume_command(run_dir: Path) -> str:
+    """The command that resumes an interrupted run: the one its last segment recorded (`run`'s own wording), run from
+    the folder it was meant for; without a record (a run started from the Python API), its shape with CONFIG to fill in."""
+    from tracejudge.engine import store
+
+    try:
+        segments = json.loads((run_dir / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
+        recorded = segments[-1].get("command") or {}
+        line, cwd = recorded["line"], recorded.get("cwd")
+    except (OSError, ValueError, AttributeError, IndexError, KeyError, TypeError):
+        return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))} (CONFIG: the config the run was started with)"
+    if isinstance(cwd, str) and Path(cwd).resolve() != Path.cwd().resolve():
+        return f"cd {shlex.quote(cwd)} && {line}"
+    return str(line)
 
 
 def _check_out(out: Path, runs: list[Path]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
@@ -146,6 +147,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                 outcome_box["o"] = await runner.run(
                     config, run_dir=run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None, live=live,
+                    command={"line": resume, "cwd": os.getcwd()},  # `report` on this run, if it stops, gives the same command
                 )
             except TracejudgeError as exc:
                 # Raised past the task group it would arrive wrapped in an ExceptionGroup.

@@ -1,0 +1,106 @@
+"""`tracejudge report` on a run that is not finished: one another `tracejudge run` still writes, and one that was killed.
+
+Real processes only: `tracejudge run` in a subprocess with a python target that
+holds its third case until the test creates a file, `tracejudge report` in
+another, the run killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+AGENT = '''
+import os, time
+
+def respond(request):
+    if request.case_id == "c2":  # held until the test lets it go (or the run is killed)
+        while not os.path.exists(os.path.join(os.path.dirname(__file__), "release")):
+            time.sleep(0.01)
+    return {"output": "ok", "trace": {"steps": [{"tool_calls": [{"name": "a", "arguments": {}}]}], "output": "ok"}}
+'''
+
+
+def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def held_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A `tracejudge run` with two results written and its third case held by the agent; yields (process, run dir)."""
+    (tmp_path / "held_agent.py").write_text(AGENT)
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "q", "expected_tool_calls": [{"name": "a"}]}) + "\n"
+                                                  for i in range(4)))
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
+                                     "target: {kind: python, callable: held_agent:respond, concurrency: 1}\n"
+                                     "metrics: [{type: ToolCalls}]\nrun: {dir: run, flush_every: 1}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "run" / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (results.exists() and len(results.read_text().splitlines()) >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run did not write its first two results"
+        time.sleep(0.02)
+    try:
+        yield proc, tmp_path / "run"
+    finally:
+        (tmp_path / "release").touch()
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=60)
+
+
+def test_a_run_still_being_written_is_reported_in_progress_not_interrupted(held_run: tuple[subprocess.Popen[str], Path]) -> None:
+    proc, run_dir = held_run
+    rep = _tj("report", str(run_dir), cwd=run_dir.parent)
+    assert rep.returncode == 75, rep.stdout + rep.stderr
+    out = " ".join(rep.stdout.split())
+    assert "verdict: IN PROGRESS" in out and "INTERRUPTED" not in out and "interrupted" not in out
+    assert f"still in progress (process {proc.pid} holds it)" in out
+    assert "2 results: ok 2" in out  # what is there so far
+    # Nothing is written into a run its owner is still writing: its summary and reports come at its end.
+    assert not (run_dir / "summary.json").exists() and not (run_dir / "report.md").exists()
+
+    (run_dir.parent / "release").touch()
+    assert proc.wait(timeout=60) == 0
+    done = _tj("report", str(run_dir), cwd=run_dir.parent)
+    assert done.returncode == 0 and "verdict: PASS" in done.stdout and "4 results: ok 4" in done.stdout
+
+
+def test_a_run_in_progress_without_a_result_yet_says_so(tmp_path: Path) -> None:
+    from tracejudge.engine.run_lock import RunLock
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with RunLock(run_dir):  # this process stands for a run that has not written its first result
+        rep = _tj("report", str(run_dir), cwd=tmp_path)
+    assert rep.returncode == 75, rep.stdout + rep.stderr
+    assert f"the run is in progress (process {os.getpid()} holds it) and has no result yet" in " ".join(rep.stderr.split())
+
+
+def test_a_killed_run_is_reported_interrupted_with_the_command_that_resumes_it(held_run: tuple[subprocess.Popen[str], Path],
+                                                                              tmp_path: Path) -> None:
+    proc, run_dir = held_run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    here = _tj("report", str(run_dir), cwd=run_dir.parent)
+    assert here.returncode == 130, here.stdout + here.stderr
+    assert here.stdout.splitlines()[-1] == "verdict: INTERRUPTED (resume with: tracejudge run c.yaml --no-progress)"
+    # From another folder the command says where it is meant to run.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    there = _tj("report", str(run_dir), cwd=elsewhere)
+    assert there.returncode == 130
+    assert " ".join(there.stdout.split()).endswith(f"(resume with: cd {run_dir.parent} && tracejudge run c.yaml --no-progress)")
+    # The command given resumes the run.
+    (run_dir.parent / "release").touch()
+    resumed = _tj("run", "c.yaml", "--no-progress", cwd=run_dir.parent)
+    assert resumed.returncode == 0 and "already finished" in resumed.stdout, resumed.stdout + resumed.stderr
