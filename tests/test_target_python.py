@@ -150,3 +150,40 @@ def test_concurrency_caps_cases_in_flight_at_the_target(tmp_path, monkeypatch, c
     outcome = run_live(live_config(tmp_path, [echo_case(f"c{i}", "x") for i in range(9)], py_target("agent", concurrency=cap)))
     assert outcome.summary["status"] == {"ok": 9}
     assert live_agents.IN_FLIGHT["max"] == cap
+
+
+def test_an_agent_that_raises_is_named_as_a_bug_and_retried_by_the_same_command(tmp_path):
+    """A ZeroDivisionError in the agent is its bug: the terminal says the agent raised it, never "transient", and
+    (as README documents for every target_error) the same command retries it; a transient failure keeps its word."""
+    import subprocess
+    import sys
+
+    (tmp_path / "buggy_agent.py").write_text(
+        "from tracejudge import TransientTargetError\n\n"
+        "def respond(request):\n"
+        "    if request.case_id == 'flaky':\n"
+        "        raise TransientTargetError('503 from the model gateway')\n"
+        "    return 1 / 0\n")
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "b", "input": "y"}\n')
+    (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\ntarget: {kind: python, callable: 'buggy_agent:respond', retries: 0}\n"
+                                     "metrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    first = run()
+    assert first.returncode == 1, first.stdout + first.stderr
+    err = " ".join(first.stderr.split())
+    assert "ended in a transient failure" not in err
+    assert "2 results ended because the agent raised ZeroDivisionError: division by zero" in err
+    assert "the same command retries them" in err and "tracejudge run c.yaml --no-progress" in err
+    again = run()
+    assert "(2 new results, 0 already finished, 2 retried after the agent raised)" in " ".join(again.stdout.split())
+    assert "after a transient failure" not in again.stdout and "ended in a transient failure" not in again.stderr
+
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "flaky", "input": "y"}\n')
+    mixed = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress", "--fresh"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    err = " ".join(mixed.stderr.split())
+    assert "1 results ended in a transient failure (judge, target or provider); 1 results ended because the agent raised" in err

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from tracejudge.core.records import CaseResult
 
-__all__ = ["sum_usage"]
+__all__ = ["agent_raised", "sum_usage"]
 
 
 def _now() -> str:
@@ -24,6 +26,23 @@ def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     into[k] = into.get(k, 0) + v
     return total
+
+
+def agent_raised(lines: Iterable[str]) -> list[str]:
+    """The error messages of the `target_error` result lines whose python agent raised an exception (a bug, not a
+    transient failure): the target keeps the agent's traceback in `error.details` only for those."""
+    out = []
+    for line in lines:
+        if '"traceback"' not in line:  # (most lines: no parse)
+            continue
+        try:
+            body = json.loads(line)
+            error = body["error"]
+            if body.get("status") == "target_error" and (error.get("details") or {}).get("traceback"):
+                out.append(str(error.get("message") or ""))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
 
 
 def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:

@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec
 
@@ -43,6 +43,7 @@ from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.flow import _aiter, _Flow
+from tracejudge.engine.journal_counts import agent_raised
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.run_summary import _build_summary, _prior_judge
@@ -69,6 +70,8 @@ class RunOutcome:
     verdict: Any = None  # stages.gate.Verdict: the assertions' PASS/FAIL
     retried: int = 0  # provisional failures of earlier segments this one redid
     pending_retries: int = 0  # transient failures standing now, which the same command would redo
+    retried_raised: int = 0  # of `retried`, results whose python agent had raised (a bug, not a transient failure)
+    raised: list[str] = field(default_factory=list)  # of `pending_retries`, the messages of those whose agent raised
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -179,6 +182,7 @@ async def run(
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
         if command is not None:
             journal.segment["command"] = dict(command)
+        retried_raised = len(agent_raised(journal.provisional.values()))
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
@@ -230,7 +234,8 @@ async def run(
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)
-        return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries())
+        return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
+                          retried_raised, agent_raised(journal.provisional.values()))
     finally:
         if journal is not None:
             journal.detach()

@@ -168,17 +168,40 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
     _print_configs(outcome.summary, out)
-    retried = f", {outcome.retried} retried after a transient failure" if outcome.retried else ""
-    out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished{retried})",
-              highlight=False, soft_wrap=True)
+    out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
+              f"{_retried(outcome.retried, outcome.retried_raised)})", highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:
-        print(f"{outcome.pending_retries} results ended in a transient failure (judge, target or provider); "
-              f"the same command retries them (at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
+        print(f"{_pending(outcome.pending_retries, outcome.raised)}; the same command retries them "
+              f"(at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
     return outcome.verdict.exit_code
+
+
+def _retried(retried: int, raised: int) -> str:
+    # An exception the agent raised is a bug, retried like a transient failure but not called one.
+    if not retried:
+        return ""
+    if not raised:
+        return f", {retried} retried after a transient failure"
+    if raised == retried:
+        return f", {retried} retried after the agent raised"
+    return f", {retried} retried ({retried - raised} after a transient failure, {raised} after the agent raised)"
+
+
+def _pending(pending: int, raised: list[str]) -> str:
+    """What the failures a resume retries were: transient ones (judge, target, provider) and exceptions the agent raised."""
+    parts = []
+    if pending > len(raised):
+        parts.append(f"{pending - len(raised)} results ended in a transient failure (judge, target or provider)")
+    if raised:
+        first = raised[0] if len(raised[0]) <= 120 else raised[0][:117] + "..."
+        others = f"; {len(set(raised)) - 1} other error(s)" if len(set(raised)) > 1 else ""
+        parts.append(f"{len(raised)} results ended because the agent raised {first}{others} (a bug in the agent, not a transient "
+                     "failure: error.details.traceback in results.jsonl shows where)")
+    return "; ".join(parts)
 
 
 def _print_configs(summary: dict, out: Console) -> None:
