@@ -168,6 +168,16 @@ def test_a_budget_cap_is_said_plainly_and_its_skips_are_counted_once_over_resume
     text = " ".join(got.stdout.split())
     assert f"judge budget ran out (caps: budget.max_judge_tokens 2,000): {skipped} results (case, trial) were not judged" in text, text
     assert "judge budget ran out" in (tmp_path / "run" / "report.md").read_text()
+    # The same command again meets the same cap: "0 new results" says how many are still skipped for it.
+    cfg = tmp_path / "capped.json"
+    cfg.write_text(json.dumps({"dataset": {"path": str(cases), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1", **capped["judge"]},
+                               "limits": capped["limits"], "budget": capped["budget"], "cache": {"dir": str(tmp_path / "cache")},
+                               "run": {"dir": str(tmp_path / "run")}}))
+    resumed = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"],
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert f"(0 new results, {10 - skipped} already finished, {skipped} still skipped for the judge budget)" in " ".join(resumed.stdout.split())
 
 
 def test_dollar_budget_also_caps(simulator, tmp_path):

@@ -169,7 +169,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     print_summary(outcome.summary, out)
     _print_configs(outcome.summary, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
-              f"{_retried(outcome.retried, outcome.retried_raised)})", highlight=False, soft_wrap=True)
+              f"{_retried(outcome.retried, outcome.retried_raised)}{_budget_skips(outcome.summary)})", highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:
         print(f"{_pending(outcome.pending_retries, outcome.raised)}; the same command retries them "
@@ -178,6 +178,12 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
     return outcome.verdict.exit_code
+
+
+def _budget_skips(summary: dict) -> str:
+    # A resume that met the same cap reads "0 new results": the results it left unjudged are not finished work.
+    skipped = int((summary.get("judge") or {}).get("skipped_budget") or 0)
+    return f", {skipped} still skipped for the judge budget" if skipped else ""
 
 
 def _retried(retried: int, raised: int) -> str:
