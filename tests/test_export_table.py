@@ -110,3 +110,18 @@ def test_readme_store_dataset_sections_load(tmp_path):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     with pytest.raises(Exception, match="dataset.path is not used"):
         load_config(tmp_path / "c.yaml")
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_a_destination_that_cannot_be_written_is_named_as_given_and_leaves_no_temporary(tmp_path, kind):
+    import subprocess
+    import sys
+
+    run_dir = _run(tmp_path)
+    (tmp_path / "a_folder").mkdir()
+    for dest, why in ((tmp_path / "missing" / f"v.{kind}", "No such file or directory"), (tmp_path / "a_folder", "Is a directory")):
+        proc = subprocess.run([sys.executable, "-m", "tracejudge", "export", str(run_dir), "--to", kind, str(dest)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == f"error: {dest}: {why}"  # the path given, not the writer's temporary beside it
+    assert not [p for p in tmp_path.rglob("*.tmp")]

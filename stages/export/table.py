@@ -25,8 +25,12 @@ stays flat whatever the size of the run.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import json
+import os
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -97,6 +101,29 @@ def _columns(with_run: bool) -> list[str]:
     return COLUMNS if with_run else COLUMNS[1:]
 
 
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
+    """A temporary file beside `path` to write, moved onto `path` when the block ends.
+
+    The temporary is the writer's business: an `OSError` (a missing folder, a directory, no permission,
+    a full disk) is raised again naming `path`, the file the user asked for, and the temporary is removed.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        yield tmp
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        # pyarrow's errors carry the code only in their text ("... Detail: [errno 2] No such file or directory").
+        code = exc.errno or next((int(m.group(1)) for m in [re.search(r"\[errno (\d+)\]", str(exc))] if m), None)
+        if code is None:
+            raise OSError(f"{path}: {str(exc).replace(str(tmp), str(path))}") from None
+        raise OSError(code, os.strerror(code), str(path)) from None
+
+
 def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
     """Write every row of `run_dirs` to the Parquet file `path` (replaced atomically); returns the row count.
 
@@ -111,15 +138,13 @@ def write_parquet(run_dirs: Sequence[Path], path: Path) -> int:
               "tags": pa.list_(pa.string()), "config_hash": pa.string(), "run_started_at": pa.timestamp("ms", tz="UTC")}
     names = _columns(len(run_dirs) > 1)
     schema = pa.schema([(n, fields[n]) for n in names])
-    tmp = path.with_name(path.name + ".tmp")
     count = 0
-    with pq.ParquetWriter(str(tmp), schema) as writer:  # type: ignore[attr-defined]
+    with _replacing(path) as tmp, pq.ParquetWriter(str(tmp), schema) as writer:  # type: ignore[attr-defined]
         for batch in _batches(run_dirs):
             writer.write_table(pa.Table.from_pylist([{n: r[n] for n in names} for r in batch], schema=schema))  # type: ignore[attr-defined]
             count += len(batch)
         if count == 0:
             writer.write_table(schema.empty_table())
-    tmp.replace(path)
     return count
 
 
@@ -130,9 +155,8 @@ def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
     8601, null is the empty field.
     """
     names = _columns(len(run_dirs) > 1)
-    tmp = path.with_name(path.name + ".tmp")
     count = 0
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+    with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(names)
         for batch in _batches(run_dirs):
@@ -141,5 +165,4 @@ def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
                        "run_started_at": row["run_started_at"].isoformat() if row["run_started_at"] else None}
                 writer.writerow(["" if row[n] is None else row[n] for n in names])
             count += len(batch)
-    tmp.replace(path)
     return count
