@@ -220,3 +220,22 @@ def test_merge_keys_and_set_overrides_are_not_duplicates(tmp_path: Path) -> None
     assert "duplicate key" not in proc.stderr
     err = config_error(proc)  # `base` is no section: the run stops there, past the duplicate check
     assert f"{cfg}:2: base:" in err
+
+
+def test_a_url_key_given_a_mapping_and_a_section_given_a_url_say_what_was_expected_and_given(tmp_path: Path) -> None:
+    metrics = "metrics: [{type: ToolCalls}]\n"
+    # In the file: a URL written as a mapping of its parts.
+    cfg = write(tmp_path, metrics + "target:\n  kind: http\n  url:\n    host: localhost\n    port: 8000\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert f'{cfg}:5: target.url: Input should be a URL, a string such as http://127.0.0.1:8000 (got a mapping: {{"host": "localhost", "port": 8000}})' \
+        in err.splitlines(), err
+    # With --set, both ways round: a URL key given a mapping, a section given the URL.
+    cfg = write(tmp_path, metrics)
+    err = config_error(cli("run", str(cfg), "--set", "judge={provider: openai, model: m, base_url: {host: gpu-box}}", cwd=tmp_path))
+    assert 'judge.base_url: Input should be a URL, a string such as http://127.0.0.1:8000 (got a mapping: {"host": "gpu-box"})' in err, err
+    err = config_error(cli("run", str(cfg), "--set", "judge=http://gpu-box:8000/v1", cwd=tmp_path))
+    assert ('--set judge=http://gpu-box:8000/v1: judge: Input should be a mapping of the section\'s keys (got "http://gpu-box:8000/v1"); '
+            "a URL goes in judge.base_url") in err.splitlines(), err
+    # A section's own check over a URL that was given as text does not claim a mapping was given.
+    err = config_error(cli("run", str(cfg), "--set", "target={kind: http, url: 'localhost:8000/agent'}", cwd=tmp_path))
+    assert err.splitlines()[1].endswith("target: url 'localhost:8000/agent': expected an http:// or https:// URL"), err

@@ -302,16 +302,36 @@ def require_metrics(config: RunConfig, source: str = "<config>", overrides: list
                           "e.g. `metrics: [{type: ToolCalls}]`")
 
 
+# Keys whose value is a URL (`judge.base_url`, `target.url`, a store's `dataset.options.url` / `tracking_uri`).
+_URL_KEYS = ("base_url", "url", "tracking_uri")
+_MAPPING_TYPES = frozenset({"dict_type", "model_type", "model_attributes_type"})
+
+
 def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
-    """One error of `model`'s validation in words; an unknown key names the nearest allowed one."""
+    """One error of `model`'s validation in words: what the key expected and what it was given.
+
+    An unknown key names the nearest allowed one. A URL key given a mapping, or a section given a URL,
+    says so in those words, not pydantic's ("a valid dictionary or instance of JudgeConfig").
+    """
+    loc = tuple(err["loc"])
     if err["type"] == "extra_forbidden":
-        return "unknown key" + suggest.key_hint(model, tuple(err["loc"]))
+        return "unknown key" + suggest.key_hint(model, loc)
     if err["type"] == "missing":
         return "required key is missing"
     got = err.get("input")
-    shown = json.dumps(got, default=str)[:80] if not isinstance(got, dict) else "a mapping"
     msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own message says nothing to a user
-    return f"{msg} (got {shown})"
+    if isinstance(got, dict) and err["type"] in ("value_error", "assertion_error"):
+        return msg  # a section's own check (`a http target needs url`): its input is the whole section, not the value at fault
+    hint = ""
+    if err["type"] == "string_type" and loc and loc[-1] in _URL_KEYS:
+        msg = "Input should be a URL, a string such as http://127.0.0.1:8000"
+    elif err["type"] in _MAPPING_TYPES:
+        msg = "Input should be a mapping of the section's keys"
+        urls = [k for k in suggest.model_keys(model, (*loc, "")) if k in _URL_KEYS] if isinstance(got, str) and "://" in got else []
+        hint = f"; a URL goes in {'.'.join(map(str, (*loc, urls[0])))}" if urls else ""
+    shown = json.dumps(got, default=str)
+    shown = f"a mapping: {shown}" if isinstance(got, dict) else shown
+    return f"{msg} (got {shown[:80] + '…' if len(shown) > 80 else shown}){hint}"
 
 
 def config_hash(config: RunConfig) -> str:
