@@ -187,13 +187,18 @@ def test_a_baseline_verdict_is_never_written_into_the_run_it_reads(tmp_path: Pat
     assert got.returncode == 0 and "regression" not in got.stdout, got.stdout + got.stderr
 
 
-def test_an_out_that_is_a_file_or_lies_in_a_run_read_is_refused_in_one_line(tmp_path: Path) -> None:
-    # `--out FILE` was an internal error (FileExistsError, exit 3); `--out RUN/sub` wrote the comparison into the run.
+def _cli_runs(tmp_path: Path, *names: str) -> None:
+    """`tracejudge run` of the same ten cases into each of `tmp_path / name`."""
     data = seven_and_three(tmp_path / "cases.jsonl")
-    for name in ("base", "run"):
+    for name in names:
         got = subprocess.run([str(TRACEJUDGE), "run", str(write_config(tmp_path / f"{name}.yaml", data, tmp_path / name)), "--no-progress"],
                              capture_output=True, text=True, timeout=120)
         assert got.returncode == 0, got.stdout + got.stderr
+
+
+def test_an_out_that_is_a_file_or_lies_in_a_run_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    # `--out FILE` was an internal error (FileExistsError, exit 3); `--out RUN/sub` wrote the comparison into the run.
+    _cli_runs(tmp_path, "base", "run")
     (tmp_path / "afile").write_text("mine")
     run_dir = tmp_path / "run"
     before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
@@ -207,6 +212,23 @@ def test_an_out_that_is_a_file_or_lies_in_a_run_read_is_refused_in_one_line(tmp_
     got = subprocess.run([str(TRACEJUDGE), "report", str(run_dir), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cmp")],
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 0 and (tmp_path / "cmp" / "summary.json").exists(), got.stdout + got.stderr
+
+
+def test_an_out_holding_files_of_the_users_own_is_refused_naming_them(tmp_path: Path) -> None:
+    # It said "holds something that is not a merge of shards" of a folder of notes: nothing about shards was asked.
+    _cli_runs(tmp_path, "run", "other")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("notes.txt", "plot.png", "a.csv", "b.csv"):
+        (mine / name).write_text("mine")
+    got = subprocess.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(mine)], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2, got.stdout + got.stderr
+    assert " ".join(got.stderr.split()) == (f"error {mine}: already holds files that report did not write (a.csv, b.csv, notes.txt and 1 more); "
+                                            "they are never overwritten: give --out a new or empty directory to write the reports to")
+    assert sorted(p.name for p in mine.iterdir()) == ["a.csv", "b.csv", "notes.txt", "plot.png"]
+    got = subprocess.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(tmp_path / "other")], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2 and "holds a run of its own (its manifest.json)" in " ".join(got.stderr.split()), got.stderr
+    assert "shards" not in got.stderr
 
 
 def test_regression_rule_within_noise_passes(tmp_path: Path) -> None:

@@ -163,8 +163,13 @@ def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
             seen[s] = d
     out = Path(out)
     prior = store.read_manifest(out) if out.exists() else None
-    if (prior is not None and MERGED_KEY not in prior) or (prior is None and out.is_dir() and any(out.iterdir())):
-        raise TracejudgeError(f"{out}: holds something that is not a merge of shards; give another --out")
+    if prior is not None and MERGED_KEY not in prior:
+        raise TracejudgeError(f"{out}: holds a run of its own (its manifest.json), which is never overwritten: give --out "
+                              "a new or empty directory to write the reports to")
+    if prior is None and out.is_dir() and (found := sorted(p.name for p in out.iterdir())):
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise TracejudgeError(f"{out}: already holds files that report did not write ({shown}); they are never overwritten: "
+                              "give --out a new or empty directory to write the reports to")
     if any(out.resolve() == Path(d).resolve() for d in dirs):
         raise TracejudgeError(f"{out}: is one of the shards; give another --out")
     out.mkdir(parents=True, exist_ok=True)
