@@ -11,6 +11,8 @@ import sys
 import urllib.error
 import urllib.request
 
+import pytest
+
 from tracejudge.llm.tokens import counter_for
 
 SCHEMA = {
@@ -85,6 +87,22 @@ def test_tpm_charges_prompt_plus_completion(simulator):
     assert 10_000 - used <= int(headers["x-ratelimit-remaining-tokens"]) <= 10_000 - used + 50
     status, _, _ = post(sim.url + "/v1/chat/completions", openai_body(max_tokens=20_000))
     assert status == 400  # larger than the whole per-minute allowance: never admissible
+
+
+@pytest.mark.parametrize("limits", [{}, {"rpm": 100}, {"tpm": 100_000}, {"window": "strict", "book": "reply"}])
+def test_the_ledger_records_every_request_and_its_tokens_whatever_the_limits(simulator, limits):
+    # Without a token limit the ledger stayed empty: the requests were counted in /_sim/stats and nowhere to recount.
+    sim = simulator(**limits)
+    used = []
+    for text in ("judge this", "judge that one, please", "and this"):
+        status, _, reply = post(sim.url + "/v1/chat/completions", openai_body(text))
+        assert status == 200
+        used.append(reply["usage"]["total_tokens"])
+    with urllib.request.urlopen(sim.url + "/_sim/ledger", timeout=10) as r:
+        ledger = json.loads(r.read())
+    stamps = [stamp for stamp, _ in ledger["entries"]]
+    assert len(ledger["entries"]) == 3 and stamps == sorted(stamps) and stamps[0] == 0
+    assert sorted(tokens for _, tokens in ledger["entries"]) == sorted(used)  # what each request finally cost
 
 
 def test_scripted_faults(simulator):

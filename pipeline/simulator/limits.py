@@ -170,7 +170,8 @@ class Limits:
     With a strict window, `rpm`/`tpm` are per window. `peak_tokens` is the
     most tokens the token limit ever counted at once; `ledger` holds
     `[stamp, tokens]` of every admitted request (monotonic seconds; tokens
-    final once its reply was made).
+    final once its reply was made), with or without limits: without a token
+    limit each request is stamped as `book` says and costs what it finally cost.
     """
 
     def __init__(self, rpm: int | None, tpm: int | None, window: str = "bucket", window_s: float = 60.0,
@@ -182,6 +183,7 @@ class Limits:
 
         self.requests = limit(rpm)
         self.tokens = limit(tpm)
+        self.book = book
         self.peak_tokens = 0.0
         self.ledger: list[list[Any]] = []
 
@@ -195,11 +197,13 @@ class Limits:
         if wait > 0:
             return wait, None
         req = self.requests.charge(1, now) if self.requests is not None else None
-        tok = self.tokens.charge(tokens, now) if self.tokens is not None else None
-        if tok is not None:
+        if self.tokens is not None:
+            tok = self.tokens.charge(tokens, now)
             self.peak_tokens = max(self.peak_tokens, self.tokens.used(now))
-            if tok[0] is not None and len(self.ledger) < LEDGER_MAX:
-                self.ledger.append(tok)
+        else:  # no token limit: the ledger still records the request, stamped as `book` says, as a limit would count it
+            tok = [now if self.book == "arrival" else None, tokens]
+        if tok[0] is not None and len(self.ledger) < LEDGER_MAX:
+            self.ledger.append(tok)
         return 0.0, (req, tok)
 
     def settle(self, entries: tuple[list[Any] | None, list[Any] | None] | None, tokens: int) -> None:
@@ -215,6 +219,13 @@ class Limits:
             if booked and len(self.ledger) < LEDGER_MAX:
                 self.ledger.append(tok)
             self.peak_tokens = max(self.peak_tokens, self.tokens.used(now))
+        elif tok is not None:
+            booked = tok[0] is None
+            if booked:
+                tok[0] = now
+            tok[1] = tokens
+            if booked and len(self.ledger) < LEDGER_MAX:
+                self.ledger.append(tok)
 
     def headers(self, anthropic: bool) -> dict[str, str]:
         """The providers' rate-limit headers for the limits now."""

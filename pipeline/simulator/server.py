@@ -37,7 +37,8 @@ until the limit is back to full (for a window: until its newest entry
 leaves it). Successful replies carry the same headers. `rate_headers=False`
 sends none of them (a vLLM- or llama.cpp-like server: `retry-after` on a 429
 only). `GET /_sim/ledger` lists every admitted request's `[seconds, tokens]`
-as the token limit counted it, so any window can be recounted.
+as the token limit counted it (with no limit set, as one would: each request
+and what it cost), so any window can be recounted.
 
 `max_concurrency` C makes the server slow down past C requests in flight,
 as a GPU server does: a request arriving with n in flight takes
