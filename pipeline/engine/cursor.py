@@ -51,6 +51,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.config import RunConfig
+from tracejudge.core.lazy_numpy import numpy
 from tracejudge.core.log import get_logger
 from tracejudge.engine import store
 from tracejudge.engine.admit import safe_text
@@ -124,8 +125,7 @@ class _Prior:
                 pairs = memoryview(self._data).cast("Q")  # little-endian machines only (see `prepare`)
                 self._small = {pairs[2 * i]: pairs[2 * i + 1] for i in range(n)}
             return self._small.get(h)
-        import numpy as np
-
+        np = numpy()
         if self._pairs is None:
             self._pairs = np.frombuffer(self._data, dtype="<u8").reshape(-1, 2)
         key = np.uint64(h)

@@ -19,6 +19,8 @@ from array import array
 from collections.abc import Callable, Iterable
 from hashlib import blake2b
 
+from tracejudge.core.lazy_numpy import numpy
+
 __all__ = ["FirstSeen", "KeyMap", "KeySet", "key_hash", "result_key", "trial_key"]
 
 _EMPTY = 0
@@ -89,8 +91,7 @@ class KeySet:
                 if h != _EMPTY:
                     small.add_hash(h)
             return small
-        import numpy as np
-
+        np = numpy()
         raw = np.frombuffer(data, dtype="<u8")
         self = cls(size_hint=max(size_hint, len(raw)))
         bits = self._cap.bit_length() - 1

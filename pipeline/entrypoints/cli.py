@@ -22,6 +22,7 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -203,6 +204,10 @@ def console_main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    # The process ends here: the collection the interpreter makes on its way out would only walk every object
+    # still alive (modules, their pydantic schemas, what the run kept) to free memory the OS takes back anyway,
+    # about 0.05 CPU-s after a run of 10,000 cases. Everything the command wrote is closed by now.
+    gc.freeze()
     raise SystemExit(code)
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
+from tracejudge.core.lazy_numpy import numpy
+
 __all__ = [
     "KeyedSample",
     "Moments",
@@ -209,7 +211,7 @@ def bootstrap_mean_ci(
     mean; with the whole stream in the sample this is the plain percentile
     bootstrap.
     """
-    import numpy as np  # imported here: only a summary needs it, not every worker
+    np = numpy()  # imported here: only a summary needs it, not every worker
 
     data = sorted(sample)
     m = len(data)
@@ -244,8 +246,7 @@ def _resampled_means(values: Any, gen: Any, resamples: int) -> Any:
     distinct values, every resample's indices are drawn at once (at most a
     million, 8 MB, at a time).
     """
-    import numpy as np
-
+    np = numpy()
     m = len(values)
     distinct, counts = np.unique(values, return_counts=True)
     if len(distinct) <= _DISTINCT_SHARE * m:

@@ -1,0 +1,37 @@
+"""numpy as a run imports it: one BLAS thread unless the user chose a count, and the environment left as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Runs a summary's bootstrap in a fresh interpreter, then reports the process's threads and the variable.
+CHILD = """
+import json, os, random
+from tracejudge.stages.aggregate.stats import bootstrap_mean_ci
+bootstrap_mean_ci([0.0, 1.0] * 50, n_total=100, mean_total=0.5, rng=random.Random("x"), resamples=50)
+print(json.dumps({"threads": len(os.listdir("/proc/self/task")), "var": os.environ.get("OPENBLAS_NUM_THREADS")}))
+"""
+
+
+def _child(extra_env: dict[str, str]) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env={**env, **extra_env}, check=True, timeout=120)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2, reason="counts threads in /proc on a machine of 2+ cores")
+def test_the_bootstrap_starts_no_blas_threads_and_leaves_the_environment_alone():
+    got = _child({})
+    assert got == {"threads": 1, "var": None}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2, reason="counts threads in /proc on a machine of 2+ cores")
+def test_a_thread_count_the_user_set_is_kept():
+    got = _child({"OPENBLAS_NUM_THREADS": "2"})
+    assert got == {"threads": 2, "var": "2"}
