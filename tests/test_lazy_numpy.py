@@ -1,4 +1,5 @@
-"""numpy as a run imports it: one BLAS thread unless the user chose a count, and the environment left as it was."""
+"""numpy as a run imports it: under the command line one BLAS thread unless the user chose a count, the environment left
+as it was; a program using tracejudge as a library keeps numpy's own threading."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ import pytest
 
 # Runs a summary's bootstrap in a fresh interpreter, then reports the process's threads and the variable.
 CHILD = """
-import json, os, random
+import json, os, random, sys
+from tracejudge.core.lazy_numpy import single_blas_thread
 from tracejudge.stages.aggregate.stats import bootstrap_mean_ci
+if sys.argv[1:] == ["cli"]:
+    single_blas_thread()
 bootstrap_mean_ci([0.0, 1.0] * 50, n_total=100, mean_total=0.5, rng=random.Random("x"), resamples=50)
 print(json.dumps({"threads": len(os.listdir("/proc/self/task")), "var": os.environ.get("OPENBLAS_NUM_THREADS")}))
 """
 
 
-def _child(extra_env: dict[str, str]) -> dict[str, object]:
+def _child(extra_env: dict[str, str], cli: bool = True) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env={**env, **extra_env}, check=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", CHILD, *(["cli"] if cli else [])], capture_output=True, text=True, env={**env, **extra_env}, check=True, timeout=120)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -35,3 +39,9 @@ def test_the_bootstrap_starts_no_blas_threads_and_leaves_the_environment_alone()
 def test_a_thread_count_the_user_set_is_kept():
     got = _child({"OPENBLAS_NUM_THREADS": "2"})
     assert got == {"threads": 2, "var": "2"}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2, reason="counts threads in /proc on a machine of 2+ cores")
+def test_a_library_user_keeps_numpys_own_threading():
+    got = _child({}, cli=False)
+    assert got["var"] is None and got["threads"] > 1

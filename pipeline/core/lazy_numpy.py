@@ -1,11 +1,12 @@
-"""`numpy()`: numpy, imported on first need with its BLAS threads held at one unless the user chose a count.
+"""`numpy()`: numpy, imported on first need; under the command line with its BLAS threads held at one unless the user chose a count.
 
 A run needs numpy only for small arrays (the summary's bootstrap, a resume's key tables), never for
 large linear algebra. OpenBLAS starts one thread per core when it loads and those threads spin
 waiting for work for a while: on a 2-core machine that cost about 0.08 CPU-s a process, more than
 all the bootstrap's arithmetic. With `OPENBLAS_NUM_THREADS` (or `OMP_NUM_THREADS`) already set,
 or numpy already imported, nothing is changed. The variable is set only for the import, so child
-processes see the environment as it was.
+processes see the environment as it was. Only the command line asks for this (`single_blas_thread`):
+a program that imports tracejudge as a library keeps numpy's own threading for its own arrays.
 """
 
 from __future__ import annotations
@@ -14,17 +15,23 @@ import os
 import sys
 from types import ModuleType
 
-__all__ = ["numpy"]
+__all__ = ["numpy", "single_blas_thread"]
 
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+_single = [False]  # (set once by the command line: process configuration, like the log setup)
+
+
+def single_blas_thread() -> None:
+    """From now on, `numpy()` imports numpy with one BLAS thread (see the module docstring); the command line calls it."""
+    _single[0] = True
 
 
 def numpy() -> ModuleType:
-    """The numpy module, imported with one BLAS thread when neither the user nor an earlier import decided."""
+    """The numpy module; imported with one BLAS thread under the command line when neither the user nor an earlier import decided."""
     np = sys.modules.get("numpy")
     if np is not None:
         return np
-    if any(name in os.environ for name in _THREAD_VARS):
+    if not _single[0] or any(name in os.environ for name in _THREAD_VARS):
         import numpy as np
 
         return np

@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     # A script calling `main` at its top level is imported again by each spawned worker; without this the
     # worker's own argv made argparse exit there, and the run went in-process without the advice.
     refuse_in_worker_import("tracejudge's command line (`entrypoints.cli.main`)")
+    from tracejudge.core.lazy_numpy import single_blas_thread
+
+    single_blas_thread()  # a run uses numpy only for small arrays: no BLAS threads spinning beside it
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     args.argv = argv
