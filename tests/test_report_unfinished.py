@@ -104,3 +104,15 @@ def test_a_killed_run_is_reported_interrupted_with_the_command_that_resumes_it(h
     (run_dir.parent / "release").touch()
     resumed = _tj("run", "c.yaml", "--no-progress", cwd=run_dir.parent)
     assert resumed.returncode == 0 and "already finished" in resumed.stdout, resumed.stdout + resumed.stderr
+
+
+def test_a_copy_of_one_run_says_it_copied_the_run(held_run: tuple[subprocess.Popen[str], Path], tmp_path: Path) -> None:
+    proc, run_dir = held_run
+    (tmp_path / "release").touch()
+    assert proc.wait(timeout=60) == 0
+    rep = _tj("report", "run", "--out", "copy", cwd=tmp_path)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    # One run copied, not shards merged.
+    assert rep.stderr.splitlines() == ["copied the results of run into copy"], rep.stderr
+    assert (tmp_path / "copy" / "report.md").exists()
+
