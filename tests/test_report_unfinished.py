@@ -116,3 +116,19 @@ def test_a_copy_of_one_run_says_it_copied_the_run(held_run: tuple[subprocess.Pop
     assert rep.stderr.splitlines() == ["copied the results of run into copy"], rep.stderr
     assert (tmp_path / "copy" / "report.md").exists()
 
+
+def test_a_copy_of_a_killed_run_gives_the_command_that_resumes_the_run(held_run: tuple[subprocess.Popen[str], Path],
+                                                                       tmp_path: Path) -> None:
+    proc, run_dir = held_run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    rep = _tj("report", "run", "--out", "copy", cwd=tmp_path)
+    assert rep.returncode == 130, rep.stdout + rep.stderr
+    # The copy resumes nothing: the command is the one that resumes the run it was made from.
+    assert rep.stdout.splitlines()[-1] == "verdict: INTERRUPTED (resume with: tracejudge run c.yaml --no-progress)"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    there = _tj("report", str(run_dir), "--out", str(tmp_path / "copy2"), cwd=elsewhere)
+    assert there.returncode == 130, there.stdout + there.stderr
+    assert " ".join(there.stdout.split()).endswith(f"(resume with: cd {tmp_path} && tracejudge run c.yaml --no-progress)")
+

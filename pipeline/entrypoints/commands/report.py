@@ -84,7 +84,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
     else:
         out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
-    print_verdict(verdict, out, resume=_resume_command(run_dir) if verdict.interrupted and in_place else None)
+    # A copy (`--out`) of one run resumes as that run: the command is the original's, which the copy does not record.
+    one_run = len(dirs) == 1 and not shards.is_shard(dirs[0])
+    print_verdict(verdict, out, resume=_resume_command(dirs[0]) if verdict.interrupted and one_run else None)
     return verdict.exit_code
 
 
