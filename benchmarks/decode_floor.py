@@ -10,7 +10,11 @@ burst of other load falls on every row alike); the figure is a row's best round 
   nothing built from them: the least a validated decode of these lines costs in Python today;
 - fast path: `fast_decode.decode`, the floor plus the pydantic records assembled from the structs;
 - decode + validate: `extract_record` on the read lines, what a run calls (`per_case_steps.py`'s row);
-- pydantic: `Case.model_validate_json`, the path a line takes when the fast path hands it over.
+- pydantic: `Case.model_validate_json`, the path a line takes when the fast path hands it over;
+- repeated-key check: `json.loads` with an `object_pairs_hook` comparing an object's keys with its distinct
+  ones, the cheapest way in Python to find a key written twice (msgspec, like pydantic-core and `json.loads`,
+  keeps the last and has no hook to see the pairs); then the fast path followed by it, what refusing such keys
+  would cost a run.
 
 The last column is each row over the floor.
 
@@ -21,16 +25,28 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pipeline_throughput as pt  # noqa: E402
 from per_case_steps import each  # noqa: E402
+
+
+def _repeated_keys(line: bytes) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            raise ValueError("a key written twice")
+        return out
+
+    return json.loads(line, object_pairs_hook=pairs)
 
 
 def rows(cases: Path, rounds: int, out: dict[str, float]) -> None:
@@ -52,6 +68,8 @@ def rows(cases: Path, rounds: int, out: dict[str, float]) -> None:
         "fast path: fast_decode.decode": each(fast_decode.decode, lines),
         "decode + validate (extract_record)": each(lambda r: extract_record(r, fmt, None), raws),
         "pydantic Case.model_validate_json": each(Case.model_validate_json, lines),
+        "repeated-key check (json pairs hook)": each(_repeated_keys, lines),
+        "fast path + repeated-key check": each(lambda line: (fast_decode.decode(line), _repeated_keys(line)), lines),
     }
     gc.set_threshold(50_000, 20, 20)
     for _ in range(rounds):

@@ -236,6 +236,7 @@ def test_a_url_key_given_a_mapping_and_a_section_given_a_url_say_what_was_expect
     err = config_error(cli("run", str(cfg), "--set", "judge=http://gpu-box:8000/v1", cwd=tmp_path))
     assert ('--set judge=http://gpu-box:8000/v1: judge: Input should be a mapping of the section\'s keys (got "http://gpu-box:8000/v1"); '
             "a URL goes in judge.base_url") in err.splitlines(), err
-    # A section's own check over a URL that was given as text does not claim a mapping was given.
+    # A URL given as text but not a URL is named as the key's, and does not claim a mapping was given.
     err = config_error(cli("run", str(cfg), "--set", "target={kind: http, url: 'localhost:8000/agent'}", cwd=tmp_path))
-    assert err.splitlines()[1].endswith("target: url 'localhost:8000/agent': expected an http:// or https:// URL"), err
+    assert err.splitlines()[1].endswith('target.url: Input should be an http:// or https:// URL, such as http://127.0.0.1:8000/agent '
+                                        '(got "localhost:8000/agent")'), err

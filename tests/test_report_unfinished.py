@@ -1,4 +1,5 @@
-"""`tracejudge report` on a run that is not finished: one another `tracejudge run` still writes, and one that was killed.
+"""`tracejudge report` (and `compare`, `export`, `view`) on a run that is not finished: one another `tracejudge run`
+still writes, and one that was killed.
 
 Real processes only: `tracejudge run` in a subprocess with a python target that
 holds its third case until the test creates a file, `tracejudge report` in
@@ -7,8 +8,10 @@ another, the run killed with SIGKILL.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,3 +107,76 @@ def test_a_killed_run_is_reported_interrupted_with_the_command_that_resumes_it(h
     (run_dir.parent / "release").touch()
     resumed = _tj("run", "c.yaml", "--no-progress", cwd=run_dir.parent)
     assert resumed.returncode == 0 and "already finished" in resumed.stdout, resumed.stdout + resumed.stderr
+
+
+def test_a_copy_of_one_run_says_it_copied_the_run(held_run: tuple[subprocess.Popen[str], Path], tmp_path: Path) -> None:
+    proc, run_dir = held_run
+    (tmp_path / "release").touch()
+    assert proc.wait(timeout=60) == 0
+    rep = _tj("report", "run", "--out", "copy", cwd=tmp_path)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    # One run copied, not shards merged.
+    assert rep.stderr.splitlines() == ["copied the results of run into copy"], rep.stderr
+    assert (tmp_path / "copy" / "report.md").exists()
+
+
+def test_a_copy_of_a_killed_run_gives_the_command_that_resumes_the_run(held_run: tuple[subprocess.Popen[str], Path],
+                                                                       tmp_path: Path) -> None:
+    proc, run_dir = held_run
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    rep = _tj("report", "run", "--out", "copy", cwd=tmp_path)
+    assert rep.returncode == 130, rep.stdout + rep.stderr
+    # The copy resumes nothing: the command is the one that resumes the run it was made from.
+    assert rep.stdout.splitlines()[-1] == "verdict: INTERRUPTED (resume with: tracejudge run c.yaml --no-progress)"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    there = _tj("report", str(run_dir), "--out", str(tmp_path / "copy2"), cwd=elsewhere)
+    assert there.returncode == 130, there.stdout + there.stderr
+    assert " ".join(there.stdout.split()).endswith(f"(resume with: cd {tmp_path} && tracejudge run c.yaml --no-progress)")
+
+
+def _view_stderr(run_dir: Path) -> str:
+    """The stderr of `tracejudge view RUN`, started until it serves, then stopped."""
+    view = subprocess.Popen([sys.executable, "-m", "tracejudge", "view", str(run_dir), "--port", "0"], cwd=run_dir.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert view.stdout is not None and view.stdout.readline().startswith("tracejudge view: http://127.0.0.1:")
+        view.send_signal(signal.SIGINT)
+        _, err = view.communicate(timeout=60)
+    finally:
+        if view.poll() is None:
+            view.kill()
+            view.communicate(timeout=60)
+    return err
+
+
+def test_compare_export_and_view_of_a_run_still_being_written_say_so_on_stderr(held_run: tuple[subprocess.Popen[str], Path],
+                                                                              tmp_path: Path) -> None:
+    proc, run_dir = held_run
+    shutil.copytree(run_dir, tmp_path / "before", ignore=shutil.ignore_patterns(".lock"))  # a finished-looking run to compare with
+    note = f"warning: run: the run is still in progress (process {proc.pid} holds it): "
+
+    cmp = _tj("compare", "before", "run", cwd=tmp_path)
+    assert cmp.returncode == 0, cmp.stdout + cmp.stderr
+    assert note + "the comparison is of its results so far; compare again when it has finished" in cmp.stderr.splitlines(), cmp.stderr
+    as_json = _tj("compare", "before", "run", "--json", cwd=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["results_b"] == 2  # stdout stays JSON alone
+    assert note + "the comparison is of its results so far; compare again when it has finished" in as_json.stderr.splitlines()
+
+    exp = _tj("export", "run", "--to", "csv", "rows.csv", cwd=tmp_path)
+    assert exp.returncode == 0, exp.stdout + exp.stderr
+    assert note + "what is exported is its results so far; export again when it has finished" in exp.stderr.splitlines(), exp.stderr
+    assert len(list(csv.DictReader((tmp_path / "rows.csv").open()))) == 2
+
+    err = _view_stderr(run_dir)
+    assert f"warning: {run_dir}: the run is still in progress (process {proc.pid} holds it): the pages show its results so far " \
+           "and catch up as it writes" in err.splitlines(), err
+
+    # Once the run has finished, nothing is said.
+    (tmp_path / "release").touch()
+    assert proc.wait(timeout=60) == 0
+    for args in (("compare", "before", "run"), ("export", "run", "--to", "csv", "rows.csv")):
+        done = _tj(*args, cwd=tmp_path)
+        assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr
+    assert "in progress" not in _view_stderr(run_dir)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tracejudge.core import registry
 from tracejudge.core.strict_numbers import NoBoolNumbers
+from tracejudge.core.urls import http_url
 
 __all__ = ["WORKERS_DEPRECATED", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
 
@@ -177,6 +178,11 @@ class TargetConfig(_Strict):
             data = {**data, "command": shlex.split(data["command"])}
         return data
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        return http_url(url, "http://127.0.0.1:8000/agent")
+
     @model_validator(mode="after")
     def _needs(self) -> TargetConfig:
         required = {"python": "callable", "http": "url", "command": "command", "replay": "traces"}[self.kind]
@@ -184,8 +190,6 @@ class TargetConfig(_Strict):
             raise ValueError(f"a {self.kind} target needs `{required}`")
         if self.kind == "python" and (self.callable is None or ":" not in self.callable):
             raise ValueError(f"callable {self.callable!r}: expected `package.module:function`")
-        if self.kind == "http" and not self.url.startswith(("http://", "https://")):  # type: ignore[union-attr]
-            raise ValueError(f"url {self.url!r}: expected an http:// or https:// URL")
         if self.trace_format not in registry.formats():
             known = ", ".join(sorted(registry.formats()))
             raise ValueError(f"trace_format {self.trace_format!r}: unknown format; expected one of: {known}")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
 from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
 from tracejudge.core.strict_numbers import NoBoolNumbers
+from tracejudge.core.urls import http_url
 
 __all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "judge_provider_problem"]
 
@@ -67,7 +68,8 @@ class JudgeConfig(_Strict):
     own endpoint, and is sent to a `base_url` of yours only when set;
     `api_key_env: null` never sends a key. `base_url` defaults to `OPENAI_BASE_URL` /
     `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
-    (`provider: openai` takes any OpenAI-compatible server). `model` may
+    (`provider: openai` takes any OpenAI-compatible server); it must be an http(s) URL with a host
+    (`tracejudge.core.urls`, checked on load). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
     `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case); an
     empty or blank name (`""`, `openai:`) is refused. A
@@ -169,8 +171,16 @@ class JudgeConfig(_Strict):
             if data.get("base_url") is None or os.environ.get(env[0]):
                 data["api_key_env"] = env[0]
         if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
-            data["base_url"] = os.environ[env[1]]
+            try:  # named as the variable's: the config has no line for it
+                data["base_url"] = http_url(os.environ[env[1]])
+            except ValueError as exc:
+                raise ValueError(f"base_url from {env[1]}={os.environ[env[1]]!r}: {exc}") from None
         return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        return http_url(url)
 
     @field_validator("model")
     @classmethod

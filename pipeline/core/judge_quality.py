@@ -25,8 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tracejudge.core.strict_numbers import NoBoolNumbers
+from tracejudge.core.urls import http_url
 
 __all__ = ["LabelsConfig", "PairwiseConfig", "PanelModel"]
 
@@ -81,6 +82,11 @@ class PanelModel(_Strict):
         if isinstance(data, str):
             return {"model": data}
         return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        return http_url(url)
 
 
 class PairwiseConfig(_Strict):

@@ -7,11 +7,12 @@ import errno
 import fcntl
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from tracejudge.core.errors import TracejudgeError
 
-__all__ = ["LOCK", "LockedError", "RunLock", "holder"]
+__all__ = ["LOCK", "LockedError", "RunLock", "holder", "in_progress_note"]
 
 LOCK = ".lock"
 
@@ -108,6 +109,20 @@ def holder(run_dir: Path) -> str | None:
         return f"process {pid}" if pid else "another process"
     finally:
         os.close(fd)  # (closing drops the probe's lock)
+    return None
+
+
+def in_progress_note(run_dirs: Iterable[Path], so_far: str) -> str | None:
+    """One line for stderr naming the runs among `run_dirs` that another process still writes, or None when none is.
+
+    In `report`'s words ("the run is still in progress (process 4242 holds it)"), then `so_far`: what
+    the reader's figures are, e.g. "the comparison is of its results so far".
+    """
+    busy = [(d, who) for d in run_dirs if (who := holder(Path(d))) is not None]
+    if len(busy) == 1:
+        return f"warning: {busy[0][0]}: the run is still in progress ({busy[0][1]} holds it): {so_far}"
+    if busy:
+        return f"warning: {', '.join(f'{d} ({who} holds it)' for d, who in busy)}: the runs are still in progress: {so_far}"
     return None
 
 

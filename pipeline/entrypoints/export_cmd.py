@@ -60,10 +60,13 @@ def _target(args: argparse.Namespace) -> tuple[str, Path | None]:
 def command(args: argparse.Namespace, err: Console) -> int:
     """Run `tracejudge export`; returns the exit status (see the module docstring)."""
     from tracejudge.engine import shards
+    from tracejudge.engine.run_lock import in_progress_note
 
     try:
         kind, path = _target(args)
         dirs = shards.expand(args.run_dirs)
+        if (note := in_progress_note(dirs, "what is exported is its results so far; export again when it has finished")) is not None:
+            err.print(note, highlight=False, markup=False, soft_wrap=True)
         started = time.perf_counter()
         if kind in ("parquet", "csv"):
             from tracejudge.stages.export import table

@@ -288,6 +288,7 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
     """`tracejudge view`: serve until SIGINT/SIGTERM; prints the URL. Returns the exit status (2 when no run directory is found)."""
     import sys
 
+    from tracejudge.engine.run_lock import in_progress_note
     from tracejudge.viewer.runs import load_runs
 
     paths = viewer_paths(run_dirs, cwd or Path.cwd())
@@ -300,6 +301,8 @@ def serve_command(run_dirs: list[Path], port: int = 8765, baseline: Path | None 
         print("error: no run directory given and none found under runs/", file=sys.stderr)
         return 2
     base = next((r for r in runs if baseline is not None and r.path.resolve() == Path(baseline).resolve()), None)
+    if (note := in_progress_note([r.path for r in runs], "the pages show its results so far and catch up as it writes")) is not None:
+        print(note, file=sys.stderr, flush=True)
 
     async def serve() -> int:
         try:

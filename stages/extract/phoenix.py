@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracejudge.core.errors import Unreachable
 from tracejudge.core.registry import Format, register_format
+from tracejudge.core.urls import http_url
 from tracejudge.stages.extract import otel
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
@@ -42,6 +43,7 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     _plain = field_validator("url")(no_credentials)
+    _http = field_validator("url")(lambda url: http_url(url, "http://127.0.0.1:6006"))
 
     url: str | None = None
     project: str = "default"

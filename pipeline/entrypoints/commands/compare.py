@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracejudge.core.errors import TracejudgeError
@@ -29,6 +30,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     if args.judge is not None:
         from tracejudge.entrypoints.calibrate import pairwise_command
 
+        _say_in_progress([*args.runs, *(args.vs or [])], err)
         return pairwise_command(args, stdout_console())
     if args.vs is not None:
         run_a, run_b = args.runs, args.vs
@@ -36,6 +38,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         run_a, run_b = args.runs
     else:
         raise TracejudgeError("compare takes two runs (RUN_A RUN_B), or the baseline's shards then --vs and the current run's shards")
+    _say_in_progress([*args.runs, *(args.vs or [])], err)
     cmp = compare_runs(run_a, run_b, metrics=args.metrics, top=args.top, seed=args.seed)
     unknown = cmp.unknown_metrics()
     if unknown:  # a misspelt --metric would otherwise print an empty row and exit 0
@@ -47,3 +50,13 @@ def command(args: argparse.Namespace, err: Console) -> int:
     else:
         print_comparison(cmp, stdout_console())
     return EXIT_OK
+
+
+def _say_in_progress(runs: list[Path], err: Console) -> None:
+    """Warn on stderr when a run compared is still being written: its side holds the results so far, not the run's."""
+    from tracejudge.engine import shards
+    from tracejudge.engine.run_lock import in_progress_note
+
+    note = in_progress_note(shards.expand(runs), "the comparison is of its results so far; compare again when it has finished")
+    if note is not None:
+        err.print(note, highlight=False, markup=False, soft_wrap=True)

@@ -56,7 +56,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
                 raise
             # Shards read from read-only media merge into a directory that can be written.
             raise TracejudgeError(f"cannot write the merged run {target}: {exc.strerror}; merge it elsewhere with --out DIR") from None
-        err.print(f"merged {len(dirs)} shard directories into {run_dir}", highlight=False, markup=False, soft_wrap=True)
+        err.print(_what_was_written(dirs, run_dir), highlight=False, markup=False, soft_wrap=True)
     results = run_dir / "results.jsonl"
 
     def skipped(lineno: int, reason: str) -> None:
@@ -84,8 +84,20 @@ def command(args: argparse.Namespace, err: Console) -> int:
     else:
         out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
-    print_verdict(verdict, out, resume=_resume_command(run_dir) if verdict.interrupted and in_place else None)
+    # A copy (`--out`) of one run resumes as that run: the command is the original's, which the copy does not record.
+    one_run = len(dirs) == 1 and not shards.is_shard(dirs[0])
+    print_verdict(verdict, out, resume=_resume_command(dirs[0]) if verdict.interrupted and one_run else None)
     return verdict.exit_code
+
+
+def _what_was_written(dirs: list[Path], run_dir: Path) -> str:
+    """The line saying where the run's results went: a copy of one run (`report RUN --out DIR`), or a merge of shards."""
+    from tracejudge.engine import shards
+
+    if len(dirs) == 1 and not shards.is_shard(dirs[0]):
+        return f"copied the results of {dirs[0]} into {run_dir}"
+    kind = "shard" if all(shards.is_shard(d) for d in dirs) else "run"
+    return f"merged {len(dirs)} {kind} director{'y' if len(dirs) == 1 else 'ies'} into {run_dir}"
 
 
 def _resume_command(run_dir: Path) -> str:

@@ -1,0 +1,45 @@
+"""The one check of the config's http URLs (`judge.base_url`, a panel model's `base_url`, `target.url`, Phoenix's `url`).
+
+Checked when the config loads, so `localhost:8000` (no scheme) or `http://:8000` (no host) is a
+config error naming the key and its line, not a judge or target error on every case of the run.
+Whatever a real server's URL may hold passes: a host name, an IPv4 address or an IPv6 one in
+brackets, a port, a path (`/v1`, `/openai/deployments/x`), a query.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+__all__ = ["EXAMPLE", "http_url"]
+
+EXAMPLE = "http://127.0.0.1:8000/v1"
+
+
+def http_url(value: str | None, example: str = EXAMPLE) -> str | None:
+    """`value` unchanged when it is an http:// or https:// URL with a host (None passes: the key is unset).
+
+    Raises `ValueError` saying what is expected, with `example`; the config's error adds the key,
+    its line and the value given.
+    """
+    if value is None:
+        return None
+    problem = _problem(value)
+    if problem is not None:
+        raise ValueError(f"Input should be an http:// or https:// URL{problem}, such as {example}")
+    return value
+
+
+def _problem(value: str) -> str | None:
+    """What keeps `value` from being an http(s) URL with a host, as words to add to the message ("" for the scheme), or None."""
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return " without spaces or control characters"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (parsing the port is the check: not a number, or out of range)
+    except ValueError as exc:
+        return f" ({str(exc)[:1].lower()}{str(exc)[1:]})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return ""
+    if not parts.hostname:
+        return " with a host"
+    return None
