@@ -26,6 +26,8 @@ def lcs_length(a: list[str], b: list[str]) -> int:
     `a`, each over all of `b` at once, after trimming the common prefix and
     suffix — so equal or nearly equal trajectories cost almost nothing.
     """
+    if len(a) == 1 or len(b) == 1:  # one item: in common at most once, found by a scan in C
+        return int(a[0] in b) if len(a) == 1 else int(b[0] in a)
     lo = 0
     for x, y in zip(a, b):
         if x != y:
@@ -106,9 +108,14 @@ class TrajectoryMatch(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        expected = expected_names(self, case, self.expected_trajectory)
-        if expected is None:
-            return no_expectation()
+        if self.expected_trajectory is None and self.include_tools is None and not self.exclude_tools:
+            if case.expected_tool_calls is None:  # (`expected_names` without a parameter or filter, inline)
+                return no_expectation()
+            expected = [e.name for e in case.expected_tool_calls]
+        else:
+            expected = expected_names(self, case, self.expected_trajectory)
+            if expected is None:
+                return no_expectation()
         views = case_views(case)
         actual = self.counted_names(views)
         order = self.order
