@@ -148,9 +148,13 @@ class ToolCalls(ToolMetric):
         k = len(pairs_local)
         value, precision, recall, f1, opening, figures = _summary(k, len(expected), len(paired_a), len(actual), self.score,
                                                                   self.arguments, self.order)
-        paired_e = {i for i, _ in pairs_local}
-        missing_local = [i for i in range(len(expected)) if i not in paired_e]
-        unexpected_local = [j for j in range(len(actual)) if j not in paired_a]
+        # (Most cases pair every expected call, or every actual one: that side's list is empty without a scan.)
+        if k == len(expected):
+            missing_local: list[int] = []
+        else:
+            paired_e = {i for i, _ in pairs_local}
+            missing_local = [i for i in range(len(expected)) if i not in paired_e]
+        unexpected_local = [j for j in range(len(actual)) if j not in paired_a] if len(paired_a) < len(actual) else []
         details = {
             "pairs": [[expected[i][0], actual[j][0]] for i, j in pairs_local],
             "missing": [expected[i][0] for i in missing_local],

@@ -52,7 +52,7 @@ class CaseViews:
         """For each call of `calls`, the index of the step it belongs to (only reasons need it: computed apart)."""
         if self._steps is None:
             assert self.case.trace is not None
-            self._steps = [s for s, step in enumerate(self.case.trace.steps) for _ in step.tool_calls]
+            self._steps = [s for s, step in enumerate(self.case.trace.steps) if step.tool_calls for _ in step.tool_calls]
         return self._steps
 
     @property
