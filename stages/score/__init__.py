@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from operator import is_
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -110,13 +109,15 @@ _last_keys: tuple[tuple[Metric, ...], list[str]] = ((), [])
 
 
 def _keys(metrics: Sequence[Metric]) -> list[str]:
-    """`[m.key for m in metrics]`, reused while the metrics are the same objects (a metric is frozen: its key stays)."""
+    """`[m.key for m in metrics]`, reused while the metrics are the same ones (a metric is frozen: its key stays; equal
+    metrics have equal keys, and the same objects compare by identity, in C)."""
     global _last_keys
     objects, keys = _last_keys
-    if len(objects) == len(metrics) and all(map(is_, objects, metrics)):
+    current = tuple(metrics)
+    if current == objects:
         return keys
     keys = [m.key for m in metrics]
-    _last_keys = (tuple(metrics), keys)
+    _last_keys = (current, keys)
     return keys
 
 
