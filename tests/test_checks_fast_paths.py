@@ -6,11 +6,12 @@ out in full here; `ToolCalls`' table of compatible pairs against `matching.match
 metric's own compatibility test (including the order in which pairs are tested); the call
 filter against `_by_name`; the XML escaping check against its regular expression, over every
 code point; a call's text for reasons, encoded key by key up to its cut, against `json.dumps` of
-the whole arguments, cut.
+the whole arguments, cut; a list of names' text and a rounded ratio, built once per value, against `repr` and `round`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from xml.sax.saxutils import quoteattr
 
@@ -21,7 +22,9 @@ from tracejudge.engine import rendered
 from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
 from tracejudge.stages.score.base import _by_name
 from tracejudge.stages.score.matching import match_table
+from tracejudge.stages.score.reasons import names_repr, rounded6
 from tracejudge.stages.score.value_match import ABSENT, _dumps, _match_matcher, _matcher_key, match_arguments, match_value, render_call
+from tracejudge.stages.score.views import CaseViews
 
 settings.register_profile("fast-paths", max_examples=300, deadline=None)
 settings.load_profile("fast-paths")
@@ -125,6 +128,7 @@ def test_call_filter_is_by_name_over_the_calls_that_count(actual):
     for metric in TOOL_CALLS + [ToolCorrectness(exclude_tools=("set_*",)), TrajectoryMatch(include_tools=("set_*", "think"), include_failed=True)]:
         kept = [(i, c) for i, c in enumerate(calls) if metric.include_failed or c.error is None]
         assert metric._keep(calls) == _by_name(kept, metric.include_tools, metric.exclude_tools)
+        assert metric.counted_names(CaseViews(case)) == [c.name for _, c in metric._keep(calls)]
 
 
 def test_plain_text_check_is_the_escaping_pattern_for_every_code_point():
@@ -187,3 +191,23 @@ def test_call_text_of_arguments_json_cannot_encode_as_json_dumps_gives_it():
     for arguments in ({1: "a", 2: "b"}, {"a": 1, 2: "b"}, {"a": object(), "b": "x" * 200}, {"b": "x" * 200, "a": [{1: 2}]}, looped):
         assert _outcome(render_call, "f", arguments) == _outcome(_render_call_in_full, "f", arguments), arguments
     assert _outcome(_dumps, looped) == (ValueError, "Circular reference detected")  # as `json.dumps`, with the shared encoders
+
+
+ODD_NAMES = st.sampled_from(["book_reservation", "it's", 'say "hi"', "a\\b", "tab\there", "\u2028", "é", "", "'", "\x7f"])
+
+
+@given(st.lists(st.one_of(st.text(max_size=12), ODD_NAMES), max_size=8))
+def test_names_text_is_repr_of_the_list(names):
+    assert names_repr(names) == repr(names)
+
+
+def test_names_text_of_items_that_are_not_str_is_repr():
+    assert names_repr([1, "a"]) == repr([1, "a"])
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**6), 10**6) | st.sampled_from([1 / 3, 2 / 3, 0.5, -0.0, 0.0]))
+def test_rounding_once_per_value_is_round(x):
+    for _ in range(2):  # the first call may fill the table, the second reads it
+        got, want = rounded6(x), round(x, 6)
+        assert type(got) is type(want) and math.copysign(1, got) == math.copysign(1, want)
+        assert got == want or (math.isnan(got) and math.isnan(want))

@@ -74,32 +74,51 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     the length of this call, and one alarm watches all their calls (`time_limit.watch_case`).
     """
     scores: dict[str, Score] = {}
+    keys = _keys(metrics)
     views = open_scope(case)
     watch = time_limit.watch_case()
     try:
         if watch is None:
-            for metric in metrics:
+            for key, metric in zip(keys, metrics):
                 try:
-                    scores[metric.key] = metric.evaluate(case)
+                    scores[key] = metric.evaluate(case)
                 except Exception as exc:  # a metric bug must cost one score, not the run
-                    scores[metric.key] = _raised(exc)
+                    scores[key] = _raised(exc)
             return scores
         started = watch.started
-        for metric in metrics:
+        for key, metric in zip(keys, metrics):
             try:
                 started[0] = monotonic()
                 try:
-                    scores[metric.key] = metric.evaluate(case)
+                    scores[key] = metric.evaluate(case)
                 finally:
                     started[0] = None
             except time_limit.MetricTimeout:
-                scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
+                scores[key] = time_limit.timeout_score(key, time_limit.seconds())
             except Exception as exc:  # a metric bug must cost one score, not the run
-                scores[metric.key] = _raised(exc)
+                scores[key] = _raised(exc)
         return scores
     finally:
         time_limit.unwatch_case(watch)
         close_scope(views)
+
+
+# The keys of the metrics `score_case` was last called with: a run scores every case with the same metric
+# objects, and each `key` (a property on a pydantic model) cost as much as a small metric's arithmetic.
+_last_keys: tuple[tuple[Metric, ...], list[str]] = ((), [])
+
+
+def _keys(metrics: Sequence[Metric]) -> list[str]:
+    """`[m.key for m in metrics]`, reused while the metrics are the same ones (a metric is frozen: its key stays; equal
+    metrics have equal keys, and the same objects compare by identity, in C)."""
+    global _last_keys
+    objects, keys = _last_keys
+    current = tuple(metrics)
+    if current == objects:
+        return keys
+    keys = [m.key for m in metrics]
+    _last_keys = (current, keys)
+    return keys
 
 
 def _raised(exc: Exception) -> Score:

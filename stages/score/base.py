@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.records import Case, Score, ToolCall
+from tracejudge.stages.score.reasons import rounded6
 from tracejudge.stages.score.views import CaseViews, case_views
 from tracejudge.core.strict_numbers import NoBoolNumbers
 
@@ -82,7 +83,7 @@ class Metric(NoBoolNumbers):
         # The fields are built here and known valid; validation would cost more than most metrics' whole
         # computation. All five fields count as set, as `model_construct(…, judge=None)` set them.
         cutoff = self.default_threshold if self.threshold is None else self.threshold
-        return make_score(round(value, 6), value >= cutoff - 1e-12, reason, details, _ALL)
+        return make_score(rounded6(value), value >= cutoff - 1e-12, reason, details, _ALL)
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -134,6 +135,18 @@ class ToolMetric(Metric):
         """
         assert case.trace is not None
         return (views or case_views(case)).selected((self.include_tools, self.exclude_tools, self.include_failed), self._keep)
+
+    def counted_names(self, views: CaseViews) -> list[str]:
+        """The tool names of `counted_calls`, in order, shared as it is: read it, never modify it."""
+        key = (self.include_tools, self.exclude_tools, self.include_failed)
+        got = views.names.get(key)
+        if got is None:
+            if key[0] is None and not key[1]:  # no name filter: the names straight from the calls, no pairs built
+                got = [c.name for c in views.calls] if key[2] else [c.name for c in views.calls if c.error is None]
+            else:
+                got = [c.name for _, c in views.selected(key, self._keep)]
+            views.names[key] = got
+        return got
 
     def _keep(self, calls: list[ToolCall]) -> list[tuple[int, ToolCall]]:
         include, exclude, failed_too = self.include_tools, self.exclude_tools, self.include_failed

@@ -6,6 +6,8 @@ Source: pydantic-evals `MaxToolCalls` / `MaxModelRequests`
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pydantic import Field
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
@@ -16,9 +18,15 @@ __all__ = ["MaxModelRequests", "MaxToolCalls"]
 
 
 def _within(count: int, budget: int, what: str, source: str = "") -> Score:
-    ok = count <= budget
-    reason = f"{count} {what}{source}, budget={budget}" if ok else f"{count} {what}{source}, budget={budget} (over by {count - budget})"
+    ok, reason = _said(count, budget, what, source)
     return make_score(1.0 if ok else 0.0, ok, reason, {"count": count, "budget": budget})
+
+
+@lru_cache(maxsize=4096)
+def _said(count: int, budget: int, what: str, source: str) -> tuple[bool, str]:
+    # Counts and budgets are small and repeat from case to case: each verdict's text is written once.
+    ok = count <= budget
+    return ok, f"{count} {what}{source}, budget={budget}" if ok else f"{count} {what}{source}, budget={budget} (over by {count - budget})"
 
 
 @register_metric

@@ -9,6 +9,7 @@ multivon-eval reachable through the options.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 import regex
@@ -93,8 +94,16 @@ class Contains(Metric):
         if not isinstance(target, str):
             return Score(value=None, reason=f"not computed: Contains needs a text expectation, got {type(target).__name__}")
         out = _output(case)
-        ok = target in out if self.case_sensitive else target.lower() in out.lower()
-        return _pass(ok, f"output contains {target[:80]!r}" if ok else f"output does not contain {target[:80]!r}")
+        # The metric's own `value` is the same for every case: its texts are kept. A case's `expected_output` is not.
+        lowered, yes, no = _contains_text(target) if target is self.value else _contains_text.__wrapped__(target)
+        ok = target in out if self.case_sensitive else lowered in out.lower()
+        return _pass(ok, yes if ok else no)
+
+
+@lru_cache(maxsize=256)
+def _contains_text(target: str) -> tuple[str, str, str]:
+    """`target` lowered, and the two reasons `Contains` gives for it."""
+    return target.lower(), f"output contains {target[:80]!r}", f"output does not contain {target[:80]!r}"
 
 
 @register_metric

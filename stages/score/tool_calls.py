@@ -7,6 +7,7 @@ Source: cogitator evals `toolCalls()` (docs: cogitator.app/docs/evals/agents,
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -18,6 +19,20 @@ from tracejudge.stages.score.value_match import first_difference, match_argument
 from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = ["ToolCalls"]
+
+
+@lru_cache(maxsize=4096)
+def _summary(k: int, n_expected: int, n_paired: int, n_actual: int, score: str, arguments: str, order: str
+             ) -> tuple[float, float, float, float, str, str]:
+    """`(value, precision, recall, f1 (those three rounded for details), the reason's opening up to its options, its
+    figures after them)` of a pairing: a function of small counts and options, so computed and formatted once, not once a case."""
+    recall = k / n_expected
+    precision = n_paired / n_actual if n_actual else 0.0
+    f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+    value = f1 if score == "f1" else recall if score == "recall" else precision
+    return (value, round(precision, 6), round(recall, 6), round(f1, 6),
+            f"matched {k}/{n_expected} expected and {n_paired}/{n_actual} actual calls (arguments={arguments}, {order}",
+            f"): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}")
 
 
 @register_metric
@@ -131,33 +146,30 @@ class ToolCalls(ToolMetric):
             pairs_local = (ordered_matching_of if in_order else max_matching_of)(adj, len(actual))
             paired_a = {j for _, j in pairs_local}
         k = len(pairs_local)
-        recall = k / len(expected)
-        precision = len(paired_a) / len(actual) if actual else 0.0
-        f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
-        value = f1 if self.score == "f1" else recall if self.score == "recall" else precision
-
-        paired_e = {i for i, _ in pairs_local}
-        missing_local = [i for i in range(len(expected)) if i not in paired_e]
-        unexpected_local = [j for j in range(len(actual)) if j not in paired_a]
+        value, precision, recall, f1, opening, figures = _summary(k, len(expected), len(paired_a), len(actual), self.score,
+                                                                  self.arguments, self.order)
+        # (Most cases pair every expected call, or every actual one: that side's list is empty without a scan.)
+        if k == len(expected):
+            missing_local: list[int] = []
+        else:
+            paired_e = {i for i, _ in pairs_local}
+            missing_local = [i for i in range(len(expected)) if i not in paired_e]
+        unexpected_local = [j for j in range(len(actual)) if j not in paired_a] if len(paired_a) < len(actual) else []
         details = {
             "pairs": [[expected[i][0], actual[j][0]] for i, j in pairs_local],
             "missing": [expected[i][0] for i in missing_local],
             "unexpected": [actual[j][0] for j in unexpected_local],
-            "precision": round(precision, 6),
-            "recall": round(recall, 6),
-            "f1": round(f1, 6),
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
         }
-        reuse = ""
         if self.pairing == "reuse":
             # τ²-bench's rule, kept as τ² computes it: every compatible call counts as matched, so a
             # repeated call is credited though no expectation of its own asked for it. Said, and counted.
             credited = len(paired_a - {j for _, j in pairs_local})
             details["duplicates_credited"] = credited
-            reuse = f", pairing=reuse (τ²-bench: a call may meet several expectations; {credited} duplicate call(s) credited as matched)"
-        parts = [
-            f"matched {k}/{len(expected)} expected and {len(paired_a)}/{len(actual)} actual calls "
-            f"(arguments={self.arguments}, {self.order}{reuse}): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}"
-        ]
+            opening += f", pairing=reuse (τ²-bench: a call may meet several expectations; {credited} duplicate call(s) credited as matched)"
+        parts = [opening + figures]
         if k == len(expected) == len(actual) and all(i == j for i, j in pairs_local):
             return self.verdict(value, parts[0], details)  # every call paired in place: nothing to point at
         # A call is often named in `missing`, `unexpected` and the divergence alike: each is rendered
@@ -175,7 +187,7 @@ class ToolCalls(ToolMetric):
             for i in missing_local[:5]:
                 idx, exp = expected[i]
                 text = f"[{idx}] {views.rendered(exp)}"
-                near = self._nearest(i, exp, [(j, actual[j]) for j in unexpected_local], difference)
+                near = self._nearest(i, exp, unexpected_local, actual, difference)
                 if near is not None:
                     j, diff = near
                     text += f" (closest: call #{j}, step {step_of[j]}: {diff})"
@@ -212,11 +224,16 @@ class ToolCalls(ToolMetric):
         rows = [[j for j in reversed(by_name.get(e.name, ())) if compatible(e, actual[j][1])] for _, e in reversed(expected)]
         return [row[::-1] for row in reversed(rows)]
 
-    def _nearest(self, i: int, exp: ExpectedToolCall, candidates: list[tuple[int, tuple[int, ToolCall]]],
+    def _nearest(self, i: int, exp: ExpectedToolCall, unexpected: list[int], actual: list[tuple[int, ToolCall]],
                  difference: Callable[[int, int], str | None]) -> tuple[int, str] | None:
-        """The first unexpected call of the same tool and how its arguments differ from expected call `i`'s."""
-        for j, (idx, call) in candidates:
-            if call.name == exp.name and self.arguments != "ignore":
+        """The first unexpected call (`actual[j]` for j in `unexpected`) of the same tool and how its arguments differ
+        from expected call `i`'s."""
+        if self.arguments == "ignore":
+            return None
+        name = exp.name
+        for j in unexpected:
+            idx, call = actual[j]
+            if call.name == name:
                 if call.arguments_missing and exp.arguments is not None:
                     return idx, "arguments not recorded"
                 diff = difference(i, j)

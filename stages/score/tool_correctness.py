@@ -8,12 +8,21 @@ from __future__ import annotations
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, expected_calls, make_score, no_expectation, no_trace
+from tracejudge.stages.score.reasons import names_repr
+from tracejudge.stages.score.views import case_views
+
+try:
+    from _collections import _count_elements  # what `Counter` counts with, in C
+except ImportError:  # pragma: no cover - a Python without the C helper
+    def _count_elements(mapping: dict[str, int], names: list[str]) -> None:  # type: ignore[misc]
+        for n in names:
+            mapping[n] = mapping.get(n, 0) + 1
 
 __all__ = ["ToolCorrectness"]
 
 
 def _describe(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name!r} (x{n})" for name, n in sorted(counts.items()))
+    return ", ".join([f"{name!r} (x{n})" for name, n in sorted(counts.items())])
 
 
 @register_metric
@@ -42,30 +51,37 @@ class ToolCorrectness(ToolMetric):
             return no_trace()
         if self.expected_tools is not None:
             names = [n for n in self.expected_tools if self.wanted(n)]
+        elif self.include_tools is None and not self.exclude_tools:
+            if case.expected_tool_calls is None:
+                return no_expectation()
+            names = [e.name for e in case.expected_tool_calls]
         else:
             exp = expected_calls(self, case)
             if exp is None:
                 return no_expectation()
             names = [e.name for _, e in exp]
         expected = _count(names)
-        actual = _count([c.name for _, c in self.counted_calls(case)])
+        actual = _count(self.counted_names(case_views(case)))
         # As `Counter` subtraction orders them: missing in the expected names' order, extra in the calls'.
-        missing = {n: c - actual.get(n, 0) for n, c in expected.items() if c > actual.get(n, 0)}
-        extra = {n: c - expected.get(n, 0) for n, c in actual.items() if c > expected.get(n, 0)}
-        problems = []
-        if missing:
-            problems.append(f"missing tools: {_describe(missing)}")
-        if extra and not self.allow_extra:
-            problems.append(f"unexpected tools: {_describe(extra)}")
+        get = actual.get
+        missing = {n: c - get(n, 0) for n, c in expected.items() if c > get(n, 0)}
+        get = expected.get
+        extra = {n: c - get(n, 0) for n, c in actual.items() if c > get(n, 0)}
         details = {"missing": missing, "unexpected": extra}
-        if problems:
+        if missing or (extra and not self.allow_extra):
+            problems = []
+            if missing:
+                problems.append(f"missing tools: {_describe(missing)}")
+            if extra and not self.allow_extra:
+                problems.append(f"unexpected tools: {_describe(extra)}")
             return make_score(0.0, False, "; ".join(problems), details)
-        note = f" (extra allowed: {_describe(extra)})" if extra else ""
-        return make_score(1.0, True, f"called the expected tools {sorted(names)}{note}", details)
+        names.sort()
+        if extra:
+            return make_score(1.0, True, f"called the expected tools {names_repr(names)} (extra allowed: {_describe(extra)})", details)
+        return make_score(1.0, True, f"called the expected tools {names_repr(names)}", details)
 
 
 def _count(names: list[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for n in names:
-        counts[n] = counts.get(n, 0) + 1
+    _count_elements(counts, names)
     return counts

@@ -7,11 +7,13 @@ with cogitator's `trajectory` available as `score: min`.
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Literal
 
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import ToolMetric, expected_names, no_expectation, no_trace
+from tracejudge.stages.score.reasons import names_repr
 from tracejudge.stages.score.views import CaseViews, case_views
 
 __all__ = ["TrajectoryMatch", "lcs_length"]
@@ -24,6 +26,8 @@ def lcs_length(a: list[str], b: list[str]) -> int:
     `a`, each over all of `b` at once, after trimming the common prefix and
     suffix — so equal or nearly equal trajectories cost almost nothing.
     """
+    if len(a) == 1 or len(b) == 1:  # one item: in common at most once, found by a scan in C
+        return int(a[0] in b) if len(a) == 1 else int(b[0] in a)
     lo = 0
     for x, y in zip(a, b):
         if x != y:
@@ -54,6 +58,21 @@ def lcs_length(a: list[str], b: list[str]) -> int:
 
 def _f1(p: float, r: float) -> float:
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+@lru_cache(maxsize=4096)
+def _summary(label: str, k: int, n_actual: int, n_expected: int, score: str) -> tuple[float, str, float, float, float]:
+    """`(value, the reason's figures, precision, recall, f1)` of k items in common: a function of five small values,
+    so computed and formatted once, not once a case."""
+    precision = k / n_actual
+    recall = k / n_expected
+    f1 = _f1(precision, recall)
+    longest = max(n_actual, n_expected)
+    value = f1 if score == "f1" else precision if score == "precision" else recall if score == "recall" else k / longest
+    least = f", min={k}/{longest}={k / longest:.3f}" if score == "min" else ""
+    head = (f"{label}={k}, precision={k}/{n_actual}={precision:.3f}, recall={k}/{n_expected}={recall:.3f}, "
+            f"F1={f1:.3f}{least}; score={score}={value:.3f}")
+    return value, head, precision, recall, f1
 
 
 @register_metric
@@ -89,52 +108,47 @@ class TrajectoryMatch(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        expected = expected_names(self, case, self.expected_trajectory)
-        if expected is None:
-            return no_expectation()
+        if self.expected_trajectory is None and self.include_tools is None and not self.exclude_tools:
+            if case.expected_tool_calls is None:  # (`expected_names` without a parameter or filter, inline)
+                return no_expectation()
+            expected = [e.name for e in case.expected_tool_calls]
+        else:
+            expected = expected_names(self, case, self.expected_trajectory)
+            if expected is None:
+                return no_expectation()
         views = case_views(case)
-        calls = self.counted_calls(case, views)
-        actual = [c.name for _, c in calls]
+        actual = self.counted_names(views)
+        order = self.order
 
-        if self.order == "exact":
+        if order == "exact":
             if actual == expected:
-                return self.verdict(1.0, f"trajectory equals expected: {actual}")
-            where = self._divergence(expected, actual, calls, views)
-            return self.verdict(0.0, f"trajectory {actual} does not equal expected {expected}; {where}")
+                return self.verdict(1.0, f"trajectory equals expected: {names_repr(actual)}")
+            where = self._divergence(expected, actual, views)
+            return self.verdict(0.0, f"trajectory {names_repr(actual)} does not equal expected {names_repr(expected)}; {where}")
         if not actual and not expected:
             return self.verdict(1.0, "both actual and expected trajectories are empty")
         if not actual or not expected:
             side = "actual" if not actual else "expected"
-            return self.verdict(0.0, f"{side} trajectory is empty (expected: {expected}, actual: {actual})")
+            return self.verdict(0.0, f"{side} trajectory is empty (expected: {names_repr(expected)}, actual: {names_repr(actual)})")
 
-        if self.order == "any_order":
+        if order == "any_order":
             k = sum((Counter(expected) & Counter(actual)).values())
             label = "multiset overlap"
         else:
             k = lcs_length(actual, expected)
             label = "LCS"
-        n_actual, n_expected = len(actual), len(expected)
-        precision = k / n_actual
-        recall = k / n_expected
-        f1 = _f1(precision, recall)
-        longest = max(n_actual, n_expected)
-        score = self.score
-        value = f1 if score == "f1" else precision if score == "precision" else recall if score == "recall" else k / longest
-        least = f", min={k}/{longest}={k / longest:.3f}" if score == "min" else ""
-        reason = (f"{label}={k}, precision={k}/{n_actual}={precision:.3f}, recall={k}/{n_expected}={recall:.3f}, "
-                  f"F1={f1:.3f}{least}; score={score}={value:.3f} (expected: {expected}, actual: {actual})")
-        if self.order == "in_order" and k < longest:
-            reason += "; " + self._divergence(expected, actual, calls, views)
+        value, head, precision, recall, f1 = _summary(label, k, len(actual), len(expected), self.score)
+        reason = f"{head} (expected: {names_repr(expected)}, actual: {names_repr(actual)})"
+        if order == "in_order" and (k < len(actual) or k < len(expected)):
+            reason += "; " + self._divergence(expected, actual, views)
         return self.verdict(value, reason, {"k": k, "precision": precision, "recall": recall, "f1": f1})
 
-    @staticmethod
-    def _divergence(expected: list[str], actual: list[str], calls: list[tuple[int, ToolCall]], views: CaseViews) -> str:
+    def _divergence(self, expected: list[str], actual: list[str], views: CaseViews) -> str:
         """First position where the two name sequences differ, with the call's step and arguments."""
-        steps = views.steps
 
         def where(pos: int) -> str:
-            idx, call = calls[pos]
-            return f"call #{pos + 1} (trace call {idx}, step {steps[idx]}) {views.rendered(call)}"
+            idx, call = self._counted_at(views, pos)
+            return f"call #{pos + 1} (trace call {idx}, step {views.steps[idx]}) {views.rendered(call)}"
 
         for pos, (e, a) in enumerate(zip(expected, actual)):
             if e != a:
@@ -143,3 +157,17 @@ class TrajectoryMatch(ToolMetric):
         if len(actual) > len(expected):
             return f"first divergence at {where(pos)}: unexpected {actual[pos]!r} after the expected sequence"
         return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"
+
+    def _counted_at(self, views: CaseViews, pos: int) -> tuple[int, ToolCall]:
+        """`counted_calls(…)[pos]`: without a name filter, found by walking the calls to it rather than listing them all
+        (the reason shows one call, most often one of the first)."""
+        if self.include_tools is None and not self.exclude_tools:
+            calls = views.calls
+            if self.include_failed:
+                return pos, calls[pos]
+            for i, call in enumerate(calls):
+                if call.error is None:
+                    if not pos:
+                        return i, call
+                    pos -= 1
+        return self.counted_calls(views.case, views)[pos]

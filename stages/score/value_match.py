@@ -252,9 +252,9 @@ def first_difference(
 def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, nested: ArgMode, prefix: str) -> str | None:
     for key, exp in expected.items():
         got = actual.get(key, ABSENT)
-        path = f"{prefix}{key}"
         if match_value(exp, got, nested):
             continue
+        path = f"{prefix}{key}"
         if isinstance(exp, dict) and not is_matcher(exp) and isinstance(got, dict):
             inner = _diff(exp, got, nested, nested, path + ".")
             if inner:

@@ -24,17 +24,19 @@ class CaseViews:
 
     `calls`: every tool call of the trace in order (`Trace.tool_calls()`); `steps`: for each of
     them, the index of its step; `selected(key, keep)`: `(index, call)` pairs of the calls a
-    filter keeps, computed once per filter `key`; `rendered(call)`: one call's text for
+    filter keeps, computed once per filter `key`; `names`: the tool names of the calls a filter
+    keeps, by filter key (`ToolMetric.counted_names` fills it); `rendered(call)`: one call's text for
     reasons (`render_call`), computed once per call. The lists are shared: read them, never modify them.
     """
 
-    __slots__ = ("_calls", "_rendered", "_selected", "_steps", "case")
+    __slots__ = ("_calls", "_rendered", "_selected", "_steps", "case", "names")
 
     def __init__(self, case: Case) -> None:
         self.case = case
         self._calls: list[ToolCall] | None = None
         self._steps: list[int] | None = None
         self._selected: dict[Any, list[tuple[int, ToolCall]]] = {}
+        self.names: dict[Any, list[str]] = {}
         self._rendered: dict[int, tuple[Any, str]] = {}
 
     @property
@@ -50,7 +52,7 @@ class CaseViews:
         """For each call of `calls`, the index of the step it belongs to (only reasons need it: computed apart)."""
         if self._steps is None:
             assert self.case.trace is not None
-            self._steps = [s for s, step in enumerate(self.case.trace.steps) for _ in step.tool_calls]
+            self._steps = [s for s, step in enumerate(self.case.trace.steps) if step.tool_calls for _ in step.tool_calls]
         return self._steps
 
     @property

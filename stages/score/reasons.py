@@ -1,0 +1,49 @@
+"""Pieces of reasons that most scores repeat, built at a fraction of the general way's cost and equal to it.
+
+A case's six checks build about as many reason strings as they compute numbers, and in CPython a
+list's `repr` or a float's `round` costs more than the arithmetic around it. What is here returns
+exactly what the general expression returns (each function names it), only cheaper for the
+values reasons hold: short lists of tool names, and ratios of small counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["names_repr", "rounded6"]
+
+# Ratios of small counts (k/n, F1 of two of them) repeat from case to case: each is rounded once.
+_ROUNDED6: dict[float, float] = {}
+_MAX = 4096  # entries per table: values that never repeat must not grow memory without bound
+
+
+def names_repr(names: list[str]) -> str:
+    """`repr(names)` of a list of str.
+
+    A str whose `repr` is itself in single quotes (printable, no `'` and no backslash: what
+    `str.__repr__` escapes or requotes) needs no per-item `repr`: the list's text is the names
+    joined, checked once as a whole. Any other list goes the general way.
+    """
+    if not names:
+        return "[]"
+    try:
+        body = "', '".join(names)
+    except TypeError:  # an item that is not a str
+        return repr(names)
+    if body.isprintable() and "\\" not in body and body.count("'") == 2 * (len(names) - 1):
+        return f"['{body}']"
+    return repr(names)
+
+
+def rounded6(x: float) -> Any:
+    """`round(x, 6)` (cached per float value; `-0.0` and NaN, which a table keyed by value would mix up, and ints, which
+    round to ints, are rounded each time)."""
+    got = _ROUNDED6.get(x) if type(x) is float else None
+    if got is None:
+        got = round(x, 6)
+        if type(x) is float and x == x and x != 0.0:
+            if len(_ROUNDED6) >= _MAX:
+                _ROUNDED6.clear()
+            _ROUNDED6[x] = got
+    return got
+
