@@ -38,6 +38,7 @@ NEVER_IN_A_PLAIN_RUN = [
     "tracejudge.stages.comparison.runs",
     "structlog",
     "jsonschema",
+    "regex",
     "aiohttp",
     "tiktoken",
     "diskcache",
