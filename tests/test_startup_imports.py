@@ -177,3 +177,12 @@ def test_the_metric_packages_still_export_their_classes(package: str) -> None:
         assert getattr(pkg, name) is not None
     with pytest.raises(AttributeError):
         pkg.NoSuchMetric  # noqa: B018
+
+
+def test_output_metrics_leave_regex_unimported_until_a_regex_metric_is_built():
+    code = ("import sys\nfrom tracejudge.core import registry\n"
+            "registry.build_metric({'type': 'Contains', 'value': 'x'}); registry.build_metric({'type': 'ExactMatch'})\n"
+            "print('regex' in sys.modules)\n"
+            "registry.build_metric({'type': 'Regex', 'pattern': 'a+'}); print('regex' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split() == ["False", "True"]
