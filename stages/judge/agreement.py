@@ -44,8 +44,10 @@ SUMMARY_DISAGREEMENTS = 20  # disagreeing cases listed per metric in summary.jso
 
 def need_stats() -> None:
     """Raise `TracejudgeError` naming the extra to install when scikit-learn or scipy is missing."""
+    from tracejudge.core.lazy_numpy import numpy
+
     try:
-        import numpy  # noqa: F401
+        numpy()  # first, so that under the command line its BLAS stays at one thread (`lazy_numpy`)
         import scipy.stats  # noqa: F401
         import sklearn.metrics  # noqa: F401
     except ImportError as exc:

@@ -31,8 +31,10 @@ __all__ = ["JudgeTally", "fleiss"]
 def fleiss(rows: list[list[int]]) -> float | None:
     """Fleiss' κ of `rows` (one per subject: how many raters chose each category; every row the same total), by statsmodels;
     `None` without statsmodels, with fewer than two subjects or raters, or when κ is undefined (one category only)."""
+    from tracejudge.core.lazy_numpy import numpy
+
     try:
-        import numpy as np
+        np = numpy()  # (BLAS threads as `lazy_numpy` says)
         from statsmodels.stats.inter_rater import fleiss_kappa
     except ImportError:
         return None
