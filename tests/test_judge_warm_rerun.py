@@ -162,3 +162,25 @@ def test_the_done_keys_read_at_once_are_the_keys_added_one_by_one():
         s = KeySet.from_index(array("Q", crowded).tobytes(), size_hint=len(crowded))
         assert len(s) == len(set(crowded)) and all(s.contains_hash(k) for k in crowded)
         assert not any(s.contains_hash(result_key(f"other-{i}", 0)) for i in range(2000))
+
+
+def test_a_warm_rerun_reads_the_cache_a_chunk_of_cases_at_a_time(tmp_path, monkeypatch):
+    from tracejudge.stages.judge.prepare import Preparer
+
+    cases = _cases(tmp_path / "c.jsonl", 60)
+    metrics = [{"type": "Rubric", "criteria": "The agent found the item."}, {"type": "TaskCompletion"}]
+    cold = _run(tmp_path, cases, "cold", metrics)
+    trips: list[int] = []
+    run_trip = Preparer._run
+
+    def counted(self, trip):
+        trips.append(len(trip.asks))
+        return run_trip(self, trip)
+
+    monkeypatch.setattr(Preparer, "_run", counted)
+    warm = _run(tmp_path, cases, "warm", metrics)
+    # The 60 cases travel as one chunk (the process executor's): their 120 requests are made ready and read in one
+    # trip, where one case at a time took a trip of at most `Preparer.MAX_TRIP` requests each.
+    assert trips == [120]
+    assert warm["judge"]["requests"] == 0 and warm["judge"]["cache_hits"] == cold["judge"]["requests"] + cold["judge"]["cache_hits"]
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
