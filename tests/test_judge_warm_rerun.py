@@ -184,3 +184,22 @@ def test_a_warm_rerun_reads_the_cache_a_chunk_of_cases_at_a_time(tmp_path, monke
     assert trips == [120]
     assert warm["judge"]["requests"] == 0 and warm["judge"]["cache_hits"] == cold["judge"]["requests"] + cold["judge"]["cache_hits"]
     assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
+
+
+def test_chunks_the_cache_answers_none_of_are_tried_ever_less_often_until_one_is_answered():
+    from tracejudge.stages.judge.settling import Probing
+
+    probing, tried = Probing(), []
+    for _ in range(12):
+        tried.append(probing.take())
+        if tried[-1]:
+            probing.saw(16, 0)  # a cold run: none of the chunk's 16 cases in the cache
+    assert tried == [True, False, True, False, False, True, False, False, False, False, True, False]
+    for _ in range(7):
+        probing.take()
+    assert probing.take()  # (the eighth chunk after the last tried)
+    probing.saw(16, 3)  # the cache answers again: every chunk is tried
+    probing.saw(0, 0)  # (a chunk with nothing to look up says nothing)
+    assert [probing.take() for _ in range(3)] == [True, True, True]
+    probing.saw(16, 0)
+    assert [probing.take() for _ in range(3)] == [False, True, True]

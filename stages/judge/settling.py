@@ -30,7 +30,7 @@ from tracejudge.stages.judge.panel import stamp
 from tracejudge.stages.judge.repeat import combine_panel, combine_samples
 from tracejudge.stages.judge.requests import group_keys
 
-__all__ = ["PLANNED", "Planned", "conclude", "grouping", "planned", "settle_cached", "slot"]
+__all__ = ["PLANNED", "Planned", "Probing", "conclude", "grouping", "planned", "settle_cached", "slot"]
 
 PLANNED = "judge_planned"
 """The `Work.scratch` key under which `settle_cached` hands the stage's usual way what it planned for a case."""
@@ -57,6 +57,33 @@ class Planned:
         groups = [[self.by_key[k] for k in g] for g in self.found or []]
         grouped = {m.key for g in groups for m in g}
         return groups, [m for m in self.use if m.key in self.plans and m.key not in grouped]
+
+
+class Probing:
+    """Which chunks `settle_cached` tries: every chunk while the cache answers some of its cases; after a chunk it
+    answered none of, the next 1, then 2, 4… up to `MAX_SKIP` chunks go the usual way untried (`take` says False), so a
+    cold run's cases are not held back to be made ready a whole chunk at a time while the judge waits for work."""
+
+    MAX_SKIP = 32
+
+    def __init__(self) -> None:
+        self._skip = 0  # chunks left to pass untried
+        self._wait = 0  # chunks passed untried after the last chunk the cache answered none of
+
+    def take(self) -> bool:
+        """Whether to try the next chunk."""
+        if self._skip:
+            self._skip -= 1
+            return False
+        return True
+
+    def saw(self, tried: int, settled: int) -> None:
+        """A tried chunk's outcome: `tried` cases looked up, `settled` of them answered whole."""
+        if settled:
+            self._wait = 0
+        elif tried:
+            self._wait = min(max(1, 2 * self._wait), self.MAX_SKIP)
+            self._skip = self._wait
 
 
 def slot(case_id: str, trial: int, key: str) -> str:
@@ -124,14 +151,18 @@ def conclude(work: Work, job: Planned, passes: Passes, judges: list[tuple[str, J
 
 
 async def settle_cached(works: list[Work], judges: list[tuple[str, Judge]], cfg: Any, reused: bool,
-                        use_of: Callable[[Work], list[JudgeMetric]], finish: Callable[[Work, Planned, Passes], Awaitable[None]]) -> list[Work]:
+                        use_of: Callable[[Work], list[JudgeMetric]], finish: Callable[[Work, Planned, Passes], Awaitable[None]],
+                        probing: Probing | None = None) -> list[Work]:
     """Judge at once the works of `works` the cache answers whole (`finish(work, job, passes)` concludes each, as the
     stage's usual way does); return the others, each with its `Planned` in `scratch[PLANNED]`.
 
     Only a case the usual way would take the cache's one-step path for (`cached.fast_path`) is tried; a failed work
     and one a live agent answered are returned as they are. `use_of(work)` gives a case's judge metrics; `reused`
-    says a case is asked again (more trials), as `cached.from_cache` takes it.
+    says a case is asked again (more trials), as `cached.from_cache` takes it. With `probing`, a chunk it says not to
+    try is returned whole, untouched, and each tried chunk's outcome is told to it.
     """
+    if probing is not None and not probing.take():
+        return works
     settled: set[int] = set()  # (by `id`) the works finished here, or with no judge metric: nothing to do for them
     jobs: list[tuple[Work, Planned]] = []
     for work in works:
@@ -153,6 +184,7 @@ async def settle_cached(works: list[Work], judges: list[tuple[str, Judge]], cfg:
                                             job.readied)))
         else:
             work.scratch[PLANNED] = job
+    hits = 0
     got = await from_cache_many(judges[0][1], [a for _, _, a in asks], cfg, reused) if asks else []
     for (work, job, _), cached in zip(asks, got, strict=True):
         job.tried = True
@@ -161,4 +193,7 @@ async def settle_cached(works: list[Work], judges: list[tuple[str, Judge]], cfg:
         else:
             await finish(work, job, {(0, 0): cached})
             settled.add(id(work))
+            hits += 1
+    if probing is not None:
+        probing.saw(len(asks), hits)
     return [w for w in works if id(w) not in settled]

@@ -76,7 +76,7 @@ from tracejudge.stages.judge.panel import make_judges, panel_members, simulator_
 from tracejudge.stages.judge.repeat import sample_trial
 from tracejudge.stages.judge.requests import per_question
 from tracejudge.stages.judge.resources import JudgeResources, api_key, local_resources
-from tracejudge.stages.judge.settling import PLANNED, Planned, conclude, grouping, planned, settle_cached, slot
+from tracejudge.stages.judge.settling import PLANNED, Planned, Probing, conclude, grouping, planned, settle_cached, slot
 from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
 from tracejudge.stages.judge.stopping import _stopping, _within_grace
 
@@ -198,6 +198,8 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                 raise _stopping(fatal, cfg)
             await anyio.sleep_forever()
 
+    probing = Probing()
+
     async def settle(works: list[Work]) -> list[Work]:
         """The works of a chunk the cache answers whole judged at once (`settling.settle_cached`); the others returned for
         `process`. Not while the run stops, nor once credentials or the quota failed, nor for a panel (`process` then)."""
@@ -206,7 +208,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         judges = state["judges"] or await start_all()
         for _, j in judges:
             j.stop = stop
-        return await settle_cached(works, judges, cfg, config.run.trials > 1, judged_metrics, finish)
+        return await settle_cached(works, judges, cfg, config.run.trials > 1, judged_metrics, finish, probing)
 
     async def process(work: Work) -> None:
         job: Planned | None = work.scratch.pop(PLANNED, None)  # planned (and made ready) by `settle` already
