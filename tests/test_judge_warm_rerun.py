@@ -203,3 +203,28 @@ def test_chunks_the_cache_answers_none_of_are_tried_ever_less_often_until_one_is
     assert [probing.take() for _ in range(3)] == [True, True, True]
     probing.saw(16, 0)
     assert [probing.take() for _ in range(3)] == [False, True, True]
+
+
+def test_a_warm_rerun_stopped_part_way_writes_whole_cases_and_its_resume_the_rest(tmp_path):
+    # A stop while chunks are settled from the cache: what was settled is written, nothing else; the resume (the same
+    # run directory) finishes every case with the cold run's results and no request.
+    cases = _cases(tmp_path / "c.jsonl", 300)
+    metrics = [{"type": "Rubric", "criteria": "The agent found the item."}]
+    _run(tmp_path, cases, "cold", metrics)
+    config = validate_config({
+        "dataset": {"path": str(cases), "format": "native"}, "metrics": metrics,
+        "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp_path / "cache")},
+        "run": {"dir": str(tmp_path / "warm"), "processes": 1, "chunk_size": 8},
+    })
+
+    async def stopped() -> runner.RunOutcome:
+        stop = anyio.Event()
+        return await runner.run(config, stop=stop, on_result=lambda _: stop.set())
+
+    first = anyio.run(stopped)
+    assert first.interrupted and 1 <= first.new_results < 300
+    written = _outcomes(tmp_path / "warm")
+    assert len(written) == first.new_results and all(written[c] == _outcomes(tmp_path / "cold")[c] for c in written)
+    again = anyio.run(lambda: runner.run(config))
+    assert not again.interrupted and again.new_results == 300 - first.new_results and again.summary["judge"]["requests"] == 0
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")

@@ -84,11 +84,10 @@ class _Flow:
             tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
             for i, stage in enumerate(self.stages):
                 nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
-                async with recv, nxt_send:
-                    if stage.settle is not None:  # its chunks settled first; the works left go to its workers one by one
+                async with nxt_send:
+                    if stage.settle is not None:  # its chunks settled first (the settler owns `recv`); the works left go to its workers
                         left_send, left_recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
-                        tg.start_soon(self.settler, stage, recv.clone(), left_send, nxt_send.clone(), self.feeds_concurrent(i + 1))
-                        await recv.aclose()
+                        tg.start_soon(self.settler, stage, recv, left_send, nxt_send.clone(), self.feeds_concurrent(i + 1))
                         recv = left_recv
                     async with recv:
                         for _ in range(stage.workers):
