@@ -10,7 +10,9 @@ gives: `Judge.judge`'s for a metric asked alone, `grouped.split`'s for the
 metrics of a grouped request — the same answers, scores, notes and counts.
 When any request is not a hit (a miss, a prompt too long, a rendering error)
 or a grouped answer lacks a metric's answers (`split` would ask it again),
-nothing is counted and the case is judged the usual way.
+nothing is counted and the case is judged the usual way. `from_cache_many` does
+this for the cases of a chunk, every request of them made ready in one trip
+(the stage's `settle`, `tracejudge.stages.judge.settling`).
 
 Only the plain path takes this step (`fast_path`): one judge, one sample, no
 calibration, and no items batched across cases (`judge.items_per_request`).

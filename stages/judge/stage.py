@@ -46,6 +46,10 @@ the plans; the passes' outcomes are combined per metric
 (`tracejudge.stages.judge.repeat`) and tallied for the summary's
 `judge.samples` and `judge.panel` blocks (`tracejudge.stages.judge.judge_stats`).
 Each score records its judge (`stamp`): model, prompt version, structured-output mode.
+
+The stage is fed chunks: the cases of a chunk the cache answers whole are
+judged at once (`settle`, `tracejudge.stages.judge.settling`), the others one
+by one by `process`, as `judge.workers` concurrent tasks.
 """
 
 from __future__ import annotations
