@@ -20,6 +20,7 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -201,6 +202,10 @@ def console_main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    # Every module and what the command built stay alive until the interpreter exits, whose last collections
+    # traverse them all: about 50 ms of a warm re-run of 2,000 judged cases (a second). Frozen, they are not traversed;
+    # they are freed as usual, and the command's files are written and closed already.
+    gc.freeze()
     raise SystemExit(code)
 
 
