@@ -143,3 +143,18 @@ def test_extract_reports_a_duplicate_id_once_and_writes_it_once(tmp_path):
     said = " ".join(proc.stderr.split())  # the terminal wraps long lines
     assert said.count("duplicate case id 'dup'") == 1
     assert re.search(r"first at \S*in\.jsonl:1, again at \S*in\.jsonl:3", said), said
+
+
+def test_what_a_command_leaves_alive_at_exit_is_not_collected_again(tmp_path):
+    # The interpreter's last collections would traverse every module and object the command left alive (tens of ms
+    # of a short command): the CLI freezes them first. The exit status and the output are the command's own.
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\nrun: {dir: run}\n")
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: sys.stderr.write(f'frozen at exit: {gc.get_freeze_count() > 0}\\n'))\n"
+            "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
+            "from tracejudge.entrypoints.cli import console_main\n"
+            "console_main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stderr[-2000:]
+    assert "frozen at exit: True" in done.stderr

@@ -162,3 +162,69 @@ def test_the_done_keys_read_at_once_are_the_keys_added_one_by_one():
         s = KeySet.from_index(array("Q", crowded).tobytes(), size_hint=len(crowded))
         assert len(s) == len(set(crowded)) and all(s.contains_hash(k) for k in crowded)
         assert not any(s.contains_hash(result_key(f"other-{i}", 0)) for i in range(2000))
+
+
+def test_a_warm_rerun_reads_the_cache_a_chunk_of_cases_at_a_time(tmp_path, monkeypatch):
+    from tracejudge.stages.judge.prepare import Preparer
+
+    cases = _cases(tmp_path / "c.jsonl", 60)
+    metrics = [{"type": "Rubric", "criteria": "The agent found the item."}, {"type": "TaskCompletion"}]
+    cold = _run(tmp_path, cases, "cold", metrics)
+    trips: list[int] = []
+    run_trip = Preparer._run
+
+    def counted(self, trip):
+        trips.append(len(trip.asks))
+        return run_trip(self, trip)
+
+    monkeypatch.setattr(Preparer, "_run", counted)
+    warm = _run(tmp_path, cases, "warm", metrics)
+    # The 60 cases travel as one chunk (the process executor's): their 120 requests are made ready and read in one
+    # trip, where one case at a time took a trip of at most `Preparer.MAX_TRIP` requests each.
+    assert trips == [120]
+    assert warm["judge"]["requests"] == 0 and warm["judge"]["cache_hits"] == cold["judge"]["requests"] + cold["judge"]["cache_hits"]
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")
+
+
+def test_chunks_the_cache_answers_none_of_are_tried_ever_less_often_until_one_is_answered():
+    from tracejudge.stages.judge.settling import Probing
+
+    probing, tried = Probing(), []
+    for _ in range(12):
+        tried.append(probing.take())
+        if tried[-1]:
+            probing.saw(16, 0)  # a cold run: none of the chunk's 16 cases in the cache
+    assert tried == [True, False, True, False, False, True, False, False, False, False, True, False]
+    for _ in range(7):
+        probing.take()
+    assert probing.take()  # (the eighth chunk after the last tried)
+    probing.saw(16, 3)  # the cache answers again: every chunk is tried
+    probing.saw(0, 0)  # (a chunk with nothing to look up says nothing)
+    assert [probing.take() for _ in range(3)] == [True, True, True]
+    probing.saw(16, 0)
+    assert [probing.take() for _ in range(3)] == [False, True, True]
+
+
+def test_a_warm_rerun_stopped_part_way_writes_whole_cases_and_its_resume_the_rest(tmp_path):
+    # A stop while chunks are settled from the cache: what was settled is written, nothing else; the resume (the same
+    # run directory) finishes every case with the cold run's results and no request.
+    cases = _cases(tmp_path / "c.jsonl", 300)
+    metrics = [{"type": "Rubric", "criteria": "The agent found the item."}]
+    _run(tmp_path, cases, "cold", metrics)
+    config = validate_config({
+        "dataset": {"path": str(cases), "format": "native"}, "metrics": metrics,
+        "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp_path / "cache")},
+        "run": {"dir": str(tmp_path / "warm"), "processes": 1, "chunk_size": 8},
+    })
+
+    async def stopped() -> runner.RunOutcome:
+        stop = anyio.Event()
+        return await runner.run(config, stop=stop, on_result=lambda _: stop.set())
+
+    first = anyio.run(stopped)
+    assert first.interrupted and 1 <= first.new_results < 300
+    written = _outcomes(tmp_path / "warm")
+    assert len(written) == first.new_results and all(written[c] == _outcomes(tmp_path / "cold")[c] for c in written)
+    again = anyio.run(lambda: runner.run(config))
+    assert not again.interrupted and again.new_results == 300 - first.new_results and again.summary["judge"]["requests"] == 0
+    assert _outcomes(tmp_path / "warm") == _outcomes(tmp_path / "cold")

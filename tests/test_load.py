@@ -51,3 +51,27 @@ def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path):
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b'\xef\xbb\xbf{"id": "a"}\n{"id": "b"}\n')
     assert [(r.line, json.loads(r.payload)["id"]) for r in read_jsonl(path)] == [(1, "a"), (2, "b")]
+
+
+def test_counting_a_jsonl_file_gives_as_many_records_as_reading_it(tmp_path):
+    from tracejudge.core import registry
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.stages.load import count_jsonl
+
+    files = {
+        "plain.jsonl": b'{"id": "a"}\n{"id": "b"}\n{"id": "c"}',
+        "blanks.jsonl": b'\n  \n{"id": "a"}\r\n\t\n{"id": "b"}\n\n',
+        "bom.jsonl": b'\xef\xbb\xbf{"id": "a"}\n{"id": "b"}\n',
+        "bom-blank.jsonl": b"\xef\xbb\xbf\n{\"id\": \"a\"}\n",
+        "bad-lines.jsonl": b'not json\n{"id": 1\n\xff\xfe\n',
+        "binary.jsonl": b"PK\x03\x04\x00\x00 an archive\n" * 3,
+        "empty.jsonl": b"",
+    }
+    for name, data in files.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for limit in (None, 1, 2):
+            assert count_jsonl(path, limit) == len(list(read_jsonl(path, limit))), (name, limit)
+    # The progress total of a native dataset is counted so, not read record by record.
+    native = registry.format_for("native")
+    assert native.count is not None and native.count(DatasetConfig(path=str(tmp_path / "blanks.jsonl"), format="native")) == 2

@@ -84,12 +84,17 @@ def test_help_imports_no_config_model_engine_or_third_party_library(tmp_path: Pa
     assert _loaded(snaps["help"], heavy) == []
 
 
-def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: Path) -> None:
+def _native_run(tmp_path: Path, code: str) -> dict[str, list[str]]:
+    """`_modules_after(code)` in a folder holding one native case and its config `c.yaml` (three checks); `code` starts
+    with `contextlib`, `io` and the CLI's module `cli` imported."""
     (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
     (tmp_path / "c.yaml").write_text(f"dataset: {{path: cases.jsonl, format: native}}\n{METRICS}run: {{dir: run}}\n")
-    snaps = _modules_after(
-        "import contextlib, io\n"
-        "from tracejudge.entrypoints import cli\n"
+    return _modules_after("import contextlib, io\nfrom tracejudge.entrypoints import cli\n" + code, tmp_path)
+
+
+def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: Path) -> None:
+    snaps = _native_run(
+        tmp_path,
         "from tracejudge.core.config import load_config, require_metrics\n"
         "args = cli._parser().parse_args(['run', 'c.yaml', '--no-progress'])\n"
         "require_metrics(load_config(args.config), 'c.yaml')\n"
@@ -97,7 +102,6 @@ def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: 
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert cli.main(['run', 'c.yaml', '--no-progress']) == 0\n"
         "snap('run')\n",
-        tmp_path,
     )
     config, run = snaps["config"], snaps["run"]
     # The config is validated against the one format and the three metric classes it names, and only those are imported.
@@ -105,6 +109,23 @@ def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: 
     assert _loaded(config, [*NEVER_IN_A_PLAIN_RUN, "numpy", "rich", "anyio", "tracejudge.engine.runner", "tracejudge.stages.judge"]) == []
     assert (tmp_path / "run" / "summary.json").exists()
     assert _loaded(run, NEVER_IN_A_PLAIN_RUN) == []
+
+
+def test_a_run_writing_progress_lines_imports_no_logging_library(tmp_path: Path) -> None:
+    # Without a terminal a run logs its progress as JSON lines; writing them takes no structlog (nor the rich tracebacks
+    # structlog imports), and they read as before: the fields, then event, level and timestamp.
+    snaps = _native_run(
+        tmp_path,
+        "err = io.StringIO()\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
+        "    assert cli.main(['run', 'c.yaml']) == 0\n"
+        "open('progress.txt', 'w').write(err.getvalue())\n"
+        "snap('run')\n",
+    )
+    lines = [json.loads(x) for x in (tmp_path / "progress.txt").read_text().splitlines() if x.startswith("{")]
+    assert lines and list(lines[-1])[-3:] == ["event", "level", "timestamp"] and lines[-1]["event"] == "progress_done"
+    assert lines[-1]["level"] == "info" and lines[-1]["timestamp"].endswith("Z") and lines[-1]["done"] == 1
+    assert _loaded(snaps["run"], ["structlog", "pygments"]) == []
 
 
 def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path) -> None:

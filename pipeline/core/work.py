@@ -55,6 +55,10 @@ class Stage:
     back-off, slow replies), or `None`: shown when the progress bar stalls.
     `pace()` (optional) gives the results per second the stage's rate limit
     admits at most, or `None` while unknown: the progress ETA uses it.
+    `settle(works)` (optional) finishes at once, in one step for a chunk, the
+    works that need no waiting (a judge's cache hits) and returns the others,
+    which `process` then takes one at a time: a stage with it is fed chunks.
+    It settles a work exactly as `process` would (the same result).
     """
 
     name: str
@@ -66,3 +70,4 @@ class Stage:
     io: bool = False
     activity: Callable[[], str | None] | None = None
     pace: Callable[[], float | None] | None = None
+    settle: Callable[[list[Work]], Awaitable[list[Work]]] | None = None

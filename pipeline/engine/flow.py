@@ -84,15 +84,21 @@ class _Flow:
             tg.start_soon(self.admit, mapped_recv, send, self.feeds_concurrent(0))
             for i, stage in enumerate(self.stages):
                 nxt_send, nxt_recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
-                async with recv, nxt_send:
-                    for _ in range(stage.workers):
-                        tg.start_soon(self.worker, stage, recv.clone(), nxt_send.clone(), self.feeds_concurrent(i + 1))
+                async with nxt_send:
+                    if stage.settle is not None:  # its chunks settled first (the settler owns `recv`); the works left go to its workers
+                        left_send, left_recv = anyio.create_memory_object_stream[list[Work]](self.capacity)
+                        tg.start_soon(self.settler, stage, recv, left_send, nxt_send.clone(), self.feeds_concurrent(i + 1))
+                        recv = left_recv
+                    async with recv:
+                        for _ in range(stage.workers):
+                            tg.start_soon(self.worker, stage, recv.clone(), nxt_send.clone(), self.feeds_concurrent(i + 1))
                 recv = nxt_recv
             tg.start_soon(self.sink, recv, sink_done)
             tg.start_soon(self.flusher, sink_done)
 
     def feeds_concurrent(self, i: int) -> bool:
-        return i < len(self.stages) and (self.stages[i].workers > 1 or self.stages[i].io)
+        # (A stage that settles chunks is fed chunks: it hands its workers what it leaves one by one itself.)
+        return i < len(self.stages) and self.stages[i].settle is None and (self.stages[i].workers > 1 or self.stages[i].io)
 
     def foreign(self, case_id: str | None) -> bool:
         # Another shard's case (`run.shard`): not scored, not written, not counted.
@@ -206,6 +212,30 @@ class _Flow:
                         finally:
                             self.live.working -= 1
                 await _emit(send, works, single)
+
+    async def settler(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], left: MemoryObjectSendStream[list[Work]],
+                      send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
+        """Each chunk for `stage` through its `settle` first: the works it settled are sent on at once, the others fed
+        to its workers one by one. While the run stops every work goes to the workers, which drop what no stage started."""
+        assert stage.settle is not None
+        async with recv, left, send:
+            async for works in _Eager(recv):
+                rest = works
+                if not self.stop.is_set():
+                    self.live.working += len(works)
+                    try:
+                        rest = await stage.settle(works)
+                    except TracejudgeError:
+                        raise  # the stage says no case can succeed: stop, as a worker does
+                    except Exception as exc:  # a stage bug: its works go the usual way, where it costs each case at most
+                        log.warning("a stage could not settle a chunk; its cases go one by one", stage=stage.name, error=f"{type(exc).__name__}: {exc}")
+                    finally:
+                        self.live.working -= len(works)
+                    if len(rest) < len(works):
+                        kept = {id(w) for w in rest}
+                        await _emit(send, [w for w in works if id(w) not in kept], single)
+                for work in rest:
+                    await left.send([work])
 
     async def sink(self, recv: MemoryObjectReceiveStream[list[Work]], sink_done: anyio.Event) -> None:
         async with recv:

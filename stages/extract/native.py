@@ -11,7 +11,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
-from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, line_column, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, count_jsonl, json_error, json_message, line_column, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
 
@@ -95,4 +95,5 @@ def _usable(cid: str) -> str | None:
     return cid if cid and "\x00" not in cid else None
 
 
-register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id, options=NoOptions))
+register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id, options=NoOptions,
+                       count=lambda ds: count_jsonl(ds.path, ds.limit)))

@@ -46,17 +46,22 @@ the plans; the passes' outcomes are combined per metric
 (`tracejudge.stages.judge.repeat`) and tallied for the summary's
 `judge.samples` and `judge.panel` blocks (`tracejudge.stages.judge.judge_stats`).
 Each score records its judge (`stamp`): model, prompt version, structured-output mode.
+
+The stage is fed chunks: the cases of a chunk the cache answers whole are
+judged at once (`settle`, `tracejudge.stages.judge.settling`), the others one
+by one by `process`, as `judge.workers` concurrent tasks.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 from tracejudge.core.config import RunConfig
-from tracejudge.core.records import ErrorInfo, Score, Status
+from tracejudge.core.records import ErrorInfo, Status
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.llm.judge_tokenizer import check_tokenizer, spec_of
 from tracejudge.llm.prices import cost_usd, price_for
@@ -67,14 +72,15 @@ from tracejudge.stages.judge.cached import fast_path, from_cache
 from tracejudge.stages.judge.calibrated import calibrate, record_render, with_full
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.calls.sending import paid_case
-from tracejudge.stages.judge.client import STOPS, Judge, JudgeStopped, Outcome
+from tracejudge.stages.judge.client import Judge, JudgeStopped, Outcome
 from tracejudge.stages.judge.grouped import pass_note, split
 from tracejudge.stages.judge.judge_stats import JudgeTally
 from tracejudge.stages.judge.multi import Item, judge_items
-from tracejudge.stages.judge.panel import make_judges, panel_members, simulator_cache_name, stamp
-from tracejudge.stages.judge.repeat import combine_panel, combine_samples, sample_trial
-from tracejudge.stages.judge.requests import group_keys, per_question
+from tracejudge.stages.judge.panel import make_judges, panel_members, simulator_cache_name
+from tracejudge.stages.judge.repeat import sample_trial
+from tracejudge.stages.judge.requests import per_question
 from tracejudge.stages.judge.resources import JudgeResources, api_key, local_resources
+from tracejudge.stages.judge.settling import PLANNED, Planned, Probing, conclude, grouping, planned, settle_cached, slot
 from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
 from tracejudge.stages.judge.stopping import _stopping, _within_grace
 
@@ -179,13 +185,41 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             batchers[group] = Batcher(lambda items: judge_items(judge, items), cfg.items_per_request, cfg.item_wait_s)
         return await batchers[group].submit(group, Item(plan, trial, slot))
 
+    def judged_metrics(work: Work) -> list[JudgeMetric]:
+        """The judge metrics of `work`'s case: the run's, with the case's own merged in."""
+        if work.case.metrics:
+            return [m for m in merge(metrics, work.case.metrics) if isinstance(m, JudgeMetric)]
+        return list(metrics)
+
+    async def finish(work: Work, job: Planned, passes: dict[tuple[int, int], dict[str, Outcome]]) -> None:
+        """`work`'s scores and status from its passes (`settling.conclude`); bad credentials or a refused request stop
+        the run instead (the first case that meets it raises, the others wait to be cancelled, writing nothing)."""
+        judges: list[tuple[str, Judge]] = state["judges"]
+        fatal = conclude(work, job, passes, judges, cfg, state, tally)
+        if fatal is not None:
+            if state["auth"] is None:
+                state["auth"] = fatal.message
+                raise _stopping(fatal, cfg)
+            await anyio.sleep_forever()
+
+    probing = Probing()
+
+    async def settle(works: list[Work]) -> list[Work]:
+        """The works of a chunk the cache answers whole judged at once (`settling.settle_cached`); the others returned for
+        `process`. Not while the run stops, nor once credentials or the quota failed, nor for a panel (`process` then)."""
+        if (stop is not None and stop.is_set()) or state["auth"] is not None or state["quota"] is not None or len(members) != 1:
+            return works
+        judges = state["judges"] or await start_all()
+        for _, j in judges:
+            j.stop = stop
+        return await settle_cached(works, judges, cfg, config.run.trials > 1, judged_metrics, finish, probing)
+
     async def process(work: Work) -> None:
-        case = work.case
-        use = list(metrics)
-        if case.metrics:
-            use = [m for m in merge(metrics, case.metrics) if isinstance(m, JudgeMetric)]
+        job: Planned | None = work.scratch.pop(PLANNED, None)  # planned (and made ready) by `settle` already
+        use = job.use if job is not None else judged_metrics(work)
         if not use:
             return
+        case = work.case
         if state["auth"] is not None:
             await anyio.sleep_forever()  # the run is stopping for bad credentials: wait to be cancelled, write nothing
         if state["quota"] is not None:
@@ -203,29 +237,14 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         judges: list[tuple[str, Judge]] = state["judges"] or await start_all()
         for _, j in judges:
             j.stop = stop
-        outcomes: dict[str, Outcome] = {}
         stopped: list[str] = []
-
-        plans: dict[str, Plan] = {}
-        for metric in use:
-            try:
-                plan = metric.plan(case)
-            except Exception as exc:  # a metric bug costs one score, not the run
-                outcomes[metric.key] = Outcome(Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}"))
-                continue
-            if isinstance(plan, Score):
-                outcomes[metric.key] = Outcome(plan)
-            else:
-                plans[metric.key] = plan
-
-        # The groups `case_requests` (estimate, bench) finds too. Grouping renders each plan's fenced text: off the
-        # event loop, as a long trace takes a while.
-        by_key = {m.key: m for m in use}
-        # (A single plan has nothing to share a request with: no rendering, no hop.)
-        found = await anyio.to_thread.run_sync(group_keys, plans, by_key, cfg, abandon_on_cancel=True) if len(plans) > 1 else []
-        groups: list[list[JudgeMetric]] = [[by_key[k] for k in g] for g in found]
-        grouped_keys = {m.key for g in groups for m in g}
-        singles = [m for m in use if m.key in plans and m.key not in grouped_keys]
+        if job is None:
+            job = planned(work, use)
+            # Grouping renders each plan's fenced text: off the event loop, as a long trace takes a while.
+            if len(job.plans) > 1:
+                await anyio.to_thread.run_sync(grouping, [job], cfg, abandon_on_cancel=True)
+        plans, by_key, found, readied = job.plans, job.by_key, job.found or [], job.readied
+        groups, singles = job.singles(cfg)
 
         async def guarded(job: Callable[[], Any], keys: list[str]) -> None:
             try:
@@ -316,10 +335,12 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
                         tg.start_soon(run_pass, index, sample)
 
         # A case the cache answers whole is judged in one step (`tracejudge.stages.judge.cached`); any other the usual way,
-        # with the requests that step made ready (`readied`), so none is rendered and read twice.
-        readied: dict[tuple[str, ...], list[Any]] = {}
-        cached = await from_cache(judges[0][1], plans, by_key, found, cfg, work.trial, config.run.trials > 1,
-                                  lambda key: f"{case.id}|{key}|{work.trial}", readied) if fast_path(cfg, len(judges), singles, bool(groups)) else None
+        # with the requests that step made ready (`readied`), so none is rendered and read twice. (`settle` took that
+        # step for a case it hands over already.)
+        cached = None
+        if not job.tried and fast_path(cfg, len(judges), singles, bool(groups)):
+            cached = await from_cache(judges[0][1], plans, by_key, found, cfg, work.trial, config.run.trials > 1,
+                                      functools.partial(slot, case.id, work.trial), readied)
         if cached is not None:
             passes[(0, 0)] = cached
         elif stop is None:
@@ -330,36 +351,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         if stopped:
             work.scratch["unfinished"] = True
             return
-        for key in plans:
-            per_model = {name: combine_samples(by_key[key], [passes[(i, s)][key] for s in range(cfg.samples)]) for i, (name, _) in enumerate(judges)}
-            for o in per_model.values():
-                tally.add_samples(key, o.score.details)
-            outcomes[key] = next(iter(per_model.values())) if len(judges) == 1 else combine_panel(by_key[key], plans[key], per_model, cfg.aggregate)
-            tally.add_panel(key, outcomes[key].score.details)
-        fatal = next((o for o in outcomes.values() if o.kind in STOPS), None)
-        if fatal is not None:
-            if state["auth"] is None:
-                state["auth"] = fatal.message
-                raise _stopping(fatal, cfg)
-            await anyio.sleep_forever()
-        for metric in use:
-            work.result.scores[metric.key] = stamp(outcomes[metric.key].score, metric, cfg)
-        bad = [o for o in outcomes.values() if o.status != "ok"]
-        state["results"] += 1
-        skipped = [o for o in bad if o.status == "skipped_budget"]
-        quota = next((o for o in bad if o.status == "rate_limited"), None)
-        if quota is not None:
-            state["quota"] = state["quota"] or (f"not judged: the judge provider's quota is spent ({quota.message[:200]}); "
-                                                "run the same command again once the quota resets to judge the rest")
-            work.result.status = Status.rate_limited
-            work.result.error = ErrorInfo(kind="rate_limited", message=quota.message)
-        elif skipped:
-            work.result.status = Status.skipped_budget
-            work.result.error = ErrorInfo(kind="skipped_budget", message=skipped[0].message)
-        elif bad:
-            state["errors"] += 1
-            work.result.status = Status.judge_error
-            work.result.error = ErrorInfo(kind=bad[0].kind or bad[0].status, message=bad[0].message)
+        await finish(work, job, passes)
 
     async def aclose() -> None:
         if state["batches"] is not None:
@@ -385,4 +377,4 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     def pace() -> float | None:
         return state["judge"].pace(state["results"]) if state["judge"] is not None and cfg.mode != "batch" else None
 
-    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity, pace=pace)
+    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity, pace=pace, settle=settle)

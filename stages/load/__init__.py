@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JSON_ERRORS", "RawRecord", "json_error", "json_message", "line_column", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
+__all__ = ["JSON_ERRORS", "RawRecord", "count_jsonl", "json_error", "json_message", "line_column", "loads", "read_json_array", "read_jsonl", "skip_json_value"]
 
 _WS = " \t\r\n"
 
@@ -154,6 +154,18 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
                 return
         if watch is not None:
             report_change(watch, offset, count, lineno)
+
+
+def count_jsonl(path: Path, limit: int | None = None) -> int:
+    """How many records `read_jsonl(path, limit)` yields (a progress total), counted without making them: its
+    non-blank lines (a byte-order mark before the first is not part of it), or 1 for a file that is not text."""
+    with open(path, "rb", buffering=_READ_BUFFER) as fh:
+        if _not_text(fh.read(_SNIFF)) is not None:
+            return 1
+        fh.seek(0)
+        first = fh.readline()
+        n = int(bool(first.removeprefix(b"\xef\xbb\xbf").strip())) + sum(1 for line in fh if not line.isspace())
+    return n if limit is None else min(n, limit)
 
 
 _SNIFF = 1 << 16
