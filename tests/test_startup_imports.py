@@ -111,23 +111,6 @@ def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: 
     assert _loaded(run, NEVER_IN_A_PLAIN_RUN) == []
 
 
-def test_a_run_writing_progress_lines_imports_no_logging_library(tmp_path: Path) -> None:
-    # Without a terminal a run logs its progress as JSON lines; writing them takes no structlog (nor the rich tracebacks
-    # structlog imports), and they read as before: the fields, then event, level and timestamp.
-    snaps = _native_run(
-        tmp_path,
-        "err = io.StringIO()\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
-        "    assert cli.main(['run', 'c.yaml']) == 0\n"
-        "open('progress.txt', 'w').write(err.getvalue())\n"
-        "snap('run')\n",
-    )
-    lines = [json.loads(x) for x in (tmp_path / "progress.txt").read_text().splitlines() if x.startswith("{")]
-    assert lines and list(lines[-1])[-3:] == ["event", "level", "timestamp"] and lines[-1]["event"] == "progress_done"
-    assert lines[-1]["level"] == "info" and lines[-1]["timestamp"].endswith("Z") and lines[-1]["done"] == 1
-    assert _loaded(snaps["run"], ["structlog", "pygments"]) == []
-
-
 def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path) -> None:
     snaps = _modules_after(
         "from tracejudge.core import registry\n"

@@ -1,4 +1,4 @@
-"""Progress while a run goes: a rich bar on a terminal, periodic JSON log lines otherwise.
+"""Progress while a run goes: a rich bar on a terminal, periodic structlog lines otherwise.
 
 Both take every new result through `update(result)` and show: results done
 (of the expected total once it is known), rate, ETA, errors by kind, and,
@@ -18,12 +18,10 @@ own below, wrapped rather than cut.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tracejudge.core.log import ROOT as LOG_ROOT
@@ -231,20 +229,24 @@ class RichProgress:
 
 
 class LogProgress:
-    """Plain JSON lines every `every_s` seconds, and one at the end.
+    """Plain structlog lines (JSON) every `every_s` seconds, and one at the end.
 
-    Written to `stream` itself, so the lines appear whatever the CLI's log
-    level is (progress is not a warning, but a non-terminal user still wants
-    to see it). Each line is what structlog's JSON renderer writes after
-    `add_log_level` and an ISO `TimeStamper` in UTC: the fields, then `event`,
-    `level` and `timestamp` (`_Lines`).
+    Uses its own structlog logger writing to `stream`, so the lines appear
+    whatever the CLI's log level is (progress is not a warning, but a
+    non-terminal user still wants to see it).
     """
 
     def __init__(self, stream: TextIO | None = None, total: int | None = None, every_s: float = 10.0) -> None:
         self.state = ProgressState(total)
         self.every_s = every_s
         self._last = time.monotonic()
-        self._log = _Lines(stream or sys.stderr)
+        import structlog  # here: a run without progress lines (--no-progress, a terminal's bar) does not import it
+
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(stream or sys.stderr),
+            processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True), structlog.processors.JSONRenderer()],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        )
 
     def set_total(self, total: int) -> None:
         self.state.total = total
@@ -271,20 +273,6 @@ class LogProgress:
         """Log the closing `progress_done` line; not when the run ended in an error before finishing (`finished=False`)."""
         if finished:
             self._log.info("progress_done", **self.state.fields())
-
-
-class _Lines:
-    """`info(event, **fields)` as one JSON line on `stream`, flushed: `{...fields, "event", "level", "timestamp"}`, as
-    structlog renders it. (Importing structlog, and the `rich` tracebacks it imports, cost every run without a terminal
-    about 50 ms of start-up for these lines.)"""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def info(self, event: str, **fields: Any) -> None:
-        stamp = datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
-        self._stream.write(json.dumps({**fields, "event": event, "level": "info", "timestamp": stamp}, default=repr) + "\n")
-        self._stream.flush()
 
 
 def make_progress(console: Console, *, enabled: bool = True, total: int | None = None, every_s: float = 10.0) -> RichProgress | LogProgress | None:
