@@ -31,3 +31,11 @@ def test_control_characters_in_an_id_are_escaped_in_report_md(tmp_path: Path) ->
     assert not any(ch in md for ch in "\x1b\x07\x9b")
     assert "| esc\\x1b[31mred\\x1b[0m\\x07\\x9b |" in md
     assert "| tab and newline |" in md  # whitespace in a table cell stays a space, as before
+
+
+def test_a_whitespace_only_id_is_filed_under_its_file_and_line(tmp_path: Path) -> None:
+    run_dir, _ = _run(tmp_path, [{"id": "fine", "trace": {"output": "y"}}, {"id": " \t ", "trace": {"output": "y"}}])
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    bad = next(r for r in results if r["status"] == "invalid_input")
+    assert bad["case_id"] == f"{tmp_path / 'cases.jsonl'}:2"
+    assert "empty or only whitespace" in bad["error"]["message"]
