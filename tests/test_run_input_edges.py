@@ -39,3 +39,14 @@ def test_a_whitespace_only_id_is_filed_under_its_file_and_line(tmp_path: Path) -
     bad = next(r for r in results if r["status"] == "invalid_input")
     assert bad["case_id"] == f"{tmp_path / 'cases.jsonl'}:2"
     assert "empty or only whitespace" in bad["error"]["message"]
+
+
+def test_a_group_by_key_no_case_has_is_warned_once_with_the_nearest_key(tmp_path: Path) -> None:
+    lines = [{"id": f"c{i}", "trace": {"output": "y"}, "metadata": {"reward": i % 2, "domain": "air"}} for i in range(4)]
+    _, got = _run(tmp_path, lines, aggregate={"group_by": ["rewrd", "domain"]})
+    warnings = [line for line in got.stderr.splitlines() if "aggregate.group_by" in line]
+    assert len(warnings) == 1, got.stderr
+    assert "'rewrd'" in warnings[0] and "did you mean 'reward'?" in warnings[0] and "'domain'" not in warnings[0]
+    (tmp_path / "again").mkdir()
+    _, got = _run(tmp_path / "again", lines, aggregate={"group_by": ["reward"]})
+    assert "aggregate.group_by" not in got.stderr
