@@ -54,14 +54,20 @@ def test_seven_scored_three_errored_is_reported_as_seven_of_ten(tmp_path: Path) 
     assert "no-trace" in md and "case has no trace" in md and "typo" in md  # errors stated with their reasons
     assert "missing tools: 'b'" in md  # worst cases with reasons
 
-    suites = {s.get("name"): s for s in ET.parse(run_dir / "junit.xml").getroot()}
+    # The run passes, and so does its junit.xml: the gate's check is its own test case; the three
+    # unreadable records the config tolerates are skipped, the cases below threshold say so.
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    assert (root.get("failures"), root.get("errors")) == ("0", "0")
+    suites = {s.get("name"): s for s in root}
+    gate = suites["tracejudge.gate"].findall("testcase")
+    assert [(c.get("name"), c.find("failure")) for c in gate] == [("max_invalid_share", None)]
     tc_suite = suites["tc"]
-    assert (tc_suite.get("tests"), tc_suite.get("failures"), tc_suite.get("errors"), tc_suite.get("skipped")) == ("10", "3", "3", "0")
+    assert (tc_suite.get("tests"), tc_suite.get("failures"), tc_suite.get("errors"), tc_suite.get("skipped")) == ("10", "0", "0", "3")
     cases = tc_suite.findall("testcase")
     assert len(cases) == 10
-    assert sum(1 for c in cases if c.find("failure") is not None) == 3
-    assert sum(1 for c in cases if c.find("error") is not None) == 3
-    assert "missing tools" in next(c for c in cases if c.get("name") == "half-0").find("failure").get("message")
+    assert sum(1 for c in cases if c.find("skipped") is not None) == 3
+    assert "invalid_input: " in next(c for c in cases if c.get("name") == "typo").find("skipped").get("message")
+    assert next(c for c in cases if c.get("name") == "half-0").find("system-out").text.startswith("below threshold: value 0.0: missing tools")
     assert (run_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
@@ -87,9 +93,23 @@ def test_verdict_matches_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture
     assert rc == (0 if word == "PASS" else 1)
     assert json.loads((run_dir / "summary.json").read_text())["verdict"]["verdict"] == word
     assert f"**Verdict: {word}**" in (run_dir / "report.md").read_text()
+    _junit_agrees(run_dir, word)
     # the rebuilt reports reach the same verdict, with the same exit code
     rc2 = main(["report", str(run_dir)])
     assert _verdict_word(capsys.readouterr().out) == word and rc2 == rc
+    _junit_agrees(run_dir, word)
+
+
+def _junit_agrees(run_dir: Path, word: str) -> None:
+    """junit.xml is red in CI exactly when the verdict is FAIL, the failing checks its failures, with their lines."""
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    gate = root.find("testsuite[@name='tracejudge.gate']")
+    assert [c.get("name") for c in gate] == [c["name"] for c in summary["verdict"]["checks"]]
+    failed = {c.get("name"): c.find("failure").get("message") for c in gate if c.find("failure") is not None}
+    assert failed == {c["name"]: f"{c['name']}: {c['detail']}" for c in summary["verdict"]["checks"] if not c["ok"]}
+    assert root.get("errors") == "0" and int(root.get("failures")) == len(failed) == int(gate.get("failures"))
+    assert (len(failed) > 0) == (word == "FAIL")
 
 
 def test_unreadable_records_fail_the_gate_by_default_naming_the_first_three(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -234,6 +234,10 @@ async def run(
         # Writes summary.json (with the verdict) and the reports, each only if it changed, so
         # resuming a finished run leaves the run directory byte- and mtime-identical.
         verdict = finish_run(run_dir, summary, config, feed=feed if journal.broken is None else None)
+        if summary.get("complete") and config.aggregate.group_by:
+            from tracejudge.stages.aggregate.group_keys import warn_absent_group_keys
+
+            warn_absent_group_keys(run_dir, summary, config.aggregate.group_by)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
                           retried_raised, agent_raised(journal.provisional.values()))
     finally:

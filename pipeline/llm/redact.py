@@ -5,7 +5,16 @@ error body or even in a 200 reply; whatever of that text is kept — a score's
 reason, `details.raw`, an error message, a log line — first goes through
 `redact`. It removes the configured key's value wherever it appears and
 anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
-and the value after an `x-api-key` / `api-key` / `authorization` name.
+the value after an `x-api-key` / `api-key` / `authorization` name, AWS access
+key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
+`github_pat_…`), JWTs (`eyJ….eyJ….…`) and private-key PEM blocks.
+
+Text quoted from a trace into a score's reason or an `invalid_input` message
+(a tool call's arguments, an output) goes through `redact_quoted`: the same
+shapes except the loose `Bearer`/`Basic` rule, which would mask ordinary
+phrases ("basic economy"); there a token must look like one. It searches only
+what the reason shows, once, with one pattern, and returns text without a
+credential unchanged: reasons are built for every case.
 
 A live target's secrets are the values of the environment variables its
 config names as `${NAME}` (`env_secrets`); what the target stage copies from
@@ -19,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "redact", "redact_data"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "redact", "redact_data", "redact_quoted"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -32,6 +41,43 @@ _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"),
     re.compile(r"\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}"),
 )
+
+# Shapes only a credential has: masked whole wherever they appear.
+_SHAPES = (
+    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id
+    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # a Slack token
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",  # a GitHub token
+    # A JWT: two base64url segments of JSON objects (`{"` is `eyJ`), then the signature, when present.
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
+    # A private key, to its END line or, in a text cut before it, to the end.
+    r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)",
+)
+_SHAPE = re.compile("|".join(_SHAPES))
+
+# For trace text. Unlike a reply's text, a trace is full of ordinary phrases: `Bearer`/`Basic` count only
+# before a token-shaped word (8+ characters with a digit or `=`, or 24+), and a header name (in its usual
+# spellings) only before a value that is not an object or list. Group 1 keeps a header's name, group 2 a
+# `Bearer`/`Basic` prefix.
+_NAMES = r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
+_QUOTED = re.compile(
+    rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?[^\s"',;}}]+"""
+    r"|\b((?:[Bb]earer|[Bb]asic)\s+)(?:(?=[A-Za-z._~+/-]*[0-9=])[A-Za-z0-9._~+/=-]{8,}|[A-Za-z0-9._~+/=-]{24,})"
+    r"|\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}|" + _SHAPE.pattern
+)
+# The pre-check: a part of every match of `_QUOTED` (its name's `key`/`zation`, `KIA` of `AKIA`, `J` of
+# `eyJ`, …), so text it finds nothing in has no credential. Each alternative starts with a literal
+# character, and those characters are rare in ordinary text: `re` skips the positions holding none of
+# them, and a `search` over a reason's 120 characters costs a fraction of a microsecond.
+_WORD = r"[A-Za-z0-9._~+/=-]{8}"
+_HINT = re.compile(
+    rf"""key["']?\s*[:=]|KEY["']?\s*[:=]|Key["']?\s*[:=]|zation|ZATION"""
+    rf"|Bearer\s+{_WORD}|bearer\s+{_WORD}|Basic\s+{_WORD}|basic\s+{_WORD}"
+    r"|k[-_]|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN"
+)
+
+# How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
+# seen whole (or long enough to match), so a cut cannot leave a part of it.
+_REACH = 256
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -47,7 +93,31 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
             text = text.replace(secret, MASK)
     text = _PATTERNS[0].sub(lambda m: m.group(1) + MASK, text)
     text = _PATTERNS[1].sub(lambda m: m.group(1) + " " + MASK, text)
-    return _PATTERNS[2].sub(MASK, text)
+    text = _PATTERNS[2].sub(MASK, text)
+    return _SHAPE.sub(MASK, text)
+
+
+def _mask(m: re.Match[str]) -> str:
+    return (m.group(1) or m.group(2) or "") + MASK
+
+
+def redact_quoted(text: str, shown: int | None = None) -> str:
+    """`text`, quoted from a trace, with credential-shaped tokens replaced by `[REDACTED]`.
+
+    `shown`: how many of its first characters the caller shows (it cuts the
+    result there, as it cut the text before); only those and a few hundred
+    more are searched, so a long output costs no more than a short one, and a
+    cut cannot leave part of a key. When the result is that head, it ends in
+    `…`. Text without a credential is returned as it is. Never raises.
+    """
+    # A credential shown starts in the first `shown` characters, its hint within the next few.
+    if _HINT.search(text if shown is None else text[: shown + 32]) is None:
+        return text
+    head = text if shown is None else text[: shown + _REACH]
+    masked = _QUOTED.sub(_mask, head)
+    if masked == head:
+        return text
+    return masked if len(head) == len(text) else masked + "…"
 
 
 def env_secrets(texts: Iterable[str | None], environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
@@ -65,12 +135,14 @@ def env_secrets(texts: Iterable[str | None], environ: Mapping[str, str] = os.env
     return tuple(found)
 
 
-def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret: bool = False) -> Any:
+def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret: bool = False, quoted: bool = False) -> Any:
     """A copy of the JSON-like `value` (dicts, lists, strings, scalars) with its strings passed through `redact`.
 
     With `only_with_secret`, only strings that contain one of `secrets` are
     redacted (a trace's ordinary text stays as the agent wrote it); the
-    others are returned as they are. Dict keys are kept. Never raises.
+    others are returned as they are. With `quoted`, strings go through
+    `redact_quoted` instead (trace values a score's details keep). Dict keys
+    are kept. Never raises.
     """
     secrets = tuple(s for s in secrets if s and len(s) >= 4)
 
@@ -78,7 +150,7 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
         if isinstance(v, str):
             if only_with_secret and not any(s in v for s in secrets):
                 return v
-            return redact(v, secrets)
+            return redact_quoted(v) if quoted else redact(v, secrets)
         if isinstance(v, dict):
             return {k: walk(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):

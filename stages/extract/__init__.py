@@ -3,7 +3,9 @@
 Each input format is a small pure adapter (`adapt(raw, ctx) -> Case`) plus a
 reader that streams raw records. `extract_record` wraps any adapter so that
 whatever goes wrong with one record becomes an `ErrorInfo` naming the file,
-line and field — never an exception that stops the run.
+line and field — never an exception that stops the run. Its message may quote
+the record (`unknown message role '…'`): credentials in it are masked
+(`tracejudge.llm.redact.redact_quoted`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case, ErrorInfo
 from tracejudge.core.registry import Format, register_format_resolver
+from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.extract.common import case_problem
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.load import RawRecord
@@ -44,13 +47,13 @@ def raw_case_id(raw: RawRecord) -> str:
 def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, ErrorInfo]:
     """Adapt one raw record; on failure return `(case_id, ErrorInfo)` instead of raising."""
     if raw.error is not None:
-        return raw_case_id(raw), ErrorInfo(kind="invalid_input", message=raw.error, file=raw.file, line=raw.line)
+        return raw_case_id(raw), ErrorInfo(kind="invalid_input", message=redact_quoted(raw.error), file=raw.file, line=raw.line)
     try:
         case: Case = fmt.adapt(raw.payload, ctx)
         return case
     except AdapterError as exc:
         cid = exc.case_id or raw_case_id(raw)
-        return cid, ErrorInfo(kind="invalid_input", message=str(exc), file=raw.file, line=raw.line, field=exc.field)
+        return cid, ErrorInfo(kind="invalid_input", message=redact_quoted(str(exc)), file=raw.file, line=raw.line, field=exc.field)
     except ValidationError as exc:
         field, msg = case_problem(exc)
         cid = raw_case_id(raw)
@@ -58,8 +61,8 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
             from tracejudge.stages.extract import native
 
             cid = native.peek_id(raw.payload) or cid
-        return cid, ErrorInfo(kind="invalid_input", message=msg, file=raw.file, line=raw.line, field=field or None)
+        return cid, ErrorInfo(kind="invalid_input", message=redact_quoted(msg), file=raw.file, line=raw.line, field=field or None)
     except Exception as exc:  # an adapter bug must cost one case, not the run
         return raw_case_id(raw), ErrorInfo(
-            kind="invalid_input", message=f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}", file=raw.file, line=raw.line
+            kind="invalid_input", message=redact_quoted(f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}"), file=raw.file, line=raw.line
         )

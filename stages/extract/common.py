@@ -82,8 +82,8 @@ def build_case(data: dict[str, Any]) -> Case:
     except ValidationError as exc:
         loc, message = case_problem(exc)
         cid = data.get("id")
-        # An id the case refused (empty, holding NUL) does not name its result: the record's place does.
-        usable = isinstance(cid, (str, int)) and not isinstance(cid, bool) and str(cid) and "\x00" not in str(cid)
+        # An id the case refused (empty, only whitespace, holding NUL) does not name its result: the record's place does.
+        usable = isinstance(cid, (str, int)) and not isinstance(cid, bool) and str(cid).strip() and "\x00" not in str(cid)
         fail(message, field=loc or None, case_id=str(cid) if usable else None)
 
 

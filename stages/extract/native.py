@@ -91,8 +91,8 @@ def peek_id(raw: bytes | str) -> str | None:
 
 
 def _usable(cid: str) -> str | None:
-    # An id `Case` refuses (empty, or holding NUL) is none: the line's result goes under its file and line instead.
-    return cid if cid and "\x00" not in cid else None
+    # An id `Case` refuses (empty, only whitespace, or holding NUL) is none: the line's result goes under its file and line instead.
+    return cid if cid and not cid.isspace() and "\x00" not in cid else None
 
 
 register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id, options=NoOptions,

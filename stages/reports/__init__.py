@@ -122,7 +122,7 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     junit = run_dir / "junit.xml"
     tmp = junit.with_name(".junit.xml.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        junit_writer.finish(fh)
+        junit_writer.finish(fh, verdict)
     store.replace_if_changed(tmp, junit)
     paths.append(junit)
     hist = None

@@ -1,11 +1,22 @@
-"""`junit.xml`: one `<testcase>` per (case, metric), so CI systems show failures natively.
+"""`junit.xml`: the gate's checks and one `<testcase>` per (case, metric), so CI systems show the verdict natively.
 
-One `<testsuite>` per metric. A result whose status is not `ok` is an
-`<error>` (its message says why); a score with `passed: false` is a
-`<failure>` carrying the reason; a score that could not be computed is
+The first `<testsuite>`, `tracejudge.gate`, holds one test case per check of the gate
+(`min_mean`, `max_error_share`, regression, …), named as the check and, when
+the check fails, a `<failure>` whose message is the check's line as the run
+prints it; an unfinished run adds a `run` test case in `<error>`. So the file
+is red in CI exactly when the run's verdict is not PASS.
+
+Then one `<testsuite>` per metric. A result whose status is not `ok` is
+`<skipped>`, its message the status and why (`max_invalid_share`,
+`max_error_share` and the other checks decide whether such results fail the
+run; by default an unreadable record does). A score is a passing test case with its
+value and reason in `<system-out>`, starting `below threshold:` when its
+`passed` is false: a case below its metric's threshold does not fail the run
+(the gate's figures over all cases do; `min_pass_rate: 1.0` asks that every
+case pass), as a run's exit status says. A score that could not be computed is
 `<skipped>`. With several trials, the test name carries the trial
-(`case [trial 2]`). Written streaming: the results file is read once per
-metric, and the counts in each suite's attributes come from the summary.
+(`case [trial 2]`). Written streaming: the results file is read once, and the
+counts in each suite's attributes come from the summary.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tracejudge.core.records import score_counts
+from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.engine.rendered import Finished, attr, testcase_end, text
 from tracejudge.engine.store import iter_results
 
@@ -44,7 +56,7 @@ def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[s
         if status != "ok" and not (isinstance(score, dict) and score_counts(status, score.get("value"))):
             if error is None:
                 msg = f"{status}: {(res.get('error') or {}).get('message', '')}"
-                error = f">\n      <error type={_attr(status)} message={_attr(msg)}>{_text(msg)}</error>\n    </testcase>\n"
+                error = f">\n      <skipped type={_attr(status)} message={_attr(msg)}/>\n    </testcase>\n"
             out.append(head + error)
         elif not isinstance(score, dict):
             out.append(head + testcase_end(None, None, "", computed=False))
@@ -126,22 +138,22 @@ class JunitWriter:
         for fh in self.bodies.values():
             fh.close()
 
-    def finish(self, out: TextIO) -> None:
-        """Write the whole document to `out` (suite counts from the summary), then drop the temporary files."""
+    def finish(self, out: TextIO, verdict: Verdict | None = None) -> None:
+        """Write the whole document to `out` (the gate's suite from `verdict`, suite counts from the summary), then drop the temporary files."""
         try:
             self._write()
             out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-            tot = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+            gate, gate_counts = _gate_suite(verdict)
+            tot = dict(gate_counts)
             suites = []
             for key, m in self.metrics.items():
-                errors = sum(m.get("excluded", {}).values())
-                failures = m.get("with_verdict", 0) - m.get("passed", 0)
-                skipped = m.get("not_computed", 0) + m.get("not_applicable", 0)
-                counts = {"tests": m["results"], "failures": failures, "errors": errors, "skipped": skipped}
+                skipped = sum(m.get("excluded", {}).values()) + m.get("not_computed", 0) + m.get("not_applicable", 0)
+                counts = {"tests": m["results"], "failures": 0, "errors": 0, "skipped": skipped}
                 for k in tot:
                     tot[k] += counts[k]
                 suites.append((key, counts))
             out.write(f'<testsuites name="tracejudge" tests="{tot["tests"]}" failures="{tot["failures"]}" errors="{tot["errors"]}" skipped="{tot["skipped"]}">\n')
+            out.write(gate)
             for key, counts in suites:
                 out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
                 fh = self.bodies[key]
@@ -159,14 +171,36 @@ class JunitWriter:
             self.close()
 
 
+def _gate_suite(verdict: Verdict | None) -> tuple[str, dict[str, int]]:
+    """The `gate` suite (one test case per check, and `run` when the run is unfinished) and its counts."""
+    cases = []
+    failures = errors = 0
+    for check in verdict.checks if verdict is not None else ():
+        line = f"{check.name}: {check.detail}"
+        if check.ok:
+            cases.append(f"    <testcase classname=\"tracejudge.gate\" name={_attr(check.name)}>\n      <system-out>{_text(line)}</system-out>\n    </testcase>\n")
+        else:
+            failures += 1
+            cases.append(f"    <testcase classname=\"tracejudge.gate\" name={_attr(check.name)}>\n      <failure type=\"gate\" message={_attr(line)}>"
+                         f"{_text(line)}</failure>\n    </testcase>\n")
+    if verdict is not None and verdict.unfinished:
+        errors += 1
+        why = f"verdict: {verdict.word}" + (f" ({verdict.in_progress} is still writing the run)" if verdict.in_progress else "")
+        cases.append(f"    <testcase classname=\"tracejudge.gate\" name=\"run\">\n      <error type={_attr(verdict.word)} message={_attr(why)}>"
+                     f"{_text(why)}</error>\n    </testcase>\n")
+    counts = {"tests": len(cases), "failures": failures, "errors": errors, "skipped": 0}
+    head = f'  <testsuite name="tracejudge.gate" tests="{counts["tests"]}" failures="{failures}" errors="{errors}" skipped="0">\n'
+    return head + "".join(cases) + "  </testsuite>\n", counts
+
+
 def _utf8(out: TextIO) -> bool:
     # The suites' temporary files are UTF-8: their bytes fit a stream that encodes the same way.
     return str(getattr(out, "encoding", "")).lower().replace("-", "").replace("_", "") == "utf8"
 
 
-def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any]) -> None:
-    """Write the JUnit XML of a run to `out`, reading its results once."""
+def write_junit(out: TextIO, run_dir: Path, summary: dict[str, Any], verdict: Verdict | None = None) -> None:
+    """Write the JUnit XML of a run to `out` (the gate's suite from `verdict`), reading its results once."""
     writer = JunitWriter(summary)
     for res in iter_results(run_dir):
         writer.feed(res)
-    writer.finish(out)
+    writer.finish(out, verdict)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
 from tracejudge.core.work import Stage, Work
+from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import Metric, ToolMetric
 from tracejudge.stages.score.views import close_scope, open_scope
@@ -169,7 +170,7 @@ def metrics_for(case: Case, metrics: Sequence[Metric], merge: Callable[[Sequence
     try:
         return (merge(metrics, case.metrics) if case.metrics else metrics), None
     except SpecError as exc:
-        return None, ErrorInfo(kind="invalid_input", message=exc.msg, field="metrics." + ".".join(map(str, exc.loc)))
+        return None, ErrorInfo(kind="invalid_input", message=redact_quoted(exc.msg), field="metrics." + ".".join(map(str, exc.loc)))
 
 
 def score_stage(metrics: Sequence[Metric], merge: Callable[[Sequence[Metric], list[dict[str, Any]]], Sequence[Metric]]) -> Stage:

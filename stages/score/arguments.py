@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
+from tracejudge.llm.redact import redact_data
 from tracejudge.stages.score.base import ToolMetric, call_steps, no_trace
 from tracejudge.stages.score.value_match import ABSENT, match_value, render_call, short_json, short_pair
 
@@ -82,12 +83,12 @@ class ArgumentCorrectness(ToolMetric):
         for key, exp in self.expected_arguments.items():
             got = args.get(key, ABSENT)
             if not match_value(exp, got, "exact"):
-                mismatches[key] = {"expected": exp, "actual": None if got is ABSENT else got, "present": got is not ABSENT}
+                mismatches[key] = {"expected": exp, "actual": None if got is ABSENT else redact_data(got, quoted=True), "present": got is not ABSENT}
                 problems.append(f"{key}: missing (expected {short_json(exp)})" if got is ABSENT else "{}: expected {}, got {}".format(key, *short_pair(exp, got)))
         if self.match_mode == "exact":
             for key in args:
                 if key not in self.expected_arguments:
-                    mismatches[key] = {"expected": None, "actual": args[key], "present": True}
+                    mismatches[key] = {"expected": None, "actual": redact_data(args[key], quoted=True), "present": True}
                     problems.append(f"{key}: unexpected argument {short_json(args[key])}")
         details = {"call": index, "mismatches": mismatches}
         if problems:

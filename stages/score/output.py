@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
+from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_expectation, no_trace
 from tracejudge.stages.score.value_match import REGEX_TIMEOUT_S, compile_pattern, first_difference, match_value, short_json, short_pair
 
@@ -60,7 +61,7 @@ class ExactMatch(Metric):
             try:
                 value = json.loads(out)
             except ValueError:
-                return _pass(False, f"expected the JSON value {short_json(target)}, but the output is not JSON: {out[:80]!r}")
+                return _pass(False, f"expected the JSON value {short_json(target)}, but the output is not JSON: {redact_quoted(out, 80)[:80]!r}")
             if match_value(target, value, "exact"):
                 return _pass(True, "output equals the expected JSON value")
             if isinstance(target, dict) and isinstance(value, dict):
@@ -68,7 +69,7 @@ class ExactMatch(Metric):
             return _pass(False, "expected {}, got {}".format(*short_pair(target, value)))
         a, b = (out.strip(), target.strip()) if self.strip else (out, target)
         ok = a == b if self.case_sensitive else a.lower() == b.lower()
-        return _pass(ok, "output equals the expected text" if ok else f"expected {b[:120]!r}, got {a[:120]!r}")
+        return _pass(ok, "output equals the expected text" if ok else f"expected {redact_quoted(b, 120)[:120]!r}, got {redact_quoted(a, 120)[:120]!r}")
 
 
 @register_metric
@@ -93,8 +94,11 @@ class Contains(Metric):
         if not isinstance(target, str):
             return Score(value=None, reason=f"not computed: Contains needs a text expectation, got {type(target).__name__}")
         out = _output(case)
-        # The metric's own `value` is the same for every case: its texts are kept. A case's `expected_output` is not.
-        lowered, yes, no = _contains_text(target) if target is self.value else _contains_text.__wrapped__(target)
+        if target is self.value:  # the user's own configured text, the same for every case: its texts are kept
+            lowered, yes, no = _contains_text(target)
+        else:  # the case's own expectation is data and may quote a credential
+            shown = redact_quoted(target, 80)[:80]
+            lowered, yes, no = target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
         ok = target in out if self.case_sensitive else lowered in out.lower()
         return _pass(ok, yes if ok else no)
 
@@ -188,5 +192,6 @@ class JsonSchema(Metric):
             return _pass(True, "output validates against the schema")
         best = jsonschema.exceptions.best_match(errors)
         path = "/".join(str(p) for p in best.absolute_path) or "(root)"
-        listed = [{"path": "/".join(str(p) for p in e.absolute_path), "message": e.message} for e in errors[:10]]
-        return _pass(False, f"schema validation failed at {path}: {best.message}", {"errors": listed})
+        # jsonschema's messages quote the output's values.
+        listed = [{"path": "/".join(str(p) for p in e.absolute_path), "message": redact_quoted(e.message)} for e in errors[:10]]
+        return _pass(False, f"schema validation failed at {path}: {redact_quoted(best.message)}", {"errors": listed})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tracejudge.core.records import Case, Passage, Score
 from tracejudge.core.registry import register_metric
+from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, no_expectation, no_trace
 
 __all__ = ["RetrievalMRR", "RetrievalPrecision", "RetrievalRecall", "passage_matches"]
@@ -58,7 +59,7 @@ class _RetrievalMetric(Metric):
 
 
 def _label(p: Passage, rank: int) -> str:
-    return f"#{rank} " + (repr(p.id) if p.id is not None else repr(p.content[:60]))
+    return f"#{rank} " + (repr(p.id) if p.id is not None else repr(redact_quoted(p.content, 60)[:60]))
 
 
 @register_metric
@@ -83,7 +84,7 @@ class RetrievalRecall(_RetrievalMetric):
         missing = [i for i, f in enumerate(found) if not f]
         reason = f"{k}/{len(expected)} expected passages retrieved (from {len(retrieved)} retrieved)"
         if missing:
-            reason += "; missing: " + "; ".join(repr(expected[i][:60]) for i in missing[:5])
+            reason += "; missing: " + "; ".join(repr(redact_quoted(expected[i], 60)[:60]) for i in missing[:5])
         return self.verdict(k / len(expected), reason, {"missing": missing})
 
 

@@ -32,6 +32,7 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Literal
 
 from tracejudge.core.records import decode_arguments
+from tracejudge.llm.redact import redact_quoted
 
 if TYPE_CHECKING:
     import regex
@@ -245,7 +246,7 @@ def first_difference(
         return None
     actual = _decoded(actual)
     if not isinstance(actual, dict):
-        return f"arguments are not a JSON object: {str(actual)[:80]!r}"
+        return f"arguments are not a JSON object: {redact_quoted(str(actual), 80)[:80]!r}"
     return _diff(expected, actual, mode, nested_mode or mode, "")
 
 
@@ -304,10 +305,10 @@ if _c_make_encoder is None or any(_dumps(v, k) != _dumps_py(v, k) for v in (_SAM
 
 
 def short_json(value: Any, limit: int = 60) -> str:
-    """Compact JSON of `value` cut to `limit` characters, for reasons."""
+    """Compact JSON of `value` cut to `limit` characters, for reasons (credentials masked before the cut)."""
     if value is ABSENT:
         return "<absent>"
-    text = _dumps(value)
+    text = redact_quoted(_dumps(value), limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -321,7 +322,7 @@ def short_pair(expected: Any, got: Any, limit: int = 60) -> tuple[str, str]:
     """
     if expected is ABSENT or got is ABSENT:
         return short_json(expected, limit), short_json(got, limit)
-    a, b = _dumps(expected), _dumps(got)
+    a, b = redact_quoted(_dumps(expected)), redact_quoted(_dumps(got))  # whole: the part shown may be anywhere
     if len(a) <= limit and len(b) <= limit:
         return a, b
     i = _common_prefix(a, b)
@@ -353,12 +354,16 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def render_call(name: str, arguments: Any, limit: int = 120) -> str:
-    """`name({"k":"v"})`, shortened to `limit` characters, for reasons."""
+    """`name({"k":"v"})`, shortened to `limit` characters, for reasons (credentials masked before the cut)."""
     if arguments is None:
         return f"{name}(…)"
     text = _sorted_head(arguments, limit) if type(arguments) is dict and limit > 0 and _ENCODERS else None
     if text is None:
         text = _dumps(arguments, sort_keys=True)
+    masked = redact_quoted(text, limit)
+    if masked is not text and len(text) > limit:  # perhaps a start of the arguments only (`_sorted_head`): mask them whole
+        masked = redact_quoted(_dumps(arguments, sort_keys=True), limit)
+    text = masked
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return f"{name}({text})"
