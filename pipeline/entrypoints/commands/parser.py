@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-dir", type=Path, help="run directory, relative to the current directory "
                      "(default: the config's run.dir, else runs/<config file stem> beside the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
-    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept; "
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept, not re-scored: "
+                     "a metric added scores only new cases; "
                      "the manifest's history and the summary record which segments used which config)")
     run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
