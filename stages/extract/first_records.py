@@ -1,4 +1,4 @@
-"""A dataset whose first records all fail to read is a wrong `dataset.format`, said once before the run starts.
+"""A dataset whose first records all fail to read is a wrong `dataset.format`, said once before the run starts; an empty one is refused too.
 
 A JSON array read as `openai-messages` (one record per line) made 53,013 `invalid_input`
 results, one per line of the file, and nothing else. One bad record must never stop a run,
@@ -80,6 +80,8 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     if fmt.remote or fmt.reads_dirs or fmt.bind is not None or getattr(dataset, "path", None) is None:
         return
     bad = _scan(fmt, dataset, ctx, FIRST)
+    if bad is not None and bad[0] == 0:  # else the run ended "no results" with exit status 1, as if scores had failed
+        raise ConfigError(f"dataset.path: {dataset.path}: no records in it (an empty file, only blank lines or an empty array)")
     if bad is None or bad[0] < FIRST:
         return
     seen, err = bad
