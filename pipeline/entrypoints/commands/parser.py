@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
                       "`tracejudge list formats` says what each reads)")
     init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
-    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on")
+    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on "
+                      "(default: tasks/tasks_<domain>_test.json beside the trajectories' folder, else each run's own task)")
     init.add_argument("-o", "--output", type=Path, default=Path("tracejudge.yaml"), help="where to write the config (default: tracejudge.yaml)")
     init.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
 
