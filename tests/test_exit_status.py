@@ -159,3 +159,12 @@ def test_progress_every_0_logs_a_line_per_result_and_the_closing_one(tmp_path: P
     proc = _tj("run", str(_config(tmp_path)), "--progress-every", "0", cwd=tmp_path)
     events = [json.loads(line)["event"] for line in proc.stderr.splitlines() if line.startswith("{")]
     assert proc.returncode == 0 and "progress" in events and events[-1] == "progress_done"
+
+
+def test_a_refused_dataset_under_fresh_leaves_no_new_directory(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    assert _tj("run", str(cfg), "--no-progress", cwd=tmp_path).returncode == 0
+    (tmp_path / "cases.jsonl").write_text("")
+    proc = _tj("run", str(cfg), "--no-progress", "--fresh", cwd=tmp_path)
+    assert proc.returncode == 2 and "no records in it" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("run")) == ["run"]  # no empty run-2 behind

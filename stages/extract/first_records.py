@@ -14,7 +14,7 @@ from typing import Any
 
 from tracejudge.core.errors import ConfigError
 
-__all__ = ["FIRST", "check_first_records", "formats_that_read"]
+__all__ = ["FIRST", "check_dataset", "check_first_records", "formats_that_read"]
 
 FIRST = 100
 
@@ -95,3 +95,16 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         hint = "check that dataset.format names the file's format (`tracejudge list formats`)"
     raise ConfigError(f"dataset.path: {dataset.path}: the first {seen} records are all invalid for format {fmt.name!r} "
                       f"(the first: {where}: {err.message}); {hint}")
+
+
+def check_dataset(config: Any) -> None:
+    """Raise `ConfigError` for a dataset the run would refuse (`prepare`'s checks, `check_first_records`), read from the config alone.
+
+    For `run --fresh`, which creates its new directory before the run starts: a refusal
+    found after that left an empty directory behind.
+    """
+    from tracejudge.core import registry
+
+    fmt = registry.format_for(config.dataset.format)
+    if not (fmt.remote or fmt.reads_dirs or fmt.bind is not None):  # unchecked by `check_first_records`: nothing to prepare for
+        check_first_records(fmt, config.dataset, fmt.prepare(config.dataset))

@@ -82,6 +82,10 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     run_dir = args.run_dir
     if args.fresh:
         runner.preflight(config)  # a config error must not leave a new, empty run directory behind
+        if args.rescore is None:
+            from tracejudge.stages.extract.first_records import check_dataset
+
+            check_dataset(config)  # nor a dataset the run refuses (an empty one, the wrong format, another domain's tasks)
         run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
         err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
         args.crash_dir = run_dir
