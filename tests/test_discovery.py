@@ -152,3 +152,26 @@ def test_readme_init_example_writes_a_run_that_view_finds_from_the_same_folder(t
         assert proc.returncode in (0, 1), proc.stderr
     assert "dir: ../runs/chats " in (tmp_path / "configs" / "chats.yaml").read_text()
     assert [p.name for p in viewer_paths([], tmp_path)] == ["chats"]  # `tracejudge view` in that folder serves it
+
+
+def test_init_tau_bench_without_tasks_finds_them_beside_the_trajectories_or_uses_each_runs_own(tmp_path: Path, data_dir: Path, capsys,
+                                                                                                monkeypatch) -> None:
+    # It wrote `tasks: tasks_airline_test.json` beside the config, a file that was not there: the run was a config error.
+    monkeypatch.chdir(tmp_path)
+    runs = data_dir / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
+    assert main(["init", "--format", "tau-bench", "--dataset", str(runs), "-o", "beside.yaml"]) == 0
+    tasks = data_dir / "tau_bench" / "tasks" / "tasks_airline_test.json"
+    assert f"tasks: {tasks}, found where the trajectory file's layout puts it" in capsys.readouterr().err
+    assert main(["run", "beside.yaml", "--no-progress", "--set", "dataset.limit=8"]) == 0
+    assert json.loads((tmp_path / "runs" / "beside" / "manifest.json").read_text())["dataset"]["tasks"]["path"] == str(tasks.resolve())
+
+    alone = tmp_path / "data" / "gpt-4o-airline.json"  # no tasks folder beside it
+    alone.parent.mkdir()
+    alone.write_text(json.dumps(json.loads(runs.read_text())[:8]))
+    capsys.readouterr()
+    assert main(["init", "--format", "tau-bench", "--dataset", str(alone), "-o", "alone.yaml"]) == 0
+    assert "no --tasks, none found beside the dataset: each run's own task (info.task) gives its expected actions" in capsys.readouterr().err
+    assert "  # tasks: " in (tmp_path / "alone.yaml").read_text()
+    assert main(["run", "alone.yaml", "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "runs" / "alone" / "summary.json").read_text())
+    assert summary["status"] == {"ok": 8} and summary["metrics"]["actions_exact"]["scored"] == 8

@@ -119,3 +119,52 @@ def test_a_run_stopped_before_its_first_result_says_so(simulator, tmp_path: Path
     assert proc.returncode == 130, out + err
     assert "dataset is empty" not in out + err
     assert "interrupted before its first" in " ".join((out + err).split()), out + err
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n\n", "[]"])
+def test_an_empty_dataset_is_2_naming_the_file(tmp_path: Path, text: str) -> None:
+    # It ended "FAIL results: the run has no results" with exit status 1, as if scores had failed.
+    data = tmp_path / ("cases.json" if text == "[]" else "cases.jsonl")
+    data.write_text(text)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {data.name}, format: {'tau-bench' if text == '[]' else 'native'}}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: run}}\n")
+    proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"dataset.path: {data}: no records in it (an empty file, only blank lines or an empty array)" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_a_symlink_loop_as_dataset_is_2_naming_the_path(tmp_path: Path, relative: bool) -> None:
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {'a.jsonl' if relative else tmp_path / 'a.jsonl'}}}\nmetrics: [{{type: ToolCalls}}]\n")
+    proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "internal error" not in proc.stderr
+    assert f"{cfg}:1: dataset.path: {tmp_path / 'a.jsonl'} is a symlink loop (too many levels of symbolic links)" in proc.stderr
+    over = _tj("run", str(_config(tmp_path)), "--set", "dataset.path=a.jsonl", "--no-progress", cwd=tmp_path)
+    assert over.returncode == 2 and "is a symlink loop" in over.stderr and "internal error" not in over.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_a_negative_progress_interval_is_refused(tmp_path: Path, value: str) -> None:
+    proc = _tj("run", str(_config(tmp_path)), "--progress-every", value, cwd=tmp_path)
+    assert proc.returncode == 2 and f"argument --progress-every: expected 0 or more seconds, got '{value}'" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_progress_every_0_logs_a_line_per_result_and_the_closing_one(tmp_path: Path) -> None:
+    proc = _tj("run", str(_config(tmp_path)), "--progress-every", "0", cwd=tmp_path)
+    events = [json.loads(line)["event"] for line in proc.stderr.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0 and "progress" in events and events[-1] == "progress_done"
+
+
+def test_a_refused_dataset_under_fresh_leaves_no_new_directory(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    assert _tj("run", str(cfg), "--no-progress", cwd=tmp_path).returncode == 0
+    (tmp_path / "cases.jsonl").write_text("")
+    proc = _tj("run", str(cfg), "--no-progress", "--fresh", cwd=tmp_path)
+    assert proc.returncode == 2 and "no records in it" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("run")) == ["run"]  # no empty run-2 behind

@@ -67,3 +67,23 @@ def test_a_forced_dataset_change_lists_each_segment_once(tmp_path: Path, capsys:
     assert any("dataset" in change for change in summary["configs"][1]["forced_changes"])
     lines = [line for line in out.splitlines() if line.startswith("segments ")]
     assert len(lines) == 2 and lines[0].startswith("segments 1 used") and lines[1].startswith("segments 2 used"), out
+
+
+def test_a_metric_added_under_force_names_the_results_it_did_not_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--force` keeps finished results as they were: a metric added to the config is not scored for them, and
+    # "0/4 (4 not applicable)" with nothing else read as if the metric had been checked. `max_calls: 0` is a real limit.
+    (tmp_path / "cases.jsonl").write_text("".join(_case(i) for i in range(4)))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run, executor: inprocess}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    capsys.readouterr()
+    cfg.write_text(cfg.read_text().replace("[{type: ToolCalls}]", "[{type: ToolCalls}, {type: MaxToolCalls, max_calls: 0}]"))
+    assert main(["run", str(cfg), "--no-progress", "--force"]) == 0
+    out = capsys.readouterr().out
+    assert ("MaxToolCalls: 4 result(s) were written before this metric was in the config and are not scored with it "
+            "(--force keeps results as they are); --fresh scores every case with the current config") in out
+    assert main(["run", str(cfg), "--no-progress", "--fresh"]) == 0
+    out = capsys.readouterr().out
+    assert "not scored with it" not in out
+    summary = json.loads((tmp_path / "run-2" / "summary.json").read_text())
+    assert (summary["metrics"]["MaxToolCalls"]["scored"], summary["metrics"]["MaxToolCalls"]["passed"]) == (4, 0)

@@ -146,3 +146,45 @@ def test_a_typo_of_a_tool_calls_name_names_the_typo():
     with pytest.raises(AdapterError) as err:
         adapt(raw, None)
     assert err.value.field == "traj[0].tool_calls[0].function.nam" and "did you mean name" in str(err.value)
+
+
+def _run_cli(tmp_path, dataset: str) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {dataset}\nmetrics: [{{type: TrajectoryMatch}}]\nrun: {{dir: run, executor: inprocess}}\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stderr
+
+
+def test_tasks_of_another_domain_are_one_config_error(tmp_path, tau_paths):
+    # The retail tasks with the airline runs: every task_id exists, so every run was scored against a stranger's task.
+    retail = tau_paths[1].with_name("tasks_retail_test.json")
+    code, err = _run_cli(tmp_path, f"{{path: {tau_paths[0]}, format: tau-bench, tasks: {retail}}}")
+    assert code == 2
+    assert f"dataset.tasks: {retail}: not the tasks of these runs" in err
+    assert "info.task.user_id 'mia_li_3668', task 0 of the tasks file: user_id 'yusuf_rossi_9620'" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_tools_file_given_as_tasks_is_refused_naming_the_field(tmp_path, tau_paths):
+    tools = tau_paths[1].parent.parent / "tools" / "tools_airline.json"
+    code, err = _run_cli(tmp_path, f"{{path: {tau_paths[0]}, format: tau-bench, tasks: {tools}}}")
+    assert code == 2
+    assert f"dataset.tasks: {tools}:2: actions: a τ-bench task needs an `actions` list, this element has keys type, function" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_made_for_another_user_than_its_task_is_invalid_input(tmp_path, tau_paths, raw_runs):
+    runs = [json.loads(json.dumps(r)) for r in raw_runs[:4]]
+    runs[2]["info"]["task"]["user_id"] = "someone_else_1"
+    data = tmp_path / "runs.json"
+    data.write_text(json.dumps(runs, indent=1))
+    code, _ = _run_cli(tmp_path, f"{{path: {data}, format: tau-bench, tasks: {tau_paths[1]}}}")
+    assert code == 1  # the gate: one invalid_input
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    bad = [r for r in results if r["status"] == "invalid_input"]
+    assert [r["status"] for r in results].count("ok") == 3 and len(bad) == 1
+    assert bad[0]["case_id"] == f"{runs[2]['task_id']}-{runs[2]['trial']}" and bad[0]["error"]["field"] == "info.task.user_id"
+    assert "made for user 'someone_else_1'" in bad[0]["error"]["message"]

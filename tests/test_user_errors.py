@@ -90,3 +90,16 @@ def test_a_control_character_in_json_is_named_once(tmp_path: Path, fmt: str) -> 
     got = extract_lines(tmp_path, fmt, ['{"id": "a\x01b", "messages": []}'])
     (_, info), = got
     assert "Invalid control character at column" in info.message and "at at" not in info.message, info.message
+
+
+def test_retrieved_passages_given_as_strings_say_what_a_passage_is(tmp_path: Path) -> None:
+    # `expected_passages` are strings, so strings in `trace.retrieved` looked right; the error said only "Input should be an object".
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "r1", "input": "q", "expected_passages": ["a"],
+                                                  "trace": {"steps": [], "output": "x", "retrieved": ["a", {"content": "b"}]}}) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: c.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+    proc = cli("run", "c.yaml", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 1
+    result = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
+    assert result["status"] == "invalid_input" and result["error"]["field"] == "trace.retrieved[0]"
+    assert result["error"]["message"] == ('trace.retrieved[0]: Input should be an object (got str); a retrieved passage is an object: '
+                                          '{"content": "the text"}, optionally with "id", "score" and "source"')

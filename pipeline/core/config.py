@@ -13,6 +13,7 @@ never share a run directory.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import stat
@@ -254,7 +255,7 @@ def validate_config(
         for key in ("path", "tasks"):
             p = getattr(config.dataset, key)
             if p is not None and not p.exists():
-                problems.append(_fmt(source, ("dataset", key), f"file not found: {p}", lines, overridden))
+                problems.append(_fmt(source, ("dataset", key), _missing(p), lines, overridden))
             elif p is not None and (kind := _special_file(p)) is not None:
                 # Found now, before the run directory: reading a FIFO blocks for ever, /dev/zero never ends a line.
                 wanted = "a regular file or folder" if key == "path" and fmt is not None and fmt.reads_dirs else "a regular file"
@@ -271,6 +272,16 @@ def validate_config(
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def _missing(path: Path) -> str:
+    """Why `path`, which does not exist as far as `exists()` can tell, cannot be read: not found, or a symlink loop."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path} is a symlink loop (too many levels of symbolic links)"
+    return f"file not found: {path}"
 
 
 def _special_file(path: Path) -> str | None:

@@ -139,7 +139,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], cwd: Path,
             raise ConfigError(f"--set {dotted}: value {raw!r} is not valid YAML: {exc}") from None
         key = _set_path(data, dotted, value)
         if key in _PATH_KEYS and isinstance(value, str) and value:
-            _set_path(data, dotted, str((cwd / value).resolve()) if not Path(value).is_absolute() else value)
+            _set_path(data, dotted, str(_resolve(cwd / value)) if not Path(value).is_absolute() else value)
         touched[key] = (typed or {}).get(item) or f"--set {dotted}={raw if len(raw) <= 80 else raw[:77] + '...'}"
     return touched
 
@@ -151,7 +151,15 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             block = block.get(section) if isinstance(block, dict) else None
         if isinstance(block, dict) and isinstance(block.get(key), str) and block[key]:
             p = Path(block[key]).expanduser()
-            block[key] = str(p if p.is_absolute() else (base / p).resolve())
+            block[key] = str(p if p.is_absolute() else _resolve(base / p))
+
+
+def _resolve(path: Path) -> Path:
+    """`path.resolve()`, or `path` as given when it is a symlink loop: the file checks then name it with its key and line."""
+    try:
+        return path.resolve()
+    except RuntimeError:  # "Symlink loop from ...", raised before any file check could say where
+        return path
 
 
 # Generous: a real config has hundreds of nodes; a nine-level "billion laughs" has 10**9 from a few lines.

@@ -173,6 +173,10 @@ async def run(
     metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
     preflight(config)
     ctx = fmt.prepare(config.dataset)
+    if source is None:
+        from tracejudge.stages.extract.first_records import check_first_records
+
+        check_first_records(fmt, config.dataset, ctx)  # a wrong format is one config error, not a result per line
     run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
     lock.acquire()

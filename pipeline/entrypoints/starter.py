@@ -229,6 +229,19 @@ def describe_metric(name: str) -> str:
     return "\n".join(lines)
 
 
+def tau_tasks_beside(dataset: Path) -> Path | None:
+    """The τ-bench tasks file of trajectory file `dataset` where the upstream layout puts it, or None.
+
+    Upstream keeps `historical_trajectories/<model>-<domain>.json` beside `tasks/tasks_<domain>_test.json`.
+    """
+    domain = dataset.stem.rsplit("-", 1)[-1]
+    for folder in (dataset.parent.parent / "tasks", dataset.parent):
+        found = folder / f"tasks_{domain}_test.json"
+        if found.is_file():
+            return found
+    return None
+
+
 def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tasks: Path | None = None) -> str:
     """The commented starter config for format `fmt`, to be written at `config_path`.
 
@@ -238,6 +251,10 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
     """
     section, metrics, gate, placeholder = FORMATS[fmt]
     base = os.path.dirname(os.path.abspath(config_path))
+    if fmt == "tau-bench" and dataset is not None and tasks is None:
+        # A placeholder tasks path beside real data made the config an error; without `tasks` the format
+        # takes each run's expected actions from the task embedded in the run, so the line is left commented.
+        section = section.replace("  tasks: {tasks}\n", "  # tasks: {tasks}   # not given: each run's own task (info.task) gives its expected actions\n")
 
     def rel(path: Path | None, default: str) -> str:
         if path is None:

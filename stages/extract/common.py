@@ -22,6 +22,7 @@ from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_mess
 
 __all__ = [
     "CASE_FIELDS",
+    "PASSAGE_SHAPE",
     "build_case",
     "mcp_error",
     "JsonLine",
@@ -87,6 +88,9 @@ def build_case(data: dict[str, Any]) -> Case:
         fail(message, field=loc or None, case_id=str(cid) if usable else None)
 
 
+PASSAGE_SHAPE = 'a retrieved passage is an object: {"content": "the text"}, optionally with "id", "score" and "source"'
+
+
 def case_problem(exc: ValidationError) -> tuple[str, str]:
     """`(field, message)` for a case that does not validate: its first problem, as `trace.steps[0].output: …`.
 
@@ -101,6 +105,9 @@ def case_problem(exc: ValidationError) -> tuple[str, str]:
     more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
     if err["type"] == "extra_forbidden" and err["msg"] == errors[0]["msg"]:  # not already a typo of a missing key
         more = suggest.key_hint(Case, tuple(err["loc"])) + more
+    if err["type"] == "model_type" and tuple(err["loc"][:2]) == ("trace", "retrieved"):
+        # `expected_passages` are plain strings, so strings here looked right: say what a passage is.
+        more = f" (got {type(err.get('input')).__name__}); {PASSAGE_SHAPE}" + more
     return loc, f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
 
 

@@ -39,7 +39,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.load import read_json_array
 
-__all__ = ["adapt", "load_tasks"]
+__all__ = ["adapt", "load_tasks", "prepare"]
 
 log = get_logger("tracejudge.extract.tau_bench")
 
@@ -50,8 +50,12 @@ def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
         return None
     # Streamed element by element: a task that cannot be read (too deep, huge numbers, bad
     # JSON) is left out with a warning, and only the runs of that task fail ("not in the tasks file").
+    from tracejudge.stages.extract.tau_bench_check import check_task_shape
+
     tasks: dict[int, dict[str, Any]] = {}
     for i, raw in enumerate(read_json_array(Path(path))):
+        if i == 0 and raw.error is None:
+            check_task_shape(Path(path), raw.payload, raw.line)  # another JSON array (a tools file) is refused whole
         if raw.error is not None or not isinstance(raw.payload, dict):
             log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=raw.error or "expected a task object")
             continue
@@ -62,15 +66,30 @@ def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
     return tasks
 
 
+def prepare(dataset: Any) -> dict[int, dict[str, Any]] | None:
+    """The tasks of `dataset.tasks` (`load_tasks`), checked to be those of the runs in `dataset.path`.
+
+    Raises `ConfigError` for a tasks file that is not one, or whose tasks are another
+    domain's (`tau_bench_check`).
+    """
+    from tracejudge.stages.extract.tau_bench_check import check_runs_match
+
+    tasks = load_tasks(dataset.tasks)
+    if tasks:
+        check_runs_match(Path(dataset.path), Path(dataset.tasks), tasks)
+    return tasks
+
 
 def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     """Turn one τ-bench run into a `Case` (see the module docstring).
 
     Raises `AdapterError` naming the field when the run lacks `task_id` or
-    `traj`, or the task is not in the tasks file.
+    `traj`, the task is not in the tasks file, or the task embedded in the run
+    is for another user than the file's (`info.task.user_id`).
     """
     from tracejudge.core.suggest import missing_key_typo, unknown_key_message
     from tracejudge.stages.extract.errors import AdapterError
+    from tracejudge.stages.extract.tau_bench_check import user_ids
 
     if not isinstance(raw, dict):
         raise AdapterError(f"expected a run object, got {type(raw).__name__}")
@@ -93,6 +112,11 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
         task = tasks.get(task_id)
         if task is None:
             raise AdapterError(f"task_id: task {task_id} is not in the tasks file", field="task_id", case_id=case_id)
+        pair = user_ids(raw, task)
+        if pair is not None and pair[0] != pair[1]:
+            raise AdapterError(f"info.task.user_id: the run was made for user {pair[0]!r}, but task {task_id} of the tasks file "
+                               f"is for user {pair[1]!r}: a tasks file of another domain or split?", field="info.task.user_id",
+                               case_id=case_id)
     else:
         task = info.get("task") or {}
     actions = task.get("actions")
@@ -164,7 +188,7 @@ register_format(
         "tau-bench",
         read=lambda ds: read_json_array(ds.path, ds.limit),
         adapt=adapt,
-        prepare=lambda ds: load_tasks(ds.tasks),
+        prepare=prepare,
         options=NoOptions,
     )
 )

@@ -215,6 +215,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
             for trial in range(config.run.trials):
                 for a in asked:
                     est = out.setdefault(a.key, MetricEstimate())
+                    if a.metrics > 1:
+                        est.cases += 1  # a group's own row: the cases it asks about (the total counts its metrics' rows)
                     if cfg.items_per_request > 1 and a.batchable:
                         slot = f"{case.id}|group|{trial}" if a.metrics > 1 else f"{case.id}|{a.key}|{trial}"
                         ask_items(a.key, Item(a.plan, trial, slot), trial)

@@ -44,7 +44,13 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if path is not None and not path.exists():
             err.print(f"error: {flag} {path}: no such file or folder", highlight=False, markup=False, soft_wrap=True)
             return EXIT_BAD_INPUT
-    text = starter.starter_config(args.format, out, args.dataset, args.tasks)
+    tasks = args.tasks
+    if args.format == "tau-bench" and args.dataset is not None and tasks is None:
+        tasks = starter.tau_tasks_beside(args.dataset)
+        said = (f"tasks: {tasks}, found where the trajectory file's layout puts it (give --tasks for another)" if tasks is not None
+                else "no --tasks, none found beside the dataset: each run's own task (info.task) gives its expected actions")
+        err.print(said, highlight=False, markup=False, soft_wrap=True)
+    text = starter.starter_config(args.format, out, args.dataset, tasks)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     todo = "" if args.dataset is not None else " (point dataset.path at your data first)"

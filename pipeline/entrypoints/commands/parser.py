@@ -15,6 +15,19 @@ from tracejudge.entrypoints import bench_args, calibrate, export_cmd
 
 __all__ = ["build_parser"]
 
+
+def _seconds(text: str) -> float:
+    """An interval in seconds, 0 or more: a negative or non-finite one was taken and meant nothing."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more seconds, got {text!r}")
+    return value
+
 _EPILOG = """exit status:
   0    PASS: the run finished and every assertion held
   1    FAIL: an assertion (the CI gate) failed
@@ -57,14 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-dir", type=Path, help="run directory, relative to the current directory "
                      "(default: the config's run.dir, else runs/<config file stem> beside the config)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
-    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept; "
+    run.add_argument("--force", action="store_true", help="resume even if the config or dataset changed (results already there are kept, not re-scored: "
+                     "a metric added scores only new cases; "
                      "the manifest's history and the summary record which segments used which config)")
     run.add_argument("--fresh", action="store_true", help="start over in a new run directory (RUN_DIR-2, -3, ...) if RUN_DIR already holds a run")
     run.add_argument("--rescore", type=Path, metavar="RUN_DIR", help="re-score the live traces recorded in RUN_DIR instead of calling the target")
-    run.add_argument("--shard", metavar="I/N", help="score only shard I of N (1-based; by a stable hash of the case id) into RUN_DIR-shard-I-of-N")
+    run.add_argument("--shard", metavar="I/N", help="score only shard I of N (1-based; by a stable hash of the case id) into "
+                     "the config's run directory + -shard-I-of-N, or into --run-dir as given (one per shard)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress log lines)")
     run.add_argument("--explain-cache", action="store_true", help="record why each judge request missed the cache (score.judge.cache_miss)")
-    run.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS", help="interval of progress log lines when not on a terminal")
+    run.add_argument("--progress-every", type=_seconds, default=10.0, metavar="SECONDS",
+                     help="interval of progress log lines when not on a terminal (0: a line at every result; "
+                          "the closing line is logged whatever the interval)")
 
     rep = sub.add_parser("report", help="rebuild summary.json, report.md, junit.xml and report.html from a run's results.jsonl "
                                         "(several shard directories: merged into one run)",
@@ -118,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--format", default="native", type=_init_format, choices=sorted(_starter().FORMATS), help="the input format (default: native; "
                       "`tracejudge list formats` says what each reads)")
     init.add_argument("--dataset", type=Path, metavar="PATH", help="the data to score (default: a placeholder path to replace)")
-    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on")
+    init.add_argument("--tasks", type=Path, metavar="PATH", help="tau-bench only: the tasks file the trajectories ran on "
+                      "(default: tasks/tasks_<domain>_test.json beside the trajectories' folder, else each run's own task)")
     init.add_argument("-o", "--output", type=Path, default=Path("tracejudge.yaml"), help="where to write the config (default: tracejudge.yaml)")
     init.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
 

@@ -82,6 +82,10 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     run_dir = args.run_dir
     if args.fresh:
         runner.preflight(config)  # a config error must not leave a new, empty run directory behind
+        if args.rescore is None:
+            from tracejudge.stages.extract.first_records import check_dataset
+
+            check_dataset(config)  # nor a dataset the run refuses (an empty one, the wrong format, another domain's tasks)
         run_dir = store.fresh_run_dir(Path(args.run_dir or config.run.dir))
         err.print(f"fresh run directory: {run_dir}", highlight=False, markup=False, soft_wrap=True)
         args.crash_dir = run_dir
@@ -168,6 +172,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
     _print_configs(outcome.summary, out)
+    _print_unscored(outcome.summary, config, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
               f"{_retried(outcome.retried, outcome.retried_raised)}{_budget_skips(outcome.summary)})", highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
@@ -216,3 +221,24 @@ def _print_configs(summary: dict, out: Console) -> None:
         segs = ", ".join(map(str, entry["segments"]))
         how = "forced: " + "; ".join(entry["forced_changes"]) if entry.get("forced_changes") else "the config the run started with"
         out.print(f"segments {segs} used config {entry['config_hash'][:12]} ({how})", highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_unscored(summary: dict, config, out: Console) -> None:
+    """Name each metric of the config that results already kept were not scored with.
+
+    A metric of the run's own list is carried by every result scored with it, so its
+    "not applicable" results were written under an earlier config (a resume with --force
+    keeps them as they are); without this line a metric added that way read as scored.
+    """
+    from tracejudge.core import registry
+
+    for spec in config.metrics:
+        try:
+            key = registry.build_metric(spec).key
+        except registry.SpecError:
+            continue
+        missing = int(((summary.get("metrics") or {}).get(key) or {}).get("not_applicable") or 0)
+        if missing:
+            out.print(f"{key}: {missing} result(s) were written before this metric was in the config and are not scored with it "
+                      "(--force keeps results as they are); --fresh scores every case with the current config",
+                      highlight=False, markup=False, soft_wrap=True)

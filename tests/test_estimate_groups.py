@@ -1,0 +1,24 @@
+"""`tracejudge estimate`: a row of metrics asked together counts the cases it asks about."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_a_grouped_row_counts_its_cases(tmp_path: Path) -> None:
+    call = {"name": "lookup", "arguments": {"x": 1}, "result": "ok"}
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": f"q{i}", "trace": {"steps": [{"tool_calls": [call]}], "output": "a"}}) + "\n"
+                                              for i in range(3)))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: c.jsonl}\nmetrics: [{type: TaskCompletion}, {type: TrajectoryEfficiency}]\n"
+                   "judge: {provider: simulator, model: sim, group: case}\nrun: {trials: 2}\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "estimate", str(cfg)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:3] for line in done.stdout.splitlines() if line.strip().startswith(("Task", "Traj", "total"))}
+    assert rows["TaskCompletion+TrajectoryEfficiency"] == ["6", "6"]  # 3 cases x 2 trials, one request each (was "0" cases)
+    assert rows["TaskCompletion"][0] == "6" and rows["total"][0] == "12"  # the total still counts the metrics' rows
