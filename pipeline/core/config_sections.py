@@ -54,7 +54,11 @@ class LimitsConfig(_Strict):
 
 
 class BudgetConfig(_Strict):
-    """Hard caps on judge spending for one run (tokens, US dollars); `None` means no cap."""
+    """Hard caps on judge spending for one run (tokens, US dollars); `None` means no cap.
+
+    A dollar cap needs every judge model priced (`judge.prices` or the shipped
+    table): `validate_config` refuses one it could not enforce (`unpriced_cost_cap`).
+    """
 
     max_judge_tokens: int | None = Field(default=None, ge=0)
     max_cost_usd: float | None = Field(default=None, ge=0)
