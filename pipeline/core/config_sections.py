@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tracejudge.core import registry
 from tracejudge.core.strict_numbers import NoBoolNumbers
 
-__all__ = ["WORKERS_DEPRECATED", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
+__all__ = ["MAX_TRIALS", "WORKERS_DEPRECATED", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
 
 
 class _Strict(NoBoolNumbers):
@@ -83,6 +83,10 @@ WORKERS_DEPRECATED = (
     "the judge's is judge.workers and limits.max_in_flight; remove run.workers from the config"
 )
 
+# More trials than any pass@k needs, and 10,000 × the cases results to write: a larger count is a typo
+# (or an extra zero) that would run for days and make every resume check that many keys per case.
+MAX_TRIALS = 10_000
+
 
 class RunSection(_Strict):
     """The run directory and the pipeline's own knobs.
@@ -90,7 +94,8 @@ class RunSection(_Strict):
     `queue_size` bounds every inter-stage stream (about that many cases in
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
     `workers` is deprecated: accepted from older configs, it has no effect and a run that sets it
-    logs a warning saying what to set instead (`WORKERS_DEPRECATED`); `trials` runs each case N times;
+    logs a warning saying what to set instead (`WORKERS_DEPRECATED`); `trials` runs each case N times
+    (at most `MAX_TRIALS`);
     `flush_every` is how many results are fsynced together (half as many after 0.5 s, any after 2 s);
     `max_resume_retries` is how many times re-running the same command redoes a
     (case, trial) that ended in a transient failure (`judge_error`,
@@ -118,6 +123,14 @@ class RunSection(_Strict):
     ray_address: str | None = None
     shard: str | None = None
     metric_timeout_s: float | None = Field(default=60.0, gt=0)
+
+    @field_validator("trials")
+    @classmethod
+    def _trials_bound(cls, value: int) -> int:
+        if value > MAX_TRIALS:
+            raise ValueError(f"at most {MAX_TRIALS:,} trials: each is one more result of every case (pass@k needs k ≤ trials, "
+                             "and pass@100 is estimated well from 200); a larger count would run for days")
+        return value
 
     @field_validator("shard", mode="before")
     @classmethod
