@@ -71,3 +71,4 @@ def test_running_out_of_memory_is_exit_3_with_a_crash_log_not_a_gate_failure(tmp
         assert line == f"internal error: MemoryError: out of memory (traceback in {tmp_path / executor / 'crash.log'})", line
         assert "MemoryError" in (tmp_path / executor / "crash.log").read_text()
         assert (tmp_path / executor / "results.jsonl").read_text() == ""  # no case marked invalid: the resume reads them again
+

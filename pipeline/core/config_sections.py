@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tracejudge.core import registry
 from tracejudge.core.strict_numbers import NoBoolNumbers
 
-__all__ = ["MAX_TRIALS", "WORKERS_DEPRECATED", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
+__all__ = ["MAX_TRIALS", "WORKERS_DEPRECATED", "trials_without_target", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
 
 
 class _Strict(NoBoolNumbers):
@@ -82,6 +82,14 @@ WORKERS_DEPRECATED = (
     "run.processes worker processes (run.executor), a live target's concurrency is target.concurrency, "
     "the judge's is judge.workers and limits.max_in_flight; remove run.workers from the config"
 )
+
+
+def trials_without_target(trials: int) -> str:
+    """The warning for `run.trials` above 1 on recorded traces (no `target:`): the traces do not change between trials."""
+    return (f"run.trials is {trials} but there is no target: each recorded trace is scored {trials} times over, and deterministic "
+            f"metrics give the same result every time (pass@{trials} equals pass@1, and the CI narrows as if there were {trials} times the "
+            "cases); trials need a `target:` section that runs the agent again. To measure the judge's own variance, use "
+            "judge.samples; else set run.trials: 1")
 
 # More trials than any pass@k needs, and 10,000 × the cases results to write: a larger count is a typo
 # (or an extra zero) that would run for days and make every resume check that many keys per case.
