@@ -66,3 +66,10 @@ def test_estimate_says_an_unpriced_models_cost_is_unknown(tmp_path: Path) -> Non
     capped = write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {"max_cost_usd": 1})
     refused = cli("estimate", str(capped))
     assert refused.returncode == 2 and "budget.max_cost_usd" in refused.stderr, refused.stdout + refused.stderr
+
+
+def test_a_run_on_an_unpriced_model_says_its_cost_is_unknown(tmp_path: Path) -> None:
+    got = cli("run", str(write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {})), "--no-progress")
+    assert got.returncode == 0, got.stderr
+    text = " ".join(got.stdout.split())
+    assert "cost unknown (no price for 'my-local-model'" in text and "$0.0000" not in text, text
