@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
                                    "they judged in MLflow (assessments) or Phoenix (span annotations). Exporting again writes nothing twice.",
                        epilog="examples:\n  tracejudge export runs/nightly --to parquet verdicts.parquet\n"
                               "  tracejudge export runs/nightly-shard-* --to csv verdicts.csv\n"
-                              "  tracejudge export runs/nightly --to csv - | head\n"
+                              "  tracejudge export runs/nightly --to csv - | head -5\n"
                               "  tracejudge export runs/nightly --to mlflow --tracking-uri http://127.0.0.1:5000\n"
                               "  tracejudge export runs/nightly --to phoenix --url http://127.0.0.1:6006 --project agents",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
