@@ -430,3 +430,29 @@ def test_a_failed_agent_call_fails_the_gate_by_default_naming_the_case(tmp_path:
     assert main(["run", str(tmp_path / "ok.yaml"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "ok   max_target_error_share: 1 of 4 results are target_error" in out and _verdict_word(out) == "PASS"
+
+
+def test_star_limits_also_bind_a_metric_with_a_rule_of_its_own(tmp_path: Path) -> None:
+    # `tracejudge init` writes `ToolCalls: {min_mean: 0.0}` beside `"*": {max_error_share: 0.05}`: the 5% limit used to
+    # be dropped for ToolCalls, so a run where it scored half the cases passed without the check being listed.
+    lines = [native_case(f"c{i}", ["a"] if i % 2 == 0 else [], ["a"]) for i in range(4)]
+    for line in lines[1::2]:
+        del line["expected_tool_calls"]  # nothing to compare with: ToolCalls is not computed on these
+    data = write_dataset(tmp_path / "cases.jsonl", lines)
+    cfg = tmp_path / "tracejudge.yaml"
+    made = subprocess.run([str(TRACEJUDGE), "init", "--format", "native", "--dataset", str(data), "-o", str(cfg)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert made.returncode == 0 and '"*": {max_error_share: 0.05}' in cfg.read_text(), made.stderr
+    for args in (["run", str(cfg), "--no-progress"], ["report", str(tmp_path / "runs" / "tracejudge")]):
+        got = subprocess.run([str(TRACEJUDGE), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        out = " ".join(got.stdout.split())
+        assert "ok ToolCalls min_mean" in out and "FAIL ToolCalls max_error_share: 2 of 4 results not scored" in out, out
+        assert _verdict_word(out) == "FAIL" and got.returncode == 1, out
+
+
+def test_a_metrics_own_key_overrides_only_that_key_of_star() -> None:
+    summary = {"results": 4, "metrics": {"m": {"results": 4, "scored": 2, "mean": 0.5, "pass_rate": 0.5, "passed": 1, "error_share": 0.5}}}
+    rules = AssertionsConfig(metrics={"*": MetricAssertion(min_mean=0.9, max_error_share=0.05), "m": MetricAssertion(min_mean=0.4)})
+    checks = {c.name: c for c in evaluate_gate(rules, summary, None).checks}
+    assert checks["m min_mean"].ok and "required >= 0.4" in checks["m min_mean"].detail
+    assert not checks["m max_error_share"].ok and "allowed <= 0.05" in checks["m max_error_share"].detail

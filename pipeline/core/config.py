@@ -28,7 +28,7 @@ from tracejudge.core.config_source import (MAX_EXPANDED_NODES, _cycle, _default_
                                            _resolve_paths, _search_config_folder, apply_overrides)
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
-from tracejudge.core.judge_config import PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem
+from tracejudge.core.judge_config import PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem, unpriced_cost_cap
 
 __all__ = [
     "BudgetConfig",
@@ -199,6 +199,8 @@ def validate_config(
     problems: list[str] = []
     built = []
     fmt = None
+    if config.judge is not None and (why := unpriced_cost_cap(config.judge, config.budget.max_cost_usd)) is not None:
+        problems.append(_fmt(source, ("budget", "max_cost_usd"), why, lines, overridden))
     try:
         fmt = registry.format_for(config.dataset.format)
     except KeyError:

@@ -14,7 +14,7 @@ from tracejudge.core import registry
 from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.urls import http_url
 
-__all__ = ["WORKERS_DEPRECATED", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
+__all__ = ["MAX_TRIALS", "WORKERS_DEPRECATED", "trials_without_target", "BudgetConfig", "CacheConfig", "DatasetConfig", "LimitsConfig", "RunSection", "TargetConfig"]
 
 
 class _Strict(NoBoolNumbers):
@@ -55,7 +55,11 @@ class LimitsConfig(_Strict):
 
 
 class BudgetConfig(_Strict):
-    """Hard caps on judge spending for one run (tokens, US dollars); `None` means no cap."""
+    """Hard caps on judge spending for one run (tokens, US dollars); `None` means no cap.
+
+    A dollar cap needs every judge model priced (`judge.prices` or the shipped
+    table): `validate_config` refuses one it could not enforce (`unpriced_cost_cap`).
+    """
 
     max_judge_tokens: int | None = Field(default=None, ge=0)
     max_cost_usd: float | None = Field(default=None, ge=0)
@@ -81,13 +85,26 @@ WORKERS_DEPRECATED = (
 )
 
 
+def trials_without_target(trials: int) -> str:
+    """The warning for `run.trials` above 1 on recorded traces (no `target:`): the traces do not change between trials."""
+    return (f"run.trials is {trials} but there is no target: each recorded trace is scored {trials} times over, and deterministic "
+            f"metrics give the same result every time (pass@{trials} equals pass@1, and the CI narrows as if there were {trials} times the "
+            "cases); trials need a `target:` section that runs the agent again. To measure the judge's own variance, use "
+            "judge.samples; else set run.trials: 1")
+
+# More trials than any pass@k needs, and 10,000 × the cases results to write: a larger count is a typo
+# (or an extra zero) that would run for days and make every resume check that many keys per case.
+MAX_TRIALS = 10_000
+
+
 class RunSection(_Strict):
     """The run directory and the pipeline's own knobs.
 
     `queue_size` bounds every inter-stage stream (about that many cases in
     flight per hop), which CPU-bound hops fill in chunks of `chunk_size`;
     `workers` is deprecated: accepted from older configs, it has no effect and a run that sets it
-    logs a warning saying what to set instead (`WORKERS_DEPRECATED`); `trials` runs each case N times;
+    logs a warning saying what to set instead (`WORKERS_DEPRECATED`); `trials` runs each case N times
+    (at most `MAX_TRIALS`);
     `flush_every` is how many results are fsynced together (half as many after 0.5 s, any after 2 s);
     `max_resume_retries` is how many times re-running the same command redoes a
     (case, trial) that ended in a transient failure (`judge_error`,
@@ -115,6 +132,14 @@ class RunSection(_Strict):
     ray_address: str | None = None
     shard: str | None = None
     metric_timeout_s: float | None = Field(default=60.0, gt=0)
+
+    @field_validator("trials")
+    @classmethod
+    def _trials_bound(cls, value: int) -> int:
+        if value > MAX_TRIALS:
+            raise ValueError(f"at most {MAX_TRIALS:,} trials: each is one more result of every case (pass@k needs k ≤ trials, "
+                             "and pass@100 is estimated well from 200); a larger count would run for days")
+        return value
 
     @field_validator("shard", mode="before")
     @classmethod

@@ -11,7 +11,7 @@ aggregate:
 assertions:
   max_invalid_share: 0.0    # share of invalid_input results allowed (default 0: any unreadable record fails)
   max_target_error_share: 0.0  # share of target_error results allowed (default 0: any failed agent call fails)
-  metrics:                  # per metric key; "*" applies to every metric without its own entry
+  metrics:                  # per metric key; "*" applies to every metric, whose own entry overrides only the keys it sets
     writes_exact: {min_mean: 0.5, min_pass_rate: 0.4, max_error_share: 0.05}
     TaskCompletion: {min_kappa: 0.6}   # agreement with judge.labels (Cohen's kappa)
     TaskCompletion: {min_kappa: 0.6}   # agreement with judge.labels

@@ -14,7 +14,7 @@ from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelMod
 from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.urls import http_url
 
-__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "judge_provider_problem"]
+__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "judge_provider_problem", "unpriced_cost_cap"]
 
 
 class _Strict(NoBoolNumbers):
@@ -215,6 +215,32 @@ def judge_provider_problem(judge: Any) -> str | None:
     return (f"no provider: say which judge answers, `provider: simulator` for the bundled simulator "
             f"(fake verdicts, for trials), `provider: openai` or `provider: anthropic`, or the model as "
             f"`openai:{model if isinstance(model, str) and model else 'gpt-4o-mini'}`; known providers: {known}")
+
+
+def unpriced_cost_cap(judge: JudgeConfig, max_cost_usd: float | None) -> str | None:
+    """Why `budget.max_cost_usd` cannot be enforced for this judge, or None when it can.
+
+    A model missing from the price table costs $0 by the run's count, so a
+    dollar cap would let every request through while the run reports it kept
+    to it; the config is refused instead, naming each unpriced model.
+    """
+    if max_cost_usd is None:
+        return None
+    from tracejudge.llm.prices import price_for  # here: only a config with a dollar cap needs the price table
+
+    models = [(judge.model, judge.prices)]
+    for m in judge.models or []:
+        name = m.model.partition(":")[2] if m.model.partition(":")[0].lower() in PROVIDERS else m.model
+        models.append((name, judge.prices if m.prices is None else m.prices))
+    missing = list(dict.fromkeys(name for name, prices in models if price_for(name, prices) is None))
+    if not missing:
+        return None
+    names = ", ".join(repr(m) for m in missing)
+    example = f"{{{missing[0]}: {{input: 0.15, output: 0.60}}}}"
+    which = f"judge model {names} has no price" if len(missing) == 1 else f"judge models {names} have no price"
+    return (f"${max_cost_usd:g} cannot be enforced: {which} in the price table, so its requests "
+            f"would count $0 and every one would be sent; give its prices (US dollars per million tokens) under "
+            f"judge.prices, e.g. `judge.prices: {example}`, or cap tokens with budget.max_judge_tokens instead")
 
 
 # provider → (API key variable, base URL variable), the names the providers' own SDKs read.

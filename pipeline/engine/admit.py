@@ -10,7 +10,7 @@ State: the run's done set (`RunJournal.done`) and the ids seen so far.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +73,11 @@ class Admission:
         """
         self.torn[(raw.file, raw.line)] = peek(raw.payload) if peek is not None and raw.error is None else None
 
-    def works(self, item: Extracted, started: float) -> list[Work]:
-        """The work `item` gives (possibly none: every trial already finished)."""
+    def works(self, item: Extracted, started: float) -> Iterable[Work]:
+        """The work `item` gives (possibly none: every trial already finished).
+
+        The record's id is claimed now; its trials are made lazily, as the caller takes them.
+        """
         if item.rendered is not None:
             return self._rendered(item, item.rendered, started)
         if item.case is not None and not encodable(item.case.id):
@@ -107,7 +110,10 @@ class Admission:
             err = duplicate_error(case.id, first, item.file, item.line)
             return self._once(cid, lambda: Work(case, 0, CaseResult(case_id=cid, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
                                                                     error=err), started))
-        out: list[Work] = []
+        return self._trials(case, item, started)
+
+    def _trials(self, case: Case, item: Extracted, started: float) -> Iterator[Work]:
+        # Made as they are taken: `run.trials` results of a case never sit in memory at once.
         for trial in range(self.trials):
             if self.is_done(result_key(case.id, trial)):
                 self.skipped += 1
@@ -117,23 +123,23 @@ class Admission:
                 result.status, result.error = Status.invalid_input, item.failure.model_copy(update={"file": item.file, "line": item.line})
             elif item.scores is not None:
                 result.scores.update(item.scores)
-            out.append(Work(case, trial, result, started))
-        return out
+            yield Work(case, trial, result, started)
 
-    def _rendered(self, item: Extracted, done: Rendered, started: float) -> list[Work]:
+    def _rendered(self, item: Extracted, done: Rendered, started: float) -> Iterable[Work]:
         # A case rendered where it was scored: one `Finished` per trial not yet finished, no model built.
         first = self.seen.claim_hash(done.id_hash, item.file, item.line)
         if first != f"{item.file}:{item.line}":  # a repeated id: the general path's duplicate result
             # (claiming again is harmless: the id keeps its first place)
             item.case, item.rendered = _BARE.model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
             return self.works(item, started)
-        out: list[Work] = []
+        return self._finished_trials(done, started)
+
+    def _finished_trials(self, done: Rendered, started: float) -> Iterator[Work]:
         for trial in range(self.trials):
             if self.is_done(trial_key(done.id_hash, trial)):
                 self.skipped += 1
                 continue
-            out.append(Work(None, trial, Finished(done, trial), started))  # type: ignore[arg-type]
-        return out
+            yield Work(None, trial, Finished(done, trial), started)  # type: ignore[arg-type]
 
     def _once(self, cid: str, make: Callable[[], Work]) -> list[Work]:
         # A result under a made-up id (an unreadable record, a duplicate): written once across resumes.

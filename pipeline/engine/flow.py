@@ -6,8 +6,9 @@ the run's journal (`tracejudge.engine.checkpoint.RunJournal`).
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from contextlib import aclosing
 from typing import Any
 
@@ -159,9 +160,15 @@ class _Flow:
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True
                     continue
-                works = [w for item in out if not self.foreign(_case_id(item)) for w in self.admission.works(item, mapped.started)]
-                self.live.in_flight += len(works)
-                await _emit(send, works, single)
+                # Every record's id is claimed now, before the first await (the loader claims ids too); its trials
+                # are made a chunk at a time as the stages take them, so `run.trials` × a chunk never sits in memory.
+                made = [self.admission.works(item, mapped.started) for item in out if not self.foreign(_case_id(item))]
+                for works in _slices(itertools.chain.from_iterable(made), max(self.raw_chunk, self.chunk)):
+                    self.live.in_flight += len(works)
+                    await _emit(send, works, single)
+                    if self.stop.is_set():
+                        self.cut_short = True
+                        break
 
     def worker_died(self, mapped: Mapped, raw_case_id: Callable[[Any], str]) -> list[Extracted] | None:
         """The results of a chunk whose worker died: provisional `worker_error`s under the cases' real ids.
@@ -353,6 +360,12 @@ class _Eager:
             raise StopAsyncIteration from None
         self._run = len(item) if type(item) is list else 1  # (what this checkpoint's receive brings starts the next run)
         return item
+
+
+def _slices(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    """`items` in lists of at most `size`, taken as they are asked for."""
+    while part := list(itertools.islice(items, size)):
+        yield part
 
 
 async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], single: bool) -> None:

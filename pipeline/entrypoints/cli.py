@@ -5,7 +5,7 @@ Exit statuses, so CI can tell "the agent regressed" from "the tool broke":
 - 0 PASS: the run finished and every assertion held;
 - 1 FAIL: an assertion (the gate) failed;
 - 2 bad config or input: nothing was run;
-- 3 internal error: one line on stderr names the error and the file holding
+- 3 internal error (out of memory too): one line on stderr names the error and the file holding
   the traceback (`RUN_DIR/crash.log`, or a temporary file before a run
   directory is known); or a full disk (ENOSPC, a quota, a file-size limit):
   one line says what could not be written, that the results already written
@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     log.configure(args.log_level)
     # Messages on stderr are never hard-wrapped: a path or `file:line` cut in two cannot be copied or grepped.
     err = plain_console(stderr=True, soft_wrap=True)
+    from tracejudge.entrypoints.commands import failures
+
+    failures.hold_reserve()
     try:
         code = _dispatch(args, err)
         sys.stdout.flush()  # a closed pipe shows here at the latest, not at interpreter exit

@@ -4,7 +4,9 @@ Kinds: `parquet PATH`, `csv PATH` (`tracejudge.stages.export.table`), `mlflow`
 (`--tracking-uri`, `tracejudge.stages.export.mlflow_sink`), `phoenix` (`--url`,
 `--project`, `tracejudge.stages.export.phoenix_sink`). Run directories are
 expanded as `report` does: the unsharded name of shard directories stands for
-all of them. Exit status: 0 written, 2 bad arguments or a missing extra, 3 a
+all of them, and a directory given twice is read once. A table's PATH must lie
+outside every run read and must not exist unless `--force` is given; `--to csv -`
+writes to stdout. Exit status: 0 written, 2 bad arguments or a missing extra, 3 a
 store that is down or refused a write (one line; what was written stays
 consistent and the same command resumes).
 """
@@ -12,6 +14,7 @@ consistent and the same command resumes).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,15 +36,17 @@ def add_parser(sub: Any) -> None:
                                    "they judged in MLflow (assessments) or Phoenix (span annotations). Exporting again writes nothing twice.",
                        epilog="examples:\n  tracejudge export runs/nightly --to parquet verdicts.parquet\n"
                               "  tracejudge export runs/nightly-shard-* --to csv verdicts.csv\n"
+                              "  tracejudge export runs/nightly --to csv - | head -5\n"
                               "  tracejudge export runs/nightly --to mlflow --tracking-uri http://127.0.0.1:5000\n"
                               "  tracejudge export runs/nightly --to phoenix --url http://127.0.0.1:6006 --project agents",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR", help="run directories (or the unsharded name of shard directories)")
     p.add_argument("--to", nargs="+", required=True, metavar=("KIND", "PATH"),
-                   help="parquet PATH | csv PATH | mlflow | phoenix")
+                   help="parquet PATH | csv PATH (`-`: stdout) | mlflow | phoenix")
     p.add_argument("--tracking-uri", help="mlflow: the tracking server (default: MLFLOW_TRACKING_URI; MLFLOW_TRACKING_TOKEN is read from the environment)")
     p.add_argument("--url", help="phoenix: the server's URL (default: PHOENIX_COLLECTOR_ENDPOINT; PHOENIX_API_KEY is read from the environment)")
     p.add_argument("--project", help="phoenix: the project the traces are in (default: the run's dataset.options.project, else 'default')")
+    p.add_argument("--force", action="store_true", help="parquet/csv: overwrite PATH if it exists (never a file of a run being read)")
 
 
 def _target(args: argparse.Namespace) -> tuple[str, Path | None]:
@@ -57,6 +62,24 @@ def _target(args: argparse.Namespace) -> tuple[str, Path | None]:
     return kind, None
 
 
+def _check_path(kind: str, path: Path, runs: list[Path], force: bool) -> None:
+    """Refuse a table's PATH that would overwrite a run being read, or any existing file without `--force`.
+
+    Raises `TracejudgeError` (exit 2) naming `--to` and the path.
+    """
+    if str(path) == "-" and kind == "parquet":
+        raise TracejudgeError("--to parquet -: Parquet is binary and is not written to stdout; give a file (or --to csv - for stdout)")
+    if str(path) == "-":
+        return
+    where = path.resolve()
+    for run in runs:
+        if run.resolve() in where.parents or where == run.resolve():
+            # --force never reaches here: replacing results.jsonl or manifest.json with a table would corrupt the run.
+            raise TracejudgeError(f"--to {kind} {path}: lies in the run {run}, which export only reads; give a path outside it")
+    if path.exists() and not path.is_dir() and not force:
+        raise TracejudgeError(f"--to {kind} {path}: exists; give another path, or --force to overwrite it")
+
+
 def command(args: argparse.Namespace, err: Console) -> int:
     """Run `tracejudge export`; returns the exit status (see the module docstring)."""
     from tracejudge.engine import shards
@@ -64,7 +87,10 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
     try:
         kind, path = _target(args)
-        dirs = shards.expand(args.run_dirs)
+        # A directory named twice (or a sweep and one of its shards) is read once: its rows are not repeated.
+        dirs = list({d.resolve(): d for d in reversed(shards.expand(args.run_dirs))}.values())[::-1]
+        if path is not None:
+            _check_path(kind, path, dirs, args.force)
         if (note := in_progress_note(dirs, "what is exported is its results so far; export again when it has finished")) is not None:
             err.print(note, highlight=False, markup=False, soft_wrap=True)
         started = time.perf_counter()
@@ -72,8 +98,12 @@ def command(args: argparse.Namespace, err: Console) -> int:
             from tracejudge.stages.export import table
 
             assert path is not None
-            count = (table.write_parquet if kind == "parquet" else table.write_csv)(dirs, path)
-            what = f"{count} rows to {path}"
+            if str(path) == "-":
+                count = table.write_csv_to(dirs, sys.stdout)
+                what = f"{count} rows to stdout"
+            else:
+                count = (table.write_parquet if kind == "parquet" else table.write_csv)(dirs, path)
+                what = f"{count} rows to {path}"
         elif kind == "mlflow":
             from tracejudge.stages.export import mlflow_sink
 

@@ -4,7 +4,8 @@ Prices are US dollars per million tokens; a batch API bills
 `batch_discount` of them (default 0.5). A model id matches the longest
 table entry it starts with, so dated ids (`gpt-4o-mini-2024-07-18`) find
 their family. An unknown model has no price: `price_for` returns `None`
-and costs are reported as 0 with `priced: false`.
+and costs are reported as 0 with `priced: false`; a config putting a
+dollar cap (`budget.max_cost_usd`) on such a model is refused when it loads.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
 x), `max_error_share` ((results − scored) / results <= x, over the results that
 carry the metric: a case-level metric's share leaves out the cases without it), `min_kappa` (agreement
 with reference labels, `summary.labels`); for a `PassAtK`
-key, `min_mean` bounds its value. Regression against a baseline run: see
+key, `min_mean` bounds its value. `"*"` gives every metric its keys; a
+metric's own rule overrides only the keys it sets (`metric_rule`). Regression against a baseline run: see
 `tracejudge.core.evalconfig.RegressionRule`.
 """
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from tracejudge.stages.comparison.runs import Comparison
 
-__all__ = ["Check", "Verdict", "evaluate_gate", "invalid_reasons", "print_verdict"]
+__all__ = ["Check", "Verdict", "evaluate_gate", "invalid_reasons", "metric_rule", "print_verdict"]
 
 
 @dataclass
@@ -90,6 +91,20 @@ class Verdict:
 
 def _f(x: float | None) -> str:
     return "none" if x is None else f"{x:.4f}"
+
+
+def metric_rule(assertions: AssertionsConfig, key: str, *, per_result: bool = True) -> MetricAssertion | None:
+    """The thresholds `key` must meet: `"*"`'s keys, each overridden by the metric's own rule where that sets it.
+
+    A rule of its own used to replace `"*"` whole, so `ToolCalls: {min_mean: 0}` beside
+    `"*": {max_error_share: 0.05}` silently lifted the error limit `"*"` promised every metric.
+    `"*"` does not reach a pass@k figure (`per_result=False`), which takes `min_mean` only.
+    """
+    own, star = assertions.metrics.get(key), assertions.metrics.get("*") if per_result else None
+    if own is None or star is None:
+        return own or star
+    # Only the keys the metric's rule gives a value win: a run's manifest stores every key, unset ones as null.
+    return star.model_copy(update={k: v for k, v in own.model_dump().items() if v is not None})
 
 
 def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> list[Check]:
@@ -277,9 +292,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
             f"judge errors: {judge['error_share']:.1%} of judged results, allowed <= {judge['max_error_share']:.1%} (judge.max_error_share)",
         ))
     keys = list(summary.get("metrics", {})) + list(summary.get("pass_at_k", {}))
-    star = assertions.metrics.get("*")
     for key in keys:
-        rule = assertions.metrics.get(key) or (star if key in summary.get("metrics", {}) else None)
+        rule = metric_rule(assertions, key, per_result=key in summary.get("metrics", {}))
         if rule is not None:
             verdict.checks.extend(_metric_checks(key, rule, summary))
     for key, rule in assertions.metrics.items():

@@ -34,12 +34,12 @@ import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from tracejudge.engine import store
 from tracejudge.stages.export import require
 
-__all__ = ["BATCH", "COLUMNS", "run_info", "rows", "write_csv", "write_parquet"]
+__all__ = ["BATCH", "COLUMNS", "run_info", "rows", "write_csv", "write_csv_to", "write_parquet"]
 
 COLUMNS = ["run", "case_id", "trial", "metric", "value", "passed", "status", "error_kind", "reason", "judge_model",
            "input_tokens", "output_tokens", "cost_usd", "tags", "config_hash", "run_started_at"]
@@ -154,15 +154,20 @@ def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
     Header row = the column names; `tags` is JSON text, `run_started_at` ISO
     8601, null is the empty field.
     """
+    with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+        return write_csv_to(run_dirs, fh)
+
+
+def write_csv_to(run_dirs: Sequence[Path], fh: TextIO) -> int:
+    """Write every row of `run_dirs` as CSV to the open text file `fh` (stdout for `--to csv -`); returns the row count."""
     names = _columns(len(run_dirs) > 1)
     count = 0
-    with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(names)
-        for batch in _batches(run_dirs):
-            for row in batch:
-                row = {**row, "tags": json.dumps(row["tags"], ensure_ascii=False),
-                       "run_started_at": row["run_started_at"].isoformat() if row["run_started_at"] else None}
-                writer.writerow(["" if row[n] is None else row[n] for n in names])
-            count += len(batch)
+    writer = csv.writer(fh)
+    writer.writerow(names)
+    for batch in _batches(run_dirs):
+        for row in batch:
+            row = {**row, "tags": json.dumps(row["tags"], ensure_ascii=False),
+                   "run_started_at": row["run_started_at"].isoformat() if row["run_started_at"] else None}
+            writer.writerow(["" if row[n] is None else row[n] for n in names])
+        count += len(batch)
     return count

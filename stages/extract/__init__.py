@@ -62,6 +62,10 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
 
             cid = native.peek_id(raw.payload) or cid
         return cid, ErrorInfo(kind="invalid_input", message=redact_quoted(msg), file=raw.file, line=raw.line, field=field or None)
+    except MemoryError:
+        # The machine's limit, not the record's fault: the run stops with a crash log (exit 3) and the resume
+        # reads the record again, instead of a standing invalid_input that fails the gate as bad data.
+        raise
     except Exception as exc:  # an adapter bug must cost one case, not the run
         return raw_case_id(raw), ErrorInfo(
             kind="invalid_input", message=redact_quoted(f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}"), file=raw.file, line=raw.line

@@ -27,8 +27,10 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     budget = budget_line(summary)
     if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
         return ([budget] if budget else []) + quality_lines(summary)
+    # A model without a price costs an unknown amount, not $0.
+    cost = f"${j.get('cost_usd', 0.0):.4f}" if j.get("priced", True) else f"cost unknown (no price for {j.get('model')!r}; give one under judge.prices)"
     lines = [f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
-             f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, ${j.get('cost_usd', 0.0):.4f}"]
+             f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, {cost}"]
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, ${j.get('repair_cost_usd', 0.0):.4f}; "

@@ -57,8 +57,11 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     b, t = got["budget"], got["total"]
     if b["max_judge_tokens"] is not None or b["max_cost_usd"] is not None:
         tokens = t.input_tokens + t.output_tokens
+        # An unpriced model's dollars are unknown, not $0 (a dollar cap on one is refused when the config loads).
+        dollars = (f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}"
+                   if got["priced"] else f"cost unknown (no price for {got['model']!r}; give one under judge.prices)")
         console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
-                      f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}", highlight=False)
+                      f"{dollars}", highlight=False)
     if t.truncated or t.too_long:
         console.print(f"too long for the judge's context (judge.too_long: {config.judge.too_long if config.judge else 'truncate'}): {t.truncated:,} requests "
                       f"priced as fitted (steps left out or fields cut, as the run sends them), {t.too_long:,} left out (the run sends nothing for them)",

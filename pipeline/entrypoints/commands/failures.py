@@ -8,7 +8,10 @@ command that resumes), a path that cannot be used as given (2), anything else
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import gc
+import mmap
 import os
 import shlex
 import sys
@@ -25,7 +28,7 @@ from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PI
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["broken_pipe", "crash", "storage_full", "unusable_path"]
+__all__ = ["broken_pipe", "crash", "hold_reserve", "storage_full", "unusable_path"]
 
 
 def broken_pipe(exc: BaseException) -> int:
@@ -101,8 +104,57 @@ def _crash_log_path(args: argparse.Namespace) -> Path:
     return Path(name)
 
 
+# Address space set aside when a command starts and given back on a MemoryError, so the crash log can still be
+# written: without it, formatting the traceback ran out of memory too and Python printed a bare MemoryError, exit 1.
+_reserve: mmap.mmap | None = None
+
+
+def hold_reserve(size: int = 32 << 20) -> None:
+    """Set aside `size` bytes of address space (untouched anonymous pages: no resident memory) for `crash`."""
+    global _reserve
+    if _reserve is None:
+        with contextlib.suppress(OSError, ValueError):
+            _reserve = mmap.mmap(-1, size)
+
+
+def _free_memory(exc: BaseException) -> None:
+    # What the failing frames still hold (the half-built list that ran out) goes with their locals;
+    # the traceback keeps every file and line.
+    global _reserve
+    if _reserve is not None:
+        _reserve.close()
+        _reserve = None
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)
+        todo += [x for x in (e.__cause__, e.__context__) if x is not None]
+        if isinstance(e, BaseExceptionGroup):
+            todo += list(e.exceptions)
+    gc.collect()
+
+
 def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
-    """Exit 3: the traceback goes to `RUN_DIR/crash.log` (or a temporary file), one line on stderr names the error and that file."""
+    """Exit 3: the traceback goes to `RUN_DIR/crash.log` (or a temporary file), one line on stderr names the error and that file.
+
+    On a MemoryError the failing frames' locals and the start-up reserve are freed first; if writing the log still runs out
+    of memory, the one line says so, and the exit status is 3 all the same (never Python's bare traceback and 1).
+    """
+    if any(isinstance(leaf, MemoryError) for leaf in leaves(exc)):
+        _free_memory(exc)
+        try:
+            return _crash(args, exc, err)
+        except MemoryError:
+            err.print("internal error: MemoryError: out of memory (the traceback could not be written)", highlight=False, markup=False)
+            return EXIT_INTERNAL
+    return _crash(args, exc, err)
+
+
+def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
     leaf = leaves(exc)[0]
     text = "".join(traceback.format_exception(exc))
     header = f"{datetime.now(UTC).isoformat(timespec='seconds')} tracejudge {__version__}: {' '.join(map(shlex.quote, ['tracejudge', *args.argv]))}\n"
@@ -113,6 +165,6 @@ def crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
         where = f"traceback in {path}"
     except OSError as write_error:
         where = f"traceback could not be written ({write_error.strerror}); run with --log-level debug"
-    message = str(leaf).splitlines()[0] if str(leaf) else ""
+    message = str(leaf).splitlines()[0] if str(leaf) else "out of memory" if isinstance(leaf, MemoryError) else ""
     err.print(f"internal error: {type(leaf).__name__}: {message[:300]} ({where})", highlight=False, markup=False, soft_wrap=True)
     return EXIT_INTERNAL

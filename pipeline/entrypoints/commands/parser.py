@@ -33,7 +33,7 @@ _EPILOG = """exit status:
   1    FAIL: an assertion (the CI gate) failed
   2    bad config or input; nothing was run
   3    a judge, trace store or http target that cannot be reached (one line naming the URL),
-       an internal error (stderr names the file holding the traceback, RUN_DIR/crash.log),
+       an internal error, out of memory too (stderr names the file holding the traceback, RUN_DIR/crash.log),
        or a full disk (one line: what is full, what is kept, how to resume)
   75   report on a run another process is still writing: its figures so far (IN PROGRESS)
   130  interrupted (Ctrl-C or SIGTERM); the verdict line says how to resume

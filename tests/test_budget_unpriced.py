@@ -1,0 +1,75 @@
+"""A dollar budget for a judge model missing from the price table is refused at load; `estimate` says its cost is unknown."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from test_judge_batch_api import write_cases
+from tracejudge.simulator.server import SimulatorThread
+
+CLI = str(Path(sys.executable).with_name("tracejudge"))
+
+
+def write_config(tmp: Path, judge: dict[str, Any], budget: dict[str, Any]) -> Path:
+    cfg = tmp / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": str(write_cases(tmp / "c.jsonl", 3)), "format": "native"},
+                               "metrics": [{"type": "TaskCompletion"}], "judge": judge, "budget": budget,
+                               "cache": {"enabled": False}, "run": {"dir": str(tmp / "run")}}))
+    return cfg
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_dollar_cap_on_an_unpriced_model_is_a_config_error_and_nothing_is_sent(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator()
+    cfg = write_config(tmp_path, {"provider": "openai", "model": "o1", "base_url": sim.url + "/v1", "api_key_env": None},
+                       {"max_cost_usd": 0.0000001})
+    got = cli("run", str(cfg), "--no-progress")
+    assert got.returncode == 2, got.stdout + got.stderr
+    text = " ".join(got.stderr.split())
+    assert "budget.max_cost_usd" in text and "'o1' has no price" in text, text
+    assert "judge.prices" in text and "budget.max_judge_tokens" in text, text  # how to fix it, both ways
+    assert sim.stats.requests == 0 and not (tmp_path / "run").exists()
+
+
+def test_the_simulator_under_a_model_name_of_its_own_is_refused_too(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, {"provider": "simulator"}, {"max_cost_usd": 5})
+    assert cli("run", str(cfg), "--no-progress", "--set", "judge.model=my-local-model").returncode == 2
+    panel = write_config(tmp_path, {"provider": "simulator", "models": ["gpt-4o-mini", "my-local-model"]}, {"max_cost_usd": 5})
+    got = cli("run", str(panel), "--no-progress")
+    assert got.returncode == 2 and "'my-local-model' has no price" in " ".join(got.stderr.split()), got.stderr
+
+
+def test_prices_given_in_the_config_make_the_cap_hold(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator()
+    judge = {"provider": "openai", "model": "o1", "base_url": sim.url + "/v1", "api_key_env": None,
+             "prices": {"o1": {"input": 15.0, "output": 60.0}}}
+    got = cli("run", str(write_config(tmp_path, judge, {"max_cost_usd": 0.0000001})), "--no-progress")
+    assert got.returncode in (0, 1), got.stderr
+    statuses = [json.loads(line)["status"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert statuses == ["skipped_budget"] * 3 and sim.stats.requests == 0
+
+
+def test_estimate_says_an_unpriced_models_cost_is_unknown(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {"max_judge_tokens": 100000})
+    got = cli("estimate", str(cfg))
+    assert got.returncode == 0, got.stderr
+    text = " ".join(got.stdout.split())
+    assert "cost unknown (no price for 'my-local-model'" in text and "$0.0000" not in text, text
+    capped = write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {"max_cost_usd": 1})
+    refused = cli("estimate", str(capped))
+    assert refused.returncode == 2 and "budget.max_cost_usd" in refused.stderr, refused.stdout + refused.stderr
+
+
+def test_a_run_on_an_unpriced_model_says_its_cost_is_unknown(tmp_path: Path) -> None:
+    got = cli("run", str(write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {})), "--no-progress")
+    assert got.returncode == 0, got.stderr
+    text = " ".join(got.stdout.split())
+    assert "cost unknown (no price for 'my-local-model'" in text and "$0.0000" not in text, text

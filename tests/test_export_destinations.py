@@ -1,0 +1,63 @@
+"""`tracejudge export --to csv|parquet PATH` never writes into a run it reads nor over a file without --force; `-` is stdout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _runs import seven_and_three, write_config
+
+TRACEJUDGE = str(Path(sys.executable).with_name("tracejudge"))
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    cfg = write_config(tmp_path / "cfg.yaml", seven_and_three(tmp_path / "cases.jsonl"), tmp_path / "run")
+    assert subprocess.run([TRACEJUDGE, "run", str(cfg), "--no-progress"], capture_output=True, timeout=120).returncode in (0, 1)
+    return tmp_path / "run"
+
+
+def export(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TRACEJUDGE, "export", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_a_file_of_a_run_being_read_is_refused_even_with_force(run_dir: Path) -> None:
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    for name in ("results.jsonl", "summary.json", "manifest.json", "new.csv"):
+        for force in ([], ["--force"]):
+            got = export(run_dir.parent, str(run_dir), "--to", "csv", str(run_dir / name), *force)
+            assert got.returncode == 2 and got.stderr.strip() == (
+                f"error: --to csv {run_dir / name}: lies in the run {run_dir}, which export only reads; give a path outside it"), got.stderr
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before  # the run is as it was
+    assert export(run_dir.parent, "run", "--to", "parquet", "run/v.parquet").returncode == 2  # relative paths alike
+
+
+def test_an_existing_file_is_kept_unless_force_is_given(run_dir: Path) -> None:
+    cfg = run_dir.parent / "cfg.yaml"
+    text = cfg.read_text()
+    got = export(run_dir.parent, str(run_dir), "--to", "csv", str(cfg))
+    assert got.returncode == 2 and got.stderr.strip() == f"error: --to csv {cfg}: exists; give another path, or --force to overwrite it"
+    assert cfg.read_text() == text
+    out = run_dir.parent / "v.csv"
+    assert export(run_dir.parent, str(run_dir), "--to", "csv", str(out)).returncode == 0
+    assert export(run_dir.parent, str(run_dir), "--to", "csv", str(out)).returncode == 2
+    assert export(run_dir.parent, str(run_dir), "--to", "csv", str(out), "--force").returncode == 0
+
+
+def test_a_dash_writes_csv_to_stdout_and_parquet_refuses_it(run_dir: Path) -> None:
+    work = run_dir.parent
+    assert export(work, str(run_dir), "--to", "csv", str(work / "v.csv")).returncode == 0
+    got = export(work, str(run_dir), "--to", "csv", "-")
+    assert got.returncode == 0 and got.stdout == (work / "v.csv").read_text(encoding="utf-8") and not (work / "-").exists()
+    assert "rows to stdout" in got.stderr
+    refused = export(work, str(run_dir), "--to", "parquet", "-")
+    assert refused.returncode == 2 and "give a file" in refused.stderr and not (work / "-").exists()
+
+
+def test_a_run_named_twice_is_read_once(run_dir: Path) -> None:
+    work = run_dir.parent
+    assert export(work, str(run_dir), "--to", "csv", "once.csv").returncode == 0
+    assert export(work, str(run_dir), "run", f"{run_dir}/", "--to", "csv", "thrice.csv").returncode == 0
+    assert (work / "thrice.csv").read_text() == (work / "once.csv").read_text()  # the same rows, and no `run` column
