@@ -176,7 +176,7 @@ def test_compare_export_and_view_of_a_run_still_being_written_say_so_on_stderr(h
     # Once the run has finished, nothing is said.
     (tmp_path / "release").touch()
     assert proc.wait(timeout=60) == 0
-    for args in (("compare", "before", "run"), ("export", "run", "--to", "csv", "rows.csv")):
+    for args in (("compare", "before", "run"), ("export", "run", "--to", "csv", "rows.csv", "--force")):
         done = _tj(*args, cwd=tmp_path)
         assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr
     assert "in progress" not in _view_stderr(run_dir)

@@ -75,9 +75,14 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     """Raise `ConfigError` when the first `FIRST` records of `dataset` are all invalid for `fmt`.
 
     Formats that read a folder, a server or need binding to the run directory are
-    not checked: reading their start twice is not cheap.
+    not checked: reading their start twice is not cheap. Nor is a user's own adapter
+    (`module:function`): its code runs once per record, inside the run, as the user wrote it.
     """
+    from tracejudge.core import registry
+
     if fmt.remote or fmt.reads_dirs or fmt.bind is not None or getattr(dataset, "path", None) is None:
+        return
+    if fmt.name not in registry.FORMAT_MODULES:
         return
     bad = _scan(fmt, dataset, ctx, FIRST)
     if bad is not None and bad[0] == 0:  # else the run ended "no results" with exit status 1, as if scores had failed
