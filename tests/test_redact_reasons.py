@@ -22,10 +22,19 @@ JWT = "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + ".SflK
 AWS = "AKIA" + "IOSFODNN7" + "EXAMPLE"
 SLACK = "xox" + "b-" + "1234567890-0987654321-" + "AbCdEfGhIjKlMnOpQrSt"
 GITHUB = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+# Shapes the first list missed; the AWS secret is AWS's documented example.
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+GOOGLE = "AI" + "zaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+HF = "hf" + "_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+HEX_KEY = "9f86d081884c7d65" + "9a2feaa0c55ad015"
+ANTHROPIC = "sk-" + "ant-api03-" + "Xy12Ab34Cd56Ef78Gh90Ij12Kl34Mn56Op78"
+DB_PASSWORD = "Tr0ub4dor" + "-and-3"
+BASIC = "dXNlcjpz" + "ZWNyZXQ="  # base64 of a user:password with no digit, padded
 PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq2\n-----END RSA PRIVATE KEY-----"
 CANARIES = {"openai": OPENAI, "jwt": JWT, "aws": AWS, "slack": SLACK, "github": GITHUB, "pem": PEM}
 # What must not appear anywhere: each canary's distinctive tail (a cut key would still leak its start).
-FRAGMENTS = ("Ab1Cd2Ef3Gh4", "IOSFODNN7", "SflKxwRJSMeK", "zdWIiOiIxMjM0", "0987654321", "a1B2c3D4e5F6", "MIIEpAIBAAKCAQEA")
+FRAGMENTS = ("Ab1Cd2Ef3Gh4", "IOSFODNN7", "SflKxwRJSMeK", "zdWIiOiIxMjM0", "0987654321", "a1B2c3D4e5F6", "MIIEpAIBAAKCAQEA",
+             "EXAMPLEKEY", GOOGLE[4:20], HF[3:20], DB_PASSWORD)
 
 
 def _run(tmp_path: Path, name: str, lines: list[dict], fmt: str, metrics: list[dict], code: int = 0) -> Path:
@@ -38,6 +47,13 @@ def _run(tmp_path: Path, name: str, lines: list[dict], fmt: str, metrics: list[d
     assert got.returncode == code, got.stderr
     assert not any(f in got.stdout + got.stderr for f in FRAGMENTS)
     return tmp_path / name
+
+
+def _export_csv(tmp_path: Path, run_dir: Path) -> str:
+    csv = tmp_path / f"{run_dir.name}.csv"
+    got = subprocess.run([str(TRACEJUDGE), "export", str(run_dir), "--to", "csv", str(csv)], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    return csv.read_text(encoding="utf-8")
 
 
 def _leaks(run_dir: Path) -> dict[str, list[str]]:
@@ -65,11 +81,9 @@ def test_reasons_quoting_trace_text_mask_credentials_in_every_output(tmp_path: P
                "expected_arguments": {"token": "x"}, "match_mode": "exact"}, {"type": "RetrievalRecall"}, {"type": "RetrievalPrecision"},
                {"type": "JsonSchema", "schema": {"type": "object", "properties": {"k": {"type": "integer"}}}}]
     run_dir = _run(tmp_path, "run", lines, "native", metrics)
-    csv = tmp_path / "out.csv"
-    got = subprocess.run([str(TRACEJUDGE), "export", str(run_dir), "--to", "csv", str(csv)], capture_output=True, text=True, timeout=120)
-    assert got.returncode == 0, got.stderr
+    csv = _export_csv(tmp_path, run_dir)
     assert _leaks(run_dir) == {}
-    assert not any(f in csv.read_text(encoding="utf-8") for f in FRAGMENTS)
+    assert not any(f in csv for f in FRAGMENTS)
     results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())}
     reasons = {cid: {k: s["reason"] for k, s in r["scores"].items()} for cid, r in results.items()}
     assert f'"auth":"Bearer {MASK}"' in reasons["calls"]["ToolCalls"]
@@ -96,7 +110,7 @@ def test_credential_shapes_are_masked_and_ordinary_text_is_not() -> None:
         assert redact(f"x {secret} y") == f"x {MASK} y"
         assert redact_quoted(f"x {secret} y") == f"x {MASK} y"
     assert redact_quoted(f"Authorization: Basic dXNlcjpwYXNzd29yZA== ok") == f"Authorization: {MASK} ok"
-    assert redact_quoted('{"api_key":"abc123","x":1}') == f'{{"api_key":"{MASK}","x":1}}'
+    assert redact_quoted(f'{{"api_key":"{HEX_KEY}","x":1}}') == f'{{"api_key":"{MASK}","x":1}}'
     ordinary = [
         "Basic economy flights cannot be modified; bearer bonds are fine",
         '{"cabin":"basic_economy","api_key":{"type":"string"},"task_id":"task_abcdefgh"}',
@@ -105,6 +119,69 @@ def test_credential_shapes_are_masked_and_ordinary_text_is_not() -> None:
     for text in ordinary:
         assert redact_quoted(text) is text
         assert redact_quoted(text, 20) is text
+
+
+# (where, credential): `where % credential` is masked to `where % MASK`, in a trace's text and in a reply's.
+MUST_MASK = [
+    ("key %s", OPENAI), ("key %s", ANTHROPIC), ("Authorization: %s", f"Bearer {JWT}"), ("Authorization: %s", "Basic " + BASIC),
+    ("api_key: %s", HEX_KEY), ('{"API_KEY": "%s"}', HEX_KEY), ("aws_secret_access_key=%s", AWS_SECRET),
+    ("AWS_SECRET_ACCESS_KEY: %s next", AWS_SECRET), ("maps key %s.", GOOGLE), ("token=%s", HF),
+    ("postgres://admin:%s@db.internal:5432/app", DB_PASSWORD), ("redis://:%s@cache/0", DB_PASSWORD),
+    ('{"dsn": "mysql+pymysql://u:%s@h/db"}', DB_PASSWORD),
+]
+# Trace text that only looks like a credential's surroundings: `redact_quoted` keeps it as it is.
+MUST_KEEP = [
+    "api_key: not configured",
+    "payment authorization: declined by bank",
+    "pre-authorization: $120.00 hold",
+    "Basic plan-2024",
+    "basic 2024-fare",
+    "the bearer 12345678 of this bond",
+    "sk-2024-05-26-A",
+    "SKU sk-100200300",
+    '{"aws_secret_access_key": "<set me>", "url": "https://example.com/users/@me"}',
+    "write to ops@example.com or https://example.com:8080/path",
+    "hf_hub_download('gpt2'); AIza is a prefix",
+]
+
+
+def test_credentials_in_trace_text_are_masked_and_look_alikes_kept() -> None:
+    for where, credential in MUST_MASK:
+        text, want = where % credential, where % MASK
+        assert redact_quoted(text) == want, text
+        assert redact(text) == want, text
+        assert DB_PASSWORD not in redact_quoted(text, 20)
+    for text in MUST_KEEP:
+        assert redact_quoted(text) is text, text
+        assert redact_quoted(text, 10) is text, text
+    # A reply's text keeps the stricter rule: any value after a credential's name is masked.
+    assert redact("api_key: not configured") == f"api_key: {MASK} configured"
+    assert redact("Basic plan-2024") == f"Basic {MASK}"
+
+
+def test_look_alikes_survive_and_new_shapes_are_masked_in_results(tmp_path: Path) -> None:
+    args = {"note": "api_key: not configured", "auth": "payment authorization: declined by bank", "hold": "pre-authorization: $120.00 hold",
+            "plan": "Basic plan-2024", "sku": "SKU sk-100200300", "aws": f"aws_secret_access_key={AWS_SECRET}",
+            "maps": GOOGLE, "hf": HF, "dsn": f"postgres://admin:{DB_PASSWORD}@db/app"}
+    lines = [{"id": "args", "input": "x", "trace": {"steps": [{"tool_calls": [{"name": "setup", "arguments": args}]}], "output": "x"},
+              "expected_tool_calls": [{"name": "setup", "arguments": {"note": "y"}}]}]
+    run_dir = _run(tmp_path, "shapes", lines, "native", [{"type": "ToolCalls"}, {"type": "ArgumentCorrectness", "tool_name": "setup",
+                                                                                 "expected_arguments": {"note": "y"}, "match_mode": "exact"}])
+    csv = _export_csv(tmp_path, run_dir)
+    assert _leaks(run_dir) == {}
+    assert not any(f in csv for f in FRAGMENTS)
+    (result,) = map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())
+    reason = result["scores"]["ToolCalls"]["reason"]
+    for kept in ('got "api_key: not configured"', '"auth":"payment authorization: declined by bank"', '"aws":"aws_secret_access_key=[REDACTED]"'):
+        assert kept in reason, reason
+    actual = result["scores"]["ArgumentCorrectness"]["details"]["mismatches"]
+    assert actual["note"]["actual"] == "api_key: not configured"
+    assert actual["auth"]["actual"] == "payment authorization: declined by bank"
+    assert actual["hold"]["actual"] == "pre-authorization: $120.00 hold"
+    assert actual["plan"]["actual"] == "Basic plan-2024" and actual["sku"]["actual"] == "SKU sk-100200300"
+    assert actual["aws"]["actual"] == f"aws_secret_access_key={MASK}"
+    assert actual["dsn"]["actual"] == f"postgres://admin:{MASK}@db/app"
+    assert actual["maps"]["actual"] == actual["hf"]["actual"] == MASK
 
 
 def test_a_cut_never_leaves_part_of_a_key() -> None:

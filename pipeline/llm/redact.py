@@ -5,16 +5,23 @@ error body or even in a 200 reply; whatever of that text is kept — a score's
 reason, `details.raw`, an error message, a log line — first goes through
 `redact`. It removes the configured key's value wherever it appears and
 anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
-the value after an `x-api-key` / `api-key` / `authorization` name, AWS access
-key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
+the value after an `x-api-key` / `api-key` / `authorization` /
+`secret_access_key` name, AWS access key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
 `github_pat_…`), JWTs (`eyJ….eyJ….…`) and private-key PEM blocks.
 
 Text quoted from a trace into a score's reason or an `invalid_input` message
 (a tool call's arguments, an output) goes through `redact_quoted`: the same
-shapes except the loose `Bearer`/`Basic` rule, which would mask ordinary
-phrases ("basic economy"); there a token must look like one. It searches only
+shapes, but a value after a credential's name, a `Bearer`/`Basic` token and
+an `sk-` key count only when they look like a credential (a run of token
+characters, 16+ long — `sk-` keys 20+ — with letters and digits, or base64
+ending in `=`), because a trace is full of ordinary phrases ("basic
+economy", "api_key: not configured", "SKU sk-100200300"). It searches only
 what the reason shows, once, with one pattern, and returns text without a
 credential unchanged: reasons are built for every case.
+
+Both also mask AWS secret access keys after their name, Google API keys
+(`AIza…`), Hugging Face tokens (`hf_…`) and the password of a URL or DSN
+(`postgres://user:[REDACTED]@host/db`, any scheme).
 
 A live target's secrets are the values of the environment variables its
 config names as `${NAME}` (`env_secrets`); what the target stage copies from
@@ -35,11 +42,17 @@ ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 MASK = "[REDACTED]"
 
+# The password of a URL or DSN (`scheme://user:password@host`): group `url` keeps what precedes it. It ends
+# at the authority's last `@` (a password may hold one), never past a `/`.
+_URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"']*:)[^\s/?#"']+(?=@)"""
+
 _PATTERNS = (
     # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"').
-    re.compile(r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization)["']?\s*[:=]\s*["']?)(?:bearer\s+|basic\s+)?[^\s"',;}]+"""),
+    re.compile(r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key)["']?\s*[:=]\s*["']?)"""
+               r"""(?:bearer\s+|basic\s+)?[^\s"',;}]+"""),
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"),
     re.compile(r"\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}"),
+    re.compile(_URL_PASSWORD),
 )
 
 # Shapes only a credential has: masked whole wherever they appear.
@@ -47,6 +60,8 @@ _SHAPES = (
     r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id
     r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # a Slack token
     r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",  # a GitHub token
+    r"\bAIza[0-9A-Za-z_-]{35,}",  # a Google API key
+    r"\bhf_[A-Za-z0-9]{30,}",  # a Hugging Face token
     # A JWT: two base64url segments of JSON objects (`{"` is `eyJ`), then the signature, when present.
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
     # A private key, to its END line or, in a text cut before it, to the end.
@@ -54,25 +69,30 @@ _SHAPES = (
 )
 _SHAPE = re.compile("|".join(_SHAPES))
 
-# For trace text. Unlike a reply's text, a trace is full of ordinary phrases: `Bearer`/`Basic` count only
-# before a token-shaped word (8+ characters with a digit or `=`, or 24+), and a header name (in its usual
-# spellings) only before a value that is not an object or list. Group 1 keeps a header's name, group 2 a
-# `Bearer`/`Basic` prefix.
-_NAMES = r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
+# For trace text. Unlike a reply's text, a trace is full of ordinary phrases ("api_key: not configured",
+# "basic plan-2024", "SKU sk-100200300"): after a credential's name (in its usual spellings; not before an
+# object or list), after `Bearer`/`Basic` and after `sk-`, only a token counts — a whole run of token
+# characters, 16+ long, with a letter and a digit, or base64 padded with `=` (a Basic token without a digit).
+# Group 1 keeps a header's name, group 2 a `Bearer`/`Basic` prefix.
+_CHAR = r"[A-Za-z0-9._~+/=-]"
+_TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
+_NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
+          r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey")
 _QUOTED = re.compile(
-    rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?[^\s"',;}}]+"""
-    r"|\b((?:[Bb]earer|[Bb]asic)\s+)(?:(?=[A-Za-z._~+/-]*[0-9=])[A-Za-z0-9._~+/=-]{8,}|[A-Za-z0-9._~+/=-]{24,})"
-    r"|\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}|" + _SHAPE.pattern
+    rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}"""
+    rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
+    r"|\bsk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
+    rf"|{_URL_PASSWORD}|" + _SHAPE.pattern
 )
 # The pre-check: a part of every match of `_QUOTED` (its name's `key`/`zation`, `KIA` of `AKIA`, `J` of
-# `eyJ`, …), so text it finds nothing in has no credential. Each alternative starts with a literal
-# character, and those characters are rare in ordinary text: `re` skips the positions holding none of
-# them, and a `search` over a reason's 120 characters costs a fraction of a microsecond.
-_WORD = r"[A-Za-z0-9._~+/=-]{8}"
+# `eyJ`, `//` of a URL, …), so text it finds nothing in has no credential. Each alternative starts with a
+# literal character, and those characters are rare in ordinary text: `re` skips the positions holding none
+# of them, and a `search` over a reason's 120 characters costs a fraction of a microsecond.
+_WORD = r"[A-Za-z0-9._~+/=-]{15}"
 _HINT = re.compile(
     rf"""key["']?\s*[:=]|KEY["']?\s*[:=]|Key["']?\s*[:=]|zation|ZATION"""
     rf"|Bearer\s+{_WORD}|bearer\s+{_WORD}|Basic\s+{_WORD}|basic\s+{_WORD}"
-    r"|k[-_]|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN"
+    r"|k[-_]|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN|za(?<=AIza)|_(?<=hf_)|/(?<=://)"
 )
 
 # How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
@@ -94,11 +114,12 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     text = _PATTERNS[0].sub(lambda m: m.group(1) + MASK, text)
     text = _PATTERNS[1].sub(lambda m: m.group(1) + " " + MASK, text)
     text = _PATTERNS[2].sub(MASK, text)
+    text = _PATTERNS[3].sub(lambda m: m.group("url") + MASK, text)
     return _SHAPE.sub(MASK, text)
 
 
 def _mask(m: re.Match[str]) -> str:
-    return (m.group(1) or m.group(2) or "") + MASK
+    return (m.group(1) or m.group(2) or m.group("url") or "") + MASK
 
 
 def redact_quoted(text: str, shown: int | None = None) -> str:
