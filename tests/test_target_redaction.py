@@ -93,3 +93,26 @@ def test_env_secrets_and_redact_data():
     data = {"keep": "plain", "hit": ["has value-one inside", 3, None]}
     assert redact_data(data, ["value-one"], only_with_secret=True) == {"keep": "plain", "hit": [f"has {MASK} inside", 3, None]}
     assert redact_data({"e": "Bearer abcdefgh"}) == {"e": f"Bearer {MASK}"}
+
+
+def test_python_agent_exception_with_a_dsn_password_is_redacted(tmp_path):
+    # The password sits in a module constant: the traceback's source line names it, never shows it.
+    password = "dsn" + "Pa55word-xyz"
+    (tmp_path / "dsn_agent.py").write_text(
+        f"DSN = 'postgresql://app:{password}@db.internal:5432/orders'\n\n"
+        "def agent(request):\n    raise RuntimeError(f'could not connect to {DSN}: timeout expired')\n", encoding="utf-8")
+    data = write_cases(tmp_path / "cases.jsonl", [{"id": "db", "input": "hi"}])
+    config = {"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
+              "target": {"kind": "python", "callable": "dsn_agent:agent", "pythonpath": str(tmp_path), "retries": 0},
+              "run": {"dir": str(tmp_path / "run")}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    proc = anyio.run(lambda: anyio.run_process([sys.executable, "-m", "tracejudge", "run", str(path)], cwd=tmp_path, check=False))
+    assert password not in proc.stdout.decode() + proc.stderr.decode()
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert "results.jsonl" in {p.name for p in files}
+    assert [p.name for p in files if password.encode() in p.read_bytes()] == []
+    (result,) = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert result["status"] == "target_error"
+    assert f"postgresql://app:{MASK}@db.internal:5432/orders: timeout expired" in result["error"]["message"]
+    assert f"app:{MASK}@db.internal" in result["error"]["details"]["traceback"]
