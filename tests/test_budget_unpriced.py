@@ -1,4 +1,4 @@
-"""A dollar budget for a judge model missing from the price table is refused at load; `estimate` says its cost is unknown."""
+"""A dollar budget for a judge model missing from the price table (a variant named like a cheaper family too) is refused at load; `estimate` says its cost is unknown."""
 
 from __future__ import annotations
 
@@ -73,3 +73,18 @@ def test_a_run_on_an_unpriced_model_says_its_cost_is_unknown(tmp_path: Path) -> 
     assert got.returncode == 0, got.stderr
     text = " ".join(got.stdout.split())
     assert "cost unknown (no price for 'my-local-model'" in text and "$0.0000" not in text, text
+
+
+def test_a_variant_named_like_a_cheaper_family_is_unpriced_and_a_dated_snapshot_is_not(tmp_path: Path) -> None:
+    capped = write_config(tmp_path, {"provider": "simulator"}, {"max_cost_usd": 1})
+    for variant in ("o3-pro", "gpt-5-pro", "o3-deep-research", "gpt-4ox"):
+        got = cli("estimate", str(capped), "--set", f"judge.model={variant}")
+        assert got.returncode == 2 and f"'{variant}' has no price" in " ".join(got.stderr.split()), got.stdout + got.stderr
+    for snapshot in ("gpt-4o-mini-2024-07-18", "claude-sonnet-4-20250514", "gpt-4o-2024-05-13"):
+        assert cli("estimate", str(capped), "--set", f"judge.model={snapshot}").returncode == 0, snapshot
+    from tracejudge.llm.prices import price_for
+
+    # A snapshot priced apart from its family has its own entry.
+    dated = price_for("gpt-4o-2024-05-13")
+    assert dated is not None and (dated.input, dated.output) == (5.0, 15.0)
+    assert price_for("gpt-4o-2024-08-06") == price_for("gpt-4o")

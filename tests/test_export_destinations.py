@@ -1,9 +1,12 @@
-"""`tracejudge export --to csv|parquet PATH` never writes into a run it reads nor over a file without --force; `-` is stdout."""
+"""`tracejudge export --to csv|parquet PATH` never writes into a run it reads nor over a file without --force; `-` is stdout; a FIFO or device is written into, a symlink followed."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,38 @@ def test_a_run_named_twice_is_read_once(run_dir: Path) -> None:
     assert export(work, str(run_dir), "--to", "csv", "once.csv").returncode == 0
     assert export(work, str(run_dir), "run", f"{run_dir}/", "--to", "csv", "thrice.csv").returncode == 0
     assert (work / "thrice.csv").read_text() == (work / "once.csv").read_text()  # the same rows, and no `run` column
+
+
+def test_a_fifo_is_written_into_and_a_symlink_is_followed(run_dir: Path) -> None:
+    work = run_dir.parent
+    assert export(work, str(run_dir), "--to", "csv", "v.csv").returncode == 0
+    fifo = work / "pipe.csv"
+    os.mkfifo(fifo)
+    got: dict[str, bytes] = {}
+
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            got["bytes"] = fh.read()
+
+    reader = threading.Thread(target=read, daemon=True)  # left blocked if the FIFO was replaced
+    reader.start()
+    done = export(work, str(run_dir), "--to", "csv", str(fifo), "--force")
+    reader.join(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and got["bytes"] == (work / "v.csv").read_bytes()
+    refused = export(work, str(run_dir), "--to", "parquet", str(fifo), "--force")
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        f"error: --to parquet {fifo}: is a FIFO, and Parquet needs a seekable file; give a file (or --to csv)")
+    (work / "other.txt").write_text("hi\n")
+    (work / "lnk.csv").symlink_to("other.txt")
+    assert export(work, str(run_dir), "--to", "csv", "lnk.csv").returncode == 2  # its target is a file to protect
+    assert export(work, str(run_dir), "--to", "csv", "lnk.csv", "--force").returncode == 0
+    assert (work / "lnk.csv").is_symlink() and os.readlink(work / "lnk.csv") == "other.txt"
+    assert (work / "other.txt").read_bytes() == (work / "v.csv").read_bytes()
+
+
+def test_dev_null_is_not_an_existing_file_to_protect(run_dir: Path) -> None:
+    for kind in ("csv", "parquet"):
+        got = export(run_dir.parent, str(run_dir), "--to", kind, os.devnull)
+        assert got.returncode == 0, got.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

@@ -5,7 +5,8 @@ Kinds: `parquet PATH`, `csv PATH` (`tracejudge.stages.export.table`), `mlflow`
 `--project`, `tracejudge.stages.export.phoenix_sink`). Run directories are
 expanded as `report` does: the unsharded name of shard directories stands for
 all of them, and a directory given twice is read once. A table's PATH must lie
-outside every run read and must not exist unless `--force` is given; `--to csv -`
+outside every run read and, if a regular file, must not exist unless `--force` is given
+(a device or FIFO is written into, a symlink followed; Parquet refuses a FIFO); `--to csv -`
 writes to stdout. Exit status: 0 written, 2 bad arguments or a missing extra, 3 a
 store that is down or refused a write (one line; what was written stays
 consistent and the same command resumes).
@@ -14,6 +15,7 @@ consistent and the same command resumes).
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
 import time
 from pathlib import Path
@@ -76,7 +78,17 @@ def _check_path(kind: str, path: Path, runs: list[Path], force: bool) -> None:
         if run.resolve() in where.parents or where == run.resolve():
             # --force never reaches here: replacing results.jsonl or manifest.json with a table would corrupt the run.
             raise TracejudgeError(f"--to {kind} {path}: lies in the run {run}, which export only reads; give a path outside it")
-    if path.exists() and not path.is_dir() and not force:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISSOCK(mode):
+        raise TracejudgeError(f"--to {kind} {path}: is a socket; give a file, a FIFO or a device")
+    if mode is not None and stat.S_ISFIFO(mode) and kind == "parquet":
+        # pyarrow's Parquet writer seeks, which a FIFO cannot do: it would fail half-way with the reader waiting.
+        raise TracejudgeError(f"--to parquet {path}: is a FIFO, and Parquet needs a seekable file; give a file (or --to csv)")
+    # Only a regular file is protected: a device or FIFO is written into (see `table._replacing`).
+    if mode is not None and stat.S_ISREG(mode) and not force:
         raise TracejudgeError(f"--to {kind} {path}: exists; give another path, or --force to overwrite it")
 
 

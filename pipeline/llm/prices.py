@@ -1,9 +1,11 @@
 """Per-model judge prices: defaults from `prices.yaml`, overridden by the config.
 
 Prices are US dollars per million tokens; a batch API bills
-`batch_discount` of them (default 0.5). A model id matches the longest
-table entry it starts with, so dated ids (`gpt-4o-mini-2024-07-18`) find
-their family. An unknown model has no price: `price_for` returns `None`
+`batch_discount` of them (default 0.5). A model id matches a table entry
+exactly, or as the entry followed by a dated snapshot or alias suffix only
+(`-2024-07-18`, `-20250514`, `-latest`), so dated ids find their family while
+a variant (`o3-pro`, `gpt-5-pro`, `gpt-4ox`) does not take a cheaper
+family's price. An unknown model has no price: `price_for` returns `None`
 and costs are reported as 0 with `priced: false`; a config putting a
 dollar cap (`budget.max_cost_usd`) on such a model is refused when it loads.
 """
@@ -11,6 +13,7 @@ dollar cap (`budget.max_cost_usd`) on such a model is refused when it loads.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -64,13 +67,17 @@ def _price(v: Any) -> Price:
                  DEFAULT_BATCH_DISCOUNT if discount is None else float(discount), None if write is None else float(write))
 
 
+_SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
 def price_for(model: str, overrides: dict[str, Any] | None = None) -> Price | None:
-    """The price of `model`: a config override (exact id or prefix) first, then the defaults; `None` if unknown."""
+    """The price of `model`: a config override (exact id, or the id of its family before a snapshot suffix) first, then the defaults; `None` if unknown."""
     table = {**default_prices(), **{k: _price(v) for k, v in (overrides or {}).items()}}
     if model in table:
         return table[model]
-    best = max((k for k in table if model.startswith(k)), key=len, default=None)
-    return table[best] if best else None
+    # Only a snapshot suffix may follow the entry: a longer name is another model, often a dearer one.
+    base = _SNAPSHOT.sub("", model)
+    return table.get(base) if base != model else None
 
 
 def cost_usd(price: Price | None, input_tokens: int, output_tokens: int) -> float:

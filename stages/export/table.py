@@ -31,6 +31,7 @@ import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,19 +102,34 @@ def _columns(with_run: bool) -> list[str]:
     return COLUMNS if with_run else COLUMNS[1:]
 
 
+def _special(path: Path) -> bool:
+    """Whether `path` (followed through symlinks) exists and is neither a regular file nor a directory."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextlib.contextmanager
 def _replacing(path: Path) -> Iterator[Path]:
-    """A temporary file beside `path` to write, moved onto `path` when the block ends.
+    """A temporary file beside `path` to write, moved onto `path` when the block ends (`path` itself if a device or FIFO).
 
     The temporary is the writer's business: an `OSError` (a missing folder, a directory, no permission,
     a full disk) is raised again naming `path`, the file the user asked for, and the temporary is removed.
     """
-    tmp = path.with_name(path.name + ".tmp")
+    if _special(path):
+        # A device or FIFO is written into as it is: replacing it would put a regular file in its place.
+        yield path
+        return
+    # A symlink is followed: its target is replaced and the link stays.
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    tmp = real.with_name(real.name + ".tmp")
     try:
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         yield tmp
-        tmp.replace(path)
+        tmp.replace(real)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
