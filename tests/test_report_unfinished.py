@@ -24,8 +24,11 @@ import pytest
 AGENT = '''
 import os, time
 
+HELD = "c2"
+
 def respond(request):
-    if request.case_id == "c2":  # held until the test lets it go (or the run is killed)
+    if request.case_id == HELD:  # held until the test lets it go (or the run is killed)
+        open(os.path.join(os.path.dirname(__file__), "holding"), "w").close()
         while not os.path.exists(os.path.join(os.path.dirname(__file__), "release")):
             time.sleep(0.01)
     return {"output": "ok", "trace": {"steps": [{"tool_calls": [{"name": "a", "arguments": {}}]}], "output": "ok"}}
@@ -36,17 +39,22 @@ def _tj(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tracejudge", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture
-def held_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    """A `tracejudge run` with two results written and its third case held by the agent; yields (process, run dir)."""
-    (tmp_path / "held_agent.py").write_text(AGENT)
+def _start_held(tmp_path: Path, held: str) -> subprocess.Popen[str]:
+    """`tracejudge run c.yaml` over cases c0..c3 in `tmp_path`, its agent holding case `held` until `release` exists."""
+    (tmp_path / "held_agent.py").write_text(AGENT.replace('HELD = "c2"', f"HELD = {held!r}"))
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "q", "expected_tool_calls": [{"name": "a"}]}) + "\n"
                                                   for i in range(4)))
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
                                      "target: {kind: python, callable: held_agent:respond, concurrency: 1}\n"
                                      "metrics: [{type: ToolCalls}]\nrun: {dir: run, flush_every: 1}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+    return subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def held_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A `tracejudge run` with two results written and its third case held by the agent; yields (process, run dir)."""
+    proc = _start_held(tmp_path, "c2")
     results = tmp_path / "run" / "results.jsonl"
     deadline = time.monotonic() + 60
     while not (results.exists() and len(results.read_text().splitlines()) >= 2):
@@ -107,6 +115,34 @@ def test_a_killed_run_is_reported_interrupted_with_the_command_that_resumes_it(h
     (run_dir.parent / "release").touch()
     resumed = _tj("run", "c.yaml", "--no-progress", cwd=run_dir.parent)
     assert resumed.returncode == 0 and "already finished" in resumed.stdout, resumed.stdout + resumed.stderr
+
+
+def test_a_run_killed_before_its_first_result_is_reported_interrupted_not_failed(tmp_path: Path) -> None:
+    # A CI timeout often kills a slow agent's run before it has written anything: that is not "the agent regressed".
+    proc = _start_held(tmp_path, "c0")
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "holding").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the agent was not called"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=60)
+    run_dir = tmp_path / "run"
+    assert (run_dir / "results.jsonl").read_text() == ""
+    rep = _tj("report", "run", cwd=tmp_path)
+    assert rep.returncode == 130, rep.stdout + rep.stderr
+    assert "the run has no results: it was interrupted before its first one" in " ".join(rep.stdout.split())
+    assert rep.stdout.splitlines()[-1] == "verdict: INTERRUPTED (resume with: tracejudge run c.yaml --no-progress)"
+    assert json.loads((run_dir / "summary.json").read_text())["verdict"]["verdict"] == "INTERRUPTED"
+    # The command given resumes the run, which then finishes.
+    (tmp_path / "release").touch()
+    resumed = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
+    assert resumed.returncode == 0 and "verdict: PASS" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert _tj("report", "run", cwd=tmp_path).returncode == 0
 
 
 def test_a_copy_of_one_run_says_it_copied_the_run(held_run: tuple[subprocess.Popen[str], Path], tmp_path: Path) -> None:

@@ -118,6 +118,7 @@ class RunJournal:
         self._t0 = time.monotonic()
         self._writer: store.ResultWriter | None = None
         self._recorded = False
+        self._announced = False  # this segment's record is in checkpoint.json from its start (`announce`)
         self._closed = False
         self._closing = False
         self._checkpointed_at_close = False
@@ -337,6 +338,21 @@ class RunJournal:
                 and self._checkpoint_due(time.monotonic()):
             self._checkpoint()  # (nothing pending: the aggregate holds exactly the flushed lines)
 
+    def announce(self) -> None:
+        """Record this segment as running in checkpoint.json before it writes anything, when no earlier segment is recorded.
+
+        A run killed (SIGKILL, a CI timeout) before its first result otherwise left no checkpoint, and
+        `tracejudge report` read its empty results as a finished run of nothing (a FAIL). With the record,
+        report sees a segment that never ended and the command (`segment["command"]`) that resumes it.
+        A run with earlier segments has a last record saying how it ended and is left as it is here, so
+        resuming a finished run with nothing left to do still changes no file.
+        """
+        if self._writer is None or self._closed or self._recorded or self.segments or self._writer.broken is not None:
+            return
+        self.segments.append(self._segment)
+        self._announced = True
+        self._write_checkpoint()
+
     def close(self, ended: str) -> None:
         """Flush, and record how this segment `ended` (`finished` or `interrupted`) if it did anything."""
         w = self._writer
@@ -384,9 +400,19 @@ class RunJournal:
             seg["usage"] = self.usage_source()
         if not self._recorded:
             if seg["results"] == 0 and not _has_usage(seg["usage"]):
+                if self._closing and self._announced:
+                    self._withdraw(seg)
                 return
-            self.segments.append(seg)
+            if not self._announced:
+                self.segments.append(seg)
             self._recorded = True
+        self._write_checkpoint()
+
+    def _withdraw(self, seg: dict[str, Any]) -> None:
+        # An announced segment that did nothing: a stopped one stays, saying so and how to resume; one that finished is
+        # taken back out, so the run's history reads as that of any segment that did nothing (none recorded).
+        if seg["ended"] == "finished":
+            self.segments = [s for s in self.segments if s is not seg]
         self._write_checkpoint()
 
     def _checkpoint_due(self, now: float) -> bool:

@@ -189,6 +189,7 @@ async def run(
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
         if command is not None:
             journal.segment["command"] = dict(command)
+        journal.announce()  # before the first result: a run killed before it is still seen as interrupted
         retried_raised = len(agent_raised(journal.provisional.values()))
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
