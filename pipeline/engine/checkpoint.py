@@ -47,7 +47,7 @@ from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKE
 from tracejudge.core.version import __version__
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, mtime_ns, recorded_config_hash
-from tracejudge.engine.journal_counts import _group_counts, _has_usage, _item_counts, _judge_gate_counts, sum_usage
+from tracejudge.engine.journal_counts import _group_counts, _has_usage, _item_counts, _judge_gate_counts, judge_block_with, standing_judge_counts, sum_usage
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
@@ -288,37 +288,12 @@ class RunJournal:
         return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
     def judge_gate_counts(self) -> dict[str, int]:
-        """`{"judged_results", "judge_error_results", "judged_items", "parse_failed_items", "grouped_requests",
-        "parts_reasked_alone"}` over the standing results (final and provisional).
-
-        The first two are what the judge's `max_error_share` gate divides; counted from
-        results.jsonl, they are the same whether or not the run was killed, and each
-        (case, trial) counts once however many segments asked it (`journal_counts._group_counts`).
-        """
-        out = {"judged_items": 0, "parse_failed_items": 0, "grouped_requests": 0, "parts_reasked_alone": 0, **self.judge_final}
-        for line in self.provisional.values():
-            result = CaseResult.model_validate_json(line)
-            judged, error = _judge_gate_counts(result)
-            out["judged_results"] += judged
-            out["judge_error_results"] += error
-            items, unparsed = _item_counts(result)
-            out["judged_items"] += items
-            out["parse_failed_items"] += unparsed
-            grouped, alone = _group_counts(result)
-            out["grouped_requests"] += grouped
-            out["parts_reasked_alone"] += alone
-        return out
+        """The judge's gate counts over the standing results, final and provisional (`journal_counts.standing_judge_counts`)."""
+        return standing_judge_counts(self.judge_final, self.provisional.values())
 
     def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
         """The judge stage's summary `block` with its gate counts, share and grouping figures replaced by `judge_gate_counts`."""
-        block = {**block, **self.judge_gate_counts()}
-        judged = block["judged_results"]
-        block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0
-        items = block["judged_items"]
-        block["parse_failure_rate"] = round(block["parse_failed_items"] / items, 6) if items else 0.0
-        if block.get("max_error_share") is not None:
-            block["gate_failed"] = block["error_share"] > block["max_error_share"]
-        return dict(sorted(block.items()))
+        return judge_block_with(block, self.judge_gate_counts())
 
     def tick(self) -> None:
         """Flush if pending results have waited `flush_seconds`; rewrite a checkpoint that is due.

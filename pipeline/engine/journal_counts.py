@@ -9,7 +9,7 @@ from typing import Any
 
 from tracejudge.core.records import CaseResult
 
-__all__ = ["agent_raised", "sum_usage"]
+__all__ = ["agent_raised", "judge_block_with", "standing_judge_counts", "sum_usage"]
 
 
 def _now() -> str:
@@ -91,3 +91,38 @@ def _group_counts(result: CaseResult) -> tuple[int, int]:
 
 def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
     return any(v for counters in usage.values() for v in counters.values())
+
+
+def standing_judge_counts(final: dict[str, int], provisional: Iterable[str]) -> dict[str, int]:
+    """`{"judged_results", "judge_error_results", "judged_items", "parse_failed_items", "grouped_requests",
+    "parts_reasked_alone"}`: the `final` counts (the journal's `judge_final`) plus those of the `provisional` result lines.
+
+    The first two are what the judge's `max_error_share` gate divides; counted from
+    results.jsonl, they are the same whether or not the run was killed, and each
+    (case, trial) counts once however many segments asked it (`_group_counts`).
+    """
+    out = {"judged_items": 0, "parse_failed_items": 0, "grouped_requests": 0, "parts_reasked_alone": 0, **final}
+    for line in provisional:
+        result = CaseResult.model_validate_json(line)
+        judged, error = _judge_gate_counts(result)
+        out["judged_results"] += judged
+        out["judge_error_results"] += error
+        items, unparsed = _item_counts(result)
+        out["judged_items"] += items
+        out["parse_failed_items"] += unparsed
+        grouped, alone = _group_counts(result)
+        out["grouped_requests"] += grouped
+        out["parts_reasked_alone"] += alone
+    return out
+
+
+def judge_block_with(block: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:
+    """The judge stage's summary `block` with `counts` (`standing_judge_counts`) and the share and rate made from them, keys sorted."""
+    block = {**block, **counts}
+    judged = block["judged_results"]
+    block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0
+    items = block["judged_items"]
+    block["parse_failure_rate"] = round(block["parse_failed_items"] / items, 6) if items else 0.0
+    if block.get("max_error_share") is not None:
+        block["gate_failed"] = block["error_share"] > block["max_error_share"]
+    return dict(sorted(block.items()))
