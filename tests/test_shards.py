@@ -129,3 +129,22 @@ def test_a_missing_shard_leaves_the_merged_run_incomplete(tmp_path, data_dir):
     assert refused.returncode == 2 and "lies in the run" in refused.stderr
     refused = _tj("report", str(tmp_path / "sweep-shard-2-of-3"), "--out", str(tmp_path / "sweep-shard-1-of-3"))
     assert refused.returncode == 2 and "holds a run of its own" in " ".join(refused.stderr.split())
+
+
+def test_a_merge_reported_again_reads_its_shards_as_they_are_now(tmp_path, data_dir):
+    # A merge made while a shard was missing, reported again once that shard has run, is the whole sweep:
+    # not the stale copy, nor advice to resume the merge itself.
+    cfg = ["--set", f"cache.dir={tmp_path / 'c'}", "--set", f"run.dir={tmp_path / 'sweep'}",
+           "--set", "metrics=[{type: ToolCorrectness, allow_extra: true}]", "--set", "assertions.metrics={}"]
+    assert _tj("run", str(DEMO), "--shard", "1/2", *cfg, "--no-progress").returncode == 0
+    partial = _tj("report", str(tmp_path / "sweep"))
+    assert partial.returncode == 130 and "--run-dir" not in partial.stdout, partial.stdout + partial.stderr
+    copy = _tj("report", str(tmp_path / "sweep"), "--out", str(tmp_path / "elsewhere"))
+    assert copy.returncode == 130, copy.stdout + copy.stderr
+    assert _tj("run", str(DEMO), "--shard", "2/2", *cfg, "--no-progress").returncode == 0
+    for merged in (tmp_path / "sweep", tmp_path / "elsewhere"):
+        again = _tj("report", str(merged))
+        assert again.returncode == 0 and "verdict: PASS" in again.stdout, again.stdout + again.stderr
+        summary = json.loads((merged / "summary.json").read_text())
+        assert summary["shards"]["missing"] == [] and summary["results"] == 200, summary["shards"]
+        assert not (tmp_path / "sweep-shard-1-of-2" / "manifest.json").read_text().count("merged_from")

@@ -27,7 +27,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.engine import store
 from tracejudge.engine.keyset import KeySet, result_key
 
-__all__ = ["Shard", "expand", "is_shard", "merge_runs", "merged_name", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
+__all__ = ["Shard", "expand", "is_merge", "is_shard", "merge_runs", "merged_name", "merged_sources", "parse_shard", "shard_index", "shard_run_dir", "sweep_name"]
 
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _SUFFIX = re.compile(r"^(?P<base>.+)-shard-(?P<i>\d+)-of-(?P<n>\d+)$")
@@ -75,21 +75,63 @@ def _shard_dirs_of(base: Path) -> list[Path]:
 def expand(paths: Path | Sequence[Path]) -> list[Path]:
     """The run directories `paths` stand for.
 
-    A run directory (one holding `results.jsonl`) stands for itself; a path
-    that is none, but whose `-shard-I-of-N` siblings are, stands for those
+    A run directory (one holding `results.jsonl`) stands for itself, unless
+    it is a merge of shards whose shards are all still there: it then stands
+    for them as they are now (`merged_sources`), so a shard run or resumed
+    since the merge is read, not the merge's stale copy. A path that is no
+    run directory, but whose `-shard-I-of-N` siblings are, stands for those
     shard directories. Raises `TracejudgeError` naming a path that is neither.
     """
     out: list[Path] = []
     for p in [paths] if isinstance(paths, (str, Path)) else paths:
         p = Path(p)
         if (p / store.RESULTS).exists():
-            out.append(p)
+            out.extend(merged_sources(p) or [p])
             continue
         shards = _shard_dirs_of(p)
         if not shards:
             raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it (is it a run directory?)")
         out.extend(shards)
     return out
+
+
+def is_merge(run_dir: Path) -> bool:
+    """True when `run_dir` is a merge of shard directories (`merge_runs` wrote it: its manifest records `merged_from`)."""
+    return MERGED_KEY in (store.read_manifest(Path(run_dir)) or {})
+
+
+def merged_sources(run_dir: Path) -> list[Path] | None:
+    """The shard directories a merged run stands for now, or None when `run_dir` is no merge or cannot be refreshed.
+
+    Those are the directories it was merged from, plus the shards it was merged without (its
+    `missing_shards`) that have a directory beside them since. A recorded directory is looked
+    for as recorded (relative to where the merge was made) and then by its name beside the
+    merged run. None (the merge stands for itself) when any recorded directory is gone: its
+    results would be lost from a new merge.
+    """
+    run_dir = Path(run_dir)
+    manifest = store.read_manifest(run_dir) or {}
+    recorded = manifest.get(MERGED_KEY)
+    if not isinstance(recorded, list) or not recorded or not all(isinstance(d, str) for d in recorded):
+        return None
+    found: list[Path] = []
+    for d in map(Path, recorded):
+        here = d if (d / store.RESULTS).exists() else run_dir.parent / d.name
+        if not (here / store.RESULTS).exists():
+            return None
+        found.append(here)
+    bases = {m.group("base") for d in found if (m := _SUFFIX.match(d.name))}
+    missing = manifest.get("missing_shards")
+    if len(bases) == 1 and isinstance(missing, list) and missing:
+        base = found[0].with_name(bases.pop())
+        for spec in missing:
+            try:
+                candidate = shard_run_dir(base, parse_shard(str(spec)))
+            except ValueError:
+                continue
+            if (candidate / store.RESULTS).exists():
+                found.append(candidate)
+    return sorted(found, key=lambda d: int(m.group("i")) if (m := _SUFFIX.match(d.name)) else 0)  # as a merge by name orders them
 
 
 def sweep_name(run_dir: Path) -> str:

@@ -48,7 +48,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
     if in_place:
         run_dir = dirs[0]
     else:
-        target = args.out or shards.merged_name(dirs)
+        # A merged run named alone is merged again where it is, from its shards as they are now.
+        again = len(args.run_dirs) == 1 and shards.is_merge(Path(args.run_dirs[0]))
+        target = args.out or (Path(args.run_dirs[0]) if again else shards.merged_name(dirs))
         try:
             run_dir = shards.merge_runs(dirs, target)
         except OSError as exc:
@@ -85,7 +87,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
     # A copy (`--out`) of one run resumes as that run: the command is the original's, which the copy does not record.
-    one_run = len(dirs) == 1 and not shards.is_shard(dirs[0])
+    one_run = len(dirs) == 1 and not shards.is_shard(dirs[0]) and not shards.is_merge(dirs[0])
     print_verdict(verdict, out, resume=_resume_command(dirs[0]) if verdict.interrupted and one_run else None)
     return verdict.exit_code
 
