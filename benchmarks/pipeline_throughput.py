@@ -107,7 +107,9 @@ run: {{dir: {run_dir}}}
 CHILD = """
 import json, resource, sys, anyio
 from tracejudge.core.config import load_config
+from tracejudge.core.lazy_numpy import single_blas_thread
 from tracejudge.engine.runner import run
+single_blas_thread()  # as `tracejudge run` does (`entrypoints.cli.main`): numpy's BLAS threads do not spin beside the run
 cfg = load_config(sys.argv[1], sys.argv[2:])
 if cfg.run.executor == "ray":
     import ray

@@ -36,7 +36,9 @@ import json, resource, sys, threading, time
 t_start = time.process_time()
 import anyio
 from tracejudge.core.config import load_config
+from tracejudge.core.lazy_numpy import single_blas_thread
 from tracejudge.engine import runner
+single_blas_thread()  # as `tracejudge run` does (`entrypoints.cli.main`)
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.result_writer import ResultWriter
 from tracejudge.engine.cursor import Tracker
