@@ -111,3 +111,8 @@ def test_a_gate_on_every_metric_counts_results_kept_from_before_a_metric_was_add
     assert want in " ".join(capsys.readouterr().out.split())
     assert main(["report", str(tmp_path / "run")]) == 1
     assert want in " ".join(capsys.readouterr().out.split())
+    # A bound on the mean names them too, beside the one result it is over.
+    cfg.write_text(cfg.read_text().replace("{max_error_share: 0.05}", "{min_mean: 0.5}"))
+    assert main(["run", str(cfg), "--no-progress", "--force"]) == 0
+    assert ("ok MaxToolCalls min_mean: mean 1.0000 over 1 of 5 results (4 written before 'MaxToolCalls' was in the config, not scored "
+            "with it), required >= 0.5") in " ".join(capsys.readouterr().out.split())

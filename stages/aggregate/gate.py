@@ -165,7 +165,7 @@ def _denominator(key: str, m: dict[str, Any]) -> str:
     if not carrying:
         return f"no result scored {key!r}: none of the {m['results']} results carries it; no evidence is not a pass"
     if not m["scored"]:
-        return f"no result scored {key!r}: 0 of the {carrying} results carrying it{lacking}; no evidence is not a pass"
+        return f"no result scored {key!r}: 0 of the {carrying} results{' carrying it' if na else ''}{lacking}; no evidence is not a pass"
     return f"over {m['scored']} of {carrying} results{' carrying ' + repr(key) if na else ''}{lacking}"
 
 
