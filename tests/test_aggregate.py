@@ -47,11 +47,15 @@ def test_seven_scored_three_errored_states_seven_of_ten() -> None:
 def test_not_computed_scores_are_counted_apart_from_errors() -> None:
     agg = Aggregator(["m", "n"])
     agg.fold(ok("a", m=1.0, n=None))
-    agg.fold(ok("b", m=0.0))  # no score for n at all
+    agg.fold(ok("b", m=0.0))  # no score for n at all: n is in the run's own list, so b was written before it
+    agg.fold(ok("c", m=0.0, cm=1.0))  # a case-level metric the results before and after it lack
+    agg.fold(ok("d", m=0.0))
     s = agg.summary()["metrics"]
-    assert s["n"]["scored"] == 0 and s["n"]["not_computed"] == 1 and s["n"]["mean"] is None and s["n"]["ci95"] is None
-    assert s["n"]["not_applicable"] == 1  # a result without the metric at all (a case-level metric others lack)
-    assert s["m"]["scored"] == 2
+    assert s["n"]["scored"] == 0 and s["n"]["not_computed"] == 4 and s["n"]["mean"] is None and s["n"]["ci95"] is None
+    assert (s["n"]["written_before"], s["n"]["not_applicable"], s["n"]["error_share"]) == (3, 0, 1.0)
+    assert (s["cm"]["scored"], s["cm"]["not_computed"], s["cm"]["not_applicable"], s["cm"]["error_share"]) == (1, 0, 3, 0.0)
+    assert "written_before" not in s["cm"] and "written_before" not in s["m"]
+    assert s["m"]["scored"] == 4
 
 
 def test_a_metric_first_seen_late_still_accounts_for_every_result() -> None:

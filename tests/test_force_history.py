@@ -87,3 +87,32 @@ def test_a_metric_added_under_force_names_the_results_it_did_not_score(tmp_path:
     assert "not scored with it" not in out
     summary = json.loads((tmp_path / "run-2" / "summary.json").read_text())
     assert (summary["metrics"]["MaxToolCalls"]["scored"], summary["metrics"]["MaxToolCalls"]["passed"]) == (4, 0)
+
+
+def test_a_gate_on_every_metric_counts_results_kept_from_before_a_metric_was_added(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `"*": {max_error_share: 0.05}` promises every metric scored on 95% of the results. The four results `--force`
+    # kept were counted "not applicable", as a case-level metric's, so the gate passed MaxToolCalls on one scored of five.
+    (tmp_path / "cases.jsonl").write_text("".join(_case(i) for i in range(4)))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run, executor: inprocess}\n"
+                   "assertions: {metrics: {'*': {max_error_share: 0.05}}}\n")
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    (tmp_path / "cases.jsonl").write_text("".join(_case(i) for i in range(5)))
+    cfg.write_text(cfg.read_text().replace("[{type: ToolCalls}]", "[{type: ToolCalls}, {type: MaxToolCalls, max_calls: 5}]"))
+    capsys.readouterr()
+    want = ("FAIL MaxToolCalls max_error_share: 4 of 5 results not scored (none excluded; not computed 4, 4 of them written before "
+            "'MaxToolCalls' was in the config: --fresh scores every case with it) = 0.8000, allowed <= 0.05")
+    assert main(["run", str(cfg), "--no-progress", "--force"]) == 1
+    assert want in " ".join(capsys.readouterr().out.split())
+    m = json.loads((tmp_path / "run" / "summary.json").read_text())["metrics"]["MaxToolCalls"]
+    assert (m["scored"], m["not_computed"], m["written_before"], m["not_applicable"], m["error_share"]) == (1, 4, 4, 0, 0.8)
+    # The same verdict from the checkpoint a resume restores, and from results.jsonl alone.
+    assert main(["run", str(cfg), "--no-progress"]) == 1
+    assert want in " ".join(capsys.readouterr().out.split())
+    assert main(["report", str(tmp_path / "run")]) == 1
+    assert want in " ".join(capsys.readouterr().out.split())
+    # A bound on the mean names them too, beside the one result it is over.
+    cfg.write_text(cfg.read_text().replace("{max_error_share: 0.05}", "{min_mean: 0.5}"))
+    assert main(["run", str(cfg), "--no-progress", "--force"]) == 0
+    assert ("ok MaxToolCalls min_mean: mean 1.0000 over 1 of 5 results (4 written before 'MaxToolCalls' was in the config, not scored "
+            "with it), required >= 0.5") in " ".join(capsys.readouterr().out.split())

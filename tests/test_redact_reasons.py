@@ -195,3 +195,50 @@ def test_a_cut_never_leaves_part_of_a_key() -> None:
     assert MASK[:5] in seen and "IOSF" not in seen
     # Shortened by the mask, a start of the arguments is still marked as cut.
     assert render_call("f", {"a": AWS, "b": "q" * 200}).endswith("…)")
+
+
+LEAKY = '''
+import tracejudge
+from tracejudge import Score
+from tracejudge.stages.score.base import Metric
+
+
+@tracejudge.metric
+def echoes(case, trace):
+    """Quotes the output in its reason, as metric authors do."""
+    return Score(value=0.0, reason=f"output was {trace.output!r}", details={"seen": trace.output})
+
+
+@tracejudge.metric
+def raises(case, trace):
+    raise ValueError(f"could not parse {trace.output}")
+
+
+class EchoClass(Metric):
+    """A metric class of the user's own, not made by the decorator."""
+
+    def evaluate(self, case):
+        return Score(value=1.0, passed=True, reason="first tool: " + case.trace.tool_calls()[0].name)
+'''
+
+
+def test_custom_metric_reasons_and_tool_names_are_masked_in_every_output(tmp_path: Path) -> None:
+    # A custom metric's reason (and a tool name) went into results.jsonl, report.md and exports as they were:
+    # only the built-in metrics' quotes of trace text were masked.
+    (tmp_path / "leaky.py").write_text(LEAKY, encoding="utf-8")
+    url = f"mcp://admin:{DB_PASSWORD}@tools/search"
+    calls = [{"name": url, "arguments": {}}, {"name": AWS, "arguments": {}}]
+    lines = [{"id": "keys", "input": "x", "trace": {"steps": [{"tool_calls": calls}], "output": f"key {OPENAI} and {AWS}"},
+              "expected_tool_calls": [{"name": "search", "arguments": {}}]}]
+    metrics = [{"type": "leaky:echoes"}, {"type": "leaky:raises"}, {"type": "leaky:EchoClass"}, {"type": "ToolCalls"},
+               {"type": "ToolCorrectness"}, {"type": "TrajectoryMatch"}, {"type": "ToolCallAccuracy"}, {"type": "DeepEvalToolCorrectness"}]
+    run_dir = _run(tmp_path, "custom", lines, "native", metrics)
+    csv = _export_csv(tmp_path, run_dir)
+    assert _leaks(run_dir) == {}
+    assert not any(f in csv for f in FRAGMENTS)
+    (result,) = map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())
+    scores = result["scores"]
+    assert scores["echoes"]["reason"] == f"output was 'key {MASK} and {MASK}'" and scores["echoes"]["details"] == {"seen": f"key {MASK} and {MASK}"}
+    assert scores["raises"]["reason"].startswith(f"metric raised ValueError: could not parse key {MASK} and {MASK} (at ")
+    assert scores["EchoClass"]["reason"] == f"first tool: mcp://admin:{MASK}@tools/search"
+    assert f"mcp://admin:{MASK}@tools/search" in scores["TrajectoryMatch"]["reason"], scores["TrajectoryMatch"]["reason"]

@@ -216,3 +216,26 @@ def test_compare_export_and_view_of_a_run_still_being_written_say_so_on_stderr(h
         done = _tj(*args, cwd=tmp_path)
         assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr
     assert "in progress" not in _view_stderr(run_dir)
+
+
+def test_a_baseline_still_being_written_is_named_on_stderr(tmp_path: Path) -> None:
+    # `report RUN --baseline BASE` while BASE's own run goes on: the comparison is made, but with figures that may
+    # still change, and nothing said so.
+    from tracejudge.engine.run_lock import RunLock
+
+    call = {"name": "a", "arguments": {}}
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "expected_tool_calls": [call],
+                                                              "trace": {"steps": [{"tool_calls": [call]}], "output": "ok"}}) + "\n"
+                                                  for i in range(3)))
+    for name in ("base", "run"):
+        (tmp_path / f"{name}.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: {name}}}\n")
+        made = _tj("run", f"{name}.yaml", "--no-progress", cwd=tmp_path)
+        assert made.returncode == 0, made.stdout + made.stderr
+    with RunLock(tmp_path / "base"):  # this process stands for the baseline's `tracejudge run`, still writing
+        rep = _tj("report", "run", "--baseline", "base", cwd=tmp_path)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert (f"warning: base: the run is still in progress (process {os.getpid()} holds it): it is the baseline, so the comparison "
+            "is with its results so far and its figures may change; report again when it has finished") in rep.stderr.splitlines(), rep.stderr
+    assert "ToolCalls regression" in rep.stdout  # compared all the same
+    done = _tj("report", "run", "--baseline", "base", cwd=tmp_path)
+    assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr

@@ -156,14 +156,16 @@ def env_secrets(texts: Iterable[str | None], environ: Mapping[str, str] = os.env
     return tuple(found)
 
 
-def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret: bool = False, quoted: bool = False) -> Any:
+def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret: bool = False, quoted: bool = False,
+                keys: bool = False) -> Any:
     """A copy of the JSON-like `value` (dicts, lists, strings, scalars) with its strings passed through `redact`.
 
     With `only_with_secret`, only strings that contain one of `secrets` are
     redacted (a trace's ordinary text stays as the agent wrote it); the
     others are returned as they are. With `quoted`, strings go through
     `redact_quoted` instead (trace values a score's details keep). Dict keys
-    are kept. Never raises.
+    are kept, unless `keys` (details keyed by tool name): str keys are then
+    redacted as the values are. Never raises.
     """
     secrets = tuple(s for s in secrets if s and len(s) >= 4)
 
@@ -173,7 +175,7 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
                 return v
             return redact_quoted(v) if quoted else redact(v, secrets)
         if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
+            return {(walk(k) if keys and isinstance(k, str) else k): walk(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
             return [walk(x) for x in v]
         return v

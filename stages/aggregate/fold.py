@@ -4,8 +4,11 @@ Every figure states its denominator. A metric's `mean`, `std`, `ci95` and
 `pass_rate` cover its `scored` results (status `ok` and a non-null value);
 `results` is every result of the run, and the results excluded by status
 (`excluded`, by status), whose score could not be computed
-(`not_computed`) or that do not carry the metric at all (`not_applicable`:
-a case-level metric other cases lack) are counted beside it, so `scored +
+(`not_computed`; among them `written_before`: results without any score for a
+metric of the config's own list, which every result scored with it carries,
+so they were written before it was added and kept by `--force`) or that do
+not carry the metric at all (`not_applicable`: a case-level metric other
+cases lack) are counted beside it, so `scored +
 not_computed + not_applicable + sum(excluded) == results` always holds.
 
 Memory is bounded whatever the run's size: per metric and group, running
@@ -79,6 +82,7 @@ class Aggregator:
         self._sample_seed = seed_bits(self.settings.seed, "sample")
         self.trials = trials
         self.metric_keys = list(metric_keys)
+        self._own = frozenset(metric_keys)
         self.status: Counter[str] = Counter()
         self.results = 0
         self.duration_s = 0.0
@@ -103,11 +107,11 @@ class Aggregator:
 
     def _stats(self, group: tuple[str, str], key: str) -> MetricStats:
         size = self.settings.reservoir_size if group == ("", "") else self.settings.group_reservoir_size
-        return MetricStats(size, f"{self.settings.seed}:{group[0]}={group[1]}:{key}")
+        return MetricStats(size, f"{self.settings.seed}:{group[0]}={group[1]}:{key}", own=key in self._own)
 
     def _late_stats(self, group: tuple[str, str], key: str, status_so_far: Counter[str], current: CaseResult | None) -> MetricStats:
         # Stats created after some results were folded must still count those results:
-        # the non-ok ones as excluded, the ok ones as not computed. `status_so_far`
+        # the non-ok ones as excluded, the ok ones as results without the metric. `status_so_far`
         # already includes `current`, which `fold` then counts itself.
         st = self._stats(group, key)
         before = Counter(status_so_far)
@@ -117,7 +121,7 @@ class Aggregator:
             if n <= 0:
                 continue
             if name == Status.ok.value:
-                st.not_applicable += n
+                st.count_absent(n)
             else:
                 st.excluded[name] += n
         return st

@@ -19,7 +19,8 @@ three `file:line` reasons.
 
 Assertions: per metric `min_mean` (mean >= x), `min_pass_rate` (pass rate >=
 x), `max_error_share` ((results − scored) / results <= x, over the results that
-carry the metric: a case-level metric's share leaves out the cases without it), `min_kappa` (agreement
+carry the metric: a case-level metric's share leaves out the cases without it, while
+results kept by `--force` from before a config metric was added count as not scored), `min_kappa` (agreement
 with reference labels, `summary.labels`); for a `PassAtK`
 key, `min_mean` bounds its value. `"*"` gives every metric its keys; a
 metric's own rule overrides only the keys it sets (`metric_rule`). Regression against a baseline run: see
@@ -143,23 +144,28 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         what = f"{carrying - m['scored']} of {carrying} results{' carrying ' + repr(key) if na else ''} not scored" if carrying \
             else f"no result carries {key!r}, so none scored it"
         lacking = f"; {na} of {m['results']} results do not carry it (a case-level metric)" if na and carrying else ""
+        before = m.get("written_before", 0)
+        older = f", {before} of them written before {key!r} was in the config: --fresh scores every case with it" if before else ""
         checks.append(Check(f"{key} max_error_share", v is not None and v <= rule.max_error_share + 1e-12,
-                            f"{what} ({excl}; not computed {m.get('not_computed', 0)}) = {_f(v)}{lacking}, allowed <= {rule.max_error_share}"))
+                            f"{what} ({excl}; not computed {m.get('not_computed', 0)}{older}) = {_f(v)}{lacking}, allowed <= {rule.max_error_share}"))
     return checks
 
 
 def _denominator(key: str, m: dict[str, Any]) -> str:
     """What `min_mean`/`min_pass_rate` figures are over ("over S of N results"), or, when none scored, a sentence saying so.
 
-    A case-level metric's figures are over the results that carry it; the sentence says how many do not.
+    A case-level metric's figures are over the results that carry it; the sentence says how many do not, and how
+    many were written before the metric was in the config (`written_before`, kept by `--force`).
     """
     na = m.get("not_applicable", 0)
     carrying = m["results"] - na
     lacking = f" ({na} of {m['results']} results do not: a case-level metric)" if na else ""
+    if m.get("written_before"):
+        lacking += f" ({m['written_before']} written before {key!r} was in the config, not scored with it)"
     if not carrying:
         return f"no result scored {key!r}: none of the {m['results']} results carries it; no evidence is not a pass"
     if not m["scored"]:
-        return f"no result scored {key!r}: 0 of the {carrying} results carrying it{lacking}; no evidence is not a pass"
+        return f"no result scored {key!r}: 0 of the {carrying} results{' carrying it' if na else ''}{lacking}; no evidence is not a pass"
     return f"over {m['scored']} of {carrying} results{' carrying ' + repr(key) if na else ''}{lacking}"
 
 

@@ -69,17 +69,23 @@ class MetricStats:
     """Running figures of one metric (in one group).
 
     `rng_seed` names the bootstrap's random stream; the sample is chosen by
-    the key hashes `Aggregator.fold` computes.
+    the key hashes `Aggregator.fold` computes. `own`: a metric of the run's
+    own list (the config's `metrics`), which every result scored with it
+    carries: a result without it was written before the metric was in the
+    config (`--force` keeps such results) and counts as not computed
+    (`written_before`), not as a case-level metric's "not applicable".
     """
 
     reservoir_size: int = 1000
     rng_seed: str = "0"
+    own: bool = False
     scored: int = 0
     total: float = 0.0
     passed: int = 0
     with_verdict: int = 0
     not_computed: int = 0
     not_applicable: int = 0
+    written_before: int = 0  # of `not_computed`: results without the score of an `own` metric
     excluded: Counter[str] = field(default_factory=Counter)
     moments: Moments = field(default_factory=Moments)
     histogram: list[int] = field(default_factory=lambda: [0] * HIST_BINS)
@@ -97,15 +103,25 @@ class MetricStats:
             self.excluded[status] += 1
             return
         if score is None:
-            # A case-level metric other cases lack: "not computed" would make the figure
-            # depend on the order results arrive in.
-            self.not_applicable += 1
+            self.count_absent(1)
             return
         if score.value is None:
             self.not_computed += 1
             return
         self.pending.append(_pair(score))
         self.pending_keys.append(key)
+
+    def count_absent(self, n: int) -> None:
+        """Count `n` ok results that carry no score for this metric at all."""
+        if self.own:
+            # Every result scored with a metric of the run's own list carries it: these predate it, and a gate
+            # must not read them as a case-level metric that does not apply.
+            self.not_computed += n
+            self.written_before += n
+        else:
+            # A case-level metric other cases lack: "not computed" would make the figure
+            # depend on the order results arrive in.
+            self.not_applicable += n
 
     def settle(self, like: _Settled | None = None) -> _Settled | None:
         """Fold the pending scored values into count, total, moments, histogram, sample and verdicts.
@@ -153,7 +169,8 @@ class MetricStats:
         """The metric's summary block.
 
         Keys: `results` (denominator of the whole run or group), `scored`,
-        `not_computed`, `not_applicable`, `excluded` (by status), `error_share`
+        `not_computed`, `written_before` (only when some are: the not computed results that were written
+        before a metric of the run's own list was in the config), `not_applicable`, `excluded` (by status), `error_share`
         ((results − not_applicable − scored) / (results − not_applicable)), `mean`, `std` (sample), `ci95` ([low, high] or
         null below two scored values), `passed`, `with_verdict`, `pass_rate`
         (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
@@ -172,6 +189,7 @@ class MetricStats:
             "results": results,
             "scored": self.scored,
             "not_computed": self.not_computed,
+            **({"written_before": self.written_before} if self.written_before else {}),
             "not_applicable": self.not_applicable,
             "excluded": dict(sorted(self.excluded.items())),
             "error_share": _r((applicable - self.scored) / applicable) if (applicable := results - self.not_applicable) else None,

@@ -30,7 +30,8 @@ from tracejudge.stages.aggregate.stats import KeyedSample, Moments
 __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
 
 # 2: bootstrap samples chosen by key hash (format 1 held order-dependent reservoirs; rebuilt when met).
-STATE_FORMAT = 2
+# 3: `written_before` (format 2 counted a config metric's results written before it as not applicable; rebuilt when met).
+STATE_FORMAT = 3
 
 NonNeg = Annotated[int, Field(ge=0)]
 
@@ -65,6 +66,7 @@ class MetricStatsState(_Model):
     with_verdict: NonNeg
     not_computed: NonNeg
     not_applicable: NonNeg
+    written_before: NonNeg
     excluded: dict[str, NonNeg]
     moments: MomentsState
     histogram: list[NonNeg] = Field(min_length=HIST_BINS, max_length=HIST_BINS)
@@ -153,7 +155,7 @@ def _dump_stats(st: MetricStats) -> MetricStatsState:
     return MetricStatsState(
         reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total, passed=st.passed,
         with_verdict=st.with_verdict, not_computed=st.not_computed, not_applicable=st.not_applicable,
-        excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2), histogram=list(st.histogram),
+        written_before=st.written_before, excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2), histogram=list(st.histogram),
         sample=None if st.sample is None else _dump_sample(st.sample),
     )
 
@@ -164,9 +166,9 @@ def _load_stats(s: MetricStatsState, fresh: MetricStats) -> MetricStats:
     if s.sample is not None and s.sample.size != s.reservoir_size:
         raise StateError("bootstrap sample size disagrees with its metric")
     return MetricStats(
-        reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, scored=s.scored, total=s.total, passed=s.passed,
+        reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, own=fresh.own, scored=s.scored, total=s.total, passed=s.passed,
         with_verdict=s.with_verdict, not_computed=s.not_computed, not_applicable=s.not_applicable,
-        excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
+        written_before=s.written_before, excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
         histogram=list(s.histogram), sample=None if s.sample is None else _load_sample(s.sample),
     )
 

@@ -20,6 +20,7 @@ from tracejudge.core.work import Stage, Work
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import Metric, ToolMetric
+from tracejudge.stages.score.masking import custom_keys, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
 if TYPE_CHECKING:  # at run time each metric class is imported on first use (`__getattr__`), as the registry imports it
@@ -75,7 +76,7 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
     the length of this call, and one alarm watches all their calls (`time_limit.watch_case`).
     """
     scores: dict[str, Score] = {}
-    keys = _keys(metrics)
+    keys, custom = _keys(metrics)
     views = open_scope(case)
     watch = time_limit.watch_case()
     try:
@@ -85,19 +86,21 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
                     scores[key] = metric.evaluate(case)
                 except Exception as exc:  # a metric bug must cost one score, not the run
                     scores[key] = _raised(exc)
-            return scores
-        started = watch.started
-        for key, metric in zip(keys, metrics):
-            try:
-                started[0] = monotonic()
+        else:
+            started = watch.started
+            for key, metric in zip(keys, metrics):
                 try:
-                    scores[key] = metric.evaluate(case)
-                finally:
-                    started[0] = None
-            except time_limit.MetricTimeout:
-                scores[key] = time_limit.timeout_score(key, time_limit.seconds())
-            except Exception as exc:  # a metric bug must cost one score, not the run
-                scores[key] = _raised(exc)
+                    started[0] = monotonic()
+                    try:
+                        scores[key] = metric.evaluate(case)
+                    finally:
+                        started[0] = None
+                except time_limit.MetricTimeout:
+                    scores[key] = time_limit.timeout_score(key, time_limit.seconds())
+                except Exception as exc:  # a metric bug must cost one score, not the run
+                    scores[key] = _raised(exc)
+        # Custom metrics' reasons, and tool names any reason copied, are masked here (built-in reasons mask as they quote).
+        mask_scores(scores, case, custom, views.calls if case.trace is not None else None)
         return scores
     finally:
         time_limit.unwatch_case(watch)
@@ -106,20 +109,22 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
 
 # The keys of the metrics `score_case` was last called with: a run scores every case with the same metric
 # objects, and each `key` (a property on a pydantic model) cost as much as a small metric's arithmetic.
-_last_keys: tuple[tuple[Metric, ...], list[str]] = ((), [])
+_last_keys: tuple[tuple[Metric, ...], list[str], tuple[str, ...]] = ((), [], ())
 
 
-def _keys(metrics: Sequence[Metric]) -> list[str]:
-    """`[m.key for m in metrics]`, reused while the metrics are the same ones (a metric is frozen: its key stays; equal
-    metrics have equal keys, and the same objects compare by identity, in C)."""
+def _keys(metrics: Sequence[Metric]) -> tuple[list[str], tuple[str, ...]]:
+    """`[m.key for m in metrics]` and the keys of the custom ones among them (`masking.custom_keys`), reused while
+    the metrics are the same ones (a metric is frozen: its key stays; equal metrics have equal keys, and the same
+    objects compare by identity, in C)."""
     global _last_keys
-    objects, keys = _last_keys
+    objects, keys, custom = _last_keys
     current = tuple(metrics)
     if current == objects:
-        return keys
+        return keys, custom
     keys = [m.key for m in metrics]
-    _last_keys = (current, keys)
-    return keys
+    custom = custom_keys(current, keys)
+    _last_keys = (current, keys, custom)
+    return keys, custom
 
 
 def _raised(exc: Exception) -> Score:
@@ -148,6 +153,7 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
             scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = _raised(exc)
+    mask_scores(scores, case, _keys(metrics)[1])
     return scores
 
 

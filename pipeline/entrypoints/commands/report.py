@@ -29,9 +29,13 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.stages.reports import rebuild
     from tracejudge.stages.reports.terminal import print_summary
 
-    from tracejudge.engine.run_lock import holder
+    from tracejudge.engine.run_lock import holder, in_progress_note
 
     baseline = shards.expand(args.baseline) if args.baseline is not None else []  # refused before anything is rebuilt
+    # A baseline still being written is compared as it stands: its figures may move under the verdict.
+    if (note := in_progress_note(baseline, "it is the baseline, so the comparison is with its results so far and its figures "
+                                 "may change; report again when it has finished")) is not None:
+        err.print(note, highlight=False, markup=False, soft_wrap=True)
     for given in args.run_dirs:
         if not (Path(given) / store.RESULTS).exists() and (who := holder(Path(given))) is not None:
             err.print(f"{given}: the run is in progress ({who} holds it) and has no result yet; report again once it has",

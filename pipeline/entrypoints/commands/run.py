@@ -172,7 +172,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_INTERRUPTED
     print_summary(outcome.summary, out)
     _print_configs(outcome.summary, out)
-    _print_unscored(outcome.summary, config, out)
+    _print_unscored(outcome.summary, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
               f"{_retried(outcome.retried, outcome.retried_raised)}{_budget_skips(outcome.summary)})", highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
@@ -223,21 +223,16 @@ def _print_configs(summary: dict, out: Console) -> None:
         out.print(f"segments {segs} used config {entry['config_hash'][:12]} ({how})", highlight=False, markup=False, soft_wrap=True)
 
 
-def _print_unscored(summary: dict, config, out: Console) -> None:
+def _print_unscored(summary: dict, out: Console) -> None:
     """Name each metric of the config that results already kept were not scored with.
 
-    A metric of the run's own list is carried by every result scored with it, so its
-    "not applicable" results were written under an earlier config (a resume with --force
-    keeps them as they are); without this line a metric added that way read as scored.
+    A metric of the run's own list is carried by every result scored with it, so a
+    result without it was written under an earlier config (a resume with --force keeps
+    them as they are: `written_before` in the summary); without this line a metric added
+    that way read as scored.
     """
-    from tracejudge.core import registry
-
-    for spec in config.metrics:
-        try:
-            key = registry.build_metric(spec).key
-        except registry.SpecError:
-            continue
-        missing = int(((summary.get("metrics") or {}).get(key) or {}).get("not_applicable") or 0)
+    for key, m in (summary.get("metrics") or {}).items():
+        missing = int(m.get("written_before") or 0)
         if missing:
             out.print(f"{key}: {missing} result(s) were written before this metric was in the config and are not scored with it "
                       "(--force keeps results as they are); --fresh scores every case with the current config",

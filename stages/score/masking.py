@@ -1,0 +1,88 @@
+"""Credentials in scores that the built-in reasons' own masking does not reach: custom metrics' scores, tool names.
+
+Built-in metrics mask what they quote from a trace as they build their reasons
+(`tracejudge.llm.redact.redact_quoted`, called where the text is cut). Two kinds of
+text escaped that:
+
+- a custom metric's reason and details (`@tracejudge.metric` functions, metric
+  classes of the user's own), written by code that knows nothing of redaction;
+- tool names, which the built-in reasons and details copy as they are (an MCP tool
+  named by a URL holding its password, a key pasted where a name belongs).
+
+`mask_scores` passes the scores of custom metrics through `redact_quoted` always,
+and every score of a case whose tool names hold a credential. Built-in reasons get
+no second pass otherwise: whether a case's names are clean is one set lookup per
+name (`_CLEAN` holds the names already seen clean), so the common case costs a few
+tens of nanoseconds per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any
+
+from tracejudge.core.records import Case, Score
+from tracejudge.llm.redact import redact_data, redact_quoted
+
+__all__ = ["custom_keys", "mask_scores", "masked"]
+
+_NAME = attrgetter("name")
+_CLEAN: set[str] = set()  # tool names seen to hold no credential
+_MAX = 4096  # names kept in `_CLEAN`: names that never repeat must not grow memory without bound
+
+
+@lru_cache(maxsize=256)
+def _is_custom(cls: type) -> bool:
+    # A metric class defined outside tracejudge (a decorated function's class takes the function's module).
+    return not (cls.__module__ == "tracejudge" or cls.__module__.startswith("tracejudge."))
+
+
+def custom_keys(metrics: Sequence[Any], keys: Sequence[str]) -> tuple[str, ...]:
+    """The keys (of `keys`, one per metric of `metrics`) whose metric is a custom one, in order."""
+    return tuple(key for key, m in zip(keys, metrics) if _is_custom(type(m)))
+
+
+def _names_clean(names: Iterable[str]) -> bool:
+    """True when no name of `names` holds a credential (each is what `redact_quoted` leaves as it is)."""
+    for name in names:
+        if name in _CLEAN:
+            continue
+        if type(name) is str and redact_quoted(name) != name:
+            return False
+        if len(_CLEAN) >= _MAX:
+            _CLEAN.clear()
+        _CLEAN.add(name)
+    return True
+
+
+def masked(score: Any) -> Any:
+    """`score` with its reason, and the strings and keys of its details, passed through `redact_quoted`.
+
+    The same object when nothing was masked; anything that is not a `Score` is returned as it is.
+    """
+    if not isinstance(score, Score):
+        return score
+    reason = redact_quoted(score.reason) if score.reason else score.reason
+    details = redact_data(score.details, quoted=True, keys=True) if score.details else score.details
+    if reason == score.reason and details == score.details:
+        return score
+    return score.model_copy(update={"reason": reason, "details": details})
+
+
+def mask_scores(scores: dict[str, Any], case: Case, custom: Sequence[str], calls: Sequence[Any] | None = None) -> None:
+    """Mask, in place, the scores of the `custom` keys, and every score when the case's tool names hold a credential.
+
+    `calls`: the trace's tool calls when the caller has them (`CaseViews.calls`), else they are read from the trace.
+    """
+    if calls is None:
+        calls = [c for step in case.trace.steps for c in step.tool_calls] if case.trace is not None else []
+    expected = case.expected_tool_calls
+    # Every name seen clean before (the common case, in C), else each new one is looked at.
+    if not (_CLEAN.issuperset(map(_NAME, calls)) and (not expected or _CLEAN.issuperset(map(_NAME, expected)))) and \
+            not (_names_clean(map(_NAME, calls)) and _names_clean(map(_NAME, expected or ()))):
+        custom = list(scores)
+    for key in custom:
+        if key in scores:
+            scores[key] = masked(scores[key])
