@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _runs import view_server
 from test_judge_batch_api import write_cases
 from tracejudge.simulator.server import SimulatorThread
 
@@ -88,3 +91,57 @@ def test_a_variant_named_like_a_cheaper_family_is_unpriced_and_a_dated_snapshot_
     dated = price_for("gpt-4o-2024-05-13")
     assert dated is not None and (dated.input, dated.output) == (5.0, 15.0)
     assert price_for("gpt-4o-2024-08-06") == price_for("gpt-4o")
+
+
+def test_an_unpriced_models_dollars_are_null_in_the_summary_and_unknown_wherever_shown(tmp_path: Path) -> None:
+    # summary.json said `judge.cost_usd: 0.0`: whatever reads it (compare, a dashboard, a cost check of one's own) saw a free run.
+    cfg = write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {})
+    assert cli("run", str(cfg), "--no-progress").returncode == 0
+    run = tmp_path / "run"
+    judge = json.loads((run / "summary.json").read_text())["judge"]
+    assert judge["requests"] == 3 and judge["cost_usd"] is None and judge["sync_equivalent_usd"] is None, judge
+    report = " ".join((run / "report.md").read_text().split())
+    assert "cost unknown (no price for 'my-local-model'; give one under judge.prices)" in report and "$0.0000" not in report, report
+    # A later segment adds its requests to the earlier one's: the sum is still unknown, not the new segment's dollars.
+    write_cases(tmp_path / "c.jsonl", 5)
+    assert cli("run", str(cfg), "--no-progress", "--force").returncode == 0
+    judge = json.loads((run / "summary.json").read_text())["judge"]
+    assert judge["requests"] == 5 and judge["cost_usd"] is None, judge
+    rebuilt = cli("report", str(run))
+    assert rebuilt.returncode == 0 and "cost unknown (no price for 'my-local-model'" in " ".join(rebuilt.stdout.split()), rebuilt.stderr
+    (tmp_path / "priced").mkdir()
+    priced = write_config(tmp_path / "priced", {"provider": "simulator"}, {})
+    assert cli("run", str(priced), "--no-progress").returncode == 0
+    compared = cli("compare", str(tmp_path / "priced" / "run"), str(run))
+    assert compared.returncode in (0, 1) and "Traceback" not in compared.stderr, compared.stderr
+    with view_server(str(run)) as url, urllib.request.urlopen(url + "/", timeout=60) as reply:
+        page = reply.read().decode()
+    assert "<th>cost usd</th><td class=num>unknown (no price)</td>" in page, page
+
+
+def test_a_panel_model_without_a_price_makes_the_panels_dollars_unknown(tmp_path: Path) -> None:
+    got = cli("run", str(write_config(tmp_path, {"provider": "simulator", "models": ["gpt-4o-mini", "my-local-model"]}, {})), "--no-progress")
+    assert got.returncode == 0, got.stdout + got.stderr
+    judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
+    models = judge["panel"]["models"]
+    assert judge["cost_usd"] is None and models["simulator:my-local-model"]["cost_usd"] is None, judge
+    assert models["simulator:gpt-4o-mini"]["cost_usd"] > 0, models  # the priced member's own dollars stay known
+    text = " ".join(got.stdout.split())
+    assert "cost unknown (no price for 'simulator:my-local-model'; give one under judge.prices)" in text, text
+    assert "simulator:my-local-model 3 requests cost unknown" in text, text
+
+
+
+def test_a_shard_with_unknown_dollars_makes_the_merged_dollars_unknown(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {})
+    cache = ("--set", "cache.enabled=true", "--set", f"cache.dir={tmp_path / 'cache'}")
+    assert cli("run", str(cfg), "--shard", "1/2", "--no-progress", *cache).returncode == 0
+    shutil.rmtree(tmp_path / "run-shard-1-of-2")
+    assert cli("run", str(cfg), "--shard", "1/2", "--no-progress", *cache).returncode == 0  # answered whole by the cache: $0, known
+    assert cli("run", str(cfg), "--shard", "2/2", "--no-progress", *cache).returncode == 0
+    shards = [json.loads((tmp_path / f"run-shard-{i}-of-2" / "summary.json").read_text())["judge"] for i in (1, 2)]
+    assert (shards[0]["requests"], shards[0]["cost_usd"]) == (0, 0.0) and shards[1]["requests"] > 0, shards
+    merged = cli("report", str(tmp_path / "run-shard-1-of-2"), str(tmp_path / "run-shard-2-of-2"))
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
+    assert judge["requests"] == shards[1]["requests"] and judge["cost_usd"] is None, judge

@@ -80,6 +80,29 @@ def test_a_bad_base_url_from_the_environment_names_the_variable(tmp_path: Path) 
     assert f"{cfg}:4: judge: base_url from OPENAI_BASE_URL='localhost:8000': {WANTED.format('', 'http://127.0.0.1:8000/v1')}" in err, err
 
 
+@pytest.mark.parametrize(("body", "key"), [
+    (JUDGE + "  base_url: 'http://${TJ_TEST_UNSET_HOST}:8000/v1'\n", "judge.base_url"),
+    (JUDGE + "  models: [{model: m, base_url: 'https://gpu-box/${TJ_TEST_UNSET_HOST}/v1'}]\n", "judge.models.0.base_url"),
+    ("metrics: [{type: ToolCalls}]\ntarget: {kind: http, url: 'http://${TJ_TEST_UNSET_HOST}/agent'}\n", "target.url"),
+], ids=["judge", "panel", "target"])
+def test_a_url_naming_an_unset_variable_is_a_config_error_naming_the_key_and_the_variable(tmp_path: Path, body: str, key: str) -> None:
+    # It passed the check and the run sent its requests to a host named `${tj_test_unset_host}`: a URL is never expanded.
+    env = {k: v for k, v in os.environ.items() if k != "TJ_TEST_UNSET_HOST"}
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(write(tmp_path, body))], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env=env)
+    err = " ".join(config_error(proc, tmp_path))
+    assert f"{key}: Input should be an http:// or https:// URL without ${{TJ_TEST_UNSET_HOST}} (environment variable TJ_TEST_UNSET_HOST is not set" in err, err
+
+
+@pytest.mark.parametrize(("url", "detail"), [("http://${TJ_TEST_SET_HOST}:8000/v1", " without ${TJ_TEST_SET_HOST} (a URL is not expanded"),
+                                             ("http://gpu-box:8000/v1/${", " without `${`: a URL is not expanded")], ids=["set", "bare"])
+def test_a_url_holding_a_reference_is_refused_even_when_its_variable_is_set(tmp_path: Path, url: str, detail: str) -> None:
+    cfg = write(tmp_path, JUDGE + f"  base_url: {json.dumps(url)}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path, env={"TJ_TEST_SET_HOST": "gpu-box"}), tmp_path)
+    assert any(line.startswith(f"{cfg}:8: judge.base_url: Input should be an http:// or https:// URL{detail}") and line.endswith(f"(got {json.dumps(url)})")
+               for line in err), err
+
+
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "https://api.openai.com/v1", "http://gpu-box:8000/v1", "http://gpu_box/v1",
                                  "http://[::1]:8000/v1", "http://[fe80::1%25eth0]:8000", "HTTPS://Example.COM",
                                  "https://my.openai.azure.com/openai/deployments/x", "http://localhost:11434/v1/",

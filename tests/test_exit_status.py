@@ -134,6 +134,22 @@ def test_an_empty_dataset_is_2_naming_the_file(tmp_path: Path, text: str) -> Non
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("fmt", ["tau-bench", "tau2-bench", "otel", "tau-bench-tasks"])
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_an_empty_file_of_a_whole_file_format_is_2_naming_the_file(tmp_path: Path, fmt: str, text: str) -> None:
+    # A format reading the file as one document said "expected a JSON array" (or an object, or an export) in one
+    # invalid_input result, and the run ended with exit status 1.
+    data = tmp_path / "data.json"
+    data.write_text(text)
+    cfg = tmp_path / "c.yaml"
+    target = "target: {kind: command, command: [cat]}\n" if fmt == "tau-bench-tasks" else ""
+    cfg.write_text(f"dataset: {{path: {data.name}, format: {fmt}}}\n{target}metrics: [{{type: ToolCalls}}]\nrun: {{dir: run}}\n")
+    proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"dataset.path: {data}: no records in it (an empty file, only blank lines or an empty array)" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("relative", [True, False])
 def test_a_symlink_loop_as_dataset_is_2_naming_the_path(tmp_path: Path, relative: bool) -> None:
     (tmp_path / "a.jsonl").symlink_to("b.jsonl")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def _run(tmp_path: Path, data: Path, fmt: str) -> subprocess.CompletedProcess[str]:
     cfg = tmp_path / "c.yaml"
@@ -45,3 +47,61 @@ def test_tau_bench_runs_read_as_chat_lines_suggest_their_format(tmp_path: Path, 
     assert done.returncode == 2
     assert "the first 100 records are all invalid for format 'openai-messages'" in done.stderr
     assert "they read as format 'tau-bench': set dataset.format" in done.stderr
+
+
+def _results_file(path: Path, sims: list[dict]) -> Path:
+    """A τ²-bench results object holding `sims`, each scored against task `t`."""
+    path.write_text(json.dumps({"info": {}, "tasks": [{"id": "t", "evaluation_criteria": {"actions": []}}], "simulations": sims}, indent=1))
+    return path
+
+
+_OTLP = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [
+    {"traceId": "t1", "spanId": "a", "name": "invoke_agent", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+     "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]}]}]}]}
+
+
+@pytest.mark.parametrize("given", ["native-as-tau-bench", "tau-bench-as-otel", "tau-bench-as-tau2-bench", "otlp-as-tau-bench", "tau2-bench-as-tau-bench"])
+def test_a_file_of_another_format_given_to_a_whole_file_format_is_refused_with_the_format_that_reads_it(tmp_path: Path, tau_paths,
+                                                                                                        given: str) -> None:
+    # Each was one invalid_input result and exit status 1, as if the data had failed the gate.
+    data, fmt, expected, found, other = {
+        "native-as-tau-bench": (tmp_path / "cases.jsonl", "tau-bench", "expected a JSON array of records at the top level",
+                                "JSON Lines, one value per line (the first: a JSON object with keys id, expected_tool_calls, trace)", "native"),
+        "tau-bench-as-otel": (tau_paths[0], "otel", "not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level",
+                              "a JSON array", "tau-bench"),
+        "tau-bench-as-tau2-bench": (tau_paths[0], "tau2-bench", "cannot read a tau2-bench results file", "a JSON array", "tau-bench"),
+        "otlp-as-tau-bench": (tmp_path / "export.json", "tau-bench", "expected a JSON array of records at the top level",
+                              "a JSON object with keys resourceSpans", "otel"),
+        "tau2-bench-as-tau-bench": (tmp_path / "results.json", "tau-bench", "expected a JSON array of records at the top level",
+                                    "a JSON object with keys info, tasks, simulations", "tau2-bench"),
+    }[given]
+    if given == "native-as-tau-bench":
+        data.write_text("".join(json.dumps(_case(i)) + "\n" for i in range(3)))
+    elif given == "otlp-as-tau-bench":
+        data.write_text(json.dumps(_OTLP))
+    elif given == "tau2-bench-as-tau-bench":
+        _results_file(data, [{"id": "s0", "task_id": "t", "trial": 0, "messages": [{"role": "assistant", "content": "hi"}]}])
+    done = _run(tmp_path, data, fmt)
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = " ".join(done.stderr.split())
+    assert f"dataset.path: {data}: no record of it reads as format '{fmt}' ({data}:1: {expected}" in message, message
+    assert f"the file is {found};" in message and f"'{other}'" in message and message.endswith("set dataset.format"), message
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_whole_file_format_refuses_a_file_of_bad_records_only_and_runs_one_with_a_good_record(tmp_path: Path) -> None:
+    good = {"id": "s9", "task_id": "t", "trial": 0, "messages": [{"role": "assistant", "content": "hi"}]}
+    bad = [{"id": f"s{i}", "task_id": f"gone{i}", "trial": 0, "messages": []} for i in range(2)]
+    refused = _run(tmp_path, _results_file(tmp_path / "bad.json", bad), "tau2-bench")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (f"no record of it reads as format 'tau2-bench' (all 2 of its records are invalid, the first: {tmp_path / 'bad.json'}:"
+            in " ".join(refused.stderr.split()))
+    # One good simulation, even past `dataset.limit`: the file is of the format, its bad records cost only themselves.
+    data = _results_file(tmp_path / "mixed.json", [*bad, good])
+    (tmp_path / "c.yaml").write_text(f"dataset: {{path: {data}, format: tau2-bench, limit: 2}}\nmetrics: [{{type: ToolCalls}}]\n"
+                                     "run: {dir: run, executor: inprocess}\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in results] == ["invalid_input", "invalid_input"]

@@ -77,6 +77,10 @@ class Format:
     - `count(dataset) -> int` (optional) counts the records `read` yields, for
       an ETA, without the checks `read` makes as it goes (`json-path` warns at
       the end of a read about mappings that matched nothing: once per run).
+    - `whole_file`: a file is one document in the format's own framing (a JSON
+      array of runs, a results object, OTLP exports), not a record per line:
+      when none of its records reads, the file is not of this format, and the
+      run is refused before it starts (`stages/extract/first_records`).
     """
 
     name: str
@@ -90,6 +94,7 @@ class Format:
     remote: bool = False
     bind: Callable[[Any, Any], Any] | None = None
     count: Callable[[Any], int] | None = None
+    whole_file: bool = False
 
 
 class FormatError(ValueError):

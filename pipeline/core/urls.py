@@ -4,10 +4,15 @@ Checked when the config loads, so `localhost:8000` (no scheme) or `http://:8000`
 config error naming the key and its line, not a judge or target error on every case of the run.
 Whatever a real server's URL may hold passes: a host name, an IPv4 address or an IPv6 one in
 brackets, a port, a path (`/v1`, `/openai/deployments/x`), a query.
+
+A URL is never expanded from the environment (only `target.headers` values are, when the run
+starts), so `${VAR}` in one would be sent as written: to a host named `${vllm_host}`, or with an
+unset variable's reference in its path. It is refused, naming the variable and whether it is set.
 """
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlsplit
 
 __all__ = ["EXAMPLE", "http_url"]
@@ -33,6 +38,8 @@ def _problem(value: str) -> str | None:
     """What keeps `value` from being an http(s) URL with a host, as words to add to the message ("" for the scheme), or None."""
     if any(c.isspace() or not c.isprintable() for c in value):
         return " without spaces or control characters"
+    if "${" in value:
+        return _reference(value)
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 (parsing the port is the check: not a number, or out of range)
@@ -43,3 +50,18 @@ def _problem(value: str) -> str | None:
     if not parts.hostname:
         return " with a host"
     return None
+
+
+def _reference(value: str) -> str:
+    """Why `value`, holding `${`, is refused: the variables it names, the unset ones said so, and what to write instead."""
+    from tracejudge.llm.redact import ENV_VAR  # here: a config whose URLs pass never compiles the redaction patterns
+
+    names = list(dict.fromkeys(ENV_VAR.findall(value)))
+    if not names:
+        return " without `${`: a URL is not expanded from the environment"
+    unset = [n for n in names if n not in os.environ]
+    said = "" if not unset else (f"environment variable {unset[0]} is not set, and " if len(unset) == 1
+                                 else f"environment variables {', '.join(unset)} are not set, and ")
+    # The shell expands `$VAR` in a `--set` value: the way to take a URL from the environment.
+    return (f" without {', '.join(f'${{{n}}}' for n in names)} ({said}a URL is not expanded from the environment: "
+            "write the URL out, or let the shell fill it in with --set)")

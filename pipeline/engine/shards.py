@@ -276,6 +276,7 @@ def _first_place(dirs: Sequence[Path], case_id: str, trial: int) -> str | None:
 
 def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, Any]:
     """The run-level part of the merged summary: what `rebuild` keeps and cannot recompute."""
+    from tracejudge.stages.judge.calls.stats import add_counts
     from tracejudge.stages.judge.stage import _ADDITIVE as additive  # the counters the judge itself carries over segments
 
     complete = not missing
@@ -292,10 +293,10 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
         elapsed = max(elapsed, float(s.get("elapsed_s_total") or 0.0))  # shards run side by side
         version = version or s.get("tracejudge_version")
         for k, v in (s.get("judge") or {}).items():
-            if k in additive and isinstance(v, (int, float)):
-                judge[k] = round(judge.get(k, 0) + v, 6)
+            if k in additive and (v is None or isinstance(v, (int, float))):  # None: dollars not known in a shard, nor then in all
+                judge[k] = add_counts(judge.get(k, 0), v)
             elif k.startswith("latency_") and isinstance(v, (int, float)):
-                judge[k] = max(judge.get(k, 0), v)  # a percentile does not add up: the slowest shard's
+                judge[k] = max(judge.get(k) or 0, v)  # a percentile does not add up: the slowest shard's (None: one that sent nothing)
             else:
                 judge.setdefault(k, v)  # settings (model, mode, caps): the same in every shard
     if judge.get("judged_results"):

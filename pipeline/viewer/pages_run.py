@@ -62,7 +62,8 @@ def _judge_block(summary: dict[str, Any]) -> str:
     if not j:
         return '<p class="muted">No judge block in summary.json.</p>'
     keys = ["requests", "cache_hits", "retries", "rate_limited", "input_tokens", "output_tokens", "cost_usd", "items_per_request", "mode"]
-    cells = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td class=num>{e(j[k])}</td></tr>" for k in keys if k in j)
+    shown = {**j, "cost_usd": "unknown (no price)"} if "cost_usd" in j and j["cost_usd"] is None else j  # null: a model without a price
+    cells = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td class=num>{e(shown[k])}</td></tr>" for k in keys if k in j)
     segs = summary.get("segments") or []
     seg_rows = "".join(
         f"<tr><td class=num>{e(s.get('segment'))}</td><td>{e(s.get('started_at') or '—')}</td><td>{_duration(s.get('elapsed_s'))}</td>"

@@ -5,11 +5,18 @@ results, one per line of the file, and nothing else. One bad record must never s
 so the check is on a whole run of them: when the first `FIRST` records are all invalid and
 none is valid, the run is refused with a config error naming the file, the first problem
 and the formats under which the same records do read.
+
+A format whose file is one document (`Format.whole_file`: τ-bench's JSON array, a τ²-bench
+results object, OTLP exports) has no run of lines to wait for: a native JSON Lines file read as
+`tau-bench` was one `invalid_input` result ("expected a JSON array") and exit status 1. When
+none of such a file's records reads, the run is refused the same way, saying what the file holds.
 """
 
 from __future__ import annotations
 
+import json
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError
@@ -20,6 +27,22 @@ FIRST = 100
 
 # How many records another format is tried on, to suggest it: one of them must read.
 _TRY = 5
+
+# How much of a file is looked at to say what it holds: a JSON Lines record can be long.
+_HEAD = 1 << 20
+
+
+def _checked(fmt: Any, dataset: Any) -> bool:
+    """Whether the start of `dataset` is read before the run: a built-in format reading a file.
+
+    Not a folder, a server or a dataset bound to the run directory: reading their start twice is
+    not cheap. A whole-file format that may read a folder (`otel`) is checked on a single file.
+    """
+    from tracejudge.core import registry
+
+    if fmt.remote or fmt.bind is not None or getattr(dataset, "path", None) is None or fmt.name not in registry.FORMAT_MODULES:
+        return False
+    return not fmt.reads_dirs or (fmt.whole_file and Path(dataset.path).is_file())
 
 
 def _scan(fmt: Any, dataset: Any, ctx: Any, n: int) -> tuple[int, Any] | None:
@@ -52,7 +75,7 @@ def formats_that_read(dataset: Any, tried: str) -> list[str]:
             continue
         try:
             fmt = registry.format_for(name)
-            if fmt.remote or fmt.reads_dirs or fmt.bind is not None:
+            if not _checked(fmt, dataset):
                 continue
             other = dataset.model_copy(update={"format": name, "options": {}, "limit": None})
             if _scan(fmt, other, fmt.prepare(other), _TRY) is None:
@@ -62,42 +85,72 @@ def formats_that_read(dataset: Any, tried: str) -> list[str]:
     return found
 
 
-def _is_array(path: Any) -> bool:
-    """Whether the file at `path` starts (after white space) with `[`: a JSON array, not one record per line."""
+def _head(path: Any) -> bytes:
+    """The start of the file at `path` (up to `_HEAD` bytes) after its leading white space; b"" for a blank or unreadable file."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(4096).lstrip().startswith(b"[")
+            chunk = fh.read(_HEAD)
+            while chunk and not chunk.strip():
+                chunk = fh.read(_HEAD)
+            chunk = chunk.lstrip()
+            return chunk + fh.read(_HEAD - len(chunk))
     except OSError:
-        return False
+        return b""
+
+
+def _holds(head: bytes) -> str:
+    """What a file starting with `head` holds, in a few words: a JSON array, JSON Lines, a JSON object (with its first keys), or text that is not JSON."""
+    if head.startswith(b"["):
+        return "a JSON array"
+    lines = False
+    try:
+        value = json.loads(head)  # the whole file, when it is small
+    except ValueError:
+        first, _, rest = head.partition(b"\n")
+        try:
+            value, lines = json.loads(first), bool(rest.strip())
+        except ValueError:
+            return "a JSON object" if head.startswith(b"{") else "text that is not JSON"
+    what = _JSON_TYPES.get(type(value), "value")
+    if isinstance(value, dict) and value:
+        what += f" with keys {', '.join(map(str, list(value)[:6]))}"
+    return f"JSON Lines, one value per line (the first: {what})" if lines else what
+
+
+_JSON_TYPES = {dict: "a JSON object", list: "a JSON array", str: "a JSON string", int: "a JSON number", float: "a JSON number",
+               bool: "a JSON boolean", type(None): "JSON null"}
 
 
 def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
-    """Raise `ConfigError` when the first `FIRST` records of `dataset` are all invalid for `fmt`.
+    """Raise `ConfigError` when the first `FIRST` records of `dataset` are all invalid for `fmt`, or all of a
+    whole-file format's records are (`Format.whole_file`); and when there are none.
 
-    Formats that read a folder, a server or need binding to the run directory are
-    not checked: reading their start twice is not cheap. Nor is a user's own adapter
-    (`module:function`): its code runs once per record, inside the run, as the user wrote it.
+    Checked only where `_checked` says; nor is a user's own adapter (`module:function`):
+    its code runs once per record, inside the run, as the user wrote it.
     """
-    from tracejudge.core import registry
-
-    if fmt.remote or fmt.reads_dirs or fmt.bind is not None or getattr(dataset, "path", None) is None:
+    if not _checked(fmt, dataset):
         return
-    if fmt.name not in registry.FORMAT_MODULES:
-        return
+    if fmt.whole_file:  # the whole file decides, not the part a limit keeps
+        dataset = dataset.model_copy(update={"limit": None})
     bad = _scan(fmt, dataset, ctx, FIRST)
-    if bad is not None and bad[0] == 0:  # else the run ended "no results" with exit status 1, as if scores had failed
+    head = _head(dataset.path) if bad is not None else b""
+    if bad is not None and (bad[0] == 0 or (fmt.whole_file and not head)):  # else the run ended with exit status 1, as if scores had failed
         raise ConfigError(f"dataset.path: {dataset.path}: no records in it (an empty file, only blank lines or an empty array)")
-    if bad is None or bad[0] < FIRST:
+    if bad is None or (bad[0] < FIRST and not fmt.whole_file):
         return
     seen, err = bad
     where = f"{err.file}:{err.line}" if err.line else str(err.file or dataset.path)
     others = formats_that_read(dataset, fmt.name)
     if others:
         hint = f"they read as format {' or '.join(repr(o) for o in others)}: set dataset.format"
-    elif _is_array(dataset.path):
+    elif head.startswith(b"[") and not fmt.whole_file:
         hint = "the file is one JSON array and no format reads it as such: write one record per line (JSON Lines)"
     else:
         hint = "check that dataset.format names the file's format (`tracejudge list formats`)"
+    if seen < FIRST:  # a whole-file format: every record of the file was read
+        count = "" if seen == 1 else f"all {seen} of its records are invalid, the first: "
+        raise ConfigError(f"dataset.path: {dataset.path}: no record of it reads as format {fmt.name!r} ({count}{where}: {err.message}); "
+                          f"the file is {_holds(head)}; {hint}")
     raise ConfigError(f"dataset.path: {dataset.path}: the first {seen} records are all invalid for format {fmt.name!r} "
                       f"(the first: {where}: {err.message}); {hint}")
 
@@ -111,5 +164,5 @@ def check_dataset(config: Any) -> None:
     from tracejudge.core import registry
 
     fmt = registry.format_for(config.dataset.format)
-    if not (fmt.remote or fmt.reads_dirs or fmt.bind is not None):  # unchecked by `check_first_records`: nothing to prepare for
+    if _checked(fmt, config.dataset):  # else unchecked by `check_first_records`: nothing to prepare for
         check_first_records(fmt, config.dataset, fmt.prepare(config.dataset))

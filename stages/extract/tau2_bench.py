@@ -266,4 +266,4 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
 
 
-register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions))
+register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True))

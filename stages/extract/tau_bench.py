@@ -190,5 +190,6 @@ register_format(
         adapt=adapt,
         prepare=prepare,
         options=NoOptions,
+        whole_file=True,
     )
 )

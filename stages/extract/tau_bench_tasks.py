@@ -56,4 +56,5 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     )
 
 
-register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt, options=NoOptions, needs_target=True))
+register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt, options=NoOptions, needs_target=True,
+                       whole_file=True))

@@ -10,7 +10,7 @@ differ from their question's majority / all answers (`tracejudge.stages.judge.re
 each question of each item a subject, each model a rater and the answers
 (`yes`/`no`, or grades) the categories; `agreement_with_panel` per model: the
 share of that model's answers equal to the panel's majority answer; and
-per model `cost_usd`, `input_tokens`, `output_tokens`, `requests` (from each
+per model `cost_usd` (null when the model has no price), `input_tokens`, `output_tokens`, `requests` (from each
 model's own counters). Rows are kept as counts of distinct rating patterns,
 so memory does not grow with the run. Counts carry over from an earlier
 segment of the run (`prior`).
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.stages.judge.calibration import answer_of
+from tracejudge.stages.judge.calls.stats import add_counts
 
 __all__ = ["JudgeTally", "fleiss"]
 
@@ -135,7 +136,6 @@ class JudgeTally:
             models = dict((prior.get("panel") or {}).get("models") or {})
             for m, spend in (per_model or {}).items():
                 old = models.get(m) or {}
-                models[m] = {k: round(float(old.get(k, 0)) + float(v), 6) if isinstance(v, float) else int(old.get(k, 0)) + int(v)
-                             for k, v in spend.items()}
+                models[m] = {k: add_counts(old.get(k, 0), v) for k, v in spend.items()}
             out["panel"] = {"metrics": panel, "models": models}
         return out

@@ -13,7 +13,7 @@ from tracejudge.llm.cache import DiskJudgeCache
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.stages.judge.panel import member_key, panel_members
 
-__all__ = ["JudgeResources", "api_key", "local_resources"]
+__all__ = ["JudgeResources", "api_key", "local_resources", "prior_spent"]
 
 
 def api_key(config: RunConfig) -> str | None:
@@ -49,10 +49,17 @@ class JudgeResources:
     cache: Any | None
 
 
+def prior_spent(prior: dict[str, Any]) -> tuple[int, float]:
+    """`(tokens, dollars)` the earlier segments of a run spent on the judge (their summary block `prior`), for the budget.
+
+    Dollars not known (null: a model without a price) count as 0; a dollar cap is refused on such a model anyway.
+    """
+    return int(prior.get("input_tokens") or 0) + int(prior.get("output_tokens") or 0), float(prior.get("cost_usd") or 0.0)
+
+
 def local_resources(config: RunConfig, prior: dict[str, Any]) -> JudgeResources:
     """This process's limiter (`limits`), budget (`budget`, less what `prior` segments spent) and disk cache (`cache`)."""
     cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled else None
-    budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd,
-                             int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0)))
+    budget = InProcessBudget(config.budget.max_judge_tokens, config.budget.max_cost_usd, *prior_spent(prior))
     return JudgeResources(AdaptiveLimiter(config.limits.rpm, config.limits.tpm, config.limits.max_in_flight, config.limits.window,
                                            config.limits.window_s), budget, cache)

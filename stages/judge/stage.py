@@ -111,7 +111,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     prior = dict(prior or {})
     price = price_for(cfg.model, cfg.prices)
     for k in ("cost_usd", "sync_equivalent_usd"):
-        if prior.get(k, 0.0) is None:  # spending recovered from results: price it
+        if prior.get(k, 0.0) is None and price is not None:  # spending recovered from results: price it (without a price it stays unknown)
             prior[k] = round(cost_usd(price, int(prior.get("input_tokens", 0)), int(prior.get("output_tokens", 0))), 6)
     members = panel_members(config)
     tally = JudgeTally()

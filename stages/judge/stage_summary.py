@@ -6,12 +6,13 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.stages.judge.calibration import Calibration
+from tracejudge.stages.judge.calls.stats import add_counts
 from tracejudge.stages.judge.judge_stats import JudgeTally
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["_ADDITIVE", "judge_summary"]
+__all__ = ["_ADDITIVE", "UNPRICED", "judge_summary"]
 
 _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
@@ -22,17 +23,28 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "single_flight_shared", "requests_split", "request_errors", "judged_items",
              "parse_failed_items")
 
+# The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price.
+UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
+
+
+def _counters(judge: Judge) -> dict[str, Any]:
+    """One judge's counters (`JudgeStats.summary`), its dollars None once it billed tokens of a model without a price."""
+    block = judge.stats.summary()
+    if judge.price is None and block["input_tokens"] + block["output_tokens"] > 0:
+        block.update(dict.fromkeys(UNPRICED))
+    return block
+
 
 def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price: Any, calibration: Calibration, tally: JudgeTally) -> dict[str, Any]:
     """The summary's `judge` block: this segment's counts of every judge (`state["judges"]`, a panel's added up) and of the
     batches (`state["batches"]`), plus those of the earlier segments (`prior`), with the gate's share and the settings it reports."""
     judges: list[tuple[str, Judge]] = state["judges"] or []
-    block = judges[0][1].stats.summary() if judges else {}
+    block = _counters(judges[0][1]) if judges else {}
     for _, other in judges[1:]:  # a panel: every model's requests, tokens and dollars count
-        more = other.stats.summary()
+        more = _counters(other)
         for k in _ADDITIVE:
-            if isinstance(more.get(k), (int, float)):
-                block[k] = block.get(k, 0) + more[k]
+            if k in more:
+                block[k] = add_counts(block.get(k, 0), more[k])
         for k, n in more.get("error_kinds", {}).items():
             block.setdefault("error_kinds", {})[k] = block.get("error_kinds", {}).get(k, 0) + n
     if state["batches"] is not None:
@@ -47,7 +59,7 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     block["judge_error_results"] = state["errors"]
     for k in _ADDITIVE:
         if k in prior or k in block:
-            block[k] = round(block.get(k, 0) + prior.get(k, 0), 6) if isinstance(prior.get(k, 0), float) or isinstance(block.get(k, 0), float) else block.get(k, 0) + prior.get(k, 0)
+            block[k] = add_counts(block.get(k, 0), prior.get(k, 0))
     for k in ("latency_p50_s", "latency_p95_s", "cache_misses_explained"):
         # Figures that do not add up: a segment that sent nothing keeps the earlier ones,
         # so resuming a finished run leaves its summary as it was.
@@ -63,8 +75,8 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     block["items_per_request"] = cfg.items_per_request
     if cfg.calibration is not None:
         block["calibration"] = calibration.summary(prior.get("calibration"))
-    per_model = {name: {k: j.stats.summary()[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd")}
-                 for name, j in judges} if cfg.models else None
+    per_model = {name: {k: counters[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd")}
+                 for name, counters in ((name, _counters(j)) for name, j in judges)} if cfg.models else None
     block.update(tally.summary(prior, per_model))
     if cfg.samples > 1:
         block["samples_per_request"] = cfg.samples

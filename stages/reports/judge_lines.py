@@ -4,7 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["budget_line", "judge_lines", "quality_lines"]
+__all__ = ["budget_line", "judge_lines", "quality_lines", "spend_line"]
+
+
+def _dollars(value: float | None) -> str:
+    """`$0.0123`, or `cost unknown` for dollars the summary has as null (tokens of a model without a price)."""
+    return "cost unknown" if value is None else f"${value:.4f}"
+
+
+def spend_line(summary: dict[str, Any]) -> str:
+    """The line saying what the judge sent and spent.
+
+    A model without a price costs an unknown amount, not $0: `judge.cost_usd` is null then (a summary written before
+    that has `priced: false` and 0), and the line names the models to price.
+    """
+    j = summary.get("judge") or {}
+    cost = j.get("cost_usd", 0.0)
+    if cost is None or not j.get("priced", True):
+        models = [m for m, v in ((j.get("panel") or {}).get("models") or {}).items() if v.get("cost_usd") is None] or [j.get("model")]
+        money = f"cost unknown (no price for {', '.join(map(repr, models))}; give one under judge.prices)"
+    else:
+        money = _dollars(cost)
+    return (f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
+            f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, {money}")
 
 
 def budget_line(summary: dict[str, Any]) -> str | None:
@@ -27,13 +49,10 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     budget = budget_line(summary)
     if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
         return ([budget] if budget else []) + quality_lines(summary)
-    # A model without a price costs an unknown amount, not $0.
-    cost = f"${j.get('cost_usd', 0.0):.4f}" if j.get("priced", True) else f"cost unknown (no price for {j.get('model')!r}; give one under judge.prices)"
-    lines = [f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "
-             f"{j.get('input_tokens', 0):,} input + {j.get('output_tokens', 0):,} output tokens, {cost}"]
+    lines = [spend_line(summary)]
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
-                     f"{j.get('repair_output_tokens', 0):,} output tokens, ${j.get('repair_cost_usd', 0.0):.4f}; "
+                     f"{j.get('repair_output_tokens', 0):,} output tokens, {_dollars(j.get('repair_cost_usd', 0.0))}; "
                      f"parse failures {j.get('parse_failures', 0)}; {j.get('parse_failure_rate', 0.0):.1%} of judged scores left without a verdict")
     if budget:
         lines.append(budget)
@@ -61,8 +80,9 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                      f"(answers from the cache not counted); {j.get('parts_reasked_alone', 0)} metrics re-asked alone")
     if j.get("mode") == "batch":
         lines.append(f"judge batch API: {j.get('batches_submitted', 0)} batches submitted, {j.get('batches_reattached', 0)} re-attached, "
-                     f"{j.get('batch_resubmits', 0)} requests resubmitted; ${j.get('cost_usd', 0.0):.4f} at the batch price "
-                     f"(${j.get('sync_equivalent_usd', 0.0):.4f} synchronously)")
+                     f"{j.get('batch_resubmits', 0)} requests resubmitted; " + (
+                         "cost unknown (no price)" if j.get("cost_usd", 0.0) is None else
+                         f"${j['cost_usd']:.4f} at the batch price ({_dollars(j.get('sync_equivalent_usd', 0.0))} synchronously)"))
     for metric, c in (j.get("calibration") or {}).items():
         if c.get("items"):
             lines.append(f"calibration {metric}: {c['items']} items judged alone and shared (batched or grouped); questions agree "
@@ -93,7 +113,7 @@ def quality_lines(summary: dict[str, Any]) -> list[str]:
         agree = ", ".join(f"{m} {a:.1%}" for m, a in (p.get("agreement_with_panel") or {}).items())
         lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the panel: {agree}")
     if panel.get("models"):
-        lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests ${v.get('cost_usd', 0.0):.4f}"
+        lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests {_dollars(v.get('cost_usd', 0.0))}"
                                                           for m, v in panel["models"].items()))
     labels = summary.get("labels") or {}
     if labels.get("error"):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
-from tracejudge.stages.reports.judge_lines import budget_line
+from tracejudge.stages.reports.judge_lines import budget_line, spend_line
 
 if TYPE_CHECKING:  # a run without a baseline never compares
     from tracejudge.stages.comparison.runs import Comparison
@@ -90,6 +90,9 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
                  + f": {ok} ok" + (f", errors: {errs}" if errs else ", no errors") + ".")
     if ok != total:
         lines.append(f"Means, CIs and pass rates cover the **{ok} of {total}** results that were scored; the other {total - ok} are excluded and listed under *Errors*.")
+    judge = summary.get("judge") or {}
+    if judge.get("requests") or judge.get("cache_hits"):
+        lines += ["", _text(spend_line(summary)) + "."]  # what the judge cost ("cost unknown" for a model without a price)
     budget = budget_line(summary)
     if budget:
         lines += ["", f"**{_text(budget)}**"]

@@ -225,10 +225,10 @@ class RayExecutor:
         """The judge's `JudgeResources`: the sweep's shared Ray limiter and budget (`tracejudge.llm.ray_gate`),
         and the disk cache at `cache.dir` (shared by its path)."""
         from tracejudge.llm.ray_gate import shared_gate
+        from tracejudge.stages.judge.resources import prior_spent
         from tracejudge.stages.judge.stage import JudgeResources, local_resources
 
-        spent = int(prior.get("input_tokens", 0)) + int(prior.get("output_tokens", 0)), float(prior.get("cost_usd", 0.0))
-        limiter, budget = shared_gate(config, *spent)
+        limiter, budget = shared_gate(config, *prior_spent(prior))
         return JudgeResources(limiter, budget, local_resources(config, prior).cache)
 
     def route(self, raw: Any) -> int:

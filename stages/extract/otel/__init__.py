@@ -247,4 +247,5 @@ def turn_calls(case: Case) -> list[list[Any]]:
     return [calls[a:b] for a, b in (t["calls"] for t in case.metadata["otel"]["turns"])]
 
 
-register_format(Format("otel", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options, reads_dirs=True))
+register_format(Format("otel", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options, reads_dirs=True,
+                       whole_file=True))

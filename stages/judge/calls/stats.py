@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["JudgeStats"]
+__all__ = ["JudgeStats", "add_counts"]
+
+
+def add_counts(a: Any, b: Any) -> Any:
+    """`a + b` for two counters of the summary (rounded to 6 places when either is a float); None when either is None
+    (dollars not known: a model without a price billed tokens)."""
+    if a is None or b is None:
+        return None
+    return round(a + b, 6) if isinstance(a, float) or isinstance(b, float) else a + b
 
 
 @dataclass
