@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tracejudge.core.records import CaseResult, Score
-from tracejudge.engine import checkpoint, store
+from tracejudge.engine import journal_checkpoint, store
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.stages.aggregate.fold import Aggregator
 
@@ -53,19 +53,19 @@ def _record_and_watch(run_dir: Path, n: int) -> list[int]:
 
 
 def test_checkpoints_follow_the_result_count_once_the_time_has_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(journal_checkpoint, "CHECKPOINT_EVERY_S", 0.0)
     # The first flush records the segment; then one checkpoint per CHECKPOINT_EVERY_RESULTS results.
     assert _record_and_watch(tmp_path, 2500) == [10, 1010, 2010]
 
 
 def test_the_count_alone_does_not_rewrite_the_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A fast run: 2,500 results within the time bound give no checkpoint after the segment's first.
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_EVERY_S", 3600.0)
+    monkeypatch.setattr(journal_checkpoint, "CHECKPOINT_EVERY_S", 3600.0)
     assert _record_and_watch(tmp_path, 2500) == [10]
 
 
 def test_a_trickle_is_checkpointed_by_time_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_MAX_S", 0.0)
+    monkeypatch.setattr(journal_checkpoint, "CHECKPOINT_MAX_S", 0.0)
     assert _record_and_watch(tmp_path, 35) == [10, 20, 30]
 
 

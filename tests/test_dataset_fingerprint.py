@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import DATA
-from tracejudge.engine.manifest import changed_since, file_fingerprint, listing
+from tracejudge.engine.dataset_fingerprint import changed_since, file_fingerprint, listing
 from tracejudge.entrypoints.cli import main
 from tracejudge.viewer.traces import CaseSource
 

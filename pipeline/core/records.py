@@ -7,18 +7,19 @@ the input came in. A `CaseResult` is one line of `RUN_DIR/results.jsonl`.
 All models are pydantic v2. Input models ignore nothing silently: unknown
 keys on a `Case` are refused so that a typo in a hand-written dataset
 (`expected_tool_call`) is an `invalid_input`, not a metric that quietly
-scores against nothing.
+scores against nothing. The field types that refuse a boolean, a non-finite
+number or an empty tool name are in `tracejudge.core.record_fields`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
+from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, no_bool
 
 __all__ = [
     "Case",
@@ -70,50 +71,6 @@ def decode_arguments(value: Any) -> tuple[Any, bool]:
             return decoded, True
         return value, False
     return value, False
-
-
-def _no_bool(kind: str) -> Any:
-    # JSON `true` is not the number 1: pydantic's lax mode would take it as one (strict mode and msgspec refuse it).
-    def check(value: Any) -> Any:
-        if isinstance(value, bool):
-            raise PydanticCustomError(f"{kind}_type", f"Input should be {'an integer' if kind == 'int' else 'a number'}, "
-                                      "not a boolean (got {got})", {"got": json.dumps(value)})
-        return value
-
-    return BeforeValidator(check)
-
-
-def _finite(value: Any, path: str = "") -> Any:
-    # A JSON number beyond ±1.8e308 (`1e400`) reads as infinity, and pydantic's parser takes `NaN`/`Infinity`:
-    # results.jsonl and summary.json could not carry them as JSON (they were written null or `Infinity`).
-    if isinstance(value, float) and not math.isfinite(value):
-        raise PydanticCustomError("finite_number", "{got}{where} is not a finite number (a JSON number beyond ±1.8e308, or NaN/Infinity); "
-                                  "write it as a string to keep it", {"got": str(value), "where": f" at {path}" if path else ""})
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _finite(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _finite(v, f"{path}[{i}]")
-    return value
-
-
-# A count that refuses a boolean; a measure that refuses a boolean and a non-finite number; a metadata
-# value that holds no non-finite number.
-Count = Annotated[int | None, _no_bool("int")]
-Measure = Annotated[Annotated[float, Field(allow_inf_nan=False)] | None, _no_bool("float")]
-def _named(value: str) -> str:
-    # A call with no name matches no expectation and names nothing in a report: the record is malformed.
-    if not value or value.isspace():
-        raise PydanticCustomError("tool_name_empty", "the tool name is empty or only whitespace")
-    return value
-
-
-ToolName = Annotated[str, AfterValidator(_named)]
-# What a run consumed: never below zero (a negative cost would score best on a cost metric).
-Spent = Annotated[Annotated[int, Field(ge=0)] | None, _no_bool("int")]
-SpentUsd = Annotated[Annotated[float, Field(allow_inf_nan=False, ge=0)] | None, _no_bool("float")]
-MetaValue = Annotated[Any, AfterValidator(_finite)]
 
 
 class ToolCall(_Strict):
@@ -189,7 +146,7 @@ class UserMessage(_Strict):
     recorded when they are not plain text.
     """
 
-    step: Annotated[int, _no_bool("int"), Field(ge=0)]
+    step: Annotated[int, no_bool("int"), Field(ge=0)]
     content: Any = None
 
 

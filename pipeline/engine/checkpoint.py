@@ -21,7 +21,8 @@ Every segment that wrote a result or used a paid service leaves a record
 seconds, results written, how it ended (`finished`, `interrupted`, `killed`),
 and its stages' usage counters. A segment's record is refreshed at every
 flush, so a killed segment keeps what it had at its last flush; run totals
-(elapsed, usage, cost) are the sums over segments.
+(elapsed, usage, cost) are the sums over segments. When the checkpoint is
+rewritten, and what it holds, is `tracejudge.engine.journal_checkpoint`'s.
 
 Run directories travel (CI caches, shared disks), so reading a checkpoint
 never executes anything: every field is validated by a pydantic model
@@ -34,7 +35,6 @@ and rebuilt from `results.jsonl`.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import struct
 import time
@@ -44,26 +44,17 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
-from tracejudge.core.version import __version__
 from tracejudge.engine import store
-from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, mtime_ns, recorded_config_hash
-from tracejudge.engine.journal_counts import _group_counts, _has_usage, _item_counts, _judge_gate_counts, judge_block_with, standing_judge_counts, sum_usage
+from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
+from tracejudge.engine.journal_checkpoint import checkpoint_due, checkpoint_if_due, write_checkpoint
+from tracejudge.engine.journal_counts import _group_counts, _item_counts, _judge_gate_counts, judge_block_with, standing_judge_counts, sum_usage
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.segment_end import record_failed_end
-from tracejudge.stages.aggregate.state import dump_state
 
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
-# A checkpoint is rewritten after a flush once both CHECKPOINT_EVERY_RESULTS results and CHECKPOINT_EVERY_S
-# seconds have passed since the last one, or CHECKPOINT_MAX_S seconds whatever the count. By count and time
-# together, so its cost per result is bounded on a slow or loaded machine too (a timer alone rewrote the
-# aggregate ever more often per result the slower the run went). Results after the last checkpoint are
-# never lost: they are in results.jsonl, and a resume re-reads them (at most about this many).
-CHECKPOINT_EVERY_RESULTS = 1000
-CHECKPOINT_EVERY_S = 2.0
-CHECKPOINT_MAX_S = 30.0
 log = get_logger("tracejudge.checkpoint")
 
 
@@ -310,7 +301,7 @@ class RunJournal:
         if w.flush_due():
             w.flush()
         elif not w.pending and w.broken is None and self._recorded and w.lines > self._lines_at_checkpoint \
-                and self._checkpoint_due(time.monotonic()):
+                and checkpoint_due(self, time.monotonic()):
             self._checkpoint()  # (nothing pending: the aggregate holds exactly the flushed lines)
 
     def announce(self) -> None:
@@ -360,69 +351,10 @@ class RunJournal:
             self._writer.on_flush = None
         self.on_record = self.on_records = self.on_checkpoint = self.usage_source = None
 
-    def _checkpoint(self) -> None:
-        # Called after every fsynced group. Serializing the aggregate costs milliseconds, so between
-        # groups it is rewritten only when enough results and time have passed (see CHECKPOINT_EVERY_RESULTS).
-        now = time.monotonic()
-        if self._closing:
-            self._checkpointed_at_close = True
-        elif self._recorded and not self._checkpoint_due(now):
-            return
-        self._last_checkpoint = now
-        seg = self._segment
-        seg["elapsed_s"] = round(time.monotonic() - self._t0, 3)
-        if self.usage_source is not None:
-            seg["usage"] = self.usage_source()
-        if not self._recorded:
-            if seg["results"] == 0 and not _has_usage(seg["usage"]):
-                if self._closing and self._announced:
-                    self._withdraw(seg)
-                return
-            if not self._announced:
-                self.segments.append(seg)
-            self._recorded = True
-        self._write_checkpoint()
-
-    def _withdraw(self, seg: dict[str, Any]) -> None:
-        # An announced segment that did nothing: a stopped one stays, saying so and how to resume; one that finished is
-        # taken back out, so the run's history reads as that of any segment that did nothing (none recorded).
-        if seg["ended"] == "finished":
-            self.segments = [s for s in self.segments if s is not seg]
-        self._write_checkpoint()
-
-    def _checkpoint_due(self, now: float) -> bool:
-        waited = now - self._last_checkpoint
-        assert self._writer is not None
-        grown = self._writer.lines - self._lines_at_checkpoint
-        return waited >= CHECKPOINT_MAX_S or (waited >= CHECKPOINT_EVERY_S and grown >= CHECKPOINT_EVERY_RESULTS)
-
-    def _write_checkpoint(self) -> None:
-        w = self._writer
-        assert w is not None
-        self._lines_at_checkpoint = w.lines
-        body = {
-            "format": FORMAT,
-            "tracejudge_version": __version__,
-            "results_bytes": w.size,
-            "results_lines": w.lines,
-            "index_crc32": w.index_crc,
-            "results_crc32": w.results_crc,
-            "results_mtime_ns": mtime_ns(self.run_dir / store.RESULTS),
-            "metric_keys": self.metric_keys,
-            "segments": self.segments,
-            "aggregator": dump_state(self.agg),
-            "provisional": {str(k): v for k, v in self.provisional.items()},
-            "judge_spent": self.judge_spent,
-            "failures": {str(k): v for k, v in self.failures.items()},
-            "judge_final": self.judge_final,
-        }
-        # No fsync: the checkpoint only ever claims results already fsynced, and one lost
-        # or garbled by a power cut fails validation and is rebuilt from results.jsonl.
-        # Compact: with `indent` json runs its pure-Python encoder (the aggregate's reservoirs are
-        # thousands of numbers); without, its C encoder, ~10x faster for the same values.
-        store.atomic_write_text(self.run_dir / store.CHECKPOINT, json.dumps(body, separators=(",", ":")) + "\n", durable=False)
-        if self.on_checkpoint is not None:
-            self.on_checkpoint()
+    # When the checkpoint is rewritten and what it holds (`journal_checkpoint`), bound as methods: the writer's flush
+    # hook and the journal's own calls reach them here, and so does a timer set on the class.
+    _checkpoint = checkpoint_if_due
+    _write_checkpoint = write_checkpoint
 
     # --------------------------------------------------------------- totals
 

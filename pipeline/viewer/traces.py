@@ -11,7 +11,7 @@ background for the search text):
 
 Reading a run directory never executes code: a config whose format is a user
 adapter (`module:function`) gets no trace from the dataset, with a note saying
-why. A dataset changed since the run (`engine.manifest.changed_since`: a
+why. A dataset changed since the run (`engine.dataset_fingerprint.changed_since`: a
 folder's files added, removed or changed, a file's size or content) is still
 read, with a note.
 """
@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
-from tracejudge.engine import manifest as manifest_mod
+from tracejudge.engine.dataset_fingerprint import changed_since, listing
 
 __all__ = ["CaseSource", "case_snippet", "case_text"]
 
@@ -141,9 +141,9 @@ class CaseSource:
     def _changed(self, recorded: dict[str, Any], path: Path) -> bool:
         # A stat per page; files are hashed only when their listing moved since the last look (an edit, a checkout).
         try:
-            now = manifest_mod.listing(path)
+            now = listing(path)
             if self._changed_memo is None or self._changed_memo[0] != now:
-                self._changed_memo = (now, manifest_mod.changed_since(recorded, path, now))
+                self._changed_memo = (now, changed_since(recorded, path, now))
         except OSError:
             return True  # unreadable now: it is not what the run read
         return self._changed_memo[1]

@@ -49,8 +49,7 @@ from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case, ErrorInfo, Status, Trace
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
-from tracejudge.llm.redact import env_secrets as _env_secrets
-from tracejudge.llm.redact import redact, redact_data
+from tracejudge.llm.redact import redact
 from tracejudge.stages.target.conversation import Conversation, converse, merge_traces
 from tracejudge.stages.target.protocol import (
     HistoryItem,
@@ -61,6 +60,7 @@ from tracejudge.stages.target.protocol import (
     normalize_reply,
 )
 from tracejudge.stages.target.replay import replay_stage, rescore_config
+from tracejudge.stages.target.scrub import scrub, target_secrets
 from tracejudge.stages.target.traces import TRACES, Answered, TraceIndex, TraceWriter, target_fingerprint
 
 __all__ = [
@@ -154,41 +154,6 @@ def _turn_field(case: Case, state: Conversation | None) -> str | None:
     if not case.turns or state is None:
         return None
     return "input" if state.current == 0 else f"turns[{state.current - 1}]"
-
-
-def target_secrets(config: RunConfig) -> tuple[str, ...]:
-    """The secret values a run's target replies may echo: every set `${NAME}` of the target's headers, URL and command, and the judge's API key."""
-    cfg = config.target
-    texts: list[str | None] = [*cfg.headers.values(), cfg.url, *(cfg.command or [])] if cfg is not None else []
-    if config.judge is not None and config.judge.api_key_env:
-        texts.append(f"${{{config.judge.api_key_env}}}")  # the judge's key, named the same way
-    return _env_secrets(texts)
-
-
-def _scrub_trace(trace: Trace | None, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Trace | None:
-    # The trace's own text is the agent's: only a trace that holds a secret is rebuilt (one JSON dump to check).
-    if trace is None or not secrets:
-        return trace
-    blob = trace.model_dump_json()
-    if not any(s in blob for s in escaped):
-        return trace
-    return Trace.model_validate(redact_data(trace.model_dump(mode="json"), secrets, only_with_secret=True))
-
-
-def _scrub(out: Attempt, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> Attempt:
-    """`out` with the target's echoes of `secrets` (and credential-shaped text in errors) masked."""
-    out.trace = _scrub_trace(out.trace, secrets, escaped)
-    out.partial = _scrub_trace(out.partial, secrets, escaped)
-    if out.message is not None:
-        out.message = redact(out.message, secrets)
-    if out.details is not None:
-        out.details = redact_data(out.details, secrets)
-    if out.turns is not None:
-        out.turns = [
-            {**t, "error": redact(t["error"], secrets)} if isinstance(t.get("error"), str) else t
-            for t in redact_data(out.turns, secrets, only_with_secret=True)
-        ]
-    return out
 
 
 @dataclass
@@ -312,7 +277,7 @@ class TargetRunner:
             out.field = _turn_field(case, state)
             given = state.inputs[: state.current + 1] if state is not None and case.turns else None
             out.partial = merge_traces(state.traces, given) if state is not None and state.traces else None
-        return _scrub(out, self.secrets, self._escaped)
+        return scrub(out, self.secrets, self._escaped)
 
     async def aclose(self) -> None:
         """Close the target's connections (http)."""

@@ -1,0 +1,70 @@
+"""The field types of the records (`tracejudge.core.records`) that refuse what JSON parsing would let through.
+
+pydantic's lax mode takes `true` for the number 1, and its parser reads `1e400` as infinity and
+accepts `NaN`/`Infinity`; a tool call may arrive with an empty name. The records are built from
+user files, so each such value is refused where it is read, as an `invalid_input` naming its field.
+These types stand apart from the records because they are rules about values, not records: the
+models in `records` only name them. The checks are plain functions pydantic calls itself; nothing
+here sits between a record and its validation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
+__all__ = ["Count", "Measure", "MetaValue", "Spent", "SpentUsd", "ToolName", "no_bool"]
+
+
+def no_bool(kind: str) -> Any:
+    """A `BeforeValidator` refusing a boolean where a number goes (`kind`: `"int"` or `"float"`, for the error's type and text).
+
+    JSON `true` is not the number 1: pydantic's lax mode would take it as one (strict mode and msgspec refuse it).
+    The validator raises `PydanticCustomError` (`int_type`/`float_type`) for a `bool` and passes anything else on.
+    """
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError(f"{kind}_type", f"Input should be {'an integer' if kind == 'int' else 'a number'}, "
+                                      "not a boolean (got {got})", {"got": json.dumps(value)})
+        return value
+
+    return BeforeValidator(check)
+
+
+def _finite(value: Any, path: str = "") -> Any:
+    # A JSON number beyond ±1.8e308 (`1e400`) reads as infinity, and pydantic's parser takes `NaN`/`Infinity`:
+    # results.jsonl and summary.json could not carry them as JSON (they were written null or `Infinity`).
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PydanticCustomError("finite_number", "{got}{where} is not a finite number (a JSON number beyond ±1.8e308, or NaN/Infinity); "
+                                  "write it as a string to keep it", {"got": str(value), "where": f" at {path}" if path else ""})
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(v, f"{path}[{i}]")
+    return value
+
+
+# A count that refuses a boolean; a measure that refuses a boolean and a non-finite number; a metadata
+# value that holds no non-finite number.
+Count = Annotated[int | None, no_bool("int")]
+Measure = Annotated[Annotated[float, Field(allow_inf_nan=False)] | None, no_bool("float")]
+
+
+def _named(value: str) -> str:
+    # A call with no name matches no expectation and names nothing in a report: the record is malformed.
+    if not value or value.isspace():
+        raise PydanticCustomError("tool_name_empty", "the tool name is empty or only whitespace")
+    return value
+
+
+ToolName = Annotated[str, AfterValidator(_named)]
+# What a run consumed: never below zero (a negative cost would score best on a cost metric).
+Spent = Annotated[Annotated[int, Field(ge=0)] | None, no_bool("int")]
+SpentUsd = Annotated[Annotated[float, Field(allow_inf_nan=False, ge=0)] | None, no_bool("float")]
+MetaValue = Annotated[Any, AfterValidator(_finite)]
