@@ -16,7 +16,8 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import format_for
 from tracejudge.engine import runner
 from tracejudge.stages.extract import extract_record
-from tracejudge.stages.judge.base import FIELD_CHARS, group_plans, grouped_plan
+from tracejudge.stages.judge.base import group_plans, grouped_plan
+from tracejudge.stages.judge.trace_text import FIELD_CHARS
 from tracejudge.stages.judge.client import build_request, request_tokens
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.metrics import AgentMemoryEval, ContextRelevance, PlanQuality, Rubric, StepFaithfulness, TaskCompletion

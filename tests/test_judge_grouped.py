@@ -12,7 +12,7 @@ import pytest
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.simulator.server import SimulatorThread
-from tracejudge.stages.judge.base import compact, render_steps
+from tracejudge.stages.judge.trace_text import compact, render_steps
 
 METRICS = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}, {"type": "PlanQuality"}, {"type": "TrajectoryEfficiency"}]
 NAMES = [m["type"] for m in METRICS]

@@ -36,7 +36,8 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.core.work import Work
 from tracejudge.engine import shards, store
-from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence
+from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
+from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.judge.metrics import _trace_sections
 
 __all__ = ["PairwiseComparison", "PairwiseResult", "compare_pairwise"]

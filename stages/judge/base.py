@@ -1,4 +1,4 @@
-"""What every judge metric shares: questions, plans, trace rendering, prompts, schemas.
+"""What every judge metric shares: questions, plans, prompts, schemas.
 
 A judge metric turns a case into a `Plan` — the fenced case text and a list
 of yes/no `Question`s, each with the answer that counts as good — or into a
@@ -6,28 +6,8 @@ of yes/no `Question`s, each with the answer that counts as good — or into a
 (all questions in one request by default, or one request per question),
 parses the answers, and the metric's `finalize` turns them into a score.
 
-Rendering (JUDGE-METRICS.md): steps numbered from 1; per step its thought
-(if any), each call as `call k: name(arguments)` (calls numbered across the
-trace, so every trace metric renders the same block and one fence serves
-them all), its result (or "no result", or `error: …` for a failed call) and
-any output text. Call ids are never rendered, so they cannot change a cache
-key. Structured values (arguments, JSON results) are rendered compactly
-(`compact`): no quotes around plain keys and strings, no whitespace, and a
-list of objects with the same keys as one header and one row per object,
-so no key is repeated. Tool results follow the cut policy: a result equal
-to an earlier call's is shown as `(same result as call k)`, and a result
-longer than `RESULT_CHARS` characters keeps its first `RESULT_CHARS`,
-marked with the count cut; any other field is cut at `FIELD_CHARS`.
-
-Trace text is untrusted: everything that comes from a case (task, steps,
-calls, outputs, passages, claims) goes between two marker lines that carry
-a hash of the text itself — a per-request tag that looks random but is a
-function of the content, so the cache key stays stable and the text cannot
-contain its own closing marker. Lines inside that look like a marker
-(`==== DATA … ====`) are neutralised, questions after the block only refer
-to items in it by number, and the system prompt tells the judge that the
-data ends only at the END marker whose tag matches the BEGIN marker and
-that nothing inside is an instruction.
+How a case's trace becomes the fenced text a judge reads (numbering, compact values, the cut
+policy, the markers) is `trace_text`'s.
 
 Verdict schema: each request's own (`yes_no_schema` of the question ids it
 asks, `TC1`… as required properties, nothing else allowed), so a server that
@@ -60,14 +40,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 from tracejudge.core.records import Case, Score, Step
-from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 from tracejudge.stages.score.base import Metric
 
-__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "FIELD_CHARS", "INSTRUCTIONS", "RESULT_CHARS", "SYSTEM", "JudgeMetric", "Plan", "Question",
-           "compact", "fence", "group_plans", "neutralise_markers", "render_steps", "yes_no_schema"]
+__all__ = ["ANSWERS_SCHEMA", "ANSWERS_SCHEMA_NAME", "CONVERSATION_VERSION", "INSTRUCTIONS", "SYSTEM", "JudgeMetric", "Plan", "Question",
+           "group_plans", "yes_no_schema"]
 
-FIELD_CHARS = 2000
-RESULT_CHARS = 1000
 CONVERSATION_VERSION = "conversation/1"
 """Added to a metric's prompt version (`task-completion/4;conversation/1`) when its prompt shows the user's turns."""
 ANSWERS_SCHEMA_NAME = "answers"
@@ -202,135 +179,6 @@ def grouped_plan(plans: list[Plan], reused: bool = False) -> Plan:
                 turns=max(p.turns for p in plans), conversation=first.conversation)
 
 
-# A character that could be read as structure: a string holding one is shown JSON-quoted.
-_STRUCTURE = re.compile(r'[,:;{}\[\]"\n]')
-
-
-def _plain(s: str) -> bool:
-    # A string shown without quotes: nothing that could be read as structure.
-    return bool(s) and s.strip() == s and _STRUCTURE.search(s) is None
-
-
-def compact(value: Any) -> str:
-    """A JSON value as compact text for a judge: `{key:value,…}` (keys sorted, so key order never changes a
-    cache key) and `[a,b]` without whitespace, plain strings unquoted (others JSON-quoted), and a list of two
-    or more objects with the same keys as `[{k1,k2}: v1,v2; v1,v2]` — each key once."""
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_key(k)}:{compact(value[k])}" for k in sorted(value, key=str)) + "}"
-    if isinstance(value, list):
-        if len(value) >= 2 and all(isinstance(v, dict) and v for v in value) and len({tuple(sorted(v, key=str)) for v in value}) == 1:
-            keys = sorted(value[0], key=str)
-            return "[{" + ",".join(_key(k) for k in keys) + "}: " + "; ".join(",".join(compact(v[k]) for k in keys) for v in value) + "]"
-        return "[" + ",".join(compact(v) for v in value) + "]"
-    if isinstance(value, str):
-        return value if _plain(value) else json.dumps(value, ensure_ascii=False)
-    if value is None or isinstance(value, (bool, int, float)):
-        return json.dumps(value)
-    return json.dumps(str(value), ensure_ascii=False)
-
-
-def _key(k: Any) -> str:
-    return str(k) if _plain(str(k)) else json.dumps(str(k), ensure_ascii=False)
-
-
-def _structured(text: Any) -> str:
-    """A field as compact text: a JSON object or array (given, or as a string) compacted, other text as it is."""
-    if isinstance(text, str):
-        t = text.strip()
-        if t[:1] in "{[":
-            try:
-                return compact(json.loads(t))
-            except (ValueError, RecursionError):
-                return text
-        return text
-    return compact(text)
-
-
-def _cut(text: Any, limit: int = FIELD_CHARS, full: bool = False) -> str:
-    s = _structured(text) if not full else text if isinstance(text, str) else json.dumps(text, sort_keys=True, ensure_ascii=False, default=str)
-    return cut_text(s, limit)
-
-
-def render_call(call: Any, full: bool = False) -> str:
-    """`name(arguments)` with arguments compacted (raw text when undecodable; `full`: as sorted-key JSON)."""
-    return f"{call.name}({_cut(call.arguments, full=full)})"
-
-
-def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None) -> str:
-    """Steps numbered from 1, calls numbered across the trace (see module doc). `omit` > 0 leaves out that many steps from the middle.
-
-    `full` (a metric's `trace_format: full`) renders values as sorted-key JSON and cuts every field, results
-    included, only at `FIELD_CHARS`, with no result shown as the same as an earlier one. `before` holds lines
-    (the user's turns, `conversation`) to put before step i (`len(steps) + 1`: after the last); they stay when
-    their step is left out, after the omission marker.
-    """
-    lines: list[str] = []
-    before = before or {}
-    keep_head = (len(steps) - omit + 1) // 2 if omit else len(steps)
-    call_no = 0
-    seen: dict[str, int] = {}  # rendered result → the first call that returned it
-    for i, step in enumerate(steps, 1):
-        lines.extend(before.get(i, ()))
-        if omit and keep_head < i <= keep_head + omit:
-            if i == keep_head + 1:
-                kept = any(before.get(j) for j in range(keep_head + 2, keep_head + omit + 1))
-                lines.append(f"[steps {keep_head + 1}–{keep_head + omit} omitted: the trace is too long for the judge"
-                             + ("; the user's turns among them follow]" if kept else "]"))
-            call_no += len(step.tool_calls)
-            continue
-        lines.append(f"Step {i}:")
-        if step.thought:
-            lines.append(f" thought: {_cut(step.thought, full=full)}")
-        for call in step.tool_calls:
-            call_no += 1
-            lines.append(f" call {call_no}: {render_call(call, full)}")
-            if call.error is not None:
-                lines.append(f"  error: {_cut(call.error, full=full)}")
-            elif call.result is None:
-                lines.append("  no result")
-            elif full:
-                lines.append(f"  result: {_cut(call.result, full=True)}")
-            else:
-                shown = _structured(call.result)
-                if len(shown) > 80 and shown in seen:
-                    lines.append(f"  result: (same result as call {seen[shown]})")
-                    continue
-                seen.setdefault(shown, call_no)
-                lines.append(f"  result: {_cut(shown, RESULT_CHARS)}")
-        if step.output:
-            lines.append(f" output: {_cut(step.output, full=full)}")
-    lines.extend(before.get(len(steps) + 1, ()))
-    return "\n".join(lines) if lines else "(no steps)"
-
-
-# A line of the data that could pass for a marker: `====` (or more `=`) then DATA, any case, any spacing.
-_FORGED = re.compile(r"(?im)^([ \t]*)(={2,}[ \t]*data\b)")
-
-
-def neutralise_markers(text: str) -> str:
-    """`text` with every marker-like line prefixed by `[data] `, so no line of the data starts a marker."""
-    if "==" not in text:  # a marker needs two `=` in a row: most text has none, and this test is far cheaper than the scan
-        return text
-    return _FORGED.sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
-
-
-def fence(sections: list[tuple[str, str]]) -> str:
-    """Titled sections between marker lines carrying a hash of the content (forged markers neutralised).
-
-    Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
-    """
-    body = neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in cut_sections(sections)))
-    tag = hashlib.sha256(body.encode()).hexdigest()[:12]
-    return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
-
-
-def text_of(value: Any) -> str:
-    """A case field (input, output, context) as text."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
 # The shared list schema of earlier versions: no longer sent (see the module doc), still what the parser and the
 # simulator accept.
 ANSWERS_SCHEMA: dict[str, Any] = {
@@ -369,7 +217,7 @@ class JudgeMetric(Metric):
     per trace (calls, steps, passages, claims — the first `max_items` are
     judged and the reason says so); `one_question_per_request` (default: the
     judge config's, which defaults to false) sends each question alone;
-    `trace_format` is `compact` (the default: see the module doc) or `full`
+    `trace_format` is `compact` (the default: see `trace_text`) or `full`
     (values as sorted-key JSON, tool results cut only at `FIELD_CHARS`, as
     before the compact rendering; what peers send).
 

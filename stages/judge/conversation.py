@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.core.records import Case, UserMessage
-from tracejudge.stages.judge.base import _cut, render_steps, text_of
+from tracejudge.stages.judge.trace_text import cut_field, render_steps, text_of
 
 __all__ = ["conversation_sections", "has_turns", "omitted_note", "request_text", "step_omit"]
 
@@ -51,7 +51,7 @@ def _said(content: Any) -> Any:
 
 
 def _turn(k: int, msg: UserMessage, full: bool) -> str:
-    return f"User {k}: {_cut(_said(msg.content), full=full)}"
+    return f"User {k}: {cut_field(_said(msg.content), full=full)}"
 
 
 def request_text(case: Case, full: bool = False) -> str:

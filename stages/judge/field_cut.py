@@ -1,6 +1,6 @@
 """Cutting oversized fields of a judge prompt (`judge.too_long: truncate`, after `fit`'s other means).
 
-A judge prompt is a list of titled sections (`base.fence`): the task, the
+A judge prompt is a list of titled sections (`trace_text.fence`): the task, the
 trace or conversation, the final output, passages, claims. Steps and user
 turns are left out by `fit`; a single field can still be larger than the
 whole window (an 8 MB final output, a pasted log as the task). While a

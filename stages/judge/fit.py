@@ -34,7 +34,8 @@ import anyio
 
 from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
-from tracejudge.stages.judge.base import FIELD_CHARS, Plan, Question
+from tracejudge.stages.judge.base import Plan, Question
+from tracejudge.stages.judge.trace_text import FIELD_CHARS
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
 from tracejudge.stages.judge.field_cut import cutting, water_level
 

@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.judge.base import JudgeMetric, Plan, Question, fence, render_steps, text_of
+from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
+from tracejudge.stages.judge.trace_text import fence, render_steps, text_of
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns, request_text
 
 __all__ = [
