@@ -293,7 +293,8 @@ class JudgeInfo(BaseModel):
     (`cached_requests` of `requests`); tokens are what this score cost
     (all attempts and repairs; 0 for hits), `cached_input_tokens` the part of
     `input_tokens` the provider read from its prompt cache, `cost_usd` the
-    dollars billed (cached tokens at the cached rate); `latency_s` is wall time for the
+    dollars billed (cached tokens at the cached rate; 0 for hits; None when a
+    judge model without a price billed tokens for it: unknown, not free); `latency_s` is wall time for the
     metric, queueing included; `cache_miss` says why a request missed the
     cache (only with `cache.explain`). `model`, `prompt_version` (the metric's
     prompt template) and `structured_output` (how the verdict schema was sent)
@@ -307,7 +308,7 @@ class JudgeInfo(BaseModel):
     requests: int = 0
     cached_requests: int = 0
     cached_input_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     latency_s: float | None = None
     cache_miss: str | None = None
     prompt_version: str | None = None

@@ -6,9 +6,10 @@ exactly, or as the entry followed by a dated snapshot or alias suffix only
 (`-2024-07-18`, `-20250514`, `-latest`), so dated ids find their family while
 a variant (`o3-pro`, `gpt-5-pro`, `gpt-4ox`) does not take a cheaper
 family's price. An unknown model has no price: `price_for` returns `None`,
-its requests count $0 against the budget, and the summary's dollars are null
-(unknown) once it billed tokens; a config putting a dollar cap
-(`budget.max_cost_usd`) on such a model is refused when it loads.
+its requests count $0 against the budget, and the summary's dollars and each
+score's `judge.cost_usd` are null (unknown) once it billed tokens; a config
+putting a dollar cap (`budget.max_cost_usd`) on such a model is refused when
+it loads.
 """
 
 from __future__ import annotations

@@ -241,8 +241,9 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
     for d in res.deciding:
         say(f"  {d['winner']} better on case {d['case_id']} trial {d['trial']}: {d['reason_a_first'][:160]}")
     if res.judge:
-        say(f"judge: {res.judge.get('requests', 0)} requests, {res.judge.get('cache_hits', 0)} cache hits, "
-            f"{res.judge.get('input_tokens', 0) + res.judge.get('output_tokens', 0)} tokens, ${res.judge.get('cost_usd', 0.0):.4f}")
+        from tracejudge.stages.reports.judge_lines import spend_line
+
+        say(spend_line({"judge": res.judge}))  # the run's judge line: "cost unknown" for a model without a price, never $0
     if res.min_win_rate is not None:
         got = "none" if res.win_rate is None else f"{res.win_rate:.3f}"
         say(f"{'ok  ' if res.passed else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")

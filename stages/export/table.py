@@ -14,7 +14,7 @@ Columns (`COLUMNS`, in order; `run` only when several run directories are export
 | `reason` | string | the score's reason (redacted in results already), else the error's message |
 | `judge_model` | string | the judge model of a judge metric's score |
 | `input_tokens`, `output_tokens` | int64 | the judge tokens this score cost |
-| `cost_usd` | double | the judge dollars this score cost |
+| `cost_usd` | double | the judge dollars this score cost (null: unknown, a judge model without a price billed it) |
 | `tags` | list<string> (CSV: JSON text) | the case's tags |
 | `config_hash` | string | `manifest.json`'s `config_hash` |
 | `run_started_at` | timestamp[ms, UTC] (CSV: ISO 8601) | the first segment's start (`summary.json`, else `checkpoint.json`) |

@@ -198,8 +198,13 @@ class Judge:
         return self.price.cost(input_tokens, output_tokens, cached, written) if self.price else 0.0
 
     def _count(self, reply: Reply, cost: float) -> None:
-        """Count an answered request's usage in the stats and price it on the reply."""
-        reply.cost_usd = cost
+        """Count an answered request's usage in the stats and price it on the reply.
+
+        The reply's price is None (unknown) when it billed tokens of a model without a price: the scores it answers
+        say so, rather than $0. The stats, the budget and the spend journal count such dollars as 0 (the summary
+        reports them as unknown, `stage_summary`).
+        """
+        reply.cost_usd = None if self.price is None and reply.input_tokens + reply.output_tokens > 0 else cost
         self.stats.answered += 1
         self.stats.input_tokens += reply.input_tokens
         self.stats.output_tokens += reply.output_tokens

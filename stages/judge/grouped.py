@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from tracejudge.core.records import JudgeInfo
 from tracejudge.stages.judge.base import Plan
+from tracejudge.stages.judge.calls.stats import share_usd, sum_usd
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
@@ -71,7 +72,7 @@ def _share(info: JudgeInfo | None, n: int, pos: int) -> JudgeInfo | None:
     # Requests are counted once (on the first metric), so spending rebuilt from results on a resume counts the
     # grouped request once, as the run did.
     return info.model_copy(update={"input_tokens": part(info.input_tokens), "output_tokens": part(info.output_tokens),
-                                   "cached_input_tokens": part(info.cached_input_tokens), "cost_usd": round(info.cost_usd / n, 8),
+                                   "cached_input_tokens": part(info.cached_input_tokens), "cost_usd": share_usd(info.cost_usd, n),
                                    "requests": info.requests if pos == 0 else 0, "cached_requests": info.cached_requests if pos == 0 else 0})
 
 
@@ -81,7 +82,7 @@ def _add(a: JudgeInfo | None, b: JudgeInfo | None) -> JudgeInfo | None:
         return a or b
     return a.model_copy(update={"input_tokens": a.input_tokens + b.input_tokens, "output_tokens": a.output_tokens + b.output_tokens,
                                 "cached_input_tokens": a.cached_input_tokens + b.cached_input_tokens,
-                                "cost_usd": round(a.cost_usd + b.cost_usd, 8), "requests": a.requests + b.requests,
+                                "cost_usd": sum_usd((a.cost_usd, b.cost_usd)), "requests": a.requests + b.requests,
                                 "cached_requests": a.cached_requests + b.cached_requests, "cached": a.cached and b.cached})
 
 

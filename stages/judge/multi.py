@@ -53,6 +53,7 @@ from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.cache import cache_key, canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
+from tracejudge.stages.judge.calls.stats import share_usd
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.parse import ParseError, json_objects, scale_from, yes_no_from
 
@@ -233,7 +234,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             cached = judge.cache.get(key) if judge.cache is not None else None
             usage = {"input_tokens": 0, "output_tokens": 0}
             failure: Outcome | None = None
-            cached_in, cost = 0, 0.0
+            cached_in = 0
+            cost: float | None = 0.0  # None: the model has no price and the reply billed tokens
             if cached is not None:
                 judge.stats.cache_hits += 1
                 text = cached["text"]
@@ -285,7 +287,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                         share_in = usage["input_tokens"] // n + (usage["input_tokens"] % n if pos == 0 else 0)
                         share_out = usage["output_tokens"] // n + (usage["output_tokens"] % n if pos == 0 else 0)
                         info = JudgeInfo(model=cfg.model, cached=cached is not None, input_tokens=share_in, output_tokens=share_out,
-                                         cached_input_tokens=cached_in // n + (cached_in % n if pos == 0 else 0), cost_usd=round(cost / n, 8),
+                                         cached_input_tokens=cached_in // n + (cached_in % n if pos == 0 else 0), cost_usd=share_usd(cost, n),
                                          requests=1, cached_requests=int(cached is not None), latency_s=round(time.perf_counter() - t0, 4))
                         out[i] = _finalize(items[i], good[it.id], info, composition)
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from tracejudge.core.records import JudgeInfo
 from tracejudge.stages.judge.calibration import answer_of
+from tracejudge.stages.judge.calls.stats import sum_usd
 from tracejudge.stages.judge.client import Outcome
 
 __all__ = ["combine_panel", "combine_samples", "sample_trial"]
@@ -70,7 +71,7 @@ def _sum_info(outs: list[Outcome], model: str | None = None) -> JudgeInfo | None
         "model": model or first.model, "cached": all(i.cached for i in infos),
         "input_tokens": sum(i.input_tokens for i in infos), "output_tokens": sum(i.output_tokens for i in infos),
         "requests": sum(i.requests for i in infos), "cached_requests": sum(i.cached_requests for i in infos),
-        "cached_input_tokens": sum(i.cached_input_tokens for i in infos), "cost_usd": round(sum(i.cost_usd for i in infos), 8),
+        "cached_input_tokens": sum(i.cached_input_tokens for i in infos), "cost_usd": sum_usd(i.cost_usd for i in infos),
         "latency_s": max((i.latency_s or 0.0) for i in infos)})
 
 

@@ -28,10 +28,13 @@ UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
 
 
 def _counters(judge: Judge) -> dict[str, Any]:
-    """One judge's counters (`JudgeStats.summary`), its dollars None once it billed tokens of a model without a price."""
+    """One judge's counters (`JudgeStats.summary`), its dollars None once it billed tokens of a model without a price,
+    and its `saved_usd` None once the cache saved it tokens of such a model (what they would have cost is not known either)."""
     block = judge.stats.summary()
     if judge.price is None and block["input_tokens"] + block["output_tokens"] > 0:
         block.update(dict.fromkeys(UNPRICED))
+    if judge.price is None and block["saved_tokens"] > 0:
+        block["saved_usd"] = None
     return block
 
 

@@ -54,7 +54,8 @@ class Reply:
     from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`,
     Anthropic `cache_read_input_tokens`) and `cache_write_input_tokens` the part
     written to it (Anthropic `cache_creation_input_tokens`, billed above the
-    input rate). `cost_usd` is set by the judge client once priced.
+    input rate). `cost_usd` is set by the judge client once priced: None when
+    the model has no price and the reply billed tokens (its dollars are unknown).
     """
 
     text: str
@@ -63,7 +64,7 @@ class Reply:
     output_tokens: int
     cached_input_tokens: int = 0
     cache_write_input_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
 
 
 @dataclass

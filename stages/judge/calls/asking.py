@@ -16,6 +16,7 @@ from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused
+from tracejudge.stages.judge.calls.stats import sum_usd
 from tracejudge.stages.judge.parse import ParseError
 
 if TYPE_CHECKING:
@@ -148,13 +149,13 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         info.input_tokens += reply.input_tokens
         info.output_tokens += reply.output_tokens
         info.cached_input_tokens += reply.cached_input_tokens
-        info.cost_usd += reply.cost_usd
+        info.cost_usd = sum_usd((info.cost_usd, reply.cost_usd), None)  # None once a reply's dollars are unknown
         used["input_tokens"] += reply.input_tokens
         used["output_tokens"] += reply.output_tokens
         if repair:
             self.stats.repair_input_tokens += reply.input_tokens
             self.stats.repair_output_tokens += reply.output_tokens
-            self.stats.repair_cost_usd += reply.cost_usd
+            self.stats.repair_cost_usd += reply.cost_usd or 0.0  # unknown dollars: the summary says so (`stage_summary`)
         raw = reply.text
         if reply.truncated:
             self.stats.truncated_replies += 1
@@ -229,7 +230,7 @@ def judged(self: Judge, plan: Plan, info: JudgeInfo, answers: dict[str, Any], fa
     """The outcome of `plan` once its `requests` requests were asked (`t0`: when asking began, `perf_counter`)."""
     info.cached = info.cached_requests == requests
     info.latency_s = round(time.perf_counter() - t0, 4)
-    info.cost_usd = round(info.cost_usd, 8)
+    info.cost_usd = sum_usd((info.cost_usd,))
     if failure is not None:
         failure.score.judge = info
         return failure

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["JudgeStats", "add_counts"]
+__all__ = ["JudgeStats", "add_counts", "share_usd", "sum_usd"]
 
 
 def add_counts(a: Any, b: Any) -> Any:
@@ -14,6 +15,21 @@ def add_counts(a: Any, b: Any) -> Any:
     if a is None or b is None:
         return None
     return round(a + b, 6) if isinstance(a, float) or isinstance(b, float) else a + b
+
+
+def sum_usd(costs: Iterable[float | None], places: int | None = 8) -> float | None:
+    """The sum of a score's dollars (`JudgeInfo.cost_usd`, `Reply.cost_usd`), rounded to `places` (None: not rounded);
+    None when any is None (a model without a price billed tokens: the sum is not known either)."""
+    costs = list(costs)
+    if any(c is None for c in costs):
+        return None
+    total = sum(costs)  # type: ignore[arg-type]
+    return total if places is None else round(total, places)
+
+
+def share_usd(cost: float | None, n: int) -> float | None:
+    """One of `n` equal shares of `cost` (a request shared by `n` items or metrics), to 8 places; None stays None."""
+    return None if cost is None else round(cost / n, 8)
 
 
 @dataclass
