@@ -218,19 +218,25 @@ def test_compare_export_and_view_of_a_run_still_being_written_say_so_on_stderr(h
     assert "in progress" not in _view_stderr(run_dir)
 
 
-def test_a_baseline_still_being_written_is_named_on_stderr(tmp_path: Path) -> None:
-    # `report RUN --baseline BASE` while BASE's own run goes on: the comparison is made, but with figures that may
-    # still change, and nothing said so.
-    from tracejudge.engine.run_lock import RunLock
-
+def _base_and_run(tmp_path: Path, gate: str = "") -> None:
+    """Runs `base` and `run` (configs `base.yaml`, `run.yaml`) over the same three cases; `gate`: more of `run.yaml`."""
     call = {"name": "a", "arguments": {}}
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "expected_tool_calls": [call],
                                                               "trace": {"steps": [{"tool_calls": [call]}], "output": "ok"}}) + "\n"
                                                   for i in range(3)))
     for name in ("base", "run"):
-        (tmp_path / f"{name}.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: {name}}}\n")
+        (tmp_path / f"{name}.yaml").write_text(f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: ToolCalls}}]\nrun: {{dir: {name}}}\n"
+                                               + (gate if name == "run" else ""))
         made = _tj("run", f"{name}.yaml", "--no-progress", cwd=tmp_path)
         assert made.returncode == 0, made.stdout + made.stderr
+
+
+def test_a_baseline_still_being_written_is_named_on_stderr(tmp_path: Path) -> None:
+    # `report RUN --baseline BASE` while BASE's own run goes on: the comparison is made, but with figures that may
+    # still change, and nothing said so.
+    from tracejudge.engine.run_lock import RunLock
+
+    _base_and_run(tmp_path)
     with RunLock(tmp_path / "base"):  # this process stands for the baseline's `tracejudge run`, still writing
         rep = _tj("report", "run", "--baseline", "base", cwd=tmp_path)
     assert rep.returncode == 0, rep.stdout + rep.stderr
@@ -239,3 +245,24 @@ def test_a_baseline_still_being_written_is_named_on_stderr(tmp_path: Path) -> No
     assert "ToolCalls regression" in rep.stdout  # compared all the same
     done = _tj("report", "run", "--baseline", "base", cwd=tmp_path)
     assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr
+
+
+def test_a_configured_baseline_still_being_written_is_named_by_run_and_by_report(tmp_path: Path) -> None:
+    # The baseline named in the config (`assertions.regression.baseline`): `run` and `report RUN` compared with it
+    # as it stood and said nothing; only `report --baseline` warned.
+    from tracejudge.engine.run_lock import RunLock
+
+    _base_and_run(tmp_path, "assertions: {regression: {baseline: base}}\n")
+    # (Paths in a config resolve against its folder: the note names them so.)
+    note = (f"warning: {tmp_path / 'base'}: the run is still in progress (process {os.getpid()} holds it): it is the baseline, so the comparison "
+            "is with its results so far and its figures may change; ")
+    with RunLock(tmp_path / "base"):  # this process stands for the baseline's `tracejudge run`, still writing
+        ran = _tj("run", "run.yaml", "--no-progress", "--force", cwd=tmp_path)
+        rep = _tj("report", "run", cwd=tmp_path)
+    assert ran.returncode == 0 and "ToolCalls regression" in ran.stdout, ran.stdout + ran.stderr
+    assert note + f"compare again with `tracejudge report {tmp_path / 'run'}` when it has finished" in ran.stderr.splitlines(), ran.stderr
+    assert rep.returncode == 0 and "ToolCalls regression" in rep.stdout, rep.stdout + rep.stderr
+    assert note + "report again when it has finished" in rep.stderr.splitlines(), rep.stderr
+    for args in (("run", "run.yaml", "--no-progress", "--force"), ("report", "run")):
+        done = _tj(*args, cwd=tmp_path)
+        assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr

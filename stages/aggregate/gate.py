@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from tracejudge.stages.comparison.runs import Comparison
 
-__all__ = ["Check", "Verdict", "evaluate_gate", "invalid_reasons", "metric_rule", "print_verdict"]
+__all__ = ["Check", "Verdict", "baseline_note", "evaluate_gate", "invalid_reasons", "metric_rule", "print_verdict"]
 
 
 @dataclass
@@ -211,15 +211,34 @@ def invalid_reasons(run_dir: Path, limit: int = 3, status: str = "invalid_input"
     return [r for r in last.values() if r is not None][:limit]
 
 
-def _is_run(path: Path) -> bool:
-    # A run directory, or the name of a sharded run's directories (`tracejudge.engine.shards`).
+def _runs_of(path: Path) -> list[Path]:
+    # The run directories `path` stands for: itself, or a sharded run's (`tracejudge.engine.shards`); none for a path that is neither.
     from tracejudge.core.errors import TracejudgeError
     from tracejudge.engine.shards import expand
 
     try:
-        return bool(expand(path))
+        return expand(path)
     except TracejudgeError:
-        return False
+        return []
+
+
+def _is_run(path: Path) -> bool:
+    return bool(_runs_of(path))
+
+
+def baseline_note(baseline: Path | None, again: str) -> str | None:
+    """The line for stderr when another process still writes the regression baseline `baseline` (a run directory, or the
+    name of a sharded run's directories), else None (also for no baseline, or a path that is no run: a failed check names it).
+
+    The comparison is then with the baseline's results so far, in `run_lock.in_progress_note`'s words; `again` ends the
+    line with how to compare once the baseline has finished (e.g. "report again when it has finished").
+    """
+    from tracejudge.engine.run_lock import in_progress_note
+
+    if baseline is None:
+        return None
+    return in_progress_note(_runs_of(Path(baseline)),
+                            f"it is the baseline, so the comparison is with its results so far and its figures may change; {again}")
 
 
 def _incomplete_detail(summary: dict[str, Any]) -> str:

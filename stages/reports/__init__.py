@@ -178,6 +178,13 @@ def _count_budget_skips(summary: dict[str, Any], config: RunConfig) -> None:
         judge.pop("budget", None)
 
 
+def regression_baseline(run_dir: Path) -> Path | None:
+    """The baseline `run_dir`'s config (in its manifest) gates on, `assertions.regression.baseline`; None without one."""
+    config = _config_of(run_dir)
+    reg = config.assertions.regression if config is not None else None
+    return reg.baseline if reg is not None else None
+
+
 def _config_of(run_dir: Path) -> RunConfig | None:
     manifest = store.read_manifest(run_dir)
     if not manifest or "config" not in manifest:

@@ -25,23 +25,24 @@ def command(args: argparse.Namespace, err: Console) -> int:
     """
     from tracejudge.core.console import stdout_console
     from tracejudge.engine import shards, store
-    from tracejudge.stages.aggregate.gate import print_verdict
-    from tracejudge.stages.reports import rebuild
+    from tracejudge.stages.aggregate.gate import baseline_note, print_verdict
+    from tracejudge.stages.reports import rebuild, regression_baseline
     from tracejudge.stages.reports.terminal import print_summary
 
-    from tracejudge.engine.run_lock import holder, in_progress_note
+    from tracejudge.engine.run_lock import holder
 
     baseline = shards.expand(args.baseline) if args.baseline is not None else []  # refused before anything is rebuilt
-    # A baseline still being written is compared as it stands: its figures may move under the verdict.
-    if (note := in_progress_note(baseline, "it is the baseline, so the comparison is with its results so far and its figures "
-                                 "may change; report again when it has finished")) is not None:
-        err.print(note, highlight=False, markup=False, soft_wrap=True)
     for given in args.run_dirs:
         if not (Path(given) / store.RESULTS).exists() and (who := holder(Path(given))) is not None:
             err.print(f"{given}: the run is in progress ({who} holds it) and has no result yet; report again once it has",
                       highlight=False, markup=False, soft_wrap=True)
             return EXIT_IN_PROGRESS
     dirs = shards.expand(args.run_dirs)
+    # A baseline still being written (--baseline, else the one the run's config gates on) is compared as it stands:
+    # its figures may move under the verdict.
+    compared = args.baseline if args.baseline is not None else regression_baseline(dirs[0])
+    if (note := baseline_note(compared, "report again when it has finished")) is not None:
+        err.print(note, highlight=False, markup=False, soft_wrap=True)
     # A run another `tracejudge run` still writes is reported as it stands, never written into: its own
     # summary and reports come when it finishes (a rebuild written now could land after them and undo them).
     busy = [f"{d} ({who})" if len(dirs) > 1 else who for d in dirs if (who := holder(d)) is not None]

@@ -74,7 +74,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     from tracejudge.engine import runner, store
     from tracejudge.engine.live import LiveStatus
     from tracejudge.engine.progress import make_progress
-    from tracejudge.stages.aggregate.gate import print_verdict
+    from tracejudge.stages.aggregate.gate import baseline_note, print_verdict
     from tracejudge.stages.reports.terminal import print_summary
 
     if args.explain_cache:
@@ -170,6 +170,11 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         print("aborted; results already written are kept. Resume with:\n  " + resume, file=sys.stderr)
         out.print(f"[bold yellow]verdict: INTERRUPTED[/] (aborted; resume with: {escape(resume)})", highlight=False, markup=True, soft_wrap=True)
         return EXIT_INTERRUPTED
+    # The gate compared with a baseline another run still writes: as it stood, with figures that may still move.
+    reg = config.assertions.regression
+    again = f"compare again with `tracejudge report {shlex.quote(str(outcome.run_dir))}` when it has finished"
+    if (note := baseline_note(reg.baseline if reg else None, again)) is not None:
+        err.print(note, highlight=False, markup=False, soft_wrap=True)
     print_summary(outcome.summary, out)
     _print_configs(outcome.summary, out)
     _print_unscored(outcome.summary, out)
