@@ -230,7 +230,7 @@ def judged(self: Judge, plan: Plan, info: JudgeInfo, answers: dict[str, Any], fa
     """The outcome of `plan` once its `requests` requests were asked (`t0`: when asking began, `perf_counter`)."""
     info.cached = info.cached_requests == requests
     info.latency_s = round(time.perf_counter() - t0, 4)
-    info.cost_usd = sum_usd((info.cost_usd,))
+    info.cost_usd = sum_usd((info.cost_usd,))  # to 8 places (None, unknown, stays None)
     if failure is not None:
         failure.score.judge = info
         return failure
