@@ -174,3 +174,21 @@ async def test_aevaluate_takes_an_async_iterable_and_evaluate_works_inside_a_run
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_an_error_raised_by_the_callers_cases_reaches_the_caller_as_itself():
+    # Not wrapped in the pipeline's task groups: `except ValueError` in the caller's code catches it.
+    def cases() -> Iterator[dict]:
+        yield {"id": "a", "trace": {"steps": []}}
+        raise ValueError("the source went away") from KeyError("shard 3")
+
+    with pytest.raises(ValueError, match="the source went away") as info:
+        tracejudge.evaluate(cases(), [ToolCalls()])
+    assert isinstance(info.value.__cause__, KeyError)
+
+    async def acases() -> AsyncIterator[dict]:
+        yield {"id": "a", "trace": {"steps": []}}
+        raise ValueError("async source went away")
+
+    with pytest.raises(ValueError, match="async source went away"):
+        anyio.run(lambda: tracejudge.aevaluate(acases(), [ToolCalls()]))

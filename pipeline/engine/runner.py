@@ -116,11 +116,16 @@ def _with_fewer_collections(fn: Callable[_P, Awaitable[RunOutcome]]) -> Callable
             except BaseExceptionGroup as group:
                 # A stage that says no case can succeed (bad credentials, an unguarded script) raises
                 # inside the task groups; the caller gets that error itself, one `except` away, not
-                # nested in groups beside the cancellations it caused.
-                ours = next((e for e in leaves(group) if isinstance(e, TracejudgeError)), None)
-                if ours is None:
+                # nested in groups beside the cancellations it caused. So does a lone error of the
+                # caller's own code (an iterable of cases that raises), with the cause it was raised from.
+                found = leaves(group)
+                ours = next((e for e in found if isinstance(e, TracejudgeError)), None)
+                if ours is not None:
+                    raise ours from None
+                real = [e for e in found if not isinstance(e, anyio.get_cancelled_exc_class())]
+                if len(real) != 1 or not isinstance(real[0], Exception):
                     raise
-                raise ours from None
+                raise real[0] from real[0].__cause__
 
     return wrapper
 

@@ -208,7 +208,8 @@ def evaluate(
         trials: runs per case (`run.trials`).
 
     Returns a `RunReport`. Raises `ConfigError` for invalid metrics or
-    sections, the run directory's `LockedError` / `ManifestMismatch` as the CLI does.
+    sections, the run directory's `LockedError` / `ManifestMismatch` as the CLI does,
+    and an exception the `cases` iterable raises as itself (not in an exception group).
     Called inside a running event loop (a notebook), it runs the pipeline
     on a worker thread; async-iterable `cases` then need `await aevaluate`.
     """
