@@ -240,3 +240,14 @@ def test_a_url_key_given_a_mapping_and_a_section_given_a_url_say_what_was_expect
     err = config_error(cli("run", str(cfg), "--set", "target={kind: http, url: 'localhost:8000/agent'}", cwd=tmp_path))
     assert err.splitlines()[1].endswith('target.url: Input should be an http:// or https:// URL, such as http://127.0.0.1:8000/agent '
                                         '(got "localhost:8000/agent")'), err
+
+
+def test_a_value_that_fits_no_member_of_a_union_option_is_one_line_at_its_key(tmp_path: Path, data_dir: Path) -> None:
+    # `group_by: conversatoin` printed two lines under pydantic's schema names (`group_by.literal['conversation',…]`,
+    # `group_by.list[str]`); a user wrote one key.
+    (tmp_path / "trace.json").write_bytes((data_dir / "otel_genai" / "hand" / "mcp_tool_call.json").read_bytes())
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: trace.json, format: otel, options: {group_by: conversatoin}}\nmetrics: [{type: MaxToolCalls, max_calls: 3}]\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:1: dataset.options.group_by: otel: Input should be 'conversation', 'trace' or 'run', "
+                     'or a valid list (got "conversatoin")'], lines

@@ -192,7 +192,7 @@ def validate_config(
     try:
         config = RunConfig.model_validate(data, context={"metric_names": "checked"})
     except ValidationError as exc:
-        errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden) for err in exc.errors()]
+        errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden) for err in suggest.merge_union_errors(exc.errors())]
     if errors:
         raise ConfigError("\n".join(errors))
 
@@ -225,7 +225,7 @@ def validate_config(
             try:
                 fmt.options.model_validate(config.dataset.options)
             except ValidationError as exc:
-                for err in exc.errors():
+                for err in suggest.merge_union_errors(exc.errors()):
                     problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err, fmt.options)}", lines, overridden))
     named: dict[str, int] = {}
     for i, spec in enumerate(config.metrics):

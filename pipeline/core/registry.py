@@ -378,11 +378,12 @@ def build_metric(spec: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(params)
     except ValidationError as exc:
-        err = suggest.first_problem(exc.errors())
+        errors = suggest.merge_union_errors(exc.errors())
+        err = suggest.first_problem(errors)
         msg = "unknown parameter" + suggest.key_hint(cls, tuple(err["loc"])) if err["type"] == "extra_forbidden" else err["msg"]
         if err["type"] == "missing":
             msg = "required parameter is missing"
-        elif err["msg"] != exc.errors()[0]["msg"]:  # an unknown key that is a typo of a missing one
+        elif err["msg"] != errors[0]["msg"]:  # an unknown key that is a typo of a missing one
             msg = err["msg"]
-        extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise SpecError(tuple(err["loc"]), f"{kind}: {msg}{extra}") from None

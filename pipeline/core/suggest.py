@@ -1,19 +1,21 @@
 """"Did you mean …?" for a mistyped name: the nearest valid names, and the keys a config model allows.
 
 One place for the rule, so `explain`, unknown config keys, unknown metric
-types and unknown metric options suggest alike.
+types and unknown metric options suggest alike; and which of pydantic's errors
+a user is shown (`first_problem`, `merge_union_errors`).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["closest", "did_you_mean", "first_problem", "key_hint", "missing_key_typo", "model_keys"]
+__all__ = ["closest", "did_you_mean", "first_problem", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
 # `ToolCall` → `ToolCalls`, `dri` → `dir`, and rarely offers an unrelated word.
@@ -129,3 +131,33 @@ def first_problem(errors: list[Any]) -> dict[str, Any]:
 def unknown_key_message(typo: str, want: str) -> str:
     """The message of an unknown key `typo` standing where the required key `want` is missing."""
     return f"unknown key `{typo}`; did you mean {want}? (required key `{want}` is missing)"
+
+
+# The extra `loc` element pydantic adds for each member of a union a value fits none of: the member's schema
+# (`literal['a','b']`, `list[str]`, `str`, `function-after[...]`), never a key of a config.
+_MEMBER = re.compile(r"^(?:[a-z][a-z-]*\[.*\]|str|int|float|bool|none|bytes)$", re.S)
+
+
+def merge_union_errors(errors: list[Any]) -> list[dict[str, Any]]:
+    """`errors` with the errors of one value that fits no member of a union made one, at the value's own place.
+
+    pydantic reports such a value once per member, each under the member's schema as a last `loc`
+    element (`group_by.literal['conversation','trace','run']: Input should be 'conversation', …` and
+    `group_by.list[str]: Input should be a valid list`): a user sees one line at `group_by` whose
+    message names every member's expectation (`Input should be 'conversation', 'trace' or 'run', or a
+    valid list`). The merged error keeps the first member's type and input; other errors are kept as they are, in order.
+    """
+    out: list[dict[str, Any]] = []
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for err in errors:
+        loc = tuple(err["loc"])
+        if len(loc) < 2 or not isinstance(loc[-1], str) or _MEMBER.match(loc[-1]) is None:
+            out.append(dict(err))
+            continue
+        at = merged.get(loc[:-1])
+        if at is None:
+            at = merged[loc[:-1]] = {**err, "loc": loc[:-1]}
+            out.append(at)
+        elif err["msg"] not in at["msg"]:
+            at["msg"] += ", or " + err["msg"].removeprefix("Input should be ")
+    return out
