@@ -1,9 +1,11 @@
 """Dead worker processes: an infrastructure fault, never a final result (real processes, SIGKILL).
 
 A worker killed from outside (what the OOM killer does) costs nothing: its chunk is tried once
-more in a fresh worker. A chunk whose worker dies every time is written as provisional
-`worker_error` results under the cases' real ids, which the next run redoes and supersedes,
-so no `file:line` result is left behind and the gate passes once the cases are scored.
+more in a fresh worker. A chunk whose worker dies every time is split until the death is pinned
+on the records causing it: those alone are written as provisional `worker_error` results under
+the cases' real ids, which the next run redoes and supersedes, so no `file:line` result is left
+behind and the gate passes once the cases are scored; the chunk's other cases are scored. A worker
+that dies on every record costs a bounded number of worker starts, not one per record.
 """
 
 from __future__ import annotations
@@ -31,17 +33,19 @@ METRIC = textwrap.dedent("""\
     @tracejudge.metric
     def slow(case, trace) -> bool:
         time.sleep(float(os.environ.get("SLOW_S", "0")))
-        doom = os.environ.get("DOOM_CASE")
-        if doom and case.id == doom:
+        doom = os.environ.get("DOOM_CASE", "").split(",")  # ids, or "*": every case
+        if case.id in doom or "*" in doom:
+            with open(os.environ.get("DEATHS", os.devnull), "a") as fh:
+                fh.write(f"{os.getpid()}\\n")
             os.kill(os.getpid(), signal.SIGKILL)  # this worker dies on this case, every time
         return True
 """)
 
 
-def _workspace(root: Path) -> None:
+def _workspace(root: Path, n: int = N) -> None:
     (root / "faultmetric.py").write_text(METRIC)
     with open(root / "cases.jsonl", "w") as fh:
-        for i in range(N):
+        for i in range(n):
             fh.write(json.dumps({"id": f"case-{i:04d}", "input": "hi", "trace": {"steps": [{"thought": "ok"}], "output": "hello"}}) + "\n")
     (root / "run.yaml").write_text(
         "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: 'faultmetric:slow'}\n"
@@ -102,8 +106,10 @@ def test_a_worker_dying_on_every_try_leaves_provisional_results_that_the_resume_
     first = _run(tmp_path, {"DOOM_CASE": "case-0300"})
     lines = _lines(tmp_path)
     dead = [r for r in lines if r["error"] and r["error"]["kind"] == "worker_error"]
-    assert dead, first.stderr
-    assert "case-0300" in {r["case_id"] for r in dead}
+    # The chunk is split until the death is pinned on its case: the other cases of the chunk are scored.
+    assert [r["case_id"] for r in dead] == ["case-0300"], first.stderr
+    assert dead[0]["error"]["message"].startswith("the worker process died while scoring this case: "), dead[0]
+    assert len(lines) == N and sum(r["status"] == "ok" for r in lines) == N - 1
     assert all(r["case_id"].startswith("case-") for r in lines), "a dead worker's cases are keyed by their real ids"
     assert first.returncode == 1  # the gate counts them while they stand
     assert "worker process died" in first.stderr
@@ -117,6 +123,38 @@ def test_a_worker_dying_on_every_try_leaves_provisional_results_that_the_resume_
     assert rep.returncode == 0, rep.stdout + rep.stderr
     third = _run(tmp_path, {})
     assert third.returncode == 0 and len(_lines(tmp_path)) == N + len(dead)
+
+
+def test_each_case_a_worker_dies_on_is_pinned_and_the_resume_redoes_only_those(tmp_path):
+    _workspace(tmp_path)
+    doomed = ["case-0130", "case-0200", "case-0201"]  # one chunk holds all three, the last two side by side
+    first = _run(tmp_path, {"DOOM_CASE": ",".join(doomed)})
+    assert first.returncode == 1, first.stderr
+    lines = _lines(tmp_path)
+    dead = sorted(r["case_id"] for r in lines if r["error"] and r["error"]["kind"] == "worker_error")
+    assert dead == doomed, first.stderr
+    assert len(lines) == N
+    again = _run(tmp_path, {"DOOM_CASE": "case-0130"})  # still fatal to a worker: it stands, provisional, alone
+    lines = _lines(tmp_path)
+    assert len(lines) == N + 3
+    assert [r["case_id"] for r in lines[N:] if r["status"] != "ok"] == ["case-0130"], again.stderr
+
+
+def test_a_worker_dying_on_every_record_costs_a_bounded_number_of_workers(tmp_path):
+    # What the machine running out of memory does: no record is to blame. The chunk is split a few times (about
+    # log2 of its 40 records), not once per record; every case stays provisional and the resume scores them all.
+    n = 40
+    _workspace(tmp_path, n)
+    first = _run(tmp_path, {"DOOM_CASE": "*", "DEATHS": str(tmp_path / "deaths")})
+    assert first.returncode == 1, first.stderr
+    lines = _lines(tmp_path)
+    assert len(lines) == n and all(r["error"]["kind"] == "worker_error" for r in lines), first.stderr
+    deaths = len((tmp_path / "deaths").read_text().split())
+    assert 2 < deaths <= 2 + 7, first.stderr  # twice the whole chunk, then at most ceil(log2(40)) + 1 parts
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["results"] == n and summary["status"] == {"ok": n}
 
 
 def test_workers_end_when_their_head_is_killed(tmp_path):

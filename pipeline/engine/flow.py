@@ -175,12 +175,20 @@ class _Flow:
 
         A worker's death (the OOM killer, a crash in C code) is an infrastructure fault, not the
         record's: the journal keeps these results provisional, so the next segment redoes them and
-        its results supersede these lines. A record whose id cannot be read without extracting it
-        is not written at all (a `file:line` key would never be superseded): the run counts as
-        cut short and the resume redoes it. Returns None when nothing of the chunk is written.
+        its results supersede these lines. When the executor split the chunk to pin the death on
+        the records causing it (`mapped.partial`), the other records keep the results computed for
+        them, and each lost record's error says why (`the worker process died while scoring this
+        case: …` for one its worker died on alone). A record whose id cannot be read without
+        extracting it is not written at all (a `file:line` key would never be superseded): the run
+        counts as cut short and the resume redoes it. Returns None when nothing of the chunk is written.
         """
-        out = []
-        for raw in mapped.chunk:
+        out: list[Extracted] = []
+        lost: list[str] = []
+        for i, raw in enumerate(mapped.chunk):
+            got = mapped.partial[i] if mapped.partial is not None else mapped.broken or ""
+            if isinstance(got, Extracted):
+                out.append(got)
+                continue
             cid = self.peek(raw.payload) if self.peek is not None and raw.error is None else None
             if cid is None and isinstance(raw.payload, dict) and raw.error is None:
                 cid = raw_case_id(raw) if isinstance(raw.payload.get("id"), (str, int)) else None
@@ -189,10 +197,10 @@ class _Flow:
             if cid is None:
                 self.cut_short = True
                 continue
-            out.append(Extracted(raw.file, raw.line, error=(cid, ErrorInfo(kind=WORKER_ERROR, message=mapped.broken or "",
-                                                                           file=raw.file, line=raw.line))))
+            lost.append(cid)
+            out.append(Extracted(raw.file, raw.line, error=(cid, ErrorInfo(kind=WORKER_ERROR, message=got, file=raw.file, line=raw.line))))
         log.warning("a worker process died; its cases are provisional and redone by the next run",
-                    cases=len(out), not_written=len(mapped.chunk) - len(out), error=(mapped.broken or "")[:200])
+                    cases=len(lost), not_written=len(mapped.chunk) - len(out), case_ids=lost[:10], error=(mapped.broken or "")[:200])
         return out or None
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:

@@ -35,7 +35,9 @@ An executor is built by a factory `(config, job) -> Executor` (see
 - A worker that dies (`ExecutorBroken`) costs its chunk's cases, not the run:
   the runner records them under their real ids as `invalid_input` with kind
   `worker_error`, provisional (an infrastructure fault): the next run redoes
-  them and its results supersede those lines.
+  them and its results supersede those lines. An executor that split the chunk
+  to pin the death on the records causing it (`ExecutorBroken.results`) costs
+  only those: the other records' results are written as computed.
 - The job travels as the small picklable `CpuJob` (format name, dataset
   config, metric specs); a worker rebuilds the adapter and metrics from it
   once (`CpuJob.build`) and keeps them for the job's later chunks. A job
@@ -66,7 +68,16 @@ STOP_GRACE_S = 1.0
 
 
 class ExecutorBroken(RuntimeError):
-    """A worker died while computing a chunk (killed, out of memory, a crash in C code)."""
+    """A worker died while computing a chunk (killed, out of memory, a crash in C code).
+
+    `results`, when the executor split the chunk to find the records its worker dies on, holds one
+    entry per record of the chunk, in order: the record's `Extracted`, or (a str) why no result came
+    for it. None: the whole chunk is lost, for the reason the message gives.
+    """
+
+    def __init__(self, message: str, results: list[Extracted | str] | None = None) -> None:
+        super().__init__(message)
+        self.results = results
 
 
 @dataclass(slots=True)

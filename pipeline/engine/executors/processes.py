@@ -47,6 +47,7 @@ from tracejudge.core.errors import UnguardedScript
 from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
 from tracejudge.engine.executors.forked import ForkedPool, WorkerDied, fork_suits
+from tracejudge.engine.executors.pin import budget_for, pin_deaths
 from tracejudge.engine.executors.wire import pack_chunk, pack_results, unpack_chunk, unpack_results
 
 __all__ = ["INLINE_RECORDS", "ProcessExecutor"]
@@ -127,6 +128,16 @@ def _cannot_start(exc: BaseException) -> bool:
     # killed while starting (its pipe just ended): only the first fails the same way every time.
     died = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
     return "initialization" in str(exc) and not isinstance(exc.__cause__, died)
+
+
+def _died(exc: BaseException) -> str | None:
+    # Why the worker died, when `exc` says it died computing or starting (killed, crashed); None for a worker that
+    # cannot start (its start-up raises: every worker would) and for any other exception.
+    if isinstance(exc, ProcessLookupError):
+        return f"the worker process died while starting: {exc}"
+    if not isinstance(exc, anyio.BrokenWorkerProcess) or _cannot_start(exc) or isinstance(exc.__cause__, UnguardedScript):
+        return None
+    return str(exc.__cause__ or exc)
 
 
 def _builtin(job: CpuJob) -> bool:
@@ -225,8 +236,9 @@ class ProcessExecutor:
                 raise anyio.BrokenWorkerProcess(str(exc)) from exc
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
-        """`job.run(chunk)` in a worker (the first records of a built-in job in-process); raises `ExecutorBroken` if the worker dies
-        twice on it (the chunk is tried once more in a fresh worker after the first death).
+        """`job.run(chunk)` in a worker (the first records of a built-in job in-process). After a worker's death the chunk
+        is tried once more in a fresh worker; after a second, it is split to pin the deaths on the records causing them
+        (`executors.pin`), and `ExecutorBroken` carries the results of the others (`results`).
 
         A worker that cannot even start (the parent's script raises when a
         worker imports it) would fail every chunk alike: the rest of the run
@@ -249,13 +261,17 @@ class ProcessExecutor:
             try:
                 return await self._compute(chunk)
             except (anyio.BrokenWorkerProcess, ProcessLookupError) as exc:  # (anyio kills a worker that died starting: already gone)
-                if _cannot_start(exc) or isinstance(exc.__cause__, UnguardedScript):
+                if _died(exc) is None:
                     raise  # a worker that cannot start fails the same way again (handled below)
                 # Killed from outside (the OOM killer, a stray SIGKILL): a fresh worker tries the chunk once more.
                 log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk))
-                return await self._compute(chunk)
-        except ProcessLookupError as exc:
-            raise ExecutorBroken(f"the worker process died while starting, twice: {exc}") from exc
+                try:
+                    return await self._compute(chunk)
+                except (anyio.BrokenWorkerProcess, ProcessLookupError) as again:
+                    why = _died(again)
+                    if why is None:
+                        raise
+                    return await self._pin(chunk, why)
         except anyio.BrokenWorkerProcess as exc:
             cause = exc.__cause__
             if isinstance(cause, UnguardedScript):
@@ -267,3 +283,14 @@ class ProcessExecutor:
                 self.unstartable = why
                 return await self.map(chunk)
             raise ExecutorBroken(f"the worker process died: {exc.__cause__ or exc}") from exc
+
+    async def _pin(self, chunk: list[Any], why: str) -> list[Extracted]:
+        # A chunk whose worker died twice: split it so that only the records it dies on are lost (`executors.pin`).
+        if len(chunk) > 1:
+            log.warning("a worker process died on the same chunk twice; it is split to find the records it dies on",
+                        records=len(chunk), error=why[:200])
+        got = await pin_deaths(self._compute, chunk, why, _died, budget_for(len(chunk)))
+        lost = sum(isinstance(x, str) for x in got)
+        if not lost:  # (every part came back: the deaths were not the records')
+            return got  # type: ignore[return-value]
+        raise ExecutorBroken(f"the worker process died on {lost} of {len(chunk)} records: {why}", got)

@@ -27,7 +27,9 @@ class Mapped:
 
     `out` is one `Extracted` per raw record; it is None when the chunk was cut
     short by a stop (not written: a resume redoes it) or `broken` says why the
-    worker computing it died. `started` is `time.perf_counter()` when the
+    worker computing it died. Then `partial`, when the executor split the chunk
+    to find the records its worker dies on, is one entry per record: its
+    `Extracted`, or why it has none. `started` is `time.perf_counter()` when the
     chunk was handed to the executor.
     """
 
@@ -35,6 +37,7 @@ class Mapped:
     started: float
     out: list[Extracted] | None = None
     broken: str | None = None
+    partial: list[Extracted | str] | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
@@ -56,7 +59,7 @@ async def ordered_map(executor: Executor, recv: MemoryObjectReceiveStream[list[A
                 try:
                     slot.out = await executor.map(slot.chunk)
                 except ExecutorBroken as exc:
-                    slot.broken = str(exc)
+                    slot.broken, slot.partial = str(exc), exc.results
         finally:
             if live is not None:
                 live.extracting -= len(slot.chunk)
