@@ -149,6 +149,10 @@ def test_a_format_without_traces_is_refused_without_a_target(tmp_path: Path, fmt
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
     assert f"{cfg}:4: dataset.format: {fmt} lists tasks, not runs: it needs a target" in err
     assert not (tmp_path / "runs").exists()
+    # Converting them needs no target: extract writes the questions out as native cases.
+    got = cli("extract", str(cfg), "-o", str(tmp_path / "cases.jsonl"), cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert len((tmp_path / "cases.jsonl").read_text().splitlines()) == 1
 
 
 def test_a_bad_set_option_is_named_not_the_config_file(tmp_path: Path) -> None:
