@@ -135,14 +135,24 @@ def test_a_typo_of_a_metric_spec_s_required_key_names_the_typo(tmp_path: Path) -
     assert "metrics.1.metrc: PassAtK: unknown key `metrc`; did you mean metric? (required key `metric` is missing)" in err, err
 
 
-def test_tau_bench_tasks_without_a_target_is_refused(tmp_path: Path) -> None:
-    # Tasks carry no trace: without a target every case ended invalid_input after the whole run.
-    (tmp_path / "tasks.json").write_text(json.dumps([{"task_index": 0, "instruction": "hi", "actions": []}]) + "\n")
+@pytest.mark.parametrize(("fmt", "record"), [
+    ("tau-bench-tasks", [{"task_index": 0, "instruction": "hi", "actions": []}]),
+    ("bfcl", {"id": "simple_0", "question": [[{"role": "user", "content": "hi"}]]}),
+])
+def test_a_format_without_traces_is_refused_without_a_target(tmp_path: Path, fmt: str, record: object) -> None:
+    # Tasks and questions carry no trace: without a target every case ended invalid_input after the whole run.
+    (tmp_path / "tasks.json").write_text(json.dumps(record) + "\n")
+    (tmp_path / "possible_answer").mkdir()
+    (tmp_path / "possible_answer" / "tasks.json").write_text(json.dumps({"id": "simple_0", "ground_truth": []}) + "\n")
     cfg = tmp_path / "eval.yaml"
-    cfg.write_text("metrics: [{type: ToolCalls}]\ndataset:\n  path: tasks.json\n  format: tau-bench-tasks\n")
+    cfg.write_text(f"metrics: [{{type: ToolCalls}}]\ndataset:\n  path: tasks.json\n  format: {fmt}\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
-    assert f"{cfg}:4: dataset.format: tau-bench-tasks lists tasks, not runs: it needs a target" in err
+    assert f"{cfg}:4: dataset.format: {fmt} lists tasks, not runs: it needs a target" in err
     assert not (tmp_path / "runs").exists()
+    # Converting them needs no target: extract writes the questions out as native cases.
+    got = cli("extract", str(cfg), "-o", str(tmp_path / "cases.jsonl"), cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert len((tmp_path / "cases.jsonl").read_text().splitlines()) == 1
 
 
 def test_a_bad_set_option_is_named_not_the_config_file(tmp_path: Path) -> None:

@@ -203,3 +203,18 @@ def test_unreadable_exports_are_invalid_input(tmp_path: Path, text: str, line: i
     got = [extract_record(raw, fmt, None) for raw in fmt.read(ds)]
     (cid, err), = got
     assert (err.kind, err.line) == ("invalid_input", line) and message in err.message
+
+
+def test_a_link_to_a_missing_file_in_a_folder_is_invalid_input_naming_it(tmp_path: Path):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(export([span("a", None, 0, **{OP: "execute_tool", TOOL: "f"})])))
+    for name in ("b.json", "c.jsonl"):
+        (folder / name).symlink_to(tmp_path / "gone" / name)
+    fmt = registry.format_for("otel")
+    ds = DatasetConfig(path=folder, format="otel")
+    got = [extract_record(raw, fmt, fmt.prepare(ds)) for raw in fmt.read(ds)]
+    bad = sorted((err.file, err.line, err.message) for _, err in (g for g in got if not isinstance(g, Case)))
+    assert [(Path(f).name, line) for f, line, _ in bad] == [("b.json", 1), ("c.jsonl", 1)]
+    assert all("cannot read the file" in m and "target is missing" in m for _, _, m in bad)
+    assert sum(isinstance(g, Case) for g in got) == 1

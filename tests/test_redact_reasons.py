@@ -105,6 +105,23 @@ def test_invalid_input_messages_mask_quoted_values(tmp_path: Path) -> None:
     assert _leaks(run_dir) == {}
 
 
+def test_a_credential_used_as_a_key_is_masked_in_the_field_path(tmp_path: Path) -> None:
+    lines = [{"id": "s6", "input": "x", "trace": {"steps": [], "output": "o"}, OPENAI: 1}]
+    run_dir = _run(tmp_path, "keyed", lines, "native", [{"type": "ToolCalls"}], code=1)
+    result = json.loads((run_dir / "results.jsonl").read_text(encoding="utf-8"))
+    assert result["status"] == "invalid_input"
+    assert result["error"]["field"] == MASK
+    assert _leaks(run_dir) == {}
+
+
+def test_a_credential_used_as_a_case_metric_key_is_masked_in_the_reason(tmp_path: Path) -> None:
+    lines = [{"id": "s7", "input": "x", "trace": {"steps": [], "output": "o"}, "metrics": [{"type": "ToolCalls", OPENAI: 1}]}]
+    run_dir = _run(tmp_path, "spec", lines, "native", [{"type": "ToolCalls"}], code=1)
+    reason = json.loads((run_dir / "results.jsonl").read_text(encoding="utf-8"))["scores"]["ToolCalls"]["reason"]
+    assert f"metrics.0.{MASK} does not validate" in reason
+    assert _leaks(run_dir) == {}
+
+
 def test_credential_shapes_are_masked_and_ordinary_text_is_not() -> None:
     for secret in CANARIES.values():
         assert redact(f"x {secret} y") == f"x {MASK} y"

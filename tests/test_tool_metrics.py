@@ -109,6 +109,17 @@ def test_tool_calls_empty_sides_and_no_expectation():
     assert ToolCalls().evaluate(make_case(None, ["x"])).value is None
 
 
+def test_tool_calls_with_nothing_expected_scores_the_figure_score_names():
+    # Recall of an empty expectation is 1.0 whatever was called (τ²-bench rewards a task without actions 1.0);
+    # precision and F1 are 1.0 only when nothing was called. The value agrees with details either way.
+    made, none = make_case([], ["x", "y"]), make_case([], [])
+    for score, with_calls in (("recall", 1.0), ("precision", 0.0), ("f1", 0.0)):
+        s = ToolCalls(score=score).evaluate(made)
+        assert s.value == with_calls == s.details[score], score
+        assert ToolCalls(score=score).evaluate(none).value == 1.0
+    assert ToolCalls(pairing="reuse", score="recall").evaluate(made).value == 1.0
+
+
 def test_tool_calls_reuse_pairing_lets_one_call_meet_two_expectations():
     case = make_case([exp("get", id=1), exp("get", id=1)], [call("get", id=1)])
     assert ToolCalls(pairing="reuse").evaluate(case).value == 1.0

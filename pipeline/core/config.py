@@ -102,7 +102,7 @@ class RunConfig(_Strict):
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None,
-                typed: dict[str, str] | None = None) -> RunConfig:
+                typed: dict[str, str] | None = None, scoring: bool = True) -> RunConfig:
     """Read, override, validate and resolve a YAML run config.
 
     Args:
@@ -111,6 +111,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
         cwd: folder that relative override paths resolve against (default: process cwd).
         typed: the option as typed for an override that a command-line option
             stands for (`{"run.shard=3/2": "--shard 3/2"}`): errors name it, not `--set`.
+        scoring: the config will score its cases (not only convert them, as
+            `tracejudge extract` does): a format without traces needs a target.
 
     Raises:
         ConfigError: unreadable file, invalid YAML, unknown keys, wrong types,
@@ -163,7 +165,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
     touched = apply_overrides(data, overrides or [], cwd or base, typed)
     _default_run_dir(data, base / "runs" / cfg_path.stem)
     _search_config_folder(data, base)
-    return validate_config(data, source=source, lines=lines, overridden=touched)
+    return validate_config(data, source=source, lines=lines, overridden=touched, scoring=scoring)
 
 
 
@@ -174,12 +176,14 @@ def validate_config(
     lines: dict[tuple[str, ...], int] | None = None,
     overridden: dict[tuple[str, ...], str] | None = None,
     check_files: bool = True,
+    scoring: bool = True,
 ) -> RunConfig:
     """Validate an already-parsed config mapping (paths already absolute).
 
     `lines` maps key paths to their line in `source`; `overridden` maps the
     key paths given with `--set` to the option as typed (`apply_overrides`),
     so a problem in such a value names the option instead of a line.
+    `scoring=False` (converting only) lets a format without traces go without a target.
     Raises `ConfigError` listing every problem found.
     """
     lines = lines or {}
@@ -213,7 +217,7 @@ def validate_config(
     except registry.FormatError as exc:
         problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
     else:
-        if fmt.needs_target and config.target is None:
+        if fmt.needs_target and config.target is None and scoring:
             problems.append(_fmt(source, ("dataset", "format"), f"{fmt.name} lists tasks, not runs: it needs a target "
                                  "(a `target:` section running the agent on each task)", lines, overridden))
         if fmt.remote and config.dataset.path is not None:

@@ -68,7 +68,8 @@ class Format:
       checked when the config loads).
     - `needs_target`: the records are tasks, not runs (they carry no trace):
       the config must have a `target` that produces each trace (checked
-      when the config loads; without one every case would be `invalid_input`).
+      when the config loads; without one every case would be `invalid_input`;
+      `tracejudge extract`, which only converts, needs none).
     - `remote`: the records come from a server named in `dataset.options`
       (Phoenix, MLflow), not from `dataset.path`, which is then not given;
       the runner reads them in a thread so the event loop never waits on the network.

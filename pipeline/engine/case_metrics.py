@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracejudge.core import registry
+from tracejudge.llm.redact import redact_quoted
 
 __all__ = ["merge_case_metrics", "merge_unjudged", "merge_without_judge_metrics"]
 
@@ -33,7 +34,8 @@ def merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) 
             named = spec if isinstance(spec, dict) else {}
             key = next((v for v in (named.get("name"), named.get("type")) if isinstance(v, str) and v), f"metrics[{i}]")
             field = ".".join(map(str, ("metrics", i, *exc.loc)))
-            metric = InvalidSpec(name=key, problem=f"case metric spec {field} does not validate: {exc.msg}")
+            # The path holds the spec's own keys, which may be a credential pasted in the wrong place.
+            metric = InvalidSpec(name=key, problem=redact_quoted(f"case metric spec {field} does not validate: {exc.msg}"))
         if metric.key in first:
             by = "name" if isinstance(spec, dict) and spec.get("name") else "type"
             raise registry.SpecError((i, by), f"two of this case's metrics are named {metric.key!r} (metrics.{first[metric.key]} and "

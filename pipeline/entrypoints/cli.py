@@ -156,7 +156,8 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         overrides.append(f"run.shard={args.shard}")
         typed[overrides[-1]] = f"--shard {args.shard}"  # an error names the option the user typed
     try:
-        config = load_config(args.config, overrides, typed=typed)
+        # extract only converts: questions without traces are still worth writing out as native cases.
+        config = load_config(args.config, overrides, typed=typed, scoring=args.command != "extract")
         if args.command == "run":
             require_metrics(config, str(args.config), overrides)
     except ConfigError as exc:

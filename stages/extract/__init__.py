@@ -44,16 +44,25 @@ def raw_case_id(raw: RawRecord) -> str:
     return f"{raw.file}:{raw.line}"
 
 
+def _invalid(raw: RawRecord, message: str, field: str | None = None) -> ErrorInfo:
+    # The field path is a record's own keys: a credential used as a key would otherwise reach every report whole.
+    return ErrorInfo(kind="invalid_input", message=redact_quoted(message), file=raw.file, line=raw.line,
+                     field=redact_quoted(field) if field else None)
+
+
 def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, ErrorInfo]:
-    """Adapt one raw record; on failure return `(case_id, ErrorInfo)` instead of raising."""
+    """Adapt one raw record; on failure return `(case_id, ErrorInfo)` instead of raising.
+
+    The error's message and field path are both redacted (`redact_quoted`).
+    """
     if raw.error is not None:
-        return raw_case_id(raw), ErrorInfo(kind="invalid_input", message=redact_quoted(raw.error), file=raw.file, line=raw.line)
+        return raw_case_id(raw), _invalid(raw, raw.error)
     try:
         case: Case = fmt.adapt(raw.payload, ctx)
         return case
     except AdapterError as exc:
         cid = exc.case_id or raw_case_id(raw)
-        return cid, ErrorInfo(kind="invalid_input", message=redact_quoted(str(exc)), file=raw.file, line=raw.line, field=exc.field)
+        return cid, _invalid(raw, str(exc), exc.field)
     except ValidationError as exc:
         field, msg = case_problem(exc)
         cid = raw_case_id(raw)
@@ -61,12 +70,10 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
             from tracejudge.stages.extract import native
 
             cid = native.peek_id(raw.payload) or cid
-        return cid, ErrorInfo(kind="invalid_input", message=redact_quoted(msg), file=raw.file, line=raw.line, field=field or None)
+        return cid, _invalid(raw, msg, field)
     except MemoryError:
         # The machine's limit, not the record's fault: the run stops with a crash log (exit 3) and the resume
         # reads the record again, instead of a standing invalid_input that fails the gate as bad data.
         raise
     except Exception as exc:  # an adapter bug must cost one case, not the run
-        return raw_case_id(raw), ErrorInfo(
-            kind="invalid_input", message=redact_quoted(f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}"), file=raw.file, line=raw.line
-        )
+        return raw_case_id(raw), _invalid(raw, f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}")

@@ -3,8 +3,8 @@
 The dataset `path` is a question file (`BFCL_v4_<category>.json`, JSON Lines
 despite the extension); `tasks` is its possible-answer file, by default
 `possible_answer/<same name>` beside it. The files hold no model output, so
-cases come without a `trace` (a live target, or a trace added later,
-supplies it). Each question becomes one case:
+cases come without a `trace`: a run needs a `target:` that answers each
+question (refused when the config loads without one). Each question becomes one case:
 
 - `id` is the question id; `input` the first user message of the first
   turn, `turns` the first user message of each later turn; `context` keeps
@@ -237,5 +237,6 @@ register_format(
         adapt=adapt,
         prepare=lambda ds: load_context(ds.path, ds.tasks),
         options=NoOptions,
+        needs_target=True,  # questions only: without a target every case would end invalid_input
     )
 )

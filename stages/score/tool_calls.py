@@ -74,8 +74,11 @@ class ToolCalls(ToolMetric):
     precision = calls that meet some expected call / len(actual). `pairs`
     then give, for each expected call met, the first call meeting it.
 
-    Edge cases: expected `[]` → 1.0 iff no call counts, else 0.0; expected
-    non-empty and no call → 0.0. A case without `expected_tool_calls` gets
+    Edge cases: expected `[]` → recall 1.0 (nothing expected is missed),
+    precision and f1 1.0 iff no call counts, else 0.0 — the value is the
+    one `score` names, so `score: recall` gives 1.0 whatever was called
+    (τ²-bench's action reward with no expected action); expected non-empty
+    and no call → 0.0. A case without `expected_tool_calls` gets
     `value: null` (cogitator scores it 0 with "no expected tool calls
     provided"; we keep it out of the mean instead of counting it as a
     failure). A case with no trace gets `value: null` and the case is
@@ -131,7 +134,8 @@ class ToolCalls(ToolMetric):
                 return self.verdict(1.0, "no call expected and none made", details)
             step_of = views.steps
             listed = "; ".join(f"#{i} (step {step_of[i]}) {views.rendered(c)}" for i, c in actual[:5])
-            return self.verdict(0.0, f"no call expected, but {len(actual)} made: {listed}", details)
+            # The value is the figure `score` names, as in details: an empty expectation is fully recalled.
+            return self.verdict(details[self.score], f"no call expected, but {len(actual)} made: {listed}", details)
 
         # Each (expected, actual) pair is tested once; the pairing and the reason read the table.
         in_order = self.order == "in_order"

@@ -123,6 +123,12 @@ class Options(BaseModel):
     exclude: list[str] = []
 
 
+def _a_file(p: Path) -> bool:
+    # A link whose target is missing is listed too: reading it gives the invalid_input that names it,
+    # where `is_file()` alone dropped it without a word.
+    return p.is_file() or (p.is_symlink() and not p.exists())
+
+
 def _files(path: Path, opts: Options) -> list[Path]:
     """The export files to read: `path` itself, or the files under it matching `include` and no `exclude`.
 
@@ -133,7 +139,7 @@ def _files(path: Path, opts: Options) -> list[Path]:
         return [path]
     found: set[Path] = set()
     for pattern in opts.include:
-        found.update(p for p in path.glob(pattern) if p.is_file())
+        found.update(p for p in path.glob(pattern) if _a_file(p))
     def rel(p: Path) -> str:
         return p.relative_to(path).as_posix()
 
@@ -141,7 +147,7 @@ def _files(path: Path, opts: Options) -> list[Path]:
         return any(fnmatch.fnmatch(rel(p), ex) or fnmatch.fnmatch(p.name, ex) for ex in opts.exclude)
 
     kept = sorted(p for p in found if not excluded(p))
-    unmatched = sorted(rel(p) for p in path.rglob("*") if p.is_file() and p not in found)
+    unmatched = sorted(rel(p) for p in path.rglob("*") if _a_file(p) and p not in found)
     removed = len(found) - len(kept)
     if (unmatched or removed) and str(path) not in _WARNED:  # once per folder, however often a run lists it
         _WARNED.add(str(path))

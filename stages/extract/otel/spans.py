@@ -186,13 +186,17 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
 
     A file is one JSON document (a collector export or an SDK dump) or JSON
     Lines, one export per line (the collector's file exporter). `error` is
-    set instead of `document` for text that is not JSON.
+    set instead of `document` for text that is not JSON, and for a file that
+    cannot be opened (one error, line 1).
     """
     if path.suffix != ".jsonl":
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
+            return
+        except OSError as exc:
+            yield 1, None, _unreadable(path, exc)
             return
         try:
             yield 1, json.loads(text), None
@@ -207,8 +211,19 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         lines: Iterator[bytes] = iter(text.encode("utf-8").splitlines())
         yield from _lines(lines)
         return
-    with path.open("rb") as fh:  # JSON Lines: one export at a time, never the whole file in memory
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        yield 1, None, _unreadable(path, exc)
+        return
+    with fh:  # JSON Lines: one export at a time, never the whole file in memory
         yield from _lines(fh)
+
+
+def _unreadable(path: Path, exc: OSError) -> str:
+    """The error of a file that cannot be opened (a link to a missing file, no permission): one record, not a stop."""
+    why = exc.strerror or type(exc).__name__
+    return f"cannot read the file: {why}" + (" (a symbolic link whose target is missing)" if path.is_symlink() and not path.exists() else "")
 
 
 def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
