@@ -2,7 +2,7 @@
 
 `decode(raw)` returns the `Case` that `Case.model_validate_json(raw)` would give, or None when
 the line needs pydantic: anything msgspec refuses (an unknown field, a wrong type, invalid JSON,
-bytes that are not UTF-8, too deep) and anything pydantic would coerce or check in Python (string
+bytes that are not UTF-8, nested deeper than pydantic reads: `load.too_deep`) and anything pydantic would coerce or check in Python (string
 arguments to decode, an id given as a number, an empty id or one holding NUL, user messages out of place;
 msgspec itself refuses a boolean where a number goes and any number beyond ±1.8e308). The caller then runs
 pydantic's validation, which gives exactly today's case or error message (file, line, field).
@@ -26,6 +26,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel
 
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
+from tracejudge.stages.load import too_deep
 
 __all__ = ["decode", "decode_struct", "to_case"]
 
@@ -187,7 +188,8 @@ if _FAST:
 def decode_struct(raw: bytes | str) -> Any:
     """The typed struct of one native JSONL line (`_Case`: the `Case`'s fields, values and defaults, with the
     records' `failed` and `tool_calls()`), or None when pydantic must validate the line (see the module docstring)."""
-    if not _FAST:
+    if not _FAST or too_deep(raw):
+        # Nested deeper than pydantic reads (msgspec's only limit is the interpreter's stack): pydantic refuses it.
         return None
     try:
         c = _DECODER.decode(raw)
@@ -196,7 +198,7 @@ def decode_struct(raw: bytes | str) -> Any:
         if c.trace is not None and c.trace.user_messages:
             _placed(c.trace)
         return c
-    except (msgspec.DecodeError, _Fallback):
+    except (msgspec.DecodeError, _Fallback, RecursionError):  # (a deep line `too_deep` missed: see there)
         return None
 
 
