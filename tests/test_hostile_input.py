@@ -224,3 +224,17 @@ def test_deep_record_of_any_jsonl_format_is_refused_when_read(tmp_path: Path) ->
     outcome = anyio.run(lambda: runner.run(run_config(path, "json-path", tmp_path / "run")))
     bad = [r for r in results_of(outcome.run_dir) if r["status"] == "invalid_input"]
     assert len(bad) == 1 and bad[0]["error"]["line"] == line and "nested too deeply" in bad[0]["error"]["message"], bad
+
+
+def test_a_case_from_memory_too_deep_to_write_says_so(tmp_path: Path) -> None:
+    """A case built in Python is never decoded: the writer refuses its metadata, naming depth, not a lone surrogate."""
+    import tracejudge
+
+    deep: list[Any] = []
+    for _ in range(300):
+        deep = [deep]
+    cases = [{"id": "ok", "trace": {"steps": []}, "expected_tool_calls": []}, {"id": "deep", "trace": {"steps": []}, "metadata": {"x": deep}}]
+    tracejudge.evaluate(cases, [{"type": "ToolCalls"}], run_dir=tmp_path / "run")
+    ok, bad = results_of(tmp_path / "run")
+    assert ok["status"] == "ok" and bad["case_id"] == "deep" and bad["status"] == "invalid_input"
+    assert bad["error"]["message"].startswith("JSON nested too deeply"), bad["error"]
