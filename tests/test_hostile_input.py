@@ -162,3 +162,79 @@ def test_native_resume_fast_path_survives_hostile_lines(tmp_path: Path) -> None:
     assert len(results) == 5
     bad = {r["error"]["line"]: r for r in results if r["status"] == "invalid_input"}
     assert sorted(bad) == [2, 4] and all(r["error"]["file"] == str(data) for r in bad.values())
+
+
+def _deep_native(folder: Path, depth: int, good: int) -> Path:
+    """`good` cases expecting no tool call, then one whose metadata nests `depth` arrays (its line is `good + 1`)."""
+    lines = [json.dumps({"id": f"g{i}", "trace": {"steps": []}, "expected_tool_calls": []}) for i in range(good)]
+    lines.append('{"id":"deep","trace":{"steps":[]},"metadata":{"x":' + "[" * depth + "]" * depth + "}}")
+    path = folder / "data.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("depth", [230, 500, 2_000, 20_000])
+def test_deep_native_metadata_costs_its_case_only_on_either_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     depth: int, processes: int) -> None:
+    """Metadata nested past what pydantic reads back: one `invalid_input` naming file, line and cause; the rest scored.
+
+    Such a line used to stop the run (msgspec recursing into 2,000 levels), or to be refused as a lone surrogate
+    without file or line (500 levels: decoded, then not writable), or to be written unreadably (230 levels).
+    """
+    from tracejudge.engine.executors import processes as processes_mod
+
+    monkeypatch.setattr(processes_mod, "INLINE_RECORDS", 0)  # the records go to the worker processes
+    monkeypatch.setattr(processes_mod, "INLINE_BYTES", 0)
+    path = _deep_native(tmp_path, depth, 130)  # more than one trip's chunk
+    config = RunConfig.model_validate({"dataset": {"path": str(path), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
+                                       "run": {"dir": str(tmp_path / "run"), "processes": processes}})
+    outcome = anyio.run(lambda: runner.run(config))
+    results = results_of(outcome.run_dir)
+    assert len(results) == 131
+    assert all(r["status"] == "ok" and r["scores"]["ToolCalls"]["value"] == 1.0 for r in results[:-1])
+    deep = results[-1]
+    assert deep["case_id"] == "deep" and deep["status"] == "invalid_input", deep
+    assert deep["error"]["file"] == str(path) and deep["error"]["line"] == 131
+    assert deep["error"]["message"].startswith("JSON nested too deeply: more than 201 levels"), deep["error"]
+
+
+def test_deep_native_line_exits_as_any_invalid_input(tmp_path: Path) -> None:
+    """From the command line: the good case is written and the exit status is an invalid record's, not a crash's."""
+    exits = {}
+    for name, bad in (("deep", None), ("broken", '{"id": "broken", ')):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = _deep_native(folder, 2_000, 1)
+        if bad is not None:
+            path.write_text(path.read_text().splitlines()[0] + "\n" + bad + "\n")
+        config = folder / "c.yaml"
+        config.write_text(json.dumps({"dataset": {"path": str(path), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
+                                      "run": {"dir": str(folder / "run")}}))
+        proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(config)], capture_output=True, text=True, timeout=120)
+        assert "internal error" not in proc.stderr, proc.stderr
+        assert [r["status"] for r in results_of(folder / "run")] == ["ok", "invalid_input"]
+        exits[name] = proc.returncode
+    assert exits["deep"] == exits["broken"] != 3
+
+
+def test_deep_record_of_any_jsonl_format_is_refused_when_read(tmp_path: Path) -> None:
+    """A format decoding with `json.loads` reads 500 levels; the record is refused before, naming the cause."""
+    path, line = write_dataset(tmp_path, "json-path", 1, _hostile("deep_array", 500, 0), False)
+    outcome = anyio.run(lambda: runner.run(run_config(path, "json-path", tmp_path / "run")))
+    bad = [r for r in results_of(outcome.run_dir) if r["status"] == "invalid_input"]
+    assert len(bad) == 1 and bad[0]["error"]["line"] == line and "nested too deeply" in bad[0]["error"]["message"], bad
+
+
+def test_a_case_from_memory_too_deep_to_write_says_so(tmp_path: Path) -> None:
+    """A case built in Python is never decoded: the writer refuses its metadata, naming depth, not a lone surrogate."""
+    import tracejudge
+
+    deep: list[Any] = []
+    for _ in range(300):
+        deep = [deep]
+    cases = [{"id": "ok", "trace": {"steps": []}, "expected_tool_calls": []}, {"id": "deep", "trace": {"steps": []}, "metadata": {"x": deep}}]
+    tracejudge.evaluate(cases, [{"type": "ToolCalls"}], run_dir=tmp_path / "run")
+    ok, bad = results_of(tmp_path / "run")
+    assert ok["status"] == "ok" and bad["case_id"] == "deep" and bad["status"] == "invalid_input"
+    assert bad["error"]["message"].startswith("JSON nested too deeply"), bad["error"]

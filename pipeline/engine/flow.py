@@ -29,6 +29,7 @@ from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.shards import Shard, shard_index
+from tracejudge.stages.load import deep_message
 
 log = get_logger("tracejudge.runner")
 
@@ -270,7 +271,7 @@ class _Flow:
                     await self.record_finished(batch)
                     try:
                         written = self.journal.record(result)
-                    except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                    except ValueError as exc:  # text JSON cannot carry (a lone surrogate), a value nested too deeply
                         result = _unencodable(result, exc)
                         written = self.journal.record(result)
                     if written:
@@ -390,8 +391,16 @@ def _unencodable(result: CaseResult, exc: Exception) -> CaseResult:
     """The result that replaces one whose text cannot be written (kept: id and trial, so resume skips it)."""
     return CaseResult(
         case_id=result.case_id, trial=result.trial, status=Status.invalid_input, duration_s=result.duration_s,
-        error=ErrorInfo(kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode (a lone surrogate): {str(exc)[:160]}"),
+        error=ErrorInfo(kind="invalid_input", message=_why_unwritable(exc)),
     )
+
+
+def _why_unwritable(exc: Exception) -> str:
+    # pydantic-core's serializer stops at its own depth limit, which it words as a circular reference: a value nested
+    # that deeply (from an adapter that does not refuse it when decoding, `load.too_deep`) cannot be written.
+    if "depth exceeded" in str(exc):
+        return f"{deep_message()}: its result cannot be written"
+    return f"the record holds text that UTF-8 cannot encode (a lone surrogate): {str(exc)[:160]}"
 
 
 async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:

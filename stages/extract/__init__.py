@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from tracejudge.core.records import Case, ErrorInfo
 from tracejudge.core.registry import Format, register_format_resolver
 from tracejudge.llm.redact import redact_quoted
-from tracejudge.stages.extract.common import case_problem
+from tracejudge.stages.extract.common import JsonLine, case_problem
 from tracejudge.stages.extract.errors import AdapterError
-from tracejudge.stages.load import RawRecord
+from tracejudge.stages.load import RawRecord, deep_message, too_deep
 
 __all__ = ["AdapterError", "extract_record", "raw_case_id"]
 
@@ -57,6 +57,10 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
     """
     if raw.error is not None:
         return raw_case_id(raw), _invalid(raw, raw.error)
+    text = raw.payload.data if type(raw.payload) is JsonLine else raw.payload
+    if fmt.name != "native" and isinstance(text, (bytes, str)) and too_deep(text):
+        # Refused before any decoder recurses that deep (native's own decoders refuse it, naming the column).
+        return raw_case_id(raw), _invalid(raw, deep_message())
     try:
         case: Case = fmt.adapt(raw.payload, ctx)
         return case

@@ -2,7 +2,7 @@
 
 `decode(raw)` returns the `Case` that `Case.model_validate_json(raw)` would give, or None when
 the line needs pydantic: anything msgspec refuses (an unknown field, a wrong type, invalid JSON,
-bytes that are not UTF-8, too deep) and anything pydantic would coerce or check in Python (string
+bytes that are not UTF-8, metadata nested deeper than pydantic reads back, `load.MAX_DEPTH`) and anything pydantic would coerce or check in Python (string
 arguments to decode, an id given as a number, an empty id or one holding NUL, user messages out of place;
 msgspec itself refuses a boolean where a number goes and any number beyond ±1.8e308). The caller then runs
 pydantic's validation, which gives exactly today's case or error message (file, line, field).
@@ -26,6 +26,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel
 
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
+from tracejudge.stages.load import MAX_DEPTH
 
 __all__ = ["decode", "decode_struct", "to_case"]
 
@@ -191,13 +192,38 @@ def decode_struct(raw: bytes | str) -> Any:
         return None
     try:
         c = _DECODER.decode(raw)
+        if c.metadata and _nests_beyond(c.metadata, MAX_DEPTH - 1):
+            # Written back into the result line, which pydantic reads to MAX_DEPTH levels: pydantic refuses such a
+            # line, naming the column. (msgspec's only limit is the interpreter's stack: RecursionError, below.)
+            raise _Fallback
         if not c.id or c.id.isspace() or "\x00" in c.id:
             raise _Fallback  # `Case._usable_id`: pydantic says what is wrong with it
         if c.trace is not None and c.trace.user_messages:
             _placed(c.trace)
         return c
-    except (msgspec.DecodeError, _Fallback):
+    except (msgspec.DecodeError, _Fallback, RecursionError):  # (RecursionError: nested deeper than the stack allows)
         return None
+
+
+def _nests_beyond(value: Any, levels: int) -> bool:
+    """True when the JSON value `value` nests objects and arrays more than `levels` levels deep (itself one level).
+
+    Only the metadata is walked: it alone of a record's free-form values is copied into its result line. It is
+    small (a few keys) where the whole line runs to kilobytes, so this costs far less than scanning the line.
+    """
+    if type(value) is dict:
+        items: Any = value.values()
+    elif type(value) is list:
+        items = value
+    else:
+        return False
+    if levels <= 0:
+        return True
+    for v in items:
+        t = type(v)
+        if (t is dict or t is list) and _nests_beyond(v, levels - 1):
+            return True
+    return False
 
 
 def to_case(struct: Any) -> Case:

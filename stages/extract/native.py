@@ -11,7 +11,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
-from tracejudge.stages.load import JSON_ERRORS, count_jsonl, json_error, json_message, line_column, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, count_jsonl, deep_message, json_error, json_message, line_column, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
 
@@ -33,12 +33,20 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
     try:
         return Case.model_validate_json(raw)
     except ValidationError as exc:
-        if exc.errors()[0]["type"] != "json_invalid":
+        error = exc.errors()[0]
+        if error["type"] == "json_invalid" and _RECURSION in error["msg"]:
+            # (Read no further: `json.loads` would recurse as deep, past the interpreter's limit on a line of 2,000 levels.)
+            column = error["msg"].rpartition(" column ")[2]
+            raise AdapterError(deep_message(f" at column {column}" if column.isdigit() else ""), case_id=peek_id(raw)) from None
+        if error["type"] != "json_invalid":
             if not isinstance(_decode(raw), dict):
                 raise AdapterError(f"expected a JSON object per line, got {type(_decode(raw)).__name__}") from None
             raise
     _decode(raw)  # raises AdapterError naming the JSON problem
     raise AdapterError("invalid JSON")
+
+
+_RECURSION = "recursion limit exceeded"  # pydantic-core's message when a line nests deeper than `MAX_DEPTH`
 
 
 def _decode(raw: bytes | str) -> Any:
