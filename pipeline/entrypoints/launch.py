@@ -15,13 +15,26 @@ import os
 import signal
 import sys
 
-__all__ = ["console_main"]
+__all__ = ["console_main", "first_interrupt"]
 
 EXIT_INTERRUPTED = 130
 
 
+def first_interrupt(signum: int, frame: object) -> None:
+    """The command's SIGINT handler until a run installs its own: `KeyboardInterrupt`, as Python's default handler raises,
+    with SIGINT ignored from then on.
+
+    With Python's own handler a second Ctrl-C could land while the first one unwound an import, inside the
+    callback that drops the import's lock, where an exception is only printed: a traceback on the terminal.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def console_main() -> None:
     """Run `tracejudge.entrypoints.cli.console_main`; a Ctrl-C before its own handling exits 130 with one line."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, first_interrupt)
     try:
         from tracejudge.entrypoints.cli import console_main as cli_main
 

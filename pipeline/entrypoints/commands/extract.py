@@ -89,10 +89,13 @@ def _interrupt_between_records() -> Iterator[list[int]]:
     serializer that surfaced as a `ValueError`, which the loop took for text UTF-8 cannot encode:
     the case was reported invalid, and the run went on to write every other case and exit 1. A second
     Ctrl-C raises at once (a read that blocks). Only in the main thread, and only where SIGINT still
-    has Python's default handler; elsewhere nothing changes. Yields the list the handler appends to.
+    has Python's default handler (or the command's, `launch.first_interrupt`); elsewhere nothing changes. Yields the list the handler appends to.
     """
     got: list[int] = []
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    from tracejudge.entrypoints.launch import first_interrupt
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) not in (signal.default_int_handler,
+                                                                                                        first_interrupt):
         yield got
         return
 
