@@ -18,7 +18,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
-from tracejudge.core.records import WORKER_ERROR, CaseResult, ErrorInfo, Status
+from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.engine import cursor
 from tracejudge.engine.admit import Admission, safe_text, torn_standing
@@ -29,6 +29,7 @@ from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.shards import Shard, shard_index
+from tracejudge.engine.worker_deaths import died_results
 from tracejudge.stages.load import deep_message
 
 log = get_logger("tracejudge.runner")
@@ -157,7 +158,8 @@ class _Flow:
                     continue
                 out = mapped.out
                 if out is None and mapped.broken is not None:
-                    out = self.worker_died(mapped, raw_case_id)
+                    out, unwritten = died_results(mapped, self.peek, raw_case_id)
+                    self.cut_short = self.cut_short or unwritten
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True
                     continue
@@ -170,39 +172,6 @@ class _Flow:
                     if self.stop.is_set():
                         self.cut_short = True
                         break
-
-    def worker_died(self, mapped: Mapped, raw_case_id: Callable[[Any], str]) -> list[Extracted] | None:
-        """The results of a chunk whose worker died: provisional `worker_error`s under the cases' real ids.
-
-        A worker's death (the OOM killer, a crash in C code) is an infrastructure fault, not the
-        record's: the journal keeps these results provisional, so the next segment redoes them and
-        its results supersede these lines. When the executor split the chunk to pin the death on
-        the records causing it (`mapped.partial`), the other records keep the results computed for
-        them, and each lost record's error says why (`the worker process died while scoring this
-        case: …` for one its worker died on alone). A record whose id cannot be read without
-        extracting it is not written at all (a `file:line` key would never be superseded): the run
-        counts as cut short and the resume redoes it. Returns None when nothing of the chunk is written.
-        """
-        out: list[Extracted] = []
-        lost: list[str] = []
-        for i, raw in enumerate(mapped.chunk):
-            got = mapped.partial[i] if mapped.partial is not None else mapped.broken or ""
-            if isinstance(got, Extracted):
-                out.append(got)
-                continue
-            cid = self.peek(raw.payload) if self.peek is not None and raw.error is None else None
-            if cid is None and isinstance(raw.payload, dict) and raw.error is None:
-                cid = raw_case_id(raw) if isinstance(raw.payload.get("id"), (str, int)) else None
-            if cid is None and raw.error is not None:
-                cid = raw_case_id(raw)  # unreadable anyway: extract would report it under this key too
-            if cid is None:
-                self.cut_short = True
-                continue
-            lost.append(cid)
-            out.append(Extracted(raw.file, raw.line, error=(cid, ErrorInfo(kind=WORKER_ERROR, message=got, file=raw.file, line=raw.line))))
-        log.warning("a worker process died; its cases are provisional and redone by the next run",
-                    cases=len(lost), not_written=len(mapped.chunk) - len(out), case_ids=lost[:10], error=(mapped.broken or "")[:200])
-        return out or None
 
     async def worker(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
         async with recv, send:
