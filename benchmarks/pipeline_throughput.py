@@ -117,6 +117,8 @@ if cfg.run.executor == "ray":
 out = anyio.run(run, cfg)
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"n": out.new_results, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss}))
+import gc
+gc.freeze()  # as `tracejudge run` ends (`entrypoints.cli.console_main`): no collection walks every object on the way out
 """
 
 Run = dict[str, Any]  # wall, cpu (s), n, rss, workers_rss (MB), means
