@@ -25,6 +25,18 @@ class SlowLength(Metric):
         return self.verdict(1.0 if out else 0.0, f"output of {len(str(out or ''))} characters")
 
 
+class DieOn(Metric):
+    """1 for every case but `case_id`, whose scoring kills the worker process with SIGKILL, every time (a metric that
+    crashes the interpreter, a C extension's segfault)."""
+
+    case_id: str
+
+    def evaluate(self, case: Case) -> Score:
+        if case.id == self.case_id:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.verdict(1.0, "survived")
+
+
 def run_shard(config_path: str, overrides: list[str]) -> dict:
     """Run one shard of a config in this (Ray worker) process; returns its summary."""
     import anyio

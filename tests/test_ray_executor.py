@@ -1,4 +1,5 @@
-"""`run.executor: ray` on a local 2-CPU Ray cluster: the same results as in-process, and a killed worker loses nothing."""
+"""`run.executor: ray` on a local 2-CPU Ray cluster: the same results as in-process, a killed worker loses nothing, and a
+record that kills every worker scoring it costs that record alone."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from ray_helpers import native_dataset, results_by_key
 from tracejudge.core.config import load_config
 from tracejudge.engine import runner
+from tracejudge.engine.executors.pin import CULPRIT
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "configs" / "demo.yaml"
@@ -102,3 +104,20 @@ def test_a_live_python_target_runs_on_ray_workers_and_a_killed_one_is_redone(tmp
     assert all(r["status"] == "ok" and r["scores"]["ToolCalls"]["value"] == 1.0 for r in got.values())
     # The head wrote the live traces, as for a local run.
     assert len((tmp_path / "ray" / "traces.jsonl").read_text().splitlines()) == 40
+
+
+def test_a_record_that_kills_every_ray_worker_costs_that_record_alone(tmp_path, ray_cluster):
+    # Its worker dies every time Ray retries the part, which spends the actor's restarts: every later part routed to
+    # that worker failed at once, and the chunk's other part with it (536 of 600 cases were lost, on every resume).
+    data = native_dataset(tmp_path / "cases.jsonl", 160, broken=False)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"dataset: {{path: {data}}}\nmetrics: [{{type: 'ray_helpers:DieOn', case_id: case-3}}]\n"
+                   f"run: {{dir: {tmp_path / 'run'}, executor: ray}}\ncache: {{dir: {tmp_path / 'cache'}}}\n")
+    out = _run(cfg, tmp_path / "run", [])
+    got = results_by_key(tmp_path / "run")
+    assert out.new_results == len(got) == 160
+    lost = {k: r for k, r in got.items() if r["status"] != "ok"}
+    assert list(lost) == [("case-3", 0)], sorted(lost)[:5]
+    err = lost[("case-3", 0)]["error"]
+    assert err["kind"] == "worker_error" and err["message"].startswith(CULPRIT), err
+    assert all(r["scores"]["DieOn"]["value"] == 1.0 for k, r in got.items() if k != ("case-3", 0))

@@ -22,8 +22,15 @@ at the same path on every node).
 
 A killed worker loses nothing: the actors are created with `max_restarts`
 and `max_task_retries`, so Ray restarts a dead actor and re-runs the chunks
-it held; only a chunk that kills its worker every time (`MAX_RETRIES` + 1
-times) becomes `ExecutorBroken`, whose cases are recorded as `worker_error`.
+it held. A part of a chunk that kills its worker every time (`MAX_RETRIES` +
+1 times) holds a record that kills whatever worker scores it: its worker,
+whose restarts it spent, is replaced by a fresh actor, so the chunks that
+follow are scored, and the part is tried once more, alone, in a probe actor
+of its own (no retries; a fresh process after each death); if that dies too
+it is split there until the deaths are pinned on the records causing them
+(`executors.pin`). The chunk's other parts are kept. Only the records the
+deaths are pinned on (or that the death budget left untried) are lost, as
+`ExecutorBroken` results recorded as provisional `worker_error`.
 Results come back to the head, which alone writes the run directory.
 
 A live target (`target:`, kinds python, http, command) runs on the cluster
@@ -55,6 +62,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.log import get_logger
 from tracejudge.engine.executors import ray_watchdog
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
+from tracejudge.engine.executors.pin import budget_for, pin_deaths
 from tracejudge.engine.executors.ray_attach import attach
 from tracejudge.engine.shards import shard_index
 
@@ -160,6 +168,8 @@ class RayExecutor:
         self.started_ray = False
         self.watchdog: Any = None
         self.chunks = 0
+        self.run_id = ""
+        self.replaced = 0  # worker actors replaced after a part spent their restarts
 
     async def __aenter__(self) -> RayExecutor:
         if not ray.is_initialized():
@@ -172,7 +182,7 @@ class RayExecutor:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         n = min(cpus, self.limit) if self.limit else cpus
         # The job is a few hundred bytes: passed by value, so a restarted actor can always rebuild it.
-        run_id = uuid.uuid4().hex[:8]
+        run_id = self.run_id = uuid.uuid4().hex[:8]
         self.workers = [CpuWorker.options(num_cpus=1, name=f"tracejudge-cpu-{run_id}-{i}").remote(self.job)  # type: ignore[attr-defined]
                         for i in range(n)]
         self.concurrency = 2 * n
@@ -242,24 +252,92 @@ class RayExecutor:
         return shard_index(key if key is not None else raw_case_id(raw), len(self.workers)) - 1
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
-        """`job.run(chunk)` on the workers; raises `ExecutorBroken` when a part's worker kept dying."""
+        """`job.run(chunk)` on the workers. A part whose worker kept dying is pinned (see the module docstring); raises
+        `ExecutorBroken`, with the results of every other record (`ExecutorBroken.results`), when records were lost."""
         self.chunks += 1
         parts: dict[int, list[int]] = {}
         for i, raw in enumerate(chunk):
             parts.setdefault(self.route(raw), []).append(i)
-        refs = {w: self.workers[w].run.remote([chunk[i] for i in idx]) for w, idx in parts.items()}
-        out: list[Extracted | None] = [None] * len(chunk)
+        refs = {w: (self.workers[w], self.workers[w].run.remote([chunk[i] for i in idx])) for w, idx in parts.items()}
+        out: list[Extracted | str | None] = [None] * len(chunk)
+        died: dict[int, str] = {}
         try:
-            for w, ref in refs.items():
-                for i, item in zip(parts[w], await ref, strict=True):
+            for w, (actor, ref) in refs.items():
+                try:
+                    got = await ref
+                except ray.exceptions.RayActorError as exc:
+                    died[w] = f"the Ray worker died {MAX_RETRIES + 1} times on this part of the chunk: {_why(exc)}"
+                    self._replace(w, actor)
+                    continue
+                for i, item in zip(parts[w], got, strict=True):
                     out[i] = item
-        except ray.exceptions.RayActorError as exc:
-            raise ExecutorBroken(f"the Ray worker died {MAX_RETRIES + 1} times on this chunk: {exc}") from exc
         except BaseException:
-            for ref in refs.values():  # cancelled (a stop past the grace period): do not leave the work queued
+            for _, ref in refs.values():  # cancelled (a stop past the grace period): do not leave the work queued
                 ray.cancel(ref)
             raise
+        for w, why in died.items():
+            log.warning("a Ray worker died on the same part of a chunk every time; it is tried alone, and split to find the "
+                        "records it dies on", records=len(parts[w]), error=why[:200])
+            for i, item in zip(parts[w], await self._pin([chunk[i] for i in parts[w]], why), strict=True):
+                out[i] = item
+        lost = sum(isinstance(x, str) for x in out)
+        if lost:
+            raise ExecutorBroken(f"the Ray worker died on {lost} of {len(chunk)} records: {next(iter(died.values()))}", out)  # type: ignore[arg-type]
         return out  # type: ignore[return-value]
+
+    def _replace(self, w: int, actor: Any) -> None:
+        # A worker that died `MAX_RETRIES` + 1 times has spent its restarts: every later part routed to it would fail
+        # at once. A fresh actor takes its place (once, though several parts in flight met the same death).
+        if self.workers[w] is not actor:
+            return
+        ray.kill(actor)
+        self.replaced += 1
+        self.workers[w] = CpuWorker.options(num_cpus=1, name=f"tracejudge-cpu-{self.run_id}-{w}-{self.replaced}").remote(self.job)  # type: ignore[attr-defined]
+
+    async def _pin(self, records: list[Any], why: str) -> list[Extracted | str]:
+        """`records` (a part of a chunk whose worker died on it every time) in a probe actor of their own: tried whole
+        once more, then split to pin the deaths on the records causing them (`pin_deaths`). One entry per record: its
+        `Extracted`, or why it has none.
+
+        The probe reserves no CPU (the workers hold them; pinning is rare and short), never retries a call (each death
+        is one the split counts) and is restarted after every death, so each part is tried in a fresh process.
+        """
+        probe = CpuWorker.options(num_cpus=0, max_restarts=-1, max_task_retries=0,  # type: ignore[attr-defined]
+                                  name=f"tracejudge-pin-{self.run_id}-{uuid.uuid4().hex[:8]}").remote(self.job)
+
+        async def compute(part: list[Any]) -> list[Extracted]:
+            ref = probe.run.remote(part)
+            try:
+                return await ref
+            except ray.exceptions.RayActorError:
+                raise
+            except BaseException:
+                ray.cancel(ref)
+                raise
+
+        try:
+            try:
+                # (A part that was only queued on a worker another part killed comes back whole.)
+                return await compute(records)  # type: ignore[return-value]
+            except ray.exceptions.RayActorError as exc:
+                why = _why(exc)
+            return await pin_deaths(compute, records, why, _died, budget_for(len(records)))
+        finally:
+            ray.kill(probe)
+
+
+def _why(exc: BaseException) -> str:
+    # Ray's message runs to several lines (class, actor id, pid, name, advice): its first says what happened. A call
+    # that is not retried meets its actor's death as "unavailable" (the connection to its process closed).
+    if isinstance(exc, ray.exceptions.ActorUnavailableError):
+        return "the Ray actor became unavailable (its process ended, or cannot be reached)"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _died(exc: BaseException) -> str | None:
+    # Why a probe's call failed, when it failed because its actor died (`pin_deaths`); None for any other exception.
+    return _why(exc) if isinstance(exc, ray.exceptions.RayActorError) else None
 
 
 async def _gather(refs: list[Any]) -> list[Any]:
