@@ -259,3 +259,35 @@ def test_custom_metric_reasons_and_tool_names_are_masked_in_every_output(tmp_pat
     assert scores["raises"]["reason"].startswith(f"metric raised ValueError: could not parse key {MASK} and {MASK} (at ")
     assert scores["EchoClass"]["reason"] == f"first tool: mcp://admin:{MASK}@tools/search"
     assert f"mcp://admin:{MASK}@tools/search" in scores["TrajectoryMatch"]["reason"], scores["TrajectoryMatch"]["reason"]
+
+
+ECHO = '''
+import tracejudge
+
+
+@tracejudge.metric
+def answered(case, trace) -> bool:
+    return bool(trace.output)
+'''
+
+
+def test_credentials_in_a_cases_tags_and_metadata_are_masked_in_every_output(tmp_path: Path) -> None:
+    # A case's tags and metadata were copied into results.jsonl and the reports as the dataset wrote them.
+    (tmp_path / "echo.py").write_text(ECHO, encoding="utf-8")
+    meta = {"deploy": {"token": OPENAI, "notes": [f"Bearer {JWT}"]}, "aws": AWS, "api_key": HEX_KEY, AWS: "as a key",
+            "plan": "basic economy", "sku": "sk-100200300"}
+    clean = {"task_id": 7, "source": "user", "plan": "basic economy", "nested": {"a": [1, "b"]}}
+    lines = [{"id": "leaky", "input": "x", "tags": ["prod", f"owner {SLACK}"], "metadata": meta, "trace": {"output": "ok"}},
+             {"id": "clean", "input": "x", "tags": ["prod"], "metadata": clean, "trace": {"output": "ok"}}]
+    # Contains alone takes the struct path (rendered where scored); a custom metric the general one.
+    for name, metrics in (("struct", [{"type": "Contains", "value": "ok"}]), ("general", [{"type": "echo:answered"}])):
+        run_dir = _run(tmp_path, name, lines, "native", metrics)
+        assert _leaks(run_dir) == {}
+        results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())}
+        got = results["leaky"]
+        assert got["tags"] == ["prod", f"owner {MASK}"], got["tags"]
+        assert got["metadata"] == {"deploy": {"token": MASK, "notes": [f"Bearer {MASK}"]}, "aws": MASK, "api_key": MASK,
+                                   MASK: "as a key", "plan": "basic economy", "sku": "sk-100200300"}, got["metadata"]
+        assert results["clean"]["metadata"] == clean and results["clean"]["tags"] == ["prod"]
+        csv = _export_csv(tmp_path, run_dir)
+        assert not any(f in csv for f in FRAGMENTS)

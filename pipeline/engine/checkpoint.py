@@ -51,6 +51,7 @@ from tracejudge.engine.journal_counts import _group_counts, _item_counts, _judge
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
+from tracejudge.llm.redact import redact_labels
 from tracejudge.engine.segment_end import record_failed_end
 
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
@@ -160,6 +161,8 @@ class RunJournal:
         assert self._writer is not None
         if type(result) is Finished:
             return self._record_finished(result)
+        if result.tags or result.metadata:  # copied from the dataset (or a live agent's turns): no credential is written
+            result.tags, result.metadata = redact_labels(result.tags, result.metadata)
         line = result.model_dump_json()
         key = result_key(result.case_id, result.trial)
         if result.status is Status.skipped_budget and key in self.provisional:

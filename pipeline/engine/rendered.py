@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import pydantic_core
 from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
+from tracejudge.llm.redact import redact_labels
 
 __all__ = ["Cell", "Finished", "Rendered", "attr", "render", "testcase_end", "text"]
 
@@ -159,8 +160,9 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
 
     `junit_keys` are the run's metric keys in report order: one `testcase_end` each.
     """
+    tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
     try:
-        body = _body(case.tags, case.metadata, scores)
+        body = _body(tags, metadata, scores)
         id_json = pydantic_core.to_json(case.id).decode()
     except (ValueError, UnicodeError):
         return None
@@ -181,7 +183,7 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
         else:
             v = s.value
             junit.append(testcase_end(v if v is None or math.isfinite(v) else None, s.passed, s.reason))
-    return Rendered(case.id, id_json, key_hash(case.id), case.tags, case.metadata, body[len(_HEAD):-len(_TAIL)],
+    return Rendered(case.id, id_json, key_hash(case.id), tags, metadata, body[len(_HEAD):-len(_TAIL)],
                     cells, tuple(junit), tuple(timed_out))
 
 

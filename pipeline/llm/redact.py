@@ -23,6 +23,11 @@ Both also mask AWS secret access keys after their name, Google API keys
 (`AIza…`), Hugging Face tokens (`hf_…`) and the password of a URL or DSN
 (`postgres://user:[REDACTED]@host/db`, any scheme).
 
+A case's tags and metadata are copied into its result line and the reports as the
+dataset wrote them; `redact_labels` passes them through `redact_quoted` first, a
+string alone and, for a mapping's string value, with its key before it (so
+`{"api_key": "<token>"}` is masked as `api_key: <token>` is in a trace).
+
 A live target's secrets are the values of the environment variables its
 config names as `${NAME}` (`env_secrets`); what the target stage copies from
 the target's replies goes through `redact` / `redact_data` with them.
@@ -35,7 +40,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "redact", "redact_data", "redact_quoted"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "redact", "redact_data", "redact_labels", "redact_quoted"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -181,3 +186,56 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
         return v
 
     return walk(value)
+
+
+def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
+    """`(tags, metadata)` of a case as its result may copy them: the same objects when no string of theirs holds a
+    credential (the common case: one `_HINT` search over their text), else copies with each credential masked as
+    `redact_quoted` masks trace text; a mapping's string value is also masked when its key names a credential and
+    the value is token-shaped (`{"api_key": "<token>"}`). Keys are masked as strings. Never raises.
+    """
+    texts: list[str] = []
+    _label_texts(tags, texts)
+    _label_texts(metadata, texts)
+    if not texts or _HINT.search("\x00".join(texts)) is None:
+        return tags, metadata
+    if all(redact_quoted(t) == t for t in texts):
+        return tags, metadata
+    return _masked_label(tags), _masked_label(metadata)
+
+
+def _label_texts(value: Any, out: list[str]) -> None:
+    # Every string of a JSON-like value, a mapping's string value preceded by its key as `key: value`.
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, str):
+                out.append(f"{k}: {v}" if isinstance(k, str) else v)
+            else:
+                if isinstance(k, str):
+                    out.append(k)
+                _label_texts(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _label_texts(v, out)
+
+
+def _masked_label(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_quoted(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = redact_quoted(k) if isinstance(k, str) else k
+            if isinstance(v, str):
+                got = redact_quoted(v)
+                if got == v and isinstance(k, str) and redact_quoted(f"{k}: {v}") != f"{key}: {v}":
+                    got = MASK  # a token whose key names it a credential (not a key that is one itself)
+                out[key] = got
+            else:
+                out[key] = _masked_label(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_masked_label(v) for v in value]
+    return value
