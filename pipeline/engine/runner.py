@@ -44,7 +44,7 @@ from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.flow import _aiter, _Flow
-from tracejudge.engine.journal_counts import agent_raised
+from tracejudge.engine.journal_counts import agent_raised, worker_died
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.run_summary import _build_summary, _prior_judge
@@ -73,6 +73,8 @@ class RunOutcome:
     pending_retries: int = 0  # transient failures standing now, which the same command would redo
     retried_raised: int = 0  # of `retried`, results whose python agent had raised (a bug, not a transient failure)
     raised: list[str] = field(default_factory=list)  # of `pending_retries`, the messages of those whose agent raised
+    retried_died: int = 0  # of `retried`, results whose worker process had died (not a transient failure either)
+    died: int = 0  # of `pending_retries`, those whose worker process died
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -195,7 +197,7 @@ async def run(
         if command is not None:
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
-        retried_raised = len(agent_raised(journal.provisional.values()))
+        retried_raised, retried_died = len(agent_raised(journal.provisional.values())), worker_died(journal.provisional.values())
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
@@ -252,7 +254,7 @@ async def run(
 
             warn_absent_group_keys(run_dir, summary, config.aggregate.group_by)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
-                          retried_raised, agent_raised(journal.provisional.values()))
+                          retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()))
     finally:
         if journal is not None:
             journal.detach()
