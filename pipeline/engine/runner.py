@@ -36,6 +36,7 @@ from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
+from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
 from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
 from tracejudge.engine.case_metrics import merge_without_judge_metrics as _merge_without_judge_metrics
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
