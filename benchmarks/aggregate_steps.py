@@ -6,10 +6,11 @@ runs it in this process with `run.processes: 1`, and sums the CPU time
 (`time.process_time`) spent in each step by wrapping its function:
 
 - fold: `Aggregator.fold` (every result into the summary's figures), and
-  `Aggregator.settle` where it exists (values a fold batched, folded when read);
+  `Aggregator.settle` and `fold_finished` where they exist (values a fold batched, folded
+  when read; a batch of results rendered where they were scored);
 - bootstrap: `bootstrap_mean_ci` (every metric's and group's 95% interval);
 - reports: `write_reports` and whatever the run does per result for them
-  (`ReportFeed.feed`, when the run collects report material as it writes results);
+  (`ReportFeed.feed` or `feed_finished`, when the run collects report material as it writes results);
 - checkpoint: `RunJournal._write_checkpoint` (serializing the aggregate and writing it);
 
 and counts checkpoint writes, `os.fsync` and `os.replace` calls. Wrapping
@@ -63,7 +64,7 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
     from tracejudge.core.config import load_config
     from tracejudge.engine import checkpoint, runner  # noqa: F401  (imported before wrapping)
     from tracejudge.stages import reports
-    from tracejudge.stages.aggregate import fold, stats
+    from tracejudge.stages.aggregate import fold, metric_stats, stats
 
     run_dir = work / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -74,15 +75,18 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
                                                "checkpoint", "checkpoint calls", "fsync calls", "replace calls")}
     undo = [
         _timed(fold.Aggregator, "fold", got, "fold"),
-        _timed(fold, "bootstrap_mean_ci", got, "bootstrap"),
+        _timed(metric_stats, "bootstrap_mean_ci", got, "bootstrap"),  # (the name the summary's figures call it by)
         _timed(reports, "write_reports", got, "reports"),
         _timed(checkpoint.RunJournal, "_write_checkpoint", got, "checkpoint"),
     ]
-    if hasattr(fold.Aggregator, "settle"):
-        undo.append(_timed(fold.Aggregator, "settle", got, "fold", count=False))
+    # A run whose results are rendered where they are scored folds and feeds them a batch at a time (`*_finished`).
+    for name in ("settle", "fold_finished"):
+        if hasattr(fold.Aggregator, name):
+            undo.append(_timed(fold.Aggregator, name, got, "fold", count=False))
     feed = getattr(reports, "ReportFeed", None)
-    if feed is not None:
-        undo.append(_timed(feed, "feed", got, "reports", count=False))
+    for name in ("feed", "feed_finished") if feed is not None else ():
+        if hasattr(feed, name):
+            undo.append(_timed(feed, name, got, "reports", count=False))
     for name in ("fsync", "replace"):
         real = getattr(os, name)
 
