@@ -23,12 +23,9 @@ Prints the median of `--repeat` runs per figure.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +33,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_throughput import CONFIG, base_cases, write_dataset  # noqa: E402
+from _procs import medians, sized_args, tau_cases  # noqa: E402
+from pipeline_throughput import CONFIG  # noqa: E402
 
 
 def _timed(owner: Any, name: str, into: dict[str, float], key: str, count: bool = True) -> Callable[[], None]:
@@ -108,27 +106,20 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="tj-steps-"))
-    try:
-        cases = work / "cases.jsonl"
-        write_dataset(cases, args.n, base_cases())
-        runs = []
+    args = sized_args(__doc__, "--repeat")
+    runs = []
+    with tau_cases(args.n, "tj-steps-") as (work, cases):
         for i in range(args.repeat):
             runs.append(one_run(cases, work))
             print(f"  run {i + 1}: {runs[-1]['whole run']:.2f} CPU-s", file=sys.stderr)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    med = medians(runs)
     print(f"| step (N={args.n:,}, processes 1, median of {args.repeat}) | CPU-s | calls |")
     print("|---|---:|---:|")
     for step in ("fold", "bootstrap", "reports", "checkpoint"):
-        print(f"| {step} | {statistics.median(r[step] for r in runs):.3f} | {statistics.median(r[step + ' calls'] for r in runs):.0f} |")
+        print(f"| {step} | {med[step]:.3f} | {med[step + ' calls']:.0f} |")
     for count in ("fsync calls", "replace calls"):
-        print(f"| os.{count.split()[0]} | | {statistics.median(r[count] for r in runs):.0f} |")
-    print(f"| whole run | {statistics.median(r['whole run'] for r in runs):.2f} | |")
+        print(f"| os.{count.split()[0]} | | {med[count]:.0f} |")
+    print(f"| whole run | {med['whole run']:.2f} | |")
 
 
 if __name__ == "__main__":
