@@ -8,18 +8,24 @@
 - `guarded(measure, report)`: run the measurements, print the table of whatever was measured,
   and when a step failed print the error after it and exit 1.
 - `precompile()`: write the project's bytecode before anything is timed.
+- `sized_args(doc)`, `tau_cases(n)`, `medians(runs)`: a benchmark of repeated runs over N generated
+  τ-bench cases: its command line, its dataset in a folder removed afterwards, its figures' medians.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
+import shutil
 import signal
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,3 +141,34 @@ def precompile() -> None:
 
     for folder in ("pipeline", "stages"):
         compileall.compile_dir(str(REPO / folder), quiet=1, force=False)
+
+
+def sized_args(doc: str | None, repeats: str = "--repeats") -> argparse.Namespace:
+    """Parse the command line of a benchmark over generated cases: `--n` cases (default 10,000) and the flag
+    `repeats` (default `--repeats`; 3 runs), with `doc` (the script's docstring) as its help."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument(repeats, type=int, default=3)
+    return ap.parse_args()
+
+
+@contextmanager
+def tau_cases(n: int, prefix: str) -> Iterator[tuple[Path, Path]]:
+    """`(a new temporary folder, its cases.jsonl)`: `n` τ-bench cases as `pipeline_throughput.py` makes them
+    (its 200 GPT-4o airline runs under new ids). The folder is removed when the block ends, however it ends."""
+    import pipeline_throughput as pt  # (not at the top: it imports this module)
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        cases = work / "cases.jsonl"
+        pt.write_dataset(cases, n, pt.base_cases())
+        yield work, cases
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def medians(runs: Sequence[Mapping[str, float]], keys: Iterable[str] | None = None) -> dict[str, float]:
+    """`{key: median over runs}` for each of `keys` (default: every key of any run, in first-seen order); a run
+    without a key counts 0 for it. Raises `statistics.StatisticsError` when `runs` is empty."""
+    keys = list(dict.fromkeys(k for r in runs for k in r)) if keys is None else keys
+    return {k: statistics.median(r.get(k, 0.0) for r in runs) for k in keys}

@@ -6,10 +6,11 @@ runs it in this process with `run.processes: 1`, and sums the CPU time
 (`time.process_time`) spent in each step by wrapping its function:
 
 - fold: `Aggregator.fold` (every result into the summary's figures), and
-  `Aggregator.settle` where it exists (values a fold batched, folded when read);
+  `Aggregator.settle` and `fold_finished` where they exist (values a fold batched, folded
+  when read; a batch of results rendered where they were scored);
 - bootstrap: `bootstrap_mean_ci` (every metric's and group's 95% interval);
 - reports: `write_reports` and whatever the run does per result for them
-  (`ReportFeed.feed`, when the run collects report material as it writes results);
+  (`ReportFeed.feed` or `feed_finished`, when the run collects report material as it writes results);
 - checkpoint: `RunJournal._write_checkpoint` (serializing the aggregate and writing it);
 
 and counts checkpoint writes, `os.fsync` and `os.replace` calls. Wrapping
@@ -22,12 +23,9 @@ Prints the median of `--repeat` runs per figure.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +33,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_throughput import CONFIG, base_cases, write_dataset  # noqa: E402
+from _procs import medians, sized_args, tau_cases  # noqa: E402
+from pipeline_throughput import CONFIG  # noqa: E402
 
 
 def _timed(owner: Any, name: str, into: dict[str, float], key: str, count: bool = True) -> Callable[[], None]:
@@ -63,7 +62,7 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
     from tracejudge.core.config import load_config
     from tracejudge.engine import checkpoint, runner  # noqa: F401  (imported before wrapping)
     from tracejudge.stages import reports
-    from tracejudge.stages.aggregate import fold, stats
+    from tracejudge.stages.aggregate import fold, metric_stats, stats
 
     run_dir = work / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -74,15 +73,18 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
                                                "checkpoint", "checkpoint calls", "fsync calls", "replace calls")}
     undo = [
         _timed(fold.Aggregator, "fold", got, "fold"),
-        _timed(fold, "bootstrap_mean_ci", got, "bootstrap"),
+        _timed(metric_stats, "bootstrap_mean_ci", got, "bootstrap"),  # (the name the summary's figures call it by)
         _timed(reports, "write_reports", got, "reports"),
         _timed(checkpoint.RunJournal, "_write_checkpoint", got, "checkpoint"),
     ]
-    if hasattr(fold.Aggregator, "settle"):
-        undo.append(_timed(fold.Aggregator, "settle", got, "fold", count=False))
+    # A run whose results are rendered where they are scored folds and feeds them a batch at a time (`*_finished`).
+    for name in ("settle", "fold_finished"):
+        if hasattr(fold.Aggregator, name):
+            undo.append(_timed(fold.Aggregator, name, got, "fold", count=False))
     feed = getattr(reports, "ReportFeed", None)
-    if feed is not None:
-        undo.append(_timed(feed, "feed", got, "reports", count=False))
+    for name in ("feed", "feed_finished") if feed is not None else ():
+        if hasattr(feed, name):
+            undo.append(_timed(feed, name, got, "reports", count=False))
     for name in ("fsync", "replace"):
         real = getattr(os, name)
 
@@ -104,27 +106,20 @@ def one_run(cases: Path, work: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="tj-steps-"))
-    try:
-        cases = work / "cases.jsonl"
-        write_dataset(cases, args.n, base_cases())
-        runs = []
+    args = sized_args(__doc__, "--repeat")
+    runs = []
+    with tau_cases(args.n, "tj-steps-") as (work, cases):
         for i in range(args.repeat):
             runs.append(one_run(cases, work))
             print(f"  run {i + 1}: {runs[-1]['whole run']:.2f} CPU-s", file=sys.stderr)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    med = medians(runs)
     print(f"| step (N={args.n:,}, processes 1, median of {args.repeat}) | CPU-s | calls |")
     print("|---|---:|---:|")
     for step in ("fold", "bootstrap", "reports", "checkpoint"):
-        print(f"| {step} | {statistics.median(r[step] for r in runs):.3f} | {statistics.median(r[step + ' calls'] for r in runs):.0f} |")
+        print(f"| {step} | {med[step]:.3f} | {med[step + ' calls']:.0f} |")
     for count in ("fsync calls", "replace calls"):
-        print(f"| os.{count.split()[0]} | | {statistics.median(r[count] for r in runs):.0f} |")
-    print(f"| whole run | {statistics.median(r['whole run'] for r in runs):.2f} | |")
+        print(f"| os.{count.split()[0]} | | {med[count]:.0f} |")
+    print(f"| whole run | {med['whole run']:.2f} | |")
 
 
 if __name__ == "__main__":

@@ -16,20 +16,18 @@ Each figure is the median over the repeats; the load average is printed with the
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from _procs import precompile  # noqa: E402
+from _procs import medians, precompile, sized_args, tau_cases  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, threading, time
@@ -135,29 +133,19 @@ def measure(n: int, work: Path, cases: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
-    import pipeline_throughput as pt
-
+    args = sized_args(__doc__)
     precompile()
-    work = Path(tempfile.mkdtemp(prefix="tj-phases-"))
     runs: list[dict] = []
     load = os.getloadavg()
     try:
-        cases = work / "cases.jsonl"
-        pt.write_dataset(cases, args.n, pt.base_cases())
-        for _ in range(args.repeats):
-            runs.append(measure(args.n, work, cases))
+        with tau_cases(args.n, "tj-phases-") as (work, cases):
+            for _ in range(args.repeats):
+                runs.append(measure(args.n, work, cases))
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         print(f"\nfailed: {exc}", file=sys.stderr)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     if not runs:
         raise SystemExit(1)
-    phases = list(dict.fromkeys(k for r in runs for k in r["spent"]))
-    med = {k: statistics.median(r["spent"].get(k, 0.0) for r in runs) for k in phases}
+    med = medians([r["spent"] for r in runs])
     total = statistics.median(r["total"] for r in runs)
     med["other (event loop, tasks, exit, helper threads)"] = total - sum(med.values())
     print(f"\nCPU of one `tracejudge run` (processes 1), {args.n:,} τ-bench cases, six checks; median of {len(runs)} "

@@ -229,3 +229,21 @@ def test_the_stop_message_counts_the_records_workers_are_computing(tmp_path):
     again = _run(tmp_path, {})
     assert again.returncode == 0, again.stderr
     assert len({(r["case_id"], r["trial"]) for r in _lines(tmp_path)}) == N
+
+
+def test_the_terminal_names_a_worker_death_as_one_not_as_a_transient_failure(tmp_path):
+    # A worker that died is no judge, target or provider failing: the end of the run says what ended the
+    # cases and that the same command retries them, and the resume says what it retried.
+    n = 40
+    _workspace(tmp_path, n)
+    first = _run(tmp_path, {"DOOM_CASE": "case-0007"})
+    assert first.returncode == 1, first.stderr
+    err = " ".join(first.stderr.split())
+    assert "1 results ended because the worker process scoring them died" in err, err
+    assert "the same command retries them" in err and "tracejudge run run.yaml --no-progress" in err
+    assert "transient failure" not in err and "judge, target or provider)" not in err
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    out = " ".join(again.stdout.split())
+    assert f"(1 new results, {n - 1} already finished, 1 retried after the worker process scoring them died)" in out, out
+    assert "transient failure" not in out + again.stderr

@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from tracejudge.core.records import CaseResult
+from tracejudge.core.records import WORKER_ERROR, CaseResult
 
-__all__ = ["agent_raised", "judge_block_with", "standing_judge_counts", "sum_usage"]
+__all__ = ["agent_raised", "judge_block_with", "standing_judge_counts", "sum_usage", "worker_died"]
 
 
 def _now() -> str:
@@ -43,6 +43,20 @@ def agent_raised(lines: Iterable[str]) -> list[str]:
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
+
+
+def worker_died(lines: Iterable[str]) -> int:
+    """How many of the result lines ended because the worker process scoring them died (error kind `worker_error`,
+    `records.WORKER_ERROR`): retried like a transient failure, but no judge, target or provider failed."""
+    n = 0
+    for line in lines:
+        if WORKER_ERROR not in line:  # (most lines: no parse)
+            continue
+        try:
+            n += json.loads(line)["error"]["kind"] == WORKER_ERROR  # (not a case's own metadata that says it)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return n
 
 
 def _judge_gate_counts(result: CaseResult) -> tuple[int, int]:

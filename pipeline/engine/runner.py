@@ -4,7 +4,7 @@ Each stage is a pool of anyio tasks; consecutive stages are joined by a
 bounded memory object stream (`run.queue_size`), so a slow stage holds back
 the ones before it and memory stays flat however many cases stream through.
 Stages that are not configured are not started: their neighbours are joined
-directly. The runner wires stages by the names in the config; it never names
+directly (`engine.stage_plan` says which run). The runner wires stages by the names in the config; it never names
 a metric or a format itself.
 
 Every finished (case, trial) is appended to `results.jsonl` as it arrives
@@ -33,22 +33,22 @@ from tracejudge.core.config_sections import trials_without_target
 from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
-from tracejudge.core.work import Stage
 from tracejudge.engine import config_journal, cursor
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
-from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics
+from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
 from tracejudge.engine.case_metrics import merge_unjudged as _merge_unjudged
 from tracejudge.engine.case_metrics import merge_without_judge_metrics as _merge_without_judge_metrics
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.flow import _aiter, _Flow
-from tracejudge.engine.journal_counts import agent_raised
+from tracejudge.engine.journal_counts import agent_raised, worker_died
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.run_summary import _build_summary, _prior_judge
 from tracejudge.engine.shards import parse_shard, shard_run_dir
+from tracejudge.engine.stage_plan import _per_case, build_stages
 from tracejudge.stages.score import time_limit
 
 if TYPE_CHECKING:
@@ -73,6 +73,8 @@ class RunOutcome:
     pending_retries: int = 0  # transient failures standing now, which the same command would redo
     retried_raised: int = 0  # of `retried`, results whose python agent had raised (a bug, not a transient failure)
     raised: list[str] = field(default_factory=list)  # of `pending_retries`, the messages of those whose agent raised
+    retried_died: int = 0  # of `retried`, results whose worker process had died (not a transient failure either)
+    died: int = 0  # of `pending_retries`, those whose worker process died
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -195,7 +197,7 @@ async def run(
         if command is not None:
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
-        retried_raised = len(agent_raised(journal.provisional.values()))
+        retried_raised, retried_died = len(agent_raised(journal.provisional.values())), worker_died(journal.provisional.values())
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
@@ -252,7 +254,7 @@ async def run(
 
             warn_absent_group_keys(run_dir, summary, config.aggregate.group_by)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
-                          retried_raised, agent_raised(journal.provisional.values()))
+                          retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()))
     finally:
         if journal is not None:
             journal.detach()
@@ -274,11 +276,6 @@ def preflight(config: RunConfig) -> None:
         from tracejudge.stages.judge.stage import api_key
 
         api_key(config)
-
-
-def _per_case(metrics: list[Any]) -> list[Any]:
-    # Metrics over trials (PassAtK) are computed by the aggregate, not per case.
-    return [m for m in metrics if not getattr(m, "over_trials", False)]
 
 
 def _run_dir(run_dir: Path) -> Path:
@@ -351,52 +348,3 @@ async def _athread(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
     done = object()
     while (item := await anyio.to_thread.run_sync(next, it, done)) is not done:
         yield item
-
-
-def build_stages(
-    config: RunConfig, metrics: list[Any], run_dir: Path | None = None, prior_judge: dict[str, Any] | None = None, score: bool = True,
-    judge_resources: Callable[[RunConfig, dict[str, Any]], Any] | None = None, stop: anyio.Event | None = None,
-    target_attempt: Callable[..., Any] | None = None,
-) -> list[Stage]:
-    """The stages between extract and aggregate that this config needs, in order.
-
-    Unconfigured stages (no target, no judge metric) are left out, so their
-    neighbours are joined directly. `run_dir` is where stages keep their own
-    files (the target's `traces.jsonl`); without it they keep none.
-    `prior_judge` is the judge block of an earlier segment of the same run
-    (its spending counts against the budget). `score: false` leaves the
-    score stage out (the executor scores while extracting). `judge_resources`
-    gives the judge's limiter, budget and cache (default: in-process ones,
-    `tracejudge.stages.judge.stage.local_resources`). `stop` is the run's stop
-    event: the judge cuts requests still in flight `judge.stop_grace_s` after
-    it is set. `target_attempt(case, trial)` runs the live target elsewhere
-    (the Ray executor's workers) instead of on the event loop. Raises
-    `ConfigError` when the judge's API key variable is unset.
-    """
-    from tracejudge.stages.judge import JudgeMetric
-    from tracejudge.stages.score import score_stage
-
-    plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
-    judged = [m for m in metrics if isinstance(m, JudgeMetric)]
-    # A case's own judge metrics need the judge stage even when the run lists none; without a
-    # `judge:` section they score null in the score stage, saying that the run has no judge.
-    with_judge = bool(judged) or config.judge is not None
-
-    def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
-        if not with_judge:  # a case's own judge metric says the run has no judge
-            return _merge_unjudged(run_metrics, specs)
-        return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
-
-    stages: list[Stage] = []
-    if config.target is not None:
-        from tracejudge.stages.target import target_stage
-
-        stages.append(target_stage(config, run_dir, remote=target_attempt, stop=stop))
-    if score:
-        stages.append(score_stage(plain, deterministic))
-    if with_judge:
-        # Imported only here: the judge's HTTP client (aiohttp) and simulator cost a deterministic run ~0.4 s of start-up.
-        from tracejudge.stages.judge.stage import judge_stage
-
-        stages.append(judge_stage(config, judged, _merge_case_metrics, prior_judge, run_dir=run_dir, stop=stop, resources=judge_resources))
-    return stages

@@ -179,10 +179,11 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     _print_configs(outcome.summary, out)
     _print_unscored(outcome.summary, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
-              f"{_retried(outcome.retried, outcome.retried_raised)}{_budget_skips(outcome.summary)})", highlight=False, soft_wrap=True)
+              f"{_retried(outcome.retried, outcome.retried_raised, outcome.retried_died)}{_budget_skips(outcome.summary)})",
+              highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:
-        print(f"{_pending(outcome.pending_retries, outcome.raised)}; the same command retries them "
+        print(f"{_pending(outcome.pending_retries, outcome.raised, outcome.died)}; the same command retries them "
               f"(at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
@@ -196,27 +197,33 @@ def _budget_skips(summary: dict) -> str:
     return f", {skipped} still skipped for the judge budget" if skipped else ""
 
 
-def _retried(retried: int, raised: int) -> str:
-    # An exception the agent raised is a bug, retried like a transient failure but not called one.
+def _retried(retried: int, raised: int, died: int) -> str:
+    # An exception the agent raised is a bug, and a worker process that died no judge, target or provider failing:
+    # both are retried like a transient failure but not called one.
     if not retried:
         return ""
-    if not raised:
-        return f", {retried} retried after a transient failure"
-    if raised == retried:
-        return f", {retried} retried after the agent raised"
-    return f", {retried} retried ({retried - raised} after a transient failure, {raised} after the agent raised)"
+    causes = [(retried - raised - died, "after a transient failure"), (raised, "after the agent raised"),
+              (died, "after the worker process scoring them died")]
+    causes = [(n, why) for n, why in causes if n]
+    if len(causes) == 1:
+        return f", {retried} retried {causes[0][1]}"
+    return f", {retried} retried (" + ", ".join(f"{n} {why}" for n, why in causes) + ")"
 
 
-def _pending(pending: int, raised: list[str]) -> str:
-    """What the failures a resume retries were: transient ones (judge, target, provider) and exceptions the agent raised."""
+def _pending(pending: int, raised: list[str], died: int) -> str:
+    """What the failures a resume retries were: transient ones (judge, target, provider), exceptions the agent raised, and
+    cases whose worker process died (killed, out of memory: `engine.worker_deaths`)."""
     parts = []
-    if pending > len(raised):
-        parts.append(f"{pending - len(raised)} results ended in a transient failure (judge, target or provider)")
+    if pending > len(raised) + died:
+        parts.append(f"{pending - len(raised) - died} results ended in a transient failure (judge, target or provider)")
     if raised:
         first = raised[0] if len(raised[0]) <= 120 else raised[0][:117] + "..."
         others = f"; {len(set(raised)) - 1} other error(s)" if len(set(raised)) > 1 else ""
         parts.append(f"{len(raised)} results ended because the agent raised {first}{others} (a bug in the agent, not a transient "
                      "failure: error.details.traceback in results.jsonl shows where)")
+    if died:
+        parts.append(f"{died} results ended because the worker process scoring them died (killed, out of memory or crashed; "
+                     "error kind worker_error in results.jsonl)")
     return "; ".join(parts)
 
 
