@@ -196,3 +196,26 @@ def test_calibrate_with_a_labels_file_judges_only_the_labelled_cases(truth: tupl
     assert sorted(r["case_id"] for r in judged) == sorted(some) and not (tmp_path / "full").exists()
     summary = json.loads((tmp_path / "full-calibrate" / "summary.json").read_text())
     assert summary["judge"]["requests"] == 10 and summary["labels"]["metrics"]["quality"]["accuracy"] == 1.0
+
+
+def test_label_counts_add_up_and_a_metric_the_run_lacks_is_named_not_tabled(tmp_path: Path) -> None:
+    # A label for a metric no result has counted as "not judged" and as "matched", so the counts summed past the
+    # labels, and the metric was a table row of n=0.
+    from tracejudge.stages.judge.agreement import agreement_block
+
+    def res(cid: str, trial: int, value: float | None) -> dict[str, Any]:
+        return {"case_id": cid, "trial": trial, "status": "ok", "tags": [],
+                "scores": {"TaskCompletion": {"value": value, "passed": None if value is None else value >= 0.5, "reason": "r"}}}
+
+    labels = tmp_path / "labels.jsonl"
+    rows = [("a", "TaskCompletion", 1), ("b", "TaskCompletion", 0), ("c", "TaskCompletion", 1), ("nope", "TaskCompletion", 1),
+            ("a", "Nope", 1), ("b", "Nope", 0)]
+    labels.write_text("".join(json.dumps({"case_id": c, "metric": m, "label": v}) + "\n" for c, m, v in rows))
+    # Two trials of "a" and of "c": a label without a trial answers both, and counts once.
+    results = [res("a", 0, 1.0), res("a", 1, 0.0), res("b", 0, 0.0), res("c", 0, None), res("c", 1, None)]
+    block = agreement_block(results, load_label_file(labels), resamples=50)
+    counts = {k: block[k] for k in ("total_labels", "matched", "not_judged", "unmatched")}
+    assert counts == {"total_labels": 6, "matched": 2, "not_judged": 1, "unmatched": 3}, counts
+    assert block["unknown_metrics"] == {"Nope": 2} and list(block["metrics"]) == ["TaskCompletion"]
+    assert block["problems"][0] == "2 label(s) for metric 'Nope': no result of this run has that metric"
+    assert block["metrics"]["TaskCompletion"]["n"] == 3  # a/0, a/1, b/0

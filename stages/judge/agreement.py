@@ -69,26 +69,33 @@ class Pair:
     reason: str = ""
 
 
-def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[str, list[Pair]], dict[str, int]]:
-    """`(pairs by metric, counts)`: each labelled verdict, and `total_labels`, `matched`, `not_judged`, `unmatched` label counts."""
+def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[str, list[Pair]], dict[str, Any]]:
+    """`(pairs by metric, counts)`: each labelled verdict, and the label counts, which add up to `total_labels`:
+    `matched` (paired with a scored verdict), `not_judged` (the case has the metric, but no scored verdict for the
+    label) and `unmatched` (no result of that case, or no result of the run has that metric); `unknown_metrics`
+    maps each labelled metric no result has to its label count."""
     index = labels.lookup()
     by_metric: dict[str, list[Pair]] = defaultdict(list)
-    used: set[tuple[str, str, int | None]] = set()
-    not_judged = 0
+    used: set[tuple[str, str, int | None]] = set()  # labels some result of their case answers (scored or not)
+    paired: set[tuple[str, str, int | None]] = set()  # labels paired with at least one scored verdict
     metrics = {lab.metric for lab in labels.labels}
+    seen: set[str] = set()  # the labelled metrics some result has
     for res in results:
         cid, trial = str(res.get("case_id")), int(res.get("trial", 0))
         scores = res.get("scores") or {}
+        seen.update(m for m in metrics if m in scores)
         for metric in metrics:
             key = (cid, metric, trial) if (cid, metric, trial) in index else (cid, metric, None)
             lab: Label | None = index.get(key)
             if lab is None:
                 continue
-            used.add(key)
             s = scores.get(metric)
+            if s is None and res.get("status", "ok") == "ok":
+                continue  # not a metric of this result: matched by another trial's, or by none (`unknown_metrics`)
+            used.add(key)
             if res.get("status", "ok") != "ok" or not isinstance(s, dict) or s.get("value") is None:
-                not_judged += 1
                 continue
+            paired.add(key)
             answers = (s.get("details") or {}).get("answers") or {}
             first = next(iter(answers.values()), None) if len(answers) == 1 else None
             grade = first["score"] if isinstance(first, dict) and isinstance(first.get("score"), (int, float)) else s["value"]
@@ -96,7 +103,10 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[s
                                           list(res.get("tags") or []), str(s.get("reason", ""))[:300]))
     for pairs in by_metric.values():
         pairs.sort(key=lambda p: (p.case_id, p.trial))  # results come in completion order: the bootstrap must not depend on it
-    counts = {"total_labels": len(index), "matched": len(used), "not_judged": not_judged, "unmatched": len(index) - len(used)}
+    unknown = {m: sum(1 for key in index if key[1] == m) for m in sorted(metrics - seen)}
+    # (A label without a trial answers every trial of its case: it counts once, as matched when any trial was scored.)
+    counts = {"total_labels": len(index), "matched": len(paired), "not_judged": len(used - paired), "unmatched": len(index) - len(used),
+              "unknown_metrics": unknown}
     return dict(by_metric), counts
 
 
@@ -224,8 +234,10 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
     first 20) and `metrics.<metric>` from `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label."""
     pairs, counts = pair_up(results, labels)
-    metrics = sorted({lab.metric for lab in labels.labels})
-    block: dict[str, Any] = {**counts, "problems": labels.problems[:20], "problem_count": len(labels.problems),
+    metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
+    problems = [f"{n} label(s) for metric {m!r}: no result of this run has that metric" for m, n in counts["unknown_metrics"].items()]
+    problems += labels.problems
+    block: dict[str, Any] = {**counts, "problems": problems[:20], "problem_count": len(problems),
                              "metrics": {m: metric_agreement(m, pairs.get(m, []), threshold=threshold, resamples=resamples, seed=seed,
                                                              disagreements=disagreements) for m in metrics}}
     if with_cases:
