@@ -92,3 +92,26 @@ def test_compare_metric_neither_run_scores_is_an_error_listing_the_runs_metrics(
         fh.write(result_line("extra", 0, {"b_only": (1.0, "new metric")}) + "\n")
     assert main(["compare", str(a), str(b), "--metric", "b_only", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics"]["b_only"]["pairs"] == 0
+
+
+def test_a_metric_scored_in_one_run_only_is_no_row_and_no_table_draws_vertical_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A's only metric was named "not compared" and then drawn as a row of zero pairs, in a boxed table unlike any other.
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "results.jsonl").write_text(result_line("x", 0, {"m": (1.0, "a")}) + "\n")
+    (b / "results.jsonl").write_text(result_line("x", 0, {"n": (1.0, "b")}) + "\n")
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "not compared (scored in one run only): A only: m; B only: n" in out
+    assert "no metric is scored in both runs: nothing to compare" in out and "per metric over pairs" not in out
+    pa, pb, _, _ = planted_runs(tmp_path / "planted", n=20, planted=2, improved=1)
+    with open(pb / "results.jsonl", "a") as fh:
+        fh.write(result_line("extra", 0, {"b_only": (1.0, "new metric")}) + "\n")
+    assert main(["compare", str(pa), str(pb)]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("per metric over pairs"):out.index("acc: regressed most")]
+    assert not any(c in table for c in "┃│┏┡└"), table  # as wide as it likes: still no vertical rule
+    assert [row.split()[0] for row in table.splitlines()[-2:]] == ["acc", "stable"], table  # no row for b_only

@@ -22,16 +22,18 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _deltas(cmp: Comparison, level: int, name: Callable[[str], str]) -> Table:
-    # Narrower at each level: 1 drops vertical rules and breaks headers between words, 2 leaves
-    # "unchanged" out (it is pairs − regressed − improved), 3 puts the CI under the delta.
-    t = Table(title=f"B − A per metric over pairs scored in both ({cmp.test})", title_justify="left",
-              **({"box": box.SIMPLE_HEAD, "show_edge": False, "padding": (0, 0)} if level else {}))  # the box draws one space between columns
+def _deltas(cmp: Comparison, keys: list[str], level: int, name: Callable[[str], str]) -> Table:
+    # Without vertical rules, as every table of the terminal; narrower at each level: 1 drops the padding (the box
+    # draws one space between columns) and breaks headers between words, 2 leaves "unchanged" out (it is pairs −
+    # regressed − improved), 3 puts the CI under the delta.
+    t = Table(title=f"B − A per metric over pairs scored in both ({cmp.test})", title_justify="left", box=box.SIMPLE_HEAD,
+              show_edge=False, **({"padding": (0, 0)} if level else {"pad_edge": False}))
     cols = ["metric", "pairs", "A mean", "B mean", "delta" if level < 3 else "delta 95% CI", *(["95% CI"] if level < 3 else []), "p",
             "regressed", "improved", *(["unchanged"] if level < 2 else [])]
     for col in cols:
         t.add_column(col.replace(" ", "\n") if level else col, justify="left" if col == "metric" else "right", no_wrap=True)
-    for k, md in cmp.metrics.items():
+    for k in keys:
+        md = cmp.metrics[k]
         ci = "—" if md.ci95 is None else f"[{md.ci95[0]:+.3f}, {md.ci95[1]:+.3f}]"
         delta = "—" if md.delta is None else f"{md.delta:+.3f}"
         style = "red" if md.ci95 is not None and md.ci95[1] < 0 else ("green" if md.ci95 is not None and md.ci95[0] > 0 else "")
@@ -61,7 +63,13 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
     if cmp.metrics_only_a or cmp.metrics_only_b:
         console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
                       f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)
-    t = fitted(console, lambda level, name: _deltas(cmp, level, name), 4)
+    # A metric scored in one run only has no pair: named above as not compared, not a row of zeros here.
+    one_side = {*cmp.metrics_only_a, *cmp.metrics_only_b}
+    keys = [k for k in cmp.metrics if k not in one_side]
+    if not keys:
+        console.print("no metric is scored in both runs: nothing to compare", highlight=False, markup=False, emoji=False)
+        return
+    t = fitted(console, lambda level, name: _deltas(cmp, keys, level, name), 4)
     console.print(t)
     if len(t.columns) < 10:
         console.print("unchanged = pairs − regressed − improved", highlight=False, markup=False, emoji=False)
