@@ -29,7 +29,7 @@ def test_a_run_dir_that_cannot_be_created_is_one_line(tmp_path: Path, capsys: py
     cfg.write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: a-file/run}\n")
     assert main(["run", str(cfg), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.strip().splitlines() == [f"error run.dir: cannot create {tmp_path / 'a-file' / 'run'}: Not a directory"]
+    assert err.strip().splitlines() == [f"error: run.dir: cannot create {tmp_path / 'a-file' / 'run'}: Not a directory"]
 
 
 def test_the_default_run_dir_is_printed_as_an_absolute_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -243,7 +243,7 @@ def test_an_out_holding_files_of_the_users_own_is_refused_naming_them(tmp_path: 
         (mine / name).write_text("mine")
     got = subprocess.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(mine)], capture_output=True, text=True, timeout=120)
     assert got.returncode == 2, got.stdout + got.stderr
-    assert " ".join(got.stderr.split()) == (f"error {mine}: already holds files that report did not write (a.csv, b.csv, notes.txt and 1 more); "
+    assert " ".join(got.stderr.split()) == (f"error: {mine}: already holds files that report did not write (a.csv, b.csv, notes.txt and 1 more); "
                                             "they are never overwritten: give --out a new or empty directory to write the reports to")
     assert sorted(p.name for p in mine.iterdir()) == ["a.csv", "b.csv", "notes.txt", "plot.png"]
     got = subprocess.run([str(TRACEJUDGE), "report", str(tmp_path / "run"), "--out", str(tmp_path / "other")], capture_output=True, text=True, timeout=120)

@@ -63,6 +63,12 @@ def test_a_read_only_run_directory_or_results_file_is_one_line_and_exit_2(tmp_pa
     lines = [line for line in got.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and str(run_dir) in lines[0] and "Read-only file system" in lines[0], got.stderr
     assert not (run_dir / "crash.log").exists()
+    if what == "run directory":
+        # With progress lines on (stderr not a terminal): no closing progress line for a run that never started, and the
+        # one line names the setting (it named the lock file alone, after a `progress_done` line).
+        got = _run_read_only(tmp_path, target, "run", "config.yaml", "--force")
+        assert got.returncode == 2 and "progress_done" not in got.stderr, got.stderr
+        assert got.stderr.strip().startswith(f"error: run.dir: cannot write in {run_dir}: Read-only file system"), got.stderr
 
 
 def test_a_finished_run_on_read_only_media_is_read_by_report_compare_and_view(tmp_path: Path) -> None:

@@ -189,7 +189,10 @@ async def run(
         check_first_records(fmt, config.dataset, ctx)  # a wrong format is one config error, not a result per line
     run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
     lock = store.RunLock(run_dir)
-    lock.acquire()
+    try:
+        lock.acquire()
+    except OSError as exc:  # (a `LockedError`, another process's run, is no OSError: it says who holds the directory)
+        raise TracejudgeError(f"run.dir: cannot write in {run_dir}: {exc.strerror or type(exc).__name__} ({lock.path.name})") from None
     journal: RunJournal | None = None
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)

@@ -102,7 +102,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if not all(isinstance(leaf, TracejudgeError) for leaf in found):
             raise
         for leaf in found:
-            err.print(f"[bold red]error[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(str(leaf))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     from tracejudge.core.console import stdout_console
 
