@@ -97,7 +97,7 @@ _WORD = r"[A-Za-z0-9._~+/=-]{15}"
 _HINT = re.compile(
     rf"""key["']?\s*[:=]|KEY["']?\s*[:=]|Key["']?\s*[:=]|zation|ZATION"""
     rf"|Bearer\s+{_WORD}|bearer\s+{_WORD}|Basic\s+{_WORD}|basic\s+{_WORD}"
-    r"|k[-_]|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN|za(?<=AIza)|_(?<=hf_)|/(?<=://)"
+    r"|k[-_](?<=\bsk[-_])|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN|za(?<=AIza)|_(?<=hf_)|/(?<=://)"
 )
 
 # How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
@@ -205,20 +205,28 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
 
 
 def _label_texts(value: Any, out: list[str]) -> None:
-    # Every string of a JSON-like value, a mapping's string value preceded by its key as `key: value`.
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(v, str):
-                out.append(f"{k}: {v}" if isinstance(k, str) else v)
-            else:
+    # Every string of a JSON-like value, a mapping's string value preceded by its key as `key: value`. (A loop over a
+    # stack, not a call per value: most values are scalars, and a call each cost more than the search after it.)
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, str):
+                    out.append(f"{k}: {x}" if isinstance(k, str) else x)
+                    continue
                 if isinstance(k, str):
                     out.append(k)
-                _label_texts(v, out)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _label_texts(v, out)
+                if isinstance(x, (dict, list, tuple)):
+                    stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                if isinstance(x, str):
+                    out.append(x)
+                elif isinstance(x, (dict, list, tuple)):
+                    stack.append(x)
 
 
 def _masked_label(value: Any) -> Any:
