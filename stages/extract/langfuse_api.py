@@ -154,7 +154,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     roots = [s for s in spans if s.parent_id not in {x.span_id for x in spans}]
     trace_io = {f"langfuse.trace.{k}": record[k] for k in ("input", "output") if record.get(k) is not None}
     if not spans and not trace_io:
-        fail("observations: the trace has no observations and no input or output: nothing was recorded", field="observations", case_id=cid)
+        fail("observations: the trace recorded no step: no observation and no input or output", field="observations", case_id=cid)
     if trace_io and len(roots) == 1:
         roots[0].attrs.update(trace_io)  # where Langfuse's OTel SDK keeps them: on the trace's root span
     elif trace_io:
