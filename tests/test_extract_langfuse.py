@@ -134,3 +134,25 @@ RECORDED = recordings("langfuse-api")
 @pytest.mark.parametrize("export,truth", RECORDED, ids=[recording_id(r) for r in RECORDED])
 def test_recorded_trace_matches_its_truth(export: Path, truth: dict[str, Any]) -> None:
     assert_truth(only_case(export, "langfuse"), truth)
+
+
+def test_a_trace_without_observations_keeps_its_own_input_and_output(tmp_path: Path) -> None:
+    # Nothing inside the trace was recorded, but the trace's input/output are the case's: no steps, not an empty case.
+    folder = Path(__file__).parent / "data/frameworks/langfuse-api"
+    trace = json.loads((folder / "sequence.json").read_text().splitlines()[0])
+    truth = json.loads((folder / "sequence.truth.json").read_text())
+    trace["observations"] = []
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(trace) + "\n")
+    case = only_case(path, "langfuse")
+    assert (case.input, case.trace.output) == (truth["input"], truth["output"])
+    assert case.trace.steps == [] and [m.content for m in case.trace.user_messages] == [truth["input"]]
+
+
+def test_a_trace_with_neither_observations_nor_input_is_invalid(tmp_path: Path) -> None:
+    trace = json.loads((Path(__file__).parent / "data/frameworks/langfuse-api/sequence.json").read_text().splitlines()[0])
+    trace.update(observations=[], input=None, output=None)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(trace) + "\n")
+    ((cid, error),) = extract(path, "langfuse")
+    assert (cid, error.kind, error.line, error.field) == (trace["id"], "invalid_input", 1, "observations") and "t.jsonl" in error.file

@@ -154,3 +154,36 @@ def test_mlflow_2_span_shape(tmp_path: Path) -> None:
     assert case.id == "tr-2" and case.input == QUESTION and case.trace.output == ANSWER and case.trace.usage.latency_s == 0.04
     (call,) = case.trace.tool_calls()
     assert (call.id, call.name, call.arguments, call.error) == ("c1", "cancel_order", {"order_id": "#W9"}, "order #W9 not found")
+
+
+def _sequence_variant(tmp_path: Path, change: Any) -> Case:
+    """The recorded `sequence` trace with `change(record)` applied, extracted."""
+    record = json.loads((Path(__file__).parent / "data/frameworks/mlflow/sequence.mlflow.jsonl").read_text().splitlines()[0])
+    change(record)
+    path = tmp_path / "variant.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    return only_case(path, "mlflow")
+
+
+def test_without_model_spans_the_question_argument_is_the_input(tmp_path: Path) -> None:
+    # The AGENT span recorded run(question=..., task="sequence", tools=...): the question, not the first string argument.
+    truth = json.loads((Path(__file__).parent / "data/frameworks/mlflow/sequence.truth.json").read_text())
+
+    def drop_models(record: dict[str, Any]) -> None:
+        record["data"]["spans"] = [s for s in record["data"]["spans"] if "CHAT_MODEL" not in s["attributes"]["mlflow.spanType"]]
+
+    case = _sequence_variant(tmp_path, drop_models)
+    assert case.input == truth["input"] and [m.content for m in case.trace.user_messages] == [truth["input"]]
+    assert [c.name for c in case.trace.tool_calls()] == [c["name"] for c in truth["calls"]] and case.trace.output == truth["output"]
+
+
+def test_spans_whose_parent_is_missing_hang_from_the_root(tmp_path: Path) -> None:
+    # A parent id that is not in the trace (a span lost on export) must not split the run into an extra user turn.
+    truth = json.loads((Path(__file__).parent / "data/frameworks/mlflow/sequence.truth.json").read_text())
+
+    def orphan(record: dict[str, Any]) -> None:
+        for span in record["data"]["spans"]:
+            if span["parent_span_id"]:
+                span["parent_span_id"] = "AAAAAAAAAAA="
+
+    assert_truth(_sequence_variant(tmp_path, orphan), truth)

@@ -122,9 +122,34 @@ def test_a_code_agent_run_is_its_code_calls_and_final_answer(tmp_path: Path) -> 
     path.write_text(json.dumps(agent.memory.get_full_steps(), default=str) + "\n")
     case = only_case(path, "smolagents")
     calls = case.trace.tool_calls()
-    assert [(c.name, c.arguments) for c in calls] == [("python_interpreter", {"code": "w = get_weather(city='Paris')\nprint(w)"}),
-                                                      ("python_interpreter", {"code": "final_answer(f'Paris: {w}')"})]
+    # The last code only hands over the answer: the answer, not a call.
+    assert [(c.name, c.arguments) for c in calls] == [("python_interpreter", {"code": "w = get_weather(city='Paris')\nprint(w)"})]
     assert "sunny, 21 C" in calls[0].result and case.trace.output == "Paris: sunny, 21 C" and case.input == "Weather in Paris?"
+    assert [len(s.tool_calls) for s in case.trace.steps] == [1, 0] and case.trace.steps[1].output == "Paris: sunny, 21 C"
+
+
+def _code_answer_step(code: str) -> list[dict[str, Any]]:
+    """The recorded `sequence` run with its last step (a final_answer tool call) as a CodeAgent writes it: `code` run by python_interpreter."""
+    record = json.loads((Path(__file__).parent / "data/frameworks/smolagents-memory/sequence.jsonl").read_text().splitlines()[0])
+    last = record["steps"][-1]
+    answer = last["tool_calls"][0]["function"]["arguments"]["answer"]
+    last.update(tool_calls=[{"id": "call_9", "type": "function", "function": {"name": "python_interpreter", "arguments": code}}],
+                model_output_message=None, code_action=code, observations=f"Execution logs:\nLast output from code snippet:\n{answer}",
+                action_output=answer, is_final_answer=True)
+    return record
+
+
+def test_code_that_only_calls_final_answer_is_the_answer_not_a_call(tmp_path: Path) -> None:
+    truth = json.loads((Path(__file__).parent / "data/frameworks/smolagents-memory/sequence.truth.json").read_text())
+    # Code that does work before or inside final_answer(...) stays the python_interpreter call it is.
+    for code, counted in [("final_answer('It is sunny in Paris: 21 C, which is 69.8 F.')", False),
+                          ("t = 'sunny'\nfinal_answer(f'It is {t} in Paris: 21 C, which is 69.8 F.')", True),
+                          ("final_answer(get_weather(city='Paris'))", True)]:
+        path = tmp_path / "code.jsonl"
+        path.write_text(json.dumps(_code_answer_step(code)) + "\n")
+        case = only_case(path, "smolagents")
+        names = [c["name"] for c in truth["calls"]] + (["python_interpreter"] if counted else [])
+        assert [c.name for c in case.trace.tool_calls()] == names and case.trace.output == truth["output"], code
 
 
 def test_several_calls_with_multi_line_results_each_get_the_whole_observation(tmp_path: Path) -> None:

@@ -37,7 +37,9 @@ observation `type` and `parentObservationId`:
 
 The trace's `input` / `output` are the case's (a message list gives its
 first user text / the assistant text); without them the root `AGENT`'s, else
-the first user message and the last model text. An input that is not text
+the first user message and the last model text. A trace with no
+observations (`observations: []`) is a case with no steps and the trace's
+input/output; with neither, it is an `invalid_input` naming `observations`. An input that is not text
 (a mapping of arguments) gives way to the first user message, when there is one. `sessionId`, `userId`,
 `name`, `release`, `environment` and `metadata` go to `metadata.langfuse`,
 `tags` to the case's tags. Usage: `totalCost` (else the observations'
@@ -151,9 +153,14 @@ def adapt(payload: Any, options: Any = None) -> Case:
         span.start = start
     roots = [s for s in spans if s.parent_id not in {x.span_id for x in spans}]
     trace_io = {f"langfuse.trace.{k}": record[k] for k in ("input", "output") if record.get(k) is not None}
+    if not spans and not trace_io:
+        fail("observations: the trace recorded no step: no observation and no input or output", field="observations", case_id=cid)
     if trace_io and len(roots) == 1:
         roots[0].attrs.update(trace_io)  # where Langfuse's OTel SDK keeps them: on the trace's root span
     elif trace_io:
+        if not spans:
+            # With no observation the trace itself is the run: a span the assembler anchors a turn on, so its input/output stay the case's.
+            trace_io["langfuse.observation.type"] = "span"
         spans.append(native_span(cid, f"trace:{cid}", None, record.get("name"), min(s.start for s in spans) - 1 if spans else 0, 0, trace_io))
         for span in roots:
             span.parent_id = f"trace:{cid}"

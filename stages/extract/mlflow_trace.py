@@ -27,7 +27,11 @@ by the `mlflow` convention and built by the `otel` assembler (see
   `AGENT` span, else of the root `CHAIN` / `UNKNOWN` span (a plain
   `@mlflow.trace`): text as it is, a message list its last user / assistant
   text; of a function's several arguments, the one the model was asked
-  (else the model's first user message);
+  (else the model's first user message; with no model span, the first of
+  `question`, `query`, `prompt`, `user_input`, `input`, `message(s)`,
+  `task`, else the first text argument);
+- a span whose parent is not in the trace hangs from the trace's root
+  span (it stays a root when the trace has none or several);
 - other spans (`PARSER`, `EMBEDDING`, ...) are structure; an
   exception on a span that is not a call is listed in `metadata.mlflow.errors`.
 
@@ -98,7 +102,24 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]]]:
             errors.append({"span": str(sid), "type": kind if isinstance(kind, str) else None, "name": span.get("name"), "error": error})
     for span, start in zip(out, in_order(starts)):
         span.start = start
+    _adopt_orphans(out)
     return out, errors
+
+
+def _adopt_orphans(spans: list[Span]) -> None:
+    """Hang a span whose parent is not in the trace (lost on export) from the trace's root.
+
+    MLflow writes one root per trace; left a root of its own, a lost span's model requests would start a turn
+    apart from the root's and the root's arguments would become a user message the user never sent. With no
+    single root the spans stay roots.
+    """
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if s.parent_id is None]
+    if len(roots) != 1:
+        return
+    for span in spans:
+        if span.parent_id is not None and span.parent_id not in ids:
+            span.parent_id = roots[0].span_id
 
 
 def adapt(payload: Any, options: Any = None) -> Case:

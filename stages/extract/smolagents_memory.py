@@ -28,13 +28,18 @@ What counts, by the step's shape (`smolagents.memory`):
   `metadata.smolagents.errors`;
 - a CodeAgent's `python_interpreter` call keeps its code as
   `arguments.code`; a step marked `is_final_answer` gives its
-  `action_output` as the answer when no `final_answer` call did;
+  `action_output` as the answer when no `final_answer` call did. A code
+  step that only hands over the answer — its code is one
+  `final_answer(<value>)` statement with no other call in it — is that
+  answer, not a call; code that also does work (`x = f()` before it, or
+  `final_answer(f())`) stays a `python_interpreter` call;
 - `token_usage` is summed, `timing` gives the latency (first start to last
   end); model requests are the planning and action steps.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -76,6 +81,26 @@ def _calls(step: dict[str, Any], where: str, cid: str) -> list[dict[str, Any]]:
             args = {"code": args}
         calls.append({"id": None if tc.get("id") is None else str(tc["id"]), "name": fn["name"], "arguments": args})
     return calls
+
+
+def _only_final_answer(call: dict[str, Any]) -> bool:
+    """Whether a CodeAgent's `python_interpreter` call runs nothing but `final_answer(...)`.
+
+    True for code that is one `final_answer(<value>)` statement with no other call in it (names, literals,
+    f-strings, attributes and subscripts only): that code only hands over the answer (the step's
+    `action_output`). Code that also does work (`x = f(); final_answer(x)`, `final_answer(f())`), or that
+    does not parse, stays a call.
+    """
+    if call["name"] != CODE_TOOL or not isinstance(call["arguments"], dict) or not isinstance(call["arguments"].get("code"), str):
+        return False
+    try:
+        tree = ast.parse(call["arguments"]["code"])
+    except (SyntaxError, ValueError):
+        return False
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return False
+    invoked = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    return len(invoked) == 1 and invoked[0] is tree.body[0].value and isinstance(invoked[0].func, ast.Name) and invoked[0].func.id == FINAL
 
 
 def _text(value: Any) -> str | None:
@@ -147,7 +172,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         elif "step_number" in step or "model_output_message" in step or "tool_calls" in step:
             calls = _calls(step, where, cid)
             finals = [c for c in calls if c["name"] == FINAL]
-            calls = [c for c in calls if c["name"] != FINAL]
+            calls = [c for c in calls if c["name"] != FINAL and not _only_final_answer(c)]
             err = step.get("error")
             message = (err.get("message") or err.get("type")) if isinstance(err, dict) else (str(err) if err else None)
             _results(calls, step.get("observations"), message)

@@ -136,7 +136,9 @@ def _response_messages(body: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-_REQUEST_KEYS = ("task", "input", "query", "question", "prompt", "user_input", "message", "messages")
+# Most question-like first: when no model request says which argument was asked (a run with no model span),
+# the first candidate is the input, and `run(question=..., task="sequence")` was asked the question, not the label.
+_REQUEST_KEYS = ("question", "query", "prompt", "user_input", "input", "message", "messages", "task")
 
 
 def request_text(value: Any) -> str | list[str] | None:
@@ -144,9 +146,10 @@ def request_text(value: Any) -> str | list[str] | None:
 
     Plain text or a message list (its last user text) give a `str`. A
     mapping of a function's arguments gives its candidate strings, the
-    well-known keys (`task`, `input`, `query`, `question`, …) first: the
+    well-known keys first, most question-like first (`question`, `query`,
+    `prompt`, `user_input`, `input`, `message(s)`, then `task`): the
     assembler picks the one the model was asked (an agent called as
-    `run(task="…", session="…")` records every argument).
+    `run(task="…", session="…")` records every argument), else the first.
     """
     decoded = unjson(value)
     if isinstance(decoded, str):
