@@ -150,6 +150,20 @@ def test_an_empty_file_of_a_whole_file_format_is_2_naming_the_file(tmp_path: Pat
     assert not (tmp_path / "run").exists()
 
 
+def test_a_file_of_no_record_of_its_format_is_2_for_run_and_extract_saying_what_it_holds(tmp_path: Path) -> None:
+    # An OTLP export with no span: `run` called it "an empty file, only blank lines or an empty array", and `extract`
+    # wrote 0 cases with exit status 0.
+    data = tmp_path / "spans.jsonl"
+    data.write_text('{"resourceSpans": []}\n')
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {data.name}, format: otel}}\nmetrics: [{{type: MaxToolCalls, max_calls: 2}}]\nrun: {{dir: run}}\n")
+    said = f"dataset.path: {data}: format otel reads no record from it; it holds a JSON object with keys resourceSpans"
+    proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stdout + proc.stderr
+    proc = _tj("extract", str(cfg), "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.strip() == f"error: {said}", proc.stderr
+
+
 @pytest.mark.parametrize("relative", [True, False])
 def test_a_symlink_loop_as_dataset_is_2_naming_the_path(tmp_path: Path, relative: bool) -> None:
     (tmp_path / "a.jsonl").symlink_to("b.jsonl")

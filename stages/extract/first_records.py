@@ -15,6 +15,7 @@ none of such a file's records reads, the run is refused the same way, saying wha
 from __future__ import annotations
 
 import json
+import os
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,17 @@ _JSON_TYPES = {dict: "a JSON object", list: "a JSON array", str: "a JSON string"
                bool: "a JSON boolean", type(None): "JSON null"}
 
 
+def no_records(fmt: Any, dataset: Any) -> str:
+    """The config error of a dataset `fmt` reads no record from: an empty file, or (a folder, or a file that holds
+    something) one with nothing of that format in it, saying what the file holds."""
+    path = dataset.path
+    head = _head(path) if os.path.isfile(path) else b""
+    if not head or head.rstrip() == b"[]":
+        what = "no file in the folder holds one" if os.path.isdir(path) else "an empty file, only blank lines or an empty array"
+        return f"dataset.path: {path}: no records in it ({what})"
+    return f"dataset.path: {path}: format {fmt.name} reads no record from it; it holds {_holds(head)}"
+
+
 def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     """Raise `ConfigError` when the first `FIRST` records of `dataset` are all invalid for `fmt`, or all of a
     whole-file format's records are (`Format.whole_file`); and when there are none.
@@ -135,7 +147,7 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     bad = _scan(fmt, dataset, ctx, FIRST)
     head = _head(dataset.path) if bad is not None else b""
     if bad is not None and (bad[0] == 0 or (fmt.whole_file and not head)):  # else the run ended with exit status 1, as if scores had failed
-        raise ConfigError(f"dataset.path: {dataset.path}: no records in it (an empty file, only blank lines or an empty array)")
+        raise ConfigError(no_records(fmt, dataset))
     if bad is None or (bad[0] < FIRST and not fmt.whole_file):
         return
     seen, err = bad

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tracejudge.entrypoints.commands.exits import EXIT_ASSERTION, EXIT_OK
+from tracejudge.entrypoints.commands.exits import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,6 +65,11 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         if "unrecognised" in counts:
             parts.append(f"{counts['unrecognised']['ignored']} spans of no known convention ignored")
         err.print(f"{file}: spans by convention: " + ("; ".join(parts) or "none"), highlight=False, markup=False, soft_wrap=True)
+    if not written and not bad:  # as a run refuses it: nothing read is no conversion that succeeded
+        from tracejudge.stages.extract.first_records import no_records
+
+        err.print(f"error: {no_records(fmt, config.dataset)}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_ASSERTION if bad else EXIT_OK  # the valid cases are written; a script still learns that some records were not
 
