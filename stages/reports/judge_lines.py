@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.aggregate.gate_judge import budget_caps
+
 __all__ = ["budget_line", "judge_lines", "quality_lines", "spend_line"]
 
 
@@ -35,8 +37,7 @@ def budget_line(summary: dict[str, Any]) -> str | None:
     skipped = int((summary.get("status") or {}).get("skipped_budget", 0))
     if not skipped:
         return None
-    names = {"max_judge_tokens": lambda v: f"budget.max_judge_tokens {v:,}", "max_cost_usd": lambda v: f"budget.max_cost_usd ${v:g}"}
-    caps = ", ".join(names[k](v) for k, v in (j.get("budget") or {}).items() if k in names)
+    caps = budget_caps(summary)
     requests = j.get("skipped_budget_requests")
     sent = f"; {requests} judge requests not sent in this segment" if requests else ""
     return (f"judge budget ran out{f' (caps: {caps})' if caps else ''}: {skipped} results (case, trial) were not judged for it{sent}; "
