@@ -11,7 +11,9 @@ The gate rule (one rule, documented in README "CI gates"):
     "the agent regressed".
     A run another process is still writing (`tracejudge report` while `run`
     holds the directory) says IN PROGRESS (exit 75): not finished, and not
-    interrupted either.
+    interrupted either. A result the judge budget skipped (`skipped_budget`)
+    is not finished either: the `judge budget` check fails until a resume with
+    a larger budget judges it (`gate_judge`).
 
 Unreadable input: the share of `invalid_input` results must not exceed
 `assertions.max_invalid_share` (default 0.0); a failed check lists the first
@@ -309,13 +311,10 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         verdict.checks.append(Check("max_target_error_share", ok, f"{failed} of {summary['results']} results are target_error "
                                     f"(the agent raised, timed out or gave no usable answer) = {share:.1%}, allowed <= "
                                     f"{assertions.max_target_error_share:.1%} (assertions.max_target_error_share){reasons}"))
-    judge = summary.get("judge") or {}
-    if judge.get("max_error_share") is not None and judge.get("error_share") is not None:
-        ok = not judge.get("gate_failed")
-        verdict.checks.append(Check(
-            "judge max_error_share", ok,
-            f"judge errors: {judge['error_share']:.1%} of judged results, allowed <= {judge['max_error_share']:.1%} (judge.max_error_share)",
-        ))
+    # Imported here: gate_judge builds on this module's Check.
+    from tracejudge.stages.aggregate.gate_judge import budget_check, judge_error_check
+
+    verdict.checks.extend(c for c in (budget_check(summary), judge_error_check(summary)) if c is not None)
     keys = list(summary.get("metrics", {})) + list(summary.get("pass_at_k", {}))
     for key in keys:
         rule = metric_rule(assertions, key, per_result=key in summary.get("metrics", {}))

@@ -9,7 +9,10 @@ differ from their question's majority / all answers (`tracejudge.stages.judge.re
 `fleiss_kappa`, Fleiss' κ (`statsmodels.stats.inter_rater.fleiss_kappa`) with
 each question of each item a subject, each model a rater and the answers
 (`yes`/`no`, or grades) the categories; `agreement_with_panel` per model: the
-share of that model's answers equal to the panel's majority answer; and
+share of that model's answers equal to the panel's majority answer, over the questions that have one (an answer
+given by more than half of the models); `tied`: the questions without one (a panel of two models ties whenever
+they disagree; how a tie is scored: `repeat`), left out of the agreement rather than credited to whichever
+model is listed first; and
 per model `cost_usd` (null when the model has no price), `input_tokens`, `output_tokens`, `requests` (from each
 model's own counters). Rows are kept as counts of distinct rating patterns,
 so memory does not grow with the run. Counts carry over from an earlier
@@ -55,7 +58,8 @@ class _Metric:
     answers: int = 0
     patterns: Counter[str] = field(default_factory=Counter)  # canonical {category: count} of one subject → subjects
     agree: Counter[str] = field(default_factory=Counter)  # model → answers equal to the panel majority
-    rated: Counter[str] = field(default_factory=Counter)  # model → answers given
+    rated: Counter[str] = field(default_factory=Counter)  # model → answers given to questions with a majority
+    tied: int = 0  # questions with no answer given by more than half of the models
 
 
 class JudgeTally:
@@ -88,8 +92,10 @@ class JudgeTally:
             votes = {name: answer_of((m.get("answers") or {}).get(q)) for name, m in models.items()}
             counts = Counter(str(v) for v in votes.values())
             t.patterns[json.dumps(sorted(counts.items()))] += 1
-            top = max(counts.values())
-            winner = next(str(v) for v in votes.values() if counts[str(v)] == top)
+            winner, top = counts.most_common(1)[0]
+            if 2 * top <= len(votes):  # no majority: agreeing with a tie says nothing
+                t.tied += 1
+                continue
             for name, v in votes.items():
                 t.rated[name] += 1
                 t.agree[name] += int(str(v) == winner)
@@ -127,6 +133,7 @@ class JudgeTally:
                 rows.extend([[int(got.get(c, 0)) for c in cats]] * n)
             k = fleiss(rows)
             panel[name] = {"subjects": len(rows), "categories": cats, "fleiss_kappa": None if k is None else round(k, 6),
+                           "tied": t.tied + int(q.get("tied", 0)),
                            "agreement_with_panel": {m: round(agree[m] / rated[m], 6) for m in rated if rated[m]},
                            "patterns": dict(sorted(patterns.items())), "agree": dict(agree), "rated": dict(rated)}
         out: dict[str, Any] = {}

@@ -7,8 +7,7 @@ is cached on its own and the key stays a function of the content. The score
 kept (`combine_samples`) has the **mean** of the N values as its value
 (`passed` from the metric's threshold on that mean), and
 `details.samples`: `n`, `values`, `mean`, the answers of each question
-across samples, their `majority` (the most common answer; a tie goes to the
-earliest sample's), `flip_rate` — the share of (question, sample) answers
+across samples, their `majority` (by the tie rule below), `flip_rate` — the share of (question, sample) answers
 that differ from their question's majority — and `flaky`: whether any two
 samples disagree.
 
@@ -16,9 +15,14 @@ samples disagree.
 (after its samples are combined); `combine_panel` keeps each model's value,
 pass and answers in `details.panel.models` and combines them by
 `judge.aggregate`: `majority` (per question the majority answer of the
-models, a tie going to the first model's, then scored by the metric; for a
-graded metric the median grade; a sampled model votes its samples' majority), `mean` (mean value), `all` (the lowest
-value: passes only when every model passes), `any` (the highest value).
+models, then scored by the metric; for a graded metric the lower median grade; a sampled model votes its samples'
+majority), `mean` (mean value), `all` (the lowest value: passes only when every model passes), `any` (the highest value).
+
+**Ties.** A question's answer in the score's favour (its `good`, `yes` for most) wins only with more than half
+of the votes: a strict majority, as a tied vote carries no motion (and as inspect-ai's `majority` reducer decides
+a grader panel). A tie, which a panel of two models meets whenever they disagree, goes to the other answer; among
+grades, to the lower. So the verdict is the same in whatever order the panel (or the samples) are listed.
+`details.panel` keeps the decided `answers` and the `tied_questions`.
 
 A sample or model that failed makes the item fail the same way (the first
 failure is kept), so a resumed run asks again rather than keeping a verdict
@@ -56,10 +60,36 @@ def _votes(o: Outcome) -> dict[str, Any]:
     return {q: answer_of(a) for q, a in _answers(o).items()}
 
 
-def _majority(votes: list[Any]) -> Any:
+def _goods(plan: Any) -> dict[str, str]:
+    """Each yes/no question's answer in the score's favour (`Question.good`); empty for a graded plan (`scale`)."""
+    if plan is None or getattr(plan, "kind", "yes_no") != "yes_no":
+        return {}
+    return {q.id: q.good for q in plan.questions}
+
+
+def _majority(votes: list[Any], good: str | None = None) -> Any:
+    """The votes' majority answer, the same in any order of `votes`.
+
+    With `good` (a yes/no question), `good` when more than half of the votes are it, else the other answer: a tie,
+    or votes missing, do not credit the score. Without it (grades), the most common vote; a tie goes to the lowest.
+    """
+    if good is not None:
+        return good if 2 * sum(v == good for v in votes) > len(votes) else ("no" if good == "yes" else "yes")
     counts = Counter(votes)
     top = max(counts.values())
-    return next(v for v in votes if counts[v] == top)  # a tie goes to the earliest vote
+    leaders = [v for v in counts if counts[v] == top]
+    grades = [v for v in leaders if isinstance(v, (int, float))]
+    return min(grades) if grades else min(leaders, key=str)
+
+
+def _tied(votes: list[Any]) -> bool:
+    """No answer has more than half of `votes`."""
+    return 2 * max(Counter(votes).values()) <= len(votes)
+
+
+def _count(votes: list[Any]) -> str:
+    """`yes 1, no 1`: the votes per answer, in a fixed order."""
+    return ", ".join(f"{a} {n}" for a, n in sorted(Counter(map(str, votes)).items(), reverse=True))
 
 
 def _sum_info(outs: list[Outcome], model: str | None = None) -> JudgeInfo | None:
@@ -79,8 +109,8 @@ def _failed(outs: list[Outcome]) -> Outcome | None:
     return next((o for o in outs if o.status != "ok" or o.score.value is None), None)
 
 
-def combine_samples(metric: Any, outs: list[Outcome]) -> Outcome:
-    """One item's N sample outcomes (in sample order) as one outcome (see the module doc)."""
+def combine_samples(metric: Any, outs: list[Outcome], plan: Any = None) -> Outcome:
+    """One item's N sample outcomes (in sample order) as one outcome (see the module doc); `plan` gives its questions' good answers."""
     if len(outs) == 1:
         return outs[0]
     bad = _failed(outs)
@@ -90,7 +120,8 @@ def combine_samples(metric: Any, outs: list[Outcome]) -> Outcome:
     values = [float(o.score.value) for o in outs]  # type: ignore[arg-type]
     qids = list(dict.fromkeys(q for o in outs for q in _answers(o)))
     votes = {q: [answer_of(_answers(o).get(q)) for o in outs] for q in qids}
-    majority = {q: _majority(v) for q, v in votes.items()}
+    goods = _goods(plan)
+    majority = {q: _majority(v, goods.get(q)) for q, v in votes.items()}
     total = sum(len(v) for v in votes.values())
     flips = sum(1 for q, v in votes.items() for x in v if x != majority[q])
     mean = sum(values) / len(values)
@@ -116,21 +147,27 @@ def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str) ->
     per_model = {n: {"value": o.score.value, "passed": o.score.passed, "answers": votes[n]} for n, o in outs.items()}
     values = [float(o.score.value) for o in items]  # type: ignore[arg-type]
     first = items[0].score
+    qids = list(dict.fromkeys(q for v in votes.values() for q in v))
+    goods = _goods(plan)
+    cast = {q: [v.get(q) for v in votes.values()] for q in qids}
+    tied = [q for q in qids if _tied(cast[q])]
+    decided = {q: _majority(cast[q], goods.get(q)) for q in qids}
     if how == "majority":
-        qids = list(dict.fromkeys(q for v in votes.values() for q in v))
         if plan.kind == "scale":
             median = statistics.median_low([v[qids[0]] for v in votes.values()])
-            answers = {qids[0]: {"score": median, "reason": f"median grade of {len(items)} judges"}}
+            decided[qids[0]] = median
+            answers = {qids[0]: {"score": median, "reason": f"lower median grade of {len(items)} judges"}}
         else:
-            answers = {q: {"answer": _majority([v.get(q) for v in votes.values()]), "reason": "majority of the panel"} for q in qids}
+            answers = {q: {"answer": decided[q], "reason": f"no majority of the panel ({_count(cast[q])}): a tie does not credit the score"
+                           if q in tied else f"majority of the panel ({_count(cast[q])})"} for q in qids}
         score = metric.finalize(plan, answers)
         value = score.value
     else:
         value = {"mean": sum(values) / len(values), "all": min(values), "any": max(values)}[how]
         score = metric.verdict(value, "", dict(first.details or {}))
-    qids = list(dict.fromkeys(q for m in per_model.values() for q in m["answers"]))
     unanimous = sum(1 for q in qids if len({str(m["answers"].get(q)) for m in per_model.values()}) == 1)
-    panel = {"aggregate": how, "models": per_model, "unanimous_questions": unanimous, "questions": len(qids)}
+    panel = {"aggregate": how, "models": per_model, "answers": decided, "unanimous_questions": unanimous, "tied_questions": len(tied),
+             "questions": len(qids)}
     listed = ", ".join(f"{n} {v:.3f}" for n, v in zip(names, values, strict=True))
     score = metric.verdict(float(value), f"panel {how} {value:.3f} ({listed}); {names[0]}: {first.reason}",
                            {**(score.details or {}), "panel": panel})

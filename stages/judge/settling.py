@@ -121,7 +121,8 @@ def conclude(work: Work, job: Planned, passes: Passes, judges: list[tuple[str, J
     stored."""
     outcomes, plans, by_key = job.outcomes, job.plans, job.by_key
     for key in plans:
-        per_model = {name: combine_samples(by_key[key], [passes[(i, s)][key] for s in range(cfg.samples)]) for i, (name, _) in enumerate(judges)}
+        per_model = {name: combine_samples(by_key[key], [passes[(i, s)][key] for s in range(cfg.samples)], plans[key])
+                     for i, (name, _) in enumerate(judges)}
         for o in per_model.values():
             tally.add_samples(key, o.score.details)
         outcomes[key] = next(iter(per_model.values())) if len(judges) == 1 else combine_panel(by_key[key], plans[key], per_model, cfg.aggregate)

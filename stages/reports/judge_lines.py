@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.aggregate.gate_judge import budget_caps
+
 __all__ = ["budget_line", "judge_lines", "quality_lines", "spend_line"]
 
 
@@ -35,8 +37,7 @@ def budget_line(summary: dict[str, Any]) -> str | None:
     skipped = int((summary.get("status") or {}).get("skipped_budget", 0))
     if not skipped:
         return None
-    names = {"max_judge_tokens": lambda v: f"budget.max_judge_tokens {v:,}", "max_cost_usd": lambda v: f"budget.max_cost_usd ${v:g}"}
-    caps = ", ".join(names[k](v) for k, v in (j.get("budget") or {}).items() if k in names)
+    caps = budget_caps(summary)
     requests = j.get("skipped_budget_requests")
     sent = f"; {requests} judge requests not sent in this segment" if requests else ""
     return (f"judge budget ran out{f' (caps: {caps})' if caps else ''}: {skipped} results (case, trial) were not judged for it{sent}; "
@@ -110,8 +111,11 @@ def quality_lines(summary: dict[str, Any]) -> list[str]:
     panel = j.get("panel") or {}
     for metric, p in (panel.get("metrics") or {}).items():
         kappa = "n/a" if p.get("fleiss_kappa") is None else f"{p['fleiss_kappa']:.3f}"
-        agree = ", ".join(f"{m} {a:.1%}" for m, a in (p.get("agreement_with_panel") or {}).items())
-        lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the panel: {agree}")
+        agree = ", ".join(f"{m} {a:.1%}" for m, a in (p.get("agreement_with_panel") or {}).items()) or "none (no question had a majority)"
+        tied = int(p.get("tied") or 0)
+        ties = f"; {tied} of {p['subjects']} questions tied (no answer from more than half the panel: not credited to the score, " \
+               "left out of the agreement)" if tied else ""
+        lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the panel: {agree}{ties}")
     if panel.get("models"):
         lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests {_dollars(v.get('cost_usd', 0.0))}"
                                                           for m, v in panel["models"].items()))

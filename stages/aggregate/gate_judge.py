@@ -1,0 +1,75 @@
+"""The gate's checks about the judge: results the budget left unjudged, and the judge's error share.
+
+A result the judge budget skipped (`skipped_budget`) is provisional: the same command with a larger
+budget judges it (README "LLM judges"). A run holding one is not complete, so it cannot PASS, whatever
+its other figures say: a deterministic metric scoring every case used to carry the run to PASS while
+every judge score was missing. The judge's `max_error_share` divides the results the judge answered;
+with none answered it is no evidence, and says so instead of reading "ok".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.aggregate.gate import Check
+
+__all__ = ["budget_caps", "budget_check", "judge_error_check"]
+
+_CAPS = {"max_judge_tokens": lambda v: f"budget.max_judge_tokens {v:,}", "max_cost_usd": lambda v: f"budget.max_cost_usd ${v:g}"}
+
+
+def budget_caps(summary: dict[str, Any]) -> str:
+    """The caps that ran out as `budget.max_cost_usd $0.0001, budget.max_judge_tokens 5,000` (`summary.judge.budget`), or ""."""
+    return ", ".join(_CAPS[k](v) for k, v in ((summary.get("judge") or {}).get("budget") or {}).items() if k in _CAPS)
+
+
+def _skipped(summary: dict[str, Any]) -> int:
+    return int((summary.get("status") or {}).get("skipped_budget", 0))
+
+
+def budget_check(summary: dict[str, Any]) -> Check | None:
+    """The `judge budget` check: FAIL when any standing result is `skipped_budget`, else None (nothing to list).
+
+    The detail counts the results, names each metric left without a value by the skips (its
+    `excluded.skipped_budget`), the caps that ran out, and how to finish the run.
+    """
+    skipped = _skipped(summary)
+    if not skipped:
+        return None
+    per_metric = {k: int(m.get("excluded", {}).get("skipped_budget", 0)) for k, m in (summary.get("metrics") or {}).items()}
+    metrics = ", ".join(f"{k} {n}" for k, n in per_metric.items() if n)
+    caps = budget_caps(summary)
+    return Check("judge budget", False,
+                 f"{skipped} of {summary.get('results', skipped)} results were skipped for the judge budget"
+                 f"{f' ({caps})' if caps else ''} and are not judged{f' (results without a value: {metrics})' if metrics else ''}, "
+                 "so the run is not complete; raise the budget (budget.max_cost_usd / budget.max_judge_tokens) and run the same "
+                 "command again, which judges only the skipped results")
+
+
+def judge_error_check(summary: dict[str, Any]) -> Check | None:
+    """The `judge max_error_share` check, over the results the judge answered (not those the budget skipped).
+
+    None when no result reached the judge at all (a judge section and no judge metric: nothing to bound).
+    FAIL when results reached it but none was answered (all skipped for the budget): a share over
+    none is no evidence. A summary without the counts (older) falls back on its `gate_failed`.
+    """
+    judge = summary.get("judge") or {}
+    if judge.get("max_error_share") is None or judge.get("error_share") is None:
+        return None
+    allowed = judge["max_error_share"]
+    limit = f"allowed <= {allowed:.1%} (judge.max_error_share)"
+    if "judged_results" not in judge:
+        return Check("judge max_error_share", not judge.get("gate_failed"),
+                     f"judge errors: {judge['error_share']:.1%} of judged results, {limit}")
+    skipped = min(_skipped(summary), int(judge["judged_results"]))
+    answered, errors = int(judge["judged_results"]) - skipped, int(judge.get("judge_error_results", 0))
+    if not answered:
+        if not skipped:
+            return None
+        return Check("judge max_error_share", False,
+                     f"judge errors: no result was judged ({skipped} skipped for the judge budget), so there is no error share "
+                     f"to bound; no evidence is not a pass, {limit}")
+    share = errors / answered
+    aside = f"; {skipped} more skipped for the judge budget, not judged" if skipped else ""
+    return Check("judge max_error_share", share <= allowed + 1e-12,
+                 f"judge errors: {errors} of {answered} judged results = {share:.1%}{aside}, {limit}")
