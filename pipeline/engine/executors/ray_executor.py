@@ -99,6 +99,8 @@ def quiet_ray() -> None:
 MAX_RETRIES = 4
 """Times Ray restarts a dead worker actor and re-runs its chunks before the chunk counts as broken."""
 
+_PROBE_WAITS = 20  # calls a pinning probe gets while it restarts, and tries of a part that never reached it
+
 
 @ray.remote(max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES)
 class CpuWorker:
@@ -305,15 +307,25 @@ class RayExecutor:
         probe = CpuWorker.options(num_cpus=0, max_restarts=-1, max_task_retries=0,  # type: ignore[attr-defined]
                                   name=f"tracejudge-pin-{self.run_id}-{uuid.uuid4().hex[:8]}").remote(self.job)
 
+        async def alive() -> int:
+            # The probe's pid once it is up: a call made while it restarts fails at once ("unavailable"), and so, under
+            # load, did every part tried after the first death, until the deaths were spent with no record pinned.
+            return await probe.pid.options(max_task_retries=_PROBE_WAITS).remote()
+
         async def compute(part: list[Any]) -> list[Extracted]:
-            ref = probe.run.remote(part)
-            try:
-                return await ref
-            except ray.exceptions.RayActorError:
-                raise
-            except BaseException:
-                ray.cancel(ref)
-                raise
+            for attempt in range(_PROBE_WAITS):
+                pid = await alive()
+                ref = probe.run.remote(part)
+                try:
+                    return await ref
+                except ray.exceptions.RayActorError:
+                    # A death is the part's only when the probe's process changed; else the call never reached it.
+                    if attempt == _PROBE_WAITS - 1 or await alive() != pid:
+                        raise
+                except BaseException:
+                    ray.cancel(ref)
+                    raise
+            raise AssertionError("unreachable")
 
         try:
             try:
