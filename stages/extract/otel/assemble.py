@@ -285,20 +285,22 @@ class _Builder:
         if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None:
             meta_turns[-1]["final_text"] = answer_tool_text
         texts = [t["user_text"] for t in meta_turns]
+        otel: dict[str, Any] = {
+            "group_key": group.key_attr or "trace_id",
+            "traces": group.traces,
+            "turns": meta_turns,
+            "deferred": deferred_out + self.orphan_deferred,
+            "conventions": conventions,
+        }
+        duplicates = [s.span_id for s in group.spans if s.copies_differ]
+        if duplicates:
+            otel["duplicates"] = duplicates
         return {
             "id": group.key,
             "input": texts[0] if texts else None,
             "turns": [t for t in texts[1:] if t is not None],
             "tags": ["otel"],
-            "metadata": {
-                "otel": {
-                    "group_key": group.key_attr or "trace_id",
-                    "traces": group.traces,
-                    "turns": meta_turns,
-                    "deferred": deferred_out + self.orphan_deferred,
-                    "conventions": conventions,
-                }
-            },
+            "metadata": {"otel": otel},
             "trace": {
                 "steps": steps,
                 "user_messages": user_messages,
