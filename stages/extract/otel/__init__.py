@@ -42,7 +42,9 @@ What a conversation becomes:
 - spans are ordered by start time; the tree is rebuilt from `parentSpanId`;
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
-  their input / output tokens;
+  the input / output tokens they recorded, a count that none of a case's
+  (or a turn's) requests recorded being `null`, not 0 (no request at all
+  spent 0);
 - tool calls are tool spans and the `tool_call` parts of model outputs. When
   the same call is recorded as both, they pair by call id, else by name in
   order: the model's part gives name, id and arguments (exact JSON), the tool
