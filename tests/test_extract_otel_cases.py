@@ -169,6 +169,20 @@ def test_log_event_mode_fills_messages_from_logs(tmp_path: Path):
     assert case.trace.usage.input_tokens == 7
 
 
+def test_export_with_logs_delivered_twice_reads_spans_and_events_once(tmp_path: Path):
+    spans = [span("a", None, 0, **{OP: "invoke_agent"}),
+             span("c", "a", 1, "chat", **{OP: "chat", "gen_ai__usage__input_tokens": 7})]
+    logs = [{"traceId": "t1", "spanId": "c", "timeUnixNano": "1000001", "eventName": "gen_ai.user.message",
+             "body": {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": "find x"}}]}}},
+            {"traceId": "t1", "spanId": "c", "timeUnixNano": "1000002", "eventName": "gen_ai.choice",
+             "body": {"kvlistValue": {"values": [{"key": "index", "value": {"intValue": "0"}}, {"key": "message", "value": {"kvlistValue": {"values": [
+                 {"key": "role", "value": {"stringValue": "assistant"}}, {"key": "content", "value": {"stringValue": "found"}}]}}}]}}}]
+    case = one(tmp_path, [export(spans, logs)] * 2, name="trace.jsonl")  # an exporter's retry
+    assert (case.input, case.trace.output) == ("find x", "found")
+    assert [m.content for m in case.trace.user_messages] == ["find x"]
+    assert (case.trace.usage.input_tokens, case.trace.usage.requests) == (7, 1)
+
+
 def test_group_by_conversation_across_traces_and_files(tmp_path: Path):
     d1 = export([span("a1", None, 0, trace="t1", **{OP: "invoke_agent", "gen_ai__conversation__id": "conv"}), chat("c1", "a1", 1, text="hi", user="one", trace="t1")])
     d2 = export([span("a2", None, 10, trace="t2", **{OP: "invoke_agent", "gen_ai__conversation__id": "conv"}), chat("c2", "a2", 11, text="bye", user="two", trace="t2")])

@@ -35,6 +35,10 @@ observation `type` and `parentObservationId`:
 - `AGENT`, `CHAIN`, `EVENT`, other `SPAN`s are structure; one at level
   `ERROR` that is not a call is listed in `metadata.langfuse.errors`.
 
+An observation listed twice (same trace and observation id: a page fetched
+again, pages concatenated) is read once; when the copies differ, the last
+one that ended is read and its id listed in `metadata.langfuse.duplicates`.
+
 The trace's `input` / `output` are the case's (a message list gives its
 first user text / the assistant text); without them the root `AGENT`'s, else
 the first user message and the last model text. A trace with no
@@ -55,6 +59,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
+from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.view import as_int
 
 __all__ = ["adapt"]
@@ -134,6 +139,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
     for i, obs in enumerate(observations):
         if not isinstance(obs, dict) or not isinstance(obs.get("type"), str) or obs.get("id") is None:
             fail("expected an observation with `id` and `type`", field=f"observations[{i}].type", case_id=cid)
+    # An observation fetched twice (a page read again, pages concatenated) is read once; see `once`.
+    kept, differed = once(observations, key=lambda o: (str(o.get("traceId")), str(o["id"])), ended=lambda o: o.get("endTime") is not None)
+    observations = [observations[i] for i in kept]
     asked = {p.get("name") for o in observations if o["type"] == "GENERATION"
              for m in generation_outputs(maybe_json(o.get("output"))) or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"}
     spans, errors, costs = [], [], []
@@ -174,6 +182,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
     info = {k: record[k] for k in _META_KEYS if record.get(k) is not None}
     if errors:
         info["errors"] = errors
+    if differed:
+        info["duplicates"] = [k[1] for k in differed]
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
     return build_case(native_case(cid, spans, "langfuse", info, tags=tags, usage=usage))
 

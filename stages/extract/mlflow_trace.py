@@ -35,6 +35,10 @@ by the `mlflow` convention and built by the `otel` assembler (see
 - other spans (`PARSER`, `EMBEDDING`, ...) are structure; an
   exception on a span that is not a call is listed in `metadata.mlflow.errors`.
 
+A span listed twice (same trace and span id) is read once; when the copies
+differ, the last one that ended is read and its id listed in
+`metadata.mlflow.duplicates`.
+
 Usage: `info.execution_duration_ms` (MLflow 2: `execution_time_ms`) is the
 latency. The case id is `info.trace_id` (MLflow 2: `request_id`);
 `metadata.mlflow` keeps the trace name, state, session and user ids and
@@ -49,6 +53,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
+from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import unjson
 
@@ -79,10 +84,24 @@ def _exception(events: list[tuple[str, dict[str, Any]]], failed: bool, message: 
     return (message or "error") if failed else None
 
 
-def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]]]:
-    """The record's spans in the `otel` model, and the errors of spans that are not calls."""
+def _span_key(span: Any) -> tuple[Any, Any] | None:
+    """A span's identity: trace id and span id (MLflow 2 keeps both under `context`); none without a span id."""
+    if not isinstance(span, dict):
+        return None
+    context = span.get("context") if isinstance(span.get("context"), dict) else {}
+    sid = span.get("span_id") or context.get("span_id")
+    return (str(span.get("trace_id") or context.get("trace_id")), str(sid)) if isinstance(sid, (str, int)) and sid != "" else None
+
+
+def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], list[str]]:
+    """The record's spans in the `otel` model, the errors of spans that are not calls, and the ids of spans whose copies differed.
+
+    A span written twice (traces merged or concatenated) is read once; see `once`.
+    """
     out, errors, starts = [], [], []
-    for i, span in enumerate(raw):
+    kept, differed = once(raw, key=_span_key, ended=lambda s: s.get("end_time_unix_nano", s.get("end_time")) is not None)
+    for i in kept:
+        span = raw[i]
         attrs = span.get("attributes") if isinstance(span, dict) else None
         if not isinstance(attrs, dict):
             fail("expected a span with `attributes`", field=f"data.spans[{i}].attributes", case_id=cid)
@@ -103,7 +122,7 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]]]:
     for span, start in zip(out, in_order(starts)):
         span.start = start
     _adopt_orphans(out)
-    return out, errors
+    return out, errors, [str(k[1]) for k in differed]
 
 
 def _adopt_orphans(spans: list[Span]) -> None:
@@ -135,13 +154,13 @@ def adapt(payload: Any, options: Any = None) -> Case:
     raw = data.get("spans") if isinstance(data, dict) else None
     if not isinstance(raw, list):
         fail("data.spans: required list of spans is missing (write traces with Trace.to_json())", field="data.spans", case_id=cid)
-    spans, errors = _spans(cid, raw)
+    spans, errors, duplicates = _spans(cid, raw)
     meta = info.get("trace_metadata") or info.get("request_metadata") or {}
     meta = meta if isinstance(meta, dict) else {}
     tags = info.get("tags") if isinstance(info.get("tags"), dict) else {}
     found = {"trace_name": tags.get("mlflow.traceName"), "state": info.get("state") or info.get("status"),
              "session": meta.get("mlflow.trace.session"), "user": meta.get("mlflow.trace.user"),
-             "tags": {k: v for k, v in tags.items() if not str(k).startswith("mlflow.")} or None, "errors": errors or None}
+             "tags": {k: v for k, v in tags.items() if not str(k).startswith("mlflow.")} or None, "errors": errors or None, "duplicates": duplicates or None}
     ms = next((info[k] for k in ("execution_duration_ms", "execution_time_ms") if isinstance(info.get(k), (int, float)) and not isinstance(info[k], bool)), None)
     usage = {"latency_s": ms / 1000} if ms is not None else {}
     return build_case(native_case(cid, spans, "mlflow", {k: v for k, v in found.items() if v}, usage=usage))

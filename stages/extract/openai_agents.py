@@ -43,6 +43,10 @@ counts (`span_data.type`):
   not calls go to `metadata.openai_agents`. The SDK's `task` custom span
   gives the usage when no model span carries any.
 
+A span exported twice (same trace and span id: the SDK's exporter retries
+a batch) is read once; when the copies differ, the last one that ended is
+read and its id listed in `metadata.openai_agents.duplicates`.
+
 Latency is the trace's first start to its last end. The case id is the trace
 id.
 """
@@ -59,6 +63,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
+from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import as_int
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
@@ -157,9 +162,15 @@ def read(dataset: Any) -> Iterator[RawRecord]:
 
 
 def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list[Span], Any, list[int]]:
-    """The exported spans in the `otel` model, with the SDK `task` span's usage and every start/end time (ns)."""
+    """The exported spans in the `otel` model, with the SDK `task` span's usage and every start/end time (ns).
+
+    A span exported twice (the exporter retries a batch) is read once; see `once`.
+    """
     out, starts, times, task_usage = [], [], [], None
-    for i, span in enumerate(spans):
+    kept, differed = once(spans, key=_span_key, ended=lambda s: bool(s.get("ended_at")))
+    meta["duplicates"].extend(str(k[1]) for k in differed)
+    for i in kept:
+        span = spans[i]
         data = span.get("span_data") if isinstance(span, dict) else None
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
             fail("expected an exported span with `span_data.type`", field=f"spans[{i}].span_data.type", case_id=cid)
@@ -190,6 +201,12 @@ def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list
     return out, task_usage, times
 
 
+def _span_key(span: Any) -> tuple[Any, str] | None:
+    """A span's identity: its trace id and span id (none for a span without an id: never a copy)."""
+    sid = span.get("id") if isinstance(span, dict) else None
+    return (str(span.get("trace_id")), sid) if isinstance(sid, str) and sid else None
+
+
 def adapt(payload: Any, options: Options | None = None) -> Case:
     """Turn one trace (`{"trace": ..., "spans": [...]}`) into a `Case` (see the module docstring).
 
@@ -204,7 +221,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         fail("spans: required list of exported spans is missing", field="spans", case_id=trace.get("id"))
     first = next((s.get("trace_id") for s in spans if isinstance(s, dict) and isinstance(s.get("trace_id"), str)), None)
     cid = str(trace.get("id") or first or payload.get("id") or "trace")
-    meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": []}
+    meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": [], "duplicates": []}
     otel_spans, task_usage, times = _spans(cid, spans, meta)
     usage: dict[str, Any] = {"latency_s": (max(times) - min(times)) / 1e9} if times else {}
     info: dict[str, Any] = {k: trace[k] for k in ("workflow_name", "group_id", "metadata") if trace.get(k) is not None}

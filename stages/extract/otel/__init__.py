@@ -35,10 +35,16 @@ belongs to the key value of its topmost ancestor carrying the key.
 
 What a conversation becomes:
 
+- a span delivered more than once (same trace id and span id: an
+  exporter's retry, an export read twice) is read once, and so is a log
+  record with a time delivered twice; copies that differ keep the last
+  one that ended, and `metadata.otel.duplicates` lists their span ids;
 - spans are ordered by start time; the tree is rebuilt from `parentSpanId`;
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
-  their input / output tokens;
+  the input / output tokens they recorded, a count that none of a case's
+  (or a turn's) requests recorded being `null`, not 0 (no request at all
+  spent 0);
 - tool calls are tool spans and the `tool_call` parts of model outputs. When
   the same call is recorded as both, they pair by call id, else by name in
   order: the model's part gives name, id and arguments (exact JSON), the tool

@@ -223,7 +223,7 @@ class _Builder:
         if last is not None and last["_trace"] == a.trace_id and (user_text is None or user_text == last["user_text"]):
             turn = last
         else:
-            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": 0, "_out": 0, "_history": None}
+            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": None, "_out": None, "_history": None}
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
@@ -236,8 +236,8 @@ class _Builder:
                 turn["_agents"].add(v.agent_name)
         for r in model_rows:
             mv = self.views[r.model.span_id]  # type: ignore[union-attr]
-            turn["_in"] += mv.usage_in or 0
-            turn["_out"] += mv.usage_out or 0
+            turn["_in"] = _add(turn["_in"], mv.usage_in)
+            turn["_out"] = _add(turn["_out"], mv.usage_out)
 
     def case(self, group: Group, answer_tool_text: str | None, documents: list[dict[str, Any]], conventions: dict[str, dict[str, int]]) -> dict[str, Any]:
         """The native case mapping of everything added."""
@@ -245,7 +245,9 @@ class _Builder:
         user_messages: list[dict[str, Any]] = []
         meta_turns = []
         deferred_out: list[dict[str, Any]] = []
-        calls_total = requests = usage_in = usage_out = 0
+        calls_total = requests = 0
+        usage_in: int | None = None
+        usage_out: int | None = None
         for turn in self.turns:
             rows = sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1))
             first_step, first_call = len(steps), calls_total
@@ -269,8 +271,9 @@ class _Builder:
             else:
                 final = model_texts[-1] if model_texts else None
                 inter = [t for t in model_texts[:-1] if t]
-            usage_in += turn["_in"]
-            usage_out += turn["_out"]
+            usage_in = _add(usage_in, turn["_in"])
+            usage_out = _add(usage_out, turn["_out"])
+            asked = sum(1 for r in rows if r.model is not None)
             meta_turns.append(
                 {
                     "user_text": turn["user_text"],
@@ -279,31 +282,33 @@ class _Builder:
                     "agents": sorted(turn["_agents"]),
                     "steps": [first_step, len(steps)],
                     "calls": [first_call, calls_total],
-                    "usage": {"input_tokens": turn["_in"], "output_tokens": turn["_out"], "requests": sum(1 for r in rows if r.model is not None)},
+                    "usage": _usage(turn["_in"], turn["_out"], asked),
                 }
             )
         if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None:
             meta_turns[-1]["final_text"] = answer_tool_text
         texts = [t["user_text"] for t in meta_turns]
+        otel: dict[str, Any] = {
+            "group_key": group.key_attr or "trace_id",
+            "traces": group.traces,
+            "turns": meta_turns,
+            "deferred": deferred_out + self.orphan_deferred,
+            "conventions": conventions,
+        }
+        duplicates = [s.span_id for s in group.spans if s.copies_differ]
+        if duplicates:
+            otel["duplicates"] = duplicates
         return {
             "id": group.key,
             "input": texts[0] if texts else None,
             "turns": [t for t in texts[1:] if t is not None],
             "tags": ["otel"],
-            "metadata": {
-                "otel": {
-                    "group_key": group.key_attr or "trace_id",
-                    "traces": group.traces,
-                    "turns": meta_turns,
-                    "deferred": deferred_out + self.orphan_deferred,
-                    "conventions": conventions,
-                }
-            },
+            "metadata": {"otel": otel},
             "trace": {
                 "steps": steps,
                 "user_messages": user_messages,
                 "output": meta_turns[-1]["final_text"] if meta_turns else None,
-                "usage": {"input_tokens": usage_in, "output_tokens": usage_out, "requests": requests},
+                "usage": _usage(usage_in, usage_out, requests),
                 "retrieved": documents,
             },
         }
@@ -320,6 +325,18 @@ class _Builder:
             out.extend({"step": step, "content": text} for text in users[len(history) :])
             return users
         return history if len(users) < len(history) or users[: len(history)] != history else users
+
+
+def _add(total: int | None, count: int | None) -> int | None:
+    """A token sum that stays `None` until some model request recorded the count (0 would claim nothing was spent)."""
+    return total if count is None else (total or 0) + count
+
+
+def _usage(tokens_in: int | None, tokens_out: int | None, requests: int) -> dict[str, Any]:
+    """Usage of model requests: a token count no request recorded is `None`, but no request at all spent none."""
+    if requests == 0:
+        tokens_in, tokens_out = tokens_in or 0, tokens_out or 0
+    return {"input_tokens": tokens_in, "output_tokens": tokens_out, "requests": requests}
 
 
 def _pick_request(recorded: Any, asked: str | None) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "any_value", "attributes", "iter_exports"]
@@ -96,6 +97,7 @@ class Span:
     line: int
     problem: str | None = None
     logs: list[LogEvent] = field(default_factory=list)
+    copies_differ: bool = False  # delivered more than once with different contents: this copy was kept (see `once`)
 
 
 @dataclass(slots=True)
@@ -312,10 +314,11 @@ class Collector:
         """
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
-        for trace_id, spans in self.spans.items():
+        for trace_id, delivered in self.spans.items():
+            spans = _once(delivered)
             spans.sort(key=lambda s: (s.start, s.span_id))
             for span in spans:
-                span.logs = self.logs.get(span.span_id, [])
+                span.logs = _once_logs(self.logs.get(span.span_id, []))
             for key, part in _split_trace(trace_id, spans, keys or []):
                 by_key[key].extend(part)
                 traces[key].append(trace_id)
@@ -324,6 +327,35 @@ class Collector:
             spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))
             order = sorted(set(traces[key]), key=lambda t: min(s.start for s in spans if s.trace_id == t))
             yield Group(key=key[1], key_attr=key[0], traces=order, spans=spans)
+
+
+def _content(span: Span) -> tuple[Any, ...]:
+    """What a span says, without where it was read: two files holding one export are one delivery."""
+    return (span.parent_id, span.name, span.kind, span.start, span.end, span.attrs, span.status_error, span.status_message,
+            span.events, span.service, span.problem)
+
+
+def _once(spans: list[Span]) -> list[Span]:
+    """The spans of one trace, each span id once (an exporter's retry, an export read twice); see `once`."""
+    kept, differed = once(spans, key=lambda s: s.span_id or None, ended=lambda s: s.end > 0, content=_content)
+    if len(kept) == len(spans):
+        return spans
+    out = [spans[i] for i in kept]
+    for span in out:
+        span.copies_differ = span.span_id in differed
+    return out
+
+
+def _once_logs(events: list[LogEvent]) -> list[LogEvent]:
+    """A span's log events with a record delivered twice read once: same name, time, body and attributes.
+
+    Events without a time are all kept: two identical ones (a user saying "yes" twice) cannot be told from a retry.
+    """
+    if len(events) < 2:
+        return events
+    kept, _ = once(events, key=lambda e: (e.name, e.time, json.dumps([e.body, e.attrs], sort_keys=True, default=str)) if e.time else None,
+                   ended=lambda e: True)
+    return [events[i] for i in kept]
 
 
 def _split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> list[tuple[tuple[str | None, str], list[Span]]]:
