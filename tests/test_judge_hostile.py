@@ -251,6 +251,11 @@ GOOD = '{"q1": {"answer": "yes", "reason": "a"}, "q2": {"answer": "no", "reason"
     (GOOD.replace('"yes"', '"yes!"'), None),
     ("q1: yes\nq2: no", None),
     ('{"q1": {"answer": "yes", "reason": "a"}}', None),
+    # A reasoning model's draft is not its answer: closed blocks, any case, and a lone closing tag (the template opened it).
+    ("<think>draft: " + GOOD.replace('"yes"', '"no"') + " no, wait.</think>\n" + GOOD, ("yes", "no")),
+    ("<Thinking>" + GOOD.replace('"no"', '"yes"') + "</Thinking><reasoning>{}</reasoning>" + GOOD, ("yes", "no")),
+    ("the template opened it: " + GOOD.replace('"yes"', '"no"') + "</think>" + GOOD, ("yes", "no")),
+    ("<think>" + GOOD + "</think> and then nothing", None),
 ])
 def test_yes_no_table(text, expected):
     if expected is None:
@@ -425,3 +430,29 @@ def test_a_daily_quota_reply_stops_new_judge_work(simulator, tmp_path):
     assert summary["status"] == {"rate_limited": 30} and sim.stats.requests == 1  # not 30 refusals in a second
     assert summary["judge"]["quota_stopped"] == 29
     assert all("once the quota resets" in r["error"]["message"] for r in _results(tmp_path)[1:])
+
+
+def _thinking(headers: dict[str, str], body: dict[str, Any]) -> Any:
+    # A reasoning model's reply: a draft verdict (every answer flipped, a partial fragment for grouped requests) inside
+    # <think>, then the verdict.
+    final = verdict(body)
+    draft = json.loads(json.dumps(final).replace('"yes"', '"no"').replace('"fine"', '"draft"'))
+    fragment = {"answers": final["answers"][:1]} if "answers" in final else {}
+    return 200, completion(f"<think>First guess: {json.dumps(draft)} or {json.dumps(fragment)}... no, wait.</think>\n{json.dumps(final)}")
+
+
+@pytest.mark.parametrize("group", ["case", "none"])
+def test_a_reasoning_models_draft_verdict_is_never_scored(tmp_path, group):
+    # The draft in <think> was the first valid verdict in the reply, so it was scored (TaskCompletion 0.25 instead of 0.75,
+    # no error, PASS); grouped, a partial fragment there was taken as the reply's answers.
+    metrics = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]
+    with Loopback(_thinking) as server:
+        data = _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 3), metrics=metrics, judge={"group": group})
+        summary = anyio.run(lambda: runner.run(validate_config(data))).summary
+        sent = len(server.requests)
+    assert summary["status"] == {"ok": 3} and summary["judge"]["repairs"] == 0
+    assert sent == (3 if group == "case" else 6)  # no repair request: every reply read at once
+    for result in _results(tmp_path):
+        for key in ("TaskCompletion", "ToolCallNecessity"):
+            answers = result["scores"][key]["details"]["answers"]
+            assert answers and all(a["reason"] == "fine" for a in answers.values()), (key, answers)

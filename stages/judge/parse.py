@@ -5,7 +5,10 @@ by prose — every `{` of the reply starts a candidate (decoded with
 `json.JSONDecoder.raw_decode`), and the first candidate that is a valid
 verdict for the asked questions wins, so a decoy `{…}` in prose before the
 verdict does no harm. Zero-width and byte-order-mark characters are removed
-first (they make "ye\u200bs" look like "yes" to a reader but not to a parser).
+first (they make "ye\u200bs" look like "yes" to a reader but not to a parser), and so
+is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`;
+text before a closing tag whose opening tag the chat template put in the prompt):
+a draft verdict there is not the answer, however valid it looks.
 Answers come as the shared schema's list (`{"answers": [{"id", "answer",
 "reason"}, …]}`, read by id; the first answer to an id counts) or as an
 object keyed by question id. Not tolerated: anything that is not a JSON object with exactly the asked
@@ -22,13 +25,16 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["ParseError", "by_id", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible", "yes_no_from"]
+__all__ = ["ParseError", "by_id", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
+           "strip_reasoning", "yes_no_from"]
 
 T = TypeVar("T")
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible, never part of a verdict.
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 _DECODER = json.JSONDecoder()
+_REASONING = re.compile(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", re.S | re.I)
+_OPENED_BEFORE = re.compile(r".*</(?:think|thinking|reasoning)\s*>", re.S | re.I)  # (greedy: to the last one)
 
 
 class ParseError(ValueError):
@@ -40,9 +46,21 @@ def strip_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
+def strip_reasoning(text: str) -> str:
+    """`text` without a reasoning model's thinking: each `<think>…</think>` block (also `thinking`, `reasoning`; any
+    case), and everything before a closing tag left without its opening one (a template that opens the block in the
+    prompt, as Qwen3's and DeepSeek-R1's do). Text with no closing tag is returned as it is."""
+    if "</" not in text:
+        return text
+    text = _REASONING.sub(" ", text)
+    opened_before = _OPENED_BEFORE.match(text)
+    return text[opened_before.end():] if opened_before else text
+
+
 def json_objects(text: str) -> Iterator[dict[str, Any]]:
-    """Every JSON object in `text`, in order: one `raw_decode` attempt at each `{` (nested ones included)."""
-    text = strip_invisible(text)
+    """Every JSON object in `text`, in order, outside reasoning blocks (`strip_reasoning`): one `raw_decode` attempt
+    at each `{` (nested ones included)."""
+    text = strip_reasoning(strip_invisible(text))
     start = text.find("{")
     while start != -1:
         try:
