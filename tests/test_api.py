@@ -192,3 +192,14 @@ def test_an_error_raised_by_the_callers_cases_reaches_the_caller_as_itself():
 
     with pytest.raises(ValueError, match="async source went away"):
         anyio.run(lambda: tracejudge.aevaluate(acases(), [ToolCalls()]))
+
+
+def test_a_judge_metric_without_a_judge_is_refused_not_answered_by_the_simulator() -> None:
+    # It was answered by the simulator ("simulated reason 39") under a real model's name and price, as the command never is.
+    case = {"id": "a", "input": "q", "trace": {"steps": [], "output": "o"}}
+    with pytest.raises(ConfigError, match=r"evaluate\(metrics=...\): TaskCompletion, tone: LLM-judge metric\(s\): pass judge="):
+        tracejudge.evaluate([case], [{"type": "TaskCompletion"}, {"type": "ToolCalls"}, {"type": "Rubric", "name": "tone", "criteria": "polite"}])
+    with pytest.raises(ConfigError, match="LLM-judge metric"):
+        tracejudge.Evaluator().evaluate_case(case, [{"type": "TaskCompletion"}])
+    got = tracejudge.evaluate([case], [{"type": "TaskCompletion"}], judge={"provider": "simulator"})  # said so: the simulator
+    assert got.results[0].scores["TaskCompletion"].value is not None

@@ -122,7 +122,7 @@ def build_config(
     if target is not None:
         data["target"] = target
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
@@ -131,6 +131,23 @@ def build_config(
                 loc = ["trials"]
             problems.append(f"evaluate({loc[0]}=...): {'.'.join(loc[1:]) or '(value)'}: {err['msg']}")
         raise ConfigError("\n".join(problems)) from None
+    if config.judge is None:
+        # As the command refuses it (`validate_config`): without a judge an LLM-judge metric would be answered by the
+        # simulator, whose verdicts mean nothing, under a real model's name.
+        judged = [spec.get("name") or spec.get("type") for spec in specs if _judged(spec)]
+        if judged:
+            raise ConfigError(f"evaluate(metrics=...): {', '.join(map(str, judged))}: LLM-judge metric(s): pass judge={{...}} "
+                              "(provider, model) to say which judge answers them, e.g. judge={'provider': 'openai', 'model': 'gpt-4o-mini'}")
+    return config
+
+
+def _judged(spec: dict[str, Any]) -> bool:
+    # An LLM-judge metric (one with a prompt version); a spec that does not build is the run's to report, as today.
+    try:
+        metric = registry.build_metric(spec)
+    except Exception:
+        return False
+    return bool(getattr(type(metric), "prompt_version", None))
 
 
 async def aevaluate(
