@@ -247,3 +247,48 @@ def test_a_custom_metric_parameter_is_validated_when_the_config_loads(tmp_path, 
         tracejudge.load_config(cfg)
     assert f"{cfg}:4: metrics.0.allowed: mypkg.metrics:no_failed_tools: Input should be a valid integer" in str(err.value)
     assert "(and 1 more)" in str(err.value)
+
+
+BAD_SCORES = '''
+import tracejudge
+from tracejudge import Score
+from tracejudge.stages.score.base import Metric
+
+
+@tracejudge.metric
+def nan(case, trace):
+    return Score(value=float("nan"), passed=False, reason="nan")
+
+
+@tracejudge.metric
+def big(case, trace):
+    return Score(value=1.5, reason="big")
+
+
+class Neg(Metric):
+    def evaluate(self, case):
+        return Score(value=-3.0, passed=True, reason="neg")
+'''
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_score_valued_outside_0_1_or_nan_is_not_computed_and_run_and_report_agree(tmp_path: Path, processes: int) -> None:
+    # A Score of NaN stopped the run in the fold (internal error, exit 3) after its results were written; the same command
+    # then passed while `report` said INTERRUPTED. Scores of 1.5 and -3.0 were means of 1.5 and -3.0 (pass rate 100%).
+    (tmp_path / "badscores.py").write_text(BAD_SCORES)
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "input": "x", "trace": {"steps": [], "output": "o"}}) + "\n"
+                                              for i in range(20)))
+    (tmp_path / "c.yaml").write_text("dataset: {path: c.jsonl}\nmetrics: [{type: 'badscores:nan'}, {type: 'badscores:big'}, "
+                                     f"{{type: 'badscores:Neg'}}, {{type: Contains, value: o}}]\nrun: {{dir: out, processes: {processes}}}\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    results = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 20
+    for key, shown in (("nan", "nan"), ("big", "1.5"), ("Neg", "-3.0")):
+        assert {r["scores"][key]["value"] for r in results} == {None}
+        assert results[0]["scores"][key]["reason"] == f"not computed: metric {key} returned a Score with value {shown}, outside [0, 1]"
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] and summary["metrics"]["Contains"]["mean"] == 1.0 and summary["metrics"]["big"]["scored"] == 0
+    report = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0 and "verdict: PASS" in report.stdout, report.stdout + report.stderr

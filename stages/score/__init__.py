@@ -19,7 +19,7 @@ from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
 from tracejudge.core.work import Stage, Work
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score import time_limit
-from tracejudge.stages.score.base import Metric, ToolMetric
+from tracejudge.stages.score.base import Metric, ToolMetric, bounded
 from tracejudge.stages.score.masking import custom_keys, mask_scores
 from tracejudge.stages.score.views import close_scope, open_scope
 
@@ -99,7 +99,10 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
                     scores[key] = time_limit.timeout_score(key, time_limit.seconds())
                 except Exception as exc:  # a metric bug must cost one score, not the run
                     scores[key] = _raised(exc)
-        # Custom metrics' reasons, and tool names any reason copied, are masked here (built-in reasons mask as they quote).
+        # Custom metrics' values are checked and their reasons, and tool names any reason copied, masked here (built-in
+        # metrics give values in [0, 1] and mask reasons as they quote).
+        for key in custom:
+            scores[key] = bounded(scores[key], key)
         mask_scores(scores, case, custom, views.calls if case.trace is not None else None)
         return scores
     finally:
@@ -153,7 +156,10 @@ async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]
             scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
         except Exception as exc:  # a metric bug must cost one score, not the run
             scores[metric.key] = _raised(exc)
-    mask_scores(scores, case, _keys(metrics)[1])
+    custom = _keys(metrics)[1]
+    for key in custom:
+        scores[key] = bounded(scores[key], key)
+    mask_scores(scores, case, custom)
     return scores
 
 

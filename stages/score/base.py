@@ -219,6 +219,17 @@ def no_expectation(what: str = "expected_tool_calls") -> Score:
     return Score(value=None, passed=None, reason=f"not computed: the case has no {what}")
 
 
+def bounded(score: Any, key: str) -> Any:
+    """`score` (what a custom metric returned for metric `key`), or, when its value is NaN, infinite or outside [0, 1],
+    a `value: null` score saying so: as a bare number outside [0, 1] is (`custom.FunctionMetric`). Every figure of the
+    run (mean, pass rate, the bootstrap) assumes values in [0, 1]; a NaN stopped the fold with an internal error.
+    Anything that is not a `Score` is returned as it is."""
+    v = getattr(score, "value", None) if isinstance(score, Score) else None
+    if v is None or (v == v and 0.0 <= v <= 1.0):  # (`v == v`: not NaN)
+        return score
+    return Score(value=None, passed=None, reason=f"not computed: metric {key} returned a Score with value {v!r}, outside [0, 1]")
+
+
 def no_trace() -> Score:
     """The score of a case that has no trace to look at (`value: null`).
 
