@@ -80,7 +80,8 @@ def test_shards_add_a_run_column_and_readme_duckdb_query_runs(tmp_path):
     assert table.num_rows == sum(len(_expected(tmp_path / f"run-shard-{i}-of-2")) for i in (1, 2))
     sql = re.search(r"```sql\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S).group(1)
     got = duckdb.connect().execute(sql.replace("verdicts.parquet", str(out))).fetchall()
-    scored = [r for r in table.to_pylist() if r["status"] == "ok" and r["value"] is not None]
+    # As summary.json counts them: a deterministic score of a result whose judge failed (or was skipped) still counts.
+    scored = [r for r in table.to_pylist() if r["status"] in ("ok", "judge_error", "skipped_budget", "rate_limited") and r["value"] is not None]
     means = {m: sum(r["value"] for r in scored if r["metric"] == m) / sum(1 for r in scored if r["metric"] == m) for m in {r["metric"] for r in scored}}
     assert {row[0]: pytest.approx(row[1]) for row in got} == means
 
@@ -125,3 +126,17 @@ def test_a_destination_that_cannot_be_written_is_named_as_given_and_leaves_no_te
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip() == f"error: {dest}: {why}"  # the path given, not the writer's temporary beside it
     assert not [p for p in tmp_path.rglob("*.tmp")]
+
+
+def test_two_runs_of_the_same_name_get_run_values_that_tell_them_apart(tmp_path):
+    # `export runs/mt copy/mt` labelled every row `mt`: the two runs could not be told apart.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _run(tmp_path / "a")
+    second = first.rename(tmp_path / "b" / "run")
+    again = _run(tmp_path / "a")
+    out = tmp_path / "both.csv"
+    assert main(["export", str(again), str(second), "--to", "csv", str(out)]) == 0
+    with open(out, newline="") as fh:
+        labels = [row["run"] for row in csv.DictReader(fh)]
+    assert labels[0] == "a/run" and labels[-1] == "b/run" and set(labels) == {"a/run", "b/run"}

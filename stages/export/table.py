@@ -59,10 +59,25 @@ def _started(run_dir: Path) -> datetime | None:
     return None
 
 
-def run_info(run_dir: Path) -> dict[str, Any]:
-    """What every row of `run_dir` shares: `{"run", "config_hash", "run_started_at"}` (an aware `datetime`, or None)."""
+def run_info(run_dir: Path, label: str | None = None) -> dict[str, Any]:
+    """What every row of `run_dir` shares: `{"run", "config_hash", "run_started_at"}` (an aware `datetime`, or None).
+
+    `run` is `label` when given (`run_labels`), else the directory's name."""
     manifest = store.read_manifest(run_dir, strict=False) or {}
-    return {"run": Path(run_dir).name, "config_hash": manifest.get("config_hash"), "run_started_at": _started(Path(run_dir))}
+    return {"run": label or Path(run_dir).name, "config_hash": manifest.get("config_hash"), "run_started_at": _started(Path(run_dir))}
+
+
+def run_labels(run_dirs: Sequence[Path]) -> list[str]:
+    """The `run` value of each of `run_dirs`: its name, or, where names repeat (`runs/a/demo`, `runs/b/demo`), as many
+    of its path's last parts as tell it from the others (`a/demo`, `b/demo`), so rows of two runs never share a label."""
+    parts = [Path(d).resolve().parts for d in run_dirs]
+    labels = []
+    for i, mine in enumerate(parts):
+        k = 1
+        while k < len(mine) and any(other[-k:] == mine[-k:] for j, other in enumerate(parts) if j != i and other != mine):
+            k += 1
+        labels.append("/".join(mine[-k:]))
+    return labels
 
 
 def rows(run_dirs: Sequence[Path]) -> Iterator[dict[str, Any]]:
@@ -70,8 +85,8 @@ def rows(run_dirs: Sequence[Path]) -> Iterator[dict[str, Any]]:
 
     Raises `TracejudgeError` for a directory without `results.jsonl`.
     """
-    for run_dir in run_dirs:
-        info = run_info(run_dir)
+    for run_dir, label in zip(run_dirs, run_labels(run_dirs)):
+        info = run_info(run_dir, label)
         for result in store.iter_results(run_dir):
             error = result.get("error") or {}
             base = {"case_id": str(result["case_id"]), "trial": int(result.get("trial") or 0), "status": result.get("status"),
