@@ -34,6 +34,7 @@ from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_imp
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
+from tracejudge.engine.case_digests import CaseDigests
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
@@ -197,6 +198,9 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
+        digests = None if source is None else CaseDigests(run_dir, journal.is_done, config.run.trials, force)
+        if digests is not None and isinstance(source.items, (list, tuple)):  # (read again by the run: checked whole first)
+            digests.scan(source.items)
         if command is not None:
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
@@ -234,7 +238,7 @@ async def run(
         flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live, resume)
         try:
             async with executor:
-                await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir))
+                await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir, digests))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
             ended, crashed = "interrupted", True
@@ -338,9 +342,9 @@ def _open_journal(run_dir: Path, config: RunConfig, metrics: list[Any], manifest
     return journal
 
 
-def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path) -> AsyncIterator[Any]:
+def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path, digests: CaseDigests | None = None) -> AsyncIterator[Any]:
     if source is not None:
-        return source.records()
+        return source.records() if digests is None else digests.checked(source.records())
     dataset = fmt.bind(config.dataset, run_dir) if fmt.bind is not None else config.dataset
     return _athread(fmt.read(dataset)) if fmt.remote else _aiter(fmt.read(dataset))
 

@@ -21,8 +21,9 @@ __all__ = ["MEMORY_FINGERPRINT", "MemorySource", "adapt_item"]
 MEMORY_FINGERPRINT = "in-memory"
 """What a run's manifest records as the dataset fingerprint for in-memory cases.
 
-A stream cannot be fingerprinted before it is consumed, so resuming an
-in-memory run checks the config only and trusts the case ids.
+A stream cannot be fingerprinted before it is consumed: each case is
+fingerprinted as the run reads it instead (`tracejudge.engine.case_digests`),
+and a resume refuses a case changed since its result was written.
 """
 
 
