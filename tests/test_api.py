@@ -217,3 +217,15 @@ def test_a_resume_refuses_cases_changed_since_their_results_were_written(tmp_pat
     forced = tracejudge.evaluate([GOOD, fixed], [ToolCalls()], run_dir=run, force=True)
     assert forced.new_results == 0 and forced.result("bad").scores["ToolCalls"].value == 0.5  # kept, as --force keeps them
     assert tracejudge.evaluate([GOOD, fixed], [ToolCalls()], run_dir=tmp_path / "other").result("bad").scores["ToolCalls"].value == 1.0
+
+
+def test_a_case_is_fingerprinted_as_the_mapping_it_was_built_from():
+    from tracejudge import Trace
+    from tracejudge.engine.case_digests import case_digest
+
+    plain = case_digest({"id": "m", "trace": TRACE})
+    assert plain is not None and case_digest({"trace": Trace.model_validate(TRACE), "id": "m"}) == plain
+    assert case_digest(Case.model_validate({"id": "m", "trace": TRACE})) == plain
+    assert case_digest({"id": "m", "trace": TRACE, "input": "other"}) != plain
+    # No stable form (a repr would differ every run and refuse every resume): not fingerprinted, taken as it is.
+    assert case_digest({"id": "m", "metadata": {"at": object()}}) is None

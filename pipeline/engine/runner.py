@@ -34,7 +34,6 @@ from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_imp
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
-from tracejudge.engine.case_digests import CaseDigests
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.case_metrics import merge_case_metrics as _merge_case_metrics  # noqa: F401  (named here by callers)
@@ -53,6 +52,7 @@ from tracejudge.engine.stage_plan import _per_case, build_stages
 from tracejudge.stages.score import time_limit
 
 if TYPE_CHECKING:
+    from tracejudge.engine.case_digests import CaseDigests
     from tracejudge.stages.load.memory import MemorySource
 
 __all__ = ["RunOutcome", "manifest_for", "preflight", "run"]
@@ -198,9 +198,7 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
-        digests = None if source is None else CaseDigests(run_dir, journal.is_done, config.run.trials, force)
-        if digests is not None and isinstance(source.items, (list, tuple)):  # (read again by the run: checked whole first)
-            digests.scan(source.items)
+        digests = None if source is None or not source.fingerprinted else _case_digests(run_dir, journal, source, config.run.trials, force)
         if command is not None:
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
@@ -340,6 +338,17 @@ def _open_journal(run_dir: Path, config: RunConfig, metrics: list[Any], manifest
         log.info("resuming", run_dir=str(run_dir), finished=journal.finished, segment=journal.segment["segment"],
                  forced_changes=changes, **journal.recovery)
     return journal
+
+
+def _case_digests(run_dir: Path, journal: RunJournal, source: MemorySource, trials: int, force: bool) -> CaseDigests:
+    # Cases from memory are fingerprinted as they are read; a list or tuple, which the run reads again, is checked whole
+    # first, so a refusal names every changed case and writes nothing. (msgspec is imported by memory runs only.)
+    from tracejudge.engine.case_digests import CaseDigests
+
+    digests = CaseDigests(run_dir, journal.is_done, trials, force)
+    if isinstance(source.items, (list, tuple)):
+        digests.scan(source.items)
+    return digests
 
 
 def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path, digests: CaseDigests | None = None) -> AsyncIterator[Any]:

@@ -154,8 +154,8 @@ async def aevaluate(
     from tracejudge.stages.load.memory import MemorySource
 
     instances, specs = resolve_metrics(metrics)
-    source = MemorySource(cases, label="<cases>")
     keep = run_dir is not None
+    source = MemorySource(cases, label="<cases>", fingerprinted=keep)  # a temporary run directory is never resumed
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if run_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="tracejudge-run-")
