@@ -203,3 +203,40 @@ def test_a_judge_metric_without_a_judge_is_refused_not_answered_by_the_simulator
         tracejudge.Evaluator().evaluate_case(case, [{"type": "TaskCompletion"}])
     got = tracejudge.evaluate([case], [{"type": "TaskCompletion"}], judge={"provider": "simulator"})  # said so: the simulator
     assert got.results[0].scores["TaskCompletion"].value is not None
+
+
+def test_a_resume_refuses_cases_changed_since_their_results_were_written(tmp_path):
+    # Same ids, corrected expectations: the stored 0.5 is not the corrected case's score.
+    run = tmp_path / "run"
+    fixed = _case("bad", [{"name": "search"}, {"name": "book"}])
+    assert tracejudge.evaluate([GOOD, BAD], [ToolCalls()], run_dir=run).result("bad").scores["ToolCalls"].value == 0.5
+    with pytest.raises(ManifestMismatch, match=r"case 'bad': changed since its result was written") as refused:
+        tracejudge.evaluate([GOOD, fixed], [ToolCalls()], run_dir=run)
+    assert "force=True" in str(refused.value) and "run_dir" in str(refused.value)
+    assert len((run / "results.jsonl").read_text().splitlines()) == 2  # refused before anything was written
+
+    # A generator is read once: the changed case is found as it is read.
+    def gen() -> Iterator[object]:
+        yield from (GOOD, fixed)
+
+    with pytest.raises(ManifestMismatch, match=r"case 'bad': changed"):
+        tracejudge.evaluate(gen(), [ToolCalls()], run_dir=run)
+
+    # The same cases (a Case object as the mapping it was built from) and new ones still resume.
+    again = tracejudge.evaluate([Case.model_validate(GOOD), BAD, _case("new", [])], [ToolCalls()], run_dir=run)
+    assert (again.new_results, again.skipped_finished) == (1, 2)
+    forced = tracejudge.evaluate([GOOD, fixed], [ToolCalls()], run_dir=run, force=True)
+    assert forced.new_results == 0 and forced.result("bad").scores["ToolCalls"].value == 0.5  # kept, as --force keeps them
+    assert tracejudge.evaluate([GOOD, fixed], [ToolCalls()], run_dir=tmp_path / "other").result("bad").scores["ToolCalls"].value == 1.0
+
+
+def test_a_case_is_fingerprinted_as_the_mapping_it_was_built_from():
+    from tracejudge import Trace
+    from tracejudge.engine.case_digests import case_digest
+
+    plain = case_digest({"id": "m", "trace": TRACE})
+    assert plain is not None and case_digest({"trace": Trace.model_validate(TRACE), "id": "m"}) == plain
+    assert case_digest(Case.model_validate({"id": "m", "trace": TRACE})) == plain
+    assert case_digest({"id": "m", "trace": TRACE, "input": "other"}) != plain
+    # No stable form (a repr would differ every run and refuse every resume): not fingerprinted, taken as it is.
+    assert case_digest({"id": "m", "metadata": {"at": object()}}) is None

@@ -6,6 +6,7 @@ Part of the run config (`tracejudge.core.config`, which re-exports every name he
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -14,7 +15,7 @@ from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelMod
 from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.urls import http_url
 
-__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "judge_provider_problem", "unpriced_cost_cap"]
+__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "base_url_env", "env_base_url", "judge_provider_problem", "unpriced_cost_cap"]
 
 
 class _Strict(NoBoolNumbers):
@@ -67,7 +68,7 @@ class JudgeConfig(_Strict):
     (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`): it must be set for the provider's
     own endpoint, and is sent to a `base_url` of yours only when set;
     `api_key_env: null` never sends a key. `base_url` defaults to `OPENAI_BASE_URL` /
-    `ANTHROPIC_BASE_URL` when set, else the provider's public endpoint
+    `ANTHROPIC_BASE_URL` when set (each as its provider's SDK reads it: `env_base_url`), else the provider's public endpoint
     (`provider: openai` takes any OpenAI-compatible server); it must be an http(s) URL with a host
     (`tracejudge.core.urls`, checked on load). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
@@ -172,7 +173,7 @@ class JudgeConfig(_Strict):
                 data["api_key_env"] = env[0]
         if env is not None and data.get("base_url") is None and os.environ.get(env[1]):
             try:  # named as the variable's: the config has no line for it
-                data["base_url"] = http_url(os.environ[env[1]])
+                data["base_url"] = env_base_url(data.get("provider"), http_url(os.environ[env[1]]))  # type: ignore[arg-type]
             except ValueError as exc:
                 raise ValueError(f"base_url from {env[1]}={os.environ[env[1]]!r}: {exc}") from None
         return data
@@ -246,3 +247,25 @@ def unpriced_cost_cap(judge: JudgeConfig, max_cost_usd: float | None) -> str | N
 # provider → (API key variable, base URL variable), the names the providers' own SDKs read.
 _PROVIDER_ENV = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
 
+
+def base_url_env(provider: str) -> str | None:
+    """The environment variable `base_url` defaults to for `provider` (None for the simulator)."""
+    env = _PROVIDER_ENV.get(provider)
+    return None if env is None else env[1]
+
+
+def env_base_url(provider: str, url: str) -> str:
+    """`judge.base_url` for the URL a provider's base-URL variable holds, read as that provider's SDK reads it.
+
+    `judge.base_url` is the URL before `/chat/completions` or `/messages` (`https://api.anthropic.com/v1`).
+    `OPENAI_BASE_URL` means the same (`https://api.openai.com/v1`); `ANTHROPIC_BASE_URL` does not: the
+    Anthropic SDK sends to `{ANTHROPIC_BASE_URL}/v1/messages` (`https://api.anthropic.com`), so a value
+    whose path does not already end in `/v1` gets it (one that does is taken as `judge.base_url` is).
+    """
+    if provider != "anthropic":
+        return url
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        return url
+    return urlunsplit((parts.scheme, parts.netloc, path + "/v1", parts.query, parts.fragment))

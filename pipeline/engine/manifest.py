@@ -26,7 +26,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.engine.dataset_fingerprint import file_fingerprint
 
-__all__ = ["ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "with_history"]
+__all__ = ["CLI_OPTIONS", "ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "refusal", "with_history"]
 
 # (section, key) pairs left out of the config hash; `None` drops the whole section.
 _UNHASHED: dict[str, set[str] | None] = {
@@ -247,14 +247,17 @@ def check(run_dir: Path, old: dict[str, Any] | None, new: dict[str, Any], force:
     else:
         changes = diff(old, new)
     if changes and not force:
-        body = "\n".join(f"  - {c}" for c in changes)
-        raise ManifestMismatch(
-            f"{run_dir}: cannot resume: this run directory was started with another config or dataset:\n{body}\n"
-            "Run with --force to resume anyway (results already there are kept), "
-            "or with --fresh to start over in a new run directory.",
-            changes,
-        )
+        raise refusal(run_dir, changes)
     return changes
+
+
+CLI_OPTIONS = "Run with --force to resume anyway (results already there are kept), or with --fresh to start over in a new run directory."
+
+
+def refusal(run_dir: Path, changes: list[str], options: str = CLI_OPTIONS) -> ManifestMismatch:
+    """The `ManifestMismatch` refusing to resume `run_dir`: one line per change, then `options` (how to go on)."""
+    body = "\n".join(f"  - {c}" for c in changes)
+    return ManifestMismatch(f"{run_dir}: cannot resume: this run directory was started with another config or dataset:\n{body}\n{options}", changes)
 
 
 _HISTORY_KEYS = ("config_hash", "config", "dataset", "dataset_fingerprint", "tracejudge_version")

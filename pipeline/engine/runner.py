@@ -52,6 +52,7 @@ from tracejudge.engine.stage_plan import _per_case, build_stages
 from tracejudge.stages.score import time_limit
 
 if TYPE_CHECKING:
+    from tracejudge.engine.case_digests import CaseDigests
     from tracejudge.stages.load.memory import MemorySource
 
 __all__ = ["RunOutcome", "manifest_for", "preflight", "run"]
@@ -197,6 +198,7 @@ async def run(
     try:
         manifest, changes = _write_manifest(run_dir, config, source, force)
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
+        digests = None if source is None or not source.fingerprinted else _case_digests(run_dir, journal, source, config.run.trials, force)
         if command is not None:
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
@@ -234,7 +236,7 @@ async def run(
         flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live, resume)
         try:
             async with executor:
-                await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir))
+                await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir, digests))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
             ended, crashed = "interrupted", True
@@ -338,9 +340,20 @@ def _open_journal(run_dir: Path, config: RunConfig, metrics: list[Any], manifest
     return journal
 
 
-def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path) -> AsyncIterator[Any]:
+def _case_digests(run_dir: Path, journal: RunJournal, source: MemorySource, trials: int, force: bool) -> CaseDigests:
+    # Cases from memory are fingerprinted as they are read; a list or tuple, which the run reads again, is checked whole
+    # first, so a refusal names every changed case and writes nothing. (msgspec is imported by memory runs only.)
+    from tracejudge.engine.case_digests import CaseDigests
+
+    digests = CaseDigests(run_dir, journal.is_done, trials, force)
+    if isinstance(source.items, (list, tuple)):
+        digests.scan(source.items)
+    return digests
+
+
+def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: Path, digests: CaseDigests | None = None) -> AsyncIterator[Any]:
     if source is not None:
-        return source.records()
+        return source.records() if digests is None else digests.checked(source.records())
     dataset = fmt.bind(config.dataset, run_dir) if fmt.bind is not None else config.dataset
     return _athread(fmt.read(dataset)) if fmt.remote else _aiter(fmt.read(dataset))
 

@@ -24,6 +24,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case, CaseResult
 from tracejudge.engine import store
+from tracejudge.engine.manifest import ManifestMismatch, refusal
 from tracejudge.entrypoints.run_report import RunReport
 from tracejudge.stages.score.base import Metric
 
@@ -41,6 +42,8 @@ MetricLike: TypeAlias = "Metric | type[Metric] | Mapping[str, Any]"
 Section: TypeAlias = "BaseModel | Mapping[str, Any]"
 
 MEMORY_DATASET = "<memory>"
+
+_OPTIONS = "Pass force=True to resume anyway (results already there are kept), or another run_dir (or none) to start over."
 
 
 def resolve_metrics(metrics: Iterable[MetricLike]) -> tuple[list[Metric], list[dict[str, Any]]]:
@@ -161,14 +164,15 @@ async def aevaluate(
     run_dir: str | Path | None = None,
     target: Section | None = None,
     trials: int = 1,
+    force: bool = False,
 ) -> RunReport:
     """Run the pipeline on `cases` and return the report (async; see `evaluate`)."""
     from tracejudge.engine import runner
     from tracejudge.stages.load.memory import MemorySource
 
     instances, specs = resolve_metrics(metrics)
-    source = MemorySource(cases, label="<cases>")
     keep = run_dir is not None
+    source = MemorySource(cases, label="<cases>", fingerprinted=keep)  # a temporary run directory is never resumed
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if run_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="tracejudge-run-")
@@ -179,7 +183,10 @@ async def aevaluate(
         config = build_config(
             specs, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=path, target=target, trials=trials
         )
-        outcome = await runner.run(config, run_dir=path, source=source, metrics=instances)
+        try:
+            outcome = await runner.run(config, run_dir=path, source=source, metrics=instances, force=force)
+        except ManifestMismatch as exc:  # the CLI's refusal names its flags; here the arguments that do the same
+            raise refusal(path, exc.changes, _OPTIONS) from None
         results = [CaseResult.model_validate_json(line) for line in store.iter_current_result_lines(path / store.RESULTS)]
         return RunReport(
             results=results,
@@ -205,6 +212,7 @@ def evaluate(
     run_dir: str | Path | None = None,
     target: Section | None = None,
     trials: int = 1,
+    force: bool = False,
 ) -> RunReport:
     """Run exactly the pipeline `tracejudge run` runs, on cases from memory.
 
@@ -223,9 +231,12 @@ def evaluate(
             runs in a temporary directory that is removed afterwards.
         target: a live target section (`{kind: python, callable: ...}`, see README).
         trials: runs per case (`run.trials`).
+        force: resume a `run_dir` started with another config, or with cases
+            since changed (the CLI's `--force`): the results already there are kept.
 
     Returns a `RunReport`. Raises `ConfigError` for invalid metrics or
-    sections, the run directory's `LockedError` / `ManifestMismatch` as the CLI does,
+    sections, the run directory's `LockedError` / `ManifestMismatch` as the CLI does
+    (a case whose content changed since its result was written is a change, as an edited dataset file is),
     and an exception the `cases` iterable raises as itself (not in an exception group).
     Called inside a running event loop (a notebook), it runs the pipeline
     on a worker thread; async-iterable `cases` then need `await aevaluate`.
@@ -233,7 +244,8 @@ def evaluate(
 
     async def main() -> RunReport:
         return await aevaluate(
-            cases, metrics, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=run_dir, target=target, trials=trials
+            cases, metrics, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=run_dir, target=target, trials=trials,
+            force=force,
         )
 
     if not _in_event_loop():
@@ -256,12 +268,12 @@ class Evaluator:
     """`evaluate` with run settings bound once (the pytest fixture hands one out).
 
     Keyword arguments are the defaults of every call (`judge`, `limits`,
-    `budget`, `cache`, `target`, `trials`, `run_dir`); a call may override
+    `budget`, `cache`, `target`, `trials`, `run_dir`, `force`); a call may override
     any of them.
     """
 
     def __init__(self, **defaults: Any) -> None:
-        allowed = {"judge", "limits", "budget", "cache", "target", "trials", "run_dir"}
+        allowed = {"judge", "limits", "budget", "cache", "target", "trials", "run_dir", "force"}
         unknown = set(defaults) - allowed
         if unknown:
             raise TypeError(f"Evaluator: unknown setting(s) {sorted(unknown)}; expected some of {sorted(allowed)}")

@@ -12,18 +12,19 @@ request itself — a 4xx other than 408/409/429 and a content filter's, or a
 5xx whose text names the request's fields (`response_format`, `json_schema`,
 `messages`, `max_tokens`, "not supported", "invalid", …: llama-cpp-python
 answers 500 to a `json_schema` response format) — which no retry can fix;
-`request_fix(message)` names the setting to change.
+`request_fix(message)` names the setting to change; `not_found_fix` says, for a 404, which base URL was used.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # aiohttp is imported by what sends: a run the cache answers whole never imports it
     import aiohttp
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "ReplyTooLarge", "decode_body", "read_capped", "request_fix", "request_refused", "token_count"]
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "ReplyTooLarge", "decode_body", "read_capped", "not_found_fix", "request_fix", "request_refused", "token_count"]
 
 DEFAULT_MAX_BYTES = 8 << 20
 MAX_USAGE_TOKENS = 100_000_000  # more than any context window: a figure beyond it is not a token count
@@ -87,6 +88,32 @@ def request_fix(message: str) -> str:
     if any(w in low for w in ("model",)):
         return "check judge.model and judge.base_url"
     return "check the judge section of the config (judge.structured_output, judge.max_tokens, judge.cache_hints, judge.model)"
+
+
+def not_found_fix(url: str, provider: str, base_url: str | None) -> str:
+    """The hint for an HTTP 404 from the judge at `url`: which base URL was used and where it came from.
+
+    `base_url` is `judge.base_url` as configured (None: the provider's default); when it is what the
+    provider's base-URL variable (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`) gives, the variable is named.
+    """
+    from tracejudge.core.judge_config import base_url_env, env_base_url
+    from tracejudge.llm.wire.payload import DEFAULT_BASE_URLS, public_url
+
+    var = base_url_env(provider)
+    raw = os.environ.get(var) if var else None
+    default = DEFAULT_BASE_URLS.get(provider)
+    if base_url is None:
+        where = f"the provider's default {default}" if default else "unset"
+    elif raw and env_base_url(provider, raw) == base_url:
+        where = f"{public_url(base_url)}, from {var}={public_url(raw)!r}"
+    else:
+        where = f"judge.base_url {public_url(base_url)}"
+    tail = "/messages" if provider == "anthropic" else "/chat/completions"
+    hint = f"nothing answers at {public_url(url)}: the base URL used is {where}; judge.base_url is the URL before {tail}"
+    hint += f" (such as {default})" if default else ""
+    if provider == "anthropic":
+        hint += f", while {var} is read as the Anthropic SDK reads it (such as https://api.anthropic.com: /v1 is added)"
+    return hint
 
 
 def token_count(usage: dict[str, Any], key: str) -> int:

@@ -21,8 +21,9 @@ __all__ = ["MEMORY_FINGERPRINT", "MemorySource", "adapt_item"]
 MEMORY_FINGERPRINT = "in-memory"
 """What a run's manifest records as the dataset fingerprint for in-memory cases.
 
-A stream cannot be fingerprinted before it is consumed, so resuming an
-in-memory run checks the config only and trusts the case ids.
+A stream cannot be fingerprinted before it is consumed: each case is
+fingerprinted as the run reads it instead (`tracejudge.engine.case_digests`),
+and a resume refuses a case changed since its result was written.
 """
 
 
@@ -46,16 +47,20 @@ class MemorySource:
     """Cases from memory, as raw records for the runner's load stage.
 
     `label` stands in for a file name in errors: an invalid third item is
-    reported at `<label>:3` (1-based position in the iterable).
+    reported at `<label>:3` (1-based position in the iterable). `fingerprinted`:
+    each case is fingerprinted as it is read, so a resume can tell a case changed
+    since its result was written (`tracejudge.engine.case_digests`); False for a
+    run directory that is never resumed, which then costs no hashing.
     """
 
-    def __init__(self, items: Iterable[Any] | AsyncIterable[Any], label: str = "<memory>") -> None:
+    def __init__(self, items: Iterable[Any] | AsyncIterable[Any], label: str = "<memory>", fingerprinted: bool = True) -> None:
         if not isinstance(items, (Iterable, AsyncIterable)) or isinstance(items, (str, bytes, Mapping, Case)):
             raise TypeError(f"cases must be an iterable or async iterable of Case objects or mappings, got {type(items).__name__}")
         self.items = items
         self.label = label
         self.format = Format("memory", read=self._refuse_sync_read, adapt=adapt_item)
         self.fingerprint = MEMORY_FINGERPRINT
+        self.fingerprinted = fingerprinted
 
     def _refuse_sync_read(self, dataset: Any) -> Any:
         raise TypeError("an in-memory source is read with `records()`, not through a dataset file reader")

@@ -18,7 +18,7 @@ import anyio
 from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
-from tracejudge.llm.replies import request_fix
+from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind
 
 if TYPE_CHECKING:
@@ -241,7 +241,9 @@ def failure(self: Judge, exc: ProviderError) -> Outcome:
         msg = f"rate_limited: {wait} (daily quota?): {exc}"
         return Outcome(Score(value=None, passed=None, reason=msg, details=details), "rate_limited", msg, kind)
     msg = f"{kind}: {exc}"
-    if kind == "request_error":
+    if kind == "request_error" and exc.status == 404:  # no such endpoint: the base URL, not the request, is what to fix
+        msg += f"; {not_found_fix(self.url, self.cfg.provider, self.cfg.base_url)}"
+    elif kind == "request_error":
         msg += f"; {request_fix(str(exc))}"
     elif kind == "unreachable":
         msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
