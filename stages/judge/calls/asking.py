@@ -41,11 +41,24 @@ class _Flight:
 
 
 def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
-    """Count a request that was truncated to fit and say on `plan` what was left out or cut."""
+    """Count a request that was truncated to fit and say on `plan` what was left out or cut.
+
+    When the fitted request asks fewer questions than `plan` (`Fitted.asked`: the others ask about calls or steps
+    it could not show), `plan` (and each of a grouped plan's parts) keeps only those asked, so the score counts
+    only what the judge saw, and the reason names the questions not asked.
+    """
     from tracejudge.stages.judge.conversation import omitted_note
 
     self.stats.truncated_prompts += 1
-    notes = [omitted_note(plan.steps, fitted.omit)] if fitted.omit else []
+    notes = [omitted_note(plan.steps, fitted.omit, fitted.keep)] if fitted.omit else []
+    if fitted.asked is not None:
+        ids = {plan.full_id(q) for q in fitted.asked}
+        for p in [plan, *plan.parts]:
+            left = [f"{p.full_id(q)} ({q.text})" for q in p.questions if p.full_id(q) not in ids]
+            p.questions = [q for q in p.questions if p.full_id(q) in ids]
+            if left and (p is not plan or not plan.parts):  # each metric of a grouped plan names only its own
+                p.note = "; ".join(filter(None, [p.note, f"not asked (their steps left out to fit context_tokens "
+                                                         f"{self.cfg.context_tokens}): {', '.join(left)}"]))
     if fitted.cut:
         notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
     plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
@@ -78,11 +91,14 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
     if not fitted.fits:
         self.stats.too_long += 1
         score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
-                      f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})",
+                      f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})"
+                      + (f"; {fitted.why}" if fitted.why else ""),
                       details={"too_long_tokens": tokens})
         return None, Outcome(score, "ok")
     if fitted.truncated:
         self._note_truncation(plan, fitted)
+    if fitted.asked is not None:
+        questions = fitted.asked
 
     comps, key = ready.components, ready.key
     assert comps is not None and key is not None  # (a request that fits is keyed)
