@@ -21,7 +21,7 @@ from tracejudge.core.config import JudgeConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.base import group_plans, grouped_plan
 from tracejudge.stages.judge.fit import fit_request
-from tracejudge.stages.judge.metrics import StepFaithfulness, TaskCompletion, ToolArgumentAccuracy, ToolCallNecessity
+from tracejudge.stages.judge.metrics import Faithfulness, StepFaithfulness, TaskCompletion, ToolArgumentAccuracy, ToolCallNecessity
 
 EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
 
@@ -144,3 +144,14 @@ def test_a_run_scores_only_what_the_judge_saw_and_says_what_was_left_out(yes_ser
     for text in sim.prompts:  # every call a question names is in the prompt it was asked in
         for n in re.findall(r"\nTCN\d+: call (\d+)", text):
             assert f" call {n}: " in text
+
+
+def test_every_claim_asked_about_stays_when_the_claims_are_cut_to_fit():
+    claims = " ".join(f"Claim number {i} says " + " ".join(f"fact{i}x{j}" for j in range(60)) + "." for i in range(1, 9))
+    case = Case.model_validate({"id": "f", "input": "q", "context": ["passage " * 3000], "trace": {"steps": [], "output": claims}})
+    plan = Faithfulness().plan(case)
+    for context in (3000, 2000):
+        fitted = fit_request(plan, plan.questions, JudgeConfig(provider="simulator", context_tokens=context))
+        assert fitted.fits and "Claims" in fitted.cut
+        text = fitted.req.messages[-1]["content"]
+        assert all(f"\nClaim {i}: Claim number {i} says" in text for i in range(1, 9))
