@@ -155,3 +155,24 @@ def test_every_claim_asked_about_stays_when_the_claims_are_cut_to_fit():
         assert fitted.fits and "Claims" in fitted.cut
         text = fitted.req.messages[-1]["content"]
         assert all(f"\nClaim {i}: Claim number {i} says" in text for i in range(1, 9))
+
+
+def test_asked_one_question_per_request_the_calls_that_cannot_be_shown_are_not_asked(yes_server, tmp_path: Path):
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps(long_case()) + "\n")
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"},
+                               "metrics": [{"type": "ToolCallNecessity", "one_question_per_request": True}],
+                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": yes_server.url + "/v1", "context_tokens": 4096},
+                               "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}}))
+    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [row] = map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    score = row["scores"]["ToolCallNecessity"]
+    judged = len(yes_server.prompts)
+    assert 0 < judged < 8 and score["value"] == 1.0 and f"{judged}/{judged} good answers" in score["reason"]
+    assert f"not asked (their steps do not fit context_tokens 4096): TCN{judged + 1} (call {judged + 1})," in score["reason"]
+    for text in yes_server.prompts:
+        [n] = re.findall(r"\nTCN\d+: call (\d+)", text)
+        assert f" call {n}: lookup_{n}(" in text
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]["too_long"] == 0

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["REPAIR", "ask", "ask_uncached", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
 
+_NOT_SHOWN = "not_shown"  # an outcome's kind: the call or step asked about cannot be shown within the judge's context
+
 REPAIR = ("Your previous reply could not be used ({problem}). Reply again with only the JSON object the schema describes "
           "— every question id, nothing else — and keep each reason under 20 words.")
 
@@ -61,6 +63,7 @@ def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
                                                          f"{self.cfg.context_tokens}): {', '.join(left)}"]))
     if fitted.cut:
         notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
+    notes = [n for n in notes if n not in plan.note]  # asked one question per request, the same cut is said once
     plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
 
 
@@ -94,7 +97,8 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
                       f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})"
                       + (f"; {fitted.why}" if fitted.why else ""),
                       details={"too_long_tokens": tokens})
-        return None, Outcome(score, "ok")
+        # `why`: the request's items could not be shown; asked one question per request, the others may still be.
+        return None, Outcome(score, "ok", kind=_NOT_SHOWN if fitted.why else "")
     if fitted.truncated:
         self._note_truncation(plan, fitted)
     if fitted.asked is not None:
@@ -201,12 +205,15 @@ async def judge(self: Judge, plan: Plan, trial: int, slot: str, one_per_request:
     info = JudgeInfo(model=self.cfg.model)
     answers: dict[str, Any] = {}
     failure: Outcome | None = None
+    unseen: list[tuple[Question, Outcome]] = []  # questions asked alone whose call or step no fitted prompt can show
     t0 = time.perf_counter()
 
     async def one(i: int, group: list[Question]) -> None:
         nonlocal failure
         got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair, ready[i] if ready else None)
-        if bad is not None:
+        if bad is not None and bad.kind == _NOT_SHOWN and len(group) == 1 and len(groups) > 1:
+            unseen.append((group[0], bad))
+        elif bad is not None:
             failure = failure or bad
         else:
             answers.update(got or {})
@@ -217,6 +224,15 @@ async def judge(self: Judge, plan: Plan, trial: int, slot: str, one_per_request:
         async with anyio.create_task_group() as tg:
             for i, group in enumerate(groups):
                 tg.start_soon(one, i, group)
+    if unseen and failure is None:
+        if len(unseen) == len(groups):
+            failure = unseen[0][1]
+        else:  # scored on the questions asked; the reason names the others
+            self.stats.too_long -= len(unseen)  # counted as prompts whose score is null: this score is not
+            left = {q.id for q, _ in unseen}
+            named = ", ".join(f"{plan.full_id(q)} ({q.text})" for q in plan.questions if q.id in left)
+            plan.questions = [q for q in plan.questions if q.id not in left]
+            plan.note = "; ".join(filter(None, [plan.note, f"not asked (their steps do not fit context_tokens {self.cfg.context_tokens}): {named}"]))
     return self._judged(plan, info, answers, failure, len(groups), t0)
 
 
