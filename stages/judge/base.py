@@ -73,11 +73,16 @@ def _capitals(name: str) -> str:
 
 @dataclass(frozen=True)
 class Question:
-    """One yes/no question; `good` is the answer that counts in the score's favour."""
+    """One yes/no question; `good` is the answer that counts in the score's favour.
+
+    `step` is the 1-based step holding the item it asks about (a call, a step; 0: it asks about the whole case): a
+    prompt fitted to the judge's context keeps that step (`fit`), or the question is not asked.
+    """
 
     id: str
     text: str
     good: str = "yes"
+    step: int = 0
 
 
 @dataclass
@@ -92,6 +97,8 @@ class Plan:
     asks all their questions in one request. `conversation` is set when the
     text shows the user's turns (`conversation`; it extends the prompt
     version), `turns` is how many of them `render` may leave out past the steps.
+    `keep` is how many leading steps a prompt fitted to the judge's context keeps whole (set by `fit` from its
+    questions' `step`s); `render(omit, keep)` is then called with it, and steps are left out only after them.
     """
 
     metric: JudgeMetric
@@ -105,6 +112,7 @@ class Plan:
     parts: list[Plan] = field(default_factory=list)
     turns: int = 0
     conversation: bool = False
+    keep: int = 0
 
     def copy(self) -> Plan:
         """A shallow copy (what `copy.copy` gives: the same fields, notes set on it stay its own), made directly, without
@@ -174,7 +182,7 @@ def grouped_plan(plans: list[Plan], reused: bool = False) -> Plan:
     a cache write at 1.25 × the input rate, a loss for a trace asked once.
     """
     first = plans[0]
-    qs = [Question(p.full_id(q), q.text, q.good) for p in plans for q in p.questions]
+    qs = [Question(p.full_id(q), q.text, q.good, q.step) for p in plans for q in p.questions]
     return Plan(first.metric, qs, first.render, steps=max(p.steps for p in plans), parts=list(plans), extra={"cache_hint": reused},
                 turns=max(p.turns for p in plans), conversation=first.conversation)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.core.records import Case, UserMessage
-from tracejudge.stages.judge.trace_text import cut_field, render_steps, text_of
+from tracejudge.stages.judge.trace_text import cut_field, droppable, kept_head, render_steps, text_of
 
 __all__ = ["conversation_sections", "has_turns", "omitted_note", "request_text", "step_omit"]
 
@@ -62,16 +62,20 @@ def request_text(case: Case, full: bool = False) -> str:
     return "\n".join(_turn(k, m, full) for k, m in enumerate(case.trace.user_messages, 1))
 
 
-def step_omit(n_steps: int, omit: int) -> tuple[int, int]:
-    """`omit` split into `(steps, user turns)` left out: middle steps first (at most `n_steps − 2`), then turns."""
-    steps = min(omit, max(0, n_steps - 2))
+def step_omit(n_steps: int, omit: int, keep: int = 0) -> tuple[int, int]:
+    """`omit` split into `(steps, user turns)` left out: middle steps first (at most `droppable(n_steps, keep)`), then turns."""
+    steps = min(omit, droppable(n_steps, keep))
     return steps, omit - steps
 
 
-def omitted_note(steps: int, omit: int) -> str:
-    """What a fitted prompt left out, for the score's reason."""
-    s, u = step_omit(steps, omit)
-    return f"{s} middle steps" + (f" and {u} middle user turns" if u else "") + " left out to fit the judge's context (too_long: truncate)"
+def omitted_note(steps: int, omit: int, keep: int = 0) -> str:
+    """What a fitted prompt left out, for the score's reason (`keep`: the first steps, holding every item asked about, stayed)."""
+    s, u = step_omit(steps, omit, keep)
+    which = ""
+    if keep and s:
+        head = kept_head(steps, s, keep)
+        which = f" (steps {head + 1}–{head + s}, none of them asked about)"
+    return f"{s} middle steps{which}" + (f" and {u} middle user turns" if u else "") + " left out to fit the judge's context (too_long: truncate)"
 
 
 def _placed(case: Case, omit_turns: int, full: bool) -> dict[int, list[str]]:
@@ -92,15 +96,15 @@ def _placed(case: Case, omit_turns: int, full: bool) -> dict[int, list[str]]:
     return before
 
 
-def conversation_sections(case: Case, omit: int, full: bool = False) -> list[tuple[str, str]]:
-    """The fenced sections of a case whose trace records user turns: task pointer, conversation, final output."""
+def conversation_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> list[tuple[str, str]]:
+    """The fenced sections of a case whose trace records user turns: task pointer, conversation, final output (`keep`: `render_steps`)."""
     assert case.trace is not None
     steps = case.trace.steps
     n_users = len(case.trace.user_messages)
-    omit_steps, omit_turns = step_omit(len(steps), omit)
+    omit_steps, omit_turns = step_omit(len(steps), omit, keep)
     said = "What the user says" if n_users == 1 else f"Everything the user says (User 1 to User {n_users}), in order,"
     sections = [("Task (the user's request)", f"{said} in the conversation below."),
-                ("Conversation", render_steps(steps, omit_steps, full, before=_placed(case, omit_turns, full)))]
+                ("Conversation", render_steps(steps, omit_steps, full, before=_placed(case, omit_turns, full), keep=keep))]
     output = text_of(case.trace.output)
     if not full and output and steps and text_of(steps[-1].output) == output:
         output = f"(the output of step {len(steps)} above)"

@@ -7,7 +7,8 @@ whole window (an 8 MB final output, a pasted log as the task). While a
 `cutting(chars)` block is active, `cut_sections` cuts every section longer
 than `chars` characters to its first `chars`, followed by the marker
 `_cut` uses for a long step field (`…[N characters cut]`), so the judge sees
-where text is missing; the titles of the sections cut are recorded for the
+where text is missing (a section of numbered items, `ITEM_SECTIONS`, is cut
+line by line instead, so every item asked about stays); the titles of the sections cut are recorded for the
 score's reason. Outside such a block nothing is cut: a prompt that fits is
 rendered exactly as before (same cache keys).
 
@@ -23,10 +24,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["TRACE_SECTIONS", "Cutting", "cut_sections", "cut_text", "cutting", "water_level"]
+__all__ = ["ITEM_SECTIONS", "TRACE_SECTIONS", "Cutting", "cut_sections", "cut_text", "cutting", "water_level"]
 
 TRACE_SECTIONS = frozenset({"Trace", "Conversation"})
 """Sections `fit` shortens by leaving steps and turns out first; their text is cut only as the last resort."""
+
+ITEM_SECTIONS = frozenset({"Claims"})
+"""Sections of one item a line that questions ask about by number (`Claim 3: …`): cut line by line, each line
+keeping its start, so every item asked about stays in the prompt (cut as a whole, the items past the cap vanished)."""
+_ITEM_LINE_FLOOR = 40  # characters a cut item line keeps: its `Claim k:` label and the start of its text
 
 
 def cut_text(s: str, limit: int) -> str:
@@ -76,9 +82,16 @@ def cut_sections(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
         state.lengths.append(len(text))
         if state.chars is not None and len(text) > state.chars:
             state.cut.append(title)
-            text = cut_text(text, state.chars)
+            text = _cut_lines(text, state.chars) if title in ITEM_SECTIONS else cut_text(text, state.chars)
         out.append((title, text))
     return out
+
+
+def _cut_lines(text: str, chars: int) -> str:
+    # The cap shared among the lines; each line over its share is cut, so every line's label stays.
+    lines = text.split("\n")
+    share = max(_ITEM_LINE_FLOOR, chars // len(lines))
+    return "\n".join(cut_text(line, share) for line in lines)
 
 
 def water_level(lengths: list[int], remove: int, floor: int) -> int | None:

@@ -11,7 +11,10 @@ first and last steps, the user's turns and the output stay; only when every
 middle step is out and it still does not fit are middle user turns left
 out, see `conversation`), and as the last resort cuts every section, the
 trace's too, each with the visible `…[N characters cut]` marker; `skip`
-gives up. It is plain CPU work; the judge client runs it
+gives up. Questions about calls or steps (`Question.step`) are asked only
+about what the fitted prompt shows: the steps holding them stay whole and
+steps are left out after them, or fewer of them are asked (`Fitted.asked`),
+or, when none can be shown, the request does not fit. It is plain CPU work; the judge client runs it
 in a worker thread, so the event loop keeps serving other cases while a
 2-million-token trace is rendered and measured.
 
@@ -35,9 +38,10 @@ import anyio
 from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter, spec_of
 from tracejudge.stages.judge.base import Plan, Question
-from tracejudge.stages.judge.trace_text import FIELD_CHARS
+from tracejudge.stages.judge.trace_text import FIELD_CHARS, droppable, kept_head
+from tracejudge.stages.judge.conversation import step_omit
 from tracejudge.stages.judge.client import JudgeRequest, build_request, request_tokens
-from tracejudge.stages.judge.field_cut import cutting, water_level
+from tracejudge.stages.judge.field_cut import TRACE_SECTIONS, cutting, water_level
 
 __all__ = ["LONG_PROMPT_BYTES", "Fitted", "count_prompt", "fit_request", "prompt_bytes"]
 
@@ -54,6 +58,9 @@ class Fitted:
     """The request to send (`omit` middle steps left out), its prompt `tokens` (0: short, not counted), and `fits`.
 
     `cap` is the characters every oversized section was cut to (None: none was), `cut` the titles of those sections.
+    `keep`: the leading steps kept whole (those holding the items asked about); `asked`: the questions the request
+    asks when fewer than given (the others ask about items the fitted prompt could not show), else None; `why`:
+    what made a request that does not fit impossible, for the reason.
     """
 
     req: JudgeRequest
@@ -62,6 +69,9 @@ class Fitted:
     fits: bool
     cap: int | None = None
     cut: list[str] = field(default_factory=list)
+    asked: list[Question] | None = None
+    keep: int = 0
+    why: str = ""
 
     @property
     def truncated(self) -> bool:
@@ -90,7 +100,67 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     cut first (never below `FIELD_CHARS`, the cut every step field gets), then
     middle steps and turns are left out; as the last resort, with every middle
     step and turn out, every section (the trace's included) is cut (`field_cut`).
+
+    Questions about items (`Question.step`: calls, steps) are never asked about what the prompt does not show: the
+    steps up to the last item asked about stay whole (steps are left out after them). When even that does not fit,
+    the request asks about fewer items, the first ones whose steps fit (`Fitted.asked`), and when none fits
+    it does not fit (`why` says so). A prompt that fits whole is built exactly as without items.
     """
+    need = max((q.step for q in questions), default=0)
+    if need != plan.keep:
+        plan = plan.copy()
+        plan.keep = need
+    fitted = _fit(plan, questions, cfg)
+    fitted.keep = need
+    if fitted.fits or not need or cfg.too_long != "truncate":
+        return fitted
+    fewer = _ask_fewer(plan, questions, cfg)
+    if fewer is not None:
+        return fewer
+    fitted.why = "no call or step asked about fits in the judge's context with its step shown"
+    return fitted
+
+
+def _ask_fewer(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted | None:
+    """The request keeping the most leading steps that fits, asking only the questions whose items it shows; None when none.
+
+    A plan of several metrics (`Plan.parts`) keeps at least one question of each metric that asked any, so no metric
+    is scored on nothing. Bisection: keeping fewer steps never makes the prompt longer.
+    """
+    best: Fitted | None = None
+    lo, hi = 1, plan.keep - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = _shown(plan, questions, cfg, mid)
+        if got is not None:
+            best, lo = got, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _shown(plan: Plan, questions: list[Question], cfg: JudgeConfig, keep: int) -> Fitted | None:
+    sub = plan.copy()
+    sub.keep = keep
+    fitted = _fit(sub, questions, cfg)
+    if not fitted.fits:
+        return None
+    steps, _ = step_omit(plan.steps, fitted.omit, keep)
+    head = kept_head(plan.steps, steps, keep)
+    asked = [q for q in questions if not (steps and head < q.step <= head + steps)]
+    for part in plan.parts or [plan]:
+        mine = {part.full_id(q) for q in part.questions} if plan.parts else {q.id for q in questions}
+        if any(q.step for q in questions if q.id in mine) and not any(q.step for q in asked if q.id in mine):
+            return None
+    with cutting(fitted.cap):  # the same sections cut as in the fitted request, with fewer questions after them
+        req = build_request(sub, asked, cfg, fitted.omit)
+    tokens = request_tokens(req, spec_of(cfg))
+    if tokens > cfg.context_tokens - req.max_tokens:
+        return None
+    return Fitted(req, fitted.omit, tokens, True, fitted.cap, fitted.cut, asked if len(asked) < len(questions) else None, keep)
+
+
+def _fit(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitted:
     req = build_request(plan, questions, cfg, 0)
     # The output the request really asks for: a grouped request asks max_tokens for each of its metrics.
     limit = cfg.context_tokens - req.max_tokens
@@ -111,10 +181,11 @@ def fit_request(plan: Plan, questions: list[Question], cfg: JudgeConfig) -> Fitt
     if fitted is not None:
         fitted.cap, fitted.cut = cap, cut
         return fitted
-    everything = max(0, plan.steps - 2) + max(0, plan.turns - 2)
+    everything = droppable(plan.steps, plan.keep) + max(0, plan.turns - 2)
     bare = build_request(plan, questions, cfg, everything)
     cap, cut, creq, ctokens = _cut_fields(plan, questions, cfg, everything, bare, request_tokens(bare, tok), limit, tok, trace_too=True, floor=_LAST_FLOOR)
-    if ctokens <= limit:
+    # Cutting the trace's own text could cut the calls or steps asked about: then the judge is not asked at all.
+    if ctokens <= limit and not (plan.keep and TRACE_SECTIONS.intersection(cut)):
         return Fitted(creq, everything, ctokens, True, cap, cut)
     return Fitted(req, 0, tokens, False)
 
@@ -157,7 +228,7 @@ def _cut_fields(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit: i
 
 def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: JudgeRequest, tokens: int, limit: int, tok: Spec) -> Fitted | None:
     """The fewest middle steps (then middle user turns) left out that fit, or None when leaving all out does not fit."""
-    most = max(0, plan.steps - 2)  # steps that may be left out; past them, middle user turns (`conversation`)
+    most = droppable(plan.steps, plan.keep)  # steps that may be left out; past them, middle user turns (`conversation`)
     if most + max(0, plan.turns - 2) == 0:
         return None
     if most == 0:
@@ -165,7 +236,7 @@ def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Jud
     steps = list(itertools.accumulate(_step_tokens(req.messages[-1]["content"], plan.steps, req.model, plan.conversation, tok), initial=0))
     omit = 1
     for _ in range(_ROUNDS):
-        omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit)
+        omit = _smallest_omit(steps, plan.steps, tokens, limit, start=omit, keep=plan.keep)
         if omit is None:
             break
         cut = build_request(plan, questions, cfg, omit)
@@ -173,10 +244,10 @@ def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Jud
         if got <= limit:
             return Fitted(cut, omit, got, True)
         # The estimate was low (token boundaries, a step text found in the wrong place): aim lower by the miss.
-        limit_left = limit - (got - _estimate(steps, plan.steps, tokens, omit))
-        nxt = _smallest_omit(steps, plan.steps, tokens, limit_left, start=omit + 1)
+        limit_left = limit - (got - _estimate(steps, plan.steps, tokens, omit, plan.keep))
+        nxt = _smallest_omit(steps, plan.steps, tokens, limit_left, start=omit + 1, keep=plan.keep)
         omit = nxt if nxt is not None else omit + 1
-        if omit > plan.steps - 2:
+        if omit > most:
             break
     cut = build_request(plan, questions, cfg, most)  # every middle step left out; the user's turns all stay
     got = request_tokens(cut, tok)
@@ -187,7 +258,7 @@ def _leave_out(plan: Plan, questions: list[Question], cfg: JudgeConfig, req: Jud
 
 def _drop_turns(plan: Plan, questions: list[Question], cfg: JudgeConfig, limit: int, tok: Spec = None) -> Fitted | None:
     """Every middle step out and still too long: the fewest middle user turns left out that fit (bisection), else None."""
-    most = max(0, plan.steps - 2)
+    most = droppable(plan.steps, plan.keep)
     lo, hi = 1, max(0, plan.turns - 2)
     best: Fitted | None = None
     while lo <= hi:  # more turns left out never makes the prompt longer
@@ -223,15 +294,15 @@ def _step_tokens(text: str, n: int, model: str, turns: bool = False, tokenizer: 
     return out
 
 
-def _estimate(prefix: list[int], n: int, total: int, omit: int) -> int:
+def _estimate(prefix: list[int], n: int, total: int, omit: int, keep: int = 0) -> int:
     # `prefix[k]` is the tokens of steps 1..k; as `render_steps`, steps head+1 .. head+omit are left out.
-    head = (n - omit + 1) // 2
+    head = kept_head(n, omit, keep)
     return total - (prefix[head + omit] - prefix[head]) + _MARKER_TOKENS
 
 
-def _smallest_omit(steps: list[int], n: int, total: int, limit: int, start: int) -> int | None:
+def _smallest_omit(steps: list[int], n: int, total: int, limit: int, start: int, keep: int = 0) -> int | None:
     # One O(1) estimate per candidate: linear in the number of steps.
-    for omit in range(max(1, start), n - 1):
-        if _estimate(steps, n, total, omit) <= limit:
+    for omit in range(max(1, start), droppable(n, keep) + 1):
+        if _estimate(steps, n, total, omit, keep) <= limit:
             return omit
     return None

@@ -33,13 +33,13 @@ __all__ = [
 ]
 
 
-def _trace_sections(case: Case, omit: int, full: bool = False) -> list[tuple[str, str]]:
+def _trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> list[tuple[str, str]]:
     if has_turns(case):
-        return conversation_sections(case, omit, full)
+        return conversation_sections(case, omit, full, keep)
     sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
     if case.trace is not None:
         steps = case.trace.steps
-        sections.append(("Trace", render_steps(steps, omit, full)))
+        sections.append(("Trace", render_steps(steps, omit, full, keep=keep)))
         output = text_of(case.trace.output)
         if not full and output and steps and text_of(steps[-1].output) == output:
             output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
@@ -51,7 +51,8 @@ def _trace_plan(metric: JudgeMetric, case: Case, qs: list[Question], **kw: Any) 
     """The plan asking `qs` about the case's task, trace and output (`_trace_sections`), its conversation included."""
     assert case.trace is not None
     turns = has_turns(case)
-    return Plan(metric, qs, lambda omit: fence(_trace_sections(case, omit, metric.trace_format == "full")), steps=len(case.trace.steps),
+    full = metric.trace_format == "full"
+    return Plan(metric, qs, lambda omit, keep=0: fence(_trace_sections(case, omit, full, keep)), steps=len(case.trace.steps),
                 turns=len(case.trace.user_messages) if turns else 0, conversation=turns, **kw)
 
 
@@ -151,15 +152,17 @@ class TrajectoryEfficiency(JudgeMetric):
         return self.scored(plan, value, answers)
 
 
-def _calls_plan(metric: JudgeMetric, case: Case, make: Any, what: str) -> Plan | Score | None:
+def _calls_plan(metric: JudgeMetric, case: Case) -> Plan | Score | None:
     if case.trace is None:
         return _not_computed("the case has no trace")
     calls = case.trace.tool_calls()
     if not calls:
         return None
     judged = calls[: metric.max_items]
-    qs = [make(i, c) for i, c in enumerate(judged, 1)]
-    return _trace_plan(metric, case, qs, note=_cap_note(len(calls), metric.max_items, what))
+    # Each question names the step holding its call: a prompt fitted to the judge's context keeps that step, or does not ask.
+    step_of = [i for i, s in enumerate(case.trace.steps, 1) for _ in s.tool_calls]
+    qs = [Question(f"q{i}", f"call {i}", step=step_of[i - 1]) for i in range(1, len(judged) + 1)]
+    return _trace_plan(metric, case, qs, note=_cap_note(len(calls), metric.max_items, "tool calls"))
 
 
 @register_metric
@@ -176,7 +179,7 @@ class ToolArgumentAccuracy(JudgeMetric):
                            "`call k:` in the trace): are its arguments appropriate and well-formed for this tool, given the task?")
 
     def plan(self, case: Case) -> Plan | Score:
-        got = _calls_plan(self, case, lambda i, c: Question(f"q{i}", f"call {i}"), "tool calls")
+        got = _calls_plan(self, case)
         return _not_computed("no tool calls to judge") if got is None else got
 
 
@@ -195,7 +198,7 @@ class ToolCallNecessity(JudgeMetric):
                            "`call k:` in the trace): given the task and only what calls 1 to k-1 returned, was call k strictly necessary to make progress?")
 
     def plan(self, case: Case) -> Plan | Score:
-        got = _calls_plan(self, case, lambda i, c: Question(f"q{i}", f"call {i}"), "tool calls")
+        got = _calls_plan(self, case)
         if got is None:
             return self.verdict(1.0, "no tool calls were made")
         return got
@@ -219,7 +222,7 @@ class StepFaithfulness(JudgeMetric):
             return _not_computed("the case has no steps")
         n = len(case.trace.steps)
         k = min(n, self.max_items)
-        qs = [Question(f"q{i}", f"step {i}") for i in range(1, k + 1)]
+        qs = [Question(f"q{i}", f"step {i}", step=i) for i in range(1, k + 1)]
         return _trace_plan(self, case, qs, note=_cap_note(n, self.max_items, "steps"))
 
 

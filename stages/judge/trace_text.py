@@ -34,7 +34,8 @@ from typing import Any
 from tracejudge.core.records import Step
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
-__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "fence", "neutralise_markers", "render_call", "render_steps", "text_of"]
+__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "neutralise_markers", "render_call", "render_steps",
+           "text_of"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
@@ -94,8 +95,21 @@ def render_call(call: Any, full: bool = False) -> str:
     return f"{call.name}({cut_field(call.arguments, full=full)})"
 
 
-def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None) -> str:
+def droppable(n_steps: int, keep: int = 0) -> int:
+    """How many of `n_steps` steps a fitted prompt may leave out: all but the first `keep` (at least the first) and the last."""
+    return max(0, n_steps - 1 - max(1, keep))
+
+
+def kept_head(n_steps: int, omit: int, keep: int = 0) -> int:
+    """The steps shown before the `omit` steps left out (`render_steps`): half of those kept, or the first `keep` when more."""
+    return max((n_steps - omit + 1) // 2, min(keep, n_steps - 1 - omit))
+
+
+def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None, keep: int = 0) -> str:
     """Steps numbered from 1, calls numbered across the trace (see module doc). `omit` > 0 leaves out that many steps from the middle.
+
+    `keep`: the first `keep` steps hold the items a judge is asked about, so the steps left out come after them
+    (`omit` ≤ `droppable(len(steps), keep)`); the window of left-out steps is otherwise centred, as without `keep`.
 
     `full` (a metric's `trace_format: full`) renders values as sorted-key JSON and cuts every field, results
     included, only at `FIELD_CHARS`, with no result shown as the same as an earlier one. `before` holds lines
@@ -104,7 +118,7 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
     """
     lines: list[str] = []
     before = before or {}
-    keep_head = (len(steps) - omit + 1) // 2 if omit else len(steps)
+    keep_head = kept_head(len(steps), omit, keep) if omit else len(steps)
     call_no = 0
     seen: dict[str, int] = {}  # rendered result → the first call that returned it
     for i, step in enumerate(steps, 1):

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["REPAIR", "ask", "ask_uncached", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
 
+_NOT_SHOWN = "not_shown"  # an outcome's kind: the call or step asked about cannot be shown within the judge's context
+
 REPAIR = ("Your previous reply could not be used ({problem}). Reply again with only the JSON object the schema describes "
           "— every question id, nothing else — and keep each reason under 20 words.")
 
@@ -41,13 +43,27 @@ class _Flight:
 
 
 def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
-    """Count a request that was truncated to fit and say on `plan` what was left out or cut."""
+    """Count a request that was truncated to fit and say on `plan` what was left out or cut.
+
+    When the fitted request asks fewer questions than `plan` (`Fitted.asked`: the others ask about calls or steps
+    it could not show), `plan` (and each of a grouped plan's parts) keeps only those asked, so the score counts
+    only what the judge saw, and the reason names the questions not asked.
+    """
     from tracejudge.stages.judge.conversation import omitted_note
 
     self.stats.truncated_prompts += 1
-    notes = [omitted_note(plan.steps, fitted.omit)] if fitted.omit else []
+    notes = [omitted_note(plan.steps, fitted.omit, fitted.keep)] if fitted.omit else []
+    if fitted.asked is not None:
+        ids = {plan.full_id(q) for q in fitted.asked}
+        for p in [plan, *plan.parts]:
+            left = [f"{p.full_id(q)} ({q.text})" for q in p.questions if p.full_id(q) not in ids]
+            p.questions = [q for q in p.questions if p.full_id(q) in ids]
+            if left and (p is not plan or not plan.parts):  # each metric of a grouped plan names only its own
+                p.note = "; ".join(filter(None, [p.note, f"not asked (their steps left out to fit context_tokens "
+                                                         f"{self.cfg.context_tokens}): {', '.join(left)}"]))
     if fitted.cut:
         notes.append(f"{', '.join(dict.fromkeys(fitted.cut))} cut to {fitted.cap:,} characters to fit the judge's context (too_long: truncate)")
+    notes = [n for n in notes if n not in plan.note]  # asked one question per request, the same cut is said once
     plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
 
 
@@ -78,11 +94,15 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
     if not fitted.fits:
         self.stats.too_long += 1
         score = Score(value=None, passed=None, reason=f"too_long: the judge prompt has {tokens} tokens, over the {limit} that fit "
-                      f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})",
+                      f"(context_tokens {self.cfg.context_tokens} − max_tokens {fitted.req.max_tokens}; too_long: {self.cfg.too_long})"
+                      + (f"; {fitted.why}" if fitted.why else ""),
                       details={"too_long_tokens": tokens})
-        return None, Outcome(score, "ok")
+        # `why`: the request's items could not be shown; asked one question per request, the others may still be.
+        return None, Outcome(score, "ok", kind=_NOT_SHOWN if fitted.why else "")
     if fitted.truncated:
         self._note_truncation(plan, fitted)
+    if fitted.asked is not None:
+        questions = fitted.asked
 
     comps, key = ready.components, ready.key
     assert comps is not None and key is not None  # (a request that fits is keyed)
@@ -185,12 +205,15 @@ async def judge(self: Judge, plan: Plan, trial: int, slot: str, one_per_request:
     info = JudgeInfo(model=self.cfg.model)
     answers: dict[str, Any] = {}
     failure: Outcome | None = None
+    unseen: list[tuple[Question, Outcome]] = []  # questions asked alone whose call or step no fitted prompt can show
     t0 = time.perf_counter()
 
     async def one(i: int, group: list[Question]) -> None:
         nonlocal failure
         got, bad = await self.ask(plan, group, trial, f"{slot}#{i}" if len(groups) > 1 else slot, info, repair, ready[i] if ready else None)
-        if bad is not None:
+        if bad is not None and bad.kind == _NOT_SHOWN and len(group) == 1 and len(groups) > 1:
+            unseen.append((group[0], bad))
+        elif bad is not None:
             failure = failure or bad
         else:
             answers.update(got or {})
@@ -201,6 +224,15 @@ async def judge(self: Judge, plan: Plan, trial: int, slot: str, one_per_request:
         async with anyio.create_task_group() as tg:
             for i, group in enumerate(groups):
                 tg.start_soon(one, i, group)
+    if unseen and failure is None:
+        if len(unseen) == len(groups):
+            failure = unseen[0][1]
+        else:  # scored on the questions asked; the reason names the others
+            self.stats.too_long -= len(unseen)  # counted as prompts whose score is null: this score is not
+            left = {q.id for q, _ in unseen}
+            named = ", ".join(f"{plan.full_id(q)} ({q.text})" for q in plan.questions if q.id in left)
+            plan.questions = [q for q in plan.questions if q.id not in left]
+            plan.note = "; ".join(filter(None, [plan.note, f"not asked (their steps do not fit context_tokens {self.cfg.context_tokens}): {named}"]))
     return self._judged(plan, info, answers, failure, len(groups), t0)
 
 

@@ -38,7 +38,8 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
     Its schema names exactly the asked question ids (`TC1`…) as required properties.
     """
     metric = plan.metric
-    trace = plan.render(omit)
+    # Only a plan asking about items passes `keep` (its `render` takes it); every other render is called as before.
+    trace = plan.render(omit, plan.keep) if plan.keep else plan.render(omit)
     ask = plan.ask_text(questions)
     return JudgeRequest(
         model=cfg.model,
