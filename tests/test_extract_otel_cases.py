@@ -232,3 +232,38 @@ def test_a_link_to_a_missing_file_in_a_folder_is_invalid_input_naming_it(tmp_pat
     assert [(Path(f).name, line) for f, line, _ in bad] == [("b.json", 1), ("c.jsonl", 1)]
     assert all("cannot read the file" in m and "target is missing" in m for _, _, m in bad)
     assert sum(isinstance(g, Case) for g in got) == 1
+
+
+RECORDINGS = Path(__file__).resolve().parent / "data" / "frameworks"
+
+
+def _lose_parents(line: str) -> dict:
+    """An OTLP export line with every span's parent pointing at a span the export lost."""
+    doc = json.loads(line)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                if span.get("parentSpanId"):
+                    span["parentSpanId"] = "AAAAAAAAAAAAAAAA"
+    return doc
+
+
+def _what_counts(case: Case) -> tuple:
+    trace = case.trace
+    assert trace is not None
+    return (case.input, [u.content for u in trace.user_messages], [(c.name, json.dumps(c.arguments, sort_keys=True)) for c in trace.tool_calls()],
+            trace.output, len(case.turns or []))
+
+
+@pytest.mark.parametrize("framework", ["openinference-openai-agents", "openinference-langchain", "openinference-smolagents",
+                                       "openinference-openai", "traceloop-langchain", "traceloop-openai"])
+def test_spans_whose_parents_were_lost_hang_from_the_traces_root(tmp_path: Path, framework: str) -> None:
+    # Each lost-parent span started a turn of its own: the Agents SDK recording lost its input, and LangGraph's node
+    # inputs and smolagents' step reprs became user messages the user never sent ('tool_call_with_context', 'ActionStep(…').
+    for recording in sorted((RECORDINGS / framework).glob("*.jsonl")):
+        lines = recording.read_text().splitlines()
+        (tmp_path / "whole.jsonl").write_text("\n".join(lines) + "\n")
+        whole = run(tmp_path, [json.loads(line) for line in lines], name="whole.jsonl")
+        lost = run(tmp_path, [_lose_parents(line) for line in lines], name="lost.jsonl")
+        assert all(isinstance(c, Case) for c in whole + lost), (recording.name, lost)
+        assert [_what_counts(c) for c in lost] == [_what_counts(c) for c in whole], recording.name

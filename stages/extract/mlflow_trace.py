@@ -54,7 +54,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
-from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.spans import Span, adopt_orphans
 from tracejudge.stages.extract.otel.view import unjson
 
 __all__ = ["adapt"]
@@ -121,24 +121,8 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], 
             errors.append({"span": str(sid), "type": kind if isinstance(kind, str) else None, "name": span.get("name"), "error": error})
     for span, start in zip(out, in_order(starts)):
         span.start = start
-    _adopt_orphans(out)
+    adopt_orphans(out)  # (MLflow writes one root per trace)
     return out, errors, [str(k[1]) for k in differed]
-
-
-def _adopt_orphans(spans: list[Span]) -> None:
-    """Hang a span whose parent is not in the trace (lost on export) from the trace's root.
-
-    MLflow writes one root per trace; left a root of its own, a lost span's model requests would start a turn
-    apart from the root's and the root's arguments would become a user message the user never sent. With no
-    single root the spans stay roots.
-    """
-    ids = {s.span_id for s in spans}
-    roots = [s for s in spans if s.parent_id is None]
-    if len(roots) != 1:
-        return
-    for span in spans:
-        if span.parent_id is not None and span.parent_id not in ids:
-            span.parent_id = roots[0].span_id
 
 
 def adapt(payload: Any, options: Any = None) -> Case:

@@ -20,7 +20,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message
 
-__all__ = ["Collector", "Group", "LogEvent", "Span", "any_value", "attributes", "iter_exports"]
+__all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports"]
 
 
 def any_value(value: Any) -> Any:
@@ -316,6 +316,7 @@ class Collector:
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         for trace_id, delivered in self.spans.items():
             spans = _once(delivered)
+            adopt_orphans(spans)
             spans.sort(key=lambda s: (s.start, s.span_id))
             for span in spans:
                 span.logs = _once_logs(self.logs.get(span.span_id, []))
@@ -327,6 +328,23 @@ class Collector:
             spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))
             order = sorted(set(traces[key]), key=lambda t: min(s.start for s in spans if s.trace_id == t))
             yield Group(key=key[1], key_attr=key[0], traces=order, spans=spans)
+
+
+def adopt_orphans(spans: list[Span]) -> None:
+    """Hang each span of one trace whose parent is not in it (lost on export) from the trace's root, in place.
+
+    Left a root of its own, a lost span's model requests started a turn apart from the root's, and its
+    chain's arguments became a user message the user never sent (a LangGraph node's input, a smolagents
+    step's repr). Only a trace with exactly one root is changed: with none (the root not exported yet) or
+    several, which span a lost one belonged under cannot be told, and the spans stay roots.
+    """
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if not s.parent_id]
+    if len(roots) != 1:
+        return
+    for span in spans:
+        if span.parent_id and span.parent_id not in ids:
+            span.parent_id = roots[0].span_id
 
 
 def _content(span: Span) -> tuple[Any, ...]:
