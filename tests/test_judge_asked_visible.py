@@ -6,17 +6,16 @@ process against a judge on 127.0.0.1 that keeps every prompt it is sent and answ
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
-import threading
-from collections.abc import Iterator
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _loopback import Loopback, completion, verdict
 from tracejudge.core.config import JudgeConfig
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.base import group_plans, grouped_plan
@@ -84,42 +83,21 @@ def test_a_prompt_that_cannot_show_any_asked_item_is_not_sent_and_says_why():
     assert not fitted.fits and "no call or step asked about fits" in fitted.why
 
 
-class _YesServer(http.server.ThreadingHTTPServer):
-    """An OpenAI-compatible judge on 127.0.0.1 that keeps every prompt and answers "yes" to every question."""
+class _YesJudge:
+    """The tests' loopback judge (`_loopback.Loopback`): every question answered yes, every prompt kept (`prompts`)."""
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _YesHandler)
-        self.prompts: list[str] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+    def __init__(self, server: Loopback) -> None:
+        self.server, self.url = server, server.url
 
-
-class _YesHandler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - the http.server hook's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.prompts.append(body["messages"][-1]["content"])  # type: ignore[attr-defined]
-        ids = body["response_format"]["json_schema"]["schema"]["required"]
-        content = json.dumps({q: {"answer": "yes", "reason": "ok"} for q in ids})
-        reply = json.dumps({"id": "r", "object": "chat.completion", "model": body["model"],
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    @property
+    def prompts(self) -> list[str]:
+        return [body["messages"][-1]["content"] for _, body in self.server.requests]
 
 
 @pytest.fixture
-def yes_server() -> Iterator[_YesServer]:
-    server = _YesServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def yes_server() -> Iterator[_YesJudge]:
+    with Loopback(lambda headers, body: (200, completion(json.dumps(verdict(body))))) as server:
+        yield _YesJudge(server)
 
 
 def test_a_run_scores_only_what_the_judge_saw_and_says_what_was_left_out(yes_server, tmp_path: Path):
