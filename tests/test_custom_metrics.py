@@ -145,6 +145,43 @@ def test_async_metrics_are_awaited_in_the_score_stage():
     assert slow_count().evaluate(Case.model_validate(cases[0])).value == 0.25
 
 
+
+_in_flight = {"now": 0, "peak": 0}
+
+
+@tracejudge.metric
+async def meets(case: Case, trace: Trace, *, company: int = 2) -> float:
+    """1.0 once `company` calls of these metrics have been awaited at the same time; 0.0 if that took 5 s."""
+    _in_flight["now"] += 1
+    _in_flight["peak"] = max(_in_flight["peak"], _in_flight["now"])
+    try:
+        with anyio.move_on_after(5):
+            while _in_flight["peak"] < company:
+                await anyio.sleep(0.005)
+            return 1.0
+        return 0.0
+    finally:
+        _in_flight["now"] -= 1
+
+
+@tracejudge.metric
+async def meets_too(case: Case, trace: Trace, *, company: int = 2) -> float:
+    return await meets.fn(case, trace, company=company)  # type: ignore[attr-defined]
+
+
+def test_async_metrics_are_awaited_side_by_side_across_cases_and_within_a_case():
+    # An async metric waits on I/O: awaited one at a time, every case would pay its round trip in turn.
+    cases = [_case(f"c{i}", [("a", None)]) for i in range(6)]
+    _in_flight.update(now=0, peak=0)
+    report = tracejudge.evaluate(cases, [meets(company=6)])
+    assert [report.result(f"c{i}").scores["meets"].value for i in range(6)] == [1.0] * 6
+    # Two async metrics of one case, with a sync one between them: the scores keep the metrics' order.
+    _in_flight.update(now=0, peak=0)
+    report = tracejudge.evaluate(cases[:1], [meets(company=2), no_failed_tools, meets_too(company=2)])
+    assert list(report.result("c0").scores) == ["meets", "no_failed_tools", "meets_too"]
+    assert [s.value for s in report.result("c0").scores.values()] == [1.0, 1.0, 1.0]
+
+
 PKG_METRICS = '''
 from tracejudge import metric, Score
 

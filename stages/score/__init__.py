@@ -135,32 +135,53 @@ def _raised(exc: Exception) -> Score:
 
 
 async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
-    """`score_case`, awaiting each metric's `aevaluate` when it has one (cancelled at the time limit)."""
-    if not any(_aevaluate_of(type(m)) is not None for m in metrics):
+    """`score_case`, awaiting the metrics that have an `aevaluate` concurrently (each cancelled at the time limit).
+
+    The scores keep the metrics' order whatever order the awaited ones finish in. Sync metrics are
+    called one after another on the loop, as `score_case` calls them; async ones (I/O: a service, a
+    model) are awaited side by side, as pydantic-evals runs a case's evaluators.
+    """
+    if not has_async(metrics):
         return score_case(case, metrics)  # nothing to await: one alarm handler for the case, not one per metric
     import anyio  # here: a worker process scoring plain metrics never needs it
 
-    scores: dict[str, Score] = {}
-    for metric in metrics:
+    keys, custom = _keys(metrics)
+    scores: dict[str, Score] = dict.fromkeys(keys)  # type: ignore[arg-type]  # (every key is set below)
+    limit_s = time_limit.seconds()
+
+    async def awaited(key: str, aevaluate: Any, metric: Metric) -> None:
         try:
-            aevaluate = _aevaluate_of(type(metric))
-            if aevaluate is None:
-                with time_limit.limit():
-                    scores[metric.key] = metric.evaluate(case)
-                continue
-            with anyio.move_on_after(time_limit.seconds() or math.inf) as scope:
-                scores[metric.key] = await aevaluate(metric, case)
+            with anyio.move_on_after(limit_s or math.inf) as scope:
+                scores[key] = await aevaluate(metric, case)
             if scope.cancelled_caught:
-                scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
+                scores[key] = time_limit.timeout_score(key, limit_s)
         except time_limit.MetricTimeout:
-            scores[metric.key] = time_limit.timeout_score(metric.key, time_limit.seconds())
+            scores[key] = time_limit.timeout_score(key, limit_s)
         except Exception as exc:  # a metric bug must cost one score, not the run
-            scores[metric.key] = _raised(exc)
-    custom = _keys(metrics)[1]
+            scores[key] = _raised(exc)
+
+    async with anyio.create_task_group() as tg:
+        for key, metric in zip(keys, metrics):
+            aevaluate = _aevaluate_of(type(metric))
+            if aevaluate is not None:
+                tg.start_soon(awaited, key, aevaluate, metric)
+                continue
+            try:
+                with time_limit.limit():
+                    scores[key] = metric.evaluate(case)
+            except time_limit.MetricTimeout:
+                scores[key] = time_limit.timeout_score(key, limit_s)
+            except Exception as exc:  # a metric bug must cost one score, not the run
+                scores[key] = _raised(exc)
     for key in custom:
         scores[key] = bounded(scores[key], key)
     mask_scores(scores, case, custom)
     return scores
+
+
+def has_async(metrics: Sequence[Metric]) -> bool:
+    """True when a metric of `metrics` is awaited (`aevaluate`): `ascore_case` then yields to the loop."""
+    return any(_aevaluate_of(type(m)) is not None for m in metrics)
 
 
 @lru_cache(maxsize=256)
