@@ -28,6 +28,8 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         err.print(f"error: {args.config}: no LLM-judge metric in `metrics:` (`tracejudge list metrics` marks them), "
                   "so a run sends nothing to a judge and costs nothing", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
+    if args.show_prompt is not None:
+        return _show_prompt(args, config)
     got = estimate(config)
     rows = [*got["metrics"].items(), ("total", got["total"])]
 
@@ -68,4 +70,40 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                       highlight=False)
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
+    return EXIT_OK
+
+
+def _show_prompt(args: argparse.Namespace, config) -> int:
+    """Print each request about case `args.show_prompt`: a header, then every message under its role, as sent."""
+    from tracejudge.core.console import stdout_console
+    from tracejudge.stages.judge.show_prompt import prompts_for
+
+    shown = prompts_for(config, args.show_prompt)
+    console = stdout_console()
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)  # (trace text as it is: no :codes: made emoji)
+
+    model = config.judge.model if config.judge else "gpt-4o-mini"
+    for s in shown:
+        if s.req is None and not s.tokens:
+            say(f"=== {s.key} (case {args.show_prompt}): {s.why}")
+    sent = [s for s in shown if s.req is not None or s.tokens]
+    for i, s in enumerate(sent, 1):
+        head = f"=== request {i} of {len(sent)}: {s.key} (case {args.show_prompt}, trial 0), {s.tokens:,} prompt tokens"
+        if s.req is None:
+            say(f"{head}: not sent: {s.why}")
+            continue
+        fitted = []
+        if s.omitted:
+            fitted.append(f"{s.omitted} middle steps left out")
+        if s.cut:
+            fitted.append(f"cut: {', '.join(s.cut)}")
+        if s.asked < s.of:
+            fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
+        say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else ""))
+        say(f"model {model}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
+        for m in s.req.messages:
+            say(f"--- {m['role']}")
+            say(m["content"])
     return EXIT_OK

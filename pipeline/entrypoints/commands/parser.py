@@ -116,9 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     ext.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
 
     est = sub.add_parser("estimate", help="print the expected judge requests, tokens and dollars per metric, before any call",
-                         **_examples("tracejudge estimate configs/demo.yaml", "tracejudge estimate configs/demo.yaml --set judge.model=gpt-4o"))
+                         **_examples("tracejudge estimate configs/demo.yaml", "tracejudge estimate configs/demo.yaml --set judge.model=gpt-4o",
+                                   "tracejudge estimate configs/demo.yaml --show-prompt 5-3"))
     est.add_argument("config", type=Path, help=_CONFIG_HELP + " (with LLM-judge metrics)")
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
+    est.add_argument("--show-prompt", metavar="CASE_ID", help="print the requests the judge would get about this case, exactly as the "
+                     "run builds them (grouped, fitted to judge.context_tokens, trace fenced); nothing is sent")
 
     bench_args.add_parser(sub)
     calibrate.add_parser(sub)

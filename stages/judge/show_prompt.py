@@ -1,0 +1,103 @@
+"""`tracejudge estimate CONFIG --show-prompt CASE_ID`: the judge requests a run would send about one case, as sent.
+
+A verdict is only as good as what the judge was shown. To see why a judge
+said what it said (or before trusting it on a night's sweep), this builds the
+requests for one case exactly as the run builds them — the same grouping
+(`judge.group`), the same fitting to `judge.context_tokens` (middle steps
+left out, fields cut), the same fence around the trace — and returns them
+without sending anything. With `judge.items_per_request` > 1 the run gathers
+several cases' items in one request; the request shown asks this case's
+questions alone, as the run asks an item it could not group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracejudge.core import registry
+from tracejudge.core.config import JudgeConfig, RunConfig
+from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.records import Case
+from tracejudge.llm.judge_tokenizer import spec_of
+from tracejudge.llm.wire.records import JudgeRequest
+from tracejudge.stages.judge.client import request_tokens
+from tracejudge.stages.judge.fit import fit_request
+from tracejudge.stages.judge.requests import case_requests
+
+__all__ = ["Shown", "prompts_for"]
+
+
+@dataclass
+class Shown:
+    """One request about the case: which metric(s) it answers for (`key`), the request, its prompt tokens.
+
+    `req` is None when the prompt cannot fit the judge's context (`why` says so: the run sends nothing);
+    `omitted` middle steps were left out and `cut` sections shortened to fit (empty: sent whole);
+    `asked` is how many questions it asks, `of` how many the metric had (fewer: items the fitted prompt could not show).
+    """
+
+    key: str
+    req: JudgeRequest | None
+    tokens: int
+    omitted: int = 0
+    cut: tuple[str, ...] = ()
+    asked: int = 0
+    of: int = 0
+    why: str = ""
+
+
+def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
+    """The requests the run would send about case `case_id` (trial `trial`), in the order it sends them.
+
+    Reads the dataset until the case is found (first record with that id, as the run keeps the first of
+    a duplicated id). A metric whose score needs no request for this case (no tool call to judge) comes first,
+    with `req` None and `why` saying so.
+
+    Raises `TracejudgeError` (exit status 2) naming the nearest ids when no case has that id, and when the
+    config has no LLM-judge metric.
+    """
+    from tracejudge.core.suggest import did_you_mean
+    from tracejudge.stages.extract import extract_record
+    from tracejudge.stages.judge.estimate import judge_metrics
+
+    metrics = judge_metrics(config)
+    if not metrics:
+        raise TracejudgeError("no LLM-judge metric in `metrics:` (`tracejudge list metrics` marks them): no request would be sent")
+    cfg = config.judge or JudgeConfig()
+    fmt = registry.format_for(config.dataset.format)
+    ctx = fmt.prepare(config.dataset)
+    seen: list[str] = []
+    readable = 0
+    for raw in fmt.read(config.dataset):
+        case = extract_record(raw, fmt, ctx)
+        if not isinstance(case, Case):
+            continue
+        readable += 1
+        if case.id == case_id:
+            return _shown(case, metrics, cfg, trial, reused=config.run.trials > 1 or cfg.calibration is not None)
+        if len(seen) < 100_000:  # (enough to suggest from; the file is read to its end all the same)
+            seen.append(case.id)
+    hint = did_you_mean(case_id, seen, typo=True)
+    raise TracejudgeError(f"--show-prompt: no case with id {case_id!r} in {config.dataset.path} ({readable:,} readable cases)"
+                      f"{'; ' + hint if hint else ''}")
+
+
+def _shown(case: Case, metrics: list[Any], cfg: JudgeConfig, trial: int, reused: bool) -> list[Shown]:
+    tokenizer = spec_of(cfg)
+    asked, decided = case_requests(case, metrics, cfg, reused)
+    out = [Shown(key, None, 0, why=f"no request: scored without the judge ({score.reason})") for key, score in decided.items()]
+    for a in asked:
+        for qs in a.questions:
+            fitted = fit_request(a.plan, qs, cfg)
+            if not fitted.fits:
+                out.append(_unfit(a.key, fitted, len(qs)))
+                continue
+            n = len(fitted.asked) if fitted.asked is not None else len(qs)
+            out.append(Shown(a.key, fitted.req, request_tokens(fitted.req, tokenizer), fitted.omit, tuple(fitted.cut), n, len(qs)))
+    return out
+
+
+def _unfit(key: str, fitted: Any, questions: int) -> Shown:
+    why = getattr(fitted, "why", "") or f"its prompt of {fitted.tokens:,} tokens cannot fit judge.context_tokens"
+    return Shown(key, None, fitted.tokens, of=questions, why=why)

@@ -1,0 +1,82 @@
+"""`tracejudge estimate --show-prompt CASE_ID` shows the judge requests a run sends about that case, exactly as sent.
+
+The run goes through the CLI in a real process against the tests' loopback judge on 127.0.0.1, which keeps every
+request it is sent; the requests shown for each case must be those, message for message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _loopback import Loopback, completion, verdict
+from tracejudge.core.config import load_config
+from tracejudge.stages.judge.show_prompt import prompts_for
+
+EXE = os.path.join(os.path.dirname(sys.executable), "tracejudge")
+
+
+def _case(cid: str, steps: int, chars: int = 400) -> dict:
+    out = []
+    for i in range(1, steps + 1):
+        result = " ".join(f"{cid}-row{i}-{j}" for j in range(chars // 12))
+        out.append({"tool_calls": [{"name": f"lookup_{i}", "arguments": {"key": f"k{i}"}, "result": result}],
+                    "output": f"answer {i} :smile: [bold]x[/bold]" if i == steps else None})
+    return {"id": cid, "input": f"question about {cid}", "trace": {"steps": out, "output": f"answer {steps} :smile: [bold]x[/bold]"}}
+
+
+@pytest.fixture
+def yes_server() -> Iterator[Loopback]:
+    with Loopback(lambda headers, body: (200, completion(json.dumps(verdict(body))))) as server:
+        yield server
+
+
+def _config(tmp_path: Path, url: str, group: str) -> Path:
+    data = tmp_path / "cases.jsonl"
+    # "long" does not fit 3,000 tokens whole: it is fitted (middle steps left out), as the run sends it.
+    data.write_text("".join(json.dumps(c) + "\n" for c in (_case("short", 2), _case("long", 24), _case("none", 0))))
+    cfg = tmp_path / f"cfg-{group}.json"
+    cfg.write_text(json.dumps({
+        "dataset": {"path": str(data), "format": "native"},
+        "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}],
+        "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": url + "/v1", "context_tokens": 3000, "group": group},
+        "cache": {"enabled": False}, "run": {"dir": str(tmp_path / f"run-{group}")}}))
+    return cfg
+
+
+@pytest.mark.parametrize("group", ["case", "none"])
+def test_the_requests_shown_for_each_case_are_the_requests_the_run_sent(yes_server, tmp_path: Path, group: str):
+    cfg = _config(tmp_path, yes_server.url, group)
+    proc = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    sent = sorted(json.dumps(body["messages"]) for _, body in yes_server.requests)
+    config = load_config(cfg)
+    shown = {cid: prompts_for(config, cid) for cid in ("short", "long", "none")}
+    listed = sorted(json.dumps([dict(m) for m in s.req.messages]) for got in shown.values() for s in got if s.req is not None)
+    assert listed == sent
+    assert any(s.omitted for s in shown["long"])  # the fitted one is shown fitted
+    # A case without a call: ToolCallNecessity is decided without a request, and says so.
+    assert [s.why for s in shown["none"] if s.req is None] == ["no request: scored without the judge (no tool calls were made)"]
+
+
+def test_the_command_prints_each_message_whole_and_names_near_ids_for_an_unknown_one(yes_server, tmp_path: Path):
+    cfg = _config(tmp_path, yes_server.url, "case")
+    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "long"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [req] = [s.req for s in prompts_for(load_config(cfg), "long") if s.req is not None]
+    out = proc.stdout
+    assert "=== request 1 of 1: TaskCompletion+ToolCallNecessity (case long, trial 0)" in out
+    assert "middle steps left out" in out
+    for m in req.messages:  # as sent: no wrapping, no markup or emoji codes interpreted
+        assert f"--- {m['role']}\n{m['content']}\n" in out
+    assert ":smile: [bold]x[/bold]" in out
+    assert yes_server.requests == []  # nothing was sent
+    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "lnog"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: --show-prompt: no case with id 'lnog'")
+    assert "(3 readable cases); did you mean long?" in proc.stderr
