@@ -80,6 +80,36 @@ def test_retries_stop_after_max_resume_retries(simulator: Callable[..., Simulato
     assert seen[-1].summary["status"] == {"invalid_input": 1, "judge_error": 4}
 
 
+def _tj_run(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TJ), "run", str(config_path), "--no-progress", *extra], capture_output=True, text=True, timeout=120)
+
+
+# The judge block's counts of standing results: a run whose timeouts a resume retried away has the figures of one never timed out.
+STANDING = ("judge_errors", "error_kinds", "judged_results", "judge_error_results", "error_share", "gate_failed", "judged_items",
+            "parse_failed_items", "parse_failure_rate")
+
+
+def test_timeouts_a_resume_retried_away_are_no_longer_counted(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(script=["timeout"] * 2, hang_s=1)  # the first two judge requests get no reply within timeout_s
+    config = _config(tmp_path, sim.url)
+    config["judge"]["timeout_s"] = 0.3
+    first = _run(config)
+    assert first.summary["judge"]["error_kinds"] == {"timeout": 2} and first.summary["judge"]["judge_errors"] == 2
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+    again = _tj_run(tmp_path / "c.yaml")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 retried after a transient failure" in again.stdout
+    assert "judge errors: timeout" not in again.stdout and "raise judge.timeout_s" not in again.stdout
+    assert "judge timeouts: 2 requests got no reply in time, all retried since" in again.stdout  # what the judge did, as history
+    resumed = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (tmp_path / "ref").mkdir()
+    never = _run(_config(tmp_path / "ref", sim.url)).summary  # the same cases, no timeout
+    assert {k: resumed["judge"][k] for k in STANDING} == {k: never["judge"][k] for k in STANDING}
+    assert resumed["judge"]["error_kinds"] == {} and resumed["judge"]["judge_errors"] == 0
+    assert (resumed["status"], resumed["metrics"]) == (never["status"], never["metrics"])
+    assert (resumed["judge"]["timeouts"], never["judge"]["timeouts"]) == (2, 0)  # requests that timed out: history, kept
+
+
 def test_judge_gate_is_counted_from_results_when_a_summary_is_lost(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     """A segment killed before writing summary.json must not make the judge-error gate pass."""
     sim = simulator(script=["500"] * 3)
