@@ -80,6 +80,15 @@ def test_retries_stop_after_max_resume_retries(simulator: Callable[..., Simulato
     assert seen[-1].summary["status"] == {"invalid_input": 1, "judge_error": 4}
 
 
+def test_raising_max_resume_retries_retries_the_failures_it_had_left_final(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(script=["500"] * 4)
+    config = _config(tmp_path, sim.url, max_resume_retries=0)
+    assert _run(config).pending_retries == 0  # no retry allowed: the 4 failures are final at once
+    config["run"]["max_resume_retries"] = 1  # not in the config hash: the resume needs no --force
+    raised = _run(config)
+    assert raised.retried == 4 and raised.summary["status"] == {"invalid_input": 1, "ok": 4}
+
+
 def _tj_run(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(TJ), "run", str(config_path), "--no-progress", *extra], capture_output=True, text=True, timeout=120)
 
