@@ -119,6 +119,29 @@ def test_timeouts_a_resume_retried_away_are_no_longer_counted(simulator: Callabl
     assert (resumed["judge"]["timeouts"], never["judge"]["timeouts"]) == (2, 0)  # requests that timed out: history, kept
 
 
+def test_failures_past_max_resume_retries_are_named_with_the_command_that_retries_them(
+        simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(script=["500"] * 8)  # every case fails twice: once, then on its one retry
+    config = _config(tmp_path, sim.url, max_resume_retries=1)
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+    assert _run(config).pending_retries == 4
+    retried = _tj_run(tmp_path / "c.yaml")  # the one retry each fails too: the failures are final
+    line = "4 failed results are not retried: run.max_resume_retries (1) retries of each are spent; to retry them anyway, raise it:"
+    assert line in retried.stderr, retried.stderr
+    again = _tj_run(tmp_path / "c.yaml")  # the same command: nothing retried, and it says why
+    assert "(0 new results, 5 already finished)" in again.stdout
+    assert line in again.stderr, again.stderr
+    command = again.stderr.split(line + "\n", 1)[1].splitlines()[0].split()
+    assert command[:2] == ["tracejudge", "run"] and "run.max_resume_retries=2" in command
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["retries_spent"] == {"results": 4, "max_resume_retries": 1}
+    forced = subprocess.run([str(TJ), *command[1:]], capture_output=True, text=True, timeout=120)  # the judge answers now
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "4 retried after a transient failure" in forced.stdout and "not retried" not in forced.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == {"invalid_input": 1, "ok": 4} and "retries_spent" not in summary
+
+
 def test_judge_gate_is_counted_from_results_when_a_summary_is_lost(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     """A segment killed before writing summary.json must not make the judge-error gate pass."""
     sim = simulator(script=["500"] * 3)

@@ -273,6 +273,13 @@ class RunJournal:
         # (a budget skip is not a failure; a torn last line's result is redone whenever its line is read again)
         return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
+    def spent_retries(self) -> tuple[int, int]:
+        """(how many standing results are failures left final because `max_retries` retries of their (case, trial) are
+        spent, the most failures one of them has had). The same command does not retry them; with `run.max_resume_retries`
+        raised to that many it does (`journal_open` then rebuilds the state the checkpoint holds)."""
+        spent = [n for key, n in self.failures.items() if n > self.max_retries and key not in self.provisional]
+        return len(spent), max(spent, default=0)
+
     def judge_gate_counts(self) -> dict[str, Any]:
         """The judge's gate counts over the standing results, final and provisional (`journal_counts.standing_judge_counts`)."""
         return standing_judge_counts(self.judge_final, self.provisional.values())
