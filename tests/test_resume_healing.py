@@ -80,6 +80,14 @@ def test_retries_stop_after_max_resume_retries(simulator: Callable[..., Simulato
     assert seen[-1].summary["status"] == {"invalid_input": 1, "judge_error": 4}
 
 
+def test_a_standing_timeout_whose_requests_went_uncounted_still_says_to_raise_the_timeout() -> None:
+    from tracejudge.stages.reports.judge_lines import judge_lines
+
+    # What a segment killed before its summary leaves: the scores it wrote, not its requests' counters.
+    lines = judge_lines({"judge": {"requests": 3, "timeouts": 0, "error_kinds": {"timeout": 2}, "timeout_s": 0.3}})
+    assert "judge timeouts: 2 scores were left without a verdict by a timeout; raise judge.timeout_s (now 0.3 s) for a slow server" in lines
+
+
 def test_raising_max_resume_retries_retries_the_failures_it_had_left_final(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     sim = simulator(script=["500"] * 4)
     config = _config(tmp_path, sim.url, max_resume_retries=0)

@@ -107,7 +107,9 @@ def _timeouts_line(j: dict[str, Any]) -> str | None:
     requests, standing = int(j.get("timeouts") or 0), int((j.get("error_kinds") or {}).get("timeout", 0))
     if standing:
         now = f" (now {j['timeout_s']:g} s)" if j.get("timeout_s") is not None else ""
-        return f"judge timeouts: {max(requests, standing)} requests got no reply in time; raise judge.timeout_s{now} for a slow server"
+        # (a segment killed before its summary leaves the standing scores without their requests' count)
+        what = f"{requests} requests got no reply in time" if requests else f"{standing} scores were left without a verdict by a timeout"
+        return f"judge timeouts: {what}; raise judge.timeout_s{now} for a slow server"
     if requests:
         return f"judge timeouts: {requests} requests got no reply in time, all retried since (no score is left without a verdict by one)"
     return None
