@@ -80,6 +80,76 @@ def test_retries_stop_after_max_resume_retries(simulator: Callable[..., Simulato
     assert seen[-1].summary["status"] == {"invalid_input": 1, "judge_error": 4}
 
 
+def test_a_standing_timeout_whose_requests_went_uncounted_still_says_to_raise_the_timeout() -> None:
+    from tracejudge.stages.reports.judge_lines import judge_lines
+
+    # What a segment killed before its summary leaves: the scores it wrote, not its requests' counters.
+    lines = judge_lines({"judge": {"requests": 3, "timeouts": 0, "error_kinds": {"timeout": 2}, "timeout_s": 0.3}})
+    assert "judge timeouts: 2 scores were left without a verdict by a timeout; raise judge.timeout_s (now 0.3 s) for a slow server" in lines
+
+
+def test_raising_max_resume_retries_retries_the_failures_it_had_left_final(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(script=["500"] * 4)
+    config = _config(tmp_path, sim.url, max_resume_retries=0)
+    assert _run(config).pending_retries == 0  # no retry allowed: the 4 failures are final at once
+    config["run"]["max_resume_retries"] = 1  # not in the config hash: the resume needs no --force
+    raised = _run(config)
+    assert raised.retried == 4 and raised.summary["status"] == {"invalid_input": 1, "ok": 4}
+
+
+def _tj_run(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(TJ), "run", str(config_path), "--no-progress", *extra], capture_output=True, text=True, timeout=120)
+
+
+# The judge block's counts of standing results: a run whose timeouts a resume retried away has the figures of one never timed out.
+STANDING = ("judge_errors", "error_kinds", "judged_results", "judge_error_results", "error_share", "gate_failed", "judged_items",
+            "parse_failed_items", "parse_failure_rate")
+
+
+def test_timeouts_a_resume_retried_away_are_no_longer_counted(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(script=["timeout"] * 2, hang_s=1)  # the first two judge requests get no reply within timeout_s
+    config = _config(tmp_path, sim.url)
+    config["judge"]["timeout_s"] = 0.3
+    first = _run(config)
+    assert first.summary["judge"]["error_kinds"] == {"timeout": 2} and first.summary["judge"]["judge_errors"] == 2
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+    again = _tj_run(tmp_path / "c.yaml")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 retried after a transient failure" in again.stdout
+    assert "judge errors: timeout" not in again.stdout and "raise judge.timeout_s" not in again.stdout
+    assert "judge timeouts: 2 requests got no reply in time, all retried since" in again.stdout  # what the judge did, as history
+    resumed = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (tmp_path / "ref").mkdir()
+    never = _run(_config(tmp_path / "ref", sim.url)).summary  # the same cases, no timeout
+    assert {k: resumed["judge"][k] for k in STANDING} == {k: never["judge"][k] for k in STANDING}
+    assert resumed["judge"]["error_kinds"] == {} and resumed["judge"]["judge_errors"] == 0
+    assert (resumed["status"], resumed["metrics"]) == (never["status"], never["metrics"])
+    assert (resumed["judge"]["timeouts"], never["judge"]["timeouts"]) == (2, 0)  # requests that timed out: history, kept
+
+
+def test_failures_past_max_resume_retries_are_named_with_the_command_that_retries_them(
+        simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
+    sim = simulator(script=["500"] * 8)  # every case fails twice: once, then on its one retry
+    config = _config(tmp_path, sim.url, max_resume_retries=1)
+    (tmp_path / "c.yaml").write_text(json.dumps(config))
+    assert _run(config).pending_retries == 4
+    retried = _tj_run(tmp_path / "c.yaml")  # the one retry each fails too: the failures are final
+    line = "4 failed results are not retried: run.max_resume_retries (1) retries of each are spent; to retry them anyway, raise it:"
+    assert line in retried.stderr, retried.stderr
+    again = _tj_run(tmp_path / "c.yaml")  # the same command: nothing retried, and it says why
+    assert "(0 new results, 5 already finished)" in again.stdout
+    assert line in again.stderr, again.stderr
+    command = again.stderr.split(line + "\n", 1)[1].splitlines()[0].split()
+    assert command[:2] == ["tracejudge", "run"] and "run.max_resume_retries=2" in command
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["retries_spent"] == {"results": 4, "max_resume_retries": 1}
+    forced = subprocess.run([str(TJ), *command[1:]], capture_output=True, text=True, timeout=120)  # the judge answers now
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "4 retried after a transient failure" in forced.stdout and "not retried" not in forced.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == {"invalid_input": 1, "ok": 4} and "retries_spent" not in summary
+
+
 def test_judge_gate_is_counted_from_results_when_a_summary_is_lost(simulator: Callable[..., SimulatorThread], tmp_path: Path) -> None:
     """A segment killed before writing summary.json must not make the judge-error gate pass."""
     sim = simulator(script=["500"] * 3)

@@ -47,7 +47,7 @@ from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKE
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
 from tracejudge.engine.journal_checkpoint import checkpoint_due, checkpoint_if_due, write_checkpoint
-from tracejudge.engine.journal_counts import _group_counts, _item_counts, _judge_gate_counts, judge_block_with, standing_judge_counts, sum_usage
+from tracejudge.engine.journal_counts import add_judge_counts, judge_block_with, standing_judge_counts, sum_usage
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
@@ -253,15 +253,7 @@ class RunJournal:
                 return
         self.provisional.pop(key, None)
         self.agg.fold(result)
-        judged, error = _judge_gate_counts(result)
-        self.judge_final["judged_results"] += judged
-        self.judge_final["judge_error_results"] += error
-        items, unparsed = _item_counts(result)
-        self.judge_final["judged_items"] = self.judge_final.get("judged_items", 0) + items
-        self.judge_final["parse_failed_items"] = self.judge_final.get("parse_failed_items", 0) + unparsed
-        grouped, alone = _group_counts(result)
-        self.judge_final["grouped_requests"] = self.judge_final.get("grouped_requests", 0) + grouped
-        self.judge_final["parts_reasked_alone"] = self.judge_final.get("parts_reasked_alone", 0) + alone
+        add_judge_counts(self.judge_final, result)
 
     def is_done(self, key: int) -> bool:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
@@ -281,12 +273,20 @@ class RunJournal:
         # (a budget skip is not a failure; a torn last line's result is redone whenever its line is read again)
         return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
-    def judge_gate_counts(self) -> dict[str, int]:
+    def spent_retries(self) -> tuple[int, int]:
+        """(how many standing results are failures left final because `max_retries` retries of their (case, trial) are
+        spent, the most failures one of them has had). The same command does not retry them; with `run.max_resume_retries`
+        raised to that many it does (`journal_open` then rebuilds the state the checkpoint holds)."""
+        spent = [n for key, n in self.failures.items() if n > self.max_retries and key not in self.provisional]
+        return len(spent), max(spent, default=0)
+
+    def judge_gate_counts(self) -> dict[str, Any]:
         """The judge's gate counts over the standing results, final and provisional (`journal_counts.standing_judge_counts`)."""
         return standing_judge_counts(self.judge_final, self.provisional.values())
 
     def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
-        """The judge stage's summary `block` with its gate counts, share and grouping figures replaced by `judge_gate_counts`."""
+        """The judge stage's summary `block` with its gate counts, share, grouping figures and judge failures
+        (`judge_errors`, `error_kinds`) replaced by `judge_gate_counts`."""
         return judge_block_with(block, self.judge_gate_counts())
 
     def tick(self) -> None:

@@ -41,6 +41,8 @@ class CheckpointFile(BaseModel):
     provisional: dict[str, str] = {}
     judge_spent: dict[str, int] = {}
     failures: dict[str, int] = {}
+    # `run.max_resume_retries` when it was written (None: not recorded): which failures `provisional` left final.
+    max_retries: int | None = None
     judge_final: dict[str, int] = {}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.records import CaseResult
+from tracejudge.engine.journal_counts import KIND
 from tracejudge.engine.keyset import KeySet, result_key
 
 __all__ = ["implausible", "typed_segments"]
@@ -58,8 +59,8 @@ def typed_segments(segments: list[dict[str, Any]]) -> tuple[list[Any], str | Non
         return [], f"segments.{'.'.join(map(str, err['loc']))}: {err['msg']}"
 
 
-# Judge counts per judged item (one metric of one result), not per result line.
-_PER_ITEM = frozenset({"judged_items", "parse_failed_items", "parts_reasked_alone"})
+# Judge counts per judged item (one metric of one result), not per result line (and those of each error kind, `KIND`...).
+_PER_ITEM = frozenset({"judged_items", "parse_failed_items", "parts_reasked_alone", "judge_errors"})
 
 
 def implausible(cp: Any, done: KeySet) -> str | None:
@@ -78,7 +79,7 @@ def implausible(cp: Any, done: KeySet) -> str | None:
             return f"aggregator: {key} = {n} exceeds the {lines} result lines the checkpoint covers"
     for name, block in (("judge_final", cp.judge_final), ("failures", cp.failures)):
         for k, n in block.items():
-            if k in _PER_ITEM:  # one per judged metric of a result: up to lines × judge metrics
+            if k in _PER_ITEM or k.startswith(KIND):  # one per judged metric of a result: up to lines × judge metrics
                 if n < 0 or (k == "parse_failed_items" and n > block.get("judged_items", n)):
                     return f"{name}.{k} = {n} is not between 0 and the judged items"
             elif not 0 <= n <= lines:

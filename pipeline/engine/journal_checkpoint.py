@@ -100,6 +100,7 @@ def write_checkpoint(journal: RunJournal) -> None:
         "provisional": {str(k): v for k, v in journal.provisional.items()},
         "judge_spent": journal.judge_spent,
         "failures": {str(k): v for k, v in journal.failures.items()},
+        "max_retries": journal.max_retries,
         "judge_final": journal.judge_final,
     }
     # No fsync: the checkpoint only ever claims results already fsynced, and one lost

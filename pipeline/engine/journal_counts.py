@@ -9,7 +9,10 @@ from typing import Any
 
 from tracejudge.core.records import WORKER_ERROR, CaseResult
 
-__all__ = ["agent_raised", "judge_block_with", "standing_judge_counts", "sum_usage", "worker_died"]
+__all__ = ["KIND", "add_judge_counts", "agent_raised", "judge_block_with", "standing_judge_counts", "sum_usage", "worker_died"]
+
+# The prefix of `judge_final`'s keys counting the standing judge failures of one error kind (`add_judge_counts`).
+KIND = "error_kind:"
 
 
 def _now() -> str:
@@ -107,30 +110,59 @@ def _has_usage(usage: dict[str, dict[str, float]]) -> bool:
     return any(v for counters in usage.values() for v in counters.values())
 
 
-def standing_judge_counts(final: dict[str, int], provisional: Iterable[str]) -> dict[str, int]:
+def _failure_kinds(result: CaseResult) -> list[str]:
+    """The error kind of each judge score of `result` left without a verdict by a judge failure, one per score.
+
+    The judge marks such a score with `details.error_kind` (a request that got no answer, or a verdict that stayed
+    unusable): the same failures its `judge_errors` and `error_kinds` counters count, here per (case, trial, metric).
+    """
+    kinds = []
+    for s in result.scores.values():
+        kind = s.details.get("error_kind") if s.value is None and isinstance(s.details, dict) else None
+        if isinstance(kind, str):
+            kinds.append(kind)
+    return kinds
+
+
+def add_judge_counts(into: dict[str, int], result: CaseResult) -> None:
+    """Add the judge counts of one standing `result` to `into` (the journal's `judge_final` shape, `standing_judge_counts`).
+
+    The judge failures go in as `judge_errors` and one `KIND + kind` key per error kind (flat, so the checkpoint holds
+    integers only), and only when there are any: a run without them keeps the counts it always had.
+    """
+    judged, error = _judge_gate_counts(result)
+    into["judged_results"] = into.get("judged_results", 0) + judged
+    into["judge_error_results"] = into.get("judge_error_results", 0) + error
+    items, unparsed = _item_counts(result)
+    into["judged_items"] = into.get("judged_items", 0) + items
+    into["parse_failed_items"] = into.get("parse_failed_items", 0) + unparsed
+    grouped, alone = _group_counts(result)
+    into["grouped_requests"] = into.get("grouped_requests", 0) + grouped
+    into["parts_reasked_alone"] = into.get("parts_reasked_alone", 0) + alone
+    for kind in _failure_kinds(result):
+        into["judge_errors"] = into.get("judge_errors", 0) + 1
+        into[KIND + kind] = into.get(KIND + kind, 0) + 1
+
+
+def standing_judge_counts(final: dict[str, int], provisional: Iterable[str]) -> dict[str, Any]:
     """`{"judged_results", "judge_error_results", "judged_items", "parse_failed_items", "grouped_requests",
-    "parts_reasked_alone"}`: the `final` counts (the journal's `judge_final`) plus those of the `provisional` result lines.
+    "parts_reasked_alone", "judge_errors", "error_kinds"}`: the `final` counts (the journal's `judge_final`) plus those
+    of the `provisional` result lines.
 
     The first two are what the judge's `max_error_share` gate divides; counted from
     results.jsonl, they are the same whether or not the run was killed, and each
     (case, trial) counts once however many segments asked it (`_group_counts`).
+    `judge_errors` and `error_kinds` (`{kind: n}`) count the standing judge scores left without
+    a verdict by a judge failure (`_failure_kinds`): a failure a resume retried away is no longer one.
     """
-    out = {"judged_items": 0, "parse_failed_items": 0, "grouped_requests": 0, "parts_reasked_alone": 0, **final}
+    out = {"judged_items": 0, "parse_failed_items": 0, "grouped_requests": 0, "parts_reasked_alone": 0, "judge_errors": 0, **final}
     for line in provisional:
-        result = CaseResult.model_validate_json(line)
-        judged, error = _judge_gate_counts(result)
-        out["judged_results"] += judged
-        out["judge_error_results"] += error
-        items, unparsed = _item_counts(result)
-        out["judged_items"] += items
-        out["parse_failed_items"] += unparsed
-        grouped, alone = _group_counts(result)
-        out["grouped_requests"] += grouped
-        out["parts_reasked_alone"] += alone
-    return out
+        add_judge_counts(out, CaseResult.model_validate_json(line))
+    kinds = {k[len(KIND):]: out.pop(k) for k in [k for k in out if k.startswith(KIND)]}
+    return {**out, "error_kinds": dict(sorted(kinds.items()))}
 
 
-def judge_block_with(block: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:
+def judge_block_with(block: dict[str, Any], counts: dict[str, Any]) -> dict[str, Any]:
     """The judge stage's summary `block` with `counts` (`standing_judge_counts`) and the share and rate made from them, keys sorted."""
     block = {**block, **counts}
     judged = block["judged_results"]

@@ -160,6 +160,11 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
             why = "written by another tracejudge version"
         elif cp.metric_keys != journal.metric_keys:
             why = "the metrics changed"
+        elif _frees_spent(cp, journal.max_retries):
+            # Asked for (a raised run.max_resume_retries), so not warned about.
+            log.info("checkpoint not reused: run.max_resume_retries now retries failures it holds as final; rebuilding from results.jsonl",
+                     run_dir=str(journal.run_dir))
+            return False
         elif nbytes > size:
             why = "results.jsonl is shorter than the checkpoint says"
         elif not idx_path.exists() or idx_path.stat().st_size < nlines * 8:
@@ -190,6 +195,16 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
         log.warning("checkpoint not reused; rebuilding from results.jsonl", run_dir=str(journal.run_dir), reason=why)
         return False
     return True
+
+
+def _frees_spent(cp: CheckpointFile, max_retries: int) -> bool:
+    """Does `max_retries` (`run.max_resume_retries` now) make a failure that checkpoint `cp` holds as final provisional again?
+
+    A failure past the limit the checkpoint was written with is folded into its aggregate, which nothing unfolds: only a
+    rebuild from results.jsonl retries it. Without a recorded limit, any failure within the new one and not provisional
+    may be such a result (or one a later result superseded): rebuilt as well, once.
+    """
+    return any(n <= max_retries and k not in cp.provisional and (cp.max_retries is None or n > cp.max_retries) for k, n in cp.failures.items())
 
 
 def _settle_segments(journal: RunJournal, tail: int, rebuilt: bool, lines: int = 0) -> bool:

@@ -60,12 +60,15 @@ def _build_summary(
         judge[k] = judge.get(k, 0) + v
     if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
         blocks = {**blocks, "judge": journal.fix_judge_block(blocks["judge"])}
+    # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
+    spent, _ = journal.spent_retries()
     return {
         "tracejudge_version": manifest["tracejudge_version"],
         "config_hash": manifest["config_hash"],
         "complete": complete,
         "elapsed_s_total": totals["elapsed_s"],
         **journal.summary_aggregate().summary(),
+        **({"retries_spent": {"results": spent, "max_resume_retries": journal.max_retries}} if spent else {}),
         "judge": judge,
         **(blocks or {}),
         "usage": totals["usage"],

@@ -76,6 +76,8 @@ class RunOutcome:
     raised: list[str] = field(default_factory=list)  # of `pending_retries`, the messages of those whose agent raised
     retried_died: int = 0  # of `retried`, results whose worker process had died (not a transient failure either)
     died: int = 0  # of `pending_retries`, those whose worker process died
+    spent_retries: int = 0  # failures standing final: `run.max_resume_retries` retries of each are spent
+    most_failures: int = 0  # the most failures one of those has had (the setting that retries them all once more)
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
@@ -259,7 +261,8 @@ async def run(
 
             warn_absent_group_keys(run_dir, summary, config.aggregate.group_by)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
-                          retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()))
+                          retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()),
+                          *journal.spent_retries())
     finally:
         if journal is not None:
             journal.detach()

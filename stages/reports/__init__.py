@@ -261,7 +261,8 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         prev = {}
-    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "configs", "judge", "shards") if k in prev}
+    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "configs", "judge", "shards",
+                                                    "retries_spent") if k in prev}
     summary = {**keep, **agg.summary()}
     if not _last_segment_finished(run_dir):
         summary["complete"] = False  # killed (or still running): summary.json, if any, is an earlier segment's

@@ -64,9 +64,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"judge prompts too long: {j['too_long']} could not fit the judge's context and were not sent; their scores are null")
     if j.get("error_kinds"):
         lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
-    if j.get("timeouts"):
-        now = f" (now {j['timeout_s']:g} s)" if j.get("timeout_s") is not None else ""
-        lines.append(f"judge timeouts: {j['timeouts']} requests got no reply in time; raise judge.timeout_s{now} for a slow server")
+    if line := _timeouts_line(j):
+        lines.append(line)
     limited = (summary.get("status") or {}).get("rate_limited", 0)
     if limited:
         lines.append(f"judge quota: {limited} results ended rate_limited ({j.get('quota_stopped', 0)} without a request once the daily quota "
@@ -99,6 +98,21 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
             lines.append(f"calibration {metric}: no item compared compact and full ({r['not_compared']} sampled items had a failed side)")
     lines += quality_lines(summary)
     return lines
+
+
+def _timeouts_line(j: dict[str, Any]) -> str | None:
+    """The line about timed-out judge requests: the advice to raise `judge.timeout_s` only while a standing score is
+    left without a verdict by a timeout (`error_kinds.timeout`); `timeouts` counts every request that timed out, in
+    every segment, so one a retry or a resume answered since is history, not something to fix."""
+    requests, standing = int(j.get("timeouts") or 0), int((j.get("error_kinds") or {}).get("timeout", 0))
+    if standing:
+        now = f" (now {j['timeout_s']:g} s)" if j.get("timeout_s") is not None else ""
+        # (a segment killed before its summary leaves the standing scores without their requests' count)
+        what = f"{requests} requests got no reply in time" if requests else f"{standing} scores were left without a verdict by a timeout"
+        return f"judge timeouts: {what}; raise judge.timeout_s{now} for a slow server"
+    if requests:
+        return f"judge timeouts: {requests} requests got no reply in time, all retried since (no score is left without a verdict by one)"
+    return None
 
 
 def quality_lines(summary: dict[str, Any]) -> list[str]:

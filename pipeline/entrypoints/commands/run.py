@@ -185,6 +185,8 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     if outcome.pending_retries:
         print(f"{_pending(outcome.pending_retries, outcome.raised, outcome.died)}; the same command retries them "
               f"(at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
+    if outcome.spent_retries:
+        print(_spent(args, run_dir, outcome.spent_retries, config.run.max_resume_retries, outcome.most_failures), file=sys.stderr)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
@@ -208,6 +210,16 @@ def _retried(retried: int, raised: int, died: int) -> str:
     if len(causes) == 1:
         return f", {retried} retried {causes[0][1]}"
     return f", {retried} retried (" + ", ".join(f"{n} {why}" for n, why in causes) + ")"
+
+
+def _spent(args: argparse.Namespace, run_dir: Path | None, spent: int, limit: int, most: int) -> str:
+    """The line saying how many failed results the same command does not retry, their `run.max_resume_retries` spent, and
+    the command that retries them anyway: the same one with the setting raised to `most`, the most failures one has had
+    (the setting is not in the config hash, so the resume needs no --force)."""
+    setting = "run.max_resume_retries"
+    raised = argparse.Namespace(**{**vars(args), "overrides": [o for o in args.overrides if not o.startswith(setting + "=")] + [f"{setting}={most}"]})
+    return (f"{spent} failed results are not retried: {setting} ({limit}) retries of each are spent; "
+            f"to retry them anyway, raise it:\n  {resume_command(raised, run_dir)}")
 
 
 def _pending(pending: int, raised: list[str], died: int) -> str:
