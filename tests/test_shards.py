@@ -148,3 +148,24 @@ def test_a_merge_reported_again_reads_its_shards_as_they_are_now(tmp_path, data_
         summary = json.loads((merged / "summary.json").read_text())
         assert summary["shards"]["missing"] == [] and summary["results"] == 200, summary["shards"]
         assert not (tmp_path / "sweep-shard-1-of-2" / "manifest.json").read_text().count("merged_from")
+
+
+def test_merged_shards_add_up_their_judge_errors_by_kind(tmp_path, data_dir):
+    # A judge that answers half its requests with a server error, once each: the errors are spread over the shards.
+    cfg = ["--set", f"cache.dir={tmp_path / 'c'}", "--set", f"run.dir={tmp_path / 'sweep'}", "--set", "dataset.limit=24",
+           "--set", "metrics=[{type: TaskCompletion}]", "--set", "assertions={}", "--set", "judge.max_attempts=1",
+           "--set", "judge.simulator.error_rate=0.5"]
+    shards = []
+    for i in (1, 2):
+        got = _tj("run", str(DEMO), "--shard", f"{i}/2", *cfg, "--no-progress")
+        assert got.returncode in (0, 1), got.stderr
+        shards.append(json.loads((tmp_path / f"sweep-shard-{i}-of-2" / "summary.json").read_text())["judge"])
+    assert all(s["judge_errors"] for s in shards), shards
+    merged = _tj("report", str(tmp_path / "sweep"), "--out", str(tmp_path / "merged"))
+    judge = json.loads((tmp_path / "merged" / "summary.json").read_text())["judge"]
+    kinds: dict[str, int] = {}
+    for s in shards:
+        for kind, n in s["error_kinds"].items():
+            kinds[kind] = kinds.get(kind, 0) + n
+    assert judge["error_kinds"] == kinds, merged.stdout + merged.stderr
+    assert judge["judge_errors"] == sum(kinds.values()) == sum(s["judge_errors"] for s in shards)

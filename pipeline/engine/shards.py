@@ -295,10 +295,16 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
         for k, v in (s.get("judge") or {}).items():
             if k in additive and (v is None or isinstance(v, (int, float))):  # None: dollars not known in a shard, nor then in all
                 judge[k] = add_counts(judge.get(k, 0), v)
+            elif k == "error_kinds" and isinstance(v, dict):  # judge errors by kind: each shard's results, added up
+                kinds = judge.setdefault(k, {})
+                for kind, n in v.items():
+                    kinds[kind] = kinds.get(kind, 0) + (n if isinstance(n, int) else 0)
             elif k.startswith("latency_") and isinstance(v, (int, float)):
                 judge[k] = max(judge.get(k) or 0, v)  # a percentile does not add up: the slowest shard's (None: one that sent nothing)
             else:
                 judge.setdefault(k, v)  # settings (model, mode, caps): the same in every shard
+    if "error_kinds" in judge:
+        judge["error_kinds"] = dict(sorted(judge["error_kinds"].items()))
     if judge.get("judged_results"):
         judge["error_share"] = round(judge.get("judge_error_results", 0) / judge["judged_results"], 6)
         judge["gate_failed"] = judge["error_share"] > judge.get("max_error_share", 0.0)
