@@ -65,3 +65,20 @@ def test_a_judge_section_without_judge_metrics_claims_no_judge_error_share(tmp_p
     got = _run(_config(tmp_path, [{"type": "MaxToolCalls", "max_calls": 5}]))
     assert got.returncode == 0 and "verdict: PASS" in got.stdout, got.stdout + got.stderr
     assert "judge max_error_share" not in got.stdout  # nothing went to the judge: no share to call "ok"
+
+
+def test_the_summary_error_share_is_over_the_results_the_judge_answered_as_the_gate_takes_it(tmp_path: Path) -> None:
+    # The demo's τ-bench runs: a judge that fails half its requests once each, and a budget that runs out part way.
+    demo = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+    got = subprocess.run([CLI, "run", str(demo), "--no-progress", "--run-dir", str(tmp_path / "run"), "--set", "dataset.limit=40",
+                          "--set", "metrics=[{type: TaskCompletion}]", "--set", "assertions={}", "--set", "cache.enabled=false", "--set", "judge.max_attempts=1",
+                          "--set", "judge.simulator.error_rate=0.5", "--set", "budget.max_judge_tokens=40000"],
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 1, got.stdout + got.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    judge = summary["judge"]
+    skipped, errors, judged = judge["skipped_budget"], judge["judge_error_results"], judge["judged_results"]
+    assert skipped and errors and judged > skipped + errors, judge
+    assert judge["error_share"] == round(errors / (judged - skipped), 6)
+    detail = _checks(tmp_path / "run")["judge max_error_share"]["detail"]
+    assert f"{errors} of {judged - skipped} judged results = {errors / (judged - skipped):.1%}" in detail

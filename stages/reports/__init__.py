@@ -162,7 +162,8 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
 
 
 def _count_budget_skips(summary: dict[str, Any], config: RunConfig) -> None:
-    """Make `summary.judge.skipped_budget` the standing results the budget left unjudged, each (case, trial) once.
+    """Make `summary.judge.skipped_budget` the standing results the budget left unjudged, each (case, trial) once,
+    and `error_share` the share of judge errors among the results the judge answered (the others skipped).
 
     The judge counts the requests it refused in each segment, and segments add up: a resume that met the
     cap again on the same cases counted them twice. With skips left, the caps that ran out go in `judge.budget`.
@@ -171,6 +172,13 @@ def _count_budget_skips(summary: dict[str, Any], config: RunConfig) -> None:
     if not isinstance(judge, dict) or "skipped_budget" not in judge:
         return
     judge["skipped_budget"] = int((summary.get("status") or {}).get("skipped_budget", 0))
+    if "judged_results" in judge:
+        # The error share is over the results the judge answered, as the gate's `judge max_error_share` takes it
+        # (`gate_judge.judge_error_check`): a result the budget skipped was never asked, so it is neither.
+        answered = int(judge["judged_results"]) - min(judge["skipped_budget"], int(judge["judged_results"]))
+        judge["error_share"] = round(int(judge.get("judge_error_results", 0)) / answered, 6) if answered else 0.0
+        if judge.get("max_error_share") is not None:
+            judge["gate_failed"] = judge["error_share"] > judge["max_error_share"]
     caps = {k: v for k, v in config.budget.model_dump().items() if v is not None}
     if judge["skipped_budget"] and caps:
         judge["budget"] = caps
