@@ -126,3 +126,14 @@ def test_a_mistyped_value_of_a_fixed_set_names_the_nearest_value(tmp_path: Path)
     assert "judge.provider: model 'opnai:gpt-4o-mini' names unknown provider 'opnai'; did you mean openai? known providers:" in err
     cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nlimits: {window: hourly}\n")
     assert "did you mean" not in config_error(cli("run", str(cfg), cwd=tmp_path))  # nothing near: no guess
+
+
+def test_a_panel_member_names_the_nearest_provider_and_limit(tmp_path: Path) -> None:
+    # A panel member is validated when the run builds it, by its own message: it named no suggestion, and its limits' keys
+    # without `limits.`.
+    for member, expected in (("{model: gpt, provider: opnai}", "judge.models[0].provider: Input should be 'simulator', 'openai' or "
+                                                                 "'anthropic'; did you mean openai?"),
+                             ("{model: gpt, limits: {rmp: 5}}", "judge.models[0].limits.rmp: Extra inputs are not permitted; did you mean rpm?")):
+        cfg = _config(tmp_path, f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: TaskCompletion}}]\n"
+                                f"judge: {{provider: simulator, model: x, models: [{member}, y]}}\n")
+        assert expected in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()
