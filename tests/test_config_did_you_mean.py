@@ -91,3 +91,49 @@ def test_keys_are_suggested_only_a_typing_slip_away():
     assert closest("nokey", ["workers", "trials"]) == ["workers"]  # difflib alone finds this one near
     assert closest("nokey", ["workers", "trials"], typo=True) == []
     assert closest("min_pass_rat", ["min_pass_rate", "min_mean"], typo=True) == ["min_pass_rate"]
+
+
+def test_a_key_missing_its_unit_or_qualifier_names_the_full_key(tmp_path: Path) -> None:
+    # `max_cost` and `latency` are no typing slip of `max_cost_usd` and `latency_ms`, but the same mistake.
+    cfg = _config(tmp_path, (
+        "dataset: {path: cases.jsonl}\n"
+        "metrics: [{type: ToolCalls}]\n"
+        "judge:\n  provider: simulator\n  model: x\n  simulator:\n    latency: 5\n"
+        "budget: {max_cost: 3}\n"
+    ))
+    _reports(cfg, tmp_path, f"{cfg}:7: judge.simulator.latency: unknown key; did you mean latency_ms?",
+             f"{cfg}:8: budget.max_cost: unknown key; did you mean max_cost_usd?")
+    assert closest("cost", ["max_cost_usd"], typo=True) == []  # a word from the middle is not enough
+    assert closest("ms", ["latency_ms"], typo=True) == []  # nor a word too short to say which key
+
+
+def test_a_mistyped_value_of_a_fixed_set_names_the_nearest_value(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, (
+        "dataset: {path: cases.jsonl}\n"
+        "metrics: [{type: ToolCalls}]\n"
+        "judge: {provider: simulater, model: x}\n"
+        "limits: {window: strct}\n"
+    ))
+    _reports(cfg, tmp_path,
+             f"{cfg}:3: judge.provider: Input should be 'simulator', 'openai' or 'anthropic' (got \"simulater\"); did you mean simulator?",
+             f"{cfg}:4: limits.window: Input should be 'auto', 'bucket' or 'strict' (got \"strct\"); did you mean strict?")
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls, arguments: exakt}\n  - {type: TrajectoryMatch, order: inorder}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert "metrics.0.arguments: ToolCalls: Input should be 'subset', 'shallow', 'exact' or 'ignore'; did you mean exact?" in err
+    assert "metrics.1.order: TrajectoryMatch: Input should be 'exact', 'in_order' or 'any_order'; did you mean in_order?" in err
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\njudge: {model: 'opnai:gpt-4o-mini'}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path))
+    assert "judge.provider: model 'opnai:gpt-4o-mini' names unknown provider 'opnai'; did you mean openai? known providers:" in err
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nlimits: {window: hourly}\n")
+    assert "did you mean" not in config_error(cli("run", str(cfg), cwd=tmp_path))  # nothing near: no guess
+
+
+def test_a_panel_member_names_the_nearest_provider_and_limit(tmp_path: Path) -> None:
+    # A panel member is validated when the run builds it, by its own message: it named no suggestion, and its limits' keys
+    # without `limits.`.
+    for member, expected in (("{model: gpt, provider: opnai}", "judge.models[0].provider: Input should be 'simulator', 'openai' or "
+                                                                 "'anthropic'; did you mean openai?"),
+                             ("{model: gpt, limits: {rmp: 5}}", "judge.models[0].limits.rmp: Extra inputs are not permitted; did you mean rpm?")):
+        cfg = _config(tmp_path, f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: TaskCompletion}}]\n"
+                                f"judge: {{provider: simulator, model: x, models: [{member}, y]}}\n")
+        assert expected in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()

@@ -260,4 +260,4 @@ def test_a_value_that_fits_no_member_of_a_union_option_is_one_line_at_its_key(tm
     cfg.write_text("dataset: {path: trace.json, format: otel, options: {group_by: conversatoin}}\nmetrics: [{type: MaxToolCalls, max_calls: 3}]\n")
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
     assert lines == [f"{cfg}:1: dataset.options.group_by: otel: Input should be 'conversation', 'trace' or 'run', "
-                     'or a valid list (got "conversatoin")'], lines
+                     'or a valid list (got "conversatoin"); did you mean conversation?'], lines

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tracejudge.core.config import RunConfig
+from tracejudge.core.errors import ConfigError
 from tracejudge.engine import runner
 
 pytestmark = pytest.mark.usefixtures("fresh_log")
@@ -238,3 +239,64 @@ def test_a_case_from_memory_too_deep_to_write_says_so(tmp_path: Path) -> None:
     ok, bad = results_of(tmp_path / "run")
     assert ok["status"] == "ok" and bad["case_id"] == "deep" and bad["status"] == "invalid_input"
     assert bad["error"]["message"].startswith("JSON nested too deeply"), bad["error"]
+
+
+SAVE_AS_UTF8 = "the file looks UTF-16 encoded; save it as UTF-8"
+
+
+@pytest.mark.parametrize("fmt", sorted(f for f, (framing, _, _) in FORMATS.items() if framing == "jsonl"))
+def test_a_line_that_is_not_utf8_says_so_at_its_place_and_the_rest_score(tmp_path: Path, fmt: str) -> None:
+    # `json.loads` guessed UTF-16 from a leading FF FE: the line was "invalid JSON at column 1", or "not valid UTF-8"
+    # at an offset of that UTF-16 decode.
+    good = [json.dumps(FORMATS[fmt][1](i)).encode() for i in range(8)]
+    latin1 = json.dumps(FORMATS[fmt][1](9)).encode()
+    at = latin1.index(b'"', latin1.index(b":") + 1) + 1  # the first value's first character
+    lines = [good[0], b"\xff\xfe" + json.dumps(FORMATS[fmt][1](10)).encode(), *good[1:4], latin1[:at] + b"\xe9" + latin1[at:],
+             *good[4:], ("\ufeff" + json.dumps(FORMATS[fmt][1](11)) + "\r\n").encode("utf-16-le").rstrip(b"\n\x00")]
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    outcome = anyio.run(lambda: runner.run(run_config(path, fmt, tmp_path / "run")))
+    results = results_of(outcome.run_dir)
+    bad = {r["error"]["line"]: r["error"]["message"] for r in results if r["error"] and "UTF" in r["error"]["message"]}
+    assert bad == {
+        2: f"line is not valid UTF-8: it starts with FF FE, a UTF-16 LE byte-order mark: {SAVE_AS_UTF8}",
+        6: f"line is not valid UTF-8: byte 0xE9 at column {at + 1} (byte offset {at}) starts no UTF-8 character "
+           "(invalid continuation byte); save the file as UTF-8",
+        11: f"line is not valid UTF-8: it starts with FF FE, a UTF-16 LE byte-order mark: {SAVE_AS_UTF8}",
+    }, results
+    assert all(r["error"]["file"] == str(path) for r in results if r["error"] and "UTF" in r["error"]["message"])
+    assert len(results) == len(lines), results  # every good line around them is read too (these formats' own checks aside)
+
+
+@pytest.mark.parametrize("encoding,why", [
+    ("utf-16", f"it starts with FF FE, a UTF-16 LE byte-order mark: {SAVE_AS_UTF8}"),
+    ("utf-16-be", f"bytes are NUL: {SAVE_AS_UTF8}"),  # no mark: half its bytes are NUL
+    ("utf-32", "it starts with FF FE 00 00, a UTF-32 LE byte-order mark: the file looks UTF-32 encoded; save it as UTF-8"),
+])
+def test_a_file_saved_in_utf16_is_one_error_naming_its_encoding(tmp_path: Path, encoding: str, why: str) -> None:
+    text = "".join(json.dumps(FORMATS["native"][1](i)) + "\n" for i in range(5))
+    (tmp_path / "data.jsonl").write_bytes(text.encode(encoding))
+    results = results_of(anyio.run(lambda: runner.run(run_config(tmp_path / "data.jsonl", "native", tmp_path / "run"))).run_dir)
+    assert len(results) == 1 and results[0]["status"] == "invalid_input", results
+    assert results[0]["error"]["message"].startswith("not a text JSONL file (") and why in results[0]["error"]["message"], results
+    body = "[" + ",\n".join(json.dumps(FORMATS["tau-bench"][1](i)) for i in range(5)) + "]\n"
+    (tmp_path / "data.json").write_bytes(body.encode(encoding))
+    with pytest.raises(ConfigError) as refused:  # a JSON array file is refused whole, before the run
+        anyio.run(lambda: runner.run(run_config(tmp_path / "data.json", "tau-bench", tmp_path / "run-array")))
+    assert "data.json:1: file is not valid UTF-8: " in str(refused.value) and why in str(refused.value)
+
+
+def test_a_json_array_names_the_file_offset_of_a_byte_that_is_not_utf8(tmp_path: Path) -> None:
+    # The text reader's error named an offset in its own 8 KiB buffer, not in the file.
+    records = [json.dumps(FORMATS["tau-bench"][1](i)) for i in range(400)]
+    body = ("[" + ",\n".join(records) + "]\n").encode()
+    at = body.index(b'"user"', len(body) - 200) + 1
+    path = tmp_path / "data.json"
+    path.write_bytes(body[:at] + b"\xe9" + body[at:])
+    with pytest.raises(ConfigError) as refused:  # the one broken record of a JSON array is the whole file's
+        anyio.run(lambda: runner.run(run_config(path, "tau-bench", tmp_path / "run")))
+    line = body.count(b"\n", 0, at) + 1
+    column = at - body.rfind(b"\n", 0, at)
+    message = (f"file is not valid UTF-8: byte 0xE9 at line {line} column {column} (byte offset {at}) starts no UTF-8 character "
+               "(invalid continuation byte); save the file as UTF-8")
+    assert f"data.json:1: {message}" in str(refused.value)

@@ -266,6 +266,20 @@ def test_yes_no_table(text, expected):
         assert (got["q1"]["answer"], got["q2"]["answer"]) == expected
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("YES.", "yes"), ("Yes.", "yes"), ("no.", "no"), (" No! \n", "no"), ("<think>yes? no.</think>\nNo.", "no"),
+    ("yes and no", None), ("Yes? No.", None), ("yes...", None), ("Yes?", None), ("y.", None), ("Yes. The call was needed.", None),
+])
+def test_a_bare_yes_or_no_answers_one_question_only(text, expected):
+    if expected is None:
+        with pytest.raises(ParseError):
+            parse_yes_no(text, ["q1"])
+    else:
+        assert parse_yes_no(text, ["q1"]) == {"q1": {"answer": expected, "reason": ""}}
+    with pytest.raises(ParseError):  # with two questions asked, a bare word answers neither
+        parse_yes_no(text, IDS)
+
+
 def test_scale_after_a_decoy():
     assert parse_scale('I considered {"score": 9} but: {"score": 4, "reason": "ok"}', 1, 5)["score"] == 4
 
@@ -456,3 +470,23 @@ def test_a_reasoning_models_draft_verdict_is_never_scored(tmp_path, group):
         for key in ("TaskCompletion", "ToolCallNecessity"):
             answers = result["scores"][key]["details"]["answers"]
             assert answers and all(a["reason"] == "fine" for a in answers.values()), (key, answers)
+
+
+def test_a_bare_yes_or_no_reply_answers_the_one_question_asked(tmp_path):
+    # A judge that skips the JSON and says only `YES.` meant yes: that was a parse error, a repair request, then judge_error.
+    replies = {"Find item 0": "YES.", "Find item 1": "no.\n", "Find item 2": "Yes? No.", "Find item 3": "yes and no"}
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, completion(next(reply for case, reply in replies.items() if case in body["messages"][1]["content"]))
+
+    with Loopback(respond) as server:
+        # Each case has one tool call, so ToolCallNecessity asks one question; TaskCompletion's four stay JSON only.
+        cfg = _write(tmp_path, _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 4), metrics=[{"type": "ToolCallNecessity"}]))
+        proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+        sent = len(server.requests)
+    assert proc.returncode == 1, proc.stderr  # the two ambiguous replies fail the gate
+    scores = {r["case_id"]: (r["status"], r["scores"]["ToolCallNecessity"]) for r in _results(tmp_path)}
+    assert (scores["case-0"][0], scores["case-0"][1]["value"], scores["case-0"][1]["passed"]) == ("ok", 1.0, True)
+    assert (scores["case-1"][0], scores["case-1"][1]["value"], scores["case-1"][1]["passed"]) == ("ok", 0.0, False)
+    assert [(scores[c][0], scores[c][1]["details"]["error_kind"]) for c in ("case-2", "case-3")] == [("judge_error", "parse_error")] * 2
+    assert sent == 2 + 2 * 2  # no repair request for the bare verdicts; one each for the ambiguous ones

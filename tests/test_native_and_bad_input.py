@@ -247,3 +247,21 @@ def test_an_id_another_format_gives_empty_or_with_nul_is_one_invalid_case(tmp_pa
     rows = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert [(r["case_id"], r["status"], (r["error"] or {}).get("field")) for r in rows] == [
         ("a", "ok", None), (f"{data}:2", "invalid_input", "id"), (f"{data}:3", "invalid_input", "id"), ("c", "ok", None)]
+
+
+def test_a_user_message_without_content_is_one_invalid_case_naming_the_field(tmp_path):
+    # A user message holds only `step` and `content`: one without content said nothing, yet scored as a turn the judge saw
+    # empty (`User 2: `). `null` stays accepted: what `tracejudge extract` writes for a format that recorded a turn without text.
+    trace = good(1)["trace"]
+    lines = [
+        json.dumps(good(0)).encode(),
+        json.dumps({**good(1), "trace": {**trace, "user_messages": [{"step": 0, "content": "hi"}, {"step": 1}]}}).encode(),
+        json.dumps({**good(2), "trace": {**trace, "user_messages": [{"step": 0, "content": None}]}}).encode(),
+    ]
+    for processes in (1, 2):  # decoded in this process, and in worker processes
+        summary, results = run_cases(tmp_path / str(processes), lines, run_section={"processes": processes})
+        assert summary["status"] == {"invalid_input": 1, "ok": 2}
+        bad = [r for r in results if r["status"] == "invalid_input"]
+        assert [(r["case_id"], r["error"]["file"], r["error"]["line"], r["error"]["field"], r["error"]["message"]) for r in bad] == [
+            ("c1", str(tmp_path / str(processes) / "cases.jsonl"), 2, "trace.user_messages[1].content",
+             "trace.user_messages[1].content: Field required")]

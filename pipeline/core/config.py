@@ -327,19 +327,20 @@ _MAPPING_TYPES = frozenset({"dict_type", "model_type", "model_attributes_type"})
 def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     """One error of `model`'s validation in words: what the key expected and what it was given.
 
-    An unknown key names the nearest allowed one. A URL key given a mapping, or a section given a URL,
+    An unknown key names the nearest allowed one, and so does a value outside a fixed set
+    (`provider: simulater`; `suggest.error_hint`). A URL key given a mapping, or a section given a URL,
     says so in those words, not pydantic's ("a valid dictionary or instance of JudgeConfig").
     """
     loc = tuple(err["loc"])
     if err["type"] == "extra_forbidden":
-        return "unknown key" + suggest.key_hint(model, loc)
+        return "unknown key" + suggest.error_hint(err, model)
     if err["type"] == "missing":
         return "required key is missing"
     got = err.get("input")
     msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own message says nothing to a user
     if isinstance(got, dict) and err["type"] in ("value_error", "assertion_error"):
         return msg  # a section's own check (`a http target needs url`): its input is the whole section, not the value at fault
-    hint = ""
+    hint = suggest.error_hint(err, model)
     if err["type"] == "string_type" and loc and loc[-1] in _URL_KEYS:
         msg = "Input should be a URL, a string such as http://127.0.0.1:8000"
     elif err["type"] in _MAPPING_TYPES:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tracejudge.core.judge_modes import BatchApiConfig, CalibrationConfig
 from tracejudge.core.judge_quality import LabelsConfig, PairwiseConfig, PanelModel
 from tracejudge.core.strict_numbers import NoBoolNumbers
+from tracejudge.core.suggest import did_you_mean
 from tracejudge.core.urls import http_url
 
 __all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "base_url_env", "env_base_url", "judge_provider_problem", "unpriced_cost_cap"]
@@ -211,7 +212,8 @@ def judge_provider_problem(judge: Any) -> str | None:
         prefix = model.partition(":")[0]
         if prefix.lower() in PROVIDERS:
             return None
-        return (f"model {model!r} names unknown provider {prefix!r}; known providers: {known} "
+        hint = did_you_mean(prefix, PROVIDERS, n=1, typo=True)
+        return (f"model {model!r} names unknown provider {prefix!r}; {hint + ' ' if hint else ''}known providers: {known} "
                 "(write `provider: openai` and the model name alone for an OpenAI-compatible server)")
     return (f"no provider: say which judge answers, `provider: simulator` for the bundled simulator "
             f"(fake verdicts, for trials), `provider: openai` or `provider: anthropic`, or the model as "

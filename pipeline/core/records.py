@@ -143,11 +143,13 @@ class UserMessage(_Strict):
     `step` is an index into `Trace.steps`; `step == len(steps)` places a message
     after the last step (a reply the agent never answered, such as tau-bench's
     closing `###STOP###`). Content is text, or the provider's content parts as
-    recorded when they are not plain text.
+    recorded when they are not plain text. `content` is required (`null` when
+    the format recorded none): a user message holds nothing else, so one
+    without it is a mistake in the record, never a turn the judge should see as empty.
     """
 
     step: Annotated[int, no_bool("int"), Field(ge=0)]
-    content: Any = None
+    content: Any
 
 
 class Trace(_Strict):

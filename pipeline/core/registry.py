@@ -381,7 +381,7 @@ def build_metric(spec: dict[str, Any]) -> Any:
     except ValidationError as exc:
         errors = suggest.merge_union_errors(exc.errors())
         err = suggest.first_problem(errors)
-        msg = "unknown parameter" + suggest.key_hint(cls, tuple(err["loc"])) if err["type"] == "extra_forbidden" else err["msg"]
+        msg = ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
         if err["type"] == "missing":
             msg = "required parameter is missing"
         elif err["msg"] != errors[0]["msg"]:  # an unknown key that is a typo of a missing one

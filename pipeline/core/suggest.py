@@ -1,12 +1,14 @@
 """"Did you mean …?" for a mistyped name: the nearest valid names, and the keys a config model allows.
 
 One place for the rule, so `explain`, unknown config keys, unknown metric
-types and unknown metric options suggest alike; and which of pydantic's errors
-a user is shown (`first_problem`, `merge_union_errors`).
+types, unknown metric options and values outside a fixed set (`provider:
+simulater`) suggest alike (`error_hint`); and which of pydantic's errors a
+user is shown (`first_problem`, `merge_union_errors`).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import typing
@@ -15,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["closest", "did_you_mean", "first_problem", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys"]
+__all__ = ["closest", "did_you_mean", "error_hint", "first_problem", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
 # `ToolCall` → `ToolCalls`, `dri` → `dir`, and rarely offers an unrelated word.
@@ -29,6 +31,10 @@ def closest(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = False
     edited, at least 2), for keys, where a loose match misleads more than it
     helps (`nokey` is not `workers`); metric types keep the looser match, which
     also offers related names (`ToolCall` → `ToolCalls, MaxToolCalls, …`).
+    Either way a name that is the other's leading or trailing `_`-separated
+    words counts as near (`max_cost` → `max_cost_usd`, `latency` →
+    `latency_ms`): a unit or qualifier left off is no typing slip, but the
+    same mistake.
 
     Nearest: fewest typing edits (a swap of two neighbours is one edit), then
     the same letters in another order (`modle` is `model`, not `mode`), then
@@ -41,12 +47,21 @@ def closest(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = False
         return []
     typed = name.lower()
     near = difflib.get_close_matches(typed, list(by_lower), n=len(by_lower), cutoff=CUTOFF)
+    near += [m for m in by_lower if m not in near and _words_affix(typed, m)]
     ratio = {m: difflib.SequenceMatcher(None, typed, m).ratio() for m in near}
     edits = {m: _edits(typed, m) for m in near}
     if typo:
-        near = [m for m in near if edits[m] <= max(2, len(typed) // 3)]
+        near = [m for m in near if edits[m] <= max(2, len(typed) // 3) or _words_affix(typed, m)]
     near.sort(key=lambda m: (edits[m], sorted(m) != sorted(typed), -ratio[m]))
     return [by_lower[m] for m in near[:n]]
+
+
+def _words_affix(a: str, b: str) -> bool:
+    """True when the shorter of `a`, `b` (3 letters at least) is the longer's first or last `_`/`-`-separated words."""
+    short, long = sorted((a, b), key=len)
+    if len(short) < 3 or short == long:
+        return False
+    return any(long.startswith(short + sep) or long.endswith(sep + short) for sep in "_-")
 
 
 def _edits(a: str, b: str) -> int:
@@ -73,6 +88,33 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = 
 def key_hint(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
     """For pydantic's `extra_forbidden` error at `loc` inside `model`: `"; did you mean key?"`, or `""`."""
     hint = did_you_mean(str(loc[-1]), model_keys(model, loc), n=1, typo=True) if loc else ""
+    return f"; {hint}" if hint else ""
+
+
+# A quoted value in pydantic's list of the values a literal or enum allows (`'a', 'b' or 'c'`); repr quotes either way.
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"')
+
+
+def error_hint(err: Any, model: type[BaseModel] | None) -> str:
+    """`"; did you mean X?"` for one pydantic error of validating `model`, or `""` when nothing valid is near.
+
+    An unknown key (`extra_forbidden`) names the nearest key allowed at its
+    place (`key_hint`); a string outside a fixed set of values (a `Literal` or
+    an `Enum`: `literal_error`, `enum`) names the nearest allowed value, read
+    from the error's own list of them, so any such field anywhere is covered.
+    """
+    if err["type"] == "extra_forbidden":
+        return key_hint(model, tuple(err["loc"]))
+    expected = (err.get("ctx") or {}).get("expected")
+    if err["type"] not in ("literal_error", "enum") or not isinstance(err.get("input"), str) or not isinstance(expected, str):
+        return ""
+    values = []
+    for quoted in _QUOTED.findall(expected):
+        try:
+            values.append(str(ast.literal_eval(quoted)))
+        except (ValueError, SyntaxError):
+            continue  # not a plain string value: nothing to offer for it
+    hint = did_you_mean(err["input"], values, n=1, typo=True)
     return f"; {hint}" if hint else ""
 
 

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 from tracejudge.core import suggest
 from tracejudge.core.records import Case
-from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_message, line_column, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, RawRecord, loads_line, read_jsonl
 
 __all__ = [
     "CASE_FIELDS",
@@ -125,13 +125,9 @@ def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
         data, default_id = payload, "record"
     cid = default_id if isinstance(payload, JsonLine) else None
     try:
-        record = json.loads(data)
-    except UnicodeDecodeError as exc:
-        fail(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}", case_id=cid)
-    except json.JSONDecodeError as exc:
-        fail(f"invalid JSON: {json_message(exc)} at column {line_column(exc)}", case_id=cid)
-    except JSON_ERRORS as exc:
-        fail(json_error(exc), case_id=cid)
+        record = loads_line(data)
+    except ValueError as exc:
+        fail(str(exc), case_id=cid)
     if not isinstance(record, dict):
         fail(f"expected a JSON object per line, got {type(record).__name__}", case_id=cid)
     return record, default_id

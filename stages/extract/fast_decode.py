@@ -111,7 +111,7 @@ if _FAST:
 
     class _UserMessage(Struct, forbid_unknown_fields=True, gc=False):
         step: Annotated[int, Meta(ge=0)]
-        content: Any = None
+        content: Any
 
     class _Trace(Struct, forbid_unknown_fields=True, gc=False):
         steps: list[_Step] = field(default_factory=list)

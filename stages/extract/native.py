@@ -11,7 +11,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
-from tracejudge.stages.load import JSON_ERRORS, count_jsonl, deep_message, json_error, json_message, line_column, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, count_jsonl, deep_message, loads_line, read_jsonl
 
 __all__ = ["adapt", "peek_id"]
 
@@ -51,13 +51,9 @@ _RECURSION = "recursion limit exceeded"  # pydantic-core's message when a line n
 
 def _decode(raw: bytes | str) -> Any:
     try:
-        return json.loads(raw)
-    except UnicodeDecodeError as exc:
-        raise AdapterError(f"line is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
-    except json.JSONDecodeError as exc:
-        raise AdapterError(f"invalid JSON: {json_message(exc)} at column {line_column(exc)}") from None
-    except JSON_ERRORS as exc:
-        raise AdapterError(json_error(exc)) from None
+        return loads_line(raw)
+    except ValueError as exc:
+        raise AdapterError(str(exc)) from None
 
 
 # The id as the first key of the line, as `tracejudge extract` and most writers put it.

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
+from tracejudge.core import suggest
 from tracejudge.core.config import PROVIDERS, JudgeConfig, LimitsConfig, RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Score
@@ -60,12 +61,15 @@ def panel_members(config: RunConfig) -> list[Member]:
         for k in ("base_url", "api_key_env", "prices"):
             if getattr(m, k) is not None:
                 data[k] = getattr(m, k)
+        section: type[JudgeConfig] | type[LimitsConfig] = JudgeConfig
         try:
             member_cfg = JudgeConfig.model_validate(data)
+            section = LimitsConfig
             limits = LimitsConfig.model_validate({**config.limits.model_dump(), **m.limits}) if m.limits else None
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise ConfigError(f"judge.models[{i}].{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            where = ".".join(map(str, err["loc"] if section is JudgeConfig else ("limits", *err["loc"])))
+            raise ConfigError(f"judge.models[{i}].{where}: {err['msg']}{suggest.error_hint(err, section)}") from None
         members.append(Member(f"{member_cfg.provider}:{member_cfg.model}", member_cfg, limits))
     names = [m.name for m in members]
     if len(set(names)) != len(names):

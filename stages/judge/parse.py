@@ -16,6 +16,10 @@ question ids and an answer that is exactly yes or no after trimming and
 lower-casing ("yess", "yes!" and "y" are wrong) — a near-miss like
 `GRADE: CI` or `q1: yes` lines is a parse failure, which the judge answers
 with one repair request and then `judge_error` with the raw text kept.
+One exception: when a single question was asked, a reply that is nothing but
+yes or no (any case, optionally one `.` or `!` after it: `YES.`, `no`) answers
+it, as a judge that skipped the JSON meant; anything more (`yes and no`,
+`Yes? No.`, `yes...`) is still a parse failure.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 _DECODER = json.JSONDecoder()
 _REASONING = re.compile(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", re.S | re.I)
 _OPENED_BEFORE = re.compile(r".*</(?:think|thinking|reasoning)\s*>", re.S | re.I)  # (greedy: to the last one)
+_BARE = re.compile(r"\s*(yes|no)\s*[.!]?\s*", re.I)  # a whole reply of one verdict word (`parse_yes_no`)
 
 
 class ParseError(ValueError):
@@ -106,8 +111,11 @@ def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]
     """`{qid: {"answer": "yes"|"no", "reason": str}}` for exactly `question_ids`. Raises `ParseError`.
 
     Answers are compared case-insensitively after trimming; a missing id, an
-    extra id, or an answer other than yes/no is an error.
+    extra id, or an answer other than yes/no is an error. With one question
+    asked, a reply that is only yes or no (`YES.`: the module doc) answers it, with reason `""`.
     """
+    if len(question_ids) == 1 and (bare := _BARE.fullmatch(strip_reasoning(strip_invisible(text)))) is not None:
+        return {question_ids[0]: {"answer": bare.group(1).lower(), "reason": ""}}
     return _first_valid(text, lambda data: yes_no_from(by_id(data), question_ids))
 
 

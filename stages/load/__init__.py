@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JSON_ERRORS", "MAX_DEPTH", "RawRecord", "count_jsonl", "deep_message", "json_error", "json_message", "line_column", "loads", "too_deep", "read_json_array", "read_jsonl", "skip_json_value"]
+from tracejudge.stages.load.encoding import NotUtf8, encoding_problem, file_encoding_problem, utf8_text, wide_encoding
+
+__all__ = ["JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message",
+           "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_json_value", "utf8_text"]
 
 _WS = " \t\r\n"
 
@@ -100,15 +103,40 @@ def line_column(exc: json.JSONDecodeError) -> int:
 
 
 def loads(data: str | bytes) -> Any:
-    """`json.loads`, raising only `ValueError` (reason from `json_error`) for any hostile input.
+    """`json.loads` of UTF-8 text, raising only `ValueError` (reason from `json_error`) for any hostile input.
 
-    Deep nesting (`RecursionError`) and huge integers are turned into a
-    `ValueError`, so callers that report bad records need catch only that.
+    Bytes are decoded as UTF-8 only (`json.loads` would guess UTF-16 from a
+    leading FF FE): bytes that are not raise `NotUtf8`, a `ValueError` saying
+    why (`encoding_problem`). Deep nesting (`RecursionError`) and huge integers
+    are turned into a `ValueError`, so callers that report bad records need catch only that.
     """
+    text = utf8_text(data)
     try:
-        return json.loads(data)
+        return json.loads(text)
+    except JSON_ERRORS as exc:
+        raise ValueError(_wide_line(data) or json_error(exc)) from None
+
+
+def loads_line(raw: str | bytes) -> Any:
+    """One JSON Lines record decoded, as `loads`, with a reason for a user when it cannot be.
+
+    Raises `ValueError`: `line is not valid UTF-8: …` (`NotUtf8`, or NUL bytes
+    of UTF-16 text, which decode as UTF-8 but are not JSON), `invalid JSON: <what>
+    at column N`, or `json_error`'s reason for hostile input.
+    """
+    text = utf8_text(raw)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(_wide_line(raw) or f"invalid JSON: {json_message(exc)} at column {line_column(exc)}") from None
     except JSON_ERRORS as exc:
         raise ValueError(json_error(exc)) from None
+
+
+def _wide_line(raw: str | bytes) -> str | None:
+    # NUL bytes are UTF-8, but a line full of them is UTF-16 text: say so rather than where its JSON broke.
+    why = wide_encoding(raw) if isinstance(raw, bytes) and b"\x00" in raw else None
+    return f"line is not valid UTF-8: {why}" if why else None
 
 
 def skip_json_value(buf: str, pos: int) -> int:
@@ -160,9 +188,11 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
     """Yield every non-blank line of a JSONL file as bytes, with its 1-based line number and end offset.
 
     A UTF-8 byte-order mark before the first line is dropped. Memory is one line at a time. `limit` stops after that many records.
-    A file that is not text — a NUL byte, or mostly invalid UTF-8, in its first
-    64 KiB (an archive, an image, a UTF-16 or Latin-1 export) — is one record
-    with `error` set, naming the file, not one error per line.
+    A file that is not text — at least half of the lines in its first 64 KiB
+    holding a NUL byte or invalid UTF-8 (an archive, an image, a UTF-16 or
+    Latin-1 export) — is one record with `error` set, naming the file (and the
+    encoding, for UTF-16 or UTF-32), not one error per line; a bad line among
+    good ones is that line's own error.
     `start` = `(byte offset, lines before it)` begins reading at that offset,
     which must be the start of a line (a resume cursor, `tracejudge.engine.cursor`):
     line numbers and offsets go on from there as if every line before had been read.
@@ -218,16 +248,15 @@ _READ_BUFFER = 1 << 16
 def _not_text(head: bytes) -> str | None:
     """Why the first bytes of a file show it is not UTF-8 text, or None when they do not.
 
-    A NUL byte means binary (or UTF-16); otherwise the file is not text when at
-    least half of its first lines are not UTF-8 (a Latin-1 export). One bad line
-    among good ones stays that line's own error.
+    The file is not text when at least half of its first non-blank lines hold
+    a NUL byte (binary, UTF-16) or are not UTF-8 (a Latin-1 export); the reason
+    names UTF-16 or UTF-32 when the bytes look it (`wide_encoding`). One bad line
+    among good ones (a line appended in UTF-16) stays that line's own error.
     """
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        return f"a NUL byte at byte {nul}: binary or UTF-16"
     lines = head.split(b"\n")
     if len(lines) > 1:
         lines = lines[:-1]  # the last may be cut by the sniff
+    lines = [line for line in lines if line.strip()]
     bad, first = 0, None
     for line in lines:
         try:
@@ -235,9 +264,15 @@ def _not_text(head: bytes) -> str | None:
         except UnicodeDecodeError as exc:
             bad += 1
             first = first or f"{exc.reason} at byte {head.find(line) + exc.start}"
-    if bad and 2 * bad >= len(lines):
-        return f"not UTF-8: {bad} of its first {len(lines)} lines are not, the first {first}"
-    return None
+        else:
+            bad += b"\x00" in line
+    if not bad or 2 * bad < len(lines):
+        return None
+    if (wide := wide_encoding(head)) is not None:
+        return wide
+    if (nul := head.find(b"\x00")) >= 0:
+        return f"a NUL byte at byte {nul}: binary or UTF-16"
+    return f"not UTF-8: {bad} of its first {len(lines)} lines are not, the first {first}"
 
 
 def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20) -> Iterator[RawRecord]:
@@ -287,7 +322,9 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
         try:
             fill()
             if not skip_ws() or buf[pos] != "[":
-                yield RawRecord(name, line, error="expected a JSON array of records at the top level")
+                # UTF-16 text without a byte-order mark decodes as UTF-8, NUL bytes and all: say what the file is.
+                wide = wide_encoding(buf[:_SNIFF].encode("utf-8", "surrogatepass")) if "\x00" in buf[:_SNIFF] else None
+                yield RawRecord(name, line, error=f"file is not valid UTF-8: {wide}" if wide else "expected a JSON array of records at the top level")
                 return
             pos += 1
             count = 0
@@ -354,4 +391,5 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                 if limit is not None and count >= limit:
                     return
         except UnicodeDecodeError as exc:
-            yield RawRecord(name, line, error=f"file is not valid UTF-8: {exc.reason} at byte {exc.start}")
+            # The reader's error names an offset in its own buffer: the file is read again for the byte's place.
+            yield RawRecord(name, line, error=f"file is not valid UTF-8: {file_encoding_problem(path) or exc.reason}")

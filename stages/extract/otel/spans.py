@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.stages.extract.otel.once import once
-from tracejudge.stages.load import JSON_ERRORS, json_error, json_message
+from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, loads_line
+from tracejudge.stages.load.encoding import file_encoding_problem
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports"]
 
@@ -195,7 +196,7 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            yield 1, None, f"file is not valid UTF-8: {exc.reason} at byte {exc.start}"
+            yield 1, None, f"file is not valid UTF-8: {file_encoding_problem(path) or exc.reason}"
             return
         except OSError as exc:
             yield 1, None, _unreadable(path, exc)
@@ -233,13 +234,9 @@ def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
         if not raw.strip():
             continue
         try:
-            yield lineno, json.loads(raw), None
-        except UnicodeDecodeError as exc:
-            yield lineno, None, f"line is not valid UTF-8: {exc.reason} at byte {exc.start}"
-        except json.JSONDecodeError as exc:
-            yield lineno, None, f"invalid JSON: {json_message(exc)} at column {exc.colno}"
-        except JSON_ERRORS as exc:
-            yield lineno, None, json_error(exc)
+            yield lineno, loads_line(raw), None
+        except ValueError as exc:
+            yield lineno, None, str(exc)
 
 
 class Collector:

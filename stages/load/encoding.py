@@ -1,0 +1,113 @@
+"""Why bytes that should be UTF-8 text are not, in words a user can act on.
+
+`json.loads` given bytes guesses UTF-16 or UTF-32 from their first bytes, so a
+line starting with FF FE (a UTF-16 byte-order mark) was decoded as UTF-16 and
+reported as invalid JSON at column 1, or as "not valid UTF-8" at an offset of
+the UTF-16 decode. Records are decoded as UTF-8 only (`utf8_text`), and a line
+that is not UTF-8 is reported by `encoding_problem`: the encoding it looks like,
+or the first invalid byte with its column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["NotUtf8", "encoding_problem", "file_encoding_problem", "utf8_text", "wide_encoding"]
+
+# Longest first: a UTF-32 LE mark begins with the UTF-16 LE one.
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 LE"), (b"\x00\x00\xfe\xff", "UTF-32 BE"), (b"\xff\xfe", "UTF-16 LE"), (b"\xfe\xff", "UTF-16 BE"))
+
+
+class NotUtf8(ValueError):
+    """Bytes of a record that are not UTF-8 text; the message is the reason (`encoding_problem`)."""
+
+
+def wide_encoding(raw: bytes) -> str | None:
+    """Why `raw` looks UTF-16 or UTF-32 encoded, or None when it does not.
+
+    A UTF-16 or UTF-32 byte-order mark at the start (`it starts with FF FE, a
+    UTF-16 LE byte-order mark: the file looks UTF-16 encoded; save it as
+    UTF-8`), or a third or more of its bytes NUL, as in such text without a
+    mark (every other byte of ASCII text in UTF-16, three of four in UTF-32).
+    """
+    for mark, name in _BOMS:
+        if raw.startswith(mark):
+            return (f"it starts with {mark.hex(' ').upper()}, a {name} byte-order mark: "
+                    f"the file looks {name.split()[0]} encoded; save it as UTF-8")
+    nul, size = raw.count(0), len(raw.rstrip(b"\r\n"))
+    if nul and 3 * nul >= size:
+        name = "UTF-32" if size >= 8 and 3 * nul >= 2 * size else "UTF-16"
+        return f"{nul} of its {len(raw)} bytes are NUL: the file looks {name} encoded; save it as UTF-8"
+    return None
+
+
+def encoding_problem(raw: bytes, *, lines: bool = False) -> str | None:
+    """Why `raw` (one line, or with `lines` a whole document) is not UTF-8 text, or None when it is.
+
+    The encoding it looks like (`wide_encoding`), else the first byte that is
+    not UTF-8, its 1-based column (in characters, as an editor counts; with
+    `lines`, its line too) and its 0-based byte offset in `raw`: `byte 0xE9 at
+    column 10 (byte offset 9) starts no UTF-8 character (invalid continuation byte); save the file as UTF-8`.
+    Surrogates encoded in UTF-8 pass, as `json.loads` lets them (what writes a result escapes them).
+    """
+    if (wide := wide_encoding(raw)) is not None:
+        return wide
+    try:
+        raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        return _bad_byte(raw, exc, 0, 1 if lines else None)
+    return None
+
+
+def _bad_byte(buf: bytes, exc: UnicodeDecodeError, base: int, line: int | None, column: int = 0) -> str:
+    """The words for the byte of `buf` that `exc` refused. `base` is `buf`'s offset in its file, `line` the line
+    `buf` starts on (None: name no line, `buf` is one line) and `column` how many characters of that line came before `buf`."""
+    before = buf[:exc.start]
+    nl = before.rfind(b"\n")
+    column = (0 if nl >= 0 else column) + len(before[nl + 1:].decode("utf-8", "surrogatepass")) + 1
+    where = f"line {line + before.count(10)} column {column}" if line is not None else f"column {column}"
+    return (f"byte 0x{buf[exc.start]:02X} at {where} (byte offset {base + exc.start}) starts no UTF-8 character "
+            f"({exc.reason}); save the file as UTF-8")
+
+
+def file_encoding_problem(path: Path, chunk: int = 1 << 20) -> str | None:
+    """Why the file at `path` is not UTF-8 text, or None when it is: the encoding its start looks like
+    (`wide_encoding`), or its first invalid byte's line, column and byte offset in the file.
+
+    Read `chunk` bytes at a time (a text-mode reader's error names an offset in its own buffer, not the file's).
+    """
+    with open(path, "rb") as fh:
+        data = fh.read(chunk)
+        if (wide := wide_encoding(data)) is not None:
+            return wide
+        base, line, column, carry = 0, 1, 0, b""
+        while True:
+            buf = carry + data
+            try:
+                buf.decode("utf-8", "surrogatepass")
+                good = len(buf)
+            except UnicodeDecodeError as exc:
+                if not (data and exc.reason == "unexpected end of data" and exc.end == len(buf)):
+                    return _bad_byte(buf, exc, base, line, column)
+                good = exc.start  # a character cut by the chunk's end: decoded with the next chunk
+            nl = buf.rfind(b"\n", 0, good)
+            column = (0 if nl >= 0 else column) + len(buf[nl + 1:good].decode("utf-8", "surrogatepass"))
+            line += buf.count(10, 0, good)
+            base += good
+            carry = buf[good:]
+            if not data:
+                return None
+            data = fh.read(chunk)
+
+
+def utf8_text(raw: bytes | str) -> str:
+    """`raw` decoded as UTF-8 (a `str` is returned as it is), never guessed as another encoding.
+
+    Raises `NotUtf8` (a `ValueError`): `line is not valid UTF-8: <encoding_problem>`.
+    """
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        raise NotUtf8(f"line is not valid UTF-8: {encoding_problem(raw)}") from None
