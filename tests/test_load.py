@@ -51,6 +51,9 @@ def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path):
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b'\xef\xbb\xbf{"id": "a"}\n{"id": "b"}\n')
     assert [(r.line, json.loads(r.payload)["id"]) for r in read_jsonl(path)] == [(1, "a"), (2, "b")]
+    # Files joined with `cat`, each saved with its own mark: every mark starts a file, none is part of a record.
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a"}\n\xef\xbb\xbf{"id": "b"}\r\n\xef\xbb\xbf\n{"id": "c"}\n')
+    assert [(r.line, json.loads(r.payload)["id"]) for r in read_jsonl(path)] == [(1, "a"), (2, "b"), (4, "c")]
 
 
 def test_counting_a_jsonl_file_gives_as_many_records_as_reading_it(tmp_path):
@@ -63,6 +66,7 @@ def test_counting_a_jsonl_file_gives_as_many_records_as_reading_it(tmp_path):
         "blanks.jsonl": b'\n  \n{"id": "a"}\r\n\t\n{"id": "b"}\n\n',
         "bom.jsonl": b'\xef\xbb\xbf{"id": "a"}\n{"id": "b"}\n',
         "bom-blank.jsonl": b"\xef\xbb\xbf\n{\"id\": \"a\"}\n",
+        "joined-boms.jsonl": b'{"id": "a"}\n\xef\xbb\xbf\n\xef\xbb\xbf{"id": "b"}\n',
         "bad-lines.jsonl": b'not json\n{"id": 1\n\xff\xfe\n',
         "binary.jsonl": b"PK\x03\x04\x00\x00 an archive\n" * 3,
         "empty.jsonl": b"",

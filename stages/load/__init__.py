@@ -217,8 +217,10 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
         fh.seek(offset)
         for lineno, line in enumerate(fh, before + 1):
             offset += len(line)
-            if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]  # a UTF-8 byte-order mark (editors on Windows write one) is not part of the record
+            if line.startswith(b"\xef\xbb\xbf"):
+                # A UTF-8 byte-order mark (editors on Windows write one) is not part of the record; after the first
+                # line it is where files were joined (`cat a.jsonl b.jsonl`), each beginning with its own.
+                line = line[3:]
             if not line.strip():
                 continue
             yield RawRecord(name, lineno, line, end=offset)
@@ -231,13 +233,13 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
 
 def count_jsonl(path: Path, limit: int | None = None) -> int:
     """How many records `read_jsonl(path, limit)` yields (a progress total), counted without making them: its
-    non-blank lines (a byte-order mark before the first is not part of it), or 1 for a file that is not text."""
+    non-blank lines (a byte-order mark at a line's start is not part of it), or 1 for a file that is not text."""
     with open(path, "rb", buffering=_READ_BUFFER) as fh:
         if _not_text(fh.read(_SNIFF)) is not None:
             return 1
         fh.seek(0)
         first = fh.readline()
-        n = int(bool(first.removeprefix(b"\xef\xbb\xbf").strip())) + sum(1 for line in fh if not line.isspace())
+        n = int(bool(first.removeprefix(b"\xef\xbb\xbf").strip())) + sum(1 for line in fh if line.removeprefix(b"\xef\xbb\xbf").strip())
     return n if limit is None else min(n, limit)
 
 
