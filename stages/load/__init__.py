@@ -187,7 +187,7 @@ class RawRecord:
 def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | None = None) -> Iterator[RawRecord]:
     """Yield every non-blank line of a JSONL file as bytes, with its 1-based line number and end offset.
 
-    A UTF-8 byte-order mark before the first line is dropped. Memory is one line at a time. `limit` stops after that many records.
+    A UTF-8 byte-order mark at the start of a line is dropped. Memory is one line at a time. `limit` stops after that many records.
     A file that is not text — at least half of the lines in its first 64 KiB
     holding a NUL byte or invalid UTF-8 (an archive, an image, a UTF-16 or
     Latin-1 export) — is one record with `error` set, naming the file (and the
