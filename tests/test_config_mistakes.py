@@ -261,3 +261,20 @@ def test_a_value_that_fits_no_member_of_a_union_option_is_one_line_at_its_key(tm
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
     assert lines == [f"{cfg}:1: dataset.options.group_by: otel: Input should be 'conversation', 'trace' or 'run', "
                      'or a valid list (got "conversatoin"); did you mean conversation?'], lines
+
+
+def test_a_mapping_for_a_union_with_a_model_member_is_read_as_that_model(tmp_path: Path, data_dir: Path) -> None:
+    # `judge.tokenizer` is a path or `{factor: F}`. A mistyped mapping printed four lines: "should be a valid string",
+    # then every key error under pydantic's class name (`judge.tokenizer.TokenizerFactor.factr`).
+    (tmp_path / "trace.json").write_bytes((data_dir / "otel_genai" / "hand" / "mcp_tool_call.json").read_bytes())
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: trace.json, format: otel}\nmetrics: [{type: TaskCompletion}]\n"
+                   "judge: {provider: simulator, tokenizer: {factr: 1.2}}\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:3: judge.tokenizer.factor: required key is missing",
+                     f"{cfg}:3: judge.tokenizer.factr: unknown key; did you mean factor?"], lines
+    # Neither form: one line at the key, naming both without a class name.
+    cfg.write_text("dataset: {path: trace.json, format: otel}\nmetrics: [{type: TaskCompletion}]\n"
+                   "judge: {provider: simulator, tokenizer: [1.2]}\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:3: judge.tokenizer: Input should be a valid string, or a mapping of the section's keys (got [1.2])"], lines

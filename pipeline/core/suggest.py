@@ -188,18 +188,62 @@ def merge_union_errors(errors: list[Any]) -> list[dict[str, Any]]:
     `group_by.list[str]: Input should be a valid list`): a user sees one line at `group_by` whose
     message names every member's expectation (`Input should be 'conversation', 'trace' or 'run', or a
     valid list`). The merged error keeps the first member's type and input; other errors are kept as they are, in order.
+    A mapping given where one member is a model is read as that model (`_structured_member`).
     """
     out: list[dict[str, Any]] = []
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    errors = _structured_member(errors)
+    unions = {tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], str) and _MEMBER.match(e["loc"][-1])}
     for err in errors:
         loc = tuple(err["loc"])
-        if len(loc) < 2 or not isinstance(loc[-1], str) or _MEMBER.match(loc[-1]) is None:
+        # (a model member, named by its class, is one member more where a scalar one shows the union)
+        member = _MEMBER.match(loc[-1]) is not None or (loc[:-1] in unions and _CLASS.match(loc[-1]) is not None) if loc and isinstance(loc[-1], str) else False
+        if len(loc) < 2 or not member:
             out.append(dict(err))
             continue
+        # (a model member's "valid dictionary or instance of TokenizerFactor" names a class no config shows)
+        msg = "a mapping of the section's keys" if err["type"] in _MAPPING else err["msg"].removeprefix("Input should be ")
         at = merged.get(loc[:-1])
         if at is None:
-            at = merged[loc[:-1]] = {**err, "loc": loc[:-1]}
+            at = merged[loc[:-1]] = {**err, "loc": loc[:-1], "msg": "Input should be " + msg}
             out.append(at)
-        elif err["msg"] not in at["msg"]:
-            at["msg"] += ", or " + err["msg"].removeprefix("Input should be ")
+        elif msg not in at["msg"]:
+            at["msg"] += ", or " + msg
     return out
+
+
+_MAPPING = ("model_type", "model_attributes_type", "dict_type")
+# A model member of a union: pydantic names it by its class (`judge.tokenizer.TokenizerFactor.factor`).
+_CLASS = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def _structured_member(errors: list[Any]) -> list[Any]:
+    """`errors` with a mapping that fits no member of a union reported as the union's model member reports it.
+
+    A mapping given for `str | TokenizerFactor` was meant as the model: pydantic's complaint that it is not
+    a string and its class name in every `loc` (`tokenizer.TokenizerFactor.encodng`) hid the one line that
+    helps (`tokenizer.encodng: unknown key`). With several model members, the one with fewest errors is taken.
+    Errors of anything else pass unchanged.
+    """
+    scalars = {tuple(e["loc"][:-1]): e for e in errors
+               if len(e["loc"]) >= 1 and isinstance(e["loc"][-1], str) and _MEMBER.match(e["loc"][-1]) is not None}
+    by_union: dict[tuple[Any, ...], dict[str, list[int]]] = {}
+    for i, e in enumerate(errors):
+        loc = tuple(e["loc"])
+        for n in range(len(loc) - 1, -1, -1):
+            if loc[:n] in scalars and isinstance(loc[n], str) and _CLASS.match(loc[n]):
+                by_union.setdefault(loc[:n], {}).setdefault(loc[n], []).append(i)
+                break
+    drop: set[int] = set()
+    fixed: dict[int, dict[str, Any]] = {}
+    for union, members in by_union.items():
+        if not isinstance(scalars[union].get("input"), dict):
+            continue
+        best = min(members.values(), key=len)
+        drop.update(i for i, e in enumerate(errors) if tuple(e["loc"][:len(union)]) == union)
+        for i in best:
+            loc = tuple(errors[i]["loc"])
+            fixed[i] = {**errors[i], "loc": (*union, *loc[len(union) + 1:])}
+    if not drop:
+        return errors
+    return [fixed[i] if i in fixed else e for i, e in enumerate(errors) if i in fixed or i not in drop]
