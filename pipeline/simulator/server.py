@@ -7,6 +7,8 @@
   gets a JSON document valid for the schema; otherwise a short text), and
 - Anthropic `POST /v1/messages` (a forced tool `tool_choice: {type: tool}`
   gets a `tool_use` block whose `input` is valid for the tool's schema),
+  either one as server-sent events when the request says `"stream": true`, and
+  `GET /v1/models` (`tracejudge.simulator.streaming`),
 
 with `usage` counted by tiktoken (`tracejudge.llm.tokens`, the same counter the
 client uses, so estimates and usage agree on the simulator).
@@ -119,6 +121,7 @@ from tracejudge.simulator.batches import add_batch_routes
 from tracejudge.simulator.limits import char_tokens
 from tracejudge.simulator.state import Sim, SimConfig, SimStats
 from tracejudge.simulator.verdicts import ANSWERS_SCHEMA_NAME, MULTI_SCHEMA_NAME, answer, schema_name
+from tracejudge.simulator.streaming import models, stream_reply
 
 # This module is the HTTP server; the settings and state live in `simulator.state`, the verdicts in `simulator.verdicts`
 # (their names that were defined here, such as `answer` and `schema_name`, are still importable from here).
@@ -240,10 +243,15 @@ def build_app(config: SimConfig) -> web.Application:
         limit_completion = char_tokens([], reply=_reply_text(payload)) if config.limit_count == "chars" else completion
         sim.limits.settle(entry, limit_prompt + limit_completion)
         st.peak_window_tokens = sim.limits.peak_tokens
+        if body.get("stream") is True:
+            return await stream_reply(request, body, payload, anthropic, sim.headers(anthropic))
         return web.json_response(payload, headers=sim.headers(anthropic))
 
     async def stats(request: web.Request) -> web.Response:
         return web.json_response(asdict(sim.stats))
+
+    async def _models(request: web.Request) -> web.Response:
+        return models(request, WARM_MODELS)
 
     async def ledger(request: web.Request) -> web.Response:
         # Every admitted request's [seconds since the first, tokens as the limit counted them]: any window can be recounted.
@@ -263,6 +271,7 @@ def build_app(config: SimConfig) -> web.Application:
 
     app.router.add_post("/v1/chat/completions", handle)
     app.router.add_post("/v1/messages", handle)
+    app.router.add_get("/v1/models", _models)
     add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*prompt_text(body)))
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/script", set_script)

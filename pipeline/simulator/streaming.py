@@ -1,0 +1,99 @@
+"""What the simulator sends a client that asks for a stream, and what it lists as its models.
+
+A request with `"stream": true` gets its reply as server-sent events, in the
+providers' own event shapes, so the OpenAI and Anthropic SDKs (and anything
+else written against the real APIs) can stream from the simulator:
+
+- OpenAI chat completions: `chat.completion.chunk` objects, the first with
+  the assistant role, the reply's text in pieces, a last one with
+  `finish_reason`; with `stream_options.include_usage`, a chunk with empty
+  `choices` and the `usage`; then `data: [DONE]`.
+- Anthropic messages: `message_start`, one `content_block_start` /
+  `content_block_delta` (`text_delta`, or `input_json_delta` for a forced
+  tool's input) / `content_block_stop` per block, `message_delta` with the
+  `stop_reason` and output tokens, `message_stop`.
+
+The events carry exactly the reply the same request gets without a stream
+(`answer`): the text joined from its deltas is that reply's text.
+`GET /v1/models` lists the models it answers for best (its warmed counters),
+in the OpenAI shape, or in Anthropic's when the request carries `anthropic-version`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["models", "stream_reply"]
+
+_PIECE = 16  # characters per text delta: a reply arrives in several events, as a model's does
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i:i + _PIECE] for i in range(0, len(text), _PIECE)] or [""]
+
+
+def _openai_events(payload: dict[str, Any], include_usage: bool) -> list[str]:
+    choice = payload["choices"][0]
+    base = {"id": payload["id"], "object": "chat.completion.chunk", "created": payload["created"], "model": payload["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None) -> str:
+        return json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    text = choice["message"].get("content") or ""
+    out = [chunk({"role": "assistant", "content": ""}, None)]
+    out += [chunk({"content": p}, None) for p in _pieces(text) if p]
+    out.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        out.append(json.dumps({**base, "choices": [], "usage": payload["usage"]}))
+    return out
+
+
+def _anthropic_events(payload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    usage = payload["usage"]
+    start = {**payload, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    out: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    for i, block in enumerate(payload["content"]):
+        if block["type"] == "tool_use":
+            opened = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(block["input"]))]
+        else:
+            opened = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        out.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": opened}))
+        out += [("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
+        out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    out.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": payload["stop_reason"], "stop_sequence": None},
+                                  "usage": {"output_tokens": usage["output_tokens"]}}))
+    out.append(("message_stop", {"type": "message_stop"}))
+    return out
+
+
+async def stream_reply(request: web.Request, body: dict[str, Any], payload: dict[str, Any], anthropic: bool,
+                       headers: dict[str, str]) -> web.StreamResponse:
+    """Send `payload` (the reply `answer` made for `body`) as the provider's server-sent events."""
+    response = web.StreamResponse(headers={**headers, "content-type": "text/event-stream", "cache-control": "no-cache"})
+    await response.prepare(request)
+    if anthropic:
+        for event, data in _anthropic_events(payload):
+            await response.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+    else:
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        for data in _openai_events(payload, include_usage):
+            await response.write(f"data: {data}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+def models(request: web.Request, names: tuple[str, ...]) -> web.Response:
+    """`GET /v1/models`: `names` in the OpenAI list shape, or Anthropic's when the request says `anthropic-version`."""
+    if "anthropic-version" in request.headers:
+        data = [{"type": "model", "id": n, "display_name": n, "created_at": "2024-01-01T00:00:00Z"} for n in names]
+        return web.json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,
+                                  "last_id": names[-1] if names else None})
+    return web.json_response({"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "tracejudge-simulator"}
+                                                         for n in names]})

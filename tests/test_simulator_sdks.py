@@ -1,0 +1,52 @@
+"""The providers' own SDKs against the simulator over 127.0.0.1: plain replies, streams, and the models list.
+
+A stream carries exactly the reply the same request gets without one, in each provider's event shapes,
+so code written against the real APIs (the SDKs' stream helpers included) runs against the simulator.
+"""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+
+QUESTIONS = [{"role": "user", "content": "TC1: Does the output answer the task?\nTC2: Is it complete?"}]
+TOOL = {"name": "verdict", "description": "the verdict", "input_schema": {"type": "object", "properties": {"ok": {"type": "boolean"},
+        "why": {"type": "string"}}, "required": ["ok", "why"]}}
+
+
+def test_openai_sdk_streams_the_reply_it_gets_without_a_stream(simulator):
+    sim = simulator()
+    client = openai.OpenAI(base_url=sim.url + "/v1", api_key="unused", max_retries=0)
+    whole = client.chat.completions.create(model="gpt-4o-mini", messages=QUESTIONS)
+    parts, usage, finish = [], None, None
+    for chunk in client.chat.completions.create(model="gpt-4o-mini", messages=QUESTIONS, stream=True,
+                                                stream_options={"include_usage": True}):
+        usage = chunk.usage or usage
+        if chunk.choices:
+            parts.append(chunk.choices[0].delta.content or "")
+            finish = chunk.choices[0].finish_reason or finish
+    assert len(parts) > 2 and "".join(parts) == whole.choices[0].message.content
+    assert finish == whole.choices[0].finish_reason == "stop"
+    assert usage is not None and usage.prompt_tokens == whole.usage.prompt_tokens
+    assert usage.completion_tokens == whole.usage.completion_tokens
+    with client.chat.completions.stream(model="gpt-4o-mini", messages=QUESTIONS) as stream:
+        assert stream.get_final_completion().choices[0].message.content == whole.choices[0].message.content
+    assert "gpt-4o-mini" in [m.id for m in client.models.list()]
+
+
+def test_anthropic_sdk_streams_text_and_a_forced_tool_as_it_gets_them_without_a_stream(simulator):
+    sim = simulator()
+    client = anthropic.Anthropic(base_url=sim.url, api_key="unused", max_retries=0)
+    whole = client.messages.create(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS)
+    with client.messages.stream(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS) as stream:
+        texts = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert "".join(texts) == whole.content[0].text == final.content[0].text
+    assert final.stop_reason == whole.stop_reason and final.usage.output_tokens == whole.usage.output_tokens
+    forced = {"tools": [TOOL], "tool_choice": {"type": "tool", "name": "verdict"}}
+    whole = client.messages.create(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS, **forced)
+    with client.messages.stream(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS, **forced) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == "tool_use" and final.content[0].type == "tool_use"
+    assert final.content[0].input == whole.content[0].input and set(final.content[0].input) == {"ok", "why"}
+    assert "claude-3-5-haiku-latest" in [m.id for m in client.models.list()]
