@@ -54,9 +54,11 @@ def _plain(s: str) -> bool:
     mapped to 0 if it is one of those and to 1 otherwise, hold a 0 (mapping them and looking for a 0
     costs about half of deleting them and comparing lengths).
     """
+    if s.isascii():  # (a flag, read at once) its bytes are its characters, none of them U+FFFE or U+FFFF
+        return 0 not in s.encode().translate(_SPECIAL_BYTES)
     b = s.encode("utf-8", "surrogatepass")  # (a lone surrogate encodes to bytes of 0x80 and above)
     # U+FFFE and U+FFFF are three bytes each: looked for as characters (a substring search costs little).
-    return b.translate(_SPECIAL_BYTES).find(0) < 0 and "\ufffe" not in s and "\uffff" not in s
+    return 0 not in b.translate(_SPECIAL_BYTES) and "\ufffe" not in s and "\uffff" not in s
 
 
 def attr(s: Any) -> str:
