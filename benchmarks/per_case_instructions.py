@@ -8,11 +8,12 @@ it went through. Steps (the struct path of `stages.extract.struct_score`, as a w
 
 - decode: `fast_decode.decode_struct` of each line (msgspec structs, unknown fields refused);
 - one row per check, alone (`evaluate`, with the case's shared views opened and closed around it);
-- six checks: `score_case` with all six, as the run calls it (time limit armed);
+- six checks: `score_case` with all six, as the run calls it (time limit armed; the 200 cases share one
+  alarm, `time_limit.across_cases`, as a worker's chunk does);
 - driver: `score_case` with six metrics that return a ready score (what the driver itself costs);
 - body, JUnit ends, rendered: the result line's body (`rendered._body`), the six `testcase_end`s,
   and all of `rendered.render`;
-- struct path: the whole of it for one line, read bytes to `Rendered`.
+- struct path: the whole of it for one line, read bytes to `Rendered` (one alarm shared, as for six checks).
 
 Counts shift by about 1% between runs (addresses differ, so do dict layouts); `PYTHONHASHSEED` is fixed.
 valgrind replaces `memchr` and `memcpy` with plain loops, so steps made of them count higher than they run.
@@ -48,7 +49,7 @@ from tracejudge.core.config import load_config
 from tracejudge.engine.rendered import _body, render, testcase_end
 from tracejudge.stages.extract import fast_decode, struct_score
 from tracejudge.stages.load import read_jsonl
-from tracejudge.stages.score import score_case
+from tracejudge.stages.score import score_case, time_limit
 from tracejudge.stages.score.base import make_score
 from tracejudge.stages.score.views import close_scope, open_scope
 
@@ -72,6 +73,16 @@ def each(fn, items):
         for item in items:
             fn(*item)
     return go
+
+
+def chunk(fn, items):
+    # `each`, with the time limit's alarm shared by the cases as `CpuJob.run` shares it over a chunk.
+    go = each(fn, items)
+
+    def shared():
+        with time_limit.across_cases():
+            go()
+    return shared
 
 
 class Ready:
@@ -102,12 +113,12 @@ ready = [Ready(k) for k in keys]
 steps = {
     "decode": each(fast_decode.decode_struct, [(r.payload,) for r in raws]),
     **{f"  {m.key}": check(m) for m in metrics},
-    "six checks": each(score_case, [(c, metrics) for c in structs]),
-    "  driver": each(score_case, [(c, ready) for c in structs]),
+    "six checks": chunk(score_case, [(c, metrics) for c in structs]),
+    "  driver": chunk(score_case, [(c, ready) for c in structs]),
     "body": each(_body, [(c.tags, c.metadata, s) for c, s in scored]),
     "JUnit ends": junit,
     "rendered": each(render, [(c, s, keys) for c, s in scored]),
-    "struct path": each(path, [(r,) for r in raws]),
+    "struct path": chunk(path, [(r,) for r in raws]),
 }
 if step == "list":
     print("\n".join(steps))

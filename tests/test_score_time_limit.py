@@ -59,3 +59,21 @@ def test_calls_that_never_return_are_cut_and_the_next_ones_stay_bounded(limit_1s
     # Nothing is left armed, and the handler the process had is back.
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) == previous
+
+
+def test_cases_scored_across_one_alarm_are_each_bounded_and_nothing_stays_armed_after(limit_1s):
+    case = Case(id="c", trace={"steps": []})
+    previous = signal.getsignal(signal.SIGALRM)
+    with time_limit.across_cases():
+        first = score_case(case, [Sleeps(name="quick", seconds=0.0), Sleeps(name="hangs", seconds=3600)])
+        # Between cases the alarm stays armed, for the next case's calls.
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0
+        # Calls that run past the limit together, each within it, since the alarm was armed.
+        second = score_case(case, [Sleeps(name=f"m{i}", seconds=0.6 * LIMIT_S) for i in range(2)])
+        time_limit.set_default(0.5)  # a limit set meanwhile bounds the next calls
+        third = score_case(case, [Sleeps(name="slow", seconds=0.8), Sleeps(name="after", seconds=0.0)])
+    assert first["quick"].value == 1.0 and first["hangs"].reason.startswith("metric_timeout: metric hangs did not return within 1 s")
+    assert [s.value for s in second.values()] == [1.0, 1.0]
+    assert third["slow"].reason.startswith("metric_timeout: metric slow did not return within 0.5 s") and third["after"].value == 1.0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == previous

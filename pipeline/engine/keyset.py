@@ -29,10 +29,16 @@ _MIN_CAPACITY = 1024
 _BULK = 1 << 15  # keys from which `KeySet.from_index` builds with numpy
 
 
+# BLAKE2b of 8 bytes fed nothing yet: each key is hashed on a copy of it, since building one from its keyword
+# arguments cost more than hashing a short id (every rendered case hashes its id).
+_BLAKE2B_8 = blake2b(digest_size=8)
+
+
 def key_hash(key: str) -> int:
     """The stable 64-bit hash of `key` (never 0, which marks an empty slot)."""
-    h = int.from_bytes(blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-    return h or 1
+    hasher = _BLAKE2B_8.copy()
+    hasher.update(key.encode("utf-8", "surrogatepass"))
+    return int.from_bytes(hasher.digest(), "little") or 1
 
 
 _GOLDEN = 0x9E3779B97F4A7C15  # odd: trials 0..2^64-1 map to distinct offsets

@@ -54,9 +54,11 @@ def _plain(s: str) -> bool:
     mapped to 0 if it is one of those and to 1 otherwise, hold a 0 (mapping them and looking for a 0
     costs about half of deleting them and comparing lengths).
     """
+    if s.isascii():  # (a flag, read at once) its bytes are its characters, none of them U+FFFE or U+FFFF
+        return 0 not in s.encode().translate(_SPECIAL_BYTES)
     b = s.encode("utf-8", "surrogatepass")  # (a lone surrogate encodes to bytes of 0x80 and above)
     # U+FFFE and U+FFFF are three bytes each: looked for as characters (a substring search costs little).
-    return b.translate(_SPECIAL_BYTES).find(0) < 0 and "\ufffe" not in s and "\uffff" not in s
+    return 0 not in b.translate(_SPECIAL_BYTES) and "\ufffe" not in s and "\uffff" not in s
 
 
 def attr(s: Any) -> str:
@@ -90,6 +92,14 @@ def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) ->
     """
     if not computed or value is None:
         return f'>\n      <skipped message={attr(reason if computed else _NOT_COMPUTED)}/>\n    </testcase>\n'
+    if type(value) is float and type(reason) is str and _plain(reason):
+        # A float's text is digits, a point, a sign, `e`, `inf` or `nan`: nothing to escape and no quote, so the reason
+        # alone decides the escaping and the line is built at once (not `value …: …` first, then copied into it).
+        if '"' in reason and "'" in reason:
+            reason = reason.replace('"', "&quot;")
+        if passed is False:
+            return f">\n      <system-out>below threshold: value {value}: {reason}</system-out>\n    </testcase>\n"
+        return f">\n      <system-out>value {value}: {reason}</system-out>\n    </testcase>\n"
     s = f"value {value}: {reason}"
     # Escaped as `text` escapes it (the attribute without its quotes); the common cases without
     # building the quoted attribute and slicing it again.
@@ -130,6 +140,9 @@ _HEAD = '{"case_id":"","trial":0,"status":"ok",'
 _TAIL = ',"error":null,"duration_s":0.0}'
 
 
+_STR = frozenset({str})
+_SCORE = frozenset({Score})
+_NOT_COMPUTED_END = testcase_end(None, None, "", computed=False)  # a metric the result has no score for
 _new = object.__new__
 _set = object.__setattr__
 _to_json = CaseResult.__pydantic_serializer__.to_json
@@ -143,8 +156,9 @@ def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
     much as serializing them. Anything else (a custom adapter's unvalidated case, a custom metric's
     look-alike score) is validated, with validation's outcome.
     """
-    if (type(tags) is list and type(metadata) is dict and all([type(t) is str for t in tags])
-            and all([type(k) is str for k in metadata]) and all([type(s) is Score for s in scores.values()])):
+    # (The types gathered in C: a comprehension a test cost a function call of its own.)
+    if (type(tags) is list and type(metadata) is dict and {*map(type, tags)} <= _STR
+            and {*map(type, metadata)} <= _STR and {*map(type, scores.values())} <= _SCORE):
         result = _new(CaseResult)
         _set(result, "__dict__", {"case_id": "", "trial": 0, "status": _OK, "tags": tags, "metadata": metadata,
                                   "scores": scores, "error": None, "duration_s": 0.0})
@@ -170,21 +184,20 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
         return None
     cells = {}
     timed_out = []
+    ends = {}
+    # One pass over the scores, each field read once (a read on a pydantic model costs more than the test after it).
     for k, s in scores.items():
-        v = s.value
-        cells[k] = _cell((v, s.passed))
-        if v is None and s.reason.startswith("metric_timeout:"):
-            timed_out.append(k)
-    junit = []
-    for k in junit_keys:
-        s = scores.get(k)
-        if s is None:
-            junit.append(testcase_end(None, None, "", computed=False))
-        else:
-            v = s.value
-            junit.append(testcase_end(v if v is None or math.isfinite(v) else None, s.passed, s.reason))
+        v, passed, reason = s.value, s.passed, s.reason
+        cells[k] = _cell((v, passed))
+        if v is None:
+            if reason.startswith("metric_timeout:"):
+                timed_out.append(k)
+        elif not math.isfinite(v):
+            v = None
+        ends[k] = testcase_end(v, passed, reason)
+    junit = tuple([ends[k] if k in ends else _NOT_COMPUTED_END for k in junit_keys])
     return Rendered(case.id, id_json, key_hash(case.id), tags, metadata, body[len(_HEAD):-len(_TAIL)],
-                    cells, tuple(junit), tuple(timed_out))
+                    cells, junit, tuple(timed_out))
 
 
 class Finished:

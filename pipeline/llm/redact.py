@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "redact", "redact_data", "redact_labels", "redact_quoted"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_labels", "redact_quoted"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -146,6 +146,16 @@ def redact_quoted(text: str, shown: int | None = None) -> str:
     return masked if len(head) == len(text) else masked + "…"
 
 
+def quoted_clean(texts: list[str]) -> bool:
+    """True when `redact_quoted` returns every string of `texts` as it is because none holds a credential's hint.
+
+    One search over them all, joined by NUL: no part of `_HINT` matches a NUL and every `\\b` or
+    lookbehind sees one as it sees a text's start, so each hint in a text is a hint in the joined
+    text. False says only that some text may need masking (`redact_quoted` each to know).
+    """
+    return _HINT.search("\x00".join(texts)) is None
+
+
 def env_secrets(texts: Iterable[str | None], environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
     """The values of the set environment variables named as `${NAME}` in `texts`, each once.
 
@@ -197,7 +207,7 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     texts: list[str] = []
     _label_texts(tags, texts)
     _label_texts(metadata, texts)
-    if not texts or _HINT.search("\x00".join(texts)) is None:
+    if not texts or quoted_clean(texts):
         return tags, metadata
     if all(redact_quoted(t) == t for t in texts):
         return tags, metadata

@@ -102,7 +102,10 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
         # Custom metrics' values are checked and their reasons, and tool names any reason copied, masked here (built-in
         # metrics give values in [0, 1] and mask reasons as they quote).
         for key in custom:
-            scores[key] = bounded(scores[key], key)
+            score = scores[key]
+            # A `Score` with its value in [0, 1] (most) is kept without the call; `bounded` decides the rest.
+            if type(score) is not Score or not (score.value is None or 0.0 <= score.value <= 1.0):
+                scores[key] = bounded(score, key)
         mask_scores(scores, case, custom, views.calls if case.trace is not None else None)
         return scores
     finally:

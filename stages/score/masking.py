@@ -24,7 +24,7 @@ from operator import attrgetter
 from typing import Any
 
 from tracejudge.core.records import Case, Score
-from tracejudge.llm.redact import redact_data, redact_quoted
+from tracejudge.llm.redact import quoted_clean, redact_data, redact_quoted
 
 __all__ = ["custom_keys", "mask_scores", "masked"]
 
@@ -83,6 +83,18 @@ def mask_scores(scores: dict[str, Any], case: Case, custom: Sequence[str], calls
     if not (_CLEAN.issuperset(map(_NAME, calls)) and (not expected or _CLEAN.issuperset(map(_NAME, expected)))) and \
             not (_names_clean(map(_NAME, calls)) and _names_clean(map(_NAME, expected or ()))):
         custom = list(scores)
+    # A score with a reason and no details (most custom scores) needs masking only when its reason holds a credential's
+    # hint: the reasons are searched together, once a case, instead of once a score (`masked` each cost more than the
+    # rest of scoring a case with six quick metrics). Every other score, and all when a hint is found, go through `masked`.
+    reasons: list[str] = []
+    rest: list[str] = []
     for key in custom:
-        if key in scores:
-            scores[key] = masked(scores[key])
+        score = scores.get(key)
+        if type(score) is Score and not score.details and type(score.reason) is str:
+            reasons.append(score.reason)
+        elif key in scores:
+            rest.append(key)
+    if reasons and not quoted_clean(reasons):
+        rest = [key for key in custom if key in scores]
+    for key in rest:
+        scores[key] = masked(scores[key])

@@ -7,7 +7,8 @@ thread. `MetricTimeout` derives from `BaseException`, so a metric's own
 `except Exception` cannot swallow it. Where no alarm can be set (a thread
 other than the main one, a platform without `setitimer`) sync metrics run
 unbounded. `score_case` watches a whole case with one alarm (`watch_case`), which
-still cuts each call at its own limit; `limit()` bounds one call. Async metrics are
+still cuts each call at its own limit, and a worker's chunk of cases shares one
+(`across_cases`); `limit()` bounds one call. Async metrics are
 cancelled with `anyio.move_on_after`. A C call
 that never returns to Python is not interrupted by the alarm; a stop
 (Ctrl-C) still kills the worker computing it.
@@ -25,7 +26,7 @@ from typing import Any
 
 from tracejudge.core.records import Score
 
-__all__ = ["DEFAULT_S", "MetricTimeout", "Watch", "limit", "set_default", "timeout_score", "unwatch_case", "watch_case"]
+__all__ = ["DEFAULT_S", "MetricTimeout", "Watch", "across_cases", "limit", "set_default", "timeout_score", "unwatch_case", "watch_case"]
 
 DEFAULT_S = 60.0
 """Seconds one metric call may take before it is cut (`run.metric_timeout_s`)."""
@@ -76,12 +77,13 @@ class Watch:
     the alarm again for what is left of that call's time (or a full limit between calls). So each
     call is cut at exactly the limit `limit()` would give it, at the cost of a clock read per call
     instead of two `setitimer` calls: a case's six quick metrics arm the alarm once and ring never.
+    `kept`: the watch of `across_cases`, which `unwatch_case` leaves armed.
     """
 
-    __slots__ = ("previous", "s", "started")
+    __slots__ = ("kept", "previous", "s", "started")
 
-    def __init__(self, s: float, previous: Any) -> None:
-        self.s, self.previous = s, previous
+    def __init__(self, s: float, kept: bool) -> None:
+        self.s, self.kept, self.previous = s, kept, None
         self.started: list[float | None] = [None]
 
     def ring(self, signum: int, frame: Any) -> None:
@@ -96,24 +98,71 @@ class Watch:
         raise MetricTimeout
 
 
+# While `across_cases` runs: the thread it runs on, and the watch its cases share (None until the first case arms it).
+_across: dict[str, Any] = {"thread": None, "watch": None}
+
+
+@contextmanager
+def across_cases() -> Iterator[None]:
+    """Let the cases the body scores (`score_case`) on this thread share one alarm, disarmed when the body ends.
+
+    A worker scores a chunk of cases in a row: armed and disarmed for each, the alarm cost four system
+    calls a case. Each metric call is still cut at exactly its limit (`Watch`), and a limit set meanwhile
+    (`set_default`) arms the alarm anew; between cases the alarm may ring, and then only arms itself again.
+    Nested, or off the main thread: no effect.
+    """
+    if _across["thread"] is not None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _across["thread"] = threading.get_ident()
+    try:
+        yield
+    finally:
+        watch = _across["watch"]
+        _across["thread"] = _across["watch"] = None
+        if watch is not None:
+            _disarm(watch)
+
+
 def watch_case() -> Watch | None:
     """Arm the time limit for one case's metric calls (`Watch`); None (nothing armed) without a limit,
-    off the main thread or without `setitimer`. Pair with `unwatch_case` in a `finally`."""
+    off the main thread or without `setitimer`. Inside `across_cases`, the watch its cases share.
+    Pair with `unwatch_case` in a `finally`."""
     s = _current["seconds"]
-    if s is None or not _HAS_ITIMER or threading.current_thread() is not threading.main_thread():
+    if s is None or not _HAS_ITIMER:
         return None
-    watch = Watch(s, None)
-    # `_signal.signal`: `signal.signal` converts the handlers to enums in Python, more than a metric costs.
-    watch.previous = _signal.signal(_signal.SIGALRM, watch.ring)
+    if _across["thread"] is not None and _across["thread"] == threading.get_ident():
+        watch = _across["watch"]
+        if watch is not None:
+            if watch.s == s:
+                return watch
+            _disarm(watch)  # the limit changed (a job sets it as it scores its first case)
+        watch = _across["watch"] = _arm(s, kept=True)
+        return watch
+    return _arm(s, kept=False)
+
+
+def _arm(s: float, kept: bool) -> Watch | None:
+    watch = Watch(s, kept)
+    try:
+        # `_signal.signal`: `signal.signal` converts the handlers to enums in Python, more than a metric costs. It
+        # refuses (ValueError) off the main thread of the main interpreter, where no alarm can be set.
+        watch.previous = _signal.signal(_signal.SIGALRM, watch.ring)
+    except ValueError:
+        return None
     _signal.setitimer(_signal.ITIMER_REAL, s)
     return watch
 
 
 def unwatch_case(watch: Watch | None) -> None:
-    """Disarm what `watch_case` armed and put the previous `SIGALRM` handler back."""
-    if watch is not None:
-        _signal.setitimer(_signal.ITIMER_REAL, 0)
-        _signal.signal(_signal.SIGALRM, watch.previous)
+    """Disarm what `watch_case` armed and put the previous `SIGALRM` handler back (`across_cases` does for its watch)."""
+    if watch is not None and not watch.kept:
+        _disarm(watch)
+
+
+def _disarm(watch: Watch) -> None:
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
+    _signal.signal(_signal.SIGALRM, watch.previous)
 
 
 _HAS_ITIMER = hasattr(signal, "setitimer")

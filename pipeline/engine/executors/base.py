@@ -176,15 +176,16 @@ class CpuJob:
 
     def run(self, chunk: Sequence[Any]) -> list[Extracted]:
         """Extract (and score) each raw record of `chunk`, in order."""
-        from tracejudge.stages.score import score_case
+        from tracejudge.stages.score import score_case, time_limit
 
         out = []
-        for raw in chunk:
-            item, use = self._extract(raw)
-            if use is not None:
-                item.scores = score_case(item.case, use)  # type: ignore[arg-type]
-                self._render(item)
-            out.append(self._finish(item))
+        with time_limit.across_cases():  # one alarm for the chunk's metric calls, not one armed and disarmed per case
+            for raw in chunk:
+                item, use = self._extract(raw)
+                if use is not None:
+                    item.scores = score_case(item.case, use)  # type: ignore[arg-type]
+                    self._render(item)
+                out.append(self._finish(item))
         return out
 
     async def arun(self, chunk: Sequence[Any]) -> list[Extracted]:
