@@ -4,7 +4,8 @@ Each shortcut is compared with the general rule it stands for, on generated valu
 matching (`value_match`) with its plain-mapping and plain-string loops against the rules written
 out in full here; `ToolCalls`' table of compatible pairs against `matching.match_table` with the
 metric's own compatibility test (including the order in which pairs are tested); the call
-filter against `_by_name`; the XML escaping check against its regular expression, over every
+filter against `_by_name`; the case's calls, their count and one call's step (walked to) against the
+trace's own lists; the XML escaping check against its regular expression, over every
 code point; a call's text for reasons, encoded key by key up to its cut, against `json.dumps` of
 the whole arguments, cut; a list of names' text and a rounded ratio, built once per value, against `repr` and `round`.
 """
@@ -15,6 +16,7 @@ import math
 import re
 from xml.sax.saxutils import quoteattr
 
+import pytest
 from helpers import make_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -130,6 +132,30 @@ def test_call_filter_is_by_name_over_the_calls_that_count(actual):
         assert metric._keep(calls) == _by_name(kept, metric.include_tools, metric.exclude_tools)
         assert metric.counted_names(CaseViews(case)) == [c.name for _, c in metric._keep(calls)]
 
+
+
+STEP_CALLS = st.lists(st.lists(st.sampled_from(["get_a", "set_b"]), max_size=3), max_size=8)
+
+
+@given(STEP_CALLS)
+def test_calls_and_the_step_of_a_call_are_what_the_trace_lists(per_step):
+    from tracejudge.core.records import Case
+
+    case = Case.model_validate({"id": "c", "trace": {"steps": [{"tool_calls": [{"name": n} for n in names]} for names in per_step]}})
+    everywhere = [s for s, names in enumerate(per_step) for _ in names]
+    assert CaseViews(case).calls == case.trace.tool_calls()
+    assert CaseViews(case).call_count == len(everywhere)
+    assert CaseViews(case).steps == everywhere
+    for i in range(len(everywhere)):
+        views = CaseViews(case)
+        assert views.step_of(i) == everywhere[i]  # walked: the list is not built
+        assert views.steps and views.step_of(i) == everywhere[i]  # read from the list
+    for built in (False, True):  # an index past the calls, walked to or read from the list
+        views = CaseViews(case)
+        if built:
+            views.steps  # noqa: B018
+        with pytest.raises(IndexError, match="list index out of range"):
+            views.step_of(len(everywhere))
 
 def test_plain_text_check_is_the_escaping_pattern_for_every_code_point():
     special = rendered._SPECIAL

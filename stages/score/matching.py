@@ -50,7 +50,7 @@ def max_matching_of(adj: list[list[int]], n_actual: int) -> list[tuple[int, int]
     for i in range(len(adj)):
         if adj[i]:
             _augment(adj, owner, i, [False] * n_actual)
-    return sorted((i, j) for j, i in enumerate(owner) if i != -1)
+    return sorted([(i, j) for j, i in enumerate(owner) if i != -1])  # (a list, not a generator: cheaper to sort)
 
 
 def _augment(adj: list[list[int]], owner: list[int], i: int, seen: list[bool]) -> bool:

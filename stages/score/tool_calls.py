@@ -110,13 +110,14 @@ class ToolCalls(ToolMetric):
     def _compatible(self, exp: ExpectedToolCall, act: ToolCall) -> bool:
         if exp.name != act.name:
             return False
-        if self.arguments == "ignore" or exp.arguments is None:
+        arguments = self.arguments  # (read once: a field read on a pydantic model costs more than the test)
+        if arguments == "ignore" or exp.arguments is None:
             return True
         if act.arguments_missing:
             return False
-        if self.arguments == "shallow":
+        if arguments == "shallow":
             return match_top_level(exp.arguments, act.arguments, "subset")
-        return match_arguments(exp.arguments, act.arguments, self.arguments)
+        return match_arguments(exp.arguments, act.arguments, arguments)
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
@@ -174,7 +175,7 @@ class ToolCalls(ToolMetric):
             details["duplicates_credited"] = credited
             opening += f", pairing=reuse (τ²-bench: a call may meet several expectations; {credited} duplicate call(s) credited as matched)"
         parts = [opening + figures]
-        if k == len(expected) == len(actual) and all(i == j for i, j in pairs_local):
+        if k == len(expected) == len(actual) and all([i == j for i, j in pairs_local]):
             return self.verdict(value, parts[0], details)  # every call paired in place: nothing to point at
         # A call is often named in `missing`, `unexpected` and the divergence alike: each is rendered
         # once a case (`views.rendered`), and each argument difference once a pair.

@@ -148,7 +148,7 @@ class TrajectoryMatch(ToolMetric):
 
         def where(pos: int) -> str:
             idx, call = self._counted_at(views, pos)
-            return f"call #{pos + 1} (trace call {idx}, step {views.steps[idx]}) {views.rendered(call)}"
+            return f"call #{pos + 1} (trace call {idx}, step {views.step_of(idx)}) {views.rendered(call)}"
 
         for pos, (e, a) in enumerate(zip(expected, actual)):
             if e != a:

@@ -138,6 +138,9 @@ def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
             if type(e) is str:  # (the commonest item: compared here, as the first branch above would)
                 if type(a) is not str or e != a:
                     return False
+            elif type(e) is dict and type(a) is dict and (len(e) > 2 or _MATCHER_KEYS.isdisjoint(e)):
+                if not _match_plain(e, a, mode):  # (a list of plain mappings: what the mapping branch below calls)
+                    return False
             elif not match_value(e, a, mode):
                 return False
         return True
@@ -209,9 +212,13 @@ def _match_plain(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode
     """`match_arguments` of two mappings: each expected key's value matched, and in `exact` mode no other key."""
     get = actual.get
     for key, exp in expected.items():
-        if type(exp) is str:  # the commonest value, compared here as `match_value` compares it
+        te = type(exp)
+        if te is str:  # the commonest value, compared here as `match_value` compares it
             got = get(key)
             if type(got) is not str or exp != got:
+                return False
+        elif te is dict and (len(exp) > 2 or _MATCHER_KEYS.isdisjoint(exp)) and type(got := get(key, ABSENT)) is dict:
+            if not _match_plain(exp, got, mode):  # a nested plain mapping: what `match_value` calls for it
                 return False
         elif not match_value(exp, get(key, ABSENT), mode):
             return False

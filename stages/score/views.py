@@ -23,7 +23,7 @@ class CaseViews:
     """What metrics derive from one case, each part computed on first use.
 
     `calls`: every tool call of the trace in order (`Trace.tool_calls()`); `steps`: for each of
-    them, the index of its step; `selected(key, keep)`: `(index, call)` pairs of the calls a
+    them, the index of its step (`step_of(i)`: one of them); `selected(key, keep)`: `(index, call)` pairs of the calls a
     filter keeps, computed once per filter `key`; `names`: the tool names of the calls a filter
     keeps, by filter key (`ToolMetric.counted_names` fills it); `rendered(call)`: one call's text for
     reasons (`render_call`), computed once per call. The lists are shared: read them, never modify them.
@@ -44,7 +44,13 @@ class CaseViews:
         """Every tool call of the trace, in order, failed ones included."""
         if self._calls is None:
             assert self.case.trace is not None
-            self._calls = [call for step in self.case.trace.steps for call in step.tool_calls]
+            # Most steps make no call: a step's list is added only when it has calls (a comprehension made
+            # an iterator over each empty list, which cost most of the flattening).
+            calls: list[ToolCall] = []
+            for step in self.case.trace.steps:
+                if step.tool_calls:
+                    calls += step.tool_calls
+            self._calls = calls
         return self._calls
 
     @property
@@ -55,13 +61,33 @@ class CaseViews:
             self._steps = [s for s, step in enumerate(self.case.trace.steps) if step.tool_calls for _ in step.tool_calls]
         return self._steps
 
+    def step_of(self, index: int) -> int:
+        """`steps[index]`: the index of the step call `index` belongs to.
+
+        A reason that names one call's step reads one entry: unless `steps` is built already, the steps are
+        walked up to that call (most often one of the first) instead of listing the step of every call.
+        Raises `IndexError` for an index outside `calls`, as `steps[index]` does.
+        """
+        if self._steps is not None or index < 0:
+            return self.steps[index]
+        assert self.case.trace is not None
+        for s, step in enumerate(self.case.trace.steps):
+            n = len(step.tool_calls)
+            if index < n:
+                return s
+            index -= n
+        raise IndexError("list index out of range")
+
     @property
     def call_count(self) -> int:
         """`len(calls)`, without building the list when no metric of the case needed it yet."""
         if self._calls is not None:
             return len(self._calls)
         assert self.case.trace is not None
-        return sum([len(step.tool_calls) for step in self.case.trace.steps])
+        n = 0
+        for step in self.case.trace.steps:  # (a plain loop: cheaper than `sum` over a list built for it)
+            n += len(step.tool_calls)
+        return n
 
     def selected(self, key: Any, keep: Callable[[list[ToolCall]], list[tuple[int, ToolCall]]]) -> list[tuple[int, ToolCall]]:
         """`keep(calls)` computed once per hashable filter `key` (the filter's parameters)."""
