@@ -35,26 +35,31 @@ METRICS = textwrap.dedent("""\
 """)
 
 
-@pytest.mark.parametrize("metric", ["hangs", "ahangs"])
-def test_a_metric_that_never_returns_is_cut_and_the_run_goes_on(tmp_path, metric):
+# In workers (processes 2) and in the main process: `processes: 1`, or an async metric beside the sync one
+# (an async metric keeps every metric in-process, where the sync one ran on the loop with no alarm and hung the run).
+@pytest.mark.parametrize(("metrics", "processes"), [(["hangs"], 2), (["ahangs"], 2), (["hangs"], 1), (["hangs", "ahangs"], 2)])
+def test_a_metric_that_never_returns_is_cut_and_the_run_goes_on(tmp_path, metrics, processes):
     (tmp_path / "hangmetric.py").write_text(METRICS)
     with open(tmp_path / "cases.jsonl", "w") as fh:
         for i in range(N):
             fh.write(json.dumps({"id": f"c{i}", "trace": {"steps": [], "output": "hi"}}) + "\n")
+    listed = "".join(f"  - {{type: 'hangmetric:{m}'}}\n" for m in metrics)
     (tmp_path / "run.yaml").write_text(
-        f"dataset: {{path: cases.jsonl}}\nmetrics:\n  - {{type: 'hangmetric:{metric}'}}\n"
-        "run: {dir: out, processes: 2, metric_timeout_s: 1}\n"
+        f"dataset: {{path: cases.jsonl}}\nmetrics:\n{listed}"
+        f"run: {{dir: out, processes: {processes}, metric_timeout_s: 1}}\n"
     )
     cmd = [str(TRACEJUDGE), "run", "run.yaml", "--no-progress"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     results = {r["case_id"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
     assert len(results) == N
-    cut = results["c7"]["scores"][metric]
-    assert cut["value"] is None and cut["reason"].startswith("metric_timeout:") and metric in cut["reason"]
-    assert all(r["scores"][metric]["value"] == 1.0 for cid, r in results.items() if cid != "c7")
+    for metric in metrics:
+        cut = results["c7"]["scores"][metric]
+        assert cut["value"] is None and cut["reason"].startswith("metric_timeout:") and metric in cut["reason"]
+        assert all(r["scores"][metric]["value"] == 1.0 for cid, r in results.items() if cid != "c7")
     warned = [line for line in proc.stderr.splitlines() if "metric timed out" in line]
-    assert len(warned) == 1 and '"c7"' in warned[0] and f'"{metric}"' in warned[0], proc.stderr
+    assert len(warned) == len(metrics) and all('"c7"' in w for w in warned), proc.stderr
+    assert {m for m in metrics for w in warned if f'"{m}"' in w} == set(metrics), proc.stderr
     # The resume does not hang on the case either: it is finished.
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == N

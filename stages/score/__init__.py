@@ -189,8 +189,15 @@ def has_async(metrics: Sequence[Metric]) -> bool:
 
 @lru_cache(maxsize=256)
 def _aevaluate_of(cls: type) -> Any:
-    # Once per metric class: a miss goes through pydantic's metaclass __getattr__ and costs an
-    # exception (on an instance, most of `ascore_case`'s time with six metrics; on the class, still ~3% of a run).
+    """The `aevaluate` to await for a metric of class `cls`, or None: it is called as `evaluate`, under the alarm.
+
+    A `@tracejudge.metric` class says whether its function is async (`is_async`): a sync one has an `aevaluate`
+    too (the base class's), but awaited it would run on the loop where no alarm can cut it, and a metric that
+    hangs would hang the run. Once per class: a miss goes through pydantic's metaclass `__getattr__` and
+    costs an exception (on an instance, most of `ascore_case`'s time with six metrics).
+    """
+    if getattr(cls, "is_async", None) is False:
+        return None
     return getattr(cls, "aevaluate", None)
 
 
