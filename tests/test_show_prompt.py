@@ -80,3 +80,27 @@ def test_the_command_prints_each_message_whole_and_names_near_ids_for_an_unknown
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: --show-prompt: no case with id 'lnog'")
     assert "(3 readable cases); did you mean long?" in proc.stderr
+
+
+def test_a_group_that_cannot_fit_is_shown_and_estimated_as_the_run_asks_it_metric_by_metric(yes_server, tmp_path: Path, data_dir: Path):
+    # τ-bench runs whose grouped request (three metrics) cannot fit 2,500 tokens: the run asks each metric alone.
+    demo = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+    sets = ["dataset.limit=6", "metrics=[{type: TaskCompletion}, {type: ToolCallNecessity}, {type: StepFaithfulness}, "
+            "{type: Rubric, criteria: 'Was the agent polite?'}]", "assertions={}", "cache.enabled=false",
+            f"judge={{provider: openai, model: gpt-4o-mini, base_url: '{yes_server.url}/v1', context_tokens: 2500}}"]
+    args = [a for s in sets for a in ("--set", s)]
+    proc = subprocess.run([EXE, "run", str(demo), "--run-dir", str(tmp_path / "run"), "--no-progress", *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
+    assert judge["parts_reasked_alone"] > 0, judge  # the case this test is about
+    sent = sorted(json.dumps(body["messages"]) for _, body in yes_server.requests)
+    config = load_config(demo, [*sets, f"run.dir={tmp_path / 'run'}"])
+    ids = [json.loads(line)["case_id"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    shown = [s for cid in ids for s in prompts_for(config, cid) if s.req is not None]
+    assert sorted(json.dumps([dict(m) for m in s.req.messages]) for s in shown) == sent
+    assert any(s.why.startswith("asked alone: the grouped request of TaskCompletion+") for s in shown)
+    from tracejudge.stages.judge.estimate import estimate
+
+    # (The loopback judge's usage is made up: the requests, not the tokens, are what to compare.)
+    assert estimate(config)["total"].requests == judge["requests"] == len(sent)

@@ -52,7 +52,7 @@ from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
-from tracejudge.stages.judge.requests import case_requests
+from tracejudge.stages.judge.requests import case_requests, fitted_requests
 
 __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
 
@@ -221,17 +221,19 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         slot = f"{case.id}|group|{trial}" if a.metrics > 1 else f"{case.id}|{a.key}|{trial}"
                         ask_items(a.key, Item(a.plan, trial, slot), trial)
                         continue
-                    for qs in a.questions:
-                        fitted = fit_request(a.plan, qs, cfg)  # what the run sends (and caches under): a long trace is fitted
+                    # What the run sends (and caches under): a long trace is fitted, a group that cannot fit asked metric by metric.
+                    for key, plan, qs, fitted in fitted_requests(a, cfg):
+                        alone = key != a.key
+                        mest = out.setdefault(key, MetricEstimate()) if alone else est
                         if not fitted.fits:
-                            est.too_long += 1  # the run sends nothing for it
+                            mest.too_long += 1  # the run sends nothing for it
                             continue
-                        est.truncated += fitted.truncated
+                        mest.truncated += fitted.truncated
                         req = fitted.req
-                        if cached(req, a.plan.prompt_version, a.plan.metric.rubric if a.metrics == 1 else None, trial):
-                            est.cache_hits += 1
+                        if cached(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or alone else None, trial):
+                            mest.cache_hits += 1
                             continue
-                        charge(est, req, len(qs), a.metrics, reasks=a.metrics if a.metrics > 1 else 0)
+                        charge(mest, req, len(qs), 1 if alone else a.metrics, reasks=a.metrics if a.metrics > 1 and not alone else 0)
         for (key, _), items in pending.items():
             flush(key, items)
     finally:

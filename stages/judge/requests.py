@@ -83,3 +83,23 @@ def case_requests(case: Case, metrics: list[JudgeMetric], cfg: Any, reused: bool
         qs = [[q] for q in plan.questions] if per_q and plan.kind == "yes_no" else [plan.questions]
         out.append(Asked(key, plan, qs, not per_q))
     return out, no_request
+
+
+def fitted_requests(asked: Asked, cfg: Any) -> list[tuple[str, Plan, list[Question], Any]]:
+    """What the run sends for `asked`: `(metric key, plan, questions, fit_request's Fitted)` per request, in order.
+
+    Each question list fitted to the context window (`fit_request`). A grouped request that cannot fit is
+    not sent: the run asks each of its metrics alone, all its questions in one request (`grouped.split`),
+    and so the list holds those, under each metric's own key. CPU work (renders and counts every prompt).
+    """
+    from tracejudge.stages.judge.fit import fit_request
+
+    out = []
+    for qs in asked.questions:
+        fitted = fit_request(asked.plan, qs, cfg)
+        if fitted.fits or asked.metrics == 1 or not asked.plan.parts:
+            out.append((asked.key, asked.plan, qs, fitted))
+            continue
+        for part in asked.plan.parts:
+            out.append((part.metric.key, part, part.questions, fit_request(part, part.questions, cfg)))
+    return out

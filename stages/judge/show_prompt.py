@@ -22,8 +22,7 @@ from tracejudge.core.records import Case
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.llm.wire.records import JudgeRequest
 from tracejudge.stages.judge.client import request_tokens
-from tracejudge.stages.judge.fit import fit_request
-from tracejudge.stages.judge.requests import case_requests
+from tracejudge.stages.judge.requests import case_requests, fitted_requests
 
 __all__ = ["Shown", "prompts_for"]
 
@@ -35,6 +34,7 @@ class Shown:
     `req` is None when the prompt cannot fit the judge's context (`why` says so: the run sends nothing);
     `omitted` middle steps were left out and `cut` sections shortened to fit (empty: sent whole);
     `asked` is how many questions it asks, `of` how many the metric had (fewer: items the fitted prompt could not show).
+    A sent request's `why` says why it was asked alone (its group's request could not fit), else is empty.
     """
 
     key: str
@@ -88,13 +88,13 @@ def _shown(case: Case, metrics: list[Any], cfg: JudgeConfig, trial: int, reused:
     asked, decided = case_requests(case, metrics, cfg, reused)
     out = [Shown(key, None, 0, why=f"no request: scored without the judge ({score.reason})") for key, score in decided.items()]
     for a in asked:
-        for qs in a.questions:
-            fitted = fit_request(a.plan, qs, cfg)
+        for key, _, qs, fitted in fitted_requests(a, cfg):
             if not fitted.fits:
-                out.append(_unfit(a.key, fitted, len(qs)))
+                out.append(_unfit(key, fitted, len(qs)))
                 continue
             n = len(fitted.asked) if fitted.asked is not None else len(qs)
-            out.append(Shown(a.key, fitted.req, request_tokens(fitted.req, tokenizer), fitted.omit, tuple(fitted.cut), n, len(qs)))
+            alone = f"asked alone: the grouped request of {a.key} cannot fit judge.context_tokens" if key != a.key else ""
+            out.append(Shown(key, fitted.req, request_tokens(fitted.req, tokenizer), fitted.omit, tuple(fitted.cut), n, len(qs), why=alone))
     return out
 
 

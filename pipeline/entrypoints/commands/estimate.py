@@ -101,7 +101,7 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             fitted.append(f"cut: {', '.join(s.cut)}")
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
-        say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else ""))
+        say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else "") + (f" ({s.why})" if s.why else ""))
         say(f"model {model}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
         for m in s.req.messages:
             say(f"--- {m['role']}")
