@@ -27,7 +27,9 @@ def _case(cid: str, steps: int, chars: int = 400) -> dict:
         result = " ".join(f"{cid}-row{i}-{j}" for j in range(chars // 12))
         out.append({"tool_calls": [{"name": f"lookup_{i}", "arguments": {"key": f"k{i}"}, "result": result}],
                     "output": f"answer {i} :smile: [bold]x[/bold]" if i == steps else None})
-    return {"id": cid, "input": f"question about {cid}", "trace": {"steps": out, "output": f"answer {steps} :smile: [bold]x[/bold]"}}
+    # (The answer holds what a terminal acts on: an escape that clears the screen, a hyperlink, a carriage return; and a tab.)
+    return {"id": cid, "input": f"question about {cid}", "trace": {"steps": out, "output": f"answer {steps} :smile: [bold]x[/bold]"
+                                                                                       "\x1b[2J\x1b]8;;http://x\x07y\r\tz\x9b"}}
 
 
 @pytest.fixture
@@ -72,10 +74,20 @@ def test_the_command_prints_each_message_whole_and_names_near_ids_for_an_unknown
     out = proc.stdout
     assert "=== request 1 of 1: TaskCompletion+ToolCallNecessity (case long, trial 0)" in out
     assert "middle steps left out" in out
-    for m in req.messages:  # as sent: no wrapping, no markup or emoji codes interpreted
-        assert f"--- {m['role']}\n{m['content']}\n" in out
-    assert ":smile: [bold]x[/bold]" in out
-    assert yes_server.requests == []  # nothing was sent
+    for m in req.messages:  # as sent (no wrapping, no markup or emoji codes interpreted), but what a terminal acts on
+        visible = m["content"].replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\r", "\\x0d").replace("\x9b", "\\x9b")
+        assert f"--- {m['role']}\n{visible}\n" in out
+    assert ":smile: [bold]x[/bold]\\x1b[2J\\x1b]8;;http://x\\x07y\\x0d\tz\\x9b" in out
+    assert not any(c in out for c in "\x1b\x07\r\x9b") and "control characters shown as \\xNN" in out
+    # --json: each request's body is the JSON the run POSTs.
+    got = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "long", "--json"], capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    [line] = [json.loads(x) for x in got.stdout.splitlines() if json.loads(x)["sent"]]
+    assert yes_server.requests == []  # nothing was sent by either
+    run = subprocess.run([EXE, "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert run.returncode in (0, 1), run.stderr
+    [body] = [b for _, b in yes_server.requests if "long-row1" in json.dumps(b)]
+    assert line["body"] == body and line["metric"] == "TaskCompletion+ToolCallNecessity"
     proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "lnog"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: --show-prompt: no case with id 'lnog'")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,6 +32,9 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_BAD_INPUT
     if args.show_prompt is not None:
         return _show_prompt(args, config)
+    if args.json:
+        err.print("error: --json goes with --show-prompt CASE_ID (the table has no JSON form)", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     got = estimate(config)
     rows = [*got["metrics"].items(), ("total", got["total"])]
 
@@ -73,18 +78,43 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     return EXIT_OK
 
 
+# Characters a terminal acts on (C0 but newline and tab, DEL, C1): shown as `\xNN`, so a trace cannot move the
+# cursor, clear the screen or open a hyperlink on the reader's terminal. `--json` gives the bytes exactly.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _show_prompt(args: argparse.Namespace, config) -> int:
-    """Print each request about case `args.show_prompt`: a header, then every message under its role, as sent."""
-    from tracejudge.core.console import stdout_console
+    """Print each request about case `args.show_prompt`: a header, then every message under its role.
+
+    Text is written as it is (no wrapping, tabs kept), but for the control characters a terminal would act on,
+    shown as `\\xNN`. With `--json`, one JSON object a line per request, its `body` the JSON the run POSTs.
+    """
+    import json
+
+    from tracejudge.llm.wire.payload import build_payload
     from tracejudge.stages.judge.show_prompt import prompts_for
 
     shown = prompts_for(config, args.show_prompt)
-    console = stdout_console()
+    out = sys.stdout
+    cfg = config.judge
+    protocol = "anthropic" if cfg is not None and cfg.provider == "anthropic" else "openai"
+    structured = cfg.structured_output if cfg is not None and protocol == "openai" else "json_schema"
+    if args.json:
+        for s in shown:
+            body = build_payload(protocol, s.req, structured) if s.req is not None else None
+            out.write(json.dumps({"case_id": args.show_prompt, "trial": 0, "metric": s.key, "sent": s.req is not None,
+                                  "prompt_tokens": s.tokens, "omitted_steps": s.omitted, "cut": list(s.cut), "asked": s.asked,
+                                  "questions": s.of, "why": s.why, "body": body}) + "\n")
+        return EXIT_OK
 
     def say(text: str) -> None:
-        console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)  # (trace text as it is: no :codes: made emoji)
+        out.write(_visible(text) + "\n")
 
-    model = config.judge.model if config.judge else "gpt-4o-mini"
+    model = cfg.model if cfg is not None else "gpt-4o-mini"
     for s in shown:
         if s.req is None and not s.tokens:
             say(f"=== {s.key} (case {args.show_prompt}): {s.why}")
@@ -101,7 +131,9 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             fitted.append(f"cut: {', '.join(s.cut)}")
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
-        say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else "") + (f" ({s.why})" if s.why else ""))
+        controls = any(_CONTROL.search(m["content"]) for m in s.req.messages)
+        say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else "") + (f" ({s.why})" if s.why else "")
+            + ("; control characters shown as \\xNN (--json gives the request exactly)" if controls else ""))
         say(f"model {model}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
         for m in s.req.messages:
             say(f"--- {m['role']}")

@@ -122,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=_SET_HELP)
     est.add_argument("--show-prompt", metavar="CASE_ID", help="print the requests the judge would get about this case, exactly as the "
                      "run builds them (grouped, fitted to judge.context_tokens, trace fenced); nothing is sent")
+    est.add_argument("--json", action="store_true", help="with --show-prompt: one JSON object a line per request, its `body` the JSON "
+                     "the run POSTs, byte for byte")
 
     bench_args.add_parser(sub)
     calibrate.add_parser(sub)
