@@ -36,10 +36,11 @@ def test_mistyped_keys_at_every_level_name_the_nearest_key(tmp_path: Path) -> No
         "Limits: {rpm: 10}\n"
         "assertions: {metrics: {ToolCalls: {min_pass_rat: 0.5}}}\n"
     ))
-    _reports(cfg, tmp_path, f"{cfg}:1: datset: unknown key; did you mean dataset?",
+    # (a typo of a required key names both in one line: `dataset` and `prices.x.output` are required)
+    _reports(cfg, tmp_path, f"{cfg}:1: datset: unknown key `datset`; did you mean dataset? (required key `dataset` is missing)",
              f"{cfg}:3: judge.modle: unknown key; did you mean model?",
              f"{cfg}:3: judge.simulatr: unknown key; did you mean simulator?",
-             f"{cfg}:3: judge.prices.x.outptu: unknown key; did you mean output?",
+             f"{cfg}:3: judge.prices.x.outptu: unknown key `outptu`; did you mean output? (required key `output` is missing)",
              f"{cfg}:4: run.dri: unknown key; did you mean dir?",
              f"{cfg}:5: Limits: unknown key; did you mean limits?",
              f"{cfg}:6: assertions.metrics.ToolCalls.min_pass_rat: unknown key; did you mean min_pass_rate?")
@@ -137,3 +138,34 @@ def test_a_panel_member_names_the_nearest_provider_and_limit(tmp_path: Path) -> 
         cfg = _config(tmp_path, f"dataset: {{path: cases.jsonl}}\nmetrics: [{{type: TaskCompletion}}]\n"
                                 f"judge: {{provider: simulator, model: x, models: [{member}, y]}}\n")
         assert expected in config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()
+
+
+def test_a_value_outside_a_pattern_of_plain_words_names_the_words_and_the_nearest(tmp_path: Path) -> None:
+    # `include: outptu` showed only pydantic's "String should match pattern '^(trace|output)$'".
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Rubric, criteria: good, include: outptu}\n"
+                            "judge: {provider: simulator, model: x}\n")
+    _reports(cfg, tmp_path, f"{cfg}:3: metrics.0.include: Rubric: String should match pattern '^(trace|output)$' "
+                            "(expected one of: trace, output); did you mean output?")
+    cfg.write_text(cfg.read_text().replace("outptu", "everything"))  # nothing near: the words, no guess
+    _reports(cfg, tmp_path, f"{cfg}:3: metrics.0.include: Rubric: String should match pattern '^(trace|output)$' "
+                            "(expected one of: trace, output)")
+
+
+def test_a_panel_member_s_mistyped_required_key_is_one_line(tmp_path: Path) -> None:
+    # It was two lines: `model: required key is missing` and `modle: unknown key; did you mean model?`.
+    cfg = _config(tmp_path, "dataset: {path: cases.jsonl}\nmetrics: [{type: TaskCompletion}]\n"
+                            "judge:\n  provider: simulator\n  model: x\n  models: [{provider: simulator, modle: x}]\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:6: judge.models.0.modle: unknown key `modle`; did you mean model? (required key `model` is missing)"], lines
+
+
+@pytest.mark.parametrize(("key", "expected"), [
+    ("tool", "unknown key `tool`; the required key `name` is missing"),  # was `name: Field required (and 1 more problems)`
+    ("nmae", "unknown key `nmae`; did you mean name? (required key `name` is missing)"),  # counted itself as one more
+])
+def test_a_case_s_unknown_key_where_a_required_one_is_missing_is_one_problem(tmp_path: Path, key: str, expected: str) -> None:
+    case = {"id": "a", "trace": {"steps": [{"tool_calls": [{key: "lookup"}]}]}}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    (tmp_path / "eval.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
+    proc = cli("extract", "eval.yaml", "-o", "out.jsonl", cwd=tmp_path)
+    assert proc.stderr.splitlines()[0].endswith(f"trace.steps[0].tool_calls[0].{key}: {expected}"), proc.stderr

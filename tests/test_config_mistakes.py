@@ -271,10 +271,30 @@ def test_a_mapping_for_a_union_with_a_model_member_is_read_as_that_model(tmp_pat
     cfg.write_text("dataset: {path: trace.json, format: otel}\nmetrics: [{type: TaskCompletion}]\n"
                    "judge: {provider: simulator, tokenizer: {factr: 1.2}}\n")
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
-    assert lines == [f"{cfg}:3: judge.tokenizer.factor: required key is missing",
-                     f"{cfg}:3: judge.tokenizer.factr: unknown key; did you mean factor?"], lines
+    assert lines == [f"{cfg}:3: judge.tokenizer.factr: unknown key `factr`; did you mean factor? (required key `factor` is missing)"], lines
     # Neither form: one line at the key, naming both without a class name.
     cfg.write_text("dataset: {path: trace.json, format: otel}\nmetrics: [{type: TaskCompletion}]\n"
                    "judge: {provider: simulator, tokenizer: [1.2]}\n")
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
     assert lines == [f"{cfg}:3: judge.tokenizer: Input should be a valid string, or a mapping of the section's keys (got [1.2])"], lines
+
+
+@pytest.mark.parametrize(("metric", "expected"), [
+    # Not a typo, so it was `metrics.0.criteria: … required parameter is missing (and 1 more)` at the `- type:` line.
+    ("  - type: Rubric\n    rubric: good\n", "4: metrics.0.rubric: Rubric: unknown key `rubric`; the required key `criteria` is missing"),
+    # A typo of an optional key beside the missing one keeps its suggestion.
+    ("  - type: Rubric\n    scael: [1, 3]\n", "4: metrics.0.scael: Rubric: unknown key `scael` (did you mean scale?); "
+                                              "the required key `criteria` is missing"),
+    # A typo of the missing key was one line already, but counted twice: "(and 1 more)" repeated it.
+    ("  - type: Rubric\n    criterias: good\n", "4: metrics.0.criterias: Rubric: unknown key `criterias`; did you mean criteria? "
+                                                "(required key `criteria` is missing)"),
+    ("  - type: ArgumentCorrectness\n    tool: lookup\n", "4: metrics.0.tool: ArgumentCorrectness: unknown key `tool`; did you mean "
+                                                         "tool_name? (required key `tool_name` is missing)"),
+    # Another problem beside the pair is still counted.
+    ("  - type: Rubric\n    rubric: good\n    include: all\n", "4: metrics.0.rubric: Rubric: unknown key `rubric`; the required key "
+                                                                  "`criteria` is missing (and 1 more)"),
+])
+def test_an_unknown_key_where_a_required_one_is_missing_is_one_line_at_the_unknown_key(tmp_path: Path, metric: str, expected: str) -> None:
+    cfg = write(tmp_path, f"metrics:\n{metric}judge: {{provider: simulator, model: x}}\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:{expected}"], lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from tracejudge.engine import runner
 from tracejudge.llm.batch_api import find_batch
 from tracejudge.llm.providers import HttpReply, ProviderError, read_reply
 from tracejudge.llm.redact import redact
-from tracejudge.stages.judge.parse import ParseError, parse_scale, parse_yes_no, strip_invisible
+from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no, strip_invisible
 
 CANARY = "tjcanary-5b1d7f3a9c2e"
 
@@ -249,6 +250,11 @@ GOOD = '{"q1": {"answer": "yes", "reason": "a"}, "q2": {"answer": "no", "reason"
     (GOOD.replace('"yes"', '"yess"'), None),
     (GOOD.replace('"yes"', '"y"'), None),
     (GOOD.replace('"yes"', '"yes!"'), None),
+    # One "." right after the word, as a bare reply may end: unambiguous. Anything more is still a near miss.
+    (GOOD.replace('"yes"', '"Yes."').replace('"no"', '" NO. "'), ("yes", "no")),
+    (GOOD.replace('"yes"', '"yes.."'), None),
+    (GOOD.replace('"yes"', '"yes ."'), None),
+    (GOOD.replace('"yes"', '"yes.!"'), None),
     ("q1: yes\nq2: no", None),
     ('{"q1": {"answer": "yes", "reason": "a"}}', None),
     # A reasoning model's draft is not its answer: closed blocks, any case, and a lone closing tag (the template opened it).
@@ -280,6 +286,37 @@ def test_a_bare_yes_or_no_answers_one_question_only(text, expected):
         parse_yes_no(text, IDS)
 
 
+def _two(first: str, second: str) -> str:
+    return json.dumps({"q1": {"answer": first, "reason": "a"}, "q2": {"answer": "no", "reason": "a"}}) + " " + \
+        json.dumps({"q1": {"answer": second, "reason": "b"}, "q2": {"answer": "no", "reason": "b"}})
+
+
+def _listed(*answers: str) -> str:
+    return json.dumps({"answers": [{"id": "q1", "answer": a, "reason": f"r{i}"} for i, a in enumerate(answers)]
+                      + [{"id": "q2", "answer": "no", "reason": "r"}]})
+
+
+@pytest.mark.parametrize("text", [
+    _two("no", "yes"),  # two verdict objects
+    _two("No.", "YES"),  # however each is spelled
+    _listed("no", "yes"),  # one answers list naming q1 twice
+    _listed("yes", "no") + " " + GOOD,  # a valid verdict after the ambiguous one does not settle it
+    '{"q1": {"answer": "no"}} then ' + GOOD,  # an incomplete verdict that disagrees with the complete one
+])
+def test_a_question_answered_both_yes_and_no_is_a_parse_error_naming_it(text):
+    # The first answer used to count, silently: `no` here scored while the same reply also said `yes`.
+    with pytest.raises(ParseError, match=r"^q1 is answered both yes and no"):
+        parse_yes_no(text, IDS)
+    with pytest.raises(ParseError, match=r"^q1 is answered both yes and no"):  # grouped replies too
+        parse_parts(text, [["q1"], ["q2"]])
+
+
+@pytest.mark.parametrize(("text", "reason"), [(_two("Yes.", "yes"), "a"), (_listed("Yes.", "YES"), "r0")])
+def test_the_same_answer_given_twice_is_kept_with_the_first_reason(text, reason):
+    assert parse_yes_no(text, IDS)["q1"] == {"answer": "yes", "reason": reason}
+    assert parse_parts(text, [["q1"], ["q2"]])[0][0]["q1"]["answer"] == "yes"
+
+
 def test_scale_after_a_decoy():
     assert parse_scale('I considered {"score": 9} but: {"score": 4, "reason": "ok"}', 1, 5)["score"] == 4
 
@@ -290,11 +327,11 @@ def test_scale_after_a_decoy():
 def test_verdict_found_in_any_prose_and_never_a_near_miss(prose, answer, junk, zw):
     word = answer[:1] + zw + answer[1:]
     text = prose + json.dumps({"q1": {"answer": word + junk, "reason": "r"}}) + prose
-    visible_junk = strip_invisible(junk).strip() != ""
+    visible_junk = strip_invisible(junk).rstrip() not in ("", ".")  # one "." right after the word is allowed
     try:
         got = parse_yes_no(text, ["q1"])["q1"]["answer"]
     except ParseError:
-        assert visible_junk  # only a real near miss ("yess", "yes!") is refused
+        assert visible_junk  # only a real near miss ("yess", "yes!", "yes..") is refused
         return
     assert not visible_junk and got == answer.strip().lower()
 
@@ -490,3 +527,26 @@ def test_a_bare_yes_or_no_reply_answers_the_one_question_asked(tmp_path):
     assert (scores["case-1"][0], scores["case-1"][1]["value"], scores["case-1"][1]["passed"]) == ("ok", 0.0, False)
     assert [(scores[c][0], scores[c][1]["details"]["error_kind"]) for c in ("case-2", "case-3")] == [("judge_error", "parse_error")] * 2
     assert sent == 2 + 2 * 2  # no repair request for the bare verdicts; one each for the ambiguous ones
+
+
+@pytest.mark.parametrize("group", ["case", "none"])
+def test_a_reply_answering_a_question_both_ways_gets_the_repair_request_naming_it(tmp_path, group):
+    # Two verdicts in one reply, the first flipped to no: the first used to be scored silently (0.0, FAIL, no repair).
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        final = verdict(body)
+        if len(body["messages"]) > 2:  # the repair request
+            return 200, completion(json.dumps(final))
+        flipped = json.loads(json.dumps(final).replace('"yes"', '"no"'))
+        return 200, completion(f"{json.dumps(flipped)}\n{json.dumps(final)}")
+
+    metrics = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]
+    with Loopback(respond) as server:
+        data = _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 2), metrics=metrics, judge={"group": group})
+        summary = anyio.run(lambda: runner.run(validate_config(data))).summary
+        repairs = [body["messages"][-1]["content"] for _, body in server.requests if len(body["messages"]) > 2]
+    assert summary["status"] == {"ok": 2} and summary["judge"]["repairs"] == len(repairs) == (2 if group == "case" else 4)
+    assert all(re.search(r"\b[A-Z]+1 is answered both yes and no", text) for text in repairs), repairs
+    for result in _results(tmp_path):
+        for key in ("TaskCompletion", "ToolCallNecessity"):
+            answers = result["scores"][key]["details"]["answers"]
+            assert answers and all(a["answer"] == "yes" for a in answers.values()), (key, answers)

@@ -196,7 +196,8 @@ def validate_config(
     try:
         config = RunConfig.model_validate(data, context={"metric_names": "checked"})
     except ValidationError as exc:
-        errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden) for err in suggest.merge_union_errors(exc.errors())]
+        errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden)
+                   for err in suggest.pair_missing(suggest.merge_union_errors(exc.errors()), RunConfig)]
     if errors:
         raise ConfigError("\n".join(errors))
 
@@ -229,7 +230,7 @@ def validate_config(
             try:
                 fmt.options.model_validate(config.dataset.options)
             except ValidationError as exc:
-                for err in suggest.merge_union_errors(exc.errors()):
+                for err in suggest.pair_missing(suggest.merge_union_errors(exc.errors()), fmt.options):
                     problems.append(_fmt(source, ("dataset", "options", *err["loc"]), f"{config.dataset.format}: {_explain(err, fmt.options)}", lines, overridden))
     named: dict[str, int] = {}
     for i, spec in enumerate(config.metrics):
@@ -336,6 +337,8 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
         return "unknown key" + suggest.error_hint(err, model)
     if err["type"] == "missing":
         return "required key is missing"
+    if err["type"] == suggest.PAIRED:
+        return err["msg"]  # already names both keys (`suggest.pair_missing`)
     got = err.get("input")
     msg = err["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own message says nothing to a user
     if isinstance(got, dict) and err["type"] in ("value_error", "assertion_error"):

@@ -379,12 +379,13 @@ def build_metric(spec: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(params)
     except ValidationError as exc:
-        errors = suggest.merge_union_errors(exc.errors())
-        err = suggest.first_problem(errors)
+        # (an unknown key beside a missing one is one problem, shown as one: the count says only what the line does not)
+        errors = suggest.pair_missing(suggest.merge_union_errors(exc.errors()), cls)
+        err = errors[0]
         msg = ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
         if err["type"] == "missing":
             msg = "required parameter is missing"
-        elif err["msg"] != errors[0]["msg"]:  # an unknown key that is a typo of a missing one
+        elif err["type"] == suggest.PAIRED:
             msg = err["msg"]
         extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise SpecError(tuple(err["loc"]), f"{kind}: {msg}{extra}") from None

@@ -3,7 +3,7 @@
 One place for the rule, so `explain`, unknown config keys, unknown metric
 types, unknown metric options and values outside a fixed set (`provider:
 simulater`) suggest alike (`error_hint`); and which of pydantic's errors a
-user is shown (`first_problem`, `merge_union_errors`).
+user is shown (`pair_missing`, `merge_union_errors`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["closest", "did_you_mean", "error_hint", "first_problem", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys"]
+__all__ = ["PAIRED", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
+           "unknown_key_message"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
 # `ToolCall` → `ToolCalls`, `dri` → `dir`, and rarely offers an unrelated word.
@@ -101,10 +102,14 @@ def error_hint(err: Any, model: type[BaseModel] | None) -> str:
     An unknown key (`extra_forbidden`) names the nearest key allowed at its
     place (`key_hint`); a string outside a fixed set of values (a `Literal` or
     an `Enum`: `literal_error`, `enum`) names the nearest allowed value, read
-    from the error's own list of them, so any such field anywhere is covered.
+    from the error's own list of them, so any such field anywhere is covered;
+    so does a string that missed a pattern of plain words (`^(trace|output)$`),
+    which also lists the words: `" (expected one of: trace, output); did you mean output?"`.
     """
     if err["type"] == "extra_forbidden":
         return key_hint(model, tuple(err["loc"]))
+    if err["type"] == "string_pattern_mismatch":
+        return _words_hint(err)
     expected = (err.get("ctx") or {}).get("expected")
     if err["type"] not in ("literal_error", "enum") or not isinstance(err.get("input"), str) or not isinstance(expected, str):
         return ""
@@ -116,6 +121,20 @@ def error_hint(err: Any, model: type[BaseModel] | None) -> str:
             continue  # not a plain string value: nothing to offer for it
     hint = did_you_mean(err["input"], values, n=1, typo=True)
     return f"; {hint}" if hint else ""
+
+
+# A pattern that is a plain choice of words (`^(trace|output)$`): a fixed set of values written as a regex.
+_WORDS = re.compile(r"\^\((?:\?:)?([\w-]+(?:\|[\w-]+)*)\)\$")
+
+
+def _words_hint(err: Any) -> str:
+    """For a string that missed a pattern of plain words: `" (expected one of: a, b); did you mean b?"`, else `""`."""
+    words = _WORDS.fullmatch(str((err.get("ctx") or {}).get("pattern", "")))
+    if words is None or not isinstance(err.get("input"), str):
+        return ""
+    values = words.group(1).split("|")
+    hint = did_you_mean(err["input"], values, n=1, typo=True)
+    return f" (expected one of: {', '.join(values)})" + (f"; {hint}" if hint else "")
 
 
 def model_keys(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[str]:
@@ -151,23 +170,47 @@ def missing_key_typo(missing: str, present: Iterable[Any]) -> str | None:
     return next((str(k) for k in present if str(k) != missing and closest(str(k), [missing], typo=True)), None)
 
 
-def first_problem(errors: list[Any]) -> dict[str, Any]:
-    """The pydantic error to report first: the first one, unless it is a required key missing beside an unknown
-    key that is a typo of it (`{"nam": …}`), reported as that unknown key naming the missing one.
+# The type of an error `pair_missing` made of a required key missing and an unknown key beside it.
+PAIRED = "unknown_key_for_missing"
 
-    pydantic lists `name: Field required` before `nam: Extra inputs are not permitted`, which hid the typo.
+
+def pair_missing(errors: list[Any], model: type[BaseModel] | None = None) -> list[dict[str, Any]]:
+    """`errors` with each required key missing beside an unknown key made one error of type `PAIRED`, at the
+    unknown key (so its line is the one shown), in the place of the earlier of the two; other errors are kept, in order.
+
+    The unknown key that is a typo of the missing one is taken first (`{"nam": …}`: `unknown_key_message`);
+    missing keys left over are paired, in order, with unknown keys left over (`rubric:` for `criteria:` is no typo,
+    but the same mistake: "unknown key `rubric`; the required key `criteria` is missing", naming the key of
+    `model` an unknown one is a typo of, if any). pydantic lists `criteria: Field required` before
+    `rubric: Extra inputs are not permitted`, which hid the unknown key, and counted the pair as two problems.
     """
-    first = dict(errors[0])
-    if first["type"] not in ("missing", "extra_forbidden") or not first["loc"]:
-        return first
-    parent = tuple(first["loc"][:-1])
-    siblings = {kind: [str(e["loc"][-1]) for e in errors if e["type"] == kind and e["loc"] and tuple(e["loc"][:-1]) == parent]
-                for kind in ("missing", "extra_forbidden")}
-    for want in siblings["missing"]:
-        typo = missing_key_typo(want, siblings["extra_forbidden"])
-        if typo is not None:
-            return {**first, "loc": (*parent, typo), "type": "extra_forbidden", "msg": unknown_key_message(typo, want)}
-    return first
+    out: list[dict[str, Any] | None] = [dict(e) for e in errors]
+    places: dict[tuple[Any, ...], dict[str, list[int]]] = {}
+    for i, e in enumerate(errors):
+        if e["type"] in ("missing", "extra_forbidden") and e["loc"]:
+            places.setdefault(tuple(e["loc"][:-1]), {"missing": [], "extra_forbidden": []})[e["type"]].append(i)
+    for parent, kinds in places.items():
+        unknown = {str(errors[j]["loc"][-1]): j for j in kinds["extra_forbidden"]}
+        left: list[int] = []
+        for i in kinds["missing"]:
+            want = str(errors[i]["loc"][-1])
+            typo = missing_key_typo(want, unknown)
+            if typo is None:
+                left.append(i)
+                continue
+            _pair(out, i, unknown.pop(typo), (*parent, typo), unknown_key_message(typo, want))
+        for i, (key, j) in zip(left, list(unknown.items())):
+            near = did_you_mean(key, model_keys(model, (*parent, key)), n=1, typo=True)
+            msg = f"unknown key `{key}`{f' ({near})' if near else ''}; the required key `{errors[i]['loc'][-1]}` is missing"
+            _pair(out, i, j, (*parent, key), msg)
+    return [e for e in out if e is not None]
+
+
+def _pair(out: list[dict[str, Any] | None], missing: int, unknown: int, loc: tuple[Any, ...], msg: str) -> None:
+    # The pair's error goes where the earlier of its two was; the later one's place is emptied.
+    first, later = sorted((missing, unknown))
+    out[first] = {**(out[missing] or {}), "loc": loc, "type": PAIRED, "msg": msg}
+    out[later] = None
 
 
 def unknown_key_message(typo: str, want: str) -> str:

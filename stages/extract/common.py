@@ -97,13 +97,13 @@ def case_problem(exc: ValidationError) -> tuple[str, str]:
     An unknown key names the nearest key a case has there (`expected_tool_call`
     → `expected_tool_calls`), so a typo is found from the message alone.
     """
-    errors = exc.errors()
-    err = suggest.first_problem(errors)
+    errors = suggest.pair_missing(exc.errors(), Case)  # an unknown key beside a missing one: one problem, one line
+    err = errors[0]
     loc = ""
     for part in err["loc"]:
         loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
-    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    if err["type"] == "extra_forbidden" and err["msg"] == errors[0]["msg"]:  # not already a typo of a missing key
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    if err["type"] == "extra_forbidden":
         more = suggest.key_hint(Case, tuple(err["loc"])) + more
     if err["type"] == "model_type" and tuple(err["loc"][:2]) == ("trace", "retrieved"):
         # `expected_passages` are plain strings, so strings here looked right: say what a passage is.

@@ -13,9 +13,14 @@ Answers come as the shared schema's list (`{"answers": [{"id", "answer",
 "reason"}, …]}`, read by id; the first answer to an id counts) or as an
 object keyed by question id. Not tolerated: anything that is not a JSON object with exactly the asked
 question ids and an answer that is exactly yes or no after trimming and
-lower-casing ("yess", "yes!" and "y" are wrong) — a near-miss like
+lower-casing, with at most one `.` right after the word ("Yes." is yes;
+"yess", "yes!", "yes.." and "y" are wrong) — a near-miss like
 `GRADE: CI` or `q1: yes` lines is a parse failure, which the judge answers
 with one repair request and then `judge_error` with the raw text kept.
+Nor a reply that answers one question both yes and no — in two verdict
+objects, or twice in one `answers` list: which one the judge meant is
+unknowable, so it is a parse failure naming the question (the same answer
+given twice is harmless: the first reason is kept).
 One exception: when a single question was asked, a reply that is nothing but
 yes or no (any case, optionally one `.` or `!` after it: `YES.`, `no`) answers
 it, as a judge that skipped the JSON meant; anything more (`yes and no`,
@@ -29,7 +34,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["ParseError", "by_id", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
+__all__ = ["ParseError", "by_id", "check_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
            "strip_reasoning", "yes_no_from"]
 
 T = TypeVar("T")
@@ -95,27 +100,57 @@ def _first_valid(text: str, read: Callable[[Any], T]) -> T:
     raise first or ParseError("no JSON object found in the reply")
 
 
-def by_id(data: Any) -> Any:
-    """A reply object's answers by question id: the shared schema's `{"answers": [{"id": …}, …]}` (the first
-    answer to an id counts), or `data` itself when it is not in that form (keyed by id)."""
+def _listed(data: Any) -> Iterator[tuple[str, Any]]:
+    # Every (id, answer) of the shared schema's list, repeats included; nothing when `data` is not in that form.
     if isinstance(data, dict) and isinstance(data.get("answers"), list):
-        out: dict[str, Any] = {}
         for a in data["answers"]:
             if isinstance(a, dict) and isinstance(a.get("id"), str):
-                out.setdefault(strip_invisible(a["id"]).strip(), a)
+                yield strip_invisible(a["id"]).strip(), a
+
+
+def by_id(data: Any) -> Any:
+    """A reply object's answers by question id: the shared schema's `{"answers": [{"id": …}, …]}` (the first
+    answer to an id counts; `check_agreement` refuses a reply whose repeats disagree), or `data` itself when it is
+    not in that form (keyed by id)."""
+    if isinstance(data, dict) and isinstance(data.get("answers"), list):
+        out: dict[str, Any] = {}
+        for q, a in _listed(data):
+            out.setdefault(q, a)
         return out
     return data
+
+
+def _word(answer: Any) -> str | None:
+    # "yes" or "no" when the answer is one (any case, padding, one "." right after it), else None.
+    word = strip_invisible(str(answer)).strip().lower()
+    word = word[:-1] if word.endswith(".") else word
+    return word if word in ("yes", "no") else None
+
+
+def check_agreement(text: str, question_ids: list[str]) -> None:
+    """Raises `ParseError` naming the first of `question_ids` that the reply answers both yes and no, counting every
+    JSON object of the reply (`json_objects`) and every entry of an `answers` list; answers that are not yes or no
+    do not count here (`yes_no_from` judges them)."""
+    asked = set(question_ids)
+    seen: dict[str, str] = {}
+    for data in json_objects(text):
+        pairs = _listed(data) if isinstance(data.get("answers"), list) else ((q, data[q]) for q in question_ids if q in data)
+        for q, item in pairs:
+            word = _word(item.get("answer")) if q in asked and isinstance(item, dict) else None
+            if word is not None and seen.setdefault(q, word) != word:
+                raise ParseError(f"{q} is answered both yes and no; give one answer per question")
 
 
 def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]]:
     """`{qid: {"answer": "yes"|"no", "reason": str}}` for exactly `question_ids`. Raises `ParseError`.
 
-    Answers are compared case-insensitively after trimming; a missing id, an
-    extra id, or an answer other than yes/no is an error. With one question
-    asked, a reply that is only yes or no (`YES.`: the module doc) answers it, with reason `""`.
+    Answers are compared case-insensitively after trimming (one `.` after the word is allowed); a missing id,
+    an extra id, an answer other than yes/no, or a question answered both yes and no (`check_agreement`) is an
+    error. With one question asked, a reply that is only yes or no (`YES.`: the module doc) answers it, with reason `""`.
     """
     if len(question_ids) == 1 and (bare := _BARE.fullmatch(strip_reasoning(strip_invisible(text)))) is not None:
         return {question_ids[0]: {"answer": bare.group(1).lower(), "reason": ""}}
+    check_agreement(text, question_ids)
     return _first_valid(text, lambda data: yes_no_from(by_id(data), question_ids))
 
 
@@ -123,9 +158,12 @@ def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[
     """Per part (one metric's question ids) of a grouped reply: its answers, or `None` and the problem (`""` when usable).
 
     The reply's first JSON object that answers some asked id is read. Raises
-    `ParseError` when no part is usable (the whole reply then gets a repair request).
+    `ParseError` when no part is usable, or when the reply answers an asked id both yes and no (`check_agreement`;
+    the whole reply then gets a repair request).
     """
-    wanted = {q for ids in parts for q in ids}
+    asked = [q for ids in parts for q in ids]
+    check_agreement(text, asked)
+    wanted = set(asked)
     data = next((by_id(o) for o in json_objects(text) if isinstance(by_id(o), dict) and wanted & set(by_id(o))), None)
     if data is None:
         raise ParseError("no JSON object with answers to the asked question ids found in the reply")
@@ -155,8 +193,8 @@ def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]
         item = data[q]
         if not isinstance(item, dict):
             raise ParseError(f"{q}: expected an object with answer and reason")
-        answer = strip_invisible(str(item.get("answer", ""))).strip().lower()
-        if answer not in ("yes", "no"):
+        answer = _word(item.get("answer", ""))
+        if answer is None:
             raise ParseError(f"{q}: answer must be yes or no, got {item.get('answer')!r}")
         out[q] = {"answer": answer, "reason": str(item.get("reason", ""))}
     return out
