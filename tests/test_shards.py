@@ -175,3 +175,6 @@ def test_merged_shards_add_up_their_judge_errors_by_kind(tmp_path, data_dir):
     for i, (count, command) in enumerate(retry, 1):
         assert command.endswith(f"--shard {i}/2 --no-progress") and f"sweep-shard-{i}-of-2: {count}" in merged.stdout, merged.stdout
         assert f"\n  {command}\n" in merged.stdout, merged.stdout
+    (tmp_path / "sweep-shard-1-of-2").rename(tmp_path / "gone")  # the merge is then reported as it stands: no run to retry
+    alone = _tj("report", str(tmp_path / "merged"))
+    assert alone.returncode == 1 and "transient failure" not in alone.stdout, alone.stdout + alone.stderr

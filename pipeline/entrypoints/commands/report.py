@@ -100,12 +100,13 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
 
 def _print_shard_retries(dirs: list[Path], out: Console) -> None:
-    """For each shard (or run) merged with transient failures standing, the command that retries them: what its own
-    `tracejudge run` printed. The merge is no run of its own to resume; each shard is, with its own command."""
+    """For each shard merged with transient failures standing, the command that retries them: what its own
+    `tracejudge run` printed. The merge is no run of its own to resume (nor one reported as it stands, its shards gone)."""
+    from tracejudge.engine import shards
     from tracejudge.engine.retries import pending_retries
 
     for run_dir in dirs:
-        if n := pending_retries(run_dir):
+        if shards.is_shard(run_dir) and (n := pending_retries(run_dir)):
             out.print(f"{run_dir}: {n} result{'s' if n != 1 else ''} ended in a transient failure (judge, target or provider); "
                       f"its own command retries {'them' if n != 1 else 'it'}:\n  {_resume_command(run_dir)}",
                       highlight=False, markup=False, soft_wrap=True)
