@@ -300,3 +300,42 @@ def test_a_json_array_names_the_file_offset_of_a_byte_that_is_not_utf8(tmp_path:
     message = (f"file is not valid UTF-8: byte 0xE9 at line {line} column {column} (byte offset {at}) starts no UTF-8 character "
                "(invalid continuation byte); save the file as UTF-8")
     assert f"data.json:1: {message}" in str(refused.value)
+
+
+@pytest.mark.parametrize("fmt", sorted(f for f, (framing, _, _) in FORMATS.items() if framing == "jsonl"))
+def test_the_line_after_a_utf16_line_is_read_as_written(tmp_path: Path, fmt: str) -> None:
+    # A UTF-16 LE line's newline is 0A 00 (0D 00 0A 00 with "\r\n"): split at the 0A, its 00 began the next line, which
+    # was then "invalid JSON: Expecting value at column 1". Every other line must give what it gives in a UTF-8 file.
+    texts = [json.dumps(FORMATS[fmt][1](i)) for i in range(6)]
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(t + "\n" for t in texts))
+    want = {r["case_id"]: (r["status"], r["error"]) for r in results_of(anyio.run(lambda: runner.run(run_config(path, fmt, tmp_path / "utf8"))).run_dir)}
+    for newline in ("\n", "\r\n"):
+        wide = ("\ufeff" + texts[3] + newline).encode("utf-16-le")
+        path.write_bytes("".join(t + "\n" for t in texts[:3]).encode() + wide + "".join(t + "\n" for t in texts[4:]).encode())
+        run = tmp_path / f"run{len(newline)}"
+        got = {r["case_id"]: (r["status"], r["error"]) for r in results_of(anyio.run(lambda: runner.run(run_config(path, fmt, run))).run_dir)}
+        (status, error), = [got.pop(k) for k, (_, e) in list(got.items()) if e and e.get("line") == 4]
+        assert status == "invalid_input" and error["message"] == f"line is not valid UTF-8: it starts with FF FE, a UTF-16 LE byte-order mark: {SAVE_AS_UTF8}"
+        assert len(got) == 5 and all(want.get(k) == v for k, v in got.items()), (got, want)  # the other five, as in UTF-8
+
+
+def test_a_utf16_line_appended_last_is_one_invalid_record_and_is_not_read_again(tmp_path: Path) -> None:
+    # Its newline's 00 after the last 0A was a line of its own: a second invalid record, "last line has no newline",
+    # provisional, so the resume cursor stayed before it and every resume read it again.
+    texts = [json.dumps(FORMATS["native"][1](i)) for i in range(4)]
+    data = tmp_path / "data.jsonl"
+    data.write_bytes("".join(t + "\n" for t in texts[:3]).encode() + ("\ufeff" + texts[3] + "\n").encode("utf-16-le"))
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
+                                  "run": {"dir": str(tmp_path / "run")}, "assertions": {"max_invalid_share": 0.5}}))
+    extract = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", "-"], capture_output=True, text=True, timeout=120)
+    assert len(extract.stdout.splitlines()) == 3 and "1 records were invalid" in extract.stderr and f"{data}:5" not in extract.stderr, extract.stderr
+    cmd = [sys.executable, "-m", "tracejudge", "--log-level", "info", "run", str(config), "--no-progress"]
+    assert subprocess.run(cmd, capture_output=True, text=True, timeout=120).returncode == 0
+    assert [r["status"] for r in results_of(tmp_path / "run")] == ["ok"] * 3 + ["invalid_input"]
+    cursor = json.loads((tmp_path / "run" / "cursor.json").read_text())
+    assert (cursor["records"], cursor["line"]) == (4, 4)
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and '"resuming from the dataset cursor"' in again.stderr and "(0 new results, 4 already finished)" in again.stdout, again.stdout
+    assert len(results_of(tmp_path / "run")) == 4

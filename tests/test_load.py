@@ -70,6 +70,10 @@ def test_counting_a_jsonl_file_gives_as_many_records_as_reading_it(tmp_path):
         "bad-lines.jsonl": b'not json\n{"id": 1\n\xff\xfe\n',
         "binary.jsonl": b"PK\x03\x04\x00\x00 an archive\n" * 3,
         "empty.jsonl": b"",
+        "utf16-line.jsonl": b'{"id": "a"}\n' + _utf16_line({"id": "b"}, "\n") + b'{"id": "c"}\n{"id": "d"}\n{"id": "e"}\n',
+        "utf16-crlf-line.jsonl": b'{"id": "a"}\n{"id": "b"}\n' + _utf16_line({"id": "c"}, "\r\n") * 2 + b'{"id": "d"}\n{"id": "e"}\n',
+        "utf16-last-line.jsonl": b'{"id": "a"}\n{"id": "b"}\n{"id": "c"}\n' + _utf16_line({"id": "d"}, "\n"),
+        "utf16-blank-line.jsonl": b'{"id": "a"}\n{"id": "b"}\n' + _utf16_line({"id": "c"}, "\n") + "\n".encode("utf-16-le") + b'{"id": "d"}\n',
     }
     for name, data in files.items():
         path = tmp_path / name
@@ -79,3 +83,42 @@ def test_counting_a_jsonl_file_gives_as_many_records_as_reading_it(tmp_path):
     # The progress total of a native dataset is counted so, not read record by record.
     native = registry.format_for("native")
     assert native.count is not None and native.count(DatasetConfig(path=str(tmp_path / "blanks.jsonl"), format="native")) == 2
+
+
+def _utf16_line(record: dict, newline: str) -> bytes:
+    """`record` as one UTF-16 LE line with its byte-order mark, as an editor appends it: its newline is 0A 00 (or 0D 00 0A 00)."""
+    return ("\ufeff" + json.dumps(record) + newline).encode("utf-16-le")
+
+
+def test_a_utf16_line_keeps_its_newline_s_nul_from_the_next_line(tmp_path):
+    # Split at 0A, a UTF-16 LE line's newline 0A 00 left its 00 at the start of the next line: that line, good
+    # UTF-8, was "invalid JSON at column 1", and after the last line the 00 was a line (a record) of its own.
+    good = [(json.dumps({"id": f"g{i}"}) + "\n").encode() for i in range(6)]
+    for newline in ("\n", "\r\n"):
+        wide = _utf16_line({"id": "wide"}, newline)
+        path = tmp_path / "mid.jsonl"
+        path.write_bytes(b"".join(good[:3]) + wide + wide + b"".join(good[3:]))
+        recs = list(read_jsonl(path))
+        assert [r.line for r in recs] == [1, 2, 3, 4, 5, 6, 7, 8]
+        assert [json.loads(r.payload)["id"] for r in recs if r.line not in (4, 5)] == ["g0", "g1", "g2", "g3", "g4", "g5"]
+        assert recs[3].payload.startswith(b"\xff\xfe") and recs[4].payload.startswith(b"\xff\xfe")  # the second's own mark, no NUL
+        ends = [len(b"".join(good[:i + 1])) for i in range(3)] + [sum(map(len, good[:3])) + len(wide) * k - 1 for k in (1, 2)]
+        ends += [sum(map(len, good[:3])) + 2 * len(wide) + len(b"".join(good[3:i + 1])) for i in range(3, 6)]
+        assert [r.end for r in recs] == ends  # offsets are the file's bytes, the moved NUL counted in the line it begins
+        for r in recs[:-1]:  # read from the end of any record (a resume cursor) gives the same records after it
+            assert [(s.line, s.payload, s.end) for s in read_jsonl(path, start=(r.end, r.line))] == [
+                (s.line, s.payload, s.end) for s in recs if s.line > r.line]
+        path = tmp_path / "end.jsonl"
+        path.write_bytes(b"".join(good[:3]) + wide)
+        recs = list(read_jsonl(path))
+        assert [r.line for r in recs] == [1, 2, 3, 4] and recs[-1].payload.endswith(b"\n")  # no line 5, of one NUL
+        assert list(read_jsonl(path, start=(recs[-1].end, 4))) == []
+
+
+def test_one_utf16_line_among_a_few_does_not_make_the_file_binary(tmp_path):
+    # With its NUL counted in the next line, two of four lines held a NUL: the whole file was "not a text JSONL file".
+    path = tmp_path / "four.jsonl"
+    good = [(json.dumps({"id": f"g{i}"}) + "\n").encode() for i in range(3)]
+    path.write_bytes(good[0] + _utf16_line({"id": "wide"}, "\n") + good[1] + good[2])
+    recs = list(read_jsonl(path))
+    assert [r.error for r in recs] == [None] * 4 and [json.loads(recs[i].payload)["id"] for i in (0, 2, 3)] == ["g0", "g1", "g2"]

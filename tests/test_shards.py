@@ -155,11 +155,13 @@ def test_merged_shards_add_up_their_judge_errors_by_kind(tmp_path, data_dir):
     cfg = ["--set", f"cache.dir={tmp_path / 'c'}", "--set", f"run.dir={tmp_path / 'sweep'}", "--set", "dataset.limit=24",
            "--set", "metrics=[{type: TaskCompletion}]", "--set", "assertions={}", "--set", "judge.max_attempts=1",
            "--set", "judge.simulator.error_rate=0.5"]
-    shards = []
+    shards, retry = [], []
     for i in (1, 2):
         got = _tj("run", str(DEMO), "--shard", f"{i}/2", *cfg, "--no-progress")
         assert got.returncode in (0, 1), got.stderr
         shards.append(json.loads((tmp_path / f"sweep-shard-{i}-of-2" / "summary.json").read_text())["judge"])
+        said = got.stderr.split("the same command retries them", 1)[1].splitlines()  # "(at most …):", then the command
+        retry.append((f"{shards[-1]['judge_errors']} results ended in a transient failure", said[1].strip()))
     assert all(s["judge_errors"] for s in shards), shards
     merged = _tj("report", str(tmp_path / "sweep"), "--out", str(tmp_path / "merged"))
     judge = json.loads((tmp_path / "merged" / "summary.json").read_text())["judge"]
@@ -169,3 +171,10 @@ def test_merged_shards_add_up_their_judge_errors_by_kind(tmp_path, data_dir):
             kinds[kind] = kinds.get(kind, 0) + n
     assert judge["error_kinds"] == kinds, merged.stdout + merged.stderr
     assert judge["judge_errors"] == sum(kinds.values()) == sum(s["judge_errors"] for s in shards)
+    # The merge is no run to resume: it names, for each shard, the command its own run printed to retry its failures.
+    for i, (count, command) in enumerate(retry, 1):
+        assert command.endswith(f"--shard {i}/2 --no-progress") and f"sweep-shard-{i}-of-2: {count}" in merged.stdout, merged.stdout
+        assert f"\n  {command}\n" in merged.stdout, merged.stdout
+    (tmp_path / "sweep-shard-1-of-2").rename(tmp_path / "gone")  # the merge is then reported as it stands: no run to retry
+    alone = _tj("report", str(tmp_path / "merged"))
+    assert alone.returncode == 1 and "transient failure" not in alone.stdout, alone.stdout + alone.stderr

@@ -45,7 +45,7 @@ from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.load import loads, read_jsonl
+from tracejudge.stages.load import jsonl_lines, loads, read_jsonl
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
 
@@ -81,7 +81,7 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
 
         answers = {}
         with open(answer_file, "rb") as fh:
-            for lineno, line in enumerate(fh, 1):
+            for lineno, (_, line) in enumerate(jsonl_lines(fh), 1):
                 if not line.strip():
                     continue
                 try:

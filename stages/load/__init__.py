@@ -9,6 +9,7 @@ instead of stopping the stream.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 
 from tracejudge.stages.load.encoding import NotUtf8, encoding_problem, file_encoding_problem, utf8_text, wide_encoding
 
-__all__ = ["JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message",
+__all__ = ["JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
            "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_json_value", "utf8_text"]
 
 _WS = " \t\r\n"
@@ -187,7 +188,8 @@ class RawRecord:
 def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | None = None) -> Iterator[RawRecord]:
     """Yield every non-blank line of a JSONL file as bytes, with its 1-based line number and end offset.
 
-    A UTF-8 byte-order mark at the start of a line is dropped. Memory is one line at a time. `limit` stops after that many records.
+    A UTF-8 byte-order mark at the start of a line is dropped, and a NUL a UTF-16 LE line's newline left there (`jsonl_lines`).
+    Memory is one line at a time. `limit` stops after that many records.
     A file that is not text — at least half of the lines in its first 64 KiB
     holding a NUL byte or invalid UTF-8 (an archive, an image, a UTF-16 or
     Latin-1 export) — is one record with `error` set, naming the file (and the
@@ -214,13 +216,8 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
         if why is not None:
             yield RawRecord(name, 1, error=f"not a text JSONL file ({why}); nothing in it was read")
             return
-        fh.seek(offset)
-        for lineno, line in enumerate(fh, before + 1):
-            offset += len(line)
-            if line.startswith(b"\xef\xbb\xbf"):
-                # A UTF-8 byte-order mark (editors on Windows write one) is not part of the record; after the first
-                # line it is where files were joined (`cat a.jsonl b.jsonl`), each beginning with its own.
-                line = line[3:]
+        for lineno, (size, line) in enumerate(jsonl_lines(fh, offset), before + 1):
+            offset += size
             if not line.strip():
                 continue
             yield RawRecord(name, lineno, line, end=offset)
@@ -233,18 +230,42 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
 
 def count_jsonl(path: Path, limit: int | None = None) -> int:
     """How many records `read_jsonl(path, limit)` yields (a progress total), counted without making them: its
-    non-blank lines (a byte-order mark at a line's start is not part of it), or 1 for a file that is not text."""
+    non-blank lines (as `jsonl_lines` gives them), or 1 for a file that is not text."""
     with open(path, "rb", buffering=_READ_BUFFER) as fh:
         if _not_text(fh.read(_SNIFF)) is not None:
             return 1
-        fh.seek(0)
-        first = fh.readline()
-        n = int(bool(first.removeprefix(b"\xef\xbb\xbf").strip())) + sum(1 for line in fh if line.removeprefix(b"\xef\xbb\xbf").strip())
+        n = sum(1 for _, line in jsonl_lines(fh) if line.strip())
     return n if limit is None else min(n, limit)
 
 
 _SNIFF = 1 << 16
 _READ_BUFFER = 1 << 16
+_BOM = b"\xef\xbb\xbf"
+
+
+def jsonl_lines(fh: Any, offset: int = 0) -> Iterator[tuple[int, bytes]]:
+    """Each line of the binary file `fh` from byte `offset` (the start of a line): (its size in the file, its text).
+
+    The text is without what belongs to no record: a UTF-8 byte-order mark at its start (editors on Windows write one;
+    after the first line it is where files were joined, `cat a.jsonl b.jsonl`, each beginning with its own), and a NUL
+    that ends the line before. A UTF-16 LE line's newline is 0A 00: split at the 0A, its 00 would begin the next line,
+    spoiling a good UTF-8 line after it, or making a line of its own after the last. So a line starting with a NUL after
+    one ending in 00 0A (a UTF-16 LE "\\n" or "\\r\\n") loses that NUL; the size still counts it, so offsets stay the file's.
+    """
+    wide = False
+    if offset >= 2:
+        # A resume begins where a line ended: the line before is not read, only its last two bytes.
+        fh.seek(offset - 2)
+        wide = fh.read(2) == b"\x00\n"
+    fh.seek(offset)
+    for line in fh:
+        size, ends_wide = len(line), line.endswith(b"\x00\n")
+        if wide and line[:1] == b"\x00":
+            line = line[1:]
+        wide = ends_wide  # of the line as read: a blank UTF-16 LE line reads 00 0A, and its newline's 00 begins the next
+        if line.startswith(_BOM):
+            line = line[3:]
+        yield size, line
 
 
 def _not_text(head: bytes) -> str | None:
@@ -255,8 +276,8 @@ def _not_text(head: bytes) -> str | None:
     names UTF-16 or UTF-32 when the bytes look it (`wide_encoding`). One bad line
     among good ones (a line appended in UTF-16) stays that line's own error.
     """
-    lines = head.split(b"\n")
-    if len(lines) > 1:
+    lines = [line for _, line in jsonl_lines(io.BytesIO(head))]
+    if len(lines) > 1 and not lines[-1].endswith(b"\n"):
         lines = lines[:-1]  # the last may be cut by the sniff
     lines = [line for line in lines if line.strip()]
     bad, first = 0, None

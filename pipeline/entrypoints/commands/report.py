@@ -93,8 +93,23 @@ def command(args: argparse.Namespace, err: Console) -> int:
                   "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
     # A copy (`--out`) of one run resumes as that run: the command is the original's, which the copy does not record.
     one_run = len(dirs) == 1 and not shards.is_shard(dirs[0]) and not shards.is_merge(dirs[0])
+    if not one_run:
+        _print_shard_retries(dirs, out)
     print_verdict(verdict, out, resume=_resume_command(dirs[0]) if verdict.interrupted and one_run else None)
     return verdict.exit_code
+
+
+def _print_shard_retries(dirs: list[Path], out: Console) -> None:
+    """For each shard merged with transient failures standing, the command that retries them: what its own
+    `tracejudge run` printed. The merge is no run of its own to resume (nor one reported as it stands, its shards gone)."""
+    from tracejudge.engine import shards
+    from tracejudge.engine.retries import pending_retries
+
+    for run_dir in dirs:
+        if shards.is_shard(run_dir) and (n := pending_retries(run_dir)):
+            out.print(f"{run_dir}: {n} result{'s' if n != 1 else ''} ended in a transient failure (judge, target or provider); "
+                      f"its own command retries {'them' if n != 1 else 'it'}:\n  {_resume_command(run_dir)}",
+                      highlight=False, markup=False, soft_wrap=True)
 
 
 def _what_was_written(dirs: list[Path], run_dir: Path) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.stages.extract.otel.once import once
-from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, loads_line
+from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, jsonl_lines, loads_line
 from tracejudge.stages.load.encoding import file_encoding_problem
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports"]
@@ -220,7 +220,7 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         yield 1, None, _unreadable(path, exc)
         return
     with fh:  # JSON Lines: one export at a time, never the whole file in memory
-        yield from _lines(fh)
+        yield from _lines(line for _, line in jsonl_lines(fh))
 
 
 def _unreadable(path: Path, exc: OSError) -> str:

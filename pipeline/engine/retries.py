@@ -1,0 +1,50 @@
+"""How many results of a run directory the same `tracejudge run` command would redo, read from its files alone.
+
+A run that ends with transient failures standing (a judge, target or provider error, a dead worker) prints the
+command that retries them (`RunJournal.pending_retries`). `tracejudge report` over shards reads each shard's
+results instead, nothing of its journal open: this gives it the same count, so the merged report can name each
+shard's command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracejudge.core.config_sections import RunSection
+from tracejudge.engine import store
+
+__all__ = ["pending_retries"]
+
+# What the journal counts as a failure to retry (`records.RETRYABLE_STATUSES` and a dead worker's case): a budget skip
+# and a torn last line are provisional too, but not failures.
+_RETRY_MARKS = (b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"', b'"kind":"worker_error"')
+
+
+def pending_retries(run_dir: Path) -> int:
+    """How many (case, trial) of `run_dir` stand as a transient failure that the same command redoes: failed at most
+    `run.max_resume_retries` times (the manifest's config; else the default), as the run that wrote them counts.
+
+    One pass over results.jsonl; only the lines after the first failure are parsed. 0 when it cannot be read.
+    """
+    manifest = store.read_manifest(run_dir, strict=False) or {}
+    limit = ((manifest.get("config") or {}).get("run") or {}).get("max_resume_retries")
+    if not isinstance(limit, int):
+        limit = RunSection.model_fields["max_resume_retries"].default
+    failures: dict[tuple[str, int], int] = {}
+    standing: set[tuple[str, int]] = set()
+    try:
+        for line in store.iter_result_lines(run_dir / store.RESULTS):
+            failed = any(mark in line for mark in _RETRY_MARKS)
+            if not (failed or standing):
+                continue
+            key = store.line_key(line)
+            if key is None:
+                continue
+            if failed:
+                failures[key] = failures.get(key, 0) + 1
+                standing.add(key)
+            else:
+                standing.discard(key)
+    except OSError:
+        return 0
+    return sum(1 for key in standing if failures[key] <= limit)
