@@ -106,6 +106,11 @@ def test_a_group_that_cannot_fit_is_shown_and_estimated_as_the_run_asks_it_metri
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
     assert judge["parts_reasked_alone"] > 0, judge  # the case this test is about
+    # Prompts "too long, not sent, their scores null" are only those: a group asked alone instead is none.
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    null = sum(1 for r in rows for s in r["scores"].values() if s["value"] is None and s["reason"].startswith("too_long:"))
+    assert judge["too_long"] == null, (judge["too_long"], null)
+    assert "could not fit the judge's context and were not sent" not in proc.stdout + proc.stderr or null
     sent = sorted(json.dumps(body["messages"]) for _, body in yes_server.requests)
     config = load_config(demo, [*sets, f"run.dir={tmp_path / 'run'}"])
     ids = [json.loads(line)["case_id"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]

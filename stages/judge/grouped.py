@@ -110,6 +110,8 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
                 out[i] = Outcome(s, outcome.status, outcome.message, outcome.kind)
             return [o for o in out if o is not None]
         # Refused, unusable or too long as a whole: each metric on its own, so only a metric that causes it fails.
+        if outcome.status == "ok" and (score.details or {}).get("too_long_tokens") is not None:
+            judge.stats.too_long -= 1  # counted as a prompt whose scores are null: they are asked alone instead
         problem = outcome.message or score.reason or ""
         why = {i: f"the grouped request failed ({problem[:300]}); re-asked alone" for i in range(len(plans))}
     else:
