@@ -298,3 +298,15 @@ def test_an_unknown_key_where_a_required_one_is_missing_is_one_line_at_the_unkno
     cfg = write(tmp_path, f"metrics:\n{metric}judge: {{provider: simulator, model: x}}\n")
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
     assert lines == [f"{cfg}:{expected}"], lines
+
+
+def test_a_list_option_given_one_name_and_a_mistyped_metric_function_say_what_to_write(tmp_path: Path, data_dir: Path) -> None:
+    # "Input should be a valid tuple" (pydantic's word for the field's type) and "has no attribute 'hnag'" said neither.
+    (tmp_path / "trace.json").write_bytes((data_dir / "otel_genai" / "hand" / "mcp_tool_call.json").read_bytes())
+    (tmp_path / "mymetrics.py").write_text("import tracejudge\n\n\n@tracejudge.metric\ndef hang(case, trace):\n    return 1.0\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: trace.json, format: otel}\nmetrics:\n  - {type: 'mymetrics:hnag'}\n"
+                   "  - {type: ToolCalls, exclude_tools: get_*}\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:3: metrics.0.type: custom metric 'mymetrics:hnag': 'mymetrics' has no attribute 'hnag'; did you mean hang?",
+                     f"{cfg}:4: metrics.1.exclude_tools: ToolCalls: Input should be a list, such as [get_*]"], lines

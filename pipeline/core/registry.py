@@ -44,6 +44,8 @@ __all__ = [
     "register_metric",
 ]
 
+_SEQUENCE_TYPES = frozenset({"tuple_type", "list_type", "set_type", "frozen_set_type"})
+
 
 class NoOptions(BaseModel):
     """`dataset.options` of a format that takes none: any key is refused when the config loads."""
@@ -287,7 +289,10 @@ def import_metric(path: str) -> type[BaseModel]:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise SpecError(("type",), f"custom metric {path!r}: {module_name!r} has no attribute {attr!r}") from None
+            # The metrics the module does define, nearest first: a typo of one is the usual cause.
+            metrics = [k for k, v in vars(obj).items() if isinstance(v, type) and issubclass(v, Metric)] if hasattr(obj, "__dict__") else []
+            hint = suggest.did_you_mean(part, metrics)
+            raise SpecError(("type",), f"custom metric {path!r}: {module_name!r} has no attribute {attr!r}" + (f"; {hint}" if hint else "")) from None
     if isinstance(obj, type) and issubclass(obj, Metric):
         return obj
     what = f"an instance of {type(obj).__name__}" if not isinstance(obj, type) else f"the class {obj.__name__}"
@@ -383,7 +388,10 @@ def build_metric(spec: dict[str, Any]) -> Any:
         errors = suggest.pair_missing(suggest.merge_union_errors(exc.errors()), cls)
         err = errors[0]
         msg = ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
-        if err["type"] == "missing":
+        if err["type"] in _SEQUENCE_TYPES:  # (pydantic says "a valid tuple" of a field a config writes as a list)
+            got = err.get("input")
+            msg = "Input should be a list" + (f", such as [{got}]" if isinstance(got, str) else "")
+        elif err["type"] == "missing":
             msg = "required parameter is missing"
         elif err["type"] == suggest.PAIRED:
             msg = err["msg"]
