@@ -187,10 +187,12 @@ def test_the_fit_reserves_max_tokens_for_every_metric_of_a_grouped_request(simul
     window = request_tokens(prompt) + 700  # room for 512 output tokens, not for 2 × 512
     fitted = fit_request(gp, gp.questions, JudgeConfig(too_long="skip", max_tokens=512, context_tokens=window))
     assert fitted.req.max_tokens == 1024 and not fitted.fits
-    # Against a server with that window: the prompt is reported too long, never sent to overflow it.
+    # Against a server with that window: the grouped prompt is never sent to overflow it; each metric is asked alone,
+    # so no prompt was left unsent with its scores null.
     sim = simulator(context_tokens=window)
     summary = run(config(tmp_path, sim.url, cases(tmp_path / "c.jsonl", 1), too_long="skip", context_tokens=window, max_tokens=512))
-    assert sim.stats.refused == 0 and summary["judge"]["too_long"] == 1
+    assert sim.stats.refused == 0 and sim.stats.answered == 2
+    assert summary["judge"]["too_long"] == 0 and summary["judge"]["parts_reasked_alone"] == 2
 
 
 def test_a_tokenizer_factor_makes_estimate_admission_and_usage_agree_with_the_server(simulator, tmp_path):

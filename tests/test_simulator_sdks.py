@@ -50,3 +50,31 @@ def test_anthropic_sdk_streams_text_and_a_forced_tool_as_it_gets_them_without_a_
     assert final.stop_reason == "tool_use" and final.content[0].type == "tool_use"
     assert final.content[0].input == whole.content[0].input and set(final.content[0].input) == {"ok", "why"}
     assert "claude-3-5-haiku-latest" in [m.id for m in client.models.list()]
+
+
+def test_openai_sdk_structured_outputs_of_nested_models_and_json_mode_parse(simulator):
+    # pydantic writes a nested model as a `$ref` into `$defs`: answered as a string, the SDK's `parse` raised.
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        answer: Literal["yes", "no"]
+        reason: str
+
+    class Verdict(BaseModel):
+        TC1: Answer
+        TC2: Answer | None = None
+
+    sim = simulator()
+    client = openai.OpenAI(base_url=sim.url + "/v1", api_key="unused", max_retries=0)
+    ask = [{"role": "user", "content": "Is the output right?"}]
+    parsed = client.chat.completions.parse(model="gpt-4o-mini", messages=ask, response_format=Verdict).choices[0].message.parsed
+    assert isinstance(parsed, Verdict) and parsed.TC1.answer in ("yes", "no") and isinstance(parsed.TC2, Answer)
+    with client.chat.completions.stream(model="gpt-4o-mini", messages=ask, response_format=Verdict) as stream:
+        assert stream.get_final_completion().choices[0].message.parsed == parsed
+    # JSON mode promises a JSON object whatever the prompt asks ("yes" is not one).
+    text = client.chat.completions.create(model="gpt-4o-mini", messages=ask, response_format={"type": "json_object"}).choices[0].message.content
+    import json
+
+    assert isinstance(json.loads(text), dict)

@@ -109,12 +109,28 @@ class Sim:
 
     # ----------------------------------------------------------------- verdicts
 
-    def instance(self, schema: dict[str, Any], digest: bytes, path: str = "") -> Any:
-        """A deterministic instance of a JSON schema (the subset judges use)."""
+    def instance(self, schema: dict[str, Any], digest: bytes, path: str = "", root: dict[str, Any] | None = None, depth: int = 0) -> Any:
+        """A deterministic instance of a JSON schema (the subset judges and the SDKs' structured outputs use).
+
+        Local references (`{"$ref": "#/$defs/Answer"}`, as pydantic writes a nested model) are read from `root`,
+        the whole schema; `anyOf` / `oneOf` take their first member that is not null, `const` its value.
+        """
+        root = schema if root is None else root
 
         def h(tag: str) -> int:
             return int.from_bytes(hashlib.sha256(digest + (path + "/" + tag).encode()).digest()[:8], "big")
 
+        def more(sub: Any, at: str) -> Any:
+            return self.instance(sub if isinstance(sub, dict) else {}, digest, at, root, depth + 1)
+
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and depth < 32:  # (a schema that refers to itself ends in a string, not a loop)
+            return more(_pointer(root, ref), path)
+        if "const" in schema:
+            return schema["const"]
+        options = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+        if isinstance(options, list) and options and depth < 32:
+            return more(next((o for o in options if not (isinstance(o, dict) and o.get("type") == "null")), options[0]), path)
         if "enum" in schema:
             values = schema["enum"]
             if set(values) >= {"yes", "no"}:
@@ -125,10 +141,10 @@ class Sim:
             kind = next((k for k in kind if k != "null"), "null")
         if kind == "object":
             props = schema.get("properties", {})
-            return {k: self.instance(v, digest, f"{path}/{k}") for k, v in props.items()}
+            return {k: more(v, f"{path}/{k}") for k, v in props.items()}
         if kind == "array":
             n = schema.get("minItems", 1)
-            return [self.instance(schema.get("items", {}), digest, f"{path}/{i}") for i in range(n)]
+            return [more(schema.get("items", {}), f"{path}/{i}") for i in range(n)]
         if kind == "boolean":
             return h("b") % 1000 < self.config.yes_share * 1000
         if kind == "integer":
@@ -140,3 +156,16 @@ class Sim:
         if kind == "null":
             return None
         return f"simulated reason {h('s') % 997}"
+
+
+def _pointer(root: dict[str, Any], ref: str) -> Any:
+    """What the local JSON pointer `ref` (`#/$defs/Answer`) names in `root`, or `{}` (any value) when nothing."""
+    if not ref.startswith("#"):
+        return {}
+    node: Any = root
+    for part in filter(None, ref[1:].split("/")):
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return {}
+    return node

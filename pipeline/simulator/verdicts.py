@@ -157,10 +157,12 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     elif rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
         schema = rf["schema"]
         name = schema_name(schema)
-    elif not rf and not anthropic:
+    elif not anthropic and (not rf or rf.get("type") == "json_object"):
         _, listed = _asked(body, prompt)
         if listed:  # no schema: a model reading the prompt answers the question ids it lists
             schema, name = {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
+        elif rf:  # JSON mode promises a JSON object, whatever the prompt asks
+            schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string"}}}
     if anthropic and body.get("tools"):
         tool = body["tools"][0]
         schema, tool_name = tool.get("input_schema"), tool.get("name")
