@@ -322,7 +322,6 @@ def require_metrics(config: RunConfig, source: str = "<config>", overrides: list
 
 # Keys whose value is a URL (`judge.base_url`, `target.url`, a store's `dataset.options.url` / `tracking_uri`).
 _URL_KEYS = ("base_url", "url", "tracking_uri")
-_MAPPING_TYPES = frozenset({"dict_type", "model_type", "model_attributes_type"})
 
 
 def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
@@ -346,7 +345,7 @@ def _explain(err: Any, model: type[BaseModel] | None = None) -> str:
     hint = suggest.error_hint(err, model)
     if err["type"] == "string_type" and loc and loc[-1] in _URL_KEYS:
         msg = "Input should be a URL, a string such as http://127.0.0.1:8000"
-    elif err["type"] in _MAPPING_TYPES:
+    elif err["type"] in suggest.MAPPING_TYPES:
         msg = "Input should be a mapping of the section's keys"
         urls = [k for k in suggest.model_keys(model, (*loc, "")) if k in _URL_KEYS] if isinstance(got, str) and "://" in got else []
         hint = f"; a URL goes in {'.'.join(map(str, (*loc, urls[0])))}" if urls else ""

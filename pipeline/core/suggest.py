@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["PAIRED", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
+__all__ = ["MAPPING_TYPES", "PAIRED", "closest", "did_you_mean", "error_hint", "key_hint", "merge_union_errors", "missing_key_typo", "model_keys", "pair_missing",
            "unknown_key_message"]
 
 # difflib's ratio: 2·matches / total length. 0.5 still finds `modle` → `model`,
@@ -218,6 +218,9 @@ def unknown_key_message(typo: str, want: str) -> str:
     return f"unknown key `{typo}`; did you mean {want}? (required key `{want}` is missing)"
 
 
+MAPPING_TYPES = frozenset({"dict_type", "model_type", "model_attributes_type"})
+"""pydantic's error types for a value that should have been a mapping (a section, a model's keys)."""
+
 # The extra `loc` element pydantic adds for each member of a union a value fits none of: the member's schema
 # (`literal['a','b']`, `list[str]`, `str`, `function-after[...]`), never a key of a config.
 _MEMBER = re.compile(r"^(?:[a-z][a-z-]*\[.*\]|str|int|float|bool|none|bytes)$", re.S)
@@ -236,16 +239,16 @@ def merge_union_errors(errors: list[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     errors = _structured_member(errors)
-    unions = {tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], str) and _MEMBER.match(e["loc"][-1])}
+    unions = {tuple(e["loc"][:-1]) for e in errors if _scalar_member(e)}
     for err in errors:
         loc = tuple(err["loc"])
         # (a model member, named by its class, is one member more where a scalar one shows the union)
-        member = _MEMBER.match(loc[-1]) is not None or (loc[:-1] in unions and _CLASS.match(loc[-1]) is not None) if loc and isinstance(loc[-1], str) else False
+        member = _scalar_member(err) or (len(loc) > 1 and loc[:-1] in unions and isinstance(loc[-1], str) and _CLASS.match(loc[-1]) is not None)
         if len(loc) < 2 or not member:
             out.append(dict(err))
             continue
         # (a model member's "valid dictionary or instance of TokenizerFactor" names a class no config shows)
-        msg = "a mapping of the section's keys" if err["type"] in _MAPPING else err["msg"].removeprefix("Input should be ")
+        msg = "a mapping of the section's keys" if err["type"] in MAPPING_TYPES else err["msg"].removeprefix("Input should be ")
         at = merged.get(loc[:-1])
         if at is None:
             at = merged[loc[:-1]] = {**err, "loc": loc[:-1], "msg": "Input should be " + msg}
@@ -255,9 +258,14 @@ def merge_union_errors(errors: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-_MAPPING = ("model_type", "model_attributes_type", "dict_type")
 # A model member of a union: pydantic names it by its class (`judge.tokenizer.TokenizerFactor.factor`).
 _CLASS = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def _scalar_member(err: Any) -> bool:
+    """True when `err` is about a union member that is no model: its `loc` ends in the member's schema (`str`, `list[str]`)."""
+    loc = err["loc"]
+    return bool(loc) and isinstance(loc[-1], str) and _MEMBER.match(loc[-1]) is not None
 
 
 def _structured_member(errors: list[Any]) -> list[Any]:
@@ -268,8 +276,7 @@ def _structured_member(errors: list[Any]) -> list[Any]:
     helps (`tokenizer.encodng: unknown key`). With several model members, the one with fewest errors is taken.
     Errors of anything else pass unchanged.
     """
-    scalars = {tuple(e["loc"][:-1]): e for e in errors
-               if len(e["loc"]) >= 1 and isinstance(e["loc"][-1], str) and _MEMBER.match(e["loc"][-1]) is not None}
+    scalars = {tuple(e["loc"][:-1]): e for e in errors if _scalar_member(e)}
     by_union: dict[tuple[Any, ...], dict[str, list[int]]] = {}
     for i, e in enumerate(errors):
         loc = tuple(e["loc"])

@@ -11,13 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracejudge.core.config_sections import RunSection
+from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR
 from tracejudge.engine import store
 
 __all__ = ["pending_retries"]
 
 # What the journal counts as a failure to retry (`records.RETRYABLE_STATUSES` and a dead worker's case): a budget skip
 # and a torn last line are provisional too, but not failures.
-_RETRY_MARKS = (b'"status":"judge_error"', b'"status":"target_error"', b'"status":"rate_limited"', b'"kind":"worker_error"')
+_RETRY_MARKS = (*(f'"status":"{s}"'.encode() for s in sorted(RETRYABLE_STATUSES)), f'"kind":"{WORKER_ERROR}"'.encode())
 
 
 def pending_retries(run_dir: Path) -> int:
