@@ -195,26 +195,25 @@ class CpuJob:
         metric waits on I/O: one at a time, a chunk of 64 cases took 64 of its round trips).
         The items keep the chunk's order.
         """
-        from tracejudge.stages.score import ascore_case, has_async
+        import anyio
+
+        from tracejudge.stages.score import ascore_case, has_async, score_case
+
+        async def scored(item: Extracted, use: Sequence[Any]) -> None:
+            item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
+            self._render(item)
 
         out = []
         waiting = []
         for raw in chunk:
             item, use = self._extract(raw)
-            if use is not None:
-                if has_async(use):
-                    waiting.append((item, use))
-                else:
-                    item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
-                    self._render(item)
+            if use is not None and has_async(use):
+                waiting.append((item, use))
+            elif use is not None:
+                item.scores = score_case(item.case, use)  # type: ignore[arg-type]
+                self._render(item)
             out.append(item)  # in this process: nothing to pickle, so no lighter copy to make
         if waiting:
-            import anyio
-
-            async def scored(item: Extracted, use: Sequence[Any]) -> None:
-                item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
-                self._render(item)
-
             async with anyio.create_task_group() as tg:
                 for item, use in waiting:
                     tg.start_soon(scored, item, use)
