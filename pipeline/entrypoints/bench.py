@@ -76,7 +76,7 @@ from tracejudge.entrypoints.judge_bench.sender import PROMPT_MARGIN, Attempt, Be
 from tracejudge.entrypoints.judge_bench.table import print_report
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.prices import Price, price_for
-from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session, public_url
+from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session, protocol_of, public_url
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 
 __all__ = ["BenchRequest", "add_parser", "build_sample", "command", "synthetic_requests"]
@@ -163,7 +163,7 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
         runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
                                                       json_object_only=s.json_object_only, tokenizer_factor=s.tokenizer_factor))
         base = url + "/v1"
-    protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
+    protocol, structured = protocol_of(cfg)
     # The limits are what the bench finds out; how they are counted may be known already.
     limiter = AdaptiveLimiter(UNLIMITED_RPM, UNLIMITED_TPM, 1, config.limits.window)
     budget = InProcessBudget(None, args.max_cost_usd)
@@ -171,7 +171,7 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
         async with open_session(args.max_level) as session:
             bench = Bench(session=session, url=endpoint(cfg.provider, base), protocol=protocol, headers=auth_headers(protocol, key),
                            requests=requests, limiter=limiter, budget=budget, price=price, max_requests=args.requests, timeout_s=cfg.timeout_s,
-                           structured=cfg.structured_output if protocol == "openai" else "json_schema", max_bytes=cfg.max_response_bytes,
+                           structured=structured, max_bytes=cfg.max_response_bytes,
                            secrets=(key,))
             best, steps, why = await ramp(bench, 1, args.max_level)
             hold_start = time.monotonic() - bench.t0

@@ -32,7 +32,7 @@ content filter's 400 stays `fatal`: one item's content causes it.
 from __future__ import annotations
 
 # The steps live in `tracejudge.llm.wire` (records, payload, transport, rate_headers, read); this module is their one public surface.
-from tracejudge.llm.wire.payload import ANTHROPIC_VERSION, DEFAULT_BASE_URLS, auth_headers, build_payload, endpoint, public_url, response_format
+from tracejudge.llm.wire.payload import ANTHROPIC_VERSION, DEFAULT_BASE_URLS, auth_headers, build_payload, endpoint, protocol_of, public_url, response_format
 from tracejudge.llm.wire.rate_headers import rate_info
 from tracejudge.llm.wire.read import read_reply
 from tracejudge.llm.wire.records import HttpReply, JudgeRequest, ProviderError, RateInfo, Reply
@@ -49,6 +49,7 @@ __all__ = [
     "build_payload",
     "endpoint",
     "open_session",
+    "protocol_of",
     "public_url",
     "rate_info",
     "read_reply",

@@ -65,7 +65,7 @@ from tracejudge.core.config import JudgeConfig
 from tracejudge.llm.budget import Budget
 from tracejudge.llm.cache import JudgeCache
 from tracejudge.llm.prices import Price
-from tracejudge.llm.providers import JudgeRequest, Reply, auth_headers
+from tracejudge.llm.providers import JudgeRequest, Reply, auth_headers, protocol_of
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
 from tracejudge.llm.spend_journal import SpendJournal
@@ -111,9 +111,7 @@ class Judge:
         self.cfg = cfg
         self.session = session
         self.url = url
-        self.protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
-        # Anthropic always gets the schema as a forced tool's input schema, whatever the setting.
-        self.structured = cfg.structured_output if self.protocol == "openai" else "json_schema"
+        self.protocol, self.structured = protocol_of(cfg)  # (Anthropic gets the schema as a forced tool's, whatever the setting)
         self.tokenizer = spec_of(cfg)
         self.reached = False  # some request of the run got an HTTP reply: the endpoint exists
         self._headers = auth_headers(self.protocol, api_key)

@@ -46,7 +46,7 @@ from tracejudge.core.records import Case, Score
 from tracejudge.llm.cache import DiskJudgeCache, cache_key
 from tracejudge.llm.prices import price_for
 from tracejudge.llm.prefix_cache import PrefixCache
-from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payload
+from tracejudge.llm.providers import DEFAULT_BASE_URLS, JudgeRequest, build_payload, protocol_of
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
@@ -129,12 +129,11 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None
     out = {m.key: MetricEstimate() for m in metrics}
     batch = cfg.mode == "batch"
-    protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
+    protocol, structured = protocol_of(cfg)
     provider_cache = PrefixCache()
     pending: dict[tuple[str, int], list[Item]] = {}
     reused = config.run.trials > 1 or cfg.calibration is not None
     tokenizer = spec_of(cfg)
-    structured = cfg.structured_output if protocol == "openai" else "json_schema"
 
     def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1, reasks: int = 0) -> None:
         tin = request_tokens(req, tokenizer)
@@ -223,17 +222,17 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                         continue
                     # What the run sends (and caches under): a long trace is fitted, a group that cannot fit asked metric by metric.
                     for key, plan, qs, fitted in fitted_requests(a, cfg):
-                        alone = key != a.key
-                        mest = out.setdefault(key, MetricEstimate()) if alone else est
+                        by_itself = key != a.key  # (a metric of a group that cannot fit, asked alone)
+                        mest = out.setdefault(key, MetricEstimate()) if by_itself else est
                         if not fitted.fits:
                             mest.too_long += 1  # the run sends nothing for it
                             continue
                         mest.truncated += fitted.truncated
                         req = fitted.req
-                        if cached(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or alone else None, trial):
+                        if cached(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or by_itself else None, trial):
                             mest.cache_hits += 1
                             continue
-                        charge(mest, req, len(qs), 1 if alone else a.metrics, reasks=a.metrics if a.metrics > 1 and not alone else 0)
+                        charge(mest, req, len(qs), 1 if by_itself else a.metrics, reasks=a.metrics if a.metrics > 1 and not by_itself else 0)
         for (key, _), items in pending.items():
             flush(key, items)
     finally:

@@ -95,7 +95,7 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
     `sim_base` the simulator's URL when a member is the simulator. Returns `([(name, judge)], batch runner or None)`."""
     from tracejudge.llm.batch_journal import BatchJournal
     from tracejudge.llm.prices import price_for
-    from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint
+    from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, protocol_of
     from tracejudge.llm.ratelimit import AdaptiveLimiter
     from tracejudge.stages.judge.client import Judge
 
@@ -115,7 +115,7 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
         if mcfg.mode == "batch":
             from tracejudge.stages.judge.batch_runner import BatchRunner  # (aiohttp: imported when used)
 
-            protocol = "anthropic" if mcfg.provider == "anthropic" else "openai"
+            protocol, _ = protocol_of(mcfg)
             batch_runner = BatchRunner(mcfg, session=session, protocol=protocol, base_url=base, headers=auth_headers(protocol, mkey),
                                        journal=BatchJournal(run_dir), journal_base=cache_base)
         # A simulator not started yet (it starts with the first request sent) has no URL yet: the stage sets it then.

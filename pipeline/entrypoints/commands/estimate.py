@@ -95,14 +95,13 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
     """
     import json
 
-    from tracejudge.llm.wire.payload import build_payload
+    from tracejudge.llm.providers import build_payload, protocol_of
     from tracejudge.stages.judge.show_prompt import prompts_for
 
     shown = prompts_for(config, args.show_prompt)
     out = sys.stdout
     cfg = config.judge
-    protocol = "anthropic" if cfg is not None and cfg.provider == "anthropic" else "openai"
-    structured = cfg.structured_output if cfg is not None and protocol == "openai" else "json_schema"
+    protocol, structured = protocol_of(cfg) if cfg is not None else ("openai", "json_schema")
     if args.json:
         for s in shown:
             body = build_payload(protocol, s.req, structured) if s.req is not None else None

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tracejudge.llm.wire.records import JudgeRequest
 
-__all__ = ["ANTHROPIC_VERSION", "DEFAULT_BASE_URLS", "auth_headers", "build_payload", "endpoint", "public_url", "response_format"]
+__all__ = ["ANTHROPIC_VERSION", "DEFAULT_BASE_URLS", "auth_headers", "build_payload", "endpoint", "protocol_of", "public_url", "response_format"]
 
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
 ANTHROPIC_VERSION = "2023-06-01"
@@ -60,6 +60,14 @@ def _anthropic_message(m: dict[str, str], prefix: str) -> dict[str, Any]:
     if rest:
         blocks.append({"type": "text", "text": rest})
     return {"role": m["role"], "content": blocks}
+
+
+def protocol_of(cfg: Any) -> tuple[str, str]:
+    """`(protocol, structured)` a judge config's requests are sent in: `anthropic` for that provider, else `openai`
+    (every OpenAI-compatible server), and how the verdict schema goes (`judge.structured_output`; Anthropic always
+    gets it as a forced tool: `json_schema`). `cfg` is a `JudgeConfig`."""
+    protocol = "anthropic" if cfg.provider == "anthropic" else "openai"
+    return protocol, cfg.structured_output if protocol == "openai" else "json_schema"
 
 
 def response_format(req: JudgeRequest, structured: str = "json_schema") -> dict[str, Any] | None:
