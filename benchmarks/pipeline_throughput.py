@@ -5,7 +5,8 @@ Makes native JSONL datasets of N = 10,000 / 100,000 cases by repeating the
 on each — load → extract → score → aggregate → results.jsonl and reports — as
 a fresh process, once per executor (`run.processes: 1` = in-process on the
 event loop, `run.processes: 2` = two worker processes), and prints cases/s,
-CPU seconds and peak RSS (the main process; the largest worker beside it).
+CPU seconds and peak RSS (the main process; the largest worker beside it), and, with workers,
+the main process's CPU apart from theirs.
 
 The six checks, the same for all three tools: ToolCalls exact on write calls
 (`exclude_tools` below, failed calls left out), TrajectoryMatch in_order,
@@ -116,12 +117,13 @@ if cfg.run.executor == "ray":
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
 out = anyio.run(run, cfg)
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"n": out.new_results, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss}))
+print(json.dumps({"n": out.new_results, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss,
+                  "workers_cpu": kids.ru_utime + kids.ru_stime}))
 import gc
 gc.freeze()  # as `tracejudge run` ends (`entrypoints.cli.console_main`): no collection walks every object on the way out
 """
 
-Run = dict[str, Any]  # wall, cpu (s), n, rss, workers_rss (MB), means
+Run = dict[str, Any]  # wall, cpu, workers_cpu (s), n, rss, workers_rss (MB), means
 
 
 class State:
@@ -161,7 +163,7 @@ def whole_process(cmd: list[str], what: str) -> Run:
     done = timed(cmd, cwd=REPO).check(what)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     return {"wall": done.wall, "cpu": done.cpu, "n": got["n"], "rss": got["rss_kb"] / 1024,
-            "workers_rss": got["workers_rss_kb"] / 1024, "means": got.get("means")}
+            "workers_rss": got["workers_rss_kb"] / 1024, "workers_cpu": got.get("workers_cpu", 0.0), "means": got.get("means")}
 
 
 def run_dir_of(work: Path, n: int, name: str) -> Path:
@@ -313,6 +315,11 @@ def tables(st: State) -> None:
         print(f"\n(medians over runs: {counts}; peak RSS is the main process's, the workers' largest was "
               + (", ".join(f"{name} {median(r, 'workers_rss'):.0f} MB at {n:,}" for (name, n), r in rows.items() if median(r, "workers_rss")) or "-")
               + ")")
+        # With workers the wall time is bounded by the main process's own CPU as well as by the total over the cores.
+        for (name, n), r in rows.items():
+            if median(r, "workers_cpu") > 0.1:
+                print(f"{name} at {n:,}: main process {statistics.median(x['cpu'] - x['workers_cpu'] for x in r):.2f} CPU s, "
+                      f"workers {median(r, 'workers_cpu'):.2f} CPU s together")
         for n in sizes:
             ray_row, local = rows.get(("ray (2 CPUs)", n)), rows.get(("processes 2", n))
             if ray_row and local:
