@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from enum import Enum
+from functools import cache
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -35,13 +36,16 @@ __all__ = [
     "Trace",
     "Usage",
     "UserMessage",
+    "bare_case",
     "decode_arguments",
     "score_counts",
 ]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # The input models' validators are built on first use: the struct path scores native cases without them
+    # (`tracejudge.stages.extract.struct_score`), and building them cost every run's start-up.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def decode_arguments(value: Any) -> tuple[Any, bool]:
@@ -247,6 +251,14 @@ class Case(_Strict):
         if "\x00" in value:
             raise PydanticCustomError("id_nul", "the case id holds a NUL character (\\u0000), which file names and XML cannot carry")
         return value
+
+
+@cache
+def bare_case() -> Case:
+    """The `Case` of id "-" and nothing else, one for the process: a template whose `model_copy(update=...)`
+    gives a light case (an id, tags, metadata) without validating them again. Built on first call, not on
+    import, as `Case`'s validator is."""
+    return Case(id="-")
 
 
 class Status(str, Enum):

@@ -14,13 +14,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.core.records import UNTERMINATED_LINE, Case, CaseResult, ErrorInfo, Status
+from tracejudge.core.records import UNTERMINATED_LINE, Case, CaseResult, ErrorInfo, Status, bare_case
 from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished, Rendered
-
-_BARE = Case(id="-")  # a template: every copy sets its own id
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
 
@@ -100,7 +98,7 @@ class Admission:
                 if kind == UNTERMINATED_LINE:
                     err.kind = kind  # still provisional: the finished line decides
                 cid = f"{cid}@{where}"
-            return self._once(cid, lambda: Work(_BARE.model_copy(update={"id": cid}), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
+            return self._once(cid, lambda: Work(bare_case().model_copy(update={"id": cid}), 0, CaseResult(case_id=cid, status=Status.invalid_input, error=err), started))
         case = item.case
         assert case is not None
         where = f"{item.file}:{item.line}"
@@ -130,7 +128,7 @@ class Admission:
         first = self.seen.claim_hash(done.id_hash, item.file, item.line)
         if first != f"{item.file}:{item.line}":  # a repeated id: the general path's duplicate result
             # (claiming again is harmless: the id keeps its first place)
-            item.case, item.rendered = _BARE.model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
+            item.case, item.rendered = bare_case().model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
             return self.works(item, started)
         return self._finished_trials(done, started)
 

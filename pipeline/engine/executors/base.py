@@ -57,7 +57,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from tracejudge.core.config import DatasetConfig
-from tracejudge.core.records import Case, ErrorInfo, Score
+from tracejudge.core.records import Case, ErrorInfo, Score, bare_case
 from tracejudge.core.registry import Format
 from tracejudge.engine.rendered import Rendered, render
 
@@ -270,14 +270,11 @@ def _is_async(metric: Any) -> bool:
     return bool(flag) if flag is not None else getattr(metric, "aevaluate", None) is not None
 
 
-_BARE = Case(id="-")  # a template: every copy sets its own id
-
-
 def _light(case: Case) -> Case:
     # What the main process needs when no later stage reads the trace: id, tags, metadata. They were
     # validated with the case: copied onto a bare case, not validated again (`model_construct` would
     # inspect every default factory).
-    return _BARE.model_copy(update={"id": case.id, "tags": case.tags, "metadata": case.metadata})
+    return bare_case().model_copy(update={"id": case.id, "tags": case.tags, "metadata": case.metadata})
 
 
 class Executor(Protocol):
