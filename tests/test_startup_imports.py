@@ -29,6 +29,7 @@ METRICS = "metrics:\n  - {type: TrajectoryMatch, order: in_order}\n  - {type: To
 NEVER_IN_A_PLAIN_RUN = [
     *(module for name, module in registry.FORMAT_MODULES.items() if name != "native"),
     "tracejudge.stages.judge.metrics",
+    "tracejudge.stages.judge.base",
     "tracejudge.stages.judge.client",
     "tracejudge.entrypoints.bench",
     "tracejudge.llm.providers",

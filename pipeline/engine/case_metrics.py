@@ -48,9 +48,9 @@ def merge_case_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) 
 
 def merge_without_judge_metrics(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:
     """`merge_case_metrics` less the judge metrics: with a judge stage, a case's own judge metrics are the judge's to score."""
-    from tracejudge.stages.judge import JudgeMetric
+    from tracejudge.stages.judge import is_judge_metric
 
-    return [m for m in merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
+    return [m for m in merge_case_metrics(run_metrics, specs) if not is_judge_metric(m)]
 
 
 def merge_unjudged(run_metrics: Sequence[Any], specs: list[dict[str, Any]]) -> list[Any]:

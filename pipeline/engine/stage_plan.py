@@ -46,11 +46,11 @@ def build_stages(
     (the Ray executor's workers) instead of on the event loop. Raises
     `ConfigError` when the judge's API key variable is unset.
     """
-    from tracejudge.stages.judge import JudgeMetric
+    from tracejudge.stages.judge import is_judge_metric
     from tracejudge.stages.score import score_stage
 
-    plain = [m for m in metrics if not isinstance(m, JudgeMetric)]
-    judged = [m for m in metrics if isinstance(m, JudgeMetric)]
+    plain = [m for m in metrics if not is_judge_metric(m)]
+    judged = [m for m in metrics if is_judge_metric(m)]
     # A case's own judge metrics need the judge stage even when the run lists none; without a
     # `judge:` section they score null in the score stage, saying that the run has no judge.
     with_judge = bool(judged) or config.judge is not None
@@ -58,7 +58,7 @@ def build_stages(
     def deterministic(run_metrics: Any, specs: list[dict[str, Any]]) -> list[Any]:
         if not with_judge:  # a case's own judge metric says the run has no judge
             return _merge_unjudged(run_metrics, specs)
-        return [m for m in _merge_case_metrics(run_metrics, specs) if not isinstance(m, JudgeMetric)]
+        return [m for m in _merge_case_metrics(run_metrics, specs) if not is_judge_metric(m)]
 
     stages: list[Stage] = []
     if config.target is not None:

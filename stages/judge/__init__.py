@@ -8,7 +8,8 @@ this package alone imports neither them nor the judge's client.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.registry import METRIC_CLASSES, lazy_getattr
 
@@ -31,6 +32,16 @@ _LAZY = {"JudgeMetric": "tracejudge.stages.judge.base:JudgeMetric"}
 _LAZY.update((name, path) for name, path in METRIC_CLASSES.items() if path.startswith(__name__ + "."))
 __getattr__ = lazy_getattr(globals(), _LAZY)
 
+
+def is_judge_metric(metric: Any) -> bool:
+    """`isinstance(metric, JudgeMetric)`, without importing `JudgeMetric`'s module (a pydantic model, built on import).
+
+    No metric can be a judge metric before that module is imported, so a run of deterministic
+    metrics asks without paying for it.
+    """
+    base = sys.modules.get("tracejudge.stages.judge.base")
+    return base is not None and isinstance(metric, getattr(base, "JudgeMetric", ()))
+
 __all__ = [
     "AgentMemoryEval",
     "ContextRelevance",
@@ -43,4 +54,5 @@ __all__ = [
     "ToolArgumentAccuracy",
     "ToolCallNecessity",
     "TrajectoryEfficiency",
+    "is_judge_metric",
 ]

@@ -107,9 +107,9 @@ class Extracted:
 
 def deterministic_metrics(metrics: Sequence[Any]) -> list[Any]:
     """The metrics the score stage runs per case: neither judge metrics nor metrics over trials (pass@k)."""
-    from tracejudge.stages.judge import JudgeMetric
+    from tracejudge.stages.judge import is_judge_metric
 
-    return [m for m in metrics if not isinstance(m, JudgeMetric) and not getattr(m, "over_trials", False)]
+    return [m for m in metrics if not is_judge_metric(m) and not getattr(m, "over_trials", False)]
 
 
 @dataclass
