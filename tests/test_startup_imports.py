@@ -112,15 +112,18 @@ def test_a_native_run_imports_its_format_and_metrics_and_nothing_else(tmp_path: 
     assert _loaded(run, NEVER_IN_A_PLAIN_RUN) == []
 
 
-def test_a_native_run_builds_no_validator_for_the_input_records(tmp_path: Path) -> None:
+def test_a_native_run_builds_no_validator_for_the_input_records_or_the_checkpoint(tmp_path: Path) -> None:
     # The struct path decodes cases without `Case`: its validators (and those of the trace models in it) are built
-    # on first use, by a format or a path that validates a case, not by every run's imports.
+    # on first use, by a format or a path that validates a case, not by every run's imports. Only a resume reads
+    # `checkpoint.json` back (`CheckpointFile`, its segments).
     _native_run(
         tmp_path,
         "from tracejudge.core import records\n"
+        "from tracejudge.engine import checkpoint_file, checkpoint_sanity\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert cli.main(['run', 'c.yaml', '--no-progress']) == 0\n"
-        "built = [m.__name__ for m in (records.Case, records.Trace, records.Step, records.ToolCall) if m.__pydantic_complete__]\n"
+        "models = (records.Case, records.Trace, records.Step, records.ToolCall, checkpoint_file.CheckpointFile, checkpoint_sanity._Segment)\n"
+        "built = [m.__name__ for m in models if m.__pydantic_complete__]\n"
         "assert built == [], built\n"
         "assert records.Case(id='c2').model_dump()['id'] == 'c2'  # built when asked\n"
         "snap('run')\n",

@@ -24,7 +24,8 @@ FORMAT = 2  # `CheckpointFile.format` of the checkpoints this version writes (an
 class CheckpointFile(BaseModel):
     """`checkpoint.json`, validated before anything in it is used."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # Validators built on first use: only a resume reads a checkpoint, and building them cost every run's start-up.
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     format: int
     tracejudge_version: str

@@ -28,7 +28,7 @@ _NOT_COUNTS = frozenset({"format", "reservoir_size", "size", "next_at"})
 class _Segment(BaseModel):
     """One segment record, typed as `RunJournal` writes it (other keys are kept as they are)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)  # built on first use: by a resume only
 
     segment: int = Field(ge=0)
     started_at: str | None = None
