@@ -130,6 +130,22 @@ def test_a_native_run_builds_no_validator_for_the_input_records_or_the_checkpoin
     )
 
 
+def test_the_bool_refusing_validator_declares_its_own_signature() -> None:
+    # pydantic reads it for every numeric-model field; declared, it is not worked out again each time.
+    import inspect
+
+    from tracejudge.core.strict_numbers import NoBoolNumbers
+
+    check = NoBoolNumbers._refuse_bool_numbers.__func__
+    declared = vars(check).get("__signature__")
+    assert declared is not None
+    del check.__signature__
+    try:
+        assert declared == inspect.signature(check)
+    finally:
+        check.__signature__ = declared
+
+
 def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path) -> None:
     snaps = _modules_after(
         "from tracejudge.core import registry\n"
