@@ -218,6 +218,18 @@ def test_the_metric_packages_still_export_their_classes(package: str) -> None:
         pkg.NoSuchMetric  # noqa: B018
 
 
+def test_metric_classes_a_config_does_not_name_build_no_validator_until_used(tmp_path: Path) -> None:
+    # `Contains` imports its module's other metrics and the stand-in for a bad case-level spec: none is validated.
+    code = ("from tracejudge.core import registry\n"
+            "from tracejudge.stages.score import base, output\n"
+            "registry.build_metric({'type': 'Contains', 'value': 'x'})\n"
+            "unused = (output.ExactMatch, output.Regex, output.JsonSchema, base.InvalidSpec)\n"
+            "print(sorted(m.__name__ for m in unused if m.__pydantic_complete__))\n"
+            "print(registry.build_metric({'type': 'ExactMatch', 'expected': 'a'}).expected, output.ExactMatch.__pydantic_complete__)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split("\n")[:2] == ["[]", "a True"]
+
+
 def test_output_metrics_leave_regex_unimported_until_a_regex_metric_is_built():
     code = ("import sys\nfrom tracejudge.core import registry\n"
             "registry.build_metric({'type': 'Contains', 'value': 'x'}); registry.build_metric({'type': 'ExactMatch'})\n"

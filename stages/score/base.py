@@ -89,7 +89,7 @@ class Metric(NoBoolNumbers):
         raise NotImplementedError
 
 
-class InvalidSpec(Metric):
+class InvalidSpec(Metric, defer_build=True):  # (built when a case's spec first fails: not by every run's start-up)
     """Stands in for a case-level metric spec that did not validate.
 
     It scores `value: null` with `problem` (the spec's field and error) as
