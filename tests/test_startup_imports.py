@@ -146,6 +146,27 @@ def test_the_bool_refusing_validator_declares_its_own_signature() -> None:
         check.__signature__ = declared
 
 
+def test_the_models_a_native_run_builds_have_no_list_default_factory(tmp_path: Path) -> None:
+    # pydantic reads a default factory's signature; `list`'s is parsed from text, and the first parse compiles
+    # `tokenize`'s patterns. The models built by a run's start-up use `record_fields.empty_list` instead.
+    _native_run(
+        tmp_path,
+        "import pydantic\n"
+        "from tracejudge.core.config import load_config\n"
+        "import tracejudge.engine.runner\n"
+        "load_config('c.yaml')\n"
+        "def models(cls):\n"
+        "    for sub in cls.__subclasses__():\n"
+        "        yield sub\n"
+        "        yield from models(sub)\n"
+        "built = [m for m in set(models(pydantic.BaseModel)) if m.__pydantic_complete__ and m.__module__.startswith('tracejudge.')]\n"
+        "assert len(built) > 10, built\n"
+        "bad = sorted(f'{m.__name__}.{k}' for m in built for k, f in m.model_fields.items() if f.default_factory is list)\n"
+        "assert bad == [], bad\n"
+        "snap('config')\n",
+    )
+
+
 def test_names_and_suggestions_come_without_importing_the_modules(tmp_path: Path) -> None:
     snaps = _modules_after(
         "from tracejudge.core import registry\n"

@@ -29,6 +29,7 @@ from tracejudge.core.config_source import (MAX_EXPANDED_NODES, _cycle, _default_
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_config import PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem, unpriced_cost_cap
+from tracejudge.core.record_fields import empty_list
 
 __all__ = [
     "BudgetConfig",
@@ -71,7 +72,7 @@ class RunConfig(_Strict):
     """
 
     dataset: DatasetConfig
-    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    metrics: list[dict[str, Any]] = Field(default_factory=empty_list)
     judge: JudgeConfig | None = None
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from tracejudge.core.record_fields import empty_list
 from tracejudge.core.strict_numbers import NoBoolNumbers
 
 __all__ = ["AggregateConfig", "AssertionsConfig", "MetricAssertion", "RegressionRule"]
@@ -54,7 +55,7 @@ class AggregateConfig(_Strict):
     `tracejudge.stages.aggregate.stats.bootstrap_mean_ci`).
     """
 
-    group_by: list[str] = Field(default_factory=list)
+    group_by: list[str] = Field(default_factory=empty_list)
     by_tags: bool = True
     seed: int = 0
     reservoir_size: int = Field(default=1000, ge=10, le=1_000_000)

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
-from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, no_bool
+from tracejudge.core.record_fields import Measure, MetaValue, Spent, SpentUsd, ToolName, empty_list, no_bool
 
 __all__ = [
     "Case",
@@ -366,7 +366,7 @@ class CaseResult(BaseModel):
     case_id: str
     trial: int = 0
     status: Status = Status.ok
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=empty_list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     scores: dict[str, Score] = Field(default_factory=dict)
     error: ErrorInfo | None = None
