@@ -37,6 +37,7 @@ NEVER_IN_A_PLAIN_RUN = [
     "tracejudge.stages.score.usage",
     "tracejudge.stages.score.deepeval_tool_correctness",
     "tracejudge.stages.comparison.runs",
+    "difflib",
     "structlog",
     "jsonschema",
     "regex",

@@ -9,7 +9,6 @@ user is shown (`pair_missing`, `merge_union_errors`).
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 import typing
 from collections.abc import Iterable
@@ -41,6 +40,8 @@ def closest(name: str, choices: Iterable[str], n: int = 3, *, typo: bool = False
     the same letters in another order (`modle` is `model`, not `mode`), then
     difflib's ratio.
     """
+    import difflib  # (here: only a mistake asks for a suggestion, and every run imported it, about 0.5 ms)
+
     by_lower: dict[str, str] = {}
     for choice in choices:
         by_lower.setdefault(choice.lower(), choice)
