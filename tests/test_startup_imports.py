@@ -131,6 +131,22 @@ def test_a_native_run_builds_no_validator_for_the_input_records_or_the_checkpoin
     )
 
 
+def test_a_native_run_without_credentials_compiles_no_redaction_pattern(tmp_path: Path) -> None:
+    # Only a text that holds a credential's hint needs the masking patterns; the hint's own pattern is the one compiled.
+    _native_run(
+        tmp_path,
+        "import re\n"
+        "from tracejudge.llm import redact\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert cli.main(['run', 'c.yaml', '--no-progress']) == 0\n"
+        "compiled = [n for n in ('_SHAPE', '_QUOTED') if isinstance(getattr(redact, n), re.Pattern)]\n"
+        "assert compiled == [], compiled\n"
+        "assert redact._compiled.cache_info().currsize == 0\n"
+        "assert redact.redact_quoted('token sk-abcdef0123456789abcdef') == 'token [REDACTED]'\n"
+        "snap('run')\n",
+    )
+
+
 def test_the_bool_refusing_validator_declares_its_own_signature() -> None:
     # pydantic reads it for every numeric-model field; declared, it is not worked out again each time.
     import inspect

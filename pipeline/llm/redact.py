@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
 __all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_labels", "redact_quoted"]
@@ -51,13 +52,13 @@ MASK = "[REDACTED]"
 # at the authority's last `@` (a password may hold one), never past a `/`.
 _URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"']*:)[^\s/?#"']+(?=@)"""
 
-_PATTERNS = (
+_PATTERN_TEXTS = (
     # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"').
-    re.compile(r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key)["']?\s*[:=]\s*["']?)"""
-               r"""(?:bearer\s+|basic\s+)?[^\s"',;}]+"""),
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}"),
-    re.compile(_URL_PASSWORD),
+    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key)["']?\s*[:=]\s*["']?)"""
+    r"""(?:bearer\s+|basic\s+)?[^\s"',;}]+""",
+    r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}",
+    r"\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}",
+    _URL_PASSWORD,
 )
 
 # Shapes only a credential has: masked whole wherever they appear.
@@ -72,7 +73,7 @@ _SHAPES = (
     # A private key, to its END line or, in a text cut before it, to the end.
     r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)",
 )
-_SHAPE = re.compile("|".join(_SHAPES))
+_SHAPE = "|".join(_SHAPES)
 
 # For trace text. Unlike a reply's text, a trace is full of ordinary phrases ("api_key: not configured",
 # "basic plan-2024", "SKU sk-100200300"): after a credential's name (in its usual spellings; not before an
@@ -83,11 +84,11 @@ _CHAR = r"[A-Za-z0-9._~+/=-]"
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
 _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
           r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey")
-_QUOTED = re.compile(
+_QUOTED = (
     rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}"""
     rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
     r"|\bsk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
-    rf"|{_URL_PASSWORD}|" + _SHAPE.pattern
+    rf"|{_URL_PASSWORD}|" + _SHAPE
 )
 # The pre-check: a part of every match of `_QUOTED` (its name's `key`/`zation`, `KIA` of `AKIA`, `J` of
 # `eyJ`, `//` of a URL, …), so text it finds nothing in has no credential. Each alternative starts with a
@@ -99,6 +100,14 @@ _HINT = re.compile(
     rf"|Bearer\s+{_WORD}|bearer\s+{_WORD}|Basic\s+{_WORD}|basic\s+{_WORD}"
     r"|k[-_](?<=\bsk[-_])|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN|za(?<=AIza)|_(?<=hf_)|/(?<=://)"
 )
+
+
+@cache
+def _compiled() -> tuple[tuple[re.Pattern[str], ...], re.Pattern[str], re.Pattern[str]]:
+    """`(_PATTERN_TEXTS, _SHAPE, _QUOTED)` compiled, on first use: a run whose texts hold no credential's hint
+    (`_HINT`) never needs them, and compiling them cost every start-up about 2 ms."""
+    return tuple(re.compile(p) for p in _PATTERN_TEXTS), re.compile(_SHAPE), re.compile(_QUOTED)
+
 
 # How far past what a reason shows `redact_quoted` looks: a credential that starts in the shown part is
 # seen whole (or long enough to match), so a cut cannot leave a part of it.
@@ -116,11 +125,12 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
-    text = _PATTERNS[0].sub(lambda m: m.group(1) + MASK, text)
-    text = _PATTERNS[1].sub(lambda m: m.group(1) + " " + MASK, text)
-    text = _PATTERNS[2].sub(MASK, text)
-    text = _PATTERNS[3].sub(lambda m: m.group("url") + MASK, text)
-    return _SHAPE.sub(MASK, text)
+    patterns, shape, _ = _compiled()
+    text = patterns[0].sub(lambda m: m.group(1) + MASK, text)
+    text = patterns[1].sub(lambda m: m.group(1) + " " + MASK, text)
+    text = patterns[2].sub(MASK, text)
+    text = patterns[3].sub(lambda m: m.group("url") + MASK, text)
+    return shape.sub(MASK, text)
 
 
 def _mask(m: re.Match[str]) -> str:
@@ -140,7 +150,7 @@ def redact_quoted(text: str, shown: int | None = None) -> str:
     if _HINT.search(text if shown is None else text[: shown + 32]) is None:
         return text
     head = text if shown is None else text[: shown + _REACH]
-    masked = _QUOTED.sub(_mask, head)
+    masked = _compiled()[2].sub(_mask, head)
     if masked == head:
         return text
     return masked if len(head) == len(text) else masked + "…"
