@@ -208,7 +208,7 @@ class RunJournal:
         if self.provisional:
             for key in keys:
                 self.provisional.pop(key, None)
-        self.agg.fold_finished(batch)
+        self.agg.fold_finished(batch, keys)
         final = self.judge_final
         if "judged_items" not in final:  # (what `_account` adds for any final result)
             final["judged_items"] = final["parse_failed_items"] = 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from tracejudge.core.evalconfig import AggregateConfig
@@ -41,7 +42,7 @@ from tracejudge.engine.keyset import result_key, trial_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats, _pair
 from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
-from tracejudge.stages.aggregate.stats import rank, seed_bits
+from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
 
 __all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for"]
 
@@ -49,11 +50,30 @@ OTHER = "(other)"
 MISSING = "(missing)"
 # Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
 SETTLE_EVERY = 1024
+_value = itemgetter(0)  # a `Cell`'s value
 CI_METHOD = (
     "95% percentile bootstrap of the mean over scored results, seeded; from a uniform sample "
     "of at most reservoir_size values (those whose (case, trial) keys hash lowest under the seed), "
     "deviations scaled by sqrt(sample/scored) when the sample is smaller"
 )
+
+
+# Below this many consecutive results in the same groups, a metric's column costs more to gather than it saves.
+_SHORT_RUN = 4
+
+
+def _fold_cells(rows: Any, cells: dict[str, Any], h: int) -> None:
+    """Fold one result's `cells` (status `ok`) into `rows`' stats: `(metric, stats of each of its rows)` pairs."""
+    get = cells.get
+    for key, stats in rows:
+        cell = get(key)
+        if cell is not None and cell[0] is not None:  # scored: `MetricStats.fold`'s last branch
+            for st in stats:
+                st.pending.append(cell)
+                st.pending_keys.append(h)
+        else:
+            for st in stats:
+                st.fold(_OK, cell, h)
 
 
 class Aggregator:
@@ -197,63 +217,106 @@ class Aggregator:
         if self.results % SETTLE_EVERY == 0:
             self.settle()
 
-    def fold_finished(self, batch: list[Any]) -> None:
+    def fold_finished(self, batch: list[Any], keys: list[int] | None = None) -> None:
         """`fold` each result of `batch` in order: results rendered where they were scored (`engine.rendered.Finished`:
-        status `ok`, `Cell` scores).
+        status `ok`, `Cell` scores). `keys`: the results' `trial_key`s, when the caller has them already.
 
-        The same counts, sums and pending values, in the same order, as one `fold` per result: only the
-        lookups `fold` repeats for every result (the metric stats of each row, the status) are made once per
-        batch. A result carrying a metric no earlier one had, and any run tracking pass@k, take `fold` itself.
+        The same counts, sums and pending values, in the same order, as one `fold` per result: the work `fold`
+        does per result and metric is done per run of consecutive results that fall in the same groups,
+        one metric at a time (a metric every result of the run scored: one `extend` of each row's pending
+        lists). A result carrying a metric no earlier one had, and any run tracking pass@k, take `fold` itself.
+        """
+        if self.trackers:
+            for result in batch:
+                self.fold(result)
+            return
+        if keys is None:
+            keys = [trial_key(r.rendered.id_hash, r.trial) for r in batch]
+        # The sample's order (as `fold` computes it), for the whole batch in one pass.
+        hashes = ranks(keys, self._sample_seed)
+        groups_of: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}  # by tags, while no group_by field is read
+        rows_of: dict[tuple[tuple[str, str], ...], list[tuple[str, tuple[MetricStats, ...]]]] = {}
+        at, n = 0, len(batch)
+        while True:
+            before = self.results
+            at = self._fold_segment(batch, hashes, at, groups_of, rows_of)
+            if at == n:
+                break
+            self.fold(batch[at])  # (a metric met late adds stats to every row)
+            rows_of.clear()
+            at += 1
+        if self.results // SETTLE_EVERY != before // SETTLE_EVERY:
+            self.settle()
+
+    def _fold_segment(self, batch: list[Any], hashes: list[int], at: int, groups_of: dict[tuple[str, ...], tuple[tuple[str, str], ...]],
+                      rows_of: dict[tuple[tuple[str, str], ...], list[tuple[str, tuple[MetricStats, ...]]]]) -> int:
+        """Fold `batch[at:]` up to the first result carrying a metric not in `self.metrics`; return that result's index (or the batch's size).
+
+        `groups_of` and `rows_of` are the caller's caches for the batch: the groups of a tags tuple (admitted
+        once, then fixed), and each group tuple's metric stats per metric (valid while the metrics stay the same).
         """
         metrics = self.metrics
-        rows_of: dict[tuple[tuple[str, str], ...], list[tuple[str, tuple[MetricStats, ...]]]] = {}
-        done = 0  # results folded here and not yet counted in `results` and `status`
+        known = metrics.keys()
+        cache = None if self.settings.group_by else groups_of
+        runs: list[tuple[tuple[tuple[str, str], ...], int]] = []  # (groups, first index) of each run of results in the same groups
+        prev = None
         duration = self.duration_s
-        general = bool(self.trackers)
-        seed = self._sample_seed
-        for result in batch:
-            cells = result.scores
-            if general or not cells.keys() <= metrics.keys():
-                self.results, self.duration_s = self.results + done, duration
-                self.status[_OK] += done
-                done = 0
-                self.fold(result)
-                duration = self.duration_s
-                rows_of.clear()  # (a metric met late adds stats to every row)
-                continue
-            done += 1
+        stop = len(batch)
+        for i in range(at, stop):
+            result = batch[i]
+            if not result.scores.keys() <= known:
+                stop = i
+                break
             duration += result.duration_s
-            groups = self._groups_of(result)
+            if cache is None:
+                groups = self._groups_of(result)
+            else:
+                tags = tuple(result.tags)
+                groups = cache.get(tags)
+                if groups is None:
+                    groups = cache[tags] = self._groups_of(result)
+            if groups != prev:
+                runs.append((groups, i))
+                prev = groups
+        self.results += stop - at
+        self.status[_OK] += stop - at
+        self.duration_s = duration
+        for r, (groups, first) in enumerate(runs):
+            last = runs[r + 1][1] if r + 1 < len(runs) else stop
             for g in groups:
                 block = self.groups[g]
-                block["results"] += 1
-                block["status"][_OK] += 1
                 gm = block["metrics"]
-                if len(gm) != len(metrics):  # a new group (its late stats read the group's status, counted above)
+                if len(gm) != len(metrics):  # a new group: its stats count the results before this one in it, all `ok` here
                     for key in metrics:
                         if key not in gm:
-                            gm[key] = self._late_stats(g, key, block["status"], result)
+                            gm[key] = self._late_stats(g, key, block["status"], None)
                     rows_of.pop(groups, None)
+                block["results"] += last - first
+                block["status"][_OK] += last - first
             rows = rows_of.get(groups)
             if rows is None:
                 rows = rows_of[groups] = [(key, (st, *(self.groups[g]["metrics"][key] for g in groups))) for key, st in metrics.items()]
-            get = cells.get
-            h = rank(trial_key(result.rendered.id_hash, result.trial), seed)  # the sample's order, as `fold` computes it
+            # (Two tags folded into "(other)" put its stats in a row twice: each result's value goes in twice in a row,
+            # which a column at a time would not keep.)
+            if last - first < _SHORT_RUN or len(set(groups)) != len(groups):
+                for i in range(first, last):
+                    _fold_cells(rows, batch[i].scores, hashes[i])
+                continue
+            cells = [result.scores for result in batch[first:last]]
+            hs = hashes[first:last]
             for key, stats in rows:
-                cell = get(key)
-                if cell is not None and cell[0] is not None:  # scored: `MetricStats.fold`'s last branch
+                try:
+                    column = list(map(itemgetter(key), cells))
+                except KeyError:
+                    column = None
+                if column is not None and None not in map(_value, column):  # all scored: `MetricStats.fold`'s last branch
                     for st in stats:
-                        st.pending.append(cell)
-                        st.pending_keys.append(h)
+                        st.pending.extend(column)
+                        st.pending_keys.extend(hs)
                 else:
-                    for st in stats:
-                        st.fold(_OK, cell, h)
-        before = self.results
-        self.results += done
-        self.status[_OK] += done
-        self.duration_s = duration
-        if self.results // SETTLE_EVERY != before // SETTLE_EVERY:
-            self.settle()
+                    for cells_of, h in zip(cells, hs):
+                        _fold_cells(((key, stats),), cells_of, h)
+        return stop
 
     def settle(self) -> None:
         """Fold every metric's pending values (`MetricStats.settle`); readers of the figures call this first."""
