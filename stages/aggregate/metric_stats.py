@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from tracejudge.core.records import Score, Status, score_counts
@@ -20,6 +21,7 @@ from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_me
 __all__ = ["HIST_BINS", "MetricStats"]
 
 HIST_BINS = 10
+_first = itemgetter(0)
 _OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor call, per score per result
 
 
@@ -49,19 +51,24 @@ def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, to
     hist = [0] * HIST_BINS
     top = HIST_BINS - 1
     verdicts = passed = 0
-    for v, p in pend:
-        v = float(v)
-        total += v
-        n += 1
-        d = v - mean
-        mean += d / n
-        m2 += d * (v - mean)
-        b = int(v * HIST_BINS)
-        hist[top if b > top else (0 if b < 0 else b)] += 1
+    # Counts do not depend on order: the histogram and verdicts are taken per distinct pair (counted in C), so the
+    # loop over every value does only the sums that do. (Pairs that compare equal fall in the same bin and verdict.)
+    for (v, p), times in Counter(pend).items():
+        b = int(float(v) * HIST_BINS)
+        hist[top if b > top else (0 if b < 0 else b)] += times
         if p is not None:
-            verdicts += 1
-            passed += bool(p)
-    return (n, mean, m2, total), hist, verdicts, passed
+            verdicts += times
+            passed += bool(p) * times
+    # The count as a float: float / float is a cheaper operation than float / int, and the same division (a count
+    # is a whole number far below 2**53, exact as a float).
+    count = float(n)
+    for v in map(float, map(_first, pend)):
+        total += v
+        count += 1.0
+        d = v - mean
+        mean += d / count
+        m2 += d * (v - mean)
+    return (n + len(pend), mean, m2, total), hist, verdicts, passed
 
 
 @dataclass(slots=True)
