@@ -186,8 +186,10 @@ class MetricStats:
         mean = self.moments.mean if self.scored else None
         ci = None
         if self.sample is not None and self.scored >= 2:
+            # The kept values as the heap holds them: the bootstrap sorts them by value first, so putting them in
+            # key-hash order (`KeyedSample.values`, a sort of the pairs) would cost more than the rest of the interval.
             got = bootstrap_mean_ci(
-                self.sample.values, n_total=self.scored, mean_total=self.moments.mean,
+                [v for _, v in self.sample.heap], n_total=self.scored, mean_total=self.moments.mean,
                 rng=rng_for(self.rng_seed, "bootstrap"), resamples=resamples,
             )
             ci = None if got is None else [_r(got[0]), _r(got[1])]

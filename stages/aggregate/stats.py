@@ -27,6 +27,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from math import comb
+from operator import itemgetter
 from typing import Any
 
 from tracejudge.core.lazy_numpy import numpy
@@ -81,6 +82,7 @@ class Moments:
 
 
 _M64 = (1 << 64) - 1
+_first = itemgetter(0)
 
 
 def seed_bits(seed: int | str, *parts: object) -> int:
@@ -183,7 +185,12 @@ class KeyedSample:
 
     def pairs(self) -> list[tuple[int, float]]:
         """The kept `(hash, value)` pairs, lowest hash first: a canonical form for saving."""
-        return [(-nh, v) for nh, v in sorted(self.heap, reverse=True)]
+        # Sorted on the hash alone (a tuple comparison costs twice an int's), unless a hash is kept twice (the same key
+        # added twice): then the tuples' order breaks the tie by value.
+        out = [(-nh, v) for nh, v in sorted(self.heap, key=_first, reverse=True)]
+        if len({h for h, _ in out}) != len(out):
+            out = [(-nh, v) for nh, v in sorted(self.heap, reverse=True)]
+        return out
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
