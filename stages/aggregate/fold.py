@@ -259,7 +259,7 @@ class Aggregator:
         known = metrics.keys()
         cache = None if self.settings.group_by else groups_of
         runs: list[tuple[tuple[tuple[str, str], ...], int]] = []  # (groups, first index) of each run of results in the same groups
-        prev = None
+        prev = tags = None
         duration = self.duration_s
         stop = len(batch)
         for i in range(at, stop):
@@ -270,11 +270,11 @@ class Aggregator:
             duration += result.duration_s
             if cache is None:
                 groups = self._groups_of(result)
-            else:
-                tags = tuple(result.tags)
-                groups = cache.get(tags)
+            elif result.tags != tags:  # (most results carry the tags of the one before)
+                tags = result.tags
+                groups = cache.get(key := tuple(tags))
                 if groups is None:
-                    groups = cache[tags] = self._groups_of(result)
+                    groups = cache[key] = self._groups_of(result)
             if groups != prev:
                 runs.append((groups, i))
                 prev = groups
