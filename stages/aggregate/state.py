@@ -133,9 +133,9 @@ def _unb64(text: str, typecode: str) -> array[Any]:
 
 
 def _dump_sample(r: KeyedSample) -> SampleState:
-    pairs = r.pairs()
-    return SampleState(size=r.size, seen=r.seen, values=_b64(array("d", [v for _, v in pairs])),
-                       keys=_b64(array("Q", [h for h, _ in pairs])))
+    kept = r.kept()  # (-hash, value) items: no pair list made in between
+    return SampleState(size=r.size, seen=r.seen, values=_b64(array("d", [v for _, v in kept])),
+                       keys=_b64(array("Q", [-nh for nh, _ in kept])))
 
 
 def _load_sample(s: SampleState) -> KeyedSample:

@@ -181,15 +181,19 @@ class KeyedSample:
     @property
     def values(self) -> list[float]:
         """The kept values, in the order of their key hashes (so independent of arrival order)."""
-        return [v for _, v in sorted(self.heap, reverse=True)]
+        return [v for _, v in self.kept()]
 
     def pairs(self) -> list[tuple[int, float]]:
         """The kept `(hash, value)` pairs, lowest hash first: a canonical form for saving."""
+        return [(-nh, v) for nh, v in self.kept()]
+
+    def kept(self) -> list[tuple[int, float]]:
+        """The heap's `(-hash, value)` items, lowest hash first (of two items of one hash, the higher value first)."""
         # Sorted on the hash alone (a tuple comparison costs twice an int's), unless a hash is kept twice (the same key
         # added twice): then the tuples' order breaks the tie by value.
-        out = [(-nh, v) for nh, v in sorted(self.heap, key=_first, reverse=True)]
-        if len({h for h, _ in out}) != len(out):
-            out = [(-nh, v) for nh, v in sorted(self.heap, reverse=True)]
+        out = sorted(self.heap, key=_first, reverse=True)
+        if len({nh for nh, _ in out}) != len(out):
+            out = sorted(self.heap, reverse=True)
         return out
 
 
