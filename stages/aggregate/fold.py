@@ -286,7 +286,7 @@ class Aggregator:
             for g in groups:
                 block = self.groups[g]
                 gm = block["metrics"]
-                if len(gm) != len(metrics):  # a new group: its stats count the results before this one in it, all `ok` here
+                if len(gm) != len(metrics):  # a new group (or one a late metric missed): its stats count its results before this run
                     for key in metrics:
                         if key not in gm:
                             gm[key] = self._late_stats(g, key, block["status"], None)
