@@ -247,8 +247,9 @@ def bootstrap_mean_ci(
     means = _resampled_means(np.asarray(data, dtype=np.float64), gen, resamples)
     means.sort()
     alpha = (1.0 - level) / 2
-    lo = quantile(means.tolist(), alpha)
-    hi = quantile(means.tolist(), 1 - alpha)
+    ordered = means.tolist()
+    lo = quantile(ordered, alpha)
+    hi = quantile(ordered, 1 - alpha)
     return (mean_total + (lo - centre) * scale, mean_total + (hi - centre) * scale)
 
 
