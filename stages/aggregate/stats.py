@@ -159,17 +159,19 @@ class KeyedSample:
         self.seen += n
         if size <= 0:
             return
-        i = 0
-        while i < n and len(heap) < size:
-            heapq.heappush(heap, (-hashes[i], float(pairs[i][0])))
-            i += 1
+        i = max(0, min(n, size - len(heap)))
+        if i:  # not full yet: the first values go in as they are, the heap then put in order at once
+            heap += [(-h, float(p[0])) for h, p in zip(hashes[:i], pairs[:i])]
+            heapq.heapify(heap)
         if i == n:
             return
         # Full: a value enters only with a hash at most the highest kept one (the root's), and most do not (about
         # size * ln(seen / size) of them enter in all): those are passed over on the hash alone, without a pair made.
         replace, top = heapq.heapreplace, heap[0]
         highest = -top[0]
-        for h, p in zip(hashes[i:], pairs[i:]):
+        if i:
+            hashes, pairs = hashes[i:], pairs[i:]
+        for h, p in zip(hashes, pairs):  # (not sliced once full: most calls)
             if h > highest:
                 continue
             item = (-h, float(p[0]))
