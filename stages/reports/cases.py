@@ -20,6 +20,7 @@ import pydantic_core
 from tracejudge.core.records import CaseResult, Status
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
+from tracejudge.stages.reports.table_json import table_json
 
 __all__ = ["CaseCollector", "CaseMaterial", "CaseRow", "collect_cases", "finished_dict", "result_dict"]
 
@@ -45,9 +46,10 @@ class CaseRow:
 
 @dataclass
 class CaseMaterial:
-    """Rows for the table, worst cases per metric, and the errors."""
+    """The table's `shown` rows (worst first, as JSON: `table_json.table_json`), worst cases per metric, and the errors."""
 
-    rows: list[CaseRow]
+    rows_json: str
+    shown: int
     total: int
     worst: dict[str, list[CaseRow]]
     errors: list[CaseRow]
@@ -240,9 +242,9 @@ class CaseCollector:
                 got = made[id(r)] = _row(finished_dict(r))
             return got
 
-        rows = [row(r) for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
         worst_rows = {k: [row(r) for _, _, r in sorted(h, key=lambda x: (x[0], x[1]), reverse=True)] for k, h in self.worst.items()}
-        return CaseMaterial(rows, self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1)
+        entries = [r for _, _, r in sorted(self.table, key=lambda x: (x[0], x[1]), reverse=True)]
+        return CaseMaterial(table_json(entries, row), len(entries), self.total, worst_rows, self.errors, self.kinds, self.max_trial + 1)
 
 
 def collect_cases(

@@ -131,9 +131,9 @@ def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
 
-def _json_for_script(obj: Any) -> str:
+def _for_script(text: str) -> str:
     # Inside <script>, "</script>" or "<!--" in a reason would end the block: escape every "<".
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _axis(top: int) -> tuple[int, list[int]]:
@@ -286,7 +286,7 @@ def render_html(
     out.append("</div>")
 
     metrics = list(summary.get("metrics", {}))
-    shown = len(cases.rows)
+    shown = cases.shown
     note = f"all {cases.total}" if shown == cases.total else f"the worst {shown} of {cases.total} (errored first, then lowest mean score)"
     out.append(f'<h2>Cases</h2><p>Showing <span id="rows-shown">0</span> results: {_e(note)}, 50 a page. '
                "Click a column header to sort, a row for its reasons.</p>")
@@ -294,7 +294,8 @@ def render_html(
              ' <button type="button" id="next-page">next →</button></p>')
     out.append('<table id="cases"><colgroup><col style="width:18%"><col style="width:5%"><col style="width:10%">' + "<col>" * len(metrics) + "</colgroup>"
                '<thead><tr><th>case</th><th>trial</th><th>status</th>' + "".join(f"<th>{_e(k)}</th>" for k in metrics) + "</tr></thead><tbody></tbody></table>" + pager)
-    payload = {"metrics": metrics, "rows": [vars(r) for r in cases.rows]}
-    out.append(f'<script type="application/json" id="case-data">{_json_for_script(payload)}</script>')
+    # `{"metrics": metrics, "rows": rows}` as json.dumps writes it (compact, non-ASCII kept), the rows as made.
+    metrics_json = json.dumps(metrics, ensure_ascii=False, separators=(",", ":"))
+    out.append(f'<script type="application/json" id="case-data">{{"metrics":{_for_script(metrics_json)},"rows":[{_for_script(cases.rows_json)}]}}</script>')
     out.append(f"<script>{_JS}</script></body></html>")
     return "\n".join(out) + "\n"
