@@ -203,29 +203,23 @@ class CaseCollector:
                 max_trial = done.trial
             get = done.scores.get
             vals = []
-            short = None
             for k in keys:
                 c = get(k)
                 if c is not None:
                     v, p = c
                     if v is not None and isfinite(v):
                         vals.append(v)
-                        if p is not True:
-                            if short is None:
-                                short = []
-                            short.append((k, v))
-            r = sum(vals) / len(vals) if vals else -0.5
+                        if p is not True:  # fell short: into the metric's worst now (its heap is its own: no order with the table's)
+                            h = worst[k]
+                            if len(h) < worst_n:
+                                push(h, (-float(v), -seq, done))  # type: ignore[arg-type]
+                            elif -float(v) > h[0][0]:
+                                replace(h, (-float(v), -seq, done))  # type: ignore[arg-type]
+            r = sum(vals) / len(vals) if vals else -0.5  # (`sum`, as `CaseRow.rank`: the same float to the last bit)
             if len(table) < max_rows:
                 push(table, (-r, -seq, done))  # type: ignore[arg-type]
             elif -r > table[0][0]:
                 replace(table, (-r, -seq, done))  # type: ignore[arg-type]
-            if short is not None:
-                for k, v in short:
-                    h = worst[k]
-                    if len(h) < worst_n:
-                        push(h, (-float(v), -seq, done))  # type: ignore[arg-type]
-                    elif -float(v) > h[0][0]:
-                        replace(h, (-float(v), -seq, done))  # type: ignore[arg-type]
             seq += 1
         self.total += len(batch)
         self.seq, self.max_trial = seq, max_trial
