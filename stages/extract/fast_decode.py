@@ -21,6 +21,9 @@ installed (or with a pydantic whose instances hold other slots), `decode` always
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import chain
+from operator import attrgetter
 from typing import Annotated, Any
 
 from pydantic import BaseModel
@@ -64,15 +67,15 @@ if _FAST:
     from msgspec import Meta, Struct, field
     from msgspec.structs import asdict
 
-    # A blank tool name is refused here (at least one non-space character): pydantic says what is wrong with it.
-    _ToolName = Annotated[str, Meta(pattern=r"\S")]
 
     # `gc=False`: the structs are not tracked by the cycle collector. They hold only what the decoder made (JSON
     # values and other structs), nothing assigns to them afterwards, so no cycle can run through one; untracked,
     # the ~30 structs of a case neither count towards nor are traversed by collections (5% of a struct-path case).
     class _ToolCall(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
         id: str | None = None
-        name: _ToolName
+        # A blank name is refused after the decode (`_named`): pydantic says what is wrong with it. (As a
+        # `Meta(pattern=…)` constraint msgspec called `re` for every name, ~3% of a struct-path case.)
+        name: str
         # A JSON string of arguments is refused here: pydantic decodes it (and flags what does not decode).
         arguments: dict[str, Any] = field(default_factory=dict)
         arguments_invalid: bool = False
@@ -125,7 +128,7 @@ if _FAST:
             return [call for step in self.steps for call in step.tool_calls]
 
     class _Expected(Struct, forbid_unknown_fields=True, gc=False):
-        name: _ToolName
+        name: str  # (blank: refused by `_named`)
         arguments: dict[str, Any] | None = None
         result: Any = None
 
@@ -198,11 +201,34 @@ def decode_struct(raw: bytes | str) -> Any:
             raise _Fallback
         if not c.id or c.id.isspace() or "\x00" in c.id:
             raise _Fallback  # `Case._usable_id`: pydantic says what is wrong with it
-        if c.trace is not None and c.trace.user_messages:
-            _placed(c.trace)
+        t = c.trace
+        if t is not None:
+            # Every call's name, in C; a set of names seen named answers for nearly all of them.
+            if not _NAMED.issuperset(map(_NAME, _chain(map(_CALLS, t.steps)))):
+                _named(map(_NAME, _chain(map(_CALLS, t.steps))))
+            if t.user_messages:
+                _placed(t)
+        if c.expected_tool_calls and not _NAMED.issuperset(map(_NAME, c.expected_tool_calls)):
+            _named(map(_NAME, c.expected_tool_calls))
         return c
     except (msgspec.DecodeError, _Fallback, RecursionError):  # (RecursionError: nested deeper than the stack allows)
         return None
+
+
+_NAME, _CALLS, _chain = attrgetter("name"), attrgetter("tool_calls"), chain.from_iterable
+_NAMED: set[str] = set()  # tool names seen to hold a non-space character
+_MAX_NAMED = 4096  # names kept: names that never repeat must not grow memory without bound
+
+
+def _named(names: Iterable[str]) -> None:
+    """Raise `_Fallback` at a tool name that is empty or only whitespace (`record_fields._named`: pydantic says so);
+    remember the others in `_NAMED`."""
+    for name in names:
+        if not name or name.isspace():
+            raise _Fallback
+        if len(_NAMED) >= _MAX_NAMED:
+            _NAMED.clear()
+        _NAMED.add(name)
 
 
 def _nests_beyond(value: Any, levels: int) -> bool:
