@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from math import copysign as _copysign
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -147,6 +148,18 @@ _new = object.__new__
 _set = object.__setattr__
 _to_json = CaseResult.__pydantic_serializer__.to_json
 
+_SHORT = 80  # reasons up to this long have their JUnit end kept (`_ENDS`), by (reason, passed, value)
+_ENDS: dict[tuple[str, Any, float], str] = {}
+_MAX_ENDS = 4096  # ends kept: reasons that never repeat must not grow memory without bound
+
+
+def _ends(key: tuple[str, Any, float], v: float, passed: Any, reason: str) -> str:
+    end = testcase_end(v, passed, reason)
+    if len(_ENDS) >= _MAX_ENDS:
+        _ENDS.clear()
+    _ENDS[key] = end
+    return end
+
 
 def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
     """`CaseResult(case_id="", tags=…, metadata=…, scores=…).model_dump_json()`; raises `ValueError` as that does.
@@ -185,16 +198,29 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
     cells = {}
     timed_out = []
     ends = {}
-    # One pass over the scores, each field read once (a read on a pydantic model costs more than the test after it).
+    # One pass over the scores, each field read once (a read on a pydantic model costs more than the test after it: a
+    # `Score`'s are read from its `__dict__`, one attribute read instead of three).
     for k, s in scores.items():
-        v, passed, reason = s.value, s.passed, s.reason
+        if type(s) is Score:
+            d = s.__dict__
+            v, passed, reason = d["value"], d["passed"], d["reason"]
+        else:
+            v, passed, reason = s.value, s.passed, s.reason
         cells[k] = _cell((v, passed))
         if v is None:
             if reason.startswith("metric_timeout:"):
                 timed_out.append(k)
-        elif not math.isfinite(v):
-            v = None
-        ends[k] = testcase_end(v, passed, reason)
+            ends[k] = testcase_end(v, passed, reason)
+        elif type(v) is float and type(reason) is str and len(reason) <= _SHORT and (v or _copysign(1.0, v) > 0):
+            # A short reason recurs from case to case (a budget's count, an output's verdict): its end is written once.
+            # (A finite float's key: equal floats have one text, but for 0.0 and -0.0, and -0.0 is not kept.)
+            key = (reason, passed, v)
+            end = _ENDS.get(key)
+            if end is None:
+                end = _ends(key, v, passed, reason) if math.isfinite(v) else testcase_end(None, passed, reason)
+            ends[k] = end
+        else:
+            ends[k] = testcase_end(v if math.isfinite(v) else None, passed, reason)
     junit = tuple([ends[k] if k in ends else _NOT_COMPUTED_END for k in junit_keys])
     return Rendered(case.id, id_json, key_hash(case.id), tags, metadata, body[len(_HEAD):-len(_TAIL)],
                     cells, junit, tuple(timed_out))
