@@ -214,14 +214,50 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     `redact_quoted` masks trace text; a mapping's string value is also masked when its key names a credential and
     the value is token-shaped (`{"api_key": "<token>"}`). Keys are masked as strings. Never raises.
     """
+    if _seen_clean(tags, metadata):
+        return tags, metadata
     texts: list[str] = []
     _label_texts(tags, texts)
     _label_texts(metadata, texts)
     if not texts or quoted_clean(texts):
+        if len(_CLEAN_LABELS) + len(texts) > _MAX_LABELS:
+            _CLEAN_LABELS.clear()
+        _CLEAN_LABELS.update(texts)
         return tags, metadata
     if all(redact_quoted(t) == t for t in texts):
         return tags, metadata
     return _masked_label(tags), _masked_label(metadata)
+
+
+# The texts of labels (`_label_texts`) seen to hold no credential's hint. A text is clean alone exactly when it is
+# clean joined with others (`quoted_clean`), so labels whose every text is here are clean without a search; tags
+# and metadata keys repeat from case to case. Bounded: texts that never repeat must not grow memory without bound.
+_CLEAN_LABELS: set[str] = set()
+_MAX_LABELS = 4096
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _seen_clean(tags: Any, metadata: Any) -> bool:
+    """True when `tags` (a list) and `metadata` (a mapping of str keys to scalars and str) have every text of theirs
+    (`_label_texts`) in `_CLEAN_LABELS`; False for other shapes, or a text not seen clean yet."""
+    if type(tags) is not list or type(metadata) is not dict:
+        return False
+    seen = _CLEAN_LABELS
+    try:
+        if not seen.issuperset(tags):  # (in C; only str texts are in the set, so a tag of another type is not)
+            return False
+    except TypeError:  # an unhashable tag (a custom adapter's list or mapping)
+        return False
+    for k, x in metadata.items():
+        if type(k) is not str:
+            return False
+        t = type(x)
+        if t is str:
+            if f"{k}: {x}" not in seen:
+                return False
+        elif t not in _SCALARS or k not in seen:
+            return False
+    return True
 
 
 def _label_texts(value: Any, out: list[str]) -> None:
