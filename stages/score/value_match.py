@@ -26,21 +26,15 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Literal
 
 from tracejudge.core.records import decode_arguments
 from tracejudge.llm.redact import redact_quoted
+from tracejudge.stages.score.call_text import dumps as _dumps, render_call
 
 if TYPE_CHECKING:
     import regex
-
-try:
-    from json.encoder import c_make_encoder as _c_make_encoder
-except ImportError:  # pragma: no cover - a Python built without the _json accelerator
-    _c_make_encoder = None
 
 __all__ = [
     "ABSENT",
@@ -278,39 +272,6 @@ def _diff(expected: dict[str, Any], actual: dict[str, Any], mode: ArgMode, neste
     return None
 
 
-def _encoder(sort_keys: bool, markers: dict[int, Any] | None) -> Any:
-    return _c_make_encoder(markers, str, encode_basestring, None, ":", ",", sort_keys, False, True)
-
-
-# One C encoder per key order, kept: making one cost a sixth of encoding a call's arguments. They keep no
-# `markers` (the dict `json.dumps` uses to refuse a value that contains itself), which would be shared
-# state between threads; JSON never holds such a value, and a value that does recurses until
-# `RecursionError`, where `_dumps` encodes it again as `json.dumps` does, with its own markers.
-_ENCODERS = {False: _encoder(False, None), True: _encoder(True, None)} if _c_make_encoder is not None else {}
-
-
-def _dumps(value: Any, sort_keys: bool = False) -> str:
-    """`json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)`.
-
-    The same C encoder `json.dumps` ends in, called directly: `json.dumps` with these arguments
-    builds a `JSONEncoder` and then the C encoder for every value, which cost more than the
-    encoding of the small argument mappings reasons show. Raises what `json.dumps` raises.
-    """
-    try:
-        return "".join(_ENCODERS[sort_keys](value, 0))
-    except RecursionError:  # a value that contains itself (`ValueError` below), or one nested too deep to encode
-        return "".join(_encoder(sort_keys, {})(value, 0))
-
-
-def _dumps_py(value: Any, sort_keys: bool = False) -> str:
-    return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
-
-
-_SAMPLE = {"b": [1, 2.5, -0.0, True, None, "é\n\"", 1e300, float("nan")], "a": {"z": object}, "": "\u2028"}
-if _c_make_encoder is None or any(_dumps(v, k) != _dumps_py(v, k) for v in (_SAMPLE, "é", 3) for k in (False, True)):
-    _dumps = _dumps_py  # noqa: F811  (another Python's C encoder: take the documented path)
-
-
 def short_json(value: Any, limit: int = 60) -> str:
     """Compact JSON of `value` cut to `limit` characters, for reasons (credentials masked before the cut)."""
     if value is ABSENT:
@@ -358,44 +319,3 @@ def _common_prefix(a: str, b: str) -> int:
         else:
             hi = mid - 1
     return lo
-
-
-def render_call(name: str, arguments: Any, limit: int = 120) -> str:
-    """`name({"k":"v"})`, shortened to `limit` characters, for reasons (credentials masked before the cut)."""
-    if arguments is None:
-        return f"{name}(…)"
-    text = _sorted_head(arguments, limit) if type(arguments) is dict and limit > 0 and _ENCODERS else None
-    if text is None:
-        text = _dumps(arguments, sort_keys=True)
-    masked = redact_quoted(text, limit)
-    if masked is not text and len(text) > limit:  # perhaps a start of the arguments only (`_sorted_head`): mask them whole
-        masked = redact_quoted(_dumps(arguments, sort_keys=True), limit)
-    text = masked
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return f"{name}({text})"
-
-
-def _sorted_head(arguments: dict[str, Any], limit: int) -> str | None:
-    """`_dumps(arguments, sort_keys=True)`, or once it runs past `limit` characters, a start of it past `limit`.
-
-    Half the calls reasons show have arguments past the 120 characters they are cut to, some
-    ten times as long: encoded key by key, in the encoder's order (keys sorted), the rest is not
-    encoded once the text is past the cut. None (encode it whole) when a key is not a str (the
-    encoder writes such keys its own way) or a value raises (encoded whole, it raises as `json.dumps` does).
-    """
-    encode = _ENCODERS[True]
-    parts = []
-    size = 1  # "{"
-    try:
-        for key in sorted(arguments):
-            if type(key) is not str:
-                return None
-            part = f"{encode_basestring(key)}:{''.join(encode(arguments[key], 0))}"
-            parts.append(part)
-            size += len(part) + 1  # "," or "}"
-            if size > limit:
-                break
-    except (TypeError, ValueError, RecursionError):  # keys that do not sort, a value that does not encode
-        return None
-    return "{" + ",".join(parts) + "}"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracejudge.core.records import Case, ToolCall
-from tracejudge.stages.score.value_match import render_call
+from tracejudge.stages.score.call_text import render_call
 
 __all__ = ["CaseViews", "case_views", "close_scope", "open_scope"]
 
