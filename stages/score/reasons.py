@@ -15,6 +15,7 @@ __all__ = ["names_repr", "rounded6"]
 # Ratios of small counts (k/n, F1 of two of them) repeat from case to case: each is rounded once.
 _ROUNDED6: dict[float, float] = {}
 _MAX = 4096  # entries per table: values that never repeat must not grow memory without bound
+_PLAIN: set[str] = set()  # names seen whose `repr` is themselves in single quotes (`names_repr`)
 
 
 def names_repr(names: list[str]) -> str:
@@ -27,10 +28,15 @@ def names_repr(names: list[str]) -> str:
     if not names:
         return "[]"
     try:
+        if _PLAIN.issuperset(names):  # (in C: tool names repeat from case to case; only str are in the set)
+            return "['" + "', '".join(names) + "']"
         body = "', '".join(names)
-    except TypeError:  # an item that is not a str
+    except TypeError:  # an item that is not a str (an unhashable one, for the set)
         return repr(names)
     if body.isprintable() and "\\" not in body and body.count("'") == 2 * (len(names) - 1):
+        if len(_PLAIN) >= _MAX:
+            _PLAIN.clear()
+        _PLAIN.update(names)  # each one plain: the joined text is exactly when every name is
         return f"['{body}']"
     return repr(names)
 
