@@ -134,11 +134,13 @@ class ToolMetric(Metric):
         `views`: the case's `case_views(case)` when the caller has them already.
         """
         assert case.trace is not None
-        return (views or case_views(case)).selected((self.include_tools, self.exclude_tools, self.include_failed), self._keep)
+        p = self.__dict__  # (one attribute read, not three: each read on a pydantic model goes through its `__getattr__` hook)
+        return (views or case_views(case)).selected((p["include_tools"], p["exclude_tools"], p["include_failed"]), self._keep)
 
     def counted_names(self, views: CaseViews) -> list[str]:
         """The tool names of `counted_calls`, in order, shared as it is: read it, never modify it."""
-        key = (self.include_tools, self.exclude_tools, self.include_failed)
+        p = self.__dict__  # (as in `counted_calls`)
+        key = (p["include_tools"], p["exclude_tools"], p["include_failed"])
         got = views.names.get(key)
         if got is None:
             if key[0] is None and not key[1]:  # no name filter: the names straight from the calls, no pairs built
@@ -149,7 +151,8 @@ class ToolMetric(Metric):
         return got
 
     def _keep(self, calls: list[ToolCall]) -> list[tuple[int, ToolCall]]:
-        include, exclude, failed_too = self.include_tools, self.exclude_tools, self.include_failed
+        p = self.__dict__  # (as in `counted_calls`)
+        include, exclude, failed_too = p["include_tools"], p["exclude_tools"], p["include_failed"]
         if include is None and not exclude:
             return list(enumerate(calls)) if failed_too else [(i, c) for i, c in enumerate(calls) if c.error is None]
         if failed_too:
@@ -208,7 +211,8 @@ def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | No
     expected = case.expected_tool_calls
     if expected is None:
         return None
-    include, exclude = metric.include_tools, metric.exclude_tools
+    p = metric.__dict__  # (as in `ToolMetric.counted_calls`)
+    include, exclude = p["include_tools"], p["exclude_tools"]
     if include is None and not exclude:
         return list(enumerate(expected))
     return _by_name(enumerate(expected), include, exclude)

@@ -122,6 +122,9 @@ class ToolCalls(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
+        # The options, read from the fields' dict: each read on a pydantic model goes through its `__getattr__` hook.
+        p = self.__dict__
+        score, arguments, order, pairing = p["score"], p["arguments"], p["order"], p["pairing"]
         expected = expected_calls(self, case)
         if expected is None:
             return no_expectation()
@@ -136,12 +139,12 @@ class ToolCalls(ToolMetric):
             step_of = views.steps
             listed = "; ".join(f"#{i} (step {step_of[i]}) {views.rendered(c)}" for i, c in actual[:5])
             # The value is the figure `score` names, as in details: an empty expectation is fully recalled.
-            return self.verdict(details[self.score], f"no call expected, but {len(actual)} made: {listed}", details)
+            return self.verdict(details[score], f"no call expected, but {len(actual)} made: {listed}", details)
 
         # Each (expected, actual) pair is tested once; the pairing and the reason read the table.
-        in_order = self.order == "in_order"
+        in_order = order == "in_order"
         adj = self._table(expected, actual, in_order)
-        if self.pairing == "reuse":
+        if pairing == "reuse":
             pairs_local, paired_a = [], set()
             for i, hits in enumerate(adj):
                 if hits:
@@ -151,8 +154,8 @@ class ToolCalls(ToolMetric):
             pairs_local = (ordered_matching_of if in_order else max_matching_of)(adj, len(actual))
             paired_a = {j for _, j in pairs_local}
         k = len(pairs_local)
-        value, precision, recall, f1, opening, figures = _summary(k, len(expected), len(paired_a), len(actual), self.score,
-                                                                  self.arguments, self.order)
+        value, precision, recall, f1, opening, figures = _summary(k, len(expected), len(paired_a), len(actual), score,
+                                                                  arguments, order)
         # (Most cases pair every expected call, or every actual one: that side's list is empty without a scan.)
         if k == len(expected):
             missing_local: list[int] = []
@@ -168,7 +171,7 @@ class ToolCalls(ToolMetric):
             "recall": recall,
             "f1": f1,
         }
-        if self.pairing == "reuse":
+        if pairing == "reuse":
             # τ²-bench's rule, kept as τ² computes it: every compatible call counts as matched, so a
             # repeated call is credited though no expectation of its own asked for it. Said, and counted.
             credited = len(paired_a - {j for _, j in pairs_local})

@@ -49,9 +49,11 @@ class ToolCorrectness(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        if self.expected_tools is not None:
-            names = [n for n in self.expected_tools if self.wanted(n)]
-        elif self.include_tools is None and not self.exclude_tools:
+        p = self.__dict__  # (one attribute read for the options: each read on a pydantic model goes through its `__getattr__` hook)
+        allow_extra = p["allow_extra"]
+        if p["expected_tools"] is not None:
+            names = [n for n in p["expected_tools"] if self.wanted(n)]
+        elif p["include_tools"] is None and not p["exclude_tools"]:
             if case.expected_tool_calls is None:
                 return no_expectation()
             names = [e.name for e in case.expected_tool_calls]
@@ -68,11 +70,11 @@ class ToolCorrectness(ToolMetric):
         get = expected.get
         extra = {n: c - get(n, 0) for n, c in actual.items() if c > get(n, 0)}
         details = {"missing": missing, "unexpected": extra}
-        if missing or (extra and not self.allow_extra):
+        if missing or (extra and not allow_extra):
             problems = []
             if missing:
                 problems.append(f"missing tools: {_describe(missing)}")
-            if extra and not self.allow_extra:
+            if extra and not allow_extra:
                 problems.append(f"unexpected tools: {_describe(extra)}")
             return make_score(0.0, False, "; ".join(problems), details)
         names.sort()

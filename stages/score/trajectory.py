@@ -108,7 +108,8 @@ class TrajectoryMatch(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        if self.expected_trajectory is None and self.include_tools is None and not self.exclude_tools:
+        p = self.__dict__  # (one attribute read for the options: each read on a pydantic model goes through its `__getattr__` hook)
+        if p["expected_trajectory"] is None and p["include_tools"] is None and not p["exclude_tools"]:
             if case.expected_tool_calls is None:  # (`expected_names` without a parameter or filter, inline)
                 return no_expectation()
             expected = [e.name for e in case.expected_tool_calls]
@@ -118,7 +119,7 @@ class TrajectoryMatch(ToolMetric):
                 return no_expectation()
         views = case_views(case)
         actual = self.counted_names(views)
-        order = self.order
+        order = p["order"]
 
         if order == "exact":
             if actual == expected:
@@ -137,7 +138,7 @@ class TrajectoryMatch(ToolMetric):
         else:
             k = lcs_length(actual, expected)
             label = "LCS"
-        value, head, precision, recall, f1 = _summary(label, k, len(actual), len(expected), self.score)
+        value, head, precision, recall, f1 = _summary(label, k, len(actual), len(expected), p["score"])
         reason = f"{head} (expected: {names_repr(expected)}, actual: {names_repr(actual)})"
         if order == "in_order" and (k < len(actual) or k < len(expected)):
             reason += "; " + self._divergence(expected, actual, views)
