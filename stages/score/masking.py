@@ -80,8 +80,10 @@ def mask_scores(scores: dict[str, Any], case: Case, custom: Sequence[str], calls
         calls = [c for step in case.trace.steps for c in step.tool_calls] if case.trace is not None else []
     expected = case.expected_tool_calls
     # Every name seen clean before (the common case, in C), else each new one is looked at.
-    if not (_CLEAN.issuperset(map(_NAME, calls)) and (not expected or _CLEAN.issuperset(map(_NAME, expected)))) and \
-            not (_names_clean(map(_NAME, calls)) and _names_clean(map(_NAME, expected or ()))):
+    if _CLEAN.issuperset(map(_NAME, calls)) and (not expected or _CLEAN.issuperset(map(_NAME, expected))):
+        if not custom:
+            return  # (built-in metrics alone, names clean: nothing to mask)
+    elif not (_names_clean(map(_NAME, calls)) and _names_clean(map(_NAME, expected or ()))):
         custom = list(scores)
     # A score with a reason and no details (most custom scores) needs masking only when its reason holds a credential's
     # hint: the reasons are searched together, once a case, instead of once a score (`masked` each cost more than the
