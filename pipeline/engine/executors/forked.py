@@ -37,11 +37,13 @@ import sys
 from typing import Any
 
 import anyio
-from tracejudge.engine.executors.wire import pack_results, unpack_chunk
+from tracejudge.engine.executors.wire import join_payloads, pack_results, split_payloads, unpack_chunk
 
 __all__ = ["ForkedPool", "WorkerDied", "fork_suits"]
 
-_HEAD = struct.Struct("!BQ")  # status (0: result, 1: exception), payload length in bytes
+_HEAD = struct.Struct("!BQ")  # status (0: result, 1: exception), length of what is pickled (a chunk's lines follow it)
+_SOCKET_BUFFER = 4 << 20  # bytes each end may have in flight (the kernel caps it at net.core.wmem_max)
+_MAX_PARTS = 512  # buffers per `sendmsg` (Linux takes up to 1024)
 
 
 class WorkerDied(Exception):
@@ -81,12 +83,13 @@ class _Worker:
 
     async def call(self, chunk: list[Any]) -> Any:
         # The chunk's result, as the worker computed it; raises what the job raised, or WorkerDied.
-        data = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+        # The records' lines go out as they are, after the rest of the chunk pickled (`wire.split_payloads`).
+        items, sizes, lines = split_payloads(chunk)
+        meta = pickle.dumps((items, sizes), protocol=pickle.HIGHEST_PROTOCOL)
         self.busy = True
         done = False
         try:
-            await self._send(_HEAD.pack(0, len(data)))
-            await self._send(data)
+            await self._send([_HEAD.pack(0, len(meta)), meta, *lines])
             status, size = _HEAD.unpack(await self._recv(_HEAD.size))
             payload = await self._recv(size)
             done = True
@@ -101,13 +104,20 @@ class _Worker:
             raise got
         return got
 
-    async def _send(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
+    async def _send(self, parts: list[Any]) -> None:
+        # One `sendmsg` writes many parts without joining them first; a part written in part goes on where it stopped.
+        i = 0
+        while i < len(parts):
             try:
-                view = view[self.sock.send(view):]
+                n = self.sock.sendmsg(parts[i:i + _MAX_PARTS])
             except BlockingIOError:  # waited for only when the socket is full: each wait registers the socket with the loop
                 await anyio.wait_writable(self.sock)
+                continue
+            while i < len(parts) and n >= len(parts[i]):
+                n -= len(parts[i])
+                i += 1
+            if n:
+                parts[i] = memoryview(parts[i])[n:]
 
     async def _recv(self, size: int) -> bytearray:
         buf = bytearray(size)
@@ -144,6 +154,11 @@ class ForkedPool:
     def _fork(self, blob: bytes) -> _Worker:
         head = os.getpid()
         ours, theirs = socket.socketpair()
+        for end in (ours, theirs):
+            # Room for a whole chunk (and its results) in the socket: with the default (about 200 KiB) a chunk of
+            # 128 τ-bench lines went over in several writes and reads, each a wait registered with the event loop.
+            with contextlib.suppress(OSError):
+                end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER)
         # The head's objects are left out of the worker's garbage collection: it would touch (and so copy) every page of them.
         gc.freeze()
         try:
@@ -188,7 +203,8 @@ def _serve(sock: socket.socket, blob: bytes) -> None:
             _, size = _HEAD.unpack(_recv_exactly(sock, _HEAD.size))
         except EOFError:
             return
-        chunk = pickle.loads(_recv_exactly(sock, size))
+        items, sizes = pickle.loads(_recv_exactly(sock, size))
+        chunk = join_payloads(items, sizes, _recv_exactly(sock, sum(n for n in sizes if n > 0)))
         status = 0
         try:
             if job is None:
