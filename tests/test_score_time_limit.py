@@ -77,3 +77,35 @@ def test_cases_scored_across_one_alarm_are_each_bounded_and_nothing_stays_armed_
     assert third["slow"].reason.startswith("metric_timeout: metric slow did not return within 0.5 s") and third["after"].value == 1.0
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) == previous
+
+
+_HANDLERS: list = []
+
+
+class AlarmHandler(Metric):
+    """Notes the `SIGALRM` handler in place while it is called (the watch its case is bounded by), then scores 1.0."""
+
+    def evaluate(self, case: Case) -> Score:
+        _HANDLERS.append(signal.getsignal(signal.SIGALRM))
+        return Score(value=1.0, passed=True, reason="noted")
+
+
+def test_the_cases_of_a_chunk_scored_in_process_share_one_alarm(limit_1s):
+    import anyio
+
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.engine import runner
+    from tracejudge.engine.executors.base import CpuJob
+    from tracejudge.stages.load import RawRecord
+
+    job = CpuJob(format_name="native", dataset=DatasetConfig(path=None), metric_specs=None, metrics=[AlarmHandler(name="alarm")],
+                 merge=runner._merge_case_metrics, score=True, keep_case=False, render_keys=None)
+    chunk = [RawRecord("cases.jsonl", i + 1, f'{{"id": "c{i}", "trace": {{"steps": []}}}}\n'.encode()) for i in range(3)]
+    previous = signal.getsignal(signal.SIGALRM)
+    _HANDLERS.clear()
+    out = anyio.run(job.arun, chunk)
+    assert [item.scores["alarm"].value for item in out] == [1.0, 1.0, 1.0]
+    # One watch (armed once, as a worker's chunk is) bounded every case's calls: not one armed and disarmed per case.
+    assert len({id(handler.__self__) for handler in _HANDLERS}) == 1
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == previous

@@ -197,7 +197,7 @@ class CpuJob:
         """
         import anyio
 
-        from tracejudge.stages.score import ascore_case, has_async, score_case
+        from tracejudge.stages.score import ascore_case, has_async, score_case, time_limit
 
         async def scored(item: Extracted, use: Sequence[Any]) -> None:
             item.scores = await ascore_case(item.case, use)  # type: ignore[arg-type]
@@ -205,14 +205,17 @@ class CpuJob:
 
         out = []
         waiting = []
-        for raw in chunk:
-            item, use = self._extract(raw)
-            if use is not None and has_async(use):
-                waiting.append((item, use))
-            elif use is not None:
-                item.scores = score_case(item.case, use)  # type: ignore[arg-type]
-                self._render(item)
-            out.append(item)  # in this process: nothing to pickle, so no lighter copy to make
+        # One alarm for the chunk's sync metric calls, as `run` has (nothing awaits inside): armed and disarmed
+        # per case, it cost four system calls a case on the event loop's thread.
+        with time_limit.across_cases():
+            for raw in chunk:
+                item, use = self._extract(raw)
+                if use is not None and has_async(use):
+                    waiting.append((item, use))
+                elif use is not None:
+                    item.scores = score_case(item.case, use)  # type: ignore[arg-type]
+                    self._render(item)
+                out.append(item)  # in this process: nothing to pickle, so no lighter copy to make
         if waiting:
             async with anyio.create_task_group() as tg:
                 for item, use in waiting:
