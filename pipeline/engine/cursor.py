@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import zlib
+from array import array
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -214,7 +215,7 @@ class Tracker:
             return
         try:
             self._read_index()
-            ids = bytearray()
+            ids = array("Q")  # (hash, line) pairs, written as little-endian uint64 (the only byte order `prepare` allows)
             st = dict(self.state)
             offset, at, records, n_ids, skipped = st["offset"], st["line"], st["records"], st["ids"], st["skipped"]
             pending, name = self.pending, str(self.path)
@@ -232,13 +233,14 @@ class Tracker:
                         break
                 pending.popleft()
                 if h:
-                    ids += h.to_bytes(8, "little") + line.to_bytes(8, "little")
+                    ids.append(h)
+                    ids.append(line)
                     n_ids += 1
                 offset, at, records, skipped = end, line, records + 1, skipped + took
             if offset == self.state["offset"]:
                 return
             st.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped)
-            self._write(st, bytes(ids))
+            self._write(st, ids.tobytes())
         except OSError as exc:
             log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
             self.lost = True
