@@ -165,7 +165,11 @@ class _Flow:
                     continue
                 # Every record's id is claimed now, before the first await (the loader claims ids too); its trials
                 # are made a chunk at a time as the stages take them, so `run.trials` × a chunk never sits in memory.
-                made = [self.admission.works(item, mapped.started) for item in out if not self.foreign(_case_id(item))]
+                works_of, started = self.admission.works, mapped.started
+                if self.shard is None:  # (no shard: no id to look up per item)
+                    made = [works_of(item, started) for item in out]
+                else:
+                    made = [works_of(item, started) for item in out if not self.foreign(_case_id(item))]
                 for works in _slices(itertools.chain.from_iterable(made), max(self.raw_chunk, self.chunk)):
                     self.live.in_flight += len(works)
                     await _emit(send, works, single)
