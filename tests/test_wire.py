@@ -31,3 +31,19 @@ def test_a_chunk_split_from_its_lines_and_joined_again_is_the_same_chunk():
     joined = join_payloads(items, sizes, bytearray(b"".join(lines)))
     assert unpack_chunk(joined) == chunk
     assert all(type(r[2]) is bytes for r in joined[:2])
+
+
+def test_the_results_of_a_chunk_refer_to_one_tuple_of_metric_keys_and_come_back_equal():
+    from tracejudge.engine.executors.base import Extracted
+    from tracejudge.engine.executors.wire import pack_results, unpack_results
+    from tracejudge.engine.rendered import Cell, Rendered
+
+    def rendered(i: int, keys: list[str]) -> Extracted:
+        cells = {k: Cell(float(n + i), n % 2 == 0) for n, k in enumerate(keys)}
+        return Extracted("cases.jsonl", i + 1, rendered=Rendered(f"c{i}", f'"c{i}"', i + 7, ["t"], {"m": i}, f'"tags":["t"],"n":{i}',
+                                                                    cells, tuple(f"<end {k}/>" for k in keys), ()))
+
+    items = [rendered(0, ["a", "b"]), rendered(1, ["a", "b"]), Extracted("cases.jsonl", 3, error=("x", None)), rendered(3, ["a", "c"])]
+    packed = pickle.loads(pickle.dumps(pack_results(items), protocol=pickle.HIGHEST_PROTOCOL))
+    assert packed[0][8] is packed[1][8] and packed[3][8] == ("a", "c")
+    assert [repr(x) for x in unpack_results(packed)] == [repr(x) for x in items]

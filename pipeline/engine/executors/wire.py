@@ -77,14 +77,19 @@ def join_payloads(items: list[Any], sizes: list[int], data: Any) -> list[Any]:
 def pack_results(items: list[Extracted]) -> list[Any]:
     """Each rendered result of `items` as a tuple of builtins (`unpack_results` rebuilds it); any other as itself."""
     out: list[Any] = []
+    keys: tuple[str, ...] = ()
     for item in items:
         r = item.rendered
         if r is None:
             out.append(item)
             continue
         cells = r.cells
+        if tuple(cells) != keys:
+            keys = tuple(cells)
+        # (One tuple of metric keys for the chunk's cases, pickled once and referred to after: unpickling a tuple
+        # per case cost the head about a third of its unpickling of a chunk's results.)
         out.append((item.file, item.line, r.id, r.id_json, r.id_hash, r.tags, r.metadata, r.middle,
-                    tuple(cells), tuple(c[0] for c in cells.values()), tuple(c[1] for c in cells.values()), r.junit, r.timed_out))
+                    keys, tuple(c[0] for c in cells.values()), tuple(c[1] for c in cells.values()), r.junit, r.timed_out))
     return out
 
 
