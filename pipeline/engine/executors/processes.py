@@ -219,19 +219,19 @@ class ProcessExecutor:
 
     async def _compute(self, chunk: list[Any]) -> list[Extracted]:
         # `job.run(chunk)` in an idle forked worker, else (none forked, or all of them dead) in a spawned one.
-        packed = pack_chunk(chunk)
         if self.pool is None:
-            return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True, limiter=self.limiter))
+            return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
+                                                            limiter=self.limiter))
         # The slot taken to pick a worker is kept for a spawned one too: released in between, two chunks that
         # both found every live forked worker busy each started a spawned worker, and a forked worker's death
         # left three processes working for `processes: 2`.
         async with self.limiter:
             worker = self.pool.idle()
             if worker is None:
-                return unpack_results(await to_process.run_sync(_run, self.key, self.blob, packed, os.getpid(), cancellable=True,
+                return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
                                                                 limiter=self._spawn_slots))
             try:
-                return unpack_results(await worker.call(packed))
+                return unpack_results(await worker.call(chunk))  # (which packs the records itself, `wire.split_payloads`)
             except WorkerDied as exc:
                 raise anyio.BrokenWorkerProcess(str(exc)) from exc
 

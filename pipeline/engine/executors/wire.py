@@ -10,7 +10,7 @@ workers together). Anything else (a record read from memory, a case not rendered
 as itself.
 
 To a forked worker (`executors.forked`) the lines of a chunk do not go through pickle at all:
-`split_payloads` takes them out of the packed chunk, which is pickled without them, and the
+`split_payloads` packs the chunk without them for the pickle, and the
 socket sends them straight from the head's own bytes (a scatter-gather write); the worker cuts
 them out of what it received (`join_payloads`). Pickling them copied every line of the dataset
 into a growing buffer in the head: about 0.045 CPU-s per 10,000 τ-bench cases.
@@ -43,25 +43,31 @@ def unpack_chunk(packed: list[Any]) -> list[Any]:
     return [RawRecord(*r) if type(r) is tuple else r for r in packed]
 
 
-def split_payloads(packed: list[Any]) -> tuple[list[Any], list[int], list[bytes]]:
-    """`(packed without its lines, sizes, lines)`: each packed record's bytes payload replaced by None, its size in
-    `sizes` (-1 for an item left whole: not a packed record, or a payload that is not bytes), and the payloads in order."""
+def split_payloads(chunk: list[Any]) -> tuple[list[Any], list[int], list[bytes]]:
+    """`(items, sizes, lines)`: `chunk` packed as `pack_chunk` packs it, but each bytes payload replaced by None, its
+    size in `sizes` (-1 for an item without one: anything but a record, or a payload that is not bytes), and the
+    payloads in order. `join_payloads` makes the packed chunk again."""
+    from tracejudge.stages.load import RawRecord
+
     items: list[Any] = []
     sizes: list[int] = []
     lines: list[bytes] = []
-    for r in packed:
-        if type(r) is tuple and type(r[2]) is bytes:
-            lines.append(r[2])
-            sizes.append(len(r[2]))
-            items.append((r[0], r[1], None, r[3], r[4]))
-        else:
-            sizes.append(-1)
+    for r in chunk:
+        if type(r) is not RawRecord:
             items.append(r)
+        elif type(r.payload) is bytes:
+            lines.append(r.payload)
+            sizes.append(len(r.payload))
+            items.append((r.file, r.line, None, r.error, r.end))
+            continue
+        else:
+            items.append((r.file, r.line, r.payload, r.error, r.end))
+        sizes.append(-1)
     return items, sizes, lines
 
 
 def join_payloads(items: list[Any], sizes: list[int], data: Any) -> list[Any]:
-    """The packed chunk `split_payloads` split, its lines cut in order out of `data` (their concatenation)."""
+    """The chunk `split_payloads` split, packed (as `pack_chunk` packs it), its lines cut in order out of `data` (their concatenation)."""
     view = memoryview(data)
     out: list[Any] = []
     at = 0
