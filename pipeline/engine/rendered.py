@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import pydantic_core
+from tracejudge.core.memo import Memo
 from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
 from tracejudge.llm.redact import redact_labels
@@ -149,16 +150,11 @@ _set = object.__setattr__
 _to_json = CaseResult.__pydantic_serializer__.to_json
 
 _SHORT = 80  # reasons up to this long have their JUnit end kept (`_ENDS`), by (reason, passed, value)
-_ENDS: dict[tuple[str, Any, float], str] = {}
-_MAX_ENDS = 4096  # ends kept: reasons that never repeat must not grow memory without bound
+_ENDS: Memo[tuple[str, Any, float], str] = Memo()  # (`core.memo`: bounded, per process)
 
 
 def _ends(key: tuple[str, Any, float], v: float, passed: Any, reason: str) -> str:
-    end = testcase_end(v, passed, reason)
-    if len(_ENDS) >= _MAX_ENDS:
-        _ENDS.clear()
-    _ENDS[key] = end
-    return end
+    return _ENDS.put(key, testcase_end(v, passed, reason))
 
 
 def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import diskcache
+from tracejudge.core.memo import Memo
 
 __all__ = ["COMPONENTS", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
 
@@ -67,8 +68,8 @@ def cache_key(components: dict[str, Any]) -> str:
 # The components sorted before and after `messages`, the one that holds the prompts.
 _BEFORE = tuple(c for c in sorted(COMPONENTS) if c < "messages")
 _AFTER = tuple(c for c in sorted(COMPONENTS) if c > "messages")
-_SYSTEM_TEXT: dict[str, str] = {}  # a system prompt → its message's canonical JSON (a metric's prompt repeats in every key)
-_SYSTEM_MAX = 256
+# A system prompt → its message's canonical JSON (a metric's prompt repeats in every key; `core.memo`: bounded, per process).
+_SYSTEM_TEXT: Memo[str, str] = Memo(256)
 
 
 def _key_text(components: dict[str, Any]) -> str:
@@ -104,9 +105,7 @@ def _messages_text(messages: Any) -> str | None:
         except UnicodeEncodeError:  # a lone surrogate: `canonical` gives what it always gave (and `encode` then raises)
             return None
         if role == "system":
-            if len(_SYSTEM_TEXT) >= _SYSTEM_MAX:
-                _SYSTEM_TEXT.clear()
-            _SYSTEM_TEXT[content] = text
+            _SYSTEM_TEXT.put(content, text)
         out.append(text)
     return "[" + ",".join(out) + "]"
 

@@ -41,6 +41,8 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
 
+from tracejudge.core.memo import SeenSet
+
 __all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_labels", "redact_quoted"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
@@ -220,9 +222,7 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     _label_texts(tags, texts)
     _label_texts(metadata, texts)
     if not texts or quoted_clean(texts):
-        if len(_CLEAN_LABELS) + len(texts) > _MAX_LABELS:
-            _CLEAN_LABELS.clear()
-        _CLEAN_LABELS.update(texts)
+        _CLEAN_LABELS.remember(texts)
         return tags, metadata
     if all(redact_quoted(t) == t for t in texts):
         return tags, metadata
@@ -232,8 +232,7 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
 # The texts of labels (`_label_texts`) seen to hold no credential's hint. A text is clean alone exactly when it is
 # clean joined with others (`quoted_clean`), so labels whose every text is here are clean without a search; tags
 # and metadata keys repeat from case to case. Bounded: texts that never repeat must not grow memory without bound.
-_CLEAN_LABELS: set[str] = set()
-_MAX_LABELS = 4096
+_CLEAN_LABELS: SeenSet[str] = SeenSet()  # (`core.memo`: bounded, per process)
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 

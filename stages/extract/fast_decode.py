@@ -28,6 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from tracejudge.core.memo import SeenSet
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
 from tracejudge.stages.load import MAX_DEPTH
 
@@ -216,8 +217,7 @@ def decode_struct(raw: bytes | str) -> Any:
 
 
 _NAME, _CALLS, _chain = attrgetter("name"), attrgetter("tool_calls"), chain.from_iterable
-_NAMED: set[str] = set()  # tool names seen to hold a non-space character
-_MAX_NAMED = 4096  # names kept: names that never repeat must not grow memory without bound
+_NAMED: SeenSet[str] = SeenSet()  # tool names seen to hold a non-space character (`core.memo`: bounded, per process)
 
 
 def _named(names: Iterable[str]) -> None:
@@ -226,9 +226,7 @@ def _named(names: Iterable[str]) -> None:
     for name in names:
         if not name or name.isspace():
             raise _Fallback
-        if len(_NAMED) >= _MAX_NAMED:
-            _NAMED.clear()
-        _NAMED.add(name)
+        _NAMED.remember_one(name)
 
 
 def _nests_beyond(value: Any, levels: int) -> bool:

@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from tracejudge.core.memo import Memo
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.stages.score.reasons import rounded6
 from tracejudge.stages.score.views import CaseViews, case_views
@@ -173,14 +174,14 @@ class ToolMetric(Metric):
 
 # Tool names repeat across thousands of traces: each filter's verdict on a name is computed once
 # (a dict per filter, read without hashing the filter's globs again for every call).
-_VERDICTS: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], dict[str, bool]] = {}
-_MAX_NAMES = 65536  # per filter: hostile input with ever new names must not grow memory without bound
+# (`core.memo`: bounded, per process; a filter's table keeps up to 65,536 names.)
+_VERDICTS: Memo[tuple[tuple[str, ...] | None, tuple[str, ...]], Memo[str, bool]] = Memo()
 
 
-def _verdicts(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> dict[str, bool]:
+def _verdicts(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> Memo[str, bool]:
     got = _VERDICTS.get((include, exclude))
     if got is None:
-        got = _VERDICTS[(include, exclude)] = {}
+        got = _VERDICTS.put((include, exclude), Memo(65536))
     return got
 
 
@@ -198,12 +199,9 @@ def _by_name(pairs: Iterable[tuple[int, Any]], include: tuple[str, ...] | None, 
     return out
 
 
-def _decide(verdicts: dict[str, bool], include: tuple[str, ...] | None, exclude: tuple[str, ...], name: str) -> bool:
+def _decide(verdicts: Memo[str, bool], include: tuple[str, ...] | None, exclude: tuple[str, ...], name: str) -> bool:
     ok = (include is None or any(fnmatchcase(name, g) for g in include)) and not any(fnmatchcase(name, g) for g in exclude)
-    if len(verdicts) >= _MAX_NAMES:
-        verdicts.clear()
-    verdicts[name] = ok
-    return ok
+    return verdicts.put(name, ok)
 
 
 def expected_calls(metric: ToolMetric, case: Case) -> list[tuple[int, Any]] | None:

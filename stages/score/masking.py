@@ -23,14 +23,14 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any
 
+from tracejudge.core.memo import SeenSet
 from tracejudge.core.records import Case, Score
 from tracejudge.llm.redact import quoted_clean, redact_data, redact_quoted
 
 __all__ = ["custom_keys", "mask_scores", "masked"]
 
 _NAME = attrgetter("name")
-_CLEAN: set[str] = set()  # tool names seen to hold no credential
-_MAX = 4096  # names kept in `_CLEAN`: names that never repeat must not grow memory without bound
+_CLEAN: SeenSet[str] = SeenSet()  # tool names seen to hold no credential (`core.memo`: bounded, per process)
 
 
 @lru_cache(maxsize=256)
@@ -51,9 +51,7 @@ def _names_clean(names: Iterable[str]) -> bool:
             continue
         if type(name) is str and redact_quoted(name) != name:
             return False
-        if len(_CLEAN) >= _MAX:
-            _CLEAN.clear()
-        _CLEAN.add(name)
+        _CLEAN.remember_one(name)
     return True
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.core.memo import Memo, SeenSet
+
 __all__ = ["names_repr", "rounded6"]
 
 # Ratios of small counts (k/n, F1 of two of them) repeat from case to case: each is rounded once.
-_ROUNDED6: dict[float, float] = {}
-_MAX = 4096  # entries per table: values that never repeat must not grow memory without bound
-_PLAIN: set[str] = set()  # names seen whose `repr` is themselves in single quotes (`names_repr`)
+# (`core.memo`: bounded, per process.)
+_ROUNDED6: Memo[float, float] = Memo()
+_PLAIN: SeenSet[str] = SeenSet()  # names seen whose `repr` is themselves in single quotes (`names_repr`)
 
 
 def names_repr(names: list[str]) -> str:
@@ -34,9 +36,7 @@ def names_repr(names: list[str]) -> str:
     except TypeError:  # an item that is not a str (an unhashable one, for the set)
         return repr(names)
     if body.isprintable() and "\\" not in body and body.count("'") == 2 * (len(names) - 1):
-        if len(_PLAIN) >= _MAX:
-            _PLAIN.clear()
-        _PLAIN.update(names)  # each one plain: the joined text is exactly when every name is
+        _PLAIN.remember(names)  # each one plain: the joined text is exactly when every name is
         return f"['{body}']"
     return repr(names)
 
@@ -48,8 +48,6 @@ def rounded6(x: float) -> Any:
     if got is None:
         got = round(x, 6)
         if type(x) is float and x == x and x != 0.0:
-            if len(_ROUNDED6) >= _MAX:
-                _ROUNDED6.clear()
-            _ROUNDED6[x] = got
+            _ROUNDED6.put(x, got)
     return got
 
