@@ -57,8 +57,15 @@ def test_a_double_sigint_during_start_up_ends_the_run(workspace, tmp_path, after
         f"dataset: {{path: {workspace / 'cases.jsonl'}}}\nmetrics:\n  - {{type: 'slowmetric:slowish'}}\nrun: {{dir: {run_dir}, processes: 1}}\n"
     )
     env = {**os.environ, "PYTHONPATH": str(workspace)}
-    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The command gets SIGINT at its default, as from a terminal: a suite started in the background by a
+    # non-interactive shell (`pytest &`) runs with SIGINT ignored, which every child would inherit, and a
+    # command rightly leaves an inherited SIG_IGN alone until its run installs its own handling.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     _wait_for_imports(proc.pid)
     time.sleep(after_s)
     proc.send_signal(signal.SIGINT)
