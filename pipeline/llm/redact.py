@@ -6,12 +6,14 @@ reason, `details.raw`, an error message, a log line — first goes through
 `redact`. It removes the configured key's value wherever it appears and
 anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
 the value after an `x-api-key` / `api-key` / `authorization` /
-`secret_access_key` name, AWS access key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
+`secret_access_key` / `private_key` / `password` / `passwd` / `client_secret` / `access_token` (and
+`refresh_`, `auth_`, `id_`, `bearer_token`) name, AWS access key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
 `github_pat_…`), JWTs (`eyJ….eyJ….…`) and private-key PEM blocks.
 
 Text quoted from a trace into a score's reason or an `invalid_input` message
 (a tool call's arguments, an output) goes through `redact_quoted`: the same
-shapes, but a value after a credential's name, a `Bearer`/`Basic` token and
+shapes, but a value after a credential's name (those above, and any name ending in `password`, `passwd`,
+`secret`, `token` or `private_key`, such as `db_password` or `github_token`), a `Bearer`/`Basic` token and
 an `sk-` key count only when they look like a credential (a run of token
 characters, 16+ long — `sk-` keys 20+ — with letters and digits, or base64
 ending in `=`), because a trace is full of ordinary phrases ("basic
@@ -56,7 +58,8 @@ _URL_PASSWORD = r"""\b(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"']*:)[^\s/?#"']+
 
 _PATTERN_TEXTS = (
     # A header or JSON field that names a credential, then its value ("x-api-key: v", '"x-api-key": "v"').
-    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key)["']?\s*[:=]\s*["']?)"""
+    r"""(?i)((?:x-api-key|api[-_]key|authorization|proxy-authorization|secret[-_]access[-_]key|private[-_]key|password|passwd"""
+    r"""|client[-_]secret|(?:access|refresh|auth|id|bearer)[-_]token)["']?\s*[:=]\s*["']?)"""
     r"""(?:bearer\s+|basic\s+)?[^\s"',;}]+""",
     r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}",
     r"\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}",
@@ -85,7 +88,8 @@ _SHAPE = "|".join(_SHAPES)
 _CHAR = r"[A-Za-z0-9._~+/=-]"
 _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15,}}=)(?!{_CHAR})"
 _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
-          r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey")
+          r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey|private[-_]?key|PRIVATE[-_]?KEY|PrivateKey"
+          r"|password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret|token|TOKEN|Token")
 _QUOTED = (
     rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}"""
     rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
@@ -99,6 +103,7 @@ _QUOTED = (
 _WORD = r"[A-Za-z0-9._~+/=-]{15}"
 _HINT = re.compile(
     rf"""key["']?\s*[:=]|KEY["']?\s*[:=]|Key["']?\s*[:=]|zation|ZATION"""
+    rf"""|w(?:or)?d["']?\s*[:=]|W(?:OR)?D["']?\s*[:=]|cret["']?\s*[:=]|CRET["']?\s*[:=]|oken["']?\s*[:=]|OKEN["']?\s*[:=]"""
     rf"|Bearer\s+{_WORD}|bearer\s+{_WORD}|Basic\s+{_WORD}|basic\s+{_WORD}"
     r"|k[-_](?<=\bsk[-_])|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN|za(?<=AIza)|_(?<=hf_)|/(?<=://)"
 )
