@@ -291,3 +291,35 @@ def test_credentials_in_a_cases_tags_and_metadata_are_masked_in_every_output(tmp
         assert results["clean"]["metadata"] == clean and results["clean"]["tags"] == ["prod"]
         csv = _export_csv(tmp_path, run_dir)
         assert not any(f in csv for f in FRAGMENTS)
+
+
+NAMED = "hunter2hunter2" + "hunter2X9"  # token-shaped, and no credential by its shape alone
+
+
+def test_a_token_under_any_credentials_name_is_masked_in_every_output_and_look_alikes_are_kept(tmp_path: Path) -> None:
+    # Only api_key, authorization and secret_access_key counted as credentials' names: a password, a client secret or
+    # an access token kept under its own name was written in clear to results.jsonl and every report.
+    names = ["password", "passwd", "db_password", "PASSWORD", "secret", "client_secret", "token", "access_token",
+             "github_token", "private_key", "Password"]
+    kept = {"max_tokens": "1000", "tokens": NAMED, "token_count": NAMED, "password_hint": "short", "secretary": NAMED,
+            "password_set": "no"}
+    lines = [{"id": "named", "input": "x", "metadata": {**{n: NAMED for n in names}, **kept}, "trace": {"output": "ok"}},
+             {"id": "in-text", "input": "x", "tags": [f"password: {NAMED}"], "trace": {"output": "ok"}}]
+    run_dir = _run(tmp_path, "named", lines, "native", [{"type": "Contains", "value": "ok"}])
+    results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())}
+    assert results["named"]["metadata"] == {**{n: MASK for n in names}, **kept}
+    assert results["in-text"]["tags"] == [f"password: {MASK}"]
+    assert redact_quoted(f"password: {NAMED}") == f"password: {MASK}"
+    assert redact(f"client_secret={NAMED}") == f"client_secret={MASK}"
+    for ordinary in ("max_tokens: 1000", "the password is: short", f"tokens: {NAMED}", "a secret: kept safe"):
+        assert redact_quoted(ordinary) == ordinary
+
+
+def test_a_duplicate_case_ids_message_masks_a_credential_in_the_id(tmp_path: Path) -> None:
+    url = "https://user:" + DB_PASSWORD + "@host/run1"
+    lines = [{"id": url, "input": "x", "trace": {"output": "ok"}}, {"id": url, "input": "x", "trace": {"output": "ok"}}]
+    run_dir = _run(tmp_path, "dup", lines, "native", [{"type": "Contains", "value": "ok"}], code=1)
+    errors = [r["error"]["message"] for r in map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())
+              if r["status"] == "invalid_input"]
+    assert errors == ["duplicate case id 'https://user:[REDACTED]@host/run1': first at "
+                      f"{tmp_path / 'dup.jsonl'}:1, again at {tmp_path / 'dup.jsonl'}:2"], errors

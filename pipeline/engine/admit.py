@@ -19,6 +19,7 @@ from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished, Rendered
+from tracejudge.llm.redact import redact_quoted
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
 
@@ -39,7 +40,8 @@ def safe_text(text: str) -> str:
 
 def duplicate_error(case_id: str, first: str, file: str, line: int, also: str | None = None) -> ErrorInfo:
     """The one `invalid_input` a repeated case id gets: both places named, plus its own fault if any."""
-    msg = f"duplicate case id {case_id!r}: first at {first}, again at {file}:{line}"
+    # The id is quoted as every invalid_input message quotes a record's text: with credentials masked.
+    msg = f"duplicate case id {redact_quoted(repr(case_id))}: first at {first}, again at {file}:{line}"
     return ErrorInfo(kind="invalid_input", message=msg + (f"; this record is also invalid: {also}" if also else ""),
                      file=file, line=line, field="id")
 
