@@ -8,6 +8,7 @@ from typing import Any
 
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine.checkpoint import RunJournal
+from tracejudge.engine.journal_counts import worker_died
 
 
 def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
@@ -62,6 +63,9 @@ def _build_summary(
         blocks = {**blocks, "judge": journal.fix_judge_block(blocks["judge"])}
     # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
     spent, _ = journal.spent_retries()
+    # Results never scored because the worker process scoring them died: counted among `invalid_input` by status, but
+    # a failure of the run, not of a record; the gate fails on them (`gate.worker_error_check`).
+    died = worker_died(journal.provisional.values())
     return {
         "tracejudge_version": manifest["tracejudge_version"],
         "config_hash": manifest["config_hash"],
@@ -69,6 +73,7 @@ def _build_summary(
         "elapsed_s_total": totals["elapsed_s"],
         **journal.summary_aggregate().summary(),
         **({"retries_spent": {"results": spent, "max_resume_retries": journal.max_retries}} if spent else {}),
+        **({"worker_errors": died} if died else {}),
         "judge": judge,
         **(blocks or {}),
         "usage": totals["usage"],

@@ -281,6 +281,7 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
 
     complete = not missing
     elapsed = 0.0
+    died = 0
     judge: dict[str, Any] = {}
     version = None
     for d in dirs:
@@ -290,6 +291,7 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
             complete = False  # a shard that never wrote its summary did not finish
             continue
         complete = complete and s.get("complete") is True
+        died += s.get("worker_errors") if isinstance(s.get("worker_errors"), int) else 0
         elapsed = max(elapsed, float(s.get("elapsed_s_total") or 0.0))  # shards run side by side
         version = version or s.get("tracejudge_version")
         for k, v in (s.get("judge") or {}).items():
@@ -311,4 +313,4 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
     if judge.get("judged_items"):
         judge["parse_failure_rate"] = round(judge.get("parse_failed_items", 0) / judge["judged_items"], 6)
     return {"tracejudge_version": version, "complete": complete, "elapsed_s_total": round(elapsed, 6), "judge": judge,
-            "shards": {"merged_from": [str(d) for d in dirs], "missing": missing}}
+            **({"worker_errors": died} if died else {}), "shards": {"merged_from": [str(d) for d in dirs], "missing": missing}}

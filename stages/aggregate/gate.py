@@ -303,6 +303,13 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         verdict.checks.append(Check("max_invalid_share", ok, f"{invalid} of {summary['results']} results are invalid_input "
                                     f"(unreadable or invalid records) = {share:.1%}, allowed <= {assertions.max_invalid_share:.1%} "
                                     f"(assertions.max_invalid_share){reasons}"))
+    died = summary.get("worker_errors")
+    if isinstance(died, int) and died > 0:
+        # Never scored: a metric or adapter crashed its worker process, or the process was killed. Not an invalid
+        # record, so no tolerance of `max_invalid_share` covers it.
+        verdict.checks.append(Check("worker errors", False, f"{died} of {summary.get('results', 0)} results were never scored: the "
+                                    "worker process scoring them died (a crash in a metric or adapter, or the process was killed); "
+                                    "the same command redoes them"))
     failed = int((summary.get("status") or {}).get("target_error", 0))
     if summary.get("results") and (failed or assertions.max_target_error_share > 0):
         share = failed / summary["results"]
