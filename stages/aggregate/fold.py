@@ -147,6 +147,11 @@ class Aggregator:
         return st
 
     def _groups_of(self, result: CaseResult) -> tuple[tuple[str, str], ...]:
+        """The groups `result` counts in, each once, in the order first met (admitting new ones, see `_admit`).
+
+        De-duplicated after admission: two values of one breakdown that both overflow into "(other)"
+        (two tags, or a `group_by` field listed twice) are one group, and a result counts once in it.
+        """
         out: list[tuple[str, str]] = []
         known = self.groups
         if self.settings.by_tags:
@@ -158,7 +163,7 @@ class Aggregator:
             v = result.metadata.get(name, None) if name in result.metadata else None
             label = MISSING if name not in result.metadata else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
             out.append(self._admit((f"metadata.{name}", label)))
-        return tuple(out)
+        return tuple(out) if len(out) < 2 else tuple(dict.fromkeys(out))
 
     def _admit(self, g: tuple[str, str]) -> tuple[str, str]:
         # Bound memory: a breakdown with too many distinct values folds the rest into "(other)".
@@ -296,9 +301,7 @@ class Aggregator:
             rows = rows_of.get(groups)
             if rows is None:
                 rows = rows_of[groups] = [(key, (st, *(self.groups[g]["metrics"][key] for g in groups))) for key, st in metrics.items()]
-            # (Two tags folded into "(other)" put its stats in a row twice: each result's value goes in twice in a row,
-            # which a column at a time would not keep.)
-            if last - first < _SHORT_RUN or len(set(groups)) != len(groups):
+            if last - first < _SHORT_RUN:
                 for i in range(first, last):
                     _fold_cells(rows, batch[i].scores, hashes[i])
                 continue
