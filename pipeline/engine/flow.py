@@ -146,7 +146,7 @@ class _Flow:
                 await send.send(batch)
 
     async def admit(self, recv: MemoryObjectReceiveStream[Mapped], send: MemoryObjectSendStream[list[Work]], single: bool) -> None:
-        from tracejudge.stages.extract import raw_case_id
+        from tracejudge.stages.extract import line_case_id, raw_case_id
 
         async with recv, send:
             async for mapped in recv:
@@ -158,7 +158,7 @@ class _Flow:
                     continue
                 out = mapped.out
                 if out is None and mapped.broken is not None:
-                    out, unwritten = died_results(mapped, self.peek, raw_case_id)
+                    out, unwritten = died_results(mapped, line_case_id if self.peek is not None else None, raw_case_id)
                     self.cut_short = self.cut_short or unwritten
                 if out is None:  # cut short by a stop: not written, redone on resume
                     self.cut_short = True

@@ -19,7 +19,7 @@ __all__ = ["died_results"]
 log = get_logger("tracejudge.runner")
 
 
-def died_results(mapped: Mapped, peek: Callable[[Any], str | None] | None, raw_case_id: Callable[[Any], str]
+def died_results(mapped: Mapped, filed: Callable[[Any], str] | None, raw_case_id: Callable[[Any], str]
                  ) -> tuple[list[Extracted] | None, bool]:
     """`(the results of the chunk, whether a record was left unwritten)` for `mapped`, whose worker died.
 
@@ -28,10 +28,12 @@ def died_results(mapped: Mapped, peek: Callable[[Any], str | None] | None, raw_c
     its results supersede these lines. When the executor split the chunk to pin the death on
     the records causing it (`mapped.partial`), the other records keep the results computed for
     them, and each lost record's error says why (`the worker process died while scoring this
-    case: …` for one its worker died on alone). A record whose id cannot be read without
-    extracting it is not written at all (a `file:line` key would never be superseded): the run
-    counts as cut short and the resume redoes it. The results are None when nothing of the chunk is written.
-    `peek` reads a raw record's id without extracting it (None: the format has none).
+    case: …` for one its worker died on alone). Each result goes under the id the record's own
+    result will have: `filed(raw)` (`extract.line_case_id`, for a format whose lines it reads;
+    None: the format has none), else `raw_case_id` for a record the reader refused or a dict
+    holding an id. A record whose id cannot be told without extracting it is not written at all
+    (a key the resume would not write again would never be superseded): the run counts as cut
+    short and the resume redoes it. The results are None when nothing of the chunk is written.
     """
     out: list[Extracted] = []
     unwritten = False
@@ -41,11 +43,11 @@ def died_results(mapped: Mapped, peek: Callable[[Any], str | None] | None, raw_c
         if isinstance(got, Extracted):
             out.append(got)
             continue
-        cid = peek(raw.payload) if peek is not None and raw.error is None else None
-        if cid is None and isinstance(raw.payload, dict) and raw.error is None:
-            cid = raw_case_id(raw) if isinstance(raw.payload.get("id"), (str, int)) else None
-        if cid is None and raw.error is not None:
-            cid = raw_case_id(raw)  # unreadable anyway: extract would report it under this key too
+        cid: str | None = None
+        if filed is not None:
+            cid = filed(raw)  # as `extract_record` files it: a broken line under its place, not an id read from its first bytes
+        elif raw.error is not None or (isinstance(raw.payload, dict) and isinstance(raw.payload.get("id"), (str, int))):
+            cid = raw_case_id(raw)
         if cid is None:
             unwritten = True
             continue

@@ -20,7 +20,7 @@ from tracejudge.stages.extract.common import JsonLine, case_problem
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.load import RawRecord, deep_message, too_deep
 
-__all__ = ["AdapterError", "extract_record", "raw_case_id"]
+__all__ = ["AdapterError", "extract_record", "line_case_id", "raw_case_id"]
 
 
 def _user_adapter(name: str) -> Format | None:
@@ -42,6 +42,21 @@ def raw_case_id(raw: RawRecord) -> str:
     if isinstance(payload, dict) and isinstance(payload.get("id"), (str, int)):
         return str(payload["id"])
     return f"{raw.file}:{raw.line}"
+
+
+def line_case_id(raw: RawRecord) -> str:
+    """The id a record that is not a valid case is reported under, told from the record alone (never adapted).
+
+    A JSON line that is a readable record keeps its own id (`native.line_id`); any other line
+    (not UTF-8, not JSON, cut short) and a record the reader refused go under `raw_case_id`.
+    `extract_record` files a refused line here, and so does a run whose worker process died
+    on the line (`engine.worker_deaths`): the resume's result then replaces the dead worker's.
+    """
+    if raw.error is None and isinstance(raw.payload, (bytes, str)):
+        from tracejudge.stages.extract import native
+
+        return native.line_id(raw.payload) or raw_case_id(raw)
+    return raw_case_id(raw)
 
 
 def _invalid(raw: RawRecord, message: str, field: str | None = None) -> ErrorInfo:
@@ -69,12 +84,7 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         return cid, _invalid(raw, str(exc), exc.field)
     except ValidationError as exc:
         field, msg = case_problem(exc)
-        cid = raw_case_id(raw)
-        if isinstance(raw.payload, (bytes, str)):
-            from tracejudge.stages.extract import native
-
-            cid = native.peek_id(raw.payload) or cid
-        return cid, _invalid(raw, msg, field)
+        return line_case_id(raw), _invalid(raw, msg, field)
     except MemoryError:
         # The machine's limit, not the record's fault: the run stops with a crash log (exit 3) and the resume
         # reads the record again, instead of a standing invalid_input that fails the gate as bad data.

@@ -11,9 +11,9 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
-from tracejudge.stages.load import JSON_ERRORS, count_jsonl, deep_message, loads_line, read_jsonl
+from tracejudge.stages.load import JSON_ERRORS, count_jsonl, deep_message, loads_line, read_jsonl, too_deep, utf8_text
 
-__all__ = ["adapt", "peek_id"]
+__all__ = ["adapt", "line_id", "peek_id"]
 
 
 def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
@@ -37,13 +37,13 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
         if error["type"] == "json_invalid" and _RECURSION in error["msg"]:
             # (Read no further: `json.loads` would recurse as deep, past the interpreter's limit on a line of 2,000 levels.)
             column = error["msg"].rpartition(" column ")[2]
-            raise AdapterError(deep_message(f" at column {column}" if column.isdigit() else ""), case_id=peek_id(raw)) from None
+            raise AdapterError(deep_message(f" at column {column}" if column.isdigit() else ""), case_id=line_id(raw)) from None
         if error["type"] != "json_invalid":
             if not isinstance(_decode(raw), dict):
                 raise AdapterError(f"expected a JSON object per line, got {type(_decode(raw)).__name__}") from None
             raise
     _decode(raw)  # raises AdapterError naming the JSON problem
-    raise AdapterError("invalid JSON")
+    raise AdapterError("invalid JSON", case_id=line_id(raw))  # (JSON to `json`, not to pydantic: NaN, say)
 
 
 _RECURSION = "recursion limit exceeded"  # pydantic-core's message when a line nests deeper than `MAX_DEPTH`
@@ -86,12 +86,32 @@ def peek_id(raw: bytes | str) -> str | None:
         except JSON_ERRORS:
             return None
     try:
-        data = json.loads(raw)
+        data = json.loads(utf8_text(raw))  # (`json.loads` of bytes would guess UTF-16 from NUL bytes: not a record `adapt` reads)
     except JSON_ERRORS:  # hostile input (too deep, huge numbers) has no id to peek
         return None
     if isinstance(data, dict) and isinstance(data.get("id"), (str, int)) and not isinstance(data.get("id"), bool):
         return _usable(str(data["id"]))
     return None
+
+
+def line_id(raw: bytes | str | dict[str, Any]) -> str | None:
+    """The id a line's result is filed under, whether or not `adapt` accepts the line; None: under its file and line.
+
+    The line's id when it is a readable record: it decodes (as UTF-8) to a JSON object with a
+    usable id. A line nested past `MAX_DEPTH`, refused before it is decoded, keeps the id
+    `peek_id` finds. A line that is not UTF-8, not JSON or not an object has none, even when
+    `peek_id` reads an id from its first bytes (`{"id": "a", "input": ` cut short). `adapt`'s
+    refusals and a dead worker's results (`engine.worker_deaths`) both take the id from here, so
+    the resume's result for a line replaces the one before it. Decodes the whole line: use it for
+    lines that failed, not to skip finished ones.
+    """
+    if isinstance(raw, dict) or too_deep(raw):
+        return peek_id(raw)
+    try:
+        data = loads_line(raw)
+    except ValueError:
+        return None
+    return peek_id(data) if isinstance(data, dict) else None
 
 
 def _usable(cid: str) -> str | None:
