@@ -60,7 +60,7 @@ def _decode(raw: bytes | str) -> Any:
 _LEADING_ID = re.compile(rb'\A\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
 
 
-def peek_id(raw: bytes | str) -> str | None:
+def peek_id(raw: bytes | str | dict[str, Any]) -> str | None:
     """The id `adapt` gives a line (str, or an int as text), or None if it has none.
 
     Used for a line that failed validation, so its result keeps the user's
