@@ -6,7 +6,9 @@ overhead. A forked worker starts with everything the head has already
 imported, in a few milliseconds. `ForkedPool` forks `processes` workers
 when the executor is entered — before the run reads a record, so no reading
 thread, target subprocess or judge connection exists yet — and each then
-serves chunks over its own socket pair until the pool closes.
+serves chunks over its own socket pair until the pool closes, one after
+another: the head sends a worker its next chunk (up to `DEPTH` under way)
+before the last one's results are back, so it never waits for the head.
 
 A forked worker is what a spawned one is: it unpickles the job as it stood
 when the run started and builds it itself (fresh adapter context and metric
@@ -39,7 +41,7 @@ from typing import Any
 import anyio
 from tracejudge.engine.executors.wire import join_payloads, pack_results, split_payloads, unpack_chunk
 
-__all__ = ["ForkedPool", "WorkerDied", "fork_suits"]
+__all__ = ["DEPTH", "ForkedPool", "WorkerDied", "WorkerLost", "fork_suits"]
 
 _HEAD = struct.Struct("!BQ")  # status (0: result, 1: exception), length of what is pickled (a chunk's lines follow it)
 _SOCKET_BUFFER = 4 << 20  # bytes each end may have in flight (the kernel caps it at net.core.wmem_max)
@@ -48,6 +50,15 @@ _MAX_PARTS = 512  # buffers per `sendmsg` (Linux takes up to 1024)
 
 class WorkerDied(Exception):
     """A forked worker's socket ended (the worker was killed or crashed)."""
+
+
+class WorkerLost(WorkerDied):
+    """The chunk was waiting in a worker's socket, not computing, when the worker died: the death is not its doing."""
+
+
+DEPTH = 2
+"""Chunks a forked worker is given at once: the next waits in its socket while it computes one, so it never sits idle
+while the head reads its last result and the event loop gets round to sending it more."""
 
 
 def fork_suits() -> bool:
@@ -67,8 +78,12 @@ def fork_suits() -> bool:
 class _Worker:
     def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid, self.sock = pid, sock
-        self.busy = False
+        self.in_flight = 0
         self.dead = False
+        # Set when the last call given to this worker has sent its chunk / read its reply: the calls do both in the
+        # order they were made, which is the order the worker reads chunks and writes replies.
+        self._sent: anyio.Event | None = None
+        self._read: anyio.Event | None = None
 
     def kill(self) -> None:
         # SIGKILL and reap: a worker that lingers is never reused (its socket may hold half a message).
@@ -82,21 +97,41 @@ class _Worker:
             os.waitpid(self.pid, 0)
 
     async def call(self, chunk: list[Any]) -> Any:
-        # The chunk's result, as the worker computed it; raises what the job raised, or WorkerDied.
-        # The records' lines go out as they are, after the rest of the chunk pickled (`wire.split_payloads`).
+        """The chunk's result, as the worker computed it; raises what the job raised, or `WorkerDied`.
+
+        Up to `DEPTH` calls may be under way on one worker. A call that ends without its reply (the worker died,
+        or the call was cancelled) kills the worker; the calls queued behind it then raise `WorkerLost`.
+        The records' lines go out as they are, after the rest of the chunk pickled (`wire.split_payloads`).
+        """
         items, sizes, lines = split_payloads(chunk)
         meta = pickle.dumps((items, sizes), protocol=pickle.HIGHEST_PROTOCOL)
-        self.busy = True
+        prev_sent, prev_read = self._sent, self._read
+        sent, read = self._sent, self._read = anyio.Event(), anyio.Event()
+        self.in_flight += 1
         done = False
         try:
-            await self._send([_HEAD.pack(0, len(meta)), meta, *lines])
+            try:
+                if prev_sent is not None:
+                    await prev_sent.wait()
+                if self.dead:
+                    raise WorkerLost(f"the forked worker process {self.pid} ended before computing this chunk")
+                await self._send([_HEAD.pack(0, len(meta)), meta, *lines])
+            finally:
+                sent.set()
+            if prev_read is not None:
+                await prev_read.wait()
+            if self.dead:
+                raise WorkerLost(f"the forked worker process {self.pid} ended before computing this chunk")
             status, size = _HEAD.unpack(await self._recv(_HEAD.size))
             payload = await self._recv(size)
             done = True
         except (OSError, EOFError) as exc:
+            if prev_read is not None and not prev_read.is_set():  # the worker died on the chunk ahead of this one
+                raise WorkerLost(f"the forked worker process {self.pid} ended before computing this chunk") from None
             raise WorkerDied(f"the forked worker process {self.pid} ended ({type(exc).__name__}: {exc})") from None
         finally:
-            self.busy = False
+            self.in_flight -= 1
+            read.set()
             if not done:
                 self.kill()  # died, or cancelled mid-chunk: killed, as a spawned worker is
         got = pickle.loads(payload)
@@ -138,7 +173,7 @@ class _Worker:
 class ForkedPool:
     """`processes` workers forked from this process, serving the job pickled as `blob`.
 
-    `idle()` gives a live worker not computing a chunk (None when every live one is busy or
+    `idle()` gives the live worker with the fewest chunks under way (None when every live one has `DEPTH`, or
     all died); `close()` kills and reaps them all. Raises OSError when a fork fails.
     """
 
@@ -185,8 +220,13 @@ class ForkedPool:
         return _Worker(pid, ours)
 
     def idle(self) -> _Worker | None:
-        """A live worker that is not computing, or None."""
-        return next((w for w in self.workers if not w.busy and not w.dead), None)
+        """The live worker with the fewest chunks under way, if it has fewer than `DEPTH`; else None."""
+        live = [w for w in self.workers if not w.dead and w.in_flight < DEPTH]
+        return min(live, key=lambda w: w.in_flight, default=None)
+
+    def live(self) -> int:
+        """How many workers are alive."""
+        return sum(not w.dead for w in self.workers)
 
     def close(self) -> None:
         """Kill and reap every worker (idle ones hold nothing that needs an orderly end)."""

@@ -46,7 +46,7 @@ from anyio import to_process
 from tracejudge.core.errors import UnguardedScript
 from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
-from tracejudge.engine.executors.forked import ForkedPool, WorkerDied, fork_suits
+from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerDied, WorkerLost, fork_suits
 from tracejudge.engine.executors.pin import budget_for, pin_deaths
 from tracejudge.engine.executors.wire import pack_chunk, pack_results, unpack_chunk, unpack_results
 
@@ -160,7 +160,13 @@ def _small_dataset(job: CpuJob) -> bool:
 
 
 class ProcessExecutor:
-    """Runs `job.run(chunk)` in up to `processes` worker processes; `concurrency` twice that, so none idles."""
+    """Runs `job.run(chunk)` in up to `processes` worker processes; `concurrency` twice that, so none idles.
+
+    Forked workers are each given up to `forked.DEPTH` chunks at once (the next waits in the worker's socket),
+    and `concurrency` is then `DEPTH + 1` per worker: the head reads and folds one chunk's results while each
+    worker computes. A chunk that was only waiting when its worker died (`WorkerLost`) goes to a live worker
+    without counting as a death.
+    """
 
     name = "processes"
     min_chunk = 128  # records per trip to a worker: the pickling and the pipe cost per trip, not per record
@@ -173,6 +179,7 @@ class ProcessExecutor:
         self.key = ""
         self.limiter = anyio.CapacityLimiter(processes)
         self._spawn_slots = anyio.CapacityLimiter(processes)  # (spawned calls made while holding a `limiter` slot)
+        self._fork_slots = anyio.CapacityLimiter(DEPTH * processes)  # chunks under way on forked workers (or their stand-ins)
         builtin = _builtin(job)
         self.inline_left = INLINE_RECORDS if builtin else 0
         self.forks = builtin and fork_suits()  # forked workers (`executors.forked`) instead of spawned ones
@@ -195,12 +202,19 @@ class ProcessExecutor:
             try:
                 self.pool = ForkedPool(self.blob, self.processes)
                 self.inline_left = 0
+                self.concurrency = (DEPTH + 1) * self.processes  # each worker's DEPTH, and the chunks the head reads meanwhile
+                self._spawn_slots.total_tokens = 1
             except OSError as exc:
                 log.warning("worker processes could not be forked; they are spawned instead", reason=str(exc)[:300])
         # Entered and left by the task that enters and leaves the executor, as anyio requires.
         self._warming = anyio.create_task_group()
         await self._warming.__aenter__()
         return self
+
+    @property
+    def head_waits(self) -> bool:
+        """True when forked workers compute the chunks: this process then mostly waits for their results."""
+        return self.pool is not None
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         # Idle workers are stopped by anyio when the event loop ends; one still starting is cancelled (killed).
@@ -224,16 +238,21 @@ class ProcessExecutor:
                                                             limiter=self.limiter))
         # The slot taken to pick a worker is kept for a spawned one too: released in between, two chunks that
         # both found every live forked worker busy each started a spawned worker, and a forked worker's death
-        # left three processes working for `processes: 2`.
-        async with self.limiter:
-            worker = self.pool.idle()
-            if worker is None:
-                return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
-                                                                limiter=self._spawn_slots))
-            try:
-                return unpack_results(await worker.call(chunk))  # (which packs the records itself, `wire.split_payloads`)
-            except WorkerDied as exc:
-                raise anyio.BrokenWorkerProcess(str(exc)) from exc
+        # left three processes working for `processes: 2`. Spawned workers stand in only for dead forked ones.
+        async with self._fork_slots:
+            for _ in range(DEPTH * self.processes + 1):
+                worker = self.pool.idle()
+                if worker is None:
+                    self._spawn_slots.total_tokens = max(1, self.processes - self.pool.live())
+                    return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
+                                                                    limiter=self._spawn_slots))
+                try:
+                    return unpack_results(await worker.call(chunk))  # (which packs the records itself, `wire.split_payloads`)
+                except WorkerLost:
+                    continue  # it waited behind a chunk whose worker died: given to a live worker, its own try intact
+                except WorkerDied as exc:
+                    raise anyio.BrokenWorkerProcess(str(exc)) from exc
+            raise anyio.BrokenWorkerProcess("forked worker processes kept dying before computing this chunk")
 
     async def map(self, chunk: list[Any]) -> list[Extracted]:
         """`job.run(chunk)` in a worker (the first records of a built-in job in-process). After a worker's death the chunk
