@@ -31,6 +31,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
 from tracejudge.core.config_sections import trials_without_target
 from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
+from tracejudge.core.lazy_numpy import numpy
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
@@ -237,7 +238,11 @@ async def run(
         live.grace_s = None if "target" in names else (config.judge.stop_grace_s if "judge" in names and config.judge else STOP_GRACE_S)
         flow = _Flow(config, journal, stop, on_result, stages, fmt.peek_id, shard, live, resume)
         try:
-            async with executor:
+            async with executor, anyio.create_task_group() as tg:
+                if getattr(executor, "head_waits", False):
+                    # numpy (the summary's bootstrap) is imported while this process mostly waits on its workers,
+                    # not after the last result, when every other core is idle.
+                    tg.start_soon(anyio.to_thread.run_sync, numpy)
                 await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir, digests))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
