@@ -240,3 +240,22 @@ def test_a_case_is_fingerprinted_as_the_mapping_it_was_built_from():
     assert case_digest({"id": "m", "trace": TRACE, "input": "other"}) != plain
     # No stable form (a repr would differ every run and refuse every resume): not fingerprinted, taken as it is.
     assert case_digest({"id": "m", "metadata": {"at": object()}}) is None
+
+
+@tracejudge.metric
+def never_returns(case: Case, trace: tracejudge.Trace) -> bool:
+    import time
+
+    time.sleep(60)
+    return True
+
+
+def test_metric_timeout_s_cuts_a_metric_that_never_returns():
+    # `run.metric_timeout_s` from the Python API: the stuck metric costs its score, the case's other metric still scores.
+    report = tracejudge.evaluate([GOOD], [ToolCalls(), never_returns()], metric_timeout_s=0.5)
+    (result,) = report.results
+    stuck = result.scores["never_returns"]
+    assert stuck.value is None and stuck.reason.startswith("metric_timeout:") and "0.5" in stuck.reason
+    assert result.scores["ToolCalls"].value is not None
+    with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be greater than 0"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=0)

@@ -108,13 +108,15 @@ def build_config(
     run_dir: str | Path | None = None,
     target: Section | None = None,
     trials: int = 1,
+    metric_timeout_s: float | None = 60.0,
 ) -> RunConfig:
     """The `RunConfig` that `evaluate` runs: the given sections, an in-memory dataset.
 
     Raises `ConfigError` naming the argument and key for an invalid section,
     and `NotImplementedError` for `target` while this version has no target stage.
     """
-    data: dict[str, Any] = {"dataset": {"path": MEMORY_DATASET, "format": "native"}, "metrics": specs, "run": {"trials": trials}}
+    data: dict[str, Any] = {"dataset": {"path": MEMORY_DATASET, "format": "native"}, "metrics": specs,
+                            "run": {"trials": trials, "metric_timeout_s": metric_timeout_s}}
     if run_dir is not None:
         data["run"]["dir"] = str(run_dir)
     if isinstance(cache, (str, Path)):
@@ -130,8 +132,8 @@ def build_config(
         problems = []
         for err in exc.errors():
             loc = list(map(str, err["loc"]))
-            if loc[:2] == ["run", "trials"]:
-                loc = ["trials"]
+            if loc[:1] == ["run"] and loc[1:2] in (["trials"], ["metric_timeout_s"]):
+                loc = loc[1:2]
             problems.append(f"evaluate({loc[0]}=...): {'.'.join(loc[1:]) or '(value)'}: {err['msg']}")
         raise ConfigError("\n".join(problems)) from None
     if config.judge is None:
@@ -165,6 +167,7 @@ async def aevaluate(
     target: Section | None = None,
     trials: int = 1,
     force: bool = False,
+    metric_timeout_s: float | None = 60.0,
 ) -> RunReport:
     """Run the pipeline on `cases` and return the report (async; see `evaluate`)."""
     from tracejudge.engine import runner
@@ -181,7 +184,8 @@ async def aevaluate(
         path = Path(run_dir)
     try:
         config = build_config(
-            specs, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=path, target=target, trials=trials
+            specs, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=path, target=target, trials=trials,
+            metric_timeout_s=metric_timeout_s,
         )
         try:
             outcome = await runner.run(config, run_dir=path, source=source, metrics=instances, force=force)
@@ -213,6 +217,7 @@ def evaluate(
     target: Section | None = None,
     trials: int = 1,
     force: bool = False,
+    metric_timeout_s: float | None = 60.0,
 ) -> RunReport:
     """Run exactly the pipeline `tracejudge run` runs, on cases from memory.
 
@@ -233,6 +238,9 @@ def evaluate(
         trials: runs per case (`run.trials`).
         force: resume a `run_dir` started with another config, or with cases
             since changed (the CLI's `--force`): the results already there are kept.
+        metric_timeout_s: seconds one deterministic metric call may take before it is cut and scored as
+            an error (`run.metric_timeout_s`; `None`: unbounded). Sync metrics are cut only when the run
+            is on the main thread (not when `evaluate` is called inside a running event loop).
 
     Returns a `RunReport`. Raises `ConfigError` for invalid metrics or
     sections, the run directory's `LockedError` / `ManifestMismatch` as the CLI does
@@ -245,7 +253,7 @@ def evaluate(
     async def main() -> RunReport:
         return await aevaluate(
             cases, metrics, judge=judge, limits=limits, budget=budget, cache=cache, run_dir=run_dir, target=target, trials=trials,
-            force=force,
+            force=force, metric_timeout_s=metric_timeout_s,
         )
 
     if not _in_event_loop():
