@@ -1,8 +1,8 @@
 """junit.xml stays well-formed XML whatever text a trace carries into an id or a reason.
 
 XML 1.0 cannot carry most control characters, nor U+FFFE and U+FFFF, even escaped: one of them in a
-reason made a CI's JUnit reader refuse the whole file. They are dropped from the report (results.jsonl
-keeps the text as recorded), both where a result is rendered as it is scored and where the reports are
+reason made a CI's JUnit reader refuse the whole file. They are dropped from reasons in the report, and an id
+holding them is written escaped as its test case's name (results.jsonl keeps the text as recorded), both where a result is rendered as it is scored and where the reports are
 rebuilt from results.jsonl (`tracejudge report`).
 """
 
@@ -52,7 +52,7 @@ def test_junit_of_text_xml_cannot_carry_parses_as_run_and_as_rebuilt(processes, 
         raw = (run_dir / "junit.xml").read_bytes()
         root = ET.fromstring(raw)  # raises on a character XML cannot carry
         names = [tc.get("name") for tc in root.iter("testcase")]
-        assert len(names) == 6 and all(n.startswith("odd&<>\"'é-") for n in names)  # dropped, the rest escaped
+        assert len(names) == 6 and all(n.startswith("odd\\ufffe\\uffff\\x01\\x0b&<>\"'é-") for n in names)  # escaped as text
         assert "\ufffe" not in raw.decode("utf-8") and "\uffff" not in raw.decode("utf-8")
         return raw
 

@@ -17,6 +17,13 @@ case pass), as a run's exit status says. A score that could not be computed is
 `<skipped>`. With several trials, the test name carries the trial
 (`case [trial 2]`). Written streaming: the results file is read once, and the
 counts in each suite's attributes come from the summary.
+
+Test case names are distinct and depend only on (case id, trial, trials > 1): an id
+holding a control character (which XML 1.0 cannot carry, or a CI viewer would not show),
+or ending as a name's own trial part does (` [trial 3]`), is written escaped — its
+control characters as `\\xNN` / `\\uNNNN`, its backslashes doubled — and marked
+`[trial N, escaped]`, a tail no other name has (`testcase_name`). Any other id is its
+name as it is.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import tempfile
 from itertools import chain, repeat
@@ -35,18 +43,42 @@ from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.engine.rendered import Finished, attr, testcase_end, text
 from tracejudge.engine.store import iter_results
 
-__all__ = ["JunitWriter", "write_junit"]
+__all__ = ["JunitWriter", "testcase_name", "write_junit"]
 
 _BATCH = 256  # results whose test cases are written together
 _COPY = 1 << 20  # bytes a read when the suites are copied into the document
 
 _attr, _text = attr, text
 
+# Characters an id is escaped for: control characters (C0, DEL, C1), lone surrogates, and U+FFFE / U+FFFF (XML 1.0
+# cannot carry most of them even escaped; a viewer shows none of them).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# A tail that names give themselves (` [trial 2]`, ` [trial 0, escaped]`): an id ending so is escaped, so that no two
+# (case, trial) pairs share a name.
+_TRIAL_TAIL = re.compile(r" \[trial [0-9]+(?:, escaped)?\]\Z")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def testcase_name(case_id: str, trial: int, multi: bool) -> str:
+    """The `<testcase>` name of one (case, trial): `case_id`, then ` [trial N]` when the run has several trials (`multi`).
+
+    An id with a control character (see `_CONTROL`) or ending in a tail names give themselves (`_TRIAL_TAIL`) is
+    escaped instead (backslashes doubled, control characters as `\\xNN` / `\\uNNNN`) and always followed by
+    ` [trial N, escaped]`, which no other name ends with: so every (case, trial) of a run has a name of its own,
+    whatever the other ids, and a name XML 1.0 carries.
+    """
+    if (case_id.isprintable() or _CONTROL.search(case_id) is None) and not (case_id.endswith("]") and _TRIAL_TAIL.search(case_id)):
+        return f"{case_id} [trial {trial}]" if multi else case_id
+    return f"{_CONTROL.sub(_escape_char, case_id.replace(chr(92), chr(92) * 2))} [trial {trial}, escaped]"
+
 
 def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[str]:
     """One `<testcase>` per metric (`keys`: metric key → its escaped classname attribute) for one result."""
-    trial = int(res.get("trial", 0))
-    name = str(res["case_id"]) + (f" [trial {trial}]" if multi else "")
+    name = testcase_name(str(res["case_id"]), int(res.get("trial", 0)), multi)
     dur = float(res.get("duration_s", 0.0) or 0.0)
     tail = f" name={_attr(name)} time=\"{dur:.6f}\""  # the same for every metric of the result
     status = res.get("status", "ok")
@@ -114,7 +146,7 @@ class JunitWriter:
         ends = [done.rendered.junit for done in batch]
         if any(map(n.__ne__, map(len, ends))):
             raise ValueError("a rendered result's test cases do not match the report's metrics")
-        starts = [f" name={_attr(done.case_id + (f' [trial {done.trial}]' if multi else ''))} time=\"{done.duration_s:.6f}\""
+        starts = [f" name={_attr(testcase_name(done.case_id, done.trial, multi))} time=\"{done.duration_s:.6f}\""
                   for done in batch]
         # Suite by suite (`zip(*ends)`: each suite's test case ends), head, start and end of each test case joined at once.
         for (add, head), suite_ends in zip(self._heads, zip(*ends)):
