@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from pathlib import Path
@@ -140,3 +141,29 @@ def test_two_runs_of_the_same_name_get_run_values_that_tell_them_apart(tmp_path)
     with open(out, newline="") as fh:
         labels = [row["run"] for row in csv.DictReader(fh)]
     assert labels[0] == "a/run" and labels[-1] == "b/run" and set(labels) == {"a/run", "b/run"}
+
+
+def test_csv_text_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(tmp_path):
+    # OWASP's CSV injection: a case id (or reason, tag…) `=HYPERLINK(…)` opened in a spreadsheet program ran as a formula.
+    import subprocess
+    import sys
+
+    risky = ["=HYPERLINK(\"http://127.0.0.1/x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]
+    ids = [*risky, "plain-1", "a=b"]
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "trace": {"steps": [], "output": "done"}}) + "\n" for i in ids), encoding="utf-8")
+    cfg = write_config(tmp_path / "cfg.yaml", data, tmp_path / "run", metrics=[{"type": "Contains", "value": "done"}])
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "export", str(tmp_path / "run"), "--to", "csv", "-"],
+                          capture_output=True, timeout=120)  # bytes: text mode would read the `\r` as a line end
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout.decode("utf-8"), newline="")))
+    assert [r["case_id"] for r in rows] == ["'" + i for i in risky] + ["plain-1", "a=b"]
+    assert {r["value"] for r in rows} == {"1.0"} and {r["trial"] for r in rows} == {"0"}  # numbers stay numbers
+    assert {r["metric"] for r in rows} == {"Contains"}
+    from tracejudge.stages.export.table import csv_cell
+
+    assert csv_cell(-0.25) == -0.25 and csv_cell(-3) == -3 and csv_cell(False) is False and csv_cell(None) == ""
+    # Parquet holds the text as recorded.
+    assert main(["export", str(tmp_path / "run"), "--to", "parquet", str(tmp_path / "v.parquet")]) == 0
+    assert pq.read_table(tmp_path / "v.parquet").column("case_id").to_pylist() == ids

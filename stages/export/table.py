@@ -19,6 +19,10 @@ Columns (`COLUMNS`, in order; `run` only when several run directories are export
 | `config_hash` | string | `manifest.json`'s `config_hash` |
 | `run_started_at` | timestamp[ms, UTC] (CSV: ISO 8601) | the first segment's start (`summary.json`, else `checkpoint.json`) |
 
+In CSV a text cell that a spreadsheet program would run as a formula (it starts with
+`=`, `+`, `-`, `@`, a tab or a carriage return) is written after a single quote (OWASP's
+defence against CSV injection); numbers stay numbers. Parquet holds the text as it is.
+
 Results are read streaming and written in batches of `BATCH` rows, so memory
 stays flat whatever the size of the run.
 """
@@ -40,7 +44,7 @@ from typing import Any, TextIO
 from tracejudge.engine import store
 from tracejudge.stages.export import require
 
-__all__ = ["BATCH", "COLUMNS", "run_info", "rows", "write_csv", "write_csv_to", "write_parquet"]
+__all__ = ["BATCH", "COLUMNS", "csv_cell", "run_info", "rows", "write_csv", "write_csv_to", "write_parquet"]
 
 COLUMNS = ["run", "case_id", "trial", "metric", "value", "passed", "status", "error_kind", "reason", "judge_model",
            "input_tokens", "output_tokens", "cost_usd", "tags", "config_hash", "run_started_at"]
@@ -183,14 +187,33 @@ def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
     """Write every row of `run_dirs` to the CSV file `path` (replaced atomically); returns the row count.
 
     Header row = the column names; `tags` is JSON text, `run_started_at` ISO
-    8601, null is the empty field.
+    8601, null is the empty field; a text cell starting with `=`, `+`, `-`, `@`, a
+    tab or a carriage return starts with `'` (`csv_cell`).
     """
     with _replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
         return write_csv_to(run_dirs, fh)
 
 
+# What makes a spreadsheet program read a cell as a formula (OWASP, "CSV Injection"): a text cell starting so is
+# written after a single quote, which the program shows as text and does not run.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """`value` as `write_csv_to` hands it to `csv.writer`: None → `""`; text starting with `=`, `+`, `-`, `@`, a tab or a
+    carriage return → the same text after `'` (so no spreadsheet program runs it as a formula); anything else (numbers,
+    negative ones included, and booleans) as it is."""
+    if value is None:
+        return ""
+    if type(value) is str and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def write_csv_to(run_dirs: Sequence[Path], fh: TextIO) -> int:
-    """Write every row of `run_dirs` as CSV to the open text file `fh` (stdout for `--to csv -`); returns the row count."""
+    """Write every row of `run_dirs` as CSV to the open text file `fh` (stdout for `--to csv -`); returns the row count.
+
+    Text cells a spreadsheet program would run as a formula are written after a single quote (`csv_cell`)."""
     names = _columns(len(run_dirs) > 1)
     count = 0
     writer = csv.writer(fh)
@@ -199,6 +222,6 @@ def write_csv_to(run_dirs: Sequence[Path], fh: TextIO) -> int:
         for row in batch:
             row = {**row, "tags": json.dumps(row["tags"], ensure_ascii=False),
                    "run_started_at": row["run_started_at"].isoformat() if row["run_started_at"] else None}
-            writer.writerow(["" if row[n] is None else row[n] for n in names])
+            writer.writerow([csv_cell(row[n]) for n in names])
         count += len(batch)
     return count
