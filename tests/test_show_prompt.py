@@ -121,3 +121,27 @@ def test_a_group_that_cannot_fit_is_shown_and_estimated_as_the_run_asks_it_metri
 
     # (The loopback judge's usage is made up: the requests, not the tokens, are what to compare.)
     assert estimate(config)["total"].requests == judge["requests"] == len(sent)
+
+
+def test_a_real_control_character_and_its_escape_written_as_text_are_shown_apart(yes_server, tmp_path: Path):
+    # A trace holding the text `\x1b` (backslash, x, 1, b) and one holding a real ESC printed alike: the reader could
+    # not tell which the judge was sent. The text's backslash before `xNN` (or before a control character) is doubled;
+    # other backslashes (`\X9B` is no escape the display writes) are shown as sent.
+    data = tmp_path / "cases.jsonl"
+    odd = "text \\x1b, real \x1b, text \\\\x07, real after a backslash \\\x07, text \\X9B, plain \\n \\d"
+    data.write_text(json.dumps({"id": "c", "input": "q", "trace": {"steps": [{"tool_calls": [{"name": "f", "arguments": {}}]}],
+                                                                 "output": odd}}) + "\n")
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": yes_server.url + "/v1"},
+                               "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}}))
+    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c"], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode("utf-8")
+    assert not any(c in out for c in "\x1b\x07")
+    assert ("text \\\\x1b, real \\x1b, text \\\\\\\\x07, real after a backslash \\\\\\x07, text \\X9B, plain \\n \\d"
+            in out)
+    assert "; control characters shown as \\xNN; a backslash before xNN or before a control character shown doubled" in out
+    got = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c", "--json"], capture_output=True, timeout=300)
+    [line] = [json.loads(x) for x in got.stdout.decode("utf-8").splitlines() if json.loads(x)["sent"]]
+    assert any(odd in m["content"] for m in line["body"]["messages"])  # --json: exact

@@ -80,11 +80,25 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
 
 # Characters a terminal acts on (C0 but newline and tab, DEL, C1): shown as `\xNN`, so a trace cannot move the
 # cursor, clear the screen or open a hyperlink on the reader's terminal. `--json` gives the bytes exactly.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+_CONTROL = re.compile(_CONTROLS)
+# So that the text `\x1b` and a real ESC do not look alike, the backslashes in the text right before `xNN` (a
+# hex pair) or before a control character are doubled: an odd run of backslashes before `xNN` shown ends in a
+# control character, an even one is text. Every other backslash is shown as it is, as sent.
+_SHOWN = re.compile(f"(\\\\+)(?=x[0-9a-fA-F]{{2}})|(\\\\*)({_CONTROLS})")
+_DOUBLED = re.compile(f"\\\\(?=x[0-9a-fA-F]{{2}}|{_CONTROLS})")  # a backslash `_SHOWN` doubles
+
+
+def _show(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1) * 2
+    return m.group(2) * 2 + f"\\x{ord(m.group(3)):02x}"
 
 
 def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` with each control character a terminal acts on as `\\xNN`, and a backslash in the text before `xNN`
+    or before such a character doubled (see `_SHOWN`); the rest as it is."""
+    return _SHOWN.sub(_show, text)
 
 
 def _show_prompt(args: argparse.Namespace, config) -> int:
@@ -131,8 +145,11 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
         controls = any(_CONTROL.search(m["content"]) for m in s.req.messages)
+        doubled = any(_DOUBLED.search(m["content"]) for m in s.req.messages)
         say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else "") + (f" ({s.why})" if s.why else "")
-            + ("; control characters shown as \\xNN (--json gives the request exactly)" if controls else ""))
+            + ("; control characters shown as \\xNN" if controls else "")
+            + ("; a backslash before xNN or before a control character shown doubled" if doubled else "")
+            + (" (--json gives the request exactly)" if controls or doubled else ""))
         say(f"model {model}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
         for m in s.req.messages:
             say(f"--- {m['role']}")
