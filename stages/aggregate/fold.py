@@ -44,10 +44,11 @@ from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats
 from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
 from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
 
-__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for"]
+__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for", "group_label"]
 
 OTHER = "(other)"
 MISSING = "(missing)"
+_RESERVED = frozenset({"missing", "other"})  # the words of the labels the fold gives groups of its own
 # Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
 SETTLE_EVERY = 1024
 _value = itemgetter(0)  # a `Cell`'s value
@@ -74,6 +75,20 @@ def _fold_cells(rows: Any, cells: dict[str, Any], h: int) -> None:
         else:
             for st in stats:
                 st.fold(_OK, cell, h)
+
+
+def group_label(value: str) -> str:
+    """The breakdown label of a tag or of a metadata text value: `value` itself, unless it reads as a label the fold
+    gives groups of its own (`(missing)`: results without the field; `(other)`: values past `max_groups`).
+
+    Such a value, and any made of one in more pairs of parentheses (`((other))`), gets one more pair
+    (`((missing))`): so no value's group merges with those, and a label depends on its value alone (the same in
+    every shard and after a resume).
+    """
+    k = len(value) - len(value.lstrip("("))
+    if k and len(value) - len(value.rstrip(")")) == k and value[k:-k] in _RESERVED:
+        return f"({value})"
+    return value
 
 
 class Aggregator:
@@ -157,11 +172,11 @@ class Aggregator:
         if self.settings.by_tags:
             tags = result.tags
             for t in (tags if len(tags) < 2 else dict.fromkeys(tags)):
-                g = ("tag", t)
+                g = ("tag", t if t[:1] != "(" else group_label(t))
                 out.append(g if g in known else self._admit(g))
         for name in self.settings.group_by:
             v = result.metadata.get(name, None) if name in result.metadata else None
-            label = MISSING if name not in result.metadata else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+            label = MISSING if name not in result.metadata else (group_label(v) if isinstance(v, str) else json.dumps(v, sort_keys=True))
             out.append(self._admit((f"metadata.{name}", label)))
         return tuple(out) if len(out) < 2 else tuple(dict.fromkeys(out))
 
