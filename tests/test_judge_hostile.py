@@ -550,3 +550,43 @@ def test_a_reply_answering_a_question_both_ways_gets_the_repair_request_naming_i
         for key in ("TaskCompletion", "ToolCallNecessity"):
             answers = result["scores"][key]["details"]["answers"]
             assert answers and all(a["answer"] == "yes" for a in answers.values()), (key, answers)
+
+
+def _verdicts_then_final(headers: dict[str, str], body: dict[str, Any]) -> Any:
+    # Every request's right verdict, but a multi-item request's reply first gives one that answers the other way (every
+    # yes a no, every grade the highest), then the right one.
+    fmt = body["response_format"]["json_schema"]
+    if fmt["name"] != "verdicts":
+        return 200, completion(json.dumps(verdict(body)))
+    schema = fmt["schema"]
+    subs = {item: schema["$defs"][ref["$ref"].rsplit("/", 1)[1]] for item, ref in schema["properties"].items()}
+    final = {item: verdict({"response_format": {"json_schema": {"schema": sub}}, "messages": []}) for item, sub in subs.items()}
+    other = {item: ({**v, "score": subs[item]["properties"]["score"]["maximum"]} if "score" in v
+                    else json.loads(json.dumps(v).replace('"yes"', '"no"'))) for item, v in final.items()}
+    return 200, completion(f"{json.dumps(other)}\n{json.dumps(final)}")
+
+
+@pytest.mark.parametrize(("metric", "why", "value"), [
+    ({"type": "TaskCompletion"}, r"TC1 is answered both yes and no", 0.75),  # (every answer yes: 3 of 4 good)
+    ({"type": "Rubric", "criteria": "Was the agent polite?"}, r"the grade is given twice, 5 and 1", 0.0),  # (the lowest grade)
+])
+def test_a_multi_item_reply_answering_an_item_two_ways_has_the_item_re_asked_alone(tmp_path, metric, why, value):
+    # Several items in one request (items_per_request): the first of two verdicts for an item used to be scored silently
+    # (every answer no, or the highest grade), where a single reply answering twice gets a repair request.
+    with Loopback(_verdicts_then_final) as server:
+        data = _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 2), metrics=[metric],
+                       judge={"group": "none", "items_per_request": 2}, cache={"enabled": False})
+        summary = anyio.run(lambda: runner.run(validate_config(data))).summary
+        names = [body["response_format"]["json_schema"]["name"] for _, body in server.requests]
+    assert summary["status"] == {"ok": 2}
+    assert names.count("verdicts") == 1 and len(names) == 3  # one shared request, then each item asked alone
+    for result in _results(tmp_path):
+        score = result["scores"][metric["type"]]
+        assert re.search(why, score["details"]["batch"]["why"]), score["details"]["batch"]
+        assert score["value"] == value, score  # the verdict asked alone, not the first of the two
+
+
+def test_a_single_reply_grading_twice_differently_is_a_parse_error():
+    with pytest.raises(ParseError, match=r"^the grade is given twice, 2 and 4"):
+        parse_scale('{"score": 2, "reason": "a"} {"score": 4, "reason": "b"}', 1, 5)
+    assert parse_scale('{"score": 4, "reason": "a"} {"score": 4, "reason": "b"}', 1, 5) == {"score": 4, "reason": "a"}

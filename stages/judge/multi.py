@@ -29,7 +29,8 @@ each good item verdict also under an *item key* — the key of a one-item
 request in the same format — with the composition it came from, so a
 resumed run that groups items differently is still served from the cache.
 
-Items whose verdict is missing or does not parse are re-asked alone (the
+Items whose verdict is missing or does not parse, or that the reply answers two ways (one
+question both yes and no, or two grades, across its JSON objects), are re-asked alone (the
 single-item path, with its own repair); the rest are kept. A request the
 provider refuses (a 400 such as a content filter, or a 5xx that persists
 through the retries; see `refusal`) is split: each half is judged as a group
@@ -55,7 +56,7 @@ from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
 from tracejudge.stages.judge.calls.stats import share_usd
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
-from tracejudge.stages.judge.parse import ParseError, json_objects, scale_from, yes_no_from
+from tracejudge.stages.judge.parse import ParseError, agreement, grade_agreement, json_objects, scale_from, yes_no_from
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
@@ -144,20 +145,25 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
 
 def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """`(answers by item id, problem by item id)`: every item is in exactly one of the two."""
-    # The first object in the reply that answers some item (a decoy `{…}` in prose before it is skipped).
-    data = next((o for o in json_objects(text) if any(it.id in o for it in items)), None)
-    if data is None:
+    # Every object in the reply that answers some item: the first is read (a decoy `{…}` in prose before it is skipped),
+    # all of them are checked for an item answered two ways (question ids repeat across items, so per item).
+    given = [o for o in json_objects(text) if any(it.id in o for it in items)]
+    if not given:
         return {}, {it.id: "no JSON object with verdicts by item id found in the reply" for it in items}
+    data = given[0]
     good: dict[str, dict[str, Any]] = {}
     bad: dict[str, str] = {}
     for it in items:
         if it.id not in data:
             bad[it.id] = "no verdict for this item"
             continue
+        verdicts = [o[it.id] for o in given if isinstance(o.get(it.id), dict)]
         try:
             if it.plan.kind == "scale":
+                grade_agreement(verdicts, *it.plan.scale)
                 good[it.id] = {it.questions[0].id: scale_from(data[it.id], *it.plan.scale)}
             else:
+                agreement(verdicts, [it.plan.full_id(q) for q in it.questions])
                 got = yes_no_from(data[it.id], [it.plan.full_id(q) for q in it.questions])
                 good[it.id] = {q.id: got[it.plan.full_id(q)] for q in it.questions}
         except ParseError as exc:

@@ -20,7 +20,9 @@ with one repair request and then `judge_error` with the raw text kept.
 Nor a reply that answers one question both yes and no — in two verdict
 objects, or twice in one `answers` list: which one the judge meant is
 unknowable, so it is a parse failure naming the question (the same answer
-given twice is harmless: the first reason is kept).
+given twice is harmless: the first reason is kept). So is a grade given twice with
+two different valid scores, and, in a multi-item reply, one item's question
+answered both ways (or graded twice differently) across the reply's objects.
 One exception: when a single question was asked, a reply that is nothing but
 yes or no (any case, optionally one `.` or `!` after it: `YES.`, `no`) answers
 it, as a judge that skipped the JSON meant; anything more (`yes and no`,
@@ -31,10 +33,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["ParseError", "by_id", "check_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
+__all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
            "strip_reasoning", "yes_no_from"]
 
 T = TypeVar("T")
@@ -131,9 +133,14 @@ def check_agreement(text: str, question_ids: list[str]) -> None:
     """Raises `ParseError` naming the first of `question_ids` that the reply answers both yes and no, counting every
     JSON object of the reply (`json_objects`) and every entry of an `answers` list; answers that are not yes or no
     do not count here (`yes_no_from` judges them)."""
+    agreement(json_objects(text), question_ids)
+
+
+def agreement(verdicts: Iterable[dict[str, Any]], question_ids: list[str]) -> None:
+    """`check_agreement` over decoded verdict objects (in a multi-item reply, every verdict given for one item)."""
     asked = set(question_ids)
     seen: dict[str, str] = {}
-    for data in json_objects(text):
+    for data in verdicts:
         pairs = _listed(data) if isinstance(data.get("answers"), list) else ((q, data[q]) for q in question_ids if q in data)
         for q, item in pairs:
             word = _word(item.get("answer")) if q in asked and isinstance(item, dict) else None
@@ -201,8 +208,26 @@ def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]
 
 
 def parse_scale(text: str, lo: int, hi: int) -> dict[str, Any]:
-    """`{"score": int in [lo, hi], "reason": str}`. Raises `ParseError`."""
+    """`{"score": int in [lo, hi], "reason": str}`. Raises `ParseError`, also when the reply's JSON objects give two
+    different valid grades (`grade_agreement`)."""
+    grade_agreement(json_objects(text), lo, hi)
     return _first_valid(text, lambda data: scale_from(data, lo, hi))
+
+
+def grade_agreement(verdicts: Iterable[Any], lo: int, hi: int) -> None:
+    """Raises `ParseError` when two of `verdicts` are valid grades (`scale_from`) that differ: which one the judge
+    meant is unknowable, as for a question answered both yes and no. Invalid ones (a decoy `{"score": 9}` on 1..5)
+    do not count here."""
+    first: int | None = None
+    for data in verdicts:
+        try:
+            score = scale_from(data, lo, hi)["score"]
+        except ParseError:
+            continue
+        if first is None:
+            first = score
+        elif score != first:
+            raise ParseError(f"the grade is given twice, {first} and {score}; give one grade")
 
 
 def scale_from(data: Any, lo: int, hi: int) -> dict[str, Any]:
