@@ -4,7 +4,8 @@ A breakdown names two groups itself: `(missing)` (results without the `group_by`
 (values past `aggregate.max_groups`). A value that was literally one of those words merged with that
 group: a case whose `domain` is the text "(missing)" was counted with the cases that have no domain.
 Such a value is labelled in one more pair of parentheses (`((missing))`), a label that depends on the
-value alone; every other value keeps its label (real processes and files, resumed and rebuilt).
+value alone; every other value keeps its label (real processes and files, resumed and rebuilt), and the
+viewer links such a tag's group to the cases carrying the tag.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+
+from _runs import view_server
 
 TRACEJUDGE = Path(sys.executable).with_name("tracejudge")
 CONFIG = ("dataset: {path: d.jsonl}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 0}\n"
@@ -55,9 +59,18 @@ def test_values_that_read_as_reserved_labels_get_groups_of_their_own(tmp_path: P
     assert rebuilt.returncode == first.returncode, rebuilt.stderr
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["breakdowns"] == summary["breakdowns"]
 
+    # The viewer's tag groups link to their cases: "((other))" to the cases tagged "(other)"; the overflow group to none.
+    with view_server(str(tmp_path / "out")) as url, urllib.request.urlopen(url + "/run/out", timeout=60) as reply:
+        page = reply.read().decode("utf-8")
+    tables = page.split('data-breakdown="tag"', 1)[1].split("</table>", 1)[0]
+    assert '<a href="/run/out/cases?tag=%28other%29">((other))</a>' in tables
+    assert "<td>(other)</td>" in tables and "<td><a" in tables.split("<td>(other)</td>", 1)[0]
+
 
 def test_a_label_depends_on_the_value_alone() -> None:
-    from tracejudge.stages.aggregate.fold import group_label
+    from tracejudge.stages.aggregate.fold import group_label, group_value
 
-    assert [group_label(v) for v in ("(missing)", "(other)", "((other))", "(other", "other", "(x)", "", "()")] == [
-        "((missing))", "((other))", "(((other)))", "(other", "other", "(x)", "", "()"]
+    values = ("(missing)", "(other)", "((other))", "(other", "other", "(x)", "", "()")
+    assert [group_label(v) for v in values] == ["((missing))", "((other))", "(((other)))", "(other", "other", "(x)", "", "()"]
+    assert [group_value(group_label(v)) for v in values] == list(values)
+    assert group_value("(other)") is None and group_value("(missing)") is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.aggregate.fold import group_value
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
 from tracejudge.viewer.html import e, f3, frame, url
@@ -121,6 +122,8 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
         for key, v in (s.get("pass_at_k") or {}).items():
             out.append(f"<p><b>{e(key)}</b> = {f3(v.get('value'))} over {e(v.get('cases', 0))} cases "
                        f"({e(v.get('no_scored_trial', 0))} with no scored trial)</p>")
-        out.append(render_breakdowns(s, case_link=lambda name, value: url(f"/run/{rid}/cases", tag=value) if name == "tag" else None))
+        # A tag group's cases are the cases with that tag (`group_value`: its label may be escaped); "(other)" is no one tag.
+        out.append(render_breakdowns(s, case_link=lambda name, value: url(f"/run/{rid}/cases", tag=tag)
+                                     if name == "tag" and (tag := group_value(value)) is not None else None))
     out.append("<h2>Judge</h2>" + _judge_block(s))
     return frame(run.name, "".join(out), live_run=rid, crumbs=[(run.name, f"/run/{e(rid)}")])

@@ -44,7 +44,7 @@ from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats
 from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
 from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
 
-__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for", "group_label"]
+__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for", "group_label", "group_value"]
 
 OTHER = "(other)"
 MISSING = "(missing)"
@@ -89,6 +89,17 @@ def group_label(value: str) -> str:
     if k and len(value) - len(value.rstrip(")")) == k and value[k:-k] in _RESERVED:
         return f"({value})"
     return value
+
+
+def group_value(label: str) -> str | None:
+    """The tag or text value the breakdown label `label` stands for (`group_label`'s inverse); None for the groups the
+    fold names itself (`(missing)`, `(other)`), which stand for no one value."""
+    if label in (MISSING, OTHER):
+        return None
+    k = len(label) - len(label.lstrip("("))
+    if k > 1 and len(label) - len(label.rstrip(")")) == k and label[k:-k] in _RESERVED:
+        return label[1:-1]
+    return label
 
 
 class Aggregator:
@@ -172,7 +183,7 @@ class Aggregator:
         if self.settings.by_tags:
             tags = result.tags
             for t in (tags if len(tags) < 2 else dict.fromkeys(tags)):
-                g = ("tag", t if t[:1] != "(" else group_label(t))
+                g = ("tag", group_label(t) if type(t) is str and t[:1] == "(" else t)
                 out.append(g if g in known else self._admit(g))
         for name in self.settings.group_by:
             v = result.metadata.get(name, None) if name in result.metadata else None
