@@ -89,6 +89,7 @@ class RunJournal:
         self.on_records: Callable[[list[Finished]], None] | None = None
         # Called after each checkpoint is written (the resume cursor is saved with it, `tracejudge.engine.cursor`).
         self.on_checkpoint: Callable[[], None] | None = None
+        self.on_progress: Callable[[], None] | None = None  # after a flushed group that wrote no checkpoint
         self.fresh = False  # results.jsonl was empty (or absent) at open: every result is this segment's
         # Results skipped for the judge budget, and transient failures with retries left:
         # written, but not finished work. A resume redoes them; the newer result supersedes
@@ -352,7 +353,7 @@ class RunJournal:
         """
         if self._writer is not None:
             self._writer.on_flush = None
-        self.on_record = self.on_records = self.on_checkpoint = self.usage_source = None
+        self.on_record = self.on_records = self.on_checkpoint = self.on_progress = self.usage_source = None
 
     # When the checkpoint is rewritten and what it holds (`journal_checkpoint`), bound as methods: the writer's flush
     # hook and the journal's own calls reach them here, and so does a timer set on the class.

@@ -163,6 +163,8 @@ class Tracker:
     written: KeySet = field(default_factory=KeySet)
     added: set[int] = field(default_factory=set)
     lost: bool = False
+    ahead: dict[str, int] | None = None  # `state` as `advance` has moved it, not yet written (None: where `state` is)
+    ids: array = field(default_factory=lambda: array("Q"))  # the (hash, line) pairs `advance` added since the last write
 
     def read(self, raw: RawRecord, pid: str | None) -> None:
         """Note one record the load stage read (before it is skipped, sent on or dropped); `pid` is its
@@ -204,20 +206,22 @@ class Tracker:
             return True, 1, h if first == (name, line) else 0
         return False, self.trials, h
 
-    def save(self, done: KeySet, provisional: dict[int, str], seen: FirstSeen) -> None:
-        """Move the cursor past finished records and rewrite `cursor.json` and `cursor.ids`.
+    def advance(self, done: KeySet, provisional: dict[int, str], seen: FirstSeen) -> None:
+        """Move the cursor, in memory, past the finished records at the front (what the next `save` writes).
 
-        `done` is the journal's done set, `provisional` its standing provisional
-        results, `seen` the run's first places. Errors writing are logged, not raised:
-        the cursor only speeds up a resume.
+        Called after each fsynced group of results as well as by `save`, so that the records a save writes have mostly
+        been walked (and the dataset's bytes up to them checksummed) while the run went, not all at its end.
+        Errors reading are logged, not raised (the cursor is then lost for this segment).
         """
         if self.lost:
             return
         try:
             self._read_index()
-            ids = array("Q")  # (hash, line) pairs, written as little-endian uint64 (the only byte order `prepare` allows)
-            st = dict(self.state)
-            offset, at, records, n_ids, skipped = st["offset"], st["line"], st["records"], st["ids"], st["skipped"]
+            ahead = self.ahead
+            if ahead is None:
+                ahead = self.ahead = dict(self.state)
+            ids = self.ids  # (hash, line) pairs, written as little-endian uint64 (the only byte order `prepare` allows)
+            offset, at, records, n_ids, skipped = ahead["offset"], ahead["line"], ahead["records"], ahead["ids"], ahead["skipped"]
             pending, name = self.pending, str(self.path)
             # The common record (an id of its own, every trial written by this segment, no shard) is decided
             # here with local names: one call per record cost most of a save. Anything else asks `_behind`.
@@ -237,10 +241,25 @@ class Tracker:
                     ids.append(line)
                     n_ids += 1
                 offset, at, records, skipped = end, line, records + 1, skipped + took
-            if offset == self.state["offset"]:
-                return
-            st.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped)
-            self._write(st, ids.tobytes())
+            if offset != ahead["offset"]:
+                ahead["crc"] = self._crc(ahead["offset"], offset, ahead["crc"])
+                ahead.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped)
+        except OSError as exc:
+            log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
+            self.lost = True
+
+    def save(self, done: KeySet, provisional: dict[int, str], seen: FirstSeen) -> None:
+        """Move the cursor past finished records (`advance`) and rewrite `cursor.json` and `cursor.ids`.
+
+        `done` is the journal's done set, `provisional` its standing provisional
+        results, `seen` the run's first places. Errors writing are logged, not raised:
+        the cursor only speeds up a resume.
+        """
+        self.advance(done, provisional, seen)
+        if self.lost or self.ahead is None or self.ahead["offset"] == self.state["offset"]:
+            return
+        try:
+            self._write(dict(self.ahead), self.ids.tobytes())
         except OSError as exc:
             log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
             self.lost = True
@@ -256,30 +275,34 @@ class Tracker:
         for h in memoryview(data).cast("Q"):  # little-endian machines only (see `prepare`)
             add(h)
 
-    def _write(self, st: dict[str, int], ids: bytes) -> None:
-        stat = _stat(self.path)
-        if stat != self.stat:  # the dataset changed while this segment read it: what it read is not what is there
-            self.lost = True
-            return
+    def _crc(self, start: int, end: int, crc: int) -> int:
+        # The dataset's CRC-32 carried from byte `start` to byte `end` (bytes this segment has read).
         with open(self.path, "rb") as fh:
-            fh.seek(self.state["offset"])
-            left = st["offset"] - self.state["offset"]
-            crc = st["crc"]
+            fh.seek(start)
+            left = end - start
             while left:
                 chunk = fh.read(min(left, 1 << 20))
                 if not chunk:
                     raise OSError(f"{self.path} is shorter than what was read from it")
                 crc = zlib.crc32(chunk, crc)
                 left -= len(chunk)
+        return crc
+
+    def _write(self, st: dict[str, int], ids: bytes) -> None:
+        stat = _stat(self.path)
+        if stat != self.stat:  # the dataset changed while this segment read it: what it read is not what is there
+            self.lost = True
+            return
+        with open(self.path, "rb") as fh:
             tail = _tail_hash(fh, st["offset"])
-        st["crc"] = crc
         with open(self.run_dir / CURSOR_IDS, "ab") as out:
             out.truncate(self.state["ids"] * 16)
             out.write(ids)
         body = CursorFile(format=_FORMAT, offset=st["offset"], line=st["line"], records=st["records"], ids=st["ids"], skipped=st["skipped"],
-                          trials=self.trials, shard=self.shard_text, size=stat[0], mtime_ns=stat[1], prefix_crc32=crc, tail_sha256=tail)
+                          trials=self.trials, shard=self.shard_text, size=stat[0], mtime_ns=stat[1], prefix_crc32=st["crc"], tail_sha256=tail)
         store.atomic_write_text(self.run_dir / CURSOR, body.model_dump_json(indent=1) + "\n", durable=False)
         self.state = st
+        self.ids = array("Q")
 
 
 @dataclass
@@ -294,6 +317,10 @@ class Resume:
     def save(self, done: KeySet, provisional: dict[int, str]) -> None:
         """`Tracker.save` with the run's first places (the journal's checkpoint hook)."""
         self.tracker.save(done, provisional, self.seen)
+
+    def advance(self, done: KeySet, provisional: dict[int, str]) -> None:
+        """`Tracker.advance` with the run's first places (the journal's hook after each fsynced group)."""
+        self.tracker.advance(done, provisional, self.seen)
 
 
 def _stat(path: Path) -> tuple[int, int]:

@@ -67,6 +67,7 @@ class _Flow:
         if resume is not None:
             resume.tracker.added = self.admission.added
             journal.on_checkpoint = lambda: resume.save(journal.done, journal.provisional)
+            journal.on_progress = lambda: resume.advance(journal.done, journal.provisional)
         self.cut_short = False
 
     @property

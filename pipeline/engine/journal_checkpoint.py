@@ -47,6 +47,8 @@ def checkpoint_if_due(journal: RunJournal) -> None:
     if journal._closing:
         journal._checkpointed_at_close = True
     elif journal._recorded and not checkpoint_due(journal, now):
+        if journal.on_progress is not None:
+            journal.on_progress()  # (the resume cursor walks what was just written: its save at the end has less left)
         return
     journal._last_checkpoint = now
     seg = journal._segment
