@@ -20,7 +20,8 @@ from tracejudge.core import registry
 from tracejudge.core.config import load_config
 from tracejudge.engine import runner
 from tracejudge.engine.executors.base import CpuJob
-from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerDied, WorkerLost
+from tracejudge.engine.executors.exits import WorkerDied
+from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerLost
 from tracejudge.engine.executors.processes import ProcessExecutor
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"

@@ -65,6 +65,8 @@ def test_a_forked_worker_killed_from_outside_costs_nothing(tmp_path):
     assert killed is not None, err
     assert proc.returncode == 0, err
     assert "tried once more in a fresh worker" in err
+    retried = [json.loads(x) for x in err.splitlines() if "tried once more in a fresh worker" in x]
+    assert [(x["error"], x["pid"]) for x in retried] == [("killed by signal SIGKILL (9)", killed)], err  # how it died, not that a socket closed
     one = subprocess.run([str(TRACEJUDGE), "run", "one.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert one.returncode == 0, one.stderr
     two, single = _lines(tmp_path / "two" / "results.jsonl"), _lines(tmp_path / "one" / "results.jsonl")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +38,8 @@ METRIC = textwrap.dedent("""\
         if case.id in doom or "*" in doom:
             with open(os.environ.get("DEATHS", os.devnull), "a") as fh:
                 fh.write(f"{os.getpid()}\\n")
+            if os.environ.get("DOOM_EXIT"):
+                os._exit(int(os.environ["DOOM_EXIT"]))  # an exit of its own, as a crash in native code may end it
             os.kill(os.getpid(), signal.SIGKILL)  # this worker dies on this case, every time
         return True
 """)
@@ -247,3 +250,19 @@ def test_the_terminal_names_a_worker_death_as_one_not_as_a_transient_failure(tmp
     out = " ".join(again.stdout.split())
     assert f"(1 new results, {n - 1} already finished, 1 retried after the worker process scoring them died)" in out, out
     assert "transient failure" not in out + again.stderr
+
+
+def test_a_dead_workers_results_and_log_lines_say_how_it_died(tmp_path):
+    # "The stream was closed before the read operation could be completed" said nothing of why the worker ended:
+    # its exit status does (the OOM killer's SIGKILL, a crash's signal, an exit code).
+    n = 40
+    _workspace(tmp_path, n)
+    for env, how in (({}, "killed by signal SIGKILL (9)"), ({"DOOM_EXIT": "7"}, "exit code 7")):
+        got = _run(tmp_path, {"DOOM_CASE": "case-0007", **env})
+        assert got.returncode == 1, got.stderr
+        dead = [r for r in _lines(tmp_path) if r["error"] and r["error"]["kind"] == "worker_error"]
+        assert [r["error"]["message"] for r in dead] == [f"the worker process died while scoring this case: {how}"], got.stderr
+        logged = [json.loads(x) for x in got.stderr.splitlines() if x.startswith("{") and "worker process died" in x]
+        assert logged and all(how in x["error"] for x in logged), got.stderr
+        assert "Unknown child process" not in got.stderr, got.stderr
+        shutil.rmtree(tmp_path / "out")

@@ -39,17 +39,14 @@ import sys
 from typing import Any
 
 import anyio
+from tracejudge.engine.executors.exits import WorkerDied, ended
 from tracejudge.engine.executors.wire import join_payloads, pack_results, split_payloads, unpack_chunk
 
-__all__ = ["DEPTH", "ForkedPool", "WorkerDied", "WorkerLost", "fork_suits"]
+__all__ = ["DEPTH", "ForkedPool", "WorkerLost", "fork_suits"]
 
 _HEAD = struct.Struct("!BQ")  # status (0: result, 1: exception), length of what is pickled (a chunk's lines follow it)
 _SOCKET_BUFFER = 4 << 20  # bytes each end may have in flight (the kernel caps it at net.core.wmem_max)
 _MAX_PARTS = 512  # buffers per `sendmsg` (Linux takes up to 1024)
-
-
-class WorkerDied(Exception):
-    """A forked worker's socket ended (the worker was killed or crashed)."""
 
 
 class WorkerLost(WorkerDied):
@@ -80,21 +77,28 @@ class _Worker:
         self.pid, self.sock = pid, sock
         self.in_flight = 0
         self.dead = False
+        self.code: int | None = None  # its exit status once reaped (`kill`)
         # Set when the last call given to this worker has sent its chunk / read its reply: the calls do both in the
         # order they were made, which is the order the worker reads chunks and writes replies.
         self._sent: anyio.Event | None = None
         self._read: anyio.Event | None = None
 
-    def kill(self) -> None:
-        # SIGKILL and reap: a worker that lingers is never reused (its socket may hold half a message).
+    def kill(self) -> int | None:
+        # SIGKILL and reap: a worker that lingers is never reused (its socket may hold half a message). Returns its
+        # exit status as a returncode (None: it could not be reaped), which is how it died when it had died already: a
+        # signal to a process that is exiting or gone changes nothing. Kept, so that the call that was computing
+        # learns it even when a call queued behind it met the closed socket first.
         if self.dead:
-            return
+            return self.code
         self.dead = True
         self.sock.close()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+        try:
+            self.code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        except ChildProcessError:
+            pass
+        return self.code
 
     async def call(self, chunk: list[Any]) -> Any:
         """The chunk's result, as the worker computed it; raises what the job raised, or `WorkerDied`.
@@ -114,26 +118,27 @@ class _Worker:
                 if prev_sent is not None:
                     await prev_sent.wait()
                 if self.dead:
-                    raise WorkerLost(f"the forked worker process {self.pid} ended before computing this chunk")
+                    raise WorkerLost("the worker process ended before computing this chunk", self.pid)
                 await self._send([_HEAD.pack(0, len(meta)), meta, *lines])
             finally:
                 sent.set()
             if prev_read is not None:
                 await prev_read.wait()
             if self.dead:
-                raise WorkerLost(f"the forked worker process {self.pid} ended before computing this chunk")
+                raise WorkerLost("the worker process ended before computing this chunk", self.pid)
             status, size = _HEAD.unpack(await self._recv(_HEAD.size))
             payload = await self._recv(size)
             done = True
         except (OSError, EOFError) as exc:
             if prev_read is not None and not prev_read.is_set():  # the worker died on the chunk ahead of this one
-                raise WorkerLost(f"the forked worker process {self.pid} ended before computing this chunk") from None
-            raise WorkerDied(f"the forked worker process {self.pid} ended ({type(exc).__name__}: {exc})") from None
+                raise WorkerLost("the worker process ended before computing this chunk", self.pid) from None
+            code = self.kill()
+            raise WorkerDied(ended(code) if code is not None else f"its socket ended ({type(exc).__name__}: {exc})", self.pid) from None
         finally:
             self.in_flight -= 1
             read.set()
             if not done:
-                self.kill()  # died, or cancelled mid-chunk: killed, as a spawned worker is
+                self.kill()  # cancelled mid-chunk: killed, as a spawned worker is
         got = pickle.loads(payload)
         if status:
             raise got

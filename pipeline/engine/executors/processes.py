@@ -46,7 +46,8 @@ from anyio import to_process
 from tracejudge.core.errors import UnguardedScript
 from tracejudge.core.log import get_logger
 from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
-from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerDied, WorkerLost, fork_suits
+from tracejudge.engine.executors.exits import WorkerDied, noting, watched
+from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerLost, fork_suits
 from tracejudge.engine.executors.pin import budget_for, pin_deaths
 from tracejudge.engine.executors.wire import pack_chunk, pack_results, unpack_chunk, unpack_results
 
@@ -96,7 +97,8 @@ def _own_session_for_workers() -> None:
     stages: a Ctrl-C in that second killed it with a `KeyboardInterrupt` traceback on the terminal.
     In a session of its own, the terminal's signals never reach it; the head alone decides how
     the run stops, and the worker still ends with it (parent-death signal, or its pipe closing).
-    anyio's spawning offers no such option, so its `open_process` is wrapped where `to_process` calls it.
+    anyio's spawning offers no such option, so its `open_process` is wrapped where `to_process` calls it;
+    the wrapper also hands anyio each worker `exits.watched`, so a worker's death says how it died.
     """
     real = getattr(to_process, "open_process", None)
     if real is None or getattr(real, "own_session", False):
@@ -104,7 +106,7 @@ def _own_session_for_workers() -> None:
 
     async def open_worker(command: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("start_new_session", True)
-        return await real(command, **kwargs)
+        return watched(await real(command, **kwargs))
 
     open_worker.own_session = True  # type: ignore[attr-defined]
     to_process.open_process = open_worker  # type: ignore[attr-defined]
@@ -126,13 +128,14 @@ def _run(key: str, blob: bytes, chunk: list[Any], parent: int = 0) -> list[Any]:
 def _cannot_start(exc: BaseException) -> bool:
     # A worker whose start-up raised (the parent's script fails when imported), as opposed to one
     # killed while starting (its pipe just ended): only the first fails the same way every time.
-    died = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+    died = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, WorkerDied)
     return "initialization" in str(exc) and not isinstance(exc.__cause__, died)
 
 
 def _died(exc: BaseException) -> str | None:
-    # Why the worker died, when `exc` says it died computing or starting (killed, crashed); None for a worker that
-    # cannot start (its start-up raises: every worker would) and for any other exception.
+    # Why the worker died, when `exc` says it died computing or starting (killed, crashed): how it ended (`exits.ended`)
+    # when that is known; None for a worker that cannot start (its start-up raises: every worker would) and for any
+    # other exception.
     if isinstance(exc, ProcessLookupError):
         return f"the worker process died while starting: {exc}"
     if not isinstance(exc, anyio.BrokenWorkerProcess) or _cannot_start(exc) or isinstance(exc.__cause__, UnguardedScript):
@@ -231,11 +234,23 @@ class ProcessExecutor:
         with contextlib.suppress(Exception):
             await to_process.run_sync(_run, self.key, self.blob, [], os.getpid(), cancellable=True, limiter=self.limiter)
 
+    async def _spawned(self, chunk: list[Any], limiter: anyio.CapacityLimiter) -> list[Extracted]:
+        # `job.run(chunk)` in a spawned worker; its death raised as `BrokenWorkerProcess` from `WorkerDied` saying how it
+        # died, when its exit status was read (`exits.noting`).
+        with noting() as found:
+            try:
+                return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
+                                                                limiter=limiter))
+            except anyio.BrokenWorkerProcess as exc:
+                if not found or _died(exc) is None:
+                    raise
+                pid, how = found[-1]  # the worker this call used (`exits.noting`)
+                raise anyio.BrokenWorkerProcess(str(exc)) from WorkerDied(how, pid)
+
     async def _compute(self, chunk: list[Any]) -> list[Extracted]:
         # `job.run(chunk)` in an idle forked worker, else (none forked, or all of them dead) in a spawned one.
         if self.pool is None:
-            return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
-                                                            limiter=self.limiter))
+            return await self._spawned(chunk, self.limiter)
         # The slot taken to pick a worker is kept for a spawned one too: released in between, two chunks that
         # both found every live forked worker busy each started a spawned worker, and a forked worker's death
         # left three processes working for `processes: 2`. Spawned workers stand in only for dead forked ones.
@@ -244,8 +259,7 @@ class ProcessExecutor:
                 worker = self.pool.idle()
                 if worker is None:
                     self._spawn_slots.total_tokens = max(1, self.processes - self.pool.live())
-                    return unpack_results(await to_process.run_sync(_run, self.key, self.blob, pack_chunk(chunk), os.getpid(), cancellable=True,
-                                                                    limiter=self._spawn_slots))
+                    return await self._spawned(chunk, self._spawn_slots)
                 try:
                     return unpack_results(await worker.call(chunk))  # (which packs the records itself, `wire.split_payloads`)
                 except WorkerLost:
@@ -283,7 +297,8 @@ class ProcessExecutor:
                 if _died(exc) is None:
                     raise  # a worker that cannot start fails the same way again (handled below)
                 # Killed from outside (the OOM killer, a stray SIGKILL): a fresh worker tries the chunk once more.
-                log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk))
+                log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk),
+                            error=_died(exc), pid=getattr(exc.__cause__, "pid", None))
                 try:
                     return await self._compute(chunk)
                 except (anyio.BrokenWorkerProcess, ProcessLookupError) as again:
