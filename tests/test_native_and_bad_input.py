@@ -265,3 +265,24 @@ def test_a_user_message_without_content_is_one_invalid_case_naming_the_field(tmp
         assert [(r["case_id"], r["error"]["file"], r["error"]["line"], r["error"]["field"], r["error"]["message"]) for r in bad] == [
             ("c1", str(tmp_path / str(processes) / "cases.jsonl"), 2, "trace.user_messages[1].content",
              "trace.user_messages[1].content: Field required")]
+
+
+def test_an_escaped_lone_surrogate_names_its_line_field_and_column(tmp_path, monkeypatch):
+    # `json` decodes `"\ud800"` (half of a UTF-16 pair) where pydantic refuses it: the line was "invalid JSON" and no more.
+    from tracejudge.engine.executors import processes as processes_mod
+
+    monkeypatch.setattr(processes_mod, "INLINE_RECORDS", 0)  # with `processes: 2`, every record goes to the worker processes
+    monkeypatch.setattr(processes_mod, "INLINE_BYTES", 0)
+    lines = [json.dumps(good(i)).encode() for i in range(200)]
+    lines[5] = b'{"id": "s1", "trace": {"output": "\\ud800"}}'
+    lines[150] = b'{"id": "s2", "trace": {"steps": [{"thought": "a \\\\ud800 \\ud83d\\ude00"}, {"thought": "x\\udc00"}]}}'
+    half = "(half of a UTF-16 pair, no character on its own)"
+    first, second = lines[5].index(b"\\ud800") + 1, lines[150].index(b"x\\udc00") + 2  # 1-based columns of the escapes
+    want = [("s1", 6, "trace.output", f"invalid JSON: trace.output: lone surrogate escape \\ud800 {half} at column {first}"),
+            ("s2", 151, "trace.steps[1].thought",
+             f"invalid JSON: trace.steps[1].thought: lone surrogate escape \\udc00 {half} at column {second}")]
+    for processes in (1, 2):
+        summary, results = run_cases(tmp_path / str(processes), lines, run_section={"processes": processes})
+        bad = [r for r in results if r["status"] == "invalid_input"]
+        assert [(r["case_id"], r["error"]["line"], r["error"]["field"], r["error"]["message"]) for r in bad] == want
+        assert all(r["error"]["file"] == str(tmp_path / str(processes) / "cases.jsonl") for r in bad)

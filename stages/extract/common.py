@@ -10,7 +10,7 @@ ids stay stable across runs of the same file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -29,6 +29,7 @@ __all__ = [
     "case_fields",
     "decode_line",
     "fail",
+    "field_path",
     "maybe_json",
     "read_lines",
     "text_of",
@@ -91,6 +92,14 @@ def build_case(data: dict[str, Any]) -> Case:
 PASSAGE_SHAPE = 'a retrieved passage is an object: {"content": "the text"}, optionally with "id", "score" and "source"'
 
 
+def field_path(loc: Iterable[str | int]) -> str:
+    """A record's key path as the errors name it: keys joined by dots, list indices in brackets (`trace.steps[0].output`)."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
 def case_problem(exc: ValidationError) -> tuple[str, str]:
     """`(field, message)` for a case that does not validate: its first problem, as `trace.steps[0].output: …`.
 
@@ -99,9 +108,7 @@ def case_problem(exc: ValidationError) -> tuple[str, str]:
     """
     errors = suggest.pair_missing(exc.errors(), Case)  # an unknown key beside a missing one: one problem, one line
     err = errors[0]
-    loc = ""
-    for part in err["loc"]:
-        loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
+    loc = field_path(err["loc"])
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
     if err["type"] == "extra_forbidden":
         more = suggest.key_hint(Case, tuple(err["loc"])) + more

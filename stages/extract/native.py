@@ -11,6 +11,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
+from tracejudge.stages.extract.surrogates import lone_surrogate
 from tracejudge.stages.load import JSON_ERRORS, count_jsonl, deep_message, loads_line, read_jsonl, too_deep, utf8_text
 
 __all__ = ["adapt", "line_id", "peek_id"]
@@ -19,9 +20,10 @@ __all__ = ["adapt", "line_id", "peek_id"]
 def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
     """Decode one JSONL line into a `Case`.
 
-    Raises `AdapterError` for bytes that are not UTF-8 or not JSON, or a line
-    that is not an object; pydantic's `ValidationError` for a record with
-    missing or mistyped fields (the caller turns both into `invalid_input`).
+    Raises `AdapterError` for bytes that are not UTF-8 or not JSON (an escaped lone
+    surrogate included: its field and column named), or a line that is not an object;
+    pydantic's `ValidationError` for a record with missing or mistyped fields (the
+    caller turns both into `invalid_input`).
     """
     if isinstance(raw, dict):
         return Case.model_validate(raw)
@@ -42,7 +44,10 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
             if not isinstance(_decode(raw), dict):
                 raise AdapterError(f"expected a JSON object per line, got {type(_decode(raw)).__name__}") from None
             raise
-    _decode(raw)  # raises AdapterError naming the JSON problem
+    data = _decode(raw)  # raises AdapterError naming the JSON problem
+    lone = lone_surrogate(utf8_text(raw), data)  # (`json` decodes an escaped half of a UTF-16 pair; a case cannot hold it)
+    if lone is not None:
+        raise AdapterError(lone[1], field=lone[0], case_id=line_id(raw))
     raise AdapterError("invalid JSON", case_id=line_id(raw))  # (JSON to `json`, not to pydantic: NaN, say)
 
 
