@@ -14,9 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from tracejudge.core.config import DatasetConfig, validate_config
 from tracejudge.core.records import Case
+from tracejudge.engine.runner import run
 from tracejudge.stages.extract import extract_record
 
 FRAMEWORKS = Path(__file__).parent / "data" / "frameworks"
@@ -134,6 +136,28 @@ def test_agents_sdk_span_resent_with_other_usage_keeps_the_later_copy(tmp_path: 
     assert case.trace.usage.input_tokens == 330 - first["span_data"]["usage"]["input_tokens"] + 999
     assert case.trace.usage.requests == 3
     assert case.metadata["openai_agents"]["duplicates"] == [first["id"]]
+
+
+def test_agents_sdk_trace_line_sent_twice_is_read_once(tmp_path: Path) -> None:
+    case = read_twice(tmp_path, FRAMEWORKS / "openai-agents-export" / "sequence.jsonl", "openai-agents")
+    assert "duplicates" not in case.metadata["openai_agents"]
+
+
+def test_agents_sdk_trace_line_resent_scores_once_and_another_trace_under_its_id_is_a_duplicate(tmp_path: Path) -> None:
+    # Through a whole run: the exporter's retry was a second case under the trace's id, `invalid_input` as a duplicate id.
+    line = lines(FRAMEWORKS / "openai-agents-export" / "sequence.jsonl")[0]
+    other = json.loads(line)
+    other["trace"]["workflow_name"] = "another workflow"
+    path = tmp_path / "traces.jsonl"
+    path.write_text(f"{line}\n{line}\n{json.dumps(other)}\n")
+    config = validate_config({"dataset": {"path": str(path), "format": "openai-agents"}, "metrics": [{"type": "MaxToolCalls", "max_calls": 5}],
+                              "run": {"dir": str(tmp_path / "run")}})
+    outcome = anyio.run(run, config)
+    results = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    tid = other["trace"]["id"]
+    assert [(r["case_id"], r["status"]) for r in results] == [(tid, "ok"), (f"{tid}@{path}:3", "invalid_input")], results
+    assert f"duplicate case id '{tid}'" in results[1]["error"]["message"]
+    assert outcome.summary["status"] == {"ok": 1, "invalid_input": 1}
 
 
 def test_langfuse_observations_listed_twice_count_once(tmp_path: Path) -> None:

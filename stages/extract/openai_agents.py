@@ -45,7 +45,9 @@ counts (`span_data.type`):
 
 A span exported twice (same trace and span id: the SDK's exporter retries
 a batch) is read once; when the copies differ, the last one that ended is
-read and its id listed in `metadata.openai_agents.duplicates`.
+read and its id listed in `metadata.openai_agents.duplicates`. A trace line
+sent twice (same trace id, identical content) is likewise read once; another
+trace under an id already read is kept, and reported as a duplicate id.
 
 Latency is the trace's first start to its last end. The case id is the trace
 id.
@@ -63,7 +65,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
-from tracejudge.stages.extract.otel.once import once
+from tracejudge.stages.extract.otel.once import Repeats, once
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import as_int
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
@@ -100,11 +102,13 @@ def read(dataset: Any) -> Iterator[RawRecord]:
 
     A line that is not JSON, or an item that is neither a trace nor a span,
     is a record with `error` set naming its line (and batch index);
-    `dataset.limit` counts traces.
+    `dataset.limit` counts traces. A trace line repeating one read before
+    (same trace id and content: an exporter's retry) is skipped (`once.Repeats`).
     """
     opts = Options.model_validate(dataset.options or {})
     open_: OrderedDict[str, _Open] = OrderedDict()
     closed: OrderedDict[str, None] = OrderedDict()  # the most recently closed ids, at most _CLOSED_KEPT
+    whole = Repeats(_CLOSED_KEPT)  # the trace lines read, to skip one sent again
     count = 0
 
     def emit(group: _Open) -> RawRecord:
@@ -122,6 +126,8 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             yield RawRecord(raw.file, raw.line, error=str(exc))
             continue
         if isinstance(doc, dict) and "spans" in doc:
+            if whole.again(_trace_id(doc), doc):
+                continue
             count += 1
             yield RawRecord(raw.file, raw.line, doc)
             continue
@@ -207,6 +213,15 @@ def _span_key(span: Any) -> tuple[Any, str] | None:
     return (str(span.get("trace_id")), sid) if isinstance(sid, str) and sid else None
 
 
+def _trace_id(payload: dict[str, Any]) -> str | None:
+    """The id of a trace line (`{"trace", "spans"}`): the trace's own, else its first span's trace id, else the line's `id`."""
+    trace = payload.get("trace") if isinstance(payload.get("trace"), dict) else {}
+    spans = payload.get("spans") if isinstance(payload.get("spans"), list) else []
+    first = next((s.get("trace_id") for s in spans if isinstance(s, dict) and isinstance(s.get("trace_id"), str)), None)
+    tid = trace.get("id") or first or payload.get("id")
+    return str(tid) if tid else None
+
+
 def adapt(payload: Any, options: Options | None = None) -> Case:
     """Turn one trace (`{"trace": ..., "spans": [...]}`) into a `Case` (see the module docstring).
 
@@ -219,8 +234,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     spans = payload.get("spans")
     if not isinstance(spans, list):
         fail("spans: required list of exported spans is missing", field="spans", case_id=trace.get("id"))
-    first = next((s.get("trace_id") for s in spans if isinstance(s, dict) and isinstance(s.get("trace_id"), str)), None)
-    cid = str(trace.get("id") or first or payload.get("id") or "trace")
+    cid = _trace_id(payload) or "trace"
     meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": [], "duplicates": []}
     otel_spans, task_usage, times = _spans(cid, spans, meta)
     usage: dict[str, Any] = {"latency_s": (max(times) - min(times)) / 1e9} if times else {}

@@ -5,15 +5,19 @@ acknowledgement was lost, and exports get concatenated or copied, so the same
 span (same trace id and span id) can arrive twice. Counted twice it doubles
 the calls, the requests and the tokens. Every span-based reader (`otel`,
 `openai-agents`, `langfuse`, `mlflow`) passes the spans of one trace through
-`once` before anything counts them.
+`once` before anything counts them. A reader of whole traces, one per line, passes
+each through `Repeats`: the same rule over a stream too long to hold.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-__all__ = ["once"]
+__all__ = ["Repeats", "once"]
 
 T = TypeVar("T")
 
@@ -65,3 +69,32 @@ def once(items: list[T], key: Callable[[T], Hashable | None], ended: Callable[[T
         kept.append((done or copies)[-1])
         differed.append(k)
     return kept, differed
+
+
+class Repeats:
+    """The records of a stream seen so far, to tell a copy delivered again (an exporter's retry) from a new record.
+
+    `again(key, content)` is True for a record whose key arrived before with equal content: read
+    it no more, as `once` keeps the first of identical copies. A key arriving with other content
+    is not a copy (False): unlike a span, a whole record sent again with other content is not the
+    more complete one, so the caller keeps both and the duplicate key is reported. `key` None
+    (no id) is never a copy. The last `kept` keys are remembered, with a digest of their
+    content's canonical JSON each, so memory stays flat however long the stream.
+    """
+
+    def __init__(self, kept: int = 100_000) -> None:
+        self._seen: OrderedDict[Hashable, bytes] = OrderedDict()
+        self._kept = kept
+
+    def again(self, key: Hashable | None, content: Any) -> bool:
+        """True when `key` arrived before with content equal to `content` (a JSON value); remembers it otherwise."""
+        if key is None:
+            return False
+        digest = hashlib.blake2b(json.dumps(content, sort_keys=True, default=str).encode(), digest_size=16).digest()  # (ASCII)
+        if self._seen.get(key) == digest:
+            return True
+        if key not in self._seen:
+            self._seen[key] = digest
+            if len(self._seen) > self._kept:
+                self._seen.popitem(last=False)
+        return False
