@@ -111,3 +111,19 @@ def test_a_down_phoenix_is_one_line_and_exit_3(server, tmp_path, capsys, monkeyp
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "px-secret-key" not in err
     assert not any("px-secret-key" in p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())
+
+
+def test_a_span_listed_twice_is_read_once(server):
+    # As the `otel` format reads a span exported twice (an exporter's retry, an export copied): once, not two calls.
+    # Phoenix's own store holds a span id once, so the copy is made here, in the listing `read` groups (`trace_group`).
+    from tracejudge.stages.extract import otel, phoenix
+
+    url, ids = server
+    px, _ = phoenix.client(url)
+    listed = phoenix.get(px, url, "v1/projects/agents/spans", {"limit": 1000, "trace_id": [ids[0]]})["data"]  # as `read` lists them
+    where = f"{url}/projects/agents"
+    single = phoenix.adapt(phoenix.trace_group(ids[0], [phoenix.to_span(s, where, 1) for s in listed], 1), otel.Options())
+    twice = phoenix.adapt(phoenix.trace_group(ids[0], [phoenix.to_span(s, where, 1) for s in listed * 2], 1), otel.Options())
+    assert [c.name for c in twice.trace.tool_calls()] == ["get_weather", "convert_temperature"]  # the `sequence` recording's
+    assert twice.model_dump() == single.model_dump()
+    assert "duplicates" not in twice.metadata["otel"]

@@ -13,7 +13,8 @@ Streaming: root spans are listed a page at a time (`parent_id=null`), and the sp
 each page's traces are fetched together (`trace_id=…`), so memory holds one page of
 traces whatever the size of the project. Each trace becomes one `otel` `Group` of
 `Span`s (flat OpenInference attributes; `openinference.span.kind` from Phoenix's span
-kind) and one case, adapted by the `otel` format; the case id is the trace id and
+kind) and one case, adapted by the `otel` format (a span listed twice is read once, as the
+`otel` format reads one exported twice: `trace_group`); the case id is the trace id and
 `metadata.phoenix` = `{project, trace_id, root_span_id}`, which `tracejudge export --to
 phoenix` annotates. A Phoenix that is down, refuses the key or answers an error ends the
 run with `Unreachable` naming the URL (exit 3): never a run of zero cases that passes.
@@ -31,11 +32,11 @@ from tracejudge.core.errors import Unreachable
 from tracejudge.core.registry import Format, register_format
 from tracejudge.core.urls import http_url
 from tracejudge.stages.extract import otel
-from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.spans import Group, Span, once_spans
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["Options", "adapt", "client", "read", "to_span"]
+__all__ = ["Options", "adapt", "client", "read", "to_span", "trace_group"]
 
 
 class Options(BaseModel):
@@ -152,12 +153,18 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 spans.setdefault(span.trace_id, []).append(span)
         for trace_id in ids:
             count += 1
-            group = sorted(spans[trace_id], key=lambda s: (s.start, s.span_id))
-            for s in group:
-                s.line = count
-            yield RawRecord(where, count, Group(key=trace_id, key_attr=None, traces=[trace_id], spans=group))
+            yield RawRecord(where, count, trace_group(trace_id, spans[trace_id], count))
         if limit is not None and count >= limit:
             return
+
+
+def trace_group(trace_id: str, spans: list[Span], line: int) -> Group:
+    """The `Group` of one trace's spans as listed by Phoenix: each span id once (`spans.once_spans`), in order of start,
+    every span placed at `line` (the trace's number in the sweep)."""
+    group = sorted(once_spans(spans), key=lambda s: (s.start, s.span_id))
+    for s in group:
+        s.line = line
+    return Group(key=trace_id, key_attr=None, traces=[trace_id], spans=group)
 
 
 def _prepare(dataset: Any) -> Any:

@@ -21,7 +21,7 @@ from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, jsonl_lines, loads_line
 from tracejudge.stages.load.encoding import file_encoding_problem
 
-__all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports"]
+__all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports", "once_spans"]
 
 
 def any_value(value: Any) -> Any:
@@ -312,7 +312,7 @@ class Collector:
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         for trace_id, delivered in self.spans.items():
-            spans = _once(delivered)
+            spans = once_spans(delivered)
             adopt_orphans(spans)
             spans.sort(key=lambda s: (s.start, s.span_id))
             for span in spans:
@@ -350,8 +350,12 @@ def _content(span: Span) -> tuple[Any, ...]:
             span.events, span.service, span.problem)
 
 
-def _once(spans: list[Span]) -> list[Span]:
-    """The spans of one trace, each span id once (an exporter's retry, an export read twice); see `once`."""
+def once_spans(spans: list[Span]) -> list[Span]:
+    """The spans of one trace, each span id once (an exporter's retry, an export read twice); see `once`.
+
+    A span whose copies differ is the one kept with `copies_differ` set (the case lists it in `metadata.otel.duplicates`).
+    Every reader of `Span`s (`otel`'s files, `phoenix`'s API) passes a trace's spans through it.
+    """
     kept, differed = once(spans, key=lambda s: s.span_id or None, ended=lambda s: s.end > 0, content=_content)
     if len(kept) == len(spans):
         return spans
