@@ -68,7 +68,7 @@ def test_values_that_read_as_reserved_labels_get_groups_of_their_own(tmp_path: P
 
 
 def test_a_label_depends_on_the_value_alone() -> None:
-    from tracejudge.stages.aggregate.fold import group_label, group_value
+    from tracejudge.stages.aggregate.group_labels import group_label, group_value
 
     values = ("(missing)", "(other)", "((other))", "(other", "other", "(x)", "", "()")
     assert [group_label(v) for v in values] == ["((missing))", "((other))", "(((other)))", "(other", "other", "(x)", "", "()"]

@@ -52,10 +52,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.core.config import RunConfig
-from tracejudge.core.lazy_numpy import numpy
 from tracejudge.core.log import get_logger
 from tracejudge.engine import store
 from tracejudge.engine.admit import safe_text
+from tracejudge.engine.cursor_prior import PriorIds
 from tracejudge.engine.keyset import FirstSeen, KeySet, key_hash, result_key, trial_key
 from tracejudge.engine.shards import Shard, shard_index
 from tracejudge.stages.load import RawRecord, read_jsonl
@@ -69,8 +69,6 @@ _TAIL = 1 << 16
 # Records read but not yet behind the cursor that one segment keeps track of; past this (a record held
 # back for the whole segment, a retry left pending) the cursor stops moving for the segment.
 _MAX_PENDING = 200_000
-_SMALL_PRIOR = 1 << 15  # fewer first-seen ids than this are looked up in a dict, without numpy
-_SCANS = 64  # lookups answered by a scan of cursor.ids (~1 ms at a million ids) before it is sorted once (~0.2 s)
 log = get_logger("tracejudge.cursor")
 
 
@@ -97,49 +95,6 @@ def _tail_hash(fh: Any, offset: int) -> str:
     start = max(0, offset - _TAIL)
     fh.seek(start)
     return hashlib.sha256(fh.read(offset - start)).hexdigest()
-
-
-class _Prior:
-    """Lines of the ids first seen before the cursor, by `key_hash` (from `cursor.ids`).
-
-    Every such id is finished, so an id whose hash is not in the journal's
-    `done` set is answered without a look at `cursor.ids` (the unfinished
-    cases a resume goes on with); the few others are looked up by a scan,
-    and once there are many, by a sorted copy.
-    """
-
-    def __init__(self, data: bytes, done: KeySet) -> None:
-        self._data = data
-        self._done = done
-        self._small: dict[int, int] | None = None
-        self._pairs: Any = None
-        self._sorted: Any = None
-        self._scans = 0
-
-    def __call__(self, h: int) -> int | None:
-        """The line where the id of hash `h` was first seen before the cursor, or None."""
-        if not self._done.contains_hash(h):
-            return None
-        n = len(self._data) // 16
-        if n < _SMALL_PRIOR:
-            if self._small is None:
-                pairs = memoryview(self._data).cast("Q")  # little-endian machines only (see `prepare`)
-                self._small = {pairs[2 * i]: pairs[2 * i + 1] for i in range(n)}
-            return self._small.get(h)
-        np = numpy()
-        if self._pairs is None:
-            self._pairs = np.frombuffer(self._data, dtype="<u8").reshape(-1, 2)
-        key = np.uint64(h)
-        if self._sorted is None and self._scans < _SCANS:
-            self._scans += 1
-            hit = np.flatnonzero(self._pairs[:, 0] == key)
-            return int(self._pairs[hit[0], 1]) if len(hit) else None
-        if self._sorted is None:
-            order = np.argsort(self._pairs[:, 0])
-            self._sorted = (self._pairs[order, 0], self._pairs[order, 1])
-        hashes, lines = self._sorted
-        i = int(np.searchsorted(hashes, key))
-        return int(lines[i]) if i < len(hashes) and int(hashes[i]) == h else None
 
 
 @dataclass
@@ -367,7 +322,7 @@ def prepare(run_dir: Path, config: RunConfig, fmt: Any, recovery: dict[str, Any]
     with open(run_dir / CURSOR_IDS, "rb") as fh:
         ids = fh.read(cur.ids * 16)
     name = str(path)
-    seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=_Prior(ids, done), prior_file=name)
+    seen = FirstSeen(size_hint=max(0, size_hint - cur.ids), prior=PriorIds(ids, done), prior_file=name)
     state = {"offset": cur.offset, "line": cur.line, "records": cur.records, "ids": cur.ids, "skipped": cur.skipped, "crc": cur.prefix_crc32}
     tracker = Tracker(run_dir, path, config.run.trials, shard, config.run.shard, state, stat, idx_pos)  # type: ignore[arg-type]
     left = None if limit is None else limit - cur.records

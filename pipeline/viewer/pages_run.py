@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.aggregate.fold import group_value
+from tracejudge.stages.aggregate.group_labels import group_value
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
 from tracejudge.viewer.html import e, f3, frame, url

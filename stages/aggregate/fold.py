@@ -40,15 +40,13 @@ from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status
 from tracejudge.engine.keyset import result_key, trial_key
 from tracejudge.engine.rendered import Finished
+from tracejudge.stages.aggregate.group_labels import MISSING, OTHER, group_label, group_value
 from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats, _pair
 from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
 from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
 
-__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for", "group_label", "group_value"]
+__all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for"]
 
-OTHER = "(other)"
-MISSING = "(missing)"
-_RESERVED = frozenset({"missing", "other"})  # the words of the labels the fold gives groups of its own
 # Results between two `Aggregator.settle` calls: bounds the scored values waiting to be folded.
 SETTLE_EVERY = 1024
 _value = itemgetter(0)  # a `Cell`'s value
@@ -75,31 +73,6 @@ def _fold_cells(rows: Any, cells: dict[str, Any], h: int) -> None:
         else:
             for st in stats:
                 st.fold(_OK, cell, h)
-
-
-def group_label(value: str) -> str:
-    """The breakdown label of a tag or of a metadata text value: `value` itself, unless it reads as a label the fold
-    gives groups of its own (`(missing)`: results without the field; `(other)`: values past `max_groups`).
-
-    Such a value, and any made of one in more pairs of parentheses (`((other))`), gets one more pair
-    (`((missing))`): so no value's group merges with those, and a label depends on its value alone (the same in
-    every shard and after a resume).
-    """
-    k = len(value) - len(value.lstrip("("))
-    if k and len(value) - len(value.rstrip(")")) == k and value[k:-k] in _RESERVED:
-        return f"({value})"
-    return value
-
-
-def group_value(label: str) -> str | None:
-    """The tag or text value the breakdown label `label` stands for (`group_label`'s inverse); None for the groups the
-    fold names itself (`(missing)`, `(other)`), which stand for no one value."""
-    if label in (MISSING, OTHER):
-        return None
-    k = len(label) - len(label.lstrip("("))
-    if k > 1 and len(label) - len(label.rstrip(")")) == k and label[k:-k] in _RESERVED:
-        return label[1:-1]
-    return label
 
 
 class Aggregator:

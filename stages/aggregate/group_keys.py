@@ -15,7 +15,7 @@ from tracejudge.core import suggest
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.log import get_logger
 from tracejudge.engine import store
-from tracejudge.stages.aggregate.fold import MISSING
+from tracejudge.stages.aggregate.group_labels import MISSING
 
 __all__ = ["absent_group_keys", "warn_absent_group_keys"]
 
