@@ -529,15 +529,24 @@ def test_a_bare_yes_or_no_reply_answers_the_one_question_asked(tmp_path):
     assert sent == 2 + 2 * 2  # no repair request for the bare verdicts; one each for the ambiguous ones
 
 
+def _flipped_then_final(final: dict[str, Any]) -> str:
+    # Two verdicts, the first flipped to no: the first used to be scored silently (0.0, FAIL, no repair).
+    return json.dumps(final).replace('"yes"', '"no"') + "\n" + json.dumps(final)
+
+
+def _answer_named_twice(final: dict[str, Any]) -> str:
+    # One verdict object naming each answer twice, no then yes: the JSON decoder kept the last one (every answer yes, no repair).
+    return json.dumps(final).replace('"answer": "yes"', '"answer": "no", "answer": "yes"')
+
+
+@pytest.mark.parametrize("twice", [_flipped_then_final, _answer_named_twice])
 @pytest.mark.parametrize("group", ["case", "none"])
-def test_a_reply_answering_a_question_both_ways_gets_the_repair_request_naming_it(tmp_path, group):
-    # Two verdicts in one reply, the first flipped to no: the first used to be scored silently (0.0, FAIL, no repair).
+def test_a_reply_answering_a_question_both_ways_gets_the_repair_request_naming_it(tmp_path, group, twice):
     def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
         final = verdict(body)
         if len(body["messages"]) > 2:  # the repair request
             return 200, completion(json.dumps(final))
-        flipped = json.loads(json.dumps(final).replace('"yes"', '"no"'))
-        return 200, completion(f"{json.dumps(flipped)}\n{json.dumps(final)}")
+        return 200, completion(twice(final))
 
     metrics = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]
     with Loopback(respond) as server:
@@ -552,28 +561,44 @@ def test_a_reply_answering_a_question_both_ways_gets_the_repair_request_naming_i
             assert answers and all(a["answer"] == "yes" for a in answers.values()), (key, answers)
 
 
-def _verdicts_then_final(headers: dict[str, str], body: dict[str, Any]) -> Any:
-    # Every request's right verdict, but a multi-item request's reply first gives one that answers the other way (every
-    # yes a no, every grade the highest), then the right one.
-    fmt = body["response_format"]["json_schema"]
-    if fmt["name"] != "verdicts":
-        return 200, completion(json.dumps(verdict(body)))
-    schema = fmt["schema"]
+def _two_ways(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    # A multi-item request's verdicts answering the other way (every yes a no, every grade the highest), and the right ones.
     subs = {item: schema["$defs"][ref["$ref"].rsplit("/", 1)[1]] for item, ref in schema["properties"].items()}
     final = {item: verdict({"response_format": {"json_schema": {"schema": sub}}, "messages": []}) for item, sub in subs.items()}
     other = {item: ({**v, "score": subs[item]["properties"]["score"]["maximum"]} if "score" in v
                     else json.loads(json.dumps(v).replace('"yes"', '"no"'))) for item, v in final.items()}
+    return other, final
+
+
+def _verdicts_then_final(headers: dict[str, str], body: dict[str, Any]) -> Any:
+    # Every request's right verdict, but a multi-item request's reply first gives one that answers the other way, then the right one.
+    fmt = body["response_format"]["json_schema"]
+    if fmt["name"] != "verdicts":
+        return 200, completion(json.dumps(verdict(body)))
+    other, final = _two_ways(fmt["schema"])
     return 200, completion(f"{json.dumps(other)}\n{json.dumps(final)}")
+
+
+def _items_named_twice(headers: dict[str, str], body: dict[str, Any]) -> Any:
+    # As `_verdicts_then_final`, but in one object naming each item twice: the other way first, the right one last.
+    fmt = body["response_format"]["json_schema"]
+    if fmt["name"] != "verdicts":
+        return 200, completion(json.dumps(verdict(body)))
+    other, final = _two_ways(fmt["schema"])
+    pairs = [f"{json.dumps(item)}: {json.dumps(v)}" for item in final for v in (other[item], final[item])]
+    return 200, completion("{" + ", ".join(pairs) + "}")
 
 
 @pytest.mark.parametrize(("metric", "why", "value"), [
     ({"type": "TaskCompletion"}, r"TC1 is answered both yes and no", 0.75),  # (every answer yes: 3 of 4 good)
     ({"type": "Rubric", "criteria": "Was the agent polite?"}, r"the grade is given twice, 5 and 1", 0.0),  # (the lowest grade)
 ])
-def test_a_multi_item_reply_answering_an_item_two_ways_has_the_item_re_asked_alone(tmp_path, metric, why, value):
+@pytest.mark.parametrize("respond", [_verdicts_then_final, _items_named_twice])
+def test_a_multi_item_reply_answering_an_item_two_ways_has_the_item_re_asked_alone(tmp_path, metric, why, value, respond):
     # Several items in one request (items_per_request): the first of two verdicts for an item used to be scored silently
-    # (every answer no, or the highest grade), where a single reply answering twice gets a repair request.
-    with Loopback(_verdicts_then_final) as server:
+    # (every answer no, or the highest grade), where a single reply answering twice gets a repair request; one object naming
+    # an item twice was decoded to its last verdict, unseen.
+    with Loopback(respond) as server:
         data = _config(tmp_path, server.url, _cases(tmp_path / "c.jsonl", 2), metrics=[metric],
                        judge={"group": "none", "items_per_request": 2}, cache={"enabled": False})
         summary = anyio.run(lambda: runner.run(validate_config(data))).summary
@@ -590,3 +615,24 @@ def test_a_single_reply_grading_twice_differently_is_a_parse_error():
     with pytest.raises(ParseError, match=r"^the grade is given twice, 2 and 4"):
         parse_scale('{"score": 2, "reason": "a"} {"score": 4, "reason": "b"}', 1, 5)
     assert parse_scale('{"score": 4, "reason": "a"} {"score": 4, "reason": "b"}', 1, 5) == {"score": 4, "reason": "a"}
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    ('{"q1": {"answer": "yes", "reason": "a"}, "q1": {"answer": "no", "reason": "b"}}', "q1 is answered both yes and no"),
+    ('{"q1": {"answer": "yes", "reason": "a", "answer": "no"}, "q2": {"answer": "no"}}', "q1 is answered both yes and no"),
+    ('{"answers": [{"id": "q2", "answer": "no"}, {"id": "q1", "answer": "yes"}], "answers": [{"id": "q1", "answer": "no"}]}',
+     "q1 is answered both yes and no"),
+    ('{"q1": {"answer": "yes"}, "q1": {"answer": "yes", "answer": "no"}, "q2": {"answer": "no"}}', "q1 is answered both yes and no"),
+])
+def test_a_reply_object_naming_a_question_twice_two_ways_is_a_parse_error(reply, problem):
+    with pytest.raises(ParseError, match=f"^{problem}"):
+        parse_yes_no(reply, ["q1", "q2"])
+
+
+def test_a_key_named_twice_with_one_answer_keeps_the_first():
+    # The same answer given twice is harmless, inside one object as across two: the first reason is kept.
+    reply = '{"q1": {"answer": "yes", "reason": "a"}, "q1": {"answer": "yes", "reason": "b"}, "q2": {"answer": "no", "answer": "no"}}'
+    assert parse_yes_no(reply, ["q1", "q2"]) == {"q1": {"answer": "yes", "reason": "a"}, "q2": {"answer": "no", "reason": ""}}
+    assert parse_scale('{"score": 4, "reason": "a", "score": 4}', 1, 5) == {"score": 4, "reason": "a"}
+    with pytest.raises(ParseError, match=r"^the grade is given twice, 2 and 4"):
+        parse_scale('{"score": 2, "reason": "a", "score": 4}', 1, 5)

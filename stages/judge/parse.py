@@ -23,6 +23,9 @@ unknowable, so it is a parse failure naming the question (the same answer
 given twice is harmless: the first reason is kept). So is a grade given twice with
 two different valid scores, and, in a multi-item reply, one item's question
 answered both ways (or graded twice differently) across the reply's objects.
+One object naming a key twice with different values (`{"q1": …, "q1": …}`, an
+`answer`, `score` or item id twice) counts as two verdict objects, the first
+value read (a JSON decoder would keep the last silently); the same value twice is kept.
 One exception: when a single question was asked, a reply that is nothing but
 yes or no (any case, optionally one `.` or `!` after it: `YES.`, `no`) answers
 it, as a judge that skipped the JSON meant; anything more (`yes and no`,
@@ -43,7 +46,6 @@ T = TypeVar("T")
 
 # Zero-width space/joiners, word joiner, BOM, soft hyphen: invisible, never part of a verdict.
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
-_DECODER = json.JSONDecoder()
 _REASONING = re.compile(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", re.S | re.I)
 _OPENED_BEFORE = re.compile(r".*</(?:think|thinking|reasoning)\s*>", re.S | re.I)  # (greedy: to the last one)
 _BARE = re.compile(r"\s*(yes|no)\s*[.!]?\s*", re.I)  # a whole reply of one verdict word (`parse_yes_no`)
@@ -51,6 +53,58 @@ _BARE = re.compile(r"\s*(yes|no)\s*[.!]?\s*", re.I)  # a whole reply of one verd
 
 class ParseError(ValueError):
     """The judge's text is not a valid verdict; the message says what was wrong."""
+
+
+class _Repeated(Exception):
+    # A decoded object names a key twice: decode again, keeping both values (`_Views`).
+    pass
+
+
+class _Views(dict):  # type: ignore[type-arg]
+    # An object naming a key twice with different values, or holding one that does (its values are the first given):
+    # `others` are the same object with one later value in place of the first, each a verdict object of its own.
+    others: list[dict[str, Any]]
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # The cheap hook for ordinary replies: a dict, or `_Repeated` for the rare reply that repeats a key.
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Repeated
+    return out
+
+
+def _alternatives(value: Any) -> list[Any]:
+    # `value` as each later value repeated inside it would have it (`_Views.others`), lists looked into.
+    if isinstance(value, _Views):
+        return value.others
+    if isinstance(value, list):
+        return [[*value[:i], alt, *value[i + 1:]] for i, v in enumerate(value) for alt in _alternatives(v)]
+    return []
+
+
+def _view_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # The first value of every key, as the list form's first answer to an id counts; a later different value, or one
+    # repeated deeper, becomes another view. The same value again adds nothing (the same answer given twice is kept).
+    first: dict[str, Any] = {}
+    later: list[tuple[str, Any]] = []
+    for key, value in pairs:
+        if key not in first:
+            first[key] = value
+            continue
+        if value != first[key]:
+            later.append((key, value))
+        later += [(key, alt) for alt in _alternatives(value)]  # (a repeat equal at first sight may differ deeper)
+    later += [(key, alt) for key, value in first.items() for alt in _alternatives(value)]
+    if not later:
+        return first
+    out = _Views(first)
+    out.others = [{**first, key: value} for key, value in later]
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_VIEWS_DECODER = json.JSONDecoder(object_pairs_hook=_view_pairs)
 
 
 def strip_invisible(text: str) -> str:
@@ -71,16 +125,22 @@ def strip_reasoning(text: str) -> str:
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:
     """Every JSON object in `text`, in order, outside reasoning blocks (`strip_reasoning`): one `raw_decode` attempt
-    at each `{` (nested ones included)."""
+    at each `{` (nested ones included). An object that names a key twice with different values (`{"q1": …, "q1": …}`,
+    also deeper: an `answer` twice) is yielded with the first value of each key, then once more per later value, as
+    if the judge had written that verdict object again: the agreement checks then see both answers."""
     text = strip_reasoning(strip_invisible(text))
     start = text.find("{")
     while start != -1:
         try:
-            value, _ = _DECODER.raw_decode(text, start)
+            try:
+                value, _ = _DECODER.raw_decode(text, start)
+            except _Repeated:
+                value, _ = _VIEWS_DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict):
             yield value
+            yield from value.others if isinstance(value, _Views) else ()
         start = text.find("{", start + 1)
 
 
