@@ -57,3 +57,34 @@ def test_every_case_and_trial_has_a_name_of_its_own(processes, trials, tmp_path)
     (run_dir / "junit.xml").unlink()
     rebuild(run_dir)
     assert (run_dir / "junit.xml").read_bytes() == as_run
+
+
+def test_metrics_and_checks_differing_only_in_control_characters_have_names_of_their_own(tmp_path):
+    # Metric keys (suite name, classname) and gate check names dropped their control characters: `m\x01` and `m\x02`
+    # shared one suite name, `m\x01 min_mean` and `m\x02 min_mean` one check name.
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import runner
+    from tracejudge.stages.reports import rebuild
+
+    from _runs import write_dataset
+
+    keys = ["m\x01", "m\x02", "m\\x01", "m\\x01 [escaped]", "plain é"]
+    cases = write_dataset(tmp_path / "cases.jsonl", [{"id": "x", "trace": {"steps": [], "output": "done"}}])
+    run_dir = tmp_path / "run"
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(cases), "format": "native"},
+                                   "metrics": [{"type": "Contains", "value": "done", "name": k} for k in keys],
+                                   "assertions": {"metrics": {k: {"min_mean": 0.5} for k in keys}},
+                                   "run": {"dir": str(run_dir)}}))
+    anyio.run(runner.run, load_config(cfg))
+    root = ET.fromstring((run_dir / "junit.xml").read_bytes())
+    suites = [s.get("name") for s in root.iter("testsuite")][1:]
+    assert suites == ["m\\x01 [escaped]", "m\\x02 [escaped]", "m\\x01", "m\\\\x01 [escaped] [escaped]", "plain é"]
+    assert [tc.get("classname") for tc in root.iter("testcase") if tc.get("classname") != "tracejudge.gate"] == suites
+    checks = [tc.get("name") for tc in root.iter("testcase") if tc.get("classname") == "tracejudge.gate"]
+    assert checks == ["m\\x01 min_mean [escaped]", "m\\x02 min_mean [escaped]", "m\\x01 min_mean", "m\\x01 [escaped] min_mean",
+                      "plain é min_mean"]
+    as_run = (run_dir / "junit.xml").read_bytes()
+    (run_dir / "junit.xml").unlink()
+    rebuild(run_dir)
+    assert (run_dir / "junit.xml").read_bytes() == as_run

@@ -23,7 +23,8 @@ holding a control character (which XML 1.0 cannot carry, or a CI viewer would no
 or ending as a name's own trial part does (` [trial 3]`), is written escaped — its
 control characters as `\\xNN` / `\\uNNNN`, its backslashes doubled — and marked
 `[trial N, escaped]`, a tail no other name has (`testcase_name`). Any other id is its
-name as it is.
+name as it is. Metric keys (suite names and classnames) and the gate's check names
+follow the same rule, marked ` [escaped]` (`suite_label`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.engine.rendered import Finished, attr, testcase_end, text
 from tracejudge.engine.store import iter_results
 
-__all__ = ["JunitWriter", "testcase_name", "write_junit"]
+__all__ = ["JunitWriter", "suite_label", "testcase_name", "write_junit"]
 
 _BATCH = 256  # results whose test cases are written together
 _COPY = 1 << 20  # bytes a read when the suites are copied into the document
@@ -71,9 +72,27 @@ def testcase_name(case_id: str, trial: int, multi: bool) -> str:
     ` [trial N, escaped]`, which no other name ends with: so every (case, trial) of a run has a name of its own,
     whatever the other ids, and a name XML 1.0 carries.
     """
-    if (case_id.isprintable() or _CONTROL.search(case_id) is None) and not (case_id.endswith("]") and _TRIAL_TAIL.search(case_id)):
+    if _plain(case_id) and not (case_id.endswith("]") and _TRIAL_TAIL.search(case_id)):
         return f"{case_id} [trial {trial}]" if multi else case_id
-    return f"{_CONTROL.sub(_escape_char, case_id.replace(chr(92), chr(92) * 2))} [trial {trial}, escaped]"
+    return f"{_escaped(case_id)} [trial {trial}, escaped]"
+
+
+def suite_label(name: str) -> str:
+    """A metric key (suite name and classname) or a gate check's name as junit.xml writes it: `name` itself, unless it
+    holds a control character (`_CONTROL`) or ends in ` [escaped]`; then escaped as `testcase_name` escapes an id and
+    followed by ` [escaped]`, which no name written as it is ends with. So two metric keys differing only in control
+    characters get suites of their own, and no escaped name is another's literal one."""
+    return name if _plain(name) and not name.endswith(" [escaped]") else f"{_escaped(name)} [escaped]"
+
+
+def _plain(text: str) -> bool:
+    # No character to escape (`isprintable` first: the common case, and cheaper than the search).
+    return text.isprintable() or _CONTROL.search(text) is None
+
+
+def _escaped(text: str) -> str:
+    # Backslashes doubled, then control characters as \xNN / \uNNNN: the result reads back to one text only.
+    return _CONTROL.sub(_escape_char, text.replace(chr(92), chr(92) * 2))
 
 
 def _testcases(keys: dict[str, str], res: dict[str, Any], multi: bool) -> list[str]:
@@ -113,7 +132,7 @@ class JunitWriter:
         self.metrics = summary.get("metrics", {})
         self.multi = summary.get("trials", 1) > 1
         self.bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key in self.metrics}
-        self.classnames = {key: _attr(key) for key in self.metrics}
+        self.classnames = {key: _attr(suite_label(key)) for key in self.metrics}
         self.pending: dict[str, list[str]] = {key: [] for key in self.metrics}
         # Per suite, in order: where its test cases queue and how each starts (for `feed_finished`).
         self._heads = [(self.pending[key].append, f"    <testcase classname={self.classnames[key]}") for key in self.metrics]
@@ -190,7 +209,7 @@ class JunitWriter:
             out.write(f'<testsuites name="tracejudge" tests="{tot["tests"]}" failures="{tot["failures"]}" errors="{tot["errors"]}" skipped="{tot["skipped"]}">\n')
             out.write(gate)
             for key, counts in suites:
-                out.write(f'  <testsuite name={_attr(key)} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
+                out.write(f'  <testsuite name={self.classnames[key]} tests="{counts["tests"]}" failures="{counts["failures"]}" errors="{counts["errors"]}" skipped="{counts["skipped"]}">\n')
                 fh = self.bodies[key]
                 if hasattr(out, "buffer") and _utf8(out):  # its bytes copied as they are, not decoded and encoded again (20 MB at 10,000 cases)
                     fh.flush()
@@ -212,10 +231,10 @@ def _gate_suite(verdict: Verdict | None) -> tuple[str, dict[str, int]]:
     for check in verdict.checks if verdict is not None else ():
         line = f"{check.name}: {check.detail}"
         if check.ok:
-            cases.append(f"    <testcase classname=\"tracejudge.gate\" name={_attr(check.name)}>\n      <system-out>{_text(line)}</system-out>\n    </testcase>\n")
+            cases.append(f"    <testcase classname=\"tracejudge.gate\" name={_attr(suite_label(check.name))}>\n      <system-out>{_text(line)}</system-out>\n    </testcase>\n")
         else:
             failures += 1
-            cases.append(f"    <testcase classname=\"tracejudge.gate\" name={_attr(check.name)}>\n      <failure type=\"gate\" message={_attr(line)}>"
+            cases.append(f"    <testcase classname=\"tracejudge.gate\" name={_attr(suite_label(check.name))}>\n      <failure type=\"gate\" message={_attr(line)}>"
                          f"{_text(line)}</failure>\n    </testcase>\n")
     if verdict is not None and verdict.unfinished:
         errors += 1
