@@ -33,6 +33,16 @@ def test_control_characters_in_an_id_are_escaped_in_report_md(tmp_path: Path) ->
     assert "| tab and newline |" in md  # whitespace in a table cell stays a space, as before
 
 
+def test_the_text_backslash_x1b_and_a_real_esc_look_different_in_report_md(tmp_path: Path) -> None:
+    # Both were written `\x1b`: a reader could not tell which one the id held.
+    run_dir, _ = _run(tmp_path, [{"id": "real\x1b", "trace": {"output": "x"}}, {"id": "text\\x1b", "trace": {"output": "x"}},
+                                 {"id": "both\\\x1b", "trace": {"output": "x"}}, {"id": "path\\to\\file", "trace": {"output": "x"}}])
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "| real\\x1b |" in md and "| text\\\\x1b |" in md  # a real ESC, then the text: its backslash doubled
+    assert "| both\\\\\\x1b |" in md  # the text's backslash doubled, then the ESC
+    assert "| path\\to\\file |" in md  # any other backslash as it is
+
+
 def test_a_whitespace_only_id_is_filed_under_its_file_and_line(tmp_path: Path) -> None:
     run_dir, _ = _run(tmp_path, [{"id": "fine", "trace": {"output": "y"}}, {"id": " \t ", "trace": {"output": "y"}}])
     results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import html
-import re
 from typing import TYPE_CHECKING, Any
 
+from tracejudge.core.inert_text import visible
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
 from tracejudge.stages.reports.judge_lines import budget_line, spend_line
@@ -24,14 +24,11 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-# Control characters but tab and newline (C0, DEL, C1): a terminal that shows the file acts on them
-# (ESC starts a colour or cursor sequence), a viewer hides them. Written as `\x1b`, visible and inert.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _text(text: Any) -> str:
-    # Ids, names and reasons come from traces: Markdown viewers render inline HTML, so it is escaped.
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", html.escape(str(text), quote=False))
+    # Ids, names and reasons come from traces: Markdown viewers render inline HTML, so it is escaped; a terminal that
+    # shows the file acts on control characters and a viewer hides them, so they are written as `\x1b`, and the text
+    # `\x1b` as `\\x1b` (`inert_text.visible`).
+    return visible(html.escape(str(text), quote=False))
 
 
 def _cell(text: str, limit: int = 300) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tracejudge.core.inert_text import CONTROL, DOUBLED, visible
 from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -78,29 +78,6 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     return EXIT_OK
 
 
-# Characters a terminal acts on (C0 but newline and tab, DEL, C1): shown as `\xNN`, so a trace cannot move the
-# cursor, clear the screen or open a hyperlink on the reader's terminal. `--json` gives the bytes exactly.
-_CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-_CONTROL = re.compile(_CONTROLS)
-# So that the text `\x1b` and a real ESC do not look alike, the backslashes in the text right before `xNN` (a
-# hex pair) or before a control character are doubled: an odd run of backslashes before `xNN` shown ends in a
-# control character, an even one is text. Every other backslash is shown as it is, as sent.
-_SHOWN = re.compile(f"(\\\\+)(?=x[0-9a-fA-F]{{2}})|(\\\\*)({_CONTROLS})")
-_DOUBLED = re.compile(f"\\\\(?=x[0-9a-fA-F]{{2}}|{_CONTROLS})")  # a backslash `_SHOWN` doubles
-
-
-def _show(m: re.Match[str]) -> str:
-    if m.group(1) is not None:
-        return m.group(1) * 2
-    return m.group(2) * 2 + f"\\x{ord(m.group(3)):02x}"
-
-
-def _visible(text: str) -> str:
-    """`text` with each control character a terminal acts on as `\\xNN`, and a backslash in the text before `xNN`
-    or before such a character doubled (see `_SHOWN`); the rest as it is."""
-    return _SHOWN.sub(_show, text)
-
-
 def _show_prompt(args: argparse.Namespace, config) -> int:
     """Print each request about case `args.show_prompt`: a header, then every message under its role.
 
@@ -125,7 +102,7 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
         return EXIT_OK
 
     def say(text: str) -> None:
-        out.write(_visible(text) + "\n")
+        out.write(visible(text) + "\n")
 
     model = cfg.model if cfg is not None else "gpt-4o-mini"
     for s in shown:
@@ -144,8 +121,8 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
             fitted.append(f"cut: {', '.join(s.cut)}")
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
-        controls = any(_CONTROL.search(m["content"]) for m in s.req.messages)
-        doubled = any(_DOUBLED.search(m["content"]) for m in s.req.messages)
+        controls = any(CONTROL.search(m["content"]) for m in s.req.messages)
+        doubled = any(DOUBLED.search(m["content"]) for m in s.req.messages)
         say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else "") + (f" ({s.why})" if s.why else "")
             + ("; control characters shown as \\xNN" if controls else "")
             + ("; a backslash before xNN or before a control character shown doubled" if doubled else "")
