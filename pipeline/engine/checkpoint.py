@@ -59,6 +59,12 @@ __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 log = get_logger("tracejudge.checkpoint")
 
 
+def _place(result: CaseResult) -> tuple[str, int] | None:
+    # The file and line a result's error names (`store.error_place`).
+    err = result.error
+    return None if err is None or err.file is None or err.line is None else (err.file, err.line)
+
+
 class RunJournal:
     """Open results, index and checkpoint of one run directory for one segment.
 
@@ -98,6 +104,8 @@ class RunJournal:
         # How many transient failures (`RETRYABLE_STATUSES`) each (case, trial) has had,
         # counted from results.jsonl; past `max_retries` the failure is final.
         self.failures: dict[int, int] = {}
+        # (file, line) → key of a standing dead worker's result whose error names them (`_displace`).
+        self.dead_at: dict[tuple[str, int], int] = {}
         self.max_retries = 2
         self.retrying = 0  # provisional failures this segment redoes
         # Judge tokens spent, summed from the results themselves (each score's `judge`
@@ -166,7 +174,7 @@ class RunJournal:
             result.tags, result.metadata = redact_labels(result.tags, result.metadata)
         line = result.model_dump_json()
         key = result_key(result.case_id, result.trial)
-        if result.status is Status.skipped_budget and key in self.provisional:
+        if result.status is Status.skipped_budget and self.provisional.get(key):
             return False
         self._account(result, key, line)
         self._segment["results"] += 1
@@ -251,10 +259,27 @@ class RunJournal:
             n = self.failures[key] = self.failures.get(key, 0) + 1
             if n <= self.max_retries:
                 self.provisional[key] = line
+                if (place := _place(result)) is not None and result.error.kind == WORKER_ERROR:  # type: ignore[union-attr]
+                    self.dead_at[place] = key
                 return
+        elif self.dead_at and (place := _place(result)) is not None:
+            self._displace(place, key)
         self.provisional.pop(key, None)
         self.agg.fold(result)
         add_judge_counts(self.judge_final, result)
+
+    def _displace(self, place: tuple[str, int], key: int) -> None:
+        # A final result of `place` supersedes a standing dead worker's result filed there under another key
+        # (`store.error_place`): its entry is left empty, so nothing stands under that key, and its key is not finished
+        # (a record of that id is still scored).
+        dead = self.dead_at.pop(place, None)
+        if dead is not None and dead != key and self.provisional.get(dead):
+            self.provisional[dead] = ""
+
+    def note_dead_places(self) -> None:
+        """Index the standing dead workers' results by the file and line their errors name (`_displace`), after
+        `provisional` was loaded from a checkpoint."""
+        self.dead_at = {place: k for k, line in self.provisional.items() if (place := store.error_place(line, dead=True)) is not None}
 
     def is_done(self, key: int) -> bool:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
@@ -266,13 +291,14 @@ class RunJournal:
             return self.agg
         agg = copy.deepcopy(self.agg)
         for line in self.provisional.values():
-            agg.fold(CaseResult.model_validate_json(line))
+            if line:  # (empty: superseded, `_displace`)
+                agg.fold(CaseResult.model_validate_json(line))
         return agg
 
     def pending_retries(self) -> int:
         """How many standing results are transient failures that the next run of the same command redoes."""
         # (a budget skip is not a failure; a torn last line's result is redone whenever its line is read again)
-        return sum(1 for line in self.provisional.values() if store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
+        return sum(1 for line in self.provisional.values() if line and store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
 
     def spent_retries(self) -> tuple[int, int]:
         """(how many standing results are failures left final because `max_retries` retries of their (case, trial) are

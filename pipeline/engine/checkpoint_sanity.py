@@ -96,6 +96,8 @@ def implausible(cp: Any, done: KeySet) -> str | None:
             if not k.isdigit() or int(k) >= 1 << 64 or not done.contains_hash(int(k)):
                 return f"{name}: key {k[:24]!r} is not a result in results.idx"
     for k, line in cp.provisional.items():
+        if not line:  # a dead worker's result a final one of its place superseded (`RunJournal._displace`)
+            continue
         try:
             r = CaseResult.model_validate_json(line)
         except ValueError:

@@ -157,7 +157,8 @@ def standing_judge_counts(final: dict[str, int], provisional: Iterable[str]) -> 
     """
     out = {"judged_items": 0, "parse_failed_items": 0, "grouped_requests": 0, "parts_reasked_alone": 0, "judge_errors": 0, **final}
     for line in provisional:
-        add_judge_counts(out, CaseResult.model_validate_json(line))
+        if line:  # (empty: superseded, `RunJournal._displace`)
+            add_judge_counts(out, CaseResult.model_validate_json(line))
     kinds = {k[len(KIND):]: out.pop(k) for k in [k for k in out if k.startswith(KIND)]}
     return {**out, "error_kinds": dict(sorted(kinds.items()))}
 

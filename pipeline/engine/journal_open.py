@@ -184,6 +184,7 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
                 journal.agg = agg
                 journal._results_crc = cp.results_crc32
                 journal.provisional = {int(k): v for k, v in cp.provisional.items()}
+                journal.note_dead_places()
                 journal.failures = {int(k): v for k, v in cp.failures.items()}
                 journal.judge_spent.update(cp.judge_spent)
                 journal.judge_final.update(cp.judge_final)

@@ -33,6 +33,7 @@ def pending_retries(run_dir: Path) -> int:
         limit = RunSection.model_fields["max_resume_retries"].default
     failures: dict[tuple[str, int], int] = {}
     standing: set[tuple[str, int]] = set()
+    dead: dict[tuple[str, int], tuple[str, int]] = {}  # (file, line) → key of a dead worker's result there (`store.error_place`)
     try:
         for line in store.iter_result_lines(run_dir / store.RESULTS):
             failed = any(mark in line for mark in _RETRY_MARKS)
@@ -44,8 +45,12 @@ def pending_retries(run_dir: Path) -> int:
             if failed:
                 failures[key] = failures.get(key, 0) + 1
                 standing.add(key)
+                if (place := store.error_place(line, dead=True)) is not None:
+                    dead[place] = key
             else:
                 standing.discard(key)
+                if dead and not any(mark in line for mark in store.PROVISIONAL_MARKS) and (place := store.error_place(line)) in dead:
+                    standing.discard(dead.pop(place))  # type: ignore[arg-type]
     except OSError:
         return 0
     return sum(1 for key in standing if failures[key] <= limit)

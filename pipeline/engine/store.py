@@ -39,6 +39,7 @@ from tracejudge.engine.run_lock import LOCK, LockedError, RunLock
 
 __all__ = [
     "has_results",
+    "error_place",
     "iter_results",
     "CHECKPOINT",
     "INDEX",
@@ -247,6 +248,31 @@ def _provisional(line: bytes) -> bool:
     return any(mark in line for mark in PROVISIONAL_MARKS)
 
 
+_WORKER_TEXT = '"kind":"worker_error"'  # a dead worker's result (`records.WORKER_ERROR`)
+_WORKER_MARK = _WORKER_TEXT.encode()
+
+
+def error_place(line: bytes | str, *, dead: bool = False) -> tuple[str, int] | None:
+    """`(file, line)` the error of a result line names (where its record was read), or None; with `dead`, only for a
+    dead worker's result (error kind `worker_error`), the only lines parsed then.
+
+    An earlier version filed a dead worker's result for an unreadable line under an id read from the line's first
+    bytes (`badjson`), a key no later run writes again; the line's result is now filed under its place
+    (`extract.line_case_id`). So a standing dead worker's result is superseded by a later final result naming the
+    same file and line, as by a later result of its own key (`superseded_lines`, `RunJournal`).
+    """
+    if dead and (_WORKER_MARK not in line if isinstance(line, bytes) else _WORKER_TEXT not in line):
+        return None
+    try:
+        error = pydantic_core.from_json(line)["error"]
+        if dead and error["kind"] != "worker_error":  # (not a case's own metadata that says it)
+            return None
+        file, at = error["file"], error["line"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return (file, at) if isinstance(file, str) and type(at) is int else None
+
+
 def line_key(line: bytes) -> tuple[str, int] | None:
     """`(case_id, trial)` of a result line, or None when it is not JSON with those fields."""
     try:
@@ -261,11 +287,13 @@ def superseded_lines(path: Path) -> set[int]:
 
     Only provisional results (a budget skip, a judge/target/provider failure,
     see `records.PROVISIONAL_STATUSES`) are ever superseded: a resumed run
-    redoes them and appends the new result. One pass; only lines after the
-    first provisional one are parsed, and memory grows only with the number
-    of provisional lines.
+    redoes them and appends the new result. A dead worker's result is also
+    superseded by a later final result naming its file and line (`error_place`).
+    One pass; only lines after the first provisional one are parsed, and memory
+    grows only with the number of provisional lines.
     """
     pending: dict[tuple[str, int], int] = {}
+    dead: dict[tuple[str, int], tuple[tuple[str, int], int]] = {}  # (file, line) → a pending dead worker's (key, number)
     out: set[int] = set()
     for i, line in enumerate(iter_result_lines(path)):
         marked = _provisional(line)
@@ -278,6 +306,12 @@ def superseded_lines(path: Path) -> set[int]:
             out.add(pending.pop(key))
         if marked:
             pending[key] = i
+            if (place := error_place(line, dead=True)) is not None:
+                dead[place] = (key, i)
+        elif dead and (place := error_place(line)) in dead:  # a final result of a dead worker's place (`error_place`)
+            was, at = dead.pop(place)  # type: ignore[arg-type]
+            if pending.get(was) == at:
+                out.add(pending.pop(was))
     return out
 
 
