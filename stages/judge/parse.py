@@ -66,6 +66,9 @@ class _Views(dict):  # type: ignore[type-arg]
     others: list[dict[str, Any]]
 
 
+_MAX_VIEWS = 64  # later values of one object that become views (`_view_pairs`)
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # The cheap hook for ordinary replies: a dict, or `_Repeated` for the rare reply that repeats a key.
     out = dict(pairs)
@@ -99,7 +102,8 @@ def _view_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if not later:
         return first
     out = _Views(first)
-    out.others = [{**first, key: value} for key, value in later]
+    # (Each view copies the object: a hostile reply repeating thousands of keys gets a bounded number of them.)
+    out.others = [{**first, key: value} for key, value in later[:_MAX_VIEWS]]
     return out
 
 
