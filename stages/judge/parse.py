@@ -107,6 +107,7 @@ def _view_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_PLAIN_DECODER = json.JSONDecoder()
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 _VIEWS_DECODER = json.JSONDecoder(object_pairs_hook=_view_pairs)
 
@@ -134,12 +135,19 @@ def json_objects(text: str) -> Iterator[dict[str, Any]]:
     if the judge had written that verdict object again: the agreement checks then see both answers."""
     text = strip_reasoning(strip_invisible(text))
     start = text.find("{")
+    checked_to = 0  # the end of the last object found to repeat no key
     while start != -1:
         try:
-            try:
-                value, _ = _DECODER.raw_decode(text, start)
-            except _Repeated:
-                value, _ = _VIEWS_DECODER.raw_decode(text, start)
+            if start < checked_to:
+                # Inside it: a nested object, checked with it, or one in a string, which can only be `{}` (a key's `"`
+                # there is escaped): the plain decoder, as cheap as before.
+                value, _ = _PLAIN_DECODER.raw_decode(text, start)
+            else:
+                try:
+                    value, end = _DECODER.raw_decode(text, start)
+                    checked_to = end
+                except _Repeated:
+                    value, _ = _VIEWS_DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict):
