@@ -259,3 +259,8 @@ def test_metric_timeout_s_cuts_a_metric_that_never_returns():
     assert result.scores["ToolCalls"].value is not None
     with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be greater than 0"):
         tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=0)
+    # Past what the alarm's timer can hold (it overflowed inside the run): refused up front, as is an infinity.
+    with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be less than or equal to 1000000000"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=1e12)
+    with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be a finite number"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=float("inf"))
