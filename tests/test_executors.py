@@ -271,3 +271,13 @@ def test_a_script_calling_the_command_line_at_its_top_level_is_told_to_guard_it(
     assert proc.returncode != 0
     assert 'put the call under `if __name__ == "__main__":`' in proc.stdout + proc.stderr, proc.stderr[-2000:]
     assert "SystemExit" not in proc.stderr
+
+
+def test_a_worker_death_with_no_word_of_how_still_says_it_died():
+    # A stand-in killed while it started ends before anyio reads its exit status: the exception carries no text, and
+    # the warning and the results said `error: ""`.
+    import anyio
+    from tracejudge.engine.executors.processes import _died
+
+    assert _died(anyio.BrokenWorkerProcess()) == "the worker process ended before it said how (killed or crashed while starting)"
+    assert _died(anyio.BrokenWorkerProcess("killed by signal SIGKILL (9)")) == "killed by signal SIGKILL (9)"

@@ -140,7 +140,8 @@ def _died(exc: BaseException) -> str | None:
         return f"the worker process died while starting: {exc}"
     if not isinstance(exc, anyio.BrokenWorkerProcess) or _cannot_start(exc) or isinstance(exc.__cause__, UnguardedScript):
         return None
-    return str(exc.__cause__ or exc)
+    # (A stand-in killed while it started ends before anyio sees its exit status: its error is empty.)
+    return str(exc.__cause__ or exc) or "the worker process ended before it said how (killed or crashed while starting)"
 
 
 def _builtin(job: CpuJob) -> bool:
