@@ -164,6 +164,8 @@ def test_csv_text_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(tmp_p
     from tracejudge.stages.export.table import csv_cell
 
     assert csv_cell(-0.25) == -0.25 and csv_cell(-3) == -3 and csv_cell(False) is False and csv_cell(None) == ""
+    # Text that starts with the quote gets one more: `'=1+1` and `=1+1` were one cell.
+    assert csv_cell("'=1+1") == "''=1+1" and csv_cell("=1+1") == "'=1+1" and csv_cell("it's") == "it's"
     # Parquet holds the text as recorded.
     assert main(["export", str(tmp_path / "run"), "--to", "parquet", str(tmp_path / "v.parquet")]) == 0
     assert pq.read_table(tmp_path / "v.parquet").column("case_id").to_pylist() == ids

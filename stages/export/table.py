@@ -197,15 +197,18 @@ def write_csv(run_dirs: Sequence[Path], path: Path) -> int:
 # What makes a spreadsheet program read a cell as a formula (OWASP, "CSV Injection"): a text cell starting so is
 # written after a single quote, which the program shows as text and does not run.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Text already starting with the quote gets one more, so no two texts write the same cell (`'=1` and `=1`).
+_QUOTED = (*_FORMULA_START, "'")
 
 
 def csv_cell(value: Any) -> Any:
     """`value` as `write_csv_to` hands it to `csv.writer`: None → `""`; text starting with `=`, `+`, `-`, `@`, a tab or a
-    carriage return → the same text after `'` (so no spreadsheet program runs it as a formula); anything else (numbers,
-    negative ones included, and booleans) as it is."""
+    carriage return → the same text after `'` (so no spreadsheet program runs it as a formula), and so does text that
+    starts with `'` itself (so `'=1` and `=1` stay two cells: drop one leading quote from a quoted cell to read the
+    text back); anything else (numbers, negative ones included, and booleans) as it is."""
     if value is None:
         return ""
-    if type(value) is str and value.startswith(_FORMULA_START):
+    if type(value) is str and value.startswith(_QUOTED):
         return "'" + value
     return value
 
