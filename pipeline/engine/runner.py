@@ -31,7 +31,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
 from tracejudge.core.config_sections import trials_without_target
 from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
-from tracejudge.core.lazy_numpy import numpy
+from tracejudge.core.lazy_numpy import blas_env, numpy
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
 from tracejudge.engine import config_journal, cursor
@@ -242,7 +242,7 @@ async def run(
                 if getattr(executor, "head_waits", False):
                     # numpy (the summary's bootstrap) is imported while this process mostly waits on its workers,
                     # not after the last result, when every other core is idle.
-                    tg.start_soon(anyio.to_thread.run_sync, numpy)
+                    tg.start_soon(_import_numpy)
                 await flow.run(executor, _aiter(resume.records) if resume is not None else _records(config, fmt, source, run_dir, digests))
             ended, crashed = ("interrupted" if flow.cut_short else "finished"), False
         except BaseException:
@@ -289,6 +289,13 @@ def preflight(config: RunConfig) -> None:
         from tracejudge.stages.judge.stage import api_key
 
         api_key(config)
+
+
+async def _import_numpy() -> None:
+    # On a worker thread; the environment it needs (`blas_env`) is set and restored on this one, as no other thread
+    # may change it while the event loop starts processes.
+    with blas_env():
+        await anyio.to_thread.run_sync(numpy)
 
 
 def _run_dir(run_dir: Path) -> Path:
