@@ -57,6 +57,7 @@ from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
 from tracejudge.stages.judge.calls.stats import share_usd
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.parse import ParseError, agreement, grade_agreement, json_objects, scale_from, yes_no_from
+from tracejudge.stages.judge.trace_text import whole_text
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge, Outcome
@@ -124,7 +125,7 @@ def build_multi_request(items: list[Item], cfg: JudgeConfig) -> JudgeRequest:
     metric = items[0].plan.metric
     system = metric.system_prompt(items[0].plan.kind) + "\n\n" + MULTI_NOTE
     head = "" if items[0].plan.parts else metric.instructions(items[0].plan.kind) + "\n\n"
-    user = head + "\n\n".join(_block(it) for it in items)
+    user = whole_text(head + "\n\n".join(_block(it) for it in items))  # (an item's question may quote a lone surrogate)
     # Items with the same verdict shape share one definition, so the schema grows by a reference per item.
     defs: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}

@@ -34,7 +34,7 @@ from typing import Any
 from tracejudge.core.records import Step
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
-__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "neutralise_markers", "render_call", "render_steps",
+__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "neutralise_markers", "render_call", "render_steps", "whole_text",
            "text_of"]
 
 FIELD_CHARS = 2000
@@ -166,12 +166,27 @@ def neutralise_markers(text: str) -> str:
     return _FORGED.sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # (in a str, a pair is one code point: any surrogate left is alone)
+
+
+def whole_text(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate (a JSON `\\ud800` escape with no partner, as a stream cut mid-emoji
+    records) replaced by U+FFFD: such text cannot be encoded as UTF-8, so no judge could be sent it, and a tokenizer
+    or hash of the prompt raised. Text without one is returned as it is."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def fence(sections: list[tuple[str, str]]) -> str:
-    """Titled sections between marker lines carrying a hash of the content (forged markers neutralised).
+    """Titled sections between marker lines carrying a hash of the content (forged markers neutralised, lone
+    surrogates replaced: `whole_text`).
 
     Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
     """
-    body = neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in cut_sections(sections)))
+    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in cut_sections(sections))))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
 

@@ -12,6 +12,7 @@ from tracejudge.llm.cache import canonical
 from tracejudge.llm.judge_tokenizer import Spec, prompt_counter
 from tracejudge.llm.providers import JudgeRequest, build_payload
 from tracejudge.stages.judge.base import ANSWERS_SCHEMA, ANSWERS_SCHEMA_NAME, Plan, Question
+from tracejudge.stages.judge.trace_text import whole_text
 
 __all__ = ["Wire", "build_request", "key_components", "request_tokens", "wire_of"]
 
@@ -43,7 +44,7 @@ def build_request(plan: Plan, questions: list[Question], cfg: JudgeConfig, omit:
     ask = plan.ask_text(questions)
     return JudgeRequest(
         model=cfg.model,
-        messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": f"{trace}\n\n{ask}"}),
+        messages=({"role": "system", "content": metric.system_prompt(plan.kind)}, {"role": "user", "content": whole_text(f"{trace}\n\n{ask}")}),
         # Anthropic keeps the shared list schema: its tools come first in its prompt, and one tool for every metric keeps a
         # case's trace in the prefix its metrics share (Anthropic does not decode under the schema, so nothing is lost).
         schema=ANSWERS_SCHEMA if cfg.provider == "anthropic" and plan.kind == "yes_no" else metric.verdict_schema(plan, [plan.full_id(q) for q in questions]),
