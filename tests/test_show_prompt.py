@@ -123,25 +123,44 @@ def test_a_group_that_cannot_fit_is_shown_and_estimated_as_the_run_asks_it_metri
     assert estimate(config)["total"].requests == judge["requests"] == len(sent)
 
 
+def _shown(server, tmp_path: Path, output: str) -> tuple[Path, str]:
+    # `estimate --show-prompt c` of one case whose output is `output`: the config's path and what the command printed.
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps({"id": "c", "input": "q", "trace": {"steps": [{"tool_calls": [{"name": "f", "arguments": {}}]}],
+                                                                 "output": output}}) + "\n")
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
+                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": server.url + "/v1"},
+                               "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}}))
+    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c"], capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return cfg, proc.stdout.decode("utf-8")
+
+
 def test_a_real_control_character_and_its_escape_written_as_text_are_shown_apart(yes_server, tmp_path: Path):
     # A trace holding the text `\x1b` (backslash, x, 1, b) and one holding a real ESC printed alike: the reader could
     # not tell which the judge was sent. The text's backslash before `xNN` (or before a control character) is doubled;
     # other backslashes (`\X9B` is no escape the display writes) are shown as sent.
-    data = tmp_path / "cases.jsonl"
     odd = "text \\x1b, real \x1b, text \\\\x07, real after a backslash \\\x07, text \\X9B, plain \\n \\d"
-    data.write_text(json.dumps({"id": "c", "input": "q", "trace": {"steps": [{"tool_calls": [{"name": "f", "arguments": {}}]}],
-                                                                 "output": odd}}) + "\n")
-    cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "TaskCompletion"}],
-                               "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": yes_server.url + "/v1"},
-                               "cache": {"enabled": False}, "run": {"dir": str(tmp_path / "run")}}))
-    proc = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c"], capture_output=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout.decode("utf-8")
+    cfg, out = _shown(yes_server, tmp_path, odd)
     assert not any(c in out for c in "\x1b\x07")
     assert ("text \\\\x1b, real \\x1b, text \\\\\\\\x07, real after a backslash \\\\\\x07, text \\X9B, plain \\n \\d"
             in out)
-    assert "; control characters shown as \\xNN; a backslash before xNN or before a control character shown doubled" in out
+    assert "; control characters shown as \\xNN; a backslash before xNN, u{…} or a control or invisible character shown doubled" in out
     got = subprocess.run([EXE, "estimate", str(cfg), "--show-prompt", "c", "--json"], capture_output=True, timeout=300)
     [line] = [json.loads(x) for x in got.stdout.decode("utf-8").splitlines() if json.loads(x)["sent"]]
     assert any(odd in m["content"] for m in line["body"]["messages"])  # --json: exact
+
+
+def test_invisible_characters_are_shown_and_their_escapes_written_as_text_apart(yes_server, tmp_path: Path):
+    # A zero-width space, a right-to-left override (it reorders what a terminal or viewer shows: "Trojan Source") and
+    # Unicode tag characters (an instruction no reader sees, which a model reads) were printed as they are: invisible.
+    # They are shown as \u{NNNN}; the text `\u{202e}` has its backslash doubled; `\u00e9` (JSON text) and the
+    # joiners of emoji and Persian text stay as they are.
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "obey")
+    odd = f"zero\u200bwidth, rlo \u202eevil, tags {hidden}, text \\u{{202e}}, json \\u00e9, emoji 👨\u200d👩, fa\u200cx"
+    _, out = _shown(yes_server, tmp_path, odd)
+    assert not any(c in out for c in "\u200b\u202e" + hidden)
+    assert ("zero\\u{200b}width, rlo \\u{202e}evil, tags \\u{e006f}\\u{e0062}\\u{e0065}\\u{e0079}, text \\\\u{202e}, json \\u00e9, "
+            "emoji 👨\u200d👩, fa\u200cx") in out
+    assert "invisible characters (zero-width, bidirectional, tags) shown as \\u{NNNN}" in out

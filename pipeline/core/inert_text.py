@@ -6,27 +6,43 @@ C0 but newline and tab, DEL and C1 is written as `\\xNN`. So that the text `\\x1
 a backslash of the text right before `xNN` (a hex pair) or before a control character is doubled: an odd run of
 backslashes before `xNN` shown ends in a control character, an even one is text. Every other character, backslashes
 included, is shown as it is, so text without control characters or `\\xNN` is unchanged.
+
+Characters a reader cannot see but a model reads are shown the same way, as `\\u{NNNN}`: the zero-width space,
+word joiner, byte-order mark and soft hyphen, line and paragraph separators, bidirectional overrides and isolates
+(which reorder what is shown, as in "Trojan Source") and Unicode tag characters (which can carry a whole hidden
+instruction). A
+backslash of the text right before `u{…}` is doubled too. (`\\uNNNN` without braces, common in JSON text, is
+left as it is.)
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["CONTROL", "DOUBLED", "visible"]
+__all__ = ["CONTROL", "DOUBLED", "INVISIBLE", "visible"]
 
 _CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+# Format characters that hide or reorder text when shown: zero-width space, word joiner and invisible operators, the BOM,
+# the soft hyphen, line and paragraph separators, bidirectional embeddings, overrides and isolates, interlinear
+# annotation and tag characters. Not the joiners (U+200C, U+200D) nor the LRM/RLM/ALM marks: Persian, Indic and
+# emoji text and right-to-left writing use them as they are meant.
+_INVISIBLE = "[\u00ad\u180e\u200b\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]"
+_ESCAPES = "x[0-9a-fA-F]{2}|u\\{[0-9a-fA-F]+\\}"  # what `visible` writes for a character it shows
 CONTROL = re.compile(_CONTROLS)
-_SHOWN = re.compile(f"(\\\\+)(?=x[0-9a-fA-F]{{2}})|(\\\\*)({_CONTROLS})")
-DOUBLED = re.compile(f"\\\\(?=x[0-9a-fA-F]{{2}}|{_CONTROLS})")  # a backslash `visible` doubles
+INVISIBLE = re.compile(_INVISIBLE)
+_SHOWN = re.compile(f"(\\\\+)(?={_ESCAPES})|(\\\\*)({_CONTROLS})|(\\\\*)({_INVISIBLE})")
+DOUBLED = re.compile(f"\\\\(?={_ESCAPES}|{_CONTROLS}|{_INVISIBLE})")  # a backslash `visible` doubles
 
 
 def _show(m: re.Match[str]) -> str:
     if m.group(1) is not None:
         return m.group(1) * 2
-    return m.group(2) * 2 + f"\\x{ord(m.group(3)):02x}"
+    if m.group(3) is not None:
+        return m.group(2) * 2 + f"\\x{ord(m.group(3)):02x}"
+    return m.group(4) * 2 + f"\\u{{{ord(m.group(5)):04x}}}"
 
 
 def visible(text: str) -> str:
-    """`text` with each control character but newline and tab as `\\xNN`, and a backslash of the text right before
-    `xNN` or before such a character doubled (the module doc); the rest as it is."""
+    """`text` with each control character but newline and tab as `\\xNN`, each invisible character as `\\u{NNNN}`,
+    and a backslash of the text right before `xNN`, `u{…}` or such a character doubled (the module doc); the rest as it is."""
     return _SHOWN.sub(_show, text)

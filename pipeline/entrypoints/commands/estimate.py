@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tracejudge.core.inert_text import CONTROL, DOUBLED, visible
+from tracejudge.core.inert_text import CONTROL, DOUBLED, INVISIBLE, visible
 from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -122,11 +122,13 @@ def _show_prompt(args: argparse.Namespace, config) -> int:
         if s.asked < s.of:
             fitted.append(f"asks {s.asked} of {s.of} questions (the others are about items the fitted prompt cannot show)")
         controls = any(CONTROL.search(m["content"]) for m in s.req.messages)
+        invisible = any(INVISIBLE.search(m["content"]) for m in s.req.messages)
         doubled = any(DOUBLED.search(m["content"]) for m in s.req.messages)
         say(head + (f", fitted to judge.context_tokens: {'; '.join(fitted)}" if fitted else "") + (f" ({s.why})" if s.why else "")
             + ("; control characters shown as \\xNN" if controls else "")
-            + ("; a backslash before xNN or before a control character shown doubled" if doubled else "")
-            + (" (--json gives the request exactly)" if controls or doubled else ""))
+            + ("; invisible characters (zero-width, bidirectional, tags) shown as \\u{NNNN}" if invisible else "")
+            + ("; a backslash before xNN, u{…} or a control or invisible character shown doubled" if doubled else "")
+            + (" (--json gives the request exactly)" if controls or invisible or doubled else ""))
         say(f"model {model}, max_tokens {s.req.max_tokens}, temperature {s.req.temperature}, verdict schema {s.req.schema_name!r}")
         for m in s.req.messages:
             say(f"--- {m['role']}")
