@@ -257,8 +257,11 @@ def test_metric_timeout_s_cuts_a_metric_that_never_returns():
     stuck = result.scores["never_returns"]
     assert stuck.value is None and stuck.reason.startswith("metric_timeout:") and "0.5" in stuck.reason
     assert result.scores["ToolCalls"].value is not None
-    with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be greater than 0"):
+    with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be greater than or equal to 0.001"):
         tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=0)
+    # A microsecond's timer fired again inside its own handler: the run crashed with a RecursionError.
+    with pytest.raises(ConfigError, match=r"greater than or equal to 0.001"):
+        tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=1e-9)
     # Past what the alarm's timer can hold (it overflowed inside the run): refused up front, as is an infinity.
     with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be less than or equal to 1000000000"):
         tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=1e12)

@@ -116,7 +116,7 @@ class RunSection(_Strict):
     in a pool of `processes` worker processes (default: the machine's cores;
     `processes: 1` means in-process), `ray` on the Ray cluster at
     `ray_address` (none: a local one; `tracejudge.engine.executors.ray_executor`).
-    `metric_timeout_s` bounds each deterministic metric call, in seconds (None: unbounded; at most 1e9); a call cut
+    `metric_timeout_s` bounds each deterministic metric call, in seconds (None: unbounded; from 1e-3 to 1e9); a call cut
     there scores `value: null` with a `metric_timeout:` reason and the run goes on.
     """
 
@@ -131,8 +131,9 @@ class RunSection(_Strict):
     processes: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=1024)
     ray_address: str | None = None
     shard: str | None = None
-    # (At most about 31 years: the alarm's timer overflows past ~1e12 s; `None` is the way to say unbounded.)
-    metric_timeout_s: float | None = Field(default=60.0, gt=0, le=1e9, allow_inf_nan=False)
+    # (From a millisecond: a timer of a microsecond or less fires again inside its own handler; to about 31 years: it
+    # overflows past ~1e12 s. `None` is the way to say unbounded.)
+    metric_timeout_s: float | None = Field(default=60.0, ge=1e-3, le=1e9, allow_inf_nan=False)
 
     @field_validator("trials")
     @classmethod
