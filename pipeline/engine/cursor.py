@@ -200,8 +200,7 @@ class Tracker:
                 ahead["crc"] = self._crc(ahead["offset"], offset, ahead["crc"])
                 ahead.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped)
         except OSError as exc:
-            log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
-            self.lost = True
+            self._lose(exc)
 
     def save(self, done: KeySet, provisional: dict[int, str], seen: FirstSeen) -> None:
         """Move the cursor past finished records (`advance`) and rewrite `cursor.json` and `cursor.ids`.
@@ -216,8 +215,7 @@ class Tracker:
         try:
             self._write(dict(self.ahead), self.ids.tobytes())
         except OSError as exc:
-            log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
-            self.lost = True
+            self._lose(exc)
 
     def _read_index(self) -> None:
         # The results written since the last save (results.idx grows by 8 bytes a result, after its fsync).
@@ -229,6 +227,11 @@ class Tracker:
         add = self.written.add_hash
         for h in memoryview(data).cast("Q"):  # little-endian machines only (see `prepare`)
             add(h)
+
+    def _lose(self, exc: OSError) -> None:
+        # The cursor only speeds up a resume: a read or write that fails ends it for this segment, with a warning.
+        log.warning("resume cursor not saved", run_dir=str(self.run_dir), error=str(exc)[:200])
+        self.lost = True
 
     def _crc(self, start: int, end: int, crc: int) -> int:
         # The dataset's CRC-32 carried from byte `start` to byte `end` (bytes this segment has read).

@@ -100,6 +100,9 @@ class _Worker:
             pass
         return self.code
 
+    def _lost(self) -> WorkerLost:
+        return WorkerLost("the worker process ended before computing this chunk", self.pid)
+
     async def call(self, chunk: list[Any]) -> Any:
         """The chunk's result, as the worker computed it; raises what the job raised, or `WorkerDied`.
 
@@ -118,20 +121,20 @@ class _Worker:
                 if prev_sent is not None:
                     await prev_sent.wait()
                 if self.dead:
-                    raise WorkerLost("the worker process ended before computing this chunk", self.pid)
+                    raise self._lost()
                 await self._send([_HEAD.pack(0, len(meta)), meta, *lines])
             finally:
                 sent.set()
             if prev_read is not None:
                 await prev_read.wait()
             if self.dead:
-                raise WorkerLost("the worker process ended before computing this chunk", self.pid)
+                raise self._lost()
             status, size = _HEAD.unpack(await self._recv(_HEAD.size))
             payload = await self._recv(size)
             done = True
         except (OSError, EOFError) as exc:
             if prev_read is not None and not prev_read.is_set():  # the worker died on the chunk ahead of this one
-                raise WorkerLost("the worker process ended before computing this chunk", self.pid) from None
+                raise self._lost() from None
             code = self.kill()
             raise WorkerDied(ended(code) if code is not None else f"its socket ended ({type(exc).__name__}: {exc})", self.pid) from None
         finally:
