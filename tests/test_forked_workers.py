@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ray_procs import running  # noqa: E402
 from test_worker_faults import _children  # noqa: E402
@@ -97,10 +99,12 @@ def _running(pids: list[int]) -> list[int]:
     return [p for p in pids if running(p)]
 
 
-def test_ctrl_c_to_the_process_group_stops_cleanly_and_the_same_command_resumes(tmp_path):
-    # A terminal's Ctrl-C signals the head and its workers alike. The head stops the run and lets the chunks
-    # in flight finish; a worker that died of the signal raised KeyboardInterrupt into the head, which then
-    # printed tracebacks and neither reports nor the resume command.
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_to_the_process_group_stops_cleanly_and_the_same_command_resumes(tmp_path, sig):
+    # A terminal's Ctrl-C (and a CI runner's SIGTERM to the group) signals the head and its workers alike. The head
+    # stops the run and lets the chunks in flight finish; a worker that died of Ctrl-C raised KeyboardInterrupt into
+    # the head, which then printed tracebacks and neither reports nor the resume command, and workers killed by the
+    # SIGTERM were warned of as dead and their chunks retried in fresh workers while the run stopped.
     _workspace(tmp_path, 2, "two")
     _workspace(tmp_path, 1, "one")
     proc = subprocess.Popen([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, start_new_session=True,
@@ -109,10 +113,11 @@ def test_ctrl_c_to_the_process_group_stops_cleanly_and_the_same_command_resumes(
     while len(_children(proc.pid)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)
     assert proc.poll() is None, "the run ended before its workers were seen"
-    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "died" not in err, err
+    assert "fresh worker" not in err, err
     assert "INTERRUPTED" in out + err and "tracejudge run two.yaml" in out + err, out + err
     again = subprocess.run([str(TRACEJUDGE), "run", "two.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0, again.stderr

@@ -13,10 +13,10 @@ before the last one's results are back, so it never waits for the head.
 A forked worker is what a spawned one is: it unpickles the job as it stood
 when the run started and builds it itself (fresh adapter context and metric
 instances), runs `CpuJob.run` on each chunk, and sends back the result (`executors.wire`) or
-the exception raised. Its standard streams are `/dev/null`, SIGINT is ignored
-(a Ctrl-C reaches the whole process group; the head stops the run, and the
-chunks in flight finish) and other signals act by default (not through the head's
-event loop), and it dies with the head (the parent-death signal). A worker
+the exception raised. Its standard streams are `/dev/null`, it runs in a session of
+its own (a Ctrl-C or a SIGTERM sent to the head's process group reaches only the head,
+which stops the run and lets the chunks in flight finish), signals act by default (not
+through the head's event loop), and it dies with the head (the parent-death signal). A worker
 that dies is not forked again: the executor falls back to spawned workers
 for its share (see `ProcessExecutor`).
 
@@ -288,8 +288,13 @@ def _become_worker(head: int) -> None:
         with contextlib.suppress(OSError, ValueError, TypeError):
             if callable(signal.getsignal(sig)) and sig != signal.SIGINT:
                 signal.signal(sig, signal.SIG_DFL)
-    # A terminal's Ctrl-C reaches the whole process group: the head stops the run and lets the chunks
-    # in flight finish, so a worker must not die of it mid-chunk (it raised KeyboardInterrupt into the head).
+    # A terminal's Ctrl-C, and a SIGTERM sent to the process group (a CI runner's timeout, `kill -- -PGID`), reach
+    # every process of the group: the head stops the run and lets the chunks in flight finish, so a worker must not
+    # die of them mid-chunk (a SIGTERM killed both workers, whose chunks were then retried in fresh ones during the
+    # stop, with a warning that they had died). In a session of its own, as a spawned worker is, no signal sent to
+    # the head's group reaches it; it still ends with the head (below) and when its socket closes.
+    with contextlib.suppress(OSError):
+        os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
