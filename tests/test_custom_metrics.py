@@ -124,6 +124,29 @@ def test_a_raising_custom_metric_gets_null_and_the_exception_and_the_run_goes_on
 
 
 @tracejudge.metric
+async def fans_out(case: Case, trace: Trace) -> float:
+    async def lookup(name: str) -> None:
+        raise KeyError(name)
+
+    async with anyio.create_task_group() as tg:  # a metric that asks several things at once
+        for call in trace.tool_calls():
+            tg.start_soon(lookup, call.name)
+    return 1.0
+
+
+def test_a_custom_metric_raising_inside_a_task_group_is_described_by_what_failed():
+    # The group's own message ("unhandled errors in a TaskGroup (2 sub-exceptions)") said nothing of what went wrong,
+    # and its place was anyio's, where the task group ends.
+    report = tracejudge.evaluate([_case("two", [("a", None), ("b", "x")]), _case("none", [])], [fans_out])
+    raised = report.result("two").scores["fans_out"]
+    assert raised.value is None
+    assert raised.reason.startswith("metric raised KeyError: 'a'; KeyError: 'b' (at "), raised.reason
+    assert ", in lookup)" in raised.reason and "TaskGroup" not in raised.reason
+    assert raised.details == {"exception": "KeyError"}
+    assert report.result("none").scores["fans_out"].value == 1.0
+
+
+@tracejudge.metric
 async def slow_count(case: Case, trace: Trace, *, per_call: float = 0.25) -> float:
     await anyio.sleep(0.001)
     return min(1.0, per_call * len(trace.tool_calls()))

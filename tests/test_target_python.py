@@ -187,3 +187,32 @@ def test_an_agent_that_raises_is_named_as_a_bug_and_retried_by_the_same_command(
                            capture_output=True, text=True, timeout=120)
     err = " ".join(mixed.stderr.split())
     assert "1 results ended in a transient failure (judge, target or provider); 1 results ended because the agent raised" in err
+
+
+def test_an_agent_raising_inside_a_task_group_is_named_by_what_failed_and_a_dropped_connection_stays_transient(tmp_path):
+    """Agents that run tools concurrently raise what failed inside an exception group. A dropped connection there
+    was filed as the agent's bug (not retried, as a ConnectionError raised alone is), and every failure read
+    "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)"."""
+    import subprocess
+    import sys
+
+    (tmp_path / "group_agent.py").write_text(
+        "import anyio\n\n"
+        "async def respond(request):\n"
+        "    async def tool():\n"
+        "        if request.case_id == 'net':\n"
+        "            raise ConnectionResetError('peer reset the connection')\n"
+        "        raise ValueError('no such flight')\n"
+        "    async with anyio.create_task_group() as tg:\n"
+        "        tg.start_soon(tool)\n")
+    (tmp_path / "d.jsonl").write_text('{"id": "net", "input": "x"}\n{"id": "bug", "input": "y"}\n')
+    (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\ntarget: {kind: python, callable: 'group_agent:respond', retries: 0}\n"
+                                     "metrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    err = " ".join(done.stderr.split())
+    assert "1 results ended in a transient failure (judge, target or provider); 1 results ended because the agent raised ValueError: no such flight" in err, err
+    assert "TaskGroup" not in err
+    results = {r["case_id"]: r for r in read_jsonl(tmp_path / "run" / "results.jsonl")}
+    assert "ConnectionResetError: peer reset the connection" in results["net"]["error"]["message"]
+    assert results["bug"]["error"]["message"].endswith("ValueError: no such flight")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "leaves", "refuse_in_worker_import"]
+__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "refuse_in_worker_import"]
 
 
 class TracejudgeError(Exception):
@@ -59,3 +59,23 @@ def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for sub in exc.exceptions for leaf in leaves(sub)]
     return [exc]
+
+
+_DESCRIBED = 3  # leaves of an exception group named in `describe`; the rest are counted
+
+
+def describe(exc: BaseException) -> str:
+    """`"ValueError: bad input"`: `exc`'s type and message, for a result's error or a score's reason.
+
+    An exception group (from a task group: an agent or metric that runs things concurrently) is
+    described by what it holds, not by its own message (`unhandled errors in a TaskGroup (1
+    sub-exception)`, which says nothing of what went wrong): its leaves (`leaves`), up to three,
+    joined by `"; "`, then `"; and N more"`.
+    """
+    found = leaves(exc)
+    if len(found) == 1 and found[0] is exc:
+        return f"{type(exc).__name__}: {exc}"
+    parts = [f"{type(e).__name__}: {e}" for e in found[:_DESCRIBED]]
+    if len(found) > _DESCRIBED:
+        parts.append(f"and {len(found) - _DESCRIBED} more")
+    return "; ".join(parts) if parts else f"{type(exc).__name__}: {exc}"

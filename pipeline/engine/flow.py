@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from tracejudge.core.config import RunConfig
-from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.errors import TracejudgeError, describe
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
@@ -198,7 +198,7 @@ class _Flow:
                             raise  # the stage says no case can succeed (bad judge credentials): stop, write nothing of it
                         except Exception as exc:  # a stage bug must cost one case, not the run
                             work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
-                            work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=f"{type(exc).__name__}: {exc}")
+                            work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=describe(exc))
                         finally:
                             self.live.working -= 1
                 await _emit(send, works, single)
@@ -218,7 +218,7 @@ class _Flow:
                     except TracejudgeError:
                         raise  # the stage says no case can succeed: stop, as a worker does
                     except Exception as exc:  # a stage bug: its works go the usual way, where it costs each case at most
-                        log.warning("a stage could not settle a chunk; its cases go one by one", stage=stage.name, error=f"{type(exc).__name__}: {exc}")
+                        log.warning("a stage could not settle a chunk; its cases go one by one", stage=stage.name, error=describe(exc))
                     finally:
                         self.live.working -= len(works)
                     if len(rest) < len(works):

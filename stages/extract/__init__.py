@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
+from tracejudge.core.errors import describe
 from tracejudge.core.records import Case, ErrorInfo
 from tracejudge.core.registry import Format, register_format_resolver
 from tracejudge.llm.redact import redact_quoted
@@ -90,4 +91,4 @@ def extract_record(raw: RawRecord, fmt: Format, ctx: Any) -> Case | tuple[str, E
         # reads the record again, instead of a standing invalid_input that fails the gate as bad data.
         raise
     except Exception as exc:  # an adapter bug must cost one case, not the run
-        return raw_case_id(raw), _invalid(raw, f"adapter {fmt.name} failed: {type(exc).__name__}: {exc}")
+        return raw_case_id(raw), _invalid(raw, f"adapter {fmt.name} failed: {describe(exc)}")

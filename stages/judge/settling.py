@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from tracejudge.core.errors import describe
 from tracejudge.core.records import ErrorInfo, Score, Status
 from tracejudge.core.work import AGENT_ANSWERED, Work
 from tracejudge.stages.judge.base import JudgeMetric, Plan
@@ -98,7 +99,7 @@ def planned(work: Work, use: list[JudgeMetric]) -> Planned:
         try:
             plan = metric.plan(work.case)
         except Exception as exc:  # a metric bug costs one score, not the run
-            job.outcomes[metric.key] = Outcome(Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}"))
+            job.outcomes[metric.key] = Outcome(Score(value=None, passed=None, reason=f"metric raised {describe(exc)}"))
             continue
         if isinstance(plan, Score):
             job.outcomes[metric.key] = Outcome(plan)

@@ -14,6 +14,7 @@ from functools import lru_cache
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from tracejudge.core.errors import describe
 from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
 from tracejudge.core.work import Stage, Work
@@ -134,7 +135,7 @@ def _keys(metrics: Sequence[Metric]) -> tuple[list[str], tuple[str, ...]]:
 
 
 def _raised(exc: Exception) -> Score:
-    return Score(value=None, passed=None, reason=f"metric raised {type(exc).__name__}: {exc}")
+    return Score(value=None, passed=None, reason=f"metric raised {describe(exc)}")
 
 
 async def ascore_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:

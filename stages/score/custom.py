@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypeAlias, overload
 
 import anyio
 from pydantic import Field, create_model
+from tracejudge.core.errors import describe, leaves
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.score.base import Metric, no_trace
 
@@ -108,7 +109,10 @@ class FunctionMetric(Metric):
         return f"metric function {type(self).fn.__qualname__}"
 
     def _raised(self, exc: Exception) -> Score:
-        frames = traceback.extract_tb(exc.__traceback__)
+        # Of an exception group (a metric that runs things in a task group), where its first leaf was raised:
+        # the group itself is raised where the task group ends, which says nothing of what failed.
+        leaf = leaves(exc)[0]
+        frames = traceback.extract_tb(leaf.__traceback__)
         where = ""
         if frames:
             last = frames[-1]
@@ -116,8 +120,8 @@ class FunctionMetric(Metric):
         return Score(
             value=None,
             passed=None,
-            reason=f"metric raised {type(exc).__name__}: {exc}{where}",
-            details={"exception": type(exc).__name__},
+            reason=f"metric raised {describe(exc)}{where}",
+            details={"exception": type(leaf).__name__},
         )
 
     def _to_score(self, out: Any) -> Score:

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import anyio
 import anyio.to_thread
-from tracejudge.core.errors import ConfigError
+from tracejudge.core.errors import ConfigError, describe, leaves
 from tracejudge.core.registry import import_user_module
 from tracejudge.llm.redact import redact
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
@@ -73,7 +73,9 @@ def python_caller(fn: Callable[..., Any]) -> Callable[[TargetRequest], Awaitable
     blocks the event loop. A thread cannot be killed: when the case times out
     the call is abandoned and its thread finishes in the background.
     `TransientTargetError`, `ConnectionError` and `TimeoutError` from `fn` are
-    retried; any other exception fails the case with its type and message.
+    retried, also when raised inside an exception group made only of them; any
+    other exception fails the case with its type and message (a group's, those
+    of what it holds: `core.errors.describe`).
     """
     is_async = _is_async(fn)
 
@@ -87,10 +89,13 @@ def python_caller(fn: Callable[..., Any]) -> Callable[[TargetRequest], Awaitable
                     value = await value
         except TargetError:
             raise
-        except (ConnectionError, TimeoutError) as exc:
-            raise TransientTargetError(f"{type(exc).__name__}: {exc}") from None
         except Exception as exc:
-            failed = TargetError(redact(f"{type(exc).__name__}: {exc}"))
+            # An agent that runs things in a task group raises what failed inside an exception group: a dropped
+            # connection there is as transient as one raised alone, and the message names what failed.
+            found = leaves(exc)
+            if all(isinstance(e, (ConnectionError, TimeoutError, TransientTargetError)) for e in found):
+                raise TransientTargetError(redact(describe(exc))) from None
+            failed = TargetError(redact(describe(exc)))
             failed.traceback = agent_traceback(exc)
             raise failed from None
         return coerce_reply(value)
