@@ -152,21 +152,26 @@ def test_concurrency_caps_cases_in_flight_at_the_target(tmp_path, monkeypatch, c
     assert live_agents.IN_FLIGHT["max"] == cap
 
 
+def _agent_workspace(root, module: str, ids: list[str], source: str) -> None:
+    # An agent module `module` (`source`), cases `ids` and `c.yaml` running it as the target (no retries), in `root`.
+    (root / f"{module}.py").write_text(source)
+    (root / "d.jsonl").write_text("".join(f'{{"id": "{i}", "input": "x"}}\n' for i in ids))
+    (root / "c.yaml").write_text(f"dataset: {{path: d.jsonl}}\ntarget: {{kind: python, callable: '{module}:respond', retries: 0}}\n"
+                                 "metrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+
+
 def test_an_agent_that_raises_is_named_as_a_bug_and_retried_by_the_same_command(tmp_path):
     """A ZeroDivisionError in the agent is its bug: the terminal says the agent raised it, never "transient", and
     (as README documents for every target_error) the same command retries it; a transient failure keeps its word."""
     import subprocess
     import sys
 
-    (tmp_path / "buggy_agent.py").write_text(
-        "from tracejudge import TransientTargetError\n\n"
-        "def respond(request):\n"
-        "    if request.case_id == 'flaky':\n"
-        "        raise TransientTargetError('503 from the model gateway')\n"
-        "    return 1 / 0\n")
-    (tmp_path / "d.jsonl").write_text('{"id": "a", "input": "x"}\n{"id": "b", "input": "y"}\n')
-    (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\ntarget: {kind: python, callable: 'buggy_agent:respond', retries: 0}\n"
-                                     "metrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+    _agent_workspace(tmp_path, "buggy_agent", ["a", "b"],
+                     "from tracejudge import TransientTargetError\n\n"
+                     "def respond(request):\n"
+                     "    if request.case_id == 'flaky':\n"
+                     "        raise TransientTargetError('503 from the model gateway')\n"
+                     "    return 1 / 0\n")
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
@@ -196,18 +201,15 @@ def test_an_agent_raising_inside_a_task_group_is_named_by_what_failed_and_a_drop
     import subprocess
     import sys
 
-    (tmp_path / "group_agent.py").write_text(
-        "import anyio\n\n"
-        "async def respond(request):\n"
-        "    async def tool():\n"
-        "        if request.case_id == 'net':\n"
-        "            raise ConnectionResetError('peer reset the connection')\n"
-        "        raise ValueError('no such flight')\n"
-        "    async with anyio.create_task_group() as tg:\n"
-        "        tg.start_soon(tool)\n")
-    (tmp_path / "d.jsonl").write_text('{"id": "net", "input": "x"}\n{"id": "bug", "input": "y"}\n')
-    (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\ntarget: {kind: python, callable: 'group_agent:respond', retries: 0}\n"
-                                     "metrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+    _agent_workspace(tmp_path, "group_agent", ["net", "bug"],
+                     "import anyio\n\n"
+                     "async def respond(request):\n"
+                     "    async def tool():\n"
+                     "        if request.case_id == 'net':\n"
+                     "            raise ConnectionResetError('peer reset the connection')\n"
+                     "        raise ValueError('no such flight')\n"
+                     "    async with anyio.create_task_group() as tg:\n"
+                     "        tg.start_soon(tool)\n")
     done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     err = " ".join(done.stderr.split())
