@@ -7,8 +7,10 @@
   gets a JSON document valid for the schema; otherwise a short text), and
 - Anthropic `POST /v1/messages` (a forced tool `tool_choice: {type: tool}`
   gets a `tool_use` block whose `input` is valid for the tool's schema),
-  either one as server-sent events when the request says `"stream": true`, and
-  `GET /v1/models` (`tracejudge.simulator.streaming`),
+  either one as server-sent events when the request says `"stream": true`
+  (`tracejudge.simulator.streaming`), and `GET /v1/models`,
+  `GET /v1/models/{id}` and Anthropic's `POST /v1/messages/count_tokens`
+  (`tracejudge.simulator.meta`),
 
 with `usage` counted by tiktoken (`tracejudge.llm.tokens`, the same counter the
 client uses, so estimates and usage agree on the simulator).
@@ -121,7 +123,9 @@ from tracejudge.simulator.batches import add_batch_routes
 from tracejudge.simulator.limits import char_tokens
 from tracejudge.simulator.state import Sim, SimConfig, SimStats
 from tracejudge.simulator.verdicts import ANSWERS_SCHEMA_NAME, MULTI_SCHEMA_NAME, answer, schema_name
-from tracejudge.simulator.streaming import models, stream_reply
+from tracejudge.simulator.meta import add_meta_routes, error_response, read_body
+from tracejudge.simulator.meta import prompt_tokens as count_prompt
+from tracejudge.simulator.streaming import stream_reply
 
 # This module is the HTTP server; the settings and state live in `simulator.state`, the verdicts in `simulator.verdicts`
 # (their names that were defined here, such as `answer` and `schema_name`, are still importable from here).
@@ -150,14 +154,6 @@ def _reply_text(payload: dict[str, Any]) -> str:
     return "".join(b.get("text") or json.dumps(b.get("input")) for b in payload.get("content") or [])
 
 
-def _error(status: int, kind: str, message: str, headers: dict[str, str], anthropic: bool) -> web.Response:
-    if anthropic:
-        payload = {"type": "error", "error": {"type": kind, "message": message}}
-    else:
-        payload = {"error": {"type": kind, "message": message, "code": kind}}
-    return web.json_response(payload, status=status, headers=headers)
-
-
 def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application of a simulator with `config` (state lives in the app)."""
     sim = Sim(config)
@@ -174,16 +170,11 @@ def build_app(config: SimConfig) -> web.Application:
         st.last_request = now
         second = int(now - st.first_request)
         st.arrivals_per_s[second] = st.arrivals_per_s.get(second, 0) + 1
-        try:
-            body = await request.json()
-        except ValueError:
-            return _error(400, "invalid_request_error", "body is not JSON", {}, anthropic)
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body.get("model"):
-            return _error(400, "invalid_request_error", "`model` and `messages` are required", {}, anthropic)
-        model = str(body["model"])
+        body = await read_body(request, anthropic)
+        if isinstance(body, web.Response):
+            return body
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
-        messages, extra = prompt_text(body)
-        prompt_tokens = math.ceil(counter_for(model).messages(messages, extra) * config.tokenizer_factor)
+        messages, extra, prompt_tokens = count_prompt(body, config.tokenizer_factor)
         rf = body.get("response_format")
         if config.json_object_only and isinstance(rf, dict) and rf.get("type") not in (None, "text", "json_object"):
             st.server_errors += 1
@@ -191,35 +182,35 @@ def build_app(config: SimConfig) -> web.Application:
                                                  "code": None}}, status=500)
         if config.context_tokens is not None and prompt_tokens + max_tokens > config.context_tokens:
             st.refused += 1
-            return _error(400, "invalid_request_error", f"This model's maximum context length is {config.context_tokens} tokens. However, you "
+            return error_response(400, "invalid_request_error", f"This model's maximum context length is {config.context_tokens} tokens. However, you "
                           f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion). "
                           "Please reduce the length of the messages or completion.", {}, anthropic)
 
         if config.refuse_marker and any(config.refuse_marker in str(m.get("content")) for m in messages):
             st.refused += 1
-            return _error(400, "content_filter", "simulated content filter: the prompt was refused", {}, anthropic)
+            return error_response(400, "content_filter", "simulated content filter: the prompt was refused", {}, anthropic)
         fault = sim.next_fault()
         if fault == "400":
             st.refused += 1
-            return _error(400, "content_filter", "simulated refusal: the prompt was flagged", {}, anthropic)
+            return error_response(400, "content_filter", "simulated refusal: the prompt was flagged", {}, anthropic)
         if fault == "bad_request":
             st.refused += 1
-            return _error(400, "invalid_request_error", "simulated refusal: response_format is not supported by this server", {}, anthropic)
+            return error_response(400, "invalid_request_error", "simulated refusal: response_format is not supported by this server", {}, anthropic)
         if fault in ("429", "quota"):
             st.rate_limited += 1
             wait = config.quota_retry_after_s if fault == "quota" else config.fault_retry_after_s
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(int(wait * 1000))}
             kind = "insufficient_quota" if fault == "quota" else "rate_limit_error"
-            return _error(429, kind, "simulated rate limit" if fault == "429" else "simulated daily quota exhausted", headers, anthropic)
+            return error_response(429, kind, "simulated rate limit" if fault == "429" else "simulated daily quota exhausted", headers, anthropic)
         # The limits count the prompt as the server does: its tokenizer (`usage`), or a gateway's character count.
         limit_prompt = char_tokens(messages, extra) if config.limit_count == "chars" else prompt_tokens
         if sim.limits.tokens is not None and limit_prompt + max_tokens > sim.limits.tokens.capacity:
-            return _error(400, "invalid_request_error", f"request too large: {limit_prompt + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
+            return error_response(400, "invalid_request_error", f"request too large: {limit_prompt + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
         wait, entry = sim.limits.admit(limit_prompt + max_tokens)
         if wait > 0:
             st.rate_limited += 1
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
-            return _error(429, "rate_limit_error", f"rate limit reached; retry in {wait:.3f}s", headers, anthropic)
+            return error_response(429, "rate_limit_error", f"rate limit reached; retry in {wait:.3f}s", headers, anthropic)
 
         sim.in_flight += 1
         try:
@@ -232,12 +223,12 @@ def build_app(config: SimConfig) -> web.Application:
         if fault == "500":
             st.server_errors += 1
             sim.limits.settle(entry, 0)
-            return _error(500, "server_error", "simulated server error", sim.headers(anthropic), anthropic)
+            return error_response(500, "server_error", "simulated server error", sim.headers(anthropic), anthropic)
         if fault == "timeout":
             st.timeouts += 1
             sim.limits.settle(entry, 0)
             await asyncio.sleep(config.hang_s)
-            return _error(504, "timeout", "simulated timeout", {}, anthropic)
+            return error_response(504, "timeout", "simulated timeout", {}, anthropic)
 
         payload, completion = answer(sim, body, anthropic, fault, prompt_tokens, (messages, extra))
         limit_completion = char_tokens([], reply=_reply_text(payload)) if config.limit_count == "chars" else completion
@@ -249,9 +240,6 @@ def build_app(config: SimConfig) -> web.Application:
 
     async def stats(request: web.Request) -> web.Response:
         return web.json_response(asdict(sim.stats))
-
-    async def _models(request: web.Request) -> web.Response:
-        return models(request, WARM_MODELS)
 
     async def ledger(request: web.Request) -> web.Response:
         # Every admitted request's [seconds since the first, tokens as the limit counted them]: any window can be recounted.
@@ -271,7 +259,7 @@ def build_app(config: SimConfig) -> web.Application:
 
     app.router.add_post("/v1/chat/completions", handle)
     app.router.add_post("/v1/messages", handle)
-    app.router.add_get("/v1/models", _models)
+    add_meta_routes(app, sim, WARM_MODELS)
     add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*prompt_text(body)))
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/script", set_script)

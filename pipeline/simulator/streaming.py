@@ -1,4 +1,4 @@
-"""What the simulator sends a client that asks for a stream, and what it lists as its models.
+"""What the simulator sends a client that asks for a stream.
 
 A request with `"stream": true` gets its reply as server-sent events, in the
 providers' own event shapes, so the OpenAI and Anthropic SDKs (and anything
@@ -15,8 +15,6 @@ else written against the real APIs) can stream from the simulator:
 
 The events carry exactly the reply the same request gets without a stream
 (`answer`): the text joined from its deltas is that reply's text.
-`GET /v1/models` lists the models it answers for best (its warmed counters),
-in the OpenAI shape, or in Anthropic's when the request carries `anthropic-version`.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["models", "stream_reply"]
+__all__ = ["stream_reply"]
 
 _PIECE = 16  # characters per text delta: a reply arrives in several events, as a model's does
 
@@ -87,13 +85,3 @@ async def stream_reply(request: web.Request, body: dict[str, Any], payload: dict
         await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response
-
-
-def models(request: web.Request, names: tuple[str, ...]) -> web.Response:
-    """`GET /v1/models`: `names` in the OpenAI list shape, or Anthropic's when the request says `anthropic-version`."""
-    if "anthropic-version" in request.headers:
-        data = [{"type": "model", "id": n, "display_name": n, "created_at": "2024-01-01T00:00:00Z"} for n in names]
-        return web.json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,
-                                  "last_id": names[-1] if names else None})
-    return web.json_response({"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "tracejudge-simulator"}
-                                                         for n in names]})
