@@ -54,7 +54,7 @@ def _flat(content: Any) -> Any:
 
 def prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """`(messages with text content, schema text)` of a request body, as the prompt a provider tokenizes: the
-    system prompt first (Anthropic's `system` field as a message), the structured-output or tool schema as compact JSON."""
+    system prompt first (Anthropic's `system` field as a message), the structured-output or tool schemas as compact JSON."""
     messages = [{**m, "content": _flat(m.get("content"))} if isinstance(m, dict) else m for m in body.get("messages") or []]
     if isinstance(body.get("system"), str):
         messages = [{"role": "system", "content": body["system"]}, *messages]
@@ -63,7 +63,10 @@ def prompt_text(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     if rf.get("type") == "json_schema":
         extra = json.dumps(rf.get("json_schema", {}).get("schema", {}), sort_keys=True, separators=(",", ":"))
     for tool in body.get("tools") or []:
-        extra += json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
+        # An Anthropic tool's schema is its `input_schema`, an OpenAI function's its `parameters`.
+        function = tool.get("function") if isinstance(tool.get("function"), dict) else {}
+        schema = tool["input_schema"] if "input_schema" in tool else function.get("parameters", {})
+        extra += json.dumps(schema, sort_keys=True, separators=(",", ":"))
     return messages, extra
 
 

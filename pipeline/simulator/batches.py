@@ -37,6 +37,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.web_request import FileField
+from tracejudge.simulator.tools import request_error
 
 __all__ = ["SimBatch", "add_batch_routes"]
 
@@ -97,6 +98,10 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 continue
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body.get("model"):
                 out.append((cid, "invalid", "`model` and `messages` are required"))
+                continue
+            refusal = request_error(body, anthropic)  # (an `n` or a tool choice the synchronous endpoint refuses)
+            if refusal is not None:
+                out.append((cid, "invalid", refusal.message))
                 continue
             payload, _ = answer(sim, body, anthropic, fault if fault in _ANSWER_FAULTS else "ok", count_prompt(body))
             out.append((cid, "ok", payload))

@@ -22,6 +22,7 @@ from aiohttp import web
 from tracejudge.llm.prefix_cache import prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.state import Sim
+from tracejudge.simulator.tools import request_error
 
 __all__ = ["add_meta_routes", "error_response", "prompt_tokens", "read_body"]
 
@@ -81,6 +82,9 @@ def add_meta_routes(app: web.Application, sim: Sim, names: tuple[str, ...]) -> N
         body = await read_body(request, True)
         if isinstance(body, web.Response):
             return body
+        refusal = request_error(body, True)
+        if refusal is not None:
+            return error_response(400, "invalid_request_error", refusal.message, {}, True)
         return web.json_response({"input_tokens": prompt_tokens(body, sim.config.tokenizer_factor)[2]})
 
     app.router.add_get("/v1/models", models)

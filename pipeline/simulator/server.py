@@ -4,9 +4,13 @@
 127.0.0.1. It answers
 
 - OpenAI `POST /v1/chat/completions` (`response_format: {type: json_schema}`
-  gets a JSON document valid for the schema; otherwise a short text), and
+  gets a JSON document valid for the schema; otherwise a short text; `n`
+  choices; a forced function, `tool_choice: {type: function}` or
+  `"required"`, gets a tool call whose `arguments` are valid for its
+  `parameters`), and
 - Anthropic `POST /v1/messages` (a forced tool `tool_choice: {type: tool}`
-  gets a `tool_use` block whose `input` is valid for the tool's schema),
+  or `{type: any}` gets a `tool_use` block whose `input` is valid for the
+  tool's schema; `tracejudge.simulator.tools`),
   either one as server-sent events when the request says `"stream": true`
   (`tracejudge.simulator.streaming`), and `GET /v1/models`,
   `GET /v1/models/{id}` and Anthropic's `POST /v1/messages/count_tokens`
@@ -108,7 +112,6 @@ first and last request times); `POST /_sim/script` replaces the script.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import socket
 import threading
@@ -126,6 +129,7 @@ from tracejudge.simulator.verdicts import ANSWERS_SCHEMA_NAME, MULTI_SCHEMA_NAME
 from tracejudge.simulator.meta import add_meta_routes, error_response, read_body
 from tracejudge.simulator.meta import prompt_tokens as count_prompt
 from tracejudge.simulator.streaming import stream_reply
+from tracejudge.simulator.tools import choice_count, reply_text, request_error
 
 # This module is the HTTP server; the settings and state live in `simulator.state`, the verdicts in `simulator.verdicts`
 # (their names that were defined here, such as `answer` and `schema_name`, are still importable from here).
@@ -147,13 +151,6 @@ def free_port() -> int:
         return port
 
 
-def _reply_text(payload: dict[str, Any]) -> str:
-    """The completion's text as a character-counting gateway sees it (a tool call's input as JSON)."""
-    if "choices" in payload:
-        return str(payload["choices"][0]["message"].get("content") or "")
-    return "".join(b.get("text") or json.dumps(b.get("input")) for b in payload.get("content") or [])
-
-
 def build_app(config: SimConfig) -> web.Application:
     """The aiohttp application of a simulator with `config` (state lives in the app)."""
     sim = Sim(config)
@@ -173,7 +170,13 @@ def build_app(config: SimConfig) -> web.Application:
         body = await read_body(request, anthropic)
         if isinstance(body, web.Response):
             return body
+        refusal = request_error(body, anthropic)
+        if refusal is not None:
+            st.refused += 1
+            return error_response(400, "invalid_request_error", refusal.message, {}, anthropic, refusal.param, refusal.code)
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+        # `max_tokens` bounds each choice: admission holds room for all `n` of them, as OpenAI counts a request.
+        reserve = choice_count(body, anthropic) * max_tokens
         messages, extra, prompt_tokens = count_prompt(body, config.tokenizer_factor)
         rf = body.get("response_format")
         if config.json_object_only and isinstance(rf, dict) and rf.get("type") not in (None, "text", "json_object"):
@@ -204,9 +207,9 @@ def build_app(config: SimConfig) -> web.Application:
             return error_response(429, kind, "simulated rate limit" if fault == "429" else "simulated daily quota exhausted", headers, anthropic)
         # The limits count the prompt as the server does: its tokenizer (`usage`), or a gateway's character count.
         limit_prompt = char_tokens(messages, extra) if config.limit_count == "chars" else prompt_tokens
-        if sim.limits.tokens is not None and limit_prompt + max_tokens > sim.limits.tokens.capacity:
-            return error_response(400, "invalid_request_error", f"request too large: {limit_prompt + max_tokens} tokens > tpm {config.tpm}", {}, anthropic)
-        wait, entry = sim.limits.admit(limit_prompt + max_tokens)
+        if sim.limits.tokens is not None and limit_prompt + reserve > sim.limits.tokens.capacity:
+            return error_response(400, "invalid_request_error", f"request too large: {limit_prompt + reserve} tokens > tpm {config.tpm}", {}, anthropic)
+        wait, entry = sim.limits.admit(limit_prompt + reserve)
         if wait > 0:
             st.rate_limited += 1
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
@@ -231,7 +234,7 @@ def build_app(config: SimConfig) -> web.Application:
             return error_response(504, "timeout", "simulated timeout", {}, anthropic)
 
         payload, completion = answer(sim, body, anthropic, fault, prompt_tokens, (messages, extra))
-        limit_completion = char_tokens([], reply=_reply_text(payload)) if config.limit_count == "chars" else completion
+        limit_completion = char_tokens([], reply=reply_text(payload)) if config.limit_count == "chars" else completion
         sim.limits.settle(entry, limit_prompt + limit_completion)
         st.peak_window_tokens = sim.limits.peak_tokens
         if body.get("stream") is True:

@@ -141,7 +141,9 @@ class Sim:
             kind = next((k for k in kind if k != "null"), "null")
         if kind == "object":
             props = schema.get("properties", {})
-            return {k: more(v, f"{path}/{k}") for k, v in props.items()}
+            # A required property the schema does not describe still has to be there: any value will do.
+            extra = [k for k in schema.get("required") or [] if isinstance(k, str) and k not in props]
+            return {k: more(props.get(k, {}), f"{path}/{k}") for k in [*props, *extra]}
         if kind == "array":
             n = schema.get("minItems", 1)
             return [more(schema.get("items", {}), f"{path}/{i}") for i in range(n)]

@@ -4,8 +4,9 @@ A request with `"stream": true` gets its reply as server-sent events, in the
 providers' own event shapes, so the OpenAI and Anthropic SDKs (and anything
 else written against the real APIs) can stream from the simulator:
 
-- OpenAI chat completions: `chat.completion.chunk` objects, the first with
-  the assistant role, the reply's text in pieces, a last one with
+- OpenAI chat completions: `chat.completion.chunk` objects, per choice (`n`)
+  the first with the assistant role, the reply's text in pieces (or a tool
+  call's id and name, then its `arguments` in pieces), a last one with
   `finish_reason`; with `stream_options.include_usage`, a chunk with empty
   `choices` and the `usage`; then `data: [DONE]`.
 - Anthropic messages: `message_start`, one `content_block_start` /
@@ -34,16 +35,25 @@ def _pieces(text: str) -> list[str]:
 
 
 def _openai_events(payload: dict[str, Any], include_usage: bool) -> list[str]:
-    choice = payload["choices"][0]
     base = {"id": payload["id"], "object": "chat.completion.chunk", "created": payload["created"], "model": payload["model"]}
 
-    def chunk(delta: dict[str, Any], finish: str | None) -> str:
-        return json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    def chunk(index: int, delta: dict[str, Any], finish: str | None) -> str:
+        return json.dumps({**base, "choices": [{"index": index, "delta": delta, "finish_reason": finish}]})
 
-    text = choice["message"].get("content") or ""
-    out = [chunk({"role": "assistant", "content": ""}, None)]
-    out += [chunk({"content": p}, None) for p in _pieces(text) if p]
-    out.append(chunk({}, choice["finish_reason"]))
+    out = []
+    for choice in payload["choices"]:
+        i, message = choice["index"], choice["message"]
+        calls = message.get("tool_calls") or []
+        if calls:  # a tool call opens with its id and name, then its arguments arrive in pieces
+            opened = [{"index": k, "id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": ""}}
+                      for k, c in enumerate(calls)]
+            out.append(chunk(i, {"role": "assistant", "content": None, "tool_calls": opened}, None))
+            out += [chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": p}}]}, None)
+                    for k, c in enumerate(calls) for p in _pieces(c["function"]["arguments"]) if p]
+        else:
+            out.append(chunk(i, {"role": "assistant", "content": ""}, None))
+            out += [chunk(i, {"content": p}, None) for p in _pieces(message.get("content") or "") if p]
+        out.append(chunk(i, {}, choice["finish_reason"]))
     if include_usage:
         out.append(json.dumps({**base, "choices": [], "usage": payload["usage"]}))
     return out

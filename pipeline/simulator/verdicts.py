@@ -16,6 +16,7 @@ from tracejudge.llm.prefix_cache import prompt_text
 from tracejudge.llm.tokens import counter_for
 from tracejudge.simulator.flaws import is_pairwise, preference
 from tracejudge.simulator.state import Sim
+from tracejudge.simulator.tools import choice_count, forced_tool, openai_choice
 
 __all__ = ["ANSWERS_SCHEMA_NAME", "MULTI_SCHEMA_NAME", "answer", "schema_name"]
 
@@ -135,43 +136,29 @@ def _with_flaws(sim: Sim, body: dict[str, Any], schema: dict[str, Any], verdict:
     return sim.flaws.apply(verdict, model, tag, occurrence)
 
 
-def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int,
-           prompt: Prompt | None = None) -> tuple[dict[str, Any], int]:
-    """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
-
-    `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
-    `malformed_item` (the others are handled before an answer is made).
-    Counts the answer in the stats. Used by the synchronous endpoints and by
-    the batch endpoints alike. `prompt`: `prompt_text(body)` when the caller
-    has it (read once per request).
-    """
-    prompt = prompt or prompt_text(body)
-    st = sim.stats
-    model = str(body["model"])
-    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
-    schema, tool_name, name = None, None, None
+def _response_schema(body: dict[str, Any], anthropic: bool, prompt: Prompt) -> tuple[dict[str, Any] | None, str | None]:
+    """`(schema, name)` a reply must follow: the structured output asked for, the question ids the prompt lists, or none."""
     rf = body.get("response_format") or {}
     if rf.get("type") == "json_schema":
-        schema = rf.get("json_schema", {}).get("schema")
-        name = rf.get("json_schema", {}).get("name")
-    elif rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
-        schema = rf["schema"]
-        name = schema_name(schema)
-    elif not anthropic and (not rf or rf.get("type") == "json_object"):
+        return rf.get("json_schema", {}).get("schema"), rf.get("json_schema", {}).get("name")
+    if rf.get("type") == "json_object" and isinstance(rf.get("schema"), dict):
+        return rf["schema"], schema_name(rf["schema"])
+    if not anthropic and (not rf or rf.get("type") == "json_object"):
         _, listed = _asked(body, prompt)
         if listed:  # no schema: a model reading the prompt answers the question ids it lists
-            schema, name = {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
-        elif rf:  # JSON mode promises a JSON object, whatever the prompt asks
-            schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string"}}}
-    if anthropic and body.get("tools"):
-        tool = body["tools"][0]
-        schema, tool_name = tool.get("input_schema"), tool.get("name")
-        name = tool_name
+            return {"type": "object", "properties": {q: _ITEM for q in listed}}, ANSWERS_SCHEMA_NAME
+        if rf:  # JSON mode promises a JSON object, whatever the prompt asks
+            return {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string"}}}, None
+    return None, None
+
+
+def _sample(sim: Sim, body: dict[str, Any], schema: dict[str, Any] | None, name: str | None, fault: str,
+            prompt: Prompt) -> tuple[Any, str, str]:
+    """One sample of the reply: `(verdict, text, finish_reason)` (a second sample is the request's next occurrence)."""
     verdict = _verdict(sim, body, schema, name, fault, prompt) if schema else "yes"
     if schema and name != MULTI_SCHEMA_NAME:
         verdict = _with_flaws(sim, body, schema, verdict, prompt)
     text = json.dumps(verdict) if schema else "yes"
-    finish = "stop"
     if fault == "prose":
         text = f"Here is my assessment.\n```json\n{text}\n```\nLet me know if you need more."
     elif fault == "near_miss":
@@ -180,11 +167,36 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
         else:
             text = "\n".join(f"GRADE {k}: {v}" for k, v in verdict.items()) if isinstance(verdict, dict) else "GRADE: CI"
     elif fault == "truncated":
-        st.truncated += 1
-        text = text[: max(1, len(text) // 2)]
-        finish = "length"
+        return verdict, text[: max(1, len(text) // 2)], "length"
+    return verdict, text, "stop"
+
+
+def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_tokens: int,
+           prompt: Prompt | None = None) -> tuple[dict[str, Any], int]:
+    """The success reply to a validated, admitted request: `(payload, completion_tokens)`.
+
+    `fault` is one of `ok`, `truncated`, `prose`, `near_miss`, `drop_item`,
+    `malformed_item` (the others are handled before an answer is made).
+    OpenAI's `n` gets that many choices (the fault applies to each), their
+    completion tokens summed; a forced tool (`tracejudge.simulator.tools`) gets
+    a tool call whose input is the verdict for the tool's schema.
+    Counts the answer in the stats. Used by the synchronous endpoints and by
+    the batch endpoints alike. `prompt`: `prompt_text(body)` when the caller
+    has it (read once per request).
+    """
+    prompt = prompt or prompt_text(body)
+    st = sim.stats
+    model = str(body["model"])
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 1024)
+    schema, name = _response_schema(body, anthropic, prompt)
+    forced = forced_tool(body, anthropic)
+    if forced is not None:
+        schema, name = forced.schema, forced.name  # (the tool's name plays the part of a structured output's schema name)
+    samples = [_sample(sim, body, schema, name, fault, prompt) for _ in range(choice_count(body, anthropic))]
     counter = counter_for(model)
-    completion = max_tokens if finish == "length" else min(max_tokens, counter.text(text))
+    completions = [max_tokens if finish == "length" else min(max_tokens, counter.text(text)) for _, text, finish in samples]
+    completion = sum(completions)
+    st.truncated += fault == "truncated"
     # Only OpenAI caches prefixes unasked; Anthropic caches only what `cache_control` marks.
     cached, written = sim.prefix_cache.anthropic(model, body) if anthropic else (min(prompt_tokens, sim.prefix_cache.openai(model, body, prompt)), 0)
     cached, written = min(cached, prompt_tokens), min(written, prompt_tokens - min(cached, prompt_tokens))
@@ -194,9 +206,12 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     st.output_tokens += completion
     sim.serial += 1
     rid = hashlib.sha256(f"{sim.config.seed}:{sim.serial}".encode()).hexdigest()[:24]
+    # A prose or near-miss fault is a model that answered in text instead; a truncated Anthropic tool call is text cut short.
+    as_call = forced is not None and fault in ("ok", "truncated", "drop_item", "malformed_item")
     if anthropic:
-        as_tool = tool_name is not None and fault in ("ok", "truncated", "drop_item", "malformed_item") and finish == "stop"
-        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": tool_name, "input": verdict}] if as_tool else [{"type": "text", "text": text}]
+        verdict, text, finish = samples[0]
+        as_tool = as_call and finish == "stop"
+        content = [{"type": "tool_use", "id": f"toolu_{rid}", "name": forced.name, "input": verdict}] if as_tool and forced else [{"type": "text", "text": text}]
         payload: dict[str, Any] = {
             "id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": "max_tokens" if finish == "length" else ("tool_use" if as_tool else "end_turn"),
@@ -206,7 +221,7 @@ def answer(sim: Sim, body: dict[str, Any], anthropic: bool, fault: str, prompt_t
     else:
         payload = {
             "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "choices": [openai_choice(i, text, finish, forced, as_call, rid) for i, (_, text, finish) in enumerate(samples)],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion,
                       "prompt_tokens_details": {"cached_tokens": cached}},
         }
