@@ -169,3 +169,12 @@ def test_latency_cost_tokens():
     tok = TokenUsage(max_tokens=800).evaluate(case)
     assert tok.value == 0.0 and tok.details == {"input_tokens": 800, "output_tokens": 95, "total_tokens": 895}
     assert Cost().evaluate(make_case(None, [])).value is None
+
+
+def test_a_negative_latency_is_not_computed_rather_than_within_any_budget():
+    # A span that ends before it starts (hosts' clocks out of step) passed every budget as "-5 s, budget 10 s".
+    case = make_case(None, [], trace={"usage": {"latency_s": -5.0}})
+    got = Latency(max_seconds=10).evaluate(case)
+    assert (got.value, got.passed, got.details) == (None, None, {"latency_s": -5.0})
+    assert got.reason == "not computed: the trace's latency_s is negative (-5 s; its clock is out of step)"
+    assert Latency().evaluate(make_case(None, [], trace={"usage": {"latency_s": 0.0}})).value == 1.0

@@ -36,6 +36,9 @@ class Latency(Metric):
 
     `value` 1.0 when within the budget (or no budget is set), 0.0 over it;
     `details.latency_s` carries the measure. No recorded latency → `value: null`.
+    A negative latency (a span that ends before it starts: clocks out of step
+    between the hosts that recorded it) measures nothing → `value: null`, the
+    reason naming it and `details.latency_s` keeping it; it used to pass any budget.
     """
 
     max_seconds: float | None = Field(default=None, ge=0)
@@ -46,6 +49,9 @@ class Latency(Metric):
         usage = case.trace.usage
         if usage is None or usage.latency_s is None:
             return _missing("latency_s")
+        if usage.latency_s < 0:
+            return Score(value=None, passed=None, details={"latency_s": usage.latency_s},
+                         reason=f"not computed: the trace's latency_s is negative ({usage.latency_s:g} s; its clock is out of step)")
         return _budgeted(usage.latency_s, self.max_seconds, "s", {"latency_s": usage.latency_s})
 
 
