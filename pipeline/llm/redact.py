@@ -97,15 +97,19 @@ _QUOTED = (
     rf"|{_URL_PASSWORD}|" + _SHAPE
 )
 # The pre-check: a part of every match of `_QUOTED` (its name's `key`/`zation`, `KIA` of `AKIA`, `J` of
-# `eyJ`, `//` of a URL, …), so text it finds nothing in has no credential. Each alternative starts with a
-# literal character, and those characters are rare in ordinary text: `re` skips the positions holding none
-# of them, and a `search` over a reason's 120 characters costs a fraction of a microsecond.
+# `eyJ`, `//` of a URL, …), so text it finds nothing in has no credential. Only whether it finds something is
+# read, so an alternative may start anywhere in its part. `re` skips the positions holding none of the
+# alternatives' first characters and tries the alternatives one after another at the others, so they are
+# grouped by first character, and the parts that start with a letter common in trace text start later
+# behind a lookbehind (`oken` at its `k`, `ghp_` at its `h`, `github_pat_` at its `b`): a `search` over
+# a call's 150 characters cost 1.7 µs with one alternative per part, about 1 µs grouped.
 _WORD = r"[A-Za-z0-9._~+/=-]{15}"
+_SET = r"""["']?\s*[:=]"""  # what follows a credential's name before its value
 _HINT = re.compile(
-    rf"""key["']?\s*[:=]|KEY["']?\s*[:=]|Key["']?\s*[:=]|zation|ZATION"""
-    rf"""|w(?:or)?d["']?\s*[:=]|W(?:OR)?D["']?\s*[:=]|cret["']?\s*[:=]|CRET["']?\s*[:=]|oken["']?\s*[:=]|OKEN["']?\s*[:=]"""
-    rf"|Bearer\s+{_WORD}|bearer\s+{_WORD}|Basic\s+{_WORD}|basic\s+{_WORD}"
-    r"|k[-_](?<=\bsk[-_])|KIA|SIA|xox|gh[pousr]_|github_pat_|J(?<=eyJ)|BEGIN|za(?<=AIza)|_(?<=hf_)|/(?<=://)"
+    rf"k(?:ey{_SET}|(?<=ok)en{_SET}|[-_](?<=\bsk[-_]))|K(?:EY{_SET}|ey{_SET}|IA)|z(?:ation|a(?<=AIza))|ZATION"
+    rf"|w(?:or)?d{_SET}|W(?:OR)?D{_SET}|cret{_SET}|CRET{_SET}|OKEN{_SET}"
+    rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_))"
+    r"|SIA|xox|h(?:f_|(?<=gh)[pousr]_)|J(?<=eyJ)|/(?<=://)"
 )
 
 
