@@ -1,7 +1,8 @@
 """Format `otel`: OTLP/JSON traces of any span convention (OTel GenAI, OpenInference, OpenLLMetry, Vercel AI, Langfuse, MLflow).
 
 Framing: `dataset.path` is one OTLP/JSON export file (a single document, or
-JSON Lines of exports as the collector's file exporter writes them) or a
+JSON Lines of exports as the collector's file exporter writes them; Grafana
+Tempo's `{"batches": …}` and `{"trace": …}` answers too, see `otlp_document`) or a
 directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
 minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
 log-event mode) of every file are read, then grouped into conversations;
@@ -178,8 +179,9 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         for line, doc, error in iter_exports(path):
             if error is not None:
                 yield RawRecord(str(path), line, error=error)
-            elif not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
-                yield RawRecord(str(path), line, error="not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level")
+            elif (doc := otlp_document(doc)) is None:
+                yield RawRecord(str(path), line, error="not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level "
+                                "(or Grafana Tempo's `batches`, or either under `trace`)")
             else:
                 try:
                     collector.add(doc, str(path), line)
@@ -207,6 +209,33 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             return
     if count == 0 and skipped:
         yield RawRecord(str(dataset.path), 1, error=f"{skipped} trace(s) read, none with a model request, tool call or agent run of a known span convention")
+
+
+def otlp_document(doc: Any) -> dict[str, Any] | None:
+    """An export document in the current OTLP/JSON shape, or `None` when `doc` is not an export.
+
+    Grafana Tempo's trace API answers in older or wrapped shapes of the same
+    data: `{"batches": [...]}` for `resourceSpans` (Tempo v1), each resource
+    holding `instrumentationLibrarySpans` (OTLP before 0.15) for
+    `scopeSpans`, and Tempo v2 puts the export under `{"trace": {...}}`.
+    Those are renamed here (shallow copies; `doc` is not changed), so the
+    rest of the reader sees one shape.
+    """
+    if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and not ("resourceSpans" in doc or "resourceLogs" in doc):
+        doc = doc["trace"]
+    if not isinstance(doc, dict):
+        return None
+    if "resourceSpans" not in doc and "batches" in doc:
+        doc = {**doc, "resourceSpans": doc["batches"]}
+    if not ("resourceSpans" in doc or "resourceLogs" in doc):
+        return None
+    resources = doc.get("resourceSpans")
+    if isinstance(resources, list) and any(isinstance(r, dict) and "scopeSpans" not in r and "instrumentationLibrarySpans" in r for r in resources):
+        doc = {**doc, "resourceSpans": [
+            {**r, "scopeSpans": r["instrumentationLibrarySpans"]} if isinstance(r, dict) and "scopeSpans" not in r and "instrumentationLibrarySpans" in r else r
+            for r in resources
+        ]}
+    return doc
 
 
 def _runs(trace: Group) -> list[Group]:

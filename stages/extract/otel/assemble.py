@@ -15,21 +15,11 @@ from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import last_user_text, output_text, user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+from tracejudge.stages.extract.otel.wrapped import HOPS as _HOPS
+from tracejudge.stages.extract.otel.wrapped import ancestor as _ancestor
+from tracejudge.stages.extract.otel.wrapped import fold_wrapped_models
 
 __all__ = ["assemble"]
-
-_HOPS = 10_000  # a parent chain longer than this is a cycle in a hostile export
-
-
-def _ancestor(span: Span, index: dict[str, Span], pred: Any) -> Span | None:
-    seen = 0
-    parent = index.get(span.parent_id or "")
-    while parent is not None and seen < _HOPS:
-        if pred(parent):
-            return parent
-        parent = index.get(parent.parent_id or "")
-        seen += 1
-    return None
 
 
 def _root(span: Span, index: dict[str, Span]) -> Span:
@@ -85,6 +75,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         tools[span.span_id] = tool
     models = [s for s in group.spans if role[s.span_id] == "model" and _ancestor(s, index, lambda p: role[p.span_id] == "model") is None]
     model_ids = {s.span_id for s in models}
+    views = fold_wrapped_models(group.spans, models, index, views)
 
     def anchor(span: Span) -> Span:
         top = span if role[span.span_id] == "agent" else None

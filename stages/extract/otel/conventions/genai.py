@@ -2,12 +2,15 @@
 
 What counts: `gen_ai.operation.name` `chat` / `generate_content` /
 `text_completion` is a model request, `execute_tool` a tool call,
-`invoke_agent` / `invoke_workflow` an agent run. A span that carries
+`invoke_agent` / `invoke_workflow` an agent run; ADK's `call_llm` span (no
+operation name, `gcp.vertex.agent.*` keys) is a model request too, the
+wrapper of its `generate_content` span. A span that carries
 `gen_ai.tool.name` without an operation is a tool call only when it is named
 `running tool` or `execute_tool …` — the spans pydantic-evals counts — so a
 custom span that merely mentions a tool is not counted. Messages come from
 `gen_ai.input.messages` / `gen_ai.output.messages` (JSON) or, in log-event
-mode, from the span's GenAI events; usage from `gen_ai.usage.*`.
+mode, from the span's GenAI events, else from ADK's `gcp.vertex.agent.llm_request` /
+`llm_response` (Gemini `contents`, see `adk`); usage from `gen_ai.usage.*`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
+from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, adk_messages, said
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
@@ -36,10 +40,11 @@ def read(span: Span) -> View | None:
     op = a.get("gen_ai.operation.name")
     tool_attr = a.get("gen_ai.tool.name")
     has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs)
-    if not isinstance(op, str) and not tool_attr and not has_messages and "gen_ai.usage.input_tokens" not in a:
+    adk_call = op is None and span.name == "call_llm" and any(k.startswith(ADK_PREFIX) for k in a)
+    if not isinstance(op, str) and not tool_attr and not has_messages and not adk_call and "gen_ai.usage.input_tokens" not in a:
         return None
     v = View()
-    if op in MODEL_OPS:
+    if op in MODEL_OPS or adk_call:
         v.role = "model"
     elif op == "execute_tool" or (op is None and tool_attr and (span.name == "running tool" or span.name.startswith("execute_tool"))):
         v.role = "tool"
@@ -139,7 +144,14 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         log_in, log_out = _log_messages(span)
         inputs = inputs if inputs is not None else log_in
         outputs = outputs if outputs is not None else log_out
-    return normalise(inputs) or [], normalise(outputs) or []
+    inputs, outputs = normalise(inputs) or [], normalise(outputs) or []
+    if ADK_REQUEST in span.attrs or ADK_RESPONSE in span.attrs:
+        # ADK's own attributes hold the request and response whatever the GenAI content mode; its
+        # GenAI events then say `<elided>`: a message list with no part said nothing.
+        adk_in, adk_out = adk_messages(span.attrs)
+        inputs = inputs if said(inputs) else adk_in or inputs
+        outputs = outputs if said(outputs) else adk_out or outputs
+    return inputs, outputs
 
 
 def _log_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:

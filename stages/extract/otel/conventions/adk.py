@@ -1,0 +1,69 @@
+"""Google ADK's own span attributes: the Gemini request and response of a `call_llm` span.
+
+ADK (Python) writes `gcp.vertex.agent.llm_request` (`{"model", "config",
+"contents": [Content]}`) and `gcp.vertex.agent.llm_response` (`{"content":
+Content, "finish_reason", "usage_metadata"}`) as JSON text on its `call_llm`
+span in every telemetry mode, while the GenAI keys of the `generate_content`
+span inside it may carry no content at all (content capture off, or events
+that say `<elided>`). A Gemini `Content` is `{"role": "user" | "model",
+"parts": [{"text"} | {"function_call": {"id", "name", "args"}} |
+{"function_response": {"id", "name", "response"}}]}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.view import tool_call_part, tool_response_part, unjson
+
+__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "adk_messages", "said"]
+
+ADK_PREFIX = "gcp.vertex.agent."
+ADK_REQUEST = "gcp.vertex.agent.llm_request"
+ADK_RESPONSE = "gcp.vertex.agent.llm_response"
+
+
+def said(messages: list[dict[str, Any]] | None) -> bool:
+    """Whether a normalised message list holds any part (a list of empty messages recorded nothing)."""
+    return any(m.get("parts") for m in messages or [])
+
+
+def adk_messages(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Normalised `(inputs, outputs)` of an ADK `call_llm` span; empty lists where nothing was recorded.
+
+    Text that is not JSON, and contents that are not Gemini `Content`
+    objects, give nothing (never an error: these are a vendor's debug keys).
+    """
+    request = unjson(attrs.get(ADK_REQUEST))
+    response = unjson(attrs.get(ADK_RESPONSE))
+    contents = request.get("contents") if isinstance(request, dict) else None
+    inputs = [m for m in (_message(c, "user") for c in contents if isinstance(contents, list)) if m] if isinstance(contents, list) else []
+    out = _message(response.get("content"), "assistant") if isinstance(response, dict) else None
+    return inputs, [out] if out else []
+
+
+def _message(content: Any, default_role: str) -> dict[str, Any] | None:
+    if not isinstance(content, dict):
+        return None
+    parts = [p for p in (_part(raw) for raw in content.get("parts") or []) if p is not None]
+    if not parts:
+        return None
+    role = content.get("role") if isinstance(content.get("role"), str) else default_role
+    role = "assistant" if role == "model" else role
+    if all(p["type"] == "tool_call_response" for p in parts):
+        role = "tool"  # Gemini sends function responses in a `user` content
+    return {"role": role, "parts": parts}
+
+
+def _part(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get("text"), str):
+        return {"type": "reasoning" if raw.get("thought") else "text", "content": raw["text"]}
+    call = raw.get("function_call")
+    if isinstance(call, dict):
+        return tool_call_part(call.get("id"), call.get("name"), call.get("args"))
+    answer = raw.get("function_response")
+    if isinstance(answer, dict):
+        return tool_response_part(answer.get("id"), answer.get("response"))
+    return None

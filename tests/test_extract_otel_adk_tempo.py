@@ -1,0 +1,76 @@
+"""Format `otel` on shapes agentevals' fixture corpus holds: Grafana Tempo answers, ADK's own content keys, wrapped model spans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_extract_otel_cases import OP, TOOL, export, one, span
+
+
+def _adk_turn(trace: str = "t1") -> list[dict]:
+    """One ADK (Python) turn with one tool call, content only in ADK's `gcp.vertex.agent.*` keys.
+
+    As ADK writes it with GenAI content capture off (or its events saying
+    `<elided>`): `call_llm` wraps a `generate_content` span that holds usage only.
+    """
+    request_1 = {"model": "gemini", "contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]}
+    response_1 = {"content": {"role": "model", "parts": [{"function_call": {"id": "fc1", "name": "get_weather", "args": {"city": "Paris"}}}]}}
+    request_2 = {"model": "gemini", "contents": [
+        *request_1["contents"], response_1["content"],
+        {"role": "user", "parts": [{"function_response": {"id": "fc1", "name": "get_weather", "response": {"temp_c": 21}}}]},
+    ]}
+    response_2 = {"content": {"role": "model", "parts": [{"text": "It is 21C in Paris."}]}}
+    adk = {"gcp__vertex__agent__session_id": "sess-1"}
+    usage = {"gen_ai__usage__input_tokens": 10, "gen_ai__usage__output_tokens": 3}
+    return [
+        span("ag", None, 0, "invoke_agent weather", trace=trace, **{OP: "invoke_agent", "gen_ai__agent__name": "weather"}),
+        span("l1", "ag", 1, "call_llm", trace=trace, gcp__vertex__agent__llm_request=request_1, gcp__vertex__agent__llm_response=response_1, **adk, **usage),
+        span("g1", "l1", 2, "generate_content gemini", trace=trace, **{OP: "generate_content"}, **usage),
+        span("x1", "ag", 3, "execute_tool get_weather", trace=trace, **{OP: "execute_tool", TOOL: "get_weather", "gen_ai__tool__call__id": "fc1"},
+             gcp__vertex__agent__tool_call_args={"city": "Paris"}, gcp__vertex__agent__tool_response={"temp_c": 21}),
+        span("l2", "ag", 4, "call_llm", trace=trace, gcp__vertex__agent__llm_request=request_2, gcp__vertex__agent__llm_response=response_2, **adk, **usage),
+        span("g2", "l2", 5, "generate_content gemini", trace=trace, **{OP: "generate_content"}, **usage),
+    ]
+
+
+def test_adk_content_comes_from_call_llm_when_the_genai_keys_hold_none(tmp_path: Path):
+    case = one(tmp_path, export(_adk_turn()))
+    assert case.input == "Weather in Paris?"
+    assert case.trace.output == "It is 21C in Paris."
+    [call] = case.trace.tool_calls()
+    assert (call.name, call.arguments, call.result) == ("get_weather", {"city": "Paris"}, {"temp_c": 21})
+    # call_llm and its generate_content are one request each: usage counted once
+    assert (case.trace.usage.requests, case.trace.usage.input_tokens, case.trace.usage.output_tokens) == (2, 20, 6)
+
+
+def test_a_wrapped_model_span_reads_the_provider_span_inside_it(tmp_path: Path):
+    """A framework's model span holding usage only, over OpenLLMetry's provider span with the messages."""
+    spans = [
+        span("ag", None, 0, "invoke_agent helm", **{OP: "invoke_agent", "gen_ai__agent__name": "helm"}),
+        span("g1", "ag", 1, "generate_content m", **{OP: "generate_content", "gen_ai__usage__input_tokens": 7, "gen_ai__usage__output_tokens": 2}),
+        span("p1", "g1", 2, "openai.chat", **{"llm__request__type": "chat", "gen_ai__system": "openai",
+             "gen_ai__prompt__0__role": "user", "gen_ai__prompt__0__content": "list releases",
+             "gen_ai__completion__0__role": "assistant", "gen_ai__completion__0__content": "Two releases.",
+             "gen_ai__usage__input_tokens": 7, "gen_ai__usage__output_tokens": 2}),
+    ]
+    case = one(tmp_path, export(spans))
+    assert (case.input, case.trace.output) == ("list releases", "Two releases.")
+    assert (case.trace.usage.requests, case.trace.usage.input_tokens) == (1, 7)
+
+
+def _tempo_v1(doc: dict) -> dict:
+    """The same export as Tempo v1's API answers it: `batches`, `instrumentationLibrarySpans`."""
+    return {"batches": [
+        {"resource": rs["resource"], "instrumentationLibrarySpans": [{"instrumentationLibrary": ss["scope"], "spans": ss["spans"]} for ss in rs["scopeSpans"]]}
+        for rs in doc["resourceSpans"]
+    ]}
+
+
+def test_tempo_batches_and_its_trace_wrapper_read_as_otlp(tmp_path: Path):
+    doc = export(_adk_turn())
+    want = one(tmp_path, doc, name="plain.json")
+    for i, shaped in enumerate((_tempo_v1(doc), {"trace": doc}, {"trace": _tempo_v1(doc)})):
+        got = one(tmp_path, shaped, name=f"tempo{i}.json")
+        assert got.id == want.id and got.trace == want.trace
+    assert json.dumps(doc) == json.dumps(export(_adk_turn())), "the document read is not changed"
