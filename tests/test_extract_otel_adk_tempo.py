@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_extract_otel_cases import OP, TOOL, export, one, span
+from test_extract_otel_cases import IN, OP, OUT, TOOL, export, one, span
 
 
 def _adk_turn(trace: str = "t1") -> list[dict]:
@@ -74,3 +74,31 @@ def test_tempo_batches_and_its_trace_wrapper_read_as_otlp(tmp_path: Path):
         got = one(tmp_path, shaped, name=f"tempo{i}.json")
         assert got.id == want.id and got.trace == want.trace
     assert json.dumps(doc) == json.dumps(export(_adk_turn())), "the document read is not changed"
+
+
+def test_a_response_whose_id_names_no_call_answers_the_next_call_in_order(tmp_path: Path):
+    """ADK with its own content keys off: spans say `{}`, call and response parts carry unrelated ids."""
+    def model(sid, start, inputs, outputs):
+        return span(sid, "ag", start, "generate_content m", **{OP: "generate_content", IN: inputs, OUT: outputs})
+
+    def tool(sid, start, name):
+        return span(sid, "ag", start, f"execute_tool {name}", **{OP: "execute_tool", TOOL: name, "gen_ai__tool__call__id": f"adk-{sid}"},
+                    gcp__vertex__agent__tool_call_args="{}", gcp__vertex__agent__tool_response="{}")
+
+    user = {"role": "user", "parts": [{"type": "text", "content": "Weather and time in Paris?"}]}
+    ask_weather = {"role": "assistant", "parts": [{"type": "tool_call", "id": "get_weather_1", "name": "get_weather", "arguments": {"city": "Paris"}}]}
+    weather = {"role": "user", "parts": [{"type": "tool_call_response", "id": "get_weather_0", "response": {"temp_c": 21}}]}
+    ask_time = {"role": "assistant", "parts": [{"type": "tool_call", "id": "get_time_0", "name": "get_time", "arguments": {"city": "Paris"}}]}
+    time = {"role": "user", "parts": [{"type": "tool_call_response", "id": "get_time_1", "response": {"time": "14:05"}}]}
+    done = {"role": "assistant", "parts": [{"type": "text", "content": "21C, 14:05."}]}
+    spans = [
+        span("ag", None, 0, "invoke_agent a", **{OP: "invoke_agent", "gen_ai__agent__name": "a"}),
+        model("m1", 1, [user], [ask_weather]), tool("t1", 2, "get_weather"),
+        model("m2", 3, [user, ask_weather, weather], [ask_time]), tool("t2", 4, "get_time"),
+        model("m3", 5, [user, ask_weather, weather, ask_time, time], [done]),
+    ]
+    case = one(tmp_path, export(spans))
+    assert [(c.name, c.arguments, c.result) for c in case.trace.tool_calls()] == [
+        ("get_weather", {"city": "Paris"}, {"temp_c": 21}),
+        ("get_time", {"city": "Paris"}, {"time": "14:05"}),
+    ]

@@ -54,7 +54,10 @@ What a conversation becomes:
   model's order, parallel calls included; tool spans no part claims follow
   in start order. A tool span nested in one of the same name is one call;
   ADK's `(merged tools)` wrapper is not a call. Results missing on the span
-  come from a later `tool_call_response` part;
+  (or recorded as `{}`, as ADK does with its own content keys off) come from a
+  later `tool_call_response` part: by call id, else, for a response whose id
+  names no call or that has none, the next call asked for in order (by name
+  when the response names its tool), as agentevals pairs them;
 - a failed call has an error: the tool span's ERROR status or exception
   event (`"<type>: <message>"`), a LangChain `ToolMessage` with status
   `error`, an `is_error` tool result, or a result text starting with one of

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import fail
-from tracejudge.stages.extract.otel.calls import Tool, answer_value, build_call, deferred_call, part_call
+from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, deferred_call, part_call
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import last_user_text, output_text, user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
@@ -96,12 +96,13 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     ordered = sorted(anchors.values(), key=lambda s: (s.start, s.span_id))
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
-    responses: dict[str, dict[str, Any]] = {}
+    responses = Responses(all_part_ids | {t.call_id for t in tools.values() if t.call_id})
     decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
-    for m in models:
+    by_start = sorted(models, key=lambda s: (s.start, s.span_id))
+    asked = {s.span_id: i for i, s in enumerate(by_start)}
+    for i, m in enumerate(by_start):
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
-            if p.get("id") is not None:
-                responses.setdefault(str(p["id"]), {**p, "response": unjson(p.get("response"))} if decode else p)
+            responses.add(i, {**p, "response": unjson(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
 
     def claim(part: dict[str, Any], after: int) -> tuple[Tool | None, bool]:
@@ -138,7 +139,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                 t, by_id = claim(part, m.start)
                 if t is not None:
                     t.claimed = True
-                    call = build_call(t, part, responses, prefixes)
+                    call = build_call(t, part, responses, prefixes, asked[m.span_id])
                     if t.deferral:
                         row.deferred.append(deferred_call(call, t.deferral))
                         continue
@@ -146,9 +147,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                         last = t.span.start
                     row.calls.append(((0, last, k), call))
                 elif part["name"] in mv.deferred_tools:
-                    row.deferred.append(deferred_call(part_call(part, responses, prefixes), mv.deferred_tools[part["name"]]))
+                    row.deferred.append(deferred_call(part_call(part, responses, prefixes, asked[m.span_id]), mv.deferred_tools[part["name"]]))
                 else:
-                    row.calls.append(((0, last, k), part_call(part, responses, prefixes)))
+                    row.calls.append(((0, last, k), part_call(part, responses, prefixes, asked[m.span_id])))
             rows.append(row)
         for t in tool_list:
             if t.claimed or t.span.span_id not in mem_ids:

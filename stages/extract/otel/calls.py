@@ -15,7 +15,7 @@ from tracejudge.stages.extract.common import mcp_error
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["Tool", "answer_value", "build_call", "deferred_call", "part_call"]
+__all__ = ["Responses", "Tool", "answer_value", "build_call", "deferred_call", "part_call"]
 
 
 class Tool:
@@ -54,15 +54,55 @@ def _part_args(part: dict[str, Any] | None) -> Any:
     return part["arguments"]
 
 
-def _response(ids: tuple[Any, ...], responses: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    for cid in ids:
-        if cid is not None and str(cid) in responses:
-            return responses[str(cid)]
-    return None
+def _empty(value: Any) -> bool:
+    return value is MISSING or value is None or value in ({}, [], "")
+
+
+class Responses:
+    """The `tool_call_response` parts of a conversation's model inputs, found for the calls they answer.
+
+    By call id. A response whose id names no call of the conversation, or
+    that has none, answers by order: the next call asked for (by a request
+    before the one whose input first shows the response) with its tool name
+    when the response names one. ADK numbers its parts apart from the calls
+    (`get_weather_0` answering `get_weather_1`); agentevals pairs them so.
+    """
+
+    def __init__(self, known_ids: set[str]) -> None:
+        self.known_ids = known_ids
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.loose: list[tuple[int, dict[str, Any]]] = []
+        self.seen: set[Any] = set()
+        self.taken: set[int] = set()
+
+    def add(self, at: int, part: dict[str, Any]) -> None:
+        """A response part first shown in the input of request number `at` (a part replayed later is the same one)."""
+        pid = None if part.get("id") is None else str(part["id"])
+        if pid is not None and pid in self.known_ids:
+            self.by_id.setdefault(pid, part)
+            return
+        key = pid if pid is not None else (part.get("name"), repr(part.get("response")))
+        if key not in self.seen:
+            self.seen.add(key)
+            self.loose.append((at, part))
+
+    def find(self, ids: tuple[Any, ...], asked_at: int | None = None, name: str | None = None) -> dict[str, Any] | None:
+        """The response of the call with one of `ids`, else (for a call request `asked_at` made) the next loose one."""
+        for cid in ids:
+            if cid is not None and str(cid) in self.by_id:
+                return self.by_id[str(cid)]
+        if asked_at is None:
+            return None
+        for i, (at, part) in enumerate(self.loose):
+            if i not in self.taken and at > asked_at and part.get("name") in (None, name):
+                self.taken.add(i)
+                return part
+        return None
 
 
 def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict[str, Any] | None, prefixes: tuple[str, ...]) -> dict[str, Any]:
-    if result is MISSING or result is None:
+    if result is MISSING or result is None or (_empty(result) and response is not None and not _empty(response.get("response"))):
+        # ADK with its own content keys off records `{}` as every tool's response on the span
         result = response.get("response") if response is not None else None
         if not present(result):
             result = None
@@ -77,8 +117,8 @@ def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict
     return call
 
 
-def build_call(t: Tool, part: dict[str, Any] | None, responses: dict[str, dict[str, Any]], prefixes: tuple[str, ...]) -> dict[str, Any]:
-    """The native call of tool span `t`, paired with the model's `part` when there is one."""
+def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
+    """The native call of tool span `t`, paired with the model's `part` (asked for by request number `asked_at`) when there is one."""
     pid = None if part is None or part.get("id") is None else str(part["id"])
     call: dict[str, Any] = {"id": t.call_id or pid, "name": t.name}
     args = _part_args(part)
@@ -88,11 +128,13 @@ def build_call(t: Tool, part: dict[str, Any] | None, responses: dict[str, dict[s
         call["arguments_missing"] = True
     else:
         call["arguments"] = args
-    return _finish(call, t.result, t.error, _response((t.call_id, pid), responses), prefixes)
+    # a failed span's outcome is its error: the loose text the model saw next is that error, not a result
+    loose = asked_at if part is not None and t.error is None else None
+    return _finish(call, t.result, t.error, responses.find((t.call_id, pid), loose, t.name), prefixes)
 
 
-def part_call(part: dict[str, Any], responses: dict[str, dict[str, Any]], prefixes: tuple[str, ...]) -> dict[str, Any]:
-    """The native call of a model's `tool_call` part that no tool span recorded (a handoff, a plain loop)."""
+def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
+    """The native call of a model's `tool_call` part (asked for by request number `asked_at`) that no tool span recorded (a handoff, a plain loop)."""
     pid = None if part.get("id") is None else str(part["id"])
     call: dict[str, Any] = {"id": pid, "name": part["name"]}
     args = _part_args(part)
@@ -100,7 +142,7 @@ def part_call(part: dict[str, Any], responses: dict[str, dict[str, Any]], prefix
         call["arguments_missing"] = True
     else:
         call["arguments"] = args
-    return _finish(call, MISSING, None, _response((pid,), responses), prefixes)
+    return _finish(call, MISSING, None, responses.find((pid,), asked_at, part["name"]), prefixes)
 
 
 def deferred_call(call: dict[str, Any], why: str) -> dict[str, Any]:

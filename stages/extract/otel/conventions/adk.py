@@ -65,5 +65,6 @@ def _part(raw: Any) -> dict[str, Any] | None:
         return tool_call_part(call.get("id"), call.get("name"), call.get("args"))
     answer = raw.get("function_response")
     if isinstance(answer, dict):
-        return tool_response_part(answer.get("id"), answer.get("response"))
+        # the name stays: ADK's parts often carry no id, and a response then pairs with its call by name
+        return {**tool_response_part(answer.get("id"), answer.get("response")), "name": answer.get("name")}
     return None
