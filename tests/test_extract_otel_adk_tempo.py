@@ -102,3 +102,24 @@ def test_a_response_whose_id_names_no_call_answers_the_next_call_in_order(tmp_pa
         ("get_weather", {"city": "Paris"}, {"temp_c": 21}),
         ("get_time", {"city": "Paris"}, {"time": "14:05"}),
     ]
+
+
+def test_an_agent_called_as_a_tool_speaks_through_its_result_not_the_turn(tmp_path: Path):
+    """ADK's AgentTool: the delegate's answer is the tool's result; the turn's texts are the caller's own."""
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Research the capital of France."}]}]
+    ask = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "r1", "name": "research", "arguments": {"request": "capital?"}}]}]
+    spans = [
+        span("ag", None, 0, "invoke_agent boss", **{OP: "invoke_agent", "gen_ai__agent__name": "boss"}),
+        span("m1", "ag", 1, "generate_content m", **{OP: "generate_content", IN: user, OUT: ask, "gen_ai__usage__input_tokens": 5}),
+        span("t1", "ag", 2, "execute_tool research", **{OP: "execute_tool", TOOL: "research", "gen_ai__tool__call__id": "r1", "gen_ai__tool__call__result": "Paris."}),
+        span("sub", "t1", 3, "invoke_agent research", **{OP: "invoke_agent", "gen_ai__agent__name": "research"}),
+        span("m2", "sub", 4, "generate_content m", **{OP: "generate_content", "gen_ai__usage__input_tokens": 7,
+             OUT: [{"role": "assistant", "parts": [{"type": "text", "content": "Paris."}]}]}),
+        span("m3", "ag", 5, "generate_content m", **{OP: "generate_content", "gen_ai__usage__input_tokens": 11,
+             OUT: [{"role": "assistant", "parts": [{"type": "text", "content": "It is Paris."}]}]}),
+    ]
+    case = one(tmp_path, export(spans))
+    [turn] = case.metadata["otel"]["turns"]
+    assert (turn["final_text"], turn["intermediate_texts"]) == ("It is Paris.", [])
+    assert turn["agents"] == ["boss", "research"] and turn["usage"]["input_tokens"] == 23, "the delegate's request still counts"
+    assert [(c.name, c.result) for c in case.trace.tool_calls()] == [("research", "Paris.")]

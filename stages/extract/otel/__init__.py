@@ -70,7 +70,10 @@ What a conversation becomes:
   span (or the trace root) anchors a turn.
 
 Turns: a turn is one user exchange, anchored on a top-level agent span (or,
-without agent spans, on the trace root); delegated agents stay inside.
+without agent spans, on the trace root); delegated agents stay inside. The
+texts of model requests inside a tool's span (an agent called as a tool, ADK's
+`AgentTool`) are that tool's result, not the turn's intermediate or final text
+(their usage still counts), unless the turn has no other request.
 Consecutive anchors of one trace with the same user text are one turn. The
 user text is the anchor's recorded input (an agent's or root chain's
 `input.value`, `traceloop.entity.input`, `langfuse.trace.input`, …), else

@@ -126,6 +126,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         for m in turn_models:
             mv = views[m.span_id]
             row = _Row(m, output_text(mv.outputs or []))
+            row.delegated = _ancestor(m, index, lambda p: role[p.span_id] == "tool") is not None
             last = m.start  # a call not paired by id sorts right after the call the model emitted before it
             for k, part in enumerate(_parts(mv.outputs, "tool_call")):
                 if not isinstance(part.get("name"), str):
@@ -188,11 +189,12 @@ def _custom_keys(span: Span, v: View, opts: Any) -> None:
 class _Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
         self.text = text
+        self.delegated = False  # a request inside a tool's span (an agent called as a tool): its text is the tool's result
         self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.deferred: list[dict[str, Any]] = []
 
@@ -254,7 +256,9 @@ class _Builder:
                 calls = [c for _, c in sorted(r.calls, key=lambda e: e[0])]
                 calls_total += len(calls)
                 steps.append({"thought": r.text, "tool_calls": calls} if calls else {"output": r.text})
-            model_texts = [r.text for r in rows if r.model is not None]
+            # a delegate's words reach the user only through the calling agent: not the turn's own texts
+            own = [r for r in rows if r.model is not None and not r.delegated] or [r for r in rows if r.model is not None]
+            model_texts = [r.text for r in own]
             if turn["_final"] is not None:
                 final = turn["_final"]
                 inter = [t for t in model_texts if t]
