@@ -123,3 +123,25 @@ def test_an_agent_called_as_a_tool_speaks_through_its_result_not_the_turn(tmp_pa
     assert (turn["final_text"], turn["intermediate_texts"]) == ("It is Paris.", [])
     assert turn["agents"] == ["boss", "research"] and turn["usage"]["input_tokens"] == 23, "the delegate's request still counts"
     assert [(c.name, c.result) for c in case.trace.tool_calls()] == [("research", "Paris.")]
+
+
+def test_adk_1_invocation_root_holds_a_transfer_in_one_turn(tmp_path: Path):
+    """ADK 1.x roots a run in a bare `invocation` span (scope `gcp.vertex.agent`, no attributes); a transfer's agent is its child."""
+    def model(sid, parent, start, user, text=None, calls=()):
+        out = [{"role": "assistant", "parts": ([{"type": "text", "content": text}] if text else []) + [
+            {"type": "tool_call", "id": cid, "name": name, "arguments": args} for cid, name, args in calls]}]
+        return span(sid, parent, start, "generate_content m", **{OP: "generate_content", OUT: out, IN: [{"role": "user", "parts": [{"type": "text", "content": user}]}]})
+
+    spans = [
+        span("inv", None, 0, "invocation"),
+        span("a1", "inv", 1, "invoke_agent coordinator", **{OP: "invoke_agent", "gen_ai__agent__name": "coordinator"}),
+        model("m1", "a1", 2, "Refund order 42.", calls=[("c1", "transfer_to_agent", {"agent_name": "billing"})]),
+        span("a2", "inv", 3, "invoke_agent billing", **{OP: "invoke_agent", "gen_ai__agent__name": "billing"}),
+        model("m2", "a2", 4, "For context: [coordinator] called tool `transfer_to_agent`", text="Refund issued."),
+    ]
+    doc = export(spans)
+    doc["resourceSpans"][0]["scopeSpans"][0]["scope"] = {"name": "gcp.vertex.agent"}
+    case = one(tmp_path, doc)
+    [turn] = case.metadata["otel"]["turns"]
+    assert (turn["user_text"], turn["final_text"], turn["agents"]) == ("Refund order 42.", "Refund issued.", ["billing", "coordinator"])
+    assert case.turns == []

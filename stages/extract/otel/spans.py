@@ -99,6 +99,7 @@ class Span:
     problem: str | None = None
     logs: list[LogEvent] = field(default_factory=list)
     copies_differ: bool = False  # delivered more than once with different contents: this copy was kept (see `once`)
+    scope: str | None = None  # the instrumentation scope's name (`gcp.vertex.agent` for ADK)
 
 
 @dataclass(slots=True)
@@ -129,7 +130,7 @@ def _status(raw: Any) -> tuple[bool, str | None]:
     return error, message
 
 
-def _span(raw: dict[str, Any], service: str | None, file: str, line: int) -> Span:
+def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope: str | None = None) -> Span:
     span_id = str(raw.get("spanId") or "")
     problem = None
     try:
@@ -166,6 +167,7 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int) -> Spa
         file=file,
         line=line,
         problem=problem,
+        scope=scope,
     )
 
 
@@ -268,9 +270,11 @@ class Collector:
             service = attributes(_shape((rs.get("resource") or {}), dict, f"{where}.resource").get("attributes")).get("service.name")
             for j, ss in enumerate(_items(rs, "scopeSpans", f"{where}.scopeSpans")):
                 _shape(ss, dict, f"{where}.scopeSpans[{j}]")
+                scope = ss.get("scope") or ss.get("instrumentationLibrary")
+                scope_name = scope.get("name") if isinstance(scope, dict) and isinstance(scope.get("name"), str) else None
                 for k, raw in enumerate(_items(ss, "spans", f"{where}.scopeSpans[{j}].spans")):
                     _shape(raw, dict, f"{where}.scopeSpans[{j}].spans[{k}]")
-                    span = _span(raw, service, file, line)
+                    span = _span(raw, service, file, line, scope_name)
                     if not span.trace_id:
                         orphans.append((file, line, f"span {span.span_id or '?'} has no traceId"))
                         continue

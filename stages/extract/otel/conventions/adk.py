@@ -16,8 +16,9 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import tool_call_part, tool_response_part, unjson
 
-__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "adk_messages", "said"]
+__all__ = ["ADK_PREFIX", "ADK_REQUEST", "ADK_RESPONSE", "ADK_SCOPE", "adk_messages", "said"]
 
+ADK_SCOPE = "gcp.vertex.agent"  # ADK's instrumentation scope name
 ADK_PREFIX = "gcp.vertex.agent."
 ADK_REQUEST = "gcp.vertex.agent.llm_request"
 ADK_RESPONSE = "gcp.vertex.agent.llm_response"

@@ -3,8 +3,9 @@
 What counts: `gen_ai.operation.name` `chat` / `generate_content` /
 `text_completion` is a model request, `execute_tool` a tool call,
 `invoke_agent` / `invoke_workflow` an agent run; ADK's `call_llm` span (no
-operation name, `gcp.vertex.agent.*` keys) is a model request too, the
-wrapper of its `generate_content` span. A span that carries
+operation name, scope or keys `gcp.vertex.agent`) is a model request too, the
+wrapper of its `generate_content` span, and ADK 1.x's `invocation` root an
+agent run (its `invoke_workflow`). A span that carries
 `gen_ai.tool.name` without an operation is a tool call only when it is named
 `running tool` or `execute_tool …` — the spans pydantic-evals counts — so a
 custom span that merely mentions a tool is not counted. Messages come from
@@ -21,7 +22,7 @@ from typing import Any
 from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
-from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, adk_messages, said
+from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
@@ -40,15 +41,17 @@ def read(span: Span) -> View | None:
     op = a.get("gen_ai.operation.name")
     tool_attr = a.get("gen_ai.tool.name")
     has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs)
-    adk_call = op is None and span.name == "call_llm" and any(k.startswith(ADK_PREFIX) for k in a)
-    if not isinstance(op, str) and not tool_attr and not has_messages and not adk_call and "gen_ai.usage.input_tokens" not in a:
+    adk = op is None and (span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in a))
+    adk_call = adk and span.name == "call_llm"
+    adk_run = adk and span.name == "invocation"  # ADK 1.x's root of one run: its agents, a transfer's too, are one turn
+    if not isinstance(op, str) and not tool_attr and not has_messages and not adk_call and not adk_run and "gen_ai.usage.input_tokens" not in a:
         return None
     v = View()
     if op in MODEL_OPS or adk_call:
         v.role = "model"
     elif op == "execute_tool" or (op is None and tool_attr and (span.name == "running tool" or span.name.startswith("execute_tool"))):
         v.role = "tool"
-    elif op in AGENT_OPS:
+    elif op in AGENT_OPS or adk_run:
         v.role = "agent"
     name = tool_attr if isinstance(tool_attr, str) and tool_attr else None
     if name is None and span.name.startswith("execute_tool "):
