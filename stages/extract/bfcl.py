@@ -27,6 +27,13 @@ question (refused when the config loads without one). Each question becomes one 
   (`multi_turn_func_doc/` beside the question file). Upstream checks these
   by executing them against a simulated state, so name/argument comparison
   is an approximation there;
+- memory and web_search answers are lists of accepted texts, not calls: they
+  become `expected_output` (the list; `Contains` passes when the final output
+  contains any of them, as upstream's agentic checker asks of the last reply)
+  and the case states no expected calls (`null`); upstream also drops
+  `,./-_*^()` and matches at word boundaries, which `Contains` does not;
+- `BFCL_v4_format_sensitivity.json` is no question file but an index of other
+  categories' question ids: it is one `invalid_input` saying so;
 - `irrelevance` questions (no answer file) expect no call (`[]`);
   `live_relevance` questions (any relevant call is right) state no
   expectation (`null`).
@@ -39,13 +46,15 @@ lower-casing and turning `'` into `"`; here strings compare exactly (a
 from __future__ import annotations
 
 import ast
+import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.load import jsonl_lines, loads, read_jsonl
+from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
 
@@ -154,6 +163,38 @@ def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
     return {"name": name, "arguments": args}
 
 
+def _category(qid: str) -> str:
+    """The category of a question id: what precedes its number (`live_simple_106-63-0`, `memory_0-customer-0`)."""
+    found = re.match(r"^(.*?)_\d", qid)
+    return found.group(1) if found else qid
+
+
+def _answer_texts(truth: Any) -> bool:
+    """Whether a `ground_truth` is a list of accepted answer texts (memory, web_search), not calls."""
+    return isinstance(truth, list) and bool(truth) and all(isinstance(t, str) for t in truth)
+
+
+def _read(dataset: Any) -> Iterator[RawRecord]:
+    """The question file's lines; BFCL's format-sensitivity id list (one JSON object) is one error saying what it is."""
+    records = read_jsonl(dataset.path, dataset.limit)
+    first = next(records, None)
+    if first is None:
+        return
+    if first.error is None and first.payload.strip() == b"{":
+        try:
+            index = json.loads(Path(dataset.path).read_bytes())
+        except ValueError:
+            index = None
+        if isinstance(index, dict) and index and all(isinstance(v, list) for v in index.values()):
+            yield RawRecord(first.file, 1, error=(
+                "this is BFCL's format-sensitivity index (question ids by category, e.g. "
+                f"{next(iter(index))!r}), not a question file: its questions are those of the categories' own files "
+                "(BFCL_v4_<category>.json), asked under other prompt formats"))
+            return
+    yield first
+    yield from records
+
+
 def _first_user(turn: Any) -> Any:
     for msg in turn if isinstance(turn, list) else []:
         if isinstance(msg, dict) and msg.get("role") == "user":
@@ -180,11 +221,12 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     question = rec.get("question")
     if not isinstance(question, list) or not question:
         raise AdapterError("question: required list of turns is missing", field="question", case_id=qid)
-    category = re.sub(r"_[\d-]+$", "", qid)
+    category = _category(qid)
     ctx = ctx or {}
     answers, params = ctx.get("answers"), ctx.get("params") or {}
 
     expected: list[dict[str, Any]] | None
+    answer_texts: list[str] | None = None
     if qid in (ctx.get("bad_answers") or {}):
         raise AdapterError(f"ground_truth: answer line unreadable: {ctx['bad_answers'][qid]}", field="ground_truth", case_id=qid)
     if answers is None or qid not in answers:
@@ -197,7 +239,10 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
     else:
         truth = answers[qid]
         expected = []
-        if rec.get("involved_classes") is not None:
+        if _answer_texts(truth):
+            # memory / web_search ("agentic"): the answer is text the final reply must mention, whatever was called
+            expected, answer_texts = None, truth
+        elif rec.get("involved_classes") is not None:
             table = {fn: names for cls in rec["involved_classes"] for fn, names in params.get(cls, {}).items()}
             for t, turn in enumerate(truth):
                 for c, text in enumerate(turn):
@@ -223,6 +268,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
             "input": _first_user(question[0]),
             "turns": [_first_user(t) for t in question[1:]],
             "expected_tool_calls": expected,
+            "expected_output": answer_texts,
             "context": context or None,
             "tags": ["bfcl", category],
             "metadata": {"category": category},
@@ -233,7 +279,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
 register_format(
     Format(
         "bfcl",
-        read=lambda ds: read_jsonl(ds.path, ds.limit),
+        read=_read,
         adapt=adapt,
         prepare=lambda ds: load_context(ds.path, ds.tasks),
         options=NoOptions,

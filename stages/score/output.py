@@ -78,8 +78,9 @@ class ExactMatch(Metric, defer_build=True):
 class Contains(Metric):
     """1.0 when the final output contains the expected text, else 0.0.
 
-    The text is `value` when given, else the case's `expected_output` (must
-    be text; neither → `value: null`). Case is ignored unless
+    The text is `value` when given, else the case's `expected_output`: a
+    text, or a list of texts of which any one will do (BFCL's accepted
+    answers); neither → `value: null`. Case is ignored unless
     `case_sensitive: true` (cogitator's default; pydantic-evals' `Contains`
     is case-sensitive). Expected `""` is contained in every output.
     """
@@ -93,8 +94,10 @@ class Contains(Metric):
         target = self.value if self.value is not None else case.expected_output
         if target is None:
             return no_expectation("expected_output")
+        if isinstance(target, list) and target and all(isinstance(t, str) for t in target):
+            return _contains_any(target, _output(case), self.case_sensitive)
         if not isinstance(target, str):
-            return Score(value=None, reason=f"not computed: Contains needs a text expectation, got {type(target).__name__}")
+            return Score(value=None, reason=f"not computed: Contains needs a text expectation (or a list of texts), got {type(target).__name__}")
         out = _output(case)
         if target is self.value:  # the user's own configured text, the same for every case: its texts are kept
             lowered, yes, no = _contains_text(target)
@@ -103,6 +106,16 @@ class Contains(Metric):
             lowered, yes, no = target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
         ok = target in out if self.case_sensitive else lowered in out.lower()
         return _pass(ok, yes if ok else no)
+
+
+def _contains_any(targets: list[str], out: str, case_sensitive: bool) -> Score:
+    """`Contains` of a case expecting any one of several texts."""
+    seen = out if case_sensitive else out.lower()
+    hit = next((t for t in targets if (t if case_sensitive else t.lower()) in seen), None)
+    if hit is not None:
+        return _pass(True, f"output contains {redact_quoted(hit, 80)[:80]!r}")
+    shown = ", ".join(repr(redact_quoted(t, 80)[:80]) for t in targets[:5]) + (", …" if len(targets) > 5 else "")
+    return _pass(False, f"output contains none of {shown}")
 
 
 @lru_cache(maxsize=256)

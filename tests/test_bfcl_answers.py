@@ -1,0 +1,56 @@
+"""BFCL question files whose answers are not call lists: agentic answer texts, and the format-sensitivity index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.score import Contains
+
+
+class _Dataset:
+    def __init__(self, path: Path) -> None:
+        self.path, self.tasks, self.limit, self.options = path, None, None, {}
+
+
+def _read(path: Path) -> list:
+    fmt = format_for("bfcl")
+    ds = _Dataset(path)
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def _write(folder: Path, name: str, questions: list[dict], answers: list[dict]) -> Path:
+    (folder / "possible_answer").mkdir(parents=True, exist_ok=True)
+    (folder / "possible_answer" / name).write_text("".join(json.dumps(a) + "\n" for a in answers))
+    (folder / name).write_text("".join(json.dumps(q) + "\n" for q in questions))
+    return folder / name
+
+
+def test_memory_and_web_search_answers_are_texts_the_reply_must_contain(tmp_path: Path):
+    # the shapes of BFCL_v4_memory.json / BFCL_v4_web_search.json and their possible answers
+    path = _write(tmp_path, "BFCL_v4_memory.json",
+                  [{"id": "memory_1-customer-1", "question": [[{"role": "user", "content": "How old am I?"}]],
+                    "involved_classes": ["MemoryAPI"], "scenario": "customer"}],
+                  [{"id": "memory_1-customer-1", "ground_truth": ["35", "thirty five"], "source": "I'm 35 years old."}])
+    [case] = _read(path)
+    assert isinstance(case, Case), case
+    assert case.expected_output == ["35", "thirty five"] and case.expected_tool_calls is None
+    assert case.metadata["category"] == "memory" and case.tags == ["bfcl", "memory"]
+    said = Case.model_validate({**case.model_dump(), "trace": {"steps": [], "output": "You told me you are Thirty Five."}})
+    assert Contains().evaluate(said).value == 1.0
+    wrong = Case.model_validate({**case.model_dump(), "trace": {"steps": [], "output": "You are 53."}})
+    score = Contains().evaluate(wrong)
+    assert score.value == 0.0 and "none of '35', 'thirty five'" in score.reason
+
+
+def test_the_format_sensitivity_index_is_one_error_saying_what_it_is(tmp_path: Path):
+    index = {"simple_python": ["simple_python_58", "simple_python_94"], "multiple": ["multiple_161"]}
+    path = tmp_path / "BFCL_v4_format_sensitivity.json"
+    path.write_text(json.dumps(index, indent=4))  # as upstream writes it: one object over several lines
+    [(where, err)] = _read(path)
+    assert err.kind == "invalid_input" and err.line == 1
+    assert "format-sensitivity index" in err.message and "not a question file" in err.message
