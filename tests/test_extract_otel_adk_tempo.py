@@ -145,3 +145,22 @@ def test_adk_1_invocation_root_holds_a_transfer_in_one_turn(tmp_path: Path):
     [turn] = case.metadata["otel"]["turns"]
     assert (turn["user_text"], turn["final_text"], turn["agents"]) == ("Refund order 42.", "Refund issued.", ["billing", "coordinator"])
     assert case.turns == []
+
+
+def test_details_event_as_span_event_or_named_by_attribute_and_old_usage_names(tmp_path: Path):
+    """Three older or other spellings of one request: Strands' span event, a log named by `otel.event.name`, prompt/completion tokens."""
+    messages = {"gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Say hi."}]}]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Hi!"}]}])}
+    as_event = span("c1", None, 0, "chat m", **{OP: "chat", "gen_ai__usage__prompt_tokens": 9, "gen_ai__usage__completion_tokens": 2})
+    as_event["events"] = [{"name": "gen_ai.client.inference.operation.details", "timeUnixNano": "1000100",
+                           "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in messages.items()]}]
+    as_log = span("c2", None, 0, "chat m", trace="t2", **{OP: "chat"})
+    log = {"timeUnixNano": "1000100", "traceId": "t2", "spanId": "c2",
+           "attributes": [{"key": "otel.event.name", "value": {"stringValue": "gen_ai.client.inference.operation.details"}},
+                          *({"key": k, "value": {"stringValue": v}} for k, v in messages.items())]}
+    for i, doc in enumerate((export([as_event]), export([as_log], [log]))):
+        case = one(tmp_path, doc, name=f"d{i}.json")
+        assert (case.input, case.trace.output) == ("Say hi.", "Hi!")
+    assert (case.trace.usage.input_tokens, case.trace.usage.output_tokens) == (None, None)
+    first = one(tmp_path, export([as_event]), name="usage.json")
+    assert (first.trace.usage.input_tokens, first.trace.usage.output_tokens) == (9, 2)

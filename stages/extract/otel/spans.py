@@ -293,7 +293,8 @@ class Collector:
                         when = _nanos(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
                     except (TypeError, ValueError, AttributeError):
                         continue
-                    name = rec.get("eventName") or attrs.get("event.name") or ""
+                    # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
+                    name = rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or ""
                     logs.append((str(rec["spanId"]), LogEvent(str(name), body, attrs, when)))
         for span in spans:
             self.spans[span.trace_id].append(span)

@@ -23,7 +23,7 @@ from tracejudge.stages.extract.common import fail, maybe_json
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
 from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
-from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
 
@@ -31,6 +31,7 @@ __all__ = ["NAME", "read", "span_error", "usage"]
 
 NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
+DETAILS = "gen_ai.client.inference.operation.details"  # the event holding a request's input and output messages
 AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
 WRAPPER_TOOLS = frozenset({"(merged tools)"})  # ADK's parallel wrapper: its children are the calls
 
@@ -40,7 +41,7 @@ def read(span: Span) -> View | None:
     a = span.attrs
     op = a.get("gen_ai.operation.name")
     tool_attr = a.get("gen_ai.tool.name")
-    has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs)
+    has_messages = "gen_ai.input.messages" in a or "gen_ai.output.messages" in a or bool(span.logs) or any(n == DETAILS for n, _ in span.events)
     adk = op is None and (span.scope == ADK_SCOPE or any(k.startswith(ADK_PREFIX) for k in a))
     adk_call = adk and span.name == "call_llm"
     adk_run = adk and span.name == "invocation"  # ADK 1.x's root of one run: its agents, a transfer's too, are one turn
@@ -86,8 +87,11 @@ def read(span: Span) -> View | None:
         v.agent_name = str(agent) if present(agent) and agent != "" else None
     elif v.role == "model" or (v.role is None and (inputs or outputs)):
         v.inputs, v.outputs = inputs, outputs
+    # the names before semantic conventions 1.27 (prompt / completion tokens) when the current ones are absent
     v.usage_in = usage(span, "gen_ai.usage.input_tokens")
+    v.usage_in = usage(span, "gen_ai.usage.prompt_tokens") if v.usage_in is None else v.usage_in
     v.usage_out = usage(span, "gen_ai.usage.output_tokens")
+    v.usage_out = usage(span, "gen_ai.usage.completion_tokens") if v.usage_out is None else v.usage_out
     return v
 
 
@@ -161,9 +165,11 @@ def _log_messages(span: Span) -> tuple[list[Any] | None, list[Any] | None]:
     """Input and output messages rebuilt from a span's GenAI log events (log-event mode)."""
     inputs: list[Any] = []
     outputs: list[Any] = []
-    for ev in sorted(span.logs, key=lambda e: e.time):
+    # the details event may also be a span event (Strands writes it so), read before the span's log records
+    events = [LogEvent(name, None, attrs, 0) for name, attrs in span.events if name == DETAILS]
+    for ev in events + sorted(span.logs, key=lambda e: e.time):
         body = ev.body if isinstance(ev.body, dict) else {}
-        if ev.name == "gen_ai.client.inference.operation.details":
+        if ev.name == DETAILS:
             for key, into in (("gen_ai.input.messages", inputs), ("gen_ai.output.messages", outputs)):
                 got = ev.attrs.get(key)
                 got = maybe_json(got) if isinstance(got, str) else got
