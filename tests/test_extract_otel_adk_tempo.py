@@ -164,3 +164,46 @@ def test_details_event_as_span_event_or_named_by_attribute_and_old_usage_names(t
     assert (case.trace.usage.input_tokens, case.trace.usage.output_tokens) == (None, None)
     first = one(tmp_path, export([as_event]), name="usage.json")
     assert (first.trace.usage.input_tokens, first.trace.usage.output_tokens) == (9, 2)
+
+
+def _jaeger_tag(key: str, value) -> dict:
+    kind = "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "string"
+    return {"key": key, "type": kind, "value": value}
+
+
+def test_a_jaeger_export_reads_as_the_otlp_it_was_ingested_from(tmp_path: Path):
+    """Jaeger's JSON download (kagent's samples): µs times, CHILD_OF references, typed tags, scope and status as tags."""
+    def jspan(sid, parent, start, name, **tags):
+        refs = [{"refType": "CHILD_OF", "traceID": "ab", "spanID": parent}] if parent else []
+        return {"traceID": "ab", "spanID": sid, "operationName": name, "references": refs, "startTime": 1_000 + start, "duration": 1,
+                "processID": "p1", "tags": [_jaeger_tag(k.replace("__", "."), v) for k, v in tags.items()], "logs": []}
+
+    out = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_pods", "arguments": {"ns": "default"}}]}]
+    final = [{"role": "assistant", "parts": [{"type": "text", "content": "Two pods."}]}]
+    user = [{"role": "user", "parts": [{"type": "text", "content": "List pods."}]}]
+    spans = [
+        jspan("s4", "s1", 4, "chat m", gen_ai__operation__name="chat", gen_ai__input__messages=json.dumps(user), gen_ai__output__messages=json.dumps(final),
+              gen_ai__usage__input_tokens=20, otel__scope__name="kagent"),
+        jspan("s1", None, 0, "invoke_agent k8s", gen_ai__operation__name="invoke_agent", gen_ai__agent__name="k8s", span__kind="server"),
+        jspan("s2", "s1", 1, "chat m", gen_ai__operation__name="chat", gen_ai__input__messages=json.dumps(user), gen_ai__output__messages=json.dumps(out),
+              gen_ai__usage__input_tokens=10),
+        jspan("s3", "s1", 2, "execute_tool get_pods", gen_ai__operation__name="execute_tool", gen_ai__tool__name="get_pods",
+              gen_ai__tool__call__id="c1", gen_ai__tool__call__result="no access", otel__status_code="ERROR", error=True),
+    ]
+    doc = {"data": [{"traceID": "ab", "spans": spans, "processes": {"p1": {"serviceName": "kagent", "tags": []}}}], "total": 0, "limit": 0, "offset": 0, "errors": None}
+    case = one(tmp_path, doc)
+    assert (case.input, case.trace.output, case.trace.usage.input_tokens) == ("List pods.", "Two pods.", 30)
+    [call] = case.trace.tool_calls()
+    assert (call.name, call.arguments, call.result, call.error is not None) == ("get_pods", {"ns": "default"}, "no access", True)
+
+
+def test_an_agent_span_with_nothing_under_it_is_no_turn(tmp_path: Path):
+    """kagent's controller records its own `invoke_agent` span beside the agent's: no request, call or text, so no turn."""
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]
+    spans = [
+        span("c", None, 0, "invoke_agent helm-agent", **{OP: "invoke_agent", "gen_ai__agent__name": "helm-agent"}),
+        span("ag", None, 1, "invoke_agent helm_agent", **{OP: "invoke_agent", "gen_ai__agent__name": "helm_agent"}),
+        span("m", "ag", 2, "chat m", **{OP: "chat", IN: user, OUT: [{"role": "assistant", "parts": [{"type": "text", "content": "Hello"}]}]}),
+    ]
+    case = one(tmp_path, export(spans))
+    assert [(t["user_text"], t["agents"]) for t in case.metadata["otel"]["turns"]] == [("Hi", ["helm_agent"])]

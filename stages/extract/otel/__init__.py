@@ -2,7 +2,8 @@
 
 Framing: `dataset.path` is one OTLP/JSON export file (a single document, or
 JSON Lines of exports as the collector's file exporter writes them; Grafana
-Tempo's `{"batches": …}` and `{"trace": …}` answers too, see `otlp_document`) or a
+Tempo's `{"batches": …}` and `{"trace": …}` answers and Jaeger's JSON export
+too, see `otlp_document`) or a
 directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
 minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
 log-event mode) of every file are read, then grouped into conversations;
@@ -101,6 +102,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
 from tracejudge.stages.extract.otel.stitch import stitch
 from tracejudge.stages.load import RawRecord
@@ -187,7 +189,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 yield RawRecord(str(path), line, error=error)
             elif (doc := otlp_document(doc)) is None:
                 yield RawRecord(str(path), line, error="not an OTLP/JSON export: expected `resourceSpans` or `resourceLogs` at the top level "
-                                "(or Grafana Tempo's `batches`, or either under `trace`)")
+                                "(or Grafana Tempo's `batches`, or either under `trace`, or Jaeger's `data`)")
             else:
                 try:
                     collector.add(doc, str(path), line)
@@ -225,8 +227,11 @@ def otlp_document(doc: Any) -> dict[str, Any] | None:
     holding `instrumentationLibrarySpans` (OTLP before 0.15) for
     `scopeSpans`, and Tempo v2 puts the export under `{"trace": {...}}`.
     Those are renamed here (shallow copies; `doc` is not changed), so the
-    rest of the reader sees one shape.
+    rest of the reader sees one shape. A Jaeger JSON export is converted
+    (`jaeger.from_jaeger`).
     """
+    if is_jaeger(doc):
+        return from_jaeger(doc)
     if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and not ("resourceSpans" in doc or "resourceLogs" in doc):
         doc = doc["trace"]
     if not isinstance(doc, dict):

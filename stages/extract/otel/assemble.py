@@ -169,7 +169,10 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                     rows.insert(0, _Row(None, None))  # calls made before any model request
                 owner = 0
             rows[owner].calls.append(((0, t.span.start, 1 << 30), call))
-        builder.add_anchor(a, views[a.span_id], mem, rows)
+        av = views[a.span_id]
+        if not rows and not present(av.request) and not present(av.answer):
+            continue  # an agent span with no request, call or text under it (a controller's bookkeeping span) is no turn
+        builder.add_anchor(a, av, mem, rows)
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     return builder.case(group, answer, _documents(group.spans, views), _conventions(views))
 
