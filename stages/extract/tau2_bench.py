@@ -3,7 +3,11 @@
 A results file is one JSON object `{"info", "tasks", "simulations"}`; the
 dataset `path` names it. Each simulation becomes one case, scored against
 the task embedded in the *same* file (the current task files differ from the
-ones many results were recorded with):
+ones many results were recorded with). When a simulation's own
+`reward_info.action_checks` checked the actions of another task of the file
+than its `task_id` names (a submission that renumbered its simulations), it
+is scored against that task, named in `metadata.checked_task_id`, with one
+warning per file:
 
 - `id` is `"{task_id}-{trial}"`; `metadata` keeps `task_id`, `trial`,
   `simulation_id`, `domain`, `reward`, `termination_reason`, the upstream
@@ -45,12 +49,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, skip_json_value
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
+
+log = get_logger("tracejudge.extract.tau2_bench")
 
 
 _DECODER = json.JSONDecoder()
@@ -109,12 +116,13 @@ def _split_results(text: str) -> tuple[dict[str, Any], list[tuple[int, Any, str 
 
 
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
-    """Yield one record per simulation: `{"index", "simulation", "task", "domain"}`.
+    """Yield one record per simulation: `{"index", "simulation", "task", "domain", "checked_task"}`.
 
     Each record's line is the line of the file where its simulation starts,
     so a duplicate simulation is reported at its own place. `task` is the
     task of the same file whose `id` equals the simulation's `task_id`
-    (`None` when there is none, which the adapter reports). A simulation
+    (`None` when there is none, which the adapter reports), or the one its
+    action checks name (`checked_task`, see `_checked_task`). A simulation
     that cannot be decoded yields one record with `error` at its line; a
     file that is not a τ²-bench results object yields one record with `error`.
     """
@@ -135,6 +143,10 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     info = data.get("info")
     env = info.get("environment_info") if isinstance(info, dict) else None
     domain = env.get("domain_name") if isinstance(env, dict) else None
+    by_actions: dict[str, list[str]] = {}
+    for tid, t in tasks.items():
+        by_actions.setdefault(_actions_key((t.get("evaluation_criteria") or {}).get("actions")), []).append(tid)
+    relabelled = 0
     line, at = 1, 0
     for i, (offset, sim, error) in enumerate(sims):
         if limit is not None and i >= limit:
@@ -145,7 +157,39 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
             yield RawRecord(name, line, error=f"simulations[{i}]: {error}")
             continue
         task = tasks.get(str(sim.get("task_id"))) if isinstance(sim, dict) else None
-        yield RawRecord(name, line, {"index": i, "simulation": sim, "task": task, "domain": domain})
+        checked = _checked_task(sim, task, by_actions)
+        if checked is not None:
+            relabelled += 1
+            task = tasks[checked]
+        yield RawRecord(name, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked})
+    if relabelled:
+        log.warning("tau2-bench: simulations scored against the task their own action checks name, not their task_id",
+                    file=name, simulations=relabelled)
+
+
+def _actions_key(actions: Any) -> str:
+    return json.dumps(actions or [], sort_keys=True, default=str)
+
+
+def _checked_task(sim: Any, task: dict[str, Any] | None, by_actions: dict[str, list[str]]) -> str | None:
+    """The id of the task a simulation's `reward_info.action_checks` checked, when that is not its `task_id`'s task.
+
+    τ²-bench writes the actions it checked into each simulation's reward; a
+    file whose simulations were renumbered afterwards (a leaderboard
+    submission gives every simulation its list position as `task_id`) names
+    the wrong task, and its expectations would be another task's. `None`
+    when the checks agree with the named task, are absent or empty, or match
+    no single task of the file.
+    """
+    reward = sim.get("reward_info") if isinstance(sim, dict) else None
+    checks = reward.get("action_checks") if isinstance(reward, dict) else None
+    if not isinstance(checks, list) or not checks:
+        return None
+    key = _actions_key([c.get("action") if isinstance(c, dict) else None for c in checks])
+    if task is not None and key == _actions_key((task.get("evaluation_criteria") or {}).get("actions")):
+        return None
+    found = by_actions.get(key, [])
+    return found[0] if len(found) == 1 else None
 
 
 def expected_from_action(action: dict[str, Any]) -> dict[str, Any]:
@@ -246,6 +290,8 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
         ],
         "user_call_indices": user_calls,
     }
+    if raw.get("checked_task") is not None:
+        metadata["checked_task_id"] = raw["checked_task"]
     usage = {
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,

@@ -1,0 +1,51 @@
+"""τ²-bench results whose simulations name the wrong task: the benchmark's own action checks say which task ran."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tracejudge.core.records import Case
+from tracejudge.core.registry import format_for
+from tracejudge.stages.extract import extract_record
+from tracejudge.stages.score import ToolCalls
+
+
+class _Dataset:
+    def __init__(self, path: Path) -> None:
+        self.path, self.tasks, self.limit, self.options = path, None, None, {}
+
+
+def _action(tid: str, n: int, name: str, **arguments) -> dict:
+    return {"action_id": f"{tid}_{n}", "requestor": "assistant", "name": name, "arguments": arguments, "info": None, "compare_args": None}
+
+
+def _sim(task_id: str, checked: list[dict], calls: list[tuple[str, dict]]) -> dict:
+    messages = [{"role": "assistant", "content": "Hi! How can I help you today?", "tool_calls": None, "turn_idx": 0},
+                {"role": "user", "content": "Help me.", "tool_calls": None, "turn_idx": 1}]
+    for k, (name, args) in enumerate(calls):
+        messages.append({"role": "assistant", "content": None, "turn_idx": 2 + 2 * k,
+                         "tool_calls": [{"id": f"c{k}", "name": name, "arguments": args, "requestor": "assistant"}]})
+        messages.append({"role": "tool", "id": f"c{k}", "content": "ok", "requestor": "assistant", "error": False, "turn_idx": 3 + 2 * k})
+    return {"id": f"sim-{task_id}", "task_id": task_id, "trial": 0, "termination_reason": "user_stop", "messages": messages,
+            "reward_info": {"reward": 1.0, "action_checks": [{"action": a, "action_match": True, "action_reward": 1.0} for a in checked]}}
+
+
+def test_a_simulation_is_scored_against_the_task_its_action_checks_name(tmp_path: Path):
+    # the shape of a leaderboard submission whose simulations were renumbered 0, 1, … after the run
+    cancel = [_action("7", 0, "cancel_reservation", reservation_id="ABC")]
+    lookup = [_action("3", 0, "get_user_details", user_id="u1")]
+    tasks = [{"id": "3", "evaluation_criteria": {"actions": lookup}}, {"id": "7", "evaluation_criteria": {"actions": cancel}}]
+    sims = [_sim("3", cancel, [("cancel_reservation", {"reservation_id": "ABC"})]),  # ran task 7, labelled 3
+            _sim("7", cancel, [("cancel_reservation", {"reservation_id": "ABC"})])]  # labelled right
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"info": {"environment_info": {"domain_name": "airline"}}, "tasks": tasks, "simulations": sims}, indent=2))
+    fmt = format_for("tau2-bench")
+    cases = [extract_record(raw, fmt, None) for raw in fmt.read(_Dataset(path))]
+    assert all(isinstance(c, Case) for c in cases), cases
+    relabelled, right = cases
+    assert relabelled.id == "3-0" and relabelled.metadata["checked_task_id"] == "7"
+    assert [(e.name, e.arguments) for e in relabelled.expected_tool_calls] == [("cancel_reservation", {"reservation_id": "ABC"})]
+    assert "checked_task_id" not in right.metadata
+    metric = ToolCalls(arguments="shallow", pairing="reuse", score="recall")
+    assert [metric.evaluate(c).value for c in cases] == [1.0, 1.0], "as the upstream checks say"
