@@ -19,7 +19,8 @@ case:
   within a conversation — and a call with no result keeps `result: null`;
 - a result starting with `"Error:"` marks a failed call: that prefix is how
   τ-bench's environment reports a tool that raised or refused
-  (`tau_bench/envs/base.py`), the format's own error flag;
+  (`tau_bench/envs/base.py`), the format's own error flag; so does
+  `"Unknown action <name>"`, its answer to a tool the domain does not have;
 - every `user` message is one of `trace.user_messages`, its text as
   recorded (the simulator's closing `###STOP###` included), placed before
   the step that answered it;
@@ -42,6 +43,10 @@ from tracejudge.stages.load import read_json_array
 __all__ = ["adapt", "load_tasks", "prepare"]
 
 log = get_logger("tracejudge.extract.tau_bench")
+
+# What τ-bench's environment answers for a call that did nothing (`Env.step`): a tool that raised or
+# refused, and a tool name the domain does not have.
+_FAILED = ("Error:", "Unknown action ")
 
 
 def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
@@ -139,7 +144,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
                 call = queue.popleft()
                 content = msg.get("content")
                 call["result"] = maybe_json(content)
-                if isinstance(content, str) and content.startswith("Error:"):
+                if isinstance(content, str) and content.startswith(_FAILED):
                     call["error"] = content
             continue
         if role != "assistant":
