@@ -207,3 +207,19 @@ def test_an_agent_span_with_nothing_under_it_is_no_turn(tmp_path: Path):
     ]
     case = one(tmp_path, export(spans))
     assert [(t["user_text"], t["agents"]) for t in case.metadata["otel"]["turns"]] == [("Hi", ["helm_agent"])]
+
+
+def test_a_span_naming_itself_or_a_loop_as_parent_still_gives_its_request(tmp_path: Path):
+    """A self-parented span is a root; a two-span loop breaks at the span that started first (agentevals' rule)."""
+    def chat(sid, parent, start, trace, user, answer, tokens):
+        return span(sid, parent, start, "chat m", trace=trace, **{OP: "chat", "gen_ai__usage__input_tokens": tokens,
+                    IN: [{"role": "user", "parts": [{"type": "text", "content": user}]}],
+                    OUT: [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]})
+
+    cases = []
+    for name, spans in (("self", [chat("s1", "s1", 0, "t1", "Loop?", "Loop.", 5)]),
+                        ("pair", [chat("p1", "p2", 0, "t2", "Loop?", "Loop.", 5), chat("p2", "p1", 1, "t2", "Loop?", "Loop.", 5)])):
+        cases.append(one(tmp_path, export(spans), name=f"{name}.json"))
+    for case in cases:
+        assert (case.input, case.trace.output) == ("Loop?", "Loop.")
+        assert (case.trace.usage.requests, case.trace.usage.input_tokens) == (1, 5), "the pair is one request seen twice"

@@ -41,7 +41,9 @@ What a conversation becomes:
   exporter's retry, an export read twice) is read once, and so is a log
   record with a time delivered twice; copies that differ keep the last
   one that ended, and `metadata.otel.duplicates` lists their span ids;
-- spans are ordered by start time; the tree is rebuilt from `parentSpanId`;
+- spans are ordered by start time; the tree is rebuilt from `parentSpanId`
+  (a span naming itself as parent is a root, and a loop of parents breaks
+  at the span that started first);
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
   the input / output tokens they recorded, a count that none of a case's

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracejudge.stages.extract.otel.cycles import break_cycles
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, jsonl_lines, loads_line
 from tracejudge.stages.load.encoding import file_encoding_problem
@@ -318,6 +319,7 @@ class Collector:
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
         for trace_id, delivered in self.spans.items():
             spans = once_spans(delivered)
+            break_cycles(spans)
             adopt_orphans(spans)
             spans.sort(key=lambda s: (s.start, s.span_id))
             for span in spans:
