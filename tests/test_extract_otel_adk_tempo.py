@@ -223,3 +223,23 @@ def test_a_span_naming_itself_or_a_loop_as_parent_still_gives_its_request(tmp_pa
     for case in cases:
         assert (case.input, case.trace.output) == ("Loop?", "Loop.")
         assert (case.trace.usage.requests, case.trace.usage.input_tokens) == (1, 5), "the pair is one request seen twice"
+
+
+def test_log_records_naming_only_their_trace_belong_to_its_one_request(tmp_path: Path):
+    """OpenAI's v2 instrumentation may emit its events with a trace id but no span id: one request in the trace owns them."""
+    def event(name, t, body, trace="t1"):
+        return {"timeUnixNano": str(1_000_100 + t), "traceId": trace, "attributes": [{"key": "event.name", "value": {"stringValue": name}}],
+                "body": {"kvlistValue": {"values": [{"key": k, "value": {"stringValue": v}} for k, v in body.items()]}}}
+
+    def choice(text, trace="t1"):
+        message = {"kvlistValue": {"values": [{"key": "role", "value": {"stringValue": "assistant"}}, {"key": "content", "value": {"stringValue": text}}]}}
+        return {"timeUnixNano": "1000300", "traceId": trace, "attributes": [{"key": "event.name", "value": {"stringValue": "gen_ai.choice"}}],
+                "body": {"kvlistValue": {"values": [{"key": "index", "value": {"intValue": "0"}}, {"key": "message", "value": message}]}}}
+
+    one_request = [span("ag", None, 0, "agent_run"), span("c1", "ag", 1, "chat m", **{OP: "chat", "gen_ai__usage__input_tokens": 4})]
+    logs = [event("gen_ai.user.message", 1, {"content": "Weather in Paris?"}), choice("Sunny.")]
+    case = one(tmp_path, export(one_request, logs), name="single.json")
+    assert (case.input, case.trace.output) == ("Weather in Paris?", "Sunny.")
+    two_requests = [*one_request, span("c2", "ag", 2, "chat m", **{OP: "chat"})]
+    case = one(tmp_path, export(two_requests, logs), name="two.json")
+    assert (case.input, case.trace.output) == (None, None), "which of two requests said it cannot be told: nothing is invented"

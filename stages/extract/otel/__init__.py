@@ -6,7 +6,8 @@ Tempo's `{"batches": …}` and `{"trace": …}` answers and Jaeger's JSON export
 too, see `otlp_document`) or a
 directory searched for `include` globs (default `**/*.json`, `**/*.jsonl`)
 minus `exclude` globs. Spans and span-linked log records (`resourceLogs`,
-log-event mode) of every file are read, then grouped into conversations;
+log-event mode; a record naming only its trace belongs to the trace's one
+model request, and to none when it has several) of every file are read, then grouped into conversations;
 **one conversation is one raw record and one case**. Its file and line are
 those of its first span; problems name the span id.
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracejudge.stages.extract.otel.cycles import break_cycles
+from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, jsonl_lines, loads_line
 from tracejudge.stages.load.encoding import file_encoding_problem
@@ -286,8 +286,8 @@ class Collector:
             for j, sl in enumerate(_items(rl, "scopeLogs", f"resourceLogs[{i}].scopeLogs")):
                 _shape(sl, dict, f"resourceLogs[{i}].scopeLogs[{j}]")
                 for rec in _items(sl, "logRecords", f"resourceLogs[{i}].scopeLogs[{j}].logRecords"):
-                    if not isinstance(rec, dict) or not rec.get("spanId"):
-                        continue  # a GenAI event outside any span has nothing to attach to
+                    if not isinstance(rec, dict) or not (rec.get("spanId") or rec.get("traceId")):
+                        continue  # a GenAI event outside any trace has nothing to attach to
                     try:
                         attrs = attributes(rec.get("attributes"))
                         body = any_value(rec.get("body"))
@@ -296,7 +296,8 @@ class Collector:
                         continue
                     # the event name's field, else the attribute older SDKs (`event.name`) or Python's logging bridge (`otel.event.name`) set
                     name = rec.get("eventName") or attrs.get("event.name") or attrs.get("otel.event.name") or ""
-                    logs.append((str(rec["spanId"]), LogEvent(str(name), body, attrs, when)))
+                    # keyed by span id, or `trace:<id>` for a record that knows only its trace (see `links.lone_request`)
+                    logs.append((str(rec.get("spanId") or f"trace:{rec['traceId']}"), LogEvent(str(name), body, attrs, when)))
         for span in spans:
             self.spans[span.trace_id].append(span)
         for span_id, event in logs:
@@ -322,8 +323,10 @@ class Collector:
             break_cycles(spans)
             adopt_orphans(spans)
             spans.sort(key=lambda s: (s.start, s.span_id))
+            unplaced = self.logs.get(f"trace:{trace_id}", [])
+            owner = lone_request(spans) if unplaced else None
             for span in spans:
-                span.logs = _once_logs(self.logs.get(span.span_id, []))
+                span.logs = _once_logs(self.logs.get(span.span_id, []) + (unplaced if span is owner else []))
             for key, part in _split_trace(trace_id, spans, keys or []):
                 by_key[key].extend(part)
                 traces[key].append(trace_id)
@@ -332,23 +335,6 @@ class Collector:
             spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))
             order = sorted(set(traces[key]), key=lambda t: min(s.start for s in spans if s.trace_id == t))
             yield Group(key=key[1], key_attr=key[0], traces=order, spans=spans)
-
-
-def adopt_orphans(spans: list[Span]) -> None:
-    """Hang each span of one trace whose parent is not in it (lost on export) from the trace's root, in place.
-
-    Left a root of its own, a lost span's model requests started a turn apart from the root's, and its
-    chain's arguments became a user message the user never sent (a LangGraph node's input, a smolagents
-    step's repr). Only a trace with exactly one root is changed: with none (the root not exported yet) or
-    several, which span a lost one belonged under cannot be told, and the spans stay roots.
-    """
-    ids = {s.span_id for s in spans}
-    roots = [s for s in spans if not s.parent_id]
-    if len(roots) != 1:
-        return
-    for span in spans:
-        if span.parent_id and span.parent_id not in ids:
-            span.parent_id = roots[0].span_id
 
 
 def _content(span: Span) -> tuple[Any, ...]:

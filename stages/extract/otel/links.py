@@ -1,0 +1,67 @@
+"""How the spans of one trace hang together: parent loops, lost parents, log records that name no span."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # spans.py calls this module: the type only
+    from tracejudge.stages.extract.otel.spans import Span
+
+__all__ = ["adopt_orphans", "break_cycles", "lone_request"]
+
+
+def break_cycles(spans: list[Span]) -> None:
+    """Make each span of one trace that closes a parent loop a root, in place.
+
+    A span that names itself as parent is a root; in a longer loop the member
+    that started first (ties: the lowest span id) becomes the root, so the
+    result does not hang on the order spans arrived in (agentevals breaks
+    them so). Left looping, every span of the loop had a model ancestor or no
+    root, and its requests vanished from the case.
+    """
+    index = {s.span_id: s for s in spans}
+    for span in spans:
+        if span.parent_id == span.span_id:
+            span.parent_id = None
+    done: set[str] = set()
+    for start in spans:
+        path: list[Span] = []
+        at: dict[str, int] = {}
+        node: Span | None = start
+        while node is not None and node.span_id not in done:
+            if node.span_id in at:
+                loop = path[at[node.span_id]:]
+                min(loop, key=lambda s: (s.start, s.span_id)).parent_id = None
+                break
+            at[node.span_id] = len(path)
+            path.append(node)
+            node = index.get(node.parent_id or "")
+        done.update(s.span_id for s in path)
+
+
+def lone_request(spans: list[Span]) -> Span | None:
+    """The one model request of a trace, which owns the trace's log records that name no span.
+
+    OpenAI's v2 instrumentation can emit its GenAI events with the trace but
+    no span id; with one request in the trace they can only be its (agentevals
+    reads them so), with several they stay unplaced (`None`).
+    """
+    found = [s for s in spans if s.attrs.get("gen_ai.operation.name") in ("chat", "generate_content", "text_completion")]
+    return found[0] if len(found) == 1 else None
+
+
+def adopt_orphans(spans: list[Span]) -> None:
+    """Hang each span of one trace whose parent is not in it (lost on export) from the trace's root, in place.
+
+    Left a root of its own, a lost span's model requests started a turn apart from the root's, and its
+    chain's arguments became a user message the user never sent (a LangGraph node's input, a smolagents
+    step's repr). Only a trace with exactly one root is changed: with none (the root not exported yet) or
+    several, which span a lost one belonged under cannot be told, and the spans stay roots.
+    """
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if not s.parent_id]
+    if len(roots) != 1:
+        return
+    for span in spans:
+        if span.parent_id and span.parent_id not in ids:
+            span.parent_id = roots[0].span_id
