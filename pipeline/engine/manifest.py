@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from threading import Event
 from typing import Any
 
 from tracejudge.core.config import RunConfig
@@ -84,7 +85,20 @@ def _digest(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def manifest_for(config: RunConfig, memory_fingerprint: str | None = None) -> dict[str, Any]:
+def dataset_files(config: RunConfig, stop: Event | None = None) -> dict[str, Any]:
+    """The manifest's `dataset`: role → `{path, **file_fingerprint}` for each of `config.dataset`'s `path` and `tasks` that is set.
+
+    Raises `OSError` when a file cannot be read, and `dataset_fingerprint.Stopped` once `stop` is set.
+    """
+    files: dict[str, Any] = {}
+    for role in ("path", "tasks"):
+        p = getattr(config.dataset, role)
+        if p is not None:
+            files[role] = {"path": str(p), **file_fingerprint(Path(p), stop)}
+    return files
+
+
+def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest a run directory records for `config`.
 
     Keys: `tracejudge_version`, `config_hash` (sha256 of the hashed part),
@@ -92,19 +106,16 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None) -> di
     `dataset_fingerprint` (sha256 over the files' hashes), `config` (all of it,
     each metric spec with its defaults filled in); a shard run also has `shard`
     (`{index, count}`) and `config_hash_unsharded` (the hash without `run.shard`). `memory_fingerprint`
-    stands in for the files when the cases come from memory.
+    stands in for the files when the cases come from memory; `files` is `dataset_files(config)` when already
+    computed (`engine.fingerprint_ahead`), else it is computed here.
     """
     dumped = config.model_dump(mode="json")
     dumped["metrics"] = [_resolved_metric(spec) for spec in dumped.get("metrics", [])]
-    files: dict[str, Any] = {}
     if memory_fingerprint is not None:
         # Cases streamed from memory (the Python API) cannot be hashed before they are read.
-        files["memory"] = {"path": str(config.dataset.path), "size": None, "sha256": memory_fingerprint, "sampled": False}
-    else:
-        for role in ("path", "tasks"):
-            p = getattr(config.dataset, role)
-            if p is not None:
-                files[role] = {"path": str(p), **file_fingerprint(Path(p))}
+        files = {"memory": {"path": str(config.dataset.path), "size": None, "sha256": memory_fingerprint, "sampled": False}}
+    elif files is None:
+        files = dataset_files(config)
     hashed = hashed_config(dumped)
     shard: dict[str, Any] = {}
     if config.run.shard is not None:

@@ -43,6 +43,7 @@ from tracejudge.engine.case_metrics import merge_without_judge_metrics as _merge
 from tracejudge.engine.checkpoint import RunJournal, recorded_config_hash
 from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
+from tracejudge.engine.fingerprint_ahead import FingerprintAhead
 from tracejudge.engine.flow import _aiter, _Flow
 from tracejudge.engine.journal_counts import agent_raised, worker_died
 from tracejudge.engine.live import LiveStatus
@@ -81,9 +82,10 @@ class RunOutcome:
     most_failures: int = 0  # the most failures one of those has had (the setting that retries them all once more)
 
 
-def manifest_for(config: RunConfig, source: MemorySource | None = None) -> dict[str, Any]:
-    """The manifest a run directory records for `config` (see `tracejudge.engine.manifest`)."""
-    return manifest_mod.manifest_for(config, None if source is None else source.fingerprint)
+def manifest_for(config: RunConfig, source: MemorySource | None = None, files: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest a run directory records for `config` (see `tracejudge.engine.manifest`); `files`: the dataset
+    files' fingerprints when already computed (`engine.fingerprint_ahead`)."""
+    return manifest_mod.manifest_for(config, None if source is None else source.fingerprint, files)
 
 
 _P = ParamSpec("_P")
@@ -148,6 +150,7 @@ async def run(
     metrics: Sequence[Any] | None = None,
     live: LiveStatus | None = None,
     command: dict[str, str] | None = None,
+    fingerprints: FingerprintAhead | None = None,
 ) -> RunOutcome:
     """Run the pipeline for `config`, writing to `run_dir` (default `config.run.dir`, or its
     `-shard-I-of-N` sibling when `config.run.shard` is set: then only that shard's cases run).
@@ -167,39 +170,57 @@ async def run(
         live: filled in as the run goes (cases in flight, the stop grace, what stages wait on) for a display.
         command: `{"line": the command line that resumes the run, "cwd": the folder it is meant for}`, kept on
             this segment's record in `checkpoint.json` so that `tracejudge report` on an interrupted run can give it.
+        fingerprints: the hash of `config.dataset`'s files already under way (`engine.fingerprint_ahead`), started by the
+            caller as soon as it had the config; the run takes it over and closes it. Without it the run starts its own.
 
     Raises:
         store.LockedError: another process holds the run directory.
         store.ManifestMismatch: the directory holds a run of another config or dataset.
     """
-    from tracejudge.stages.reports import ReportFeed, finish_run
-
     refuse_in_worker_import("a tracejudge run")
-    if "workers" in config.run.model_fields_set:
-        log.warning(WORKERS_DEPRECATED)
-    if config.run.trials > 1 and config.target is None:
-        log.warning(trials_without_target(config.run.trials))
-    shard = parse_shard(config.run.shard) if config.run.shard else None
-    # Everything that can fail on the config is checked before the run directory is created
-    # or its manifest touched: a config error leaves nothing behind.
-    fmt = source.format if source is not None else registry.format_for(config.dataset.format)
-    given = metrics is not None
-    metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
-    preflight(config)
-    ctx = fmt.prepare(config.dataset)
-    if source is None:
-        from tracejudge.stages.extract.first_records import check_first_records
-
-        check_first_records(fmt, config.dataset, ctx)  # a wrong format is one config error, not a result per line
-    run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
-    lock = store.RunLock(run_dir)
+    # The dataset files are hashed in a thread while the run sets up; the manifest takes their fingerprints where
+    # it always did (`engine.fingerprint_ahead`). Left by any exit before that, the hash is stopped.
+    ahead = fingerprints if fingerprints is not None and source is None and fingerprints.hashes(config) else None
+    if fingerprints is not None and ahead is None:
+        fingerprints.close()
+    if ahead is None and source is None:
+        ahead = FingerprintAhead(config)
     try:
-        lock.acquire()
-    except OSError as exc:  # (a `LockedError`, another process's run, is no OSError: it says who holds the directory)
-        raise TracejudgeError(f"run.dir: cannot write in {run_dir}: {exc.strerror or type(exc).__name__} ({lock.path.name})") from None
+        from tracejudge.stages.reports import ReportFeed, finish_run
+
+        if "workers" in config.run.model_fields_set:
+            log.warning(WORKERS_DEPRECATED)
+        if config.run.trials > 1 and config.target is None:
+            log.warning(trials_without_target(config.run.trials))
+        shard = parse_shard(config.run.shard) if config.run.shard else None
+        # Everything that can fail on the config is checked before the run directory is created
+        # or its manifest touched: a config error leaves nothing behind.
+        fmt = source.format if source is not None else registry.format_for(config.dataset.format)
+        given = metrics is not None
+        metrics = list(metrics) if metrics is not None else [registry.build_metric(spec) for spec in config.metrics]
+        preflight(config)
+        ctx = fmt.prepare(config.dataset)
+        if source is None:
+            from tracejudge.stages.extract.first_records import check_first_records
+
+            check_first_records(fmt, config.dataset, ctx)  # a wrong format is one config error, not a result per line
+        run_dir = _run_dir(Path(run_dir or (shard_run_dir(config.run.dir, shard) if shard else config.run.dir)))
+        lock = store.RunLock(run_dir)
+        try:
+            lock.acquire()
+        except OSError as exc:  # (a `LockedError`, another process's run, is no OSError: it says who holds the directory)
+            raise TracejudgeError(f"run.dir: cannot write in {run_dir}: {exc.strerror or type(exc).__name__} ({lock.path.name})") from None
+    except BaseException:
+        if ahead is not None:
+            ahead.close()
+        raise
     journal: RunJournal | None = None
     try:
-        manifest, changes = _write_manifest(run_dir, config, source, force)
+        try:
+            manifest, changes = _write_manifest(run_dir, config, source, force, ahead)
+        finally:
+            if ahead is not None:
+                ahead.close()
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
         digests = None if source is None or not source.fingerprinted else _case_digests(run_dir, journal, source, config.run.trials, force)
         if command is not None:
@@ -310,9 +331,10 @@ def _run_dir(run_dir: Path) -> Path:
     return run_dir
 
 
-def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | None, force: bool) -> tuple[dict[str, Any], list[str]]:
+def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | None, force: bool,
+                    ahead: FingerprintAhead | None = None) -> tuple[dict[str, Any], list[str]]:
     # Refuses (ManifestMismatch) a directory of another config or dataset unless forced.
-    manifest = manifest_for(config, source)
+    manifest = manifest_for(config, source, None if ahead is None else ahead.files())
     previous = store.read_manifest(run_dir, strict=False)
     if not store.has_results(run_dir):
         # No result was computed with the recorded config: nothing to protect, nothing to diff against.

@@ -67,6 +67,18 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
 
 def command(args: argparse.Namespace, config, err: Console) -> int:
     """`tracejudge run`: run (or resume) the config's pipeline, print the summary and the verdict; the exit status is the verdict's."""
+    from tracejudge.engine.fingerprint_ahead import FingerprintAhead
+
+    # The dataset is hashed for the manifest while this command imports and sets up the run (`engine.fingerprint_ahead`);
+    # the run takes the hash over, and a command that starts no run stops it.
+    fingerprints = FingerprintAhead(config)
+    try:
+        return _command(args, config, err, fingerprints)
+    finally:
+        fingerprints.close()
+
+
+def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> int:
     import anyio
     from rich.markup import escape
     from tracejudge.core import registry
@@ -152,6 +164,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                     config, run_dir=run_dir, force=args.force, stop=stop,
                     on_result=progress.update if progress else None, live=live,
                     command={"line": resume, "cwd": os.getcwd()},  # `report` on this run, if it stops, gives the same command
+                    fingerprints=fingerprints,
                 )
             except TracejudgeError as exc:
                 # Raised past the task group it would arrive wrapped in an ExceptionGroup.
