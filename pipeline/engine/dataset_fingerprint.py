@@ -74,8 +74,8 @@ def _file_fingerprint(path: Path, stop: Event | None = None) -> dict[str, Any]:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         if size <= _FULL_HASH_LIMIT:
-            # Read into one buffer, each block hashed without the GIL: a thread hashing beside a busy one
-            # takes the GIL back twice a block, each time waiting up to the switch interval (5 ms).
+            # 4 MiB blocks read into one buffer, each read and hash without the GIL: a thread hashing beside a busy one
+            # (`engine.fingerprint_ahead`) takes the GIL back twice a block, and may wait up to the switch interval for it.
             buf = bytearray(max(1, min(_BLOCK, size)))  # (a small file of a folder: a small buffer)
             view = memoryview(buf)
             while n := fh.readinto(buf):

@@ -3,15 +3,16 @@
 Hashing the dataset is the largest serial step of a run's start (about 60 ms for 90 MB), and the steps before
 the manifest is written (`tracejudge run`'s imports of the engine and reports, the event loop's start, the first
 records' check, the run directory's lock) need none of it. So the hash starts first, in a thread (sha256 and file
-reads release the GIL): `tracejudge run` starts it as soon as it has the config, a run called from Python as it
-begins. The manifest waits for it where it always did: every run, fresh or resumed, compares and writes its
+reads release the GIL; the set-up's imports let go of it at every file they read): `tracejudge run` starts it as
+soon as it has the config, a run called from Python as it begins. The switch interval is left as it is: lowered,
+the hash kept pace beside pure-Python work, but on a loaded machine each hand-over could wait for the hashing
+thread to be scheduled, and the main thread spent more CPU. The manifest waits for it where it always did: every run, fresh or resumed, compares and writes its
 manifest at the same point, before its journal opens, anything is skipped or any worker is forked (so no thread
 runs across a fork), and a run killed at any moment leaves what it left before.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
@@ -20,12 +21,6 @@ from tracejudge.engine.dataset_fingerprint import Stopped
 from tracejudge.engine.manifest import dataset_files
 
 __all__ = ["FingerprintAhead"]
-
-# The GIL's switch interval while the hash runs. The thread needs the GIL back after each block it read or hashed,
-# and a thread waiting for it waits out the interval (5 ms by default) before the busy main thread is made to let it
-# go: at the default, the hash made little headway beside the set-up's imports. At 0.2 ms it keeps pace, and the
-# main thread loses two brief hand-overs per block.
-_SWITCH_S = 0.0002
 
 
 class FingerprintAhead:
@@ -40,10 +35,7 @@ class FingerprintAhead:
         self._stop = threading.Event()
         self._files: dict[str, Any] | None = None
         self._error: BaseException | None = None
-        self._interval = sys.getswitchinterval()
         self._thread = threading.Thread(target=self._hash, args=(config,), name="tracejudge-dataset-hash", daemon=True)
-        sys.setswitchinterval(min(self._interval, _SWITCH_S))
-        self._ours = sys.getswitchinterval()  # (as the interpreter keeps it: whole microseconds)
         self._thread.start()
 
     def _hash(self, config: RunConfig) -> None:
@@ -60,7 +52,7 @@ class FingerprintAhead:
 
     def files(self) -> dict[str, Any]:
         """The fingerprints (waiting for them); raises what hashing raised (`OSError` for an unreadable file)."""
-        self._join()
+        self._thread.join()
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -70,12 +62,7 @@ class FingerprintAhead:
     def close(self) -> None:
         """Stop the hash if it still runs (its result is no longer wanted) and wait for its thread to end."""
         self._stop.set()
-        self._join()
-
-    def _join(self) -> None:
         self._thread.join()
-        if sys.getswitchinterval() == self._ours:  # (unless changed meanwhile by someone else)
-            sys.setswitchinterval(self._interval)
 
 
 def _paths(config: RunConfig) -> tuple[Any, Any]:
