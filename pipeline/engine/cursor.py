@@ -114,12 +114,19 @@ class Tracker:
     state: dict[str, int]  # offset, line, records, ids, skipped, crc
     stat: tuple[int, int]
     idx_pos: int
-    pending: deque[tuple[str | None, int, int]] = field(default_factory=deque)
+    pending: deque[tuple[str | None, int, int, int]] = field(default_factory=deque)  # (pid, line, end, CRC-32 of the bytes up to end)
     written: KeySet = field(default_factory=KeySet)
     added: set[int] = field(default_factory=set)
     lost: bool = False
     ahead: dict[str, int] | None = None  # `state` as `advance` has moved it, not yet written (None: where `state` is)
     ids: array = field(default_factory=lambda: array("Q"))  # the (hash, line) pairs `advance` added since the last write
+    # The dataset's CRC-32 carried over the lines as they are read (`read`): up to byte `crc_at`, `crc_read`. Each line's is
+    # taken from its bytes then, while they are in the cache, not read back from the file when the cursor passes them.
+    crc_at: int = 0
+    crc_read: int = 0
+
+    def __post_init__(self) -> None:
+        self.crc_at, self.crc_read = self.state["offset"], self.state["crc"]
 
     def read(self, raw: RawRecord, pid: str | None) -> None:
         """Note one record the load stage read (before it is skipped, sent on or dropped); `pid` is its
@@ -130,11 +137,24 @@ class Tracker:
             self.lost = True
             self.pending.clear()
             return
-        if isinstance(raw.payload, bytes) and not raw.payload.endswith(b"\n"):
+        payload = raw.payload
+        if type(payload) is bytes and not payload.endswith(b"\n"):
             # The file's last line, unterminated: text appended later joins it into another record,
             # so the cursor stays before it and a resume reads it again, as a full read would.
             return
-        self.pending.append((pid, raw.line, raw.end))
+        at, crc = self.crc_at, self.crc_read
+        if type(payload) is bytes and raw.end - len(payload) == at:
+            crc = zlib.crc32(payload, crc)  # (the payload is the file's bytes from `at`: nothing skipped or cut off)
+        else:
+            # Blank lines before it, or a byte-order mark or NUL `read_jsonl` cut off its start: the bytes read from the file.
+            try:
+                crc = self._crc(at, raw.end, crc)
+            except OSError as exc:
+                self._lose(exc)
+                self.pending.clear()
+                return
+        self.crc_at, self.crc_read = raw.end, crc
+        self.pending.append((pid, raw.line, raw.end, crc))
 
     def _final(self, key: int, done: KeySet, provisional: dict[int, str]) -> bool:
         if key in provisional:
@@ -165,7 +185,7 @@ class Tracker:
         """Move the cursor, in memory, past the finished records at the front (what the next `save` writes).
 
         Called after each fsynced group of results as well as by `save`, so that the records a save writes have mostly
-        been walked (and the dataset's bytes up to them checksummed) while the run went, not all at its end.
+        been walked while the run went, not all at its end (the dataset's bytes were checksummed as `read` saw them).
         Errors reading are logged, not raised (the cursor is then lost for this segment).
         """
         if self.lost:
@@ -176,14 +196,14 @@ class Tracker:
             if ahead is None:
                 ahead = self.ahead = dict(self.state)
             ids = self.ids  # (hash, line) pairs, written as little-endian uint64 (the only byte order `prepare` allows)
-            offset, at, records, n_ids, skipped = ahead["offset"], ahead["line"], ahead["records"], ahead["ids"], ahead["skipped"]
+            offset, at, records, n_ids, skipped, crc = ahead["offset"], ahead["line"], ahead["records"], ahead["ids"], ahead["skipped"], ahead["crc"]
             pending, name = self.pending, str(self.path)
             # The common record (an id of its own, every trial written by this segment, no shard) is decided
             # here with local names: one call per record cost most of a save. Anything else asks `_behind`.
             plain = self.shard is None and self.trials == 1 and not provisional
             written, where = self.written.contains_hash, seen.where
             while pending:
-                pid, line, end = pending[0]
+                pid, line, end, end_crc = pending[0]
                 if plain and pid is not None and where(h := key_hash(pid)) == (name, line) and written(h):
                     finished, took = True, 1
                 else:
@@ -195,10 +215,9 @@ class Tracker:
                     ids.append(h)
                     ids.append(line)
                     n_ids += 1
-                offset, at, records, skipped = end, line, records + 1, skipped + took
+                offset, at, records, skipped, crc = end, line, records + 1, skipped + took, end_crc
             if offset != ahead["offset"]:
-                ahead["crc"] = self._crc(ahead["offset"], offset, ahead["crc"])
-                ahead.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped)
+                ahead.update(offset=offset, line=at, records=records, ids=n_ids, skipped=skipped, crc=crc)
         except OSError as exc:
             self._lose(exc)
 
@@ -234,7 +253,7 @@ class Tracker:
         self.lost = True
 
     def _crc(self, start: int, end: int, crc: int) -> int:
-        # The dataset's CRC-32 carried from byte `start` to byte `end` (bytes this segment has read).
+        # The dataset's CRC-32 carried from byte `start` to byte `end` (bytes this segment has read), read from the file.
         with open(self.path, "rb") as fh:
             fh.seek(start)
             left = end - start
