@@ -125,14 +125,39 @@ class Admission:
                 result.scores.update(item.scores)
             yield Work(case, trial, result, started)
 
+    def works_all(self, items: list[Extracted], started: float) -> list[Work]:
+        """The works of all of `items`, in order: what `works` gives each of them, made at once. For `trials` 1,
+        where that is one work a record at most (the works of a chunk of records, not `trials` times as many).
+
+        The common item (rendered where it was scored, its id new, not finished) is decided here with local names.
+        """
+        if self.trials != 1:
+            return [work for item in items for work in self.works(item, started)]
+        out: list[Work] = []
+        claim_first, is_done, add = self.seen.claim_first, self.is_done, out.append
+        for item in items:
+            done = item.rendered
+            if done is None:
+                out.extend(self.works(item, started))
+            elif not claim_first(done.id_hash, item.file, item.line):
+                out.extend(self._duplicate(item, done, started))
+            elif is_done(done.id_hash):  # (trial 0's key is the id's hash, `trial_key`)
+                self.skipped += 1
+            else:
+                add(Work(None, 0, Finished(done, 0), started))  # type: ignore[arg-type]
+        return out
+
     def _rendered(self, item: Extracted, done: Rendered, started: float) -> Iterable[Work]:
         # A case rendered where it was scored: one `Finished` per trial not yet finished, no model built.
-        first = self.seen.claim_hash(done.id_hash, item.file, item.line)
-        if first != f"{item.file}:{item.line}":  # a repeated id: the general path's duplicate result
-            # (claiming again is harmless: the id keeps its first place)
-            item.case, item.rendered = bare_case().model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
-            return self.works(item, started)
+        if not self.seen.claim_first(done.id_hash, item.file, item.line):
+            return self._duplicate(item, done, started)
         return self._finished_trials(done, started)
+
+    def _duplicate(self, item: Extracted, done: Rendered, started: float) -> Iterable[Work]:
+        # A rendered case whose id was seen before: the general path's duplicate result
+        # (claiming again is harmless: the id keeps its first place).
+        item.case, item.rendered = bare_case().model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
+        return self.works(item, started)
 
     def _finished_trials(self, done: Rendered, started: float) -> Iterator[Work]:
         for trial in range(self.trials):

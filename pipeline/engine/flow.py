@@ -167,11 +167,13 @@ class _Flow:
                 # Every record's id is claimed now, before the first await (the loader claims ids too); its trials
                 # are made a chunk at a time as the stages take them, so `run.trials` × a chunk never sits in memory.
                 works_of, started = self.admission.works, mapped.started
-                if self.shard is None:  # (no shard: no id to look up per item)
-                    made = [works_of(item, started) for item in out]
+                if self.shard is None and self.trials == 1:  # (one work a record at most: the chunk's made at once)
+                    made: Iterator[Work] = iter(self.admission.works_all(out, started))
+                elif self.shard is None:  # (no shard: no id to look up per item)
+                    made = itertools.chain.from_iterable([works_of(item, started) for item in out])
                 else:
-                    made = [works_of(item, started) for item in out if not self.foreign(_case_id(item))]
-                for works in _slices(itertools.chain.from_iterable(made), max(self.raw_chunk, self.chunk)):
+                    made = itertools.chain.from_iterable([works_of(item, started) for item in out if not self.foreign(_case_id(item))])
+                for works in _slices(made, max(self.raw_chunk, self.chunk)):
                     self.live.in_flight += len(works)
                     await _emit(send, works, single)
                     if self.stop.is_set():
