@@ -106,16 +106,25 @@ run: {{dir: {run_dir}}}
 # `run.ray_address`), so its start-up is part of the whole-process time. Ray's workers are not
 # descendants the process waits for: their CPU time and RSS are not in the figures (the head's are).
 CHILD = """
-import json, resource, sys, anyio
+import json, resource, sys
 from tracejudge.core.config import load_config
 from tracejudge.core.lazy_numpy import single_blas_thread
-from tracejudge.engine.runner import run
 single_blas_thread()  # as `tracejudge run` does (`entrypoints.cli.main`): numpy's BLAS threads do not spin beside the run
 cfg = load_config(sys.argv[1], sys.argv[2:])
+# As `tracejudge run` does once it has its config (`entrypoints.commands.run`): the dataset is hashed for the
+# manifest in a thread while the engine is imported and the run sets up.
+from tracejudge.engine.fingerprint_ahead import FingerprintAhead
+ahead = FingerprintAhead(cfg)
+import anyio
+from functools import partial
+from tracejudge.engine.runner import run
 if cfg.run.executor == "ray":
     import ray
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-out = anyio.run(run, cfg)
+try:
+    out = anyio.run(partial(run, cfg, fingerprints=ahead))
+finally:
+    ahead.close()
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"n": out.new_results, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss,
                   "workers_cpu": kids.ru_utime + kids.ru_stime}))
