@@ -20,7 +20,9 @@ What counts, by the step's shape (`smolagents.memory`):
 - results: the step's `observations` is the result of its call when it
   made one. With several calls smolagents joins one line per call, in call
   id order: when the observations have exactly that many lines, each call
-  gets its line; otherwise every call gets the whole text;
+  gets its line; otherwise every call gets the whole text. A call the
+  model made but the step's own `tool_calls` leaves out (older smolagents
+  ran only a message's first call) gets no result;
 - a step whose `error` is set (`{type, message}`) keeps its calls, the
   failed one with the error message: a call whose quoted name (`'boom'`)
   the message names, else every call of the step. An error on a step
@@ -109,6 +111,19 @@ def _text(value: Any) -> str | None:
     return json.dumps(value, default=str) if isinstance(value, (dict, list)) else str(value)
 
 
+def _ran(step: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls of `calls` that the step ran: those its own `tool_calls` lists, when it lists some by id.
+
+    Older smolagents (1.17) ran only the first call of a message that made several; its step's
+    `tool_calls` then holds that one call, and `observations` is that call's result alone.
+    """
+    listed = step.get("tool_calls")
+    ids = {str(tc["id"]) for tc in listed if isinstance(tc, dict) and tc.get("id") is not None} if isinstance(listed, list) else set()
+    if not ids:
+        return calls
+    return [c for c in calls if c["id"] is None or c["id"] in ids]
+
+
 def _results(calls: list[dict[str, Any]], observations: Any, error: str | None) -> None:
     failed = [c for c in calls if error and f"'{c['name']}'" in error] or (calls if error else [])
     for call in failed:
@@ -175,7 +190,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
             calls = [c for c in calls if c["name"] != FINAL and not _only_final_answer(c)]
             err = step.get("error")
             message = (err.get("message") or err.get("type")) if isinstance(err, dict) else (str(err) if err else None)
-            _results(calls, step.get("observations"), message)
+            _results(_ran(step, calls), step.get("observations"), message)
             if message and not calls:
                 errors.append({"step": len(steps), "type": err.get("type") if isinstance(err, dict) else None, "message": message})
             out = step.get("model_output")
