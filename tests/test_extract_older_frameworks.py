@@ -10,6 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from framework_truth import only_case
+from test_extract_framework_traces import extract as extract_otel
+from tracejudge.core.records import Case
+from tracejudge.stages.extract.otel.payloads import unwrap_result
 
 DATA = Path(__file__).parent / "data" / "framework-versions"
 
@@ -20,3 +23,20 @@ def test_smolagents_that_ran_only_the_first_of_two_calls_gives_the_second_no_res
     calls = [(c.name, c.arguments, c.result) for c in case.trace.tool_calls()]
     assert calls == [("get_weather", {"city": "Paris"}, "sunny, 21 C"), ("get_weather", {"city": "Tokyo"}, None)]
     assert case.trace.output == "Paris is sunny at 21 C; Tokyo is rainy at 14 C."
+
+
+def test_openinference_langchain_tool_output_as_the_messages_str_gives_its_content() -> None:
+    """openinference-instrumentation-langchain 0.1.45 wrote a TOOL span's output as `{"output": str(ToolMessage)}`."""
+    cases = extract_otel(DATA / "openinference-langchain-0.1.45-sequence.jsonl")
+    assert len(cases) == 1 and isinstance(cases[0], Case), cases
+    calls = [(c.id, c.name, c.arguments, c.result, c.failed) for c in cases[0].trace.tool_calls()]
+    assert calls == [("call_sequ_000", "get_weather", {"city": "Paris"}, "sunny, 21 C", False),
+                     ("call_sequ_010", "convert_temperature", {"celsius": 21, "to": "F"}, "69.8 F", False)]
+    assert cases[0].trace.output == "It is sunny in Paris: 21 C, which is 69.8 F."
+
+
+def test_a_tool_messages_str_is_read_as_literals_never_as_code() -> None:
+    """Quotes inside the content survive; a message's str() with a value that is no literal still gives content and id."""
+    assert unwrap_result({"output": "content=\"it's 21 C\" name='get_weather' tool_call_id='c1'"}) == ("it's 21 C", None, "c1")
+    assert unwrap_result({"output": "content='x' artifact=Thing(a=1) tool_call_id='c2'"}) == ("x", None, "c2")
+    assert unwrap_result({"output": "content=__import__('os')"}) == ({"output": "content=__import__('os')"}, None, None)

@@ -13,6 +13,8 @@ own tool-call part for arguments.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from typing import Any
 
 from tracejudge.stages.extract.otel.view import unjson
@@ -74,6 +76,10 @@ def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
     value = unjson(value)
     if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs", "tags", "metadata"}:
         inner = unjson(value["output"])
+        if isinstance(inner, str) and inner.startswith("content="):
+            # OpenInference's LangChain instrumentation (0.1.45) recorded the message's str()
+            fields = _repr_fields(inner)
+            inner = {"type": "tool", **fields} if fields is not None and {"content", "tool_call_id"} <= set(fields) else inner
         if _tool_message(inner) is not None:
             value = inner  # LangChain's on_tool_end payload; any other {"output": …} is the tool's own value
     msg = _tool_message(value)
@@ -83,6 +89,34 @@ def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
         cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
         return content, str(msg.get("content")) if msg.get("status") == "error" else None, cid
     return value, None, None
+
+
+def _repr_fields(text: str) -> dict[str, Any] | None:
+    """The fields of a pydantic model's `str()` (`a='x' b=[1, 2]`), each read as a Python literal; None when it is not one."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if any(t.start[0] != 1 or t.end[0] != 1 for t in tokens):
+        return None  # repr() escapes newlines: a second line means this is other text
+    starts, depth = [], 0
+    for i, t in enumerate(tokens):
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        elif depth == 0 and t.type == tokenize.NAME and i + 1 < len(tokens) and tokens[i + 1].string == "=":
+            starts.append(i)
+    if not starts or starts[0] != 0:
+        return None
+    fields: dict[str, Any] = {}
+    for n, i in enumerate(starts):
+        end = tokens[starts[n + 1]].start[1] if n + 1 < len(starts) else len(text)
+        try:
+            fields[tokens[i].string] = ast.literal_eval(text[tokens[i + 1].end[1]:end].strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            fields[tokens[i].string] = None  # a value that is no literal (an object's repr): not one this reader uses
+    return fields
 
 
 def _tool_message(value: Any) -> dict[str, Any] | None:
