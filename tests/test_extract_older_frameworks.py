@@ -40,3 +40,11 @@ def test_a_tool_messages_str_is_read_as_literals_never_as_code() -> None:
     assert unwrap_result({"output": "content=\"it's 21 C\" name='get_weather' tool_call_id='c1'"}) == ("it's 21 C", None, "c1")
     assert unwrap_result({"output": "content='x' artifact=Thing(a=1) tool_call_id='c2'"}) == ("x", None, "c2")
     assert unwrap_result({"output": "content=__import__('os')"}) == ({"output": "content=__import__('os')"}, None, None)
+
+
+def test_mlflow_spans_renamed_apart_on_storing_are_read_under_their_name() -> None:
+    """MLflow 3.1's stored trace names a tool called twice `get_weather_1`, `get_weather_2`: still two calls, not four."""
+    case = only_case(DATA / "mlflow-3.1-parallel.mlflow.jsonl", "mlflow")
+    calls = [(c.id, c.name, c.arguments, c.result) for c in case.trace.tool_calls()]
+    assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"),
+                     ("call_para_001", "get_weather", {"city": "Tokyo"}, "rainy, 14 C")]

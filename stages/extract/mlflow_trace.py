@@ -35,6 +35,9 @@ by the `mlflow` convention and built by the `otel` assembler (see
 - other spans (`PARSER`, `EMBEDDING`, ...) are structure; an
   exception on a span that is not a call is listed in `metadata.mlflow.errors`.
 
+Span names MLflow 2.x and early 3.x made unique on storing a trace (`get_weather_1`,
+`get_weather_2` for a tool called twice) are read as the name they had.
+
 A span listed twice (same trace and span id) is read once; when the copies
 differ, the last one that ended is read and its id listed in
 `metadata.mlflow.duplicates`.
@@ -47,6 +50,8 @@ the user's own tags (not MLflow's `mlflow.*` ones).
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from typing import Any
 
 from tracejudge.core.records import Case
@@ -93,6 +98,29 @@ def _span_key(span: Any) -> tuple[Any, Any] | None:
     return (str(span.get("trace_id") or context.get("trace_id")), str(sid)) if isinstance(sid, (str, int)) and sid != "" else None
 
 
+def _original_names(raw: list[Any], kept: list[int]) -> dict[int, str]:
+    """Span names MLflow renamed on storing the trace, by index: `{i: name}`.
+
+    MLflow 2.x and early 3.x (3.1 here) renamed spans sharing a name within a trace to `<name>_1`,
+    `<name>_2`, ... (a tool called twice became `get_weather_1` and `get_weather_2`, no longer
+    matching the model's calls, which then read as calls of their own).
+    A group is taken back to its name when its suffixes are exactly 1..k (k >= 2), no span keeps the
+    bare name, and every span of the group ran the same function (`mlflow.spanFunctionName`).
+    """
+    names = {i: raw[i].get("name") for i in kept if isinstance(raw[i], dict) and isinstance(raw[i].get("name"), str)}
+    groups: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for i, name in names.items():
+        m = re.fullmatch(r"(.+)_([1-9][0-9]*)", name)
+        if m:
+            groups[m.group(1)].append((int(m.group(2)), i))
+    out: dict[int, str] = {}
+    for base, members in groups.items():
+        functions = {str((raw[i].get("attributes") or {}).get("mlflow.spanFunctionName")) for _, i in members}
+        if len(members) >= 2 and sorted(n for n, _ in members) == list(range(1, len(members) + 1)) and base not in names.values() and len(functions) == 1:
+            out.update((i, base) for _, i in members)
+    return out
+
+
 def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], list[str]]:
     """The record's spans in the `otel` model, the errors of spans that are not calls, and the ids of spans whose copies differed.
 
@@ -100,6 +128,7 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], 
     """
     out, errors, starts = [], [], []
     kept, differed = once(raw, key=_span_key, ended=lambda s: s.get("end_time_unix_nano", s.get("end_time")) is not None)
+    renamed = _original_names(raw, kept)
     for i in kept:
         span = raw[i]
         attrs = span.get("attributes") if isinstance(span, dict) else None
@@ -114,7 +143,7 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], 
         sid = span.get("span_id") or context.get("span_id") or f"#{i}"
         error = _exception(events, failed, message)
         # An exception event without an ERROR status still failed the call (MLflow records both; an export may keep one).
-        out.append(native_span(cid, sid, span.get("parent_span_id") or span.get("parent_id"), span.get("name"), 0, end or 0, attrs,
+        out.append(native_span(cid, sid, span.get("parent_span_id") or span.get("parent_id"), renamed.get(i, span.get("name")), 0, end or 0, attrs,
                                error=error is not None, message=error if not failed else message, events=events))
         kind = unjson(attrs.get("mlflow.spanType"))
         if error and kind not in _CALL_TYPES:
