@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from framework_truth import only_case
 from test_extract_framework_traces import extract as extract_otel
 from tracejudge.core.records import Case
@@ -48,3 +50,12 @@ def test_mlflow_spans_renamed_apart_on_storing_are_read_under_their_name() -> No
     calls = [(c.id, c.name, c.arguments, c.result) for c in case.trace.tool_calls()]
     assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"),
                      ("call_para_001", "get_weather", {"city": "Tokyo"}, "rainy, 14 C")]
+
+
+def test_smolagents_steps_timed_on_the_step_itself_give_the_latency() -> None:
+    """smolagents 1.13 wrote `start_time`/`end_time` on each step (no `timing`), and its message as a repr string."""
+    case = only_case(DATA / "smolagents-1.13-sequence.jsonl", "smolagents")
+    assert [(c.name, c.arguments, c.result) for c in case.trace.tool_calls()] == [
+        ("get_weather", {"city": "Paris"}, "sunny, 21 C"), ("convert_temperature", {"celsius": 21, "to": "F"}, "69.8 F")]
+    assert case.trace.output == "It is sunny in Paris: 21 C, which is 69.8 F."
+    assert case.trace.usage.latency_s == pytest.approx(1796296662.7416298 - 1796296662.6328905)

@@ -36,7 +36,8 @@ What counts, by the step's shape (`smolagents.memory`):
   answer, not a call; code that also does work (`x = f()` before it, or
   `final_answer(f())`) stays a `python_interpreter` call;
 - `token_usage` is summed, `timing` gives the latency (first start to last
-  end); model requests are the planning and action steps.
+  end; smolagents 1.13 wrote `start_time`/`end_time` on the step itself);
+  model requests are the planning and action steps.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         where = f"steps[{i}]"
         if not isinstance(step, dict):
             fail(f"expected a memory step object, got {type(step).__name__}", field=where, case_id=cid)
-        timing = step.get("timing") if isinstance(step.get("timing"), dict) else {}
+        timing = step.get("timing") if isinstance(step.get("timing"), dict) else step  # smolagents 1.13: on the step itself
         times += [t for t in (timing.get("start_time"), timing.get("end_time")) if isinstance(t, (int, float)) and not isinstance(t, bool)]
         _tokens(step.get("token_usage"), tokens)
         if "task" in step:
