@@ -59,3 +59,29 @@ def test_smolagents_steps_timed_on_the_step_itself_give_the_latency() -> None:
         ("get_weather", {"city": "Paris"}, "sunny, 21 C"), ("convert_temperature", {"celsius": 21, "to": "F"}, "69.8 F")]
     assert case.trace.output == "It is sunny in Paris: 21 C, which is 69.8 F."
     assert case.trace.usage.latency_s == pytest.approx(1796296662.7416298 - 1796296662.6328905)
+
+
+SMOL_PARALLEL = DATA / "openinference-smolagents-0.1.16-parallel.jsonl"
+
+
+def test_tool_spans_run_in_worker_threads_join_the_run_that_asked_for_them(tmp_path: Path) -> None:
+    """openinference-instrumentation-smolagents 0.1.16 under smolagents 1.20 wrote each parallel call as a trace of its own.
+
+    A lone tool trace whose arguments no model request asked for stays a trace of its own.
+    """
+    assert len(SMOL_PARALLEL.read_text().splitlines()) == 3  # the run's trace and one per tool span
+    cases = extract_otel(SMOL_PARALLEL)
+    assert len(cases) == 1 and isinstance(cases[0], Case), cases
+    calls = [(c.id, c.name, c.arguments, c.result) for c in cases[0].trace.tool_calls()]
+    assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"),
+                     ("call_para_001", "get_weather", {"city": "Tokyo"}, "rainy, 14 C")]
+    assert cases[0].trace.output == "Paris is sunny at 21 C; Tokyo is rainy at 14 C."
+
+    text = SMOL_PARALLEL.read_text().replace('kwargs\\": {\\"city\\": \\"Tokyo\\"}', 'kwargs\\": {\\"city\\": \\"Berlin\\"}')
+    assert "Berlin" in text
+    path = tmp_path / "stray.jsonl"
+    path.write_text(text)
+    cases = extract_otel(path)
+    assert len(cases) == 2
+    run = next(c for c in cases if c.trace.output)
+    assert [(c.arguments, c.result) for c in run.trace.tool_calls()] == [({"city": "Paris"}, "sunny, 21 C"), ({"city": "Tokyo"}, None)]

@@ -30,7 +30,10 @@ the same `gen_ai.conversation.id` (else `session.id`,
 `gcp.vertex.agent.session_id`, `langfuse.session.id`; a trace with none
 stands alone — except that traces holding one model request each, as a
 model-only instrumentation writes a plain loop, are joined when a request's
-input replays the previous one's input and output); `trace` makes every
+input replays the previous one's input and output, and a trace of one tool
+call alone, which a tool run in a worker thread without the caller's context
+writes, joins the one trace whose model asked for that call while it ran:
+see `strays`); `trace` makes every
 trace its own case; `run` makes every top-level agent run its own case; a
 list of attribute names sets the keys to try. The case id is the key's
 value (for `run`, `<trace id>:<agent span id>`). Within one trace a span
@@ -108,6 +111,7 @@ from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
 from tracejudge.stages.extract.otel.stitch import stitch
+from tracejudge.stages.extract.otel.strays import adopt_strays
 from tracejudge.stages.load import RawRecord
 
 log = get_logger("tracejudge.extract.otel")
@@ -205,7 +209,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
     groups = collector.groups(keys)
     if opts.group_by == "conversation":
-        groups = stitch(groups)
+        groups = adopt_strays(stitch(groups))
     if opts.group_by == "run":
         groups = (run for trace in groups for run in _runs(trace))
     count = skipped = 0

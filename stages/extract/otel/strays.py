@@ -1,0 +1,89 @@
+"""Rejoin tool spans that a worker thread recorded as traces of their own.
+
+An agent that runs one model message's tool calls in a thread pool
+(smolagents' `ToolCallingAgent` from 1.20 on, with several calls) loses the
+OTel context in the workers unless its instrumentation carries it over
+(openinference-instrumentation-smolagents 0.1.16 does not): each tool span
+is then the root of a trace of its own, with no model request, and the
+run's own trace lacks those results. Such a trace — tool spans only — joins
+the trace whose span holds it in time and whose model asked for a call of
+that tool with those arguments. When no trace fits, or several do, it stays
+a trace of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.view import MISSING, View, unjson
+
+__all__ = ["adopt_strays"]
+
+
+def _stray_call(group: Group) -> tuple[Span, View] | None:
+    """The root tool span of a trace that holds tool spans only (one root), else None."""
+    views = group_views(group)
+    ids = {s.span_id for s in group.spans}
+    roots = [s for s in group.spans if s.parent_id not in ids]
+    if group.key_attr is not None or len(roots) != 1 or any(views[s.span_id].role not in ("tool", None) for s in group.spans):
+        return None
+    view = views[roots[0].span_id]
+    return (roots[0], view) if view.role == "tool" and view.tool_name else None
+
+
+def _asks(group: Group, name: str, args: Any) -> bool:
+    """Whether a model request of `group` asked for a call of `name` (with `args`, when the tool span recorded them)."""
+    for view in group_views(group).values():
+        if view.role != "model":
+            continue
+        for message in view.outputs or []:
+            for part in message.get("parts") or []:
+                if part.get("type") == "tool_call" and part.get("name") == name and (args is MISSING or unjson(part.get("arguments")) == args):
+                    return True
+    return False
+
+
+def _holder(host: Group, span: Span) -> Span:
+    """The innermost span of `host` (not a model request or a tool) whose time holds `span`; the root when none does."""
+    views = group_views(host)
+    around = [s for s in host.spans if s.start <= span.start and span.end <= s.end and views[s.span_id].role not in ("model", "tool")]
+    if around:
+        return min(around, key=lambda s: s.end - s.start)
+    ids = {s.span_id for s in host.spans}
+    return next(s for s in host.spans if s.parent_id not in ids)
+
+
+def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
+    """`groups` with each trace of a lone tool call joined into the one trace that asked for it (order kept).
+
+    The stray's root span hangs from the innermost span of the host that holds it in time, and
+    its spans take the host's trace id; the host's `traces` lists the stray's trace id too.
+    """
+    groups = list(groups)
+    strays = {id(g): call for g in groups if (call := _stray_call(g)) is not None}
+    if not strays:
+        yield from groups
+        return
+    hosts = [g for g in groups if id(g) not in strays and g.spans]
+    joined: set[int] = set()
+    for group in groups:
+        if id(group) not in strays:
+            continue
+        root, view = strays[id(group)]
+        args = view.args if not view.args_wrapped or isinstance(view.args, dict) else MISSING
+        fits = [h for h in hosts if min(s.start for s in h.spans) <= root.start and root.end <= max(s.end for s in h.spans)
+                and _asks(h, view.tool_name, args)]
+        if len(fits) != 1:
+            continue
+        host = fits[0]
+        root.parent_id = _holder(host, root).span_id
+        for span in group.spans:
+            span.trace_id = host.traces[0]
+        host.spans.extend(group.spans)
+        host.views = {**group_views(host), **group_views(group)}
+        host.traces.extend(group.traces)
+        joined.add(id(group))
+    yield from (g for g in groups if id(g) not in joined)
