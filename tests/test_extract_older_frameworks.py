@@ -85,3 +85,23 @@ def test_tool_spans_run_in_worker_threads_join_the_run_that_asked_for_them(tmp_p
     assert len(cases) == 2
     run = next(c for c in cases if c.trace.output)
     assert [(c.arguments, c.result) for c in run.trace.tool_calls()] == [({"city": "Paris"}, "sunny, 21 C"), ({"city": "Tokyo"}, None)]
+
+
+def test_smolagents_message_kept_as_its_repr_gives_every_call_and_the_tokens() -> None:
+    """smolagents 1.15 wrote the model's message as `ChatMessage(...)` text: the call it did not run and the usage are in there."""
+    case = only_case(DATA / "smolagents-1.15-parallel.jsonl", "smolagents")
+    calls = [(c.id, c.name, c.arguments, c.result) for c in case.trace.tool_calls()]
+    assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"), ("call_para_001", "get_weather", {"city": "Tokyo"}, None)]
+    assert (case.trace.usage.input_tokens, case.trace.usage.output_tokens, case.trace.usage.requests) == (210, 41, 2)
+    # 1.13 writes the role as an Enum's repr (`<MessageRole.ASSISTANT: 'assistant'>`), which is no Python expression
+    older = only_case(DATA / "smolagents-1.13-sequence.jsonl", "smolagents")
+    assert (older.trace.usage.input_tokens, older.trace.usage.output_tokens) == (330, 63)
+
+
+def test_a_message_repr_is_read_as_literals_never_as_code() -> None:
+    from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
+
+    assert message_tool_calls("ChatMessage(role='assistant', tool_calls=[ChatMessageToolCall(function=ChatMessageToolCallDefinition("
+                              "arguments=__import__('os').getcwd(), name='x'), id='c1')])") == [{"id": "c1", "function": {"name": "x", "arguments": None}}]
+    assert message_tool_calls("ChatMessage(role='assistant', content='hi', tool_calls=None)") is None
+    assert message_tool_calls("not a message") is None and message_usage("ChatMessage(role='assistant')") == {}

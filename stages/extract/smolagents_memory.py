@@ -13,7 +13,8 @@ What counts, by the step's shape (`smolagents.memory`):
 - a planning step (`plan`) is a model request whose thought is the plan;
 - an action step (`step_number`, `tool_calls`, `model_output_message`) is a
   model request and one step. Its calls are the model's own tool calls
-  (`model_output_message.tool_calls`, in the order the model made them;
+  (`model_output_message.tool_calls`, in the order the model made them,
+  also from the message's `repr()` that smolagents 1.13-1.15 runs hold;
   `tool_calls` when the message is absent — smolagents sorts that list by
   call id, and leaves it empty when a call raised). `final_answer` is the
   run's answer (`trace.output`), not a call;
@@ -35,7 +36,8 @@ What counts, by the step's shape (`smolagents.memory`):
   `final_answer(<value>)` statement with no other call in it — is that
   answer, not a call; code that also does work (`x = f()` before it, or
   `final_answer(f())`) stays a `python_interpreter` call;
-- `token_usage` is summed, `timing` gives the latency (first start to last
+- `token_usage` is summed (1.13-1.15: the OpenAI usage in the message's
+  `repr()`), `timing` gives the latency (first start to last
   end; smolagents 1.13 wrote `start_time`/`end_time` on the step itself);
   model requests are the planning and action steps.
 """
@@ -49,6 +51,7 @@ from typing import Any
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, maybe_json, read_lines, text_of
+from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
 from tracejudge.stages.load import loads
 
 __all__ = ["adapt"]
@@ -68,7 +71,7 @@ def _decode(payload: Any) -> tuple[Any, str]:
 
 def _calls(step: dict[str, Any], where: str, cid: str) -> list[dict[str, Any]]:
     message = step.get("model_output_message")
-    listed = message.get("tool_calls") if isinstance(message, dict) else None
+    listed = message.get("tool_calls") if isinstance(message, dict) else message_tool_calls(message)
     field = f"{where}.model_output_message.tool_calls"
     if not listed:
         listed, field = step.get("tool_calls") or [], f"{where}.tool_calls"
@@ -180,7 +183,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
             fail(f"expected a memory step object, got {type(step).__name__}", field=where, case_id=cid)
         timing = step.get("timing") if isinstance(step.get("timing"), dict) else step  # smolagents 1.13: on the step itself
         times += [t for t in (timing.get("start_time"), timing.get("end_time")) if isinstance(t, (int, float)) and not isinstance(t, bool)]
-        _tokens(step.get("token_usage"), tokens)
+        _tokens(step["token_usage"] if "token_usage" in step else message_usage(step.get("model_output_message")), tokens)
         if "task" in step:
             users.append({"step": len(steps), "content": step["task"]})
         elif "plan" in step:
