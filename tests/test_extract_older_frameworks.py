@@ -105,3 +105,12 @@ def test_a_message_repr_is_read_as_literals_never_as_code() -> None:
                               "arguments=__import__('os').getcwd(), name='x'), id='c1')])") == [{"id": "c1", "function": {"name": "x", "arguments": None}}]
     assert message_tool_calls("ChatMessage(role='assistant', content='hi', tool_calls=None)") is None
     assert message_tool_calls("not a message") is None and message_usage("ChatMessage(role='assistant')") == {}
+
+
+def test_openinference_tool_calls_without_argument_attributes_take_them_from_the_output_message() -> None:
+    """openinference-instrumentation-smolagents 0.1.11 recorded each call's id and name only; `output.value` holds the arguments."""
+    cases = extract_otel(DATA / "openinference-smolagents-0.1.11-parallel.jsonl")
+    assert len(cases) == 1 and isinstance(cases[0], Case), cases
+    calls = [(c.id, c.name, c.arguments, c.result) for c in cases[0].trace.tool_calls()]
+    # smolagents 1.15 ran only the first call: Tokyo was asked for, with its arguments, and never ran
+    assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"), ("call_para_001", "get_weather", {"city": "Tokyo"}, None)]

@@ -50,6 +50,8 @@ def read(span: Span) -> View | None:
             v.inputs = normalise(body) if isinstance(body, (dict, list)) else None
         if v.outputs is None:
             v.outputs = _response_messages(unjson(a.get("output.value")))
+        else:
+            _fill_arguments(v.outputs, a.get("output.value"))
         v.usage_in = as_int(a.get("llm.token_count.prompt"))
         v.usage_out = as_int(a.get("llm.token_count.completion"))
         v.error = span_error(span)
@@ -116,6 +118,24 @@ def _messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None
         if one is not None:
             out.append(one)
     return out
+
+
+def _fill_arguments(outputs: list[dict[str, Any]], raw: Any) -> None:
+    """Give tool-call parts recorded without `function.arguments` those of the same call (by id) in `output.value`.
+
+    openinference-instrumentation-smolagents 0.1.11 wrote only each call's id and name as
+    attributes; the arguments are in `output.value`, the message as JSON.
+    """
+    parts = [p for m in outputs for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("arguments") is None and p.get("id") is not None]
+    if not parts:
+        return
+    body = unjson(raw)
+    recorded = _response_messages(body) if isinstance(body, dict) and "choices" in body else (normalise([body]) if isinstance(body, dict) else None)
+    by_id = {str(p["id"]): p for m in recorded or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("id") is not None}
+    for part in parts:
+        found = by_id.get(str(part["id"]))
+        if found is not None and found.get("name") == part.get("name"):
+            part["arguments"] = found.get("arguments")
 
 
 def _response_messages(body: Any) -> list[dict[str, Any]] | None:
