@@ -114,3 +114,12 @@ def test_openinference_tool_calls_without_argument_attributes_take_them_from_the
     calls = [(c.id, c.name, c.arguments, c.result) for c in cases[0].trace.tool_calls()]
     # smolagents 1.15 ran only the first call: Tokyo was asked for, with its arguments, and never ran
     assert calls == [("call_para_000", "get_weather", {"city": "Paris"}, "sunny, 21 C"), ("call_para_001", "get_weather", {"city": "Tokyo"}, None)]
+
+
+def test_langfuse_tool_observed_as_a_plain_span_is_the_call() -> None:
+    """Langfuse 3.2's `@observe` has no `as_type="tool"`: the tool is a `span` observation, its failure only `level: ERROR`."""
+    cases = extract_otel(DATA / "langfuse-3.2-failing.jsonl")
+    assert len(cases) == 1 and isinstance(cases[0], Case), cases
+    (call,) = cases[0].trace.tool_calls()
+    assert (call.id, call.name, call.arguments, call.failed, call.error) == ("call_fail_000", "cancel_order", {"order_id": "#W999"}, True, "order #W999 not found")
+    assert cases[0].trace.output == "I could not cancel order #W999: it was not found. Please check the order number."

@@ -44,4 +44,5 @@ def group_views(group: Group) -> dict[str, View]:
     """The `View` of every span of `group` by span id, read on first use and kept on the group."""
     if group.views is None:
         group.views = {s.span_id: read_span(s) for s in group.spans}
+        langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
     return group.views

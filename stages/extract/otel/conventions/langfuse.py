@@ -12,11 +12,14 @@ status) is the error. `langfuse.trace.input` / `output` (SDK 3), else the
 root observation's, are the request and the answer; usage comes from
 `langfuse.observation.usage_details` (`input` / `output`, or the OpenAI names).
 A tool's call id is `langfuse.observation.metadata.tool_call_id` when
-recorded; a retriever's output gives the retrieved passages.
+recorded; a retriever's output gives the retrieved passages. A `span`
+named like a tool the trace's model asked for is that tool's call (see
+`promote_tool_spans`), as the `langfuse` format reads a `SPAN`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.genai import span_error
@@ -26,7 +29,7 @@ from tracejudge.stages.extract.otel.payloads import documents, unwrap_args
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, present, unjson
 
-__all__ = ["NAME", "read", "generation_outputs", "usage_pair"]
+__all__ = ["NAME", "read", "generation_outputs", "promote_tool_spans", "usage_pair"]
 
 NAME = "langfuse"
 _ROLES = {"generation": "model", "tool": "tool", "agent": "agent", "span": "chain", "chain": "chain", "retriever": "retrieval"}
@@ -67,6 +70,24 @@ def read(span: Span) -> View | None:
         if v.role == "agent":
             v.agent_name = span.name
     return v
+
+
+def promote_tool_spans(spans: list[Span], views: dict[str, View]) -> None:
+    """Read each `span` observation of `spans` named like a tool a model request asked for as that tool's call (in `views`).
+
+    Langfuse's SDK before `as_type="tool"` (3.2 and earlier: `@observe` knows only `generation`)
+    records an observed tool function as a plain `span`: its arguments, result and ERROR level
+    are then the call's.
+    """
+    asked = {p.get("name") for v in views.values() if v.role == "model" for m in v.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"}
+    for span in spans:
+        view = views.get(span.span_id)
+        if view is None or view.role != "chain" or span.attrs.get("langfuse.observation.type") != "span" or span.name not in asked:
+            continue
+        tool = read(dataclasses.replace(span, attrs={**span.attrs, "langfuse.observation.type": "tool"}))
+        if tool is not None:
+            tool.conventions = view.conventions
+            views[span.span_id] = tool
 
 
 def _kwargs(value: Any) -> Any:
