@@ -134,6 +134,20 @@ async def fans_out(case: Case, trace: Trace) -> float:
     return 1.0
 
 
+@tracejudge.metric
+def groups(case: Case, trace: Trace) -> float:
+    raise ExceptionGroup("checks", [ValueError("x"), OSError(2, "nofile")])  # built here, never raised alone
+
+
+def test_a_custom_metric_raising_a_group_it_built_says_where_it_raised_it():
+    raised = tracejudge.evaluate([_case("one", [("a", None)])], [groups]).result("one").scores["groups"]
+    assert raised.reason.startswith("metric raised ValueError: x; FileNotFoundError: [Errno 2] nofile (at "), raised.reason
+    source, first = inspect.getsourcelines(groups.fn)
+    line = first + next(i for i, text in enumerate(source) if "raise ExceptionGroup" in text)
+    assert raised.reason.endswith(f"test_custom_metrics.py:{line}, in groups)")
+    assert raised.details == {"exception": "ValueError"}
+
+
 def test_a_custom_metric_raising_inside_a_task_group_is_described_by_what_failed():
     # The group's own message ("unhandled errors in a TaskGroup (2 sub-exceptions)") said nothing of what went wrong,
     # and its place was anyio's, where the task group ends.

@@ -110,9 +110,10 @@ class FunctionMetric(Metric):
 
     def _raised(self, exc: Exception) -> Score:
         # Of an exception group (a metric that runs things in a task group), where its first leaf was raised:
-        # the group itself is raised where the task group ends, which says nothing of what failed.
+        # the group itself is raised where the task group ends, which says nothing of what failed. A leaf built
+        # into a group without being raised has no place of its own: the group's is where the metric raised it.
         leaf = leaves(exc)[0]
-        frames = traceback.extract_tb(leaf.__traceback__)
+        frames = traceback.extract_tb(leaf.__traceback__ or exc.__traceback__)
         where = ""
         if frames:
             last = frames[-1]
