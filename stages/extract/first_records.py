@@ -135,7 +135,7 @@ def no_records(fmt: Any, dataset: Any) -> str:
 
 def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     """Raise `ConfigError` when the first `FIRST` records of `dataset` are all invalid for `fmt`, or all of a
-    whole-file format's records are (`Format.whole_file`); and when there are none.
+    whole-file format's records are (`Format.whole_file`); when there are none; and when the file cannot be read.
 
     Checked only where `_checked` says; nor is a user's own adapter (`module:function`):
     its code runs once per record, inside the run, as the user wrote it.
@@ -144,8 +144,12 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         return
     if fmt.whole_file:  # the whole file decides, not the part a limit keeps
         dataset = dataset.model_copy(update={"limit": None})
-    bad = _scan(fmt, dataset, ctx, FIRST)
-    head = _head(dataset.path) if bad is not None else b""
+    try:
+        bad = _scan(fmt, dataset, ctx, FIRST)
+        head = _head(dataset.path) if bad is not None else b""
+    except OSError as exc:  # a file that exists but cannot be read (permissions, an I/O error): the dataset, not a crash
+        why = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno else str(exc)
+        raise ConfigError(f"dataset.path: {dataset.path}: cannot be read ({type(exc).__name__}: {why})") from None
     if bad is not None and (bad[0] == 0 or (fmt.whole_file and not head)):  # else the run ended with exit status 1, as if scores had failed
         raise ConfigError(no_records(fmt, dataset))
     if bad is None or (bad[0] < FIRST and not fmt.whole_file):
