@@ -15,7 +15,7 @@ import pytest
 
 from tracejudge.llm.tokens import counter_for
 
-GPT, CLAUDE = "gpt-4o-mini", "claude-3-5-haiku-latest"
+GPT, CLAUDE = "gpt-4o-mini", "claude-haiku-4-5"
 ASK = [{"role": "user", "content": "==== DATA t1 BEGIN ====\nthe run\n==== DATA t1 END ====\nTC1: Does the output answer the task?\n"
                                    "TC2: Is it complete?"}]
 VERDICT = {"type": "object", "properties": {"ok": {"type": "boolean"}, "why": {"type": "string"}}, "required": ["ok", "why"]}
@@ -193,3 +193,48 @@ def test_openai_batch_lines_get_n_choices_and_the_same_refusals(simulator):
     refused = {x["custom_id"]: x["response"] for x in map(json.loads, client.files.content(batch.error_file_id).text.splitlines())}
     assert {cid: r["status_code"] for cid, r in refused.items()} == {"too-many": 400, "forced": 400}
     assert refused["forced"]["body"]["error"]["message"] == "Tool choice 'nope' not found in 'tools' parameter."
+
+
+def _post(sim, path: str, body: dict, headers: dict | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(sim.url + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"content-type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+ONE = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(("path", "body", "message"), [
+    # A message or tool of a shape the provider refuses was a 500 from inside the simulator, or answered as if the
+    # tool were not there (a forced Anthropic tool without input_schema got text, or "not found").
+    ("/v1/messages/count_tokens", {"model": CLAUDE, "messages": [None]}, "messages.0: Input should be a valid dictionary"),
+    ("/v1/messages/count_tokens", {"model": CLAUDE, "messages": ONE, "tools": [None, 5]}, "tools.0: Input should be a valid dictionary"),
+    ("/v1/messages/count_tokens", {"model": CLAUDE, "messages": [{"role": "user", "content": 5}]},
+     "messages.0.content: Input should be a valid string"),
+    ("/v1/messages/count_tokens", {"model": CLAUDE, "messages": ONE, "system": 5}, "system: Input should be a valid string"),
+    ("/v1/messages", {"model": CLAUDE, "max_tokens": 10, "messages": [None]}, "messages.0: Input should be a valid dictionary"),
+    ("/v1/messages", {"model": CLAUDE, "max_tokens": 10, "messages": ONE, "tools": [{"name": "f"}], "tool_choice": {"type": "any"}},
+     "tools.0.custom.input_schema: Field required"),
+    ("/v1/messages", {"model": CLAUDE, "max_tokens": 10, "messages": ONE, "tools": [{"name": "f"}], "tool_choice": {"type": "tool", "name": "f"}},
+     "tools.0.custom.input_schema: Field required"),
+])
+def test_anthropic_shapes_it_refuses_are_400s(simulator, path, body, message):
+    status, got = _post(simulator(), path, body, {"anthropic-version": "2023-06-01"})
+    assert (status, got["type"], got["error"]["type"], got["error"]["message"]) == (400, "error", "invalid_request_error", message)
+
+
+@pytest.mark.parametrize(("body", "message", "param"), [
+    ({"messages": [None]}, "Invalid type for 'messages[0]': expected an object, but got null instead.", "messages[0]"),
+    ({"messages": ONE, "tools": [None]}, "Invalid type for 'tools[0]': expected an object, but got null instead.", "tools[0]"),
+    ({"messages": ONE, "tools": [{"type": "function"}], "tool_choice": "required"}, "Missing required parameter: 'tools[0].function'.",
+     "tools[0].function"),
+    ({"messages": ONE, "tools": [{"type": "function", "function": {"name": "f", "parameters": 5}}], "tool_choice": "required"},
+     "Invalid type for 'tools[0].function.parameters': expected an object, but got an integer instead.", "tools[0].function.parameters"),
+])
+def test_openai_shapes_it_refuses_are_400s(simulator, body, message, param):
+    status, got = _post(simulator(), "/v1/chat/completions", {"model": GPT, **body})
+    assert (status, got["error"]["type"], got["error"]["message"], got["error"]["param"]) == (400, "invalid_request_error", message, param)

@@ -37,19 +37,19 @@ def test_openai_sdk_streams_the_reply_it_gets_without_a_stream(simulator):
 def test_anthropic_sdk_streams_text_and_a_forced_tool_as_it_gets_them_without_a_stream(simulator):
     sim = simulator()
     client = anthropic.Anthropic(base_url=sim.url, api_key="unused", max_retries=0)
-    whole = client.messages.create(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS)
-    with client.messages.stream(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS) as stream:
+    whole = client.messages.create(model="claude-haiku-4-5", max_tokens=200, messages=QUESTIONS)
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=200, messages=QUESTIONS) as stream:
         texts = list(stream.text_stream)
         final = stream.get_final_message()
     assert "".join(texts) == whole.content[0].text == final.content[0].text
     assert final.stop_reason == whole.stop_reason and final.usage.output_tokens == whole.usage.output_tokens
     forced = {"tools": [TOOL], "tool_choice": {"type": "tool", "name": "verdict"}}
-    whole = client.messages.create(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS, **forced)
-    with client.messages.stream(model="claude-3-5-haiku-latest", max_tokens=200, messages=QUESTIONS, **forced) as stream:
+    whole = client.messages.create(model="claude-haiku-4-5", max_tokens=200, messages=QUESTIONS, **forced)
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=200, messages=QUESTIONS, **forced) as stream:
         final = stream.get_final_message()
     assert final.stop_reason == "tool_use" and final.content[0].type == "tool_use"
     assert final.content[0].input == whole.content[0].input and set(final.content[0].input) == {"ok", "why"}
-    assert "claude-3-5-haiku-latest" in [m.id for m in client.models.list()]
+    assert "claude-haiku-4-5" in [m.id for m in client.models.list()]
 
 
 def test_openai_sdk_structured_outputs_of_nested_models_and_json_mode_parse(simulator):

@@ -73,7 +73,7 @@ class JudgeConfig(_Strict):
     (`provider: openai` takes any OpenAI-compatible server); it must be an http(s) URL with a host
     (`tracejudge.core.urls`, checked on load). `model` may
     carry the provider in front, `openai:gpt-4o-mini` or
-    `anthropic:claude-3-5-haiku-latest`, as other tools write it (the prefix in any case); an
+    `anthropic:claude-haiku-4-5`, as other tools write it (the prefix in any case); an
     empty or blank name (`""`, `openai:`) is refused. A
     config file's judge section must name its provider one way or the other
     (`judge_provider_problem`, checked by `validate_config`); the `simulator` default here

@@ -11,7 +11,7 @@ judge:
   temperature: 0.7
   models:                    # a panel: every model answers, `aggregate` decides
     - openai:gpt-4o-mini
-    - {provider: anthropic, model: claude-3-5-haiku-latest, limits: {rpm: 50}}
+    - {provider: anthropic, model: claude-haiku-4-5, limits: {rpm: 50}}
   aggregate: majority        # majority | mean | all | any
   labels:                    # agreement with human labels, in the summary and `tracejudge calibrate`
     path: labels.jsonl       # {"case_id", "metric", "label"} lines, or a CSV with those columns

@@ -270,7 +270,7 @@ def build_app(config: SimConfig) -> web.Application:
     return app
 
 
-WARM_MODELS = ("gpt-4o-mini", "claude-3-5-haiku-latest")
+WARM_MODELS = ("gpt-4o-mini", "claude-haiku-4-5")
 """Models whose token counters a simulator loads before it serves (OpenAI's and Anthropic's usual judges)."""
 
 

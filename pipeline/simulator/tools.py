@@ -14,7 +14,8 @@ Tool choice, as the providers define it:
 
 Refused, with the providers' 400s: a forced name that no tool has, a tool
 choice without tools, an OpenAI `tool_choice` string that is not one of its
-three, and OpenAI's `n` outside 1..128 or not an integer. `n` choices are `n`
+three, OpenAI's `n` outside 1..128 or not an integer, and (first) a message or
+tool of a shape the provider refuses (`shapes`). `n` choices are `n`
 samples of the request: with the simulator's `noise` each is the next
 occurrence of the request, so they differ as repeated requests do.
 """
@@ -25,17 +26,11 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
+from tracejudge.simulator.shapes import Refusal, kind, shape_error
+
 __all__ = ["MAX_N", "Forced", "Refusal", "choice_count", "forced_tool", "openai_choice", "reply_text", "request_error"]
 
 MAX_N = 128  # OpenAI's bound on `n` for chat completions
-
-
-class Refusal(NamedTuple):
-    """A request the provider refuses with a 400 `invalid_request_error`: the message, OpenAI's `param` and `code`."""
-
-    message: str
-    param: str | None = None
-    code: str | None = None
 
 
 class Forced(NamedTuple):
@@ -44,19 +39,6 @@ class Forced(NamedTuple):
     name: str
     schema: dict[str, Any]
     how: str
-
-
-def _kind(value: Any) -> str:
-    """A JSON value's kind as OpenAI's type errors name it."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, float):
-        return "a decimal number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, dict) else "null"
 
 
 def _openai_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -72,7 +54,7 @@ def _n_error(n: Any) -> Refusal | None:
     if n is None:
         return None
     if not isinstance(n, int) or isinstance(n, bool):
-        return Refusal(f"Invalid type for 'n': expected an integer, but got {_kind(n)} instead.", "n", "invalid_type")
+        return Refusal(f"Invalid type for 'n': expected an integer, but got {kind(n)} instead.", "n", "invalid_type")
     if n < 1:
         return Refusal(f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got {n} instead.", "n", "integer_below_min_value")
     if n > MAX_N:
@@ -82,7 +64,10 @@ def _n_error(n: Any) -> Refusal | None:
 
 
 def request_error(body: dict[str, Any], anthropic: bool) -> Refusal | None:
-    """Why the provider would refuse `body`'s `n` or tool choice (see the module doc), or None."""
+    """Why the provider would refuse `body`: its shape (`shapes.shape_error`), `n` or tool choice (see the module doc), or None."""
+    refused = shape_error(body, anthropic)
+    if refused is not None:
+        return refused
     choice = body.get("tool_choice")
     if anthropic:
         if choice is None:

@@ -2,7 +2,7 @@
 
 A panel member (`tracejudge.core.judge_quality.PanelModel`) is the `judge:`
 section with the member's `model` (which may carry its provider,
-`anthropic:claude-3-5-haiku-latest`), `provider`, `base_url`,
+`anthropic:claude-haiku-4-5`), `provider`, `base_url`,
 `api_key_env` and `prices` put over it; a member on another provider than the
 section's does not inherit the section's base URL or key variable. Its
 `limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
