@@ -218,3 +218,12 @@ def test_an_agent_raising_inside_a_task_group_is_named_by_what_failed_and_a_drop
     results = {r["case_id"]: r for r in read_jsonl(tmp_path / "run" / "results.jsonl")}
     assert "ConnectionResetError: peer reset the connection" in results["net"]["error"]["message"]
     assert results["bug"]["error"]["message"].endswith("ValueError: no such flight")
+
+
+def test_the_retry_line_says_how_many_results_the_named_exception_ended():
+    # "3 results ended because the agent raised ValueError: x; 2 other error(s)" read as three ValueErrors.
+    from tracejudge.entrypoints.commands.run import _pending
+
+    line = _pending(3, ["ValueError: x", "KeyError: 'y'", "KeyError: 'y'"], 0)
+    assert line.startswith("3 results ended because the agent raised exceptions: ValueError: x in 1, 1 other kind in the rest (")
+    assert _pending(2, ["ValueError: x"] * 2, 0).startswith("2 results ended because the agent raised ValueError: x (a bug")

@@ -243,8 +243,12 @@ def _pending(pending: int, raised: list[str], died: int) -> str:
         parts.append(f"{pending - len(raised) - died} results ended in a transient failure (judge, target or provider)")
     if raised:
         first = raised[0] if len(raised[0]) <= 120 else raised[0][:117] + "..."
-        others = f"; {len(set(raised)) - 1} other error(s)" if len(set(raised)) > 1 else ""
-        parts.append(f"{len(raised)} results ended because the agent raised {first}{others} (a bug in the agent, not a transient "
+        kinds = len(set(raised))
+        # With several errors, how many results the one named ended with: "3 results ended because the agent raised
+        # ValueError: …; 2 other error(s)" read as three ValueErrors.
+        what = first if kinds == 1 else (f"exceptions: {first} in {raised.count(raised[0])}, "
+                                         f"{kinds - 1} other kind{'s' if kinds > 2 else ''} in the rest")
+        parts.append(f"{len(raised)} results ended because the agent raised {what} (a bug in the agent, not a transient "
                      "failure: error.details.traceback in results.jsonl shows where)")
     if died:
         parts.append(f"{died} results ended because the worker process scoring them died (killed, out of memory or crashed; "
