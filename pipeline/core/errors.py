@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "refuse_in_worker_import"]
+__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import"]
 
 
 class TracejudgeError(Exception):
@@ -79,3 +79,8 @@ def describe(exc: BaseException) -> str:
     if len(found) > _DESCRIBED:
         parts.append(f"and {len(found) - _DESCRIBED} more")
     return "; ".join(parts) if parts else f"{type(exc).__name__}: {exc}"
+
+
+def os_error(exc: OSError) -> str:
+    """`OSError: [Errno 28] No space left on device`: class, errno and text, without the file name (said apart)."""
+    return f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}" if exc.errno else f"{type(exc).__name__}: {exc}"

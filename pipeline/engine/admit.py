@@ -126,13 +126,12 @@ class Admission:
             yield Work(case, trial, result, started)
 
     def works_all(self, items: list[Extracted], started: float) -> list[Work]:
-        """The works of all of `items`, in order: what `works` gives each of them, made at once. For `trials` 1,
+        """The works of all of `items`, in order: what `works` gives each of them, made at once. Only for `trials` 1,
         where that is one work a record at most (the works of a chunk of records, not `trials` times as many).
 
         The common item (rendered where it was scored, its id new, not finished) is decided here with local names.
         """
-        if self.trials != 1:
-            return [work for item in items for work in self.works(item, started)]
+        assert self.trials == 1, "works_all makes a chunk's works at once: trials × a chunk would sit in memory"
         out: list[Work] = []
         claim_first, is_done, add = self.seen.claim_first, self.is_done, out.append
         for item in items:

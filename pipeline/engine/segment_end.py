@@ -23,14 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.errors import os_error
 from tracejudge.engine import store
 
-__all__ = ["describe", "record_failed_end", "settle_failed_end"]
-
-
-def describe(exc: OSError) -> str:
-    """`OSError: [Errno 28] No space left on device` (class, errno, text; no file name)."""
-    return f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}" if exc.errno else f"{type(exc).__name__}: {exc}"
+__all__ = ["record_failed_end", "settle_failed_end"]
 
 
 def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, lines_at_end: int, started: float) -> dict[str, Any] | None:
@@ -49,7 +45,7 @@ def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, line
     last = segments[-1] if segments and isinstance(segments[-1], dict) else None
     ours = last is not None and last.get("segment") == segment.get("segment") and last.get("pid") == segment.get("pid")
     record = dict(last) if ours else {**segment, "results": 0}  # unrecorded: its results are all in the tail
-    record.update(ended="error", error=describe(exc), lines_at_end=lines_at_end, elapsed_s=round(time.monotonic() - started, 3))
+    record.update(ended="error", error=os_error(exc), lines_at_end=lines_at_end, elapsed_s=round(time.monotonic() - started, 3))
     if ours:
         segments[-1] = record
     else:

@@ -20,7 +20,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from tracejudge.core.errors import ConfigError
+from tracejudge.core.errors import ConfigError, os_error
 
 __all__ = ["FIRST", "check_dataset", "check_first_records", "formats_that_read"]
 
@@ -148,8 +148,7 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         bad = _scan(fmt, dataset, ctx, FIRST)
         head = _head(dataset.path) if bad is not None else b""
     except OSError as exc:  # a file that exists but cannot be read (permissions, an I/O error): the dataset, not a crash
-        why = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno else str(exc)
-        raise ConfigError(f"dataset.path: {dataset.path}: cannot be read ({type(exc).__name__}: {why})") from None
+        raise ConfigError(f"dataset.path: {dataset.path}: cannot be read ({os_error(exc)})") from None
     if bad is not None and (bad[0] == 0 or (fmt.whole_file and not head)):  # else the run ended with exit status 1, as if scores had failed
         raise ConfigError(no_records(fmt, dataset))
     if bad is None or (bad[0] < FIRST and not fmt.whole_file):
