@@ -9,6 +9,7 @@ ids stay stable across runs of the same file.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ __all__ = [
     "fail",
     "field_path",
     "maybe_json",
+    "python_literal",
     "read_lines",
     "text_of",
 ]
@@ -199,3 +201,15 @@ def maybe_json(value: Any) -> Any:
             except JSON_ERRORS:
                 return value
     return value
+
+
+_NOT_A_LITERAL = (ValueError, SyntaxError, TypeError, MemoryError, RecursionError)
+
+
+def python_literal(source: Any, default: Any = None) -> Any:
+    """`source` (Python text, or an `ast` node) read as a literal — a `repr()` a framework wrote where JSON belonged —
+    with `ast.literal_eval`: nothing in it is evaluated as code. `default` when it is no literal, or nests too deeply."""
+    try:
+        return ast.literal_eval(source)
+    except _NOT_A_LITERAL:
+        return default

@@ -18,6 +18,8 @@ import ast
 import re
 from typing import Any
 
+from tracejudge.stages.extract.common import python_literal
+
 __all__ = ["message_tool_calls", "message_usage"]
 
 _ENUM = re.compile(r"<\w+\.\w+: ('[^']*'|\"[^\"]*\")>")  # an Enum's repr: <MessageRole.ASSISTANT: 'assistant'>
@@ -30,10 +32,7 @@ def _keywords(node: ast.AST, func: str) -> dict[str, ast.AST] | None:
 
 
 def _literal(node: ast.AST | None) -> Any:
-    try:
-        return ast.literal_eval(node) if node is not None else None
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
+    return python_literal(node) if node is not None else None
 
 
 def _parse(text: Any) -> dict[str, ast.AST] | None:

@@ -12,11 +12,11 @@ own tool-call part for arguments.
 
 from __future__ import annotations
 
-import ast
 import io
 import tokenize
 from typing import Any
 
+from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.view import unjson
 
 __all__ = ["documents", "unwrap_args", "unwrap_result"]
@@ -59,10 +59,7 @@ def _literal(text: Any) -> Any:
     decoded = unjson(text)
     if decoded is not text:
         return decoded
-    try:
-        return ast.literal_eval(text) if len(text) < 1_000_000 else text
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
+    return python_literal(text, text) if len(text) < 1_000_000 else text
 
 
 def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
@@ -112,10 +109,8 @@ def _repr_fields(text: str) -> dict[str, Any] | None:
     fields: dict[str, Any] = {}
     for n, i in enumerate(starts):
         end = tokens[starts[n + 1]].start[1] if n + 1 < len(starts) else len(text)
-        try:
-            fields[tokens[i].string] = ast.literal_eval(text[tokens[i + 1].end[1]:end].strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            fields[tokens[i].string] = None  # a value that is no literal (an object's repr): not one this reader uses
+        # (a value that is no literal, an object's repr, is None: not one this reader uses)
+        fields[tokens[i].string] = python_literal(text[tokens[i + 1].end[1]:end].strip())
     return fields
 
 
