@@ -198,3 +198,26 @@ def test_a_refused_dataset_under_fresh_leaves_no_new_directory(tmp_path: Path) -
     proc = _tj("run", str(cfg), "--no-progress", "--fresh", cwd=tmp_path)
     assert proc.returncode == 2 and "no records in it" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("run")) == ["run"]  # no empty run-2 behind
+
+
+_RAISING_METRIC = """
+import tracejudge
+
+@tracejudge.metric
+def interrupts(case, trace):
+    raise {raised}
+"""
+
+
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt()", "BaseExceptionGroup('x', [KeyboardInterrupt()])"])
+def test_a_metric_raising_keyboard_interrupt_is_130_even_inside_an_exception_group(tmp_path: Path, raised: str) -> None:
+    # A metric that runs things in a task group of its own hands its KeyboardInterrupt on wrapped in a group:
+    # that is the same interrupt, not a crash of the tool.
+    (tmp_path / "interrupting.py").write_text(_RAISING_METRIC.format(raised=raised))
+    cfg = _config(tmp_path)
+    cfg.write_text(cfg.read_text().replace("{type: ToolCorrectness}", '{type: "interrupting:interrupts"}').replace(
+        "assertions: {metrics: {ToolCorrectness: {min_mean: 0.5}}}\n", ""))
+    proc = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "interrupted", proc.stderr
+    assert "internal error" not in proc.stderr and not (tmp_path / "run" / "crash.log").exists()

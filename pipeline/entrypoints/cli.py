@@ -91,17 +91,26 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here at the latest, not at interpreter exit
         return code
     except KeyboardInterrupt:
-        # Ctrl-C outside a run's own signal handling (loading a config, a report). A second one
-        # while the process exits must not turn the exit into a traceback or a death by SIGINT.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        err.print("interrupted", highlight=False)
-        return EXIT_INTERRUPTED
+        # Ctrl-C outside a run's own signal handling (loading a config, a report), or user code (a metric, an
+        # agent) raising it.
+        return _interrupted(err)
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
         return _failed(args, exc, err)
     except BaseExceptionGroup as group:
+        # User code that raises KeyboardInterrupt inside a task group of its own arrives wrapped: still an interrupt.
+        if all(isinstance(leaf, KeyboardInterrupt) for leaf in leaves(group)):
+            return _interrupted(err)
         return _failed(args, group, err)
     finally:
         log.reset()  # called in-process (tests, a wrapper script): the caller's logging is as it was
+
+
+def _interrupted(err: Console) -> int:
+    """Exit 130 with the one line `interrupted`, whichever way the KeyboardInterrupt arrived."""
+    # A second Ctrl-C while the process exits must not turn the exit into a traceback or a death by SIGINT.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    err.print("interrupted", highlight=False)
+    return EXIT_INTERRUPTED
 
 
 def _failed(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
