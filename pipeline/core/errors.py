@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import"]
+__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import", "text_of"]
 
 
 class TracejudgeError(Exception):
@@ -74,11 +74,25 @@ def describe(exc: BaseException) -> str:
     """
     found = leaves(exc)
     if len(found) == 1 and found[0] is exc:
-        return f"{type(exc).__name__}: {exc}"
-    parts = [f"{type(e).__name__}: {e}" for e in found[:_DESCRIBED]]
+        return _named(exc)
+    parts = [_named(e) for e in found[:_DESCRIBED]]
     if len(found) > _DESCRIBED:
         parts.append(f"and {len(found) - _DESCRIBED} more")
-    return "; ".join(parts) if parts else f"{type(exc).__name__}: {exc}"
+    return "; ".join(parts) if parts else _named(exc)
+
+
+def text_of(exc: BaseException) -> str:
+    """`str(exc)`, never raising: user code's exception whose `__str__` is broken must not turn the description of one
+    failure (a metric's, an agent's, an adapter's, the crash line) into a second one. Such a text reads
+    `(its message could not be read: its __str__ raised RuntimeError)`."""
+    try:
+        return str(exc)
+    except Exception as failed:
+        return f"(its message could not be read: its __str__ raised {type(failed).__name__})"
+
+
+def _named(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {text_of(exc)}"
 
 
 def os_error(exc: OSError) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-from tracejudge.core.errors import describe
+from tracejudge.core.errors import describe, text_of
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import JudgeMetric, Plan
 from tracejudge.stages.judge.calibration import Calibration
@@ -29,7 +29,7 @@ async def full_render(judge: Judge, metric: JudgeMetric, case: Case, plan: Plan,
     try:  # rendering a long trace takes a while: off the event loop
         full = await anyio.to_thread.run_sync(build, abandon_on_cancel=True)
     except Exception as exc:  # a metric bug costs the comparison, not the score
-        return Outcome(Score(value=None, passed=None, reason=f"metric raised {describe(exc)}"), "judge_error", str(exc), "metric_error")
+        return Outcome(Score(value=None, passed=None, reason=f"metric raised {describe(exc)}"), "judge_error", text_of(exc), "metric_error")
     return None if full is None else await judge.judge(full, trial, slot + "|full", per_q)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracejudge.core.errors import text_of
 from tracejudge.core.records import Case, Trace, Usage, UserMessage
 from tracejudge.stages.target.protocol import HistoryItem, TargetReply, TargetRequest, agent_view
 
@@ -103,7 +104,7 @@ async def converse(call: Call, normalize: Normalize, case: Case, trial: int, sta
         try:
             output, trace = normalize(await call(request))
         except Exception as exc:
-            state.fail(str(exc))
+            state.fail(text_of(exc))
             raise
         elapsed = round(time.perf_counter() - t0, 6)
         if trace.usage is None:

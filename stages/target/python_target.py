@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import anyio
 import anyio.to_thread
-from tracejudge.core.errors import ConfigError, describe, leaves
+from tracejudge.core.errors import ConfigError, describe, leaves, text_of
 from tracejudge.core.registry import import_user_module
 from tracejudge.llm.redact import redact
 from tracejudge.stages.target.protocol import TargetError, TargetReply, TargetRequest, TransientTargetError, coerce_reply
@@ -37,7 +37,7 @@ def load_callable(spec: str, pythonpath: Path | None = None) -> Callable[..., An
         raise ConfigError(f"target.callable: cannot import module {module_name!r}: {exc} "
                           "(searched target.pythonpath, PYTHONPATH, the config's folder and the current directory)") from None
     except Exception as exc:
-        raise ConfigError(f"target.callable: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+        raise ConfigError(f"target.callable: importing {module_name!r} raised {type(exc).__name__}: {text_of(exc)}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"target.callable: {module_name!r} has no attribute {attr!r}")

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracejudge.core.errors import leaves
+from tracejudge.core.errors import leaves, text_of
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL
 
@@ -165,6 +165,7 @@ def _crash(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
         where = f"traceback in {path}"
     except OSError as write_error:
         where = f"traceback could not be written ({write_error.strerror}); run with --log-level debug"
-    message = str(leaf).splitlines()[0] if str(leaf) else "out of memory" if isinstance(leaf, MemoryError) else ""
+    text = text_of(leaf)
+    message = text.splitlines()[0] if text else "out of memory" if isinstance(leaf, MemoryError) else ""
     err.print(f"internal error: {type(leaf).__name__}: {message[:300]} ({where})", highlight=False, markup=False, soft_wrap=True)
     return EXIT_INTERNAL
