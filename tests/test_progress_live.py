@@ -127,3 +127,33 @@ def test_a_run_waiting_on_a_slow_agent_says_so(tmp_path: Path) -> None:
     waits = [json.loads(x)["waiting_on"] for x in proc.stderr.splitlines() if x.startswith("{") and "waiting_on" in x]
     assert waits and all(re.fullmatch(r"target: (2 cases|1 case) at the agent \(slowest \d s\)", w[0]) for w in waits), waits
     assert waits[0][0].startswith("target: 2 cases at the agent (slowest ")
+
+
+def test_a_stop_counts_the_results_it_still_writes(tmp_path: Path) -> None:
+    # No stage after extract and scoring: a stop drops the chunks still computing, but what was scored already is on its
+    # way to results.jsonl and is written all the same. The stop message said "the 0 in flight" while hundreds more came.
+    import anyio
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import runner
+
+    case = {"trace": {"steps": [{"tool_calls": [{"name": "get"}]}]}, "expected_tool_calls": [{"name": "get"}]}
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"c{i}", **case}) + "\n" for i in range(3000)))
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run, processes: 1}\n")
+    config = load_config(tmp_path / "c.yaml")
+    live, seen = LiveStatus(), []
+
+    async def main() -> None:
+        stop = anyio.Event()
+
+        def on_result(result: CaseResult) -> None:
+            seen.append(result.case_id)
+            if len(seen) == 1:  # as the CLI's signal handler does on the first SIGTERM
+                live.mark_stop()
+                seen.append(live.stop_text())
+                stop.set()
+
+        await runner.run(config, run_dir=tmp_path / "run", stop=stop, on_result=on_result, live=live)
+
+    anyio.run(main)
+    written_after = len(seen) - 2
+    assert written_after > 0 and seen[1].startswith(f"the {written_after} in flight get "), (seen[1], written_after)

@@ -175,6 +175,8 @@ class _Flow:
                     made = itertools.chain.from_iterable([works_of(item, started) for item in out if not self.foreign(_case_id(item))])
                 for works in _slices(made, max(self.raw_chunk, self.chunk)):
                     self.live.in_flight += len(works)
+                    if not self.stages:  # straight to the sink: written whatever a stop says
+                        self.live.writing += len(works)
                     await _emit(send, works, single)
                     if self.stop.is_set():
                         self.cut_short = True
@@ -203,6 +205,8 @@ class _Flow:
                             work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=describe(exc))
                         finally:
                             self.live.working -= 1
+                if stage is self.stages[-1]:
+                    self.live.writing += len(works)
                 await _emit(send, works, single)
 
     async def settler(self, stage: Stage, recv: MemoryObjectReceiveStream[list[Work]], left: MemoryObjectSendStream[list[Work]],
@@ -225,6 +229,8 @@ class _Flow:
                         self.live.working -= len(works)
                     if len(rest) < len(works):
                         kept = {id(w) for w in rest}
+                        if stage is self.stages[-1]:
+                            self.live.writing += len(works) - len(rest)
                         await _emit(send, [w for w in works if id(w) not in kept], single)
                 for work in rest:
                     await left.send([work])
@@ -237,6 +243,7 @@ class _Flow:
                     self.live.in_flight -= 1
                     if work.scratch.get("unfinished"):
                         # A stage cut this work short (a stop's grace ran out): not written, so the resume redoes it.
+                        self.live.writing -= 1
                         self.cut_short = True
                         continue
                     result = work.result
@@ -252,6 +259,8 @@ class _Flow:
                         written = self.journal.record(result)
                     if written:
                         self._after_write(result)
+                    else:
+                        self.live.writing -= 1
                 await self.record_finished(batch)
         sink_done.set()
 
@@ -291,6 +300,7 @@ class _Flow:
             log.warning("metric timed out; the case goes on without its score", metric=key, case_id=result.case_id,
                         trial=result.trial, limit_s=self.config.run.metric_timeout_s)
         self.new += 1
+        self.live.writing -= 1  # (counted until written: a batch is written with awaits between its pieces)
         if self.on_result is not None:
             self.on_result(result)
 

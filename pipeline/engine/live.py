@@ -23,7 +23,9 @@ class LiveStatus:
     `in_flight`: cases between admission and the run directory (count), queued
     between stages included. `working`: those of them in a stage's hands right
     now (a reply awaited, a retry in back-off): what a stop waits for, since
-    queued ones are dropped at once. `extracting`: raw records in chunks the CPU
+    queued ones are dropped at once. `writing`: those past every stage (past
+    extract and scoring when no stage follows), on their way to the run
+    directory: a stop writes them all. `extracting`: raw records in chunks the CPU
     executor is extracting and scoring (in worker processes, or in-process),
     not yet admitted; on a stop they are not admitted (the resume redoes them),
     and the run waits for them at most the executor's grace. `paces`: callables giving the results per
@@ -38,6 +40,7 @@ class LiveStatus:
 
     in_flight: int = 0
     working: int = 0
+    writing: int = 0
     extracting: int = 0
     grace_s: float | None = 0.0
     stop_at: float | None = None
@@ -48,6 +51,11 @@ class LiveStatus:
         """Results per second the slowest rate-limited stage admits, or `None` when no limit is known (a failing callable counts as unknown)."""
         known = [v for v in _ask(self.paces) if v is not None and v > 0]
         return min(known) if known else None
+
+    @property
+    def finishing(self) -> int:
+        """Cases a stop still finishes: those in a stage's hands (`working`) and those on their way to be written (`writing`)."""
+        return self.working + self.writing
 
     def mark_stop(self) -> None:
         """Record that a stop was asked for now (the first Ctrl-C / SIGTERM)."""
@@ -71,7 +79,7 @@ class LiveStatus:
         E.g. "the 3 in flight get 1 s to finish (256 records still being extracted are left to the resume)".
         """
         within = f"get {self.grace_s:g} s to finish" if self.grace_s is not None else "finish (each within target.timeout_s)"
-        text = f"the {self.working} in flight {within}"
+        text = f"the {self.finishing} in flight {within}"
         if self.extracting:
             n = self.extracting
             text += f" ({n} record{'' if n == 1 else 's'} still being extracted {'is' if n == 1 else 'are'} left to the resume)"

@@ -101,7 +101,7 @@ class ProgressState:
         out.update(self.judge_live)
         if self.stopping:
             grace = self.grace_left_s
-            out.update(stopping=True, in_flight=self.live.working if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
+            out.update(stopping=True, in_flight=self.live.finishing if self.live else 0, grace_left_s=None if grace is None else round(grace, 1))
             if self.live is not None and self.live.extracting:
                 out["extracting_left_to_resume"] = self.live.extracting
         waiting = self.waiting_on()
@@ -130,7 +130,7 @@ class ProgressState:
         parts = []
         if self.stopping:
             grace = self.grace_left_s
-            n = self.live.working if self.live else 0  # queued cases are dropped at once: count those in a stage's hands
+            n = self.live.finishing if self.live else 0  # queued cases are dropped at once: count those a stop still finishes
             cases = f"{n} case{'' if n == 1 else 's'} in flight"
             if grace is None:
                 parts.append(f"stopping: {cases}, finishing (Ctrl-C again to abort)")
