@@ -65,10 +65,13 @@ def unusable_path(exc: BaseException, err: Console) -> int | None:
     found = leaves(exc)
     if not found or not all(_path_error(leaf) for leaf in found):
         return None
+    lines = []
     for leaf in found:
         assert isinstance(leaf, OSError)
         where = leaf.filename if leaf.filename is not None else ""
-        err.print(f"error: {where}: {leaf.strerror or type(leaf).__name__}", highlight=False, markup=False, soft_wrap=True)
+        lines.append(f"error: {where}: {leaf.strerror or type(leaf).__name__}")
+    for line in dict.fromkeys(lines):  # one file met by two tasks at once (the run and its count for the ETA) is said once
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
     return EXIT_BAD_INPUT
 
 

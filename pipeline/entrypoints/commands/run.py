@@ -149,7 +149,13 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
                         records = -(-records // int(config.run.shard.split("/")[1]))
                     return max(records * config.run.trials - prior, 0)
 
-                n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
+                try:
+                    n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
+                except OSError:
+                    # Only the ETA is lost: the run reads the same file and says once what is wrong with it (a dataset
+                    # deleted under the run was reported twice, by this count and by the run), or reads it to the end
+                    # from the file it opened before the deletion.
+                    return
                 if progress is not None:
                     progress.set_total(n)
 
