@@ -267,6 +267,23 @@ def test_a_user_message_without_content_is_one_invalid_case_naming_the_field(tmp
              "trace.user_messages[1].content: Field required")]
 
 
+def test_an_id_with_a_lone_surrogate_is_not_the_id_spelled_with_a_backslash(tmp_path):
+    # `"\udc80"` (an escape: a lone surrogate, refused) and `"\\udc80"` (a backslash and five characters: a fine id) are
+    # two cases. The refused one's result was filed under its escaped id, the other's very text: whichever came second
+    # was called a duplicate of the first, and a valid case went unscored.
+    lone = b'{"id": "\\udc80", "trace": {"steps": []}}'
+    literal = json.dumps({**good(1), "id": "\\udc80"}).encode()
+    assert json.loads(literal)["id"] == "\\udc80" and json.loads(lone)["id"] == "\udc80"
+    for name, lines in (("lone-first", [lone, literal]), ("literal-first", [literal, lone])):
+        _, results = run_cases(tmp_path / name, lines)
+        by_line = {r["error"]["line"] if r["error"] else lines.index(literal) + 1: r for r in results}
+        refused, scored = by_line[lines.index(lone) + 1], by_line[lines.index(literal) + 1]
+        assert scored["case_id"] == "\\udc80" and scored["status"] == "ok", results
+        assert refused["status"] == "invalid_input" and "lone surrogate escape \\udc80" in refused["error"]["message"], results
+        assert refused["case_id"] == f"{tmp_path / name / 'cases.jsonl'}:{lines.index(lone) + 1}", results
+        assert "duplicate" not in refused["error"]["message"]
+
+
 def test_an_escaped_lone_surrogate_names_its_line_field_and_column(tmp_path, monkeypatch):
     # `json` decodes `"\ud800"` (half of a UTF-16 pair) where pydantic refuses it: the line was "invalid JSON" and no more.
     from tracejudge.engine.executors import processes as processes_mod

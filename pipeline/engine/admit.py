@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.records import UNTERMINATED_LINE, Case, CaseResult, ErrorInfo, Status, bare_case
+from tracejudge.core.utf8 import encodable, filed_id, safe_text
 from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
 from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
@@ -22,20 +23,6 @@ from tracejudge.engine.rendered import Finished, Rendered
 from tracejudge.llm.redact import redact_quoted
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
-
-
-def encodable(text: str) -> bool:
-    """True when `text` can be written as UTF-8 (no lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def safe_text(text: str) -> str:
-    """`text`, with lone surrogates escaped when it cannot be written as UTF-8."""
-    return text if encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def duplicate_error(case_id: str, first: str, file: str, line: int, also: str | None = None) -> ErrorInfo:
@@ -90,8 +77,8 @@ class Admission:
                 cid, err = _torn(cid, err, self.torn.pop(place))
             elif self.torn_before and place in self.torn_before:
                 cid = self.torn_before.pop(place)  # finished, yet unreadable: its result supersedes the provisional one
-            cid = safe_text(cid)
             where = f"{item.file}:{item.line}"
+            cid = filed_id(cid, where)
             first = self.seen.claim(cid, item.file, item.line)
             if first != where:
                 # Its id is taken (by a valid or an invalid record): one result under its own

@@ -19,6 +19,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError, describe
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
+from tracejudge.core.utf8 import filed_id
 from tracejudge.core.work import AGENT_ANSWERED, Stage, Work
 from tracejudge.engine import cursor
 from tracejudge.engine.admit import Admission, safe_text, torn_standing
@@ -315,7 +316,8 @@ class _Flow:
 def _case_id(item: Extracted) -> str:
     if item.rendered is not None:
         return item.rendered.id
-    return item.case.id if item.case is not None else item.error[0]  # type: ignore[index]
+    # (The id its result is filed under (`Admission.works`): the shard that writes it is the one its id assigns.)
+    return filed_id(item.case.id if item.case is not None else item.error[0], f"{item.file}:{item.line}")  # type: ignore[index]
 
 
 # Works a task takes without a checkpoint before it yields to the loop all the same: each

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.core.utf8 import encodable
 from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.fast_decode import decode as fast_decode
 from tracejudge.stages.extract.surrogates import lone_surrogate
@@ -120,8 +121,9 @@ def line_id(raw: bytes | str | dict[str, Any]) -> str | None:
 
 
 def _usable(cid: str) -> str | None:
-    # An id `Case` refuses (empty, only whitespace, or holding NUL) is none: the line's result goes under its file and line instead.
-    return cid if cid and not cid.isspace() and "\x00" not in cid else None
+    # An id `Case` refuses (empty, only whitespace, or holding NUL) is none: the line's result goes under its file and line
+    # instead; so is one UTF-8 cannot carry (a lone surrogate), whose result is filed there too (`core.utf8.filed_id`).
+    return cid if cid and not cid.isspace() and "\x00" not in cid and encodable(cid) else None
 
 
 register_format(Format("native", read=lambda ds: read_jsonl(ds.path, ds.limit), adapt=adapt, peek_id=peek_id, options=NoOptions,
