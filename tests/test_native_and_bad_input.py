@@ -267,6 +267,20 @@ def test_a_user_message_without_content_is_one_invalid_case_naming_the_field(tmp
              "trace.user_messages[1].content: Field required")]
 
 
+def test_a_tool_name_holding_nul_is_refused_naming_file_line_and_field(tmp_path):
+    # Every reader builds its calls through the same record types, and the fast decoder hands such a name to them.
+    called = {**good(1), "id": "called", "trace": {"steps": [{"tool_calls": [{"name": "a\u0000b"}]}]}}
+    expected = {**good(2), "id": "expected", "expected_tool_calls": [{"name": "get\u0000order"}]}
+    lines = [json.dumps(good(0)).encode(), json.dumps(called).encode(), json.dumps(expected).encode()]
+    nul = "the tool name holds a NUL character (\\u0000), which XML and terminals cannot carry"
+    _, results = run_cases(tmp_path, lines)
+    assert [r["status"] for r in results] == ["ok", "invalid_input", "invalid_input"]
+    assert [(r["error"]["line"], r["error"]["field"], r["error"]["message"]) for r in results[1:]] == [
+        (2, "trace.steps[0].tool_calls[0].name", f"trace.steps[0].tool_calls[0].name: {nul}"),
+        (3, "expected_tool_calls[0].name", f"expected_tool_calls[0].name: {nul}")]
+    assert all(r["error"]["file"] == str(tmp_path / "cases.jsonl") for r in results[1:])
+
+
 def test_an_id_with_a_lone_surrogate_is_not_the_id_spelled_with_a_backslash(tmp_path):
     # `"\udc80"` (an escape: a lone surrogate, refused) and `"\\udc80"` (a backslash and five characters: a fine id) are
     # two cases. The refused one's result was filed under its escaped id, the other's very text: whichever came second

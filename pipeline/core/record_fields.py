@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-__all__ = ["Count", "Measure", "MetaValue", "Spent", "SpentUsd", "ToolName", "empty_list", "no_bool"]
+__all__ = ["Count", "Measure", "MetaValue", "Spent", "SpentUsd", "ToolName", "empty_list", "no_bool", "tool_name_problem"]
 
 
 def empty_list() -> list[Any]:
@@ -65,10 +65,25 @@ Count = Annotated[int | None, no_bool("int")]
 Measure = Annotated[Annotated[float, Field(allow_inf_nan=False)] | None, no_bool("float")]
 
 
-def _named(value: str) -> str:
+def tool_name_problem(value: str) -> tuple[str, str] | None:
+    """`(error type, message)` saying why `value` cannot name a tool, or None when it can.
+
+    The one rule for every reader: the records' validation (`ToolName`) raises it, and a decoder that skips that
+    validation (`extract.fast_decode`) hands a name it refuses to it.
+    """
     # A call with no name matches no expectation and names nothing in a report: the record is malformed.
     if not value or value.isspace():
-        raise PydanticCustomError("tool_name_empty", "the tool name is empty or only whitespace")
+        return "tool_name_empty", "the tool name is empty or only whitespace"
+    # Names are shown and written everywhere (reports, JUnit XML, a terminal), and XML cannot carry a NUL at all.
+    if "\x00" in value:
+        return "tool_name_nul", "the tool name holds a NUL character (\\u0000), which XML and terminals cannot carry"
+    return None
+
+
+def _named(value: str) -> str:
+    problem = tool_name_problem(value)
+    if problem is not None:
+        raise PydanticCustomError(*problem)
     return value
 
 

@@ -29,6 +29,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel
 
 from tracejudge.core.memo import SeenSet
+from tracejudge.core.record_fields import tool_name_problem
 from tracejudge.core.records import Case, ExpectedToolCall, Passage, Step, ToolCall, Trace, Usage, UserMessage
 from tracejudge.stages.load import MAX_DEPTH
 
@@ -74,7 +75,7 @@ if _FAST:
     # the ~30 structs of a case neither count towards nor are traversed by collections (5% of a struct-path case).
     class _ToolCall(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
         id: str | None = None
-        # A blank name is refused after the decode (`_named`): pydantic says what is wrong with it. (As a
+        # A blank name or one holding NUL is refused after the decode (`_named`): pydantic says what is wrong with it. (As a
         # `Meta(pattern=…)` constraint msgspec called `re` for every name, ~3% of a struct-path case.)
         name: str
         # A JSON string of arguments is refused here: pydantic decodes it (and flags what does not decode).
@@ -221,10 +222,10 @@ _NAMED: SeenSet[str] = SeenSet()  # tool names seen to hold a non-space characte
 
 
 def _named(names: Iterable[str]) -> None:
-    """Raise `_Fallback` at a tool name that is empty or only whitespace (`record_fields._named`: pydantic says so);
+    """Raise `_Fallback` at a tool name the records refuse (`record_fields.tool_name_problem`: pydantic says why);
     remember the others in `_NAMED`."""
     for name in names:
-        if not name or name.isspace():
+        if tool_name_problem(name) is not None:
             raise _Fallback
         _NAMED.remember_one(name)
 
