@@ -115,6 +115,21 @@ def test_a_utf16_line_keeps_its_newline_s_nul_from_the_next_line(tmp_path):
         assert list(read_jsonl(path, start=(recs[-1].end, 4))) == []
 
 
+def test_a_utf16_be_line_keeps_its_own_leading_nul(tmp_path):
+    # A UTF-16 BE line ends in 00 0A as a UTF-16 LE one does, but that 00 is its own newline's and the next line's
+    # leading 00 is the next line's: taken for the LE case, the second of two BE lines lost it (`45 of its 90 bytes are
+    # NUL` for the first, `44 of its 89` for the second). Each reads as the bytes written.
+    good = [(json.dumps({"id": f"g{i}"}) + "\n").encode() for i in range(6)]
+    for newline in ("\n", "\r\n"):
+        wide = [(json.dumps({"id": f"w{i}"}) + newline).encode("utf-16-be") for i in range(2)]
+        blank = "\n".encode("utf-16-be")
+        path = tmp_path / "be.jsonl"
+        path.write_bytes(b"".join(good[:3]) + wide[0] + wide[1] + blank + wide[0] + b"".join(good[3:]))
+        recs = list(read_jsonl(path))
+        assert [r.payload for r in recs if r.line in (4, 5, 7)] == [wide[0], wide[1], wide[0]]
+        assert [json.loads(r.payload)["id"] for r in recs if r.line not in (4, 5, 6, 7)] == ["g0", "g1", "g2", "g3", "g4", "g5"]
+
+
 def test_one_utf16_line_among_a_few_does_not_make_the_file_binary(tmp_path):
     # With its NUL counted in the next line, two of four lines held a NUL: the whole file was "not a text JSONL file".
     path = tmp_path / "four.jsonl"

@@ -214,7 +214,10 @@ def jsonl_lines(fh: Any, offset: int = 0) -> Iterator[tuple[int, bytes]]:
     after the first line it is where files were joined, `cat a.jsonl b.jsonl`, each beginning with its own), and a NUL
     that ends the line before. A UTF-16 LE line's newline is 0A 00: split at the 0A, its 00 would begin the next line,
     spoiling a good UTF-8 line after it, or making a line of its own after the last. So a line starting with a NUL after
-    one ending in 00 0A (a UTF-16 LE "\\n" or "\\r\\n") loses that NUL; the size still counts it, so offsets stay the file's.
+    one ending in a UTF-16 LE "\\n" or "\\r\\n" loses that NUL; the size still counts it, so offsets stay the file's. A UTF-16
+    BE line ends in 00 0A too, its own newline whole, and the next line's NUL is its own: told apart by where the 0A
+    falls, two bytes a character from the line's start (an even number of bytes before it in LE, odd in BE). A resume
+    (`offset`) does not read the line before, and takes a line ending in 00 0A for UTF-16 LE.
     """
     wide = False
     if offset >= 2:
@@ -226,7 +229,9 @@ def jsonl_lines(fh: Any, offset: int = 0) -> Iterator[tuple[int, bytes]]:
         size, ends_wide = len(line), line.endswith(b"\x00\n")
         if wide and line[:1] == b"\x00":
             line = line[1:]
-        wide = ends_wide  # of the line as read: a blank UTF-16 LE line reads 00 0A, and its newline's 00 begins the next
+        # Ending in 00 0A as read (a blank UTF-16 LE line reads 00 0A, and its newline's 00 begins the next), with the 0A
+        # at an even offset once that NUL is dropped: a UTF-16 LE newline.
+        wide = ends_wide and len(line) % 2 == 1
         if line.startswith(_BOM):
             line = line[3:]
         yield size, line
