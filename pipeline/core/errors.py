@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import", "text_of"]
+__all__ = [
+    "ConfigError", "TracejudgeError", "UnguardedScript", "Unreachable", "describe", "leaves", "os_error", "refuse_in_worker_import",
+    "text_of",
+]
 
 
 class TracejudgeError(Exception):
