@@ -24,6 +24,15 @@ def agent(request):
 
 def adapter(record):
     raise Unprintable()
+
+def read(dataset):
+    raise Unprintable()
+    yield
+
+import dataclasses
+from tracejudge.core import registry
+
+reader = dataclasses.replace(registry.format_for("native"), name="usercode:reader", read=read, count=None, peek_id=None)
 '''
 
 CASE = {"id": "c1", "input": "hi", "trace": {"steps": [{"tool_calls": [{"name": "get"}]}], "output": "ok"}}
@@ -55,3 +64,18 @@ def test_an_exception_whose_text_cannot_be_read_is_named_by_its_type(tmp_path: P
     adapted = _run(tmp_path, "adapter", 'dataset: {path: cases.jsonl, format: "usercode:adapter"}\nmetrics: [{type: ToolCalls}]\n')
     assert adapted["status"] == "invalid_input", adapted
     assert adapted["error"]["message"] == f"adapter usercode:adapter failed: {UNREADABLE}"
+
+
+def test_a_crash_on_such_an_exception_is_still_one_line_and_a_crash_log(tmp_path: Path) -> None:
+    # A reader of the user's own raising it ends the run (exit 3); the one line said nothing but a traceback of the
+    # second error, raised while the first was being described.
+    (tmp_path / "usercode.py").write_text(USER_CODE)
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl, format: "usercode:reader"}\nmetrics: [{type: ToolCalls}]\n'
+                                     "run: {dir: run}\n")
+    proc = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    crash = tmp_path / "run" / "crash.log"
+    assert proc.stderr.strip().splitlines() == [f"internal error: {UNREADABLE} (traceback in {crash})"], proc.stderr
+    assert "Unprintable" in crash.read_text()
