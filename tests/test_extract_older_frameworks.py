@@ -123,3 +123,20 @@ def test_langfuse_tool_observed_as_a_plain_span_is_the_call() -> None:
     (call,) = cases[0].trace.tool_calls()
     assert (call.id, call.name, call.arguments, call.failed, call.error) == ("call_fail_000", "cancel_order", {"order_id": "#W999"}, True, "order #W999 not found")
     assert cases[0].trace.output == "I could not cancel order #W999: it was not found. Please check the order number."
+
+
+def test_openinference_langchain_failed_tool_without_a_call_id_still_gets_the_text_the_model_saw() -> None:
+    """openinference-instrumentation-langchain before 0.1.50 wrote no `tool_call.id` on the model's calls, and a failed
+    TOOL span has no output (where a ToolMessage's `tool_call_id` is read): the call pairs by order and name with
+    the tool message of the next request, as the current release's recording pairs it by id.
+    """
+    [old] = extract_otel(DATA / "openinference-langchain-0.1.45-failing.jsonl")
+    [now] = extract_otel(Path(__file__).parent / "data" / "frameworks" / "openinference-langchain" / "failing.jsonl")
+    assert isinstance(old, Case) and isinstance(now, Case), (old, now)
+    [call] = old.trace.tool_calls()
+    assert (call.id, call.name, call.arguments, call.failed) == ("call_fail_000", "cancel_order", {"order_id": "#W999"}, True)
+    assert call.result == "Error: ValueError('order #W999 not found')\n Please fix your mistakes."
+    assert call.error is not None and call.error.endswith("ValueError: order #W999 not found\n")
+    [current] = now.trace.tool_calls()
+    assert (call.id, call.result, call.failed) == (current.id, current.result, current.failed)
+    assert old.trace.output == now.trace.output

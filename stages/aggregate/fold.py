@@ -30,7 +30,6 @@ summary.json layout (per metric block, see `MetricStats.as_dict`)::
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from operator import itemgetter
@@ -40,7 +39,7 @@ from tracejudge.core.evalconfig import AggregateConfig
 from tracejudge.core.records import LATE_STATUSES, CaseResult, Score, Status
 from tracejudge.engine.keyset import result_key, trial_key
 from tracejudge.engine.rendered import Finished
-from tracejudge.stages.aggregate.group_labels import MISSING, OTHER, group_label, group_value
+from tracejudge.stages.aggregate.group_labels import MISSING, OTHER, group_label, group_value, metadata_key, natural_label, shown_labels
 from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats, _pair
 from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
 from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
@@ -126,7 +125,10 @@ class Aggregator:
 
     def _stats(self, group: tuple[str, str], key: str) -> MetricStats:
         size = self.settings.reservoir_size if group == ("", "") else self.settings.group_reservoir_size
-        return MetricStats(size, f"{self.settings.seed}:{group[0]}={group[1]}:{key}", own=key in self._own)
+        # Seeded by the label a metadata group shows alone, as before its key told the text "1" from the number 1:
+        # a group's sample, and so its interval, stays what it was.
+        label = natural_label(group[1]) if group[0].startswith("metadata.") else group[1]
+        return MetricStats(size, f"{self.settings.seed}:{group[0]}={label}:{key}", own=key in self._own)
 
     def _late_stats(self, group: tuple[str, str], key: str, status_so_far: Counter[str], current: CaseResult | None) -> MetricStats:
         # Stats created after some results were folded must still count those results:
@@ -160,7 +162,7 @@ class Aggregator:
                 out.append(g if g in known else self._admit(g))
         for name in self.settings.group_by:
             v = result.metadata.get(name, None) if name in result.metadata else None
-            label = MISSING if name not in result.metadata else (group_label(v) if isinstance(v, str) else json.dumps(v, sort_keys=True))
+            label = MISSING if name not in result.metadata else metadata_key(v)
             out.append(self._admit((f"metadata.{name}", label)))
         return tuple(out) if len(out) < 2 else tuple(dict.fromkeys(out))
 
@@ -354,7 +356,14 @@ class Aggregator:
                 **PassAtKTracker.figure(*snap, ("", ""), spec.k),
             }
         breakdowns: dict[str, dict[str, Any]] = {}
-        for (name, value), g in sorted(self.groups.items()):
+        shown: dict[str, dict[str, str]] = {}
+        for name, value in self.groups:
+            if name.startswith("metadata."):
+                shown.setdefault(name, {})[value] = value
+        shown = {name: shown_labels(keys) for name, keys in shown.items()}
+        # In the order of the labels shown alone (a run whose values never collide lists its groups as it did).
+        ordered = sorted(self.groups.items(), key=lambda item: (item[0][0], shown.get(item[0][0], {}).get(item[0][1], item[0][1]), item[0][1]))
+        for (name, value), g in ordered:
             gm = {}
             for key in self.metrics:
                 st = g["metrics"].get(key)
@@ -372,7 +381,7 @@ class Aggregator:
             entry = {"results": g["results"], "status": dict(sorted(g["status"].items())), "metrics": gm}
             if group_pk:
                 entry["pass_at_k"] = group_pk
-            breakdowns.setdefault(name, {})[value] = entry
+            breakdowns.setdefault(name, {})[shown[name][value] if name in shown else value] = entry
         return {
             "results": self.results,
             "status": dict(sorted(self.status.items())),

@@ -4,11 +4,20 @@ A result with no value for a `group_by` field falls in `(missing)`; values past 
 `(other)`. A real value that reads as one of those labels is given one more pair of parentheses (`group_label`),
 so no value's group merges with them, and `group_value` reads a label back (the viewer links a tag's group to
 the cases carrying the tag).
+
+A metadata value that is not text is labelled with its JSON (`1`, `true`, `null`), which the text of another
+value can read as (`"1"`). The fold keeps such values apart (`metadata_key`), and a summary shows the text in
+JSON quotes (`"1"`) only where both are in one breakdown (`shown_labels`): every other value keeps its label.
 """
 
 from __future__ import annotations
 
-__all__ = ["MISSING", "OTHER", "group_label", "group_value"]
+import json
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["MISSING", "OTHER", "group_label", "group_value", "keyed_alike", "metadata_key", "natural_label", "shown_labels"]
 
 OTHER = "(other)"
 MISSING = "(missing)"
@@ -38,3 +47,55 @@ def group_value(label: str) -> str | None:
     if k > 1 and len(label) - len(label.rstrip(")")) == k and label[k:-k] in _RESERVED:
         return label[1:-1]
     return label
+
+
+def _reads_as_json(text: str) -> bool:
+    """Whether `text` is what `json.dumps` writes for some value other than a text, or is a JSON text literal (`"1"`)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, str) or json.dumps(value, sort_keys=True) == text
+
+
+def metadata_key(value: Any) -> str:
+    """The fold's key for a metadata value: one key per value, whatever its type, depending on the value alone.
+
+    A value that is not text: its JSON (`1`, `true`, `[1, 2]`). A text that reads as such JSON (`"1"`, `"true"`), or
+    as a JSON text literal: that text in JSON quotes (`'"1"'`), which no other value's key can be. Any other text:
+    `group_label(value)`. `natural_label` gives back the label each shows when nothing shares it.
+    """
+    if not isinstance(value, str):
+        return json.dumps(value, sort_keys=True)
+    return json.dumps(value) if _reads_as_json(value) else group_label(value)
+
+
+def natural_label(key: str) -> str:
+    """The label a metadata key shows when no other group of its breakdown shows the same (`'"1"'` → `1`)."""
+    if key[:1] == '"':
+        try:
+            value = json.loads(key)
+        except ValueError:
+            return key  # a text that merely starts with a quote is its own key
+        if isinstance(value, str):
+            return value
+    return key
+
+
+def shown_labels(keys: Iterable[str]) -> dict[str, str]:
+    """The labels of one metadata breakdown's groups, by key: each group's `natural_label`, but its key for a
+    group whose natural label another group shows too (the text `"1"` beside the number 1); all distinct."""
+    shown = {k: natural_label(k) for k in keys}
+    while True:
+        seen = Counter(shown.values())
+        shared = [k for k, label in shown.items() if seen[label] > 1 and label != k]
+        if not shared:
+            return shown  # (keys are distinct, so labels that are all keys or unshared are distinct)
+        for k in shared:
+            shown[k] = k
+
+
+def keyed_alike(label: str) -> bool:
+    """Whether a metadata group label written before `metadata_key` (which one value it stood for is not stored) is
+    the key that value has now: false for a label a text and another value shared (`1`) or a quoted text."""
+    return label in (MISSING, OTHER) or not _reads_as_json(label)

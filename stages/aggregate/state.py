@@ -25,13 +25,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, MetricStats, PassAtKTracker, _KSum
+from tracejudge.stages.aggregate.group_labels import keyed_alike
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments
 
 __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
 
 # 2: bootstrap samples chosen by key hash (format 1 held order-dependent reservoirs; rebuilt when met).
 # 3: `written_before` (format 2 counted a config metric's results written before it as not applicable; rebuilt when met).
-STATE_FORMAT = 3
+# 4: metadata keys tell the text "1" from the number 1 (`group_labels.metadata_key`); a format 3 state is read as
+#    it is when none of its metadata labels could stand for either (`keyed_alike`), else rebuilt.
+STATE_FORMAT = 4
 
 NonNeg = Annotated[int, Field(ge=0)]
 
@@ -197,6 +200,15 @@ def dump_state(agg: Aggregator) -> dict[str, Any]:
     return state.model_dump(mode="json")
 
 
+def _labels(s: AggregatorState) -> set[tuple[str, str]]:
+    """Every `(breakdown, label)` a state names: its groups and those its pass@k trackers count in."""
+    out = {(g.breakdown, g.value) for g in s.groups}
+    for t in s.trackers:
+        out.update(tuple(g) for p in t.pending for g in p.groups)
+        out.update((b, v) for b, v, *_ in (*t.sums, *t.no_scored, *t.too_few))
+    return out
+
+
 def restore(data: Any, fresh: Aggregator) -> Aggregator:
     """Fill `fresh` (an empty aggregator built from the current config) with a stored state.
 
@@ -210,7 +222,11 @@ def restore(data: Any, fresh: Aggregator) -> Aggregator:
         s = AggregatorState.model_validate_json(json.dumps(data))
     except (ValidationError, TypeError, ValueError) as exc:
         raise StateError(f"does not validate: {str(exc).splitlines()[0]}") from None
-    if s.format != STATE_FORMAT:
+    if s.format == STATE_FORMAT - 1:
+        shared = next((g for g in _labels(s) if g[0].startswith("metadata.") and not keyed_alike(g[1])), None)
+        if shared is not None:
+            raise StateError(f"state format {s.format}: group {shared} may hold both a text and another value")
+    elif s.format != STATE_FORMAT:
         raise StateError(f"state format {s.format}, expected {STATE_FORMAT}")
     agg = fresh
     stored = dict(s.metrics)

@@ -28,10 +28,11 @@ question (refused when the config loads without one). Each question becomes one 
   by executing them against a simulated state, so name/argument comparison
   is an approximation there;
 - memory and web_search answers are lists of accepted texts, not calls: they
-  become `expected_output` (the list; `Contains` passes when the final output
-  contains any of them, as upstream's agentic checker asks of the last reply)
-  and the case states no expected calls (`null`); upstream also drops
-  `,./-_*^()` and matches at word boundaries, which `Contains` does not;
+  become `expected_output` (the list) and the case states no expected calls
+  (`null`). `Contains` with `match: bfcl` gives upstream's agentic checker's
+  verdict on the final reply (`,./-_*^()` dropped, case ignored, whole
+  words); plain `Contains` is a substring test, which finds `49.99` in
+  `149.99` where upstream does not;
 - `BFCL_v4_format_sensitivity.json` is no question file but an index of other
   categories' question ids: it is one `invalid_input` saying so;
 - `irrelevance` questions (no answer file) expect no call (`[]`);

@@ -9,10 +9,11 @@ multivon-eval reachable through the options.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.llm.redact import redact_quoted
@@ -83,10 +84,26 @@ class Contains(Metric):
     answers); neither → `value: null`. Case is ignored unless
     `case_sensitive: true` (cogitator's default; pydantic-evals' `Contains`
     is case-sensitive). Expected `""` is contained in every output.
+
+    `match: bfcl` is BFCL's agentic checker (memory and web_search
+    questions): both texts lose `,./-_*^()`, are lower-cased and have `'`
+    turned into `"`, then an expected text must appear between word
+    boundaries (`\\b`, Python `re`), so `35` is not found in `135`. Spaces
+    are kept (`April 1,2024` does not match `April 1, 2024`), and an expected
+    text that starts or ends with a non-word character (`$222 million`)
+    needs a word character beside it, as upstream. It cannot be combined
+    with `case_sensitive: true`.
     """
 
     value: str | None = None
     case_sensitive: bool = False
+    match: Literal["substring", "bfcl"] = "substring"
+
+    @model_validator(mode="after")
+    def _compatible_options(self) -> "Contains":
+        if self.match == "bfcl" and self.case_sensitive:
+            raise ValueError("match: bfcl ignores case, as BFCL's checker does: it cannot be combined with case_sensitive: true")
+        return self
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
@@ -94,7 +111,11 @@ class Contains(Metric):
         target = self.value if self.value is not None else case.expected_output
         if target is None:
             return no_expectation("expected_output")
+        if self.match == "bfcl" and isinstance(target, str):
+            target = [target]
         if isinstance(target, list) and target and all(isinstance(t, str) for t in target):
+            if self.match == "bfcl":
+                return _bfcl_mentions_any(target, _output(case))
             return _contains_any(target, _output(case), self.case_sensitive)
         if not isinstance(target, str):
             return Score(value=None, reason=f"not computed: Contains needs a text expectation (or a list of texts), got {type(target).__name__}")
@@ -114,8 +135,32 @@ def _contains_any(targets: list[str], out: str, case_sensitive: bool) -> Score:
     hit = next((t for t in targets if (t if case_sensitive else t.lower()) in seen), None)
     if hit is not None:
         return _pass(True, f"output contains {redact_quoted(hit, 80)[:80]!r}")
-    shown = ", ".join(repr(redact_quoted(t, 80)[:80]) for t in targets[:5]) + (", …" if len(targets) > 5 else "")
-    return _pass(False, f"output contains none of {shown}")
+    return _pass(False, f"output contains none of {_listed(targets)}")
+
+
+def _listed(targets: list[str]) -> str:
+    """Up to five expected texts, quoted and redacted, for a reason."""
+    return ", ".join(repr(redact_quoted(t, 80)[:80]) for t in targets[:5]) + (", …" if len(targets) > 5 else "")
+
+
+# BFCL's `standardize_string`: these characters go, in this order with lower-casing and `'` → `"`.
+_BFCL_DROPPED = re.compile(r"[,./\-_*^()]")
+
+
+def _bfcl_standardize(text: str) -> str:
+    """`text` as BFCL's agentic checker compares it: `,./-_*^()` dropped, lower-cased, `'` turned into `"`."""
+    return _BFCL_DROPPED.sub("", text).lower().replace("'", '"')
+
+
+def _bfcl_mentions_any(targets: list[str], out: str) -> Score:
+    """`Contains(match="bfcl")`: BFCL's `agentic_checker` verdict on the final output."""
+    seen = _bfcl_standardize(out)
+    for t in targets:
+        # upstream's pattern: the standardized answer, escaped, between `\b` word boundaries
+        if re.search(rf"\b{re.escape(_bfcl_standardize(t))}\b", seen):
+            return _pass(True, f"output mentions {redact_quoted(t, 80)[:80]!r} (BFCL's answer check)")
+    return _pass(False, f"output mentions none of {_listed(targets)} (BFCL's answer check: "
+                        "`,./-_*^()` dropped, case ignored, whole words)")
 
 
 @lru_cache(maxsize=256)

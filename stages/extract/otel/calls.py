@@ -128,9 +128,15 @@ def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefi
         call["arguments_missing"] = True
     else:
         call["arguments"] = args
-    # a failed span's outcome is its error: the loose text the model saw next is that error, not a result
-    loose = asked_at if part is not None and t.error is None else None
-    return _finish(call, t.result, t.error, responses.find((t.call_id, pid), loose, t.name), prefixes)
+    # A failed span whose ids name another call keeps its error rather than a loose text the model saw next (ADK
+    # numbers its parts apart from the calls). One with no id at all pairs by order and name, as a span that did
+    # not fail: openinference-langchain before 0.1.50 gave the model's calls no id and a failed span no output,
+    # the only place a call id was written, so its ToolMessage (and id) can be found no other way.
+    loose = asked_at if part is not None and (t.error is None or call["id"] is None) else None
+    response = responses.find((t.call_id, pid), loose, t.name)
+    if call["id"] is None and response is not None and response.get("id") is not None:
+        call["id"] = str(response["id"])  # the id the tool message answered, which the call itself did not keep
+    return _finish(call, t.result, t.error, response, prefixes)
 
 
 def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
