@@ -63,7 +63,10 @@ class ToolCorrectness(ToolMetric):
                 return no_expectation()
             names = [e.name for _, e in exp]
         expected = _count(names)
-        actual = _count(self.counted_names(case_views(case)))
+        views = case_views(case)
+        # (`counted_names`, read from the views when another metric of the case listed them: no method look-up.)
+        actual = _count(views.names.get((p["include_tools"], p["exclude_tools"], p["include_failed"]))
+                        or self.counted_names(views))
         # As `Counter` subtraction orders them: missing in the expected names' order, extra in the calls'.
         get = actual.get
         missing = {n: c - get(n, 0) for n, c in expected.items() if c > get(n, 0)}
