@@ -178,10 +178,11 @@ def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
     return CaseResult(case_id="", tags=tags, metadata=metadata, scores=scores).model_dump_json()
 
 
-def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Rendered | None:
+def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: str | None = None) -> Rendered | None:
     """`case` (id, tags, metadata) with its `scores`, rendered; None when JSON cannot carry its text (a lone surrogate).
 
-    `junit_keys` are the run's metric keys in report order: one `testcase_end` each.
+    `junit_keys` are the run's metric keys in report order: one `testcase_end` each. `refuse`: None too
+    when a score not computed has a reason starting with it (read here, where each reason is read anyway).
     """
     tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
     try:
@@ -204,6 +205,8 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
             v, passed, reason = s.value, s.passed, s.reason
         cells[k] = _cell((v, passed))
         if v is None:
+            if refuse is not None and reason.startswith(refuse):
+                return None
             if reason.startswith("metric_timeout:"):
                 timed_out.append(k)
             ends[k] = testcase_end(v, passed, reason)
