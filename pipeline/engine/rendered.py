@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import pydantic_core
+from pydantic import BaseModel
 from tracejudge.core.memo import Memo
 from tracejudge.core.records import CaseResult, Score, Status
 from tracejudge.engine.keyset import key_hash
@@ -82,6 +83,15 @@ def text(s: str) -> str:
     return attr(s)[1:-1]
 
 
+_FLOAT_TEXTS: Memo[float, str] = Memo()  # a float's `str` by value (`core.memo`: bounded, per process)
+
+
+def _float_text(v: float) -> str:
+    """`str(v)` of a float, kept for the next equal one: not for 0.0 or -0.0, equal with different texts, nor NaN."""
+    shown = str(v)
+    return _FLOAT_TEXTS.put(v, shown) if v and v == v else shown
+
+
 def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) -> str:
     """The end of one metric's `<testcase>` (after its `time` attribute) for a result that counts the score.
 
@@ -99,9 +109,11 @@ def testcase_end(value: Any, passed: Any, reason: Any, computed: bool = True) ->
         # alone decides the escaping and the line is built at once (not `value …: …` first, then copied into it).
         if '"' in reason and "'" in reason:
             reason = reason.replace('"', "&quot;")
+        # (A value recurs from case to case, and a float's text cost more than the rest of the line: kept, `_float_text`.)
+        shown = _FLOAT_TEXTS.get(value) or _float_text(value)
         if passed is False:
-            return f">\n      <system-out>below threshold: value {value}: {reason}</system-out>\n    </testcase>\n"
-        return f">\n      <system-out>value {value}: {reason}</system-out>\n    </testcase>\n"
+            return f">\n      <system-out>below threshold: value {shown}: {reason}</system-out>\n    </testcase>\n"
+        return f">\n      <system-out>value {shown}: {reason}</system-out>\n    </testcase>\n"
     s = f"value {value}: {reason}"
     # Escaped as `text` escapes it (the attribute without its quotes); the common cases without
     # building the quoted attribute and slicing it again.
@@ -146,7 +158,22 @@ _STR = frozenset({str})
 _SCORE = frozenset({Score})
 _NOT_COMPUTED_END = testcase_end(None, None, "", computed=False)  # a metric the result has no score for
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setter(slot: str) -> Any:
+    """The setter of one of the slots a pydantic instance holds, called directly (as `stages.score.base.make_score`
+    sets a score's): `object.__setattr__` checks the type's whole hierarchy at every call. (`object.__setattr__` for a
+    pydantic whose instances hold other slots.)"""
+    got = BaseModel.__dict__.get(slot) if slot in getattr(BaseModel, "__slots__", ()) else None
+    return got.__set__ if hasattr(got, "__set__") else partial(_setattr_of, slot)
+
+
+def _setattr_of(slot: str, obj: Any, value: Any) -> None:
+    object.__setattr__(obj, slot, value)
+
+
+_dict, _fields_set, _extra, _private = map(_slot_setter, ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__",
+                                                          "__pydantic_private__"))
 _to_json = CaseResult.__pydantic_serializer__.to_json
 
 _SHORT = 80  # reasons up to this long have their JUnit end kept (`_ENDS`), by (reason, passed, value)
@@ -169,19 +196,20 @@ def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
     if (type(tags) is list and type(metadata) is dict and {*map(type, tags)} <= _STR
             and {*map(type, metadata)} <= _STR and {*map(type, scores.values())} <= _SCORE):
         result = _new(CaseResult)
-        _set(result, "__dict__", {"case_id": "", "trial": 0, "status": _OK, "tags": tags, "metadata": metadata,
-                                  "scores": scores, "error": None, "duration_s": 0.0})
-        _set(result, "__pydantic_fields_set__", {"case_id", "tags", "metadata", "scores"})
-        _set(result, "__pydantic_extra__", None)
-        _set(result, "__pydantic_private__", None)
+        _dict(result, {"case_id": "", "trial": 0, "status": _OK, "tags": tags, "metadata": metadata, "scores": scores,
+                       "error": None, "duration_s": 0.0})
+        _fields_set(result, {"case_id", "tags", "metadata", "scores"})
+        _extra(result, None)
+        _private(result, None)
         return _to_json(result).decode()
     return CaseResult(case_id="", tags=tags, metadata=metadata, scores=scores).model_dump_json()
 
 
-def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Rendered | None:
+def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: str | None = None) -> Rendered | None:
     """`case` (id, tags, metadata) with its `scores`, rendered; None when JSON cannot carry its text (a lone surrogate).
 
-    `junit_keys` are the run's metric keys in report order: one `testcase_end` each.
+    `junit_keys` are the run's metric keys in report order: one `testcase_end` each. `refuse`: None too
+    when a score not computed has a reason starting with it (read here, where each reason is read anyway).
     """
     tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
     try:
@@ -204,6 +232,8 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str]) -> Render
             v, passed, reason = s.value, s.passed, s.reason
         cells[k] = _cell((v, passed))
         if v is None:
+            if refuse is not None and reason.startswith(refuse):
+                return None
             if reason.startswith("metric_timeout:"):
                 timed_out.append(k)
             ends[k] = testcase_end(v, passed, reason)

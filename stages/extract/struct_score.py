@@ -95,9 +95,6 @@ def _score(raw: Any, metrics: Sequence[Any], merge: Callable[[Sequence[Any], lis
         use, _ = metrics_for(case, metrics, merge)
         if use is None or not audited(use):
             return fast_decode.to_case(case)
-    scores = score_case(case, use)
-    for score in scores.values():
-        if score.reason.startswith(_RAISED):
-            return fast_decode.to_case(case)
-    done = render(case, scores, keys)
+    # A metric that raised scores `value: null` with `_RAISED`'s reason: `render` refuses such a case.
+    done = render(case, score_case(case, use), keys, _RAISED)
     return done if done is not None else fast_decode.to_case(case)

@@ -49,9 +49,10 @@ class MaxToolCalls(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        if self.include_tools is None and not self.exclude_tools and self.include_failed:
-            return _within(case_views(case).call_count, self.max_calls, "tool call(s)")  # every call counts: no list of pairs to build
-        return _within(len(self.counted_calls(case)), self.max_calls, "tool call(s)")
+        p = self.__dict__  # (one attribute read for the options: each read on a pydantic model goes through its `__getattr__` hook)
+        if p["include_tools"] is None and not p["exclude_tools"] and p["include_failed"]:
+            return _within(case_views(case).call_count, p["max_calls"], "tool call(s)")  # every call counts: no list of pairs to build
+        return _within(len(self.counted_calls(case)), p["max_calls"], "tool call(s)")
 
 
 @register_metric

@@ -108,24 +108,26 @@ class Contains(Metric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        target = self.value if self.value is not None else case.expected_output
+        p = self.__dict__  # (one attribute read for the options: each read on a pydantic model goes through its `__getattr__` hook)
+        value, case_sensitive, match = p["value"], p["case_sensitive"], p["match"]
+        target = value if value is not None else case.expected_output
         if target is None:
             return no_expectation("expected_output")
-        if self.match == "bfcl" and isinstance(target, str):
+        if match == "bfcl" and isinstance(target, str):
             target = [target]
         if isinstance(target, list) and target and all(isinstance(t, str) for t in target):
-            if self.match == "bfcl":
+            if match == "bfcl":
                 return _bfcl_mentions_any(target, _output(case))
-            return _contains_any(target, _output(case), self.case_sensitive)
+            return _contains_any(target, _output(case), case_sensitive)
         if not isinstance(target, str):
             return Score(value=None, reason=f"not computed: Contains needs a text expectation (or a list of texts), got {type(target).__name__}")
         out = _output(case)
-        if target is self.value:  # the user's own configured text, the same for every case: its texts are kept
+        if target is value:  # the user's own configured text, the same for every case: its texts are kept
             lowered, yes, no = _contains_text(target)
         else:  # the case's own expectation is data and may quote a credential
             shown = redact_quoted(target, 80)[:80]
             lowered, yes, no = target.lower(), f"output contains {shown!r}", f"output does not contain {shown!r}"
-        ok = target in out if self.case_sensitive else lowered in out.lower()
+        ok = target in out if case_sensitive else lowered in out.lower()
         return _pass(ok, yes if ok else no)
 
 

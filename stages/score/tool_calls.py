@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import model_validator
 from tracejudge.core.records import Case, ExpectedToolCall, Score, ToolCall
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.score.base import ToolMetric, call_steps, expected_calls, no_expectation, no_trace
+from tracejudge.stages.score.base import ToolMetric, _by_name, call_steps, no_expectation, no_trace
 from tracejudge.stages.score.matching import max_matching_of, ordered_matching_of
 from tracejudge.stages.score.value_match import first_difference, match_arguments, match_top_level
 from tracejudge.stages.score.views import CaseViews, case_views
@@ -33,6 +33,19 @@ def _summary(k: int, n_expected: int, n_paired: int, n_actual: int, score: str, 
     return (value, round(precision, 6), round(recall, 6), round(f1, 6),
             f"matched {k}/{n_expected} expected and {n_paired}/{n_actual} actual calls (arguments={arguments}, {order}",
             f"): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}")
+
+
+def _compatible(arguments: str, exp: ExpectedToolCall, act: ToolCall) -> bool:
+    """Does call `act` meet expected call `exp` under the `arguments` option (`ToolCalls`)?"""
+    if exp.name != act.name:
+        return False
+    if arguments == "ignore" or exp.arguments is None:
+        return True
+    if act.arguments_missing:
+        return False
+    if arguments == "shallow":
+        return match_top_level(exp.arguments, act.arguments, "subset")
+    return match_arguments(exp.arguments, act.arguments, arguments)
 
 
 @register_metric
@@ -107,43 +120,34 @@ class ToolCalls(ToolMetric):
             raise ValueError("order: in_order cannot be combined with pairing: reuse")
         return self
 
-    def _compatible(self, exp: ExpectedToolCall, act: ToolCall) -> bool:
-        if exp.name != act.name:
-            return False
-        arguments = self.arguments  # (read once: a field read on a pydantic model costs more than the test)
-        if arguments == "ignore" or exp.arguments is None:
-            return True
-        if act.arguments_missing:
-            return False
-        if arguments == "shallow":
-            return match_top_level(exp.arguments, act.arguments, "subset")
-        return match_arguments(exp.arguments, act.arguments, arguments)
-
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
-        # The options, read from the fields' dict: each read on a pydantic model goes through its `__getattr__` hook.
+        # The options, read from the fields' dict: each read on a pydantic model goes through its `__getattr__` hook
+        # (so do its method look-ups: the helpers below are functions given the options they read).
         p = self.__dict__
         score, arguments, order, pairing = p["score"], p["arguments"], p["order"], p["pairing"]
-        expected = expected_calls(self, case)
-        if expected is None:
+        include, exclude = p["include_tools"], p["exclude_tools"]
+        given = case.expected_tool_calls  # (`expected_calls`, with the filter read above)
+        if given is None:
             return no_expectation()
+        expected = list(enumerate(given)) if include is None and not exclude else _by_name(enumerate(given), include, exclude)
         views = case_views(case)
-        actual = self.counted_calls(case, views)
+        actual = views.selected((include, exclude, p["include_failed"]), self._keep)  # (`counted_calls`)
 
         if not expected:
-            unexpected = [i for i, _ in actual]
+            unexpected = [i for i, _ in actual] if actual else []
             details: dict[str, Any] = {"pairs": [], "missing": [], "unexpected": unexpected, "precision": 1.0 if not actual else 0.0, "recall": 1.0, "f1": 1.0 if not actual else 0.0}
             if not actual:
                 return self.verdict(1.0, "no call expected and none made", details)
             step_of = views.steps
-            listed = "; ".join(f"#{i} (step {step_of[i]}) {views.rendered(c)}" for i, c in actual[:5])
+            listed = "; ".join([f"#{i} (step {step_of[i]}) {views.rendered(c)}" for i, c in actual[:5]])
             # The value is the figure `score` names, as in details: an empty expectation is fully recalled.
             return self.verdict(details[score], f"no call expected, but {len(actual)} made: {listed}", details)
 
         # Each (expected, actual) pair is tested once; the pairing and the reason read the table.
         in_order = order == "in_order"
-        adj = self._table(expected, actual, in_order)
+        adj = _table(arguments, expected, actual, in_order)
         if pairing == "reuse":
             pairs_local, paired_a = [], set()
             for i, hits in enumerate(adj):
@@ -152,21 +156,28 @@ class ToolCalls(ToolMetric):
                     paired_a.update(hits)
         else:
             pairs_local = (ordered_matching_of if in_order else max_matching_of)(adj, len(actual))
-            paired_a = {j for _, j in pairs_local}
+            paired_a = {j for _, j in pairs_local} if pairs_local else set()
         k = len(pairs_local)
         value, precision, recall, f1, opening, figures = _summary(k, len(expected), len(paired_a), len(actual), score,
                                                                   arguments, order)
-        # (Most cases pair every expected call, or every actual one: that side's list is empty without a scan.)
+        # (Most cases pair every expected call, or every actual one: that side's list is empty without a scan. A
+        # comprehension makes a function each time, which costs more than the few items most of these lists hold.)
         if k == len(expected):
             missing_local: list[int] = []
         else:
             paired_e = {i for i, _ in pairs_local}
             missing_local = [i for i in range(len(expected)) if i not in paired_e]
         unexpected_local = [j for j in range(len(actual)) if j not in paired_a] if len(paired_a) < len(actual) else []
+        pairs = []
+        in_place = k == len(expected) == len(actual)
+        for i, j in pairs_local:
+            pairs.append([expected[i][0], actual[j][0]])
+            if i != j:
+                in_place = False
         details = {
-            "pairs": [[expected[i][0], actual[j][0]] for i, j in pairs_local],
-            "missing": [expected[i][0] for i in missing_local],
-            "unexpected": [actual[j][0] for j in unexpected_local],
+            "pairs": pairs,
+            "missing": [expected[i][0] for i in missing_local] if missing_local else [],
+            "unexpected": [actual[j][0] for j in unexpected_local] if unexpected_local else [],
             "precision": precision,
             "recall": recall,
             "f1": f1,
@@ -178,7 +189,7 @@ class ToolCalls(ToolMetric):
             details["duplicates_credited"] = credited
             opening += f", pairing=reuse (τ²-bench: a call may meet several expectations; {credited} duplicate call(s) credited as matched)"
         parts = [opening + figures]
-        if k == len(expected) == len(actual) and all([i == j for i, j in pairs_local]):
+        if in_place:
             return self.verdict(value, parts[0], details)  # every call paired in place: nothing to point at
         # A call is often named in `missing`, `unexpected` and the divergence alike: each is rendered
         # once a case (`views.rendered`), and each argument difference once a pair.
@@ -187,7 +198,7 @@ class ToolCalls(ToolMetric):
 
         def difference(i: int, j: int) -> str | None:
             if (i, j) not in differences:
-                differences[(i, j)] = self._difference(expected[i][1], actual[j][1])
+                differences[(i, j)] = _difference(arguments, expected[i][1], actual[j][1])
             return differences[(i, j)]
 
         if missing_local:
@@ -195,7 +206,7 @@ class ToolCalls(ToolMetric):
             for i in missing_local[:5]:
                 idx, exp = expected[i]
                 text = f"[{idx}] {views.rendered(exp)}"
-                near = self._nearest(i, exp, unexpected_local, actual, difference)
+                near = _nearest(arguments, i, exp, unexpected_local, actual, difference)
                 if near is not None:
                     j, diff = near
                     text += f" (closest: call #{j}, step {step_of[j]}: {diff})"
@@ -206,67 +217,82 @@ class ToolCalls(ToolMetric):
             items = [f"#{actual[j][0]} (step {step_of[actual[j][0]]}) {views.rendered(actual[j][1])}" for j in unexpected_local[:5]]
             more = f" … and {len(unexpected_local) - 5} more" if len(unexpected_local) > 5 else ""
             parts.append("unexpected: " + "; ".join(items) + more)
-        div = self._ordered_divergence(expected, actual, adj, step_of, views, difference)
+        div = _ordered_divergence(expected, actual, adj, step_of, views, difference)
         if div:
             parts.append(div)
         return self.verdict(value, "; ".join(parts), details)
 
-    def _table(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], backwards: bool) -> list[list[int]]:
-        """`match_table(expected calls, actual calls, self._compatible, backwards)`, testing only the pairs of equal names.
 
-        `_compatible` is False for a pair of different names without looking further, so the table
-        is the same, and the pairs of equal names are tested in the same order (none raising earlier or later).
-        """
-        by_name: dict[str, list[int]] = {}
-        for j, (_, call) in enumerate(actual):
-            got = by_name.get(call.name)
-            if got is None:
-                by_name[call.name] = [j]
-            else:
-                got.append(j)
-        if self.arguments == "ignore":
-            return [list(by_name.get(e.name, ())) for _, e in expected]
-        compatible = self._compatible
-        if not backwards:
-            return [[j for j in by_name.get(e.name, ()) if compatible(e, actual[j][1])] for _, e in expected]
-        rows = [[j for j in reversed(by_name.get(e.name, ())) if compatible(e, actual[j][1])] for _, e in reversed(expected)]
-        return [row[::-1] for row in reversed(rows)]
+def _table(arguments: str, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]],
+           backwards: bool) -> list[list[int]]:
+    """`match_table(expected calls, actual calls, _compatible under `arguments`, backwards)`, testing only the pairs of
+    equal names.
 
-    def _nearest(self, i: int, exp: ExpectedToolCall, unexpected: list[int], actual: list[tuple[int, ToolCall]],
-                 difference: Callable[[int, int], str | None]) -> tuple[int, str] | None:
-        """The first unexpected call (`actual[j]` for j in `unexpected`) of the same tool and how its arguments differ
-        from expected call `i`'s."""
-        if self.arguments == "ignore":
-            return None
-        name = exp.name
-        for j in unexpected:
-            idx, call = actual[j]
-            if call.name == name:
-                if call.arguments_missing and exp.arguments is not None:
-                    return idx, "arguments not recorded"
-                diff = difference(i, j)
-                if diff:
-                    return idx, diff
+    `_compatible` is False for a pair of different names without looking further, so the table
+    is the same, and the pairs of equal names are tested in the same order (none raising earlier or later).
+    """
+    by_name: dict[str, list[int]] = {}
+    for j, (_, call) in enumerate(actual):
+        got = by_name.get(call.name)
+        if got is None:
+            by_name[call.name] = [j]
+        else:
+            got.append(j)
+    get = by_name.get
+    table: list[list[int]] = []
+    if arguments == "ignore":
+        for _, e in expected:
+            table.append(list(get(e.name, ())))
+        return table
+    # (Loops, not nested comprehensions: each inner one made a function for every expected call.)
+    for _, e in (reversed(expected) if backwards else expected):
+        row = []
+        for j in (reversed(get(e.name, ())) if backwards else get(e.name, ())):
+            if _compatible(arguments, e, actual[j][1]):
+                row.append(j)
+        table.append(row[::-1] if backwards else row)
+    if backwards:
+        table.reverse()
+    return table
+
+
+def _nearest(arguments: str, i: int, exp: ExpectedToolCall, unexpected: list[int], actual: list[tuple[int, ToolCall]],
+             difference: Callable[[int, int], str | None]) -> tuple[int, str] | None:
+    """The first unexpected call (`actual[j]` for j in `unexpected`) of the same tool and how its arguments differ
+    from expected call `i`'s."""
+    if arguments == "ignore":
         return None
+    name = exp.name
+    for j in unexpected:
+        idx, call = actual[j]
+        if call.name == name:
+            if call.arguments_missing and exp.arguments is not None:
+                return idx, "arguments not recorded"
+            diff = difference(i, j)
+            if diff:
+                return idx, diff
+    return None
 
-    def _difference(self, exp: ExpectedToolCall, call: ToolCall) -> str | None:
-        if self.arguments == "shallow":
-            return first_difference(exp.arguments, call.arguments, "subset", nested_mode="exact")
-        return first_difference(exp.arguments, call.arguments, "exact" if self.arguments == "exact" else "subset")
 
-    def _ordered_divergence(self, expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], adj: list[list[int]],
-                            step_of: list[int], views: CaseViews, difference: Callable[[int, int], str | None]) -> str | None:
-        """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
-        for pos, ((ei, e), (ai, a)) in enumerate(zip(expected, actual)):
-            if pos not in adj[pos]:
-                what = f"expected [{ei}] {views.rendered(e)}, got {views.rendered(a)}"
-                if e.name == a.name:
-                    what += f" ({'arguments not recorded' if a.arguments_missing else difference(pos, pos)})"
-                return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
-        if len(actual) < len(expected):
-            ei, e = expected[len(actual)]
-            return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {views.rendered(e)}"
-        if len(actual) > len(expected):
-            ai, a = actual[len(expected)]
-            return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {views.rendered(a)}"
-        return None
+def _difference(arguments: str, exp: ExpectedToolCall, call: ToolCall) -> str | None:
+    if arguments == "shallow":
+        return first_difference(exp.arguments, call.arguments, "subset", nested_mode="exact")
+    return first_difference(exp.arguments, call.arguments, "exact" if arguments == "exact" else "subset")
+
+
+def _ordered_divergence(expected: list[tuple[int, ExpectedToolCall]], actual: list[tuple[int, ToolCall]], adj: list[list[int]],
+                        step_of: list[int], views: CaseViews, difference: Callable[[int, int], str | None]) -> str | None:
+    """Where the calls, read side by side in order, first stop agreeing (for the reason only)."""
+    for pos, ((ei, e), (ai, a)) in enumerate(zip(expected, actual)):
+        if pos not in adj[pos]:
+            what = f"expected [{ei}] {views.rendered(e)}, got {views.rendered(a)}"
+            if e.name == a.name:
+                what += f" ({'arguments not recorded' if a.arguments_missing else difference(pos, pos)})"
+            return f"in order, first divergence at call #{pos + 1} (trace call {ai}, step {step_of[ai]}, tool {a.name!r}): {what}"
+    if len(actual) < len(expected):
+        ei, e = expected[len(actual)]
+        return f"in order, the calls end after #{len(actual)}; next expected [{ei}] {views.rendered(e)}"
+    if len(actual) > len(expected):
+        ai, a = actual[len(expected)]
+        return f"in order, extra call #{len(expected) + 1} (trace call {ai}, step {step_of[ai]}): {views.rendered(a)}"
+    return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.core.registry import register_metric
@@ -118,13 +118,14 @@ class TrajectoryMatch(ToolMetric):
             if expected is None:
                 return no_expectation()
         views = case_views(case)
-        actual = self.counted_names(views)
+        # (`counted_names`, read from the views when another metric of the case listed them: no method look-up.)
+        actual = views.names.get((p["include_tools"], p["exclude_tools"], p["include_failed"])) or self.counted_names(views)
         order = p["order"]
 
         if order == "exact":
             if actual == expected:
                 return self.verdict(1.0, f"trajectory equals expected: {names_repr(actual)}")
-            where = self._divergence(expected, actual, views)
+            where = _divergence(self, p, expected, actual, views)
             return self.verdict(0.0, f"trajectory {names_repr(actual)} does not equal expected {names_repr(expected)}; {where}")
         if not actual and not expected:
             return self.verdict(1.0, "both actual and expected trajectories are empty")
@@ -141,34 +142,36 @@ class TrajectoryMatch(ToolMetric):
         value, head, precision, recall, f1 = _summary(label, k, len(actual), len(expected), p["score"])
         reason = f"{head} (expected: {names_repr(expected)}, actual: {names_repr(actual)})"
         if order == "in_order" and (k < len(actual) or k < len(expected)):
-            reason += "; " + self._divergence(expected, actual, views)
+            reason += "; " + _divergence(self, p, expected, actual, views)
         return self.verdict(value, reason, {"k": k, "precision": precision, "recall": recall, "f1": f1})
 
-    def _divergence(self, expected: list[str], actual: list[str], views: CaseViews) -> str:
-        """First position where the two name sequences differ, with the call's step and arguments."""
 
-        def where(pos: int) -> str:
-            idx, call = self._counted_at(views, pos)
-            return f"call #{pos + 1} (trace call {idx}, step {views.step_of(idx)}) {views.rendered(call)}"
+def _divergence(metric: TrajectoryMatch, p: dict[str, Any], expected: list[str], actual: list[str], views: CaseViews) -> str:
+    """First position where the two name sequences differ, with the call's step and arguments (`p`: `metric`'s fields)."""
+    for pos, (e, a) in enumerate(zip(expected, actual)):
+        if e != a:
+            return f"first divergence at {_where(metric, p, views, pos)}: expected {e!r}, got {a!r}"
+    pos = min(len(expected), len(actual))
+    if len(actual) > len(expected):
+        return f"first divergence at {_where(metric, p, views, pos)}: unexpected {actual[pos]!r} after the expected sequence"
+    return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"
 
-        for pos, (e, a) in enumerate(zip(expected, actual)):
-            if e != a:
-                return f"first divergence at {where(pos)}: expected {e!r}, got {a!r}"
-        pos = min(len(expected), len(actual))
-        if len(actual) > len(expected):
-            return f"first divergence at {where(pos)}: unexpected {actual[pos]!r} after the expected sequence"
-        return f"first divergence at call #{pos + 1}: expected {expected[pos]!r}, but the trajectory ended"
 
-    def _counted_at(self, views: CaseViews, pos: int) -> tuple[int, ToolCall]:
-        """`counted_calls(…)[pos]`: without a name filter, found by walking the calls to it rather than listing them all
-        (the reason shows one call, most often one of the first)."""
-        if self.include_tools is None and not self.exclude_tools:
-            calls = views.calls
-            if self.include_failed:
-                return pos, calls[pos]
-            for i, call in enumerate(calls):
-                if call.error is None:
-                    if not pos:
-                        return i, call
-                    pos -= 1
-        return self.counted_calls(views.case, views)[pos]
+def _where(metric: TrajectoryMatch, p: dict[str, Any], views: CaseViews, pos: int) -> str:
+    idx, call = _counted_at(metric, p, views, pos)
+    return f"call #{pos + 1} (trace call {idx}, step {views.step_of(idx)}) {views.rendered(call)}"
+
+
+def _counted_at(metric: TrajectoryMatch, p: dict[str, Any], views: CaseViews, pos: int) -> tuple[int, ToolCall]:
+    """`metric.counted_calls(…)[pos]`: without a name filter, found by walking the calls to it rather than listing them
+    all (the reason shows one call, most often one of the first)."""
+    if p["include_tools"] is None and not p["exclude_tools"]:
+        calls = views.calls
+        if p["include_failed"]:
+            return pos, calls[pos]
+        for i, call in enumerate(calls):
+            if call.error is None:
+                if not pos:
+                    return i, call
+                pos -= 1
+    return metric.counted_calls(views.case, views)[pos]
