@@ -135,7 +135,8 @@ class JunitWriter:
         # The suites' test cases as UTF-8: a rendered result's come so (`engine.rendered`) and are written as they are.
         self.bodies = {key: tempfile.TemporaryFile("w+b") for key in self.metrics}
         self.classnames = {key: _attr(suite_label(key)) for key in self.metrics}
-        self.pending: dict[str, list[bytes]] = {key: [] for key in self.metrics}
+        # (A result dict's test cases wait as text, encoded when written, as the text file encoded them.)
+        self.pending: dict[str, list[bytes | str]] = {key: [] for key in self.metrics}
         # Per suite, in order: where its test cases queue and how each starts (for `feed_finished`).
         self._heads = [(self.pending[key].append, f"    <testcase classname={self.classnames[key]}".encode()) for key in self.metrics]
         self._finished: list[Finished] = []  # rendered results fed since the last batch, their test cases not made yet
@@ -146,7 +147,7 @@ class JunitWriter:
         if self._finished:
             self._render_finished()  # (they come first)
         for buf, case in zip(self.pending.values(), _testcases(self.classnames, res, self.multi), strict=True):
-            buf.append(case.encode())
+            buf.append(case)
         self._count()
 
     def feed_finished(self, done: Finished) -> None:
@@ -185,7 +186,7 @@ class JunitWriter:
             self._render_finished()
         for key, buf in self.pending.items():
             if buf:
-                self.bodies[key].write(b"".join(buf))
+                self.bodies[key].write(b"".join([p if type(p) is bytes else p.encode() for p in buf]))
                 buf.clear()
         self.queued = 0
 
