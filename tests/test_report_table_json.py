@@ -50,7 +50,7 @@ def test_rows_cut_from_rendered_lines_are_the_rows_dumped():
         _done({}),  # no scores
     ]
     for d in done:
-        assert _rendered_row(d, {}, {"null": "null"}) is not None  # each is cut, not parsed
+        assert _rendered_row(d, {}, {b"null": "null"}) is not None  # each is cut, not parsed
     assert _table(done) == _dumps_rows(done)
 
 
@@ -62,7 +62,7 @@ def test_lines_that_cannot_be_cut_take_the_general_path_with_the_same_text():
         _done({"a": Score(value=1.0, passed=True, reason="ok")}),
     ]
     errored = CaseRow("e-1", 0, "invalid_input", {}, "invalid_input: bad line", ["t"])
-    assert [_rendered_row(d, {}, {"null": "null"}) is None for d in done] == [True, True, False]
+    assert [_rendered_row(d, {}, {b"null": "null"}) is None for d in done] == [True, True, False]
     entries = [errored, done[0], done[2], errored, done[1], done[2]]
     assert _table(entries) == _dumps_rows(entries)
     assert _table([]) == _dumps_rows([]) == ""

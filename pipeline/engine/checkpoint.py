@@ -206,16 +206,13 @@ class RunJournal:
 
         The same lines, folds and report material as one `record` call per result, with one encode, one
         fold loop and one flush check for the batch; returns True when a flush is due (then call `aflush`).
-        Raises `ValueError` (a line UTF-8 cannot encode) before anything is recorded: the caller then
+        Raises `ValueError` before anything is recorded when a line cannot be written: the caller then
         records them one by one.
         """
         assert self._writer is not None
         if not batch:
             return False
-        # Lines not all ASCII are encoded one by one: joined first, one with a character past Latin-1 (a reason's "…")
-        # made the whole batch two bytes a character, all of it then encoded by UTF-8's slow path (~1/3 more).
-        lines = [d.line() for d in batch]
-        data = ("\n".join(lines) + "\n").encode() if all(map(str.isascii, lines)) else b"\n".join([s.encode() for s in lines]) + b"\n"
+        data = b"\n".join([d.line() for d in batch]) + b"\n"  # (rendered as UTF-8 already: `engine.rendered`)
         keys = [trial_key(d.rendered.id_hash, d.trial) for d in batch]
         if self.provisional:
             for key in keys:

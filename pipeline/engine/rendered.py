@@ -14,7 +14,9 @@ scored it, into what the main process writes and folds:
 
 The main process then only adds what it alone knows (the trial, the
 duration) and writes: no pydantic model is pickled, validated or serialized
-there per result (`Finished.line`). A case whose result is anything else (an
+there per result (`Finished.line`). The text goes as UTF-8 bytes, the form the files take: sent as
+`str`, each line and test case was decoded when the main process unpickled it and encoded again when it
+wrote it (about 30 MB a 10,000 τ-bench cases, much of it not ASCII). A case whose result is anything else (an
 unreadable record, a duplicate id, a failed check set-up, text JSON cannot
 carry) is not rendered and takes the general path, with the same outcome.
 """
@@ -138,25 +140,25 @@ class Rendered:
     """One scored case, rendered (see the module docstring). Small and made of builtins: cheap to pickle."""
 
     id: str
-    id_json: str
+    id_json: bytes  # (the text fields as UTF-8, as the files take them: see the module docstring)
     id_hash: int
     tags: list[str]
     metadata: dict[str, Any]
-    middle: str
+    middle: bytes
     cells: dict[str, Cell]
-    junit: tuple[str, ...]
+    junit: tuple[bytes, ...]
     timed_out: tuple[str, ...]
 
 
 # `Cell(value, passed)` without the Python-level `__new__` a NamedTuple has: six a case cost more than the rest of the loop.
 _cell = partial(tuple.__new__, Cell)
-_HEAD = '{"case_id":"","trial":0,"status":"ok",'
-_TAIL = ',"error":null,"duration_s":0.0}'
+_HEAD = b'{"case_id":"","trial":0,"status":"ok",'
+_TAIL = b',"error":null,"duration_s":0.0}'
 
 
 _STR = frozenset({str})
 _SCORE = frozenset({Score})
-_NOT_COMPUTED_END = testcase_end(None, None, "", computed=False)  # a metric the result has no score for
+_NOT_COMPUTED_END = testcase_end(None, None, "", computed=False).encode()  # a metric the result has no score for
 _new = object.__new__
 
 
@@ -177,15 +179,15 @@ _dict, _fields_set, _extra, _private = map(_slot_setter, ("__dict__", "__pydanti
 _to_json = CaseResult.__pydantic_serializer__.to_json
 
 _SHORT = 80  # reasons up to this long have their JUnit end kept (`_ENDS`), by (reason, passed, value)
-_ENDS: Memo[tuple[str, Any, float], str] = Memo()  # (`core.memo`: bounded, per process)
+_ENDS: Memo[tuple[str, Any, float], bytes] = Memo()  # (`core.memo`: bounded, per process)
 
 
-def _ends(key: tuple[str, Any, float], v: float, passed: Any, reason: str) -> str:
-    return _ENDS.put(key, testcase_end(v, passed, reason))
+def _ends(key: tuple[str, Any, float], v: float, passed: Any, reason: str) -> bytes:
+    return _ENDS.put(key, testcase_end(v, passed, reason).encode())
 
 
-def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
-    """`CaseResult(case_id="", tags=…, metadata=…, scores=…).model_dump_json()`; raises `ValueError` as that does.
+def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> bytes:
+    """`CaseResult(case_id="", tags=…, metadata=…, scores=…).model_dump_json()`, encoded; raises `ValueError` as that does.
 
     Fields that validation would pass unchanged (a list of str, a dict with str keys, `Score`
     instances) are set without it, as `make_score` builds scores: validating them again cost as
@@ -201,8 +203,8 @@ def _body(tags: Any, metadata: Any, scores: dict[str, Any]) -> str:
         _fields_set(result, {"case_id", "tags", "metadata", "scores"})
         _extra(result, None)
         _private(result, None)
-        return _to_json(result).decode()
-    return CaseResult(case_id="", tags=tags, metadata=metadata, scores=scores).model_dump_json()
+        return _to_json(result)
+    return CaseResult(case_id="", tags=tags, metadata=metadata, scores=scores).model_dump_json().encode()
 
 
 def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: str | None = None) -> Rendered | None:
@@ -214,7 +216,7 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
     tags, metadata = redact_labels(case.tags, case.metadata)  # (as `RunJournal.record` masks a result's)
     try:
         body = _body(tags, metadata, scores)
-        id_json = pydantic_core.to_json(case.id).decode()
+        id_json = pydantic_core.to_json(case.id)
     except (ValueError, UnicodeError):
         return None
     if not (body.startswith(_HEAD) and body.endswith(_TAIL)):  # (a model whose layout changed: take the general path)
@@ -236,17 +238,17 @@ def render(case: Any, scores: dict[str, Score], junit_keys: list[str], refuse: s
                 return None
             if reason.startswith("metric_timeout:"):
                 timed_out.append(k)
-            ends[k] = testcase_end(v, passed, reason)
+            ends[k] = testcase_end(v, passed, reason).encode()
         elif type(v) is float and type(reason) is str and len(reason) <= _SHORT and (v or _copysign(1.0, v) > 0):
             # A short reason recurs from case to case (a budget's count, an output's verdict): its end is written once.
             # (A finite float's key: equal floats have one text, but for 0.0 and -0.0, and -0.0 is not kept.)
             key = (reason, passed, v)
             end = _ENDS.get(key)
             if end is None:
-                end = _ends(key, v, passed, reason) if math.isfinite(v) else testcase_end(None, passed, reason)
+                end = _ends(key, v, passed, reason) if math.isfinite(v) else testcase_end(None, passed, reason).encode()
             ends[k] = end
         else:
-            ends[k] = testcase_end(v if math.isfinite(v) else None, passed, reason)
+            ends[k] = testcase_end(v if math.isfinite(v) else None, passed, reason).encode()
     junit = tuple([ends[k] if k in ends else _NOT_COMPUTED_END for k in junit_keys])
     return Rendered(case.id, id_json, key_hash(case.id), tags, metadata, body[len(_HEAD):-len(_TAIL)],
                     cells, junit, tuple(timed_out))
@@ -273,11 +275,11 @@ class Finished:
         self.scores = rendered.cells
         self.duration_s = 0.0
 
-    def line(self) -> str:
-        """The `results.jsonl` line (no newline): what `CaseResult.model_dump_json` writes for this result."""
+    def line(self) -> bytes:
+        """The `results.jsonl` line (no newline), encoded: what `CaseResult.model_dump_json` writes for this result."""
         r = self.rendered
-        return (f'{{"case_id":{r.id_json},"trial":{self.trial},"status":"ok",{r.middle},"error":null,'
-                f'"duration_s":{pydantic_core.to_json(self.duration_s).decode()}}}')
+        return b'{"case_id":%b,"trial":%d,"status":"ok",%b,"error":null,"duration_s":%b}' % (
+            r.id_json, self.trial, r.middle, pydantic_core.to_json(self.duration_s))
 
     def result(self) -> CaseResult:
         """The `CaseResult` this stands for (parsed from its line: for the rare reader that needs the model)."""

@@ -74,11 +74,11 @@ class ResultWriter:
         self.index_crc = index_crc
         self.written = 0
 
-    def add(self, line: str, key: int) -> None:
-        """Queue one result line (no newline) and its `result_key` hash."""
+    def add(self, line: str | bytes, key: int) -> None:
+        """Queue one result line (no newline; text, or its UTF-8 bytes) and its `result_key` hash."""
         if not self._pending:
             self._first = time.monotonic()
-        self._pending.append(line.encode() + b"\n")
+        self._pending.append((line.encode() if type(line) is str else line) + b"\n")
         self._keys.append(key.to_bytes(8, "little"))
         self._count += 1
         if self._count >= self.flush_every or self.flush_due():

@@ -108,7 +108,7 @@ def result_dict(result: CaseResult) -> dict[str, Any]:
 
 def finished_dict(done: Finished) -> dict[str, Any]:
     """`result_dict` of a result rendered where it was scored: its scores' reasons read back from its rendered line."""
-    scores = pydantic_core.from_json("{" + done.rendered.middle + "}")["scores"]
+    scores = pydantic_core.from_json(b"{" + done.rendered.middle + b"}")["scores"]
     return {
         "case_id": done.case_id, "trial": done.trial, "status": "ok", "duration_s": done.duration_s, "tags": done.tags,
         "scores": {k: {"value": s.get("value"), "passed": s.get("passed"), "reason": s.get("reason", "")} for k, s in scores.items()},

@@ -29,6 +29,7 @@ follow the same rule, marked ` [escaped]` (`suite_label`).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -131,11 +132,13 @@ class JunitWriter:
         self.summary = summary
         self.metrics = summary.get("metrics", {})
         self.multi = summary.get("trials", 1) > 1
-        self.bodies = {key: tempfile.TemporaryFile("w+", encoding="utf-8") for key in self.metrics}
+        # The suites' test cases as UTF-8: a rendered result's come so (`engine.rendered`) and are written as they are.
+        self.bodies = {key: tempfile.TemporaryFile("w+b") for key in self.metrics}
         self.classnames = {key: _attr(suite_label(key)) for key in self.metrics}
-        self.pending: dict[str, list[str]] = {key: [] for key in self.metrics}
+        # (A result dict's test cases wait as text, encoded when written, as the text file encoded them.)
+        self.pending: dict[str, list[bytes | str]] = {key: [] for key in self.metrics}
         # Per suite, in order: where its test cases queue and how each starts (for `feed_finished`).
-        self._heads = [(self.pending[key].append, f"    <testcase classname={self.classnames[key]}") for key in self.metrics]
+        self._heads = [(self.pending[key].append, f"    <testcase classname={self.classnames[key]}".encode()) for key in self.metrics]
         self._finished: list[Finished] = []  # rendered results fed since the last batch, their test cases not made yet
         self.queued = 0
 
@@ -165,11 +168,11 @@ class JunitWriter:
         ends = [done.rendered.junit for done in batch]
         if any(map(n.__ne__, map(len, ends))):
             raise ValueError("a rendered result's test cases do not match the report's metrics")
-        starts = [f" name={_attr(testcase_name(done.case_id, done.trial, multi))} time=\"{done.duration_s:.6f}\""
+        starts = [f" name={_attr(testcase_name(done.case_id, done.trial, multi))} time=\"{done.duration_s:.6f}\"".encode()
                   for done in batch]
         # Suite by suite (`zip(*ends)`: each suite's test case ends), head, start and end of each test case joined at once.
         for (add, head), suite_ends in zip(self._heads, zip(*ends)):
-            add("".join(chain.from_iterable(zip(repeat(head), starts, suite_ends))))
+            add(b"".join(chain.from_iterable(zip(repeat(head), starts, suite_ends))))
         self._finished = []
 
     def _count(self) -> None:
@@ -183,7 +186,7 @@ class JunitWriter:
             self._render_finished()
         for key, buf in self.pending.items():
             if buf:
-                self.bodies[key].write("".join(buf))
+                self.bodies[key].write(b"".join([p if type(p) is bytes else p.encode() for p in buf]))
                 buf.clear()
         self.queued = 0
 
@@ -214,10 +217,10 @@ class JunitWriter:
                 if hasattr(out, "buffer") and _utf8(out):  # its bytes copied as they are, not decoded and encoded again (20 MB at 10,000 cases)
                     fh.flush()
                     out.flush()
-                    _append_file(fh.buffer, out.buffer)
+                    _append_file(fh, out.buffer)
                 else:
                     fh.seek(0)
-                    shutil.copyfileobj(fh, out)
+                    shutil.copyfileobj(codecs.getreader("utf-8")(fh), out, _COPY)
                 out.write("  </testsuite>\n")
             out.write("</testsuites>\n")
         finally:

@@ -24,7 +24,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _STR = frozenset({str})
 # Between one score's reason and the next field: no JSON string holds it (its `"` would be escaped), so in a
 # rendered line it occurs once per score, right after the reason, unless tags, metadata or details hold it too.
-_REASON_END = '","details":'
+_REASON_END = b'","details":'
 # The rendered line's scores are `Score`s written field by field in this order (`model_dump_json`): what is cut relies on it.
 _LAYOUT = tuple(Score.model_fields) == ("value", "passed", "reason", "details", "judge")
 
@@ -38,8 +38,8 @@ def table_json(entries: Iterable[Any], row: Callable[[Any], Any]) -> str:
     """
     parts: list[str] = []
     plain: list[dict[str, Any]] = []
-    keys: dict[str, str] = {}
-    values = {"null": "null"}
+    keys: dict[str, tuple[str, bytes]] = {}
+    values = {b"null": "null"}
     for entry in entries:
         text = _rendered_row(entry, keys, values) if type(entry) is Finished and _LAYOUT else None
         if text is None:
@@ -54,13 +54,14 @@ def table_json(entries: Iterable[Any], row: Callable[[Any], Any]) -> str:
     return ",".join(parts)
 
 
-def _rendered_row(done: Finished, keys: dict[str, str], values: dict[str, str]) -> str | None:
+def _rendered_row(done: Finished, keys: dict[str, tuple[str, bytes]], values: dict[bytes, str]) -> str | None:
     """`json.dumps` of the `CaseRow` of `done` (`cases.finished_dict`), from its rendered line; None when the line cannot be cut.
 
     The line's scores are its cells' keys, in order (`render` makes both from one dict). Split where each
-    reason ends, the line gives one piece per score, each ending `"key":{"value":V,"passed":P,"reason":"R`;
-    any other count (tags, metadata or details holding the split text too) takes the general path.
-    `keys` and `values` remember each key's JSON and each value's as `json.dumps` writes it, across rows.
+    reason ends, the line (UTF-8) gives one piece per score, each ending `"key":{"value":V,"passed":P,"reason":"R`;
+    any other count (tags, metadata or details holding the split text too) takes the general path. Only the
+    reasons are decoded. `keys` remember each key's JSON (and the piece's head it ends), `values` each value's
+    as `json.dumps` writes it, across rows.
     """
     tags, cells = done.tags, done.scores
     pieces = done.rendered.middle.split(_REASON_END)
@@ -69,13 +70,15 @@ def _rendered_row(done: Finished, keys: dict[str, str], values: dict[str, str]) 
     scores = []
     for key, piece in zip(cells, pieces):
         # (R, P and V hold none of the separators, so the last of each is theirs.)
-        head, _, reason = piece.rpartition(',"reason":"')
-        head, _, passed = head.rpartition(',"passed":')
-        head, _, value = head.rpartition('{"value":')
-        key_json = keys.get(key)
-        if key_json is None:
-            key_json = keys[key] = encode_basestring(key)
-        if not head.endswith(key_json + ":") or passed not in ("true", "false", "null"):
+        head, _, reason = piece.rpartition(b',"reason":"')
+        head, _, passed = head.rpartition(b',"passed":')
+        head, _, value = head.rpartition(b'{"value":')
+        known = keys.get(key)
+        if known is None:
+            key_json = encode_basestring(key)
+            known = keys[key] = (key_json, (key_json + ":").encode("utf-8", "surrogatepass"))
+        key_json, key_head = known
+        if not head.endswith(key_head) or passed not in (b"true", b"false", b"null"):
             return None
         value_json = values.get(value)
         if value_json is None:
@@ -83,15 +86,15 @@ def _rendered_row(done: Finished, keys: dict[str, str], values: dict[str, str]) 
             if value_json is None:
                 return None
             values[value] = value_json
-        scores.append(f'{key_json}:{{"value":{value_json},"passed":{passed},"reason":"{reason}"}}')
+        scores.append(f'{key_json}:{{"value":{value_json},"passed":{passed.decode()},"reason":"{reason.decode()}"}}')
     return (f'{{"case_id":{encode_basestring(done.case_id)},"trial":{int(done.trial)},"status":"ok","scores":{{{",".join(scores)}}},'
             f'"error":"","tags":[{",".join(map(encode_basestring, tags))}]}}')
 
 
-def _number(text: str) -> str | None:
+def _number(text: bytes) -> str | None:
     """The number JSON `text` parses to, as `json.dumps` writes it; None for anything else (and for what JSON cannot carry)."""
     try:
-        if "." in text or "e" in text or "E" in text:
+        if b"." in text or b"e" in text or b"E" in text:
             number = float(text)
             return repr(number) if number - number == 0.0 else None  # (an infinity or NaN: the line would say null)
         return str(int(text))
