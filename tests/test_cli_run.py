@@ -158,3 +158,32 @@ def test_what_a_command_leaves_alive_at_exit_is_not_collected_again(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stderr[-2000:]
     assert "frozen at exit: True" in done.stderr
+
+
+def test_the_collector_paused_for_start_up_runs_again_during_a_run_and_other_commands(tmp_path):
+    # The command line starts with the cyclic collector off (start-up's objects all live to the end); a metric, an
+    # agent or a report must still run with it on, or a long run of code that makes cycles would only grow.
+    (tmp_path / "probe.py").write_text(
+        "import gc\n"
+        "import tracejudge\n"
+        "from tracejudge.core.records import Score\n"
+        "@tracejudge.metric\n"
+        "def collector_on(case, trace):\n"
+        "    return Score(value=1.0 if gc.isenabled() else 0.0, reason=f'collector on: {gc.isenabled()}')\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
+                                     "metrics:\n  - {type: 'probe:collector_on', name: collector}\nrun: {dir: run, processes: 1}\n")
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: sys.stderr.write(f'on after the command: {gc.isenabled()}\\n'))\n"
+            "sys.argv = ['tracejudge', *sys.argv[1:]]\n"
+            "from tracejudge.entrypoints.launch import console_main\n"
+            "console_main()\n")
+    done = subprocess.run([sys.executable, "-c", code, "run", "c.yaml", "--no-progress"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
+    assert result["scores"]["collector"]["reason"] == "collector on: True"
+    report = subprocess.run([sys.executable, "-c", code, "report", "run"], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "on after the command: True" in report.stderr

@@ -108,11 +108,15 @@ def _fewer_collections() -> Iterator[None]:
         return
     gc.freeze()
     gc.set_threshold(*ours)
+    paused = not gc.isenabled()  # (the command line pauses it for its start-up: `entrypoints.launch`)
+    gc.enable()
     try:
         yield
     finally:
         gc.set_threshold(*before)
         gc.unfreeze()
+        if paused:
+            gc.disable()
 
 
 def _with_fewer_collections(fn: Callable[_P, Awaitable[RunOutcome]]) -> Callable[_P, Awaitable[RunOutcome]]:

@@ -123,6 +123,9 @@ def _failed(args: argparse.Namespace, exc: BaseException, err: Console) -> int:
 def _dispatch(args: argparse.Namespace, err: Console) -> int:
     from rich.markup import escape
 
+    if args.command != "run":
+        gc.enable()  # paused for start-up (`entrypoints.launch`); a run turns it on itself when it starts (`engine.runner`)
+
     if args.command in ("init", "list", "explain"):
         from tracejudge.entrypoints.commands import discover
 
