@@ -20,6 +20,7 @@ import pytest
 from helpers import make_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import tracejudge.stages.score.tool_calls as tool_calls
 from tracejudge.engine import rendered
 from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
 from tracejudge.stages.score.base import _by_name
@@ -107,16 +108,16 @@ def test_toolcalls_table_is_match_table(expected, actual):
 
             def compatible(e, a, tested=tested):  # type: ignore[no-untyped-def]
                 tested.append((id(e), id(a)))
-                return metric._compatible(e, a)
+                return tool_calls._compatible(metric.arguments, e, a)
 
             want = match_table([e for _, e in exp], [c for _, c in act], compatible, backwards=backwards)
             seen: list[tuple[int, int]] = []
-            original = type(metric)._compatible
+            original = tool_calls._compatible
             try:
-                type(metric)._compatible = lambda self, e, a: (seen.append((id(e), id(a))), original(self, e, a))[1]  # type: ignore[method-assign]
-                got = metric._table(exp, act, backwards)
+                tool_calls._compatible = lambda arguments, e, a: (seen.append((id(e), id(a))), original(arguments, e, a))[1]
+                got = tool_calls._table(metric.arguments, exp, act, backwards)
             finally:
-                type(metric)._compatible = original  # type: ignore[method-assign]
+                tool_calls._compatible = original
             assert got == want
             if metric.arguments != "ignore":  # pairs of equal names are tested in the general path's order
                 names = {id(c): c.name for _, c in exp + act}
