@@ -1,7 +1,8 @@
 """Throughput and peak memory of the whole deterministic pipeline, per executor, and against peers doing the same work.
 
 Makes native JSONL datasets of N = 10,000 / 100,000 cases by repeating the
-200 real GPT-4o τ-bench airline runs under new ids, then runs `tracejudge run`
+200 real GPT-4o τ-bench airline runs under new ids, then runs `tracejudge run CONFIG
+--no-progress` (the console script's entry point, its printed summary included)
 on each — load → extract → score → aggregate → results.jsonl and reports — as
 a fresh process, once per executor (`run.processes: 1` = in-process on the
 event loop, `run.processes: 2` = two worker processes), and prints cases/s,
@@ -107,29 +108,21 @@ run: {{dir: {run_dir}}}
 # descendants the process waits for: their CPU time and RSS are not in the figures (the head's are).
 CHILD = """
 import json, resource, sys
-from tracejudge.core.config import load_config
-from tracejudge.core.lazy_numpy import single_blas_thread
-single_blas_thread()  # as `tracejudge run` does (`entrypoints.cli.main`): numpy's BLAS threads do not spin beside the run
-cfg = load_config(sys.argv[1], sys.argv[2:])
-# As `tracejudge run` does once it has its config (`entrypoints.commands.run`): the dataset is hashed for the
-# manifest in a thread while the engine is imported and the run sets up.
-from tracejudge.engine.fingerprint_ahead import FingerprintAhead
-ahead = FingerprintAhead(cfg)
-import anyio
-from functools import partial
-from tracejudge.engine.runner import run
-if cfg.run.executor == "ray":
+# The command a user runs, `tracejudge run CONFIG --set KEY=VALUE ... --no-progress` (its console script's entry point,
+# everything it prints included), in this process, so that this process can say what its workers used when it ends.
+cfg, overrides = sys.argv[1], sys.argv[2:]
+sys.argv = ["tracejudge", "run", cfg, "--no-progress", *[part for o in overrides for part in ("--set", o)]]
+if "run.executor=ray" in overrides:
     import ray
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+from tracejudge.entrypoints.launch import console_main
 try:
-    out = anyio.run(partial(run, cfg, fingerprints=ahead))
-finally:
-    ahead.close()
+    console_main()
+except SystemExit as end:
+    code = end.code
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"n": out.new_results, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss,
+print(json.dumps({"exit": code, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss,
                   "workers_cpu": kids.ru_utime + kids.ru_stime}))
-import gc
-gc.freeze()  # as `tracejudge run` ends (`entrypoints.cli.console_main`): no collection walks every object on the way out
 """
 
 Run = dict[str, Any]  # wall, cpu, workers_cpu (s), n, rss, workers_rss (MB), means
@@ -171,7 +164,7 @@ def whole_process(cmd: list[str], what: str) -> Run:
     """A fresh process run to exit: wall and CPU seconds (from outside), and its last stdout line (JSON: n, rss_kb, …)."""
     done = timed(cmd, cwd=REPO).check(what)
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"wall": done.wall, "cpu": done.cpu, "n": got["n"], "rss": got["rss_kb"] / 1024,
+    return {"wall": done.wall, "cpu": done.cpu, "n": got.get("n"), "exit": got.get("exit"), "rss": got["rss_kb"] / 1024,
             "workers_rss": got["workers_rss_kb"] / 1024, "workers_cpu": got.get("workers_cpu", 0.0), "means": got.get("means")}
 
 
@@ -190,9 +183,11 @@ def ours(n: int, cases: Path, work: Path, name: str, keep_as: Path | None = None
     cfg = work / f"bench-{n}.yaml"
     cfg.write_text(CONFIG.format(cases=cases, run_dir=run_dir))
     got = whole_process([sys.executable, "-c", CHILD, str(cfg), *EXECUTORS[name][0]], f"tracejudge run ({name}, N={n:,})")
-    if got["n"] != n:
-        raise RuntimeError(f"tracejudge run ({name}) finished {got['n']} of {n} cases")
-    metrics = json.loads((run_dir / "summary.json").read_text())["metrics"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    got["n"] = summary["results"]
+    if got["n"] != n or got["exit"] != 0:
+        raise RuntimeError(f"tracejudge run ({name}) finished {got['n']} of {n} cases, exit status {got['exit']}")
+    metrics = summary["metrics"]
     for key in CHECKS:
         if metrics[key]["not_computed"]:
             raise RuntimeError(f"{key}: {metrics[key]['not_computed']} case(s) not computed; the peers score every case")
