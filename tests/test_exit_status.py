@@ -221,3 +221,28 @@ def test_a_metric_raising_keyboard_interrupt_is_130_even_inside_an_exception_gro
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "interrupted", proc.stderr
     assert "internal error" not in proc.stderr and not (tmp_path / "run" / "crash.log").exists()
+
+
+_INTERRUPTS_ON_ONE = """
+import tracejudge
+
+@tracejudge.metric
+def interrupts(case, trace):
+    if case.id == "c5":
+        raise BaseExceptionGroup("mine", [{raised}])
+    return 1.0
+"""
+
+
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt()", "ValueError('v'), KeyboardInterrupt()"])
+def test_a_grouped_keyboard_interrupt_on_one_case_of_many_in_process_is_130(tmp_path: Path, raised: str) -> None:
+    # In-process, the interrupt ends the flow while its loader still sends: the group that reaches the command
+    # holds that loader's BrokenResourceError beside the interrupt, which is the interrupt's doing, not a crash.
+    (tmp_path / "interrupting.py").write_text(_INTERRUPTS_ON_ONE.format(raised=raised))
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({**CASE, "id": f"c{i}"}) + "\n" for i in range(300)))
+    (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl}\nmetrics: [{type: "interrupting:interrupts"}]\n'
+                                     "run: {dir: run, processes: 1}\n")
+    proc = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "interrupted", proc.stderr
+    assert "internal error" not in proc.stderr and not (tmp_path / "run" / "crash.log").exists()

@@ -97,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
         return _failed(args, exc, err)
     except BaseExceptionGroup as group:
-        # User code that raises KeyboardInterrupt inside a task group of its own arrives wrapped: still an interrupt.
-        if all(isinstance(leaf, KeyboardInterrupt) for leaf in leaves(group)):
+        # User code that raises KeyboardInterrupt inside a task group of its own arrives wrapped: still an interrupt,
+        # whatever sits beside it (the run's other tasks break on the streams it closed; asyncio's TaskGroup lets a
+        # KeyboardInterrupt override its siblings' errors too).
+        if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves(group)):
             return _interrupted(err)
         return _failed(args, group, err)
     finally:
