@@ -246,3 +246,15 @@ def test_a_grouped_keyboard_interrupt_on_one_case_of_many_in_process_is_130(tmp_
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "interrupted", proc.stderr
     assert "internal error" not in proc.stderr and not (tmp_path / "run" / "crash.log").exists()
+
+
+def test_a_metric_raising_keyboard_interrupt_leaves_no_traceback_of_the_tasks_it_stopped(tmp_path: Path) -> None:
+    # The interrupt leaves the event loop at once; the run's tasks it stopped end as asyncio.run shuts down, and
+    # asyncio printed each one's exception (a traceback of a hundred lines) before the one line `interrupted`.
+    (tmp_path / "interrupting.py").write_text(_INTERRUPTS_ON_ONE.replace('BaseExceptionGroup("mine", [{raised}])', "KeyboardInterrupt()"))
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({**CASE, "id": f"c{i}"}) + "\n" for i in range(300)))
+    (tmp_path / "c.yaml").write_text('dataset: {path: cases.jsonl}\nmetrics: [{type: "interrupting:interrupts"}]\n'
+                                     "run: {dir: run, processes: 1}\n")
+    proc = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["interrupted"], proc.stderr

@@ -106,6 +106,7 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     error_box: list[TracejudgeError] = []
 
     async def main_task() -> None:
+        _quiet_about_interrupted_tasks()
         stop = anyio.Event()
         live = LiveStatus()
 
@@ -284,3 +285,29 @@ def _print_unscored(summary: dict, out: Console) -> None:
             out.print(f"{key}: {missing} result(s) were written before this metric was in the config and are not scored with it "
                       "(--force keeps results as they are); --fresh scores every case with the current config",
                       highlight=False, markup=False, soft_wrap=True)
+
+
+def _quiet_about_interrupted_tasks() -> None:
+    """Keep asyncio from printing the run's tasks that a KeyboardInterrupt from user code (a metric, an agent) stopped.
+
+    That interrupt leaves the event loop at once (asyncio lets none catch it), and the tasks it cut short end as
+    `asyncio.run` shuts down, where asyncio printed each one's exception, a traceback of a hundred lines, before the
+    command's one line `interrupted`. Any other exception is reported as asyncio does.
+    """
+    import asyncio
+
+    from tracejudge.core.errors import leaves
+
+    loop = asyncio.get_running_loop()
+    before = loop.get_exception_handler()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, BaseException) and any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves(exc)):
+            return
+        if before is not None:
+            before(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
