@@ -366,3 +366,26 @@ def test_a_score_valued_outside_0_1_or_nan_is_not_computed_and_run_and_report_ag
     assert summary["complete"] and summary["metrics"]["Contains"]["mean"] == 1.0 and summary["metrics"]["big"]["scored"] == 0
     report = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert report.returncode == 0 and "verdict: PASS" in report.stdout, report.stdout + report.stderr
+
+
+@tracejudge.metric
+def half_surrogate_reason(case: Case, trace: Trace) -> Score:
+    return Score(value=1.0, reason="saw \ud800 alone")
+
+
+@tracejudge.metric
+def half_surrogate_raise(case: Case, trace: Trace) -> float:
+    raise ValueError("bad \udfff text")
+
+
+def test_a_custom_metric_whose_text_holds_a_lone_surrogate_costs_only_that_text(tmp_path: Path) -> None:
+    # The metric's own text, not the record, holds what UTF-8 cannot encode: the case keeps its status and its other
+    # scores, and the half surrogate is written escaped, as JSON input spells it.
+    case = {"id": "c1", "tags": ["t"], "trace": {"steps": [{"tool_calls": [{"name": "a"}]}]}, "expected_tool_calls": [{"name": "a"}]}
+    report = tracejudge.evaluate([case], [tracejudge.ToolCalls(), half_surrogate_reason(), half_surrogate_raise()], run_dir=tmp_path / "run")
+    line = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert line["status"] == "ok" and line["tags"] == ["t"], line
+    assert line["scores"]["ToolCalls"]["value"] == 1.0
+    assert line["scores"]["half_surrogate_reason"]["reason"] == "saw \\ud800 alone"
+    assert line["scores"]["half_surrogate_raise"]["reason"].startswith("metric raised ValueError: bad \\udfff text (at ")
+    assert report.results[0].status == "ok"

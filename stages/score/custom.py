@@ -26,6 +26,7 @@ import anyio
 from pydantic import Field, create_model
 from tracejudge.core.errors import describe, leaves
 from tracejudge.core.records import Case, Score
+from tracejudge.core.utf8 import safe_text
 from tracejudge.stages.score.base import Metric, no_trace
 
 __all__ = ["FunctionMetric", "MetricFunction", "MetricValue", "metric"]
@@ -121,16 +122,20 @@ class FunctionMetric(Metric):
         return Score(
             value=None,
             passed=None,
-            reason=f"metric raised {describe(exc)}{where}",
+            reason=safe_text(f"metric raised {describe(exc)}{where}"),
             details={"exception": type(leaf).__name__},
         )
 
     def _to_score(self, out: Any) -> Score:
         label = self._label()
         if isinstance(out, Score):
+            # A lone surrogate in the metric's own reason is escaped: unwritable, it made the whole case an
+            # invalid_input blamed on its record, and cost the case its other scores.
+            reason = safe_text(out.reason)
+            update: dict[str, Any] = {} if reason is out.reason else {"reason": reason}
             if out.value is not None and out.passed is None:
-                return out.model_copy(update={"passed": out.value >= self.cutoff - 1e-12})
-            return out
+                update["passed"] = out.value >= self.cutoff - 1e-12
+            return out.model_copy(update=update) if update else out
         if isinstance(out, bool):
             return self.verdict(1.0 if out else 0.0, f"{label} returned {out}")
         if isinstance(out, (int, float)):
