@@ -227,3 +227,29 @@ def test_the_retry_line_says_how_many_results_the_named_exception_ended():
     line = _pending(3, ["ValueError: x", "KeyError: 'y'", "KeyError: 'y'"], 0)
     assert line.startswith("3 results ended because the agent raised exceptions: ValueError: x in 1, 1 other kind in the rest (")
     assert _pending(2, ["ValueError: x"] * 2, 0).startswith("2 results ended because the agent raised ValueError: x (a bug")
+
+
+_HALF_SURROGATES = '''
+def answers(request):
+    return "half \\ud800 here"
+
+
+def raises(request):
+    raise ValueError("agent \\udfff broke")
+'''
+
+
+@pytest.mark.parametrize(("fn", "message"), [
+    ("answers", "invalid reply: output: holds a lone surrogate (half of a UTF-16 pair, no character on its own), which UTF-8 cannot carry"),
+    ("raises", "ValueError: agent \\udfff broke"),
+])
+def test_an_agent_text_holding_a_lone_surrogate_is_its_case_target_error_saying_so(tmp_path, fn, message):
+    # Unwritable, the text made the write of traces.jsonl fail: the case's error was that UnicodeEncodeError, in
+    # place of the agent's own, and it read as a transient failure for a resume to retry.
+    (tmp_path / "halves.py").write_text(_HALF_SURROGATES)
+    target = {"kind": "python", "callable": f"halves:{fn}", "pythonpath": str(tmp_path), "retries": 0}
+    run_live(live_config(tmp_path, [{"id": "x", "input": "hi"}], target))
+    (result,) = read_jsonl(tmp_path / "run" / "results.jsonl")
+    assert result["status"] == "target_error" and result["error"]["message"] == message, result["error"]
+    (rec,) = read_jsonl(tmp_path / "run" / "traces.jsonl")
+    assert rec["error"]["message"] == message

@@ -14,7 +14,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import field_path
 
-__all__ = ["lone_surrogate"]
+__all__ = ["lone_surrogate", "surrogate_field"]
 
 # Every escape of a JSON string, so an escaped backslash (`\\\\ud800`: text, not an escape) is stepped over.
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.S)
@@ -34,6 +34,15 @@ def lone_surrogate(text: str, data: Any) -> tuple[str | None, str] | None:
     field = field_path(path) if path is not None else None
     where = f"{field}: " if field else ""
     return field, f"invalid JSON: {where}lone surrogate escape {escape} (half of a UTF-16 pair, no character on its own) at column {column}"
+
+
+def surrogate_field(data: Any) -> str | None:
+    """The key path (`trace.output`) of the first string or key in decoded `data` holding a lone surrogate; None: none does.
+
+    For data that never was JSON text (what a python agent returned), or whose text is gone: no column to give.
+    """
+    path = _path_to_surrogate(data)
+    return None if path is None else field_path(path) or "reply"
 
 
 def _first_lone_escape(text: str) -> tuple[int, str] | None:

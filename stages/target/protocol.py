@@ -150,12 +150,14 @@ def normalize_reply(reply: TargetReply, default_format: str, contexts: dict[str,
     `extract` would read it from a file. When only one of the reply's
     `output` and the trace's `output` is given, both take it.
 
-    Raises `TargetError` for an unknown format or a trace its adapter
-    cannot read (the message names the format and the field).
+    Raises `TargetError` for an unknown format, a trace its adapter
+    cannot read (the message names the format and the field), or a reply
+    holding a lone surrogate (naming the field).
     """
     output = _as_text(reply.output)
     raw = reply.trace
     if raw is None:
+        _writable(output, None)
         return output, Trace(output=output)
     name = reply.trace_format or default_format
     try:
@@ -184,4 +186,17 @@ def normalize_reply(reply: TargetReply, default_format: str, contexts: dict[str,
         trace = trace.model_copy(update={"output": output})
     elif output is None:
         output = trace.output
+    _writable(output, trace)
     return output, trace
+
+
+def _writable(output: str | None, trace: Trace | None) -> None:
+    """Raise `TargetError` naming the field when the reply holds a lone surrogate (a JSON `\\ud800` escape decodes to
+    one; a python agent may return one): no results, traces or report file can carry it."""
+    from tracejudge.stages.extract.surrogates import surrogate_field
+
+    dumped = trace.model_dump(mode="python", exclude_defaults=True) if trace is not None else None
+    field = surrogate_field({"output": output, "trace": dumped})
+    if field is not None:
+        raise TargetError(f"invalid reply: {field}: holds a lone surrogate (half of a UTF-16 pair, no character on its own), "
+                          "which UTF-8 cannot carry")

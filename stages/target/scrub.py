@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tracejudge.core.config import RunConfig
 from tracejudge.core.records import Trace
+from tracejudge.core.utf8 import safe_text
 from tracejudge.llm.redact import env_secrets, redact, redact_data
 
 if TYPE_CHECKING:
@@ -43,10 +44,11 @@ def scrub(out: Attempt, secrets: tuple[str, ...], escaped: tuple[str, ...]) -> A
     """`out` with the target's echoes of `secrets` (and credential-shaped text in errors) masked."""
     out.trace = _scrub_trace(out.trace, secrets, escaped)
     out.partial = _scrub_trace(out.partial, secrets, escaped)
+    # An agent's exception may carry a lone surrogate: escaped, as every text written of the reply must be encodable.
     if out.message is not None:
-        out.message = redact(out.message, secrets)
+        out.message = safe_text(redact(out.message, secrets))
     if out.details is not None:
-        out.details = redact_data(out.details, secrets)
+        out.details = {k: safe_text(v) if isinstance(v, str) else v for k, v in redact_data(out.details, secrets).items()}
     if out.turns is not None:
         out.turns = [
             {**t, "error": redact(t["error"], secrets)} if isinstance(t.get("error"), str) else t
