@@ -115,14 +115,21 @@ sys.argv = ["tracejudge", "run", cfg, "--no-progress", *[part for o in overrides
 if "run.executor=ray" in overrides:
     import ray
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+import os
+def report(code):
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({"exit": code, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss,
+                      "workers_cpu": kids.ru_utime + kids.ru_stime}), flush=True)
+exit_now = os._exit
+def reported_exit(code):  # the command ends with os._exit when a thread is still alive (`entrypoints.cli.console_main`)
+    report(code)
+    exit_now(code)
+os._exit = reported_exit
 from tracejudge.entrypoints.launch import console_main
 try:
     console_main()
 except SystemExit as end:
-    code = end.code
-me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"exit": code, "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss,
-                  "workers_cpu": kids.ru_utime + kids.ru_stime}))
+    report(end.code)
 """
 
 Run = dict[str, Any]  # wall, cpu, workers_cpu (s), n, rss, workers_rss (MB), means
