@@ -187,3 +187,24 @@ def test_the_collector_paused_for_start_up_runs_again_during_a_run_and_other_com
                             timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     assert "on after the command: True" in report.stderr
+
+
+def test_a_thread_ending_just_after_the_command_does_not_skip_exit_handlers(tmp_path):
+    # An event loop's idle worker thread still ending as the command returned sent it out through os._exit (kept for
+    # a python target's thread that ignores its timeout), and atexit handlers, a coverage tool's among them, never ran.
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\nrun: {dir: run}\n")
+    code = ("import atexit, sys, threading, time\n"
+            "atexit.register(lambda: sys.stderr.write('exit handlers ran\\n'))\n"
+            "from tracejudge.entrypoints import cli\n"
+            "real = cli.main\n"
+            "def main():\n"
+            "    code = real()\n"
+            "    threading.Thread(target=time.sleep, args=(0.05,)).start()  # still ending as the command returns\n"
+            "    return code\n"
+            "cli.main = main\n"
+            "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
+            "cli.console_main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stderr[-2000:]
+    assert "exit handlers ran" in done.stderr

@@ -27,6 +27,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from tracejudge.core.errors import ConfigError, TracejudgeError, leaves
@@ -221,7 +222,7 @@ def console_main() -> None:
     process must not wait for it (CI would hang and lose the exit status).
     """
     code = main()
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if _lingering():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -230,6 +231,25 @@ def console_main() -> None:
     # about 0.05 CPU-s after a run of 10,000 cases. Everything the command wrote is closed by now.
     gc.freeze()
     raise SystemExit(code)
+
+
+_WIND_DOWN_S = 0.5
+"""How long the command waits, in all, for threads still ending after a run before it exits without them."""
+
+
+def _lingering() -> bool:
+    """True when a non-daemon thread other than this one is still alive after up to `_WIND_DOWN_S` seconds (in all) of
+    waiting for such threads to end.
+
+    An event loop's idle worker threads are told to stop when the loop closes and end a moment later; on a loaded
+    machine one was sometimes still alive here, and the command left through `os._exit`, skipping atexit handlers
+    (a coverage tool's, a user's) for no thread that needed abandoning.
+    """
+    deadline = time.monotonic() + _WIND_DOWN_S
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon and t.is_alive():
+            t.join(max(0.0, deadline - time.monotonic()))
+    return any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread())
 
 
 if __name__ == "__main__":
