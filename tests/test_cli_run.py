@@ -145,11 +145,20 @@ def test_extract_reports_a_duplicate_id_once_and_writes_it_once(tmp_path):
     assert re.search(r"first at \S*in\.jsonl:1, again at \S*in\.jsonl:3", said), said
 
 
+def _one_case(tmp_path):
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
+
+
+def _one_case_run(tmp_path):
+    """`c.yaml` in `tmp_path`: one case that passes its one check, into `run/`."""
+    _one_case(tmp_path)
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\nrun: {dir: run}\n")
+
+
 def test_what_a_command_leaves_alive_at_exit_is_not_collected_again(tmp_path):
     # The interpreter's last collections would traverse every module and object the command left alive (tens of ms
     # of a short command): the CLI freezes them first. The exit status and the output are the command's own.
-    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
-    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\nrun: {dir: run}\n")
+    _one_case_run(tmp_path)
     code = ("import atexit, gc, sys\n"
             "atexit.register(lambda: sys.stderr.write(f'frozen at exit: {gc.get_freeze_count() > 0}\\n'))\n"
             "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
@@ -170,7 +179,7 @@ def test_the_collector_paused_for_start_up_runs_again_during_a_run_and_other_com
         "@tracejudge.metric\n"
         "def collector_on(case, trace):\n"
         "    return Score(value=1.0 if gc.isenabled() else 0.0, reason=f'collector on: {gc.isenabled()}')\n")
-    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
+    _one_case(tmp_path)
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
                                      "metrics:\n  - {type: 'probe:collector_on', name: collector}\nrun: {dir: run, processes: 1}\n")
     code = ("import atexit, gc, sys\n"
@@ -192,8 +201,7 @@ def test_the_collector_paused_for_start_up_runs_again_during_a_run_and_other_com
 def test_a_thread_ending_just_after_the_command_does_not_skip_exit_handlers(tmp_path):
     # An event loop's idle worker thread still ending as the command returned sent it out through os._exit (kept for
     # a python target's thread that ignores its timeout), and atexit handlers, a coverage tool's among them, never ran.
-    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "trace": {"steps": [], "output": "done"}}) + "\n")
-    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\nrun: {dir: run}\n")
+    _one_case_run(tmp_path)
     code = ("import atexit, sys, threading, time\n"
             "atexit.register(lambda: sys.stderr.write('exit handlers ran\\n'))\n"
             "from tracejudge.entrypoints import cli\n"
