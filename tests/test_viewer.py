@@ -13,7 +13,7 @@ import yaml
 from _runs import native_case, view_server, write_config, write_dataset
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 from tracejudge.entrypoints.cli import main
@@ -181,7 +181,7 @@ def test_filter_failed_and_search_a_tool(server: str, browser: Any) -> None:
         d.get(server + "/run/tonight/cases?q=Seattle")
         return int(d.find_element(By.ID, "n-matching").text) > 0
 
-    WebDriverWait(browser, 60).until(seattle)
+    WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,)).until(seattle)
 
     browser.get(server + "/run/tonight/cases?sort=writes_exact&desc=1&size=25")
     shown = [float(tr.find_element(By.CSS_SELECTOR, 'td[data-metric="writes_exact"]').text) for tr in rows(browser)]
@@ -240,7 +240,9 @@ def test_follows_a_run_being_written(server: str, browser: Any, runs: dict[str, 
     assert browser.find_element(By.ID, "n-matching").text == "5"
     with open(runs["live"] / "results.jsonl", "ab") as fh:
         fh.write(runs["live-rest"].read_bytes())
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "n-matching").text == "16")
+    # (The page redraws its count as rows arrive: an element found just before a redraw is stale when read.)
+    WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: d.find_element(By.ID, "n-matching").text == "16")
     assert len(rows(browser)) == 16
 
 
