@@ -155,16 +155,22 @@ def _one_case_run(tmp_path):
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\nmetrics:\n  - {type: MaxToolCalls, max_calls: 5}\nrun: {dir: run}\n")
 
 
+def _python(tmp_path, at_exit, code, *args, env=None):
+    """`code` run by a fresh python in `tmp_path` (`args` its command line), after an atexit handler that writes the
+    f-string `at_exit` to stderr; `gc`, `sys`, `threading` and `time` are imported for it."""
+    prelude = f"import atexit, gc, sys, threading, time\natexit.register(lambda: sys.stderr.write(f{at_exit!r} + '\\n'))\n"
+    return subprocess.run([sys.executable, "-c", prelude + code, *args], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300, env=env)
+
+
 def test_what_a_command_leaves_alive_at_exit_is_not_collected_again(tmp_path):
     # The interpreter's last collections would traverse every module and object the command left alive (tens of ms
     # of a short command): the CLI freezes them first. The exit status and the output are the command's own.
     _one_case_run(tmp_path)
-    code = ("import atexit, gc, sys\n"
-            "atexit.register(lambda: sys.stderr.write(f'frozen at exit: {gc.get_freeze_count() > 0}\\n'))\n"
-            "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
-            "from tracejudge.entrypoints.cli import console_main\n"
-            "console_main()\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = _python(tmp_path, "frozen at exit: {gc.get_freeze_count() > 0}",
+                   "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
+                   "from tracejudge.entrypoints.cli import console_main\n"
+                   "console_main()\n")
     assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stderr[-2000:]
     assert "frozen at exit: True" in done.stderr
 
@@ -182,18 +188,15 @@ def test_the_collector_paused_for_start_up_runs_again_during_a_run_and_other_com
     _one_case(tmp_path)
     (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
                                      "metrics:\n  - {type: 'probe:collector_on', name: collector}\nrun: {dir: run, processes: 1}\n")
-    code = ("import atexit, gc, sys\n"
-            "atexit.register(lambda: sys.stderr.write(f'on after the command: {gc.isenabled()}\\n'))\n"
-            "sys.argv = ['tracejudge', *sys.argv[1:]]\n"
-            "from tracejudge.entrypoints.launch import console_main\n"
-            "console_main()\n")
-    done = subprocess.run([sys.executable, "-c", code, "run", "c.yaml", "--no-progress"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    launch = ("sys.argv = ['tracejudge', *sys.argv[1:]]\n"
+              "from tracejudge.entrypoints.launch import console_main\n"
+              "console_main()\n")
+    done = _python(tmp_path, "on after the command: {gc.isenabled()}", launch, "run", "c.yaml", "--no-progress",
+                   env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "run" / "results.jsonl").read_text().splitlines()[0])
     assert result["scores"]["collector"]["reason"] == "collector on: True"
-    report = subprocess.run([sys.executable, "-c", code, "report", "run"], capture_output=True, text=True, cwd=tmp_path,
-                            timeout=300)
+    report = _python(tmp_path, "on after the command: {gc.isenabled()}", launch, "report", "run")
     assert report.returncode == 0, report.stderr[-2000:]
     assert "on after the command: True" in report.stderr
 
@@ -202,17 +205,15 @@ def test_a_thread_ending_just_after_the_command_does_not_skip_exit_handlers(tmp_
     # An event loop's idle worker thread still ending as the command returned sent it out through os._exit (kept for
     # a python target's thread that ignores its timeout), and atexit handlers, a coverage tool's among them, never ran.
     _one_case_run(tmp_path)
-    code = ("import atexit, sys, threading, time\n"
-            "atexit.register(lambda: sys.stderr.write('exit handlers ran\\n'))\n"
-            "from tracejudge.entrypoints import cli\n"
-            "real = cli.main\n"
-            "def main():\n"
-            "    code = real()\n"
-            "    threading.Thread(target=time.sleep, args=(0.05,)).start()  # still ending as the command returns\n"
-            "    return code\n"
-            "cli.main = main\n"
-            "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
-            "cli.console_main()\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = _python(tmp_path, "exit handlers ran",
+                   "from tracejudge.entrypoints import cli\n"
+                   "real = cli.main\n"
+                   "def main():\n"
+                   "    code = real()\n"
+                   "    threading.Thread(target=time.sleep, args=(0.05,)).start()  # still ending as the command returns\n"
+                   "    return code\n"
+                   "cli.main = main\n"
+                   "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
+                   "cli.console_main()\n")
     assert done.returncode == 0 and "verdict: PASS" in done.stdout, done.stderr[-2000:]
     assert "exit handlers ran" in done.stderr

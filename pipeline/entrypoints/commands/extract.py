@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from tracejudge.core.utf8 import safe_text
 from tracejudge.entrypoints.commands.exits import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                         written += 1
                         continue
                     except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
-                        got = (got.id.encode("utf-8", "backslashreplace").decode(), ErrorInfo(
+                        got = (safe_text(got.id), ErrorInfo(
                             kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
                             file=raw.file, line=raw.line))
                 cid, info = got
