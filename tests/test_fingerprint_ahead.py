@@ -90,3 +90,57 @@ def test_a_hash_whose_result_is_not_taken_is_stopped(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="exists and is not a directory"):
         anyio.run(functools.partial(runner.run, config, fingerprints=FingerprintAhead(config)))
     assert not _hash_threads()
+
+
+def test_the_command_line_hashes_from_the_config_text_and_the_run_takes_that_hash(tmp_path: Path, monkeypatch) -> None:
+    from tracejudge.engine import fingerprint_ahead
+    from tracejudge.entrypoints.cli import main
+
+    _, data = _config(tmp_path, "a", 4)
+    started: list[FingerprintAhead] = []
+    real = fingerprint_ahead.ahead_of_source
+
+    def watched(source_data):
+        got = real(source_data)
+        started.append(got)
+        return got
+
+    monkeypatch.setattr(fingerprint_ahead, "ahead_of_source", watched)
+    assert main(["run", str(tmp_path / "a.yaml"), "--no-progress"]) == 0
+    # Started before pydantic validated the config (from its text, paths resolved against the config's folder), and taken.
+    assert len(started) == 1 and started[0] is not None and started[0].hashes(load_config(tmp_path / "a.yaml"))
+    manifest = json.loads((tmp_path / "run-a" / "manifest.json").read_text())
+    assert manifest["dataset"] == {"path": {"path": str(data), **file_fingerprint(data)}}
+    assert not _hash_threads()
+
+
+def test_a_config_error_after_the_hash_started_leaves_no_hash_running(tmp_path: Path, capsys) -> None:
+    from tracejudge.entrypoints.cli import main
+
+    _config(tmp_path, "a", 2)
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("dataset: {path: a.jsonl}\nmetrics: [{type: NoSuchMetric}]\n")  # the file exists: hashed ahead, then refused
+    assert main(["run", str(cfg), "--no-progress"]) == 2
+    assert "NoSuchMetric" in capsys.readouterr().err
+    assert not _hash_threads()
+
+
+@pytest.mark.parametrize("value", [None, 5, "", "missing.jsonl", "fifo", "folder"])
+def test_nothing_but_a_regular_file_or_folder_is_hashed_ahead(tmp_path: Path, value) -> None:
+    import os
+
+    from tracejudge.engine.fingerprint_ahead import ahead_of_source
+
+    os.mkfifo(tmp_path / "fifo")  # opened for reading, it would block until a writer came: never opened ahead
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "x.json").write_text("{}")
+    path = str(tmp_path / value) if isinstance(value, str) and value else value
+    ahead = ahead_of_source({"dataset": {"path": path}})
+    if value == "folder":
+        assert ahead is not None and ahead.files() == {"path": {"path": path, **file_fingerprint(Path(path))}}
+        ahead.close()
+    else:
+        assert ahead is None
+    assert ahead_of_source({"dataset": {"path": str(tmp_path / "folder"), "tasks": str(tmp_path / "fifo")}}) is None
+    assert ahead_of_source({"dataset": "a.jsonl"}) is None and ahead_of_source({}) is None
+    assert not _hash_threads()

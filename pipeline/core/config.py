@@ -24,8 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_va
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict)
-from tracejudge.core.config_source import (MAX_EXPANDED_NODES, _cycle, _default_run_dir, _duplicate_key, _expanded_size, _fmt, _line_index,
-                                           _resolve_paths, _search_config_folder, apply_overrides)
+from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_config import PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem, unpriced_cost_cap
@@ -120,53 +119,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Pa
             unknown format or metric type, missing dataset files. The message
             names file, line, key path and what was expected.
     """
-    import yaml
-
-    cfg_path = Path(path)
-    source = str(path)
-    try:
-        text = cfg_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{source}: config file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read config: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
-                          "save the config as UTF-8 YAML") from None
-    # Parsed once: the node graph gives the alias-bomb check and every key's line, then the data is built from it.
-    loader = yaml.SafeLoader(text)
-    try:
-        root = loader.get_single_node()
-        if (expanded := _expanded_size(root)) > MAX_EXPANDED_NODES:
-            raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
-                              f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
-        if (dup := _duplicate_key(root)) is not None:
-            key, line, first = dup
-            raise ConfigError(f"{source}:{line}: {'.'.join(key)}: duplicate key (first on line {first}); "
-                              "YAML would keep only this one and drop the first silently: merge them into one")
-        data = None if root is None else loader.construct_document(root)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark else source
-        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    finally:
-        loader.dispose()
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
-    lines = _line_index(root)
-    if (cycle := _cycle(data, ())) is not None:
-        dotted = ".".join(cycle)
-        where = f"{source}:{lines[cycle]}" if cycle in lines else source
-        raise ConfigError(f"{where}: {dotted}: a YAML alias refers to a mapping or list that contains it; "
-                          "a config must not recurse")
-    base = cfg_path.resolve().parent
-    _resolve_paths(data, base)
-    touched = apply_overrides(data, overrides or [], cwd or base, typed)
-    _default_run_dir(data, base / "runs" / cfg_path.stem)
-    _search_config_folder(data, base)
-    return validate_config(data, source=source, lines=lines, overridden=touched, scoring=scoring)
+    read = read_config(path, overrides, cwd=cwd, typed=typed)
+    return validate_config(read.data, source=read.source, lines=read.lines, overridden=read.overridden, scoring=scoring)
 
 
 

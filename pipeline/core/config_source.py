@@ -9,15 +9,14 @@ alone (a worker process, a report) never import it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracejudge.core import registry
 from tracejudge.core.errors import ConfigError
 
 if TYPE_CHECKING:
     import yaml
 
-__all__ = ["MAX_EXPANDED_NODES", "apply_overrides"]
+__all__ = ["MAX_EXPANDED_NODES", "ConfigSource", "apply_overrides", "read_config"]
 
 # Keys holding filesystem paths: resolved against the config's folder.
 _PATH_KEYS = {
@@ -271,5 +270,76 @@ def _search_config_folder(data: dict[str, Any], base: Path) -> None:
     if isinstance(target, dict):
         named.append(target.get("callable"))
     if any(isinstance(n, str) and ":" in n for n in named):
+        from tracejudge.core import registry  # (here: pydantic is not needed to read a config's text)
+
         registry.add_search_dir(base)
 
+
+class ConfigSource(NamedTuple):
+    """A run config as read from its file and `--set`, before validation: what `config.validate_config` takes.
+
+    `data`: the mapping, paths absolute; `source`: the file as named; `lines`: key path → 1-based line in the file;
+    `overridden`: key path → the option as typed, for the keys `--set` gave.
+    """
+
+    data: dict[str, Any]
+    source: str
+    lines: dict[tuple[str, ...], int]
+    overridden: dict[tuple[str, ...], str]
+
+
+def read_config(path: str | Path, overrides: list[str] | None = None, *, cwd: Path | None = None,
+                typed: dict[str, str] | None = None) -> ConfigSource:
+    """The config file at `path` read, checked as YAML, its paths resolved and `overrides` applied (`config.load_config`'s
+    first half: PyYAML only, no pydantic, so `tracejudge run` can start hashing the dataset before its models load).
+
+    Raises `ConfigError` naming the file (and line) for an unreadable file, invalid YAML, an alias bomb, a duplicate
+    key, a recursive alias, a top level that is not a mapping, or a bad `--set`.
+    """
+    import yaml
+
+    cfg_path = Path(path)
+    source = str(path)
+    try:
+        text = cfg_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read config: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not a UTF-8 text file (byte {exc.start}: {exc.reason}); "
+                          "save the config as UTF-8 YAML") from None
+    # Parsed once: the node graph gives the alias-bomb check and every key's line, then the data is built from it.
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if (expanded := _expanded_size(root)) > MAX_EXPANDED_NODES:
+            raise ConfigError(f"{source}: its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} nodes "
+                              f"({expanded:,}); a config is refused before it is built (an alias bomb would take minutes and gigabytes)")
+        if (dup := _duplicate_key(root)) is not None:
+            key, line, first = dup
+            raise ConfigError(f"{source}:{line}: {'.'.join(key)}: duplicate key (first on line {first}); "
+                              "YAML would keep only this one and drop the first silently: merge them into one")
+        data = None if root is None else loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: (top level): expected a mapping of sections, got {type(data).__name__}")
+    lines = _line_index(root)
+    if (cycle := _cycle(data, ())) is not None:
+        dotted = ".".join(cycle)
+        where = f"{source}:{lines[cycle]}" if cycle in lines else source
+        raise ConfigError(f"{where}: {dotted}: a YAML alias refers to a mapping or list that contains it; "
+                          "a config must not recurse")
+    base = cfg_path.resolve().parent
+    _resolve_paths(data, base)
+    touched = apply_overrides(data, overrides or [], cwd or base, typed)
+    _default_run_dir(data, base / "runs" / cfg_path.stem)
+    _search_config_folder(data, base)
+    return ConfigSource(data, source, lines, touched)

@@ -14,7 +14,7 @@ from pathlib import Path
 from threading import Event
 from typing import Any
 
-__all__ = ["LISTED_FILES", "Stopped", "changed_since", "file_fingerprint", "listing"]
+__all__ = ["LISTED_FILES", "Stopped", "changed_since", "file_fingerprint", "files_of", "listing"]
 
 
 class Stopped(Exception):
@@ -90,6 +90,17 @@ def _file_fingerprint(path: Path, stop: Event | None = None) -> dict[str, Any]:
             h.update(fh.read(_SAMPLE))
     return {"size": size, "sha256": h.hexdigest(), "sampled": True, "mtime_ns": st.st_mtime_ns}
 
+
+def files_of(path: str | Path | None, tasks: str | Path | None, stop: Event | None = None) -> dict[str, Any]:
+    """A manifest's `dataset`: role → `{"path": str, **file_fingerprint}` for each of `path` and `tasks` that is not None.
+
+    Raises `OSError` when a file cannot be read, and `Stopped` once `stop` is set.
+    """
+    files: dict[str, Any] = {}
+    for role, p in (("path", path), ("tasks", tasks)):
+        if p is not None:
+            files[role] = {"path": str(p), **file_fingerprint(Path(p), stop)}
+    return files
 
 def listing(path: Path) -> dict[str, tuple[int, int]]:
     """`{relative path: (size, mtime_ns)}` of a folder's files, or `{"": (size, mtime_ns)}` of a file: a stat, no read.

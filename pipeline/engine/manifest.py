@@ -25,7 +25,7 @@ from typing import Any
 from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
-from tracejudge.engine.dataset_fingerprint import file_fingerprint
+from tracejudge.engine.dataset_fingerprint import files_of
 
 __all__ = ["CLI_OPTIONS", "ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "refusal", "with_history"]
 
@@ -90,12 +90,7 @@ def dataset_files(config: RunConfig, stop: Event | None = None) -> dict[str, Any
 
     Raises `OSError` when a file cannot be read, and `dataset_fingerprint.Stopped` once `stop` is set.
     """
-    files: dict[str, Any] = {}
-    for role in ("path", "tasks"):
-        p = getattr(config.dataset, role)
-        if p is not None:
-            files[role] = {"path": str(p), **file_fingerprint(Path(p), stop)}
-    return files
+    return files_of(config.dataset.path, config.dataset.tasks, stop)
 
 
 def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files: dict[str, Any] | None = None) -> dict[str, Any]:

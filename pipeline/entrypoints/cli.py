@@ -164,18 +164,33 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
         except TracejudgeError as exc:
             err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
             return EXIT_BAD_INPUT
-    from tracejudge.core.config import load_config, require_metrics
+    from tracejudge.core.config_source import read_config
 
     overrides, typed = list(args.overrides), {}
     if args.command == "run" and args.shard is not None:
         overrides.append(f"run.shard={args.shard}")
         typed[overrides[-1]] = f"--shard {args.shard}"  # an error names the option the user typed
+    ahead = None
     try:
+        source = read_config(args.config, overrides, typed=typed)
+        if args.command == "run" and args.rescore is None:
+            from tracejudge.engine.fingerprint_ahead import ahead_of_source
+
+            # The dataset is hashed for the manifest while pydantic, the config models and the run's modules load and
+            # the config is validated (`engine.fingerprint_ahead`); `run.command` takes the hash over.
+            ahead = ahead_of_source(source.data)
+        from tracejudge.core.config import require_metrics, validate_config
+
         # extract only converts: questions without traces are still worth writing out as native cases.
-        config = load_config(args.config, overrides, typed=typed, scoring=args.command != "extract")
+        config = validate_config(source.data, source=source.source, lines=source.lines, overridden=source.overridden,
+                                 scoring=args.command != "extract")
         if args.command == "run":
             require_metrics(config, str(args.config), overrides)
-    except ConfigError as exc:
+    except BaseException as exc:
+        if ahead is not None:
+            ahead.close()
+        if not isinstance(exc, ConfigError):
+            raise
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
     if args.command == "run" and config.run.shard is not None and args.run_dir is None:
@@ -190,7 +205,7 @@ def _dispatch(args: argparse.Namespace, err: Console) -> int:
 
             if args.rescore is not None:
                 config, args.run_dir = run.rescore(args, config, err)
-            return run.command(args, config, err)
+            return run.command(args, config, err, ahead)
         if args.command == "extract":
             from tracejudge.entrypoints.commands import extract
 

@@ -65,13 +65,20 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def command(args: argparse.Namespace, config, err: Console) -> int:
-    """`tracejudge run`: run (or resume) the config's pipeline, print the summary and the verdict; the exit status is the verdict's."""
+def command(args: argparse.Namespace, config, err: Console, ahead=None) -> int:
+    """`tracejudge run`: run (or resume) the config's pipeline, print the summary and the verdict; the exit status is the verdict's.
+
+    `ahead`: the hash of the dataset started from the config's text (`engine.fingerprint_ahead.ahead_of_source`), or
+    None; this command owns it from here (it stops it, unless the run takes it over).
+    """
     from tracejudge.engine.fingerprint_ahead import FingerprintAhead
 
     # The dataset is hashed for the manifest while this command imports and sets up the run (`engine.fingerprint_ahead`);
     # the run takes the hash over, and a command that starts no run stops it.
-    fingerprints = FingerprintAhead(config)
+    if ahead is not None and not ahead.hashes(config):
+        ahead.close()  # (the validated config names other files)
+        ahead = None
+    fingerprints = ahead if ahead is not None else FingerprintAhead(config)
     try:
         return _command(args, config, err, fingerprints)
     finally:
