@@ -194,8 +194,12 @@ def test_journal_reopens_from_index_and_folds_only_the_tail(tmp_path: Path) -> N
     assert j2.agg.summary() == _refold(tmp_path)
     assert [(s["ended"], s["results"]) for s in j2.segments] == [("interrupted", 95), ("killed", 7)]
     assert (tmp_path / store.INDEX).stat().st_size == 102 * 8
-    j2.close("finished")  # did nothing: records no segment
-    assert len(json.loads((tmp_path / store.CHECKPOINT).read_text())["segments"]) == 2
+    j2.close("finished")  # did nothing but finish a run whose last segment was killed: recorded, so the run reads as finished
+    segments = json.loads((tmp_path / store.CHECKPOINT).read_text())["segments"]
+    assert [(s["ended"], s["results"]) for s in segments] == [("interrupted", 95), ("killed", 7), ("finished", 0)]
+    j3 = _open(tmp_path)
+    j3.close("finished")  # a finished run with nothing to do: records no segment
+    assert json.loads((tmp_path / store.CHECKPOINT).read_text())["segments"] == segments
 
 
 class _Hostile:

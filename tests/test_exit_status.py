@@ -258,3 +258,50 @@ def test_a_metric_raising_keyboard_interrupt_leaves_no_traceback_of_the_tasks_it
     proc = _tj("run", "c.yaml", "--no-progress", cwd=tmp_path)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip().splitlines() == ["interrupted"], proc.stderr
+
+
+_SLOW_METRIC = """
+import pathlib, time
+import tracejudge
+
+@tracejudge.metric
+def slow(case, trace):
+    pathlib.Path("scoring").write_text(case.id)
+    time.sleep(1.5)
+    return 1.0
+"""
+
+
+def test_a_run_stopped_with_every_result_written_is_finished_by_the_resume_it_asks_for(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    # SIGTERM while the only case is being scored: the case finishes and is written, the segment ends interrupted.
+    (tmp_path / "slowmetric.py").write_text(_SLOW_METRIC)
+    cfg = _config(tmp_path)
+    cfg.write_text(cfg.read_text().replace("{type: ToolCorrectness}", '{type: "slowmetric:slow"}').replace(
+        "assertions: {metrics: {ToolCorrectness: {min_mean: 0.5}}}\n", "run: {dir: run, processes: 1}\n").replace("run: {dir: run}\n", "", 1))
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (tmp_path / "scoring").exists():
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 1
+    stopped = _tj("report", "run", cwd=tmp_path)
+    assert "INTERRUPTED" in stopped.stdout, stopped.stdout
+
+    # The resume the report asks for has nothing left to do: it records that the run finished, so the report stops
+    # calling it interrupted (before, it kept giving the same resume command, which changed nothing).
+    again = _tj("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert again.returncode == 0 and "(0 new results, 1 already finished)" in again.stdout, again.stdout + again.stderr
+    segments = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["segments"]
+    assert [(s["ended"], s["results"]) for s in segments] == [("interrupted", 1), ("finished", 0)]
+    report = _tj("report", "run", cwd=tmp_path)
+    assert report.returncode == 0 and "INTERRUPTED" not in report.stdout, report.stdout
+    # A finished run resumed again still changes no file.
+    before = (tmp_path / "run" / "checkpoint.json").read_bytes()
+    assert _tj("run", str(cfg), "--no-progress", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "run" / "checkpoint.json").read_bytes() == before

@@ -56,7 +56,7 @@ def checkpoint_if_due(journal: RunJournal) -> None:
     if journal.usage_source is not None:
         seg["usage"] = journal.usage_source()
     if not journal._recorded:
-        if seg["results"] == 0 and not _has_usage(seg["usage"]):
+        if seg["results"] == 0 and not _has_usage(seg["usage"]) and not _completes(journal, seg):
             if journal._closing and journal._announced:
                 _withdraw(journal, seg)
             return
@@ -64,6 +64,16 @@ def checkpoint_if_due(journal: RunJournal) -> None:
             journal.segments.append(seg)
         journal._recorded = True
     journal._write_checkpoint()
+
+
+def _completes(journal: RunJournal, seg: dict[str, Any]) -> bool:
+    """True when `seg`, closing as `finished` with nothing new, is what ends a run whose last recorded segment did not
+    finish (killed after writing its last result, stopped, failed): recorded, so the run reads as finished. Not
+    recorded, `tracejudge report` kept calling the run interrupted and giving the resume command that changed nothing."""
+    if not (journal._closing and seg["ended"] == "finished"):
+        return False
+    earlier = [s for s in journal.segments if s is not seg]
+    return bool(earlier) and earlier[-1].get("ended") != "finished"
 
 
 def _withdraw(journal: RunJournal, seg: dict[str, Any]) -> None:
