@@ -70,3 +70,42 @@ def test_a_dataset_cut_short_during_the_run_is_named_with_what_was_read(tmp_path
     assert len(said) == 1, err[-3000:]
     assert said[0]["file"] == str(data) and "cut short" in said[0]["change"]
     assert said[0]["records_read"] == len(results) and said[0]["last_line"] == 1000
+
+
+
+def _read_then(path: Path, records: int, then, caplog) -> tuple[int, list]:
+    """`read_jsonl(path)` taking `records` records, then `then()`, then the rest and the read's end (where the file is
+    looked at again): (records read, the change warnings logged)."""
+    import logging
+
+    from tracejudge.stages.load import read_jsonl
+
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger="tracejudge")
+    reader = read_jsonl(path)
+    got = [r for _, r in zip(range(records), reader)]  # (range first: the reader is not asked for one more)
+    then()
+    got += list(reader)
+    said = [r for r in caplog.records if getattr(r, "tracejudge_event", "").startswith("the dataset changed while the run read it")]
+    return len(got), said
+
+
+def test_a_dataset_removed_once_opened_is_read_whole_and_no_change_unless_it_was_rewritten(tmp_path: Path, caplog) -> None:
+    lines = [json.dumps(native_case(f"c{i}", ["a"], ["a"])) + "\n" for i in range(50)]
+    data = tmp_path / "cases.jsonl"
+
+    data.write_text("".join(lines))  # a wrapper's temporary file, removed once read: every record was scored
+    assert _read_then(data, 50, data.unlink, caplog) == (50, [])
+
+    # Removed while read (past the reader's 64 KiB buffer): the open descriptor still reads it to its end.
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(lines) * 60)
+    assert _read_then(big, 3, big.unlink, caplog) == (3000, [])
+
+    def rewrite_then_remove() -> None:  # rewritten in place, then removed: what was read is not what the file held
+        with open(data, "r+b") as fh:
+            fh.write(b'{"id":"other"' + b" " * 20)
+        data.unlink()
+    data.write_text("".join(lines))
+    read, said = _read_then(data, 50, rewrite_then_remove, caplog)
+    assert read == 50 and len(said) == 1 and said[0].tracejudge["change"] == "it was deleted or moved away"

@@ -40,7 +40,9 @@ class FileWatch:
         try:
             now = os.stat(self.path)
         except OSError:
-            return "it was deleted or moved away"
+            # Gone from its path, but read to its end as it was when opened (a wrapper's temporary file, removed once
+            # read): every record was scored, nothing to warn of. Cut short or rewritten before it went: said.
+            return "it was deleted or moved away" if offset is None or self._changed(offset) else None
         if (now.st_dev, now.st_ino) != (self.start.st_dev, self.start.st_ino):
             return "it was replaced by another file (the run read the file that was there when it started)"
         end = os.fstat(self.fd)
@@ -50,6 +52,16 @@ class FileWatch:
         if (end.st_mtime_ns, end.st_size) != (self.start.st_mtime_ns, was) and os.pread(self.fd, len(self.head), 0) != self.head:
             return "it was rewritten in place (its first bytes differ from those read)"
         return None
+
+
+    def _changed(self, offset: int) -> bool:
+        # The opened file (still readable through the descriptor) against what was read of it: its size, time and head.
+        try:
+            end = os.fstat(self.fd)
+            return (end.st_size != offset or (end.st_mtime_ns, end.st_size) != (self.start.st_mtime_ns, self.start.st_size)
+                    or os.pread(self.fd, len(self.head), 0) != self.head)
+        except OSError:
+            return True
 
 
 def report_change(watch: FileWatch, offset: int | None, records: int, line: int) -> None:
