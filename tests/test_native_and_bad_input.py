@@ -133,6 +133,9 @@ def test_text_json_cannot_carry_is_one_invalid_case_and_resume_skips_it(tmp_path
     rows = [_json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert [(r["case_id"], r["status"]) for r in rows] == [("a", "ok"), ("b", "invalid_input"), ("c", "ok")]
     assert "cannot encode" in rows[1]["error"]["message"]
+    # Named as every bad record is: its file, its line and the field (before: none of the three).
+    assert (rows[1]["error"]["file"], rows[1]["error"]["line"], rows[1]["error"]["field"]) == (str(data), 2, "tags.0")
+    assert rows[1]["error"]["message"].startswith("tags.0 holds text that UTF-8 cannot encode")
     again = anyio.run(run, config)
     assert (first.new_results, again.new_results, again.skipped_finished) == (3, 0, 3)
 
@@ -317,3 +320,35 @@ def test_an_escaped_lone_surrogate_names_its_line_field_and_column(tmp_path, mon
         bad = [r for r in results if r["status"] == "invalid_input"]
         assert [(r["case_id"], r["error"]["line"], r["error"]["field"], r["error"]["message"]) for r in bad] == want
         assert all(r["error"]["file"] == str(tmp_path / str(processes) / "cases.jsonl") for r in bad)
+
+
+def test_the_field_holding_unwritable_text_is_found_where_it_sits() -> None:
+    from tracejudge.core.records import Score
+    from tracejudge.core.utf8 import unencodable_at
+
+    assert unencodable_at({"tags": ["a", "b"], "metadata": {"k": [1, {"x": "fine"}]}}) is None
+    assert unencodable_at({"tags": ["a", "b\udc80"]}) == "tags.1"
+    assert unencodable_at({"metadata": {"k": [1, {"x": "\ud800"}]}}) == "metadata.k.1.x"
+    assert unencodable_at({"metadata": {"bad\ud800key": 1}}) == "metadata.bad\\ud800key"  # (escaped: the path is written too)
+    scores = {"Contains": Score(value=1.0, reason="ok"), "m": Score(value=0.0, reason="fine", details={"why": "\udfff"})}
+    assert unencodable_at({"scores": scores}) == "scores.m.details.why"
+    assert unencodable_at("\ud800") == "(text)" and unencodable_at(5) is None
+
+
+def test_extract_names_the_field_holding_text_it_cannot_write(tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+
+    rows = [{"id": "a", "tags": ["fine"], "messages": [{"role": "user", "content": "hi"}]},
+            {"id": "b", "tags": ["fine"], "messages": [{"role": "user", "content": "bad\ud83d"}]}]
+    (tmp_path / "chats.jsonl").write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: chats.jsonl, format: openai-messages}\nmetrics: [{type: ToolCalls}]\n")
+    out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
+    assert line.startswith(f"invalid input {tmp_path / 'chats.jsonl'}:2: ") and "holds text that UTF-8 cannot encode" in line, line
+    field = line.split(":2: ", 1)[1].split(" (b)")[0]
+    assert field.startswith("input") or field.startswith("trace") or field.startswith("turns"), line
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1

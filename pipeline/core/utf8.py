@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["encodable", "filed_id", "safe_text"]
+from typing import Any
+
+__all__ = ["encodable", "filed_id", "safe_text", "unencodable_at"]
 
 
 def encodable(text: str) -> bool:
@@ -30,3 +32,26 @@ def filed_id(case_id: str, place: str) -> str:
     literal backslash: filed under it, the two cases read as duplicates, or one's result as the other's.
     """
     return case_id if encodable(case_id) else place
+
+
+def unencodable_at(value: Any, path: str = "") -> str | None:
+    """The dotted path (`metadata.source`, `tags.2`, `scores.Contains.reason`) of the first text in `value` UTF-8 cannot carry,
+    or None: strings, dict keys and values, list and tuple items, and the fields of a pydantic model, searched in order.
+
+    A key UTF-8 cannot carry is shown escaped (`safe_text`), so the path itself can be written. For naming the
+    field of a result that cannot be written (errors only: it walks the whole value).
+    """
+    if isinstance(value, str):
+        return None if encodable(value) else path or "(text)"
+    fields = getattr(type(value), "model_fields", None)
+    items: Any = ((k, getattr(value, k)) for k in fields) if isinstance(fields, dict) else (
+        value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ())
+    for key, item in items:
+        shown = safe_text(key) if isinstance(key, str) else str(key)  # (the path is written itself: a bad key is shown escaped)
+        name = f"{path}.{shown}" if path else shown
+        if isinstance(key, str) and not encodable(key):
+            return name
+        found = unencodable_at(item, name)
+        if found is not None:
+            return found
+    return None

@@ -30,8 +30,8 @@ from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.shards import Shard, shard_index
+from tracejudge.engine.unwritable import unencodable as _unencodable
 from tracejudge.engine.worker_deaths import died_results
-from tracejudge.stages.load import deep_message
 
 log = get_logger("tracejudge.runner")
 
@@ -256,7 +256,7 @@ class _Flow:
                     try:
                         written = self.journal.record(result)
                     except ValueError as exc:  # text JSON cannot carry (a lone surrogate), a value nested too deeply
-                        result = _unencodable(result, exc)
+                        result = _unencodable(result, exc, self._place(result.case_id))
                         written = self.journal.record(result)
                     if written:
                         self._after_write(result)
@@ -283,7 +283,7 @@ class _Flow:
                         journal.record(done)
                         result: Any = done
                     except ValueError as exc:
-                        result = _unencodable(done, exc)  # type: ignore[arg-type]
+                        result = _unencodable(done, exc, self._place(done.case_id))  # type: ignore[arg-type]
                         journal.record(result)
                     self._after_write(result)
                 continue
@@ -292,6 +292,13 @@ class _Flow:
             for done in piece:
                 self._after_write(done)
         batch.clear()
+
+    def _place(self, case_id: str) -> tuple[str, int] | None:
+        # (file, line) of the record whose id is `case_id`: where the admission saw it first (None: not known).
+        try:
+            return self.admission.seen.where(key_hash(case_id))
+        except (UnicodeError, ValueError):
+            return None
 
     def _after_write(self, result: CaseResult | Finished) -> None:
         """What follows the writing of one new result: warnings for its timed-out metrics, the count, `on_result`."""
@@ -373,22 +380,6 @@ async def _emit(send: MemoryObjectSendStream[list[Any]], items: list[Any], singl
             await send.send([item])
     elif items:
         await send.send(items)
-
-
-def _unencodable(result: CaseResult, exc: Exception) -> CaseResult:
-    """The result that replaces one whose text cannot be written (kept: id and trial, so resume skips it)."""
-    return CaseResult(
-        case_id=result.case_id, trial=result.trial, status=Status.invalid_input, duration_s=result.duration_s,
-        error=ErrorInfo(kind="invalid_input", message=_why_unwritable(exc)),
-    )
-
-
-def _why_unwritable(exc: Exception) -> str:
-    # pydantic-core's serializer stops at its own depth limit, which it words as a circular reference: a value nested
-    # that deeply (from an adapter that does not refuse it when decoding, `load.too_deep`) cannot be written.
-    if "depth exceeded" in str(exc):
-        return f"{deep_message()}: its result cannot be written"
-    return f"the record holds text that UTF-8 cannot encode (a lone surrogate): {str(exc)[:160]}"
 
 
 async def _aiter(items: Iterable[Any]) -> AsyncGenerator[Any, None]:

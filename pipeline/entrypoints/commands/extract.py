@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tracejudge.core.utf8 import safe_text
+from tracejudge.core.utf8 import safe_text, unencodable_at
 from tracejudge.entrypoints.commands.exits import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -51,9 +51,10 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                         written += 1
                         continue
                     except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
+                        field = unencodable_at(got)
                         got = (safe_text(got.id), ErrorInfo(
-                            kind="invalid_input", message=f"the record holds text that UTF-8 cannot encode: {str(exc)[:120]}",
-                            file=raw.file, line=raw.line))
+                            kind="invalid_input", message=f"{field or 'the record'} holds text that UTF-8 cannot encode: {str(exc)[:120]}",
+                            file=raw.file, line=raw.line, field=field))
                 cid, info = got
                 bad += 1
                 where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
