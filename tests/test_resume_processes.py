@@ -200,7 +200,10 @@ def test_five_sigkills_then_finish_equals_uninterrupted_run(workspace: Path) -> 
     _assert_same_as_reference(workspace, run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     segs = summary["segments"]
-    assert [s["ended"] for s in segs] == ["killed"] * len(figures) + ["finished"]
+    ended = [s["ended"] for s in segs]
+    if not (lines == N and ended == ["killed"] * (len(figures) - 1) + ["finished"]):
+        # (Else the last kill landed after its segment had finished and said so: nothing was left to record.)
+        assert ended == ["killed"] * len(figures) + ["finished"], f"seed {seed}: {ended}"
     assert sum(s["results"] for s in segs) == N
     assert summary["elapsed_s_total"] == pytest.approx(sum(s["elapsed_s"] or 0 for s in segs), abs=1e-3)
 
