@@ -389,3 +389,78 @@ def test_a_custom_metric_whose_text_holds_a_lone_surrogate_costs_only_that_text(
     assert line["scores"]["half_surrogate_reason"]["reason"] == "saw \\ud800 alone"
     assert line["scores"]["half_surrogate_raise"]["reason"].startswith("metric raised ValueError: bad \\udfff text (at ")
     assert report.results[0].status == "ok"
+
+
+@tracejudge.metric
+def half_surrogate_details(case: Case, trace: Trace) -> Score:
+    return Score(value=0.5, reason="details hold it", details={"why": ["fine", "saw \udc80"], "k\ud800": 1})
+
+
+class HalfSurrogateClass(tracejudge.Metric):
+    """A class-based metric whose reason quotes a half surrogate (not escaped by the `@metric` wrapper)."""
+
+    def evaluate(self, case: Case) -> Score:
+        return Score(value=1.0, reason="class saw \ud800")
+
+
+def test_a_metric_whose_details_or_class_reason_hold_a_lone_surrogate_costs_only_that_text(tmp_path: Path) -> None:
+    # As for a function metric's reason above: the text is written escaped, the case keeps its status and its scores
+    # (before, the whole case became invalid_input blamed on its record, its other scores lost).
+    case = {"id": "c1", "tags": ["t"], "trace": {"steps": [{"tool_calls": [{"name": "a"}]}]}, "expected_tool_calls": [{"name": "a"}]}
+    report = tracejudge.evaluate([case], [tracejudge.ToolCalls(), half_surrogate_details(), HalfSurrogateClass()], run_dir=tmp_path / "run")
+    line = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert line["status"] == "ok" and line["tags"] == ["t"], line
+    assert line["scores"]["ToolCalls"]["value"] == 1.0
+    assert line["scores"]["half_surrogate_details"]["value"] == 0.5
+    assert line["scores"]["half_surrogate_details"]["details"] == {"why": ["fine", "saw \\udc80"], "k\\ud800": 1}
+    assert line["scores"]["HalfSurrogateClass"]["reason"] == "class saw \\ud800"
+    assert report.results[0].status == "ok"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["metrics"]["half_surrogate_details"]["mean"] == 0.5
+
+
+
+_NESTED_METRICS = """
+import tracejudge
+from tracejudge import Score
+
+
+def _nested(levels):
+    top = inner = {}
+    for _ in range(levels - 1):
+        inner["n"] = {}
+        inner = inner["n"]
+    inner["s"] = "bottom"
+    return top
+
+
+@tracejudge.metric
+def nested(case, trace, *, levels: int = 2):
+    return Score(value=1.0, reason="nested", details=_nested(levels))
+"""
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_metric_whose_details_nest_too_deeply_costs_only_that_score(tmp_path: Path, processes: int) -> None:
+    # Before: the masking walk (in process) or the pickle back from a worker hit the recursion limit: an internal error
+    # that stopped the run. The limit is what a result line may nest and still be read back (`load.depth.MAX_DEPTH`).
+    from tracejudge.core.records import CaseResult
+    from tracejudge.stages.load.depth import MAX_DEPTH
+
+    deepest = MAX_DEPTH - 4  # with the line, `scores` and the score: a level within MAX_DEPTH, which the result model reads back
+    (tmp_path / "nestedmetric.py").write_text(_NESTED_METRICS)
+    case = {"id": "c1", "trace": {"steps": [{"tool_calls": [{"name": "a"}]}]}, "expected_tool_calls": [{"name": "a"}]}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    (tmp_path / "c.yaml").write_text(
+        "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: ToolCalls}\n"
+        f"  - {{type: 'nestedmetric:nested', name: fits, levels: {deepest}}}\n"
+        f"  - {{type: 'nestedmetric:nested', name: one_more, levels: {deepest + 1}}}\n"
+        "  - {type: 'nestedmetric:nested', name: far, levels: 5000}\n"
+        f"run: {{dir: run, processes: {processes}}}\n")
+    out = subprocess.run([str(TRACEJUDGE), "run", "c.yaml", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = CaseResult.model_validate_json((tmp_path / "run" / "results.jsonl").read_text())  # read back as written
+    assert line.status == "ok" and line.scores["ToolCalls"].value == 1.0
+    assert line.scores["fits"].value == 1.0 and line.scores["fits"].details["n"]["n"]["n"] is not None
+    for key in ("one_more", "far"):
+        assert line.scores[key].value is None and f"nested more than {deepest} levels deep" in line.scores[key].reason

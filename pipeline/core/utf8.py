@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["encodable", "filed_id", "safe_text", "unencodable_at"]
+__all__ = ["encodable", "filed_id", "safe_text", "safe_value", "unencodable_at"]
 
 
 def encodable(text: str) -> bool:
@@ -55,3 +55,19 @@ def unencodable_at(value: Any, path: str = "") -> str | None:
         if found is not None:
             return found
     return None
+
+
+def safe_value(value: Any) -> Any:
+    """`value` (JSON-like: str, dict, list, tuple, other scalars) with every text UTF-8 cannot carry escaped (`safe_text`),
+    dict keys included; other values as they are. A new container where anything changed, else the same object."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        out = {safe_text(k) if isinstance(k, str) else k: safe_value(v) for k, v in value.items()}
+        return value if all(a is b for a, b in zip(value.values(), out.values())) and list(out) == list(value) else out
+    if isinstance(value, (list, tuple)):
+        items = [safe_value(v) for v in value]
+        if all(a is b for a, b in zip(value, items)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items  # (a subclass, a named tuple: as JSON writes it, a list)
+    return value

@@ -1,24 +1,37 @@
 """The result written in place of one whose text cannot be written: a lone surrogate, a value nested too deeply.
 
-Such a result (from a custom adapter or metric: the built-in readers refuse the text when they decode it) is
-replaced by an `invalid_input` result under the same id and trial, so a resume skips it, naming the record's
-file and line and the field that holds the text.
+When the text is in the scores only (a metric's reason or details: a custom metric's own words, or a quote of the
+record), it is written escaped (`core.utf8.safe_value`, as JSON input spells it) and the case keeps its status and
+every score: the case was scored, only a text could not be written. When the record's own labels hold it (tags,
+metadata), or a value is nested too deeply, the result is replaced by an `invalid_input` result under the same id
+and trial, so a resume skips it, naming the record's file and line and the field that holds the text.
 """
 
 from __future__ import annotations
 
 from tracejudge.core.records import CaseResult, ErrorInfo, Status
-from tracejudge.core.utf8 import unencodable_at
+from tracejudge.core.utf8 import safe_value, unencodable_at
 from tracejudge.stages.load import deep_message
 
 __all__ = ["unencodable"]
 
 
 def unencodable(result: CaseResult, exc: Exception, place: tuple[str, int] | None) -> CaseResult:
-    """The result that replaces one whose text cannot be written (kept: id and trial, so resume skips it), naming the
-    record's `place` (file, line: where its id was first seen) and the field that holds the text."""
+    """The result to write instead of `result`, whose text cannot be written (`exc`: what writing it raised): its scores'
+    text escaped, or an `invalid_input` result (id and trial kept, so a resume skips it) naming the record's `place`
+    (file, line: where its id was first seen) and the field that holds the text (see the module docstring)."""
     file, line = place if place is not None else (None, None)
-    field = unencodable_at({"tags": result.tags, "metadata": result.metadata, "scores": result.scores})
+    field = None
+    if "depth exceeded" not in str(exc):  # (a value nested past the serializer's limit is not walked here either)
+        try:
+            field = unencodable_at({"tags": result.tags, "metadata": result.metadata, "scores": result.scores})
+            if field is not None and field.startswith("scores.") and type(result) is CaseResult:
+                scores = {k: s.model_copy(update={"reason": safe_value(s.reason), "details": safe_value(s.details)})
+                          for k, s in result.scores.items()}
+                if unencodable_at(scores) is None:
+                    return result.model_copy(update={"scores": scores})
+        except RecursionError:
+            field = None
     return CaseResult(
         case_id=result.case_id, trial=result.trial, status=Status.invalid_input, duration_s=result.duration_s,
         error=ErrorInfo(kind="invalid_input", message=_why(exc, field), file=file, line=line, field=field),

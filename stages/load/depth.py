@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_DEPTH", "too_deep"]
+__all__ = ["MAX_DEPTH", "nests_deeper", "too_deep"]
 
 MAX_DEPTH = 201
 """The deepest nesting of arrays and objects a record may hold: what pydantic-core reads (its JSON parser refuses
@@ -46,3 +46,17 @@ def _deeper(b: bytes, limit: int) -> bool:
     import numpy as np
 
     return int(np.cumsum(np.frombuffer(steps, np.int8), dtype=np.int32).max()) > limit
+
+
+def nests_deeper(value: object, limit: int) -> bool:
+    """True when the Python value `value` nests dicts, lists and tuples more than `limit` levels deep (`value` itself is
+    level 1 when it is one of those). Walked with a stack of its own, not recursion: a value nested past the interpreter's
+    recursion limit is told apart, not raised on (a custom metric's `details`, before they are masked, pickled and written)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if level > limit:
+                return True
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False

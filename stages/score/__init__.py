@@ -19,6 +19,7 @@ from tracejudge.core.records import Case, ErrorInfo, Score, Status
 from tracejudge.core.registry import METRIC_CLASSES, SpecError, lazy_getattr
 from tracejudge.core.work import Stage, Work
 from tracejudge.llm.redact import redact_quoted
+from tracejudge.stages.load.depth import MAX_DEPTH, nests_deeper
 from tracejudge.stages.score import time_limit
 from tracejudge.stages.score.base import Metric, ToolMetric, bounded
 from tracejudge.stages.score.masking import custom_keys, mask_scores
@@ -106,7 +107,11 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
             score = scores[key]
             # A `Score` with its value in [0, 1] (most) is kept without the call; `bounded` decides the rest.
             if type(score) is not Score or not (score.value is None or 0.0 <= score.value <= 1.0):
-                scores[key] = bounded(score, key)
+                scores[key] = score = bounded(score, key)
+            if isinstance(score, Score) and score.details and nests_deeper(score.details, _DETAILS_DEPTH):
+                # Masked, pickled and written below the interpreter's recursion limit, as a record is read (`load.depth`).
+                scores[key] = Score(value=None, passed=None, reason=f"not computed: metric {key} returned details nested more "
+                                    f"than {_DETAILS_DEPTH} levels deep (a result must be written and read back)")
         mask_scores(scores, case, custom, views.calls if case.trace is not None else None)
         return scores
     finally:
@@ -117,6 +122,11 @@ def score_case(case: Case, metrics: Sequence[Metric]) -> dict[str, Score]:
 # The keys of the metrics `score_case` was last called with: a run scores every case with the same metric
 # objects, and each `key` (a property on a pydantic model) cost as much as a small metric's arithmetic.
 _last_keys: tuple[tuple[Metric, ...], list[str], tuple[str, ...]] = ((), [], ())
+
+# A custom score's details nest at most this deep: with the result line's own levels (the line, `scores`, the score)
+# the line stays a level within what a record may hold (`load.depth.MAX_DEPTH`): `CaseResult.model_validate_json`, whose
+# models count a level more than pydantic-core's parser alone, reads it back as written.
+_DETAILS_DEPTH = MAX_DEPTH - 4
 
 
 def _keys(metrics: Sequence[Metric]) -> tuple[list[str], tuple[str, ...]]:
