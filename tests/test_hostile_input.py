@@ -200,6 +200,42 @@ def test_deep_native_metadata_costs_its_case_only_on_either_executor(tmp_path: P
     assert deep["error"]["message"].startswith("JSON nested too deeply: more than 201 levels"), deep["error"]
 
 
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_native_metadata_objects_at_the_limit_are_read_back_or_refused_never_written_unreadably(tmp_path: Path, processes: int) -> None:
+    """Metadata of nested objects up to the limit: a record of 200 levels is scored and its result line read back (by
+    `tracejudge report` and the result model); one of 201 is refused where it is read, as the pydantic path refuses it.
+
+    Before, the struct path took the 201-level record (it counted as pydantic-core's parser does, a level more than a
+    model reads for objects) and wrote a result line that `report` then called damaged, left out and failed on.
+    """
+    from tracejudge.core.records import CaseResult
+
+    for levels, ok in ((200, True), (201, False)):
+        folder = tmp_path / f"{levels}-{processes}"
+        folder.mkdir()
+        inner = "1"
+        for _ in range(levels - 1):  # inside the record (level 1): the metadata (2) and the objects inside it
+            inner = '{"n":' + inner + "}"
+        lines = [json.dumps({"id": f"g{i}", "trace": {"steps": []}, "expected_tool_calls": []}) for i in range(3)]
+        lines.append('{"id":"deep","trace":{"steps":[]},"expected_tool_calls":[],"metadata":' + inner + "}")
+        path = folder / "data.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        cfg = folder / "c.yaml"
+        cfg.write_text(json.dumps({"dataset": {"path": str(path), "format": "native"}, "metrics": [{"type": "ToolCalls"}],
+                                   "run": {"dir": str(folder / "run"), "processes": processes}}))
+        run = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True, text=True, timeout=120)
+        deep = results_of(folder / "run")[-1]
+        if ok:
+            assert run.returncode == 0 and deep["status"] == "ok", run.stdout + run.stderr
+            assert CaseResult.model_validate_json((folder / "run" / "results.jsonl").read_text().splitlines()[-1]).case_id == "deep"
+        else:
+            assert deep["status"] == "invalid_input" and deep["error"]["line"] == 4, deep
+            assert deep["error"]["message"].startswith("JSON nested too deeply"), deep["error"]
+        report = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(folder / "run")], capture_output=True, text=True, timeout=120)
+        assert "not a valid result" not in report.stdout + report.stderr, report.stdout + report.stderr
+        assert report.returncode == run.returncode, report.stdout + report.stderr
+
 def test_deep_native_line_exits_as_any_invalid_input(tmp_path: Path) -> None:
     """From the command line: the good case is written and the exit status is an invalid record's, not a crash's."""
     exits = {}

@@ -197,9 +197,11 @@ def decode_struct(raw: bytes | str) -> Any:
         return None
     try:
         c = _DECODER.decode(raw)
-        if c.metadata and _nests_beyond(c.metadata, MAX_DEPTH - 1):
-            # Written back into the result line, which pydantic reads to MAX_DEPTH levels: pydantic refuses such a
-            # line, naming the column. (msgspec's only limit is the interpreter's stack: RecursionError, below.)
+        if c.metadata and _nests_beyond(c.metadata, MAX_DEPTH - 2):
+            # Written back into the result line (the line one level, the metadata the next): pydantic decides such a
+            # line, naming the column when it refuses it, so the line written is one pydantic reads back (a model counts
+            # nested objects a level deeper than `MAX_DEPTH`'s parser: at 201 levels in all the struct path wrote a line
+            # `CaseResult` could not read). (msgspec's only limit is the interpreter's stack: RecursionError, below.)
             raise _Fallback
         if not c.id or c.id.isspace() or "\x00" in c.id:
             raise _Fallback  # `Case._usable_id`: pydantic says what is wrong with it

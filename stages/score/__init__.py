@@ -125,7 +125,7 @@ _last_keys: tuple[tuple[Metric, ...], list[str], tuple[str, ...]] = ((), [], ())
 
 # A custom score's details nest at most this deep: with the result line's own levels (the line, `scores`, the score)
 # the line stays a level within what a record may hold (`load.depth.MAX_DEPTH`): `CaseResult.model_validate_json`, whose
-# models count a level more than pydantic-core's parser alone, reads it back as written.
+# model counts a level more than pydantic-core's parser alone for nested objects, reads it back as written.
 _DETAILS_DEPTH = MAX_DEPTH - 4
 
 
