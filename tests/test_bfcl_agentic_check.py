@@ -91,3 +91,26 @@ def test_a_bfcl_memory_question_scored_by_bfcl_rules(tmp_path: Path):
     said = Case.model_validate({**case.model_dump(), "trace": {"steps": [], "output": "It is $149.99 a month."}})
     assert Contains().evaluate(said).value == 1.0  # a plain substring test finds "49.99" inside "149.99"
     assert Contains(match="bfcl").evaluate(said).value == 0.0  # BFCL does not
+
+
+@pytest.mark.parametrize(("spec", "warned"), [
+    ({"type": "Contains"}, True),
+    ({"type": "Contains", "case_sensitive": True}, True),
+    ({"type": "Contains", "match": "bfcl"}, False),
+    ({"type": "Contains", "value": "Paris"}, False),  # a text of the user's own, not BFCL's answers
+    ({"type": "ExactMatch"}, False),
+])
+def test_a_bfcl_run_scoring_answers_with_a_plain_substring_test_is_told_of_match_bfcl(tmp_path: Path, data_dir: Path, spec: dict,
+                                                                                     warned: bool):
+    from tracejudge.core.config import run_warnings, validate_config
+
+    data = data_dir / "bfcl" / "BFCL_v4_simple_python.json"
+    config = validate_config({"dataset": {"path": str(data), "format": "bfcl"}, "metrics": [{"type": "ToolCalls"}, spec],
+                              "run": {"dir": str(tmp_path / "run")}}, scoring=False)  # (a run would add its `target:`)
+    notes = [n for n in run_warnings(config) if "match: bfcl" in n]
+    assert bool(notes) is warned
+    if warned:
+        assert notes[0].startswith("metrics.1: Contains reads BFCL's accepted answers")
+    native = validate_config({"dataset": {"path": str(data), "format": "native"}, "metrics": [spec], "run": {"dir": str(tmp_path / "n")}},
+                             check_files=False)
+    assert not [n for n in run_warnings(native) if "match: bfcl" in n]  # (another format: Contains is the user's to mean)

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_validator
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
-                                             TargetConfig, _Strict)
+                                             TargetConfig, _Strict, trials_without_target)
 from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
@@ -50,6 +50,7 @@ __all__ = [
     "judge_provider_problem",
     "load_config",
     "require_metrics",
+    "run_warnings",
 ]
 
 
@@ -313,3 +314,21 @@ def config_hash(config: RunConfig) -> str:
     """sha256 of the config's canonical JSON (sorted keys): what the manifest records."""
     payload = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def run_warnings(config: RunConfig) -> list[str]:
+    """What a run of `config` warns of as it starts (valid settings that likely do not do what was meant): a deprecated
+    `run.workers`; `run.trials` above 1 without a target; `Contains` on BFCL's answers as a plain substring test."""
+    notes = []
+    if "workers" in config.run.model_fields_set:
+        notes.append(WORKERS_DEPRECATED)
+    if config.run.trials > 1 and config.target is None:
+        notes.append(trials_without_target(config.run.trials))
+    if config.dataset.format == "bfcl":
+        plain = [i for i, spec in enumerate(config.metrics) if spec.get("type") == "Contains" and spec.get("value") is None
+                 and spec.get("match", "substring") == "substring"]
+        if plain:
+            notes.append(f"metrics.{plain[0]}: Contains reads BFCL's accepted answers (memory, web_search) as a plain substring "
+                         "test, which passes replies BFCL's checker fails ('49.99' inside '149.99'); add `match: bfcl` for "
+                         "BFCL's own agentic_checker verdict")
+    return notes

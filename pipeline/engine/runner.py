@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 
 import anyio
 from tracejudge.core import registry
-from tracejudge.core.config import WORKERS_DEPRECATED, RunConfig
-from tracejudge.core.config_sections import trials_without_target
+from tracejudge.core.config import RunConfig, run_warnings
 from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
 from tracejudge.core.lazy_numpy import blas_env, numpy
 from tracejudge.core.log import get_logger
@@ -192,10 +191,8 @@ async def run(
     try:
         from tracejudge.stages.reports import ReportFeed, finish_run
 
-        if "workers" in config.run.model_fields_set:
-            log.warning(WORKERS_DEPRECATED)
-        if config.run.trials > 1 and config.target is None:
-            log.warning(trials_without_target(config.run.trials))
+        for note in run_warnings(config):
+            log.warning(note)
         shard = parse_shard(config.run.shard) if config.run.shard else None
         # Everything that can fail on the config is checked before the run directory is created
         # or its manifest touched: a config error leaves nothing behind.
