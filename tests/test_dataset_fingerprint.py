@@ -117,3 +117,43 @@ def test_changed_since_for_a_single_file(tmp_path: Path) -> None:
     assert changed_since(recorded, data)
     old_style = {k: recorded[k] for k in ("size", "sha256", "sampled")}  # no mtime recorded: the size is all it has
     assert not changed_since(old_style, data) and listing(data) == {"": (12, recorded["mtime_ns"] + 10**9)}
+
+
+def test_a_fifo_in_the_file_s_place_is_refused_not_waited_on_and_a_stop_ends_a_folder_s_listing(tmp_path: Path,
+                                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from tracejudge.engine.dataset_fingerprint import Stopped
+
+    # A FIFO put where the dataset was checked to be a file (between the check and the hash): opened without blocking,
+    # then refused. Opened as a file, it waited for a writer for ever (a command that never ended).
+    fifo = tmp_path / "data.jsonl"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+
+    def fingerprint() -> None:
+        try:
+            file_fingerprint(fifo)
+        except BaseException as exc:  # noqa: BLE001 (what it raised is the assertion below)
+            outcome.append(exc)
+
+    hashing = threading.Thread(target=fingerprint, daemon=True)
+    hashing.start()
+    hashing.join(30)
+    assert not hashing.is_alive() and isinstance(outcome[0], OSError) and "not a regular file" in str(outcome[0])
+
+    # A folder is listed with the stop looked at: a hash no longer wanted (a config error, a Ctrl-C) ends at once, not
+    # after listing a whole tree (a mistyped `dataset.path: /usr`).
+    tree = tmp_path / "tree"
+    for i in range(50):
+        (tree / f"d{i}").mkdir(parents=True)
+        (tree / f"d{i}" / "x.json").write_text("{}")
+    looked_at = []
+    real_is_file = Path.is_file
+    monkeypatch.setattr(Path, "is_file", lambda self: looked_at.append(self) or real_is_file(self))
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Stopped):
+        file_fingerprint(tree, stop)
+    assert looked_at == []  # (before: every entry of the tree was looked at, then the stop was seen)
+    assert file_fingerprint(tree)["count"] == 50

@@ -9,7 +9,10 @@ apart from the manifest.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
+import stat
 from pathlib import Path
 from threading import Event
 from typing import Any
@@ -43,7 +46,13 @@ def file_fingerprint(path: Path, stop: Event | None = None) -> dict[str, Any]:
         h = hashlib.sha256()
         size, sampled = 0, False
         files: dict[str, dict[str, Any]] = {}
-        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        found = []
+        for p in path.rglob("*"):  # (listed with the stop looked at: a mistyped path can name a tree of a million files)
+            if stop is not None and stop.is_set():
+                raise Stopped(str(path))
+            if p.is_file():
+                found.append(p)
+        for f in sorted(found):
             fp = _file_fingerprint(f, stop)
             size += fp["size"]
             sampled = sampled or fp["sampled"]
@@ -69,10 +78,16 @@ def _file_fingerprint(path: Path, stop: Event | None = None) -> dict[str, Any]:
     windows (`sampled: true`): an edit that keeps the size and touches none
     of those windows is not seen. Raises `OSError` if the file is unreadable.
     """
-    st = path.stat()
+    # Opened without blocking and then looked at: a FIFO put in the file's place since it was checked (the config's
+    # validation, `fingerprint_ahead`) would otherwise wait for a writer for ever.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     size = st.st_size
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with os.fdopen(fd, "rb") as fh:
         if size <= _FULL_HASH_LIMIT:
             # 4 MiB blocks read into one buffer, each read and hash without the GIL: a thread hashing beside a busy one
             # (`engine.fingerprint_ahead`) takes the GIL back twice a block, and may wait up to the switch interval for it.
