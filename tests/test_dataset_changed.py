@@ -109,3 +109,39 @@ def test_a_dataset_removed_once_opened_is_read_whole_and_no_change_unless_it_was
     data.write_text("".join(lines))
     read, said = _read_then(data, 50, rewrite_then_remove, caplog)
     assert read == 50 and len(said) == 1 and said[0].tracejudge["change"] == "it was deleted or moved away"
+
+
+def test_a_removed_dataset_warns_only_when_something_read_differs_from_what_it_held(tmp_path: Path, caplog) -> None:
+    import os
+
+    from tracejudge.stages.load import read_json_array
+
+    lines = [json.dumps(native_case(f"c{i}", ["a"], ["a"])) + "\n" for i in range(50)]
+    data = tmp_path / "cases.jsonl"
+
+    def append_then_remove() -> None:  # grown before the reader's end (read too), then removed: nothing lost
+        with open(data, "a") as fh:
+            fh.write(lines[0].replace('"c0"', '"more"'))
+        data.unlink()
+    data.write_text("".join(lines))
+    assert _read_then(data, 50, append_then_remove, caplog) == (51, [])
+
+    def touch_then_remove() -> None:  # its time changed, not its bytes
+        os.utime(data, ns=(time.time_ns(), time.time_ns() + 10**9))
+        data.unlink()
+    data.write_text("".join(lines))
+    assert _read_then(data, 50, touch_then_remove, caplog) == (50, [])
+
+    # A JSON array (τ-bench's runs): read to its closing bracket, then removed: no warning; cut short first: said.
+    array = tmp_path / "runs.json"
+    for cut, warned in ((False, 0), (True, 1)):
+        array.write_text(json.dumps([{"id": f"r{i}", "x": "y" * 100} for i in range(20)]))
+        caplog.clear()
+        reader = read_json_array(array)
+        got = [r for _, r in zip(range(20), reader)]
+        if cut:
+            os.truncate(array, 10)
+        array.unlink()
+        got += list(reader)
+        said = [r for r in caplog.records if getattr(r, "tracejudge_event", "").startswith("the dataset changed while the run read it")]
+        assert (len(got), len(said)) == (20, warned)

@@ -329,7 +329,7 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                     return
                 if buf[pos] == "]":
                     if watch is not None:
-                        report_change(watch, None, count, line)
+                        report_change(watch, None, count, line, whole=True)
                     return
                 if not first:
                     if buf[pos] != ",":

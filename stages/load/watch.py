@@ -35,14 +35,17 @@ class FileWatch:
         self.start = os.fstat(fd)
         self.head = os.pread(fd, _HEAD, 0)
 
-    def change(self, offset: int | None = None) -> str | None:
-        """What changed since the file was opened (a phrase), or None; `offset` is how many bytes were read, when known."""
+    def change(self, offset: int | None = None, whole: bool = False) -> str | None:
+        """What changed since the file was opened (a phrase), or None; `offset` is how many bytes were read, when known;
+        `whole`: the reader got to the end of what the file holds (a JSON array's closing bracket) without counting bytes."""
         try:
             now = os.stat(self.path)
         except OSError:
             # Gone from its path, but read to its end as it was when opened (a wrapper's temporary file, removed once
-            # read): every record was scored, nothing to warn of. Cut short or rewritten before it went: said.
-            return "it was deleted or moved away" if offset is None or self._changed(offset) else None
+            # read): every record was scored, nothing to warn of. Cut short, grown past what was read, or rewritten
+            # before it went: said.
+            known = offset is not None or whole
+            return "it was deleted or moved away" if not known or self._lost(offset) else None
         if (now.st_dev, now.st_ino) != (self.start.st_dev, self.start.st_ino):
             return "it was replaced by another file (the run read the file that was there when it started)"
         end = os.fstat(self.fd)
@@ -54,19 +57,20 @@ class FileWatch:
         return None
 
 
-    def _changed(self, offset: int) -> bool:
-        # The opened file (still readable through the descriptor) against what was read of it: its size, time and head.
+    def _lost(self, offset: int | None) -> bool:
+        # The opened file (still readable through the descriptor) against what was read of it: its size against the bytes
+        # read (or, not counted, its size when opened), and its first bytes. Its time alone (a `touch`) loses nothing.
         try:
             end = os.fstat(self.fd)
-            return (end.st_size != offset or (end.st_mtime_ns, end.st_size) != (self.start.st_mtime_ns, self.start.st_size)
-                    or os.pread(self.fd, len(self.head), 0) != self.head)
+            return end.st_size != (offset if offset is not None else self.start.st_size) or os.pread(self.fd, len(self.head), 0) != self.head
         except OSError:
             return True
 
 
-def report_change(watch: FileWatch, offset: int | None, records: int, line: int) -> None:
-    """Log one warning if `watch`'s file changed: the file, the change, and the `records` read (to `line`) that were scored."""
-    what = watch.change(offset)
+def report_change(watch: FileWatch, offset: int | None, records: int, line: int, whole: bool = False) -> None:
+    """Log one warning if `watch`'s file changed: the file, the change, and the `records` read (to `line`) that were scored.
+    `offset` and `whole`: as `FileWatch.change` takes them."""
+    what = watch.change(offset, whole)
     if what is None:
         return
     log.warning("the dataset changed while the run read it; only the records read are scored", file=str(watch.path),
