@@ -305,3 +305,35 @@ def test_a_run_stopped_with_every_result_written_is_finished_by_the_resume_it_as
     before = (tmp_path / "run" / "checkpoint.json").read_bytes()
     assert _tj("run", str(cfg), "--no-progress", cwd=tmp_path).returncode == 0
     assert (tmp_path / "run" / "checkpoint.json").read_bytes() == before
+
+
+_WRAPPED_INTERRUPT = """
+import os, signal, sys, time
+sys.argv = ["tracejudge", "report", "nowhere"]
+from tracejudge.entrypoints import cli, launch
+
+def dispatch(args, err):
+    # As pydantic-core does when a Ctrl-C lands while it builds a model class on import: the KeyboardInterrupt is
+    # caught and its own error raised in its place, the interrupt only named in the message.
+    try:
+        if {signalled}:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+    except KeyboardInterrupt:
+        raise RuntimeError("Error building `model` serializer: KeyboardInterrupt: ") from None
+    raise RuntimeError("a real bug")
+
+cli._dispatch = dispatch
+launch.console_main()
+"""
+
+
+@pytest.mark.parametrize("signalled", [True, False])
+def test_a_ctrl_c_a_library_turned_into_its_own_error_during_start_up_is_130_not_a_crash(tmp_path: Path, signalled: bool) -> None:
+    proc = subprocess.run([sys.executable, "-c", _WRAPPED_INTERRUPT.format(signalled=signalled)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    if signalled:
+        assert proc.returncode == 130 and proc.stderr.strip().splitlines()[-1] == "interrupted", proc.stderr
+        assert "internal error" not in proc.stderr
+    else:  # the same error with no Ctrl-C is the tool's own fault: exit 3, as ever
+        assert proc.returncode == 3 and "internal error: RuntimeError: a real bug" in proc.stderr, proc.stderr

@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         # agent) raising it.
         return _interrupted(err)
     except Exception as exc:  # the tool broke: say so in one line, keep the traceback in a file
+        from tracejudge.entrypoints.launch import interrupted_at_startup
+
+        if interrupted_at_startup():  # (a Ctrl-C a library turned into its own error: `launch.interrupted_at_startup`)
+            return _interrupted(err)
         return _failed(args, exc, err)
     except BaseExceptionGroup as group:
         # User code that raises KeyboardInterrupt inside a task group of its own arrives wrapped: still an interrupt,

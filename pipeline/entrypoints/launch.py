@@ -16,9 +16,10 @@ import os
 import signal
 import sys
 
-__all__ = ["console_main", "first_interrupt"]
+__all__ = ["console_main", "first_interrupt", "interrupted_at_startup"]
 
 EXIT_INTERRUPTED = 130
+_INTERRUPTED = [False]  # (set by `first_interrupt`: process state about one signal, as the SIGINT disposition itself is)
 
 
 def first_interrupt(signum: int, frame: object) -> None:
@@ -29,7 +30,15 @@ def first_interrupt(signum: int, frame: object) -> None:
     callback that drops the import's lock, where an exception is only printed: a traceback on the terminal.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _INTERRUPTED[0] = True
     raise KeyboardInterrupt
+
+
+def interrupted_at_startup() -> bool:
+    """True once a Ctrl-C reached `first_interrupt`. An exception raised after it is that interrupt: a library that
+    catches a `KeyboardInterrupt` can raise its own error instead (pydantic-core building a model class, as it is
+    imported, raises `SchemaError: … KeyboardInterrupt`), which is no crash of the tool."""
+    return _INTERRUPTED[0]
 
 
 def console_main() -> None:
@@ -44,11 +53,19 @@ def console_main() -> None:
         from tracejudge.entrypoints.cli import console_main as cli_main
 
         cli_main()
+    except Exception:
+        if not _INTERRUPTED[0]:
+            raise
+        _exit_interrupted()
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while exiting changes nothing
-        try:
-            sys.stderr.write("interrupted\n")
-            sys.stderr.flush()
-        except (OSError, ValueError, KeyboardInterrupt):
-            pass
-        os._exit(EXIT_INTERRUPTED)  # not SystemExit: a second Ctrl-C during interpreter shutdown could still print a traceback
+        _exit_interrupted()
+
+
+def _exit_interrupted() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while exiting changes nothing
+    try:
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, KeyboardInterrupt):
+        pass
+    os._exit(EXIT_INTERRUPTED)  # not SystemExit: a second Ctrl-C during interpreter shutdown could still print a traceback
