@@ -102,6 +102,15 @@ def test_a_dataset_removed_once_opened_is_read_whole_and_no_change_unless_it_was
     big.write_text("".join(lines) * 60)
     assert _read_then(big, 3, big.unlink, caplog) == (3000, [])
 
+    def cut_then_remove() -> None:  # cut short at a line's end, then removed: read to the cut, the rest lost
+        import os
+
+        os.truncate(big, len("".join(lines) * 30))
+        big.unlink()
+    big.write_text("".join(lines) * 60)
+    read, said = _read_then(big, 3, cut_then_remove, caplog)
+    assert read == 1500 and len(said) == 1 and said[0].tracejudge["records_read"] == 1500
+
     def rewrite_then_remove() -> None:  # rewritten in place, then removed: what was read is not what the file held
         with open(data, "r+b") as fh:
             fh.write(b'{"id":"other"' + b" " * 20)

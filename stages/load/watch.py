@@ -59,10 +59,12 @@ class FileWatch:
 
     def _lost(self, offset: int | None) -> bool:
         # The opened file (still readable through the descriptor) against what was read of it: its size against the bytes
-        # read (or, not counted, its size when opened), and its first bytes. Its time alone (a `touch`) loses nothing.
+        # read (or, not counted, its size when opened) and against its size when opened (cut short, then read to the cut),
+        # and its first bytes. Its time alone (a `touch`) loses nothing.
         try:
             end = os.fstat(self.fd)
-            return end.st_size != (offset if offset is not None else self.start.st_size) or os.pread(self.fd, len(self.head), 0) != self.head
+            read = offset if offset is not None else self.start.st_size
+            return end.st_size != read or end.st_size < self.start.st_size or os.pread(self.fd, len(self.head), 0) != self.head
         except OSError:
             return True
 
