@@ -157,3 +157,43 @@ def test_a_fifo_in_the_file_s_place_is_refused_not_waited_on_and_a_stop_ends_a_f
         file_fingerprint(tree, stop)
     assert looked_at == []  # (before: every entry of the tree was looked at, then the stop was seen)
     assert file_fingerprint(tree)["count"] == 50
+
+
+
+def test_a_valid_config_whose_dataset_becomes_a_fifo_before_the_run_reads_it_is_bad_input_not_a_hang(tmp_path: Path) -> None:
+    import io
+    import threading
+
+    import anyio
+    from rich.console import Console
+    from tracejudge.core.config import load_config
+    from tracejudge.core.errors import ConfigError
+    from tracejudge.core.regular_file import NotRegularFile
+    from tracejudge.engine import runner
+    from tracejudge.entrypoints.commands.failures import unusable_path
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps({"id": "c1", "trace": {"steps": []}, "expected_tool_calls": []}) + "\n")
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\nrun: {dir: run}\n")
+    config = load_config(tmp_path / "c.yaml")  # validated while it is a regular file
+    data.unlink()
+    os.mkfifo(data)  # then swapped (a script between the check and the run): before, the hash or the reader waited for ever
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            anyio.run(runner.run, config)
+        except BaseException as exc:  # noqa: BLE001 (what it raised is the assertion below)
+            raised.append(exc)
+
+    running = threading.Thread(target=run, daemon=True)
+    running.start()
+    running.join(60)
+    assert not running.is_alive() and raised, "the run waited on the FIFO"
+    # A config error naming the file (the run's first-records check reads it first), as for any dataset it cannot read.
+    assert isinstance(raised[0], ConfigError) and str(data) in str(raised[0]) and "not a regular file" in str(raised[0]), raised[0]
+
+    # Where the hash meets it first (its own thread, or the manifest's wait), the command's exit is bad input too.
+    fifo_error = NotRegularFile(22, "not a regular file (a FIFO, a device or a socket)", str(data))
+    assert unusable_path(fifo_error, Console(file=io.StringIO())) == 2
+    assert unusable_path(ExceptionGroup("run", [fifo_error]), Console(file=io.StringIO())) == 2

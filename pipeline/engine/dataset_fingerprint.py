@@ -9,13 +9,13 @@ apart from the manifest.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from pathlib import Path
 from threading import Event
 from typing import Any
+
+from tracejudge.core.regular_file import open_regular
 
 __all__ = ["LISTED_FILES", "Stopped", "changed_since", "file_fingerprint", "files_of", "listing"]
 
@@ -78,16 +78,11 @@ def _file_fingerprint(path: Path, stop: Event | None = None) -> dict[str, Any]:
     windows (`sampled: true`): an edit that keeps the size and touches none
     of those windows is not seen. Raises `OSError` if the file is unreadable.
     """
-    # Opened without blocking and then looked at: a FIFO put in the file's place since it was checked (the config's
-    # validation, `fingerprint_ahead`) would otherwise wait for a writer for ever.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    size = st.st_size
-    h = hashlib.sha256()
-    with os.fdopen(fd, "rb") as fh:
+    # (`open_regular`: a FIFO put in the file's place since it was checked is refused, not waited on for ever.)
+    with open_regular(path) as fh:
+        st = os.fstat(fh.fileno())
+        size = st.st_size
+        h = hashlib.sha256()
         if size <= _FULL_HASH_LIMIT:
             # 4 MiB blocks read into one buffer, each read and hash without the GIL: a thread hashing beside a busy one
             # (`engine.fingerprint_ahead`) takes the GIL back twice a block, and may wait up to the switch interval for it.
@@ -116,6 +111,7 @@ def files_of(path: str | Path | None, tasks: str | Path | None, stop: Event | No
         if p is not None:
             files[role] = {"path": str(p), **file_fingerprint(Path(p), stop)}
     return files
+
 
 def listing(path: Path) -> dict[str, tuple[int, int]]:
     """`{relative path: (size, mtime_ns)}` of a folder's files, or `{"": (size, mtime_ns)}` of a file: a stat, no read.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.load.depth import MAX_DEPTH, too_deep
 from tracejudge.stages.load.encoding import NotUtf8, encoding_problem, file_encoding_problem, utf8_text, wide_encoding
 
@@ -174,7 +175,7 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
     # A 64 KiB buffer: with the default 8 KiB, a line longer than the buffer (a recorded trace runs to
     # several KiB) is put together from several reads, and iterating 88 MB of 9 KiB lines cost 0.13 CPU-s, not 0.03.
     # (Not larger: what the buffer read ahead is read before a change to the file, which the watch then reports.)
-    with open(path, "rb", buffering=_READ_BUFFER) as fh:
+    with open_regular(path, _READ_BUFFER) as fh:
         watch = watch_of(fh, path)
         why = _not_text(fh.read(_SNIFF))
         if why is not None:
@@ -195,7 +196,7 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
 def count_jsonl(path: Path, limit: int | None = None) -> int:
     """How many records `read_jsonl(path, limit)` yields (a progress total), counted without making them: its
     non-blank lines (as `jsonl_lines` gives them), or 1 for a file that is not text."""
-    with open(path, "rb", buffering=_READ_BUFFER) as fh:
+    with open_regular(path, _READ_BUFFER) as fh:
         if _not_text(fh.read(_SNIFF)) is not None:
             return 1
         n = sum(1 for _, line in jsonl_lines(fh) if line and not line.isspace())

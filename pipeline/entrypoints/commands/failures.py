@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tracejudge.core.regular_file import NotRegularFile
 from tracejudge.core.errors import leaves, text_of
 from tracejudge.core.version import __version__
 from tracejudge.entrypoints.commands.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL
@@ -51,7 +52,7 @@ def broken_pipe(exc: BaseException) -> int:
 
 # A file or folder the user named that cannot be used as given (a folder where a file is
 # expected, a missing parent, no permission) is bad input, not a broken tool.
-_PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+_PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, NotRegularFile)
 
 
 def _path_error(leaf: BaseException) -> bool:

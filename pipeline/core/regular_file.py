@@ -1,0 +1,33 @@
+"""Opening a file the user named as a regular file, without waiting on a FIFO put in its place (`open_regular`).
+
+The config refuses a dataset that is a FIFO, a device or a socket when it is validated; a FIFO put in the file's
+place after that (a script swapping files) was opened as a file, and a FIFO waits for a writer: the command hung
+with nothing said. Opened without blocking and then looked at through its descriptor, such a path is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["NotRegularFile", "open_regular"]
+
+
+class NotRegularFile(OSError):
+    """A path that names a FIFO, a device or a socket where a regular file was to be read (`errno.EINVAL`, `filename` set)."""
+
+
+def open_regular(path: str | Path, buffering: int = -1) -> BinaryIO:
+    """`open(path, "rb", buffering)` of a regular file; raises `NotRegularFile` for anything else, and what `os.open`
+    raises (`FileNotFoundError`, `PermissionError`, `IsADirectoryError` …) as `open` would."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # (no effect on a regular file's reads)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, a device or a socket)", str(path))
+        return os.fdopen(fd, "rb", buffering)
+    except BaseException:
+        os.close(fd)
+        raise
