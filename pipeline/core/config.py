@@ -328,7 +328,7 @@ def run_warnings(config: RunConfig) -> list[str]:
         plain = [i for i, spec in enumerate(config.metrics) if spec.get("type") == "Contains" and spec.get("value") is None
                  and spec.get("match", "substring") == "substring"]
         if plain:
-            notes.append(f"metrics.{plain[0]}: Contains reads BFCL's accepted answers (memory, web_search) as a plain substring "
+            notes.append(f"{', '.join(f'metrics.{i}' for i in plain)}: Contains reads BFCL's accepted answers (memory, web_search) as a plain substring "
                          "test, which passes replies BFCL's checker fails ('49.99' inside '149.99'); add `match: bfcl` for "
                          "BFCL's own agentic_checker verdict")
     return notes
