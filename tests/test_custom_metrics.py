@@ -378,14 +378,21 @@ def half_surrogate_raise(case: Case, trace: Trace) -> float:
     raise ValueError("bad \udfff text")
 
 
-def test_a_custom_metric_whose_text_holds_a_lone_surrogate_costs_only_that_text(tmp_path: Path) -> None:
-    # The metric's own text, not the record, holds what UTF-8 cannot encode: the case keeps its status and its other
-    # scores, and the half surrogate is written escaped, as JSON input spells it.
+def _beside_tool_calls(tmp_path: Path, *metrics: object) -> tuple[object, dict]:
+    """`tracejudge.evaluate` of one case with `ToolCalls` and `metrics`: the report and its result line, checked to be
+    `ok`, its tags kept and `ToolCalls` computed (1.0)."""
     case = {"id": "c1", "tags": ["t"], "trace": {"steps": [{"tool_calls": [{"name": "a"}]}]}, "expected_tool_calls": [{"name": "a"}]}
-    report = tracejudge.evaluate([case], [tracejudge.ToolCalls(), half_surrogate_reason(), half_surrogate_raise()], run_dir=tmp_path / "run")
+    report = tracejudge.evaluate([case], [tracejudge.ToolCalls(), *metrics], run_dir=tmp_path / "run")
     line = json.loads((tmp_path / "run" / "results.jsonl").read_text())
     assert line["status"] == "ok" and line["tags"] == ["t"], line
     assert line["scores"]["ToolCalls"]["value"] == 1.0
+    return report, line
+
+
+def test_a_custom_metric_whose_text_holds_a_lone_surrogate_costs_only_that_text(tmp_path: Path) -> None:
+    # The metric's own text, not the record, holds what UTF-8 cannot encode: the case keeps its status and its other
+    # scores, and the half surrogate is written escaped, as JSON input spells it.
+    report, line = _beside_tool_calls(tmp_path, half_surrogate_reason(), half_surrogate_raise())
     assert line["scores"]["half_surrogate_reason"]["reason"] == "saw \\ud800 alone"
     assert line["scores"]["half_surrogate_raise"]["reason"].startswith("metric raised ValueError: bad \\udfff text (at ")
     assert report.results[0].status == "ok"
@@ -406,11 +413,7 @@ class HalfSurrogateClass(tracejudge.Metric):
 def test_a_metric_whose_details_or_class_reason_hold_a_lone_surrogate_costs_only_that_text(tmp_path: Path) -> None:
     # As for a function metric's reason above: the text is written escaped, the case keeps its status and its scores
     # (before, the whole case became invalid_input blamed on its record, its other scores lost).
-    case = {"id": "c1", "tags": ["t"], "trace": {"steps": [{"tool_calls": [{"name": "a"}]}]}, "expected_tool_calls": [{"name": "a"}]}
-    report = tracejudge.evaluate([case], [tracejudge.ToolCalls(), half_surrogate_details(), HalfSurrogateClass()], run_dir=tmp_path / "run")
-    line = json.loads((tmp_path / "run" / "results.jsonl").read_text())
-    assert line["status"] == "ok" and line["tags"] == ["t"], line
-    assert line["scores"]["ToolCalls"]["value"] == 1.0
+    report, line = _beside_tool_calls(tmp_path, half_surrogate_details(), HalfSurrogateClass())
     assert line["scores"]["half_surrogate_details"]["value"] == 0.5
     assert line["scores"]["half_surrogate_details"]["details"] == {"why": ["fine", "saw \\udc80"], "k\\ud800": 1}
     assert line["scores"]["HalfSurrogateClass"]["reason"] == "class saw \\ud800"

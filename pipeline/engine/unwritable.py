@@ -21,8 +21,11 @@ def unencodable(result: CaseResult, exc: Exception, place: tuple[str, int] | Non
     text escaped, or an `invalid_input` result (id and trial kept, so a resume skips it) naming the record's `place`
     (file, line: where its id was first seen) and the field that holds the text (see the module docstring)."""
     file, line = place if place is not None else (None, None)
+    # pydantic-core's serializer stops at its own depth limit, which it words as a circular reference: a value nested
+    # that deeply (from an adapter that does not refuse it when decoding, `load.too_deep`) is not walked here either.
+    deep = "depth exceeded" in str(exc)
     field = None
-    if "depth exceeded" not in str(exc):  # (a value nested past the serializer's limit is not walked here either)
+    if not deep:
         try:
             field = unencodable_at({"tags": result.tags, "metadata": result.metadata, "scores": result.scores})
             if field is not None and field.startswith("scores.") and type(result) is CaseResult:
@@ -34,14 +37,12 @@ def unencodable(result: CaseResult, exc: Exception, place: tuple[str, int] | Non
             field = None
     return CaseResult(
         case_id=result.case_id, trial=result.trial, status=Status.invalid_input, duration_s=result.duration_s,
-        error=ErrorInfo(kind="invalid_input", message=_why(exc, field), file=file, line=line, field=field),
+        error=ErrorInfo(kind="invalid_input", message=_why(exc, field, deep), file=file, line=line, field=field),
     )
 
 
-def _why(exc: Exception, field: str | None) -> str:
-    # pydantic-core's serializer stops at its own depth limit, which it words as a circular reference: a value nested
-    # that deeply (from an adapter that does not refuse it when decoding, `load.too_deep`) cannot be written.
-    if "depth exceeded" in str(exc):
+def _why(exc: Exception, field: str | None, deep: bool) -> str:
+    if deep:
         return f"{deep_message()}: its result cannot be written"
     if field is not None:
         return f"{field} holds text that UTF-8 cannot encode (a lone surrogate): the result cannot be written"
