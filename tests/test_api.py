@@ -267,3 +267,13 @@ def test_metric_timeout_s_cuts_a_metric_that_never_returns():
         tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=1e12)
     with pytest.raises(ConfigError, match=r"evaluate\(metric_timeout_s=...\): \(value\): Input should be a finite number"):
         tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=float("inf"))
+
+
+def test_a_run_s_metric_time_limit_ends_with_the_run():
+    # The limit was the process's from then on: a later `score_case` in the same process (a test, a notebook) was cut at
+    # 0.5 s instead of the default 60 s.
+    from tracejudge.stages.score import time_limit
+
+    before = time_limit.seconds()
+    tracejudge.evaluate([GOOD], [ToolCalls()], metric_timeout_s=0.5)
+    assert time_limit.seconds() == before

@@ -216,6 +216,7 @@ async def run(
             ahead.close()
         raise
     journal: RunJournal | None = None
+    limit_before = time_limit.seconds()  # (this run's limit is the process's while it runs, then the caller's again)
     try:
         try:
             manifest, changes = _write_manifest(run_dir, config, source, force, ahead)
@@ -291,6 +292,7 @@ async def run(
                           retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()),
                           *journal.spent_retries())
     finally:
+        time_limit.set_default(limit_before)
         if journal is not None:
             journal.detach()
         lock.release()
