@@ -40,7 +40,7 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
         if error["type"] == "json_invalid" and _RECURSION in error["msg"]:
             # (Read no further: `json.loads` would recurse as deep, past the interpreter's limit on a line of 2,000 levels.)
             column = error["msg"].rpartition(" column ")[2]
-            raise AdapterError(deep_message(f" at column {column}" if column.isdigit() else ""), case_id=line_id(raw)) from None
+            raise AdapterError(deep_message(f" at column {column}" if column.isdigit() else "", values=True), case_id=line_id(raw)) from None
         if error["type"] != "json_invalid":
             if not isinstance(_decode(raw), dict):
                 raise AdapterError(f"expected a JSON object per line, got {type(_decode(raw)).__name__}") from None

@@ -39,8 +39,15 @@ def json_message(exc: json.JSONDecodeError) -> str:
     return exc.msg.removesuffix(" at")
 
 
-def deep_message(where: str = "") -> str:
-    """The reason for a record nested deeper than `MAX_DEPTH` levels; `where` (" at line 1 column 202") says where it goes past."""
+def deep_message(where: str = "", values: bool = False) -> str:
+    """The reason for a record nested deeper than `MAX_DEPTH` levels; `where` (" at line 1 column 202") says where it goes past.
+
+    `values`: the record model refused it, not the bracket count: a model counts the value inside the innermost array or
+    object as a level of its own, so a line of exactly `MAX_DEPTH` levels of brackets can be one too many for it.
+    """
+    if values:
+        return (f"JSON nested too deeply{where}: more levels than a record may hold ({MAX_DEPTH} at most, the value inside "
+                f"the innermost array or object counted as one)")
     return f"JSON nested too deeply: more than {MAX_DEPTH} levels of arrays and objects{where}"
 
 
