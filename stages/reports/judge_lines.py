@@ -54,7 +54,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, {_dollars(j.get('repair_cost_usd', 0.0))}; "
-                     f"parse failures {j.get('parse_failures', 0)}; {j.get('parse_failure_rate', 0.0):.1%} of judged scores left without a verdict")
+                     f"parse failures {j.get('parse_failures', 0)}; {j.get('parse_failure_rate', 0.0):.1%} of judged scores left without a verdict by a reply that could not be "
+                     "read (parse_error, truncated; other judge errors are counted apart)")
     if budget:
         lines.append(budget)
     if j.get("truncated_prompts"):

@@ -1,0 +1,17 @@
+"""The judge's terminal lines say what their figures count."""
+
+from __future__ import annotations
+
+from tracejudge.stages.reports.judge_lines import judge_lines
+
+
+def test_the_repairs_line_names_what_its_rate_counts_when_other_errors_leave_scores_unjudged() -> None:
+    # 20 scores judged, none with a verdict: 17 replies could not be read, 3 requests failed at the server. The
+    # repairs line's rate is the first share only (`parse_failure_rate`); it must not read as every score left unjudged.
+    summary = {"judge": {"requests": 40, "repairs": 17, "parse_failures": 34, "parse_failure_rate": 0.85, "judged_items": 20,
+                         "error_kinds": {"parse_error": 17, "server_error": 3}}}
+    lines = judge_lines(summary)
+    repairs = next(line for line in lines if line.startswith("judge repairs:"))
+    assert "85.0% of judged scores left without a verdict by a reply that could not be read" in repairs, repairs
+    assert "other judge errors are counted apart" in repairs, repairs
+    assert "judge errors: parse_error 17, server_error 3" in lines, lines
