@@ -310,3 +310,22 @@ def test_a_list_option_given_one_name_and_a_mistyped_metric_function_say_what_to
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
     assert lines == [f"{cfg}:3: metrics.0.type: custom metric 'mymetrics:hnag': 'mymetrics' has no attribute 'hnag'; did you mean hang?",
                      f"{cfg}:4: metrics.1.exclude_tools: ToolCalls: Input should be a list, such as [get_*]"], lines
+
+
+def test_every_mistake_is_named_at_once_in_the_order_of_the_file(tmp_path: Path) -> None:
+    """An unknown key, a misspelt format, a misspelt metric type and a misspelt metric parameter: one command names all
+    four, by line. Before, the schema's error (the unknown key) hid the other three until it was fixed."""
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n")
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl, format: nativ}\n"
+                   "metrics:\n"
+                   "  - {type: ToolCals}\n"
+                   "  - {type: Contains, valu: done}\n"
+                   "run: {procesess: 2}\n")
+    err = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()
+    assert err[0] == "config error", err
+    assert [line.split(": ")[0:2] for line in err[1:]] == [
+        [f"{cfg}:1", "dataset.format"], [f"{cfg}:3", "metrics.0.type"], [f"{cfg}:4", "metrics.1.valu"], [f"{cfg}:5", "run.procesess"],
+    ], err
+    assert "did you mean native?" in err[1] and "did you mean ToolCalls" in err[2] and "did you mean value?" in err[3], err
+    assert not (tmp_path / "runs").exists()

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, model_va
 from tracejudge.core import registry, suggest
 from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, CacheConfig, DatasetConfig, LimitsConfig, RunSection,
                                              TargetConfig, _Strict, trials_without_target)
-from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, apply_overrides, read_config
+from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
 from tracejudge.core.judge_config import PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem, unpriced_cost_cap
@@ -144,36 +144,33 @@ def validate_config(
     """
     lines = lines or {}
     overridden = overridden or {}
-    errors = []
+    errors: list[tuple[tuple[Any, ...], str]] = []  # (key path, message)
     if (why := judge_provider_problem(data.get("judge"))) is not None:
         # The provider is read from the model too: a model given with --set is where to look.
-        at = ("judge", "model") if ("judge", "model") in overridden else ("judge", "provider")
-        errors.append(_fmt(source, at, why, lines, overridden))
+        errors.append((("judge", "model") if ("judge", "model") in overridden else ("judge", "provider"), why))
     try:
         config = RunConfig.model_validate(data, context={"metric_names": "checked"})
     except ValidationError as exc:
-        errors += [_fmt(source, err["loc"], _explain(err, RunConfig), lines, overridden)
+        errors += [(tuple(err["loc"]), _explain(err, RunConfig))
                    for err in suggest.pair_missing(suggest.merge_union_errors(exc.errors()), RunConfig)]
     if errors:
-        raise ConfigError("\n".join(errors))
+        # The format and the metrics are free values to the schema: their own mistakes are listed beside its errors,
+        # so one command names every mistake instead of one at a time; all of them in the order of the file's lines.
+        taken = {tuple(map(str, loc[:2])) for loc, _ in errors}
+        errors += [e for e in _unvalidated_problems(data) if tuple(map(str, e[0][:2])) not in taken]
+        errors.sort(key=lambda e: _locate(tuple(map(str, e[0])), lines) or float("inf"))
+        raise ConfigError("\n".join(_fmt(source, loc, msg, lines, overridden) for loc, msg in errors))
 
     problems: list[str] = []
     built = []
     fmt = None
     if config.judge is not None and (why := unpriced_cost_cap(config.judge, config.budget.max_cost_usd)) is not None:
         problems.append(_fmt(source, ("budget", "max_cost_usd"), why, lines, overridden))
-    try:
-        fmt = registry.format_for(config.dataset.format)
-    except KeyError:
-        known = ", ".join(sorted(registry.formats()))
-        hint = suggest.did_you_mean(config.dataset.format, registry.formats(), n=1, typo=True)
-        problems.append(
-            _fmt(source, ("dataset", "format"), f"unknown format {config.dataset.format!r}; {hint + ' ' if hint else ''}"
-                 f"expected one of: {known}, or module.path:function", lines, overridden)
-        )
-    except registry.FormatError as exc:
-        problems.append(_fmt(source, ("dataset", "format"), str(exc), lines, overridden))
+    fmt, why = _format_of(config.dataset.format)
+    if why is not None:
+        problems.append(_fmt(source, ("dataset", "format"), why, lines, overridden))
     else:
+        assert fmt is not None
         if fmt.needs_target and config.target is None and scoring:
             problems.append(_fmt(source, ("dataset", "format"), f"{fmt.name} lists tasks, not runs: it needs a target "
                                  "(a `target:` section running the agent on each task)", lines, overridden))
@@ -235,6 +232,40 @@ def validate_config(
     if problems:
         raise ConfigError("\n".join(problems))
     return config
+
+
+def _format_of(name: str) -> tuple[Any, str | None]:
+    """`(format, None)` for a known `dataset.format`, else `(None, why not)` naming the nearest known one."""
+    try:
+        return registry.format_for(name), None
+    except KeyError:
+        hint = suggest.did_you_mean(name, registry.formats(), n=1, typo=True)
+        return None, (f"unknown format {name!r}; {hint + ' ' if hint else ''}expected one of: {', '.join(sorted(registry.formats()))}, "
+                      "or module.path:function")
+    except registry.FormatError as exc:
+        return None, str(exc)
+
+
+def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """`(key path, message)` of each mistake in the dataset's format and the metric specs of a config the schema refused.
+
+    The schema takes a format name and each metric as free values, so validating it finds none of their mistakes; a
+    config with an unknown key and a misspelt metric type would otherwise name the second only once the first is fixed.
+    Only `registry.SpecError` is a metric's mistake here: anything else is left to the full validation.
+    """
+    out: list[tuple[tuple[Any, ...], str]] = []
+    dataset = data.get("dataset")
+    name = dataset.get("format", "native") if isinstance(dataset, dict) else None
+    if isinstance(name, str) and (why := _format_of(name)[1]) is not None:
+        out.append((("dataset", "format"), why))
+    metrics = data.get("metrics")
+    for i, spec in enumerate(metrics if isinstance(metrics, list) else []):
+        if isinstance(spec, dict):
+            try:
+                registry.build_metric(spec)
+            except registry.SpecError as exc:
+                out.append((("metrics", i, *exc.loc), exc.msg))
+    return out
 
 
 def _missing(path: Path) -> str:
