@@ -283,6 +283,9 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         summary["lost_results"] = {"lost": counted - agg.results, "counted": counted, "damaged_lines": len(damaged), "first": damaged[:3]}
     if "judge" in prev:
         summary["judge"] = prev["judge"]
+    # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
+    # key's place, so a diff of summary.json shows what changed, not a shuffle.
+    summary = {**{k: summary[k] for k in prev if k in summary}, **summary}
     if config is None:
         from tracejudge.core.config import DatasetConfig
 
