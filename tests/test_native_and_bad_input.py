@@ -352,3 +352,17 @@ def test_extract_names_the_field_holding_text_it_cannot_write(tmp_path):
     field = line.split(":2: ", 1)[1].split(" (b)")[0]
     assert field.startswith("input") or field.startswith("trace") or field.startswith("turns"), line
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1
+
+
+def test_extract_names_an_unreadable_record_by_its_place_once(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "e.jsonl").write_text('{"id":"a","trace":{"steps":[]}}\n{bad\n')
+    (tmp_path / "c.yaml").write_text("dataset: {path: e.jsonl}\n")
+    out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", "c.yaml", "-o", "out.jsonl"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
+    # Its id is its place (it has no readable one): "invalid input F:2 (F:2): …" said it twice.
+    assert line == f"invalid input {tmp_path / 'e.jsonl'}:2: invalid JSON: Expecting property name enclosed in double quotes at column 2", line

@@ -58,7 +58,9 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                 cid, info = got
                 bad += 1
                 where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
-                err.print(f"invalid input {where} ({cid}): {info.message}", highlight=False, markup=False)
+                # A record without a readable id goes by its place (`FILE:LINE`): named once, not twice.
+                named = "" if cid == f"{info.file}:{info.line}" else f" ({cid})"
+                err.print(f"invalid input {where}{named}: {info.message}", highlight=False, markup=False)
         finally:
             if out is not sys.stdout:
                 out.close()
