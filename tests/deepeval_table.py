@@ -21,7 +21,7 @@ def t(name: str, args: dict[str, Any] | None = None, output: Any = None) -> tupl
 
 ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
     ("names-any-order", {}, [t("a"), t("b")], [t("b"), t("a")], 1.0),
-    ("names-one-missing", {}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 0.666667),
+    ("names-one-missing", {}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 2 / 3),
     ("names-extra-calls-free", {}, [t("a")], [t("a"), t("b"), t("c")], 1.0),
     ("nothing-expected-nothing-called", {}, [], [], 1.0),
     ("nothing-expected-one-called", {}, [], [t("a")], 0.0),
@@ -32,7 +32,12 @@ ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
     ("args-equal", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2})], [t("f", {"b": 2, "a": 1})], 1.0),
     ("args-half", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2})], [t("f", {"a": 1, "b": 3})], 0.5),
     ("args-extra-key", {"evaluation_params": IP}, [t("f", {"a": 1})], [t("f", {"a": 1, "c": 2})], 0.5),
-    ("args-missing-key", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2, "c": 3})], [t("f", {"a": 1})], 0.333333),
+    ("args-missing-key", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2, "c": 3})], [t("f", {"a": 1})], 1 / 3),
+    # Six twelfths added one at a time fall short of 0.5 by a bit: deepeval fails that at its default threshold of 0.5.
+    ("args-just-under-threshold", {"evaluation_params": IP}, [t("f", {f"k{i}": i for i in range(9)})],
+     [t("f", {**{f"k{i}": i for i in range(6)}, "x0": 0, "x1": 1, "x2": 2})], 0.49999999999999994),
+    ("args-just-under-own-threshold", {"evaluation_params": IP, "threshold": 0.8}, [t("f", {f"k{i}": i for i in range(8)})],
+     [t("f", {**{f"k{i}": i for i in range(8)}, "x0": 0, "x1": 1})], 0.7999999999999999),
     ("args-nested-partial", {"evaluation_params": IP}, [t("f", {"a": {"x": 1, "y": 2}, "b": 1})], [t("f", {"a": {"x": 1, "y": 3}, "b": 1})], 0.75),
     ("args-nested-list-no-credit", {"evaluation_params": IP}, [t("f", {"a": [1, 2], "b": 1})], [t("f", {"a": [1, 3], "b": 1})], 0.5),
     ("args-python-equality", {"evaluation_params": IP}, [t("f", {"a": 1, "b": 2.0})], [t("f", {"a": True, "b": 2})], 1.0),
@@ -43,8 +48,8 @@ ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
     ("output-differs", {"evaluation_params": OUT}, [t("f", None, "sunny")], [t("f", None, "rain")], 0.0),
     ("args-and-output", {"evaluation_params": BOTH}, [t("f", {"a": 1, "b": 2}, "ok"), t("g", {"x": 1}, "ok")], [t("f", {"a": 1, "b": 5}, "ok"), t("g", {"x": 1}, "no")], 0.25),
     ("ordering-in-order", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("a"), t("b"), t("c")], 1.0),
-    ("ordering-rotated", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("c"), t("a"), t("b")], 0.666667),
-    ("ordering-reversed", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("c"), t("b"), t("a")], 0.333333),
+    ("ordering-rotated", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("c"), t("a"), t("b")], 2 / 3),
+    ("ordering-reversed", {"should_consider_ordering": True}, [t("a"), t("b"), t("c")], [t("c"), t("b"), t("a")], 1 / 3),
     ("ordering-extra-between", {"should_consider_ordering": True}, [t("a"), t("c")], [t("a"), t("b"), t("c")], 1.0),
     ("ordering-weighted-args", {"should_consider_ordering": True, "evaluation_params": IP}, [t("f", {"a": 1, "b": 2}), t("g", {"x": 1})], [t("f", {"a": 1, "b": 3}), t("g", {"x": 1})], 0.75),
     ("ordering-weighted-crossed", {"should_consider_ordering": True, "evaluation_params": IP}, [t("f", {"a": 1, "b": 2}), t("g", {"x": 1})], [t("g", {"x": 1}), t("f", {"a": 1, "b": 3})], 0.5),
@@ -58,5 +63,5 @@ ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
     ("exact-wins-over-ordering", {"should_exact_match": True, "should_consider_ordering": True}, [t("a"), t("b")], [t("a"), t("c"), t("b")], 0.0),
     ("strict-below-threshold", {"strict_mode": True}, [t("a"), t("b")], [t("a")], 0.0),
     ("strict-full", {"strict_mode": True}, [t("a"), t("b")], [t("b"), t("a")], 1.0),
-    ("threshold-partial-pass", {"threshold": 0.6}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 0.666667),
+    ("threshold-partial-pass", {"threshold": 0.6}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 2 / 3),
 ]

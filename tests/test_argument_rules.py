@@ -118,7 +118,7 @@ def test_a_bad_case_level_spec_costs_only_that_metric():
         {"type": "ArgumentCorrectness", "tool_name": "f", "expected_arguments": {"a": 1}, "occurrence": -1, "name": "neg"},
     ]
     result = tracejudge.evaluate([{**case, "metrics": bad}], [tracejudge.ToolCalls()]).results[0]
-    assert result.status.value == "ok" and result.scores["ToolCalls"].value == 0.666667
+    assert result.status.value == "ok" and result.scores["ToolCalls"].value == 2 / 3
     for key, field in (("no_tool", "metrics.0.tool_name"), ("odd", "metrics.1.arguments"), ("NoSuchMetric", "metrics.2.type"), ("untyped", "metrics.3.type")):
         score = result.scores[key]
         assert score.value is None and score.passed is None

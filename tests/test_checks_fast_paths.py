@@ -12,7 +12,6 @@ the whole arguments, cut; a list of names' text and a rounded ratio, built once 
 
 from __future__ import annotations
 
-import math
 import re
 from xml.sax.saxutils import quoteattr
 
@@ -25,7 +24,7 @@ from tracejudge.engine import rendered
 from tracejudge.stages.score import ToolCalls, ToolCorrectness, TrajectoryMatch
 from tracejudge.stages.score.base import _by_name
 from tracejudge.stages.score.matching import match_table
-from tracejudge.stages.score.reasons import names_repr, rounded6
+from tracejudge.stages.score.reasons import names_repr
 from tracejudge.stages.score.value_match import ABSENT, _dumps, _match_matcher, _matcher_key, match_arguments, match_value, render_call
 from tracejudge.stages.score.views import CaseViews
 
@@ -230,11 +229,3 @@ def test_names_text_is_repr_of_the_list(names):
 
 def test_names_text_of_items_that_are_not_str_is_repr():
     assert names_repr([1, "a"]) == repr([1, "a"])
-
-
-@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**6), 10**6) | st.sampled_from([1 / 3, 2 / 3, 0.5, -0.0, 0.0]))
-def test_rounding_once_per_value_is_round(x):
-    for _ in range(2):  # the first call may fill the table, the second reads it
-        got, want = rounded6(x), round(x, 6)
-        assert type(got) is type(want) and math.copysign(1, got) == math.copysign(1, want)
-        assert got == want or (math.isnan(got) and math.isnan(want))

@@ -29,7 +29,7 @@ def test_duplicate_expected_names_ordered_unordered_and_peers():
     case = make_case(["search", "search"], ["search"])
     assert ToolCallAccuracy(require_order=True).evaluate(case).value == 0.5
     assert ToolCallAccuracy().evaluate(case).value == 1.0  # names are a set there
-    assert TrajectoryMatch(order="any_order").evaluate(case).value == 0.666667
+    assert TrajectoryMatch(order="any_order").evaluate(case).value == 2 / 3
     tc = ToolCorrectness().evaluate(case)
     assert tc.passed is False and tc.value == 0.0 and "missing tools: 'search' (x1)" in tc.reason
 
@@ -60,7 +60,7 @@ def test_duplicate_expected_calls_with_the_same_arguments_pair_one_to_one():
     s = ToolCalls().evaluate(case)
     assert s.value == 1.0 and s.details["pairs"] == [[0, 0], [1, 1]]
     once = ToolCalls().evaluate(make_case([exp("search", q="a"), exp("search", q="a")], [call("search", q="a")]))
-    assert once.value == 0.666667 and once.details["missing"] == [1]
+    assert once.value == 2 / 3 and once.details["missing"] == [1]
 
 
 def test_weather_one_missing_one_unexpected():
@@ -96,7 +96,7 @@ def test_tool_calls_argument_modes_and_scores():
     case = make_case([exp("f", a=1)], [call("f", a=1, b=2), call("g")])
     assert ToolCalls(arguments="subset", score="recall").evaluate(case).value == 1.0
     assert ToolCalls(arguments="subset", score="precision").evaluate(case).value == 0.5
-    assert ToolCalls(arguments="subset").evaluate(case).value == 0.666667
+    assert ToolCalls(arguments="subset").evaluate(case).value == 2 / 3
     assert ToolCalls(arguments="exact").evaluate(case).value == 0.0
     assert ToolCalls(arguments="ignore", score="recall").evaluate(case).value == 1.0
 
@@ -124,14 +124,14 @@ def test_tool_calls_reuse_pairing_lets_one_call_meet_two_expectations():
     case = make_case([exp("get", id=1), exp("get", id=1)], [call("get", id=1)])
     assert ToolCalls(pairing="reuse").evaluate(case).value == 1.0
     assert ToolCalls(pairing="reuse").evaluate(case).details["pairs"] == [[0, 0], [1, 0]]
-    assert ToolCalls().evaluate(case).value == 0.666667
+    assert ToolCalls().evaluate(case).value == 2 / 3
 
 
 def test_tool_calls_reuse_pairing_says_so_and_counts_the_duplicate_calls_it_credits():
     # τ²-bench's rule credits a repeated call: [weather(NY), weather(SH)] vs [weather(SH), weather(SH)].
     case = make_case([exp("weather", city="NY"), exp("weather", city="SH")], [call("weather", city="SH"), call("weather", city="SH")])
     s = ToolCalls(pairing="reuse", arguments="exact").evaluate(case)
-    assert s.details["precision"] == 1.0 and s.value == 0.666667
+    assert s.details["precision"] == 1.0 and s.value == 2 / 3
     assert s.details["duplicates_credited"] == 1
     assert "pairing=reuse" in s.reason and "1 duplicate call(s) credited" in s.reason
     plain = ToolCalls(arguments="exact").evaluate(case)
@@ -159,10 +159,10 @@ def test_include_exclude_globs_apply_to_both_sides():
 def test_trajectory_match_modes_and_scores():
     case = make_case(["a", "b", "c"], ["a", "x", "b"])
     s = TrajectoryMatch().evaluate(case)
-    assert s.value == 0.666667
+    assert s.value == 2 / 3
     assert "first divergence at call #2 (trace call 1, step 1) x({})" in s.reason
     assert TrajectoryMatch(order="exact").evaluate(case).value == 0.0
-    assert TrajectoryMatch(score="min").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 0.666667
+    assert TrajectoryMatch(score="min").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 2 / 3
     assert TrajectoryMatch(score="recall").evaluate(make_case(["a", "b"], ["a", "x", "b"])).value == 1.0
     assert TrajectoryMatch(order="exact").evaluate(make_case([], [])).value == 1.0
     assert TrajectoryMatch().evaluate(make_case([], ["a"])).value == 0.0

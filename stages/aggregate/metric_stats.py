@@ -18,9 +18,20 @@ from tracejudge.core.records import Score, Status, score_counts
 from tracejudge.engine.rendered import Cell
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_mean_ci, rng_for
 
-__all__ = ["HIST_BINS", "MetricStats"]
+__all__ = ["HIST_BINS", "MetricStats", "bin_of"]
 
 HIST_BINS = 10
+_EDGE = 1e-9  # a value this close below a bin's lower edge is that edge's: 0.19999999999999998, F1 of a 1/9-precision pairing, counts as 0.2
+
+
+def bin_of(value: float) -> int:
+    """The histogram bin (0 to `HIST_BINS - 1`, 10 equal bins over [0, 1]) of a score value.
+
+    Values are kept as computed, so a ratio whose exact value is a bin's edge may come out a few ulps under it; it is
+    counted in the bin its exact value belongs to. Out-of-range values go to the end bins.
+    """
+    b = int(value * HIST_BINS + _EDGE)
+    return HIST_BINS - 1 if b >= HIST_BINS else (0 if b < 0 else b)
 _first = itemgetter(0)
 _OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor call, per score per result
 
@@ -49,13 +60,11 @@ def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, to
     Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed)`.
     """
     hist = [0] * HIST_BINS
-    top = HIST_BINS - 1
     verdicts = passed = 0
     # Counts do not depend on order: the histogram and verdicts are taken per distinct pair (counted in C), so the
     # loop over every value does only the sums that do. (Pairs that compare equal fall in the same bin and verdict.)
     for (v, p), times in Counter(pend).items():
-        b = int(float(v) * HIST_BINS)
-        hist[top if b > top else (0 if b < 0 else b)] += times
+        hist[bin_of(float(v))] += times
         if p is not None:
             verdicts += times
             passed += bool(p) * times

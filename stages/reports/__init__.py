@@ -25,6 +25,7 @@ from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
+from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
 from tracejudge.stages.reports.cases import CaseCollector, CaseMaterial, collect_cases, result_dict
 from tracejudge.stages.reports.html import render_html
@@ -42,7 +43,7 @@ def _baseline_histograms(baseline: list[Path], keys: list[str]) -> dict[str, lis
         for k in keys:
             s = (res.get("scores") or {}).get(k)
             if isinstance(s, dict) and score_counts(res.get("status", "ok"), s.get("value")):
-                hist[k][min(HIST_BINS - 1, max(0, int(float(s["value"]) * HIST_BINS)))] += 1
+                hist[k][bin_of(float(s["value"]))] += 1
     return hist
 
 

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.memo import Memo
 from tracejudge.core.records import Case, Score, ToolCall
-from tracejudge.stages.score.reasons import rounded6
 from tracejudge.stages.score.views import CaseViews, case_views
 from tracejudge.core.strict_numbers import NoBoolNumbers
 
@@ -80,11 +79,15 @@ class Metric(NoBoolNumbers):
         return self.default_threshold if self.threshold is None else self.threshold
 
     def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
-        """A `Score` with `passed` from the threshold; `value` rounded to 6 places."""
+        """A `Score` with `value` as computed and `passed` = `value >= threshold`, as the peers decide it.
+
+        The value is kept to the last bit (a peer's 0.2857142857142857 is that here, not 0.285714), and the threshold is
+        compared with it exactly: deepeval's `score >= threshold` fails 0.49999999999999994 at 0.5, and so does this.
+        """
         # The fields are built here and known valid; validation would cost more than most metrics' whole
         # computation. All five fields count as set, as `model_construct(…, judge=None)` set them.
         cutoff = self.default_threshold if self.threshold is None else self.threshold
-        return make_score(rounded6(value), value >= cutoff - 1e-12, reason, details, _ALL)
+        return make_score(value, value >= cutoff, reason, details, _ALL)
 
     def evaluate(self, case: Case) -> Score:  # pragma: no cover - abstract
         raise NotImplementedError

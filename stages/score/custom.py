@@ -134,7 +134,7 @@ class FunctionMetric(Metric):
             reason = safe_text(out.reason)
             update: dict[str, Any] = {} if reason is out.reason else {"reason": reason}
             if out.value is not None and out.passed is None:
-                update["passed"] = out.value >= self.cutoff - 1e-12
+                update["passed"] = out.value >= self.cutoff
             return out.model_copy(update=update) if update else out
         if isinstance(out, bool):
             return self.verdict(1.0 if out else 0.0, f"{label} returned {out}")
@@ -142,7 +142,7 @@ class FunctionMetric(Metric):
             value = float(out)
             if math.isnan(value) or not 0.0 <= value <= 1.0:
                 return Score(value=None, reason=f"not computed: {label} returned {out!r}, outside [0, 1]")
-            return self.verdict(value, f"{label} returned {round(value, 6)}")
+            return self.verdict(value, f"{label} returned {value!r}")
         if out is None:
             return Score(value=None, reason=f"not computed: {label} returned None")
         return Score(value=None, reason=f"not computed: {label} returned {type(out).__name__}; expected a float, bool, Score or None")

@@ -99,7 +99,7 @@ class DeepEvalToolCorrectness(ToolMetric):
             value = (1.0 if not called else 0.0) if not expected else total / len(expected)
         if self.strict_mode and value < self.cutoff:
             value = 0.0
-        details = {"score": value, "mode": mode, "pairs": [[exp[i][0], actual[j][0], round(s, 6)] for i, j, s in pairs]}
+        details = {"score": value, "mode": mode, "pairs": [[exp[i][0], actual[j][0], s] for i, j, s in pairs]}
         names_e, names_c = [e[0] for e in expected], [c[0] for c in called]
         reason = f"deepeval tool correctness ({mode}, evaluation_params={list(self.evaluation_params)}): {value:.3f}; expected {names_e}, called {names_c}"
         return self.verdict(value, reason, details)

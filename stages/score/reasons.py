@@ -3,20 +3,17 @@
 A case's six checks build about as many reason strings as they compute numbers, and in CPython a
 list's `repr` or a float's `round` costs more than the arithmetic around it. What is here returns
 exactly what the general expression returns (each function names it), only cheaper for the
-values reasons hold: short lists of tool names, and ratios of small counts.
+values reasons hold: short lists of tool names.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.core.memo import Memo, SeenSet
+from tracejudge.core.memo import SeenSet
 
-__all__ = ["names_repr", "rounded6"]
+__all__ = ["names_repr"]
 
-# Ratios of small counts (k/n, F1 of two of them) repeat from case to case: each is rounded once.
-# (`core.memo`: bounded, per process.)
-_ROUNDED6: Memo[float, float] = Memo()
 _PLAIN: SeenSet[str] = SeenSet()  # names seen whose `repr` is themselves in single quotes (`names_repr`)
 
 
@@ -39,15 +36,4 @@ def names_repr(names: list[str]) -> str:
         _PLAIN.remember(names)  # each one plain: the joined text is exactly when every name is
         return f"['{body}']"
     return repr(names)
-
-
-def rounded6(x: float) -> Any:
-    """`round(x, 6)` (cached per float value; `-0.0` and NaN, which a table keyed by value would mix up, and ints, which
-    round to ints, are rounded each time)."""
-    got = _ROUNDED6.get(x) if type(x) is float else None
-    if got is None:
-        got = round(x, 6)
-        if type(x) is float and x == x and x != 0.0:
-            _ROUNDED6.put(x, got)
-    return got
 

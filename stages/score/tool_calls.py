@@ -24,13 +24,13 @@ __all__ = ["ToolCalls"]
 @lru_cache(maxsize=4096)
 def _summary(k: int, n_expected: int, n_paired: int, n_actual: int, score: str, arguments: str, order: str
              ) -> tuple[float, float, float, float, str, str]:
-    """`(value, precision, recall, f1 (those three rounded for details), the reason's opening up to its options, its
+    """`(value, precision, recall, f1 (those three for details, as computed), the reason's opening up to its options, its
     figures after them)` of a pairing: a function of small counts and options, so computed and formatted once, not once a case."""
     recall = k / n_expected
     precision = n_paired / n_actual if n_actual else 0.0
     f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
     value = f1 if score == "f1" else recall if score == "recall" else precision
-    return (value, round(precision, 6), round(recall, 6), round(f1, 6),
+    return (value, precision, recall, f1,
             f"matched {k}/{n_expected} expected and {n_paired}/{n_actual} actual calls (arguments={arguments}, {order}",
             f"): precision={precision:.3f}, recall={recall:.3f}, F1={f1:.3f}")
 
