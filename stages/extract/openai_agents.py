@@ -28,7 +28,8 @@ counts (`span_data.type`):
   the call's error, as `"<message>: <data.error>"`;
 - `generation` spans (Chat Completions models) are model requests: `input`
   messages give the user's turns (the first is the case `input`), `output`
-  the assistant text and the tool calls asked for (their ids and order;
+  the assistant text and the tool calls asked for (chat messages, or for a
+  streamed run the Responses API response it was streamed as; their ids and order;
   function spans pair with them by name in order, as the export has no
   call id); `usage.input_tokens` / `output_tokens` are summed;
 - `response` spans (Responses API models) are model requests with

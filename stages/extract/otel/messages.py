@@ -15,7 +15,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
-__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "text_parts", "user_texts"]
+__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "response_output", "text_parts", "user_texts"]
 
 _ROLES = {
     "human": "user",
@@ -48,6 +48,29 @@ def normalise(value: Any) -> list[dict[str, Any]] | None:
         return None
     out = [m for m in (normalise_one(item) for item in value) if m is not None]
     return out
+
+
+def response_output(body: Any) -> list[dict[str, Any]] | None:
+    """The assistant messages of an OpenAI Responses API response (`{"object": "response", "output": [items]}`), or of a
+    list of them; `None` when `body` is neither.
+
+    Its `message` items give text parts, its `function_call` items tool-call parts (`call_id`, `name`, `arguments`), in the
+    order of the items; `reasoning` and other items are not messages. The Agents SDK records a streamed run's model
+    output so (a list holding the response), in its own export (`generation.output`) and through OpenInference
+    (`output.value`).
+    """
+    bodies = body if isinstance(body, list) and body and all(isinstance(b, dict) for b in body) else [body]
+    if not all(isinstance(b, dict) and isinstance(b.get("output"), list) and b.get("object", "response") == "response"
+               and "role" not in b for b in bodies):
+        return None
+    out = []
+    for b in bodies:
+        for item in b["output"]:
+            if isinstance(item, dict) and item.get("type") == "message":
+                out.append(normalise_one({"role": "assistant", "content": item.get("content")}))
+            elif isinstance(item, dict) and item.get("type") == "function_call":
+                out.append(normalise_one({"role": "assistant", "content": [item]}))
+    return [m for m in out if m is not None]
 
 
 def normalise_one(msg: Any) -> dict[str, Any] | None:

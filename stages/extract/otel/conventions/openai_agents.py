@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
-from tracejudge.stages.extract.otel.messages import normalise
+from tracejudge.stages.extract.otel.messages import normalise, response_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present
 
@@ -48,7 +48,8 @@ def read(span: Span) -> View | None:
     elif v.role == "model":
         if kind == "generation":
             v.inputs = normalise(data.get("input"))
-            v.outputs = normalise(data.get("output"))
+            # A streamed run records the model's answer as the Responses API response it was streamed as.
+            v.outputs = response_output(data.get("output")) or normalise(data.get("output"))
         v.usage_in, v.usage_out = usage_pair(data.get("usage"))
         v.error = error
     elif v.role == "agent":

@@ -4,7 +4,9 @@ What counts: `openinference.span.kind` `LLM` is a model request, `TOOL` a
 tool call, `AGENT` an agent run (except a LangGraph node, whose `metadata`
 names `langgraph_node`: LangGraph's `agent` node is a step of the graph),
 `CHAIN` a workflow or graph node (a turn anchor only at the trace root), `RETRIEVER` a retrieval; other kinds
-(EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR) are noise. Messages come from
+(EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR) are noise, and so is the OpenAI Agents SDK's handoff span, which
+OpenInference records as a `TOOL` named `handoff to <agent>` without `tool.name` (its input the agent handing off):
+the handoff the model asked for is its `transfer_to_<agent>` tool call, counted once, as format `openai-agents` counts it. Messages come from
 the flattened `llm.input_messages.{i}.message.*` / `llm.output_messages.*`
 (with `tool_calls.{j}.tool_call.{id,function.name,function.arguments}`,
 `tool_call_id`, `contents.{k}.message_content.text`), else from
@@ -22,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.genai import span_error
-from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
+from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, response_output
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
@@ -40,6 +42,8 @@ def read(span: Span) -> View | None:
     if not isinstance(kind, str):
         return None
     v = View(role=_ROLES.get(kind.upper()))
+    if v.role == "tool" and _handoff(span):
+        return View(role=None)
     if v.role == "agent" and _graph_node(a.get("metadata")):
         v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
     if v.role == "model":
@@ -138,6 +142,12 @@ def _fill_arguments(outputs: list[dict[str, Any]], raw: Any) -> None:
             part["arguments"] = found.get("arguments")
 
 
+def _handoff(span: Span) -> bool:
+    """True for the Agents SDK's handoff span as OpenInference's `openai_agents` instrumentation writes it."""
+    return (span.name.startswith("handoff to ") and "tool.name" not in span.attrs
+            and (span.scope is None or span.scope.startswith("openinference.instrumentation.openai_agents")))
+
+
 def _response_messages(body: Any) -> list[dict[str, Any]] | None:
     """Output messages from a chat completion / Responses body recorded as `output.value`."""
     if isinstance(body, dict):
@@ -145,15 +155,7 @@ def _response_messages(body: Any) -> list[dict[str, Any]] | None:
         if isinstance(choices, list):
             msgs = [c.get("message") for c in choices if isinstance(c, dict) and isinstance(c.get("message"), dict)]
             return normalise(msgs)
-        if isinstance(body.get("output"), list):  # Responses API
-            out = []
-            for item in body["output"]:
-                if isinstance(item, dict) and item.get("type") == "message":
-                    out.append(normalise_one({"role": "assistant", "content": item.get("content")}))
-                elif isinstance(item, dict) and item.get("type") == "function_call":
-                    out.append(normalise_one({"role": "assistant", "content": [item]}))
-            return [m for m in out if m is not None]
-    return None
+    return response_output(body)
 
 
 # Most question-like first: when no model request says which argument was asked (a run with no model span),
