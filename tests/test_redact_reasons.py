@@ -303,11 +303,16 @@ def test_a_token_under_any_credentials_name_is_masked_in_every_output_and_look_a
              "github_token", "private_key", "Password"]
     kept = {"max_tokens": "1000", "tokens": NAMED, "token_count": NAMED, "password_hint": "short", "secretary": NAMED,
             "password_set": "no"}
+    # Under a credential's name the value is the secret whatever its shape: a human password is no token.
+    plain = {"db_password": "s3cr3t-db", "password": "correct horse battery staple", "api_key": "plainvalue123"}
     lines = [{"id": "named", "input": "x", "metadata": {**{n: NAMED for n in names}, **kept}, "trace": {"output": "ok"}},
-             {"id": "in-text", "input": "x", "tags": [f"password: {NAMED}"], "trace": {"output": "ok"}}]
+             {"id": "in-text", "input": "x", "tags": [f"password: {NAMED}"], "trace": {"output": "ok"}},
+             {"id": "plain", "input": "x", "metadata": {**plain, "note": "the password policy", "reset_token": ""}, "trace": {"output": "ok"}}]
     run_dir = _run(tmp_path, "named", lines, "native", [{"type": "Contains", "value": "ok"}])
     results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())}
     assert results["named"]["metadata"] == {**{n: MASK for n in names}, **kept}
+    assert results["plain"]["metadata"] == {**{n: MASK for n in plain}, "note": "the password policy", "reset_token": ""}
+    assert not any(v in (run_dir / name).read_text(encoding="utf-8") for v in plain.values() for name in ("results.jsonl", "report.md", "report.html", "junit.xml"))
     assert results["in-text"]["tags"] == [f"password: {MASK}"]
     assert redact_quoted(f"password: {NAMED}") == f"password: {MASK}"
     assert redact(f"client_secret={NAMED}") == f"client_secret={MASK}"

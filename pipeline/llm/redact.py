@@ -222,8 +222,10 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
 def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     """`(tags, metadata)` of a case as its result may copy them: the same objects when no string of theirs holds a
     credential (the common case: one `_HINT` search over their text), else copies with each credential masked as
-    `redact_quoted` masks trace text; a mapping's string value is also masked when its key names a credential and
-    the value is token-shaped (`{"api_key": "<token>"}`). Keys are masked as strings. Never raises.
+    `redact_quoted` masks trace text; a mapping's non-empty string value is also masked whole when its key names a
+    credential (`_CREDENTIAL_KEY`: `password`, `db_password`, `api_key`, `client_secret`, `github_token`, …), whatever
+    its shape: under such a key the value is the secret, not prose that mentions one. Keys are masked as strings.
+    Never raises.
     """
     if _seen_clean(tags, metadata):
         return tags, metadata
@@ -233,9 +235,10 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     if not texts or quoted_clean(texts):
         _CLEAN_LABELS.remember(texts)
         return tags, metadata
-    if all(redact_quoted(t) == t for t in texts):
+    masked_tags, masked_metadata = _masked_label(tags), _masked_label(metadata)
+    if masked_tags == tags and masked_metadata == metadata:
         return tags, metadata
-    return _masked_label(tags), _masked_label(metadata)
+    return masked_tags, masked_metadata
 
 
 # The texts of labels (`_label_texts`) seen to hold no credential's hint. A text is clean alone exactly when it is
@@ -293,6 +296,10 @@ def _label_texts(value: Any, out: list[str]) -> None:
                     stack.append(x)
 
 
+# A label key that names a credential: one of these names, or a name ending in one (`db_password`, `githubToken`).
+_CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|password|passwd|secret|token|private[-_]?key)$")
+
+
 def _masked_label(value: Any) -> Any:
     if isinstance(value, str):
         return redact_quoted(value)
@@ -302,8 +309,8 @@ def _masked_label(value: Any) -> Any:
             key = redact_quoted(k) if isinstance(k, str) else k
             if isinstance(v, str):
                 got = redact_quoted(v)
-                if got == v and isinstance(k, str) and redact_quoted(f"{k}: {v}") != f"{key}: {v}":
-                    got = MASK  # a token whose key names it a credential (not a key that is one itself)
+                if got == v and isinstance(k, str) and (v and _CREDENTIAL_KEY.search(k) or redact_quoted(f"{k}: {v}") != f"{key}: {v}"):
+                    got = MASK  # a value whose key names it a credential (not a key that is one itself)
                 out[key] = got
             else:
                 out[key] = _masked_label(v)
