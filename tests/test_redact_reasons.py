@@ -114,6 +114,17 @@ def test_a_credential_used_as_a_key_is_masked_in_the_field_path(tmp_path: Path) 
     assert _leaks(run_dir) == {}
 
 
+def test_a_credential_inside_a_key_name_is_masked_in_the_field_path(tmp_path: Path) -> None:
+    # An unknown key that holds a key after an underscore (`extra_sk-…`): `sk-` counted only after a word boundary.
+    call = {"name": "f", "arguments": {}, "extra_" + OPENAI: 1}
+    lines = [{"id": "s8", "input": "x", "trace": {"steps": [{"tool_calls": [call]}], "output": "o"}}]
+    run_dir = _run(tmp_path, "inner", lines, "native", [{"type": "ToolCalls"}], code=1)
+    result = json.loads((run_dir / "results.jsonl").read_text(encoding="utf-8"))
+    assert result["status"] == "invalid_input" and result["error"]["field"].endswith(f"extra_{MASK}"), result["error"]
+    assert _leaks(run_dir) == {}
+    assert redact_quoted("task-100200300 risk_sk-1 SKU sk-100200300") == "task-100200300 risk_sk-1 SKU sk-100200300"
+
+
 def test_a_credential_used_as_a_case_metric_key_is_masked_in_the_reason(tmp_path: Path) -> None:
     lines = [{"id": "s7", "input": "x", "trace": {"steps": [], "output": "o"}, "metrics": [{"type": "ToolCalls", OPENAI: 1}]}]
     run_dir = _run(tmp_path, "spec", lines, "native", [{"type": "ToolCalls"}], code=1)

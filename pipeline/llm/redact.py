@@ -62,7 +62,7 @@ _PATTERN_TEXTS = (
     r"""|client[-_]secret|(?:access|refresh|auth|id|bearer)[-_]token)["']?\s*[:=]\s*["']?)"""
     r"""(?:bearer\s+|basic\s+)?[^\s"',;}]+""",
     r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}",
-    r"\bsk-[A-Za-z0-9_-]{6,}|\bsk_[A-Za-z0-9_]{6,}",
+    r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{6,}|(?<![A-Za-z0-9])sk_[A-Za-z0-9_]{6,}",  # (after `_` too: `extra_sk-…`)
     _URL_PASSWORD,
 )
 
@@ -93,7 +93,7 @@ _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTH
 _QUOTED = (
     rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}"""
     rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
-    r"|\bsk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
+    r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
     rf"|{_URL_PASSWORD}|" + _SHAPE
 )
 # The pre-check: a part of every match of `_QUOTED` (its name's `key`/`zation`, `KIA` of `AKIA`, `J` of
@@ -106,7 +106,7 @@ _QUOTED = (
 _WORD = r"[A-Za-z0-9._~+/=-]{15}"
 _SET = r"""["']?\s*[:=]"""  # what follows a credential's name before its value
 _HINT = re.compile(
-    rf"k(?:ey{_SET}|(?<=ok)en{_SET}|[-_](?<=\bsk[-_]))|K(?:EY{_SET}|ey{_SET}|IA)|z(?:ation|a(?<=AIza))|ZATION"
+    rf"k(?:ey{_SET}|(?<=ok)en{_SET}|[-_](?<=(?<![A-Za-z0-9])sk[-_]))|K(?:EY{_SET}|ey{_SET}|IA)|z(?:ation|a(?<=AIza))|ZATION"
     rf"|w(?:or)?d{_SET}|W(?:OR)?D{_SET}|cret{_SET}|CRET{_SET}|OKEN{_SET}"
     rf"|B(?:earer\s+{_WORD}|asic\s+{_WORD}|EGIN)|b(?:earer\s+{_WORD}|asic\s+{_WORD}|_pat_(?<=github_pat_))"
     r"|SIA|xox|h(?:f_|(?<=gh)[pousr]_)|J(?<=eyJ)|/(?<=://)"
