@@ -135,3 +135,15 @@ def test_a_case_without_trace_stays_invalid_input_and_the_docstrings_say_how_pyd
     assert result.status.value == "invalid_input" and result.error.field == "trace" and result.scores == {}
     for metric in metrics:
         assert "No span tree available" in " ".join((type(metric).__doc__ or "").split()), type(metric).__name__
+
+
+def test_a_matcher_is_met_by_a_copy_of_itself() -> None:
+    """Arguments copied from a real call whose values are `$`-keyed mappings (a query language's filter) match that call,
+    as pydantic-evals' `ArgumentCorrectness` (plain equality) finds; before, `{"$regex": "^A"}` failed against itself."""
+    from tracejudge.stages.score.value_match import match_arguments
+
+    for args in ({"filter": {"$regex": "^A"}}, {"f": {"$any_of": [1, 2]}}, {"f": {"$absent": True}}, {"f": {"$approx": 1, "tol": 0.5}},
+                 {"f": [{"$regex": "x"}]}, {"f": {"g": {"$absent": False}}}):
+        assert match_arguments(args, dict(args), "subset") and match_arguments(args, dict(args), "exact"), args
+    assert match_arguments({"f": {"$regex": "^A"}}, {"f": "Alice"})  # still a matcher for any other value
+    assert not match_arguments({"f": {"$absent": True}}, {"f": {"$absent": 1}})  # a bool is never a number, here too

@@ -19,6 +19,9 @@ Rules:
   `{"$regex": "pat"}` — a string that `re.search` finds `pat` in;
   `{"$approx": x, "tol": t}` — a number within `t` of `x` (default `1e-9`);
   `{"$absent": true}` — as a mapping value: the key must not be present;
+  a matcher is also met by a value equal to the matcher mapping itself, so arguments copied from a
+  real call whose values are `$`-keyed mappings (a MongoDB-style `{"$regex": "^A"}` filter) match
+  that call, as pydantic-evals' plain equality finds;
 - actual arguments given as a JSON string are decoded first (OpenAI's
   `function.arguments`); a string that is not a JSON object compares
   unequal to any mapping (`arguments_invalid` on the `ToolCall`).
@@ -165,6 +168,8 @@ def match_value(expected: Any, actual: Any, mode: ArgMode = "exact") -> bool:
 
 
 def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> bool:
+    if type(actual) is dict and _same_json(m, actual):
+        return True  # the very mapping: a call whose argument is `{"$regex": "^A"}` (a query language's) meets a copy of it
     if key == "$any_of":
         options = m[key]
         return isinstance(options, list) and any(match_value(option, actual, mode) for option in options)
@@ -184,6 +189,19 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
     # $approx
     target, tol = m[key], m.get("tol", 1e-9)
     return _is_number(actual) and _is_number(target) and abs(actual - target) <= tol
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """`a == b` as JSON values under these rules (numbers by value, a bool never a number, no matcher read)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_number(a):
+        return _is_number(b) and a == b
+    return type(a) is type(b) and a == b
 
 
 def match_arguments(expected: dict[str, Any] | None, actual: dict[str, Any] | str, mode: ArgMode = "subset") -> bool:
