@@ -46,3 +46,26 @@ def test_rich_bar_on_a_terminal() -> None:
     assert "errors judge_error 1, skipped_budget 1" in text and "judge 180 tok, cache 50%" in text
     assert make_progress(Console(file=io.StringIO()), total=3).__class__ is LogProgress
     assert make_progress(console, enabled=False) is None
+
+
+def test_a_resume_that_redoes_judge_errors_counts_them_in_its_total(tmp_path) -> None:
+    """The log lines' `total` of a resume is what it has left, provisional results it redoes included: it took every
+    line of the results' index out, so a resume redoing 5 judge errors said `done: 5, total: 0`."""
+    import json as _json
+    import subprocess
+    import sys
+
+    cases = [{"id": f"c{i}", "input": "Book a flight", "trace": {"steps": [{"tool_calls": [{"name": "search", "arguments": {"q": i}}]}],
+                                                             "output": "booked"}} for i in range(5)]
+    (tmp_path / "d.jsonl").write_text("".join(_json.dumps(c) + "\n" for c in cases))
+    (tmp_path / "c.yaml").write_text("dataset: {path: d.jsonl}\nmetrics: [{type: TaskCompletion}]\n"
+                                     "judge: {provider: simulator, model: gpt-4o-mini}\ncache: {dir: cache}\nrun: {dir: run}\n")
+    cmd = [sys.executable, "-m", "tracejudge", "run", "c.yaml"]
+    # Every judge request times out (the simulator answers after 2 s, the client waits 0.3 s, one attempt).
+    first = subprocess.run([*cmd, "--no-progress", "--set", "judge.simulator.latency_ms=2000", "--set", "judge.timeout_s=0.3",
+                            "--set", "judge.max_attempts=1"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 1 and (tmp_path / "run" / "results.jsonl").read_text().count('"judge_error"') == 5, first.stdout
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)  # not a terminal: log lines
+    assert again.returncode == 0, again.stdout + again.stderr
+    done = [_json.loads(x) for x in again.stderr.splitlines() if '"progress_done"' in x]
+    assert len(done) == 1 and done[0]["done"] == 5 and done[0]["total"] == 5, again.stderr

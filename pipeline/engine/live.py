@@ -35,7 +35,9 @@ class LiveStatus:
     executor's grace); `None` when a live target's cases run on until they
     finish or reach `target.timeout_s`. `probes`: callables returning a short phrase saying
     what a stage is waiting on (`"judge: 3 replies pending (slowest 25 s)"`),
-    or `None` when it waits on nothing. Times are `time.monotonic()` seconds.
+    or `None` when it waits on nothing. `settled`: results already final when the run opened its directory (a
+    resume skips them; provisional ones it redoes are not among them), `None` until known. Times are
+    `time.monotonic()` seconds.
     """
 
     in_flight: int = 0
@@ -44,6 +46,7 @@ class LiveStatus:
     extracting: int = 0
     grace_s: float | None = 0.0
     stop_at: float | None = None
+    settled: int | None = None
     probes: list[Callable[[], str | None]] = field(default_factory=list)
     paces: list[Callable[[], float | None]] = field(default_factory=list)
 

@@ -224,6 +224,8 @@ async def run(
             if ahead is not None:
                 ahead.close()
         journal = _open_journal(run_dir, config, metrics, manifest, changes)
+        if live is not None:  # (the progress display's total: what this segment has left to write)
+            live.settled = max(len(journal.done) - len(journal.provisional), 0)
         digests = None if source is None or not source.fingerprinted else _case_digests(run_dir, journal, source, config.run.trials, force)
         if command is not None:
             journal.segment["command"] = dict(command)

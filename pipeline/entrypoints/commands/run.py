@@ -150,12 +150,10 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
                 # The total is for the ETA (a terminal's bar and the log lines alike): count records in a thread while the run goes.
                 def count() -> int:
                     fmt = registry.format_for(config.dataset.format)
-                    index = Path(run_dir or config.run.dir) / store.INDEX
-                    prior = index.stat().st_size // 8 if index.exists() else 0  # 8 bytes per finished result
                     records = fmt.count(config.dataset) if fmt.count else sum(1 for _ in fmt.read(config.dataset))
                     if config.run.shard:  # about 1/N of the records are this shard's: an estimate for the ETA
                         records = -(-records // int(config.run.shard.split("/")[1]))
-                    return max(records * config.run.trials - prior, 0)
+                    return records * config.run.trials
 
                 try:
                     n = await anyio.to_thread.run_sync(count, abandon_on_cancel=True)
@@ -164,8 +162,12 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
                     # deleted under the run was reported twice, by this count and by the run), or reads it to the end
                     # from the file it opened before the deletion.
                     return
+                # Less the results the run found final: a provisional one (a judge error, a worker's death) is redone
+                # and counted in `done`, so it stays in the total (the index's line count took it out: done > total).
+                while live.settled is None:
+                    await anyio.sleep(0.02)
                 if progress is not None:
-                    progress.set_total(n)
+                    progress.set_total(max(n - live.settled, 0))
 
             if progress is not None and not registry.format_for(config.dataset.format).remote:
                 tg.start_soon(count_total)  # a server's traces are not read twice for an ETA
