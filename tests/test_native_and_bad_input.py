@@ -366,3 +366,11 @@ def test_extract_names_an_unreadable_record_by_its_place_once(tmp_path):
     line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
     # Its id is its place (it has no readable one): "invalid input F:2 (F:2): …" said it twice.
     assert line == f"invalid input {tmp_path / 'e.jsonl'}:2: invalid JSON: Expecting property name enclosed in double quotes at column 2", line
+    # A message-list format names such a record by its file's name: that is its place too, named once.
+    (tmp_path / "om.jsonl").write_text('{"id":"a","messages":[{"role":"user","content":"hi"}]}\n{bad\n')
+    (tmp_path / "om.yaml").write_text("dataset: {path: om.jsonl, format: openai-messages}\n")
+    out = subprocess.run([sys.executable, "-m", "tracejudge", "extract", "om.yaml", "-o", "om.out.jsonl"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    line = next(x for x in out.stderr.splitlines() if x.startswith("invalid input"))
+    assert "(om.jsonl:2)" not in line and line.startswith(f"invalid input {tmp_path / 'om.jsonl'}:2: "), line
+

@@ -55,3 +55,13 @@ def test_pass_at_k_run_with_trials_equals_the_pass_rate_and_gates(tmp_path: Path
     assert pk["value"] == pytest.approx(2 / 3, abs=1e-6) and pk["cases"] == 3 and pk["k"] == 2
     assert s["metrics"]["tc"]["pass_at_k"]["1"]["value"] == pytest.approx(s["metrics"]["tc"]["pass_rate"], abs=1e-6)
     assert "pass@2(tc)" in out and rc == 1 and "verdict: FAIL" in out  # 0.667 < 0.7
+
+
+def test_a_pass_at_k_threshold_is_compared_exactly_as_a_metrics_own() -> None:
+    """A trial scoring 0.49999999999999994 (six twelfths summed) fails a PassAtK threshold of 0.5, as it fails the metric's."""
+    from tracejudge.core.records import Score
+    from tracejudge.stages.score import PassAtK
+
+    k = PassAtK(metric="m", k=1, threshold=0.5)
+    assert not k.trial_passed(Score(value=sum([1 / 12] * 6), passed=False))
+    assert k.trial_passed(Score(value=0.5, passed=True))

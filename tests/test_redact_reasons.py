@@ -323,6 +323,13 @@ def test_a_token_under_any_credentials_name_is_masked_in_every_output_and_look_a
     results = {r["case_id"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())}
     assert results["named"]["metadata"] == {**{n: MASK for n in names}, **kept}
     assert results["plain"]["metadata"] == {**{n: MASK for n in plain}, "note": "the password policy", "reset_token": ""}
+    # A number, list or mapping under such a name, and a name in mixed case alone in its mapping, are masked too.
+    typed = {"password": 12345678, "client_secret": ["abc-secret-1"], "github_token": {"value": "ghval-2"}, "pin_password": True}
+    more = _run(tmp_path, "typed", [{"id": "typed", "input": "x", "metadata": {**typed, "max_tokens": 5}, "trace": {"output": "ok"}},
+                                    {"id": "cased", "input": "x", "metadata": {"PassWord": "caseAlone"}, "trace": {"output": "ok"}}],
+                "native", [{"type": "Contains", "value": "ok"}])
+    got = {r["case_id"]: r["metadata"] for r in map(json.loads, (more / "results.jsonl").read_text(encoding="utf-8").splitlines())}
+    assert got == {"typed": {**{n: MASK for n in typed}, "max_tokens": 5}, "cased": {"PassWord": MASK}}, got
     assert not any(v in (run_dir / name).read_text(encoding="utf-8") for v in plain.values() for name in ("results.jsonl", "report.md", "report.html", "junit.xml"))
     assert results["in-text"]["tags"] == [f"password: {MASK}"]
     assert redact_quoted(f"password: {NAMED}") == f"password: {MASK}"

@@ -222,8 +222,8 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
 def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     """`(tags, metadata)` of a case as its result may copy them: the same objects when no string of theirs holds a
     credential (the common case: one `_HINT` search over their text), else copies with each credential masked as
-    `redact_quoted` masks trace text; a mapping's non-empty string value is also masked whole when its key names a
-    credential (`_CREDENTIAL_KEY`: `password`, `db_password`, `api_key`, `client_secret`, `github_token`, …), whatever
+    `redact_quoted` masks trace text; a mapping's non-empty value (a string, number, bool, list or mapping) is also
+    masked whole when its key names a credential (in any letter case) (`_CREDENTIAL_KEY`: `password`, `db_password`, `api_key`, `client_secret`, `github_token`, …), whatever
     its shape: under such a key the value is the secret, not prose that mentions one. Keys are masked as strings.
     Never raises.
     """
@@ -232,7 +232,7 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     texts: list[str] = []
     _label_texts(tags, texts)
     _label_texts(metadata, texts)
-    if not texts or quoted_clean(texts):
+    if (not texts or quoted_clean(texts)) and not _credential_keyed(metadata) and not _credential_keyed(tags):
         _CLEAN_LABELS.remember(texts)
         return tags, metadata
     masked_tags, masked_metadata = _masked_label(tags), _masked_label(metadata)
@@ -266,7 +266,7 @@ def _seen_clean(tags: Any, metadata: Any) -> bool:
         if t is str:
             if f"{k}: {x}" not in seen:
                 return False
-        elif t not in _SCALARS or k not in seen:
+        elif t not in _SCALARS or k not in seen or (x is not None and _CREDENTIAL_KEY.search(k)):
             return False
     return True
 
@@ -300,6 +300,22 @@ def _label_texts(value: Any, out: list[str]) -> None:
 _CREDENTIAL_KEY = re.compile(r"(?i)(?:api[-_]?key|authorization|password|passwd|secret|token|private[-_]?key)$")
 
 
+def _credential_keyed(value: Any) -> bool:
+    """True when a mapping inside `value` holds a non-empty value under a key that names a credential."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(k, str) and x not in (None, "", [], {}) and _CREDENTIAL_KEY.search(k):
+                    return True
+                if isinstance(x, (dict, list, tuple)):
+                    stack.append(x)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(x for x in v if isinstance(x, (dict, list, tuple)))
+    return False
+
+
 def _masked_label(value: Any) -> Any:
     if isinstance(value, str):
         return redact_quoted(value)
@@ -307,6 +323,9 @@ def _masked_label(value: Any) -> Any:
         out = {}
         for k, v in value.items():
             key = redact_quoted(k) if isinstance(k, str) else k
+            if not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _CREDENTIAL_KEY.search(k):
+                out[key] = MASK  # a number, list or mapping under a credential's name: the secret whatever its type
+                continue
             if isinstance(v, str):
                 got = redact_quoted(v)
                 if got == v and isinstance(k, str) and (v and _CREDENTIAL_KEY.search(k) or redact_quoted(f"{k}: {v}") != f"{key}: {v}"):

@@ -58,7 +58,7 @@ class PassAtK(Metric):
         if score is None or score.value is None:
             return False
         if self.threshold is not None:
-            return score.value >= self.threshold - 1e-12
+            return score.value >= self.threshold  # exactly, as every metric's own verdict
         return bool(score.passed)
 
     def check_run(self, config: Any) -> list[tuple[tuple[Any, ...], str]]:

@@ -7,6 +7,7 @@ import contextlib
 import signal
 import sys
 import threading
+from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
                 bad += 1
                 where = f"{info.file}:{info.line}" + (f": {info.field}" if info.field else "")
                 # A record without a readable id goes by its place (`FILE:LINE`): named once, not twice.
-                named = "" if cid == f"{info.file}:{info.line}" else f" ({cid})"
+                named = "" if cid in (f"{info.file}:{info.line}", f"{Path(str(info.file)).name}:{info.line}") else f" ({cid})"
                 err.print(f"invalid input {where}{named}: {info.message}", highlight=False, markup=False)
         finally:
             if out is not sys.stdout:
