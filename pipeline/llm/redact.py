@@ -223,9 +223,9 @@ def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
     """`(tags, metadata)` of a case as its result may copy them: the same objects when no string of theirs holds a
     credential (the common case: one `_HINT` search over their text), else copies with each credential masked as
     `redact_quoted` masks trace text; a mapping's non-empty value (a string, number, bool, list or mapping) is also
-    masked whole when its key names a credential (in any letter case) (`_CREDENTIAL_KEY`: `password`, `db_password`, `api_key`, `client_secret`, `github_token`, …), whatever
-    its shape: under such a key the value is the secret, not prose that mentions one. Keys are masked as strings.
-    Never raises.
+    masked whole when its key names a credential in any letter case (`_CREDENTIAL_KEY`: `password`, `db_password`,
+    `api_key`, `client_secret`, `github_token`, …): under such a key the value is the secret, not prose that mentions
+    one. Keys are masked as strings. Never raises.
     """
     if _seen_clean(tags, metadata):
         return tags, metadata

@@ -21,14 +21,15 @@ from tracejudge.stages.aggregate.stats import KeyedSample, Moments, bootstrap_me
 __all__ = ["HIST_BINS", "MetricStats", "bin_of"]
 
 HIST_BINS = 10
-_EDGE = 1e-9  # a value this close below a bin's lower edge is that edge's: 0.19999999999999998, F1 of a 1/9-precision pairing, counts as 0.2
+_EDGE = 1e-9  # (in tenths) a value up to 1e-10 below a bin's lower edge counts in that bin: 0.19999999999999998 as 0.2
 
 
 def bin_of(value: float) -> int:
     """The histogram bin (0 to `HIST_BINS - 1`, 10 equal bins over [0, 1]) of a score value.
 
-    Values are kept as computed, so a ratio whose exact value is a bin's edge may come out a few ulps under it; it is
-    counted in the bin its exact value belongs to. Out-of-range values go to the end bins.
+    Values are kept as computed, so a ratio whose exact value is a bin's edge may come out a few ulps under it; a value
+    up to 1e-10 under an edge is counted in the bin above it (no ratio of small counts falls that close without being
+    the edge). Out-of-range values go to the end bins.
     """
     b = int(value * HIST_BINS + _EDGE)
     return HIST_BINS - 1 if b >= HIST_BINS else (0 if b < 0 else b)
