@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import diskcache
 import pytest
+from _loopback import Loopback, completion, verdict
 from helpers import DATA
 from tracejudge.core.config import JudgeConfig, validate_config
 from tracejudge.core.records import Case
@@ -139,31 +140,31 @@ def test_user_turns_go_only_when_every_middle_step_is_out():
     assert request_tokens(build_request(plan, plan.questions, cfg, fitted.omit - 1)) > 8_000 - 256
 
 
-def test_a_judged_tau_bench_run_sends_every_user_turn_inside_the_fence(simulator, tmp_path):
-    sim = simulator()
-    config = validate_config({
-        "dataset": {"path": str(TAU), "format": "tau-bench", "tasks": str(TASKS), "limit": 4},
-        "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}, {"type": "Rubric", "criteria": "Did the agent serve the user?"}],
-        "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": sim.url + "/v1"},
-        "cache": {"dir": str(tmp_path / "cache")},
-        "run": {"dir": str(tmp_path / "run")},
-    })
-    summary = anyio.run(lambda: runner.run(config)).summary
-    assert summary["status"] == {"ok": 4} and sim.stats.requests >= 8
+def test_a_judged_tau_bench_run_sends_every_user_turn_inside_the_fence(tmp_path):
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
+        config = validate_config({
+            "dataset": {"path": str(TAU), "format": "tau-bench", "tasks": str(TASKS), "limit": 4},
+            "metrics": [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}, {"type": "Rubric", "criteria": "Did the agent serve the user?"}],
+            "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": server.url + "/v1"},
+            "cache": {"dir": str(tmp_path / "cache")},
+            "run": {"dir": str(tmp_path / "run")},
+        })
+        summary = anyio.run(lambda: runner.run(config)).summary
+        bodies = [b for _, b in server.requests]
+    assert summary["status"] == {"ok": 4} and len(bodies) >= 8
     runs = json.loads(TAU.read_text())[:4]
-    sent: dict[str, list[dict[str, Any]]] = {}
-    with diskcache.Cache(str(tmp_path / "cache")) as cache:  # the components of every request the simulator answered
-        for key in cache.iterkeys():
-            if str(key).startswith("i:"):
-                comps = cache[key]
-                sent.setdefault(str(key)[2:].split("|")[0], []).append(comps)
-    assert len(sent) == 4
-    for run in runs:
+    sent: dict[int, list[str]] = {}  # each request's fenced text, by the run whose conversation it holds
+    for body in bodies:
+        inside = _inside(body["messages"][1]["content"])
+        (owner,) = [i for i, run in enumerate(runs) if all(m["content"] in inside for m in run["traj"] if m["role"] == "user")]
+        sent.setdefault(owner, []).append(inside)
+    assert sorted(sent) == [0, 1, 2, 3]
+    for i, run in enumerate(runs):
         said = [m["content"] for m in run["traj"] if m["role"] == "user"]
-        requests = sent[f"{run['task_id']}-{run['trial']}"]
-        assert len(requests) >= 2  # the grouped trace metrics, and the Rubric alone
-        for comps in requests:
-            inside = _inside(comps["messages"][1]["content"])
+        assert len(sent[i]) >= 2  # the grouped trace metrics, and the Rubric alone
+        for inside in sent[i]:
             at = [inside.find(f"User {k}: {text}") for k, text in enumerate(said, 1)]
             assert all(a >= 0 for a in at) and at == sorted(at)  # every user turn, in order, inside the fence
-            assert comps["prompt_version"].count(";conversation/1") == comps["prompt_version"].count("/") // 2
+    with diskcache.Cache(str(tmp_path / "cache")) as cache:  # the prompt version of every request answered
+        versions = [cache[k]["prompt_version"] for k in cache.iterkeys() if str(k).startswith("i:")]
+    assert versions and all(v.count(";conversation/1") == v.count("/") // 2 for v in versions)

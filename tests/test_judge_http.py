@@ -328,3 +328,42 @@ def test_estimate_counts_exact_input_tokens_and_known_cache_hits(simulator, tmp_
     anyio.run(lambda: runner.run(grouped, run_dir=tmp_path / "grouped"))
     after = estimate(grouped)["metrics"]["TaskCompletion"]
     assert (after.requests, after.cache_hits) == (0, 4)
+
+
+_SECRET = "sk-proj-Zq8Xw2Lr5Tn9Vb3Mk7Hd4Gf6"
+
+
+def test_the_cache_folder_holds_no_trace_text_and_still_explains_a_changed_prompt(simulator, tmp_path):
+    """The index that explains misses keeps the prompts as a digest: a CI job that keeps the cache folder keeps no
+    trace text (here a key an agent passed to a tool), grouped requests and single ones alike."""
+    sim = simulator()
+    cases = tmp_path / "c.jsonl"
+    rows = [{"id": f"s{i}", "input": f"Rotate the key for account {i}",
+             "trace": {"steps": [{"tool_calls": [{"id": "c1", "name": "rotate", "arguments": {"old_key": _SECRET, "dsn": "postgres://u:Pa55w0rdXyz@db/x"},
+                                                  "result": "rotated"}]}], "output": f"Rotated {_SECRET}"}} for i in range(3)]
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_config(tmp_path, sim.url, cases, run="a", metrics=[{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}])
+    run_config(tmp_path, sim.url, cases, run="b", metrics=[{"type": "TaskCompletion"}])
+    assert sim.stats.requests == 6
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert b"Rotate the key" not in stored and _SECRET.encode() not in stored and b"Pa55w0rdXyz" not in stored
+    rows[0]["input"] = "Rotate the key for account zero"
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_config(tmp_path, sim.url, cases, run="c", metrics=[{"type": "TaskCompletion"}], cache={"dir": str(tmp_path / "cache"), "explain": True})
+    misses = {r["case_id"]: r["scores"]["TaskCompletion"]["judge"]["cache_miss"] for r in results(tmp_path, "c")}
+    assert misses == {"s0": "changed: messages", "s1": None, "s2": None}
+
+
+def test_a_stored_answer_is_masked_as_results_mask_it_and_a_hit_gives_the_same(tmp_path):
+    from tracejudge.llm.cache import DiskJudgeCache, diff_components
+    cache = DiskJudgeCache(tmp_path / "cache")
+    comps = {"provider": "openai", "base_url": "u", "model": "m", "messages": [{"role": "user", "content": f"key {_SECRET}"}],
+             "sampling": {}, "response_format": None, "prompt_version": "1", "rubric": None, "trial": 0}
+    cache.put("k", {"answers": {"q1": {"verdict": "yes", "reason": f"it printed {_SECRET}"}}, "text": f'{{"reason": "it printed {_SECRET}"}}'}, comps, "s")
+    hit = cache.get("k")
+    assert _SECRET not in json.dumps(hit) and json.loads(hit["text"])["reason"].startswith("it printed ")
+    assert hit["answers"]["q1"]["verdict"] == "yes"
+    assert cache.explain(comps, "s") == "an entry with these components was written and then removed"
+    assert diff_components(comps, {**comps, "messages": [{"role": "user", "content": "other"}]}) == ["messages"]
+    cache.close()
+    assert _SECRET.encode() not in b"".join(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())

@@ -20,6 +20,12 @@ index key per (case, metric, trial, request), the components of the latest
 entry written for it, so a miss can be explained (`explain`) by the
 components that differ.
 
+The cache holds no trace text in clear: the index keeps the prompt
+`messages` as their sha256 only (enough to say they changed), and a stored
+answer's strings (the reply, its reasons) pass through `redact` first, as
+every copy of a reply into results does. CI jobs often keep the cache
+folder as an artifact.
+
 diskcache stores in SQLite with its own locking, so several processes may
 share one cache directory.
 """
@@ -36,6 +42,7 @@ from typing import Any, Protocol
 
 import diskcache
 from tracejudge.core.memo import Memo
+from tracejudge.llm.redact import redact_data
 
 __all__ = ["COMPONENTS", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
 
@@ -122,8 +129,21 @@ def _escape(text: str) -> str:
 
 
 def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Names of the components that differ between two key component sets, in `COMPONENTS` order."""
+    """Names of the components that differ between two key component sets, in `COMPONENTS` order (either set may hold
+    its `messages` as `indexed` leaves them, a digest)."""
+    old, new = indexed(old), indexed(new)
     return [c for c in COMPONENTS if canonical(old.get(c)) != canonical(new.get(c))]
+
+
+def indexed(components: dict[str, Any]) -> dict[str, Any]:
+    """`components` as the cache's index keeps them: `messages` (the prompts, trace text in them) replaced by
+    `{"sha256": <hex of their canonical JSON>}`; already so, or without `messages`, it is returned as it is."""
+    messages = components.get("messages")
+    if messages is None or (type(messages) is dict and set(messages) == {"sha256"}):
+        return components
+    text = _messages_text(messages)
+    digest = hashlib.sha256((canonical(messages) if text is None else text).encode("utf-8", "surrogatepass")).hexdigest()
+    return {**components, "messages": {"sha256": digest}}
 
 
 class JudgeCache(Protocol):
@@ -199,8 +219,9 @@ class DiskJudgeCache:
         return out
 
     def put(self, key: str, value: dict[str, Any], components: dict[str, Any], slot: str) -> None:
-        self._cache.set("v:" + key, value)
-        self._cache.set("i:" + slot, components)
+        # Masked as results mask a reply (idempotent, so a hit gives what a fresh answer gives); the prompts by digest.
+        self._cache.set("v:" + key, redact_data(value))
+        self._cache.set("i:" + slot, indexed(components))
 
     def explain(self, components: dict[str, Any], slot: str) -> str:
         old = self._cache.get("i:" + slot)
