@@ -145,6 +145,25 @@ def test_budget_cap_skips_then_resume_with_larger_budget_finishes(simulator, tmp
     assert rebuilt["status"] == {"ok": 10} and rebuilt["results"] == 10
 
 
+def test_requests_in_flight_hold_their_worst_case_only_until_they_settle(simulator, tmp_path):
+    # Every waiting request reserved its worst case (prompt + max_tokens) at once, and one that found the cap full of
+    # such reservations was skipped for good: 30 cases under a cap that held all they spent ended 22 skipped_budget,
+    # "judge budget ran out" with a fifth of it spent. A request now waits for those in flight to settle.
+    sim = simulator()
+    cases = write_cases(tmp_path / "c.jsonl", 30)
+    free = run_config(tmp_path, sim.url, cases, run="free", judge={"max_tokens": 2000}, cache={"enabled": False})
+    spent = free["judge"]["input_tokens"] + free["judge"]["output_tokens"]
+    cap = spent + 2000 + 200  # room for all they spend, and for the last one's worst case; 30 worst cases are ~3x that
+    capped = run_config(tmp_path, sim.url, cases, run="capped", judge={"max_tokens": 2000}, cache={"enabled": False},
+                        budget={"max_judge_tokens": cap})
+    assert capped["status"] == {"ok": 30} and capped["judge"]["input_tokens"] + capped["judge"]["output_tokens"] <= cap
+    # A cap that holds half of it still stops at the cap: what is judged fits, the rest is skipped, nothing crosses.
+    half = run_config(tmp_path, sim.url, cases, run="half", judge={"max_tokens": 2000}, cache={"enabled": False},
+                      budget={"max_judge_tokens": spent // 2})
+    used = half["judge"]["input_tokens"] + half["judge"]["output_tokens"]
+    assert used <= spent // 2 and half["status"]["ok"] >= 30 // 2 - 5 and half["status"]["ok"] + half["status"]["skipped_budget"] == 30
+
+
 def test_a_budget_cap_is_said_plainly_and_its_skips_are_counted_once_over_resumes(simulator, tmp_path):
     # The summary's judge.skipped_budget added up over segments (the same skipped cases counted again by each resume),
     # a skipped score said `requests: 1` for a request never sent, and nothing said the budget had run out.

@@ -60,6 +60,10 @@ class JudgeGate:
         """`InProcessBudget.reserve`."""
         return self.budget.reserve(tokens, usd)
 
+    async def hold(self, tokens: int, usd: float) -> Reservation | None:
+        """`InProcessBudget.hold`: waits in the actor while the sweep's requests in flight stand in the way."""
+        return await self.budget.hold(tokens, usd)
+
     async def settle_budget(self, reservation: Reservation, tokens: int, usd: float) -> None:
         """`InProcessBudget.settle`."""
         self.budget.settle(reservation, tokens, usd)
@@ -101,6 +105,15 @@ class RayBudget:
 
     def settle(self, reservation: Reservation, tokens: int, usd: float) -> None:
         self.gate.settle_budget.remote(reservation, tokens, usd)
+
+    async def hold(self, tokens: int, usd: float) -> Reservation | None:
+        ref = self.gate.hold.remote(tokens, usd)
+        try:
+            got: Reservation | None = await ref
+        except BaseException:
+            ray.cancel(ref)  # cancelled while it waited: leave the actor's wait
+            raise
+        return got
 
 
 def gate_name(config: RunConfig, run_dir: Path | None = None) -> str:

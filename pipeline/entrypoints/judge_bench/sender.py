@@ -78,7 +78,7 @@ class Bench:
         self._next += 1
         prompt = math.ceil(br.prompt_tokens * PROMPT_MARGIN)
         worst = prompt + br.request.max_tokens
-        held = self.budget.reserve(worst, self._cost(prompt, br.request.max_tokens))
+        held = await self.budget.hold(worst, self._cost(prompt, br.request.max_tokens))
         if held is None:
             st.stop = "cost cap"
             return False

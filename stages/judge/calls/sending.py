@@ -77,7 +77,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
     prompt_tokens = math.ceil(estimate * self._ratio)
     max_out = int(payload.get("max_tokens") or self.cfg.max_tokens)  # a multi-item request allows more output
     reserve = prompt_tokens + max_out
-    held = self.budget.reserve(reserve, self._cost(prompt_tokens, max_out))
+    held = await self.budget.hold(reserve, self._cost(prompt_tokens, max_out))
     if held is None:
         raise _BudgetRefused()
     self._queued += 1
