@@ -64,6 +64,19 @@ def _run(tmp_path: Path, tasks: list[str], script: list[Any], **record: Any) -> 
     return path
 
 
+def test_a_step_the_model_got_wrong_is_a_step_with_its_error(tmp_path: Path) -> None:
+    path = _run(tmp_path, ["What is the weather in Paris?"], [
+        [],  # an answer without a tool call, which a ToolCallingAgent cannot parse: the step fails, the run goes on
+        [("call_1", "get_weather", {"city": "Paris"})],
+        [("call_2", "final_answer", {"answer": "Sunny, 21 C."})],
+    ])
+    case = only_case(path, "smolagents")
+    failed, *rest = case.trace.steps
+    assert failed.tool_calls == [] and failed.error is not None and failed.error.startswith("AgentParsingError: "), failed.error
+    assert all(s.error is None for s in rest) and [c.name for c in case.trace.tool_calls()] == ["get_weather"]
+    assert case.metadata["smolagents"]["errors"][0]["step"] == 0 and case.trace.output == "Sunny, 21 C."
+
+
 def test_parallel_calls_keep_the_models_order_and_get_their_own_results(tmp_path: Path) -> None:
     # smolagents sorts a step's calls and observations by call id: "call_b" was asked first.
     path = _run(tmp_path, ["Compare Paris and Tokyo"], [

@@ -115,11 +115,17 @@ class ToolCall(_Strict):
 
 
 class Step(_Strict):
-    """One agent step: an optional thought, the calls it made, optional output text."""
+    """One agent step: an optional thought, the calls it made, optional output text.
+
+    `error` is set when the step's model request failed as the trace recorded it (an LLM span with status
+    ERROR: `"<error.type>: <message>"`, such as a 500 the application then retried); such a step usually has
+    no output and no calls. A failed *tool call* is `ToolCall.error`, not this.
+    """
 
     thought: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     output: str | None = None
+    error: str | None = None
 
 
 class Usage(_Strict):

@@ -100,6 +100,7 @@ if _FAST:
         thought: str | None = None
         tool_calls: list[_ToolCall] = field(default_factory=list)
         output: str | None = None
+        error: str | None = None
 
     class _Usage(Struct, forbid_unknown_fields=True, gc=False):
         input_tokens: Annotated[int, Meta(ge=0)] | None = None

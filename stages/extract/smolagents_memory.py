@@ -27,8 +27,8 @@ What counts, by the step's shape (`smolagents.memory`):
 - a step whose `error` is set (`{type, message}`) keeps its calls, the
   failed one with the error message: a call whose quoted name (`'boom'`)
   the message names, else every call of the step. An error on a step
-  without calls (a parsing or generation error) goes to
-  `metadata.smolagents.errors`;
+  without calls (a parsing or generation error) is the step's own `error`
+  (`"<type>: <message>"`) and is listed in `metadata.smolagents.errors`;
 - a CodeAgent's `python_interpreter` call keeps its code as
   `arguments.code`; a step marked `is_final_answer` gives its
   `action_output` as the answer when no `final_answer` call did. A code
@@ -207,7 +207,11 @@ def adapt(payload: Any, options: Any = None) -> Case:
             elif step.get("is_final_answer") and step.get("action_output") is not None:
                 answer = _text(step["action_output"])
             output = answer if answer is not None else output
-            steps.append({"thought": thought, "tool_calls": calls, "output": answer})
+            made = {"thought": thought, "tool_calls": calls, "output": answer}
+            if message and not calls:  # the model's step itself failed (parsing, generation): the step says so
+                kind = err.get("type") if isinstance(err, dict) else None
+                made["error"] = f"{kind}: {message}" if kind and not message.startswith(f"{kind}:") else message
+            steps.append(made)
         elif "output" in step and len(step) == 1:  # a FinalAnswerStep
             output = _text(step["output"])
         elif "system_prompt" not in step:

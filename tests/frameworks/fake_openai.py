@@ -85,9 +85,11 @@ def _chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class FakeOpenAI(Loopback):
-    """The server. `base_url` ends in `/v1`; `chats` holds every chat request body; `otlp` every OTLP export received."""
+    """The server. `base_url` ends in `/v1`; `chats` holds every chat request body; `otlp` every OTLP export received.
+    `fail` chat requests to come are answered 500 (a provider outage the application retries)."""
 
     def __init__(self) -> None:
+        self.fail = 0
         self.otlp: list[dict[str, Any]] = []
         self.chats: list[dict[str, Any]] = []
         self.ingested: list[dict[str, Any]] = []
@@ -110,6 +112,9 @@ class FakeOpenAI(Loopback):
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        if self.fail > 0:
+            self.fail -= 1
+            return web.json_response({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}, status=500)
         self.chats.append(body)
         try:
             message, usage = reply_for(body["messages"], body.get("tools"))

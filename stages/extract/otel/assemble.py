@@ -258,7 +258,11 @@ class _Builder:
                     requests += 1
                 calls = [c for _, c in sorted(r.calls, key=lambda e: e[0])]
                 calls_total += len(calls)
-                steps.append({"thought": r.text, "tool_calls": calls} if calls else {"output": r.text})
+                step = {"thought": r.text, "tool_calls": calls} if calls else {"output": r.text}
+                failed = self.views[r.model.span_id].error if r.model is not None else None
+                if failed is not None:  # the request failed as recorded (a retried 500): said, not an empty step
+                    step["error"] = failed
+                steps.append(step)
             # a delegate's words reach the user only through the calling agent: not the turn's own texts
             own = [r for r in rows if r.model is not None and not r.delegated] or [r for r in rows if r.model is not None]
             model_texts = [r.text for r in own]
