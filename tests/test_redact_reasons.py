@@ -346,3 +346,28 @@ def test_a_duplicate_case_ids_message_masks_a_credential_in_the_id(tmp_path: Pat
               if r["status"] == "invalid_input"]
     assert errors == ["duplicate case id 'https://user:[REDACTED]@host/run1': first at "
                       f"{tmp_path / 'dup.jsonl'}:1, again at {tmp_path / 'dup.jsonl'}:2"], errors
+
+
+KEYED = '''
+import tracejudge
+from tracejudge import Score
+
+
+@tracejudge.metric
+def configured(case, trace):
+    """Reports the settings it ran with, credentials among them, and counts by tool name."""
+    return Score(value=1.0, passed=True, details={"password": "Xy7Qw9Lm", "API_KEY": "plainvalue", "nested": {"client_secret": "Aa1Bb2"},
+                                                  "by_tool": {"reset_password": 2, "get_token": 1}, "note": "fine"})
+'''
+
+
+def test_a_custom_metrics_details_under_a_credentials_name_are_masked_and_counts_kept(tmp_path: Path) -> None:
+    # A value under `password` / `api_key` / `client_secret` in a custom metric's details was written in clear
+    # unless it was token-shaped; the same value in a case's metadata was masked whole.
+    (tmp_path / "keyed.py").write_text(KEYED, encoding="utf-8")
+    lines = [{"id": "k", "input": "x", "trace": {"steps": [], "output": "done"}}]
+    run_dir = _run(tmp_path, "keyed", lines, "native", [{"type": "keyed:configured"}])
+    (result,) = map(json.loads, (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines())
+    assert result["scores"]["configured"]["details"] == {"password": MASK, "API_KEY": MASK, "nested": {"client_secret": MASK},
+                                                          "by_tool": {"reset_password": 2, "get_token": 1}, "note": "fine"}
+    assert not any(s in (run_dir / p).read_text(encoding="utf-8") for s in ("Xy7Qw9Lm", "plainvalue", "Aa1Bb2") for p in ("results.jsonl", "report.md"))

@@ -45,7 +45,7 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_labels", "redact_quoted"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_details", "redact_labels", "redact_quoted"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -217,6 +217,28 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
         return v
 
     return walk(value)
+
+
+def redact_details(value: Any) -> Any:
+    """A copy of a custom metric's JSON-like `details` with every string and str key passed through `redact_quoted`, and
+    a non-empty *string* under a key that names a credential (`_CREDENTIAL_KEY`, any letter case: `password`,
+    `api_key`, `client_secret`, …) masked whole, as labels are (`redact_labels`). Numbers, lists and mappings under
+    such keys are looked into, not masked: details are often keyed by tool name, and a count of `reset_password`
+    calls is not a secret. Never raises."""
+    if isinstance(value, str):
+        return redact_quoted(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = redact_quoted(k) if isinstance(k, str) else k
+            if isinstance(v, str) and v and isinstance(k, str) and _CREDENTIAL_KEY.search(k):
+                out[key] = MASK
+            else:
+                out[key] = redact_details(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_details(v) for v in value]
+    return value
 
 
 def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 from tracejudge.core.records import Case, Score
-from tracejudge.llm.redact import quoted_clean, redact_data, redact_quoted
+from tracejudge.llm.redact import quoted_clean, redact_details, redact_quoted
 
 __all__ = ["custom_keys", "mask_scores", "masked"]
 
@@ -56,14 +56,15 @@ def _names_clean(names: Iterable[str]) -> bool:
 
 
 def masked(score: Any) -> Any:
-    """`score` with its reason, and the strings and keys of its details, passed through `redact_quoted`.
+    """`score` with its reason, and the strings and keys of its details, passed through `redact_quoted`; a string in
+    its details under a key that names a credential is masked whole (`redact_details`).
 
     The same object when nothing was masked; anything that is not a `Score` is returned as it is.
     """
     if not isinstance(score, Score):
         return score
     reason = redact_quoted(score.reason) if score.reason else score.reason
-    details = redact_data(score.details, quoted=True, keys=True) if score.details else score.details
+    details = redact_details(score.details) if score.details else score.details
     if reason == score.reason and details == score.details:
         return score
     return score.model_copy(update={"reason": reason, "details": details})
