@@ -225,20 +225,7 @@ def redact_details(value: Any) -> Any:
     `api_key`, `client_secret`, …) masked whole, as labels are (`redact_labels`). Numbers, lists and mappings under
     such keys are looked into, not masked: details are often keyed by tool name, and a count of `reset_password`
     calls is not a secret. Never raises."""
-    if isinstance(value, str):
-        return redact_quoted(value)
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            key = redact_quoted(k) if isinstance(k, str) else k
-            if isinstance(v, str) and v and isinstance(k, str) and _CREDENTIAL_KEY.search(k):
-                out[key] = MASK
-            else:
-                out[key] = redact_details(v)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [redact_details(v) for v in value]
-    return value
+    return _masked_label(value, whole=False)
 
 
 def redact_labels(tags: Any, metadata: Any) -> tuple[Any, Any]:
@@ -338,14 +325,16 @@ def _credential_keyed(value: Any) -> bool:
     return False
 
 
-def _masked_label(value: Any) -> Any:
+def _masked_label(value: Any, whole: bool = True) -> Any:
+    """`value` with its strings and str keys through `redact_quoted`; a non-empty value under a credential's name
+    masked whole (only a string there when not `whole`: `redact_details`)."""
     if isinstance(value, str):
         return redact_quoted(value)
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             key = redact_quoted(k) if isinstance(k, str) else k
-            if not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _CREDENTIAL_KEY.search(k):
+            if whole and not isinstance(v, str) and isinstance(k, str) and v not in (None, [], {}) and _CREDENTIAL_KEY.search(k):
                 out[key] = MASK  # a number, list or mapping under a credential's name: the secret whatever its type
                 continue
             if isinstance(v, str):
@@ -354,8 +343,8 @@ def _masked_label(value: Any) -> Any:
                     got = MASK  # a value whose key names it a credential (not a key that is one itself)
                 out[key] = got
             else:
-                out[key] = _masked_label(v)
+                out[key] = _masked_label(v, whole)
         return out
     if isinstance(value, (list, tuple)):
-        return [_masked_label(v) for v in value]
+        return [_masked_label(v, whole) for v in value]
     return value
