@@ -34,7 +34,7 @@ import pydantic_core
 __all__ = ["INDEX_FILE", "CaseQuery", "Page", "RunIndex"]
 
 INDEX_FILE = "view.idx"
-_SCHEMA = "4"
+_SCHEMA = "5"  # 5: case text masked (`viewer.masking`); an index an older viewer built held it in clear
 _HEAD = 4096  # bytes of results.jsonl fingerprinted to notice a rewritten file
 _BATCH = 2000
 PAGE_SIZES = (25, 50, 100, 200)

@@ -30,6 +30,7 @@ from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge.engine.dataset_fingerprint import changed_since, listing
+from tracejudge.viewer.masking import shown_case, shown_text
 
 __all__ = ["CaseSource", "case_snippet", "case_text"]
 
@@ -37,7 +38,8 @@ _CACHE = 64
 
 
 def case_text(case: Case) -> str:
-    """The searchable text of a case: input, the user's turns, expected and actual output, tool names (lower-cased)."""
+    """The searchable text of a case: input, the user's turns, expected and actual output, tool names; credentials
+    masked (`shown_text`, before lower-casing: key shapes are case-sensitive), then lower-cased."""
     parts = [_plain(case.input), _plain(case.expected_output)]
     if case.trace is not None:
         parts.append(case.trace.output or "")
@@ -46,13 +48,13 @@ def case_text(case: Case) -> str:
             parts += [call.name for call in step.tool_calls]
             parts.append(step.output or "")
     parts += [e.name for e in case.expected_tool_calls or []]
-    return "\n".join(p for p in parts if p).lower()
+    return shown_text("\n".join(p for p in parts if p)).lower()
 
 
 def case_snippet(case: Case, limit: int = 160) -> str:
     """The case's first request on one line (whitespace collapsed), cut to `limit` characters: what the Cases table shows."""
     users = case.trace.user_messages if case.trace else []
-    text = " ".join(_plain(users[0].content if users else case.input).split())
+    text = shown_text(" ".join(_plain(users[0].content if users else case.input).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -60,6 +62,14 @@ def _plain(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else str(value)
+
+
+def _masked(got: tuple[Case | None, str]) -> tuple[Case | None, str]:
+    case, note = got
+    if case is None:
+        return got
+    shown = shown_case(case)
+    return (shown, note) if shown is not None else (None, f"{note}; not shown: its credentials could not be masked")
 
 
 class CaseSource:
@@ -80,16 +90,16 @@ class CaseSource:
         self._changed_memo: tuple[dict[str, tuple[int, int]], bool] | None = None
 
     def get(self, case_id: str, trial: int) -> tuple[Case | None, str]:
-        """The case of (case_id, trial) and a note on its source."""
+        """The case of (case_id, trial), its credentials masked (`viewer.masking`), and a note on its source."""
         with self._lock:
             live = self._from_traces(case_id, trial)
             if live is not None:
-                return live
+                return _masked(live)
             key = (case_id, trial)
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-            got = self._from_dataset(case_id)
+            got = _masked(self._from_dataset(case_id))
             self._cache[key] = got
             if len(self._cache) > _CACHE:
                 self._cache.popitem(last=False)
