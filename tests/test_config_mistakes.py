@@ -290,14 +290,32 @@ def test_a_mapping_for_a_union_with_a_model_member_is_read_as_that_model(tmp_pat
                                                 "(required key `criteria` is missing)"),
     ("  - type: ArgumentCorrectness\n    tool: lookup\n", "4: metrics.0.tool: ArgumentCorrectness: unknown key `tool`; did you mean "
                                                          "tool_name? (required key `tool_name` is missing)"),
-    # Another problem beside the pair is still counted.
-    ("  - type: Rubric\n    rubric: good\n    include: all\n", "4: metrics.0.rubric: Rubric: unknown key `rubric`; the required key "
-                                                                  "`criteria` is missing (and 1 more)"),
 ])
 def test_an_unknown_key_where_a_required_one_is_missing_is_one_line_at_the_unknown_key(tmp_path: Path, metric: str, expected: str) -> None:
     cfg = write(tmp_path, f"metrics:\n{metric}judge: {{provider: simulator, model: x}}\n")
     lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
     assert lines == [f"{cfg}:{expected}"], lines
+
+
+def test_each_mistake_of_a_metric_is_a_line_of_its_own(tmp_path: Path) -> None:
+    # Another problem beside the pair, and each further unknown parameter, was "(and 1 more)" on the first line:
+    # fixing one showed the next.
+    cfg = write(tmp_path, "metrics:\n  - type: Rubric\n    rubric: good\n    include: all\n  - type: ToolCalls\n    argumnts: exact\n"
+                          "    ordr: any\njudge: {provider: simulator, model: x}\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines == [f"{cfg}:4: metrics.0.rubric: Rubric: unknown key `rubric`; the required key `criteria` is missing",
+                     f"{cfg}:5: metrics.0.include: Rubric: String should match pattern '^(trace|output)$' (expected one of: trace, output)",
+                     f"{cfg}:7: metrics.1.argumnts: ToolCalls: unknown parameter; did you mean arguments?",
+                     f"{cfg}:8: metrics.1.ordr: ToolCalls: unknown parameter; did you mean order?"], lines
+
+
+def test_dataset_option_mistakes_are_listed_beside_the_schemas_errors(tmp_path: Path) -> None:
+    # With an unknown top-level key in the file, a misspelt format option was named only once that key was gone.
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text("dataset: {path: d.jsonl, format: json-path, options: {stepz: $.x}}\nmetrics: [{type: ToolCalls}]\nextra_key: 1\n")
+    (tmp_path / "d.jsonl").write_text("")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert lines[0].startswith(f"{cfg}:1: dataset.options.stepz: json-path: ") and lines[1] == f"{cfg}:3: extra_key: unknown key", lines
 
 
 def test_a_list_option_given_one_name_and_a_mistyped_metric_function_say_what_to_write(tmp_path: Path, data_dir: Path) -> None:

@@ -320,7 +320,7 @@ def test_a_custom_metric_parameter_is_validated_when_the_config_loads(tmp_path, 
     with pytest.raises(ConfigError) as err:
         tracejudge.load_config(cfg)
     assert f"{cfg}:4: metrics.0.allowed: mypkg.metrics:no_failed_tools: Input should be a valid integer" in str(err.value)
-    assert "(and 1 more)" in str(err.value)
+    assert f"{cfg}:5: metrics.0.typo: mypkg.metrics:no_failed_tools: unknown parameter" in str(err.value)  # a line of its own
 
 
 BAD_SCORES = '''

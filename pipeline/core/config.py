@@ -190,7 +190,7 @@ def validate_config(
         try:
             metric = registry.build_metric(spec)
         except registry.SpecError as exc:
-            problems.append(_fmt(source, ("metrics", i, *exc.loc), exc.msg, lines, overridden))
+            problems += [_fmt(source, ("metrics", i, *loc), msg, lines, overridden) for loc, msg in exc.problems]
             continue
         if metric.key in named:  # results are keyed by name: the later metric would silently replace the earlier one
             by = "name" if spec.get("name") else "type"
@@ -247,7 +247,8 @@ def _format_of(name: str) -> tuple[Any, str | None]:
 
 
 def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
-    """`(key path, message)` of each mistake in the dataset's format and the metric specs of a config the schema refused.
+    """`(key path, message)` of each mistake in the dataset's format, its options and the metric specs of a config the
+    schema refused.
 
     The schema takes a format name and each metric as free values, so validating it finds none of their mistakes; a
     config with an unknown key and a misspelt metric type would otherwise name the second only once the first is fixed.
@@ -256,15 +257,23 @@ def _unvalidated_problems(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], s
     out: list[tuple[tuple[Any, ...], str]] = []
     dataset = data.get("dataset")
     name = dataset.get("format", "native") if isinstance(dataset, dict) else None
-    if isinstance(name, str) and (why := _format_of(name)[1]) is not None:
-        out.append((("dataset", "format"), why))
+    if isinstance(name, str):
+        fmt, why = _format_of(name)
+        if why is not None:
+            out.append((("dataset", "format"), why))
+        elif fmt is not None and fmt.options is not None and isinstance(options := dataset.get("options", {}), dict):
+            try:
+                fmt.options.model_validate(options)
+            except ValidationError as exc:
+                out += [(("dataset", "options", *err["loc"]), f"{name}: {_explain(err, fmt.options)}")
+                        for err in suggest.pair_missing(suggest.merge_union_errors(exc.errors()), fmt.options)]
     metrics = data.get("metrics")
     for i, spec in enumerate(metrics if isinstance(metrics, list) else []):
         if isinstance(spec, dict):
             try:
                 registry.build_metric(spec)
             except registry.SpecError as exc:
-                out.append((("metrics", i, *exc.loc), exc.msg))
+                out += [(("metrics", i, *loc), msg) for loc, msg in exc.problems]
     return out
 
 

@@ -105,12 +105,14 @@ class FormatError(ValueError):
 
 
 class SpecError(Exception):
-    """A metric spec is invalid; `loc` is the key path inside the spec."""
+    """A metric spec is invalid; `loc` is the key path inside the spec, `msg` says what is wrong (the first mistake,
+    with a count of the others). `problems` is every mistake as `(loc, msg)`, one each (a config lists them all)."""
 
-    def __init__(self, loc: tuple[Any, ...], msg: str) -> None:
+    def __init__(self, loc: tuple[Any, ...], msg: str, problems: list[tuple[tuple[Any, ...], str]] | None = None) -> None:
         super().__init__(msg)
         self.loc = loc
         self.msg = msg
+        self.problems = problems if problems else [(loc, msg)]
 
 
 # Built-in format name → the module whose import registers it (`register_format`).
@@ -386,14 +388,18 @@ def build_metric(spec: dict[str, Any]) -> Any:
     except ValidationError as exc:
         # (an unknown key beside a missing one is one problem, shown as one: the count says only what the line does not)
         errors = suggest.pair_missing(suggest.merge_union_errors(exc.errors()), cls)
-        err = errors[0]
-        msg = ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
-        if err["type"] in _SEQUENCE_TYPES:  # (pydantic says "a valid tuple" of a field a config writes as a list)
-            got = err.get("input")
-            msg = "Input should be a list" + (f", such as [{got}]" if isinstance(got, str) else "")
-        elif err["type"] == "missing":
-            msg = "required parameter is missing"
-        elif err["type"] == suggest.PAIRED:
-            msg = err["msg"]
+        each = [(tuple(err["loc"]), f"{kind}: {_param_message(err, cls)}") for err in errors]
         extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise SpecError(tuple(err["loc"]), f"{kind}: {msg}{extra}") from None
+        raise SpecError(each[0][0], each[0][1] + extra, each) from None
+
+
+def _param_message(err: Any, cls: type) -> str:
+    """What one pydantic error of a metric's parameters says, in the config's words."""
+    if err["type"] in _SEQUENCE_TYPES:  # (pydantic says "a valid tuple" of a field a config writes as a list)
+        got = err.get("input")
+        return "Input should be a list" + (f", such as [{got}]" if isinstance(got, str) else "")
+    if err["type"] == "missing":
+        return "required parameter is missing"
+    if err["type"] == suggest.PAIRED:
+        return str(err["msg"])
+    return ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
