@@ -8,16 +8,30 @@ Definitions (computed by scikit-learn and scipy, not here):
   accuracy, and the confusion matrix (`sklearn.metrics.confusion_matrix`,
   rows the label `[fail, pass]`, columns the verdict);
 - graded comparison — other numeric labels: the label against the verdict's
-  grade (a Rubric's integer score, else the score value); Spearman's ρ
-  (`scipy.stats.spearmanr`), and, when labels and grades are all integers,
-  the quadratic-weighted κ and the confusion matrix over the grades seen;
-  `accuracy` is the share of exact matches.
+  grade (below); Spearman's ρ (`scipy.stats.spearmanr`), and, when labels and
+  grades are all integers, the quadratic-weighted κ and the confusion matrix
+  over the grades seen; `accuracy` is the share of exact matches.
+
+A verdict's grade is the grade its score stands for. A single verdict of a
+graded metric (a Rubric) has its judge's grade; a panel aggregated by
+`majority` has its lower median grade (`tracejudge.stages.judge.repeat`). A
+verdict whose value combines several — the mean of `judge.samples`, a panel's
+`mean`, `all` (lowest) or `any` (highest) — has the grade its value maps to on
+the metric's scale, `lowest + value × (highest − lowest)` (JUDGE-METRICS.md:
+a Rubric's score is its scale normalized to [0, 1]), rounded to the nearest
+whole grade, a half going to the lower grade, as a tie does among samples and
+panel members. So samples' grades [1, 2, 2] on 0..3 give 2 (mean 1.67), a
+panel's [1, 2] gives 1 (mean 1.5), whatever their order. The scale is read
+off the run's own verdicts (each single verdict's value beside its grade,
+`_grade_scale`); when they do not determine it, such a verdict's grade is its
+value (then only ρ is computed). A metric without grades compares its value.
 
 Each figure with a CI has a 95% percentile bootstrap over the labelled
 verdicts (resampled with replacement, `resamples` times, seeded by `seed` and
 the metric key, so the same inputs give the same interval). A resample whose
 κ is undefined (one class only) is left out of its interval. κ is `None`
-when every label and verdict are the same class (`note` says so).
+when every label and verdict are the same class: chance agreement is then 1
+and κ is 0/0 (`note` says so, and that labels of another class are needed).
 
 A verdict pairs with the label of its (case, metric, trial), or with the
 case's label for the metric when the label names no trial; verdicts that
@@ -28,6 +42,7 @@ were not scored (`value: null`, or a non-`ok` result) are counted as
 from __future__ import annotations
 
 import hashlib
+import math
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -57,7 +72,8 @@ def need_stats() -> None:
 
 @dataclass
 class Pair:
-    """One labelled verdict: `label` as given, the verdict's `passed`, `value` in [0, 1] and `grade` (a Rubric's score, else `value`)."""
+    """One labelled verdict: `label` as given, the verdict's `passed`, `value` in [0, 1] and `grade` (its score's grade, see the
+    module doc; `value` for a metric without grades)."""
 
     case_id: str
     trial: int
@@ -73,12 +89,14 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[s
     """`(pairs by metric, counts)`: each labelled verdict, and the label counts, which add up to `total_labels`:
     `matched` (paired with a scored verdict), `not_judged` (the case has the metric, but no scored verdict for the
     label) and `unmatched` (no result of that case, or no result of the run has that metric); `unknown_metrics`
-    maps each labelled metric no result has to its label count."""
+    maps each labelled metric no result has to its label count. A `Pair.grade` follows the module doc."""
+    results = list(results)
     index = labels.lookup()
     by_metric: dict[str, list[Pair]] = defaultdict(list)
     used: set[tuple[str, str, int | None]] = set()  # labels some result of their case answers (scored or not)
     paired: set[tuple[str, str, int | None]] = set()  # labels paired with at least one scored verdict
     metrics = {lab.metric for lab in labels.labels}
+    scales = {m: _grade_scale(results, m) for m in metrics}
     seen: set[str] = set()  # the labelled metrics some result has
     for res in results:
         cid, trial = str(res.get("case_id")), int(res.get("trial", 0))
@@ -96,9 +114,7 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[s
             if res.get("status", "ok") != "ok" or not isinstance(s, dict) or s.get("value") is None:
                 continue
             paired.add(key)
-            answers = (s.get("details") or {}).get("answers") or {}
-            first = next(iter(answers.values()), None) if len(answers) == 1 else None
-            grade = first["score"] if isinstance(first, dict) and isinstance(first.get("score"), (int, float)) else s["value"]
+            grade = _grade(s, scales[metric])
             by_metric[metric].append(Pair(cid, trial, lab.value, s.get("passed"), float(s["value"]), float(grade),
                                           list(res.get("tags") or []), str(s.get("reason", ""))[:300]))
     for pairs in by_metric.values():
@@ -108,6 +124,74 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[s
     counts = {"total_labels": len(index), "matched": len(paired), "not_judged": len(used - paired), "unmatched": len(index) - len(used),
               "unknown_metrics": unknown}
     return dict(by_metric), counts
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _own_grade(score: dict[str, Any]) -> tuple[str, float] | None:
+    """`(question id, grade)` of a graded score's one answer (`details.answers`), or `None` for a metric without grades."""
+    answers = (score.get("details") or {}).get("answers") or {}
+    if len(answers) != 1:
+        return None
+    qid, a = next(iter(answers.items()))
+    return (qid, float(a["score"])) if isinstance(a, dict) and _num(a.get("score")) else None
+
+
+def _combined(score: dict[str, Any]) -> bool:
+    """Whether the score's value combines several grades: a mean of samples, or a panel's mean, lowest or highest."""
+    details = score.get("details") or {}
+    return bool(details.get("samples")) or (details.get("panel") or {}).get("aggregate", "majority") != "majority"
+
+
+def _exact_pairs(score: dict[str, Any]) -> list[tuple[float, float]]:
+    """The `(grade, value)` pairs of single verdicts a graded score records: each sample's (a panel aggregated by mean/all/any
+    keeps its first model's samples), else each panel member's (not sampled, so its vote is its one grade), else its own."""
+    own = _own_grade(score)
+    if own is None or not _num(score.get("value")):
+        return []
+    qid, grade = own
+    details = score.get("details") or {}
+    got: list[tuple[Any, Any]]
+    if details.get("samples"):
+        got = list(zip((details["samples"].get("answers") or {}).get(qid) or [], details["samples"].get("values") or []))
+    elif _combined(score):
+        got = [((m.get("answers") or {}).get(qid), m.get("value")) for m in (details["panel"].get("models") or {}).values()]
+    else:
+        got = [(grade, score["value"])]
+    return [(float(g), float(v)) for g, v in got if _num(g) and _num(v)]
+
+
+def _grade_scale(results: list[dict[str, Any]], metric: str) -> tuple[float, float] | None:
+    """`(lowest, span)` with grade = lowest + value × span, as the run's single verdicts of `metric` show it (a Rubric's value is
+    (grade − lowest) / (highest − lowest), JUDGE-METRICS.md); `(g, 0)` when they show one grade only; `None` when they show
+    none, or grades no one line fits."""
+    pairs = [p for res in results if isinstance(s := (res.get("scores") or {}).get(metric), dict) for p in _exact_pairs(s)]
+    if not pairs:
+        return None
+    (g0, v0), (g1, v1) = min(pairs), max(pairs)
+    if g0 == g1:
+        return (g0, 0.0)
+    if v1 == v0:
+        return None
+    span = (g1 - g0) / (v1 - v0)
+    low = g0 - v0 * span
+    return (low, span) if all(abs(low + v * span - g) < 1e-6 for g, v in pairs) else None
+
+
+def _grade(score: dict[str, Any], scale: tuple[float, float] | None) -> float:
+    """The grade a scored verdict stands for (see the module doc): its own grade, or for a combined value the whole grade the
+    value maps to on `scale` (a half to the lower grade); the value when the metric has no grades or the scale is not known."""
+    own = _own_grade(score)
+    if own is None:
+        return float(score["value"])
+    if not _combined(score):
+        return own[1]
+    if scale is None:
+        return float(score["value"])
+    grade = round(scale[0] + float(score["value"]) * scale[1], 6)  # (a mean summed in another order differs in its last bits)
+    return float(math.ceil(grade - 0.5))
 
 
 def _binary(pairs: list[Pair]) -> bool:
@@ -174,7 +258,8 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     from sklearn.metrics import confusion_matrix
 
     if not pairs:
-        return {"n": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None, "note": "no labelled verdict"}
+        return {"n": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None,
+                "note": "no labelled verdict: no label of this metric met a scored verdict (see the label counts and problems)"}
     binary = _binary(pairs)
     rng = _rng(seed, metric)
     kind: str | None
@@ -201,7 +286,12 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         "kappa_ci": _ci(kappa_fn, y, v, resamples, rng) if kind else None,
     }
     if kappa is None and kind:
-        out["note"] = "kappa undefined: every label and verdict is the same class"
+        only = _shown(y[0])
+        other = f"cases that should {'fail' if only == 'pass' else 'pass'}" if binary else "cases of other grades"
+        out["note"] = (f"kappa undefined: only one class occurs — every label and every verdict is {only} — so chance agreement is 1 "
+                       f"and kappa is 0/0; add labels for {other} to measure agreement")
+    elif not binary and kind is None:
+        out["note"] = "kappa undefined: the labels or the grades are not all whole numbers (weighted kappa compares grades); see spearman"
     if not binary:
         rho = _spearman(y, v)
         out["spearman"] = None if rho is None else round(rho, 6)

@@ -12,8 +12,15 @@ A label belongs to one (case, metric) and, optionally, one trial:
   metadata).
 
 A label is `true`/`false` or a number; in a CSV also `yes`/`no`, `pass`/`fail`,
-`true`/`false` (any case) or a number. A line that cannot be read is left out
-and named (`file:line: field: problem`) — one bad line never stops a calibration.
+`true`/`false` (any case) or a number. A `trial` is a whole number >= 0 (`0.7`,
+`true` or `-1` are not trials). A line that cannot be read is left out and named
+(`file:line: field: problem`) — one bad line never stops a calibration.
+
+One label per (case, metric, trial): a second label with the same value is
+counted once and noted; a second label with another value is a conflict —
+which one is right cannot be known, and keeping either would make the result
+depend on the order of the lines — so every label of that key is left out and
+each later one is named (`file:line: label: … conflicts with line N …`).
 """
 
 from __future__ import annotations
@@ -46,14 +53,47 @@ class Label:
 
 @dataclass
 class LabelSet:
-    """Labels by (case, metric, trial) plus the lines that could not be read (`problems`, each `file:line: …`)."""
+    """Labels, one per (case, metric, trial), plus the lines that could not be read or repeat or conflict with another
+    (`problems`, each `file:line: field: …`); made with repeated keys, it resolves them as the module doc says."""
 
     labels: list[Label]
     problems: list[str]
 
+    def __post_init__(self) -> None:
+        """Leaves one label per key (see the module doc): repeats counted once, conflicting keys left out, each named."""
+        first: dict[tuple[str, str, int | None], Label] = {}
+        conflicting: set[tuple[str, str, int | None]] = set()
+        notes: list[str] = []
+        for lab in self.labels:
+            key = (lab.case_id, lab.metric, lab.trial)
+            was = first.setdefault(key, lab)
+            if was is lab:
+                continue
+            same = float(lab.value) == float(was.value)  # `true` beside 1 says the same
+            trial = "" if lab.trial is None else f" trial {lab.trial}"
+            what = f"case {lab.case_id!r} metric {lab.metric!r}{trial}"
+            if same:
+                notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}): counted once")
+            else:
+                conflicting.add(key)
+                notes.append(f"{lab.where}: label: {_shown(lab.value)} conflicts with {_place(was, lab)}'s {_shown(was.value)} "
+                             f"for {what}: both left out")
+        self.labels = [lab for key, lab in first.items() if key not in conflicting]
+        self.problems = [*self.problems, *notes]
+
     def lookup(self) -> dict[tuple[str, str, int | None], Label]:
-        """Labels keyed by `(case_id, metric, trial)`; a later label for the same key replaces an earlier one."""
+        """Labels keyed by `(case_id, metric, trial)` (one per key: duplicates were resolved when the set was made)."""
         return {(lab.case_id, lab.metric, lab.trial): lab for lab in self.labels}
+
+
+def _shown(value: bool | float) -> str:
+    return json.dumps(value) if isinstance(value, bool) else f"{value:g}"
+
+
+def _place(was: Label, lab: Label) -> str:
+    """Where `was` is, said from `lab`'s place: `line N` in the same file, else its whole `where`."""
+    file, _, line = was.where.rpartition(":")
+    return f"line {line}" if file and lab.where.rpartition(":")[0] == file and line.isdigit() else (was.where or "an earlier label")
 
 
 def label_value(raw: Any) -> bool | float:
@@ -79,14 +119,7 @@ def _one(row: dict[str, Any], where: str) -> Label:
     for key in ("case_id", "metric", "label"):
         if row.get(key) in (None, ""):
             raise ValueError(f"{key}: missing")
-    trial = row.get("trial")
-    if trial in (None, ""):
-        trial = None
-    else:
-        try:
-            trial = int(trial)
-        except (TypeError, ValueError):
-            raise ValueError(f"trial: {trial!r} is not an integer") from None
+    trial = _trial(row.get("trial"))
     try:
         value = label_value(row["label"])
     except ValueError as exc:
@@ -94,8 +127,33 @@ def _one(row: dict[str, Any], where: str) -> Label:
     return Label(str(row["case_id"]), str(row["metric"]), value, trial, where)
 
 
+def _trial(raw: Any) -> int | None:
+    """A label's `trial`: `None` when absent or empty, else a whole number >= 0; raises `ValueError` (`trial: …`) otherwise.
+    A bool is not a trial (JSON's `true` is not 1 here), nor is `0.7` trial 0."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, bool):
+        raise ValueError(f"trial: {json.dumps(raw)} is a boolean, not a trial number")
+    number = raw
+    if isinstance(raw, str):
+        try:
+            number = float(raw.strip())
+        except ValueError:
+            raise ValueError(f"trial: {raw!r} is not an integer") from None
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise ValueError(f"trial: {raw!r} is not a whole number")
+        number = int(number)
+    if not isinstance(number, int):
+        raise ValueError(f"trial: {raw!r} is not an integer")
+    if number < 0:
+        raise ValueError(f"trial: {raw} is negative")
+    return number
+
+
 def load_label_file(path: Path) -> LabelSet:
-    """Labels from a JSONL file, or a CSV file when `path` ends in `.csv` (see the module doc).
+    """Labels from a JSONL file, or a CSV file when `path` ends in `.csv` (see the module doc): one per (case, metric, trial),
+    and `problems` in line order, each `file:line: field: problem`.
 
     Raises `ConfigError` when the file cannot be read, or a CSV lacks a required column.
     """
@@ -130,7 +188,9 @@ def load_label_file(path: Path) -> LabelSet:
                         problems.append(f"{where}: {exc}")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the labels file ({exc.strerror or exc})") from None
-    return LabelSet(labels, problems)
+    got = LabelSet(labels, [])  # its problems: the repeated and conflicting labels, put among the others in line order
+    got.problems = sorted(problems + got.problems, key=lambda p: int(p[len(str(path)) + 1:].partition(":")[0]))
+    return got
 
 
 def parse_field_spec(spec: str) -> tuple[str, str]:
