@@ -7,12 +7,18 @@ the same way), `decode_body` turns a body nested too deep to decode into text
 instead of an exception, and `token_count` refuses usage figures that are not
 plausible token counts (`1e999`, negative, over `MAX_USAGE_TOKENS`).
 
-`request_refused(status, text)` says whether an error reply refuses the
-request itself — a 4xx other than 408/409/429 and a content filter's, or a
-5xx whose text names the request's fields (`response_format`, `json_schema`,
-`messages`, `max_tokens`, "not supported", "invalid", …: llama-cpp-python
-answers 500 to a `json_schema` response format) — which no retry can fix;
-`request_fix(message)` names the setting to change; `not_found_fix` says, for a 404, which base URL was used.
+`request_refused(status, text, retry_after)` says whether an error reply
+refuses the request itself — a 4xx other than 408/409/429 and a content
+filter's, or a 500 (or other 5xx) whose text names the request's fields
+(`response_format`, `json_schema`, `messages`, `max_tokens`, "not supported",
+"invalid", …: llama-cpp-python answers 500 to a `json_schema` response
+format) — which no retry can fix. A 502, 503 or 504 (a gateway or an
+overloaded server: "too many messages queued", an HTML page saying "invalid
+upstream response") and any reply carrying `retry-after` are transient
+whatever their text says. `request_fix(message)` names the setting to change;
+`not_found_fix` says, for a 404, which base URL was used. `usage_counts`
+reads a usage block's prompt/completion/cached figures, refusing implausible
+ones (`ImplausibleUsage`).
 """
 
 from __future__ import annotations
@@ -24,14 +30,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # aiohttp is imported by what sends: a run the cache answers whole never imports it
     import aiohttp
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "ReplyTooLarge", "decode_body", "read_capped", "not_found_fix", "request_fix", "request_refused", "token_count"]
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "TRANSIENT_STATUSES", "ImplausibleUsage", "ReplyTooLarge", "decode_body", "read_capped", "not_found_fix",
+           "request_fix", "request_refused", "token_count", "usage_counts"]
 
 DEFAULT_MAX_BYTES = 8 << 20
 MAX_USAGE_TOKENS = 100_000_000  # more than any context window: a figure beyond it is not a token count
+# A gateway's or an overloaded server's statuses: transient whatever the body says (its text is not about the request).
+TRANSIENT_STATUSES = (502, 503, 504)
 
 
 class ReplyTooLarge(ValueError):
     """A reply longer than the bytes its reader may take; the message says by how much."""
+
+
+class ImplausibleUsage(ValueError):
+    """A reply's usage figures are not plausible token counts; the message names the figure (never reply text)."""
 
 
 async def read_capped(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
@@ -70,8 +83,15 @@ _REQUEST_WORDS = ("response_format", "json_schema", "json_object", "messages", "
 _CONTENT_FILTER = ("content_filter", "content_policy", "content policy", "safety", "flagged")
 
 
-def request_refused(status: int, text: str) -> bool:
-    """Whether an error reply of `status` with `text` refuses the request itself (see the module doc)."""
+def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
+    """Whether an error reply of `status` with `text` refuses the request itself (see the module doc).
+
+    `retry_after`: the reply carried a `retry-after` header (the server asks for the request again later, so it is
+    transient). 502, 503 and 504 are never refusals: their text is a gateway's or an overloaded server's, and words such
+    as "messages" or "invalid" in it say nothing about the request.
+    """
+    if retry_after or status in TRANSIENT_STATUSES:
+        return False
     low = text.lower()
     if 400 <= status < 500:
         return status not in (408, 409, 429) and not any(w in low for w in _CONTENT_FILTER)
@@ -117,8 +137,29 @@ def not_found_fix(url: str, provider: str, base_url: str | None) -> str:
 
 
 def token_count(usage: dict[str, Any], key: str) -> int:
-    """A usage figure as a token count; `ValueError` for anything that is not a plausible one (1e999, -5, 10**30, "x")."""
+    """A usage figure as a token count (missing or null: 0); `ImplausibleUsage` (a `ValueError`) for anything that is not a
+    plausible one (1e999, -5, 10**30, "x")."""
     v = usage.get(key) or 0
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_USAGE_TOKENS or v != int(v):
-        raise ValueError(f"usage.{key} is not a token count")
+        raise ImplausibleUsage(f"usage.{key} is not a token count")
     return int(v)
+
+
+def usage_counts(usage: Any, prompt: str, completion: str, cached: tuple[str, str] | None = None) -> tuple[int, int, int] | None:
+    """A reply's `usage` as `(prompt, completion, cached)` token counts, read under the keys `prompt` and `completion`
+    (`cached`: the path to the cached-prompt figure, e.g. `("prompt_tokens_details", "cached_tokens")`).
+
+    `None` when the reply reports no usage: `usage` missing, null, not a mapping, or without a prompt figure above 0 (no
+    chat request has an empty prompt: a 0 there is a server that does not count). Raises `ImplausibleUsage` when a figure
+    is not a plausible token count, or more prompt tokens are said to be cached than the prompt has.
+    """
+    if not isinstance(usage, dict) or (usage.get(prompt) is None and usage.get(completion) is None):
+        return None
+    p, c = token_count(usage, prompt), token_count(usage, completion)
+    k = 0
+    if cached is not None:
+        details = usage.get(cached[0])
+        k = token_count(details if isinstance(details, dict) else {}, cached[1])
+    if k > p:
+        raise ImplausibleUsage(f"usage.{cached[0]}.{cached[1]} ({k}) is more than usage.{prompt} ({p})" if cached else "usage")
+    return None if p == 0 else (p, c, k)

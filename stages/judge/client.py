@@ -26,8 +26,10 @@ counting what the same answers would have cost synchronously) build on
 these steps.
 
 Billing: every attempt that got an answer is billed at its `usage`; an
+answer without usage at its estimated tokens, its dollars unknown (None); an
 attempt that timed out or lost its connection after sending is billed at
-its estimated input tokens (the provider may have processed it); refused
+its estimated input tokens (the provider may have processed it), in the
+summary and in the judge block of the score it was sent for; refused
 attempts (429, 5xx) and attempts that never connected cost nothing.
 Cache hits cost nothing; what they would have cost is counted as saved.
 
@@ -198,11 +200,13 @@ class Judge:
     def _count(self, reply: Reply, cost: float) -> None:
         """Count an answered request's usage in the stats and price it on the reply.
 
-        The reply's price is None (unknown) when it billed tokens of a model without a price: the scores it answers
-        say so, rather than $0. The stats, the budget and the spend journal count such dollars as 0 (the summary
-        reports them as unknown, `stage_summary`).
+        The reply's price is None (unknown) when it billed tokens of a model without a price, or when it reported no
+        usage (`Reply.usage_known` False: its tokens are estimates): the scores it answers say so, rather than $0. The
+        stats, the budget and the spend journal count such dollars as 0 for an unpriced model and at the estimate for
+        a reply without usage (the summary reports them as unknown, `stage_summary`).
         """
-        reply.cost_usd = None if self.price is None and reply.input_tokens + reply.output_tokens > 0 else cost
+        unknown = (self.price is None and reply.input_tokens + reply.output_tokens > 0) or not reply.usage_known
+        reply.cost_usd = None if unknown else cost
         self.stats.answered += 1
         self.stats.input_tokens += reply.input_tokens
         self.stats.output_tokens += reply.output_tokens
@@ -224,6 +228,7 @@ class Judge:
     _stop = sending.stop
     _attempt = sending.attempt
     _batch_call = sending.batch_call
+    _estimate_usage = sending.estimate_usage
     call = sending.call
     _call = sending.call_retried
     failure = sending.failure

@@ -242,7 +242,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             usage = {"input_tokens": 0, "output_tokens": 0}
             failure: Outcome | None = None
             cached_in = 0
-            cost: float | None = 0.0  # None: the model has no price and the reply billed tokens
+            cost: float | None = 0.0  # None: the model has no price and the reply billed tokens, or the reply had no usage
+            billed: tuple[int, float | None] = (0, 0.0)  # a failed request's attempts that timed out: tokens, dollars
             if cached is not None:
                 judge.stats.cache_hits += 1
                 text = cached["text"]
@@ -252,6 +253,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                     judge.stats.multi_requests += 1
                     judge.stats.items_batched += len(group)
                     usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+                    if not reply.usage_known:  # estimated tokens: what a hit of it saves is not known
+                        usage["usage_unknown"] = 1
                     cached_in, cost = reply.cached_input_tokens, reply.cost_usd
                     text = reply.text
                 except _BudgetRefused:
@@ -266,13 +269,17 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                         split_why = f"the request of {len(group)} items was refused ({str(exc)[:300]}); its items were re-asked in halves"
                     else:
                         failure = judge.failure(exc)
+                        billed = (exc.billed_input_tokens, exc.billed_cost_usd)  # attempts that timed out, shared by its items
             if split_why:
                 mid = (len(todo) + 1) // 2
                 halves = [todo[:mid], todo[mid:]]
             elif failure is not None:
-                for i in todo:
+                for pos, i in enumerate(todo):
                     sent = int(failure.status != "skipped_budget")  # a request the budget refused was never sent
-                    info = JudgeInfo(model=cfg.model, requests=sent, latency_s=round(time.perf_counter() - t0, 4))
+                    n = len(todo)
+                    info = JudgeInfo(model=cfg.model, requests=sent, latency_s=round(time.perf_counter() - t0, 4),
+                                     input_tokens=billed[0] // n + (billed[0] % n if pos == 0 else 0),
+                                     cost_usd=share_usd(billed[1], n) if billed[0] else 0.0)
                     details = {**(failure.score.details or {}), "batch": composition_base}
                     out[i] = Outcome(failure.score.model_copy(update={"judge": info, "details": details}), failure.status, failure.message, failure.kind)
             else:

@@ -21,19 +21,20 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
              "single_flight_shared", "requests_split", "request_errors", "judged_items",
-             "parse_failed_items")
+             "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown")
 
-# The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price.
+# The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price or a reply reported no usage.
 UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
 
 
 def _counters(judge: Judge) -> dict[str, Any]:
-    """One judge's counters (`JudgeStats.summary`), its dollars None once it billed tokens of a model without a price,
-    and its `saved_usd` None once the cache saved it tokens of such a model (what they would have cost is not known either)."""
+    """One judge's counters (`JudgeStats.summary`), its dollars None once it billed tokens of a model without a price or
+    got a reply without usage (`usage_unknown_replies`: its tokens are estimates), and its `saved_usd` None once the cache
+    saved it tokens of such a model or of such a reply (what they would have cost is not known either)."""
     block = judge.stats.summary()
-    if judge.price is None and block["input_tokens"] + block["output_tokens"] > 0:
+    if (judge.price is None and block["input_tokens"] + block["output_tokens"] > 0) or block["usage_unknown_replies"]:
         block.update(dict.fromkeys(UNPRICED))
-    if judge.price is None and block["saved_tokens"] > 0:
+    if (judge.price is None and block["saved_tokens"] > 0) or block["saved_usage_unknown"]:
         block["saved_usd"] = None
     return block
 

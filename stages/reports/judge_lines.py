@@ -18,13 +18,18 @@ def spend_line(summary: dict[str, Any]) -> str:
     """The line saying what the judge sent and spent.
 
     A model without a price costs an unknown amount, not $0: `judge.cost_usd` is null then (a summary written before
-    that has `priced: false` and 0), and the line names the models to price.
+    that has `priced: false` and 0), and the line names the models to price. So does a reply without usage
+    (`usage_unknown_replies`): the line says how many, and that their tokens are estimates.
     """
     j = summary.get("judge") or {}
     cost = j.get("cost_usd", 0.0)
+    no_usage = j.get("usage_unknown_replies") or 0
     if cost is None or not j.get("priced", True):
-        models = [m for m, v in ((j.get("panel") or {}).get("models") or {}).items() if v.get("cost_usd") is None] or [j.get("model")]
-        money = f"cost unknown (no price for {', '.join(map(repr, models))}; give one under judge.prices)"
+        why = [f"{no_usage} {'reply' if no_usage == 1 else 'replies'} of the judge reported no usage; their tokens are estimated"] if no_usage else []
+        if not no_usage or not j.get("priced", True):
+            models = [m for m, v in ((j.get("panel") or {}).get("models") or {}).items() if v.get("cost_usd") is None] or [j.get("model")]
+            why.append(f"no price for {', '.join(map(repr, models))}; give one under judge.prices")
+        money = f"cost unknown ({'; '.join(why)})"
     else:
         money = _dollars(cost)
     return (f"judge: {j.get('requests', 0)} requests, {j.get('cache_hits', 0)} cache hits, "

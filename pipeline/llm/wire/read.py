@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tracejudge.llm.redact import redact
-from tracejudge.llm.replies import request_refused, token_count
+from tracejudge.llm.replies import ImplausibleUsage, request_refused, token_count, usage_counts
 from tracejudge.llm.wire.rate_headers import rate_info
 from tracejudge.llm.wire.records import HttpReply, ProviderError, Reply
 
@@ -32,11 +32,21 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
 
     429 → `rate_limited` (or `quota` when `retry-after` exceeds
     `max_retry_after_s`, or the body says the quota is exhausted); 5xx and 529
-    → `server`, or `request` when the text names the request's fields; 408 →
-    `timeout`; 401/403 → `fatal` (their status makes them auth errors); a
-    content filter's 4xx → `fatal`; other 4xx → `request`; a 2xx whose body
+    → `server`, or `request` when the text names the request's fields (never
+    a 502/503/504, nor any reply carrying `retry-after`: those are transient,
+    `replies.request_refused`); 408 → `timeout`; 401/403 → `fatal` (their
+    status makes them auth errors); a content filter's 4xx → `fatal`; another
+    4xx with `retry-after` → `server`; other 4xx → `request`; a 2xx whose body
     is an error object → `server` with the provider's own message; a 2xx of
-    the wrong shape or with implausible usage → `server` ("unexpected reply shape").
+    the wrong shape → `server` ("unexpected reply shape"), or with implausible
+    usage (not a token count, more cached tokens than prompt tokens) → `server`
+    ("unexpected reply shape (implausible usage: …)").
+
+    A 2xx without usage (missing, null, no prompt figure) is a `Reply` with
+    `usage_known` False and 0 tokens: its sender estimates them. A reply whose
+    text is empty while the server put its text in `message.reasoning_content`
+    / `message.reasoning` (a reasoning parser) or only in Anthropic `thinking`
+    blocks keeps that text in `Reply.reasoning` (never as the verdict text).
     """
     # Only a refusal carries its rate state on the error; a success's is read by the caller that needs it.
     if http.status == 429:
@@ -48,12 +58,15 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     if http.status >= 500 or http.status == 529:
         rate = rate_info(http.headers)
         text = _error_text(http.body, secrets)
-        kind = "request" if http.status != 529 and request_refused(http.status, text) else "server"
+        kind = "request" if http.status != 529 and request_refused(http.status, text, "retry-after" in http.headers) else "server"
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status, rate.retry_after_s, rate)
     if http.status == 408:
         raise ProviderError("timeout", f"HTTP 408 {_error_text(http.body, secrets)}", 408)
     if http.status >= 400:
         text = _error_text(http.body, secrets)
+        if http.status not in (401, 403) and "retry-after" in http.headers:  # the server asks for it again later: transient
+            rate = rate_info(http.headers)
+            raise ProviderError("server", f"HTTP {http.status} {text}", http.status, rate.retry_after_s, rate)
         kind = "request" if http.status not in (401, 403) and request_refused(http.status, text) else "fatal"
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status)
     body = http.body
@@ -64,24 +77,52 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         raise ProviderError("server", f"HTTP {http.status} with an error body: {_error_text(body, secrets)}", http.status)
     try:
         if provider == "anthropic":
-            parts = []
-            for block in body.get("content") or []:
-                if block.get("type") == "tool_use":
-                    parts.append(json.dumps(block.get("input")))
-                elif block.get("type") == "text":
-                    parts.append(block.get("text", ""))
-            usage = body.get("usage") or {}
-            # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
-            cached = token_count(usage, "cache_read_input_tokens")
-            written = token_count(usage, "cache_creation_input_tokens")
-            return Reply("".join(parts), body.get("stop_reason") == "max_tokens",
-                         token_count(usage, "input_tokens") + cached + written, token_count(usage, "output_tokens"), cached, written)
-        choice = body["choices"][0]
-        usage = body.get("usage") or {}
-        text = choice["message"].get("content") or ""
-        if not isinstance(text, str):
-            raise TypeError("message.content is not text")
-        return Reply(text, choice.get("finish_reason") == "length", token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens"),
-                     token_count(usage.get("prompt_tokens_details") or {}, "cached_tokens"))
+            return _anthropic(body)
+        return _openai(body)
+    except ImplausibleUsage as exc:
+        raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape (implausible usage: {exc})", http.status) from None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
+
+
+def _anthropic(body: dict[str, Any]) -> Reply:
+    parts, thinking = [], []
+    for block in body.get("content") or []:
+        if block.get("type") == "tool_use":
+            parts.append(json.dumps(block.get("input")))
+        elif block.get("type") == "text":
+            parts.append(block.get("text", ""))
+        elif block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
+            thinking.append(block["thinking"])
+    text = "".join(parts)
+    reasoning = ("\n".join(thinking), "thinking") if thinking and not text.strip() else ("", "")
+    usage = body.get("usage")
+    truncated = body.get("stop_reason") == "max_tokens"
+    if not isinstance(usage, dict) or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
+    # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
+    cached = token_count(usage, "cache_read_input_tokens")
+    written = token_count(usage, "cache_creation_input_tokens")
+    prompt = token_count(usage, "input_tokens") + cached + written
+    if prompt == 0:  # no request has an empty prompt: a server that does not count
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
+    return Reply(text, truncated, prompt, token_count(usage, "output_tokens"), cached, written, reasoning=reasoning[0], reasoning_field=reasoning[1])
+
+
+def _openai(body: dict[str, Any]) -> Reply:
+    choice = body["choices"][0]
+    message = choice["message"]
+    text = message.get("content") or ""
+    if not isinstance(text, str):
+        raise TypeError("message.content is not text")
+    reasoning, field = "", ""
+    if not text.strip():  # llama.cpp's and vLLM's reasoning parsers put the model's thinking here
+        for name in ("reasoning_content", "reasoning"):
+            if isinstance(message.get(name), str) and message[name].strip():
+                reasoning, field = message[name], name
+                break
+    truncated = choice.get("finish_reason") == "length"
+    counts = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
+    if counts is None:
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field)
+    return Reply(text, truncated, counts[0], counts[1], counts[2], reasoning=reasoning, reasoning_field=field)

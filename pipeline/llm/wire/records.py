@@ -55,7 +55,21 @@ class Reply:
     Anthropic `cache_read_input_tokens`) and `cache_write_input_tokens` the part
     written to it (Anthropic `cache_creation_input_tokens`, billed above the
     input rate). `cost_usd` is set by the judge client once priced: None when
-    the model has no price and the reply billed tokens (its dollars are unknown).
+    the model has no price and the reply billed tokens, or when the reply
+    reported no usage (its dollars are unknown).
+
+    `usage_known` is False for a reply without usage (missing, null, no prompt
+    figure): the judge client then sets `input_tokens` to its estimate of the
+    prompt and `output_tokens` to the reply's text counted by its tokenizer.
+    Once `Judge.call` returns a reply, its `input_tokens` and `cost_usd` also
+    hold this call's earlier attempts that timed out or lost their connection
+    after sending (billed at their estimated input, as the summary bills them).
+
+    `reasoning` is the text a server returned outside the answer when the
+    answer (`text`) was empty — OpenAI-compatible `message.reasoning_content`
+    or `message.reasoning` (a reasoning parser took the whole reply), or
+    Anthropic `thinking` blocks — and `reasoning_field` names where it was;
+    it is never read as the verdict.
     """
 
     text: str
@@ -65,6 +79,9 @@ class Reply:
     cached_input_tokens: int = 0
     cache_write_input_tokens: int = 0
     cost_usd: float | None = 0.0
+    usage_known: bool = True
+    reasoning: str = ""
+    reasoning_field: str = ""
 
 
 @dataclass
@@ -86,6 +103,10 @@ class ProviderError(Exception):
 
     `retry_after_s` is the provider's `retry-after` when it sent one. The
     message holds the status and the provider's error text, never headers.
+    `billed_input_tokens` / `billed_cost_usd` are what the judge client billed
+    for the call that failed (its attempts that timed out or lost their
+    connection after sending, at their estimated input; `billed_cost_usd`
+    None when the model has no price and tokens were billed).
     """
 
     def __init__(self, kind: str, message: str, status: int | None = None, retry_after_s: float | None = None, rate: RateInfo | None = None) -> None:
@@ -94,6 +115,8 @@ class ProviderError(Exception):
         self.status = status
         self.retry_after_s = retry_after_s
         self.rate = rate
+        self.billed_input_tokens = 0
+        self.billed_cost_usd: float | None = 0.0
 
     @property
     def retryable(self) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from tracejudge.core.records import JudgeInfo, Score
-from tracejudge.llm.providers import JudgeRequest, ProviderError
+from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tracejudge.stages.judge.fit import Fitted
     from tracejudge.stages.judge.prepare import Prepared
 
-__all__ = ["REPAIR", "ask", "ask_uncached", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
+__all__ = ["REPAIR", "ask", "ask_uncached", "empty_reply", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
 
 _NOT_SHOWN = "not_shown"  # an outcome's kind: the call or step asked about cannot be shown within the judge's context
 
@@ -73,6 +73,7 @@ def hit(self: Judge, hit: dict[str, Any], info: JudgeInfo) -> dict[str, Any]:
     self.stats.cache_hits += 1
     u = hit.get("usage", {})
     self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
+    self.stats.saved_usage_unknown += bool(u.get("usage_unknown"))  # estimated tokens: what they saved is not known
     self.stats.saved_usd += self._cost(u.get("input_tokens", 0), u.get("output_tokens", 0))
     info.cached_requests += 1
     answers: dict[str, Any] = hit["answers"]
@@ -127,6 +128,7 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
             self.stats.single_flight_shared += 1
             u = flight.usage
             self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
+            self.stats.saved_usage_unknown += bool(u.get("usage_unknown"))
             self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
             return flight.answers, None
         return await self._ask_uncached(plan, questions, req, key, comps, slot, info, repair=repair, wire=ready.wire)
@@ -149,6 +151,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     used.update(input_tokens=0, output_tokens=0)
     raw = ""
     problem, kind = "", "parse_error"
+    said, reasoning = "", ("", "")  # what the user is told beyond `problem`; the last reply's text outside its answer
     may_repair = repair
     for repair in ((False, True) if may_repair else (False,)):
         if repair:
@@ -159,13 +162,17 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         try:
             info.requests += 1  # repair requests count: they are paid for like any other
             reply = await self.call(req, key=None if repair else key, wire=None if repair else wire)
-        except _BudgetRefused:
+        except _BudgetRefused as exc:
             info.requests -= 1  # refused before it was sent: a request never sent is not one
             self.stats.skipped_budget += 1
+            _billed(self, info, exc, repair)
             return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",
                                  "a judge request could cross the token or dollar budget; resume with a larger budget to finish it", "skipped_budget")
         except ProviderError as exc:
+            _billed(self, info, exc, repair)  # attempts that timed out: the score shows what the summary bills for it
             return None, self.failure(exc)
+        if not reply.usage_known:
+            used["usage_unknown"] = 1
         info.input_tokens += reply.input_tokens
         info.output_tokens += reply.output_tokens
         info.cached_input_tokens += reply.cached_input_tokens
@@ -177,24 +184,65 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             self.stats.repair_output_tokens += reply.output_tokens
             self.stats.repair_cost_usd += reply.cost_usd or 0.0  # unknown dollars: the summary says so (`stage_summary`)
         raw = reply.text
+        reasoning = (reply.reasoning, reply.reasoning_field)
+        said = empty_reply(reply)
         if reply.truncated:
             self.stats.truncated_replies += 1
             problem, kind = f"it was cut off at max_tokens={req.max_tokens}", "truncated"
             continue
         try:
+            # Never read from the reasoning: a draft there is not the answer (`empty_reply` says where the text went).
             answers = parse_answers(plan, questions, raw)
         except ParseError as exc:
             self.stats.parse_failures += 1
-            problem, kind = str(exc), "parse_error"
+            problem, kind = ("the reply had no answer outside its reasoning" if said else str(exc)), "parse_error"
             continue
         if self.cache is not None:
             self.cache.put(key, {"answers": answers, "text": raw, "usage": used}, comps, slot)
         return answers, None
     self.stats.judge_errors += 1
     self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
-    msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({problem})"
-    return None, Outcome(Score(value=None, passed=None, reason=msg, details={"raw": raw[:8000], "error_kind": kind}), "judge_error",
-                         f"{msg}; raw reply: {raw[:2000]}", kind)
+    told = said if said and kind == "parse_error" else "; ".join(filter(None, [problem, said]))  # (`problem` is the model's wording)
+    msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({told})"
+    details: dict[str, Any] = {"raw": raw[:8000], "error_kind": kind}
+    tail = f"; raw reply: {raw[:2000] or '(empty)'}"
+    if reasoning[0]:  # (redacted by `Judge.call`, cut here)
+        details.update(reasoning=reasoning[0][:2000], reasoning_field=reasoning[1])
+        tail += f"; {reasoning[1]}: {reasoning[0][:300]}" + ("…" if len(reasoning[0]) > 300 else "")
+    return None, Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg + tail, kind)
+
+
+def empty_reply(reply: Reply) -> str:
+    """What to tell the user about a reply whose answer text is empty ("" when it is not): that the content was empty,
+    and, when the server put the model's text elsewhere (`Reply.reasoning`), where, how long it was and the server
+    setting usually responsible. A verdict found there is never used: it may be a draft the model went on to change."""
+    if reply.text.strip():
+        return ""
+    if not reply.reasoning:
+        return "the reply's content was empty (null or \"\"): the server returned no text"
+    n = len(reply.reasoning)
+    if reply.truncated:
+        return (f"the reply's content was empty and its text ({n:,} characters) is in {reply.reasoning_field}: the model was still "
+                f"reasoning when max_tokens cut it off (raise judge.max_tokens); a verdict in {reply.reasoning_field} is never used")
+    if reply.reasoning_field == "thinking":
+        return (f"the reply held only thinking blocks ({n:,} characters), no text or tool_use; "
+                "a verdict in thinking is never used: raise judge.max_tokens or turn extended thinking off")
+    return (f"the reply's content was empty (null or \"\") and the server put its text ({n:,} characters) in "
+            f"message.{reply.reasoning_field}: its reasoning parser took the whole reply as reasoning (llama.cpp llama-server "
+            "--reasoning-format none keeps it in the content; vLLM --reasoning-parser needs a model that closes its reasoning "
+            "before answering: drop the parser or pick a non-reasoning model); a verdict in "
+            f"{reply.reasoning_field} is never used")
+
+
+def _billed(self: Judge, info: JudgeInfo, exc: Any, repair: bool) -> None:
+    """Add to `info` what a failed call's attempts were billed (`exc.billed_input_tokens`, `exc.billed_cost_usd`)."""
+    tokens = getattr(exc, "billed_input_tokens", 0)
+    if tokens:
+        info.input_tokens += tokens
+        info.cost_usd = sum_usd((info.cost_usd, exc.billed_cost_usd), None)
+        if repair:
+            self.stats.repair_input_tokens += tokens
+            self.stats.repair_cost_usd += exc.billed_cost_usd or 0.0
 
 
 async def judge(self: Judge, plan: Plan, trial: int, slot: str, one_per_request: bool, repair: bool = True,

@@ -66,4 +66,9 @@ class JudgeStopped(Exception):
 
 
 class _BudgetRefused(Exception):
-    """An attempt could cross the judge budget: the request is not sent (its result is `skipped_budget`)."""
+    """An attempt could cross the judge budget: the request is not sent (its result is `skipped_budget`).
+
+    `billed_input_tokens` / `billed_cost_usd`: what the same call's earlier attempts that timed out were billed."""
+
+    billed_input_tokens: int = 0
+    billed_cost_usd: float | None = 0.0

@@ -20,6 +20,7 @@ from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
 from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind
+from tracejudge.stages.judge.calls.stats import sum_usd
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from tracejudge.stages.judge.calls.request import Wire
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "failure", "sleep", "stop", "wait"]
+__all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "estimate_usage", "failure", "sleep", "stop", "wait"]
 
 # Why the current task is about to sleep before a retry (set by tenacity's before_sleep, read by `Judge._sleep`).
 _retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")
@@ -110,6 +111,8 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         self.stats.cost_usd += self._cost(billed, 0)
         if self.spend is not None:
             self.spend.add(billed, 0, self._cost(billed, 0))
+        # What this attempt cost, for the score it was sent for (`call_retried` adds up a call's attempts).
+        exc.billed_input_tokens, exc.billed_cost_usd = billed, None if self.price is None and billed else self._cost(billed, 0)
         if exc.kind in ("rate_limited", "quota"):
             self.stats.rate_limited += 1
         elif exc.kind == "server":
@@ -129,9 +132,11 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         raise
     finally:
         del self._sending[serial]
-    used = reply.input_tokens + reply.output_tokens
-    if reply.input_tokens > 0:
+    if not reply.usage_known:
+        self._estimate_usage(reply, prompt_tokens)
+    elif reply.input_tokens > 0:  # (an estimate teaches the ratio nothing)
         self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
+    used = reply.input_tokens + reply.output_tokens
     self.limiter.settle(permit, "ok", used, rate)
     cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
     self.budget.settle(held, used, cost)
@@ -159,6 +164,8 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
         raise
     finally:
         self._in_batches -= 1
+    if not reply.usage_known:
+        self._estimate_usage(reply, prompt_tokens)
     usage = (reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
     cost = batch_cost(*usage)
     self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
@@ -167,12 +174,29 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     return reply
 
 
+def estimate_usage(self: Judge, reply: Reply, prompt_tokens: int) -> None:
+    """Give `reply`, which reported no usage (`Reply.usage_known` False), estimated tokens: `prompt_tokens` (the request's
+    prompt as admitted) in, its text (and any reasoning text) counted by `judge.tokenizer` out; counted in
+    `stats.usage_unknown_replies`. Its dollars are unknown (`Judge._count` prices it None), so the score's and the
+    summary's `cost_usd` are null, while the budget and the token counters take the estimate."""
+    from tracejudge.llm.judge_tokenizer import prompt_counter
+
+    counter = prompt_counter(self.cfg.model, self.tokenizer)
+    reply.input_tokens = prompt_tokens
+    reply.output_tokens = counter.text(reply.text) + (counter.text(reply.reasoning) if reply.reasoning else 0)
+    self.stats.usage_unknown_replies += 1
+
+
 async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wire | None = None) -> Reply:
     """Send `req` with admission, budget and retries (or, in batch mode, in a provider batch as `key`).
 
     `wire`: `req` made ready to send by the caller (`Judge.prepare_many` does it off the event loop: its payload in
     this judge's protocol, that payload's JSON body, its prompt counted by `request_tokens(req, judge.tokenizer)`);
     `None`: made here.
+
+    The reply's `input_tokens` and `cost_usd` include what this call's attempts that timed out or lost their
+    connection after sending were billed (their estimated input), as the summary counts them; a failure carries the
+    same as `billed_input_tokens` / `billed_cost_usd`, so the score it fails shows what the summary counts for it.
 
     Raises `ProviderError` (kind `quota` for a daily quota, or the last
     retryable failure once attempts or wait are exhausted, or `fatal`), or
@@ -185,6 +209,7 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wir
         exc.args = (self.redact(str(exc)),)
         raise
     reply.text = self.redact(reply.text)
+    reply.reasoning = self.redact(reply.reasoning)
     return reply
 
 
@@ -205,15 +230,32 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
         # not running: retrying every request of the run only hides that.
         return isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")
 
+    # What the call's failed attempts were billed (timed out or dropped after sending), for the score it is for.
+    billed: dict[str, Any] = {"tokens": 0, "usd": 0.0}
+
+    async def once() -> Reply:
+        try:
+            return await self._attempt(payload, prompt_tokens, body)
+        except ProviderError as exc:
+            billed["tokens"] += exc.billed_input_tokens
+            billed["usd"] = sum_usd((billed["usd"], exc.billed_cost_usd), None)
+            exc.billed_input_tokens, exc.billed_cost_usd = billed["tokens"], billed["usd"]
+            raise
+        except _BudgetRefused as exc:
+            exc.billed_input_tokens, exc.billed_cost_usd = billed["tokens"], billed["usd"]
+            raise
+
     # The first attempt goes without tenacity: building its retrying loop costs more CPU than the send itself, and
     # most requests need no retry (a strict window's burst is paced by that CPU). A retryable failure enters the
     # loop as its first attempt's outcome, so waits, stops and counts are what they were.
     try:
-        return await self._attempt(payload, prompt_tokens, body)
+        reply = await once()
     except ProviderError as exc:
         if not retryable(exc):
             raise
         first: ProviderError | None = exc
+    else:
+        return reply
     from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
 
     retrying = AsyncRetrying(stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True, retry=retry_if_exception(retryable),
@@ -223,7 +265,10 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
             if first is not None:
                 failed, first = first, None
                 raise failed
-            reply = await self._attempt(payload, prompt_tokens, body)
+            reply = await once()
+    if billed["tokens"]:
+        reply.input_tokens += billed["tokens"]
+        reply.cost_usd = sum_usd((reply.cost_usd, billed["usd"]), None)
     return reply
 
 

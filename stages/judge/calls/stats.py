@@ -73,6 +73,8 @@ class JudgeStats:
     repair_input_tokens: int = 0
     repair_output_tokens: int = 0
     repair_cost_usd: float = 0.0
+    usage_unknown_replies: int = 0  # answers without usage: tokens estimated, dollars unknown
+    saved_usage_unknown: int = 0  # cache hits (and shared flights) of such answers: what they saved is unknown
     latencies: list[float] = field(default_factory=list)
     cache_misses_explained: dict[str, int] = field(default_factory=dict)
     error_kinds: dict[str, int] = field(default_factory=dict)
