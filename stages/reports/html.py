@@ -4,12 +4,12 @@ Sections: verdict and checks; the summary table; score distributions per
 metric (10-bin histograms as inline SVG, the baseline's beside the current
 run's when a baseline is configured); the baseline-vs-current comparison
 with the most regressed cases and both runs' reasons side by side; and a
-table of cases, one line each (a score chip per metric, its reason on hover,
-every reason under the row on a click), sortable by clicking a column header
-and shown 50 rows a page. The table is built by the page's script from JSON
-embedded in the file; a URL fragment `#sort=<column>` (or `#sort=-<column>`
-for descending) and `page=<n>` (`#sort=case&page=2`) set it on load, which
-is how a headless browser can check sorting.
+table of cases (the worst 2,000: `cases.CaseCollector`), one line each (a score chip per metric, its reason
+on hover, every reason under the row on a click), sortable by clicking a column header and shown 50 rows a
+page; headers and row toggles are buttons, so the table works from the keyboard. The table is built by the
+page's script (`html_assets`) from JSON embedded in the file; a URL fragment `#sort=<column>` (or
+`#sort=-<column>` for descending) and `page=<n>` (`#sort=case&page=2`) set it on load, which is how a
+headless browser can check sorting; a part of it that does not decode is ignored.
 """
 
 from __future__ import annotations
@@ -21,106 +21,10 @@ from typing import Any
 
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
+from tracejudge.stages.reports.html_assets import PAGE_CSS, PAGE_JS
 from tracejudge.stages.reports.markdown import metric_rows
 
 __all__ = ["render_breakdowns", "render_html"]
-
-# Nothing may be wider than the viewport: tables have a fixed layout at 100% width and every
-# cell wraps long reasons, ids and JSON (overflow-wrap:anywhere) instead of spilling over.
-_CSS = """
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1b1f24;max-width:1400px;overflow-wrap:anywhere}
-h1{margin:0 0 4px}h2{margin-top:28px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-table{border-collapse:collapse;margin:8px 0;table-layout:fixed;width:100%}
-th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:break-word}
-code,pre{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}svg{max-width:100%;height:auto}
-th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:700;color:#fff}
-.PASS{background:#1a7f37}.FAIL{background:#cf222e}.INTERRUPTED{background:#9a6700}.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:600}
-.reason{color:#57606a;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word}
-.charts{display:flex;flex-wrap:wrap;gap:24px}.chart{border:1px solid #d0d7de;border-radius:6px;padding:8px}
-#cases th{cursor:pointer;user-select:none}#cases th.sorted-asc:after{content:" ▲"}#cases th.sorted-desc:after{content:" ▼"}
-#cases{font-size:13px;line-height:1.3}#cases td,#cases th{padding:2px 6px}#cases tbody tr[data-case]{cursor:pointer}
-#cases td.clip{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}#cases tr.why td{background:#f6f8fa}
-.chip{display:inline-block;min-width:4.2em;text-align:center;border-radius:9px;padding:0 6px;font-size:12px;font-variant-numeric:tabular-nums}
-.chip.pass{background:#dafbe1;color:#1a7f37}.chip.fail{background:#ffebe9;color:#cf222e;font-weight:600}.chip.none{background:#eaeef2;color:#57606a}
-.pager{display:flex;gap:10px;align-items:center}
-.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
-.muted{color:#57606a}
-"""
-
-_JS = r"""
-(function(){
-  var data = JSON.parse(document.getElementById('case-data').textContent);
-  var cols = ['case','trial','status'].concat(data.metrics);
-  var table = document.getElementById('cases');
-  var head = table.tHead.rows[0];
-  var body = table.tBodies[0];
-  var SIZE = 50, rows = data.rows, page = 1;
-  function pages(){ return Math.max(1, Math.ceil(rows.length / SIZE)); }
-  function cellValue(row, col){
-    if(col==='case') return row.case_id;
-    if(col==='trial') return row.trial;
-    if(col==='status') return row.status;
-    var s = row.scores[col]; return (s && s.value!==null && s.value!==undefined) ? s.value : -1;
-  }
-  function el(tag, cls, text){ var x=document.createElement(tag); if(cls){x.className=cls;} if(text!==undefined){x.textContent=text;} return x; }
-  // One line per result: a chip per metric, coloured by its verdict, its reason on hover; a click on the row shows every reason.
-  function render(){
-    var frag = document.createDocumentFragment();
-    page = Math.min(Math.max(1, page), pages());
-    rows.slice((page-1)*SIZE, page*SIZE).forEach(function(r){
-      var tr = el('tr'); tr.setAttribute('data-case', r.case_id);
-      var why = el('tr', 'why'); why.hidden = true; var wtd = el('td'); wtd.colSpan = cols.length; why.appendChild(wtd);
-      if(r.error){ wtd.appendChild(el('div', 'bad reason', r.error)); }
-      cols.forEach(function(c){
-        var td = el('td');
-        if(c==='case'){ td.textContent = r.case_id; td.className='clip'; td.title=r.case_id; }
-        else if(c==='trial'){ td.textContent = r.trial; td.className='num'; }
-        else if(c==='status'){ td.textContent = r.status; td.className = 'clip' + (r.status!=='ok' ? ' bad' : ''); td.title = r.error || r.status; }
-        else { var s = r.scores[c];
-          if(!s){ td.textContent='—'; }
-          else { var word = s.passed===true ? 'pass' : s.passed===false ? 'fail' : 'none';
-                 var chip = el('span', 'chip '+word, s.value===null ? 'n/a' : Number(s.value).toFixed(3));
-                 chip.title = c + ': ' + s.reason; td.appendChild(chip);
-                 var line = el('div'); line.appendChild(el('b', '', c + ' ')); line.appendChild(el('span', 'reason', s.reason)); wtd.appendChild(line); } }
-        tr.appendChild(td);
-      });
-      tr.addEventListener('click', function(){ why.hidden = !why.hidden; });
-      frag.appendChild(tr); frag.appendChild(why);
-    });
-    body.innerHTML=''; body.appendChild(frag);
-    document.getElementById('page-no').textContent = String(page);
-    document.getElementById('pages').textContent = String(pages());
-    document.getElementById('prev-page').disabled = page <= 1;
-    document.getElementById('next-page').disabled = page >= pages();
-    table.setAttribute('data-page', String(page));
-  }
-  var state = {col:null, desc:false};
-  function sortBy(col, desc){
-    rows = data.rows.slice();
-    rows.sort(function(a,b){ var x=cellValue(a,col), y=cellValue(b,col);
-      var r = (typeof x==='number' && typeof y==='number') ? x-y : String(x).localeCompare(String(y));
-      if(r===0){ r = String(a.case_id).localeCompare(String(b.case_id)) || (a.trial-b.trial); return r; }
-      return desc ? -r : r; });
-    state = {col:col, desc:desc};
-    for(var i=0;i<head.cells.length;i++){ head.cells[i].className = (cols[i]===col) ? (desc?'sorted-desc':'sorted-asc') : ''; }
-    table.setAttribute('data-sorted', (desc?'-':'')+col);
-    page = 1; render();
-  }
-  for(var i=0;i<head.cells.length;i++){ (function(c){ head.cells[i].addEventListener('click', function(){
-      sortBy(c, state.col===c ? !state.desc : false); }); })(cols[i]); }
-  document.getElementById('prev-page').addEventListener('click', function(){ page -= 1; render(); });
-  document.getElementById('next-page').addEventListener('click', function(){ page += 1; render(); });
-  var hash = decodeURIComponent(location.hash||'');
-  var p = /page=(\d+)/.exec(hash);
-  var m = /sort=(-?)([^&]+)/.exec(hash);
-  if(m && cols.indexOf(m[2])>=0){ sortBy(m[2], m[1]==='-'); }
-  if(p){ page = parseInt(p[1], 10); }
-  render();
-  document.getElementById('rows-shown').textContent = String(data.rows.length);
-})();
-"""
 
 
 def _f3(x: float | None) -> str:
@@ -129,6 +33,11 @@ def _f3(x: float | None) -> str:
 
 def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
+
+
+def _sort_header(name: str) -> str:
+    # A button, so the header sorts from the keyboard too (the page's script handles its click on the cell).
+    return f'<th><button type="button" class="sort">{_e(name)}</button></th>'
 
 
 def _for_script(text: str) -> str:
@@ -221,7 +130,7 @@ def render_html(
 ) -> str:
     """The whole `report.html` text."""
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"]
+           f"<title>{_e(title)}</title><style>{PAGE_CSS}</style></head><body>"]
     out.append(f'<h1>{_e(title)}</h1><p><span id="verdict" class="badge {verdict.word}">{verdict.word}</span></p><ul id="checks">')
     for c in verdict.checks:
         out.append(f'<li class="{"ok" if c.ok else "bad"}"><b>{"ok" if c.ok else "FAIL"}</b> <code>{_e(c.name)}</code>: {_e(c.detail)}</li>')
@@ -289,13 +198,13 @@ def render_html(
     shown = cases.shown
     note = f"all {cases.total}" if shown == cases.total else f"the worst {shown} of {cases.total} (errored first, then lowest mean score)"
     out.append(f'<h2>Cases</h2><p>Showing <span id="rows-shown">0</span> results: {_e(note)}, 50 a page. '
-               "Click a column header to sort, a row for its reasons.</p>")
+               "Click a column header to sort, a row or its ▸ for its reasons (from the keyboard: Tab to either, then Enter).</p>")
     pager = ('<p class="pager"><button type="button" id="prev-page">← previous</button> page <b id="page-no">1</b> of <span id="pages">1</span>'
              ' <button type="button" id="next-page">next →</button></p>')
     out.append('<table id="cases"><colgroup><col style="width:18%"><col style="width:5%"><col style="width:10%">' + "<col>" * len(metrics) + "</colgroup>"
-               '<thead><tr><th>case</th><th>trial</th><th>status</th>' + "".join(f"<th>{_e(k)}</th>" for k in metrics) + "</tr></thead><tbody></tbody></table>" + pager)
+               "<thead><tr>" + "".join(map(_sort_header, ["case", "trial", "status", *metrics])) + "</tr></thead><tbody></tbody></table>" + pager)
     # `{"metrics": metrics, "rows": rows}` as json.dumps writes it (compact, non-ASCII kept), the rows as made.
     metrics_json = json.dumps(metrics, ensure_ascii=False, separators=(",", ":"))
     out.append(f'<script type="application/json" id="case-data">{{"metrics":{_for_script(metrics_json)},"rows":[{_for_script(cases.rows_json)}]}}</script>')
-    out.append(f"<script>{_JS}</script></body></html>")
+    out.append(f"<script>{PAGE_JS}</script></body></html>")
     return "\n".join(out) + "\n"

@@ -66,7 +66,9 @@ def metric_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    # Headers are escaped as cells are: a breakdown's columns are metric names, and a case-level metric's name comes
+    # from the dataset (HTML in it would render live, a `|` would split the column).
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return out
 
@@ -99,9 +101,9 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
         lines += ["", "## pass@k", ""]
         rows = [[k, v["metric"], str(v["k"]), _num(v.get("value")), str(v.get("cases", 0)), str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0))]
                 for k, v in summary["pass_at_k"].items()]
-        lines += _table(["name", "metric", "k", "value", "cases", "cases with no scored trial", "cases with < k trials"], rows)
+        lines += _table(["name", "metric", "k", "value", "cases", "cases with no scored trial", "cases with fewer than k trials"], rows)
     for name, groups in summary.get("breakdowns", {}).items():
-        lines += ["", f"## By {name}", ""]
+        lines += ["", f"## By {_text(name)}", ""]
         keys = list(summary.get("metrics", {}))
         rows = []
         for value, g in groups.items():

@@ -1,0 +1,139 @@
+"""report.html in headless Chromium (selenium): figures as Python formats them, a fragment that does not decode, the keyboard.
+
+The page's score chips must read as report.md and the terminal print the same value (`f"{x:.3f}"`: an exact binary tie
+rounds half to even, where JavaScript's toFixed rounds it up); a malformed `#…` must leave the default view, not an
+empty table; the sort headers and row toggles must work from the keyboard and say their state (aria-sort, aria-expanded).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _runs import result_line, seven_and_three, write_config
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+from test_viewer import browser, needs_chromium  # noqa: F401  (browser: the shared fixture)
+from tracejudge.entrypoints.cli import main
+from tracejudge.stages.reports.html_assets import PAGE_JS
+
+pytestmark = needs_chromium
+
+# Exact binary ties at 3 places (odd sixteenths), their negatives, and values near them that are no ties.
+TIES = [k / 16 for k in range(1, 32, 2)] + [-k / 16 for k in (1, 5, 9, 13)]
+NEAR = [0.0005, 1.0005, 0.0625000001, 0.3124999999, -0.0, -0.0004, 2.5, 1e21, 1.5e22]
+
+
+def _load(driver: Any, page: Path, fragment: str = "") -> None:
+    driver.get("about:blank")  # a new document even when only the fragment differs
+    driver.get(page.resolve().as_uri() + fragment)
+    WebDriverWait(driver, 15).until(lambda d: d.find_element(By.ID, "rows-shown").text != "0")  # the script has built the table
+
+
+def _chips(driver: Any) -> dict[str, str]:
+    return driver.execute_script(
+        "var out = {}; document.querySelectorAll('#cases tbody tr[data-case]').forEach(function(tr){"
+        " out[tr.getAttribute('data-case')] = tr.querySelector('.chip').textContent; }); return out;")
+
+
+def test_report_html_chips_round_as_python_formats(tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    values = {f"v{i:03d}": v for i, v in enumerate(TIES + NEAR)}
+    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+        for cid, v in values.items():
+            fh.write(result_line(cid, 0, {"m": (v, "r")}, threshold=0.5) + "\n")
+    assert main(["report", str(run_dir)]) == 0
+    shown: dict[str, str] = {}
+    for n in (1, 2):  # 34 results: one page of 50
+        _load(browser, run_dir / "report.html", f"#sort=case&page={n}")
+        shown.update(_chips(browser))
+    assert shown == {cid: f"{v:.3f}" for cid, v in values.items()}
+    assert [shown[c] for c in ("v000", "v002", "v004", "v006")] == ["0.062", "0.312", "0.562", "0.812"]  # toFixed: 0.063, 0.313, …
+    assert f"| {values['v000']:.3f} |" in (run_dir / "report.md").read_text(encoding="utf-8")  # report.md says the same
+
+
+def _fixed_source() -> str:
+    # The page's formatting function itself, cut out of its script, to call it on values no run would score.
+    m = re.search(r"\n  function fixed\(x, nd\)\{\n.*?\n  \}\n", PAGE_JS, re.S)
+    assert m, "the page's script has no fixed(x, nd)"
+    return m.group()
+
+
+def test_report_html_number_formatting_equals_python_at_every_precision(browser: Any) -> None:  # noqa: F811
+    rng = random.Random(63)
+    values = [*TIES, *NEAR, 0.5, 1.5, 0.25, 0.75, 0.125, 0.375, 1 / 32, 3 / 64, 2.0 ** 70, 123456789.125, 1e-300, 5e-324, 0.1, 0.15,
+              0.25 + 2 ** -40, 1 / 3, 2 / 3, 1e20 + 0.5, 9.995, 99.9995]
+    values += [rng.random() for _ in range(300)]
+    values += [rng.randrange(-10 ** 6, 10 ** 6) / 2 ** rng.randrange(1, 12) for _ in range(300)]  # many exact ties at some precision
+    values += [rng.uniform(-1, 1) * 10 ** rng.randrange(-8, 22) for _ in range(200)]
+    driver = browser
+    driver.get("about:blank")
+    for nd in (0, 1, 2, 3, 4, 6, 10):
+        got = driver.execute_script(_fixed_source() + "var nd = arguments[1]; return arguments[0].map(function(v){ return fixed(v, nd); });",
+                                    values, nd)
+        want = [f"{v:.{nd}f}" for v in values]
+        bad = [(v, g, w) for v, g, w in zip(values, got, want, strict=True) if g != w]
+        assert not bad, (nd, bad[:5])
+
+
+@pytest.mark.parametrize("fragment", ["#%", "#sort=-traj%", "#page=%E0%A4%A", "#sort=%zz&page=1"])
+def test_report_html_ignores_a_fragment_that_does_not_decode(tmp_path: Path, browser: Any, fragment: str) -> None:  # noqa: F811
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    assert main(["run", str(write_config(tmp_path / "c.yaml", data, run_dir)), "--no-progress"]) == 0
+    _load(browser, run_dir / "report.html", fragment)
+    assert browser.find_element(By.ID, "rows-shown").text == "10"
+    cases = [tr.get_attribute("data-case") for tr in browser.find_elements(By.CSS_SELECTOR, "#cases tbody tr[data-case]")]
+    assert len(cases) == 10  # the default view: every row, in the report's order (worst first), unsorted
+    assert browser.find_element(By.ID, "cases").get_attribute("data-sorted") is None
+
+
+def _focused(driver: Any) -> Any:
+    return driver.switch_to.active_element
+
+
+def test_report_html_table_works_from_the_keyboard(tmp_path: Path, browser: Any) -> None:  # noqa: F811
+    data = seven_and_three(tmp_path / "cases.jsonl")
+    run_dir = tmp_path / "run"
+    assert main(["run", str(write_config(tmp_path / "c.yaml", data, run_dir)), "--no-progress"]) == 0
+    driver = browser
+    _load(driver, run_dir / "report.html")
+    table = driver.find_element(By.ID, "cases")
+    keys = ActionChains(driver)
+    # Tab from the top of the page: the five sort headers first (nothing before the table takes the focus), then each row's toggle.
+    order = []
+    for _ in range(15):
+        keys.send_keys(Keys.TAB).perform()
+        el = _focused(driver)
+        order.append((el.tag_name, el.get_attribute("class"), el.text if "sort" in el.get_attribute("class") else el.get_attribute("aria-label")))
+    assert order[:5] == [("button", "sort", name) for name in ("case", "trial", "status", "tc", "traj")]
+    rows = [tr.get_attribute("data-case") for tr in driver.find_elements(By.CSS_SELECTOR, "#cases tbody tr[data-case]")]
+    assert order[5:15] == [("button", "expand", f"reasons of {cid}") for cid in rows]
+
+    # Enter on a header sorts by it; Space on it again reverses.
+    header = driver.find_element(By.XPATH, "//table[@id='cases']//th[button[text()='traj']]")
+    header.find_element(By.TAG_NAME, "button").send_keys(Keys.ENTER)
+    assert table.get_attribute("data-sorted") == "traj" and header.get_attribute("aria-sort") == "ascending"
+    _focused(driver).send_keys(Keys.SPACE)  # the focus stayed on the header's button
+    assert table.get_attribute("data-sorted") == "-traj" and header.get_attribute("aria-sort") == "descending"
+    assert [th.get_attribute("aria-sort") for th in table.find_elements(By.CSS_SELECTOR, "thead th")].count(None) == 4  # one column says it is sorted
+    first = driver.find_elements(By.CSS_SELECTOR, "#cases tbody tr[data-case]")[0]
+    assert first.get_attribute("data-case") == "good-0"
+
+    # Enter on a row's toggle opens its reasons under it; Space closes them.
+    toggle = first.find_element(By.CSS_SELECTOR, "button.expand")
+    why = driver.find_element(By.ID, toggle.get_attribute("aria-controls"))
+    assert not why.is_displayed() and toggle.get_attribute("aria-expanded") == "false"
+    toggle.send_keys(Keys.ENTER)
+    assert why.is_displayed() and toggle.get_attribute("aria-expanded") == "true"
+    assert "tc" in why.text and "traj" in why.text
+    _focused(driver).send_keys(Keys.SPACE)
+    assert not why.is_displayed() and toggle.get_attribute("aria-expanded") == "false"
+    first.find_elements(By.TAG_NAME, "td")[2].click()  # a click on the row still toggles it (once), as before
+    assert why.is_displayed() and toggle.get_attribute("aria-expanded") == "true"
