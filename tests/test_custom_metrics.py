@@ -289,6 +289,27 @@ def test_a_custom_metric_from_a_config_by_dotted_path_through_the_cli(tmp_path):
     assert summary["metrics"]["explodes"]["not_computed"] == 3
 
 
+def test_report_rebuilds_a_custom_metrics_run_without_importing_its_module(tmp_path):
+    # Reading a run directory never executes code: `tracejudge report` imported the custom metric's module the manifest
+    # names (and failed as an internal error where it was not importable).
+    _write_pkg(tmp_path)
+    (tmp_path / "mypkg" / "metrics.py").write_text(PKG_METRICS + "\nimport pathlib\npathlib.Path('imported.marker').write_text('x')\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(_case("clean", [("a", None)])) + "\n")
+    (tmp_path / "run.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics:\n  - {type: mypkg.metrics:no_failed_tools, name: few}\n"
+                                       "  - {type: mypkg.metrics:no_failed_tools}\n  - {type: ToolCalls}\nrun: {dir: out}\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    before = json.loads((tmp_path / "out" / "summary.json").read_text())
+    (tmp_path / "imported.marker").unlink()
+    proc = subprocess.run([str(TRACEJUDGE), "report", "out"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "imported.marker").exists()  # the module was not imported
+    after = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert list(after["metrics"]) == list(before["metrics"]) == ["few", "no_failed_tools", "ToolCalls"]
+    assert {k: (m["mean"], m["pass_rate"]) for k, m in after["metrics"].items()} == {k: (m["mean"], m["pass_rate"]) for k, m in before["metrics"].items()}
+
+
 @pytest.mark.parametrize(
     ("kind", "message"),
     [

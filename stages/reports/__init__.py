@@ -199,7 +199,9 @@ def _config_of(run_dir: Path) -> RunConfig | None:
     if not manifest or "config" not in manifest:
         return None
     try:
-        return RunConfig.model_validate(manifest["config"])
+        # Names were checked when the run started; checking them again builds every metric, a custom one by importing
+        # its module, and reading a run directory never executes code (`_recorded_metric`).
+        return RunConfig.model_validate(manifest["config"], context={"metric_names": "checked"})
     except ValueError:
         return None
 
@@ -217,6 +219,23 @@ def _last_segment_finished(run_dir: Path) -> bool:
         return True
     last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
     return last.get("ended", "finished") == "finished"
+
+
+def _recorded_metric(spec: dict[str, Any], registry: Any) -> Any:
+    """A metric of a run's recorded config as far as the summary needs it (`key`, `over_trials`), built without running
+    code from the run: a built-in type is built; a custom one (`module:attribute`) is not imported — reading a run
+    directory never executes code — and stands as its name (`name`, else the attribute, as `Metric.key` names a
+    decorated function or class), scored per result. A spec that does not build stands as its name or type."""
+    from types import SimpleNamespace
+
+    kind = str(spec.get("type", ""))
+    if kind in registry.metric_types():
+        try:
+            return registry.build_metric(spec)
+        except registry.SpecError:
+            pass
+    attr = kind.rpartition(":")[2] if ":" in kind else kind.rpartition(".")[2]
+    return SimpleNamespace(key=spec.get("name") or attr or kind, over_trials=False)
 
 
 def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable[[int, str], None] | None = None,
@@ -245,8 +264,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         raise TracejudgeError(f"{run_dir}: no {store.RESULTS} here (is this a run directory?)")
     config = _config_of(run_dir)
     if config is not None:
-        metrics = [registry.build_metric(spec) for spec in config.metrics]
-        agg = aggregator_for(config, metrics)
+        agg = aggregator_for(config, [_recorded_metric(spec, registry) for spec in config.metrics])
     else:
         trials = 1 + max((int(r.get("trial", 0)) for r in iter_results(run_dir)), default=0)
         agg = Aggregator([], trials=trials)
