@@ -26,7 +26,8 @@ results kept by `--force` from before a config metric was added count as not sco
 with reference labels, `summary.labels`); for a `PassAtK`
 key, `min_mean` bounds its value. `"*"` gives every metric its keys; a
 metric's own rule overrides only the keys it sets (`metric_rule`). Regression against a baseline run: see
-`tracejudge.core.evalconfig.RegressionRule`.
+`tracejudge.core.evalconfig.RegressionRule` and `gate_regression`. A figure a check compares with its threshold
+is printed with the places that show why it held or failed (`gate_figures`: `mean 0.69996`, not `0.7000`, below 0.7).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.evalconfig import AssertionsConfig, MetricAssertion
+from tracejudge.stages.aggregate.gate_figures import figure, limit as limit_shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,6 +53,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    warning: bool = False  # holds, but says something a reader must see (a baseline metric this run dropped): printed `warn`
 
 
 @dataclass
@@ -89,11 +92,19 @@ class Verdict:
         return 0 if self.passed else 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.word, "checks": [vars(c) for c in self.checks]}
+        return {"verdict": self.word, "checks": [{k: v for k, v in vars(c).items() if k != "warning" or v} for c in self.checks]}
 
 
-def _f(x: float | None) -> str:
-    return "none" if x is None else f"{x:.4f}"
+def _f(x: float | None, bound: float | None = None, holds: bool = True, *, at_least: bool = True) -> str:
+    # Four places, or as many more as show how `x` compares with `bound` as the check decided (`gate_figures`).
+    if x is None or bound is None:
+        return "none" if x is None else f"{x:.4f}"
+    return figure(x, bound, holds, at_least=at_least)
+
+
+def _share(x: float, bound: float, holds: bool) -> str:
+    # A share of results as a percentage (`12.5%`), with the places that show how it compares with `bound` (at most).
+    return figure(x, bound, holds, at_least=False, places=1, percent=True)
 
 
 def metric_rule(assertions: AssertionsConfig, key: str, *, per_result: bool = True) -> MetricAssertion | None:
@@ -116,8 +127,9 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
     if pk is not None:
         if rule.min_mean is not None:
             v = pk.get("value")
-            checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
-                                f"{key} = {_f(v)} over {pk.get('cases', 0)} cases, required >= {rule.min_mean}"))
+            ok = v is not None and v >= rule.min_mean - 1e-12
+            checks.append(Check(f"{key} min_mean", ok,
+                                f"{key} = {_f(v, rule.min_mean, ok)} over {pk.get('cases', 0)} cases, required >= {rule.min_mean}"))
         return checks
     m = summary.get("metrics", {}).get(key)
     if m is None:
@@ -131,13 +143,15 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         # With repeated judging each value is already a mean of samples: the CI says how far the figure could move.
         spread = f" (95% CI [{ci[0]:.4f}, {ci[1]:.4f}], each value a mean of {summary['judge']['samples_per_request']} samples)" \
             if ci and key in ((summary.get("judge") or {}).get("samples") or {}) else ""
-        checks.append(Check(f"{key} min_mean", v is not None and v >= rule.min_mean - 1e-12,
-                            f"{of}, required mean >= {rule.min_mean}" if not m["scored"] else f"mean {_f(v)}{spread} {of}, required >= {rule.min_mean}"))
+        ok = v is not None and v >= rule.min_mean - 1e-12
+        checks.append(Check(f"{key} min_mean", ok, f"{of}, required mean >= {rule.min_mean}" if not m["scored"] else
+                            f"mean {_f(v, rule.min_mean, ok)}{spread} {of}, required >= {rule.min_mean}"))
     if rule.min_pass_rate is not None:
         v = m.get("pass_rate")
-        checks.append(Check(f"{key} min_pass_rate", v is not None and v >= rule.min_pass_rate - 1e-12,
-                            f"{of}, required pass rate >= {rule.min_pass_rate}" if not m["scored"] else
-                            f"pass rate {_f(v)} ({m['passed']}/{m.get('with_verdict', m['scored'])}) {of}, required >= {rule.min_pass_rate}"))
+        ok = v is not None and v >= rule.min_pass_rate - 1e-12
+        checks.append(Check(f"{key} min_pass_rate", ok, f"{of}, required pass rate >= {rule.min_pass_rate}" if not m["scored"] else
+                            f"pass rate {_f(v, rule.min_pass_rate, ok)} ({m['passed']}/{m.get('with_verdict', m['scored'])}) {of}, "
+                            f"required >= {rule.min_pass_rate}"))
     if rule.max_error_share is not None:
         v = m.get("error_share")
         # The share is over the results that carry the metric (`metric_stats`): so is the count beside it.
@@ -148,8 +162,9 @@ def _metric_checks(key: str, rule: MetricAssertion, summary: dict[str, Any]) -> 
         lacking = f"; {na} of {m['results']} results do not carry it (a case-level metric)" if na and carrying else ""
         before = m.get("written_before", 0)
         older = f", {before} of them written before {key!r} was in the config: --fresh scores every case with it" if before else ""
-        checks.append(Check(f"{key} max_error_share", v is not None and v <= rule.max_error_share + 1e-12,
-                            f"{what} ({excl}; not computed {m.get('not_computed', 0)}{older}) = {_f(v)}{lacking}, allowed <= {rule.max_error_share}"))
+        ok = v is not None and v <= rule.max_error_share + 1e-12
+        checks.append(Check(f"{key} max_error_share", ok, f"{what} ({excl}; not computed {m.get('not_computed', 0)}{older}) = "
+                            f"{_f(v, rule.max_error_share, ok, at_least=False)}{lacking}, allowed <= {rule.max_error_share}"))
     return checks
 
 
@@ -173,15 +188,17 @@ def _denominator(key: str, m: dict[str, Any]) -> str:
 
 def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
     """`min_kappa`: the judge's agreement with the labels (`summary.labels`, `tracejudge.stages.judge.agreement`)."""
-    got = ((summary.get("labels") or {}).get("metrics") or {}).get(key)
-    if not got or got.get("kappa") is None:
-        why = "no labelled verdict" if not got else got.get("note") or "kappa undefined"
-        return Check(f"{key} min_kappa", False, f"{why} for {key!r} (configure judge.labels, or run tracejudge calibrate --labels), "
-                                                  f"required kappa >= {least}")
+    block = summary.get("labels") or {}
+    got = (block.get("metrics") or {}).get(key)
+    if not got or got.get("kappa") is None:  # why, and what to do: the labels' error, no label, or agreement's `note`
+        why = (f"labels: {block['error']}" if block.get("error") else (got.get("note") or "kappa undefined") if got else
+               f"no label for {key!r} (configure judge.labels, or run tracejudge calibrate --labels)")
+        return Check(f"{key} min_kappa", False, f"{why}; required kappa >= {least}")
     ci = got.get("kappa_ci")
     span = f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
-    return Check(f"{key} min_kappa", got["kappa"] >= least - 1e-12,
-                 f"{got.get('kappa_kind', 'kappa')} {got['kappa']:.4f}{span} over {got['n']} labelled verdicts, required >= {least}")
+    ok = got["kappa"] >= least - 1e-12
+    return Check(f"{key} min_kappa", ok,
+                 f"{got.get('kappa_kind', 'kappa')} {_f(got['kappa'], least, ok)}{span} over {got['n']} labelled verdicts, required >= {least}")
 
 
 def invalid_reasons(run_dir: Path, limit: int = 3, status: str = "invalid_input") -> list[str]:
@@ -301,7 +318,8 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         ok = share <= assertions.max_invalid_share + 1e-12
         reasons = "" if ok or run_dir is None else "".join(f"\n      {r}" for r in invalid_reasons(run_dir))
         verdict.checks.append(Check("max_invalid_share", ok, f"{invalid} of {summary['results']} results are invalid_input "
-                                    f"(unreadable or invalid records) = {share:.1%}, allowed <= {assertions.max_invalid_share:.1%} "
+                                    f"(unreadable or invalid records) = {_share(share, assertions.max_invalid_share, ok)}, "
+                                    f"allowed <= {limit_shown(assertions.max_invalid_share, percent=True)} "
                                     f"(assertions.max_invalid_share){reasons}"))
     died = summary.get("worker_errors")
     if isinstance(died, int) and died > 0:
@@ -316,8 +334,9 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
         ok = share <= assertions.max_target_error_share + 1e-12
         reasons = "" if ok or run_dir is None else "".join(f"\n      {r}" for r in invalid_reasons(run_dir, status="target_error"))
         verdict.checks.append(Check("max_target_error_share", ok, f"{failed} of {summary['results']} results are target_error "
-                                    f"(the agent raised, timed out or gave no usable answer) = {share:.1%}, allowed <= "
-                                    f"{assertions.max_target_error_share:.1%} (assertions.max_target_error_share){reasons}"))
+                                    f"(the agent raised, timed out or gave no usable answer) = "
+                                    f"{_share(share, assertions.max_target_error_share, ok)}, allowed <= "
+                                    f"{limit_shown(assertions.max_target_error_share, percent=True)} (assertions.max_target_error_share){reasons}"))
     # Imported here: gate_judge builds on this module's Check.
     from tracejudge.stages.aggregate.gate_judge import budget_check, judge_error_check
 
@@ -330,52 +349,12 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     for key, rule in assertions.metrics.items():
         if key != "*" and key not in keys:
             verdict.checks.append(Check(key, False, f"metric {key!r} named in assertions is not in this run's results"))
-    reg = assertions.regression
-    if reg is not None:
-        from tracejudge.stages.comparison.runs import compare_runs, delta_is_noise  # only a run gated on a baseline compares
+    if assertions.regression is not None:
+        # The regression rule, its coverage warnings and the comparison it was made from (`gate_regression`).
+        from tracejudge.stages.aggregate.gate_regression import regression_checks
 
-        base = Path(reg.baseline)
-        if run_dir is None or not _is_run(base):
-            verdict.checks.append(Check("regression", False, f"baseline run {base} has no results.jsonl (nor {base.name}-shard-I-of-N directories)"))
-            return verdict
-        current = list(summary.get("metrics", {}))
-        if reg.metrics is not None:
-            wanted = list(reg.metrics)
-            cmp = compare_runs(base, run_dir, metrics=wanted, seed=seed)
-        else:  # every metric both runs have; a metric new in this run has nothing to regress from
-            cmp = compare_runs(base, run_dir, metrics=None, seed=seed)
-            wanted = [k for k in current if k in cmp.metrics]
-            new = [k for k in current if k not in cmp.metrics]
-            if new and wanted:
-                verdict.checks.append(Check("regression: new metrics", True, f"not in the baseline, so not compared: {', '.join(new)}"))
-            elif current and not wanted:
-                # A rule that compares nothing would pass every night (a renamed metric, the wrong baseline): it fails instead.
-                verdict.checks.append(Check("regression", False, f"no metric of this run ({', '.join(current)}) is in the baseline {base}: "
-                                            "nothing to compare; name the metrics in assertions.regression.metrics or point it at a matching baseline"))
-            cmp.metrics = {k: cmp.metrics[k] for k in wanted}
-        verdict.comparison = cmp
-        for key in wanted:
-            md = cmp.metrics[key]
-            name = f"{key} regression"
-            if md.pairs == 0:
-                verdict.checks.append(Check(name, False, f"no (case, trial) pair scored in both this run and the baseline {base}"))
-                continue
-            drop = -(md.delta or 0.0)
-            too_big = drop > reg.max_mean_drop + 1e-12
-            noise = reg.noise == "ci" and delta_is_noise(md)
-            ok = not too_big or noise
-            ci = "" if md.ci95 is None else f", 95% CI of delta [{md.ci95[0]:+.4f}, {md.ci95[1]:+.4f}]"
-            if too_big and noise:
-                tail = "; the drop is within noise (the CI reaches 0)"
-            elif too_big and reg.noise == "ci":
-                tail = "; the drop is beyond noise (the CI lies below 0)"
-            else:
-                tail = ""
-            verdict.checks.append(Check(
-                name, ok,
-                f"mean {_f(md.mean_a)} → {_f(md.mean_b)} over {md.pairs} paired results: delta {md.delta:+.4f}{ci}; "
-                f"allowed drop {reg.max_mean_drop}{tail}",
-            ))
+        checks, verdict.comparison = regression_checks(assertions.regression, summary, run_dir, seed=seed)
+        verdict.checks.extend(checks)
     return verdict
 
 
@@ -386,11 +365,14 @@ def print_verdict(verdict: Verdict, console: Console | None = None, *, resume: s
     """
     from rich.markup import escape  # here: a run through the Python API prints nothing and need not import rich
     from tracejudge.core.console import plain_console
+    from tracejudge.core.inert_text import visible
 
     con = console or plain_console()
     for c in verdict.checks:
-        mark = "[green]ok  [/]" if c.ok else "[bold red]FAIL[/]"
-        con.print(f"  {mark} {escape(c.name)}: {escape(c.detail)}", highlight=False, markup=True, emoji=False, soft_wrap=True)
+        mark = "[bold red]FAIL[/]" if not c.ok else "[yellow]warn[/]" if c.warning else "[green]ok  [/]"
+        # Metric names, ids and reasons in a check are data: shown inert (an ESC as `\x1b`), as report.md shows them.
+        detail = c.detail.removeprefix("warning: ") if c.warning else c.detail  # the mark says it
+        con.print(f"  {mark} {escape(visible(c.name))}: {escape(visible(detail))}", highlight=False, markup=True, emoji=False, soft_wrap=True)
     if not verdict.checks:
         con.print("  (no assertions configured)", highlight=False, markup=False)
     color = "yellow" if verdict.unfinished else "green" if verdict.passed else "red"

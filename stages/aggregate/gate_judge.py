@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.aggregate.gate import Check
+from tracejudge.stages.aggregate.gate_figures import figure, limit
 
 __all__ = ["budget_caps", "budget_check", "judge_error_check"]
 
@@ -57,10 +58,12 @@ def judge_error_check(summary: dict[str, Any]) -> Check | None:
     if judge.get("max_error_share") is None or judge.get("error_share") is None:
         return None
     allowed = judge["max_error_share"]
-    limit = f"allowed <= {allowed:.1%} (judge.max_error_share)"
+    # Shares printed with the places that show how they compare with the limit (`gate_figures`): not "10.0%, allowed <= 10.0%" failed.
+    allowed_at = f"allowed <= {limit(allowed, percent=True)} (judge.max_error_share)"
     if "judged_results" not in judge:
-        return Check("judge max_error_share", not judge.get("gate_failed"),
-                     f"judge errors: {judge['error_share']:.1%} of judged results, {limit}")
+        ok = not judge.get("gate_failed")
+        share = figure(judge["error_share"], allowed, ok, at_least=False, places=1, percent=True)
+        return Check("judge max_error_share", ok, f"judge errors: {share} of judged results, {allowed_at}")
     skipped = min(_skipped(summary), int(judge["judged_results"]))
     answered, errors = int(judge["judged_results"]) - skipped, int(judge.get("judge_error_results", 0))
     if not answered:
@@ -68,8 +71,9 @@ def judge_error_check(summary: dict[str, Any]) -> Check | None:
             return None
         return Check("judge max_error_share", False,
                      f"judge errors: no result was judged ({skipped} skipped for the judge budget), so there is no error share "
-                     f"to bound; no evidence is not a pass, {limit}")
+                     f"to bound; no evidence is not a pass, {allowed_at}")
     share = errors / answered
     aside = f"; {skipped} more skipped for the judge budget, not judged" if skipped else ""
-    return Check("judge max_error_share", share <= allowed + 1e-12,
-                 f"judge errors: {errors} of {answered} judged results = {share:.1%}{aside}, {limit}")
+    ok = share <= allowed + 1e-12
+    return Check("judge max_error_share", ok, f"judge errors: {errors} of {answered} judged results = "
+                 f"{figure(share, allowed, ok, at_least=False, places=1, percent=True)}{aside}, {allowed_at}")

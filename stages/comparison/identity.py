@@ -15,7 +15,7 @@ from typing import Any
 
 from tracejudge.engine import store
 
-__all__ = ["IDENTITY_FIELDS", "identity_of", "identity_warnings"]
+__all__ = ["IDENTITY_FIELDS", "identity_differences", "identity_of", "identity_warnings", "warning_line"]
 
 IDENTITY_FIELDS = ("model", "prompt_version", "structured_output")
 
@@ -45,12 +45,23 @@ def _options(dirs: list[Path]) -> dict[str, dict[str, Any]]:
 
 def identity_warnings(dirs_a: list[Path], dirs_b: list[Path], metrics: list[str]) -> list[str]:
     """One line per metric whose judge (model, prompt version, structured-output mode) or options differ between A and B."""
+    return [warning_line(m, d) for m, d in identity_differences(dirs_a, dirs_b, metrics).items()]
+
+
+def warning_line(metric: str, differences: str) -> str:
+    """`compare`'s warning for `metric` whose judge or options differ (`differences`, as `identity_differences` gives them)."""
+    return f"{metric}: the runs' judges differ ({differences}); a delta may be the judge's, not the agent's"
+
+
+def identity_differences(dirs_a: list[Path], dirs_b: list[Path], metrics: list[str]) -> dict[str, str]:
+    """Metric → what differs between A and B about its judge or options (`model gpt-4o → gpt-4.1; options order: 'in_order' →
+    'exact'`), for each metric of `metrics` where something does. Read by `compare`'s warnings and the gate's regression checks."""
     if not metrics:
-        return []
+        return {}
     a = identity_of((r for d in dirs_a for r in store.iter_results(d)), metrics)
     b = identity_of((r for d in dirs_b for r in store.iter_results(d)), metrics)
     opts_a, opts_b = _options(dirs_a), _options(dirs_b)
-    lines: list[str] = []
+    lines: dict[str, str] = {}
     for m in metrics:
         diffs = [f"{f} {', '.join(sorted(a[m][f]))} → {', '.join(sorted(b[m][f]))}" for f in IDENTITY_FIELDS
                  if a[m][f] and b[m][f] and a[m][f] != b[m][f]]
@@ -59,5 +70,5 @@ def identity_warnings(dirs_a: list[Path], dirs_b: list[Path], metrics: list[str]
             changed = sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k))
             diffs.append("options " + ", ".join(f"{k}: {oa.get(k)!r} → {ob.get(k)!r}" for k in changed))
         if diffs:
-            lines.append(f"{m}: the runs' judges differ ({'; '.join(diffs)}); a delta may be the judge's, not the agent's")
+            lines[m] = "; ".join(diffs)
     return lines

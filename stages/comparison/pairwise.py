@@ -227,11 +227,17 @@ def shards_name(dirs: list[Path]) -> str:
 
 
 def print_pairwise(res: PairwiseResult, console: Any) -> None:
-    """The comparison as a few lines: counts, B's win rate with its CI, the position-bias rate, the deciding pairs, the verdict."""
+    """The comparison as a few lines: counts, B's win rate with its CI, the position-bias rate, the deciding pairs, the verdict.
+
+    Run names, case ids and the judge's reasons are printed inert (`tracejudge.core.inert_text.visible`), never acted on.
+    """
+    from tracejudge.core.inert_text import visible
+    from tracejudge.stages.aggregate.gate_figures import figure
+
     def say(text: str) -> None:
         console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
-    say(f"pairwise: A {res.run_a} vs B {res.run_b}; {res.pairs} pairs judged in both orders"
+    say(f"pairwise: A {visible(res.run_a)} vs B {visible(res.run_b)}; {res.pairs} pairs judged in both orders"
         + (f", {res.not_judged} not judged" if res.not_judged else "") + (f", {res.no_trace} without a trace in both runs" if res.no_trace else ""))
     if res.win_rate is not None:
         ci = f" (95% CI [{res.win_rate_ci[0]:.3f}, {res.win_rate_ci[1]:.3f}])" if res.win_rate_ci else ""
@@ -239,12 +245,13 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
         say(f"position bias: {res.flipped} of {res.pairs} verdicts flipped with the order ({res.position_bias_rate:.1%}), counted as ties; "
             f"asked A first only, A would win {res.first_shown_win_rate:.3f} of the points")
     for d in res.deciding:
-        say(f"  {d['winner']} better on case {d['case_id']} trial {d['trial']}: {d['reason_a_first'][:160]}")
+        say(f"  {d['winner']} better on case {visible(str(d['case_id']))} trial {d['trial']}: {visible(d['reason_a_first'][:160])}")
     if res.judge:
         from tracejudge.stages.reports.judge_lines import spend_line
 
         say(spend_line({"judge": res.judge}))  # the run's judge line: "cost unknown" for a model without a price, never $0
     if res.min_win_rate is not None:
-        got = "none" if res.win_rate is None else f"{res.win_rate:.3f}"
+        # As many places as show how it compares with the threshold: not "0.500, required >= 0.5" on a FAIL line.
+        got = "none" if res.win_rate is None else figure(res.win_rate, res.min_win_rate, res.passed, places=3)
         say(f"{'ok  ' if res.passed else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")
         say(f"verdict: {'PASS' if res.passed else 'FAIL'}")

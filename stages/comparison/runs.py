@@ -103,6 +103,7 @@ class Comparison:
     metrics_only_a: list[str] = field(default_factory=list)  # scored in one run only: not compared
     metrics_only_b: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # judges or metric options that differ (`tracejudge.stages.comparison.identity`)
+    differences: dict[str, str] = field(default_factory=dict)  # the same, by metric: what differs (the gate's regression checks)
     # Lines repeating a (case, trial) already read on that side (an edited file): counted once, the
     # first line's values used; each names the first few repeats as "case_id#trial".
     repeated_a: list[str] = field(default_factory=list)
@@ -261,13 +262,15 @@ def compare_runs(
             for m in out[k].worst + out[k].best:
                 m.reason_a = reasons_a.get((m.case_id, m.trial, k), "")
                 m.reason_b = reasons_b.get((m.case_id, m.trial, k), "")
-    from tracejudge.stages.comparison.identity import identity_warnings
+    from tracejudge.stages.comparison.identity import identity_differences, warning_line
 
+    differences = identity_differences(dirs_a, dirs_b, keys)
     return Comparison(_name(dirs_a), _name(dirs_b), results_a, results_b, paired, only_a, only_b, out,
-                      unreadable_a=bad_a[0], unreadable_b=bad_b[0], warnings=identity_warnings(dirs_a, dirs_b, keys),
-                      # (only when the metrics were discovered: metrics asked for by name are compared, or show 0 pairs)
-                      metrics_only_a=[k for k in keys if k not in keys_b] if discover else [],
-                      metrics_only_b=[k for k in keys_b if k not in out] if discover else [],
+                      unreadable_a=bad_a[0], unreadable_b=bad_b[0], differences=differences,
+                      warnings=[warning_line(m, d) for m, d in differences.items()],
+                      # Of the metrics compared (every one, or those asked for by name), those one run alone scores: no pair.
+                      metrics_only_a=[k for k in keys if k in keys_a and k not in keys_b],
+                      metrics_only_b=[k for k in keys_b if k not in keys_a and (discover or k in out)],
                       repeated_a=rep_a, repeated_b=rep_b, repeats_a=repeats[0], repeats_b=repeats[1],
                       scored_metrics=list({**keys_a, **keys_b}))
 

@@ -1,4 +1,9 @@
-"""Terminal view of a run comparison (`tracejudge compare`)."""
+"""Terminal view of a run comparison (`tracejudge compare`).
+
+Every string from the runs' data (run names, case ids, metric names, reasons, the warnings quoting them) is
+printed inert, as report.md shows it (`tracejudge.core.inert_text.visible`): an ESC of a case id is written
+`\\x1b`, a bidirectional override `\\u{202e}`, never sent to the terminal. `--json` keeps them exact.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from tracejudge.core.console import cell, fitted
+from tracejudge.core.inert_text import visible
 from tracejudge.stages.comparison.runs import Comparison
 
 __all__ = ["print_comparison"]
@@ -19,7 +25,7 @@ def _f(x: float | None, nd: int = 3) -> str:
 
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return visible(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _deltas(cmp: Comparison, keys: list[str], level: int, name: Callable[[str], str]) -> Table:
@@ -38,7 +44,7 @@ def _deltas(cmp: Comparison, keys: list[str], level: int, name: Callable[[str], 
         delta = "—" if md.delta is None else f"{md.delta:+.3f}"
         style = "red" if md.ci95 is not None and md.ci95[1] < 0 else ("green" if md.ci95 is not None and md.ci95[0] > 0 else "")
         figures = [cell(delta, style), cell(ci)] if level < 3 else [cell(f"{delta}\n{ci}", style)]
-        t.add_row(cell(name(k)), str(md.pairs), _f(md.mean_a), _f(md.mean_b), *figures, _f(md.p_value, 4), str(md.regressed), str(md.improved),
+        t.add_row(cell(name(visible(k))), str(md.pairs), _f(md.mean_a), _f(md.mean_b), *figures, _f(md.p_value, 4), str(md.regressed), str(md.improved),
                   *([str(md.unchanged)] if level < 2 else []))
     return t
 
@@ -46,7 +52,7 @@ def _deltas(cmp: Comparison, keys: list[str], level: int, name: Callable[[str], 
 def print_comparison(cmp: Comparison, console: Console) -> None:
     """Per-metric deltas with the paired test, then the most regressed and improved cases with both reasons."""
     console.print(
-        f"A (baseline) {cmp.run_a}: {cmp.results_a} results; B (current) {cmp.run_b}: {cmp.results_b} results; "
+        f"A (baseline) {visible(cmp.run_a)}: {cmp.results_a} results; B (current) {visible(cmp.run_b)}: {cmp.results_b} results; "
         f"{cmp.paired} paired by (case, trial), {cmp.only_a} only in A, {cmp.only_b} only in B",
         highlight=False, markup=False, emoji=False,
     )
@@ -55,14 +61,14 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
             console.print(f"warning: {bad} line(s) of {side}'s results.jsonl are not results and were left out "
                           f"(`tracejudge report` on it names them)", highlight=False, markup=False, emoji=False)
     for line in cmp.warnings:
-        console.print(f"warning: {line}", highlight=False, markup=False, emoji=False, soft_wrap=True)
+        console.print(f"warning: {visible(line)}", highlight=False, markup=False, emoji=False, soft_wrap=True)
     for side, n, names in (("A", cmp.repeats_a, cmp.repeated_a), ("B", cmp.repeats_b, cmp.repeated_b)):
         if n:
             console.print(f"warning: {n} line(s) of {side}'s results.jsonl repeat a (case, trial) already read and were counted once: "
-                          f"{', '.join(names)}{' …' if n > len(names) else ''}", highlight=False, markup=False, emoji=False)
+                          f"{visible(', '.join(names))}{' …' if n > len(names) else ''}", highlight=False, markup=False, emoji=False)
     if cmp.metrics_only_a or cmp.metrics_only_b:
-        console.print(f"not compared (scored in one run only): A only: {', '.join(cmp.metrics_only_a) or '-'}; "
-                      f"B only: {', '.join(cmp.metrics_only_b) or '-'}", highlight=False, markup=False, emoji=False)
+        console.print(f"not compared (scored in one run only): A only: {visible(', '.join(cmp.metrics_only_a)) or '-'}; "
+                      f"B only: {visible(', '.join(cmp.metrics_only_b)) or '-'}", highlight=False, markup=False, emoji=False)
     # A metric scored in one run only has no pair: named above as not compared, not a row of zeros here.
     one_side = {*cmp.metrics_only_a, *cmp.metrics_only_b}
     keys = [k for k in cmp.metrics if k not in one_side]
@@ -77,9 +83,9 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
         for title, movers in (("regressed most", md.worst), ("improved most", md.best)):
             if not movers:
                 continue
-            mt = Table(title=f"{k}: {title}", title_justify="left", show_lines=True)
+            mt = Table(title=cell(f"{visible(k)}: {title}"), title_justify="left", show_lines=True)
             for col in ("case", "trial", "A", "B", "delta", "A reason", "B reason"):
                 mt.add_column(col, overflow="fold", no_wrap=col in ("trial", "A", "B", "delta"))  # figures whole, text wraps
             for m in movers:
-                mt.add_row(cell(m.case_id), str(m.trial), _f(m.a), _f(m.b), f"{m.delta:+.3f}", cell(_short(m.reason_a)), cell(_short(m.reason_b)))
+                mt.add_row(cell(visible(m.case_id)), str(m.trial), _f(m.a), _f(m.b), f"{m.delta:+.3f}", cell(_short(m.reason_a)), cell(_short(m.reason_b)))
             console.print(mt)
