@@ -69,6 +69,8 @@ def test_the_check_lines_print_a_metric_name_inert(tmp_path: Path) -> None:
     assert line.strip() == "FAIL tc\\x1b[41mRED\\x1b[0m min_mean: mean 0.0000 over 1 of 1 results, required >= 0.9"
     summary = json.loads((tmp_path / "runs/a/summary.json").read_text())
     assert summary["verdict"]["checks"][0]["name"] == f"{HOSTILE_METRIC} min_mean"  # summary.json keeps it exact
+    # The summary table above the checks prints it inert too (an ESC there recoloured the terminal).
+    assert "\x1b" not in got.stdout and "tc\\x1b[41mRED\\x1b[0m" in got.stdout.split("FAIL")[0], got.stdout
 
 
 # (2) ------------------------------------------------------------------------------------------------------------------

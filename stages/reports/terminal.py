@@ -8,6 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from tracejudge.core.console import cell, fits, plain_console
+from tracejudge.core.inert_text import visible
 from tracejudge.core.records import LATE_STATUSES
 from tracejudge.stages.reports.markdown import not_applicable_note
 
@@ -47,7 +48,7 @@ def summary_table(summary: dict[str, Any], compact: int = 0) -> Table:
         table.add_column(header.replace(" ", "\n") if compact else header, justify="left" if i == 0 else "right", no_wrap=True)
     for key, m in metrics.items():
         ci = m.get("ci95")
-        row = [key, f"{m['scored']}/{total}" + not_applicable_note(m, "\n" if compact > 1 else " ")]
+        row = [cell(visible(key)), f"{m['scored']}/{total}" + not_applicable_note(m, "\n" if compact > 1 else " ")]
         if not_computed:
             row.append(str(m.get("not_computed", 0)))
         if excluded:
@@ -91,7 +92,7 @@ def pass_at_k_table(summary: dict[str, Any]) -> Table | None:
     for col in ("name", "value", "cases", "no scored trial", "fewer than k trials"):
         table.add_column(col, justify="left" if col == "name" else "right")
     for key, v in figures.items():
-        table.add_row(cell(key), "—" if v.get("value") is None else f"{v['value']:.3f}", str(v.get("cases", 0)),
+        table.add_row(cell(visible(key)), "—" if v.get("value") is None else f"{v['value']:.3f}", str(v.get("cases", 0)),
                       str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0)))
     return table
 
@@ -103,7 +104,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     con.print(summary_table(summary, compact))
     for key, m in summary.get("metrics", {}).items():
         if compact and _pass_at_k(m):
-            con.print(f"pass@k {key}: {_pass_at_k(m)}", highlight=False, markup=False, emoji=False, soft_wrap=True)
+            con.print(f"pass@k {visible(key)}: {_pass_at_k(m)}", highlight=False, markup=False, emoji=False, soft_wrap=True)
     note = coverage_note(summary)
     if note:
         con.print(note, highlight=False, markup=False, emoji=False, soft_wrap=True)

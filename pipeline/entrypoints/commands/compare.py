@@ -42,8 +42,10 @@ def command(args: argparse.Namespace, err: Console) -> int:
     cmp = compare_runs(run_a, run_b, metrics=args.metrics, top=args.top, seed=args.seed)
     unknown = cmp.unknown_metrics()
     if unknown:  # a misspelt --metric would otherwise print an empty row and exit 0
-        have = ", ".join(cmp.scored_metrics) or "none (no result holds a score)"
-        raise TracejudgeError(f"--metric {', '.join(unknown)}: no result of either run scores "
+        from tracejudge.core.inert_text import visible
+
+        have = ", ".join(map(visible, cmp.scored_metrics)) or "none (no result holds a score)"
+        raise TracejudgeError(f"--metric {', '.join(map(visible, unknown))}: no result of either run scores "
                               f"{'it' if len(unknown) == 1 else 'them'}; the runs' metrics: {have}")
     if args.json:
         sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
