@@ -9,6 +9,7 @@ added that way are not run, so the editable install's finder stays inactive).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -74,7 +75,15 @@ def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("wheel")
     dist = root / "dist"
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)], root)
+    # Built from a copy of what the wheel is made of: setuptools builds in the source tree's `build/`, and two test
+    # workers (or two checkouts' suites) building there at once broke each other's build.
+    source = root / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("pipeline", "stages"):
+        shutil.copytree(REPO / part, source / part, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(source)], root)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = next(dist.glob("tracejudge-*.whl"))
     env = root / "venv"

@@ -89,7 +89,9 @@ def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
-        workers = [c for c in _children(proc.pid) if b"tracejudge" not in _cmdline(c).split(b"\0")[0]]
+        # Not a child started as the `tracejudge` command; by the program's own name, since a checkout (and its
+        # `.venv/bin/python3`, as README sets it up) may sit in a folder named tracejudge.
+        workers = [c for c in _children(proc.pid) if b"tracejudge" not in os.path.basename(_cmdline(c).split(b"\0")[0])]
         # Kill one while the workers compute (results are coming), not while they start.
         if workers and (tmp_path / "out" / "results.jsonl").exists():
             killed = workers[0]
