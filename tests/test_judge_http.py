@@ -386,3 +386,19 @@ def test_a_stored_answer_is_masked_as_results_mask_it_and_a_hit_gives_the_same(t
     assert diff_components(comps, {**comps, "messages": [{"role": "user", "content": "other"}]}) == ["messages"]
     cache.close()
     assert _SECRET.encode() not in b"".join(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())
+
+
+def test_a_password_in_the_judges_url_is_kept_nowhere_in_the_cache_or_the_run_directory(simulator, tmp_path):
+    # `base_url: http://user:pass@host/v1` (a proxy with basic auth) went into the cache's index, manifest.json and
+    # configs.jsonl in clear; the requests still carry it, so the judge answers.
+    sim = simulator()
+    url = sim.url.replace("http://", "http://bob:UrlPassw0rdXYZ@") + "/v1"
+    summary = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 3), judge={"base_url": url, "api_key_env": None},
+                         cache={"dir": str(tmp_path / "cache"), "explain": True})
+    assert summary["status"] == {"ok": 3} and sim.stats.requests == 3
+    stored = b"".join(p.read_bytes() for d in (tmp_path / "cache", tmp_path / "run") for p in d.rglob("*") if p.is_file())
+    assert b"UrlPassw0rdXYZ" not in stored and b"bob:[REDACTED]@" in stored
+    again = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 3), run="again", judge={"base_url": url, "api_key_env": None})
+    assert again["judge"]["cache_hits"] == 3 and sim.stats.requests == 3  # the key is the real URL's, as before
+    resumed = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 3), judge={"base_url": url, "api_key_env": None})
+    assert resumed["status"] == {"ok": 3} and sim.stats.requests == 3  # the same run resumes: its recorded config is the same

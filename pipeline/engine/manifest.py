@@ -26,6 +26,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.version import __version__
 from tracejudge.engine.dataset_fingerprint import files_of
+from tracejudge.llm.redact import redact_url_passwords
 
 __all__ = ["CLI_OPTIONS", "ManifestMismatch", "check", "configs_by_segment", "diff", "manifest_for", "refusal", "with_history"]
 
@@ -125,7 +126,9 @@ def manifest_for(config: RunConfig, memory_fingerprint: str | None = None, files
         **shard,
         "dataset_fingerprint": _digest({role: f["sha256"] for role, f in files.items()}),
         "dataset": files,
-        "config": dumped,
+        # Hashed as given, kept with a URL's password masked (a judge's `base_url` `http://user:pass@host`): the run
+        # directory is uploaded, shared and read by other commands (configs.jsonl copies this).
+        "config": redact_url_passwords(dumped),
     }
 
 

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import diskcache
 from tracejudge.core.memo import Memo
-from tracejudge.llm.redact import redact_data
+from tracejudge.llm.redact import redact_data, redact_url_passwords
 
 __all__ = ["COMPONENTS", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
 
@@ -137,7 +137,11 @@ def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def indexed(components: dict[str, Any]) -> dict[str, Any]:
     """`components` as the cache's index keeps them: `messages` (the prompts, trace text in them) replaced by
-    `{"sha256": <hex of their canonical JSON>}`; already so, or without `messages`, it is returned as it is."""
+    `{"sha256": <hex of their canonical JSON>}`, and a password in `base_url` masked; already so, or without
+    either, it is returned as it is."""
+    base = components.get("base_url")
+    if isinstance(base, str) and "@" in base:  # a password in the judge's URL (`http://user:pass@host`) is not kept either
+        components = {**components, "base_url": redact_url_passwords(base)}
     messages = components.get("messages")
     if messages is None or (type(messages) is dict and set(messages) == {"sha256"}):
         return components

@@ -45,7 +45,7 @@ from typing import Any
 
 from tracejudge.core.memo import SeenSet
 
-__all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_details", "redact_labels", "redact_quoted"]
+__all__ = ["ENV_VAR", "MASK", "env_secrets", "quoted_clean", "redact", "redact_data", "redact_details", "redact_labels", "redact_quoted", "redact_url_passwords"]
 
 # `${NAME}` in a config value: the environment variable NAME, expanded at run time.
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -217,6 +217,22 @@ def redact_data(value: Any, secrets: Iterable[str | None] = (), only_with_secret
         return v
 
     return walk(value)
+
+
+_URL_PASSWORDS = re.compile(_URL_PASSWORD)
+
+
+def redact_url_passwords(value: Any) -> Any:
+    """A copy of the JSON-like `value` (a config as recorded) with the password of every URL or DSN in its strings masked
+    (`scheme://user:[REDACTED]@host`), and nothing else changed: a config's own text is no trace text, so only the
+    one credential a config may hold in a value is looked for. Never raises."""
+    if isinstance(value, str):
+        return _URL_PASSWORDS.sub(lambda m: m.group("url") + MASK, value) if "@" in value else value
+    if isinstance(value, dict):
+        return {k: redact_url_passwords(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_url_passwords(v) for v in value]
+    return value
 
 
 def redact_details(value: Any) -> Any:
