@@ -171,3 +171,35 @@ def test_kappa_undefined_with_one_class_says_why_not_to_configure_labels(tmp_pat
 
     check = _kappa_check("TaskCompletion", 0.6, {})
     assert not check.ok and "configure judge.labels" in check.detail
+
+
+def _combined_result(cid: str, first: tuple[str, list[int]], second: tuple[str, list[int]]) -> dict:
+    """A Rubric score (scale 1..5) of a two-model `mean` panel, each model sampled: its samples' grades as written."""
+    def member(grades: list[int]) -> dict:
+        values = [(g - 1) / 4 for g in grades]
+        return {"value": sum(values) / len(values), "answers": {"R1": {"score": grades[0]}}}
+    models = {first[0]: member(first[1]), second[0]: member(second[1])}
+    value = sum(m["value"] for m in models.values()) / 2
+    head = models[first[0]]
+    samples = {"n": len(first[1]), "values": [(g - 1) / 4 for g in first[1]], "answers": {"R1": list(first[1])}}
+    return {"case_id": cid, "trial": 0, "status": "ok",
+            "scores": {"quality": {"value": value, "passed": value >= 0.5, "reason": "",
+                                   "details": {"answers": head["answers"], "samples": samples,
+                                               "panel": {"aggregate": "mean", "models": models}}}}}
+
+
+def test_a_sampled_mean_panels_grade_comes_from_the_metrics_scale_in_either_order() -> None:
+    # With samples and a `mean` panel, the scale was read from the first-listed model's samples alone; when they showed
+    # one grade, every verdict mapped to that model's grade: grade 1 in one order, 2 in the other, for the same value.
+    from tracejudge.stages.judge.agreement import metric_scales, pair_up
+    from tracejudge.stages.judge.labels import Label, LabelSet
+
+    scales = metric_scales([{"type": "Rubric", "name": "quality", "criteria": "x", "scale": [1, 5]}])
+    assert scales == {"quality": (1.0, 4.0)} and metric_scales([{"type": "Rubric", "criteria": "x"}]) == {"Rubric": (1.0, 4.0)}
+    labels = LabelSet([Label(f"b{i}", "quality", 1.0) for i in range(3)], [])
+    grades = []
+    for order in ((("g1", [1, 1]), ("g2", [2, 2])), (("g2", [2, 2]), ("g1", [1, 1]))):
+        results = [_combined_result(f"b{i}", *order) for i in range(3)]
+        pairs, _ = pair_up(results, labels, scales)
+        grades.append([p.grade for p in pairs["quality"]])
+    assert grades == [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]  # value 0.125 is grade 1.5 on 1..5: a half goes to the lower grade

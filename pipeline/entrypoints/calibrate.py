@@ -75,7 +75,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.core.config import load_config, require_metrics
     from tracejudge.engine import runner
     from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
-    from tracejudge.stages.judge.agreement import need_stats, run_agreement
+    from tracejudge.stages.judge.agreement import metric_scales, need_stats, run_agreement
 
     try:
         need_stats()
@@ -113,7 +113,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
         return EXIT_BAD_INPUT
     print_agreement(block, out, run_dir=outcome.run_dir)
     if args.json is not None:
-        full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None)
+        full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics))
         args.json.write_text(json.dumps({"run_dir": str(outcome.run_dir), **full}, indent=2, default=str) + "\n", encoding="utf-8")
         out.print(f"written: {args.json}", highlight=False)
     if outcome.interrupted:

@@ -85,18 +85,34 @@ class Pair:
     reason: str = ""
 
 
-def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet) -> tuple[dict[str, list[Pair]], dict[str, Any]]:
+def metric_scales(specs: Iterable[Any]) -> dict[str, tuple[float, float]]:
+    """`{metric key: (lowest, span)}` of the graded metrics among a config's metric `specs` (a `scale: [lowest, highest]`,
+    a Rubric's, default 1..5), so a combined value maps to its grade by the metric's own scale, not one guessed from the
+    run's verdicts. Specs without a scale are left out."""
+    out: dict[str, tuple[float, float]] = {}
+    for spec in specs:
+        if not isinstance(spec, dict):
+            continue
+        scale = spec.get("scale", [1, 5] if spec.get("type") == "Rubric" else None)
+        if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(_num(x) for x in scale) and scale[1] > scale[0]:
+            out[str(spec.get("name") or spec.get("type"))] = (float(scale[0]), float(scale[1]) - float(scale[0]))
+    return out
+
+
+def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet,
+            scales: dict[str, tuple[float, float]] | None = None) -> tuple[dict[str, list[Pair]], dict[str, Any]]:
     """`(pairs by metric, counts)`: each labelled verdict, and the label counts, which add up to `total_labels`:
     `matched` (paired with a scored verdict), `not_judged` (the case has the metric, but no scored verdict for the
     label) and `unmatched` (no result of that case, or no result of the run has that metric); `unknown_metrics`
-    maps each labelled metric no result has to its label count. A `Pair.grade` follows the module doc."""
+    maps each labelled metric no result has to its label count. A `Pair.grade` follows the module doc; `scales`
+    (`metric_scales`) gives a metric's scale, else it is read from the run's single verdicts (`_grade_scale`)."""
     results = list(results)
     index = labels.lookup()
     by_metric: dict[str, list[Pair]] = defaultdict(list)
     used: set[tuple[str, str, int | None]] = set()  # labels some result of their case answers (scored or not)
     paired: set[tuple[str, str, int | None]] = set()  # labels paired with at least one scored verdict
     metrics = {lab.metric for lab in labels.labels}
-    scales = {m: _grade_scale(results, m) for m in metrics}
+    scales = {m: (scales or {}).get(m) or _grade_scale(results, m) for m in metrics}
     seen: set[str] = set()  # the labelled metrics some result has
     for res in results:
         cid, trial = str(res.get("case_id")), int(res.get("trial", 0))
@@ -165,14 +181,14 @@ def _exact_pairs(score: dict[str, Any]) -> list[tuple[float, float]]:
 
 def _grade_scale(results: list[dict[str, Any]], metric: str) -> tuple[float, float] | None:
     """`(lowest, span)` with grade = lowest + value × span, as the run's single verdicts of `metric` show it (a Rubric's value is
-    (grade − lowest) / (highest − lowest), JUDGE-METRICS.md); `(g, 0)` when they show one grade only; `None` when they show
-    none, or grades no one line fits."""
+    (grade − lowest) / (highest − lowest), JUDGE-METRICS.md); `None` when they show none, one grade only, or grades no one
+    line fits."""
     pairs = [p for res in results if isinstance(s := (res.get("scores") or {}).get(metric), dict) for p in _exact_pairs(s)]
     if not pairs:
         return None
     (g0, v0), (g1, v1) = min(pairs), max(pairs)
-    if g0 == g1:
-        return (g0, 0.0)
+    if g0 == g1:  # one grade seen: the scale is not known (every combined value would map to that grade)
+        return None
     if v1 == v0:
         return None
     span = (g1 - g0) / (v1 - v0)
@@ -320,10 +336,11 @@ def _shown(x: Any) -> Any:
 
 
 def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
-                    disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False) -> dict[str, Any]:
+                    disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
+                    scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
     first 20) and `metrics.<metric>` from `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label."""
-    pairs, counts = pair_up(results, labels)
+    pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
     problems = [f"{n} label(s) for metric {m!r}: no result of this run has that metric" for m, n in counts["unknown_metrics"].items()]
     problems += labels.problems
@@ -345,15 +362,17 @@ def run_labels(results: list[dict[str, Any]], cfg: Any, extra: LabelSet | None =
     return LabelSet([lab for s in sets for lab in s.labels], [p for s in sets for p in s.problems])
 
 
-def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreements: int | None = SUMMARY_DISAGREEMENTS) -> dict[str, Any]:
-    """The summary's `labels` block for the run in `run_dir` against `cfg` (`judge.labels`); an `error` block instead of raising
-    when the labels or the statistics cannot be had, so a run's summary is always written."""
+def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreements: int | None = SUMMARY_DISAGREEMENTS,
+                  scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+    """The summary's `labels` block for the run in `run_dir` against `cfg` (`judge.labels`; `scales`: `metric_scales` of the
+    run's metrics); an `error` block instead of raising when the labels or the statistics cannot be had, so a run's summary
+    is always written."""
     from tracejudge.engine.store import iter_results
 
     try:
         results = list(iter_results(run_dir))
         labels = run_labels(results, cfg)
         return agreement_block(results, labels, threshold=cfg.threshold, resamples=cfg.resamples, seed=cfg.seed,
-                               disagreements=disagreements, with_cases=with_cases)
+                               disagreements=disagreements, with_cases=with_cases, scales=scales)
     except TracejudgeError as exc:
         return {"error": str(exc), "metrics": {}}

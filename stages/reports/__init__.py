@@ -148,9 +148,9 @@ def finish_run(run_dir: Path, summary: dict[str, Any], config: RunConfig, *, fee
     `in_progress`: who still writes the run, when another process holds it (the verdict is then IN PROGRESS).
     """
     if config.judge is not None and config.judge.labels is not None:
-        from tracejudge.stages.judge.agreement import run_agreement
+        from tracejudge.stages.judge.agreement import metric_scales, run_agreement
 
-        summary["labels"] = run_agreement(run_dir, config.judge.labels)
+        summary["labels"] = run_agreement(run_dir, config.judge.labels, scales=metric_scales(config.metrics))
     _count_budget_skips(summary, config)
     verdict = evaluate_gate(config.assertions, summary, run_dir, seed=config.aggregate.seed, in_progress=in_progress)
     summary["verdict"] = verdict.as_dict()
