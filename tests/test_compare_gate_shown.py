@@ -137,6 +137,18 @@ def test_a_regression_drop_just_beyond_the_limit_shows_its_digits(tmp_path: Path
         assert "delta -0.02001," in text and "allowed drop 0.02" in text
 
 
+def test_the_regression_ci_never_reads_backwards(tmp_path: Path) -> None:
+    # The lower bound had 4 places and the upper as many as it needed: `95% CI of delta [-0.0000, -0.00005]`.
+    import re
+
+    assert _valued(tmp_path, "base", [0.70001] * 5).returncode == 0
+    got = _valued(tmp_path, "cur", [0.69996] * 5, assertions={"regression": {"baseline": "runs/base", "max_mean_drop": 0.0000499}})
+    assert got.returncode == 1, got.stdout + got.stderr
+    for text in _outputs(tmp_path, "cur", got):
+        low, high = re.search(r"95% CI of delta \[([-+0-9.]+), ([-+0-9.]+)\]", text).groups()
+        assert float(low) <= float(high) and len(low.partition(".")[2]) == len(high.partition(".")[2]), text
+
+
 def test_figures_agree_with_the_check_in_every_direction() -> None:
     from tracejudge.stages.aggregate.gate import _kappa_check
     from tracejudge.stages.aggregate.gate_figures import figure, limit
@@ -211,3 +223,20 @@ def test_compare_metric_scored_in_one_run_only_is_named_not_a_row_of_zero_pairs(
     assert "A only: -; B only: TrajectoryMatch" in got.stdout
     rows = [ln.split()[0] for ln in got.stdout.splitlines() if ln.split() and ln.split()[0] in ("ToolCalls", "TrajectoryMatch")]
     assert rows == ["ToolCalls"], got.stdout  # the one-sided metric is no row
+
+
+def test_a_run_folders_name_and_a_bidi_id_are_written_inert(tmp_path: Path) -> None:
+    # `tracejudge report` printed a run folder's name raw (an ESC recoloured the terminal) and report.md's title kept it;
+    # junit.xml kept a bidirectional override in a case id raw (a CI page showed the name backwards).
+    folder = "evil\x1b[31m\u202ex"
+    got = _run(tmp_path, "a", [_case("ab\u202ecd", "t")], [{"type": "ToolCalls"}])
+    assert got.returncode in (0, 1), got.stderr
+    (tmp_path / "runs" / "a").rename(tmp_path / "runs" / folder)
+    rep = _tj(tmp_path, "report", f"runs/{folder}")
+    assert rep.returncode in (0, 1), rep.stderr
+    assert not [c for c in RAW if c in rep.stdout + rep.stderr], rep.stdout
+    assert "evil\\x1b[31m\\u{202e}x" in rep.stdout
+    title = (tmp_path / "runs" / folder / "report.md").read_text().splitlines()[0]
+    assert title == "# tracejudge report: evil\\x1b[31m\\u{202e}x", title
+    junit = (tmp_path / "runs" / folder / "junit.xml").read_text()
+    assert "\u202e" not in junit and 'name="ab\\u202ecd [trial 0, escaped]"' in junit

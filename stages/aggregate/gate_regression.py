@@ -88,8 +88,13 @@ def _metric_check(key: str, md: MetricDelta, reg: RegressionRule, base: Path, di
     ok = not too_big or noise
     # Each figure printed with the places that show how it compares: a drop of 0.02001 is not "-0.0200" beside 0.02.
     delta = figure(md.delta or 0.0, -reg.max_mean_drop, not too_big, sign=True)
-    ci = "" if md.ci95 is None else \
-        f", 95% CI of delta [{md.ci95[0]:+.4f}, {figure(md.ci95[1], 0.0, delta_is_noise(md), sign=True)}]"
+    ci = ""
+    if md.ci95 is not None:
+        # The upper bound carries the places that show which side of 0 it lies; the lower takes as many, so the
+        # interval never reads backwards (`[-0.0000, -0.00005]`).
+        upper = figure(md.ci95[1], 0.0, delta_is_noise(md), sign=True)
+        places = len(upper.partition(".")[2]) if "." in upper else 4
+        ci = f", 95% CI of delta [{md.ci95[0]:+.{places}f}, {upper}]"
     if too_big and noise:
         tail = "; the drop is within noise (the CI reaches 0)"
     elif too_big and reg.noise == "ci":

@@ -40,6 +40,7 @@ from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from tracejudge.core.inert_text import INVISIBLE
 from tracejudge.core.records import score_counts
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.engine.rendered import Finished, attr, testcase_end, text
@@ -53,8 +54,9 @@ _COPY = 1 << 20  # bytes a read when the suites are copied into the document
 _attr, _text = attr, text
 
 # Characters an id is escaped for: control characters (C0, DEL, C1), lone surrogates, and U+FFFE / U+FFFF (XML 1.0
-# cannot carry most of them even escaped; a viewer shows none of them).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# cannot carry most of them even escaped; a viewer shows none of them), and the characters that hide or reorder text
+# (`inert_text.INVISIBLE`: a bidirectional override would show a CI page's name backwards).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]|" + INVISIBLE)
 # A tail that names give themselves (` [trial 2]`, ` [trial 0, escaped]`): an id ending so is escaped, so that no two
 # (case, trial) pairs share a name.
 _TRIAL_TAIL = re.compile(r" \[trial [0-9]+(?:, escaped)?\]\Z")
@@ -62,7 +64,7 @@ _TRIAL_TAIL = re.compile(r" \[trial [0-9]+(?:, escaped)?\]\Z")
 
 def _escape_char(m: re.Match[str]) -> str:
     c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}"
 
 
 def testcase_name(case_id: str, trial: int, multi: bool) -> str:

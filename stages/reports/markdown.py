@@ -78,7 +78,7 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     total = summary.get("results", 0)
     status = summary.get("status", {})
     ok = status.get("ok", 0)
-    lines = [f"# {title}", "", f"**Verdict: {verdict.word}**", ""]
+    lines = [f"# {_text(title)}", "", f"**Verdict: {verdict.word}**", ""]  # (the title names the run's folder)
     for c in verdict.checks:
         lines.append(f"- {'ok' if c.ok else '**FAIL**'} `{_text(c.name)}`: {_text(c.detail)}")
     if not verdict.checks:

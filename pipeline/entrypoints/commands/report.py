@@ -77,20 +77,25 @@ def command(args: argparse.Namespace, err: Console) -> int:
     one_off = args.baseline is not None and in_place
     write = writable and not one_off and not (in_progress and in_place)
     summary, verdict = rebuild(run_dir, baseline=args.baseline, on_skipped=skipped, write=write, in_progress=in_progress)
+    from tracejudge.core.inert_text import visible
+
+    def shown(path: object) -> str:  # a run directory's name is the user's (or a trace store's): printed inert
+        return visible(str(path))
+
     out = stdout_console()
     print_summary(summary, out)
     if in_progress and in_place:
-        out.print(f"computed from {run_dir / 'results.jsonl'} so far: the run is still in progress ({in_progress} holds it), so "
-                  "summary.json and the reports are left for it to write when it finishes", highlight=False, soft_wrap=True)
+        out.print(f"computed from {shown(run_dir / 'results.jsonl')} so far: the run is still in progress ({in_progress} holds it), so "
+                  "summary.json and the reports are left for it to write when it finishes", highlight=False, markup=False, soft_wrap=True)
     elif write:
-        out.print(f"rebuilt from {run_dir / 'results.jsonl'}: summary.json, report.md, junit.xml, report.html", highlight=False)
+        out.print(f"rebuilt from {shown(run_dir / 'results.jsonl')}: summary.json, report.md, junit.xml, report.html", highlight=False, markup=False)
     elif writable:
-        out.print(f"computed from {run_dir / 'results.jsonl'} against the baseline {args.baseline}; summary.json and the reports "
-                  f"in {run_dir} are left as the run wrote them (--out DIR writes this comparison's reports to a copy)",
-                  highlight=False, soft_wrap=True)
+        out.print(f"computed from {shown(run_dir / 'results.jsonl')} against the baseline {shown(args.baseline)}; summary.json and the reports "
+                  f"in {shown(run_dir)} are left as the run wrote them (--out DIR writes this comparison's reports to a copy)",
+                  highlight=False, markup=False, soft_wrap=True)
     else:
-        out.print(f"computed from {run_dir / 'results.jsonl'}; {run_dir} cannot be written (read-only), so summary.json and the "
-                  "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, soft_wrap=True)
+        out.print(f"computed from {shown(run_dir / 'results.jsonl')}; {shown(run_dir)} cannot be written (read-only), so summary.json and the "
+                  "reports there are left as they are (--out DIR writes them to a copy)", highlight=False, markup=False, soft_wrap=True)
     # A copy (`--out`) of one run resumes as that run: the command is the original's, which the copy does not record.
     one_run = len(dirs) == 1 and not shards.is_shard(dirs[0]) and not shards.is_merge(dirs[0])
     if not one_run:
