@@ -402,3 +402,16 @@ def test_a_password_in_the_judges_url_is_kept_nowhere_in_the_cache_or_the_run_di
     assert again["judge"]["cache_hits"] == 3 and sim.stats.requests == 3  # the key is the real URL's, as before
     resumed = run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 3), judge={"base_url": url, "api_key_env": None})
     assert resumed["status"] == {"ok": 3} and sim.stats.requests == 3  # the same run resumes: its recorded config is the same
+
+
+def test_a_user_in_the_judges_url_beside_a_key_is_a_config_error(simulator, tmp_path, monkeypatch):
+    # Both go in the Authorization header; aiohttp refused every request, and each case read "the agent raised…".
+    from tracejudge.core.errors import ConfigError
+
+    sim = simulator()
+    monkeypatch.setenv("TJ_TEST_KEY", "sk-test-0000")
+    url = sim.url.replace("http://", "http://bob:Pw0rdXYZ@") + "/v1"
+    with pytest.raises(ConfigError) as err:
+        run_config(tmp_path, sim.url, write_cases(tmp_path / "c.jsonl", 1), judge={"base_url": url, "api_key_env": "TJ_TEST_KEY"})
+    assert str(err.value).startswith("judge.base_url: it holds a user name before its host") and "Pw0rdXYZ" not in str(err.value)
+    assert sim.stats.requests == 0

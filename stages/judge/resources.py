@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import ConfigError
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.cache import DiskJudgeCache
+from tracejudge.llm.wire.payload import public_url
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.stages.judge.panel import member_key, panel_members
 
@@ -20,7 +22,8 @@ def api_key(config: RunConfig) -> str | None:
     """The judge API key from the environment variable the config names.
 
     Raises `ConfigError` naming the variable (never its value) when it is
-    named but unset; with a panel (`judge.models`), also when a member's is,
+    named but unset, or when an OpenAI-style `base_url` also holds a user (`http://user:…@host`: both would be
+    the Authorization header); with a panel (`judge.models`), also when a member's is,
     or the panel cannot be built (`tracejudge.stages.judge.panel`), so the run
     stops before it starts.
     """
@@ -33,6 +36,12 @@ def api_key(config: RunConfig) -> str | None:
     value = os.environ.get(judge.api_key_env)
     if not value:
         raise ConfigError(f"judge.api_key_env: the environment variable {judge.api_key_env} is not set")
+    if judge.provider == "openai" and judge.base_url and urlsplit(judge.base_url).username is not None:
+        # The key goes as `Authorization: Bearer …`, the URL's user as `Authorization: Basic …`: one request cannot carry
+        # both (aiohttp refuses it per request, which read as a failure of every case).
+        raise ConfigError(f"judge.base_url: it holds a user name before its host ({public_url(judge.base_url)}) and "
+                          f"judge.api_key_env ({judge.api_key_env}) gives a key; both would go in the one Authorization "
+                          "header: take the credentials out of the URL, or set api_key_env: null")
     return value
 
 
