@@ -30,7 +30,6 @@ _INVISIBLE = "[\u00ad\u180e\u200b\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\u
 _ESCAPES = "x[0-9a-fA-F]{2}|u\\{[0-9a-fA-F]+\\}"  # what `visible` writes for a character it shows
 CONTROL = re.compile(_CONTROLS)
 INVISIBLE = re.compile(_INVISIBLE)
-INVISIBLE = _INVISIBLE  # the class of those characters, for escapers of their own (junit.xml's names)
 _SHOWN = re.compile(f"(\\\\+)(?={_ESCAPES})|(\\\\*)({_CONTROLS})|(\\\\*)({_INVISIBLE})")
 DOUBLED = re.compile(f"\\\\(?={_ESCAPES}|{_CONTROLS}|{_INVISIBLE})")  # a backslash `visible` doubles
 

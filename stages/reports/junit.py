@@ -56,7 +56,7 @@ _attr, _text = attr, text
 # Characters an id is escaped for: control characters (C0, DEL, C1), lone surrogates, and U+FFFE / U+FFFF (XML 1.0
 # cannot carry most of them even escaped; a viewer shows none of them), and the characters that hide or reorder text
 # (`inert_text.INVISIBLE`: a bidirectional override would show a CI page's name backwards).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]|" + INVISIBLE)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]|" + INVISIBLE.pattern)
 # A tail that names give themselves (` [trial 2]`, ` [trial 0, escaped]`): an id ending so is escaped, so that no two
 # (case, trial) pairs share a name.
 _TRIAL_TAIL = re.compile(r" \[trial [0-9]+(?:, escaped)?\]\Z")
