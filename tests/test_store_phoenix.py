@@ -20,31 +20,31 @@ from tracejudge.entrypoints.cli import main
 if importlib.util.find_spec("phoenix") is None or importlib.util.find_spec("phoenix.server") is None:
     pytest.skip("arize-phoenix (the stores extra) is not installed", allow_module_level=True)
 pytest.importorskip("openinference.instrumentation.openai")
-from stores.servers import free_port, sweep_config, phoenix_server  # noqa: E402
+from stores.servers import FlakyJudge, free_port, sweep_config, phoenix_server  # noqa: E402
 
 LOADER = Path(__file__).resolve().parent / "stores" / "load_phoenix.py"
 
 
-def _spans(url: str) -> int:
+def _spans(url: str, project: str = "agents") -> int:
     """Spans Phoenix holds in the project (0 before its first span made it)."""
     import httpx
     from phoenix.client import Client
 
     try:
-        return len(Client(base_url=url).spans.get_spans(project_identifier="agents", limit=10_000))
+        return len(Client(base_url=url).spans.get_spans(project_identifier=project, limit=10_000))
     except httpx.HTTPStatusError as exc:
         if exc.response.status_code == 404:
             return 0
         raise
 
 
-def _load(url: str, *tasks: str) -> list[str]:
+def _load(url: str, *tasks: str, project: str = "agents") -> list[str]:
     """Trace `tasks` into Phoenix and wait until it has stored every span: it takes OTLP in and inserts in the background."""
-    before = _spans(url)
-    out = subprocess.run([sys.executable, str(LOADER), url, "agents", *tasks], capture_output=True, text=True, timeout=180, check=True)
+    before = _spans(url, project)
+    out = subprocess.run([sys.executable, str(LOADER), url, project, *tasks], capture_output=True, text=True, timeout=180, check=True)
     sent = json.loads(out.stdout.strip().splitlines()[-1])
     deadline = time.monotonic() + 120
-    while (held := _spans(url)) < before + sent["spans"]:
+    while (held := _spans(url, project)) < before + sent["spans"]:
         assert time.monotonic() < deadline, f"Phoenix holds {held} spans, {before + sent['spans']} were sent"
         time.sleep(0.2)
     return sent["ids"]
@@ -71,7 +71,7 @@ def test_spans_in_annotations_back_on_the_root_spans_once(server, tmp_path, caps
     assert [calls[i] for i in ids] == [2, 1, 2]  # sequence, failing, parallel: read from the tool spans
     capsys.readouterr()
     assert main(["export", str(tmp_path / "run"), "--to", "phoenix", "--url", url]) == 0
-    assert "exported 6 annotations to Phoenix (0 already there, 0 traces not found)" in capsys.readouterr().err
+    assert "exported 6 annotations to Phoenix (6 new, 0 updated, 0 already there, 0 traces not found)" in capsys.readouterr().err
     px = Client(base_url=url)
     roots = {s["context"]["trace_id"]: s["context"]["span_id"] for s in px.spans.get_spans(project_identifier="agents", parent_id="null", limit=100)}
     for cid, r in results.items():
@@ -83,7 +83,7 @@ def test_spans_in_annotations_back_on_the_root_spans_once(server, tmp_path, caps
             assert got[name]["result"]["explanation"] == score["reason"]
         assert got["TaskCompletion"]["annotator_kind"] == "LLM" and got["MaxToolCalls"]["annotator_kind"] == "CODE"
     assert main(["export", str(tmp_path / "run"), "--to", "phoenix", "--url", url]) == 0
-    assert "exported 0 annotations to Phoenix (6 already there" in capsys.readouterr().err
+    assert "exported 0 annotations to Phoenix (0 new, 0 updated, 6 already there" in capsys.readouterr().err
     assert len(px.spans.get_span_annotations(span_ids=list(roots.values()), project_identifier="agents")) == 6
 
 
@@ -127,3 +127,141 @@ def test_a_span_listed_twice_is_read_once(server):
     assert [c.name for c in twice.trace.tool_calls()] == ["get_weather", "convert_temperature"]  # the `sequence` recording's
     assert twice.model_dump() == single.model_dump()
     assert "duplicates" not in twice.metadata["otel"]
+
+
+def _results(run_dir: Path) -> dict:
+    from tracejudge.engine import store
+
+    return {r["case_id"]: r for r in store.iter_results(run_dir)}
+
+
+def _annotations(url: str, project: str, trace_ids: list[str]) -> dict[str, dict[str, dict]]:
+    """trace id → annotation name → the annotation, on each trace's root span."""
+    from phoenix.client import Client
+
+    px = Client(base_url=url)
+    roots = {s["context"]["span_id"]: s["context"]["trace_id"]
+             for s in px.spans.get_spans(project_identifier=project, parent_id="null", limit=1000) if s["context"]["trace_id"] in trace_ids}
+    out: dict[str, dict[str, dict]] = {t: {} for t in trace_ids}
+    for a in px.spans.get_span_annotations(span_ids=list(roots), project_identifier=project):
+        assert a["name"] not in out[roots[a["span_id"]]], a  # one per (span, metric, run, trial): one run, one trial here
+        out[roots[a["span_id"]]][a["name"]] = a
+    return out
+
+
+def test_a_resumed_run_replaces_what_it_exported(server, tmp_path, capsys):
+    # A night whose judge failed was exported (no score), then resumed to verdicts: exporting again must bring the
+    # annotations to the verdicts, not count the stale ones as "already there".
+    url, _ = server
+    ids = _load(url, "sequence", "failing", project="resume")
+    run = tmp_path / "run"
+    with FlakyJudge() as judge:
+        cfg = sweep_config(tmp_path, "phoenix", {"url": url, "project": "resume"}, max_calls=1, judge_url=judge.url)
+        assert main(["run", str(cfg), "--no-progress"]) == 1
+        assert main(["export", str(run), "--to", "phoenix", "--url", url]) == 0
+        assert all(got["TaskCompletion"]["result"]["score"] is None for got in _annotations(url, "resume", ids).values())
+        judge.fixed = True
+        assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    results = _results(run)
+    assert {r["status"] for r in results.values()} == {"ok"}
+    capsys.readouterr()
+    assert main(["export", str(run), "--to", "phoenix", "--url", url]) == 0
+    assert "exported 4 annotations to Phoenix (0 new, 4 updated, 0 already there, 0 traces not found)" in capsys.readouterr().err
+    for tid, got in _annotations(url, "resume", ids).items():
+        score = results[tid]["scores"]["TaskCompletion"]
+        assert got["TaskCompletion"]["result"]["score"] == score["value"] is not None
+        assert got["TaskCompletion"]["result"]["label"] == ("pass" if score["passed"] else "fail")
+        assert got["MaxToolCalls"]["metadata"]["tracejudge.status"] == "ok"
+    assert main(["export", str(run), "--to", "phoenix", "--url", url]) == 0
+    assert "exported 0 annotations to Phoenix (0 new, 0 updated, 4 already there" in capsys.readouterr().err
+
+
+def test_a_deleted_trace_is_not_found_once_and_the_others_are_annotated(server, tmp_path, capsys):
+    # Phoenix answers 404 to a whole batch when one of its spans is gone: that used to fail every export, for good.
+    import httpx
+
+    url, _ = server
+    ids = _load(url, "sequence", "failing", "parallel", project="gone")
+    run = tmp_path / "run"
+    assert main(["run", str(sweep_config(tmp_path, "phoenix", {"url": url, "project": "gone"}, max_calls=1)), "--no-progress"]) in (0, 1)
+    assert httpx.delete(f"{url}/v1/traces/{ids[1]}").status_code == 204
+    capsys.readouterr()
+    assert main(["export", str(run), "--to", "phoenix", "--url", url]) == 0
+    assert "exported 4 annotations to Phoenix (4 new, 0 updated, 0 already there, 1 traces not found)" in capsys.readouterr().err
+    got = _annotations(url, "gone", [ids[0], ids[2]])
+    assert all(set(g) == {"MaxToolCalls", "TaskCompletion"} for g in got.values())
+    assert main(["export", str(run), "--to", "phoenix", "--url", url]) == 0
+    assert "exported 0 annotations to Phoenix (0 new, 0 updated, 4 already there, 1 traces not found)" in capsys.readouterr().err
+    # None of the run's traces there: the wrong project or server, most likely; said, and not exit 0.
+    for tid in (ids[0], ids[2]):
+        assert httpx.delete(f"{url}/v1/traces/{tid}").status_code == 204
+    assert main(["export", str(run), "--to", "phoenix", "--url", url]) == 2
+    assert "holds none of the run's 3 traces" in capsys.readouterr().err
+
+
+def test_a_capped_nightly_sweep_reads_oldest_first_and_every_trace_over_the_nights(server, tmp_path, capsys):
+    # max_traces 1 with the default overlap (600 s): Phoenix listed newest first, so the older traces were never read.
+    url, _ = server
+    ids = _load(url, "sequence", "failing", "parallel", project="capped")
+    cfg = sweep_config(tmp_path, "phoenix", {"url": url, "project": "capped", "start": "last_run", "max_traces": 1}, max_calls=1)
+    warned = []
+    for _ in range(4):
+        assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+        warned.append("cut the window" in capsys.readouterr().err)
+    assert [json.loads(x)["case_id"] for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()] == ids
+    assert warned == [True, True, False, False]  # the third night read the last one: nothing was left
+
+
+def _two_roots(url: str, project: str) -> str:
+    """One trace holding two agent runs (two root spans, each calling a tool), sent over OTLP/HTTP; its trace id."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+    trace_id = RandomIdGenerator().generate_trace_id()
+
+    class OneTrace(RandomIdGenerator):
+        def generate_trace_id(self) -> int:
+            return trace_id
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "agent", "openinference.project.name": project}), id_generator=OneTrace())
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
+    tracer = provider.get_tracer("agent")
+    for question, tool in (("look up p", "lookup"), ("store q", "store")):
+        with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT", "input.value": question}) as root:
+            with tracer.start_as_current_span(tool, attributes={"openinference.span.kind": "TOOL", "tool.name": tool, "input.value": "{}"}) as call:
+                call.set_attribute("output.value", "done")
+            root.set_attribute("output.value", f"{tool} done")
+        time.sleep(0.01)
+    provider.shutdown()
+    return format(trace_id, "032x")
+
+
+def test_a_trace_with_two_root_spans_is_one_case_whatever_the_page_size(server, tmp_path):
+    url, _ = server
+    trace_id = _two_roots(url, "tworoots")
+    deadline = time.monotonic() + 60
+    while _spans(url, "tworoots") < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    got = {}
+    for size in (1, 50):
+        where = tmp_path / f"page{size}"
+        where.mkdir()
+        assert main(["run", str(sweep_config(where, "phoenix", {"url": url, "project": "tworoots", "page_size": size}, max_calls=1)),
+                     "--no-progress"]) in (0, 1)
+        got[size] = [json.loads(x) for x in (where / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["case_id"] for r in got[1]] == [trace_id] and got[1][0]["status"] == "ok", got[1]
+    assert got[1][0]["scores"]["MaxToolCalls"]["details"] == got[50][0]["scores"]["MaxToolCalls"]["details"]
+    assert got[1][0]["scores"]["MaxToolCalls"]["details"]["count"] == 2
+
+
+def test_a_quiet_night_extracts_no_cases_and_says_so(server, tmp_path, capsys):
+    url, _ = server
+    cfg = sweep_config(tmp_path, "phoenix", {"url": url, "project": "agents", "start": "2099-01-01T00:00:00Z"}, max_calls=1)
+    assert main(["extract", str(cfg), "-o", str(tmp_path / "cases.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "wrote 0 cases" in err and "no traces were in the window" in err and url in err, err
+    assert (tmp_path / "cases.jsonl").read_text() == ""

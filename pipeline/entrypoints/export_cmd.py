@@ -7,9 +7,10 @@ expanded as `report` does: the unsharded name of shard directories stands for
 all of them, and a directory given twice is read once. A table's PATH must lie
 outside every run read and, if a regular file, must not exist unless `--force` is given
 (a device or FIFO is written into, a symlink followed; Parquet refuses a FIFO); `--to csv -`
-writes to stdout. Exit status: 0 written, 2 bad arguments or a missing extra, 3 a
-store that is down or refused a write (one line; what was written stays
-consistent and the same command resumes).
+writes to stdout. Exit status: 0 written, 2 bad arguments or a missing extra (or a
+store holding none of the run's traces: the wrong server or project), 3 a store that
+is down or refused a write (one line; what was written stays consistent and the same
+command resumes).
 """
 
 from __future__ import annotations
@@ -92,6 +93,21 @@ def _check_path(kind: str, path: Path, runs: list[Path], force: bool) -> None:
         raise TracejudgeError(f"--to {kind} {path}: exists; give another path, or --force to overwrite it")
 
 
+def _tally_line(tally: dict[str, int], what: str, url: str | None) -> str:
+    """What a store export did, in words; `TracejudgeError` (exit 2) when the store held none of the run's traces."""
+    if tally["traces"] and tally["missing"] == tally["traces"]:
+        # Every trace missing is a wrong --url/--project/--tracking-uri far more often than a store that deleted them all:
+        # exit 0 would let a nightly job "export" nothing, unnoticed, every night.
+        from tracejudge.stages.extract.remote import safe_url
+
+        store = f" at {safe_url(url)}" if url else ""
+        raise TracejudgeError(f"the store{store} holds none of the run's {tally['traces']} traces: is it the server "
+                              f"(and project) the run read? nothing was exported")
+    extra = f", {tally['duplicates']} duplicates deleted" if tally.get("duplicates") else ""
+    return (f"{tally['written'] + tally['updated']} {what} ({tally['written']} new, {tally['updated']} updated, "
+            f"{tally['skipped']} already there, {tally['missing']} traces not found{extra})")
+
+
 def command(args: argparse.Namespace, err: Console) -> int:
     """Run `tracejudge export`; returns the exit status (see the module docstring)."""
     from tracejudge.engine import shards
@@ -120,12 +136,12 @@ def command(args: argparse.Namespace, err: Console) -> int:
             from tracejudge.stages.export import mlflow_sink
 
             tally = mlflow_sink.export(dirs, tracking_uri=args.tracking_uri)
-            what = f"{tally['written']} assessments to MLflow ({tally['skipped']} already there, {tally['missing']} traces not found)"
+            what = _tally_line(tally, "assessments to MLflow", args.tracking_uri)
         else:
             from tracejudge.stages.export import phoenix_sink
 
             tally = phoenix_sink.export(dirs, url=args.url, project=args.project)
-            what = f"{tally['written']} annotations to Phoenix ({tally['skipped']} already there, {tally['missing']} traces not found)"
+            what = _tally_line(tally, "annotations to Phoenix", args.url)
     except Unreachable as exc:
         err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
         return 3

@@ -8,17 +8,31 @@ source being `LLM_JUDGE` with the judge model for a judge metric, `CODE` with
 `tracejudge.run` (`<config hash 12>@<run start>`), `tracejudge.trial`,
 `tracejudge.passed`, `tracejudge.status`.
 
-Idempotent and resumable: before writing on a trace, its assessments are read and a
-(metric, run, trial) already there is skipped, so exporting twice, or again after an
-interrupted export, leaves one assessment each. A trace the server does not hold is
-counted as missing. A server that is down or fails a write raises `Unreachable`
-naming the URL; every assessment written before is whole (one request each).
+An export brings the server to what `results.jsonl` says now, one assessment per (trace,
+metric, run, trial): before writing on a trace, its assessments are read; one that says
+the same is left (`skipped`), one that says something else (a resumed run redid a
+`judge_error`) is replaced by the new one, which is written first and the old one then
+deleted (`updated`), and copies of one key are deleted but one. So exporting twice, or
+again after an interrupted export, writes nothing twice.
+
+A create is never sent twice blindly: MLflow's client re-sends a POST whose answer timed
+out, and a slow server then holds every copy. Here a create is one attempt; after a failure
+the trace is read again, and a create that landed counts as written (else it is sent
+again, at most `ATTEMPTS` times). A copy that lands after that look is deleted when the
+export re-reads the traces it was unsure of at its end, or by the next export.
+
+A trace the server does not hold is counted as not found (`missing`: traces, not scores).
+A server that is down, too slow, answers an error or answers what is not JSON raises
+`Unreachable` naming the URL; what was written before stays consistent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +40,14 @@ from tracejudge.core.errors import TracejudgeError, Unreachable
 from tracejudge.engine import store
 from tracejudge.stages.export import require
 from tracejudge.stages.export.table import run_info
-from tracejudge.stages.extract.remote import probe, safe_url
+from tracejudge.stages.extract.remote import mlflow_limits, probe, safe_url, store_failure
 
-__all__ = ["export", "run_key"]
+__all__ = ["ATTEMPTS", "export", "run_key"]
+
+ATTEMPTS = 3
+_RETRIED = ("INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED")  # a server's transient answers
+
+Key = tuple[str, str, str]  # (metric, run, trial)
 
 
 def run_key(run_dir: Path) -> str:
@@ -38,38 +57,144 @@ def run_key(run_dir: Path) -> str:
     return f"{(info['config_hash'] or '?')[:12]}@{started}"
 
 
-def _existing(trace: Any) -> set[tuple[str, str, str]]:
-    out = set()
+def _ours(trace: Any) -> dict[Key, list[Any]]:
+    out: dict[Key, list[Any]] = {}
     for a in getattr(trace.info, "assessments", None) or []:
         meta = a.metadata or {}
-        if "tracejudge.run" in meta:
-            out.add((a.name, str(meta["tracejudge.run"]), str(meta.get("tracejudge.trial"))))
+        if "tracejudge.run" in meta and getattr(a, "valid", True) is not False:
+            out.setdefault((a.name, str(meta["tracejudge.run"]), str(meta.get("tracejudge.trial"))), []).append(a)
     return out
 
 
+def _wanted(result: dict[str, Any], name: str, score: dict[str, Any], key: str, trial: str) -> dict[str, Any]:
+    judge = score.get("judge") or {}
+    return {"name": name, "value": score.get("value"), "rationale": score.get("reason") or None,
+            "source": ("LLM_JUDGE", str(judge["model"])) if judge.get("model") else ("CODE", "tracejudge"),
+            "metadata": {"tracejudge.run": key, "tracejudge.trial": trial, "tracejudge.status": str(result.get("status")),
+                         "tracejudge.passed": str(score.get("passed"))}}
+
+
+def _same(a: Any, want: dict[str, Any]) -> bool:
+    """Whether assessment `a` says what `want` would write (value or its absence, reason, source, our metadata)."""
+    error = getattr(a, "error", None)
+    if want["value"] is None:
+        if error is None or a.value is not None or (error.error_message or "") != (want["rationale"] or ""):
+            return False
+    elif error is not None or a.value != want["value"]:
+        return False
+    meta = a.metadata or {}
+    return ((a.rationale or None) == want["rationale"] and (a.source.source_type, a.source.source_id) == want["source"]
+            and all(meta.get(k) == v for k, v in want["metadata"].items()))
+
+
+@contextlib.contextmanager
+def _one_attempt() -> Iterator[None]:
+    # MLflow's client retries every method, POST included, on a read timeout: a create the slow server did
+    # commit was sent again (three assessments of one score). For the create, no client retry; `_create` retries.
+    before = os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES")
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("MLFLOW_HTTP_REQUEST_MAX_RETRIES", None)
+        else:
+            os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = before
+
+
+class _Sink:
+    def __init__(self, uri: str) -> None:
+        import mlflow
+        from mlflow.exceptions import MlflowException
+
+        self.mlflow, self.MlflowException = mlflow, MlflowException
+        mlflow.set_tracking_uri(uri)
+        self.client = mlflow.MlflowClient(tracking_uri=uri)
+        self.tally = {"written": 0, "updated": 0, "skipped": 0, "duplicates": 0, "missing": 0, "traces": 0}
+        self.unsure: dict[str, dict[Key, str]] = {}  # trace → key → the id written, for traces where a create was retried
+
+    def lookup(self, trace_id: str) -> dict[Key, list[Any]] | None:
+        """Our assessments on `trace_id` by key; None when the server does not hold the trace."""
+        try:
+            return _ours(self.client.get_trace(trace_id, display=False))
+        except self.MlflowException as exc:
+            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return None
+            raise
+
+    def delete(self, trace_id: str, assessment: Any) -> None:
+        try:
+            self.mlflow.delete_assessment(trace_id=trace_id, assessment_id=assessment.assessment_id)
+        except self.MlflowException as exc:
+            if exc.error_code != "RESOURCE_DOES_NOT_EXIST":  # (already gone: what deleting wanted)
+                raise
+
+    def create(self, trace_id: str, want: dict[str, Any], key: Key) -> Any:
+        """Write `want` once: one attempt at a time, and after a failed one, a look at whether it landed."""
+        from mlflow.entities import AssessmentError, AssessmentSource
+
+        error = None if want["value"] is not None else AssessmentError(error_code="NOT_COMPUTED", error_message=want["rationale"] or "")
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                with _one_attempt():
+                    return self.mlflow.log_feedback(trace_id=trace_id, name=want["name"], value=want["value"], error=error,
+                                                    source=AssessmentSource(source_type=want["source"][0], source_id=want["source"][1]),
+                                                    rationale=want["rationale"], metadata=want["metadata"])
+            except (self.MlflowException, OSError) as exc:
+                transient = store_failure(exc)[0] == "unreachable" or getattr(exc, "error_code", None) in _RETRIED
+                if not transient or attempt == ATTEMPTS:
+                    raise
+            self.unsure.setdefault(trace_id, {})
+            time.sleep(attempt)  # a slow server gets a moment to commit what it was sent
+            landed = [a for a in ((self.lookup(trace_id) or {}).get(key) or []) if _same(a, want)]
+            if landed:
+                return landed[0]
+        raise AssertionError("unreachable")  # (the loop returns or raises)
+
+    def put(self, trace_id: str, have: dict[Key, list[Any]], key: Key, want: dict[str, Any]) -> None:
+        """Bring `key` on `trace_id` to `want`: leave it, replace it, or write it; one assessment of it in the end."""
+        olds = have.get(key) or []
+        keep = next((a for a in olds if _same(a, want)), None)
+        if keep is None:
+            keep = self.create(trace_id, want, key)
+            self.tally["updated" if olds else "written"] += 1
+        else:
+            self.tally["skipped"] += 1
+            self.tally["duplicates"] += len(olds) - 1
+        for a in olds:
+            if a.assessment_id != keep.assessment_id:
+                self.delete(trace_id, a)
+        have[key] = [keep]
+        if trace_id in self.unsure:
+            self.unsure[trace_id][key] = keep.assessment_id
+
+    def settle(self) -> None:
+        """Delete a copy a slow server committed after `create` looked: on the traces a create was retried on."""
+        for trace_id, kept in self.unsure.items():
+            for key, found in (self.lookup(trace_id) or {}).items():
+                if key in kept:
+                    for a in found:
+                        if a.assessment_id != kept[key]:
+                            self.delete(trace_id, a)
+                            self.tally["duplicates"] += 1
+
+
 def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[str, int]:
-    """Write every score of `run_dirs` to the MLflow server; returns `{"written", "skipped", "missing"}`.
+    """Bring the MLflow server to the scores of `run_dirs`; returns `{"written", "updated", "skipped", "duplicates", "missing",
+    "traces"}` (`missing` of `traces` looked up were not there; `duplicates` deleted).
 
     Raises `TracejudgeError` without a tracking URI, `MissingExtra` without
-    mlflow, `Unreachable` (URL named, no credential) when the server is down or
-    refuses a write.
+    mlflow, `Unreachable` (URL named, no credential) when the server is down,
+    too slow, answers what is not JSON or refuses a write.
     """
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise TracejudgeError("--to mlflow needs --tracking-uri (or MLFLOW_TRACKING_URI)")
     probe(uri, "/health")
     require("mlflow")
-    # MLflow retries a dead server for minutes by default; an export should say so in seconds.
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
-    import mlflow
-    from mlflow.entities import AssessmentError, AssessmentSource
-    from mlflow.exceptions import MlflowException
-
-    mlflow.set_tracking_uri(uri)
-    client = mlflow.MlflowClient(tracking_uri=uri)
-    tally = {"written": 0, "skipped": 0, "missing": 0}
-    seen: dict[str, set[tuple[str, str, str]] | None] = {}
+    mlflow_limits()  # MLflow retries a dead server for minutes by default; an export should say so in seconds
+    sink = _Sink(uri)
+    seen: dict[str, dict[Key, list[Any]] | None] = {}
     try:
         for run_dir in run_dirs:
             key = run_key(run_dir)
@@ -81,36 +206,33 @@ def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[st
                 if trace_id not in seen:
                     if len(seen) > 10_000:
                         seen.clear()  # memory stays flat on a large run; a trace seen again is re-read
-                    try:
-                        seen[trace_id] = _existing(client.get_trace(trace_id, display=False))
-                    except MlflowException as exc:
-                        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
-                            raise
-                        seen[trace_id] = None
+                    seen[trace_id] = sink.lookup(trace_id)
+                    sink.tally["traces"] += 1
+                    sink.tally["missing"] += seen[trace_id] is None
                 have = seen[trace_id]
                 if have is None:
-                    tally["missing"] += len(scores)
                     continue
                 trial = str(result.get("trial") or 0)
                 for name, score in scores.items():
-                    if (name, key, trial) in have:
-                        tally["skipped"] += 1
-                        continue
-                    judge = score.get("judge") or {}
-                    source = (AssessmentSource(source_type="LLM_JUDGE", source_id=str(judge["model"])) if judge.get("model")
-                              else AssessmentSource(source_type="CODE", source_id="tracejudge"))
-                    value = score.get("value")
-                    meta = {"tracejudge.run": key, "tracejudge.trial": trial, "tracejudge.status": str(result.get("status")),
-                            "tracejudge.passed": str(score.get("passed"))}
-                    error = None if value is not None else AssessmentError(error_code="NOT_COMPUTED", error_message=score.get("reason") or "")
-                    mlflow.log_feedback(trace_id=trace_id, name=name, value=value, source=source, rationale=score.get("reason") or None,
-                                        metadata=meta, error=error)
-                    have.add((name, key, trial))
-                    tally["written"] += 1
-    except MlflowException as exc:
-        raise Unreachable(f"{safe_url(uri)}: MLflow refused the export after {tally['written']} assessments "
-                          f"({str(exc).splitlines()[0][:200]}); the same command resumes") from None
-    except OSError as exc:
-        raise Unreachable(f"{safe_url(uri)} cannot be reached after {tally['written']} assessments ({type(exc).__name__}); "
-                          "the same command resumes") from None
-    return tally
+                    try:
+                        sink.put(trace_id, have, (name, key, trial), _wanted(result, name, score, key, trial))
+                    except sink.MlflowException as exc:
+                        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                            raise
+                        seen[trace_id] = None  # deleted while the export ran
+                        sink.tally["missing"] += 1
+                        break
+        sink.settle()
+    except (sink.MlflowException, OSError, json.JSONDecodeError) as exc:
+        raise Unreachable(_failed(uri, exc, sink.tally)) from None
+    return sink.tally
+
+
+def _failed(uri: str, exc: BaseException, tally: dict[str, int]) -> str:
+    done = f"after {tally['written'] + tally['updated']} assessments"
+    kind, detail = store_failure(exc)
+    if kind == "unreachable":
+        return f"{safe_url(uri)} cannot be reached or did not answer in time {done} ({detail}); the same command resumes"
+    if kind == "not_json":
+        return f"{safe_url(uri)} answered with something that is not JSON {done}: is it an MLflow tracking server? the same command resumes"
+    return f"{safe_url(uri)}: MLflow refused the export {done} ({detail}); the same command resumes"

@@ -1,17 +1,25 @@
 """`tracejudge export RUN_DIR --to phoenix`: each score as a span annotation on its trace's root span.
 
 The root span is the one format `phoenix` recorded (`metadata.phoenix.root_span_id`),
-else the trace's root found in Phoenix (case id = trace id, `parent_id=null`). Each
-annotation: name = metric, annotator kind `LLM` (a judge metric; `metadata.judge_model`)
-or `CODE`, result = `{score: value, label: pass|fail, explanation: reason}`, metadata
-`tracejudge.run` / `tracejudge.trial` / `tracejudge.status`, identifier
-`tracejudge:<run>:<trial>`.
+else the trace's root found in Phoenix (case id = trace id, `parent_id=null`, the
+earliest of two). Each annotation: name = metric, annotator kind `LLM` (a judge metric;
+`metadata.judge_model`) or `CODE`, result = `{score: value, label: pass|fail,
+explanation: reason}`, metadata `tracejudge.run` / `tracejudge.trial` /
+`tracejudge.status`, identifier `tracejudge:<run>:<trial>`.
 
-Idempotent and resumable: Phoenix keeps one annotation per (span, name, identifier),
-and annotations already there are read first and not sent again, so exporting twice,
-or after an interrupted export, leaves one per (span, metric, run, trial). Results are
-sent a batch at a time (`BATCH` results); a Phoenix that is down or refuses a batch
-raises `Unreachable` naming the URL, every batch before it being written whole.
+An export brings Phoenix to what `results.jsonl` says now. Phoenix keeps one annotation
+per (span, name, identifier) and replaces it when one of the same key is sent again; the
+annotations already there are read first, one saying the same is not sent (`skipped`) and
+one saying something else (a resumed run redid a `judge_error`) is sent again
+(`updated`). So exporting twice, or after an interrupted export, leaves one per (span,
+metric, run, trial), each as the results say.
+
+Results are sent a batch at a time (`BATCH` results). Phoenix refuses a whole batch (404)
+when one of its spans is gone (a trace deleted since the run): the batch is then split
+until the spans it does not hold are found; their traces are counted as not found
+(`missing`, traces not scores) and the rest is annotated. A Phoenix that is down or
+refuses a batch otherwise raises `Unreachable` naming the URL, every batch before it
+being written whole.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from typing import Any
 from tracejudge.core.errors import Unreachable
 from tracejudge.engine import store
 from tracejudge.stages.export.mlflow_sink import run_key
-from tracejudge.stages.extract.phoenix import client, get
+from tracejudge.stages.extract.phoenix import Refused, client, get
 from tracejudge.stages.extract.remote import safe_url
 
 __all__ = ["BATCH", "export"]
@@ -34,84 +42,146 @@ BATCH = 100
 def _roots(px: Any, url: str, project: str, trace_ids: list[str]) -> dict[str, str]:
     if not trace_ids:
         return {}
-    page = get(px, url, f"v1/projects/{project}/spans", {"limit": len(trace_ids), "parent_id": "null", "trace_id": trace_ids})
-    return {str(s["context"]["trace_id"]): str(s["context"]["span_id"]) for s in page.get("data") or []}
+    out: dict[str, tuple[str, str]] = {}
+    cursor = None
+    while True:  # a trace may have two roots: every page, the earliest root kept (as format `phoenix` picks it)
+        page = get(px, url, f"v1/projects/{project}/spans", {"limit": 1000, "parent_id": "null", "trace_id": trace_ids,
+                                                              **({"cursor": cursor} if cursor else {})})
+        for s in page.get("data") or []:
+            trace, start = str(s["context"]["trace_id"]), str(s.get("start_time") or "")
+            if trace not in out or start < out[trace][0]:
+                out[trace] = (start, str(s["context"]["span_id"]))
+        cursor = page.get("next_cursor")
+        if not cursor or not page.get("data"):
+            return {t: span for t, (_, span) in out.items()}
 
 
-def _existing(px: Any, url: str, project: str, span_ids: list[str]) -> set[tuple[str, str, str]]:
-    out: set[tuple[str, str, str]] = set()
+def _existing(px: Any, url: str, project: str, span_ids: list[str]) -> dict[tuple[str, str, str], dict[str, Any]] | None:
+    """The annotations on `span_ids` by (span, name, identifier); None when Phoenix holds none of the spans."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
     cursor = None
     while span_ids:
-        page = get(px, url, f"v1/projects/{project}/span_annotations",
-                   {"span_ids": span_ids, "limit": 1000, **({"cursor": cursor} if cursor else {})})
-        out |= {(str(a["span_id"]), str(a["name"]), str(a.get("identifier") or "")) for a in page.get("data") or []}
+        try:
+            page = get(px, url, f"v1/projects/{project}/span_annotations",
+                       {"span_ids": span_ids, "limit": 1000, **({"cursor": cursor} if cursor else {})})
+        except Refused as exc:
+            # 404 when none of the spans is left (their traces deleted). Unless the project itself is unknown: that GET
+            # fails too, and ends the export.
+            if exc.status != 404:
+                raise
+            get(px, url, f"v1/projects/{project}", {})
+            return None
+        out |= {(str(a["span_id"]), str(a["name"]), str(a.get("identifier") or "")): a for a in page.get("data") or []}
         cursor = page.get("next_cursor")
         if not cursor:
             break
     return out
 
 
-def _flush(px: Any, url: str, project: str, key: str, batch: list[dict[str, Any]], tally: dict[str, int]) -> None:
+def _same(have: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Whether annotation `have` (as Phoenix lists it) says what `want` (as it is sent) would."""
+    got, sent = have.get("result") or {}, want["result"]
+    score = got.get("score")
+    return ((None if score is None else float(score)) == sent.get("score") and got.get("label") == sent.get("label")
+            and (got.get("explanation") or "") == sent["explanation"] and have.get("annotator_kind") == want["annotator_kind"]
+            and all((have.get("metadata") or {}).get(k) == v for k, v in want["metadata"].items()))
+
+
+def _annotation(r: dict[str, Any], name: str, score: dict[str, Any], span: str, key: str, trial: str) -> dict[str, Any]:
+    judge = score.get("judge") or {}
+    passed = score.get("passed")
+    result: dict[str, Any] = {"explanation": score.get("reason") or ""}
+    if score.get("value") is not None:
+        result["score"] = float(score["value"])
+    if passed is not None:
+        result["label"] = "pass" if passed else "fail"
+    return {"name": name, "span_id": span, "annotator_kind": "LLM" if judge.get("model") else "CODE", "identifier": f"tracejudge:{key}:{trial}",
+            "result": result, "metadata": {"tracejudge.run": key, "tracejudge.trial": trial, "tracejudge.status": r.get("status"),
+                                           **({"judge_model": judge["model"]} if judge.get("model") else {})}}
+
+
+def _send(px: Any, url: str, send: list[dict[str, Any]], tally: dict[str, int]) -> set[str]:
+    """POST `send`; returns the span ids Phoenix does not hold (their annotations not written), splitting a refused batch."""
+    import httpx
+
+    try:
+        px.spans.log_span_annotations(span_annotations=send, sync=True)
+        return set()
+    except httpx.HTTPStatusError as exc:
+        spans = list(dict.fromkeys(a["span_id"] for a in send))
+        if exc.response.status_code != 404:
+            raise Unreachable(f"{safe_url(url)} refused annotations after {tally['written'] + tally['updated']} written "
+                              f"(HTTP {exc.response.status_code}); the same command resumes") from None
+        if len(spans) == 1:
+            return set(spans)
+        # Phoenix checks every span before writing any: a 404 wrote nothing, and each half is sent again.
+        half = set(spans[: len(spans) // 2])
+        return (_send(px, url, [a for a in send if a["span_id"] in half], tally)
+                | _send(px, url, [a for a in send if a["span_id"] not in half], tally))
+    except httpx.HTTPError as exc:
+        raise Unreachable(f"{safe_url(url)} cannot be reached after {tally['written'] + tally['updated']} annotations "
+                          f"({type(exc).__name__}); the same command resumes") from None
+
+
+def _flush(px: Any, url: str, project: str, key: str, batch: list[dict[str, Any]], tally: dict[str, int], missing: set[str]) -> None:
     meta = {str(r["case_id"]): (r.get("metadata") or {}).get("phoenix") or {} for r in batch}
     roots = {cid: m["root_span_id"] for cid, m in meta.items() if m.get("root_span_id")}
     roots |= _roots(px, url, project, [cid for cid in meta if cid not in roots])
     have = _existing(px, url, project, sorted(set(roots.values())))
-    send = []
+    if have is None:
+        missing |= set(meta)
+        return
+    send, changed = [], set()
     for r in batch:
-        span = roots.get(str(r["case_id"]))
-        trial = str(r.get("trial") or 0)
+        cid, trial = str(r["case_id"]), str(r.get("trial") or 0)
+        span = roots.get(cid)
+        if span is None:
+            missing.add(cid)
+            continue
         for name, score in (r.get("scores") or {}).items():
-            if span is None:
-                tally["missing"] += 1
-                continue
-            ident = f"tracejudge:{key}:{trial}"
-            if (span, name, ident) in have:
+            want = _annotation(r, name, score, span, key, trial)
+            old = have.get((span, name, want["identifier"]))
+            if old is not None and _same(old, want):
                 tally["skipped"] += 1
                 continue
-            judge = score.get("judge") or {}
-            passed = score.get("passed")
-            result: dict[str, Any] = {"explanation": score.get("reason") or ""}
-            if score.get("value") is not None:
-                result["score"] = float(score["value"])
-            if passed is not None:
-                result["label"] = "pass" if passed else "fail"
-            send.append({"name": name, "span_id": span, "annotator_kind": "LLM" if judge.get("model") else "CODE", "identifier": ident,
-                         "result": result, "metadata": {"tracejudge.run": key, "tracejudge.trial": trial, "tracejudge.status": r.get("status"),
-                                                        **({"judge_model": judge["model"]} if judge.get("model") else {})}})
-    if send:
-        import httpx
-
-        try:
-            px.spans.log_span_annotations(span_annotations=send, sync=True)
-        except httpx.HTTPStatusError as exc:
-            raise Unreachable(f"{safe_url(url)} refused annotations after {tally['written']} written (HTTP {exc.response.status_code}); "
-                              "the same command resumes") from None
-        except httpx.HTTPError as exc:
-            raise Unreachable(f"{safe_url(url)} cannot be reached after {tally['written']} annotations ({type(exc).__name__}); "
-                              "the same command resumes") from None
-        tally["written"] += len(send)
+            if old is not None:
+                changed.add((span, name, want["identifier"]))
+            send.append(want)
+    if not send:
+        return
+    gone = _send(px, url, send, tally)
+    missing |= {cid for cid, span in roots.items() if span in gone}
+    for a in send:
+        if a["span_id"] not in gone:
+            tally["updated" if (a["span_id"], a["name"], a["identifier"]) in changed else "written"] += 1
 
 
 def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None = None) -> dict[str, int]:
-    """Annotate every score of `run_dirs` in Phoenix; returns `{"written", "skipped", "missing"}`.
+    """Bring Phoenix to the scores of `run_dirs`; returns `{"written", "updated", "skipped", "missing", "traces"}`
+    (`missing` of the `traces` looked up were not there).
 
     `project` defaults to the run's `dataset.options.project`, else `default`.
     Raises `Unreachable` (URL named, never the API key) when Phoenix is down or refuses a write.
     """
     px, url = client(url)
-    tally = {"written": 0, "skipped": 0, "missing": 0}
+    tally = {"written": 0, "updated": 0, "skipped": 0, "missing": 0, "traces": 0}
     for run_dir in run_dirs:
         manifest = store.read_manifest(run_dir, strict=False) or {}
         options = ((manifest.get("config") or {}).get("dataset") or {}).get("options") or {}
         proj = project or options.get("project") or "default"
         key = run_key(run_dir)
         batch: list[dict[str, Any]] = []
+        traces: set[str] = set()
+        missing: set[str] = set()  # traces, not scores: a trace of three trials and two metrics is one not found
         for result in store.iter_results(run_dir):
             if result.get("scores"):
                 batch.append(result)
+                traces.add(str(result["case_id"]))
             if len(batch) >= BATCH:
-                _flush(px, url, proj, key, batch, tally)
+                _flush(px, url, proj, key, batch, tally, missing)
                 batch = []
         if batch:
-            _flush(px, url, proj, key, batch, tally)
+            _flush(px, url, proj, key, batch, tally, missing)
+        tally["traces"] += len(traces)
+        tally["missing"] += len(missing)
     return tally

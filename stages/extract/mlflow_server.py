@@ -2,27 +2,34 @@
 
 `dataset.options`: `tracking_uri` (default `MLFLOW_TRACKING_URI`), `experiment` (a name)
 or `experiment_ids`, `filter_string` (MLflow's trace filter, e.g. `tags.env = 'prod'`),
-`max_results` (stop after this many traces), `start` / `end` (ISO 8601 times on the
+`max_results` (stop after this many traces, see below), `start` / `end` (ISO 8601 times on the
 trace's start, or `start: last_run`, see `tracejudge.stages.extract.remote`), `overlap_s`,
 `page_size`. `dataset.path` is not used. A token (`MLFLOW_TRACKING_TOKEN`, or user and
 password) comes from MLflow's own environment variables and is never written.
 
 Traces are fetched a page at a time, oldest first, and each is read by format `mlflow`
 (`Trace.to_json()`): the case id is the trace id, which is what `tracejudge export --to
-mlflow` writes the verdicts back on. A server that is down or answers an error ends the
-run with `Unreachable` naming the URL (exit 3) — never a run of zero cases.
+mlflow` writes the verdicts back on. A server that is down, answers an error or answers
+what is not JSON ends the run with `Unreachable` naming the URL (exit 3) — never a run of
+zero cases — in seconds: MLflow's own retries are capped (`remote.mlflow_limits`).
+
+`max_results` (and `dataset.limit`) stop the read after that many traces, the oldest of the
+window; with `start: last_run` it counts only traces the run directory has no result for, and
+the next run goes on where the cap stopped this one (`sweep`). A cut window is warned about.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, format_for, register_format
-from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
+from tracejudge.stages.extract.remote import bind_last_run, mlflow_limits, no_credentials, parse_time, probe, safe_url, store_failure
+from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
@@ -74,17 +81,19 @@ def _experiments(client: Any, opts: Options, uri: str) -> list[str]:
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:
-    """Yield one `RawRecord` per trace (payload: the `Trace.to_json()` mapping), a page at a time.
+    """Yield one `RawRecord` per trace (payload: the `Trace.to_json()` mapping), a page at a time, oldest first.
 
     Raises `Unreachable` (URL named) when the server is down or answers an
     error, `ConfigError` for an unknown experiment or a bad time.
     """
     from tracejudge.stages.export import require
 
-    opts = Options.model_validate(dataset.options)
+    options, sweep = Sweep.take(dataset, "max_results")
+    opts = Options.model_validate(options)
     uri = _uri(opts)
     probe(uri, "/health")
     require("mlflow")
+    mlflow_limits()
     import json
 
     from mlflow import MlflowClient
@@ -93,24 +102,33 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     where = f"{safe_url(uri)} (MLflow)"
     client = MlflowClient(tracking_uri=uri)
     token, count = None, 0
-    limit = min(x for x in (opts.max_results, dataset.limit) if x is not None) if (opts.max_results or dataset.limit) else None
     try:
         experiments = _experiments(client, opts, uri)
-        while True:
+        while not sweep.cut:
             page = client.search_traces(locations=experiments, filter_string=_filter(opts), max_results=opts.page_size,
                                         order_by=["timestamp_ms ASC"], page_token=token)
             for trace in page:
+                if sweep.full(str(trace.info.trace_id)):
+                    break
                 count += 1
-                yield RawRecord(where, count, json.loads(trace.to_json()))
-                if limit is not None and count >= limit:
-                    return
+                record = RawRecord(where, count, json.loads(trace.to_json()))
+                sweep.took(str(trace.info.trace_id), datetime.fromtimestamp(trace.info.request_time / 1000, UTC))
+                yield record
             token = page.token
             if not token:
-                return
-    except MlflowException as exc:
-        raise Unreachable(f"{safe_url(uri)}: MLflow answered an error while listing traces: {str(exc).splitlines()[0][:200]}") from None
-    except OSError as exc:
-        raise Unreachable(f"{safe_url(uri)} cannot be reached while listing traces ({type(exc).__name__})") from None
+                break
+    except (MlflowException, OSError, json.JSONDecodeError) as exc:
+        raise Unreachable(_failed(uri, exc, "listing traces")) from None
+    sweep.finish(where, "max_results")
+
+
+def _failed(uri: str, exc: BaseException, doing: str) -> str:
+    kind, detail = store_failure(exc)
+    if kind == "unreachable":
+        return f"{safe_url(uri)} cannot be reached or did not answer in time while {doing} ({detail})"
+    if kind == "not_json":
+        return f"{safe_url(uri)} answered {doing} with something that is not JSON: is it an MLflow tracking server?"
+    return f"{safe_url(uri)}: MLflow answered an error while {doing}: {detail}"
 
 
 def adapt(payload: Any, options: Any = None) -> Any:

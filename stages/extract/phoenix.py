@@ -9,9 +9,15 @@ must equal the given values, e.g. `{"metadata.env": "prod"}`), `max_traces`,
 …). `dataset.path` is not used. `PHOENIX_API_KEY` is sent as a bearer token and never
 written.
 
-Streaming: root spans are listed a page at a time (`parent_id=null`), and the spans of
-each page's traces are fetched together (`trace_id=…`), so memory holds one page of
-traces whatever the size of the project. Each trace becomes one `otel` `Group` of
+Streaming: root spans are listed a page at a time (`parent_id=null`), oldest first
+(`sort=start_time`), and the spans of each page's traces are fetched together
+(`trace_id=…`), so memory holds one page of traces (and the ids of the traces read: a trace
+with two root spans, on two pages, is read once) whatever the size of the project.
+`max_traces` (and `dataset.limit`) stop the read after that many traces, the oldest of the
+window; with `start: last_run` it counts only traces the run directory has no result for,
+and the next run goes on where the cap stopped this one (`sweep`). A cut window is warned
+about; a Phoenix that lists roots out of order (one that ignores `sort`) is refused under a
+cap, which would otherwise skip traces. Each trace becomes one `otel` `Group` of
 `Span`s (flat OpenInference attributes; `openinference.span.kind` from Phoenix's span
 kind) and one case, adapted by the `otel` format (a span listed twice is read once, as the
 `otel` format reads one exported twice: `trace_group`); the case id is the trace id and
@@ -24,19 +30,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from tracejudge.core.errors import Unreachable
+from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, register_format
 from tracejudge.core.urls import http_url
 from tracejudge.stages.extract import otel
 from tracejudge.stages.extract.otel.spans import Group, Span, once_spans
 from tracejudge.stages.extract.remote import bind_last_run, no_credentials, parse_time, probe, safe_url
+from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["Options", "adapt", "client", "read", "to_span", "trace_group"]
+__all__ = ["Options", "Refused", "adapt", "client", "get", "read", "to_span", "trace_group"]
 
 
 class Options(BaseModel):
@@ -76,8 +83,16 @@ def client(url: str | None) -> tuple[Any, str]:
     return Client(base_url=url, api_key=os.environ.get("PHOENIX_API_KEY") or None), url
 
 
+class Refused(Unreachable):
+    """Phoenix answered an HTTP error to a GET; `status` is its code (a sink tells a gone span's 404 from a gone project's)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def get(px: Any, url: str, path: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One GET of Phoenix's REST API through the client's HTTP session; `Unreachable` on any failure."""
+    """One GET of Phoenix's REST API through the client's HTTP session; `Refused` on an error answer, `Unreachable` on any other failure."""
     import httpx
 
     try:
@@ -85,7 +100,8 @@ def get(px: Any, url: str, path: str, params: dict[str, Any]) -> dict[str, Any]:
         resp.raise_for_status()
         return dict(resp.json())
     except httpx.HTTPStatusError as exc:
-        raise Unreachable(f"{safe_url(url)} answered HTTP {exc.response.status_code} to GET {path} ({exc.response.text[:200]})") from None
+        code = exc.response.status_code
+        raise Refused(f"{safe_url(url)} answered HTTP {code} to GET {path} ({exc.response.text[:200]})", code) from None
     except (httpx.HTTPError, ValueError) as exc:
         raise Unreachable(f"{safe_url(url)} failed GET {path} ({type(exc).__name__})") from None
 
@@ -124,12 +140,13 @@ def _pages(px: Any, url: str, path: str, params: dict[str, Any]) -> Iterator[lis
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:
-    """Yield one `RawRecord` per trace (payload: an otel `Group`), a page of traces at a time (see the module docstring)."""
-    opts = Options.model_validate(dataset.options)
+    """Yield one `RawRecord` per trace (payload: an otel `Group`), a page of traces at a time, oldest first (module docstring)."""
+    options, sweep = Sweep.take(dataset, "max_traces")
+    opts = Options.model_validate(options)
     px, url = client(opts.url)
     where = f"{safe_url(url)}/projects/{opts.project}"
     path = f"v1/projects/{opts.project}/spans"
-    params: dict[str, Any] = {"limit": opts.page_size, "parent_id": "null"}
+    params: dict[str, Any] = {"limit": opts.page_size, "parent_id": "null", "sort": "start_time", "order": "asc"}
     for key in ("start", "end"):
         when = parse_time(getattr(opts, key), f"dataset.options.{key}")
         if when is not None:
@@ -138,24 +155,43 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         from phoenix.client.resources.spans import _serialize_attributes
 
         params["attribute"] = _serialize_attributes(opts.filter)
-    limit = min(x for x in (opts.max_traces, dataset.limit) if x is not None) if (opts.max_traces or dataset.limit) else None
-    count = 0
+    taken: set[str] = set()  # a trace's second root span (page_size 1, or a later page) is not a second case
+    count, previous = 0, None
     for roots in _pages(px, url, path, params):
-        ids = list(dict.fromkeys(str(r["context"]["trace_id"]) for r in roots))
-        if limit is not None:
-            ids = ids[: max(limit - count, 0)]
-        if not ids:
+        starts: dict[str, datetime | None] = {}
+        for root in roots:
+            trace_id, started = str(root["context"]["trace_id"]), _when(root.get("start_time"))
+            if sweep.cap is not None and started is not None and previous is not None and started < previous:
+                raise ConfigError(f"dataset.options.max_traces: {where} lists root spans newest first (a Phoenix without "
+                                  "sort=start_time): a capped read would skip the older traces for good; upgrade Phoenix or drop the cap")
+            previous = started or previous
+            if trace_id in taken or trace_id in starts:
+                continue
+            if sweep.full(trace_id):
+                break
+            starts[trace_id] = started
+            sweep.took(trace_id, started)
+        if starts:
+            spans: dict[str, list[Span]] = {t: [] for t in starts}
+            for page in _pages(px, url, path, {"limit": 1000, "trace_id": list(starts)}):
+                for raw in page:
+                    span = to_span(raw, where, count + 1)
+                    spans.setdefault(span.trace_id, []).append(span)
+            for trace_id in starts:
+                count += 1
+                taken.add(trace_id)
+                yield RawRecord(where, count, trace_group(trace_id, spans[trace_id], count))
+        if sweep.cut:
             break
-        spans: dict[str, list[Span]] = {t: [] for t in ids}
-        for page in _pages(px, url, path, {"limit": 1000, "trace_id": ids}):
-            for raw in page:
-                span = to_span(raw, where, count + 1)
-                spans.setdefault(span.trace_id, []).append(span)
-        for trace_id in ids:
-            count += 1
-            yield RawRecord(where, count, trace_group(trace_id, spans[trace_id], count))
-        if limit is not None and count >= limit:
-            return
+    sweep.finish(where, "max_traces")
+
+
+def _when(text: Any) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def trace_group(trace_id: str, spans: list[Span], line: int) -> Group:

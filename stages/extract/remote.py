@@ -9,7 +9,12 @@
   directory: the start of the last segment that *finished* there, less `overlap_s`
   (spans are exported when they end, so a trace that began just before that segment may
   have arrived after it read). Finished cases read again are skipped by the resume, so the
-  overlap costs a read, never a judge call.
+  overlap costs a read, never a judge call. Under a cap, where the last capped read stopped
+  if that is earlier (`sweep`);
+- `mlflow_limits`: MLflow's client retries a failing request 7 times with a back-off (about
+  four minutes); a reader or sink says so in seconds;
+- `store_failure`: what an MLflow call that failed says, in one line naming the URL;
+- `empty_window`: what a read that found no trace read, in words (a quiet night is no error).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tracejudge.core.errors import ConfigError, Unreachable
 
-__all__ = ["bind_last_run", "last_run_start", "no_credentials", "parse_time", "probe", "safe_url"]
+__all__ = ["bind_last_run", "empty_window", "last_run_start", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url", "store_failure"]
 
 
 def safe_url(url: str) -> str:
@@ -77,22 +82,78 @@ def parse_time(value: Any, where: str) -> datetime | None:
 
 def last_run_start(run_dir: Path, overlap_s: float) -> datetime | None:
     """The start of the last finished segment of `run_dir` less `overlap_s`; None when none finished (read everything)."""
-    for name in ("checkpoint.json", "summary.json"):
-        try:
-            data = json.loads((Path(run_dir) / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        starts = [s["started_at"] for s in data.get("segments") or [] if isinstance(s, dict) and s.get("ended") == "finished" and s.get("started_at")]
-        if starts:
-            return parse_time(max(starts), f"{name}: segments") - timedelta(seconds=overlap_s)  # type: ignore[operator]
-    return None
+    from tracejudge.stages.extract.sweep import last_finished
+
+    finished = last_finished(run_dir)
+    return finished - timedelta(seconds=overlap_s) if finished is not None else None
 
 
 def bind_last_run(dataset: Any, run_dir: Path) -> Any:
-    """`dataset` with `options.start: last_run` replaced by the time it stands for (`last_run_start`), or removed on a first run."""
+    """`dataset` with `options.start: last_run` replaced by the time it stands for (`sweep.window_start`), or removed on a
+    first run; the reader's cap and its record of a capped read (`sweep.Sweep`) ride along in `options["_sweep"]`."""
+    from tracejudge.stages.extract.sweep import CAPS, window_start
+
     options = dict(dataset.options)
     if options.get("start") != "last_run":
         return dataset
-    since = last_run_start(run_dir, float(options.get("overlap_s", 600)))
+    capped = any(options.get(k) is not None for k in CAPS) or getattr(dataset, "limit", None) is not None
+    since, seen = window_start(run_dir, float(options.get("overlap_s", 600)), capped)
     options["start"] = since.isoformat() if since is not None else None
+    options["_sweep"] = {"run_dir": str(run_dir), "seen": seen or set(), "shard": _shard(run_dir)}
     return dataset.model_copy(update={"options": options})
+
+
+def _shard(run_dir: Path) -> tuple[int, int] | None:
+    """The run's `run.shard` as its manifest records it (`--shard` included), or None."""
+    from tracejudge.engine import store
+    from tracejudge.engine.shards import parse_shard
+
+    spec = (((store.read_manifest(run_dir, strict=False) or {}).get("config") or {}).get("run") or {}).get("shard")
+    try:
+        return parse_shard(spec) if spec else None
+    except ValueError:
+        return None
+
+
+def mlflow_limits() -> None:
+    """Cap MLflow's client retries (`MLFLOW_HTTP_REQUEST_MAX_RETRIES` 2, `MLFLOW_HTTP_REQUEST_TIMEOUT` 30 s) unless the
+    environment sets them: its defaults (7 retries, back-off factor 2, 120 s) took ~4 minutes to report a server's 500."""
+    import logging
+    import os
+
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    # Its warning on an answer that is not JSON prints the body (a proxy's page) on stderr before our one-line error says so.
+    logging.getLogger("mlflow.utils.rest_utils").setLevel(logging.ERROR)
+
+
+def store_failure(exc: BaseException) -> tuple[str, str]:
+    """`(kind, detail)` of an exception an MLflow call raised. `kind`: `unreachable` (a refused connection, a timeout: the
+    server is down or too slow), `not_json` (an answer that is not JSON), `error` (MLflow, or a proxy, answered an error).
+    `detail` is one short line, its URLs shown by `safe_url` (a token in a URL stays out of it)."""
+    import re
+
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    detail = re.sub(r"https?://[^\s'\")]+", lambda m: safe_url(m.group(0)), text)[:200]
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        name = type(exc).__name__
+        if isinstance(exc, json.JSONDecodeError):
+            return "not_json", detail
+        if name in ("RetryError", "ResponseError"):  # retries used up on error answers (500, 503): the server answered
+            codes = re.findall(r"too many (\d+) error responses", str(exc))
+            return "error", f"HTTP {codes[0]}" if codes else detail
+        if isinstance(exc, OSError) or name in ("ConnectionError", "Timeout", "ReadTimeout", "ConnectTimeout", "NewConnectionError"):
+            return "unreachable", type(exc).__name__
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return "error", detail
+
+
+def empty_window(fmt_name: str, options: dict[str, Any]) -> str:
+    """`no traces were in the window (…)` for a store read (`fmt_name`, its `dataset.options`) that yielded nothing."""
+    url = options.get("url") or options.get("tracking_uri")
+    parts = [safe_url(url)] if url else []
+    parts += [f"{k} {options[k]}" for k in ("project", "experiment", "experiment_ids", "start", "end", "filter", "filter_string")
+              if options.get(k) not in (None, "", [], {})]
+    return f"format {fmt_name}: no traces were in the window ({', '.join(parts) or 'the whole store'})"

@@ -1,11 +1,14 @@
 """Real trace servers for the store tests, each a subprocess on 127.0.0.1 and a free port, killed at the end.
 
 `mlflow_server(folder)` runs `mlflow server` on a SQLite backend; `phoenix_server(folder)`
-runs `phoenix serve` on SQLite. Both yield the base URL once the server answers.
+runs `phoenix serve` on SQLite. Both yield the base URL once the server answers. `FlakyJudge`
+is a loopback judge whose replies fail to parse (`judge_error`) until it is `fixed`: a run
+resumed after it is fixed redoes those results, as a night whose judge failed is redone.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -28,14 +31,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def sweep_config(tmp_path: Path, fmt: str, options: dict, max_calls: int) -> Path:
-    """A nightly-sweep config reading `fmt` with `options`: MaxToolCalls and TaskCompletion (judge simulator), run dir `tmp_path/run`."""
+def sweep_config(tmp_path: Path, fmt: str, options: dict, max_calls: int, judge_url: str | None = None) -> Path:
+    """A nightly-sweep config reading `fmt` with `options`: MaxToolCalls and TaskCompletion (judge simulator, or the
+    OpenAI-compatible judge at `judge_url`, uncached), run dir `tmp_path/run`."""
+    judge = ({"provider": "openai", "model": "gpt-4o-mini", "base_url": judge_url + "/v1", "api_key_env": None}
+             if judge_url else {"provider": "simulator", "model": "gpt-4o-mini"})
     cfg = {"dataset": {"format": fmt, "options": options},
            "metrics": [{"type": "MaxToolCalls", "max_calls": max_calls}, {"type": "TaskCompletion"}],
-           "judge": {"provider": "simulator", "model": "gpt-4o-mini"}, "cache": {"dir": str(tmp_path / "cache")}, "run": {"dir": str(tmp_path / "run")}}
+           "judge": judge, "cache": {"dir": str(tmp_path / "cache"), "enabled": not judge_url}, "run": {"dir": str(tmp_path / "run")}}
     path = tmp_path / "nightly.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+class FlakyJudge:
+    """An OpenAI-compatible judge on 127.0.0.1 (`url`) answering text no verdict parser reads until `fixed` is set."""
+
+    def __init__(self) -> None:
+        from _loopback import Loopback
+
+        self.fixed = False
+        self.server = Loopback(self._respond)
+        self.url = self.server.url
+
+    def _respond(self, headers: dict, body: dict) -> tuple[int, dict]:
+        from _loopback import completion, verdict
+
+        return 200, completion(json.dumps(verdict(body)) if self.fixed else "I would rather not say.")
+
+    def __enter__(self) -> FlakyJudge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
 
 
 @contextmanager

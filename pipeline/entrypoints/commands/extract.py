@@ -70,6 +70,11 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         if "unrecognised" in counts:
             parts.append(f"{counts['unrecognised']['ignored']} spans of no known convention ignored")
         err.print(f"{file}: spans by convention: " + ("; ".join(parts) or "none"), highlight=False, markup=False, soft_wrap=True)
+    if not written and not bad and fmt.remote:  # a store's window holding no trace is a quiet night, not an error
+        from tracejudge.stages.extract.remote import empty_window
+
+        err.print(f"wrote 0 cases to {args.output}: {empty_window(fmt.name, dict(config.dataset.options))}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_OK
     if not written and not bad:  # as a run refuses it: nothing read is no conversion that succeeded
         from tracejudge.stages.extract.first_records import no_records
 

@@ -1,0 +1,99 @@
+"""A loopback HTTP proxy in front of a real trace server that misbehaves as a test tells it to.
+
+`FaultProxy(target)` forwards every request to `target` (a real `mlflow server`, `phoenix serve`)
+from its own thread and event loop; `rule` says which requests misbehave and how:
+`{"match": "traces/search", "method": "POST", "mode": ..., "times": 1}` — requests whose path
+contains `match` (and of `method`, when given), the first `times` of them (all when None), are
+answered by mode `500` (an error page), `garbage` (200 with a body that is not JSON), `drop` (the
+connection closed, no answer), or `late` (forwarded, so the server does it, then answered after
+`delay_s`: a server slower than the client's timeout). `requests` lists `(method, path)` seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+
+class FaultProxy:
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.rule: dict[str, Any] = {}
+        self.requests: list[tuple[str, str]] = []
+        self._hits = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fault proxy did not start")
+
+    def set(self, **rule: Any) -> None:
+        """Misbehave as `rule` says from now on (an empty rule: forward everything)."""
+        self.rule, self._hits = rule, 0
+
+    def _matches(self, request: web.Request) -> bool:
+        rule = self.rule
+        if not rule or rule.get("match", "") not in request.path_qs or rule.get("method") not in (None, request.method):
+            return False
+        self._hits += 1
+        return rule.get("times") is None or self._hits <= rule["times"]
+
+    async def _forward(self, request: web.Request, body: bytes) -> web.Response:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length", "transfer-encoding")}
+        async with aiohttp.ClientSession(auto_decompress=False) as session:
+            async with session.request(request.method, self.target + request.path_qs, data=body, headers=headers) as resp:
+                data = await resp.read()
+                keep = {k: v for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding", "connection")}
+                return web.Response(status=resp.status, body=data, headers=keep)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.requests.append((request.method, request.path_qs))
+        mode = self.rule.get("mode") if self._matches(request) else None
+        if mode == "500":
+            return web.Response(status=500, text="Internal Server Error: database is locked")
+        if mode == "garbage":
+            return web.Response(status=200, text="<html>a captive portal, not JSON</html>", content_type="application/json")
+        if mode == "drop":
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=500)
+        answer = await self._forward(request, body)
+        if mode == "late":
+            await asyncio.sleep(float(self.rule.get("delay_s", 3)))
+        return answer
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def start() -> web.AppRunner:
+            app = web.Application(client_max_size=256 * 1024 * 1024)
+            app.router.add_route("*", "/{tail:.*}", self._handle)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+            return runner
+
+        runner = self._loop.run_until_complete(start())
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+        self._loop.close()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(15)
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
