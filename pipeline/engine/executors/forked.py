@@ -284,18 +284,21 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytearray:
 def _become_worker(head: int) -> None:
     # Detach from the head's event loop and terminal: its signal wake-up pipe and handlers are the head's.
     signal.set_wakeup_fd(-1)
+    # Until it has left the head's process group (`setsid` below), a SIGTERM sent to the group is ignored, not taken by
+    # default: a worker forked just before `kill -- -PGID` died of it, and its chunk was retried during the stop.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.setsid()
     for sig in signal.valid_signals():
         with contextlib.suppress(OSError, ValueError, TypeError):
-            if callable(signal.getsignal(sig)) and sig != signal.SIGINT:
+            if (callable(signal.getsignal(sig)) or sig == signal.SIGTERM) and sig != signal.SIGINT:
                 signal.signal(sig, signal.SIG_DFL)
     # A terminal's Ctrl-C, and a SIGTERM sent to the process group (a CI runner's timeout, `kill -- -PGID`), reach
     # every process of the group: the head stops the run and lets the chunks in flight finish, so a worker must not
     # die of them mid-chunk (a SIGTERM killed both workers, whose chunks were then retried in fresh ones during the
     # stop, with a warning that they had died). In a session of its own, as a spawned worker is, no signal sent to
     # the head's group reaches it; it still ends with the head (below) and when its socket closes.
-    with contextlib.suppress(OSError):
-        os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
