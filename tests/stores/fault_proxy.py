@@ -12,25 +12,25 @@ connection closed, no answer), or `late` (forwarded, so the server does it, then
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 import aiohttp
+from _loopback import Loopback
 from aiohttp import web
 
 
-class FaultProxy:
+class FaultProxy(Loopback):
+    """The proxy: `Loopback`'s server thread and loop, with one route that forwards (or misbehaves)."""
+
     def __init__(self, target: str) -> None:
         self.target = target.rstrip("/")
         self.rule: dict[str, Any] = {}
-        self.requests: list[tuple[str, str]] = []
         self._hits = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("fault proxy did not start")
+        super().__init__(lambda headers, body: (500, {}))
+        self.requests: list[tuple[str, str]] = []  # type: ignore[assignment]  # (method, path), not Loopback's bodies
+
+    def _routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/{tail:.*}", self._handle)
 
     def set(self, **rule: Any) -> None:
         """Misbehave as `rule` says from now on (an empty rule: forward everything)."""
@@ -67,33 +67,3 @@ class FaultProxy:
         if mode == "late":
             await asyncio.sleep(float(self.rule.get("delay_s", 3)))
         return answer
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self._loop)
-
-        async def start() -> web.AppRunner:
-            app = web.Application(client_max_size=256 * 1024 * 1024)
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-            return runner
-
-        runner = self._loop.run_until_complete(start())
-        self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(runner.cleanup())
-        self._loop.close()
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(15)
-
-    def __enter__(self) -> FaultProxy:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
