@@ -34,6 +34,8 @@ METRIC = textwrap.dedent("""\
     @tracejudge.metric
     def slow(case, trace) -> bool:
         time.sleep(float(os.environ.get("SLOW_S", "0")))
+        if os.path.exists(os.environ.get("DIE_WHEN", os.devnull + "/none")):
+            os.kill(os.getpid(), signal.SIGKILL)  # a death the test times: once this file exists
         doom = os.environ.get("DOOM_CASE", "").split(",")  # ids, or "*": every case
         if case.id in doom or "*" in doom:
             with open(os.environ.get("DEATHS", os.devnull), "a") as fh:
@@ -211,6 +213,36 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_a_worker_dying_while_the_run_stops_leaves_its_chunk_to_the_resume(tmp_path):
+    # A stop kills what still computes after its grace; a worker that ends during a stop (a stand-in killed while
+    # it started, a death the stop raced with) is no fault: its chunk is not retried in a fresh worker nor
+    # warned about as a death, and the resume redoes it. Here the workers die once the head has said it stops.
+    _workspace(tmp_path)
+    flag = tmp_path / "die-now"
+    proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02", "DIE_WHEN": str(flag)})
+    results = tmp_path / "out" / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not (results.exists() and results.stat().st_size):
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before a result was written"
+    os.kill(proc.pid, signal.SIGINT)
+    said = []
+    for line in proc.stderr:  # (the stop is set by the time the head prints this line)
+        said.append(line)
+        if "no new cases" in line:
+            break
+    flag.touch()
+    out, err = proc.communicate(timeout=240)
+    err = "".join(said) + err
+    assert proc.returncode == 130, out + err
+    assert "died" not in err and "tried once more" not in err and "Traceback" not in err, err
+    flag.unlink()
+    again = _run(tmp_path, {})
+    assert again.returncode == 0, again.stderr
+    assert len({(r["case_id"], r["trial"]) for r in _lines(tmp_path)}) == N
 
 
 def test_the_stop_message_counts_the_records_workers_are_computing(tmp_path):

@@ -61,7 +61,7 @@ from tracejudge.core.records import Case, ErrorInfo, Score, bare_case
 from tracejudge.core.registry import Format
 from tracejudge.engine.rendered import Rendered, render
 
-__all__ = ["STOP_GRACE_S", "CpuJob", "Executor", "ExecutorBroken", "Extracted", "deterministic_metrics"]
+__all__ = ["STOP_GRACE_S", "ChunkLeft", "CpuJob", "Executor", "ExecutorBroken", "Extracted", "deterministic_metrics"]
 
 STOP_GRACE_S = 1.0
 """After a stop, chunks still computing this many seconds later are cancelled (their workers killed)."""
@@ -78,6 +78,15 @@ class ExecutorBroken(RuntimeError):
     def __init__(self, message: str, results: list[Extracted | str] | None = None) -> None:
         super().__init__(message)
         self.results = results
+
+
+class ChunkLeft(RuntimeError):
+    """A worker ended while the run was stopping: its chunk is left to the resume, as a chunk cut by the stop is.
+
+    A stop cancels and kills what is still computing; a worker that ends then (a stand-in killed while it
+    started, a death the stop raced with) is no fault to retry or warn about. Raised by an executor's `map`
+    when the run's stop (`Executor.stopping`, set by `ordered_map`) is set.
+    """
 
 
 @dataclass(slots=True)

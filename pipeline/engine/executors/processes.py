@@ -45,7 +45,7 @@ import anyio.lowlevel
 from anyio import to_process
 from tracejudge.core.errors import UnguardedScript
 from tracejudge.core.log import get_logger
-from tracejudge.engine.executors.base import CpuJob, ExecutorBroken, Extracted
+from tracejudge.engine.executors.base import ChunkLeft, CpuJob, ExecutorBroken, Extracted
 from tracejudge.engine.executors.exits import WorkerDied, noting, watched
 from tracejudge.engine.executors.forked import DEPTH, ForkedPool, WorkerLost, fork_suits
 from tracejudge.engine.executors.pin import budget_for, pin_deaths
@@ -195,6 +195,7 @@ class ProcessExecutor:
         self.unstartable: str | None = None  # why a worker could not start (then everything runs in-process)
         self._warming: anyio.abc.TaskGroup | None = None
         self._warm_started = False
+        self.stopping: anyio.Event | None = None  # the run's stop (`ordered_map`): a death after it is no fault
 
     async def __aenter__(self) -> ProcessExecutor:
         _own_session_for_workers()
@@ -297,6 +298,8 @@ class ProcessExecutor:
             except (anyio.BrokenWorkerProcess, ProcessLookupError) as exc:  # (anyio kills a worker that died starting: already gone)
                 if _died(exc) is None:
                     raise  # a worker that cannot start fails the same way again (handled below)
+                if self.stopping is not None and self.stopping.is_set():
+                    raise ChunkLeft(_died(exc) or "") from exc  # (the stop kills workers: no retry, no warning)
                 # Killed from outside (the OOM killer, a stray SIGKILL): a fresh worker tries the chunk once more.
                 log.warning("a worker process died; its chunk is tried once more in a fresh worker", records=len(chunk),
                             error=_died(exc), pid=getattr(exc.__cause__, "pid", None))
@@ -306,6 +309,8 @@ class ProcessExecutor:
                     why = _died(again)
                     if why is None:
                         raise
+                    if self.stopping is not None and self.stopping.is_set():
+                        raise ChunkLeft(why) from again
                     return await self._pin(chunk, why)
         except anyio.BrokenWorkerProcess as exc:
             cause = exc.__cause__

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from tracejudge.engine.executors.base import STOP_GRACE_S, Executor, ExecutorBroken, Extracted
+from tracejudge.engine.executors.base import STOP_GRACE_S, ChunkLeft, Executor, ExecutorBroken, Extracted
 from tracejudge.engine.live import LiveStatus
 
 __all__ = ["Mapped", "ordered_map"]
@@ -47,7 +47,11 @@ async def ordered_map(executor: Executor, recv: MemoryObjectReceiveStream[list[A
     """Send one `Mapped` per chunk received, in order; on `stop`, cancel chunks still computing after `grace_s`.
 
     `live.extracting` counts the records of the chunks computing (for a stop's message and the progress display).
+    An executor with a `stopping` attribute is handed `stop` there, so that a worker ending during the stop
+    leaves its chunk to the resume (`ChunkLeft`) instead of being retried as a death.
     """
+    if hasattr(executor, "stopping"):
+        executor.stopping = stop
     slots_send, slots_recv = anyio.create_memory_object_stream[Mapped](max(1, executor.concurrency - 1))
     computing: set[Mapped] = set()
 
@@ -60,6 +64,8 @@ async def ordered_map(executor: Executor, recv: MemoryObjectReceiveStream[list[A
                     slot.out = await executor.map(slot.chunk)
                 except ExecutorBroken as exc:
                     slot.broken, slot.partial = str(exc), exc.results
+                except ChunkLeft:
+                    pass  # (`out` stays None: redone on resume, like a chunk the stop cancelled)
         finally:
             if live is not None:
                 live.extracting -= len(slot.chunk)
