@@ -67,6 +67,15 @@ def _lines(root: Path) -> list[dict]:
     return [json.loads(x) for x in (root / "out" / "results.jsonl").read_text().splitlines()]
 
 
+def _wait_for_a_result(root: Path, proc: subprocess.Popen[str]) -> None:
+    # Until the run wrote its first result line (it must still be running then).
+    results = root / "out" / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not (results.exists() and results.stat().st_size):
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before a result was written"
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for d in Path("/proc").iterdir():
@@ -223,11 +232,7 @@ def test_a_worker_dying_while_the_run_stops_leaves_its_chunk_to_the_resume(tmp_p
     flag = tmp_path / "die-now"
     proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02", "DIE_WHEN": str(flag)})
-    results = tmp_path / "out" / "results.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and not (results.exists() and results.stat().st_size):
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before a result was written"
+    _wait_for_a_result(tmp_path, proc)
     os.kill(proc.pid, signal.SIGINT)
     said = []
     for line in proc.stderr:  # (the stop is set by the time the head prints this line)
@@ -251,11 +256,7 @@ def test_the_stop_message_counts_the_records_workers_are_computing(tmp_path):
     _workspace(tmp_path)
     proc = subprocess.Popen([str(TRACEJUDGE), "run", "run.yaml", "--no-progress"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SLOW_S": "0.02"})
-    results = tmp_path / "out" / "results.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and not (results.exists() and results.stat().st_size):
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before a result was written"
+    _wait_for_a_result(tmp_path, proc)
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 130, out + err
