@@ -35,6 +35,10 @@ from tracejudge.engine.worker_deaths import died_results
 
 log = get_logger("tracejudge.runner")
 
+# The status of a case a stage raised on (a bug in it, not a failure it reports): the score stage's is the record's
+# (`invalid_input`, final), a judge stage's the judge's (`judge_error`: it was the agent's failure, `target_error`, and
+# the terminal said the agent raised); any other stage runs the agent.
+_STATUS_OF_BUG = {"score": Status.invalid_input, "judge": Status.judge_error}
 _PLAIN_CHUNK = 64  # raw records per chunk when nothing runs after the executor (~20 ms of extract and score in-process)
 
 
@@ -202,7 +206,7 @@ class _Flow:
                         except TracejudgeError:
                             raise  # the stage says no case can succeed (bad judge credentials): stop, write nothing of it
                         except Exception as exc:  # a stage bug must cost one case, not the run
-                            work.result.status = Status.invalid_input if stage.name == "score" else Status.target_error
+                            work.result.status = _STATUS_OF_BUG.get(stage.name, Status.target_error)
                             work.result.error = ErrorInfo(kind=f"{stage.name}_error", message=describe(exc))
                         finally:
                             self.live.working -= 1
