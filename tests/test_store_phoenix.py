@@ -265,3 +265,23 @@ def test_a_quiet_night_extracts_no_cases_and_says_so(server, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "wrote 0 cases" in err and "no traces were in the window" in err and url in err, err
     assert (tmp_path / "cases.jsonl").read_text() == ""
+
+
+def test_extract_with_start_last_run_reads_what_the_next_run_would(server, tmp_path, capsys):
+    # `start: last_run` in extract said "not an ISO 8601 time": extract has no run of its own. It reads what the
+    # config's next run would: everything before a first run, then only the traces that came after it; and it leaves
+    # the run directory as it was (its sweep record is the run's to write).
+    url, ids = server
+    cfg = sweep_config(tmp_path, "phoenix", {"url": url, "project": "lastrun", "start": "last_run", "overlap_s": 0,
+                                             "max_traces": 50}, max_calls=1)
+    first = _load(url, "sequence", project="lastrun")
+    out = tmp_path / "cases.jsonl"
+    assert main(["extract", str(cfg), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == first
+    assert not (tmp_path / "run").exists()
+    assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    later = _load(url, "failing", project="lastrun")
+    assert main(["extract", str(cfg), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == later
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before

@@ -31,13 +31,14 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
 
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
+    dataset = _as_the_next_run_reads(fmt, config)  # (read only: `prepare` takes the options as written, as a run's does)
     out = sys.stdout if str(args.output) == "-" else open(args.output, "w", encoding="utf-8")
     written = bad = 0
     spans_seen: dict[str, dict[str, dict[str, int]]] = {}  # file -> convention -> used/ignored span counts
     seen = FirstSeen()  # as a run does: an id's first record (valid or not) owns it; a repeat is reported once, never written
     with _interrupt_between_records() as interrupted:
         try:
-            for raw in fmt.read(config.dataset):
+            for raw in fmt.read(dataset):
                 if interrupted:
                     raise KeyboardInterrupt  # between records: every line written is a whole case
                 got = extract_record(raw, fmt, ctx)
@@ -73,7 +74,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     if not written and not bad and fmt.remote:  # a store's window holding no trace is a quiet night, not an error
         from tracejudge.stages.extract.remote import empty_window
 
-        err.print(f"wrote 0 cases to {args.output}: {empty_window(fmt.name, dict(config.dataset.options))}", highlight=False, markup=False, soft_wrap=True)
+        err.print(f"wrote 0 cases to {args.output}: {empty_window(fmt.name, dict(dataset.options))}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_OK
     if not written and not bad:  # as a run refuses it: nothing read is no conversion that succeeded
         from tracejudge.stages.extract.first_records import no_records
@@ -82,6 +83,19 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         return EXIT_BAD_INPUT
     err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_ASSERTION if bad else EXIT_OK  # the valid cases are written; a script still learns that some records were not
+
+
+def _as_the_next_run_reads(fmt, config):
+    """The dataset as `tracejudge run` of `config` would read it next: a store's `start: last_run` stands for the
+    window after the run directory's last finished run (everything when it has none), as the run binds it
+    (`Format.bind`). Nothing is recorded in the run directory: the sweep's record (`sweep.json`) is the run's to write."""
+    if fmt.bind is None or (config.dataset.options or {}).get("start") != "last_run":
+        return config.dataset
+    dataset = fmt.bind(config.dataset, Path(config.run.dir))
+    options = dict(dataset.options)
+    if isinstance(options.get("_sweep"), dict):
+        options["_sweep"] = {**options["_sweep"], "run_dir": None}
+    return dataset.model_copy(update={"options": options})
 
 
 def _tally_conventions(into: dict[str, dict[str, dict[str, int]]], file: str, case) -> None:
