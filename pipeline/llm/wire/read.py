@@ -38,12 +38,15 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     status makes them auth errors); a content filter's 4xx → `fatal`; another
     4xx with `retry-after` → `server`; other 4xx → `request`; a 2xx whose body
     is an error object → `server` with the provider's own message; a 2xx of
-    the wrong shape → `server` ("unexpected reply shape"), or with implausible
-    usage (not a token count, more cached tokens than prompt tokens) → `server`
-    ("unexpected reply shape (implausible usage: …)").
+    the wrong shape → `server` ("unexpected reply shape").
 
     A 2xx without usage (missing, null, no prompt figure) is a `Reply` with
-    `usage_known` False and 0 tokens: its sender estimates them. A reply whose
+    `usage_known` False and 0 tokens: its sender estimates them. So is one with
+    implausible usage (not a token count, more cached tokens than prompt
+    tokens), `usage_problem` saying which figure: the provider answered and
+    billed something, so its verdict counts and its cost is unknown (as a
+    malformed reply it was retried and billed nothing, and a server that always
+    sends such figures failed every case). A reply whose
     text is empty while the server put its text in `message.reasoning_content`
     / `message.reasoning` (a reasoning parser) or only in Anthropic `thinking`
     blocks keeps that text in `Reply.reasoning` (never as the verdict text).
@@ -79,8 +82,6 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         if provider == "anthropic":
             return _anthropic(body)
         return _openai(body)
-    except ImplausibleUsage as exc:
-        raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape (implausible usage: {exc})", http.status) from None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
 
@@ -101,12 +102,16 @@ def _anthropic(body: dict[str, Any]) -> Reply:
     if not isinstance(usage, dict) or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
     # Anthropic's `input_tokens` leaves out both the tokens read from and written to its cache.
-    cached = token_count(usage, "cache_read_input_tokens")
-    written = token_count(usage, "cache_creation_input_tokens")
-    prompt = token_count(usage, "input_tokens") + cached + written
+    try:
+        cached = token_count(usage, "cache_read_input_tokens")
+        written = token_count(usage, "cache_creation_input_tokens")
+        prompt = token_count(usage, "input_tokens") + cached + written
+        completion = token_count(usage, "output_tokens")
+    except ImplausibleUsage as exc:
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1], usage_problem=str(exc))
     if prompt == 0:  # no request has an empty prompt: a server that does not count
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
-    return Reply(text, truncated, prompt, token_count(usage, "output_tokens"), cached, written, reasoning=reasoning[0], reasoning_field=reasoning[1])
+    return Reply(text, truncated, prompt, completion, cached, written, reasoning=reasoning[0], reasoning_field=reasoning[1])
 
 
 def _openai(body: dict[str, Any]) -> Reply:
@@ -122,7 +127,10 @@ def _openai(body: dict[str, Any]) -> Reply:
                 reasoning, field = message[name], name
                 break
     truncated = choice.get("finish_reason") == "length"
-    counts = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
+    try:
+        counts = usage_counts(body.get("usage"), "prompt_tokens", "completion_tokens", ("prompt_tokens_details", "cached_tokens"))
+    except ImplausibleUsage as exc:
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field, usage_problem=str(exc))
     if counts is None:
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field)
     return Reply(text, truncated, counts[0], counts[1], counts[2], reasoning=reasoning, reasoning_field=field)

@@ -65,6 +65,10 @@ class Reply:
     hold this call's earlier attempts that timed out or lost their connection
     after sending (billed at their estimated input, as the summary bills them).
 
+    `usage_problem` says why usage figures the reply did carry were not read
+    (not plausible token counts, more cached tokens than prompt tokens): the
+    reply is then one without usage (`usage_known` False), its verdict used.
+
     `reasoning` is the text a server returned outside the answer when the
     answer (`text`) was empty — OpenAI-compatible `message.reasoning_content`
     or `message.reasoning` (a reasoning parser took the whole reply), or
@@ -82,6 +86,7 @@ class Reply:
     usage_known: bool = True
     reasoning: str = ""
     reasoning_field: str = ""
+    usage_problem: str = ""
 
 
 @dataclass

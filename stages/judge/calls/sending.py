@@ -175,7 +175,8 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
 
 
 def estimate_usage(self: Judge, reply: Reply, prompt_tokens: int) -> None:
-    """Give `reply`, which reported no usage (`Reply.usage_known` False), estimated tokens: `prompt_tokens` (the request's
+    """Give `reply`, which reported no usage or implausible usage (`Reply.usage_known` False; the first implausible one of
+    the judge is warned about), estimated tokens: `prompt_tokens` (the request's
     prompt as admitted) in, its text (and any reasoning text) counted by `judge.tokenizer` out; counted in
     `stats.usage_unknown_replies`. Its dollars are unknown (`Judge._count` prices it None), so the score's and the
     summary's `cost_usd` are null, while the budget and the token counters take the estimate."""
@@ -185,6 +186,13 @@ def estimate_usage(self: Judge, reply: Reply, prompt_tokens: int) -> None:
     reply.input_tokens = prompt_tokens
     reply.output_tokens = counter.text(reply.text) + (counter.text(reply.reasoning) if reply.reasoning else 0)
     self.stats.usage_unknown_replies += 1
+    if reply.usage_problem and not self.usage_problem_told:
+        self.usage_problem_told = True
+        from tracejudge.core.log import get_logger
+
+        get_logger("tracejudge.judge").warning(
+            "the judge's usage figures are not plausible token counts: such replies are counted as replies without usage "
+            "(tokens estimated, cost unknown)", model=self.cfg.model, problem=reply.usage_problem[:200])
 
 
 async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wire | None = None) -> Reply:
