@@ -203,3 +203,18 @@ def test_a_sampled_mean_panels_grade_comes_from_the_metrics_scale_in_either_orde
         pairs, _ = pair_up(results, labels, scales)
         grades.append([p.grade for p in pairs["quality"]])
     assert grades == [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]  # value 0.125 is grade 1.5 on 1..5: a half goes to the lower grade
+
+
+def test_a_trial_label_that_differs_from_its_case_label_is_named_and_answers_its_trial(tmp_path: Path) -> None:
+    # No conflict (both are kept: the trial's answers its trial, the case's the others), but a user who wrote both
+    # for a one-trial run learns that the case's label answers nothing there.
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"case_id": "a", "metric": "m", "label": True},
+            {"case_id": "a", "metric": "m", "label": False, "trial": 0},
+            {"case_id": "b", "metric": "m", "label": True},
+            {"case_id": "b", "metric": "m", "label": 1, "trial": 0}]  # the same label: nothing to say
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = load_label_file(labels)
+    assert {(lab.case_id, lab.value, lab.trial) for lab in got.labels} == {("a", False, 0), ("a", True, None), ("b", 1.0, 0), ("b", True, None)}
+    assert got.problems == [f"{labels}:2: label: false for case 'a' metric 'm' trial 0 differs from line 1's true for the "
+                            "whole case: trial 0 takes this one"]

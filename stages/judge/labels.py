@@ -20,7 +20,10 @@ One label per (case, metric, trial): a second label with the same value is
 counted once and noted; a second label with another value is a conflict —
 which one is right cannot be known, and keeping either would make the result
 depend on the order of the lines — so every label of that key is left out and
-each later one is named (`file:line: label: … conflicts with line N …`).
+each later one is named (`file:line: label: … conflicts with line N …`). A label
+for one trial that differs from its case's label (no `trial`) is no conflict: it
+answers its trial, the case's label the others; it is named too (`… differs
+from line N's … for the whole case`).
 """
 
 from __future__ import annotations
@@ -78,6 +81,12 @@ class LabelSet:
                 conflicting.add(key)
                 notes.append(f"{lab.where}: label: {_shown(lab.value)} conflicts with {_place(was, lab)}'s {_shown(was.value)} "
                              f"for {what}: both left out")
+        # A trial's label takes its trial from the case's label (README): said when they differ, as it is no repeat.
+        for (case_id, metric, trial), lab in first.items():
+            whole = first.get((case_id, metric, None)) if trial is not None else None
+            if whole is not None and float(whole.value) != float(lab.value) and (case_id, metric, None) not in conflicting:
+                notes.append(f"{lab.where}: label: {_shown(lab.value)} for case {case_id!r} metric {metric!r} trial {trial} differs "
+                             f"from {_place(whole, lab)}'s {_shown(whole.value)} for the whole case: trial {trial} takes this one")
         self.labels = [lab for key, lab in first.items() if key not in conflicting]
         self.problems = [*self.problems, *notes]
 
