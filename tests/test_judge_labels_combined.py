@@ -218,3 +218,14 @@ def test_a_trial_label_that_differs_from_its_case_label_is_named_and_answers_its
     assert {(lab.case_id, lab.value, lab.trial) for lab in got.labels} == {("a", False, 0), ("a", True, None), ("b", 1.0, 0), ("b", True, None)}
     assert got.problems == [f"{labels}:2: label: false for case 'a' metric 'm' trial 0 differs from line 1's true for the "
                             "whole case: trial 0 takes this one"]
+
+
+def test_a_repeat_of_a_conflicting_label_is_not_said_to_count(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"case_id": "a", "metric": "m", "label": True}, {"case_id": "a", "metric": "m", "label": False},
+            {"case_id": "a", "metric": "m", "label": True}]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = load_label_file(labels)
+    assert got.labels == [] and len(got.problems) == 2
+    assert "conflicts with line 1" in got.problems[0]
+    assert "repeats line 1" in got.problems[1] and "left out with it" in got.problems[1] and "counted once" not in got.problems[1]

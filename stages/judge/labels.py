@@ -75,7 +75,10 @@ class LabelSet:
             same = float(lab.value) == float(was.value)  # `true` beside 1 says the same
             trial = "" if lab.trial is None else f" trial {lab.trial}"
             what = f"case {lab.case_id!r} metric {lab.metric!r}{trial}"
-            if same:
+            if same and key in conflicting:  # (the first line's value, already in conflict with another line)
+                notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}), "
+                             "which conflicts with another label: left out with it")
+            elif same:
                 notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}): counted once")
             else:
                 conflicting.add(key)
