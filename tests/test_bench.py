@@ -153,3 +153,23 @@ def test_dry_run_of_a_config_needs_no_api_key(tmp_path):
     run = subprocess.run([sys.executable, "-m", "tracejudge", "bench", str(cfg), "--requests", "1"], capture_output=True, text=True, cwd=tmp_path,
                          timeout=120, env=env)
     assert run.returncode == 2 and "TRACEJUDGE_TEST_NO_SUCH_KEY" in run.stdout + run.stderr  # a real bench does need it
+
+
+def test_replies_without_usage_are_estimated_not_counted_as_zero_tokens(tmp_path):
+    # A server that reports no usage (some local servers and gateways): the bench measured 0 tokens/min and 0 output
+    # tokens per request, and projected a sweep on that. It estimates them as a run bills them, and says so.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _loopback import Loopback, completion
+
+    def respond(headers, body):
+        reply = completion(json.dumps({"answer": "yes", "reason": "a reply of a few words"}))
+        del reply["usage"]
+        return 200, reply
+
+    with Loopback(respond) as server:
+        proc, report = bench(*synthetic(server.url, "--requests", "20", "--duration", "0.5"), cwd=tmp_path)
+    m = report["measured"]
+    assert m["answered"] > 0 and m["usage_estimated"] == m["answered"], m
+    assert m["output_tokens_per_request"] > 0 and m["input_tpm"] > 0, m
+    assert all(a["usage_estimated"] and a["input_tokens"] > 0 for a in report["attempts"] if a["outcome"] == "ok")
+    assert "others' tokens are estimated" in " ".join(proc.stdout.split()), proc.stdout

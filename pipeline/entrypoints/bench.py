@@ -72,6 +72,7 @@ from tracejudge.entrypoints.judge_bench.measure import measured as measure
 from tracejudge.entrypoints.judge_bench.project import GROUP, project, recommend
 from tracejudge.entrypoints.judge_bench.ramp import GROWTH, MIN_SAMPLES, STEP_S, ramp
 from tracejudge.entrypoints.judge_bench.requests import BenchRequest, build_sample, synthetic_requests
+from tracejudge.llm.judge_tokenizer import prompt_counter, spec_of
 from tracejudge.entrypoints.judge_bench.sender import PROMPT_MARGIN, Attempt, Bench
 from tracejudge.entrypoints.judge_bench.table import print_report
 from tracejudge.llm.budget import InProcessBudget
@@ -172,7 +173,7 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
             bench = Bench(session=session, url=endpoint(cfg.provider, base), protocol=protocol, headers=auth_headers(protocol, key),
                            requests=requests, limiter=limiter, budget=budget, price=price, max_requests=args.requests, timeout_s=cfg.timeout_s,
                            structured=structured, max_bytes=cfg.max_response_bytes,
-                           secrets=(key,))
+                           secrets=(key,), counter=prompt_counter(cfg.model, spec_of(cfg)))
             best, steps, why = await ramp(bench, 1, args.max_level)
             hold_start = time.monotonic() - bench.t0
             held = await bench.level("hold", best, None, hold_start + args.duration) if not bench.state.stop else []

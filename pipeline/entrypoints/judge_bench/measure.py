@@ -90,6 +90,7 @@ def measured(attempts: list[Attempt], limits: dict[str, Any]) -> dict[str, Any]:
         "errors": kinds,
         "cached_token_share": sum(a.cached_tokens for a in ok) / tin if tin else 0.0,
         "output_tokens_per_request": tout / len(ok) if ok else None,
+        "usage_estimated": sum(a.usage_estimated for a in ok),
     }
 
 

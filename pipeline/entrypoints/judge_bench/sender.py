@@ -39,6 +39,7 @@ class Attempt:
     cached_tokens: int = 0
     rate: RateInfo | None = None
     message: str = ""
+    usage_estimated: bool = False  # the reply reported no (or no plausible) usage: its tokens are estimates
 
 
 @dataclass
@@ -53,8 +54,10 @@ class Bench:
 
     def __init__(self, *, session: Any, url: str, protocol: str, headers: dict[str, str], requests: list[BenchRequest],
                  limiter: AdaptiveLimiter, budget: InProcessBudget, price: Price | None, max_requests: int, timeout_s: float,
-                 structured: str = "json_schema", max_bytes: int = 8 << 20, secrets: tuple[str | None, ...] = ()) -> None:
+                 structured: str = "json_schema", max_bytes: int = 8 << 20, secrets: tuple[str | None, ...] = (),
+                 counter: Any = None) -> None:
         self.session, self.url, self.protocol, self.headers = session, url, protocol, headers
+        self.counter = counter  # counts a reply's text when it reports no usage (`judge_tokenizer.prompt_counter`), as a run does
         self.structured, self.max_bytes, self.secrets = structured, max_bytes, secrets
         self.requests = requests
         self.limiter, self.budget, self.price = limiter, budget, price
@@ -112,6 +115,11 @@ class Bench:
             self.limiter.settle(permit, "timeout")
             self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
+        if not reply.usage_known:  # (as a run bills such a reply: the prompt as admitted, the text counted)
+            att.usage_estimated = True
+            reply.input_tokens = br.prompt_tokens
+            text = reply.text + reply.reasoning
+            reply.output_tokens = self.counter.text(text) if self.counter is not None else math.ceil(len(text) / 4)
         att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
         self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens))

@@ -39,6 +39,9 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         *((f"  {kind}", msg) for kind, msg in report.get("error_messages", {}).items()),
         ("cached-token share", f"{m.get('cached_token_share', 0):.1%}"),
         ("output tokens per request", f"{m['output_tokens_per_request']:.1f}" if m.get("output_tokens_per_request") is not None else "n/a"),
+        *((("usage reported", f"by {m.get('answered', 0) - m['usage_estimated']} of {m.get('answered', 0)} replies: the others' tokens "
+            "are estimated (the prompt as counted, the reply's text by judge.tokenizer), and so are the token rates and the cost"),)
+          if m.get("usage_estimated") else ()),
         ("bench spent", f"${report['spent_usd']:.4f} ({report['requests_sent']} requests; stopped by {report['stopped_by']})"),
     ]
     if p:
