@@ -1,0 +1,202 @@
+"""The floor of the work of a whole deterministic run, beside tracejudge and pydantic-evals, against the peer targets.
+
+What it measures: for the targets of `pipeline_throughput.py` (tracejudge at least 6x pydantic-evals with
+processes 1, 10x with processes 2, 25x multivon with processes 2, in CPU and in wall seconds of the whole
+process), how many seconds a target allows, how many the least implementation of the same work takes (the
+floor), and how many tracejudge takes. So a note can say "target X CPU-s, minimal implementation Y,
+tracejudge Z", and tell a target tracejudge misses from one nothing written in Python could meet.
+
+The floor is `benchmarks/_floor_run.py`: not tracejudge's code but a minimal, self-contained implementation of
+the same step (validated msgspec decode of the native JSONL lines, the six checks with short reasons, a
+result line per case, the fold with bootstrap CIs and summary.json), with 1 process or 2 forked workers. It
+leaves out what tracejudge does besides (checkpoints and resume, the dataset fingerprint, secret redaction,
+JUnit and the reports, richer reasons, per-metric error isolation and time limits, ...: its docstring lists them).
+
+How: N τ-bench cases (`pipeline_throughput.write_dataset`, default 10,000), the project's bytecode written
+first (`_procs.precompile`), then `--repeats` interleaved rounds of fresh processes, each timed from outside
+(`pipeline_throughput.whole_process`: CPU seconds of the process and the workers it waited for, wall
+seconds, start to exit): floor processes 1, floor processes 2, tracejudge processes 1, tracejudge processes 2,
+pydantic-evals, and multivon with `--multivon` (about 33 s a run). Figures are medians over the rounds. Every
+run's six means must agree with tracejudge's to 3 decimals, else no ratio is printed (the means are). A step
+that fails leaves the table of what was measured, then the error; every process started is stopped.
+
+    python benchmarks/whole_floor.py [--n 10000] [--repeats 5] [--multivon] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import pipeline_throughput as pt  # noqa: E402
+from _procs import guarded, precompile  # noqa: E402
+from _six_checks import CHECKS  # noqa: E402
+
+PYDANTIC, MULTIVON = "pydantic-evals Dataset.evaluate", "multivon EvalSuite.run"
+REFERENCE = "tracejudge processes 1"  # the means every other run must agree with
+
+
+class State:
+    """Everything measured so far (tool → runs, in the order measured), so that a failed step still leaves a table."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.runs: dict[str, list[pt.Run]] = {}
+        self.disagree: list[str] = []
+        self.notes: list[str] = []
+        self.load_start = _load()
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def floor(n: int, cases: Path, work: Path, processes: int) -> pt.Run:
+    """One whole-process run of `_floor_run.py` on `cases` with `processes`; its output folder is removed afterwards."""
+    out = work / f"floor-{processes}"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, str(BENCH / "_floor_run.py"), str(cases), str(out), "--processes", str(processes)]
+    got = pt.whole_process(cmd, f"floor run (processes {processes}, N={n:,})")
+    shutil.rmtree(out)
+    if got["n"] != n:
+        raise RuntimeError(f"the floor run (processes {processes}) wrote {got['n']} results for {n} cases")
+    return got
+
+
+def steps(st: State, cases: Path, work: Path, multivon: bool) -> dict[str, Any]:
+    """The tools of one round, in the order they run: name → a function measuring one run."""
+    n = st.n
+    tools: dict[str, Any] = {
+        "floor processes 1": lambda: floor(n, cases, work, 1),
+        "floor processes 2": lambda: floor(n, cases, work, 2),
+        "tracejudge processes 1": lambda: pt.ours(n, cases, work, "processes 1"),
+        "tracejudge processes 2": lambda: pt.ours(n, cases, work, "processes 2"),
+    }
+    for peer in (PYDANTIC, MULTIVON) if multivon else (PYDANTIC,):
+        if importlib.util.find_spec(pt.PEERS[peer][1]) is None:
+            st.notes.append(f"{peer}: skipped, `{pt.PEERS[peer][1]}` is not installed (the `bench` extra)")
+        else:
+            tools[peer] = lambda peer=peer: pt.peer(peer, cases)
+    return tools
+
+
+def agree(st: State) -> None:
+    """Compare every run's six means with tracejudge processes 1's first; raise when any differs beyond 3 decimals."""
+    reference = st.runs[REFERENCE][0]["means"]
+    for tool, runs in st.runs.items():
+        for r in runs:
+            off = [k for k in CHECKS if abs(r["means"][k] - reference[k]) > pt.AGREE]
+            if off and not any(line.startswith(tool + ":") for line in st.disagree):
+                st.disagree.append(f"{tool}: " + ", ".join(f"{k} {r['means'][k]:.6f} vs {reference[k]:.6f}" for k in off))
+    if st.disagree:
+        raise RuntimeError("the six means disagree: the runs did not do the same work, no ratio is printed")
+
+
+def measure(st: State, args: argparse.Namespace, work: Path) -> None:
+    """Write the dataset, then `args.repeats` interleaved rounds of every tool; each run stored as soon as measured."""
+    cases = work / "cases.jsonl"
+    pt.write_dataset(cases, st.n, pt.base_cases())
+    tools = steps(st, cases, work, args.multivon)
+    for r in range(args.repeats):
+        for tool, step in tools.items():
+            st.runs.setdefault(tool, []).append(step())
+            got = st.runs[tool][-1]
+            print(f"  #{r + 1} {tool}: {got['cpu']:.2f} CPU s, {got['wall']:.2f} wall s", file=sys.stderr)
+        agree(st)  # after every round: a disagreement stops the run before more time goes into ratios it voids
+
+
+def med(st: State, tool: str, key: str) -> float:
+    """The median of `key` over `tool`'s runs."""
+    return statistics.median(r[key] for r in st.runs[tool])
+
+
+def report(st: State) -> None:
+    """Print what `st` holds: each tool's medians, the six means, then the targets against the floor and tracejudge."""
+    print(f"\nwhole process, {st.n:,} τ-bench cases, the six checks ({os.cpu_count()} cores; load average at start "
+          f"{st.load_start}, at end {_load()})\n")
+    if st.runs:
+        print(f"| {'tool':<32} | runs | {'CPU s':>6} | {'wall s':>6} | {'own CPU s':>9} | {'workers CPU s':>13} | {'RSS MB':>6} | {'workers RSS MB':>14} |")
+        print(f"|{'-' * 34}|------|{'-' * 8}|{'-' * 8}|{'-' * 11}|{'-' * 15}|{'-' * 8}|{'-' * 16}|")
+        for tool, runs in st.runs.items():
+            own = statistics.median(x["cpu"] - x["workers_cpu"] for x in runs)
+            print(f"| {tool:<32} | {len(runs):>4} | {med(st, tool, 'cpu'):>6.2f} | {med(st, tool, 'wall'):>6.2f} | {own:>9.2f} | "
+                  f"{med(st, tool, 'workers_cpu'):>13.2f} | {med(st, tool, 'rss'):>6.1f} | {med(st, tool, 'workers_rss'):>14.1f} |")
+        print(f"\nthe six means (first run of each; they must agree to 3 decimals)\n\n| {'tool':<32} | "
+              + " | ".join(f"{k:>16}" for k in CHECKS) + " |")
+        print(f"|{'-' * 34}|" + "|".join("-" * 18 for _ in CHECKS) + "|")
+        for tool, runs in st.runs.items():
+            print(f"| {tool:<32} | " + " | ".join(f"{runs[0]['means'][k]:>16.6f}" for k in CHECKS) + " |")
+    if st.disagree:
+        print("\nTHE SIX MEANS DISAGREE, no ratio is printed (the runs did not do the same work):\n" + "\n".join(st.disagree))
+    else:
+        targets(st)
+    for note in st.notes:
+        print(f"note: {note}")
+
+
+def targets(st: State) -> None:
+    """The table of targets: seconds allowed (the peer's median over the ratio), floor, tracejudge, CPU and wall."""
+    rows = []
+    for (peer, executor), ratio in sorted(pt.TARGETS.items(), key=lambda item: (item[0][1], item[1])):  # 6x p1, 10x p2, 25x p2
+        fl, tj = f"floor {executor}", f"tracejudge {executor}"
+        if all(st.runs.get(t) for t in (peer, fl, tj)):
+            rows.append((f">={ratio:g}x {peer.split()[0]}, {executor}", peer, ratio, fl, tj))
+    if not rows:
+        return
+    n_runs = min(len(st.runs[t]) for row in rows for t in (row[1], row[3], row[4]))
+    print(f"\ntargets: seconds a target allows (the peer's median / the ratio), the floor's and tracejudge's, "
+          f"medians of {n_runs} interleaved run(s)\n")
+    cols = [f"{unit} {k}" for unit in ("CPU", "wall") for k in ("allowed s", "floor s", "tracejudge s", "tracejudge / floor")]
+    print(f"| {'target':<34} | " + " | ".join(cols) + " |")
+    print(f"|{'-' * 36}|" + "|".join("-" * (len(c) + 2) for c in cols) + "|")
+    lines = []
+    for label, peer, ratio, fl, tj in rows:
+        figures = []
+        for key in ("cpu", "wall"):
+            allowed, f, t = med(st, peer, key) / ratio, med(st, fl, key), med(st, tj, key)
+            figures += [allowed, f, t, t / f]
+            verdict = ("the target is below the floor of the work" if f > allowed
+                       else f"the floor is under it ({allowed - f:.2f} s to spare)")
+            tj_says = "meets it" if t <= allowed else f"misses it by {t - allowed:.2f} s"
+            lines.append(f"{label}, {key}: allowed {allowed:.2f} s, floor {f:.2f} s: {verdict}; tracejudge {t:.2f} s {tj_says}")
+        print(f"| {label:<34} | " + " | ".join(f"{x:>{len(c)}.2f}" for x, c in zip(figures, cols)) + " |")
+    print("\n" + "\n".join(lines))
+
+
+def main() -> None:
+    """Parse the command line, measure, print the tables (the partial ones if a step failed)."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000, help="cases (default 10,000)")
+    ap.add_argument("--repeats", type=int, default=5, help="interleaved rounds; the figures are medians")
+    ap.add_argument("--multivon", action="store_true", help="also run multivon (about 33 s a run at 10,000 cases)")
+    ap.add_argument("--keep", type=Path, help="work in this folder instead of a temporary one (kept afterwards)")
+    args = ap.parse_args()
+    if args.repeats < 1 or args.n < 2:
+        ap.error("--repeats must be at least 1 and --n at least 2")
+    st = State(args.n)
+    precompile()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="tj-floor-"))
+    work.mkdir(parents=True, exist_ok=True)
+
+    def run_all() -> None:
+        try:
+            measure(st, args, work)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+
+    guarded(run_all, lambda: report(st))
+
+
+if __name__ == "__main__":
+    main()
