@@ -74,3 +74,22 @@ def test_deepeval_computes_the_same_values(monkeypatch):
         ours = _ours(params, expected, called)
         table.append((rid, theirs, ours.value, metric.success, ours.passed))
     assert [(r[0], r[1], r[3]) for r in table] == [(r[0], r[2], r[4]) for r in table]
+
+
+def test_a_partly_equal_nested_argument_scores_the_same_in_every_process():
+    # deepeval sums a mapping's per-key shares in its set's order, which string hashing makes differ from one process
+    # to the next: this case scored 0.49999999999999994 (failing 0.5) in some and 0.5 in others. Ours is one value.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    expected = {"a": {"x": 1, "y": 1}, "b": {"p": 1, "q": 1, "r": 1}, "c": {"s": 1, "t": 1, "u": 1}}
+    called = {"a": {"x": 1, "y": 2}, "b": {"p": 1, "q": 2, "r": 2}, "c": {"s": 1, "t": 1, "u": 2}}
+    code = ("import json,sys; from tracejudge.core.records import Case; from tracejudge.core.registry import build_metric; "
+            "e, a = json.loads(sys.argv[1]); m = build_metric({'type': 'DeepEvalToolCorrectness', 'evaluation_params': ['input_parameters']}); "
+            "c = Case.model_validate({'id': 'c', 'expected_tool_calls': [{'name': 'f', 'arguments': e}], "
+            "'trace': {'steps': [{'tool_calls': [{'name': 'f', 'arguments': a}]}]}}); s = m.evaluate(c); print(repr(s.value), s.passed)")
+    got = {subprocess.run([sys.executable, "-c", code, json.dumps([expected, called])], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(1, 9)}
+    assert len(got) == 1, got

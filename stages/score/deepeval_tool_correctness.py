@@ -186,10 +186,13 @@ def _compare(expected: dict[str, Any], actual: dict[str, Any], exact: bool) -> f
         return 1.0
     if exact:
         return 0.0
-    # The same set operations as deepeval, so the float sum runs in the same order.
+    # deepeval sums over a set of keys, in an order string hashing sets anew in every process (PYTHONHASHSEED): with
+    # nested mappings the terms differ and the float sum's last bit, even `passed` at 0.5, changed from run to run
+    # (0.49999999999999994 or 0.5 for one case). Summed here in key order: the same value every run. Where every term
+    # is the same (no nested mapping partly equal), any order gives deepeval's value to the last bit.
     union = set(expected.keys()).union(set(actual.keys()))
     score = 0.0
-    for key in set(expected.keys()).intersection(set(actual.keys())):
+    for key in sorted(set(expected.keys()).intersection(set(actual.keys())), key=str):
         if expected[key] == actual[key]:
             score += 1 / len(union)
         elif isinstance(expected[key], dict) and isinstance(actual[key], dict):
