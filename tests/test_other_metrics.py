@@ -142,6 +142,15 @@ def test_exact_match_and_contains():
     assert Contains(value="ORDER", case_sensitive=True).evaluate(out_case("order")).value == 0.0
 
 
+def test_exact_match_trims_what_javascript_trims():
+    # cogitator's `exactMatch` trims with JavaScript's `trim()`: a byte-order mark goes (Python's `strip()` keeps it),
+    # U+0085 and U+001C–U+001F stay (Python's drops them). The set was checked against node's `trim()`, code point by code point.
+    assert ExactMatch().evaluate(out_case("\ufeffParis", "Paris")).value == 1.0
+    assert ExactMatch().evaluate(out_case("Paris\u0085", "Paris")).value == 0.0
+    assert ExactMatch().evaluate(out_case("\x1fParis", "Paris")).value == 0.0
+    assert ExactMatch().evaluate(out_case("\u3000Paris\u2028\xa0", "Paris")).value == 1.0
+
+
 def test_regex_and_json_schema():
     assert Regex(pattern=r"#W\d{3}").evaluate(out_case("order #W123 done")).value == 1.0
     assert Regex(pattern=r"#W\d{3}", full_match=True).evaluate(out_case("order #W123 done")).value == 0.0

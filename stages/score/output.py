@@ -32,6 +32,12 @@ def _pass(ok: bool, reason: str, details: dict[str, Any] | None = None) -> Score
     return make_score(1.0 if ok else 0.0, ok, reason, details)
 
 
+# What JavaScript's `String.prototype.trim` removes (ECMAScript WhiteSpace and LineTerminator: the Zs characters, tab,
+# vertical tab, form feed, no-break space, the byte-order mark U+FEFF, line feed, carriage return, U+2028, U+2029), as
+# cogitator's `exactMatch` trims. Python's `str.strip()` keeps U+FEFF and also drops U+001C–U+001F and U+0085.
+JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
 # `defer_build`: a metric's validator is built when a config names it, not when a config naming `Contains`
 # imports this module (each cost start-up about 0.5 ms).
 @register_metric
@@ -40,7 +46,9 @@ class ExactMatch(Metric, defer_build=True):
 
     The expected value is `expected` when given, else the case's
     `expected_output` (neither → `value: null`; cogitator scores 0 there).
-    A text expectation compares after trimming both sides and, unless
+    A text expectation compares after trimming both sides (the characters
+    JavaScript's `trim()` removes, as cogitator trims: a leading byte-order
+    mark goes, a trailing U+0085 stays) and, unless
     `case_sensitive: true`, ignoring case (cogitator's defaults; set
     `case_sensitive: true, strip: false` for pydantic-evals' `EqualsExpected`).
     A structured expectation (a mapping, list, number, bool) compares with
@@ -70,7 +78,7 @@ class ExactMatch(Metric, defer_build=True):
             if isinstance(target, dict) and isinstance(value, dict):
                 return _pass(False, f"output JSON differs: {first_difference(target, value, 'exact')}")
             return _pass(False, "expected {}, got {}".format(*short_pair(target, value)))
-        a, b = (out.strip(), target.strip()) if self.strip else (out, target)
+        a, b = (out.strip(JS_WHITESPACE), target.strip(JS_WHITESPACE)) if self.strip else (out, target)
         ok = a == b if self.case_sensitive else a.lower() == b.lower()
         return _pass(ok, "output equals the expected text" if ok else f"expected {redact_quoted(b, 120)[:120]!r}, got {redact_quoted(a, 120)[:120]!r}")
 
