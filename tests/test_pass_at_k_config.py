@@ -65,3 +65,32 @@ def test_a_pass_at_k_threshold_is_compared_exactly_as_a_metrics_own() -> None:
     k = PassAtK(metric="m", k=1, threshold=0.5)
     assert not k.trial_passed(Score(value=sum([1 / 12] * 6), passed=False))
     assert k.trial_passed(Score(value=0.5, passed=True))
+
+
+def test_pass_at_k_is_multivons_value_to_the_last_bit(tmp_path: Path) -> None:
+    # One case, 7 trials, 2 passing, k=3: multivon's `suite_pass_k` (and cogitator's formula) gives 0.7142857142857143;
+    # the summary said 0.714286 (rounded to 6 places).
+    (tmp_path / "agent.py").write_text(
+        "def respond(request):\n    out = 'yes' if request.trial < 2 else 'no'\n    return {'output': out, 'trace': {'steps': [], 'output': out}}\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": "q", "expected_output": "yes"}) + "\n")
+    (tmp_path / "c.yaml").write_text(
+        "dataset: {path: cases.jsonl, format: native}\ntarget: {kind: python, callable: 'agent:respond'}\n"
+        "run: {trials: 7, dir: run}\nmetrics:\n  - {type: ExactMatch, name: em}\n  - {type: PassAtK, metric: em, k: 3}\n")
+    import os
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        main(["run", "c.yaml", "--no-progress"])
+    finally:
+        os.chdir(cwd)
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("agent", None)
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    from math import comb
+
+    assert s["pass_at_k"]["pass@3(em)"]["value"] == 1.0 - comb(5, 3) / comb(7, 3) == 0.7142857142857143
+    multivon = pytest.importorskip("multivon_eval.passk")
+    assert s["pass_at_k"]["pass@3(em)"]["value"] == multivon.pass_at_k(7, 2, 3)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.records import CaseResult, Score, score_counts
-from tracejudge.stages.aggregate.metric_stats import _r
 from tracejudge.stages.aggregate.stats import pass_at_k
 
 __all__ = ["PassAtKTracker"]
@@ -91,7 +90,9 @@ class PassAtKTracker:
     def figure(sums: _Sums, no_scored: Counter[_Group], too_few: Counter[tuple[_Group, int]], group: _Group, k: int) -> dict[str, Any]:
         s = sums.get(group, {}).get(k)
         return {
-            "value": _r(s.total / s.cases) if s and s.cases else None,
+            # (Not rounded: pass@k is a metric's value, the mean of the cases' estimates as multivon's `suite_pass_k`
+            # gives it, `0.7142857142857143`, not a rounded `0.714286`.)
+            "value": s.total / s.cases if s and s.cases else None,
             "cases": s.cases if s else 0,
             "no_scored_trial": no_scored.get(group, 0),
             "too_few_trials": too_few.get((group, k), 0),
