@@ -189,6 +189,10 @@ class Regex(Metric, defer_build=True):
     `REGEX_TIMEOUT_S` seconds per output: a pattern that backtracks longer
     (`^(a+)+$` on a long output of `a`s) gives `value: null` with the reason,
     instead of holding the run. An invalid pattern is refused when the metric is built.
+
+    Python's semantics, not JavaScript's (cogitator's and promptfoo's `RegExp`): `$` also matches
+    before a final newline (`^\d+$` finds `"42\n"`; `\Z` does not), and `\d`, `\w`, `\b` are
+    Unicode-aware (`٤٢` are digits; `(?a)` makes them ASCII, as in JavaScript).
     """
 
     pattern: str
