@@ -191,7 +191,7 @@ class Regex(Metric, defer_build=True):
     instead of holding the run. An invalid pattern is refused when the metric is built.
 
     Python's semantics, not JavaScript's (cogitator's and promptfoo's `RegExp`): `$` also matches
-    before a final newline (`^\d+$` finds `"42\n"`; `\Z` does not), and `\d`, `\w`, `\b` are
+    before a final newline (`^\\d+$` finds `"42\\n"`; `\\Z` does not), and `\\d`, `\\w`, `\\b` are
     Unicode-aware (`٤٢` are digits; `(?a)` makes them ASCII, as in JavaScript).
     """
 
