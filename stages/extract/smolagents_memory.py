@@ -36,6 +36,14 @@ What counts, by the step's shape (`smolagents.memory`):
   `final_answer(<value>)` statement with no other call in it — is that
   answer, not a call; code that also does work (`x = f()` before it, or
   `final_answer(f())`) stays a `python_interpreter` call;
+- a run that reached `max_steps` ends with the step smolagents adds then
+  (error `AgentMaxStepsError`, no calls; every version since memory steps
+  exist): its `action_output`, the reply to smolagents' own "give a final
+  answer" request and what `agent.run` returned, is the run's answer and
+  that step's output, while the step keeps its error. When that request
+  failed, smolagents holds `Error in generating final LLM output: ...`
+  there instead (a string up to 1.16, a list of text parts since 1.20):
+  the run has no answer, and that text joins the step's error;
 - `token_usage` is summed (1.13-1.15: the OpenAI usage in the message's
   `repr()`), `timing` gives the latency (first start to last
   end; smolagents 1.13 wrote `start_time`/`end_time` on the step itself);
@@ -58,6 +66,8 @@ __all__ = ["adapt"]
 
 FINAL = "final_answer"
 CODE_TOOL = "python_interpreter"
+MAX_STEPS = "AgentMaxStepsError"  # the step smolagents adds when a run reaches max_steps; its action_output is what `run` returns
+NO_FINAL = "Error in generating final LLM output:"  # what that step holds instead when smolagents' final-answer request failed
 
 
 def _decode(payload: Any) -> tuple[Any, str]:
@@ -193,23 +203,28 @@ def adapt(payload: Any, options: Any = None) -> Case:
             finals = [c for c in calls if c["name"] == FINAL]
             calls = [c for c in calls if c["name"] != FINAL and not _only_final_answer(c)]
             err = step.get("error")
-            message = (err.get("message") or err.get("type")) if isinstance(err, dict) else (str(err) if err else None)
+            kind = err.get("type") if isinstance(err, dict) else None
+            message = (err.get("message") or kind) if isinstance(err, dict) else (str(err) if err else None)
             _results(_ran(step, calls), step.get("observations"), message)
-            if message and not calls:
-                errors.append({"step": len(steps), "type": err.get("type") if isinstance(err, dict) else None, "message": message})
             out = step.get("model_output")
             thought = text_of(out) if not isinstance(out, str) else out
             answer = None
+            ended = kind == MAX_STEPS and not calls and not finals  # the run's last step: its action_output is what `run` returned
             if finals:
                 args = finals[-1]["arguments"]
                 args = maybe_json(args)
                 answer = _text(args.get("answer", args) if isinstance(args, dict) else args)
             elif step.get("is_final_answer") and step.get("action_output") is not None:
                 answer = _text(step["action_output"])
-            output = answer if answer is not None else output
+            elif ended:
+                value = step.get("action_output")
+                answer = text_of(value) if isinstance(value, list) else _text(value)
+                if answer is not None and answer.startswith(NO_FINAL):  # smolagents' stand-in when that request failed: no answer
+                    message, answer = f"{message}\n{answer}", None
+            output = answer if answer is not None or ended else output
             made = {"thought": thought, "tool_calls": calls, "output": answer}
-            if message and not calls:  # the model's step itself failed (parsing, generation): the step says so
-                kind = err.get("type") if isinstance(err, dict) else None
+            if message and not calls:  # the model's step itself failed (parsing, generation, max steps): the step says so
+                errors.append({"step": len(steps), "type": kind, "message": message})
                 made["error"] = f"{kind}: {message}" if kind and not message.startswith(f"{kind}:") else message
             steps.append(made)
         elif "output" in step and len(step) == 1:  # a FinalAnswerStep
