@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
-from tracejudge.stages.judge.trace_text import fence, render_steps, text_of
+from tracejudge.stages.judge.trace_text import fence, final_output, render_steps, text_of
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns, request_text
 
 __all__ = [
@@ -40,10 +40,7 @@ def _trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) ->
     if case.trace is not None:
         steps = case.trace.steps
         sections.append(("Trace", render_steps(steps, omit, full, keep=keep)))
-        output = text_of(case.trace.output)
-        if not full and output and steps and text_of(steps[-1].output) == output:
-            output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
-        sections.append(("Final output", output or "(none)"))
+        sections.append(("Final output", final_output(case, full)))
     return sections
 
 

@@ -4,7 +4,8 @@ Rendering (JUDGE-METRICS.md): steps numbered from 1; per step its thought
 (if any), each call as `call k: name(arguments)` (calls numbered across the
 trace, so every trace metric renders the same block and one fence serves
 them all), its result (or "no result", or `error: …` for a failed call) and
-any output text. Call ids are never rendered, so they cannot change a cache
+any output text; a run that ended in an error (`metadata.run_error`) is said
+once, under the final output. Call ids are never rendered, so they cannot change a cache
 key. Structured values (arguments, JSON results) are rendered compactly
 (`compact`): no quotes around plain keys and strings, no whitespace, and a
 list of objects with the same keys as one header and one row per object,
@@ -35,7 +36,7 @@ from tracejudge.core.records import Step
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "neutralise_markers", "render_call", "render_steps", "whole_text",
-           "text_of"]
+           "text_of", "final_output"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
@@ -191,6 +192,24 @@ def fence(sections: list[tuple[str, str]]) -> str:
     body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in cut_sections(sections))))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
+
+
+def final_output(case: Any, full: bool = False) -> str:
+    """The "Final output" section's text: the output (said once: a pointer to the last step when that step's output is
+    it, in the compact rendering), `(none)`, and when the run ended in an error (`metadata.run_error`, which the
+    span readers set from a failed agent run: "Max turns exceeded", a raised exception) a line saying so.
+
+    A case without `run_error` renders as before, so its prompt and cache key do not change.
+    """
+    steps = case.trace.steps
+    output = text_of(case.trace.output)
+    if not full and output and steps and text_of(steps[-1].output) == output:
+        output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
+    text = output or "(none)"
+    error = case.metadata.get("run_error")
+    if isinstance(error, str) and error:
+        text += f"\n(the run ended in an error: {cut_field(error, full=full)})"
+    return text
 
 
 def text_of(value: Any) -> str:

@@ -41,6 +41,9 @@ belongs to the key value of its topmost ancestor carrying the key.
 
 What a conversation becomes:
 
+- a lone UTF-16 surrogate in a string attribute (an exporter cut the text
+  mid-emoji: `"\\ud83c"`), or in JSON text an attribute holds, is read as
+  U+FFFD, with a warning naming the span and attribute;
 - a span delivered more than once (same trace id and span id: an
   exporter's retry, an export read twice) is read once, and so is a log
   record with a time delivered twice; copies that differ keep the last
@@ -81,7 +84,12 @@ without agent spans, on the trace root); delegated agents stay inside. The
 texts of model requests inside a tool's span (an agent called as a tool, ADK's
 `AgentTool`) are that tool's result, not the turn's intermediate or final text
 (their usage still counts), unless the turn has no other request.
-Consecutive anchors of one trace with the same user text are one turn. The
+Consecutive anchors of one trace with the same user text are one turn, and so
+is an anchor of another trace of the conversation whose first model request
+replays the turn's last request (its input and output) and adds no user
+message: a model-only instrumentation inside a session (OpenInference's
+`using_session` around a plain loop) writes the request after a tool round as
+a trace of its own (`stitch.continues`). The
 user text is the anchor's recorded input (an agent's or root chain's
 `input.value`, `traceloop.entity.input`, `langfuse.trace.input`, …), else
 the last user message of its first model request. `trace.user_messages`
@@ -90,7 +98,19 @@ it, including user messages a request's history adds mid-turn. The first
 user text is the case `input`, the later ones `turns`; `metadata.otel.turns`
 lists per turn `user_text`, `final_text`, `intermediate_texts`, `agents`,
 `steps` (`[first, end)` indices into `trace.steps`), `calls` (`[first, end)`
-into `trace.tool_calls()`), `usage`. See `turn_calls(case)`. Retrieval spans'
+into `trace.tool_calls()`), `usage`, and `error` only for a turn whose run
+ended in an error: the error of its outermost failed agent span (or failed
+root chain) not inside a tool, as "Max turns exceeded" or a raised
+exception. The last turn's error is also `metadata.run_error`, which the
+judge prompt states under the final output. See `turn_calls(case)`.
+
+A turn's final text is its anchor's recorded output, else its last model
+reply's text — except when that reply also asked for tool calls and the run
+stopped there (it ended in an error, or one of those calls' tool spans
+recorded neither a result nor an error, as a `KeyboardInterrupt` leaves
+it): that text announced calls no reply answered, so the turn has no final
+text and the text is intermediate. A run that ended normally after such a
+reply keeps its text as the final text. Retrieval spans'
 documents become `trace.retrieved`.
 """
 

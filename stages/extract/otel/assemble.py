@@ -12,8 +12,9 @@ from typing import Any
 from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, deferred_call, part_call
 from tracejudge.stages.extract.otel.conventions import group_views
-from tracejudge.stages.extract.otel.messages import last_user_text, output_text, user_texts
+from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS as _HOPS
 from tracejudge.stages.extract.otel.wrapped import ancestor as _ancestor
@@ -117,15 +118,15 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         same = next((t for t in free if t.args is not MISSING and unjson(t.args) == wanted), None)
         return (same or (free[0] if free else None)), False
 
-    builder = _Builder(views)
+    builder = Builder(views)
     for a in ordered:
         mem = members[a.span_id]
         mem_ids = {s.span_id for s in mem}
         turn_models = sorted((s for s in mem if s.span_id in model_ids), key=lambda s: (s.start, s.span_id))
-        rows: list[_Row] = []
+        rows: list[Row] = []
         for m in turn_models:
             mv = views[m.span_id]
-            row = _Row(m, output_text(mv.outputs or []))
+            row = Row(m, output_text(mv.outputs or []))
             row.delegated = _ancestor(m, index, lambda p: role[p.span_id] == "tool") is not None
             last = m.start  # a call not paired by id sorts right after the call the model emitted before it
             for k, part in enumerate(_parts(mv.outputs, "tool_call")):
@@ -141,6 +142,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                 if t is not None:
                     t.claimed = True
                     call = build_call(t, part, responses, prefixes, asked[m.span_id])
+                    if t.result is MISSING and call["result"] is None and call["error"] is None:
+                        row.unfinished = True  # the tool's span recorded no return and no failure: the run stopped inside it
                     if t.deferral:
                         row.deferred.append(deferred_call(call, t.deferral))
                         continue
@@ -166,13 +169,13 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                     owner = i
             if owner is None:
                 if not rows or rows[0].model is not None:
-                    rows.insert(0, _Row(None, None))  # calls made before any model request
+                    rows.insert(0, Row(None, None))  # calls made before any model request
                 owner = 0
             rows[owner].calls.append(((0, t.span.start, 1 << 30), call))
         av = views[a.span_id]
         if not rows and not present(av.request) and not present(av.answer):
             continue  # an agent span with no request, call or text under it (a controller's bookkeeping span) is no turn
-        builder.add_anchor(a, av, mem, rows)
+        builder.add_anchor(a, av, mem, rows, _run_error(a, mem, index, views))
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     return builder.case(group, answer, _documents(group.spans, views), _conventions(views))
 
@@ -189,177 +192,19 @@ def _custom_keys(span: Span, v: View, opts: Any) -> None:
             break
 
 
-class _Row:
-    """One model request of a turn (or `model=None`: calls made before any request)."""
+def _run_error(anchor: Span, mem: list[Span], index: dict[str, Span], views: dict[str, View]) -> str | None:
+    """The error the turn's run ended in: that of its outermost failed agent span (or root chain), else `None`.
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated")
-
-    def __init__(self, model: Span | None, text: str | None) -> None:
-        self.model = model
-        self.text = text
-        self.delegated = False  # a request inside a tool's span (an agent called as a tool): its text is the tool's result
-        self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
-        self.deferred: list[dict[str, Any]] = []
-
-
-class _Builder:
-    """Accumulates turns, then lays out steps, user messages and the case mapping."""
-
-    def __init__(self, views: dict[str, View]) -> None:
-        self.views = views
-        self.turns: list[dict[str, Any]] = []
-        self.orphan_deferred: list[dict[str, Any]] = []
-
-    def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[_Row]) -> None:
-        """Add one anchor's rows; an anchor of the same trace with the same user text joins the previous turn."""
-        model_rows = [r for r in rows if r.model is not None]
-        first_inputs = next((self.views[r.model.span_id].inputs for r in model_rows if self.views[r.model.span_id].inputs), None)  # type: ignore[union-attr]
-        asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
-        user_text = _pick_request(av.request, asked)
-        last = self.turns[-1] if self.turns else None
-        if last is not None and last["_trace"] == a.trace_id and (user_text is None or user_text == last["user_text"]):
-            turn = last
-        else:
-            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": None, "_out": None, "_history": None}
-            self.turns.append(turn)
-            if first_inputs is not None:
-                turn["_history"] = user_texts(first_inputs)
-        turn["_rows"].extend(rows)
-        if av.answer:
-            turn["_final"] = av.answer
-        for s in mem:
-            v = self.views[s.span_id]
-            if v.role == "agent" and v.agent_name:
-                turn["_agents"].add(v.agent_name)
-        for r in model_rows:
-            mv = self.views[r.model.span_id]  # type: ignore[union-attr]
-            turn["_in"] = _add(turn["_in"], mv.usage_in)
-            turn["_out"] = _add(turn["_out"], mv.usage_out)
-
-    def case(self, group: Group, answer_tool_text: str | None, documents: list[dict[str, Any]], conventions: dict[str, dict[str, int]]) -> dict[str, Any]:
-        """The native case mapping of everything added."""
-        steps: list[dict[str, Any]] = []
-        user_messages: list[dict[str, Any]] = []
-        meta_turns = []
-        deferred_out: list[dict[str, Any]] = []
-        calls_total = requests = 0
-        usage_in: int | None = None
-        usage_out: int | None = None
-        for turn in self.turns:
-            rows = sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1))
-            first_step, first_call = len(steps), calls_total
-            if turn["user_text"] is not None:
-                user_messages.append({"step": len(steps), "content": turn["user_text"]})
-            history = turn["_history"]
-            for r in rows:
-                if r.model is not None:
-                    history = self._new_user_turns(r.model, history, len(steps), user_messages)
-                    deferred_out.extend({**d, "step": len(steps)} for d in r.deferred)
-                    requests += 1
-                calls = [c for _, c in sorted(r.calls, key=lambda e: e[0])]
-                calls_total += len(calls)
-                step = {"thought": r.text, "tool_calls": calls} if calls else {"output": r.text}
-                failed = self.views[r.model.span_id].error if r.model is not None else None
-                if failed is not None:  # the request failed as recorded (a retried 500): said, not an empty step
-                    step["error"] = failed
-                steps.append(step)
-            # a delegate's words reach the user only through the calling agent: not the turn's own texts
-            own = [r for r in rows if r.model is not None and not r.delegated] or [r for r in rows if r.model is not None]
-            model_texts = [r.text for r in own]
-            if turn["_final"] is not None:
-                final = turn["_final"]
-                inter = [t for t in model_texts if t]
-                if inter and inter[-1] == final:
-                    inter = inter[:-1]
-            else:
-                final = model_texts[-1] if model_texts else None
-                inter = [t for t in model_texts[:-1] if t]
-            usage_in = _add(usage_in, turn["_in"])
-            usage_out = _add(usage_out, turn["_out"])
-            asked = sum(1 for r in rows if r.model is not None)
-            meta_turns.append(
-                {
-                    "user_text": turn["user_text"],
-                    "final_text": final,
-                    "intermediate_texts": inter,
-                    "agents": sorted(turn["_agents"]),
-                    "steps": [first_step, len(steps)],
-                    "calls": [first_call, calls_total],
-                    "usage": _usage(turn["_in"], turn["_out"], asked),
-                }
-            )
-        if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None:
-            meta_turns[-1]["final_text"] = answer_tool_text
-        texts = [t["user_text"] for t in meta_turns]
-        otel: dict[str, Any] = {
-            "group_key": group.key_attr or "trace_id",
-            "traces": group.traces,
-            "turns": meta_turns,
-            "deferred": deferred_out + self.orphan_deferred,
-            "conventions": conventions,
-        }
-        duplicates = [s.span_id for s in group.spans if s.copies_differ]
-        if duplicates:
-            otel["duplicates"] = duplicates
-        return {
-            "id": group.key,
-            "input": texts[0] if texts else None,
-            "turns": [t for t in texts[1:] if t is not None],
-            "tags": ["otel"],
-            "metadata": {"otel": otel},
-            "trace": {
-                "steps": steps,
-                "user_messages": user_messages,
-                "output": meta_turns[-1]["final_text"] if meta_turns else None,
-                "usage": _usage(usage_in, usage_out, requests),
-                "retrieved": documents,
-            },
-        }
-
-    def _new_user_turns(self, model: Span, history: list[str] | None, step: int, out: list[dict[str, Any]]) -> list[str] | None:
-        """User messages a request's history adds to the previous one's (the user spoke again mid-turn)."""
-        inputs = self.views[model.span_id].inputs
-        if not inputs:
-            return history
-        users = user_texts(inputs)
-        if history is None:
-            return users
-        if len(users) > len(history) and users[: len(history)] == history:
-            out.extend({"step": step, "content": text} for text in users[len(history) :])
-            return users
-        return history if len(users) < len(history) or users[: len(history)] != history else users
-
-
-def _add(total: int | None, count: int | None) -> int | None:
-    """A token sum that stays `None` until some model request recorded the count (0 would claim nothing was spent)."""
-    return total if count is None else (total or 0) + count
-
-
-def _usage(tokens_in: int | None, tokens_out: int | None, requests: int) -> dict[str, Any]:
-    """Usage of model requests: a token count no request recorded is `None`, but no request at all spent none."""
-    if requests == 0:
-        tokens_in, tokens_out = tokens_in or 0, tokens_out or 0
-    return {"input_tokens": tokens_in, "output_tokens": tokens_out, "requests": requests}
-
-
-def _pick_request(recorded: Any, asked: str | None) -> str | None:
-    """The turn's user text: the anchor's recorded input, else what its first model request was asked.
-
-    When the anchor recorded a function's arguments (several candidate
-    strings), the candidate the model was asked (equal, or contained in a
-    framework's wrapper such as smolagents' "New task:") wins, else the
-    model's own user message, else the first candidate.
+    An agent run inside a tool's span (an agent called as a tool) is left out: its failure is that call's
+    error, which the calling agent may have got past. The OpenAI Agents SDK under OpenInference marks the
+    inner agent ("Max turns exceeded"), not the workflow span around it, so any agent of the turn counts.
     """
-    if isinstance(recorded, str) and recorded:
-        return recorded
-    if isinstance(recorded, list) and recorded:
-        if asked is not None:
-            for text in recorded:
-                if text == asked or (len(text) > 3 and text in asked):
-                    return text
-            return asked
-        return recorded[0]
-    return asked
+    def run(s: Span) -> bool:
+        kind = views[s.span_id].role
+        return kind == "agent" or (kind == "chain" and s is anchor)
+
+    failed = [s for s in mem if run(s) and views[s.span_id].error and _ancestor(s, index, lambda p: views[p.span_id].role == "tool") is None]
+    return views[min(failed, key=lambda s: (s.start, s.span_id)).span_id].error if failed else None
 
 
 def _documents(spans: list[Span], views: dict[str, View]) -> list[dict[str, Any]]:

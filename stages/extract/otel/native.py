@@ -11,7 +11,8 @@ order, answer and user turns, usage) is the same for them as for OTLP.
 What `native_case` changes in the assembled mapping: the case id, tags and
 the format's own `metadata.<format>` are the format's; `turns` are every
 user message after the first (`trace.user_messages`); `metadata.otel` keeps
-only `turns` and `conventions` (what `tracejudge extract` reports per file);
+only `turns` and `conventions` (what `tracejudge extract` reports per file),
+and `metadata.run_error` (the error the run ended in) stays;
 token counts that no model request recorded are left out rather than 0; a
 result that only a tool message recorded stays the text the model got;
 `usage` takes the format's extra figures (latency, cost).
@@ -99,5 +100,8 @@ def native_case(case_id: str, spans: list[Span], fmt: str, meta: dict[str, Any],
         got.pop("output_tokens", None)
     got.update(usage or {})
     otel = built["metadata"]["otel"]
+    metadata = {fmt: meta, "otel": {"turns": otel["turns"], "conventions": otel["conventions"]}}
+    if "run_error" in built["metadata"]:
+        metadata["run_error"] = built["metadata"]["run_error"]
     return {"id": case_id, "input": built["input"], "turns": [m["content"] for m in trace["user_messages"][1:]], "tags": tags or [],
-            "metadata": {fmt: meta, "otel": {"turns": otel["turns"], "conventions": otel["conventions"]}}, "trace": trace}
+            "metadata": metadata, "trace": trace}

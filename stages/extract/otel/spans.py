@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request
 from tracejudge.stages.extract.otel.once import once
+from tracejudge.stages.extract.otel.view import whole_text
 from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, jsonl_lines, loads_line
 from tracejudge.stages.load.encoding import file_encoding_problem
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports", "once_spans"]
+
+log = get_logger("tracejudge.extract.otel")
 
 
 def any_value(value: Any) -> Any:
@@ -30,12 +34,13 @@ def any_value(value: Any) -> Any:
 
     `intValue` arrives as a string in OTLP/JSON and becomes an `int`;
     `doubleValue` may too. An empty value is `None`. Raises `ValueError`
-    for an integer or double that does not parse.
+    for an integer or double that does not parse. A lone surrogate in a
+    string becomes U+FFFD (`whole_text`).
     """
     if not isinstance(value, dict) or not value:
         return None
     if "stringValue" in value:
-        return value["stringValue"]
+        return whole_text(value["stringValue"])
     if "intValue" in value:
         return int(value["intValue"])
     if "boolValue" in value:
@@ -52,12 +57,18 @@ def any_value(value: Any) -> Any:
     return None
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """Decode an OTLP key/value list into a dict (later keys win)."""
+def attributes(items: Any, mended: list[str] | None = None) -> dict[str, Any]:
+    """Decode an OTLP key/value list into a dict (later keys win).
+
+    `mended` (when given) gets the key of each string attribute whose lone surrogates were replaced.
+    """
     out: dict[str, Any] = {}
     for item in items or []:
         if isinstance(item, dict) and isinstance(item.get("key"), str):
-            out[item["key"]] = any_value(item.get("value"))
+            raw = item.get("value")
+            out[item["key"]] = value = any_value(raw)
+            if mended is not None and isinstance(raw, dict) and isinstance(raw.get("stringValue"), str) and value is not raw["stringValue"]:
+                mended.append(item["key"])
     return out
 
 
@@ -127,7 +138,7 @@ def _status(raw: Any) -> tuple[bool, str | None]:
         return False, None
     code = raw.get("code")
     error = code in (2, "2", "STATUS_CODE_ERROR", "ERROR")
-    message = raw.get("message") or None
+    message = whole_text(raw.get("message")) or None
     return error, message
 
 
@@ -139,8 +150,9 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
     except (TypeError, ValueError):
         start = end = 0
         problem = f"span {span_id}: startTimeUnixNano/endTimeUnixNano must be integers (got {raw.get('startTimeUnixNano')!r}, {raw.get('endTimeUnixNano')!r})"
+    mended: list[str] = []
     try:
-        attrs = attributes(raw.get("attributes"))
+        attrs = attributes(raw.get("attributes"), mended)
         events = [(str(e.get("name", "")), attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)]
     except (TypeError, ValueError) as exc:
         attrs, events = {}, []
@@ -151,6 +163,9 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
         kind = int(raw.get("kind") or 0)
     except (TypeError, ValueError):
         kind = 0  # span kind names ("SPAN_KIND_CLIENT") carry nothing we use
+    if mended:
+        log.warning(f"otel: {file}:{line}: span {span_id}: attribute {', '.join(mended)} held a lone UTF-16 surrogate "
+                    "(half of a character, as an exporter cutting text mid-emoji writes): read with U+FFFD in its place")
     error, message = _status(raw.get("status"))
     return Span(
         trace_id=str(raw.get("traceId") or ""),

@@ -9,7 +9,9 @@ last request — its input and its output — as the start of its own input:
 that prefix is what joins them. Only traces that no conversation key
 grouped are candidates; an unrelated run that merely shares a system prompt
 and a first question never matches, since the replayed prefix includes the
-earlier run's answers.
+earlier run's answers. Traces a conversation key did group are split into
+turns by `continues`: the same replay, adding no user message, is the same
+user turn (`turns.Builder`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.spans import Group
 
-__all__ = ["stitch"]
+__all__ = ["continues", "stitch"]
 
 
 def _key(msg: dict[str, Any]) -> tuple[Any, ...]:
@@ -35,6 +37,23 @@ def _key(msg: dict[str, Any]) -> tuple[Any, ...]:
         elif kind == "tool_call_response":
             out.append(("r", p.get("id")))
     return tuple(out)
+
+
+def continues(previous: Any, request: Any) -> bool:
+    """Whether model request `request` (a `View`) goes on from `previous`: the same user exchange, one more model round.
+
+    True when its input replays `previous`'s input and output exactly (as `stitch` joins traces) and
+    adds no user message after them: the tool results of that round, nothing the user said. Edge cases:
+    either request with no recorded input is no continuation; a replay that adds a user message is the
+    user speaking again (a new turn, or a mid-turn message `assemble` places itself).
+    """
+    if not previous.inputs or not request.inputs:
+        return False
+    prefix = [_key(m) for m in [*previous.inputs, *(previous.outputs or [])]]
+    inputs = request.inputs
+    if len(inputs) <= len(prefix) or [_key(m) for m in inputs[: len(prefix)]] != prefix:
+        return False
+    return not any(m.get("role") == "user" for m in inputs[len(prefix) :])
 
 
 def _hashes(keys: list[Any]) -> list[int]:

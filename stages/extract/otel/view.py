@@ -20,7 +20,7 @@ from typing import Any
 
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["MISSING", "View", "as_int", "merge", "nested", "present", "text_message", "tool_call_part", "tool_response_part", "unjson"]
+__all__ = ["MISSING", "View", "as_int", "merge", "nested", "present", "text_message", "tool_call_part", "tool_response_part", "unjson", "whole_text"]
 
 # ADK's placeholders and OpenInference's redaction marker mean "not recorded".
 PLACEHOLDERS = frozenset({"<not specified>", "N/A", "<elided>", "__REDACTED__"})
@@ -111,6 +111,25 @@ def present(value: Any) -> bool:
     return value is not None and value is not MISSING and not (isinstance(value, str) and value.strip() in PLACEHOLDERS)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # (in a str, a pair is one code point: any surrogate left is alone)
+
+
+def whole_text(text: Any) -> Any:
+    """`text` with each lone UTF-16 surrogate replaced by U+FFFD; anything else (and text without one) as it is.
+
+    An exporter that cuts a string mid-emoji (a JS exporter's truncation) writes half of a UTF-16 pair
+    (`"\\ud83c"`), which Python's `json` decodes into a `str` no UTF-8 file can hold: one such attribute
+    made the whole conversation invalid. The same object is returned when nothing changed.
+    """
+    if not isinstance(text, str) or text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def unjson(value: Any) -> Any:
     """Decode a string holding JSON (object, array, string, number); other values unchanged.
 
@@ -122,9 +141,24 @@ def unjson(value: Any) -> Any:
         head = value.lstrip()[:1]
         if head in ("{", "[", '"') or (head and (head.isdigit() or head == "-")):
             try:
-                return json.loads(value)
+                decoded = json.loads(value)
             except JSON_ERRORS:
                 return value
+            return _mend(decoded) if _ESCAPED_SURROGATE.search(value) else decoded
+    return value
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # a surrogate escape in JSON text: a pair, or half of one
+
+
+def _mend(value: Any) -> Any:
+    """Decoded JSON with every lone surrogate replaced (`whole_text`), keys included."""
+    if isinstance(value, str):
+        return whole_text(value)
+    if isinstance(value, list):
+        return [_mend(v) for v in value]
+    if isinstance(value, dict):
+        return {whole_text(k): _mend(v) for k, v in value.items()}
     return value
 
 

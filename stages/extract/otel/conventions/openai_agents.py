@@ -8,7 +8,7 @@ JSON the model sent, is the arguments; `output` the result; the span's
 `generation` (Chat Completions models) and `response` (Responses API
 models) are model requests (a generation's `input` / `output` messages;
 `usage.input_tokens` / `output_tokens`); `agent` is an agent run named by
-`name`. `handoff`, `guardrail` and `custom` spans are noise (the format
+`name` (its `error` the run's failure). `handoff`, `guardrail` and `custom` spans are noise (the format
 lists them in its metadata); a handoff the model asked for
 (`transfer_to_<agent>`) is a call through the model's own tool-call part.
 """
@@ -55,6 +55,7 @@ def read(span: Span) -> View | None:
     elif v.role == "agent":
         name = data.get("name")
         v.agent_name = name if isinstance(name, str) and name else None
+        v.error = error  # the run's own failure ("Max turns exceeded", "Error in agent run: …")
     return v
 
 

@@ -1,0 +1,232 @@
+"""Turns of one conversation: the rows `assemble` made per anchor, laid out as steps, user messages and the case.
+
+A turn is one user exchange (see the package docstring). `Builder.add_anchor`
+joins an anchor to the previous turn when it is the same exchange (same trace
+and user text, or a request that replays the previous one: `stitch.continues`);
+`Builder.case` picks each turn's final text and writes the case mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.messages import last_user_text, user_texts
+from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.stitch import continues
+from tracejudge.stages.extract.otel.view import View
+
+__all__ = ["Builder", "Row"]
+
+
+class Row:
+    """One model request of a turn (or `model=None`: calls made before any request)."""
+
+    __slots__ = ("model", "text", "calls", "deferred", "delegated", "unfinished")
+
+    def __init__(self, model: Span | None, text: str | None) -> None:
+        self.model = model
+        self.text = text
+        self.delegated = False  # a request inside a tool's span (an agent called as a tool): its text is the tool's result
+        self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
+        self.deferred: list[dict[str, Any]] = []
+        self.unfinished = False  # a call's tool span recorded neither a result nor an error (interrupted inside it)
+
+
+class Builder:
+    """Accumulates turns, then lays out steps, user messages and the case mapping."""
+
+    def __init__(self, views: dict[str, View]) -> None:
+        self.views = views
+        self.turns: list[dict[str, Any]] = []
+        self.orphan_deferred: list[dict[str, Any]] = []
+
+    def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None) -> None:
+        """Add one anchor's rows; an anchor of the same trace with the same user text joins the previous turn.
+
+        `error` is the error the anchor's run ended in (`None`: it ended normally); the turn keeps its last anchor's.
+        """
+        model_rows = [r for r in rows if r.model is not None]
+        first_inputs = next((self.views[r.model.span_id].inputs for r in model_rows if self.views[r.model.span_id].inputs), None)  # type: ignore[union-attr]
+        asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
+        user_text = _pick_request(av.request, asked)
+        last = self.turns[-1] if self.turns else None
+        if last is not None and (last["_trace"] == a.trace_id or self._continues(last, model_rows)) \
+                and (user_text is None or user_text == last["user_text"]):
+            turn = last
+        else:
+            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": None, "_out": None, "_history": None, "_error": None}
+            self.turns.append(turn)
+            if first_inputs is not None:
+                turn["_history"] = user_texts(first_inputs)
+        turn["_rows"].extend(rows)
+        turn["_error"] = error
+        if av.answer:
+            turn["_final"] = av.answer
+        for s in mem:
+            v = self.views[s.span_id]
+            if v.role == "agent" and v.agent_name:
+                turn["_agents"].add(v.agent_name)
+        for r in model_rows:
+            mv = self.views[r.model.span_id]  # type: ignore[union-attr]
+            turn["_in"] = _add(turn["_in"], mv.usage_in)
+            turn["_out"] = _add(turn["_out"], mv.usage_out)
+
+    def _continues(self, turn: dict[str, Any], rows: list[Row]) -> bool:
+        """Whether an anchor of another trace goes on with `turn`: its first request replays the turn's last one.
+
+        A model-only instrumentation inside a session (OpenInference's `using_session` around a plain
+        loop) writes each request as a trace of its own; the request after a tool round is the same
+        user exchange, not a new turn (see `stitch.continues`).
+        """
+        done = [r for r in turn["_rows"] if r.model is not None]
+        if not done or not rows:
+            return False
+        previous = max(done, key=lambda r: (r.model.start, r.model.span_id))  # type: ignore[union-attr]
+        return continues(self.views[previous.model.span_id], self.views[rows[0].model.span_id])  # type: ignore[union-attr]
+
+    def case(self, group: Group, answer_tool_text: str | None, documents: list[dict[str, Any]], conventions: dict[str, dict[str, int]]) -> dict[str, Any]:
+        """The native case mapping of everything added."""
+        steps: list[dict[str, Any]] = []
+        user_messages: list[dict[str, Any]] = []
+        meta_turns = []
+        deferred_out: list[dict[str, Any]] = []
+        calls_total = requests = 0
+        usage_in: int | None = None
+        usage_out: int | None = None
+        for turn in self.turns:
+            rows = sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1))
+            first_step, first_call = len(steps), calls_total
+            if turn["user_text"] is not None:
+                user_messages.append({"step": len(steps), "content": turn["user_text"]})
+            history = turn["_history"]
+            for r in rows:
+                if r.model is not None:
+                    history = self._new_user_turns(r.model, history, len(steps), user_messages)
+                    deferred_out.extend({**d, "step": len(steps)} for d in r.deferred)
+                    requests += 1
+                calls = [c for _, c in sorted(r.calls, key=lambda e: e[0])]
+                calls_total += len(calls)
+                step = {"thought": r.text, "tool_calls": calls} if calls else {"output": r.text}
+                failed = self.views[r.model.span_id].error if r.model is not None else None
+                if failed is not None:  # the request failed as recorded (a retried 500): said, not an empty step
+                    step["error"] = failed
+                steps.append(step)
+            # a delegate's words reach the user only through the calling agent: not the turn's own texts
+            own = [r for r in rows if r.model is not None and not r.delegated] or [r for r in rows if r.model is not None]
+            model_texts = [r.text for r in own]
+            if turn["_final"] is not None:
+                final = turn["_final"]
+                inter = [t for t in model_texts if t]
+                if inter and inter[-1] == final:
+                    inter = inter[:-1]
+            elif _stopped(turn, own):
+                final, inter = None, [t for t in model_texts if t]  # the last reply's text came with its calls: a preamble
+            else:
+                final = model_texts[-1] if model_texts else None
+                inter = [t for t in model_texts[:-1] if t]
+            usage_in = _add(usage_in, turn["_in"])
+            usage_out = _add(usage_out, turn["_out"])
+            asked = sum(1 for r in rows if r.model is not None)
+            meta_turns.append(
+                {
+                    "user_text": turn["user_text"],
+                    "final_text": final,
+                    "intermediate_texts": inter,
+                    "agents": sorted(turn["_agents"]),
+                    "steps": [first_step, len(steps)],
+                    "calls": [first_call, calls_total],
+                    "usage": _usage(turn["_in"], turn["_out"], asked),
+                }
+            )
+            if turn["_error"] is not None:  # only a failed run's turn gets the key: other cases stay as they were
+                meta_turns[-1]["error"] = turn["_error"]
+        if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None:
+            meta_turns[-1]["final_text"] = answer_tool_text
+        texts = [t["user_text"] for t in meta_turns]
+        otel: dict[str, Any] = {
+            "group_key": group.key_attr or "trace_id",
+            "traces": group.traces,
+            "turns": meta_turns,
+            "deferred": deferred_out + self.orphan_deferred,
+            "conventions": conventions,
+        }
+        duplicates = [s.span_id for s in group.spans if s.copies_differ]
+        if duplicates:
+            otel["duplicates"] = duplicates
+        metadata: dict[str, Any] = {"otel": otel}
+        if meta_turns and meta_turns[-1].get("error") is not None:
+            metadata["run_error"] = meta_turns[-1]["error"]  # the run ended in this error (the judge is told: `trace_text.run_error`)
+        return {
+            "id": group.key,
+            "input": texts[0] if texts else None,
+            "turns": [t for t in texts[1:] if t is not None],
+            "tags": ["otel"],
+            "metadata": metadata,
+            "trace": {
+                "steps": steps,
+                "user_messages": user_messages,
+                "output": meta_turns[-1]["final_text"] if meta_turns else None,
+                "usage": _usage(usage_in, usage_out, requests),
+                "retrieved": documents,
+            },
+        }
+
+    def _new_user_turns(self, model: Span, history: list[str] | None, step: int, out: list[dict[str, Any]]) -> list[str] | None:
+        """User messages a request's history adds to the previous one's (the user spoke again mid-turn)."""
+        inputs = self.views[model.span_id].inputs
+        if not inputs:
+            return history
+        users = user_texts(inputs)
+        if history is None:
+            return users
+        if len(users) > len(history) and users[: len(history)] == history:
+            out.extend({"step": step, "content": text} for text in users[len(history) :])
+            return users
+        return history if len(users) < len(history) or users[: len(history)] != history else users
+
+
+def _stopped(turn: dict[str, Any], own: list[Row]) -> bool:
+    """Whether the turn's run stopped right after a reply that asked for calls, with no later reply to answer.
+
+    It did when the run ended in an error (its agent span failed: a raised exception, "Max turns exceeded",
+    a cancelled run) or one of that reply's calls never returned (its tool span recorded neither a result
+    nor an error: a `KeyboardInterrupt` that the instrumentation did not record). The reply's text then
+    announced calls that never got answered: it is no final output. A run that ended normally after such a
+    reply keeps the reply's text as before.
+    """
+    last = own[-1] if own else None
+    if last is None or not last.calls or not last.text:
+        return False
+    return turn["_error"] is not None or last.unfinished
+
+
+def _add(total: int | None, count: int | None) -> int | None:
+    """A token sum that stays `None` until some model request recorded the count (0 would claim nothing was spent)."""
+    return total if count is None else (total or 0) + count
+
+
+def _usage(tokens_in: int | None, tokens_out: int | None, requests: int) -> dict[str, Any]:
+    """Usage of model requests: a token count no request recorded is `None`, but no request at all spent none."""
+    if requests == 0:
+        tokens_in, tokens_out = tokens_in or 0, tokens_out or 0
+    return {"input_tokens": tokens_in, "output_tokens": tokens_out, "requests": requests}
+
+
+def _pick_request(recorded: Any, asked: str | None) -> str | None:
+    """The turn's user text: the anchor's recorded input, else what its first model request was asked.
+
+    When the anchor recorded a function's arguments (several candidate
+    strings), the candidate the model was asked (equal, or contained in a
+    framework's wrapper such as smolagents' "New task:") wins, else the
+    model's own user message, else the first candidate.
+    """
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    if isinstance(recorded, list) and recorded:
+        if asked is not None:
+            for text in recorded:
+                if text == asked or (len(text) > 3 and text in asked):
+                    return text
+            return asked
+        return recorded[0]
+    return asked
