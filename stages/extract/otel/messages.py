@@ -7,6 +7,15 @@ OTel GenAI parts (`{"role", "parts"}`), OpenAI chat messages (`content`,
 `{"type": "human", ...}` dicts, `("user", "text")` pairs), and the Vercel AI
 SDK's (`tool-call` / `tool-result` parts). `normalise` reads each message by
 its own shape, so one list may even mix them. See `view` for the target form.
+
+Reasoning (a Responses API `reasoning` item's summary, a `reasoning` content
+block as OpenInference records it) becomes a `{"type": "reasoning", "content"}`
+part: never a text part, so never the model's output (`output_text`), but
+kept for a step's thought (`reasoning_text`). A LangChain message's
+`invalid_tool_calls` (arguments that were not JSON) are `tool_call` parts
+holding the raw arguments text and `"invalid"`: the error LangChain gave;
+the model did ask for the call, and the raw text is kept as an invalid
+argument, as the message readers keep it.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
-__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "response_output", "text_parts", "user_texts"]
+__all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "user_texts"]
 
 _ROLES = {
     "human": "user",
@@ -54,10 +63,10 @@ def response_output(body: Any) -> list[dict[str, Any]] | None:
     """The assistant messages of an OpenAI Responses API response (`{"object": "response", "output": [items]}`), or of a
     list of them; `None` when `body` is neither.
 
-    Its `message` items give text parts, its `function_call` items tool-call parts (`call_id`, `name`, `arguments`), in the
-    order of the items; `reasoning` and other items are not messages. The Agents SDK records a streamed run's model
-    output so (a list holding the response), in its own export (`generation.output`) and through OpenInference
-    (`output.value`).
+    Its `message` items give text parts, its `function_call` items tool-call parts (`call_id`, `name`, `arguments`), its
+    `reasoning` items reasoning parts (the summary texts), in the order of the items; other items are not messages. The
+    Agents SDK records a streamed run's model output so (a list holding the response), in its own export
+    (`generation.output`) and through OpenInference (`output.value`).
     """
     bodies = body if isinstance(body, list) and body and all(isinstance(b, dict) for b in body) else [body]
     if not all(isinstance(b, dict) and isinstance(b.get("output"), list) and b.get("object", "response") == "response"
@@ -70,7 +79,15 @@ def response_output(body: Any) -> list[dict[str, Any]] | None:
                 out.append(normalise_one({"role": "assistant", "content": item.get("content")}))
             elif isinstance(item, dict) and item.get("type") == "function_call":
                 out.append(normalise_one({"role": "assistant", "content": [item]}))
+            elif isinstance(item, dict) and item.get("type") == "reasoning":
+                out.append(_reasoning_item(item))
     return [m for m in out if m is not None]
+
+
+def _reasoning_item(item: dict[str, Any]) -> dict[str, Any] | None:
+    """A Responses API `reasoning` item as an assistant message of reasoning parts (`None` when it has no summary text)."""
+    texts = [s["text"] for s in item.get("summary") or [] if isinstance(s, dict) and isinstance(s.get("text"), str) and s["text"]]
+    return {"role": "assistant", "parts": [{"type": "reasoning", "content": t} for t in texts]} if texts else None
 
 
 def normalise_one(msg: Any) -> dict[str, Any] | None:
@@ -117,6 +134,9 @@ def _chat(role: str, msg: dict[str, Any]) -> dict[str, Any]:
             parts.append(tool_call_part(tc.get("id"), fn.get("name"), fn.get("arguments")))
         else:  # LangChain's ToolCall: {"name", "args", "id"}
             parts.append(tool_call_part(tc.get("id"), tc.get("name"), tc.get("args", tc.get("arguments"))))
+    for bad in msg.get("invalid_tool_calls") or []:  # LangChain: the model's call whose arguments did not parse
+        if isinstance(bad, dict) and isinstance(bad.get("name"), str) and bad["name"]:
+            parts.append({**tool_call_part(bad.get("id"), bad["name"], bad.get("args")), "invalid": str(bad.get("error") or "invalid tool call")})
     fc = msg.get("function_call")
     if isinstance(fc, dict) and fc.get("name"):
         parts.append(tool_call_part(None, fc.get("name"), fc.get("arguments")))
@@ -140,6 +160,8 @@ def _block(block: Any) -> dict[str, Any] | None:
     kind = block.get("type")
     if kind in ("text", "input_text", "output_text") and isinstance(block.get("text", block.get("content")), str):
         return {"type": "text", "content": block.get("text", block.get("content"))}
+    if kind in ("reasoning", "thinking") and isinstance(block.get("text", block.get("thinking", block.get("content"))), str):
+        return {"type": "reasoning", "content": block.get("text", block.get("thinking", block.get("content")))}
     if kind in ("tool_use", "tool-call", "tool_call", "function_call"):
         args = block.get("input", block.get("args", block.get("arguments")))
         return tool_call_part(block.get("id", block.get("toolCallId", block.get("call_id"))), block.get("name", block.get("toolName")), args)
@@ -181,6 +203,13 @@ def last_user_text(messages: list[dict[str, Any]]) -> str | None:
 
 
 def output_text(messages: list[dict[str, Any]]) -> str | None:
-    """The joined text parts of a model's output messages, or `None`."""
+    """The joined text parts of a model's output messages, or `None` (reasoning parts are not output)."""
     texts = [t for m in messages for t in text_parts(m)]
+    return "\n".join(texts) if texts else None
+
+
+def reasoning_text(messages: list[dict[str, Any]]) -> str | None:
+    """The joined reasoning parts of a model's output messages (a step's thought), or `None`."""
+    texts = [p["content"] for m in messages for p in m.get("parts") or []
+             if isinstance(p, dict) and p.get("type") == "reasoning" and isinstance(p.get("content"), str) and present(p["content"]) and p["content"]]
     return "\n".join(texts) if texts else None

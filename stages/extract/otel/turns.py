@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.otel.messages import last_user_text, user_texts
+from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.stitch import continues
 from tracejudge.stages.extract.otel.view import View
@@ -106,7 +106,10 @@ class Builder:
                     requests += 1
                 calls = [c for _, c in sorted(r.calls, key=lambda e: e[0])]
                 calls_total += len(calls)
-                step = {"thought": r.text, "tool_calls": calls} if calls else {"output": r.text}
+                # A request's reasoning (a Responses API summary, `reasoning` content) is its step's thought, never its output.
+                thought = reasoning_text(self.views[r.model.span_id].outputs or []) if r.model is not None else None
+                step = ({"thought": "\n".join(t for t in (thought, r.text) if t) or None, "tool_calls": calls} if calls
+                        else {"thought": thought, "output": r.text})
                 failed = self.views[r.model.span_id].error if r.model is not None else None
                 if failed is not None:  # the request failed as recorded (a retried 500): said, not an empty step
                     step["error"] = failed

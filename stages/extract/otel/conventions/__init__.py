@@ -45,4 +45,5 @@ def group_views(group: Group) -> dict[str, View]:
     if group.views is None:
         group.views = {s.span_id: read_span(s) for s in group.spans}
         langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
+        traceloop.add_invalid_calls(group.spans, group.views)  # (LangChain's invalid calls sit on the chain spans above)
     return group.views

@@ -9,11 +9,24 @@ OpenInference records as a `TOOL` named `handoff to <agent>` without `tool.name`
 the handoff the model asked for is its `transfer_to_<agent>` tool call, counted once, as format `openai-agents` counts it. Messages come from
 the flattened `llm.input_messages.{i}.message.*` / `llm.output_messages.*`
 (with `tool_calls.{j}.tool_call.{id,function.name,function.arguments}`,
-`tool_call_id`, `contents.{k}.message_content.text`), else from
-`input.value` / `output.value` when they hold a request/response body.
+`tool_call_id`, `contents.{k}.message_content.text`; a content of type
+`reasoning`, a Responses API reasoning summary, is a reasoning part, not
+text), else from `input.value` / `output.value` when they hold a
+request/response body. A LangChain model's `invalid_tool_calls` (arguments
+that were not JSON), which only `output.value` keeps, are added to its
+output as calls with their raw arguments text. smolagents' replayed memory
+is read as the model got it: a `tool-response` ("Observation:\n…") that
+follows a `tool-call` naming one call answers that call's id (a managed
+agent's answer has no tool span of its own), and the closing prompt of a
+run that ran out of steps ("Based on the above, please provide an answer
+to the following user task:\n<task>", ending in the task the latest
+`New task:` message gave) is the framework's instruction, a system message, not the
+user speaking again.
 A tool's arguments and result are `input.value` / `output.value`,
-unwrapped from framework payloads (see `payloads`); an `exception` event or
-ERROR status is its error. Agent and root chain spans give the user's
+unwrapped from framework payloads (see `payloads`); an ERROR status is its
+error, `"<type>: <message>"` of its `exception` event when it has one (the
+LangChain instrumentation's status description is the exception's repr
+followed by its traceback). Agent and root chain spans give the user's
 request and the final answer from `input.value` / `output.value`.
 Retrieved passages come from `retrieval.documents.{i}.document.*`, usage
 from `llm.token_count.*`.
@@ -23,8 +36,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.genai import span_error
-from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, response_output
+from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, response_output, text_parts
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
@@ -47,7 +61,7 @@ def read(span: Span) -> View | None:
     if v.role == "agent" and _graph_node(a.get("metadata")):
         v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
     if v.role == "model":
-        v.inputs = _messages(a, "llm.input_messages")
+        v.inputs = _smolagents_memory(_messages(a, "llm.input_messages"), span)
         v.outputs = _messages(a, "llm.output_messages")
         if v.inputs is None:
             body = unjson(a.get("input.value"))
@@ -56,9 +70,10 @@ def read(span: Span) -> View | None:
             v.outputs = _response_messages(unjson(a.get("output.value")))
         else:
             _fill_arguments(v.outputs, a.get("output.value"))
+            _add_invalid_calls(v.outputs, a.get("output.value"))
         v.usage_in = as_int(a.get("llm.token_count.prompt"))
         v.usage_out = as_int(a.get("llm.token_count.completion"))
-        v.error = span_error(span)
+        v.error = _error(span)
     elif v.role == "tool":
         name = a.get("tool.name")
         v.tool_name = name if isinstance(name, str) and name else span.name
@@ -69,13 +84,13 @@ def read(span: Span) -> View | None:
         if present(a.get("output.value")):
             v.result, v.error, cid = unwrap_result(a["output.value"])
             v.call_id = v.call_id or cid
-        v.error = span_error(span) or v.error
+        v.error = _error(span) or v.error
     elif v.role in ("agent", "chain"):
         v.request = request_text(a.get("input.value"))
         v.answer = answer_text(a.get("output.value"))
         agent = a.get("agent.name") or (span.name if v.role == "agent" else None)
         v.agent_name = str(agent) if present(agent) and agent != "" else None
-        v.error = span_error(span)
+        v.error = _error(span)
     elif v.role == "retrieval":
         docs = nested(a, "retrieval.documents")
         if isinstance(docs, list):
@@ -104,7 +119,7 @@ def _messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None
             openai["content"] = msg["content"]
         elif isinstance(contents, list):
             openai["content"] = [
-                {"type": "text", "text": c["message_content"].get("text")}
+                {"type": "reasoning" if c["message_content"].get("type") == "reasoning" else "text", "text": c["message_content"].get("text")}
                 for c in contents
                 if isinstance(c, dict) and isinstance(c.get("message_content"), dict) and isinstance(c["message_content"].get("text"), str)
             ]
@@ -140,6 +155,89 @@ def _fill_arguments(outputs: list[dict[str, Any]], raw: Any) -> None:
         found = by_id.get(str(part["id"]))
         if found is not None and found.get("name") == part.get("name"):
             part["arguments"] = found.get("arguments")
+
+
+def _error(span: Span) -> str | None:
+    """The span's error: `"<type>: <message>"` of its first `exception` event when it has one, else `span_error`.
+
+    The LangChain instrumentation describes an ERROR status with the exception's `repr()` and its whole
+    traceback (`ValueError('x')Traceback …`); the event holds the exception's own type and message.
+    A span whose status is not ERROR has no error, whatever events it holds.
+    """
+    error = span_error(span)
+    if error is None:
+        return None
+    for name, ev in span.events:
+        if name == "exception":
+            etype, message = ev.get("exception.type"), ev.get("exception.message")
+            if isinstance(etype, str) and etype and isinstance(message, str) and message:
+                return message if message.startswith(f"{etype}:") else f"{etype}: {message}"
+            break
+    return error
+
+
+def _add_invalid_calls(outputs: list[dict[str, Any]], raw: Any) -> None:
+    """Add to `outputs` the LangChain `invalid_tool_calls` that only `output.value` (an `LLMResult`) recorded.
+
+    The instrumentation flattens a message's parsed `tool_calls` only; a call whose arguments were not
+    JSON is in the result's message alone. A call already among `outputs` (same id) is not added twice.
+    """
+    body = unjson(raw)
+    gens = body.get("generations") if isinstance(body, dict) else None
+    if not isinstance(gens, list):
+        return
+    msgs = [g.get("message") for batch in gens if isinstance(batch, list) for g in batch if isinstance(g, dict)]
+    bad = [p for m in normalise([m for m in msgs if isinstance(m, dict)]) or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and "invalid" in p]
+    have = {p.get("id") for m in outputs for p in m.get("parts") or [] if p.get("type") == "tool_call"}
+    new = [p for p in bad if p.get("id") is None or p["id"] not in have]
+    if not new:
+        return
+    target = next((m for m in reversed(outputs) if m.get("role") == "assistant"), None)
+    if target is None:
+        outputs.append(target := {"role": "assistant", "parts": []})
+    target["parts"] = [*(target.get("parts") or []), *new]
+
+
+_OBSERVATION = "Observation:\n"
+_CALLING = "Calling tools:\n"
+_NEW_TASK = "New task:\n"
+
+
+def _smolagents_memory(msgs: list[dict[str, Any]] | None, span: Span) -> list[dict[str, Any]] | None:
+    """smolagents' replayed memory in a request's input, read as the model got it (see the module docstring).
+
+    Only spans of the smolagents instrumentation. A `tool-call` message naming several calls is followed by
+    one response joining their observations: no id can be given, and it stays as recorded. The closing prompt
+    is recognised as the request's last message, a user text ending in the task of the latest `New task:`
+    message before it, not by its wording (the template can be changed); a user message giving a new task
+    (`New task:`, a later run with `reset=False`) is the user.
+    """
+    if not msgs or not (span.scope or "").startswith("openinference.instrumentation.smolagents"):
+        return msgs
+    out = [dict(m) for m in msgs]
+    for prev, msg in zip(out, out[1:]):
+        cid = _one_call_id(prev)
+        parts = msg.get("parts") or []
+        if cid is not None and msg.get("role") == "tool" and len(parts) == 1 and parts[0].get("type") == "tool_call_response" \
+                and parts[0].get("id") is None and isinstance(parts[0].get("response"), str) and parts[0]["response"].startswith(_OBSERVATION):
+            msg["parts"] = [{**parts[0], "id": cid, "response": parts[0]["response"][len(_OBSERVATION):]}]
+    said = ["\n".join(text_parts(m)) if m.get("role") == "user" else "" for m in out]
+    tasks = [t[len(_NEW_TASK):] for t in said[:-1] if t.startswith(_NEW_TASK)]
+    last = said[-1]
+    if tasks and tasks[-1] and last and not last.startswith(_NEW_TASK) and last.endswith("\n" + tasks[-1]):
+        out[-1] = {**out[-1], "role": "system"}  # provide_final_answer's instruction, not the user
+    return out
+
+
+def _one_call_id(msg: dict[str, Any]) -> str | None:
+    """The call id of a smolagents `tool-call` message naming exactly one call ("Calling tools:\n[{'id': …}]")."""
+    texts = text_parts(msg) if msg.get("role") == "tool-call" else []
+    if len(texts) != 1 or not texts[0].startswith(_CALLING):
+        return None
+    calls = python_literal(texts[0][len(_CALLING):])
+    if isinstance(calls, list) and len(calls) == 1 and isinstance(calls[0], dict) and isinstance(calls[0].get("id"), (str, int)):
+        return str(calls[0]["id"])
+    return None
 
 
 def _handoff(span: Span) -> bool:

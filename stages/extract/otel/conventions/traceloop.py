@@ -10,6 +10,12 @@ the older `llm.prompts.*` / `llm.completions.*` too); usage from
 names). Tool and workflow payloads are `traceloop.entity.input` /
 `traceloop.entity.output` (JSON), unwrapped from LangChain's callback
 payload and `{"output": ToolMessage}`; the name is `traceloop.entity.name`.
+
+A LangChain model call whose arguments were not JSON (`invalid_tool_calls`)
+is missing from the model span's output messages; the chains around it
+record the `AIMessage` whole. `add_invalid_calls` (run on a whole group)
+gives the model span those calls, with their raw arguments text, from the
+enclosing chain output whose message carries the span's response id.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
+from tracejudge.stages.extract.otel.wrapped import HOPS
 
-__all__ = ["NAME", "read"]
+__all__ = ["NAME", "add_invalid_calls", "read"]
 
 NAME = "openllmetry"
 _KINDS = {"tool": "tool", "agent": "agent", "workflow": "chain", "task": "chain"}
@@ -69,3 +76,49 @@ def read(span: Span) -> View | None:
             v.agent_name = entity
         v.error = span_error(span)
     return v
+
+
+def add_invalid_calls(spans: list[Span], views: dict[str, View]) -> None:
+    """Give each model span of `spans` the LangChain `invalid_tool_calls` its enclosing chains recorded (in `views`).
+
+    OpenLLMetry's LangChain instrumentation writes a model span's output messages from the parsed
+    `tool_calls` alone: a call whose arguments were not JSON is lost there, though the model asked for
+    it. The chain spans above it (`RunnableSequence`, the graph node) record the `AIMessage` with its
+    `invalid_tool_calls`; the message is the span's when its `response_metadata.id` is the span's
+    `gen_ai.response.id` (without a response id nothing is added: another request's message could
+    be taken). A call already in the span's output (same id) is not added twice.
+    """
+    index = {s.span_id: s for s in spans}
+    for span in spans:
+        view = views.get(span.span_id)
+        rid = span.attrs.get("gen_ai.response.id")
+        if view is None or view.role != "model" or not isinstance(rid, str) or not rid:
+            continue
+        found: list[dict[str, Any]] = []
+        node, hops = index.get(span.parent_id or ""), 0
+        while node is not None and not found and hops < HOPS:  # the nearest chain that recorded this response
+            found = _invalid_parts(node, rid)
+            node, hops = index.get(node.parent_id or ""), hops + 1
+        have = {p.get("id") for m in view.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call"}
+        new = [p for p in found if p.get("id") is None or p["id"] not in have]
+        if new:
+            outputs = [dict(m) for m in view.outputs or []]
+            target = next((m for m in reversed(outputs) if m.get("role") == "assistant"), None)
+            if target is None:
+                outputs.append(target := {"role": "assistant", "parts": []})
+            target["parts"] = [*(target.get("parts") or []), *new]
+            view.outputs = outputs
+
+
+def _invalid_parts(span: Span, response_id: str) -> list[dict[str, Any]]:
+    """The invalid tool-call parts of the `AIMessage` with `response_id` in `span`'s recorded chain output."""
+    out = unjson(span.attrs.get("traceloop.entity.output"))
+    out = out.get("outputs") if isinstance(out, dict) and "outputs" in out else out
+    out = out.get("messages") if isinstance(out, dict) and isinstance(out.get("messages"), list) else out
+    for raw in out if isinstance(out, list) else [out]:
+        fields = raw.get("kwargs") if isinstance(raw, dict) and isinstance(raw.get("kwargs"), dict) else raw
+        meta = fields.get("response_metadata") if isinstance(fields, dict) else None
+        if isinstance(meta, dict) and meta.get("id") == response_id and fields.get("invalid_tool_calls"):
+            msgs = normalise([raw]) or []
+            return [p for m in msgs for p in m.get("parts") or [] if p.get("type") == "tool_call" and "invalid" in p]
+    return []
