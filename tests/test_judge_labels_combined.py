@@ -229,3 +229,27 @@ def test_a_repeat_of_a_conflicting_label_is_not_said_to_count(tmp_path: Path) ->
     assert got.labels == [] and len(got.problems) == 2
     assert "conflicts with line 1" in got.problems[0]
     assert "repeats line 1" in got.problems[1] and "left out with it" in got.problems[1] and "counted once" not in got.problems[1]
+
+
+def test_a_repeat_before_a_conflict_and_a_trial_in_conflict_are_said_right_once(tmp_path: Path) -> None:
+    # Line 2 repeats line 1 before line 3 conflicts with both: left out, not "counted once". Trial 0's two labels
+    # conflict, so the case's label answers trial 0: no "takes this one" for it. And a set made again from resolved
+    # labels (`agreement.run_labels` puts sources together) names nothing twice.
+    from tracejudge.stages.judge.labels import LabelSet
+
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"case_id": "a", "metric": "m", "label": True}, {"case_id": "a", "metric": "m", "label": True},
+            {"case_id": "a", "metric": "m", "label": False},
+            {"case_id": "b", "metric": "m", "label": True}, {"case_id": "b", "metric": "m", "label": False, "trial": 0},
+            {"case_id": "b", "metric": "m", "label": True, "trial": 0},
+            {"case_id": "c", "metric": "m", "label": True}, {"case_id": "c", "metric": "m", "label": False, "trial": 1}]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = load_label_file(labels)
+    by_line = {int(p.split(": ")[0].rsplit(":", 1)[1]): p for p in got.problems}
+    assert sorted(by_line) == [2, 3, 6, 8], got.problems
+    assert "left out with it" in by_line[2] and "counted once" not in by_line[2]
+    assert "conflicts with line 5" in by_line[6]
+    assert "trial 1 takes this one" in by_line[8]
+    assert {(lab.case_id, lab.trial) for lab in got.labels} == {("b", None), ("c", None), ("c", 1)}
+    again = LabelSet(got.labels, got.problems)
+    assert again.problems == got.problems

@@ -156,7 +156,7 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
     console.print(f"labels: {block.get('total_labels', 0)}, matched to verdicts: {block.get('matched', 0)}, not judged: {block.get('not_judged', 0)}, "
                   f"no such case/metric: {block.get('unmatched', 0)}{where}", highlight=False, markup=False, soft_wrap=True)
     for p in block.get("problems") or []:
-        console.print(f"  skipped label: {p}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"  labels: {p}", highlight=False, markup=False, soft_wrap=True)  # (not all skip one: "counted once", "takes this one")
     table = Table(title="agreement with the labels (95% bootstrap CI)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("metric", "n", "accuracy", "kappa", "kind", "spearman", "disagree"):
         table.add_column(col, justify="left" if col in ("metric", "kind") else "right", no_wrap=col != "metric", overflow="fold",

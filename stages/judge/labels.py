@@ -63,9 +63,13 @@ class LabelSet:
     problems: list[str]
 
     def __post_init__(self) -> None:
-        """Leaves one label per key (see the module doc): repeats counted once, conflicting keys left out, each named."""
+        """Leaves one label per key (see the module doc): repeats counted once, conflicting keys left out, each named.
+
+        Made again from a set already resolved (labels of several sources put together), it adds no note twice.
+        """
         first: dict[tuple[str, str, int | None], Label] = {}
-        conflicting: set[tuple[str, str, int | None]] = set()
+        conflicting = {(lab.case_id, lab.metric, lab.trial) for lab in self.labels if _differs_from_first(lab, first)}
+        first.clear()
         notes: list[str] = []
         for lab in self.labels:
             key = (lab.case_id, lab.metric, lab.trial)
@@ -75,27 +79,34 @@ class LabelSet:
             same = float(lab.value) == float(was.value)  # `true` beside 1 says the same
             trial = "" if lab.trial is None else f" trial {lab.trial}"
             what = f"case {lab.case_id!r} metric {lab.metric!r}{trial}"
-            if same and key in conflicting:  # (the first line's value, already in conflict with another line)
+            if same and key in conflicting:  # (the first line's value, in conflict with another line before or after it)
                 notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}), "
                              "which conflicts with another label: left out with it")
             elif same:
                 notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}): counted once")
             else:
-                conflicting.add(key)
                 notes.append(f"{lab.where}: label: {_shown(lab.value)} conflicts with {_place(was, lab)}'s {_shown(was.value)} "
                              f"for {what}: both left out")
         # A trial's label takes its trial from the case's label (README): said when they differ, as it is no repeat.
+        # (Not when either is left out for a conflict: then the case's label, or none, answers the trial.)
         for (case_id, metric, trial), lab in first.items():
             whole = first.get((case_id, metric, None)) if trial is not None else None
-            if whole is not None and float(whole.value) != float(lab.value) and (case_id, metric, None) not in conflicting:
+            if (whole is not None and float(whole.value) != float(lab.value) and (case_id, metric, None) not in conflicting
+                    and (case_id, metric, trial) not in conflicting):
                 notes.append(f"{lab.where}: label: {_shown(lab.value)} for case {case_id!r} metric {metric!r} trial {trial} differs "
                              f"from {_place(whole, lab)}'s {_shown(whole.value)} for the whole case: trial {trial} takes this one")
         self.labels = [lab for key, lab in first.items() if key not in conflicting]
-        self.problems = [*self.problems, *notes]
+        self.problems = [*self.problems, *(n for n in notes if n not in self.problems)]
 
     def lookup(self) -> dict[tuple[str, str, int | None], Label]:
         """Labels keyed by `(case_id, metric, trial)` (one per key: duplicates were resolved when the set was made)."""
         return {(lab.case_id, lab.metric, lab.trial): lab for lab in self.labels}
+
+
+def _differs_from_first(lab: Label, first: dict[tuple[str, str, int | None], Label]) -> bool:
+    """Whether `lab`'s value differs from the first label of its key (`first`, filled as the labels are read)."""
+    was = first.setdefault((lab.case_id, lab.metric, lab.trial), lab)
+    return was is not lab and float(lab.value) != float(was.value)
 
 
 def _shown(value: bool | float) -> str:
