@@ -181,3 +181,21 @@ def test_a_timed_out_attempt_is_billed_in_its_scores_judge_block_as_in_the_summa
     # Before: summary.json billed the timed-out attempt, each score's judge block said 0 tokens and $0.
     assert sum(b["input_tokens"] for b in blocks) == j["input_tokens"], (blocks, j)
     assert sum(b["cost_usd"] for b in blocks) == pytest.approx(j["cost_usd"], abs=1e-6) and j["cost_usd"] > 0
+
+
+@pytest.mark.parametrize("figure", [None, 0, "", "missing"])
+def test_a_usage_block_without_completion_tokens_is_usage_unknown_not_zero(tmp_path: Path, figure: Any) -> None:
+    # A reply holding a verdict took completion tokens: a block saying 0, null, "" or nothing for them was billed
+    # 0 output tokens at a known price (and `tracejudge bench` measured 0 output tokens a request).
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body)))
+        reply["usage"] = {"prompt_tokens": 100}
+        if figure != "missing":
+            reply["usage"]["completion_tokens"] = figure
+        return 200, reply
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    assert summary["status"] == {"ok": 1}
+    assert summary["judge"]["usage_unknown_replies"] == 1 and summary["judge"]["cost_usd"] is None
+    assert summary["judge"]["output_tokens"] > 0

@@ -46,7 +46,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     tokens), `usage_problem` saying which figure: the provider answered and
     billed something, so its verdict counts and its cost is unknown (as a
     malformed reply it was retried and billed nothing, and a server that always
-    sends such figures failed every case). A reply whose
+    sends such figures failed every case). A usage block whose completion count
+    is 0, null or missing for a reply that holds text is one too: the server
+    does not count completions, and 0 would under-bill the reply. A reply whose
     text is empty while the server put its text in `message.reasoning_content`
     / `message.reasoning` (a reasoning parser) or only in Anthropic `thinking`
     blocks keeps that text in `Reply.reasoning` (never as the verdict text).
@@ -111,6 +113,9 @@ def _anthropic(body: dict[str, Any]) -> Reply:
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1], usage_problem=str(exc))
     if prompt == 0:  # no request has an empty prompt: a server that does not count
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1])
+    if completion == 0 and (text or reasoning[0]):
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning[0], reasoning_field=reasoning[1],
+                     usage_problem=_NO_COMPLETION.format(key="output_tokens"))
     return Reply(text, truncated, prompt, completion, cached, written, reasoning=reasoning[0], reasoning_field=reasoning[1])
 
 
@@ -133,4 +138,12 @@ def _openai(body: dict[str, Any]) -> Reply:
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field, usage_problem=str(exc))
     if counts is None:
         return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field)
+    if counts[1] == 0 and (text or reasoning):
+        return Reply(text, truncated, 0, 0, usage_known=False, reasoning=reasoning, reasoning_field=field,
+                     usage_problem=_NO_COMPLETION.format(key="completion_tokens"))
     return Reply(text, truncated, counts[0], counts[1], counts[2], reasoning=reasoning, reasoning_field=field)
+
+
+# A reply that holds text took at least one completion token: a usage block saying 0 (or null, missing, "") is a
+# server that does not count completions, and billing it 0 would under-count the cost and the budget.
+_NO_COMPLETION = "usage.{key} is 0 or missing for a reply that holds text"
