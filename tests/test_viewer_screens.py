@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,8 +90,18 @@ def test_view_run_dir_opens_that_run(server: str, demo_run: Path) -> None:
         assert 'id=runs' in reply.read().decode()
 
 
+def _indexed(driver: Any, url: str) -> None:
+    # The case list's snippets come from the dataset's text index, built in the background when the run is first
+    # served (under a second quiet, longer on a busy machine): until then the page says so and the cells are empty.
+    deadline = time.monotonic() + 60
+    loaded(driver, url)
+    while "still being indexed" in driver.page_source and time.monotonic() < deadline:
+        time.sleep(0.2)
+        loaded(driver, url)
+
+
 def test_case_list_shows_30_rows_at_1400x900(server: str, screen: Any, tmp_path: Path) -> None:
-    loaded(screen, server + "/run/demo/cases")
+    _indexed(screen, server + "/run/demo/cases")
     assert screen.execute_script("return [window.innerWidth, window.innerHeight]") == [WIDTH, HEIGHT]
     visible = screen.execute_script(VISIBLE_ROWS_JS, "#cases tbody tr[data-case]")
     shoot(screen, tmp_path, "case-list-1400x900")
