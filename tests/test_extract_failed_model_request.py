@@ -92,4 +92,4 @@ def test_a_retried_failed_request_is_a_step_that_says_it_failed(recorded: dict[t
     assert _steps(Case(id="x", trace=Trace(steps=rest))) == _steps(clean)  # the retry and everything after it, as recorded
     assert failed.trace.output == clean.trace.output and failed.trace.usage.requests == clean.trace.usage.requests + 1
     text = render_steps(failed.trace.steps, full=False)
-    assert f"Step 1:\n model request failed: {first.error}" in text
+    assert f"Step 1:\n step error: {first.error}" in text

@@ -117,9 +117,10 @@ class ToolCall(_Strict):
 class Step(_Strict):
     """One agent step: an optional thought, the calls it made, optional output text.
 
-    `error` is set when the step's model request failed as the trace recorded it (an LLM span with status
-    ERROR: `"<error.type>: <message>"`, such as a 500 the application then retried); such a step usually has
-    no output and no calls. A failed *tool call* is `ToolCall.error`, not this.
+    `error` is set when the step ended in an error as the trace recorded it: its model request failed (an LLM
+    span with status ERROR: `"<error.type>: <message>"`, such as a 500 the application then retried; such a step
+    usually has no output and no calls), or the framework recorded the step's failure (smolagents' parsing error,
+    its `AgentMaxStepsError` on the step that then asked for the answer). A failed *tool call* is `ToolCall.error`, not this.
     """
 
     thought: str | None = None

@@ -150,7 +150,7 @@ def transcript_html(case: Case | None, note: str) -> str:
         if step.output:
             out.append(f'<div class="msg agent"><div class="label">assistant</div>{render_value(step.output, "said")}</div>')
         if step.error is not None:
-            out.append(f'<div class="tool-result err"><div class="label">model request failed</div>{render_value(step.error, "result err")}</div>')
+            out.append(f'<div class="tool-result err"><div class="label">step error</div>{render_value(step.error, "result err")}</div>')
         out.append("</div>")
     out += said.get(len(steps), [])
     if case.trace is None:
