@@ -123,3 +123,16 @@ def test_a_lone_surrogate_in_one_attribute_is_replaced_not_fatal(recorded: Any, 
     case = only_case(tmp_path / "cut.jsonl")
     assert case.trace.output == "Rainy in Tokyo. \ufffd"
     json.dumps(case.model_dump(mode="json"), ensure_ascii=False).encode()  # the case can be written as UTF-8
+
+
+def test_a_lone_surrogate_in_genai_message_json_is_read_as_a_replacement_character(tmp_path: Path) -> None:
+    # The OTel GenAI convention keeps messages as JSON text (`gen_ai.output.messages`): an escaped lone surrogate
+    # there (a JS exporter cutting mid-emoji) decoded into text no result line can carry.
+    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "chat gpt", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                           {"key": "gen_ai.input.messages", "value": {"stringValue": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])}},
+                           {"key": "gen_ai.output.messages", "value": {"stringValue": '[{"role": "assistant", "parts": [{"type": "text", "content": "hot \\ud83c"}]}]'}}]}
+    path = tmp_path / "genai.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    [case] = extract(path)
+    assert isinstance(case, Case) and case.trace.output == "hot \ufffd", case

@@ -20,7 +20,8 @@ from typing import Any
 
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["MISSING", "View", "as_int", "merge", "nested", "present", "text_message", "tool_call_part", "tool_response_part", "unjson", "whole_text"]
+__all__ = ["ESCAPED_SURROGATE", "MISSING", "View", "as_int", "mend_surrogates", "merge", "nested", "present", "text_message", "tool_call_part",
+           "tool_response_part", "unjson", "whole_text"]
 
 # ADK's placeholders and OpenInference's redaction marker mean "not recorded".
 PLACEHOLDERS = frozenset({"<not specified>", "N/A", "<elided>", "__REDACTED__"})
@@ -144,21 +145,21 @@ def unjson(value: Any) -> Any:
                 decoded = json.loads(value)
             except JSON_ERRORS:
                 return value
-            return _mend(decoded) if _ESCAPED_SURROGATE.search(value) else decoded
+            return mend_surrogates(decoded) if ESCAPED_SURROGATE.search(value) else decoded
     return value
 
 
-_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # a surrogate escape in JSON text: a pair, or half of one
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # a surrogate escape in JSON text: a pair, or half of one
 
 
-def _mend(value: Any) -> Any:
+def mend_surrogates(value: Any) -> Any:
     """Decoded JSON with every lone surrogate replaced (`whole_text`), keys included."""
     if isinstance(value, str):
         return whole_text(value)
     if isinstance(value, list):
-        return [_mend(v) for v in value]
+        return [mend_surrogates(v) for v in value]
     if isinstance(value, dict):
-        return {whole_text(k): _mend(v) for k, v in value.items()}
+        return {whole_text(k): mend_surrogates(v) for k, v in value.items()}
     return value
 
 

@@ -24,7 +24,7 @@ from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, output_text
 from tracejudge.stages.extract.otel.conventions.adk import ADK_PREFIX, ADK_REQUEST, ADK_RESPONSE, ADK_SCOPE, adk_messages, said
 from tracejudge.stages.extract.otel.spans import LogEvent, Span
-from tracejudge.stages.extract.otel.view import MISSING, View, present, tool_call_part, tool_response_part
+from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
 
 __all__ = ["NAME", "read", "span_error", "usage"]
@@ -138,9 +138,11 @@ def _json_attr(span: Span, key: str) -> Any:
     value = span.attrs.get(key)
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            decoded = json.loads(value)
         except JSON_ERRORS:
             fail(f"span {span.span_id}: {key} is not valid JSON", field=f"span {span.span_id}: {key}")
+        # (An escaped lone surrogate, an exporter cutting mid-emoji, is read as U+FFFD, as `view.unjson` reads it.)
+        return mend_surrogates(decoded) if ESCAPED_SURROGATE.search(value) else decoded
     return value
 
 
