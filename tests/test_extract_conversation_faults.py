@@ -79,8 +79,7 @@ def test_session_tool_rounds_stay_in_their_user_turn(recorded: Any) -> None:
     assert case.turns == ["Say hello in French.", "And Tokyo?"]
 
 
-@pytest.mark.parametrize("scenario, file, fmt", [("agents", "oi-text_fatal.jsonl", "otel"), ("agents", "export-text_fatal.jsonl", "openai-agents"),
-                                                 ("langfuse", "langfuse.jsonl", "otel")])
+@pytest.mark.parametrize("scenario, file, fmt", [("agents", "oi-text_fatal.jsonl", "otel"), ("agents", "export-text_fatal.jsonl", "openai-agents")])
 def test_an_aborted_run_has_no_final_output_from_the_text_before_its_calls(recorded: Any, scenario: str, file: str, fmt: str) -> None:
     case = only_case(recorded(scenario) / file, fmt)
     (step,) = case.trace.steps
@@ -136,3 +135,22 @@ def test_a_lone_surrogate_in_genai_message_json_is_read_as_a_replacement_charact
     path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
     [case] = extract(path)
     assert isinstance(case, Case) and case.trace.output == "hot \ufffd", case
+
+
+def test_a_tool_that_recorded_nothing_is_no_sign_of_an_aborted_run(recorded: Any) -> None:
+    # Langfuse records a tool stopped by a `KeyboardInterrupt` (which it does not record) as it records a tool that
+    # returned None: no output, no error. Read as an abort, it deleted the output of runs that ended normally after a
+    # void tool; the text stays the output (the interrupted run keeps its preamble: the two look the same).
+    case = only_case(recorded("langfuse") / "langfuse.jsonl")
+    (step,) = case.trace.steps
+    assert step.tool_calls and case.trace.output == step.thought
+    assert "run_error" not in case.metadata
+
+
+def test_a_request_the_application_sent_again_after_a_failure_stays_in_its_turn(recorded: Any) -> None:
+    # In a session, the retry of a request that got a 500 replays the same input: it was a second user turn
+    # ("Weather in Paris?" twice) where the user spoke once.
+    case = only_case(recorded("oi_session") / "session-retry.jsonl")
+    assert [(m.step, m.content) for m in case.trace.user_messages] == [(0, "Weather in Paris?")]
+    assert [s.error is not None for s in case.trace.steps] == [False, True, False]
+    assert case.trace.output == "Sunny in Paris." and len(case.metadata["otel"]["turns"]) == 1

@@ -8,7 +8,8 @@ network). One scenario a process: instrumentors patch libraries process-wide. Pr
 framework's own outcome (JSON) on stdout.
 
 - `oi_session`: a plain OpenAI-client tool loop under openinference-instrumentation-openai inside
-  `using_session("sess-42")`, three user turns, two of them with a tool round (`session.jsonl`).
+  `using_session("sess-42")`, three user turns, two of them with a tool round (`session.jsonl`); and one turn
+  whose request after the tool round fails (500) and is sent again by the application (`session-retry.jsonl`).
 - `agents`: the OpenAI Agents SDK (chat completions) under OpenInference and its own exporter:
   `text_fatal` (a reply with text and calls, then a tool raises out of the run) and `max_turns`
   (`oi-<s>.jsonl`, `export-<s>.jsonl`).
@@ -53,6 +54,8 @@ class Scripted(FakeOpenAI):
         await request.json()
         n, self.n = self.n, self.n + 1
         msg = self.replies[n]
+        if "status" in msg:  # a failed request: the server's error, as a provider sends it
+            return web.json_response({"error": {"message": "boom", "type": "server_error"}}, status=msg["status"])
         usage = {"prompt_tokens": 100 + n, "completion_tokens": 10 + n, "total_tokens": 110 + 2 * n}
         finish = "tool_calls" if msg.get("tool_calls") else "stop"
         return web.json_response({"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 1767225600, "model": MODEL,
@@ -69,15 +72,21 @@ def cancel_order(order_id: str) -> str:
     raise ValueError(f"order {order_id} not found")
 
 
-def _loop(client: Any, turns: list[str], tools: dict[str, Any]) -> list[str]:
-    """The plain tool loop: per user turn, ask until a reply has no calls; returns the answers."""
+def _loop(client: Any, turns: list[str], tools: dict[str, Any], retry: bool = False) -> list[str]:
+    """The plain tool loop: per user turn, ask until a reply has no calls; returns the answers. `retry`: a request
+    the server failed is sent again once, by the application (the client's own retries are off)."""
     schemas = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}} for n in tools]
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You are helpful."}]
     answers = []
     for text in turns:
         messages.append({"role": "user", "content": text})
         while True:
-            msg = client.chat.completions.create(model=MODEL, messages=messages, tools=schemas).choices[0].message
+            try:
+                msg = client.chat.completions.create(model=MODEL, messages=messages, tools=schemas).choices[0].message
+            except Exception:
+                if not retry:
+                    raise
+                msg = client.chat.completions.create(model=MODEL, messages=messages, tools=schemas).choices[0].message
             messages.append(msg.model_dump(exclude_none=True))
             if not msg.tool_calls:
                 answers.append(msg.content)
@@ -108,6 +117,11 @@ def oi_session(out: Path) -> Any:
         with using_session("sess-42"):
             answers = _loop(client, SESSION_TURNS, {"get_weather": get_weather})
         write_otlp(provider, fake, out / "session.jsonl")
+        # The same loop in another session, its request after the tool round failing once and sent again by the app.
+        fake.replies, fake.n = [SESSION[0], {"status": 500}, SESSION[1]], 0
+        with using_session("sess-retry"):
+            answers += _loop(client, SESSION_TURNS[:1], {"get_weather": get_weather}, retry=True)
+        write_otlp(provider, fake, out / "session-retry.jsonl")
     return answers
 
 

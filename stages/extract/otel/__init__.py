@@ -106,11 +106,12 @@ judge prompt states under the final output. See `turn_calls(case)`.
 
 A turn's final text is its anchor's recorded output, else its last model
 reply's text — except when that reply also asked for tool calls and the run
-stopped there (it ended in an error, or one of those calls' tool spans
-recorded neither a result nor an error, as a `KeyboardInterrupt` leaves
-it): that text announced calls no reply answered, so the turn has no final
-text and the text is intermediate. A run that ended normally after such a
-reply keeps its text as the final text. Retrieval spans'
+stopped there (its agent run ended in an error): that text announced calls
+no reply answered, so the turn has no final text and the text is
+intermediate. A run that ended normally after such a reply keeps its text
+as the final text; so does one a `KeyboardInterrupt` stopped inside a tool
+that recorded nothing of it (Langfuse records such a tool as it records one
+that returned None). Retrieval spans'
 documents become `trace.retrieved`.
 """
 

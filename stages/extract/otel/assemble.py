@@ -142,8 +142,6 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                 if t is not None:
                     t.claimed = True
                     call = build_call(t, part, responses, prefixes, asked[m.span_id])
-                    if t.result is MISSING and call["result"] is None and call["error"] is None:
-                        row.unfinished = True  # the tool's span recorded no return and no failure: the run stopped inside it
                     if t.deferral:
                         row.deferred.append(deferred_call(call, t.deferral))
                         continue

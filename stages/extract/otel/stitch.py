@@ -43,7 +43,8 @@ def continues(previous: Any, request: Any) -> bool:
     """Whether model request `request` (a `View`) goes on from `previous`: the same user exchange, one more model round.
 
     True when its input replays `previous`'s input and output exactly (as `stitch` joins traces) and
-    adds no user message after them: the tool results of that round, nothing the user said. Edge cases:
+    adds no user message after them: the tool results of that round, nothing the user said; or when it is
+    `previous` sent again after `previous` got no reply (a failed request the application retried). Edge cases:
     either request with no recorded input is no continuation; a replay that adds a user message is the
     user speaking again (a new turn, or a mid-turn message `assemble` places itself).
     """
@@ -51,8 +52,10 @@ def continues(previous: Any, request: Any) -> bool:
         return False
     prefix = [_key(m) for m in [*previous.inputs, *(previous.outputs or [])]]
     inputs = request.inputs
-    if len(inputs) <= len(prefix) or [_key(m) for m in inputs[: len(prefix)]] != prefix:
+    if len(inputs) < len(prefix) or [_key(m) for m in inputs[: len(prefix)]] != prefix:
         return False
+    if len(inputs) == len(prefix):
+        return not previous.outputs  # the same request again after it got no reply: an application's retry
     return not any(m.get("role") == "user" for m in inputs[len(prefix) :])
 
 

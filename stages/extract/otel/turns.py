@@ -21,7 +21,7 @@ __all__ = ["Builder", "Row"]
 class Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated", "unfinished")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
@@ -29,7 +29,6 @@ class Row:
         self.delegated = False  # a request inside a tool's span (an agent called as a tool): its text is the tool's result
         self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.deferred: list[dict[str, Any]] = []
-        self.unfinished = False  # a call's tool span recorded neither a result nor an error (interrupted inside it)
 
 
 class Builder:
@@ -192,15 +191,15 @@ def _stopped(turn: dict[str, Any], own: list[Row]) -> bool:
     """Whether the turn's run stopped right after a reply that asked for calls, with no later reply to answer.
 
     It did when the run ended in an error (its agent span failed: a raised exception, "Max turns exceeded",
-    a cancelled run) or one of that reply's calls never returned (its tool span recorded neither a result
-    nor an error: a `KeyboardInterrupt` that the instrumentation did not record). The reply's text then
-    announced calls that never got answered: it is no final output. A run that ended normally after such a
-    reply keeps the reply's text as before.
+    a cancelled run). The reply's text then announced calls that never got answered: it is no final output.
+    A run that ended normally after such a reply keeps the reply's text as before. A tool span that recorded
+    neither a result nor an error is no such sign: Langfuse records a tool that returned None so, and also
+    one a `KeyboardInterrupt` stopped (which it does not record), and a normal run must keep its output.
     """
     last = own[-1] if own else None
     if last is None or not last.calls or not last.text:
         return False
-    return turn["_error"] is not None or last.unfinished
+    return turn["_error"] is not None
 
 
 def _add(total: int | None, count: int | None) -> int | None:
