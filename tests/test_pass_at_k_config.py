@@ -70,11 +70,12 @@ def test_a_pass_at_k_threshold_is_compared_exactly_as_a_metrics_own() -> None:
 def test_pass_at_k_is_multivons_value_to_the_last_bit(tmp_path: Path) -> None:
     # One case, 7 trials, 2 passing, k=3: multivon's `suite_pass_k` (and cogitator's formula) gives 0.7142857142857143;
     # the summary said 0.714286 (rounded to 6 places).
-    (tmp_path / "agent.py").write_text(
+    # (A module name of its own: the run imports it in this process, where another test's `agent` may be loaded.)
+    (tmp_path / "passk_trials_agent.py").write_text(
         "def respond(request):\n    out = 'yes' if request.trial < 2 else 'no'\n    return {'output': out, 'trace': {'steps': [], 'output': out}}\n")
     (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "c1", "input": "q", "expected_output": "yes"}) + "\n")
     (tmp_path / "c.yaml").write_text(
-        "dataset: {path: cases.jsonl, format: native}\ntarget: {kind: python, callable: 'agent:respond'}\n"
+        "dataset: {path: cases.jsonl, format: native}\ntarget: {kind: python, callable: 'passk_trials_agent:respond'}\n"
         "run: {trials: 7, dir: run}\nmetrics:\n  - {type: ExactMatch, name: em}\n  - {type: PassAtK, metric: em, k: 3}\n")
     import os
     import sys
@@ -87,7 +88,7 @@ def test_pass_at_k_is_multivons_value_to_the_last_bit(tmp_path: Path) -> None:
     finally:
         os.chdir(cwd)
         sys.path.remove(str(tmp_path))
-        sys.modules.pop("agent", None)
+        sys.modules.pop("passk_trials_agent", None)
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     from math import comb
 
