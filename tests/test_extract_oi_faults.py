@@ -30,6 +30,7 @@ from tracejudge.stages.extract.otel.conventions import group_views
 RECORD = Path(__file__).parent / "frameworks" / "record_oi_faults.py"
 NEEDS = {
     "oi-responses-loop": ("openai", "openinference.instrumentation.openai"),
+    "tl-responses-loop": ("openai", "opentelemetry.instrumentation.openai"),
     "oi-agents-responses": ("agents", "openinference.instrumentation.openai_agents"),
     "oi-langgraph-raises": ("langgraph.prebuilt", "langchain_openai", "openinference.instrumentation.langchain"),
     "oi-langgraph-bad-args": ("langgraph.prebuilt", "langchain_openai", "openinference.instrumentation.langchain"),
@@ -96,8 +97,10 @@ def test_reasoning_summary_is_not_the_answer(recordings, name):
     assert [reasoning_text(v.outputs or []) for v in model_views(path)] == ["Need both cities; call the tool twice.", "Both results in; summarise."]
 
 
-def test_reasoning_summary_is_the_steps_thought(recordings):
-    path, _ = recorded(recordings, "oi-responses-loop")
+@pytest.mark.parametrize("name", ["oi-responses-loop", "tl-responses-loop"])
+def test_reasoning_summary_is_the_steps_thought(recordings, name):
+    # (OpenLLMetry writes the summary as the JSON text of its parts, `[{"text": …, "type": "summary_text"}]`: read as its text.)
+    path, _ = recorded(recordings, name)
     steps = extract_one(path).trace.steps
     assert [(s.thought, s.output) for s in steps] == [("Need both cities; call the tool twice.", None),
                                                       ("Both results in; summarise.", "Paris is sunny; Tokyo is rainy.")]

@@ -93,11 +93,15 @@ def cancel_order(order_id: str) -> str:
     raise ValueError(f"order {order_id} not found")
 
 
-def responses_loop(fake: ScriptedOpenAI, provider: Any) -> Any:
-    """A plain `client.responses.create` loop under openinference-instrumentation-openai."""
+def responses_loop(fake: ScriptedOpenAI, provider: Any, traceloop: bool = False) -> Any:
+    """A plain `client.responses.create` loop under openinference-instrumentation-openai (or, `traceloop`,
+    opentelemetry-instrumentation-openai)."""
     from openai import OpenAI
-    from openinference.instrumentation.openai import OpenAIInstrumentor
 
+    if traceloop:
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+    else:
+        from openinference.instrumentation.openai import OpenAIInstrumentor
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
@@ -191,6 +195,7 @@ MAX_STEPS = [
 # scenario -> (replies, run(fake, provider) -> the framework's answer)
 SCENARIOS: dict[str, tuple[list[Any], Any]] = {
     "oi-responses-loop": (REASONED, responses_loop),
+    "tl-responses-loop": (REASONED, lambda f, p: responses_loop(f, p, traceloop=True)),
     "oi-agents-responses": (REASONED, agents_responses),
     "oi-langgraph-raises": (RAISES, lambda f, p: _langgraph(f, p, _oi_langchain(), "Cancel order #W5", False)),
     "oi-langgraph-bad-args": (BAD_ARGS, lambda f, p: _langgraph(f, p, _oi_langchain(), "Weather in Paris?", True)),

@@ -209,7 +209,22 @@ def output_text(messages: list[dict[str, Any]]) -> str | None:
 
 
 def reasoning_text(messages: list[dict[str, Any]]) -> str | None:
-    """The joined reasoning parts of a model's output messages (a step's thought), or `None`."""
-    texts = [p["content"] for m in messages for p in m.get("parts") or []
+    """The joined reasoning parts of a model's output messages (a step's thought), or `None`.
+
+    OpenLLMetry writes a Responses API reasoning summary as the JSON text of its list of parts
+    (`[{"text": …, "type": "summary_text"}]`): that list is read as its texts, one a line.
+    """
+    texts = [_summary_text(p["content"]) for m in messages for p in m.get("parts") or []
              if isinstance(p, dict) and p.get("type") == "reasoning" and isinstance(p.get("content"), str) and present(p["content"]) and p["content"]]
     return "\n".join(texts) if texts else None
+
+
+def _summary_text(content: str) -> str:
+    """`content`, or the texts of the Responses API summary parts it holds as JSON text (`reasoning_text`)."""
+    if not content.startswith("[{"):
+        return content
+    parts = unjson(content)
+    if (isinstance(parts, list) and parts and all(isinstance(x, dict) and isinstance(x.get("text"), str) and
+                                                  str(x.get("type", "")).endswith("_text") for x in parts)):
+        return "\n".join(x["text"] for x in parts)
+    return content
