@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from framework_truth import only_case
-from tracejudge.core.records import Case, Trace
+from tracejudge.core.records import Case, Step, Trace
 from tracejudge.stages.judge.trace_text import render_steps
 
 pytest.importorskip("openinference.instrumentation.openai")
@@ -93,3 +93,8 @@ def test_a_retried_failed_request_is_a_step_that_says_it_failed(recorded: dict[t
     assert failed.trace.output == clean.trace.output and failed.trace.usage.requests == clean.trace.usage.requests + 1
     text = render_steps(failed.trace.steps, full=False)
     assert f"Step 1:\n step error: {first.error}" in text
+
+
+def test_a_step_error_without_a_message_says_so() -> None:
+    text = render_steps([Step(error="")], full=False)
+    assert " step error: (no message recorded)" in text

@@ -153,7 +153,7 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
         if step.output:
             lines.append(f" output: {cut_field(step.output, full=full)}")
         if step.error is not None:  # only such a step gets the line: other prompts (and their cache keys) are as before
-            lines.append(f" step error: {cut_field(step.error, full=full)}")
+            lines.append(f" step error: {cut_field(step.error, full=full) if step.error.strip() else '(no message recorded)'}")
     lines.extend(before.get(len(steps) + 1, ()))
     return "\n".join(lines) if lines else "(no steps)"
 
