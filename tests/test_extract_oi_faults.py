@@ -31,6 +31,7 @@ RECORD = Path(__file__).parent / "frameworks" / "record_oi_faults.py"
 NEEDS = {
     "oi-responses-loop": ("openai", "openinference.instrumentation.openai"),
     "tl-responses-loop": ("openai", "opentelemetry.instrumentation.openai"),
+    "oi-chat-reasoning": ("openai", "openinference.instrumentation.openai"),
     "oi-agents-responses": ("agents", "openinference.instrumentation.openai_agents"),
     "oi-langgraph-raises": ("langgraph.prebuilt", "langchain_openai", "openinference.instrumentation.langchain"),
     "oi-langgraph-bad-args": ("langgraph.prebuilt", "langchain_openai", "openinference.instrumentation.langchain"),
@@ -104,6 +105,14 @@ def test_reasoning_summary_is_the_steps_thought(recordings, name):
     steps = extract_one(path).trace.steps
     assert [(s.thought, s.output) for s in steps] == [("Need both cities; call the tool twice.", None),
                                                       ("Both results in; summarise.", "Paris is sunny; Tokyo is rainy.")]
+
+
+def test_chat_reasoning_content_is_the_steps_thought(recordings):
+    # The instrumentation flattens a message's content and calls only: `reasoning_content` was in `output.value` alone.
+    path, answer = recorded(recordings, "oi-chat-reasoning")
+    steps = extract_one(path).trace.steps
+    assert answer == "Sunny, 21 C."
+    assert [(s.thought, s.output) for s in steps] == [("The user wants Paris weather; call the tool.", None), ("Tool said sunny.", answer)]
 
 
 def test_propagated_tool_exception_is_its_type_and_message(recordings):

@@ -154,6 +154,29 @@ def _tl_langchain() -> Any:
     return LangchainInstrumentor()
 
 
+# Chat completions whose messages carry `reasoning_content` (llama.cpp's, vLLM's, DeepSeek's reasoning parsers).
+CHAT_REASONED = [{"role": "assistant", "content": None, "reasoning_content": "The user wants Paris weather; call the tool.",
+                  "tool_calls": [call("call_9", "get_weather", {"city": "Paris"})]},
+                 {"role": "assistant", "content": "Sunny, 21 C.", "reasoning_content": "Tool said sunny."}]
+
+
+def chat_loop(fake: ScriptedOpenAI, provider: Any) -> Any:
+    """A plain chat-completions tool loop under openinference-instrumentation-openai."""
+    from openai import OpenAI
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    client = OpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    messages: list[Any] = [{"role": "user", "content": "Paris weather please"}]
+    while True:
+        msg = client.chat.completions.create(model=MODEL, messages=messages, tools=tools).choices[0].message
+        messages.append(msg.model_dump(exclude_none=True))
+        if not msg.tool_calls:
+            return msg.content
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": WEATHER[json.loads(c.function.arguments)["city"]]} for c in msg.tool_calls]
+
+
 BAD_ARGS = [{"role": "assistant", "content": None, "tool_calls": [call("call_8", "get_weather", '{"city": "Par')]}]
 RAISES = [{"role": "assistant", "content": None, "tool_calls": [call("call_5", "cancel_order", {"order_id": "#W5"})]}]
 
@@ -196,6 +219,7 @@ MAX_STEPS = [
 SCENARIOS: dict[str, tuple[list[Any], Any]] = {
     "oi-responses-loop": (REASONED, responses_loop),
     "tl-responses-loop": (REASONED, lambda f, p: responses_loop(f, p, traceloop=True)),
+    "oi-chat-reasoning": (CHAT_REASONED, chat_loop),
     "oi-agents-responses": (REASONED, agents_responses),
     "oi-langgraph-raises": (RAISES, lambda f, p: _langgraph(f, p, _oi_langchain(), "Cancel order #W5", False)),
     "oi-langgraph-bad-args": (BAD_ARGS, lambda f, p: _langgraph(f, p, _oi_langchain(), "Weather in Paris?", True)),

@@ -71,6 +71,7 @@ def read(span: Span) -> View | None:
         else:
             _fill_arguments(v.outputs, a.get("output.value"))
             _add_invalid_calls(v.outputs, a.get("output.value"))
+            _add_reasoning(v.outputs, a.get("output.value"))
         v.usage_in = as_int(a.get("llm.token_count.prompt"))
         v.usage_out = as_int(a.get("llm.token_count.completion"))
         v.error = _error(span)
@@ -196,6 +197,27 @@ def _add_invalid_calls(outputs: list[dict[str, Any]], raw: Any) -> None:
     if target is None:
         outputs.append(target := {"role": "assistant", "parts": []})
     target["parts"] = [*(target.get("parts") or []), *new]
+
+
+def _add_reasoning(outputs: list[dict[str, Any]], raw: Any) -> None:
+    """Add to `outputs` the reasoning a chat completion's message carried (`reasoning_content`, or `reasoning`: what
+    llama.cpp's, vLLM's and DeepSeek's reasoning parsers return), which only `output.value` recorded.
+
+    The instrumentation flattens a message's content and tool calls only. Outputs that already hold a reasoning
+    part keep theirs. The reasoning is the step's thought (`otel.turns`), never its output.
+    """
+    body = unjson(raw)
+    choices = body.get("choices") if isinstance(body, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        return
+    text = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str) and message[k].strip()), None)
+    if text is None or any(p.get("type") == "reasoning" for m in outputs for p in m.get("parts") or []):
+        return
+    target = next((m for m in reversed(outputs) if m.get("role") == "assistant"), None)
+    if target is None:
+        outputs.append(target := {"role": "assistant", "parts": []})
+    target["parts"] = [{"type": "reasoning", "content": text}, *(target.get("parts") or [])]
 
 
 _OBSERVATION = "Observation:\n"
