@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
-from tracejudge.core.records import Case
+from tracejudge.core.records import Case, Score
 from tracejudge.stages.extract import extract_record
 from tracejudge.stages.judge.metrics import PlanQuality
 
@@ -154,3 +154,24 @@ def test_a_request_the_application_sent_again_after_a_failure_stays_in_its_turn(
     assert [(m.step, m.content) for m in case.trace.user_messages] == [(0, "Weather in Paris?")]
     assert [s.error is not None for s in case.trace.steps] == [False, True, False]
     assert case.trace.output == "Sunny in Paris." and len(case.metadata["otel"]["turns"]) == 1
+
+
+@pytest.mark.parametrize("file, fmt", [("oi-max_turns.jsonl", "otel"), ("export-max_turns.jsonl", "openai-agents")])
+def test_a_run_that_failed_without_output_is_judged_for_task_completion(recorded: Any, file: str, fmt: str) -> None:
+    # Not computed, it left the mean: every run that failed so raised TaskCompletion's mean instead of lowering it.
+    from tracejudge.stages.judge.metrics import TaskCompletion
+
+    case = only_case(recorded("agents") / file, fmt)
+    assert case.trace.output is None and not any(s.output for s in case.trace.steps)
+    plan = TaskCompletion().plan(case)
+    assert not isinstance(plan, Score), plan
+    assert "## Final output\n(none)\n(the run ended in an error: Max turns exceeded" in plan.render(0)
+
+
+def test_a_case_without_output_or_run_error_is_still_not_judged_for_task_completion(recorded: Any) -> None:
+    from tracejudge.stages.judge.metrics import TaskCompletion
+
+    case = only_case(recorded("agents") / "oi-max_turns.jsonl")
+    quiet = case.model_copy(update={"metadata": {k: v for k, v in case.metadata.items() if k != "run_error"}})
+    score = TaskCompletion().plan(quiet)
+    assert isinstance(score, Score) and score.value is None and "no final output" in score.reason

@@ -57,6 +57,12 @@ def _cap_note(total: int, cap: int, what: str) -> str:
     return f"judged the first {cap} of {total} {what} (max_items={cap})" if total > cap else ""
 
 
+def _ended_in_error(case: Case) -> bool:
+    """Did the run end in an error the trace recorded (`metadata.run_error`, set by the span readers)?"""
+    error = case.metadata.get("run_error")
+    return isinstance(error, str) and bool(error.strip())
+
+
 def _not_computed(why: str) -> Score:
     return Score(value=None, passed=None, reason=f"not computed: {why}")
 
@@ -68,14 +74,21 @@ class TaskCompletion(JudgeMetric):
     Four questions: addresses the request (yes), complete (yes), correct and
     usable (yes), did the agent fail or end in an error (no). Score = share
     of good answers, so a judge answering yes to everything scores 0.75.
-    Works without steps (the final output alone); no output at all → null.
+    Works without steps (the final output alone). No output at all → null
+    (a recording that kept no output text says nothing of the task), except
+    for a run that ended in an error (`metadata.run_error`: "Max turns
+    exceeded", a raised exception): such a run did not complete its task,
+    and leaving it out would raise the mean by every run that failed so. It
+    is judged, its final output `(none)` and the error said under it
+    (`trace_text.final_output`), as multivon-eval judges an empty output.
     """
 
     prompt_version: ClassVar[str] = "task-completion/4"
     task: ClassVar[str] = "You judge whether the agent's final output accomplishes the user's task."
 
     def plan(self, case: Case) -> Plan | Score:
-        if case.trace is None or not (case.trace.output or any(s.output for s in case.trace.steps)):
+        trace = case.trace
+        if trace is None or not (trace.output or any(s.output for s in trace.steps) or _ended_in_error(case)):
             return _not_computed("the case has no final output")
         qs = [
             Question("q1", "Does the final output address what the user asked for?"),
