@@ -199,3 +199,19 @@ def test_a_usage_block_without_completion_tokens_is_usage_unknown_not_zero(tmp_p
     assert summary["status"] == {"ok": 1}
     assert summary["judge"]["usage_unknown_replies"] == 1 and summary["judge"]["cost_usd"] is None
     assert summary["judge"]["output_tokens"] > 0
+
+
+@pytest.mark.parametrize("figure", ["", False])
+def test_a_prompt_figure_that_is_no_count_is_usage_unknown_and_said_once(tmp_path: Path, caplog, figure: Any) -> None:
+    # `prompt_tokens: ""` (or false) read as 0: the reply's usage was unknown without a word of why.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body)))
+        reply["usage"] = {"prompt_tokens": figure, "completion_tokens": 20}
+        return 200, reply
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=ONE))
+    assert summary["status"] == {"ok": 2}
+    assert summary["judge"]["usage_unknown_replies"] == 2 and summary["judge"]["cost_usd"] is None
+    said = [r.getMessage() for r in caplog.records if "not plausible token counts" in r.getMessage()]
+    assert len(said) == 1 and "usage.prompt_tokens is not a token count" in said[0], said

@@ -138,8 +138,11 @@ def not_found_fix(url: str, provider: str, base_url: str | None) -> str:
 
 def token_count(usage: dict[str, Any], key: str) -> int:
     """A usage figure as a token count (missing or null: 0); `ImplausibleUsage` (a `ValueError`) for anything that is not a
-    plausible one (1e999, -5, 10**30, "x")."""
-    v = usage.get(key) or 0
+    plausible one (1e999, -5, 10**30, "x", and "" or false: a server filling a figure it does not count, said so, not
+    read as a count of 0 without a word)."""
+    v = usage.get(key)
+    if v is None:
+        return 0
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_USAGE_TOKENS or v != int(v):
         raise ImplausibleUsage(f"usage.{key} is not a token count")
     return int(v)
