@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from tracejudge.core.records import Step
@@ -183,13 +184,36 @@ def whole_text(text: str) -> str:
     return text
 
 
+def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
+    """`text` (a section's data) with every line that reads as one of the fence's own section headings (`## Final
+    output`, `# final output:`, at any heading level, any case) prefixed by `[data] `.
+
+    A tool result or message holding such a line could pass for a section of the prompt's own, a forged final
+    output among them. Ordinary headings (`## Summary` in an answer) are left as they are, so their prompts (and
+    cache keys) do not change.
+    """
+    if "#" not in text:
+        return text
+    return _heading_pattern(titles).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
+
+
+@lru_cache(maxsize=64)
+def _heading_pattern(titles: tuple[str, ...]) -> re.Pattern[str]:
+    # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
+    forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
+    names = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(rf"(?im)^([ \t]*)(#{{1,6}}[ \t]*(?:{names})[ \t]*:?[ \t]*$)")
+
+
 def fence(sections: list[tuple[str, str]]) -> str:
-    """Titled sections between marker lines carrying a hash of the content (forged markers neutralised, lone
-    surrogates replaced: `whole_text`).
+    """Titled sections between marker lines carrying a hash of the content (forged markers and forged section
+    headings neutralised: `neutralise_markers`, `neutralise_headings`; lone surrogates replaced: `whole_text`).
 
     Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
     """
-    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{text}" for title, text in cut_sections(sections))))
+    kept = cut_sections(sections)
+    titles = tuple(title for title, _ in kept)
+    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_headings(text, titles)}" for title, text in kept)))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
 
