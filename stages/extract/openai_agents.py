@@ -32,10 +32,15 @@ counts (`span_data.type`):
   streamed run the Responses API response it was streamed as; their ids and order;
   function spans pair with them by name in order, as the export has no
   call id); `usage.input_tokens` / `output_tokens` are summed;
-- `response` spans (Responses API models) are model requests with
-  `response_id` and, when recorded, `usage`: the export keeps neither the
-  input nor the output text, so such traces have no `input`/`output`
-  unless a `generation` span records them;
+- `response` spans (Responses API models, the SDK's default) are model
+  requests with `response_id` and, when recorded, `usage`: the export keeps
+  neither the input nor the output text (`ResponseSpanData.export()` drops
+  them; OpenAI's dashboard fetches them by id), so such traces have no
+  `input`/`output` unless a `generation` span or a stop at a tool (below)
+  gives them. `read` warns of it once per file (file, line, trace id; the
+  number of such traces at the end of the file's read when more than one):
+  OpenInference's `OpenAIAgentsInstrumentor` (format `otel`) or a Chat
+  Completions model keeps the text;
 - `agent` spans name the agents (`name`, `tools`, `handoffs`,
   `output_type`); a handoff the model asked for (`transfer_to_<agent>`)
   is a call like the others, its result the SDK's reply to the model;
@@ -43,6 +48,18 @@ counts (`span_data.type`):
   `workflow_name`, `group_id` and `metadata`, and errors on spans that are
   not calls go to `metadata.openai_agents`. The SDK's `task` custom span
   gives the usage when no model span carries any.
+
+An agent run that ended at a tool call (`tool_use_behavior=
+"stop_on_first_tool"` or `StopAtTools`) returned that tool's output as its
+`final_output`: the trace shows it as tool calls after the run's last model
+request, with no later request, no handoff and no error on the agent span
+(see `conventions.openai_agents.stopped_runs`, which also says what the
+trace cannot tell: which call it was when the request made several and
+`StopAtTools` named a later one, a custom behaviour function's value). That
+output is the case's (or its turn's) output, the text the model wrote beside
+the calls an intermediate text; `metadata.openai_agents.stopped_at_tool`
+names the agent and tool. A run that failed (max_turns, a tool raising out
+of it) keeps no output, as before.
 
 A span exported twice (same trace and span id: the SDK's exporter retries
 a batch) is read once; when the copies differ, the last one that ended is
@@ -61,10 +78,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
-from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
+from tracejudge.stages.extract.otel.conventions.openai_agents import FINAL_OUTPUT, error_text, stopped_runs
+from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import Repeats, once
 from tracejudge.stages.extract.otel.spans import Span
@@ -72,6 +91,8 @@ from tracejudge.stages.extract.otel.view import as_int
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
 
 __all__ = ["Options", "adapt", "read"]
+
+log = get_logger("tracejudge.extract.openai_agents")
 
 
 class Options(BaseModel):
@@ -105,7 +126,20 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     is a record with `error` set naming its line (and batch index);
     `dataset.limit` counts traces. A trace line repeating one read before
     (same trace id and content: an exporter's retry) is skipped (`once.Repeats`).
+    Traces whose Responses API requests were exported without text are warned
+    of (`_Textless`): once per file, their count when the read ends.
     """
+    textless = _Textless()
+    try:
+        for record in _read(dataset):
+            if record.error is None:
+                textless.see(record)
+            yield record
+    finally:  # also when the consumer stops early: the count said is of what was read
+        textless.report()
+
+
+def _read(dataset: Any) -> Iterator[RawRecord]:
     opts = Options.model_validate(dataset.options or {})
     open_: OrderedDict[str, _Open] = OrderedDict()
     closed: OrderedDict[str, None] = OrderedDict()  # the most recently closed ids, at most _CLOSED_KEPT
@@ -168,6 +202,44 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         yield emit(group)
 
 
+class _Textless:
+    """Counts, per file, the traces whose Responses API requests (`response` spans) the export kept without text.
+
+    The first such trace of a file is warned of at once (a file of 50,000 such traces says it once, not per
+    case); `report` gives each file's count when more than one. A `response` span that does hold `input` or
+    `output` (a later SDK, a custom processor) is not counted.
+    """
+
+    def __init__(self) -> None:
+        self.files: dict[str, list[int]] = {}  # file -> [traces, first line]
+
+    def see(self, record: RawRecord) -> None:
+        payload = record.payload if isinstance(record.payload, dict) else {}
+        spans = payload.get("spans") if isinstance(payload.get("spans"), list) else []
+        if not any(_textless(s) for s in spans):
+            return
+        seen = self.files.setdefault(record.file, [0, record.line])
+        seen[0] += 1
+        if seen[0] == 1:
+            log.warning(f"openai-agents: {record.file}:{record.line}: trace {_trace_id(payload)}: the Agents SDK's export records "
+                        "Responses API model requests (`response` spans, the SDK's default model) without their text, only their "
+                        "response id and usage, so the case's input and output are unknown (an output a run took from a tool "
+                        "is kept); to keep the text, record with OpenInference's OpenAIAgentsInstrumentor (format otel) or "
+                        "use a Chat Completions model (OpenAIChatCompletionsModel, set_default_openai_api('chat_completions'))")
+
+    def report(self) -> None:
+        for file, (count, line) in self.files.items():
+            if count > 1:
+                log.warning(f"openai-agents: {file}: {count} traces in all (the first at line {line}) have Responses API model "
+                            "requests recorded without their text: their input and output are unknown")
+        self.files.clear()
+
+
+def _textless(span: Any) -> bool:
+    data = span.get("span_data") if isinstance(span, dict) else None
+    return isinstance(data, dict) and data.get("type") == "response" and data.get("input") is None and data.get("output") is None
+
+
 def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list[Span], Any, list[int]]:
     """The exported spans in the `otel` model, with the SDK `task` span's usage and every start/end time (ns).
 
@@ -205,7 +277,18 @@ def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list
             meta["errors"].append({"span": kind, "name": name, "error": error})
     for span, start in zip(out, in_order(starts)):
         span.start = start
+    for agent, tool, text in stopped_runs(out, _kind, read_view):  # needs the start times just set
+        agent.attrs[FINAL_OUTPUT] = text  # the convention reads it as the agent's answer: the turn's output
+        meta["stopped_at_tool"].append({"agent": agent.name, "tool": tool.name})
     return out, task_usage, times
+
+
+_KINDS = {"function": "tool", "generation": "model", "response": "model", "agent": "agent", "handoff": "handoff"}
+
+
+def _kind(span: Span) -> str | None:
+    """What an exported span is to `stopped_runs` (by its `span_data.type`)."""
+    return _KINDS.get(span.attrs["openai_agents.span_data"]["type"])
 
 
 def _span_key(span: Any) -> tuple[Any, str] | None:
@@ -236,7 +319,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     if not isinstance(spans, list):
         fail("spans: required list of exported spans is missing", field="spans", case_id=trace.get("id"))
     cid = _trace_id(payload) or "trace"
-    meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": [], "duplicates": []}
+    meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": [], "duplicates": [],
+                                  "stopped_at_tool": []}
     otel_spans, task_usage, times = _spans(cid, spans, meta)
     usage: dict[str, Any] = {"latency_s": (max(times) - min(times)) / 1e9} if times else {}
     info: dict[str, Any] = {k: trace[k] for k in ("workflow_name", "group_id", "metadata") if trace.get(k) is not None}

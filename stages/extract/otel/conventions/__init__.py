@@ -46,4 +46,5 @@ def group_views(group: Group) -> dict[str, View]:
         group.views = {s.span_id: read_span(s) for s in group.spans}
         langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
         traceloop.add_invalid_calls(group.spans, group.views)  # (LangChain's invalid calls sit on the chain spans above)
+        openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
     return group.views

@@ -30,6 +30,10 @@ followed by its traceback). Agent and root chain spans give the user's
 request and the final answer from `input.value` / `output.value`.
 Retrieved passages come from `retrieval.documents.{i}.document.*`, usage
 from `llm.token_count.*`.
+An OpenAI Agents SDK run that ended at a tool call (`tool_use_behavior="stop_on_first_tool"`,
+`StopAtTools`) has no span holding its `final_output` (the instrumentation writes no output on AGENT spans):
+`stop_answers`, run on a whole group, gives the root AGENT span that tool's output as its answer (the
+rules, and what the trace cannot tell, are `openai_agents.stopped_runs`'s).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
 
-__all__ = ["NAME", "read", "request_text", "answer_text"]
+__all__ = ["NAME", "read", "request_text", "answer_text", "stop_answers"]
 
 NAME = "openinference"
 _ROLES = {"LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "RETRIEVER": "retrieval"}
@@ -260,6 +264,47 @@ def _one_call_id(msg: dict[str, Any]) -> str | None:
     if isinstance(calls, list) and len(calls) == 1 and isinstance(calls[0], dict) and isinstance(calls[0].get("id"), (str, int)):
         return str(calls[0]["id"])
     return None
+
+
+_AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
+
+
+def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
+    """Give the run's anchor the output of the tool an OpenAI Agents SDK run stopped at (see the module docstring).
+
+    Needs the whole group (like `langfuse.promote_tool_spans`): the answer goes on the outermost AGENT span above
+    the stopped agent (the root `Agent workflow`, the turn's anchor), and only when no model request under it
+    started after that tool (a later run of the same trace, `trace("Conversation")`, answered in text). Only spans
+    of the Agents instrumentation count; an anchor that recorded an answer keeps it.
+    """
+    def kind(span: Span) -> str | None:
+        if not (span.scope or "").startswith(_AGENTS_SCOPE):
+            return None
+        return "handoff" if _handoff(span) else views[span.span_id].role
+
+    if not any((s.scope or "").startswith(_AGENTS_SCOPE) for s in spans):
+        return
+    from tracejudge.stages.extract.otel.conventions.openai_agents import stopped_runs  # here: it imports langfuse, which imports this module
+
+    index = {s.span_id: s for s in spans}
+    for agent, tool, text in stopped_runs(spans, kind, lambda s: views[s.span_id]):
+        anchor, node = agent, agent
+        while node.parent_id in index and kind(node) != "tool":
+            node = index[node.parent_id]  # type: ignore[index]
+            if kind(node) == "agent":
+                anchor = node
+        later = [s for s in spans if kind(s) == "model" and s.start > tool.start and _under(s, anchor, index)]
+        if not later and not views[anchor.span_id].answer:
+            views[anchor.span_id].answer = text
+
+
+def _under(span: Span, top: Span, index: dict[str, Span]) -> bool:
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
+        if node is top:
+            return True
+    return False
 
 
 def _handoff(span: Span) -> bool:
