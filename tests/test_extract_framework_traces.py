@@ -110,3 +110,20 @@ def test_live_framework_trace_extracts_to_its_truth(folder: str, task: str, live
     cases = extract(out / folder / f"{task}{suffix}", **options)
     assert len(cases) == 1, [getattr(c, "id", c) for c in cases]
     check_against_truth(cases[0], json.loads((out / folder / f"{task}.truth.json").read_text()))
+
+
+@pytest.mark.parametrize("task", ["sequence", "booking", "parallel", "failing", "multiturn"])
+def test_smolagents_under_openinference_has_the_steps_of_its_own_memory(task: str) -> None:
+    # The request whose only call is `final_answer` was an empty step (no thought, no call, no output) under
+    # OpenInference, where smolagents' own memory gives that step the answer as its output.
+    def steps(fmt: str, folder: str) -> list[list[tuple[str, list[str], str]]]:
+        f = registry.format_for(fmt)
+        ds = DatasetConfig(path=FRAMEWORKS / folder / f"{task}.jsonl", format=fmt)
+        ctx = f.prepare(ds)
+        cases = [extract_record(raw, f, ctx) for raw in f.read(ds)]
+        assert all(isinstance(c, Case) for c in cases), cases
+        return [[(s.thought or "", [t.name for t in s.tool_calls], s.output or "") for s in c.trace.steps] for c in cases]
+
+    oi, memory = steps("otel", "openinference-smolagents"), steps("smolagents", "smolagents-memory")
+    assert oi == memory
+    assert all(thought or calls or output for case in oi for thought, calls, output in case)  # no empty step

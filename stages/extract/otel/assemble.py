@@ -137,6 +137,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                     text = answer_value(part.get("arguments")) if part["name"] in answer_tools else None
                     if text:
                         answer_texts.append((m.end, text))
+                        if not row.text:
+                            row.text = text  # the request's only words (smolagents' last step): its output, not an empty step
                     continue  # the run's answer given through a tool, not a tool call
                 t, by_id = claim(part, m.start)
                 if t is not None:
