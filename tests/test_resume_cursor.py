@@ -263,6 +263,27 @@ def test_a_line_with_an_id_but_broken_json_does_not_stop_the_cursor(tmp_path: Pa
     assert sorted(r["status"] for r in got.values()).count("invalid_input") == 2
 
 
+def test_a_broken_line_showing_the_id_of_the_next_record_is_no_duplicate_on_resume(tmp_path: Path) -> None:
+    # `{"id": "b", …` cut short, then the real record "b": the first reading files the broken line under its place and
+    # scores "b". A resume past the cursor (here none: checkpoint and cursor deleted, which README calls safe) skipped the
+    # broken line as the finished "b" and then read the real "b" as its duplicate: one invalid_input result too many.
+    lines: list[object] = [native_case(f"case-{i}", ["a"], ["a"]) for i in range(6)]
+    lines[2] = '{"id": "case-3", "input": "q",'
+    write_dataset(tmp_path / "cases.jsonl", lines)
+    (tmp_path / "config.yaml").write_text(CONFIG.replace('  - {type: "holdmetric:hold"}\n', ""))
+    first = _run(tmp_path)
+    assert first.returncode == 1, first.stdout + first.stderr  # one line in six unreadable: over the 1 % gate
+    run_dir = tmp_path / "runs" / "main"
+    before = _by_key(run_dir)
+    assert len(before) == 6 and before[("case-3", 0)]["status"] == "ok"
+    for name in ("checkpoint.json", "cursor.json", "cursor.ids"):
+        (run_dir / name).unlink()
+    again = _run(tmp_path)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "duplicate case id" not in again.stdout + again.stderr
+    assert _by_key(run_dir) == before
+
+
 def test_the_cursor_stays_before_an_unterminated_last_line(tmp_path: Path) -> None:
     # Cases appended after a last line with no newline join it: the resume must read that line again and
     # give what a fresh run of the grown file gives, not score the first appended case on its own.

@@ -26,7 +26,7 @@ from tracejudge.engine.admit import Admission, safe_text, torn_standing
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.executors import STOP_GRACE_S, Executor, Extracted
 from tracejudge.engine.executors.pump import Mapped, ordered_map
-from tracejudge.engine.keyset import FirstSeen, key_hash, trial_key
+from tracejudge.engine.keyset import FirstSeen, key_hash, result_key, trial_key
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.shards import Shard, shard_index
@@ -120,7 +120,19 @@ class _Flow:
         if pid is None:
             return False
         h = key_hash(pid)
-        return all(self.journal.is_done(trial_key(h, t)) for t in range(self.trials)) and self.admission.seen.claim_first(h, raw.file, raw.line)
+        if not all(self.journal.is_done(trial_key(h, t)) for t in range(self.trials)):
+            return False
+        seen = self.admission.seen
+        if seen.claim_first(h, raw.file, raw.line):
+            return True
+        # Claimed at an earlier line, on the id peeked in it. When a segment before read that line as unreadable (its
+        # one result is filed under its place, as `admit` files it), its peeked id was never the case's: this record is
+        # the id's first readable one, as the first reading found (it was read as a duplicate of the broken line).
+        first = seen.where(h)
+        if first is not None and self.journal.is_done(result_key(f"{first[0]}:{first[1]}", 0)):
+            seen.move(h, raw.file, raw.line)
+            return True
+        return False
 
     async def load(self, records: AsyncIterator[Any], send: MemoryObjectSendStream[list[Any]]) -> None:
         # Nothing finished yet (a fresh run): no record can be skipped, so none is peeked and hashed for it.

@@ -219,6 +219,11 @@ class KeyMap:
         self._values[i] = value
         return value
 
+    def set_hash(self, h: int, value: int) -> None:
+        """Map the key of `key_hash` `h` to `value`, replacing any value it had."""
+        if self.setdefault_hash(h, value) != value:
+            self._values[self._set._find(h)] = value
+
     def _grow(self) -> None:
         s = self._set
         old_slots, old_values = s._slots, self._values
@@ -285,6 +290,13 @@ class FirstSeen:
         """Like `claim` by the id's `key_hash`; True if `file:line` is the first place it was seen."""
         place = self._place(file, line)
         return self._first(id_hash, place) == place
+
+    def move(self, id_hash: int, file: str, line: int) -> None:
+        """Say the id of `id_hash` was first seen at `file:line` after all (a claim made on a peeked id whose record
+        turned out unreadable: `engine.flow`). An id the `prior` names stays where the prior says."""
+        if self._prior is not None and self._prior(id_hash) is not None:
+            return
+        self._map.set_hash(id_hash, self._place(file, line))
 
     def where(self, id_hash: int) -> tuple[str, int] | None:
         """`(file, line)` where the id of `id_hash` was first seen, or None if it has not been claimed (nothing is recorded)."""
