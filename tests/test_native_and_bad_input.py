@@ -146,7 +146,7 @@ def test_a_truncated_line_is_reported_at_its_own_end(tmp_path):
     cut = '{"id": "cut", "input": "héllo wörld", "trace": {"steps": ['
     _, results = run_cases(tmp_path, [json.dumps(good(0)).encode(), cut.encode(), cut.encode() + b"\r"])
     errors = [r["error"]["message"] for r in results if r["status"] == "invalid_input"]
-    assert errors == [f"invalid JSON: Expecting value at column {len(cut) + 1}"] * 2
+    assert errors == [f"invalid JSON: Expecting value at column {len(cut) + 1}; the line ends early (it looks truncated)"] * 2
 
 
 def test_a_truncated_line_of_another_format_is_reported_at_its_own_end(tmp_path):

@@ -108,8 +108,9 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
         path = docs / fname
         if path.exists():
             table: dict[str, list[str]] = {}
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
+            # As bytes, like the answer file: a byte-order mark is dropped (`jsonl_lines`), a line that is not UTF-8 is skipped.
+            with open(path, "rb") as fh:
+                for _, line in jsonl_lines(fh):
                     if line.strip():
                         try:
                             doc = loads(line)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError, os_error
+from tracejudge.stages.load.encoding import strip_bom
 
 __all__ = ["FIRST", "check_dataset", "check_first_records", "formats_that_read"]
 
@@ -87,10 +88,13 @@ def formats_that_read(dataset: Any, tried: str) -> list[str]:
 
 
 def _head(path: Any) -> bytes:
-    """The start of the file at `path` (up to `_HEAD` bytes) after its leading white space; b"" for a blank or unreadable file."""
+    """The start of the file at `path` (up to `_HEAD` bytes) after its leading white space; b"" for a blank or unreadable file.
+
+    A UTF-8 byte-order mark it starts with is dropped, as the readers drop it: a JSON array saved with one is a JSON array.
+    """
     try:
         with open(path, "rb") as fh:
-            chunk = fh.read(_HEAD)
+            chunk = strip_bom(fh.read(_HEAD))
             while chunk and not chunk.strip():
                 chunk = fh.read(_HEAD)
             chunk = chunk.lstrip()

@@ -53,7 +53,8 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
-from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, skip_json_value
+from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error, skip_json_value
+from tracejudge.stages.load.encoding import BOM, ESCAPED, escaped_byte_in, file_encoding_problem
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
 
@@ -70,15 +71,18 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
-def _split_results(text: str) -> tuple[dict[str, Any], list[tuple[int, Any, str | None]]]:
+def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple[int, Any, str | None]]]:
     """Decode a results object member by member: `(other members, [(offset, simulation, error)])`.
 
     Each simulation is decoded on its own, so one that cannot be read (too
-    deep, huge numbers) is one error at its own offset, not the file's.
-    Raises `ValueError` when the text is not a JSON object.
+    deep, huge numbers, a byte that is not UTF-8: `text` was decoded with
+    `errors="surrogateescape"`, `base` is the byte offset it starts at) is one
+    error at its own offset, not the file's.
+    Raises `ValueError` when the text is not a JSON object, `NotUtf8` for a bad byte outside the simulations.
     """
     top: dict[str, Any] = {}
     sims: list[tuple[int, Any, str | None]] = []
+    spans: list[tuple[int, int]] = []
     pos = _skip_ws(text, 0)
     if text[pos : pos + 1] != "{":
         raise ValueError("expected a JSON object at the top level")
@@ -94,14 +98,21 @@ def _split_results(text: str) -> tuple[dict[str, Any], list[tuple[int, Any, str 
             while text[pos : pos + 1] not in ("]", ""):
                 try:
                     sim, end = _DECODER.raw_decode(text, pos)
-                    sims.append((pos, sim, None))
-                except json.JSONDecodeError:
-                    raise
+                    bad = ESCAPED.search(text, pos, end)
+                    sims.append((pos, sim, None) if bad is None else (pos, None, f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"))
+                except json.JSONDecodeError as exc:
+                    # A byte that is not UTF-8 where JSON allows no such character: this simulation's error, stepped over.
+                    bad = ESCAPED.search(text, pos, exc.pos + 1)
+                    end = skip_json_value(text, pos) if bad is not None else -1
+                    if bad is None or end == -1:
+                        raise
+                    sims.append((pos, None, f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"))
                 except JSON_ERRORS as exc:
                     end = skip_json_value(text, pos)
                     if end == -1:
                         raise ValueError(json_error(exc)) from None
                     sims.append((pos, None, json_error(exc)))
+                spans.append((pos, end))
                 pos = _skip_ws(text, end)
                 if text[pos : pos + 1] == ",":
                     pos = _skip_ws(text, pos + 1)
@@ -112,7 +123,19 @@ def _split_results(text: str) -> tuple[dict[str, Any], list[tuple[int, Any, str 
         pos = _skip_ws(text, pos)
         if text[pos : pos + 1] == ",":
             pos = _skip_ws(text, pos + 1)
+    _outside(text, spans, base)
     return top, sims
+
+
+def _outside(text: str, spans: list[tuple[int, int]], base: int) -> None:
+    """Raise `NotUtf8` for a byte that is not UTF-8 outside every simulation (`spans`, in order): in a task or the
+    `info`, which every simulation may be scored with, it is the file's error."""
+    i = 0
+    for bad in ESCAPED.finditer(text):
+        while i < len(spans) and spans[i][1] <= bad.start():
+            i += 1
+        if i == len(spans) or bad.start() < spans[i][0]:
+            raise NotUtf8(f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}")
 
 
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
@@ -128,11 +151,17 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     """
     name = str(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        data, sims = _split_results(text)
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        # A byte-order mark is no part of the object; a byte that is not UTF-8 is its simulation's error (`_split_results`).
+        base = len(BOM) if raw.startswith(BOM) else 0
+        text = raw[base:].decode("utf-8", "surrogateescape")
+        del raw
+        if ESCAPED.match(text, _skip_ws(text, 0)):  # not UTF-8 from its start (UTF-16, say): what the file is
+            raise NotUtf8(f"file is not valid UTF-8: {file_encoding_problem(path)}")
+        data, sims = _split_results(text, base)
     except (OSError, *JSON_ERRORS) as exc:
-        why = str(exc) if isinstance(exc, OSError) else json_error(exc)
+        why = str(exc) if isinstance(exc, (OSError, NotUtf8)) else json_error(exc, "file")
         yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {why}")
         return
     if data.get("simulations") is not True:

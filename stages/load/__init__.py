@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,12 +20,10 @@ from typing import Any
 
 from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.load.depth import MAX_DEPTH, too_deep
-from tracejudge.stages.load.encoding import NotUtf8, encoding_problem, file_encoding_problem, utf8_text, wide_encoding
+from tracejudge.stages.load.encoding import BOM, NotUtf8, encoding_problem, utf8_text, wide_encoding
 
 __all__ = ["JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
-           "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_json_value", "utf8_text"]
-
-_WS = " \t\r\n"
+           "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_json_value", "truncation_note", "utf8_text"]
 
 # What decoding hostile JSON raises besides `JSONDecodeError`: `RecursionError` for
 # nesting deeper than the interpreter's stack (depth ~1,000 and up), `ValueError` for
@@ -51,12 +50,41 @@ def deep_message(where: str = "", values: bool = False) -> str:
     return f"JSON nested too deeply: more than {MAX_DEPTH} levels of arrays and objects{where}"
 
 
-def json_error(exc: BaseException) -> str:
-    """A one-line reason for a `JSON_ERRORS` exception, naming the limit that was hit."""
+_BLANK = re.compile(r"[ \t\r\n]*\Z")
+# The start of a JSON token that more text would have completed: a keyword, a number's sign, point or exponent, an escape.
+_CUT = re.compile(r"t|tr|tru|f|fa|fal|fals|n|nu|nul|-|\.|[eE][+-]?|\\")
+_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,3}")  # (json places a cut `\u12` escape's error at its `u`)
+
+
+def truncation_note(exc: json.JSONDecodeError, what: str = "line") -> str:
+    """"; the line ends early (it looks truncated)" (`what`: line, file, text) when `exc` is where the text runs out, else "".
+
+    A line cut short (a writer killed mid-record, a copy stopped at a size) fails where the decoder ran out of text,
+    with a message about the last character it saw ("Invalid control character" for the newline ending a line cut
+    inside a string, "Expecting ',' delimiter" at a 20 MB line's end), which says nothing of the cut. It is one when:
+    the string was never closed ("Unterminated string starting at", wherever it started); or only white space follows
+    the error; or what follows is the start of a token the cut left (`tru`, `nul`, `-`, the `.` or `e+` of `1.`,
+    `1e+`, a backslash or `\\u12` of an escape: `_CUT`), the decoder stopped one to four characters before the end.
+    Not for other text there (`{"a": 1,}`, `[1}`, a line `x`: malformed, whole), nor for "Extra data" (a value that
+    ended, then more), nor for a blank text (nothing was cut: there was nothing).
+    """
+    if exc.msg == "Extra data" or _BLANK.match(exc.doc):
+        return ""
+    doc, end = exc.doc, len(exc.doc)
+    while end > exc.pos and doc[end - 1] in " \t\r\n":  # (not `rstrip`: a copy of a 20 MB line)
+        end -= 1
+    token = _CUT_ESCAPE if exc.msg.startswith("Invalid \\uXXXX") else _CUT
+    cut = exc.msg.startswith("Unterminated string") or end == exc.pos or (end - exc.pos <= 4 and token.fullmatch(doc, exc.pos, end))
+    return f"; the {what} ends early (it looks truncated)" if cut else ""
+
+
+def json_error(exc: BaseException, what: str = "text") -> str:
+    """A one-line reason for a `JSON_ERRORS` exception, naming the limit that was hit; for a decoding error, where
+    it is, and that the `what` (text, file) ends early when it does (`truncation_note`)."""
     if isinstance(exc, RecursionError):
         return deep_message()
     if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}"
+        return f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}{truncation_note(exc, what)}"
     if isinstance(exc, UnicodeDecodeError):
         return f"not valid UTF-8: {exc.reason} at byte {exc.start}"
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -95,13 +123,15 @@ def loads_line(raw: str | bytes) -> Any:
 
     Raises `ValueError`: `line is not valid UTF-8: …` (`NotUtf8`, or NUL bytes
     of UTF-16 text, which decode as UTF-8 but are not JSON), `invalid JSON: <what>
-    at column N`, or `json_error`'s reason for hostile input.
+    at column N` (with "; the line ends early (it looks truncated)" for a line
+    cut short, `truncation_note`), or `json_error`'s reason for hostile input.
     """
     text = utf8_text(raw)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(_wide_line(raw) or f"invalid JSON: {json_message(exc)} at column {line_column(exc)}") from None
+        why = f"invalid JSON: {json_message(exc)} at column {line_column(exc)}{truncation_note(exc)}"
+        raise ValueError(_wide_line(raw) or why) from None
     except JSON_ERRORS as exc:
         raise ValueError(json_error(exc)) from None
 
@@ -212,7 +242,6 @@ def count_jsonl(path: Path, limit: int | None = None) -> int:
 
 _SNIFF = 1 << 16
 _READ_BUFFER = 1 << 16
-_BOM = b"\xef\xbb\xbf"
 
 
 def jsonl_lines(fh: Any, offset: int = 0) -> Iterator[tuple[int, bytes]]:
@@ -240,8 +269,8 @@ def jsonl_lines(fh: Any, offset: int = 0) -> Iterator[tuple[int, bytes]]:
         # Ending in 00 0A as read (a blank UTF-16 LE line reads 00 0A, and its newline's 00 begins the next), with the 0A
         # at an even offset once that NUL is dropped: a UTF-16 LE newline.
         wide = ends_wide and len(line) % 2 == 1
-        if line.startswith(_BOM):
-            line = line[3:]
+        if line.startswith(BOM):
+            line = line[len(BOM):]
         yield size, line
 
 
@@ -275,121 +304,5 @@ def _not_text(head: bytes) -> str | None:
     return f"not UTF-8: {bad} of its first {len(lines)} lines are not, the first {first}"
 
 
-def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20) -> Iterator[RawRecord]:
-    """Stream the elements of a top-level JSON array, each with the line it starts on.
-
-    The file is read in chunks of `chunk_size` characters; memory holds one
-    chunk plus the element being decoded. A file that is not a JSON array,
-    or an element that cannot be decoded, yields one record with `error`
-    set; after a broken element the rest of the file cannot be resynchronised
-    and reading stops there. A file changed while it was read is logged as `read_jsonl` says.
-    """
-    from tracejudge.stages.load.watch import report_change, watch_of
-
-    name = str(path)
-    decoder = json.JSONDecoder()
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        watch = watch_of(fh, path)
-        buf = ""
-        pos = 0
-        line = 1
-        eof = False
-
-        def fill() -> bool:
-            nonlocal buf, pos, eof
-            if eof:
-                return False
-            more = fh.read(chunk_size)
-            if not more:
-                eof = True
-                return False
-            buf = buf[pos:] + more
-            pos = 0
-            return True
-
-        def skip_ws() -> bool:
-            nonlocal pos, line
-            while True:
-                while pos < len(buf) and buf[pos] in _WS:
-                    if buf[pos] == "\n":
-                        line += 1
-                    pos += 1
-                if pos < len(buf):
-                    return True
-                if not fill():
-                    return False
-
-        try:
-            fill()
-            if not skip_ws() or buf[pos] != "[":
-                # UTF-16 text without a byte-order mark decodes as UTF-8, NUL bytes and all: say what the file is.
-                wide = wide_encoding(buf[:_SNIFF].encode("utf-8", "surrogatepass")) if "\x00" in buf[:_SNIFF] else None
-                yield RawRecord(name, line, error=f"file is not valid UTF-8: {wide}" if wide else "expected a JSON array of records at the top level")
-                return
-            pos += 1
-            count = 0
-            first = True
-            while True:
-                if not skip_ws():
-                    yield RawRecord(name, line, error="unexpected end of file inside the top-level array")
-                    if watch is not None:
-                        report_change(watch, None, count, line)
-                    return
-                if buf[pos] == "]":
-                    if watch is not None:
-                        report_change(watch, None, count, line, whole=True)
-                    return
-                if not first:
-                    if buf[pos] != ",":
-                        yield RawRecord(name, line, error=f"expected ',' or ']' between records, found {buf[pos]!r}")
-                        return
-                    pos += 1
-                    if not skip_ws():
-                        yield RawRecord(name, line, error="unexpected end of file after ','")
-                        return
-                first = False
-                start_line = line
-                skipped = False
-                while True:
-                    try:
-                        value, end = decoder.raw_decode(buf, pos)
-                    except json.JSONDecodeError as exc:
-                        if fill():
-                            continue
-                        yield RawRecord(name, start_line, error=f"invalid JSON: {json_message(exc)} (line {start_line + buf.count(chr(10), pos, exc.pos)})")
-                        return
-                    except JSON_ERRORS as exc:
-                        # Well-formed but undecodable here (too deep, too many digits): one bad
-                        # record, stepped over by a bracket scan so the rest are still read.
-                        skip = skip_json_value(buf, pos)
-                        while skip == -1 and fill():
-                            skip = skip_json_value(buf, pos)
-                        yield RawRecord(name, start_line, error=json_error(exc))
-                        if skip == -1:
-                            return
-                        line += buf.count("\n", pos, skip)
-                        pos = skip
-                        count += 1
-                        skipped = True
-                        break
-                    # A value cut at the chunk edge can decode "successfully" (`2.5e10` read as
-                    # `2.5`): accept it only once a delimiter or the end of the file follows.
-                    after = end
-                    while after < len(buf) and buf[after] in _WS:
-                        after += 1
-                    if (after == len(buf) or buf[after] not in ",]") and fill():
-                        continue
-                    break
-                if skipped:
-                    if limit is not None and count >= limit:
-                        return
-                    continue
-                line += buf.count("\n", pos, end)
-                pos = end
-                yield RawRecord(name, start_line, value)
-                count += 1
-                if limit is not None and count >= limit:
-                    return
-        except UnicodeDecodeError as exc:
-            # The reader's error names an offset in its own buffer: the file is read again for the byte's place.
-            yield RawRecord(name, line, error=f"file is not valid UTF-8: {file_encoding_problem(path) or exc.reason}")
+# Last: the array reader uses what this module defines above.
+from tracejudge.stages.load.json_array import read_json_array  # noqa: E402

@@ -10,9 +10,19 @@ or the first invalid byte with its column.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-__all__ = ["NotUtf8", "encoding_problem", "file_encoding_problem", "utf8_text", "wide_encoding"]
+__all__ = ["BOM", "ESCAPED", "NotUtf8", "byte_size", "encoding_problem", "escaped_byte", "escaped_byte_in", "file_encoding_problem",
+           "strip_bom", "utf8_text", "wide_encoding"]
+
+# A UTF-8 byte-order mark: no character of a record. Editors on Windows (Notepad, PowerShell's `Out-File -Encoding utf8`)
+# start a file with one; it is dropped wherever a file or line starts with it, as if it were not there.
+BOM = b"\xef\xbb\xbf"
+
+# What `errors="surrogateescape"` decodes a byte that is not UTF-8 into: U+DC80..U+DCFF, one per byte, which a strict
+# UTF-8 decode never yields. A document decoded so reads to its end, and each record holding one is that record's error.
+ESCAPED = re.compile("[\udc80-\udcff]")
 
 # Longest first: a UTF-32 LE mark begins with the UTF-16 LE one.
 _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 LE"), (b"\x00\x00\xfe\xff", "UTF-32 BE"), (b"\xff\xfe", "UTF-16 LE"), (b"\xfe\xff", "UTF-16 BE"))
@@ -66,8 +76,43 @@ def _bad_byte(buf: bytes, exc: UnicodeDecodeError, base: int, line: int | None, 
     nl = before.rfind(b"\n")
     column = (0 if nl >= 0 else column) + len(before[nl + 1:].decode("utf-8", "surrogatepass")) + 1
     where = f"line {line + before.count(10)} column {column}" if line is not None else f"column {column}"
-    return (f"byte 0x{buf[exc.start]:02X} at {where} (byte offset {base + exc.start}) starts no UTF-8 character "
-            f"({exc.reason}); save the file as UTF-8")
+    return _words(buf[exc.start], where, base + exc.start, exc.reason)
+
+
+def _words(byte: int, where: str, offset: int, reason: str) -> str:
+    return f"byte 0x{byte:02X} at {where} (byte offset {offset}) starts no UTF-8 character ({reason}); save the file as UTF-8"
+
+
+def strip_bom(data: bytes) -> bytes:
+    """`data` without the UTF-8 byte-order mark it may start with (`BOM`)."""
+    return data[len(BOM):] if data.startswith(BOM) else data
+
+
+def byte_size(text: str) -> int:
+    """How many bytes of a file `text` (decoded with `errors="surrogateescape"`) came from."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
+
+
+def escaped_byte_in(text: str, at: int, base: int = 0) -> str:
+    """`escaped_byte` for `text[at]` where `text` is a whole file from byte `base` on (after a byte-order mark)."""
+    return escaped_byte(text, at, text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at), base + byte_size(text[:at]))
+
+
+def escaped_byte(text: str, at: int, line: int, column: int, offset: int) -> str:
+    """The words for the byte that `ESCAPED` found at `text[at]`, as `encoding_problem` says them (`byte 0xE9 at line 112
+    column 28 (byte offset 9836) starts no UTF-8 character (invalid continuation byte); save the file as UTF-8`).
+
+    `text` was decoded with `errors="surrogateescape"`; `line` and `column` (1-based, in characters as an editor counts,
+    an escaped byte one) and `offset` (0-based, in the file) are the byte's own. The reason is what a strict decode says
+    of the bytes from it on (a lead byte whose next byte does not continue it, or a byte that begins no character).
+    """
+    raw = text[at:at + 4].encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+        reason = "invalid start byte"  # (not reached: the escaped byte is not UTF-8 wherever it is)
+    except UnicodeDecodeError as exc:
+        reason = exc.reason
+    return _words(raw[0], f"line {line} column {column}", offset, reason)
 
 
 def file_encoding_problem(path: Path, chunk: int = 1 << 20) -> str | None:

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.view import whole_text
-from tracejudge.stages.load import JSON_ERRORS, json_error, json_message, jsonl_lines, loads_line
-from tracejudge.stages.load.encoding import file_encoding_problem
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports", "once_spans"]
 
@@ -200,61 +199,6 @@ def _shape(value: Any, kind: type, where: str) -> Any:
     if not isinstance(value, kind):
         raise ValueError(f"{where} must be an object, got {type(value).__name__}")
     return value
-
-
-def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    """Yield `(line, document, error)` for each OTLP/JSON document in a file.
-
-    A file is one JSON document (a collector export or an SDK dump) or JSON
-    Lines, one export per line (the collector's file exporter). `error` is
-    set instead of `document` for text that is not JSON, and for a file that
-    cannot be opened (one error, line 1).
-    """
-    if path.suffix != ".jsonl":
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            yield 1, None, f"file is not valid UTF-8: {file_encoding_problem(path) or exc.reason}"
-            return
-        except OSError as exc:
-            yield 1, None, _unreadable(path, exc)
-            return
-        try:
-            yield 1, json.loads(text), None
-            return
-        except json.JSONDecodeError as exc:
-            if exc.msg != "Extra data":
-                yield exc.lineno, None, f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}"
-                return
-        except JSON_ERRORS as exc:  # too deep, huge numbers: the one document is the bad record
-            yield 1, None, json_error(exc)
-            return
-        lines: Iterator[bytes] = iter(text.encode("utf-8").splitlines())
-        yield from _lines(lines)
-        return
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        yield 1, None, _unreadable(path, exc)
-        return
-    with fh:  # JSON Lines: one export at a time, never the whole file in memory
-        yield from _lines(line for _, line in jsonl_lines(fh))
-
-
-def _unreadable(path: Path, exc: OSError) -> str:
-    """The error of a file that cannot be opened (a link to a missing file, no permission): one record, not a stop."""
-    why = exc.strerror or type(exc).__name__
-    return f"cannot read the file: {why}" + (" (a symbolic link whose target is missing)" if path.is_symlink() and not path.exists() else "")
-
-
-def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
-    for lineno, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            yield lineno, loads_line(raw), None
-        except ValueError as exc:
-            yield lineno, None, str(exc)
 
 
 class Collector:

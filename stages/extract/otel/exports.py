@@ -1,0 +1,88 @@
+"""The OTLP/JSON documents of one file of format `otel`, each with its line, or the reason it cannot be read.
+
+A file is one JSON document (a collector export, an SDK dump) or JSON Lines, one export per line (the
+collector's file exporter; `.jsonl`, or a `.json` file holding more than one value). Edge cases:
+
+- A UTF-8 byte-order mark at the start of the file is dropped (a file saved by Notepad was "invalid JSON:
+  Unexpected UTF-8 BOM" and its spans were lost), and at the start of a line of JSON Lines (`jsonl_lines`).
+- A byte that is not UTF-8 costs what holds it: in JSON Lines its line (`loads_line` names it), in a
+  one-document file the file, whose error names the byte's line, column and offset (`file_encoding_problem`),
+  or the encoding of a UTF-16 or UTF-32 file.
+- A document cut short says that the file ends early (`truncation_note`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tracejudge.stages.load import JSON_ERRORS, json_error, jsonl_lines, loads_line
+from tracejudge.stages.load.encoding import ESCAPED, file_encoding_problem, strip_bom
+
+__all__ = ["iter_exports"]
+
+
+def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """Yield `(line, document, error)` for each OTLP/JSON document in a file (module docstring).
+
+    `error` is set instead of `document` for text that is not JSON or not UTF-8, and for a file that
+    cannot be opened (one error, line 1).
+    """
+    if path.suffix != ".jsonl":
+        try:
+            data = strip_bom(path.read_bytes())
+        except OSError as exc:
+            yield 1, None, _unreadable(path, exc)
+            return
+        yield from _document(path, data)
+        return
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        yield 1, None, _unreadable(path, exc)
+        return
+    with fh:  # JSON Lines: one export at a time, never the whole file in memory
+        yield from _lines(line for _, line in jsonl_lines(fh))
+
+
+def _document(path: Path, data: bytes) -> Iterator[tuple[int, Any, str | None]]:
+    """The document(s) of a file read whole: one JSON value, else (more than one) its lines."""
+    # Bytes that are not UTF-8 are decoded to `ESCAPED` code points, not refused: the file may be JSON Lines,
+    # whose other lines still read.
+    text = data.decode("utf-8", "surrogateescape")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # more than one value: JSON Lines in a `.json` file
+            yield from _lines(line for _, line in jsonl_lines(io.BytesIO(data)))
+            return
+        if ESCAPED.search(text) is None:
+            yield exc.lineno, None, json_error(exc, "file")
+            return
+        doc = None
+    except JSON_ERRORS as exc:  # too deep, huge numbers: the one document is the bad record
+        yield 1, None, json_error(exc)
+        return
+    if doc is None or ESCAPED.search(text) is not None:  # (a document that reads holds the byte in a string)
+        yield 1, None, f"file is not valid UTF-8: {file_encoding_problem(path)}"
+        return
+    yield 1, doc, None
+
+
+def _unreadable(path: Path, exc: OSError) -> str:
+    """The error of a file that cannot be opened (a link to a missing file, no permission): one record, not a stop."""
+    why = exc.strerror or type(exc).__name__
+    return f"cannot read the file: {why}" + (" (a symbolic link whose target is missing)" if path.is_symlink() and not path.exists() else "")
+
+
+def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            yield lineno, loads_line(raw), None
+        except ValueError as exc:
+            yield lineno, None, str(exc)
