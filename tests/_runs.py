@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -133,3 +134,21 @@ def view_server(*args: str) -> Iterator[str]:
     """`tracejudge view ARGS --port 0` as a real process (`view_process`); yields its server's URL."""
     with view_process(*args) as (url, _):
         yield url
+
+
+def sigkill_when(proc: subprocess.Popen, ready: Any, what: str, timeout_s: float = 120) -> None:
+    """SIGKILL `proc` once `ready()` is true (polled every 20 ms), then reap it; fail when it ends first or `timeout_s` passes."""
+    import time
+
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not ready():
+            assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read() if proc.stderr else ''}"
+            assert time.monotonic() < deadline, f"{what} within {timeout_s} s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=60)

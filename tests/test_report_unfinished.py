@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _runs import sigkill_when
 
 AGENT = '''
 import os, time
@@ -120,17 +121,7 @@ def test_a_killed_run_is_reported_interrupted_with_the_command_that_resumes_it(h
 def test_a_run_killed_before_its_first_result_is_reported_interrupted_not_failed(tmp_path: Path) -> None:
     # A CI timeout often kills a slow agent's run before it has written anything: that is not "the agent regressed".
     proc = _start_held(tmp_path, "c0")
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "holding").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "the agent was not called"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=60)
+    sigkill_when(proc, (tmp_path / "holding").exists, "the agent was not called", timeout_s=60)
     run_dir = tmp_path / "run"
     assert (run_dir / "results.jsonl").read_text() == ""
     rep = _tj("report", "run", cwd=tmp_path)

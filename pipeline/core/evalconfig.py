@@ -21,6 +21,7 @@ assertions:
     max_mean_drop: 0.02
     noise: ci                      # also require the drop to be beyond the paired 95% CI
     metrics: [writes_exact]        # default: every metric both runs have
+    min_paired_share: 1.0          # least share of each run's results paired with the other's (default: all)
 ```
 
 Neither section changes any result, so neither blocks resuming a run.
@@ -90,12 +91,19 @@ class RegressionRule(_Strict):
     with `noise: ci`, the paired 95% bootstrap interval of the mean delta
     over the (case, trial) pairs both runs share lies entirely below zero
     (the drop is beyond noise). With `noise: none` the drop alone decides.
+
+    `min_paired_share` (in [0, 1], default 1.0) is the least share of this run's results, and of the
+    baseline's, that must be paired by (case, trial) with the other run's: results without a pair are
+    not compared, so a baseline killed part-way or a run of a few of the baseline's cases would
+    otherwise pass unchecked. Below it the `regression coverage` check fails; at or above it, any
+    result left unpaired, or a baseline that did not finish, is a warning.
     """
 
     baseline: Path
     max_mean_drop: float = Field(default=0.0, ge=0.0, le=1.0)
     noise: Literal["ci", "none"] = "none"
     metrics: list[str] | None = None
+    min_paired_share: float = Field(default=1.0, ge=0.0, le=1.0)
 
 
 class AssertionsConfig(_Strict):

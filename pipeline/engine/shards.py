@@ -224,19 +224,58 @@ def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
                 "config_hash": first.get("config_hash_unsharded"), MERGED_KEY: [str(d) for d in dirs], "missing_shards": missing}
     store.atomic_write_text(out / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     tmp = out / f".{store.RESULTS}.tmp"
+    counts: list[int] = []  # each shard's standing results, for the shards block's descriptions
     try:
         with open(tmp, "wb") as fh:
             seen_keys = KeySet()
             for d, _, s in described:
+                counts.append(0)
                 for lineno, line in store.iter_current_numbered(Path(d) / store.RESULTS):
                     _check_line(Path(d), lineno, line, s, seen_keys, dirs)
                     fh.write(line if line.endswith(b"\n") else line + b"\n")
+                    counts[-1] += 1
     except TracejudgeError:
         tmp.unlink(missing_ok=True)
         raise
     tmp.replace(out / store.RESULTS)
     figures = {"config_hash": manifest["config_hash"], **_merged_run_figures(dirs, missing)}
+    figures["shards"].update(_shard_states(described, counts, missing))
     store.atomic_write_text(out / store.SUMMARY, json.dumps(figures, indent=2) + "\n")
+    return out
+
+
+def _shard_states(described: Sequence[tuple[Path, dict[str, Any], Shard | None]], counts: list[int],
+                  missing: list[str]) -> dict[str, Any]:
+    """What the merge's incomplete parts hold, for `summary.shards` (keys present only when not empty).
+
+    `interrupted`: the merged shards that were killed or stopped, `[{"shard": "2/2", "dir", "results", "resume"}]`
+    with the command that resumes each (`run_state.resume_command`: what its own `tracejudge run` recorded).
+    `beside`: the `missing` shards whose directory lies beside the named ones all the same (not named, so not
+    merged): `[{"shard", "dir", "state", "results", "resume"?}]`, so a report never says a directory that exists
+    is missing. A shard still being written is neither: `report` says IN PROGRESS for it.
+    """
+    from tracejudge.engine.run_state import run_state
+
+    out: dict[str, Any] = {}
+    interrupted = []
+    for (d, _, s), n in zip(described, counts):
+        st = run_state(Path(d), results=n)
+        if st.state == "interrupted":
+            interrupted.append({"shard": f"{s[0]}/{s[1]}" if s else None, "dir": str(d), "results": n, "resume": st.resume})
+    if interrupted:
+        out["interrupted"] = interrupted
+    bases = {(Path(d).parent, m.group("base")) for d, _, _ in described if (m := _SUFFIX.match(Path(d).name))}
+    beside = []
+    if missing and len(bases) == 1:
+        parent, base = bases.pop()
+        for spec in missing:
+            there = shard_run_dir(parent / base, parse_shard(spec))
+            if (there / store.RESULTS).exists():
+                st = run_state(there)
+                beside.append({"shard": spec, "dir": str(there), "state": st.state, "results": st.results,
+                               **({"resume": st.resume} if st.resume else {}), **({"holder": st.holder} if st.holder else {})})
+    if beside:
+        out["beside"] = beside
     return out
 
 
@@ -276,6 +315,7 @@ def _first_place(dirs: Sequence[Path], case_id: str, trial: int) -> str | None:
 
 def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, Any]:
     """The run-level part of the merged summary: what `rebuild` keeps and cannot recompute."""
+    from tracejudge.engine.run_state import last_segment_finished
     from tracejudge.stages.judge.calls.stats import add_counts
     from tracejudge.stages.judge.stage import _ADDITIVE as additive  # the counters the judge itself carries over segments
 
@@ -290,7 +330,8 @@ def _merged_run_figures(dirs: Iterable[Path], missing: list[str]) -> dict[str, A
         except (OSError, ValueError):
             complete = False  # a shard that never wrote its summary did not finish
             continue
-        complete = complete and s.get("complete") is True
+        # A shard killed after a resume keeps the summary of the segment before it: its checkpoint says it did not finish.
+        complete = complete and s.get("complete") is True and last_segment_finished(Path(d))
         died += s.get("worker_errors") if isinstance(s.get("worker_errors"), int) else 0
         elapsed = max(elapsed, float(s.get("elapsed_s_total") or 0.0))  # shards run side by side
         version = version or s.get("tracejudge_version")

@@ -261,13 +261,10 @@ def baseline_note(baseline: Path | None, again: str) -> str | None:
 
 
 def _incomplete_detail(summary: dict[str, Any]) -> str:
-    """Why the run is not complete: the shards a merge lacks (`shards.missing`, "I/N"), else an interrupted run."""
-    missing = [str(m) for m in (summary.get("shards") or {}).get("missing") or []]
-    if not missing:
-        return "the run was interrupted; resume it to finish the remaining cases"
-    runs = "; ".join(f"`tracejudge run CONFIG --shard {m}`" for m in missing)
-    has = f"shard {missing[0]} has" if len(missing) == 1 else f"shards {', '.join(missing)} have"
-    return f"{has} no run directory yet: run {runs}, then report the shards again"
+    """Why the run is not complete: the shards a merge lacks or that were interrupted, else an interrupted run (`gate_coverage`)."""
+    from tracejudge.stages.aggregate.gate_coverage import incomplete_detail  # (it builds on this module's Check)
+
+    return incomplete_detail(summary)
 
 
 def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir: Path | None, *, seed: int = 0,

@@ -12,7 +12,10 @@ is said as `compare` says it (the same detection):
   name metrics of the run's config);
 - a metric whose judge (model, prompt version, structured-output mode) or options differ between the
   runs: its own check says so (`warning: ...`), failed or not, since its delta may be the change's;
-- a rule with nothing to compare (no shared metric, no scored pair) fails.
+- a rule with nothing to compare (no shared metric, no scored pair) fails;
+- results of either run without a pair (a baseline interrupted or still being written, shards it lacks, cases
+  absent from one side): the `regression coverage` check says how many of each run were paired and why the rest
+  were not, and fails below `min_paired_share` of either run (default 1.0), else warns (`gate_coverage`).
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ def regression_checks(reg: RegressionRule, summary: dict[str, Any], run_dir: Pat
             checks.append(Check("regression", False, f"no metric of this run ({', '.join(current)}) is in the baseline {base}{theirs}: "
                                 "nothing to compare; name the metrics in assertions.regression.metrics or point it at a matching baseline"))
         cmp.metrics = {k: cmp.metrics[k] for k in wanted}
+    from tracejudge.stages.aggregate.gate_coverage import coverage_check
+
+    # How much of each run the pairs cover, and why the rest was not compared (None: all of both, nothing to say).
+    # A rule comparing no metric has already failed saying so: its coverage would add nothing.
+    if wanted and (coverage := coverage_check(reg, cmp, base)) is not None:
+        checks.append(coverage)
     for key in wanted:
         checks.append(_metric_check(key, cmp.metrics[key], reg, base, cmp.differences.get(key)))
     return checks, cmp

@@ -207,18 +207,10 @@ def _config_of(run_dir: Path) -> RunConfig | None:
 
 
 def _last_segment_finished(run_dir: Path) -> bool:
-    """False when `checkpoint.json` says the last segment did not finish (killed, interrupted, or still running).
+    """False when `checkpoint.json` says the last segment did not finish (`tracejudge.engine.run_state`)."""
+    from tracejudge.engine.run_state import last_segment_finished
 
-    A run killed with SIGKILL writes no summary; the checkpoint it flushed
-    still says `ended: running`. Without a readable checkpoint (a merged or
-    hand-made directory) the summary's own `complete` stands.
-    """
-    try:
-        segments = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
-    except (OSError, ValueError, AttributeError):
-        return True
-    last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
-    return last.get("ended", "finished") == "finished"
+    return last_segment_finished(run_dir)
 
 
 def _recorded_metric(spec: dict[str, Any], registry: Any) -> Any:

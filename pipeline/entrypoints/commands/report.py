@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,13 +21,10 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
     Raises `TracejudgeError` for run directories that cannot be merged or read.
     """
-    from tracejudge.core.console import stdout_console
     from tracejudge.engine import shards, store
-    from tracejudge.stages.aggregate.gate import baseline_note, print_verdict
-    from tracejudge.stages.reports import rebuild, regression_baseline
-    from tracejudge.stages.reports.terminal import print_summary
-
     from tracejudge.engine.run_lock import holder
+    from tracejudge.stages.aggregate.gate import baseline_note
+    from tracejudge.stages.reports import regression_baseline
 
     baseline = shards.expand(args.baseline) if args.baseline is not None else []  # refused before anything is rebuilt
     for given in args.run_dirs:
@@ -50,20 +45,54 @@ def command(args: argparse.Namespace, err: Console) -> int:
     if args.out is not None:
         _check_out(Path(args.out), [*dirs, *baseline])
     in_place = len(dirs) == 1 and args.out is None and not shards.is_shard(dirs[0])
+    scratch: Path | None = None  # a merge made outside the run directories, not to replace a fuller merge (`_merge_kept`)
+    shown_kept = ""
     if in_place:
         run_dir = dirs[0]
     else:
         # A merged run named alone is merged again where it is, from its shards as they are now.
         again = len(args.run_dirs) == 1 and shards.is_merge(Path(args.run_dirs[0]))
         target = args.out or (Path(args.run_dirs[0]) if again else shards.merged_name(dirs))
-        try:
-            run_dir = shards.merge_runs(dirs, target)
-        except OSError as exc:
-            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
-                raise
-            # Shards read from read-only media merge into a directory that can be written.
-            raise TracejudgeError(f"cannot write the merged run {target}: {exc.strerror}; merge it elsewhere with --out DIR") from None
-        err.print(_what_was_written(dirs, run_dir), highlight=False, markup=False, soft_wrap=True)
+        if args.out is None and not again and (kept := _merge_kept(target, dirs)) is not None:
+            # The default merged run holds shards these directories leave out: a merge of part of them must not
+            # replace it. Merged where nothing is kept instead, reported, then removed.
+            import tempfile
+
+            scratch = Path(tempfile.mkdtemp(prefix="tracejudge-merge-"))
+            shown_kept = kept
+            target = scratch / target.name
+    try:
+        if not in_place:
+            try:
+                run_dir = shards.merge_runs(dirs, target)
+            except OSError as exc:
+                if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                    raise
+                # Shards read from read-only media merge into a directory that can be written.
+                raise TracejudgeError(f"cannot write the merged run {target}: {exc.strerror}; merge it elsewhere with --out DIR") from None
+            if scratch is None:
+                err.print(_what_was_written(dirs, run_dir), highlight=False, markup=False, soft_wrap=True)
+        return _report(args, err, dirs, run_dir, in_place=in_place, in_progress=in_progress, kept=shown_kept if scratch else None)
+    finally:
+        if scratch is not None:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _report(args: argparse.Namespace, err: Console, dirs: list[Path], run_dir: Path, *, in_place: bool, in_progress: str | None,
+            kept: str | None) -> int:
+    """Rebuild (or, for a one-off or unwritable run, compute) `run_dir`'s summary and verdict, print them; the exit status.
+
+    `kept`: the sentence saying which merged run was left as it was, when `run_dir` is a scratch merge of part of its shards.
+    """
+    from tracejudge.core.console import stdout_console
+    from tracejudge.engine import shards, store
+    from tracejudge.stages.aggregate.gate import print_verdict
+    from tracejudge.stages.aggregate.gate_coverage import shard_resume_commands
+    from tracejudge.stages.reports import rebuild
+    from tracejudge.stages.reports.terminal import print_summary
+
     results = run_dir / "results.jsonl"
 
     def skipped(lineno: int, reason: str) -> None:
@@ -71,7 +100,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
                   highlight=False, markup=False, soft_wrap=True)
 
     # A finished run on read-only media is read, not refused: its figures and verdict are computed, nothing is written.
-    writable = store.writable(run_dir)
+    writable = store.writable(run_dir) and kept is None
     # A --baseline verdict is a one-off question about the run, not what the run said: it never replaces the run's
     # own summary.json and reports (a later `report`, `view` or `estimate` would read it as the run's).
     one_off = args.baseline is not None and in_place
@@ -84,7 +113,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
     out = stdout_console()
     print_summary(summary, out)
-    if in_progress and in_place:
+    if kept is not None:
+        out.print(kept, highlight=False, markup=False, soft_wrap=True)
+    elif in_progress and in_place:
         out.print(f"computed from {shown(run_dir / 'results.jsonl')} so far: the run is still in progress ({in_progress} holds it), so "
                   "summary.json and the reports are left for it to write when it finishes", highlight=False, markup=False, soft_wrap=True)
     elif write:
@@ -100,8 +131,31 @@ def command(args: argparse.Namespace, err: Console) -> int:
     one_run = len(dirs) == 1 and not shards.is_shard(dirs[0]) and not shards.is_merge(dirs[0])
     if not one_run:
         _print_shard_retries(dirs, out)
-    print_verdict(verdict, out, resume=_resume_command(dirs[0]) if verdict.interrupted and one_run else None)
+    # A merge is no run of its own to resume: its interrupted shards are, each with the command its own run recorded.
+    resume = (_resume_command(dirs[0]) if one_run else "; ".join(shard_resume_commands(summary)) or None) if verdict.interrupted else None
+    print_verdict(verdict, out, resume=resume)
     return verdict.exit_code
+
+
+def _merge_kept(target: Path, dirs: list[Path]) -> str | None:
+    """The sentence to print when `target`, the default merged run of `dirs`, is a merge of shards `dirs` leave out
+    (`report runs/x-shard-1-of-2` beside the merge `runs/x` of both): it is kept as it is, not replaced by a merge of
+    part of it. None when `target` is no merge, or one of no other shard (then it is merged again as before).
+    """
+    from tracejudge.core.inert_text import visible
+    from tracejudge.engine import shards, store
+
+    manifest = store.read_manifest(target) if (target / store.MANIFEST).exists() else None
+    recorded = (manifest or {}).get(shards.MERGED_KEY)
+    if not isinstance(recorded, list):
+        return None
+    named = {Path(d).name for d in dirs}
+    others = [str(d) for d in recorded if isinstance(d, str) and Path(d).name not in named]
+    if not others:
+        return None
+    return visible(f"{target} is the merge of {', '.join(map(str, recorded))}; a report of {', '.join(map(str, dirs))} alone does not replace "
+                   f"it with part of it, so nothing was written (report {target} to merge every shard again, or give --out DIR "
+                   "to keep this report)")
 
 
 def _print_shard_retries(dirs: list[Path], out: Console) -> None:
@@ -128,19 +182,10 @@ def _what_was_written(dirs: list[Path], run_dir: Path) -> str:
 
 
 def _resume_command(run_dir: Path) -> str:
-    """The command that resumes an interrupted run: the one its last segment recorded (`run`'s own wording), run from
-    the folder it was meant for; without a record (a run started from the Python API), its shape with CONFIG to fill in."""
-    from tracejudge.engine import store
+    """The command that resumes an interrupted run (`tracejudge.engine.run_state.resume_command`)."""
+    from tracejudge.engine.run_state import resume_command
 
-    try:
-        segments = json.loads((run_dir / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
-        recorded = segments[-1].get("command") or {}
-        line, cwd = recorded["line"], recorded.get("cwd")
-    except (OSError, ValueError, AttributeError, IndexError, KeyError, TypeError):
-        return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))} (CONFIG: the config the run was started with)"
-    if isinstance(cwd, str) and Path(cwd).resolve() != Path.cwd().resolve():
-        return f"cd {shlex.quote(cwd)} && {line}"
-    return str(line)
+    return resume_command(run_dir)
 
 
 def _check_out(out: Path, runs: list[Path]) -> None:

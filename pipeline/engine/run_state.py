@@ -1,0 +1,116 @@
+"""What a run directory's own files say about it: finished, interrupted, or still being written; the command that resumes it.
+
+Read by `tracejudge report` (a run's verdict line, a merge's shards), by the shard merge (which shards
+were interrupted, which lie beside the merge unnamed) and by the regression gate (a baseline that was
+interrupted). Reading never runs code and never writes.
+
+- `last_segment_finished(run_dir)`: False when `checkpoint.json`'s last segment did not end `finished`
+  (a SIGKILL leaves it `running`); True without a readable checkpoint (a merge, a hand-made directory).
+- `resume_command(run_dir)`: the command the last segment recorded, prefixed `cd DIR &&` when it was
+  started from another folder than this process's; without a record, its shape with CONFIG to fill in
+  (with the shard's `--shard I/N` when the manifest records one).
+- `run_state(run_dir)`: a `RunState` (state word, standing results, resume command, holder).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracejudge.engine import store
+
+__all__ = ["RunState", "last_segment_finished", "resume_command", "run_state", "summary_of"]
+
+
+def summary_of(run_dir: Path) -> dict[str, Any] | None:
+    """`run_dir/summary.json` as a mapping, or None when it is missing or unreadable (a run killed before its end)."""
+    try:
+        data = json.loads((Path(run_dir) / store.SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _segments(run_dir: Path) -> list[Any] | None:
+    try:
+        segments = json.loads((Path(run_dir) / store.CHECKPOINT).read_text(encoding="utf-8")).get("segments") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    return segments if isinstance(segments, list) else None
+
+
+def last_segment_finished(run_dir: Path) -> bool:
+    """False when `checkpoint.json` says the last segment did not finish (killed, interrupted, or still running).
+
+    A run killed with SIGKILL writes no summary; the checkpoint it flushed still says `ended: running`.
+    Without a readable checkpoint (a merged or hand-made directory) the summary's own `complete` stands.
+    """
+    segments = _segments(run_dir)
+    if segments is None:
+        return True
+    last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
+    return last.get("ended", "finished") == "finished"
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that resumes an interrupted run: the one its last segment recorded (`run`'s own wording), run from
+    the folder it was meant for; without a record (a run started from the Python API, or killed before its first
+    checkpoint), its shape with CONFIG to fill in, naming the shard a shard directory holds."""
+    run_dir = Path(run_dir)
+    try:
+        recorded = (_segments(run_dir) or [])[-1].get("command") or {}
+        line, cwd = recorded["line"], recorded.get("cwd")
+    except (AttributeError, IndexError, KeyError, TypeError):
+        manifest = store.read_manifest(run_dir) or {}
+        shard = ((manifest.get("config") or {}).get("run") or {}).get("shard")
+        flag = f" --shard {shlex.quote(str(shard))}" if isinstance(shard, str) and shard else ""
+        return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))}{flag} (CONFIG: the config the run was started with)"
+    if isinstance(cwd, str) and Path(cwd).resolve() != Path.cwd().resolve():
+        return f"cd {shlex.quote(cwd)} && {line}"
+    return str(line)
+
+
+@dataclass
+class RunState:
+    """One run directory as its files describe it.
+
+    `state` is `finished`, `interrupted` (killed or stopped: its summary says not complete, or its
+    checkpoint's last segment never ended; a directory with neither file counts as finished, as `report` reads it) or `in progress` (`holder` still writes it); `results` counts its standing
+    (case, trial) results; `resume` is the command that finishes it (None when finished).
+    """
+
+    run_dir: Path
+    state: str
+    results: int
+    resume: str | None = None
+    holder: str | None = None
+
+    def describe(self) -> str:
+        """`interrupted, 1,024 results` / `finished, 5,000 results` / `in progress (process 42 holds it), 12 results`."""
+        word = f"in progress ({self.holder} holds it)" if self.holder else self.state
+        return f"{word}, {self.results:,} result{'s' if self.results != 1 else ''}"
+
+
+def run_state(run_dir: Path, *, results: int | None = None) -> RunState:
+    """What `run_dir` holds (`RunState`); `results`, when the caller already counted them, saves reading the file."""
+    from tracejudge.engine.run_lock import holder
+
+    run_dir = Path(run_dir)
+    if results is None:
+        seen: set[tuple[str, int]] = set()
+        for line in store.iter_result_lines(run_dir / store.RESULTS):
+            if (key := store.line_key(line)) is not None:
+                seen.add(key)
+        results = len(seen)
+    who = holder(run_dir)
+    if who is not None:
+        return RunState(run_dir, "in progress", results, holder=who)
+    summary = summary_of(run_dir) or {}
+    # As `tracejudge report` reads a run: not complete when its summary says so or its last segment never ended; a
+    # directory with neither file (results written by hand or by another tool) stands as finished.
+    if summary.get("complete") is not False and last_segment_finished(run_dir):
+        return RunState(run_dir, "finished", results)
+    return RunState(run_dir, "interrupted", results, resume=resume_command(run_dir))
