@@ -5,9 +5,12 @@ model sent: smolagents' `{"args": [...], "kwargs": {...},
 "sanitize_inputs_outputs": ...}`, LangChain's `{"input_str", "inputs",
 "tags", "metadata"}` callback payload (with `input_str` a Python `repr`),
 Langfuse's `@observe` `{"args", "kwargs"}`, and results as a serialised
-LangChain `ToolMessage` (or `{"output": ToolMessage}`). These helpers take
-the real value out; whenever they had to, the assembler prefers the model's
-own tool-call part for arguments.
+LangChain `ToolMessage` (or `{"output": ToolMessage}`, or OpenLLMetry's
+`{"output": <return value>, "kwargs": {..., "name": <tool>}}`). These helpers
+take the real value out; whenever they had to, the assembler prefers the
+model's own tool-call part for arguments. `failed_tool_messages` finds the
+`ToolMessage`s with `status: "error"` a LangGraph run recorded on its chain
+spans (see there).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import tokenize
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
-from tracejudge.stages.extract.otel.view import unjson
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["documents", "unwrap_args", "unwrap_result"]
+__all__ = ["documents", "failed_tool_messages", "tool_message_result", "unwrap_args", "unwrap_result"]
 
 _LC_TOOL_MESSAGE = ("ToolMessage", "ToolMessageChunk")
 
@@ -62,15 +66,31 @@ def _literal(text: Any) -> Any:
     return python_literal(text, text) if len(text) < 1_000_000 else text
 
 
-def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
+def unwrap_result(value: Any, tool_name: str | None = None) -> tuple[Any, str | None, str | None]:
     """`(result, error, call_id)`: the tool's result out of a framework payload.
 
     A LangChain `ToolMessage` (serialised with `dumpd`, with
     `messages_to_dict`, as a plain dict, or under `{"output": ...}`) gives
     its `content` and the `tool_call_id` it answers; its `status: "error"`
     gives an error carrying that content.
+
+    `tool_name` is for a caller that knows the span is OpenLLMetry's
+    LangChain tool span, which records `on_tool_end` as `{"output": <what the
+    tool returned>, "kwargs": <the callback's kwargs>}` whatever the tool
+    returned: a tool invoked with plain arguments (`tool.invoke(args)` in a
+    custom graph node, not ToolNode) returns its bare value, not a
+    `ToolMessage`. That wrapper is removed, once, only when `kwargs.name` is
+    `tool_name` (LangChain passes the tool's own name there); a tool whose
+    own result has that shape keeps it, one level in. Without `tool_name`
+    (any other convention) such a mapping is the tool's own value.
     """
     value = unjson(value)
+    if tool_name and _callback_wrapper(value, tool_name):
+        inner = unjson(value["output"])
+        msg = _tool_message(inner)
+        if msg is None:
+            return inner, None, None  # the tool's own return value (a ToolMessage inside is read below)
+        value = inner
     if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs", "tags", "metadata"}:
         inner = unjson(value["output"])
         if isinstance(inner, str) and inner.startswith("content="):
@@ -86,6 +106,104 @@ def unwrap_result(value: Any) -> tuple[Any, str | None, str | None]:
         cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
         return content, str(msg.get("content")) if msg.get("status") == "error" else None, cid
     return value, None, None
+
+
+def _callback_wrapper(value: Any, tool_name: str) -> bool:
+    """True for LangChain's `on_tool_end` payload of tool `tool_name` as OpenLLMetry records it.
+
+    `{"output": ..., "kwargs": {...}}` and nothing else, `kwargs` holding `name` equal to the tool's name
+    (LangChain's `BaseTool.run` calls `on_tool_end(output, color=..., name=self.name, **kwargs)`).
+    """
+    if not isinstance(value, dict) or set(value) != {"output", "kwargs"}:
+        return False
+    kwargs = value["kwargs"]
+    return isinstance(kwargs, dict) and kwargs.get("name") == tool_name
+
+
+def tool_message_result(value: Any, tool_name: str | None, call_id: str | None = None) -> tuple[Any, str | None, str | None] | None:
+    """`(result, error, call_id)` when `value` is the `ToolMessage` a LangChain tool span of `tool_name` returned, else None.
+
+    For conventions that record a tool's output as it is (MLflow's LangChain tracer: a tool that ToolNode
+    ran with a tool call returns a `ToolMessage`, serialised as a plain dict). Only a message of the
+    LangChain shape (`type: "tool"` with `tool_call_id` and `content`, or its `dumpd` / `messages_to_dict`
+    forms) that names this tool (`name`, which `BaseTool` sets to its own name) or answers the span's
+    own `call_id` is unwrapped: a tool whose genuine result merely looks like a message of another tool
+    or call keeps it. The result is the `content` (JSON text decoded); `status: "error"` gives the error.
+    """
+    value = unjson(value)
+    msg = _tool_message(value)
+    if msg is None:
+        return None
+    cid = msg.get("tool_call_id")
+    cid = str(cid) if isinstance(cid, (str, int)) and cid != "" else None
+    if not ((tool_name and msg.get("name") == tool_name) or (call_id is not None and cid == str(call_id))):
+        return None
+    return unjson(msg.get("content")), str(msg.get("content")) if msg.get("status") == "error" else None, cid
+
+
+# Where conventions record a chain span's output (OpenInference, OpenLLMetry, MLflow, Langfuse).
+_CHAIN_OUTPUTS = ("output.value", "traceloop.entity.output", "mlflow.spanOutputs", "langfuse.observation.output")
+_DEPTH = 8  # a node's output puts its messages a few levels in (`{"outputs": {"update": {"messages": [...]}}}`)
+
+
+def failed_tool_messages(spans: list[Span], views: dict[str, View]) -> None:
+    """Mark as failed the tool responses the model got that LangGraph's chain spans record as `status: "error"`.
+
+    ToolNode answers a call it could not run without running any tool (an unknown tool name: "Error:
+    get_wether is not a valid tool, try one of [...]"; arguments that failed validation), so no tool
+    span holds that `ToolMessage`: the call's result comes from the tool message in the model's next
+    request, where every convention keeps only `tool_call_id` and `content`, not `status`. The graph's
+    `tools` node (and the root span's final state) output the message whole: each one with `status:
+    "error"` in the output of a chain or agent span of the group gives the model requests' response part
+    with that `tool_call_id` `is_error`, so the call's error is its text. Only messages of LangChain's
+    shape (`type: "tool"` with `tool_call_id`; `dumpd` and `messages_to_dict` forms too) count; a
+    response part without an id is left alone. Outputs whose text names neither `tool_call_id` nor
+    `"error"` are not decoded.
+    """
+    failed: set[str] = set()
+    for span in spans:
+        view = views.get(span.span_id)
+        if view is None or view.role not in ("chain", "agent"):
+            continue
+        for key in _CHAIN_OUTPUTS:
+            raw = span.attrs.get(key)
+            if isinstance(raw, str) and "tool_call_id" in raw and "error" in raw:
+                _collect_failed(unjson(raw), failed, _DEPTH)
+    if not failed:
+        return
+    for view in views.values():
+        if view.role != "model" or not view.inputs:
+            continue
+        view.inputs = [_mark_failed(m, failed) for m in view.inputs]
+
+
+def _collect_failed(value: Any, out: set[str], depth: int) -> None:
+    if depth <= 0:
+        return
+    if isinstance(value, list):
+        for item in value:
+            _collect_failed(item, out, depth - 1)
+        return
+    if not isinstance(value, dict):
+        return
+    msg = _tool_message(value)
+    if msg is not None:
+        cid = msg.get("tool_call_id")
+        if msg.get("status") == "error" and isinstance(cid, (str, int)) and cid != "":
+            out.add(str(cid))
+        return
+    for item in value.values():
+        if isinstance(item, (dict, list)):
+            _collect_failed(item, out, depth - 1)
+
+
+def _mark_failed(msg: dict[str, Any], failed: set[str]) -> dict[str, Any]:
+    parts = msg.get("parts")
+    if not isinstance(parts, list) or not any(isinstance(p, dict) and p.get("type") == "tool_call_response" and str(p.get("id")) in failed for p in parts):
+        return msg
+    # (copies: a message list may be shared with another view)
+    return {**msg, "parts": [{**p, "is_error": True} if isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id") is not None
+                             and str(p["id"]) in failed else p for p in parts]}
 
 
 def _repr_fields(text: str) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openai_agents, openinference, pydantic_ai, traceloop, vercel
+from tracejudge.stages.extract.otel.payloads import failed_tool_messages
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import View, merge
 
@@ -45,6 +46,10 @@ def group_views(group: Group) -> dict[str, View]:
     if group.views is None:
         group.views = {s.span_id: read_span(s) for s in group.spans}
         langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
-        traceloop.add_invalid_calls(group.spans, group.views)  # (LangChain's invalid calls sit on the chain spans above)
+        # LangChain, whichever instrumentation recorded it: invalid calls sit on the chain spans above; a ToolNode's
+        # error answer (an unknown tool) only in a chain's output; OpenLLMetry's tool results inside the callback's payload.
+        traceloop.invalid_calls(group.spans, group.views)
+        traceloop.callback_results(group.spans, group.views)
+        failed_tool_messages(group.spans, group.views)
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
     return group.views

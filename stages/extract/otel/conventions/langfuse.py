@@ -2,7 +2,9 @@
 
 What counts: `langfuse.observation.type` `generation` is a model request,
 `tool` a tool call, `agent` an agent run, `span` / `chain` a chain (an anchor
-at the root), `retriever` a retrieval; `event`, `embedding`, `guardrail`,
+at the root; so is an `agent` that is a LangGraph node, one whose metadata
+names `langgraph_node`, as Langfuse's LangChain handler types the node
+named "agent"), `retriever` a retrieval; `event`, `embedding`, `guardrail`,
 `evaluator` are noise. Payloads are `langfuse.observation.input` / `output`
 (JSON): a generation's input is its message list, its output the assistant
 message (or a completion body); a tool's input is the call's arguments
@@ -12,7 +14,11 @@ status) is the error. `langfuse.trace.input` / `output` (SDK 3), else the
 root observation's, are the request and the answer; usage comes from
 `langfuse.observation.usage_details` (`input` / `output`, or the OpenAI names).
 A tool's call id is `langfuse.observation.metadata.tool_call_id` when
-recorded; a retriever's output gives the retrieved passages. A `span`
+recorded (SDK 5 writes metadata values as JSON text: `"\"call_1\""`); a
+retriever's output gives the retrieved passages. Langfuse's LangChain
+`CallbackHandler` records a ToolNode tool's output as the serialised
+`ToolMessage`: its `content` is the result when it names the span's tool or
+call (see `payloads.tool_message_result`). A `span`
 named like a tool the trace's model asked for is that tool's call (see
 `promote_tool_spans`), as the `langfuse` format reads a `SPAN`.
 """
@@ -25,7 +31,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.messages import normalise, normalise_one
-from tracejudge.stages.extract.otel.payloads import documents, unwrap_args
+from tracejudge.stages.extract.otel.payloads import documents, tool_message_result, unwrap_args
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, present, unjson
 
@@ -42,6 +48,8 @@ def read(span: Span) -> View | None:
     if not isinstance(kind, str) and "langfuse.trace.input" not in a and "langfuse.trace.output" not in a:
         return None
     v = View(role=_ROLES.get(str(kind).lower()))
+    if v.role == "agent" and "langfuse.observation.metadata.langgraph_node" in a:
+        v.role = "chain"  # the LangChain handler types LangGraph's node named "agent" as an agent: it is a step of the graph
     raw_in, raw_out = a.get("langfuse.observation.input", MISSING), a.get("langfuse.observation.output", MISSING)
     error = span_error(span)
     if str(a.get("langfuse.observation.level", "")).upper() == "ERROR":
@@ -56,10 +64,15 @@ def read(span: Span) -> View | None:
         v.tool_name = span.name
         if present(raw_in):
             v.args, v.args_wrapped = unwrap_args(raw_in)
+        cid = unjson(a.get("langfuse.observation.metadata.tool_call_id"))
+        v.call_id = str(cid) if present(cid) and cid != "" and not isinstance(cid, (dict, list)) else None
         if present(raw_out):
-            v.result = unjson(raw_out)
-        cid = a.get("langfuse.observation.metadata.tool_call_id")
-        v.call_id = str(cid) if present(cid) and cid != "" else None
+            msg = tool_message_result(raw_out, v.tool_name, v.call_id)
+            if msg is None:
+                v.result = unjson(raw_out)
+            else:
+                v.result, error, v.call_id = msg[0], msg[1], v.call_id or msg[2]
+                v.error = v.error or error
     elif v.role == "retrieval":
         v.documents = documents(raw_out) if present(raw_out) else None
     elif v.role in ("agent", "chain") or kind is None:

@@ -8,6 +8,14 @@ anchor at the root), `RETRIEVER` a retrieval. `mlflow.spanInputs` /
 keyword arguments and return value, a retriever's documents
 (`page_content`, `metadata.doc_uri`, `id`). Usage from
 `mlflow.chat.tokenUsage`, else the response's `usage`.
+
+`mlflow.langchain.autolog()` records a LangChain tool's output as it is: a
+tool that LangGraph's ToolNode ran with a tool call returns a `ToolMessage`,
+serialised as a plain dict (`{"content", "type": "tool", "name",
+"tool_call_id", "status", …}`). Its `content` is the result (`status:
+"error"` an error), when the message names the span's tool or answers the
+call id the tracer recorded (`tool_call_id`, one of the callback's kwargs
+it keeps as attributes); any other output is the tool's own value.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.messages import normalise
-from tracejudge.stages.extract.otel.payloads import documents
+from tracejudge.stages.extract.otel.payloads import documents, tool_message_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
@@ -48,7 +56,13 @@ def read(span: Span) -> View | None:
         if inputs is not MISSING and present(inputs):
             v.args = inputs
         if outputs is not MISSING and present(outputs):
-            v.result = outputs
+            cid = unjson(a.get("tool_call_id"))
+            msg = tool_message_result(outputs, v.tool_name, str(cid) if isinstance(cid, (str, int)) and cid != "" else None)
+            if msg is None:
+                v.result = outputs
+            else:
+                v.result, error, v.call_id = msg
+                v.error = v.error or error
     elif v.role in ("agent", "chain"):
         v.request = request_text(inputs) if present(inputs) else None
         v.answer = answer_text(outputs) if present(outputs) else None

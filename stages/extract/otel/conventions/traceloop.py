@@ -11,9 +11,15 @@ names). Tool and workflow payloads are `traceloop.entity.input` /
 `traceloop.entity.output` (JSON), unwrapped from LangChain's callback
 payload and `{"output": ToolMessage}`; the name is `traceloop.entity.name`.
 
+A tool span's result is LangChain's `on_tool_end` payload, `{"output": …,
+"kwargs": {…, "name": <tool>}}`: with ToolNode the output is a `ToolMessage`,
+with a tool invoked on plain arguments (`tool.invoke(args)` in a custom graph
+node) the tool's bare return value. Both are unwrapped, the latter only when
+`kwargs.name` is the span's tool (see `payloads.unwrap_result`).
+
 A LangChain model call whose arguments were not JSON (`invalid_tool_calls`)
 is missing from the model span's output messages; the chains around it
-record the `AIMessage` whole. `add_invalid_calls` (run on a whole group)
+record the `AIMessage` whole. `invalid_calls` (run on a whole group)
 gives the model span those calls, with their raw arguments text, from the
 enclosing chain output whose message carries the span's response id.
 """
@@ -30,7 +36,7 @@ from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS
 
-__all__ = ["NAME", "add_invalid_calls", "read"]
+__all__ = ["NAME", "add_invalid_calls", "callback_results", "invalid_calls", "read"]
 
 NAME = "openllmetry"
 _KINDS = {"tool": "tool", "agent": "agent", "workflow": "chain", "task": "chain"}
@@ -61,7 +67,7 @@ def read(span: Span) -> View | None:
         if present(a.get("traceloop.entity.input")):
             v.args, v.args_wrapped = unwrap_args(a["traceloop.entity.input"])
         if present(a.get("traceloop.entity.output")):
-            v.result, v.error, v.call_id = unwrap_result(a["traceloop.entity.output"])
+            v.result, v.error, v.call_id = unwrap_result(a["traceloop.entity.output"], tool_name=v.tool_name)
         v.error = span_error(span) or v.error
     elif v.role in ("agent", "chain"):
         raw_in = unjson(a.get("traceloop.entity.input"))
@@ -79,6 +85,37 @@ def read(span: Span) -> View | None:
 
 
 def add_invalid_calls(spans: list[Span], views: dict[str, View]) -> None:
+    """`invalid_calls`, under the name `conventions.group_views` knew it by (kept for callers of that name)."""
+    invalid_calls(spans, views)
+
+
+def callback_results(spans: list[Span], views: dict[str, View]) -> None:
+    """Give OpenLLMetry's LangChain tool spans their result out of LangChain's `on_tool_end` payload (in `views`).
+
+    The instrumentation writes the same payload as `gen_ai.tool.call.result`, which the GenAI reader
+    reads first and without the tool's name, so keeps `{"output": …, "kwargs": {…}}` whole when the
+    output is a tool's bare value. Here the span is known to be OpenLLMetry's (`traceloop.span.kind` is
+    `tool`) and its tool's name is known: the payload is unwrapped as `read` does, once, and only when
+    `kwargs.name` is that tool (`payloads.unwrap_result`). A view whose result is not that payload as
+    the GenAI reader left it is not touched.
+    """
+    for span in spans:
+        view = views.get(span.span_id)
+        a = span.attrs
+        if view is None or view.role != "tool" or a.get("traceloop.span.kind") != "tool" or not view.tool_name:
+            continue
+        raw = a.get("traceloop.entity.output", a.get("gen_ai.tool.call.result"))
+        if not present(raw):
+            continue
+        plain = unwrap_result(raw)
+        named = unwrap_result(raw, tool_name=view.tool_name)
+        if named != plain and view.result == plain[0]:
+            view.result = named[0]
+            view.error = view.error or named[1]
+            view.call_id = view.call_id or named[2]
+
+
+def invalid_calls(spans: list[Span], views: dict[str, View]) -> None:
     """Give each model span of `spans` the LangChain `invalid_tool_calls` its enclosing chains recorded (in `views`).
 
     OpenLLMetry's LangChain instrumentation writes a model span's output messages from the parsed
