@@ -59,7 +59,18 @@ trace cannot tell: which call it was when the request made several and
 output is the case's (or its turn's) output, the text the model wrote beside
 the calls an intermediate text; `metadata.openai_agents.stopped_at_tool`
 names the agent and tool. A run that failed (max_turns, a tool raising out
-of it) keeps no output, as before.
+of it, a tripped guardrail) keeps no output, as before: not even the text of
+its last request (an output guardrail blocked it; `metadata.run_error` says why).
+
+An error that ended the run from a `turn` span (a tool the agent does not
+have, a tripped input guardrail; the agent span records none) is the run's
+error, `metadata.run_error`, as an agent span's (see
+`conventions.openai_agents.run_errors`); a turn error the run went on after
+(`tool_not_found_behavior="return_error_to_model"`) is not. A call of a
+tool that does not exist stays a call (the model made it) whose `error`
+says it did not run. A run that ended before any model request (an input
+guardrail) is a case with no input (the export does not keep the user's
+input without a `generation` span), no steps and its `run_error`.
 
 A span exported twice (same trace and span id: the SDK's exporter retries
 a batch) is read once; when the copies differ, the last one that ended is
@@ -82,7 +93,8 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
-from tracejudge.stages.extract.otel.conventions.openai_agents import FINAL_OUTPUT, error_text, stopped_runs
+from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, NOT_RUN, RUN_ERROR, error_text, missing_tools, run_errors,
+                                                                     stopped_runs, turn_data)
 from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import Repeats, once
@@ -277,6 +289,10 @@ def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list
             meta["errors"].append({"span": kind, "name": name, "error": error})
     for span, start in zip(out, in_order(starts)):
         span.start = start
+    for agent, error in run_errors(out, _kind, read_view):  # before `stopped_runs`: a failed run stopped at no tool
+        agent.attrs[RUN_ERROR] = error  # the convention reads it as the agent's error: the run's, `metadata.run_error`
+    for model, tool_name, why in missing_tools(out, _kind, read_view):
+        model.attrs.setdefault(NOT_RUN, {})[tool_name] = why  # the convention marks the model's call of it as not run
     for agent, tool, text in stopped_runs(out, _kind, read_view):  # needs the start times just set
         agent.attrs[FINAL_OUTPUT] = text  # the convention reads it as the agent's answer: the turn's output
         meta["stopped_at_tool"].append({"agent": agent.name, "tool": tool.name})
@@ -287,8 +303,9 @@ _KINDS = {"function": "tool", "generation": "model", "response": "model", "agent
 
 
 def _kind(span: Span) -> str | None:
-    """What an exported span is to `stopped_runs` (by its `span_data.type`)."""
-    return _KINDS.get(span.attrs["openai_agents.span_data"]["type"])
+    """What an exported span is to `stopped_runs` / `run_errors` (by its `span_data.type`; `turn` for the SDK's turn span)."""
+    data = span.attrs["openai_agents.span_data"]
+    return "turn" if turn_data(data) else _KINDS.get(data["type"])
 
 
 def _span_key(span: Any) -> tuple[Any, str] | None:

@@ -224,16 +224,34 @@ def final_output(case: Any, full: bool = False) -> str:
     span readers set from a failed agent run: "Max turns exceeded", a raised exception) a line saying so.
 
     A case without `run_error` renders as before, so its prompt and cache key do not change.
+    The last step's output is the output also when both are JSON text of the same object or array (`_same_output`).
     """
     steps = case.trace.steps
     output = text_of(case.trace.output)
-    if not full and output and steps and text_of(steps[-1].output) == output:
+    if not full and output and steps and _same_output(text_of(steps[-1].output), output):
         output = f"(the output of step {len(steps)} above)"  # said once: the compact trace repeats nothing
     text = output or "(none)"
     error = case.metadata.get("run_error")
     if isinstance(error, str) and error:
         text += f"\n(the run ended in an error: {cut_field(error, full=full)})"
     return text
+
+
+def _same_output(shown: str, output: str) -> bool:
+    """Whether a step's output text says the case's output: the same text, or JSON objects (arrays) of the same value.
+
+    A structured answer given through a tool (pydantic-ai's output tool) is the step's output as the model wrote its
+    arguments, and the case's output as the framework serialised the value: other key order or spacing, the same
+    rendering (`compact` sorts keys). Plain text is compared as it is, so no other prompt changes.
+    """
+    if shown == output:
+        return True
+    if not (shown.lstrip().startswith(("{", "[")) and output.lstrip().startswith(("{", "["))):
+        return False
+    try:
+        return compact(json.loads(shown)) == compact(json.loads(output))  # (not `==`: Python has `1 == True`)
+    except (ValueError, RecursionError):
+        return False
 
 
 def text_of(value: Any) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import site
+import sys
 import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +88,44 @@ def otlp_spans(docs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[st
             for ss in rs.get("scopeSpans", []):
                 out += [(resource, ss.get("scope", {}), span) for span in ss.get("spans", [])]
     return out
+
+
+def write_outcome(out: Path, name: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """Write `<name>.outcome.json` (what the framework's own run returned or raised) in `out`; return `outcome`."""
+    (out / f"{name}.outcome.json").write_text(json.dumps(outcome, indent=1, sort_keys=True) + "\n")
+    return outcome
+
+
+def record_scenarios(record: Any, scenarios: Any, default_out: Path) -> None:
+    """The command line of a scenario recorder: `[OUTDIR] [--only SCENARIO ...]`; `record(scenario, outdir)` each, its outcome printed."""
+    args = sys.argv[1:]
+    outdir = Path(args.pop(0)) if args and not args[0].startswith("--") else default_out
+    outdir.mkdir(parents=True, exist_ok=True)
+    for scenario in (args[args.index("--only") + 1:] if "--only" in args else list(scenarios)):
+        print(scenario, json.dumps(record(scenario, outdir)))
+
+
+@contextmanager
+def agents_recording(fake: Any, out: Path, name: str, api: str = "chat_completions") -> Iterator[None]:
+    """The OpenAI Agents SDK pointed at `fake` (api `chat_completions` or `responses`), recorded at once by OpenInference and
+    by the SDK's own export; on leaving, `oi-<name>.jsonl` (OTLP/JSON) and `export-<name>.jsonl` are written in `out`."""
+    from agents import add_trace_processor, set_default_openai_api, set_default_openai_client, set_trace_processors
+    from openai import AsyncOpenAI
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    from record_conversation_faults import _Export  # the SDK's own export, one {"trace", "spans"} a trace
+
+    set_default_openai_client(AsyncOpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0), use_for_tracing=False)
+    set_default_openai_api(api)
+    set_trace_processors([])
+    provider = otel_provider(fake, "agents")
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    export = _Export()
+    add_trace_processor(export)  # after instrument(), which replaces the processor list
+    try:
+        yield
+    finally:
+        write_otlp(provider, fake, out / f"oi-{name}.jsonl")
+        write_jsonl(out / f"export-{name}.jsonl", export.done)
+        OpenAIAgentsInstrumentor().uninstrument()
+        provider.shutdown()

@@ -22,7 +22,7 @@ FRAMEWORKS = Path(__file__).resolve().parent  # tests/frameworks: the fake serve
 OUT = FRAMEWORKS.parent / "data" / "openai-agents-stop"
 sys.path.insert(0, str(FRAMEWORKS))
 
-from common import otel_provider, write_jsonl, write_otlp  # noqa: E402
+from common import agents_recording, record_scenarios, write_outcome  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C"}
@@ -94,37 +94,17 @@ def _agent(how: str, model: str) -> Any:
 
 
 def record(name: str, out: Path) -> Any:
-    from agents import Runner, add_trace_processor, set_default_openai_api, set_default_openai_client, set_trace_processors
-    from openai import AsyncOpenAI
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-    from record_conversation_faults import _Export  # the SDK's own export, one {"trace", "spans"} a trace
+    from agents import Runner
 
     api, replies, how, max_turns = SCENARIOS[name]
-    with ScriptedOpenAI(replies) as fake:
-        set_default_openai_client(AsyncOpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0), use_for_tracing=False)
-        set_default_openai_api("chat_completions" if api == "chat" else "responses")
-        set_trace_processors([])
-        provider = otel_provider(fake, "agents")
-        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
-        export = _Export()
-        add_trace_processor(export)  # after instrument(), which replaces the processor list
+    with ScriptedOpenAI(replies) as fake, agents_recording(fake, out, name, "chat_completions" if api == "chat" else "responses"):
         try:
             outcome: Any = {"final_output": asyncio.run(Runner.run(_agent(how, "gpt-4o-mini" if api == "chat" else "o4-mini"), QUESTION,
                                                                    max_turns=max_turns)).final_output}
         except Exception as exc:  # the run's own failure is the scenario
             outcome = {"raised": f"{type(exc).__name__}: {exc}"}
-        write_otlp(provider, fake, out / f"oi-{name}.jsonl")
-        write_jsonl(out / f"export-{name}.jsonl", export.done)
-        OpenAIAgentsInstrumentor().uninstrument()
-        provider.shutdown()
-    (out / f"{name}.outcome.json").write_text(json.dumps(outcome, indent=1, sort_keys=True) + "\n")
-    return outcome
+    return write_outcome(out, name, outcome)
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    outdir = Path(args.pop(0)) if args and not args[0].startswith("--") else OUT
-    only = args[args.index("--only") + 1:] if "--only" in args else list(SCENARIOS)
-    for scenario in only:
-        print(scenario, json.dumps(record(scenario, outdir)))
+    record_scenarios(record, SCENARIOS, OUT)

@@ -105,13 +105,13 @@ exception. The last turn's error is also `metadata.run_error`, which the
 judge prompt states under the final output. See `turn_calls(case)`.
 
 A turn's final text is its anchor's recorded output, else its last model
-reply's text — except when that reply also asked for tool calls and the run
-stopped there (its agent run ended in an error): that text announced calls
-no reply answered, so the turn has no final text and the text is
-intermediate. A run that ended normally after such a reply keeps its text
-as the final text; so does one a `KeyboardInterrupt` stopped inside a tool
-that recorded nothing of it (Langfuse records such a tool as it records one
-that returned None). Retrieval spans'
+reply's text — except when the run ended in an error (its agent run failed,
+so it returned nothing): the text before the failure (a preamble of calls no
+reply answered, a reply an output guardrail refused) was never the answer,
+so the turn has no final text and the text is intermediate. A run that ended
+normally keeps its last text as the final text; so does one a
+`KeyboardInterrupt` stopped inside a tool that recorded nothing of it
+(Langfuse records such a tool as it records one that returned None). Retrieval spans'
 documents become `trace.retrieved`.
 """
 

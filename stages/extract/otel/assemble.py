@@ -105,6 +105,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
             responses.add(i, {**p, "response": unjson(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
+    refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
 
     def claim(part: dict[str, Any], after: int) -> tuple[Tool | None, bool]:
         """The tool span of a model's part, and whether the call id paired them: by id, else name and arguments, else name in order."""
@@ -134,7 +135,10 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                     continue
                 pid = None if part.get("id") is None else str(part["id"])
                 if (pid is not None and pid in answer_ids) or part["name"] in mv.output_tools or part["name"] in answer_tools:
-                    text = answer_value(part.get("arguments")) if part["name"] in answer_tools else None
+                    text = answer_value(part.get("arguments")) if part["name"] in answer_tools else mv.answer_texts.get(pid or "")
+                    if pid in refused:  # an answer the framework refused (pydantic-ai's output validation): said, and no answer
+                        row.text, row.error = row.text or text, row.error or refused[pid]
+                        continue
                     if text:
                         answer_texts.append((m.end, text))
                         if not row.text:
@@ -173,9 +177,12 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                 owner = 0
             rows[owner].calls.append(((0, t.span.start, 1 << 30), call))
         av = views[a.span_id]
-        if not rows and not present(av.request) and not present(av.answer):
-            continue  # an agent span with no request, call or text under it (a controller's bookkeeping span) is no turn
-        builder.add_anchor(a, av, mem, rows, _run_error(a, mem, index, views))
+        error = _run_error(a, mem, index, views)
+        if not rows and not present(av.request) and not present(av.answer) and error is None:
+            # an agent span with no request, call or text under it (a controller's bookkeeping span) is no turn; one
+            # whose run failed before any request (the Agents SDK's input guardrail) is: its error is the case's
+            continue
+        builder.add_anchor(a, av, mem, rows, error)
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     return builder.case(group, answer, _documents(group.spans, views), _conventions(views))
 

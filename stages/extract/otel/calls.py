@@ -140,7 +140,13 @@ def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefi
 
 
 def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
-    """The native call of a model's `tool_call` part (asked for by request number `asked_at`) that no tool span recorded (a handoff, a plain loop)."""
+    """The native call of a model's `tool_call` part (asked for by request number `asked_at`) that no tool span recorded (a handoff, a plain loop).
+
+    A part a convention marked `not_run` (the Agents SDK's "Tool not found": the agent has no such tool) is a call
+    the model made that never ran: it stays a call, so call-counting metrics see what the model did, and fails
+    with that reason as its error, so the judge and the failure metrics see that it did not run (a result the
+    framework sent the model instead, `return_error_to_model`, is still its result).
+    """
     pid = None if part.get("id") is None else str(part["id"])
     call: dict[str, Any] = {"id": pid, "name": part["name"]}
     args = _part_args(part)
@@ -148,7 +154,8 @@ def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, .
         call["arguments_missing"] = True
     else:
         call["arguments"] = args
-    return _finish(call, MISSING, None, responses.find((pid,), asked_at, part["name"]), prefixes)
+    not_run = part.get("not_run")
+    return _finish(call, MISSING, not_run if isinstance(not_run, str) else None, responses.find((pid,), asked_at, part["name"]), prefixes)
 
 
 def deferred_call(call: dict[str, Any], why: str) -> dict[str, Any]:

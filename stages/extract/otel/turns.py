@@ -21,7 +21,7 @@ __all__ = ["Builder", "Row"]
 class Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
@@ -29,6 +29,7 @@ class Row:
         self.delegated = False  # a request inside a tool's span (an agent called as a tool): its text is the tool's result
         self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.deferred: list[dict[str, Any]] = []
+        self.error: str | None = None  # the framework refused the answer the request gave (pydantic-ai's output validation)
 
 
 class Builder:
@@ -109,7 +110,7 @@ class Builder:
                 thought = reasoning_text(self.views[r.model.span_id].outputs or []) if r.model is not None else None
                 step = ({"thought": "\n".join(t for t in (thought, r.text) if t) or None, "tool_calls": calls} if calls
                         else {"thought": thought, "output": r.text})
-                failed = self.views[r.model.span_id].error if r.model is not None else None
+                failed = (self.views[r.model.span_id].error or r.error) if r.model is not None else None
                 if failed is not None:  # the request failed as recorded (a retried 500): said, not an empty step
                     step["error"] = failed
                 steps.append(step)
@@ -122,7 +123,7 @@ class Builder:
                 if inter and inter[-1] == final:
                     inter = inter[:-1]
             elif _stopped(turn, own):
-                final, inter = None, [t for t in model_texts if t]  # the last reply's text came with its calls: a preamble
+                final, inter = None, [t for t in model_texts if t]  # the run raised after its last reply: that text was never the answer
             else:
                 final = model_texts[-1] if model_texts else None
                 inter = [t for t in model_texts[:-1] if t]
@@ -188,18 +189,18 @@ class Builder:
 
 
 def _stopped(turn: dict[str, Any], own: list[Row]) -> bool:
-    """Whether the turn's run stopped right after a reply that asked for calls, with no later reply to answer.
+    """Whether the turn's run ended in an error after its last reply, so that reply's text is no final output.
 
     It did when the run ended in an error (its agent span failed: a raised exception, "Max turns exceeded",
-    a cancelled run). The reply's text then announced calls that never got answered: it is no final output.
-    A run that ended normally after such a reply keeps the reply's text as before. A tool span that recorded
-    neither a result nor an error is no such sign: Langfuse records a tool that returned None so, and also
-    one a `KeyboardInterrupt` stopped (which it does not record), and a normal run must keep its output.
+    a cancelled run, a tripped guardrail). A run that raised returned nothing: a reply that announced calls
+    that never got answered, and a reply the framework then refused (the Agents SDK's output guardrail
+    tripping on it), reached no one as the answer. The text stays the step's (and an intermediate text).
+    An agent span that recorded its answer is not asked (the caller got it). A run that ended normally keeps
+    the reply's text. A tool span that recorded neither a result nor an error is no sign of an error:
+    Langfuse records a tool that returned None so, and also one a `KeyboardInterrupt` stopped (which it does
+    not record), and a normal run must keep its output.
     """
-    last = own[-1] if own else None
-    if last is None or not last.calls or not last.text:
-        return False
-    return turn["_error"] is not None
+    return bool(own) and turn["_error"] is not None
 
 
 def _add(total: int | None, count: int | None) -> int | None:

@@ -62,6 +62,14 @@ class View:
     `span_order`: the span records the model's call id as the OTel GenAI
     convention does (`gen_ai.tool.call.id`), so its start time orders the
     call among parallel ones, as pydantic-evals reads them.
+    `output_tools` names the tools a model request could give its answer
+    through (pydantic-ai's structured output: not tool calls);
+    `answer_texts` holds, by call id, the answer each such call of this
+    request's output gave, as text (a value that is not text as compact
+    JSON), and `refused_answers`, by call id, what the framework sent back for
+    such a call shown in this request's input when it did not take the answer
+    (`"output rejected: …"`: pydantic-ai's validation errors, an output
+    validator's `ModelRetry`); a call the framework took is in neither.
     `conventions` names the readers that recognised the span.
     """
 
@@ -86,9 +94,12 @@ class View:
     deferral: str | None = None
     output_tools: set[str] = field(default_factory=set)
     deferred_tools: dict[str, str] = field(default_factory=dict)
+    answer_texts: dict[str, str] = field(default_factory=dict)
+    refused_answers: dict[str, str] = field(default_factory=dict)
 
 
-_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "deferred_tools", "answer_tool", "args_wrapped", "span_order")]  # type: ignore[attr-defined]
+_MAPS = ("deferred_tools", "answer_texts", "refused_answers")  # merged key by key: the first reader to say a key wins
+_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "answer_tool", "args_wrapped", "span_order", *_MAPS)]  # type: ignore[attr-defined]
 
 
 def merge(base: View, other: View, name: str) -> None:
@@ -104,7 +115,9 @@ def merge(base: View, other: View, name: str) -> None:
     base.answer_tool = base.answer_tool or other.answer_tool
     base.span_order = base.span_order or other.span_order
     base.output_tools |= other.output_tools
-    base.deferred_tools.update({k: v for k, v in other.deferred_tools.items() if k not in base.deferred_tools})
+    for f in _MAPS:
+        mine, theirs = getattr(base, f), getattr(other, f)
+        mine.update({k: v for k, v in theirs.items() if k not in mine})
 
 
 def present(value: Any) -> bool:

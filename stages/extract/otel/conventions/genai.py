@@ -27,7 +27,7 @@ from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["NAME", "read", "span_error", "usage"]
+__all__ = ["NAME", "messages", "read", "span_error", "usage"]
 
 NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
@@ -79,7 +79,7 @@ def read(span: Span) -> View | None:
         v.result = result if present(result) else MISSING
     if v.role in ("tool", "model", "agent"):
         v.error = span_error(span) or v.error
-    inputs, outputs = _messages(span)
+    inputs, outputs = messages(span)
     if v.role == "agent":
         v.request = last_user_text(inputs) if inputs else None
         v.answer = output_text(outputs) if outputs else None
@@ -146,7 +146,12 @@ def _json_attr(span: Span, key: str) -> Any:
     return value
 
 
-def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A span's input and output messages, normalised (`[]` when it recorded none), from whichever form it wrote them in.
+
+    Raises `AdapterError` when a message attribute is not JSON. pydantic-ai's reader reads them again for its
+    output tools (`pydantic_ai`): only on spans that name some, so other spans are decoded once.
+    """
     inputs = _json_attr(span, "gen_ai.input.messages")
     outputs = _json_attr(span, "gen_ai.output.messages")
     if inputs is None or outputs is None:

@@ -19,6 +19,14 @@ final output, so `stopped_runs` reads it off the run's shape (for any
 convention that records the SDK's spans; format `openai-agents` puts what
 it found on the agent span as `openai_agents.final_output`, which is the
 agent's answer here). See `stopped_runs` for what the trace cannot tell.
+
+A run can also end on a `turn` span (the SDK's `custom` span of one model request and its tools; OpenInference
+writes it as a CHAIN named `turn`): the SDK puts there the errors that raise out of `Runner.run` from inside a
+turn — a tool the agent does not have ("Tool not found", `ModelBehaviorError`), a tripped input guardrail —
+and leaves the agent span without `error`. `run_errors` finds them (the run's error), `missing_tools` the calls
+of a tool that does not exist (they did not run: the call's error). A streamed run records its model answer
+as the Responses API response it was streamed as, whose items carry the SDK's placeholder id `__fake_id__`:
+`response_calls` reads a call's id from its `call_id`.
 """
 
 from __future__ import annotations
@@ -27,16 +35,21 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.conventions.agents_sdk import mark_not_run, response_calls
 from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
-from tracejudge.stages.extract.otel.messages import normalise, response_output
+from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present
 
-__all__ = ["FINAL_OUTPUT", "NAME", "error_text", "read", "stopped_runs"]
+__all__ = ["FINAL_OUTPUT", "NAME", "NOT_RUN", "RUN_ERROR", "error_text", "missing_tools", "read", "run_errors", "stopped_runs",
+           "turn_data"]
 
 NAME = "openai-agents"
 _ROLES = {"function": "tool", "generation": "model", "response": "model", "agent": "agent"}
 FINAL_OUTPUT = "openai_agents.final_output"  # set by format `openai-agents` (not the SDK): a run's output that was a tool's
+RUN_ERROR = "openai_agents.run_error"  # set by format `openai-agents` on an agent span: the error a turn of its run ended it in
+NOT_RUN = "openai_agents.not_run"  # set by format `openai-agents` on a model span: {tool name: why its call did not run}
 
 
 def read(span: Span) -> View | None:
@@ -59,16 +72,27 @@ def read(span: Span) -> View | None:
         if kind == "generation":
             v.inputs = normalise(data.get("input"))
             # A streamed run records the model's answer as the Responses API response it was streamed as.
-            v.outputs = response_output(data.get("output")) or normalise(data.get("output"))
+            v.outputs = response_calls(data.get("output")) or normalise(data.get("output"))
+            mark_not_run(v.outputs, span.attrs.get(NOT_RUN))
         v.usage_in, v.usage_out = usage_pair(data.get("usage"))
         v.error = error
     elif v.role == "agent":
         name = data.get("name")
         v.agent_name = name if isinstance(name, str) and name else None
-        v.error = error  # the run's own failure ("Max turns exceeded", "Error in agent run: …")
+        # the run's own failure ("Max turns exceeded", "Error in agent run: …"), else the turn's that ended it
+        run_error = span.attrs.get(RUN_ERROR)
+        v.error = error or (run_error if isinstance(run_error, str) else None)
         answer = span.attrs.get(FINAL_OUTPUT)
         v.answer = answer if isinstance(answer, str) and answer else None
+    elif turn_data(data):
+        v.error = error  # no role: read by `run_errors` / `missing_tools` only
     return v
+
+
+def turn_data(data: dict[str, Any]) -> bool:
+    """Whether exported span data is the SDK's `turn` custom span (one model request of a run and its tools)."""
+    inner = data.get("data")
+    return data.get("type") == "custom" and (data.get("name") == "turn" or (isinstance(inner, dict) and inner.get("sdk_span_type") == "turn"))
 
 
 def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, Span, str]]:
@@ -99,22 +123,10 @@ def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Ca
     """
     index = {s.span_id: s for s in spans}
 
-    def owner(span: Span) -> Span | None:
-        """The nearest agent span above `span`; `None` when a tool span comes first (inside a call)."""
-        node, hops = span, 0
-        while node.parent_id in index and hops < 10_000:
-            node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
-            k = kind(node)
-            if k == "tool":
-                return None
-            if k == "agent":
-                return node
-        return None
-
     own: dict[str, dict[str, list[Span]]] = {}
     for span in spans:
         k = kind(span)
-        if k in ("model", "tool", "handoff") and (agent := owner(span)) is not None:
+        if k in ("model", "tool", "handoff") and (agent := _owner(span, index, kind, "agent")) is not None:
             own.setdefault(agent.span_id, {}).setdefault(k, []).append(span)
     out = []
     for agent_id, mine in own.items():
@@ -132,6 +144,89 @@ def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Ca
         if present(result) and result is not None:
             out.append((agent, tool, result if isinstance(result, str) else json.dumps(result, default=str)))
     return out
+
+
+def run_errors(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, str]]:
+    """`(agent span, error)` of every Agents SDK run that ended in an error its `turn` span holds, not its agent span.
+
+    `kind(span)` is as for `stopped_runs`, plus `turn` for the SDK's turn span; `view(span).error` is a span's error.
+    A failed turn ended its run when no model request outside it started at or after it did, within the agent's
+    parent (the run's `task` span or workflow; the whole trace for an agent without a parent): a later request (the
+    next turn, another agent after a handoff) means the run went on, as it does after "Tool not found" under
+    `RunConfig(tool_not_found_behavior="return_error_to_model")`, which marks the turn all the same. An agent that
+    records its own error keeps it; a turn inside a tool's span (an agent called as a tool) is that call's business.
+    The error is the turn's as recorded ("Tool not found: {'tool_name': 'x'}" under OpenInference, the export's
+    `"<message>: <data as JSON>"`).
+    """
+    index = {s.span_id: s for s in spans}
+    out: list[tuple[Span, str]] = []
+    for turn in spans:
+        error = view(turn).error if kind(turn) == "turn" else None
+        agent = _owner(turn, index, kind, "agent") if error else None
+        if agent is None or view(agent).error or any(a is agent for a, _ in out):
+            continue
+        scope = index.get(agent.parent_id or "")
+        later = [m for m in spans if kind(m) == "model" and m.start >= turn.start and not _below(m, turn, index)
+                 and (scope is None or _below(m, scope, index))]
+        if not later:
+            out.append((agent, error))  # type: ignore[arg-type]
+    return out
+
+
+def missing_tools(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, str, str]]:
+    """`(model span, tool name, error)` for each call of a tool the agent does not have, as its `turn` span records it.
+
+    The SDK marks the turn "Tool not found" (`data.tool_name`; "Custom tool not found", "Shell tool not found" …
+    alike) and runs no tool: the model's call stays a call (the model made it), failed with that error. Only
+    model requests of that turn count (not those of an agent called as a tool inside it), and only a tool no
+    tool span of the turn ran. `kind` / `view` as for `run_errors`.
+    """
+    index = {s.span_id: s for s in spans}
+    out: list[tuple[Span, str, str]] = []
+    for turn in spans:
+        name = _missing_name(view(turn).error) if kind(turn) == "turn" else None
+        if name is None:
+            continue
+        mine = [s for s in spans if _owner(s, index, kind, "turn") is turn]
+        if any(kind(s) == "tool" and view(s).tool_name == name for s in mine):
+            continue
+        why = f"Tool not found: {name} (the agent has no tool of that name; the call did not run)"
+        out += [(m, name, why) for m in mine if kind(m) == "model"]
+    return out
+
+
+def _missing_name(error: str | None) -> str | None:
+    """The tool a turn's "… tool not found: <data>" error names (`data.tool_name`, JSON or a Python repr), else `None`."""
+    message, _, data = (error or "").partition(": ")
+    if not message.lower().endswith("tool not found") or not data:
+        return None
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        parsed = python_literal(data)
+    name = parsed.get("tool_name") if isinstance(parsed, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _owner(span: Span, index: dict[str, Span], kind: Callable[[Span], str | None], wanted: str) -> Span | None:
+    """The nearest ancestor of `span` of kind `wanted`; `None` when a tool span comes first (inside a call) or there is none."""
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
+        k = kind(node)
+        if k == "tool":
+            return None
+        if k == wanted:
+            return node
+    return None
+
+
+def _below(span: Span, top: Span, index: dict[str, Span]) -> bool:
+    """Whether `top` is `span` or one of its ancestors."""
+    node, hops = span, 0
+    while node is not top and node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
+    return node is top
 
 
 def _in_tool(span: Span, index: dict[str, Span], kind: Callable[[Span], str | None]) -> bool:

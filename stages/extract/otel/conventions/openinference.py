@@ -30,10 +30,11 @@ followed by its traceback). Agent and root chain spans give the user's
 request and the final answer from `input.value` / `output.value`.
 Retrieved passages come from `retrieval.documents.{i}.document.*`, usage
 from `llm.token_count.*`.
-An OpenAI Agents SDK run that ended at a tool call (`tool_use_behavior="stop_on_first_tool"`,
-`StopAtTools`) has no span holding its `final_output` (the instrumentation writes no output on AGENT spans):
-`stop_answers`, run on a whole group, gives the root AGENT span that tool's output as its answer (the
-rules, and what the trace cannot tell, are `openai_agents.stopped_runs`'s).
+An OpenAI Agents SDK group is also read as a whole by `stop_answers` (in `agents_sdk`): a run that ended at
+a tool call (`stop_on_first_tool`, `StopAtTools`) has that tool's output as its answer, and a run that ended
+in an error only its `turn` span holds (a tool the agent does not have, a tripped input guardrail) has that
+error as its agent's. A call recorded without its arguments (the instrumentation drops `"{}"`) takes them from
+`output.value`: a chat completion, the Agents SDK's list of chat messages, or a Responses API response.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error
-from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, response_output, text_parts
+from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, text_parts
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
@@ -60,7 +62,7 @@ def read(span: Span) -> View | None:
     if not isinstance(kind, str):
         return None
     v = View(role=_ROLES.get(kind.upper()))
-    if v.role == "tool" and _handoff(span):
+    if v.role == "tool" and handoff_span(span):
         return View(role=None)
     if v.role == "agent" and _graph_node(a.get("metadata")):
         v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
@@ -148,13 +150,20 @@ def _fill_arguments(outputs: list[dict[str, Any]], raw: Any) -> None:
     """Give tool-call parts recorded without `function.arguments` those of the same call (by id) in `output.value`.
 
     openinference-instrumentation-smolagents 0.1.11 wrote only each call's id and name as
-    attributes; the arguments are in `output.value`, the message as JSON.
+    attributes; the arguments are in `output.value`, the message as JSON. openinference-instrumentation-openai-agents
+    (2.6) writes no `function.arguments` attribute for the arguments `"{}"` (a handoff's `transfer_to_<agent>`):
+    they are in `output.value`, the list of the model's chat messages. A part whose id or name `output.value` does
+    not hold stays without arguments (`arguments_missing`).
     """
     parts = [p for m in outputs for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("arguments") is None and p.get("id") is not None]
     if not parts:
         return
     body = unjson(raw)
-    recorded = _response_messages(body) if isinstance(body, dict) and "choices" in body else (normalise([body]) if isinstance(body, dict) else None)
+    if isinstance(body, list):  # the Agents SDK's output: chat messages, or the Responses API response a streamed run got
+        recorded = response_calls(body) or normalise(body)
+    else:
+        recorded = _response_messages(body) if isinstance(body, dict) and ("choices" in body or "output" in body) else (
+            normalise([body]) if isinstance(body, dict) else None)
     by_id = {str(p["id"]): p for m in recorded or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("id") is not None}
     for part in parts:
         found = by_id.get(str(part["id"]))
@@ -266,53 +275,6 @@ def _one_call_id(msg: dict[str, Any]) -> str | None:
     return None
 
 
-_AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
-
-
-def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
-    """Give the run's anchor the output of the tool an OpenAI Agents SDK run stopped at (see the module docstring).
-
-    Needs the whole group (like `langfuse.promote_tool_spans`): the answer goes on the outermost AGENT span above
-    the stopped agent (the root `Agent workflow`, the turn's anchor), and only when no model request under it
-    started after that tool (a later run of the same trace, `trace("Conversation")`, answered in text). Only spans
-    of the Agents instrumentation count; an anchor that recorded an answer keeps it.
-    """
-    def kind(span: Span) -> str | None:
-        if not (span.scope or "").startswith(_AGENTS_SCOPE):
-            return None
-        return "handoff" if _handoff(span) else views[span.span_id].role
-
-    if not any((s.scope or "").startswith(_AGENTS_SCOPE) for s in spans):
-        return
-    from tracejudge.stages.extract.otel.conventions.openai_agents import stopped_runs  # here: it imports langfuse, which imports this module
-
-    index = {s.span_id: s for s in spans}
-    for agent, tool, text in stopped_runs(spans, kind, lambda s: views[s.span_id]):
-        anchor, node = agent, agent
-        while node.parent_id in index and kind(node) != "tool":
-            node = index[node.parent_id]  # type: ignore[index]
-            if kind(node) == "agent":
-                anchor = node
-        later = [s for s in spans if kind(s) == "model" and s.start > tool.start and _under(s, anchor, index)]
-        if not later and not views[anchor.span_id].answer:
-            views[anchor.span_id].answer = text
-
-
-def _under(span: Span, top: Span, index: dict[str, Span]) -> bool:
-    node, hops = span, 0
-    while node.parent_id in index and hops < 10_000:
-        node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
-        if node is top:
-            return True
-    return False
-
-
-def _handoff(span: Span) -> bool:
-    """True for the Agents SDK's handoff span as OpenInference's `openai_agents` instrumentation writes it."""
-    return (span.name.startswith("handoff to ") and "tool.name" not in span.attrs
-            and (span.scope is None or span.scope.startswith("openinference.instrumentation.openai_agents")))
-
-
 def _response_messages(body: Any) -> list[dict[str, Any]] | None:
     """Output messages from a chat completion / Responses body recorded as `output.value`."""
     if isinstance(body, dict):
@@ -320,7 +282,7 @@ def _response_messages(body: Any) -> list[dict[str, Any]] | None:
         if isinstance(choices, list):
             msgs = [c.get("message") for c in choices if isinstance(c, dict) and isinstance(c.get("message"), dict)]
             return normalise(msgs)
-    return response_output(body)
+    return response_calls(body)
 
 
 # Most question-like first: when no model request says which argument was asked (a run with no model span),

@@ -1,0 +1,130 @@
+"""The OpenAI Agents SDK's shapes that every reader of its spans shares, and its reading under OpenInference as a whole group.
+
+Shared (format `openai-agents` and OpenInference's `OpenAIAgentsInstrumentor` alike): `response_calls` reads the
+Responses API response a streamed run records as the model's answer, the calls' ids from their `call_id` (the
+items' own id is the SDK's placeholder `__fake_id__`); `mark_not_run` marks the model's calls of a tool the agent
+does not have.
+
+Under OpenInference, `stop_answers` runs on a whole group (the spans of one trace need each other):
+
+- a run that ended at a tool call (`tool_use_behavior="stop_on_first_tool"`, `StopAtTools`) has no span holding
+  its `final_output` (the instrumentation writes no output on AGENT spans): the root AGENT span gets that tool's
+  output as its answer (the rules, and what the trace cannot tell, are `openai_agents.stopped_runs`'s);
+- a run that ended in an error its `turn` span (a CHAIN named `turn`) holds — a tool the agent does not have,
+  a tripped input guardrail — records no error on its AGENT span: that agent's view gets the turn's error (the
+  run's, `metadata.run_error`; rules in `openai_agents.run_errors`), and the model's call of a tool that does
+  not exist is marked as not run (`openai_agents.missing_tools`).
+
+No import of the other conventions at load time: `openai_agents` imports `langfuse`, which imports `openinference`,
+which imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.messages import response_output
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View
+
+__all__ = ["FAKE_ID", "handoff_span", "mark_not_run", "response_calls", "stop_answers"]
+
+FAKE_ID = "__fake_id__"  # the SDK's placeholder item id (`agents.models.fake_id.FAKE_RESPONSES_ID`): no call's id
+
+
+def response_calls(body: Any) -> list[dict[str, Any]] | None:
+    """`response_output(body)` with each function call's id its `call_id` (what the tool's output answers), not its item id.
+
+    The Agents SDK writes a streamed answer's items with the placeholder id `__fake_id__`, the same for every call;
+    the real id is the item's `call_id`. An item without `call_id` keeps its id, except the placeholder, which is no
+    id (`None`: pairing then goes by name and arguments). `None` when `body` is no Responses API response.
+    """
+    msgs = response_output(body)
+    if msgs is None:
+        return None
+    bodies = body if isinstance(body, list) else [body]
+    items = [i for b in bodies for i in b.get("output") or [] if isinstance(i, dict) and i.get("type") == "function_call"]
+    parts = [p for m in msgs for p in m.get("parts") or [] if p.get("type") == "tool_call"]
+    if len(items) != len(parts):  # not one part per call item: ids cannot be matched up, leave them
+        return msgs
+    for item, part in zip(items, parts):
+        cid = item.get("call_id")
+        if isinstance(cid, (str, int)) and not isinstance(cid, bool) and str(cid) and str(cid) != FAKE_ID:
+            part["id"] = str(cid)
+        elif part.get("id") == FAKE_ID:
+            part["id"] = None
+    return msgs
+
+
+def mark_not_run(outputs: list[dict[str, Any]] | None, missing: Any) -> None:
+    """Mark the tool-call parts of `outputs` naming a tool of `missing` (`{name: why}`) as not run: `part["not_run"]`.
+
+    A part already marked keeps its reason; anything but a mapping marks nothing.
+    """
+    if not isinstance(missing, dict) or not outputs:
+        return
+    for m in outputs:
+        for p in m.get("parts") or []:
+            if p.get("type") == "tool_call" and isinstance(missing.get(p.get("name")), str) and "not_run" not in p:
+                p["not_run"] = missing[p["name"]]
+
+
+_AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
+
+
+def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
+    """Read an OpenAI Agents SDK group as a whole: a run's error its turn holds, a stop at a tool (module docstring).
+
+    Needs the whole group (like `langfuse.promote_tool_spans`). A failed turn that ended its run gives its error to
+    the agent it ran under (one that recorded its own keeps it), and marks the model's calls of a tool that does not
+    exist; both before the stops, as a failed run stopped at no tool. A stop's answer goes on the outermost AGENT
+    span above the stopped agent (the root `Agent workflow`, the turn's anchor), and only when no model request
+    under it started after that tool (a later run of the same trace, `trace("Conversation")`, answered in text).
+    Only spans of the Agents instrumentation count; an anchor that recorded an answer keeps it. Views are changed
+    in place and only filled, so running it twice on a group changes nothing more.
+    """
+    def kind(span: Span) -> str | None:
+        if not (span.scope or "").startswith(_AGENTS_SCOPE):
+            return None
+        if handoff_span(span):
+            return "handoff"
+        role = views[span.span_id].role
+        return "turn" if role == "chain" and span.name == "turn" else role  # the SDK's turn span, a CHAIN named so
+
+    if not any((s.scope or "").startswith(_AGENTS_SCOPE) for s in spans):
+        return
+    # here: `openai_agents` imports langfuse, which imports openinference, which imports this module
+    from tracejudge.stages.extract.otel.conventions.openai_agents import missing_tools, run_errors, stopped_runs
+
+    def view(span: Span) -> View:
+        return views[span.span_id]
+
+    for agent, error in run_errors(spans, kind, view):
+        views[agent.span_id].error = error
+    for model, name, why in missing_tools(spans, kind, view):
+        mark_not_run(views[model.span_id].outputs, {name: why})
+    index = {s.span_id: s for s in spans}
+    for agent, tool, text in stopped_runs(spans, kind, view):
+        anchor, node = agent, agent
+        while node.parent_id in index and kind(node) != "tool":
+            node = index[node.parent_id]  # type: ignore[index]
+            if kind(node) == "agent":
+                anchor = node
+        later = [s for s in spans if kind(s) == "model" and s.start > tool.start and _under(s, anchor, index)]
+        if not later and not views[anchor.span_id].answer:
+            views[anchor.span_id].answer = text
+
+
+def _under(span: Span, top: Span, index: dict[str, Span]) -> bool:
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
+        if node is top:
+            return True
+    return False
+
+
+def handoff_span(span: Span) -> bool:
+    """True for the Agents SDK's handoff span as OpenInference's `openai_agents` instrumentation writes it."""
+    return (span.name.startswith("handoff to ") and "tool.name" not in span.attrs
+            and (span.scope is None or span.scope.startswith(_AGENTS_SCOPE)))
