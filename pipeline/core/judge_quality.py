@@ -23,7 +23,7 @@ judge:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from tracejudge.core.strict_numbers import NoBoolNumbers
@@ -65,7 +65,7 @@ class PanelModel(_Strict):
     """One judge of a panel (`judge.models`): a model, optionally on another provider, with its own prices and limits.
 
     Written as `provider:model` or as a mapping; what it does not set comes
-    from the `judge:` section (base URL, key variable, sampling, retries).
+    from the `judge:` section (base URL, key variable, structured output, sampling, retries).
     `limits` (rpm, tpm, max_in_flight) default to the run's `limits:`.
     """
 
@@ -75,6 +75,9 @@ class PanelModel(_Strict):
     api_key_env: str | None = None
     prices: dict[str, Any] | None = None
     limits: dict[str, Any] | None = None
+    # How this member's server takes the verdict schema (`judge.structured_output`'s values); None: the section's. A panel
+    # mixing servers (a TGI member needs `none`, vLLM takes `json_schema`) cannot share one setting.
+    structured_output: Literal["json_schema", "json_object", "none"] | None = None
 
     @model_validator(mode="before")
     @classmethod

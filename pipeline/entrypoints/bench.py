@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -67,7 +68,7 @@ from tracejudge.core.console import stdout_console
 from tracejudge.core.config import JudgeConfig, LimitsConfig, RunConfig, load_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.entrypoints.bench_args import add_parser
-from tracejudge.entrypoints.judge_bench.measure import headers_seen
+from tracejudge.entrypoints.judge_bench.measure import headers_seen, usability
 from tracejudge.entrypoints.judge_bench.measure import measured as measure
 from tracejudge.entrypoints.judge_bench.project import GROUP, project, recommend
 from tracejudge.entrypoints.judge_bench.ramp import GROWTH, MIN_SAMPLES, STEP_S, ramp
@@ -85,6 +86,7 @@ __all__ = ["BenchRequest", "add_parser", "build_sample", "command", "synthetic_r
 # The figures the docstring names (GROWTH, STEP_S, MIN_SAMPLES, GROUP) live with the step that uses them, imported above.
 
 MAX_LEVEL = 1024
+DEFAULT_MAX_COST_USD = 1.0  # --max-cost-usd when not given (a model without a price then has no cap, and says so)
 UNLIMITED_RPM, UNLIMITED_TPM = 10**9, 10**12
 
 
@@ -127,10 +129,17 @@ def command(args: argparse.Namespace, err: Console) -> int:
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
-    if args.requests < 1 or args.max_cost_usd < 0 or args.duration <= 0:
+    if args.requests < 1 or (args.max_cost_usd is not None and args.max_cost_usd < 0) or args.duration <= 0:
         err.print("--requests must be ≥ 1, --duration > 0 and --max-cost-usd ≥ 0", highlight=False)
         return EXIT_BAD_INPUT
     price = price_for(cfg.model, cfg.prices)
+    if price is None and args.max_cost_usd is not None:
+        # As `run` refuses budget.max_cost_usd for an unpriced model: every request would count $0, so the cap
+        # would let all of them through while the bench said it kept to it.
+        err.print(f"[bold red]config error[/]\n{escape(_unpriced_cap(cfg.model, args.max_cost_usd, args.requests))}", highlight=False, markup=True,
+                  soft_wrap=True)
+        return EXIT_BAD_INPUT
+    args.max_cost_usd = DEFAULT_MAX_COST_USD if args.max_cost_usd is None else args.max_cost_usd
     console = stdout_console()  # piped: COLUMNS or 100 wide, like every command's tables
     dearest = max(price.cost(math.ceil(r.prompt_tokens * PROMPT_MARGIN), r.request.max_tokens) for r in requests) if price else 0.0
     most = min(args.requests * dearest, args.max_cost_usd)
@@ -138,8 +147,11 @@ def command(args: argparse.Namespace, err: Console) -> int:
     console.print(f"bench plan: {len(requests)} distinct requests (prompt tokens {sizes[0]:,}–{sizes[-1]:,}, median {sizes[len(sizes) // 2]:,}; "
                   f"max_tokens {requests[0].request.max_tokens}), at most {args.requests} requests, ramp 1, 2, 4, … ≤ {args.max_level} in flight, "
                   f"then {args.duration:g} s at the best level", highlight=False)
-    console.print(f"the bench can cost at most ${most:.4f}" + (f" (at ${price.input}/${price.output} per M tokens)" if price else " (no price for this model)"),
-                  highlight=False)
+    if price is not None:
+        console.print(f"the bench can cost at most ${most:.4f} (at ${price.input}/${price.output} per M tokens)", highlight=False)
+    else:  # unknown, never $0: nothing bounds its dollars, only the number of requests
+        console.print(f"the bench's cost is unknown: no price for {cfg.model!r} (give one under judge.prices); it stops at --requests "
+                      f"({args.requests})", highlight=False)
     if args.dry_run:
         console.print("dry run: nothing sent", highlight=False)
         return EXIT_OK
@@ -149,6 +161,12 @@ def command(args: argparse.Namespace, err: Console) -> int:
         args.json.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     if not report["measured"].get("answered"):
         err.print(f"bench failed: no request was answered ({report['ramp_stopped']})", highlight=False)
+        return EXIT_ASSERTION
+    replies = report["replies"]
+    if replies["usable"] == 0:
+        # As a run whose every judged result failed fails its gate (exit 1): the endpoint answers, the judge does not work.
+        err.print(f"bench failed: none of the {replies['answered']} replies was usable ({_unusable_counts(replies)}); the judge is not "
+                  "usable as configured", highlight=False)
         return EXIT_ASSERTION
     return EXIT_OK
 
@@ -167,7 +185,7 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
     protocol, structured = protocol_of(cfg)
     # The limits are what the bench finds out; how they are counted may be known already.
     limiter = AdaptiveLimiter(UNLIMITED_RPM, UNLIMITED_TPM, 1, config.limits.window)
-    budget = InProcessBudget(None, args.max_cost_usd)
+    budget = InProcessBudget(None, args.max_cost_usd if price is not None else None)  # (an unpriced model: `command` refused a cap)
     try:
         async with open_session(args.max_level) as session:
             bench = Bench(session=session, url=endpoint(cfg.provider, base), protocol=protocol, headers=auth_headers(protocol, key),
@@ -188,14 +206,53 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
     report: dict[str, Any] = {
         "model": cfg.model, "provider": cfg.provider, "endpoint": public_url(base or DEFAULT_BASE_URLS.get(cfg.provider, "")),
         "ramp": steps, "ramp_stopped": why, "best_level": best, "headers": headers, "window": mode,
-        "measured": measured, "requests_sent": bench.state.sent, "spent_usd": round(budget.spent_usd, 6),
+        # None (unknown, never $0) for a model without a price that was sent anything.
+        "measured": measured, "requests_sent": bench.state.sent,
+        "spent_usd": round(budget.spent_usd, 6) if price is not None or not bench.state.sent else None,
         "stopped_by": bench.state.stop or "duration",
         "recommended_limits": recommend(best, measured, headers, mode),
     }
     report["projection"] = project(config, attempts, measured, price, cfg.provider) if config.dataset is not None and measured else None
+    report["replies"] = usability(attempts)
     report["error_messages"], report["hints"] = _errors(attempts, cfg)
+    report["hints"] += _unusable_hints(report["replies"], cfg)
+    if report["replies"]["usable"] == 0:
+        # Rates of replies no run could use (cut at max_tokens, or prose) are not the rates of a working judge.
+        report["recommended_limits"] = None
     report["attempts"] = [{k: v for k, v in asdict(a).items() if k != "rate"} for a in attempts]
     return report
+
+
+def _unpriced_cap(model: str, cap: float, requests: int) -> str:
+    """The config error for `--max-cost-usd` with a model the price table does not know (worded as `run`'s)."""
+    # `--set` splits its key at dots: a model named with one (`llama3.1:8b`) is shown in the config's own form.
+    example = (f"`--set judge.prices.{model}.input=0.15 --set judge.prices.{model}.output=0.6`" if re.fullmatch(r"[\w-]+", model)
+               else f"`judge.prices: {{{model!r}: {{input: 0.15, output: 0.6}}}}` in the config")
+    return (f"--max-cost-usd ${cap:g} cannot be enforced: judge model {model!r} has no price in the price table, so its requests would count "
+            f"$0 and every one would be sent; give its prices (US dollars per million tokens) under judge.prices, e.g. "
+            f"{example}, or leave --max-cost-usd out: the bench then "
+            f"stops at --requests ({requests}) and reports its cost as unknown")
+
+
+def _unusable_counts(replies: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {replies[k]}" for k in ("truncated", "unparseable") if replies[k])
+
+
+def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
+    """What to change when answered replies could not be used: `judge.max_tokens` for replies cut at it,
+    `judge.structured_output` for replies without a readable verdict. None when every reply was usable."""
+    n = replies["answered"]
+    if not n or replies["usable"] == n:
+        return []
+    head = ("the judge is not usable as configured: no reply held a verdict the run could use" if replies["usable"] == 0
+            else f"{n - replies['usable']} of {n} replies held no verdict the run could use (a run repairs or re-asks them, at extra requests)")
+    fixes = []
+    if replies["truncated"]:
+        fixes.append(f"{replies['truncated']} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
+    if replies["unparseable"]:
+        fixes.append(f"{replies['unparseable']} held no readable verdict ({replies['messages'].get('unparseable', '')[:160]}): set "
+                     f"judge.structured_output (now {cfg.structured_output}) to what the server supports (README: Local and self-hosted judges)")
+    return [f"{head}; " + "; ".join(fixes)]
 
 
 def _errors(attempts: list[Attempt], cfg: JudgeConfig) -> tuple[dict[str, str], list[str]]:

@@ -22,7 +22,9 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--model", help="the judge model (overrides judge.model)")
     b.add_argument("--requests", type=int, default=200, help="send at most N requests in all (default 200)")
     b.add_argument("--duration", type=float, default=30.0, metavar="S", help="seconds of the measured phase (default 30)")
-    b.add_argument("--max-cost-usd", type=float, default=1.0, help="stop before spending more (default $1)")
+    # Default None, not 1.0: the bench must tell a cap the user asked for (refused for a model without a price) from its own default.
+    b.add_argument("--max-cost-usd", type=float, default=None,
+                   help="stop before spending more (default $1; needs a price for the model, see judge.prices)")
     b.add_argument("--sample", type=int, default=20, metavar="N", help="cases of the dataset the requests are built from (default 20)")
     b.add_argument("--synthetic", action="store_true", help="send synthetic requests (no dataset needed)")
     b.add_argument("--prompt-tokens", type=int, default=1000, metavar="T", help="prompt tokens of a synthetic request")

@@ -30,9 +30,24 @@ from typing import Any
 import aiohttp
 from tracejudge.llm.providers import HttpReply, ProviderError, Reply, rate_info, read_reply
 
-__all__ = ["BatchResult", "BatchState", "batch_line", "fetch_results", "find_batch", "poll_batch", "submit_batch"]
+__all__ = ["BatchResult", "BatchState", "NoBatchApi", "batch_line", "fetch_results", "find_batch", "poll_batch", "submit_batch"]
 
 OPENAI_TERMINAL = {"completed", "expired", "failed", "cancelled"}
+
+
+class NoBatchApi(ProviderError):
+    """Creating a batch got HTTP 404 or 405: the endpoint has no batch API (vLLM, Ollama, llama.cpp, most gateways).
+
+    A `request` error, so it is never retried and stops the run (exit 2): every batch would be refused the same way,
+    and each request's score would otherwise end `provider_error` one by one. Only the creating calls (the upload and
+    the batch itself) raise it; a 404 while polling a known batch id is about that batch, not the API.
+    """
+
+    def __init__(self, base_url: str, cause: ProviderError) -> None:
+        from tracejudge.llm.providers import public_url
+
+        super().__init__("request", f"the judge endpoint {public_url(base_url)} has no batch API ({cause}); set judge.mode: sync to send "
+                                    "each request on its own", cause.status)
 
 
 @dataclass
@@ -98,7 +113,18 @@ def _json_headers(headers: dict[str, str]) -> dict[str, str]:
 async def submit_batch(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str],
                        lines: list[bytes], *, completion_window: str = "24h", metadata: dict[str, str] | None = None,
                        timeout_s: float = 300.0) -> str:
-    """Create one batch of `lines` (from `batch_line`); returns the provider's batch id. Raises `ProviderError`."""
+    """Create one batch of `lines` (from `batch_line`); returns the provider's batch id. Raises `ProviderError`
+    (`NoBatchApi` for a 404 or 405 from the upload or the creation)."""
+    try:
+        return await _submit(session, protocol, base_url, headers, lines, completion_window, metadata, timeout_s)
+    except ProviderError as exc:
+        if exc.status in (404, 405):
+            raise NoBatchApi(base_url, exc) from None
+        raise
+
+
+async def _submit(session: aiohttp.ClientSession, protocol: str, base_url: str, headers: dict[str, str], lines: list[bytes],
+                  completion_window: str, metadata: dict[str, str] | None, timeout_s: float) -> str:
     base = base_url.rstrip("/")
     if protocol == "anthropic":
         body = b'{"requests":[' + b",".join(lines) + b"]}"

@@ -12,11 +12,15 @@ refuses the request itself — a 4xx other than 408/409/429 and a content
 filter's, or a 500 (or other 5xx) whose text names the request's fields
 (`response_format`, `json_schema`, `messages`, `max_tokens`, "not supported",
 "invalid", …: llama-cpp-python answers 500 to a `json_schema` response
-format) — which no retry can fix. A 502, 503 or 504 (a gateway or an
+format) or says the prompt cannot fit (an older llama.cpp's 500 "Input prompt
+is too big compared to KV size") — which no retry can fix. A 502, 503 or 504 (a gateway or an
 overloaded server: "too many messages queued", an HTML page saying "invalid
 upstream response") and any reply carrying `retry-after` are transient
 whatever their text says. `request_fix(message)` names the setting to change;
-`not_found_fix` says, for a 404, which base URL was used. `usage_counts`
+`not_found_fix` says, for a 404, which base URL was used — or, when the
+404's text says the model is missing (Ollama's `model "x" not found, try
+pulling it first`, vLLM's and OpenAI's "The model `x` does not exist"), that
+judge.model is what to fix (the base URL answered). `usage_counts`
 reads a usage block's prompt/completion/cached figures, refusing implausible
 ones (`ImplausibleUsage`).
 """
@@ -25,12 +29,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # aiohttp is imported by what sends: a run the cache answers whole never imports it
     import aiohttp
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "TRANSIENT_STATUSES", "ImplausibleUsage", "ReplyTooLarge", "decode_body", "read_capped", "not_found_fix",
+__all__ = ["DEFAULT_MAX_BYTES", "MAX_USAGE_TOKENS", "TRANSIENT_STATUSES", "ImplausibleUsage", "ReplyTooLarge", "decode_body", "model_missing", "read_capped", "not_found_fix",
            "request_fix", "request_refused", "token_count", "usage_counts"]
 
 DEFAULT_MAX_BYTES = 8 << 20
@@ -79,7 +84,10 @@ def decode_body(raw: bytes) -> Any:
 # Words in a server's error text that say the request's own fields are refused, not that the server failed.
 _REQUEST_WORDS = ("response_format", "json_schema", "json_object", "messages", "max_tokens", "max_completion_tokens", "context length",
                   "context window", "maximum context", "n_ctx", "unsupported", "not supported", "invalid", "validation error", "literal_error",
-                  "unknown field", "extra_forbidden", "unrecognized")
+                  "unknown field", "extra_forbidden", "unrecognized",
+                  # An older llama.cpp's context overflow is a 500 naming none of the above: "Input prompt is too big
+                  # compared to KV size. Please try increasing KV size." The same prompt never fits, however often sent.
+                  "kv size", "prompt is too big", "prompt is too long")
 _CONTENT_FILTER = ("content_filter", "content_policy", "content policy", "safety", "flagged")
 
 
@@ -101,21 +109,44 @@ def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
 def request_fix(message: str) -> str:
     """The setting to change for a refused request whose server message is `message`."""
     low = message.lower()
+    if "event-stream" in low or "server-sent events" in low:  # (`wire.read`'s message for a server that streams whatever `stream` says)
+        return "make the server (or the proxy before it) honour \"stream\": false and answer with one JSON object, or point judge.base_url at one that does"
     if any(w in low for w in ("response_format", "json_schema", "json_object", "schema")):
         return "set judge.structured_output (json_object for llama-cpp-python's server, none to send no schema)"
-    if any(w in low for w in ("token", "context", "n_ctx", "too long", "length")):
+    if any(w in low for w in ("token", "context", "n_ctx", "too long", "length", "kv size", "too big")):
         return "lower judge.max_tokens, or set judge.context_tokens to the server's window (and judge.tokenizer to its tokenizer)"
     if any(w in low for w in ("model",)):
         return "check judge.model and judge.base_url"
     return "check the judge section of the config (judge.structured_output, judge.max_tokens, judge.cache_hints, judge.model)"
 
 
-def not_found_fix(url: str, provider: str, base_url: str | None) -> str:
+# A 404 whose text says the server has no such model: the endpoint answered, so the base URL is right. Ollama: `model
+# "x" not found, try pulling it first`; vLLM and OpenAI: "The model `x` does not exist (or you do not have access to it)";
+# OpenAI's code `model_not_found`; LiteLLM and others: "model not found".
+_MODEL_MISSING = re.compile(r"model_not_found|\bmodel\b.{0,200}?\b(?:not found|does not exist|not exist|unknown|no such)|no such model|unknown model",
+                            re.I | re.S)
+
+
+def model_missing(message: str) -> bool:
+    """Whether an error text (a 404's) says the server has no such model, rather than no such endpoint."""
+    return _MODEL_MISSING.search(message) is not None
+
+
+def not_found_fix(url: str, provider: str, base_url: str | None, message: str = "", model: str = "") -> str:
     """The hint for an HTTP 404 from the judge at `url`: which base URL was used and where it came from.
 
     `base_url` is `judge.base_url` as configured (None: the provider's default); when it is what the
     provider's base-URL variable (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`) gives, the variable is named.
+    `message`: the 404's error text; when it says the model is missing (`model_missing`) the hint names
+    judge.model (`model`) instead, with `ollama pull <model>` when the text is Ollama's ("try pulling it").
     """
+    if model_missing(message):
+        named = f" {model!r}" if model else ""
+        hint = (f"the server at {_public(url)} answered but has no model{named}: check judge.model against the models "
+                "it serves (GET /v1/models lists them)")
+        if "pull" in message.lower():  # Ollama's wording: the model is not downloaded yet
+            hint += f", or download it first: ollama pull {model or '<model>'}"
+        return hint
     from tracejudge.core.judge_config import base_url_env, env_base_url
     from tracejudge.llm.wire.payload import DEFAULT_BASE_URLS, public_url
 
@@ -134,6 +165,12 @@ def not_found_fix(url: str, provider: str, base_url: str | None) -> str:
     if provider == "anthropic":
         hint += f", while {var} is read as the Anthropic SDK reads it (such as https://api.anthropic.com: /v1 is added)"
     return hint
+
+
+def _public(url: str) -> str:
+    from tracejudge.llm.wire.payload import public_url  # (here: wire imports this module)
+
+    return public_url(url)
 
 
 def token_count(usage: dict[str, Any], key: str) -> int:

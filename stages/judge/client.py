@@ -136,6 +136,7 @@ class Judge:
         self._backoff: dict[int, tuple[float, str]] = {}
         self._queued = 0
         self.usage_problem_told = False  # (`calls.sending.estimate_usage`: implausible usage is warned about once a judge)
+        self.prompt_cut_told = False  # (`calls.prompt_cut`: a server cutting prompts is warned about once a judge)
         self._in_batches = 0
         self._prep: Preparer | None = None
         # Set by the stage when `session` is None: connects (and sets `session`, `url`) before the first request is sent.

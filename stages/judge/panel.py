@@ -3,7 +3,7 @@
 A panel member (`tracejudge.core.judge_quality.PanelModel`) is the `judge:`
 section with the member's `model` (which may carry its provider,
 `anthropic:claude-haiku-4-5`), `provider`, `base_url`,
-`api_key_env` and `prices` put over it; a member on another provider than the
+`api_key_env`, `prices` and `structured_output` put over it; a member on another provider than the
 section's does not inherit the section's base URL or key variable. Its
 `limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
 and enforced by a limiter of its own. How the members' verdicts are combined:
@@ -58,7 +58,7 @@ def panel_members(config: RunConfig) -> list[Member]:
         if provider != cfg.provider:  # another provider: the section's endpoint and key are not this member's
             data.pop("base_url", None)
             data.pop("api_key_env", None)
-        for k in ("base_url", "api_key_env", "prices"):
+        for k in ("base_url", "api_key_env", "prices", "structured_output"):
             if getattr(m, k) is not None:
                 data[k] = getattr(m, k)
         section: type[JudgeConfig] | type[LimitsConfig] = JudgeConfig

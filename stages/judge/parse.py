@@ -8,7 +8,13 @@ verdict does no harm. Zero-width and byte-order-mark characters are removed
 first (they make "ye\u200bs" look like "yes" to a reader but not to a parser), and so
 is a reasoning model's thinking (`<think>…</think>`, `<thinking>`, `<reasoning>`;
 text before a closing tag whose opening tag the chat template put in the prompt):
-a draft verdict there is not the answer, however valid it looks.
+a draft verdict there is not the answer, however valid it looks. A block that
+never closes (the model stopped while still thinking, `finish_reason: stop` or
+not) is thinking to the end of the reply: a draft there is never taken, and a
+reply left without a verdict says the block never closed and what to change
+(`unclosed_reasoning`); the tag counts only at the start of the reply or of a
+line, since a JSON string cannot hold a raw newline, so a reason quoting
+"<think>" inside a verdict is not mistaken for one.
 Answers come as the shared schema's list (`{"answers": [{"id", "answer",
 "reason"}, …]}`, read by id; the first answer to an id counts) or as an
 object keyed by question id. Not tolerated: anything that is not a JSON object with exactly the asked
@@ -40,7 +46,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
-           "strip_reasoning", "yes_no_from"]
+           "strip_reasoning", "unclosed_reasoning", "yes_no_from"]
 
 T = TypeVar("T")
 
@@ -48,6 +54,9 @@ T = TypeVar("T")
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 _REASONING = re.compile(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", re.S | re.I)
 _OPENED_BEFORE = re.compile(r".*</(?:think|thinking|reasoning)\s*>", re.S | re.I)  # (greedy: to the last one)
+# An opening tag left once closed blocks are gone has no closing tag after it. Only at the start of the reply or of a line:
+# a JSON string cannot hold a raw newline, so a verdict's reason quoting "<think>" never matches.
+_UNCLOSED = re.compile(r"(?:\A|\n)[ \t]*<(think|thinking|reasoning)\s*>", re.I)
 _BARE = re.compile(r"\s*(yes|no)\s*[.!]?\s*", re.I)  # a whole reply of one verdict word (`parse_yes_no`)
 
 
@@ -117,15 +126,41 @@ def strip_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
+def _outside(text: str) -> tuple[str, str]:
+    # (`text` outside its reasoning, the tag of a block that never closed or "")
+    if "<" not in text:  # (the common reply: no tag at all, nothing to search)
+        return text, ""
+    if "</" in text:
+        text = _REASONING.sub(" ", text)
+        opened_before = _OPENED_BEFORE.match(text)
+        text = text[opened_before.end():] if opened_before else text
+    unclosed = _UNCLOSED.search(text)
+    return (text[:unclosed.start()], unclosed.group(1).lower()) if unclosed else (text, "")
+
+
 def strip_reasoning(text: str) -> str:
     """`text` without a reasoning model's thinking: each `<think>…</think>` block (also `thinking`, `reasoning`; any
-    case), and everything before a closing tag left without its opening one (a template that opens the block in the
-    prompt, as Qwen3's and DeepSeek-R1's do). Text with no closing tag is returned as it is."""
-    if "</" not in text:
-        return text
-    text = _REASONING.sub(" ", text)
-    opened_before = _OPENED_BEFORE.match(text)
-    return text[opened_before.end():] if opened_before else text
+    case), everything before a closing tag left without its opening one (a template that opens the block in the
+    prompt, as Qwen3's and DeepSeek-R1's do), and everything from an opening tag that never closes (at the start of
+    the reply or of a line: the model stopped while thinking) to the end. Text with no tag is returned as it is."""
+    return _outside(text)[0]
+
+
+def unclosed_reasoning(text: str) -> str:
+    """The tag (`think`, `thinking`, `reasoning`) of a reasoning block in `text` that never closes, or "" (see `strip_reasoning`)."""
+    return _outside(strip_invisible(text))[1]
+
+
+def _never_closed(text: str, exc: ParseError) -> ParseError:
+    # A reply left without a verdict because its thinking never ended: say so and what to change, not only what was
+    # missing (a draft verdict in that block was seen and deliberately not taken).
+    tag = unclosed_reasoning(text)
+    if not tag:
+        return exc
+    return ParseError(f"the reply's <{tag}> reasoning block never closed (no </{tag}>), so the reply holds no verdict: a draft "
+                      f"verdict inside it is never taken. The model stopped while still reasoning: raise judge.max_tokens, or change "
+                      f"the server's reasoning settings (a chat template or reasoning parser that ends the thinking, or thinking "
+                      f"turned off) ({exc})")
 
 
 def json_objects(text: str) -> Iterator[dict[str, Any]]:
@@ -160,7 +195,7 @@ def extract_json(text: str) -> dict[str, Any]:
     """The first JSON object in `text` (bare, fenced, or inside prose). Raises `ParseError`."""
     for value in json_objects(text):
         return value
-    raise ParseError("no JSON object found in the reply")
+    raise _never_closed(text, ParseError("no JSON object found in the reply"))
 
 
 def _first_valid(text: str, read: Callable[[Any], T]) -> T:
@@ -229,8 +264,11 @@ def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]
     """
     if len(question_ids) == 1 and (bare := _BARE.fullmatch(strip_reasoning(strip_invisible(text)))) is not None:
         return {question_ids[0]: {"answer": bare.group(1).lower(), "reason": ""}}
-    check_agreement(text, question_ids)
-    return _first_valid(text, lambda data: yes_no_from(by_id(data), question_ids))
+    try:
+        check_agreement(text, question_ids)
+        return _first_valid(text, lambda data: yes_no_from(by_id(data), question_ids))
+    except ParseError as exc:
+        raise _never_closed(text, exc) from None
 
 
 def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[str, str]] | None], list[str]]:
@@ -245,7 +283,7 @@ def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[
     wanted = set(asked)
     data = next((by_id(o) for o in json_objects(text) if isinstance(by_id(o), dict) and wanted & set(by_id(o))), None)
     if data is None:
-        raise ParseError("no JSON object with answers to the asked question ids found in the reply")
+        raise _never_closed(text, ParseError("no JSON object with answers to the asked question ids found in the reply"))
     got: list[dict[str, dict[str, str]] | None] = []
     problems: list[str] = []
     for ids in parts:
@@ -256,7 +294,7 @@ def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[
             got.append(None)
             problems.append(str(exc))
     if all(g is None for g in got):
-        raise ParseError(problems[0])
+        raise _never_closed(text, ParseError(problems[0]))
     return got, problems
 
 
@@ -282,8 +320,11 @@ def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]
 def parse_scale(text: str, lo: int, hi: int) -> dict[str, Any]:
     """`{"score": int in [lo, hi], "reason": str}`. Raises `ParseError`, also when the reply's JSON objects give two
     different valid grades (`grade_agreement`)."""
-    grade_agreement(json_objects(text), lo, hi)
-    return _first_valid(text, lambda data: scale_from(data, lo, hi))
+    try:
+        grade_agreement(json_objects(text), lo, hi)
+        return _first_valid(text, lambda data: scale_from(data, lo, hi))
+    except ParseError as exc:
+        raise _never_closed(text, exc) from None
 
 
 def grade_agreement(verdicts: Iterable[Any], lo: int, hi: int) -> None:

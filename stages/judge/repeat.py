@@ -135,12 +135,31 @@ def combine_samples(metric: Any, outs: list[Outcome], plan: Any = None) -> Outco
     return Outcome(score)
 
 
-def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str) -> Outcome:
-    """One item's outcome from each panel model (`{model: outcome}`, in panel order), combined by `how` (see the module doc)."""
+def _name_member(text: str, kind: str, label: str) -> str:
+    """`text` (a failure's message or reason, `kind: …`) with the panel member put right after its kind, so the kind
+    still leads (`parse_error: panel member openai:m at http://h/v1: …`)."""
+    if kind and text.startswith(f"{kind}: "):
+        return f"{kind}: {label}: {text[len(kind) + 2:]}"
+    return f"{label}: {text}"
+
+
+def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str, urls: dict[str, str] | None = None) -> Outcome:
+    """One item's outcome from each panel model (`{model: outcome}`, in panel order), combined by `how` (see the module doc).
+
+    A failed member's outcome stands for the item, its message and reason naming that member and its base URL
+    (`urls`: model → URL; "" or missing for the simulator), and `details.panel_member` holding both: the score's
+    `judge.model` names the whole panel, which does not say which server to fix.
+    """
     names = list(outs)
     items = list(outs.values())
     bad = _failed(items)
     if bad is not None:
+        name = next(n for n, o in outs.items() if o is bad)
+        url = (urls or {}).get(name) or ""
+        label = f"panel member {name}" + (f" at {url}" if url else "")
+        bad.message = _name_member(bad.message, bad.kind, label)
+        bad.score.reason = _name_member(bad.score.reason, str((bad.score.details or {}).get("error_kind") or bad.kind), label)
+        bad.score.details = {**(bad.score.details or {}), "panel_member": {"model": name, "base_url": url or None}}
         bad.score.judge = _sum_info(items, "panel:" + "+".join(names))
         return bad
     votes = {n: _votes(o) for n, o in outs.items()}

@@ -115,6 +115,14 @@ def grouping(jobs: list[Planned], cfg: Any) -> None:
         job.found = group_keys(job.plans, job.by_key, cfg) if len(job.plans) > 1 else []
 
 
+def _member_urls(judges: list[tuple[str, Judge]]) -> dict[str, str]:
+    """Each panel member's base URL (its password masked; the endpoint for a member without `base_url`), for naming a
+    failing member (`repeat.combine_panel`)."""
+    from tracejudge.llm.providers import public_url
+
+    return {name: public_url(j.cfg.base_url or j.url) if (j.cfg.base_url or j.url) else "" for name, j in judges}
+
+
 def conclude(work: Work, job: Planned, passes: Passes, judges: list[tuple[str, Judge]], cfg: Any, state: dict[str, Any],
              tally: JudgeTally) -> Outcome | None:
     """Store every metric's score on `work` from its `passes`' outcomes and set its status, counting in the stage's
@@ -126,7 +134,8 @@ def conclude(work: Work, job: Planned, passes: Passes, judges: list[tuple[str, J
                      for i, (name, _) in enumerate(judges)}
         for o in per_model.values():
             tally.add_samples(key, o.score.details)
-        outcomes[key] = next(iter(per_model.values())) if len(judges) == 1 else combine_panel(by_key[key], plans[key], per_model, cfg.aggregate)
+        outcomes[key] = next(iter(per_model.values())) if len(judges) == 1 else combine_panel(by_key[key], plans[key], per_model, cfg.aggregate,
+                                                                                               _member_urls(judges))
         tally.add_panel(key, outcomes[key].score.details)
     fatal = next((o for o in outcomes.values() if o.kind in STOPS), None)
     if fatal is not None:

@@ -21,7 +21,7 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "batch_request_errors", "batch_expired", "batch_polls", "cache_errors", "parse_failures", "truncated_replies",
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
              "single_flight_shared", "requests_split", "request_errors", "judged_items",
-             "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown")
+             "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts")
 
 # The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price or a reply reported no usage.
 UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
@@ -79,7 +79,8 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     block["items_per_request"] = cfg.items_per_request
     if cfg.calibration is not None:
         block["calibration"] = calibration.summary(prior.get("calibration"))
-    per_model = {name: {k: counters[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd")}
+    # (judge_errors, parse_failures: which member failed; the score's judge block names the whole panel)
+    per_model = {name: {k: counters[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "judge_errors", "parse_failures")}
                  for name, counters in ((name, _counters(j)) for name, j in judges)} if cfg.models else None
     block.update(tally.summary(prior, per_model))
     if cfg.samples > 1:

@@ -14,6 +14,12 @@ def _dollars(value: float | None) -> str:
     return "cost unknown" if value is None else f"${value:.4f}"
 
 
+def _member_failures(v: dict[str, Any]) -> str:
+    """`, 36 parse failures, 2 judge errors` for a panel member that had any (none: ""): the score names the whole panel."""
+    parts = [f"{v[k]} {what}" for k, what in (("parse_failures", "parse failures"), ("judge_errors", "judge errors")) if v.get(k)]
+    return (" (" + ", ".join(parts) + ")") if parts else ""
+
+
 def spend_line(summary: dict[str, Any]) -> str:
     """The line saying what the judge sent and spent.
 
@@ -66,6 +72,10 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if j.get("truncated_prompts"):
         lines.append(f"judge prompts truncated: {j['truncated_prompts']} too long for the judge's context were sent with middle steps left out "
                      "or oversized fields cut (too_long: truncate); each score's reason says what")
+    if j.get("server_truncated_prompts"):
+        n = j["server_truncated_prompts"]
+        lines.append(f"judge server cut prompts: {n} {'reply' if n == 1 else 'replies'} counted under half the prompt tokens sent, so the judge "
+                     "saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
     if j.get("too_long"):
         lines.append(f"judge prompts too long: {j['too_long']} could not fit the judge's context and were not sent; their scores are null")
     if j.get("error_kinds"):
@@ -87,7 +97,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if j.get("mode") == "batch":
         lines.append(f"judge batch API: {j.get('batches_submitted', 0)} batches submitted, {j.get('batches_reattached', 0)} re-attached, "
                      f"{j.get('batch_resubmits', 0)} requests resubmitted; " + (
-                         "cost unknown (no price)" if j.get("cost_usd", 0.0) is None else
+                         # (a model without a price is unknown, never $0, even before it billed anything)
+                         "cost unknown (no price)" if j.get("cost_usd", 0.0) is None or not j.get("priced", True) else
                          f"${j['cost_usd']:.4f} at the batch price ({_dollars(j.get('sync_equivalent_usd', 0.0))} synchronously)"))
     for metric, c in (j.get("calibration") or {}).items():
         if c.get("items"):
@@ -138,7 +149,7 @@ def quality_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the panel: {agree}{ties}")
     if panel.get("models"):
         lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests {_dollars(v.get('cost_usd', 0.0))}"
-                                                          for m, v in panel["models"].items()))
+                                                          + _member_failures(v) for m, v in panel["models"].items()))
     labels = summary.get("labels") or {}
     if labels.get("error"):
         lines.append(f"judge labels: {labels['error']}")

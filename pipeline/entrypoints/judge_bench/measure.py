@@ -7,7 +7,7 @@ from typing import Any
 from tracejudge.entrypoints.judge_bench.ramp import pct
 from tracejudge.entrypoints.judge_bench.sender import Attempt
 
-__all__ = ["headers_seen", "measured"]
+__all__ = ["headers_seen", "measured", "usability"]
 
 # The steady part must be at least this share of the measured phase to stand for it.
 MEASURED_SHARE = 0.3
@@ -70,6 +70,8 @@ def measured(attempts: list[Attempt], limits: dict[str, Any]) -> dict[str, Any]:
     for a in attempts:
         if a.outcome != "ok":
             kinds[a.outcome] = kinds.get(a.outcome, 0) + 1
+        elif a.reply_problem:  # answered, but nothing the run could use: an error for the judge, whatever the transport did
+            kinds[f"{a.reply_problem} reply"] = kinds.get(f"{a.reply_problem} reply", 0) + 1
     rpm, tpm = len(ok) / minutes, (tin + tout) / minutes
     scale = 1.0
     if binding is not None and (rpm if binding == "requests" else tpm) > 0:
@@ -101,3 +103,16 @@ def headers_seen(attempts: list[Attempt]) -> dict[str, Any]:
         return {"present": False}
     last = rates[-1]
     return {"present": True, "limit_requests": last.limit_requests, "limit_tokens": last.limit_tokens}
+
+
+def usability(attempts: list[Attempt]) -> dict[str, Any]:
+    """The bench's answered replies by whether the run could use them, over every phase (ramp and hold):
+    `answered`, `usable`, `truncated`, `unparseable`, and the first message of each problem (`messages`).
+    `usable` is None when nothing was answered (no evidence either way)."""
+    ok = [a for a in attempts if a.outcome == "ok"]
+    counts = {k: sum(a.reply_problem == k for a in ok) for k in ("truncated", "unparseable")}
+    messages: dict[str, str] = {}
+    for a in ok:
+        if a.reply_problem and a.message:
+            messages.setdefault(a.reply_problem, a.message)
+    return {"answered": len(ok), "usable": len(ok) - sum(counts.values()) if ok else None, **counts, "messages": messages}

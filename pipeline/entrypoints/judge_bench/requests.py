@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from tracejudge.core import registry
 from tracejudge.core.config import JudgeConfig, RunConfig
@@ -15,12 +18,26 @@ __all__ = ["BenchRequest", "build_sample", "synthetic_requests"]
 
 @dataclass(frozen=True)
 class BenchRequest:
-    """One request to send: what it asks, which metric built it, our tiktoken count of its prompt, how many questions it asks."""
+    """One request to send: what it asks, which metric built it, our tiktoken count of its prompt, how many questions it asks.
+
+    `check` reads a reply's text as the run would and raises (`ParseError`, any exception) when the run could not take
+    a verdict from it; None: any reply counts as usable.
+    """
 
     request: JudgeRequest
     metric: str
     prompt_tokens: int
     questions: int = 1
+    check: Callable[[str], Any] | None = field(default=None, compare=False)
+
+
+def _holds_json(text: str) -> None:
+    """Raise `ParseError` unless `text` holds a JSON object outside any reasoning block: the check of a multi-item or
+    synthetic request, whose verdicts the run reads item by item (a reply with no object at all has none of them)."""
+    from tracejudge.stages.judge.parse import ParseError, json_objects
+
+    if next(iter(json_objects(text)), None) is None:  # (json_objects skips reasoning blocks itself)
+        raise ParseError("no JSON object in the reply")
 
 
 def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
@@ -34,7 +51,7 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
     from tracejudge.llm.judge_tokenizer import spec_of
     from tracejudge.stages.extract import extract_record
     from tracejudge.stages.judge.base import JudgeMetric
-    from tracejudge.stages.judge.client import build_request, request_tokens
+    from tracejudge.stages.judge.client import build_request, parse_answers, request_tokens
     from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
     from tracejudge.stages.judge.requests import case_requests
 
@@ -60,14 +77,15 @@ def build_sample(config: RunConfig, sample: int) -> list[BenchRequest]:
                 continue
             for group in a.questions:
                 req = build_request(a.plan, group, cfg)
-                out.append(BenchRequest(req, a.key, request_tokens(req, tok), len(group)))
+                # The run's own reading of the reply (`parse_answers`), so the bench counts what the run could not use.
+                out.append(BenchRequest(req, a.key, request_tokens(req, tok), len(group), partial(parse_answers, a.plan, group)))
     for key, mine in items.items():
         for i in range(0, len(mine), cfg.items_per_request):
             group_items = mine[i:i + cfg.items_per_request]
             for it in group_items:
                 it.id = item_id(it, cfg)
             req = build_multi_request(group_items, cfg)
-            out.append(BenchRequest(req, key, request_tokens(req, tok), sum(len(it.questions) for it in group_items)))
+            out.append(BenchRequest(req, key, request_tokens(req, tok), sum(len(it.questions) for it in group_items), _holds_json))
     if not out:
         raise ConfigError("bench: the sampled cases give the judge metrics nothing to ask")
     return out
@@ -89,5 +107,5 @@ def synthetic_requests(model: str, prompt_tokens: int, max_tokens: int, count: i
         req = make(words)
         # One correction: a few words merge into fewer tokens.
         req = make(max(0, words + prompt_tokens - request_tokens(req)))
-        out.append(BenchRequest(req, "synthetic", request_tokens(req)))
+        out.append(BenchRequest(req, "synthetic", request_tokens(req), check=_holds_json))
     return out

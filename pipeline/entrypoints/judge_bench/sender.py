@@ -40,6 +40,9 @@ class Attempt:
     rate: RateInfo | None = None
     message: str = ""
     usage_estimated: bool = False  # the reply reported no (or no plausible) usage: its tokens are estimates
+    # An answered reply the run could not use: "truncated" (cut at max_tokens) or "unparseable" (no verdict read from
+    # it); "" for a usable one. The outcome stays "ok": the server answered, which is what the rates measure.
+    reply_problem: str = ""
 
 
 @dataclass
@@ -47,6 +50,22 @@ class _State:
     attempts: list[Attempt] = field(default_factory=list)
     sent: int = 0
     stop: str | None = None
+
+
+def _unusable(br: BenchRequest, text: str, truncated: bool) -> tuple[str, str]:
+    """Why the run could not use a reply to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
+    never taken, even when what arrived happens to parse), `("unparseable", the parser's message)` when `br.check`
+    fails, `("", "")` when it is usable. A check that raises anything at all counts as unparseable: a reply must
+    never crash the bench."""
+    if truncated:
+        return "truncated", f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}"
+    if br.check is None:
+        return "", ""
+    try:
+        br.check(text)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        return "unparseable", f"{exc}; the reply began: {text[:120]!r}"
+    return "", ""
 
 
 class Bench:
@@ -120,6 +139,9 @@ class Bench:
             reply.input_tokens = br.prompt_tokens
             text = reply.text + reply.reasoning
             reply.output_tokens = self.counter.text(text) if self.counter is not None else math.ceil(len(text) / 4)
+        att.reply_problem, problem = _unusable(br, reply.text, reply.truncated)
+        if problem:
+            att.message = " ".join(redact(problem, self.secrets).split())[:300]
         att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
         self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens))

@@ -37,12 +37,13 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         ("429 share", f"{m.get('rate_limited_share', 0):.1%}"),
         ("errors", ", ".join(f"{k} {v}" for k, v in m.get("errors", {}).items()) or "none"),
         *((f"  {kind}", msg) for kind, msg in report.get("error_messages", {}).items()),
+        *_reply_rows(report.get("replies")),
         ("cached-token share", f"{m.get('cached_token_share', 0):.1%}"),
         ("output tokens per request", f"{m['output_tokens_per_request']:.1f}" if m.get("output_tokens_per_request") is not None else "n/a"),
         *((("usage reported", f"by {m.get('answered', 0) - m['usage_estimated']} of {m.get('answered', 0)} replies: the others' tokens "
             "are estimated (the prompt as counted, the reply's text by judge.tokenizer), and so are the token rates and the cost"),)
           if m.get("usage_estimated") else ()),
-        ("bench spent", f"${report['spent_usd']:.4f} ({report['requests_sent']} requests; stopped by {report['stopped_by']})"),
+        ("bench spent", f"{_usd(report['spent_usd'])} ({report['requests_sent']} requests; stopped by {report['stopped_by']})"),
     ]
     if p:
         rows += _sweep_rows(p)
@@ -55,9 +56,21 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     if lim is None:
         n = m.get("answered") or 0
         console.print("limits: none to recommend (" + ("no request was answered)" if not n else
+                      "no reply was usable)" if (report.get("replies") or {}).get("usable") == 0 else
                       f"only {n} answers at level {report['best_level']}, at least {MIN_SAMPLES} measure a level: raise --requests)"), highlight=False)
         return
     console.print(f"limits: {{rpm: {lim['rpm']}, tpm: {lim['tpm']}, max_in_flight: {lim['max_in_flight']}, window: {lim['window']}}}", highlight=False)
+
+
+def _reply_rows(replies: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The row counting answered replies the run could not use (over the whole bench), with each problem's first
+    message; none when every reply was usable (or nothing was answered)."""
+    if not replies or not replies["answered"] or replies["usable"] == replies["answered"]:
+        return []
+    counts = ", ".join(f"{k} {replies[k]}" for k in ("truncated", "unparseable") if replies[k])
+    verdict = "none usable: the judge is not usable as configured" if replies["usable"] == 0 else f"{replies['usable']} usable"
+    return [("unusable replies", f"{counts} of {replies['answered']} answered ({verdict})"),
+            *((f"  {kind}", msg) for kind, msg in replies.get("messages", {}).items())]
 
 
 def _sweep_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
@@ -75,6 +88,11 @@ def _sweep_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
             note = f" (grouped prompts are cached apart: the cache answers {v['cache_hits']:,} of them)"
         rows.append((f"  {mode}", f"{v['requests']:,} requests, {wall}, {usd}{note}"))
     return rows
+
+
+def _usd(v: float | None) -> str:
+    """Dollars, or `cost unknown` (a model without a price: never shown as $0)."""
+    return "cost unknown: no price for the model" if v is None else f"${v:.4f}"
 
 
 def _num(v: int | None) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from tracejudge.llm.redact import redact
 from tracejudge.llm.replies import ImplausibleUsage, request_refused, token_count, usage_counts
+from tracejudge.llm.wire.payload import public_url
 from tracejudge.llm.wire.rate_headers import rate_info
 from tracejudge.llm.wire.records import HttpReply, ProviderError, Reply
 
@@ -20,6 +21,8 @@ def _error_text(body: Any, secrets: tuple[str | None, ...] = ()) -> str:
         text = f"{err.get('type') or err.get('code') or 'error'}: {err.get('message', '')}"
     elif isinstance(body, dict) and isinstance(body.get("error"), str):
         text = f"error: {body['error']}"
+    elif isinstance(body, dict) and body.get("object") == "error" and isinstance(body.get("message"), str):
+        text = f"{body.get('type') or 'error'}: {body['message']}"  # vLLM's error shape: the message at the top level
     else:
         text = str(body)
     return redact(text, secrets)[:300]
@@ -76,7 +79,7 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         raise ProviderError(kind, f"HTTP {http.status} {text}", http.status)
     body = http.body
     if not isinstance(body, dict):
-        raise ProviderError("server", f"HTTP {http.status}: reply is not a JSON object", http.status)
+        raise _not_json(http)
     if body.get("error") or body.get("type") == "error":
         # Some gateways answer 200 with an error body: report what the provider said, not a shape error.
         raise ProviderError("server", f"HTTP {http.status} with an error body: {_error_text(body, secrets)}", http.status)
@@ -86,6 +89,21 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         return _openai(body)
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
+
+
+def _not_json(http: HttpReply) -> ProviderError:
+    # A 2xx that is not a JSON object, said by what it is: "not a JSON object" alone sends the user hunting.
+    ctype = http.headers.get("content-type", "").split(";")[0].strip().lower() or "no content type"
+    text = http.body.lstrip() if isinstance(http.body, str) else ""
+    where = f" at {public_url(http.url)}" if http.url else ""
+    if ctype == "text/event-stream" or text.startswith(("data:", "event:")):
+        # Not transient: the server streams every reply, so retrying (or asking per metric) only repeats it.
+        return ProviderError("request", f"HTTP {http.status}: the server{where} answered with a stream ({ctype}, server-sent events) "
+                             "although tracejudge sends non-streaming requests (\"stream\": false)", http.status)
+    if ctype in ("text/html", "application/xhtml+xml") or text[:200].lower().startswith(("<!doctype html", "<html")):
+        return ProviderError("server", f"HTTP {http.status}: got an HTML page ({ctype}), not a JSON reply: a proxy's error or login page "
+                             f"answers{where}; check judge.base_url and what stands before the server", http.status)
+    return ProviderError("server", f"HTTP {http.status}: reply is not a JSON object ({ctype})", http.status)
 
 
 def _anthropic(body: dict[str, Any]) -> Reply:

@@ -36,7 +36,8 @@ class HttpReply:
 
     `flight_s` is the seconds from the request's headers going out on the
     wire to the reply being read (`None` when the session does not trace
-    sends); `latency_s` also counts waiting for a connection.
+    sends); `latency_s` also counts waiting for a connection. `url` is where the
+    request went ("" when unknown), for messages about what answered there.
     """
 
     status: int
@@ -44,6 +45,7 @@ class HttpReply:
     body: Any
     latency_s: float
     flight_s: float | None = None
+    url: str = ""
 
 
 @dataclass

@@ -20,6 +20,7 @@ from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
 from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind
+from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
 from tracejudge.stages.judge.calls.stats import sum_usd
 
 if TYPE_CHECKING:
@@ -134,6 +135,8 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         del self._sending[serial]
     if not reply.usage_known:
         self._estimate_usage(reply, prompt_tokens)
+    elif check_prompt_cut(self, reply, estimate):
+        pass  # a server that cut the prompt counted only part of it: that teaches the tokenizer ratio nothing either
     elif reply.input_tokens > 0:  # (an estimate teaches the ratio nothing)
         self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
     used = reply.input_tokens + reply.output_tokens
@@ -166,6 +169,8 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
         self._in_batches -= 1
     if not reply.usage_known:
         self._estimate_usage(reply, prompt_tokens)
+    else:
+        check_prompt_cut(self, reply, estimate)
     usage = (reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
     cost = batch_cost(*usage)
     self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
@@ -294,8 +299,12 @@ def failure(self: Judge, exc: ProviderError) -> Outcome:
         msg = f"rate_limited: {wait} (daily quota?): {exc}"
         return Outcome(Score(value=None, passed=None, reason=msg, details=details), "rate_limited", msg, kind)
     msg = f"{kind}: {exc}"
-    if kind == "request_error" and exc.status == 404:  # no such endpoint: the base URL, not the request, is what to fix
-        msg += f"; {not_found_fix(self.url, self.cfg.provider, self.cfg.base_url)}"
+    from tracejudge.llm.batch_api import NoBatchApi  # here: batch_api imports aiohttp, which a judge stage loads only once it sends
+
+    if isinstance(exc, NoBatchApi):
+        msg = f"no batch API: {exc}"  # (it says what to set; not_found_fix is about the chat endpoint's URL)
+    elif kind == "request_error" and exc.status == 404:  # no such endpoint: the base URL, not the request, is what to fix
+        msg += f"; {not_found_fix(self.url, self.cfg.provider, self.cfg.base_url, str(exc), self.cfg.model)}"  # (a missing model: judge.model)
     elif kind == "request_error":
         msg += f"; {request_fix(str(exc))}"
     elif kind == "unreachable":

@@ -74,6 +74,7 @@ class JudgeStats:
     repair_output_tokens: int = 0
     repair_cost_usd: float = 0.0
     usage_unknown_replies: int = 0  # answers without usage: tokens estimated, dollars unknown
+    server_truncated_prompts: int = 0  # replies whose server counted far fewer prompt tokens than were sent (it cut them)
     saved_usage_unknown: int = 0  # cache hits (and shared flights) of such answers: what they saved is unknown
     latencies: list[float] = field(default_factory=list)
     cache_misses_explained: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,188 @@
+"""Faults a user met against self-hosted judge servers, over real HTTP on 127.0.0.1 with real runs and benches:
+
+1. a server that silently cuts the prompt to its context (Ollama's `num_ctx`) and says so only in `usage.prompt_tokens`;
+2. `tracejudge bench` against a judge whose every reply is unusable (cut at `max_tokens`, or prose);
+3. `tracejudge bench --max-cost-usd` with a model without a price;
+4. `judge.mode: batch` against a server without a batch API;
+5. a failing judge-panel member, and a member's own `structured_output`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _loopback import Loopback, completion, verdict
+from test_judge_servers import cases, config, results, run, tj, write
+from tracejudge.stages.reports.judge_lines import judge_lines
+
+ONE = [{"type": "TaskCompletion"}]
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    """The request's messages counted by tiktoken, as the client counts them (its schema and framing left out)."""
+    from tracejudge.llm.tokens import count_messages
+
+    return count_messages(list(body["messages"]), "gpt-4o-mini")
+
+
+# ---------------------------------------------------------------- 1. a server that cuts the prompt
+
+
+def test_a_server_that_cuts_the_prompt_is_warned_about_once_and_counted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    def cutting(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body)))
+        reply["usage"] = {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020}  # Ollama: what num_ctx kept
+        return 200, reply
+
+    def honest(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        reply = completion(json.dumps(verdict(body)))
+        # Another tokenizer: 30 % fewer tokens than tiktoken's is an ordinary difference, never a cut.
+        reply["usage"] = {"prompt_tokens": int(_prompt_tokens(body) * 0.7), "completion_tokens": 20, "total_tokens": 0}
+        return 200, reply
+
+    long_cases = cases(tmp_path / "long.jsonl", 3, steps=80)  # prompts of several thousand tokens
+    with caplog.at_level(logging.WARNING, logger="tracejudge"), Loopback(cutting) as server:
+        summary = run(config(tmp_path, server.url, long_cases, metrics=ONE))
+    j = summary["judge"]
+    assert j["server_truncated_prompts"] == 3, j
+    warned = [r.getMessage() for r in caplog.records if "prompt tokens for a prompt tracejudge counted" in r.getMessage()]
+    assert len(warned) == 1, warned  # once a run, not once a reply
+    assert "counted 1,000 prompt tokens" in warned[0] and "num_ctx" in warned[0] and "OLLAMA_CONTEXT_LENGTH" in warned[0]
+    assert "judge.context_tokens" in warned[0]
+    assert any("judge server cut prompts: 3 replies" in line for line in judge_lines(summary))
+
+    # Ordinary tokenizer differences, and a short prompt whose count is far below ours but only by tens of tokens: no warning.
+    with Loopback(honest) as server:
+        quiet = run(config(tmp_path, server.url, long_cases, metrics=ONE, run="honest"))
+    short_cut = cases(tmp_path / "short.jsonl", 2)
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:  # usage says 50 prompt tokens
+        short = run(config(tmp_path, server.url, short_cut, metrics=ONE, run="short"))
+    assert quiet["judge"]["server_truncated_prompts"] == 0 and short["judge"]["server_truncated_prompts"] == 0
+
+
+# ---------------------------------------------------------------- 2. a bench whose replies are all unusable
+
+
+def _bench(tmp: Path, url: str, *more: str) -> tuple[Any, dict[str, Any]]:
+    cfg = write(tmp, config(tmp, url, cases(tmp / "c.jsonl", 4)))
+    out = tmp / "bench.json"
+    out.unlink(missing_ok=True)
+    proc = tj("bench", str(cfg), "--sample", "2", "--requests", "12", "--duration", "0.3", "--json", str(out), *more, cwd=tmp)
+    return proc, json.loads(out.read_text()) if out.exists() else {}
+
+
+@pytest.mark.parametrize("fault", ["length", "prose"])
+def test_a_bench_whose_replies_are_all_unusable_fails_and_says_what_to_change(tmp_path: Path, fault: str) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        text = json.dumps(verdict(body))
+        if fault == "prose":
+            return 200, completion("TC1: yes, because the agent did it. TCN1: no.")
+        reply = completion(text[: len(text) // 2])
+        reply["choices"][0]["finish_reason"] = "length"
+        return 200, reply
+
+    with Loopback(respond) as server:
+        proc, report = _bench(tmp_path, server.url)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    replies = report["replies"]
+    kind = "truncated" if fault == "length" else "unparseable"
+    assert replies["answered"] == report["requests_sent"] == 12 and replies["usable"] == 0 and replies[kind] == 12, replies
+    assert report["measured"]["errors"] == {f"{kind} reply": report["measured"]["requests"]}
+    assert report["recommended_limits"] is None
+    assert "unusable replies" in proc.stdout and "errors │ none" not in proc.stdout.replace("  ", "")
+    setting = "judge.max_tokens" if fault == "length" else "judge.structured_output"
+    assert "not usable as configured" in proc.stdout and setting in proc.stdout, proc.stdout
+    assert "not usable as configured" in proc.stderr
+
+
+def test_a_bench_of_usable_replies_counts_none_unusable(tmp_path: Path) -> None:
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
+        proc, report = _bench(tmp_path, server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["replies"]["usable"] == report["replies"]["answered"] == 12 and "unusable replies" not in proc.stdout
+
+
+# ---------------------------------------------------------------- 3. a bench's dollar cap with a model without a price
+
+
+def test_a_bench_refuses_a_dollar_cap_for_a_model_without_a_price_and_never_shows_0_dollars(tmp_path: Path) -> None:
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
+        refused, _ = _bench(tmp_path, server.url, "--model", "o3-pro", "--max-cost-usd", "0.01")
+        sent_then = len(server.requests)
+        proc, report = _bench(tmp_path, server.url, "--model", "o3-pro")
+    assert refused.returncode == 2 and sent_then == 0, refused.stdout + refused.stderr
+    assert "--max-cost-usd" in refused.stderr and "'o3-pro' has no price" in refused.stderr and "judge.prices" in refused.stderr
+    # Without a cap it runs, bound by --requests, and its cost is unknown, never $0.
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["spent_usd"] is None and report["requests_sent"] == 12
+    assert "$0.0000" not in proc.stdout and "cost is unknown" in proc.stdout and "cost unknown" in proc.stdout
+
+
+# ---------------------------------------------------------------- 4. batch mode against a server without a batch API
+
+
+def test_batch_mode_against_a_server_without_a_batch_api_stops_at_once_naming_judge_mode_sync(tmp_path: Path) -> None:
+    # The loopback serves only /v1/chat/completions: its /v1/files and /v1/batches answer 404, as vLLM's and Ollama's do.
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 4), metrics=ONE, model="my-local-model", mode="batch",
+                      batch={"flush_after_s": 0.2, "poll_interval_s": 0.2})
+        proc = tj("run", str(write(tmp_path, data)), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if "batch API" in x]
+    assert len(lines) == 1 and "has no batch API" in lines[0] and "judge.mode: sync" in lines[0], proc.stderr
+    assert "HTTP 404" in lines[0] and server.url in lines[0]
+    assert results(tmp_path) == []  # nothing written: the same command with judge.mode: sync judges every case
+
+
+# ---------------------------------------------------------------- 5. a failing panel member is named
+
+
+def _panel(tmp: Path, servers: list[Loopback], **member: Any) -> dict[str, Any]:
+    data = config(tmp, servers[0].url, cases(tmp / "c.jsonl", 3), metrics=ONE)
+    data["judge"]["models"] = [{"provider": "openai", "model": f"m{i}", "base_url": s.url + "/v1"} for i, s in enumerate(servers)]
+    data["judge"]["models"][-1].update(member)
+    data["judge"]["aggregate"] = "majority"
+    return data
+
+
+def test_a_panel_member_answering_prose_is_named_with_its_url(tmp_path: Path) -> None:
+    good = lambda h, b: (200, completion(json.dumps(verdict(b))))  # noqa: E731
+    with Loopback(good) as a, Loopback(good) as b, Loopback(lambda h, body: (200, completion("TC1: yes, it did"))) as c:
+        summary = run(_panel(tmp_path, [a, b, c]))
+        url = c.url + "/v1"
+    scores = [r["scores"]["TaskCompletion"] for r in results(tmp_path)]
+    assert len(scores) == 3 and all(s["value"] is None for s in scores)
+    for s in scores:
+        assert s["reason"].startswith(f"parse_error: panel member openai:m2 at {url}: "), s["reason"]
+        assert s["details"]["panel_member"] == {"model": "openai:m2", "base_url": url}
+    models = summary["judge"]["panel"]["models"]
+    assert models["openai:m2"]["parse_failures"] > 0 and models["openai:m0"]["parse_failures"] == 0
+    assert any("openai:m2" in line and "parse failures" in line for line in judge_lines(summary))
+
+
+def test_a_panel_members_422_stops_the_run_naming_it_and_its_own_structured_output_fixes_it(tmp_path: Path) -> None:
+    good = lambda h, b: (200, completion(json.dumps(verdict(b))))  # noqa: E731
+
+    def tgi(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        if body.get("response_format"):  # TGI's refusal of an OpenAI json_schema response_format
+            return 422, {"error": "Failed to deserialize the JSON body into the target type: response_format: unknown variant `json_schema`",
+                         "error_type": "validation"}
+        # No schema sent: answer the question ids the prompt lists, as a model following the prompt does.
+        ids = re.findall(r"(?m)^([A-Z]+\d+): ", "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "user"))
+        return 200, completion(json.dumps({q: {"answer": "yes", "reason": "ok"} for q in dict.fromkeys(ids)}))
+
+    with Loopback(good) as a, Loopback(good) as b, Loopback(tgi) as c:
+        stopped = tj("run", str(write(tmp_path, _panel(tmp_path, [a, b, c]))), cwd=tmp_path)
+        url = c.url + "/v1"
+        fixed = run({**_panel(tmp_path, [a, b, c], structured_output="none"), "run": {"dir": str(tmp_path / "fixed")}})
+        sent_schema = [body.get("response_format") for _, body in c.requests[-3:]]
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+    assert "HTTP 422" in stopped.stderr and f"panel member openai:m2 at {url}" in stopped.stderr, stopped.stderr
+    # A member's own structured_output: only that member is sent no response_format, and every case is judged.
+    assert sent_schema == [None, None, None] and fixed["status"] == {"ok": 3}, fixed["status"]
+    assert all(body.get("response_format") for _, body in a.requests)

@@ -1,0 +1,188 @@
+"""Self-hosted judge servers' quirks, over real HTTP on 127.0.0.1: a reasoning block that never closes, an older
+llama.cpp's context overflow (HTTP 500 about KV size), a 404 saying the model is missing, a server that always streams,
+a 200 with an HTML page, and a server that accepts every connection and resets it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _loopback import Loopback, completion, verdict
+from aiohttp import web
+from test_judge_servers import cases, config, results, run, tj, write
+
+ONE = [{"type": "TaskCompletion"}]
+
+
+def _flipped(body: dict[str, Any]) -> dict[str, Any]:
+    # The opposite of the verdict `verdict` builds: a draft the model would have changed had it finished thinking.
+    return {q: {"answer": "no", "reason": "draft"} for q in verdict(body)}
+
+
+# ---------------------------------------------------------------- 1. a reasoning block that never closes
+
+
+def test_a_draft_verdict_in_an_unclosed_think_block_is_never_scored(tmp_path: Path) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        # finish_reason stop (EOS inside the thinking), the block never closed: before, the draft was scored silently.
+        return 200, completion("<think>\nOkay, let me evaluate. A first guess would be " + json.dumps(_flipped(body))
+                               + " but I should double-check each question")
+
+    with Loopback(respond) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 2), metrics=ONE))
+        sent = len(server.requests)
+    assert summary["status"] == {"judge_error": 2}, summary["status"]
+    assert sent == 4  # each asked, then repaired once
+    for r in results(tmp_path):
+        score = r["scores"]["TaskCompletion"]
+        assert score["value"] is None and score["details"]["error_kind"] == "parse_error", score
+        assert "<think> reasoning block never closed" in score["reason"] and "judge.max_tokens" in score["reason"], score["reason"]
+        assert "reasoning settings" in score["reason"]
+
+    # A verdict whose reason quotes "<think>" (inside a JSON string: never at a line's start) is still the verdict.
+    def quoting(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        return 200, completion(json.dumps({q: {"answer": "yes", "reason": "the agent printed <think> in its reply"} for q in verdict(body)}))
+
+    with Loopback(quoting) as server:
+        ok = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, run="quoting"))
+    assert ok["status"] == {"ok": 1}
+
+
+# ---------------------------------------------------------------- 2. an older llama.cpp's context overflow
+
+
+def test_an_older_llama_cpp_kv_size_500_stops_the_run_naming_the_context_settings(tmp_path: Path) -> None:
+    kv = {"error": {"code": 500, "message": "Input prompt is too big compared to KV size. Please try increasing KV size.", "type": "server_error"}}
+    with Loopback(lambda headers, body: (500, kv)) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 20), metrics=ONE, max_attempts=3, max_retry_wait_s=1)
+        data["limits"] = {"max_in_flight": 1}
+        proc = tj("run", str(write(tmp_path, data)), "--no-progress", cwd=tmp_path)
+        sent = len(server.requests)
+    assert proc.returncode == 2, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if "refused the request itself" in x]
+    assert len(lines) == 1 and "KV size" in lines[0] and "judge.context_tokens" in lines[0] and "judge.max_tokens" in lines[0], proc.stderr
+    assert sent <= 2  # the prompt that cannot fit is not sent again (before: every attempt of every case)
+    assert results(tmp_path) == []
+
+    # The same text behind a gateway's 503 stays transient: retried, then one case's provider_error.
+    with Loopback(lambda headers, body: (503, kv)) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, run="r503", max_attempts=2, max_retry_wait_s=1))
+        assert len(server.requests) == 2
+    assert summary["status"] == {"judge_error": 1}
+
+
+# ---------------------------------------------------------------- 3. a 404 saying the model is missing
+
+
+@pytest.mark.parametrize("server_kind", ["ollama", "vllm"])
+def test_a_model_not_found_404_names_judge_model_not_the_base_url(tmp_path: Path, server_kind: str) -> None:
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        if server_kind == "ollama":
+            return 404, {"error": {"message": f"model \"{body['model']}\" not found, try pulling it first", "type": "api_error"}}
+        return 404, {"object": "error", "message": f"The model `{body['model']}` does not exist.", "type": "NotFoundError", "code": 404}
+
+    with Loopback(respond) as server, pytest.raises(Exception) as err:
+        run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE))
+    msg = str(err.value)
+    assert "judge.model" in msg and "gpt-4o-mini" in msg and "nothing answers at" not in msg, msg
+    assert ("ollama pull gpt-4o-mini" in msg) == (server_kind == "ollama"), msg
+    assert server_kind == "ollama" or "does not exist" in msg  # vLLM's own message, read from its error shape
+
+    # A 404 from no such endpoint (Ollama's and Go's plain "404 page not found") still names the base URL.
+    with Loopback(lambda headers, body: (404, {"error": "404 page not found"})) as server, pytest.raises(Exception) as err:
+        run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, run="no_endpoint"))
+    assert "nothing answers at" in str(err.value) and "judge.base_url" in str(err.value)
+
+
+# ---------------------------------------------------------------- 4. replies that are not JSON
+
+
+class Streaming(Loopback):
+    """Always answers as server-sent events, whatever `stream` says (a server or proxy that only streams)."""
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append((dict(request.headers), body))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": json.dumps(verdict(body))}, "finish_reason": "stop"}]}
+        await resp.write(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
+        return resp
+
+
+class Html(Loopback):
+    """Answers 200 with an HTML page (a reverse proxy's error or login page)."""
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.requests.append((dict(request.headers), await request.json()))
+        return web.Response(text="<html><head><title>Sign in</title></head><body>Please log in</body></html>", content_type="text/html")
+
+
+def test_a_stream_only_server_stops_the_run_at_once_naming_the_content_type(tmp_path: Path) -> None:
+    with Streaming(lambda headers, body: None) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 20), metrics=ONE)
+        data["limits"] = {"max_in_flight": 2}
+        proc = tj("run", str(write(tmp_path, data)), "--no-progress", cwd=tmp_path)
+        sent = len(server.requests)
+    assert proc.returncode == 2, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if "text/event-stream" in x]
+    assert len(lines) == 1 and '"stream": false' in lines[0] and server.url in lines[0], proc.stderr
+    assert sent <= 4  # not retried nor re-asked per case (before: every attempt of every case)
+    assert results(tmp_path) == []
+
+
+def test_a_200_html_page_says_it_got_html_naming_the_url(tmp_path: Path) -> None:
+    with Html(lambda headers, body: None) as server:
+        summary = run(config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 1), metrics=ONE, max_attempts=2, max_retry_wait_s=1))
+    assert summary["status"] == {"judge_error": 1}
+    reason = results(tmp_path)[0]["scores"]["TaskCompletion"]["reason"]
+    assert "HTML page" in reason and "proxy" in reason and server.url + "/v1/chat/completions" in reason, reason
+
+
+# ---------------------------------------------------------------- 5. a server that resets every connection
+
+
+class Resetting(Loopback):
+    """Reads each request, then resets its connection without a reply; `answer` lists request numbers (1-based) it
+    answers instead, after `delay_s`."""
+
+    answer: frozenset[int] = frozenset()
+    delay_s = 0.0
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append((dict(request.headers), body))
+        if len(self.requests) in self.answer:
+            import asyncio
+
+            await asyncio.sleep(self.delay_s)
+            return web.json_response(completion(json.dumps(verdict(body))))
+        assert request.transport is not None
+        request.transport.abort()
+        return web.Response()
+
+
+def test_a_judge_that_resets_every_connection_is_unreachable_exit_3(tmp_path: Path) -> None:
+    with Resetting(lambda headers, body: None) as server:
+        proc = tj("run", str(write(tmp_path, config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 30), metrics=ONE))), "--no-progress",
+                  cwd=tmp_path)
+        sent = len(server.requests)
+    assert proc.returncode == 3, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if "cannot reach the judge" in x]
+    assert len(lines) == 1 and server.url + "/v1/chat/completions" in lines[0] and "reset" in lines[0], proc.stderr
+    assert sent < 30 * 3  # not every attempt of every case
+    assert results(tmp_path) == []
+
+    # A server that answers one request of the run's start while resetting another is reachable: the reset is retried.
+    class Flaky(Resetting):
+        answer = frozenset({1, 3, 4, 5, 6})
+        delay_s = 0.3
+
+    with Flaky(lambda headers, body: None) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 3), metrics=ONE, run="flaky", max_retry_wait_s=1)
+        data["limits"] = {"max_in_flight": 2}
+        summary = run(data)
+    assert summary["status"] == {"ok": 3}, summary["status"]
