@@ -124,6 +124,7 @@ class ProviderError(Exception):
         self.rate = rate
         self.billed_input_tokens = 0
         self.billed_cost_usd: float | None = 0.0
+        self.no_reply = False  # (`connection` only: lost before any status line came back)
 
     @property
     def retryable(self) -> bool:

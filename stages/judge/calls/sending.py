@@ -105,6 +105,8 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
         rate = rate_info(http.headers)
     except ProviderError as exc:
+        if exc.kind == "connection" and exc.no_reply and not self.reached:
+            exc = await _dropped_unanswered(self, exc)
         self.limiter.settle(permit, exc.kind, None, exc.rate)
         billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
         self.budget.settle(held, billed, self._cost(billed, 0))
@@ -126,7 +128,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
             self.stats.request_errors += 1
         if exc.kind != "unreachable":
             self.reached = True  # something answered (or dropped a sent request): the endpoint exists
-        raise
+        raise exc from None
     except BaseException:
         self.limiter.settle(permit, "timeout")
         self.budget.settle(held, prompt_tokens, self._cost(prompt_tokens, 0))
@@ -283,6 +285,25 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
         reply.input_tokens += billed["tokens"]
         reply.cost_usd = sum_usd((reply.cost_usd, billed["usd"]), None)
     return reply
+
+
+# How long a connection dropped without a reply, while nothing of the run was answered yet, waits for another request in
+# flight to be answered before the server is called unreachable: one that drops an early request of a busy start
+# (and answers the others) is not.
+RESET_GRACE_S = 1.0
+
+
+async def _dropped_unanswered(self: Judge, exc: ProviderError) -> ProviderError:
+    """`exc` (a connection lost before any status line) as the run's judge sees it: `unreachable` when no request of the
+    run was ever answered, after `RESET_GRACE_S` (a server that accepts and resets every connection is as unreachable
+    as one that refuses them: the run stops, exit 3); else `exc`, one request's failure, retried and billed as ever."""
+    import anyio
+
+    await anyio.sleep(min(RESET_GRACE_S, self.cfg.timeout_s))
+    if self.reached:
+        return exc
+    return ProviderError("unreachable", "the server accepted the connection but closed or reset it without a reply, and has "
+                         f"answered no request ({exc})")
 
 
 def failure(self: Judge, exc: ProviderError) -> Outcome:
