@@ -68,8 +68,11 @@ def test_a_server_that_cuts_the_prompt_is_warned_about_once_and_counted(tmp_path
 # ---------------------------------------------------------------- 2. a bench whose replies are all unusable
 
 
-def _bench(tmp: Path, url: str, *more: str) -> tuple[Any, dict[str, Any]]:
-    cfg = write(tmp, config(tmp, url, cases(tmp / "c.jsonl", 4)))
+def _bench(tmp: Path, url: str, *more: str, budget: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    data = config(tmp, url, cases(tmp / "c.jsonl", 4))
+    if budget is not None:
+        data["budget"] = budget
+    cfg = write(tmp, data)
     out = tmp / "bench.json"
     out.unlink(missing_ok=True)
     proc = tj("bench", str(cfg), "--sample", "2", "--requests", "12", "--duration", "0.3", "--json", str(out), *more, cwd=tmp)
@@ -121,6 +124,15 @@ def test_a_bench_refuses_a_dollar_cap_for_a_model_without_a_price_and_never_show
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["spent_usd"] is None and report["requests_sent"] == 12
     assert "$0.0000" not in proc.stdout and "cost is unknown" in proc.stdout and "cost unknown" in proc.stdout
+
+
+def test_a_bench_is_not_refused_by_the_configs_own_dollar_budget(tmp_path: Path) -> None:
+    # The config's `budget.max_cost_usd` (the demo's $20) refused a bench of an unpriced local model, which the bench
+    # never enforces: it spends under --max-cost-usd alone.
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
+        proc, report = _bench(tmp_path, server.url, "--model", "my-local-judge", budget={"max_cost_usd": 20, "max_judge_tokens": 5_000_000})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["spent_usd"] is None and report["requests_sent"] == 12 and "cost unknown" in proc.stdout
 
 
 # ---------------------------------------------------------------- 4. batch mode against a server without a batch API
@@ -186,3 +198,13 @@ def test_a_panel_members_422_stops_the_run_naming_it_and_its_own_structured_outp
     # A member's own structured_output: only that member is sent no response_format, and every case is judged.
     assert sent_schema == [None, None, None] and fixed["status"] == {"ok": 3}, fixed["status"]
     assert all(body.get("response_format") for _, body in a.requests)
+
+
+@pytest.mark.parametrize("flag", [["--max-cost-usd=nan"], ["--max-cost-usd=inf"], ["--duration=nan"]])
+def test_a_bench_refuses_a_cap_or_duration_that_is_no_number(tmp_path: Path, flag: list[str]) -> None:
+    # `--max-cost-usd=nan` was taken and capped nothing (every comparison with NaN is False).
+    with Loopback(lambda h, b: (200, completion(json.dumps(verdict(b))))) as server:
+        proc, _ = _bench(tmp_path, server.url, *flag)
+        sent = len(server.requests)
+    assert proc.returncode == 2 and sent == 0, proc.stdout + proc.stderr
+    assert "finite" in proc.stdout + proc.stderr

@@ -91,7 +91,9 @@ UNLIMITED_RPM, UNLIMITED_TPM = 10**9, 10**12
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
-    overrides = list(args.overrides)
+    # The bench spends under its own cap (`--max-cost-usd`), never under the config's `budget`: a run's dollar cap refused
+    # a bench of a model without a price (its cost cannot be enforced) though the bench would not enforce it at all.
+    overrides = ["budget.max_cost_usd=null", *args.overrides]
     for flag, key in (("provider", "judge.provider"), ("base_url", "judge.base_url"), ("model", "judge.model")):
         if getattr(args, flag):
             overrides.append(f"{key}={getattr(args, flag)}")
@@ -129,8 +131,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
     except ConfigError as exc:
         err.print(f"[bold red]config error[/]\n{escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
         return EXIT_BAD_INPUT
-    if args.requests < 1 or (args.max_cost_usd is not None and args.max_cost_usd < 0) or args.duration <= 0:
-        err.print("--requests must be ≥ 1, --duration > 0 and --max-cost-usd ≥ 0", highlight=False)
+    # (`not x >= 0`: a NaN is no cap and no duration, and compares False either way)
+    if args.requests < 1 or (args.max_cost_usd is not None and not 0 <= args.max_cost_usd < math.inf) or not 0 < args.duration < math.inf:
+        err.print("--requests must be ≥ 1, --duration > 0 and --max-cost-usd ≥ 0 (finite numbers)", highlight=False)
         return EXIT_BAD_INPUT
     price = price_for(cfg.model, cfg.prices)
     if price is None and args.max_cost_usd is not None:
