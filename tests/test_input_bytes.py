@@ -261,3 +261,20 @@ def test_a_json_array_cut_short_says_the_file_ends_early(tmp_path: Path) -> None
     path.write_bytes(body[:len(body) // 2])
     errors = [r.error for r in read_json_array(path) if r.error]
     assert len(errors) == 1 and errors[0].endswith("; the file ends early (it looks truncated)"), errors
+
+
+def test_the_runs_of_a_task_holding_a_bad_byte_say_the_task_could_not_be_read(tmp_path: Path) -> None:
+    # Their reason was "task 0 is not in the tasks file" (task 0 is there; its record is not UTF-8): the cause was only
+    # in a JSON log line, never in the results or the gate.
+    body = require(TASKS).read_bytes()
+    bad, at = _latin1_at(body, b'"instruction": "')  # (the first task's instruction)
+    tasks = tmp_path / "tasks.json"
+    tasks.write_bytes(bad)
+    results = _run(require(RUNS), tmp_path / "run", tasks=str(tasks))
+    broken = [r for r in results if r["status"] == "invalid_input"]
+    assert broken and len(results) == 200
+    line = bad.count(b"\n", 0, at) + 1
+    for r in broken:
+        message = r["error"]["message"]
+        assert "could not be read from the tasks file" in message and "not in the tasks file" not in message, message
+        assert f"tasks.json:" in message and "not valid UTF-8: byte 0xE9" in message and f"line {line}" in message, message

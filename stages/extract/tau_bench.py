@@ -40,7 +40,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.load import read_json_array
 
-__all__ = ["adapt", "load_tasks", "prepare"]
+__all__ = ["Tasks", "adapt", "load_tasks", "prepare"]
 
 log = get_logger("tracejudge.extract.tau_bench")
 
@@ -49,20 +49,32 @@ log = get_logger("tracejudge.extract.tau_bench")
 _FAILED = ("Error:", "Unknown action ")
 
 
-def load_tasks(path: Path | None) -> dict[int, dict[str, Any]] | None:
-    """Read a τ-bench tasks file into `{task_index: task}`; `None` without a path."""
+class Tasks(dict[int, dict[str, Any]]):
+    """`{task_index: task}` of a tasks file, and `unreadable`: `{position in the file: "file:line: why"}` of the tasks
+    that could not be read (a byte that is not UTF-8, bad JSON), so a run of such a task says why it has none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unreadable: dict[int, str] = {}
+
+
+def load_tasks(path: Path | None) -> Tasks | None:
+    """Read a τ-bench tasks file into `{task_index: task}` (`Tasks`); `None` without a path."""
     if path is None:
         return None
-    # Streamed element by element: a task that cannot be read (too deep, huge numbers, bad
-    # JSON) is left out with a warning, and only the runs of that task fail ("not in the tasks file").
+    # Streamed element by element: a task that cannot be read (too deep, huge numbers, bad JSON, a byte that is not
+    # UTF-8) is left out with a warning, and only the runs of that task fail, saying why (`Tasks.unreadable`: a task's
+    # index is its position unless it says otherwise, so an unreadable one is told by its position).
     from tracejudge.stages.extract.tau_bench_check import check_task_shape
 
-    tasks: dict[int, dict[str, Any]] = {}
+    tasks = Tasks()
     for i, raw in enumerate(read_json_array(Path(path))):
         if i == 0 and raw.error is None:
             check_task_shape(Path(path), raw.payload, raw.line)  # another JSON array (a tools file) is refused whole
         if raw.error is not None or not isinstance(raw.payload, dict):
-            log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=raw.error or "expected a task object")
+            why = raw.error or "expected a task object"
+            log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=why)
+            tasks.unreadable[i] = f"{raw.file}:{raw.line}: {why}"
             continue
         try:
             tasks[int(raw.payload.get("task_index", i))] = raw.payload
@@ -116,6 +128,10 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     if tasks is not None:
         task = tasks.get(task_id)
         if task is None:
+            unread = getattr(tasks, "unreadable", {}).get(task_id)
+            if unread is not None:  # the file's task at that position could not be read: say why, not "not in the file"
+                raise AdapterError(f"task_id: task {task_id} could not be read from the tasks file ({unread})", field="task_id",
+                                   case_id=case_id)
             raise AdapterError(f"task_id: task {task_id} is not in the tasks file", field="task_id", case_id=case_id)
         pair = user_ids(raw, task)
         if pair is not None and pair[0] != pair[1]:
