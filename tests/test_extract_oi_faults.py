@@ -136,10 +136,10 @@ def test_traceloop_invalid_call_comes_from_the_chain_that_recorded_its_response(
     fmt = registry.format_for("otel")
     (raw,) = list(fmt.read(DatasetConfig(path=path, format="otel", options={})))
     views = group_views(raw.payload)
-    traceloop.add_invalid_calls(raw.payload.spans, views)
+    traceloop.invalid_calls(raw.payload.spans, views)
     parts = [p for v in views.values() if v.role == "model" for m in v.outputs or [] for p in m["parts"] if p["type"] == "tool_call"]
     assert [(p["id"], p["name"], p["arguments"]) for p in parts] == [("call_8", "get_weather", '{"city": "Par')]
-    traceloop.add_invalid_calls(raw.payload.spans, views)  # a second pass adds nothing
+    traceloop.invalid_calls(raw.payload.spans, views)  # a second pass adds nothing
     assert sum(1 for v in views.values() if v.role == "model" for m in v.outputs or [] for p in m["parts"] if p["type"] == "tool_call") == 1
 
 

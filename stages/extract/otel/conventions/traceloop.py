@@ -36,7 +36,7 @@ from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS
 
-__all__ = ["NAME", "add_invalid_calls", "callback_results", "invalid_calls", "read"]
+__all__ = ["NAME", "callback_results", "invalid_calls", "read"]
 
 NAME = "openllmetry"
 _KINDS = {"tool": "tool", "agent": "agent", "workflow": "chain", "task": "chain"}
@@ -82,11 +82,6 @@ def read(span: Span) -> View | None:
             v.agent_name = entity
         v.error = span_error(span)
     return v
-
-
-def add_invalid_calls(spans: list[Span], views: dict[str, View]) -> None:
-    """`invalid_calls`, under the name `conventions.group_views` knew it by (kept for callers of that name)."""
-    invalid_calls(spans, views)
 
 
 def callback_results(spans: list[Span], views: dict[str, View]) -> None:
