@@ -341,6 +341,20 @@ def test_a_json_array_names_the_file_offset_of_a_byte_that_is_not_utf8(tmp_path:
     assert [(e["line"], e["message"]) for e in bad] == [(line, message)] and len(results) == 400, bad
 
 
+def test_a_json_array_record_that_is_not_json_costs_that_record(tmp_path: Path) -> None:
+    # A doubled comma in one τ-bench run (a file edited by hand) stopped the read there: the 200 runs after it were
+    # never scored, and the run said only that one record was invalid.
+    records = [json.dumps(FORMATS["tau-bench"][1](i)) for i in range(400)]
+    records[199] = records[199].replace(", ", ", , ", 1)
+    body = "[" + ",\n".join(records) + "]\n"
+    path = tmp_path / "data.json"
+    path.write_text(body)
+    results = results_of(anyio.run(lambda: runner.run(run_config(path, "tau-bench", tmp_path / "run"))).run_dir)
+    bad = [r["error"] for r in results if r["status"] == "invalid_input"]
+    assert len(results) == 400 and [e["line"] for e in bad] == [200], bad
+    assert bad[0]["message"].startswith("invalid JSON: Expecting ") and "at line 200 column " in bad[0]["message"], bad
+
+
 @pytest.mark.parametrize("fmt", sorted(f for f, (framing, _, _) in FORMATS.items() if framing == "jsonl"))
 def test_the_line_after_a_utf16_line_is_read_as_written(tmp_path: Path, fmt: str) -> None:
     # A UTF-16 LE line's newline is 0A 00 (0D 00 0A 00 with "\r\n"): split at the 0A, its 00 began the next line, which

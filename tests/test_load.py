@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tracejudge.stages.load import read_json_array, read_jsonl
 
 
@@ -35,6 +37,21 @@ def test_json_array_errors_are_records_not_exceptions(tmp_path):
     p.write_text('{"not": "an array"}')
     (only,) = list(read_json_array(p))
     assert "JSON array" in only.error
+
+
+@pytest.mark.parametrize("chunk_size", [1 << 20, 3])
+def test_json_array_reads_on_after_an_element_that_is_not_json(tmp_path, chunk_size):
+    p = tmp_path / "bad.json"
+    p.write_text('[\n{"a": 1},\n{"a": tru, "s": "]}"},\n{"b": [1, {"c": "]"}]},\n5\n]')
+    got = [(r.line, r.payload, r.error) for r in read_json_array(p, chunk_size=chunk_size)]
+    assert got == [(2, {"a": 1}, None), (3, None, "invalid JSON: Expecting value at line 3 column 7"),
+                   (4, {"b": [1, {"c": "]"}]}, None), (5, 5, None)]
+    # An element whose end no scan can find (a quote lost, brackets that never balance) stops the read with its error.
+    p.write_text('[{"a": 1}, {"a": "x}, {"a": 3}]')
+    assert [r.error is None for r in read_json_array(p, chunk_size=chunk_size)] == [True, False]
+    p.write_text('[{"a": 1}, {"a": 2')
+    (_, cut) = read_json_array(p, chunk_size=chunk_size)
+    assert cut.error.endswith("the file ends early (it looks truncated)")
 
 
 def test_jsonl_lines_with_numbers_and_limit(tmp_path):

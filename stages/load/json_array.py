@@ -10,6 +10,9 @@ One record that reads is enough for the others to cost only themselves, bytes in
   stepped over whether or not it decodes (a bad byte outside a string breaks its JSON): a bracket scan
   (`skip_json_value`) finds its end. UTF-8-encoded surrogates (ED A0 80) are refused as bad bytes, as the strict
   reader refused them.
+- An element that is not JSON (a comma doubled, a quote lost inside a record a person edited) is that element's
+  error, and the same bracket scan steps over it: the records after it are read. Only an element the scan cannot
+  end (the file cut inside it, brackets that never balance) stops the read there, with that error.
 - A file that is not an array at all and holds such bytes (UTF-16, UTF-32, Latin-1 whole) is one error naming the
   file's encoding or first bad byte (`file_encoding_problem`), as before.
 """
@@ -28,6 +31,7 @@ __all__ = ["read_json_array"]
 
 _WS = " \t\r\n"
 _SNIFF = 1 << 16
+_SURE = 64  # characters after a decoding error that show it is not where a chunk ended
 
 
 def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20) -> Iterator[RawRecord]:
@@ -37,10 +41,11 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
     chunk plus the element being decoded. A file that is not a JSON array
     yields one record with `error` set. An element that cannot be decoded as
     JSON yields one record with `error` (its line; "the file ends early" when
-    the decoder ran out of text); after it the rest of the file cannot be
-    resynchronised and reading stops there. An element too deep or with too
-    many digits, or holding a byte that is not UTF-8, is its own error and the
-    read goes on (module docstring). A file changed while it was read is logged
+    the decoder ran out of text) and is stepped over by a scan of its brackets
+    and strings; where that scan cannot find its end (the file ends first) or
+    what follows it is not `,` or `]`, reading stops there with that error. An
+    element too deep or with too many digits, or holding a byte that is not
+    UTF-8, is its own error and the read goes on (module docstring). A file changed while it was read is logged
     as `read_jsonl` says.
     """
     from tracejudge.stages.load.watch import report_change, watch_of
@@ -151,14 +156,17 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                 try:
                     value, end = raw_decode(buf, pos)
                 except json.JSONDecodeError as exc:
-                    if fill():
+                    # An error with text after it is the element's own, not the chunk's end: no need to read on (every
+                    # message but an unterminated string's names where decoding failed, not where a token started).
+                    if (exc.pos + _SURE >= len(buf) or exc.msg.startswith("Unterminated string")) and fill():
                         continue
                     if (bad := ESCAPED.search(buf, pos, exc.pos + 1)) is None:
                         where = "line {} column {}".format(*place(exc.pos))
-                        yield RawRecord(name, start_line, error=f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}")
-                        return
-                    # A bad byte outside a string (where JSON allows no such character) broke the element: its error.
-                    error, end = f"record is {bad_byte(bad.start())}", -1
+                        error = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}"
+                    else:
+                        # A bad byte outside a string (where JSON allows no such character) broke the element.
+                        error = f"record is {bad_byte(bad.start())}"
+                    end = -1
                     break
                 except JSON_ERRORS as exc:  # well-formed but undecodable here (too deep, too many digits): its error
                     error, end = json_error(exc), -1
