@@ -16,6 +16,7 @@ import pytest
 import yaml
 from scipy.stats import binomtest
 from tracejudge.core.config import validate_config
+from tracejudge.core.errors import ConfigError
 from tracejudge.engine import runner
 from tracejudge.entrypoints.cli import main
 from tracejudge.stages.comparison.runs import compare_runs
@@ -124,6 +125,25 @@ def test_label_files_name_each_bad_line(tmp_path: Path) -> None:
     assert got.problems == [f"{csv}:3: label: missing"]
     got = field_labels([{"case_id": "a", "metadata": {"reward": 1.0}}, {"case_id": "b", "metadata": {}}], {"TaskCompletion": "metadata.reward"})
     assert [(lab.case_id, lab.metric, lab.value) for lab in got.labels] == [("a", "TaskCompletion", 1.0)]
+
+
+def test_label_files_from_excel_and_notepad_read_as_written(tmp_path: Path) -> None:
+    # A byte-order mark made the first CSV column `\ufeffcase_id` ("the CSV header lacks the column(s) case_id") and the
+    # first JSONL line a problem; a Latin-1 byte crashed the command with a UnicodeDecodeError traceback.
+    csv = tmp_path / "l.csv"
+    csv.write_bytes(b"\xef\xbb\xbfcase_id,metric,label\na,m,yes\nb,caf\xe9,no\nc,m,no\n")
+    got = load_label_file(csv)
+    assert [(lab.case_id, lab.value) for lab in got.labels] == [("a", True), ("c", False)]
+    assert got.problems == [f"{csv}:3: metric: b'caf\\xe9': byte 0xE9 at column 4 is not UTF-8; save the file as UTF-8"]
+    jl = tmp_path / "l.jsonl"
+    jl.write_bytes(b'\xef\xbb\xbf{"case_id": "a", "metric": "m", "label": true}\n{"case_id": "b\xe9", "metric": "m", "label": 1}\n')
+    got = load_label_file(jl)
+    assert [lab.case_id for lab in got.labels] == ["a"]
+    assert got.problems == [f"{jl}:2: byte 0xE9 at column 15 is not UTF-8; save the file as UTF-8"]
+    wide = tmp_path / "w.csv"
+    wide.write_bytes("case_id,metric,label\na,m,yes\n".encode("utf-16"))
+    with pytest.raises(ConfigError, match="not UTF-8 text: it starts with FF FE, a UTF-16 LE byte-order mark"):
+        load_label_file(wide)
 
 
 def test_graded_labels_get_weighted_kappa_and_spearman() -> None:

@@ -14,7 +14,9 @@ A label belongs to one (case, metric) and, optionally, one trial:
 A label is `true`/`false` or a number; in a CSV also `yes`/`no`, `pass`/`fail`,
 `true`/`false` (any case) or a number. A `trial` is a whole number >= 0 (`0.7`,
 `true` or `-1` are not trials). A line that cannot be read is left out and named
-(`file:line: field: problem`) — one bad line never stops a calibration.
+(`file:line: field: problem`) — one bad line never stops a calibration. The file is UTF-8 (a byte-order mark at
+its start is dropped); a line holding a byte that is not UTF-8 is named as one that cannot be read, and a UTF-16 or
+UTF-32 file (Excel's "Unicode text") is refused whole, naming its encoding.
 
 One label per (case, metric, trial): a second label with the same value is
 counted once and noted; a second label with another value is a conflict —
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError
+from tracejudge.stages.load.encoding import ESCAPED, wide_encoding
 
 __all__ = ["Label", "LabelSet", "field_labels", "label_value", "load_label_file", "parse_field_spec"]
 
@@ -184,7 +187,13 @@ def load_label_file(path: Path) -> LabelSet:
     labels: list[Label] = []
     problems: list[str] = []
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open(path, "rb") as raw:
+            head = raw.read(4096)
+        if (wide := wide_encoding(head)) is not None:  # (Excel's "Unicode text" is UTF-16: every line would be a problem)
+            raise ConfigError(f"{path}: the labels file is not UTF-8 text: {wide}")
+        # A byte-order mark (Excel's "CSV UTF-8", Notepad) is dropped: it made the first column `\ufeffcase_id`. A byte
+        # that is not UTF-8 (a Latin-1 `é`) costs its line, named (`_not_utf8`), not the whole file with a traceback.
+        with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
             if path.suffix.lower() == ".csv":
                 reader = csv.DictReader(fh)
                 missing = [c for c in ("case_id", "metric", "label") if c not in (reader.fieldnames or [])]
@@ -194,6 +203,7 @@ def load_label_file(path: Path) -> LabelSet:
                 for row in reader:
                     where = f"{path}:{reader.line_num}"
                     try:
+                        _not_utf8(row)
                         labels.append(_one(row, where))
                     except ValueError as exc:
                         problems.append(f"{where}: {exc}")
@@ -203,6 +213,8 @@ def load_label_file(path: Path) -> LabelSet:
                         continue
                     where = f"{path}:{lineno}"
                     try:
+                        if (bad := ESCAPED.search(line)) is not None:
+                            raise ValueError(_byte_words(line, bad.start()))
                         row = json.loads(line)
                         if not isinstance(row, dict):
                             raise ValueError("expected a JSON object {\"case_id\", \"metric\", \"label\"}")
@@ -214,6 +226,20 @@ def load_label_file(path: Path) -> LabelSet:
     got = LabelSet(labels, [])  # its problems: the repeated and conflicting labels, put among the others in line order
     got.problems = sorted(problems + got.problems, key=lambda p: int(p[len(str(path)) + 1:].partition(":")[0]))
     return got
+
+
+def _byte_words(text: str, at: int) -> str:
+    """The escaped byte at `text[at]` (decoded with `surrogateescape`) in words: its value, column and what to do."""
+    return f"byte 0x{ord(text[at]) - 0xDC00:02X} at column {at + 1} is not UTF-8; save the file as UTF-8"
+
+
+def _not_utf8(row: dict[str | None, Any]) -> None:
+    """Raise `ValueError` naming the first column of a CSV row whose text holds a byte that is not UTF-8."""
+    for key, value in row.items():
+        for text in value if isinstance(value, list) else [value]:  # (`None` key: cells beyond the header, as a list)
+            if isinstance(text, str) and (bad := ESCAPED.search(text)) is not None:
+                raise ValueError(f"{key or 'a cell beyond the header'}: {text.encode('utf-8', 'surrogateescape')!r}: "
+                                 f"{_byte_words(text, bad.start())}")
 
 
 def parse_field_spec(spec: str) -> tuple[str, str]:
