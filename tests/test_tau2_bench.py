@@ -96,3 +96,25 @@ def test_one_to_one_pairing_differs_only_where_one_call_meets_two_expected_actio
     agree, total, wrong = _agreement(all_cases, ToolCalls(arguments="subset"))
     assert (agree, total) == (553, 557)
     assert sorted(w[1] for w in wrong) == ["32-0", "32-0", "32-0", "42-0"]
+
+
+def test_a_results_file_cut_short_or_edited_by_hand_costs_only_its_broken_simulation(tmp_path):
+    # Cut two thirds of the way through (a copy stopped at a size, a file still being written), the file was one
+    # config error: no simulation scored. A comma doubled inside one simulation lost them all too.
+    source = next(p for p in FILES if "airline" in p.name)
+    fmt = format_for("tau2-bench")
+    whole = list(fmt.read(_Dataset(source)))
+    text = source.read_text(encoding="utf-8")
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) * 2 // 3], encoding="utf-8")
+    got = list(fmt.read(_Dataset(cut)))
+    assert 1 < len(got) < len(whole) and all(r.error is None for r in got[:-1])
+    assert [r.payload["simulation"] for r in got[:-1]] == [r.payload["simulation"] for r in whole[: len(got) - 1]]
+    assert got[-1].line == whole[len(got) - 1].line and got[-1].error.startswith(f"simulations[{len(got) - 1}]: invalid JSON: ")
+    assert got[-1].error.endswith("; the file ends early (it looks truncated)")
+    at = text.index('"termination_reason"', text.index('"simulations"'))
+    edited = tmp_path / "edited.json"
+    edited.write_text(text[:at] + ", " + text[at:], encoding="utf-8")  # `, , "termination_reason"` in the first simulation
+    got = list(fmt.read(_Dataset(edited)))
+    assert len(got) == len(whole) and [r.error is None for r in got] == [False] + [True] * (len(whole) - 1)
+    assert got[0].error.startswith("simulations[0]: invalid JSON: Expecting property name enclosed in double quotes at line ")

@@ -53,7 +53,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
-from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error, skip_json_value
+from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error, json_message, skip_json_value, truncation_note
 from tracejudge.stages.load.encoding import BOM, ESCAPED, escaped_byte_in, file_encoding_problem
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
@@ -78,6 +78,8 @@ def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple
     deep, huge numbers, a byte that is not UTF-8: `text` was decoded with
     `errors="surrogateescape"`, `base` is the byte offset it starts at) is one
     error at its own offset, not the file's.
+    A simulation that is not JSON is its own error too, stepped over by a scan of its brackets; the text
+    ending inside one (a file cut short) ends the list there, that simulation its error, the ones before read.
     Raises `ValueError` when the text is not a JSON object, `NotUtf8` for a bad byte outside the simulations.
     """
     top: dict[str, Any] = {}
@@ -101,12 +103,22 @@ def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple
                     bad = ESCAPED.search(text, pos, end)
                     sims.append((pos, sim, None) if bad is None else (pos, None, f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"))
                 except json.JSONDecodeError as exc:
-                    # A byte that is not UTF-8 where JSON allows no such character: this simulation's error, stepped over.
+                    # A simulation that is not JSON (a byte that is not UTF-8 where JSON allows no such character, a
+                    # comma doubled by hand) is its own error, stepped over by its brackets. One the file ends inside (a
+                    # copy stopped at a size, a file still being written) is the last: the simulations before it score.
                     bad = ESCAPED.search(text, pos, exc.pos + 1)
-                    end = skip_json_value(text, pos) if bad is not None else -1
-                    if bad is None or end == -1:
-                        raise
-                    sims.append((pos, None, f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"))
+                    end = skip_json_value(text, pos)
+                    if bad is not None:
+                        why = f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"
+                    else:
+                        where = f"line {text.count(chr(10), 0, exc.pos) + 1} column {exc.pos - text.rfind(chr(10), 0, exc.pos)}"
+                        why = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}"
+                    sims.append((pos, None, why))
+                    if end == -1:
+                        spans.append((pos, len(text)))
+                        top[key] = True
+                        _outside(text, spans, base)
+                        return top, sims
                 except JSON_ERRORS as exc:
                     end = skip_json_value(text, pos)
                     if end == -1:
