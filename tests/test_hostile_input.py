@@ -355,6 +355,23 @@ def test_a_json_array_record_that_is_not_json_costs_that_record(tmp_path: Path) 
     assert bad[0]["message"].startswith("invalid JSON: Expecting ") and "at line 200 column " in bad[0]["message"], bad
 
 
+def test_a_json_array_record_that_lost_a_quote_stops_the_read_without_making_up_records(tmp_path: Path) -> None:
+    # Stepped over by a bracket scan, a record that lost a quote was read inside out: the scan ended it inside a later
+    # run, whose messages then read as dozens of invalid records, and the runs after it were lost without a word.
+    records = [json.dumps(FORMATS["tau-bench"][1](i), indent=2) for i in range(400)]
+    records[99] = records[99].replace('": ', ': ', 1)  # `"task_id: 7,`: the key's closing quote lost
+    path = tmp_path / "data.json"
+    path.write_text("[" + ",\n".join(records[:200]) + "\n" + ",\n".join(records[200:]) + ",\n]\n")  # (a comma lost, one left)
+    results = results_of(anyio.run(lambda: runner.run(run_config(path, "tau-bench", tmp_path / "run"))).run_dir)
+    bad = [r["error"]["message"] for r in results if r["status"] == "invalid_input"]
+    assert len(results) == 100 and len(bad) == 1, bad
+    assert bad[0].endswith("a quote is missing in or near this record, so where it ends cannot be told; the rest of the file is not read"), bad
+    records[99] = json.dumps(FORMATS["tau-bench"][1](99), indent=2)
+    path.write_text("[" + ",\n".join(records[:200]) + "\n" + ",\n".join(records[200:]) + ",\n]\n")
+    results = results_of(anyio.run(lambda: runner.run(run_config(path, "tau-bench", tmp_path / "run2"))).run_dir)
+    assert len(results) == 400 and {r["status"] for r in results} == {"ok"}
+
+
 @pytest.mark.parametrize("fmt", sorted(f for f, (framing, _, _) in FORMATS.items() if framing == "jsonl"))
 def test_the_line_after_a_utf16_line_is_read_as_written(tmp_path: Path, fmt: str) -> None:
     # A UTF-16 LE line's newline is 0A 00 (0D 00 0A 00 with "\r\n"): split at the 0A, its 00 began the next line, which

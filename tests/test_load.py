@@ -46,9 +46,18 @@ def test_json_array_reads_on_after_an_element_that_is_not_json(tmp_path, chunk_s
     got = [(r.line, r.payload, r.error) for r in read_json_array(p, chunk_size=chunk_size)]
     assert got == [(2, {"a": 1}, None), (3, None, "invalid JSON: Expecting value at line 3 column 7"),
                    (4, {"b": [1, {"c": "]"}]}, None), (5, 5, None)]
-    # An element whose end no scan can find (a quote lost, brackets that never balance) stops the read with its error.
-    p.write_text('[{"a": 1}, {"a": "x}, {"a": 3}]')
-    assert [r.error is None for r in read_json_array(p, chunk_size=chunk_size)] == [True, False]
+    # An element whose end no scan can find (a quote lost, brackets that never balance) stops the read with its error:
+    # read inside out after a lost quote, the objects inside the next records read as records of their own.
+    p.write_text('[{"a": 1}, {"a": "x}, {"a": 3, "m": [{"role": "user"}, {"role": "x"}]}, {"a": 4}]')
+    got = list(read_json_array(p, chunk_size=chunk_size))
+    assert [r.error is None for r in got] == [True, False]
+    assert got[1].error.endswith("a quote is missing in or near this record, so where it ends cannot be told; the rest of the file is not read")
+    # Commas between records, one lost (`} {`), one repeated or left before `]`: every record read, no record made of them.
+    p.write_text('[{"a": 1}\n{"a": 2},\n,{"a": 3},\n]')
+    assert [(r.line, r.payload, r.error) for r in read_json_array(p, chunk_size=chunk_size)] == [
+        (1, {"a": 1}, None), (2, {"a": 2}, None), (3, {"a": 3}, None)]
+    p.write_text('[{"a": 1} x {"a": 2}]')
+    assert [r.error for r in read_json_array(p, chunk_size=chunk_size)] == [None, "expected ',' or ']' between records, found 'x'; the rest of the file is not read"]
     p.write_text('[{"a": 1}, {"a": 2')
     (_, cut) = read_json_array(p, chunk_size=chunk_size)
     assert cut.error.endswith("the file ends early (it looks truncated)")

@@ -118,3 +118,18 @@ def test_a_results_file_cut_short_or_edited_by_hand_costs_only_its_broken_simula
     got = list(fmt.read(_Dataset(edited)))
     assert len(got) == len(whole) and [r.error is None for r in got] == [False] + [True] * (len(whole) - 1)
     assert got[0].error.startswith("simulations[0]: invalid JSON: Expecting property name enclosed in double quotes at line ")
+
+
+def test_a_simulation_that_lost_a_quote_stops_the_read_there_and_says_so(tmp_path):
+    # Read inside out, a simulation missing a quote would end somewhere in a later one, whose messages would read as
+    # simulations of their own. The ones before it score; the error says the rest of the file is not read.
+    source = next(p for p in FILES if "airline" in p.name)
+    text = source.read_text(encoding="utf-8")
+    at = text.index('"termination_reason": "', text.index('"simulations"'))
+    at = text.index('"termination_reason": "', at + 1)  # the second simulation's
+    broken = tmp_path / "quote.json"
+    broken.write_text(text[:at] + '"termination_reason: "' + text[at + len('"termination_reason": "'):], encoding="utf-8")
+    got = list(format_for("tau2-bench").read(_Dataset(broken)))
+    assert len(got) == 2 and got[0].error is None
+    assert got[1].error.startswith("simulations[1]: invalid JSON: ") and got[1].error.endswith(
+        "a quote is missing in or near this simulation, so where it ends cannot be told; the rest of the file is not read")

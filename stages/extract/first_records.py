@@ -164,6 +164,8 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         hint = f"they read as format {' or '.join(repr(o) for o in others)}: set dataset.format"
     elif head.startswith(b"[") and not fmt.whole_file:
         hint = "the file is one JSON array and no format reads it as such: write one record per line (JSON Lines)"
+    elif "invalid JSON: " in err.message and fmt.whole_file:  # the right format, broken by an edit or cut short
+        hint = "the file's JSON is broken where the error says: mend it there"
     else:
         hint = "check that dataset.format names the file's format (`tracejudge list formats`)"
     if seen < FIRST:  # a whole-file format: every record of the file was read

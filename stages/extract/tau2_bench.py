@@ -53,7 +53,8 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import maybe_json
-from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error, json_message, skip_json_value, truncation_note
+from tracejudge.stages.load import (LOST_QUOTES, JSON_ERRORS, NotUtf8, RawRecord, json_error, json_message, skip_broken_value, skip_json_value,
+                                    truncation_note)
 from tracejudge.stages.load.encoding import BOM, ESCAPED, escaped_byte_in, file_encoding_problem
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
@@ -107,12 +108,17 @@ def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple
                     # comma doubled by hand) is its own error, stepped over by its brackets. One the file ends inside (a
                     # copy stopped at a size, a file still being written) is the last: the simulations before it score.
                     bad = ESCAPED.search(text, pos, exc.pos + 1)
-                    end = skip_json_value(text, pos)
                     if bad is not None:
+                        end = skip_json_value(text, pos)
                         why = f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"
                     else:
+                        # (A simulation that lost a quote has no end a scan can find: `skip_broken_value`.)
+                        end = skip_broken_value(text, pos)
                         where = f"line {text.count(chr(10), 0, exc.pos) + 1} column {exc.pos - text.rfind(chr(10), 0, exc.pos)}"
                         why = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}"
+                        if end == LOST_QUOTES:
+                            why += "; a quote is missing in or near this simulation, so where it ends cannot be told; the rest of the file is not read"
+                            end = -1
                     sims.append((pos, None, why))
                     if end == -1:
                         spans.append((pos, len(text)))

@@ -22,8 +22,8 @@ from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.load.depth import MAX_DEPTH, too_deep
 from tracejudge.stages.load.encoding import BOM, NotUtf8, encoding_problem, utf8_text, wide_encoding
 
-__all__ = ["JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
-           "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_json_value", "truncation_note", "utf8_text"]
+__all__ = ["LOST_QUOTES", "JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
+           "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_broken_value", "skip_json_value", "truncation_note", "utf8_text"]
 
 # What decoding hostile JSON raises besides `JSONDecodeError`: `RecursionError` for
 # nesting deeper than the interpreter's stack (depth ~1,000 and up), `ValueError` for
@@ -142,11 +142,12 @@ def _wide_line(raw: str | bytes) -> str | None:
     return f"line is not valid UTF-8: {why}" if why else None
 
 
-def skip_json_value(buf: str, pos: int) -> int:
+def skip_json_value(buf: str, pos: int, quotes_checked: bool = False) -> int:
     """The index just after the JSON value starting at `buf[pos]`, or -1 if `buf` ends first.
 
     A scan of brackets and strings only (no recursion, no number parsing), so
     a value too deep or too large to decode can still be stepped over.
+    `quotes_checked`: `LOST_QUOTES` for a value whose strings do not line up (`skip_broken_value`).
     """
     depth = 0
     i, n = pos, len(buf)
@@ -158,6 +159,14 @@ def skip_json_value(buf: str, pos: int) -> int:
                 i += 2 if buf[i] == "\\" else 1
             if i >= n:
                 return -1
+            if quotes_checked:
+                j = i + 1
+                while j < n and buf[j] in " \t\r\n":
+                    j += 1
+                if j >= n:
+                    return -1
+                if buf[j] not in ":,}]":
+                    return LOST_QUOTES
         elif c in "[{":
             depth += 1
         elif c in "]}":
@@ -170,6 +179,23 @@ def skip_json_value(buf: str, pos: int) -> int:
             return i
         i += 1
     return -1
+
+
+LOST_QUOTES = -2
+"""`skip_broken_value`'s answer for a value whose strings do not line up: where it ends cannot be told."""
+
+
+def skip_broken_value(buf: str, pos: int) -> int:
+    """`skip_json_value` for a value that failed to decode: its end, -1 if `buf` ends first, or `LOST_QUOTES`.
+
+    A value broken by a comma too many or a bad literal still has its strings and brackets in place, and the
+    scan finds its end. One that lost a quote has every string after the loss read inside out: the scan
+    would end it somewhere in a later record, and the objects inside that record would read as records of
+    their own. Inside out, a "string" ends at the quote that opens a real one, so what follows it is that
+    string's text, not what may follow a JSON string (`:`, `,`, `}`, `]`): at the first such string the
+    answer is `LOST_QUOTES`.
+    """
+    return skip_json_value(buf, pos, quotes_checked=True)
 
 
 @dataclass(slots=True)

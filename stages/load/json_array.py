@@ -24,7 +24,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, json_message, skip_json_value, truncation_note
+from tracejudge.core.log import get_logger
+from tracejudge.stages.load import (LOST_QUOTES, JSON_ERRORS, RawRecord, json_error, json_message, skip_broken_value, skip_json_value,
+                                    truncation_note)
 from tracejudge.stages.load.encoding import BOM, ESCAPED, byte_size, escaped_byte, file_encoding_problem, wide_encoding
 
 __all__ = ["read_json_array"]
@@ -32,6 +34,9 @@ __all__ = ["read_json_array"]
 _WS = " \t\r\n"
 _SNIFF = 1 << 16
 _SURE = 64  # characters after a decoding error that show it is not where a chunk ended
+_REST = "; the rest of the file is not read"  # (said wherever the read stops before the file's end)
+_CUT_SHORT = "(it looks truncated)"
+log = get_logger("tracejudge.load")
 
 
 def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20) -> Iterator[RawRecord]:
@@ -142,13 +147,28 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                     while ESCAPED.match(buf, pos):
                         pos += 1
                     continue
-                if buf[pos] != ",":
-                    yield RawRecord(name, line, error=f"expected ',' or ']' between records, found {buf[pos]!r}")
+                if buf[pos] in "{[":
+                    # A comma lost between two records (`} {`): the next one is read all the same, and the file named.
+                    log.warning("JSON array: a comma is missing between two records; read as if it were there", file=name, line=line)
+                elif buf[pos] != ",":
+                    yield RawRecord(name, line, error=f"expected ',' or ']' between records, found {buf[pos]!r}{_REST}")
                     return
-                pos += 1
-                if not skip_ws():
-                    yield RawRecord(name, line, error="unexpected end of file after ','")
-                    return
+                else:
+                    pos += 1
+                    if not skip_ws():
+                        yield RawRecord(name, line, error="unexpected end of file after ','")
+                        return
+                    # A comma repeated between records (`},,{`) or left before the end (`},]`, as a list in Python or
+                    # JavaScript may be written) is no record: named in a warning, not counted as an invalid one.
+                    if buf[pos] == "," or buf[pos] == "]":
+                        log.warning("JSON array: a comma with no record after it; passed over", file=name, line=line)
+                        while buf[pos] == ",":
+                            pos += 1
+                            if not skip_ws():
+                                yield RawRecord(name, line, error="unexpected end of file after ','")
+                                return
+                        if buf[pos] == "]":
+                            continue
             first = False
             start_line = line
             error = None
@@ -183,10 +203,17 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                 break
             if error is not None:
                 if end == -1:
-                    # Stepped over by a bracket scan of strings and brackets alone, so the records after it are read.
-                    end = skip_json_value(buf, pos)
+                    # Stepped over by a scan of its strings and brackets, so the records after it are read; unless its
+                    # quotes do not line up (`skip_broken_value`): where it ends cannot be told, and the read stops.
+                    scan = skip_json_value if error.startswith("record is not valid UTF-8") else skip_broken_value
+                    end = scan(buf, pos)
                     while end == -1 and fill():
-                        end = skip_json_value(buf, pos)
+                        end = scan(buf, pos)
+                    if end == LOST_QUOTES:
+                        error += "; a quote is missing in or near this record, so where it ends cannot be told" + _REST
+                        end = -1
+                    elif end == -1 and not error.endswith(_CUT_SHORT):
+                        error += _REST
                 yield RawRecord(name, start_line, error=error)
                 if end == -1:
                     return
