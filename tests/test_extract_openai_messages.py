@@ -149,6 +149,10 @@ def test_unpaired_result_is_counted(tmp_path: Path):
 
 BAD = {
     "no message list": ({"id": "r1", "msgs": []}, "r1", "messages", "required list of messages is missing"),
+    # A list there but not a list, or under a misspelt key, was "required list of messages is missing" too.
+    "a string for the list": ({"id": "r7", "messages": "hello"}, "r7", "messages", "messages: expected a list of messages, got a string"),
+    "the list under a misspelt key": ({"id": "r8", "mesages": [U]}, "r8", "messages",
+                                      "messages: required list of messages is missing; did you mean mesages? (or set dataset.options.messages_field)"),
     "tool call without a name": ({"id": "r2", "messages": [U, {"role": "assistant", "tool_calls": [{"id": "a", "function": {"arguments": "{}"}}]}]},
                                  "r2", "messages[1].tool_calls[0].function.name", "no function name"),
     "unknown role": ({"id": "r3", "messages": [{"role": "robot", "content": "x"}]}, "r3", "messages[0].role", "unknown message role 'robot'"),

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
+from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, messages_of, read_lines
 from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
@@ -87,9 +87,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     fields = case_fields(record, default_id)
     cid = str(fields["id"])
     field = opts.messages_field
-    messages = record.get(field)
-    if not isinstance(messages, list):
-        fail(f"{field}: required list of messages is missing", field=field, case_id=cid)
+    messages = messages_of(record, field, cid)
     b = TraceBuilder()
     for i, msg in enumerate(messages):
         where = f"{field}[{i}]"

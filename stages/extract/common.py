@@ -75,6 +75,26 @@ def fail(message: str, field: str | None = None, case_id: str | None = None) -> 
     raise AdapterError(message, field=field, case_id=case_id)
 
 
+def messages_of(record: dict[str, Any], field: str, case_id: str) -> list[Any]:
+    """The list of messages at `record[field]`; raises `AdapterError` saying what is there instead.
+
+    A value that is not a list is named with its JSON type (`messages: expected a list of messages, got a
+    string`), not called missing; a missing field names the record's nearest key (`did you mean mesages?`).
+    """
+    messages = record.get(field)
+    if isinstance(messages, list):
+        return messages
+    if messages is not None:
+        fail(f"{field}: expected a list of messages, got {_JSON_TYPE.get(type(messages), type(messages).__name__)}",
+             field=field, case_id=case_id)
+    hint = suggest.did_you_mean(field, [k for k in record if isinstance(k, str)], n=1, typo=True)
+    fail(f"{field}: required list of messages is missing" + (f"; {hint} (or set dataset.options.messages_field)" if hint else ""),
+         field=field, case_id=case_id)
+
+
+_JSON_TYPE = {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
 def build_case(data: dict[str, Any]) -> Case:
     """Validate the native case mapping an adapter built.
 

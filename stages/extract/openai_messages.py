@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, read_lines, text_of
+from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, messages_of, read_lines, text_of
 from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
@@ -144,11 +144,9 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     fields = case_fields(record, default_id)
     cid = str(fields["id"])
     field = opts.messages_field
-    messages = record.get(field)
-    if messages is None and field == "messages" and "items" in record:
-        field, messages = "items", record["items"]
-    if not isinstance(messages, list):
-        fail(f"{field}: required list of messages is missing", field=field, case_id=cid)
+    if field == "messages" and record.get("messages") is None and "items" in record:
+        field = "items"
+    messages = messages_of(record, field, cid)
     b = TraceBuilder(opts.error_prefixes)
     for i, item in enumerate(messages):
         if not isinstance(item, dict):
