@@ -239,3 +239,29 @@ def test_label_counts_add_up_and_a_metric_the_run_lacks_is_named_not_tabled(tmp_
     assert block["unknown_metrics"] == {"Nope": 2} and list(block["metrics"]) == ["TaskCompletion"]
     assert block["problems"][0] == "2 label(s) for metric 'Nope': no result of this run has that metric"
     assert block["metrics"]["TaskCompletion"]["n"] == 3  # a/0, a/1, b/0
+
+
+def test_labels_that_cannot_be_compared_are_named_where_they_were_written(tmp_path: Path) -> None:
+    # A label for a case the run does not have was only counted ("unmatched"); a misspelt metric got no suggestion; and
+    # one label of 1.5 on a yes/no metric made the whole metric a graded comparison (accuracy 0.000, no kappa).
+    from tracejudge.stages.judge.agreement import agreement_block
+
+    def res(cid: str, value: float) -> dict[str, Any]:
+        return {"case_id": cid, "trial": 0, "status": "ok", "tags": [],
+                "scores": {"TaskCompletion": {"value": value, "passed": value >= 0.5, "reason": "r"}}}
+
+    labels = tmp_path / "labels.jsonl"
+    rows = [("a", "TaskCompletion", 1), ("b", "TaskCompletion", 0), ("c", "TaskCompletion", 1), ("d", "TaskCompletion", 1.5),
+            ("nope", "TaskCompletion", 1), ("a", "TaskCompletoin", 1)]
+    labels.write_text("".join(json.dumps({"case_id": c, "metric": m, "label": v}) + "\n" for c, m, v in rows))
+    results = [res("a", 1.0), res("b", 0.0), res("c", 0.0), res("d", 1.0)]
+    block = agreement_block(results, load_label_file(labels), resamples=50)
+    assert block["problems"] == [
+        "1 label(s) for metric 'TaskCompletoin': no result of this run has that metric; did you mean TaskCompletion?",
+        f"{labels}:5: case_id: no result of this run is case 'nope'",
+        f"{labels}:4: label: 1.5 is out of range for metric 'TaskCompletion', which takes a yes/no label (true/false, or a number from 0 to 1)",
+    ]
+    counts = {k: block.get(k) for k in ("total_labels", "matched", "not_judged", "unmatched", "out_of_range")}
+    assert counts == {"total_labels": 6, "matched": 3, "not_judged": 0, "unmatched": 2, "out_of_range": 1}, counts
+    got = block["metrics"]["TaskCompletion"]
+    assert (got["kind"], got["n"], got["accuracy"]) == ("yes_no", 3, round(2 / 3, 6)) and got["kappa"] is not None, got

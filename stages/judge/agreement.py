@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
+from tracejudge.core.suggest import did_you_mean
+from tracejudge.stages.judge.label_checks import take_out_of_range, unknown_cases
 from tracejudge.stages.judge.labels import Label, LabelSet
 
 __all__ = ["Pair", "agreement_block", "metric_agreement", "need_stats", "pair_up"]
@@ -339,11 +341,22 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
                     disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
                     scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
-    first 20) and `metrics.<metric>` from `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label."""
+    labels of cases the run lacks or out of their metric's range, `label_checks`; first 20) and `metrics.<metric>` from
+    `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label. The counts are `pair_up`'s,
+    with `out_of_range` (when any) taken from `matched`."""
+    results = list(results)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
-    problems = [f"{n} label(s) for metric {m!r}: no result of this run has that metric" for m, n in counts["unknown_metrics"].items()]
-    problems += labels.problems
+    run_metrics = {m for r in results for m in (r.get("scores") or {})}
+    problems = [f"{n} label(s) for metric {m!r}: no result of this run has that metric"
+                + (f"; {hint}" if (hint := did_you_mean(m, run_metrics, n=1, typo=True)) else "")
+                for m, n in counts["unknown_metrics"].items()]
+    problems += labels.problems + unknown_cases(results, labels, run_metrics)
+    out_of_range = take_out_of_range(pairs, labels, scales or {})
+    if out_of_range:
+        counts["matched"] -= len(out_of_range)
+        counts["out_of_range"] = len(out_of_range)
+        problems += out_of_range
     block: dict[str, Any] = {**counts, "problems": problems[:20], "problem_count": len(problems),
                              "metrics": {m: metric_agreement(m, pairs.get(m, []), threshold=threshold, resamples=resamples, seed=seed,
                                                              disagreements=disagreements) for m in metrics}}

@@ -1,0 +1,55 @@
+"""Labels that cannot be compared with the run's verdicts: for a case the run does not have, or out of their metric's range.
+
+Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped case id or a label
+of 1.5 on a yes/no metric is found where it was written (`agreement.agreement_block` adds them to `problems`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracejudge.stages.judge.labels import LabelSet
+
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.agreement import Pair
+
+__all__ = ["take_out_of_range", "unknown_cases"]
+
+
+def unknown_cases(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str]) -> list[str]:
+    """A problem naming each label (its `file:line`) of a metric the run has for a case no result of the run is: a
+    mistyped or stale case id, which would otherwise be only a count (`unmatched`)."""
+    cases = {str(r.get("case_id")) for r in results}
+    return [f"{lab.where}: case_id: no result of this run is case {lab.case_id!r}"
+            for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
+
+
+def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: dict[str, tuple[float, float]]) -> list[str]:
+    """Take out of `pairs` the labels outside their metric's range, and name each (`file:line: label: …`).
+
+    A metric without grades (its verdicts' grade is their value in [0, 1]: a yes/no judge) takes labels
+    in [0, 1]; a graded one with a known scale (`scales`) takes labels on that scale. One label of 1.5 on a
+    yes/no metric made the whole metric a graded comparison of every 0/1 label with the verdicts' values.
+    """
+    index = labels.lookup()
+    named: list[str] = []
+    for metric, got in pairs.items():
+        scale = scales.get(metric)
+        if scale is not None:
+            lo, hi = scale[0], scale[0] + scale[1]
+        elif all(p.grade == p.value for p in got):
+            lo, hi = 0.0, 1.0
+        else:
+            continue  # grades read off the verdicts: their range is not known for certain
+        keep = []
+        for p in got:
+            if isinstance(p.label, bool) or lo <= p.label <= hi:
+                keep.append(p)
+                continue
+            lab = index.get((p.case_id, metric, p.trial)) or index.get((p.case_id, metric, None))
+            what = "a yes/no label (true/false, or a number from 0 to 1)" if scale is None else f"a grade on its scale {lo:g}..{hi:g}"
+            line = f"{lab.where if lab else p.case_id}: label: {p.label:g} is out of range for metric {metric!r}, which takes {what}"
+            if line not in named:  # (a label without a trial pairs with each trial of its case: named once)
+                named.append(line)
+        got[:] = keep
+    return named
