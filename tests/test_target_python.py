@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import live_agents
 import pytest
 from live_support import TESTS, by_key, live_config, read_jsonl, run_live
@@ -218,6 +220,28 @@ def test_an_agent_raising_inside_a_task_group_is_named_by_what_failed_and_a_drop
     results = {r["case_id"]: r for r in read_jsonl(tmp_path / "run" / "results.jsonl")}
     assert "ConnectionResetError: peer reset the connection" in results["net"]["error"]["message"]
     assert results["bug"]["error"]["message"].endswith("ValueError: no such flight")
+
+
+def test_an_agent_whose_reply_cannot_be_read_is_named_as_a_bug_not_a_transient_failure(tmp_path):
+    """An agent returning `42`, or text holding a lone surrogate, was counted among "results ended in a transient
+    failure (judge, target or provider)": nothing transient failed, the agent's reply could not be read."""
+    import subprocess
+    import sys
+
+    _agent_workspace(tmp_path, "odd_agent", ["a", "b", "flaky"],
+                     "from tracejudge import TransientTargetError\n\n"
+                     "def respond(request):\n"
+                     "    if request.case_id == 'flaky':\n"
+                     "        raise TransientTargetError('503 from the model gateway')\n"
+                     "    return 42 if request.case_id == 'a' else {'output': 'half \\ud800'}\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "run", "c.yaml", "--no-progress"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    err = " ".join(done.stderr.split())
+    # (Which reply is named first depends on which finished first.)
+    assert ("1 results ended in a transient failure (judge, target or provider); 2 results ended because the agent's reply could "
+            "not be read (invalid reply: ") in err, err
+    assert re.search(r"\(invalid reply: (expected a string, a Trace or a mapping with `output`, got int|output: holds a lone surrogate .*), "
+                     r"the first; a bug in the agent, not a transient failure\)", err), err
 
 
 def test_the_retry_line_says_how_many_results_the_named_exception_ended():

@@ -31,18 +31,23 @@ def sum_usage(segments: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return total
 
 
+_BAD_REPLY = '"message":"invalid reply: '  # (how a result line writes such an error's message: no space after the colon)
+
+
 def agent_raised(lines: Iterable[str]) -> list[str]:
-    """The error messages of the `target_error` result lines whose python agent raised an exception (a bug, not a
-    transient failure): the target keeps the agent's traceback in `error.details` only for those."""
+    """The error messages of the `target_error` result lines whose agent raised an exception or replied with what
+    cannot be read (`invalid reply: …`, `target.protocol.coerce_reply`: a python agent returning `42`): bugs in the
+    agent, not transient failures. The target keeps the agent's traceback in `error.details` only for the first."""
     out = []
     for line in lines:
-        if '"traceback"' not in line:  # (most lines: no parse)
+        if '"traceback"' not in line and _BAD_REPLY not in line:  # (most lines: no parse)
             continue
         try:
             body = json.loads(line)
             error = body["error"]
-            if body.get("status") == "target_error" and (error.get("details") or {}).get("traceback"):
-                out.append(str(error.get("message") or ""))
+            message = str(error.get("message") or "")
+            if body.get("status") == "target_error" and ((error.get("details") or {}).get("traceback") or message.startswith("invalid reply: ")):
+                out.append(message)
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return out

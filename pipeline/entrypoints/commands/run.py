@@ -252,11 +252,18 @@ def _spent(args: argparse.Namespace, run_dir: Path | None, spent: int, limit: in
 
 
 def _pending(pending: int, raised: list[str], died: int) -> str:
-    """What the failures a resume retries were: transient ones (judge, target, provider), exceptions the agent raised, and
-    cases whose worker process died (killed, out of memory: `engine.worker_deaths`)."""
+    """What the failures a resume retries were: transient ones (judge, target, provider), replies of the agent that could
+    not be read and exceptions it raised (`raised`: the messages of both, `journal_counts.agent_raised`), and cases whose
+    worker process died (killed, out of memory: `engine.worker_deaths`)."""
     parts = []
     if pending > len(raised) + died:
         parts.append(f"{pending - len(raised) - died} results ended in a transient failure (judge, target or provider)")
+    bad = [m for m in raised if m.startswith("invalid reply: ")]
+    raised = [m for m in raised if not m.startswith("invalid reply: ")]
+    if bad:
+        first = bad[0] if len(bad[0]) <= 160 else bad[0][:157] + "..."
+        parts.append(f"{len(bad)} results ended because the agent's reply could not be read ({first}{'' if len(bad) == 1 else ', the first'}; "
+                     "a bug in the agent, not a transient failure)")
     if raised:
         first = raised[0] if len(raised[0]) <= 120 else raised[0][:117] + "..."
         kinds = len(set(raised))
