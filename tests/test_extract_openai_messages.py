@@ -158,7 +158,8 @@ BAD = {
     "unknown role": ({"id": "r3", "messages": [{"role": "robot", "content": "x"}]}, "r3", "messages[0].role", "unknown message role 'robot'"),
     "message not an object": ({"id": "r4", "messages": ["hello"]}, "r4", "messages[0]", "expected a message object"),
     "not JSON": ('{"id": "r5", "messages": [', "data.jsonl:2", None, "invalid JSON"),
-    "not an object": ("[1, 2]", "data.jsonl:2", None, "expected a JSON object per line"),
+    "not an object": ("[1, 2]", "data.jsonl:2", None, "expected a JSON object per line, got an array"),
+    "null": ("null", "data.jsonl:2", None, "expected a JSON object per line, got null"),  # (it said "got NoneType")
     "a field of the wrong type": ({"id": "r6", "tags": "oops", "messages": [U]}, "r6", "tags", "valid list"),
 }
 

@@ -57,7 +57,7 @@ def test_malformed_lines_among_good_ones(tmp_path):
     missing = by_id["no-name"]  # the user's id is kept even though the record is invalid
     assert missing["error"]["line"] == 3 and missing["error"]["field"] == "trace.steps[0].tool_calls[0].name"
     assert "not valid UTF-8" in by_id[f"{data}:4"]["error"]["message"]
-    assert "expected a JSON object" in by_id[f"{data}:5"]["error"]["message"]
+    assert by_id[f"{data}:5"]["error"]["message"] == "expected a JSON object per line, got an array"  # (not Python's "list")
     assert by_id["c2"]["error"]["field"] == "expected_tool_call" and "Extra inputs" in by_id["c2"]["error"]["message"]
     m = summary["metrics"]["ToolCalls"]
     assert (m["scored"], m["excluded"], m["results"]) == (2, {"invalid_input": 5}, 7)

@@ -85,14 +85,20 @@ def messages_of(record: dict[str, Any], field: str, case_id: str) -> list[Any]:
     if isinstance(messages, list):
         return messages
     if messages is not None:
-        fail(f"{field}: expected a list of messages, got {_JSON_TYPE.get(type(messages), type(messages).__name__)}",
+        fail(f"{field}: expected a list of messages, got {json_type(messages)}",
              field=field, case_id=case_id)
     hint = suggest.did_you_mean(field, [k for k in record if isinstance(k, str)], n=1, typo=True)
     fail(f"{field}: required list of messages is missing" + (f"; {hint} (or set dataset.options.messages_field)" if hint else ""),
          field=field, case_id=case_id)
 
 
-_JSON_TYPE = {dict: "an object", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    """What `value`, decoded from JSON, is in JSON's words (`an array`, `null`): what a user sees in the file, not Python's."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def build_case(data: dict[str, Any]) -> Case:
@@ -158,7 +164,7 @@ def decode_line(payload: Any) -> tuple[dict[str, Any], str]:
     except ValueError as exc:
         fail(str(exc), case_id=cid)
     if not isinstance(record, dict):
-        fail(f"expected a JSON object per line, got {type(record).__name__}", case_id=cid)
+        fail(f"expected a JSON object per line, got {json_type(record)}", case_id=cid)
     return record, default_id
 
 

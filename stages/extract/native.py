@@ -43,7 +43,9 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: Any = None) -> Case:
             raise AdapterError(deep_message(f" at column {column}" if column.isdigit() else "", values=True), case_id=line_id(raw)) from None
         if error["type"] != "json_invalid":
             if not isinstance(_decode(raw), dict):
-                raise AdapterError(f"expected a JSON object per line, got {type(_decode(raw)).__name__}") from None
+                from tracejudge.stages.extract.common import json_type  # (here: a run's start-up does without it)
+
+                raise AdapterError(f"expected a JSON object per line, got {json_type(_decode(raw))}") from None
             raise
     data = _decode(raw)  # raises AdapterError naming the JSON problem
     lone = lone_surrogate(utf8_text(raw), data)  # (`json` decodes an escaped half of a UTF-16 pair; a case cannot hold it)
