@@ -240,3 +240,13 @@ def test_a_run_folders_name_and_a_bidi_id_are_written_inert(tmp_path: Path) -> N
     assert title == "# tracejudge report: evil\\x1b[31m\\u{202e}x", title
     junit = (tmp_path / "runs" / folder / "junit.xml").read_text()
     assert "\u202e" not in junit and 'name="ab\\u202ecd [trial 0, escaped]"' in junit
+
+
+def test_compare_calls_a_deterministic_metric_s_changed_options_options_not_judges() -> None:
+    # "TrajectoryMatch: the runs' judges differ (options order: 'in_order' → 'exact')": the metric has no judge.
+    from tracejudge.stages.comparison.identity import warning_line
+
+    assert warning_line("TrajectoryMatch", "options order: 'in_order' → 'exact'") == (
+        "TrajectoryMatch: the runs scored it with different options (options order: 'in_order' → 'exact'); "
+        "a delta may be the options', not the agent's")
+    assert warning_line("quality", "model gpt-4o → gpt-4.1; options criteria: 'a' → 'b'").startswith("quality: the runs' judges differ (model")

@@ -49,7 +49,12 @@ def identity_warnings(dirs_a: list[Path], dirs_b: list[Path], metrics: list[str]
 
 
 def warning_line(metric: str, differences: str) -> str:
-    """`compare`'s warning for `metric` whose judge or options differ (`differences`, as `identity_differences` gives them)."""
+    """`compare`'s warning for `metric` whose judge or options differ (`differences`, as `identity_differences` gives them).
+
+    Options alone (a deterministic metric's `order`, a rubric's text) are the metric's, not a judge's: said so.
+    """
+    if differences.startswith("options "):
+        return f"{metric}: the runs scored it with different options ({differences}); a delta may be the options', not the agent's"
     return f"{metric}: the runs' judges differ ({differences}); a delta may be the judge's, not the agent's"
 
 
