@@ -77,7 +77,12 @@ What a conversation becomes:
   functions; the value they were called with is the final output when the
   run recorded no other;
 - agent, chain and graph-node spans never become steps; a top-level agent
-  span (or the trace root) anchors a turn.
+  span (or the trace root) anchors a turn;
+- a LangGraph run that paused at `interrupt(value)` ends its turn on that
+  question (the output of its last step, and the turn's final text), and the
+  run resumed with `Command(resume=answer)` is a turn whose user text is the
+  answer; a tool that paused is one call, its rerun's (`pauses`). The
+  interrupt is not an error, whatever status the instrumentation gave it.
 
 Turns: a turn is one user exchange, anchored on a top-level agent span (or,
 without agent spans, on the trace root); delegated agents stay inside. The

@@ -13,6 +13,7 @@ from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, deferred_call, part_call
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import output_text
+from tracejudge.stages.extract.otel.pauses import Pauses
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -60,6 +61,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         v = views[span.span_id]
         if v.role != "tool" or not v.tool_name:
             continue
+        if v.interrupts:
+            continue  # a tool that paused the graph runs again from its start on resume: that run is the call (`pauses`)
         if v.answer_tool or v.tool_name in answer_tools:
             if v.call_id:
                 answer_ids.add(v.call_id)
@@ -94,6 +97,10 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         a = anchor(span)
         anchors[a.span_id] = a
         members.setdefault(a.span_id, []).append(span)
+    pauses = Pauses(group.spans, views, anchor)
+    for aid, a in pauses.anchors.items():
+        anchors.setdefault(aid, a)
+        members.setdefault(aid, [])
     ordered = sorted(anchors.values(), key=lambda s: (s.start, s.span_id))
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
@@ -178,11 +185,12 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             rows[owner].calls.append(((0, t.span.start, 1 << 30), call))
         av = views[a.span_id]
         error = _run_error(a, mem, index, views)
-        if not rows and not present(av.request) and not present(av.answer) and error is None:
+        paused = pauses.asked.get(a.span_id, [])
+        if not rows and not present(av.request) and not present(av.answer) and error is None and not paused:
             # an agent span with no request, call or text under it (a controller's bookkeeping span) is no turn; one
             # whose run failed before any request (the Agents SDK's input guardrail) is: its error is the case's
             continue
-        builder.add_anchor(a, av, mem, rows, error)
+        builder.add_anchor(a, av, mem, rows, error, paused, pauses.reply(a.span_id))
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     return builder.case(group, answer, _documents(group.spans, views), _conventions(views))
 

@@ -2,7 +2,8 @@
 
 A turn is one user exchange (see the package docstring). `Builder.add_anchor`
 joins an anchor to the previous turn when it is the same exchange (same trace
-and user text, or a request that replays the previous one: `stitch.continues`);
+and user text, or a request that replays the previous one: `stitch.continues`),
+never a resumed LangGraph run, whose resume value is a user turn (`pauses`);
 `Builder.case` picks each turn's final text and writes the case mapping.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
+from tracejudge.stages.extract.otel.pauses import add_question, question_text
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.stitch import continues
-from tracejudge.stages.extract.otel.view import View
+from tracejudge.stages.extract.otel.view import MISSING, View
 
 __all__ = ["Builder", "Row"]
 
@@ -40,26 +42,31 @@ class Builder:
         self.turns: list[dict[str, Any]] = []
         self.orphan_deferred: list[dict[str, Any]] = []
 
-    def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None) -> None:
+    def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None,
+                   paused: list[tuple[str | None, Any]] | None = None, reply: Any = MISSING) -> None:
         """Add one anchor's rows; an anchor of the same trace with the same user text joins the previous turn.
 
         `error` is the error the anchor's run ended in (`None`: it ended normally); the turn keeps its last anchor's.
+        `paused`: the LangGraph interrupts the run stopped at; `reply`: the value it was resumed with (`MISSING`:
+        not a resumed run), which is the turn's user text and starts a turn of its own (`pauses`).
         """
         model_rows = [r for r in rows if r.model is not None]
         first_inputs = next((self.views[r.model.span_id].inputs for r in model_rows if self.views[r.model.span_id].inputs), None)  # type: ignore[union-attr]
         asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
-        user_text = _pick_request(av.request, asked)
+        user_text = reply if reply is not MISSING else _pick_request(av.request, asked)
         last = self.turns[-1] if self.turns else None
-        if last is not None and (last["_trace"] == a.trace_id or self._continues(last, model_rows)) \
+        if last is not None and reply is MISSING and (last["_trace"] == a.trace_id or self._continues(last, model_rows)) \
                 and (user_text is None or user_text == last["user_text"]):
             turn = last
         else:
-            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": None, "_out": None, "_history": None, "_error": None}
+            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": None, "_out": None, "_history": None,
+                    "_error": None, "_asked": []}
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
         turn["_rows"].extend(rows)
         turn["_error"] = error
+        turn["_asked"].extend(paused or [])
         if av.answer:
             turn["_final"] = av.answer
         for s in mem:
@@ -117,7 +124,10 @@ class Builder:
             # a delegate's words reach the user only through the calling agent: not the turn's own texts
             own = [r for r in rows if r.model is not None and not r.delegated] or [r for r in rows if r.model is not None]
             model_texts = [r.text for r in own]
-            if turn["_final"] is not None:
+            if turn["_asked"]:  # the run paused to ask the human: the question is what it ended on (`pauses`)
+                final, inter = question_text(turn["_asked"]), [t for t in model_texts if t]
+                add_question(steps, first_step, final)
+            elif turn["_final"] is not None:
                 final = turn["_final"]
                 inter = [t for t in model_texts if t]
                 if inter and inter[-1] == final:

@@ -70,6 +70,8 @@ class View:
     such a call shown in this request's input when it did not take the answer
     (`"output rejected: …"`: pydantic-ai's validation errors, an output
     validator's `ModelRetry`); a call the framework took is in neither.
+    `interrupts` holds the `(id, value)` of each LangGraph `interrupt` the span paused at, `resume` the value a
+    `Command(resume=…)` input gave it (`MISSING`: none; `conventions.langgraph`).
     `conventions` names the readers that recognised the span.
     """
 
@@ -96,10 +98,13 @@ class View:
     deferred_tools: dict[str, str] = field(default_factory=dict)
     answer_texts: dict[str, str] = field(default_factory=dict)
     refused_answers: dict[str, str] = field(default_factory=dict)
+    interrupts: list[tuple[str | None, Any]] = field(default_factory=list)
+    resume: Any = MISSING
 
 
 _MAPS = ("deferred_tools", "answer_texts", "refused_answers")  # merged key by key: the first reader to say a key wins
-_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "answer_tool", "args_wrapped", "span_order", *_MAPS)]  # type: ignore[attr-defined]
+_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "answer_tool", "args_wrapped", "span_order", "interrupts", "resume",
+                                                  *_MAPS)]  # type: ignore[attr-defined]
 
 
 def merge(base: View, other: View, name: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracejudge.stages.extract.otel.conventions import genai, langfuse, mlflow, openai_agents, openinference, pydantic_ai, traceloop, vercel
+from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, pydantic_ai, traceloop, vercel
 from tracejudge.stages.extract.otel.payloads import failed_tool_messages
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import View, merge
@@ -52,4 +52,5 @@ def group_views(group: Group) -> dict[str, View]:
         traceloop.callback_results(group.spans, group.views)
         failed_tool_messages(group.spans, group.views)
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
+        langgraph.read_pauses(group.spans, group.views)  # last: a pause is no error, whatever a pass above made of its status
     return group.views
