@@ -41,6 +41,24 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     return block
 
 
+def _with_killed_telemetry(block: dict[str, Any], recorded: dict[str, float]) -> dict[str, Any]:
+    """The judge `block` with each telemetry counter (`stage_summary.TELEMETRY`: cache hits, retries, what the cache saved)
+    raised to the sum the segments recorded at their checkpoints, when that is larger.
+
+    The block adds this segment's counters to the last summary written (`_prior_judge`); a segment killed with SIGKILL
+    wrote none, so what it counted was missing (526 cache hits of 2,799 after two kills). Its record holds the counters as
+    they stood at its last checkpoint: the sum over segments is then the larger. (Segments recorded before segments
+    kept these have none: the block's figure stands.)
+    """
+    from tracejudge.stages.judge.stage_summary import TELEMETRY
+
+    for k in TELEMETRY:
+        got, have = recorded.get(k), block.get(k)
+        if isinstance(got, (int, float)) and isinstance(have, (int, float)) and not isinstance(have, bool) and got > have:
+            block[k] = round(got, 6) if isinstance(got, float) else got
+    return block
+
+
 def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
     try:
         block = json.loads((run_dir / "summary.json").read_text()).get(name)
@@ -60,7 +78,7 @@ def _build_summary(
     for k, v in totals["usage"].get("judge", {}).items():
         judge[k] = judge.get(k, 0) + v
     if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
-        blocks = {**blocks, "judge": journal.fix_judge_block(blocks["judge"])}
+        blocks = {**blocks, "judge": _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), totals["usage"].get("judge", {}))}
     # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
     spent, _ = journal.spent_retries()
     # Results never scored because the worker process scoring them died: counted among `invalid_input` by status, but

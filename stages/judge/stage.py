@@ -81,7 +81,7 @@ from tracejudge.stages.judge.repeat import sample_trial
 from tracejudge.stages.judge.requests import per_question
 from tracejudge.stages.judge.resources import JudgeResources, api_key, local_resources
 from tracejudge.stages.judge.settling import PLANNED, Planned, Probing, conclude, grouping, planned, settle_cached, slot
-from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
+from tracejudge.stages.judge.stage_summary import _ADDITIVE, judge_summary, segment_telemetry  # noqa: F401 - `_ADDITIVE` is read here by `engine.shards`
 from tracejudge.stages.judge.stopping import _stopping, _within_grace
 
 __all__ = ["BATCH_WORKERS", "JudgeResources", "api_key", "judge_stage", "local_resources"]
@@ -368,6 +368,9 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     def summary() -> dict[str, Any]:
         return judge_summary(state, prior, cfg, price, calibration, tally)
 
+    def usage() -> dict[str, float]:
+        return segment_telemetry(state)
+
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
     workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))
     # `io`: every case waits on the network, so it is fed one at a time (results flush as they come, even with one worker).
@@ -377,4 +380,5 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
     def pace() -> float | None:
         return state["judge"].pace(state["results"]) if state["judge"] is not None and cfg.mode != "batch" else None
 
-    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, io=True, activity=activity, pace=pace, settle=settle)
+    return Stage("judge", process, workers=workers, aclose=aclose, summary=summary, usage=usage, io=True, activity=activity, pace=pace,
+                 settle=settle)

@@ -12,7 +12,7 @@ from tracejudge.stages.judge.judge_stats import JudgeTally
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["_ADDITIVE", "UNPRICED", "judge_summary"]
+__all__ = ["_ADDITIVE", "TELEMETRY", "UNPRICED", "judge_summary", "segment_telemetry"]
 
 _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
@@ -22,6 +22,12 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
              "repair_input_tokens", "repair_output_tokens", "repair_cost_usd", "cached_input_tokens", "cache_write_input_tokens",
              "single_flight_shared", "requests_split", "request_errors", "judged_items",
              "parse_failed_items", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts")
+
+# The counters a SIGKILL would take with it but for the segment's record (`segment_telemetry`): those `_ADDITIVE` holds
+# that the run does not rebuild from results.jsonl and the spend journal (the gate's counts, the tokens and dollars paid).
+TELEMETRY = ("cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "saved_usd",
+             "saved_tokens", "queued_s", "slept_s", "items_from_cache", "cache_errors", "truncated_replies", "single_flight_shared",
+             "requests_split", "request_errors", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts")
 
 # The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price or a reply reported no usage.
 UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
@@ -37,6 +43,20 @@ def _counters(judge: Judge) -> dict[str, Any]:
     if (judge.price is None and block["saved_tokens"] > 0) or block["saved_usage_unknown"]:
         block["saved_usd"] = None
     return block
+
+
+def segment_telemetry(state: dict[str, Any]) -> dict[str, float]:
+    """This segment's `TELEMETRY` counters, every judge's added up: what the run records in the segment at each checkpoint
+    (`Stage.usage`), so that a segment killed with SIGKILL, which never writes its summary, still counts what it had
+    counted at its last checkpoint. Numbers only (an unknown figure is left out)."""
+    out: dict[str, float] = {}
+    for _, judge in state["judges"] or []:
+        block = _counters(judge)
+        for k in TELEMETRY:
+            v = block.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v:
+                out[k] = out.get(k, 0) + v
+    return out
 
 
 def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price: Any, calibration: Calibration, tally: JudgeTally) -> dict[str, Any]:
