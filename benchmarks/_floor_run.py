@@ -1,6 +1,6 @@
 """The floor of the work of one deterministic tracejudge run: a minimal implementation of the same job.
 
-    python benchmarks/_floor_run.py CASES.jsonl OUT_DIR [--processes 1|2] [--phases]
+    python benchmarks/_floor_run.py CASES.jsonl OUT_DIR [--processes 1|2] [--phases] [--guarantees]
 
 What the work `pipeline_throughput.py` times costs at the least in Python on this machine, each step done once,
 plainly and fast, without tracejudge: read the native JSONL file as lines of bytes; decode and validate each with
@@ -21,12 +21,13 @@ reads it). `--phases` prints to stderr the CPU s of read / decode / checks / ren
 structs) / write / fold, the middle ones summed over the workers when there are workers.
 
 Left out, against `tracejudge run` (a yardstick, not a replacement): config and metric registry (the checks are
-hard-wired); resumable checkpoints, cursor, result index; dataset fingerprint, manifest; secret redaction of
-written text; JUnit, report.md, report.html; richer reasons (closest call, first divergence, argument diffs),
-`details`, tags and metadata in result lines; per-metric error isolation, time limits, statuses; breakdowns,
-pass@k, histograms, a bounded bootstrap sample (it keeps every value); replacing a worker that dies; the fallback
-to pydantic for lines msgspec refuses but the records accept (JSON-string arguments, ...) and the records' own
-checks (blank ids or tool names, user messages out of place).
+hard-wired); what `--guarantees` adds (`_floor_guarantees.py`, the floor with the run's guarantees: the dataset
+fingerprint and manifest, the resume cursor and repeated ids refused, checkpoints, junit.xml, result lines with tags,
+metadata and `details`) and what it too leaves out (the cursor's and result index's files, report.md, report.html);
+secret redaction of written text; richer reasons (closest call, first divergence, argument diffs); per-metric error
+isolation, time limits, statuses; breakdowns, pass@k, histograms, a bounded bootstrap sample (it keeps every value);
+replacing a worker that dies; the fallback to pydantic for lines msgspec refuses but the records accept (JSON-string
+arguments, ...) and the records' own checks (blank ids or tool names, user messages out of place).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import threading
 import time
 import traceback
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 import msgspec
@@ -268,8 +269,8 @@ def _send(sock: socket.socket, parts: list[bytes]) -> None:
         sock.sendall(b"".join(parts)[sent:])
 
 
-def _serve(sock: socket.socket, name: str) -> None:
-    """A worker: chunks in, results out, until told to stop. The lines are decoded where they were received (slices)."""
+def _serve(sock: socket.socket, name: str, work: Callable[..., tuple[Any, Any, int, list[float]]]) -> None:
+    """A worker: chunks in, `work`, results out, until told to stop. The lines are decoded where they were received (slices)."""
     while True:
         first, count, size = _TASK.unpack(_recv(sock, _TASK.size))
         if not count:
@@ -284,7 +285,8 @@ def _serve(sock: socket.socket, name: str) -> None:
         _send(sock, [_DONE.pack(0, len(blob), len(values), errors, *spent), blob, values])
 
 
-def forked(tasks: Iterator[tuple[str, int, list[bytes]]], processes: int, name: str) -> Iterator[tuple[Any, Any, int, list[float]]]:
+def forked(tasks: Iterator[tuple[str, int, list[bytes]]], processes: int, name: str,
+           work: Callable[..., tuple[Any, Any, int, list[float]]] = work) -> Iterator[tuple[Any, Any, int, list[float]]]:
     """`map(work, tasks)` by `processes` forked workers, in input order (chunk i to worker i mod `processes`); `name` is
     the file's, for error lines. A thread feeds the workers while this one takes their results, so neither waits on
     the other. The workers are reaped before the end: their CPU and peak RSS are then in RUSAGE_CHILDREN."""
@@ -301,7 +303,7 @@ def forked(tasks: Iterator[tuple[str, int, list[bytes]]], processes: int, name: 
             try:
                 for s in (head, *socks):
                     s.close()
-                _serve(child, name)
+                _serve(child, name, work)
             except BaseException:  # told to the head, which raises it
                 code, text = 1, traceback.format_exc().encode()
                 with contextlib.suppress(OSError):
@@ -408,12 +410,16 @@ def main() -> None:
     ap.add_argument("out_dir")
     ap.add_argument("--processes", type=int, choices=(1, 2), default=1)
     ap.add_argument("--phases", action="store_true", help="print the CPU seconds of each phase to stderr")
+    ap.add_argument("--guarantees", action="store_true", help="keep the run's guarantees too (`_floor_guarantees.py`)")
     args = ap.parse_args()
+    if args.guarantees:  # (it imports `_floor_run`: this module, under that name, not a second copy)
+        sys.modules["_floor_run"] = sys.modules[__name__]
+        import _floor_guarantees
     # The structs are untracked and nothing here makes cycles: a collection would only walk the lists and dicts of
     # the chunk at hand. Freeze what the imports made and collect rarely.
     gc.freeze()
     gc.set_threshold(100_000, 50, 50)
-    summary, took = run(args.cases, args.out_dir, args.processes)
+    summary, took = (_floor_guarantees.run if args.guarantees else run)(args.cases, args.out_dir, args.processes)
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     if args.phases:
         print(f"CPU s per phase ({'decode to free in the workers' if args.processes > 1 else 'one process'}): "

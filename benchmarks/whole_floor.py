@@ -3,22 +3,30 @@
 What it measures: for the targets of `pipeline_throughput.py` (tracejudge at least 6x pydantic-evals with
 processes 1, 10x with processes 2, 25x multivon with processes 2, in CPU and in wall seconds of the whole
 process), how many seconds a target allows, how many the least implementation of the same work takes (the
-floor), and how many tracejudge takes. So a note can say "target X CPU-s, minimal implementation Y,
-tracejudge Z", and tell a target tracejudge misses from one nothing written in Python could meet.
+floor), how many it takes once it keeps the run's guarantees too (the floor with guarantees), and how many
+tracejudge takes. So a note can say "target X CPU-s, minimal implementation Y, Y' with the guarantees,
+tracejudge Z", and tell a target tracejudge misses from one nothing written in Python could meet, with or without
+what a run must keep for its resume safety and CI reports.
 
 The floor is `benchmarks/_floor_run.py`: not tracejudge's code but a minimal, self-contained implementation of
 the same step (validated msgspec decode of the native JSONL lines, the six checks with short reasons, a
 result line per case, the fold with bootstrap CIs and summary.json), with 1 process or 2 forked workers. It
 leaves out what tracejudge does besides (checkpoints and resume, the dataset fingerprint, secret redaction,
 JUnit and the reports, richer reasons, per-metric error isolation and time limits, ...: its docstring lists them).
+The floor with guarantees is the same with `--guarantees` (`benchmarks/_floor_guarantees.py`): it adds the
+dataset fingerprint in manifest.json, the resume cursor (each line's CRC-32, each id's first line, a repeated id
+refused), result lines carrying tracejudge's fields (tags, metadata, `details`, ...), junit.xml, and a checkpoint
+of the fold's state every 1,000 results after an fsync of the results; it still leaves out the cursor's and the
+result index's files, report.md and report.html, redaction, richer reasons, ... (its docstring lists them).
 
 How: N τ-bench cases (`pipeline_throughput.write_dataset`, default 10,000), the project's bytecode written
 first (`_procs.precompile`), then `--repeats` interleaved rounds of fresh processes, each timed from outside
 (`pipeline_throughput.whole_process`: CPU seconds of the process and the workers it waited for, wall
-seconds, start to exit): floor processes 1, floor processes 2, tracejudge processes 1, tracejudge processes 2,
-pydantic-evals, and multivon with `--multivon` (about 33 s a run). Figures are medians over the rounds. Every
-run's six means must agree with tracejudge's to 3 decimals, else no ratio is printed (the means are). A step
-that fails leaves the table of what was measured, then the error; every process started is stopped.
+seconds, start to exit): floor processes 1, floor processes 2, floor+guarantees processes 1, floor+guarantees
+processes 2, tracejudge processes 1, tracejudge processes 2, pydantic-evals, and multivon with `--multivon` (about
+33 s a run). Figures are medians over the rounds. Every run's six means must agree with tracejudge's to 3
+decimals, else no ratio is printed (the means are). A step that fails leaves the table of what was measured,
+then the error; every process started is stopped.
 
     python benchmarks/whole_floor.py [--n 10000] [--repeats 5] [--multivon] [--keep DIR]
 """
@@ -61,15 +69,17 @@ def _load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def floor(n: int, cases: Path, work: Path, processes: int) -> pt.Run:
-    """One whole-process run of `_floor_run.py` on `cases` with `processes`; its output folder is removed afterwards."""
-    out = work / f"floor-{processes}"
+def floor(n: int, cases: Path, work: Path, processes: int, guarantees: bool = False) -> pt.Run:
+    """One whole-process run of `_floor_run.py` on `cases` with `processes` (and `--guarantees`); its output folder is
+    removed afterwards."""
+    what = f"floor{'+guarantees' if guarantees else ''} run (processes {processes}, N={n:,})"
+    out = work / f"floor-{processes}{'-guarantees' if guarantees else ''}"
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, str(BENCH / "_floor_run.py"), str(cases), str(out), "--processes", str(processes)]
-    got = pt.whole_process(cmd, f"floor run (processes {processes}, N={n:,})")
+    got = pt.whole_process(cmd + ["--guarantees"] * guarantees, what)
     shutil.rmtree(out)
     if got["n"] != n:
-        raise RuntimeError(f"the floor run (processes {processes}) wrote {got['n']} results for {n} cases")
+        raise RuntimeError(f"the {what} wrote {got['n']} results for {n} cases")
     return got
 
 
@@ -79,6 +89,8 @@ def steps(st: State, cases: Path, work: Path, multivon: bool) -> dict[str, Any]:
     tools: dict[str, Any] = {
         "floor processes 1": lambda: floor(n, cases, work, 1),
         "floor processes 2": lambda: floor(n, cases, work, 2),
+        "floor+guarantees processes 1": lambda: floor(n, cases, work, 1, guarantees=True),
+        "floor+guarantees processes 2": lambda: floor(n, cases, work, 2, guarantees=True),
         "tracejudge processes 1": lambda: pt.ours(n, cases, work, "processes 1"),
         "tracejudge processes 2": lambda: pt.ours(n, cases, work, "processes 2"),
     }
@@ -145,30 +157,33 @@ def report(st: State) -> None:
 
 
 def targets(st: State) -> None:
-    """The table of targets: seconds allowed (the peer's median over the ratio), floor, tracejudge, CPU and wall."""
+    """The table of targets: seconds allowed (the peer's median over the ratio), the floor's, the floor's with the
+    guarantees and tracejudge's, CPU and wall; then a sentence for each."""
     rows = []
     for (peer, executor), ratio in sorted(pt.TARGETS.items(), key=lambda item: (item[0][1], item[1])):  # 6x p1, 10x p2, 25x p2
-        fl, tj = f"floor {executor}", f"tracejudge {executor}"
-        if all(st.runs.get(t) for t in (peer, fl, tj)):
-            rows.append((f">={ratio:g}x {peer.split()[0]}, {executor}", peer, ratio, fl, tj))
+        tools = (peer, f"floor {executor}", f"floor+guarantees {executor}", f"tracejudge {executor}")
+        if all(st.runs.get(t) for t in tools):
+            rows.append((f">={ratio:g}x {peer.split()[0]}, {executor}", ratio, tools))
     if not rows:
         return
-    n_runs = min(len(st.runs[t]) for row in rows for t in (row[1], row[3], row[4]))
-    print(f"\ntargets: seconds a target allows (the peer's median / the ratio), the floor's and tracejudge's, "
-          f"medians of {n_runs} interleaved run(s)\n")
-    cols = [f"{unit} {k}" for unit in ("CPU", "wall") for k in ("allowed s", "floor s", "tracejudge s", "tracejudge / floor")]
+    n_runs = min(len(st.runs[t]) for row in rows for t in row[2])
+    print(f"\ntargets: seconds a target allows (the peer's median / the ratio), the floor's, the floor's with the run's "
+          f"guarantees and tracejudge's, medians of {n_runs} interleaved run(s)\n")
+    cols = [f"{unit} {k}" for unit in ("CPU", "wall")
+            for k in ("allowed s", "floor s", "floor+guarantees s", "tracejudge s", "tracejudge / floor")]
     print(f"| {'target':<34} | " + " | ".join(cols) + " |")
     print(f"|{'-' * 36}|" + "|".join("-" * (len(c) + 2) for c in cols) + "|")
     lines = []
-    for label, peer, ratio, fl, tj in rows:
+    for label, ratio, (peer, fl, fg, tj) in rows:
         figures = []
         for key in ("cpu", "wall"):
-            allowed, f, t = med(st, peer, key) / ratio, med(st, fl, key), med(st, tj, key)
-            figures += [allowed, f, t, t / f]
-            verdict = ("the target is below the floor of the work" if f > allowed
-                       else f"the floor is under it ({allowed - f:.2f} s to spare)")
+            allowed, f, g, t = med(st, peer, key) / ratio, med(st, fl, key), med(st, fg, key), med(st, tj, key)
+            figures += [allowed, f, g, t, t / f]
+            floors = [f"{name} {x:.2f} s: "
+                      + ("the target is below this floor" if x > allowed else f"under it ({allowed - x:.2f} s to spare)")
+                      for name, x in (("floor", f), ("floor with guarantees", g))]
             tj_says = "meets it" if t <= allowed else f"misses it by {t - allowed:.2f} s"
-            lines.append(f"{label}, {key}: allowed {allowed:.2f} s, floor {f:.2f} s: {verdict}; tracejudge {t:.2f} s {tj_says}")
+            lines.append(f"{label}, {key}: allowed {allowed:.2f} s; {'; '.join(floors)}; tracejudge {t:.2f} s {tj_says}")
         print(f"| {label:<34} | " + " | ".join(f"{x:>{len(c)}.2f}" for x, c in zip(figures, cols)) + " |")
     print("\n" + "\n".join(lines))
 
