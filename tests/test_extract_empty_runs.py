@@ -27,4 +27,4 @@ def test_an_empty_run_is_invalid_input(tmp_path, fmt: str, record: Any) -> None:
 
 def test_a_wrong_typed_step_list_says_what_it_got(tmp_path) -> None:
     [(_, info)] = extract_lines(tmp_path, "smolagents", [{"steps": "x"}])
-    assert info.message == "steps: expected a list of memory steps, got str" and info.field == "steps"
+    assert info.message == "steps: expected a list of memory steps, got a string" and info.field == "steps"

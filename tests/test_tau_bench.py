@@ -188,3 +188,20 @@ def test_a_run_made_for_another_user_than_its_task_is_invalid_input(tmp_path, ta
     assert [r["status"] for r in results].count("ok") == 3 and len(bad) == 1
     assert bad[0]["case_id"] == f"{runs[2]['task_id']}-{runs[2]['trial']}" and bad[0]["error"]["field"] == "info.task.user_id"
     assert "made for user 'someone_else_1'" in bad[0]["error"]["message"]
+
+
+def test_a_run_that_is_null_is_named_in_json_s_words(tmp_path):
+    # "expected a run object, got NoneType": the file says null.
+    from pathlib import Path as _P
+
+    from tracejudge.core.registry import format_for as _fmt
+    from tracejudge.stages.extract import extract_record as _extract
+
+    p = _P(tmp_path) / "runs.json"
+    p.write_text("[null, [1]]")
+
+    class _Ds:
+        path, tasks, limit, options = p, None, None, {}
+
+    got = [_extract(raw, _fmt("tau-bench"), None) for raw in _fmt("tau-bench").read(_Ds())]
+    assert [err.message for _, err in got] == ["expected a run object, got null", "expected a run object, got an array"]

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, messages_of, read_lines
+from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines
 from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
@@ -52,7 +52,7 @@ def _blocks(content: Any, where: str, cid: str) -> list[dict[str, Any]]:
     if content is None:
         return []
     if not isinstance(content, list):
-        fail(f"content must be a string or a list of blocks, got {type(content).__name__}", field=f"{where}.content", case_id=cid)
+        fail(f"content must be a string or a list of blocks, got {json_type(content)}", field=f"{where}.content", case_id=cid)
     out = []
     for k, block in enumerate(content):
         if isinstance(block, str):
@@ -92,7 +92,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     for i, msg in enumerate(messages):
         where = f"{field}[{i}]"
         if not isinstance(msg, dict):
-            fail(f"expected a message object, got {type(msg).__name__}", field=where, case_id=cid)
+            fail(f"expected a message object, got {json_type(msg)}", field=where, case_id=cid)
         role = msg.get("role")
         blocks = _blocks(msg.get("content"), where, cid)
         if role == "assistant":

@@ -92,7 +92,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, fail
+from tracejudge.stages.extract.common import build_case, fail, json_type
 from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, NOT_RUN, RUN_ERROR, error_text, missing_tools, run_errors,
                                                                      stopped_runs, turn_data)
 from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
@@ -330,7 +330,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     span that is not an exported span.
     """
     if not isinstance(payload, dict):
-        fail(f"expected a trace object, got {type(payload).__name__}")
+        fail(f"expected a trace object, got {json_type(payload)}")
     trace = payload.get("trace") if isinstance(payload.get("trace"), dict) else {}
     spans = payload.get("spans")
     if not isinstance(spans, list):

@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, messages_of, read_lines, text_of
+from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines, text_of
 from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
@@ -150,7 +150,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     b = TraceBuilder(opts.error_prefixes)
     for i, item in enumerate(messages):
         if not isinstance(item, dict):
-            fail(f"expected a message object, got {type(item).__name__}", field=f"{field}[{i}]", case_id=cid)
+            fail(f"expected a message object, got {json_type(item)}", field=f"{field}[{i}]", case_id=cid)
         _item(b, item, i, field, cid)
     trace = b.trace()
     if isinstance(record.get("usage"), dict):

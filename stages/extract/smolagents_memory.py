@@ -58,7 +58,7 @@ from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, maybe_json, read_lines, text_of
+from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, json_type, maybe_json, read_lines, text_of
 from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
 from tracejudge.stages.load import loads
 
@@ -172,14 +172,14 @@ def adapt(payload: Any, options: Any = None) -> Case:
     if isinstance(record, list):
         record = {"steps": record}
     if not isinstance(record, dict):
-        fail(f"expected a step list or an object with `steps`, got {type(record).__name__}", case_id=default_id)
+        fail(f"expected a step list or an object with `steps`, got {json_type(record)}", case_id=default_id)
     fields = case_fields(record, default_id)
     cid = str(fields["id"])
     raw_steps = record.get("steps")
     if "steps" not in record:
         fail("steps: required list of memory steps is missing", field="steps", case_id=cid)
     if not isinstance(raw_steps, list):
-        fail(f"steps: expected a list of memory steps, got {type(raw_steps).__name__}", field="steps", case_id=cid)
+        fail(f"steps: expected a list of memory steps, got {json_type(raw_steps)}", field="steps", case_id=cid)
     if not raw_steps:
         fail("steps: the run recorded no step (an empty memory says nothing the agent did)", field="steps", case_id=cid)
     steps: list[dict[str, Any]] = []
@@ -190,7 +190,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     for i, step in enumerate(raw_steps):
         where = f"steps[{i}]"
         if not isinstance(step, dict):
-            fail(f"expected a memory step object, got {type(step).__name__}", field=where, case_id=cid)
+            fail(f"expected a memory step object, got {json_type(step)}", field=where, case_id=cid)
         timing = step.get("timing") if isinstance(step.get("timing"), dict) else step  # smolagents 1.13: on the step itself
         times += [t for t in (timing.get("start_time"), timing.get("end_time")) if isinstance(t, (int, float)) and not isinstance(t, bool)]
         _tokens(step["token_usage"] if "token_usage" in step else message_usage(step.get("model_output_message")), tokens)

@@ -37,7 +37,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import maybe_json
+from tracejudge.stages.extract.common import json_type, maybe_json
 from tracejudge.stages.load import read_json_array
 
 __all__ = ["Tasks", "adapt", "load_tasks", "prepare"]
@@ -109,7 +109,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     from tracejudge.stages.extract.tau_bench_check import user_ids
 
     if not isinstance(raw, dict):
-        raise AdapterError(f"expected a run object, got {type(raw).__name__}")
+        raise AdapterError(f"expected a run object, got {json_type(raw)}")
     task_id = raw.get("task_id")
     if not isinstance(task_id, int) or isinstance(task_id, bool):
         raise AdapterError("task_id: required integer is missing or mistyped", field="task_id")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.common import json_type
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import read_json_array
@@ -35,7 +36,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     from tracejudge.stages.extract.errors import AdapterError
 
     if not isinstance(raw, dict):
-        raise AdapterError(f"expected a task object, got {type(raw).__name__}")
+        raise AdapterError(f"expected a task object, got {json_type(raw)}")
     index = raw.get("task_index")
     if not isinstance(index, int) or isinstance(index, bool):
         raise AdapterError("task_index: required integer is missing or mistyped", field="task_index")
