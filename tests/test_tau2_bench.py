@@ -133,3 +133,17 @@ def test_a_simulation_that_lost_a_quote_stops_the_read_there_and_says_so(tmp_pat
     assert len(got) == 2 and got[0].error is None
     assert got[1].error.startswith("simulations[1]: invalid JSON: ") and got[1].error.endswith(
         "a quote is missing in or near this simulation, so where it ends cannot be told; the rest of the file is not read")
+
+
+def test_a_stray_brace_between_simulations_stops_the_read_and_never_hangs(tmp_path):
+    # A `}` doubled after a simulation: the reader stepped over nothing and read the same `}` for ever (100% CPU, no run).
+    from tracejudge.stages.extract.tau2_bench import read_results
+
+    sim = '{"id": "s", "task_id": "1", "messages": []}'
+    path = tmp_path / "r.json"
+    path.write_text('{"tasks": [], "simulations": [' + sim + "}, " + sim + "]}")
+    got = [r.error for r in read_results(path)]
+    assert got == [None, "simulations[1]: expected ',' or ']' after a simulation, found '}'; the rest of the file is not read"]
+    path.write_text('{"tasks": [], "simulations": [}, ' + sim + "]}")
+    (only,) = [r.error for r in read_results(path)]
+    assert only.startswith("simulations[0]: invalid JSON: ") and only.endswith("; the rest of the file is not read")

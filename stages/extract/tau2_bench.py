@@ -120,7 +120,9 @@ def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple
                             why += "; a quote is missing in or near this simulation, so where it ends cannot be told; the rest of the file is not read"
                             end = -1
                     sims.append((pos, None, why))
-                    if end == -1:
+                    if end <= pos:  # (-1: no end found; `pos`: a stray `}` or `]` where a simulation goes, no step forward)
+                        if end == pos:
+                            sims[-1] = (pos, None, why + "; the rest of the file is not read")
                         spans.append((pos, len(text)))
                         top[key] = True
                         _outside(text, spans, base)
@@ -134,6 +136,13 @@ def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple
                 pos = _skip_ws(text, end)
                 if text[pos : pos + 1] == ",":
                     pos = _skip_ws(text, pos + 1)
+                elif text[pos : pos + 1] not in ("]", ""):
+                    # (A `}` doubled after a simulation: stepping on from here would read the same character for ever.)
+                    sims.append((pos, None, f"expected ',' or ']' after a simulation, found {text[pos]!r}; the rest of the file is not read"))
+                    spans.append((pos, len(text)))
+                    top[key] = True
+                    _outside(text, spans, base)
+                    return top, sims
             top[key] = True
             pos += 1
         else:
