@@ -147,3 +147,15 @@ def test_a_stray_brace_between_simulations_stops_the_read_and_never_hangs(tmp_pa
     path.write_text('{"tasks": [], "simulations": [}, ' + sim + "]}")
     (only,) = [r.error for r in read_results(path)]
     assert only.startswith("simulations[0]: invalid JSON: ") and only.endswith("; the rest of the file is not read")
+
+
+def test_a_file_cut_between_two_simulations_says_so(tmp_path):
+    # Cut after a simulation's `},` the file read as whole: 29 of 50 simulations gone, no error, verdict PASS.
+    from tracejudge.stages.extract.tau2_bench import read_results
+
+    sim = '{"id": "s", "task_id": "1", "messages": []}'
+    path = tmp_path / "r.json"
+    for cut in ('{"tasks": [], "simulations": [' + sim + ",\n", '{"tasks": [], "simulations": [' + sim):
+        path.write_text(cut)
+        assert [r.error for r in read_results(path)] == [None, "simulations[1]: the file ends here, before the list's ']': the file "
+                                                                "ends early (it looks truncated), and simulations after the cut are not in it"]

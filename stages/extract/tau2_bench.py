@@ -143,6 +143,9 @@ def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple
                     top[key] = True
                     _outside(text, spans, base)
                     return top, sims
+            if pos >= len(text):  # cut between two simulations: the ones read score, and the cut is said
+                sims.append((pos, None, "the file ends here, before the list's ']': the file ends early (it looks truncated), "
+                                        "and simulations after the cut are not in it"))
             top[key] = True
             pos += 1
         else:
