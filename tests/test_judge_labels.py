@@ -134,16 +134,27 @@ def test_label_files_from_excel_and_notepad_read_as_written(tmp_path: Path) -> N
     csv.write_bytes(b"\xef\xbb\xbfcase_id,metric,label\na,m,yes\nb,caf\xe9,no\nc,m,no\n")
     got = load_label_file(csv)
     assert [(lab.case_id, lab.value) for lab in got.labels] == [("a", True), ("c", False)]
-    assert got.problems == [f"{csv}:3: metric: b'caf\\xe9': byte 0xE9 at column 4 is not UTF-8; save the file as UTF-8"]
+    # The column is the line's, as an editor shows it (it was the column within the cell, 4 here).
+    assert got.problems == [not_utf8(f"{csv}:3: metric", 3, 6, 37)]
     jl = tmp_path / "l.jsonl"
     jl.write_bytes(b'\xef\xbb\xbf{"case_id": "a", "metric": "m", "label": true}\n{"case_id": "b\xe9", "metric": "m", "label": 1}\n')
     got = load_label_file(jl)
     assert [lab.case_id for lab in got.labels] == ["a"]
-    assert got.problems == [f"{jl}:2: byte 0xE9 at column 15 is not UTF-8; save the file as UTF-8"]
+    assert got.problems == [not_utf8(f"{jl}:2", 2, 15, 64)]
+    # A Windows "CSV" (cp1252) with an accent in a note: the row stays; one in the metric is placed in the line
+    # (its 11th character, the 5th of its cell), past the note's.
+    csv.write_bytes(b"case_id,note,metric,label\nc0,n\xe9,m,yes\nc1,n\xe9,Task\xe9,no\n")
+    got = load_label_file(csv)
+    assert [lab.case_id for lab in got.labels] == ["c0"] and got.problems == [not_utf8(f"{csv}:3: metric", 3, 11, 48)]
     wide = tmp_path / "w.csv"
     wide.write_bytes("case_id,metric,label\na,m,yes\n".encode("utf-16"))
     with pytest.raises(ConfigError, match="not UTF-8 text: it starts with FF FE, a UTF-16 LE byte-order mark"):
         load_label_file(wide)
+
+
+def not_utf8(where: str, line: int, column: int, offset: int) -> str:
+    return (f"{where}: byte 0xE9 at line {line} column {column} (byte offset {offset}) starts no UTF-8 character "
+            "(invalid continuation byte); save the file as UTF-8")
 
 
 def test_graded_labels_get_weighted_kappa_and_spearman() -> None:
@@ -237,7 +248,7 @@ def test_label_counts_add_up_and_a_metric_the_run_lacks_is_named_not_tabled(tmp_
     counts = {k: block[k] for k in ("total_labels", "matched", "not_judged", "unmatched")}
     assert counts == {"total_labels": 6, "matched": 2, "not_judged": 1, "unmatched": 3}, counts
     assert block["unknown_metrics"] == {"Nope": 2} and list(block["metrics"]) == ["TaskCompletion"]
-    assert block["problems"][0] == "2 label(s) for metric 'Nope': no result of this run has that metric"
+    assert block["problems"][0] == f"{labels}:5: metric: 2 label(s) for metric 'Nope' (also line 6): no result of this run has that metric"
     assert block["metrics"]["TaskCompletion"]["n"] == 3  # a/0, a/1, b/0
 
 
@@ -257,7 +268,7 @@ def test_labels_that_cannot_be_compared_are_named_where_they_were_written(tmp_pa
     results = [res("a", 1.0), res("b", 0.0), res("c", 0.0), res("d", 1.0)]
     block = agreement_block(results, load_label_file(labels), resamples=50)
     assert block["problems"] == [
-        "1 label(s) for metric 'TaskCompletoin': no result of this run has that metric; did you mean TaskCompletion?",
+        f"{labels}:6: metric: 1 label(s) for metric 'TaskCompletoin': no result of this run has that metric; did you mean TaskCompletion?",
         f"{labels}:5: case_id: no result of this run is case 'nope'",
         f"{labels}:4: label: 1.5 is out of range for metric 'TaskCompletion', which takes a yes/no label (true/false, or a number from 0 to 1)",
     ]

@@ -113,7 +113,8 @@ def command(args: argparse.Namespace, err: Console) -> int:
         return EXIT_BAD_INPUT
     print_agreement(block, out, run_dir=outcome.run_dir)
     if args.json is not None:
-        full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics))
+        full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics),
+                             listed=None)
         args.json.write_text(json.dumps({"run_dir": str(outcome.run_dir), **full}, indent=2, default=str) + "\n", encoding="utf-8")
         out.print(f"written: {args.json}", highlight=False)
     if outcome.interrupted:
@@ -152,10 +153,11 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
     from rich.markup import escape
     from rich.table import Table
 
+    from tracejudge.stages.reports.judge_lines import label_counts, label_problems
+
     where = f" (run {run_dir})" if run_dir else ""
-    console.print(f"labels: {block.get('total_labels', 0)}, matched to verdicts: {block.get('matched', 0)}, not judged: {block.get('not_judged', 0)}, "
-                  f"no such case/metric: {block.get('unmatched', 0)}{where}", highlight=False, markup=False, soft_wrap=True)
-    for p in block.get("problems") or []:
+    console.print(label_counts(block) + where, highlight=False, markup=False, soft_wrap=True)
+    for p in label_problems(block):
         console.print(f"  labels: {p}", highlight=False, markup=False, soft_wrap=True)  # (not all skip one: "counted once", "takes this one")
     table = Table(title="agreement with the labels (95% bootstrap CI)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("metric", "n", "accuracy", "kappa", "kind", "spearman", "disagree"):

@@ -50,13 +50,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.core.suggest import did_you_mean
-from tracejudge.stages.judge.label_checks import take_out_of_range, unknown_cases
+from tracejudge.stages.judge.label_checks import take_out_of_range, unknown_cases, unknown_metrics
 from tracejudge.stages.judge.labels import Label, LabelSet
 
 __all__ = ["Pair", "agreement_block", "metric_agreement", "need_stats", "pair_up"]
 
 SUMMARY_DISAGREEMENTS = 20  # disagreeing cases listed per metric in summary.json (calibrate's --json lists all)
+SUMMARY_PROBLEMS = 20  # label problems listed in summary.json (calibrate's --json lists all; `problem_count` counts all)
 
 
 def need_stats() -> None:
@@ -339,25 +339,23 @@ def _shown(x: Any) -> Any:
 
 def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
                     disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
-                    scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+                    scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
-    labels of cases the run lacks or out of their metric's range, `label_checks`; first 20) and `metrics.<metric>` from
+    labels of metrics or cases the run lacks or out of their metric's range, `label_checks`; the first `listed`, all
+    when `None`) and `metrics.<metric>` from
     `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label. The counts are `pair_up`'s,
     with `out_of_range` (when any) taken from `matched`."""
     results = list(results)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
     run_metrics = {m for r in results for m in (r.get("scores") or {})}
-    problems = [f"{n} label(s) for metric {m!r}: no result of this run has that metric"
-                + (f"; {hint}" if (hint := did_you_mean(m, run_metrics, n=1, typo=True)) else "")
-                for m, n in counts["unknown_metrics"].items()]
-    problems += labels.problems + unknown_cases(results, labels, run_metrics)
+    problems = unknown_metrics(labels, counts["unknown_metrics"], run_metrics) + labels.problems + unknown_cases(results, labels, run_metrics)
     out_of_range = take_out_of_range(pairs, labels, scales or {})
     if out_of_range:
         counts["matched"] -= len(out_of_range)
         counts["out_of_range"] = len(out_of_range)
         problems += out_of_range
-    block: dict[str, Any] = {**counts, "problems": problems[:20], "problem_count": len(problems),
+    block: dict[str, Any] = {**counts, "problems": problems[:listed], "problem_count": len(problems),
                              "metrics": {m: metric_agreement(m, pairs.get(m, []), threshold=threshold, resamples=resamples, seed=seed,
                                                              disagreements=disagreements) for m in metrics}}
     if with_cases:
@@ -376,7 +374,7 @@ def run_labels(results: list[dict[str, Any]], cfg: Any, extra: LabelSet | None =
 
 
 def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreements: int | None = SUMMARY_DISAGREEMENTS,
-                  scales: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+                  scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS) -> dict[str, Any]:
     """The summary's `labels` block for the run in `run_dir` against `cfg` (`judge.labels`; `scales`: `metric_scales` of the
     run's metrics); an `error` block instead of raising when the labels or the statistics cannot be had, so a run's summary
     is always written."""
@@ -386,6 +384,6 @@ def run_agreement(run_dir: Any, cfg: Any, *, with_cases: bool = False, disagreem
         results = list(iter_results(run_dir))
         labels = run_labels(results, cfg)
         return agreement_block(results, labels, threshold=cfg.threshold, resamples=cfg.resamples, seed=cfg.seed,
-                               disagreements=disagreements, with_cases=with_cases, scales=scales)
+                               disagreements=disagreements, with_cases=with_cases, scales=scales, listed=listed)
     except TracejudgeError as exc:
         return {"error": str(exc), "metrics": {}}

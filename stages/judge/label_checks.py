@@ -1,27 +1,53 @@
-"""Labels that cannot be compared with the run's verdicts: for a case the run does not have, or out of their metric's range.
+"""Labels that cannot be compared with the run's verdicts: for a metric or a case the run does not have, or out of
+their metric's range.
 
-Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped case id or a label
-of 1.5 on a yes/no metric is found where it was written (`agreement.agreement_block` adds them to `problems`).
+Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped metric or case id or a
+label of 1.5 on a yes/no metric is found where it was written (`agreement.agreement_block` adds them to `problems`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tracejudge.core.suggest import did_you_mean
 from tracejudge.stages.judge.labels import LabelSet
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["take_out_of_range", "unknown_cases"]
+__all__ = ["take_out_of_range", "unknown_cases", "unknown_metrics"]
+
+
+def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str]) -> list[str]:
+    """A problem for each labelled metric no result of the run has (`unknown`: its label count), named where its first
+    label was written, with the lines of the others in the same file, and the run's metric it may be a slip for."""
+    named = []
+    for metric, n in unknown.items():
+        wheres = [lab.where for lab in labels.labels if lab.metric == metric]
+        file = wheres[0].rpartition(":")[0] if wheres else ""
+        lines = [w.rpartition(":")[2] for w in wheres[1:] if file and w.rpartition(":")[0] == file]
+        more = f" (also line{'s' if len(lines) > 1 else ''} {', '.join(lines[:5])}{', …' if len(lines) > 5 else ''})" if lines else ""
+        hint = did_you_mean(metric, run_metrics, n=1, typo=True)
+        named.append(f"{wheres[0] + ': ' if wheres else ''}metric: {n} label(s) for metric {metric!r}{more}: no result of this run "
+                     f"has that metric{f'; {hint}' if hint else ''}")
+    return named
 
 
 def unknown_cases(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str]) -> list[str]:
     """A problem naming each label (its `file:line`) of a metric the run has for a case no result of the run is: a
     mistyped or stale case id, which would otherwise be only a count (`unmatched`)."""
     cases = {str(r.get("case_id")) for r in results}
+    # A spreadsheet reads `007` as the number 7, and a case id may be typed in another case: the run's id is offered.
+    near = {_loose(c): c for c in sorted(cases, reverse=True)}
     return [f"{lab.where}: case_id: no result of this run is case {lab.case_id!r}"
+            + (f"; did you mean {near[_loose(lab.case_id)]!r}?" if _loose(lab.case_id) in near else "")
             for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
+
+
+def _loose(case_id: str) -> str:
+    if case_id.isdigit():
+        return case_id.lstrip("0") or "0"
+    return case_id.lower()
 
 
 def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: dict[str, tuple[float, float]]) -> list[str]:

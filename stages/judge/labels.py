@@ -2,21 +2,22 @@
 
 A label belongs to one (case, metric) and, optionally, one trial:
 
-- JSONL (any suffix but `.csv`): one object per line,
-  `{"case_id": "3", "metric": "TaskCompletion", "label": true}`, optional `"trial": 0`;
-- CSV (`.csv`): a header row with the columns `case_id`, `metric`, `label`
-  (and optionally `trial`);
+- JSONL: one object per line,
+  `{"case_id": "3", "metric": "TaskCompletion", "label": true}`, optional `"trial": 0` (or a JSON array of them);
+- CSV (`.csv`, `.tsv`, or a file whose first line is such a header): a header row with the columns `case_id`,
+  `metric`, `label` (and optionally `trial`), separated by `,`, `;` or tabs (`label_rows` says how spreadsheets'
+  files are read);
 - a field of the results (`LabelsConfig.fields`, `--labels-field METRIC=PATH`):
   `TaskCompletion=metadata.reward` reads each result's `metadata.reward` as
   the label of its `TaskCompletion` verdict (τ-bench's reward is in the case
   metadata).
 
-A label is `true`/`false` or a number; in a CSV also `yes`/`no`, `pass`/`fail`,
-`true`/`false` (any case) or a number. A `trial` is a whole number >= 0 (`0.7`,
-`true` or `-1` are not trials). A line that cannot be read is left out and named
-(`file:line: field: problem`) — one bad line never stops a calibration. The file is UTF-8 (a byte-order mark at
-its start is dropped); a line holding a byte that is not UTF-8 is named as one that cannot be read, and a UTF-16 or
-UTF-32 file (Excel's "Unicode text") is refused whole, naming its encoding.
+A label is `true`/`false` or a number, or a word `yes`/`no`, `pass`/`fail`, `true`/`false` (any case); spaces
+around a case id or metric are dropped. A `trial` is a whole number >= 0 (`0.7`, `true` or `-1` are not trials). A
+line that cannot be read is left out and named (`file:line: field: problem`) — one bad line never stops a
+calibration. The file is UTF-8 (a byte-order mark at its start is dropped); a line holding a byte that is not UTF-8
+is named as one that cannot be read, with the byte's line and column, and a UTF-16 or UTF-32 file (Excel's "Unicode
+text") is refused whole, naming its encoding.
 
 One label per (case, metric, trial): a second label with the same value is
 counted once and noted; a second label with another value is a conflict —
@@ -30,7 +31,6 @@ from line N's … for the whole case`).
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Iterable
@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError
-from tracejudge.stages.load.encoding import ESCAPED, wide_encoding
+from tracejudge.core.suggest import did_you_mean
+from tracejudge.stages.judge.label_rows import DECIMAL_COMMA, label_rows
+from tracejudge.stages.load.encoding import BOM, wide_encoding
 
 __all__ = ["Label", "LabelSet", "field_labels", "label_value", "load_label_file", "parse_field_spec"]
 
@@ -123,12 +125,12 @@ def _place(was: Label, lab: Label) -> str:
 
 
 def label_value(raw: Any) -> bool | float:
-    """A label as a bool or a finite float; raises `ValueError` saying what was expected."""
+    """A label as a bool or a finite float; raises `ValueError` saying what was expected (its caller names the field)."""
     if isinstance(raw, bool):
         return raw
     if isinstance(raw, (int, float)):
         if not math.isfinite(raw):
-            raise ValueError(f"label {raw!r} is not a finite number")
+            raise ValueError(f"{raw!r} is not a finite number")
         return float(raw)
     if isinstance(raw, str):
         word = raw.strip().lower()
@@ -138,19 +140,27 @@ def label_value(raw: Any) -> bool | float:
             return label_value(float(word))
         except ValueError:
             pass
-    raise ValueError(f"label {raw!r}: expected true/false (yes/no, pass/fail) or a number")
+        if DECIMAL_COMMA.fullmatch(word):
+            # (Only a CSV separated by `;` or tabs, where Excel writes decimals so, reads it as a decimal: elsewhere `1,5`
+            # may be two cells run together or a thousands mark, and a guess would be a wrong number said nowhere.)
+            raise ValueError(f"{raw!r} has a decimal comma: write {word.replace(',', '.')}")
+    raise ValueError(f"{raw!r} is not a label: expected true/false (yes/no, pass/fail) or a number")
 
 
 def _one(row: dict[str, Any], where: str) -> Label:
     for key in ("case_id", "metric", "label"):
-        if row.get(key) in (None, ""):
+        if key not in row:  # (a JSON object: a CSV's header was checked)
+            hint = did_you_mean(key, [str(k) for k in row], n=1, typo=True)
+            raise ValueError(f"{key}: missing (the object has {', '.join(map(repr, row)) or 'no key'}{f'; {hint}' if hint else ''})")
+        if row[key] is None or (isinstance(row[key], str) and not row[key].strip()):
             raise ValueError(f"{key}: missing")
     trial = _trial(row.get("trial"))
     try:
         value = label_value(row["label"])
     except ValueError as exc:
         raise ValueError(f"label: {exc}") from None
-    return Label(str(row["case_id"]), str(row["metric"]), value, trial, where)
+    # Spaces around a case id or a metric are a spreadsheet's, not part of the name: `c1 ` matched no case.
+    return Label(str(row["case_id"]).strip(), str(row["metric"]).strip(), value, trial, where)
 
 
 def _trial(raw: Any) -> int | None:
@@ -178,8 +188,8 @@ def _trial(raw: Any) -> int | None:
 
 
 def load_label_file(path: Path) -> LabelSet:
-    """Labels from a JSONL file, or a CSV file when `path` ends in `.csv` (see the module doc): one per (case, metric, trial),
-    and `problems` in line order, each `file:line: field: problem`.
+    """Labels from a CSV or JSON Lines file (`label_rows` tells which; see the module doc): one per (case, metric,
+    trial), and `problems` in line order, each `file:line: field: problem`.
 
     Raises `ConfigError` when the file cannot be read, or a CSV lacks a required column.
     """
@@ -192,54 +202,20 @@ def load_label_file(path: Path) -> LabelSet:
         if (wide := wide_encoding(head)) is not None:  # (Excel's "Unicode text" is UTF-16: every line would be a problem)
             raise ConfigError(f"{path}: the labels file is not UTF-8 text: {wide}")
         # A byte-order mark (Excel's "CSV UTF-8", Notepad) is dropped: it made the first column `\ufeffcase_id`. A byte
-        # that is not UTF-8 (a Latin-1 `é`) costs its line, named (`_not_utf8`), not the whole file with a traceback.
+        # that is not UTF-8 (a Latin-1 `é`) costs its line, named, not the whole file with a traceback.
         with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
-            if path.suffix.lower() == ".csv":
-                reader = csv.DictReader(fh)
-                missing = [c for c in ("case_id", "metric", "label") if c not in (reader.fieldnames or [])]
-                if missing:
-                    raise ConfigError(f"{path}:1: the CSV header lacks the column(s) {', '.join(missing)} "
-                                      "(expected case_id, metric, label and optionally trial)")
-                for row in reader:
-                    where = f"{path}:{reader.line_num}"
-                    try:
-                        _not_utf8(row)
-                        labels.append(_one(row, where))
-                    except ValueError as exc:
-                        problems.append(f"{where}: {exc}")
-            else:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    where = f"{path}:{lineno}"
-                    try:
-                        if (bad := ESCAPED.search(line)) is not None:
-                            raise ValueError(_byte_words(line, bad.start()))
-                        row = json.loads(line)
-                        if not isinstance(row, dict):
-                            raise ValueError("expected a JSON object {\"case_id\", \"metric\", \"label\"}")
-                        labels.append(_one(row, where))
-                    except ValueError as exc:
-                        problems.append(f"{where}: {exc}")
+            for where, row in label_rows(path, fh, len(BOM) if head.startswith(BOM) else 0):
+                try:
+                    if isinstance(row, str):
+                        raise ValueError(row)
+                    labels.append(_one(row, where))
+                except ValueError as exc:
+                    problems.append(f"{where}: {exc}")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the labels file ({exc.strerror or exc})") from None
     got = LabelSet(labels, [])  # its problems: the repeated and conflicting labels, put among the others in line order
     got.problems = sorted(problems + got.problems, key=lambda p: int(p[len(str(path)) + 1:].partition(":")[0]))
     return got
-
-
-def _byte_words(text: str, at: int) -> str:
-    """The escaped byte at `text[at]` (decoded with `surrogateescape`) in words: its value, column and what to do."""
-    return f"byte 0x{ord(text[at]) - 0xDC00:02X} at column {at + 1} is not UTF-8; save the file as UTF-8"
-
-
-def _not_utf8(row: dict[str | None, Any]) -> None:
-    """Raise `ValueError` naming the first column of a CSV row whose text holds a byte that is not UTF-8."""
-    for key, value in row.items():
-        for text in value if isinstance(value, list) else [value]:  # (`None` key: cells beyond the header, as a list)
-            if isinstance(text, str) and (bad := ESCAPED.search(text)) is not None:
-                raise ValueError(f"{key or 'a cell beyond the header'}: {text.encode('utf-8', 'surrogateescape')!r}: "
-                                 f"{_byte_words(text, bad.start())}")
 
 
 def parse_field_spec(spec: str) -> tuple[str, str]:
@@ -273,5 +249,5 @@ def field_labels(results: Iterable[dict[str, Any]], fields: dict[str, str]) -> L
             try:
                 labels.append(Label(str(res["case_id"]), metric, label_value(raw), int(res.get("trial", 0)), where))
             except ValueError as exc:
-                problems.append(f"{where}: {exc}")
+                problems.append(f"{where}: label: {exc}")
     return LabelSet(labels, problems)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
+from tracejudge.core.inert_text import visible
 from tracejudge.stages.aggregate.gate_judge import budget_caps
 
-__all__ = ["budget_line", "judge_lines", "quality_lines", "spend_line"]
+__all__ = ["budget_line", "judge_lines", "label_counts", "label_lines", "label_markdown", "label_problems", "quality_lines", "spend_line"]
 
 
 def _dollars(value: float | None) -> str:
@@ -150,14 +152,62 @@ def quality_lines(summary: dict[str, Any]) -> list[str]:
     if panel.get("models"):
         lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests {_dollars(v.get('cost_usd', 0.0))}"
                                                           + _member_failures(v) for m, v in panel["models"].items()))
-    labels = summary.get("labels") or {}
-    if labels.get("error"):
-        lines.append(f"judge labels: {labels['error']}")
-    for metric, m in (labels.get("metrics") or {}).items():
+    return lines + label_lines(summary.get("labels") or {})
+
+
+def label_counts(block: dict[str, Any]) -> str:
+    """The label counts of a `labels` block (`agreement.agreement_block`), which add up to its labels."""
+    return (f"labels: {block.get('total_labels', 0)}, matched to verdicts: {block.get('matched', 0)}, not judged: "
+            f"{block.get('not_judged', 0)}, no such case/metric: {block.get('unmatched', 0)}, out of range: {block.get('out_of_range', 0)}")
+
+
+def label_problems(block: dict[str, Any], first: int | None = None) -> list[str]:
+    """The first `first` label problems of `block` (all it lists when `None`), then how many more there are and where."""
+    listed = list(block.get("problems") or [])
+    shown = listed if first is None else listed[:first]
+    more = int(block.get("problem_count", len(listed))) - len(shown)
+    if more > 0:
+        where = "in summary.json `labels.problems` and " if len(listed) > len(shown) else ""
+        shown.append(f"… and {more} more label problem(s) ({where}listed whole by `tracejudge calibrate CONFIG --json OUT`)")
+    return shown
+
+
+def _metric_lines(block: dict[str, Any]) -> list[str]:
+    lines = []
+    for metric, m in (block.get("metrics") or {}).items():
         if not m.get("n"):
-            lines.append(f"judge labels {metric}: no labelled verdict")
+            lines.append(f"{metric}: no labelled verdict")
             continue
         ci = m.get("kappa_ci")
         kappa = "n/a" if m.get("kappa") is None else f"{m['kappa']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        lines.append(f"judge labels {metric}: {m['n']} labelled, accuracy {m['accuracy']:.1%}, kappa {kappa}, {m.get('disagreeing', 0)} disagree")
+        lines.append(f"{metric}: {m['n']} labelled, accuracy {m['accuracy']:.1%}, kappa {kappa}, {m.get('disagreeing', 0)} disagree")
     return lines
+
+
+def label_lines(block: dict[str, Any], first: int | None = 5) -> list[str]:
+    """The run's agreement with its labels: the counts, each metric's figures, then the first `first` problems with the
+    labels (a mistyped case id or metric, an unreadable line), which a run used to keep to summary.json."""
+    if not block:
+        return []
+    if block.get("error"):
+        return [f"judge labels: {block['error']}"]
+    problems = int(block.get("problem_count") or 0)
+    return ([f"judge {label_counts(block)}" + (f"; {problems} problem(s) with the labels, below" if problems else "")]
+            + [f"judge labels {line}" for line in _metric_lines(block)] + [f"  labels: {p}" for p in label_problems(block, first)])
+
+
+def label_markdown(block: dict[str, Any]) -> str:
+    """report.md's section on the labels: what `label_lines` says, with every problem the summary lists; "" without labels."""
+    if not block:
+        return ""
+    if block.get("error"):
+        return f"\n## Judge labels\n\n**{_md(block['error'])}**\n"
+    out = ["", "## Judge labels", "", _md(label_counts(block)) + ".", "", *(f"- {_md(line)}" for line in _metric_lines(block))]
+    if block.get("problem_count"):
+        out += ["", f"Problems with the labels ({block['problem_count']}):", "", *(f"- {_md(p)}" for p in label_problems(block))]
+    return "\n".join(out) + "\n"
+
+
+def _md(text: str) -> str:
+    # Case ids and metric names come from a hand-made file: escaped as report.md escapes the dataset's text.
+    return visible(html.escape(text, quote=False))
