@@ -30,7 +30,6 @@ from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
 from tracejudge.stages.reports.cases import CaseCollector, CaseMaterial, collect_cases, result_dict
 from tracejudge.stages.reports.html import render_html
-from tracejudge.stages.reports.judge_lines import label_markdown
 from tracejudge.stages.reports.junit import JunitWriter
 from tracejudge.stages.reports.markdown import render_markdown
 
@@ -120,7 +119,7 @@ def write_reports(run_dir: Path, summary: dict[str, Any], verdict: Verdict, *, b
     title = f"tracejudge report: {run_dir.name}"
     paths = []
     md = run_dir / "report.md"
-    store.write_text_if_changed(md, render_markdown(summary, verdict, cases, title=title) + label_markdown(summary.get("labels") or {}))
+    store.write_text_if_changed(md, render_markdown(summary, verdict, cases, title=title))
     paths.append(md)
     junit = run_dir / "junit.xml"
     tmp = junit.with_name(".junit.xml.tmp")

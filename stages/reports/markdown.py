@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tracejudge.core.inert_text import visible
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
-from tracejudge.stages.reports.judge_lines import budget_line, spend_line
+from tracejudge.stages.reports.judge_lines import budget_line, label_markdown, spend_line
 
 if TYPE_CHECKING:  # a run without a baseline never compares
     from tracejudge.stages.comparison.runs import Comparison
@@ -129,6 +129,8 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
         lines += _table(["case", "trial", "status", "error"], [[r.case_id, str(r.trial), r.status, r.error] for r in cases.errors])
         if sum(cases.error_kinds.values()) > len(cases.errors):
             lines.append(f"\n(first {len(cases.errors)} shown)")
+    if summary.get("labels"):
+        lines.append(label_markdown(summary["labels"]).rstrip("\n"))  # (before the footer, which closes the report)
     agg = summary.get("aggregate", {})
     if agg:
         lines += ["", "---", f"CI: {agg.get('ci', '')} (seed {agg.get('seed')}, {agg.get('bootstrap_resamples')} resamples)."]
