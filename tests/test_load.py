@@ -163,3 +163,45 @@ def test_one_utf16_line_among_a_few_does_not_make_the_file_binary(tmp_path):
     path.write_bytes(good[0] + _utf16_line({"id": "wide"}, "\n") + good[1] + good[2])
     recs = list(read_jsonl(path))
     assert [r.error for r in recs] == [None] * 4 and [json.loads(recs[i].payload)["id"] for i in (0, 2, 3)] == ["g0", "g1", "g2"]
+
+
+@pytest.mark.parametrize("chunk_size", [1 << 20, 3])
+def test_json_array_a_bracket_lost_or_added_costs_one_record_at_any_chunk_size(tmp_path, chunk_size):
+    p = tmp_path / "bad.json"
+    # A record that lost its `{`: its keys, up to the `}` that closed it, are one error, and the read goes on.
+    p.write_text('[{"a": 1},\n"b": 2, "c": [3]},\n{"d": 4}]')
+    assert [(r.line, r.payload, r.error) for r in read_json_array(p, chunk_size=chunk_size)] == [
+        (1, {"a": 1}, None),
+        (2, None, "invalid JSON: a key (\"b\":) where a record starts, at line 2 column 1: the record's opening '{' is missing, or a "
+                  "'}' too many ended the record before it early"),
+        (3, {"d": 4}, None)]
+    # A `}` added inside one: its brackets pair up, but not where a record ends; what follows is no record.
+    p.write_text('[{"a": 1},\n{"b": 1,} "c": 2},\n{"d": 4}]')
+    assert [(r.line, r.payload, r.error) for r in read_json_array(p, chunk_size=chunk_size)] == [
+        (1, {"a": 1}, None),
+        (2, None, "invalid JSON: Expecting property name enclosed in double quotes at line 2 column 9; a bracket is missing, or one "
+                  "too many, in or near this record, so where it ends cannot be told; the rest of the file is not read")]
+    # Two broken records on one line: the second is filed under its column, not the first's `file:line`.
+    p.write_text('[{"a": tru}, {"b": fals}]')
+    assert [(r.line, r.payload) for r in read_json_array(p, chunk_size=chunk_size)] == [(1, None), (1, {"id": f"{p}:1:14"})]
+
+
+def test_json_array_a_lost_comma_does_not_read_the_rest_of_the_file_into_memory(tmp_path, tau_paths):
+    # A run followed by `{` was held back until a `,` or `]` came: the whole rest of the file was read into memory (and
+    # the run decoded again at every chunk) before the first run was given.
+    import tracemalloc
+
+    text = json.dumps(json.loads(tau_paths[0].read_text())[:40])
+    at = text.index('}, {"task_id"')
+    p = tmp_path / "runs.json"
+    p.write_text(text[: at + 1] + " " + text[at + 2 :])
+    records = read_json_array(p, chunk_size=4096)
+    tracemalloc.start()
+    try:
+        first = next(records)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        records.close()
+    assert first.error is None and first.payload["task_id"] == 0
+    assert peak < len(text) // 4, (peak, len(text))

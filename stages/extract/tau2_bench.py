@@ -52,124 +52,19 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import maybe_json
-from tracejudge.stages.load import (LOST_QUOTES, JSON_ERRORS, NotUtf8, RawRecord, json_error, json_message, skip_broken_value, skip_json_value,
-                                    truncation_note)
-from tracejudge.stages.load.encoding import BOM, ESCAPED, escaped_byte_in, file_encoding_problem
+from tracejudge.stages.extract.common import json_type, maybe_json
+from tracejudge.stages.extract.tau2_results import skip_ws, split_results
+from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
+from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
+from tracejudge.stages.load.framing import LineStarts, Notes, count_quietly
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
 
 log = get_logger("tracejudge.extract.tau2_bench")
 
 
-_DECODER = json.JSONDecoder()
-_WS = " \t\r\n"
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _WS:
-        pos += 1
-    return pos
-
-
-def _split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[tuple[int, Any, str | None]]]:
-    """Decode a results object member by member: `(other members, [(offset, simulation, error)])`.
-
-    Each simulation is decoded on its own, so one that cannot be read (too
-    deep, huge numbers, a byte that is not UTF-8: `text` was decoded with
-    `errors="surrogateescape"`, `base` is the byte offset it starts at) is one
-    error at its own offset, not the file's.
-    A simulation that is not JSON is its own error too, stepped over by a scan of its brackets; the text
-    ending inside one (a file cut short) ends the list there, that simulation its error, the ones before read.
-    Raises `ValueError` when the text is not a JSON object, `NotUtf8` for a bad byte outside the simulations.
-    """
-    top: dict[str, Any] = {}
-    sims: list[tuple[int, Any, str | None]] = []
-    spans: list[tuple[int, int]] = []
-    pos = _skip_ws(text, 0)
-    if text[pos : pos + 1] != "{":
-        raise ValueError("expected a JSON object at the top level")
-    pos = _skip_ws(text, pos + 1)
-    while pos < len(text) and text[pos] != "}":
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip_ws(text, pos)
-        if text[pos : pos + 1] != ":":
-            raise ValueError(f"expected ':' at offset {pos}")
-        pos = _skip_ws(text, pos + 1)
-        if key == "simulations" and text[pos : pos + 1] == "[":
-            pos = _skip_ws(text, pos + 1)
-            while text[pos : pos + 1] not in ("]", ""):
-                try:
-                    sim, end = _DECODER.raw_decode(text, pos)
-                    bad = ESCAPED.search(text, pos, end)
-                    sims.append((pos, sim, None) if bad is None else (pos, None, f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"))
-                except json.JSONDecodeError as exc:
-                    # A simulation that is not JSON (a byte that is not UTF-8 where JSON allows no such character, a
-                    # comma doubled by hand) is its own error, stepped over by its brackets. One the file ends inside (a
-                    # copy stopped at a size, a file still being written) is the last: the simulations before it score.
-                    bad = ESCAPED.search(text, pos, exc.pos + 1)
-                    if bad is not None:
-                        end = skip_json_value(text, pos)
-                        why = f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}"
-                    else:
-                        # (A simulation that lost a quote has no end a scan can find: `skip_broken_value`.)
-                        end = skip_broken_value(text, pos)
-                        where = f"line {text.count(chr(10), 0, exc.pos) + 1} column {exc.pos - text.rfind(chr(10), 0, exc.pos)}"
-                        why = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}"
-                        if end == LOST_QUOTES:
-                            why += "; a quote is missing in or near this simulation, so where it ends cannot be told; the rest of the file is not read"
-                            end = -1
-                    sims.append((pos, None, why))
-                    if end <= pos:  # (-1: no end found; `pos`: a stray `}` or `]` where a simulation goes, no step forward)
-                        if end == pos:
-                            sims[-1] = (pos, None, why + "; the rest of the file is not read")
-                        spans.append((pos, len(text)))
-                        top[key] = True
-                        _outside(text, spans, base)
-                        return top, sims
-                except JSON_ERRORS as exc:
-                    end = skip_json_value(text, pos)
-                    if end == -1:
-                        raise ValueError(json_error(exc)) from None
-                    sims.append((pos, None, json_error(exc)))
-                spans.append((pos, end))
-                pos = _skip_ws(text, end)
-                if text[pos : pos + 1] == ",":
-                    pos = _skip_ws(text, pos + 1)
-                elif text[pos : pos + 1] not in ("]", ""):
-                    # (A `}` doubled after a simulation: stepping on from here would read the same character for ever.)
-                    sims.append((pos, None, f"expected ',' or ']' after a simulation, found {text[pos]!r}; the rest of the file is not read"))
-                    spans.append((pos, len(text)))
-                    top[key] = True
-                    _outside(text, spans, base)
-                    return top, sims
-            if pos >= len(text):  # cut between two simulations: the ones read score, and the cut is said
-                sims.append((pos, None, "the file ends here, before the list's ']': the file ends early (it looks truncated), "
-                                        "and simulations after the cut are not in it"))
-            top[key] = True
-            pos += 1
-        else:
-            top[key], pos = _DECODER.raw_decode(text, pos)
-        pos = _skip_ws(text, pos)
-        if text[pos : pos + 1] == ",":
-            pos = _skip_ws(text, pos + 1)
-    _outside(text, spans, base)
-    return top, sims
-
-
-def _outside(text: str, spans: list[tuple[int, int]], base: int) -> None:
-    """Raise `NotUtf8` for a byte that is not UTF-8 outside every simulation (`spans`, in order): in a task or the
-    `info`, which every simulation may be scored with, it is the file's error."""
-    i = 0
-    for bad in ESCAPED.finditer(text):
-        while i < len(spans) and spans[i][1] <= bad.start():
-            i += 1
-        if i == len(spans) or bad.start() < spans[i][0]:
-            raise NotUtf8(f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}")
-
-
 def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
-    """Yield one record per simulation: `{"index", "simulation", "task", "domain", "checked_task"}`.
+    """Yield one record per simulation: `{"index", "simulation", "task", "domain", "checked_task", "place"}`.
 
     Each record's line is the line of the file where its simulation starts,
     so a duplicate simulation is reported at its own place. `task` is the
@@ -178,18 +73,20 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
     action checks name (`checked_task`, see `_checked_task`). A simulation
     that cannot be decoded yields one record with `error` at its line; a
     file that is not a τ²-bench results object yields one record with `error`.
+    `place` is the id (`file:line:column`) a simulation that names no case goes under, when another record
+    started on its line before it (None: under `file:line`).
     """
     name = str(path)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
-        # A byte-order mark is no part of the object; a byte that is not UTF-8 is its simulation's error (`_split_results`).
+        # A byte-order mark is no part of the object; a byte that is not UTF-8 is its simulation's error (`split_results`).
         base = len(BOM) if raw.startswith(BOM) else 0
         text = raw[base:].decode("utf-8", "surrogateescape")
         del raw
-        if ESCAPED.match(text, _skip_ws(text, 0)):  # not UTF-8 from its start (UTF-16, say): what the file is
+        if ESCAPED.match(text, skip_ws(text, 0)):  # not UTF-8 from its start (UTF-16, say): what the file is
             raise NotUtf8(f"file is not valid UTF-8: {file_encoding_problem(path)}")
-        data, sims = _split_results(text, base)
+        data, sims, warnings = split_results(text, base)
     except (OSError, *JSON_ERRORS) as exc:
         why = str(exc) if isinstance(exc, (OSError, NotUtf8)) else json_error(exc, "file")
         yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {why}")
@@ -207,20 +104,28 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
         by_actions.setdefault(_actions_key((t.get("evaluation_criteria") or {}).get("actions")), []).append(tid)
     relabelled = 0
     line, at = 1, 0
+    notes, starts = Notes(name), LineStarts(name)
     for i, (offset, sim, error) in enumerate(sims):
         if limit is not None and i >= limit:
-            return
+            break
         line += text.count("\n", at, offset)
         at = offset
+        # Not `file:line` for a simulation that names no case of its own, when one started on its line before (`LineStarts`).
+        place = f"{name}:{line}:{offset - text.rfind(chr(10), 0, offset)}" if starts.see(line) else None
         if error is not None:
-            yield RawRecord(name, line, error=f"simulations[{i}]: {error}")
-            continue
-        task = tasks.get(str(sim.get("task_id"))) if isinstance(sim, dict) else None
-        checked = _checked_task(sim, task, by_actions)
-        if checked is not None:
-            relabelled += 1
-            task = tasks[checked]
-        yield RawRecord(name, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked})
+            yield RawRecord(name, line, None if place is None else {"id": place}, error=error)
+        else:
+            task = tasks.get(str(sim.get("task_id"))) if isinstance(sim, dict) else None
+            checked = _checked_task(sim, task, by_actions)
+            if checked is not None:
+                relabelled += 1
+                task = tasks[checked]
+            yield RawRecord(name, line, {"index": i, "simulation": sim, "task": task, "domain": domain, "checked_task": checked, "place": place})
+    # The commas' warnings, of the simulations read: said when the read ends by itself (`Notes`), not by a look at the first.
+    for before, event, at_line in warnings:
+        if limit is None or before < limit:
+            notes.add(event, at_line)
+    notes.say()
     if relabelled:
         log.warning("tau2-bench: simulations scored against the task their own action checks name, not their task_id",
                     file=name, simulations=relabelled)
@@ -274,10 +179,10 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     index, sim, task = raw.get("index", 0), raw.get("simulation"), raw.get("task")
     where = f"simulations[{index}]"
     if not isinstance(sim, dict):
-        raise AdapterError(f"{where}: expected a simulation object", field=where)
+        raise AdapterError(f"{where}: expected a simulation object, got {json_type(sim)}", field=where, case_id=raw.get("place"))
     task_id = sim.get("task_id")
     if task_id is None:
-        raise AdapterError(f"{where}.task_id: required field is missing", field=f"{where}.task_id")
+        raise AdapterError(f"{where}.task_id: required field is missing", field=f"{where}.task_id", case_id=raw.get("place"))
     trial = sim.get("trial", 0)
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
         raise AdapterError(f"{where}.trial: expected a non-negative integer, got {trial!r}", field=f"{where}.trial", case_id=f"{task_id}-?")
@@ -371,4 +276,5 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
 
 
 
-register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True))
+register_format(Format("tau2-bench", read=lambda ds: read_results(ds.path, ds.limit), adapt=adapt, options=NoOptions, whole_file=True,
+                       count=lambda ds: count_quietly(lambda: read_results(ds.path, ds.limit))))

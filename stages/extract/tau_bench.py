@@ -31,6 +31,7 @@ case:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,9 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json
 from tracejudge.stages.load import read_json_array
+from tracejudge.stages.load.framing import count_quietly
 
-__all__ = ["Tasks", "adapt", "load_tasks", "prepare"]
+__all__ = ["Tasks", "adapt", "load_tasks", "nameless", "prepare", "unnamed"]
 
 log = get_logger("tracejudge.extract.tau_bench")
 
@@ -90,11 +92,31 @@ def prepare(dataset: Any) -> dict[int, dict[str, Any]] | None:
     domain's (`tau_bench_check`).
     """
     from tracejudge.stages.extract.tau_bench_check import check_runs_match
+    from tracejudge.stages.load.framing import quiet
 
     tasks = load_tasks(dataset.tasks)
     if tasks:
-        check_runs_match(Path(dataset.path), Path(dataset.tasks), tasks)
+        with quiet():  # a look at the first runs before the run reads them, and warns of their commas itself
+            check_runs_match(Path(dataset.path), Path(dataset.tasks), tasks)
     return tasks
+
+
+def nameless(what: str, key: str) -> Callable[[Any], str | None]:
+    """Why a record names no case (it is no `what` object, or has no integer `key`), or None: an adapter's first
+    refusals, which the reader makes itself for a record of a file written on one line (`read_json_array`)."""
+
+    def why(raw: Any) -> str | None:
+        if not isinstance(raw, dict):
+            return f"expected a {what} object, got {json_type(raw)}"
+        value = raw.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{key}: required integer is missing or mistyped"
+        return None
+
+    return why
+
+
+unnamed = nameless("run", "task_id")
 
 
 def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
@@ -108,11 +130,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     from tracejudge.stages.extract.errors import AdapterError
     from tracejudge.stages.extract.tau_bench_check import user_ids
 
-    if not isinstance(raw, dict):
-        raise AdapterError(f"expected a run object, got {json_type(raw)}")
-    task_id = raw.get("task_id")
-    if not isinstance(task_id, int) or isinstance(task_id, bool):
-        raise AdapterError("task_id: required integer is missing or mistyped", field="task_id")
+    if (why := unnamed(raw)) is not None:
+        raise AdapterError(why, field="task_id" if isinstance(raw, dict) else None)
+    task_id = raw["task_id"]
     trial = raw.get("trial", 0)
     if not isinstance(trial, int) or isinstance(trial, bool) or trial < 0:
         # The case id is built from it: `true` would make case `7-True`, -1 case `7--1`.
@@ -207,7 +227,8 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
 register_format(
     Format(
         "tau-bench",
-        read=lambda ds: read_json_array(ds.path, ds.limit),
+        read=lambda ds: read_json_array(ds.path, ds.limit, unnamed=unnamed),
+        count=lambda ds: count_quietly(lambda: read_json_array(ds.path, ds.limit)),  # (the progress total: its warnings are the run's)
         adapt=adapt,
         prepare=prepare,
         options=NoOptions,

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.common import json_type
+from tracejudge.stages.extract.tau_bench import nameless
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import read_json_array
+from tracejudge.stages.load.framing import count_quietly
 
-__all__ = ["adapt"]
+__all__ = ["adapt", "unnamed"]
+
+
+unnamed = nameless("task", "task_index")
 
 
 def adapt(raw: Any, ctx: Any = None) -> Case:
@@ -35,11 +39,9 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     """
     from tracejudge.stages.extract.errors import AdapterError
 
-    if not isinstance(raw, dict):
-        raise AdapterError(f"expected a task object, got {json_type(raw)}")
-    index = raw.get("task_index")
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise AdapterError("task_index: required integer is missing or mistyped", field="task_index")
+    if (why := unnamed(raw)) is not None:
+        raise AdapterError(why, field="task_index" if isinstance(raw, dict) else None)
+    index = raw["task_index"]
     case_id = str(index)
     if not isinstance(raw.get("instruction"), str):
         raise AdapterError("instruction: required text is missing", field="instruction", case_id=case_id)
@@ -57,5 +59,5 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     )
 
 
-register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit), adapt=adapt, options=NoOptions, needs_target=True,
-                       whole_file=True))
+register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit, unnamed=unnamed), adapt=adapt, options=NoOptions,
+                       needs_target=True, whole_file=True, count=lambda ds: count_quietly(lambda: read_json_array(ds.path, ds.limit))))

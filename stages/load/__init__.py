@@ -22,7 +22,7 @@ from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.load.depth import MAX_DEPTH, too_deep
 from tracejudge.stages.load.encoding import BOM, NotUtf8, encoding_problem, utf8_text, wide_encoding
 
-__all__ = ["LOST_QUOTES", "JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
+__all__ = ["LOST_QUOTES", "JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "UNBALANCED", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
            "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_broken_value", "skip_json_value", "truncation_note", "utf8_text"]
 
 # What decoding hostile JSON raises besides `JSONDecodeError`: `RecursionError` for
@@ -142,14 +142,17 @@ def _wide_line(raw: str | bytes) -> str | None:
     return f"line is not valid UTF-8: {why}" if why else None
 
 
-def skip_json_value(buf: str, pos: int, quotes_checked: bool = False) -> int:
+def skip_json_value(buf: str, pos: int, quotes_checked: bool = False, opened: str = "") -> int:
     """The index just after the JSON value starting at `buf[pos]`, or -1 if `buf` ends first.
 
     A scan of brackets and strings only (no recursion, no number parsing), so
     a value too deep or too large to decode can still be stepped over.
     `quotes_checked`: `LOST_QUOTES` for a value whose strings do not line up (`skip_broken_value`).
+    `opened`: the brackets taken as open before `pos` (`"{"` for a record whose own `{` was lost: the scan ends
+    at the `}` closing it). A closing bracket of the other kind than the one it would close is `UNBALANCED`:
+    a bracket was lost or added, and the scan would otherwise end the value inside a later record.
     """
-    depth = 0
+    stack = list(opened)
     i, n = pos, len(buf)
     while i < n:
         c = buf[i]
@@ -168,25 +171,29 @@ def skip_json_value(buf: str, pos: int, quotes_checked: bool = False) -> int:
                 if buf[j] not in ":,}]":
                     return LOST_QUOTES
         elif c in "[{":
-            depth += 1
+            stack.append(c)
         elif c in "]}":
-            if depth == 0:  # a scalar ended by its container's close
+            if not stack:  # a scalar ended by its container's close
                 return i
-            depth -= 1
-            if depth == 0:
+            if stack.pop() != _OPENS[c]:
+                return UNBALANCED
+            if not stack:
                 return i + 1
-        elif depth == 0 and c == ",":
+        elif not stack and c == ",":
             return i
         i += 1
     return -1
 
 
+_OPENS = {"]": "[", "}": "{"}
 LOST_QUOTES = -2
 """`skip_broken_value`'s answer for a value whose strings do not line up: where it ends cannot be told."""
+UNBALANCED = -3
+"""`skip_json_value`'s answer for a value whose brackets do not pair up (one lost, or one too many)."""
 
 
-def skip_broken_value(buf: str, pos: int) -> int:
-    """`skip_json_value` for a value that failed to decode: its end, -1 if `buf` ends first, or `LOST_QUOTES`.
+def skip_broken_value(buf: str, pos: int, opened: str = "") -> int:
+    """`skip_json_value` for a value that failed to decode: its end, -1 if `buf` ends first, `LOST_QUOTES` or `UNBALANCED`.
 
     A value broken by a comma too many or a bad literal still has its strings and brackets in place, and the
     scan finds its end. One that lost a quote has every string after the loss read inside out: the scan
@@ -195,7 +202,7 @@ def skip_broken_value(buf: str, pos: int) -> int:
     string's text, not what may follow a JSON string (`:`, `,`, `}`, `]`): at the first such string the
     answer is `LOST_QUOTES`.
     """
-    return skip_json_value(buf, pos, quotes_checked=True)
+    return skip_json_value(buf, pos, quotes_checked=True, opened=opened)
 
 
 @dataclass(slots=True)

@@ -12,7 +12,13 @@ One record that reads is enough for the others to cost only themselves, bytes in
   reader refused them.
 - An element that is not JSON (a comma doubled, a quote lost inside a record a person edited) is that element's
   error, and the same bracket scan steps over it: the records after it are read. Only an element the scan cannot
-  end (the file cut inside it, brackets that never balance) stops the read there, with that error.
+  end stops the read there, with that error: the file cut inside it, a quote lost (`LOST_QUOTES`), a bracket lost or
+  added (`UNBALANCED`, or brackets that pair up but end it where no record can end): stepped on, the objects inside
+  the next records read as records of their own. A record that lost its `{` starts with a key (`"task_id": 1, …`):
+  its error, up to the `}` that would have closed it (read as a string and what followed, it was a made-up record).
+- What is between the records makes no record: the commas (`framing.Notes`); the file ending before the `]` is an
+  error saying the file ends early, wherever it ends; text after the `]` (a second array) is an error, never dropped.
+  A broken record on a line where another started goes under its own id (`framing.LineStarts`).
 - A file that is not an array at all and holds such bytes (UTF-16, UTF-32, Latin-1 whole) is one error naming the
   file's encoding or first bad byte (`file_encoding_problem`), as before.
 """
@@ -21,25 +27,31 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from tracejudge.core.log import get_logger
-from tracejudge.stages.load import (LOST_QUOTES, JSON_ERRORS, RawRecord, json_error, json_message, skip_broken_value, skip_json_value,
-                                    truncation_note)
+from tracejudge.stages.load import (JSON_ERRORS, LOST_QUOTES, UNBALANCED, RawRecord, json_error, json_message, skip_broken_value,
+                                    skip_json_value, truncation_note)
 from tracejudge.stages.load.encoding import BOM, ESCAPED, byte_size, escaped_byte, file_encoding_problem, wide_encoding
+from tracejudge.stages.load.framing import (CUT_SHORT, REST, LineStarts, Notes, cut_between, key_for_record, lost_brackets, lost_quote,
+                                            misread)
 
 __all__ = ["read_json_array"]
 
 _WS = " \t\r\n"
 _SNIFF = 1 << 16
 _SURE = 64  # characters after a decoding error that show it is not where a chunk ended
-_REST = "; the rest of the file is not read"  # (said wherever the read stops before the file's end)
-_CUT_SHORT = "(it looks truncated)"
-log = get_logger("tracejudge.load")
+_NO_RECORD_AFTER = "JSON array: a comma with no record after it; passed over"
 
 
-def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20) -> Iterator[RawRecord]:
+def _keyed(buf: str, pos: int) -> int:
+    """`skip_broken_value` for a record that lost its `{`: it ends at the `}` that closed it."""
+    return skip_broken_value(buf, pos, opened="{")
+
+
+def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 << 20,
+                    unnamed: Callable[[Any], str | None] | None = None) -> Iterator[RawRecord]:
     """Stream the elements of a top-level JSON array, each with the line it starts on.
 
     The file is read in chunks of `chunk_size` bytes; memory holds one
@@ -47,15 +59,20 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
     yields one record with `error` set. An element that cannot be decoded as
     JSON yields one record with `error` (its line; "the file ends early" when
     the decoder ran out of text) and is stepped over by a scan of its brackets
-    and strings; where that scan cannot find its end (the file ends first) or
-    what follows it is not `,` or `]`, reading stops there with that error. An
-    element too deep or with too many digits, or holding a byte that is not
-    UTF-8, is its own error and the read goes on (module docstring). A file changed while it was read is logged
-    as `read_jsonl` says.
+    and strings; where that scan cannot find its end (the file ends first, its
+    quotes or brackets do not pair up) or what follows it is not `,` or `]`,
+    reading stops there with that error, saying so. An element too deep or with
+    too many digits, or holding a byte that is not UTF-8, is its own error and
+    the read goes on (module docstring). A file changed while it was read is
+    logged as `read_jsonl` says; the commas' warnings when the read ends by itself.
+    `unnamed(value)`: why a record that decoded names no case of its own (its adapter's words: a τ-bench run that
+    is no object or has no `task_id`), or None; such a record on a line where another started is that error, under
+    its own id (`framing.LineStarts`).
     """
     from tracejudge.stages.load.watch import report_change, watch_of
 
     name = str(path)
+    notes, starts = Notes(name), LineStarts(name)
     raw_decode = json.JSONDecoder().raw_decode
     # Incremental: a character cut by a chunk's end is decoded with the next chunk.
     decode = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape").decode
@@ -117,6 +134,26 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
             """The words for the escaped byte at `buf[at]`: its line, column and offset in the file."""
             return f"not valid UTF-8: {escaped_byte(buf, at, *place(at), base + byte_size(buf[:at]))}"
 
+        def found(at: int) -> str:
+            return f"a byte that is {bad_byte(at)}" if ESCAPED.match(buf, at) else repr(buf[at])
+
+        def ends_record(size: int) -> bool:
+            """Whether what follows the `size` characters from `pos`, past white space, may follow a record: `,`, `]` or
+            the file's end. (It reads on as needed, which moves `pos`.)"""
+            while True:
+                at = pos + size
+                while at < len(buf) and buf[at] in _WS:
+                    at += 1
+                if at < len(buf):
+                    return buf[at] in ",]"
+                size = at - pos
+                if not fill():
+                    return True
+
+        def broken(at: int, at_line: int, why: str) -> RawRecord:
+            """The error record starting at `buf[at]`, on line `at_line`, under an id no other record of the file has."""
+            return RawRecord(name, at_line, starts.place(at_line, place(at)[1]) if starts.see(at_line) else None, error=why)
+
         fill()
         if not skip_ws() or buf[pos] != "[":
             head = buf[:_SNIFF]
@@ -129,49 +166,50 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
             return
         pos += 1
         count = 0
-        first = True
         while True:
-            if not skip_ws():
-                yield RawRecord(name, line, error="unexpected end of file inside the top-level array")
-                if watch is not None:
-                    report_change(watch, None, count, line)
-                return
+            # Commas before a record: one after each record but the last. One lost, one more, one before `]` or before the
+            # first record: a warning, never a record (said when the read ends by itself: `Notes`).
+            commas: list[int] = []  # the lines of the first, second and last comma
+            while True:
+                if not skip_ws():
+                    notes.say()
+                    if watch is not None:
+                        report_change(watch, None, count, line)
+                    yield broken(pos, line, cut_between("the array", "records"))
+                    return
+                if buf[pos] != ",":
+                    break
+                commas[min(len(commas), 2) :] = [line]
+                pos += 1
             if buf[pos] == "]":
+                if commas:
+                    notes.add(_NO_RECORD_AFTER, commas[-1])
+                notes.say()
                 if watch is not None:
                     report_change(watch, None, count, line, whole=True)
+                pos += 1
+                if skip_ws():  # a second array, a record pasted after the end: never read as if the file ended here
+                    yield broken(pos, line, f"the file goes on after the array's closing ']': found {found(pos)}{REST}")
                 return
-            if not first:
-                if ESCAPED.match(buf, pos):
-                    # A stray byte between records (in the white space after one): its own error; the read goes on after it.
-                    yield RawRecord(name, line, error=f"expected ',' or ']' between records, found a byte that is {bad_byte(pos)}")
-                    while ESCAPED.match(buf, pos):
-                        pos += 1
-                    continue
-                if buf[pos] in "{[":
-                    # A comma lost between two records (`} {`): the next one is read all the same, and the file named.
-                    log.warning("JSON array: a comma is missing between two records; read as if it were there", file=name, line=line)
-                elif buf[pos] != ",":
-                    yield RawRecord(name, line, error=f"expected ',' or ']' between records, found {buf[pos]!r}{_REST}")
-                    return
-                else:
+            if count and not commas and ESCAPED.match(buf, pos):
+                # A stray byte between records (in the white space after one): its own error; the read goes on after it.
+                yield broken(pos, line, f"expected ',' or ']' between records, found {found(pos)}")
+                while ESCAPED.match(buf, pos):
                     pos += 1
-                    if not skip_ws():
-                        yield RawRecord(name, line, error="unexpected end of file after ','")
-                        return
-                    # A comma repeated between records (`},,{`) or left before the end (`},]`, as a list in Python or
-                    # JavaScript may be written) is no record: named in a warning, not counted as an invalid one.
-                    if buf[pos] == "," or buf[pos] == "]":
-                        log.warning("JSON array: a comma with no record after it; passed over", file=name, line=line)
-                        while buf[pos] == ",":
-                            pos += 1
-                            if not skip_ws():
-                                yield RawRecord(name, line, error="unexpected end of file after ','")
-                                return
-                        if buf[pos] == "]":
-                            continue
-            first = False
+                continue
+            if not count and commas:
+                notes.add("JSON array: a comma with no record before it; passed over", commas[0])
+            elif count and not commas:
+                if buf[pos] not in "{[":
+                    notes.say()
+                    yield broken(pos, line, f"expected ',' or ']' between records, found {found(pos)}{REST}")
+                    return
+                notes.add("JSON array: a comma is missing between two records; read as if it were there", line)
+            elif len(commas) > 1:
+                notes.add(_NO_RECORD_AFTER, commas[1])
             start_line = line
             error = None
+            scan: Callable[[str, int], int] | None = None
             while True:
                 try:
                     value, end = raw_decode(buf, pos)
@@ -182,45 +220,62 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                         continue
                     if (bad := ESCAPED.search(buf, pos, exc.pos + 1)) is None:
                         where = "line {} column {}".format(*place(exc.pos))
-                        error = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}"
+                        error, scan = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}", skip_broken_value
                     else:
                         # A bad byte outside a string (where JSON allows no such character) broke the element.
-                        error = f"record is {bad_byte(bad.start())}"
-                    end = -1
+                        error, scan = f"record is {bad_byte(bad.start())}", skip_json_value
                     break
                 except JSON_ERRORS as exc:  # well-formed but undecodable here (too deep, too many digits): its error
-                    error, end = json_error(exc), -1
+                    error, scan = json_error(exc), skip_broken_value
                     break
-                # A value cut at the chunk edge can decode "successfully" (`2.5e10` read as
-                # `2.5`): accept it only once a delimiter or the end of the file follows.
+                # A value cut at the chunk edge can decode "successfully" (`2.5e10` read as `2.5`): accept it only once
+                # what follows it is far enough from the chunk's end to be whole. (Not until a `,` or `]` follows: after
+                # a comma lost, that read the rest of the file into memory, and decoded the record again at each chunk.)
                 after = end
                 while after < len(buf) and buf[after] in _WS:
                     after += 1
-                if (after == len(buf) or buf[after] not in ",]") and fill():
+                if (after == len(buf) or (buf[after] not in ",]" and len(buf) - after < _SURE)) and fill():
                     continue
                 if (bad := ESCAPED.search(buf, pos, end)) is not None:
                     error = f"record is {bad_byte(bad.start())}"
+                elif (how := misread(value, buf[after : after + 1])) == "key":
+                    # A record whose `{` was lost: its end is the `}` that would have closed it.
+                    error, scan = key_for_record(value, "line {} column {}".format(*place(pos)), "record"), _keyed
+                elif how == "quote":
+                    where = "line {} column {}".format(*place(after))
+                    error, end = f"invalid JSON: a string where a record starts, followed by {buf[after]!r} at {where}{lost_quote('record')}", -1
                 break
             if error is not None:
-                if end == -1:
+                if scan is not None:
                     # Stepped over by a scan of its strings and brackets, so the records after it are read; unless its
-                    # quotes do not line up (`skip_broken_value`): where it ends cannot be told, and the read stops.
-                    scan = skip_json_value if error.startswith("record is not valid UTF-8") else skip_broken_value
+                    # quotes or brackets do not pair up: where it ends cannot be told, and the read stops.
                     end = scan(buf, pos)
                     while end == -1 and fill():
                         end = scan(buf, pos)
                     if end == LOST_QUOTES:
-                        error += "; a quote is missing in or near this record, so where it ends cannot be told" + _REST
-                        end = -1
-                    elif end == -1 and not error.endswith(_CUT_SHORT):
-                        error += _REST
-                yield RawRecord(name, start_line, error=error)
+                        error, end = error + lost_quote("record"), -1
+                    elif end == UNBALANCED:
+                        error, end = error + lost_brackets("record"), -1
+                    elif end == pos or (end == -1 and not error.endswith(CUT_SHORT)):  # (`pos`: a stray `]` or `}`)
+                        error, end = error + REST, -1
+                    elif end != -1:
+                        size = end - pos
+                        # Its brackets paired up, but not where a record ends (`],} "s": …`, `"traj":} [{…}]`): one
+                        # was added or lost, and the scan ended inside it; stepped on, the rest of it was records.
+                        error, end = (error, pos + size) if ends_record(size) else (error + lost_brackets("record"), -1)
+                if end == -1:
+                    notes.say()
+                yield broken(pos, start_line, error)
                 if end == -1:
                     return
+            elif starts.see(start_line) and unnamed is not None and (why := unnamed(value)) is not None:
+                # Its adapter would file it under `file:line`, where the record before it is.
+                yield RawRecord(name, start_line, starts.place(start_line, place(pos)[1]), error=why)
+            else:
+                yield RawRecord(name, start_line, value)
             line += buf.count("\n", pos, end)
             pos = end
-            if error is None:
-                yield RawRecord(name, start_line, value)
             count += 1
             if limit is not None and count >= limit:
+                notes.say()
                 return
