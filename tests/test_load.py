@@ -205,3 +205,19 @@ def test_json_array_a_lost_comma_does_not_read_the_rest_of_the_file_into_memory(
         records.close()
     assert first.error is None and first.payload["task_id"] == 0
     assert peak < len(text) // 4, (peak, len(text))
+
+
+@pytest.mark.parametrize("pad", range(3))
+def test_a_first_line_over_64_kib_with_a_character_across_the_sniff_s_end_is_text(tmp_path, pad):
+    # The first 64 KiB are sniffed for text; cut inside a CJK character they read as "not UTF-8", and every case of
+    # a valid file (tracejudge's own `extract` output with Chinese text) was refused: "nothing in it was read".
+    from tracejudge.stages.load import count_jsonl
+
+    first = json.dumps({"id": "c1", "input": "q" + "a" * pad, "trace": {"output": "東" * 30_000}}, ensure_ascii=False)
+    second = json.dumps({"id": "c2", "input": "q"})
+    path = tmp_path / "cases.jsonl"
+    path.write_text(first + "\n" + second + "\n", encoding="utf-8")
+    records = list(read_jsonl(path))
+    assert [(r.line, r.error) for r in records] == [(1, None), (2, None)]
+    assert json.loads(records[0].payload)["trace"]["output"] == "東" * 30_000
+    assert count_jsonl(path) == 2

@@ -9,6 +9,7 @@ instead of stopping the stream.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import re
@@ -322,7 +323,11 @@ def _not_text(head: bytes) -> str | None:
     bad, first = 0, None
     for line in lines:
         try:
-            line.decode("utf-8")
+            if line.endswith(b"\n"):
+                line.decode("utf-8")
+            else:
+                # A line the sniff cut (a first line over 64 KiB) may end inside a character: those bytes are not an error.
+                codecs.getincrementaldecoder("utf-8")().decode(line, final=False)
         except UnicodeDecodeError as exc:
             bad += 1
             first = first or f"{exc.reason} at byte {head.find(line) + exc.start}"
