@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.log import get_logger
 from tracejudge.engine import manifest as manifest_mod
+from tracejudge.engine import store
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.journal_counts import worker_died
 
@@ -41,22 +43,135 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     return block
 
 
-def _with_killed_telemetry(block: dict[str, Any], recorded: dict[str, float]) -> dict[str, Any]:
+def _with_killed_telemetry(block: dict[str, Any], run_dir: Path, segments: list[dict[str, Any]], current: dict[str, Any]) -> dict[str, Any]:
     """The judge `block` with each telemetry counter (`stage_summary.TELEMETRY`: cache hits, retries, what the cache saved)
-    raised to the sum the segments recorded at their checkpoints, when that is larger.
+    raised to the sum over the run's `segments`, when that is larger, and with `partial_counters` when some of them
+    leave out results a killed segment wrote.
 
-    The block adds this segment's counters to the last summary written (`_prior_judge`); a segment killed with SIGKILL
-    wrote none, so what it counted was missing (526 cache hits of 2,799 after two kills). Its record holds the counters as
-    they stood at its last checkpoint: the sum over segments is then the larger. (Segments recorded before segments
-    kept these have none: the block's figure stands.)
+    The block adds this segment's (`current`'s) counters to the last summary written (`_prior_judge`); a segment killed
+    with SIGKILL wrote none, so what it counted was missing (526 cache hits of 2,799 after two kills). Its record holds
+    the counters as they stood at its last checkpoint. Those a result line also holds (`stage_summary.FROM_LINES`: cache
+    hits) are counted from the lines it wrote instead (`_killed_lines`), so a killed and resumed run counts what an unkilled
+    one does; the others stay short by what it did after that checkpoint, and `partial_counters` says for how many
+    results. (Segments recorded before segments kept these have none: the block's figure stands.)
     """
-    from tracejudge.stages.judge.stage_summary import TELEMETRY
+    from tracejudge.stages.judge.stage_summary import FROM_LINES, TELEMETRY
 
+    killed = [i for i, seg in enumerate(segments) if seg.get("ended") in _UNSUMMED and seg is not current]
+    lines = _killed_lines(run_dir, segments, killed) if killed else {}
+    recorded: dict[str, float] = {}
+    for i, seg in enumerate(segments):
+        usage = dict((seg.get("usage") or {}).get("judge") or {})
+        if lines is not None and i in lines:
+            usage.update(zip(FROM_LINES, lines[i][0], strict=True))
+        for k in TELEMETRY:
+            if isinstance(v := usage.get(k), (int, float)) and not isinstance(v, bool):
+                recorded[k] = recorded.get(k, 0) + v
     for k in TELEMETRY:
         got, have = recorded.get(k), block.get(k)
         if isinstance(got, (int, float)) and isinstance(have, (int, float)) and not isinstance(have, bool) and got > have:
             block[k] = round(got, 6) if isinstance(got, float) else got
-    return block
+    short = [(segments[i], None if lines is None else lines[i][1]) for i in killed]
+    if short := [(seg, n) for seg, n in short if n != 0]:
+        block["partial_counters"] = _partial(block, short, [k for k in TELEMETRY if k not in FROM_LINES])
+    return dict(sorted(block.items()))
+
+
+# How a segment ends when it writes no summary, so that its counters are only those its record kept.
+_UNSUMMED = ("killed", "error")
+
+
+def _partial(block: dict[str, Any], short: list[tuple[dict[str, Any], int | None]], counters: list[str]) -> dict[str, Any]:
+    """The judge block's `partial_counters`: which `counters` leave out results, the killed segments that wrote them
+    (`short`: each with how many judged results it wrote after its counters were last recorded, None when not known) and
+    the sentence that says so."""
+    judged = int(block.get("judged_results") or 0)
+    known = all(n is not None for _, n in short)
+    left = min(judged, sum(n or 0 for _, n in short))
+    names = [f"{seg.get('segment')} ({'killed' if seg.get('ended') == 'killed' else 'stopped by a write error'})" for seg, _ in short]
+    who = f"segment {names[0]}" if len(names) == 1 else f"segments {', '.join(names[:-1])} and {names[-1]}"
+    its = "its last checkpoint" if len(names) == 1 else "their last checkpoints"
+    cover = f"cover {judged - left:,} of the run's {judged:,} judged results" if known else "cover part of the run"
+    note = (f"judge counters {cover}: {who} wrote {f'{left:,} ' if known else ''}judged results after {its}, and what the judge did "
+            "after that is not in retries, rate_limited (429s), queued_s and slept_s (time queued), saved_tokens and saved_usd (what "
+            "the cache saved) or its other request counters, which no result line holds; cache_hits is counted from the result "
+            "lines, all of them")
+    out: dict[str, Any] = {"counters": counters, "segments": [int(seg.get("segment") or 0) for seg, _ in short], "note": note}
+    if known:
+        out.update(judged_results=judged, results_counted=judged - left, results_left_out=left)
+    return out
+
+
+def _killed_lines(run_dir: Path, segments: list[dict[str, Any]], killed: list[int]) -> dict[int, tuple[tuple[int, ...], int]] | None:
+    """`{index in segments: ((each FROM_LINES counter over its lines), the judged results among them written after its
+    counters were last recorded)}` for the `killed` segments, from the lines of results.jsonl each wrote; None when the
+    segments claim more lines than the file holds.
+
+    Segments write their lines one after another, so the last `results` lines are the last segment's, the ones before
+    them the one before's, and so on (lines from before the segments recorded are the file's first). A damaged line,
+    which no segment counts, moves the lines of the segments before it by one. A line is after the counters when it
+    starts past the size results.jsonl had when they were recorded (`stage_summary.COUNTED_AT`; all of a segment's lines
+    when it recorded none).
+    """
+    from tracejudge.stages.judge.stage_summary import COUNTED_AT
+
+    path = run_dir / store.RESULTS
+    total = sum(1 for _ in store.iter_result_lines(path))
+    spans: dict[int, tuple[int, int, float]] = {}
+    end = total
+    for i in range(len(segments) - 1, -1, -1):
+        start = end - int(segments[i].get("results") or 0)
+        if start < 0:
+            return None
+        if i in killed:
+            spans[i] = (start, end, float(((segments[i].get("usage") or {}).get("judge") or {}).get(COUNTED_AT) or 0))
+        end = start
+    counts = {i: [0, 0] for i in spans}
+    last = max((b for _, b, _ in spans.values()), default=0)
+    n = offset = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            at, offset = offset, offset + len(raw)
+            if not (raw.endswith(b"\n") and raw.strip()):  # (not a result line: `store.iter_result_lines`)
+                continue
+            if n >= last:
+                break
+            for i, (a, b, counted_at) in spans.items():
+                if a <= n < b:
+                    hits, judged = _line_judge(raw)
+                    counts[i][0] += hits
+                    counts[i][1] += int(judged == 1 and at >= counted_at)
+            n += 1
+    return {i: ((hits,), after) for i, (hits, after) in counts.items()}
+
+
+def _line_judge(raw: bytes) -> tuple[int, int]:
+    """(the requests the cache answered, 1 when the judge judged it) of one result line; (0, 0) for a line that does not read.
+
+    A score's `judge.cached_requests`, as the judge counts `cache_hits`: one multi-item request the cache answered whole
+    (`details.batch` without its `cached` mark) once, on its first item; an item found in the cache on its own once per
+    item. A result is judged as `journal_counts._judge_gate_counts` says.
+    """
+    import msgspec  # (a dependency; imported by the runs that had a segment killed only)
+
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return 0, 0
+    if not isinstance(body, dict):
+        return 0, 0
+    hits, judged = 0, body.get("status") in ("judge_error", "rate_limited", "skipped_budget")
+    for score in (body.get("scores") or {}).values() if isinstance(body.get("scores"), dict) else ():
+        info = score.get("judge") if isinstance(score, dict) else None
+        if not isinstance(info, dict):
+            continue
+        judged = True
+        details = score.get("details")
+        batch = details.get("batch") if isinstance(details, dict) else None
+        n = info.get("cached_requests")
+        if isinstance(n, int) and (not isinstance(batch, dict) or batch.get("cached") or not batch.get("position")):
+            hits += n
+    return hits, int(judged)
 
 
 def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
@@ -67,6 +182,9 @@ def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
     return block if isinstance(block, dict) else None
 
 
+log = get_logger("tracejudge.summary")
+
+
 def _build_summary(
     journal: RunJournal, manifest: dict[str, Any], complete: bool, blocks: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -75,10 +193,17 @@ def _build_summary(
     # its earlier segments' spending) replaces the one summed from segment usage.
     totals = journal.totals()
     judge: dict[str, Any] = {"requests": 0, "cache_hits": 0, "retries": 0, "rate_limited": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
-    for k, v in totals["usage"].get("judge", {}).items():
-        judge[k] = judge.get(k, 0) + v
+    if used := totals["usage"].get("judge", {}):
+        from tracejudge.stages.judge.stage_summary import COUNTED_AT
+
+        used.pop(COUNTED_AT, None)  # a position in each segment's record: their sum means nothing (the summary's `usage` too)
+        for k, v in used.items():
+            judge[k] = judge.get(k, 0) + v
     if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
-        blocks = {**blocks, "judge": _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), totals["usage"].get("judge", {}))}
+        block = _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), journal.run_dir, journal.segments, journal.segment)
+        blocks = {**blocks, "judge": block}
+        if "partial_counters" in block:  # said with every summary, as long as the run's figures hold the loss
+            log.warning(block["partial_counters"]["note"])
     # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
     spent, _ = journal.spent_retries()
     # Results never scored because the worker process scoring them died: counted among `invalid_input` by status, but

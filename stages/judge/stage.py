@@ -369,7 +369,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
         return judge_summary(state, prior, cfg, price, calibration, tally)
 
     def usage() -> dict[str, float]:
-        return segment_telemetry(state)
+        return segment_telemetry(state, run_dir)
 
     # Batch mode keeps many cases waiting on one provider batch; each waiting case is one cheap task.
     workers = cfg.workers or (BATCH_WORKERS if cfg.mode == "batch" else max(4, 2 * config.limits.max_in_flight))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracejudge.engine.result_writer import RESULTS
 from tracejudge.stages.judge.calibration import Calibration
 from tracejudge.stages.judge.calls.stats import add_counts
 from tracejudge.stages.judge.judge_stats import JudgeTally
@@ -12,7 +15,7 @@ from tracejudge.stages.judge.judge_stats import JudgeTally
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["_ADDITIVE", "TELEMETRY", "UNPRICED", "judge_summary", "segment_telemetry"]
+__all__ = ["_ADDITIVE", "COUNTED_AT", "FROM_LINES", "TELEMETRY", "UNPRICED", "judge_summary", "segment_telemetry"]
 
 _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
@@ -28,6 +31,16 @@ _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "s
 TELEMETRY = ("cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "saved_usd",
              "saved_tokens", "queued_s", "slept_s", "items_from_cache", "cache_errors", "truncated_replies", "single_flight_shared",
              "requests_split", "request_errors", "usage_unknown_replies", "saved_usage_unknown", "server_truncated_prompts")
+
+# Those of `TELEMETRY` each result line also holds (a score's `judge.cached_requests`): a segment killed with SIGKILL has
+# them counted from the lines it wrote (`engine.run_summary`), none lost after its last checkpoint and none counted for a
+# case it never wrote. The others hold only what the segment had counted at that checkpoint: a cached score's line says
+# it cost 0 tokens, not what the answer cost when it was paid, so what the cache saved is not on the line either.
+FROM_LINES = ("cache_hits",)
+
+# A segment's record of results.jsonl's size when its counters were taken: the lines after it were written after them,
+# so a resume can say how many results a killed segment's counters leave out (`engine.run_summary`).
+COUNTED_AT = "results_bytes"
 
 # The dollars of the tokens a judge billed: unknown (null), not $0, when its model has no price or a reply reported no usage.
 UNPRICED = ("cost_usd", "sync_equivalent_usd", "repair_cost_usd")
@@ -45,10 +58,11 @@ def _counters(judge: Judge) -> dict[str, Any]:
     return block
 
 
-def segment_telemetry(state: dict[str, Any]) -> dict[str, float]:
-    """This segment's `TELEMETRY` counters, every judge's added up: what the run records in the segment at each checkpoint
-    (`Stage.usage`), so that a segment killed with SIGKILL, which never writes its summary, still counts what it had
-    counted at its last checkpoint. Numbers only (an unknown figure is left out)."""
+def segment_telemetry(state: dict[str, Any], run_dir: Path | None = None) -> dict[str, float]:
+    """This segment's `TELEMETRY` counters, every judge's added up, and `COUNTED_AT`, the size of `run_dir`'s results
+    when they were taken: what the run records in the segment at each checkpoint (`Stage.usage`), so that a segment killed
+    with SIGKILL, which never writes its summary, still counts what it had counted at its last checkpoint, and says which
+    of its results that was before. Numbers only (an unknown figure is left out)."""
     out: dict[str, float] = {}
     for _, judge in state["judges"] or []:
         block = _counters(judge)
@@ -56,6 +70,9 @@ def segment_telemetry(state: dict[str, Any]) -> dict[str, float]:
             v = block.get(k)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v:
                 out[k] = out.get(k, 0) + v
+    if run_dir is not None and (out or state["results"] or state["quota_stopped"]):  # (a segment that did nothing stays unrecorded)
+        with contextlib.suppress(OSError):
+            out[COUNTED_AT] = (run_dir / RESULTS).stat().st_size
     return out
 
 
