@@ -90,7 +90,9 @@ def test_the_summary_says_how_many_results_the_killed_segments_counters_leave_ou
     assert {"retries", "rate_limited", "queued_s", "saved_tokens", "saved_usd"} <= set(partial["counters"])
     assert "cache_hits" not in partial["counters"]
     assert f"judge counters cover {partial['results_counted']:,} of the run's 40 judged results" in partial["note"]
-    assert partial["note"] in resumed.stderr  # (said on the terminal too, with the summary)
+    # Said once on the terminal with the run's summary, and by `report` on the run directory.
+    assert (resumed.stdout + resumed.stderr).count(partial["note"]) == 1, resumed.stdout + resumed.stderr
+    assert partial["note"] in _run([str(TJ), "report", str(tmp_path / "killed")]).stdout.replace("\n", " ")
 
 
 def test_cache_hits_counted_before_a_kill_stay_counted_after_the_resume(simulator, tmp_path):

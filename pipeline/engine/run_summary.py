@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracejudge.core.log import get_logger
 from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint import RunJournal
@@ -182,8 +181,6 @@ def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
     return block if isinstance(block, dict) else None
 
 
-log = get_logger("tracejudge.summary")
-
 
 def _build_summary(
     journal: RunJournal, manifest: dict[str, Any], complete: bool, blocks: dict[str, dict[str, Any]] | None = None
@@ -201,9 +198,7 @@ def _build_summary(
             judge[k] = judge.get(k, 0) + v
     if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
         block = _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), journal.run_dir, journal.segments, journal.segment)
-        blocks = {**blocks, "judge": block}
-        if "partial_counters" in block:  # said with every summary, as long as the run's figures hold the loss
-            log.warning(block["partial_counters"]["note"])
+        blocks = {**blocks, "judge": block}  # (its `partial_counters` note ends the terminal summary: `judge_lines`)
     # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
     spent, _ = journal.spent_retries()
     # Results never scored because the worker process scoring them died: counted among `invalid_input` by status, but

@@ -80,6 +80,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
                      "saw part of the trace; raise the server's context (Ollama: num_ctx / OLLAMA_CONTEXT_LENGTH) or set judge.context_tokens to it")
     if j.get("too_long"):
         lines.append(f"judge prompts too long: {j['too_long']} could not fit the judge's context and were not sent; their scores are null")
+    if (partial := j.get("partial_counters") or {}).get("note"):
+        lines.append(partial["note"])  # (the run's log says it too; `report` and a later reader see it only here)
     if j.get("error_kinds"):
         lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
     if line := _timeouts_line(j):
