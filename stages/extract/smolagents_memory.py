@@ -19,11 +19,15 @@ What counts, by the step's shape (`smolagents.memory`):
   call id, and leaves it empty when a call raised). `final_answer` is the
   run's answer (`trace.output`), not a call;
 - results: the step's `observations` is the result of its call when it
-  made one. With several calls smolagents joins one line per call, in call
-  id order: when the observations have exactly that many lines, each call
-  gets its line; otherwise every call gets the whole text. A call the
-  model made but the step's own `tool_calls` leaves out (older smolagents
-  ran only a message's first call) gets no result;
+  made one. smolagents keeps no result per call: with several calls it
+  joins their stripped results with newlines in call id order, trailing
+  newlines cut off (1.20+; 1.18-1.19 in the order the calls finished). A
+  call gets its own part only where that text can be cut one way
+  (`smolagents_observations`); otherwise every call gets the whole text
+  and `metadata.smolagents.shared_results` lists `{step, calls, reason}`
+  — a result may span lines or be empty, so a line count proves nothing.
+  A call the model made but the step's own `tool_calls` leaves out (older
+  smolagents ran only a message's first call) gets no result;
 - a step whose `error` is set (`{type, message}`) keeps its calls, the
   failed one with the error message: a call whose quoted name (`'boom'`)
   the message names, else every call of the step. An error on a step
@@ -59,6 +63,7 @@ from typing import Any
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, json_type, maybe_json, read_lines, text_of
+from tracejudge.stages.extract.smolagents_observations import split_observations
 from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
 from tracejudge.stages.load import loads
 
@@ -67,6 +72,7 @@ __all__ = ["adapt"]
 FINAL = "final_answer"
 CODE_TOOL = "python_interpreter"
 MAX_STEPS = "AgentMaxStepsError"  # the step smolagents adds when a run reaches max_steps; its action_output is what `run` returns
+CALLED = "Called Tool: '"  # smolagents 1.18-1.19 overwrote a step's model_output with one such line per call
 NO_FINAL = "Error in generating final LLM output:"  # what that step holds instead when smolagents' final-answer request failed
 
 
@@ -138,21 +144,36 @@ def _ran(step: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, An
     return [c for c in calls if c["id"] is None or c["id"] in ids]
 
 
-def _results(calls: list[dict[str, Any]], observations: Any, error: str | None) -> None:
+def _results(calls: list[dict[str, Any]], step: dict[str, Any], error: str | None) -> str | None:
+    """Set each call's result or error; returns why the calls share one result text, when they do."""
     failed = [c for c in calls if error and f"'{c['name']}'" in error] or (calls if error else [])
     for call in failed:
         call["error"] = error
     ok = [c for c in calls if not any(c is f for f in failed)]
+    observations = step.get("observations")
     if observations is None or not ok:
-        return
+        return None
     text = observations if isinstance(observations, str) else _text(observations)
-    lines = text.split("\n") if isinstance(text, str) else []
-    if len(ok) > 1 and len(lines) == len(ok):
-        for call, line in zip(sorted(ok, key=lambda c: c["id"] or ""), lines):
-            call["result"] = line
+    parts, why = _split(observations, ok, step) if len(ok) > 1 else ([text], None)
+    if parts is None:  # a wrong pairing would read as fact: every call keeps the whole text, and the case says why
+        parts = [text] * len(ok)
     else:
-        for call in ok:
-            call["result"] = text
+        ok = sorted(ok, key=lambda c: c["id"] or "")  # smolagents' order of the results
+    for call, part in zip(ok, parts):
+        call["result"] = part
+    return why
+
+
+def _split(observations: Any, calls: list[dict[str, Any]], step: dict[str, Any]) -> tuple[list[str] | None, str | None]:
+    """Each call's part of the step's `observations` (in call id order), or None and why the calls share the whole text."""
+    out = step.get("model_output")
+    if isinstance(out, str) and out.startswith(CALLED):
+        return None, "smolagents 1.18-1.19 joined the results in the order the calls finished, which the step does not record"
+    if not isinstance(observations, str):
+        return None, "the observations are not text"
+    if len({c["id"] for c in calls}) < len(calls):
+        return None, "calls share an id, and smolagents keeps one result per id"
+    return split_observations(observations, len(calls))
 
 
 def _tokens(usage: Any, totals: list[int]) -> None:
@@ -185,6 +206,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     steps: list[dict[str, Any]] = []
     users: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    shared: list[dict[str, Any]] = []
     tokens, times = [0, 0], []
     output: str | None = None
     for i, step in enumerate(raw_steps):
@@ -205,7 +227,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
             err = step.get("error")
             kind = err.get("type") if isinstance(err, dict) else None
             message = (err.get("message") or kind) if isinstance(err, dict) else (str(err) if err else None)
-            _results(_ran(step, calls), step.get("observations"), message)
+            shared_why = _results(_ran(step, calls), step, message)
+            if shared_why:
+                shared.append({"step": len(steps), "calls": [c["id"] for c in calls if "result" in c], "reason": shared_why})
             out = step.get("model_output")
             thought = text_of(out) if not isinstance(out, str) else out
             answer = None
@@ -238,9 +262,10 @@ def adapt(payload: Any, options: Any = None) -> Case:
         usage["latency_s"] = max(times) - min(times)
     texts = [u["content"] for u in users]
     defaults: dict[str, Any] = {"input": texts[0] if texts else None, "turns": texts[1:]}
-    if errors:
+    notes = {k: v for k, v in (("errors", errors), ("shared_results", shared)) if v}
+    if notes:
         meta = dict(fields.get("metadata") or {})
-        meta["smolagents"] = {"errors": errors}
+        meta["smolagents"] = notes
         fields["metadata"] = meta
     trace = {"steps": steps, "user_messages": users, "output": output, "usage": usage}
     return build_case({**defaults, **fields, "trace": trace})
