@@ -181,3 +181,27 @@ def test_runs_that_name_no_case_on_one_line_are_each_a_result_of_their_own(tmp_p
     assert filed(tmp_path / "tasks.json", "tau-bench-tasks", text) == [
         ("F:1", "task_index: required integer is missing or mistyped"), (f"F:1:{text.index(', 7, ') + 3}", "expected a task object, got a number"),
         ("2", None)]
+
+
+@pytest.mark.parametrize("executor", ["inprocess", "processes"])
+def test_a_run_pasted_twice_on_one_line_is_a_duplicate_not_scored_twice(tmp_path, runs, tau_paths, executor):
+    # Ids are placed by line, so in a one-line file the copy's place was its first's: both were scored as the case.
+    import subprocess
+    import sys
+
+    text, _ = _layout([runs[0], runs[1], runs[0], runs[0]], None)
+    path = tmp_path / "runs.json"
+    path.write_text(text)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {path}, format: tau-bench, tasks: {tau_paths[1]}}}\nmetrics: [{{type: TrajectoryMatch}}]\n"
+                   f"run: {{dir: run, executor: {executor}}}\n")
+    for _ in range(2):  # and the resume finds them all written
+        done = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(cfg), "--no-progress"], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 1 and "verdict: FAIL" in done.stdout, done.stderr  # (invalid input fails the gate)
+        lines = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+        first = f"{runs[0]['task_id']}-{runs[0]['trial']}"
+        assert [(r["case_id"], r["status"]) for r in lines] == [
+            (first, "ok"), (f"{runs[1]['task_id']}-{runs[1]['trial']}", "ok"),
+            (f"{first}@{path}:1#3", "invalid_input"), (f"{first}@{path}:1#4", "invalid_input")]
+        assert lines[2]["error"]["message"] == f"duplicate case id '{first}': first at {path}:1, again at {path}:1 (record 3 of that line)"

@@ -18,17 +18,22 @@ from tracejudge.core.records import UNTERMINATED_LINE, Case, CaseResult, ErrorIn
 from tracejudge.core.utf8 import encodable, filed_id, safe_text
 from tracejudge.core.work import Work
 from tracejudge.engine.executors.base import Extracted
-from tracejudge.engine.keyset import FirstSeen, KeySet, result_key, trial_key
+from tracejudge.engine.keyset import FirstSeen, KeySet, key_hash, result_key, trial_key
 from tracejudge.engine.rendered import Finished, Rendered
 from tracejudge.llm.redact import redact_quoted
 
 __all__ = ["Admission", "duplicate_error", "encodable", "safe_text", "torn_standing"]
 
 
-def duplicate_error(case_id: str, first: str, file: str, line: int, also: str | None = None) -> ErrorInfo:
-    """The one `invalid_input` a repeated case id gets: both places named, plus its own fault if any."""
+def duplicate_error(case_id: str, first: str, file: str, line: int, also: str | None = None, nth: int = 0) -> ErrorInfo:
+    """The one `invalid_input` a repeated case id gets: both places named, plus its own fault if any.
+
+    `nth`: this record's ordinal on its line when the first is on the same line (a compact JSON document).
+    """
     # The id is quoted as every invalid_input message quotes a record's text: with credentials masked.
     msg = f"duplicate case id {redact_quoted(repr(case_id))}: first at {first}, again at {file}:{line}"
+    if nth:
+        msg += f" (record {nth} of that line)"
     return ErrorInfo(kind="invalid_input", message=msg + (f"; this record is also invalid: {also}" if also else ""),
                      file=file, line=line, field="id")
 
@@ -50,6 +55,12 @@ class Admission:
     added: set[int] = field(default_factory=set)
     torn: dict[tuple[str, int], str | None] = field(default_factory=dict)
     torn_before: dict[tuple[str, int], str] = field(default_factory=dict)
+    # The place of the last record claimed, and the ids of the records claimed there: `seen` knows a place by its line,
+    # and a compact JSON document holds several records a line, so a repeat there looks like the first (`_again`).
+    _line: tuple[str, int] | None = None
+    _line_first: int = 0
+    _line_ids: set[int] | None = None
+    _line_n: int = 0
 
     def note_torn(self, raw: Any, peek: Callable[[Any], str | None] | None) -> None:
         """Note `raw` (a `RawRecord` whose JSONL line has no newline: the file's last) as possibly still being written.
@@ -60,10 +71,11 @@ class Admission:
         """
         self.torn[(raw.file, raw.line)] = peek(raw.payload) if peek is not None and raw.error is None else None
 
-    def works(self, item: Extracted, started: float) -> Iterable[Work]:
+    def works(self, item: Extracted, started: float, nth: int | None = None) -> Iterable[Work]:
         """The work `item` gives (possibly none: every trial already finished).
 
-        The record's id is claimed now; its trials are made lazily, as the caller takes them.
+        The record's id is claimed now; its trials are made lazily, as the caller takes them. `nth`: what `_again`
+        said of it when that was asked already.
         """
         if item.rendered is not None:
             return self._rendered(item, item.rendered, started)
@@ -92,9 +104,11 @@ class Admission:
         assert case is not None
         where = f"{item.file}:{item.line}"
         first = self.seen.claim(case.id, item.file, item.line)
-        if first != where:
-            cid = f"{case.id}@{where}"
-            err = duplicate_error(case.id, first, item.file, item.line)
+        if first == where and nth is None:
+            nth = self._again(key_hash(case.id), item.file, item.line)
+        if first != where or nth:
+            cid = f"{case.id}@{where}" + (f"#{nth}" if nth else "")
+            err = duplicate_error(case.id, first, item.file, item.line, nth=nth or 0)
             return self._once(cid, lambda: Work(case, 0, CaseResult(case_id=cid, status=Status.invalid_input, tags=case.tags, metadata=case.metadata,
                                                                     error=err), started))
         return self._trials(case, item, started)
@@ -127,6 +141,8 @@ class Admission:
                 out.extend(self.works(item, started))
             elif not claim_first(done.id_hash, item.file, item.line):
                 out.extend(self._duplicate(item, done, started))
+            elif nth := self._again(done.id_hash, item.file, item.line):
+                out.extend(self._duplicate(item, done, started, nth))
             elif is_done(done.id_hash):  # (trial 0's key is the id's hash, `trial_key`)
                 self.skipped += 1
             else:
@@ -137,13 +153,33 @@ class Admission:
         # A case rendered where it was scored: one `Finished` per trial not yet finished, no model built.
         if not self.seen.claim_first(done.id_hash, item.file, item.line):
             return self._duplicate(item, done, started)
+        if nth := self._again(done.id_hash, item.file, item.line):
+            return self._duplicate(item, done, started, nth)
         return self._finished_trials(done, started)
 
-    def _duplicate(self, item: Extracted, done: Rendered, started: float) -> Iterable[Work]:
+    def _duplicate(self, item: Extracted, done: Rendered, started: float, nth: int = 0) -> Iterable[Work]:
         # A rendered case whose id was seen before: the general path's duplicate result
         # (claiming again is harmless: the id keeps its first place).
         item.case, item.rendered = bare_case().model_copy(update={"id": done.id, "tags": done.tags, "metadata": done.metadata}), None
-        return self.works(item, started)
+        return self.works(item, started, nth)
+
+    def _again(self, id_hash: int, file: str, line: int) -> int:
+        """0, or this record's ordinal on its line when a record claimed before it on the same line has its id.
+
+        Asked once a record whose id `seen` places at its own line. Records come in file order, so those of one line
+        come together: only the current line's ids are kept (a set once the line has a second record).
+        """
+        if self._line != (file, line):
+            self._line, self._line_first, self._line_ids, self._line_n = (file, line), id_hash, None, 1
+            return 0
+        ids = self._line_ids
+        if ids is None:
+            ids = self._line_ids = {self._line_first}
+        self._line_n += 1
+        if id_hash in ids:
+            return self._line_n
+        ids.add(id_hash)
+        return 0
 
     def _finished_trials(self, done: Rendered, started: float) -> Iterator[Work]:
         for trial in range(self.trials):
