@@ -88,15 +88,6 @@ def test_a_run_reports_both_groups_and_resumes_from_checkpoints_old_and_new(tmp_
     assert json.loads((out / "summary.json").read_text()) == summary
     _as_before(out)  # a checkpoint whose group 1 may hold both is not trusted: rebuilt from results.jsonl
     old = _run(tmp_path / "both")
-    assert old.returncode == first.returncode and "may hold both a text and another value" in old.stderr, old.stderr
+    # (Every state before format 5 is rebuilt: it lacks the exact sums the means are taken from.)
+    assert old.returncode == first.returncode and "state format 3, expected 5" in old.stderr, old.stderr
     assert json.loads((out / "summary.json").read_text())["breakdowns"] == summary["breakdowns"]
-
-    _write(tmp_path / "texts", ["a", "x", "x"])  # no label that could stand for two values: an older checkpoint is used
-    assert _run(tmp_path / "texts").returncode in (0, 1)
-    out = tmp_path / "texts" / "out"
-    texts = json.loads((out / "summary.json").read_text())
-    assert list(texts["breakdowns"]["metadata.split"]) == ["a", "x"]
-    _as_before(out)
-    reused = _run(tmp_path / "texts")
-    assert "not reused" not in reused.stderr, reused.stderr
-    assert json.loads((out / "summary.json").read_text()) == texts

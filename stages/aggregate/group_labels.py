@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MISSING", "OTHER", "group_label", "group_value", "keyed_alike", "metadata_key", "natural_label", "shown_labels"]
+__all__ = ["MISSING", "OTHER", "group_label", "group_value", "metadata_key", "natural_label", "shown_labels"]
 
 OTHER = "(other)"
 MISSING = "(missing)"
@@ -93,9 +93,3 @@ def shown_labels(keys: Iterable[str]) -> dict[str, str]:
             return shown  # (keys are distinct, so labels that are all keys or unshared are distinct)
         for k in shared:
             shown[k] = k
-
-
-def keyed_alike(label: str) -> bool:
-    """Whether a metadata group label written before `metadata_key` (which one value it stood for is not stored) is
-    the key that value has now: false for a label a text and another value shared (`1`) or a quoted text."""
-    return label in (MISSING, OTHER) or not _reads_as_json(label)

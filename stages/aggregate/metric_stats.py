@@ -1,6 +1,6 @@
 """The running figures of one metric in one group of the aggregate (`MetricStats`), folded in batches.
 
-Per metric and group: count, total, Welford moments, a 10-bin histogram, verdict counts and a sample
+Per metric and group: count, total, the exact sum (for the mean), Welford moments, a 10-bin histogram, verdict counts and a sample
 of at most `reservoir_size` values for the bootstrap (the values whose (case, trial) keys hash lowest
 under the seed, so it does not depend on the order results arrive in) (`tracejudge.stages.aggregate.stats`).
 Scored values wait in `pending` and are folded together (`MetricStats.settle`), with the same
@@ -10,6 +10,7 @@ arithmetic, in the same order, as folding them one by one.
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -41,6 +42,28 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
 
 
+# The exact sum of values is kept as an integer count of 2**-1074 (the least subnormal, a unit every finite float is a
+# whole number of): sums of such integers are exact, so the mean does not depend on the order results were folded in,
+# and is the true mean correctly rounded.
+_UNIT = 1074
+
+
+def _fixed(v: float) -> int | None:
+    """`v` in units of 2**-1074 (exact), or None for a value that is not finite."""
+    try:
+        num, den = v.as_integer_ratio()
+    except (OverflowError, ValueError):
+        return None
+    return num << (_UNIT + 1 - den.bit_length())
+
+
+def exact_mean(exact: int | None, n: int) -> float | None:
+    """The mean of `n` values whose exact sum is `exact` (units of 2**-1074), correctly rounded; None for none."""
+    if exact is None or n <= 0:
+        return None
+    return float(Fraction(exact, n << _UNIT))
+
+
 def _pair(score: Any) -> tuple[Any, Any]:
     """`(value, passed)` of a score: a `Cell` (a result rendered where it was scored) already is that pair."""
     return score if type(score) is Cell else (score.value, score.passed)
@@ -52,20 +75,27 @@ class _Settled:
 
     start: tuple[int, float, float, float]
     values: list[tuple[Any, Any]]
-    figures: tuple[tuple[int, float, float, float], list[int], int, int]
+    figures: tuple[tuple[int, float, float, float], list[int], int, int, int | None]
 
 
-def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, total: float) -> tuple[tuple[int, float, float, float], list[int], int, int]:
+def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, total: float
+                 ) -> tuple[tuple[int, float, float, float], list[int], int, int, int | None]:
     """Fold `(value, passed)` pairs into count, mean and M2 (Welford) and total, in order.
 
-    Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed)`.
+    Returns `((n, mean, m2, total), histogram counts to add, verdicts, passed, the values' exact sum to add (None when
+    one is not finite))`.
     """
     hist = [0] * HIST_BINS
     verdicts = passed = 0
-    # Counts do not depend on order: the histogram and verdicts are taken per distinct pair (counted in C), so the
-    # loop over every value does only the sums that do. (Pairs that compare equal fall in the same bin and verdict.)
+    exact: int | None = 0
+    # Counts do not depend on order: the histogram, verdicts and exact sum are taken per distinct pair (counted in C), so
+    # the loop over every value does only the sums that do. (Pairs that compare equal fall in the same bin and verdict,
+    # and are the same number: 0.0 and -0.0 are both 0.)
     for (v, p), times in Counter(pend).items():
-        hist[bin_of(float(v))] += times
+        fv = float(v)
+        hist[bin_of(fv)] += times
+        if exact is not None:
+            exact = None if (unit := _fixed(fv)) is None else exact + unit * times
         if p is not None:
             verdicts += times
             passed += bool(p) * times
@@ -78,7 +108,7 @@ def _fold_values(pend: list[tuple[Any, Any]], n: int, mean: float, m2: float, to
         d = v - mean
         mean += d / count
         m2 += d * (v - mean)
-    return (n + len(pend), mean, m2, total), hist, verdicts, passed
+    return (n + len(pend), mean, m2, total), hist, verdicts, passed, exact
 
 
 @dataclass(slots=True)
@@ -98,6 +128,7 @@ class MetricStats:
     own: bool = False
     scored: int = 0
     total: float = 0.0
+    exact: int | None = 0  # the scored values' exact sum in units of 2**-1074 (`_fixed`); None once one was not finite
     passed: int = 0
     with_verdict: int = 0
     not_computed: int = 0
@@ -169,12 +200,13 @@ class MetricStats:
             got = like.figures
         else:
             got = _fold_values(pend, *start)
-        (n, mean, m2, total), hist, verdicts, passed = got
+        (n, mean, m2, total), hist, verdicts, passed, exact = got
         for i, c in enumerate(hist):
             self.histogram[i] += c
         sample.add_many(self.pending_keys, pend)
         m.n, m.mean, m.m2 = n, mean, m2
         self.total = total
+        self.exact = None if exact is None or self.exact is None else self.exact + exact
         self.scored += len(pend)
         self.with_verdict += verdicts
         self.passed += passed
@@ -193,7 +225,10 @@ class MetricStats:
         (passed / with_verdict), `histogram` (10 equal bins over [0, 1]).
         """
         self.settle()
-        mean = self.moments.mean if self.scored else None
+        # The mean exact (what `sum(values) / len(values)` gives with exact sums: pydantic-evals' and deepeval's averages, to
+        # their last digit wherever their float sum is exact), whatever order the values came in; Welford's for a value
+        # that is not finite.
+        mean = (exact_mean(self.exact, self.scored) if self.exact is not None else self.moments.mean) if self.scored else None
         ci = None
         if self.sample is not None and self.scored >= 2:
             # The kept values as the heap holds them: the bootstrap sorts them by value first, so putting them in
@@ -211,12 +246,12 @@ class MetricStats:
             **({"written_before": self.written_before} if self.written_before else {}),
             "not_applicable": self.not_applicable,
             "excluded": dict(sorted(self.excluded.items())),
-            "error_share": _r((applicable - self.scored) / applicable) if (applicable := results - self.not_applicable) else None,
-            "mean": _r(mean),
+            "error_share": (applicable - self.scored) / applicable if (applicable := results - self.not_applicable) else None,
+            "mean": mean,
             "std": _r(self.moments.std),
             "ci95": ci,
             "passed": self.passed,
             "with_verdict": self.with_verdict,
-            "pass_rate": _r(pass_rate),
+            "pass_rate": pass_rate,
             "histogram": list(self.histogram),
         }

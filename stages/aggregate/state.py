@@ -25,16 +25,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, MetricStats, PassAtKTracker, _KSum
-from tracejudge.stages.aggregate.group_labels import keyed_alike
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments
 
 __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
 
 # 2: bootstrap samples chosen by key hash (format 1 held order-dependent reservoirs; rebuilt when met).
 # 3: `written_before` (format 2 counted a config metric's results written before it as not applicable; rebuilt when met).
-# 4: metadata keys tell the text "1" from the number 1 (`group_labels.metadata_key`); a format 3 state is read as
-#    it is when none of its metadata labels could stand for either (`keyed_alike`), else rebuilt.
-STATE_FORMAT = 4
+# 4: metadata keys tell the text "1" from the number 1 (`group_labels.metadata_key`).
+# 5: each metric's exact sum, for a mean that does not depend on the order results were folded in (earlier formats, which
+#    lack it, are rebuilt).
+STATE_FORMAT = 5
 
 NonNeg = Annotated[int, Field(ge=0)]
 
@@ -65,6 +65,7 @@ class MetricStatsState(_Model):
     rng_seed: str
     scored: NonNeg
     total: float
+    exact: str | None  # the exact sum as hexadecimal text (units of 2**-1074: `metric_stats._fixed`), or null
     passed: NonNeg
     with_verdict: NonNeg
     not_computed: NonNeg
@@ -156,7 +157,8 @@ def _dump_stats(st: MetricStats) -> MetricStatsState:
     st.settle()
     m = st.moments
     return MetricStatsState(
-        reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total, passed=st.passed,
+        reservoir_size=st.reservoir_size, rng_seed=st.rng_seed, scored=st.scored, total=st.total,
+        exact=None if st.exact is None else format(st.exact, "x"), passed=st.passed,
         with_verdict=st.with_verdict, not_computed=st.not_computed, not_applicable=st.not_applicable,
         written_before=st.written_before, excluded=dict(st.excluded), moments=MomentsState(n=m.n, mean=m.mean, m2=m.m2), histogram=list(st.histogram),
         sample=None if st.sample is None else _dump_sample(st.sample),
@@ -169,11 +171,19 @@ def _load_stats(s: MetricStatsState, fresh: MetricStats) -> MetricStats:
     if s.sample is not None and s.sample.size != s.reservoir_size:
         raise StateError("bootstrap sample size disagrees with its metric")
     return MetricStats(
-        reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, own=fresh.own, scored=s.scored, total=s.total, passed=s.passed,
+        reservoir_size=s.reservoir_size, rng_seed=s.rng_seed, own=fresh.own, scored=s.scored, total=s.total,
+        exact=None if s.exact is None else _hex_int(s.exact), passed=s.passed,
         with_verdict=s.with_verdict, not_computed=s.not_computed, not_applicable=s.not_applicable,
         written_before=s.written_before, excluded=Counter(s.excluded), moments=Moments(s.moments.n, s.moments.mean, s.moments.m2),
         histogram=list(s.histogram), sample=None if s.sample is None else _load_sample(s.sample),
     )
+
+
+def _hex_int(text: str) -> int:
+    # A stored exact sum: hexadecimal digits after an optional '-' (`int(text, 16)` also takes '+', `0x`, spaces, '_').
+    if not text.removeprefix("-") or len(text) > 2048 or text.removeprefix("-").strip("0123456789abcdef"):
+        raise StateError("an exact sum that is not hexadecimal digits")
+    return int(text, 16)
 
 
 def dump_state(agg: Aggregator) -> dict[str, Any]:
@@ -200,15 +210,6 @@ def dump_state(agg: Aggregator) -> dict[str, Any]:
     return state.model_dump(mode="json")
 
 
-def _labels(s: AggregatorState) -> set[tuple[str, str]]:
-    """Every `(breakdown, label)` a state names: its groups and those its pass@k trackers count in."""
-    out = {(g.breakdown, g.value) for g in s.groups}
-    for t in s.trackers:
-        out.update(tuple(g) for p in t.pending for g in p.groups)
-        out.update((b, v) for b, v, *_ in (*t.sums, *t.no_scored, *t.too_few))
-    return out
-
-
 def restore(data: Any, fresh: Aggregator) -> Aggregator:
     """Fill `fresh` (an empty aggregator built from the current config) with a stored state.
 
@@ -222,11 +223,7 @@ def restore(data: Any, fresh: Aggregator) -> Aggregator:
         s = AggregatorState.model_validate_json(json.dumps(data))
     except (ValidationError, TypeError, ValueError) as exc:
         raise StateError(f"does not validate: {str(exc).splitlines()[0]}") from None
-    if s.format == STATE_FORMAT - 1:
-        shared = next((g for g in _labels(s) if g[0].startswith("metadata.") and not keyed_alike(g[1])), None)
-        if shared is not None:
-            raise StateError(f"state format {s.format}: group {shared} may hold both a text and another value")
-    elif s.format != STATE_FORMAT:
+    if s.format != STATE_FORMAT:
         raise StateError(f"state format {s.format}, expected {STATE_FORMAT}")
     agg = fresh
     stored = dict(s.metrics)
