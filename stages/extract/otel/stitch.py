@@ -9,9 +9,21 @@ last request — its input and its output — as the start of its own input:
 that prefix is what joins them. Only traces that no conversation key
 grouped are candidates; an unrelated run that merely shares a system prompt
 and a first question never matches, since the replayed prefix includes the
-earlier run's answers. Traces a conversation key did group are split into
+earlier run's answers, and the call ids it replays (an assistant's
+`tool_calls` id, the tool message's `tool_call_id`) are that run's own.
+Traces a conversation key did group are split into
 turns by `continues`: the same replay, adding no user message, is the same
 user turn (`turns.Builder`).
+
+A Responses API request chained with `previous_response_id` replays nothing:
+the server kept the history. It is given that history first (`server_state`),
+and its trace joins the one whose last request gave that response. A lone
+retrieval trace joins the request it retrieved for (`retrievals`).
+
+Several conversations may fit one trace: concurrent runs of the same
+question whose replays carry no call ids, or identical ones. Which it was
+cannot be told, so the trace is kept apart rather than joined to the wrong
+one, and one warning names such traces.
 """
 
 from __future__ import annotations
@@ -19,19 +31,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
-from tracejudge.stages.extract.otel.spans import Group
+from tracejudge.stages.extract.otel.retrievals import adopt_retrievals
+from tracejudge.stages.extract.otel.server_state import asked_calls, carry_history, tool_results_only, with_history
+from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.view import View
 
 __all__ = ["continues", "stitch"]
 
+log = get_logger("tracejudge.extract.otel")
+
 
 def _key(msg: dict[str, Any]) -> tuple[Any, ...]:
-    """What identifies a message when it is replayed in a later request (arguments may be re-encoded)."""
+    """What identifies a message when it is replayed in a later request (arguments may be re-encoded).
+
+    An empty text part is no text: OpenLLMetry records `{"type": "text", "content": ""}` on a reply that
+    only called tools, and the replay of that reply in the next request has no text part.
+    """
     out: list[Any] = [msg.get("role")]
     for p in msg.get("parts") or []:
         kind = p.get("type")
         if kind == "text":
-            out.append(("t", p.get("content")))
+            if p.get("content") not in (None, ""):
+                out.append(("t", p.get("content")))
         elif kind == "tool_call":
             out.append(("c", p.get("id") or p.get("name")))
         elif kind == "tool_call_response":
@@ -72,76 +95,162 @@ def _said(messages: list[dict[str, Any]]) -> list[Any]:
     return [_key(m) for m in messages if m.get("role") in ("user", "system")]
 
 
+def _call_ids(messages: list[dict[str, Any]]) -> frozenset[str]:
+    """The call ids messages name: the calls asked for and the results answering them."""
+    return frozenset(str(p["id"]) for m in messages for p in m.get("parts") or []
+                     if p.get("type") in ("tool_call", "tool_call_response") and p.get("id") not in (None, ""))
+
+
+def _requests(group: Group) -> list[tuple[Span, View]]:
+    """The top-level model requests of `group` (not nested in another model span), in start order."""
+    views = group_views(group)
+    models = [(s, views[s.span_id]) for s in group.spans if views[s.span_id].role == "model"]
+    ids = {s.span_id for s, _ in models}
+    return sorted(((s, v) for s, v in models if s.parent_id not in ids), key=lambda r: (r[0].start, r[0].span_id))
+
+
 class _Chain:
-    """A candidate trace's replay fingerprints: strict (every message) and lenient (user and system texts only)."""
+    """A candidate trace's replay fingerprints, strict (every message) and lenient (user and system texts only), and
+    its call ids; `chain` is the group it joined (its own when it joined none)."""
 
-    __slots__ = ("group", "first_strict", "first_said", "first_len", "last_strict", "last_said", "last_len")
+    __slots__ = ("group", "chain", "first", "last", "first_span", "last_span", "first_strict", "first_said", "first_len", "first_ids",
+                 "last_strict", "last_said", "last_len", "last_ids")
 
-    def __init__(self, group: Group, first: Any, last: Any) -> None:
-        self.group = group
-        self.first_strict = _hashes([_key(m) for m in first.inputs])
-        self.first_said = _hashes(_said(first.inputs))
-        self.first_len = len(first.inputs)
-        full = _hashes([_key(m) for m in [*last.inputs, *(last.outputs or [])]])
-        self.last_strict = full[-1]
-        said = _hashes(_said(last.inputs))
+    def __init__(self, group: Group, first: tuple[Span, View], last: tuple[Span, View]) -> None:
+        self.group = self.chain = group
+        (self.first_span, self.first), (self.last_span, self.last) = first, last
+        self.first_strict = _hashes([_key(m) for m in self.first.inputs or []])
+        self.first_said = _hashes(_said(self.first.inputs or []))
+        self.first_len = len(self.first.inputs or [])
+        self.first_ids = _call_ids(self.first.inputs or [])
+        seen = [*(self.last.inputs or []), *(self.last.outputs or [])]
+        self.last_strict = _hashes([_key(m) for m in seen])[-1] if seen else 0
+        said = _hashes(_said(self.last.inputs or []))
         self.last_said = said[-1] if said else 0
-        self.last_len = len(last.inputs)
+        self.last_len = len(self.last.inputs or [])
+        self.last_ids = _call_ids(seen)
 
 
 def _candidate(group: Group) -> _Chain | None:
     """Fingerprints of a trace's first and last model requests; `None` when a conversation key grouped it or it has no request input."""
     if group.key_attr is not None:
         return None
-    models = []
-    views = group_views(group)
-    for span in group.spans:
-        view = views[span.span_id]
-        if view.role == "model" and view.inputs:
-            models.append((span, view))
-    ids = {s.span_id for s, _ in models}
-    top = [v for s, v in models if s.parent_id not in ids]
+    top = [r for r in _requests(group) if r[1].inputs]
     return _Chain(group, top[0], top[-1]) if top else None
+
+
+class _Joiner:
+    """The conversations built so far, each findable by what its last trace would have to be replayed by."""
+
+    def __init__(self, unsure: dict[str, list[str]]) -> None:
+        self.unsure = unsure
+        self.current: dict[int, _Chain] = {}  # id(conversation group) -> its last trace's fingerprints
+        self.strict: dict[int, list[_Chain]] = {}
+        self.lenient: dict[int, list[_Chain]] = {}
+        self.answered: dict[str, _Chain] = {}  # a conversation's last response id
+        self.asking: list[_Chain] = []  # conversations whose last request asked for calls
+
+    def _live(self, entry: _Chain) -> bool:
+        return self.current.get(id(entry.chain)) is entry
+
+    def _doubt(self, why: str, got: _Chain) -> None:
+        self.unsure.setdefault(why, []).append(got.first_span.trace_id)
+
+    def find(self, got: _Chain) -> tuple[_Chain | None, bool]:
+        """The last trace of the conversation `got`'s trace goes on with (`None`: a conversation of its own), and whether
+        it was found as the one a request of tool results alone answers (`_resumed`)."""
+        if got.first.previous_response_id is not None:
+            entry = self.answered.get(got.first.previous_response_id)
+            return (entry if entry is not None and self._live(entry) else None), False  # (a branch from an earlier response stays apart)
+        for h in reversed(got.first_strict):
+            fits = [e for e in self.strict.get(h, []) if self._live(e)]
+            if len(fits) == 1:
+                return fits[0], False
+            if fits:
+                self._doubt("its requests replay the same history as another conversation's, call ids included", got)
+                return None, False
+        for h in reversed(got.first_said):
+            fits = [e for e in self.lenient.get(h, []) if self._live(e) and e.last_len < got.first_len]
+            # The call ids a request replays are its own conversation's: a conversation whose calls it does not replay is another one.
+            agree = [e for e in fits if not e.last_ids or not got.first_ids or e.last_ids & got.first_ids]
+            proven = [e for e in agree if e.last_ids & got.first_ids]
+            if len(proven) == 1 or (not proven and len(agree) == 1):
+                return (proven or agree)[0], False
+            if agree:
+                self._doubt("it replays the user's and system's texts of several conversations, and no call id tells which", got)
+                return None, False
+        found = self._resumed(got)
+        return found, found is not None
+
+    def _resumed(self, got: _Chain) -> _Chain | None:
+        """The conversation a request of tool results alone (a Responses API request whose `previous_response_id` was not
+        recorded) goes on from: the one whose last request, of the same service and ended before it, asked for those
+        calls (by call id), else for as many calls; `None` when none or several fit."""
+        answers = tool_results_only(got.first)
+        if answers is None:
+            return None
+        self.asking[:] = [e for e in self.asking if self._live(e)]
+        fits = [e for e in self.asking if e.last_span.service == got.first_span.service and e.last_span.end <= got.first_span.start
+                and len(asked_calls(e.last)) == len(answers)]
+        named = {a for a in answers if a is not None}
+        by_id = [e for e in fits if named and named <= {c for c in asked_calls(e.last) if c is not None}]
+        if len(by_id) == 1 or (not by_id and len(fits) == 1):
+            return (by_id or fits)[0]
+        if fits:
+            self._doubt("it sends tool results alone, and several conversations asked for as many calls", got)
+        return None
+
+    def add(self, got: _Chain) -> None:
+        """`got` is now the last trace of its conversation (`got.chain`)."""
+        self.current[id(got.chain)] = got
+        self.strict.setdefault(got.last_strict, []).append(got)
+        self.lenient.setdefault(got.last_said, []).append(got)
+        if got.last.response_id:
+            self.answered[got.last.response_id] = got
+        if asked_calls(got.last):
+            self.asking.append(got)
 
 
 def stitch(groups: Iterable[Group]) -> Iterator[Group]:
     """`groups` with each chain of replaying traces joined into the first one's group (order kept).
 
-    A trace joins the chain whose last request's input and output its first
-    request replays exactly; failing that (a framework re-renders the
-    assistant's turns: smolagents replays a call as "Calling tools: …"
-    text), the chain whose last request's user and system texts its first
-    request starts with while replaying more messages. A joined group keeps
-    its first trace's key; `traces` lists every trace id, and the spans of
-    later traces take the first trace's id so that the conversation reads as
-    one exchange.
+    A trace joins the conversation whose last request gave the response its first request names as
+    `previous_response_id`; else the one whose last request's input and output its first request
+    replays exactly; failing that (a framework re-renders the assistant's turns: smolagents replays a
+    call as "Calling tools: …" text), the one whose last request's user and system texts its first
+    request starts with while replaying more messages, and whose call ids, when both name some, it
+    replays; else, for a first request of tool results alone, the one conversation that asked for them
+    (`server_state`). A joined group keeps its first trace's key; `traces` lists every trace id, and
+    the spans of later traces take the first trace's id so that the conversation reads as one
+    exchange. Lone retrieval traces then join the request they retrieved for (`retrievals`).
     """
+    groups = list(groups)
+    carry_history([r for g in groups for r in _requests(g)])
+    unsure: dict[str, list[str]] = {}
+    joiner = _Joiner(unsure)
     out: list[Group] = []
-    strict: dict[int, Group] = {}
-    lenient: dict[int, list[tuple[int, Group]]] = {}
     for group in groups:
         got = _candidate(group)
         if got is None:
             out.append(group)
             continue
-        chain = next((strict.pop(h) for h in reversed(got.first_strict) if h in strict), None)
-        if chain is None:
-            for h in reversed(got.first_said):
-                fits = [g for n, g in lenient.get(h, []) if n < got.first_len]
-                if fits:
-                    chain = fits[-1]
-                    break
-        for table in lenient.values():
-            table[:] = [(n, g) for n, g in table if g is not chain]
-        if chain is None:
+        found, resumed = joiner.find(got)
+        if resumed:
+            with_history(got.first, found.last)  # type: ignore[union-attr]
+            got = _Chain(group, (got.first_span, got.first), (got.last_span, got.last))
+        if found is None:
             out.append(group)
-            chain = group
         else:
+            chain = found.chain
             for span in group.spans:
                 span.trace_id = chain.traces[0]
             chain.spans.extend(group.spans)
             chain.views = {**group_views(chain), **group_views(group)}
             chain.traces.extend(group.traces)
-        strict[got.last_strict] = chain
-        lenient.setdefault(got.last_said, []).append((got.last_len, chain))
+            got.chain = chain
+        joiner.add(got)
+    out = adopt_retrievals(out, unsure)
+    for why, traces in unsure.items():
+        log.warning(f"otel: {len(traces)} trace(s) kept as conversations of their own, since which conversation each goes on with "
+                    f"cannot be told ({why}): {', '.join(traces[:5])}{', …' if len(traces) > 5 else ''}")
     yield from out

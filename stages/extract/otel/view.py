@@ -72,6 +72,9 @@ class View:
     validator's `ModelRetry`); a call the framework took is in neither.
     `interrupts` holds the `(id, value)` of each LangGraph `interrupt` the span paused at, `resume` the value a
     `Command(resume=…)` input gave it (`MISSING`: none; `conventions.langgraph`).
+    `response_id` / `previous_response_id`: a Responses API request's own response id and the one it
+    continued from (`previous_response_id`: the server prepended that response's input and output; `stitch`).
+    `query`: what a retrieval span was asked (its question text), to find the request it retrieved for.
     `conventions` names the readers that recognised the span.
     """
 
@@ -100,6 +103,9 @@ class View:
     refused_answers: dict[str, str] = field(default_factory=dict)
     interrupts: list[tuple[str | None, Any]] = field(default_factory=list)
     resume: Any = MISSING
+    response_id: str | None = None
+    previous_response_id: str | None = None
+    query: str | None = None
 
 
 _MAPS = ("deferred_tools", "answer_texts", "refused_answers")  # merged key by key: the first reader to say a key wins

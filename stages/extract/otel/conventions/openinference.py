@@ -28,8 +28,11 @@ error, `"<type>: <message>"` of its `exception` event when it has one (the
 LangChain instrumentation's status description is the exception's repr
 followed by its traceback). Agent and root chain spans give the user's
 request and the final answer from `input.value` / `output.value`.
-Retrieved passages come from `retrieval.documents.{i}.document.*`, usage
-from `llm.token_count.*`.
+Retrieved passages come from `retrieval.documents.{i}.document.*` (an id or score found only in
+`document.metadata`, as LangChain's retrievers record them, is kept), a retriever's question from its
+`input.value`, usage from `llm.token_count.*`. A tool message whose text was `""` is that text (the
+flattening drops empty strings; `input.value` has it), and a Responses API request's response id and
+`previous_response_id` come from its bodies (`bodies`).
 An OpenAI Agents SDK group is also read as a whole by `stop_answers` (in `agents_sdk`): a run that ended at
 a tool call (`stop_on_first_tool`, `StopAtTools`) has that tool's output as its answer, and a run that ended
 in an error only its `turn` span holds (a tool the agent does not have, a tripped input guardrail) has that
@@ -42,6 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.bodies import fill_tool_texts, response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, text_parts
@@ -72,6 +76,9 @@ def read(span: Span) -> View | None:
         if v.inputs is None:
             body = unjson(a.get("input.value"))
             v.inputs = normalise(body) if isinstance(body, (dict, list)) else None
+        else:
+            fill_tool_texts(v.inputs, a.get("input.value"))  # a tool's "" result, which the flattening left out
+        v.response_id, v.previous_response_id = response_ids(a.get("input.value"), a.get("output.value"), a.get("llm.invocation_parameters"))
         if v.outputs is None:
             v.outputs = _response_messages(unjson(a.get("output.value")))
         else:
@@ -102,6 +109,7 @@ def read(span: Span) -> View | None:
         docs = nested(a, "retrieval.documents")
         if isinstance(docs, list):
             v.documents = [_document(d) for d in docs if isinstance(d, dict) and isinstance(d.get("document"), dict)]
+        v.query = _query(a.get("input.value"))
     return v
 
 
@@ -343,15 +351,34 @@ def answer_text(value: Any) -> str | None:
 
 
 def _document(item: dict[str, Any]) -> dict[str, Any]:
+    """One passage; `document.id` / `document.score`, else the id and score a LangChain retriever left in `document.metadata`.
+
+    The LangChain instrumentation writes a `Document`'s metadata whole and no `document.id` / `score` keys:
+    the reading of the same run by Langfuse or MLflow (`payloads.documents`) keeps them, so this one does too.
+    """
     doc = item["document"]
-    out: dict[str, Any] = {"content": str(doc.get("content") or "")}
-    if doc.get("id") is not None:
-        out["id"] = str(doc["id"])
-    score = doc.get("score")
-    if isinstance(score, (int, float)) and not isinstance(score, bool):
-        out["score"] = float(score)
     meta = unjson(doc.get("metadata"))
-    if isinstance(meta, dict) and isinstance(meta.get("source"), str):
+    meta = meta if isinstance(meta, dict) else {}
+    out: dict[str, Any] = {"content": str(doc.get("content") or "")}
+    ident = doc.get("id") if doc.get("id") is not None else next((meta[k] for k in ("chunk_id", "id") if meta.get(k) is not None), None)
+    if ident is not None:
+        out["id"] = str(ident)
+    score = doc.get("score") if _number(doc.get("score")) else meta.get("score")
+    if _number(score):
+        out["score"] = float(score)
+    if isinstance(meta.get("source"), str):
         out["source"] = meta["source"]
     return out
 
+
+def _query(raw: Any) -> str | None:
+    """A retriever's question: its `input.value` as text (or the `query` / `input` / `question` of a JSON object)."""
+    decoded = unjson(raw)
+    if isinstance(decoded, dict):
+        decoded = next((decoded[k] for k in ("query", "input", "question") if isinstance(decoded.get(k), str)), None)
+    text = decoded if isinstance(decoded, str) else raw if isinstance(raw, str) else None
+    return text if text is not None and text.strip() and present(text) else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -10,6 +10,10 @@ the older `llm.prompts.*` / `llm.completions.*` too); usage from
 names). Tool and workflow payloads are `traceloop.entity.input` /
 `traceloop.entity.output` (JSON), unwrapped from LangChain's callback
 payload and `{"output": ToolMessage}`; the name is `traceloop.entity.name`.
+A LangChain retriever's span (`gen_ai.operation.name` `vector_db_retrieve`,
+written as a `task`) is a retrieval: its passages are the `Document`s of
+`{"documents": […]}` in its output (text, and the id, score and source their
+metadata holds), its question the `query` of its input.
 
 A tool span's result is LangChain's `on_tool_end` payload, `{"output": …,
 "kwargs": {…, "name": <tool>}}`: with ToolNode the output is a `ToolMessage`,
@@ -31,7 +35,7 @@ from typing import Any
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
 from tracejudge.stages.extract.otel.messages import normalise
-from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
+from tracejudge.stages.extract.otel.payloads import documents, unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS
@@ -60,6 +64,8 @@ def read(span: Span) -> View | None:
         v.usage_out = as_int(a.get("gen_ai.usage.completion_tokens", a.get("gen_ai.usage.output_tokens")))
         v.error = span_error(span)
         return v
+    if a.get("gen_ai.operation.name") == "vector_db_retrieve" or span.name.startswith("vector_db_retrieve "):
+        return _retrieval(a)
     v.role = _KINDS.get(str(kind))
     entity = a.get("traceloop.entity.name")
     if v.role == "tool":
@@ -81,6 +87,17 @@ def read(span: Span) -> View | None:
         if v.role == "agent" and isinstance(entity, str) and entity:
             v.agent_name = entity
         v.error = span_error(span)
+    return v
+
+
+def _retrieval(a: dict[str, Any]) -> View:
+    """A LangChain retriever's run (`on_retriever_*`): a `task` span holding `{"query", …}` in and `{"documents": […]}` out."""
+    v = View(role="retrieval")
+    raw = a.get("traceloop.entity.output", a.get("gen_ai.task.output"))
+    v.documents = documents(raw) if present(raw) else None
+    asked = unjson(a.get("traceloop.entity.input", a.get("gen_ai.task.input")))
+    query = asked.get("query") if isinstance(asked, dict) else None
+    v.query = query if isinstance(query, str) and query.strip() else None
     return v
 
 
