@@ -17,7 +17,10 @@ command-line ones replace the config's. Labels from a field label every
 case: the whole config is run, in its own run directory (a finished run is
 reused). Labels from a file only: only the labelled cases are judged, in
 `RUN_DIR-calibrate` (`--run-dir` to choose). Exit status: 0, or 1 when an
-assertion `min_kappa` fails, 2 for a bad config or labels, 130 interrupted.
+assertion `min_kappa` fails or the judge fails a run's checks on it (its
+errors past `judge.max_error_share`, results the judge budget skipped; the
+error kinds and the first error are named), 2 for a bad config or labels,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from typing import TYPE_CHECKING, Any
 from tracejudge.core.errors import ConfigError, TracejudgeError
 
 if TYPE_CHECKING:  # imported where used: the CLI's parser (`add_parser`) is built for every command
+    from collections.abc import Callable
+
     from rich.console import Console
+    from rich.table import Table
     from tracejudge.core.judge_quality import LabelsConfig
 
 __all__ = ["add_parser", "command", "print_agreement"]
@@ -112,18 +118,42 @@ def command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"error: {block['error']}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     print_agreement(block, out, run_dir=outcome.run_dir)
+    errors = _judge_errors(outcome)
+    if errors["line"]:
+        out.print(errors["line"], highlight=False, markup=False, soft_wrap=True)
+    # The run's own checks on its judge, with its setting and default (`judge.max_error_share`, 0): a judge that failed
+    # every request left "n/a" everywhere and exit 0, as if nothing had been measured wrong.
+    checks = [c for c in outcome.verdict.checks if c.name in _JUDGE_CHECKS or c.name.endswith("min_kappa")]
+    failed = any(not c.ok for c in checks)
     if args.json is not None:
         full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics),
                              listed=None)
+        full.update(judge_errors={"error_kinds": errors["kinds"], "first": errors["first"]}, verdict="FAIL" if failed else "PASS",
+                    checks=[{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks])
         args.json.write_text(json.dumps({"run_dir": str(outcome.run_dir), **full}, indent=2, default=str) + "\n", encoding="utf-8")
         out.print(f"written: {args.json}", highlight=False)
     if outcome.interrupted:
         return 130
-    kappa = [c for c in outcome.verdict.checks if c.name.endswith("min_kappa")]
-    for c in kappa:
+    for c in checks:
         mark = "ok  " if c.ok else "FAIL"
         out.print(f"  {mark} {c.name}: {c.detail}", highlight=False, markup=False, soft_wrap=True)
-    return EXIT_ASSERTION if any(not c.ok for c in kappa) else EXIT_OK
+    return EXIT_ASSERTION if failed else EXIT_OK
+
+
+_JUDGE_CHECKS = ("judge max_error_share", "judge budget")  # (`tracejudge.stages.aggregate.gate_judge`)
+
+
+def _judge_errors(outcome: Any) -> dict[str, Any]:
+    """The run's judge error kinds, its first judge error (`error_note.first_judge_error`) and the line naming both."""
+    from tracejudge.engine.store import iter_results
+    from tracejudge.stages.judge.error_note import error_line, first_judge_error
+
+    kinds = dict((outcome.summary.get("judge") or {}).get("error_kinds") or {})
+    first = first_judge_error(iter_results(outcome.run_dir)) if kinds else None
+    where = ""
+    if first is not None:
+        where = f"case {first['case_id']} trial {first['trial']}" + (f", {first['metric']}" if first["metric"] else "")
+    return {"kinds": kinds, "first": first, "line": error_line(kinds, first, where)}
 
 
 def labelled_cases(config: Any, ids: set[str]) -> Any:
@@ -140,56 +170,122 @@ def labelled_cases(config: Any, ids: set[str]) -> Any:
     return MemorySource(kept, label=str(config.dataset.path))
 
 
-def _f(x: float | None, ci: list[float] | None = None) -> str:
+def _f(x: float | None, ci: list[float] | None = None, sep: str = " ") -> str:
     if x is None:
         return "n/a"
-    return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    return f"{x:.3f}" + (f"{sep}[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+_TITLE = "agreement with the labels (95% bootstrap CI)"
+
+
+def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Callable[[str], str]) -> Table:
+    """The agreement table, narrower at each `level` (`tracejudge.core.console.fitted`): 1 drops the padding (the box
+    draws one space between columns), 2 puts each CI under its figure, 3 the kind of κ beside its figure (no column)."""
+    from rich import box
+    from rich.table import Table
+
+    from tracejudge.core.console import cell
+    from tracejudge.core.inert_text import visible
+
+    table = Table(title=_TITLE, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  **({"padding": (0, 0)} if level else {"pad_edge": False}))
+    cols = ["metric", "n", "accuracy", "kappa", *(["kind"] if level < 3 else []), "spearman", "disagree"]
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("metric", "kind") else "right", no_wrap=True)  # figures whole, never cut
+    sep = "\n" if level >= 2 else " "
+    for key, m in metrics.items():
+        kind = str(m.get("kappa_kind") or m.get("kind") or "-")
+        kappa = _f(m.get("kappa"), m.get("kappa_ci"), sep)
+        if level >= 3 and kind != "-":
+            head, _, rest = kappa.partition("\n")
+            kappa = f"{head} {kind}" + (f"\n{rest}" if rest else "")
+        row = [name(visible(key)), str(m.get("n", 0)), _f(m.get("accuracy"), m.get("accuracy_ci"), sep), kappa,
+               *([kind] if level < 3 else []), _f(m.get("spearman"), m.get("spearman_ci"), sep) if "spearman" in m else "-",
+               str(m.get("disagreeing", 0))]
+        table.add_row(*map(cell, row))
+    return table
+
+
+def _agreement_blocks(metrics: dict[str, dict[str, Any]]) -> list[str]:
+    """The table's figures as a few lines per metric, for a console too narrow for any layout of the table."""
+    from tracejudge.core.inert_text import visible
+
+    lines = [_TITLE]
+    for key, m in metrics.items():
+        kind = m.get("kappa_kind") or m.get("kind")
+        lines += [visible(key), f"  n {m.get('n', 0)}, disagree {m.get('disagreeing', 0)}",
+                  f"  accuracy {_f(m.get('accuracy'), m.get('accuracy_ci'))}",
+                  f"  kappa {_f(m.get('kappa'), m.get('kappa_ci'))}" + (f" ({kind})" if kind else "")]
+        if "spearman" in m:
+            lines.append(f"  spearman {_f(m.get('spearman'), m.get('spearman_ci'))}")
+    return lines
+
+
+def _confusion(name: str, conf: dict[str, Any], width: int) -> list[str]:
+    """A confusion matrix's lines, its columns as narrow as its cells allow when the usual 8 would not fit `width`; when
+    no grid fits (a long scale on a narrow console), each label's row as the verdicts it got."""
+    labels = [str(x) for x in conf["labels"]]
+    cells = [*labels, *(str(v) for row in conf["matrix"] for v in row)]
+    col = max(8, *(len(x) + 2 for x in labels))
+    if col * (len(labels) + 1) > width:
+        col = max(len(x) for x in cells) + 1
+    head = f"{name}: confusion (rows: label, columns: verdict)"
+    if col * (len(labels) + 1) > width:
+        return [head] + [f"  label {lab}: " + (", ".join(f"verdict {v} ×{n}" for v, n in zip(labels, row, strict=True) if n) or "none")
+                         for lab, row in zip(labels, conf["matrix"], strict=True)]
+    return [head, " " * col + "".join(f"{x:>{col}}" for x in labels),
+            *(f"{lab:>{col}}" + "".join(f"{v:>{col}}" for v in row) for lab, row in zip(labels, conf["matrix"], strict=True))]
 
 
 def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | None = None, listed: int = 10) -> None:
     """Print a `labels` block (`tracejudge.stages.judge.agreement.agreement_block`): a table per metric, its confusion matrix,
-    κ by tag and the first `listed` disagreeing cases."""
-    from rich import box
-    from rich.markup import escape
-    from rich.table import Table
+    κ by tag and the first `listed` disagreeing cases.
 
+    The table keeps every metric name and figure whole (README: the tables are laid out for 80 columns): the first of
+    `_agreement_table`'s layouts that fits the console, metric names wrapped between words if they must, else a few
+    lines per metric. Names and reasons are printed inert (`visible`).
+    """
+    from tracejudge.core.console import fits, fitted
+    from tracejudge.core.inert_text import visible
     from tracejudge.stages.reports.judge_lines import label_counts, label_problems
 
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)
+
     where = f" (run {run_dir})" if run_dir else ""
-    console.print(label_counts(block) + where, highlight=False, markup=False, soft_wrap=True)
+    say(label_counts(block) + where)
     for p in label_problems(block):
-        console.print(f"  labels: {p}", highlight=False, markup=False, soft_wrap=True)  # (not all skip one: "counted once", "takes this one")
-    table = Table(title="agreement with the labels (95% bootstrap CI)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("metric", "n", "accuracy", "kappa", "kind", "spearman", "disagree"):
-        table.add_column(col, justify="left" if col in ("metric", "kind") else "right", no_wrap=col != "metric", overflow="fold",
-                         min_width=14 if col == "metric" else None)
-    for name, m in (block.get("metrics") or {}).items():
-        table.add_row(escape(name), str(m.get("n", 0)), _f(m.get("accuracy"), m.get("accuracy_ci")), _f(m.get("kappa"), m.get("kappa_ci")),
-                      str(m.get("kappa_kind") or m.get("kind") or "-"), _f(m.get("spearman"), m.get("spearman_ci")) if "spearman" in m else "-",
-                      str(m.get("disagreeing", 0)))
-    console.print(table)
-    for name, m in (block.get("metrics") or {}).items():
+        say(f"  labels: {p}")  # (not all skip one: "counted once", "takes this one")
+    metrics = block.get("metrics") or {}
+    table = fitted(console, lambda level, name: _agreement_table(metrics, level, name), 4)
+    if fits(console, table):
+        console.print(table)
+    else:
+        for line in _agreement_blocks(metrics):
+            say(line)
+    for key, m in metrics.items():
+        name = visible(key)
         if m.get("note"):
-            console.print(f"{name}: {m['note']}", highlight=False, markup=False)
-        conf = m.get("confusion")
-        if conf:
-            labels = [str(x) for x in conf["labels"]]
-            width = max(8, *(len(x) + 2 for x in labels))
-            console.print(f"{name}: confusion (rows: label, columns: verdict)", highlight=False, markup=False)
-            console.print(" " * width + "".join(f"{x:>{width}}" for x in labels), highlight=False, markup=False)
-            for lab, row in zip(labels, conf["matrix"], strict=True):
-                console.print(f"{lab:>{width}}" + "".join(f"{v:>{width}}" for v in row), highlight=False, markup=False)
+            say(f"{name}: {m['note']}")
+        if m.get("threshold") is not None:
+            say(f"{name}: yes/no; a label from 0 to 1 is a pass when >= {m['threshold']:g} (--threshold, judge.labels.threshold)")
+        if m.get("confusion"):
+            for line in _confusion(name, m["confusion"], console.width):
+                say(line)
         tags = m.get("by_tag") or {}
         if tags:
-            console.print(f"{name} by tag: " + "; ".join(f"{t} n={v['n']} acc={_f(v['accuracy'])} kappa={_f(v['kappa'])}"
-                                                        for t, v in list(tags.items())[:12]), highlight=False, markup=False, soft_wrap=True)
+            say(f"{name} by tag: " + "; ".join(f"{visible(t)} n={v['n']} acc={_f(v['accuracy'])} kappa={_f(v['kappa'])}"
+                                               for t, v in list(tags.items())[:12]))
         for d in (m.get("disagreements") or [])[:listed]:
-            console.print(f"  disagrees: case {d['case_id']} trial {d['trial']}: label {d['label']}, verdict {d['verdict']} "
-                          f"(value {d['value']:.3f}): {d['reason'][:160]}", highlight=False, markup=False, soft_wrap=True)
+            label = f"{d['label']}" + (f" ({d['label_as']})" if d.get("label_as") else "")
+            say(f"  disagrees: case {visible(str(d['case_id']))} trial {d['trial']}: label {label}, verdict {d['verdict']} "
+                f"(value {d['value']:.3f}): {visible(d['reason'][:160])}")
 
 
 def pairwise_command(args: argparse.Namespace, out: Console) -> int:
-    """`tracejudge compare A --vs B --judge CONFIG`: 0, or 1 below `--min-win-rate`; a bad config raises `ConfigError` (exit 2)."""
+    """`tracejudge compare A --vs B --judge CONFIG`: 0, or 1 when the comparison FAILS (below `--min-win-rate`, or on the
+    judge's checks, `pairwise_gate`); a bad config raises `ConfigError` (exit 2)."""
     from tracejudge.core.config import load_config
     from tracejudge.stages.comparison.pairwise import compare_pairwise, print_pairwise
 

@@ -14,7 +14,10 @@ whatever it reads first cannot favour either run:
 B's `win_rate` = (wins + ties / 2) / judged pairs, with a 95% percentile
 bootstrap CI over the pairs (seeded); `deciding` lists the pairs won or lost
 in both orders, with the judge's reasons. With `min_win_rate` (the option
-or `judge.pairwise.min_win_rate`) the comparison FAILS below it.
+or `judge.pairwise.min_win_rate`) the comparison FAILS below it. It FAILS
+too on the judge's own checks as a run does (`pairwise_gate`): its judge
+errors past `judge.max_error_share` (a judged result there is one pair in
+one order), verdicts the judge budget skipped, and no pair judged at all.
 
 The requests go through the judge stage itself (`tracejudge.stages.judge.stage`):
 the same cache, budget, rate limits, samples and panels as a run.
@@ -36,6 +39,7 @@ from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.core.work import Work
 from tracejudge.engine import shards, store
+from tracejudge.stages.comparison.pairwise_gate import judge_checks
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.judge.metrics import _trace_sections
@@ -102,14 +106,21 @@ class PairwiseResult:
     min_win_rate: float | None = None
     deciding: list[dict[str, Any]] = field(default_factory=list)
     judge: dict[str, Any] = field(default_factory=dict)
+    not_judged_verdicts: dict[str, int] = field(default_factory=dict)  # by status, over both orders of every pair
+    first_error: dict[str, Any] | None = None  # the first verdict the judge failed: where, and its redacted message
+    checks: list[dict[str, Any]] = field(default_factory=list)  # the judge's checks (`pairwise_gate`): name, ok, detail
 
     @property
     def position_bias_rate(self) -> float | None:
         return round(self.flipped / self.pairs, 6) if self.pairs else None
 
     @property
-    def passed(self) -> bool:
+    def win_rate_ok(self) -> bool:
         return self.min_win_rate is None or (self.win_rate is not None and self.win_rate >= self.min_win_rate - 1e-12)
+
+    @property
+    def passed(self) -> bool:
+        return self.win_rate_ok and all(c["ok"] for c in self.checks)
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items()}
@@ -142,12 +153,14 @@ def _bootstrap(points: list[float], seed: int, resamples: int = 2000) -> list[fl
     return [round(means[int(0.025 * resamples)], 6), round(means[min(resamples - 1, int(0.975 * resamples))], 6)]
 
 
-async def _judge_all(config: RunConfig, metric: PairwiseComparison, cases: list[Case]) -> tuple[dict[str, Score], dict[str, Any]]:
-    """Each synthetic case's score (by case id) from the judge stage, and the stage's summary block."""
+async def _judge_all(config: RunConfig, metric: PairwiseComparison,
+                     cases: list[Case]) -> tuple[dict[str, Score], dict[str, Any], dict[str, str]]:
+    """Each synthetic case's score and status (by case id) from the judge stage, and the stage's summary block."""
     from tracejudge.stages.judge.stage import judge_stage
 
     stage = judge_stage(config, [metric], lambda ms, specs: ms)
     out: dict[str, Score] = {}
+    statuses: dict[str, str] = {}
     limit = anyio.Semaphore(max(1, min(stage.workers, 256)))
 
     async def one(case: Case) -> None:
@@ -155,6 +168,7 @@ async def _judge_all(config: RunConfig, metric: PairwiseComparison, cases: list[
             work = Work(case, 0, CaseResult(case_id=case.id), time.monotonic())
             await stage.process(work)
             out[case.id] = work.result.scores.get(metric.key) or Score(value=None, reason=work.result.error.message if work.result.error else "")
+            statuses[case.id] = getattr(work.result.status, "value", str(work.result.status))
 
     try:
         async with anyio.create_task_group() as tg:
@@ -164,7 +178,7 @@ async def _judge_all(config: RunConfig, metric: PairwiseComparison, cases: list[
         with anyio.CancelScope(shield=True):
             if stage.aclose is not None:
                 await stage.aclose()
-    return out, stage.summary() if stage.summary else {}
+    return out, stage.summary() if stage.summary else {}, statuses
 
 
 def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config: RunConfig, *, min_win_rate: float | None = None,
@@ -188,11 +202,18 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
         ca, cb = a[(cid, trial)].model_dump(mode="json"), b[(cid, trial)].model_dump(mode="json")
         for order, (first, second) in (("ab", (ca, cb)), ("ba", (cb, ca))):
             synthetic.append(Case(id=f"{cid}|{trial}|{order}", input=a[(cid, trial)].input, metadata={"pairwise": {"first": first, "second": second}}))
-    scores, res.judge = anyio.run(_judge_all, config, metric, synthetic)
+    scores, res.judge, statuses = anyio.run(_judge_all, config, metric, synthetic)
     points: list[float] = []
     first_wins = 0.0
     for cid, trial in shared:
         ab, ba = scores[f"{cid}|{trial}|ab"], scores[f"{cid}|{trial}|ba"]
+        for order, key, score in (("A shown first", "ab", ab), ("B shown first", "ba", ba)):
+            status = statuses.get(f"{cid}|{trial}|{key}", "ok")
+            if score.value is None:
+                what = status if status != "ok" else "no verdict"  # (a prompt too long for the judge, skipped: no error)
+                res.not_judged_verdicts[what] = res.not_judged_verdicts.get(what, 0) + 1
+            if status == "judge_error" and res.first_error is None:
+                res.first_error = {"case_id": cid, "trial": trial, "order": order, "message": score.reason}
         if ab.value is None or ba.value is None:
             res.not_judged += 1
             continue
@@ -218,6 +239,7 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
         res.win_rate = round(sum(points) / len(points), 6)
         res.win_rate_ci = _bootstrap(points, seed)
         res.first_shown_win_rate = round(first_wins / res.pairs, 6)
+    res.checks = judge_checks(res, len(synthetic))
     return res
 
 
@@ -233,12 +255,19 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
     """
     from tracejudge.core.inert_text import visible
     from tracejudge.stages.aggregate.gate_figures import figure
+    from tracejudge.stages.judge.error_note import error_line
 
     def say(text: str) -> None:
         console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
+    why = ", ".join(f"{k} {n}" for k, n in sorted(res.not_judged_verdicts.items()))
     say(f"pairwise: A {visible(res.run_a)} vs B {visible(res.run_b)}; {res.pairs} pairs judged in both orders"
-        + (f", {res.not_judged} not judged" if res.not_judged else "") + (f", {res.no_trace} without a trace in both runs" if res.no_trace else ""))
+        + (f", {res.not_judged} not judged (verdicts not given: {why})" if res.not_judged else "")
+        + (f", {res.no_trace} without a trace in both runs" if res.no_trace else ""))
+    first = res.first_error
+    where = f"case {first['case_id']} trial {first['trial']}, {first['order']}" if first else ""
+    if line := error_line(res.judge.get("error_kinds") or {}, first, where):
+        say(line)
     if res.win_rate is not None:
         ci = f" (95% CI [{res.win_rate_ci[0]:.3f}, {res.win_rate_ci[1]:.3f}])" if res.win_rate_ci else ""
         say(f"B wins {res.wins}, ties {res.ties}, loses {res.losses}: win rate {res.win_rate:.3f}{ci} (ties count half)")
@@ -250,8 +279,11 @@ def print_pairwise(res: PairwiseResult, console: Any) -> None:
         from tracejudge.stages.reports.judge_lines import spend_line
 
         say(spend_line({"judge": res.judge}))  # the run's judge line: "cost unknown" for a model without a price, never $0
+    for check in res.checks:
+        say(f"{'ok  ' if check['ok'] else 'FAIL'} {check['name']}: {check['detail']}")
     if res.min_win_rate is not None:
         # As many places as show how it compares with the threshold: not "0.500, required >= 0.5" on a FAIL line.
-        got = "none" if res.win_rate is None else figure(res.win_rate, res.min_win_rate, res.passed, places=3)
-        say(f"{'ok  ' if res.passed else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")
+        got = "none" if res.win_rate is None else figure(res.win_rate, res.min_win_rate, res.win_rate_ok, places=3)
+        say(f"{'ok  ' if res.win_rate_ok else 'FAIL'} min_win_rate: B's win rate {got}, required >= {res.min_win_rate}")
+    if res.min_win_rate is not None or res.checks:
         say(f"verdict: {'PASS' if res.passed else 'FAIL'}")

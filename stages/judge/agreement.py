@@ -2,29 +2,18 @@
 
 Definitions (computed by scikit-learn and scipy, not here):
 
-- yes/no comparison — when every label of a metric is `true`/`false` or 0/1:
-  the label (a number counts as a pass when >= `threshold`) against the
-  verdict's `passed`; Cohen's κ (`sklearn.metrics.cohen_kappa_score`),
-  accuracy, and the confusion matrix (`sklearn.metrics.confusion_matrix`,
-  rows the label `[fail, pass]`, columns the verdict);
-- graded comparison — other numeric labels: the label against the verdict's
-  grade (below); Spearman's ρ (`scipy.stats.spearmanr`), and, when labels and
-  grades are all integers, the quadratic-weighted κ and the confusion matrix
-  over the grades seen; `accuracy` is the share of exact matches.
-
-A verdict's grade is the grade its score stands for. A single verdict of a
-graded metric (a Rubric) has its judge's grade; a panel aggregated by
-`majority` has its lower median grade (`tracejudge.stages.judge.repeat`). A
-verdict whose value combines several — the mean of `judge.samples`, a panel's
-`mean`, `all` (lowest) or `any` (highest) — has the grade its value maps to on
-the metric's scale, `lowest + value × (highest − lowest)` (JUDGE-METRICS.md:
-a Rubric's score is its scale normalized to [0, 1]), rounded to the nearest
-whole grade, a half going to the lower grade, as a tie does among samples and
-panel members. So samples' grades [1, 2, 2] on 0..3 give 2 (mean 1.67), a
-panel's [1, 2] gives 1 (mean 1.5), whatever their order. The scale is read
-off the run's own verdicts (each single verdict's value beside its grade,
-`_grade_scale`); when they do not determine it, such a verdict's grade is its
-value (then only ρ is computed). A metric without grades compares its value.
+- yes/no comparison — for a yes/no metric (one without grades,
+  `label_grades.yes_no_metric`), whose labels are `true`/`false` or numbers
+  from 0 to 1, and for any metric labelled only `true`/`false` or 0/1: the
+  label (a number is a pass when >= `threshold`) against the verdict's
+  `passed`; Cohen's κ (`sklearn.metrics.cohen_kappa_score`), accuracy, and
+  the confusion matrix (`sklearn.metrics.confusion_matrix`, rows the label
+  `[fail, pass]`, columns the verdict);
+- graded comparison — other numeric labels of a graded metric: the label
+  against the verdict's grade (`tracejudge.stages.judge.label_grades`);
+  Spearman's ρ (`scipy.stats.spearmanr`), and, when labels and grades are
+  all integers, the quadratic-weighted κ and the confusion matrix over the
+  grades seen; `accuracy` is the share of exact matches.
 
 Each figure with a CI has a 95% percentile bootstrap over the labelled
 verdicts (resampled with replacement, `resamples` times, seeded by `seed` and
@@ -42,7 +31,6 @@ were not scored (`value: null`, or a non-`ok` result) are counted as
 from __future__ import annotations
 
 import hashlib
-import math
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -51,9 +39,10 @@ from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.stages.judge.label_checks import take_out_of_range, unknown_cases, unknown_metrics
+from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
 from tracejudge.stages.judge.labels import Label, LabelSet
 
-__all__ = ["Pair", "agreement_block", "metric_agreement", "need_stats", "pair_up"]
+__all__ = ["Pair", "agreement_block", "metric_agreement", "metric_scales", "need_stats", "pair_up"]
 
 SUMMARY_DISAGREEMENTS = 20  # disagreeing cases listed per metric in summary.json (calibrate's --json lists all)
 SUMMARY_PROBLEMS = 20  # label problems listed in summary.json (calibrate's --json lists all; `problem_count` counts all)
@@ -87,34 +76,20 @@ class Pair:
     reason: str = ""
 
 
-def metric_scales(specs: Iterable[Any]) -> dict[str, tuple[float, float]]:
-    """`{metric key: (lowest, span)}` of the graded metrics among a config's metric `specs` (a `scale: [lowest, highest]`,
-    a Rubric's, default 1..5), so a combined value maps to its grade by the metric's own scale, not one guessed from the
-    run's verdicts. Specs without a scale are left out."""
-    out: dict[str, tuple[float, float]] = {}
-    for spec in specs:
-        if not isinstance(spec, dict):
-            continue
-        scale = spec.get("scale", [1, 5] if spec.get("type") == "Rubric" else None)
-        if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(_num(x) for x in scale) and scale[1] > scale[0]:
-            out[str(spec.get("name") or spec.get("type"))] = (float(scale[0]), float(scale[1]) - float(scale[0]))
-    return out
-
-
 def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet,
             scales: dict[str, tuple[float, float]] | None = None) -> tuple[dict[str, list[Pair]], dict[str, Any]]:
     """`(pairs by metric, counts)`: each labelled verdict, and the label counts, which add up to `total_labels`:
     `matched` (paired with a scored verdict), `not_judged` (the case has the metric, but no scored verdict for the
     label) and `unmatched` (no result of that case, or no result of the run has that metric); `unknown_metrics`
     maps each labelled metric no result has to its label count. A `Pair.grade` follows the module doc; `scales`
-    (`metric_scales`) gives a metric's scale, else it is read from the run's single verdicts (`_grade_scale`)."""
+    (`metric_scales`) gives a metric's scale, else it is read from the run's single verdicts (`label_grades.grade_scale`)."""
     results = list(results)
     index = labels.lookup()
     by_metric: dict[str, list[Pair]] = defaultdict(list)
     used: set[tuple[str, str, int | None]] = set()  # labels some result of their case answers (scored or not)
     paired: set[tuple[str, str, int | None]] = set()  # labels paired with at least one scored verdict
     metrics = {lab.metric for lab in labels.labels}
-    scales = {m: (scales or {}).get(m) or _grade_scale(results, m) for m in metrics}
+    scales = {m: (scales or {}).get(m) or grade_scale(results, m) for m in metrics}
     seen: set[str] = set()  # the labelled metrics some result has
     for res in results:
         cid, trial = str(res.get("case_id")), int(res.get("trial", 0))
@@ -132,7 +107,7 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet,
             if res.get("status", "ok") != "ok" or not isinstance(s, dict) or s.get("value") is None:
                 continue
             paired.add(key)
-            grade = _grade(s, scales[metric])
+            grade = verdict_grade(s, scales[metric])
             by_metric[metric].append(Pair(cid, trial, lab.value, s.get("passed"), float(s["value"]), float(grade),
                                           list(res.get("tags") or []), str(s.get("reason", ""))[:300]))
     for pairs in by_metric.values():
@@ -142,74 +117,6 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet,
     counts = {"total_labels": len(index), "matched": len(paired), "not_judged": len(used - paired), "unmatched": len(index) - len(used),
               "unknown_metrics": unknown}
     return dict(by_metric), counts
-
-
-def _num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _own_grade(score: dict[str, Any]) -> tuple[str, float] | None:
-    """`(question id, grade)` of a graded score's one answer (`details.answers`), or `None` for a metric without grades."""
-    answers = (score.get("details") or {}).get("answers") or {}
-    if len(answers) != 1:
-        return None
-    qid, a = next(iter(answers.items()))
-    return (qid, float(a["score"])) if isinstance(a, dict) and _num(a.get("score")) else None
-
-
-def _combined(score: dict[str, Any]) -> bool:
-    """Whether the score's value combines several grades: a mean of samples, or a panel's mean, lowest or highest."""
-    details = score.get("details") or {}
-    return bool(details.get("samples")) or (details.get("panel") or {}).get("aggregate", "majority") != "majority"
-
-
-def _exact_pairs(score: dict[str, Any]) -> list[tuple[float, float]]:
-    """The `(grade, value)` pairs of single verdicts a graded score records: each sample's (a panel aggregated by mean/all/any
-    keeps its first model's samples), else each panel member's (not sampled, so its vote is its one grade), else its own."""
-    own = _own_grade(score)
-    if own is None or not _num(score.get("value")):
-        return []
-    qid, grade = own
-    details = score.get("details") or {}
-    got: list[tuple[Any, Any]]
-    if details.get("samples"):
-        got = list(zip((details["samples"].get("answers") or {}).get(qid) or [], details["samples"].get("values") or []))
-    elif _combined(score):
-        got = [((m.get("answers") or {}).get(qid), m.get("value")) for m in (details["panel"].get("models") or {}).values()]
-    else:
-        got = [(grade, score["value"])]
-    return [(float(g), float(v)) for g, v in got if _num(g) and _num(v)]
-
-
-def _grade_scale(results: list[dict[str, Any]], metric: str) -> tuple[float, float] | None:
-    """`(lowest, span)` with grade = lowest + value × span, as the run's single verdicts of `metric` show it (a Rubric's value is
-    (grade − lowest) / (highest − lowest), JUDGE-METRICS.md); `None` when they show none, one grade only, or grades no one
-    line fits."""
-    pairs = [p for res in results if isinstance(s := (res.get("scores") or {}).get(metric), dict) for p in _exact_pairs(s)]
-    if not pairs:
-        return None
-    (g0, v0), (g1, v1) = min(pairs), max(pairs)
-    if g0 == g1:  # one grade seen: the scale is not known (every combined value would map to that grade)
-        return None
-    if v1 == v0:
-        return None
-    span = (g1 - g0) / (v1 - v0)
-    low = g0 - v0 * span
-    return (low, span) if all(abs(low + v * span - g) < 1e-6 for g, v in pairs) else None
-
-
-def _grade(score: dict[str, Any], scale: tuple[float, float] | None) -> float:
-    """The grade a scored verdict stands for (see the module doc): its own grade, or for a combined value the whole grade the
-    value maps to on `scale` (a half to the lower grade); the value when the metric has no grades or the scale is not known."""
-    own = _own_grade(score)
-    if own is None:
-        return float(score["value"])
-    if not _combined(score):
-        return own[1]
-    if scale is None:
-        return float(score["value"])
-    grade = round(scale[0] + float(score["value"]) * scale[1], 6)  # (a mean summed in another order differs in its last bits)
-    return float(math.ceil(grade - 0.5))
 
 
 def _binary(pairs: list[Pair]) -> bool:
@@ -265,9 +172,10 @@ def _accuracy(y: Any, v: Any) -> float:
 
 
 def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
-                     disagreements: int | None = None) -> dict[str, Any]:
+                     disagreements: int | None = None, yes_no: bool = False) -> dict[str, Any]:
     """The agreement block of one metric (see the module doc): `n`, `kind`, `accuracy`(`_ci`), `kappa`(`_ci`, `_kind`),
     `spearman`(`_ci`) for graded labels, `confusion`, `by_tag`, `disagreements` (at most `disagreements`, all when `None`).
+    `yes_no` says the metric is yes/no (`label_grades.yes_no_metric`): its numeric labels are passes from `threshold` up.
 
     Raises `TracejudgeError` when scikit-learn or scipy is missing.
     """
@@ -278,7 +186,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     if not pairs:
         return {"n": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None,
                 "note": "no labelled verdict: no label of this metric met a scored verdict (see the label counts and problems)"}
-    binary = _binary(pairs)
+    binary = yes_no or _binary(pairs)
     rng = _rng(seed, metric)
     kind: str | None
     if binary:
@@ -303,6 +211,8 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         "kappa": None if kappa is None else round(kappa, 6), "kappa_kind": kind,
         "kappa_ci": _ci(kappa_fn, y, v, resamples, rng) if kind else None,
     }
+    if binary and any(not isinstance(p.label, bool) and p.label not in (0.0, 1.0) for p in pairs):
+        out["threshold"] = threshold  # (the labels between 0 and 1 were read at it: another threshold, other figures)
     if kappa is None and kind:
         only = _shown(y[0])
         other = f"cases that should {'fail' if only == 'pass' else 'pass'}" if binary else "cases of other grades"
@@ -325,7 +235,9 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
                          "kappa": None if (k := kappa_fn(y[ix], v[ix])) is None else round(k, 6)} for t, ix in sorted(tags.items())}
     wrong = [i for i in range(len(pairs)) if y[i] != v[i]]
     listed = wrong if disagreements is None else wrong[:disagreements]
+    # (A label of 0.75 read as a pass at the threshold says so beside it: "label 0.75, verdict fail" alone reads as a grade.)
     out["disagreements"] = [{"case_id": pairs[i].case_id, "trial": pairs[i].trial, "label": pairs[i].label,
+                             **({"label_as": _shown(y[i])} if binary and pairs[i].label not in (0.0, 1.0) else {}),
                              "verdict": _shown(v[i]), "value": pairs[i].value, "reason": pairs[i].reason} for i in listed]
     out["disagreeing"] = len(wrong)
     return out
@@ -357,7 +269,9 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
         problems += out_of_range
     block: dict[str, Any] = {**counts, "problems": problems[:listed], "problem_count": len(problems),
                              "metrics": {m: metric_agreement(m, pairs.get(m, []), threshold=threshold, resamples=resamples, seed=seed,
-                                                             disagreements=disagreements) for m in metrics}}
+                                                             disagreements=disagreements,
+                                                             yes_no=yes_no_metric(pairs.get(m, []), (scales or {}).get(m)))
+                                         for m in metrics}}
     if with_cases:
         block["cases"] = [{"case_id": p.case_id, "trial": p.trial, "metric": m, "label": p.label, "passed": p.passed, "value": p.value,
                            "grade": p.grade} for m in metrics for p in pairs.get(m, [])]

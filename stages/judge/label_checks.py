@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.suggest import did_you_mean
+from tracejudge.stages.judge.label_grades import yes_no_metric
 from tracejudge.stages.judge.labels import LabelSet
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: di
         scale = scales.get(metric)
         if scale is not None:
             lo, hi = scale[0], scale[0] + scale[1]
-        elif all(p.grade == p.value for p in got):
+        elif yes_no_metric(got, scale):
             lo, hi = 0.0, 1.0
         else:
             continue  # grades read off the verdicts: their range is not known for certain
