@@ -1,4 +1,4 @@
-"""Token counts that no span recorded stay unknown (`None`), never 0.
+"""Token counts that a model request did not record stay unknown (`None`): never 0, nor the other requests' sum.
 
 A trace without token attributes (an instrumentation that drops them, a
 provider that returns no usage) read as 0 tokens makes `TokenUsage` pass with
@@ -53,7 +53,8 @@ def test_openinference_trace_without_token_counts_has_unknown_usage(tmp_path: Pa
     case = extract_one(path, "otel")
     usage = case.trace.usage
     assert (usage.input_tokens, usage.output_tokens, usage.requests) == (None, None, 3)
-    assert case.metadata["otel"]["turns"][0]["usage"] == {"input_tokens": None, "output_tokens": None, "requests": 3}
+    assert case.metadata["otel"]["turns"][0]["usage"] == {"input_tokens": None, "output_tokens": None, "requests": 3, "requests_without_usage": 3}
+    assert case.metadata["requests_without_usage"] == 3
     score = TokenUsage(max_tokens=10).evaluate(case)
     assert score.value is None
 
@@ -65,7 +66,7 @@ def test_traceloop_trace_without_usage_attributes_has_unknown_usage(tmp_path: Pa
     assert (usage.input_tokens, usage.output_tokens, usage.requests) == (None, None, 3)
 
 
-def test_counts_recorded_on_some_requests_sum_what_was_recorded(tmp_path: Path) -> None:
+def test_counts_some_requests_did_not_record_are_unknown_not_the_others_sum(tmp_path: Path) -> None:
     first = {"done": False}
 
     def drop(a: dict[str, Any]) -> bool:  # every completion count, and the first request's prompt count (100)
@@ -78,8 +79,10 @@ def test_counts_recorded_on_some_requests_sum_what_was_recorded(tmp_path: Path) 
     assert first["done"]
     case = extract_one(path, "otel")
     usage = case.trace.usage
-    assert (usage.input_tokens, usage.output_tokens, usage.requests) == (230, None, 3)
-    assert TokenUsage().evaluate(case).details == {"input_tokens": 230, "output_tokens": 0, "total_tokens": 230}
+    # 230 is the input of the two requests that recorded it: a part of the total, never the total
+    assert (usage.input_tokens, usage.output_tokens, usage.requests) == (None, None, 3)
+    assert case.metadata["requests_without_usage"] == 3
+    assert TokenUsage(max_tokens=1000).evaluate(case).value is None
 
 
 def test_agents_sdk_generations_without_output_counts_keep_output_unknown(tmp_path: Path) -> None:

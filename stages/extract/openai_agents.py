@@ -31,7 +31,9 @@ counts (`span_data.type`):
   the assistant text and the tool calls asked for (chat messages, or for a
   streamed run the Responses API response it was streamed as; their ids and order;
   function spans pair with them by name in order, as the export has no
-  call id); `usage.input_tokens` / `output_tokens` are summed;
+  call id); `usage.input_tokens` / `output_tokens` are summed (both 0, the
+  SDK's empty usage for a stream that reported none, is no count: the case's
+  tokens are then unknown, `metadata.requests_without_usage`);
 - `response` spans (Responses API models, the SDK's default) are model
   requests with `response_id` and, when recorded, `usage`: the export keeps
   neither the input nor the output text (`ResponseSpanData.export()` drops
@@ -40,14 +42,17 @@ counts (`span_data.type`):
   gives them. `read` warns of it once per file (file, line, trace id; the
   number of such traces at the end of the file's read when more than one):
   OpenInference's `OpenAIAgentsInstrumentor` (format `otel`) or a Chat
-  Completions model keeps the text;
+  Completions model keeps the text. Nor are call ids kept; a handoff such a
+  request asked for is its `transfer_to_<agent>` call all the same, read off
+  the `handoff` span (`conventions.openai_agents.handoff_calls`);
 - `agent` spans name the agents (`name`, `tools`, `handoffs`,
   `output_type`); a handoff the model asked for (`transfer_to_<agent>`)
   is a call like the others, its result the SDK's reply to the model;
   `handoff`, `guardrail` and `custom` spans, the trace's
   `workflow_name`, `group_id` and `metadata`, and errors on spans that are
   not calls go to `metadata.openai_agents`. The SDK's `task` custom span
-  gives the usage when no model span carries any.
+  gives the usage when no model span carries any and none lacks it (it sums
+  the same requests' usage, so it is no total when some recorded none).
 
 An agent run that ended at a tool call (`tool_use_behavior=
 "stop_on_first_tool"` or `StopAtTools`) returned that tool's output as its
@@ -93,8 +98,8 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, json_type
-from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, NOT_RUN, RUN_ERROR, error_text, missing_tools, run_errors,
-                                                                     stopped_runs, turn_data)
+from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, HANDOFF_CALLS, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
+                                                                     missing_tools, run_errors, stopped_runs, turn_data)
 from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import Repeats, once
@@ -291,6 +296,8 @@ def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list
         span.start = start
     for agent, error in run_errors(out, _kind, read_view):  # before `stopped_runs`: a failed run stopped at no tool
         agent.attrs[RUN_ERROR] = error  # the convention reads it as the agent's error: the run's, `metadata.run_error`
+    for model, tool_name in handoff_calls(out, _kind):
+        model.attrs.setdefault(HANDOFF_CALLS, []).append(tool_name)  # the convention reads it as the request's call
     for model, tool_name, why in missing_tools(out, _kind, read_view):
         model.attrs.setdefault(NOT_RUN, {})[tool_name] = why  # the convention marks the model's call of it as not run
     for agent, tool, text in stopped_runs(out, _kind, read_view):  # needs the start times just set
@@ -344,7 +351,8 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     info.update({k: v for k, v in meta.items() if v})
     built = native_case(cid, otel_spans, "openai_agents", info, usage=usage)
     got = built["trace"]["usage"]
-    if "input_tokens" not in got and isinstance(task_usage, dict):  # no model span recorded usage: the SDK's task span did
+    if "input_tokens" not in got and "requests_without_usage" not in built["metadata"] and isinstance(task_usage, dict):
+        # no model span recorded usage and none was missing it: the SDK's task span counted it
         got.update({k: v for k, v in (("input_tokens", as_int(task_usage.get("input_tokens"))),
                                       ("output_tokens", as_int(task_usage.get("output_tokens")))) if v is not None})
     return build_case(built)

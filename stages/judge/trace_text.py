@@ -36,8 +36,8 @@ from typing import Any
 from tracejudge.core.records import Step
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
-__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "neutralise_markers", "render_call", "render_steps", "whole_text",
-           "text_of", "final_output"]
+__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_markers", "render_call",
+           "render_steps", "whole_text", "text_of", "final_output"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
@@ -107,7 +107,8 @@ def kept_head(n_steps: int, omit: int, keep: int = 0) -> int:
     return max((n_steps - omit + 1) // 2, min(keep, n_steps - 1 - omit))
 
 
-def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None, keep: int = 0) -> str:
+def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None, keep: int = 0,
+                 nested: dict[int, tuple[int, str | None]] | None = None) -> str:
     """Steps numbered from 1, calls numbered across the trace (see module doc). `omit` > 0 leaves out that many steps from the middle.
 
     `keep`: the first `keep` steps hold the items a judge is asked about, so the steps left out come after them
@@ -117,9 +118,20 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
     included, only at `FIELD_CHARS`, with no result shown as the same as an earlier one. `before` holds lines
     (the user's turns, `conversation`) to put before step i (`len(steps) + 1`: after the last); they stay when
     their step is left out, after the omission marker.
+
+    `nested` (`nested_steps(case)`): the steps an agent run inside a tool call made, by 0-based step index, each
+    with the 0-based number of that call and the agent's name. Such a step says so under its heading (`[sub-agent
+    Translator, inside call 5: translate]`), and the call says which steps ran inside it before its result came
+    back (`ran steps 3–4 before returning`): a judge reading in order would otherwise take the sub-agent's calls for
+    the calling agent's own, made again after it had their results. Without `nested` nothing changes.
     """
     lines: list[str] = []
     before = before or {}
+    nested = nested or {}
+    names = [c.name for s in steps for c in s.tool_calls] if nested else []
+    ran: dict[int, list[int]] = {}  # call number -> the steps (1-based) run inside it
+    for i, (k, _) in sorted(nested.items()):
+        ran.setdefault(k, []).append(i + 1)
     keep_head = kept_head(len(steps), omit, keep) if omit else len(steps)
     call_no = 0
     seen: dict[str, int] = {}  # rendered result → the first call that returned it
@@ -133,11 +145,15 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
             call_no += len(step.tool_calls)
             continue
         lines.append(f"Step {i}:")
+        if (inside := nested.get(i - 1)) is not None and 0 <= inside[0] < len(names):
+            lines.append(f" [sub-agent{' ' + cut_field(inside[1], 200) if inside[1] else ''}, inside call {inside[0] + 1}: {names[inside[0]]}]")
         if step.thought:
             lines.append(f" thought: {cut_field(step.thought, full=full)}")
         for call in step.tool_calls:
             call_no += 1
             lines.append(f" call {call_no}: {render_call(call, full)}")
+            if call_no - 1 in ran:
+                lines.append(f"  ran {_step_span(ran[call_no - 1])} before returning")
             if call.error is not None:
                 lines.append(f"  error: {cut_field(call.error, full=full)}")
             elif call.result is None:
@@ -157,6 +173,32 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
             lines.append(f" step error: {cut_field(step.error, full=full) if step.error.strip() else '(no message recorded)'}")
     lines.extend(before.get(len(steps) + 1, ()))
     return "\n".join(lines) if lines else "(no steps)"
+
+
+def _step_span(numbers: list[int]) -> str:
+    """`step 3`, `steps 3–4`, or for steps not in one run `steps 3, 5`."""
+    if len(numbers) == 1:
+        return f"step {numbers[0]}"
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"steps {numbers[0]}–{numbers[-1]}"
+    return "steps " + ", ".join(map(str, numbers))
+
+
+def nested_steps(case: Any) -> dict[int, tuple[int, str | None]]:
+    """`metadata.nested_steps` (the span readers': steps made by an agent run inside a tool call) for `render_steps`.
+
+    By 0-based step index: the 0-based number of the call and the agent's name (`None`: unnamed). An entry that is
+    not `{step, call[, agent]}` with non-negative integers is left out (a hand-written case's metadata is free-form).
+    """
+    got = case.metadata.get("nested_steps") if isinstance(getattr(case, "metadata", None), dict) else None
+    out: dict[int, tuple[int, str | None]] = {}
+    for entry in got if isinstance(got, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        step, call, agent = entry.get("step"), entry.get("call"), entry.get("agent")
+        if type(step) is int and type(call) is int and 0 <= call and 0 <= step:
+            out[step] = (call, agent if isinstance(agent, str) and agent else None)
+    return out
 
 
 # A line of the data that could pass for a marker: `====` (or more `=`) then DATA, any case, any spacing.

@@ -89,6 +89,11 @@ class TokenUsage(Metric):
         if case.trace is None:
             return no_trace()
         usage = case.trace.usage
+        lacking = case.metadata.get("requests_without_usage")
+        if isinstance(lacking, int) and lacking > 0 and usage is not None and (usage.input_tokens is None or usage.output_tokens is None):
+            # the other requests' sum is a part of the total: no budget can pass on it
+            return Score(value=None, passed=None, reason=f"not computed: {lacking} of the trace's {usage.requests} model requests recorded no "
+                                                         "token usage, so the total is unknown")
         if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
             return _missing("input_tokens or output_tokens")
         i, o = usage.input_tokens or 0, usage.output_tokens or 0

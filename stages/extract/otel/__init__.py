@@ -53,9 +53,14 @@ What a conversation becomes:
   at the span that started first);
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
-  the input / output tokens they recorded, a count that none of a case's
-  (or a turn's) requests recorded being `null`, not 0 (no request at all
-  spent 0);
+  the input / output tokens they recorded, a count that some request of a
+  case (or a turn) did not record being `null`, not 0 nor the others' sum
+  (no request at all spent 0; a request that failed with none recorded is
+  not missing one), and `metadata.requests_without_usage` (per turn
+  `usage.requests_without_usage`) counting the requests that recorded none
+  (`tally`). The requests an agent run inside a tool call made (an agent
+  called as a tool) follow the step whose call ran them, in the model's
+  order of the calls, and `metadata.nested_steps` lists them (`nesting`);
 - tool calls are tool spans and the `tool_call` parts of model outputs. When
   the same call is recorded as both, they pair by call id, else by name in
   order: the model's part gives name, id and arguments (exact JSON), the tool

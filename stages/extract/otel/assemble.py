@@ -81,6 +81,15 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     model_ids = {s.span_id for s in models}
     views = fold_wrapped_models(group.spans, models, index, views)
 
+    scopes: dict[str, Tool | None] = {}
+
+    def scope(span: Span) -> Tool | None:
+        """The call `span` ran inside (an agent called as a tool, its model requests and their tools), else `None`."""
+        if span.span_id not in scopes:
+            outer = _ancestor(span, index, lambda p: p.span_id in tools)
+            scopes[span.span_id] = tools[outer.span_id] if outer is not None else None
+        return scopes[span.span_id]
+
     def anchor(span: Span) -> Span:
         top = span if role[span.span_id] == "agent" else None
         node = _ancestor(span, index, lambda p: role[p.span_id] == "agent")
@@ -114,7 +123,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
     refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
 
-    def claim(part: dict[str, Any], after: int) -> tuple[Tool | None, bool]:
+    def claim(part: dict[str, Any], after: int, within: Tool | None) -> tuple[Tool | None, bool]:
         """The tool span of a model's part, and whether the call id paired them: by id, else name and arguments, else name in order."""
         pid = None if part.get("id") is None else str(part["id"])
         if pid is not None:
@@ -122,6 +131,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                 if not t.claimed and t.call_id == pid:
                     return t, True
         free = [t for t in tool_list if not t.claimed and t.name == part["name"] and t.span.start >= after and (t.call_id is None or t.call_id not in all_part_ids)]
+        # two agents run as parallel calls ask for the same tool: each request's call ran inside its own agent's call
+        free = [t for t in free if scope(t.span) is within] or free
         wanted = unjson(part.get("arguments"))
         same = next((t for t in free if t.args is not MISSING and unjson(t.args) == wanted), None)
         return (same or (free[0] if free else None)), False
@@ -136,6 +147,10 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             mv = views[m.span_id]
             row = Row(m, output_text(mv.outputs or []))
             row.delegated = _ancestor(m, index, lambda p: role[p.span_id] == "tool") is not None
+            row.within = scope(m)
+            if row.within is not None:
+                runner = _ancestor(m, index, lambda p: role[p.span_id] == "agent" or p is row.within.span)  # type: ignore[union-attr]
+                row.agent = views[runner.span_id].agent_name if runner is not None and runner is not row.within.span else None
             last = m.start  # a call not paired by id sorts right after the call the model emitted before it
             for k, part in enumerate(_parts(mv.outputs, "tool_call")):
                 if not isinstance(part.get("name"), str):
@@ -151,10 +166,10 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                         if not row.text:
                             row.text = text  # the request's only words (smolagents' last step): its output, not an empty step
                     continue  # the run's answer given through a tool, not a tool call
-                t, by_id = claim(part, m.start)
+                t, by_id = claim(part, m.start, row.within)
                 if t is not None:
                     t.claimed = True
-                    call = build_call(t, part, responses, prefixes, asked[m.span_id])
+                    call = t.call = build_call(t, part, responses, prefixes, asked[m.span_id])
                     if t.deferral:
                         row.deferred.append(deferred_call(call, t.deferral))
                         continue
@@ -170,14 +185,18 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             if t.claimed or t.span.span_id not in mem_ids:
                 continue
             t.claimed = True
-            call = build_call(t, None, responses, prefixes)
+            call = t.call = build_call(t, None, responses, prefixes)
             if t.deferral:
                 builder.orphan_deferred.append(deferred_call(call, t.deferral))
                 continue
             owner = None
-            for i, row in enumerate(rows):
-                if row.model is not None and row.model.start <= t.span.start:
-                    owner = i
+            inside = scope(t.span)
+            for same_scope in (True, False):  # a request of the agent the tool ran under, else any before it
+                for i, row in enumerate(rows):
+                    if row.model is not None and row.model.start <= t.span.start and (row.within is inside or not same_scope):
+                        owner = i
+                if owner is not None:
+                    break
             if owner is None:
                 if not rows or rows[0].model is not None:
                     rows.insert(0, Row(None, None))  # calls made before any model request

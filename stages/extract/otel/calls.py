@@ -21,7 +21,7 @@ __all__ = ["Responses", "Tool", "answer_value", "build_call", "deferred_call", "
 class Tool:
     """One tool call being assembled from a tool span (and what nested spans of the same call add)."""
 
-    __slots__ = ("span", "name", "call_id", "span_order", "args", "args_wrapped", "result", "error", "claimed", "deferral")
+    __slots__ = ("span", "name", "call_id", "span_order", "args", "args_wrapped", "result", "error", "claimed", "deferral", "call")
 
     def __init__(self, span: Span, view: View) -> None:
         self.span = span
@@ -35,6 +35,7 @@ class Tool:
         # A deferral is control flow, not a failure (pydantic-ai marks it ERROR before instrumentation version 5).
         self.error = None if self.deferral else view.error
         self.claimed = False
+        self.call: dict[str, Any] | None = None  # the native call built from it (the steps of an agent run inside it nest under it)
 
     def absorb(self, inner: Tool) -> None:
         """Take what a nested span of the same call recorded and this one did not."""

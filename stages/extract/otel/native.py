@@ -12,8 +12,9 @@ What `native_case` changes in the assembled mapping: the case id, tags and
 the format's own `metadata.<format>` are the format's; `turns` are every
 user message after the first (`trace.user_messages`); `metadata.otel` keeps
 only `turns` and `conventions` (what `tracejudge extract` reports per file),
-and `metadata.run_error` (the error the run ended in) stays;
-token counts that no model request recorded are left out rather than 0; a
+and `metadata.run_error` (the error the run ended in), `requests_without_usage`
+(`tally`) and `nested_steps` (`nesting`) stay;
+token counts that some model request did not record are left out rather than 0; a
 result that only a tool message recorded stays the text the model got;
 `usage` takes the format's extra figures (latency, cost).
 """
@@ -101,7 +102,8 @@ def native_case(case_id: str, spans: list[Span], fmt: str, meta: dict[str, Any],
     got.update(usage or {})
     otel = built["metadata"]["otel"]
     metadata = {fmt: meta, "otel": {"turns": otel["turns"], "conventions": otel["conventions"]}}
-    if "run_error" in built["metadata"]:
-        metadata["run_error"] = built["metadata"]["run_error"]
+    for key in ("run_error", "requests_without_usage", "nested_steps"):
+        if key in built["metadata"]:
+            metadata[key] = built["metadata"][key]
     return {"id": case_id, "input": built["input"], "turns": [m["content"] for m in trace["user_messages"][1:]], "tags": tags or [],
             "metadata": metadata, "trace": trace}

@@ -4,7 +4,9 @@ A turn is one user exchange (see the package docstring). `Builder.add_anchor`
 joins an anchor to the previous turn when it is the same exchange (same trace
 and user text, or a request that replays the previous one: `stitch.continues`),
 never a resumed LangGraph run, whose resume value is a user turn (`pauses`);
-`Builder.case` picks each turn's final text and writes the case mapping.
+`Builder.case` lays a turn's requests out as steps (the requests of an agent
+run inside a tool call after the request that made the call: `nesting`), picks
+each turn's final text and writes the case mapping; usage is summed by `tally`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
+from tracejudge.stages.extract.otel.nesting import in_call_order, nested_entry
 from tracejudge.stages.extract.otel.pauses import add_question, question_text
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.stitch import continues
+from tracejudge.stages.extract.otel.tally import Tally
 from tracejudge.stages.extract.otel.view import MISSING, View
 
 __all__ = ["Builder", "Row"]
@@ -23,7 +27,7 @@ __all__ = ["Builder", "Row"]
 class Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
@@ -32,6 +36,8 @@ class Row:
         self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.deferred: list[dict[str, Any]] = []
         self.error: str | None = None  # the framework refused the answer the request gave (pydantic-ai's output validation)
+        self.within: Any = None  # the `calls.Tool` whose execution made this request (an agent called as a tool; `nesting`)
+        self.agent: str | None = None  # the name of that agent, when an agent span inside the call names it
 
 
 class Builder:
@@ -59,7 +65,7 @@ class Builder:
                 and (user_text is None or user_text == last["user_text"]):
             turn = last
         else:
-            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_in": None, "_out": None, "_history": None,
+            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
                     "_error": None, "_asked": []}
             self.turns.append(turn)
             if first_inputs is not None:
@@ -75,8 +81,7 @@ class Builder:
                 turn["_agents"].add(v.agent_name)
         for r in model_rows:
             mv = self.views[r.model.span_id]  # type: ignore[union-attr]
-            turn["_in"] = _add(turn["_in"], mv.usage_in)
-            turn["_out"] = _add(turn["_out"], mv.usage_out)
+            turn["_usage"].add(mv.usage_in, mv.usage_out, mv.error is not None)
 
     def _continues(self, turn: dict[str, Any], rows: list[Row]) -> bool:
         """Whether an anchor of another trace goes on with `turn`: its first request replays the turn's last one.
@@ -98,20 +103,25 @@ class Builder:
         meta_turns = []
         deferred_out: list[dict[str, Any]] = []
         calls_total = requests = 0
-        usage_in: int | None = None
-        usage_out: int | None = None
+        usage = Tally()
+        numbers: dict[int, int] = {}  # each call laid out, by `id`: its index in `trace.tool_calls()`
+        nested: list[dict[str, Any]] = []
         for turn in self.turns:
-            rows = sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1))
+            rows = in_call_order(sorted(turn["_rows"], key=lambda r: (r.model.start if r.model is not None else -1)))
             first_step, first_call = len(steps), calls_total
             if turn["user_text"] is not None:
                 user_messages.append({"step": len(steps), "content": turn["user_text"]})
             history = turn["_history"]
             for r in rows:
                 if r.model is not None:
-                    history = self._new_user_turns(r.model, history, len(steps), user_messages)
+                    if not r.delegated:  # a delegate's user message is the calling agent's words, not the user's
+                        history = self._new_user_turns(r.model, history, len(steps), user_messages)
                     deferred_out.extend({**d, "step": len(steps)} for d in r.deferred)
                     requests += 1
+                if (entry := nested_entry(r, len(steps), numbers)) is not None:
+                    nested.append(entry)
                 calls = [c for _, c in sorted(r.calls, key=lambda e: e[0])]
+                numbers.update((id(c), calls_total + k) for k, c in enumerate(calls))
                 calls_total += len(calls)
                 # A request's reasoning (a Responses API summary, `reasoning` content) is its step's thought, never its output.
                 thought = reasoning_text(self.views[r.model.span_id].outputs or []) if r.model is not None else None
@@ -137,8 +147,7 @@ class Builder:
             else:
                 final = model_texts[-1] if model_texts else None
                 inter = [t for t in model_texts[:-1] if t]
-            usage_in = _add(usage_in, turn["_in"])
-            usage_out = _add(usage_out, turn["_out"])
+            usage.merge(turn["_usage"])
             asked = sum(1 for r in rows if r.model is not None)
             meta_turns.append(
                 {
@@ -148,9 +157,11 @@ class Builder:
                     "agents": sorted(turn["_agents"]),
                     "steps": [first_step, len(steps)],
                     "calls": [first_call, calls_total],
-                    "usage": _usage(turn["_in"], turn["_out"], asked),
+                    "usage": turn["_usage"].usage(asked),
                 }
             )
+            if turn["_usage"].unmetered:  # only then: other cases stay as they were
+                meta_turns[-1]["usage"]["requests_without_usage"] = turn["_usage"].unmetered
             if turn["_error"] is not None:  # only a failed run's turn gets the key: other cases stay as they were
                 meta_turns[-1]["error"] = turn["_error"]
         if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None:
@@ -169,6 +180,10 @@ class Builder:
         metadata: dict[str, Any] = {"otel": otel}
         if meta_turns and meta_turns[-1].get("error") is not None:
             metadata["run_error"] = meta_turns[-1]["error"]  # the run ended in this error (the judge is told: `trace_text.run_error`)
+        if nested:  # only then: other cases stay as they were
+            metadata["nested_steps"] = nested
+        if usage.unmetered:  # the token counts are unknown, not a sum of the requests that recorded them (`tally`)
+            metadata["requests_without_usage"] = usage.unmetered
         return {
             "id": group.key,
             "input": texts[0] if texts else None,
@@ -179,7 +194,7 @@ class Builder:
                 "steps": steps,
                 "user_messages": user_messages,
                 "output": meta_turns[-1]["final_text"] if meta_turns else None,
-                "usage": _usage(usage_in, usage_out, requests),
+                "usage": usage.usage(requests),
                 "retrieved": documents,
             },
         }
@@ -211,18 +226,6 @@ def _stopped(turn: dict[str, Any], own: list[Row]) -> bool:
     not record), and a normal run must keep its output.
     """
     return bool(own) and turn["_error"] is not None
-
-
-def _add(total: int | None, count: int | None) -> int | None:
-    """A token sum that stays `None` until some model request recorded the count (0 would claim nothing was spent)."""
-    return total if count is None else (total or 0) + count
-
-
-def _usage(tokens_in: int | None, tokens_out: int | None, requests: int) -> dict[str, Any]:
-    """Usage of model requests: a token count no request recorded is `None`, but no request at all spent none."""
-    if requests == 0:
-        tokens_in, tokens_out = tokens_in or 0, tokens_out or 0
-    return {"input_tokens": tokens_in, "output_tokens": tokens_out, "requests": requests}
 
 
 def _pick_request(recorded: Any, asked: str | None) -> str | None:

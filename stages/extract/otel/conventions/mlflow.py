@@ -16,9 +16,20 @@ serialised as a plain dict (`{"content", "type": "tool", "name",
 "error"` an error), when the message names the span's tool or answers the
 call id the tracer recorded (`tool_call_id`, one of the callback's kwargs
 it keeps as attributes); any other output is the tool's own value.
+
+A streamed chat completion (`stream=True`) is recorded as its chunks, one
+`mlflow.chunk.item.<n>` span event each (`mlflow.chunk.value`, the chunk's
+JSON), and an output MLflow aggregates from them. MLflow 3 aggregates the
+text but not the tool calls (`tool_calls: null`, `finish_reason: "stop"`):
+`streamed_calls` rebuilds them from the chunks' deltas (id, name and the
+argument fragments, per choice and call index), as the client that read the
+stream did, so the calls keep their ids and pair with the tool messages that
+answer them.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
@@ -28,7 +39,7 @@ from tracejudge.stages.extract.otel.payloads import documents, tool_message_resu
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["NAME", "read"]
+__all__ = ["NAME", "read", "streamed_calls"]
 
 NAME = "mlflow"
 _ROLES = {"CHAT_MODEL": "model", "LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "UNKNOWN": "chain", "RETRIEVER": "retrieval"}
@@ -46,7 +57,7 @@ def read(span: Span) -> View | None:
     v.error = span_error(span)
     if v.role == "model":
         v.inputs = normalise(inputs) if inputs is not MISSING else None
-        v.outputs = generation_outputs(outputs) if outputs is not MISSING else None
+        v.outputs = generation_outputs(streamed_calls(outputs, span.events)) if outputs is not MISSING else None
         v.usage_in, v.usage_out = usage_pair(unjson(a.get("mlflow.chat.tokenUsage")))
         if v.usage_in is None and isinstance(outputs, dict):
             v.usage_in, v.usage_out = usage_pair(outputs.get("usage"))
@@ -72,3 +83,68 @@ def read(span: Span) -> View | None:
         v.documents = documents(outputs)
     return v
 
+
+def streamed_calls(outputs: Any, events: list[tuple[str, dict[str, Any]]]) -> Any:
+    """`outputs` (a chat completion) with each choice's tool calls rebuilt from the stream's chunk events when it has none.
+
+    A span keeps at most 128 events (OpenTelemetry's limit, which MLflow's spans inherit) and drops the oldest:
+    a long stream keeps only its last chunks. So the chunks are used only when they run on without a gap to the
+    stream's end (a chunk with a `finish_reason`), and a call only when its first chunk (the one naming it) is
+    among them; a call whose start was dropped stays as the tool span recorded it. Anything else (no chunk
+    events, a choice that has its calls, chunks that are not chat completion chunks) is returned as it is.
+    """
+    if not isinstance(outputs, dict) or not isinstance(outputs.get("choices"), list) or not events:
+        return outputs
+    numbered = sorted((n, attrs) for name, attrs in events if (n := _item(name)) is not None)
+    if not numbered or any(b[0] != a[0] + 1 for a, b in zip(numbered, numbered[1:])):
+        return outputs
+    calls: dict[int, dict[int, dict[str, Any]]] = {}
+    ended = False
+    for _, attrs in numbered:
+        chunk = unjson(attrs.get("mlflow.chunk.value"))
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
+            continue
+        for choice in chunk["choices"]:
+            if not isinstance(choice, dict):
+                continue
+            ended = ended or choice.get("finish_reason") is not None
+            delta = choice.get("delta")
+            for part in (delta.get("tool_calls") if isinstance(delta, dict) else None) or []:
+                if isinstance(part, dict):
+                    _add_fragment(calls.setdefault(_index(choice.get("index")), {}), part)
+    if not calls or not ended:
+        return outputs
+    choices = []
+    for i, choice in enumerate(outputs["choices"]):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        got = [c for _, c in sorted(calls.get(_index(choice.get("index"), i), {}).items()) if c["name"]] if isinstance(choice, dict) else []
+        if isinstance(message, dict) and not message.get("tool_calls") and got:
+            built = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in got]
+            choice = {**choice, "message": {**message, "tool_calls": built}}
+        choices.append(choice)
+    return {**outputs, "choices": choices}
+
+
+def _item(name: str) -> int | None:
+    """The chunk number of an `mlflow.chunk.item.<n>` event, else `None`."""
+    head, _, n = name.rpartition(".")
+    return int(n) if head == "mlflow.chunk.item" and n.isdigit() else None
+
+
+def _index(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _add_fragment(calls: dict[int, dict[str, Any]], part: dict[str, Any]) -> None:
+    """One chunk's delta of a tool call: the first chunk of a call names it (id, name), the rest add argument text.
+
+    A fragment of a call whose first chunk was not seen leaves it nameless (and so unused).
+    """
+    call = calls.setdefault(_index(part.get("index"), len(calls)), {"id": None, "name": "", "arguments": ""})
+    if isinstance(part.get("id"), str) and part["id"]:
+        call["id"] = part["id"]
+    function = part["function"] if isinstance(part.get("function"), dict) else {}
+    if isinstance(function.get("name"), str):
+        call["name"] += function["name"]
+    if isinstance(function.get("arguments"), str):
+        call["arguments"] += function["arguments"]

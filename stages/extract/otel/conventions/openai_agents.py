@@ -7,7 +7,9 @@ JSON the model sent, is the arguments; `output` the result; the span's
 `error` `{message, data}` the error, as `"<message>: <data.error>"`);
 `generation` (Chat Completions models) and `response` (Responses API
 models) are model requests (a generation's `input` / `output` messages;
-`usage.input_tokens` / `output_tokens`); `agent` is an agent run named by
+`usage.input_tokens` / `output_tokens`, unrecorded when both are 0: the SDK's
+empty `Usage()` for a stream that reported none, as Chat Completions streams
+do unless asked, `stream_options.include_usage`); `agent` is an agent run named by
 `name` (its `error` the run's failure). `handoff`, `guardrail` and `custom` spans are noise (the format
 lists them in its metadata); a handoff the model asked for
 (`transfer_to_<agent>`) is a call through the model's own tool-call part.
@@ -27,11 +29,20 @@ and leaves the agent span without `error`. `run_errors` finds them (the run's er
 of a tool that does not exist (they did not run: the call's error). A streamed run records its model answer
 as the Responses API response it was streamed as, whose items carry the SDK's placeholder id `__fake_id__`:
 `response_calls` reads a call's id from its `call_id`.
+
+A Responses API request (`response` span) is exported without its output, so the model's handoff call
+(`transfer_to_<agent>`), which runs no function span, would be lost: `handoff_calls` finds it from the
+`handoff` span the SDK writes when it runs one (format `openai-agents` puts it on the request as
+`openai_agents.handoff_calls`, which the convention reads as the request's tool-call part). The tool name is
+the SDK's default (`Handoff.default_tool_name`: `transfer_to_` and the agent's name, lower case, anything but
+letters, digits and `_` made `_`); a handoff given another name (`tool_name_override`) is not recorded as
+such. Its id, arguments and the reply the SDK sent the model are not in the export either.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -40,16 +51,17 @@ from tracejudge.stages.extract.otel.conventions.agents_sdk import mark_not_run, 
 from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, present
+from tracejudge.stages.extract.otel.view import View, present, tool_call_part
 
-__all__ = ["FINAL_OUTPUT", "NAME", "NOT_RUN", "RUN_ERROR", "error_text", "missing_tools", "read", "run_errors", "stopped_runs",
-           "turn_data"]
+__all__ = ["FINAL_OUTPUT", "HANDOFF_CALLS", "NAME", "NOT_RUN", "RUN_ERROR", "error_text", "handoff_calls", "missing_tools", "read",
+           "run_errors", "stopped_runs", "turn_data"]
 
 NAME = "openai-agents"
 _ROLES = {"function": "tool", "generation": "model", "response": "model", "agent": "agent"}
 FINAL_OUTPUT = "openai_agents.final_output"  # set by format `openai-agents` (not the SDK): a run's output that was a tool's
 RUN_ERROR = "openai_agents.run_error"  # set by format `openai-agents` on an agent span: the error a turn of its run ended it in
 NOT_RUN = "openai_agents.not_run"  # set by format `openai-agents` on a model span: {tool name: why its call did not run}
+HANDOFF_CALLS = "openai_agents.handoff_calls"  # set by format `openai-agents` on a textless request: the handoff tools it called
 
 
 def read(span: Span) -> View | None:
@@ -74,7 +86,12 @@ def read(span: Span) -> View | None:
             # A streamed run records the model's answer as the Responses API response it was streamed as.
             v.outputs = response_calls(data.get("output")) or normalise(data.get("output"))
             mark_not_run(v.outputs, span.attrs.get(NOT_RUN))
+        elif isinstance(span.attrs.get(HANDOFF_CALLS), list):
+            v.outputs = [{"role": "assistant", "parts": [tool_call_part(None, name, None) for name in span.attrs[HANDOFF_CALLS]]}]
         v.usage_in, v.usage_out = usage_pair(data.get("usage"))
+        if v.usage_in == 0 and not v.usage_out:
+            # no request sends 0 tokens: the SDK's empty `Usage()`, all it has for a stream read without usage
+            v.usage_in = v.usage_out = None
         v.error = error
     elif v.role == "agent":
         name = data.get("name")
@@ -170,6 +187,28 @@ def run_errors(spans: list[Span], kind: Callable[[Span], str | None], view: Call
                  and (scope is None or _below(m, scope, index))]
         if not later:
             out.append((agent, error))  # type: ignore[arg-type]
+    return out
+
+
+def handoff_calls(spans: list[Span], kind: Callable[[Span], str | None]) -> list[tuple[Span, str]]:
+    """`(model span, tool name)` for each handoff that a Responses API request exported without its output asked for.
+
+    The request that asked is the last model request that started before the `handoff` span under the same
+    parent (the SDK's `turn` span, or the agent span of an SDK without turns); a request whose output the export
+    kept (a `generation`, a `response` with `output`) says its calls itself. `kind` as for `stopped_runs`.
+    """
+    out: list[tuple[Span, str]] = []
+    for h in spans:
+        to = h.attrs["openai_agents.span_data"].get("to_agent") if kind(h) == "handoff" else None
+        if not isinstance(to, str) or not to:
+            continue
+        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
+        if not asked:
+            continue
+        model = max(asked, key=lambda s: (s.start, s.span_id))
+        data = model.attrs["openai_agents.span_data"]
+        if data.get("type") == "response" and data.get("output") is None:
+            out.append((model, re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{to}")).lower()))
     return out
 
 

@@ -1,0 +1,61 @@
+"""The model requests of an agent run inside a tool call (an agent called as a tool), placed with that call.
+
+An agent called as a tool (the Agents SDK's `as_tool`, a LangGraph graph a
+tool invokes, ADK's `AgentTool`, a smolagents managed agent) makes its model
+requests and tool calls while the calling agent's call runs: after the
+request that asked for the call, before its result came back. Laid out by
+start time alone, two such calls run in parallel interleave their agents'
+steps, and nothing tells the calling agent's own steps from theirs. So the
+steps of a turn are its own requests in start order, each followed by the
+requests made inside each of its calls (in the model's order of the calls),
+each of those in start order and followed in turn by what ran inside its own
+calls. `trace.tool_calls()` follows the steps, so a trajectory reads: a
+request's calls, then what the first call's agent did, then the second's.
+
+Each such step is listed in `metadata.nested_steps`: `{"step": i, "call": k,
+"agent": name}`, `i` an index into `trace.steps`, `k` into
+`trace.tool_calls()` (the call it ran inside, which comes earlier), `agent`
+the name of the agent that made the request when an agent span names it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["in_call_order", "nested_entry"]
+
+
+def in_call_order(rows: list[Any]) -> list[Any]:
+    """`rows` (`turns.Row`, in start order) with the requests made inside each call right after the request that made it."""
+    held = {id(c): r for r in rows for _, c in r.calls}
+    inside: dict[int, list[Any]] = {}
+    top = []
+    for r in rows:
+        call = r.within.call if r.within is not None else None
+        if call is not None and id(call) in held and held[id(call)] is not r:
+            inside.setdefault(id(call), []).append(r)
+        else:
+            top.append(r)
+    out: list[Any] = []
+    seen: set[int] = set()
+    stack = list(reversed(top))
+    while stack:  # depth first, without recursion: a hostile trace may nest calls thousands deep
+        r = stack.pop()
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        out.append(r)
+        stack.extend(reversed([k for _, c in sorted(r.calls, key=lambda e: e[0]) for k in inside.get(id(c), [])]))
+    # calls run inside each other's agents (a loop no real run makes) reach no top request: kept, in start order
+    return out + [r for r in rows if id(r) not in seen]
+
+
+def nested_entry(row: Any, step: int, numbers: dict[int, int]) -> dict[str, Any] | None:
+    """`metadata.nested_steps`'s entry of `row`, laid out as step `step`; `numbers`: the calls laid out so far, by `id`."""
+    call = row.within.call if row.within is not None else None
+    if call is None or id(call) not in numbers:
+        return None
+    entry: dict[str, Any] = {"step": step, "call": numbers[id(call)]}
+    if row.agent:
+        entry["agent"] = row.agent
+    return entry
