@@ -26,7 +26,11 @@ refuses usage figures that are not plausible token counts; each is a malformed
 reply (kind `server`), never an exception of another kind. A refusal of the
 request itself (`replies.request_refused`) is kind `request`: no retry can fix
 it, only a change of config (`replies.request_fix` names the setting). A
-content filter's 400 stays `fatal`: one item's content causes it.
+content filter's 400 stays `fatal`: one item's content causes it. So is a 200
+whose reply is a refusal (Anthropic `stop_reason: "refusal"`, an OpenAI
+message's `refusal`, `finish_reason: "content_filter"`), named as one; and an
+Anthropic reply that calls the forced tool is read from that call alone, never
+from a text block beside it (`read_reply`).
 """
 
 from __future__ import annotations

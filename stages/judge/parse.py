@@ -17,7 +17,7 @@ line, since a JSON string cannot hold a raw newline, so a reason quoting
 "<think>" inside a verdict is not mistaken for one.
 Answers come as the shared schema's list (`{"answers": [{"id", "answer",
 "reason"}, …]}`, read by id; the first answer to an id counts) or as an
-object keyed by question id. Not tolerated: anything that is not a JSON object with exactly the asked
+object keyed by question id. Not tolerated: anything that is not a JSON object answering exactly the asked
 question ids and an answer that is exactly yes or no after trimming and
 lower-casing, with at most one `.` right after the word ("Yes." is yes;
 "yess", "yes!", "yes.." and "y" are wrong) — a near-miss like
@@ -36,14 +36,23 @@ One exception: when a single question was asked, a reply that is nothing but
 yes or no (any case, optionally one `.` or `!` after it: `YES.`, `no`) answers
 it, as a judge that skipped the JSON meant; anything more (`yes and no`,
 `Yes? No.`, `yes...`) is still a parse failure.
+An answer to an id that was not asked (`TC9` beside `TC1`: an entry of the list, or a key holding an
+answer) is a parse failure naming the id, even when every asked id is answered well: the judge is unsure
+which questions, or which item, it answers, so its other answers are not trusted either (a key holding no
+answer, `"summary": "…"`, is ignored). A grade is a JSON number that is whole (`4`, `4.0`); `"4"`, `[4]`,
+`true`, `NaN` and `Infinity` (or `1e400`, which decodes to it) are not grades. Nothing but `ParseError` leaves
+this module for any reply (`_guarded`): a hostile value gets the repair request, never ends its case otherwise.
 """
 
 from __future__ import annotations
 
-import json
+import functools
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
+
+from tracejudge.stages.judge.repeated_keys import PLAIN, STRICT, VIEWS, Repeated, Views
 
 __all__ = ["ParseError", "agreement", "by_id", "check_agreement", "grade_agreement", "extract_json", "json_objects", "parse_parts", "parse_scale", "parse_yes_no", "scale_from", "strip_invisible",
            "strip_reasoning", "unclosed_reasoning", "yes_no_from"]
@@ -64,61 +73,34 @@ class ParseError(ValueError):
     """The judge's text is not a valid verdict; the message says what was wrong."""
 
 
-class _Repeated(Exception):
-    # A decoded object names a key twice: decode again, keeping both values (`_Views`).
-    pass
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Views(dict):  # type: ignore[type-arg]
-    # An object naming a key twice with different values, or holding one that does (its values are the first given):
-    # `others` are the same object with one later value in place of the first, each a verdict object of its own.
-    others: list[dict[str, Any]]
+def _guarded(fn: F) -> F:
+    # A reply is untrusted input: any other exception a value in it provokes (a bug here included) would escape into the
+    # case and end it with every score dropped, no repair and no raw reply kept. As a parse failure it gets all three.
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ParseError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - see above: nothing else may leave the parser
+            raise ParseError(f"the reply could not be read ({type(exc).__name__}: {_cut(str(exc))})") from None
+
+    return wrapper  # type: ignore[return-value]
 
 
-_MAX_VIEWS = 64  # later values of one object that become views (`_view_pairs`)
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # The cheap hook for ordinary replies: a dict, or `_Repeated` for the rare reply that repeats a key.
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise _Repeated
-    return out
-
-
-def _alternatives(value: Any) -> list[Any]:
-    # `value` as each later value repeated inside it would have it (`_Views.others`), lists looked into.
-    if isinstance(value, _Views):
-        return value.others
-    if isinstance(value, list):
-        return [[*value[:i], alt, *value[i + 1:]] for i, v in enumerate(value) for alt in _alternatives(v)]
-    return []
-
-
-def _view_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # The first value of every key, as the list form's first answer to an id counts; a later different value, or one
-    # repeated deeper, becomes another view. The same value again adds nothing (the same answer given twice is kept).
-    first: dict[str, Any] = {}
-    later: list[tuple[str, Any]] = []
-    for key, value in pairs:
-        if key not in first:
-            first[key] = value
-            continue
-        if value != first[key]:
-            later.append((key, value))
-        later += [(key, alt) for alt in _alternatives(value)]  # (a repeat equal at first sight may differ deeper)
-    later += [(key, alt) for key, value in first.items() for alt in _alternatives(value)]
-    if not later:
-        return first
-    out = _Views(first)
-    # (Each view copies the object: a hostile reply repeating thousands of keys gets a bounded number of them.)
-    out.others = [{**first, key: value} for key, value in later[:_MAX_VIEWS]]
-    return out
-
-
-_PLAIN_DECODER = json.JSONDecoder()
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
-_VIEWS_DECODER = json.JSONDecoder(object_pairs_hook=_view_pairs)
+def _shown(value: Any) -> str:
+    # A value quoted in a problem: bounded, as a reply may hold a megabyte or a thousand nested lists in one field.
+    try:
+        return _cut(repr(value))
+    except (RecursionError, ValueError):  # (ValueError: an int of more digits than `sys.set_int_max_str_digits` allows)
+        return f"a {type(value).__name__} too large to show"
 
 
 def strip_invisible(text: str) -> str:
@@ -176,21 +158,22 @@ def json_objects(text: str) -> Iterator[dict[str, Any]]:
             if start < checked_to:
                 # Inside it: a nested object, checked with it, or one in a string, which can only be `{}` (a key's `"`
                 # there is escaped): the plain decoder, as cheap as before.
-                value, _ = _PLAIN_DECODER.raw_decode(text, start)
+                value, _ = PLAIN.raw_decode(text, start)
             else:
                 try:
-                    value, end = _DECODER.raw_decode(text, start)
+                    value, end = STRICT.raw_decode(text, start)
                     checked_to = end
-                except _Repeated:
-                    value, _ = _VIEWS_DECODER.raw_decode(text, start)
+                except Repeated:
+                    value, _ = VIEWS.raw_decode(text, start)
         except (ValueError, RecursionError):
             value = None
         if isinstance(value, dict):
             yield value
-            yield from value.others if isinstance(value, _Views) else ()
+            yield from value.others if isinstance(value, Views) else ()
         start = text.find("{", start + 1)
 
 
+@_guarded
 def extract_json(text: str) -> dict[str, Any]:
     """The first JSON object in `text` (bare, fenced, or inside prose). Raises `ParseError`."""
     for value in json_objects(text):
@@ -236,6 +219,7 @@ def _word(answer: Any) -> str | None:
     return word if word in ("yes", "no") else None
 
 
+@_guarded
 def check_agreement(text: str, question_ids: list[str]) -> None:
     """Raises `ParseError` naming the first of `question_ids` that the reply answers both yes and no, counting every
     JSON object of the reply (`json_objects`) and every entry of an `answers` list; answers that are not yes or no
@@ -243,6 +227,7 @@ def check_agreement(text: str, question_ids: list[str]) -> None:
     agreement(json_objects(text), question_ids)
 
 
+@_guarded
 def agreement(verdicts: Iterable[dict[str, Any]], question_ids: list[str]) -> None:
     """`check_agreement` over decoded verdict objects (in a multi-item reply, every verdict given for one item)."""
     asked = set(question_ids)
@@ -255,12 +240,13 @@ def agreement(verdicts: Iterable[dict[str, Any]], question_ids: list[str]) -> No
                 raise ParseError(f"{q} is answered both yes and no; give one answer per question")
 
 
+@_guarded
 def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]]:
     """`{qid: {"answer": "yes"|"no", "reason": str}}` for exactly `question_ids`. Raises `ParseError`.
 
     Answers are compared case-insensitively after trimming (one `.` after the word is allowed); a missing id,
-    an extra id, an answer other than yes/no, or a question answered both yes and no (`check_agreement`) is an
-    error. With one question asked, a reply that is only yes or no (`YES.`: the module doc) answers it, with reason `""`.
+    an answer to an id not asked (`yes_no_from`), an answer other than yes/no, or a question answered both yes and
+    no (`check_agreement`) is an error. With one question asked, a reply that is only yes or no (`YES.`: the module doc) answers it, with reason `""`.
     """
     if len(question_ids) == 1 and (bare := _BARE.fullmatch(strip_reasoning(strip_invisible(text)))) is not None:
         return {question_ids[0]: {"answer": bare.group(1).lower(), "reason": ""}}
@@ -271,12 +257,13 @@ def parse_yes_no(text: str, question_ids: list[str]) -> dict[str, dict[str, str]
         raise _never_closed(text, exc) from None
 
 
+@_guarded
 def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[str, str]] | None], list[str]]:
     """Per part (one metric's question ids) of a grouped reply: its answers, or `None` and the problem (`""` when usable).
 
     The reply's first JSON object that answers some asked id is read. Raises
-    `ParseError` when no part is usable, or when the reply answers an asked id both yes and no (`check_agreement`;
-    the whole reply then gets a repair request).
+    `ParseError` when no part is usable, when that object also answers an id no part asked (`yes_no_from`), or when
+    the reply answers an asked id both yes and no (`check_agreement`); the whole reply then gets a repair request.
     """
     asked = [q for ids in parts for q in ids]
     check_agreement(text, asked)
@@ -284,11 +271,12 @@ def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[
     data = next((by_id(o) for o in json_objects(text) if isinstance(by_id(o), dict) and wanted & set(by_id(o))), None)
     if data is None:
         raise _never_closed(text, ParseError("no JSON object with answers to the asked question ids found in the reply"))
+    _refuse_unasked(data, asked)  # (not per part: each part's ids are the others' extras)
     got: list[dict[str, dict[str, str]] | None] = []
     problems: list[str] = []
     for ids in parts:
         try:
-            got.append(yes_no_from(data, ids))
+            got.append(_answers(data, ids))
             problems.append("")
         except ParseError as exc:
             got.append(None)
@@ -298,8 +286,17 @@ def parse_parts(text: str, parts: list[list[str]]) -> tuple[list[dict[str, dict[
     return got, problems
 
 
+@_guarded
 def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]:
-    """`parse_yes_no` on an already decoded value (one item of a multi-item verdict). Raises `ParseError`."""
+    """`parse_yes_no` on an already decoded value (one item of a multi-item verdict): an object keyed by id, as
+    `by_id` gives. Raises `ParseError`, also when `data` answers an id not in `question_ids` (the module doc)."""
+    out = _answers(data, question_ids)  # (a missing or malformed answer is the first problem named)
+    _refuse_unasked(data, question_ids)
+    return out
+
+
+def _answers(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]:
+    # `yes_no_from` without the check for ids not asked (a grouped reply's part: the other parts' ids are in `data`).
     if not isinstance(data, dict):
         raise ParseError(f"expected an object of answers by question id, got {type(data).__name__}")
     missing = [q for q in question_ids if q not in data]
@@ -312,11 +309,24 @@ def yes_no_from(data: Any, question_ids: list[str]) -> dict[str, dict[str, str]]
             raise ParseError(f"{q}: expected an object with answer and reason")
         answer = _word(item.get("answer", ""))
         if answer is None:
-            raise ParseError(f"{q}: answer must be yes or no, got {item.get('answer')!r}")
+            raise ParseError(f"{q}: answer must be yes or no, got {_shown(item.get('answer'))}")
         out[q] = {"answer": answer, "reason": str(item.get("reason", ""))}
     return out
 
 
+def _refuse_unasked(data: Any, question_ids: list[str]) -> None:
+    # An answer to an id not asked: an object holding an `answer` (a list entry too, keyed by `by_id`), or a bare
+    # verdict word. A key holding something else (a summary, a note) answers nothing and is left alone.
+    asked = set(question_ids)
+    extra = [k for k, v in data.items() if k not in asked and ((isinstance(v, dict) and "answer" in v) or _word(v) is not None)]
+    if extra:
+        named = ", ".join(_cut(k, 40) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise ParseError(f"the reply answers {named}, which {'was' if len(extra) == 1 else 'were'} not asked (asked: "
+                         f"{_cut(', '.join(question_ids), 200)}): the judge may be answering about another item; "
+                         "answer exactly the asked question ids")
+
+
+@_guarded
 def parse_scale(text: str, lo: int, hi: int) -> dict[str, Any]:
     """`{"score": int in [lo, hi], "reason": str}`. Raises `ParseError`, also when the reply's JSON objects give two
     different valid grades (`grade_agreement`)."""
@@ -327,6 +337,7 @@ def parse_scale(text: str, lo: int, hi: int) -> dict[str, Any]:
         raise _never_closed(text, exc) from None
 
 
+@_guarded
 def grade_agreement(verdicts: Iterable[Any], lo: int, hi: int) -> None:
     """Raises `ParseError` when two of `verdicts` are valid grades (`scale_from`) that differ: which one the judge
     meant is unknowable, as for a question answered both yes and no. Invalid ones (a decoy `{"score": 9}` on 1..5)
@@ -343,13 +354,16 @@ def grade_agreement(verdicts: Iterable[Any], lo: int, hi: int) -> None:
             raise ParseError(f"the grade is given twice, {first} and {score}; give one grade")
 
 
+@_guarded
 def scale_from(data: Any, lo: int, hi: int) -> dict[str, Any]:
     """`parse_scale` on an already decoded value (one item of a multi-item verdict). Raises `ParseError`."""
     if not isinstance(data, dict):
         raise ParseError(f"expected an object with score and reason, got {type(data).__name__}")
-    score = data.get("score")
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or score != int(score):
-        raise ParseError(f"score must be an integer, got {score!r}")
+    score: Any = data.get("score")
+    # (`NaN`, `Infinity` and `1e400` decode to floats that are not finite: int() of them raises)
+    whole = isinstance(score, int) or (isinstance(score, float) and math.isfinite(score) and score.is_integer())
+    if isinstance(score, bool) or not whole:
+        raise ParseError(f"score must be an integer, got {_shown(score)}")
     if not lo <= int(score) <= hi:
-        raise ParseError(f"score {score} is outside the scale {lo}..{hi}")
+        raise ParseError(f"score {_shown(score)} is outside the scale {lo}..{hi}")
     return {"score": int(score), "reason": str(data.get("reason", ""))}

@@ -41,7 +41,11 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     status makes them auth errors); a content filter's 4xx → `fatal`; another
     4xx with `retry-after` → `server`; other 4xx → `request`; a 2xx whose body
     is an error object → `server` with the provider's own message; a 2xx of
-    the wrong shape → `server` ("unexpected reply shape").
+    the wrong shape → `server` ("unexpected reply shape"). A 2xx whose reply is
+    a refusal — Anthropic `stop_reason: "refusal"`, an OpenAI message's
+    `refusal`, `finish_reason: "content_filter"` — → `fatal`, as a content
+    filter's 4xx: the case's content causes it, so no retry or repair request
+    can help, and whatever text came with it is not a verdict.
 
     A 2xx without usage (missing, null, no prompt figure) is a `Reply` with
     `usage_known` False and 0 tokens: its sender estimates them. So is one with
@@ -55,6 +59,8 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     text is empty while the server put its text in `message.reasoning_content`
     / `message.reasoning` (a reasoning parser) or only in Anthropic `thinking`
     blocks keeps that text in `Reply.reasoning` (never as the verdict text).
+    An Anthropic reply that calls the forced tool is its `tool_use` input alone:
+    a text block beside it (a first impression, a draft verdict) is not read.
     """
     # Only a refusal carries its rate state on the error; a success's is read by the caller that needs it.
     if http.status == 429:
@@ -87,6 +93,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
         if provider == "anthropic":
             return _anthropic(body)
         return _openai(body)
+    except _Refused as exc:
+        raise ProviderError("fatal", f"HTTP {http.status}: the model refused to judge this request ({redact(str(exc), secrets)[:300]}); "
+                            "its content is not a verdict, and no retry or repair request is sent: the case's content causes it", http.status) from None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
 
@@ -106,16 +115,26 @@ def _not_json(http: HttpReply) -> ProviderError:
     return ProviderError("server", f"HTTP {http.status}: reply is not a JSON object ({ctype})", http.status)
 
 
+class _Refused(Exception):
+    """A 2xx reply that is a refusal; the message says which field says so (`read_reply` makes it a `fatal` error)."""
+
+
 def _anthropic(body: dict[str, Any]) -> Reply:
-    parts, thinking = [], []
-    for block in body.get("content") or []:
-        if block.get("type") == "tool_use":
-            parts.append(json.dumps(block.get("input")))
-        elif block.get("type") == "text":
-            parts.append(block.get("text", ""))
-        elif block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
-            thinking.append(block["thinking"])
-    text = "".join(parts)
+    if body.get("stop_reason") == "refusal":
+        # (`stop_details` is where newer replies say why; the content, if any, is cut where the filter stopped it)
+        why: dict[str, Any] = body["stop_details"] if isinstance(body.get("stop_details"), dict) else {}
+        said = "; ".join(str(why[k]) for k in ("category", "explanation") if why.get(k))
+        raise _Refused('stop_reason "refusal"' + (f": {said}" if said else ""))
+    blocks = body.get("content") or []
+    thinking = [b["thinking"] for b in blocks if b.get("type") == "thinking" and isinstance(b.get("thinking"), str)]
+    calls = [b for b in blocks if b.get("type") == "tool_use"]
+    if calls:
+        # The request forces its one tool, so a call is the verdict; text beside it is the model talking (a first
+        # impression, a draft grade) and read with it would answer a question twice. (Each call is kept: two
+        # calls that disagree must still be seen to.) An input given as a JSON string, as some gateways send it, is that JSON.
+        text = "\n".join(c["input"] if isinstance(c.get("input"), str) else json.dumps(c.get("input")) for c in calls)
+    else:  # a server that ignores tools answers in text, which is then the verdict
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     reasoning = ("\n".join(thinking), "thinking") if thinking and not text.strip() else ("", "")
     usage = body.get("usage")
     truncated = body.get("stop_reason") == "max_tokens"
@@ -140,6 +159,10 @@ def _anthropic(body: dict[str, Any]) -> Reply:
 def _openai(body: dict[str, Any]) -> Reply:
     choice = body["choices"][0]
     message = choice["message"]
+    if isinstance(message.get("refusal"), str) and message["refusal"].strip():  # (OpenAI's structured outputs put it there, content null)
+        raise _Refused(f"message.refusal: {message['refusal']}")
+    if choice.get("finish_reason") == "content_filter":  # (what content is left was cut where the filter stopped it)
+        raise _Refused("finish_reason: content_filter")
     text = message.get("content") or ""
     if not isinstance(text, str):
         raise TypeError("message.content is not text")
