@@ -16,6 +16,8 @@ import pytest
 import yaml
 from _loopback import Loopback, completion, verdict
 from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_judge_servers import cases, config, results, run
 from tracejudge.core.config import load_config, validate_config
 from tracejudge.engine import runner
@@ -291,3 +293,14 @@ def test_an_item_of_a_multi_item_reply_answering_an_id_not_asked_is_re_asked_alo
     for r in results(tmp_path):
         score = r["scores"]["TaskCompletion"]
         assert score["value"] == 0.75 and re.search(r"TC9, which was not asked", score["details"]["batch"]["why"]), score
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["<think>", "</think>", "<THINKING >", "</thinking>", "<reasoning>", "</reasoning >", "a", " ",
+                                 '{"answer": "yes"}', "<", "</", "<think", "\n"]), max_size=14).map("".join))
+def test_reasoning_blocks_are_dropped_as_the_pattern_drops_them(text):
+    # The blocks are dropped by a scan, not by the lazy pattern, which read to the end of the reply from every opening
+    # tag that never closes (a reply of 32,000 of them took 79 s on the event loop); what is dropped is the same.
+    from tracejudge.stages.judge.parse import _without_closed_blocks
+
+    assert _without_closed_blocks(text) == re.sub(r"<(think|thinking|reasoning)\s*>.*?</\1\s*>", " ", text, flags=re.S | re.I)
