@@ -202,4 +202,4 @@ def test_a_tool_that_returned_an_empty_string_has_that_result() -> None:
     assert facts(case) == {k: want[k] for k in ("user_turns", "calls", "output", "usage")}
     assert [c.result for c in case.trace.tool_calls()] == ["Tokyo: 14M people", ""]
     prompt = render_steps(case.trace.steps).splitlines()
-    assert prompt[prompt.index(" call 2: ping({})") + 1] == "  result: "
+    assert prompt[prompt.index(" call 2: ping({})") + 1] == '  result: "" (empty text)'

@@ -158,6 +158,8 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
                 lines.append(f"  error: {cut_field(call.error, full=full)}")
             elif call.result is None:
                 lines.append("  no result")
+            elif call.result == "":
+                lines.append('  result: "" (empty text)')  # (a bare `result:` reads as a line cut off)
             elif full:
                 lines.append(f"  result: {cut_field(call.result, full=True)}")
             else:
