@@ -122,9 +122,11 @@ def test_a_4xx_request_error_is_not_retried_and_a_content_filter_stays_one_cases
     assert run(config(tmp_path, sim2.url, cases(tmp_path / "c.jsonl", 1), run="run2"))["status"] == {"ok": 1}
 
 
-def test_an_unreachable_judge_stops_at_once_naming_the_url_exit_3(tmp_path):
+def test_an_unreachable_judge_is_waited_for_then_stops_naming_the_url_exit_3(tmp_path):
+    # Refused before any answer, the judge may be a server still starting (vLLM binds its port once the model is
+    # loaded): one request at a time tries it until judge.max_retry_wait_s is spent, then the run stops.
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    cfg = write(tmp_path, config(tmp_path, url, cases(tmp_path / "c.jsonl", 200)))
+    cfg = write(tmp_path, config(tmp_path, url, cases(tmp_path / "c.jsonl", 200), max_retry_wait_s=2))
     proc = tj("run", str(cfg), "--no-progress", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     lines = [x for x in proc.stderr.splitlines() if "cannot reach the judge" in x]

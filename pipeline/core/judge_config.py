@@ -80,9 +80,12 @@ class JudgeConfig(_Strict):
     serves only code that builds a `JudgeConfig` itself. `max_tokens` caps each reply and is
     what admission and the budget reserve for output; `expected_output_tokens`
     (per question) is what `tracejudge estimate` assumes a reply costs.
-    Retries: at most `max_attempts` attempts and `max_retry_wait_s` seconds of
-    sleeping per request; a `retry-after` longer than `max_retry_after_s` (a
-    daily quota) fails the request at once as `rate_limited`.
+    Retries: at most `max_attempts` attempts of a request that failed on its own
+    (a 429, a 500, a malformed reply, a dropped connection; a timeout is sent
+    again once only), and a server that cannot serve (a 502, 503, 504 or 529, a
+    connection refused) waited for at the judge's gate for at most
+    `max_retry_wait_s` seconds; a `retry-after` longer than `max_retry_after_s`
+    (a daily quota) fails the request at once as `rate_limited`.
     `context_tokens` is the judge's context window; a prompt that would not
     fit is handled by `too_long`: `truncate` (cut oversized fields other than
     the trace, drop middle steps, keep the task, the first and last steps and

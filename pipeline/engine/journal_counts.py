@@ -93,7 +93,8 @@ def _group_counts(result: CaseResult) -> tuple[int, int]:
     """(1 when the judge itself answered the result's grouped request, else 0; its metrics re-asked alone with a request sent).
 
     From each score's `details.group` (`tracejudge.stages.judge.grouped`) and `judge` block: a grouped score whose
-    `judge` block is not cached and holds billed tokens had its request answered by the judge; a grouped answer from
+    `judge` block is not cached and holds billed tokens had its request answered by the judge, unless the request got
+    no answer (`details.error_kind`: a timeout is billed at its estimated input all the same); a grouped answer from
     the cache, a budget skip or a refused request (no tokens billed) is not an answered one, and a re-ask the cache
     answered was not sent. Counted over standing results, so a resume, a kill or a redone line counts each
     (case, trial) once.
@@ -107,7 +108,8 @@ def _group_counts(result: CaseResult) -> tuple[int, int]:
         if g.get("alone"):
             alone += paid
         else:
-            grouped |= paid and s.judge.input_tokens + s.judge.output_tokens > 0  # type: ignore[union-attr]
+            answered = "error_kind" not in s.details  # (a grouped request that failed as a whole marks every score so)
+            grouped |= paid and answered and s.judge.input_tokens + s.judge.output_tokens > 0  # type: ignore[union-attr]
     return int(grouped), alone
 
 

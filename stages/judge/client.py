@@ -6,10 +6,12 @@ can reuse them:
 - `build_request(plan, questions, cfg, omit)` — one provider-neutral request;
 - `key_components(...)` / `cache_key` — the content address;
 - `Judge.call(request)` — send one request with admission, budget and
-  tenacity retries (429, 5xx, timeouts, connection errors; jittered
-  exponential backoff, or the provider's `retry-after`; a cap on attempts
-  and on total sleep; a `retry-after` beyond `max_retry_after_s` fails at
-  once as `rate_limited`);
+  retries (`calls.sending`: a 429, a 500, a malformed reply or a dropped
+  connection retried with jittered exponential backoff, or the provider's
+  `retry-after`, up to `max_attempts`; a timeout sent again once; a server
+  down — 502, 503, 504, 529, a connection refused — waited out at the judge's
+  shared gate, `calls.gate`, for `max_retry_wait_s`; a `retry-after` beyond
+  `max_retry_after_s` fails at once as `rate_limited`);
 - `parse_answers(plan, questions, text)` — strict parsing;
 - `Judge.ask(...)` — the above for one request, plus at most one repair
   request when the answer does not parse or was truncated;

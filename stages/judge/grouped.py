@@ -17,14 +17,17 @@ its own (same score, reason and threshold):
 
 - a metric whose answers are missing or malformed in the reply is re-asked
   alone, the others are kept (`parts_reasked_alone`);
-- a grouped request the provider refuses (a content filter's 400, a 5xx that
+- a grouped request the provider refuses (a content filter's 400, a 500 that
   persisted) or whose reply was unusable even after the repair is re-asked
   metric by metric, so one metric's prompt cannot fail the others — after an
   unusable reply each metric is asked once, without a repair of its own (at
   most 2 + M requests for M metrics);
 - a request error (the server refuses the request itself) is not re-asked:
   the run stops (`tracejudge.stages.judge.stage`);
-- any other failure (budget, rate limit, timeout) is each metric's failure.
+- any other failure (budget, rate limit, timeout, a server down, overloaded or
+  unreachable: a 502/503/504/529 or no connection, an error body or a page that
+  is not a reply) is each metric's failure: no metric's part causes it, and
+  asking each metric would only multiply the load on a server that cannot serve.
 
 Each score's `details.group` says what happened: `metrics` (the group, in
 order) and `position`, or `alone: true` with `why`. The summary's
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from tracejudge.core.records import JudgeInfo
 from tracejudge.stages.judge.base import Plan
+from tracejudge.stages.judge.calls.gate import OUTAGE_STATUSES
 from tracejudge.stages.judge.calls.stats import share_usd, sum_usd
 
 if TYPE_CHECKING:
@@ -51,7 +55,14 @@ if TYPE_CHECKING:
 
 __all__ = ["pass_note", "split"]
 
-_REASK = ("provider_error", "parse_error", "truncated")  # failures one metric's part may cause: each metric then asks alone
+
+def _reasked(outcome: Outcome) -> bool:
+    """Whether a failed grouped request is asked again metric by metric: when one metric's part may cause the failure
+    (an unusable reply, a refusal of the request's content: a 4xx or a 500 that persisted). See the module doc."""
+    if outcome.kind in ("parse_error", "truncated"):
+        return True
+    status = (outcome.score.details or {}).get("http_status")
+    return outcome.kind == "provider_error" and isinstance(status, int) and 400 <= status < 600 and status not in OUTAGE_STATUSES
 
 
 def pass_note(grouped: Plan, plans: list[Plan]) -> None:
@@ -103,7 +114,7 @@ async def split(judge: Judge, plans: list[Plan], outcome: Outcome, trial: int, s
     why: dict[int, str] = {}
     score = outcome.score
     if outcome.status != "ok" or (score.details or {}).get("answers") is None:
-        if outcome.kind not in _REASK and outcome.status != "ok":
+        if outcome.status != "ok" and not _reasked(outcome):
             for i in range(len(plans)):
                 s = score.model_copy(update={"details": {**(score.details or {}), "group": {"metrics": names, "position": i}},
                                              "judge": _share(score.judge, len(plans), i)})

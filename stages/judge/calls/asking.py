@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tracejudge.stages.judge.fit import Fitted
     from tracejudge.stages.judge.prepare import Prepared
 
-__all__ = ["REPAIR", "ask", "ask_uncached", "empty_reply", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
+__all__ = ["REPAIR", "ask", "ask_uncached", "case_of", "empty_reply", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
 
 _NOT_SHOWN = "not_shown"  # an outcome's kind: the call or step asked about cannot be shown within the judge's context
 
@@ -170,7 +170,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
                                  "a judge request could cross the token or dollar budget; resume with a larger budget to finish it", "skipped_budget")
         except ProviderError as exc:
             _billed(self, info, exc, repair)  # attempts that timed out: the score shows what the summary bills for it
-            return None, self.failure(exc)
+            return None, self.failure(exc, case_of(slot))
         if not reply.usage_known:
             used["usage_unknown"] = 1
         info.input_tokens += reply.input_tokens
@@ -210,6 +210,11 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         details.update(reasoning=reasoning[0][:2000], reasoning_field=reasoning[1])
         tail += f"; {reasoning[1]}: {reasoning[0][:300]}" + ("…" if len(reasoning[0]) > 300 else "")
     return None, Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg + tail, kind)
+
+
+def case_of(slot: str) -> str:
+    """The case id a request's `slot` names (`case|metric|trial…`, a calibration's ending `|alone`)."""
+    return slot.removesuffix("|alone").rsplit("|", 2)[0]
 
 
 def empty_reply(reply: Reply) -> str:

@@ -1,4 +1,4 @@
-"""One judge request sent: budget, admission by the rate limiter, tenacity retries, billing (or a provider batch).
+"""One judge request sent: budget, admission by the rate limiter, retries, billing (or a provider batch).
 
 These functions are the bodies of `Judge`'s methods of the same names
 (`client.Judge` binds them, hence `self`); see `tracejudge.stages.judge.client`
@@ -19,19 +19,18 @@ from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
 from tracejudge.llm.replies import not_found_fix, request_fix
+from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind
 from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
 from tracejudge.stages.judge.calls.stats import sum_usd
 
 if TYPE_CHECKING:
-    from tenacity import RetryCallState
-
     from tracejudge.stages.judge.calls.request import Wire
     from tracejudge.stages.judge.client import Judge
 
 __all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "estimate_usage", "failure", "sleep", "stop", "wait"]
 
-# Why the current task is about to sleep before a retry (set by tenacity's before_sleep, read by `Judge._sleep`).
+# Why the current task is about to sleep before a retry (set by `before_sleep`, read by `Judge._sleep`).
 _retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")
 # Set while the judge stage judges a case a live agent already answered: a stop does not drop its requests
 # (redoing the case on resume would pay the agent call again); the stage's grace still bounds them.
@@ -48,31 +47,30 @@ async def sleep(self: Judge, seconds: float) -> None:
         del self._backoff[serial]
 
 
-def before_sleep(self: Judge, state: RetryCallState) -> None:
-    self.stats.retries += 1
-    exc = state.outcome.exception() if state.outcome else None
-    if isinstance(exc, ProviderError):
-        _retry_reason.set(str(exc.status) if exc.status else exc.kind.replace("_", " "))
+def before_sleep(self: Judge, exc: ProviderError) -> None:
+    """Say why the request that failed with `exc` is about to sleep (`Judge.activity` reads it)."""
+    _retry_reason.set(str(exc.status) if exc.status else exc.kind.replace("_", " "))
 
 
-def wait(self: Judge, state: RetryCallState) -> float:
-    from tenacity import wait_random_exponential
-
-    exc = state.outcome.exception() if state.outcome else None
-    backoff = wait_random_exponential(multiplier=0.25, max=20)(state)
-    if isinstance(exc, ProviderError) and exc.retry_after_s is not None:
+def wait(self: Judge, exc: ProviderError, attempts: int) -> float:
+    """Seconds to sleep before sending again a request whose `attempts`-th attempt failed with `exc`."""
+    if exc.retry_after_s is not None:
         # What the server asked, plus a little jitter so retries do not arrive together.
         return exc.retry_after_s + random.uniform(0, 0.05 + 0.1 * exc.retry_after_s)
-    return backoff
+    return random.uniform(0, min(20.0, 0.25 * 2 ** (attempts - 1)))
 
 
-def stop(self: Judge, state: RetryCallState) -> bool:
-    from tenacity import stop_after_attempt
+def stop(self: Judge, exc: ProviderError, attempts: int, timeouts: int, slept: float, pause: float) -> bool:
+    """Whether a request whose `attempts`-th attempt failed with `exc` (`timeouts` of them timed out, `slept` seconds
+    slept so far) is given up rather than sent again after `pause` seconds. A timeout is sent again once at most: a
+    prompt too slow once is as slow again, and each attempt makes the server compute a reply nobody reads."""
+    return attempts >= self.cfg.max_attempts or timeouts > 1 or slept + pause > self.cfg.max_retry_wait_s
 
-    return stop_after_attempt(self.cfg.max_attempts)(state) or state.idle_for + (state.upcoming_sleep or 0) > self.cfg.max_retry_wait_s
 
-
-async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: bytes | None = None) -> Reply:
+async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: bytes | None = None, trying: bool = False,
+                  retry: bool = False) -> Reply:
+    """One attempt (`trying`: it is the one request trying the closed gate; `retry`: an earlier attempt failed).
+    Raises `Closed` when the gate closed while it waited for admission: it was not sent."""
     # The provider's count of a prompt differs from ours (its tokenizer, its framing);
     # reserving our estimate scaled by the ratio `usage` has shown keeps the
     # admission gate from running ahead of the provider's own bucket.
@@ -93,10 +91,19 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         self.limiter.settle(permit, "ok", 0)
         self.budget.settle(held, 0, 0.0)
         raise JudgeStopped()
+    gate = gate_of(self)
+    if gate.state is not None and not trying:
+        # The server went down (or too slow) while this request waited for admission: it waits at the gate, unsent.
+        self.limiter.settle(permit, "ok", 0)
+        self.budget.settle(held, 0, 0.0)
+        raise Closed()
     self.stats.queued_s += permit.queued_s
     self.stats.requests += 1
+    self.stats.retries += retry
     serial = next(self._serials)
     self._sending[serial] = time.monotonic()
+    gate.sent()
+    told = False  # the gate was told how this attempt ended (else it was cancelled)
     try:
         http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes, body)
         self.reached = True
@@ -104,9 +111,13 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         self.stats.latencies.append(http.latency_s)
         reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
         rate = rate_info(http.headers)
+        gate.done(trying, None)
+        told = True
     except ProviderError as exc:
         if exc.kind == "connection" and exc.no_reply and not self.reached:
             exc = await _dropped_unanswered(self, exc)
+        gate.done(trying, exc)
+        told = True
         self.limiter.settle(permit, exc.kind, None, exc.rate)
         billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
         self.budget.settle(held, billed, self._cost(billed, 0))
@@ -135,6 +146,8 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         raise
     finally:
         del self._sending[serial]
+        if not told:
+            gate.left()
     if not reply.usage_known:
         self._estimate_usage(reply, prompt_tokens)
     elif check_prompt_cut(self, reply, estimate):
@@ -240,51 +253,72 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
         custom_id = key or hashlib.sha256(canonical({"protocol": self.protocol, "payload": payload}).encode()).hexdigest()
         return await self._batch_call(payload, prompt_tokens, custom_id)
 
-    def retryable(e: BaseException) -> bool:
-        # A connection refused before anything of the run was ever answered is a wrong URL or a server that is
-        # not running: retrying every request of the run only hides that.
-        return isinstance(e, ProviderError) and e.retryable and (self.reached or e.kind != "unreachable")
+    def retryable(e: ProviderError) -> bool:
+        # A connection reset by a server that never answered anything (`_dropped_unanswered`) is no server starting up:
+        # retrying every request of the run only hides that. A connection refused may be one: the gate waits for it.
+        return e.retryable and (self.reached or e.kind != "unreachable" or is_outage(e))
 
     # What the call's failed attempts were billed (timed out or dropped after sending), for the score it is for.
     billed: dict[str, Any] = {"tokens": 0, "usd": 0.0}
 
-    async def once() -> Reply:
+    def with_billed(exc: ProviderError | _BudgetRefused) -> None:
+        exc.billed_input_tokens, exc.billed_cost_usd = billed["tokens"], billed["usd"]
+
+    gate = gate_of(self)
+    attempts = timeouts = 0  # attempts counted against judge.max_attempts (an outage's are not: the gate paces them)
+    slept = 0.0
+    sent = False
+    while True:
         try:
-            return await self._attempt(payload, prompt_tokens, body)
+            trying = await _turn(self, gate, not sent)
+        except ProviderError as exc:  # the gate gave up
+            with_billed(exc)
+            raise
+        try:
+            reply = await self._attempt(payload, prompt_tokens, body, trying, sent)
+        except Closed:
+            continue
         except ProviderError as exc:
+            sent = True
             billed["tokens"] += exc.billed_input_tokens
             billed["usd"] = sum_usd((billed["usd"], exc.billed_cost_usd), None)
-            exc.billed_input_tokens, exc.billed_cost_usd = billed["tokens"], billed["usd"]
-            raise
+            with_billed(exc)
+            if not retryable(exc):
+                raise
+            if is_outage(exc):
+                continue  # sent again when the gate says, within judge.max_retry_wait_s
+            attempts += 1
+            timeouts += exc.kind == "timeout"
+            pause = self._wait(exc, attempts)
+            if self._stop(exc, attempts, timeouts, slept, pause):
+                raise
+            self._before_sleep(exc)
+            await self._sleep(pause)
+            slept += pause
+            continue
         except _BudgetRefused as exc:
-            exc.billed_input_tokens, exc.billed_cost_usd = billed["tokens"], billed["usd"]
+            with_billed(exc)
             raise
-
-    # The first attempt goes without tenacity: building its retrying loop costs more CPU than the send itself, and
-    # most requests need no retry (a strict window's burst is paced by that CPU). A retryable failure enters the
-    # loop as its first attempt's outcome, so waits, stops and counts are what they were.
-    try:
-        reply = await once()
-    except ProviderError as exc:
-        if not retryable(exc):
-            raise
-        first: ProviderError | None = exc
-    else:
+        finally:
+            gate.end_try(trying)
+        if billed["tokens"]:
+            reply.input_tokens += billed["tokens"]
+            reply.cost_usd = sum_usd((reply.cost_usd, billed["usd"]), None)
         return reply
-    from tenacity import AsyncRetrying, retry_if_exception  # here: a run the cache answers whole never retries
 
-    retrying = AsyncRetrying(stop=self._stop, wait=self._wait, sleep=self._sleep, reraise=True, retry=retry_if_exception(retryable),
-                             before_sleep=self._before_sleep)
-    async for attempt in retrying:
-        with attempt:
-            if first is not None:
-                failed, first = first, None
-                raise failed
-            reply = await once()
-    if billed["tokens"]:
-        reply.input_tokens += billed["tokens"]
-        reply.cost_usd = sum_usd((reply.cost_usd, billed["usd"]), None)
-    return reply
+
+async def _turn(self: Judge, gate: Gate, first: bool) -> bool:
+    """Wait at `gate` until this request may be sent (`Gate.enter`), shown as a back-off meanwhile."""
+    if gate.state is None:
+        return False
+    serial = next(self._serials)
+    self._backoff[serial] = (max(gate.next_try, time.monotonic()), gate.reason())
+    t0 = time.monotonic()
+    try:
+        return await gate.enter(first, lambda: self.stop is not None and self.stop.is_set() and not paid_case.get())
+    finally:
+        del self._backoff[serial]
+        self.stats.slept_s += time.monotonic() - t0
 
 
 # How long a connection dropped without a reply, while nothing of the run was answered yet, waits for another request in
@@ -302,12 +336,15 @@ async def _dropped_unanswered(self: Judge, exc: ProviderError) -> ProviderError:
     await anyio.sleep(min(RESET_GRACE_S, self.cfg.timeout_s))
     if self.reached:
         return exc
-    return ProviderError("unreachable", "the server accepted the connection but closed or reset it without a reply, and has "
+    gone = ProviderError("unreachable", "the server accepted the connection but closed or reset it without a reply, and has "
                          f"answered no request ({exc})")
+    gone.no_reply = True  # (not a connection refused: `gate.is_outage` does not wait for it)
+    return gone
 
 
-def failure(self: Judge, exc: ProviderError) -> Outcome:
-    """The `Outcome` of a request that got no answer (`exc` already redacted); counts it."""
+def failure(self: Judge, exc: ProviderError, case: str = "") -> Outcome:
+    """The `Outcome` of a request that got no answer (`exc` already redacted); counts it. A refused request's message names
+    `case` (the case it asked about: a prompt too long is that case's) and, as any server's error does, the judge's URL."""
     kind = error_kind(exc, self.reached)
     self.stats.judge_errors += 1
     self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
@@ -327,7 +364,19 @@ def failure(self: Judge, exc: ProviderError) -> Outcome:
     elif kind == "request_error" and exc.status == 404:  # no such endpoint: the base URL, not the request, is what to fix
         msg += f"; {not_found_fix(self.url, self.cfg.provider, self.cfg.base_url, str(exc), self.cfg.model)}"  # (a missing model: judge.model)
     elif kind == "request_error":
-        msg += f"; {request_fix(str(exc))}"
+        msg += _where(self, exc, case) + f"; {request_fix(str(exc))}"
     elif kind == "unreachable":
         msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
+    elif kind == "provider_error":
+        msg += _where(self, exc)
     return Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg, kind)
+
+
+def _where(self: Judge, exc: ProviderError, case: str = "") -> str:
+    """` (the request for case 'c1', judge at URL)`: what a failure's message leaves out of the two ("" for neither)."""
+    # A run may have several judges, and a base URL taken from the environment is easy to miss.
+    url = public_url(self.url)
+    parts = [f"the request for case {case!r}"] if case else []
+    if url not in str(exc):
+        parts.append(f"judge at {url}")
+    return f" ({', '.join(parts)})" if parts else ""

@@ -1,0 +1,191 @@
+"""The judge server's gate, one per judge: while its server is not ready, or too slow for `judge.timeout_s`, requests wait
+instead of each sending again, and one request at a time tries it.
+
+Two things close it:
+
+- **down**: an answer saying the server cannot serve anything yet — 502, 503 (llama.cpp's `Loading model`), 504,
+  Anthropic's 529 — or a connection refused (a server still starting, or not there). Requests wait at the gate; one
+  of them tries again after `FIRST_TRY_S`, each next try twice as late up to `LAST_TRY_S` (or when the server's
+  `retry-after` says). The first reply that is not such an answer opens the gate for all. Once the server has been
+  down for `judge.max_retry_wait_s`, the requests waiting fail with its last answer, and so does each request that
+  arrives while the next try is not due.
+- **slow**: `SLOW_AFTER` requests in a row got no reply within `judge.timeout_s`, none answered in between. No request
+  is sent while one in flight may still be answered in time (an answer opens the gate); once none is left, the
+  requests waiting to be sent again fail as timeouts, and new requests are sent one at a time.
+
+A request that failed on its own (a 500, a malformed reply, a 429, one timeout) is retried by its sender
+(`tracejudge.stages.judge.calls.sending`), not here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from tracejudge.llm.providers import ProviderError, public_url
+from tracejudge.stages.judge.calls.outcome import JudgeStopped
+
+__all__ = ["FIRST_TRY_S", "LAST_TRY_S", "OUTAGE_STATUSES", "SLOW_AFTER", "Closed", "Gate", "gate_of", "is_outage"]
+
+OUTAGE_STATUSES = frozenset({502, 503, 504, 529})
+SLOW_AFTER = 3  # one slow prompt is not a slow server; three in a row with no answer between are
+FIRST_TRY_S = 0.5
+LAST_TRY_S = 4.0  # a try costs the server one request: a ready server is not kept waiting long
+
+
+def is_outage(exc: ProviderError) -> bool:
+    """Whether `exc` says the server cannot serve any request now, rather than that this request failed."""
+    if exc.kind == "unreachable":
+        # A connection refused, not one accepted and reset by a server that never answered (`no_reply`): that one
+        # is no server starting up (`sending._dropped_unanswered`).
+        return not exc.no_reply
+    return exc.kind == "server" and exc.status in OUTAGE_STATUSES
+
+
+class Closed(Exception):
+    """The gate closed while this request waited for admission: it goes back to wait at the gate, unsent."""
+
+
+class Gate:
+    """See the module doc. `budget_s`: `judge.max_retry_wait_s`; `timeout_s`: `judge.timeout_s`; `url()`: where requests go."""
+
+    def __init__(self, budget_s: float, timeout_s: float, url: Callable[[], str]) -> None:
+        self.budget_s = budget_s
+        self.timeout_s = timeout_s
+        self._url = url
+        self.state: str | None = None  # None (open), "down" or "slow"
+        self.since = 0.0
+        self.error: ProviderError | None = None  # the last failure that kept it closed
+        self.trying = False  # one request is trying the closed gate
+        self.next_try = 0.0
+        self._delay = FIRST_TRY_S
+        self.in_flight = 0
+        self.timeouts = 0  # in a row, none answered in between
+        self.stalled = False  # slow, and nothing left in flight that could still be answered
+        self._changed = anyio.Event()
+
+    def reason(self) -> str:
+        """Why requests wait, in a few words (for the judge's activity line)."""
+        if self.state == "slow":
+            return "timeouts (server too slow)"
+        err = self.error
+        return f"{err.status} (server not ready)" if err is not None and err.status else "connection refused"
+
+    async def enter(self, first: bool, stopping: Callable[[], bool]) -> bool:
+        """Wait until this request may be sent; True when it goes as the one request trying the closed gate.
+
+        `first`: the request was never sent (after timeouts only such a request tries the gate: the retry of one that
+        timed out would prove little). Raises `ProviderError` once the gate gives up, `JudgeStopped` when `stopping()`.
+        """
+        while self.state is not None:
+            if stopping():
+                raise JudgeStopped()
+            now = time.monotonic()
+            if not self.trying and self._may_try(now, first):
+                self.trying = True
+                return True
+            if self._given_up(now):
+                raise self._failure(now)
+            changed = self._changed
+            # Woken by any change; at the latest when the next try or the end of the wait is due (and each second, so
+            # a stop is seen).
+            due = min(self.next_try, self.since + self.budget_s) - now if self.state == "down" else 1.0
+            with anyio.move_on_after(min(1.0, max(0.01, due))):
+                await changed.wait()
+        return False
+
+    def sent(self) -> None:
+        self.in_flight += 1
+
+    def done(self, trying: bool, exc: ProviderError | None) -> None:
+        """A sent request ended: answered (`exc` None) or failed with `exc`. `trying`: it was the one trying the gate."""
+        self.in_flight -= 1
+        now = time.monotonic()
+        if exc is None or (exc.status is not None and not is_outage(exc)):
+            self._open(now)  # answered in time: an error the server answered (a 400, a 500, a 429) says it serves
+        elif is_outage(exc):
+            self.error = exc
+            if self.state != "down":
+                self._close("down", now)
+                self.next_try = now + self._pause(exc)
+            elif trying:
+                self.next_try = now + self._pause(exc)
+        elif exc.kind == "timeout":
+            self.timeouts += 1
+            if self.state is None and self.timeouts >= SLOW_AFTER:
+                self.error = exc
+                self._close("slow", now)
+        self._settle()
+
+    def left(self) -> None:
+        """A sent request was cancelled before it ended."""
+        self.in_flight -= 1
+        self._settle()
+
+    def end_try(self, trying: bool) -> None:
+        """The request that was trying the gate (`trying`) is done with it, sent or not."""
+        if trying:
+            self.trying = False
+            self._settle()
+
+    def _settle(self) -> None:
+        if self.state == "slow" and self.in_flight == 0:
+            self.stalled = True
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _may_try(self, now: float, first: bool) -> bool:
+        if self.state == "down":
+            return now >= self.next_try
+        return first and self.in_flight == 0
+
+    def _given_up(self, now: float) -> bool:
+        return now - self.since >= self.budget_s if self.state == "down" else self.stalled
+
+    def _pause(self, exc: ProviderError) -> float:
+        pause, self._delay = self._delay, min(2 * self._delay, LAST_TRY_S)
+        # The server's `retry-after` when it sent one, but never a loop of tries with no pause between them.
+        return max(FIRST_TRY_S, exc.retry_after_s) if exc.retry_after_s is not None else pause
+
+    def _close(self, state: str, now: float) -> None:
+        from tracejudge.core.log import get_logger
+
+        self.state, self.since, self.stalled, self._delay = state, now, False, FIRST_TRY_S
+        log = get_logger("tracejudge.judge")
+        if state == "down":
+            log.warning("the judge cannot serve now: requests wait while one at a time tries again", url=public_url(self._url()),
+                        answer=str(self.error)[:200], max_retry_wait_s=self.budget_s)
+        else:
+            log.warning(f"{self.timeouts} judge requests in a row got no reply within judge.timeout_s: none is sent while one in "
+                        "flight may still be answered; raise judge.timeout_s for a slow server", url=public_url(self._url()),
+                        timeout_s=self.timeout_s)
+
+    def _open(self, now: float) -> None:
+        if self.state is not None:
+            from tracejudge.core.log import get_logger
+
+            get_logger("tracejudge.judge").info("the judge answers again", url=public_url(self._url()), after_s=round(now - self.since, 1))
+        self.state, self.error, self.timeouts, self.stalled, self._delay = None, None, 0, False, FIRST_TRY_S
+
+    def _failure(self, now: float) -> ProviderError:
+        err = self.error
+        assert err is not None
+        if self.state == "down":
+            out = ProviderError(err.kind, f"{err}; still so after {now - self.since:.0f} s of waiting (judge.max_retry_wait_s {self.budget_s:g})",
+                                err.status)
+            out.no_reply = err.no_reply
+            return out
+        t = self.timeout_s
+        return ProviderError("timeout", f"not sent again: {self.timeouts} requests in a row got no reply within {t:g} s and none in flight was "
+                             f"answered (judge.timeout_s {t:g}: raise it for a slow server, or lower limits.max_in_flight if it slows under load)")
+
+
+def gate_of(judge: Any) -> Gate:
+    """`judge`'s gate, made with its first request sent (a run the cache answers whole makes none)."""
+    gate: Gate | None = getattr(judge, "_gate", None)
+    if gate is None:
+        gate = Gate(judge.cfg.max_retry_wait_s, judge.cfg.timeout_s, lambda: judge.url)
+        setattr(judge, "_gate", gate)  # noqa: B010 - the gate is this module's, kept on the judge it serves
+    return gate
