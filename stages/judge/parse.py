@@ -113,7 +113,7 @@ def _without_closed_blocks(text: str) -> str:
     """`text` with each reasoning block that closes (`<think>…</think>`, first opening to its first closing, left to
     right) replaced by a space.
 
-    As `re.sub(r"<(think|…)\s*>.*?</\1\s*>", " ", text)` would, in linear time: that pattern scans to the end of the
+    As `re.sub(r"<(think|…)\\s*>.*?</\\1\\s*>", " ", text)` would, in linear time: that pattern scans to the end of the
     reply from every opening tag that never closes, so a hostile reply of 32,000 of them took 79 s on the event loop.
     Once a tag's closing is not found after an opening, none is found after a later one of that name either.
     """
