@@ -86,6 +86,10 @@ def test_four_shards_merged_equal_one_unsharded_run_on_tau_bench(tmp_path, data_
     s_full = json.loads((tmp_path / "full" / "summary.json").read_text())
     s_merged = json.loads((base / "summary.json").read_text())
     assert s_merged.pop("shards")["missing"] == []
+    # The merged dollars are the sum of the shards' own, each rounded to a millionth of a dollar: at most half a
+    # millionth a shard from the unsharded run's (whose tokens are the same).
+    for k in ("cost_usd", "sync_equivalent_usd"):
+        assert abs(s_merged["judge"].pop(k) - s_full["judge"].pop(k)) <= 4 * 0.5e-6 + 1e-12, k
     assert _untimed(s_merged) == _untimed(s_full)
 
     # compare reads each side as one run, whether one directory or its shards (by name or listed).
