@@ -130,3 +130,19 @@ def test_calibrate_gates_a_partly_failed_judge_with_the_runs_setting(simulator: 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "judge errors: provider_error 1; the first (case " in proc.stdout
     assert f"  ok   judge max_error_share: judge errors: 1 of {N} judged results = 16.7%, allowed <= 20.0%" in proc.stdout
+
+
+def test_report_on_a_run_without_its_summary_counts_the_judge_gate_from_the_results(simulator: Callable[..., SimulatorThread],
+                                                                                      tmp_path: Path) -> None:
+    # A run killed before its first summary.json, or one whose summary was deleted: `report` rebuilt the figures from
+    # results.jsonl but took the judge's block from the summary only, so a run the judge failed was reported PASS, exit 0.
+    sim = simulator(script=["500"] * (4 * N))
+    cfg = write_config(tmp_path, "lost", sim.url)
+    ran = tracejudge("run", str(cfg), "--no-progress", cwd=tmp_path)
+    assert ran.returncode == 1 and "FAIL judge max_error_share" in ran.stdout, ran.stdout + ran.stderr
+    (tmp_path / "run-lost" / "summary.json").unlink()
+    again = tracejudge("report", str(tmp_path / "run-lost"), cwd=tmp_path)
+    assert again.returncode == 1 and "verdict: FAIL" in again.stdout, again.stdout + again.stderr
+    assert f"FAIL judge max_error_share: judge errors: {N} of {N} judged results" in again.stdout, again.stdout
+    judge = json.loads((tmp_path / "run-lost" / "summary.json").read_text())["judge"]
+    assert (judge["judged_results"], judge["judge_error_results"], judge["gate_failed"]) == (N, N, True)

@@ -22,6 +22,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
 from tracejudge.engine import shards, store
+from tracejudge.engine.journal_counts import add_judge_counts, judge_block_with, standing_judge_counts
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
@@ -273,6 +274,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         agg = Aggregator([], trials=trials)
     damaged: list[str] = []
     seen = KeySet()
+    judged: dict[str, int] = {}  # the judge's gate counts (`journal_counts.add_judge_counts`), for a run without summary.json
     for lineno, line in store.iter_current_numbered(path):
         try:
             result = CaseResult.model_validate_json(line)
@@ -286,6 +288,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
                 on_skipped(lineno, why)
             continue
         agg.fold(result)
+        add_judge_counts(judged, result)
     prev: dict[str, Any] = {}
     try:
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -305,6 +308,11 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         summary["lost_results"] = {"lost": counted - agg.results, "counted": counted, "damaged_lines": len(damaged), "first": damaged[:3]}
     if "judge" in prev:
         summary["judge"] = prev["judge"]
+    elif judged.get("judged_results") or (config is not None and config.judge is not None):
+        # No summary.json (a run killed before its first, or one deleted): the judge's gate is counted from the results,
+        # as a resume counts it, so a run the judge failed is not reported PASS. Its spending is not in the lines whole.
+        limit = (config.judge.max_error_share if config is not None and config.judge is not None else 0.0)
+        summary["judge"] = judge_block_with({"max_error_share": limit}, standing_judge_counts(judged, ()))
     # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
     # key's place, so a diff of summary.json shows what changed, not a shuffle.
     summary = {**{k: summary[k] for k in prev if k in summary}, **summary}
