@@ -159,3 +159,26 @@ def test_a_file_cut_between_two_simulations_says_so(tmp_path):
         path.write_text(cut)
         assert [r.error for r in read_results(path)] == [None, "simulations[1]: the file ends here, before the list's ']': the file "
                                                                 "ends early (it looks truncated), and simulations after the cut are not in it"]
+
+
+def test_a_tasks_file_given_as_results_is_named_as_such_not_as_broken_json(tmp_path):
+    # A τ²-bench domain's tasks.json (valid JSON, an array) read as results said "invalid JSON … the file's JSON is broken
+    # where the error says: mend it there".
+    from tracejudge.core.config import load_config
+    from tracejudge.core.errors import ConfigError
+    from tracejudge.stages.extract.first_records import check_dataset
+    from tracejudge.stages.extract.tau2_bench import read_results
+
+    path = tmp_path / "tasks.json"
+    path.write_text('[{"id": "0", "user_scenario": {}}]')
+    (only,) = [r.error for r in read_results(path)]
+    assert only == ("cannot read a tau2-bench results file: a JSON array, not a results object: a τ²-bench tasks file? "
+                    "(a results file is one object with `tasks` and `simulations`)")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"dataset: {{path: {path}, format: tau2-bench}}\nmetrics: [{{type: ToolCalls}}]\n")
+    try:
+        check_dataset(load_config(cfg, []))
+    except ConfigError as exc:
+        assert "tasks file?" in str(exc) and "mend it there" not in str(exc), str(exc)
+    else:
+        raise AssertionError("a tasks file read as results is a config error")

@@ -53,7 +53,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json
-from tracejudge.stages.extract.tau2_results import skip_ws, split_results
+from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
 from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
 from tracejudge.stages.load.framing import LineStarts, Notes, count_quietly
@@ -88,7 +88,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
             raise NotUtf8(f"file is not valid UTF-8: {file_encoding_problem(path)}")
         data, sims, warnings = split_results(text, base)
     except (OSError, *JSON_ERRORS) as exc:
-        why = str(exc) if isinstance(exc, (OSError, NotUtf8)) else json_error(exc, "file")
+        why = str(exc) if isinstance(exc, (OSError, NotUtf8, NotResults)) else json_error(exc, "file")
         yield RawRecord(name, 1, error=f"cannot read a tau2-bench results file: {why}")
         return
     if data.get("simulations") is not True:

@@ -18,7 +18,7 @@ from tracejudge.stages.load import (JSON_ERRORS, LOST_QUOTES, UNBALANCED, NotUtf
 from tracejudge.stages.load.encoding import ESCAPED, escaped_byte_in
 from tracejudge.stages.load.framing import CUT_SHORT, REST, cut_between, key_for_record, lost_brackets, lost_quote, misread
 
-__all__ = ["Entry", "split_results"]
+__all__ = ["Entry", "NotResults", "split_results"]
 
 Entry = tuple[int, Any, str | None]
 """One simulation: `(its offset in the text, the simulation, None)`, or `(offset, None, why it cannot be read)`."""
@@ -32,6 +32,10 @@ def skip_ws(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in _WS:
         pos += 1
     return pos
+
+
+class NotResults(ValueError):
+    """Valid JSON, perhaps, but not a τ²-bench results object: the file is another one, not a broken one."""
 
 
 def split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[Entry], list[tuple[int, str, int]]]:
@@ -48,7 +52,8 @@ def split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[Entry]
     notes: list[tuple[int, str, int]] = []
     pos = skip_ws(text, 0)
     if text[pos : pos + 1] != "{":
-        raise ValueError("expected a JSON object at the top level")
+        raise NotResults("a JSON array, not a results object: a τ²-bench tasks file? (a results file is one object with "
+                         "`tasks` and `simulations`)" if text[pos : pos + 1] == "[" else "expected a JSON object at the top level")
     pos = skip_ws(text, pos + 1)
     while pos < len(text) and text[pos] != "}":
         key, pos = _DECODER.raw_decode(text, pos)
