@@ -137,3 +137,23 @@ def test_an_error_body_with_http_200_names_the_judge_url(tmp_path: Path) -> None
     reason = results(tmp_path)[0]["scores"]["TaskCompletion"]["reason"]
     assert "Model is not loaded" in reason and server.url + "/v1/chat/completions" in reason, reason
 
+
+
+def test_a_lone_503_from_a_server_that_answers_is_that_requests_failure_not_a_stall_for_all(tmp_path: Path) -> None:
+    # A busy provider's occasional 503 closed the gate for every request, each try after a growing pause: against a
+    # judge failing half its requests at random, a 12-case shard took 62 s where it takes a few. One request at a time
+    # (max_in_flight 1) makes "the third request" a fixed one; max_attempts 1: its 503 is its failure, not retried.
+    seen: list[int] = []
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        seen.append(1)
+        if len(seen) == 3:
+            return 503, {"error": {"message": "The server is overloaded", "type": "server_error"}}
+        return 200, completion(json.dumps(verdict(body)))
+
+    with Loopback(respond) as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 6), metrics=ONE, max_attempts=1)
+        data["limits"] = {"max_in_flight": 1}
+        summary = run(data)
+    assert summary["status"] == {"ok": 5, "judge_error": 1}, summary["status"]
+    assert len(seen) == 6  # (each case asked once: the 503 was neither waited out nor retried)

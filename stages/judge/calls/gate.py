@@ -4,7 +4,10 @@ instead of each sending again, and one request at a time tries it.
 Two things close it:
 
 - **down**: an answer saying the server cannot serve anything yet — 502, 503 (llama.cpp's `Loading model`), 504,
-  Anthropic's 529 — or a connection refused (a server still starting, or not there). Requests wait at the gate; one
+  Anthropic's 529 — or a connection refused (a server still starting, or not there), before the server ever answered,
+  or `DOWN_AFTER` of them in a row with no answer between (a lone one from a server that answers is that request's
+  failure, retried by its sender against `judge.max_attempts`: a busy provider's occasional 503 must not stall every
+  request). Requests wait at the gate; one
   of them tries again after `FIRST_TRY_S`, each next try twice as late up to `LAST_TRY_S` (or when the server's
   `retry-after` says). The first reply that is not such an answer opens the gate for all. Once the server has been
   down for `judge.max_retry_wait_s`, the requests waiting fail with its last answer, and so does each request that
@@ -27,10 +30,11 @@ import anyio
 from tracejudge.llm.providers import ProviderError, public_url
 from tracejudge.stages.judge.calls.outcome import JudgeStopped
 
-__all__ = ["FIRST_TRY_S", "LAST_TRY_S", "OUTAGE_STATUSES", "SLOW_AFTER", "Closed", "Gate", "gate_of", "is_outage"]
+__all__ = ["DOWN_AFTER", "FIRST_TRY_S", "LAST_TRY_S", "OUTAGE_STATUSES", "SLOW_AFTER", "Closed", "Gate", "gate_of", "is_outage"]
 
 OUTAGE_STATUSES = frozenset({502, 503, 504, 529})
 SLOW_AFTER = 3  # one slow prompt is not a slow server; three in a row with no answer between are
+DOWN_AFTER = 3  # likewise for a server that has answered before: one 503 is a busy moment, three in a row an outage
 FIRST_TRY_S = 0.5
 LAST_TRY_S = 4.0  # a try costs the server one request: a ready server is not kept waiting long
 
@@ -63,6 +67,8 @@ class Gate:
         self._delay = FIRST_TRY_S
         self.in_flight = 0
         self.timeouts = 0  # in a row, none answered in between
+        self.outages = 0  # outage answers in a row, none answered in between
+        self.answered = False  # the server answered once: an outage answer is then a busy moment until `DOWN_AFTER`
         self.stalled = False  # slow, and nothing left in flight that could still be answered
         self._changed = anyio.Event()
 
@@ -107,7 +113,8 @@ class Gate:
             self._open(now)  # answered in time: an error the server answered (a 400, a 500, a 429) says it serves
         elif is_outage(exc):
             self.error = exc
-            if self.state != "down":
+            self.outages += 1
+            if self.state != "down" and (not self.answered or self.outages >= DOWN_AFTER):
                 self._close("down", now)
                 self.next_try = now + self._pause(exc)
             elif trying:
@@ -168,6 +175,7 @@ class Gate:
 
             get_logger("tracejudge.judge").info("the judge answers again", url=public_url(self._url()), after_s=round(now - self.since, 1))
         self.state, self.error, self.timeouts, self.stalled, self._delay = None, None, 0, False, FIRST_TRY_S
+        self.outages, self.answered = 0, True
 
     def _failure(self, now: float) -> ProviderError:
         err = self.error

@@ -285,8 +285,8 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
             with_billed(exc)
             if not retryable(exc):
                 raise
-            if is_outage(exc):
-                continue  # sent again when the gate says, within judge.max_retry_wait_s
+            if is_outage(exc) and gate.state == "down":
+                continue  # sent again when the gate says, within judge.max_retry_wait_s (else a failure of its own)
             attempts += 1
             timeouts += exc.kind == "timeout"
             pause = self._wait(exc, attempts)
