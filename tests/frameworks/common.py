@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import site
+import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -129,3 +131,24 @@ def agents_recording(fake: Any, out: Path, name: str, api: str = "chat_completio
         write_jsonl(out / f"export-{name}.jsonl", export.done)
         OpenAIAgentsInstrumentor().uninstrument()
         provider.shutdown()
+
+
+def record_each_in_subprocess(script: str, argv: list[str], scenarios: dict[str, Callable[[Path], Any]]) -> int:
+    """A recorder's `main`: record the scenarios named in `argv[1:]` (default: all) into the folder `argv[0]`, each in a
+    subprocess of `script` of its own (an instrumentor patches a library once per process); returns how many failed.
+
+    In that subprocess (`RECORD_IN_PROCESS=1`, one name) the scenario runs here and its outcome goes to stderr as JSON.
+    """
+    import warnings
+
+    out, names = Path(argv[0]), argv[1:] or list(scenarios)
+    out.mkdir(parents=True, exist_ok=True)
+    if len(names) == 1 and os.environ.get("RECORD_IN_PROCESS") == "1":
+        warnings.simplefilter("ignore")
+        print(json.dumps({names[0]: scenarios[names[0]](out)}, default=str, ensure_ascii=False), file=sys.stderr)
+        return 0
+    failed = 0
+    for name in names:
+        done = subprocess.run([sys.executable, script, str(out), name], env={**os.environ, "RECORD_IN_PROCESS": "1"})
+        failed += done.returncode != 0
+    return failed

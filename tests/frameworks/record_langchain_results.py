@@ -25,10 +25,8 @@ Scenarios (`SCENARIOS`):
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -36,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, otel_provider, write_jsonl, write_otlp  # noqa: E402
+from common import MODEL, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 
@@ -193,16 +191,7 @@ SCENARIOS = {
 
 def main(argv: list[str]) -> int:
     """Record the scenarios named in `argv[1:]` (default: all), each in a subprocess; returns how many failed."""
-    out, names = Path(argv[0]), argv[1:] or list(SCENARIOS)
-    if len(names) == 1 and os.environ.get("RECORD_IN_PROCESS") == "1":
-        warnings.simplefilter("ignore")
-        print(json.dumps({names[0]: SCENARIOS[names[0]](out)}, default=str), file=sys.stderr)
-        return 0
-    failed = 0
-    for name in names:
-        done = subprocess.run([sys.executable, __file__, str(out), name], env={**os.environ, "RECORD_IN_PROCESS": "1"})
-        failed += done.returncode != 0
-    return failed
+    return record_each_in_subprocess(__file__, argv, SCENARIOS)
 
 
 if __name__ == "__main__":

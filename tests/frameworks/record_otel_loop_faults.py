@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, otel_provider, write_otlp, write_truth  # noqa: E402
+from common import MODEL, otel_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 
 WEATHER = {"Paris": "sunny, 21 C", "Tokyo": "rainy, 14 C"}
@@ -376,17 +373,7 @@ SCENARIOS = {
 
 def main(argv: list[str]) -> int:
     """Record the scenarios named in `argv[1:]` (default: all), each in a subprocess; returns how many failed."""
-    out, names = Path(argv[0]), argv[1:] or list(SCENARIOS)
-    out.mkdir(parents=True, exist_ok=True)
-    if len(names) == 1 and os.environ.get("RECORD_IN_PROCESS") == "1":
-        warnings.simplefilter("ignore")
-        print(json.dumps({names[0]: SCENARIOS[names[0]](out)}, default=str, ensure_ascii=False), file=sys.stderr)
-        return 0
-    failed = 0
-    for name in names:
-        done = subprocess.run([sys.executable, __file__, str(out), name], env={**os.environ, "RECORD_IN_PROCESS": "1"})
-        failed += done.returncode != 0
-    return failed
+    return record_each_in_subprocess(__file__, argv, SCENARIOS)
 
 
 if __name__ == "__main__":
