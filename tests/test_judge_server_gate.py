@@ -157,3 +157,19 @@ def test_a_lone_503_from_a_server_that_answers_is_that_requests_failure_not_a_st
         summary = run(data)
     assert summary["status"] == {"ok": 5, "judge_error": 1}, summary["status"]
     assert len(seen) == 6  # (each case asked once: the 503 was neither waited out nor retried)
+
+
+def test_a_request_the_slow_gate_never_let_through_says_it_was_not_sent(tmp_path: Path) -> None:
+    # It said "not sent again" of requests the server never saw.
+    with Loopback(lambda headers, body: "hang") as server:
+        data = config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 6), metrics=ONE, timeout_s=0.5)
+        data["limits"] = {"max_in_flight": 1}
+        run(data)
+        asked = {f"case-{i}" for i in range(6) if any(f"Find item {i}" in json.dumps(body) for _, body in server.requests)}
+    reasons = {r["case_id"]: r["scores"]["TaskCompletion"]["reason"] for r in results(tmp_path)}
+    assert set(reasons) - asked, (asked, reasons)  # (one at a time: the gate closed before every case was sent)
+    for case_id, reason in reasons.items():
+        if case_id not in asked:
+            assert reason.startswith("timeout: not sent: 3 requests in a row got no reply within 0.5 s"), (case_id, reason)
+        else:
+            assert "timeout" in reason and "not sent: " not in reason, (case_id, reason)

@@ -93,7 +93,7 @@ class Gate:
                 self.trying = True
                 return True
             if self._given_up(now):
-                raise self._failure(now)
+                raise self._failure(now, first)
             changed = self._changed
             # Woken by any change; at the latest when the next try or the end of the wait is due (and each second, so
             # a stop is seen).
@@ -177,7 +177,7 @@ class Gate:
         self.state, self.error, self.timeouts, self.stalled, self._delay = None, None, 0, False, FIRST_TRY_S
         self.outages, self.answered = 0, True
 
-    def _failure(self, now: float) -> ProviderError:
+    def _failure(self, now: float, first: bool = False) -> ProviderError:
         err = self.error
         assert err is not None
         if self.state == "down":
@@ -186,7 +186,8 @@ class Gate:
             out.no_reply = err.no_reply
             return out
         t = self.timeout_s
-        return ProviderError("timeout", f"not sent again: {self.timeouts} requests in a row got no reply within {t:g} s and none in flight was "
+        # (`first`: this request was never sent, so it is not sent at all.)
+        return ProviderError("timeout", f"{'not sent' if first else 'not sent again'}: {self.timeouts} requests in a row got no reply within {t:g} s and none in flight was "
                              f"answered (judge.timeout_s {t:g}: raise it for a slow server, or lower limits.max_in_flight if it slows under load)")
 
 
