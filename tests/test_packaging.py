@@ -113,7 +113,13 @@ def test_the_wheel_holds_one_namespace_and_every_module(installed: dict[str, Pat
     expected = {f"tracejudge/{p.relative_to(REPO / 'pipeline').as_posix()}" for p in (REPO / "pipeline").rglob("*.py")}
     expected |= {f"tracejudge/stages/{p.relative_to(REPO / 'stages').as_posix()}" for p in (REPO / "stages").rglob("*.py")}
     assert expected - set(names) == set(), "modules missing from the wheel (add their package to pyproject.toml)"
-    assert {"tracejudge/py.typed", "tracejudge/llm/prices.yaml"} <= set(names)
+    # Every package data file: the prices, and the viewer's stylesheet and script (a folder of data files only).
+    data = {f"tracejudge/{p.relative_to(REPO / 'pipeline').as_posix()}" for p in (REPO / "pipeline" / "viewer" / "static").iterdir()
+            if p.suffix in (".css", ".js")}
+    assert data and {"tracejudge/py.typed", "tracejudge/llm/prices.yaml", *data} <= set(names)
+    meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    # An SPDX expression (setuptools 77+): the `license = {text = …}` table is deprecated and warned about at each build.
+    assert "License-Expression: MIT" in zipfile.ZipFile(installed["wheel"]).read(meta).decode().splitlines()
     site = installed["site"]
     assert not (site / "pipeline").exists() and not (site / "stages").exists()
     assert (site / "tracejudge" / "py.typed").exists()
