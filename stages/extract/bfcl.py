@@ -39,9 +39,18 @@ question (refused when the config loads without one). Each question becomes one 
   `live_relevance` questions (any relevant call is right) state no
   expectation (`null`).
 
-Deviation: upstream compares strings after dropping spaces and `,./-_*^`,
-lower-casing and turning `'` into `"`; here strings compare exactly (a
-`$regex` or `$any_of` in a hand-written expectation can loosen that).
+Strings compare as BFCL's AST checker compares them (`standardize_string` in
+ShishirPatil/gorilla, `berkeley-function-call-leaderboard/bfcl_eval/eval_checker/ast_eval/ast_checker.py`):
+spaces and `,./-_*^` dropped, lower-cased, `'` read as `"`, so `"New York, NY"`
+accepts `"new york ny"` and `"NewYork,NY"`, not `"New-York!"`. Where upstream does:
+a parameter the function docs type `string` or `any` (each accepted string), an
+`array`/`tuple` (each string item; the string values of a list of dicts) and a
+`dict` (its string values, one level down, as `dict_checker`). A string accepted
+for a parameter of another type (a variable name for an `integer`) compares
+exactly, as upstream's; so do multi-turn answers, which upstream checks by
+running them. Each such string becomes `{"$any_of": [the string, {"$regex": its
+standardized form}]}` (`standard_string`); case folding is the regex engine's
+(`(?i)`), which differs from `str.lower` only for a few non-ASCII letters (`İ`).
 """
 
 from __future__ import annotations
@@ -57,7 +66,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
 
-__all__ = ["accepted_values", "adapt", "load_context", "parse_call"]
+__all__ = ["accepted_values", "adapt", "load_context", "parse_call", "standard_string", "standardize"]
 
 _CLASS_DOCS = {
     "GorillaFileSystem": "gorilla_file_system.json",
@@ -121,8 +130,35 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
     return {"answers": answers, "params": params, "bad_answers": bad}
 
 
-def accepted_values(options: Any) -> Any:
-    """A BFCL accepted-value list → a plain value or matcher (see the module docstring)."""
+# What BFCL's `standardize_string` drops before comparing (its `regex_string`, `[ \,\.\/\-\_\*\^]`).
+_DROPPED = r"[ ,./\-_*^]"
+
+
+def standardize(text: str) -> str:
+    """BFCL's `standardize_string`: `text` without spaces and `,./-_*^`, lower-cased, each `'` made `"`.
+
+    `standardize("April 1, 2024") == standardize("april 1 2024") == "april12024"`; `"O'Neil"` → `'o"neil'`; `""` → `""`.
+    """
+    return re.sub(_DROPPED, "", text).lower().replace("'", '"')
+
+
+def standard_string(text: str) -> dict[str, Any]:
+    """A matcher met by exactly the strings whose `standardize` equals `text`'s: `{"$any_of": [text, {"$regex": …}]}`.
+
+    The regex allows any of the dropped characters before, between and after the standardized letters, either quote
+    for a `"`, and any case. `text` comes first, so a report shows the answer as written.
+    """
+    gap = _DROPPED + "*"
+    letters = ["[\"']" if c == '"' else re.escape(c) for c in standardize(text)]
+    return {"$any_of": [text, {"$regex": "(?i)^" + gap + (gap.join(letters) + gap if letters else "") + r"\Z"}]}
+
+
+def accepted_values(options: Any, kind: str | None = None) -> Any:
+    """A BFCL accepted-value list → a plain value or matcher (see the module docstring).
+
+    `kind`: the parameter's type in the function docs; for `string`, `any`, `array`, `tuple` and `dict` the strings
+    compare as BFCL's checker compares them (`standard_string`, where it standardizes), for any other (or None) exactly.
+    """
     if not isinstance(options, list):
         return _convert(options)
     if not options:
@@ -130,7 +166,11 @@ def accepted_values(options: Any) -> Any:
         # value is an empty list (a category with no query); read it as that.
         return []
     absent_ok = any(o == "" for o in options)
-    values = [_convert(o) for o in options]
+    values: list[Any] = []
+    for o in options:
+        value = _standard(o, kind) if _standardized(options, kind) else _convert(o)
+        # (a string's `$any_of` joins the list's own: one list of options, the answers as written among them)
+        values += value["$any_of"] if isinstance(o, str) and isinstance(value, dict) and "$any_of" in value else [value]
     if absent_ok:
         values.append({"$absent": True})
     return values[0] if len(values) == 1 else {"$any_of": values}
@@ -140,6 +180,38 @@ def _convert(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: accepted_values(v) for k, v in value.items()}
     return value
+
+
+# The docs' type → the Python type BFCL's checker wants the accepted values to be (`PYTHON_TYPE_MAPPING`) for it to
+# standardize their strings; an accepted value of another type is a "variable", compared exactly (`type_checker`).
+_STANDARDIZED = {"string": str, "any": str, "array": list, "tuple": list, "dict": dict}
+
+
+def _standardized(options: list[Any], kind: str | None) -> bool:
+    want = _STANDARDIZED.get(kind or "")
+    first = next((o for o in options if o != ""), None)  # (`get_possible_answer_type`: "" is an optional's mark)
+    return want is not None and type(first) is want
+
+
+def _standard(value: Any, kind: str | None) -> Any:
+    """One accepted value with its strings compared as upstream compares them: the value itself (`string_checker`), a
+    list's items (`list_checker`; a list of dicts: each dict's values, `list_dict_checker`), a dict's values (`dict_checker`)."""
+    if isinstance(value, str):
+        return standard_string(value)
+    if isinstance(value, list):
+        return [_standard(v, "dict" if isinstance(v, dict) else "string") if isinstance(v, (str, dict)) else v for v in value]
+    if isinstance(value, dict):  # {key: [accepted, …]}: one level, nested values exact
+        return {k: accepted_values(v, "string") if isinstance(v, list) else _convert(v) for k, v in value.items()}
+    return value
+
+
+def _param_types(functions: Any, name: str) -> dict[str, str]:
+    """`{parameter: its type}` of function `name` in a question's docs (`function`), `{}` when not documented."""
+    for doc in functions if isinstance(functions, list) else [functions]:
+        if isinstance(doc, dict) and doc.get("name") == name:
+            props = (doc.get("parameters") or {}).get("properties") or {}
+            return {k: v.get("type") for k, v in props.items() if isinstance(v, dict) and isinstance(v.get("type"), str)}
+    return {}
 
 
 def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
@@ -257,7 +329,8 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
                 if not isinstance(call, dict) or len(call) != 1:
                     raise AdapterError("expected one {function: {param: [values]}} per call", field=f"ground_truth[{c}]", case_id=qid)
                 (name, args), = call.items()
-                expected.append({"name": name, "arguments": {k: accepted_values(v) for k, v in (args or {}).items()}})
+                kinds = _param_types(rec.get("function"), name)
+                expected.append({"name": name, "arguments": {k: accepted_values(v, kinds.get(k)) for k, v in (args or {}).items()}})
 
     context: dict[str, Any] = {}
     if rec.get("function") is not None:
