@@ -4,7 +4,8 @@ One simulation that cannot be read (too deep, huge numbers, a byte that is not U
 own offset, not the file's, stepped over by a scan of its brackets. The read stops at one whose end no scan can tell
 (a quote or a bracket lost: read on, the messages of later simulations would pass for simulations), saying the rest
 of the file is not read; the file ending inside the list (a copy stopped at a size, a file still being written) ends
-it there, saying the file ends early. The commas between simulations are a warning when one is lost, repeated, or
+it there, saying the file ends early; a file whose object lacks only its closing `}` is read whole, with a warning saying
+so. The commas between simulations are a warning when one is lost, repeated, or
 left before `]` or the first simulation, never a simulation (`framing.Notes`).
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from tracejudge.stages.load import (JSON_ERRORS, LOST_QUOTES, UNBALANCED, NotUtf8, json_error, json_message, skip_broken_value,
                                     skip_json_value, truncation_note)
 from tracejudge.stages.load.encoding import ESCAPED, escaped_byte_in
-from tracejudge.stages.load.framing import CUT_SHORT, REST, cut_between, key_for_record, lost_brackets, lost_quote, misread
+from tracejudge.stages.load.framing import CUT_SHORT, REST, cut_between, key_for_record, lost_brackets, lost_quote, misread, missing_colon
 
 __all__ = ["Entry", "NotResults", "split_results"]
 
@@ -71,7 +72,12 @@ def split_results(text: str, base: int = 0) -> tuple[dict[str, Any], list[Entry]
         pos = skip_ws(text, pos)
         if text[pos : pos + 1] == ",":
             pos = skip_ws(text, pos + 1)
-    if pos >= 0 and (pos := skip_ws(text, pos + 1)) < len(text):
+    if 0 <= pos and pos >= len(text):
+        # Every member read, but the object's own `}` never came: a file cut at its very end (a writer killed as it closed
+        # the object, a copy stopped short). Each simulation read whole, so each is scored; the cut is said, not lost.
+        notes.append((len(sims), "tau2-bench: the file ends before the results object's closing '}': it looks truncated "
+                                 "(the '}' is missing); every simulation in it was read", _line(text, len(text.rstrip()))))
+    elif pos >= 0 and (pos := skip_ws(text, pos + 1)) < len(text):
         # A second results object, a simulation pasted after the end: never read as if the file ended at the `}`.
         sims.append((pos, None, f"the file goes on after the results object's closing '}}': found {_found(text, pos, base)}{REST}"))
         spans.append((pos, len(text)))
@@ -116,7 +122,7 @@ def _simulations(text: str, pos: int, base: int, sims: list[Entry], spans: list[
 
 def _simulation(text: str, pos: int, base: int) -> tuple[int, Any, str | None]:
     """`(its end, the simulation, None)` of the one at `text[pos]`, or `(its end, None, why)`; the end is -1 where the read stops."""
-    scan, opened = skip_broken_value, ""
+    scan, opened, colon = skip_broken_value, "", None
     try:
         sim, end = _DECODER.raw_decode(text, pos)
         after = skip_ws(text, end)
@@ -136,6 +142,7 @@ def _simulation(text: str, pos: int, base: int) -> tuple[int, Any, str | None]:
             why, scan = f"not valid UTF-8: {escaped_byte_in(text, bad.start(), base)}", skip_json_value
         else:
             why = f"invalid JSON: {json_message(exc)} at {_where(text, exc.pos)}{truncation_note(exc, 'file')}"
+            colon = missing_colon(exc, _where(text, exc.pos))  # (said once the scan found the simulation's end)
     except JSON_ERRORS as exc:
         why, scan = json_error(exc), skip_json_value
     end = scan(text, pos, opened=opened)
@@ -147,7 +154,7 @@ def _simulation(text: str, pos: int, base: int) -> tuple[int, Any, str | None]:
         return -1, None, why + lost_brackets("simulation")
     if end == pos or (end == -1 and not why.endswith(CUT_SHORT)):  # (`pos`: a stray `}` or `]` where a simulation goes)
         return -1, None, why + REST
-    return end, None, why
+    return end, None, colon if colon is not None and end > pos else why
 
 
 def _line(text: str, at: int) -> int:

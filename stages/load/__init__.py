@@ -155,9 +155,11 @@ def skip_json_value(buf: str, pos: int, quotes_checked: bool = False, opened: st
     """
     stack = list(opened)
     i, n = pos, len(buf)
+    key = opened[-1:] == "{"  # the next string is an object's key
     while i < n:
         c = buf[i]
         if c == '"':
+            at_key, key = key, False
             i += 1
             while i < n and buf[i] != '"':
                 i += 2 if buf[i] == "\\" else 1
@@ -169,10 +171,13 @@ def skip_json_value(buf: str, pos: int, quotes_checked: bool = False, opened: st
                     j += 1
                 if j >= n:
                     return -1
-                if buf[j] not in ":,}]":
+                # A key followed by a value is a key whose `:` was lost (`{"task_id" 3, …}`): its strings still line up, and
+                # the scan goes on as if the `:` were there. Inside out, a "string" is followed by the text of a real one.
+                if buf[j] not in ":,}]" and not (at_key and buf[j] in _VALUE_START):
                     return LOST_QUOTES
         elif c in "[{":
             stack.append(c)
+            key = c == "{"
         elif c in "]}":
             if not stack:  # a scalar ended by its container's close
                 return i
@@ -180,13 +185,19 @@ def skip_json_value(buf: str, pos: int, quotes_checked: bool = False, opened: st
                 return UNBALANCED
             if not stack:
                 return i + 1
-        elif not stack and c == ",":
-            return i
+            key = False
+        elif c == ",":
+            if not stack:
+                return i
+            key = stack[-1] == "{"
+        elif c not in " \t\r\n":
+            key = False
         i += 1
     return -1
 
 
 _OPENS = {"]": "[", "}": "{"}
+_VALUE_START = frozenset('"{[-0123456789tfn')
 LOST_QUOTES = -2
 """`skip_broken_value`'s answer for a value whose strings do not line up: where it ends cannot be told."""
 UNBALANCED = -3
@@ -201,7 +212,8 @@ def skip_broken_value(buf: str, pos: int, opened: str = "") -> int:
     would end it somewhere in a later record, and the objects inside that record would read as records of
     their own. Inside out, a "string" ends at the quote that opens a real one, so what follows it is that
     string's text, not what may follow a JSON string (`:`, `,`, `}`, `]`): at the first such string the
-    answer is `LOST_QUOTES`.
+    answer is `LOST_QUOTES`. A key followed by the start of a value (`{"task_id" 3, …}`: its `:` lost) is
+    passed as if the `:` were there: its strings line up, and the scan finds the value's end (`framing.missing_colon`).
     """
     return skip_json_value(buf, pos, quotes_checked=True, opened=opened)
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 
-__all__ = ["CUT_SHORT", "REST", "LineStarts", "Notes", "count_quietly", "cut_between", "key_for_record", "lost_brackets", "lost_quote",
-           "misread", "quiet"]
+__all__ = ["CUT_SHORT", "REST", "LineStarts", "Notes", "count_quietly", "quieted", "cut_between", "key_for_record", "lost_brackets", "lost_quote",
+           "misread", "missing_colon", "quiet"]
 
 REST = "; the rest of the file is not read"  # (said wherever the read stops before the file's end)
 CUT_SHORT = "(it looks truncated)"
@@ -38,6 +38,47 @@ def lost_quote(what: str) -> str:
 
 def lost_brackets(what: str) -> str:
     return f"; a bracket is missing, or one too many, in or near this {what}, so where it ends cannot be told{REST}"
+
+
+def missing_colon(exc: json.JSONDecodeError, where: str) -> str | None:
+    """The error of a key whose `:` was lost (`{"task_id" 3, …}`, a hand edit), or None when `exc` is not one.
+
+    The decoder says "Expecting ':' delimiter" wherever a key is not followed by a `:`; it is a lost `:` when a
+    value starts there (`3`, `"`, `{`, `[`, `-`, `t`, `f`, `n`), else a quote lost before it (`{"a: 1, "b": 2}`):
+    the caller says it only once the scan of the record's strings and brackets found its end (`skip_broken_value`).
+    `where` is "line L column C" of the value the `:` should precede.
+    """
+    doc, at = exc.doc, exc.pos
+    if exc.msg != "Expecting ':' delimiter" or doc[at : at + 1] not in _VALUE_START:
+        return None
+    end = at - 1
+    while end > 0 and doc[end] in " \t\r\n":
+        end -= 1
+    start = end - 1
+    while start >= 0 and not (doc[start] == '"' and _unescaped(doc, start)):
+        start -= 1
+    try:
+        key = json.loads(doc[start : end + 1]) if start >= 0 else None
+    except ValueError:
+        key = None
+    shown = "" if not isinstance(key, str) else " " + _shown(key)
+    return f"invalid JSON: the key{shown} has no ':' after it (a ':' is missing before the value at {where})"
+
+
+_VALUE_START = frozenset('"{[-0123456789tfn')
+
+
+def _unescaped(doc: str, at: int) -> bool:
+    """Whether the character at `doc[at]` is not escaped (an even number of backslashes before it)."""
+    n = 0
+    while at - n - 1 >= 0 and doc[at - n - 1] == "\\":
+        n += 1
+    return n % 2 == 0
+
+
+def _shown(key: str) -> str:
+    shown = json.dumps(key, ensure_ascii=False)
+    return shown if len(shown) <= 40 else shown[:36] + '…"'
 
 
 def cut_between(where: str, what: str) -> str:
@@ -58,8 +99,7 @@ def misread(value: Any, after: str) -> str | None:
 
 
 def key_for_record(key: str, where: str, what: str) -> str:
-    shown = json.dumps(key, ensure_ascii=False)
-    shown = shown if len(shown) <= 40 else shown[:36] + '…"'
+    shown = _shown(key)
     return (f"invalid JSON: a key ({shown}:) where a {what} starts, at {where}: the {what}'s opening '{{' is missing, "
             f"or a '}}' too many ended the {what} before it early")
 
@@ -95,6 +135,11 @@ def quiet() -> Iterator[None]:
         yield
     finally:
         _QUIET.reset(token)
+
+
+def quieted() -> bool:
+    """True inside `quiet()`: a reader's own warnings (outside `Notes`) are left to the run's read too."""
+    return _QUIET.get()
 
 
 class Notes:

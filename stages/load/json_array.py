@@ -10,8 +10,8 @@ One record that reads is enough for the others to cost only themselves, bytes in
   stepped over whether or not it decodes (a bad byte outside a string breaks its JSON): a bracket scan
   (`skip_json_value`) finds its end. UTF-8-encoded surrogates (ED A0 80) are refused as bad bytes, as the strict
   reader refused them.
-- An element that is not JSON (a comma doubled, a quote lost inside a record a person edited) is that element's
-  error, and the same bracket scan steps over it: the records after it are read. Only an element the scan cannot
+- An element that is not JSON (a comma doubled, a key's `:` lost, a quote lost inside a record a person edited) is that
+  element's error, and the same bracket scan steps over it: the records after it are read. Only an element the scan cannot
   end stops the read there, with that error: the file cut inside it, a quote lost (`LOST_QUOTES`), a bracket lost or
   added (`UNBALANCED`, or brackets that pair up but end it where no record can end): stepped on, the objects inside
   the next records read as records of their own. A record that lost its `{` starts with a key (`"task_id": 1, …`):
@@ -35,7 +35,7 @@ from tracejudge.stages.load import (JSON_ERRORS, LOST_QUOTES, UNBALANCED, RawRec
                                     skip_json_value, truncation_note)
 from tracejudge.stages.load.encoding import BOM, ESCAPED, byte_size, escaped_byte, file_encoding_problem, wide_encoding
 from tracejudge.stages.load.framing import (CUT_SHORT, REST, LineStarts, Notes, cut_between, key_for_record, lost_brackets, lost_quote,
-                                            misread)
+                                            misread, missing_colon)
 
 __all__ = ["read_json_array"]
 
@@ -208,7 +208,7 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
             elif len(commas) > 1:
                 notes.add(_NO_RECORD_AFTER, commas[1])
             start_line = line
-            error = None
+            error = colon = None
             scan: Callable[[str, int], int] | None = None
             while True:
                 try:
@@ -221,6 +221,7 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                     if (bad := ESCAPED.search(buf, pos, exc.pos + 1)) is None:
                         where = "line {} column {}".format(*place(exc.pos))
                         error, scan = f"invalid JSON: {json_message(exc)} at {where}{truncation_note(exc, 'file')}", skip_broken_value
+                        colon = missing_colon(exc, where)  # (said once the scan found the record's end: `missing_colon`)
                     else:
                         # A bad byte outside a string (where JSON allows no such character) broke the element.
                         error, scan = f"record is {bad_byte(bad.start())}", skip_json_value
@@ -262,7 +263,7 @@ def read_json_array(path: Path, limit: int | None = None, chunk_size: int = 1 <<
                         size = end - pos
                         # Its brackets paired up, but not where a record ends (`],} "s": …`, `"traj":} [{…}]`): one
                         # was added or lost, and the scan ended inside it; stepped on, the rest of it was records.
-                        error, end = (error, pos + size) if ends_record(size) else (error + lost_brackets("record"), -1)
+                        error, end = (colon or error, pos + size) if ends_record(size) else (error + lost_brackets("record"), -1)
                 if end == -1:
                     notes.say()
                 yield broken(pos, start_line, error)
