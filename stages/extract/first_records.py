@@ -67,8 +67,18 @@ def _scan(fmt: Any, dataset: Any, ctx: Any, n: int) -> tuple[int, Any] | None:
     return seen, first
 
 
+# The format that reads any JSON object line (with no options it maps only a `file:line` id): that it reads a
+# file says nothing of what the file holds, so it is named only when no format of the file's own kind reads it.
+_ANY_OBJECT = "json-path"
+
+
 def formats_that_read(dataset: Any, tried: str) -> list[str]:
-    """The built-in file formats other than `tried` under which one of the dataset's first records reads."""
+    """The built-in file formats other than `tried` under which one of the dataset's first records reads.
+
+    `json-path` is left out when another format reads them: it reads any JSON object line, tracejudge's own
+    `native` records and a chat log alike, and named first (the list is in name order) it sent a user of native
+    records to write a mapping. `[]` when none reads; `["json-path"]` alone for JSON objects no format knows.
+    """
     from tracejudge.core import registry
 
     found = []
@@ -84,7 +94,7 @@ def formats_that_read(dataset: Any, tried: str) -> list[str]:
                 found.append(name)
         except Exception:  # noqa: BLE001 - a format that cannot even open the file is simply not suggested
             continue
-    return found
+    return [name for name in found if name != _ANY_OBJECT] or found
 
 
 def _head(path: Any) -> bytes:
@@ -126,6 +136,18 @@ _JSON_TYPES = {dict: "a JSON object", list: "a JSON array", str: "a JSON string"
                bool: "a JSON boolean", type(None): "JSON null"}
 
 
+def _looks_native(head: bytes) -> bool:
+    """Whether the first line of `head` is a JSON object of `Case`'s fields only, with what a case is scored on (a native record)."""
+    from tracejudge.core.records import Case
+
+    try:
+        first = json.loads(head.partition(b"\n")[0])
+    except ValueError:
+        return False
+    keys = set(first) if isinstance(first, dict) else set()
+    return keys <= set(Case.model_fields) and bool(keys & {"input", "trace", "expected_tool_calls", "expected_output", "turns"})
+
+
 def no_records(fmt: Any, dataset: Any) -> str:
     """The config error of a dataset `fmt` reads no record from: an empty file, or (a folder, or a file that holds
     something) one with nothing of that format in it, saying what the file holds."""
@@ -160,7 +182,13 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     seen, err = bad
     where = f"{err.file}:{err.line}" if err.line else str(err.file or dataset.path)
     others = formats_that_read(dataset, fmt.name)
-    if others:
+    if fmt.name != "native" and others in ([], [_ANY_OBJECT]) and _looks_native(head):
+        hint = ("they are tracejudge's own records (format 'native': keys such as id, input, trace), but not one reads there "
+                "either: set dataset.format: native, then mend the records where its errors say")
+    elif others == [_ANY_OBJECT]:
+        hint = (f"no format knows these records; format {_ANY_OBJECT!r} reads any JSON object: set dataset.format: {_ANY_OBJECT} "
+                "with dataset.options mapping the fields (`tracejudge list formats`)")
+    elif others:
         hint = f"they read as format {' or '.join(repr(o) for o in others)}: set dataset.format"
     elif head.startswith(b"[") and not fmt.whole_file:
         hint = "the file is one JSON array and no format reads it as such: write one record per line (JSON Lines)"
@@ -186,4 +214,9 @@ def check_dataset(config: Any) -> None:
 
     fmt = registry.format_for(config.dataset.format)
     if _checked(fmt, config.dataset):  # else unchecked by `check_first_records`: nothing to prepare for
-        check_first_records(fmt, config.dataset, fmt.prepare(config.dataset))
+        from tracejudge.stages.load.framing import quiet
+
+        # The run reads the dataset again and says its warnings then (a tasks file's unreadable task): said here as well,
+        # each was said twice.
+        with quiet():
+            check_first_records(fmt, config.dataset, fmt.prepare(config.dataset))

@@ -68,6 +68,7 @@ def load_tasks(path: Path | None) -> Tasks | None:
     # UTF-8) is left out with a warning, and only the runs of that task fail, saying why (`Tasks.unreadable`: a task's
     # index is its position unless it says otherwise, so an unreadable one is told by its position).
     from tracejudge.stages.extract.tau_bench_check import check_task_shape
+    from tracejudge.stages.load.framing import quieted
 
     tasks = Tasks()
     for i, raw in enumerate(read_json_array(Path(path))):
@@ -75,13 +76,15 @@ def load_tasks(path: Path | None) -> Tasks | None:
             check_task_shape(Path(path), raw.payload, raw.line)  # another JSON array (a tools file) is refused whole
         if raw.error is not None or not isinstance(raw.payload, dict):
             why = raw.error or "expected a task object"
-            log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=why)
+            if not quieted():  # (a look at the tasks besides the run's own read, which warns of them: `framing.quiet`)
+                log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=why)
             tasks.unreadable[i] = f"{raw.file}:{raw.line}: {why}"
             continue
         try:
             tasks[int(raw.payload.get("task_index", i))] = raw.payload
         except (TypeError, ValueError):
-            log.warning("task skipped: task_index is not an integer", file=raw.file, line=raw.line)
+            if not quieted():
+                log.warning("task skipped: task_index is not an integer", file=raw.file, line=raw.line)
     return tasks
 
 
