@@ -90,8 +90,8 @@ def timed_iter(items):
         yield item
 
 
-plain_scorer, plain_aiter = struct_score.scorer, runner._aiter
-struct_score.scorer, runner._aiter = scorer, aiter
+plain_scorer, plain_aiter = struct_score.scorer, runner.read_ahead
+struct_score.scorer, runner.read_ahead = scorer, aiter
 patch(runner, "manifest_for", "manifest (dataset fingerprint)")
 patch(Admission, "works", "admission")
 patch(RunJournal, "record_finished", "journal: result lines and keys")

@@ -12,7 +12,7 @@ from rich.console import Console
 from tracejudge.entrypoints.commands import failures
 
 # The run reads the file it opened; the count for the ETA opens the path again, after the file is gone. `read` waits for
-# the count to have failed, so the run is still going when it does.
+# the count to have failed, so the run is still going when it does (the read runs in a thread: `engine.read_ahead`).
 GONE_UNDER_THE_COUNT = '''
 import dataclasses, errno, os, threading
 from tracejudge.core import registry
@@ -26,7 +26,8 @@ def count(dataset):
 def read(dataset):
     records = NATIVE.read(dataset)
     first = next(records)
-    counted.wait(60)
+    if not counted.wait(30):  # the read blocked the event loop, so the count's thread never started: the race was not run
+        raise RuntimeError("the count for the ETA never ran while the read waited")
     yield first
     yield from records
 

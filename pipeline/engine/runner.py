@@ -20,7 +20,7 @@ import functools
 import gc
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,7 @@ from tracejudge.engine.fingerprint_ahead import FingerprintAhead
 from tracejudge.engine.flow import _aiter, _Flow
 from tracejudge.engine.journal_counts import agent_raised, worker_died
 from tracejudge.engine.live import LiveStatus
+from tracejudge.engine.read_ahead import read_ahead
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.run_summary import _build_summary, _prior_judge
 from tracejudge.engine.shards import parse_shard, shard_run_dir
@@ -402,12 +403,4 @@ def _records(config: RunConfig, fmt: Any, source: MemorySource | None, run_dir: 
     if source is not None:
         return source.records() if digests is None else digests.checked(source.records())
     dataset = fmt.bind(config.dataset, run_dir) if fmt.bind is not None else config.dataset
-    return _athread(fmt.read(dataset)) if fmt.remote else _aiter(fmt.read(dataset))
-
-
-async def _athread(items: Iterable[Any]) -> AsyncGenerator[Any, None]:
-    """`items` advanced in a worker thread: a server's pages are fetched without stopping the event loop."""
-    it = iter(items)
-    done = object()
-    while (item := await anyio.to_thread.run_sync(next, it, done)) is not done:
-        yield item
+    return read_ahead(fmt.read(dataset))  # (a server's pages, a file's records: the event loop goes on meanwhile)
