@@ -221,8 +221,12 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     """
     opts = Options.model_validate(dataset.options)
     collector = Collector()
+    blank: list[str] = []
     for path in _files(Path(dataset.path), opts):
+        blank.append(str(path))
         for line, doc, error in iter_exports(path):
+            if blank and blank[-1] == str(path):
+                blank.pop()  # the file holds something (a document or an error)
             if error is not None:
                 yield RawRecord(str(path), line, error=error)
             elif (doc := otlp_document(doc)) is None:
@@ -235,6 +239,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                     yield RawRecord(str(path), line, error="OTLP export nested too deeply to read")
                 except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
                     yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {exc}")
+    _warn_blank(Path(dataset.path), blank)
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
@@ -255,6 +260,21 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             return
     if count == 0 and skipped:
         yield RawRecord(str(dataset.path), 1, error=f"{skipped} trace(s) read, none with a model request, tool call or agent run of a known span convention")
+
+
+def _warn_blank(path: Path, blank: list[str]) -> None:
+    """Warn, once per folder, about the files of the folder `path` that held no export (empty or only white space).
+
+    Such a file reads as no record, not as a broken one (`exports`); in a folder its siblings still make cases, so
+    without this it would vanish without a word. A single such file needs no warning: the dataset's own
+    "no records in it" error names it.
+    """
+    if not blank or not path.is_dir() or f"blank:{path}" in _WARNED:
+        return
+    _WARNED.add(f"blank:{path}")
+    names = ", ".join(Path(b).relative_to(path).as_posix() for b in blank[:3]) + (", …" if len(blank) > 3 else "")
+    log.warning(f"otel: {len(blank)} files under {path} hold no export (empty or only white space), so nothing was read "
+                f"from them: {names}")
 
 
 def otlp_document(doc: Any) -> dict[str, Any] | None:

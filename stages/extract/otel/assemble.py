@@ -150,7 +150,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             row.within = scope(m)
             if row.within is not None:
                 runner = _ancestor(m, index, lambda p: role[p.span_id] == "agent" or p is row.within.span)  # type: ignore[union-attr]
-                row.agent = views[runner.span_id].agent_name if runner is not None and runner is not row.within.span else None
+                # (a smolagents managed agent's run is itself the call's span, and names the agent: `conventions.smolagents`)
+                row.agent = views[(runner or row.within.span).span_id].agent_name  # type: ignore[union-attr]
             last = m.start  # a call not paired by id sorts right after the call the model emitted before it
             for k, part in enumerate(_parts(mv.outputs, "tool_call")):
                 if not isinstance(part.get("name"), str):

@@ -9,6 +9,11 @@ collector's file exporter; `.jsonl`, or a `.json` file holding more than one val
   one-document file the file, whose error names the byte's line, column and offset (`file_encoding_problem`),
   or the encoding of a UTF-16 or UTF-32 file.
 - A document cut short says that the file ends early (`truncation_note`).
+- A file holding nothing but white space (a lone newline an exporter wrote before it failed, an emptied file)
+  holds no document, whatever its suffix: nothing is yielded, as for an empty `.jsonl` file. A `.json` file was
+  read as one JSON value and gave "invalid JSON: Expecting value at line 2 column 1", where a `.jsonl` file gave
+  nothing: the dataset's empty-file error (`first_records.no_records`) is then the same for both, and a folder's
+  reader warns about such a file (`otel.read`).
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ def _document(path: Path, data: bytes) -> Iterator[tuple[int, Any, str | None]]:
     """The document(s) of a file read whole: one JSON value, else (more than one) its lines."""
     # Bytes that are not UTF-8 are decoded to `ESCAPED` code points, not refused: the file may be JSON Lines,
     # whose other lines still read.
+    if not data.strip():  # no document, not a broken one (module docstring)
+        return
     text = data.decode("utf-8", "surrogateescape")
     try:
         doc = json.loads(text)

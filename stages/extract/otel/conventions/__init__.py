@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, pydantic_ai, traceloop, vercel
+from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, pydantic_ai, smolagents, traceloop, vercel
 from tracejudge.stages.extract.otel.payloads import failed_tool_messages
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import View, merge
@@ -46,6 +46,7 @@ def group_views(group: Group) -> dict[str, View]:
     if group.views is None:
         group.views = {s.span_id: read_span(s) for s in group.spans}
         langfuse.promote_tool_spans(group.spans, group.views)  # needs the model requests of the whole group
+        smolagents.managed_agent_calls(group.spans, group.views)  # (likewise: a managed agent's run is the call that ran it)
         # LangChain, whichever instrumentation recorded it: invalid calls sit on the chain spans above; a ToolNode's
         # error answer (an unknown tool) only in a chain's output; OpenLLMetry's tool results inside the callback's payload.
         traceloop.invalid_calls(group.spans, group.views)

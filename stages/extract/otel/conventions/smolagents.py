@@ -1,0 +1,69 @@
+"""smolagents' managed agents under OpenInference: the agent run is the call of its manager that ran it.
+
+A smolagents agent given `managed_agents=[researcher]` offers each managed agent to its model as a tool of the
+agent's name; the model calls `researcher(task=…)` and smolagents runs the managed agent inside the manager's step.
+openinference-instrumentation-smolagents (0.1.43) records no TOOL span for that call: the managed agent's run is an
+`AGENT` span named `<name>.run` under the manager's step (`Step n` CHAIN), its model requests and tools under it.
+Read as an agent run, its requests were steps of the manager's turn with nothing tying them to the call, the call had
+no result, and the agent's answer could pass for the turn's.
+
+So such a span — an agent run of the smolagents instrumentation inside another agent run (smolagents nests a run
+only for a managed agent) — is read as that call's tool span: tool name the agent's name (`agent.name`, else the
+span name without `.run`), result what the manager got — the tool message of a later request answering the model's one call of that
+name (smolagents' report, "Here is the final answer from your managed agent '<name>':\n…", from its prompt
+template), else the agent's answer (its `output.value`: several calls' results in one message cannot be told
+apart, and a `CodeAgent`'s code gets the report as a value) — error its error, `agent_name` kept so the steps
+it made are labelled with it (`nesting`). Under a `ToolCallingAgent` manager the call pairs with the model's part
+as any tool span does (arguments, the `task`, and id from the part); under a `CodeAgent`, whose model wrote code
+calling `researcher(task=…)` rather than a tool call, it is a call of the request before it, its arguments the
+`task` text smolagents gave the managed agent (its prompt template around the manager's task) as recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+
+__all__ = ["managed_agent_calls"]
+
+_SCOPE = "openinference.instrumentation.smolagents"
+
+
+def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
+    """Turn the managed agents' runs among `spans` into the calls that ran them, in `views` (module docstring)."""
+    index = {s.span_id: s for s in spans}
+    models = [v for v in views.values() if v.role == "model"]
+    for span in spans:
+        v = views.get(span.span_id)
+        if v is None or v.role != "agent" or not (span.scope or "").startswith(_SCOPE) or not _inside_agent(span, index, views):
+            continue
+        agent = span.attrs.get("agent.name")
+        name = agent if isinstance(agent, str) and agent else span.name[:-4] if span.name.endswith(".run") else span.name
+        given = unjson(span.attrs.get("input.value"))
+        task = given.get("task") if isinstance(given, dict) else None
+        views[span.span_id] = View(role="tool", tool_name=name, agent_name=name, error=v.error, conventions=v.conventions,
+                                   args={"task": task} if isinstance(task, str) else MISSING,
+                                   result=_reported(name, models, v.answer))
+
+
+def _reported(name: str, models: list[View], answer: Any) -> Any:
+    """What the manager's model got for its one call of `name` (a later request's tool message, by call id), else `answer`."""
+    ids = [p.get("id") for v in models for m in v.outputs or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("name") == name]
+    if len(ids) == 1 and ids[0] is not None:
+        got = [p.get("response") for v in models for m in v.inputs or [] for p in m.get("parts") or []
+               if p.get("type") == "tool_call_response" and p.get("id") == ids[0] and present(p.get("response"))]
+        if got:
+            return got[0]
+    return answer if present(answer) else MISSING
+
+
+def _inside_agent(span: Span, index: dict[str, Span], views: dict[str, View]) -> bool:
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:  # (a hostile trace may nest deep; a loop of parents ends here too)
+        node = index[node.parent_id]
+        hops += 1
+        if views[node.span_id].role == "agent":
+            return True
+    return False
