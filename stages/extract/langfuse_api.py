@@ -47,7 +47,15 @@ input/output; with neither, it is an `invalid_input` naming `observations`. An i
 (a mapping of arguments) gives way to the first user message, when there is one. `sessionId`, `userId`,
 `name`, `release`, `environment` and `metadata` go to `metadata.langfuse`,
 `tags` to the case's tags. Usage: `totalCost` (else the observations'
-`costDetails.total`) is `cost_usd`, `latency` (seconds) the latency.
+`costDetails.total`) is `cost_usd`, `latency` (seconds) the latency. When
+some model requests (`GENERATION`s not nested in another) carry a cost and
+others none (a model missing from Langfuse's price table, a cost the
+application reported for some requests only), the cost is unknown: `cost_usd`
+is left out, not the others' sum (which is also what `totalCost` holds), and
+`metadata.requests_without_cost` counts the requests that had none, as
+`metadata.requests_without_usage` does for tokens. A request's cost is its own
+or that of a generation nested in it; when no request has one, `totalCost`
+stands as before.
 """
 
 from __future__ import annotations
@@ -175,7 +183,8 @@ def adapt(payload: Any, options: Any = None) -> Case:
     usage: dict[str, Any] = {}
     total = _number(record.get("totalCost"))
     known = [c for c in costs if c is not None]
-    if total is not None or known:
+    unpriced = _requests_without_cost(observations, costs)
+    if (total is not None or known) and not unpriced:
         usage["cost_usd"] = total if total is not None else sum(known)
     if _number(record.get("latency")) is not None:
         usage["latency_s"] = _number(record["latency"])
@@ -185,7 +194,24 @@ def adapt(payload: Any, options: Any = None) -> Case:
     if differed:
         info["duplicates"] = [k[1] for k in differed]
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
-    return build_case(native_case(cid, spans, "langfuse", info, tags=tags, usage=usage))
+    built = native_case(cid, spans, "langfuse", info, tags=tags, usage=usage)
+    if unpriced:
+        built["metadata"]["requests_without_cost"] = unpriced
+    return build_case(built)
+
+
+def _requests_without_cost(observations: list[dict[str, Any]], costs: list[float | None]) -> int:
+    """How many model requests recorded no cost while another did (0 when all or none did; module docstring)."""
+    gens = {str(o["id"]): c for o, c in zip(observations, costs) if o["type"] == "GENERATION"}
+    parents = {str(o["id"]): str(o.get("parentObservationId")) for o in observations if o["type"] == "GENERATION"}
+    priced: dict[str, bool] = {}
+    for gid, cost in gens.items():
+        top, hops = gid, 0
+        while parents.get(top) in gens and hops < len(gens):  # a generation nested in another is the same request
+            top, hops = parents[top], hops + 1
+        priced[top] = priced.get(top, False) or cost is not None
+    lacking = sum(1 for p in priced.values() if not p)
+    return lacking if lacking < len(priced) else 0
 
 
 register_format(Format("langfuse", read=read_lines, adapt=adapt, options=NoOptions))

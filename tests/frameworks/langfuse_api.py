@@ -13,7 +13,10 @@ OTel ingestion maps spans (documented at langfuse.com "OpenTelemetry / property 
 - the trace: `id`, `timestamp` (root start), `name` (`langfuse.trace.name`, else the root span's name),
   `input`/`output` (`langfuse.trace.input/output`, else the root observation's), `sessionId`
   (`session.id`), `userId` (`user.id`), `tags`, `environment`, `latency` (seconds, first start to last end).
-  Costs are 0/absent: prices come from Langfuse's model table on the server.
+  Costs the SDK sent (`langfuse.observation.cost_details`, which Langfuse keeps as given) are the
+  observation's `costDetails` and `calculatedTotalCost`/`totalCost` (their `total`), and the trace's `totalCost`
+  is their sum, as the server sums what it has; other costs are 0/absent: prices come from Langfuse's model
+  table on the server, which no recording has.
 
 `trace_with_full_details` gives `GET /api/public/traces/{id}` (TraceWithFullDetails with `observations`
 as ObservationsView, fields as the v4 SDK's models name them); `observations_v2` gives
@@ -58,6 +61,7 @@ def _observation(resource: dict[str, Any], scope: dict[str, Any], span: dict[str
     """ObservationsView fields (by alias) of one span; input/output still raw strings."""
     attrs = {a["key"]: any_value(a.get("value", {})) for a in span.get("attributes", [])}
     usage = _usage(attrs.get("langfuse.observation.usage_details"))
+    cost = {k: v for k, v in (_json(attrs.get("langfuse.observation.cost_details")) or {}).items() if isinstance(v, (int, float))}
     start, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
     return {
         "id": span["spanId"], "traceId": span["traceId"], "type": str(attrs.get("langfuse.observation.type", "span")).upper(),
@@ -70,10 +74,10 @@ def _observation(resource: dict[str, Any], scope: dict[str, Any], span: dict[str
         "usage": {"input": usage.get("input", 0), "output": usage.get("output", 0), "total": usage.get("total", 0), "unit": "TOKENS",
                   "inputCost": None, "outputCost": None, "totalCost": None},
         "level": attrs.get("langfuse.observation.level", "DEFAULT"), "statusMessage": attrs.get("langfuse.observation.status_message"),
-        "parentObservationId": span.get("parentSpanId"), "promptId": None, "usageDetails": usage, "costDetails": {},
+        "parentObservationId": span.get("parentSpanId"), "promptId": None, "usageDetails": usage, "costDetails": cost,
         "environment": attrs.get("langfuse.environment", "default"), "promptName": None, "promptVersion": None, "modelId": None,
         "inputPrice": None, "outputPrice": None, "totalPrice": None, "calculatedInputCost": None, "calculatedOutputCost": None,
-        "calculatedTotalCost": None, "latency": (end - start) / 1e9, "timeToFirstToken": None,
+        "calculatedTotalCost": cost.get("total"), **({"totalCost": cost["total"]} if "total" in cost else {}), "latency": (end - start) / 1e9, "timeToFirstToken": None,
         "_attrs": attrs, "_start": start, "_end": end,
     }
 
@@ -109,7 +113,8 @@ def trace_with_full_details(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "metadata": {"resourceAttributes": root["metadata"]["resourceAttributes"], "scope": root["metadata"]["scope"]},
             "tags": list(attrs.get("langfuse.trace.tags") or []), "public": bool(attrs.get("langfuse.trace.public", False)),
             "environment": root["environment"], "htmlPath": f"/project/{PROJECT}/traces/{trace_id}",
-            "latency": (max(o["_end"] for o in obs) - min(o["_start"] for o in obs)) / 1e9, "totalCost": 0.0,
+            "latency": (max(o["_end"] for o in obs) - min(o["_start"] for o in obs)) / 1e9,
+            "totalCost": sum((o["costDetails"].get("total", 0.0) for o in obs), 0.0),
             "observations": [_public(o, parse_io=True) for o in obs], "scores": [],
         })
     return out
