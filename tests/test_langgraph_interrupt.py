@@ -146,9 +146,8 @@ def test_a_structured_interrupt_and_a_resume_by_interrupt_id(tmp_path):
     assert re.search(r"output: \{options:\[June 3,June 5\],question:Which date do you want\?\}\nUser 2: June 3\n", judge_text(case))
 
 
-def test_mlflow_format_reads_one_trace_a_case():
-    # Format `mlflow` makes each MLflow trace (each invoke) a case of its own: the paused run ends on the question,
-    # the resumed one starts with the answer. `format: otel` on MLflow's OTLP export keeps the thread one case (above).
-    paused, resumed = extract(DATA / "mlflow-ask-date.mlflow.jsonl", "mlflow")
-    assert calls(paused) == [SEARCH] and paused.trace.steps[-1].output == QUESTION and paused.trace.output == QUESTION
-    assert resumed.input == ANSWER and said(resumed) == [(0, ANSWER)] and resumed.trace.output == FINAL
+def test_mlflow_format_joins_the_paused_run_and_its_resume():
+    # Format `mlflow` made each MLflow trace (each invoke) a case of its own; it now joins them on the thread
+    # (`mlflow.trace.session`) as `otel` does (tests/test_traces_mlflow_interrupt.py).
+    (case,) = extract(DATA / "mlflow-ask-date.mlflow.jsonl", "mlflow")
+    assert calls(case) == [SEARCH] and said(case) == [(0, REQUEST), (1, ANSWER)] and case.trace.output == FINAL

@@ -30,6 +30,7 @@ by the `mlflow` convention and built by the `otel` assembler (see
   (else the model's first user message; with no model span, the first of
   `question`, `query`, `prompt`, `user_input`, `input`, `message(s)`,
   `task`, else the first text argument);
+- a LangGraph pause (a `GraphInterrupt` exception) is no error (`metadata.mlflow.errors`);
 - a span whose parent is not in the trace hangs from the trace's root
   span (it stays a root when the trace has none or several);
 - other spans (`PARSER`, `EMBEDDING`, ...) are structure; an
@@ -46,21 +47,38 @@ Usage: `info.execution_duration_ms` (MLflow 2: `execution_time_ms`) is the
 latency. The case id is `info.trace_id` (MLflow 2: `request_id`);
 `metadata.mlflow` keeps the trace name, state, session and user ids and
 the user's own tags (not MLflow's `mlflow.*` ones).
+
+One trace is one case, except a paused LangGraph run and its resume (`read`):
+MLflow writes each invoke as a trace, so a graph that paused at
+`interrupt(value)` and was resumed on its thread with `Command(resume=answer)`
+is two traces, both carrying the thread as `mlflow.trace.session` (LangChain
+autolog sets it from the run config's `thread_id`). A trace whose root span's
+input is such a `Command` joins the trace of the same session that started
+before it, as format `otel` joins them (the resumed run's first request replays
+the paused one's): one case, the first trace's id, the question the paused
+turn's final text and the answer the next user turn (`otel.pauses`);
+`metadata.mlflow.traces` lists the joined trace ids in order and the latency is
+the sum of the invokes' own (not the time the human took). Traces without a
+session, or whose session holds no resume, are one case each as before.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.extract.common import build_case, decode_line, fail, read_lines
+from tracejudge.stages.extract.common import JsonLine, build_case, decode_line, fail, read_lines
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span, adopt_orphans
 from tracejudge.stages.extract.otel.view import unjson
+from tracejudge.stages.load import RawRecord
 
 __all__ = ["adapt"]
 
@@ -87,6 +105,12 @@ def _exception(events: list[tuple[str, dict[str, Any]]], failed: bool, message: 
         if name == "exception" and (attrs.get("exception.type") or attrs.get("exception.message")):
             return ": ".join(str(x) for x in (attrs.get("exception.type"), attrs.get("exception.message")) if x)
     return (message or "error") if failed else None
+
+
+def _paused(events: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether a span's exception is LangGraph's pause (`GraphInterrupt`): the graph asked the human, nothing failed."""
+    return any(name == "exception" and str(ev.get("exception.type", "")).rsplit(".", 1)[-1] in ("GraphInterrupt", "NodeInterrupt")
+               for name, ev in events)
 
 
 def _span_key(span: Any) -> tuple[Any, Any] | None:
@@ -146,7 +170,7 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], 
         out.append(native_span(cid, sid, span.get("parent_span_id") or span.get("parent_id"), renamed.get(i, span.get("name")), 0, end or 0, attrs,
                                error=error is not None, message=error if not failed else message, events=events))
         kind = unjson(attrs.get("mlflow.spanType"))
-        if error and kind not in _CALL_TYPES:
+        if error and kind not in _CALL_TYPES and not _paused(events):
             errors.append({"span": str(sid), "type": kind if isinstance(kind, str) else None, "name": span.get("name"), "error": error})
     for span, start in zip(out, in_order(starts)):
         span.start = start
@@ -154,20 +178,24 @@ def _spans(cid: str, raw: list[Any]) -> tuple[list[Span], list[dict[str, Any]], 
     return out, errors, [str(k[1]) for k in differed]
 
 
-def adapt(payload: Any, options: Any = None) -> Case:
-    """Turn one `Trace.to_json()` record into a `Case` (see the module docstring).
+@dataclass
+class _Joined:
+    """The lines of a paused LangGraph run and its resumes (`read`), in the order they ran."""
 
-    Raises `AdapterError` naming the field (`data.spans[1].attributes`) for a
-    span that is not an MLflow span.
-    """
+    lines: list[Any]
+
+
+def _trace(payload: Any, cid_for: str | None = None) -> tuple[str, list[Span], dict[str, Any], float | None]:
+    """`(case id, spans, metadata.mlflow, latency in ms)` of one `Trace.to_json()` record; its spans take the trace
+    id `cid_for` when given (a trace joined to an earlier one)."""
     record, default_id = decode_line(payload)
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     cid = str(info.get("trace_id") or info.get("request_id") or record.get("id") or default_id)
     data = record.get("data")
     raw = data.get("spans") if isinstance(data, dict) else None
     if not isinstance(raw, list):
-        fail("data.spans: required list of spans is missing (write traces with Trace.to_json())", field="data.spans", case_id=cid)
-    spans, errors, duplicates = _spans(cid, raw)
+        fail("data.spans: required list of spans is missing (write traces with Trace.to_json())", field="data.spans", case_id=cid_for or cid)
+    spans, errors, duplicates = _spans(cid_for or cid, raw)
     meta = info.get("trace_metadata") or info.get("request_metadata") or {}
     meta = meta if isinstance(meta, dict) else {}
     tags = info.get("tags") if isinstance(info.get("tags"), dict) else {}
@@ -175,8 +203,87 @@ def adapt(payload: Any, options: Any = None) -> Case:
              "session": meta.get("mlflow.trace.session"), "user": meta.get("mlflow.trace.user"),
              "tags": {k: v for k, v in tags.items() if not str(k).startswith("mlflow.")} or None, "errors": errors or None, "duplicates": duplicates or None}
     ms = next((info[k] for k in ("execution_duration_ms", "execution_time_ms") if isinstance(info.get(k), (int, float)) and not isinstance(info[k], bool)), None)
-    usage = {"latency_s": ms / 1000} if ms is not None else {}
-    return build_case(native_case(cid, spans, "mlflow", {k: v for k, v in found.items() if v}, usage=usage))
+    return cid, spans, {k: v for k, v in found.items() if v}, ms
 
 
-register_format(Format("mlflow", read=read_lines, adapt=adapt, options=NoOptions))
+def adapt(payload: Any, options: Any = None) -> Case:
+    """Turn one `Trace.to_json()` record (or a paused run's joined traces, `read`) into a `Case` (module docstring).
+
+    Raises `AdapterError` naming the field (`data.spans[1].attributes`) for a
+    span that is not an MLflow span.
+    """
+    if not isinstance(payload, _Joined):
+        cid, spans, found, ms = _trace(payload)
+        return build_case(native_case(cid, spans, "mlflow", found, usage={"latency_s": ms / 1000} if ms is not None else {}))
+    cid, spans, found, ms = _trace(payload.lines[0])
+    ids, times = [cid], [ms]
+    for line in payload.lines[1:]:
+        tid, more, also, later = _trace(line, cid)
+        spans += more
+        ids.append(tid)
+        times.append(later)
+        for key in ("errors", "duplicates"):
+            if also.get(key):
+                found[key] = found.get(key, []) + also[key]
+    found["traces"] = ids
+    usage = {"latency_s": sum(times) / 1000} if None not in times else {}  # (the invokes' own time, not the human's)
+    return build_case(native_case(cid, spans, "mlflow", found, usage=usage))
+
+
+def _resumes(record: dict[str, Any]) -> tuple[str, Any, bool] | None:
+    """`(session, start, resumed)` of a decoded trace that names a session; `resumed`: its root span's input is a LangGraph
+    `Command` with a `resume` (`conventions.langgraph`'s test); `None` for a trace without a session."""
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    meta = info.get("trace_metadata") or info.get("request_metadata") or {}
+    session = meta.get("mlflow.trace.session") if isinstance(meta, dict) else None
+    if not isinstance(session, str) or not session:
+        return None
+    data = record.get("data") if isinstance(record.get("data"), dict) else {}
+    spans = [s for s in data.get("spans") or [] if isinstance(s, dict)]
+    roots = [s for s in spans if not (s.get("parent_span_id") or s.get("parent_id"))]
+    starts = [nanos(s.get("start_time_unix_nano", s.get("start_time"))) for s in roots]
+    start = min((t for t in starts if t is not None), default=None)
+    got = unjson((roots[0].get("attributes") or {}).get("mlflow.spanInputs")) if len(roots) == 1 and isinstance(roots[0].get("attributes"), dict) else None
+    resumed = isinstance(got, dict) and "resume" in got and set(got) <= {"graph", "update", "resume", "goto"} and got["resume"] is not None
+    return session, start if start is not None else str(info.get("request_time") or ""), resumed
+
+
+def read(dataset: Any) -> Iterator[RawRecord]:
+    """Every line as its own record, except a paused LangGraph run's traces, which are one (module docstring).
+
+    A line that names a session (`mlflow.trace.session`) waits until the file is read (its bytes only, not
+    decoded), since a resume may be written before the run it resumes (`search_traces` lists the newest
+    first); the others are yielded as they are read. A line that does not decode is yielded as it is, for
+    `adapt` to name its error.
+    """
+    held: dict[str, list[tuple[Any, int, RawRecord, bool]]] = {}
+    for n, raw in enumerate(read_lines(dataset)):
+        data = raw.payload.data if isinstance(raw.payload, JsonLine) else None
+        if raw.error is not None or not isinstance(data, bytes) or b"mlflow.trace.session" not in data:
+            yield raw
+            continue
+        try:
+            record = json.loads(data)
+            got = _resumes(record) if isinstance(record, dict) else None
+        except (ValueError, RecursionError):
+            got = None
+        if got is None:
+            yield raw
+            continue
+        held.setdefault(got[0], []).append((got[1], n, raw, got[2]))
+    for traces in held.values():
+        if not any(resumed for *_, resumed in traces):
+            yield from (raw for _, _, raw, _ in sorted(traces, key=lambda t: t[1]))  # (file order)
+            continue
+        chains: list[list[RawRecord]] = []
+        for _, _, raw, resumed in sorted(traces, key=lambda t: (str(type(t[0])), t[0], t[1])):
+            if resumed and chains:
+                chains[-1].append(raw)
+            else:
+                chains.append([raw])
+        for chain in chains:
+            first = chain[0]
+            yield first if len(chain) == 1 else RawRecord(first.file, first.line, _Joined([r.payload for r in chain]), end=first.end)
+
+
+register_format(Format("mlflow", read=read, adapt=adapt, options=NoOptions))
