@@ -19,7 +19,7 @@ from tracejudge.engine.checkpoint_file import FORMAT, CheckpointFile, line_at, r
 from tracejudge.engine.checkpoint_sanity import implausible, typed_segments
 from tracejudge.engine.journal_counts import _now
 from tracejudge.engine.keyset import KeySet, result_key
-from tracejudge.engine.segment_end import settle_failed_end
+from tracejudge.engine.segment_end import killed_elapsed, last_sign_of_life, settle_failed_end
 from tracejudge.stages.aggregate.state import StateError, restore
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ def recover(
     d = journal.run_dir
     store.remove_stale_temps(d)
     results = d / store.RESULTS
+    last_write = last_sign_of_life(d)  # (before this segment touches a file: `repair_tail` may cut results.jsonl)
     torn = store.repair_tail(results)
     size = results.stat().st_size if results.exists() else 0
     journal.fresh = size == 0
@@ -116,7 +117,7 @@ def recover(
     lines += tail
     journal.finished = len(journal.done)
     journal.retrying = journal.pending_retries()
-    killed = _settle_segments(journal, tail, rebuilt=not reused, lines=lines - tail)
+    killed = _settle_segments(journal, tail, rebuilt=not reused, lines=lines - tail, last_write=last_write)
     changed = changed or tail > 0 or killed or damaged > 0
     journal.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
                      "damaged_lines": damaged}
@@ -208,14 +209,16 @@ def _frees_spent(cp: CheckpointFile, max_retries: int) -> bool:
     return any(n <= max_retries and k not in cp.provisional and (cp.max_retries is None or n > cp.max_retries) for k, n in cp.failures.items())
 
 
-def _settle_segments(journal: RunJournal, tail: int, rebuilt: bool, lines: int = 0) -> bool:
-    """Attribute unrecorded results to the segment that wrote them (`lines`: those the checkpoint covers); mark dead segments killed."""
+def _settle_segments(journal: RunJournal, tail: int, rebuilt: bool, lines: int = 0, last_write: float | None = None) -> bool:
+    """Attribute unrecorded results to the segment that wrote them (`lines`: those the checkpoint covers); mark dead segments
+    killed, their elapsed time up to `last_write` (`last_sign_of_life`) when that is later than their record's."""
     if settle_failed_end(journal.segments, lines, tail if not rebuilt else 0):
         return True
     last = journal.segments[-1] if journal.segments else None
     if last is not None and last.get("ended") == "running":
         # We hold the lock, so the segment that was running is dead.
         last["ended"] = "killed"
+        killed_elapsed(last, last_write)
         if not rebuilt:
             last["results"] = int(last.get("results", 0)) + tail
         return True

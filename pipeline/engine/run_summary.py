@@ -10,6 +10,7 @@ from tracejudge.engine import manifest as manifest_mod
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint import RunJournal
 from tracejudge.engine.journal_counts import worker_died
+from tracejudge.engine.segment_end import elapsed_note
 
 
 def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
@@ -209,6 +210,7 @@ def _build_summary(
         "config_hash": manifest["config_hash"],
         "complete": complete,
         "elapsed_s_total": totals["elapsed_s"],
+        **({"elapsed_measured": note} if (note := elapsed_note(journal.segments)) else {}),
         **journal.summary_aggregate().summary(),
         **({"retries_spent": {"results": spent, "max_resume_retries": journal.max_retries}} if spent else {}),
         **({"worker_errors": died} if died else {}),

@@ -26,7 +26,17 @@ from typing import Any
 from tracejudge.core.errors import os_error
 from tracejudge.engine import store
 
-__all__ = ["record_failed_end", "settle_failed_end"]
+__all__ = ["ELAPSED_NOTE", "LIVE_FILES", "elapsed_note", "killed_elapsed", "last_sign_of_life", "record_failed_end", "settle_failed_end"]
+
+# The files of a run directory only a running segment writes, each at a moment it was alive: its fsynced result groups
+# (results.jsonl, results.idx), its checkpoints, and the judge answers it paid for (judge_spend.jsonl, flushed as each
+# came). `report` and `view` write none of them.
+LIVE_FILES = ("results.jsonl", "results.idx", "checkpoint.json", "judge_spend.jsonl")
+
+# What a killed segment's `elapsed_s` measures (its record's `elapsed_until`): the time to its last write, or to its last
+# checkpoint when no file says more.
+ELAPSED_NOTE = {"last_write": "from its start to its last write to the run directory (results, checkpoint or a paid judge answer)",
+                "last_checkpoint": "from its start to its last checkpoint"}
 
 
 def record_failed_end(run_dir: Path, segment: dict[str, Any], exc: OSError, lines_at_end: int, started: float) -> dict[str, Any] | None:
@@ -72,3 +82,61 @@ def settle_failed_end(segments: list[dict[str, Any]], lines: int, tail: int) -> 
         segments.append({"segment": 1 + int(last.get("segment", 0)), "started_at": None, "elapsed_s": None, "results": tail - mine,
                          "ended": "killed", "usage": {}})
     return True
+
+
+def last_sign_of_life(run_dir: Path) -> float | None:
+    """The latest modification time (seconds since the epoch) of `run_dir`'s `LIVE_FILES`; None when none exists.
+
+    Read by a resume before it writes anything: the last moment the segment before it is known to have been alive.
+    """
+    times = []
+    for name in LIVE_FILES:
+        with contextlib.suppress(OSError):
+            times.append((run_dir / name).stat().st_mtime)
+    return max(times, default=None)
+
+
+def killed_elapsed(segment: dict[str, Any], last_write: float | None) -> None:
+    """Set a killed `segment`'s `elapsed_s` to the time from its `started_at` to `last_write` when that is longer than
+    the one its last checkpoint recorded, and say in `elapsed_until` which it is (`ELAPSED_NOTE`).
+
+    The checkpoint records the time only when it is rewritten (about every 30 s, or at the first result), so a segment
+    killed between two kept the time to its first: a run's `elapsed_s_total` left out most of what it ran. The files it
+    wrote after that checkpoint say it was alive later. The time after its last write, up to the kill, is not known.
+    Wall-clock times: a `last_write` before its start (a clock set back) is ignored.
+    """
+    from datetime import datetime
+
+    recorded = segment.get("elapsed_s")
+    recorded = float(recorded) if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) else None
+    started = segment.get("started_at")
+    segment["elapsed_until"] = "last_checkpoint"
+    if last_write is None or not isinstance(started, str):
+        return
+    try:
+        since = last_write - datetime.fromisoformat(started).timestamp()
+    except ValueError:
+        return
+    if since >= 0 and (recorded is None or since > recorded):
+        segment["elapsed_s"] = round(since, 3)
+        segment["elapsed_until"] = "last_write"
+
+
+def elapsed_note(segments: list[dict[str, Any]]) -> str | None:
+    """The sentence saying what `elapsed_s_total` measures when some of `segments` did not end on their own (killed, or
+    stopped by a write error), else None: a finished or interrupted segment's time is measured to its end."""
+    parts = []
+    for seg in segments:
+        if seg.get("ended") not in ("killed", "error"):
+            continue
+        n = seg.get("segment")
+        if seg.get("ended") == "error":
+            parts.append(f"segment {n} (stopped by a write error) to that error")
+        elif seg.get("elapsed_s") is None or seg.get("started_at") is None:
+            parts.append(f"segment {n} (killed before its first checkpoint) is not counted: its start is not known")
+        else:
+            parts.append(f"segment {n} (killed) {ELAPSED_NOTE.get(seg.get('elapsed_until'), ELAPSED_NOTE['last_checkpoint'])}")
+    if not parts:
+        return None
+    return ("elapsed_s_total sums the segments' elapsed_s, each measured to its end, except: " + "; ".join(parts)
+            + "; the time between a killed segment's last write and the kill is not known")

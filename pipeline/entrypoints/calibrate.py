@@ -207,6 +207,27 @@ def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Calla
     return table
 
 
+# The widths a metric's cell may be cut to (characters a line), and the lines it may take, when no layout fits it whole.
+_NAME_MAX, _NAME_MIN, _NAME_LINES = 40, 8, 3
+
+
+def _name_cell(name: str, width: int, cut: dict[str, str]) -> str:
+    """`name` (already inert) as a table cell of lines of at most `width` characters: wrapped between words, or, when
+    a word is longer than `width`, cut in pieces of `width`; past `_NAME_LINES` lines cut short, the last ending in `…`. A cut name is
+    added to `cut` (`{full name: its cell on one line}`), for the lines after the table that give it whole."""
+    from tracejudge.core.console import wrap_name
+
+    lines = wrap_name(name, width).split("\n")
+    if any(len(line) > width for line in lines):  # (a word too long: the name in pieces of `width`, not words and pieces)
+        lines = [name[i:i + width] for i in range(0, len(name), width)]
+    if len(lines) <= _NAME_LINES:
+        return "\n".join(lines)
+    lines = lines[:_NAME_LINES]
+    lines[-1] = lines[-1][:width - 1] + "…"
+    cut[name] = "".join(lines)
+    return "\n".join(lines)
+
+
 def _agreement_blocks(metrics: dict[str, dict[str, Any]]) -> list[str]:
     """The table's figures as a few lines per metric, for a console too narrow for any layout of the table."""
     from tracejudge.core.inert_text import visible
@@ -242,9 +263,11 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
     """Print a `labels` block (`tracejudge.stages.judge.agreement.agreement_block`): a table per metric, its confusion matrix,
     κ by tag and the first `listed` disagreeing cases.
 
-    The table keeps every metric name and figure whole (README: the tables are laid out for 80 columns): the first of
-    `_agreement_table`'s layouts that fits the console, metric names wrapped between words if they must, else a few
-    lines per metric. Names and reasons are printed inert (`visible`).
+    The table keeps every figure whole and in its column (README: the tables are laid out for 80 columns): the first of
+    `_agreement_table`'s layouts that fits the console, metric names wrapped between words if they must; a name with a
+    word too long for that is broken inside it, and cut with `…` past three lines (`_name_cell`), its full name on a line
+    after the table (`  shown… = full name`); else, on a console too narrow even then, a few lines per metric. Names and
+    reasons are printed inert (`visible`).
     """
     from tracejudge.core.console import fits, fitted
     from tracejudge.core.inert_text import visible
@@ -259,8 +282,19 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
         say(f"  labels: {p}")  # (not all skip one: "counted once", "takes this one")
     metrics = block.get("metrics") or {}
     table = fitted(console, lambda level, name: _agreement_table(metrics, level, name), 4)
+    cut: dict[str, str] = {}
+    if not fits(console, table):
+        # A name with a word too long to wrap (a 60-character custom metric's): its cell is cut at a width that lets
+        # the figures stay whole and in their columns, and the full name follows the table.
+        for width in range(_NAME_MAX, _NAME_MIN - 1, -1):
+            cut = {}
+            table = _agreement_table(metrics, 3, lambda s, w=width: _name_cell(s, w, cut))  # type: ignore[misc]
+            if fits(console, table):
+                break
     if fits(console, table):
         console.print(table)
+        for full, shown in cut.items():
+            say(f"  {shown} = {full}")
     else:
         for line in _agreement_blocks(metrics):
             say(line)

@@ -31,6 +31,7 @@ from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
 from tracejudge.stages.reports.cases import CaseCollector, CaseMaterial, collect_cases, result_dict
 from tracejudge.stages.reports.html import render_html
+from tracejudge.stages.reports.judge_spend import LineSpend, rebuilt_spend
 from tracejudge.stages.reports.junit import JunitWriter
 from tracejudge.stages.reports.markdown import render_markdown
 
@@ -275,6 +276,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     damaged: list[str] = []
     seen = KeySet()
     judged: dict[str, int] = {}  # the judge's gate counts (`journal_counts.add_judge_counts`), for a run without summary.json
+    spent = LineSpend()  # and what its scores say the judge spent (`judge_spend.rebuilt_spend`)
     for lineno, line in store.iter_current_numbered(path):
         try:
             result = CaseResult.model_validate_json(line)
@@ -289,12 +291,13 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
             continue
         agg.fold(result)
         add_judge_counts(judged, result)
+        spent.add(result)
     prev: dict[str, Any] = {}
     try:
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         prev = {}
-    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "usage", "segments", "configs", "judge", "shards",
+    keep: dict[str, Any] = {k: prev[k] for k in ("tracejudge_version", "config_hash", "complete", "elapsed_s_total", "elapsed_measured", "usage", "segments", "configs", "judge", "shards",
                                                     "retries_spent") if k in prev}
     summary = {**keep, **agg.summary()}
     if not _last_segment_finished(run_dir):
@@ -310,9 +313,10 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         summary["judge"] = prev["judge"]
     elif judged.get("judged_results") or (config is not None and config.judge is not None):
         # No summary.json (a run killed before its first, or one deleted): the judge's gate is counted from the results,
-        # as a resume counts it, so a run the judge failed is not reported PASS. Its spending is not in the lines whole.
+        # as a resume counts it, so a run the judge failed is not reported PASS. Its spending, which the lines do not hold
+        # whole, is rebuilt from the spend journal (`judge_spend`), and the block says from where.
         limit = (config.judge.max_error_share if config is not None and config.judge is not None else 0.0)
-        summary["judge"] = judge_block_with({"max_error_share": limit}, standing_judge_counts(judged, ()))
+        summary["judge"] = judge_block_with({"max_error_share": limit, **rebuilt_spend(run_dir, spent)}, standing_judge_counts(judged, ()))
     # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
     # key's place, so a diff of summary.json shows what changed, not a shuffle.
     summary = {**{k: summary[k] for k in prev if k in summary}, **summary}

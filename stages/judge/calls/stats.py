@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["JudgeStats", "add_counts", "share_usd", "sum_usd"]
+__all__ = ["PAID_BY", "RUN_MARK", "JudgeStats", "add_counts", "paid_here", "run_mark", "share_usd", "sum_usd"]
+
+# The file of a run directory naming the run (a random hex token, made by the first answer paid or read), and the key
+# of a cached answer's `usage` naming the run that paid for it: a hit of an answer this run paid for is no saving.
+RUN_MARK = "judge_run_id"
+PAID_BY = "paid_by"
 
 
 def add_counts(a: Any, b: Any) -> Any:
@@ -30,6 +38,41 @@ def sum_usd(costs: Iterable[float | None], places: int | None = 8) -> float | No
 def share_usd(cost: float | None, n: int) -> float | None:
     """One of `n` equal shares of `cost` (a request shared by `n` items or metrics), to 8 places; None stays None."""
     return None if cost is None else round(cost / n, 8)
+
+
+def run_mark(run_dir: Path | None) -> str | None:
+    """The token naming the run of `run_dir` (32 hex digits, kept in `run_dir/judge_run_id`, made on first use); None
+    without a run directory or when the file can be neither read nor made (its answers then count as another run's).
+
+    The same for every segment of the run (a resume reads the file the first segment made), and another run's
+    directory has its own: what tells a resume's cache hits of answers its killed segment paid for (not savings: the
+    run paid for them once) from hits of answers paid before the run began or by another run (savings). Deleting the
+    file makes the next segment a new run for this purpose only.
+    """
+    if run_dir is None:
+        return None
+    path = Path(run_dir) / RUN_MARK
+    mark: str | None = None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # (exclusive: two judges of a panel make one)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            mark = uuid.uuid4().hex
+            fh.write(mark + "\n")
+    except FileExistsError:
+        try:
+            text = path.read_text(encoding="ascii", errors="replace").strip()
+            mark = text if len(text) == 32 and all(c in "0123456789abcdef" for c in text) else None
+        except OSError:
+            mark = None
+    except OSError:
+        mark = None
+    return mark
+
+
+def paid_here(usage: Any, mark: str | None) -> bool:
+    """Was the cached answer whose `usage` (its cache entry's, `{"input_tokens", "output_tokens"[, "paid_by"]}`) this is
+    paid for by the run `mark` names (`run_mark`)? False for an entry without the mark (cached before runs were named)."""
+    return mark is not None and isinstance(usage, dict) and usage.get(PAID_BY) == mark
 
 
 @dataclass
@@ -76,6 +119,9 @@ class JudgeStats:
     usage_unknown_replies: int = 0  # answers without usage: tokens estimated, dollars unknown
     server_truncated_prompts: int = 0  # replies whose server counted far fewer prompt tokens than were sent (it cut them)
     saved_usage_unknown: int = 0  # cache hits (and shared flights) of such answers: what they saved is unknown
+    # Cache hits of answers this run paid for itself (a killed segment's, read back by the resume that redid their
+    # cases): counted in `cache_hits`, never in `saved_tokens`/`saved_usd` (`paid_here`).
+    hits_paid_by_this_run: int = 0
     latencies: list[float] = field(default_factory=list)
     cache_misses_explained: dict[str, int] = field(default_factory=dict)
     error_kinds: dict[str, int] = field(default_factory=dict)
