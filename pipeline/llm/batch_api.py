@@ -65,7 +65,8 @@ class BatchState:
 
 @dataclass
 class BatchResult:
-    """One request's outcome in a batch: `kind` is `ok`, `error`, `expired` or `canceled`."""
+    """One request's outcome in a batch: `kind` is `ok`, `error`, `expired`, `canceled` or `refused` (the model refused
+    to judge it: `reply` then carries the refusal's usage, which the provider bills, `message` names it)."""
 
     custom_id: str
     kind: str
@@ -206,7 +207,7 @@ def _openai_result(rec: dict[str, Any]) -> BatchResult:
     try:
         reply = read_reply("openai", HttpReply(200, {}, resp.get("body"), 0.0), 0.0)
     except ProviderError as exc:
-        return BatchResult(cid, "error", message=str(exc))
+        return BatchResult(cid, "refused" if exc.reply is not None else "error", exc.reply, message=str(exc))
     return BatchResult(cid, "ok", reply)
 
 
@@ -218,7 +219,7 @@ def _anthropic_result(rec: dict[str, Any]) -> BatchResult:
         try:
             return BatchResult(cid, "ok", read_reply("anthropic", HttpReply(200, {}, result.get("message"), 0.0), 0.0))
         except ProviderError as exc:
-            return BatchResult(cid, "error", message=str(exc))
+            return BatchResult(cid, "refused" if exc.reply is not None else "error", exc.reply, message=str(exc))
     if kind in ("expired", "canceled"):
         return BatchResult(cid, str(kind), message=f"the request {kind}")
     return BatchResult(cid, "error", message=json.dumps(result.get("error"))[:300])

@@ -16,9 +16,11 @@ synchronous fault script and `error_rate` apply to batch requests too (a
 `500`, `429`, `quota` or `timeout` fault becomes a per-request error), and
 `batch_script` — one entry per batch created, in order — stages exact
 scenarios: `{"errors": k, "expired": m, "status": "completed"}` gives the
-first k requests (in file order) an error and the next m `batch_expired`;
-a batch with expired requests ends `expired` (OpenAI) unless `status` says
-otherwise. Results come back in an order other than the file's
+first k requests (in file order) an error and the next m `batch_expired`,
+and `"refusals": r` the next r a refusal (OpenAI's `message.refusal`,
+Anthropic's `stop_reason: "refusal"`) that carries its usage, as a real one
+does (counted in `SimStats` like any answer); a batch with expired requests
+ends `expired` (OpenAI) unless `status` says otherwise. Results come back in an order other than the file's
 (`batch_shuffle`), so a client that joins by position fails.
 
 `SimStats.batches_created` counts accepted batch submissions — the figure the
@@ -63,6 +65,15 @@ class SimBatch:
     downloads: int = 0
 
 
+def _refused(payload: dict[str, Any], anthropic: bool) -> dict[str, Any]:
+    # The answer as a refusal: no verdict, its usage kept (a provider bills a refusal).
+    if anthropic:
+        return {**payload, "content": [], "stop_reason": "refusal"}
+    choice = {**payload["choices"][0], "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+              "finish_reason": "stop"}
+    return {**payload, "choices": [choice]}
+
+
 def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple[dict[str, Any], int]],
                      count_prompt: Callable[[dict[str, Any]], int]) -> None:
     """Add the batch endpoints to `app`.
@@ -80,7 +91,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
 
     def run_requests(items: list[tuple[str, dict[str, Any]]], anthropic: bool) -> list[tuple[str, str, Any]]:
         script = sim.config.batch_script.pop(0) if sim.config.batch_script else {}
-        n_err, n_exp = int(script.get("errors", 0)), int(script.get("expired", 0))
+        n_err, n_exp, n_ref = int(script.get("errors", 0)), int(script.get("expired", 0)), int(script.get("refusals", 0))
         out: list[tuple[str, str, Any]] = []
         for i, (cid, body) in enumerate(items):
             if i < n_err:
@@ -104,7 +115,7 @@ def add_batch_routes(app: web.Application, sim: Any, answer: Callable[..., tuple
                 out.append((cid, "invalid", refusal.message))
                 continue
             payload, _ = answer(sim, body, anthropic, fault if fault in _ANSWER_FAULTS else "ok", count_prompt(body))
-            out.append((cid, "ok", payload))
+            out.append((cid, "ok", _refused(payload, anthropic) if i < n_err + n_exp + n_ref else payload))
         sim.stats.batch_requests += len(items)
         if sim.config.batch_shuffle:
             random.Random(f"{sim.config.seed}:{len(batches)}").shuffle(out)

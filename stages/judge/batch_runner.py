@@ -74,6 +74,15 @@ class _Watch:
     error: BaseException | None = None
 
 
+def _refused(result: BatchResult) -> None:
+    """Raise, for a request the model refused in a batch, the `fatal` error a synchronous refusal is (`reply`: its
+    usage, which the provider billed): it is not resubmitted, as a refusal comes back the same and is paid each time."""
+    if result.kind == "refused":
+        err = ProviderError("fatal", result.message, 200)
+        err.reply = result.reply
+        raise err
+
+
 class BatchRunner:
     """Submits, journals, polls and joins provider batches for one run (see the module doc).
 
@@ -114,7 +123,8 @@ class BatchRunner:
     # ------------------------------------------------------------------ public
 
     async def submit(self, custom_id: str, payload: dict[str, Any]) -> Reply:
-        """The reply to `payload`, sent in a batch as `custom_id`. Raises `ProviderError` when it never succeeded."""
+        """The reply to `payload`, sent in a batch as `custom_id`. Raises `ProviderError` when it never succeeded (a
+        refusal at once, `fatal` with its `reply`, never resubmitted)."""
         await self._recover()
         used = 0
         result: BatchResult | None = None
@@ -125,6 +135,7 @@ class BatchRunner:
             result = self._results.pop(custom_id)
             if result.kind == "ok" and result.reply is not None:
                 return result.reply
+            _refused(result)
             self._count(result)
             used = 1
         line = batch_line(self.protocol, custom_id, payload)
@@ -134,6 +145,7 @@ class BatchRunner:
             result = await self._batcher.submit("batch", (custom_id, line))
             if result.kind == "ok" and result.reply is not None:
                 return result.reply
+            _refused(result)
             self._count(result)
         assert result is not None
         raise ProviderError("server", f"batch request {result.kind} in {self.cfg.batch.max_resubmits + 1} submissions: {result.message}")

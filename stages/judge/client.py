@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,7 @@ class Judge:
         self.batches = batches
         self._ratio = 1.0  # provider prompt tokens / our estimate, never below 1
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
+        self._landed: OrderedDict[str, _Flight] = OrderedDict()  # cache key → the last answered flight (`asking.LANDED` at most)
         self.stop: anyio.Event | None = None  # set by the stage: once set, requests still queued are not sent
         self.spend: SpendJournal | None = None  # set by the stage: each paid attempt, on disk before it is used
         # What requests are doing now, for `activity()`: serial → since when (sending) / until when and why (back-off).

@@ -31,7 +31,10 @@ resumed run that groups items differently is still served from the cache.
 
 Items whose verdict is missing or does not parse, or that the reply answers two ways (one
 question both yes and no, or two grades, across its JSON objects), are re-asked alone (the
-single-item path, with its own repair); the rest are kept. A request the
+single-item path, with its own repair); the rest are kept. A reply that also gives a verdict
+for an item id not asked (a key of its verdict object holding an answer or a grade; a key
+holding none, such as a `summary`, is ignored) does not parse at all: every item of it is
+re-asked alone, as the judge may be answering about another item. A request the
 provider refuses (a 400 such as a content filter, or a 5xx that persists
 through the retries; see `refusal`) is split: each half is judged as a group
 of its own, recursively, so only the item that causes the refusal fails
@@ -56,7 +59,7 @@ from tracejudge.llm.providers import JudgeRequest, ProviderError
 from tracejudge.stages.judge.base import Plan, Question, yes_no_schema
 from tracejudge.stages.judge.calls.stats import share_usd
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
-from tracejudge.stages.judge.parse import ParseError, agreement, grade_agreement, json_objects, scale_from, yes_no_from
+from tracejudge.stages.judge.parse import ParseError, agreement, by_id, grade_agreement, json_objects, scale_from, yes_no_from
 from tracejudge.stages.judge.trace_text import whole_text
 
 if TYPE_CHECKING:
@@ -152,6 +155,15 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
     if not given:
         return {}, {it.id: "no JSON object with verdicts by item id found in the reply" for it in items}
     data = given[0]
+    asked = {it.id for it in items}
+    extra = [k for k, v in data.items() if k not in asked and _answers_something(v)]
+    if extra:
+        # A verdict for an item not asked: the judge may have answered about another item (or under the wrong id), so
+        # none of its verdicts is trusted, as a single-item reply answering a question not asked (`parse` module doc).
+        named = ", ".join(repr(k[:40]) for k in extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+        why = (f"the reply gives a verdict for {named}, which {'was' if len(extra) == 1 else 'were'} not asked (asked: "
+               f"{', '.join(sorted(asked))[:300]}): the judge may be answering about another item")
+        return {}, {it.id: why for it in items}
     good: dict[str, dict[str, Any]] = {}
     bad: dict[str, str] = {}
     for it in items:
@@ -165,11 +177,25 @@ def parse_multi(items: list[Item], text: str) -> tuple[dict[str, dict[str, Any]]
                 good[it.id] = {it.questions[0].id: scale_from(data[it.id], *it.plan.scale)}
             else:
                 agreement(verdicts, [it.plan.full_id(q) for q in it.questions])
-                got = yes_no_from(data[it.id], [it.plan.full_id(q) for q in it.questions])
+                got = yes_no_from(by_id(data[it.id]), [it.plan.full_id(q) for q in it.questions])  # (the older `answers` list too)
                 good[it.id] = {q.id: got[it.plan.full_id(q)] for q in it.questions}
         except ParseError as exc:
             bad[it.id] = str(exc)
     return good, bad
+
+
+def _answers_something(value: Any, depth: int = 0) -> bool:
+    # Whether a reply's value holds a verdict: a yes/no word, an object with an `answer` or a `score`, or such objects
+    # inside it (an item's verdict keyed by question id, an `answers` list). A note (`"summary": "…"`, a count) does not.
+    if isinstance(value, str):
+        return value.strip().lower().rstrip(".!") in ("yes", "no")
+    if depth > 3:
+        return False
+    if isinstance(value, dict):
+        return "answer" in value or "score" in value or any(_answers_something(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_answers_something(v, depth + 1) for v in value)
+    return False
 
 
 def refusal(exc: ProviderError) -> bool:
@@ -244,6 +270,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             cached_in = 0
             cost: float | None = 0.0  # None: the model has no price and the reply billed tokens, or the reply had no usage
             billed: tuple[int, float | None] = (0, 0.0)  # a failed request's attempts that timed out: tokens, dollars
+            unsent = False  # the failed request was never sent (the budget refused it, or the server's gate gave up on it)
             if cached is not None:
                 judge.stats.cache_hits += 1
                 text = cached["text"]
@@ -258,6 +285,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                     cached_in, cost = reply.cached_input_tokens, reply.cost_usd
                     text = reply.text
                 except _BudgetRefused:
+                    unsent = True
                     judge.stats.skipped_budget += 1
                     failure = Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"),
                                       "skipped_budget", "a judge request could cross the token or dollar budget; resume with a larger budget to finish it",
@@ -269,13 +297,14 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                         split_why = f"the request of {len(group)} items was refused ({str(exc)[:300]}); its items were re-asked in halves"
                     else:
                         failure = judge.failure(exc)
+                        unsent = exc.unsent
                         billed = (exc.billed_input_tokens, exc.billed_cost_usd)  # attempts that timed out, shared by its items
             if split_why:
                 mid = (len(todo) + 1) // 2
                 halves = [todo[:mid], todo[mid:]]
             elif failure is not None:
                 for pos, i in enumerate(todo):
-                    sent = int(failure.status != "skipped_budget")  # a request the budget refused was never sent
+                    sent = int(not unsent)  # a request never sent is not one
                     n = len(todo)
                     info = JudgeInfo(model=cfg.model, requests=sent, latency_s=round(time.perf_counter() - t0, 4),
                                      input_tokens=billed[0] // n + (billed[0] % n if pos == 0 else 0),

@@ -20,6 +20,7 @@ whose leader was cancelled (a stop) makes its own trip.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ class Prepared:
     key: str | None = None
     hit: dict[str, Any] | None = None
     wire: Wire | None = None
+    began: float = 0.0  # when its making ready began (`time.monotonic()`): an identical flight that landed after it is shared
 
 
 @dataclass
@@ -98,6 +100,7 @@ class Preparer:
         ask stands in its place). The same as `prepare` of each, without a wait per ask."""
         if not asks:
             return []
+        began = time.monotonic()
         trip = self._open
         if trip is not None and len(trip.asks) < self.MAX_TRIP:
             start = len(trip.asks)
@@ -123,7 +126,11 @@ class Preparer:
                 trip.done.set()
             if trip.read_error is not None:
                 self._read_failed(trip.read_error, sum(1 for p in trip.out if isinstance(p, Prepared) and p.key is not None))
-        return trip.out[start:start + len(asks)]
+        mine = trip.out[start:start + len(asks)]
+        for p in mine:
+            if isinstance(p, Prepared):
+                p.began = began
+        return mine
 
     def _run(self, trip: _Trip) -> list[Prepared | Exception]:
         # In a worker thread: plain CPU work and one read, nothing shared is changed.

@@ -64,6 +64,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if not j.get("requests") and not j.get("cache_hits") and not j.get("calibration"):
         return ([budget] if budget else []) + quality_lines(summary)
     lines = [spend_line(summary)]
+    if j.get("spend_note"):
+        lines.append(j["spend_note"])  # (rebuilt by `report` without summary.json: where its figures came from)
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, {_dollars(j.get('repair_cost_usd', 0.0))}; "
@@ -83,7 +85,9 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     if (partial := j.get("partial_counters") or {}).get("note"):
         lines.append(partial["note"])  # (the run's log says it too; `report` and a later reader see it only here)
     if j.get("error_kinds"):
-        lines.append("judge errors: " + ", ".join(f"{k} {n}" for k, n in j["error_kinds"].items()))
+        from tracejudge.stages.judge.error_note import error_line, where_of  # (`first_error`: `error_note.with_first_error`)
+
+        lines.append(error_line(j["error_kinds"], j.get("first_error"), where_of(j.get("first_error"))) or "")
     if line := _timeouts_line(j):
         lines.append(line)
     limited = (summary.get("status") or {}).get("rate_limited", 0)

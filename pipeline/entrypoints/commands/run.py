@@ -204,7 +204,9 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     again = f"compare again with `tracejudge report {shlex.quote(str(outcome.run_dir))}` when it has finished"
     if (note := baseline_note(reg.baseline if reg else None, again)) is not None:
         err.print(note, highlight=False, markup=False, soft_wrap=True)
-    print_summary(outcome.summary, out)
+    from tracejudge.stages.judge.error_note import with_first_error
+
+    print_summary(with_first_error(outcome.summary, outcome.run_dir), out)  # (its judge errors line names the first's message)
     _print_configs(outcome.summary, out)
     _print_unscored(outcome.summary, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"

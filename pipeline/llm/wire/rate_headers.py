@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime
 
@@ -11,7 +12,16 @@ __all__ = ["rate_info"]
 
 
 def _seconds(value: str | None) -> float | None:
-    """OpenAI's `1.5s` / `6m0s` / `20ms`, a plain number, or an RFC 3339 time → seconds from now."""
+    """OpenAI's `1.5s` / `6m0s` / `20ms`, a plain number, or an RFC 3339 time → seconds from now; `None` for anything
+    else (`1.2.3s`, a date out of range): a header is the server's hint, and one that cannot be read says nothing."""
+    try:
+        got = _read_seconds(value)
+    except (ValueError, OverflowError):
+        return None
+    return got if got is None or math.isfinite(got) else None  # (`1e999`, `inf`, `nan`: no wait any clock can time)
+
+
+def _read_seconds(value: str | None) -> float | None:
     if value is None or value == "":
         return None
     v = value.strip()
@@ -50,7 +60,7 @@ def _seconds(value: str | None) -> float | None:
 def _int(value: str | None) -> int | None:
     try:
         return int(float(value)) if value not in (None, "") else None
-    except ValueError:
+    except (ValueError, OverflowError):  # (`1e999` is float infinity, which no int holds)
         return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from tracejudge.llm.redact import redact
@@ -45,7 +46,9 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
     a refusal — Anthropic `stop_reason: "refusal"`, an OpenAI message's
     `refusal`, `finish_reason: "content_filter"` — → `fatal`, as a content
     filter's 4xx: the case's content causes it, so no retry or repair request
-    can help, and whatever text came with it is not a verdict.
+    can help, and whatever text came with it is not a verdict. Its usage is
+    read as any reply's and carried on the error (`ProviderError.reply`): the
+    provider bills a refusal, so the judge bills it too.
 
     A 2xx without usage (missing, null, no prompt figure) is a `Reply` with
     `usage_known` False and 0 tokens: its sender estimates them. So is one with
@@ -94,8 +97,10 @@ def read_reply(provider: str, http: HttpReply, max_retry_after_s: float, secrets
             return _anthropic(body)
         return _openai(body)
     except _Refused as exc:
-        raise ProviderError("fatal", f"HTTP {http.status}: the model refused to judge this request ({redact(str(exc), secrets)[:300]}); "
-                            "its content is not a verdict, and no retry or repair request is sent: the case's content causes it", http.status) from None
+        refused = ProviderError("fatal", f"HTTP {http.status}: the model refused to judge this request ({redact(str(exc), secrets)[:300]}); "
+                                "its content is not a verdict, and no retry or repair request is sent: the case's content causes it", http.status)
+        refused.reply = exc.reply  # (answered and billed: its usage is billed like any answer's)
+        raise refused from None
     except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as exc:
         raise ProviderError("server", f"HTTP {http.status}: unexpected reply shape ({type(exc).__name__})", http.status) from None
 
@@ -116,7 +121,22 @@ def _not_json(http: HttpReply) -> ProviderError:
 
 
 class _Refused(Exception):
-    """A 2xx reply that is a refusal; the message says which field says so (`read_reply` makes it a `fatal` error)."""
+    """A 2xx reply that is a refusal; the message says which field says so (`read_reply` makes it a `fatal` error).
+    `reply`: the refusal read as an answer, for its usage (the provider bills a refusal like any reply)."""
+
+    def __init__(self, message: str, reply: Reply) -> None:
+        super().__init__(message)
+        self.reply = reply
+
+
+def _billed_refusal(why: str, read: Callable[[], Reply]) -> _Refused:
+    # A refusal's usage is read as any reply's; a refusal whose other fields are odd is still a refusal, billed at an
+    # estimate (usage unknown) rather than called a malformed reply and sent again.
+    try:
+        reply = read()
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError, RecursionError):
+        reply = Reply("", False, 0, 0, usage_known=False)
+    return _Refused(why, reply)
 
 
 def _anthropic(body: dict[str, Any]) -> Reply:
@@ -124,7 +144,11 @@ def _anthropic(body: dict[str, Any]) -> Reply:
         # (`stop_details` is where newer replies say why; the content, if any, is cut where the filter stopped it)
         why: dict[str, Any] = body["stop_details"] if isinstance(body.get("stop_details"), dict) else {}
         said = "; ".join(str(why[k]) for k in ("category", "explanation") if why.get(k))
-        raise _Refused('stop_reason "refusal"' + (f": {said}" if said else ""))
+        raise _billed_refusal('stop_reason "refusal"' + (f": {said}" if said else ""), lambda: _anthropic_reply(body))
+    return _anthropic_reply(body)
+
+
+def _anthropic_reply(body: dict[str, Any]) -> Reply:
     blocks = body.get("content") or []
     thinking = [b["thinking"] for b in blocks if b.get("type") == "thinking" and isinstance(b.get("thinking"), str)]
     calls = [b for b in blocks if b.get("type") == "tool_use"]
@@ -160,9 +184,14 @@ def _openai(body: dict[str, Any]) -> Reply:
     choice = body["choices"][0]
     message = choice["message"]
     if isinstance(message.get("refusal"), str) and message["refusal"].strip():  # (OpenAI's structured outputs put it there, content null)
-        raise _Refused(f"message.refusal: {message['refusal']}")
+        raise _billed_refusal(f"message.refusal: {message['refusal']}", lambda: _openai_reply(body, {**message, "content": message["refusal"]}))
     if choice.get("finish_reason") == "content_filter":  # (what content is left was cut where the filter stopped it)
-        raise _Refused("finish_reason: content_filter")
+        raise _billed_refusal("finish_reason: content_filter", lambda: _openai_reply(body, message))
+    return _openai_reply(body, message)
+
+
+def _openai_reply(body: dict[str, Any], message: dict[str, Any]) -> Reply:
+    choice = body["choices"][0]
     text = message.get("content") or ""
     if not isinstance(text, str):
         raise TypeError("message.content is not text")

@@ -113,7 +113,12 @@ class ProviderError(Exception):
     `billed_input_tokens` / `billed_cost_usd` are what the judge client billed
     for the call that failed (its attempts that timed out or lost their
     connection after sending, at their estimated input; `billed_cost_usd`
-    None when the model has no price and tokens were billed).
+    None when the model has no price and tokens were billed; `billed_output_tokens`: a refusal's completion tokens).
+
+    `reply` is set on a 2xx reply that is a refusal (`fatal`, see `read_reply`): the provider answered and billed
+    it, so its usage (`Reply.input_tokens`, `output_tokens`; `usage_known` False when it reported none) is billed
+    like any answer's, though it holds no verdict. `None` for every other failure. `unsent`: the judge's server
+    gate gave up on the request before it was ever sent, so it counts no request.
     """
 
     def __init__(self, kind: str, message: str, status: int | None = None, retry_after_s: float | None = None, rate: RateInfo | None = None) -> None:
@@ -124,6 +129,9 @@ class ProviderError(Exception):
         self.rate = rate
         self.billed_input_tokens = 0
         self.billed_cost_usd: float | None = 0.0
+        self.billed_output_tokens = 0
+        self.reply: Reply | None = None  # (a refusal's answer: its usage is billed)
+        self.unsent = False  # (the judge's gate gave up on a request it never sent: it counts no request)
         self.no_reply = False  # (`connection` only: lost before any status line came back)
 
     @property

@@ -6,6 +6,7 @@ These functions are the bodies of `Judge`'s methods of the same names
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused
-from tracejudge.stages.judge.calls.stats import sum_usd
+from tracejudge.stages.judge.calls.stats import PAID_BY, paid_here, run_mark, sum_usd
 from tracejudge.stages.judge.parse import ParseError
 
 if TYPE_CHECKING:
@@ -35,11 +36,16 @@ REPAIR = ("Your previous reply could not be used ({problem}). Reply again with o
 
 @dataclass
 class _Flight:
-    """One request in flight (single flight): waiters get `answers` when `done` is set (`None` if it failed)."""
+    """One request in flight (single flight): waiters get `answers` when `done` is set (`None` if it failed); `ended`:
+    when it was done (`time.monotonic()`, 0.0 while in flight)."""
 
     done: anyio.Event = field(default_factory=anyio.Event)
     answers: dict[str, Any] | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    ended: float = 0.0
+
+
+LANDED = 4096  # answered flights kept for asks made ready while they were in flight (`ask`); older ones are let go
 
 
 def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
@@ -67,14 +73,25 @@ def note_truncation(self: Judge, plan: Plan, fitted: Fitted) -> None:
     plan.note = "; ".join([plan.note, *notes] if plan.note else notes)
 
 
+def _mark(self: Judge) -> str | None:
+    """The mark of the run this judge answers for (`stats.run_mark`: the run directory of its spend journal), found once."""
+    if not hasattr(self, "_run_mark"):
+        spend = self.spend
+        self._run_mark = run_mark(spend.path.parent if spend is not None and spend.path is not None else None)  # type: ignore[attr-defined]
+    return self._run_mark  # type: ignore[attr-defined,no-any-return]
+
+
 def hit(self: Judge, hit: dict[str, Any], info: JudgeInfo) -> dict[str, Any]:
     """The answers of a cached entry `hit`, counted as a hit (in `info` and the stats, with what it saved)."""
     info.requests += 1
     self.stats.cache_hits += 1
     u = hit.get("usage", {})
-    self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
-    self.stats.saved_usage_unknown += bool(u.get("usage_unknown"))  # estimated tokens: what they saved is not known
-    self.stats.saved_usd += self._cost(u.get("input_tokens", 0), u.get("output_tokens", 0))
+    if paid_here(u, _mark(self)):  # paid by this run (its killed segment): the run paid once, so it saved nothing
+        self.stats.hits_paid_by_this_run += 1
+    else:
+        self.stats.saved_tokens += u.get("input_tokens", 0) + u.get("output_tokens", 0)
+        self.stats.saved_usage_unknown += bool(u.get("usage_unknown"))  # estimated tokens: what they saved is not known
+        self.stats.saved_usd += self._cost(u.get("input_tokens", 0), u.get("output_tokens", 0))
     info.cached_requests += 1
     answers: dict[str, Any] = hit["answers"]
     return answers
@@ -118,7 +135,11 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
     # Single flight: an identical request already in flight is not sent again; this
     # ask waits for its answer. A flight that failed shares nothing: each waiter then
     # asks on its own (and gets its own error), all at once rather than one by one.
+    # An ask made ready (its cache read a miss) while an identical flight was still out, which landed since, was in
+    # flight at once with it all the same: it takes that answer, as its cache read would have a moment later.
     flight = self._flights.get(key)
+    if flight is None and (landed := self._landed.get(key)) is not None and landed.ended > ready.began:
+        flight = landed
     if flight is not None:
         await flight.done.wait()
         if flight.answers is not None:
@@ -130,7 +151,7 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
             self.stats.saved_tokens += u["input_tokens"] + u["output_tokens"]
             self.stats.saved_usage_unknown += bool(u.get("usage_unknown"))
             self.stats.saved_usd += self._cost(u["input_tokens"], u["output_tokens"], u.get("cached_input_tokens", 0))
-            return flight.answers, None
+            return copy.deepcopy(flight.answers), None  # (each ask its own copy, as each cache hit is)
         return await self._ask_uncached(plan, questions, req, key, comps, slot, info, repair=repair, wire=ready.wire)
     flight = self._flights[key] = _Flight()
     try:
@@ -139,6 +160,12 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
         return answers, bad
     finally:
         del self._flights[key]
+        flight.ended = time.monotonic()
+        if flight.answers is not None:
+            self._landed[key] = flight
+            self._landed.move_to_end(key)
+            while len(self._landed) > LANDED:
+                self._landed.popitem(last=False)
         flight.done.set()
 
 
@@ -169,7 +196,8 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             return None, Outcome(Score(value=None, passed=None, reason="skipped_budget: this request could cross the judge budget"), "skipped_budget",
                                  "a judge request could cross the token or dollar budget; resume with a larger budget to finish it", "skipped_budget")
         except ProviderError as exc:
-            _billed(self, info, exc, repair)  # attempts that timed out: the score shows what the summary bills for it
+            info.requests -= exc.unsent  # the server's gate gave up on it before it was ever sent: a request never sent is not one
+            _billed(self, info, exc, repair)  # attempts that timed out, a refusal: the score shows what the summary bills for it
             return None, self.failure(exc, case_of(slot))
         if not reply.usage_known:
             used["usage_unknown"] = 1
@@ -198,7 +226,8 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             problem, kind = ("the reply had no answer outside its reasoning" if said else str(exc)), "parse_error"
             continue
         if self.cache is not None:
-            self.cache.put(key, {"answers": answers, "text": raw, "usage": used}, comps, slot)
+            mark = _mark(self)
+            self.cache.put(key, {"answers": answers, "text": raw, "usage": {**used, PAID_BY: mark} if mark else used}, comps, slot)
         return answers, None
     self.stats.judge_errors += 1
     self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
@@ -240,13 +269,16 @@ def empty_reply(reply: Reply) -> str:
 
 
 def _billed(self: Judge, info: JudgeInfo, exc: Any, repair: bool) -> None:
-    """Add to `info` what a failed call's attempts were billed (`exc.billed_input_tokens`, `exc.billed_cost_usd`)."""
-    tokens = getattr(exc, "billed_input_tokens", 0)
-    if tokens:
+    """Add to `info` what a failed call's attempts were billed (`exc.billed_input_tokens`, `billed_output_tokens`: a
+    refusal's; `billed_cost_usd`)."""
+    tokens, out = getattr(exc, "billed_input_tokens", 0), getattr(exc, "billed_output_tokens", 0)
+    if tokens or out:
         info.input_tokens += tokens
+        info.output_tokens += out
         info.cost_usd = sum_usd((info.cost_usd, exc.billed_cost_usd), None)
         if repair:
             self.stats.repair_input_tokens += tokens
+            self.stats.repair_output_tokens += out
             self.stats.repair_cost_usd += exc.billed_cost_usd or 0.0
 
 

@@ -14,7 +14,14 @@ Two things close it:
   arrives while the next try is not due.
 - **slow**: `SLOW_AFTER` requests in a row got no reply within `judge.timeout_s`, none answered in between. No request
   is sent while one in flight may still be answered in time (an answer opens the gate); once none is left, the
-  requests waiting to be sent again fail as timeouts, and new requests are sent one at a time.
+  requests waiting to be sent again fail as timeouts, and requests never sent (waiting already, or new) are tried one
+  at a time: the others wait for that try rather than fail on no new evidence. A try answered in time opens the gate
+  for all; one that gets no reply in time either fails the requests that waited for it, unsent, while the next
+  of them (or a new one) tries. So a server too slow for every prompt ends a run's requests in about one
+  `judge.timeout_s` per wave of them, not one per request.
+
+A request the gate gives up on before it was ever sent (down past `judge.max_retry_wait_s`) fails with
+`ProviderError.unsent` set: it counts no request.
 
 A request that failed on its own (a 500, a malformed reply, a 429, one timeout) is retried by its sender
 (`tracejudge.stages.judge.calls.sending`), not here.
@@ -70,6 +77,9 @@ class Gate:
         self.outages = 0  # outage answers in a row, none answered in between
         self.answered = False  # the server answered once: an outage answer is then a busy moment until `DOWN_AFTER`
         self.stalled = False  # slow, and nothing left in flight that could still be answered
+        self.closed_after = 0  # the timeouts in a row that closed it (slow)
+        self.failed_tries = 0  # tries of the slow gate that got no reply in time, since it was made
+        self._tries_at_close = 0
         self._changed = anyio.Event()
 
     def reason(self) -> str:
@@ -83,8 +93,10 @@ class Gate:
         """Wait until this request may be sent; True when it goes as the one request trying the closed gate.
 
         `first`: the request was never sent (after timeouts only such a request tries the gate: the retry of one that
-        timed out would prove little). Raises `ProviderError` once the gate gives up, `JudgeStopped` when `stopping()`.
+        timed out would prove little). Raises `ProviderError` once the gate gives up on it (down past the wait, its
+        `unsent` set when `first`; slow, only when not `first`), `JudgeStopped` when `stopping()`.
         """
+        seen = self.failed_tries  # (slow: a request never sent gives up only once a try it waited for failed)
         while self.state is not None:
             if stopping():
                 raise JudgeStopped()
@@ -92,7 +104,7 @@ class Gate:
             if not self.trying and self._may_try(now, first):
                 self.trying = True
                 return True
-            if self._given_up(now):
+            if self._given_up(now, first, seen):
                 raise self._failure(now, first)
             changed = self._changed
             # Woken by any change; at the latest when the next try or the end of the wait is due (and each second, so
@@ -123,7 +135,10 @@ class Gate:
             self.timeouts += 1
             if self.state is None and self.timeouts >= SLOW_AFTER:
                 self.error = exc
+                self.closed_after = self.timeouts
                 self._close("slow", now)
+            elif self.state == "slow" and trying:
+                self.failed_tries += 1
         self._settle()
 
     def left(self) -> None:
@@ -148,8 +163,12 @@ class Gate:
             return now >= self.next_try
         return first and self.in_flight == 0
 
-    def _given_up(self, now: float) -> bool:
-        return now - self.since >= self.budget_s if self.state == "down" else self.stalled
+    def _given_up(self, now: float, first: bool, seen: int) -> bool:
+        if self.state == "down":
+            return now - self.since >= self.budget_s
+        # Slow: a request never sent gives up only once a try it waited for got no reply in time (`seen`: the failed
+        # tries when it began to wait), unless it is the next to try (`_may_try`, asked first).
+        return self.stalled and (not first or self.failed_tries > seen)
 
     def _pause(self, exc: ProviderError) -> float:
         pause, self._delay = self._delay, min(2 * self._delay, LAST_TRY_S)
@@ -160,6 +179,7 @@ class Gate:
         from tracejudge.core.log import get_logger
 
         self.state, self.since, self.stalled, self._delay = state, now, False, FIRST_TRY_S
+        self._tries_at_close = self.failed_tries
         log = get_logger("tracejudge.judge")
         if state == "down":
             log.warning("the judge cannot serve now: requests wait while one at a time tries again", url=public_url(self._url()),
@@ -181,14 +201,18 @@ class Gate:
         err = self.error
         assert err is not None
         if self.state == "down":
-            out = ProviderError(err.kind, f"{err}; still so after {now - self.since:.0f} s of waiting (judge.max_retry_wait_s {self.budget_s:g})",
-                                err.status)
+            out = ProviderError(err.kind, f"{err}; still so after {now - self.since:.0f} s of waiting (judge.max_retry_wait_s {self.budget_s:g})"
+                                + ("; this request was not sent" if first else ""), err.status)
             out.no_reply = err.no_reply
+            out.unsent = first  # (never sent: it counts no request)
             return out
         t = self.timeout_s
-        # (`first`: this request was never sent, so it is not sent at all.)
-        return ProviderError("timeout", f"{'not sent' if first else 'not sent again'}: {self.timeouts} requests in a row got no reply within {t:g} s and none in flight was "
-                             f"answered (judge.timeout_s {t:g}: raise it for a slow server, or lower limits.max_in_flight if it slows under load)")
+        tried = self.failed_tries - self._tries_at_close  # (tries of the closed gate that got no reply in time either)
+        out = ProviderError("timeout", f"{'not sent' if first else 'not sent again'}: {self.closed_after} requests in a row got no reply within "
+                            f"{t:g} s and none in flight was answered" + (f", nor {tried} tried one at a time since" if tried else "")
+                            + f" (judge.timeout_s {t:g}: raise it for a slow server, or lower limits.max_in_flight if it slows under load)")
+        out.unsent = first  # (never sent: it counts no request)
+        return out
 
 
 def gate_of(judge: Any) -> Gate:

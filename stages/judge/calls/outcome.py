@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import Score
 from tracejudge.llm.providers import ProviderError
 
-__all__ = ["STOPS", "JudgeAuthError", "JudgeRequestError", "JudgeStopped", "JudgeUnreachable", "Outcome", "error_kind"]
+__all__ = ["STOPS", "JudgeAuthError", "JudgeRequestError", "JudgeStopped", "JudgeUnreachable", "Outcome", "error_kind", "unreadable"]
 
 
 @dataclass
@@ -59,6 +60,21 @@ def error_kind(exc: ProviderError, reached: bool = True) -> str:
     if exc.kind == "unreachable" and not reached:
         return "unreachable"
     return "provider_error"
+
+
+def unreadable(exc: BaseException, redact: Callable[[str], str], status: int | None = None, kind: str = "fatal",
+               what: str = "could not be read") -> ProviderError:
+    """`exc`, an exception of no foreseen kind met while a judge request was sent or its reply read (a reply shape or a
+    header nothing foresaw, a bug), as that request's failure: a `ProviderError` of `kind` and HTTP `status` (None: no
+    reply), so its result is a `provider_error` judge error, counted, and the case's other verdicts stand. `kind`
+    `server` (a reply the wire layer could not read) is retried as a malformed reply is; `fatal` is not (a reply's
+    usage that cannot be read reads the same the next time). The message says the reply `what` and names the
+    exception's type, its text passed through `redact` (it may quote the reply) and cut to 200 characters."""
+    text = " ".join(redact(str(exc)).split())
+    text = text if len(text) <= 200 else text[:199] + "…"
+    head = f"HTTP {status}: " if status is not None else ""
+    return ProviderError(kind, f"{head}the judge's reply {what} ({type(exc).__name__}{': ' + text if text else ''}); nothing of it is used",
+                         status)
 
 
 class JudgeStopped(Exception):

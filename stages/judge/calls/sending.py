@@ -19,8 +19,9 @@ from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
 from tracejudge.llm.replies import not_found_fix, request_fix
+from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
-from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind
+from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind, unreadable
 from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
 from tracejudge.stages.judge.calls.stats import sum_usd
 
@@ -104,13 +105,20 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
     self._sending[serial] = time.monotonic()
     gate.sent()
     told = False  # the gate was told how this attempt ended (else it was cancelled)
+    status: int | None = None  # the reply's HTTP status, once one came
     try:
-        http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes, body)
-        self.reached = True
-        permit.flight_s = http.flight_s
-        self.stats.latencies.append(http.latency_s)
-        reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
-        rate = rate_info(http.headers)
+        try:
+            http = await send(self.session, self.url, self._headers, payload, self.cfg.timeout_s, self.cfg.max_response_bytes, body)
+            status = http.status
+            self.reached = True
+            permit.flight_s = http.flight_s
+            self.stats.latencies.append(http.latency_s)
+            reply = read_reply(self.protocol, http, self.cfg.max_retry_after_s, self._secrets)
+            rate = rate_info(http.headers)
+        except (ProviderError, JudgeStopped):
+            raise
+        except Exception as exc:  # a reply (a shape, a header) nothing foresaw: a malformed reply, never its case's end
+            raise unreadable(exc, self.redact, status, "server") from None
         gate.done(trying, None)
         told = True
     except ProviderError as exc:
@@ -118,13 +126,17 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
             exc = await _dropped_unanswered(self, exc)
         gate.done(trying, exc)
         told = True
+        if exc.reply is not None:  # a refusal: answered and billed like any reply, though it holds no verdict
+            try:
+                settle_answer(self, exc.reply, permit, held, prompt_tokens, estimate, rate_info(http.headers))
+            except Unsettled as bad:
+                raise unsettled_error(self, bad, status, prompt_tokens) from None
+            exc.billed_input_tokens, exc.billed_output_tokens = exc.reply.input_tokens, exc.reply.output_tokens
+            exc.billed_cost_usd = exc.reply.cost_usd
+            raise exc from None
         self.limiter.settle(permit, exc.kind, None, exc.rate)
         billed = prompt_tokens if exc.kind in ("timeout", "connection") else 0
-        self.budget.settle(held, billed, self._cost(billed, 0))
-        self.stats.input_tokens += billed
-        self.stats.cost_usd += self._cost(billed, 0)
-        if self.spend is not None:
-            self.spend.add(billed, 0, self._cost(billed, 0))
+        bill_input(self, held, billed)
         # What this attempt cost, for the score it was sent for (`call_retried` adds up a call's attempts).
         exc.billed_input_tokens, exc.billed_cost_usd = billed, None if self.price is None and billed else self._cost(billed, 0)
         if exc.kind in ("rate_limited", "quota"):
@@ -148,18 +160,10 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
         del self._sending[serial]
         if not told:
             gate.left()
-    if not reply.usage_known:
-        self._estimate_usage(reply, prompt_tokens)
-    elif check_prompt_cut(self, reply, estimate):
-        pass  # a server that cut the prompt counted only part of it: that teaches the tokenizer ratio nothing either
-    elif reply.input_tokens > 0:  # (an estimate teaches the ratio nothing)
-        self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
-    used = reply.input_tokens + reply.output_tokens
-    self.limiter.settle(permit, "ok", used, rate)
-    cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
-    self.budget.settle(held, used, cost)
-    self._count(reply, cost)
-    self.stats.sync_equivalent_usd += cost
+    try:
+        settle_answer(self, reply, permit, held, prompt_tokens, estimate, rate)
+    except Unsettled as exc:  # reading its usage failed: billed at its estimated input, its verdict not used
+        raise unsettled_error(self, exc, status, prompt_tokens) from None
     return reply
 
 
@@ -175,8 +179,14 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
         raise _BudgetRefused()
     self.stats.requests += 1
     self._in_batches += 1
+    refused: ProviderError | None = None
     try:
         reply = await self.batches.submit(custom_id, payload)
+    except ProviderError as exc:
+        if exc.reply is None:
+            self.budget.settle(held, 0, 0.0)
+            raise
+        reply, refused = exc.reply, exc  # a refusal: billed at the batch price like any answer, then its failure
     except BaseException:
         self.budget.settle(held, 0, 0.0)
         raise
@@ -191,6 +201,9 @@ async def batch_call(self: Judge, payload: dict[str, Any], estimate: int, custom
     self.budget.settle(held, reply.input_tokens + reply.output_tokens, cost)
     self._count(reply, cost)
     self.stats.sync_equivalent_usd += self._cost(*usage)
+    if refused is not None:
+        refused.billed_input_tokens, refused.billed_output_tokens, refused.billed_cost_usd = reply.input_tokens, reply.output_tokens, reply.cost_usd
+        raise refused
     return reply
 
 
@@ -227,7 +240,8 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wir
     same as `billed_input_tokens` / `billed_cost_usd`, so the score it fails shows what the summary counts for it.
 
     Raises `ProviderError` (kind `quota` for a daily quota, or the last
-    retryable failure once attempts or wait are exhausted, or `fatal`), or
+    retryable failure once attempts or wait are exhausted, or `fatal`: also any
+    exception nothing foresaw on the way, `outcome.unreadable`), or
     `_BudgetRefused` when an attempt could cross the budget.
     """
     try:
@@ -236,6 +250,10 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wir
         # The provider's text may echo the request's headers: nothing of it leaves unredacted.
         exc.args = (self.redact(str(exc)),)
         raise
+    except (JudgeStopped, _BudgetRefused):
+        raise
+    except Exception as exc:  # nothing foreseen (a bug on the way): this request's failure, never its case's end
+        raise unreadable(exc, self.redact, None, "fatal", "could not be obtained") from None
     reply.text = self.redact(reply.text)
     reply.reasoning = self.redact(reply.reasoning)
     return reply
@@ -258,11 +276,13 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
         # retrying every request of the run only hides that. A connection refused may be one: the gate waits for it.
         return e.retryable and (self.reached or e.kind != "unreachable" or is_outage(e))
 
-    # What the call's failed attempts were billed (timed out or dropped after sending), for the score it is for.
-    billed: dict[str, Any] = {"tokens": 0, "usd": 0.0}
+    # What the call's failed attempts were billed (timed out or dropped after sending, or refused), for the score it is for.
+    billed: dict[str, Any] = {"tokens": 0, "out": 0, "usd": 0.0}
 
     def with_billed(exc: ProviderError | _BudgetRefused) -> None:
         exc.billed_input_tokens, exc.billed_cost_usd = billed["tokens"], billed["usd"]
+        if isinstance(exc, ProviderError):
+            exc.billed_output_tokens = billed["out"]
 
     gate = gate_of(self)
     attempts = timeouts = 0  # attempts counted against judge.max_attempts (an outage's are not: the gate paces them)
@@ -281,6 +301,7 @@ async def call_retried(self: Judge, req: JudgeRequest, key: str | None, wire: Wi
         except ProviderError as exc:
             sent = True
             billed["tokens"] += exc.billed_input_tokens
+            billed["out"] += exc.billed_output_tokens
             billed["usd"] = sum_usd((billed["usd"], exc.billed_cost_usd), None)
             with_billed(exc)
             if not retryable(exc):

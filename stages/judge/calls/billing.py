@@ -1,0 +1,68 @@
+"""Billing one answered judge attempt: the rate limiter, the budget, the stats and the spend journal settled at its usage.
+
+A verdict and a refusal are billed alike: the provider answered and billed both (`ProviderError.reply` carries a
+refusal's usage). An answer without usage is billed at estimated tokens (`Judge._estimate_usage`). These functions
+are called by `tracejudge.stages.judge.calls.sending.attempt` with the judge (`self`) it sends for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
+
+from tracejudge.stages.judge.calls.outcome import unreadable
+
+if TYPE_CHECKING:
+    from tracejudge.llm.providers import ProviderError, Reply
+    from tracejudge.stages.judge.client import Judge
+
+__all__ = ["Unsettled", "bill_input", "settle_answer", "unsettled_error"]
+
+
+class Unsettled(Exception):
+    """Settling an answer's usage raised `cause` after the limiter and the budget were settled at its estimated input."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def bill_input(self: Judge, held: Any, billed: int) -> None:
+    """Settle `held` at `billed` estimated input tokens (an attempt processed with no usage to read) and count them."""
+    self.budget.settle(held, billed, self._cost(billed, 0))
+    self.stats.input_tokens += billed
+    self.stats.cost_usd += self._cost(billed, 0)
+    if self.spend is not None:
+        self.spend.add(billed, 0, self._cost(billed, 0))
+
+
+def settle_answer(self: Judge, reply: Reply, permit: Any, held: Any, prompt_tokens: int, estimate: int, rate: Any) -> None:
+    """Bill an answered attempt (a verdict or a refusal) at its usage: the limiter, the budget, the stats, the spend journal.
+    Raises `Unsettled` when reading its usage raised (then billed at `prompt_tokens`, its estimated input)."""
+    try:
+        if not reply.usage_known:
+            self._estimate_usage(reply, prompt_tokens)
+        elif check_prompt_cut(self, reply, estimate):
+            pass  # a server that cut the prompt counted only part of it: that teaches the tokenizer ratio nothing either
+        elif reply.input_tokens > 0:  # (an estimate teaches the ratio nothing)
+            self._ratio = max(1.0, 0.8 * self._ratio + 0.2 * reply.input_tokens / max(1, estimate))
+        used = reply.input_tokens + reply.output_tokens
+        cost = self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens, reply.cache_write_input_tokens)
+    except Exception as exc:  # (a usage figure or a tokenizer nothing foresaw)
+        self.limiter.settle(permit, "ok", prompt_tokens, rate)
+        bill_input(self, held, prompt_tokens)
+        raise Unsettled(exc) from None
+    self.limiter.settle(permit, "ok", used, rate)
+    self.budget.settle(held, used, cost)
+    self._count(reply, cost)
+    self.stats.sync_equivalent_usd += cost
+
+
+def unsettled_error(self: Judge, exc: Unsettled, status: int | None, billed: int) -> ProviderError:
+    """The failure of an answer whose usage could not be read (`exc`), billed at `billed` estimated input tokens
+    (`settle_answer`): a `fatal` error of HTTP `status`, carrying what it billed so the score shows what the summary
+    counts for it."""
+    err = unreadable(exc.cause, self.redact, status, "fatal", "had usage that could not be read")
+    err.billed_input_tokens, err.billed_cost_usd = billed, None if self.price is None and billed else self._cost(billed, 0)
+    return err
