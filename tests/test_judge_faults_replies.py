@@ -229,3 +229,6 @@ def test_run_names_its_first_judge_errors_message_redacted_and_trimmed(tmp_path:
     assert line.startswith(head + "provider_error: HTTP 200: the model refused to judge this request (message.refusal: I can't help"), line
     assert SECRET not in proc.stdout + proc.stderr and "[REDACTED]" in line, line
     assert len(line) <= len(head) + 600, line  # trimmed as compare's and calibrate's are: not the refusal's 1,000 characters
+    # `report` on the run prints the same line (it printed the kinds alone).
+    again = tj("report", str(tmp_path / "run"), cwd=tmp_path)
+    assert [x for x in again.stdout.splitlines() if x.startswith("judge errors:")] == [line], again.stdout

@@ -112,7 +112,9 @@ def _report(args: argparse.Namespace, err: Console, dirs: list[Path], run_dir: P
         return visible(str(path))
 
     out = stdout_console()
-    print_summary(summary, out)
+    from tracejudge.stages.judge.error_note import with_first_error
+
+    print_summary(with_first_error(summary, run_dir), out)  # (its judge errors line names the first's message, as run's does)
     if kept is not None:
         out.print(kept, highlight=False, markup=False, soft_wrap=True)
     elif in_progress and in_place:
