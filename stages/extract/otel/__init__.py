@@ -50,7 +50,11 @@ What a conversation becomes:
   one that ended, and `metadata.otel.duplicates` lists their span ids;
 - spans are ordered by start time; the tree is rebuilt from `parentSpanId`
   (a span naming itself as parent is a root, and a loop of parents breaks
-  at the span that started first);
+  at the span that started first); a span whose parent was not exported
+  hangs from the trace's root when it has one, else the spans naming the
+  same lost parent hang from a stand-in for it (`links`), with a warning;
+- an attribute value that does not decode (`{"intValue": "notanint"}`) is
+  left out of its span, with a warning naming file, line, span and key;
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
   the input / output tokens they recorded, a count that some request of a

@@ -212,7 +212,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             continue
         builder.add_anchor(a, av, mem, rows, error, paused, pauses.reply(a.span_id))
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
-    return builder.case(group, answer, _documents(group.spans, views), _conventions(views))
+    made = {s.span_id for s in group.spans if s.stand_in}  # stand-ins for lost parents were not delivered: no convention's spans
+    return builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))
 
 
 def _custom_keys(span: Span, v: View, opts: Any) -> None:

@@ -9,6 +9,10 @@ collector's file exporter; `.jsonl`, or a `.json` file holding more than one val
   one-document file the file, whose error names the byte's line, column and offset (`file_encoding_problem`),
   or the encoding of a UTF-16 or UTF-32 file.
 - A document cut short says that the file ends early (`truncation_note`).
+- The OpenTelemetry SDK's own span JSON (`ConsoleSpanExporter`'s pretty-printed objects, one after another,
+  or `span.to_json()` per line: `{"name": …, "context": {"trace_id": "0x…", …}, "kind": …, "attributes": {…}}`)
+  is not OTLP/JSON: it was one "invalid JSON" error per line (427 for a three-turn loop). It is one error for the
+  file saying what it is and how to export OTLP/JSON instead (`sdk_span_json`).
 - A file holding nothing but white space (a lone newline an exporter wrote before it failed, an emptied file)
   holds no document, whatever its suffix: nothing is yielded, as for an empty `.jsonl` file. A `.json` file was
   read as one JSON value and gave "invalid JSON: Expecting value at line 2 column 1", where a `.jsonl` file gave
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +32,7 @@ from typing import Any
 from tracejudge.stages.load import JSON_ERRORS, json_error, jsonl_lines, loads_line
 from tracejudge.stages.load.encoding import ESCAPED, file_encoding_problem, strip_bom
 
-__all__ = ["iter_exports"]
+__all__ = ["SDK_SPAN_JSON", "iter_exports", "sdk_span_json"]
 
 
 def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
@@ -36,6 +41,15 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     `error` is set instead of `document` for text that is not JSON or not UTF-8, and for a file that
     cannot be opened (one error, line 1).
     """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError as exc:
+        yield 1, None, _unreadable(path, exc)
+        return
+    if sdk_span_json(head):
+        yield 1, None, SDK_SPAN_JSON
+        return
     if path.suffix != ".jsonl":
         try:
             data = strip_bom(path.read_bytes())
@@ -51,6 +65,25 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         return
     with fh:  # JSON Lines: one export at a time, never the whole file in memory
         yield from _lines(line for _, line in jsonl_lines(fh))
+
+
+_HEAD = 4096
+# `ReadableSpan.to_json()`: the span's name, then its `context` with a `trace_id`, whatever the indentation.
+_SDK_SPAN = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"name":\s*"(?:[^"\\]|\\.)*",\s*"context":\s*\{\s*"trace_id":\s*"')
+SDK_SPAN_JSON = ("not an OTLP/JSON export: this file holds the OpenTelemetry SDK's own span JSON (`ConsoleSpanExporter` output or "
+                 "`span.to_json()`: objects with `name`, `context`, `kind`, `attributes`), which keeps no resource or instrumentation "
+                 "scope and is not read; export OTLP/JSON instead: the SDK's OTLP exporter (`opentelemetry-exporter-otlp-proto-http`) "
+                 "sending to an OpenTelemetry Collector whose `file` exporter writes the spans as OTLP/JSON lines, then read that file "
+                 "with `format: otel` (README: \"Where your traces come from\")")
+
+
+def sdk_span_json(head: bytes) -> bool:
+    """Whether a file starting with `head` (its first bytes) holds the SDK's span JSON rather than OTLP/JSON (module docstring).
+
+    Only the start is looked at: the first object's `name` and `context.trace_id`, in that order, as `to_json` writes
+    them. An OTLP export starts with `resourceSpans` (or Tempo's / Jaeger's keys), never with a span's `name`.
+    """
+    return _SDK_SPAN.match(head) is not None
 
 
 def _document(path: Path, data: bytes) -> Iterator[tuple[int, Any, str | None]]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # spans.py calls this module: the type only
     from tracejudge.stages.extract.otel.spans import Span
 
-__all__ = ["adopt_orphans", "break_cycles", "lone_request"]
+__all__ = ["adopt_orphans", "break_cycles", "lone_request", "stand_in_parents"]
 
 
 def break_cycles(spans: list[Span]) -> None:
@@ -65,3 +66,36 @@ def adopt_orphans(spans: list[Span]) -> None:
     for span in spans:
         if span.parent_id and span.parent_id not in ids:
             span.parent_id = roots[0].span_id
+
+
+def stand_in_parents(spans: list[Span]) -> list[Span]:
+    """Stand-ins for the lost parents of one trace that several of its spans name (new spans, to add to the trace).
+
+    When the trace's root itself was lost (an exporter dropped that batch), `adopt_orphans` has no root to
+    hang the others from, and each top span left began a turn of its own: LangGraph's graph nodes (`agent`,
+    `tools`) under a lost `LangGraph` span became user turns ('tool_call_with_context', the question again).
+    Spans that name the same missing parent were that parent's children, so they are hung from one stand-in
+    of it (in place: their `parent_id` becomes the stand-in's, `<lost id>@<trace id>`): a span with no attributes (no convention reads a role in it), `stand_in` set, spanning
+    its children's times, and the file and line of the first of them. Edge cases: a parent only one span names
+    gets none (that span stays the root, as a workflow under a web request the export never held does); a
+    trace whose one root `adopt_orphans` used has no missing parent left; a stand-in's own parent is unknown,
+    so two lost parents of one trace give two stand-ins, each a root.
+    """
+    ids = {s.span_id for s in spans}
+    children: dict[str, list[Span]] = {}
+    for span in spans:
+        if span.parent_id and span.parent_id not in ids:
+            children.setdefault(span.parent_id, []).append(span)
+    out = []
+    for parent_id, kids in children.items():
+        if len(kids) < 2:
+            continue
+        first = min(kids, key=lambda s: (s.start, s.span_id))
+        # (the trace's id in it: a conversation joins traces, and two of them may name one lost id, as a remote caller's span)
+        made = f"{parent_id}@{first.trace_id}"
+        for kid in kids:
+            kid.parent_id = made
+        out.append(replace(first, span_id=made, parent_id=None, name="", kind=0, start=first.start, end=max(s.end for s in kids),
+                           attrs={}, status_error=False, status_message=None, events=[], problem=None, logs=[], copies_differ=False,
+                           scope=None, stand_in=True))
+    return out

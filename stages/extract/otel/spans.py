@@ -19,7 +19,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
-from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request
+from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.view import whole_text
 
@@ -56,16 +56,26 @@ def any_value(value: Any) -> Any:
     return None
 
 
-def attributes(items: Any, mended: list[str] | None = None) -> dict[str, Any]:
+def attributes(items: Any, mended: list[str] | None = None, bad: list[str] | None = None) -> dict[str, Any]:
     """Decode an OTLP key/value list into a dict (later keys win).
 
     `mended` (when given) gets the key of each string attribute whose lone surrogates were replaced.
+    `bad` (when given) gets, for each attribute whose value does not decode (`{"intValue": "notanint"}`), its key,
+    the value and why, and the attribute is left out; without it such a value raises `ValueError` (`any_value`).
     """
     out: dict[str, Any] = {}
     for item in items or []:
         if isinstance(item, dict) and isinstance(item.get("key"), str):
             raw = item.get("value")
-            out[item["key"]] = value = any_value(raw)
+            try:
+                value = any_value(raw)
+            except (TypeError, ValueError) as exc:
+                if bad is None:
+                    raise
+                shown = json.dumps(raw, ensure_ascii=False, default=str)
+                bad.append(f"{item['key']} ({shown[:80]}{'…' if len(shown) > 80 else ''}: {exc})")
+                continue
+            out[item["key"]] = value
             if mended is not None and isinstance(raw, dict) and isinstance(raw.get("stringValue"), str) and value is not raw["stringValue"]:
                 mended.append(item["key"])
     return out
@@ -111,6 +121,7 @@ class Span:
     logs: list[LogEvent] = field(default_factory=list)
     copies_differ: bool = False  # delivered more than once with different contents: this copy was kept (see `once`)
     scope: str | None = None  # the instrumentation scope's name (`gcp.vertex.agent` for ADK)
+    stand_in: bool = False  # not delivered: made for a lost parent several spans name (`links.stand_in_parents`)
 
 
 @dataclass(slots=True)
@@ -150,18 +161,25 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
         start = end = 0
         problem = f"span {span_id}: startTimeUnixNano/endTimeUnixNano must be integers (got {raw.get('startTimeUnixNano')!r}, {raw.get('endTimeUnixNano')!r})"
     mended: list[str] = []
-    try:
-        attrs = attributes(raw.get("attributes"), mended)
-        events = [(str(e.get("name", "")), attributes(e.get("attributes"))) for e in raw.get("events") or [] if isinstance(e, dict)]
-    except (TypeError, ValueError) as exc:
-        attrs, events = {}, []
-        problem = problem or f"span {span_id}: an attribute value does not decode: {exc}"
+    bad: list[str] = []
+    # One value that does not decode costs that attribute, with a warning, not the span's conversation (as a lone surrogate
+    # costs one character): what the attribute said is unknown, the rest of the span is read as it is.
+    attrs = attributes(raw.get("attributes"), mended, bad)
+    bad = [f"attribute {what}" for what in bad]
+    events = []
+    for e in raw.get("events") or []:
+        if isinstance(e, dict):
+            name, lost = str(e.get("name", "")), []
+            events.append((name, attributes(e.get("attributes"), None, lost)))
+            bad.extend(f"event {name!r} attribute {what}" for what in lost)
     if not span_id:
         problem = problem or "a span has no spanId"
     try:
         kind = int(raw.get("kind") or 0)
     except (TypeError, ValueError):
         kind = 0  # span kind names ("SPAN_KIND_CLIENT") carry nothing we use
+    if bad:
+        log.warning(f"otel: {file}:{line}: span {span_id}: {'; '.join(bad)}: {'this value does' if len(bad) == 1 else 'these values do'} not decode, so the span is read without {'it' if len(bad) == 1 else 'them'}")
     if mended:
         log.warning(f"otel: {file}:{line}: span {span_id}: attribute {', '.join(mended)} held a lone UTF-16 surrogate "
                     "(half of a character, as an exporter cutting text mid-emoji writes): read with U+FFFD in its place")
@@ -277,10 +295,15 @@ class Collector:
         """
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
+        rootless: list[str] = []
         for trace_id, delivered in self.spans.items():
             spans = once_spans(delivered)
             break_cycles(spans)
             adopt_orphans(spans)
+            stand_ins = stand_in_parents(spans)
+            if stand_ins:
+                spans = [*spans, *stand_ins]
+                rootless.append(trace_id)
             spans.sort(key=lambda s: (s.start, s.span_id))
             unplaced = self.logs.get(f"trace:{trace_id}", [])
             owner = lone_request(spans) if unplaced else None
@@ -289,6 +312,12 @@ class Collector:
             for key, part in _split_trace(trace_id, spans, keys or []):
                 by_key[key].extend(part)
                 traces[key].append(trace_id)
+        if rootless:
+            # The lost span's own input and output (a graph's question and answer) are gone: said once, not guessed silently.
+            log.warning(f"otel: {len(rootless)} trace(s) lost a span several of their spans hang from (not exported: a dropped batch, "
+                        "most often the root): its children are read as one run under it, and that run's user text and answer are "
+                        f"taken from its model requests, since its own input and output were lost: {', '.join(rootless[:5])}"
+                        f"{', …' if len(rootless) > 5 else ''}")
         first = {k: min(s.start for s in v) for k, v in by_key.items()}
         for key in sorted(by_key, key=lambda k: (first[k], k[1])):
             spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))

@@ -3,7 +3,8 @@
 What counts: `openinference.span.kind` `LLM` is a model request, `TOOL` a
 tool call, `AGENT` an agent run (except a LangGraph node, whose `metadata`
 names `langgraph_node`: LangGraph's `agent` node is a step of the graph),
-`CHAIN` a workflow or graph node (a turn anchor only at the trace root), `RETRIEVER` a retrieval; other kinds
+`CHAIN` a workflow or graph node (a turn anchor only at the trace root; a graph node's input, the graph's
+state, is never the user's request: a node left at the top by a lost root takes it from its model request), `RETRIEVER` a retrieval; other kinds
 (EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR) are noise, and so is the OpenAI Agents SDK's handoff span, which
 OpenInference records as a `TOOL` named `handoff to <agent>` without `tool.name` (its input the agent handing off):
 the handoff the model asked for is its `transfer_to_<agent>` tool call, counted once, as format `openai-agents` counts it. Messages come from
@@ -68,7 +69,8 @@ def read(span: Span) -> View | None:
     v = View(role=_ROLES.get(kind.upper()))
     if v.role == "tool" and handoff_span(span):
         return View(role=None)
-    if v.role == "agent" and _graph_node(a.get("metadata")):
+    node = v.role in ("agent", "chain") and _graph_node(a.get("metadata"))
+    if node:
         v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
     if v.role == "model":
         v.inputs = _smolagents_memory(_messages(a, "llm.input_messages"), span)
@@ -100,7 +102,9 @@ def read(span: Span) -> View | None:
             v.call_id = v.call_id or cid
         v.error = _error(span) or v.error
     elif v.role in ("agent", "chain"):
-        v.request = request_text(a.get("input.value"))
+        # A graph node's input is the graph's state (the `tools` node's `{"__type": "tool_call_with_context", …}`), not what
+        # the user asked: read only when the node is the top of what was exported, and then the model's request says it.
+        v.request = None if node else request_text(a.get("input.value"))
         v.answer = answer_text(a.get("output.value"))
         agent = a.get("agent.name") or (span.name if v.role == "agent" else None)
         v.agent_name = str(agent) if present(agent) and agent != "" else None
@@ -160,7 +164,9 @@ def _fill_arguments(outputs: list[dict[str, Any]], raw: Any) -> None:
     openinference-instrumentation-smolagents 0.1.11 wrote only each call's id and name as
     attributes; the arguments are in `output.value`, the message as JSON. openinference-instrumentation-openai-agents
     (2.6) writes no `function.arguments` attribute for the arguments `"{}"` (a handoff's `transfer_to_<agent>`):
-    they are in `output.value`, the list of the model's chat messages. A part whose id or name `output.value` does
+    they are in `output.value`, the list of the model's chat messages; openinference-instrumentation-langchain
+    neither (a LangGraph tool called with no arguments): they are the `args` `{}` of the AIMessage's call in its
+    `LLMResult`, and the call has empty arguments, not missing ones. A part whose id or name `output.value` does
     not hold stays without arguments (`arguments_missing`).
     """
     parts = [p for m in outputs for p in m.get("parts") or [] if p.get("type") == "tool_call" and p.get("arguments") is None and p.get("id") is not None]
@@ -169,6 +175,8 @@ def _fill_arguments(outputs: list[dict[str, Any]], raw: Any) -> None:
     body = unjson(raw)
     if isinstance(body, list):  # the Agents SDK's output: chat messages, or the Responses API response a streamed run got
         recorded = response_calls(body) or normalise(body)
+    elif isinstance(body, dict) and isinstance(body.get("generations"), list):  # LangChain's `LLMResult`: the AIMessage's `tool_calls`
+        recorded = normalise(_generation_messages(body))
     else:
         recorded = _response_messages(body) if isinstance(body, dict) and ("choices" in body or "output" in body) else (
             normalise([body]) if isinstance(body, dict) else None)
@@ -205,11 +213,10 @@ def _add_invalid_calls(outputs: list[dict[str, Any]], raw: Any) -> None:
     JSON is in the result's message alone. A call already among `outputs` (same id) is not added twice.
     """
     body = unjson(raw)
-    gens = body.get("generations") if isinstance(body, dict) else None
-    if not isinstance(gens, list):
+    msgs = _generation_messages(body)
+    if not msgs:
         return
-    msgs = [g.get("message") for batch in gens if isinstance(batch, list) for g in batch if isinstance(g, dict)]
-    bad = [p for m in normalise([m for m in msgs if isinstance(m, dict)]) or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and "invalid" in p]
+    bad = [p for m in normalise(msgs) or [] for p in m.get("parts") or [] if p.get("type") == "tool_call" and "invalid" in p]
     have = {p.get("id") for m in outputs for p in m.get("parts") or [] if p.get("type") == "tool_call"}
     new = [p for p in bad if p.get("id") is None or p["id"] not in have]
     if not new:
@@ -218,6 +225,14 @@ def _add_invalid_calls(outputs: list[dict[str, Any]], raw: Any) -> None:
     if target is None:
         outputs.append(target := {"role": "assistant", "parts": []})
     target["parts"] = [*(target.get("parts") or []), *new]
+
+
+def _generation_messages(body: Any) -> list[dict[str, Any]]:
+    """The messages of a LangChain `LLMResult` (`{"generations": [[{"message": …}, …], …]}`) as recorded; `[]` for anything else."""
+    gens = body.get("generations") if isinstance(body, dict) else None
+    if not isinstance(gens, list):
+        return []
+    return [g["message"] for batch in gens if isinstance(batch, list) for g in batch if isinstance(g, dict) and isinstance(g.get("message"), dict)]
 
 
 def _add_reasoning(outputs: list[dict[str, Any]], raw: Any) -> None:
