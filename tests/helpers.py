@@ -29,3 +29,15 @@ def make_case(expected: list[Any] | None, calls: list[Any], **extra: Any) -> Cas
     steps = [{"tool_calls": [c if isinstance(c, dict) else {"name": c}]} for c in calls]
     trace = {"steps": steps, **extra.pop("trace", {})}
     return Case.model_validate({"id": "c", "expected_tool_calls": expected_calls, "trace": trace, **extra})
+
+
+def extract_path(path: Path, fmt_name: str, options: dict[str, Any] | None = None) -> list[Any]:
+    """What format `fmt_name` reads from `path`: each record's `Case`, or its `(case_id, ErrorInfo)` when it does not read."""
+    from tracejudge.core import registry
+    from tracejudge.core.config import DatasetConfig
+    from tracejudge.stages.extract import extract_record
+
+    fmt = registry.format_for(fmt_name)
+    ds = DatasetConfig(path=path, format=fmt_name, options=options or {})
+    ctx = fmt.prepare(ds)
+    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]

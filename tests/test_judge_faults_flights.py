@@ -47,18 +47,24 @@ def _slow_gate() -> Gate:
     return gate
 
 
+def _entering(gate: Any, got: dict[str, Any]) -> Any:
+    # A request never sent asking the gate: what it answered (or raised) filed under the request's name.
+    async def enter(name: str) -> None:
+        try:
+            got[name] = await gate.enter(True, lambda: False)
+        except ProviderError as exc:
+            got[name] = exc
+
+    return enter
+
+
 def test_requests_never_sent_wait_for_the_slow_gates_try_and_all_go_once_it_is_answered() -> None:
     # Before, a request never sent that found another trying the closed gate failed at once ("timeout: not sent"),
     # though that try might be answered in time and open the gate.
     async def main() -> dict[str, Any]:
         gate = _slow_gate()
         got: dict[str, Any] = {}
-
-        async def enter(name: str) -> None:
-            try:
-                got[name] = await gate.enter(True, lambda: False)
-            except ProviderError as exc:
-                got[name] = exc
+        enter = _entering(gate, got)
 
         assert await gate.enter(True, lambda: False) is True  # the one request trying the gate
         async with anyio.create_task_group() as tg:
@@ -80,12 +86,7 @@ def test_when_the_try_gets_no_reply_either_those_that_waited_fail_unsent_while_t
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         gate = _slow_gate()
         got: dict[str, Any] = {}
-
-        async def enter(name: str) -> None:
-            try:
-                got[name] = await gate.enter(True, lambda: False)
-            except ProviderError as exc:
-                got[name] = exc
+        enter = _entering(gate, got)
 
         assert await gate.enter(True, lambda: False) is True
         async with anyio.create_task_group() as tg:

@@ -19,19 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
+
+from helpers import extract_path
 
 DATA = Path(__file__).parent / "data" / "langgraph-lost-root"
 
 
 def extract(path: Path) -> list[Any]:
-    fmt = registry.format_for("otel")
-    ds = DatasetConfig(path=path, format="otel", options={})
-    ctx = fmt.prepare(ds)
-    return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+    return extract_path(path, "otel")
 
 
 def _summary(case: Case) -> tuple:

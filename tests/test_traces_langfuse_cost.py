@@ -12,20 +12,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
 from tracejudge import Cost
-from tracejudge.stages.extract import extract_record
+
+from helpers import extract_path
 
 DATA = Path(__file__).parent / "data" / "trace-faults"
 RECORDED = DATA / "langfuse-partial-cost.json"
 
 
 def extract(path: Path) -> list[Case]:
-    fmt = registry.format_for("langfuse")
-    ds = DatasetConfig(path=path, format="langfuse", options={})
-    cases = [extract_record(raw, fmt, fmt.prepare(ds)) for raw in fmt.read(ds)]
+    cases = extract_path(path, "langfuse")
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
+
+from helpers import extract_path
 
 RECORDED = Path(__file__).parent / "data" / "otel-loop-faults" / "tl-responses-prev.jsonl"
 README = Path(__file__).parents[1] / "README.md"
@@ -24,9 +23,7 @@ TURNS = ["Compare the weather in Paris and Tokyo.", "And what time is it?"]
 
 
 def extract(path: Path) -> list[Case]:
-    fmt = registry.format_for("otel")
-    ds = DatasetConfig(path=path, format="otel", options={})
-    cases = [extract_record(raw, fmt, fmt.prepare(ds)) for raw in fmt.read(ds)]
+    cases = extract_path(path, "otel")
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 
