@@ -39,7 +39,7 @@ log = get_logger("tracejudge.runner")
 # (`invalid_input`, final), a judge stage's the judge's (`judge_error`: it was the agent's failure, `target_error`, and
 # the terminal said the agent raised); any other stage runs the agent.
 _STATUS_OF_BUG = {"score": Status.invalid_input, "judge": Status.judge_error}
-_PLAIN_CHUNK = 64  # raw records per chunk when nothing runs after the executor (~20 ms of extract and score in-process)
+_PLAIN_CHUNK = 64  # raw records per chunk when nothing runs after the executor, unless it says (`plain_chunk`)
 
 
 class _Flow:
@@ -82,7 +82,8 @@ class _Flow:
     async def run(self, executor: Executor, records: AsyncIterator[Any]) -> None:
         # An executor that pays a hop per chunk (a pipe to a worker) asks for larger chunks of raw records;
         # so does a run with no stage after the executor, whose every hop is pure overhead (no I/O waits on it).
-        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0), 0 if self.stages else _PLAIN_CHUNK)
+        plain = 0 if self.stages else (getattr(executor, "plain_chunk", None) or _PLAIN_CHUNK)
+        self.raw_chunk = max(self.chunk, getattr(executor, "min_chunk", 0), plain)
         sink_done = anyio.Event()
         async with anyio.create_task_group() as tg:
             raw_send, raw_recv = anyio.create_memory_object_stream[list[Any]](self.capacity)
