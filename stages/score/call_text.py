@@ -11,6 +11,7 @@ import json
 from json.encoder import encode_basestring
 from typing import Any
 
+from tracejudge.core.memo import SeenSet
 from tracejudge.llm.redact import redact_quoted
 
 try:
@@ -60,7 +61,16 @@ if _c_make_encoder is None or any(dumps(v, k) != _dumps_py(v, k) for v in (_SAMP
 _FEW = 4
 
 
-def render_call(name: str, arguments: Any, limit: int = 120) -> str:
+_LIMIT = 120  # `render_call`'s default cut, the one reasons use
+# The texts (of arguments, cut at `_LIMIT`) `redact_quoted` returned as they are: the same expected calls, and many
+# actual ones, recur from trial to trial of a task, and the search for a credential's hint cost as much as encoding
+# the arguments. A pure answer of the text alone (`core.memo`: bounded, per process); texts longer than
+# `_CLEAN_LONGEST` are searched every time, so the set stays about a MiB at most.
+_CLEAN: SeenSet[str] = SeenSet()
+_CLEAN_LONGEST = 240
+
+
+def render_call(name: str, arguments: Any, limit: int = _LIMIT) -> str:
     """`name({"k":"v"})`, shortened to `limit` characters, for reasons (credentials masked before the cut)."""
     if arguments is None:
         return f"{name}(…)"
@@ -68,7 +78,12 @@ def render_call(name: str, arguments: Any, limit: int = 120) -> str:
     text = _sorted_head(arguments, limit) if type(arguments) is dict and len(arguments) > _FEW and limit > 0 and _ENCODERS else None
     if text is None:
         text = dumps(arguments, sort_keys=True)
-    masked = redact_quoted(text, limit)
+    if limit == _LIMIT and text in _CLEAN:
+        masked = text
+    else:
+        masked = redact_quoted(text, limit)
+        if masked is text and limit == _LIMIT and len(text) <= _CLEAN_LONGEST:
+            _CLEAN.remember_one(text)
     if masked is not text and len(text) > limit:  # perhaps a start of the arguments only (`_sorted_head`): mask them whole
         masked = redact_quoted(dumps(arguments, sort_keys=True), limit)
     text = masked
