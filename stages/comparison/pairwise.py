@@ -7,12 +7,17 @@ grades which run served the user better against `judge.pairwise.rubric`:
 asked **in both orders** (A first, then B first), so a judge that prefers
 whatever it reads first cannot favour either run:
 
+- each order's preference is decided from its verdicts first: with
+  `judge.samples` (or a panel's `mean`) the sign of their mean preference,
+  so 5 of 5 and 4 of 5 samples for the first shown are the same preference;
 - both orders agree → that verdict (B wins, A wins, or a tie);
 - they disagree (the verdict flips with the order) → a tie, counted in
   `position_bias_rate` = flipped pairs / judged pairs.
 
 B's `win_rate` = (wins + ties / 2) / judged pairs, with a 95% percentile
-bootstrap CI over the pairs (seeded); `deciding` lists the pairs won or lost
+bootstrap CI resampling cases, a case's trials together (seeded). The
+definitions and their sources: `tracejudge.stages.comparison.pairwise_rule`.
+`deciding` lists the pairs won or lost
 in both orders, with the judge's reasons. With `min_win_rate` (the option
 or `judge.pairwise.min_win_rate`) the comparison FAILS below it. It FAILS
 too on the judge's own checks as a run does (`pairwise_gate`): its judge
@@ -27,7 +32,6 @@ Traces come from each run's `traces.jsonl` or the dataset its manifest names
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +44,7 @@ from tracejudge.core.records import Case, CaseResult, Score
 from tracejudge.core.work import Work
 from tracejudge.engine import shards, store
 from tracejudge.stages.comparison.pairwise_gate import judge_checks
+from tracejudge.stages.comparison.pairwise_rule import B_SIDE, case_bootstrap, order_preference, pair_point
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.judge.metrics import _trace_sections
@@ -144,15 +149,6 @@ def _cases(dirs: list[Path]) -> dict[tuple[str, int], Case]:
     return out
 
 
-def _bootstrap(points: list[float], seed: int, resamples: int = 2000) -> list[float] | None:
-    if not points:
-        return None
-    rng = random.Random(f"{seed}:pairwise")
-    n = len(points)
-    means = sorted(sum(points[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
-    return [round(means[int(0.025 * resamples)], 6), round(means[min(resamples - 1, int(0.975 * resamples))], 6)]
-
-
 async def _judge_all(config: RunConfig, metric: PairwiseComparison,
                      cases: list[Case]) -> tuple[dict[str, Score], dict[str, Any], dict[str, str]]:
     """Each synthetic case's score and status (by case id) from the judge stage, and the stage's summary block."""
@@ -203,7 +199,7 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
         for order, (first, second) in (("ab", (ca, cb)), ("ba", (cb, ca))):
             synthetic.append(Case(id=f"{cid}|{trial}|{order}", input=a[(cid, trial)].input, metadata={"pairwise": {"first": first, "second": second}}))
     scores, res.judge, statuses = anyio.run(_judge_all, config, metric, synthetic)
-    points: list[float] = []
+    points: list[tuple[str, float]] = []  # (case, B's point) per pair judged in both orders
     first_wins = 0.0
     for cid, trial in shared:
         ab, ba = scores[f"{cid}|{trial}|ab"], scores[f"{cid}|{trial}|ba"]
@@ -218,14 +214,10 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
             res.not_judged += 1
             continue
         res.pairs += 1
-        b_ab, b_ba = 1 - ab.value, ba.value  # B's side of each verdict: 1 B better, 0.5 equal, 0 A better
-        first_wins += ab.value
-        if abs(b_ab - b_ba) > 1e-9:
-            res.flipped += 1
-            point = 0.5
-        else:
-            point = b_ab
-        points.append(point)
+        point, flipped = pair_point(ab.value, ba.value)  # each order's preference, then the both-orders rule
+        first_wins += B_SIDE[order_preference(ab.value)]  # type: ignore[index]  # the first shown's (A's) point, A-first order only
+        res.flipped += int(flipped)
+        points.append((cid, point))
         if point > 0.5:
             res.wins += 1
         elif point < 0.5:
@@ -236,8 +228,8 @@ def compare_pairwise(run_a: Path | list[Path], run_b: Path | list[Path], config:
             res.deciding.append({"case_id": cid, "trial": trial, "winner": "B" if point > 0.5 else "A",
                                  "reason_a_first": ab.reason[:300], "reason_b_first": ba.reason[:300]})
     if points:
-        res.win_rate = round(sum(points) / len(points), 6)
-        res.win_rate_ci = _bootstrap(points, seed)
+        res.win_rate = round(sum(p for _, p in points) / len(points), 6)
+        res.win_rate_ci = case_bootstrap(points, seed)
         res.first_shown_win_rate = round(first_wins / res.pairs, 6)
     res.checks = judge_checks(res, len(synthetic))
     return res

@@ -8,11 +8,18 @@ differ from their question's majority / all answers (`tracejudge.stages.judge.re
 `judge.models` (a panel) — per metric, in `judge.panel`:
 `fleiss_kappa`, Fleiss' κ (`statsmodels.stats.inter_rater.fleiss_kappa`) with
 each question of each item a subject, each model a rater and the answers
-(`yes`/`no`, or grades) the categories; `agreement_with_panel` per model: the
-share of that model's answers equal to the panel's majority answer, over the questions that have one (an answer
-given by more than half of the models); `tied`: the questions without one (a panel of two models ties whenever
-they disagree; how a tie is scored: `repeat`), left out of the agreement rather than credited to whichever
-model is listed first; and
+(`yes`/`no`, or grades) the categories; `agreement_with_panel` per model, **leave-one-out**: the share of that
+model's answers equal to the majority answer of the *other* models (an answer given by more than half of them), over
+the questions where the others have one. A model is never part of the majority it is compared with, which would
+credit it with agreeing with itself (with three models, its own vote could make the majority it then "agrees" with;
+with two, every disagreement became a tie and each model agreed 100%) — as a corrected item-total correlation
+leaves the item out of the total it is compared with (Nunnally & Bernstein 1994, *Psychometric Theory*). A question on which the others tie
+(with three models: the other two disagree) says nothing about this model and is left out of its agreement, counted
+in `others_tied` per model; with two models the other model is the whole "majority", so the figure is the two
+models' plain agreement. `tied`: the questions without a majority of the whole panel (a panel of two models ties
+whenever they disagree; how a tie is scored: `repeat`). Counters `loo_agree` and `loo_rated` per model carry the
+agreement over a resumed run (a summary written before this definition has none: its segment is not in the
+agreement); and
 per model `cost_usd` (null when the model has no price), `input_tokens`, `output_tokens`, `requests` (from each
 model's own counters). Rows are kept as counts of distinct rating patterns,
 so memory does not grow with the run. Counts carry over from an earlier
@@ -57,8 +64,9 @@ class _Metric:
     flips: int = 0
     answers: int = 0
     patterns: Counter[str] = field(default_factory=Counter)  # canonical {category: count} of one subject → subjects
-    agree: Counter[str] = field(default_factory=Counter)  # model → answers equal to the panel majority
-    rated: Counter[str] = field(default_factory=Counter)  # model → answers given to questions with a majority
+    agree: Counter[str] = field(default_factory=Counter)  # model → answers equal to the other models' majority
+    rated: Counter[str] = field(default_factory=Counter)  # model → answers given to questions where the others have a majority
+    others_tied: Counter[str] = field(default_factory=Counter)  # model → questions where the other models tie
     tied: int = 0  # questions with no answer given by more than half of the models
 
 
@@ -92,11 +100,16 @@ class JudgeTally:
             votes = {name: answer_of((m.get("answers") or {}).get(q)) for name, m in models.items()}
             counts = Counter(str(v) for v in votes.values())
             t.patterns[json.dumps(sorted(counts.items()))] += 1
-            winner, top = counts.most_common(1)[0]
-            if 2 * top <= len(votes):  # no majority: agreeing with a tie says nothing
-                t.tied += 1
-                continue
-            for name, v in votes.items():
+            _, top = counts.most_common(1)[0]
+            t.tied += int(2 * top <= len(votes))  # no majority of the whole panel
+            for name, v in votes.items():  # leave-one-out: each model against the majority of the others
+                others = Counter(str(o) for n, o in votes.items() if n != name)
+                if not others:
+                    continue
+                winner, top = others.most_common(1)[0]
+                if 2 * top <= sum(others.values()):  # the others tie: nothing to agree with
+                    t.others_tied[name] += 1
+                    continue
                 t.rated[name] += 1
                 t.agree[name] += int(str(v) == winner)
 
@@ -121,11 +134,10 @@ class JudgeTally:
                 patterns[pat] += int(n)
             if not patterns:
                 continue
-            agree, rated = Counter(t.agree), Counter(t.rated)
-            for m, n in (q.get("agree") or {}).items():
-                agree[m] += int(n)
-            for m, n in (q.get("rated") or {}).items():
-                rated[m] += int(n)
+            agree, rated, others_tied = Counter(t.agree), Counter(t.rated), Counter(t.others_tied)
+            for into, key in ((agree, "loo_agree"), (rated, "loo_rated"), (others_tied, "others_tied")):
+                for m, n in (q.get(key) or {}).items():
+                    into[m] += int(n)
             cats = sorted({c for pat in patterns for c, _ in json.loads(pat)})
             rows: list[list[int]] = []
             for pat, n in patterns.items():
@@ -135,7 +147,8 @@ class JudgeTally:
             panel[name] = {"subjects": len(rows), "categories": cats, "fleiss_kappa": None if k is None else round(k, 6),
                            "tied": t.tied + int(q.get("tied", 0)),
                            "agreement_with_panel": {m: round(agree[m] / rated[m], 6) for m in rated if rated[m]},
-                           "patterns": dict(sorted(patterns.items())), "agree": dict(agree), "rated": dict(rated)}
+                           "others_tied": dict(others_tied),
+                           "patterns": dict(sorted(patterns.items())), "loo_agree": dict(agree), "loo_rated": dict(rated)}
         out: dict[str, Any] = {}
         if samples:
             out["samples"] = samples

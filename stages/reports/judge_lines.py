@@ -152,9 +152,12 @@ def quality_lines(summary: dict[str, Any]) -> list[str]:
         kappa = "n/a" if p.get("fleiss_kappa") is None else f"{p['fleiss_kappa']:.3f}"
         agree = ", ".join(f"{m} {a:.1%}" for m, a in (p.get("agreement_with_panel") or {}).items()) or "none (no question had a majority)"
         tied = int(p.get("tied") or 0)
-        ties = f"; {tied} of {p['subjects']} questions tied (no answer from more than half the panel: not credited to the score, " \
-               "left out of the agreement)" if tied else ""
-        lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the panel: {agree}{ties}")
+        # (Each model's agreement is with the others' majority, leave-one-out: `judge_stats`; the others' ties are left out
+        # of that model's figure, which a tie of the whole panel does not decide.)
+        ties = f"; {tied} of {p['subjects']} questions tied (no answer from more than half the panel: not credited to the score)" \
+            if tied else ""
+        lines.append(f"judge panel {metric}: Fleiss' kappa {kappa} over {p['subjects']} questions; agreement with the other models' "
+                     f"majority: {agree}{ties}")
     if panel.get("models"):
         lines.append("judge panel spending: " + "; ".join(f"{m} {v.get('requests', 0)} requests {_dollars(v.get('cost_usd', 0.0))}"
                                                           + _member_failures(v) for m, v in panel["models"].items()))
