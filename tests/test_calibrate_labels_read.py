@@ -112,7 +112,7 @@ def test_the_agreement_table_keeps_every_name_and_figure_whole_at_80_columns(sim
     assert metrics["Rubric"]["kappa_kind"] == "quadratic" and len(metrics["Rubric"]["confusion"]["labels"]) == 11
     for columns in (100, 80, 50):
         out = tracejudge("calibrate", str(cfg), "--labels", str(path), cwd=tmp_path, columns=columns).stdout
-        start = out.index("agreement with the labels (95% bootstrap CI)")
+        start = out.index("agreement with the labels (95% CIs)")
         table = out[start:out.index("\n", out.index("\nTaskCompletion", start) + 1)]  # up to the last metric's first line
         tail = out[start:]
         for name, m in metrics.items():
@@ -122,7 +122,7 @@ def test_the_agreement_table_keeps_every_name_and_figure_whole_at_80_columns(sim
             assert m["kappa_kind"] in tail, (columns, out)
         assert all(len(line.rstrip()) <= columns for line in table.splitlines()), (columns, table)
         if columns >= 80:
-            assert re.search(r"^metric +n +accuracy +kappa", table, re.M), (columns, table)
+            assert re.search(r"^metric +n +cases +accuracy +kappa", table, re.M), (columns, table)
         # The 11 x 11 confusion matrix is a grid of whole cells within the width, one row per label.
         grid = out[out.index("Rubric: confusion"):].splitlines()[1:13]
         assert all(len(line) <= columns and len(line.split()) == (11 if i == 0 else 12) for i, line in enumerate(grid)), (columns, grid)

@@ -81,7 +81,7 @@ def test_a_runs_label_problems_end_its_terminal_summary_and_its_report(tmp_path:
     section = report[report.index("## Judge labels"):]
     assert "labels: 7, matched to verdicts: 3, not judged: 0, no such case/metric: 3, out of range: 1." in section
     assert "Problems with the labels (5):" in section and all(f"- {p}" in section for p in problems), section
-    assert "- TaskCompletion: 3 labelled, accuracy " in section
+    assert "- TaskCompletion: 3 labelled cases, 3 verdicts, accuracy " in section
     # `tracejudge report` rebuilds the same section and prints the same lines.
     again = tracejudge("report", str(tmp_path / "run"), cwd=tmp_path)
     assert all(f"  labels: {p}" in again.stdout for p in problems), again.stdout

@@ -45,7 +45,8 @@ class LabelsConfig(_Strict):
     result record, e.g. `{TaskCompletion: metadata.reward}` (τ-bench's reward,
     which the tau-bench reader keeps in the case metadata). A label is `true`/`false`
     or a number; a number is a pass when it is >= `threshold` for a yes/no
-    comparison. `resamples` and `seed` drive the bootstrap CIs.
+    comparison. `resamples` and `seed` drive the κ and ρ bootstrap CIs, which resample the labelled cases (accuracy has
+    the Wilson interval, `tracejudge.stages.judge.label_stats`).
     """
 
     path: Path | None = None

@@ -5,8 +5,10 @@ the same judge requests, cache and budget as `tracejudge run`, so verdicts
 already paid for cost nothing more), then pairs
 each judge verdict with its label (`tracejudge.stages.judge.agreement`) and
 prints, per metric: n, accuracy, Cohen's κ (quadratic-weighted κ and
-Spearman's ρ for graded labels) with 95% bootstrap CIs, the confusion matrix,
-κ by tag, and the disagreeing cases. `--json OUT` writes the same figures
+Spearman's ρ for graded labels) over the labelled cases and their verdicts, with 95%
+CIs (accuracy: Wilson score interval; κ and ρ: bootstrap over cases, marked `*`
+not informative under 10 cases), the confusion matrix, κ by tag, and the
+disagreeing cases. `--json OUT` writes the same figures
 (`metrics.<metric>.{n, accuracy, kappa, kappa_ci, confusion, …}`) and every
 labelled verdict beside its label (`cases`).
 
@@ -18,9 +20,11 @@ case: the whole config is run, in its own run directory (a finished run is
 reused). Labels from a file only: only the labelled cases are judged, in
 `RUN_DIR-calibrate` (`--run-dir` to choose). Exit status: 0, or 1 when an
 assertion `min_kappa` fails or the judge fails a run's checks on it (its
-errors past `judge.max_error_share`, results the judge budget skipped; the
-error kinds and the first error are named), 2 for a bad config or labels,
-130 interrupted.
+errors past `judge.max_error_share`, results the judge budget skipped — over
+the labelled cases' results; the error kinds and the first error are named),
+2 for a bad config or labels, and when no label met a scored verdict (a
+mistyped metric, case ids not in the run: nothing was measured, `--json`'s
+`verdict` is `ERROR`), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     from tracejudge.core.config import load_config, require_metrics
     from tracejudge.engine import runner
     from tracejudge.entrypoints.cli import EXIT_ASSERTION, EXIT_BAD_INPUT, EXIT_OK
+    from tracejudge.entrypoints.calibrate_checks import judge_errors, labelled_checks, no_match
     from tracejudge.stages.judge.agreement import metric_scales, need_stats, run_agreement
 
     try:
@@ -93,12 +98,13 @@ def command(args: argparse.Namespace, err: Console) -> int:
         if labels.path is not None and not Path(labels.path).is_file():
             raise ConfigError(f"--labels {labels.path}: no such file")
         config = config.model_copy(update={"judge": config.judge.model_copy(update={"labels": labels})})
-        source, run_dir = None, args.run_dir
+        source, run_dir, ids = None, args.run_dir, None
         if not labels.fields:
             # Labels from a file name their cases: only those are judged, in a run directory of their own.
             from tracejudge.stages.judge.labels import load_label_file
 
-            source = labelled_cases(config, {lab.case_id for lab in load_label_file(Path(labels.path)).labels})  # type: ignore[arg-type]
+            ids = {lab.case_id for lab in load_label_file(Path(labels.path)).labels}  # type: ignore[arg-type]
+            source = labelled_cases(config, ids)
             run_dir = run_dir or Path(f"{config.run.dir}-calibrate")
         outcome = anyio.run(lambda: runner.run(config, run_dir=run_dir, source=source))
     except (TracejudgeError, BaseExceptionGroup) as exc:
@@ -118,22 +124,32 @@ def command(args: argparse.Namespace, err: Console) -> int:
         err.print(f"error: {block['error']}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     print_agreement(block, out, run_dir=outcome.run_dir)
-    errors = _judge_errors(outcome)
+    errors = judge_errors(outcome, ids)
     if errors["line"]:
         out.print(errors["line"], highlight=False, markup=False, soft_wrap=True)
     # The run's own checks on its judge, with its setting and default (`judge.max_error_share`, 0): a judge that failed
-    # every request left "n/a" everywhere and exit 0, as if nothing had been measured wrong.
-    checks = [c for c in outcome.verdict.checks if c.name in _JUDGE_CHECKS or c.name.endswith("min_kappa")]
+    # every request left "n/a" everywhere and exit 0, as if nothing had been measured wrong. With a labels file, over the
+    # labelled cases only: `RUN_DIR-calibrate` keeps the cases of earlier labels files too (`labelled_checks`).
+    checks = [c for c in outcome.verdict.checks if c.name.endswith("min_kappa")]
+    checks[:0] = ([c for c in outcome.verdict.checks if c.name in _JUDGE_CHECKS] if ids is None
+                  else labelled_checks(outcome, ids))
     failed = any(not c.ok for c in checks)
+    # No label met a verdict: nothing was measured, which is no PASS — the labels name a metric or cases the run lacks.
+    none_matched = None if block.get("matched") else no_match(block)
     if args.json is not None:
         full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics),
                              listed=None)
-        full.update(judge_errors={"error_kinds": errors["kinds"], "first": errors["first"]}, verdict="FAIL" if failed else "PASS",
-                    checks=[{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks])
+        full.update(judge_errors={"error_kinds": errors["kinds"], "first": errors["first"]},
+                    verdict="ERROR" if none_matched else "FAIL" if failed else "PASS",
+                    checks=[{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
+                    **({"error": none_matched} if none_matched else {}))
         args.json.write_text(json.dumps({"run_dir": str(outcome.run_dir), **full}, indent=2, default=str) + "\n", encoding="utf-8")
         out.print(f"written: {args.json}", highlight=False)
     if outcome.interrupted:
         return 130
+    if none_matched:
+        err.print(f"error: {none_matched}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
     for c in checks:
         mark = "ok  " if c.ok else "FAIL"
         out.print(f"  {mark} {c.name}: {c.detail}", highlight=False, markup=False, soft_wrap=True)
@@ -141,19 +157,6 @@ def command(args: argparse.Namespace, err: Console) -> int:
 
 
 _JUDGE_CHECKS = ("judge max_error_share", "judge budget")  # (`tracejudge.stages.aggregate.gate_judge`)
-
-
-def _judge_errors(outcome: Any) -> dict[str, Any]:
-    """The run's judge error kinds, its first judge error (`error_note.first_judge_error`) and the line naming both."""
-    from tracejudge.engine.store import iter_results
-    from tracejudge.stages.judge.error_note import error_line, first_judge_error
-
-    kinds = dict((outcome.summary.get("judge") or {}).get("error_kinds") or {})
-    first = first_judge_error(iter_results(outcome.run_dir)) if kinds else None
-    where = ""
-    if first is not None:
-        where = f"case {first['case_id']} trial {first['trial']}" + (f", {first['metric']}" if first["metric"] else "")
-    return {"kinds": kinds, "first": first, "line": error_line(kinds, first, where)}
 
 
 def labelled_cases(config: Any, ids: set[str]) -> Any:
@@ -176,7 +179,10 @@ def _f(x: float | None, ci: list[float] | None = None, sep: str = " ") -> str:
     return f"{x:.3f}" + (f"{sep}[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
-_TITLE = "agreement with the labels (95% bootstrap CI)"
+_TITLE = "agreement with the labels (95% CIs)"
+# What each interval is (`tracejudge.stages.judge.label_stats`): said under the table, as the title would not fit 80 columns.
+_CIS = ("n: verdicts, cases: labelled cases; 95% CIs: accuracy Wilson score interval,\n"
+        "kappa and spearman percentile bootstrap over cases (a case's trials together)")
 
 
 def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Callable[[str], str]) -> Table:
@@ -190,7 +196,7 @@ def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Calla
 
     table = Table(title=_TITLE, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
                   **({"padding": (0, 0)} if level else {"pad_edge": False}))
-    cols = ["metric", "n", "accuracy", "kappa", *(["kind"] if level < 3 else []), "spearman", "disagree"]
+    cols = ["metric", "n", "cases", "accuracy", "kappa", *(["kind"] if level < 3 else []), "spearman", "disagree"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("metric", "kind") else "right", no_wrap=True)  # figures whole, never cut
     sep = "\n" if level >= 2 else " "
@@ -200,7 +206,8 @@ def _agreement_table(metrics: dict[str, dict[str, Any]], level: int, name: Calla
         if level >= 3 and kind != "-":
             head, _, rest = kappa.partition("\n")
             kappa = f"{head} {kind}" + (f"\n{rest}" if rest else "")
-        row = [name(visible(key)), str(m.get("n", 0)), _f(m.get("accuracy"), m.get("accuracy_ci"), sep), kappa,
+        row = [name(visible(key)), str(m.get("n", 0)), str(m.get("cases", m.get("n", 0))), _f(m.get("accuracy"), m.get("accuracy_ci"), sep),
+               kappa + ("*" if m.get("kappa_ci_informative") is False else ""),
                *([kind] if level < 3 else []), _f(m.get("spearman"), m.get("spearman_ci"), sep) if "spearman" in m else "-",
                str(m.get("disagreeing", 0))]
         table.add_row(*map(cell, row))
@@ -235,9 +242,10 @@ def _agreement_blocks(metrics: dict[str, dict[str, Any]]) -> list[str]:
     lines = [_TITLE]
     for key, m in metrics.items():
         kind = m.get("kappa_kind") or m.get("kind")
-        lines += [visible(key), f"  n {m.get('n', 0)}, disagree {m.get('disagreeing', 0)}",
+        lines += [visible(key), f"  n (verdicts) {m.get('n', 0)}, cases {m.get('cases', m.get('n', 0))}, disagree {m.get('disagreeing', 0)}",
                   f"  accuracy {_f(m.get('accuracy'), m.get('accuracy_ci'))}",
-                  f"  kappa {_f(m.get('kappa'), m.get('kappa_ci'))}" + (f" ({kind})" if kind else "")]
+                  f"  kappa {_f(m.get('kappa'), m.get('kappa_ci'))}" + ("*" if m.get("kappa_ci_informative") is False else "")
+                  + (f" ({kind})" if kind else "")]
         if "spearman" in m:
             lines.append(f"  spearman {_f(m.get('spearman'), m.get('spearman_ci'))}")
     return lines
@@ -281,6 +289,8 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
     for p in label_problems(block):
         say(f"  labels: {p}")  # (not all skip one: "counted once", "takes this one")
     metrics = block.get("metrics") or {}
+    if not metrics:
+        return
     table = fitted(console, lambda level, name: _agreement_table(metrics, level, name), 4)
     cut: dict[str, str] = {}
     if not fits(console, table):
@@ -298,8 +308,12 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
     else:
         for line in _agreement_blocks(metrics):
             say(line)
+    for line in _CIS.split("\n"):
+        say(line)
     for key, m in metrics.items():
         name = visible(key)
+        for line in kappa_lines(m):
+            say(f"{name}: {line}")
         if m.get("note"):
             say(f"{name}: {m['note']}")
         if m.get("threshold") is not None:
@@ -309,12 +323,31 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
                 say(line)
         tags = m.get("by_tag") or {}
         if tags:
-            say(f"{name} by tag: " + "; ".join(f"{visible(t)} n={v['n']} acc={_f(v['accuracy'])} kappa={_f(v['kappa'])}"
+            say(f"{name} by tag: " + "; ".join(f"{visible(t)} n={v['n']}" + (f" ({v['cases']} cases)" if v.get("cases", v["n"]) != v["n"] else "")
+                                               + f" acc={_f(v['accuracy'])} kappa={_f(v['kappa'])}"
+                                               + (f" ({v['kappa_why']})" if v.get("kappa_why") else "")
                                                for t, v in list(tags.items())[:12]))
         for d in (m.get("disagreements") or [])[:listed]:
             label = f"{d['label']}" + (f" ({d['label_as']})" if d.get("label_as") else "")
             say(f"  disagrees: case {visible(str(d['case_id']))} trial {d['trial']}: label {label}, verdict {d['verdict']} "
                 f"(value {d['value']:.3f}): {visible(d['reason'][:160])}")
+
+
+def kappa_lines(m: dict[str, Any]) -> list[str]:
+    """What a metric's κ figure is and how far its interval goes (`agreement.metric_agreement`): the reading of its labels
+    when it could be ambiguous, the scale a weighted κ weighs grades on, the resamples dropped, and `*`: not informative."""
+    lines = []
+    if m.get("reading_note"):
+        lines.append(m["reading_note"])
+    if m.get("kappa_labels") and m.get("kappa_kind") == "quadratic":
+        lines.append(f"quadratic-weighted kappa over the grades {m['kappa_labels'][0]}..{m['kappa_labels'][-1]}"
+                     + (f" ({m['kappa_labels_note']})" if m.get("kappa_labels_note") else " (the metric's scale)"))
+    if m.get("kappa_ci_dropped"):
+        lines.append(f"kappa CI: {m['kappa_ci_dropped']} of {m.get('kappa_ci_resamples')} resamples had kappa undefined "
+                     "(one class only) and were dropped")
+    if m.get("kappa_ci_informative") is False:
+        lines.append(f"* kappa CI not informative: {m.get('kappa_ci_why')}; min_kappa fails on it — label more cases")
+    return lines
 
 
 def pairwise_command(args: argparse.Namespace, out: Console) -> int:

@@ -196,9 +196,14 @@ def _kappa_check(key: str, least: float, summary: dict[str, Any]) -> Check:
         return Check(f"{key} min_kappa", False, f"{why}; required kappa >= {least}")
     ci = got.get("kappa_ci")
     span = f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""
+    cases = got.get("cases", got["n"])
+    over = f"over {cases} labelled case{'s' if cases != 1 else ''} ({got['n']} verdict{'s' if got['n'] != 1 else ''})"
+    if got.get("kappa_ci_informative") is False:
+        # A κ over a handful of cases (2 of 2 agreeing: 1.000 [1.000, 1.000]) shows nothing about the judge: no pass on it.
+        return Check(f"{key} min_kappa", False, f"{got.get('kappa_kind', 'kappa')} {got['kappa']:.3f}{span} {over}: not informative, "
+                     f"{got.get('kappa_ci_why', 'too few labelled cases')}; label more cases, required kappa >= {least}")
     ok = got["kappa"] >= least - 1e-12
-    return Check(f"{key} min_kappa", ok,
-                 f"{got.get('kappa_kind', 'kappa')} {_f(got['kappa'], least, ok)}{span} over {got['n']} labelled verdicts, required >= {least}")
+    return Check(f"{key} min_kappa", ok, f"{got.get('kappa_kind', 'kappa')} {_f(got['kappa'], least, ok)}{span} {over}, required >= {least}")
 
 
 def invalid_reasons(run_dir: Path, limit: int = 3, status: str = "invalid_input") -> list[str]:

@@ -4,23 +4,30 @@ Definitions (computed by scikit-learn and scipy, not here):
 
 - yes/no comparison — for a yes/no metric (one without grades,
   `label_grades.yes_no_metric`), whose labels are `true`/`false` or numbers
-  from 0 to 1, and for any metric labelled only `true`/`false` or 0/1: the
+  from 0 to 1, and for any metric labelled only `true`/`false` or 0/1 (when the 0/1 labels are not all grades of a
+  graded metric's scale, below): the
   label (a number is a pass when >= `threshold`) against the verdict's
   `passed`; Cohen's κ (`sklearn.metrics.cohen_kappa_score`), accuracy, and
   the confusion matrix (`sklearn.metrics.confusion_matrix`, rows the label
   `[fail, pass]`, columns the verdict);
-- graded comparison — other numeric labels of a graded metric: the label
-  against the verdict's grade (`tracejudge.stages.judge.label_grades`);
-  Spearman's ρ (`scipy.stats.spearmanr`), and, when labels and grades are
-  all integers, the quadratic-weighted κ and the confusion matrix over the
-  grades seen; `accuracy` is the share of exact matches.
+- graded comparison — the numeric labels of a graded metric (a scale of its own, `scale`, or grades on its verdicts)
+  that are all whole grades of its scale (`read_as_grades`: labels of only 0 and 1 on `scale: [0, 4]` are grades,
+  and `reading_note` says so), and other numeric labels that are not all 0/1: the label against the verdict's grade
+  (`tracejudge.stages.judge.label_grades`); Spearman's ρ (`scipy.stats.spearmanr`), and, when labels and grades are
+  all integers, the quadratic-weighted κ (`cohen_kappa_score(weights="quadratic", labels=…)`, J. Cohen, "Weighted kappa",
+  Psychological Bulletin 70 (1968) 213–220) with the
+  metric's whole scale as `labels` (`kappa_labels`), so that grades 1, 2, 5 weigh 5 three grades from 2, not one,
+  and the confusion matrix over the grades seen; `accuracy` is the share of exact matches.
 
-Each figure with a CI has a 95% percentile bootstrap over the labelled
-verdicts (resampled with replacement, `resamples` times, seeded by `seed` and
-the metric key, so the same inputs give the same interval). A resample whose
-κ is undefined (one class only) is left out of its interval. κ is `None`
-when every label and verdict are the same class: chance agreement is then 1
-and κ is 0/0 (`note` says so, and that labels of another class are needed).
+The unit of the intervals is the labelled case (`cases`; `n` counts verdicts: a label without `trial` answers every
+trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% percentile bootstrap over cases (every
+trial of a drawn case together), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
+same interval (`tracejudge.stages.judge.label_stats`, which cites the sources). A resample whose κ is undefined (one
+class only) is dropped and counted (`kappa_ci_dropped`). Under 10 labelled cases, or with a single-point interval,
+the κ interval is marked not informative (`kappa_ci_informative: false`, `kappa_ci_why`) and the gate's `min_kappa`
+fails on it. κ is `None`
+when every label and verdict are the same class: chance agreement is then 1 and κ is 0/0 (`note` says so, and that
+labels of another class are needed). By tag, κ is `None` with `kappa_why` for a tag of one case or one class.
 
 A verdict pairs with the label of its (case, metric, trial), or with the
 case's label for the metric when the label names no trial; verdicts that
@@ -30,7 +37,6 @@ were not scored (`value: null`, or a non-`ok` result) are counted as
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -40,6 +46,7 @@ from typing import Any
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.stages.judge.label_checks import take_out_of_range, unknown_cases, unknown_metrics
 from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
+from tracejudge.stages.judge.label_stats import case_bootstrap, effective_n, rng, uninformative, wilson
 from tracejudge.stages.judge.labels import Label, LabelSet
 
 __all__ = ["Pair", "agreement_block", "metric_agreement", "metric_scales", "need_stats", "pair_up"]
@@ -123,29 +130,37 @@ def _binary(pairs: list[Pair]) -> bool:
     return all(isinstance(p.label, bool) or p.label in (0.0, 1.0) for p in pairs)
 
 
-def _rng(seed: int, metric: str) -> Any:
-    import numpy as np
-
-    return np.random.default_rng(int(hashlib.sha256(f"{seed}:{metric}".encode()).hexdigest()[:12], 16))
-
-
-def _ci(stat: Callable[[Any, Any], float | None], y: Any, v: Any, resamples: int, rng: Any) -> list[float] | None:
-    """95% percentile bootstrap interval of `stat(y, v)` over paired resamples; `None` when no resample defines it."""
-    import numpy as np
-
-    n = len(y)
-    got = []
-    for idx in rng.integers(0, n, size=(resamples, n)):
-        x = stat(y[idx], v[idx])
-        if x is not None and np.isfinite(x):
-            got.append(x)
-    if not got:
+def scale_grades(scale: tuple[float, float] | None) -> list[int] | None:
+    """Every grade of a scale `(lowest, span)` of whole grades, lowest first; `None` when unknown or not whole numbers."""
+    if scale is None:
         return None
-    lo, hi = np.percentile(got, [2.5, 97.5])
-    return [round(float(lo), 6), round(float(hi), 6)]
+    lo, hi = round(scale[0], 6), round(scale[0] + scale[1], 6)
+    if lo != int(lo) or hi != int(hi) or hi - lo > 1000:
+        return None
+    return list(range(int(lo), int(hi) + 1))
 
 
-def _kappa(weights: str | None) -> Callable[[Any, Any], float | None]:
+def read_as_grades(pairs: list[Pair], scale: tuple[float, float] | None, yes_no: bool = False) -> bool:
+    """Whether the labels of a graded metric are grades: every label a number (no true/false) that is a whole grade of the
+    metric's `scale`. Labels of only 0 and 1 on a scale holding both (`scale: [0, 4]`) are grades, as README says of a
+    graded metric's numeric labels; on a yes/no metric, or with a `true`/`false` label, or a label off the scale, they are
+    pass/fail (`_binary`)."""
+    grades = scale_grades(scale)
+    return (not yes_no and grades is not None and bool(pairs)
+            and all(not isinstance(p.label, bool) and float(p.label).is_integer() and int(p.label) in grades for p in pairs))
+
+
+def _case_groups(pairs: list[Pair], among: list[int] | None = None) -> list[list[int]]:
+    """The indices of `pairs` (of those in `among`) grouped by case, in case order (pairs are sorted by case and trial)."""
+    groups: dict[str, list[int]] = {}
+    for i in (range(len(pairs)) if among is None else among):
+        groups.setdefault(pairs[i].case_id, []).append(i)
+    return list(groups.values())
+
+
+def _kappa(weights: str | None, labels: list[Any] | None = None) -> Callable[[Any, Any], float | None]:
+    """Cohen's κ (`sklearn.metrics.cohen_kappa_score`), quadratic-weighted with `weights`; `labels` is the metric's whole
+    scale, so a grade's weight is its distance on the scale, not its rank among the grades present."""
     from sklearn.metrics import cohen_kappa_score
 
     def k(y: Any, v: Any) -> float | None:
@@ -153,7 +168,7 @@ def _kappa(weights: str | None) -> Callable[[Any, Any], float | None]:
             return None  # one class only: κ is 0/0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return float(cohen_kappa_score(y, v, weights=weights))
+            return float(cohen_kappa_score(y, v, weights=weights, labels=labels))
     return k
 
 
@@ -171,11 +186,21 @@ def _accuracy(y: Any, v: Any) -> float:
     return float((y == v).mean())
 
 
+def _accuracy_ci(y: Any, v: Any, groups: list[list[int]]) -> list[float] | None:
+    """Wilson score interval of the agreement share over the cases' effective sample size (`label_stats`)."""
+    agree = [int((y[g] == v[g]).sum()) for g in groups]
+    return wilson(_accuracy(y, v), effective_n(agree, [len(g) for g in groups]))
+
+
 def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
-                     disagreements: int | None = None, yes_no: bool = False) -> dict[str, Any]:
-    """The agreement block of one metric (see the module doc): `n`, `kind`, `accuracy`(`_ci`), `kappa`(`_ci`, `_kind`),
-    `spearman`(`_ci`) for graded labels, `confusion`, `by_tag`, `disagreements` (at most `disagreements`, all when `None`).
-    `yes_no` says the metric is yes/no (`label_grades.yes_no_metric`): its numeric labels are passes from `threshold` up.
+                     disagreements: int | None = None, yes_no: bool = False, scale: tuple[float, float] | None = None,
+                     grades: bool | None = None) -> dict[str, Any]:
+    """The agreement block of one metric (see the module doc): `n` (verdicts), `cases`, `kind`, `accuracy`(`_ci`),
+    `kappa`(`_ci`, `_kind`, `_labels`, `_ci_dropped`, `_ci_informative`, `_ci_why`), `spearman`(`_ci`) for graded labels,
+    `reading` (and `reading_note` when it could be ambiguous), `confusion`, `by_tag`, `disagreements` (at most
+    `disagreements`, all when `None`). `yes_no` says the metric is yes/no (`label_grades.yes_no_metric`): its numeric
+    labels are passes from `threshold` up. `scale` is the metric's `(lowest, span)`; `grades` whether its labels are
+    read as grades (`read_as_grades`, the default).
 
     Raises `TracejudgeError` when scikit-learn or scipy is missing.
     """
@@ -184,17 +209,21 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     from sklearn.metrics import confusion_matrix
 
     if not pairs:
-        return {"n": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None,
+        return {"n": 0, "cases": 0, "kind": None, "accuracy": None, "kappa": None, "kappa_ci": None,
                 "note": "no labelled verdict: no label of this metric met a scored verdict (see the label counts and problems)"}
-    binary = yes_no or _binary(pairs)
-    rng = _rng(seed, metric)
+    if grades is None:
+        grades = read_as_grades(pairs, scale, yes_no)
+    binary = yes_no or (not grades and _binary(pairs))
+    gen = rng(seed, metric)
+    groups = _case_groups(pairs)
     kind: str | None
+    scale_labels: list[Any] | None = None
     if binary:
         y = np.array([bool(p.label) if isinstance(p.label, bool) else p.label >= threshold for p in pairs])
         v = np.array([bool(p.passed) for p in pairs])
         classes: list[Any] = [False, True]
         names: list[Any] = ["fail", "pass"]
-        kappa_fn, kind = _kappa(None), "cohen"
+        kappa_fn, kind = _kappa(None, classes), "cohen"
     else:
         y = np.array([float(p.label) for p in pairs])
         v = np.array([p.grade for p in pairs])
@@ -203,14 +232,32 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
             y, v = y.astype(int), v.astype(int)
         classes = sorted(set(y.tolist()) | set(v.tolist())) if integral else []
         names = classes
-        kappa_fn, kind = (_kappa("quadratic"), "quadratic") if integral else ((lambda a, b: None), None)
+        # Weighted by distance on the metric's whole scale (the grades seen too, should a verdict fall off it); only the
+        # grades seen when the scale is not known, which the output says (`kappa_labels`).
+        scale_labels = sorted(set(scale_grades(scale) or []) | set(classes)) if integral else None
+        kappa_fn, kind = (_kappa("quadratic", scale_labels), "quadratic") if integral else ((lambda a, b: None), None)
     kappa = kappa_fn(y, v)
+    kappa_ci, dropped = case_bootstrap(kappa_fn, y, v, groups, resamples, gen) if kind else (None, 0)
     out: dict[str, Any] = {
-        "n": len(pairs), "kind": "yes_no" if binary else "graded",
-        "accuracy": round(_accuracy(y, v), 6), "accuracy_ci": _ci(lambda a, b: _accuracy(a, b), y, v, resamples, rng),
-        "kappa": None if kappa is None else round(kappa, 6), "kappa_kind": kind,
-        "kappa_ci": _ci(kappa_fn, y, v, resamples, rng) if kind else None,
+        "n": len(pairs), "cases": len(groups), "kind": "yes_no" if binary else "graded",
+        "reading": "pass/fail" if binary else "grades",
+        "accuracy": round(_accuracy(y, v), 6), "accuracy_ci": _accuracy_ci(y, v, groups), "accuracy_ci_method": "wilson",
+        "kappa": None if kappa is None else round(kappa, 6), "kappa_kind": kind, "kappa_ci": kappa_ci,
     }
+    if kind:
+        out.update(kappa_ci_method="case bootstrap", kappa_ci_resamples=resamples, kappa_ci_dropped=dropped)
+        why = uninformative(len(groups), kappa_ci)
+        out["kappa_ci_informative"] = why is None
+        if why:
+            out["kappa_ci_why"] = why
+    if scale_labels is not None:
+        out["kappa_labels"] = scale_labels
+        if scale_grades(scale) is None:
+            out["kappa_labels_note"] = "the metric's scale is not known: grades weighted by their distance among those seen"
+    if grades and not binary and all(float(p.label) in (0.0, 1.0) for p in pairs):
+        lo, hi = scale_labels[0], scale_labels[-1]  # type: ignore[index]
+        out["reading_note"] = (f"labels 0 and 1 only, read as grades on the metric's scale {lo}..{hi} (a graded metric); "
+                               "write true/false to compare pass/fail")
     if binary and any(not isinstance(p.label, bool) and p.label not in (0.0, 1.0) for p in pairs):
         out["threshold"] = threshold  # (the labels between 0 and 1 were read at it: another threshold, other figures)
     if kappa is None and kind:
@@ -223,7 +270,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     if not binary:
         rho = _spearman(y, v)
         out["spearman"] = None if rho is None else round(rho, 6)
-        out["spearman_ci"] = _ci(_spearman, y, v, resamples, rng)
+        out["spearman_ci"] = case_bootstrap(_spearman, y, v, groups, resamples, gen)[0]
     if classes:
         matrix = confusion_matrix(y, v, labels=classes)
         out["confusion"] = {"rows": "label", "columns": "verdict", "labels": names, "matrix": matrix.tolist()}
@@ -231,8 +278,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     for i, p in enumerate(pairs):
         for t in p.tags:
             tags[t].append(i)
-    out["by_tag"] = {t: {"n": len(ix), "accuracy": round(_accuracy(y[ix], v[ix]), 6),
-                         "kappa": None if (k := kappa_fn(y[ix], v[ix])) is None else round(k, 6)} for t, ix in sorted(tags.items())}
+    out["by_tag"] = {t: _tag(y, v, ix, len(_case_groups(pairs, ix)), kappa_fn) for t, ix in sorted(tags.items())}
     wrong = [i for i in range(len(pairs)) if y[i] != v[i]]
     listed = wrong if disagreements is None else wrong[:disagreements]
     # (A label of 0.75 read as a pass at the threshold says so beside it: "label 0.75, verdict fail" alone reads as a grade.)
@@ -241,6 +287,16 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
                              "verdict": _shown(v[i]), "value": pairs[i].value, "reason": pairs[i].reason} for i in listed]
     out["disagreeing"] = len(wrong)
     return out
+
+
+def _tag(y: Any, v: Any, ix: list[int], cases: int, kappa_fn: Callable[[Any, Any], float | None]) -> dict[str, Any]:
+    """One tag's figures; κ `None` with `kappa_why` for a single case (κ of one case is 0 or 0/0, not agreement) or one class."""
+    got: dict[str, Any] = {"n": len(ix), "cases": cases, "accuracy": round(_accuracy(y[ix], v[ix]), 6)}
+    k = kappa_fn(y[ix], v[ix]) if cases > 1 else None
+    got["kappa"] = None if k is None else round(k, 6)
+    if k is None:
+        got["kappa_why"] = "one case" if cases < 2 else "one class only"
+    return got
 
 
 def _shown(x: Any) -> Any:
@@ -261,16 +317,25 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
     run_metrics = {m for r in results for m in (r.get("scores") or {})}
-    problems = unknown_metrics(labels, counts["unknown_metrics"], run_metrics) + labels.problems + unknown_cases(results, labels, run_metrics)
+    cases = {str(r.get("case_id")) for r in results}
+    problems = unknown_metrics(labels, counts["unknown_metrics"], run_metrics, cases) + labels.problems + unknown_cases(results, labels, run_metrics)
+    absent: dict[str, int] = defaultdict(int)  # labels (by metric) of cases not in the run, which a metric is not blamed for
+    for lab in labels.labels:
+        if lab.case_id not in cases:
+            absent[lab.metric] += 1
+    full = {m: (scales or {}).get(m) or grade_scale(results, m) for m in metrics}
+    # The reading is decided over every label, out-of-range ones too: 0 and 1 on a 1..5 scale are pass/fail, not grades.
+    grades = {m: read_as_grades(pairs.get(m, []), full[m], yes_no_metric(pairs.get(m, []), (scales or {}).get(m))) for m in metrics}
     out_of_range = take_out_of_range(pairs, labels, scales or {})
+    yes_no = {m: yes_no_metric(pairs.get(m, []), (scales or {}).get(m)) for m in metrics}
     if out_of_range:
         counts["matched"] -= len(out_of_range)
         counts["out_of_range"] = len(out_of_range)
         problems += out_of_range
-    block: dict[str, Any] = {**counts, "problems": problems[:listed], "problem_count": len(problems),
+    block: dict[str, Any] = {**counts, "cases_not_in_run": dict(absent), "problems": problems[:listed], "problem_count": len(problems),
                              "metrics": {m: metric_agreement(m, pairs.get(m, []), threshold=threshold, resamples=resamples, seed=seed,
-                                                             disagreements=disagreements,
-                                                             yes_no=yes_no_metric(pairs.get(m, []), (scales or {}).get(m)))
+                                                             disagreements=disagreements, yes_no=yes_no[m], scale=full[m],
+                                                             grades=grades[m])
                                          for m in metrics}}
     if with_cases:
         block["cases"] = [{"case_id": p.case_id, "trial": p.trial, "metric": m, "label": p.label, "passed": p.passed, "value": p.value,

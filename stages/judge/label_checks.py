@@ -11,20 +11,30 @@ from typing import TYPE_CHECKING, Any
 
 from tracejudge.core.suggest import did_you_mean
 from tracejudge.stages.judge.label_grades import yes_no_metric
-from tracejudge.stages.judge.labels import LabelSet
+from tracejudge.stages.judge.labels import Label, LabelSet
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["take_out_of_range", "unknown_cases", "unknown_metrics"]
+__all__ = ["take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics"]
 
 
-def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str]) -> list[str]:
+def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None) -> list[str]:
     """A problem for each labelled metric no result of the run has (`unknown`: its label count), named where its first
-    label was written, with the lines of the others in the same file, and the run's metric it may be a slip for."""
+    label was written, with the lines of the others in the same file, and the run's metric it may be a slip for.
+
+    When none of the metric's labelled cases is in the run (`cases`: the run's case ids), the run cannot say whether it
+    has the metric — `calibrate --labels` judges only the labelled cases, so unknown case ids leave it no result at
+    all — and each label is named for its case instead (`unknown_case`), not blamed on its metric.
+    """
     named = []
     for metric, n in unknown.items():
-        wheres = [lab.where for lab in labels.labels if lab.metric == metric]
+        mine = [lab for lab in labels.labels if lab.metric == metric]
+        if cases is not None and mine and not any(lab.case_id in cases for lab in mine):
+            either = f"; no result of this run has metric {metric!r} either" if run_metrics else ""
+            named += [unknown_case(lab, cases) + either for lab in mine]
+            continue
+        wheres = [lab.where for lab in mine]
         file = wheres[0].rpartition(":")[0] if wheres else ""
         lines = [w.rpartition(":")[2] for w in wheres[1:] if file and w.rpartition(":")[0] == file]
         more = f" (also line{'s' if len(lines) > 1 else ''} {', '.join(lines[:5])}{', …' if len(lines) > 5 else ''})" if lines else ""
@@ -34,15 +44,21 @@ def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[
     return named
 
 
+def unknown_case(lab: Label, cases: set[str]) -> str:
+    """The problem of a label whose case is not in the run (`cases`), with the run's id it may be a slip for."""
+    # A spreadsheet reads `007` as the number 7, and a case id may be typed in another case: the run's id is offered.
+    near = {_loose(c): c for c in sorted(cases, reverse=True)}
+    what = f"{lab.where}: case_id: no result of this run is case {lab.case_id!r}"
+    if _loose(lab.case_id) in near:
+        return what + f"; did you mean {near[_loose(lab.case_id)]!r}?"
+    return what + ("" if cases else " (the run has no result: none of the labelled cases is in it)")
+
+
 def unknown_cases(results: list[dict[str, Any]], labels: LabelSet, run_metrics: set[str]) -> list[str]:
     """A problem naming each label (its `file:line`) of a metric the run has for a case no result of the run is: a
     mistyped or stale case id, which would otherwise be only a count (`unmatched`)."""
     cases = {str(r.get("case_id")) for r in results}
-    # A spreadsheet reads `007` as the number 7, and a case id may be typed in another case: the run's id is offered.
-    near = {_loose(c): c for c in sorted(cases, reverse=True)}
-    return [f"{lab.where}: case_id: no result of this run is case {lab.case_id!r}"
-            + (f"; did you mean {near[_loose(lab.case_id)]!r}?" if _loose(lab.case_id) in near else "")
-            for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
+    return [unknown_case(lab, cases) for lab in labels.labels if lab.metric in run_metrics and lab.case_id not in cases]
 
 
 def _loose(case_id: str) -> str:

@@ -182,14 +182,22 @@ def label_problems(block: dict[str, Any], first: int | None = None) -> list[str]
 
 
 def _metric_lines(block: dict[str, Any]) -> list[str]:
+    """A line per labelled metric: its cases and verdicts, accuracy with its Wilson interval, and κ named for what it is
+    (Cohen's, or quadratic-weighted for grades) with its case-bootstrap interval, marked when that is not informative."""
     lines = []
     for metric, m in (block.get("metrics") or {}).items():
         if not m.get("n"):
             lines.append(f"{metric}: no labelled verdict")
             continue
-        ci = m.get("kappa_ci")
+        ci, aci = m.get("kappa_ci"), m.get("accuracy_ci")
+        what = "quadratic-weighted kappa" if m.get("kappa_kind") == "quadratic" else "Cohen's kappa"
         kappa = "n/a" if m.get("kappa") is None else f"{m['kappa']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        lines.append(f"{metric}: {m['n']} labelled, accuracy {m['accuracy']:.1%}, kappa {kappa}, {m.get('disagreeing', 0)} disagree")
+        if m.get("kappa_ci_informative") is False:
+            kappa += f" (CI not informative: {m.get('kappa_ci_why')})"
+        cases = m.get("cases", m["n"])
+        lines.append(f"{metric}: {cases} labelled case{'s' if cases != 1 else ''}, {m['n']} verdict{'s' if m['n'] != 1 else ''}, "
+                     f"accuracy {m['accuracy']:.1%}" + (f" [{aci[0]:.1%}, {aci[1]:.1%}]" if aci else "")
+                     + f", {what} {kappa}, {m.get('disagreeing', 0)} disagree")
     return lines
 
 
@@ -212,6 +220,10 @@ def label_markdown(block: dict[str, Any]) -> str:
     if block.get("error"):
         return f"\n## Judge labels\n\n**{_md(block['error'])}**\n"
     out = ["", "## Judge labels", "", _md(label_counts(block)) + ".", "", *(f"- {_md(line)}" for line in _metric_lines(block))]
+    if block.get("metrics"):
+        # (Not the footer's CI, which is the bootstrap of the metrics' means.)
+        out += ["", "Label agreement CIs are 95%: accuracy's the Wilson score interval, kappa's a percentile bootstrap over the "
+                "labelled cases (a case's trials together), not informative under 10 cases."]
     if block.get("problem_count"):
         out += ["", f"Problems with the labels ({block['problem_count']}):", "", *(f"- {_md(p)}" for p in label_problems(block))]
     return "\n".join(out) + "\n"

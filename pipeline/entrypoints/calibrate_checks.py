@@ -1,0 +1,84 @@
+"""What `tracejudge calibrate` (`tracejudge.entrypoints.calibrate`) checks besides the agreement figures: the judge's
+errors and budget over the labelled cases, and why no label met a verdict (exit 2: nothing was measured).
+
+With a labels file, calibrate judges only the labelled cases, in `RUN_DIR-calibrate`, which keeps the results of cases
+an earlier labels file named; those measured nothing of these labels, so the judge's checks count only the labelled
+cases' results (`labelled_checks`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["judge_errors", "labelled_checks", "no_match"]
+
+
+def judge_errors(outcome: Any, ids: set[str] | None = None) -> dict[str, Any]:
+    """The run's judge error kinds, its first judge error (`error_note.first_judge_error`) and the line naming both; of the
+    cases in `ids` only when given (`labelled_checks`)."""
+    from tracejudge.engine.store import iter_results
+    from tracejudge.stages.judge.error_note import error_line, first_judge_error
+
+    if ids is None:
+        kinds = dict((outcome.summary.get("judge") or {}).get("error_kinds") or {})
+        first = first_judge_error(iter_results(outcome.run_dir)) if kinds else None
+    else:
+        mine = [r for r in iter_results(outcome.run_dir) if str(r.get("case_id")) in ids]
+        kinds = {}
+        for r in mine:
+            for s in (r.get("scores") or {}).values():
+                kind = (s.get("details") or {}).get("error_kind") if isinstance(s, dict) and s.get("value") is None else None
+                if isinstance(kind, str):
+                    kinds[kind] = kinds.get(kind, 0) + 1
+        first = first_judge_error(mine) if kinds else None
+    where = ""
+    if first is not None:
+        where = f"case {first['case_id']} trial {first['trial']}" + (f", {first['metric']}" if first["metric"] else "")
+    return {"kinds": kinds, "first": first, "line": error_line(kinds, first, where)}
+
+
+def labelled_checks(outcome: Any, ids: set[str]) -> list[Any]:
+    """The run's judge checks (`gate_judge`: `judge max_error_share`, `judge budget`) over the results of the cases in
+    `ids` only: `RUN_DIR-calibrate` keeps the results of cases an earlier labels file named, which measured nothing of
+    these labels ("judge errors: 0 of 13 judged results" for 1 label). A result counts as the judge stage counts it
+    (`tracejudge.engine.journal_counts`): judged when a score carries judge provenance or it ended at the judge."""
+    from tracejudge.engine.store import iter_results
+    from tracejudge.stages.aggregate.gate_judge import budget_check, judge_error_check
+
+    judged = errors = skipped = results = 0
+    for r in iter_results(outcome.run_dir):
+        if str(r.get("case_id")) not in ids:
+            continue
+        status = r.get("status", "ok")
+        results += 1
+        error = status in ("judge_error", "rate_limited")
+        skipped += status == "skipped_budget"
+        errors += error
+        judged += error or status == "skipped_budget" or any(isinstance(s, dict) and s.get("judge") is not None
+                                                              for s in (r.get("scores") or {}).values())
+    judge = dict(outcome.summary.get("judge") or {})
+    if "judged_results" in judge:
+        answered = judged - min(skipped, judged)
+        judge.update(judged_results=judged, judge_error_results=errors, error_share=round(errors / answered, 6) if answered else 0.0)
+    summary = {"judge": judge, "status": {"skipped_budget": skipped}, "results": results, "metrics": {}}
+    return [c for c in (budget_check(summary), judge_error_check(summary)) if c is not None]
+
+
+def no_match(block: dict[str, Any]) -> str:
+    """Why no label met a scored verdict (`tracejudge calibrate` exits 2 on it): from the counts of `block`."""
+    total = int(block.get("total_labels") or 0)
+    if not total:
+        return "no label was read: the labels file or field gave none (see the problems above); nothing was measured"
+    why = []
+    absent = block.get("cases_not_in_run") or {}
+    unknown = [m for m, n in (block.get("unknown_metrics") or {}).items() if n > absent.get(m, 0)]
+    if unknown:
+        why.append("metric(s) " + ", ".join(repr(m) for m in unknown) + " that no result of the run has")
+    if sum(absent.values()):
+        why.append(f"{sum(absent.values())} label(s) for case ids not in the run")
+    if block.get("out_of_range"):
+        why.append(f"{block['out_of_range']} label(s) out of their metric's range")
+    if block.get("not_judged"):
+        why.append(f"{block['not_judged']} label(s) whose verdicts the judge did not score")
+    return (f"none of the {total} label(s) matched a scored verdict ({'; '.join(why) or 'see the problems above'}): nothing was "
+            "measured, so there is no verdict; check the metric names and case ids against the config's dataset")

@@ -1,0 +1,102 @@
+"""The intervals of label agreement (`tracejudge.stages.judge.agreement.metric_agreement`), and when they say little.
+
+The unit is the labelled case, not the verdict: a label without `trial` answers every trial of its case, and the
+verdicts of one case's trials are not independent draws (the same trace, the same label), so counting each as one
+observation made the intervals too narrow.
+
+- accuracy's 95% CI: the Wilson score interval (E. B. Wilson, "Probable inference, the law of succession, and
+  statistical inference", JASA 22 (1927) 209–212; recommended over the Wald and bootstrap intervals at small n by
+  Agresti & Coull, The American Statistician 52 (1998) 119–126, and Brown, Cai & DasGupta, Statistical Science 16
+  (2001) 101–133); it is statsmodels' `proportion_confint(k, n, method="wilson")`, computed here so a run needs no
+  statsmodels. With one verdict a case it is over the verdicts; with several, over the effective sample size
+  `p(1 − p) / v` (Kish's n / design effect), `v` the between-case (ratio-estimator) variance of the agreement share, as
+  Korn & Graubard (Survey Methodology 24 (1998) 193–201) take a clustered proportion's interval — kept between the
+  number of cases and of verdicts, and the number of cases when every verdict agrees (or none does: `v` is then 0 and
+  says nothing of how alike a case's trials are).
+- κ's 95% CI: a percentile bootstrap over cases (the cluster bootstrap, Davison & Hinkley, Bootstrap Methods and their
+  Application (1997) §3.8; Field & Welsh, JRSS B 69 (2007) 369–390): each resample draws the labelled cases with
+  replacement and takes every verdict of each. A resample with κ undefined (one class only: 0/0) is dropped and
+  counted (`kappa_ci_dropped`).
+- the κ CI is *not informative* (`kappa_ci_informative: false`, with `kappa_ci_why`) when fewer than `MIN_CASES`
+  cases are labelled — a bootstrap resamples the few cases there are, its κ takes a handful of values, and its
+  percentile interval covers the true κ well under 95% of the time (Efron & Tibshirani, An Introduction to the
+  Bootstrap (1993) §13: percentile intervals are too narrow at small n) — or
+  when the interval is a single point (every resample gave the same κ: 2 of 2 agreeing gives [1, 1], which measures
+  nothing). The gate's `min_kappa` fails on such a κ: 2 labels cannot show a judge is good.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MIN_CASES", "Z95", "case_bootstrap", "effective_n", "rng", "uninformative", "wilson"]
+
+MIN_CASES = 10  # labelled cases below which a κ interval is not informative (see the module doc)
+Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal (scipy.stats.norm.ppf(0.975))
+
+
+def rng(seed: int, metric: str) -> Any:
+    """The bootstrap's generator for `metric`: the same inputs give the same interval."""
+    import numpy as np
+
+    return np.random.default_rng(int(hashlib.sha256(f"{seed}:{metric}".encode()).hexdigest()[:12], 16))
+
+
+def wilson(share: float, n: float, z: float = Z95) -> list[float] | None:
+    """The Wilson score interval of a proportion `share` observed over `n` (Wilson 1927): the `p` with
+    |share − p| <= z·sqrt(p(1 − p)/n); `None` for n = 0."""
+    if n <= 0:
+        return None
+    denom = 1 + z * z / n
+    centre = (share + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return [round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)]
+
+
+def effective_n(agree: list[int], counts: list[int]) -> float:
+    """The effective sample size of an agreement share over cases with `agree[i]` of `counts[i]` verdicts agreeing (see
+    the module doc): the verdicts when each case has one, else p(1 − p) / v within [cases, verdicts]."""
+    k, n = len(counts), sum(counts)
+    if all(c == 1 for c in counts):
+        return float(n)
+    p = sum(agree) / n
+    if p in (0.0, 1.0) or k < 2:
+        return float(k)
+    v = k / (k - 1) * sum((a - p * c) ** 2 for a, c in zip(agree, counts, strict=True)) / (n * n)
+    if v <= 0:
+        return float(n)
+    return float(min(n, max(k, p * (1 - p) / v)))
+
+
+def case_bootstrap(stat: Callable[[Any, Any], float | None], y: Any, v: Any, groups: list[list[int]], resamples: int,
+                   gen: Any) -> tuple[list[float] | None, int]:
+    """`(95% percentile interval, resamples dropped)` of `stat(y, v)` over resamples of the cases (`groups`: each case's
+    indices into `y` and `v`), every verdict of a drawn case taken; a resample where `stat` is undefined is dropped."""
+    import numpy as np
+
+    got: list[float] = []
+    dropped = 0
+    for draw in gen.integers(0, len(groups), size=(resamples, len(groups))):
+        idx = np.fromiter((i for g in draw for i in groups[g]), dtype=int)
+        x = stat(y[idx], v[idx])
+        if x is None or not np.isfinite(x):
+            dropped += 1
+            continue
+        got.append(x)
+    if not got:
+        return None, dropped
+    lo, hi = np.percentile(got, [2.5, 97.5])
+    return [round(float(lo), 6), round(float(hi), 6)], dropped
+
+
+def uninformative(cases: int, ci: list[float] | None) -> str | None:
+    """Why a κ interval over `cases` labelled cases says nothing (see the module doc), or `None` when it is informative."""
+    if cases < MIN_CASES:
+        return (f"only {cases} labelled case{'s' if cases != 1 else ''} (fewer than {MIN_CASES}): a bootstrap over so few "
+                "cases does not give a 95% interval")
+    if ci is not None and ci[0] == ci[1]:
+        return f"every resample gave kappa {ci[0]:.3f}: the interval is a single point, which measures nothing"
+    return None
