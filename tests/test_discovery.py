@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,14 @@ def test_init_tau_bench_without_tasks_finds_them_beside_the_trajectories_or_uses
     assert main(["run", "alone.yaml", "--no-progress"]) == 0
     summary = json.loads((tmp_path / "runs" / "alone" / "summary.json").read_text())
     assert summary["status"] == {"ok": 8} and summary["metrics"]["actions_exact"]["scored"] == 8
+
+
+def test_init_prints_a_run_command_a_shell_takes_for_a_path_with_spaces(tmp_path: Path, capsys) -> None:
+    # `tracejudge run /tmp/my data/otel conf.yaml`, pasted, was three arguments (exit 2).
+    cfg = tmp_path / "my data" / "otel conf.yaml"
+    assert main(["init", "-o", str(cfg)]) == 0
+    said = capsys.readouterr().err
+    command = said.split("run it with: ", 1)[1].strip()
+    assert shlex.split(command) == ["tracejudge", "run", str(cfg)], said
+    header = next(line for line in cfg.read_text().splitlines() if "Run it with:" in line)
+    assert shlex.split(header.split("Run it with:", 1)[1]) == ["tracejudge", "run", str(cfg)], header

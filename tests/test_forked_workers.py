@@ -8,6 +8,7 @@ and forked workers end when their head is killed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,7 +64,16 @@ def test_a_forked_worker_killed_from_outside_costs_nothing(tmp_path):
             killed = workers[0]
             os.kill(killed, signal.SIGKILL)
         time.sleep(0.01)
-    _, err = proc.communicate(timeout=240)
+    try:
+        _, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:  # a hung run is killed with its workers, not left running past the test
+        stuck = _children(proc.pid)
+        proc.kill()
+        for pid in stuck:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        pytest.fail(f"the run did not finish within 240 s after worker {killed} was killed (workers then: {stuck}):\n{err[-3000:]}")
     assert killed is not None, err
     assert proc.returncode == 0, err
     assert "tried once more in a fresh worker" in err

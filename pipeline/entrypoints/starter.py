@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import typing
 from pathlib import Path
 from typing import Any
@@ -263,7 +264,8 @@ def starter_config(fmt: str, config_path: Path, dataset: Path | None = None, tas
         text += "/" if path.is_dir() and not text.endswith("/") else ""
         return text if re.fullmatch(r"[\w./-]+", text) else json.dumps(text)  # a JSON string is a YAML string
 
-    names = {"format": fmt, "summary": format_summary(fmt), "config": config_path, "stem": config_path.stem,
+    # The config's path as a shell word: the header's command is pasted into a shell (a path with a space split in two).
+    names = {"format": fmt, "summary": format_summary(fmt), "config": shlex.quote(str(config_path)), "stem": config_path.stem,
              "rundir": rel(Path("runs") / config_path.stem, f"runs/{config_path.stem}"),
              "path": rel(dataset, placeholder), "tasks": rel(tasks, "tasks_airline_test.json"), "gate": gate}
     return (_HEAD.format(**names) + section.format(**names) + "metrics:\n" + metrics + _JUDGE.format(**names) + _TAIL.format(**names))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,5 +55,6 @@ def command(args: argparse.Namespace, err: Console) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     todo = "" if args.dataset is not None else " (point dataset.path at your data first)"
-    err.print(f"wrote {out}{todo}; run it with: tracejudge run {out}", highlight=False, markup=False, soft_wrap=True)
+    # (Quoted as the shell needs it: pasted, a path with a space was two arguments.)
+    err.print(f"wrote {out}{todo}; run it with: tracejudge run {shlex.quote(str(out))}", highlight=False, markup=False, soft_wrap=True)
     return EXIT_OK
