@@ -135,7 +135,9 @@ def command(args: argparse.Namespace, err: Console) -> int:
                   else labelled_checks(outcome, ids))
     failed = any(not c.ok for c in checks)
     # No label met a verdict: nothing was measured, which is no PASS — the labels name a metric or cases the run lacks.
-    none_matched = None if block.get("matched") else no_match(block)
+    # Unless a judge check failed: a judge that failed every request left every label unmatched, and its failure (exit 1,
+    # named) is the cause, not the labels.
+    none_matched = None if block.get("matched") or failed else no_match(block)
     if args.json is not None:
         full = run_agreement(outcome.run_dir, labels, with_cases=True, disagreements=None, scales=metric_scales(config.metrics),
                              listed=None)
