@@ -124,6 +124,16 @@ def test_report_fails_the_gate_on_a_results_file_cut_short(tmp_path: Path) -> No
     assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
 
 
+
+def test_report_on_an_emptied_results_file_says_they_are_lost_not_that_the_dataset_is_empty(tmp_path: Path) -> None:
+    # It printed "the run has no results: the dataset is empty or nothing was read" beside the lost results' check.
+    _, results, _ = _run_and_damage(tmp_path, 0, lambda line: line)
+    results.write_bytes(b"")
+    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 1, report.stdout + report.stderr
+    assert "results the run counted are missing from results.jsonl" in report.stdout, report.stdout
+    assert "dataset is empty" not in report.stdout and "no readable results" in report.stdout, report.stdout
+
 def test_report_counts_a_case_edited_into_a_repeat_once_and_fails(tmp_path: Path) -> None:
     def repeat_the_first(line: bytes) -> bytes:
         first = json.loads((tmp_path / "run" / store.RESULTS).read_bytes().splitlines()[0])

@@ -298,14 +298,16 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     elif verdict.interrupted:
         verdict.checks.append(Check("run complete", False, _incomplete_detail(summary)))
     scored = sum(m.get("scored", 0) for m in summary.get("metrics", {}).values())
+    lost = summary.get("lost_results") or {}
     if not summary.get("results"):
+        # (A run that counted results and whose file holds none lost them: `results readable` below says so, not an empty dataset.)
         verdict.checks.append(Check("results", False, "the run has no results yet" if in_progress is not None else
                                     "the run has no results: it was interrupted before its first one" if verdict.interrupted
+                                    else "the run has no readable results: see `results readable`" if lost.get("lost")
                                     else "the run has no results: the dataset is empty or nothing was read"))
     elif not scored:
         verdict.checks.append(Check("scored", False, f"no metric scored any of the {summary['results']} results "
                                     f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))
-    lost = summary.get("lost_results") or {}
     if lost.get("lost"):
         first = "".join(f"\n      {r}" for r in lost.get("first", []))
         where = f"{lost['damaged_lines']} damaged line(s) of results.jsonl" if lost.get("damaged_lines") else "results.jsonl (cut short or edited)"
