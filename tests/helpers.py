@@ -41,3 +41,15 @@ def extract_path(path: Path, fmt_name: str, options: dict[str, Any] | None = Non
     ds = DatasetConfig(path=path, format=fmt_name, options=options or {})
     ctx = fmt.prepare(ds)
     return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+
+
+def write_flight_cases(path: Path, n: int) -> Path:
+    """`n` native cases `c00`, `c01`, … at `path`: a booking request, one `search` call and its result, an answer; tags odd/even."""
+    import json
+
+    with open(path, "w") as fh:
+        for i in range(n):
+            steps = [{"tool_calls": [{"name": "search", "arguments": {"day": i}, "result": f"flights {i}"}]}, {"output": f"booked {i}"}]
+            fh.write(json.dumps({"id": f"c{i:02d}", "input": f"Book a flight on day {i}", "tags": ["odd" if i % 2 else "even"],
+                                 "trace": {"steps": steps}}) + "\n")
+    return path

@@ -23,6 +23,8 @@ from typing import Any
 import yaml
 from tracejudge.simulator.server import SimulatorThread
 
+from helpers import write_flight_cases
+
 N = 20
 LABELS = [0, 0.5, 0.75, 1]
 
@@ -33,12 +35,7 @@ def tracejudge(*args: str, cwd: Path, columns: int = 400) -> subprocess.Complete
 
 
 def write_config(tmp: Path, url: str, metrics: list[dict[str, Any]], **judge: Any) -> Path:
-    cases = tmp / "cases.jsonl"
-    with open(cases, "w") as fh:
-        for i in range(N):
-            steps = [{"tool_calls": [{"name": "search", "arguments": {"day": i}, "result": f"flights {i}"}]}, {"output": f"booked {i}"}]
-            fh.write(json.dumps({"id": f"c{i:02d}", "input": f"Book a flight on day {i}", "tags": ["odd" if i % 2 else "even"],
-                                 "trace": {"steps": steps}}) + "\n")
+    cases = write_flight_cases(tmp / "cases.jsonl", N)
     cfg = {"dataset": {"path": str(cases)}, "metrics": metrics,
            "judge": {"provider": "openai", "model": "gpt-4o-mini", "base_url": url + "/v1", "api_key_env": None, **judge},
            "cache": {"dir": str(tmp / "cache")}, "run": {"dir": str(tmp / "run")}}

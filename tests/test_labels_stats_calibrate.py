@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from helpers import write_flight_cases
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
@@ -34,12 +36,7 @@ def tracejudge(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def write_config(tmp: Path, metrics: list[dict[str, Any]], n: int = 60, trials: int = 1, assertions: dict[str, Any] | None = None,
                  name: str = "c") -> Path:
-    cases = tmp / "cases.jsonl"
-    with open(cases, "w") as fh:
-        for i in range(n):
-            steps = [{"tool_calls": [{"name": "search", "arguments": {"day": i}, "result": f"flights {i}"}]}, {"output": f"booked {i}"}]
-            fh.write(json.dumps({"id": f"c{i:02d}", "input": f"Book a flight on day {i}", "tags": ["odd" if i % 2 else "even"],
-                                 "trace": {"steps": steps}}) + "\n")
+    cases = write_flight_cases(tmp / "cases.jsonl", n)
     cfg: dict[str, Any] = {"dataset": {"path": str(cases)}, "metrics": metrics,
                            "judge": {"provider": "simulator", "model": "gpt-4o-mini"},
                            "cache": {"dir": str(tmp / "cache")}, "run": {"dir": str(tmp / "run"), "trials": trials}}
