@@ -91,7 +91,7 @@ def test_projection_of_the_demo_is_what_the_demo_then_costs(tmp_path, data_dir):
     cache = ["--set", f"cache.dir={tmp_path / 'cache'}", "--set", "dataset.limit=60"]
     proc, report = bench(str(DEMO), *cache, "--sample", "10", "--requests", "60", "--duration", "1", cwd=tmp_path)
     projected = report["projection"]
-    assert "full sweep" in proc.stdout and projected["cases"] == 120  # 60 traces x 2 judge metrics
+    assert "full sweep" in proc.stdout and projected["cases"] == 60  # 60 traces, each judged once (it was 120: one a metric)
     run = subprocess.run([sys.executable, "-m", "tracejudge", "run", str(DEMO), *cache, "--run-dir", str(tmp_path / "run"), "--no-progress"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -172,4 +172,5 @@ def test_replies_without_usage_are_estimated_not_counted_as_zero_tokens(tmp_path
     assert m["answered"] > 0 and m["usage_estimated"] == m["answered"], m
     assert m["output_tokens_per_request"] > 0 and m["input_tpm"] > 0, m
     assert all(a["usage_estimated"] and a["input_tokens"] > 0 for a in report["attempts"] if a["outcome"] == "ok")
-    assert "others' tokens are estimated" in " ".join(proc.stdout.split()), proc.stdout
+    # The sentence wraps inside the table's cell, where the column's width follows the measured rates: read it without the rules.
+    assert "others' tokens are estimated" in " ".join(proc.stdout.replace("│", " ").split()), proc.stdout

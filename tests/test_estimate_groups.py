@@ -27,7 +27,8 @@ def test_a_grouped_row_counts_its_cases(tmp_path: Path) -> None:
     rows = _rows(tmp_path, "metrics: [{type: TaskCompletion}, {type: TrajectoryEfficiency}]\n"
                            "judge: {provider: simulator, model: sim, group: case}\nrun: {trials: 2}\n")
     assert rows["TaskCompletion+TrajectoryEfficiency"] == ["6", "6"]  # 3 cases x 2 trials, one request each (was "0" cases)
-    assert rows["TaskCompletion"][0] == "6" and rows["total"][0] == "12"  # the total still counts the metrics' rows
+    # The total counts each case once a trial (it summed the metrics' rows: 12 for 3 cases x 2 trials).
+    assert rows["TaskCompletion"][0] == "6" and rows["total"][0] == "6"
 
 
 def test_items_shared_across_cases_beside_a_metric_asked_per_question_are_priced(tmp_path: Path) -> None:

@@ -200,12 +200,14 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
     invalid = 0
+    valid = 0
     try:
         for raw in fmt.read(config.dataset):
             case = extract_record(raw, fmt, ctx)
             if not isinstance(case, Case):
                 invalid += 1
                 continue
+            valid += 1
             asked, no_request = case_requests(case, metrics, cfg, reused)
             for metric in metrics:
                 out[metric.key].cases += config.run.trials
@@ -241,9 +243,11 @@ def estimate(config: RunConfig) -> dict[str, Any]:
     total = MetricEstimate()
     for k, e in out.items():
         for f in _FIELDS:
-            if f in ("cases", "no_request") and k not in {m.key for m in metrics}:
+            if f == "cases" or (f == "no_request" and k not in {m.key for m in metrics}):
                 continue  # a group's row counts requests, not cases: its metrics' rows count the cases
             setattr(total, f, getattr(total, f) + getattr(e, f))
+    # The cases judged, each once (and per trial): the metric rows' sum counted a case once per metric.
+    total.cases = valid * config.run.trials
     rate = last_run_rate(Path(config.run.dir))
     return {"metrics": out, "total": total, "priced": price is not None, "reask_rate": rate, "run_dir": str(config.run.dir),
             "range": cost_range(total, rate), "model": cfg.model, "invalid_cases": invalid,
