@@ -110,6 +110,17 @@ def test_report_fails_the_gate_while_a_damaged_line_holds_a_counted_result(tmp_p
     assert report.returncode == 0 and "results readable" not in report.stdout, report.stdout
 
 
+def test_report_tells_a_deleted_result_from_a_damaged_line(tmp_path: Path) -> None:
+    # One line damaged and another deleted: it said both were "missing from 1 damaged line(s)".
+    _, results, _ = _run_and_damage(tmp_path, 9, lambda line: line[:30] + b"\n")
+    lines = results.read_bytes().splitlines(keepends=True)
+    results.write_bytes(b"".join(lines[:20] + lines[21:]))
+    report = subprocess.run([str(TJ), "report", str(results.parent)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 1, report.stdout + report.stderr
+    assert (f"FAIL results readable: 2 of the {N} results the run counted are missing from results.jsonl (1 in damaged line(s), "
+            "the other 1 cut short or deleted)") in " ".join(report.stdout.split()), report.stdout
+
+
 def test_report_fails_the_gate_on_a_results_file_cut_short(tmp_path: Path) -> None:
     config, results, _ = _run_and_damage(tmp_path, N - 1, lambda line: line[: len(line) // 2])  # the last line torn
     run_dir = results.parent

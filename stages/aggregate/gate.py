@@ -310,7 +310,10 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
                                     f"(status: {summary.get('status', {})}; metrics: {list(summary.get('metrics', {})) or 'none'})"))
     if lost.get("lost"):
         first = "".join(f"\n      {r}" for r in lost.get("first", []))
-        where = f"{lost['damaged_lines']} damaged line(s) of results.jsonl" if lost.get("damaged_lines") else "results.jsonl (cut short or edited)"
+        damaged = int(lost.get("damaged_lines") or 0)
+        # A damaged line holds one result at most: the others missing were cut off or deleted, which the file cannot show.
+        where = ("results.jsonl (cut short or edited)" if not damaged else f"{damaged} damaged line(s) of results.jsonl" if damaged >= lost["lost"]
+                 else f"results.jsonl ({damaged} in damaged line(s), the other {lost['lost'] - damaged} cut short or deleted)")
         verdict.checks.append(Check("results readable", False, f"{lost['lost']} of the {lost['counted']} results the run counted are missing from "
                                     f"{where} and left out of every figure; restore the file, or re-run the config to redo them{first}"))
     invalid = int((summary.get("status") or {}).get("invalid_input", 0))
