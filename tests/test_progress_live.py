@@ -63,6 +63,33 @@ def test_a_stalled_run_says_what_it_waits_on_and_a_stop_shows_the_drain(tmp_path
     assert "verdict: INTERRUPTED" in out
 
 
+def test_requests_held_by_the_in_flight_cap_are_not_said_to_wait_at_the_rate_limit(tmp_path: Path, tau_paths) -> None:
+    # One request at a time and a slow judge: the others wait for the slot, not for RPM/TPM (it said "at the rate limit").
+    trajectories, tasks = tau_paths
+    cfg = tmp_path / "cap.yaml"
+    cfg.write_text(
+        f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 3}}\n"
+        "metrics: [{type: TaskCompletion}]\nlimits: {max_in_flight: 1}\n"
+        "judge: {provider: simulator, model: gpt-4o-mini, stop_grace_s: 1, simulator: {latency_ms: 4000}}\n"
+        "cache: {enabled: false}\nrun: {dir: run}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    text: list[str] = []
+    waiting = None
+    try:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            text.append(raw)
+            if raw.startswith("{") and "queued" in raw:
+                waiting = json.loads(raw)["waiting_on"][0]
+                break
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert waiting is not None, "".join(text)
+    assert re.search(r"[12] queued behind the in-flight cap \(1 sent at a time\)", waiting), waiting
+
+
 def _bar_text(live: LiveStatus | None = None, width: int = 80) -> str:
     buf = io.StringIO()
     p = RichProgress(Console(file=buf, force_terminal=True, width=width, color_system=None), total=200)

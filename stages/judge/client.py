@@ -192,7 +192,11 @@ class Judge:
                          f" (next retry in {wake:.0f} s)")
         if self._queued:
             pause = getattr(self.limiter, "paused_until", 0.0) - now
-            parts.append(f"{self._queued} queued at the rate limit" + (f" (paused {pause:.0f} s by the provider)" if pause >= 0.5 else ""))
+            in_flight, cap = getattr(self.limiter, "in_flight", None), getattr(self.limiter, "cap", None)
+            # What holds them: the in-flight cap (max_in_flight, or less while it grows back after a 429) or RPM/TPM.
+            held = (f"behind the in-flight cap ({int(cap)} sent at a time)" if in_flight is not None and cap is not None
+                    and in_flight >= max(1, int(cap)) and pause < 0.5 else "at the rate limit")
+            parts.append(f"{self._queued} queued {held}" + (f" (paused {pause:.0f} s by the provider)" if pause >= 0.5 else ""))
         if self._in_batches:
             parts.append(f"{self._in_batches} in provider batches")
         return "judge: " + ", ".join(parts) if parts else None
