@@ -147,3 +147,23 @@ def test_a_matcher_is_met_by_a_copy_of_itself() -> None:
         assert match_arguments(args, dict(args), "subset") and match_arguments(args, dict(args), "exact"), args
     assert match_arguments({"f": {"$regex": "^A"}}, {"f": "Alice"})  # still a matcher for any other value
     assert not match_arguments({"f": {"$absent": True}}, {"f": {"$absent": 1}})  # a bool is never a number, here too
+
+
+def test_loose_is_bfcls_string_comparison_and_its_reason_shows_the_answer() -> None:
+    """`{"$loose": s}` meets the strings BFCL's `standardize_string` makes equal to `s` (spaces and `,./-_*^` dropped,
+    lower-cased, `'` as `"`); a BFCL reason showed its old form, a 100-character regex cut to `…`, for "units"."""
+    from tracejudge.stages.extract.bfcl import accepted_values
+    from tracejudge.stages.score.value_match import match_value, standardize
+
+    m = {"$loose": "New York, NY"}
+    for ok in ("New York, NY", "new york ny", "NewYork,NY", "new_york/ny", "NEW-YORK.NY*^"):
+        assert match_value(m, ok), ok
+    for bad in ("New-York!", "New York", 1, None, ["New York, NY"]):
+        assert not match_value(m, bad), bad
+    assert match_value({"$loose": "O'Neil"}, 'o"neil') and standardize("April 1, 2024") == "april12024"
+    assert match_value({"$loose": "İ"}, "i̇")  # str.lower, as upstream's `.lower()` (a regex's (?i) did not fold this so)
+    expected = [{"name": "area", "arguments": {"unit": accepted_values(["units", ""], "string")}}]
+    reason = ToolCalls(arguments="exact").evaluate(make_case(expected=expected, calls=[{"name": "area", "arguments": {"unit": "meters"}}])).reason
+    assert '"unit":{"$any_of":[{"$loose":"units"},{"$loose":""},{"$absent":true}]}' in reason, reason
+    for met in ({"unit": "Units"}, {"unit": " u.n.i.t.s "}, {}):
+        assert ToolCalls(arguments="exact").evaluate(make_case(expected=expected, calls=[{"name": "area", "arguments": met}])).value == 1.0, met

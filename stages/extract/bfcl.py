@@ -48,9 +48,8 @@ a parameter the function docs type `string` or `any` (each accepted string), an
 `dict` (its string values, one level down, as `dict_checker`). A string accepted
 for a parameter of another type (a variable name for an `integer`) compares
 exactly, as upstream's; so do multi-turn answers, which upstream checks by
-running them. Each such string becomes `{"$any_of": [the string, {"$regex": its
-standardized form}]}` (`standard_string`); case folding is the regex engine's
-(`(?i)`), which differs from `str.lower` only for a few non-ASCII letters (`İ`).
+running them. Each such string becomes `{"$loose": the string}` (`standard_string`), the
+matcher comparing both sides' `standardize` (`value_match.standardize`) as upstream does.
 """
 
 from __future__ import annotations
@@ -65,6 +64,7 @@ from typing import Any
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
+from tracejudge.stages.score.value_match import standardize
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call", "standard_string", "standardize"]
 
@@ -130,27 +130,12 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
     return {"answers": answers, "params": params, "bad_answers": bad}
 
 
-# What BFCL's `standardize_string` drops before comparing (its `regex_string`, `[ \,\.\/\-\_\*\^]`).
-_DROPPED = r"[ ,./\-_*^]"
-
-
-def standardize(text: str) -> str:
-    """BFCL's `standardize_string`: `text` without spaces and `,./-_*^`, lower-cased, each `'` made `"`.
-
-    `standardize("April 1, 2024") == standardize("april 1 2024") == "april12024"`; `"O'Neil"` → `'o"neil'`; `""` → `""`.
-    """
-    return re.sub(_DROPPED, "", text).lower().replace("'", '"')
-
-
 def standard_string(text: str) -> dict[str, Any]:
-    """A matcher met by exactly the strings whose `standardize` equals `text`'s: `{"$any_of": [text, {"$regex": …}]}`.
+    """A matcher met by exactly the strings whose `standardize` equals `text`'s: `{"$loose": text}`.
 
-    The regex allows any of the dropped characters before, between and after the standardized letters, either quote
-    for a `"`, and any case. `text` comes first, so a report shows the answer as written.
+    The answer is kept as written, so a reason shows it so (`"unit": {"$loose": "units"}`).
     """
-    gap = _DROPPED + "*"
-    letters = ["[\"']" if c == '"' else re.escape(c) for c in standardize(text)]
-    return {"$any_of": [text, {"$regex": "(?i)^" + gap + (gap.join(letters) + gap if letters else "") + r"\Z"}]}
+    return {"$loose": text}
 
 
 def accepted_values(options: Any, kind: str | None = None) -> Any:

@@ -19,6 +19,10 @@ Rules:
   `{"$regex": "pat"}` — a string that `re.search` finds `pat` in;
   `{"$approx": x, "tol": t}` — a number within `t` of `x` (default `1e-9`);
   `{"$absent": true}` — as a mapping value: the key must not be present;
+  `{"$loose": "text"}` — a string equal to `text` once both lose spaces and
+  `,./-_*^`, are lower-cased and read `'` as `"` (BFCL's `standardize_string`,
+  which the `bfcl` format's string answers use: `"New York, NY"` accepts
+  `"new york ny"`);
   a matcher is also met by a value equal to the matcher mapping itself, so arguments copied from a
   real call whose values are `$`-keyed mappings (a MongoDB-style `{"$regex": "^A"}` filter) match
   that call, as pydantic-evals' plain equality finds;
@@ -56,7 +60,7 @@ __all__ = [
 
 ArgMode = Literal["subset", "exact"]
 
-_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent"})
+_MATCHER_KEYS = frozenset({"$any_of", "$regex", "$approx", "$absent", "$loose"})
 # Keys a matcher may carry besides its `$` key.
 _MATCHER_EXTRA = {"$approx": frozenset({"tol"})}
 
@@ -112,6 +116,18 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
 
 REGEX_TIMEOUT_S = 1.0
 """A `$regex` matcher or `Regex` metric that backtracks longer than this on one value gives the metric `value: null`."""
+
+
+_DROPPED = str.maketrans("", "", " ,./-_*^")  # what BFCL's `standardize_string` drops (its `regex_string`)
+
+
+def standardize(text: str) -> str:
+    """BFCL's `standardize_string`: `text` without spaces and `,./-_*^`, lower-cased, each `'` made `"`.
+
+    `standardize("April 1, 2024") == standardize("april 1 2024") == "april12024"`; `"O'Neil"` → `'o"neil'`; `""` → `""`.
+    Source: ShishirPatil/gorilla, `bfcl_eval/eval_checker/ast_eval/ast_checker.py`.
+    """
+    return text.translate(_DROPPED).lower().replace("'", '"')
 
 
 def _is_number(v: Any) -> bool:
@@ -178,6 +194,8 @@ def _match_matcher(key: str, m: dict[str, Any], actual: Any, mode: ArgMode) -> b
         return (actual is ABSENT) == bool(m[key])
     if actual is ABSENT:
         return False
+    if key == "$loose":
+        return isinstance(actual, str) and isinstance(m[key], str) and standardize(actual) == standardize(m[key])
     if key == "$regex":
         if not isinstance(actual, str):
             return False
