@@ -91,5 +91,6 @@ def test_init_for_a_format_without_model_output_says_it_needs_a_live_target(tmp_
                              capture_output=True, text=True, timeout=60)
         assert got.returncode == 2, got.stderr
         assert "invalid choice" not in got.stderr and "no model output" in got.stderr and "live target" in got.stderr, got.stderr
-        assert "examples/agents/airline.yaml" in got.stderr and (REPO / "examples/agents/airline.yaml").is_file()
+        example = {"tau-bench-tasks": "examples/agents/airline.yaml", "bfcl": "examples/agents/bfcl.yaml"}[fmt]
+        assert example in got.stderr and (REPO / example).is_file()  # (bfcl was sent to the airline agent, which cannot answer it)
         assert not (tmp_path / f"{fmt}.yaml").exists()

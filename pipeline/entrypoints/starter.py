@@ -16,7 +16,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "LIVE_EXAMPLE", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config"]
+__all__ = ["FORMATS", "LIVE_EXAMPLES", "LIVE_ONLY_FORMATS", "describe_metric", "format_summaries", "format_summary", "metric_summaries", "starter_config"]
 
 _HEAD = """\
 # tracejudge starter config for format `{format}`: {summary}
@@ -45,7 +45,7 @@ assertions:                   # the CI gate: the run exits 1 when one fails
 # Formats that hold only the questions (and expected answers), no model output: a starter config for
 # recorded traces would score nothing. They need a live target that answers them.
 LIVE_ONLY_FORMATS = ("bfcl", "tau-bench-tasks")
-LIVE_EXAMPLE = "examples/agents/airline.yaml"
+LIVE_EXAMPLES = {"tau-bench-tasks": "examples/agents/airline.yaml", "bfcl": "examples/agents/bfcl.yaml"}
 
 # Metrics for recorded traces that carry no expectations.
 _LIMITS = """\

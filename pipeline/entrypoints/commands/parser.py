@@ -197,8 +197,8 @@ def _init_format(value: str) -> str:
     if value in starter.LIVE_ONLY_FORMATS:
         raise argparse.ArgumentTypeError(
             f"{value} carries no model output to score (only the questions and what is expected), so it needs a live "
-            f"target that answers them: start from {starter.LIVE_EXAMPLE} (a live target on format tau-bench-tasks) "
-            f"and set dataset.format: {value} and dataset.path (README, \"Live targets\")")
+            f"target that answers them: start from {starter.LIVE_EXAMPLES[value]} (a live target on format {value}) "
+            f"and set dataset.path (README, \"Live targets\")")
     return value
 
 
