@@ -16,7 +16,8 @@ from tracejudge.core.records import JudgeInfo, Score
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
-from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused
+from tracejudge.stages.judge.calls.outcome import Outcome, _BudgetRefused, error_kind
+from tracejudge.stages.judge.calls.repair import REPAIR, repair_request
 from tracejudge.stages.judge.calls.stats import PAID_BY, paid_here, run_mark, sum_usd
 from tracejudge.stages.judge.parse import ParseError
 
@@ -29,10 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["REPAIR", "ask", "ask_uncached", "case_of", "empty_reply", "from_cache", "hit", "is_hit", "judge", "judged", "note_truncation"]
 
 _NOT_SHOWN = "not_shown"  # an outcome's kind: the call or step asked about cannot be shown within the judge's context
-
-REPAIR = ("Your previous reply could not be used ({problem}). Reply again with only the JSON object the schema describes "
-          "— every question id, nothing else — and keep each reason under 20 words.")
-
 
 @dataclass
 class _Flight:
@@ -179,13 +176,17 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     raw = ""
     problem, kind = "", "parse_error"
     said, reasoning = "", ("", "")  # what the user is told beyond `problem`; the last reply's text outside its answer
+    note = ""  # why the repair was not sent or not answered
     may_repair = repair
     for repair in ((False, True) if may_repair else (False,)):
         if repair:
+            fixed = await repair_request(self, req, raw, problem)
+            if fixed is None:  # not even without the reply: the case ends with the first reply's error
+                may_repair = False
+                note = "no repair request: the prompt and the repair note alone would not fit in judge.context_tokens"
+                break
             self.stats.repairs += 1
-            req = JudgeRequest(req.model, (*req.messages, {"role": "assistant", "content": raw or "(empty)"},
-                                           {"role": "user", "content": REPAIR.format(problem=problem)}),
-                               req.schema, req.schema_name, req.max_tokens, req.temperature, req.cache_prefix)
+            req = fixed
         try:
             info.requests += 1  # repair requests count: they are paid for like any other
             reply = await self.call(req, key=None if repair else key, wire=None if repair else wire)
@@ -198,6 +199,11 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
         except ProviderError as exc:
             info.requests -= exc.unsent  # the server's gate gave up on it before it was ever sent: a request never sent is not one
             _billed(self, info, exc, repair)  # attempts that timed out, a refusal: the score shows what the summary bills for it
+            if repair and error_kind(exc, self.reached) == "request_error":
+                # Refused for what the repair added (a window smaller than judge.context_tokens says): this case's error, not
+                # the run's; the first request was accepted, so the others will be.
+                note = f"the repair request was refused: {' '.join(str(exc).split())[:300]}"
+                break
             return None, self.failure(exc, case_of(slot))
         if not reply.usage_known:
             used["usage_unknown"] = 1
@@ -232,6 +238,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
     self.stats.judge_errors += 1
     self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
     told = said if said and kind == "parse_error" else "; ".join(filter(None, [problem, said]))  # (`problem` is the model's wording)
+    told = "; ".join(filter(None, [told, note]))
     msg = f"{kind}: unusable verdict" + (" after one repair request" if may_repair else "") + f" ({told})"
     details: dict[str, Any] = {"raw": raw[:8000], "error_kind": kind}
     tail = f"; raw reply: {raw[:2000] or '(empty)'}"
