@@ -132,6 +132,18 @@ def test_a_panel_model_without_a_price_makes_the_panels_dollars_unknown(tmp_path
 
 
 
+def test_a_panel_of_priced_members_is_priced_whatever_the_sections_own_model(tmp_path: Path) -> None:
+    # The section's own model judges nothing beside a panel: a price missing for it refused the dollar cap, and the
+    # terminal and report.md said "cost unknown (no price for 'qwen-local')" while summary.json had the dollars.
+    judge = {"provider": "simulator", "model": "qwen-local", "models": ["gpt-4o-mini", "gpt-4o"]}
+    got = cli("run", str(write_config(tmp_path, judge, {"max_cost_usd": 5})), "--no-progress")
+    assert got.returncode == 0, got.stdout + got.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
+    assert summary["priced"] is True and summary["cost_usd"] > 0, summary
+    assert all(m["priced"] for m in summary["panel"]["models"].values()), summary["panel"]["models"]
+    assert "cost unknown" not in got.stdout and "no price" not in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_a_shard_with_unknown_dollars_makes_the_merged_dollars_unknown(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, {"provider": "simulator", "model": "my-local-model"}, {})
     cache = ("--set", "cache.enabled=true", "--set", f"cache.dir={tmp_path / 'cache'}")

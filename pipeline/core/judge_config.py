@@ -234,7 +234,7 @@ def unpriced_cost_cap(judge: JudgeConfig, max_cost_usd: float | None) -> str | N
         return None
     from tracejudge.llm.prices import price_for  # here: only a config with a dollar cap needs the price table
 
-    models = [(judge.model, judge.prices)]
+    models = [] if judge.models else [(judge.model, judge.prices)]  # (a panel's members judge; the section's own model does not)
     for m in judge.models or []:
         name = m.model.partition(":")[2] if m.model.partition(":")[0].lower() in PROVIDERS else m.model
         models.append((name, judge.prices if m.prices is None else m.prices))

@@ -108,7 +108,9 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
         if block.get(k) in (None, {}) and k in prior:
             block[k] = prior[k]
     block["error_kinds"] = dict(sorted(kinds.items()))
-    block.update(model=cfg.model, provider=cfg.provider, priced=price is not None, timeout_s=cfg.timeout_s)
+    # A panel is priced when every member is: the section's own model judges nothing then.
+    priced = all(j.price is not None for _, j in judges) if cfg.models and judges else price is not None
+    block.update(model=cfg.model, provider=cfg.provider, priced=priced, timeout_s=cfg.timeout_s)
     judged = block.get("judged_results", 0)
     block["error_share"] = round(block.get("judge_error_results", 0) / judged, 6) if judged else 0.0
     block["max_error_share"] = cfg.max_error_share
@@ -121,6 +123,8 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     per_model = {name: {k: counters[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "judge_errors", "parse_failures")}
                  for name, counters in ((name, _counters(j)) for name, j in judges)} if cfg.models else None
     block.update(tally.summary(prior, per_model))
+    for name, j in judges if cfg.models else ():
+        block["panel"]["models"][name]["priced"] = j.price is not None  # (so a member's unknown dollars say why: no price, or no usage)
     if cfg.samples > 1:
         block["samples_per_request"] = cfg.samples
     return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical

@@ -35,8 +35,11 @@ def spend_line(summary: dict[str, Any]) -> str:
     if cost is None or not j.get("priced", True):
         why = [f"{no_usage} {'reply' if no_usage == 1 else 'replies'} of the judge reported no usage; their tokens are estimated"] if no_usage else []
         if not no_usage or not j.get("priced", True):
-            models = [m for m, v in ((j.get("panel") or {}).get("models") or {}).items() if v.get("cost_usd") is None] or [j.get("model")]
-            why.append(f"no price for {', '.join(map(repr, models))}; give one under judge.prices")
+            members = (j.get("panel") or {}).get("models") or {}
+            # A panel's members that have no price (older summaries say only whose dollars are unknown); else the judge's model.
+            models = ([m for m, v in members.items() if v.get("priced", v.get("cost_usd") is not None) is False] if members else [j.get("model")])
+            if models:
+                why.append(f"no price for {', '.join(map(repr, models))}; give one under judge.prices")
         money = f"cost unknown ({'; '.join(why)})"
     else:
         money = _dollars(cost)
