@@ -90,6 +90,7 @@ from tracejudge.stages.judge.calls.outcome import (
     error_kind,
 )
 from tracejudge.stages.judge.calls.request import Wire, build_request, key_components, request_tokens, wire_of
+from tracejudge.stages.judge.calls.prompt_cut import Ceiling
 from tracejudge.stages.judge.calls.stats import JudgeStats
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ class Judge:
         self._queued = 0
         self.usage_problem_told = False  # (`calls.sending.estimate_usage`: implausible usage is warned about once a judge)
         self.prompt_cut_told = False  # (`calls.prompt_cut`: a server cutting prompts is warned about once a judge)
+        self.prompt_ceiling = Ceiling()  # (`calls.prompt_cut`: the count a server cutting to its context reports for long prompts)
         self._in_batches = 0
         self._prep: Preparer | None = None
         # Set by the stage when `session` is None: connects (and sets `session`, `url`) before the first request is sent.

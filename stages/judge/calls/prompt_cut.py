@@ -5,26 +5,66 @@ a prompt longer than their context: they keep part of it, answer, and report the
 `usage.prompt_tokens`. The judge then gave a verdict on a trace it saw only in part, and nothing failed. The one sign
 is the reply's own count, far below tracejudge's count of the prompt it sent.
 
-Tokenizers differ (a model's count is often 0.8–1.3× tiktoken's, a `judge.tokenizer` factor shifts ours), so the rule
-is wide: the server's count is under half of ours *and* more than `MIN_SHORT` tokens short. A short prompt (under
-2 × `MIN_SHORT`) is therefore never flagged, and neither is a cached reply (nothing was sent) nor one without usage
-(its input tokens are our own estimate). Anthropic's count includes its cache reads and writes (`wire.read` adds
-them), so prompt caching does not read as a cut.
+Tokenizers differ (a model's count is often 0.8–1.3× tiktoken's, a `judge.tokenizer` factor shifts ours), so one
+reply alone is taken as cut only when the server's count is under half of ours *and* more than `MIN_SHORT` tokens
+short. Two signs are sharper:
+
+- a ceiling: a server that cuts to its context reports the same count, its context size, for every prompt longer
+  than it (Ollama's `num_ctx`: 2,048 for prompts of 2,207 to 5,027 tokens). When the largest count a server has
+  reported was reported for `CEILING_REPLIES` prompts of different lengths that we counted longer (by
+  `CEILING_MARGIN`), every reply at that count is a cut, those before the sign was seen included;
+- the server's own tokenizer: with `judge.tokenizer` a `tokenizer.json`, our count is the server's, so a count more
+  than 5% and `EXACT_SHORT` tokens short is a cut.
+
+A cached reply (nothing was sent) and one without usage (its input tokens are our own estimate) are never flagged.
+Anthropic's count includes its cache reads and writes (`wire.read` adds them), so prompt caching does not read as a
+cut.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tracejudge.llm.providers import Reply
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["MIN_SHORT", "check_prompt_cut", "prompt_was_cut"]
+__all__ = ["CEILING_MARGIN", "CEILING_REPLIES", "Ceiling", "EXACT_SHORT", "MIN_SHORT", "check_prompt_cut", "prompt_was_cut"]
 
 # How many tokens short the server's count must be, besides under half: tens of percent of a short prompt are
 # ordinary tokenizer differences, a few hundred tokens of a long one are not.
 MIN_SHORT = 500
+CEILING_REPLIES = 3  # prompts of different lengths reported at the one largest count: a context the server cuts to
+CEILING_MARGIN = 1.05  # ... each counted at least this much longer by us
+EXACT_SHORT = 64  # tokens short, with the server's own tokenizer, beyond chat-template differences
+
+
+@dataclass
+class Ceiling:
+    """The largest prompt count a judge's server reported (`top`), how many replies reported it for prompts we counted
+    longer (`over`; `counted` of them already counted as cut), and the lengths we counted for them (`lengths`, at most
+    `CEILING_REPLIES` kept)."""
+
+    top: int = 0
+    over: int = 0
+    counted: int = 0
+    lengths: set[int] = field(default_factory=set)
+
+    def add(self, sent: int, reported: int, cut: bool) -> int:
+        """Note a reply; the replies now known to be cut that were not counted before (this one included when `cut`)."""
+        if reported > self.top:
+            self.top, self.over, self.counted, self.lengths = reported, 0, 0, set()
+        if reported == self.top and sent >= reported * CEILING_MARGIN:
+            self.over += 1
+            if len(self.lengths) < CEILING_REPLIES:
+                self.lengths.add(sent)
+            if len(self.lengths) >= CEILING_REPLIES:
+                new, self.counted = self.over - self.counted, self.over
+                return new
+            if cut:
+                self.counted += 1
+        return int(cut)
 
 
 def prompt_was_cut(sent_tokens: int, reported_tokens: int) -> bool:
@@ -46,9 +86,15 @@ def check_prompt_cut(self: Judge, reply: Reply, sent_tokens: int) -> bool:
     The verdict is kept: the server answered and billed it, and an error would fail runs on a server whose counts
     are merely odd; the warning and the summary's count make the cut visible instead.
     """
-    if not reply.usage_known or not prompt_was_cut(sent_tokens, reply.input_tokens):
+    if not reply.usage_known or reply.input_tokens <= 0 or sent_tokens <= 0:
         return False
-    self.stats.server_truncated_prompts += 1
+    reported = reply.input_tokens
+    cut = prompt_was_cut(sent_tokens, reported) or (
+        isinstance(self.cfg.tokenizer, str) and reported < 0.95 * sent_tokens and sent_tokens - reported > EXACT_SHORT)
+    new = self.prompt_ceiling.add(sent_tokens, reported, cut)
+    if not new:
+        return False
+    self.stats.server_truncated_prompts += new
     if not self.prompt_cut_told:
         self.prompt_cut_told = True
         from tracejudge.core.log import get_logger
