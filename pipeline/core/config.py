@@ -358,7 +358,8 @@ def config_hash(config: RunConfig) -> str:
 
 def run_warnings(config: RunConfig) -> list[str]:
     """What a run of `config` warns of as it starts (valid settings that likely do not do what was meant): a deprecated
-    `run.workers`; `run.trials` above 1 without a target; `Contains` on BFCL's answers as a plain substring test."""
+    `run.workers`; `run.trials` above 1 without a target; `Contains` on BFCL's answers as a plain substring test;
+    `judge.samples` above 1 at `judge.temperature` 0."""
     notes = []
     if "workers" in config.run.model_fields_set:
         notes.append(WORKERS_DEPRECATED)
@@ -371,4 +372,11 @@ def run_warnings(config: RunConfig) -> list[str]:
             notes.append(f"{', '.join(f'metrics.{i}' for i in plain)}: Contains reads BFCL's accepted answers (memory, web_search) as a plain substring "
                          "test, which passes replies BFCL's checker fails ('49.99' inside '149.99'); add `match: bfcl` for "
                          "BFCL's own agentic_checker verdict")
+    judge = config.judge
+    if judge is not None and judge.samples > 1 and judge.temperature == 0:
+        # The same request N times at temperature 0: a self-hosted server answers it the same N times (llama.cpp, vLLM
+        # and Ollama are deterministic there), so the samples report no flakiness whatever the judge's real variance.
+        notes.append(f"judge.samples: {judge.samples} at judge.temperature 0 asks the same request {judge.samples} times, and a deterministic "
+                     "server answers it the same way each time: the samples' flakiness and flip rate then say nothing of the judge's "
+                     "variance and the run pays for every sample; set judge.temperature (e.g. 0.7) to measure it, or samples: 1")
     return notes
