@@ -94,3 +94,19 @@ def test_a_long_unusable_reply_is_cut_in_its_repair_and_the_case_is_judged(tmp_p
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(seen) == 2 and all(NOTE in s for s in seen)
     assert [r["scores"]["TaskCompletion"]["value"] is not None for r in results] == [True, True]
+
+
+def test_a_reply_using_all_max_tokens_that_does_not_parse_is_truncated_whatever_its_finish_reason(tmp_path: Path, tau_paths) -> None:
+    # Ollama's /v1 said finish_reason "stop" for every reply: a reply cut at max_tokens read as a parse error, with no
+    # word of max_tokens.
+    def respond(headers, body):
+        reply = completion('{"answers": [{"id": "TC1", "answer": "yes", "reason": "the agent booked the fli')
+        reply["usage"] = {"prompt_tokens": 900, "completion_tokens": body["max_tokens"], "total_tokens": 900 + body["max_tokens"]}
+        return 200, reply
+
+    with Loopback(respond) as server:
+        proc, results = _run(tmp_path, tau_paths, server, None)
+    assert proc.returncode == 1 and len(results) == 2, proc.stdout + proc.stderr
+    for r in results:
+        reason = r["scores"]["TaskCompletion"]["reason"]
+        assert reason.startswith("truncated: ") and "used all max_tokens=512" in reason and "raise judge.max_tokens" in reason, reason

@@ -129,7 +129,7 @@ def test_a_stream_only_server_stops_the_run_at_once_naming_the_content_type(tmp_
         sent = len(server.requests)
     assert proc.returncode == 2, proc.stderr
     lines = [x for x in proc.stderr.splitlines() if "text/event-stream" in x]
-    assert len(lines) == 1 and '"stream": false' in lines[0] and server.url in lines[0], proc.stderr
+    assert len(lines) == 1 and 'no "stream" key' in lines[0] and server.url in lines[0], proc.stderr
     assert sent <= 4  # not retried nor re-asked per case (before: every attempt of every case)
     assert results(tmp_path) == []
 
@@ -186,3 +186,12 @@ def test_a_judge_that_resets_every_connection_is_unreachable_exit_3(tmp_path: Pa
         data["limits"] = {"max_in_flight": 2}
         summary = run(data)
     assert summary["status"] == {"ok": 3}, summary["status"]
+
+
+def test_a_server_refusing_temperature_zero_is_told_to_set_judge_temperature() -> None:
+    # TGI before 2.0.1 answers 422 "`temperature` must be strictly positive"; the hint named every judge setting but that one.
+    from tracejudge.llm.replies import request_fix
+
+    fix = request_fix('HTTP 422: Input validation error: `temperature` must be strictly positive')
+    assert fix.startswith("set judge.temperature") and "0.01" in fix
+    assert "judge.structured_output" in request_fix("response_format json_schema is not supported")

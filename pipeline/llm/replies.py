@@ -110,11 +110,14 @@ def request_fix(message: str) -> str:
     """The setting to change for a refused request whose server message is `message`."""
     low = message.lower()
     if "event-stream" in low or "server-sent events" in low:  # (`wire.read`'s message for a server that streams whatever `stream` says)
-        return "make the server (or the proxy before it) honour \"stream\": false and answer with one JSON object, or point judge.base_url at one that does"
+        return ("make the server (or the proxy before it) answer a request without \"stream\" (the default, false) with one JSON object, "
+                "or point judge.base_url at one that does")
     if any(w in low for w in ("response_format", "json_schema", "json_object", "schema")):
         return "set judge.structured_output (json_object for llama-cpp-python's server, none to send no schema)"
     if any(w in low for w in ("token", "context", "n_ctx", "too long", "length", "kv size", "too big")):
         return "lower judge.max_tokens, or set judge.context_tokens to the server's window (and judge.tokenizer to its tokenizer)"
+    if "temperature" in low:  # (TGI before 2.0.1: "`temperature` must be strictly positive")
+        return "set judge.temperature to what the server accepts (a small positive value such as 0.01 for one that refuses 0)"
     if any(w in low for w in ("model",)):
         return "check judge.model and judge.base_url"
     return "check the judge section of the config (judge.structured_output, judge.max_tokens, judge.cache_hints, judge.model)"

@@ -113,7 +113,7 @@ def _not_json(http: HttpReply) -> ProviderError:
     if ctype == "text/event-stream" or text.startswith(("data:", "event:")):
         # Not transient: the server streams every reply, so retrying (or asking per metric) only repeats it.
         return ProviderError("request", f"HTTP {http.status}: the server{where} answered with a stream ({ctype}, server-sent events) "
-                             "although tracejudge sends non-streaming requests (\"stream\": false)", http.status)
+                             "although tracejudge asks for none (its requests carry no \"stream\" key, whose default is false)", http.status)
     if ctype in ("text/html", "application/xhtml+xml") or text[:200].lower().startswith(("<!doctype html", "<html")):
         return ProviderError("server", f"HTTP {http.status}: got an HTML page ({ctype}), not a JSON reply: a proxy's error or login page "
                              f"answers{where}; check judge.base_url and what stands before the server", http.status)

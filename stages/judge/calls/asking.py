@@ -228,6 +228,12 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             # Never read from the reasoning: a draft there is not the answer (`empty_reply` says where the text went).
             answers = parse_answers(plan, questions, raw)
         except ParseError as exc:
+            if reply.usage_known and reply.output_tokens >= req.max_tokens:
+                # Cut at max_tokens though the server said otherwise (Ollama's /v1 reported finish_reason "stop" whatever ended a reply).
+                self.stats.truncated_replies += 1
+                problem, kind = (f"it used all max_tokens={req.max_tokens} and did not parse: cut off, though the server did not say so; raise "
+                                 "judge.max_tokens"), "truncated"
+                continue
             self.stats.parse_failures += 1
             problem, kind = ("the reply had no answer outside its reasoning" if said else str(exc)), "parse_error"
             continue
