@@ -5,6 +5,8 @@ output that asked for it and as the span of the tool's execution. The
 model's part is the truth for name, id and arguments (the tool span may hold
 a framework's wrapper payload); the tool span is the truth for the result
 and the error. Parts pair with tool spans by call id, else by name in order.
+A result no tool span recorded comes from the tool message that answered the
+call (`call_results.Responses`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import mcp_error
+from tracejudge.stages.extract.otel.call_results import Responses
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
@@ -59,62 +62,27 @@ def _empty(value: Any) -> bool:
     return value is MISSING or value is None or value in ({}, [], "")
 
 
-class Responses:
-    """The `tool_call_response` parts of a conversation's model inputs, found for the calls they answer.
-
-    By call id. A response whose id names no call of the conversation, or
-    that has none, answers by order: the next call asked for (by a request
-    before the one whose input first shows the response) with its tool name
-    when the response names one. ADK numbers its parts apart from the calls
-    (`get_weather_0` answering `get_weather_1`); agentevals pairs them so.
-    """
-
-    def __init__(self, known_ids: set[str]) -> None:
-        self.known_ids = known_ids
-        self.by_id: dict[str, dict[str, Any]] = {}
-        self.loose: list[tuple[int, dict[str, Any]]] = []
-        self.seen: set[Any] = set()
-        self.taken: set[int] = set()
-
-    def add(self, at: int, part: dict[str, Any]) -> None:
-        """A response part first shown in the input of request number `at` (a part replayed later is the same one)."""
-        pid = None if part.get("id") is None else str(part["id"])
-        if pid is not None and pid in self.known_ids:
-            self.by_id.setdefault(pid, part)
-            return
-        key = pid if pid is not None else (part.get("name"), repr(part.get("response")))
-        if key not in self.seen:
-            self.seen.add(key)
-            self.loose.append((at, part))
-
-    def find(self, ids: tuple[Any, ...], asked_at: int | None = None, name: str | None = None) -> dict[str, Any] | None:
-        """The response of the call with one of `ids`, else (for a call request `asked_at` made) the next loose one."""
-        for cid in ids:
-            if cid is not None and str(cid) in self.by_id:
-                return self.by_id[str(cid)]
-        if asked_at is None:
-            return None
-        for i, (at, part) in enumerate(self.loose):
-            if i not in self.taken and at > asked_at and part.get("name") in (None, name):
-                self.taken.add(i)
-                return part
-        return None
-
-
-def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict[str, Any] | None, prefixes: tuple[str, ...]) -> dict[str, Any]:
+def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict[str, Any] | None, prefixes: tuple[str, ...],
+            responses: Responses) -> dict[str, Any]:
+    """`call` with its result and error: the tool span's, else those of the tool message `response` (told to `responses`)."""
+    used = False
     if result is MISSING or result is None or (_empty(result) and response is not None and not _empty(response.get("response"))):
         # ADK with its own content keys off records `{}` as every tool's response on the span
         result = response.get("response") if response is not None else None
+        used = response is not None
         if not present(result):
             result = None
     if error is None and response is not None and response.get("is_error") is True:
         error = str(response.get("response"))
+        used = True
     if error is None:
         error = mcp_error(result)  # an MCP CallToolResult with isError as the tool's output
     if error is None and prefixes and isinstance(result, str) and result.startswith(prefixes):
         error = result  # the loop reported the failure as the tool's text ("Error: …")
     call["result"] = result
     call["error"] = error
+    if used:
+        responses.used(response, call)  # a result paired by order alone is said, when another call could have had it
     return call
 
 
@@ -133,11 +101,11 @@ def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefi
     # numbers its parts apart from the calls). One with no id at all pairs by order and name, as a span that did
     # not fail: openinference-langchain before 0.1.50 gave the model's calls no id and a failed span no output,
     # the only place a call id was written, so its ToolMessage (and id) can be found no other way.
-    loose = asked_at if part is not None and (t.error is None or call["id"] is None) else None
-    response = responses.find((t.call_id, pid), loose, t.name)
+    loose = part is not None and (t.error is None or call["id"] is None)
+    response = responses.find((t.call_id, pid), asked_at if part is not None else None, t.name, loose)
     if call["id"] is None and response is not None and response.get("id") is not None:
         call["id"] = str(response["id"])  # the id the tool message answered, which the call itself did not keep
-    return _finish(call, t.result, t.error, response, prefixes)
+    return _finish(call, t.result, t.error, response, prefixes, responses)
 
 
 def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
@@ -156,7 +124,8 @@ def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, .
     else:
         call["arguments"] = args
     not_run = part.get("not_run")
-    return _finish(call, MISSING, not_run if isinstance(not_run, str) else None, responses.find((pid,), asked_at, part["name"]), prefixes)
+    response = responses.find((pid,), asked_at, part["name"])
+    return _finish(call, MISSING, not_run if isinstance(not_run, str) else None, response, prefixes, responses)
 
 
 def deferred_call(call: dict[str, Any], why: str) -> dict[str, Any]:
