@@ -34,9 +34,10 @@ input replays the previous one's input and output, and a trace of one tool
 call alone, which a tool run in a worker thread without the caller's context
 writes, joins the one trace whose model asked for that call while it ran:
 see `strays`); `trace` makes every
-trace its own case; `run` makes every top-level agent run its own case; a
+trace its own case; `run` makes every top-level agent run its own case, and
+every run started side by side under one span (`concurrent`); a
 list of attribute names sets the keys to try. The case id is the key's
-value (for `run`, `<trace id>:<agent span id>`). Within one trace a span
+value (for `run`, `<trace id>:<agent span id>`, or the span id of the run's head). Within one trace a span
 belongs to the key value of its topmost ancestor carrying the key.
 
 What a conversation becomes:
@@ -142,9 +143,10 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.otel.assemble import assemble
+from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
-from tracejudge.stages.extract.otel.spans import Collector, Group, Span, iter_exports
+from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
 from tracejudge.stages.load import RawRecord
@@ -312,29 +314,8 @@ def otlp_document(doc: Any) -> dict[str, Any] | None:
 
 
 def _runs(trace: Group) -> list[Group]:
-    """One trace split into its top-level agent runs; spans outside every run join the first one."""
-    index = {s.span_id: s for s in trace.spans}
-    views = group_views(trace)
-    agent = {s.span_id for s in trace.spans if views[s.span_id].role == "agent"}
-    owner: dict[str, str | None] = {}
-    for span in trace.spans:
-        top: str | None = None
-        node: Span | None = span
-        hops = 0
-        while node is not None and hops < 10_000:
-            if node.span_id in agent:
-                top = node.span_id
-            node = index.get(node.parent_id or "")
-            hops += 1
-        owner[span.span_id] = top
-    tops = list(dict.fromkeys(o for o in owner.values() if o is not None))
-    if len(tops) < 2:
-        return [trace]
-    parts: dict[str, list[Span]] = {t: [] for t in tops}
-    for span in trace.spans:
-        parts[owner[span.span_id] or tops[0]].append(span)
-    return [Group(key=f"{trace.key}:{top}", key_attr="run", traces=trace.traces, spans=parts[top], views={s.span_id: views[s.span_id] for s in parts[top]})
-            for top in tops]
+    """One trace split into its runs (`group_by: run`): top-level agent runs and runs started side by side (`concurrent.split_runs`)."""
+    return split_runs(trace)
 
 
 def adapt(group: Group, options: Options | None = None) -> Case:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, deferred_call, part_call
+from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
@@ -50,6 +51,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     index = {s.span_id: s for s in group.spans}
     views = group_views(group)
     role = {sid: v.role for sid, v in views.items()}
+    heads = run_heads(group.spans, views)  # runs started side by side under one span (`concurrent`): each its own
     prefixes = tuple(opts.error_prefixes)
     answer_tools = set(opts.answer_tools)
 
@@ -91,6 +93,8 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         return scopes[span.span_id]
 
     def anchor(span: Span) -> Span:
+        if span.span_id in heads:
+            return run_anchor(span, heads[span.span_id], index, role)
         top = span if role[span.span_id] == "agent" else None
         node = _ancestor(span, index, lambda p: role[p.span_id] == "agent")
         while node is not None:
@@ -110,10 +114,17 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     for aid, a in pauses.anchors.items():
         anchors.setdefault(aid, a)
         members.setdefault(aid, [])
-    ordered = sorted(anchors.values(), key=lambda s: (s.start, s.span_id))
+
+    def run_of(a: Span) -> str | None:
+        return heads[a.span_id].span_id if a.span_id in heads else None
+
+    # a run's anchors stay together (a handoff's agents), the runs in the order they started
+    ordered = sorted(anchors.values(), key=lambda s: (heads[s.span_id].start if s.span_id in heads else s.start, s.start, s.span_id))
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
-    responses = Responses(all_part_ids | {t.call_id for t in tools.values() if t.call_id})
+    first = group.spans[0] if group.spans else None
+    responses = Responses(all_part_ids | {t.call_id for t in tools.values() if t.call_id},
+                          where=f"{first.file}:{first.line}: trace {group.traces[0]}" if first is not None and group.traces else None)
     decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
     by_start = sorted(models, key=lambda s: (s.start, s.span_id))
     asked = {s.span_id: i for i, s in enumerate(by_start)}
@@ -210,7 +221,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             # an agent span with no request, call or text under it (a controller's bookkeeping span) is no turn; one
             # whose run failed before any request (the Agents SDK's input guardrail) is: its error is the case's
             continue
-        builder.add_anchor(a, av, mem, rows, error, paused, pauses.reply(a.span_id))
+        builder.add_anchor(a, av, mem, rows, error, paused, pauses.reply(a.span_id), run=run_of(a))
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     made = {s.span_id for s in group.spans if s.stand_in}  # stand-ins for lost parents were not delivered: no convention's spans
     return builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))

@@ -3,7 +3,8 @@
 A turn is one user exchange (see the package docstring). `Builder.add_anchor`
 joins an anchor to the previous turn when it is the same exchange (same trace
 and user text, or a request that replays the previous one: `stitch.continues`),
-never a resumed LangGraph run, whose resume value is a user turn (`pauses`);
+never a resumed LangGraph run, whose resume value is a user turn (`pauses`), nor
+an anchor of another of the runs started side by side under one span (`concurrent`);
 `Builder.case` lays a turn's requests out as steps (the requests of an agent
 run inside a tool call after the request that made the call: `nesting`), picks
 each turn's final text and writes the case mapping; usage is summed by `tally`.
@@ -49,23 +50,25 @@ class Builder:
         self.orphan_deferred: list[dict[str, Any]] = []
 
     def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None,
-                   paused: list[tuple[str | None, Any]] | None = None, reply: Any = MISSING) -> None:
-        """Add one anchor's rows; an anchor of the same trace with the same user text joins the previous turn.
+                   paused: list[tuple[str | None, Any]] | None = None, reply: Any = MISSING, run: str | None = None) -> None:
+        """Add one anchor's rows; an anchor of the same trace and run with the same user text joins the previous turn.
 
         `error` is the error the anchor's run ended in (`None`: it ended normally); the turn keeps its last anchor's.
         `paused`: the LangGraph interrupts the run stopped at; `reply`: the value it was resumed with (`MISSING`:
-        not a resumed run), which is the turn's user text and starts a turn of its own (`pauses`).
+        not a resumed run), which is the turn's user text and starts a turn of its own (`pauses`). `run`: the span id
+        heading the run the anchor is in when runs were started side by side under one span (`concurrent`), else
+        `None`; an anchor never joins a turn of another run, even with the same question (two trials of one case).
         """
         model_rows = [r for r in rows if r.model is not None]
         first_inputs = next((self.views[r.model.span_id].inputs for r in model_rows if self.views[r.model.span_id].inputs), None)  # type: ignore[union-attr]
         asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
         user_text = reply if reply is not MISSING else _pick_request(av.request, asked)
         last = self.turns[-1] if self.turns else None
-        if last is not None and reply is MISSING and (last["_trace"] == a.trace_id or self._continues(last, model_rows)) \
+        if last is not None and reply is MISSING and last["_run"] == run and (last["_trace"] == a.trace_id or self._continues(last, model_rows)) \
                 and (user_text is None or user_text == last["user_text"]):
             turn = last
         else:
-            turn = {"_trace": a.trace_id, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
+            turn = {"_trace": a.trace_id, "_run": run, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
                     "_error": None, "_asked": []}
             self.turns.append(turn)
             if first_inputs is not None:
