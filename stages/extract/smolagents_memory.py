@@ -30,7 +30,9 @@ What counts, by the step's shape (`smolagents.memory`):
   smolagents ran only a message's first call) gets no result;
 - a step whose `error` is set (`{type, message}`) keeps its calls, the
   failed one with the error message: a call whose quoted name (`'boom'`)
-  the message names, else every call of the step. An error on a step
+  the message names — of several calls of that tool, those whose
+  arguments it names (`with arguments {'city': 'Atlantis'}`) — else every
+  call of the step. An error on a step
   without calls (a parsing or generation error) is the step's own `error`
   (`"<type>: <message>"`) and is listed in `metadata.smolagents.errors`;
 - a CodeAgent's `python_interpreter` call keeps its code as
@@ -146,7 +148,7 @@ def _ran(step: dict[str, Any], calls: list[dict[str, Any]]) -> list[dict[str, An
 
 def _results(calls: list[dict[str, Any]], step: dict[str, Any], error: str | None) -> str | None:
     """Set each call's result or error; returns why the calls share one result text, when they do."""
-    failed = [c for c in calls if error and f"'{c['name']}'" in error] or (calls if error else [])
+    failed = _failed(calls, error)
     for call in failed:
         call["error"] = error
     ok = [c for c in calls if not any(c is f for f in failed)]
@@ -162,6 +164,30 @@ def _results(calls: list[dict[str, Any]], step: dict[str, Any], error: str | Non
     for call, part in zip(ok, parts):
         call["result"] = part
     return why
+
+
+def _failed(calls: list[dict[str, Any]], error: str | None) -> list[dict[str, Any]]:
+    """The calls of a step the step's `error` is about: every call when it names none, `[]` without an error.
+
+    smolagents' message names the tool in quotes and then the arguments it ran with (`Error executing tool
+    'get_weather' with arguments {'city': 'Atlantis'}: …`, their `str()`): of several calls of that tool
+    (parallel calls, one of which raised) only those whose arguments it names failed. When it names no
+    call's arguments as they were recorded (smolagents put state variables in them first), every call of
+    the tool keeps the error: nothing tells them apart.
+    """
+    if not error:
+        return []
+    named = [c for c in calls if f"'{c['name']}'" in error]
+    if len(named) < 2:
+        return named or calls
+    exact = [c for c in named if f"'{c['name']}' with arguments {_args_text(c['arguments'])}:" in error]
+    return exact or named
+
+
+def _args_text(arguments: Any) -> str:
+    """The arguments as smolagents' error message writes them: `str()` of the mapping it ran the tool with."""
+    decoded = maybe_json(arguments) if isinstance(arguments, str) else arguments
+    return str(decoded)
 
 
 def _split(observations: Any, calls: list[dict[str, Any]], step: dict[str, Any]) -> tuple[list[str] | None, str | None]:

@@ -23,7 +23,7 @@ from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["documents", "failed_tool_messages", "tool_message_result", "unwrap_args", "unwrap_result"]
+__all__ = ["command_message", "documents", "failed_tool_messages", "tool_message_result", "unwrap_args", "unwrap_result"]
 
 _LC_TOOL_MESSAGE = ("ToolMessage", "ToolMessageChunk")
 
@@ -66,13 +66,15 @@ def _literal(text: Any) -> Any:
     return python_literal(text, text) if len(text) < 1_000_000 else text
 
 
-def unwrap_result(value: Any, tool_name: str | None = None) -> tuple[Any, str | None, str | None]:
+def unwrap_result(value: Any, tool_name: str | None = None, call_id: str | None = None) -> tuple[Any, str | None, str | None]:
     """`(result, error, call_id)`: the tool's result out of a framework payload.
 
     A LangChain `ToolMessage` (serialised with `dumpd`, with
     `messages_to_dict`, as a plain dict, or under `{"output": ...}`) gives
     its `content` and the `tool_call_id` it answers; its `status: "error"`
-    gives an error carrying that content.
+    gives an error carrying that content. So does the `ToolMessage` in a
+    LangGraph `Command(update={"messages": [...]})` a tool returned
+    (`command_message`: the message the model got, not the Command).
 
     `tool_name` is for a caller that knows the span is OpenLLMetry's
     LangChain tool span, which records `on_tool_end` as `{"output": <what the
@@ -87,7 +89,7 @@ def unwrap_result(value: Any, tool_name: str | None = None) -> tuple[Any, str | 
     value = unjson(value)
     if tool_name and _callback_wrapper(value, tool_name):
         inner = unjson(value["output"])
-        msg = _tool_message(inner)
+        msg = _tool_message(inner) or command_message(inner, call_id)
         if msg is None:
             return inner, None, None  # the tool's own return value (a ToolMessage inside is read below)
         value = inner
@@ -97,9 +99,9 @@ def unwrap_result(value: Any, tool_name: str | None = None) -> tuple[Any, str | 
             # OpenInference's LangChain instrumentation (0.1.45) recorded the message's str()
             fields = _repr_fields(inner)
             inner = {"type": "tool", **fields} if fields is not None and {"content", "tool_call_id"} <= set(fields) else inner
-        if _tool_message(inner) is not None:
+        if _tool_message(inner) is not None or command_message(inner, call_id) is not None:
             value = inner  # LangChain's on_tool_end payload; any other {"output": …} is the tool's own value
-    msg = _tool_message(value)
+    msg = _tool_message(value) or command_message(value, call_id)
     if msg is not None:
         content = unjson(msg.get("content"))
         cid = msg.get("tool_call_id")
@@ -131,7 +133,7 @@ def tool_message_result(value: Any, tool_name: str | None, call_id: str | None =
     or call keeps it. The result is the `content` (JSON text decoded); `status: "error"` gives the error.
     """
     value = unjson(value)
-    msg = _tool_message(value)
+    msg = _tool_message(value) or command_message(value, call_id)
     if msg is None:
         return None
     cid = msg.get("tool_call_id")
@@ -230,6 +232,30 @@ def _repr_fields(text: str) -> dict[str, Any] | None:
         # (a value that is no literal, an object's repr, is None: not one this reader uses)
         fields[tokens[i].string] = python_literal(text[tokens[i + 1].end[1]:end].strip())
     return fields
+
+
+_COMMAND_FIELDS = frozenset({"graph", "update", "resume", "goto"})  # LangGraph's `Command`, as every instrumentation serialises it
+
+
+def command_message(value: Any, call_id: str | None = None) -> dict[str, Any] | None:
+    """The `ToolMessage` a LangGraph `Command` a tool returned gives the model, or None.
+
+    A tool that updates the graph's state (a handoff, `Command(goto=…, update=…)`) returns
+    `Command(update={"messages": [ToolMessage(…, tool_call_id=…)], …})`: ToolNode puts that message in
+    the state, and the model gets its content as the call's result. Recorded as the Command's fields
+    (`{"graph", "update", "resume", "goto"}`, `update` a mapping). The message answering `call_id` when
+    it is known and one answers it, else the Command's only ToolMessage; None when it holds none, or
+    several and nothing says which is this call's (the Command stays the result, as recorded).
+    """
+    if not isinstance(value, dict) or "update" not in value or not set(value) <= _COMMAND_FIELDS:
+        return None
+    update = unjson(value["update"])
+    messages = update.get("messages") if isinstance(update, dict) else None
+    found = [m for m in (_tool_message(unjson(x)) for x in messages) if m is not None] if isinstance(messages, list) else []
+    if call_id is not None:
+        mine = [m for m in found if str(m.get("tool_call_id")) == str(call_id)]
+        found = mine or found
+    return found[0] if len(found) == 1 else None
 
 
 def _tool_message(value: Any) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ import ast
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.conventions.graph_state import lift_answers
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 
@@ -37,7 +38,12 @@ _MAX_TEXT = 1_000_000  # longer text is not parsed: it is no exception message L
 
 
 def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
-    """Fill `interrupts` and `resume` of the views of `spans` (see the module docstring)."""
+    """Fill `interrupts` and `resume` of the views of `spans` (see the module docstring).
+
+    Also gives an agent span wrapping a graph run the answer the run's final state holds (`graph_state.lift_answers`:
+    the group pass for LangGraph runs is this one).
+    """
+    lift_answers(spans, views)
     for span in spans:
         v = views[span.span_id]
         asked = _interrupts(span)

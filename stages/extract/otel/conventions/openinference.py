@@ -49,10 +49,11 @@ from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.bodies import fill_tool_texts, response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error
+from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, text_parts
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
+from tracejudge.stages.extract.otel.view import MISSING, View, as_int, nested, present, unjson
 
 __all__ = ["NAME", "read", "request_text", "answer_text", "stop_answers"]
 
@@ -98,7 +99,7 @@ def read(span: Span) -> View | None:
         if present(a.get("input.value")):
             v.args, v.args_wrapped = unwrap_args(a["input.value"])
         if present(a.get("output.value")):
-            v.result, v.error, cid = unwrap_result(a["output.value"])
+            v.result, v.error, cid = unwrap_result(a["output.value"], call_id=v.call_id)
             v.call_id = v.call_id or cid
         v.error = _error(span) or v.error
     elif v.role in ("agent", "chain"):
@@ -343,8 +344,15 @@ def request_text(value: Any) -> str | list[str] | None:
 
 
 def answer_text(value: Any) -> str | None:
-    """The final answer out of an agent or chain output: text, a message list (its last assistant text), or a wrapper."""
+    """The final answer out of an agent or chain output: text, a message list (its last assistant text), or a wrapper.
+
+    A LangGraph state (`{"messages": [...], …}`) that ended on a structured response or a `return_direct`
+    tool's message answers with that (`graph_state`).
+    """
     decoded = unjson(value)
+    ended = state_answer(decoded)
+    if ended is not MISSING:
+        return ended
     if isinstance(decoded, str):
         return decoded if present(decoded) and decoded else None
     msgs = normalise(decoded)

@@ -1,0 +1,131 @@
+"""smolagents runs under OpenInference: what a run answered, and a step's failure that no call holds.
+
+openinference-instrumentation-smolagents (0.1.43) records an agent run as an `AGENT` span (`CodeAgent.run`), each
+step as a `Step n` `CHAIN` span under it holding the step's model request (`LLM`) and the tools its action ran
+(`TOOL`, `FinalAnswerTool` for `final_answer`). Two things the span of one kind says are read into another here:
+
+- `answers`: the run's answer. The agent span's `output.value` is the `str()` of what `run` returned, so a
+  value that is not text (`final_answer({"city": "Paris"})`) is its Python `repr`, no JSON. The run's
+  `final_answer` span recorded the value itself (as JSON, `output.mime_type` `application/json`): when the agent's
+  output is that value's `repr`, the answer is the value as JSON text — as format `smolagents` (the same run's
+  memory) writes it, so the same run reads the same in both.
+- `step_errors`: a step that failed. smolagents raises inside the step and catches it in the run (the model is
+  told the error, and tries again); the instrumentation records that on the `Step n` span only: status ERROR, an
+  `exception` event. A `CodeAgent`'s code that raised (`AgentExecutionError: Code execution failed at line …`)
+  ran no tool, so no other span holds it, and a parsing error neither. Such a step's error is the error of
+  the step's model request (a step is one request and what its answer ran), as `"<type>: <message>"` with the
+  type's bare name (the span's status description, as smolagents words it; memory steps say the same).
+  When a call of the step failed (a tool span, or a managed agent's run, with an error), the step's failure
+  is that call's and is left there; a request that failed itself keeps its own error. A failed step with no
+  model request under it has no step to carry its error: a warning names the file, trace and span.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.conventions.graph_state import value_text
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View, present, unjson
+
+__all__ = ["answers", "step_errors"]
+
+log = get_logger("tracejudge.extract.otel")
+
+SCOPE = "openinference.instrumentation.smolagents"
+_FINAL = "final_answer"
+_MAX_TEXT = 1_000_000  # longer output is not parsed as a literal: no repr smolagents wrote of an answer
+
+
+def _ours(span: Span) -> bool:
+    return (span.scope or "").startswith(SCOPE)
+
+
+def _below(span: Span, index: dict[str, Span], views: dict[str, View], stop: set[str]) -> bool:
+    """Whether `span` hangs under a span of role in `stop` before reaching the top (a loop of parents ends too)."""
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1
+        if views[node.span_id].role in stop:
+            return True
+    return False
+
+
+def _owner(span: Span, index: dict[str, Span], views: dict[str, View], roles: tuple[str, ...]) -> Span | None:
+    """The nearest ancestor of `span` whose view has one of `roles`, else `None`."""
+    node, hops = span, 0
+    while node.parent_id in index and hops < 10_000:
+        node, hops = index[node.parent_id], hops + 1
+        if views[node.span_id].role in roles:
+            return node
+    return None
+
+
+def answers(spans: list[Span], views: dict[str, View]) -> None:
+    """Give each smolagents agent run whose recorded answer is the `repr` of its `final_answer` value that value as JSON."""
+    index = {s.span_id: s for s in spans}
+    finals: dict[str, Span] = {}  # agent span id -> its run's last final_answer span
+    for span in spans:
+        v = views[span.span_id]
+        if v.role == "tool" and v.tool_name == _FINAL and _ours(span):
+            run = _owner(span, index, views, ("agent",))
+            if run is not None and (run.span_id not in finals or finals[run.span_id].start <= span.start):
+                finals[run.span_id] = span
+    for agent_id, final in finals.items():
+        v = views[agent_id]
+        value = _final_value(final)
+        if isinstance(value, (dict, list)) and isinstance(v.answer, str) and len(v.answer) < _MAX_TEXT \
+                and python_literal(v.answer, None) == value:
+            v.answer = value_text(value)
+
+
+def _final_value(span: Span) -> Any:
+    """The value a `final_answer` span recorded: its output as JSON when the instrumentation wrote JSON, else `None`."""
+    raw = span.attrs.get("output.value")
+    if not isinstance(raw, str) or span.attrs.get("output.mime_type") != "application/json":
+        return None
+    decoded = unjson(raw)
+    return decoded if decoded is not raw else None
+
+
+def step_errors(spans: list[Span], views: dict[str, View]) -> None:
+    """Give the model request of each failed smolagents step the step's error, unless a call of the step holds it."""
+    index = {s.span_id: s for s in spans}
+    steps = {s.span_id: s for s in spans if _ours(s) and views[s.span_id].role == "chain" and views[s.span_id].error
+             and _owner(s, index, views, ("agent",)) is not None}
+    if not steps:
+        return
+    requests: dict[str, list[Span]] = {}
+    failed_call: set[str] = set()
+    for span in spans:
+        v = views[span.span_id]
+        step = _owner(span, index, views, ("chain", "agent", "tool"))
+        if step is None or step.span_id not in steps:
+            continue
+        if v.role == "model":
+            requests.setdefault(step.span_id, []).append(span)
+        elif v.role == "tool" and v.error:
+            failed_call.add(step.span_id)  # (a managed agent's failed run is a tool view too: `smolagents`)
+    for sid, step in steps.items():
+        if sid in failed_call:
+            continue
+        asked = sorted(requests.get(sid, []), key=lambda s: (s.start, s.span_id))
+        if not asked:
+            log.warning(f"otel: {step.file}:{step.line}: trace {step.trace_id}: smolagents step span {step.span_id} ({step.name}) failed "
+                        f"({_step_error(step, views[sid])}) with no model request under it, so no step of the case carries that error")
+            continue
+        mv = views[asked[-1].span_id]
+        if mv.error is None:
+            mv.error = _step_error(step, views[sid])
+
+
+def _step_error(step: Span, view: View) -> str:
+    """The step's error as smolagents words it: `"<type>: <message>"` with the exception type's bare name."""
+    said = step.status_message
+    if isinstance(said, str) and said.strip() and present(said):
+        return said
+    error = view.error or ""
+    head, sep, rest = error.partition(": ")
+    return f"{head.rsplit('.', 1)[-1]}{sep}{rest}" if sep and " " not in head else error
