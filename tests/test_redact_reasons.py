@@ -371,3 +371,14 @@ def test_a_custom_metrics_details_under_a_credentials_name_are_masked_and_counts
     assert result["scores"]["configured"]["details"] == {"password": MASK, "API_KEY": MASK, "nested": {"client_secret": MASK},
                                                           "by_tool": {"reset_password": 2, "get_token": 1}, "note": "fine"}
     assert not any(s in (run_dir / p).read_text(encoding="utf-8") for s in ("Xy7Qw9Lm", "plainvalue", "Aa1Bb2") for p in ("results.jsonl", "report.md"))
+
+
+def test_a_text_seen_clean_as_a_tag_is_still_masked_as_a_credential_keys_value() -> None:
+    # The memo of clean label texts let `{"PassWord": "hunter2"}` through once "PassWord: hunter2" had been a tag.
+    from tracejudge.llm.redact import redact_labels
+
+    assert redact_labels(["PassWord: hunter2"], {}) == (["PassWord: hunter2"], {})  # a tag: prose, not a key's value
+    tags, metadata = redact_labels([], {"PassWord": "hunter2"})
+    assert "hunter2" not in str(metadata), metadata
+    tags, metadata = redact_labels(["x"], {"PassWord": "hunter2", "n": 1})
+    assert "hunter2" not in str(metadata), metadata

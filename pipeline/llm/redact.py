@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from tracejudge.core.memo import SeenSet
@@ -289,11 +289,18 @@ def _seen_clean(tags: Any, metadata: Any) -> bool:
             return False
         t = type(x)
         if t is str:
-            if f"{k}: {x}" not in seen:
+            # (a text seen clean as a tag, "PassWord: hunter2", is still a secret as the value of a credential's key)
+            if f"{k}: {x}" not in seen or (x and _credential_key(k)):
                 return False
-        elif t not in _SCALARS or k not in seen or (x is not None and _CREDENTIAL_KEY.search(k)):
+        elif t not in _SCALARS or k not in seen or (x is not None and _credential_key(k)):
             return False
     return True
+
+
+@lru_cache(maxsize=4096)
+def _credential_key(key: str) -> bool:
+    """Whether `key` names a credential (`_CREDENTIAL_KEY`); memoised, as metadata keys repeat from case to case."""
+    return _CREDENTIAL_KEY.search(key) is not None
 
 
 def _label_texts(value: Any, out: list[str]) -> None:
