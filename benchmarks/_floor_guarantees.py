@@ -21,13 +21,15 @@ also do for its resume safety and CI reports, each once, plainly and as cheaply 
 With `--processes 2` the workers do 3 and 4's texts, the head the rest. Left out, against `tracejudge run`: cursor.json
 and cursor.ids (the cursor is kept, not written), results.idx, the checkpoint's CRC-32s, segments, config hash and
 history; a bounded fold state (tracejudge keeps moments and 1,000 values); sampling files over 256 MiB; report.md,
-report.html, junit.xml's gate suite, escaped names, durations; the other checks' details; and what `_floor_run` lists.
+report.html, junit.xml's gate suite, escaped names, durations; the other checks' details, tracejudge's reasons and
+redaction (`_floor_reasons.py` adds them, through this module's `run` with its own `work`); what `_floor_run` lists.
 `--phases` adds cursor, fingerprint (its thread), details, junit_text, checkpoint (main and syncing thread), junit_file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import gc
 import json
 import os
 import queue
@@ -51,10 +53,10 @@ PHASES = ("read", "cursor", "fingerprint", "decode", "checks", "details", "rende
           "checkpoint", "fold", "junit_file")
 _BLOCK = 4 << 20  # bytes a read of the fingerprint, as tracejudge's
 _NONES = (None,) * (len(CHECKS) - 1)  # the details of the five checks after `writes_exact`
-# A worker's payload starts so: CPU s of details and of JUnit texts; bytes of the values, the ids, each check's texts,
-# the error lines' places in the chunk (uint32). (Through the floor's wire, as its values.)
-_EXTRA = struct.Struct(f"<2d{3 + len(CHECKS)}I")
-Group = tuple[bytes, tuple[bytes, ...], bytes]  # what junit.xml keeps of some results: ids, each check's texts, error places
+# A worker's payload starts so: CPU s of details, of JUnit texts, of reasons and redaction (`_floor_reasons`); bytes
+# of the values, the ids, each check's texts, the skipped cells' places in the chunk (uint32: result × checks + check).
+_EXTRA = struct.Struct(f"<4d{3 + len(CHECKS)}I")
+Group = tuple[bytes, tuple[bytes, ...], bytes]  # what junit.xml keeps of some results: ids, each check's texts, skipped cells
 
 
 class Fingerprint(threading.Thread):
@@ -115,11 +117,20 @@ class Book:
         self.cpu = [0.0, 0.0]  # reading, cursor
 
 
-def read(path: str, size: int, book: Book, fingerprint: Fingerprint) -> Iterator[tuple[str, int, list[bytes]]]:
+def repeated_line(cid: str, name: str, i: int, at: int, line: bytes) -> tuple[bytes, Group]:
+    """The error line of a repeated id (filed as `id@file:line`, as tracejudge files it) and its JUnit group."""
+    key, msg = f"{cid}@{name}:{i}", f"{name}:{i}: duplicate case id {cid!r}: first at {name}:{at}"
+    return (floor._encode({"case_id": key, "trial": 0, "status": "error", "error": msg}) + b"\n",
+            (_xml(key), (_xml("error: " + msg),) * len(CHECKS), array("I", range(len(CHECKS))).tobytes()))
+
+
+def read(path: str, size: int, book: Book, fingerprint: Fingerprint, name: str,
+         repeated: Any = repeated_line) -> Iterator[tuple[str, int, list[bytes]]]:
     """`_floor_run.chunks` keeping the cursor in `book`; a line of a repeated id is not sent but noted in
-    `book.repeats`. Starts the fingerprint at its first step: with workers, in the feeding thread, after the fork."""
+    `book.repeats` (`repeated` makes its line). Starts the fingerprint at its first step: with workers, in the feeding
+    thread, after the fork. `name`: the file's, in error lines."""
     fingerprint.start()
-    name, clock = os.path.basename(path), time.thread_time
+    clock = time.thread_time
     crcs, ends, first, last, cpu = book.crcs, book.ends, book.first, book.last, book.cpu
     crc = end = sent = 0
     with open(path, "rb", buffering=1 << 20) as fh:
@@ -143,12 +154,8 @@ def read(path: str, size: int, book: Book, fingerprint: Fingerprint) -> Iterator
                 return
             tasks, run = [], []  # type: ignore[var-annotated]
             for i, line in batch:  # split as `chunks` splits, and at a repeated id
-                if i in again:  # an error line filed as `id@file:line` (as tracejudge files it), and its JUnit group
-                    cid, at = again[i]
-                    key, msg = f"{cid}@{name}:{i}", f"{name}:{i}: duplicate case id {cid!r}: first at {name}:{at}"
-                    book.repeats.setdefault(sent + len(tasks), []).append((
-                        floor._encode({"case_id": key, "trial": 0, "status": "error", "error": msg}) + b"\n",
-                        (_xml(key), (_xml("error: " + msg),) * len(CHECKS), array("I", [0]).tobytes())))
+                if i in again:  # an error line and its JUnit group
+                    book.repeats.setdefault(sent + len(tasks), []).append(repeated(again[i][0], name, i, again[i][1], line))
                     run = []
                 elif line.strip():
                     if not run:
@@ -237,6 +244,7 @@ def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[floa
             decoded.append((None, f"{name}:{i}", f"{name}:{i}: {exc}", None))
             continue
         decoded.append((None, case.id, f"{name}:{i}: the case has no trace", case.id) if case.trace is None else case)
+    gc.freeze()  # the chunk's cases: alive till it is written, acyclic; no collection need walk them
     t1 = clock()
     checked = [c if type(c) is tuple else (c, *floor.check(c)) for c in decoded]
     t2 = clock()
@@ -260,11 +268,11 @@ def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[floa
     texts = [("error: " + row[2],) * len(CHECKS) if row[0] is None else [(get(v) or _head(v)) + r for v, r in zip(row[1], row[2])]
              for row in checked]
     ids = [row[1] if row[0] is None else row[0].id for row in checked]
-    bad = array("I", [p for p, row in enumerate(checked) if row[0] is None])
+    bad = array("I", [p * len(CHECKS) + j for p, row in enumerate(checked) if row[0] is None for j in range(len(CHECKS))])
     parts = [_joined(ids), *map(_joined, zip(*texts)), bad.tobytes()]  # (each check's texts: a column of `texts`)
     t5 = clock()
     del decoded, checked, details, texts  # (as the floor's: timed apart)
-    extra = _EXTRA.pack(t3 - t2, t5 - t4, len(vals), *map(len, parts))
+    extra = _EXTRA.pack(t3 - t2, t5 - t4, 0.0, 0.0, len(vals), *map(len, parts))
     return blob, b"".join([extra, vals, *parts]), errors, [t1 - t0, t2 - t1, t4 - t3, clock() - t5]
 
 
@@ -332,23 +340,26 @@ def write_junit(path: str, kept: list[Group], results: int, errors: int) -> None
                 if not bad:  # (nearly always) the chunk's test cases joined at once, in C
                     fh.write(b"".join(chain.from_iterable(zip(repeat(head), names, repeat(mid), outs, repeat(end)))))
                 else:
-                    errs = set(array("I", bad))
-                    fh.write(b"".join([head + n + (skip + t + skip_end if p in errs else mid + t + end)
+                    errs, n_checks = set(array("I", bad)), len(CHECKS)
+                    fh.write(b"".join([head + n + (skip + t + skip_end if p * n_checks + j in errs else mid + t + end)
                                        for p, (n, t) in enumerate(zip(names, outs))]))
             fh.write(b"  </testsuite>\n")
         fh.write(b"</testsuites>\n")
     os.replace(f"{path}.tmp", path)
 
 
-def run(cases: str, out_dir: str, processes: int) -> tuple[dict[str, Any], dict[str, float]]:
+def run(cases: str, out_dir: str, processes: int, work: Any = work, name: str | None = None, repeated: Any = repeated_line,
+        phases: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, float]]:
     """`_floor_run.run` keeping the guarantees: results.jsonl, summary.json, manifest.json, checkpoint.json and
-    junit.xml in `out_dir`; returns the summary and the CPU s per phase (`PHASES`)."""
+    junit.xml in `out_dir`; returns the summary and the CPU s per phase (`PHASES`, then `phases`: `_floor_reasons`'s
+    reasons and redact). `work`, `name` (the file's in error lines), `repeated`: `_floor_reasons` passes its own."""
     os.makedirs(out_dir, exist_ok=True)
-    took, clock = dict.fromkeys(PHASES, 0.0), time.thread_time
+    took, clock = dict.fromkeys(PHASES + phases, 0.0), time.thread_time
     book, fingerprint = Book(), Fingerprint(cases)
     sync = Syncer(out_dir, fingerprint)
-    tasks = read(cases, floor.CHUNK, book, fingerprint)
-    done = floor.forked(tasks, processes, os.path.basename(cases), work) if processes > 1 else map(work, tasks)
+    name = os.path.basename(cases) if name is None else name
+    tasks = read(cases, floor.CHUNK, book, fingerprint, name, repeated)
+    done = floor.forked(tasks, processes, name, work) if processes > 1 else map(work, tasks)
     values, counts, kept = array("d"), [Counter() for _ in CHECKS], []  # type: ignore[var-annotated]
     errors = results = counted = 0
     claimed = (0, 0)  # results and line of the last checkpoint
@@ -358,13 +369,14 @@ def run(cases: str, out_dir: str, processes: int) -> tuple[dict[str, Any], dict[
         nonlocal counted, claimed
         new = values[counted:]
         for j, c in enumerate(counts):
-            c.update(new[j :: len(CHECKS)])
+            part = new[j :: len(CHECKS)]
+            c.update(part if part == part else [x for x in part if x == x])  # (NaN, a value not computed: left out)
         counted, claimed = len(values), (results, line)
         sync.put(fh.fileno(), {"results": results, "errors": errors, "results_bytes": fh.tell(), "line": line,
                                "offset": book.ends[line - 1] if line else 0, "crc32": book.crcs[line - 1] if line else 0,
                                "metrics": {k: sorted(c.items()) for k, c in zip(CHECKS, counts)}})
 
-    def repeated(fh: Any, k: int) -> int:
+    def write_repeats(fh: Any, k: int) -> int:
         # The error lines of the repeated ids read before task `k` (their JUnit groups kept); how many.
         lines = book.repeats.pop(k, ())
         for line, group in lines:
@@ -376,9 +388,9 @@ def run(cases: str, out_dir: str, processes: int) -> tuple[dict[str, Any], dict[
         with open(os.path.join(out_dir, "results.jsonl"), "wb", buffering=1 << 20) as fh:
             for k, (blob, payload, errs, spent) in enumerate(done):
                 t0 = clock()
-                n = repeated(fh, k)
+                n = write_repeats(fh, k)
                 fh.write(blob)
-                details, junit_text, *sizes = _EXTRA.unpack_from(payload)  # (then the values, ids, texts, error places)
+                details, junit_text, reasons, redact, *sizes = _EXTRA.unpack_from(payload)  # (then values, ids, texts, skips)
                 at = list(accumulate(sizes, initial=_EXTRA.size))
                 vals, ids, *texts, bad = [bytes(payload[a:b]) for a, b in pairwise(at)]
                 start = len(values)
@@ -391,12 +403,14 @@ def run(cases: str, out_dir: str, processes: int) -> tuple[dict[str, Any], dict[
                 t1 = clock()
                 if due:
                     checkpoint(fh, book.last[k])
-                for phase, x in zip(("decode", "checks", "render", "free", "details", "junit_text"), (*spent, details, junit_text)):
-                    took[phase] += x
+                for phase, x in zip(("decode", "checks", "render", "free", "details", "junit_text", "reasons", "redact"),
+                                    (*spent, details, junit_text, reasons, redact)):
+                    if phase in took:
+                        took[phase] += x
                 took["write"] += t1 - t0
                 took["checkpoint"] += clock() - t1
             t0 = clock()
-            n = sum(repeated(fh, j) for j in sorted(book.repeats))  # (those after the last task)
+            n = sum(write_repeats(fh, j) for j in sorted(book.repeats))  # (those after the last task)
             errors, results = errors + n, results + n
             fh.flush()
             t1 = clock()

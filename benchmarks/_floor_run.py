@@ -1,6 +1,6 @@
 """The floor of the work of one deterministic tracejudge run: a minimal implementation of the same job.
 
-    python benchmarks/_floor_run.py CASES.jsonl OUT_DIR [--processes 1|2] [--phases] [--guarantees]
+    python benchmarks/_floor_run.py CASES.jsonl OUT_DIR [--processes 1|2] [--phases] [--guarantees] [--reasons]
 
 What the work `pipeline_throughput.py` times costs at the least in Python on this machine, each step done once,
 plainly and fast, without tracejudge: read the native JSONL file as lines of bytes; decode and validate each with
@@ -14,17 +14,20 @@ rate, 95% percentile bootstrap CI of the mean: 1,000 resamples drawn as tracejud
 over the distinct values, fixed seed) into OUT_DIR/summary.json. With `--processes 2` the head reads the lines and
 sends chunks of 1,000 to 2 forked workers, each on a socket pair of its own (the lines as they are, by
 scatter-gather writes); a worker decodes, checks and renders a chunk and sends back the lines and the values; the
-head writes them in input order and folds.
+head writes them in input order and folds. No cyclic collection walks a chunk's decoded cases (acyclic, alive till
+the chunk is written): each level's `work` freezes them out of the collector once decoded.
 
 Last stdout line: JSON `{"n", "means", "rss_kb", "workers_rss_kb", "workers_cpu"}` (`pipeline_throughput.whole_process`
 reads it). `--phases` prints to stderr the CPU s of read / decode / checks / render / free (dropping a chunk's
-structs) / write / fold, the middle ones summed over the workers when there are workers.
+structs) / write / fold, the middle ones summed over the workers when there are workers, and this process's CPU s in
+cyclic garbage collections (within those phases).
 
 Left out, against `tracejudge run` (a yardstick, not a replacement): config and metric registry (the checks are
 hard-wired); what `--guarantees` adds (`_floor_guarantees.py`, the floor with the run's guarantees: the dataset
 fingerprint and manifest, the resume cursor and repeated ids refused, checkpoints, junit.xml, result lines with tags,
 metadata and `details`) and what it too leaves out (the cursor's and result index's files, report.md, report.html);
-secret redaction of written text; richer reasons (closest call, first divergence, argument diffs); per-metric error
+what `--reasons` adds besides (`_floor_reasons.py`: tracejudge's result lines byte for byte, its rich reasons, every
+check's `details`, secret redaction of written text) and what that leaves out (pydantic's messages); per-metric error
 isolation, time limits, statuses; breakdowns, pass@k, histograms, a bounded bootstrap sample (it keeps every value);
 replacing a worker that dies; the fallback to pydantic for lines msgspec refuses but the records accept (JSON-string
 arguments, ...) and the records' own checks (blank ids or tool names, user messages out of place).
@@ -199,6 +202,7 @@ def work(task: tuple[str, int, list[Any]]) -> tuple[bytes, bytes, int, list[floa
             decoded.append((None, f"{name}:{i}: {exc}"))
             continue
         decoded.append((case.id, f"{name}:{i}: the case has no trace") if case.trace is None else case)
+    gc.freeze()  # the chunk's cases: alive till it is written, acyclic; no collection need walk them
     t1 = clock()
     checked = [c if type(c) is tuple else (c.id, *check(c)) for c in decoded]
     t2 = clock()
@@ -356,10 +360,13 @@ def fold(values: array, errors: int) -> dict[str, Any]:
 
     metrics: dict[str, Any] = {}
     table = np.frombuffer(values, dtype=np.float64).reshape(-1, len(CHECKS))
-    m = len(table)
     for j, key in enumerate(CHECKS):
         col = table[:, j]
-        block: dict[str, Any] = {"mean": None, "std": None, "ci": None, "pass_rate": None, "not_computed": errors}
+        if np.isnan(col).any():  # values not computed (`--reasons`: a case without expected calls) are left out, as
+            # tracejudge leaves them out (an error line counts in neither: it is no `ok` result)
+            col = col[~np.isnan(col)]
+        m = len(col)
+        block: dict[str, Any] = {"mean": None, "std": None, "ci": None, "pass_rate": None, "not_computed": len(table) - m}
         if m:
             block["mean"] = math.fsum(col.tolist()) / m
             block["pass_rate"] = int((col >= 1.0).sum()) / m
@@ -370,7 +377,7 @@ def fold(values: array, errors: int) -> dict[str, Any]:
             means = np.random.default_rng([SEED, j]).multinomial(m, counts / m, size=RESAMPLES) @ distinct / m
             block["ci"] = np.quantile(means, [(1 - LEVEL) / 2, (1 + LEVEL) / 2]).tolist()
         metrics[key] = block
-    return {"results": m + errors, "metrics": metrics}
+    return {"results": len(table) + errors, "metrics": metrics}
 
 
 def run(cases: str, out_dir: str, processes: int) -> tuple[dict[str, Any], dict[str, float]]:
@@ -411,20 +418,38 @@ def main() -> None:
     ap.add_argument("--processes", type=int, choices=(1, 2), default=1)
     ap.add_argument("--phases", action="store_true", help="print the CPU seconds of each phase to stderr")
     ap.add_argument("--guarantees", action="store_true", help="keep the run's guarantees too (`_floor_guarantees.py`)")
+    ap.add_argument("--reasons", action="store_true",
+                    help="and write tracejudge's result lines, reasons, details and redaction included (`_floor_reasons.py`)")
     args = ap.parse_args()
-    if args.guarantees:  # (it imports `_floor_run`: this module, under that name, not a second copy)
+    level = run
+    if args.guarantees or args.reasons:  # (they import `_floor_run`: this module, under that name, not a second copy)
         sys.modules["_floor_run"] = sys.modules[__name__]
         import _floor_guarantees
+        level = _floor_guarantees.run
+        if args.reasons:
+            import _floor_reasons
+            level = _floor_reasons.run
     # The structs are untracked and nothing here makes cycles: a collection would only walk the lists and dicts of
-    # the chunk at hand. Freeze what the imports made and collect rarely.
+    # the chunk at hand. Freeze what the imports made (and each chunk's cases as they are decoded) and collect rarely.
     gc.freeze()
     gc.set_threshold(100_000, 50, 50)
-    summary, took = (_floor_guarantees.run if args.guarantees else run)(args.cases, args.out_dir, args.processes)
+    collecting = [0.0, 0.0]  # with `--phases`: CPU s of this process's collections (within the phases they fell in)
+
+    def timed(phase: str, _: Any) -> None:
+        if phase == "start":
+            collecting[0] = time.thread_time()
+        else:
+            collecting[1] += time.thread_time() - collecting[0]
+
+    if args.phases:
+        gc.callbacks.append(timed)
+    summary, took = level(args.cases, args.out_dir, args.processes)
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     if args.phases:
         print(f"CPU s per phase ({'decode to free in the workers' if args.processes > 1 else 'one process'}): "
               + ", ".join(f"{k} {v:.3f}" for k, v in took.items())
-              + f"; this process {me.ru_utime + me.ru_stime:.3f}, workers {kids.ru_utime + kids.ru_stime:.3f}", file=sys.stderr)
+              + f"; this process {me.ru_utime + me.ru_stime:.3f} (of which cyclic GC {collecting[1]:.3f}), "
+              f"workers {kids.ru_utime + kids.ru_stime:.3f}", file=sys.stderr)
     print(json.dumps({"n": summary["results"], "means": {k: m["mean"] for k, m in summary["metrics"].items()},
                       "rss_kb": me.ru_maxrss, "workers_rss_kb": kids.ru_maxrss, "workers_cpu": kids.ru_utime + kids.ru_stime}), flush=True)
 

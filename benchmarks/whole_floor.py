@@ -3,10 +3,11 @@
 What it measures: for the targets of `pipeline_throughput.py` (tracejudge at least 6x pydantic-evals with
 processes 1, 10x with processes 2, 25x multivon with processes 2, in CPU and in wall seconds of the whole
 process), how many seconds a target allows, how many the least implementation of the same work takes (the
-floor), how many it takes once it keeps the run's guarantees too (the floor with guarantees), and how many
-tracejudge takes. So a note can say "target X CPU-s, minimal implementation Y, Y' with the guarantees,
-tracejudge Z", and tell a target tracejudge misses from one nothing written in Python could meet, with or without
-what a run must keep for its resume safety and CI reports.
+floor), how many it takes once it keeps the run's guarantees too (the floor with guarantees), how many once it also
+writes tracejudge's own result lines (the floor with guarantees and reasons), and how many tracejudge takes. So a note
+can say "target X CPU-s, minimal implementation Y, Y' with the guarantees, Y'' with tracejudge's lines, tracejudge Z",
+and tell a target tracejudge misses from one nothing written in Python could meet, with or without what a run must
+keep for its resume safety and CI reports, or write in its results.
 
 The floor is `benchmarks/_floor_run.py`: not tracejudge's code but a minimal, self-contained implementation of
 the same step (validated msgspec decode of the native JSONL lines, the six checks with short reasons, a
@@ -18,12 +19,16 @@ dataset fingerprint in manifest.json, the resume cursor (each line's CRC-32, eac
 refused), result lines carrying tracejudge's fields (tags, metadata, `details`, ...), junit.xml, and a checkpoint
 of the fold's state every 1,000 results after an fsync of the results; it still leaves out the cursor's and the
 result index's files, report.md and report.html, redaction, richer reasons, ... (its docstring lists them).
+The floor with guarantees and reasons adds `--reasons` (`benchmarks/_floor_reasons.py`): result lines byte for byte
+tracejudge's (but `duration_s`, wall time) for these checks: its reason texts (calls rendered and cut, the closest
+call, first divergences, argument differences, counts of missing and extra tools), every check's `details`, and
+secret redaction of every text copied into them, tags and metadata included, by tracejudge's rules.
 
 How: N τ-bench cases (`pipeline_throughput.write_dataset`, default 10,000), the project's bytecode written
 first (`_procs.precompile`), then `--repeats` interleaved rounds of fresh processes, each timed from outside
 (`pipeline_throughput.whole_process`: CPU seconds of the process and the workers it waited for, wall
-seconds, start to exit): floor processes 1, floor processes 2, floor+guarantees processes 1, floor+guarantees
-processes 2, tracejudge processes 1, tracejudge processes 2, pydantic-evals, and multivon with `--multivon` (about
+seconds, start to exit): floor, floor+guarantees and floor+guarantees+reasons each with processes 1 and 2,
+tracejudge processes 1, tracejudge processes 2, pydantic-evals, and multivon with `--multivon` (about
 33 s a run). Figures are medians over the rounds. Every run's six means must agree with tracejudge's to 3
 decimals, else no ratio is printed (the means are). A step that fails leaves the table of what was measured,
 then the error; every process started is stopped.
@@ -69,14 +74,15 @@ def _load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def floor(n: int, cases: Path, work: Path, processes: int, guarantees: bool = False) -> pt.Run:
-    """One whole-process run of `_floor_run.py` on `cases` with `processes` (and `--guarantees`); its output folder is
-    removed afterwards."""
-    what = f"floor{'+guarantees' if guarantees else ''} run (processes {processes}, N={n:,})"
-    out = work / f"floor-{processes}{'-guarantees' if guarantees else ''}"
+def floor(n: int, cases: Path, work: Path, processes: int, level: str = "") -> pt.Run:
+    """One whole-process run of `_floor_run.py` on `cases` with `processes` and `level` ("", "guarantees" or
+    "reasons", the latter two its options; "reasons" implies the guarantees); its output folder is removed afterwards."""
+    name = {"": "floor", "guarantees": "floor+guarantees", "reasons": "floor+guarantees+reasons"}[level]
+    what = f"{name} run (processes {processes}, N={n:,})"
+    out = work / f"floor-{processes}-{level}"
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, str(BENCH / "_floor_run.py"), str(cases), str(out), "--processes", str(processes)]
-    got = pt.whole_process(cmd + ["--guarantees"] * guarantees, what)
+    got = pt.whole_process(cmd + ([f"--{level}"] if level else []), what)
     shutil.rmtree(out)
     if got["n"] != n:
         raise RuntimeError(f"the {what} wrote {got['n']} results for {n} cases")
@@ -89,8 +95,10 @@ def steps(st: State, cases: Path, work: Path, multivon: bool) -> dict[str, Any]:
     tools: dict[str, Any] = {
         "floor processes 1": lambda: floor(n, cases, work, 1),
         "floor processes 2": lambda: floor(n, cases, work, 2),
-        "floor+guarantees processes 1": lambda: floor(n, cases, work, 1, guarantees=True),
-        "floor+guarantees processes 2": lambda: floor(n, cases, work, 2, guarantees=True),
+        "floor+guarantees processes 1": lambda: floor(n, cases, work, 1, "guarantees"),
+        "floor+guarantees processes 2": lambda: floor(n, cases, work, 2, "guarantees"),
+        "floor+guarantees+reasons processes 1": lambda: floor(n, cases, work, 1, "reasons"),
+        "floor+guarantees+reasons processes 2": lambda: floor(n, cases, work, 2, "reasons"),
         "tracejudge processes 1": lambda: pt.ours(n, cases, work, "processes 1"),
         "tracejudge processes 2": lambda: pt.ours(n, cases, work, "processes 2"),
     }
@@ -137,17 +145,17 @@ def report(st: State) -> None:
     print(f"\nwhole process, {st.n:,} τ-bench cases, the six checks ({os.cpu_count()} cores; load average at start "
           f"{st.load_start}, at end {_load()})\n")
     if st.runs:
-        print(f"| {'tool':<32} | runs | {'CPU s':>6} | {'wall s':>6} | {'own CPU s':>9} | {'workers CPU s':>13} | {'RSS MB':>6} | {'workers RSS MB':>14} |")
-        print(f"|{'-' * 34}|------|{'-' * 8}|{'-' * 8}|{'-' * 11}|{'-' * 15}|{'-' * 8}|{'-' * 16}|")
+        print(f"| {'tool':<36} | runs | {'CPU s':>6} | {'wall s':>6} | {'own CPU s':>9} | {'workers CPU s':>13} | {'RSS MB':>6} | {'workers RSS MB':>14} |")
+        print(f"|{'-' * 38}|------|{'-' * 8}|{'-' * 8}|{'-' * 11}|{'-' * 15}|{'-' * 8}|{'-' * 16}|")
         for tool, runs in st.runs.items():
             own = statistics.median(x["cpu"] - x["workers_cpu"] for x in runs)
-            print(f"| {tool:<32} | {len(runs):>4} | {med(st, tool, 'cpu'):>6.2f} | {med(st, tool, 'wall'):>6.2f} | {own:>9.2f} | "
+            print(f"| {tool:<36} | {len(runs):>4} | {med(st, tool, 'cpu'):>6.2f} | {med(st, tool, 'wall'):>6.2f} | {own:>9.2f} | "
                   f"{med(st, tool, 'workers_cpu'):>13.2f} | {med(st, tool, 'rss'):>6.1f} | {med(st, tool, 'workers_rss'):>14.1f} |")
-        print(f"\nthe six means (first run of each; they must agree to 3 decimals)\n\n| {'tool':<32} | "
+        print(f"\nthe six means (first run of each; they must agree to 3 decimals)\n\n| {'tool':<36} | "
               + " | ".join(f"{k:>16}" for k in CHECKS) + " |")
-        print(f"|{'-' * 34}|" + "|".join("-" * 18 for _ in CHECKS) + "|")
+        print(f"|{'-' * 38}|" + "|".join("-" * 18 for _ in CHECKS) + "|")
         for tool, runs in st.runs.items():
-            print(f"| {tool:<32} | " + " | ".join(f"{runs[0]['means'][k]:>16.6f}" for k in CHECKS) + " |")
+            print(f"| {tool:<36} | " + " | ".join(f"{runs[0]['means'][k]:>16.6f}" for k in CHECKS) + " |")
     if st.disagree:
         print("\nTHE SIX MEANS DISAGREE, no ratio is printed (the runs did not do the same work):\n" + "\n".join(st.disagree))
     else:
@@ -158,30 +166,31 @@ def report(st: State) -> None:
 
 def targets(st: State) -> None:
     """The table of targets: seconds allowed (the peer's median over the ratio), the floor's, the floor's with the
-    guarantees and tracejudge's, CPU and wall; then a sentence for each."""
+    guarantees, with the guarantees and reasons, and tracejudge's, CPU and wall; then a sentence for each."""
     rows = []
     for (peer, executor), ratio in sorted(pt.TARGETS.items(), key=lambda item: (item[0][1], item[1])):  # 6x p1, 10x p2, 25x p2
-        tools = (peer, f"floor {executor}", f"floor+guarantees {executor}", f"tracejudge {executor}")
+        tools = (peer, f"floor {executor}", f"floor+guarantees {executor}", f"floor+guarantees+reasons {executor}",
+                 f"tracejudge {executor}")
         if all(st.runs.get(t) for t in tools):
             rows.append((f">={ratio:g}x {peer.split()[0]}, {executor}", ratio, tools))
     if not rows:
         return
     n_runs = min(len(st.runs[t]) for row in rows for t in row[2])
     print(f"\ntargets: seconds a target allows (the peer's median / the ratio), the floor's, the floor's with the run's "
-          f"guarantees and tracejudge's, medians of {n_runs} interleaved run(s)\n")
+          f"guarantees, with the guarantees and reasons, and tracejudge's, medians of {n_runs} interleaved run(s)\n")
     cols = [f"{unit} {k}" for unit in ("CPU", "wall")
-            for k in ("allowed s", "floor s", "floor+guarantees s", "tracejudge s", "tracejudge / floor")]
+            for k in ("allowed s", "floor s", "floor+guarantees s", "floor+guarantees+reasons s", "tracejudge s", "tracejudge / floor")]
     print(f"| {'target':<34} | " + " | ".join(cols) + " |")
     print(f"|{'-' * 36}|" + "|".join("-" * (len(c) + 2) for c in cols) + "|")
     lines = []
-    for label, ratio, (peer, fl, fg, tj) in rows:
+    for label, ratio, (peer, fl, fg, fr, tj) in rows:
         figures = []
         for key in ("cpu", "wall"):
-            allowed, f, g, t = med(st, peer, key) / ratio, med(st, fl, key), med(st, fg, key), med(st, tj, key)
-            figures += [allowed, f, g, t, t / f]
+            allowed, f, g, r, t = med(st, peer, key) / ratio, med(st, fl, key), med(st, fg, key), med(st, fr, key), med(st, tj, key)
+            figures += [allowed, f, g, r, t, t / f]
             floors = [f"{name} {x:.2f} s: "
                       + ("the target is below this floor" if x > allowed else f"under it ({allowed - x:.2f} s to spare)")
-                      for name, x in (("floor", f), ("floor with guarantees", g))]
+                      for name, x in (("floor", f), ("floor with guarantees", g), ("floor with guarantees and reasons", r))]
             tj_says = "meets it" if t <= allowed else f"misses it by {t - allowed:.2f} s"
             lines.append(f"{label}, {key}: allowed {allowed:.2f} s; {'; '.join(floors)}; tracejudge {t:.2f} s {tj_says}")
         print(f"| {label:<34} | " + " | ".join(f"{x:>{len(c)}.2f}" for x, c in zip(figures, cols)) + " |")
