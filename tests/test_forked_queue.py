@@ -129,3 +129,86 @@ def test_the_executor_gives_a_lost_chunk_to_a_live_worker(stop_first):
 
     anyio.run(main)
     assert [repr(x) for name in "wxyz" for x in out[name]] == expected
+
+
+class _KilledAtSecondSend:
+    """A worker's socket, its worker killed from outside just as the second chunk is sent: after the event loop last
+    polled (the call ahead, its chunk sent, is waiting for the reply) and before that send meets the death (EPIPE)."""
+
+    def __init__(self, sock: object, pid: int) -> None:
+        self._sock, self._pid, self._sends = sock, pid, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)
+
+    def sendmsg(self, parts: list) -> int:
+        self._sends += 1
+        if self._sends == 2:
+            os.kill(self._pid, signal.SIGKILL)
+            os.waitid(os.P_PID, self._pid, os.WEXITED | os.WNOWAIT)  # dead (not reaped) before this send
+        return self._sock.sendmsg(parts)
+
+
+def test_a_death_met_first_by_the_chunk_queued_behind_still_reaches_the_chunk_computing():
+    # The queued call's send fails (the worker is dead) and kills the worker, closing its socket, while the call ahead
+    # waits for that socket to be readable. Closed under it, with no poll of the event loop since the death, it waited
+    # for ever (epoll forgets a closed descriptor): the run hung with every process idle. It must learn of the death.
+    import pickle
+
+    job, records = _job_and_records(8)
+    pool = ForkedPool(pickle.dumps(job), 1)
+    worker = pool.workers[0]
+    worker.sock = _KilledAtSecondSend(worker.sock, worker.pid)  # type: ignore[assignment]
+    got: dict[str, BaseException | object] = {}
+
+    async def main() -> None:
+        os.kill(worker.pid, signal.SIGSTOP)  # computes nothing: the first chunk has no reply when the worker dies
+
+        async def call(name: str, chunk: list) -> None:
+            try:
+                got[name] = await worker.call(chunk)
+            except WorkerDied as exc:
+                got[name] = exc
+
+        with anyio.fail_after(60):  # (a guard only: without the fix the first call never returns)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "first", records[:4])
+                await anyio.wait_all_tasks_blocked()  # sent, and waiting for its reply
+                tg.start_soon(call, "second", records[4:])
+
+    try:
+        anyio.run(main)
+    finally:
+        pool.close()
+    assert type(got["second"]) is WorkerLost
+    assert type(got["first"]) is WorkerDied and str(got["first"]) == "killed by signal SIGKILL (9)"
+
+
+def test_the_executor_retries_a_chunk_whose_death_the_chunk_queued_behind_met_first():
+    # Through `ProcessExecutor.map`, as the run meets it: the chunk computing is retried once, the one queued behind
+    # goes to the live worker, and all come back equal to the job's own results (the run hung instead).
+    job, records = _job_and_records(6)
+    expected = [repr(x) for x in job.run(records)]
+    ex = ProcessExecutor(job, 2)
+    ex.all_inline, ex.inline_left = False, 0  # (the demo is small: it would run in-process)
+    out: dict[str, list] = {}
+
+    async def main() -> None:
+        async with ex:
+            assert ex.pool is not None
+            a, b = ex.pool.workers
+            a.sock = _KilledAtSecondSend(a.sock, a.pid)  # type: ignore[assignment]
+            os.kill(a.pid, signal.SIGSTOP)
+            os.kill(b.pid, signal.SIGSTOP)
+            with anyio.fail_after(120):  # (a guard only)
+                async with anyio.create_task_group() as tg:
+                    async def m(name: str, chunk: list) -> None:
+                        out[name] = await ex.map(chunk)
+                    for i, name in enumerate("xyz"):  # x to worker a, y to b, z queued behind x on a (its send meets the death)
+                        tg.start_soon(m, name, records[2 * i:2 * i + 2])
+                        await anyio.wait_all_tasks_blocked()
+                    assert a.dead
+                    os.kill(b.pid, signal.SIGCONT)
+
+    anyio.run(main)
+    assert [repr(x) for name in "xyz" for x in out[name]] == expected

@@ -91,6 +91,12 @@ class _Worker:
         if self.dead:
             return self.code
         self.dead = True
+        # Wake the calls waiting for this socket first (`ClosedResourceError`): closed under them, they would wait for
+        # ever. The kernel drops a closed descriptor from the event loop's epoll set, so the readiness the worker's death
+        # raised is never reported: a call queued behind the computing one, whose send met the death (EPIPE) before the
+        # loop polled, killed the worker here while the computing call waited for its reply, and the run hung.
+        with contextlib.suppress(RuntimeError):  # (`NoEventLoopError`: no loop running, so no call waiting)
+            anyio.notify_closing(self.sock)
         self.sock.close()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
@@ -132,7 +138,7 @@ class _Worker:
             status, size = _HEAD.unpack(await self._recv(_HEAD.size))
             payload = await self._recv(size)
             done = True
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, anyio.ClosedResourceError) as exc:  # (closed: another call of this worker killed it)
             if prev_read is not None and not prev_read.is_set():  # the worker died on the chunk ahead of this one
                 raise self._lost() from None
             code = self.kill()
