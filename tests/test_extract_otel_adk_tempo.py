@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_extract_otel_cases import IN, OP, OUT, TOOL, export, one, span
+from test_extract_otel_cases import IN, OP, OUT, TOOL, export, one, run, span
 
 
 def _adk_turn(trace: str = "t1") -> list[dict]:
@@ -241,5 +241,7 @@ def test_log_records_naming_only_their_trace_belong_to_its_one_request(tmp_path:
     case = one(tmp_path, export(one_request, logs), name="single.json")
     assert (case.input, case.trace.output) == ("Weather in Paris?", "Sunny.")
     two_requests = [*one_request, span("c2", "ag", 2, "chat m", **{OP: "chat"})]
-    case = one(tmp_path, export(two_requests, logs), name="two.json")
-    assert (case.input, case.trace.output) == (None, None), "which of two requests said it cannot be told: nothing is invented"
+    # Which of two requests said it cannot be told: nothing is invented, and the case, with nothing left to score, is
+    # refused rather than scored empty (it passed every budget).
+    [(_, error)] = run(tmp_path, export(two_requests, logs), name="two.json")
+    assert error.kind == "invalid_input" and "could belong to several requests" in error.message, error

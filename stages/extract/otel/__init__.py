@@ -330,10 +330,29 @@ def adapt(group: Group, options: Options | None = None) -> Case:
     if not isinstance(group, Group):
         fail(f"expected a group of spans, got {type(group).__name__}")
     try:
-        return build_case(assemble(group, opts))
+        case = build_case(assemble(group, opts))
     except AdapterError as exc:
         exc.case_id = exc.case_id or group.key
         raise
+    if _content_hidden(case, group):
+        fail(f"trace {group.traces[0] if group.traces else group.key}: its model requests carry no content that can be read (no input, "
+             "output or call): content capture was off (OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS, "
+             "TRACELOOP_TRACE_CONTENT=false, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT unset), or its message events name no "
+             "span and could belong to several requests; scored, it would pass every budget while the run made calls and requests. "
+             "Record with content to evaluate it")
+    return case
+
+
+def _content_hidden(case: Case, group: Group) -> bool:
+    """Whether `case`, read from `group`, holds model requests and nothing they said: no input, no output, no call, no
+    text. Every model request has an input, so such a case is not an empty conversation but one recorded without
+    content: scored, it passes every budget and limit while the real run made calls (`MaxToolCalls`, `MaxModelRequests`)."""
+    if case.input not in (None, "") or case.trace is None or case.trace.output not in (None, ""):
+        return False
+    steps = case.trace.steps
+    if any(s.tool_calls or s.thought or s.output for s in steps):
+        return False
+    return any(v.role == "model" for v in (group.views or group_views(group)).values())
 
 
 def turn_calls(case: Case) -> list[list[Any]]:
