@@ -382,3 +382,15 @@ def test_a_text_seen_clean_as_a_tag_is_still_masked_as_a_credential_keys_value()
     assert "hunter2" not in str(metadata), metadata
     tags, metadata = redact_labels(["x"], {"PassWord": "hunter2", "n": 1})
     assert "hunter2" not in str(metadata), metadata
+
+
+def test_a_password_fields_value_is_masked_whatever_its_shape() -> None:
+    # `connect_db({"db_password":"Winter2024!",…,"password":"hunter2"})` went into reasons, and from there into Phoenix
+    # annotations and MLflow rationales: only token-shaped values were masked.
+    from tracejudge.llm.redact import redact_quoted
+
+    text = 'connect_db({"db_password":"Winter2024!","host":"db","password":"hunter2","password_policy":"min 8","next_token":"p2"})'
+    assert redact_quoted(text) == ('connect_db({"db_password":"[REDACTED]","host":"db","password":"[REDACTED]",'
+                                   '"password_policy":"min 8","next_token":"p2"})')
+    assert redact_quoted("{'client_secret': 'abc'}") == "{'client_secret': '[REDACTED]'}"  # a Python repr (smolagents)
+    assert redact_quoted('curl -H "x" Bearer abcdefghijklmnop1234567890xyz') == 'curl -H "x" Bearer [REDACTED]'

@@ -90,7 +90,12 @@ _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15
 _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
           r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey|private[-_]?key|PRIVATE[-_]?KEY|PrivateKey"
           r"|password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret|token|TOKEN|Token")
+# A JSON (or Python repr) field named for a password or secret: its quoted value is the secret whatever its shape
+# ("hunter2" is not token-shaped), as under a metadata key (`_CREDENTIAL_KEY`). Not `token`: `next_token` pages.
+_SECRET_FIELD = (r"""(?P<field>["'][A-Za-z0-9_.-]*(?:password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret)["']\s*:\s*["'])"""
+                 r"""[^"'\\\n]+(?=["'])""")
 _QUOTED = (
+    _SECRET_FIELD + "|"
     rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}"""
     rf"|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"
     r"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{20,}"
@@ -145,7 +150,7 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 
 def _mask(m: re.Match[str]) -> str:
-    return (m.group(1) or m.group(2) or m.group("url") or "") + MASK
+    return (m.group("field") or m.group(2) or m.group(3) or m.group("url") or "") + MASK  # (group 1 is `field`)
 
 
 def redact_quoted(text: str, shown: int | None = None) -> str:
