@@ -31,7 +31,8 @@ GOOD = 3  # good records around the hostile one
 
 def _otel_export(i: int) -> dict[str, Any]:
     span = {"traceId": f"t{i}", "spanId": f"s{i}", "name": "chat", "kind": 1, "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
-            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                           {"key": "gen_ai.input.messages", "value": {"stringValue": '[{"role": "user", "parts": [{"type": "text", "content": "hi %d"}]}]' % i}}]}
     return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
 
 

@@ -30,7 +30,12 @@ the same `gen_ai.conversation.id` (else `session.id`,
 `gcp.vertex.agent.session_id`, `langfuse.session.id`; a trace with none
 stands alone — except that traces holding one model request each, as a
 model-only instrumentation writes a plain loop, are joined when a request's
-input replays the previous one's input and output, and a trace of one tool
+input replays the previous one's input and output (system messages left out, so a
+system prompt stamped per request does not split a loop; a trimmed history joins the
+one conversation it opens with the end of: `stitch`, `replays`); a parentless model
+request repeating, in time and messages, a model span of another trace (OpenInference's
+OpenAI instrumentor beside its LangChain one) is that request, read once (`duplicates`);
+and a trace of one tool
 call alone, which a tool run in a worker thread without the caller's context
 writes, joins the one trace whose model asked for that call while it ran:
 see `strays`); `trace` makes every

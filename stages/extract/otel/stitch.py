@@ -20,6 +20,22 @@ the server kept the history. It is given that history first (`server_state`),
 and its trace joins the one whose last request gave that response. A lone
 retrieval trace joins the request it retrieved for (`retrievals`).
 
+An application may re-render its system prompt per request (a timestamp, RAG
+context, memory): failing the above, a trace joins the one conversation whose
+last request's input and reply it replays exactly with the system messages left
+out (`replays.Unprompted`), or whose user texts it starts with when a call id
+it replays proves it. A chat that trims its oldest messages (a sliding window)
+opens its next request with the last messages of its conversation, reply
+included: it joins the one conversation that ended, before it started, with
+what it opens with (one proven by a replayed call id, else the only one);
+when several did, or its request opens with a tool call or result no
+conversation ends with, it is kept apart and named in the warning.
+
+A model request recorded twice — by a framework's instrumentation in its
+trace and again, parentless, by the client's (OpenInference's LangChain and
+OpenAI instrumentors both on) — is read once, before any joining
+(`duplicates`).
+
 Several conversations may fit one trace: concurrent runs of the same
 question whose replays carry no call ids, or identical ones. Which it was
 cannot be told, so the trace is kept apart rather than joined to the wrong
@@ -33,6 +49,8 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.duplicates import drop_duplicate_requests
+from tracejudge.stages.extract.otel.replays import Unprompted, after_overlap, answered, hashes, message_key
 from tracejudge.stages.extract.otel.retrievals import adopt_retrievals
 from tracejudge.stages.extract.otel.server_state import asked_calls, carry_history, tool_results_only, with_history
 from tracejudge.stages.extract.otel.spans import Group, Span
@@ -43,25 +61,6 @@ __all__ = ["continues", "stitch"]
 log = get_logger("tracejudge.extract.otel")
 
 
-def _key(msg: dict[str, Any]) -> tuple[Any, ...]:
-    """What identifies a message when it is replayed in a later request (arguments may be re-encoded).
-
-    An empty text part is no text: OpenLLMetry records `{"type": "text", "content": ""}` on a reply that
-    only called tools, and the replay of that reply in the next request has no text part.
-    """
-    out: list[Any] = [msg.get("role")]
-    for p in msg.get("parts") or []:
-        kind = p.get("type")
-        if kind == "text":
-            if p.get("content") not in (None, ""):
-                out.append(("t", p.get("content")))
-        elif kind == "tool_call":
-            out.append(("c", p.get("id") or p.get("name")))
-        elif kind == "tool_call_response":
-            out.append(("r", p.get("id")))
-    return tuple(out)
-
-
 def continues(previous: Any, request: Any) -> bool:
     """Whether model request `request` (a `View`) goes on from `previous`: the same user exchange, one more model round.
 
@@ -69,30 +68,25 @@ def continues(previous: Any, request: Any) -> bool:
     adds no user message after them: the tool results of that round, nothing the user said; or when it is
     `previous` sent again after `previous` got no reply (a failed request the application retried). Edge cases:
     either request with no recorded input is no continuation; a replay that adds a user message is the
-    user speaking again (a new turn, or a mid-turn message `assemble` places itself).
+    user speaking again (a new turn, or a mid-turn message `assemble` places itself). A system prompt
+    re-rendered per request (a timestamp in it) or a history trimmed at the start (a sliding window) is
+    still the same exchange when what the request adds answers, by call id, a call `previous` asked for.
     """
     if not previous.inputs or not request.inputs:
         return False
-    prefix = [_key(m) for m in [*previous.inputs, *(previous.outputs or [])]]
+    prefix = [message_key(m) for m in [*previous.inputs, *(previous.outputs or [])]]
     inputs = request.inputs
-    if len(inputs) < len(prefix) or [_key(m) for m in inputs[: len(prefix)]] != prefix:
-        return False
+    if len(inputs) < len(prefix) or [message_key(m) for m in inputs[: len(prefix)]] != prefix:
+        rest = after_overlap([*previous.inputs, *(previous.outputs or [])], inputs)
+        return bool(rest) and not any(m.get("role") == "user" for m in rest) and answered(rest, previous.outputs)  # type: ignore[arg-type]
     if len(inputs) == len(prefix):
         return not previous.outputs  # the same request again after it got no reply: an application's retry
     return not any(m.get("role") == "user" for m in inputs[len(prefix) :])
 
 
-def _hashes(keys: list[Any]) -> list[int]:
-    out, h = [], 0
-    for key in keys:
-        h = hash((h, key))
-        out.append(h)
-    return out
-
-
 def _said(messages: list[dict[str, Any]]) -> list[Any]:
     """The user's and the system's texts: what every framework replays verbatim, whatever it does to the rest."""
-    return [_key(m) for m in messages if m.get("role") in ("user", "system")]
+    return [message_key(m) for m in messages if m.get("role") in ("user", "system")]
 
 
 def _call_ids(messages: list[dict[str, Any]]) -> frozenset[str]:
@@ -114,21 +108,22 @@ class _Chain:
     its call ids; `chain` is the group it joined (its own when it joined none)."""
 
     __slots__ = ("group", "chain", "first", "last", "first_span", "last_span", "first_strict", "first_said", "first_len", "first_ids",
-                 "last_strict", "last_said", "last_len", "last_ids")
+                 "last_strict", "last_said", "last_len", "last_ids", "bare")
 
     def __init__(self, group: Group, first: tuple[Span, View], last: tuple[Span, View]) -> None:
         self.group = self.chain = group
         (self.first_span, self.first), (self.last_span, self.last) = first, last
-        self.first_strict = _hashes([_key(m) for m in self.first.inputs or []])
-        self.first_said = _hashes(_said(self.first.inputs or []))
+        self.first_strict = hashes([message_key(m) for m in self.first.inputs or []])
+        self.first_said = hashes(_said(self.first.inputs or []))
         self.first_len = len(self.first.inputs or [])
         self.first_ids = _call_ids(self.first.inputs or [])
         seen = [*(self.last.inputs or []), *(self.last.outputs or [])]
-        self.last_strict = _hashes([_key(m) for m in seen])[-1] if seen else 0
-        said = _hashes(_said(self.last.inputs or []))
+        self.last_strict = hashes([message_key(m) for m in seen])[-1] if seen else 0
+        said = hashes(_said(self.last.inputs or []))
         self.last_said = said[-1] if said else 0
         self.last_len = len(self.last.inputs or [])
         self.last_ids = _call_ids(seen)
+        self.bare = Unprompted(self.first, self.last)
 
 
 def _candidate(group: Group) -> _Chain | None:
@@ -149,6 +144,9 @@ class _Joiner:
         self.lenient: dict[int, list[_Chain]] = {}
         self.answered: dict[str, _Chain] = {}  # a conversation's last response id
         self.asking: list[_Chain] = []  # conversations whose last request asked for calls
+        self.bare: dict[int, list[_Chain]] = {}  # by the last request's input and reply, system messages aside
+        self.asked: dict[int, list[_Chain]] = {}  # by the last request's user texts
+        self.tails: dict[int, list[_Chain]] = {}  # by the last message a conversation's last request saw (its reply)
 
     def _live(self, entry: _Chain) -> bool:
         return self.current.get(id(entry.chain)) is entry
@@ -179,8 +177,68 @@ class _Joiner:
             if agree:
                 self._doubt("it replays the user's and system's texts of several conversations, and no call id tells which", got)
                 return None, False
+        for tier in (self._bare_replay, self._same_asks):
+            entry, decided = tier(got)
+            if decided:
+                return entry, False
         found = self._resumed(got)
-        return found, found is not None
+        if found is not None:
+            return found, True
+        return self._windowed(got)[0], False  # (after `_resumed`: tool results alone open a Responses API request too)
+
+    def _bare_replay(self, got: _Chain) -> tuple[_Chain | None, bool]:
+        """The conversation whose last request's input and reply `got`'s first request replays exactly, system messages
+        aside (a prompt re-rendered per request); `(None, True)` when several do (with a warning); `(None, False)`: none."""
+        for h in reversed(got.bare.first):
+            fits = [e for e in self.bare.get(h, []) if self._live(e) and e.bare.replied]
+            if len(fits) == 1:
+                return fits[0], True
+            if fits:
+                self._doubt("its requests replay the same history as another conversation's, system prompt aside", got)
+                return None, True
+        return None, False
+
+    def _same_asks(self, got: _Chain) -> tuple[_Chain | None, bool]:
+        """The conversation whose last request's user texts `got`'s first request starts with, replaying more, with a
+        changed system prompt: joined only when one conversation's call ids prove it, else kept apart with a warning."""
+        for h in reversed(got.bare.first_asked):
+            fits = [e for e in self.asked.get(h, []) if self._live(e) and e.last_len < got.first_len
+                    and (not e.last_ids or not got.first_ids or e.last_ids & got.first_ids)]  # (other call ids: another conversation)
+            proven = [e for e in fits if e.last_ids & got.first_ids]
+            if len(proven) == 1:
+                return proven[0], True
+            if fits:
+                self._doubt("its system prompt differs from that of the conversation whose user texts it replays, and no one "
+                            "conversation's call ids link them" if not proven else
+                            "it replays the user texts and call ids of several conversations", got)
+                return None, True
+        return None, False
+
+    def _windowed(self, got: _Chain) -> tuple[_Chain | None, bool]:
+        """The conversation whose last messages `got`'s first request opens with, its oldest messages dropped (a sliding
+        window; `Unprompted.overlap`): the one that ended before it, proven by a call id it replays, else the only one."""
+        fits = [(e, n) for e in self._tails(got) if (n := e.bare.overlap(got.bare)) and e.last_span.end <= got.first_span.start]
+        proven = [e for e, n in fits if _call_ids(got.bare.first_messages[:n]) & e.last_ids]
+        pick = proven if proven else [e for e, _ in fits]
+        if len(pick) == 1:
+            return pick[0], True
+        if pick:
+            self._doubt("its first request replays only the last messages of a conversation (a trimmed history), and several "
+                        "conversations end with them", got)
+            return None, True
+        if got.bare.cut_short():
+            self._doubt("its first request starts mid-conversation (a trimmed history opening with a tool call or result), and no "
+                        "conversation ends with what it replays", got)
+            return None, True
+        return None, False
+
+    def _tails(self, got: _Chain) -> list[_Chain]:
+        seen: dict[int, _Chain] = {}
+        for h in got.bare.openings():
+            for e in self.tails.get(h, []):
+                if self._live(e):
+                    seen.setdefault(id(e), e)
+        return list(seen.values())
 
     def _resumed(self, got: _Chain) -> _Chain | None:
         """The conversation a request of tool results alone (a Responses API request whose `previous_response_id` was not
@@ -209,6 +267,10 @@ class _Joiner:
             self.answered[got.last.response_id] = got
         if asked_calls(got.last):
             self.asking.append(got)
+        self.bare.setdefault(got.bare.last, []).append(got)
+        self.asked.setdefault(got.bare.last_asked, []).append(got)
+        if got.bare.last_keys:
+            self.tails.setdefault(hash(got.bare.last_keys[-1]), []).append(got)
 
 
 def stitch(groups: Iterable[Group]) -> Iterator[Group]:
@@ -224,7 +286,7 @@ def stitch(groups: Iterable[Group]) -> Iterator[Group]:
     the spans of later traces take the first trace's id so that the conversation reads as one
     exchange. Lone retrieval traces then join the request they retrieved for (`retrievals`).
     """
-    groups = list(groups)
+    groups = drop_duplicate_requests(list(groups))  # a request recorded again by a second instrumentation is one request
     carry_history([r for g in groups for r in _requests(g)])
     unsure: dict[str, list[str]] = {}
     joiner = _Joiner(unsure)
