@@ -23,7 +23,9 @@ _TOKEN = rf"(?:(?={_CHAR}*?[0-9])(?={_CHAR}*?[A-Za-z]){_CHAR}{{16,}}|{_CHAR}{{15
 _NAMES = (r"api[-_]?key|API[-_]?KEY|Api[-_]?Key|authorization|Authorization|AUTHORIZATION"
           r"|secret[-_]?access[-_]?key|SECRET[-_]?ACCESS[-_]?KEY|SecretAccessKey|private[-_]?key|PRIVATE[-_]?KEY|PrivateKey"
           r"|password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret|token|TOKEN|Token")
-_QUOTED = (rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"""
+_FIELD = (r"""(?P<field>["'][A-Za-z0-9_.-]*(?:password|PASSWORD|Password|passwd|PASSWD|secret|SECRET|Secret)["']\s*:\s*["'])"""
+          r"""[^"'\\\n]+(?=["'])""")  # a password or secret field's quoted value, whatever its shape
+_QUOTED = (_FIELD + "|" + rf"""((?:{_NAMES})["']?\s*[:=]\s*["']?)(?![\[{{])(?:[Bb]earer\s+|[Bb]asic\s+)?{_TOKEN}|\b((?:[Bb]earer|[Bb]asic)\s+){_TOKEN}"""
            rf"|(?<![A-Za-z0-9])sk[-_](?=[A-Za-z0-9_-]*?[0-9])(?=[A-Za-z0-9_-]*?[A-Za-z])[A-Za-z0-9_-]{{20,}}|{_URL}|{_SHAPE}")
 _W, _S = r"[A-Za-z0-9._~+/=-]{15}", r"""["']?\s*[:=]"""
 _HINT = re.compile(  # a part of every match of `_QUOTED`: text without one holds no credential
@@ -35,7 +37,7 @@ _compiled: list[Any] = []  # `_QUOTED`, compiled on first need: text without a h
 
 
 def _mask(m: re.Match[str]) -> str:
-    return (m.group(1) or m.group(2) or m.group("url") or "") + MASK
+    return (m.group("field") or m.group(2) or m.group(3) or m.group("url") or "") + MASK
 
 
 def redact(text: str, shown: int | None = None) -> str:
