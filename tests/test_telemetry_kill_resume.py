@@ -24,9 +24,10 @@ from tracejudge.simulator.server import SimConfig, SimulatorThread
 TJ = Path(sys.executable).with_name("tracejudge")
 pytestmark = pytest.mark.xdist_group("telemetry_kill_resume")  # (one worker: the tests share one killed run)
 METRICS = ("TaskCompletion", "TrajectoryEfficiency")
+N = 16  # cases
 
 
-def _config(tmp: Path, name: str, url: str, cache: str, metrics: tuple[str, ...] = METRICS, n: int = 30) -> Path:
+def _config(tmp: Path, name: str, url: str, cache: str, metrics: tuple[str, ...] = METRICS, n: int = N) -> Path:
     """`n` cases, each judged by `metrics` one request at a time, results flushed one by one; the cache in `tmp/cache`."""
     cases = tmp / "cases.jsonl"
     with open(cases, "w") as fh:
@@ -54,14 +55,15 @@ def _lines(path: Path) -> int:
 @pytest.fixture(scope="module")
 def sim() -> Iterator[Any]:
     """One simulator for the module's runs (its URL is part of the cache keys: another would share no answer)."""
-    started = SimulatorThread(SimConfig(latency_ms=150))
+    # Slow enough that a case whose first answer is paid still waits for its second when the kill lands, on a busy machine too.
+    started = SimulatorThread(SimConfig(latency_ms=600))
     yield started
     started.stop()
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, sim: Any) -> dict[str, Any]:
-    """The same 30 cases run whole (`whole`) and killed then resumed (`killed`), each with a cache of its own (empty at
+    """The same `N` cases run whole (`whole`) and killed then resumed (`killed`), each with a cache of its own (empty at
     its start), and a copy of the killed run directory as the kill left it (`copy`, no summary.json)."""
     tmp = tmp_path_factory.mktemp("kill")
     _run([str(TJ), "run", str(_config(tmp, "whole", sim.url, "cache-whole")), "--no-progress"])
@@ -75,7 +77,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, sim: Any) -> dict[str, Any]:
         # Past the segment's first checkpoint (its first result), with a case's first answer paid (in the spend
         # journal, hence cached) and its second one pending: the resume redoes that case, the first from the cache.
         written = _lines(results)
-        if written >= 8 and _lines(spend) > len(METRICS) * written:
+        if written >= 5 and _lines(spend) > len(METRICS) * written:
             seen["results_mtime"] = results.stat().st_mtime  # (a write of the segment: it was alive then)
             return True
         return False
@@ -91,7 +93,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, sim: Any) -> dict[str, Any]:
 def test_a_killed_segment_counts_its_time_up_to_its_last_write(runs: dict[str, Any]) -> None:
     summary = runs["killed"]
     killed, last = summary["segments"][0], summary["segments"][-1]
-    assert killed["ended"] == "killed" and last["ended"] == "finished" and summary["results"] == 30
+    assert killed["ended"] == "killed" and last["ended"] == "finished" and summary["results"] == N
     # It wrote results.jsonl at that mtime (seen before the kill), so it ran at least that long; its first checkpoint, all
     # the old record counted, came after its first result.
     started = datetime.fromisoformat(killed["started_at"]).timestamp()
@@ -123,7 +125,7 @@ def test_answers_another_run_paid_for_are_savings(runs: dict[str, Any], sim: Any
     _run([str(TJ), "run", str(_config(tmp, "again", sim.url, "cache-killed")), "--no-progress"])
     judge = json.loads((tmp / "again" / "summary.json").read_text())["judge"]
     paid = runs["whole"]["judge"]
-    assert judge["cache_hits"] == 30 * len(METRICS) and judge["hits_paid_by_this_run"] == 0 and judge["requests"] == 0
+    assert judge["cache_hits"] == N * len(METRICS) and judge["hits_paid_by_this_run"] == 0 and judge["requests"] == 0
     assert judge["saved_tokens"] == paid["input_tokens"] + paid["output_tokens"]
     assert judge["saved_usd"] == pytest.approx(paid["cost_usd"], abs=1e-5)
 
