@@ -5,8 +5,15 @@ The case id is the trace id (format `mlflow-server` reads them so). Each score b
 source being `LLM_JUDGE` with the judge model for a judge metric, `CODE` with
 `tracejudge` for a deterministic one; a score without a value is logged with an
 `AssessmentError` (`NOT_COMPUTED`) carrying its reason. Metadata:
-`tracejudge.run` (`<config hash 12>@<run start>`), `tracejudge.trial`,
-`tracejudge.passed`, `tracejudge.status`.
+`tracejudge.run` (`run_key`: `<config hash 12>@<run start>`, the hash of the config the run
+directory *began* with, so a resume with `--force`, which records a new config, keeps the
+key), `tracejudge.trial`, `tracejudge.passed`, `tracejudge.status`. Keys an older version
+wrote for the same run directory (the hash of any config it ran with: `run_keys`) are read as
+this run's: a run exported before and after a `--force` holds one assessment per score.
+
+An assessment of ours a reviewer overrode (`mlflow.override_feedback`, MLflow's UI edit: ours
+marked invalid, theirs added with `overrides`) is the reviewer's call: its key is left
+alone, never written again (counted as already there, and said in the log).
 
 An export brings the server to what `results.jsonl` says now, one assessment per (trace,
 metric, run, trial): before writing on a trace, its assessments are read; one that says
@@ -37,12 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError, Unreachable
+from tracejudge.core.log import get_logger
 from tracejudge.engine import store
 from tracejudge.stages.export import require
 from tracejudge.stages.export.table import run_info
-from tracejudge.stages.extract.remote import mlflow_limits, probe, safe_url, store_failure
+from tracejudge.stages.extract.remote import mlflow_headers, mlflow_limits, probe, safe_url, store_failure
 
-__all__ = ["ATTEMPTS", "export", "run_key"]
+__all__ = ["ATTEMPTS", "export", "run_key", "run_keys"]
+
+log = get_logger(__name__)
 
 ATTEMPTS = 3
 _RETRIED = ("INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED")  # a server's transient answers
@@ -51,19 +61,45 @@ Key = tuple[str, str, str]  # (metric, run, trial)
 
 
 def run_key(run_dir: Path) -> str:
-    """`<first 12 hex of the config hash>@<run start, ISO>`: which run an assessment came from."""
+    """`<first 12 hex of the first config hash>@<run start, ISO>`: which run an assessment came from (`run_keys`)."""
+    return run_keys(run_dir)[0]
+
+
+def run_keys(run_dir: Path) -> list[str]:
+    """`[the run key, then every other key an export of this run directory may have written]`.
+
+    The key's hash is that of the config the directory began with (manifest.json's first `history` entry; the
+    manifest's `config_hash` when it has no history): `--force` rewrites `config_hash` but only appends to the
+    history, so the key stays. The others are the keys of each later config the directory ran with, which exports
+    before this rule wrote (they took `config_hash` as it was then). The start is the first segment's, or `?`.
+    """
+    from tracejudge.engine import store
+
+    manifest = store.read_manifest(run_dir, strict=False) or {}
+    history = manifest.get("history") if isinstance(manifest.get("history"), list) else []
+    hashes = [h.get("config_hash") for h in history if isinstance(h, dict)] + [manifest.get("config_hash")]
     info = run_info(run_dir)
     started = info["run_started_at"].isoformat() if info["run_started_at"] else "?"
-    return f"{(info['config_hash'] or '?')[:12]}@{started}"
+    keys = [f"{(h or '?')[:12]}@{started}" for h in hashes]
+    return list(dict.fromkeys(keys))  # the first, then the others once each
 
 
-def _ours(trace: Any) -> dict[Key, list[Any]]:
+def _ours(trace: Any, aliases: dict[str, str] | None = None) -> dict[Key, list[Any]]:
+    """Our assessments on `trace` by (name, run key, trial), a run's older keys (`aliases`: old → current) read as its
+    current one. Invalid ones are kept: an overridden key is the reviewer's (`_reviewed`), not a key to write again."""
     out: dict[Key, list[Any]] = {}
     for a in getattr(trace.info, "assessments", None) or []:
         meta = a.metadata or {}
-        if "tracejudge.run" in meta and getattr(a, "valid", True) is not False:
-            out.setdefault((a.name, str(meta["tracejudge.run"]), str(meta.get("tracejudge.trial"))), []).append(a)
+        if "tracejudge.run" in meta:
+            run = str(meta["tracejudge.run"])
+            out.setdefault((a.name, (aliases or {}).get(run, run), str(meta.get("tracejudge.trial"))), []).append(a)
     return out
+
+
+def _reviewed(found: list[Any]) -> bool:
+    """Whether a reviewer overrode one of `found` (one key's assessments): MLflow marks the overridden one invalid; a
+    reviewer's that copied our metadata names the one it `overrides`."""
+    return any(getattr(a, "valid", True) is False or getattr(a, "overrides", None) for a in found)
 
 
 def _wanted(result: dict[str, Any], name: str, score: dict[str, Any], key: str, trial: str) -> dict[str, Any]:
@@ -83,8 +119,9 @@ def _same(a: Any, want: dict[str, Any]) -> bool:
     elif error is not None or a.value != want["value"]:
         return False
     meta = a.metadata or {}
+    # The run key is not compared: `_ours` grouped `a` under this run already, an older key of it included.
     return ((a.rationale or None) == want["rationale"] and (a.source.source_type, a.source.source_id) == want["source"]
-            and all(meta.get(k) == v for k, v in want["metadata"].items()))
+            and all(meta.get(k) == v for k, v in want["metadata"].items() if k != "tracejudge.run"))
 
 
 @contextlib.contextmanager
@@ -110,13 +147,14 @@ class _Sink:
         self.mlflow, self.MlflowException = mlflow, MlflowException
         mlflow.set_tracking_uri(uri)
         self.client = mlflow.MlflowClient(tracking_uri=uri)
-        self.tally = {"written": 0, "updated": 0, "skipped": 0, "duplicates": 0, "missing": 0, "traces": 0}
+        self.tally = {"written": 0, "updated": 0, "skipped": 0, "duplicates": 0, "missing": 0, "traces": 0, "overridden": 0}
         self.unsure: dict[str, dict[Key, str]] = {}  # trace → key → the id written, for traces where a create was retried
+        self.aliases: dict[str, str] = {}  # a run's older key → its key (`run_keys`)
 
     def lookup(self, trace_id: str) -> dict[Key, list[Any]] | None:
         """Our assessments on `trace_id` by key; None when the server does not hold the trace."""
         try:
-            return _ours(self.client.get_trace(trace_id, display=False))
+            return _ours(self.client.get_trace(trace_id, display=False), self.aliases)
         except self.MlflowException as exc:
             if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
                 return None
@@ -154,6 +192,10 @@ class _Sink:
     def put(self, trace_id: str, have: dict[Key, list[Any]], key: Key, want: dict[str, Any]) -> None:
         """Bring `key` on `trace_id` to `want`: leave it, replace it, or write it; one assessment of it in the end."""
         olds = have.get(key) or []
+        if _reviewed(olds):  # a reviewer's verdict stands: writing ours again would undo it
+            self.tally["skipped"] += 1
+            self.tally["overridden"] += 1
+            return
         keep = next((a for a in olds if _same(a, want)), None)
         if keep is None:
             keep = self.create(trace_id, want, key)
@@ -172,7 +214,7 @@ class _Sink:
         """Delete a copy a slow server committed after `create` looked: on the traces a create was retried on."""
         for trace_id, kept in self.unsure.items():
             for key, found in (self.lookup(trace_id) or {}).items():
-                if key in kept:
+                if key in kept and not _reviewed(found):
                     for a in found:
                         if a.assessment_id != kept[key]:
                             self.delete(trace_id, a)
@@ -190,10 +232,13 @@ def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[st
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise TracejudgeError("--to mlflow needs --tracking-uri (or MLFLOW_TRACKING_URI)")
-    probe(uri, "/health")
     require("mlflow")
+    probe(uri, "/health", headers=mlflow_headers(uri))
     mlflow_limits()  # MLflow retries a dead server for minutes by default; an export should say so in seconds
     sink = _Sink(uri)
+    for run_dir in run_dirs:
+        current, *older = run_keys(run_dir)
+        sink.aliases |= {old: current for old in older}
     seen: dict[str, dict[Key, list[Any]] | None] = {}
     try:
         for run_dir in run_dirs:
@@ -225,6 +270,9 @@ def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[st
         sink.settle()
     except (sink.MlflowException, OSError, json.JSONDecodeError) as exc:
         raise Unreachable(_failed(uri, exc, sink.tally)) from None
+    if sink.tally["overridden"]:
+        log.warning(f"{safe_url(uri)}: left {sink.tally['overridden']} assessment(s) a reviewer overrode (their verdict stands)",
+                    overridden=sink.tally["overridden"])
     return sink.tally
 
 

@@ -5,7 +5,11 @@ else the trace's root found in Phoenix (case id = trace id, `parent_id=null`, th
 earliest of two). Each annotation: name = metric, annotator kind `LLM` (a judge metric;
 `metadata.judge_model`) or `CODE`, result = `{score: value, label: pass|fail,
 explanation: reason}`, metadata `tracejudge.run` / `tracejudge.trial` /
-`tracejudge.status`, identifier `tracejudge:<run>:<trial>`.
+`tracejudge.status`, identifier `tracejudge:<run>:<trial>` (`<run>`: `mlflow_sink.run_key`, the
+same across a resume with `--force`). An annotation already there under an older key of the
+same run directory (`mlflow_sink.run_keys`: an export before that rule, after a `--force`) is
+the score's: compared and replaced under its own identifier, never written a second time.
+The project is URL-escaped in every path (`demo#staging`, `team/agents`).
 
 An export brings Phoenix to what `results.jsonl` says now. Phoenix keeps one annotation
 per (span, name, identifier) and replaces it when one of the same key is sent again; the
@@ -30,8 +34,8 @@ from typing import Any
 
 from tracejudge.core.errors import Unreachable
 from tracejudge.engine import store
-from tracejudge.stages.export.mlflow_sink import run_key
-from tracejudge.stages.extract.phoenix import Refused, client, get
+from tracejudge.stages.export.mlflow_sink import run_keys
+from tracejudge.stages.extract.phoenix import Refused, client, get, project_path, project_ref
 from tracejudge.stages.extract.remote import safe_url
 
 __all__ = ["BATCH", "export"]
@@ -45,7 +49,7 @@ def _roots(px: Any, url: str, project: str, trace_ids: list[str]) -> dict[str, s
     out: dict[str, tuple[str, str]] = {}
     cursor = None
     while True:  # a trace may have two roots: every page, the earliest root kept (as format `phoenix` picks it)
-        page = get(px, url, f"v1/projects/{project}/spans", {"limit": 1000, "parent_id": "null", "trace_id": trace_ids,
+        page = get(px, url, project_path(project, "spans"), {"limit": 1000, "parent_id": "null", "trace_id": trace_ids,
                                                               **({"cursor": cursor} if cursor else {})})
         for s in page.get("data") or []:
             trace, start = str(s["context"]["trace_id"]), str(s.get("start_time") or "")
@@ -62,14 +66,14 @@ def _existing(px: Any, url: str, project: str, span_ids: list[str]) -> dict[tupl
     cursor = None
     while span_ids:
         try:
-            page = get(px, url, f"v1/projects/{project}/span_annotations",
+            page = get(px, url, project_path(project, "span_annotations"),
                        {"span_ids": span_ids, "limit": 1000, **({"cursor": cursor} if cursor else {})})
         except Refused as exc:
             # 404 when none of the spans is left (their traces deleted). Unless the project itself is unknown: that GET
             # fails too, and ends the export.
             if exc.status != 404:
                 raise
-            get(px, url, f"v1/projects/{project}", {})
+            get(px, url, project_path(project), {})
             return None
         out |= {(str(a["span_id"]), str(a["name"]), str(a.get("identifier") or "")): a for a in page.get("data") or []}
         cursor = page.get("next_cursor")
@@ -123,7 +127,10 @@ def _send(px: Any, url: str, send: list[dict[str, Any]], tally: dict[str, int]) 
                           f"({type(exc).__name__}); the same command resumes") from None
 
 
-def _flush(px: Any, url: str, project: str, key: str, batch: list[dict[str, Any]], tally: dict[str, int], missing: set[str]) -> None:
+def _flush(px: Any, url: str, project: str, keys: list[str], batch: list[dict[str, Any]], tally: dict[str, int], missing: set[str]) -> None:
+    """Annotate `batch`'s scores under the run key `keys[0]`, or the older key of the run (`keys[1:]`) one is there under
+    (replaced in place there, so a run exported before and after a `--force` keeps one per score). `project` is the
+    project's path segment (`phoenix.project_ref`: escaped, or its id), as in `_roots` and `_existing`."""
     meta = {str(r["case_id"]): (r.get("metadata") or {}).get("phoenix") or {} for r in batch}
     roots = {cid: m["root_span_id"] for cid, m in meta.items() if m.get("root_span_id")}
     roots |= _roots(px, url, project, [cid for cid in meta if cid not in roots])
@@ -139,6 +146,7 @@ def _flush(px: Any, url: str, project: str, key: str, batch: list[dict[str, Any]
             missing.add(cid)
             continue
         for name, score in (r.get("scores") or {}).items():
+            key = next((k for k in keys if (span, name, f"tracejudge:{k}:{trial}") in have), keys[0])
             want = _annotation(r, name, score, span, key, trial)
             old = have.get((span, name, want["identifier"]))
             if old is not None and _same(old, want):
@@ -168,8 +176,8 @@ def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None
     for run_dir in run_dirs:
         manifest = store.read_manifest(run_dir, strict=False) or {}
         options = ((manifest.get("config") or {}).get("dataset") or {}).get("options") or {}
-        proj = project or options.get("project") or "default"
-        key = run_key(run_dir)
+        proj = project_ref(px, url, project or options.get("project") or "default")  # (escaped: the paths' own)
+        keys = run_keys(run_dir)
         batch: list[dict[str, Any]] = []
         traces: set[str] = set()
         missing: set[str] = set()  # traces, not scores: a trace of three trials and two metrics is one not found
@@ -178,10 +186,10 @@ def export(run_dirs: Sequence[Path], url: str | None = None, project: str | None
                 batch.append(result)
                 traces.add(str(result["case_id"]))
             if len(batch) >= BATCH:
-                _flush(px, url, proj, key, batch, tally, missing)
+                _flush(px, url, proj, keys, batch, tally, missing)
                 batch = []
         if batch:
-            _flush(px, url, proj, key, batch, tally, missing)
+            _flush(px, url, proj, keys, batch, tally, missing)
         tally["traces"] += len(traces)
         tally["missing"] += len(missing)
     return tally

@@ -7,11 +7,17 @@ trace's start, or `start: last_run`, see `tracejudge.stages.extract.remote`), `o
 `page_size`. `dataset.path` is not used. A token (`MLFLOW_TRACKING_TOKEN`, or user and
 password) comes from MLflow's own environment variables and is never written.
 
-Traces are fetched a page at a time, oldest first, and each is read by format `mlflow`
+Traces are fetched a page at a time, oldest first, each page asked for from the start of
+the last trace read (MLflow's page token is an offset, which a trace deleted during the read
+moves past one never read: `_traces`), and each is read by format `mlflow`
 (`Trace.to_json()`): the case id is the trace id, which is what `tracejudge export --to
-mlflow` writes the verdicts back on. A server that is down, answers an error or answers
+mlflow` writes the verdicts back on. A trace MLflow holds as still running (`IN_PROGRESS`)
+is skipped with a warning, and kept inside the next `start: last_run` window (`sweep`).
+An `experiment` or an id in `experiment_ids` the server does not hold, or holds deleted,
+is a config error. A server that is down, answers an error or answers
 what is not JSON ends the run with `Unreachable` naming the URL (exit 3) — never a run of
-zero cases — in seconds: MLflow's own retries are capped (`remote.mlflow_limits`).
+zero cases — in seconds: MLflow's own retries are capped (`remote.mlflow_limits`). The
+health probe sends the client's own credentials (`remote.mlflow_headers`).
 
 `max_results` (and `dataset.limit`) stop the read after that many traces, the oldest of the
 window; with `start: last_run` it counts only traces the run directory has no result for, and
@@ -28,7 +34,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracejudge.core.errors import ConfigError, Unreachable
 from tracejudge.core.registry import Format, format_for, register_format
-from tracejudge.stages.extract.remote import bind_last_run, mlflow_limits, no_credentials, parse_time, probe, safe_url, store_failure
+from tracejudge.stages.extract.remote import (bind_last_run, mlflow_headers, mlflow_limits, no_credentials, parse_time, probe, safe_url,
+                                              store_failure)
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
@@ -59,40 +66,66 @@ def _uri(opts: Options) -> str:
     return uri
 
 
-def _filter(opts: Options) -> str | None:
+def _filter(opts: Options, since: int | None = None) -> str | None:
+    """The window as MLflow's filter; `since` (ms) the key of the read so far (`_traces`)."""
     # MLflow's trace filters are conjunctions only, so clauses join with AND.
     clauses = [opts.filter_string] if opts.filter_string else []
     for key, op in (("start", ">="), ("end", "<")):
         when = parse_time(getattr(opts, key), f"dataset.options.{key}")
         if when is not None:
             clauses.append(f"timestamp_ms {op} {int(when.timestamp() * 1000)}")
+    if since is not None:
+        clauses.append(f"timestamp_ms >= {since}")
     return " AND ".join(clauses) or None
 
 
 def _experiments(client: Any, opts: Options, uri: str) -> list[str]:
+    """The ids to search: `experiment_ids` each looked up, or `experiment`'s id. `ConfigError` naming the experiment when the
+    server has no such one, or holds it deleted: a typo'd id would otherwise read as nights without traffic."""
     if opts.experiment_ids:
+        for eid in opts.experiment_ids:
+            _live(_experiment_by_id(client, eid, uri), f"dataset.options.experiment_ids: experiment {eid}", uri)
         return list(opts.experiment_ids)
     if not opts.experiment:
         raise ConfigError("dataset.options: name the traces' `experiment` (or `experiment_ids`)")
     found = client.get_experiment_by_name(opts.experiment)
     if found is None:
         raise ConfigError(f"dataset.options.experiment: no experiment {opts.experiment!r} at {safe_url(uri)}")
+    _live(found, f"dataset.options.experiment: experiment {opts.experiment!r}", uri)
     return [found.experiment_id]
 
 
-def read(dataset: Any) -> Iterator[RawRecord]:
-    """Yield one `RawRecord` per trace (payload: the `Trace.to_json()` mapping), a page at a time, oldest first.
+def _experiment_by_id(client: Any, eid: str, uri: str) -> Any:
+    from mlflow.exceptions import MlflowException
 
-    Raises `Unreachable` (URL named) when the server is down or answers an
-    error, `ConfigError` for an unknown experiment or a bad time.
+    try:
+        return client.get_experiment(str(eid))
+    except MlflowException as exc:
+        # An unknown id is RESOURCE_DOES_NOT_EXIST; one that is not a number, INVALID_PARAMETER_VALUE. Any other error
+        # (a server in trouble) is the read's to report.
+        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            raise
+        raise ConfigError(f"dataset.options.experiment_ids: no experiment {eid} at {safe_url(uri)}") from None
+
+
+def _live(experiment: Any, what: str, uri: str) -> None:
+    if getattr(experiment, "lifecycle_stage", "active") == "deleted":
+        raise ConfigError(f"{what} is deleted at {safe_url(uri)}: restore it, or name another")
+
+
+def read(dataset: Any) -> Iterator[RawRecord]:
+    """Yield one `RawRecord` per finished trace (payload: the `Trace.to_json()` mapping), a page at a time, oldest first.
+
+    A trace still in progress is skipped (`Sweep.hold`, warned about). Raises `Unreachable` (URL named) when the server
+    is down or answers an error, `ConfigError` for an unknown or deleted experiment or a bad time.
     """
     from tracejudge.stages.export import require
 
     options, sweep = Sweep.take(dataset, "max_results")
     opts = Options.model_validate(options)
     uri = _uri(opts)
-    probe(uri, "/health")
     require("mlflow")
+    probe(uri, "/health", headers=mlflow_headers(uri))
     mlflow_limits()
     import json
 
@@ -101,25 +134,58 @@ def read(dataset: Any) -> Iterator[RawRecord]:
 
     where = f"{safe_url(uri)} (MLflow)"
     client = MlflowClient(tracking_uri=uri)
-    token, count = None, 0
+    count = 0
     try:
         experiments = _experiments(client, opts, uri)
-        while not sweep.cut:
-            page = client.search_traces(locations=experiments, filter_string=_filter(opts), max_results=opts.page_size,
-                                        order_by=["timestamp_ms ASC"], page_token=token)
-            for trace in page:
-                if sweep.full(str(trace.info.trace_id)):
-                    break
-                count += 1
-                record = RawRecord(where, count, json.loads(trace.to_json()))
-                sweep.took(str(trace.info.trace_id), datetime.fromtimestamp(trace.info.request_time / 1000, UTC))
-                yield record
-            token = page.token
-            if not token:
+        for trace in _traces(client, experiments, opts):
+            trace_id, started = str(trace.info.trace_id), datetime.fromtimestamp(trace.info.request_time / 1000, UTC)
+            if _in_progress(trace):
+                sweep.hold(trace_id, started)
+                continue
+            if sweep.full(trace_id):
                 break
+            count += 1
+            record = RawRecord(where, count, json.loads(trace.to_json()))
+            sweep.took(trace_id, started)
+            yield record
     except (MlflowException, OSError, json.JSONDecodeError) as exc:
         raise Unreachable(_failed(uri, exc, "listing traces")) from None
     sweep.finish(where, "max_results")
+
+
+def _in_progress(trace: Any) -> bool:
+    """Whether MLflow holds `trace` as still running (`IN_PROGRESS`: logged when it began, its root not ended yet)."""
+    state = getattr(trace.info, "state", None)
+    return str(getattr(state, "value", state)) == "IN_PROGRESS"
+
+
+def _traces(client: Any, experiments: list[str], opts: Options) -> Iterator[Any]:
+    """Every trace of the window once, oldest first, paged by key: each page is asked for from the start time of the last
+    trace read (`timestamp_ms >= since`), the ones read at that millisecond dropped.
+
+    MLflow's own page token is an offset into the result: a trace deleted during the read (a retention job) moves every
+    later one a place back, and the next page starts one past a trace never read. A key does not move. Only when a whole
+    page is of that one millisecond, all read (more ties than `page_size`), does the offset take the read past them.
+    """
+    since: int | None = None  # the start (ms) of the last trace read
+    at_since: set[str] = set()  # the ids read that started at `since`
+    token = None
+    while True:
+        page = client.search_traces(locations=experiments, filter_string=_filter(opts, since), max_results=opts.page_size,
+                                    order_by=["timestamp_ms ASC"], page_token=token)
+        fresh = [t for t in page if not (t.info.request_time == since and str(t.info.trace_id) in at_since)]
+        yield from fresh
+        if not page.token:
+            return
+        if not fresh:
+            token = page.token  # a page of ties all read: on by offset, within this key
+            continue
+        last = fresh[-1].info.request_time
+        if last != since:
+            since, at_since, token = last, set(), None
+        else:
+            token = page.token  # still within the ties of `since`: the offset of this same query goes on
+        at_since |= {str(t.info.trace_id) for t in fresh if t.info.request_time == since}
 
 
 def _failed(uri: str, exc: BaseException, doing: str) -> str:

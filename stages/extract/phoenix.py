@@ -43,7 +43,7 @@ from tracejudge.stages.extract.remote import bind_last_run, no_credentials, pars
 from tracejudge.stages.extract.sweep import Sweep
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["Options", "Refused", "adapt", "client", "get", "read", "to_span", "trace_group"]
+__all__ = ["Options", "Refused", "adapt", "client", "get", "project_path", "project_ref", "read", "to_span", "trace_group"]
 
 
 class Options(BaseModel):
@@ -76,11 +76,17 @@ def client(url: str | None) -> tuple[Any, str]:
     url = url or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT")
     if not url:
         raise TracejudgeError("name the Phoenix server: its url (or set PHOENIX_COLLECTOR_ENDPOINT)")
-    probe(url, "/healthz")
     require("phoenix.client")
     from phoenix.client import Client
 
-    return Client(base_url=url, api_key=os.environ.get("PHOENIX_API_KEY") or None), url
+    px = Client(base_url=url, api_key=os.environ.get("PHOENIX_API_KEY") or None)
+    # The probe carries what every read and write will (Bearer PHOENIX_API_KEY, PHOENIX_CLIENT_HEADERS): an auth proxy
+    # in front of Phoenix refuses a bare /healthz that it lets the client's own requests through.
+    probe(url, "/healthz", headers={k: v for k, v in px._client.headers.items() if k.lower() not in _HTTPX_DEFAULTS})
+    return px, url
+
+
+_HTTPX_DEFAULTS = ("accept", "accept-encoding", "connection", "user-agent")  # httpx's own, not the store's credentials
 
 
 class Refused(Unreachable):
@@ -104,6 +110,33 @@ def get(px: Any, url: str, path: str, params: dict[str, Any]) -> dict[str, Any]:
         raise Refused(f"{safe_url(url)} answered HTTP {code} to GET {path} ({exc.response.text[:200]})", code) from None
     except (httpx.HTTPError, ValueError) as exc:
         raise Unreachable(f"{safe_url(url)} failed GET {path} ({type(exc).__name__})") from None
+
+
+def project_ref(px: Any, url: str, project: str) -> str:
+    """The path segment naming `project` in Phoenix's REST paths (`project_path`): its name escaped whole, so `#`, `?` or a
+    space (which Phoenix accepts over OTLP) cannot cut the path (`demo#x` → `v1/projects/demo`, a route of its own).
+
+    A name with `/` is looked up in `v1/projects` and named by its id: Phoenix decodes `%2F` before routing, so no escape
+    of it reaches the project. `Refused` (404) when no project has that name.
+    """
+    from urllib.parse import quote
+
+    if "/" not in project:
+        return quote(project, safe="")
+    cursor = None
+    while True:
+        page = get(px, url, "v1/projects", {"limit": 100, **({"cursor": cursor} if cursor else {})})
+        found = [p for p in page.get("data") or [] if isinstance(p, dict) and p.get("name") == project]
+        if found:
+            return quote(str(found[0]["id"]), safe="")
+        cursor = page.get("next_cursor")
+        if not cursor or not page.get("data"):
+            raise Refused(f"{safe_url(url)} answered HTTP 404 to GET v1/projects (no project {project!r})", 404)
+
+
+def project_path(ref: str, tail: str = "") -> str:
+    """`v1/projects/<ref>[/tail]`, `ref` as `project_ref` made it."""
+    return f"v1/projects/{ref}" + (f"/{tail}" if tail else "")
 
 
 def _nanos(text: Any) -> int:
@@ -133,7 +166,10 @@ def _pages(px: Any, url: str, path: str, params: dict[str, Any]) -> Iterator[lis
     cursor = None
     while True:
         page = get(px, url, path, {**params, **({"cursor": cursor} if cursor else {})})
-        yield list(page.get("data") or [])
+        data = page.get("data") or []
+        if not isinstance(data, list) or not all(isinstance(s, dict) and isinstance(s.get("context"), dict) for s in data):
+            raise Unreachable(f"{safe_url(url)} answered GET {path} with something that is not a list of spans: is it Phoenix?")
+        yield data
         cursor = page.get("next_cursor")
         if not cursor or not page.get("data"):
             return
@@ -145,7 +181,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     opts = Options.model_validate(options)
     px, url = client(opts.url)
     where = f"{safe_url(url)}/projects/{opts.project}"
-    path = f"v1/projects/{opts.project}/spans"
+    path = project_path(project_ref(px, url, opts.project), "spans")
     params: dict[str, Any] = {"limit": opts.page_size, "parent_id": "null", "sort": "start_time", "order": "asc"}
     for key in ("start", "end"):
         when = parse_time(getattr(opts, key), f"dataset.options.{key}")
@@ -214,7 +250,25 @@ def adapt(group: Group, options: Any = None) -> Any:
     root = next((s for s in group.spans if not s.parent_id or s.parent_id not in ids), None)
     case.metadata["phoenix"] = {"project": group.spans[0].file.rsplit("/projects/", 1)[-1] if group.spans else None,
                                 "trace_id": group.key, "root_span_id": root.span_id if root else None}
-    return case.model_copy(update={"id": group.key})
+    return _with_latency(case, root).model_copy(update={"id": group.key})
+
+
+def _with_latency(case: Any, root: Span | None) -> Any:
+    """`case` with its trace's `usage.latency_s` = the root span's end − start (the trace's latency as Phoenix shows it),
+    unless the trace has one: the `otel` adapter fills none, and `Latency` was never computed for Phoenix.
+
+    Unchanged without a trace or a root, or with times that are missing (0) or run backwards: none beats a wrong one.
+    """
+    from tracejudge.core.records import Usage
+
+    trace = case.trace
+    if trace is None or root is None or not root.start or root.end < root.start:
+        return case
+    usage = trace.usage or Usage()
+    if usage.latency_s is not None:
+        return case
+    usage = usage.model_copy(update={"latency_s": (root.end - root.start) / 1e9})
+    return case.model_copy(update={"trace": trace.model_copy(update={"usage": usage})})
 
 
 register_format(Format("phoenix", read=read, adapt=adapt, prepare=_prepare, options=Options, remote=True, bind=bind_last_run))

@@ -4,7 +4,9 @@
   user, password, query or fragment (where tokens hide);
 - `probe`: one short HTTP GET, so a server that is down fails the run at once, as
   `Unreachable` naming the URL, instead of after a client's minutes of retries, and never
-  as a run of zero cases;
+  as a run of zero cases. It sends the credentials the client will send (`mlflow_headers`,
+  the Phoenix client's own headers): a proxy in front of the store that wants a token on
+  every path answers the probe as it answers the client;
 - `last_run_start`: what `start: last_run` means for a nightly sweep resumed in one run
   directory: the start of the last segment that *finished* there, less `overlap_s`
   (spans are exported when they end, so a trace that began just before that segment may
@@ -29,7 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tracejudge.core.errors import ConfigError, Unreachable
 
-__all__ = ["bind_last_run", "empty_window", "last_run_start", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url", "store_failure"]
+__all__ = ["bind_last_run", "empty_window", "last_run_start", "mlflow_headers", "mlflow_limits", "no_credentials", "parse_time", "probe", "safe_url",
+           "store_failure"]
 
 
 def safe_url(url: str) -> str:
@@ -63,10 +66,28 @@ def probe(url: str, path: str, headers: dict[str, str] | None = None, timeout: f
         with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (the user's own server)
             resp.read(1 << 16)
     except urllib.error.HTTPError as exc:
-        raise Unreachable(f"{safe_url(url)} answered HTTP {exc.code} to GET {path}") from None
+        hint = ""
+        if exc.code in (401, 403):  # say whether a credential went: "none sent" is the fix, "one sent" a wrong one
+            sent = any(k.lower() == "authorization" for k in (headers or {}))
+            hint = " (a credential was sent and refused)" if sent else " (no credential was sent: set the client's token in the environment)"
+        raise Unreachable(f"{safe_url(url)} answered HTTP {exc.code} to GET {path}{hint}") from None
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise Unreachable(f"{safe_url(url)} cannot be reached ({reason})") from None
+
+
+def mlflow_headers(uri: str) -> dict[str, str]:
+    """The `Authorization` header MLflow's client sends to `uri` (`{}` when none): Basic from `MLFLOW_TRACKING_USERNAME` /
+    `MLFLOW_TRACKING_PASSWORD` (or MLflow's credentials file), else Bearer `MLFLOW_TRACKING_TOKEN`, as
+    `mlflow.utils.rest_utils.http_request` builds it. Needs mlflow; the header is sent, never shown."""
+    import base64
+
+    from mlflow.utils.credentials import get_default_host_creds
+
+    creds = get_default_host_creds(uri)
+    if creds.username and creds.password and creds.auth not in ("kubernetes", "kubernetes-namespaced"):
+        return {"Authorization": "Basic " + base64.standard_b64encode(f"{creds.username}:{creds.password}".encode()).decode()}
+    return {"Authorization": f"Bearer {creds.token}"} if creds.token else {}
 
 
 def parse_time(value: Any, where: str) -> datetime | None:

@@ -17,6 +17,12 @@ last finished run's start and never read it. So:
   began (`from`), so an interrupted night is read again, its finished cases skipped by the resume.
   A finished run that began after `at` read without a cap from at most there: the file is spent.
 
+A trace the store says is still running (MLflow's `IN_PROGRESS`) is not scored: its verdict would
+be final on half a trace. The read skips it (`hold`), warns how many it skipped, and records the
+earliest start of those (`held`) in `sweep.json`, capped or not; the next `start: last_run` starts
+no later than that less `overlap_s`, so the trace is read again, and scored once it has finished,
+however long it ran. (A window of start times would otherwise pass it by: it began before the night that skipped it.)
+
 The run's results are read for their case ids only when a cap is set or `sweep.json` exists.
 A shard (`run.shard`, as the run directory's manifest records it) counts and records only its
 own traces: the others are another shard's, never scored in this directory.
@@ -88,13 +94,26 @@ def window_start(run_dir: Path, overlap_s: float, capped: bool) -> tuple[datetim
     if side is None:
         return start, seen
     assert seen is not None
+    # Less the overlap, as every start here: MLflow dates a trace in progress by the spans it holds so far, which may begin
+    # after its root does (a finished trace was seen dated a second before the in-progress one).
+    held = _time(side.get("held")) if side.get("held") else None
+    return _earliest(_recorded_start(side, seen, start, overlap), held - overlap if held is not None else None), seen
+
+
+def _recorded_start(side: dict[str, Any], seen: set[str], start: datetime | None, overlap: timedelta) -> datetime | None:
+    """`start` moved back to where the record `side` says the cap left off (or its read began, when it was interrupted)."""
     if all(str(t) in seen for t in side.get("pending") or []):
         cut = _time(side.get("cut")) if side.get("cut") else None
-        if cut is not None and (start is None or cut - overlap < start):
-            start = cut - overlap
-        return start, seen
+        if cut is None:
+            return start
+        return cut - overlap if start is None else min(start, cut - overlap)
     began = _time(side.get("from")) if side.get("from") else None  # the read it describes never got its traces scored
-    return (None if began is None or start is None else min(start, began)), seen
+    return None if began is None or start is None else min(start, began)
+
+
+def _earliest(start: datetime | None, other: datetime | None) -> datetime | None:
+    """The earlier of two window starts; None (read everything) wins, `other` None changes nothing."""
+    return start if start is None or other is None else min(start, other)
 
 
 class Sweep:
@@ -107,6 +126,8 @@ class Sweep:
         self.pending: list[str] = []
         self.last: datetime | None = None
         self.cut = False
+        self.skipped = 0  # traces still in progress, left for a later read
+        self.held: datetime | None = None  # the earliest start of those
 
     @classmethod
     def take(cls, dataset: Any, cap_key: str) -> tuple[dict[str, Any], Sweep]:
@@ -141,20 +162,32 @@ class Sweep:
         if started is not None and (self.last is None or started > self.last):
             self.last = started
 
+    def hold(self, trace_id: str, started: datetime | None) -> None:
+        """`trace_id` (started at `started`) is still in progress: not handed to the run, kept inside the next window."""
+        self.skipped += 1
+        if started is not None and (self.held is None or started < self.held):
+            self.held = started
+
     def finish(self, where: str, what: str) -> None:
-        """The read ended (not abandoned): warn when the cap cut it, and record it for the next `start: last_run`."""
+        """The read ended (not abandoned): warn when the cap cut it or traces in progress were skipped, and record it for
+        the next `start: last_run`."""
+        if self.skipped:
+            nxt = ("the next run with start: last_run reads them again" if self.run_dir is not None
+                   else "run again once they have finished to score them")
+            log.warning(f"{where}: skipped {self.skipped} trace(s) still in progress (not scored on half a trace); {nxt}",
+                        skipped=self.skipped)
         if self.cut:
             after = self.last.isoformat() if self.last else "its start"
             nxt = ("the next run with start: last_run goes on from there" if self.run_dir is not None
                    else "later traces were not read: raise the cap or narrow the window")
             log.warning(f"{where}: the cap of {self.cap} new traces cut the window; read up to traces started at {after}, {nxt}",
                         cap=self.cap, option=what)
-        if self.run_dir is None or self.cap is None:
+        if self.run_dir is None or (self.cap is None and self.held is None):
             return
         from tracejudge.engine import store
 
         record = {"at": datetime.now(UTC).isoformat(), "from": self.start, "cut": self.last.isoformat() if self.cut and self.last else None,
-                  "pending": self.pending}
+                  "pending": self.pending, "held": self.held.isoformat() if self.held else None}
         try:
             store.atomic_write_text(self.run_dir / SIDECAR, json.dumps(record) + "\n")
         except OSError as exc:  # the next night then reads from where this one began: more reading, nothing lost

@@ -67,3 +67,16 @@ class FaultProxy(Loopback):
         if mode == "late":
             await asyncio.sleep(float(self.rule.get("delay_s", 3)))
         return answer
+
+
+class AuthProxy(FaultProxy):
+    """A store behind a proxy answering 401 to any request without `Authorization: Bearer <token>` (nginx, oauth2-proxy)."""
+
+    def __init__(self, target: str, token: str) -> None:
+        self.token = token
+        super().__init__(target)
+
+    async def _handle(self, request):  # type: ignore[no-untyped-def]
+        if request.headers.get("Authorization") != f"Bearer {self.token}":
+            return web.Response(status=401, text="401 Authorization Required")
+        return await super()._handle(request)
