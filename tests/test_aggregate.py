@@ -260,3 +260,13 @@ def test_the_mean_is_the_exact_mean_whatever_the_order_and_the_checkpoints() -> 
         shares.add(m["error_share"])
     assert means == {exact} and shares == {1 / 3001}
     assert sum(values) / len(values) != exact  # (a left-to-right float sum is off in its last digit here)
+
+
+def test_a_ci_bound_at_zero_is_zero_not_minus_zero() -> None:
+    # The demo's first 10 writes_exact values: the interval was centred on Welford's running mean, 2e-17 off the exact
+    # one, and its lower bound printed "-0.000" (`ci95: [-0.0, 0.45]`).
+    agg = Aggregator(["m"])
+    for i, v in enumerate([0.0, 0.0, 0.5714285714285715, 0.0, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0]):
+        agg.fold(ok(f"c{i}", m=v))
+    lo, hi = agg.summary()["metrics"]["m"]["ci95"]
+    assert math.copysign(1.0, lo) == 1.0 and lo == 0.0 and hi > 0, (lo, hi)

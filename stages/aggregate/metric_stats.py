@@ -39,7 +39,7 @@ _OK = Status.ok.value  # read once: an enum member's `.value` is a descriptor ca
 
 
 def _r(x: float | None) -> float | None:
-    return None if x is None else round(x, 6)
+    return None if x is None else round(x, 6) + 0.0  # (+ 0.0: a bound a rounding error put below zero prints 0, not -0)
 
 
 # The exact sum of values is kept as an integer count of 2**-1074 (the least subnormal, a unit every finite float is a
@@ -234,7 +234,9 @@ class MetricStats:
             # The kept values as the heap holds them: the bootstrap sorts them by value first, so putting them in
             # key-hash order (`KeyedSample.values`, a sort of the pairs) would cost more than the rest of the interval.
             got = bootstrap_mean_ci(
-                [v for _, v in self.sample.heap], n_total=self.scored, mean_total=self.moments.mean,
+                # Centred on the exact mean the summary gives (Welford's running mean differs in its last bits with the
+                # order results came in, and put a bound at -5.6e-17: "-0.000").
+                [v for _, v in self.sample.heap], n_total=self.scored, mean_total=mean,
                 rng=rng_for(self.rng_seed, "bootstrap"), resamples=resamples,
             )
             ci = None if got is None else [_r(got[0]), _r(got[1])]
