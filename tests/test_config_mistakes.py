@@ -176,6 +176,10 @@ def test_metrics_emptied_with_set_names_the_option_not_the_file(tmp_path: Path) 
     err = config_error(cli("run", str(cfg), "--set", "metrics=[]", cwd=tmp_path))
     assert err.splitlines()[1] == ("--set metrics=[]: metrics: no metric configured, so nothing would be scored; set it to a list of metrics, "
                                    "e.g. `metrics: [{type: ToolCalls}]`"), err
+    # With assertions on the metrics (the demo's): the emptied list, not "assertions.metrics.x: no metric 'x' in this run".
+    cfg = write(tmp_path, "metrics: [{type: ToolCalls}]\nassertions: {metrics: {ToolCalls: {min_mean: 0.5}}}\n")
+    err = config_error(cli("run", str(cfg), "--set", "metrics=[]", cwd=tmp_path))
+    assert err.splitlines()[1].startswith("--set metrics=[]: metrics: no metric configured") and "assertions" not in err, err
     cfg = write(tmp_path, "metrics: []\n")  # the file's own empty list is the file's
     err = config_error(cli("run", str(cfg), "--set", "run.processes=1", cwd=tmp_path))
     assert err.splitlines()[1].startswith(f"{cfg}: metrics: no metric configured"), err

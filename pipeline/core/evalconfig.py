@@ -126,7 +126,9 @@ class AssertionsConfig(_Strict):
 def assertion_problems(assertions: AssertionsConfig, metric_keys: list[str], pass_at_k_keys: list[str]) -> list[tuple[tuple[str, ...], str]]:
     """Assertions that cannot apply to this run's metrics: `[(key path under assertions, message)]`."""
     problems: list[tuple[tuple[str, ...], str]] = []
-    known = ", ".join([*metric_keys, *pass_at_k_keys]) or "(none)"
+    if not metric_keys and not pass_at_k_keys:
+        return problems  # no metric at all: that is the error (`config.require_metrics`, naming a `--set` that emptied the list)
+    known = ", ".join([*metric_keys, *pass_at_k_keys])
     for key, rule in assertions.metrics.items():
         if key == "*":
             continue
