@@ -164,3 +164,11 @@ def test_invisible_characters_are_shown_and_their_escapes_written_as_text_apart(
     assert ("zero\\u{200b}width, rlo \\u{202e}evil, tags \\u{e006f}\\u{e0062}\\u{e0065}\\u{e0079}, text \\\\u{202e}, json \\u00e9, "
             "emoji 👨\u200d👩, fa\u200cx") in out
     assert "invisible characters (zero-width, bidirectional, tags) shown as \\u{NNNN}" in out
+
+
+def test_an_id_that_starts_others_names_them_first(tmp_path: Path, data_dir: Path) -> None:
+    # τ-bench ids are `<task>-<trial>`: `--show-prompt 0` suggested `9-0, 8-0, 7-0`, as near by edits as `0-0`.
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([EXE, "estimate", str(repo / "configs" / "demo.yaml"), "--show-prompt", "0", "--set", f"cache.dir={tmp_path}"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2 and "did you mean 0-0, 0-1, 0-2?" in proc.stderr, proc.stderr

@@ -78,7 +78,10 @@ def prompts_for(config: RunConfig, case_id: str, trial: int = 0) -> list[Shown]:
             return _shown(case, metrics, cfg, trial, reused=config.run.trials > 1 or cfg.calibration is not None)
         if len(seen) < 100_000:  # (enough to suggest from; the file is read to its end all the same)
             seen.append(case.id)
-    hint = did_you_mean(case_id, seen, typo=True)
+    # An id that is the start of others' (`0` for τ-bench's `0-0`, `0-1`: the task without its trial) names those first;
+    # by edits alone `9-0` is as near as `0-0`.
+    extended = [i for i in seen if len(i) > len(case_id) and i.startswith(case_id) and not i[len(case_id)].isalnum()][:3]
+    hint = f"did you mean {', '.join(extended)}?" if extended else did_you_mean(case_id, seen, typo=True)
     raise TracejudgeError(f"--show-prompt: no case with id {case_id!r} in {config.dataset.path} ({readable:,} readable cases)"
                       f"{'; ' + hint if hint else ''}")
 
