@@ -148,5 +148,7 @@ def test_report_without_summary_rebuilds_the_judges_spending_from_the_spend_jour
     # Where the figures came from, in the summary and on the terminal.
     assert judge["spend_source"] == "judge_spend.jsonl"
     assert judge["spend_note"].startswith("no summary.json: the judge's requests, tokens and dollars are rebuilt from judge_spend.jsonl")
+    # (a run still going has no summary.json either: its requests in flight were not "stopped")
+    assert "a request still in flight, or cut off by a stop, is not in it" in judge["spend_note"]
     out = done.stdout.replace("\n", " ")
     assert f"judge: {len(paid)} requests" in out and judge["spend_note"] in out

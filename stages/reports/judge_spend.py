@@ -70,7 +70,7 @@ def rebuilt_spend(run_dir: Path, lines: LineSpend) -> dict[str, Any]:
         extra = (f", {more:,} tokens more than the result lines show (answers paid for whose case had no result line yet)"
                  if more else "")
         note = (f"no summary.json: the judge's requests, tokens and dollars are rebuilt from {SPEND}, every answer the run paid "
-                f"for, written as it came{extra}; a request in flight when the run was stopped is not in it, nor are the "
+                f"for, written as it came{extra}; a request still in flight, or cut off by a stop, is not in it, nor are the "
                 "judge's other counters (retries, 429s, what the cache saved)")
     elif tokens(from_lines) > 0:
         source, figures = "results.jsonl", from_lines
