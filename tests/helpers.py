@@ -53,3 +53,21 @@ def write_flight_cases(path: Path, n: int) -> Path:
             fh.write(json.dumps({"id": f"c{i:02d}", "input": f"Book a flight on day {i}", "tags": ["odd" if i % 2 else "even"],
                                  "trace": {"steps": steps}}) + "\n")
     return path
+
+
+def rewrite_spans(src: Path, dst: Path, edit: Any) -> Path:
+    """Copy OTLP/JSON `src` to `dst` with `edit(span, attrs)` applied to every span (attributes as a key -> value dict)."""
+    import json
+
+    lines = []
+    for line in src.read_text().splitlines():
+        doc = json.loads(line)
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    attrs = {a["key"]: a["value"] for a in span["attributes"]}
+                    edit(span, attrs)
+                    span["attributes"] = [{"key": k, "value": v} for k, v in attrs.items()]
+        lines.append(json.dumps(doc))
+    dst.write_text("\n".join(lines) + "\n")
+    return dst

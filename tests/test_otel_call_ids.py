@@ -21,20 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from helpers import extract_path
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
 
 DATA = Path(__file__).parent / "data" / "call-ids"
 BY_ORDER = "paired with the tool messages that answered them by order only"
 
 
 def extract(path: Path, fmt_name: str = "otel") -> list[Case]:
-    fmt = registry.format_for(fmt_name)
-    ds = DatasetConfig(path=path, format=fmt_name, options={})
-    ctx = fmt.prepare(ds)
-    cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+    cases = extract_path(path, fmt_name)
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 

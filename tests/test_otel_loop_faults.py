@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import rewrite_spans
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
@@ -61,20 +62,7 @@ def by_call(cases: list[Case]) -> dict[str, dict[str, Any]]:
     return {facts(c)["calls"][0]["id"]: facts(c) for c in cases}
 
 
-def rewrite(src: Path, dst: Path, edit: Any) -> Path:
-    """Copy OTLP/JSON `src` to `dst` with `edit(span)` applied to every span (attributes as a key -> value dict)."""
-    lines = []
-    for line in src.read_text().splitlines():
-        doc = json.loads(line)
-        for rs in doc["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for span in ss["spans"]:
-                    attrs = {a["key"]: a["value"] for a in span["attributes"]}
-                    edit(span, attrs)
-                    span["attributes"] = [{"key": k, "value": v} for k, v in attrs.items()]
-        lines.append(json.dumps(doc))
-    dst.write_text("\n".join(lines) + "\n")
-    return dst
+rewrite = rewrite_spans
 
 
 def _edit_messages(attrs: dict[str, Any], key: str, change: Any) -> None:

@@ -22,19 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from helpers import extract_path, rewrite_spans
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
 
 DATA = Path(__file__).parent / "data" / "stitch-faults"
 
 
 def extract(path: Path) -> list[Case]:
-    fmt = registry.format_for("otel")
-    ds = DatasetConfig(path=path, format="otel", options={})
-    ctx = fmt.prepare(ds)
-    cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+    cases = extract_path(path, "otel")
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 
@@ -58,20 +53,7 @@ def spans(path: Path) -> list[dict[str, Any]]:
     return [s for line in path.read_text().splitlines() for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
 
 
-def rewrite(src: Path, dst: Path, edit: Any) -> Path:
-    """Copy OTLP/JSON `src` to `dst` with `edit(span, attrs)` applied to every span (attributes as a key -> value dict)."""
-    lines = []
-    for line in src.read_text().splitlines():
-        doc = json.loads(line)
-        for rs in doc["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for span in ss["spans"]:
-                    attrs = {a["key"]: a["value"] for a in span["attributes"]}
-                    edit(span, attrs)
-                    span["attributes"] = [{"key": k, "value": v} for k, v in attrs.items()]
-        lines.append(json.dumps(doc))
-    dst.write_text("\n".join(lines) + "\n")
-    return dst
+rewrite = rewrite_spans
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
