@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 import re
 import signal
@@ -184,3 +185,37 @@ def test_a_stop_counts_the_results_it_still_writes(tmp_path: Path) -> None:
     anyio.run(main)
     written_after = len(seen) - 2
     assert written_after > 0 and seen[1].startswith(f"the {written_after} in flight get "), (seen[1], written_after)
+
+
+def test_requests_held_while_the_judge_is_unreachable_say_so_from_the_gate_as_it_is_now(tmp_path: Path, tau_paths) -> None:
+    # A judge URL nobody listens on: every request waits at the server's gate. The line said "3 in back-off after
+    # connection refused (next retry in 0 s)" for as long as the wait lasted (each request's own wake time, taken once).
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    trajectories, tasks = tau_paths
+    cfg = tmp_path / "down.yaml"
+    cfg.write_text(
+        f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 3}}\n"
+        "metrics: [{type: TaskCompletion}]\n"
+        f"judge: {{provider: openai, model: gpt-4o-mini, base_url: 'http://127.0.0.1:{port}/v1', max_retry_wait_s: 6}}\n"
+        "cache: {enabled: false}\nrun: {dir: run}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", str(cfg), "--progress-every", "0.2"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    held = [json.loads(x)["waiting_on"][0] for x in err.splitlines() if x.startswith("{") and '"waiting_on"' in x]
+    assert held, err
+    line = re.compile(r"judge: (\d) held: connection refused for (\d+) s, (next try in \d+ s|a try in flight), given up at 6 s "
+                      r"\(judge\.max_retry_wait_s\)")
+    got = [line.fullmatch(h) for h in held]
+    assert all(got), held
+    assert {m.group(1) for m in got} <= {"1", "2", "3"}
+    waited = [int(m.group(2)) for m in got]
+    assert waited == sorted(waited) and waited[-1] >= 3  # the wait counts up as it lasts
+    assert "back-off" not in err
+    assert proc.returncode == 3 and "judge.max_retry_wait_s 6" in err

@@ -4,7 +4,9 @@ Small separate steps, so batched multi-item judging and provider batch APIs
 can reuse them:
 
 - `build_request(plan, questions, cfg, omit)` — one provider-neutral request;
-- `key_components(...)` / `cache_key` — the content address;
+- `key_components(...)` / `cache_key` — the content address (with, for a
+  self-hosted server, the weights it says it serves: `calls.served`, learnt
+  once per run before the first cache read);
 - `Judge.call(request)` — send one request with admission, budget and
   retries (`calls.sending`: a 429, a 500, a malformed reply or a dropped
   connection retried with jittered exponential backoff, or the provider's
@@ -75,7 +77,7 @@ from tracejudge.llm.redact import redact
 from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.stages.judge.base import Plan, Question
-from tracejudge.stages.judge.calls import asking, sending
+from tracejudge.stages.judge.calls import asking, sending, served
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.asking import _Flight
 from tracejudge.stages.judge.calls.guarded_cache import GuardedCache
@@ -138,6 +140,7 @@ class Judge:
         self._serials = itertools.count()
         self._sending: dict[int, float] = {}
         self._backoff: dict[int, tuple[float, str]] = {}
+        self._at_gate = 0  # requests waiting at the server's gate (`calls.gate`): down or too slow
         self._queued = 0
         self.usage_problem_told = False  # (`calls.sending.estimate_usage`: implausible usage is warned about once a judge)
         self.prompt_cut_told = False  # (`calls.prompt_cut`: a server cutting prompts is warned about once a judge)
@@ -146,6 +149,10 @@ class Judge:
         self._prep: Preparer | None = None
         # Set by the stage when `session` is None: connects (and sets `session`, `url`) before the first request is sent.
         self.connect: Callable[[], Awaitable[None]] | None = None
+        # What a self-hosted server says of its weights, in every cache key of the run (`calls.served`, before the first read).
+        self.served_model: dict[str, Any] | None = None
+        self.served_learnt = False
+        self._served_lock: anyio.Lock | None = None
 
     def _preparer(self) -> Preparer:
         """The `Preparer` of this judge's asks, made on first use."""
@@ -153,7 +160,8 @@ class Judge:
             from tracejudge.stages.judge.prepare import Preparer
 
             def components(plan: Plan, req: JudgeRequest, trial: int) -> dict[str, Any]:
-                return key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial, self.structured)
+                return key_components(self.cfg.provider, self.cache_base_url, req, plan.prompt_version, plan.metric.rubric, trial, self.structured,
+                                      self.served_model)
 
             def read_failed(exc: Exception, keys: int) -> None:
                 for _ in range(keys):  # each ask's read failed, as when read one by one
@@ -167,6 +175,7 @@ class Judge:
 
     async def prepare_many(self, asks: list[tuple[Plan, list[Question], int]]) -> list[Prepared | Exception]:
         """Each `(plan, questions, trial)` made ready in one trip (`tracejudge.stages.judge.prepare.Preparer.prepare_many`)."""
+        await self.learn_served()
         return await self._preparer().prepare_many(asks)
 
     def pace(self, cases: int) -> float | None:
@@ -180,7 +189,9 @@ class Judge:
     def activity(self) -> str | None:
         """What the judge waits on right now, in a few words, or `None` when nothing is outstanding.
 
-        E.g. `"judge: 3 replies pending (slowest 25 s), 2 in back-off after 429 (next retry in 4 s)"`.
+        E.g. `"judge: 3 replies pending (slowest 25 s), 2 in back-off after 429 (next retry in 4 s)"`, or
+        `"judge: 128 held: connection refused for 12 s, next try in 2 s, given up at 300 s
+        (judge.max_retry_wait_s)"` (`calls.gate.Gate.activity`).
         """
         now = time.monotonic()
         parts = []
@@ -192,6 +203,9 @@ class Judge:
             wake = max(0.0, min(until for until, _ in self._backoff.values()) - now)
             parts.append(f"{len(self._backoff)} in back-off after {' / '.join(k for k, _ in why.most_common())}"
                          f" (next retry in {wake:.0f} s)")
+        gate = getattr(self, "_gate", None)
+        if self._at_gate and gate is not None:
+            parts.append(gate.activity(self._at_gate, now))
         if self._queued:
             pause = getattr(self.limiter, "paused_until", 0.0) - now
             in_flight, cap = getattr(self.limiter, "in_flight", None), getattr(self.limiter, "cap", None)
@@ -243,6 +257,8 @@ class Judge:
     call = sending.call
     _call = sending.call_retried
     failure = sending.failure
+
+    learn_served = served.learn_served
 
     # ------------------------------------------------------------------ asking: one question group, one metric on one case (`calls.asking`)
 

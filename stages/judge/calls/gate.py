@@ -89,6 +89,24 @@ class Gate:
         err = self.error
         return f"{err.status} (server not ready)" if err is not None and err.status else "connection refused"
 
+    def activity(self, waiting: int, now: float) -> str:
+        """What `waiting` requests held at this gate wait for, for the judge's activity line (`now`: `time.monotonic()`).
+
+        Read from the gate as it is now, not from when each request began to wait: the next try moves on while
+        they wait, and one request may be trying the server meanwhile.
+        """
+        # (Shortest first: a terminal's status line cuts what does not fit.)
+        if self.state == "down":
+            nxt = "a try in flight" if self.trying else f"next try in {max(0.0, self.next_try - now):.0f} s"
+            return (f"{waiting} held: {self.reason()} for {now - self.since:.0f} s, {nxt}, given up at "
+                    f"{self.budget_s:.0f} s (judge.max_retry_wait_s)")
+        if self.state == "slow":
+            nxt = "one request trying it" if self.trying else (
+                f"{self.in_flight} sent still awaited" if self.in_flight else "the next request tries it")
+            return (f"{waiting} held: server too slow ({self.closed_after} requests in a row got no reply within "
+                    f"{self.timeout_s:.0f} s, judge.timeout_s), {nxt}")
+        return f"{waiting} held: the server answered, sending"
+
     async def enter(self, first: bool, stopping: Callable[[], bool]) -> bool:
         """Wait until this request may be sent; True when it goes as the one request trying the closed gate.
 

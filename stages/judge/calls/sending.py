@@ -332,13 +332,13 @@ async def _turn(self: Judge, gate: Gate, first: bool) -> bool:
     """Wait at `gate` until this request may be sent (`Gate.enter`), shown as a back-off meanwhile."""
     if gate.state is None:
         return False
-    serial = next(self._serials)
-    self._backoff[serial] = (max(gate.next_try, time.monotonic()), gate.reason())
+    # Counted apart from the senders' own back-offs: the gate's next try moves while they wait (`Gate.activity`).
+    self._at_gate += 1
     t0 = time.monotonic()
     try:
         return await gate.enter(first, lambda: self.stop is not None and self.stop.is_set() and not paid_case.get())
     finally:
-        del self._backoff[serial]
+        self._at_gate -= 1
         self.stats.slept_s += time.monotonic() - t0
 
 
