@@ -128,7 +128,8 @@ def test_multivon_failed_calls(tmp_path: Path):
 
 @pytest.mark.parametrize(
     "record,field",
-    [({"id": "x", "input": "q"}, "agent_trace"), ({"id": "x", "agent_trace": [{"tool_calls": [{"arguments": {}}]}]}, "agent_trace[0].tool_calls[0].name"),
+    # (A plain EvalCase without `agent_trace` is read: `test_multivon_plain_cases`. One with another format's fields is not.)
+    [({"id": "x", "input": "q", "trace": {"steps": []}}, "agent_trace"), ({"id": "x", "agent_trace": "steps"}, "agent_trace"), ({"id": "x", "agent_trace": [{"tool_calls": [{"arguments": {}}]}]}, "agent_trace[0].tool_calls[0].name"),
      ({"id": "x", "agent_trace": [], "expected_tool_calls": [3]}, "expected_tool_calls[0]")],
 )
 def test_multivon_bad_records(tmp_path: Path, record, field):

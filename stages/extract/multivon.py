@@ -1,4 +1,4 @@
-"""Format `multivon`: multivon-eval `EvalCase` records with an `agent_trace`.
+"""Format `multivon`: multivon-eval `EvalCase` records, with an `agent_trace` or without (a plain case).
 
 Framing: JSONL, one `EvalCase` per line as multivon-eval builds it
 (`EvalCase(input=..., agent_trace=[AgentStep(...)], expected_tool_calls=[...])`
@@ -23,7 +23,9 @@ option value (multivon's own examples write results like `"Error: 404"`).
 The trace `output` is the record's `actual_output` / `output` when present,
 else the last step output. `id` defaults to `"<file>:<line>"`; `context`,
 `expected_output`, `tags`, `metadata` pass through; `user_messages` (the
-native shape, `[{"step", "content"}]`) becomes the trace's user turns.
+native shape, `[{"step", "content"}]`) becomes the trace's user turns. A record
+without `agent_trace` is read as multivon reads it: its output is scored by the
+judges, and `ToolCallAccuracy` skips it (see `adapt`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, read_lines
 
-__all__ = ["Options", "adapt"]
+__all__ = ["NO_AGENT_TRACE", "Options", "adapt"]
+
+NO_AGENT_TRACE = "multivon_no_agent_trace"
+"""The metadata key set (true) on a case read from a record without `agent_trace`: its steps were not recorded."""
+
+
+# multivon-eval's `EvalCase` fields, and what this reader takes beside them (`id`, the output, `user_messages`).
+_PLAIN_FIELDS = frozenset({"input", "expected_output", "context", "conversation", "agent_trace", "expected_tool_calls", "metadata",
+                           "tags", "reference_output", "case_id", "revision", "source_id", "id", "actual_output", "output",
+                           "user_messages"})
 
 
 class Options(BaseModel):
@@ -80,8 +91,11 @@ def _call(tc: Any, where: str, cid: str, prefixes: tuple[str, ...]) -> dict[str,
 def adapt(payload: Any, options: Options | None = None) -> Case:
     """Turn one `EvalCase` line into a `Case` (see the module docstring).
 
+    A record without `agent_trace` (missing or null: a plain multivon case, made of `EvalCase`'s fields and a string
+    `input`; any other record is refused as before) becomes a trace of its output alone,
+    with `metadata[NO_AGENT_TRACE]` true: `ToolCallAccuracy` then skips it (`value: null`), as multivon-eval does.
     Raises `AdapterError` naming the field (`agent_trace[1].tool_calls[0].name`)
-    when `agent_trace` is missing or a step or call cannot be read.
+    when `agent_trace` is not a list or a step or call cannot be read.
     """
     opts = options or Options()
     prefixes = tuple(opts.error_prefixes)
@@ -90,8 +104,17 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     cid = str(fields["id"])
     fields["expected_tool_calls"] = _expected(record.get("expected_tool_calls"), cid)
     trace = record.get("agent_trace")
-    if not isinstance(trace, list):
-        fail("agent_trace: required list of steps is missing", field="agent_trace", case_id=cid)
+    if trace is None:
+        # multivon's plain (non-agent) cases: its tool evaluators skip them, its output judges score the answer. Only a
+        # record made of `EvalCase`'s own fields: another format's record (a native `trace`, τ-bench's `traj`) is not one.
+        foreign = sorted(set(record) - _PLAIN_FIELDS)
+        if foreign or not isinstance(record.get("input"), str):
+            fail("agent_trace: required list of steps is missing" + (f" (and {foreign[0]!r} is no EvalCase field)" if foreign
+                 else ""), field="agent_trace", case_id=cid)
+        trace = []
+        fields["metadata"] = {**(fields.get("metadata") or {}), NO_AGENT_TRACE: True}
+    elif not isinstance(trace, list):
+        fail("agent_trace must be a list of steps", field="agent_trace", case_id=cid)
     steps = []
     last_output = None
     for i, step in enumerate(trace):

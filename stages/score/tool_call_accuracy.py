@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
+from tracejudge.stages.extract.multivon import NO_AGENT_TRACE
 from tracejudge.stages.score.base import ToolMetric, call_steps, expected_names, no_expectation, no_trace
 
 __all__ = ["ToolCallAccuracy"]
@@ -35,7 +36,8 @@ class ToolCallAccuracy(ToolMetric):
 
     Edge cases: expected `[]` → 1.0 iff no call counts, else 0.0 (whatever
     `penalize_unexpected` says); expected non-empty, no call → 0.0; no
-    expectation → `value: null` (multivon-eval skips the case too). The
+    expectation → `value: null` (multivon-eval skips the case too), and so is a
+    multivon record without `agent_trace` (`extract.multivon.NO_AGENT_TRACE`). The
     expected names are `expected_tools` when given, else the names of the
     case's `expected_tool_calls`. `threshold` defaults to 0.7, as there.
 
@@ -52,6 +54,8 @@ class ToolCallAccuracy(ToolMetric):
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
             return no_trace()
+        if case.metadata.get(NO_AGENT_TRACE) is True and not case.trace.steps:
+            return Score(value=None, passed=None, reason="not computed: the case has no agent_trace (multivon-eval skips it)")
         expected = expected_names(self, case, self.expected_tools)
         if expected is None:
             return no_expectation()
