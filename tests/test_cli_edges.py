@@ -94,3 +94,17 @@ def test_init_for_a_format_without_model_output_says_it_needs_a_live_target(tmp_
         example = {"tau-bench-tasks": "examples/agents/airline.yaml", "bfcl": "examples/agents/bfcl.yaml"}[fmt]
         assert example in got.stderr and (REPO / example).is_file()  # (bfcl was sent to the airline agent, which cannot answer it)
         assert not (tmp_path / f"{fmt}.yaml").exists()
+
+
+def test_report_given_the_run_config_names_the_run_directory_it_writes(tmp_path: Path) -> None:
+    # `tracejudge report configs/demo.yaml` (the command `run` took) asked "is it a run directory?" and no more.
+    cfg = tmp_path / "nightly.yaml"
+    cfg.write_text("dataset: {path: cases.jsonl, format: native}\nmetrics: [{type: MaxToolCalls, max_calls: 3}]\n"
+                   "run: {dir: runs/nightly}\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(cfg)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"a run config, not a run directory: its run.dir is {tmp_path / 'runs' / 'nightly'}" in done.stderr, done.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("dataset: [\n")
+    done = subprocess.run([sys.executable, "-m", "tracejudge", "report", str(broken)], capture_output=True, text=True, timeout=60)
+    assert "a run config, not a run directory: give the directory its run.dir names" in done.stderr, done.stderr

@@ -90,9 +90,28 @@ def expand(paths: Path | Sequence[Path]) -> list[Path]:
             continue
         shards = _shard_dirs_of(p)
         if not shards:
-            raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it (is it a run directory?)")
+            raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it "
+                                  f"({_config_hint(p) or 'is it a run directory?'})")
         out.extend(shards)
     return out
+
+
+def _config_hint(p: Path) -> str | None:
+    """For a run config given where a run directory goes (`report configs/demo.yaml`): the run directory it names."""
+    if not (p.suffix in (".yaml", ".yml") and p.is_file()):
+        return None
+    try:
+        import yaml
+
+        with p.open(encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+        run_dir = (doc.get("run") or {}).get("dir", "runs/default")  # (`RunSection.dir`'s default)
+        if not isinstance(run_dir, str):
+            raise TypeError(run_dir)
+    except Exception:  # (a config that does not read: the plain question stays)
+        return "a run config, not a run directory: give the directory its run.dir names"
+    # Relative to the config's folder, as the run resolves it (`core.config`).
+    return f"a run config, not a run directory: its run.dir is {(p.parent / Path(run_dir).expanduser()).resolve()}"
 
 
 def is_merge(run_dir: Path) -> bool:
