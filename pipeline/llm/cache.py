@@ -8,6 +8,19 @@ nothing else:
     response_format (the verdict schema and its name), prompt_version,
     rubric, trial
 
+and, for a self-hosted judge server (`OPTIONAL`), `served_model`: what the
+server says about the weights it serves, learnt once per run before the
+first cache read (`tracejudge.llm.served_model`): `{server, name, sha256}`,
+the server's kind, the weights' name (a basename) and the sha256 of every
+fact it gave (model path, size, parameter count, digest, chat template…).
+A model name alone does not say which weights answer: llama.cpp serves its
+one GGUF under any name, and Ollama, LM Studio, vLLM or TGI can serve other
+weights under the same one. A hosted API's key, and the key of a server
+that says nothing of its weights, holds no `served_model`: it is the key
+such a request always had (the run then warns once that swapped weights
+would be answered from the cache). `explain` names it when it is what
+changed (`served model changed: llama.cpp a.gguf (weights …) → …`).
+
 Never ids, timestamps, run ids, retry/timeout/concurrency settings or
 provenance markers: the judge prompt renders a trace without call ids and
 with arguments in sorted-key JSON, so those cannot leak in through
@@ -24,7 +37,9 @@ The cache holds no trace text in clear: the index keeps the prompt
 `messages` as their sha256 only (enough to say they changed), and a stored
 answer's strings (the reply, its reasons) pass through `redact` first, as
 every copy of a reply into results does. CI jobs often keep the cache
-folder as an artifact.
+folder as an artifact. The last `served_model` learnt for each judge
+(provider, base URL, model) is kept too (`last_served`): a run whose server
+cannot be reached, and `tracejudge estimate`, key with it.
 
 diskcache stores in SQLite with its own locking, so several processes may
 share one cache directory.
@@ -43,12 +58,15 @@ from typing import Any, Protocol
 import diskcache
 from tracejudge.core.memo import Memo
 from tracejudge.llm.redact import redact_data, redact_url_passwords
+from tracejudge.llm.served_model import describe
 
-__all__ = ["COMPONENTS", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
+__all__ = ["COMPONENTS", "OPTIONAL", "DiskJudgeCache", "JudgeCache", "cache_key", "canonical", "diff_components"]
 
 _MANY = 500  # keys per query: under SQLite's oldest limit of 999 bound parameters
 
 COMPONENTS = ("provider", "base_url", "model", "messages", "sampling", "response_format", "prompt_version", "rubric", "trial")
+# Components a key holds only when known, so every key written without one stays what it was.
+OPTIONAL = ("served_model",)
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # what `json.dumps` makes per call
@@ -62,19 +80,21 @@ def canonical(value: Any) -> str:
 
 
 def cache_key(components: dict[str, Any]) -> str:
-    """sha256 hex of the canonical JSON of `components` (exactly the keys of `COMPONENTS`).
+    """sha256 hex of the canonical JSON of `components` (exactly the keys of `COMPONENTS`, and any of `OPTIONAL`).
 
     Raises `ValueError` when a component is missing or an extra one is given,
     so nothing else can slip into the key.
     """
-    if set(components) != set(COMPONENTS):
-        raise ValueError(f"cache key components must be exactly {COMPONENTS}, got {sorted(components)}")
+    if not _REQUIRED <= components.keys() <= _ALLOWED:
+        raise ValueError(f"cache key components must be exactly {COMPONENTS} (and any of {OPTIONAL}), got {sorted(components)}")
     return hashlib.sha256(_key_text(components).encode()).hexdigest()
 
 
-# The components sorted before and after `messages`, the one that holds the prompts.
-_BEFORE = tuple(c for c in sorted(COMPONENTS) if c < "messages")
-_AFTER = tuple(c for c in sorted(COMPONENTS) if c > "messages")
+_REQUIRED = frozenset(COMPONENTS)
+_ALLOWED = _REQUIRED | frozenset(OPTIONAL)
+# The components sorted before and after `messages`, the one that holds the prompts (an optional one where present).
+_BEFORE = tuple(c for c in sorted(_ALLOWED) if c < "messages")
+_AFTER = tuple(c for c in sorted(_ALLOWED) if c > "messages")
 # A system prompt → its message's canonical JSON (a metric's prompt repeats in every key; `core.memo`: bounded, per process).
 _SYSTEM_TEXT: Memo[str, str] = Memo(256)
 
@@ -89,8 +109,8 @@ def _key_text(components: dict[str, Any]) -> str:
     messages = _messages_text(components["messages"])
     if messages is None or not _BEFORE or not _AFTER:
         return canonical(components)
-    before = canonical({c: components[c] for c in _BEFORE})
-    after = canonical({c: components[c] for c in _AFTER})
+    before = canonical({c: components[c] for c in _BEFORE if c in components})
+    after = canonical({c: components[c] for c in _AFTER if c in components})
     return f'{before[:-1]},"messages":{messages},{after[1:]}'
 
 
@@ -129,10 +149,10 @@ def _escape(text: str) -> str:
 
 
 def diff_components(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Names of the components that differ between two key component sets, in `COMPONENTS` order (either set may hold
-    its `messages` as `indexed` leaves them, a digest)."""
+    """Names of the components that differ between two key component sets, in `COMPONENTS` order, then `OPTIONAL`'s
+    (one held by a single set differs; either set may hold its `messages` as `indexed` leaves them, a digest)."""
     old, new = indexed(old), indexed(new)
-    return [c for c in COMPONENTS if canonical(old.get(c)) != canonical(new.get(c))]
+    return [c for c in COMPONENTS + OPTIONAL if canonical(old.get(c)) != canonical(new.get(c))]
 
 
 def indexed(components: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +168,11 @@ def indexed(components: dict[str, Any]) -> dict[str, Any]:
     text = _messages_text(messages)
     digest = hashlib.sha256((canonical(messages) if text is None else text).encode("utf-8", "surrogatepass")).hexdigest()
     return {**components, "messages": {"sha256": digest}}
+
+
+def _judge_id(provider: str, base_url: str, model: str) -> str:
+    # A digest: a password in the URL is not kept in the index either.
+    return hashlib.sha256(canonical([provider, base_url, model]).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class JudgeCache(Protocol):
@@ -232,7 +257,22 @@ class DiskJudgeCache:
         if not isinstance(old, dict):
             return "no earlier entry for this case and metric"
         changed = diff_components(old, components)
+        if "served_model" in changed:
+            # The one change a config edit does not explain: the server's weights (or what it says of them) changed.
+            rest = [c for c in changed if c != "served_model"]
+            why = f"served model changed: {describe(old.get('served_model'))} → {describe(components.get('served_model'))}"
+            return why + (f"; changed: {', '.join(rest)}" if rest else "")
         return ("changed: " + ", ".join(changed)) if changed else "an entry with these components was written and then removed"
+
+    def last_served(self, provider: str, base_url: str, model: str) -> dict[str, Any] | None:
+        """The `served_model` component last stored for this judge (`remember_served`), or `None`: what a run whose
+        server cannot be asked, and `tracejudge estimate` (which asks nothing), key its requests with."""
+        value = self._cache.get("s:" + _judge_id(provider, base_url, model))
+        return value if isinstance(value, dict) else None
+
+    def remember_served(self, provider: str, base_url: str, model: str, component: dict[str, Any]) -> None:
+        """Store `component`, what the server at `base_url` said it serves as `model`, for `last_served`."""
+        self._cache.set("s:" + _judge_id(provider, base_url, model), component)
 
     def __len__(self) -> int:
         return sum(1 for k in self._cache.iterkeys() if str(k).startswith("v:"))

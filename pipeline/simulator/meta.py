@@ -2,7 +2,9 @@
 
 - `GET /v1/models` lists the models it answers for best (its warmed
   counters), and `GET /v1/models/{id}` looks one up, in the OpenAI shape, or
-  in Anthropic's when the request carries `anthropic-version`. The simulator
+  in Anthropic's when the request carries `anthropic-version`; serving
+  described weights (`SimConfig.served`), it lists them as their server does
+  (`tracejudge.simulator.served`). The simulator
   answers any model name, so a lookup finds any id it is asked for.
 - `POST /v1/messages/count_tokens` (Anthropic) answers `{"input_tokens": N}`,
   N counted as the simulator counts a request's prompt for its `usage`
@@ -21,6 +23,7 @@ from typing import Any
 from aiohttp import web
 from tracejudge.llm.prefix_cache import prompt_text
 from tracejudge.llm.tokens import counter_for
+from tracejudge.simulator.served import models_listing
 from tracejudge.simulator.state import Sim
 from tracejudge.simulator.tools import request_error
 
@@ -68,6 +71,9 @@ def add_meta_routes(app: web.Application, sim: Sim, names: tuple[str, ...]) -> N
 
     async def models(request: web.Request) -> web.Response:
         anthropic = "anthropic-version" in request.headers
+        served = None if anthropic else models_listing(sim)
+        if served is not None:  # presenting itself as a self-hosted server: that server's list
+            return served
         data = [_model(n, anthropic) for n in names]
         if anthropic:
             return web.json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,

@@ -105,6 +105,11 @@ after (`prefix_cache=False` turns both off).
 Known flaws — `agreement` with a truth, per-model `noise`, a pairwise
 `position_bias` — are described in `tracejudge.simulator.flaws`.
 
+`served` weights make it present itself as a self-hosted server (llama.cpp's
+`llama-server`, Ollama, vLLM, LM Studio, TGI) serving them, its identity
+endpoints in that server's shapes, and `SimulatorThread.serve` swaps them
+between runs (`tracejudge.simulator.served`).
+
 `GET /_sim/stats` returns the counters (requests, per status, 429s, tokens,
 first and last request times); `POST /_sim/script` replaces the script.
 """
@@ -127,13 +132,14 @@ from tracejudge.simulator.limits import char_tokens
 from tracejudge.simulator.state import Sim, SimConfig, SimStats
 from tracejudge.simulator.verdicts import ANSWERS_SCHEMA_NAME, MULTI_SCHEMA_NAME, answer, schema_name
 from tracejudge.simulator.meta import add_meta_routes, error_response, read_body
+from tracejudge.simulator.served import Weights, add_served_routes
 from tracejudge.simulator.meta import prompt_tokens as count_prompt
 from tracejudge.simulator.streaming import stream_reply
 from tracejudge.simulator.tools import choice_count, reply_text, request_error
 
 # This module is the HTTP server; the settings and state live in `simulator.state`, the verdicts in `simulator.verdicts`
 # (their names that were defined here, such as `answer` and `schema_name`, are still importable from here).
-__all__ = ["SimConfig", "SimStats", "SimulatorThread", "build_app", "free_port", "start_simulator"]
+__all__ = ["SimConfig", "SimStats", "SimulatorThread", "Weights", "build_app", "free_port", "start_simulator"]
 
 SIM_KEY: web.AppKey[Any] = web.AppKey("sim")
 FAULTS = {"ok", "400", "bad_request", "429", "quota", "500", "timeout", "truncated", "prose", "near_miss", "drop_item", "malformed_item"}
@@ -263,6 +269,7 @@ def build_app(config: SimConfig) -> web.Application:
     app.router.add_post("/v1/chat/completions", handle)
     app.router.add_post("/v1/messages", handle)
     add_meta_routes(app, sim, WARM_MODELS)
+    add_served_routes(app, sim)
     add_batch_routes(app, sim, answer, lambda body: counter_for(str(body["model"])).messages(*prompt_text(body)))
     app.router.add_get("/_sim/stats", stats)
     app.router.add_post("/_sim/script", set_script)
@@ -328,6 +335,19 @@ class SimulatorThread:
     def stats(self) -> SimStats:
         """The live counters."""
         return self.sim.stats
+
+    def serve(self, weights: Weights | None) -> None:
+        """Serve `weights` from the next request on (`Sim.serve`): a weight swap behind the same URL and model name.
+        Returns once the server's loop made the swap (raises `TimeoutError` after 10 s)."""
+        swapped = threading.Event()
+
+        def swap() -> None:
+            self.sim.serve(weights)
+            swapped.set()
+
+        self._loop.call_soon_threadsafe(swap)
+        if not swapped.wait(10):
+            raise TimeoutError("the simulator did not swap its weights within 10 s")
 
     def set_script(self, faults: list[str]) -> None:
         """Apply `faults` to the next requests, in order."""

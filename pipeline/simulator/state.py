@@ -10,6 +10,7 @@ from typing import Any, Literal
 from tracejudge.llm.prefix_cache import PrefixCache
 from tracejudge.simulator.flaws import Flaws
 from tracejudge.simulator.limits import Limits
+from tracejudge.simulator.served import Weights
 
 __all__ = ["Sim", "SimConfig", "SimStats"]
 
@@ -47,6 +48,8 @@ class SimConfig:
     json_object_only: bool = False
     tokenizer_factor: float = 1.0
     context_tokens: int | None = None
+    # Present itself as a self-hosted server serving these weights (`tracejudge.simulator.served`).
+    served: Weights | None = None
 
 
 @dataclass
@@ -90,6 +93,17 @@ class Sim:
         self.in_flight = 0
         self.prefix_cache = PrefixCache(config.prefix_cache)
         self.flaws = Flaws(config.seed, config.agreement, config.noise, config.position_bias)
+        self.served: Weights | None = None
+        if config.served is not None:
+            self.serve(config.served)
+
+    def serve(self, weights: Weights | None) -> None:
+        """Serve `weights` from now on (`None`: none described): its identity endpoints describe them, and verdicts
+        are made with their `seed` and `yes_share` (written into `config`), as other weights answer otherwise."""
+        self.served = weights
+        if weights is not None:
+            self.config.seed, self.config.yes_share = weights.seed, weights.yes_share
+            self.flaws = Flaws(weights.seed, self.config.agreement, self.config.noise, self.config.position_bias)
 
     # ----------------------------------------------------------------- faults
 

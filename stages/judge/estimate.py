@@ -7,7 +7,9 @@ as the run would build them — grouped per case with `judge.group: case`
 are counted with tiktoken (the same counter admission uses), output tokens
 are estimated as `expected_output_tokens` per question, capped at
 `max_tokens`; the cache is looked up, and requests it already answers are
-counted as hits and cost nothing. No network call is made.
+counted as hits and cost nothing (a self-hosted server's requests keyed by
+the weights the last run found it serving, `DiskJudgeCache.last_served`). No
+network call is made.
 
 Provider prefix caching is priced too: the requests are fed, in dataset
 order, to a model of the provider's prompt cache
@@ -43,6 +45,7 @@ from typing import Any
 from tracejudge.core import registry
 from tracejudge.core.config import JudgeConfig, RunConfig
 from tracejudge.core.records import Case, Score
+from tracejudge.llm import served_model
 from tracejudge.llm.cache import DiskJudgeCache, cache_key
 from tracejudge.llm.prices import price_for
 from tracejudge.llm.prefix_cache import PrefixCache
@@ -157,8 +160,11 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         est.worst_output_tokens += n * tout
         est.worst_cost_usd += n * cost
 
+    # A self-hosted server's weights, as the last run learnt them (the estimate asks no server anything).
+    served = cache.last_served(cfg.provider, base, cfg.model) if cache is not None and served_model.self_hosted(base) else None
+
     def cached(req: JudgeRequest, version: str, rubric: Any, trial: int) -> bool:
-        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured))) is not None
+        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured, served))) is not None
 
     def alone(est: MetricEstimate, item: Item) -> None:
         # As the run asks an item alone: fitted to the context window, or nothing sent when it cannot fit.

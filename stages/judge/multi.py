@@ -218,6 +218,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
     from tracejudge.stages.judge.client import Outcome, _BudgetRefused
 
     cfg = judge.cfg
+    await judge.learn_served()  # (its keys hold what a self-hosted server serves, as every key of the run)
     t0 = time.perf_counter()
     for it in items:
         if not it.id:
@@ -228,7 +229,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
 
     def item_comps(it: Item) -> dict[str, Any]:
         req = build_multi_request([it], cfg)
-        return key_components(cfg.provider, judge.cache_base_url, req, it.plan.prompt_version, metric.rubric, it.trial, judge.structured)
+        return key_components(cfg.provider, judge.cache_base_url, req, it.plan.prompt_version, metric.rubric, it.trial, judge.structured,
+                              judge.served_model)
 
     todo: list[int] = []
     halves: list[list[int]] = []  # index lists re-asked as smaller groups after a refusal
@@ -261,7 +263,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                 alone[i] = {"alone": True, "why": "the items together do not fit the judge's context"}
         else:
             comps = key_components(cfg.provider, judge.cache_base_url, req, items[0].plan.prompt_version, metric.rubric, items[0].trial,
-                                   judge.structured)
+                                   judge.structured, judge.served_model)
             key = cache_key(comps)
             composition_base = {"request": key[:16], "items": order, "seed": seed}
             cached = judge.cache.get(key) if judge.cache is not None else None

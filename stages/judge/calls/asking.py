@@ -101,6 +101,7 @@ async def ask(self: Judge, plan: Plan, questions: list[Question], trial: int, sl
     # Rendering, counting, truncating, keying and the cache read run in a worker thread, shared with the asks
     # ready at the same time (`tracejudge.stages.judge.prepare`): a long trace never holds the loop.
     if ready is None:
+        await self.learn_served()  # (every key of the run holds what a self-hosted server serves)
         ready = await self._preparer().prepare(plan, questions, trial)
     elif isinstance(ready, Exception):
         raise ready

@@ -61,9 +61,10 @@ def request_tokens(req: JudgeRequest, tokenizer: Spec = None) -> int:
 
 
 def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_version: str, rubric: Any, trial: int,
-                   structured: str = "json_schema") -> dict[str, Any]:
+                   structured: str = "json_schema", served_model: dict[str, Any] | None = None) -> dict[str, Any]:
     """Exactly the cache key components (see `tracejudge.llm.cache`); `structured` enters them only when not `json_schema`,
-    so the keys of earlier runs stay valid."""
+    and `served_model` (what a self-hosted server said of its weights, `tracejudge.llm.served_model`) only when known,
+    so the keys of earlier runs, and every hosted API's, stay valid."""
     return {
         "provider": provider,
         "base_url": base_url,
@@ -74,4 +75,5 @@ def key_components(provider: str, base_url: str, req: JudgeRequest, prompt_versi
         "prompt_version": prompt_version,
         "rubric": rubric,
         "trial": trial,
+        **({"served_model": served_model} if served_model is not None else {}),
     }

@@ -1,0 +1,96 @@
+"""The judge learns, once per run and before its first cache read, which weights a self-hosted server serves.
+
+What is asked and how it enters the cache key: `tracejudge.llm.served_model`. A judge with no cache, the simulator
+(its name in keys holds its seed and flaws already) and a hosted API ask nothing: their keys are what they always were.
+Then, for a self-hosted server:
+
+- it says what it serves: that is the run's `served_model`, and the cache remembers it for this judge;
+- it answers 503 (llama.cpp while it loads its model): asked again, as the gate tries a server that is down
+  (`calls.gate`: `FIRST_TRY_S`, twice as late each time up to `LAST_TRY_S`), for at most `judge.max_retry_wait_s`;
+- it answers nothing at all (not running, or not in time): the weights it said it served last are assumed (the
+  cache's `last_served`), so a warm cache still answers a run while the server is off; a request the cache does not
+  answer then fails as the server's absence makes it fail. With none remembered, the key is as without one;
+- it answers, but nothing identifies its weights: the key is the one such a request always had.
+
+The last two warn once a run: a weight swap behind the same name would be answered from the cache.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from tracejudge.core.log import get_logger
+from tracejudge.llm import served_model
+from tracejudge.llm.providers import public_url
+from tracejudge.stages.judge.calls.gate import FIRST_TRY_S, LAST_TRY_S
+
+if TYPE_CHECKING:
+    from tracejudge.stages.judge.client import Judge
+
+__all__ = ["learn_served"]
+
+log = get_logger("tracejudge.judge")
+
+
+async def learn_served(self: Judge) -> None:
+    """Set `self.served_model` (`None`: not known, or not asked) the first time it is called; later calls return at
+    once, and a call made while the first one asks waits for its answer, so every key of the run is made with it.
+    Takes at most `served_model.PROBE_TIMEOUT_S` (and a little) seconds, or `judge.max_retry_wait_s` more for a server
+    loading its model; never raises for anything the server or the cache does."""
+    if self.served_learnt:
+        return
+    if self._served_lock is None:
+        self._served_lock = anyio.Lock()
+    async with self._served_lock:
+        if self.served_learnt:
+            return
+        try:
+            if self.cache is not None and self.cfg.provider != "simulator" and served_model.self_hosted(self.cache_base_url):
+                self.served_model = await _ask(self)
+        finally:
+            self.served_learnt = True
+
+
+async def _ask(self: Judge) -> dict[str, Any] | None:
+    cfg, where = self.cfg, public_url(self.cache_base_url)
+    judge_id = (cfg.provider, self.cache_base_url, cfg.model)
+    give_up = anyio.current_time() + cfg.max_retry_wait_s
+    wait = FIRST_TRY_S
+    while True:
+        got = await served_model.learn(self.cache_base_url, cfg.model, self._headers, self._secrets)
+        if not got.loading or got.component is not None or anyio.current_time() + wait > give_up:
+            break
+        if wait == FIRST_TRY_S:
+            log.warning("the judge server is loading its model: waiting for it to say which weights it serves", url=where,
+                        max_retry_wait_s=cfg.max_retry_wait_s)
+        await anyio.sleep(wait)
+        wait = min(2 * wait, LAST_TRY_S)
+    raw: Any = getattr(self.cache, "raw", self.cache)
+    if got.component is not None:
+        log.info("judge server weights", url=where, model=cfg.model, served=served_model.describe(got.component))
+        _cache_call(raw, "remember_served", *judge_id, got.component)
+        return got.component
+    last = None if got.answered else _cache_call(raw, "last_served", *judge_id)
+    if isinstance(last, dict):
+        log.warning("the judge server did not answer when asked which weights it serves: its verdicts are looked up as "
+                    "those of the weights it served last; a weight swap since then would be answered from the cache",
+                    url=where, model=cfg.model, served=served_model.describe(last))
+        return last
+    log.warning("the judge server does not say which weights it serves (none of llama.cpp's /props, Ollama's /api/tags, "
+                "vLLM's /v1/models root, LM Studio's /api/v0/models or TGI's /info identified them): its cached verdicts are "
+                "keyed by the model name alone, so weights swapped behind that name would be answered from the cache; after "
+                "a swap, clear the cache or use another cache.dir", url=where, model=cfg.model,
+                **({} if got.answered else {"why": "no answer (not running yet, or not in time)"}))
+    return None
+
+
+def _cache_call(cache: Any, name: str, *args: Any) -> Any:
+    """`cache.name(*args)`, or `None` for a cache without it or one that fails: remembering is an optimisation."""
+    method = getattr(cache, name, None)
+    if method is None:
+        return None
+    try:
+        return method(*args)
+    except Exception:  # any storage fault (the guarded reads and writes count and report those)
+        return None
