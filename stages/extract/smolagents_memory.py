@@ -10,7 +10,12 @@ What counts, by the step's shape (`smolagents.memory`):
 - a task step (`task`) is what the user asked: the first is the case
   `input`, every one is a `trace.user_messages` entry before the next step,
   the later ones are `turns`;
-- a planning step (`plan`) is a model request whose thought is the plan;
+- a planning step (`plan`) is a model request whose thought is the plan: the
+  model's own text (`model_output_message.content`), as the same request reads
+  under OpenInference, not smolagents' wrapper around it in `plan` ("Here are
+  the facts I know and the plan of action…", repeating the task in an
+  update), which is read only when the message was not kept as a mapping
+  (1.13-1.15 wrote its `repr()`). A plan is never the step's output nor the answer;
 - an action step (`step_number`, `tool_calls`, `model_output_message`) is a
   model request and one step. Its calls are the model's own tool calls
   (`model_output_message.tool_calls`, in the order the model made them,
@@ -202,6 +207,14 @@ def _split(observations: Any, calls: list[dict[str, Any]], step: dict[str, Any])
     return split_observations(observations, len(calls))
 
 
+def _plan(step: dict[str, Any]) -> str | None:
+    """A planning step's thought: the plan as the model wrote it, else smolagents' `plan` text (module docstring)."""
+    message = step.get("model_output_message")
+    content = message.get("content") if isinstance(message, dict) else None
+    said = text_of(content) if isinstance(content, list) else content
+    return said if isinstance(said, str) and said.strip() else _text(step["plan"])
+
+
 def _tokens(usage: Any, totals: list[int]) -> None:
     if isinstance(usage, dict):
         for k, key in enumerate(("input_tokens", "output_tokens")):
@@ -245,7 +258,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         if "task" in step:
             users.append({"step": len(steps), "content": step["task"]})
         elif "plan" in step:
-            steps.append({"thought": _text(step["plan"])})
+            steps.append({"thought": _plan(step)})
         elif "step_number" in step or "model_output_message" in step or "tool_calls" in step:
             calls = _calls(step, where, cid)
             finals = [c for c in calls if c["name"] == FINAL]

@@ -16,15 +16,12 @@ text), else from `input.value` / `output.value` when they hold a
 request/response body. A LangChain model's `invalid_tool_calls` (arguments
 that were not JSON), which only `output.value` keeps, are added to its
 output as calls with their raw arguments text. smolagents' replayed memory
-is read as the model got it: a `tool-response` ("Observation:\n…") that
-follows a `tool-call` naming one call answers that call's id (a managed
-agent's answer has no tool span of its own), and the closing prompt of a
-run that ran out of steps ("Based on the above, please provide an answer
-to the following user task:\n<task>", ending in the task the latest
-`New task:` message gave) is the framework's instruction, a system message, not the
-user speaking again.
+is read as the model got it (`smolagents_inputs`); a smolagents planning request's
+text is the plan, a thought (`smolagents_plans`).
 A tool's arguments and result are `input.value` / `output.value`,
-unwrapped from framework payloads (see `payloads`); an ERROR status is its
+unwrapped from framework payloads (see `payloads`); an `output.value` written with no value (an empty
+`AnyValue`: how the OTel Java SDK, among others, exports `""`) is the result `""`, while one not written
+(the tool never returned, or the instrumentation hid it: `__REDACTED__`) is no result; an ERROR status is its
 error, `"<type>: <message>"` of its `exception` event when it has one (the
 LangChain instrumentation's status description is the exception's repr
 followed by its traceback). Agent and root chain spans give the user's
@@ -45,12 +42,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.bodies import fill_tool_texts, response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
-from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text, text_parts
+from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_inputs
+from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, nested, present, unjson
@@ -74,7 +71,7 @@ def read(span: Span) -> View | None:
     if node:
         v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
     if v.role == "model":
-        v.inputs = _smolagents_memory(_messages(a, "llm.input_messages"), span)
+        v.inputs = memory_inputs(_messages(a, "llm.input_messages"), span)
         v.outputs = _messages(a, "llm.output_messages")
         if v.inputs is None:
             body = unjson(a.get("input.value"))
@@ -101,6 +98,8 @@ def read(span: Span) -> View | None:
         if present(a.get("output.value")):
             v.result, v.error, cid = unwrap_result(a["output.value"], call_id=v.call_id)
             v.call_id = v.call_id or cid
+        elif "output.value" in a and a["output.value"] is None:
+            v.result = ""  # written, as an empty AnyValue: the tool returned "" (an SDK never sets a None attribute)
         v.error = _error(span) or v.error
     elif v.role in ("agent", "chain"):
         # A graph node's input is the graph's state (the `tools` node's `{"__type": "tool_call_with_context", …}`), not what
@@ -255,48 +254,6 @@ def _add_reasoning(outputs: list[dict[str, Any]], raw: Any) -> None:
     if target is None:
         outputs.append(target := {"role": "assistant", "parts": []})
     target["parts"] = [{"type": "reasoning", "content": text}, *(target.get("parts") or [])]
-
-
-_OBSERVATION = "Observation:\n"
-_CALLING = "Calling tools:\n"
-_NEW_TASK = "New task:\n"
-
-
-def _smolagents_memory(msgs: list[dict[str, Any]] | None, span: Span) -> list[dict[str, Any]] | None:
-    """smolagents' replayed memory in a request's input, read as the model got it (see the module docstring).
-
-    Only spans of the smolagents instrumentation. A `tool-call` message naming several calls is followed by
-    one response joining their observations: no id can be given, and it stays as recorded. The closing prompt
-    is recognised as the request's last message, a user text ending in the task of the latest `New task:`
-    message before it, not by its wording (the template can be changed); a user message giving a new task
-    (`New task:`, a later run with `reset=False`) is the user.
-    """
-    if not msgs or not (span.scope or "").startswith("openinference.instrumentation.smolagents"):
-        return msgs
-    out = [dict(m) for m in msgs]
-    for prev, msg in zip(out, out[1:]):
-        cid = _one_call_id(prev)
-        parts = msg.get("parts") or []
-        if cid is not None and msg.get("role") == "tool" and len(parts) == 1 and parts[0].get("type") == "tool_call_response" \
-                and parts[0].get("id") is None and isinstance(parts[0].get("response"), str) and parts[0]["response"].startswith(_OBSERVATION):
-            msg["parts"] = [{**parts[0], "id": cid, "response": parts[0]["response"][len(_OBSERVATION):]}]
-    said = ["\n".join(text_parts(m)) if m.get("role") == "user" else "" for m in out]
-    tasks = [t[len(_NEW_TASK):] for t in said[:-1] if t.startswith(_NEW_TASK)]
-    last = said[-1]
-    if tasks and tasks[-1] and last and not last.startswith(_NEW_TASK) and last.endswith("\n" + tasks[-1]):
-        out[-1] = {**out[-1], "role": "system"}  # provide_final_answer's instruction, not the user
-    return out
-
-
-def _one_call_id(msg: dict[str, Any]) -> str | None:
-    """The call id of a smolagents `tool-call` message naming exactly one call ("Calling tools:\n[{'id': …}]")."""
-    texts = text_parts(msg) if msg.get("role") == "tool-call" else []
-    if len(texts) != 1 or not texts[0].startswith(_CALLING):
-        return None
-    calls = python_literal(texts[0][len(_CALLING):])
-    if isinstance(calls, list) and len(calls) == 1 and isinstance(calls[0], dict) and isinstance(calls[0].get("id"), (str, int)):
-        return str(calls[0]["id"])
-    return None
 
 
 def _response_messages(body: Any) -> list[dict[str, Any]] | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
 from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, step_errors
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -35,10 +36,12 @@ _SCOPE = "openinference.instrumentation.smolagents"
 def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
     """Turn the managed agents' runs among `spans` into the calls that ran them, in `views` (module docstring).
 
-    This is the group pass for smolagents' spans: it first reads each run's answer (`smolagents_steps.answers`:
+    This is the group pass for smolagents' spans: it first reads each planning request's text as its thought
+    (`smolagents_plans.plans`: a plan is never an output), then each run's answer (`smolagents_steps.answers`:
     a managed agent's answer is its call's result), and last the failed steps' errors, once the calls of each
     step are known (`smolagents_steps.step_errors`: a failed managed agent's call holds its step's failure).
     """
+    plans(spans, views)
     answers(spans, views)
     _managed_calls(spans, views)
     step_errors(spans, views)
