@@ -5,8 +5,9 @@ Routes (all GET; nothing writes to a run except its derived `view.idx`):
 - `/` — Runs (with one run served, a redirect to its Run page); `/run/{rid}` — Run page; `/run/{rid}/cases` — Cases (query
   parameters of `tracejudge.viewer.index.CaseQuery`); `/run/{rid}/case?id=&trial=&vs=`
   — Case page, side by side with run `vs`; `/diff?a=&b=` — Diff page;
-- `/api/run/{rid}/state` — `{"results": n, "complete": bool}`, polled by the
-  page script to follow a run still being written;
+- `/api/run/{rid}/state` — `{"results": n, "complete": bool}` (and `"gone": why` once the run directory is
+  deleted or moved), polled by the page script to follow a run still being written;
+- a run whose directory is gone answers every page with a 410 page saying so (`Run.gone`);
 - `/static/view.css`, `/static/view.js` — package data.
 
 Index refreshes, queries, trace reads and run comparisons are blocking work:
@@ -35,7 +36,7 @@ from tracejudge.stages.comparison.runs import Comparison, compare_runs
 from tracejudge.viewer.index import CaseQuery
 from tracejudge.viewer.pages_case import CaseView, case_page, diff_page
 from tracejudge.viewer.pages_cases import cases_page
-from tracejudge.viewer.pages_run import run_page, runs_page
+from tracejudge.viewer.pages_run import gone_page, run_page, runs_page
 from tracejudge.viewer.runs import Run, differs
 
 __all__ = ["make_app", "start_viewer"]
@@ -67,37 +68,48 @@ async def _guard(request: web.Request, handler: Callable[[web.Request], Awaitabl
     return resp
 
 
-def _run(request: web.Request, key: str = "rid", *, query: bool = False) -> Run:
+def _run(request: web.Request, key: str = "rid", *, query: bool = False, present: bool = True) -> Run:
+    """The run named by the URL; a 404 page when none is served by that id, a 410 page when its directory is gone
+    (deleted or moved while the viewer was open: every page of it says so, none fails with a 500)."""
     rid = request.query.get(key, "") if query else request.match_info.get(key, "")
     run = request.app[_RUNS].get(rid)
     if run is None:
         raise web.HTTPNotFound(text=f"no run {rid!r} is served here")
+    if present and (why := run.gone()) is not None:
+        raise web.HTTPGone(text=gone_page(run, why), content_type="text/html")
     return run
 
 
 async def _refresh(request: web.Request, run: Run) -> dict[str, int]:
-    def work() -> dict[str, int]:
+    def work() -> tuple[dict[str, int], bool]:
         run.index.refresh()
-        return run.index.counts()
+        return run.index.counts(), run.index.has_case_text()
 
-    counts = await anyio.to_thread.run_sync(work)
-    _start_text_job(request.app, run)
+    counts, has_text = await anyio.to_thread.run_sync(work)
+    if not has_text:
+        _start_text_job(request.app, run)
     return counts
 
 
 def _start_text_job(app: web.Application, run: Run) -> None:
-    # Input/output/tool-name search text comes from the dataset: read once per run, in the background.
+    # Input/output/tool-name search text comes from the dataset: read in the background, once per build of the
+    # index. A run rewritten under the viewer rebuilds its index, which drops that text: it is read again then (its
+    # `generation` keeps a read that the rewrite overtook from being stored as the new run's).
     jobs: set[str] = app[_TEXT_JOBS]
     if run.rid in jobs:
         return
     jobs.add(run.rid)
 
     def work() -> None:
+        generation = run.index.generation
         if not run.index.has_case_text():
-            run.index.add_case_text(run.source.iter_texts())
+            run.index.add_case_text(run.source.iter_texts(), generation)
 
     async def job() -> None:
-        await anyio.to_thread.run_sync(work)
+        try:
+            await anyio.to_thread.run_sync(work)
+        finally:
+            jobs.discard(run.rid)
 
     task = asyncio.get_running_loop().create_task(job())
     app[_TASKS].add(task)
@@ -108,14 +120,14 @@ async def _runs(request: web.Request) -> web.Response:
     runs = list(request.app[_RUNS].values())
     if len(runs) == 1 and "list" not in request.query:  # one run served: open it (`/?list` still lists it)
         raise web.HTTPFound(f"/run/{quote(runs[0].rid)}")
-    counts = {r.rid: await _refresh(request, r) for r in runs}
+    counts = {r.rid: await _refresh(request, r) for r in runs if r.gone() is None}
     return _html(runs_page(runs, counts, request.app[_BASELINE]))
 
 
 async def _run_page(request: web.Request) -> web.Response:
     run = _run(request)
     counts = await _refresh(request, run)
-    others = [r for r in request.app[_RUNS].values() if r.rid != run.rid]
+    others = [r for r in request.app[_RUNS].values() if r.rid != run.rid and r.gone() is None]
     baseline = request.app[_BASELINE]
     others.sort(key=lambda r: r.rid != baseline)
     return _html(run_page(run, counts, others))
@@ -162,6 +174,8 @@ async def _case(request: web.Request) -> web.Response:
     trial = _int(request.query.get("trial"), 0, "trial")
     vs = request.query.get("vs", "") or (request.app[_BASELINE] if request.app[_BASELINE] != run.rid else "")
     other = request.app[_RUNS].get(vs) if vs and vs not in ("-", run.rid) else None  # vs=- : alone
+    if other is not None and other.gone() is not None:
+        other = None  # a baseline deleted meanwhile: the case alone
     await _refresh(request, run)
     if other is not None:
         await _refresh(request, other)
@@ -223,9 +237,13 @@ async def _comparison(app: web.Application, a: Run, b: Run) -> Comparison:
 
 
 async def _state(request: web.Request) -> web.Response:
-    run = _run(request)
+    """`{"results": n, "complete": bool}`, and `"gone": why` once the run directory is not there any more."""
+    run = _run(request, present=False)
     n = await anyio.to_thread.run_sync(run.index.refresh)
-    return web.json_response({"results": n, "complete": bool(run.summary().get("complete"))})
+    state: dict[str, Any] = {"results": n, "complete": bool(run.summary().get("complete"))}
+    if (why := run.gone()) is not None:
+        state["gone"] = why
+    return web.json_response(state)
 
 
 async def _static(request: web.Request) -> web.Response:

@@ -46,7 +46,8 @@ class CaseQuery:
 
     - `status`: a result status (`ok`, `invalid_input`, …) or `failed` (any
       metric with `passed = false`, or a status other than `ok`);
-    - `below`: a metric key; keeps results whose verdict on it is a fail;
+    - `below`: a metric key; keeps results whose verdict on it is a fail (`*`: on any metric; a key the run
+      has no metric of: none, as no result is below that threshold);
     - `tag`: a case tag; `q`: a substring (case-insensitive) of the id, tags,
       reasons, error, or the case's input, output and tool names;
     - `sort`: `case`, `trial`, `status`, `duration` or a metric key; `desc`;
@@ -104,9 +105,11 @@ class RunIndex:
     """The `view.idx` of one run directory; thread-safe (one connection behind a lock).
 
     `refresh()` brings it up to date with `results.jsonl` and returns the
-    number of results (0 while the run has no `results.jsonl` yet);
-    `query(CaseQuery)` returns a `Page`. Raises `sqlite3.Error` when the index
-    file cannot be opened or written.
+    number of results (0 while the run has no `results.jsonl` yet, or once it
+    is gone: the rows of a deleted file are dropped, not served as if it were
+    there); `query(CaseQuery)` returns a `Page`. `generation` grows at every
+    rebuild: case text computed for an older generation is not stored. Raises
+    `sqlite3.Error` when the index file cannot be opened or written.
     """
 
     def __init__(self, run_dir: Path) -> None:
@@ -119,6 +122,7 @@ class RunIndex:
         self._lock = threading.Lock()
         self.metrics: list[str] = []
         self.tags: list[str] = []
+        self.generation = 0
         try:
             self._db = self._open()
         except sqlite3.DatabaseError:  # not an index (or a damaged one): it is derived, so start over
@@ -169,6 +173,7 @@ class RunIndex:
         self._set_meta("schema", _SCHEMA)
         self._set_meta("size", "0")
         self.metrics, self.tags = [], []
+        self.generation += 1
 
     def _add_metric(self, key: str) -> int:
         i = len(self.metrics)
@@ -181,9 +186,14 @@ class RunIndex:
     def refresh(self) -> int:
         """Index the lines appended to `results.jsonl` since the last call; returns the result count."""
         with self._lock:
-            if not self.results.exists():
+            try:
+                size = self.results.stat().st_size
+            except FileNotFoundError:
+                # Not written yet, or deleted (the run directory removed or rewritten under the viewer): no rows
+                # then, rather than the old ones with a file behind them that is no longer there.
+                if int(self._meta("size") or 0):
+                    self._reset()
                 return 0
-            size = self.results.stat().st_size
             done = int(self._meta("size") or 0)
             if done and (size < done or self._meta("head") != _head(self.results)):
                 self._reset()
@@ -258,23 +268,28 @@ class RunIndex:
         marks = ",".join("?" * len(cols))
         self._db.executemany(f"INSERT OR REPLACE INTO results({','.join(cols)}) VALUES ({marks})", rows)
 
-    def add_case_text(self, items: Iterator[tuple[str, str, str]]) -> int:
+    def add_case_text(self, items: Iterator[tuple[str, str, str]], generation: int | None = None) -> int:
         """Store each case's searchable dataset text (input, output, tool names) and its one-line snippet; returns how many.
 
         `items` may be slow (a dataset scan): it is consumed outside the lock and
         written in chunks, so queries go on meanwhile; the text counts as done at the end.
+        `generation`: the `self.generation` the text was read for; when the index was rebuilt since (the run
+        rewritten meanwhile), nothing more is stored and the text does not count as done.
         """
+        gen = self.generation if generation is None else generation
         n = 0
         chunk: list[tuple[str, str, str]] = []
         for case_id, text, snippet in items:
             chunk.append((case_id, text.lower(), snippet))
             if len(chunk) >= _BATCH:
-                n += self._put_text(chunk, done=False)
+                n += self._put_text(chunk, done=False, generation=gen)
                 chunk = []
-        return n + self._put_text(chunk, done=True)
+        return n + self._put_text(chunk, done=True, generation=gen)
 
-    def _put_text(self, chunk: list[tuple[str, str, str]], done: bool) -> int:
+    def _put_text(self, chunk: list[tuple[str, str, str]], done: bool, generation: int) -> int:
         with self._lock:
+            if generation != self.generation:
+                return 0
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO casetext(case_id, text, snippet) VALUES (?, ?, ?)", chunk)
             if done:
@@ -297,8 +312,10 @@ class RunIndex:
         elif q.status:
             where.append("status = ?")
             args.append(q.status)
-        if q.below in self.metrics:
-            where.append(f"p{self.metrics.index(q.below)} = 0")
+        if q.below == "*":
+            where.append("(" + " OR ".join(f"p{i} = 0" for i in range(len(self.metrics))) + ")" if self.metrics else "0")
+        elif q.below:  # a metric not (yet) in the run filters everything out, never nothing: the page says why
+            where.append(f"p{self.metrics.index(q.below)} = 0" if q.below in self.metrics else "0")
         if q.tag:
             where.append("('\x1f' || tags || '\x1f') LIKE ? ESCAPE '\\'")
             args.append("%\x1f" + _like(q.tag) + "\x1f%")
@@ -312,6 +329,7 @@ class RunIndex:
             col = f"m{self.metrics.index(q.sort)}"
             order = f"{col} IS NULL, {col} {direction}, case_id, trial"
         else:
+            q.sort = q.sort if q.sort in ("trial", "status", "duration") else "case"  # the page shows the order it applied
             col = {"trial": "trial", "status": "status", "duration": "duration"}.get(q.sort, "case_id")
             order = f"{col} {direction}, case_id, trial"
         size = q.size if q.size in PAGE_SIZES else 50
@@ -339,15 +357,24 @@ class RunIndex:
         return Page(rows, total, list(self.metrics), q)
 
     def result(self, case_id: str, trial: int) -> dict[str, Any] | None:
-        """The full result line of (case, trial), read back from `results.jsonl` by its byte offset."""
+        """The full result line of (case, trial), read back from `results.jsonl` by its byte offset.
+
+        `None` when there is none, and when the file changed under the index since its last `refresh()` (deleted,
+        rewritten: the bytes at the offset are not that result's line any more), never an error.
+        """
         with self._lock:
             row = self._db.execute("SELECT offset, length FROM results WHERE case_id=? AND trial=?", (case_id, trial)).fetchone()
         if row is None:
             return None
-        with open(self.results, "rb") as fh:
-            fh.seek(row[0])
-            data = pydantic_core.from_json(fh.read(row[1]))
-        return data if isinstance(data, dict) else None
+        try:
+            with open(self.results, "rb") as fh:
+                fh.seek(row[0])
+                data = pydantic_core.from_json(fh.read(row[1]))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or str(data.get("case_id")) != case_id or data.get("trial", 0) != trial:
+            return None
+        return data
 
     def trials(self, case_id: str) -> list[int]:
         """The trials recorded for a case, ascending."""

@@ -21,7 +21,25 @@ _TITLE_CUT = 600
 
 
 def _options(values: list[tuple[str, str]], current: str) -> str:
+    # A value the URL gives that the run has no option for (a status no result has, a tag or metric of another run)
+    # is still what the table is filtered by: it is listed, and selected, rather than the select showing its first
+    # option ("any …") over a table that is filtered.
+    if current and all(v != current for v, _ in values):
+        values = [*values, (current, f"{current} (not in this run)")]
     return "".join(f'<option value="{e(v)}"{" selected" if v == current else ""}>{e(label)}</option>' for v, label in values)
+
+
+def _notes(run: Run, page: Page, statuses: list[str]) -> str:
+    """What the filters of the URL mean here when the run has nothing they name (so no result matches them)."""
+    q, out = page.query, []
+    if q.below and q.below != "*" and q.below not in page.metrics:
+        have = ", ".join(page.metrics) or "none yet"
+        out.append(f"below={q.below}: this run has no metric {q.below} (its metrics: {have}), so no result is below its threshold.")
+    if q.status and q.status != "failed" and q.status not in statuses:
+        out.append(f"status={q.status}: no result of this run has that status.")
+    if q.tag and q.tag not in run.index.tags:
+        out.append(f"tag={q.tag}: no result of this run has that tag.")
+    return "".join(f'<p class="bad filter-note">{e(n)}</p>' for n in out)
 
 
 def _cut(text: str, n: int) -> str:
@@ -31,7 +49,9 @@ def _cut(text: str, n: int) -> str:
 def _form(run: Run, page: Page, statuses: list[str], base: str) -> str:
     q = page.query
     status_opts = [("", "any status"), ("failed", "failed (a check or an error)")] + [(s, s) for s in statuses]
-    below_opts = [("", "any metric")] + [(m, f"{m} failed") for m in page.metrics]
+    # "" is no filter (what the form sends when nothing is chosen); "*" keeps a failed verdict on any metric. The empty
+    # choice is not worded "any metric": that reads as the other one.
+    below_opts = [("", "— (not filtered)"), ("*", "any metric failed")] + [(m, f"{m} failed") for m in page.metrics]
     tag_opts = [("", "any tag")] + [(t, t) for t in run.index.tags]
     sort_opts = [("case", "case id"), ("trial", "trial"), ("status", "status"), ("duration", "duration")] + [(m, m) for m in page.metrics]
     return (
@@ -99,7 +119,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
     heads = head("case", "case", "c-id") + head("trial", "trial") + '<th class="c-input">input</th>' + head("status", "status")
     heads += "".join(head(m, m, "c-metric") for m in page.metrics) + head("took s", "duration")
     body = (f'<h1>Cases of {e(run.name)} <span class="small muted"><b id="n-matching">{page.total}</b> results match.{note}</span></h1>'
-            f'{_form(run, page, statuses, base)}'
+            f'{_form(run, page, statuses, base)}{_notes(run, page, statuses)}'
             f'<table class="grid cases compact" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-input"><col class="c-status">'
             + '<col class="c-metric">' * len(page.metrics) + f'<col class="c-dur"></colgroup><thead><tr>{heads}</tr></thead><tbody>'
             + "".join(rows) + f'</tbody></table><p class="pager">{" · ".join(nav)}</p>')

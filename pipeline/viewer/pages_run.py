@@ -8,9 +8,9 @@ from tracejudge.stages.aggregate.group_labels import group_value
 from tracejudge.stages.reports.html import render_breakdowns
 from tracejudge.stages.reports.markdown import metric_rows
 from tracejudge.viewer.html import e, f3, frame, url
-from tracejudge.viewer.runs import Run, differs
+from tracejudge.viewer.runs import Run, differs, shown_time
 
-__all__ = ["run_page", "runs_page"]
+__all__ = ["gone_page", "run_page", "runs_page"]
 
 
 def _verdict(summary: dict[str, Any]) -> str:
@@ -35,6 +35,10 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
     """
     rows = []
     for r in runs:
+        if (why := r.gone()) is not None:  # deleted or moved since the viewer started: no figures, the reason
+            rows.append(f'<tr data-run="{e(r.rid)}" class="gone"><td>{e(r.name)}<div class="muted small">{e(r.path)}</div></td>'
+                        f'<td colspan="7" class="muted">—</td><td class="bad">gone: {e(why)}</td></tr>')
+            continue
         s = r.summary()
         c = counts.get(r.rid, {})
         total = sum(v for k, v in c.items() if k != "failed")
@@ -48,7 +52,7 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
     body = ("<h1>Runs</h1><table class=grid id=runs><thead><tr><th class=w30>run</th><th>verdict</th><th>results</th><th>ok</th>"
             "<th>errors</th><th>failed</th><th class=w15>started (UTC)</th><th>took</th><th>state</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
-    ordered = sorted(runs, key=lambda r: r.rid != baseline)  # the baseline first (a stable sort keeps the rest in order)
+    ordered = sorted((r for r in runs if r.gone() is None), key=lambda r: r.rid != baseline)  # the baseline first (a stable sort keeps the rest in order)
     pair = next(((a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:] if differs(a, b) is None), None)
     if pair is not None:  # only runs of the same dataset pair up case by case
         a, b = pair
@@ -56,6 +60,14 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
     elif len(runs) >= 2:
         body += '<p class="muted" id="no-diff">No two of these runs read the same dataset, so none can be compared case by case.</p>'
     return frame("Runs", body)
+
+
+def gone_page(run: Run, why: str) -> str:
+    """The page of a run whose directory is not there any more (every page of that run, with status 410)."""
+    body = (f'<h1>{e(run.name)}</h1><p class="bad" id="gone">{e(why)}.</p>'
+            '<p class="muted">Nothing of it is shown: its results are not there to read. Restart <code>tracejudge view</code> '
+            'with the run directory where it is now, or go back to <a href="/?list">the runs</a>.</p>')
+    return frame(run.name, body, crumbs=[(run.name, f"/run/{e(run.rid)}")])
 
 
 def _judge_block(summary: dict[str, Any]) -> str:
@@ -67,12 +79,12 @@ def _judge_block(summary: dict[str, Any]) -> str:
     cells = "".join(f"<tr><th>{e(k.replace('_', ' '))}</th><td class=num>{e(shown[k])}</td></tr>" for k in keys if k in j)
     segs = summary.get("segments") or []
     seg_rows = "".join(
-        f"<tr><td class=num>{e(s.get('segment'))}</td><td>{e(s.get('started_at') or '—')}</td><td>{_duration(s.get('elapsed_s'))}</td>"
+        f"<tr><td class=num>{e(s.get('segment'))}</td><td>{e(shown_time(str(s['started_at'])) if s.get('started_at') else '—')}</td><td>{_duration(s.get('elapsed_s'))}</td>"
         f"<td class=num>{e(s.get('results'))}</td><td>{e(s.get('ended') or '—')}</td></tr>" for s in segs
     )
     out = f'<table class="grid narrow" id="judge"><tbody>{cells}</tbody></table>'
     if segs:
-        out += ("<h3>Segments</h3><table class=\"grid\" id=\"segments\"><thead><tr><th>segment</th><th>started</th><th>took</th>"
+        out += ("<h3>Segments</h3><table class=\"grid\" id=\"segments\"><thead><tr><th>segment</th><th>started (UTC)</th><th>took</th>"
                 f"<th>results</th><th>ended</th></tr></thead><tbody>{seg_rows}</tbody></table>")
     return out
 
@@ -84,7 +96,7 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
     total = sum(v for k, v in counts.items() if k != "failed")
     status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k != "failed") or "none yet"
     out = [f"<h1>{e(run.name)} {_verdict(s)}</h1>",
-           f'<p class="muted">{e(run.path)} · started {e(run.started())} · took {_duration(s.get("elapsed_s_total"))}'
+           f'<p class="muted">{e(run.path)} · started {e(run.started())}{" UTC" if run.started() != "—" else ""} · took {_duration(s.get("elapsed_s_total"))}'
            f' · {"complete" if s.get("complete") else "not complete"}</p>',
            f'<p id="counts"><b id="n-results">{total}</b> results ({e(status)}); <b>{counts.get("failed", 0)}</b> failed a check or errored. '
            f'<a id="cases-link" href="/run/{e(rid)}/cases">All cases</a> · <a id="failed-link" href="{url(f"/run/{rid}/cases", status="failed")}">Failed cases</a>']

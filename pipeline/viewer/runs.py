@@ -14,7 +14,7 @@ from tracejudge.engine import store
 from tracejudge.viewer.index import RunIndex
 from tracejudge.viewer.traces import CaseSource
 
-__all__ = ["Run", "differs", "discover_runs", "load_runs"]
+__all__ = ["Run", "differs", "discover_runs", "load_runs", "shown_time"]
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Run:
     name: str
     _index: RunIndex | None = field(default=None, repr=False)
     _source: CaseSource | None = field(default=None, repr=False)
+    _source_key: tuple[int, int] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -38,11 +39,24 @@ class Run:
 
     @property
     def source(self) -> CaseSource:
-        """Where this run's traces are read from (see `tracejudge.viewer.traces`)."""
+        """Where this run's traces are read from (see `tracejudge.viewer.traces`).
+
+        Made again when `manifest.json` changed (a run directory rewritten by another run, of another dataset
+        perhaps, while the viewer is open): the old one would read the old dataset and keep its cached cases.
+        """
         with self._lock:
-            if self._source is None:
-                self._source = CaseSource(self.path, self.manifest())
+            key = _stamp(self.path / store.MANIFEST)
+            if self._source is None or key != self._source_key:
+                self._source, self._source_key = CaseSource(self.path, self.manifest()), key
             return self._source
+
+    def gone(self) -> str | None:
+        """Why the run cannot be read any more (its directory deleted or moved since the viewer started), else `None`."""
+        if not self.path.is_dir():
+            return f"the run directory {self.path} is not there any more (deleted or moved since `tracejudge view` started)"
+        if not _is_run(self.path):
+            return f"{self.path} holds no run any more (no results.jsonl or manifest.json)"
+        return None
 
     def summary(self) -> dict[str, Any]:
         """`summary.json`, or `{}` while the run has not written one (or it is unreadable)."""
@@ -53,14 +67,23 @@ class Run:
         return _read_json(self.path / store.MANIFEST)
 
     def started(self) -> str:
-        """When the run's first segment started (UTC, ISO), else the manifest's mtime, else `—`."""
+        """When the run started, `YYYY-MM-DD HH:MM:SS` (UTC), else `—`.
+
+        From its first segment (`summary.json`); a run merged from shards has none of its own: the earliest
+        first segment of the shards it was merged from (`manifest.json` `merged_from`) that are still there; else the
+        manifest's (results') mtime. One format whatever the source: the segments' `…T…Z` and a file time alike.
+        """
         for seg in self.summary().get("segments") or []:
             if seg.get("started_at"):
-                return str(seg["started_at"])
+                return shown_time(str(seg["started_at"]))
+        shards = [shown_time(str(seg["started_at"])) for d in self.manifest().get("merged_from") or [] if isinstance(d, str)
+                  for seg in (_read_json(Path(d) / store.SUMMARY).get("segments") or [])[:1] if isinstance(seg, dict) and seg.get("started_at")]
+        if shards:
+            return min(shards)
         for name in (store.MANIFEST, store.RESULTS):
             p = self.path / name
             if p.exists():
-                return datetime.fromtimestamp(p.stat().st_mtime, UTC).isoformat(timespec="seconds")
+                return datetime.fromtimestamp(p.stat().st_mtime, UTC).strftime(_TIME)
         return "—"
 
     def close(self) -> None:
@@ -93,6 +116,27 @@ def differs(a: Run, b: Run) -> str | None:
     what = [f"{pa} vs {pb}"] if pa != pb else []
     what += [f"format {xa} vs {xb}"] if xa != xb else []
     return "different datasets: " + ", ".join(what or ["other content"])
+
+
+_TIME = "%Y-%m-%d %H:%M:%S"
+
+
+def shown_time(stamp: str) -> str:
+    """An ISO time as the pages show every time: `2026-01-02T03:04:05.678Z` → `2026-01-02 03:04:05` (UTC).
+
+    Text that is no ISO time is returned as written."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC).strftime(_TIME)
+    except ValueError:
+        return stamp
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

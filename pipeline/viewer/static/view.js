@@ -1,6 +1,8 @@
 // tracejudge view: follow a run that is still being written. The page polls the run's result count
 // and, when it changes, reloads the content of <main id="live"> from the same URL (no full reload,
-// so scroll position and focus are kept). The HTML fetched is the server's own escaped page.
+// so scroll position is kept). The HTML fetched is the server's own escaped page.
+// What the reader is doing survives the reload: a filter form being edited (or holding the focus) is
+// kept as it is, and the rows whose reasons were opened (▸) stay open.
 (function () {
   var body = document.body;
   var rid = body.getAttribute('data-live-run');
@@ -8,12 +10,49 @@
   if (!rid) return;
   var last = null;
   var busy = false;
+  function edited(form) {
+    // Whether the reader changed or is in the form: its values differ from what the page was served with.
+    if (form.contains(document.activeElement)) return true;
+    return Array.prototype.some.call(form.elements, function (el) {
+      if (el.type === 'checkbox' || el.type === 'radio') return el.checked !== el.defaultChecked;
+      if (el.tagName === 'SELECT') return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
+      return el.value !== undefined && el.defaultValue !== undefined && el.value !== el.defaultValue;
+    });
+  }
+  function openRows(main) {
+    return Array.prototype.map.call(main.querySelectorAll('tr.why:not([hidden])'), function (why) {
+      var row = why.previousElementSibling;
+      return row ? [row.getAttribute('data-case'), row.getAttribute('data-trial')] : null;
+    }).filter(Boolean);
+  }
+  function reopen(main, keys) {
+    Array.prototype.forEach.call(main.querySelectorAll('tr[data-case]'), function (row) {
+      var hit = keys.some(function (k) { return k[0] === row.getAttribute('data-case') && k[1] === row.getAttribute('data-trial'); });
+      var why = row.nextElementSibling;
+      var btn = row.querySelector('button.expand');
+      if (hit && why && why.classList.contains('why')) { why.hidden = false; if (btn) btn.setAttribute('aria-expanded', 'true'); }
+    });
+  }
   function swap() {
     return fetch(location.href, {headers: {'Accept': 'text/html'}}).then(function (r) { return r.text(); }).then(function (text) {
       var doc = new DOMParser().parseFromString(text, 'text/html');
       var fresh = doc.getElementById('live');
       var main = document.getElementById('live');
-      if (fresh && main) { main.replaceChildren.apply(main, Array.prototype.slice.call(fresh.childNodes)); }
+      if (!fresh || !main) return;
+      var keys = openRows(main);
+      var nodes = Array.prototype.slice.call(fresh.childNodes);
+      var form = main.querySelector('form#filters');
+      var at = nodes.indexOf(fresh.querySelector('form#filters'));
+      if (form && form.parentNode === main && at >= 0 && edited(form)) {
+        // The form being edited stays where it is (taken out of the page, even for a moment, it would lose the
+        // focus); everything around it is the fresh page's.
+        Array.prototype.slice.call(main.childNodes).forEach(function (n) { if (n !== form) main.removeChild(n); });
+        nodes.slice(0, at).forEach(function (n) { main.insertBefore(n, form); });
+        nodes.slice(at + 1).forEach(function (n) { main.appendChild(n); });
+      } else {
+        main.replaceChildren.apply(main, nodes);
+      }
+      reopen(main, keys);
     });
   }
   function poll() {
@@ -22,7 +61,7 @@
     fetch('/api/run/' + encodeURIComponent(rid) + '/state').then(function (r) { return r.json(); }).then(function (s) {
       var grew = last !== null && s.results !== last;
       last = s.results;
-      state.textContent = s.complete ? '' : 'following the run: ' + s.results + ' results';
+      state.textContent = s.gone ? s.gone : s.complete ? '' : 'following the run: ' + s.results + ' results';
       body.setAttribute('data-results', String(s.results));
       return grew ? swap() : null;
     }).catch(function () { state.textContent = 'viewer not reachable'; }).then(function () { busy = false; });

@@ -1,0 +1,165 @@
+"""`tracejudge view` used as a demanding reader would, over HTTP on 127.0.0.1 (a real `tracejudge view` process).
+
+Filters say what they apply (`below=*`, a metric, status or tag the run does not have), every page gives times
+in one format (a run merged from shards as a normal one), and a run directory deleted or rewritten while the
+viewer is open is said to be so, or read anew: never a 500, never the old run's text.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _runs import native_case, view_server, write_config, write_dataset
+from tracejudge.entrypoints.cli import main
+
+SECRET = "sk-proj-" + "Q7wErTy8uIoP1aSdFgH2jKlZ3xCvBnM4qWeRtY5uIoPaSdF6"
+TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+
+
+def _cases(prefix: str, word: str, n: int = 8) -> list[Any]:
+    """`n` native cases `prefix-i` whose request holds `word`: every third calls one tool too few; one holds a key."""
+    out: list[Any] = []
+    for i in range(n):
+        c = native_case(f"{prefix}-{i}", ["lookup", "book"], ["lookup", "book"] if i % 3 else ["lookup"], tags=[f"{prefix}-tag", f"g{i % 2}"])
+        c["input"] = f"{word} request {i}"
+        out.append(c)
+    out[1]["trace"]["steps"][0]["tool_calls"][0]["arguments"] = {"api_key": SECRET, "note": f"token {SECRET} here"}
+    return out
+
+
+def get(url: str) -> tuple[int, str]:
+    """(status, body) of a GET; an HTTP error's status and page, not an exception."""
+    try:
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def matching(page: str) -> int:
+    return int(re.search(r'id="n-matching">(\d+)<', page).group(1))
+
+
+def selected(page: str, name: str) -> str:
+    """The label of the option shown selected in the filter form's select `name`."""
+    select = re.search(rf'<select name="{name}"[^>]*>(.*?)</select>', page, re.S).group(1)
+    return re.search(r"<option [^>]*selected>([^<]*)</option>", select).group(1)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`alpha` (8 native cases), its two shards merged into `merged`, and `zebra`, a run of other cases."""
+    tmp = tmp_path_factory.mktemp("usability")
+    out: dict[str, Path] = {}
+    for name, word in (("alpha", "alpine"), ("zebra", "zebracrossing")):
+        data = write_dataset(tmp / f"{name}.jsonl", _cases(name, word))
+        cfg = write_config(tmp / f"{name}.yaml", data, tmp / name)
+        assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+        out[name] = tmp / name
+    cfg = tmp / "alpha.yaml"
+    for i in (1, 2):
+        assert main(["run", str(cfg), "--no-progress", "--shard", f"{i}/2"]) in (0, 1)
+    assert main(["report", str(tmp / "alpha-shard-1-of-2"), str(tmp / "alpha-shard-2-of-2"), "--out", str(tmp / "merged")]) in (0, 1)
+    out["merged"] = tmp / "merged"
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(runs: dict[str, Path]) -> Iterator[str]:
+    with view_server(str(runs["alpha"]), str(runs["merged"])) as url:
+        yield url
+
+
+def test_below_any_metric_and_a_metric_the_run_lacks(server: str) -> None:
+    status, page = get(server + "/run/alpha/cases")
+    total = matching(page)
+    assert status == 200 and total == 8
+    # "Not filtered" is what the empty choice says: not "any metric", which reads as "failed on any metric".
+    assert selected(get(server + "/run/alpha/cases?below=")[1], "below") == "— (not filtered)"
+    failed_any = matching(get(server + "/run/alpha/cases?status=failed")[1])
+    page = get(server + "/run/alpha/cases?below=*")[1]
+    assert 0 < matching(page) == failed_any < total  # every result with a failed verdict, on whichever metric
+    assert selected(page, "below") == "any metric failed"
+    assert len(re.findall(r"<tr data-case=", page)) == matching(page)
+    assert all('class="chip fail"' in row for row in re.findall(r"<tr data-case=.*?</tr>", page, re.S))
+    # A metric this run does not have (a link from another run): nothing is below it, and the page says why.
+    page = get(server + "/run/alpha/cases?below=writes_exact")[1]
+    assert matching(page) == 0
+    assert "this run has no metric writes_exact (its metrics: tc, traj)" in page
+    assert selected(page, "below") == "writes_exact (not in this run)"
+
+
+def test_a_filter_value_the_run_lacks_is_shown_as_applied(server: str) -> None:
+    page = get(server + "/run/alpha/cases?status=target_error")[1]
+    assert matching(page) == 0
+    assert selected(page, "status") == "target_error (not in this run)"  # not "any status" over an empty table
+    assert "status=target_error: no result of this run has that status." in page
+    page = get(server + "/run/alpha/cases?tag=no-such-tag")[1]
+    assert matching(page) == 0 and selected(page, "tag") == "no-such-tag (not in this run)"
+    page = get(server + "/run/alpha/cases?sort=no-such-column")[1]
+    assert matching(page) == 8 and selected(page, "sort") == "case id"  # the order applied, not an option for it
+
+
+def test_merged_and_normal_runs_give_their_start_in_one_format(server: str) -> None:
+    page = get(server + "/?list")[1]
+    started = dict(re.findall(r'<tr data-run="([^"]+)">(?:<td.*?</td>){6}<td>([^<]*)</td>', page))
+    assert set(started) == {"alpha", "merged"}
+    assert all(TIME.match(t) for t in started.values()), started
+    for rid in ("alpha", "merged"):
+        head = re.search(r"started ([^·]*) UTC ·", get(server + f"/run/{rid}")[1])
+        assert head is not None and TIME.match(head.group(1)), rid
+
+
+def test_a_key_in_a_tool_argument_is_never_shown(server: str) -> None:
+    pages = [get(server + "/run/alpha/case?id=alpha-1")[1], get(server + "/run/alpha/cases")[1], get(server + "/run/alpha/cases?q=alpha-1")[1]]
+    assert "api_key" in pages[0] and "[REDACTED]" in pages[0]
+    assert not any(SECRET in p or SECRET[8:30] in p for p in pages)
+    assert matching(get(server + f"/run/alpha/cases?q={SECRET[8:30]}")[1]) == 0
+
+
+def _wait(what: str, check: Any, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def test_a_run_directory_deleted_under_the_viewer(runs: dict[str, Path], tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    shutil.copytree(runs["alpha"], victim, ignore=shutil.ignore_patterns("view.idx*"))
+    with view_server(str(victim), str(runs["zebra"])) as url:
+        assert matching(get(url + "/run/victim/cases")[1]) == 8
+        shutil.rmtree(victim)
+        for path in ("/run/victim", "/run/victim/cases", "/run/victim/case?id=alpha-0", "/diff?a=victim&b=zebra"):
+            status, page = get(url + path)
+            assert status == 410, (path, status, page[:300])
+            assert "is not there any more" in page and "Traceback" not in page
+        page = get(url + "/?list")[1]
+        row = re.search(r'<tr data-run="victim"[^>]*>.*?</tr>', page, re.S).group(0)
+        assert "gone:" in row and ">8<" not in row  # no counts of results that are not there
+        assert get(url + "/run/zebra/cases")[0] == 200
+
+
+def test_a_run_directory_rewritten_under_the_viewer(runs: dict[str, Path], tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    shutil.copytree(runs["alpha"], target, ignore=shutil.ignore_patterns("view.idx*"))
+    with view_server(str(target)) as url:
+        _wait("the alpha cases' text is indexed", lambda: matching(get(url + "/run/target/cases?q=alpine")[1]) == 8)
+        assert "alpine request 0" in get(url + "/run/target/case?id=alpha-0")[1]
+        for name in ("manifest.json", "summary.json", "results.jsonl"):  # another run written over it
+            shutil.copy(runs["zebra"] / name, target / f"{name}.new")
+            (target / f"{name}.new").replace(target / name)
+        assert matching(get(url + "/run/target/cases")[1]) == 8
+        # The new run's dataset text is read again: search finds its words, the case page its trace.
+        _wait("the rewritten run's text is indexed", lambda: matching(get(url + "/run/target/cases?q=zebracrossing")[1]) == 8)
+        assert matching(get(url + "/run/target/cases?q=alpine")[1]) == 0
+        page = get(url + "/run/target/case?id=zebra-0")[1]
+        assert "zebracrossing request 0" in page and "has no readable record" not in page

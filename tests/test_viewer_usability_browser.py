@@ -1,0 +1,111 @@
+"""`tracejudge view` in Debian's headless Chromium, as a reader uses it: a run followed while being written keeps what
+the reader is doing (a search being typed, the reasons opened), and a window of 800×600 breaks no word, number or
+badge in two and puts a case above its baseline rather than beside it.
+
+Every wait is for a condition on the page, never for time.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _runs import view_server, write_config, write_dataset
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+from test_viewer import browser, needs_chromium, no_overflow  # noqa: F401  (browser: the shared fixture)
+from test_viewer_usability import _cases
+from tracejudge.entrypoints.cli import main
+
+pytestmark = needs_chromium
+
+# How many lines the text of each element matching the selector takes (one rectangle per line box of its text).
+LINES_JS = """
+return [...document.querySelectorAll(arguments[0])].filter(el => el.offsetParent !== null).map(el => {
+  const r = document.createRange();
+  r.selectNodeContents(el);
+  const tops = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
+  return [el.textContent.trim(), tops.size];
+});
+"""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`alpha` (8 native cases), `alpha-again` (the same dataset: a baseline), `live` (3 of alpha's results; `rest` the others)."""
+    tmp = tmp_path_factory.mktemp("usability-browser")
+    data = write_dataset(tmp / "alpha.jsonl", _cases("alpha", "alpine"))
+    out: dict[str, Path] = {}
+    for name in ("alpha", "alpha-again"):
+        assert main(["run", str(write_config(tmp / f"{name}.yaml", data, tmp / name)), "--no-progress"]) in (0, 1)
+        out[name] = tmp / name
+    live = tmp / "live"
+    live.mkdir()
+    shutil.copy(out["alpha"] / "manifest.json", live)
+    lines = (out["alpha"] / "results.jsonl").read_bytes().splitlines(keepends=True)
+    (live / "results.jsonl").write_bytes(b"".join(lines[:3]))
+    out["live"], out["rest"] = live, tmp / "rest.jsonl"
+    out["rest"].write_bytes(b"".join(lines[3:]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(runs: dict[str, Path]) -> Iterator[str]:
+    with view_server(str(runs["alpha"]), str(runs["live"]), "--baseline", str(runs["alpha-again"])) as url:
+        yield url
+
+
+@pytest.fixture
+def narrow(browser: Any) -> Iterator[Any]:  # noqa: F811
+    """The browser with an 800×600 viewport."""
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 800, "height": 600, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        yield browser
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_following_a_run_keeps_the_search_being_typed_and_the_reasons_opened(server: str, browser: Any, runs: dict[str, Path]) -> None:  # noqa: F811
+    browser.get(server + "/run/live/cases")
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-results") == "3")
+    first = browser.find_element(By.CSS_SELECTOR, "#cases tbody tr[data-case]")
+    first.find_element(By.CSS_SELECTOR, "button.expand").click()
+    key = first.get_attribute("data-case")
+    box = browser.find_element(By.ID, "f-q")
+    box.send_keys("alpine req")  # typing, not submitted yet, when the run writes more results
+    with open(runs["live"] / "results.jsonl", "ab") as fh:
+        fh.write(runs["rest"].read_bytes())
+    WebDriverWait(browser, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: d.find_element(By.ID, "n-matching").text == "8")
+    assert browser.find_element(By.ID, "f-q").get_attribute("value") == "alpine req"
+    assert browser.execute_script("return document.activeElement.id") == "f-q"
+    row = browser.find_element(By.CSS_SELECTOR, f'#cases tbody tr[data-case="{key}"]')
+    why = row.find_element(By.XPATH, "following-sibling::tr[1]")
+    assert "why" in why.get_attribute("class") and why.is_displayed()  # the reasons opened before stay open
+    assert row.find_element(By.CSS_SELECTOR, "button.expand").get_attribute("aria-expanded") == "true"
+
+
+def test_800x600_breaks_no_word_number_or_badge(server: str, narrow: Any) -> None:
+    narrow.get(server + "/?list")
+    broken = [t for t, n in narrow.execute_script(LINES_JS, "#runs th, #runs .badge, #runs td.num") if n > 1]
+    assert broken == [], broken  # "resul|ts", "PA|SS"
+    no_overflow(narrow)
+    narrow.get(server + "/run/alpha/cases")
+    broken = [t for t, n in narrow.execute_script(LINES_JS, "#cases td.num, #cases .chip, #cases th[data-sort=trial]") if n > 1]
+    assert broken == [], broken  # "0.0|37", "tria" cut
+    no_overflow(narrow)
+
+
+def test_800x600_shows_a_case_above_its_baseline(server: str, narrow: Any) -> None:
+    narrow.get(server + "/run/alpha/case?id=alpha-0")
+    sides = narrow.find_elements(By.CSS_SELECTOR, ".sides.two .side")
+    assert [s.get_attribute("data-run") for s in sides] == ["alpha-again", "alpha"]
+    width = narrow.execute_script("return document.documentElement.clientWidth")
+    assert all(s.rect["width"] > 0.8 * width for s in sides)  # one above the other, each the page's width
+    broken = [t for t, n in narrow.execute_script(LINES_JS, "table.scores th, table.scores td.num") if n > 1]
+    assert broken == [], broken  # "va|lu|e", "1.|00|0"
+    no_overflow(narrow)
