@@ -257,3 +257,21 @@ def test_a_server_loading_its_model_is_waited_for_before_the_cache_is_read(simul
     (said,) = {json.dumps(c["served_model"]) for c in index(tmp_path / "cache")}
     assert json.loads(said)["name"] == "qwen2.5-7b-instruct-q4_k_m.gguf"
     assert sum("is loading its model" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_server_with_one_slot_is_sent_one_request_at_a_time_so_none_times_out_in_its_queue(simulator, tmp_path):
+    # llama-server started with one slot (`--parallel 1`, its `/props` says `total_slots: 1`) computes one request at a
+    # time and queues the rest. With limits.max_in_flight 64 the requests at the back of its queue ran out of
+    # judge.timeout_s unanswered (each takes 0.4 s here, the timeout is 1.5 s, 8 cases), closed the gate as a slow
+    # server and ended their cases `timeout`. Sent one at a time, each is timed from when the server works on it.
+    sim = simulator(served=Weights("llama.cpp", f"{HOME}/one-slot.gguf"), slots=1, latency_ms=400)
+    data = cases(tmp_path / "c.jsonl", 8)
+    for cache in (True, False):  # (the slots are asked for with or without a cache)
+        cfg = config(tmp_path, sim.url + "/v1", "judge", data, f"run-{cache}").model_copy(deep=True)
+        cfg.judge.timeout_s, cfg.judge.max_attempts = 1.5, 1
+        cfg.cache.enabled = cache
+        outcome = anyio.run(lambda: runner.run(cfg))
+        got = results(tmp_path, f"run-{cache}")
+        assert [r["status"] for r in got] == ["ok"] * 8, [r["error"] for r in got]
+        assert outcome.summary["judge"]["timeouts"] == 0
+    assert sim.sim.queued_peak == 0  # nothing ever waited in the server's queue

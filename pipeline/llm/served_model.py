@@ -32,6 +32,9 @@ the probes, to the judge's own host only), only scalar fields of the expected ty
 kept in clear — the server's kind and the weights' name, a basename of any path, redacted, at most
 `MAX_NAME` characters — is all a cache index or a report ever shows. Paths and digests go into the
 component's `sha256` only.
+
+The same replies say how many requests llama.cpp computes at once (`slots_of`: `/props` `total_slots`); the judge
+sends no more than that at a time (`stages.judge.calls.served`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import anyio
 from tracejudge.llm.redact import redact
 from tracejudge.llm.replies import read_capped
 
-__all__ = ["MAX_BYTES", "MAX_NAME", "PROBE_TIMEOUT_S", "Learnt", "describe", "identity", "learn", "probe_urls", "self_hosted"]
+__all__ = ["MAX_BYTES", "MAX_NAME", "PROBE_TIMEOUT_S", "Learnt", "describe", "identity", "learn", "probe_urls", "self_hosted", "slots_of"]
 
 PROBE_TIMEOUT_S = 2.0  # all endpoints together: a server on the same machine or network answers in milliseconds
 MAX_BYTES = 1 << 20  # per endpoint: llama.cpp's /props with its chat template, or Ollama's list of hundreds of tags, fit
@@ -98,12 +101,24 @@ def probe_urls(base_url: str) -> dict[str, str]:
 
 class Learnt(NamedTuple):
     """What `learn` found: the `served_model` `component` (`None`: not identified), whether any endpoint `answered`
-    HTTP at all (`False`: nothing there, or nothing in time), and whether one said the server is `loading` (503, as
-    llama.cpp answers while it loads its model)."""
+    HTTP at all (`False`: nothing there, or nothing in time), whether one said the server is `loading` (503, as
+    llama.cpp answers while it loads its model), and `slots`: how many requests the server computes at once when it
+    says (`slots_of`), else `None`."""
 
     component: dict[str, Any] | None
     answered: bool
     loading: bool
+    slots: int | None = None
+
+
+def slots_of(bodies: dict[str, Any]) -> int | None:
+    """How many requests the server computes side by side, from the decoded replies `bodies` (by `probe_urls` name):
+    llama.cpp's `/props` `total_slots` (its `--parallel`; a request beyond them waits in the server's queue, where
+    `judge.timeout_s` runs out while nothing is computed for it). `None` when no reply says (vLLM and TGI batch
+    requests as they come; Ollama does not tell its `OLLAMA_NUM_PARALLEL`). Never raises."""
+    props = bodies.get("props")
+    slots = props.get("total_slots") if isinstance(props, dict) else None
+    return slots if type(slots) is int and 1 <= slots <= 1 << 16 else None
 
 
 async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Iterable[str | None] = (),
@@ -139,7 +154,7 @@ async def learn(base_url: str, model: str, headers: dict[str, str], secrets: Ite
             async with anyio.create_task_group() as tg:
                 for name, url in urls.items():
                     tg.start_soon(get, session, name, url)
-    return Learnt(identity(model, bodies, secrets), bool(statuses), 503 in statuses)
+    return Learnt(identity(model, bodies, secrets), bool(statuses), 503 in statuses, slots_of(bodies))
 
 
 def identity(model: str, bodies: dict[str, Any], secrets: Iterable[str | None] = ()) -> dict[str, Any] | None:

@@ -113,7 +113,7 @@ def add_served_routes(app: web.Application, sim: Sim) -> None:
             return missing(request)
         return web.json_response({
             "default_generation_settings": {"n_ctx": 8_192, "params": {"temperature": 0.8, "top_k": 40, "top_p": 0.95}},
-            "total_slots": 4, "model_alias": w.listed, "model_path": w.path, "chat_template": w.chat_template,
+            "total_slots": sim.config.slots or 4, "model_alias": w.listed, "model_path": w.path, "chat_template": w.chat_template,
             "modalities": {"vision": False, "audio": False}, "build_info": "b0000-simulator", "bos_token": "<s>", "eos_token": "</s>"})
 
     async def tags(request: web.Request) -> web.Response:

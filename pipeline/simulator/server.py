@@ -50,7 +50,9 @@ and what it cost), so any window can be recounted.
 
 `max_concurrency` C makes the server slow down past C requests in flight,
 as a GPU server does: a request arriving with n in flight takes
-`latency_ms` × max(1, n / C), so throughput stops growing at C.
+`latency_ms` × max(1, n / C), so throughput stops growing at C. `slots` S
+makes it compute at most S requests at once, as llama.cpp's `--parallel`
+does: the others wait in its queue before their `latency_ms` starts.
 
 Faults: with probability `error_rate` a request gets one of a 500, a hang
 longer than any sane client timeout (`hang_s`), or a truncated reply
@@ -221,12 +223,21 @@ def build_app(config: SimConfig) -> web.Application:
             headers = {**sim.headers(anthropic), "retry-after": str(math.ceil(wait)), "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
             return error_response(429, "rate_limit_error", f"rate limit reached; retry in {wait:.3f}s", headers, anthropic)
 
+        gate = sim.slot()
+        if gate is not None:  # no free slot: the request waits in the server's queue, computing nothing
+            sim.queued_peak = max(sim.queued_peak, sim.in_flight + 1 - config.slots)  # type: ignore[operator]
         sim.in_flight += 1
         try:
-            if config.latency_ms:
-                # Past `max_concurrency` in flight the server shares its capacity, as a GPU server does.
-                crowd = sim.in_flight / config.max_concurrency if config.max_concurrency else 1.0
-                await asyncio.sleep(config.latency_ms / 1000 * max(1.0, crowd))
+            if gate is not None:
+                await gate.acquire()
+            try:
+                if config.latency_ms:
+                    # Past `max_concurrency` in flight the server shares its capacity, as a GPU server does.
+                    crowd = sim.in_flight / config.max_concurrency if config.max_concurrency else 1.0
+                    await asyncio.sleep(config.latency_ms / 1000 * max(1.0, crowd))
+            finally:
+                if gate is not None:
+                    gate.release()
         finally:
             sim.in_flight -= 1
         if fault == "500":

@@ -36,6 +36,9 @@ class SimConfig:
     window: Literal["bucket", "strict"] = "bucket"
     rate_headers: bool = True
     max_concurrency: int | None = None
+    # Computes at most this many requests at once, as llama.cpp's `--parallel` slots (its `/props` `total_slots`):
+    # the others wait in the server's queue, and their `latency_ms` starts when a slot frees.
+    slots: int | None = None
     window_s: float = 60.0
     book: Literal["arrival", "reply"] = "arrival"
     limit_count: Literal["usage", "chars"] = "usage"
@@ -91,6 +94,8 @@ class Sim:
         self.limits = Limits(config.rpm, config.tpm, config.window, config.window_s, config.book)
         self.serial = 0
         self.in_flight = 0
+        self.queued_peak = 0  # the most requests waiting for a slot at once (`SimConfig.slots`)
+        self._slot_gate: Any = None  # an asyncio.Semaphore of `slots`, made in the server's loop (`slot`)
         self.prefix_cache = PrefixCache(config.prefix_cache)
         self.flaws = Flaws(config.seed, config.agreement, config.noise, config.position_bias)
         self.served: Weights | None = None
@@ -104,6 +109,16 @@ class Sim:
         if weights is not None:
             self.config.seed, self.config.yes_share = weights.seed, weights.yes_share
             self.flaws = Flaws(weights.seed, self.config.agreement, self.config.noise, self.config.position_bias)
+
+    def slot(self) -> Any:
+        """The server's slots (`SimConfig.slots`) as an asyncio semaphore, made on first use in the running loop; None: unlimited."""
+        if self.config.slots is None:
+            return None
+        if self._slot_gate is None:
+            import asyncio
+
+            self._slot_gate = asyncio.Semaphore(self.config.slots)
+        return self._slot_gate
 
     # ----------------------------------------------------------------- faults
 

@@ -141,6 +141,10 @@ class Judge:
         self._sending: dict[int, float] = {}
         self._backoff: dict[int, tuple[float, str]] = {}
         self._at_gate = 0  # requests waiting at the server's gate (`calls.gate`): down or too slow
+        # The server's slots when it says how many requests it computes at once (`calls.served`): none sent beyond them.
+        self.slots: anyio.Semaphore | None = None
+        self.slot_count = 0
+        self._slot_waiting = 0
         self._queued = 0
         self.usage_problem_told = False  # (`calls.sending.estimate_usage`: implausible usage is warned about once a judge)
         self.prompt_cut_told = False  # (`calls.prompt_cut`: a server cutting prompts is warned about once a judge)
@@ -203,6 +207,8 @@ class Judge:
             wake = max(0.0, min(until for until, _ in self._backoff.values()) - now)
             parts.append(f"{len(self._backoff)} in back-off after {' / '.join(k for k, _ in why.most_common())}"
                          f" (next retry in {wake:.0f} s)")
+        if self._slot_waiting and self.slots is not None:
+            parts.append(f"{self._slot_waiting} waiting for a free slot of the server ({self.slot_count} computed at a time)")
         gate = getattr(self, "_gate", None)
         if self._at_gate and gate is not None:
             parts.append(gate.activity(self._at_gate, now))
@@ -251,7 +257,7 @@ class Judge:
     _before_sleep = sending.before_sleep
     _wait = sending.wait
     _stop = sending.stop
-    _attempt = sending.attempt
+    _attempt = sending.attempt_in_slot
     _batch_call = sending.batch_call
     _estimate_usage = sending.estimate_usage
     call = sending.call

@@ -68,6 +68,26 @@ def stop(self: Judge, exc: ProviderError, attempts: int, timeouts: int, slept: f
     return attempts >= self.cfg.max_attempts or timeouts > 1 or slept + pause > self.cfg.max_retry_wait_s
 
 
+async def attempt_in_slot(self: Judge, payload: dict[str, Any], estimate: int, body: bytes | None = None,
+                          trying: bool = False, retry: bool = False) -> Reply:
+    """`attempt`, once one of the server's slots is free when it said how many it has (`Judge.slots`, `calls.served`).
+
+    Waiting here, before the rate limiter's admission, spends no RPM/TPM and runs no `judge.timeout_s`.
+    """
+    slots = self.slots
+    if slots is None:
+        return await attempt(self, payload, estimate, body, trying, retry)
+    self._slot_waiting += 1
+    try:
+        await slots.acquire()
+    finally:
+        self._slot_waiting -= 1
+    try:
+        return await attempt(self, payload, estimate, body, trying, retry)
+    finally:
+        slots.release()
+
+
 async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: bytes | None = None, trying: bool = False,
                   retry: bool = False) -> Reply:
     """One attempt (`trying`: it is the one request trying the closed gate; `retry`: an earlier attempt failed).

@@ -13,6 +13,9 @@ Then, for a self-hosted server:
 - it answers, but nothing identifies its weights: the key is the one such a request always had.
 
 The last two warn once a run: a weight swap behind the same name would be answered from the cache.
+
+A server that says how many requests it computes at once (llama.cpp's `/props` `total_slots`) is sent no more than
+that at a time (`_fit_slots`), with or without a cache.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ async def learn_served(self: Judge) -> None:
         if self.served_learnt:
             return
         try:
-            if self.cache is not None and self.cfg.provider != "simulator" and served_model.self_hosted(self.cache_base_url):
+            if self.cfg.provider != "simulator" and served_model.self_hosted(self.cache_base_url):
                 self.served_model = await _ask(self)
         finally:
             self.served_learnt = True
@@ -66,6 +69,10 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
                         max_retry_wait_s=cfg.max_retry_wait_s)
         await anyio.sleep(wait)
         wait = min(2 * wait, LAST_TRY_S)
+    if got.slots is not None:
+        _fit_slots(self, got.slots, where)
+    if self.cache is None:  # (asked for its slots alone: a run without a cache keys nothing)
+        return None
     raw: Any = getattr(self.cache, "raw", self.cache)
     if got.component is not None:
         log.info("judge server weights", url=where, model=cfg.model, served=served_model.describe(got.component))
@@ -83,6 +90,22 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
                 "a swap, clear the cache or use another cache.dir", url=where, model=cfg.model,
                 **({} if got.answered else {"why": "no answer (not running yet, or not in time)"}))
     return None
+
+
+def _fit_slots(self: Judge, slots: int, where: str) -> None:
+    """Send at most `slots` requests at a time to a server that computes that many at once (llama.cpp's `--parallel`).
+
+    One sent beyond them waits in the server's queue while `judge.timeout_s` runs: with `limits.max_in_flight` 64
+    against a one-slot server, the requests at the back timed out unanswered, closed the gate as a slow server and
+    ended their cases `timeout`. Held here instead (`sending.attempt_in_slot`), a request's time limit counts only the
+    time the server works on it. The judge's own hold, not the limiter's cap: panel members may share one limiter.
+    """
+    cap = getattr(self.limiter, "max_in_flight", None)
+    if type(cap) is int and cap <= slots:
+        return
+    self.slots, self.slot_count = anyio.Semaphore(slots), slots
+    log.info("the judge server computes a few requests at once: at most that many are sent at a time", url=where,
+             total_slots=slots, max_in_flight=cap)
 
 
 def _cache_call(cache: Any, name: str, *args: Any) -> Any:
