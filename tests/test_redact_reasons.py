@@ -394,3 +394,27 @@ def test_a_password_fields_value_is_masked_whatever_its_shape() -> None:
                                    '"password_policy":"min 8","next_token":"p2"})')
     assert redact_quoted("{'client_secret': 'abc'}") == "{'client_secret': '[REDACTED]'}"  # a Python repr (smolagents)
     assert redact_quoted('curl -H "x" Bearer abcdefghijklmnop1234567890xyz') == 'curl -H "x" Bearer [REDACTED]'
+
+
+# Keys of letters alone: the bare `sk-` rule wants a digit ("sk-learn-…" is a phrase), but these prefixes say what follows.
+LETTER_KEYS = {"proj": "sk-" + "proj-" + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN", "ant": "sk-" + "ant-api-" + "QwErTyUiOpAsDfGhJkLzXcVbNm",
+               "svcacct": "sk-" + "svcacct-" + "ZyXwVuTsRqPoNmLkJiHgFeDcBa", "admin": "sk-" + "admin-" + "MnBvCxZlKjHgFdSaPoIuYtRe"}
+
+
+def test_prefixed_keys_of_letters_alone_are_masked_in_every_output(tmp_path: Path) -> None:
+    # `sk-proj-` + 40 letters in a tool argument, its expected call, a result and the output reached results.jsonl,
+    # report.md, report.html and junit.xml in clear (only keys holding a digit were masked).
+    keys = list(LETTER_KEYS.values())
+    lines = [{"id": "letters", "input": f"use {keys[0]}", "expected_output": "ok",
+              "trace": {"steps": [{"tool_calls": [{"name": "set_env", "arguments": {"value": keys[0], "other": keys[1]},
+                                                   "result": f"set {keys[2]}"}]}], "output": f"done with {keys[3]}"},
+              "expected_tool_calls": [{"name": "set_env", "arguments": {"value": keys[0], "other": "x"}}]}]
+    run_dir = _run(tmp_path, "letters", lines, "native", [{"type": "ToolCalls"}, {"type": "ExactMatch"}])
+    tails = [k[-20:] for k in keys]
+    leaked = {p.name: [t for t in tails if t in p.read_text(encoding="utf-8", errors="replace")] for p in run_dir.iterdir() if p.is_file()}
+    assert {k: v for k, v in leaked.items() if v} == {}
+    csv = _export_csv(tmp_path, run_dir)
+    assert not any(t in csv for t in tails)
+    for key in keys:
+        assert redact_quoted(f"x {key} y") == f"x {MASK} y" and redact(key) == MASK
+    assert redact_quoted("sk-learning-materials-list-for-you") == "sk-learning-materials-list-for-you"  # a phrase stays

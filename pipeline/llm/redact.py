@@ -5,6 +5,7 @@ error body or even in a 200 reply; whatever of that text is kept — a score's
 reason, `details.raw`, an error message, a log line — first goes through
 `redact`. It removes the configured key's value wherever it appears and
 anything shaped like a credential: `Bearer <token>`, `sk-…` / `sk_…` keys,
+(`sk-proj-…`, `sk-svcacct-…`, `sk-admin-…`, `sk-ant-…`, `sk-or-…` whatever their characters),
 the value after an `x-api-key` / `api-key` / `authorization` /
 `secret_access_key` / `private_key` / `password` / `passwd` / `client_secret` / `access_token` (and
 `refresh_`, `auth_`, `id_`, `bearer_token`) name, AWS access key ids (`AKIA…`, `ASIA…`), Slack tokens (`xoxb-…`), GitHub tokens (`ghp_…`,
@@ -73,6 +74,9 @@ _SHAPES = (
     r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}",  # a GitHub token
     r"\bAIza[0-9A-Za-z_-]{35,}",  # a Google API key
     r"\bhf_[A-Za-z0-9]{30,}",  # a Hugging Face token
+    # An OpenAI project, service-account or admin key, an Anthropic or OpenRouter key: the prefix alone says what it
+    # is, so one of letters only counts too (a bare `sk-` token needs a digit: "sk-learn-…" is a phrase).
+    r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin|ant|or)-[A-Za-z0-9_-]{20,}",
     # A JWT: two base64url segments of JSON objects (`{"` is `eyJ`), then the signature, when present.
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?",
     # A private key, to its END line or, in a text cut before it, to the end.
