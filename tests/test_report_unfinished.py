@@ -257,3 +257,30 @@ def test_a_configured_baseline_still_being_written_is_named_by_run_and_by_report
     for args in (("run", "run.yaml", "--no-progress", "--force"), ("report", "run")):
         done = _tj(*args, cwd=tmp_path)
         assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr
+
+
+def test_report_on_a_judged_run_killed_before_its_first_result_says_interrupted(tmp_path: Path, tau_paths) -> None:
+    # The judge answers after 30 s, so the run is killed with nothing in results.jsonl. `report` then rebuilt the judge's
+    # block from no result at all and crashed (`KeyError: 'judged_results'`, exit 3) where it should say INTERRUPTED.
+    trajectories, tasks = tau_paths
+    (tmp_path / "j.yaml").write_text(
+        f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 4}}\n"
+        "metrics: [{type: TaskCompletion}]\n"
+        "judge: {provider: simulator, model: gpt-4o-mini, simulator: {latency_ms: 30000}}\ncache: {enabled: false}\nrun: {dir: run}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "j.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "run" / "manifest.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (tmp_path / "run" / "results.jsonl").read_bytes() == b""
+    got = _tj("report", "run", cwd=tmp_path)
+    assert got.returncode == 130, got.stderr
+    assert "verdict: INTERRUPTED (resume with: tracejudge run j.yaml" in got.stdout + got.stderr
+    judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
+    assert (judge["judged_results"], judge["judge_error_results"], judge["error_share"]) == (0, 0, 0.0)

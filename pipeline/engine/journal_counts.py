@@ -172,7 +172,8 @@ def standing_judge_counts(final: dict[str, int], provisional: Iterable[str]) -> 
 
 def judge_block_with(block: dict[str, Any], counts: dict[str, Any]) -> dict[str, Any]:
     """The judge stage's summary `block` with `counts` (`standing_judge_counts`) and the share and rate made from them, keys sorted."""
-    block = {**block, **counts}
+    # (A run killed before its first result has counted nothing: no result, no judge error.)
+    block = {"judged_results": 0, "judge_error_results": 0, **block, **counts}
     judged = block["judged_results"]
     block["error_share"] = round(block["judge_error_results"] / judged, 6) if judged else 0.0
     items = block["judged_items"]
