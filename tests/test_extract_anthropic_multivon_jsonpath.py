@@ -129,12 +129,25 @@ def test_multivon_failed_calls(tmp_path: Path):
 @pytest.mark.parametrize(
     "record,field",
     # (A plain EvalCase without `agent_trace` is read: `test_multivon_plain_cases`. One with another format's fields is not.)
-    [({"id": "x", "input": "q", "trace": {"steps": []}}, "agent_trace"), ({"id": "x", "agent_trace": "steps"}, "agent_trace"), ({"id": "x", "agent_trace": [{"tool_calls": [{"arguments": {}}]}]}, "agent_trace[0].tool_calls[0].name"),
+    [({"id": "x", "input": "q", "trace": {"steps": []}}, "trace"), ({"id": "x", "input": "q", "traj": []}, "agent_trace"),
+     ({"id": "x", "agent_trace": "steps"}, "agent_trace"),
+     ({"id": "x", "input": "q", "expected_tool_call": ["a"], "agent_trace": []}, "expected_tool_call"),
+     ({"id": "x", "agent_trace": [{"tool_calls": [{"name": "a", "argumnets": {}}]}]}, "agent_trace[0].tool_calls[0].argumnets"),
+     ({"id": "x", "agent_trace": [{"outptu": "done"}]}, "agent_trace[0].outptu"), ({"id": "x", "agent_trace": [{"tool_calls": [{"arguments": {}}]}]}, "agent_trace[0].tool_calls[0].name"),
      ({"id": "x", "agent_trace": [], "expected_tool_calls": [3]}, "expected_tool_calls[0]")],
 )
 def test_multivon_bad_records(tmp_path: Path, record, field):
     (cid, err), = extract_lines(tmp_path, "multivon", [record])
     assert (cid, err.kind, err.field) == ("x", "invalid_input", field)
+    if field.rsplit(".", 1)[-1] in ("trace", "expected_tool_call", "argumnets", "outptu"):  # a misspelt field: the one meant is named
+        assert "did you mean" in err.message, err.message
+
+
+def test_multivon_case_id_is_the_id_and_id_wins(tmp_path: Path):
+    # multivon-eval's `save_jsonl` writes `case_id`; results were filed under `file:line`, so a reordered file broke resume.
+    got = extract_lines(tmp_path, "multivon", [{"case_id": "c-1", "input": "q", "agent_trace": []},
+                                               {"id": "own", "case_id": "c-2", "input": "q", "agent_trace": []}])
+    assert [c.id for c in got] == ["c-1", "own"]
 
 
 # ------------------------------------------------------------------------------------ json-path
