@@ -194,8 +194,8 @@ class Judge:
         """What the judge waits on right now, in a few words, or `None` when nothing is outstanding.
 
         E.g. `"judge: 3 replies pending (slowest 25 s), 2 in back-off after 429 (next retry in 4 s)"`, or
-        `"judge: 128 held: connection refused for 12 s, next try in 2 s, given up at 300 s
-        (judge.max_retry_wait_s)"` (`calls.gate.Gate.activity`).
+        `"judge: 128 held: connection refused for 12 s, next try in 2 s, gives up in 288 s
+        (judge.max_retry_wait_s 300 s)"` (`calls.gate.Gate.activity`).
         """
         now = time.monotonic()
         parts = []

@@ -97,9 +97,12 @@ class Gate:
         """
         # (Shortest first: a terminal's status line cuts what does not fit.)
         if self.state == "down":
-            nxt = "a try in flight" if self.trying else f"next try in {max(0.0, self.next_try - now):.0f} s"
-            return (f"{waiting} held: {self.reason()} for {now - self.since:.0f} s, {nxt}, given up at "
-                    f"{self.budget_s:.0f} s (judge.max_retry_wait_s)")
+            left = self.since + self.budget_s - now
+            # (No try is promised that the end of the wait comes before.)
+            nxt = ("a try in flight, " if self.trying else
+                   f"next try in {max(0.0, self.next_try - now):.0f} s, " if self.next_try < self.since + self.budget_s else "")
+            return (f"{waiting} held: {self.reason()} for {now - self.since:.0f} s, {nxt}gives up in {max(0.0, left):.0f} s "
+                    f"(judge.max_retry_wait_s {self.budget_s:.0f} s)")
         if self.state == "slow":
             nxt = "one request trying it" if self.trying else (
                 f"{self.in_flight} sent still awaited" if self.in_flight else "the next request tries it")
