@@ -90,8 +90,11 @@ def expand(paths: Path | Sequence[Path]) -> list[Path]:
             continue
         shards = _shard_dirs_of(p)
         if not shards:
-            raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it "
-                                  f"({_config_hint(p) or 'is it a run directory?'})")
+            if (hint := _config_hint(p)) is not None:
+                raise TracejudgeError(f"{p}: {hint}")
+            if not p.exists():
+                raise TracejudgeError(f"{p}: no such run directory (nor {p.name}-shard-I-of-N directories beside it)")
+            raise TracejudgeError(f"{p}: no {store.RESULTS} here and no {p.name}-shard-I-of-N directories beside it (is it a run directory?)")
         out.extend(shards)
     return out
 
@@ -111,7 +114,8 @@ def _config_hint(p: Path) -> str | None:
     except Exception:  # (a config that does not read: the plain question stays)
         return "a run config, not a run directory: give the directory its run.dir names"
     # Relative to the config's folder, as the run resolves it (`core.config`).
-    return f"a run config, not a run directory: its run.dir is {(p.parent / Path(run_dir).expanduser()).resolve()}"
+    where = (p.parent / Path(run_dir).expanduser()).resolve()
+    return f"a run config, not a run directory: its run.dir is {where}" + ("" if where.exists() else " (not written yet: run it first)")
 
 
 def is_merge(run_dir: Path) -> bool:
