@@ -118,7 +118,7 @@ def cases_page(run: Run, page: Page, statuses: list[str], reasons: dict[tuple[st
                     f'<tr class="why" hidden><td colspan="{ncols}">{detail}</td></tr>')
     heads = head("case", "case", "c-id") + head("trial", "trial") + '<th class="c-input">input</th>' + head("status", "status")
     heads += "".join(head(m, m, "c-metric") for m in page.metrics) + head("took s", "duration")
-    body = (f'<h1>Cases of {e(run.name)} <span class="small muted"><b id="n-matching">{page.total}</b> {'result matches' if page.total == 1 else 'results match'}.{note}</span></h1>'
+    body = (f'<h1>Cases of {e(run.name)} <span class="small muted"><b id="n-matching">{page.total}</b> {"result matches" if page.total == 1 else "results match"}.{note}</span></h1>'
             f'{_form(run, page, statuses, base)}{_notes(run, page, statuses)}'
             f'<table class="grid cases compact" id="cases"><colgroup><col class="c-id"><col class="c-trial"><col class="c-input"><col class="c-status">'
             + '<col class="c-metric">' * len(page.metrics) + f'<col class="c-dur"></colgroup><thead><tr>{heads}</tr></thead><tbody>'
