@@ -98,3 +98,15 @@ def test_pairwise_compare_with_an_unpriced_judge_says_its_cost_is_unknown(tmp_pa
     assert "cost unknown (no price for 'my-local-model'; give one under judge.prices)" in text and "$0.0000" not in text, text
     as_json = cli("compare", str(tmp_path / "a"), "--vs", str(tmp_path / "b"), "--judge", str(cfg), "--json")
     assert json.loads(as_json.stdout)["judge"]["cost_usd"] is None, as_json.stdout
+
+
+def test_a_run_the_cache_answered_whole_cost_nothing_priced_or_not() -> None:
+    # A second run of a model without a price, every answer from the cache: summary.json said $0 and the terminal
+    # "cost unknown (no price for 'judge-7b')". Nothing was sent, so nothing was billed: $0 in both.
+    from tracejudge.stages.reports.judge_lines import spend_line
+
+    cached = {"judge": {"requests": 0, "cache_hits": 5, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "priced": False,
+                        "model": "judge-7b"}}
+    assert spend_line(cached).endswith("0 input + 0 output tokens, $0.0000")
+    paid = {"judge": {**cached["judge"], "requests": 1, "input_tokens": 10, "cost_usd": None}}
+    assert "cost unknown (no price for 'judge-7b'" in spend_line(paid)
