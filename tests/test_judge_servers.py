@@ -416,3 +416,14 @@ def test_simulator_json_object_only_answers_llama_cpp_pythons_500_and_counts_tok
     status, body = post(sim.url, {"model": "gpt-4o-mini", "messages": messages, "response_format": {"type": "json_object", "schema": schema}})
     assert status == 200 and set(json.loads(body["choices"][0]["message"]["content"])) == {"TC1"}
     assert body["usage"]["prompt_tokens"] == math.ceil(counter_for("gpt-4o-mini").messages(messages) * 1.25)
+
+
+def test_estimate_after_a_run_that_got_no_reply_keeps_the_worst_case(tmp_path):
+    # The last run's server was not there (8 requests refused, none answered): its re-ask rate of 0 measured nothing,
+    # and the high end said "2–2 requests ... (0.00 extra requests per request)".
+    from tracejudge.stages.judge.estimate import last_run_rate
+
+    (tmp_path / "summary.json").write_text(json.dumps({"judge": {"requests": 8, "answered": 0, "repairs": 0, "connection_errors": 8}}))
+    assert last_run_rate(tmp_path) is None
+    (tmp_path / "summary.json").write_text(json.dumps({"judge": {"requests": 8, "answered": 8, "repairs": 2}}))
+    assert last_run_rate(tmp_path) == 2 / 6

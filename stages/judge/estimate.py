@@ -95,11 +95,15 @@ _FIELDS = ("cases", "requests", "cache_hits", "input_tokens", "output_tokens", "
 
 
 def last_run_rate(run_dir: Path) -> float | None:
-    """Repair and re-ask requests per first request in the last run of `run_dir` (its `summary.json`), or None without one."""
+    """Repair and re-ask requests per first request in the last run of `run_dir` (its `summary.json`), or None without one,
+    or when that run got no reply at all (a server that was not there measured no rate: 0 re-asks would be a guess)."""
     try:
         judge = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("judge") or {}
         extra = sum(int(judge.get(k) or 0) for k in ("repairs", "parts_reasked_alone", "items_reasked_alone"))
         first = int(judge.get("requests") or 0) - extra
+        answered = judge.get("answered")
+        if answered is not None and int(answered) <= 0:
+            return None
     except (OSError, ValueError, TypeError, AttributeError):
         return None
     return extra / first if first > 0 else None
