@@ -4,7 +4,8 @@ A JSON array read as `openai-messages` (one record per line) made 53,013 `invali
 results, one per line of the file, and nothing else. One bad record must never stop a run,
 so the check is on a whole run of them: when the first `FIRST` records are all invalid and
 none is valid, the run is refused with a config error naming the file, the first problem
-and the formats under which the same records do read.
+and the formats under which the same records do read. A shorter file none of whose records
+reads is refused the same way when another format reads them.
 
 A format whose file is one document (`Format.whole_file`: τ-bench's JSON array, a τ²-bench
 results object, OTLP exports) has no run of lines to wait for: a native JSON Lines file read as
@@ -177,11 +178,16 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         raise ConfigError(f"dataset.path: {dataset.path}: cannot be read ({os_error(exc)})") from None
     if bad is not None and (bad[0] == 0 or (fmt.whole_file and not head)):  # else the run ended with exit status 1, as if scores had failed
         raise ConfigError(no_records(fmt, dataset))
-    if bad is None or (bad[0] < FIRST and not fmt.whole_file):
+    if bad is None:
         return
     seen, err = bad
-    where = f"{err.file}:{err.line}" if err.line else str(err.file or dataset.path)
+    # A file of fewer than `FIRST` records, none of which reads (a first try of three records under the wrong format):
+    # refused too, but only when another format does read them; else each record's own error says what is wrong.
+    short = seen < FIRST and not fmt.whole_file
     others = formats_that_read(dataset, fmt.name)
+    if short and not [o for o in others if o != _ANY_OBJECT]:
+        return
+    where = f"{err.file}:{err.line}" if err.line else str(err.file or dataset.path)
     if fmt.name != "native" and others in ([], [_ANY_OBJECT]) and _looks_native(head):
         hint = ("they are tracejudge's own records (format 'native': keys such as id, input, trace), but not one reads there "
                 "either: set dataset.format: native, then mend the records where its errors say")
@@ -198,7 +204,7 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         hint = "the file's JSON is broken where the error says: mend it there"
     else:
         hint = "check that dataset.format names the file's format (`tracejudge list formats`)"
-    if seen < FIRST:  # a whole-file format: every record of the file was read
+    if seen < FIRST:  # every record of the file was read (a whole-file format, or a short file)
         count = "" if seen == 1 else f"all {seen} of its records are invalid, the first: "
         raise ConfigError(f"dataset.path: {dataset.path}: no record of it reads as format {fmt.name!r} ({count}{where}: {err.message}); "
                           f"the file is {_holds(head)}; {hint}")
