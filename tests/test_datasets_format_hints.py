@@ -76,3 +76,16 @@ def test_a_tasks_files_warnings_are_said_once_with_or_without_fresh(tmp_path, ta
         assert done.returncode == 0, done.stderr
         said = [json.loads(line) for line in done.stderr.splitlines() if "unreadable task skipped" in line]
         assert len(said) == 1 and said[0]["line"] == text.count("\n", 0, text.rindex("{", 0, at)) + 1, done.stderr
+
+
+def test_a_short_file_under_the_wrong_format_gets_the_hint_and_broken_records_their_own_errors(tmp_path):
+    # Three native records read as openai-messages were three invalid_input results and exit 1, with no word of the
+    # format they are (150 of them were refused with the hint).
+    got = _run(tmp_path, REPO / "examples" / "data" / "cases.jsonl", "openai-messages")
+    assert got.returncode == 2, got.stderr
+    assert "all 3 of its records are invalid" in got.stderr and "they read as format 'native': set dataset.format" in got.stderr
+    # Records no format reads stay results of their own (each error says what is wrong), short file or not.
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join(json.dumps({"id": f"b{i}", "trace": {"steps": "not a list"}}) + "\n" for i in range(3)))
+    got = _run(tmp_path, broken, "native")
+    assert got.returncode == 1 and "Config error" not in got.stderr, got.stderr
