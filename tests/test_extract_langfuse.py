@@ -82,7 +82,9 @@ def test_a_page_of_the_v2_observations_api(tmp_path: Path) -> None:
     path = tmp_path / "page.jsonl"
     path.write_text(json.dumps({"data": observations, "meta": {"cursor": None}}) + "\n")
     case = only_case(path, "langfuse")
-    assert case.id == "tr-1" and case.input == QUESTION and case.trace.output == ANSWER
+    # a trace with a `sessionId` is its conversation's case, named by the session (`group_by: conversation`)
+    assert case.id == "sess-9" and case.metadata["langfuse"]["traces"] == ["tr-1"] and case.input == QUESTION and case.trace.output == ANSWER
+    assert only_case(path, "langfuse", group_by="trace").id == "tr-1"
     assert [(c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == [
         ("get_weather", {"city": "Paris"}, "sunny, 21 C", None), ("get_weather", {"city": "Tokyo"}, "rainy, 14 C", None),
         ("cancel_order", {"order_id": "#W9"}, None, "order #W9 not found")]
@@ -121,8 +123,9 @@ def test_malformed_traces_cost_one_record_each(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join([json.dumps(_trace()), json.dumps({"id": "t2"}), json.dumps(broken), "[1]"]) + "\n")
     results = extract(path, "langfuse")
-    assert isinstance(results[0], Case)
-    errors = [r[1] for r in results[1:]]
+    # (the good trace has a `sessionId`: its conversation comes after the records read alone)
+    assert [isinstance(r, Case) for r in results] == [False, False, False, True]
+    errors = [r[1] for r in results[:-1]]
     assert [(e.kind, e.line, e.field) for e in errors] == [("invalid_input", 2, "observations"), ("invalid_input", 3, "observations[2].type"),
                                                            ("invalid_input", 4, None)]
 

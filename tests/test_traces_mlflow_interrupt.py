@@ -22,9 +22,9 @@ MLFLOW = DATA / "mlflow-ask-date.mlflow.jsonl"
 REQUEST, QUESTION, ANSWER, FINAL = "Book me the cheapest JFK to SFO flight.", "Which date do you want?", "June 3", "Booked HAT170 on June 3 for $320."
 
 
-def extract(path: Path, fmt_name: str) -> list[Case | tuple]:
+def extract(path: Path, fmt_name: str, **options: str) -> list[Case | tuple]:
     fmt = registry.format_for(fmt_name)
-    ds = DatasetConfig(path=path, format=fmt_name, options={})
+    ds = DatasetConfig(path=path, format=fmt_name, options=options)
     ctx = fmt.prepare(ds)
     return [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
 
@@ -47,7 +47,11 @@ def test_the_paused_run_and_its_resume_are_one_case_as_under_otel() -> None:
     assert facts(case)["said"] == [(0, REQUEST), (1, ANSWER)] and facts(case)["output"] == FINAL
     assert facts(case)["turn_texts"] == [(REQUEST, QUESTION, [0, 1]), (ANSWER, FINAL, [1, 2])]
     ids = [json.loads(line)["info"]["trace_id"] for line in MLFLOW.read_text().splitlines()]
-    assert case.id == ids[0] and case.metadata["mlflow"]["traces"] == ids and case.metadata["mlflow"]["session"] == "thread-dates"
+    # the session's traces are one conversation (`group_by: conversation`), named by the session; read per trace, the
+    # resume still joins the run it resumes, under the first trace's id
+    assert case.id == "thread-dates" and case.metadata["mlflow"]["traces"] == ids and case.metadata["mlflow"]["session"] == "thread-dates"
+    (by_trace,) = extract(MLFLOW, "mlflow", group_by="trace")
+    assert by_trace.id == ids[0] and by_trace.metadata["mlflow"]["traces"] == ids and facts(by_trace) == facts(case)
     assert "errors" not in case.metadata["mlflow"] and "run_error" not in case.metadata  # the pause is no error
     text = TaskCompletion().plan(case).render(0)
     assert text.index(f"output: {QUESTION}") < text.index(f"User 2: {ANSWER}") < text.index(f"output: {FINAL}")

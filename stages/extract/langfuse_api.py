@@ -56,21 +56,50 @@ is left out, not the others' sum (which is also what `totalCost` holds), and
 `metadata.requests_without_usage` does for tokens. A request's cost is its own
 or that of a generation nested in it; when no request has one, `totalCost`
 stands as before.
+
+Conversations (`group_by`, option): Langfuse's `sessionId` groups the traces of
+one multi-turn conversation. Under `group_by: conversation` (the default) the
+traces of one `sessionId` are one case, its turns in the order they started
+(`timestamp`, else their first observation's start), its id the `sessionId`,
+`metadata.langfuse.traces` their ids, their tags joined, cost and latency summed
+(a trace without any cost beside others with one leaves the cost unknown, its
+requests counted in `requests_without_cost`); a trace without `sessionId` is a
+case of its own, as every trace is under `group_by: trace`. See
+`conversation_groups` for how the traces are held and what is refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
+from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Refused, Seen, conversation_parts, group_lines, join_spans,
+                                                           merged, total)
+from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
+from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import as_int
+from tracejudge.stages.load import RawRecord
 
-__all__ = ["adapt"]
+__all__ = ["Options", "adapt", "read"]
+
+
+class Options(BaseModel):
+    """`dataset.options` of `langfuse`.
+
+    `group_by`: `conversation` (default: the traces of one `sessionId` are one case) or `trace` (one case per trace).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_by: GROUP_BY = "conversation"
 
 _META_KEYS = ("name", "sessionId", "userId", "release", "version", "environment", "metadata")
 
@@ -130,13 +159,39 @@ def _attrs(obs: dict[str, Any], kind: str) -> dict[str, Any]:
     return attrs
 
 
-def adapt(payload: Any, options: Any = None) -> Case:
-    """Turn one API trace (with `observations`) into a `Case` (see the module docstring).
+def read(dataset: Any) -> Iterator[RawRecord]:
+    """One record per line (`group_by: trace`), or per conversation: the traces of one `sessionId` as one (`conversation_groups`).
 
-    Raises `AdapterError` naming the field (`observations[2].type`) for an
-    observation without id or type.
+    A line that does not decode is yielded as it is, for `adapt` to name its problem; `dataset.limit` counts records.
     """
-    record, default_id = decode_line(payload)
+    if Options.model_validate(dataset.options or {}).group_by == "trace":
+        yield from read_lines(dataset)
+        return
+    yield from group_lines(dataset, "sessionId", b'"sessionId"', _seen)
+
+
+def _seen(record: dict[str, Any]) -> Seen | None:
+    """The trace id, `sessionId`, start and readability of a decoded line (a v2 page's from its root observation)."""
+    try:
+        _checked(record, "record")
+        readable = True
+    except AdapterError:
+        readable = False  # a case of its own, whose error `adapt` gives
+    if "observations" not in record and isinstance(record.get("data"), list):
+        observations = [o for o in record["data"] if isinstance(o, dict)]
+        root = next((o for o in observations if o.get("isRootObservation")), next((o for o in observations if not o.get("parentObservationId")), {}))
+        tid, key, when = next((o["traceId"] for o in observations if o.get("traceId") not in (None, "")), None), root.get("sessionId"), None
+    else:
+        observations = [o for o in record.get("observations") or [] if isinstance(o, dict)] if isinstance(record.get("observations"), list) else []
+        tid, key, when = record.get("id"), record.get("sessionId"), record.get("timestamp")
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool) or tid == "":
+        return None  # no id to hold it by: read alone, as it would be
+    starts = [t for t in (nanos(o.get("startTime")) for o in observations) if t is not None]
+    return Seen(str(tid), key, nanos(when) if when is not None else min(starts, default=None), readable)
+
+
+def _checked(record: dict[str, Any], default_id: str) -> tuple[dict[str, Any], str, list[Any]]:
+    """`(trace record, case id, observations)` of a decoded line, or the `AdapterError` naming what makes it no trace."""
     if "observations" not in record and isinstance(record.get("data"), list):
         record = _from_observations(record["data"], default_id)
     cid = str(record.get("id") or default_id)
@@ -147,6 +202,45 @@ def adapt(payload: Any, options: Any = None) -> Case:
     for i, obs in enumerate(observations):
         if not isinstance(obs, dict) or not isinstance(obs.get("type"), str) or obs.get("id") is None:
             fail("expected an observation with `id` and `type`", field=f"observations[{i}].type", case_id=cid)
+        if obs["type"] == "TOOL" and not obs.get("name"):
+            fail("a tool observation has no name", field=f"observations[{i}].name", case_id=cid)
+    if not observations and record.get("input") is None and record.get("output") is None:
+        fail("observations: the trace recorded no step: no observation and no input or output", field="observations", case_id=cid)
+    return record, cid, observations
+
+
+def adapt(payload: Any, options: Any = None) -> Case:
+    """Turn one API trace (with `observations`), or a conversation's traces (`read`), into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the field (`observations[2].type`) for an
+    observation without id or type, and a refused record's error (`conversation_groups.Refused`).
+    """
+    if isinstance(payload, Refused):
+        payload.fail()
+    if not isinstance(payload, Conversation):
+        return _case([_part(payload)])
+    return _case(conversation_parts(payload, _part), payload)
+
+
+@dataclass
+class _Part:
+    """What one trace gives its case: spans, `metadata.langfuse`, tags, cost (`None`: none recorded), how many model
+    requests lack a cost while another has one (`unpriced`) and how many there are, latency."""
+
+    cid: str
+    spans: list[Span]
+    info: dict[str, Any]
+    tags: list[str]
+    cost: float | None
+    unpriced: int
+    requests: int
+    latency: float | None
+
+
+def _part(payload: Any) -> _Part:
+    """One API trace (a `JsonLine`, its bytes, or a decoded mapping) as a `_Part`; `AdapterError` naming the field it cannot read."""
+    record, default_id = decode_line(payload)
+    record, cid, observations = _checked(record, default_id)
     # An observation fetched twice (a page read again, pages concatenated) is read once; see `once`.
     kept, differed = once(observations, key=lambda o: (str(o.get("traceId")), str(o["id"])), ended=lambda o: o.get("endTime") is not None)
     observations = [observations[i] for i in kept]
@@ -169,8 +263,6 @@ def adapt(payload: Any, options: Any = None) -> Case:
         span.start = start
     roots = [s for s in spans if s.parent_id not in {x.span_id for x in spans}]
     trace_io = {f"langfuse.trace.{k}": record[k] for k in ("input", "output") if record.get(k) is not None}
-    if not spans and not trace_io:
-        fail("observations: the trace recorded no step: no observation and no input or output", field="observations", case_id=cid)
     if trace_io and len(roots) == 1:
         roots[0].attrs.update(trace_io)  # where Langfuse's OTel SDK keeps them: on the trace's root span
     elif trace_io:
@@ -180,28 +272,47 @@ def adapt(payload: Any, options: Any = None) -> Case:
         spans.append(native_span(cid, f"trace:{cid}", None, record.get("name"), min(s.start for s in spans) - 1 if spans else 0, 0, trace_io))
         for span in roots:
             span.parent_id = f"trace:{cid}"
-    usage: dict[str, Any] = {}
-    total = _number(record.get("totalCost"))
-    known = [c for c in costs if c is not None]
-    unpriced = _requests_without_cost(observations, costs)
-    if (total is not None or known) and not unpriced:
-        usage["cost_usd"] = total if total is not None else sum(known)
-    if _number(record.get("latency")) is not None:
-        usage["latency_s"] = _number(record["latency"])
+    total_cost, known = _number(record.get("totalCost")), [c for c in costs if c is not None]
+    unpriced, requests = _pricing(observations, costs)
     info = {k: record[k] for k in _META_KEYS if record.get(k) is not None}
     if errors:
         info["errors"] = errors
     if differed:
         info["duplicates"] = [k[1] for k in differed]
     tags = [t for t in record.get("tags") or [] if isinstance(t, str)] if isinstance(record.get("tags"), list) else []
-    built = native_case(cid, spans, "langfuse", info, tags=tags, usage=usage)
+    return _Part(cid, spans, info, tags, total_cost if total_cost is not None else (sum(known) if known else None), unpriced, requests,
+                 _number(record.get("latency")))
+
+
+def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
+    """The case of one trace, or of a conversation's traces in turn order (`conversation_groups`: costs and latency summed)."""
+    usage: dict[str, Any] = {}
+    # A trace without any cost beside others with one: its requests are the conversation's unpriced ones.
+    priced = any(p.cost is not None for p in parts)
+    unpriced = sum(p.unpriced for p in parts) + (sum(p.requests for p in parts if p.cost is None) if priced else 0)
+    if priced and not unpriced:
+        usage["cost_usd"] = sum(p.cost for p in parts if p.cost is not None)
+    latency = total([p.latency for p in parts])
+    if latency is not None:
+        usage["latency_s"] = latency
+    if conversation is None:
+        [part] = parts
+        built = native_case(part.cid, part.spans, "langfuse", part.info, tags=part.tags, usage=usage)
+    else:
+        info = {**merged([p.info for p in parts]), "traces": [p.cid for p in parts]}
+        if conversation.left_out:
+            info["left_out"] = conversation.left_out
+        tags = list(dict.fromkeys(t for p in parts for t in p.tags))
+        built = native_case(conversation.key, join_spans([p.spans for p in parts]), "langfuse", info, tags=tags, usage=usage,
+                            traces=[p.cid for p in parts])
     if unpriced:
         built["metadata"]["requests_without_cost"] = unpriced
     return build_case(built)
 
 
-def _requests_without_cost(observations: list[dict[str, Any]], costs: list[float | None]) -> int:
-    """How many model requests recorded no cost while another did (0 when all or none did; module docstring)."""
+def _pricing(observations: list[dict[str, Any]], costs: list[float | None]) -> tuple[int, int]:
+    """`(requests without a cost while another has one, requests)` of one trace's model requests (0 unpriced when all or none
+    have one; module docstring)."""
     gens = {str(o["id"]): c for o, c in zip(observations, costs) if o["type"] == "GENERATION"}
     parents = {str(o["id"]): str(o.get("parentObservationId")) for o in observations if o["type"] == "GENERATION"}
     priced: dict[str, bool] = {}
@@ -211,7 +322,7 @@ def _requests_without_cost(observations: list[dict[str, Any]], costs: list[float
             top, hops = parents[top], hops + 1
         priced[top] = priced.get(top, False) or cost is not None
     lacking = sum(1 for p in priced.values() if not p)
-    return lacking if lacking < len(priced) else 0
+    return (lacking if lacking < len(priced) else 0), len(priced)
 
 
-register_format(Format("langfuse", read=read_lines, adapt=adapt, options=NoOptions))
+register_format(Format("langfuse", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options or {}), options=Options))

@@ -11,7 +11,10 @@ Traces are fetched a page at a time, oldest first, each page asked for from the 
 the last trace read (MLflow's page token is an offset, which a trace deleted during the read
 moves past one never read: `_traces`), and each is read by format `mlflow`
 (`Trace.to_json()`): the case id is the trace id, which is what `tracejudge export --to
-mlflow` writes the verdicts back on. A trace MLflow holds as still running (`IN_PROGRESS`)
+mlflow` writes the verdicts back on. So each trace stays a case of its own: the traces of one
+session (`mlflow.trace.session`) are not joined as format `mlflow` joins them from a file (a
+session's id names no trace to write a verdict on, and its turns may fall in different
+`start: last_run` windows). A trace MLflow holds as still running (`IN_PROGRESS`)
 is skipped with a warning, and kept inside the next `start: last_run` window (`sweep`).
 An `experiment` or an id in `experiment_ids` the server does not hold, or holds deleted,
 is a config error. A server that is down, answers an error or answers

@@ -48,7 +48,17 @@ latency. The case id is `info.trace_id` (MLflow 2: `request_id`);
 `metadata.mlflow` keeps the trace name, state, session and user ids and
 the user's own tags (not MLflow's `mlflow.*` ones).
 
-One trace is one case, except a paused LangGraph run and its resume (`read`):
+Conversations (`group_by`, option): MLflow 3 marks the traces of one session with
+the trace metadata `mlflow.trace.session` (`mlflow.update_current_trace(metadata=
+{"mlflow.trace.session": …, "mlflow.trace.user": …})`; LangChain autolog sets it
+from a run's `thread_id`). Under `group_by: conversation` (the default) the traces
+of one session are one case, its turns in the order they started, its id the
+session, `metadata.mlflow.traces` their ids, the latency the sum of theirs; a
+trace without a session is a case of its own. A paused LangGraph run and its
+resume are two traces of its thread's session, so they are one case too, read as
+below. See `conversation_groups` for how the traces are held and what is refused.
+
+Under `group_by: trace` one trace is one case, except a paused LangGraph run and its resume (`read`):
 MLflow writes each invoke as a trace, so a graph that paused at
 `interrupt(value)` and was resumed on its thread with `Command(resume=answer)`
 is two traces, both carrying the thread as `mlflow.trace.session` (LangChain
@@ -71,16 +81,34 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
-from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import JsonLine, build_case, decode_line, fail, read_lines
+from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Refused, Seen, conversation_parts, group_lines, join_spans,
+                                                           merged, total)
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span, adopt_orphans
 from tracejudge.stages.extract.otel.view import unjson
 from tracejudge.stages.load import RawRecord
 
-__all__ = ["adapt"]
+__all__ = ["Options", "adapt", "read"]
+
+SESSION = "mlflow.trace.session"  # MLflow 3's trace metadata key of a trace's session (`TraceMetadataKey.TRACE_SESSION`)
+_SESSION_FIELD = f"info.trace_metadata.{SESSION}"
+
+
+class Options(BaseModel):
+    """`dataset.options` of `mlflow`.
+
+    `group_by`: `conversation` (default: the traces of one `mlflow.trace.session` are one case) or `trace` (one case per
+    trace, a paused LangGraph run joined to its resume).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_by: GROUP_BY = "conversation"
 
 _CALL_TYPES = {"TOOL"}
 
@@ -200,18 +228,22 @@ def _trace(payload: Any, cid_for: str | None = None) -> tuple[str, list[Span], d
     meta = meta if isinstance(meta, dict) else {}
     tags = info.get("tags") if isinstance(info.get("tags"), dict) else {}
     found = {"trace_name": tags.get("mlflow.traceName"), "state": info.get("state") or info.get("status"),
-             "session": meta.get("mlflow.trace.session"), "user": meta.get("mlflow.trace.user"),
+             "session": meta.get(SESSION), "user": meta.get("mlflow.trace.user"),
              "tags": {k: v for k, v in tags.items() if not str(k).startswith("mlflow.")} or None, "errors": errors or None, "duplicates": duplicates or None}
     ms = next((info[k] for k in ("execution_duration_ms", "execution_time_ms") if isinstance(info.get(k), (int, float)) and not isinstance(info[k], bool)), None)
     return cid, spans, {k: v for k, v in found.items() if v}, ms
 
 
 def adapt(payload: Any, options: Any = None) -> Case:
-    """Turn one `Trace.to_json()` record (or a paused run's joined traces, `read`) into a `Case` (module docstring).
+    """Turn one `Trace.to_json()` record, a session's traces or a paused run's joined traces (`read`) into a `Case` (module docstring).
 
     Raises `AdapterError` naming the field (`data.spans[1].attributes`) for a
-    span that is not an MLflow span.
+    span that is not an MLflow span, and a refused record's error (`conversation_groups.Refused`).
     """
+    if isinstance(payload, Refused):
+        payload.fail()
+    if isinstance(payload, Conversation):
+        return _conversation(payload)
     if not isinstance(payload, _Joined):
         cid, spans, found, ms = _trace(payload)
         return build_case(native_case(cid, spans, "mlflow", found, usage={"latency_s": ms / 1000} if ms is not None else {}))
@@ -230,12 +262,40 @@ def adapt(payload: Any, options: Any = None) -> Case:
     return build_case(native_case(cid, spans, "mlflow", found, usage=usage))
 
 
+def _conversation(conversation: Conversation) -> Case:
+    """The case of a session's traces, its turns in the order they started (`conversation_groups`)."""
+    parts = conversation_parts(conversation, _trace)
+    ids = [cid for cid, *_ in parts]
+    found = {**merged([p[2] for p in parts]), "traces": ids}
+    if conversation.left_out:
+        found["left_out"] = conversation.left_out
+    ms = total([p[3] for p in parts])
+    usage = {"latency_s": ms / 1000} if ms is not None else {}  # (the invokes' own time, not the time between turns)
+    return build_case(native_case(conversation.key, join_spans([p[1] for p in parts]), "mlflow", found, usage=usage, traces=ids))
+
+
+def _seen(record: dict[str, Any]) -> Seen | None:
+    """The trace id, session, start and readability of a decoded `Trace.to_json()` line (`None`: no trace id)."""
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    tid = info.get("trace_id") or info.get("request_id")
+    if not isinstance(tid, (str, int)) or isinstance(tid, bool):
+        return None
+    meta = info.get("trace_metadata") or info.get("request_metadata") or {}
+    data = record.get("data") if isinstance(record.get("data"), dict) else {}
+    raw = data.get("spans")
+    readable = isinstance(raw, list) and bool(raw) and all(isinstance(s, dict) and isinstance(s.get("attributes"), dict) for s in raw)
+    starts = [t for t in (nanos(s.get("start_time_unix_nano", s.get("start_time"))) for s in raw if isinstance(s, dict)) if t is not None] \
+        if isinstance(raw, list) else []
+    start = min(starts) if starts else nanos(info.get("request_time"))
+    return Seen(str(tid), meta.get(SESSION) if isinstance(meta, dict) else None, start, readable)
+
+
 def _resumes(record: dict[str, Any]) -> tuple[str, Any, bool] | None:
     """`(session, start, resumed)` of a decoded trace that names a session; `resumed`: its root span's input is a LangGraph
     `Command` with a `resume` (`conventions.langgraph`'s test); `None` for a trace without a session."""
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     meta = info.get("trace_metadata") or info.get("request_metadata") or {}
-    session = meta.get("mlflow.trace.session") if isinstance(meta, dict) else None
+    session = meta.get(SESSION) if isinstance(meta, dict) else None
     if not isinstance(session, str) or not session:
         return None
     data = record.get("data") if isinstance(record.get("data"), dict) else {}
@@ -249,6 +309,17 @@ def _resumes(record: dict[str, Any]) -> tuple[str, Any, bool] | None:
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:
+    """One record per session (`group_by: conversation`, `conversation_groups`), else per line (`_read_traces`).
+
+    A line that does not decode is yielded as it is, for `adapt` to name its error; `dataset.limit` counts records.
+    """
+    if Options.model_validate(dataset.options or {}).group_by == "conversation":
+        yield from group_lines(dataset, _SESSION_FIELD, SESSION.encode(), _seen)
+    else:
+        yield from _read_traces(dataset)
+
+
+def _read_traces(dataset: Any) -> Iterator[RawRecord]:
     """Every line as its own record, except a paused LangGraph run's traces, which are one (module docstring).
 
     A line that names a session (`mlflow.trace.session`) waits until the file is read (its bytes only, not
@@ -259,7 +330,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     held: dict[str, list[tuple[Any, int, RawRecord, bool]]] = {}
     for n, raw in enumerate(read_lines(dataset)):
         data = raw.payload.data if isinstance(raw.payload, JsonLine) else None
-        if raw.error is not None or not isinstance(data, bytes) or b"mlflow.trace.session" not in data:
+        if raw.error is not None or not isinstance(data, bytes) or SESSION.encode() not in data:
             yield raw
             continue
         try:
@@ -286,4 +357,4 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             yield first if len(chain) == 1 else RawRecord(first.file, first.line, _Joined([r.payload for r in chain]), end=first.end)
 
 
-register_format(Format("mlflow", read=read, adapt=adapt, options=NoOptions))
+register_format(Format("mlflow", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options or {}), options=Options))

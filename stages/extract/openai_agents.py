@@ -8,12 +8,13 @@ freely in one file:
   `{"object": "trace.span", ...}`, as a `TracingProcessor` writing
   `item.export()` produces) or in the `{"data": [items...]}` batches of the
   SDK's `BackendSpanExporter`. Items are grouped by trace id (a trace's `id`,
-  a span's `trace_id`); one trace is one case, reported at the line of its
-  first item. The SDK sends a trace's item when the trace *starts* and each
+  a span's `trace_id`) into traces, reported at the line of their first
+  item. The SDK sends a trace's item when the trace *starts* and each
   span when it ends, so nothing in the stream says a trace is complete:
   memory holds the traces still open, at most `max_open_traces` (option,
   default 1,000); past that the one that has gone longest without a new
-  item is closed and becomes its case, and an item arriving later for a
+  item is closed and becomes its case (or a turn of its conversation,
+  below), and an item arriving later for a
   closed trace is one `invalid_input` naming its line (raise the option).
   The ids of the last 100,000 closed traces are remembered to tell that,
   so memory stays flat however long the file.
@@ -85,10 +86,22 @@ trace under an id already read is kept, and reported as a duplicate id.
 
 Latency is the trace's first start to its last end. The case id is the trace
 id.
+
+Conversations (`group_by`, option): a chat app runs one `trace(workflow_name,
+group_id=thread_id)` per user turn, the SDK's `group_id` linking the traces of
+one conversation (its docs: "you might use a chat thread ID"). Under `group_by: conversation` (the
+default) the traces of one `group_id` are one case, its turns in the order they
+started, its id the `group_id`, `metadata.openai_agents.traces` their ids, the
+latency the sum of theirs; a trace without `group_id` is a case of its own, as
+every trace is under `group_by: trace`. A trace with a `group_id` is held until
+the file is read (a chat's turns may be far apart), on a spool, not in memory;
+see `conversation_groups` for that and for what is refused. The reading is
+here, the spans' translation in `openai_agents_spans`.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -97,12 +110,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
-from tracejudge.stages.extract.common import build_case, fail, json_type
-from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, HANDOFF_CALLS, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
-                                                                     missing_tools, run_errors, stopped_runs, turn_data)
-from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
-from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
-from tracejudge.stages.extract.otel.once import Repeats, once
+from tracejudge.stages.extract.common import build_case, fail
+from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Holder, Refused, conversation_parts, join_spans, key_of,
+                                                           merged, total)
+from tracejudge.stages.extract.openai_agents_spans import problem, spans_of, trace_id
+from tracejudge.stages.extract.otel.native import nanos, native_case
+from tracejudge.stages.extract.otel.once import Repeats
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import as_int
 from tracejudge.stages.load import RawRecord, loads, read_jsonl
@@ -111,17 +124,21 @@ __all__ = ["Options", "adapt", "read"]
 
 log = get_logger("tracejudge.extract.openai_agents")
 
+GROUP_FIELD = "trace.group_id"  # where a trace names its conversation (`Trace.export()`'s `group_id`)
+
 
 class Options(BaseModel):
     """`dataset.options` of `openai-agents`.
 
     `max_open_traces`: how many traces of an item stream may be open at once
     before the least recently extended one is closed (memory is bounded by it).
+    `group_by`: `conversation` (default: the traces of one `group_id` are one case) or `trace` (one case per trace).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     max_open_traces: int = Field(default=1000, ge=1)
+    group_by: GROUP_BY = "conversation"
 
 
 _CLOSED_KEPT = 100_000  # ids of closed traces remembered to report a late item (a few MB at most)
@@ -137,38 +154,52 @@ class _Open:
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:
-    """Stream the export at `dataset.path`, one `RawRecord` (payload `{"trace", "spans"}`) per trace.
+    """Stream the export at `dataset.path`: one `RawRecord` (payload `{"trace", "spans"}`) per trace, or per conversation.
 
+    Under `group_by: conversation` a trace with a `group_id` is held until the file is read and its
+    conversation's traces come as one record (payload `conversation_groups.Conversation`); a trace the
+    format cannot read, a bad `group_id` or a conflicting copy is a record of its own (see `conversation_groups`).
     A line that is not JSON, or an item that is neither a trace nor a span,
     is a record with `error` set naming its line (and batch index);
-    `dataset.limit` counts traces. A trace line repeating one read before
+    `dataset.limit` counts the other records (traces, conversations, refusals). A trace line repeating one read before
     (same trace id and content: an exporter's retry) is skipped (`once.Repeats`).
     Traces whose Responses API requests were exported without text are warned
     of (`_Textless`): once per file, their count when the read ends.
     """
     textless = _Textless()
+    opts = Options.model_validate(dataset.options or {})
+    holder = Holder(GROUP_FIELD) if opts.group_by == "conversation" else None
+    count = 0
     try:
-        for record in _read(dataset):
-            if record.error is None:
-                textless.see(record)
+        for record in _read(dataset, opts, textless, holder):
+            if dataset.limit is not None and count >= dataset.limit:
+                return
+            count += record.error is None  # (the limit counts cases; an unreadable line is none)
+            yield record
+        for record in holder.conversations() if holder is not None else ():
+            if dataset.limit is not None and count >= dataset.limit:
+                return
+            count += 1
             yield record
     finally:  # also when the consumer stops early: the count said is of what was read
         textless.report()
+        if holder is not None:
+            holder.close()
 
 
-def _read(dataset: Any) -> Iterator[RawRecord]:
-    opts = Options.model_validate(dataset.options or {})
+def _read(dataset: Any, opts: Options, textless: _Textless, holder: Holder | None) -> Iterator[RawRecord]:
+    """Every complete trace's record (or refusal) and every unreadable line's, as the file is read; held traces go to `holder`."""
     open_: OrderedDict[str, _Open] = OrderedDict()
     closed: OrderedDict[str, None] = OrderedDict()  # the most recently closed ids, at most _CLOSED_KEPT
     whole = Repeats(_CLOSED_KEPT)  # the trace lines read, to skip one sent again
-    count = 0
 
-    def emit(group: _Open) -> RawRecord:
-        return RawRecord(group.file, group.line, {"trace": group.trace, "spans": group.spans})
+    def done(file: str, line: int, payload: dict[str, Any], text: bytes | None = None) -> RawRecord | None:
+        """The record of a complete trace, or `None` when it is held for its conversation."""
+        record = RawRecord(file, line, payload)
+        textless.see(record)
+        return record if holder is None else _grouped(holder, record, text)
 
     for raw in read_jsonl(dataset.path):
-        if dataset.limit is not None and count >= dataset.limit:
-            return
         if raw.error is not None:
             yield raw
             continue
@@ -178,10 +209,10 @@ def _read(dataset: Any) -> Iterator[RawRecord]:
             yield RawRecord(raw.file, raw.line, error=str(exc))
             continue
         if isinstance(doc, dict) and "spans" in doc:
-            if whole.again(_trace_id(doc), doc):
+            if whole.again(trace_id(doc), doc):
                 continue
-            count += 1
-            yield RawRecord(raw.file, raw.line, doc)
+            if (record := done(raw.file, raw.line, doc, raw.payload)) is not None:
+                yield record
             continue
         batch = isinstance(doc, dict) and isinstance(doc.get("data"), list)
         for j, item in enumerate(doc["data"] if batch else [doc]):
@@ -210,13 +241,32 @@ def _read(dataset: Any) -> Iterator[RawRecord]:
                 closed[old] = None
                 if len(closed) > _CLOSED_KEPT:
                     closed.popitem(last=False)
-                count += 1
-                yield emit(oldest)
+                if (record := done(oldest.file, oldest.line, {"trace": oldest.trace, "spans": oldest.spans})) is not None:
+                    yield record
     for group in open_.values():
-        if dataset.limit is not None and count >= dataset.limit:
-            return
-        count += 1
-        yield emit(group)
+        if (record := done(group.file, group.line, {"trace": group.trace, "spans": group.spans})) is not None:
+            yield record
+
+
+def _grouped(holder: Holder, record: RawRecord, text: bytes | None) -> RawRecord | None:
+    """`record` (one complete trace) as it goes out under `group_by: conversation`: itself (no `group_id`, or a trace
+    the format cannot read), a refusal in its place (a bad `group_id`, a conflicting copy), or `None` when held."""
+    payload = record.payload
+    trace = payload.get("trace") if isinstance(payload.get("trace"), dict) else {}
+    tid = trace_id(payload)
+    key, bad = key_of(trace.get("group_id"), GROUP_FIELD)
+    if bad is not None:
+        return RawRecord(record.file, record.line, Refused(bad, GROUP_FIELD, tid))
+    if key is None or tid is None:
+        return record
+    if problem(payload) is not None:
+        holder.leave_out(key, tid)
+        return record  # a case of its own: `adapt` names what it cannot read, as for any trace
+    spans = payload["spans"]
+    starts = [t for t in (nanos(s.get("started_at")) for s in spans if isinstance(s, dict)) if t is not None]
+    data = text if text is not None else json.dumps(payload, ensure_ascii=False).encode()
+    refused = holder.hold(key, tid, min(starts, default=None), record.file, record.line, data)
+    return RawRecord(record.file, record.line, refused) if refused is not None else None
 
 
 class _Textless:
@@ -238,7 +288,7 @@ class _Textless:
         seen = self.files.setdefault(record.file, [0, record.line])
         seen[0] += 1
         if seen[0] == 1:
-            log.warning(f"openai-agents: {record.file}:{record.line}: trace {_trace_id(payload)}: the Agents SDK's export records "
+            log.warning(f"openai-agents: {record.file}:{record.line}: trace {trace_id(payload)}: the Agents SDK's export records "
                         "Responses API model requests (`response` spans, the SDK's default model) without their text, only their "
                         "response id and usage, so the case's input and output are unknown (an output a run took from a tool "
                         "is kept); to keep the text, record with OpenInference's OpenAIAgentsInstrumentor (format otel) or "
@@ -257,105 +307,64 @@ def _textless(span: Any) -> bool:
     return isinstance(data, dict) and data.get("type") == "response" and data.get("input") is None and data.get("output") is None
 
 
-def _spans(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list[Span], Any, list[int]]:
-    """The exported spans in the `otel` model, with the SDK `task` span's usage and every start/end time (ns).
-
-    A span exported twice (the exporter retries a batch) is read once; see `once`.
-    """
-    out, starts, times, task_usage = [], [], [], None
-    kept, differed = once(spans, key=_span_key, ended=lambda s: bool(s.get("ended_at")))
-    meta["duplicates"].extend(str(k[1]) for k in differed)
-    for i in kept:
-        span = spans[i]
-        data = span.get("span_data") if isinstance(span, dict) else None
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-            fail("expected an exported span with `span_data.type`", field=f"spans[{i}].span_data.type", case_id=cid)
-        kind, name = data["type"], data.get("name")
-        if kind == "function" and not (isinstance(name, str) and name):
-            fail("function span has no name", field=f"spans[{i}].span_data.name", case_id=cid)
-        error = error_text(span.get("error"))
-        start, end = nanos(span.get("started_at")), nanos(span.get("ended_at"))
-        starts.append(start)
-        times += [t for t in (start, end) if t is not None]
-        attrs = {"openai_agents.span_data": data, "openai_agents.error": span.get("error")}
-        out.append(native_span(cid, span.get("id") or f"#{i}", span.get("parent_id"), name or kind, 0, end or 0, attrs,
-                               error=error is not None, message=error))
-        if kind == "agent":
-            meta["agents"].append({k: data.get(k) for k in ("name", "tools", "handoffs", "output_type")})
-        elif kind == "handoff":
-            meta["handoffs"].append({"from_agent": data.get("from_agent"), "to_agent": data.get("to_agent")})
-        elif kind == "guardrail":
-            meta["guardrails"].append({"name": name, "triggered": data.get("triggered")})
-        elif kind == "custom" and name not in ("task", "turn"):
-            meta["custom"].append({"name": name, "data": data.get("data")})
-        if kind == "custom" and isinstance(data.get("data"), dict) and data["data"].get("sdk_span_type") == "task":
-            task_usage = data["data"].get("usage")
-        if error and kind != "function":
-            meta["errors"].append({"span": kind, "name": name, "error": error})
-    for span, start in zip(out, in_order(starts)):
-        span.start = start
-    for agent, error in run_errors(out, _kind, read_view):  # before `stopped_runs`: a failed run stopped at no tool
-        agent.attrs[RUN_ERROR] = error  # the convention reads it as the agent's error: the run's, `metadata.run_error`
-    for model, tool_name in handoff_calls(out, _kind):
-        model.attrs.setdefault(HANDOFF_CALLS, []).append(tool_name)  # the convention reads it as the request's call
-    for model, tool_name, why in missing_tools(out, _kind, read_view):
-        model.attrs.setdefault(NOT_RUN, {})[tool_name] = why  # the convention marks the model's call of it as not run
-    for agent, tool, text in stopped_runs(out, _kind, read_view):  # needs the start times just set
-        agent.attrs[FINAL_OUTPUT] = text  # the convention reads it as the agent's answer: the turn's output
-        meta["stopped_at_tool"].append({"agent": agent.name, "tool": tool.name})
-    return out, task_usage, times
-
-
-_KINDS = {"function": "tool", "generation": "model", "response": "model", "agent": "agent", "handoff": "handoff"}
-
-
-def _kind(span: Span) -> str | None:
-    """What an exported span is to `stopped_runs` / `run_errors` (by its `span_data.type`; `turn` for the SDK's turn span)."""
-    data = span.attrs["openai_agents.span_data"]
-    return "turn" if turn_data(data) else _KINDS.get(data["type"])
-
-
-def _span_key(span: Any) -> tuple[Any, str] | None:
-    """A span's identity: its trace id and span id (none for a span without an id: never a copy)."""
-    sid = span.get("id") if isinstance(span, dict) else None
-    return (str(span.get("trace_id")), sid) if isinstance(sid, str) and sid else None
-
-
-def _trace_id(payload: dict[str, Any]) -> str | None:
-    """The id of a trace line (`{"trace", "spans"}`): the trace's own, else its first span's trace id, else the line's `id`."""
-    trace = payload.get("trace") if isinstance(payload.get("trace"), dict) else {}
-    spans = payload.get("spans") if isinstance(payload.get("spans"), list) else []
-    first = next((s.get("trace_id") for s in spans if isinstance(s, dict) and isinstance(s.get("trace_id"), str)), None)
-    tid = trace.get("id") or first or payload.get("id")
-    return str(tid) if tid else None
-
-
-def adapt(payload: Any, options: Options | None = None) -> Case:
-    """Turn one trace (`{"trace": ..., "spans": [...]}`) into a `Case` (see the module docstring).
+def adapt(payload: Any, options: Any = None) -> Case:
+    """Turn one trace (`{"trace": ..., "spans": [...]}`), or a conversation's traces (`read`), into a `Case` (module docstring).
 
     Raises `AdapterError` naming the field (`spans[3].span_data.type`) for a
-    span that is not an exported span.
+    span that is not an exported span, and a refused record's error (`conversation_groups.Refused`).
     """
-    if not isinstance(payload, dict):
-        fail(f"expected a trace object, got {json_type(payload)}")
+    if isinstance(payload, Refused):
+        payload.fail()
+    if isinstance(payload, Conversation):
+        return _conversation(payload)
+    cid, spans, info, latency, task_usage = _part(payload)
+    built = native_case(cid, spans, "openai_agents", info, usage={"latency_s": latency} if latency is not None else {})
+    return build_case(_task_usage(built, [task_usage]))
+
+
+def _part(payload: Any) -> tuple[str, list[Span], dict[str, Any], float | None, Any]:
+    """`(trace id, spans, metadata.openai_agents, latency in s, the SDK task span's usage)` of one trace."""
+    if isinstance(payload, bytes):
+        payload = loads(payload)  # (a conversation's trace, as `read` held it)
+    wrong = problem(payload)
+    if wrong is not None and not isinstance(payload, dict):
+        fail(wrong[0], field=wrong[1])
     trace = payload.get("trace") if isinstance(payload.get("trace"), dict) else {}
-    spans = payload.get("spans")
-    if not isinstance(spans, list):
-        fail("spans: required list of exported spans is missing", field="spans", case_id=trace.get("id"))
-    cid = _trace_id(payload) or "trace"
+    cid = trace_id(payload) or "trace"
+    if wrong is not None:
+        fail(wrong[0], field=wrong[1], case_id=trace.get("id") if wrong[1] == "spans" else cid)
     meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": [], "duplicates": [],
                                   "stopped_at_tool": []}
-    otel_spans, task_usage, times = _spans(cid, spans, meta)
-    usage: dict[str, Any] = {"latency_s": (max(times) - min(times)) / 1e9} if times else {}
+    otel_spans, task_usage, times = spans_of(cid, payload["spans"], meta)
     info: dict[str, Any] = {k: trace[k] for k in ("workflow_name", "group_id", "metadata") if trace.get(k) is not None}
     info.update({k: v for k, v in meta.items() if v})
-    built = native_case(cid, otel_spans, "openai_agents", info, usage=usage)
+    return cid, otel_spans, info, (max(times) - min(times)) / 1e9 if times else None, task_usage
+
+
+def _conversation(conversation: Conversation) -> Case:
+    """The case of the traces of one `group_id`, its turns in the order they started (`conversation_groups`)."""
+    parts = conversation_parts(conversation, _part)
+    ids = [p[0] for p in parts]
+    info = {**merged([p[2] for p in parts]), "traces": ids}
+    if conversation.left_out:
+        info["left_out"] = conversation.left_out
+    latency = total([p[3] for p in parts])  # each trace's own time, not the time between turns
+    built = native_case(conversation.key, join_spans([p[1] for p in parts]), "openai_agents", info,
+                        usage={"latency_s": latency} if latency is not None else {}, traces=ids)
+    return build_case(_task_usage(built, [p[4] for p in parts]))
+
+
+def _task_usage(built: dict[str, Any], task_usages: list[Any]) -> dict[str, Any]:
+    """`built` with the SDK task spans' usage as its tokens when no model span recorded any and none lacked it, and every
+    trace has a task span's usage (a conversation's summed)."""
     got = built["trace"]["usage"]
-    if "input_tokens" not in got and "requests_without_usage" not in built["metadata"] and isinstance(task_usage, dict):
-        # no model span recorded usage and none was missing it: the SDK's task span counted it
-        got.update({k: v for k, v in (("input_tokens", as_int(task_usage.get("input_tokens"))),
-                                      ("output_tokens", as_int(task_usage.get("output_tokens")))) if v is not None})
-    return build_case(built)
+    if "input_tokens" in got or "requests_without_usage" in built["metadata"] or not all(isinstance(u, dict) for u in task_usages):
+        return built
+    for key in ("input_tokens", "output_tokens"):
+        counts = [as_int(u.get(key)) for u in task_usages]
+        if None not in counts:
+            got[key] = sum(c for c in counts if c is not None)
+    return built
 
 
 register_format(Format("openai-agents", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options))

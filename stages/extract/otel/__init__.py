@@ -20,7 +20,9 @@ Langfuse (`langfuse.observation.*`), MLflow (`mlflow.spanType`,
 `mlflow.spanInputs` / `spanOutputs`) and the OpenAI Agents SDK's exported
 spans (`openai_agents.span_data`, as format `openai-agents` writes them: the
 native formats `mlflow`, `langfuse` and `openai-agents` build their spans in
-this model and run the same assembler, see `native`). Each says what a span is — model
+this model and run the same assembler, see `native`, and by default join the
+traces of one conversation by their own keys as `group_by: conversation` does
+here, see `conversation_groups`). Each says what a span is — model
 request, tool call, agent run, chain, retrieval or noise — and what it
 carries; the assembler never looks at raw attributes. `metadata.otel.conventions`
 counts the spans each convention recognised (`none`: spans no convention knew).

@@ -1,6 +1,7 @@
 """Span-shaped framework exports that are not OTLP (`mlflow`, `langfuse`, `openai-agents`), through the one assembler.
 
-Each of those formats translates one raw record into a `Group` of `Span`s
+Each of those formats translates one raw record (a trace, or the traces of one
+conversation joined by `conversation_groups`) into a `Group` of `Span`s
 whose attributes are its convention's (`native_span`): MLflow's span
 attributes as they are, a Langfuse observation as the `langfuse.observation.*`
 attributes its OTel SDK writes, an Agents SDK span as `openai_agents.*`. Then
@@ -84,15 +85,17 @@ def in_order(starts: list[int | None]) -> list[int]:
 
 
 def native_case(case_id: str, spans: list[Span], fmt: str, meta: dict[str, Any], *, tags: list[str] | None = None,
-                usage: dict[str, Any] | None = None) -> dict[str, Any]:
+                usage: dict[str, Any] | None = None, traces: list[str] | None = None) -> dict[str, Any]:
     """The native case mapping of one record's spans (see the module docstring).
 
     `fmt` names the metadata key (`mlflow`, `langfuse`, `openai_agents`) that
-    holds `meta`. Raises `AdapterError` as `assemble` does.
+    holds `meta`. `traces`: the trace ids of a conversation's spans, in turn
+    order (`conversation_groups`; default: the one trace `case_id`). Raises
+    `AdapterError` as `assemble` does.
     """
     if not spans:
         fail("the trace holds no span: nothing the agent did was recorded", case_id=case_id)
-    group = Group(key=case_id, key_attr=None, traces=[case_id], spans=sorted(spans, key=lambda s: s.start))
+    group = Group(key=case_id, key_attr=None, traces=traces or [case_id], spans=sorted(spans, key=lambda s: s.start))
     built = assemble(group, _OPTIONS)
     trace = built["trace"]
     got = trace["usage"]
