@@ -167,7 +167,10 @@ def test_report_rebuilds_everything_from_results_alone(tmp_path: Path, capsys: p
     for name in ("report.md", "junit.xml", "report.html"):
         assert (run_dir / name).stat().st_size > 0
     assert main(["report", str(tmp_path / "nowhere")]) == 2
-    assert "no results.jsonl" in capsys.readouterr().err
+    assert "nowhere: no such run directory" in capsys.readouterr().err  # (a path that is not there says so)
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert "no results.jsonl here" in capsys.readouterr().err
 
 
 def test_regression_gate_against_a_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
