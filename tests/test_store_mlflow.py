@@ -241,3 +241,28 @@ def test_traces_deleted_since_the_run_are_counted_once_each(server, tmp_path, ca
     assert main(["export", str(run), "--to", "mlflow", "--tracking-uri", url]) == 2
     err = capsys.readouterr().err
     assert "holds none of the run's 2 traces" in err and url in err
+
+
+def test_a_conversation_case_is_written_on_its_sessions_first_trace_with_the_session(server, tmp_path, capsys):
+    # Format `mlflow` reads a session's traces as one case named by the session (`group_by: conversation`). Its export
+    # looked up a trace named like the session, found none, and wrote nothing ("traces not found"). MLflow's own
+    # multi-turn scorers write a session's verdict on its first trace, with `mlflow.trace.session` in the metadata.
+    url, ids = server
+    cfg = _config(tmp_path, url)
+    assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    run_dir = tmp_path / "run"
+    lines = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    first = next(r for r in lines if r["case_id"] == ids[1])
+    # The same result as a conversation of two of the server's traces, as format `mlflow` writes one.
+    convo = {**first, "case_id": "sess-42", "metadata": {**first["metadata"], "mlflow": {"traces": [ids[1], ids[2]]}}}
+    (run_dir / "results.jsonl").write_text(json.dumps(convo) + "\n")
+    (run_dir / "results.idx").unlink(missing_ok=True)
+    capsys.readouterr()
+    assert main(["export", str(run_dir), "--to", "mlflow", "--tracking-uri", url]) == 0
+    assert "exported 2 assessments to MLflow (2 new, 0 updated, 0 already there, 0 traces not found)" in capsys.readouterr().err
+    got = {a.name: a for a in _assessments(url, ids[1], run_dir)}
+    assert set(got) == {"MaxToolCalls", "TaskCompletion"}
+    assert all(a.metadata["mlflow.trace.session"] == "sess-42" for a in got.values())
+    assert _assessments(url, ids[2], run_dir) == []
+    assert main(["export", str(run_dir), "--to", "mlflow", "--tracking-uri", url]) == 0  # once only
+    assert "0 new, 0 updated, 2 already there" in capsys.readouterr().err

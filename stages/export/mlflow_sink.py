@@ -1,6 +1,9 @@
 """`tracejudge export RUN_DIR --to mlflow`: each score as an MLflow assessment (feedback) on its trace.
 
-The case id is the trace id (format `mlflow-server` reads them so). Each score becomes
+The case id is the trace id (format `mlflow-server` reads them so); a case that is a conversation
+of several traces (format `mlflow`'s sessions) is a session-level verdict, written on the
+session's first trace with `mlflow.trace.session` in its metadata, as MLflow's own multi-turn
+scorers write theirs (`target`). Each score becomes
 `mlflow.log_feedback(trace_id, name=metric, value, rationale=reason, source)`, the
 source being `LLM_JUDGE` with the judge model for a judge metric, `CODE` with
 `tracejudge` for a deterministic one; a score without a value is logged with an
@@ -102,12 +105,33 @@ def _reviewed(found: list[Any]) -> bool:
     return any(getattr(a, "valid", True) is False or getattr(a, "overrides", None) for a in found)
 
 
-def _wanted(result: dict[str, Any], name: str, score: dict[str, Any], key: str, trial: str) -> dict[str, Any]:
+def _wanted(result: dict[str, Any], name: str, score: dict[str, Any], key: str, trial: str, session: str | None = None) -> dict[str, Any]:
     judge = score.get("judge") or {}
+    meta = {"tracejudge.run": key, "tracejudge.trial": trial, "tracejudge.status": str(result.get("status")),
+            "tracejudge.passed": str(score.get("passed"))}
+    if session is not None:
+        meta[_SESSION] = session
     return {"name": name, "value": score.get("value"), "rationale": score.get("reason") or None,
-            "source": ("LLM_JUDGE", str(judge["model"])) if judge.get("model") else ("CODE", "tracejudge"),
-            "metadata": {"tracejudge.run": key, "tracejudge.trial": trial, "tracejudge.status": str(result.get("status")),
-                         "tracejudge.passed": str(score.get("passed"))}}
+            "source": ("LLM_JUDGE", str(judge["model"])) if judge.get("model") else ("CODE", "tracejudge"), "metadata": meta}
+
+
+_SESSION = "mlflow.trace.session"  # (MLflow's `TraceMetadataKey.TRACE_SESSION`)
+
+
+def target(result: dict[str, Any]) -> tuple[str, str | None]:
+    """The trace a result's verdicts are written on, and the session the result stands for (None: one trace).
+
+    A case read as a conversation (format `mlflow`'s default `group_by: conversation`: its id is the session's,
+    `metadata.mlflow.traces` its traces in the order they started) is a session-level verdict: written, as
+    `mlflow.genai.evaluate` writes a multi-turn scorer's, on the session's first trace with `mlflow.trace.session` in
+    its metadata. Any other case's id is its trace id.
+    """
+    cid = str(result["case_id"])
+    found = (result.get("metadata") or {}).get("mlflow")
+    traces = found.get("traces") if isinstance(found, dict) else None
+    if isinstance(traces, list) and traces and all(isinstance(t, str) and t for t in traces) and cid not in traces:
+        return traces[0], cid
+    return cid, None
 
 
 def _same(a: Any, want: dict[str, Any]) -> bool:
@@ -247,7 +271,7 @@ def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[st
                 scores = result.get("scores") or {}
                 if not scores:
                     continue
-                trace_id = str(result["case_id"])
+                trace_id, session = target(result)
                 if trace_id not in seen:
                     if len(seen) > 10_000:
                         seen.clear()  # memory stays flat on a large run; a trace seen again is re-read
@@ -260,7 +284,7 @@ def export(run_dirs: Sequence[Path], tracking_uri: str | None = None) -> dict[st
                 trial = str(result.get("trial") or 0)
                 for name, score in scores.items():
                     try:
-                        sink.put(trace_id, have, (name, key, trial), _wanted(result, name, score, key, trial))
+                        sink.put(trace_id, have, (name, key, trial), _wanted(result, name, score, key, trial, session))
                     except sink.MlflowException as exc:
                         if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
                             raise
