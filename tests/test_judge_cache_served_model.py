@@ -275,3 +275,44 @@ def test_a_server_with_one_slot_is_sent_one_request_at_a_time_so_none_times_out_
         assert [r["status"] for r in got] == ["ok"] * 8, [r["error"] for r in got]
         assert outcome.summary["judge"]["timeouts"] == 0
     assert sim.sim.queued_peak == 0  # nothing ever waited in the server's queue
+
+
+def _simulate(port: int, *flags: str) -> Any:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "simulate", "--port", str(port), *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline() if proc.stdout is not None else ""
+    assert "listening on" in line, (line, proc.stderr.read() if proc.stderr is not None else "")
+    return proc
+
+
+def test_the_simulate_command_presents_weights_and_slots_a_swap_then_misses_the_cache(tmp_path):
+    # A user rehearsing a weight swap with the CLI alone: `tracejudge simulate --serve-as llama.cpp:PATH --slots 1`.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = cases(tmp_path / "c.jsonl", 3)
+    url = f"http://127.0.0.1:{port}"
+    for name, weights in (("a", "/models/qwen-7b-q4.gguf"), ("b", "/models/llama-1b-q8.gguf"), ("c", "/models/llama-1b-q8.gguf")):
+        proc = _simulate(port, "--serve-as", f"llama.cpp:{weights}", "--slots", "1")
+        try:
+            with urllib.request.urlopen(url + "/props", timeout=10) as resp:
+                assert json.load(resp)["total_slots"] == 1
+            summary = run(tmp_path, url, "judge", data, name, explain=True)
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+        assert summary["status"] == {"ok": 3}
+    misses = {r["scores"]["TaskCompletion"]["judge"]["cache_miss"] for r in results(tmp_path, "b")}
+    assert len(misses) == 1 and next(iter(misses)).startswith("served model changed: llama.cpp qwen-7b-q4.gguf"), misses
+    c = results(tmp_path, "c")
+    assert all(r["scores"]["TaskCompletion"]["judge"]["cached"] for r in c)  # the same weights again: every verdict from the cache
+    import subprocess
+    import sys
+
+    bad = subprocess.run([sys.executable, "-m", "tracejudge", "simulate", "--serve-as", "gguf"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "SERVER:WEIGHTS" in bad.stderr

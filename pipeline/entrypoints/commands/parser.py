@@ -177,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="answer a json_schema response_format with HTTP 500, as llama-cpp-python's server does (json_object only)")
     sim.add_argument("--tokenizer-factor", type=float, default=1.0, metavar="F", help="count prompt tokens as tiktoken's × F (a local model's tokenizer)")
     sim.add_argument("--context-tokens", type=int, default=None, metavar="N", help="refuse (400) a request whose prompt plus max_tokens exceed N")
+    sim.add_argument("--serve-as", default=None, metavar="SERVER:WEIGHTS",
+                     help="describe served weights as a self-hosted server does (llama.cpp, ollama, vllm, lmstudio or tgi, then a "
+                          "model path or tag: llama.cpp:/models/q4.gguf); other WEIGHTS answer other verdicts (the judge cache keys by them)")
+    sim.add_argument("--slots", type=int, default=None, metavar="S",
+                     help="compute at most S requests at once and queue the rest, as llama.cpp's --parallel (its /props total_slots)")
     view = sub.add_parser("view", help="look at runs in a local, read-only web app on 127.0.0.1 (prints its URL)",
                           **_examples("tracejudge view                                   # every run under runs/",
                                       "tracejudge view runs/demo --baseline runs/last-night --port 8765"))
