@@ -156,3 +156,16 @@ def test_an_output_the_instrumentation_hid_is_no_result() -> None:
     assert [(c.name, c.result) for c in case.trace.tool_calls()] == [("get_weather", None), ("log_event", None)]
     unset = only_case(DATA / "empty-smolagents-unset.oi.jsonl", "otel")  # the same run, its outputs recorded: one of them ""
     assert [(c.name, c.result) for c in unset.trace.tool_calls()] == [("get_weather", "sunny, 21 C"), ("log_event", "")]
+
+
+def test_a_code_agents_answering_code_is_its_thought_and_the_answer_its_output() -> None:
+    """CodeAgent: the last request's words and code (`final_answer("…")` in `<code>`) are reasoning, as its memory has
+    them; the step's output is the answer. Under OpenInference that text was the step's output, what the agent said."""
+    truth = _truth("planning-code")
+    spans = only_case(DATA / "planning-code.oi.jsonl", "otel")
+    memory = only_case(DATA / "planning-code.memory.jsonl", "smolagents")
+    last_spans, last_memory = spans.trace.steps[-1], memory.trace.steps[-1]
+    assert "final_answer(" in (last_spans.thought or "") and last_spans.output == truth["output"]
+    assert (last_spans.thought, last_spans.output) == (last_memory.thought, last_memory.output)
+    (turn,) = spans.metadata["otel"]["turns"]
+    assert turn["final_text"] == truth["output"]

@@ -59,6 +59,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     tools: dict[str, Tool] = {}
     answer_ids: set[str] = set()
     answer_texts: list[tuple[int, str]] = []
+    answer_spans: list[tuple[Span, str]] = []  # answer tools a model's code ran (a smolagents `CodeAgent`): `_code_answers`
     for span in group.spans:
         v = views[span.span_id]
         if v.role != "tool" or not v.tool_name:
@@ -71,6 +72,11 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             text = answer_value(v.args)
             if text:
                 answer_texts.append((span.start, text))
+            # (smolagents records a call its code made with the positional arguments as they were: `{"args": [answer]}`.)
+            positional = v.args.get("args") if isinstance(v.args, dict) else None
+            given = text or (positional[0] if isinstance(positional, list) and positional and isinstance(positional[0], str) else None)
+            if given:
+                answer_spans.append((span, given))
             continue
         _custom_keys(span, v, opts)
         tool = Tool(span, v)
@@ -193,6 +199,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                 else:
                     row.calls.append(((0, last, k), part_call(part, responses, prefixes, asked[m.span_id])))
             rows.append(row)
+        _code_answers(rows, [(span, text) for span, text in answer_spans if anchor(span) is a], views)  # (no member: not a call)
         for t in tool_list:
             if t.claimed or t.span.span_id not in mem_ids:
                 continue
@@ -267,3 +274,21 @@ def _conventions(views: dict[str, View]) -> dict[str, dict[str, int]]:
             entry = counts.setdefault(name, {"used": 0, "ignored": 0})
             entry[how] += 1
     return dict(sorted(counts.items()))
+
+
+def _code_answers(rows: list[Row], answers: list[tuple[Span, str]], views: dict[str, Any]) -> None:
+    """Mark the request whose code gave the run's answer (`Row.answered`): its words are then its thought.
+
+    A smolagents `CodeAgent` answers by code (`final_answer("…")` inside `<code>`), not by a tool call of the
+    model: its last request's text is its reasoning and that code, and was read as the step's output, what the agent
+    said. The answer tool's span hangs under the same step as the request (`Step n`), after it. A request that called
+    the answer tool itself (a tool call part: a `ToolCallingAgent`) is left as it is.
+    """
+    for span, text in answers:
+        owner = None
+        for row in rows:
+            m = row.model
+            if m is not None and m.parent_id is not None and m.parent_id == span.parent_id and m.start <= span.start:
+                owner = row
+        if owner is not None and owner.text and owner.text != text and not _parts(views[owner.model.span_id].outputs, "tool_call"):  # type: ignore[union-attr]
+            owner.answered = text

@@ -28,7 +28,7 @@ __all__ = ["Builder", "Row"]
 class Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent", "answered")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
@@ -39,6 +39,7 @@ class Row:
         self.error: str | None = None  # the framework refused the answer the request gave (pydantic-ai's output validation)
         self.within: Any = None  # the `calls.Tool` whose execution made this request (an agent called as a tool; `nesting`)
         self.agent: str | None = None  # the name of that agent, when an agent span inside the call names it
+        self.answered: str | None = None  # the answer its code gave (`assemble._code_answers`): its text is then thought
 
 
 class Builder:
@@ -128,8 +129,12 @@ class Builder:
                 calls_total += len(calls)
                 # A request's reasoning (a Responses API summary, `reasoning` content) is its step's thought, never its output.
                 thought = reasoning_text(self.views[r.model.span_id].outputs or []) if r.model is not None else None
-                step = ({"thought": "\n".join(t for t in (thought, r.text) if t) or None, "tool_calls": calls} if calls
-                        else {"thought": thought, "output": r.text})
+                if calls:
+                    step = {"thought": "\n".join(t for t in (thought, r.text) if t) or None, "tool_calls": calls}
+                elif r.answered is not None:  # words and code that gave the answer: reasoning, and the answer its output
+                    step = {"thought": "\n".join(t for t in (thought, r.text) if t) or None, "output": r.answered}
+                else:
+                    step = {"thought": thought, "output": r.text}
                 failed = (self.views[r.model.span_id].error or r.error) if r.model is not None else None
                 if failed is not None:  # the request failed as recorded (a retried 500): said, not an empty step
                     step["error"] = failed
