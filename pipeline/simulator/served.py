@@ -102,26 +102,32 @@ def add_served_routes(app: web.Application, sim: Sim) -> None:
     """Add the identity endpoints (`GET /props`, `/api/tags`, `/api/v0/models`, `/info`) to `app`; each answers as
     the served weights' server does, or 404 when that server has no such endpoint."""
 
-    def missing(request: web.Request) -> web.Response:
-        return web.json_response({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}, status=404)
+    def endpoint(*servers: str) -> Any:
+        """An endpoint only `servers` have: 503 while the weights load, 404 (their "File Not Found") for any other
+        server or no weights described; else the handler's answer for the weights served."""
 
-    async def props(request: web.Request) -> web.Response:
-        w = sim.served
-        if w is not None and w.loading:
-            return _loading()
-        if w is None or w.server != "llama.cpp":
-            return missing(request)
+        def wrap(answer: Any) -> Any:
+            async def handle(request: web.Request) -> web.Response:
+                w = sim.served
+                if w is not None and w.loading:
+                    return _loading()
+                if w is None or w.server not in servers:
+                    return web.json_response({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}, status=404)
+                return answer(w)
+
+            return handle
+
+        return wrap
+
+    @endpoint("llama.cpp")
+    def props(w: Weights) -> web.Response:
         return web.json_response({
             "default_generation_settings": {"n_ctx": 8_192, "params": {"temperature": 0.8, "top_k": 40, "top_p": 0.95}},
             "total_slots": sim.config.slots or 4, "model_alias": w.listed, "model_path": w.path, "chat_template": w.chat_template,
             "modalities": {"vision": False, "audio": False}, "build_info": "b0000-simulator", "bos_token": "<s>", "eos_token": "</s>"})
 
-    async def tags(request: web.Request) -> web.Response:
-        w = sim.served
-        if w is not None and w.loading:
-            return _loading()
-        if w is None or w.server not in ("ollama", "llama.cpp"):
-            return missing(request)
+    @endpoint("ollama", "llama.cpp")
+    def tags(w: Weights) -> web.Response:
         if w.server == "llama.cpp":  # llama-server's answer to Ollama clients: no digest, no details
             entry: dict[str, Any] = {"name": w.listed, "model": w.listed, "modified_at": "", "size": "", "digest": "", "type": "model",
                                      "details": {"parent_model": "", "format": "gguf", "family": "", "parameter_size": "", "quantization_level": ""}}
@@ -131,22 +137,14 @@ def add_served_routes(app: web.Application, sim: Sim) -> None:
                                  "parameter_size": f"{w.n_params / 1e9:.1f}B", "quantization_level": w.quantization}}
         return web.json_response({"models": [entry]})
 
-    async def lmstudio(request: web.Request) -> web.Response:
-        w = sim.served
-        if w is not None and w.loading:
-            return _loading()
-        if w is None or w.server != "lmstudio":
-            return missing(request)
+    @endpoint("lmstudio")
+    def lmstudio(w: Weights) -> web.Response:
         return web.json_response({"object": "list", "data": [{
             "id": w.listed, "object": "model", "type": "llm", "publisher": "lmstudio-community", "arch": "qwen2",
             "compatibility_type": "gguf", "quantization": w.quantization, "state": "loaded", "max_context_length": 32_768}]})
 
-    async def info(request: web.Request) -> web.Response:
-        w = sim.served
-        if w is not None and w.loading:
-            return _loading()
-        if w is None or w.server != "tgi":
-            return missing(request)
+    @endpoint("tgi")
+    def info(w: Weights) -> web.Response:
         return web.json_response({
             "model_id": w.path, "model_sha": w.sha, "model_dtype": "torch.float16", "model_device_type": "cuda",
             "model_pipeline_tag": "text-generation", "max_concurrent_requests": 128, "max_best_of": 2, "max_stop_sequences": 4,

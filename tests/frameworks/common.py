@@ -108,9 +108,11 @@ def record_scenarios(record: Any, scenarios: Any, default_out: Path) -> None:
 
 
 @contextmanager
-def agents_recording(fake: Any, out: Path, name: str, api: str = "chat_completions") -> Iterator[None]:
+def agents_recording(fake: Any, out: Path, name: str, api: str = "chat_completions", files: tuple[str, str] = ("oi-{}.jsonl", "export-{}.jsonl")
+                     ) -> Iterator[None]:
     """The OpenAI Agents SDK pointed at `fake` (api `chat_completions` or `responses`), recorded at once by OpenInference and
-    by the SDK's own export; on leaving, `oi-<name>.jsonl` (OTLP/JSON) and `export-<name>.jsonl` are written in `out`."""
+    by the SDK's own export; on leaving, `oi-<name>.jsonl` (OTLP/JSON) and `export-<name>.jsonl` are written in `out`
+    (`files`: the two names' patterns, `{}` the name)."""
     from agents import add_trace_processor, set_default_openai_api, set_default_openai_client, set_trace_processors
     from openai import AsyncOpenAI
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
@@ -127,8 +129,8 @@ def agents_recording(fake: Any, out: Path, name: str, api: str = "chat_completio
     try:
         yield
     finally:
-        write_otlp(provider, fake, out / f"oi-{name}.jsonl")
-        write_jsonl(out / f"export-{name}.jsonl", export.done)
+        write_otlp(provider, fake, out / files[0].format(name))
+        write_jsonl(out / files[1].format(name), export.done)
         OpenAIAgentsInstrumentor().uninstrument()
         provider.shutdown()
 

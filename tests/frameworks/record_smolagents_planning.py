@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import MODEL, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
+from common import MODEL, agents_recording, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 USER = "What is the weather in Paris?"
@@ -170,29 +170,14 @@ def empty_agents(out: Path, name: str = "empty-agents") -> Any:
     """The OpenAI Agents SDK on chat completions, its `log_event` tool returning `""`: OpenInference and the SDK's own export."""
     import asyncio
 
-    from agents import Agent, Runner, add_trace_processor, function_tool, set_default_openai_api, set_default_openai_client, set_trace_processors
-    from openai import AsyncOpenAI
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-    from record_conversation_faults import _Export  # the SDK's own export, one {"trace", "spans"} a trace
+    from agents import Agent, Runner, function_tool
 
     replies = [{"role": "assistant", "content": None, "tool_calls": [call("call_1", "log_event", {"event": "weather asked"})]},
                {"role": "assistant", "content": LOGGED}]
     with _Recording(replies) as fake:
-        set_default_openai_client(AsyncOpenAI(base_url=fake.base_url, api_key="sk-fake", max_retries=0), use_for_tracing=False)
-        set_default_openai_api("chat_completions")
-        set_trace_processors([])
-        provider = otel_provider(fake, "agents")
-        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
-        export = _Export()
-        add_trace_processor(export)  # after instrument(), which replaces the processor list
-        try:
+        with agents_recording(fake, out, name, files=("{}.oi.jsonl", "{}.export.jsonl")):
             agent = Agent(name="Assistant", instructions="Help.", tools=[function_tool(log_event)], model=MODEL)
             answer = asyncio.run(Runner.run(agent, LOG_USER)).final_output
-            write_otlp(provider, fake, out / f"{name}.oi.jsonl")
-            write_jsonl(out / f"{name}.export.jsonl", export.done)
-        finally:
-            OpenAIAgentsInstrumentor().uninstrument()
-            provider.shutdown()
         write_truth(out, name, {"input": LOG_USER, "output": answer, "user_turns": [LOG_USER], "calls": _LOG_CALLS[1:],
                                 "usage": fake.served(), "sent": fake.chats})
     return answer
