@@ -271,3 +271,12 @@ def test_a_run_scores_the_conversation_as_one_case(tmp_path: Path) -> None:
     # the conversation made two calls in all: over a budget each of its traces alone stayed within
     assert sorted((r["case_id"], r["status"], r["scores"]["MaxToolCalls"]["passed"]) for r in results) == sorted(
         [(want["lone"]["trace"], "ok", True), (want["conversation"]["key"], "ok", False)])
+
+
+def test_a_blank_conversation_key_is_no_key() -> None:
+    # `" "` made a conversation whose case id was then refused as blank (`id: id: the case id is empty …`).
+    from tracejudge.stages.extract.conversation_groups import key_of
+
+    assert key_of(" ", "group_id") == (None, None) and key_of("", "group_id") == (None, None)
+    assert key_of(7, "group_id") == ("7", None) and key_of("t-1", "group_id") == ("t-1", None)
+    assert key_of(True, "group_id")[0] is None and "group_id" in (key_of(True, "group_id")[1] or "")

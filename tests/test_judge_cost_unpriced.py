@@ -110,3 +110,12 @@ def test_a_run_the_cache_answered_whole_cost_nothing_priced_or_not() -> None:
     assert spend_line(cached).endswith("0 input + 0 output tokens, $0.0000")
     paid = {"judge": {**cached["judge"], "requests": 1, "input_tokens": 10, "cost_usd": None}}
     assert "cost unknown (no price for 'judge-7b'" in spend_line(paid)
+
+
+def test_a_run_whose_connections_were_all_refused_billed_nothing() -> None:
+    # Six attempts at a server that was not there: 6 requests, no token billed, "cost unknown (no price ...)" said.
+    from tracejudge.stages.reports.judge_lines import spend_line
+
+    refused = {"judge": {"requests": 6, "cache_hits": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "priced": False,
+                         "model": "judge"}}
+    assert spend_line(refused).endswith("0 input + 0 output tokens, $0.0000")

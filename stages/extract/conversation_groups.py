@@ -84,10 +84,10 @@ class Conversation:
 def key_of(value: Any, name: str) -> tuple[str | None, str | None]:
     """`(key, problem)` of a trace's conversation key `value` (its field called `name`).
 
-    Text is the key, a number its text; `None` and empty text are no key. Anything else is no key and a
-    problem saying what the field holds.
+    Text is the key, a whole number its text; `None` and empty or blank text are no key (a blank id names no
+    conversation: as its case id it would be refused). Anything else is no key and a problem saying what the field holds.
     """
-    if value is None or value == "":
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None, None
     if isinstance(value, str):
         return value, None

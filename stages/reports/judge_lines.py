@@ -27,14 +27,14 @@ def spend_line(summary: dict[str, Any]) -> str:
 
     A model without a price costs an unknown amount, not $0: `judge.cost_usd` is null then (a summary written before
     that has `priced: false` and 0), and the line names the models to price. So does a reply without usage
-    (`usage_unknown_replies`): the line says how many, and that their tokens are estimates. A run that sent nothing
-    (the cache answered it whole) cost $0, priced or not.
+    (`usage_unknown_replies`): the line says how many, and that their tokens are estimates. A run billed no token (the
+    cache answered it whole, or its connections were refused) cost $0, priced or not.
     """
     j = summary.get("judge") or {}
     cost = j.get("cost_usd", 0.0)
     no_usage = j.get("usage_unknown_replies") or 0
-    spent = j.get("requests") or j.get("input_tokens") or j.get("output_tokens")
-    if (cost is None or not j.get("priced", True)) and spent:  # (nothing sent, nothing billed: $0 whatever the price)
+    billed = j.get("input_tokens") or j.get("output_tokens")
+    if (cost is None or not j.get("priced", True)) and billed:  # (no token billed, refused connections included: $0 whatever the price)
         why = [f"{no_usage} {'reply' if no_usage == 1 else 'replies'} of the judge reported no usage; their tokens are estimated"] if no_usage else []
         if not no_usage or not j.get("priced", True):
             members = (j.get("panel") or {}).get("models") or {}
