@@ -5,7 +5,7 @@ One fresh process runs `tracejudge.engine.runner.run` (as `pipeline_throughput.p
 functions that make each phase are wrapped with a timer of the calling thread's CPU time
 (`time.thread_time`), counted exclusively: a phase called from inside another is taken out of the
 outer one. What no wrapper covers is "other": the event loop and the pipeline's tasks, the
-interpreter's exit, and the CPU of helper threads (the writer's fsyncs). Start-up is the process's
+interpreter's exit, and the CPU of helper threads but the writer's and the dataset hash's (both timed). Start-up is the process's
 CPU before its first line (interpreter and `site`); imports are those the run needs, made up front.
 The wrappers add about a microsecond a call, so the struct path and other per-case rows read a little high.
 
@@ -90,8 +90,16 @@ def timed_iter(items):
         yield item
 
 
-plain_scorer, plain_aiter = struct_score.scorer, runner.read_ahead
-struct_score.scorer, runner.read_ahead = scorer, aiter
+def flow_aiter(items):
+    return plain_flow_aiter(timed_iter(items))
+
+
+plain_scorer, plain_aiter, plain_flow_aiter = struct_score.scorer, runner.read_ahead, runner._aiter
+# A fresh run reads a file's lines through its resume cursor on the event loop (`flow._aiter`), a source without
+# one through `read_ahead`'s worker thread: both are timed.
+struct_score.scorer, runner.read_ahead, runner._aiter = scorer, aiter, flow_aiter
+from tracejudge.engine import fingerprint_ahead
+patch(fingerprint_ahead.FingerprintAhead, "_hash", "dataset fingerprint (its thread: SHA-256 of the file)")
 patch(runner, "manifest_for", "manifest (dataset fingerprint)")
 patch(Admission, "works", "admission")
 patch(RunJournal, "record_finished", "journal: result lines and keys")
