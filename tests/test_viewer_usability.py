@@ -163,3 +163,20 @@ def test_a_run_directory_rewritten_under_the_viewer(runs: dict[str, Path], tmp_p
         assert matching(get(url + "/run/target/cases?q=alpine")[1]) == 0
         page = get(url + "/run/target/case?id=zebra-0")[1]
         assert "zebracrossing request 0" in page and "has no readable record" not in page
+
+
+def test_the_state_a_page_polls_follows_summary_json_rewritten(runs: dict[str, Path], tmp_path: Path) -> None:
+    # summary.json is read once per change, not once per poll: a rewrite (in place or replaced whole) is still seen.
+    import json
+
+    target = tmp_path / "polled"
+    shutil.copytree(runs["alpha"], target, ignore=shutil.ignore_patterns("view.idx*"))
+    summary = json.loads((target / "summary.json").read_text())
+    with view_server(str(target)) as url:
+        state = lambda: json.loads(get(url + "/api/run/polled/state")[1])  # noqa: E731
+        assert state() == {"results": 8, "complete": True}
+        (target / "summary.new").write_text(json.dumps({**summary, "complete": False}))
+        (target / "summary.new").replace(target / "summary.json")  # a resume begun: the run is written again
+        assert state()["complete"] is False
+        (target / "summary.json").write_text(json.dumps({**summary, "complete": True}))  # in place
+        assert state()["complete"] is True

@@ -109,3 +109,12 @@ def test_800x600_shows_a_case_above_its_baseline(server: str, narrow: Any) -> No
     broken = [t for t, n in narrow.execute_script(LINES_JS, "table.scores th, table.scores td.num") if n > 1]
     assert broken == [], broken  # "va|lu|e", "1.|00|0"
     no_overflow(narrow)
+
+
+def test_a_finished_run_is_polled_every_30_s_and_one_being_written_every_2_s(server: str, browser: Any) -> None:  # noqa: F811
+    # `alpha` wrote its summary (complete); `live` has results but no summary yet: it is still being written.
+    body = lambda d: d.find_element(By.TAG_NAME, "body")  # noqa: E731
+    browser.get(server + "/run/alpha/cases")
+    WebDriverWait(browser, 30).until(lambda d: body(d).get_attribute("data-poll-ms") == "30000")
+    browser.get(server + "/run/live/cases")
+    WebDriverWait(browser, 30).until(lambda d: body(d).get_attribute("data-poll-ms") == "2000")

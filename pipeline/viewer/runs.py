@@ -27,6 +27,7 @@ class Run:
     _index: RunIndex | None = field(default=None, repr=False)
     _source: CaseSource | None = field(default=None, repr=False)
     _source_key: tuple[int, int] | None = field(default=None, repr=False)
+    _summary: tuple[tuple[int, int, int], dict[str, Any]] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -59,8 +60,21 @@ class Run:
         return None
 
     def summary(self) -> dict[str, Any]:
-        """`summary.json`, or `{}` while the run has not written one (or it is unreadable)."""
-        return _read_json(self.path / store.SUMMARY)
+        """`summary.json`, or `{}` while the run has not written one (or it is unreadable). Read again only when the
+        file changed (every open page asks for it every few seconds, and a long run's summary is large); the dict is
+        shared: callers do not change it."""
+        path = self.path / store.SUMMARY
+        try:
+            st = path.stat()
+        except OSError:
+            return {}
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)  # (summary.json is replaced whole: a new inode)
+        kept = self._summary
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        data = _read_json(path)
+        self._summary = (key, data)
+        return data
 
     def manifest(self) -> dict[str, Any]:
         """`manifest.json`, or `{}`."""

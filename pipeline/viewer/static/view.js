@@ -55,19 +55,34 @@
       reopen(main, keys);
     });
   }
+  // Every 2 s while the run is written; every 30 s once it is complete or gone (a resume or a new run in the same
+  // directory is still seen, without a request every 2 s from each page left open on a finished run); none while the
+  // tab is hidden: it polls at once when shown again. `data-poll-ms` says which, for the reader's tools and the tests.
+  var FOLLOW_MS = 2000, SETTLED_MS = 30000;
+  var timer = null;
+  function schedule(ms) {
+    clearTimeout(timer);
+    body.setAttribute('data-poll-ms', String(ms));
+    timer = setTimeout(poll, ms);
+  }
   function poll() {
     if (busy) return;
+    if (document.hidden) { body.setAttribute('data-poll-ms', 'paused'); return; }
     busy = true;
+    var next = FOLLOW_MS;
     fetch('/api/run/' + encodeURIComponent(rid) + '/state').then(function (r) { return r.json(); }).then(function (s) {
       var grew = last !== null && s.results !== last;
       last = s.results;
       state.textContent = s.gone ? s.gone : s.complete ? '' : 'following the run: ' + s.results + ' results';
       body.setAttribute('data-results', String(s.results));
+      if ((s.complete || s.gone) && !grew) next = SETTLED_MS;
       return grew ? swap() : null;
-    }).catch(function () { state.textContent = 'viewer not reachable'; }).then(function () { busy = false; });
+    }).catch(function () { state.textContent = 'viewer not reachable'; }).then(function () { busy = false; schedule(next); });
   }
+  document.addEventListener('visibilitychange', function () {
+    if (!document.hidden) { clearTimeout(timer); poll(); }
+  });
   poll();
-  setInterval(poll, 2000);
 })();
 // Cases table: the ▸ button of a row shows or hides the row under it, which holds every reason in full.
 document.addEventListener('click', function (ev) {
