@@ -60,6 +60,7 @@ class PairwiseComparison(JudgeMetric):
     """
 
     prompt_version: ClassVar[str] = "pairwise/1"
+    sides: ClassVar[bool] = True  # its value is a side, not a score: a panel combines it without leaning (`repeat._sides`)
     task: ClassVar[str] = ("You compare two runs of an AI agent on the same user request, Run 1 and Run 2, "
                            "each between its own data markers.")
     criteria: str

@@ -8,10 +8,10 @@ value − 0.5: +1 (the first shown is better) when more of the (equally weighted
 the second, −1 the other way, 0 (equal) when they are split evenly or all say "equally good". For samples this is
 the majority of the verdicts that prefer a run, a verdict of "equal" pulling neither way. So 5 of 5 samples and
 4 of 5 samples saying "the first" are the same preference: how strongly an order prefers is not a disagreement
-between the orders. (A panel's `majority`, `all` and `any` give a value that is itself one grade's or one model's
-value; its sign is read the same way. Their rules were made for scores, not for a side: `majority`'s lower median
-of grades 1 and 3, and a sampled member's tied grades, go to grade 1, the run shown first, and `all`/`any` to the
-second/first; the both-orders rule turns such a lean into a flip, a tie, not into a win.)
+between the orders. (A panel's `majority`, `all` and `any` give a value whose sign is read the same way; for a side
+they favour no position, `tracejudge.stages.judge.repeat._sides`: `majority` the side more members prefer, equal
+when as many prefer each; `all` a side every member prefers, else equal; `any` a side some member prefers and none
+opposes, else equal. A member's side is the sign of its value − 0.5, a sampled member's of its samples' mean.)
 
 **Both orders.** Each pair is asked with A first and with B first. B's preference in an order is the preference
 for B's position in it. When the two orders give the same preference it is the pair's verdict (B wins, A wins,

@@ -17,6 +17,8 @@ pass and answers in `details.panel.models` and combines them by
 `judge.aggregate`: `majority` (per question the majority answer of the
 models, then scored by the metric; for a graded metric the lower median grade; a sampled model votes its samples'
 majority), `mean` (mean value), `all` (the lowest value: passes only when every model passes), `any` (the highest value).
+A metric whose value is a side (a pairwise comparison: the run shown first, the second, or equal) is combined by
+rules that favour no position instead (`_sides`).
 
 **Ties.** A question's answer in the score's favour (its `good`, `yes` for most) wins only with more than half
 of the votes: a strict majority, as a tied vote carries no motion (and as inspect-ai's `majority` reducer decides
@@ -105,6 +107,33 @@ def _sum_info(outs: list[Outcome], model: str | None = None) -> JudgeInfo | None
         "latency_s": max((i.latency_s or 0.0) for i in infos)})
 
 
+def _sides(values: list[float], how: str, qid: str) -> tuple[float, dict[str, Any], list[str]]:
+    """A panel's `(value, decided answers, tied questions)` for a metric whose value is a side: 1 the run shown
+    first, 0 the second, 0.5 equal (`PairwiseComparison`), each member's side the sign of its value − 0.5 (a sampled
+    member's: of its samples' mean, as one order's preference is read).
+
+    The rules for scores lean when sides are tied (`majority`'s lower median of grades 1 and 3 is 1, the first shown;
+    `all`'s lowest value the second, `any`'s highest the first), and the both-orders rule then counts the lean as a
+    flip, in `position_bias_rate`. Here no rule favours a position: `majority` is the side more members prefer, "equal"
+    pulling neither way, and equal (0.5) when as many prefer each; `all` a side only every member prefers (its weakest
+    value), else equal; `any` a side some member prefers and none opposes (its strongest value), else equal.
+    """
+    from tracejudge.stages.comparison.pairwise_rule import order_preference
+
+    sides = [order_preference(v) for v in values]
+    first, second = sides.count(1), sides.count(-1)
+    if how == "majority":
+        value = 1.0 if first > second else 0.0 if second > first else 0.5
+    elif how == "all":
+        value = min(values) if first == len(values) else max(values) if second == len(values) else 0.5
+    elif how == "any":
+        value = max(values) if first and not second else min(values) if second and not first else 0.5
+    else:
+        value = sum(values) / len(values)
+    grade = 1 if value > 0.5 else 3 if value < 0.5 else 2  # the grade its side stands for, as the answers record it
+    return value, {qid: grade}, [qid] if first == second > 0 else []
+
+
 def _failed(outs: list[Outcome]) -> Outcome | None:
     return next((o for o in outs if o.status != "ok" or o.score.value is None), None)
 
@@ -171,7 +200,10 @@ def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str, ur
     cast = {q: [v.get(q) for v in votes.values()] for q in qids}
     tied = [q for q in qids if _tied(cast[q])]
     decided = {q: _majority(cast[q], goods.get(q)) for q in qids}
-    if how == "majority":
+    if getattr(metric, "sides", False):  # grades that are sides (a pairwise comparison): no rule may lean to one
+        value, decided, tied = _sides(values, how, qids[0])
+        score = metric.verdict(value, "", dict(first.details or {}))
+    elif how == "majority":
         if plan.kind == "scale":
             median = statistics.median_low([v[qids[0]] for v in votes.values()])
             decided[qids[0]] = median
