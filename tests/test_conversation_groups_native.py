@@ -280,3 +280,32 @@ def test_a_blank_conversation_key_is_no_key() -> None:
     assert key_of(" ", "group_id") == (None, None) and key_of("", "group_id") == (None, None)
     assert key_of(7, "group_id") == ("7", None) and key_of("t-1", "group_id") == ("t-1", None)
     assert key_of(True, "group_id")[0] is None and "group_id" in (key_of(True, "group_id")[1] or "")
+
+
+# the key as each format's metadata keeps it (verbatim), beside the case id
+KEPT = {"agents.jsonl": "group_id", "langfuse.json": "sessionId", "langfuse.v2.json": "sessionId", "mlflow.jsonl": "session"}
+
+
+@pytest.mark.parametrize("name", LINES)
+def test_a_key_with_a_trailing_space_is_another_conversation_whose_id_shows_it(tmp_path: Path, name: str) -> None:
+    # The SDKs keep a key verbatim and group by its exact text (MLflow's `group_traces_by_session` keys a dict by it, the
+    # Agents SDK and Langfuse pass it through untouched): `"thread-7f3a "` is another conversation. Its case id was the key
+    # bare, so two cases both printed as `thread-7f3a`; now it is quoted, so the two read apart.
+    fmt, meta, _ = EXPORTS[name]
+    conv = truth(name)["conversation"]
+    rows = records(name)
+    spaced = conv["key"] + " "
+    path = write(tmp_path, name, [set_key(r, spaced) if trace_id(r) == conv["traces"][1] else r for r in rows])
+    got = cases(extract(path, fmt))
+    assert set(got) == {truth(name)["lone"]["trace"], conv["key"], f'"{spaced}"'}
+    assert [m.content for m in got[f'"{spaced}"'].trace.user_messages] == [conv["turns"][1]["user"]]
+    assert got[f'"{spaced}"'].metadata[meta][KEPT[name]] == spaced  # the recorded key itself, as the SDK wrote it
+    assert [m.content for m in got[conv["key"]].trace.user_messages] == [conv["turns"][0]["user"]]
+
+
+def test_a_conversation_id_is_its_key_unless_the_key_could_pass_for_another() -> None:
+    from tracejudge.stages.extract.conversation_groups import case_id_of
+
+    assert [case_id_of(k) for k in ("thread-1", "thread 1", "café", '"')] == ["thread-1", "thread 1", "café", '"']
+    assert [case_id_of(k) for k in ("thread-1 ", " thread-1", "t\t1", "t-1\u200b", "t-1\u00a0", '"thread-1 "')] == [
+        '"thread-1 "', '" thread-1"', '"t\\t1"', '"t-1\\u200b"', '"t-1\\u00a0"', '"\\"thread-1 \\""']

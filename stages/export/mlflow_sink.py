@@ -124,13 +124,15 @@ def target(result: dict[str, Any]) -> tuple[str, str | None]:
     A case read as a conversation (format `mlflow`'s default `group_by: conversation`: its id is the session's,
     `metadata.mlflow.traces` its traces in the order they started) is a session-level verdict: written, as
     `mlflow.genai.evaluate` writes a multi-turn scorer's, on the session's first trace with `mlflow.trace.session` in
-    its metadata. Any other case's id is its trace id.
+    its metadata: the session as the traces recorded it (`metadata.mlflow.session`), which the case id shows quoted
+    when it has spaces at an end (`conversation_groups.case_id_of`). Any other case's id is its trace id.
     """
     cid = str(result["case_id"])
     found = (result.get("metadata") or {}).get("mlflow")
     traces = found.get("traces") if isinstance(found, dict) else None
     if isinstance(traces, list) and traces and all(isinstance(t, str) and t for t in traces) and cid not in traces:
-        return traces[0], cid
+        session = found.get("session")  # type: ignore[union-attr]
+        return traces[0], session if isinstance(session, str) and session.strip() else cid
     return cid, None
 
 

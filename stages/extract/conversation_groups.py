@@ -10,7 +10,10 @@ formats' default, as format `otel`'s) the traces that carry the same key are one
   built into spans by the format and joined into one group for the `otel` assembler (`join_spans`),
   so user turns, calls, answers and usage follow the same rules as an `otel` conversation; tokens are
   summed over every trace's requests;
-- its id is the key's value (as `otel` names a conversation); `metadata.<format>.traces` lists the trace
+- its id is the key's value (as `otel` names a conversation), or, for a key a reader could not tell from another
+  by looking (`thread-1 ` beside `thread-1`: whitespace at either end, a character that prints as nothing), that value
+  in JSON quotes (`"thread-1 "`): the SDKs keep a key as the application wrote it and group by the exact text, so two
+  such keys are two conversations, and their case ids must show it (`case_id_of`); `metadata.<format>.traces` lists the trace
   ids in turn order, so each trace stays recoverable; the format's other trace fields keep the first
   trace's value, and its lists (errors, duplicates, …) are joined in turn order (`merged`);
 - a trace without a key (none, or empty text) is a case of its own, as with `group_by: trace`.
@@ -35,6 +38,7 @@ What is refused, one trace at a time (the others read on):
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,8 +50,8 @@ from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.load import RawRecord, loads_line, read_jsonl, too_deep
 
-__all__ = ["GROUP_BY", "Conversation", "Holder", "Refused", "Seen", "conversation_parts", "group_lines", "join_spans", "key_of", "merged",
-           "total"]
+__all__ = ["GROUP_BY", "Conversation", "Holder", "Refused", "Seen", "case_id_of", "conversation_parts", "group_lines", "join_spans",
+           "key_of", "merged", "total"]
 
 GROUP_BY = Literal["conversation", "trace"]
 """`dataset.options.group_by` of the native trace formats: one case per conversation (default) or per trace."""
@@ -79,6 +83,28 @@ class Conversation:
     traces: list[bytes]
     places: list[tuple[str, int]]
     left_out: list[str] = field(default_factory=list)
+
+    @property
+    def case_id(self) -> str:
+        """The id of the conversation's case: its key, shown so that no two keys look alike (`case_id_of`)."""
+        return case_id_of(self.key)
+
+
+def case_id_of(key: str) -> str:
+    """The case id of conversation `key`: the key itself, or the key in JSON quotes when it could pass for another.
+
+    The Agents SDK (`group_id`), Langfuse (`session_id`) and MLflow (`mlflow.trace.session`) keep a key verbatim and
+    group by its exact text, so `"thread-1 "` and `"thread-1"` are two conversations; printed bare, both cases would
+    read `thread-1`. A key with whitespace at either end, or a character that prints as nothing (a tab, a zero-width
+    space), is quoted with those characters escaped (`"thread-1 "`, `"t-1\\u200b"`); so is a key already wrapped in
+    double quotes, so a quoted id never equals another key's bare one. Any other key is its own id, as before.
+    """
+    wrapped = len(key) >= 2 and key[0] == key[-1] == '"'
+    if key == key.strip() and key.isprintable() and not wrapped:
+        return key
+    body = json.dumps(key, ensure_ascii=False)[1:-1]
+    # `json.dumps` leaves characters past ASCII raw: escape the ones a reader cannot see (a no-break or zero-width space).
+    return '"' + "".join(c if c == " " or (c.isprintable() and not c.isspace()) else json.dumps(c)[1:-1] for c in body) + '"'
 
 
 def key_of(value: Any, name: str) -> tuple[str | None, str | None]:
@@ -261,7 +287,7 @@ def conversation_parts(conversation: Conversation, build: Callable[[bytes], Any]
             out.append(build(data))
         except AdapterError as exc:
             raise AdapterError(f"conversation {conversation.key!r}, its trace at {file}:{line}: {exc}", field=exc.field,
-                               case_id=conversation.key) from None
+                               case_id=conversation.case_id) from None
     return out
 
 

@@ -303,7 +303,7 @@ def _case(parts: list[_Part], conversation: Conversation | None = None) -> Case:
         if conversation.left_out:
             info["left_out"] = conversation.left_out
         tags = list(dict.fromkeys(t for p in parts for t in p.tags))
-        built = native_case(conversation.key, join_spans([p.spans for p in parts]), "langfuse", info, tags=tags, usage=usage,
+        built = native_case(conversation.case_id, join_spans([p.spans for p in parts]), "langfuse", info, tags=tags, usage=usage,
                             traces=[p.cid for p in parts])
     if unpriced:
         built["metadata"]["requests_without_cost"] = unpriced

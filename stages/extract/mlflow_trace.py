@@ -271,7 +271,7 @@ def _conversation(conversation: Conversation) -> Case:
         found["left_out"] = conversation.left_out
     ms = total([p[3] for p in parts])
     usage = {"latency_s": ms / 1000} if ms is not None else {}  # (the invokes' own time, not the time between turns)
-    return build_case(native_case(conversation.key, join_spans([p[1] for p in parts]), "mlflow", found, usage=usage, traces=ids))
+    return build_case(native_case(conversation.case_id, join_spans([p[1] for p in parts]), "mlflow", found, usage=usage, traces=ids))
 
 
 def _seen(record: dict[str, Any]) -> Seen | None:

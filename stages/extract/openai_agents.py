@@ -349,7 +349,7 @@ def _conversation(conversation: Conversation) -> Case:
     if conversation.left_out:
         info["left_out"] = conversation.left_out
     latency = total([p[3] for p in parts])  # each trace's own time, not the time between turns
-    built = native_case(conversation.key, join_spans([p[1] for p in parts]), "openai_agents", info,
+    built = native_case(conversation.case_id, join_spans([p[1] for p in parts]), "openai_agents", info,
                         usage={"latency_s": latency} if latency is not None else {}, traces=ids)
     return build_case(_task_usage(built, [p[4] for p in parts]))
 
