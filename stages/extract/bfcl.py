@@ -8,8 +8,13 @@ question (refused when the config loads without one). Each question becomes one 
 
 - `id` is the question id; `input` the first user message of the first
   turn, `turns` the first user message of each later turn; `context` keeps
-  the offered `functions` (single-turn) or `involved_classes` (multi-turn);
+  the offered `functions` (single-turn) or `involved_classes` (multi-turn),
+  and `missed_function` (multi_turn_miss_func: `{turn index: [names]}`, the
+  functions upstream offers only from that turn on; that turn has no user
+  message, so its `turns` entry is null);
   `tags` = `["bfcl", category]`;
+- `simple_java` / `simple_javascript` answers become the source text a
+  model sends for them, as upstream converts it (`bfcl_lang`);
 - single-turn `ground_truth` `[{fn: {param: [accepted, …]}}]` becomes one
   expected call per entry. A parameter's accepted-value list becomes the
   value itself when it holds one value, else `{"$any_of": [...]}`; an
@@ -63,6 +68,7 @@ from typing import Any
 
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
+from tracejudge.stages.extract.bfcl_lang import CONVERTED as _LANG_TYPES, language, source_value
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
 from tracejudge.stages.score.value_match import standardize
 
@@ -192,11 +198,44 @@ def _standard(value: Any, kind: str | None) -> Any:
 
 def _param_types(functions: Any, name: str) -> dict[str, str]:
     """`{parameter: its type}` of function `name` in a question's docs (`function`), `{}` when not documented."""
+    return {k: v["type"] for k, v in _param_docs(functions, name).items() if isinstance(v.get("type"), str)}
+
+
+def _param_docs(functions: Any, name: str) -> dict[str, dict[str, Any]]:
+    """`{parameter: its doc}` of function `name` in a question's docs, `{}` when not documented."""
     for doc in functions if isinstance(functions, list) else [functions]:
         if isinstance(doc, dict) and doc.get("name") == name:
             props = (doc.get("parameters") or {}).get("properties") or {}
-            return {k: v.get("type") for k, v in props.items() if isinstance(v, dict) and isinstance(v.get("type"), str)}
+            return {k: v for k, v in props.items() if isinstance(v, dict)}
     return {}
+
+
+def _source_values(options: Any, prop: dict[str, Any] | None, lang: str) -> Any:
+    """A Java / JavaScript parameter's accepted-value list → a matcher of the strings upstream accepts (`bfcl_lang`).
+
+    `""` still means "may be left out"; an undocumented parameter keeps the Python reading.
+    """
+    if not isinstance(options, list) or not options or prop is None:
+        return accepted_values(options)
+    first = next((o for o in options if o != ""), None)  # (upstream's `get_possible_answer_type`)
+    want = _LANG_TYPES[lang].get(prop.get("type"))  # type: ignore[arg-type]
+    variable = first is not None and want is not None and type(first) is not want
+    values: list[Any] = []
+    for o in options:
+        if o == "":
+            continue
+        value = source_value(o, prop, lang, variable)
+        if value is None:
+            continue  # (a value no sent string converts to: a number for an `any`, compared with the string sent)
+        # (a quoted-or-not string's `$any_of` joins the list's own, as in `accepted_values`)
+        values += value["$any_of"] if isinstance(value, dict) and "$any_of" in value else [_convert(o) if value is o else value]
+    if "" in options:
+        if want is str:
+            values.append({"$loose": ""})  # (a sent `""` is a string upstream compares with the accepted `""`)
+        values.append({"$absent": True})
+    if not values:
+        return accepted_values(options)
+    return values[0] if len(values) == 1 else {"$any_of": values}
 
 
 def parse_call(text: str, params: dict[str, list[str]]) -> dict[str, Any]:
@@ -314,14 +353,24 @@ def adapt(raw: bytes | str | dict[str, Any], ctx: dict[str, Any] | None) -> Case
                 if not isinstance(call, dict) or len(call) != 1:
                     raise AdapterError("expected one {function: {param: [values]}} per call", field=f"ground_truth[{c}]", case_id=qid)
                 (name, args), = call.items()
-                kinds = _param_types(rec.get("function"), name)
-                expected.append({"name": name, "arguments": {k: accepted_values(v, kinds.get(k)) for k, v in (args or {}).items()}})
+                lang = language(category)
+                if lang is None:
+                    kinds = _param_types(rec.get("function"), name)
+                    arguments = {k: accepted_values(v, kinds.get(k)) for k, v in (args or {}).items()}
+                else:  # Java / JavaScript: the values as the source text upstream's checker converts (bfcl_lang)
+                    props = _param_docs(rec.get("function"), name)
+                    arguments = {k: _source_values(v, props.get(k), lang) for k, v in (args or {}).items()}
+                expected.append({"name": name, "arguments": arguments})
 
     context: dict[str, Any] = {}
     if rec.get("function") is not None:
         context["functions"] = rec["function"]
     if rec.get("involved_classes") is not None:
         context["involved_classes"] = rec["involved_classes"]
+    if rec.get("missed_function"):
+        # multi_turn_miss_func: `{turn index: [names]}`, functions upstream withholds until that turn, which has no
+        # user message (its `turns` entry is null): without it a target would offer them from the start.
+        context["missed_function"] = rec["missed_function"]
     return Case.model_validate(
         {
             "id": qid,
