@@ -6,7 +6,7 @@ can reuse them:
 - `build_request(plan, questions, cfg, omit)` — one provider-neutral request;
 - `key_components(...)` / `cache_key` — the content address (with, for a
   self-hosted server, the weights it says it serves: `calls.served`, learnt
-  once per run before the first cache read);
+  before the first cache read and again after each outage of the server);
 - `Judge.call(request)` — send one request with admission, budget and
   retries (`calls.sending`: a 429, a 500, a malformed reply or a dropped
   connection retried with jittered exponential backoff, or the provider's
@@ -157,6 +157,9 @@ class Judge:
         self.served_model: dict[str, Any] | None = None
         self.served_learnt = False
         self._served_lock: anyio.Lock | None = None
+        # Asked again after each outage of the server (`calls.gate`'s `reopened`): what it said after each, by outage.
+        self.served_epoch = 0
+        self.served_at: dict[int, dict[str, Any] | None] = {}
 
     def _preparer(self) -> Preparer:
         """The `Preparer` of this judge's asks, made on first use."""
@@ -265,6 +268,8 @@ class Judge:
     failure = sending.failure
 
     learn_served = served.learn_served
+    answered_by = served.answered_by
+    keyed_as_answered = served.keyed_as_answered
 
     # ------------------------------------------------------------------ asking: one question group, one metric on one case (`calls.asking`)
 

@@ -227,10 +227,12 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
     out: dict[int, Outcome] = {}
     alone: dict[int, dict[str, Any]] = {}  # index → composition note for items asked alone
 
+    served = judge.served_model  # what the keys hold; to store a reply, the weights that answered it (`calls.served`)
+
     def item_comps(it: Item) -> dict[str, Any]:
         req = build_multi_request([it], cfg)
         return key_components(cfg.provider, judge.cache_base_url, req, it.plan.prompt_version, metric.rubric, it.trial, judge.structured,
-                              judge.served_model)
+                              served)
 
     todo: list[int] = []
     halves: list[list[int]] = []  # index lists re-asked as smaller groups after a refusal
@@ -263,7 +265,7 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
                 alone[i] = {"alone": True, "why": "the items together do not fit the judge's context"}
         else:
             comps = key_components(cfg.provider, judge.cache_base_url, req, items[0].plan.prompt_version, metric.rubric, items[0].trial,
-                                   judge.structured, judge.served_model)
+                                   judge.structured, served)
             key = cache_key(comps)
             composition_base = {"request": key[:16], "items": order, "seed": seed}
             cached = judge.cache.get(key) if judge.cache is not None else None
@@ -316,6 +318,8 @@ async def judge_items(judge: Judge, items: list[Item]) -> list[Outcome]:
             else:
                 good, bad = parse_multi(group, text)
                 if judge.cache is not None and cached is None and good:
+                    key, comps = await judge.keyed_as_answered(key, comps)
+                    served = comps.get("served_model")  # (its items' entries too: the same weights answered them)
                     judge.cache.put(key, {"answers": good, "text": text, "usage": usage}, comps, f"{metric.key}|group")
                 n = len(group)
                 for pos, it in enumerate(group):

@@ -240,6 +240,7 @@ async def ask_uncached(self: Judge, plan: Plan, questions: list[Question], req: 
             continue
         if self.cache is not None:
             mark = _mark(self)
+            key, comps = await self.keyed_as_answered(key, comps)  # (other weights answer after a swap during an outage)
             self.cache.put(key, {"answers": answers, "text": raw, "usage": {**used, PAID_BY: mark} if mark else used}, comps, slot)
         return answers, None
     self.stats.judge_errors += 1

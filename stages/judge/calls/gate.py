@@ -25,25 +25,34 @@ A request the gate gives up on before it was ever sent (down past `judge.max_ret
 
 A request that failed on its own (a 500, a malformed reply, a 429, one timeout) is retried by its sender
 (`tracejudge.stages.judge.calls.sending`), not here.
+
+A server that was down may come back as another server: restarted on other weights (another GGUF behind the same URL
+and name). `Gate.reopened` counts the outages it came back from, and `answered_in` says, in the task that got a reply,
+after which of them it came: the weights a verdict is cached under are those served then (`calls.served`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
 from tracejudge.llm.providers import ProviderError, public_url
 from tracejudge.stages.judge.calls.outcome import JudgeStopped
 
-__all__ = ["DOWN_AFTER", "FIRST_TRY_S", "LAST_TRY_S", "OUTAGE_STATUSES", "SLOW_AFTER", "Closed", "Gate", "gate_of", "is_outage"]
+__all__ = ["DOWN_AFTER", "FIRST_TRY_S", "LAST_TRY_S", "OUTAGE_STATUSES", "SLOW_AFTER", "Closed", "Gate", "answered_in", "gate_of", "is_outage"]
 
 OUTAGE_STATUSES = frozenset({502, 503, 504, 529})
 SLOW_AFTER = 3  # one slow prompt is not a slow server; three in a row with no answer between are
 DOWN_AFTER = 3  # likewise for a server that has answered before: one 503 is a busy moment, three in a row an outage
 FIRST_TRY_S = 0.5
 LAST_TRY_S = 4.0  # a try costs the server one request: a ready server is not kept waiting long
+
+# `Gate.reopened` when the current task's last reply came: read by the same task when it caches that reply's verdict,
+# however long it waited in between (a task's context follows its awaits, never another task's).
+answered_in: ContextVar[int] = ContextVar("answered_in", default=0)
 
 
 def is_outage(exc: ProviderError) -> bool:
@@ -80,6 +89,7 @@ class Gate:
         self.closed_after = 0  # the timeouts in a row that closed it (slow)
         self.failed_tries = 0  # tries of the slow gate that got no reply in time, since it was made
         self._tries_at_close = 0
+        self.reopened = 0  # outages (down, not slow) the server came back from: each may have brought other weights
         self._changed = anyio.Event()
 
     def reason(self) -> str:
@@ -144,6 +154,7 @@ class Gate:
         now = time.monotonic()
         if exc is None or (exc.status is not None and not is_outage(exc)):
             self._open(now)  # answered in time: an error the server answered (a 400, a 500, a 429) says it serves
+            answered_in.set(self.reopened)
         elif is_outage(exc):
             self.error = exc
             self.outages += 1
@@ -215,6 +226,7 @@ class Gate:
             from tracejudge.core.log import get_logger
 
             get_logger("tracejudge.judge").info("the judge answers again", url=public_url(self._url()), after_s=round(now - self.since, 1))
+            self.reopened += self.state == "down"  # (a slow server was not restarted: its weights are the same)
         self.state, self.error, self.timeouts, self.stalled, self._delay = None, None, 0, False, FIRST_TRY_S
         self.outages, self.answered = 0, True
 

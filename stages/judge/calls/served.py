@@ -1,4 +1,4 @@
-"""The judge learns, once per run and before its first cache read, which weights a self-hosted server serves.
+"""The judge learns, before its first cache read and again after each outage, which weights a self-hosted server serves.
 
 What is asked and how it enters the cache key: `tracejudge.llm.served_model`. A judge with no cache, the simulator
 (its name in keys holds its seed and flaws already) and a hosted API ask nothing: their keys are what they always were.
@@ -14,6 +14,13 @@ Then, for a self-hosted server:
 
 The last two warn once a run: a weight swap behind the same name would be answered from the cache.
 
+The server is asked again when it comes back from an outage (the judge's gate, `calls.gate`, reopens after it was
+down: a llama-server restarted on another GGUF is that): keys made from then on hold what it says then, and a change
+is logged once (`served model changed during the run: A → B`). A verdict is stored under the weights that answered it
+(`keyed_as_answered`): a request made ready before the outage, and sent again once the server was back, was answered by
+the new weights, so it is stored under theirs, not the key it was looked up with. A server that does not answer the
+second asking keeps the weights it said before (it has just answered a request: a lost probe is no swap).
+
 A server that says how many requests it computes at once (llama.cpp's `/props` `total_slots`) is sent no more than
 that at a time (`_fit_slots`), with or without a cache.
 """
@@ -25,50 +32,96 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from tracejudge.core.log import get_logger
 from tracejudge.llm import served_model
+from tracejudge.llm.cache import cache_key
 from tracejudge.llm.providers import public_url
-from tracejudge.stages.judge.calls.gate import FIRST_TRY_S, LAST_TRY_S
+from tracejudge.stages.judge.calls.gate import FIRST_TRY_S, LAST_TRY_S, answered_in
 
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["learn_served"]
+__all__ = ["answered_by", "keyed_as_answered", "learn_served"]
 
 log = get_logger("tracejudge.judge")
 
 
 async def learn_served(self: Judge) -> None:
-    """Set `self.served_model` (`None`: not known, or not asked) the first time it is called; later calls return at
-    once, and a call made while the first one asks waits for its answer, so every key of the run is made with it.
-    Takes at most `served_model.PROBE_TIMEOUT_S` (and a little) seconds, or `judge.max_retry_wait_s` more for a server
-    loading its model; never raises for anything the server or the cache does."""
-    if self.served_learnt:
+    """Set `self.served_model` (`None`: not known, or not asked) the first time it is called, and again the first time
+    after the server came back from an outage (`Gate.reopened` grew); other calls return at once, and a call made
+    while one asks waits for its answer, so every key made after it holds that answer. Takes at most
+    `served_model.PROBE_TIMEOUT_S` (and a little) seconds, or `judge.max_retry_wait_s` more for a server loading its
+    model; never raises for anything the server or the cache does."""
+    if self.served_learnt and self.served_epoch >= _epoch(self):
         return
     if self._served_lock is None:
         self._served_lock = anyio.Lock()
     async with self._served_lock:
-        if self.served_learnt:
+        epoch = _epoch(self)  # (taken before asking: an outage during the asking is asked about again)
+        if self.served_learnt and self.served_epoch >= epoch:
             return
+        first = not self.served_learnt
         try:
-            if self.cfg.provider != "simulator" and served_model.self_hosted(self.cache_base_url):
-                self.served_model = await _ask(self)
+            if _asks(self):
+                self.served_model = await (_ask(self) if first else _ask_again(self))
         finally:
             self.served_learnt = True
+            self.served_epoch = epoch
+            self.served_at[epoch] = self.served_model
 
 
-async def _ask(self: Judge) -> dict[str, Any] | None:
+async def answered_by(self: Judge) -> dict[str, Any] | None:
+    """The `served_model` of the weights that answered the current task's last reply (`gate.answered_in`): those the
+    server said it served after the outage that reply came after, asked first if it was not yet (`learn_served`)."""
+    epoch = answered_in.get()
+    if epoch > self.served_epoch or not self.served_learnt:
+        await self.learn_served()
+    # The first asking at or after that outage: a later outage's answer is the nearest one known then.
+    after = [e for e in self.served_at if e >= epoch]
+    return self.served_at[min(after)] if after else self.served_model
+
+
+async def keyed_as_answered(self: Judge, key: str, comps: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`(key, comps)` to store the current task's last reply under: as given, unless the weights that answered it
+    (`answered_by`) are not those `comps` were made with (the server came back from an outage on other weights while
+    the request waited), then the same components with the answering weights' `served_model`, and their key."""
+    if not _asks(self):
+        return key, comps
+    served = await answered_by(self)
+    if served == comps.get("served_model"):
+        return key, comps
+    comps = {k: v for k, v in comps.items() if k != "served_model"} | ({"served_model": served} if served is not None else {})
+    return cache_key(comps), comps
+
+
+def _asks(self: Judge) -> bool:
+    """Whether this judge asks its server what it serves: a self-hosted one (never the simulator's own provider)."""
+    return self.cfg.provider != "simulator" and served_model.self_hosted(self.cache_base_url)
+
+
+def _epoch(self: Judge) -> int:
+    gate = getattr(self, "_gate", None)
+    return gate.reopened if gate is not None else 0
+
+
+async def _probe(self: Judge) -> served_model.Learnt:
+    """What the server says it serves, asked again while it says it is loading, up to `judge.max_retry_wait_s`."""
     cfg, where = self.cfg, public_url(self.cache_base_url)
-    judge_id = (cfg.provider, self.cache_base_url, cfg.model)
     give_up = anyio.current_time() + cfg.max_retry_wait_s
     wait = FIRST_TRY_S
     while True:
         got = await served_model.learn(self.cache_base_url, cfg.model, self._headers, self._secrets)
         if not got.loading or got.component is not None or anyio.current_time() + wait > give_up:
-            break
+            return got
         if wait == FIRST_TRY_S:
             log.warning("the judge server is loading its model: waiting for it to say which weights it serves", url=where,
                         max_retry_wait_s=cfg.max_retry_wait_s)
         await anyio.sleep(wait)
         wait = min(2 * wait, LAST_TRY_S)
+
+
+async def _ask(self: Judge) -> dict[str, Any] | None:
+    cfg, where = self.cfg, public_url(self.cache_base_url)
+    judge_id = (cfg.provider, self.cache_base_url, cfg.model)
+    got = await _probe(self)
     if got.slots is not None:
         _fit_slots(self, got.slots, where)
     if self.cache is None:  # (asked for its slots alone: a run without a cache keys nothing)
@@ -90,6 +143,29 @@ async def _ask(self: Judge) -> dict[str, Any] | None:
                 "a swap, clear the cache or use another cache.dir", url=where, model=cfg.model,
                 **({} if got.answered else {"why": "no answer (not running yet, or not in time)"}))
     return None
+
+
+async def _ask_again(self: Judge) -> dict[str, Any] | None:
+    """What the server serves now that it is back from an outage (see the module doc); the change, if any, logged once."""
+    cfg, where, before = self.cfg, public_url(self.cache_base_url), self.served_model
+    got = await _probe(self)
+    if got.slots is not None and got.slots != self.slot_count:  # (the same count kept: the requests holding a slot keep theirs)
+        _fit_slots(self, got.slots, where)
+    if self.cache is None:
+        return None
+    if got.component is None and not got.answered:
+        log.warning("the judge server is back from an outage but did not answer when asked again which weights it serves: "
+                    "its verdicts are still keyed by the weights it said before", url=where, model=cfg.model,
+                    served=served_model.describe(before))
+        return before
+    if got.component == before:
+        log.info("the judge server is back from an outage serving the same weights", url=where, served=served_model.describe(before))
+        return before
+    if got.component is not None:
+        _cache_call(getattr(self.cache, "raw", self.cache), "remember_served", cfg.provider, self.cache_base_url, cfg.model, got.component)
+    log.warning(f"served model changed during the run: {served_model.describe(before)} → {served_model.describe(got.component)}; "
+                "verdicts from here on are cached under the weights served now", url=where, model=cfg.model)
+    return got.component
 
 
 def _fit_slots(self: Judge, slots: int, where: str) -> None:
