@@ -87,6 +87,10 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
         for k in _ADDITIVE:
             if k in more:
                 block[k] = add_counts(block.get(k, 0), more[k])
+        if more.get("cache_misses_explained"):  # every model's misses explained too (a copy: the first judge's own stays)
+            mine = block["cache_misses_explained"] = dict(block.get("cache_misses_explained") or {})
+            for why, n in more["cache_misses_explained"].items():
+                mine[why] = mine.get(why, 0) + n
         for k, n in more.get("error_kinds", {}).items():
             block.setdefault("error_kinds", {})[k] = block.get("error_kinds", {}).get(k, 0) + n
     if state["batches"] is not None:
@@ -102,10 +106,12 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     for k in _ADDITIVE:
         if k in prior or k in block:
             block[k] = add_counts(block.get(k, 0), prior.get(k, 0))
+    # A segment that explained its misses and judged something says what it missed: none, when the cache answered all.
+    explained = bool(judges) and judges[0][1].explain and state["results"] > 0
     for k in ("latency_p50_s", "latency_p95_s", "cache_misses_explained"):
         # Figures that do not add up: a segment that sent nothing keeps the earlier ones,
         # so resuming a finished run leaves its summary as it was.
-        if block.get(k) in (None, {}) and k in prior:
+        if block.get(k) in (None, {}) and k in prior and not (k == "cache_misses_explained" and explained):
             block[k] = prior[k]
     block["error_kinds"] = dict(sorted(kinds.items()))
     # A panel is priced when every member is: the section's own model judges nothing then.

@@ -42,9 +42,11 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
     """The command line that resumes this run, from the parsed arguments.
 
     `--force` and `--fresh` are dropped (the run directory now holds this
-    config), and `--run-dir` names the directory actually used when it is
-    not the config's default. Paths are as typed, so the command is meant for
-    the same working directory.
+    config, and `--fresh` again would start over in yet another directory,
+    leaving this run's results behind), and `--run-dir` names the directory
+    actually used when it is not the config's default; every other option
+    given is kept. Paths are as typed, so the command is meant for the same
+    working directory.
     """
     parts = ["tracejudge"]
     if args.log_level != "warning":
@@ -62,7 +64,26 @@ def resume_command(args: argparse.Namespace, run_dir: Path | None) -> str:
         parts.append("--explain-cache")
     if args.no_progress:
         parts.append("--no-progress")
+    if getattr(args, "progress_every", _PROGRESS_EVERY) != _PROGRESS_EVERY:
+        parts += ["--progress-every", f"{args.progress_every:g}"]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+_PROGRESS_EVERY = 10.0  # `--progress-every`'s default (`commands.parser`): left out of the command when unchanged
+
+# How an error that stops a run says to resume it (the judge's `stopping`, a live target that cannot be reached): true of
+# the command typed, unless that started over (`--fresh`), which would start over again. Such a run's errors name the
+# command that resumes instead (`_resume_hint`).
+_SAME_COMMAND = "run the same command to resume"
+
+
+def _resume_hint(exc: BaseException, resume: str) -> None:
+    """Make each of tracejudge's own errors in `exc` that says to run the same command name `resume` instead."""
+    from tracejudge.core.errors import leaves
+
+    for leaf in leaves(exc):
+        if isinstance(leaf, TracejudgeError) and len(leaf.args) == 1 and _SAME_COMMAND in str(leaf.args[0]):
+            leaf.args = (str(leaf.args[0]).replace(_SAME_COMMAND, f"resume with: {resume}"),)
 
 
 def command(args: argparse.Namespace, config, err: Console, ahead=None) -> int:
@@ -190,8 +211,15 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
                     progress.close(finished=not error_box)  # a config error is one line, not a progress report
                 tg.cancel_scope.cancel()
 
-    anyio.run(main_task)
+    try:
+        anyio.run(main_task)
+    except BaseException as exc:
+        if args.fresh:
+            _resume_hint(exc, resume)
+        raise
     if error_box:
+        if args.fresh:
+            _resume_hint(error_box[0], resume)
         raise error_box[0]
     outcome = outcome_box.get("o")
     out = stdout_console()
@@ -214,12 +242,16 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
               highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:
-        print(f"{_pending(outcome.pending_retries, outcome.raised, outcome.died)}; the same command retries them "
+        print(f"{_pending(outcome.pending_retries, outcome.raised, outcome.died)}; {'this' if args.fresh else 'the same'} command retries them "
               f"(at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.spent_retries:
         print(_spent(args, run_dir, outcome.spent_retries, config.run.max_resume_retries, outcome.most_failures), file=sys.stderr)
     if outcome.interrupted:
         print("interrupted; results so far are saved. Resume with:\n  " + resume, file=sys.stderr)
+    if args.explain_cache:  # asked for: said here, not only in summary.json and each score
+        from tracejudge.entrypoints.commands.cache_explained import explain_lines
+
+        print("\n".join(explain_lines(outcome.summary, config.cache.enabled, outcome.new_results)), file=sys.stderr)
     print_verdict(outcome.verdict, out, resume=resume)
     return outcome.verdict.exit_code
 
