@@ -167,6 +167,15 @@ METRIC_CLASSES: dict[str, str] = {
     "ToolCorrectness": f"{_SCORE}.tool_correctness:ToolCorrectness",
     "TrajectoryEfficiency": f"{_JUDGE}:TrajectoryEfficiency",
     "TrajectoryMatch": f"{_SCORE}.trajectory:TrajectoryMatch",
+    # promptfoo's assertions, under promptfoo's names (a class's `__name__` is its type: `promptfoo_trajectory._promptfoo_type`).
+    "not-trajectory:step-count": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryStepCount",
+    "not-trajectory:tool-args-match": f"{_SCORE}.promptfoo_args_match:NotTrajectoryToolArgsMatch",
+    "not-trajectory:tool-sequence": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryToolSequence",
+    "not-trajectory:tool-used": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryToolUsed",
+    "trajectory:step-count": f"{_SCORE}.promptfoo_trajectory:TrajectoryStepCount",
+    "trajectory:tool-args-match": f"{_SCORE}.promptfoo_args_match:TrajectoryToolArgsMatch",
+    "trajectory:tool-sequence": f"{_SCORE}.promptfoo_trajectory:TrajectoryToolSequence",
+    "trajectory:tool-used": f"{_SCORE}.promptfoo_trajectory:TrajectoryToolUsed",
 }
 
 _FORMATS: dict[str, Format] = {}
