@@ -1,4 +1,4 @@
-"""What an OpenAI request or response body, recorded whole beside the flattened messages, adds to them.
+"""What an OpenAI or Anthropic request or response body, recorded whole beside the flattened messages, adds to them.
 
 OpenInference's OpenAI instrumentation flattens a request's messages into `llm.input_messages.*` and also
 keeps the request body (`input.value`) and the response body (`output.value`). The flattening writes no
@@ -6,6 +6,9 @@ attribute for an empty string, so a tool message whose text was `""` reads as on
 that returned nothing, where the tool did return, an empty string. The body still holds it.
 The Responses API's server-side conversation state is in the bodies only: the response's `id` and the
 request's `previous_response_id` (also in `llm.invocation_parameters`).
+OpenInference's Anthropic instrumentation flattens a Messages API `tool_result` block into a tool message
+without its `is_error` flag (a failed call reads as a plain result), and a result sent as a list of content
+blocks as that list's JSON text; the request body keeps both as sent (`anthropic_results`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracejudge.stages.extract.otel.messages import normalise_one
 from tracejudge.stages.extract.otel.view import unjson
 
-__all__ = ["fill_tool_texts", "response_ids"]
+__all__ = ["anthropic_results", "fill_tool_texts", "response_ids"]
 
 _RESPONSE_OBJECT = re.compile(r'"object"\s*:\s*"response"')
 
@@ -51,6 +55,44 @@ def fill_tool_texts(inputs: list[dict[str, Any]] | None, body: Any) -> None:
             texts = sent.get(cid, [])
             if p.get("response") is None and k < len(texts) and isinstance(texts[k], str):
                 p["response"] = texts[k]
+
+
+def anthropic_results(inputs: list[dict[str, Any]] | None, body: Any) -> None:
+    """Give each tool response in `inputs` what the Anthropic request body's `tool_result` block for its call says.
+
+    Blocks are matched by `tool_use_id`, the k-th response naming an id taking the k-th block sent for it. A block
+    with `is_error: true` marks its response `is_error` (the call failed, its text the error, as format
+    `anthropic-messages` reads it); a block whose `content` is a list of content blocks gives its text in place of
+    the list's JSON text the flattening wrote (only when the response is that same list: nothing else is replaced).
+    A body that is not an Anthropic request (no `tool_result` block in a user message) changes nothing.
+    """
+    decoded = unjson(body)
+    messages = decoded.get("messages") if isinstance(decoded, dict) else None
+    sent: dict[str, list[dict[str, Any]]] = {}
+    for msg in messages if isinstance(messages, list) else []:
+        content = msg.get("content") if isinstance(msg, dict) and msg.get("role") == "user" else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") is not None:
+                sent.setdefault(str(block["tool_use_id"]), []).append(block)
+    if not sent:
+        return
+    seen: dict[str, int] = {}
+    for m in inputs or []:
+        for p in m.get("parts") or []:
+            if p.get("type") != "tool_call_response" or p.get("id") is None:
+                continue
+            cid = str(p["id"])
+            k = seen[cid] = seen.get(cid, -1) + 1
+            if k >= len(sent.get(cid, [])):
+                continue
+            block = sent[cid][k]
+            if block.get("is_error") is True:
+                p["is_error"] = True
+            if isinstance(block.get("content"), list) and unjson(p.get("response")) == block["content"]:
+                # the block read as any recorded tool_result block is (`messages`): its text blocks joined
+                read = ((normalise_one({"role": "user", "content": [block]}) or {}).get("parts") or [{}])[0]
+                if read.get("response") is not None:  # (a list holding no text, images alone, stays as recorded)
+                    p["response"] = read["response"]
 
 
 def response_ids(request: Any, response: Any, parameters: Any) -> tuple[str | None, str | None]:

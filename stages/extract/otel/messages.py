@@ -9,8 +9,8 @@ SDK's (`tool-call` / `tool-result` parts). `normalise` reads each message by
 its own shape, so one list may even mix them. See `view` for the target form.
 
 Reasoning (a Responses API `reasoning` item's summary, a `reasoning` content
-block as OpenInference records it) becomes a `{"type": "reasoning", "content"}`
-part: never a text part, so never the model's output (`output_text`), but
+block as OpenInference records it, an Anthropic `thinking` block, pydantic-ai's
+`thinking` part) becomes a `{"type": "reasoning", "content"}` part: never a text part, so never the model's output (`output_text`), but
 kept for a step's thought (`reasoning_text`). A LangChain message's
 `invalid_tool_calls` (arguments that were not JSON) are `tool_call` parts
 holding the raw arguments text and `"invalid"`: the error LangChain gave;
@@ -103,7 +103,7 @@ def normalise_one(msg: Any) -> dict[str, Any] | None:
     if isinstance(msg.get("type"), str) and isinstance(msg.get("data"), dict) and "content" in msg["data"]:  # langchain messages_to_dict
         return _chat(_ROLES.get(msg["type"], msg["type"]), msg["data"])
     if isinstance(msg.get("parts"), list) and "role" in msg:  # already GenAI form
-        return {"role": _ROLES.get(str(msg["role"]), str(msg["role"])), "parts": [p for p in msg["parts"] if isinstance(p, dict)]}
+        return {"role": _ROLES.get(str(msg["role"]), str(msg["role"])), "parts": [_genai_part(p) for p in msg["parts"] if isinstance(p, dict)]}
     role = msg.get("role") or msg.get("type")
     if not isinstance(role, str):
         return None
@@ -143,6 +143,21 @@ def _chat(role: str, msg: dict[str, Any]) -> dict[str, Any]:
     if any(p.get("type") == "tool_call_response" for p in parts) and role == "user":
         role = "tool" if all(p.get("type") == "tool_call_response" for p in parts) else role
     return {"role": role, "parts": parts}
+
+
+def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
+    """A part already in GenAI form, two writers' variants read as the convention's own: pydantic-ai's `thinking`
+    part (its `ThinkingPart`, whatever the provider) is a `reasoning` part, and a tool response holding a list of
+    text content blocks (an Anthropic `tool_result` sent as blocks, as OpenLLMetry's Anthropic instrumentation
+    copies it) is their text, as that block list reads anywhere else (`_block`)."""
+    kind = part.get("type")
+    if kind == "thinking":
+        return {**part, "type": "reasoning"}
+    response = part.get("response")
+    if (kind == "tool_call_response" and isinstance(response, list) and response
+            and all(isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str) for c in response)):
+        return {**part, "response": _content_text(response)}
+    return part
 
 
 def _content_text(content: list[Any]) -> str | None:

@@ -30,7 +30,8 @@ Retrieved passages come from `retrieval.documents.{i}.document.*` (an id or scor
 `document.metadata`, as LangChain's retrievers record them, is kept), a retriever's question from its
 `input.value`, usage from `llm.token_count.*`. A tool message whose text was `""` is that text (the
 flattening drops empty strings; `input.value` has it), and a Responses API request's response id and
-`previous_response_id` come from its bodies (`bodies`).
+`previous_response_id` come from its bodies (`bodies`), as do an Anthropic `tool_result`'s `is_error` and the text
+of a result sent as content blocks, which the Anthropic instrumentation's flattening loses.
 An OpenAI Agents SDK group is also read as a whole by `stop_answers` (in `agents_sdk`): a run that ended at
 a tool call (`stop_on_first_tool`, `StopAtTools`) has that tool's output as its answer, and a run that ended
 in an error only its `turn` span holds (a tool the agent does not have, a tripped input guardrail) has that
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.stages.extract.otel.bodies import fill_tool_texts, response_ids
+from tracejudge.stages.extract.otel.bodies import anthropic_results, fill_tool_texts, response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
@@ -78,6 +79,7 @@ def read(span: Span) -> View | None:
             v.inputs = normalise(body) if isinstance(body, (dict, list)) else None
         else:
             fill_tool_texts(v.inputs, a.get("input.value"))  # a tool's "" result, which the flattening left out
+            anthropic_results(v.inputs, a.get("input.value"))  # a tool_result's is_error and block list, which it flattened away
         v.response_id, v.previous_response_id = response_ids(a.get("input.value"), a.get("output.value"), a.get("llm.invocation_parameters"))
         if v.outputs is None:
             v.outputs = _response_messages(unjson(a.get("output.value")))
