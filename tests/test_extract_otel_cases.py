@@ -267,3 +267,17 @@ def test_spans_whose_parents_were_lost_hang_from_the_traces_root(tmp_path: Path,
         lost = run(tmp_path, [_lose_parents(line) for line in lines], name="lost.jsonl")
         assert all(isinstance(c, Case) for c in whole + lost), (recording.name, lost)
         assert [_what_counts(c) for c in lost] == [_what_counts(c) for c in whole], recording.name
+
+
+def test_a_blank_conversation_key_is_none_and_one_with_a_space_at_its_end_is_another_conversation(tmp_path: Path):
+    # The SDKs group by the exact text: `thread-1 ` is a conversation of its own, its id quoted to show it (as formats
+    # openai-agents, langfuse and mlflow name theirs); a blank key names no conversation: its trace is a case of its own.
+    def turn(n: int, key: str) -> dict:
+        t = f"t{n}"
+        return export([span(f"a{n}", None, 10 * n, trace=t, **{OP: "invoke_agent", "gen_ai__conversation__id": key}),
+                       chat(f"c{n}", f"a{n}", 10 * n + 1, text=f"answer {n}", user=f"ask {n}", trace=t)])
+
+    got = run(tmp_path, [turn(1, "thread-1"), turn(2, "thread-1 "), turn(3, "thread-1"), turn(4, "   ")], name="export.jsonl")
+    assert [c.id for c in got] == ["thread-1", '"thread-1 "', "t4"]
+    assert (got[0].input, got[0].turns) == ("ask 1", ["ask 3"]) and got[1].input == "ask 2"
+    assert got[1].metadata["otel"]["traces"] == ["t2"]

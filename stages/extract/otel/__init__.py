@@ -339,14 +339,14 @@ def adapt(group: Group, options: Options | None = None) -> Case:
     try:
         case = build_case(assemble(group, opts))
     except AdapterError as exc:
-        exc.case_id = exc.case_id or group.key
+        exc.case_id = exc.case_id or group.case_id
         raise
     if _content_hidden(case, group):
         fail(f"trace {group.traces[0] if group.traces else group.key}: its model requests carry no content that can be read (no input, "
              "output or call): content capture was off (OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS, "
              "TRACELOOP_TRACE_CONTENT=false, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT unset), or its message events name no "
              "span and could belong to several requests; scored, it would pass every budget while the run made calls and requests. "
-             "Record with content to evaluate it")
+             "Record with content to evaluate it", case_id=group.case_id)
     return case
 
 

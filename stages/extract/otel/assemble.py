@@ -47,7 +47,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     """
     for span in group.spans:
         if span.problem:
-            fail(span.problem, field=f"span {span.span_id}", case_id=group.key)
+            fail(span.problem, field=f"span {span.span_id}", case_id=group.case_id)
     index = {s.span_id: s for s in group.spans}
     views = group_views(group)
     role = {sid: v.role for sid, v in views.items()}

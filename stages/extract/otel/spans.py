@@ -142,6 +142,16 @@ class Group:
     spans: list[Span]
     views: dict[str, Any] | None = None
 
+    @property
+    def case_id(self) -> str:
+        """The id of this group's case: its key, a conversation key shown so that no two look alike (`thread-1` with a
+        space at its end is another conversation, its id `"thread-1 "`: `conversation_groups.case_id_of`)."""
+        if self.key_attr in (None, "run"):
+            return self.key
+        from tracejudge.stages.extract.conversation_groups import case_id_of
+
+        return case_id_of(self.key)
+
 
 def _status(raw: Any) -> tuple[bool, str | None]:
     if not isinstance(raw, dict):
@@ -358,9 +368,15 @@ def _once_logs(events: list[LogEvent]) -> list[LogEvent]:
     return [events[i] for i in kept]
 
 
+def _keyed(value: Any) -> bool:
+    # A key an application left empty or blank (`session.id: " "`) names no conversation, as in the formats that group
+    # by a session (`conversation_groups.key_of`); any other value is taken verbatim, as the SDKs group by it.
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
 def _split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> list[tuple[tuple[str | None, str], list[Span]]]:
     """The spans of one trace (sorted by start) split by the topmost value of the first key present."""
-    attr = next((k for k in keys if any(s.attrs.get(k) not in (None, "") for s in spans)), None)
+    attr = next((k for k in keys if any(_keyed(s.attrs.get(k)) for s in spans)), None)
     if attr is None:
         return [((None, trace_id), spans)]
     index = {s.span_id: s for s in spans}
@@ -370,7 +386,7 @@ def _split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> list[tupl
         node: Span | None = span
         hops = 0
         while node is not None and hops < 10_000:
-            if node.attrs.get(attr) not in (None, ""):
+            if _keyed(node.attrs.get(attr)):
                 found = str(node.attrs[attr])
             node = index.get(node.parent_id or "")
             hops += 1

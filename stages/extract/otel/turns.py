@@ -193,7 +193,7 @@ class Builder:
         if usage.unmetered:  # the token counts are unknown, not a sum of the requests that recorded them (`tally`)
             metadata["requests_without_usage"] = usage.unmetered
         return {
-            "id": group.key,
+            "id": group.case_id,
             "input": texts[0] if texts else None,
             "turns": [t for t in texts[1:] if t is not None],
             "tags": ["otel"],
