@@ -10,6 +10,12 @@ answers with whatever model `BFCL_BASE_URL` serves (OpenAI, vLLM, llama.cpp's se
 - the function docs are made acceptable to the Chat Completions API as BFCL's own OpenAI handler makes them:
   a name's dots become underscores (mapped back in the calls returned), and BFCL's types `dict`, `float`,
   `tuple` and `any` become JSON Schema's `object`, `number`, `array` and no type at all;
+- Java and JavaScript questions (`simple_java`, `simple_javascript`) are asked as BFCL asks them
+  (`_func_doc_language_specific_pre_processing` in its `bfcl_eval/utils.py`): every parameter becomes a
+  `string`, its description saying which Java / JavaScript type to write in it ("This is Java long type
+  parameter in string representation."), and the function's that it is Java 8 / JavaScript syntax. BFCL's
+  checker converts those strings by the declared type and refuses any other JSON value, so a model offered
+  `long` or `HashMap` as a type would answer in a form it always fails;
 - one request per question (single-turn categories: simple, multiple, parallel, parallel_multiple, irrelevance,
   their live_ forms). The calls are the answer: nothing is executed, so each call's result is empty. Multi-turn
   questions need the calls run against BFCL's simulated classes between turns, which this example does not do:
@@ -26,7 +32,7 @@ import os
 import urllib.request
 from typing import Any
 
-__all__ = ["respond", "tool_of"]
+__all__ = ["respond", "source_text_doc", "tool_of"]
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 
@@ -44,6 +50,43 @@ def _schema(node: Any) -> Any:
     elif isinstance(kind, str):
         out["type"] = _TYPES.get(kind, kind)
     return out
+
+
+def source_text_doc(function: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A Java / JavaScript function doc as BFCL offers it: each parameter a string of source text (`lang`: `java`, `javascript`).
+
+    Mirrors `_func_doc_language_specific_pre_processing` (ShishirPatil/gorilla, `bfcl_eval/utils.py`), which BFCL
+    runs on every question of these categories before any model handler converts the doc to tools.
+    """
+    doc = json.loads(json.dumps(function))  # (a copy: the case's own doc stays as read)
+    name = "Java" if lang == "java" else "JavaScript"
+    doc["description"] = doc.get("description", "") + (
+        " Note that the provided function is in Java 8 SDK syntax." if lang == "java" else " Note that the provided function is in JavaScript syntax.")
+    for prop in ((doc.get("parameters") or {}).get("properties") or {}).values():
+        kind = prop.get("type")
+        prop.setdefault("description", "")
+        if kind == "any":
+            prop["description"] += f" This parameter can be of any type of {name} object in string representation."
+        else:
+            prop["description"] += f" This is {name} {kind} type parameter in string representation."
+        if kind in (("ArrayList", "Array") if lang == "java" else ("array",)) and isinstance(prop.get("items"), dict):
+            prop["description"] += f" The list elements are of type {prop['items'].get('type')}; they are not in string representation."
+            del prop["items"]
+        if lang == "javascript" and kind == "dict" and "properties" in prop:
+            prop["description"] += (" The dictionary entries have the following schema; they are not in string representation. "
+                                    + json.dumps(prop["properties"]))
+            del prop["properties"]
+        prop["type"] = "string"
+    return doc
+
+
+def _language(req: dict[str, Any]) -> str | None:
+    """`java`, `javascript` or None, from the case's BFCL category (its id where no category is kept), as BFCL's `is_java` / `is_js`."""
+    case = req.get("case") or {}
+    category = str((case.get("metadata") or {}).get("category") or case.get("id") or "")
+    if "javascript" in category:
+        return "javascript"
+    return "java" if "java" in category else None
 
 
 def tool_of(function: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -69,8 +112,9 @@ def respond(request: Any) -> dict[str, Any]:
     functions = context.get("functions") or []
     functions = functions if isinstance(functions, list) else [functions]
     names, tools = {}, []
+    lang = _language(req)
     for f in functions:
-        sent, tool = tool_of(f)
+        sent, tool = tool_of(source_text_doc(f, lang) if lang else f)
         names[sent] = f["name"]
         tools.append(tool)
     base = os.environ.get("BFCL_BASE_URL", "https://api.openai.com/v1").rstrip("/")
