@@ -136,6 +136,7 @@ FORMAT_MODULES: dict[str, str] = {
 }
 
 _SCORE, _JUDGE = "tracejudge.stages.score", "tracejudge.stages.judge.metrics"
+_GOAL = "tracejudge.stages.judge.promptfoo_goal"  # promptfoo's model-graded `trajectory:goal-success`: a judge metric
 # Built-in metric type → `module:Class` (the class registers itself with `@register_metric`).
 METRIC_CLASSES: dict[str, str] = {
     "AgentMemoryEval": f"{_JUDGE}:AgentMemoryEval",
@@ -168,10 +169,12 @@ METRIC_CLASSES: dict[str, str] = {
     "TrajectoryEfficiency": f"{_JUDGE}:TrajectoryEfficiency",
     "TrajectoryMatch": f"{_SCORE}.trajectory:TrajectoryMatch",
     # promptfoo's assertions, under promptfoo's names (a class's `__name__` is its type: `promptfoo_trajectory._promptfoo_type`).
+    "not-trajectory:goal-success": f"{_GOAL}:NotTrajectoryGoalSuccess",
     "not-trajectory:step-count": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryStepCount",
     "not-trajectory:tool-args-match": f"{_SCORE}.promptfoo_args_match:NotTrajectoryToolArgsMatch",
     "not-trajectory:tool-sequence": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryToolSequence",
     "not-trajectory:tool-used": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryToolUsed",
+    "trajectory:goal-success": f"{_GOAL}:TrajectoryGoalSuccess",
     "trajectory:step-count": f"{_SCORE}.promptfoo_trajectory:TrajectoryStepCount",
     "trajectory:tool-args-match": f"{_SCORE}.promptfoo_args_match:TrajectoryToolArgsMatch",
     "trajectory:tool-sequence": f"{_SCORE}.promptfoo_trajectory:TrajectoryToolSequence",
