@@ -52,25 +52,29 @@ def expected(one: str, two: str, how: str) -> str:
 
 @pytest.fixture(scope="module")
 def setting(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """(tmp, run A, run B, the two judges' URLs, each judge's own verdicts compared alone)."""
     from tracejudge.simulator.server import SimulatorThread
     from tracejudge.simulator.state import SimConfig
 
     tmp = tmp_path_factory.mktemp("pairwise-panel")
     a, b = make_run(tmp, "a", "alpha"), make_run(tmp, "b", "beta")
     sims = [SimulatorThread(SimConfig(seed=seed)) for seed in (11, 12)]
-    try:
-        yield tmp, a, b, [s.url.rstrip("/") + "/v1" for s in sims]
-    finally:
-        for s in sims:
-            s.stop()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PANEL_KEY", "k")
+        try:
+            urls = [s.url.rstrip("/") + "/v1" for s in sims]
+            alone = [sides(judged(tmp, f"alone-{i}", {"provider": "openai", "model": "judge", "base_url": url, "api_key_env": "PANEL_KEY"},
+                                  a, b)) for i, url in enumerate(urls)]
+            yield tmp, a, b, urls, alone
+        finally:
+            for s in sims:
+                s.stop()
 
 
 @pytest.mark.parametrize("how", ["majority", "all", "any"])
 def test_a_panel_of_two_fair_judges_shows_no_position_bias(setting: Any, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    tmp, a, b, urls = setting
+    tmp, a, b, urls, alone = setting
     monkeypatch.setenv("PANEL_KEY", "k")
-    alone = [sides(judged(tmp, f"alone-{i}", {"provider": "openai", "model": "judge", "base_url": url, "api_key_env": "PANEL_KEY"}, a, b))
-             for i, url in enumerate(urls)]
     split = sum(1 for c in alone[0] if {alone[0][c], alone[1][c]} == {"A", "B"})
     leaning = sum(1 for c in alone[0] if "=" in (alone[0][c], alone[1][c]) and alone[0][c] != alone[1][c])
     assert split >= 10 and leaning >= 3, (split, leaning)  # the judges do disagree: the test can tell the rules apart
