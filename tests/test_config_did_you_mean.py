@@ -59,7 +59,7 @@ def test_metric_options_dataset_options_and_formats_suggest_too(tmp_path: Path) 
     cfg = _config(tmp_path, "dataset: {path: cases.jsonl, format: jsonpath}\nmetrics: [{type: toolcall}]\n")
     err = config_error(cli("run", str(cfg), cwd=tmp_path))
     assert f"{cfg}:1: dataset.format: unknown format 'jsonpath'; did you mean json-path? expected one of:" in err
-    assert f"{cfg}:2: metrics.0.type: unknown metric type 'toolcall'; did you mean ToolCalls, MaxToolCalls, ToolCallAccuracy?" in err
+    assert f"{cfg}:2: metrics.0.type: unknown metric type 'toolcall'; did you mean ToolCalls, tool-call-f1, MaxToolCalls?" in err
 
 
 def test_no_suggestion_when_nothing_is_near(tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ def test_explain_prints_the_docstring_and_options(capsys) -> None:
     assert main(["explain", "rubric"]) == 0  # any case
     assert capsys.readouterr().out.startswith("Rubric — LLM judge")
     assert main(["explain", "ToolCall"]) == 2
-    assert capsys.readouterr().err.strip() == "error: no metric type 'ToolCall'; did you mean ToolCalls, MaxToolCalls, ToolCallAccuracy?"
+    assert capsys.readouterr().err.strip() == "error: no metric type 'ToolCall'; did you mean ToolCalls, tool-call-f1, MaxToolCalls?"
 
 
 def test_every_subcommand_help_describes_its_arguments_with_an_example() -> None:

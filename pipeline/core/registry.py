@@ -170,6 +170,8 @@ METRIC_CLASSES: dict[str, str] = {
     "TrajectoryMatch": f"{_SCORE}.trajectory:TrajectoryMatch",
     # promptfoo's assertions, under promptfoo's names (a class's `__name__` is its type: `promptfoo_trajectory._promptfoo_type`).
     "not-trajectory:goal-success": f"{_GOAL}:NotTrajectoryGoalSuccess",
+    "not-tool-call-f1": f"{_SCORE}.promptfoo_tool_f1:NotToolCallF1",
+    "tool-call-f1": f"{_SCORE}.promptfoo_tool_f1:ToolCallF1",
     "not-trajectory:step-count": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryStepCount",
     "not-trajectory:tool-args-match": f"{_SCORE}.promptfoo_args_match:NotTrajectoryToolArgsMatch",
     "not-trajectory:tool-sequence": f"{_SCORE}.promptfoo_trajectory:NotTrajectoryToolSequence",
