@@ -69,7 +69,11 @@ def _sorted(names: set[str]) -> str:
 
 @_promptfoo_type("tool-call-f1")
 class ToolCallF1(Metric):
-    """promptfoo's `tool-call-f1` (`handleToolCallF1`): see the module doc.
+    """promptfoo's `tool-call-f1` (`handleToolCallF1`): F1 of the set of tools called against the set expected.
+
+    precision = |called ∩ expected| / |called| (0 when nothing was called), recall = |called ∩ expected| / |expected|,
+    F1 = 2·precision·recall / (precision + recall); it passes at F1 ≥ `threshold` (default 1.0). `value`: a list of
+    tool names or one comma-separated string. Called = every tool call of the trace, failed ones included.
 
     Example: `value: [get_weather]` on calls `get_weather, get_time, get_weather` scores 0.667 (precision 1/2,
     recall 1/1) and fails the default threshold 1.0. Edge cases: nothing called scores 0; a tool called twice
