@@ -184,6 +184,9 @@ class NotTrajectoryGoalSuccess(TrajectoryGoalSuccess):
     """
 
     inverse: ClassVar[bool] = True
+    # A panel's `all` and `any` combine this metric by each other's rule (`repeat.combine_panel`): its value is 1 where
+    # the goal's assertion failed, so "the goal passed for every judge" (`all` of the goal) is "no judge failed it" here.
+    dual: ClassVar[bool] = True
 
     def outcome(self, passed: bool, score: float, answers: dict[str, dict[str, Any]]) -> tuple[float, str]:
         # promptfoo: `pass: !result.pass, score: result.pass ? 0 : 1`, and its own reason in place of the judge's.
@@ -192,6 +195,14 @@ class NotTrajectoryGoalSuccess(TrajectoryGoalSuccess):
         return 1.0, f"Agent did not achieve the forbidden goal: {self._goal}"
 
     def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
-        """Passes at value 1.0 (the goal not achieved); the threshold applied to the goal's own pass, not to this."""
-        return make_score(value, value >= 1.0, reason, details, _FIELDS_SET)
+        """Passes, scoring 1.0, exactly when `trajectory:goal-success` would fail; the threshold applies to the goal's own
+        pass, not to this.
+
+        One judge's value is 1.0 or 0.0 (`outcome`). A mean of samples, or of a panel, is above 0 when some judge did not
+        find the goal achieved, which fails the goal (it passes only when every judge achieved it): this passes then. A
+        panel's `all` and `any` are combined by each other's rule (`dual`) for the same reason. So the two are always
+        each other's complement, as promptfoo's `not-` is.
+        """
+        passed = value > 0
+        return make_score(1.0 if passed else 0.0, passed, reason, details, _FIELDS_SET)
 

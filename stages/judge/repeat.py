@@ -214,7 +214,9 @@ def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str, ur
         score = metric.finalize(plan, answers)
         value = score.value
     else:
-        value = {"mean": sum(values) / len(values), "all": min(values), "any": max(values)}[how]
+        # (A metric whose value is another's inverse, `dual`, takes the other rule: its `all` is the inverse's `any`.)
+        rule = {"all": "any", "any": "all"}.get(how, how) if getattr(metric, "dual", False) else how
+        value = {"mean": sum(values) / len(values), "all": min(values), "any": max(values)}[rule]
         score = metric.verdict(value, "", dict(first.details or {}))
     unanimous = sum(1 for q in qids if len({str(m["answers"].get(q)) for m in per_model.values()}) == 1)
     panel = {"aggregate": how, "models": per_model, "answers": decided, "unanimous_questions": unanimous, "tied_questions": len(tied),
