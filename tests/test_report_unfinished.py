@@ -278,9 +278,37 @@ def test_report_on_a_judged_run_killed_before_its_first_result_says_interrupted(
         proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert (tmp_path / "run" / "results.jsonl").read_bytes() == b""
+    # (Killed before it made results.jsonl, on a loaded machine, or with it empty: either way no result is written.)
+    results = tmp_path / "run" / "results.jsonl"
+    assert not results.exists() or results.read_bytes() == b""
     got = _tj("report", "run", cwd=tmp_path)
     assert got.returncode == 130, got.stderr
     assert "verdict: INTERRUPTED (resume with: tracejudge run j.yaml" in got.stdout + got.stderr
     judge = json.loads((tmp_path / "run" / "summary.json").read_text())["judge"]
     assert (judge["judged_results"], judge["judge_error_results"], judge["error_share"]) == (0, 0, 0.0)
+
+
+def test_report_on_a_run_killed_before_it_made_results_jsonl_says_interrupted(tmp_path: Path, tau_paths) -> None:
+    # Killed between writing manifest.json and creating results.jsonl: `report` said "no results.jsonl here (is this a run
+    # directory?)", exit 2, on a directory the same `run` command resumes.
+    trajectories, tasks = tau_paths
+    (tmp_path / "j.yaml").write_text(
+        f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 4}}\n"
+        "metrics: [{type: TaskCompletion}]\n"
+        "judge: {provider: simulator, model: gpt-4o-mini, simulator: {latency_ms: 30000}}\ncache: {enabled: false}\nrun: {dir: run}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "j.yaml", "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "run" / "results.jsonl").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    for name in ("results.jsonl", "results.idx"):  # the state of a kill a moment earlier
+        (tmp_path / "run" / name).unlink(missing_ok=True)
+    got = _tj("report", "run", cwd=tmp_path)
+    assert got.returncode == 130, got.stderr
+    assert "verdict: INTERRUPTED (resume with: tracejudge run j.yaml" in got.stdout + got.stderr

@@ -75,7 +75,7 @@ def _shard_dirs_of(base: Path) -> list[Path]:
 def expand(paths: Path | Sequence[Path]) -> list[Path]:
     """The run directories `paths` stand for.
 
-    A run directory (one holding `results.jsonl`) stands for itself, unless
+    A run directory (one holding `results.jsonl`, or only the `manifest.json` of a run killed before its first result) stands for itself, unless
     it is a merge of shards whose shards are all still there: it then stands
     for them as they are now (`merged_sources`), so a shard run or resumed
     since the merge is read, not the merge's stale copy. A path that is no
@@ -85,7 +85,8 @@ def expand(paths: Path | Sequence[Path]) -> list[Path]:
     out: list[Path] = []
     for p in [paths] if isinstance(paths, (str, Path)) else paths:
         p = Path(p)
-        if (p / store.RESULTS).exists():
+        # (A run killed between writing its manifest and creating results.jsonl is a run with no result yet.)
+        if (p / store.RESULTS).exists() or (p / store.MANIFEST).is_file():
             out.extend(merged_sources(p) or [p])
             continue
         shards = _shard_dirs_of(p)

@@ -377,10 +377,13 @@ def read_manifest(run_dir: Path, *, strict: bool = True) -> dict[str, Any] | Non
 def iter_results(run_dir: Path, unreadable: list[int] | None = None) -> Iterator[dict[str, Any]]:
     """Each result of `RUN_DIR/results.jsonl` as a dict; unparsable lines are skipped (counted in `unreadable[0]` when given).
 
-    Raises `TracejudgeError` when the directory has no results file.
+    Raises `TracejudgeError` when the directory has no results file, unless it holds a manifest: a run killed after
+    writing its manifest and before creating results.jsonl has no result yet.
     """
     path = Path(run_dir) / RESULTS
     if not path.exists():
+        if (Path(run_dir) / MANIFEST).is_file():
+            return
         raise TracejudgeError(f"{run_dir}: no {RESULTS} here (is this a run directory?)")
     for line in iter_current_result_lines(path):
         try:

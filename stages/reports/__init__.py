@@ -265,7 +265,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
 
     run_dir = Path(run_dir)
     path = run_dir / store.RESULTS
-    if not path.exists():
+    if not path.exists() and not (run_dir / store.MANIFEST).is_file():  # (a manifest alone: killed before its first result)
         raise TracejudgeError(f"{run_dir}: no {store.RESULTS} here (is this a run directory?)")
     config = _config_of(run_dir)
     if config is not None:
