@@ -90,7 +90,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     venv.EnvBuilder(with_pip=False).create(env)
     py = env / "bin" / "python"
     site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip())
-    outer = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    # Every site directory this interpreter reads, in its order: a virtual environment made with
+    # --system-site-packages has pytest and mypy in the system's, which `sysconfig` does not name.
+    outer = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+                           *(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))])
     (site / "_outer_site.pth").write_text("".join(f"{p}\n" for p in outer))
     inst = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q", str(wheel)], root)
     if inst.returncode != 0 and "no such option: --python" in inst.stderr:
