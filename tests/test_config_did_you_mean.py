@@ -169,3 +169,16 @@ def test_a_case_s_unknown_key_where_a_required_one_is_missing_is_one_problem(tmp
     (tmp_path / "eval.yaml").write_text("dataset: {path: cases.jsonl}\nmetrics: [{type: ToolCalls}]\n")
     proc = cli("extract", "eval.yaml", "-o", "out.jsonl", cwd=tmp_path)
     assert proc.stderr.splitlines()[0].endswith(f"trace.steps[0].tool_calls[0].{key}: {expected}"), proc.stderr
+
+
+@pytest.mark.parametrize("kind, meant", [("trajectory:tool-usd", "trajectory:tool-used"), ("Trajectory:tool-used", "trajectory:tool-used"),
+                                         ("not-trajectory:goal-sucess", "not-trajectory:goal-success")])
+def test_a_misspelt_promptfoo_type_is_named_not_imported_as_a_module(kind: str, meant: str) -> None:
+    # Its colon reads as `module:attribute`: the error was "custom metric …: cannot import module 'trajectory'".
+    from tracejudge.core.registry import SpecError, build_metric
+
+    with pytest.raises(SpecError) as err:
+        build_metric({"type": kind, "value": ["a"]})
+    assert err.value.msg.startswith(f"unknown metric type {kind!r}; did you mean {meant}?"), err.value.msg
+    with pytest.raises(SpecError, match="cannot import module 'mypkg.metrics'"):  # a custom metric's path is still one
+        build_metric({"type": "mypkg.metrics:no_failed_tools"})

@@ -274,6 +274,23 @@ def metric_types() -> Mapping[str, type[BaseModel]]:
     return _Table(_METRICS, METRIC_CLASSES)
 
 
+def _misspelt_builtin(kind: str, table: Mapping[str, Any]) -> str | None:
+    """`"did you mean …?"` when `kind`, which reads as `module:attribute`, names no module that can be found and is near a
+    built-in type whose own name has a colon (promptfoo's `trajectory:tool-used`): `trajectory:tool-usd` is a typo,
+    not a custom metric in a module `trajectory`. Else None (a custom metric: `import_metric` says what is wrong)."""
+    import importlib.util
+
+    module = kind.partition(":")[0] if ":" in kind else kind.rpartition(".")[0]
+    hint = suggest.did_you_mean(kind, [name for name in table if ":" in name], n=1, typo=True)
+    if not hint:
+        return None
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # (no parent package, an empty or relative name: not a module either)
+        found = False
+    return None if found else hint
+
+
 def import_metric(path: str) -> type[BaseModel]:
     """Import a custom metric class from `module:attribute` (or `module.attribute`).
 
@@ -387,6 +404,8 @@ def build_metric(spec: dict[str, Any]) -> Any:
     table = metric_types()
     cls = table.get(kind)
     if cls is None and (":" in kind or "." in kind):
+        if (hint := _misspelt_builtin(kind, table)) is not None:
+            raise SpecError(("type",), f"unknown metric type {kind!r}; {hint} (`tracejudge list metrics` lists them all)")
         cls = import_metric(kind)
     if cls is None:
         if hint := suggest.did_you_mean(kind, table):
