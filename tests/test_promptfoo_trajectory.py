@@ -507,3 +507,16 @@ def test_the_readme_block_builds() -> None:
     block = text[text.index("**promptfoo** (trace-based assertions"):].split("```yaml\n", 1)[1].split("```", 1)[0]
     specs = yaml.safe_load(block)["metrics"]
     assert len(specs) == 6 and all(build_metric(spec).evaluate(MOCK).value is not None for spec in specs)
+
+
+@pytest.mark.parametrize("kind, value, message", [
+    ("trajectory:tool-used", {"name": "a", "min": 3, "max": 1}, "min 3 is above max 1"),
+    ("trajectory:tool-used", {"name": "a", "max": 0}, "min 1 (the default) is above max 0"),
+    ("trajectory:tool-used", {"name": "a", "min": -1}, "must be a count, 0 or more"),
+    ("trajectory:step-count", {"min": 5, "max": 2}, "min 5 is above max 2"),
+    ("trajectory:step-count", {"max": -1}, "must be a count, 0 or more"),
+    ("trajectory:tool-args-match", {"name": "a", "args": {"x": 1}, "arguments": {"x": 2}}, "give args or arguments, not both"),
+])
+def test_values_that_can_never_match_or_are_read_in_part_are_refused(kind: str, value: Any, message: str) -> None:
+    assert message in refused(kind, value)
+    assert build_metric({"type": "trajectory:tool-used", "value": {"name": "a", "min": 0, "max": 0}})  # never called: fine

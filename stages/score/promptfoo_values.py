@@ -12,7 +12,9 @@ each a config error rather than an assertion that silently never matches:
   promptfoo ignores it;
 - a `type` that is no step type (`tool`, `command`, `search`, `reasoning`,
   `message`, `span`), where promptfoo matches no step;
-- `min`/`max` that is not a finite number (`"2"`, `true`), where promptfoo drops it;
+- `min`/`max` that is not a finite number (`"2"`, `true`), where promptfoo drops it, one below 0, or `min`
+  above `max` (no count is in that range);
+- `args` and `arguments` both given, where promptfoo reads `args` alone;
 - `name`/`pattern` that is not a string, where promptfoo raises as it compares;
 - a `tool-sequence` `mode` other than `in_order`/`exact` (promptfoo runs `in_order`)
   or `steps` that is not a list (promptfoo raises as it reads it).
@@ -140,7 +142,17 @@ def _bound(raw: dict[str, Any], key: str, where: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise _bad(f"{where}.{key}", f"must be a number (a count of steps), got {value!r}")
+    if value < 0:  # (no count is below 0: as a max it never matches, as a min it bounds nothing)
+        raise _bad(f"{where}.{key}", f"must be a count, 0 or more, got {value!r}")
     return value
+
+
+def _bounds(raw: dict[str, Any], where: str) -> tuple[float | None, float | None]:
+    # `min` above `max` is a range no count is in: an assertion that always fails (or, inverted, always passes).
+    low, high = _bound(raw, "min", where), _bound(raw, "max", where)
+    if low is not None and high is not None and low > high:
+        raise _bad(f"{where}.min", f"min {low!r} is above max {high!r}: no count is in that range")
+    return low, high
 
 
 def parse_tool_used(value: Any) -> ToolUsedSpec:
@@ -161,8 +173,11 @@ def parse_tool_used(value: Any) -> ToolUsedSpec:
     matcher = _matcher(value, "value", "tool", ("min", "max"))
     if matcher.glob is None:
         raise _bad("value", "object must include a name or pattern property")
-    low = _bound(value, "min", "value")
-    return ToolUsedSpec(count=matcher, min=1 if low is None else low, max=_bound(value, "max", "value"))
+    low, high = _bound(value, "min", "value"), _bound(value, "max", "value")
+    if (1 if low is None else low) > (high if high is not None else float("inf")):  # (min defaults to 1 here)
+        raise _bad("value.min" if low is not None else "value.max",
+                   f"min {1 if low is None else low!r}{'' if low is not None else ' (the default)'} is above max {high!r}: no count is in that range")
+    return ToolUsedSpec(count=matcher, min=1 if low is None else low, max=high)
 
 
 def parse_tool_sequence(value: Any) -> SequenceSpec:
@@ -218,8 +233,8 @@ def parse_args_match(value: Any) -> ArgsMatchSpec:
     """promptfoo's `resolveToolArgsMatchValue`.
 
     `value`: a mapping `{name | pattern, type?, args | arguments, mode?: partial | exact,
-    defaults?: {key: value}, ignore?: key | [key, ...]}`; `args` wins over `arguments`
-    when both are given, and either may be any JSON value (`null` included). `ignore`
+    defaults?: {key: value}, ignore?: key | [key, ...]}`; one of `args` and `arguments`
+    (both given is refused), which may be any JSON value (`null` included). `ignore`
     entries holding `*` or `?` are globs. Raises `PydanticCustomError` otherwise.
     """
     if not _mapping(value):
@@ -227,6 +242,8 @@ def parse_args_match(value: Any) -> ArgsMatchSpec:
     matcher = _matcher(value, "value", "tool", ("args", "arguments", "mode", "defaults", "ignore"))
     if matcher.glob is None:
         raise _bad("value", "object must include a name or pattern property")
+    if "args" in value and "arguments" in value:  # (promptfoo reads `args` and never looks at `arguments`)
+        raise _bad("value.arguments", "give args or arguments, not both: promptfoo reads args alone")
     if "args" in value:
         expected = value["args"]
     elif "arguments" in value:
@@ -258,7 +275,7 @@ def parse_step_count(value: Any) -> StepCountSpec:
     if not _mapping(value):
         raise _bad("value", "must have an object value")
     matcher = _matcher(value, "value", None, ("min", "max"))
-    low, high = _bound(value, "min", "value"), _bound(value, "max", "value")
+    low, high = _bounds(value, "value")
     if low is None and high is None:
         raise _bad("value", "must include a min or max property")
     return StepCountSpec(matcher=matcher, min=low, max=high)
