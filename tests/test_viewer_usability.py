@@ -180,3 +180,9 @@ def test_the_state_a_page_polls_follows_summary_json_rewritten(runs: dict[str, P
         assert state()["complete"] is False
         (target / "summary.json").write_text(json.dumps({**summary, "complete": True}))  # in place
         assert state()["complete"] is True
+
+
+def test_a_nul_in_a_search_is_not_echoed_into_the_page(server: str) -> None:
+    # No HTML document may hold a NUL: the search box's value showed `%00` raw.
+    status, page = get(server + "/run/alpha/cases?q=a%00b")
+    assert status == 200 and "\x00" not in page and 'value="a\ufffdb"' in page

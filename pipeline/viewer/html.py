@@ -16,8 +16,12 @@ __all__ = ["e", "f3", "frame", "pretty", "url"]
 
 
 def e(value: Any) -> str:
-    """HTML-escape any value's text (quotes included, so it is safe in attributes too)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """HTML-escape any value's text (quotes included, so it is safe in attributes too).
+
+    A NUL, which no HTML document may hold (a parser reads it as U+FFFD, or drops it), is written as U+FFFD: a search
+    for `%00` or a trace holding one is shown as the browser would show it, not sent raw.
+    """
+    return html.escape("" if value is None else str(value), quote=True).replace("\x00", "\ufffd")
 
 
 def f3(x: Any, signed: bool = False) -> str:

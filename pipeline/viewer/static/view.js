@@ -55,11 +55,13 @@
       reopen(main, keys);
     });
   }
-  // Every 2 s while the run is written; every 30 s once it is complete or gone (a resume or a new run in the same
-  // directory is still seen, without a request every 2 s from each page left open on a finished run); none while the
-  // tab is hidden: it polls at once when shown again. `data-poll-ms` says which, for the reader's tools and the tests.
-  var FOLLOW_MS = 2000, SETTLED_MS = 30000;
+  // Every 2 s while the run is written; every 30 s once it is complete or gone, or has not grown for a minute (an
+  // interrupted run is never complete: a resume, or a new run in the same directory, is still seen, without a request
+  // every 2 s from each page left open on it); none while the tab is hidden: it polls at once when shown again.
+  // `data-poll-ms` says which, for the reader's tools and the tests.
+  var FOLLOW_MS = 2000, SETTLED_MS = 30000, STILL_MS = 60000;
   var timer = null;
+  var grewAt = Date.now();
   function schedule(ms) {
     clearTimeout(timer);
     body.setAttribute('data-poll-ms', String(ms));
@@ -75,7 +77,8 @@
       last = s.results;
       state.textContent = s.gone ? s.gone : s.complete ? '' : 'following the run: ' + s.results + ' results';
       body.setAttribute('data-results', String(s.results));
-      if ((s.complete || s.gone) && !grew) next = SETTLED_MS;
+      if (grew) grewAt = Date.now();
+      if ((s.complete || s.gone || Date.now() - grewAt >= STILL_MS) && !grew) next = SETTLED_MS;
       return grew ? swap() : null;
     }).catch(function () { state.textContent = 'viewer not reachable'; }).then(function () { busy = false; schedule(next); });
   }
