@@ -520,3 +520,13 @@ def test_the_readme_block_builds() -> None:
 def test_values_that_can_never_match_or_are_read_in_part_are_refused(kind: str, value: Any, message: str) -> None:
     assert message in refused(kind, value)
     assert build_metric({"type": "trajectory:tool-used", "value": {"name": "a", "min": 0, "max": 0}})  # never called: fine
+
+
+def test_promptfoos_metric_key_is_the_name_and_explain_offers_no_threshold() -> None:
+    from tracejudge.entrypoints.starter import describe_metric
+
+    for kind, value in [("trajectory:tool-used", "a"), ("tool-call-f1", ["a"]), ("trajectory:goal-success", "Greet the user")]:
+        assert build_metric({"type": kind, "value": value, "metric": "my_check"}).key == "my_check"
+        with pytest.raises(SpecError, match="give name or metric"):
+            build_metric({"type": kind, "value": value, "metric": "a", "name": "b"})
+    assert "threshold" not in describe_metric("trajectory:tool-sequence") and "threshold" in describe_metric("tool-call-f1")

@@ -220,8 +220,9 @@ def describe_metric(name: str) -> str:
     cls = types[name if name in types else lowered[name.lower()]]
     kind = "LLM judge (needs a judge: section)" if issubclass(cls, JudgeMetric) else "deterministic"
     lines = [f"{cls.__name__} — {kind}", "", inspect.getdoc(cls) or "(no docstring)", "", "options (config keys, with their defaults):"]
+    refused = getattr(cls, "refused_options", ())  # (fields a metric inherits and refuses: promptfoo's `threshold`)
     for field, info in cls.model_fields.items():  # type: ignore[attr-defined]
-        if field == "type":
+        if field == "type" or field in refused:
             continue
         default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
         ann = info.annotation

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import PrivateAttr, field_validator, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import INSTRUCTIONS, JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import has_turns
@@ -52,7 +52,7 @@ from tracejudge.stages.judge.metrics import _not_computed, _trace_sections
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.score.base import make_score
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
-from tracejudge.stages.score.promptfoo_values import parse_goal
+from tracejudge.stages.score.promptfoo_values import metric_is_name, parse_goal
 
 __all__ = ["NotTrajectoryGoalSuccess", "PARTIAL_CREDIT", "TrajectoryGoalSuccess"]
 
@@ -95,6 +95,11 @@ class TrajectoryGoalSuccess(JudgeMetric):
 
     value: Any
     _goal: str = PrivateAttr(default="")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _promptfoo_metric_key(cls, data: Any) -> Any:
+        return metric_is_name(data)  # (promptfoo's `metric:` is `name:`)
 
     @field_validator("value", mode="after")
     @classmethod

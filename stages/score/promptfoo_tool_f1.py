@@ -27,13 +27,14 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_trace
 from tracejudge.stages.score.promptfoo_steps import _js_string, js_number
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
+from tracejudge.stages.score.promptfoo_values import metric_is_name
 
 __all__ = ["NotToolCallF1", "ToolCallF1", "expected_tools", "to_fixed"]
 
@@ -82,6 +83,11 @@ class ToolCallF1(Metric):
 
     inverse: ClassVar[bool] = False
     value: Any
+
+    @model_validator(mode="before")
+    @classmethod
+    def _promptfoo_metric_key(cls, data: Any) -> Any:
+        return metric_is_name(data)  # (promptfoo's `metric:` is `name:`)
 
     @field_validator("value", mode="after")
     @classmethod

@@ -65,7 +65,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import PrivateAttr, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
@@ -83,6 +83,7 @@ from tracejudge.stages.score.promptfoo_values import (
     SequenceSpec,
     StepCountSpec,
     ToolUsedSpec,
+    metric_is_name,
     parse_step_count,
     parse_tool_sequence,
     parse_tool_used,
@@ -135,10 +136,16 @@ class PromptfooTrajectoryAssertion(Metric):
 
     assertion: ClassVar[str] = ""
     inverse: ClassVar[bool] = False
+    refused_options: ClassVar[tuple[str, ...]] = ("threshold",)  # (`tracejudge explain` does not offer them)
     parse: ClassVar[Callable[[Any], Any]]
 
     value: Any
     _spec: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _promptfoo_metric_key(cls, data: Any) -> Any:
+        return metric_is_name(data)  # (promptfoo's `metric:` is `name:`)
 
     @field_validator("threshold", mode="before")
     @classmethod

@@ -291,3 +291,13 @@ def parse_goal(value: Any) -> str:
         if isinstance(goal, str) and goal.strip():
             return goal.strip()
     raise _bad("value", "must have a string value or an object with a goal property")
+
+
+def metric_is_name(data: Any) -> Any:
+    """A metric spec with promptfoo's `metric:` (the name its score goes by) read as tracejudge's `name:`, so an
+    assertion copied from a promptfoo config keeps its name. Both given is refused (`PydanticCustomError`)."""
+    if isinstance(data, dict) and "metric" in data:
+        if "name" in data:
+            raise PydanticCustomError("promptfoo_value", "give name or metric (promptfoo's word for it), not both")
+        data = {("name" if k == "metric" else k): v for k, v in data.items()}
+    return data
