@@ -200,7 +200,8 @@ def test_a_key_that_is_not_text_is_refused_naming_its_field(tmp_path: Path, name
     results = extract(write(tmp_path, name, rows), fmt)
     [(cid, error)] = errors(results)
     assert (cid, error.kind, error.line, error.field) == (conv["traces"][1], "invalid_input", second + 1, field)
-    assert "expected the id of the trace's conversation (text), got an object" in error.message
+    # the report prints the field before the message (`agents.jsonl:2: trace.group_id (t…): expected …`): named once
+    assert error.message.startswith("expected the id of the trace's conversation (text or a whole number), got an object"), error.message
     assert [m.content for m in cases(results)[conv["key"]].trace.user_messages] == [conv["turns"][0]["user"]]
 
 
@@ -279,7 +280,11 @@ def test_a_blank_conversation_key_is_no_key() -> None:
 
     assert key_of(" ", "group_id") == (None, None) and key_of("", "group_id") == (None, None)
     assert key_of(7, "group_id") == ("7", None) and key_of("t-1", "group_id") == ("t-1", None)
-    assert key_of(True, "group_id")[0] is None and "group_id" in (key_of(True, "group_id")[1] or "")
+    key, problem = key_of(True, "group_id")
+    assert key is None and problem is not None and "got a boolean" in problem
+    assert "group_id" not in problem  # the caller's refusal names the field (the report prints it), the message does not
+    key, problem = key_of(42.0, "group_id")
+    assert key is None and "got 42.0" in (problem or "")  # shown: "got a number" would say whole ones are refused too
 
 
 # the key as each format's metadata keeps it (verbatim), beside the case id

@@ -43,12 +43,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from tracejudge.stages.extract.common import JsonLine, fail, json_type
 from tracejudge.stages.extract.errors import AdapterError
-from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.load import RawRecord, loads_line, read_jsonl, too_deep
+
+if TYPE_CHECKING:  # (only named: format `otel`'s spans read their keys with `key_of`, so a run-time import would be a cycle)
+    from tracejudge.stages.extract.otel.spans import Span
 
 __all__ = ["GROUP_BY", "Conversation", "Holder", "Refused", "Seen", "case_id_of", "conversation_parts", "group_lines", "join_spans",
            "key_of", "merged", "total"]
@@ -108,10 +110,12 @@ def case_id_of(key: str) -> str:
 
 
 def key_of(value: Any, name: str) -> tuple[str | None, str | None]:
-    """`(key, problem)` of a trace's conversation key `value` (its field called `name`).
+    """`(key, problem)` of a trace's conversation key `value`, read from the field `name` (the field the caller's refusal names).
 
     Text is the key, a whole number its text; `None` and empty or blank text are no key (a blank id names no
-    conversation: as its case id it would be refused). Anything else is no key and a problem saying what the field holds.
+    conversation: as its case id it would be refused). Anything else (a boolean, a fraction, a list) is no key and a
+    problem saying what the field holds. The problem does not start with `name`: it goes out as an `invalid_input`
+    whose field is `name`, which the report prints before the message already (`…:2: trace.group_id (t1): expected …`).
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, None
@@ -119,7 +123,9 @@ def key_of(value: Any, name: str) -> tuple[str | None, str | None]:
         return value, None
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value), None
-    return None, (f"{name}: expected the id of the trace's conversation (text), got {json_type(value)}; the trace is not read "
+    # A fraction is shown (`got 42.0`, as multivon's `case_id`): "got a number" would contradict the whole numbers read.
+    got = repr(value) if isinstance(value, float) else json_type(value)
+    return None, (f"expected the id of the trace's conversation (text or a whole number), got {got}; the trace is not read "
                   "(dataset.options.group_by: trace reads each trace alone, without the key)")
 
 

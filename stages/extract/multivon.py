@@ -94,10 +94,10 @@ def _named(record: dict[str, Any]) -> dict[str, Any]:
         return record
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         got = repr(value) if isinstance(value, float) else json_type(value)
-        fail(f"case_id: expected the case's id as text (or a whole number), got {got}", field="case_id")
+        fail(f"expected the case's id as text (or a whole number), got {got}", field="case_id")
     text = str(value)
     if not text.strip() or "\x00" in text:
-        fail("case_id: the case id is empty, only whitespace or holds NUL: give every case a distinct, non-empty id", field="case_id")
+        fail("the case id is empty, only whitespace or holds NUL: give every case a distinct, non-empty id", field="case_id")
     return {**record, "id": text}
 
 
@@ -111,7 +111,7 @@ def _history(record: dict[str, Any], cid: str) -> list[tuple[str, str]]:
     if value is None or value == []:
         return []  # (multivon's evaluators skip a case whose `conversation` is empty as one without it)
     if not isinstance(value, list):
-        fail(f"conversation: expected a list of messages {_MESSAGE}, got {json_type(value)}", field="conversation", case_id=cid)
+        fail(f"expected a list of messages {_MESSAGE}, got {json_type(value)}", field="conversation", case_id=cid)
     if record.get("user_messages"):
         fail("conversation and user_messages both give the user's turns, which cannot be told apart or merged: keep one",
              field="user_messages", case_id=cid)
@@ -119,21 +119,21 @@ def _history(record: dict[str, Any], cid: str) -> list[tuple[str, str]]:
     for i, msg in enumerate(value):
         where = f"conversation[{i}]"
         if not isinstance(msg, dict):
-            fail(f"{where}: expected a message {_MESSAGE}, got {json_type(msg)}", field=where, case_id=cid)
+            fail(f"expected a message {_MESSAGE}, got {json_type(msg)}", field=where, case_id=cid)
         for key in msg:
             if key not in ("role", "content"):
                 # (a `name`, a `tool_calls` list: the trace has no place for it, and dropping it would judge less than was said)
                 from tracejudge.core.suggest import did_you_mean
 
                 hint = did_you_mean(str(key), ("role", "content"), n=1, typo=True)
-                fail(f"{where}.{key}: a conversation message holds role and content only, so {key!r} would not be read"
+                fail(f"a conversation message holds role and content only, so {key!r} would not be read"
                      f"{'; ' + hint if hint else ''}", field=f"{where}.{key}", case_id=cid)
         role, content = msg.get("role"), msg.get("content")
         if role not in _ROLES:
-            fail(f"{where}.role: {role!r} is no turn the trace can hold: a conversation turn is the user's or the assistant's "
+            fail(f"{role!r} is no turn the trace can hold: a conversation turn is the user's or the assistant's "
                  f"({_MESSAGE})", field=f"{where}.role", case_id=cid)
         if not isinstance(content, str):
-            fail(f"{where}.content: expected the turn's text, got {json_type(content)}", field=f"{where}.content", case_id=cid)
+            fail(f"expected the turn's text, got {json_type(content)}", field=f"{where}.content", case_id=cid)
         turns.append((role, content))
     return turns
 

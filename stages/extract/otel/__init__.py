@@ -43,7 +43,10 @@ writes, joins the one trace whose model asked for that call while it ran:
 see `strays`); `trace` makes every
 trace its own case; `run` makes every top-level agent run its own case, and
 every run started side by side under one span (`concurrent`); a
-list of attribute names sets the keys to try. The case id is the key's
+list of attribute names sets the keys to try. A key is text or a whole
+number (its text: `42` and `"42"` are one conversation); a blank one is no
+key, and a trace whose key is anything else (`true`, `42.0`, a list) is an
+`invalid_input` naming the attribute, the other traces read on (`keys`). The case id is the key's
 value (for `run`, `<trace id>:<agent span id>`, or the span id of the run's head). Within one trace a span
 belongs to the key value of its topmost ancestor carrying the key.
 
@@ -149,6 +152,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
+from tracejudge.stages.extract.conversation_groups import Refused
 from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
@@ -257,6 +261,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         yield RawRecord(file, line, error=message)
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
     groups = collector.groups(keys)
+    yield from collector.refused  # traces whose conversation key is no key (`true`, `42.0`): each its own invalid_input
     if opts.group_by == "conversation":
         groups = adopt_strays(stitch(groups))
     if opts.group_by == "run":
@@ -325,15 +330,18 @@ def _runs(trace: Group) -> list[Group]:
     return split_runs(trace)
 
 
-def adapt(group: Group, options: Options | None = None) -> Case:
+def adapt(group: Group | Refused, options: Options | None = None) -> Case:
     """Turn one conversation's spans into a `Case` (see the module docstring).
 
     Raises `AdapterError` naming the span id when a span's times or
-    attributes cannot be decoded, or a messages attribute is not JSON.
+    attributes cannot be decoded, or a messages attribute is not JSON, and
+    the refusal of a trace whose conversation key is no key (`keys`).
     """
     from tracejudge.stages.extract.errors import AdapterError
 
     opts = options or Options()
+    if isinstance(group, Refused):
+        group.fail()
     if not isinstance(group, Group):
         fail(f"expected a group of spans, got {type(group).__name__}")
     try:

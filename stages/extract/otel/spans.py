@@ -19,9 +19,11 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
+from tracejudge.stages.extract.otel.keys import split_trace
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.view import whole_text
+from tracejudge.stages.load import RawRecord
 
 __all__ = ["Collector", "Group", "LogEvent", "Span", "adopt_orphans", "any_value", "attributes", "iter_exports", "once_spans"]
 
@@ -241,6 +243,7 @@ class Collector:
         self.spans: dict[str, list[Span]] = defaultdict(list)
         self.logs: dict[str, list[LogEvent]] = defaultdict(list)
         self.orphans: list[tuple[str, int, str]] = []
+        self.refused: list[RawRecord] = []  # a trace whose conversation key is no key, refused whole (`keys.split_trace`)
 
     def add(self, doc: dict[str, Any], file: str, line: int) -> None:
         """Take every span and span-linked log record of one export document.
@@ -292,7 +295,7 @@ class Collector:
         self.orphans.extend(orphans)
 
     def groups(self, keys: list[str] | None) -> Iterator[Group]:
-        """Group spans by the first of `keys` found in their trace (or by trace id).
+        """Group spans by the first of `keys` found in their trace (or by trace id); fills `refused` before it returns.
 
         `keys=None` groups by trace id. Within a trace the first key name
         found on any span is used; a span belongs to the value carried by its
@@ -301,7 +304,8 @@ class Collector:
         conversation id, become separate groups while a delegated run nested
         in another stays with its parent. Spans with no keyed ancestor join
         the trace's earliest keyed span. Groups come out in order of their
-        first span's start time.
+        first span's start time. A trace whose key is no text nor whole number (`true`, `42.0`: `keys`) is no group:
+        its refusal is in `refused` once this returns, so a reader can report it before the groups are read.
         """
         by_key: dict[tuple[str | None, str], list[Span]] = defaultdict(list)
         traces: dict[tuple[str | None, str], list[str]] = defaultdict(list)
@@ -319,7 +323,11 @@ class Collector:
             owner = lone_request(spans) if unplaced else None
             for span in spans:
                 span.logs = _once_logs(self.logs.get(span.span_id, []) + (unplaced if span is owner else []))
-            for key, part in _split_trace(trace_id, spans, keys or []):
+            split = split_trace(trace_id, spans, keys or [])
+            if isinstance(split, RawRecord):
+                self.refused.append(split)
+                continue
+            for key, part in split:
                 by_key[key].extend(part)
                 traces[key].append(trace_id)
         if rootless:
@@ -328,11 +336,16 @@ class Collector:
                         "most often the root): its children are read as one run under it, and that run's user text and answer are "
                         f"taken from its model requests, since its own input and output were lost: {', '.join(rootless[:5])}"
                         f"{', …' if len(rootless) > 5 else ''}")
-        first = {k: min(s.start for s in v) for k, v in by_key.items()}
-        for key in sorted(by_key, key=lambda k: (first[k], k[1])):
-            spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))
-            order = sorted(set(traces[key]), key=lambda t: min(s.start for s in spans if s.trace_id == t))
-            yield Group(key=key[1], key_attr=key[0], traces=order, spans=spans)
+        return _in_order(by_key, traces)
+
+
+def _in_order(by_key: dict[tuple[str | None, str], list[Span]], traces: dict[tuple[str | None, str], list[str]]) -> Iterator[Group]:
+    """The groups of `Collector.groups`, in order of their first span's start (lazily: each sorts its own spans)."""
+    first = {k: min(s.start for s in v) for k, v in by_key.items()}
+    for key in sorted(by_key, key=lambda k: (first[k], k[1])):
+        spans = sorted(by_key[key], key=lambda s: (s.start, s.span_id))
+        order = sorted(set(traces[key]), key=lambda t: min(s.start for s in spans if s.trace_id == t))
+        yield Group(key=key[1], key_attr=key[0], traces=order, spans=spans)
 
 
 def _content(span: Span) -> tuple[Any, ...]:
@@ -366,35 +379,3 @@ def _once_logs(events: list[LogEvent]) -> list[LogEvent]:
     kept, _ = once(events, key=lambda e: (e.name, e.time, json.dumps([e.body, e.attrs], sort_keys=True, default=str)) if e.time else None,
                    ended=lambda e: True)
     return [events[i] for i in kept]
-
-
-def _keyed(value: Any) -> bool:
-    # A key an application left empty or blank (`session.id: " "`) names no conversation, as in the formats that group
-    # by a session (`conversation_groups.key_of`); any other value is taken verbatim, as the SDKs group by it.
-    return value is not None and not (isinstance(value, str) and not value.strip())
-
-
-def _split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> list[tuple[tuple[str | None, str], list[Span]]]:
-    """The spans of one trace (sorted by start) split by the topmost value of the first key present."""
-    attr = next((k for k in keys if any(_keyed(s.attrs.get(k)) for s in spans)), None)
-    if attr is None:
-        return [((None, trace_id), spans)]
-    index = {s.span_id: s for s in spans}
-
-    def top_value(span: Span) -> str | None:
-        found: str | None = None
-        node: Span | None = span
-        hops = 0
-        while node is not None and hops < 10_000:
-            if _keyed(node.attrs.get(attr)):
-                found = str(node.attrs[attr])
-            node = index.get(node.parent_id or "")
-            hops += 1
-        return found
-
-    values = [top_value(s) for s in spans]
-    default = next(v for v in values if v is not None)
-    parts: dict[str, list[Span]] = {}
-    for span, value in zip(spans, values):
-        parts.setdefault(value if value is not None else default, []).append(span)
-    return [((attr, value), part) for value, part in parts.items()]

@@ -1,0 +1,67 @@
+"""The conversation key of each span of one trace, for format `otel`'s `group_by: conversation` (or a list of keys).
+
+A key is read as the formats that group by a session read theirs (`conversation_groups.key_of`: `openai-agents`,
+`langfuse`, `mlflow`): text is the key, a whole number (`intValue`) its text, so `42` and `"42"` are one
+conversation; none, or empty or blank text, is no key. Any other value (`boolValue`, `doubleValue`, `arrayValue`,
+`kvlistValue`) names no conversation a reader could tell: Python's `str()` made `True`, `42.0` or `['a']` case ids
+of it, and a `false` one conversation with the text key `"False"`. Such a trace is refused whole, as those formats
+refuse theirs: one `invalid_input` naming the attribute, under the trace id, at the line of the span that holds the
+key. Its spans join no conversation, and the other traces read on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracejudge.stages.extract.conversation_groups import Refused, key_of
+from tracejudge.stages.load import RawRecord
+
+if TYPE_CHECKING:
+    from tracejudge.stages.extract.otel.spans import Span
+
+__all__ = ["split_trace"]
+
+Parts = list[tuple[tuple[str | None, str], list["Span"]]]
+
+
+def _holds(value: Any) -> bool:
+    # A value that is a key or a refusal: the trace's key is this attribute, whatever later ones say.
+    key, problem = key_of(value, "")
+    return key is not None or problem is not None
+
+
+def split_trace(trace_id: str, spans: list[Span], keys: list[str]) -> Parts | RawRecord:
+    """The spans of one trace (sorted by start) split by the topmost value of the first key present.
+
+    A part is `((attribute, key), spans)`, or `((None, trace_id), spans)` for a trace with none of `keys`. A trace
+    where some span's value (its topmost ancestor-or-self holding the key) is no key (module docstring) is one
+    record of its refusal instead, at that span's file and line.
+    """
+    attr = next((k for k in keys if any(_holds(s.attrs.get(k)) for s in spans)), None)
+    if attr is None:
+        return [((None, trace_id), spans)]
+    index = {s.span_id: s for s in spans}
+
+    def top(span: Span) -> Span | None:
+        found: Span | None = None
+        node: Span | None = span
+        hops = 0
+        while node is not None and hops < 10_000:
+            if _holds(node.attrs.get(attr)):
+                found = node
+            node = index.get(node.parent_id or "")
+            hops += 1
+        return found
+
+    values: list[str | None] = []
+    for span in spans:
+        holder = top(span)
+        key, problem = key_of(holder.attrs.get(attr), attr) if holder is not None else (None, None)
+        if problem is not None and holder is not None:
+            return RawRecord(holder.file, holder.line, Refused(f"span {holder.span_id}: {problem}", attr, trace_id))
+        values.append(key)
+    default = next(v for v in values if v is not None)
+    parts: dict[str, list[Span]] = {}
+    for span, value in zip(spans, values):
+        parts.setdefault(value if value is not None else default, []).append(span)
+    return [((attr, value), part) for value, part in parts.items()]
