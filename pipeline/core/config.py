@@ -27,7 +27,8 @@ from tracejudge.core.config_sections import (WORKERS_DEPRECATED, BudgetConfig, C
 from tracejudge.core.config_source import MAX_EXPANDED_NODES, _fmt, _locate, apply_overrides, read_config
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.evalconfig import AggregateConfig, AssertionsConfig, assertion_problems
-from tracejudge.core.judge_config import PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem, unpriced_cost_cap
+from tracejudge.core.judge_config import (PROVIDERS, JudgeConfig, PriceConfig, SimulatorOptions, TokenizerFactor, judge_provider_problem,
+                                          noise_key_problems, noisy_simulator_samples, unpriced_cost_cap)
 from tracejudge.core.record_fields import empty_list
 
 __all__ = [
@@ -166,6 +167,11 @@ def validate_config(
     fmt = None
     if config.judge is not None and (why := unpriced_cost_cap(config.judge, config.budget.max_cost_usd)) is not None:
         problems.append(_fmt(source, ("budget", "max_cost_usd"), why, lines, overridden))
+    if config.judge is not None:  # the keys as written: the config keeps them bare (`simulator:a` is `a`)
+        written = data.get("judge")
+        for key in ("simulator", "noise"):
+            written = written.get(key) if isinstance(written, dict) else None
+        problems += [_fmt(source, loc, msg, lines, overridden) for loc, msg in noise_key_problems(config.judge, written)]
     fmt, why = _format_of(config.dataset.format)
     if why is not None:
         problems.append(_fmt(source, ("dataset", "format"), why, lines, overridden))
@@ -359,7 +365,7 @@ def config_hash(config: RunConfig) -> str:
 def run_warnings(config: RunConfig) -> list[str]:
     """What a run of `config` warns of as it starts (valid settings that likely do not do what was meant): a deprecated
     `run.workers`; `run.trials` above 1 without a target; `Contains` on BFCL's answers as a plain substring test;
-    `judge.samples` above 1 at `judge.temperature` 0."""
+    `judge.samples` above 1 at `judge.temperature` 0 (unless every judge is the simulator with noise, whose samples differ)."""
     notes = []
     if "workers" in config.run.model_fields_set:
         notes.append(WORKERS_DEPRECATED)
@@ -373,7 +379,7 @@ def run_warnings(config: RunConfig) -> list[str]:
                          "test, which passes replies BFCL's checker fails ('49.99' inside '149.99'); add `match: bfcl` for "
                          "BFCL's own agentic_checker verdict")
     judge = config.judge
-    if judge is not None and judge.samples > 1 and judge.temperature == 0:
+    if judge is not None and judge.samples > 1 and judge.temperature == 0 and not noisy_simulator_samples(judge):
         # The same request N times at temperature 0: a self-hosted server answers it the same N times (llama.cpp, vLLM
         # and Ollama are deterministic there), so the samples report no flakiness whatever the judge's real variance.
         notes.append(f"judge.samples: {judge.samples} at judge.temperature 0 asks the same request {judge.samples} times, and a deterministic "

@@ -16,7 +16,8 @@ from tracejudge.core.strict_numbers import NoBoolNumbers
 from tracejudge.core.suggest import did_you_mean
 from tracejudge.core.urls import http_url
 
-__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "base_url_env", "env_base_url", "judge_provider_problem", "unpriced_cost_cap"]
+__all__ = ["PROVIDERS", "JudgeConfig", "PriceConfig", "SimulatorOptions", "TokenizerFactor", "base_url_env", "env_base_url", "judge_provider_problem",
+           "noise_key_problems", "noisy_simulator_samples", "unpriced_cost_cap"]
 
 
 class _Strict(NoBoolNumbers):
@@ -38,6 +39,21 @@ class SimulatorOptions(_Strict):
     position_bias: float = Field(default=0.0, ge=0, le=1)
     json_object_only: bool = False
     tokenizer_factor: float = Field(default=1.0, ge=0.1, le=10)
+
+    @field_validator("noise")
+    @classmethod
+    def _noise_by_bare_model(cls, noise: float | dict[str, float]) -> float | dict[str, float]:
+        # `simulator:a` is how the config writes a panel member and how outputs name it; the requests carry `a`. Kept
+        # bare, both spellings mean one model and give one cache name (`noise_key_problems` checks the keys name one).
+        if not isinstance(noise, dict):
+            return noise
+        out: dict[str, float] = {}
+        for key, q in noise.items():
+            bare = _bare(key)
+            if bare in out and out[bare] != q:
+                raise ValueError(f"model {bare!r} is given two values ({out[bare]:g} and {q:g}), as {bare!r} and as 'simulator:{bare}': keep one")
+            out[bare] = q
+        return out
 
 
 class TokenizerFactor(_Strict):
@@ -198,6 +214,63 @@ class JudgeConfig(_Strict):
 
 # The judge providers a config may name, in `provider:` or as a `provider:model` prefix.
 PROVIDERS = ("simulator", "openai", "anthropic")
+
+
+def _bare(name: str) -> str:
+    """`name` without a `simulator:` prefix (any case), as `tracejudge.simulator.flaws.bare_model` reads a noise key."""
+    prefix, colon, rest = name.partition(":")
+    return rest if colon and prefix.lower() == "simulator" else name
+
+
+def _judges(judge: JudgeConfig) -> list[tuple[str, str, str]]:
+    """`(name as written, provider, model the requests carry)` of each judge of the run: the panel's members (as
+    `tracejudge.stages.judge.panel.panel_members` resolves them), else the section's own model."""
+    if not judge.models:
+        return [(judge.model, judge.provider, judge.model)]
+    out = []
+    for m in judge.models:
+        prefix = m.model.partition(":")[0].lower() if ":" in m.model else ""
+        model = m.model.partition(":")[2] if prefix in PROVIDERS else m.model
+        out.append((m.model, (m.provider or (prefix if prefix in PROVIDERS else judge.provider)).lower(), model))
+    return out
+
+
+def noise_key_problems(judge: JudgeConfig, written: Any = None) -> list[tuple[tuple[str, ...], str]]:
+    """`(key path, message)` for each key of `judge.simulator.noise` (`written`: the mapping as the config wrote it) that
+    names no model the simulator answers in this run: neither the judge model nor a simulator member of the panel.
+
+    Such a key used to be ignored, so a typo or a provider-prefixed name (`openai:x`) left the judge noiseless
+    without a word. `*` (every other model) is always allowed.
+    """
+    keys = list(written) if isinstance(written, dict) else list(judge.simulator.noise) if isinstance(judge.simulator.noise, dict) else []
+    judges = _judges(judge)
+    served = {model for _, provider, model in judges if provider == "simulator"} | {judge.model}
+    shown = list(dict.fromkeys([f"simulator:{m}" for _, p, m in judges if p == "simulator" and judge.models] + [judge.model]))
+    others = {w: p for w, p, _ in judges if p != "simulator"} | {f"{p}:{m}": p for _, p, m in judges if p != "simulator"}
+    problems: list[tuple[tuple[str, ...], str]] = []
+    for key in map(str, keys):
+        if key == "*" or _bare(key) in served:
+            continue
+        if key in others:
+            why = f"{key!r} is a panel member on provider {others[key]}, which the simulator does not answer, so its noise would never apply"
+        else:
+            why = f"{key!r} names no model of this run, so its noise would never apply"
+        hint = did_you_mean(key, [*shown, *served], n=1, typo=True)
+        bare = " (also bare, without `simulator:`)" if len(shown) > 1 else ""
+        problems.append((("judge", "simulator", "noise", key), f"{why}; a key names one of {', '.join(map(repr, shown))}{bare}, "
+                         f"or is '*' for every model{'; ' + hint if hint else ''}"))
+    return problems
+
+
+def noisy_simulator_samples(judge: JudgeConfig) -> bool:
+    """Whether every judge of the run is the simulator with `noise` above 0 for its model: its repeated samples then
+    differ at temperature 0 (the noise decides by the request's occurrence), unlike a deterministic server's."""
+    noise = judge.simulator.noise
+
+    def q(model: str) -> float:
+        return float(noise.get(model, noise.get("*", 0.0))) if isinstance(noise, dict) else float(noise)
+
+    return all(provider == "simulator" and q(model) > 0 for _, provider, model in _judges(judge))
 
 
 def judge_provider_problem(judge: Any) -> str | None:

@@ -13,12 +13,15 @@ predict their rates exactly:
   answer (a hash, not a draw), so asking again gives the same wrong answer:
   the judge's systematic error. Labels for a calibration test are the
   verdicts of a run with no flaws.
-- **`noise`** q (one number for every model, or `{model: q, "*": q}`): every
-  answer is flipped with probability q, decided by a hash of the seed, the
-  model, the answer's place and the *occurrence* — the how-many-th time the
-  simulator sees this exact request body — so repeated samples of one
-  request (`judge.samples`) differ as a model at temperature > 0 does, and
-  the models of a panel differ from each other.
+- **`noise`** q (one number for every model, or `{model: q, "*": q}`, a
+  model written bare, `a`, or as the config names a panel member,
+  `simulator:a`): every answer is flipped with probability q, decided by a
+  hash of the seed, the model, the answer's place and the *occurrence* — the
+  how-many-th time the simulator sees this exact request body — so repeated
+  samples of one request (`judge.samples`) differ as a model at temperature
+  > 0 does, and the models of a panel differ from each other. A pairwise
+  grade is flipped too (to its mirror: 1 ↔ 3, 2 stays 2), by a hash of the
+  seed, the model, both tags in order and the occurrence.
 - **`position_bias`** b, for pairwise requests (`tracejudge.stages.comparison.pairwise`:
   a user message with the line `Evaluation: PairwiseComparison …`, graded
   1 = the first run better, 2 = equal, 3 = the second): the two fenced trajectories each
@@ -26,7 +29,8 @@ predict their rates exactly:
   depend on the order); the better one wins, a tie within 0.05. With
   probability b (a hash of the seed, both tags in order and the occurrence)
   the answer is `first` whatever the qualities: the bias that asking in both
-  orders cancels.
+  orders cancels. Then `noise` (above) may flip the answer, as any other;
+  `agreement` does not apply to pairwise requests.
 
 Multi-item requests (`items_per_request` > 1) get their verdicts as before, without flaws.
 """
@@ -37,10 +41,16 @@ import hashlib
 import re
 from typing import Any
 
-__all__ = ["Flaws", "is_pairwise", "preference"]
+__all__ = ["Flaws", "bare_model", "is_pairwise", "preference"]
 
 _PAIRWISE = re.compile(r"(?m)^Evaluation: PairwiseComparison ")
 _TAGS = re.compile(r"==== DATA (\w+) BEGIN ====")
+
+
+def bare_model(name: str) -> str:
+    """`name` without a `simulator:` prefix (any case): the model name the simulator's requests carry."""
+    prefix, colon, rest = name.partition(":")
+    return rest if colon and prefix.lower() == "simulator" else name
 
 
 def _u(*parts: object) -> float:
@@ -54,7 +64,8 @@ class Flaws:
     def __init__(self, seed: int, agreement: float = 1.0, noise: float | dict[str, float] = 0.0, position_bias: float = 0.0) -> None:
         self.seed = seed
         self.agreement = agreement
-        self.noise = noise
+        # Keys as a config writes panel members (`simulator:a`) mean the model the requests name (`a`).
+        self.noise = {bare_model(k): v for k, v in noise.items()} if isinstance(noise, dict) else noise
         self.position_bias = position_bias
         self._seen: dict[bytes, int] = {}
 
@@ -109,12 +120,21 @@ def is_pairwise(texts: list[str]) -> bool:
     return any(_PAIRWISE.search(t.rsplit(" END ====", 1)[-1]) for t in texts)
 
 
-def preference(flaws: Flaws, texts: list[str], occurrence: int) -> dict[str, Any]:
-    """The verdict of a pairwise request whose user message(s) `texts` hold two fenced trajectories (see the module doc):
-    `{"score": 1 | 2 | 3, "reason"}`."""
+def preference(flaws: Flaws, texts: list[str], occurrence: int, model: str = "") -> dict[str, Any]:
+    """The verdict of `model` on a pairwise request whose user message(s) `texts` hold two fenced trajectories (see the
+    module doc): `{"score": 1 | 2 | 3, "reason"}`."""
     tags = [m for t in texts for m in _TAGS.findall(t)][:2]
     if len(tags) < 2:
         return {"score": 2, "reason": "simulated: fewer than two runs to compare"}
+    verdict = _preferred(flaws, tags, occurrence)
+    # Noise after the bias, as on any answer: without it a panel's members and a request's samples always agree here.
+    if verdict["score"] != 2 and _u(flaws.seed, "noise", model, "pairwise", tags[0], tags[1], occurrence) < flaws.noise_for(model):
+        return {"score": 4 - verdict["score"], "reason": verdict["reason"] + " (flipped by noise)"}
+    return verdict
+
+
+def _preferred(flaws: Flaws, tags: list[str], occurrence: int) -> dict[str, Any]:
+    """The pairwise verdict on the runs fenced as `tags` (in the order shown) before noise: quality, or position bias."""
     first, second = (_u(flaws.seed, "quality", t) for t in tags)
     if _u(flaws.seed, "position", tags[0], tags[1], occurrence) < flaws.position_bias:
         return {"score": 1, "reason": "simulated: the first run shown (position bias)"}

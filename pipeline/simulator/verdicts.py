@@ -126,10 +126,10 @@ def _with_flaws(sim: Sim, body: dict[str, Any], schema: dict[str, Any], verdict:
     if not (pairwise or sim.flaws.active):
         return verdict
     occurrence = sim.flaws.occurrence(_digest(body, sim.config.seed))
-    if pairwise:
-        return preference(sim.flaws, texts, occurrence)
-    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), "")
     model = str(body.get("model"))
+    if pairwise:
+        return preference(sim.flaws, texts, occurrence, model)
+    tag = next((m.group(1) for t in texts for m in [_DATA_TAG.search(t)] if m), "")
     score = (schema.get("properties") or {}).get("score") or {}
     if score.get("type") == "integer":
         return sim.flaws.apply_graded(verdict, model, tag, occurrence, (int(score.get("minimum", 0)), int(score.get("maximum", 10))))
