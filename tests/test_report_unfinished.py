@@ -259,9 +259,8 @@ def test_a_configured_baseline_still_being_written_is_named_by_run_and_by_report
         assert done.returncode == 0 and "in progress" not in done.stderr, done.stderr
 
 
-def test_report_on_a_judged_run_killed_before_its_first_result_says_interrupted(tmp_path: Path, tau_paths) -> None:
-    # The judge answers after 30 s, so the run is killed with nothing in results.jsonl. `report` then rebuilt the judge's
-    # block from no result at all and crashed (`KeyError: 'judged_results'`, exit 3) where it should say INTERRUPTED.
+def _killed_judged_run(tmp_path: Path, tau_paths, once: str) -> None:
+    """Start a judged run whose judge answers after 30 s, and SIGKILL it as soon as `RUN_DIR/once` exists."""
     trajectories, tasks = tau_paths
     (tmp_path / "j.yaml").write_text(
         f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 4}}\n"
@@ -271,13 +270,19 @@ def test_report_on_a_judged_run_killed_before_its_first_result_says_interrupted(
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not (tmp_path / "run" / "manifest.json").exists():
+        while not (tmp_path / "run" / once).exists():
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
     finally:
         proc.kill()
+
+
+def test_report_on_a_judged_run_killed_before_its_first_result_says_interrupted(tmp_path: Path, tau_paths) -> None:
+    # The judge answers after 30 s, so the run is killed with nothing in results.jsonl. `report` then rebuilt the judge's
+    # block from no result at all and crashed (`KeyError: 'judged_results'`, exit 3) where it should say INTERRUPTED.
+    _killed_judged_run(tmp_path, tau_paths, "manifest.json")
     # (Killed before it made results.jsonl, on a loaded machine, or with it empty: either way no result is written.)
     results = tmp_path / "run" / "results.jsonl"
     assert not results.exists() or results.read_bytes() == b""
@@ -291,22 +296,7 @@ def test_report_on_a_judged_run_killed_before_its_first_result_says_interrupted(
 def test_report_on_a_run_killed_before_it_made_results_jsonl_says_interrupted(tmp_path: Path, tau_paths) -> None:
     # Killed between writing manifest.json and creating results.jsonl: `report` said "no results.jsonl here (is this a run
     # directory?)", exit 2, on a directory the same `run` command resumes.
-    trajectories, tasks = tau_paths
-    (tmp_path / "j.yaml").write_text(
-        f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 4}}\n"
-        "metrics: [{type: TaskCompletion}]\n"
-        "judge: {provider: simulator, model: gpt-4o-mini, simulator: {latency_ms: 30000}}\ncache: {enabled: false}\nrun: {dir: run}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "tracejudge", "run", "j.yaml", "--no-progress"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "run" / "results.jsonl").exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    _killed_judged_run(tmp_path, tau_paths, "results.jsonl")
     for name in ("results.jsonl", "results.idx"):  # the state of a kill a moment earlier
         (tmp_path / "run" / name).unlink(missing_ok=True)
     got = _tj("report", "run", cwd=tmp_path)
