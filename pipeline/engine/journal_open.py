@@ -119,7 +119,10 @@ def recover(
     journal.retrying = journal.pending_retries()
     killed = _settle_segments(journal, tail, rebuilt=not reused, lines=lines - tail, last_write=last_write)
     changed = changed or tail > 0 or killed or damaged > 0
-    journal.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": not reused and size > 0, "killed_segment": killed,
+    # Rebuilt too when results.jsonl is gone (or empty) under a checkpoint that counted results: the dataset cursor, which
+    # skips the records those results stood for, must not be trusted then, or their cases would never be scored again.
+    rebuilt = not reused and (size > 0 or (cp is not None and cp.results_lines > 0))
+    journal.recovery = {"torn_bytes": torn, "tail_results": tail, "rebuilt": rebuilt, "killed_segment": killed,
                      "damaged_lines": damaged}
     journal._segment["segment"] = 1 + max((int(s.get("segment", 0)) for s in journal.segments), default=0)
     # The CRC of results.jsonl as it stands: `_reuse` checked the head, only the tail is read.
