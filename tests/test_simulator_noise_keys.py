@@ -71,3 +71,17 @@ def test_the_judge_model_the_wildcard_and_a_near_miss(tmp_path: Path) -> None:
                            "judge: {provider: simulator, models: [simulator:a], simulator: {noise: {a: 0.2, 'simulator:a': 0.3}}}\n")
     [line] = config_error(cli("run", str(both), cwd=tmp_path)).splitlines()[1:]
     assert "judge.simulator.noise" in line and "model 'a' is given two values (0.2 and 0.3)" in line, line
+
+
+def test_a_noise_outside_0_to_1_is_a_config_error() -> None:
+    # A probability of flipping an answer: 1.5, -0.2 or NaN ran as if it were one (agreement and position_bias refused them).
+    import math
+
+    import pytest
+    from pydantic import ValidationError
+    from tracejudge.core.judge_config import SimulatorOptions
+
+    for bad in (1.5, -0.2, math.nan, {"a": 1.5}, {"*": -1}):
+        with pytest.raises(ValidationError, match="a probability from 0 to 1"):
+            SimulatorOptions(noise=bad)
+    assert SimulatorOptions(noise={"simulator:a": 1.0, "*": 0.0}).noise == {"a": 1.0, "*": 0.0}

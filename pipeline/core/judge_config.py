@@ -45,6 +45,9 @@ class SimulatorOptions(_Strict):
     def _noise_by_bare_model(cls, noise: float | dict[str, float]) -> float | dict[str, float]:
         # `simulator:a` is how the config writes a panel member and how outputs name it; the requests carry `a`. Kept
         # bare, both spellings mean one model and give one cache name (`noise_key_problems` checks the keys name one).
+        for key, q in noise.items() if isinstance(noise, dict) else [(None, noise)]:
+            if not 0.0 <= q <= 1.0:  # (NaN fails too) a probability of flipping an answer
+                raise ValueError("a probability from 0 to 1" if key is None else f"{key!r}: a probability from 0 to 1, got {q!r}")
         if not isinstance(noise, dict):
             return noise
         out: dict[str, float] = {}
