@@ -186,3 +186,11 @@ def test_a_nul_in_a_search_is_not_echoed_into_the_page(server: str) -> None:
     # No HTML document may hold a NUL: the search box's value showed `%00` raw.
     status, page = get(server + "/run/alpha/cases?q=a%00b")
     assert status == 200 and "\x00" not in page and 'value="a\ufffdb"' in page
+
+
+def test_a_search_with_a_nul_applies_what_the_box_shows(server: str) -> None:
+    # SQLite cut the text at the NUL: `?q=%00` matched every row and `alpine%00` matched as `alpine`.
+    for query in ("%00", "alpine%00"):
+        page = get(server + f"/run/alpha/cases?q={query}")[1]
+        assert matching(page) == 0, query
+    assert matching(get(server + "/run/alpha/cases?q=alpine")[1]) == 8

@@ -150,7 +150,9 @@ def _int(value: str | None, default: int, name: str) -> int:
 async def _cases(request: web.Request) -> web.Response:
     run = _run(request)
     counts = await _refresh(request, run)
-    p = request.query
+    # A NUL (`%00`) is read as U+FFFD, as the page shows it (`html.e`): SQLite would cut the text there, applying a
+    # search other than the one the box shows (`refund%00` matched as `refund`, `%00` as no search at all).
+    p = {k: v.replace("\x00", "\ufffd") for k, v in request.query.items()}
     q = CaseQuery(status=p.get("status", ""), below=p.get("below", ""), tag=p.get("tag", ""), q=p.get("q", "").strip(),
                   sort=p.get("sort", "case"), desc=p.get("desc", "") in ("1", "on", "true"), page=_int(p.get("page"), 1, "page"),
                   size=_int(p.get("size"), 50, "size"))
