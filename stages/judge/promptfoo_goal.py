@@ -42,9 +42,10 @@ available"; a trace with no steps and no output is judged, as promptfoo judges i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr, field_validator, model_validator
+from pydantic import PrivateAttr
 from tracejudge.core.records import Case, Score
 from tracejudge.stages.judge.base import INSTRUCTIONS, JudgeMetric, Plan, Question
 from tracejudge.stages.judge.conversation import has_turns
@@ -52,7 +53,7 @@ from tracejudge.stages.judge.metrics import _not_computed, _trace_sections
 from tracejudge.stages.judge.trace_text import fence
 from tracejudge.stages.score.base import make_score
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
-from tracejudge.stages.score.promptfoo_values import metric_is_name, parse_goal
+from tracejudge.stages.score.promptfoo_values import PromptfooSpec, parse_goal
 
 __all__ = ["NotTrajectoryGoalSuccess", "PARTIAL_CREDIT", "TrajectoryGoalSuccess"]
 
@@ -76,7 +77,7 @@ QUESTIONS = (
 
 
 @_promptfoo_type(ASSERTION)
-class TrajectoryGoalSuccess(JudgeMetric):
+class TrajectoryGoalSuccess(PromptfooSpec, JudgeMetric):
     """promptfoo's `trajectory:goal-success` (`handleTrajectoryGoalSuccess`): did the agent achieve the goal `value` names?
 
     Source: promptfoo `src/assertions/trajectory.ts` `handleTrajectoryGoalSuccess` and
@@ -93,19 +94,9 @@ class TrajectoryGoalSuccess(JudgeMetric):
     default_threshold: ClassVar[float] = 1.0  # passing needs the goal achieved: the score 1.0
     inverse: ClassVar[bool] = False
 
+    parse: ClassVar[Callable[[Any], Any]] = staticmethod(parse_goal)
     value: Any
     _goal: str = PrivateAttr(default="")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _promptfoo_metric_key(cls, data: Any) -> Any:
-        return metric_is_name(data)  # (promptfoo's `metric:` is `name:`)
-
-    @field_validator("value", mode="after")
-    @classmethod
-    def _readable(cls, value: Any) -> Any:
-        parse_goal(value)  # raises naming `value`, so the config error names the field
-        return value
 
     def model_post_init(self, context: Any) -> None:
         self._goal = parse_goal(self.value)

@@ -24,17 +24,17 @@ A case without a trace scores null (promptfoo would find no call in an empty out
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar
 
-from pydantic import field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_trace
 from tracejudge.stages.score.promptfoo_steps import _js_string, js_number
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
-from tracejudge.stages.score.promptfoo_values import metric_is_name
+from tracejudge.stages.score.promptfoo_values import PromptfooSpec
 
 __all__ = ["NotToolCallF1", "ToolCallF1", "expected_tools", "to_fixed"]
 
@@ -69,7 +69,7 @@ def _sorted(names: set[str]) -> str:
 
 
 @_promptfoo_type("tool-call-f1")
-class ToolCallF1(Metric):
+class ToolCallF1(PromptfooSpec, Metric):
     """promptfoo's `tool-call-f1` (`handleToolCallF1`): F1 of the set of tools called against the set expected.
 
     precision = |called ∩ expected| / |called| (0 when nothing was called), recall = |called ∩ expected| / |expected|,
@@ -82,18 +82,8 @@ class ToolCallF1(Metric):
     """
 
     inverse: ClassVar[bool] = False
+    parse: ClassVar[Callable[[Any], Any]] = staticmethod(expected_tools)
     value: Any
-
-    @model_validator(mode="before")
-    @classmethod
-    def _promptfoo_metric_key(cls, data: Any) -> Any:
-        return metric_is_name(data)  # (promptfoo's `metric:` is `name:`)
-
-    @field_validator("value", mode="after")
-    @classmethod
-    def _readable(cls, value: Any) -> Any:
-        expected_tools(value)
-        return value
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:

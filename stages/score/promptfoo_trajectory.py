@@ -65,7 +65,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr, field_validator, model_validator
+from pydantic import PrivateAttr, field_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
@@ -80,10 +80,10 @@ from tracejudge.stages.score.promptfoo_steps import (
     trajectory_steps,
 )
 from tracejudge.stages.score.promptfoo_values import (
+    PromptfooSpec,
     SequenceSpec,
     StepCountSpec,
     ToolUsedSpec,
-    metric_is_name,
     parse_step_count,
     parse_tool_sequence,
     parse_tool_used,
@@ -124,7 +124,7 @@ def _args_text(args: Any) -> str:
     return text if len(text) <= _ARGS_SHOWN else text[: _ARGS_SHOWN - 1] + "…"
 
 
-class PromptfooTrajectoryAssertion(Metric):
+class PromptfooTrajectoryAssertion(PromptfooSpec, Metric):
     """Base of promptfoo's trajectory assertions: `value` is the assertion's value, read when the config loads.
 
     Subclasses set `assertion` (promptfoo's base type), `inverse` (the `not-` form) and
@@ -137,15 +137,8 @@ class PromptfooTrajectoryAssertion(Metric):
     assertion: ClassVar[str] = ""
     inverse: ClassVar[bool] = False
     refused_options: ClassVar[tuple[str, ...]] = ("threshold",)  # (`tracejudge explain` does not offer them)
-    parse: ClassVar[Callable[[Any], Any]]
-
     value: Any
     _spec: Any = PrivateAttr(default=None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _promptfoo_metric_key(cls, data: Any) -> Any:
-        return metric_is_name(data)  # (promptfoo's `metric:` is `name:`)
 
     @field_validator("threshold", mode="before")
     @classmethod
@@ -153,12 +146,6 @@ class PromptfooTrajectoryAssertion(Metric):
         if value is not None:
             raise PydanticCustomError("promptfoo_threshold", "promptfoo's trajectory assertions pass or fail on their own rule; "
                                       "threshold does not apply (the score is 1 when the assertion passes, else 0)")
-        return value
-
-    @field_validator("value", mode="after")
-    @classmethod
-    def _readable(cls, value: Any) -> Any:
-        cls.parse(value)  # raises naming the place in the value
         return value
 
     def model_post_init(self, context: Any) -> None:

@@ -27,9 +27,11 @@ reports it as a config error naming the field.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from pydantic import BaseModel, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core import suggest
 from tracejudge.stages.score.promptfoo_steps import STEP_TYPES, StepMatcher
@@ -291,6 +293,25 @@ def parse_goal(value: Any) -> str:
         if isinstance(goal, str) and goal.strip():
             return goal.strip()
     raise _bad("value", "must have a string value or an object with a goal property")
+
+
+class PromptfooSpec(BaseModel):
+    """What every promptfoo assertion's spec shares, mixed into its metric class: promptfoo's `metric:` key read as
+    `name:` (`metric_is_name`), and `value` checked when the config loads by the class's `parse` (value → spec, raising
+    `PydanticCustomError` naming the place in the value), so a bad value is a config error naming the field."""
+
+    parse: ClassVar[Callable[[Any], Any]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _promptfoo_metric_key(cls, data: Any) -> Any:
+        return metric_is_name(data)
+
+    @field_validator("value", mode="after", check_fields=False)
+    @classmethod
+    def _readable(cls, value: Any) -> Any:
+        cls.parse(value)
+        return value
 
 
 def metric_is_name(data: Any) -> Any:
