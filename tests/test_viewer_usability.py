@@ -194,3 +194,35 @@ def test_a_search_with_a_nul_applies_what_the_box_shows(server: str) -> None:
         page = get(server + f"/run/alpha/cases?q={query}")[1]
         assert matching(page) == 0, query
     assert matching(get(server + "/run/alpha/cases?q=alpine")[1]) == 8
+
+
+def test_a_killed_run_reads_interrupted_and_a_held_one_in_progress(tmp_path: Path) -> None:
+    # A run killed before its end wrote no verdict: `tracejudge report` calls it INTERRUPTED and gives the command that
+    # resumes it; the viewer said "no verdict yet" for ever, as for a run still being written.
+    import subprocess
+    import sys
+
+    from _runs import sigkill_when
+    from tracejudge.engine.run_lock import RunLock
+
+    data = write_dataset(tmp_path / "cases.jsonl", _cases("slow", "slowly", n=40))
+    cfg = write_config(tmp_path / "slow.yaml", data, tmp_path / "killed", metrics=[{"type": "TaskCompletion"}],
+                       judge={"provider": "simulator", "model": "sim", "simulator": {"latency_ms": 300}}, limits={"max_in_flight": 2},
+                       run={"dir": str(tmp_path / "killed"), "flush_every": 1})
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "killed" / "results.jsonl"
+    sigkill_when(proc, lambda: results.exists() and results.read_bytes().count(b"\n") >= 2, "the run wrote no results")
+    assert not (tmp_path / "killed" / "summary.json").exists() or '"verdict"' not in (tmp_path / "killed" / "summary.json").read_text()
+    with view_server(str(tmp_path / "killed")) as url:
+        command = f"tracejudge run {cfg} --no-progress"  # (after a `cd` to the folder it was run from)
+        for path in ("/?list", "/run/killed"):
+            page = get(url + path)[1]
+            assert 'class="badge INTERRUPTED"' in page and "no verdict yet" not in page, page[:2000]
+            assert f"interrupted</span>" in page if path == "/?list" else f"{command}</code>" in page, page
+        with RunLock(tmp_path / "killed"):  # a process writes it again (a resume)
+            for path in ("/?list", "/run/killed"):
+                page = get(url + path)[1]
+                assert "no verdict yet" in page and 'badge INTERRUPTED' not in page, page[:2000]
+                assert "in progress (process" in page
+        assert 'class="badge INTERRUPTED"' in get(url + "/run/killed")[1]

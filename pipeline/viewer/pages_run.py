@@ -13,11 +13,29 @@ from tracejudge.viewer.runs import Run, differs, shown_time
 __all__ = ["gone_page", "run_page", "runs_page"]
 
 
-def _verdict(summary: dict[str, Any]) -> str:
+def _verdict(summary: dict[str, Any], state: tuple[str, str]) -> str:
+    # (`state`: `Run.state()`.) A run killed before it wrote its verdict says INTERRUPTED, as `tracejudge report` does.
     word = (summary.get("verdict") or {}).get("verdict")
-    if not word:
-        return '<span class="badge RUNNING">no verdict yet</span>' if not summary.get("complete") else "—"
-    return f'<span class="badge {e(word)}">{e(word)}</span>'
+    if word:
+        return f'<span class="badge {e(word)}">{e(word)}</span>'
+    if state[0] == "in progress":
+        return f'<span class="badge RUNNING" title="{e(state[1])} writes it">no verdict yet</span>'
+    if state[0] == "interrupted":
+        return '<span class="badge INTERRUPTED" title="killed or stopped before its end">INTERRUPTED</span>'
+    return "—"
+
+
+def _state(state: tuple[str, str], *, full: bool) -> str:
+    """The run's state: complete, in progress (who writes it), or interrupted; `full` (a run's own page) adds the command
+    that resumes it, which the runs table keeps in the cell's title."""
+    word, detail = state
+    if word == "in progress":
+        return f"in progress ({e(detail)} writes it)"
+    if word == "interrupted" and detail and full:
+        return f'interrupted; resume with: <code class="resume">{e(detail)}</code>'
+    if word == "interrupted" and detail:
+        return f'<span title="resume with: {e(detail)}">interrupted</span>'
+    return word
 
 
 def _duration(seconds: Any) -> str:
@@ -39,15 +57,15 @@ def runs_page(runs: list[Run], counts: dict[str, dict[str, int]], baseline: str 
             rows.append(f'<tr data-run="{e(r.rid)}" class="gone"><td>{e(r.name)}<div class="muted small">{e(r.path)}</div></td>'
                         f'<td colspan="7" class="muted">—</td><td class="bad">gone: {e(why)}</td></tr>')
             continue
-        s = r.summary()
+        s, state = r.summary(), r.state()
         c = counts.get(r.rid, {})
         total = sum(v for k, v in c.items() if k != "failed")
         errors = total - c.get("ok", 0)
         rows.append(
             f'<tr data-run="{e(r.rid)}"><td><a href="/run/{e(r.rid)}">{e(r.name)}</a><div class="muted small">{e(r.path)}</div></td>'
-            f"<td>{_verdict(s)}</td><td class=num>{total}</td><td class=num>{c.get('ok', 0)}</td><td class=num>{errors}</td>"
+            f"<td>{_verdict(s, state)}</td><td class=num>{total}</td><td class=num>{c.get('ok', 0)}</td><td class=num>{errors}</td>"
             f"<td class=num>{c.get('failed', 0)}</td><td>{e(r.started())}</td><td>{_duration(s.get('elapsed_s_total'))}</td>"
-            f"<td>{'complete' if s.get('complete') else 'in progress or interrupted'}</td></tr>"
+            f'<td class="state">{_state(state, full=False)}</td></tr>'
         )
     body = ("<h1>Runs</h1><table class=grid id=runs><thead><tr><th class=w30>run</th><th>verdict</th><th>results</th><th>ok</th>"
             "<th>errors</th><th>failed</th><th class=w15>started (UTC)</th><th>took</th><th>state</th></tr></thead><tbody>"
@@ -91,13 +109,13 @@ def _judge_block(summary: dict[str, Any]) -> str:
 
 def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
     """A run's summary: metrics with CIs, pass rates, pass@k, exclusions, breakdowns, judge block, assertions and verdict."""
-    s = run.summary()
+    s, state = run.summary(), run.state()
     rid = run.rid
     total = sum(v for k, v in counts.items() if k != "failed")
     status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k != "failed") or "none yet"
-    out = [f"<h1>{e(run.name)} {_verdict(s)}</h1>",
+    out = [f"<h1>{e(run.name)} {_verdict(s, state)}</h1>",
            f'<p class="muted">{e(run.path)} · started {e(run.started())}{" UTC" if run.started() != "—" else ""} · took {_duration(s.get("elapsed_s_total"))}'
-           f' · {"complete" if s.get("complete") else "not complete"}</p>',
+           f' · <span id="state">{_state(state, full=True)}</span></p>',
            f'<p id="counts"><b id="n-results">{total}</b> results ({e(status)}); <b>{counts.get("failed", 0)}</b> failed a check or errored. '
            f'<a id="cases-link" href="/run/{e(rid)}/cases">All cases</a> · <a id="failed-link" href="{url(f"/run/{rid}/cases", status="failed")}">Failed cases</a>']
     apart = []

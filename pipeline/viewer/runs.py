@@ -76,6 +76,26 @@ class Run:
         self._summary = (key, data)
         return data
 
+    def state(self) -> tuple[str, str]:
+        """`(state, detail)`: `("complete", "")`; `("in progress", who)` while a process holds the run's lock (`"process
+        4242"`); else `("interrupted", the command that resumes it)`: killed or stopped before its end, as `tracejudge
+        report` says it. A run merged from shards holds no lock of its own: unless complete it is interrupted, with its
+        shards' commands to resume them."""
+        if self.summary().get("complete"):
+            return "complete", ""
+        from tracejudge.engine.run_lock import holder
+        from tracejudge.engine.run_state import resume_command
+
+        who = holder(self.path)
+        if who is not None:
+            return "in progress", who
+        merged = self.manifest().get("merged_from")
+        if isinstance(merged, list) and merged:
+            from tracejudge.stages.aggregate.gate_coverage import shard_resume_commands
+
+            return "interrupted", "; ".join(shard_resume_commands(self.summary())) or ""
+        return "interrupted", resume_command(self.path)
+
     def manifest(self) -> dict[str, Any]:
         """`manifest.json`, or `{}`."""
         return _read_json(self.path / store.MANIFEST)
