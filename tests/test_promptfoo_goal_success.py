@@ -269,8 +269,9 @@ def test_a_judge_reply_that_cannot_be_read_fails_both_and_is_never_flipped_into_
     {"models": ["simulator:a", "simulator:b"], "aggregate": "any", "simulator": {"noise": {"a": 1.0}}},
     {"models": ["simulator:a", "simulator:b"], "aggregate": "all", "simulator": {"noise": {"a": 1.0}}},
     {"models": ["simulator:a", "simulator:b"], "aggregate": "mean", "simulator": {"noise": {"a": 1.0}}},
+    {"models": ["simulator:a", "simulator:b", "simulator:c"], "aggregate": "majority", "simulator": {"noise": {"a": 1.0, "c": 0.5}}},
     {"samples": 3, "simulator": {"noise": 0.4}},
-], ids=["panel-any", "panel-all", "panel-mean", "samples"])
+], ids=["panel-any", "panel-all", "panel-mean", "panel-majority", "samples"])
 def test_the_inverse_is_the_complement_with_a_panel_or_samples_too(tmp_path: Path, judge: dict[str, Any]) -> None:
     # Judge `a` answers every question the other way (noise 1.0), so the panel is split on every case. The inverse used
     # to combine its own 1/0 values by the same rule: with `any` both passed, with `all` and `mean` both failed.
@@ -279,3 +280,5 @@ def test_the_inverse_is_the_complement_with_a_panel_or_samples_too(tmp_path: Pat
     for cid, r in results(tmp_path / "run").items():
         base, inverse = r["scores"][BASE], r["scores"][NOT]
         assert inverse["passed"] is (not base["passed"]) and inverse["value"] == (1.0 if inverse["passed"] else 0.0), (cid, base, inverse)
+        # `details.goal_success` is the combined verdict of the goal, for both (it held the first judge's).
+        assert base["details"]["goal_success"] == inverse["details"]["goal_success"] == {"pass": base["passed"], "score": base["value"]}

@@ -167,7 +167,7 @@ class TrajectoryGoalSuccess(PromptfooSpec, JudgeMetric):
         Also what a mean of samples or of a panel passes by (`repeat`): every judge said the goal was achieved.
         """
         passed = value >= 1.0 and (self.threshold is None or value >= self.threshold)
-        return make_score(value, passed, reason, details, _FIELDS_SET)
+        return make_score(value, passed, reason, _combined_goal(details, passed, value), _FIELDS_SET)
 
 
 @_promptfoo_type("not-" + ASSERTION)
@@ -200,5 +200,33 @@ class NotTrajectoryGoalSuccess(TrajectoryGoalSuccess):
         each other's complement, as promptfoo's `not-` is.
         """
         passed = value > 0
-        return make_score(1.0 if passed else 0.0, passed, reason, details, _FIELDS_SET)
+        return make_score(1.0 if passed else 0.0, passed, reason, _combined_goal(details, not passed), _FIELDS_SET)
+
+
+def _goal_score(answers: dict[str, Any]) -> float:
+    # One judge's score of the goal from its answers to `QUESTIONS` (`TrajectoryGoalSuccess.judged`).
+    return 1.0 if answers.get("q1") == "yes" else PARTIAL_CREDIT if answers.get("q2") == "yes" else 0.0
+
+
+def _combined_goal(details: dict[str, Any] | None, goal_passed: bool, goal_score: float | None = None) -> dict[str, Any] | None:
+    """`details` with `goal_success` (promptfoo's `{pass, score}` of the goal) made the combined verdict's when several
+    samples or a panel's judges were combined (`repeat`), which start from the first judge's details; as it was otherwise.
+
+    `goal_score`: the goal's combined score (the goal's own value); None for the inverse, whose value is not it: then it is
+    computed from each judge's answers as the goal's value would be (samples: their mean; a panel: its rule on them).
+    """
+    if not details or "goal_success" not in details or not ("samples" in details or "panel" in details):
+        return details
+    if goal_score is None:
+        if "panel" in details:
+            panel = details["panel"]
+            how = panel.get("aggregate")
+            scores = [_goal_score(m.get("answers") or {}) for m in (panel.get("models") or {}).values()]
+            goal_score = (_goal_score(panel.get("answers") or {}) if how == "majority" else min(scores) if how == "all"
+                          else max(scores) if how == "any" else sum(scores) / len(scores))
+        else:
+            votes = details["samples"].get("answers") or {}
+            n = details["samples"]["n"]
+            goal_score = sum(_goal_score({q: v[i] for q, v in votes.items()}) for i in range(n)) / n
+    return {**details, "goal_success": {"pass": goal_passed, "score": goal_score}}
 
