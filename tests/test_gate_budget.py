@@ -43,7 +43,8 @@ def test_a_run_the_budget_left_unjudged_fails_and_says_how_to_finish_it(tmp_path
     assert not budget["ok"]
     assert budget["detail"].startswith("3 of 3 results were skipped for the judge budget (budget.max_cost_usd $0.0001)"), budget
     assert "TaskCompletion 3" in budget["detail"] and "MaxToolCalls" not in budget["detail"], budget
-    assert "raise the budget" in budget["detail"] and "run the same command again" in budget["detail"], budget
+    # The command that resumes this run (a `--fresh` run's own command would start over in a new directory).
+    assert "raise the budget" in budget["detail"] and f"resume with: tracejudge run {cfg} --no-progress" in budget["detail"], budget
     assert "FAIL judge budget: 3 of 3 results" in out
     # No result was judged: the judge's error share over none is no evidence, not an "ok".
     share = _checks(tmp_path / "run")["judge max_error_share"]

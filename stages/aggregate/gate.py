@@ -347,7 +347,7 @@ def evaluate_gate(assertions: AssertionsConfig, summary: dict[str, Any], run_dir
     # Imported here: gate_judge builds on this module's Check.
     from tracejudge.stages.aggregate.gate_judge import budget_check, judge_error_check
 
-    verdict.checks.extend(c for c in (budget_check(summary), judge_error_check(summary)) if c is not None)
+    verdict.checks.extend(c for c in (budget_check(summary, run_dir), judge_error_check(summary)) if c is not None)
     keys = list(summary.get("metrics", {})) + list(summary.get("pass_at_k", {}))
     for key in keys:
         rule = metric_rule(assertions, key, per_result=key in summary.get("metrics", {}))

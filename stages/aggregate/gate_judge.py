@@ -9,6 +9,7 @@ with none answered it is no evidence, and says so instead of reading "ok".
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tracejudge.stages.aggregate.gate import Check
@@ -28,11 +29,13 @@ def _skipped(summary: dict[str, Any]) -> int:
     return int((summary.get("status") or {}).get("skipped_budget", 0))
 
 
-def budget_check(summary: dict[str, Any]) -> Check | None:
+def budget_check(summary: dict[str, Any], run_dir: Path | None = None) -> Check | None:
     """The `judge budget` check: FAIL when any standing result is `skipped_budget`, else None (nothing to list).
 
     The detail counts the results, names each metric left without a value by the skips (its
-    `excluded.skipped_budget`), the caps that ran out, and how to finish the run.
+    `excluded.skipped_budget`), the caps that ran out, and how to finish the run: the command that resumes
+    `run_dir` (`engine.run_state.resume_command`; a `--fresh` run's "same command" would start over), or, without
+    one, the same command.
     """
     skipped = _skipped(summary)
     if not skipped:
@@ -43,8 +46,23 @@ def budget_check(summary: dict[str, Any]) -> Check | None:
     return Check("judge budget", False,
                  f"{skipped} of {summary.get('results', skipped)} results were skipped for the judge budget"
                  f"{f' ({caps})' if caps else ''} and are not judged{f' (results without a value: {metrics})' if metrics else ''}, "
-                 "so the run is not complete; raise the budget (budget.max_cost_usd / budget.max_judge_tokens) and run the same "
-                 "command again, which judges only the skipped results")
+                 "so the run is not complete; raise the budget (budget.max_cost_usd / budget.max_judge_tokens) and "
+                 f"{_resume(run_dir)}, which judges only the skipped results")
+
+
+def _resume(run_dir: Path | None) -> str:
+    # How to go on with the run: its recorded resume command (without `--fresh`, with its `--run-dir`), else the same command.
+    if run_dir is None:
+        return "run the same command again"
+    from tracejudge.engine import store
+    from tracejudge.engine.run_state import resume_command
+    from tracejudge.engine.shards import MERGED_KEY
+
+    if (store.read_manifest(Path(run_dir), strict=False) or {}).get(MERGED_KEY):  # (a merge of shards: no run of its own to resume)
+        return "run each shard's command again, then merge them"
+    from tracejudge.llm.redact import redact, redact_url_passwords
+
+    return f"resume with: {redact(redact_url_passwords(resume_command(run_dir)))}"  # (a command as typed may hold a key: the verdict is kept)
 
 
 def judge_error_check(summary: dict[str, Any]) -> Check | None:
