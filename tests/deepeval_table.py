@@ -63,5 +63,7 @@ ROWS: list[tuple[str, dict[str, Any], list[Any], list[Any], float]] = [
     ("exact-wins-over-ordering", {"should_exact_match": True, "should_consider_ordering": True}, [t("a"), t("b")], [t("a"), t("c"), t("b")], 0.0),
     ("strict-below-threshold", {"strict_mode": True}, [t("a"), t("b")], [t("a")], 0.0),
     ("strict-full", {"strict_mode": True}, [t("a"), t("b")], [t("b"), t("a")], 1.0),
+    # Strict mode makes the threshold 1 whatever `threshold` says (deepeval: `self.threshold = 1 if strict_mode else threshold`): 0 fails.
+    ("strict-overrides-a-zero-threshold", {"strict_mode": True, "threshold": 0.0}, [t("a"), t("b")], [t("a")], 0.0),
     ("threshold-partial-pass", {"threshold": 0.6}, [t("a"), t("b"), t("c")], [t("a"), t("c")], 2 / 3),
 ]

@@ -13,11 +13,12 @@ from typing import Any, ClassVar, Literal
 
 from tracejudge.core.records import Case, Score, ToolCall
 from tracejudge.core.registry import register_metric
-from tracejudge.stages.score.base import ToolMetric, expected_calls, no_expectation, no_trace
+from tracejudge.stages.score.base import ToolMetric, expected_calls, make_score, no_expectation, no_trace
 
 __all__ = ["DeepEvalToolCorrectness"]
 
 _NOT_A_MAPPING = object()
+_FIELDS = frozenset({"value", "passed", "reason", "details", "judge"})  # (as `Metric.verdict` marks them set)
 
 
 @register_metric
@@ -76,6 +77,10 @@ class DeepEvalToolCorrectness(ToolMetric):
     def cutoff(self) -> float:
         """deepeval's threshold: 1 under `strict_mode`, else `threshold` (default 0.5)."""
         return 1.0 if self.strict_mode else super().cutoff
+
+    def verdict(self, value: float, reason: str, details: dict[str, Any] | None = None) -> Score:
+        """`Metric.verdict` against `cutoff` (under `strict_mode` 1, whatever `threshold` says, as deepeval decides `success`)."""
+        return make_score(value, value >= self.cutoff, reason, details, _FIELDS)
 
     def evaluate(self, case: Case) -> Score:
         if case.trace is None:
