@@ -67,6 +67,16 @@ def test_a_failed_call_counts_and_a_case_without_a_trace_is_not_scored() -> None
     assert f1(["get_weather"], Case.model_validate({"id": "c", "input": "hi"}))[0] is None
 
 
+def test_names_are_trimmed_as_javascript_trims() -> None:
+    # promptfoo trims with `String.prototype.trim`: a byte-order mark is space to it, U+001C–U+001F and U+0085 are not
+    # (Python's `strip` has it the other way round). Values as promptfoo 0.123.1's `runAssertion` scores them.
+    assert f1(["\ufeffa"], calls("a"))[:2] == (1.0, True)
+    assert f1("a,\ufeffb", calls("a", "b"))[:2] == (1.0, True)
+    assert f1(["\x1ca"], calls("a"))[:2] == (0.0, False)
+    assert f1(["\x85a"], calls("a"))[:2] == (0.0, False)
+    assert f1("a,\x1cb", calls("a", "b"))[:2] == (0.5, False)  # expected {a, \x1cb}, called {a, b}
+
+
 def test_js_to_fixed_rounds_an_exact_tie_up() -> None:
     assert (to_fixed(0.125, 2), to_fixed(2 / 3), to_fixed(0.0), to_fixed(1.0)) == ("0.13", "0.667", "0.000", "1.000")
 

@@ -283,8 +283,10 @@ def test_tool_args_match_refuses_what_promptfoo_refuses() -> None:
     assert "must include a name or pattern property" in refused(kind, {"args": {"order_id": "123"}})
     for bad in (["include_history"], None, "include_history", 1):
         assert "defaults must be an object mapping argument names to default values" in refused(kind, {"name": "x", "args": {}, "defaults": bad})
-    for bad in ([5], [""], [None], [{"request_id": True}], ""):
+    for bad in ([5], [""], [None], [{"request_id": True}], "", "\ufeff", [" \u3000"]):  # (blank as JavaScript's `trim` has it)
         assert "ignore must be a non-empty string or an array of non-empty strings" in refused(kind, {"name": "x", "args": {}, "ignore": bad})
+    for taken in ("\x1c", ["\x85"]):  # not space to JavaScript (Python's `strip` removes them): promptfoo accepts these
+        assert build_metric({"type": kind, "value": {"name": "x", "args": {}, "ignore": taken}})
     # `args: null` is a value, as there (`hasOwnProperty`)
     assert build_metric({"type": kind, "value": {"name": "x", "args": None}})
 

@@ -32,7 +32,7 @@ from pydantic_core import PydanticCustomError
 from tracejudge.core.records import Case, Score
 from tracejudge.llm.redact import redact_quoted
 from tracejudge.stages.score.base import Metric, make_score, no_trace
-from tracejudge.stages.score.promptfoo_steps import _js_string, js_number
+from tracejudge.stages.score.promptfoo_steps import _JS_SPACE, _js_string, js_number
 from tracejudge.stages.score.promptfoo_trajectory import _promptfoo_type
 from tracejudge.stages.score.promptfoo_values import PromptfooSpec
 
@@ -45,9 +45,9 @@ def expected_tools(value: Any) -> list[str]:
     if isinstance(value, list):
         if any(isinstance(v, (dict, list)) for v in value):  # (`String` would make "[object Object]" of it: no tool's name)
             raise PydanticCustomError("promptfoo_value", "tool-call-f1: value: each expected tool is a name, not an object or a list")
-        names = [_js_string(v).strip() for v in value]
+        names = [_js_string(v).strip(_JS_SPACE) for v in value]  # (JavaScript's `trim`: not Python's `strip`)
     elif isinstance(value, str):
-        names = [part.strip() for part in value.split(",")]
+        names = [part.strip(_JS_SPACE) for part in value.split(",")]
     else:
         raise PydanticCustomError("promptfoo_value", '"tool-call-f1" assertion requires a value: array of tool names or '
                                   "comma-separated string")

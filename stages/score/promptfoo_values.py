@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from tracejudge.core import suggest
-from tracejudge.stages.score.promptfoo_steps import STEP_TYPES, StepMatcher
+from tracejudge.stages.score.promptfoo_steps import _JS_SPACE, STEP_TYPES, StepMatcher
 
 __all__ = [
     "ArgsMatchSpec",
@@ -262,7 +262,7 @@ def parse_args_match(value: Any) -> ArgsMatchSpec:
     if "ignore" in value:
         raw = value["ignore"]
         entries = raw if isinstance(raw, list) else [raw]
-        if not all(isinstance(e, str) and e.strip() for e in entries):
+        if not all(isinstance(e, str) and e.strip(_JS_SPACE) for e in entries):  # (JavaScript's `trim`)
             raise _bad("value.ignore", "ignore must be a non-empty string or an array of non-empty strings")
         ignore = tuple(entries)
     return ArgsMatchSpec(matcher=matcher, expected=expected, mode=mode, defaults=defaults, ignore=ignore)
@@ -285,13 +285,13 @@ def parse_step_count(value: Any) -> StepCountSpec:
 
 def parse_goal(value: Any) -> str:
     """promptfoo's `resolveGoalSuccessValue`: a non-blank string, or a mapping `{goal: non-blank string}`; the goal, trimmed."""
-    if isinstance(value, str) and value.strip():
-        return value.strip()
+    if isinstance(value, str) and value.strip(_JS_SPACE):  # (JavaScript's `trim`)
+        return value.strip(_JS_SPACE)
     if _mapping(value):
         _check_keys(value, ("goal",), "value")
         goal = value.get("goal")
-        if isinstance(goal, str) and goal.strip():
-            return goal.strip()
+        if isinstance(goal, str) and goal.strip(_JS_SPACE):
+            return goal.strip(_JS_SPACE)
     raise _bad("value", "must have a string value or an object with a goal property")
 
 
