@@ -532,3 +532,14 @@ def test_promptfoos_metric_key_is_the_name_and_explain_offers_no_threshold() -> 
         with pytest.raises(SpecError, match="give name or metric"):
             build_metric({"type": kind, "value": value, "metric": "a", "name": "b"})
     assert "threshold" not in describe_metric("trajectory:tool-sequence") and "threshold" in describe_metric("tool-call-f1")
+
+
+def test_numbers_compare_and_print_as_javascript_holds_them() -> None:
+    # promptfoo's values are JavaScript numbers: doubles. An integer past 2**53 is rounded as `JSON.parse` rounds it,
+    # so 9007199254740993 and 9007199254740992 are one number there, and 10**30 is 1e30 (promptfoo 0.123.1's `runAssertion`).
+    passed, reason = orders({"k": 9007199254740992}, {"mode": "exact", "args": {"k": 9007199254740993}})
+    assert passed is True and 'Args: {"k":9007199254740992}' in reason, reason
+    assert orders({"k": 1e30}, {"mode": "exact", "args": {"k": 10**30}})[0] is True
+    assert orders({"k": 1e30}, {"args": {"k": 10**30}})[0] is True  # partial
+    assert orders({"k": 9007199254740990}, {"mode": "exact", "args": {"k": 9007199254740993}})[0] is False
+    assert orders({"k": 10**400}, {"mode": "exact", "args": {"k": float("inf")}})[0] is True  # past the largest double: Infinity

@@ -285,11 +285,23 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _js_double(x: int | float) -> float:
+    """The number JavaScript holds for `x`: a double, as `JSON.parse` reads the integer's digits (past 2**53 rounded to
+    the nearest double, so 9007199254740993 is 9007199254740992; past the largest double, an infinity)."""
+    if type(x) is float:
+        return x
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def js_equal(a: Any, b: Any) -> bool:
     """Node's `util.isDeepStrictEqual(a, b)` for JSON values (see the module docstring for where it differs from `==`)."""
     if _is_number(a) or _is_number(b):
         if not (_is_number(a) and _is_number(b)):
             return False
+        a, b = _js_double(a), _js_double(b)
         if a != a or b != b:  # NaN
             return a != a and b != b
         if a == 0 and b == 0:
@@ -335,6 +347,7 @@ def _js_json(value: Any) -> str:
     if value is None or value is True or value is False:
         return "null" if value is None else "true" if value else "false"
     if _is_number(value):
+        value = _js_double(value)
         return js_number(value) if math.isfinite(value) else "null"
     if isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)
@@ -347,9 +360,12 @@ def _js_json(value: Any) -> str:
 
 
 def js_number(x: int | float) -> str:
-    """JavaScript's `Number.prototype.toString()` of a finite number (ECMA-262 `Number::toString`)."""
+    """JavaScript's `Number.prototype.toString()` of a finite number (ECMA-262 `Number::toString`); an `int` as the double
+    JavaScript would hold (`_js_double`: 10**21 is `1e+21`)."""
     if isinstance(x, int):
-        return str(x)
+        if -(2**53) <= x <= 2**53:
+            return str(x)
+        x = _js_double(x)
     if x == 0:
         return "0"
     sign = "-" if x < 0 else ""
@@ -380,6 +396,7 @@ def _js_string(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if _is_number(value):
+        value = _js_double(value)
         if not math.isfinite(value):
             return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
         return js_number(value)
