@@ -44,4 +44,4 @@ def test_seed_zero_without_flaws_keeps_its_name() -> None:
     Options.seed = 7
     assert simulator_cache_name(Options()) == "simulator?seed=7"
     Options.noise = 0.2
-    assert simulator_cache_name(Options()) == "simulator?agreement=1.0,noise=0.2,position_bias=0.0,seed=7"
+    assert simulator_cache_name(Options()) == "simulator?agreement=1.0,noise=0.2,noise_rule=2,position_bias=0.0,seed=7"

@@ -131,11 +131,15 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
 def simulator_cache_name(options: Any) -> str:
     """The simulator's name in cache keys: `simulator`, plus its seed when not 0 and its known flaws when it has any
     (`tracejudge.simulator.flaws`), so a run with another seed or other flaws is not served the verdicts of another
-    (every verdict is a hash of the seed). With seed 0 and no flaws the name is plain `simulator`, as before seeds counted."""
-    flaws = {k: getattr(options, k) for k in ("agreement", "noise", "position_bias")}
+    (every verdict is a hash of the seed). With seed 0 and no flaws the name is plain `simulator`, as before seeds counted.
+    A noise above 0 also names the rule it follows (`noise_rule=2`: it flips pairwise grades too, which the first rule
+    did not), so a pairwise verdict cached under the first is not served as one of the second."""
+    flaws: dict[str, Any] = {k: getattr(options, k) for k in ("agreement", "noise", "position_bias")}
     seed = int(getattr(options, "seed", 0) or 0)
     if flaws == {"agreement": 1.0, "noise": 0.0, "position_bias": 0.0}:
         return "simulator" if seed == 0 else f"simulator?seed={seed}"
+    if flaws["noise"]:
+        flaws["noise_rule"] = 2
     return "simulator?" + ",".join(f"{k}={v}" for k, v in sorted(flaws.items())) + (f",seed={seed}" if seed else "")
 
 
