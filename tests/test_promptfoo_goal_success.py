@@ -26,7 +26,7 @@ from tracejudge.stages.judge.show_prompt import prompts_for
 
 GOAL = "Find the order status and tell the user whether it has shipped"
 BASE, NOT = "trajectory:goal-success", "not-trajectory:goal-success"
-NO_GOAL = "value: must have a string value or an object with a goal property"  # promptfoo's words
+NO_GOAL = "must have a string value or an object with a goal property"  # promptfoo's words (the error's loc is `value`)
 
 
 def trace_case(cid: str, output: str = "Your order shipped yesterday.", **extra: Any) -> dict[str, Any]:

@@ -60,10 +60,16 @@ def score(kind: str, value: Any, on: Case = MOCK) -> tuple[float | None, bool | 
 
 
 def refused(kind: str, value: Any) -> str:
+    """The config error of `value` as `KIND: WHERE: MESSAGE`, WHERE the place in the value (`value.mode`, `value[1].name`)
+    its loc goes down to (so the error names the line of the key at fault)."""
     with pytest.raises(SpecError) as err:
         build_metric({"type": kind, "value": value})
-    assert err.value.loc == ("value",)
-    return err.value.msg
+    loc = err.value.loc
+    assert loc[0] == "value", loc
+    where = "value" + "".join(f"[{p}]" if str(p).isdigit() else f".{p}" for p in loc[1:])
+    head, _, rest = err.value.msg.partition(": ")
+    assert head == kind, err.value.msg
+    return f"{kind}: {where}: {rest}"
 
 
 # --- trajectory:tool-used ----------------------------------------------------------------------------------------------
@@ -490,7 +496,8 @@ def test_an_invalid_value_is_a_config_error_naming_the_field(tmp_path: Path) -> 
     done = run_cli(tmp_path, [{"type": "trajectory:tool-sequence", "value": {"steps": ["a", {"patern": "b"}]}}], CASES[:1])
     assert done.returncode == 2, done.stdout + done.stderr
     text = " ".join(done.stderr.split())
-    assert "metrics.0.value" in text and "value.steps[1]: unknown key 'patern'; did you mean pattern?" in text, text
+    # The error names the step's own key path (and so its line), not the `value:` above the block.
+    assert "metrics.0.value.steps.1: trajectory:tool-sequence: unknown key 'patern'; did you mean pattern?" in text, text
     assert not (tmp_path / "run").exists()
 
 
@@ -543,3 +550,28 @@ def test_numbers_compare_and_print_as_javascript_holds_them() -> None:
     assert orders({"k": 1e30}, {"args": {"k": 10**30}})[0] is True  # partial
     assert orders({"k": 9007199254740990}, {"mode": "exact", "args": {"k": 9007199254740993}})[0] is False
     assert orders({"k": 10**400}, {"mode": "exact", "args": {"k": float("inf")}})[0] is True  # past the largest double: Infinity
+
+
+def test_a_mistake_inside_a_block_value_names_its_own_line(tmp_path: Path) -> None:
+    # The error named the `value:` line above the block (line 4), where the mistake is three lines further down.
+    from tracejudge.core.config import load_config
+    from tracejudge.core.errors import ConfigError
+
+    (tmp_path / "c.jsonl").write_text("")
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text("dataset: {path: c.jsonl, format: native}\n"
+                   "metrics:\n"
+                   "  - type: trajectory:tool-args-match\n"
+                   "    value:\n"
+                   "      name: x\n"
+                   "      args: {}\n"
+                   "      mode: wrongish\n"
+                   "  - type: trajectory:tool-sequence\n"
+                   "    value:\n"
+                   "      steps:\n"
+                   "        - a\n"
+                   "        - {patern: b}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    assert f'{cfg}:7: metrics.0.value.mode: trajectory:tool-args-match: mode must be "partial" or "exact"' in str(err.value), err.value
+    assert f"{cfg}:12: metrics.1.value.steps.1: trajectory:tool-sequence: unknown key 'patern'" in str(err.value), err.value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -421,9 +422,21 @@ def build_metric(spec: dict[str, Any]) -> Any:
     except ValidationError as exc:
         # (an unknown key beside a missing one is one problem, shown as one: the count says only what the line does not)
         errors = suggest.pair_missing(suggest.merge_union_errors(exc.errors()), cls)
-        each = [(tuple(err["loc"]), f"{kind}: {_param_message(err, cls)}") for err in errors]
+        each = [_inside((*err["loc"],), f"{kind}: ", err, cls) for err in errors]
         extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise SpecError(each[0][0], each[0][1] + extra, each) from None
+
+
+def _inside(loc: tuple[Any, ...], prefix: str, err: Any, cls: type) -> tuple[tuple[Any, ...], str]:
+    """`(loc, message)` of one parameter error. A value a class parses itself (promptfoo's `value`) says where inside it
+    the mistake is (`ctx.where`: `value.mode`, `value.steps[1].name`): the loc goes down to that key, so a config error
+    names the line of the key at fault, not the `value:` line above a block of them, and the message says it once."""
+    ctx = err.get("ctx") or {}
+    where, message = ctx.get("where"), ctx.get("message")
+    parts = re.findall(r"[^.\[\]]+", where) if isinstance(where, str) else []
+    if parts and isinstance(message, str) and loc and str(loc[-1]) == parts[0]:
+        return (*loc, *parts[1:]), prefix + message
+    return loc, prefix + _param_message(err, cls)
 
 
 def _param_message(err: Any, cls: type) -> str:
