@@ -59,7 +59,7 @@ def budget_line(summary: dict[str, Any]) -> str | None:
     requests = j.get("skipped_budget_requests")
     sent = f"; {requests} judge requests not sent in this segment" if requests else ""
     return (f"judge budget ran out{f' (caps: {caps})' if caps else ''}: {skipped} results (case, trial) were not judged for it{sent}; "
-            "their judge metrics are null. Raise the budget and run the same command again to judge them.")
+            "their judge metrics are null. Raise the budget and resume the run to judge them (the judge budget check gives the command).")
 
 
 def judge_lines(summary: dict[str, Any]) -> list[str]:
