@@ -31,6 +31,31 @@ def _sim(task_id: str, checked: list[dict], calls: list[tuple[str, dict]]) -> di
             "reward_info": {"reward": 1.0, "action_checks": [{"action": a, "action_match": True, "action_reward": 1.0} for a in checked]}}
 
 
+def _renumbered(tmp_path: Path) -> Path:
+    cancel = [_action("7", 0, "cancel_reservation", reservation_id="ABC")]
+    tasks = [{"id": "3", "evaluation_criteria": {"actions": [_action("3", 0, "get_user_details", user_id="u1")]}},
+             {"id": "7", "evaluation_criteria": {"actions": cancel}}]
+    sims = [_sim("3", cancel, [("cancel_reservation", {"reservation_id": "ABC"})]), _sim("7", cancel, [("cancel_reservation", {"reservation_id": "ABC"})])]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"info": {"environment_info": {"domain_name": "airline"}}, "tasks": tasks, "simulations": sims}, indent=2))
+    return path
+
+
+def test_the_renumbering_warning_is_said_once_a_run_with_a_progress_bar_too(tmp_path: Path):
+    # The progress bar counts the simulations by reading the file: its read said the warning a second time.
+    import subprocess
+    import sys
+
+    import yaml
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(_renumbered(tmp_path)), "format": "tau2-bench"},
+                                   "metrics": [{"type": "ToolCalls"}], "run": {"dir": str(tmp_path / "run")}}))
+    done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.count("scored against the task their own action checks name") == 1, done.stderr
+
+
 def test_a_simulation_is_scored_against_the_task_its_action_checks_name(tmp_path: Path):
     # the shape of a leaderboard submission whose simulations were renumbered 0, 1, … after the run
     cancel = [_action("7", 0, "cancel_reservation", reservation_id="ABC")]

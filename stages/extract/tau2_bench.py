@@ -56,7 +56,7 @@ from tracejudge.stages.extract.common import json_type, maybe_json
 from tracejudge.stages.extract.tau2_results import NotResults, skip_ws, split_results
 from tracejudge.stages.load import JSON_ERRORS, NotUtf8, RawRecord, json_error
 from tracejudge.stages.load.encoding import BOM, ESCAPED, file_encoding_problem
-from tracejudge.stages.load.framing import LineStarts, Notes, count_quietly
+from tracejudge.stages.load.framing import LineStarts, Notes, count_quietly, quieted
 
 __all__ = ["adapt", "expected_from_action", "read_results"]
 
@@ -126,7 +126,7 @@ def read_results(path: Path, limit: int | None = None) -> Iterator[RawRecord]:
         if limit is None or before < limit:
             notes.add(event, at_line)
     notes.say()
-    if relabelled:
+    if relabelled and not quieted():  # (a count for the progress bar reads the file too: the run's own read says it)
         log.warning("tau2-bench: simulations scored against the task their own action checks name, not their task_id",
                     file=name, simulations=relabelled)
 
