@@ -54,3 +54,24 @@ def test_the_format_sensitivity_index_is_one_error_saying_what_it_is(tmp_path: P
     [(where, err)] = _read(path)
     assert err.kind == "invalid_input" and err.line == 1
     assert "format-sensitivity index" in err.message and "not a question file" in err.message
+
+
+def test_a_question_file_without_its_answer_file_says_so(tmp_path: Path):
+    # The cases were read without expectations and every metric needing one said "not computed", naming no file.
+    import subprocess
+    import sys
+
+    import yaml
+
+    q = [{"id": "multiple_0", "question": [[{"role": "user", "content": "Area of a circle of radius 5?"}]],
+          "function": [{"name": "area", "parameters": {"type": "dict", "properties": {"r": {"type": "integer"}}}}]}]
+    for name, warned in (("BFCL_v4_multiple.json", 1), ("BFCL_v4_irrelevance.json", 0), ("BFCL_v4_live_relevance.json", 0)):
+        (tmp_path / name).write_text(json.dumps({**q[0], "id": name.split("_v4_")[1].removesuffix(".json") + "_0"}) + "\n")
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / name), "format": "bfcl"}, "metrics": [{"type": "ToolCalls"}]}))
+        done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "extract", str(cfg), "-o", "-"], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("BFCL answer file not found") == warned, (name, done.stderr)
+        if warned:
+            assert str(tmp_path / "possible_answer" / name) in done.stderr, done.stderr

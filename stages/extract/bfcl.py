@@ -66,11 +66,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.bfcl_lang import CONVERTED as _LANG_TYPES, language, source_value
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
 from tracejudge.stages.score.value_match import standardize
+
+log = get_logger("tracejudge.extract.bfcl")
 
 __all__ = ["accepted_values", "adapt", "load_context", "parse_call", "standard_string", "standardize"]
 
@@ -98,6 +101,12 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
     if answer_file is None:
         candidate = folder / "possible_answer" / Path(question_file).name
         answer_file = candidate if candidate.exists() else None
+        if answer_file is None and "relevance" not in Path(question_file).name:
+            # Every category but (live_)irrelevance and live_relevance ships an answer file: without it no case has an
+            # expectation, and each metric that needs one said "not computed" with nothing naming the file it missed.
+            log.warning("BFCL answer file not found: the questions are read without their expected calls, so metrics that "
+                        "need them are not computed; put BFCL's possible_answer/ folder beside the question file, or name "
+                        "the answer file in dataset.tasks", questions=str(question_file), looked_for=str(candidate))
     answers: dict[str, Any] | None = None
     # An answer line that cannot be read costs its question only: `{question id: "file:line: reason"}`.
     bad: dict[str, str] = {}
