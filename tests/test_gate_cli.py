@@ -129,7 +129,7 @@ def test_a_binary_file_is_one_file_level_error(tmp_path: Path, capsys: pytest.Ca
     assert main(["run", str(cfg), "--no-progress"]) == 1
     out = capsys.readouterr().out
     assert "1 results: invalid_input 1" in out
-    assert f"{data}:1: not a text JSONL file (a NUL byte at byte 4: binary or UTF-16)" in out
+    assert f"{data}:1: not a text JSONL file (it starts with 50 4B 03 04, the mark of a zip archive: extract the file from it first (unzip))" in out
     latin1 = tmp_path / "latin1.jsonl"
     latin1.write_bytes('{"id": "caf\u00e9"}\n'.encode("latin-1") * 20)
     cfg = write_config(tmp_path / "l.yaml", latin1, tmp_path / "run-l", assertions={"max_invalid_share": 0.0})

@@ -221,3 +221,37 @@ def test_a_first_line_over_64_kib_with_a_character_across_the_sniff_s_end_is_tex
     assert [(r.line, r.error) for r in records] == [(1, None), (2, None)]
     assert json.loads(records[0].payload)["trace"]["output"] == "東" * 30_000
     assert count_jsonl(path) == 2
+
+
+def test_a_compressed_file_or_archive_is_named_as_such(tmp_path):
+    # A `.jsonl.gz` was "not a text JSONL file (a NUL byte …)", and under `otel` "text that is not JSON" with the advice
+    # to check the format; a compressed file is now named, with what to do.
+    import gzip
+    import io
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    import yaml
+
+    line = json.dumps({"id": "a", "trace": {"steps": []}}) + "\n"
+    (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress(line.encode() * 50))
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("c.jsonl", line * 50)
+    (tmp_path / "c.zip").write_bytes(packed.getvalue())
+    [rec] = read_jsonl(tmp_path / "c.jsonl.gz")
+    assert rec.error == ("not a text JSONL file (it starts with 1F 8B, the mark of a gzip-compressed file: decompress it first "
+                         "(gunzip)); nothing in it was read"), rec.error
+    [rec] = read_jsonl(tmp_path / "c.zip")
+    assert "it starts with 50 4B 03 04, the mark of a zip archive: extract the file from it first (unzip)" in rec.error, rec.error
+    cfg = tmp_path / "o.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / "c.jsonl.gz"), "format": "otel"},
+                                   "metrics": [{"type": "MaxToolCalls", "max_calls": 3}], "run": {"dir": str(tmp_path / "run")}}))
+    done = subprocess.run([str(Path(sys.executable).with_name("tracejudge")), "run", str(cfg), "--no-progress"], capture_output=True, text=True,
+                          timeout=120)
+    text = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "the mark of a gzip-compressed file: decompress it first (gunzip)" in text, text
+    assert "the file is compressed, not text; decompress it and give dataset.path the file inside" in text, text
+    assert "text that is not JSON" not in text and "BFCL" not in text, text  # (no other format's trial read speaks)

@@ -71,6 +71,7 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.bfcl_lang import CONVERTED as _LANG_TYPES, language, source_value
 from tracejudge.stages.load import RawRecord, jsonl_lines, loads, read_jsonl
+from tracejudge.stages.load.framing import quieted
 from tracejudge.stages.score.value_match import standardize
 
 log = get_logger("tracejudge.extract.bfcl")
@@ -101,7 +102,7 @@ def load_context(question_file: Path, answer_file: Path | None) -> dict[str, Any
     if answer_file is None:
         candidate = folder / "possible_answer" / Path(question_file).name
         answer_file = candidate if candidate.exists() else None
-        if answer_file is None and "relevance" not in Path(question_file).name:
+        if answer_file is None and "relevance" not in Path(question_file).name and not quieted():  # (not a trial read)
             # Every category but (live_)irrelevance and live_relevance ships an answer file: without it no case has an
             # expectation, and each metric that needs one said "not computed" with nothing naming the file it missed.
             log.warning("BFCL answer file not found: the questions are read without their expected calls, so metrics that "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError, os_error
-from tracejudge.stages.load.encoding import strip_bom
+from tracejudge.stages.load.encoding import compressed, strip_bom
 
 __all__ = ["FIRST", "check_dataset", "check_first_records", "formats_that_read"]
 
@@ -81,6 +81,7 @@ def formats_that_read(dataset: Any, tried: str) -> list[str]:
     records to write a mapping. `[]` when none reads; `["json-path"]` alone for JSON objects no format knows.
     """
     from tracejudge.core import registry
+    from tracejudge.stages.load.framing import quiet
 
     found = []
     for name in registry.FORMAT_MODULES:
@@ -91,8 +92,9 @@ def formats_that_read(dataset: Any, tried: str) -> list[str]:
             if not _checked(fmt, dataset):
                 continue
             other = dataset.model_copy(update={"format": name, "options": {}, "limit": None})
-            if _scan(fmt, other, fmt.prepare(other), _TRY) is None:
-                found.append(name)
+            with quiet():  # (a trial read: what another format would warn of is not this run's)
+                if _scan(fmt, other, fmt.prepare(other), _TRY) is None:
+                    found.append(name)
         except Exception:  # noqa: BLE001 - a format that cannot even open the file is simply not suggested
             continue
     return [name for name in found if name != _ANY_OBJECT] or found
@@ -114,10 +116,20 @@ def _head(path: Any) -> bytes:
         return b""
 
 
+def _utf8(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data" and exc.end == len(head)  # (a character cut by the head's end)
+    return True
+
+
 def _holds(head: bytes) -> str:
     """What a file starting with `head` holds, in a few words: a JSON array, JSON Lines, a JSON object (with its first keys), or text that is not JSON."""
     if head.startswith(b"["):
         return "a JSON array"
+    if compressed(head) is not None and not _utf8(head):
+        return "compressed, not text"
     lines = False
     try:
         value = json.loads(head)  # the whole file, when it is small
@@ -200,6 +212,8 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
         hint = f"they read as format {' or '.join(repr(o) for o in others)}: set dataset.format"
     elif head.startswith(b"[") and not fmt.whole_file:
         hint = "the file is one JSON array and no format reads it as such: write one record per line (JSON Lines)"
+    elif compressed(head) is not None and not _utf8(head):
+        hint = "decompress it and give dataset.path the file inside"
     elif "invalid JSON: " in err.message and fmt.whole_file:  # the right format, broken by an edit or cut short
         hint = "the file's JSON is broken where the error says: mend it there"
     else:

@@ -21,7 +21,7 @@ from typing import Any
 
 from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.load.depth import MAX_DEPTH, too_deep
-from tracejudge.stages.load.encoding import BOM, NotUtf8, encoding_problem, utf8_text, wide_encoding
+from tracejudge.stages.load.encoding import BOM, NotUtf8, compressed, encoding_problem, utf8_text, wide_encoding
 
 __all__ = ["LOST_QUOTES", "JSON_ERRORS", "MAX_DEPTH", "NotUtf8", "RawRecord", "UNBALANCED", "count_jsonl", "deep_message", "encoding_problem", "json_error", "json_message", "jsonl_lines",
            "line_column", "loads", "loads_line", "too_deep", "read_json_array", "read_jsonl", "skip_broken_value", "skip_json_value", "truncation_note", "utf8_text"]
@@ -347,8 +347,8 @@ def _not_text(head: bytes) -> str | None:
             bad += b"\x00" in line
     if not bad or 2 * bad < len(lines):
         return None
-    if (wide := wide_encoding(head)) is not None:
-        return wide
+    if (why := compressed(head) or wide_encoding(head)) is not None:
+        return why
     if (nul := head.find(b"\x00")) >= 0:
         return f"a NUL byte at byte {nul}: binary or UTF-16"
     return f"not UTF-8: {bad} of its first {len(lines)} lines are not, the first {first}"

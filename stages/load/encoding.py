@@ -51,6 +51,25 @@ def wide_encoding(raw: bytes) -> str | None:
     return None
 
 
+# The first bytes of the compressed files and archives a dataset is most often kept in (`file` would say the same).
+_PACKED = ((b"\x1f\x8b", "gzip-compressed file: decompress it first (gunzip)"),
+           (b"PK\x03\x04", "zip archive: extract the file from it first (unzip)"),
+           (b"\xfd7zXZ\x00", "xz-compressed file: decompress it first (unxz)"),
+           (b"(\xb5/\xfd", "zstd-compressed file: decompress it first (unzstd)"),
+           (b"BZh", "bzip2-compressed file: decompress it first (bunzip2)"),
+           (b"7z\xbc\xaf'\x1c", "7-Zip archive: extract the file from it first"))
+
+
+def compressed(head: bytes) -> str | None:
+    """Why a file whose first bytes are `head` is no text: it is compressed or an archive (`it starts with 1F 8B, the mark
+    of a gzip-compressed file: decompress it first (gunzip)`), else None. Asked only of bytes that are not UTF-8 text
+    already (a text file may start with `BZh`)."""
+    for mark, what in _PACKED:
+        if head.startswith(mark):
+            return f"it starts with {mark.hex(' ').upper()}, the mark of a {what}"
+    return None
+
+
 def encoding_problem(raw: bytes, *, lines: bool = False) -> str | None:
     """Why `raw` (one line, or with `lines` a whole document) is not UTF-8 text, or None when it is.
 
@@ -65,7 +84,7 @@ def encoding_problem(raw: bytes, *, lines: bool = False) -> str | None:
     try:
         raw.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as exc:
-        return _bad_byte(raw, exc, 0, 1 if lines else None)
+        return compressed(raw) or _bad_byte(raw, exc, 0, 1 if lines else None)
     return None
 
 
@@ -124,7 +143,7 @@ def file_encoding_problem(path: Path, chunk: int = 1 << 20) -> str | None:
     with open(path, "rb") as fh:
         data = fh.read(chunk)
         if (wide := wide_encoding(data)) is not None:
-            return wide
+            return compressed(data) or wide  # (a gzip file's NUL bytes look UTF-16 to the count)
         base, line, column, carry = 0, 1, 0, b""
         while True:
             buf = carry + data
@@ -133,7 +152,7 @@ def file_encoding_problem(path: Path, chunk: int = 1 << 20) -> str | None:
                 good = len(buf)
             except UnicodeDecodeError as exc:
                 if not (data and exc.reason == "unexpected end of data" and exc.end == len(buf)):
-                    return _bad_byte(buf, exc, base, line, column)
+                    return (compressed(buf) if base == 0 else None) or _bad_byte(buf, exc, base, line, column)
                 good = exc.start  # a character cut by the chunk's end: decoded with the next chunk
             nl = buf.rfind(b"\n", 0, good)
             column = (0 if nl >= 0 else column) + len(buf[nl + 1:good].decode("utf-8", "surrogatepass"))
