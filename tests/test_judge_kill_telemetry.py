@@ -108,3 +108,25 @@ def test_cache_hits_counted_before_a_kill_stay_counted_after_the_resume(simulato
     assert summary["judge"]["cache_hits"] == on_lines + last.get("cache_hits", 0), (summary["judge"], killed, last)
     assert summary["judge"]["saved_tokens"] == killed["usage"]["judge"]["saved_tokens"] + last.get("saved_tokens", 0)
     assert summary["results"] == 40 and summary["judge"]["cache_hits"] <= 40
+
+
+def test_a_resume_carries_on_from_the_dollars_paid_not_from_the_rounded_summary(tmp_path: Path) -> None:
+    # Each segment's summary rounds dollars to 6 places; a resume added its spending to that rounded figure, so a run
+    # stopped twice ended up to a millionth a segment away from the same run unstopped (1.961144 against 1.961145).
+    import json
+
+    from tracejudge.engine.run_summary import _prior_judge
+
+    run = tmp_path / "run"
+    run.mkdir()
+    costs = ["0.00027450", "0.00027455", "0.00000045"] * 5  # the journal's own decimals (`SpendJournal.add`: 8 places)
+    (run / "judge_spend.jsonl").write_text("".join(json.dumps({"input_tokens": 100, "output_tokens": 10, "cost_usd": float(c)}) + "\n"
+                                                   for c in costs))
+    exact = sum(map(float, costs))
+    (run / "summary.json").write_text(json.dumps({"judge": {"requests": 15, "input_tokens": 1500, "output_tokens": 150,
+                                                            "cost_usd": round(exact, 6), "sync_equivalent_usd": round(exact, 6)}}))
+    prior = _prior_judge(run, {"input_tokens": 1500, "output_tokens": 150, "requests": 15})
+    assert round(exact, 6) != exact and prior["cost_usd"] == pytest.approx(exact, abs=1e-15) == prior["sync_equivalent_usd"], prior
+    # A summary whose dollars the journal does not hold (another price, a batch discount): its own figure stands.
+    (run / "summary.json").write_text(json.dumps({"judge": {"requests": 15, "input_tokens": 1500, "output_tokens": 150, "cost_usd": 0.5}}))
+    assert _prior_judge(run, {"input_tokens": 1500, "output_tokens": 150, "requests": 15})["cost_usd"] == 0.5

@@ -39,7 +39,14 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     if paid is not None and tokens(paid) > tokens(block):
         block["input_tokens"], block["output_tokens"] = paid["input_tokens"], paid["output_tokens"]
         block["requests"] = max(int(block.get("requests", 0)), paid["requests"])
-        block["cost_usd"], block["sync_equivalent_usd"] = paid["cost_usd"], None  # the journal has the dollars paid
+        block["cost_usd"], block["sync_equivalent_usd"] = paid["cost_usd_exact"], None  # the journal has the dollars paid
+    elif paid is not None and tokens(paid) == tokens(block) and isinstance(cost := block.get("cost_usd"), (int, float)) \
+            and round(paid["cost_usd_exact"], 6) == cost:
+        # The summary's dollars are rounded to 6 places, the journal's are not: carried on rounded, each segment's
+        # rounding added up (a run stopped twice ended a millionth below the same run unstopped).
+        if block.get("sync_equivalent_usd") == cost:  # (paid at the sync price: no batch discount)
+            block["sync_equivalent_usd"] = paid["cost_usd_exact"]
+        block["cost_usd"] = paid["cost_usd_exact"]
     return block
 
 

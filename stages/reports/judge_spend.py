@@ -65,7 +65,7 @@ def rebuilt_spend(run_dir: Path, lines: LineSpend) -> dict[str, Any]:
 
     out: dict[str, Any] = {"cache_hits": lines.cache_hits} if lines.cache_hits else {}
     if paid is not None and tokens(paid) > 0 and tokens(paid) >= tokens(from_lines):
-        source, figures = SPEND, paid
+        source, figures = SPEND, {k: v for k, v in paid.items() if k != "cost_usd_exact"}  # (dollars shown rounded, as a run's summary)
         more = tokens(paid) - tokens(from_lines)
         extra = (f", {more:,} tokens more than the result lines show (answers paid for whose case had no result line yet)"
                  if more else "")
