@@ -182,6 +182,13 @@ METRIC_CLASSES: dict[str, str] = {
     "trajectory:tool-args-match": f"{_SCORE}.promptfoo_args_match:TrajectoryToolArgsMatch",
     "trajectory:tool-sequence": f"{_SCORE}.promptfoo_trajectory:TrajectoryToolSequence",
     "trajectory:tool-used": f"{_SCORE}.promptfoo_trajectory:TrajectoryToolUsed",
+    # inspect-ai's text scorers, under inspect's names (`inspect_scorers._inspect_name`).
+    "answer": f"{_SCORE}.inspect_scorers:InspectAnswer",
+    "exact": f"{_SCORE}.inspect_scorers:InspectExact",
+    "f1": f"{_SCORE}.inspect_scorers:InspectF1",
+    "includes": f"{_SCORE}.inspect_scorers:InspectIncludes",
+    "match": f"{_SCORE}.inspect_scorers:InspectMatch",
+    "pattern": f"{_SCORE}.inspect_scorers:InspectPattern",
 }
 
 _FORMATS: dict[str, Format] = {}
