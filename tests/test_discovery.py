@@ -73,6 +73,8 @@ def _real(fmt: str, data: Path) -> list[str]:
                 "--tasks", str(data / "tau_bench" / "tasks" / "tasks_airline_test.json")]
     if fmt == "tau2-bench":
         return ["--dataset", str(data / "tau2_bench" / "model_training_results" / "gpt-4.1_airline_default_gpt-4.1_1trials.json")]
+    if fmt == "inspect":  # (inspect-ai's own logs, recorded by tests/frameworks/record_inspect.py)
+        return ["--dataset", str(Path(__file__).parent / "data" / "inspect" / "weather-tools.eval")]
     assert fmt == "otel"
     return ["--dataset", str(data / "otel_genai" / "hand")]
 

@@ -66,7 +66,7 @@ def _config(tmp_path: Path, dataset: str) -> Path:
         ("format: userpkg.adapters:missing", "module 'userpkg.adapters' has no attribute 'missing'"),
         ("format: userpkg.adapters:NOT_A_FUNCTION", "is a int, not a function or a Format"),
         ("format: failing_on_import:f", "importing 'failing_on_import' raised RuntimeError: needs a licence key"),
-        ("format: no-such-format", "unknown format 'no-such-format'; expected one of: anthropic-messages, bfcl, json-path, langfuse, mlflow, mlflow-server, multivon, native, openai-agents, openai-messages, otel, phoenix, smolagents, tau-bench, tau-bench-tasks, tau2-bench"),
+        ("format: no-such-format", "unknown format 'no-such-format'; expected one of: anthropic-messages, bfcl, inspect, json-path, langfuse, mlflow, mlflow-server, multivon, native, openai-agents, openai-messages, otel, phoenix, smolagents, tau-bench, tau-bench-tasks, tau2-bench"),
         ("format: otel\noptions: {group_by: span}", "c.yaml:4: dataset.options.group_by"),
         ("format: openai-messages\noptions: {error_prefix: 'Error:'}", "c.yaml:4: dataset.options.error_prefix: openai-messages: unknown key"),
         ("format: json-path\noptions: {input: 'a..b'}", "c.yaml:4: dataset.options.input: json-path: 'a..b' at character 3: empty key"),

@@ -120,6 +120,7 @@ class SpecError(Exception):
 FORMAT_MODULES: dict[str, str] = {
     "anthropic-messages": "tracejudge.stages.extract.anthropic_messages",
     "bfcl": "tracejudge.stages.extract.bfcl",
+    "inspect": "tracejudge.stages.extract.inspect_samples",
     "json-path": "tracejudge.stages.extract.json_path",
     "langfuse": "tracejudge.stages.extract.langfuse_api",
     "mlflow": "tracejudge.stages.extract.mlflow_trace",

@@ -97,6 +97,18 @@ dataset:
   - {type: ToolCalls, arguments: shallow, pairing: reuse, score: recall, name: action_recall}   # tau2's own action check
   - {type: ToolCallAccuracy}
 """, "action_recall", "results.json"),
+    "inspect": (
+        """\
+dataset:
+  # inspect-ai eval logs: one .eval / .json log, or the folder `inspect eval` writes to (logs/)
+  path: {path}
+  format: inspect
+  options: {{id_prefix: task}}   # a folder of several tasks' logs repeats sample ids: prefix them with the task
+""",
+        """\
+  - {type: includes}          # inspect's includes(): the target in the completion
+  - {type: MaxToolCalls, max_calls: 20}
+""", "includes", "logs/"),
     "openai-messages": (
         """\
 dataset:

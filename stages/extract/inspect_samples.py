@@ -1,0 +1,319 @@
+"""Format `inspect`: inspect-ai evaluation logs (`inspect eval`), `.eval` or `.json`, one case per sample and epoch.
+
+Reading the files (`.eval` archives, `.json` logs, folders of them) is `inspect_logs`'s; the log's schema is
+inspect-ai's `EvalLog` / `EvalSample` (inspect_ai `log/_log.py`, `model/_chat_message.py`, `tool/_tool_call.py`),
+read as JSON: inspect-ai is never imported. A sample becomes a case:
+
+- `id`: the sample's `id` (a string, or an integer as its text), with `#<epoch>` after it unless the log ran one
+  epoch (`eval.config.epochs`; when the log does not say, the highest epoch among its samples): `"paris"`,
+  `"2#1"`, `"2#2"`. Option `id_prefix: task` puts `<task>/` before it (a folder of several tasks' logs, whose
+  sample ids repeat), `id_prefix: log` the log's file name without its suffix (several runs of one task);
+- `input`: the sample's `input` as it is when text; a list of chat messages becomes `[{"role", "content"}]`,
+  each message's text;
+- `expected_output`: `target` (a string or a list of strings; `""` and `[]`, no target, are none);
+  `expected_tool_calls`: the sample metadata's `expected_tool_calls` (`[{"name", "arguments"}]`, or tool names),
+  when given;
+- `trace.steps`: one step per assistant message the agent made: its text (its `text` content blocks) is the
+  step's output, or its thought when it calls tools; `reasoning` blocks are thoughts (a redacted one's `summary`);
+  `tool_calls` are the calls (`function`, `arguments`, `id`), paired with the `tool` message that answered each
+  (`tool_call_id`): its text is the result (JSON text decoded), its `error` (a `ToolCallError`) the call's error,
+  its `message`. A server-side tool's `tool_use` block is a call with its own result and error. Images, audio,
+  video, documents and data blocks are not read (so the `attachment://` references a sample's messages may hold
+  need no resolving: inspect condenses only images there, `log/_condense.py`). A call of an answer tool
+  (`answer_tools`, default `[submit]`: `basic_agent`'s, and `react`'s when it keeps it) is the answer, not a
+  call: its `answer` argument is the step's output (react() itself takes the call out and appends the answer
+  to the message's text);
+- messages the sample's input gave (`source: input`): its user messages are the first turns, its assistant and
+  tool messages (few-shot history) no steps: the agent did not make them. System messages are skipped. Every
+  user message with text is one of `trace.user_messages`, before the step that answered it; the later ones are
+  the case's `turns`. A user message carrying a tool's payload (`tool_call_id`) is no turn;
+- `trace.output`: the sample's `output.completion` (what inspect scored), else the last assistant text;
+- `trace.usage`: `model_usage` summed over the models: input tokens are inspect's full-rate, cache-read and
+  cache-write tokens together, `cost_usd` the sum of `total_cost` (unknown when a model has none); `requests`
+  counts the steps; `latency_s` is `total_time` (else `working_time`);
+- a sample whose `error` is set (it failed in inspect: a tool raised, the model API failed) keeps what it did,
+  with the error's message as `metadata.run_error`, as the span formats mark a failed run; its output is null
+  unless the agent had answered (the last message is an assistant message without calls: the error came after);
+- `metadata`: `task` and `model` (the log's), the sample metadata's scalar values (strings, numbers, booleans,
+  null) under their own keys, and `inspect`: `{"sample_id", "epoch", "log"}` plus what the sample has of
+  `scores` (each scorer's `value`), `limit` (the limit that stopped it), `working_time`, `metadata` (its values
+  that are not scalars, or whose key is taken) and `unpaired_results`; `tags` are the log's tags and the sample
+  metadata's `tags` (a list of strings).
+
+A sample that cannot be read — not JSON, not an object, without `id`, `epoch`, `input` or `messages`, a message
+that is not one — is one `invalid_input` naming the log (and the member of a `.eval`), the field and, when it
+has one, the case id; the other samples score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from tracejudge.core.records import Case
+from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.common import build_case, fail, json_type, text_of
+from tracejudge.stages.extract.inspect_logs import Sample, as_object, count, read
+from tracejudge.stages.extract.steps import TraceBuilder
+from tracejudge.stages.load import deep_message, loads, too_deep
+from tracejudge.stages.load.encoding import strip_bom
+
+__all__ = ["Options", "adapt", "case_id", "peek_id"]
+
+_SCALARS = (str, int, float, bool, type(None))
+_OWN_KEYS = frozenset({"task", "model", "inspect", "run_error", "expected_tool_calls", "tags"})
+
+
+class Options(BaseModel):
+    """`dataset.options` of `inspect`.
+
+    `id_prefix`: `none` (the sample id, default), `task` (`<task>/<id>`) or `log` (`<log file stem>/<id>`); the
+    reader applies it (`inspect_logs.read`), so the payload's `LogInfo.prefix` already holds it.
+    `answer_tools`: tool names whose call is the agent's answer, not a tool call (default `[submit]`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id_prefix: Literal["none", "task", "log"] = "none"
+    answer_tools: list[str] = ["submit"]
+
+
+def case_id(sample_id: str | int, epoch: int, epochs: int | None, prefix: str | None = None) -> str:
+    """The case id of a sample (module docstring): `"<id>"` when the log ran one epoch, else `"<id>#<epoch>"`; `prefix/` before it."""
+    text = str(sample_id) if epoch == 1 and (epochs or 1) == 1 else f"{sample_id}#{epoch}"
+    return f"{prefix}/{text}" if prefix else text
+
+
+def _identity(sample: dict[str, Any], payload: Sample) -> str:
+    """The sample's case id; raises `AdapterError` for an `id` or `epoch` that is missing or mistyped."""
+    sid, epoch = sample.get("id"), sample.get("epoch")
+    if isinstance(sid, bool) or not isinstance(sid, (str, int)) or (isinstance(sid, str) and not sid.strip()):
+        fail(f"id: expected the sample id (a string or an integer), got {json_type(sid) if 'id' in sample else 'nothing'}", field="id")
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        fail(f"epoch: expected the epoch (an integer from 1), got {json.dumps(epoch) if 'epoch' in sample else 'nothing'}",
+             field="epoch", case_id=case_id(sid, 1, payload.log.epochs, payload.log.prefix))
+    return case_id(sid, epoch, payload.log.epochs, payload.log.prefix)
+
+
+def peek_id(payload: Any) -> str | None:
+    """The id `adapt` gives a `.json` log's sample, told without reading its messages; None otherwise (a `.eval` member is bytes)."""
+    if not isinstance(payload, Sample) or not isinstance(payload.data, dict):
+        return None
+    sid, epoch = payload.data.get("id"), payload.data.get("epoch")
+    if isinstance(sid, bool) or not isinstance(sid, (str, int)) or not str(sid).strip():
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        return None
+    return case_id(sid, epoch, payload.log.epochs, payload.log.prefix)
+
+
+def _decode(payload: Any) -> dict[str, Any]:
+    if not isinstance(payload, Sample):
+        fail(f"expected an inspect sample, got {type(payload).__name__}")
+    data = payload.data
+    if isinstance(data, bytes):
+        if too_deep(data):  # (refused before the decoder recurses: extract_record checks only line payloads)
+            fail(deep_message())
+        try:
+            data = loads(strip_bom(data))
+        except ValueError as exc:
+            fail(str(exc))
+    if not isinstance(data, dict):
+        fail(f"expected a sample object, got {json_type(data)}")
+    return data
+
+
+def _texts(content: Any, where: str, cid: str) -> list[dict[str, Any]]:
+    """A message's content as blocks: a string is one text block; anything but a list of objects is refused."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if content is None:
+        return []
+    if not isinstance(content, list):
+        fail(f"{where}.content: expected a string or a list of content blocks, got {json_type(content)}", field=f"{where}.content", case_id=cid)
+    return [b for b in content if isinstance(b, dict)]
+
+
+def _assistant(b: TraceBuilder, msg: dict[str, Any], where: str, cid: str, opts: Options, answered: dict[int, Any]) -> set[str]:
+    """Add the step of an assistant message; returns the ids of its answer-tool calls (their tool messages are no results)."""
+    step = b.new_step()
+    for block in _texts(msg.get("content"), where, cid):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+            step["texts"].append(block["text"])
+        elif kind == "reasoning":
+            said = block.get("summary") if block.get("redacted") else block.get("reasoning")
+            if isinstance(said, str) and said:
+                step["thoughts"].append(said)
+        elif kind == "tool_use" and isinstance(block.get("name"), str) and block["name"]:  # a server-side tool: done in the reply
+            call = b.call(step, block.get("id"), block["name"], block.get("arguments"), expects_result=False)
+            b.set_result(call, block.get("result"), block.get("error") or None)
+    calls = msg.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        fail(f"{where}.tool_calls: expected a list of tool calls, got {json_type(calls)}", field=f"{where}.tool_calls", case_id=cid)
+    answer_ids: set[str] = set()
+    for j, tc in enumerate(calls or []):
+        name = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(name, str) or not name:
+            fail(f"{where}.tool_calls[{j}].function: a tool call needs the name of the function it called",
+                 field=f"{where}.tool_calls[{j}].function", case_id=cid)
+        if name in opts.answer_tools:
+            args = tc.get("arguments")
+            answer = args.get("answer", args) if isinstance(args, dict) else args
+            answered[len(b.steps) - 1] = answer if isinstance(answer, str) or answer is None else json.dumps(answer)
+            answer_ids.add(str(tc.get("id")))
+            continue
+        b.call(step, tc.get("id"), name, tc.get("arguments"))
+    b.close_step()
+    return answer_ids
+
+
+def _steps(sample: dict[str, Any], cid: str, opts: Options) -> tuple[TraceBuilder, dict[str, Any], bool]:
+    """Walk the sample's `messages`: `(the builder, its trace mapping, whether the agent's last message made no calls)`."""
+    messages = sample.get("messages")
+    if not isinstance(messages, list):
+        what = json_type(messages) if "messages" in sample else "nothing"
+        fail(f"messages: expected the sample's list of chat messages, got {what}", field="messages", case_id=cid)
+    b = TraceBuilder()
+    answered: dict[int, Any] = {}
+    skip: set[str] = set()
+    answered_last = False
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(msg, dict):
+            fail(f"{where}: expected a chat message object, got {json_type(msg)}", field=where, case_id=cid)
+        role = msg.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            fail(f"{where}.role: unknown message role {role!r}", field=f"{where}.role", case_id=cid)
+        if role == "system" or (msg.get("source") == "input" and role != "user"):
+            continue  # a system prompt, or history the sample's input gave: not the agent's doing
+        if role == "user":
+            if not msg.get("tool_call_id"):  # (else a tool's payload sent as a user message: no turn)
+                b.user_text(text_of(msg.get("content")))
+        elif role == "assistant":
+            made = _assistant(b, msg, where, cid, opts, answered)
+            skip |= made
+            answered_last = not b.steps[-1]["calls"] and not made
+        elif str(msg.get("tool_call_id")) not in skip:
+            error = msg.get("error")
+            said = error.get("message") if isinstance(error, dict) else error
+            content = msg.get("content")
+            b.result(msg.get("tool_call_id"), text_of(content) if isinstance(content, list) else content,
+                     (said if isinstance(said, str) and said else "error") if error else None)
+        if role in ("user", "tool"):
+            answered_last = False
+    trace = b.trace()
+    for k, answer in answered.items():  # an answer tool's argument is its step's output; the step's own text is its thought
+        step = trace["steps"][k]
+        text = step.pop("output", None)
+        step["thought"] = "\n".join(t for t in (step.get("thought"), text) if t) or None
+        step["output"] = answer
+    return b, trace, answered_last or bool(answered)
+
+
+def _usage(sample: dict[str, Any], requests: int, cid: str) -> dict[str, Any]:
+    usage: dict[str, Any] = {"requests": requests}
+    models = sample.get("model_usage")
+    if isinstance(models, dict) and models:
+        tokens, costs = [0, 0], []
+        for model, spent in models.items():
+            if not isinstance(spent, dict):
+                fail(f"model_usage.{model}: expected a usage object, got {json_type(spent)}", field=f"model_usage.{model}", case_id=cid)
+            for k, keys in enumerate((("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write"), ("output_tokens",))):
+                for key in keys:
+                    n = spent.get(key)
+                    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+                        fail(f"model_usage.{model}.{key}: expected a token count, got {json.dumps(n)}", field=f"model_usage.{model}.{key}", case_id=cid)
+                    tokens[k] += n or 0
+            costs.append(spent.get("total_cost"))
+        usage.update(input_tokens=tokens[0], output_tokens=tokens[1])
+        if all(isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) and c >= 0 for c in costs):
+            usage["cost_usd"] = sum(costs)
+    for key in ("total_time", "working_time"):
+        t = sample.get(key)
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0:
+            usage["latency_s"] = t
+            break
+    return usage
+
+
+def _metadata(sample: dict[str, Any], payload: Sample, unpaired: int) -> tuple[dict[str, Any], list[str]]:
+    """`(the case's metadata, the sample metadata's tags)` (module docstring)."""
+    meta: dict[str, Any] = {k: v for k, v in (("task", payload.log.task), ("model", payload.log.model)) if v is not None}
+    own = as_object(sample.get("metadata"))
+    inspect: dict[str, Any] = {"sample_id": sample["id"], "epoch": sample["epoch"], "log": payload.log.name}
+    kept = {k: v for k, v in own.items() if k not in _OWN_KEYS and isinstance(v, _SCALARS)}
+    rest = {k: v for k, v in own.items() if k not in kept and k != "expected_tool_calls" and not (k == "tags" and isinstance(v, list))}
+    meta.update(kept)
+    scores = sample.get("scores")
+    if isinstance(scores, dict) and scores:
+        inspect["scores"] = {k: _value(s.get("value") if isinstance(s, dict) else s) for k, s in scores.items()}
+    for key, value in (("limit", sample.get("limit")), ("working_time", sample.get("working_time")), ("metadata", rest),
+                       ("unpaired_results", unpaired)):
+        if value not in (None, {}, 0):
+            inspect[key] = value
+    meta["inspect"] = inspect
+    error = sample.get("error")
+    if error:
+        said = as_object(error).get("message", error)
+        meta["run_error"] = said if isinstance(said, str) and said else json.dumps(error)
+    tags = own.get("tags")
+    return meta, [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+def _value(value: Any) -> Any:
+    # A score inspect wrote as NaN or Infinity (its JSON allows them) stays readable, as text: a case refuses non-finite numbers.
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _input(sample: dict[str, Any], cid: str) -> Any:
+    value = sample.get("input")
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        what = json_type(value) if "input" in sample else "nothing"
+        fail(f"input: expected the sample's input (a string or a list of chat messages), got {what}", field="input", case_id=cid)
+    return [{"role": m.get("role"), "content": text_of(m.get("content"))} for m in value if isinstance(m, dict)]
+
+
+def _target(sample: dict[str, Any], cid: str) -> Any:
+    target = sample.get("target")
+    if target in (None, "", []):
+        return None
+    if isinstance(target, str) or (isinstance(target, list) and all(isinstance(t, str) for t in target)):
+        return target
+    fail(f"target: expected a string or a list of strings, got {json_type(target)}", field="target", case_id=cid)
+
+
+def adapt(payload: Any, options: Options | None = None) -> Case:
+    """Turn one inspect sample (an `inspect_logs.Sample`) into a `Case` (see the module docstring).
+
+    Raises `AdapterError` naming the member or `samples[i]` and the field (`messages[3].tool_calls[0].function`)
+    for a sample that is not JSON or not an object, lacks `id`, `epoch`, `input` or `messages`, or holds a message
+    or usage that cannot be read.
+    """
+    opts = options or Options()
+    sample = _decode(payload)
+    cid = _identity(sample, payload)
+    b, trace, answered = _steps(sample, cid, opts)
+    output = sample.get("output")
+    completion = output.get("completion") if isinstance(output, dict) else None
+    if not (isinstance(completion, str) and completion):
+        completion = trace["output"]
+    trace["output"] = None if sample.get("error") and not answered else completion
+    trace["usage"] = _usage(sample, b.responses, cid)
+    metadata, tags = _metadata(sample, payload, b.unpaired)
+    data: dict[str, Any] = {"id": cid, "input": _input(sample, cid), "expected_output": _target(sample, cid),
+                            "turns": b.case_defaults().get("turns", []), "tags": list(dict.fromkeys([*payload.log.tags, *tags])),
+                            "metadata": metadata, "trace": trace}
+    own = sample.get("metadata")
+    expected = own.get("expected_tool_calls") if isinstance(own, dict) else None
+    if expected is not None:  # (tool names alone stand for calls checked by name)
+        data["expected_tool_calls"] = [{"name": e} if isinstance(e, str) else e for e in expected] if isinstance(expected, list) else expected
+    return build_case(data)
+
+
+register_format(Format("inspect", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options,
+                       peek_id=peek_id, reads_dirs=True, count=count, whole_file=True))
