@@ -162,6 +162,7 @@ METRIC_CLASSES: dict[str, str] = {
     "Rubric": f"{_JUDGE}:Rubric",
     "StepFaithfulness": f"{_JUDGE}:StepFaithfulness",
     "TaskCompletion": f"{_JUDGE}:TaskCompletion",
+    "TauOutputs": f"{_SCORE}.tau_outputs:TauOutputs",
     "TokenUsage": f"{_SCORE}.usage:TokenUsage",
     "ToolArgumentAccuracy": f"{_JUDGE}:ToolArgumentAccuracy",
     "ToolCallAccuracy": f"{_SCORE}.tool_call_accuracy:ToolCallAccuracy",

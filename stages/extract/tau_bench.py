@@ -12,6 +12,12 @@ case:
 - `input` is the user's first message; `expected_tool_calls` are the task's
   `actions` (`{name, kwargs}` → `{name, arguments}`), taken from the tasks
   file when given, else from the task embedded in the run;
+- `metadata.outputs` keeps the task's `outputs` when it has any: strings
+  upstream's reward requires in the agent's replies (`calculate_reward` in
+  `tau_bench/envs/base.py`: each, lower-cased, inside some reply lower-cased
+  with its commas removed). They are not `expected_output`: a list there is
+  alternatives (any one will do) and `Contains` reads the final reply only.
+  `tracejudge.stages.score.tau_outputs` scores upstream's rule;
 - every assistant message is one step: its text is the step's `thought`
   when it also calls a tool, else the step's `output`; its tool calls have
   their JSON-string arguments decoded and are paired with their results by
@@ -26,6 +32,12 @@ case:
   the step that answered it;
 - the trace's `output` is the last assistant text; `usage.requests` counts
   assistant messages (one model request each).
+
+Runs of upstream's `react` and `act` strategies (no tool calls; each
+assistant text ends in `Action:` and its JSON, tools answer in
+`API output: …` user messages) are told apart run by run and read as
+upstream's agent reads them: `tau_bench_react`. The file may also hold the
+runs one per line (JSON Lines): `tau_bench_files`.
 """
 
 from __future__ import annotations
@@ -33,22 +45,39 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import json_type, maybe_json
-from tracejudge.stages.load import read_json_array
+from tracejudge.stages.extract.tau_bench_files import TASK_KEY, read_records
 from tracejudge.stages.load.framing import count_quietly
 
-__all__ = ["Tasks", "adapt", "load_tasks", "nameless", "prepare", "unnamed"]
+__all__ = ["Tasks", "Turns", "adapt", "load_tasks", "nameless", "prepare", "settle", "unnamed"]
 
 log = get_logger("tracejudge.extract.tau_bench")
 
 # What τ-bench's environment answers for a call that did nothing (`Env.step`): a tool that raised or
 # refused, and a tool name the domain does not have.
 _FAILED = ("Error:", "Unknown action ")
+
+
+class Turns(NamedTuple):
+    """What a run's messages make of its trace: `steps` and `users` (`Step` and `UserMessage` fields), the final reply, the model requests."""
+
+    steps: list[dict[str, Any]]
+    users: list[dict[str, Any]]
+    output: str | None
+    requests: int
+
+
+def settle(call: dict[str, Any], content: Any) -> None:
+    """Give `call` (a tool call's fields) the environment's answer `content`: its `result` (JSON text decoded), and its
+    `error` when the answer says the call did nothing (`Error: …`, `Unknown action …`)."""
+    call["result"] = maybe_json(content)
+    if isinstance(content, str) and content.startswith(_FAILED):
+        call["error"] = content
 
 
 class Tasks(dict[int, dict[str, Any]]):
@@ -71,7 +100,7 @@ def load_tasks(path: Path | None) -> Tasks | None:
     from tracejudge.stages.load.framing import quieted
 
     tasks = Tasks()
-    for i, raw in enumerate(read_json_array(Path(path))):
+    for i, raw in enumerate(read_records(Path(path), key=TASK_KEY)):
         if i == 0 and raw.error is None:
             check_task_shape(Path(path), raw.payload, raw.line)  # another JSON array (a tools file) is refused whole
         if raw.error is not None or not isinstance(raw.payload, dict):
@@ -129,9 +158,9 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
     `traj`, the task is not in the tasks file, or the task embedded in the run
     is for another user than the file's (`info.task.user_id`).
     """
-    from tracejudge.core.suggest import missing_key_typo, unknown_key_message
     from tracejudge.stages.extract.errors import AdapterError
     from tracejudge.stages.extract.tau_bench_check import user_ids
+    from tracejudge.stages.extract.tau_bench_react import is_react, react_turns
 
     if (why := unnamed(raw)) is not None:
         raise AdapterError(why, field="task_id" if isinstance(raw, dict) else None)
@@ -165,6 +194,37 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
         task = info.get("task") or {}
     actions = task.get("actions")
     expected = None if actions is None else [{"name": a["name"], "arguments": a.get("kwargs") or {}} for a in actions]
+    # The shape is told run by run: nothing in a file says which agent strategy wrote it.
+    turns = react_turns(traj) if is_react(traj) else _tool_calling_turns(traj, case_id)
+
+    metadata: dict[str, Any] = {"task_id": task_id, "trial": trial, "reward": reward}
+    if info.get("source") is not None:
+        metadata["source"] = info["source"]
+    if "reward_info" in info and info["reward_info"] is None:
+        # Upstream leaves reward_info empty when the run hit its step limit.
+        metadata["step_limit"] = True
+    if task.get("outputs"):  # (most tasks have none: their metadata stays as it was)
+        metadata["outputs"] = task["outputs"]
+    users = turns.users
+    return Case.model_validate(
+        {
+            "id": case_id,
+            "input": users[0]["content"] if users else None,
+            "expected_tool_calls": expected,
+            "tags": ["tau-bench"],
+            "metadata": metadata,
+            "trace": {"steps": turns.steps, "user_messages": users, "output": turns.output, "usage": {"requests": turns.requests}},
+        }
+    )
+
+
+def _tool_calling_turns(traj: list[Any], case_id: str) -> Turns:
+    """The `Turns` of a tool-calling run's messages (OpenAI chat format, as the module docstring says).
+
+    Raises `AdapterError` naming the field for a tool call without a function name.
+    """
+    from tracejudge.core.suggest import missing_key_typo, unknown_key_message
+    from tracejudge.stages.extract.errors import AdapterError
 
     # Upstream reuses tool_call ids within a conversation (49 of the 200 GPT-4o runs),
     # so a result answers the oldest unanswered call with its id, not any call with it.
@@ -180,11 +240,7 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
         if role == "tool":
             queue = pending.get(msg.get("tool_call_id"))
             if queue:
-                call = queue.popleft()
-                content = msg.get("content")
-                call["result"] = maybe_json(content)
-                if isinstance(content, str) and content.startswith(_FAILED):
-                    call["error"] = content
+                settle(queue.popleft(), msg.get("content"))
             continue
         if role != "assistant":
             continue
@@ -208,30 +264,14 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             steps.append({"output": text})
             if text:
                 final_output = text
-
-    metadata: dict[str, Any] = {"task_id": task_id, "trial": trial, "reward": reward}
-    if info.get("source") is not None:
-        metadata["source"] = info["source"]
-    if "reward_info" in info and info["reward_info"] is None:
-        # Upstream leaves reward_info empty when the run hit its step limit.
-        metadata["step_limit"] = True
-    return Case.model_validate(
-        {
-            "id": case_id,
-            "input": users[0]["content"] if users else None,
-            "expected_tool_calls": expected,
-            "tags": ["tau-bench"],
-            "metadata": metadata,
-            "trace": {"steps": steps, "user_messages": users, "output": final_output, "usage": {"requests": requests}},
-        }
-    )
+    return Turns(steps, users, final_output, requests)
 
 
 register_format(
     Format(
         "tau-bench",
-        read=lambda ds: read_json_array(ds.path, ds.limit, unnamed=unnamed),
-        count=lambda ds: count_quietly(lambda: read_json_array(ds.path, ds.limit)),  # (the progress total: its warnings are the run's)
+        read=lambda ds: read_records(ds.path, ds.limit, unnamed=unnamed),
+        count=lambda ds: count_quietly(lambda: read_records(ds.path, ds.limit)),  # (the progress total: its warnings are the run's)
         adapt=adapt,
         prepare=prepare,
         options=NoOptions,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.errors import ConfigError
-from tracejudge.stages.load import read_json_array
+from tracejudge.stages.extract.tau_bench_files import read_records
 
 __all__ = ["TASK_SHAPE", "check_runs_match", "check_task_shape", "user_ids"]
 
@@ -53,7 +53,7 @@ def check_runs_match(runs: Path, tasks_path: Path, tasks: dict[int, dict[str, An
     another domain (or split), so no run of it can be scored.
     """
     compared, first = 0, None
-    records = read_json_array(runs)
+    records = read_records(runs)
     try:
         for rec in islice(records, _PEEK):
             payload = rec.payload

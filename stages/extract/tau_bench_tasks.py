@@ -2,7 +2,8 @@
 
 The dataset `path` is a τ-bench tasks file (a JSON array of
 `{task_index, user_id, instruction, actions, outputs, annotator}`, e.g.
-`tasks/tasks_airline_test.json`). Each task becomes one case with no trace
+`tasks/tasks_airline_test.json`, or the same tasks one per line:
+`tau_bench_files`). Each task becomes one case with no trace
 (a live target produces it, so a config without `target:` is refused
 when it loads):
 
@@ -22,7 +23,7 @@ from typing import Any
 from tracejudge.stages.extract.tau_bench import nameless
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, NoOptions, register_format
-from tracejudge.stages.load import read_json_array
+from tracejudge.stages.extract.tau_bench_files import TASK_KEY, read_records
 from tracejudge.stages.load.framing import count_quietly
 
 __all__ = ["adapt", "unnamed"]
@@ -59,5 +60,6 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
     )
 
 
-register_format(Format("tau-bench-tasks", read=lambda ds: read_json_array(ds.path, ds.limit, unnamed=unnamed), adapt=adapt, options=NoOptions,
-                       needs_target=True, whole_file=True, count=lambda ds: count_quietly(lambda: read_json_array(ds.path, ds.limit))))
+register_format(Format("tau-bench-tasks", read=lambda ds: read_records(ds.path, ds.limit, unnamed=unnamed, key=TASK_KEY), adapt=adapt,
+                       options=NoOptions, needs_target=True, whole_file=True,
+                       count=lambda ds: count_quietly(lambda: read_records(ds.path, ds.limit, key=TASK_KEY))))
