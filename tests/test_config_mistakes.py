@@ -111,6 +111,18 @@ def test_dataset_path_that_is_no_regular_file_is_refused_before_the_run_director
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_number_or_a_word_where_true_or_false_goes_is_a_config_error(tmp_path: Path) -> None:
+    # Lax mode read `ignore_case: 0`, `allow_extra: "no"` and `enabled: 1` as bools, silently.
+    cfg = write(tmp_path, "metrics: [{type: ToolCorrectness, allow_extra: 0}, {type: includes, ignore_case: 'no'}]\n"
+                          "cache: {enabled: 1}\n")
+    lines = config_error(cli("run", str(cfg), cwd=tmp_path)).splitlines()[1:]
+    assert any("metrics.0.allow_extra: ToolCorrectness: Input should be true or false (got 0)" in line for line in lines), lines
+    assert any("metrics.1.ignore_case: includes: Input should be true or false (got 'no')" in line for line in lines), lines
+    assert any("cache.enabled: Input should be true or false (got 1)" in line for line in lines), lines
+    cfg = write(tmp_path, "metrics: [{type: ToolCorrectness, allow_extra: false}, {type: includes, ignore_case: true}]\ncache: {enabled: false}\n")
+    assert "config error" not in cli("run", str(cfg), cwd=tmp_path).stderr
+
+
 def test_true_or_false_where_a_number_goes_is_a_config_error_at_any_depth(tmp_path: Path) -> None:
     # pydantic's lax mode took `true` as 1: `--set run.trials=true` ran one trial, `threshold: false` passed everything.
     cfg = write(tmp_path, "metrics: [{type: ToolCalls, threshold: false}]\nlimits: {rpm: true}\n"

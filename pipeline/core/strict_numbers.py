@@ -6,8 +6,10 @@ refuse what YAML legitimately gives (`3.0` for an int). `NoBoolNumbers` keeps
 lax mode and refuses only bools, in every field whose type wants a number
 (`int`, `float`, `int | None`, `list[int]`, `dict[str, float]`, …) but not a
 bool: the error names the field (`run.trials: Input should be a number, not a
-boolean`). Every config section and metric parameter model derives
-from it.
+boolean`). The other way round too: a field that wants `true` or `false`
+(`bool`, `bool | None`) refuses `0`, `1`, `"no"` or `"false"`, which lax mode
+read as a bool (`ignore_case: 0`, `allow_extra: "no"`). Every config section
+and metric parameter model derives from it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-__all__ = ["NoBoolNumbers", "refuses_bool"]
+__all__ = ["NoBoolNumbers", "refuses_bool", "wants_bool"]
 
 _NUMBERS = (int, float)
 _SEQUENCES = (list, tuple, set, frozenset)
@@ -48,8 +50,19 @@ def refuses_bool(annotation: Any, value: Any) -> bool:
     return False
 
 
+def wants_bool(annotation: Any, value: Any) -> bool:
+    """True when `annotation` is `bool` (or `bool | None`) and `value` is no bool (nor `None` where it is allowed): lax
+    mode read `0`, `"no"`, `"false"` and `0.0` as false and `1`, `"yes"` as true."""
+    if annotation is bool:
+        return not isinstance(value, bool)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and set(typing.get_args(annotation)) == {bool, type(None)}:
+        return value is not None and not isinstance(value, bool)
+    return False
+
+
 class NoBoolNumbers(BaseModel):
-    """Base model whose numeric fields refuse bools (see the module doc); raises pydantic's `ValidationError` naming the field."""
+    """Base model whose numeric fields refuse bools and whose yes/no fields refuse anything but `true` and `false`
+    (see the module doc); raises pydantic's `ValidationError` naming the field."""
 
     @field_validator("*", mode="before")
     @classmethod
@@ -58,6 +71,8 @@ class NoBoolNumbers(BaseModel):
         if field is not None and refuses_bool(field.annotation, value):
             where = "" if isinstance(value, bool) else " inside"
             raise PydanticCustomError("bool_as_number", "Input should be a number, not a boolean{where}", {"where": where})
+        if field is not None and wants_bool(field.annotation, value):
+            raise PydanticCustomError("bool_type", "Input should be true or false (got {got})", {"got": repr(value)})
         return value
 
 
