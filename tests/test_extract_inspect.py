@@ -322,3 +322,106 @@ def test_a_live_recording_keeps_its_shape_and_reads_the_same(tmp_path: Path) -> 
     for log in LOGS:
         fresh, kept = _cases(tmp_path / log), _cases(DATA / log)
         assert {cid: _stable(c) for cid, c in fresh.items()} == {cid: _stable(c) for cid, c in kept.items()}, log
+
+
+# ------------------------------------------------------------------------------------------------ trial faults (small generated logs)
+def _msg(role: str, content: Any, source: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"role": role, "content": content, **({"source": source} if source else {}), **extra}
+
+
+def _sample(sid: Any, messages: list[dict[str, Any]], epoch: Any = 1, **extra: Any) -> dict[str, Any]:
+    """A sample as inspect writes one (the keys read), its input the first user message's text unless `extra` gives one."""
+    first = next(m["content"] for m in messages if m["role"] == "user")
+    return {"id": sid, "epoch": epoch, "input": first, "target": "x", "messages": messages, **extra}
+
+
+def _write_log(path: Path, *samples: dict[str, Any], epochs: int = 1) -> Path:
+    doc = {"version": 2, "status": "success", "eval": {"task": "t", "model": "mockllm/model", "config": {"epochs": epochs}},
+           "samples": list(samples)}
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def test_an_empty_completion_is_the_output_inspect_scored_not_a_missing_one(tmp_path: Path) -> None:
+    """inspect scores `output.completion` `""` (an empty reply, a sample stopped by a limit) `I` (no_response): it is the
+    output, `""`, so the inspect scorers score it too; the last assistant text stands in only where the log has no completion."""
+    from tracejudge.core.registry import build_metric
+
+    ask = _msg("user", "empty please", "input")
+    log = _write_log(tmp_path / "t.json",
+                     _sample("empty", [ask, _msg("assistant", "", "generate")], output={"completion": ""}),
+                     _sample("limit", [ask, _msg("assistant", "", "generate", tool_calls=[{"id": "c1", "function": "f", "arguments": {}}])],
+                             output={"completion": ""}, limit={"type": "message", "limit": 2}),
+                     _sample("old", [ask, _msg("assistant", "said")]),  # no `output`: a log not from inspect's recorder
+                     _sample("nocompletion", [ask, _msg("assistant", "said too")], output={"model": "m"}))
+    cases = _cases(log)
+    assert {cid: c.trace.output for cid, c in cases.items()} == {"empty": "", "limit": "", "old": "said", "nocompletion": "said too"}
+    for kind in ("includes", "match"):
+        got = build_metric({"type": kind}).evaluate(cases["empty"])
+        assert got.value == 0.0 and got.passed is False, (kind, got)
+
+
+def test_input_history_is_no_turn_and_reads_as_the_conversation_it_was(tmp_path: Path) -> None:
+    """A few-shot input `[system, user q1, assistant a1, user q2]`: `input` holds it and a live re-run sends it once, so no
+    turn repeats q2; a judge reads q1, a1, q2, then the agent's answer. A user message a solver adds later is a turn."""
+    history = [_msg("system", "sys", "input"), _msg("user", "q1", "input"), _msg("assistant", "a1", "input"),
+               _msg("user", [{"type": "text", "text": "q2"}, {"type": "image", "image": "attachment://x"}], "input")]
+    given = [{k: v for k, v in m.items() if k != "source"} for m in history]
+    fewshot = _sample("fewshot", [*history, _msg("assistant", "answer", "generate")], input=given, output={"completion": "answer"})
+    later = _sample("later", [*history, _msg("assistant", "answer", "generate"), _msg("user", "and then?"), _msg("assistant", "then this", "generate")],
+                    input=given, output={"completion": "then this"})
+    for name, strip in (("t.json", False), ("nosource.json", True)):  # (a log whose messages have no `source`: by position)
+        samples = [fewshot, later] if not strip else [{**s, "messages": [{k: v for k, v in m.items() if k != "source" or m["role"] != "user"}
+                                                                           for m in s["messages"]]} for s in (fewshot, later)]
+        cases = _cases(_write_log(tmp_path / name, *samples))
+        one, two = cases["fewshot"], cases["later"]
+        assert one.turns == [] and two.turns == ["and then?"], name
+        assert one.input == [{"role": r, "content": c} for r, c in (("system", "sys"), ("user", "q1"), ("assistant", "a1"), ("user", "q2"))]
+        assert [(m.step, m.content) for m in one.trace.user_messages] == [(0, "q1"), (1, "q2")]
+        assert [(s.output, s.tool_calls) for s in one.trace.steps] == [("a1", []), ("answer", [])]
+        assert one.trace.usage.requests == 1 and two.trace.usage.requests == 2  # the agent's requests, not the history's
+        assert [(m.step, m.content) for m in two.trace.user_messages] == [(0, "q1"), (1, "q2"), (2, "and then?")]
+        assert (one.trace.output, two.trace.output) == ("answer", "then this")
+
+
+def test_a_bad_epoch_is_its_own_invalid_input_not_another_samples_duplicate(tmp_path: Path) -> None:
+    """Epoch `"2"` or `0` of sample 2, beside sample 2's epoch 1: filed under its own line, on field `epoch`, never as `2#1`."""
+    for bad in ("2", 0):
+        log = _write_log(tmp_path / "t.json", _sample(2, [_msg("user", "q", "input")]), _sample(2, [_msg("user", "q", "input")], epoch=bad),
+                         epochs=2)
+        results = extract(log, "inspect")
+        assert [r.id for r in results if isinstance(r, Case)] == ["2#1"]
+        ((cid, info),) = [r for r in results if isinstance(r, tuple)]
+        assert (cid, info.field, info.kind) == (f"{log}:{info.line}", "epoch", "invalid_input") and info.line > 1
+        assert f"got {json.dumps(bad)}" in info.message
+
+
+def test_an_empty_sample_id_is_called_empty(tmp_path: Path) -> None:
+    log = _write_log(tmp_path / "t.json", _sample("", [_msg("user", "q", "input")]), _sample("  ", [_msg("user", "q", "input")]))
+    messages = [info.message for _, info in _errors(log)]
+    assert messages == ["id: the sample id is an empty string", "id: the sample id is only white space"]
+
+
+def test_a_compressed_log_is_named_compressed(tmp_path: Path) -> None:
+    import gzip
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("a.eval", "b.json", "c.json.gz"):  # (named as a log, or as a compressed one)
+        (folder / name).write_bytes(gzip.compress((DATA / "weather-react.json").read_bytes()))
+    errors = {Path(info.file).name: info.message for _, info in _errors(folder)}
+    assert set(errors) == {"a.eval", "b.json", "c.json.gz"}
+    assert all("it starts with 1F 8B, the mark of a gzip-compressed file: decompress it first (gunzip)" in m for m in errors.values()), errors
+
+
+def test_an_empty_folder_is_refused_by_run_as_by_extract(tmp_path: Path) -> None:
+    """Nothing to read is the config error of an empty dataset (exit 2) for `run` and `extract` alike, not a run without results."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "notes.txt").write_text("x")  # (no log)
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / "logs"), "format": "inspect"}, "metrics": [{"type": "includes"}],
+                                   "run": {"dir": str(tmp_path / "run")}, "cache": {"dir": str(tmp_path / "cache")}}))
+    for command in (["run", str(cfg), "--no-progress"], ["extract", str(cfg), "-o", str(tmp_path / "out.jsonl")]):
+        done = subprocess.run([sys.executable, "-m", "tracejudge", *command], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "no records in it" in done.stderr, (command[0], done.returncode, done.stderr[-2000:])
+    assert not (tmp_path / "run").exists()

@@ -14,10 +14,11 @@ inspect writes a log in one of two framings (inspect_ai `log/_recorders`):
   the samples before it.
 
 `dataset.path` is a log file (read whatever its name) or a folder searched for `**/*.eval` and `**/*.json`,
-leaving out inspect's own listings (`logs.json`, `eval-set.json`, `listing.json`) and the files under a hidden
+and for `**/*.eval.gz` / `**/*.json.gz` (also `.bz2`, `.xz`, `.zst`: read to be named compressed), leaving out inspect's own listings (`logs.json`, `eval-set.json`, `listing.json`) and the files under a hidden
 folder or a log's `*.shards` / `*.checkpoints` companion (the merged log holds the shards' samples): one warning
 per folder says how many files were not read. A record's `file` is the log's path, `line` the line its sample
-starts on (`.json`); for a `.eval` member it is `<log path>/<member>`, line 1.
+starts on (`.json`); for a `.eval` member it is `<log path>/<member>`, line 1. A compressed file (gzip and the
+like, whatever its name) is one `invalid_input` saying so (`encoding.compressed`): decompress it first.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.core.regular_file import open_regular
 from tracejudge.stages.extract.inspect_archive import ZIP_SIGNATURE, Broken, Member, NotAZip, members
 from tracejudge.stages.load import JSON_ERRORS, RawRecord, json_error, loads, utf8_text
-from tracejudge.stages.load.encoding import strip_bom
+from tracejudge.stages.load.encoding import compressed, strip_bom
 from tracejudge.stages.load.framing import quiet, quieted
 
 __all__ = ["LogInfo", "Sample", "as_object", "count", "log_files", "read"]
@@ -43,6 +44,7 @@ log = get_logger("tracejudge.extract.inspect")
 _NOT_LOGS = frozenset({"logs.json", "eval-set.json", "listing.json"})  # inspect's eval-set and viewer listings
 _COMPANIONS = (".shards", ".checkpoints")
 _EPOCH = re.compile(r"_epoch_(\d+)\.json\Z")
+_PACKED_LOG = re.compile(r"\.(eval|json)\.(gz|bz2|xz|zst)\Z")  # a log compressed after inspect wrote it: read, to say so
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +83,7 @@ def log_files(path: Path) -> list[Path]:
         if p.is_dir() or not (p.is_file() or p.is_symlink()):  # (a link to a missing file is read: its error names it)
             continue
         parts = p.relative_to(path).parts[:-1]
-        if p.suffix in (".eval", ".json") and p.name not in _NOT_LOGS and not any(d.startswith(".") or d.endswith(_COMPANIONS) for d in parts):
+        if (p.suffix in (".eval", ".json") or _PACKED_LOG.search(p.name)) and p.name not in _NOT_LOGS and not any(d.startswith(".") or d.endswith(_COMPANIONS) for d in parts):
             kept.append(p)
         else:
             skipped.append(p.relative_to(path).as_posix())
@@ -168,7 +170,9 @@ def _eval_log(path: Path) -> Iterator[RawRecord]:
         try:
             found, cut = members(fh)
         except NotAZip as exc:
-            yield RawRecord(name, 1, error=f"not an inspect .eval log: it is no zip archive ({exc})")
+            fh.seek(0)
+            why = compressed(fh.read(8)) or f"it is no zip archive ({exc})"
+            yield RawRecord(name, 1, error=f"not an inspect .eval log: {why}")
             return
         yield from _samples_of(found, name, cut)
     if cut is not None:
@@ -228,7 +232,7 @@ def _json_log(path: Path) -> Iterator[RawRecord]:
     try:
         text = utf8_text(strip_bom(data))
     except ValueError:
-        yield RawRecord(name, 1, error="not an inspect log: the file is not UTF-8 JSON text")
+        yield RawRecord(name, 1, error=f"not an inspect log: {compressed(data[:8]) or 'the file is not UTF-8 JSON text'}")
         return
     lines = _Lines(text)
     top, entries, problem = _split(text, lines)

@@ -23,14 +23,22 @@ read as JSON: inspect-ai is never imported. A sample becomes a case:
   (`answer_tools`, default `[submit]`: `basic_agent`'s, and `react`'s when it keeps it) is the answer, not a
   call: its `answer` argument is the step's output (react() itself takes the call out and appends the answer
   to the message's text);
-- messages the sample's input gave (`source: input`): its user messages are the first turns, its assistant and
-  tool messages (few-shot history) no steps: the agent did not make them. System messages are skipped. Every
-  user message with text is one of `trace.user_messages`, before the step that answered it; the later ones are
-  the case's `turns`. A user message carrying a tool's payload (`tool_call_id`) is no turn;
-- `trace.output`: the sample's `output.completion` (what inspect scored), else the last assistant text;
+- the sample's input is the conversation's first request, whole: a live re-run sends `input` (all its messages)
+  once, so `turns` are only the user messages said after it (a solver's `user_message`), never the input's own.
+  The history the input gives (few-shot or earlier turns, `source: input`) is shown as `multivon` shows a
+  `conversation`: each of its user messages is one of `trace.user_messages`, each of its assistant messages with
+  text a step whose output is that text (its calls and the tool messages are left out: the agent made none of
+  them), before the agent's steps, so a judge reads `q1`, `a1`, then the question the agent answered; `requests`
+  and the trace's fallback output count the agent's steps only. System messages are skipped. Every user message
+  with text is one of `trace.user_messages`, before the step that answered it. A user message carrying a tool's
+  payload (`tool_call_id`) is no turn. (In a log whose messages have no `source`, the input's user messages are
+  the first ones, as many as `input` holds);
+- `trace.output`: the sample's `output.completion`, what inspect scored, `""` included (inspect scores an empty
+  completion, and one of a sample stopped by a limit, `I`, `no_response`); the last assistant text only when the
+  sample has no `output.completion` at all (a log not written by inspect's recorder);
 - `trace.usage`: `model_usage` summed over the models: input tokens are inspect's full-rate, cache-read and
   cache-write tokens together, `cost_usd` the sum of `total_cost` (unknown when a model has none); `requests`
-  counts the steps; `latency_s` is `total_time` (else `working_time`);
+  counts the agent's steps; `latency_s` is `total_time` (else `working_time`);
 - a sample whose `error` is set (it failed in inspect: a tool raised, the model API failed) keeps what it did,
   with the error's message as `metadata.run_error`, as the span formats mark a failed run; its output is null
   unless the agent had answered (the last message is an assistant message without calls: the error came after);
@@ -42,25 +50,30 @@ read as JSON: inspect-ai is never imported. A sample becomes a case:
 
 A sample that cannot be read — not JSON, not an object, without `id`, `epoch`, `input` or `messages`, a message
 that is not one — is one `invalid_input` naming the log (and the member of a `.eval`), the field and, when it
-has one, the case id; the other samples score.
+has one, the case id; the other samples score. An id that is empty, or an epoch that is not an integer from 1
+(`"2"`, `0`), gives no case id: the sample is filed under its own place (`<log>:<line>`, the member), never
+under an id another sample may have.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail, json_type, text_of
-from tracejudge.stages.extract.inspect_logs import Sample, as_object, count, read
+from tracejudge.stages.extract.inspect_logs import Sample, as_object, count, log_files, read
 from tracejudge.stages.extract.steps import TraceBuilder
 from tracejudge.stages.load import deep_message, loads, too_deep
 from tracejudge.stages.load.encoding import strip_bom
+from tracejudge.stages.load.framing import quiet
 
-__all__ = ["Options", "adapt", "case_id", "peek_id"]
+__all__ = ["Options", "adapt", "case_id", "peek_id", "prepare"]
 
 _SCALARS = (str, int, float, bool, type(None))
 _OWN_KEYS = frozenset({"task", "model", "inspect", "run_error", "expected_tool_calls", "tags"})
@@ -89,11 +102,14 @@ def case_id(sample_id: str | int, epoch: int, epochs: int | None, prefix: str | 
 def _identity(sample: dict[str, Any], payload: Sample) -> str:
     """The sample's case id; raises `AdapterError` for an `id` or `epoch` that is missing or mistyped."""
     sid, epoch = sample.get("id"), sample.get("epoch")
-    if isinstance(sid, bool) or not isinstance(sid, (str, int)) or (isinstance(sid, str) and not sid.strip()):
+    if isinstance(sid, str) and not sid.strip():
+        fail(f"id: the sample id is {'an empty string' if not sid else 'only white space'}", field="id")
+    if isinstance(sid, bool) or not isinstance(sid, (str, int)):
         fail(f"id: expected the sample id (a string or an integer), got {json_type(sid) if 'id' in sample else 'nothing'}", field="id")
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-        fail(f"epoch: expected the epoch (an integer from 1), got {json.dumps(epoch) if 'epoch' in sample else 'nothing'}",
-             field="epoch", case_id=case_id(sid, 1, payload.log.epochs, payload.log.prefix))
+        # (no case id: whichever epoch it meant, it may be another sample's; its place names it)
+        fail(f"epoch: expected the epoch (an integer from 1), got {json.dumps(epoch) if 'epoch' in sample else 'nothing'} "
+             f"(sample {json.dumps(sid)})", field="epoch")
     return case_id(sid, epoch, payload.log.epochs, payload.log.prefix)
 
 
@@ -170,8 +186,23 @@ def _assistant(b: TraceBuilder, msg: dict[str, Any], where: str, cid: str, opts:
     return answer_ids
 
 
-def _steps(sample: dict[str, Any], cid: str, opts: Options) -> tuple[TraceBuilder, dict[str, Any], bool]:
-    """Walk the sample's `messages`: `(the builder, its trace mapping, whether the agent's last message made no calls)`."""
+class _Walk:
+    """What `_steps` found: the builder, its trace mapping, whether the agent answered last, the later turns, the history steps."""
+
+    def __init__(self, b: TraceBuilder, trace: dict[str, Any], answered: bool, turns: list[str], history: int) -> None:
+        self.b, self.trace, self.answered, self.turns, self.history = b, trace, answered, turns, history
+
+
+def _input_users(sample: dict[str, Any]) -> int:
+    """How many user messages the sample's input holds (the first of `messages`, in a log whose messages have no `source`)."""
+    given = sample.get("input")
+    if isinstance(given, list):
+        return sum(1 for m in given if isinstance(m, dict) and m.get("role") == "user")
+    return 1
+
+
+def _steps(sample: dict[str, Any], cid: str, opts: Options) -> _Walk:
+    """Walk the sample's `messages` (module docstring)."""
     messages = sample.get("messages")
     if not isinstance(messages, list):
         what = json_type(messages) if "messages" in sample else "nothing"
@@ -180,6 +211,8 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> tuple[TraceBuilde
     answered: dict[int, Any] = {}
     skip: set[str] = set()
     answered_last = False
+    turns: list[str] = []
+    history, users, input_users = 0, 0, _input_users(sample)
     for i, msg in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(msg, dict):
@@ -187,11 +220,23 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> tuple[TraceBuilde
         role = msg.get("role")
         if role not in ("system", "user", "assistant", "tool"):
             fail(f"{where}.role: unknown message role {role!r}", field=f"{where}.role", case_id=cid)
-        if role == "system" or (msg.get("source") == "input" and role != "user"):
-            continue  # a system prompt, or history the sample's input gave: not the agent's doing
+        if role == "system":
+            continue
+        if msg.get("source") == "input" and role != "user":  # the input's history: said, not done by the agent
+            said = text_of(msg.get("content")) if role == "assistant" else None
+            if said:
+                b.new_step()["texts"].append(said)
+                b.close_step()
+                history += 1
+            continue
         if role == "user":
             if not msg.get("tool_call_id"):  # (else a tool's payload sent as a user message: no turn)
-                b.user_text(text_of(msg.get("content")))
+                said = text_of(msg.get("content"))
+                b.user_text(said)
+                given = msg["source"] == "input" if "source" in msg else users < input_users
+                users += 1
+                if not given and said:
+                    turns.append(said)
         elif role == "assistant":
             made = _assistant(b, msg, where, cid, opts, answered)
             skip |= made
@@ -210,7 +255,9 @@ def _steps(sample: dict[str, Any], cid: str, opts: Options) -> tuple[TraceBuilde
         text = step.pop("output", None)
         step["thought"] = "\n".join(t for t in (step.get("thought"), text) if t) or None
         step["output"] = answer
-    return b, trace, answered_last or bool(answered)
+    if history:  # (the last text the agent said, not the history's)
+        trace["output"] = next((s["output"] for s in reversed(trace["steps"][history:]) if s.get("output")), None)
+    return _Walk(b, trace, answered_last or bool(answered), turns, history)
 
 
 def _usage(sample: dict[str, Any], requests: int, cid: str) -> dict[str, Any]:
@@ -297,16 +344,17 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     opts = options or Options()
     sample = _decode(payload)
     cid = _identity(sample, payload)
-    b, trace, answered = _steps(sample, cid, opts)
+    walk = _steps(sample, cid, opts)
+    trace = walk.trace
     output = sample.get("output")
     completion = output.get("completion") if isinstance(output, dict) else None
-    if not (isinstance(completion, str) and completion):
+    if not isinstance(completion, str):  # (no `output`: a log not written by inspect's own recorder)
         completion = trace["output"]
-    trace["output"] = None if sample.get("error") and not answered else completion
-    trace["usage"] = _usage(sample, b.responses, cid)
-    metadata, tags = _metadata(sample, payload, b.unpaired)
+    trace["output"] = None if sample.get("error") and not walk.answered else completion
+    trace["usage"] = _usage(sample, walk.b.responses - walk.history, cid)
+    metadata, tags = _metadata(sample, payload, walk.b.unpaired)
     data: dict[str, Any] = {"id": cid, "input": _input(sample, cid), "expected_output": _target(sample, cid),
-                            "turns": b.case_defaults().get("turns", []), "tags": list(dict.fromkeys([*payload.log.tags, *tags])),
+                            "turns": walk.turns, "tags": list(dict.fromkeys([*payload.log.tags, *tags])),
                             "metadata": metadata, "trace": trace}
     own = sample.get("metadata")
     expected = own.get("expected_tool_calls") if isinstance(own, dict) else None
@@ -315,5 +363,22 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     return build_case(data)
 
 
-register_format(Format("inspect", read=read, adapt=adapt, prepare=lambda ds: Options.model_validate(ds.options), options=Options,
+def prepare(dataset: Any) -> Options:
+    """`dataset.options` read. A folder holding no log is refused here, with the config error of an empty dataset
+    (`first_records.no_records`): the check of a dataset's first records before a run reads no folder, so the run went
+    on to fail on having no results while `tracejudge extract` refused it."""
+    opts = Options.model_validate(dataset.options)
+    path = getattr(dataset, "path", None)
+    if path is not None and Path(path).is_dir():
+        with quiet():  # (the run's own read says what the folder holds that is not read)
+            empty = not log_files(Path(path))
+        if empty:
+            from tracejudge.core.registry import format_for
+            from tracejudge.stages.extract.first_records import no_records
+
+            raise ConfigError(no_records(format_for("inspect"), dataset))
+    return opts
+
+
+register_format(Format("inspect", read=read, adapt=adapt, prepare=prepare, options=Options,
                        peek_id=peek_id, reads_dirs=True, count=count, whole_file=True))
