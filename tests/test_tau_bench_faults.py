@@ -3,10 +3,19 @@
 1. Runs of upstream's `react`/`act` strategies (`tau_bench/agents/chat_react_agent.py`) read as zero tool calls.
 2. Task `outputs` (strings the agent must say: upstream's `r_outputs`) were dropped by `tau-bench`.
 3. The runs one per line (JSON Lines) were "no format knows these records; … set dataset.format: json-path".
+
+A second trial found three more:
+
+4. JSON Lines whose first line is cut lost every record (runs: "the file is a JSON object; … json-path"; tasks: every run
+   "task N is not in the tasks file").
+5. A tasks file that cannot be read at all (gzip-compressed, no array) made every run "task N is not in the tasks file",
+   and `run` a config error on `dataset.path` telling to check `dataset.format`.
+6. A react `respond` with an empty `content` gave the step's output `""` but the trace's output null.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -17,6 +26,7 @@ from tracejudge.core.errors import ConfigError
 from tracejudge.core.records import Case
 from tracejudge.core.registry import build_metric, format_for
 from tracejudge.stages.extract import extract_record
+from tracejudge.stages.extract.errors import AdapterError
 from tracejudge.stages.extract.first_records import check_first_records
 from tracejudge.stages.extract.tau_bench import adapt, load_tasks
 from tracejudge.stages.extract.tau_bench_react import is_react
@@ -255,3 +265,103 @@ def test_runs_one_per_line_given_another_format_are_told_tau_bench(tmp_path, raw
         check_first_records(fmt, ds, fmt.prepare(ds))
     assert "they read as format 'tau-bench': set dataset.format" in str(err.value)
     assert "no format knows" not in str(err.value)
+
+
+# --- 4. a cut first line of JSON Lines -------------------------------------------------------------------------------
+
+
+def test_a_cut_first_line_costs_only_itself(tmp_path, raw_runs):
+    lines = [json.dumps(r) for r in raw_runs[:4]]
+    got = filed(tmp_path / "runs.jsonl", "tau-bench", "\n".join([lines[0][:300], *lines[1:]]) + "\n")
+    assert [cid for cid, _ in got] == ["F:1", "1-0", "2-0", "3-0"]
+    assert got[0][1].startswith("invalid JSON: ") and got[0][1].endswith("the line ends early (it looks truncated)")
+    # a record cut at its start (it ends with `}`), and blank lines before the first that reads
+    got = filed(tmp_path / "runs.jsonl", "tau-bench", "\n\n" + lines[0][300:] + "\n" + "\n".join(lines[1:]) + "\n")
+    assert [cid for cid, _ in got] == ["F:3", "1-0", "2-0", "3-0"]
+
+
+def test_still_no_json_lines_of_runs(tmp_path, raw_runs):
+    # A native JSON Lines file, one object written with an indent, and lines that are all cut are no runs one per line:
+    # the array reader says what each is, as before.
+    native = "\n".join(json.dumps({"id": f"c{i}", "input": "hi"}) for i in range(3)) + "\n"
+    indented = json.dumps(raw_runs[0], indent=2)
+    cut = "\n".join(json.dumps(r)[:300] for r in raw_runs[:3]) + "\n"
+    for text in (native, "{broken\n" + native, indented, cut):
+        got = filed(tmp_path / "x.jsonl", "tau-bench", text)
+        assert len(got) == 1 and got[0][0] == "F:1", text[:80]
+    assert filed(tmp_path / "x.jsonl", "tau-bench", native)[0][1] == "expected a JSON array of records at the top level"
+
+
+def test_tasks_one_per_line_with_a_cut_first_line(tmp_path, raw_runs, tau_paths, cases):
+    tasks = json.loads(tau_paths[1].read_text())
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join([json.dumps(tasks[0])[:100], *map(json.dumps, tasks[1:])]) + "\n")
+    read = load_tasks(path)
+    assert sorted(read) == list(range(1, 50)) and list(read.unreadable) == [0]
+    by_id = {c.id: c for c in cases}
+    for run in (r for r in raw_runs if r["task_id"] in (0, 1, 2)):
+        if run["task_id"] == 0:
+            with pytest.raises(AdapterError) as err:
+                adapt(run, read)
+            assert f"task 0 could not be read from the tasks file ({path}:1: invalid JSON: " in str(err.value)
+        else:
+            assert adapt(run, read).model_dump() == by_id[f"{run['task_id']}-{run['trial']}"].model_dump()
+    # when a task is not among those read while some could not be, it is not claimed missing (an unreadable one may
+    # have been it: a task may say its own index)
+    read.pop(1)
+    with pytest.raises(AdapterError) as err:
+        adapt(next(r for r in raw_runs if r["task_id"] == 1), read)
+    assert "is not in the tasks file" not in str(err.value)
+    assert f"task 1 is not among the tasks read from the tasks file, 1 of which could not be read (the first: {path}:1: " in str(err.value)
+
+
+# --- 5. a tasks file that cannot be read -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["gzip", "object", "text"])
+def test_an_unreadable_tasks_file_is_one_config_error_naming_it(tmp_path, tau_paths, kind):
+    path = tmp_path / "tasks.json"
+    if kind == "gzip":
+        path = tmp_path / "tasks.json.gz"
+        path.write_bytes(gzip.compress(tau_paths[1].read_bytes()))
+        want = f"dataset.tasks: {path}: it starts with 1F 8B, the mark of a gzip-compressed file: decompress it first (gunzip)"
+    else:
+        path.write_text('{"a": 1}\n' if kind == "object" else "tasks: none\n")
+        want = f"dataset.tasks: no task of {path} could be read: {path}:1: "
+    fmt = format_for("tau-bench")
+    ds = DatasetConfig(path=tau_paths[0], format="tau-bench", tasks=path)
+    with pytest.raises(ConfigError) as err:
+        fmt.prepare(ds)
+    assert str(err.value).startswith(want) and "not in the tasks file" not in str(err.value)
+    if kind != "gzip":
+        assert "a tasks file is a JSON array of" in str(err.value)
+
+
+def test_a_text_tasks_file_starting_like_a_packed_one_is_read(tmp_path, tau_paths):
+    # `BZh` starts bzip2 data, and may start text: only bytes that are no UTF-8 text are asked what they are packed with.
+    path = tmp_path / "tasks.json"
+    path.write_text("BZh" + tau_paths[1].read_text())
+    with pytest.raises(ConfigError) as err:
+        load_tasks(path)
+    assert "compressed" not in str(err.value) and "could be read" in str(err.value)
+
+
+# --- 6. an empty reply -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_an_empty_last_reply_is_the_traces_output_in_both_shapes(earlier):
+    said = ['Action:\n{"name": "respond", "arguments": {"content": "Your reservation is ZFA04Y."}}'] if earlier else []
+    react = adapt(_react_run(*said, 'Action:\n{"name": "get_user_details", "arguments": {"user_id": "mia_li_3668"}}',
+                             'Action:\n{"name": "respond", "arguments": {"content": ""}}'), None)
+    assert is_react(_react_run('Action:\n{"name": "respond", "arguments": {"content": ""}}')["traj"])
+    assert react.trace.steps[-1].output == "" and react.trace.output == ""
+    chat = [{"role": "user", "content": "I need my reservation."}]
+    if earlier:
+        chat += [{"role": "assistant", "content": "Your reservation is ZFA04Y."}, {"role": "user", "content": "Thanks."}]
+    chat += [{"role": "assistant", "content": ""}, {"role": "user", "content": "###STOP###"}]
+    calling = adapt({"task_id": 3, "traj": chat}, None)
+    assert calling.trace.steps[-1].output == "" and calling.trace.output == ""
+    # no text at all is no reply: the one before stays the output
+    chat[-2]["content"] = None
+    assert adapt({"task_id": 3, "traj": chat}, None).trace.output == ("Your reservation is ZFA04Y." if earlier else None)

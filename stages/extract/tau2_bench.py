@@ -237,7 +237,7 @@ def adapt(raw: Any, ctx: Any = None) -> Case:
             steps.append({"thought": text or None, "tool_calls": calls})
         elif role == "assistant":
             steps.append({"output": text})
-            if text:
+            if isinstance(text, str):  # (an empty reply is the agent's last word too, as the tau-bench reader has it)
                 output = text
 
     reward_info = sim.get("reward_info") or {}

@@ -30,7 +30,8 @@ case:
 - every `user` message is one of `trace.user_messages`, its text as
   recorded (the simulator's closing `###STOP###` included), placed before
   the step that answered it;
-- the trace's `output` is the last assistant text; `usage.requests` counts
+- the trace's `output` is the last assistant text without tool calls (an
+  empty one included: it was the agent's last reply); `usage.requests` counts
   assistant messages (one model request each).
 
 Runs of upstream's `react` and `act` strategies (no tool calls; each
@@ -96,24 +97,31 @@ def load_tasks(path: Path | None) -> Tasks | None:
     # Streamed element by element: a task that cannot be read (too deep, huge numbers, bad JSON, a byte that is not
     # UTF-8) is left out with a warning, and only the runs of that task fail, saying why (`Tasks.unreadable`: a task's
     # index is its position unless it says otherwise, so an unreadable one is told by its position).
-    from tracejudge.stages.extract.tau_bench_check import check_task_shape
+    from tracejudge.stages.extract.tau_bench_check import check_not_packed, check_nothing_read, check_task_shape
     from tracejudge.stages.load.framing import quieted
 
+    check_not_packed(Path(path))  # a gzip-compressed file is one config error, not an unreadable "task"
     tasks = Tasks()
+    shaped = False
+    skipped: list[tuple[str, dict[str, Any]]] = []  # the warnings, given once the file is known to hold tasks
     for i, raw in enumerate(read_records(Path(path), key=TASK_KEY)):
-        if i == 0 and raw.error is None:
+        if not shaped and raw.error is None:  # (the first task that reads: the first line may be cut)
+            shaped = True
             check_task_shape(Path(path), raw.payload, raw.line)  # another JSON array (a tools file) is refused whole
         if raw.error is not None or not isinstance(raw.payload, dict):
             why = raw.error or "expected a task object"
-            if not quieted():  # (a look at the tasks besides the run's own read, which warns of them: `framing.quiet`)
-                log.warning("unreadable task skipped", file=raw.file, line=raw.line, error=why)
+            skipped.append(("unreadable task skipped", {"file": raw.file, "line": raw.line, "error": why}))
             tasks.unreadable[i] = f"{raw.file}:{raw.line}: {why}"
             continue
         try:
             tasks[int(raw.payload.get("task_index", i))] = raw.payload
         except (TypeError, ValueError):
-            if not quieted():
-                log.warning("task skipped: task_index is not an integer", file=raw.file, line=raw.line)
+            skipped.append(("task skipped: task_index is not an integer", {"file": raw.file, "line": raw.line}))
+            tasks.unreadable[i] = f"{raw.file}:{raw.line}: task_index is not an integer"
+    check_nothing_read(Path(path), len(tasks), tasks.unreadable)  # no task read (not a tasks file at all): one config error
+    if not quieted():  # (a look at the tasks besides the run's own read, which warns of them: `framing.quiet`)
+        for event, fields in skipped:
+            log.warning(event, **fields)
     return tasks
 
 
@@ -184,6 +192,11 @@ def adapt(raw: Any, tasks: dict[int, dict[str, Any]] | None) -> Case:
             if unread is not None:  # the file's task at that position could not be read: say why, not "not in the file"
                 raise AdapterError(f"task_id: task {task_id} could not be read from the tasks file ({unread})", field="task_id",
                                    case_id=case_id)
+            unreadable = getattr(tasks, "unreadable", {})
+            if unreadable:  # (a task that says its own index may be among them: not claimed missing)
+                first = next(iter(unreadable.values()))
+                raise AdapterError(f"task_id: task {task_id} is not among the tasks read from the tasks file, {len(unreadable)} of "
+                                   f"which could not be read (the first: {first})", field="task_id", case_id=case_id)
             raise AdapterError(f"task_id: task {task_id} is not in the tasks file", field="task_id", case_id=case_id)
         pair = user_ids(raw, task)
         if pair is not None and pair[0] != pair[1]:
@@ -262,7 +275,7 @@ def _tool_calling_turns(traj: list[Any], case_id: str) -> Turns:
             steps.append({"thought": text or None, "tool_calls": calls})
         else:
             steps.append({"output": text})
-            if text:
+            if isinstance(text, str):  # an empty reply too: it was the agent's last word (no text at all is none)
                 final_output = text
     return Turns(steps, users, final_output, requests)
 

@@ -16,12 +16,49 @@ from typing import Any
 from tracejudge.core.errors import ConfigError
 from tracejudge.stages.extract.tau_bench_files import read_records
 
-__all__ = ["TASK_SHAPE", "check_runs_match", "check_task_shape", "user_ids"]
+__all__ = ["TASK_SHAPE", "check_nothing_read", "check_not_packed", "check_runs_match", "check_task_shape", "user_ids"]
 
 TASK_SHAPE = "{task_index, user_id, instruction, actions: [{name, kwargs}], outputs}"
 
 # Runs read before scoring to tell a tasks file of another domain from a few odd runs.
 _PEEK = 20
+
+
+_HEAD = 4096  # bytes looked at to tell a compressed tasks file
+
+
+def check_not_packed(path: Path) -> None:
+    """Raise `ConfigError` naming `dataset.tasks` when the tasks file is compressed or an archive (`encoding.compressed`):
+    read as tasks, it was one unreadable "task" and every run "task N is not in the tasks file"."""
+    import codecs
+
+    from tracejudge.stages.load.encoding import compressed
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEAD)
+    except OSError:
+        return  # (the reader says why it cannot open it)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # (a character cut by the end is no fault)
+        return  # text: a file may start with `BZh`
+    except UnicodeDecodeError:
+        pass
+    why = compressed(head)
+    if why is not None:
+        raise ConfigError(f"dataset.tasks: {path}: {why}")
+
+
+def check_nothing_read(path: Path, read: int, unreadable: dict[int, str]) -> None:
+    """Raise `ConfigError` naming `dataset.tasks` when no task of the file could be read (`read` is 0) and the reader said
+    why (`unreadable`: `{position: "file:line: why"}`): a file that is no tasks array is one error, not a "task N is not in
+    the tasks file" for every run."""
+    if read or not unreadable:
+        return
+    first = next(iter(unreadable.values()))
+    more = f" (and {len(unreadable) - 1} other unreadable record(s))" if len(unreadable) > 1 else ""
+    raise ConfigError(f"dataset.tasks: no task of {path} could be read: {first}{more}; a tasks file is a JSON array of {TASK_SHAPE} "
+                      f"(or the same tasks one per line)")
 
 
 def check_task_shape(path: Path, first: Any, line: int) -> None:

@@ -7,10 +7,13 @@ same records in JSON Lines; read as an array, that file was one "expected a JSON
 the advice to map its fields with `json-path`. `read_records` reads both, each record as the same
 decoded value, so the adapters and the checks see no difference.
 
-A file is read as JSON Lines only when its first non-blank line is a whole JSON object holding the
-record's own key (`traj` for a run, `actions` for a task): any other file goes to the JSON array
-reader as before, which says what is wrong with it (a native JSON Lines file given `format: tau-bench`
-is still told "expected a JSON array of records at the top level", and which format reads it).
+A file is read as JSON Lines only when it starts with `{` and the first of its lines that decodes is a
+whole JSON object holding the record's own key (`traj` for a run, `actions` for a task), the lines
+before it being broken records (a line cut short, starting with `{` or ending with `}`): a broken
+first line is then its own `invalid_input` naming file:line, not the whole file's error. Any other
+file goes to the JSON array reader as before, which says what is wrong with it (a native JSON Lines
+file given `format: tau-bench` is still told "expected a JSON array of records at the top level",
+and which format reads it).
 """
 
 from __future__ import annotations
@@ -26,15 +29,22 @@ __all__ = ["RUN_KEY", "TASK_KEY", "is_jsonl_of", "read_records"]
 RUN_KEY = "traj"  # every upstream run has it (`EnvRunResult.traj`); native cases and chat logs do not
 TASK_KEY = "actions"  # a task's expected actions (`Task.actions`)
 
-# How much of the first line is read to tell the framing: a run of the GPT-4o airline file is 20 KB on average,
-# 44 KB at most. A first line longer than this is taken for no JSON Lines record (the array reader then says what it is).
+# How much of the first lines is read to tell the framing: a run of the GPT-4o airline file is 20 KB on average,
+# 44 KB at most. A line reaching past this is taken for no JSON Lines record (the array reader then says what it is).
 _SNIFF_LINE = 16 << 20
+_BROKEN = 8  # broken lines passed over before the first that decodes: more, and the file is not taken for JSON Lines
 _PEEK = 1 << 16  # enough to see the first character: an array's `[` (on one line, the whole file) is not read further
 
 
 def is_jsonl_of(path: Path, key: str) -> bool:
-    """Whether the file at `path` is JSON Lines of τ-bench records: its first non-blank line is a JSON object with `key`.
+    """Whether the file at `path` is JSON Lines of τ-bench records: the first of its lines that decodes is a JSON object
+    with `key`, and the lines before it (at most `_BROKEN` of them) are broken records.
 
+    A broken record is a line that does not decode but starts with `{` or ends with `}` (a record cut at its end, or at
+    its start): it is then that line's own `invalid_input`, instead of the whole file being read as an array (one
+    "expected a JSON array" error and no record). A file starting with `[` is an array; a `{` alone on its first line
+    is one object written with an indent (its next line starts with a key): neither is JSON Lines, nor is a file whose
+    first record that decodes lacks `key` (a native JSON Lines file: the array reader says it is no array of records).
     Never raises: a file that cannot be opened or read (or is no regular file: a FIFO's bytes would be consumed
     here) is answered False, and the array reader reports it as it always has.
     """
@@ -43,22 +53,41 @@ def is_jsonl_of(path: Path, key: str) -> bool:
 
     try:
         with open_regular(path) as fh:
-            head = strip_bom(fh.read(_PEEK)).lstrip()
-            if not head.startswith(b"{"):
+            if not strip_bom(fh.read(_PEEK)).lstrip().startswith(b"{"):
                 return False  # (a `[`: a JSON array; blank or anything else: the array reader says what it is)
-            line, newline, _ = head.partition(b"\n")
-            if not newline:
-                line += fh.readline(_SNIFF_LINE)
+            fh.seek(0)
+            budget, broken = _SNIFF_LINE, 0
+            while budget > 0:
+                raw = fh.readline(budget)
+                if not raw:
+                    return False  # (no line decodes: the array reader says what the file is)
+                budget -= len(raw)
+                if not raw.endswith(b"\n") and budget <= 0:
+                    return False  # a line longer than the look allows: taken for no JSON Lines record
+                line = strip_bom(raw).strip()
+                if not line:
+                    continue
+                if not line.startswith(b"{") and not line.endswith(b"}"):
+                    return False  # (a key of an indented object, or other text: no line of records)
+                value = _decoded(line)
+                if value is not None:
+                    return isinstance(value, dict) and key in value
+                broken += 1
+                if broken > _BROKEN:
+                    return False
     except (OSError, ValueError):
         return False
-    line = line.rstrip()
-    if not line.endswith(b"}") or too_deep(line):
-        return False  # (a `{` alone: one object written with an indent, not a record a line)
+    return False
+
+
+def _decoded(line: bytes) -> Any:
+    """The JSON value of one line, or None when it does not decode (or is nested too deep to try)."""
+    if too_deep(line):
+        return None
     try:
-        first = loads_line(line)
+        return loads_line(line)
     except ValueError:
-        return False
-    return isinstance(first, dict) and key in first
+        return None
 
 
 def read_records(path: Path, limit: int | None = None, unnamed: Callable[[Any], str | None] | None = None,

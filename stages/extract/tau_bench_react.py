@@ -13,7 +13,8 @@ after the last `Action:` as the action; `solve` sends the environment's answer t
   `API output: …` user message right after it is that call's result, prefix removed; an output
   starting with `Error:` or `Unknown action ` marks the call failed, as for a `tool` message of the
   tool-calling strategy (`tau_bench.settle`). Such a message is no user turn;
-- `respond` is no call: its `content` is the step's `output`, the agent's reply;
+- `respond` is no call: its `content` is the step's `output`, the agent's reply (the trace's `output` is
+  the last reply, an empty `content` included, as `tau_bench` reads an empty assistant text);
 - an action that is not JSON is sent to the user as the reply by upstream's agent ("this is a hack":
   `respond` with the text after `Action:` as content), and τ-bench's output check reads it as one: so
   is it here, the step's `output`, with the step's `error` saying the action did not parse;
@@ -149,6 +150,6 @@ def react_turns(traj: list[Any]) -> Turns:
                 continue
             step, waiting = _step(content)
             steps.append(step)
-            if step.get("output"):
+            if isinstance(step.get("output"), str):  # (an empty reply too: the agent's last reply, as `tau_bench` reads one)
                 final_output = step["output"]
     return Turns(steps, users, final_output, requests)
