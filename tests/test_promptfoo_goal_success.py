@@ -90,7 +90,7 @@ def test_no_value_an_unknown_key_and_a_bad_threshold_are_config_errors() -> None
     assert err.value.loc == ("value",) and err.value.msg == f"{BASE}: required parameter is missing"
     with pytest.raises(SpecError) as err:
         build_metric({"type": BASE, "value": {"gaol": GOAL}})
-    assert err.value.loc == ("value",) and "unknown key 'gaol'; did you mean goal?" in err.value.msg
+    assert err.value.loc == ("value", "gaol") and "unknown key 'gaol'; did you mean goal?" in err.value.msg
     with pytest.raises(SpecError) as err:
         build_metric({"type": BASE, "value": GOAL, "threshold": 1.5})
     assert err.value.loc == ("threshold",)

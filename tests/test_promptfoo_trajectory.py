@@ -330,7 +330,7 @@ def test_step_count_refuses_what_promptfoo_refuses() -> None:
 
 
 @pytest.mark.parametrize(("kind", "value", "says"), [
-    ("trajectory:tool-used", {"patern": "search*"}, "value: unknown key 'patern'; did you mean pattern?"),
+    ("trajectory:tool-used", {"patern": "search*"}, "value.patern: unknown key 'patern'; did you mean pattern?"),
     ("trajectory:tool-used", {"name": "x", "min": "2"}, "value.min: must be a number"),
     ("trajectory:tool-used", {"name": "x", "max": True}, "value.max: must be a number"),
     ("trajectory:step-count", {"type": "tools", "max": 1}, "value.type: 'tools' is no promptfoo step type"),
@@ -338,7 +338,7 @@ def test_step_count_refuses_what_promptfoo_refuses() -> None:
     ("trajectory:tool-sequence", {"mode": "strict", "steps": ["a"]}, "value.mode: must be 'in_order' or 'exact'"),
     ("trajectory:tool-sequence", {"steps": "a"}, "value.steps: must be a list of steps"),
     ("trajectory:tool-sequence", ["a", {"name": 5}], "value[1].name: must be a string"),
-    ("trajectory:tool-args-match", {"name": "x", "args": {}, "min": 1}, "value: unknown key 'min'"),
+    ("trajectory:tool-args-match", {"name": "x", "args": {}, "min": 1}, "value.min: unknown key 'min'"),
 ])
 def test_values_that_could_never_match_are_config_errors(kind: str, value: Any, says: str) -> None:
     assert says in refused(kind, value)
@@ -497,7 +497,7 @@ def test_an_invalid_value_is_a_config_error_naming_the_field(tmp_path: Path) -> 
     assert done.returncode == 2, done.stdout + done.stderr
     text = " ".join(done.stderr.split())
     # The error names the step's own key path (and so its line), not the `value:` above the block.
-    assert "metrics.0.value.steps.1: trajectory:tool-sequence: unknown key 'patern'; did you mean pattern?" in text, text
+    assert "metrics.0.value.steps.1.patern: trajectory:tool-sequence: unknown key 'patern'; did you mean pattern?" in text, text
     assert not (tmp_path / "run").exists()
 
 
@@ -574,4 +574,25 @@ def test_a_mistake_inside_a_block_value_names_its_own_line(tmp_path: Path) -> No
     with pytest.raises(ConfigError) as err:
         load_config(cfg)
     assert f'{cfg}:7: metrics.0.value.mode: trajectory:tool-args-match: mode must be "partial" or "exact"' in str(err.value), err.value
-    assert f"{cfg}:12: metrics.1.value.steps.1: trajectory:tool-sequence: unknown key 'patern'" in str(err.value), err.value
+    assert f"{cfg}:12: metrics.1.value.steps.1.patern: trajectory:tool-sequence: unknown key 'patern'" in str(err.value), err.value
+    # An unknown key names its own line, a list's bad item its own, and a near miss of a fixed value the one meant.
+    cfg.write_text("dataset: {path: c.jsonl, format: native}\n"
+                   "metrics:\n"
+                   "  - type: trajectory:tool-args-match\n"
+                   "    value:\n"
+                   "      name: x\n"
+                   "      args: {}\n"
+                   "      modee: exact\n"
+                   "  - type: trajectory:step-count\n"
+                   "    value:\n"
+                   "      min: 1\n"
+                   "      type:\n"
+                   "        - tool\n"
+                   "        - comand\n"
+                   "  - {type: trajectory:tool-args-match, value: {name: x, args: {}, mode: exakt}}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    text = str(err.value)
+    assert f"{cfg}:7: metrics.0.value.modee: trajectory:tool-args-match: unknown key 'modee'; did you mean mode?" in text, text
+    assert f"{cfg}:13: metrics.1.value.type.1: trajectory:step-count: 'comand' is no promptfoo step type; did you mean command?" in text, text
+    assert f'{cfg}:14: metrics.2.value.mode: trajectory:tool-args-match: mode must be "partial" or "exact"; did you mean exact?' in text, text

@@ -106,7 +106,15 @@ def _check_keys(raw: dict[Any, Any], allowed: tuple[str, ...], where: str) -> No
         if key not in allowed:
             hint = suggest.did_you_mean(str(key), allowed, n=1, typo=True)
             listed = ", ".join(allowed)
-            raise _bad(where, f"unknown key {key!r}" + (f"; {hint}" if hint else f" (expected: {listed})"))
+            # (At the key itself, so a config error names its line; a key holding `.` or `[` stays at its mapping's.)
+            at = f"{where}.{key}" if isinstance(key, str) and key and not any(c in key for c in ".[]") else where
+            raise _bad(at, f"unknown key {key!r}" + (f"; {hint}" if hint else f" (expected: {listed})"))
+
+
+def _choice(value: Any, choices: tuple[str, ...]) -> str:
+    """`"; did you mean C?"` for a text near one of `choices` (`exakt`: exact), else `""`."""
+    hint = suggest.did_you_mean(value, choices, n=1, typo=True) if isinstance(value, str) and value else ""
+    return f"; {hint}" if hint else ""
 
 
 def _types(raw: Any, where: str) -> tuple[str, ...] | None:
@@ -115,9 +123,11 @@ def _types(raw: Any, where: str) -> tuple[str, ...] | None:
     items = raw if isinstance(raw, list) else [raw]
     if not items:
         raise _bad(f"{where}.type", "an empty list allows no step type; leave `type` out to count every type")
-    for item in items:
+    for i, item in enumerate(items):
         if item not in STEP_TYPES:
-            raise _bad(f"{where}.type", f"{item!r} is no promptfoo step type (expected one of: {', '.join(STEP_TYPES)})")
+            at = f"{where}.type[{i}]" if isinstance(raw, list) else f"{where}.type"  # (a list's own item: its line)
+            hint = _choice(item, STEP_TYPES)
+            raise _bad(at, f"{item!r} is no promptfoo step type" + (hint if hint else f" (expected one of: {', '.join(STEP_TYPES)})"))
     return tuple(items)
 
 
@@ -199,7 +209,7 @@ def parse_tool_sequence(value: Any) -> SequenceSpec:
         _check_keys(value, ("mode", "steps"), "value")
         raw_mode = value.get("mode")
         if raw_mode not in (None, "", "in_order", "exact"):
-            raise _bad("value.mode", f"must be 'in_order' or 'exact', got {raw_mode!r}")
+            raise _bad("value.mode", f"must be 'in_order' or 'exact', got {raw_mode!r}{_choice(raw_mode, ('in_order', 'exact'))}")
         mode = raw_mode or "in_order"
         steps = value.get("steps") or []
         where = "value.steps"
@@ -254,7 +264,7 @@ def parse_args_match(value: Any) -> ArgsMatchSpec:
         raise _bad("value", "must include an args or arguments property")
     mode = value.get("mode", "partial")
     if mode not in ("partial", "exact"):
-        raise _bad("value.mode", 'mode must be "partial" or "exact"')
+        raise _bad("value.mode", 'mode must be "partial" or "exact"' + _choice(mode, ("partial", "exact")))
     defaults = value.get("defaults")
     if "defaults" in value and not _mapping(defaults):
         raise _bad("value.defaults", "defaults must be an object mapping argument names to default values")
