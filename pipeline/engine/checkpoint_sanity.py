@@ -21,8 +21,9 @@ from tracejudge.engine.keyset import KeySet, result_key
 
 __all__ = ["implausible", "typed_segments"]
 
-# Aggregate fields that are sizes or positions, not counts of results (so not bounded by the line count).
-_NOT_COUNTS = frozenset({"format", "reservoir_size", "size", "next_at"})
+# Aggregate fields that are sizes or positions, not counts of results (so not bounded by the line count); `ks`: the k of
+# pass@k / pass^k trackers (pass^4 over recorded trials is tracked from a first checkpoint holding one result line).
+_NOT_COUNTS = frozenset({"format", "reservoir_size", "size", "next_at", "ks"})
 
 
 class _Segment(BaseModel):

@@ -150,8 +150,10 @@ def run_page(run: Run, counts: dict[str, int], others: list[Run]) -> str:
                                                             for i, c in enumerate(row[1:], 1)) + "</tr>")
         out.append("</tbody></table>")
         for key, v in (s.get("pass_at_k") or {}).items():
-            out.append(f"<p><b>{e(key)}</b> = {f3(v.get('value'))} over {e(v.get('cases', 0))} cases "
-                       f"({e(v.get('no_scored_trial', 0))} with no scored trial)</p>")
+            unit = f"tasks by metadata.{e(v['group_by'])}" if v.get("group_by") else "cases"  # (a grouped figure's "cases" are tasks)
+            left = f", {e(v.get('results_without_key', 0))} results without the key" if v.get("group_by") else ""
+            out.append(f"<p><b>{e(key)}</b> = {f3(v.get('value'))} over {e(v.get('cases', 0))} {unit} "
+                       f"({e(v.get('no_scored_trial', 0))} with no scored trial{left})</p>")
         # A tag group's cases are the cases with that tag (`group_value`: its label may be escaped); "(other)" is no one tag.
         out.append(render_breakdowns(s, case_link=lambda name, value: url(f"/run/{rid}/cases", tag=tag)
                                      if name == "tag" and (tag := group_value(value)) is not None else None))

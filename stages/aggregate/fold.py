@@ -41,7 +41,8 @@ from tracejudge.engine.keyset import result_key, trial_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.stages.aggregate.group_labels import MISSING, OTHER, group_label, group_value, metadata_key, natural_label, shown_labels
 from tracejudge.stages.aggregate.metric_stats import _OK, HIST_BINS, MetricStats, _pair
-from tracejudge.stages.aggregate.pass_at_k import PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot
+from tracejudge.stages.aggregate.pass_at_k import (GroupedPassTracker, PassAtKTracker, _Group, _KSum, _passed_on_verdict, _Snapshot, new_tracker,
+                                                   spec_figure, tracker_key)
 from tracejudge.stages.aggregate.stats import rank, ranks, seed_bits
 
 __all__ = ["HIST_BINS", "Aggregator", "MetricStats", "PassAtKTracker", "_KSum", "aggregator_for"]
@@ -83,8 +84,8 @@ class Aggregator:
             with its exclusions. Other keys met in results are added.
         trials: `run.trials`; with more than one, every metric gets pass@1
             and pass@trials.
-        pass_at_k: `PassAtK` metric objects (key, metric, k, trial_passed)
-            reported under `pass_at_k`.
+        pass_at_k: `PassAtK`/`PassHatK` metric objects (key, metric, k, threshold, group_by,
+            estimator, trial_passed) reported under `pass_at_k`.
         settings: the `aggregate:` config section.
     """
 
@@ -109,17 +110,20 @@ class Aggregator:
         self.groups: dict[tuple[str, str], dict[str, Any]] = {}
         self._group_counts: Counter[str] = Counter()
         self.pass_at_k_specs = list(pass_at_k or [])
-        self.trackers: dict[tuple[str, float | None], PassAtKTracker] = {}
+        self.trackers: dict[tuple[Any, ...], PassAtKTracker | GroupedPassTracker] = {}  # by `pass_at_k.tracker_key`
         if trials > 1:
             for key in metric_keys:
                 self._tracker(key, None, _passed_on_verdict, {1, trials})
         for spec in self.pass_at_k_specs:
-            self._tracker(spec.metric, spec.threshold, spec.trial_passed, {spec.k})
+            self._tracker(spec.metric, spec.threshold, spec.trial_passed, {spec.k},
+                          getattr(spec, "group_by", None), getattr(spec, "estimator", "pass@k"))
 
-    def _tracker(self, metric: str, threshold: float | None, passed: Callable[[Score | None], bool], ks: set[int]) -> None:
-        t = self.trackers.get((metric, threshold))
+    def _tracker(self, metric: str, threshold: float | None, passed: Callable[[Score | None], bool], ks: set[int],
+                 group_by: str | None = None, estimator: str = "pass@k") -> None:
+        key = tracker_key(metric, threshold, group_by, estimator)
+        t = self.trackers.get(key)
         if t is None:
-            self.trackers[(metric, threshold)] = PassAtKTracker(metric, ks, self.trials, passed)
+            self.trackers[key] = new_tracker(metric, threshold, passed, ks, self.trials, group_by, estimator)
         else:
             t.ks = sorted(set(t.ks) | ks)
 
@@ -329,7 +333,7 @@ class Aggregator:
             for key, st in block["metrics"].items():
                 st.settle(whole.get(key))
 
-    def _pass_at_k_of(self, snaps: dict[tuple[str, float | None], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
+    def _pass_at_k_of(self, snaps: dict[tuple[Any, ...], _Snapshot], metric: str, group: _Group) -> dict[str, Any] | None:
         snap = snaps.get((metric, None))
         if snap is None or self.trials <= 1:
             return None
@@ -350,10 +354,10 @@ class Aggregator:
             metrics[key] = block
         pass_at_k_block: dict[str, Any] = {}
         for spec in self.pass_at_k_specs:
-            snap = snaps[(spec.metric, spec.threshold)]
             pass_at_k_block[spec.key] = {
                 "metric": spec.metric, "k": spec.k, "threshold": spec.threshold, "trials": self.trials,
-                **PassAtKTracker.figure(*snap, ("", ""), spec.k),
+                "estimator": getattr(spec, "estimator", "pass@k"), "group_by": getattr(spec, "group_by", None),
+                **spec_figure(self.trackers, snaps, spec, ("", "")),
             }
         breakdowns: dict[str, dict[str, Any]] = {}
         shown: dict[str, dict[str, str]] = {}
@@ -374,10 +378,7 @@ class Aggregator:
                 if pk is not None:
                     block["pass_at_k"] = pk
                 gm[key] = block
-            group_pk = {
-                spec.key: PassAtKTracker.figure(*snaps[(spec.metric, spec.threshold)], (name, value), spec.k)
-                for spec in self.pass_at_k_specs
-            }
+            group_pk = {spec.key: spec_figure(self.trackers, snaps, spec, (name, value)) for spec in self.pass_at_k_specs}
             entry = {"results": g["results"], "status": dict(sorted(g["status"].items())), "metrics": gm}
             if group_pk:
                 entry["pass_at_k"] = group_pk
@@ -404,7 +405,7 @@ class Aggregator:
 def aggregator_for(config: Any, metrics: list[Any]) -> Aggregator:
     """The aggregator a run of `config` uses; `metrics` are the built metric objects.
 
-    Metrics computed over trials (`PassAtK`) are reported under `pass_at_k`,
+    Metrics computed over trials (`PassAtK`, `PassHatK`) are reported under `pass_at_k`,
     not as per-result metrics.
     """
     per_result = [m.key for m in metrics if not getattr(m, "over_trials", False)]

@@ -21,10 +21,12 @@ import json
 import sys
 from array import array
 from collections import Counter
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, MetricStats, PassAtKTracker, _KSum
+from tracejudge.core.record_fields import empty_list
+from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, MetricStats, _KSum
+from tracejudge.stages.aggregate.pass_at_k import GroupedPassTracker, tracker_key
 from tracejudge.stages.aggregate.stats import KeyedSample, Moments
 
 __all__ = ["AggregatorState", "StateError", "dump_state", "restore"]
@@ -101,6 +103,12 @@ class TrackerState(_Model):
     sums: list[tuple[str, str, int, float, NonNeg]]  # breakdown, value, k, total, cases
     no_scored: list[tuple[str, str, NonNeg]]
     too_few: list[tuple[str, str, int, NonNeg]]
+    # pass^k and `group_by` trackers (`pass_at_k.GroupedPassTracker`). Defaults: what a per-case pass@k tracker is, so a
+    # state written before these fields existed still validates and means what it meant.
+    estimator: Literal["pass@k", "pass^k"] = "pass@k"
+    group_by: str | None = None
+    tasks: list[tuple[str, str, str, NonNeg, NonNeg, bool]] = Field(default_factory=empty_list)  # breakdown, value, task, n, c, scored
+    without_key: list[tuple[str, str, NonNeg]] = Field(default_factory=empty_list)  # breakdown, value, results
 
 
 class AggregatorState(_Model):
@@ -190,9 +198,17 @@ def dump_state(agg: Aggregator) -> dict[str, Any]:
     """The aggregate's folded state as a JSON-ready dict (see `AggregatorState`)."""
     agg.settle()  # (first: a group every result falls in then takes the whole run's figures instead of folding its values again)
     trackers = []
-    for (metric, threshold), t in agg.trackers.items():
+    for t in agg.trackers.values():
+        if isinstance(t, GroupedPassTracker):  # (its figures are computed from the counts when asked: no sums to keep)
+            trackers.append(TrackerState(
+                metric=t.metric, threshold=t.threshold, ks=list(t.ks), pending=[], sums=[], no_scored=[], too_few=[],
+                estimator=t.estimator, group_by=t.group_by,  # type: ignore[arg-type]
+                tasks=[(g[0], g[1], task, e[0], e[1], bool(e[2])) for g, per_task in t.tasks.items() for task, e in per_task.items()],
+                without_key=[(g[0], g[1], n) for g, n in t.without_key.items()],
+            ))
+            continue
         trackers.append(TrackerState(
-            metric=metric, threshold=threshold, ks=list(t.ks),
+            metric=t.metric, threshold=t.threshold, ks=list(t.ks), estimator=t.estimator,  # type: ignore[arg-type]
             pending=[PendingCase(case_id=cid, n=e[0], c=e[1], scored=bool(e[2]), groups=[tuple(g) for g in e[3]])
                      for cid, e in t.pending.items()],
             sums=[(g[0], g[1], k, s.total, s.cases) for g, per in t.sums.items() for k, s in per.items()],
@@ -243,12 +259,18 @@ def restore(data: Any, fresh: Aggregator) -> Aggregator:
             "metrics": {k: _load_stats(v, agg._stats(key, k)) for k, v in g.metrics},
         }
         agg._group_counts[g.breakdown] += 1
-    if {(t.metric, t.threshold) for t in s.trackers} != set(agg.trackers) or len(s.trackers) != len(agg.trackers):
+    keys = [tracker_key(t.metric, t.threshold, t.group_by, t.estimator) for t in s.trackers]
+    if set(keys) != set(agg.trackers) or len(s.trackers) != len(agg.trackers):
         raise StateError("pass@k trackers differ from the config's")
-    for ts in s.trackers:
-        t: PassAtKTracker = agg.trackers[(ts.metric, ts.threshold)]
+    for key, ts in zip(keys, s.trackers):
+        t = agg.trackers[key]
         if ts.ks != t.ks:
             raise StateError(f"pass@k of {ts.metric} tracks k={ts.ks}, the config asks for {t.ks}")
+        if isinstance(t, GroupedPassTracker):
+            _restore_grouped(ts, t)
+            continue
+        if ts.tasks or ts.without_key:
+            raise StateError(f"the per-case tracker of {ts.metric} holds tasks")
         t.pending = {p.case_id: [p.n, p.c, p.scored, tuple(tuple(g) for g in p.groups)] for p in ts.pending}
         t.sums = {}
         for b, v, k, total, cases in ts.sums:
@@ -256,3 +278,16 @@ def restore(data: Any, fresh: Aggregator) -> Aggregator:
         t.no_scored = Counter({(b, v): n for b, v, n in ts.no_scored})
         t.too_few = Counter({((b, v), k): n for b, v, k, n in ts.too_few})
     return agg
+
+
+def _restore_grouped(ts: TrackerState, t: GroupedPassTracker) -> None:
+    """Fill a `group_by` tracker from its stored counts; raises `StateError` for a state no such tracker holds."""
+    if ts.pending or ts.sums or ts.no_scored or ts.too_few:
+        raise StateError(f"the {ts.group_by!r} tracker of {ts.metric} holds per-case sums")
+    t.tasks = {}
+    for b, v, task, n, c, scored in ts.tasks:
+        per_task = t.tasks.setdefault((b, v), {})
+        if task in per_task or c > n or (n and not scored and c):
+            raise StateError(f"task {task!r} of group {(b, v)} stored twice or with impossible counts")
+        per_task[task] = [n, c, scored]
+    t.without_key = Counter({(b, v): n for b, v, n in ts.without_key})

@@ -9,7 +9,7 @@ Everything here is pure and seeded, with no third-party numerics:
   give the same sample in whatever order they arrive;
 - `bootstrap_mean_ci`: a percentile bootstrap confidence interval of a mean,
   computed from a sample and rescaled to the full stream's size;
-- `pass_at_k`: the unbiased pass@k estimator;
+- `pass_at_k`: the unbiased pass@k estimator; `pass_hat_k`: τ-bench's pass^k;
 - `sign_flip_pvalue`: a paired sign-flip (randomization) test of a mean delta.
 
 Randomness always comes from a `random.Random` seeded by the caller with a
@@ -37,6 +37,7 @@ __all__ = [
     "Moments",
     "bootstrap_mean_ci",
     "pass_at_k",
+    "pass_hat_k",
     "quantile",
     "rank",
     "ranks",
@@ -300,6 +301,20 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k: the chance that k trials drawn without replacement from the n all passed.
+
+    `C(c, k) / C(n, k)`, as τ-bench computes it per task (sierra-research/tau-bench `tau_bench/run.py`,
+    `display_metrics`, after Yao et al. 2024, arXiv 2406.12045) and τ²-bench too (sierra-research/tau2-bench
+    `src/tau2/metrics/agent_metrics.py`, `pass_hat_k`): one float division of the two exact binomials, so the
+    value is upstream's to the last bit. 0 when fewer than k trials passed. Raises `ValueError` unless
+    0 <= c <= n and 1 <= k <= n (τ²-bench raises for n < k too).
+    """
+    if not (1 <= k <= n) or not (0 <= c <= n):
+        raise ValueError(f"pass^k needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    return comb(c, k) / comb(n, k)
 
 
 def sign_flip_pvalue(deltas: Sequence[float], *, rng: random.Random, resamples: int = 2000) -> float | None:

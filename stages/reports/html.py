@@ -156,7 +156,9 @@ def render_html(
     out.append("</tbody></table>")
     for key, v in summary.get("pass_at_k", {}).items():
         val = "—" if v.get("value") is None else f"{v['value']:.3f}"
-        out.append(f"<p><b>{_e(key)}</b> = {val} over {v.get('cases', 0)} cases ({v.get('no_scored_trial', 0)} with no scored trial)</p>")
+        unit = f"tasks by metadata.{_e(v['group_by'])}" if v.get("group_by") else "cases"  # (a grouped figure's "cases" are tasks)
+        left = f", {v.get('results_without_key', 0)} results without the key" if v.get("group_by") else ""
+        out.append(f"<p><b>{_e(key)}</b> = {val} over {v.get('cases', 0)} {unit} ({v.get('no_scored_trial', 0)} with no scored trial{left})</p>")
 
     breakdowns = render_breakdowns(summary)
     if breakdowns:

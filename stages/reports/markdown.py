@@ -98,10 +98,16 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     lines.append("")
     lines += _table(["metric", "scored", "excluded", "not computed", "mean", "std", "95% CI", "pass rate", "pass@k"], metric_rows(summary))
     if summary.get("pass_at_k"):
-        lines += ["", "## pass@k", ""]
+        hat = any(v.get("estimator") == "pass^k" for v in summary["pass_at_k"].values())
+        lines += ["", "## pass@k and pass^k" if hat else "## pass@k", ""]
         rows = [[k, v["metric"], str(v["k"]), _num(v.get("value")), str(v.get("cases", 0)), str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0))]
                 for k, v in summary["pass_at_k"].items()]
-        lines += _table(["name", "metric", "k", "value", "cases", "cases with no scored trial", "cases with fewer than k trials"], rows)
+        header = ["name", "metric", "k", "value", "cases", "cases with no scored trial", "cases with fewer than k trials"]
+        if any(v.get("group_by") for v in summary["pass_at_k"].values()):  # (then a "case" is a task: the results sharing a key's value)
+            header.append("tasks by (results without the key)")
+            for row, v in zip(rows, summary["pass_at_k"].values()):
+                row.append(f"metadata.{v['group_by']} ({v.get('results_without_key', 0)})" if v.get("group_by") else "—")
+        lines += _table(header, rows)
     for name, groups in summary.get("breakdowns", {}).items():
         lines += ["", f"## By {_text(name)}", ""]
         keys = list(summary.get("metrics", {}))

@@ -83,17 +83,28 @@ def coverage_note(summary: dict[str, Any]) -> str | None:
     return f"{note}; not ok: {errors}"
 
 
-def pass_at_k_table(summary: dict[str, Any]) -> Table | None:
-    """A rich table of the configured PassAtK figures, or `None` when there are none."""
+def pass_at_k_table(summary: dict[str, Any], compact: bool = False) -> Table | None:
+    """A rich table of the configured PassAtK and PassHatK figures, or `None` when there are none.
+
+    Laid out as `summary_table`: no cell is cut short (names stay whole), no vertical rules; `compact`
+    breaks the headers between words, for a console the table does not fit otherwise.
+    """
     figures = summary.get("pass_at_k") or {}
     if not figures:
         return None
-    table = Table(title="pass@k over trials (unbiased estimator, averaged over cases with a scored trial)", title_justify="left")
-    for col in ("name", "value", "cases", "no scored trial", "fewer than k trials"):
-        table.add_column(col, justify="left" if col == "name" else "right")
+    # A figure over `group_by` tasks counts tasks where the others count cases, and may leave results out (no key).
+    grouped = any(v.get("group_by") for v in figures.values())
+    hat = any(v.get("estimator") == "pass^k" for v in figures.values())
+    notes = ["pass@k: unbiased estimator" if hat else "unbiased estimator", "averaged over cases with a scored trial",
+             *(["with group_by: over tasks"] if grouped else [])]
+    table = Table(title=f"{'pass@k and pass^k' if hat else 'pass@k'} over trials ({', '.join(notes)})", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for col in ("name", "value", "cases", "no scored trial", "fewer than k trials", *(["without key"] if grouped else [])):
+        table.add_column(col.replace(" ", "\n") if compact else col, justify="left" if col == "name" else "right", no_wrap=True)
     for key, v in figures.items():
         table.add_row(cell(visible(key)), "—" if v.get("value") is None else f"{v['value']:.3f}", str(v.get("cases", 0)),
-                      str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0)))
+                      str(v.get("no_scored_trial", 0)), str(v.get("too_few_trials", 0)),
+                      *([str(v.get("results_without_key", "—"))] if grouped else []))
     return table
 
 
@@ -109,6 +120,8 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     if note:
         con.print(note, highlight=False, markup=False, emoji=False, soft_wrap=True)
     pk = pass_at_k_table(summary)
+    if pk is not None and not fits(con, pk):
+        pk = pass_at_k_table(summary, compact=True)
     if pk is not None:
         con.print(pk)
     from tracejudge.stages.reports.judge_lines import judge_lines

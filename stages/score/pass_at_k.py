@@ -1,8 +1,13 @@
-"""`PassAtK`: pass@k of another metric over each case's trials.
+"""`PassAtK` and `PassHatK`: pass@k and pass^k of another metric over trials.
 
 Computed in the aggregate stage, not per case: `{type: PassAtK, metric:
 writes_exact, k: 3}` in `metrics:` adds `pass@3(writes_exact)` to
-`summary.json` (`pass_at_k` section), ready for assertions.
+`summary.json` (`pass_at_k` section), ready for assertions; `{type: PassHatK,
+metric: reward, k: 4, group_by: task_id}` adds `pass^4(reward)` there.
+
+The trials of a case are its `run.trials` re-runs; with `group_by: KEY`, the
+trials of a task are instead every result whose `metadata[KEY]` is equal (a
+recorded file's trials, as τ-bench's `task_id`), each (case, trial) one trial.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.score.base import Metric
 
-__all__ = ["PassAtK"]
+__all__ = ["PassAtK", "PassHatK"]
 
 
 @register_metric
 class PassAtK(Metric):
-    """pass@k of metric `metric` over the trials of each case.
+    """pass@k of metric `metric` over the trials of each case (or each `group_by` group).
 
     Source: cogitator evals `passAtK(metric, {k, threshold})`, with the
     unbiased estimator `1 − C(n−c, k)/C(n, k)` (Chen et al. 2021): per case,
@@ -30,28 +35,37 @@ class PassAtK(Metric):
     and `k: 1` it equals the metric's pass rate.
 
     Parameters:
-        metric: key of another metric of the run (not itself a `PassAtK`).
-        k: 1 <= k <= `run.trials`; checked when the config loads.
+        metric: key of another metric of the run (not itself a `PassAtK` or `PassHatK`).
+        k: 1 <= k <= `run.trials` (without `group_by`); checked when the config loads.
         threshold: a trial passes when its value >= threshold. Deviation:
             cogitator defaults to 1; here the default (`None`) is the
             metric's own verdict (`passed`), which uses that metric's
             threshold, so pass@k agrees with the metric's pass rate.
+        group_by: a metadata key (`task_id`): the trials of one task are the
+            results whose `metadata[group_by]` is equal (compared as JSON: `1`
+            and `"1"` are two tasks), each (case, trial) one trial, so a
+            recorded file's trials (τ-bench's `0-0`, `0-1`, … of task 0) count
+            as such; `n` is then the task's trial count and `k` is not checked
+            against `run.trials`. A result without the key belongs to no task:
+            it is left out and counted in `results_without_key`.
 
-    Edge cases: a case with fewer than k trials in the results (an
-    interrupted run) is left out of the average and counted as
-    `too_few_trials`; a case whose trials all errored counts as
+    Edge cases: a case (task) with fewer than k trials in the results (an
+    interrupted run, a task recorded fewer times) is left out of the average
+    and counted as `too_few_trials`; one whose trials all errored counts as
     `no_scored_trial`.
     """
 
     over_trials: ClassVar[bool] = True
+    estimator: ClassVar[str] = "pass@k"  # the figure's `estimator` in summary.json; the aggregate picks its formula by it
 
     metric: str
     k: int = Field(ge=1)
+    group_by: str | None = Field(default=None, min_length=1)
 
     @property
     def key(self) -> str:
-        """`name`, else `pass@<k>(<metric>)`."""
-        return self.name or f"pass@{self.k}({self.metric})"
+        """`name`, else `pass@<k>(<metric>)` (`pass^<k>(<metric>)` for `PassHatK`)."""
+        return self.name or f"{self.estimator[:-1]}{self.k}({self.metric})"  # (`pass@` or `pass^`, then k)
 
     def trial_passed(self, score: Score | None) -> bool:
         """Did one trial's score pass? `score` is a `Score` of an `ok` result, or `None`."""
@@ -65,21 +79,52 @@ class PassAtK(Metric):
         """Problems with this spec in the context of the whole config: `[(loc, message)]`."""
         from tracejudge.core.registry import SpecError, build_metric
 
+        kind = type(self).__name__
         problems: list[tuple[tuple[Any, ...], str]] = []
-        keys = []
+        keys: list[str] = []
+        figures: list[str] = []  # (the keys of other pass@k / pass^k figures)
         for spec in config.metrics:
             try:
                 m = build_metric(spec)
             except SpecError:
                 continue
-            if not getattr(m, "over_trials", False):
-                keys.append(m.key)
-        if self.metric not in keys:
-            problems.append((("metric",), f"PassAtK: {self.metric!r} is not a metric of this run; expected one of: {', '.join(keys) or '(none)'}"))
-        if self.k > config.run.trials:
-            problems.append((("k",), f"PassAtK: k={self.k} is larger than run.trials={config.run.trials}; pass@k needs k <= trials"))
+            (figures if getattr(m, "over_trials", False) else keys).append(m.key)
+        if self.metric in figures:  # (a figure over trials has no per-trial score to count)
+            problems.append((("metric",), f"{kind}: {self.metric!r} is itself a pass@k or pass^k figure, not a metric scored per "
+                                          f"result; expected one of: {', '.join(keys) or '(none)'}"))
+        elif self.metric not in keys:
+            problems.append((("metric",), f"{kind}: {self.metric!r} is not a metric of this run; expected one of: {', '.join(keys) or '(none)'}"))
+        if self.group_by is None and self.k > config.run.trials:
+            problems.append((("k",), f"{kind}: k={self.k} is larger than run.trials={config.run.trials}; {self.estimator} needs k <= trials "
+                                     "(or `group_by`: a metadata key whose equal values mark one task's recorded trials, as τ-bench's task_id)"))
         return problems
 
     def evaluate(self, case: Case) -> Score:
         """Not a per-case metric: always `value: null` with the reason (the aggregate computes it)."""
-        return Score(value=None, passed=None, reason="not computed per case: PassAtK is computed over trials in the aggregate")
+        return Score(value=None, passed=None, reason=f"not computed per case: {type(self).__name__} is computed over trials in the aggregate")
+
+
+@register_metric
+class PassHatK(PassAtK):
+    """pass^k ("pass hat k") of metric `metric`: the chance that k trials of a task, drawn from its n, all pass.
+
+    Sources: τ-bench (sierra-research/tau-bench `tau_bench/run.py`, `display_metrics`) and τ²-bench
+    (sierra-research/tau2-bench `src/tau2/metrics/agent_metrics.py`, `pass_hat_k`), after Yao et al. 2024
+    (arXiv 2406.12045): per task `C(c, k) / C(n, k)` for c passing trials of n, averaged over the tasks.
+    τ-bench's headline reliability figure; pass^1 is the mean success.
+
+    Parameters as `PassAtK`'s (`metric`, `k`, `threshold`, `group_by`); on a recorded τ-bench or
+    τ²-bench file: `{type: PassHatK, metric: RecordedReward, k: 4, group_by: task_id}` with
+    `RecordedReward` (a trial passes as upstream's `is_successful` decides it) gives upstream's figures.
+
+    Differences from upstream, each where its results cannot occur in a complete file: a task with
+    fewer than k trials is left out and counted in `too_few_trials` (τ²-bench lowers the largest k it
+    reports to the fewest trials of a task; τ-bench divides by the run's trial count, counting a
+    missing trial as a failure); n is the task's own trial count (τ-bench: the number of distinct
+    trial numbers in the run); the tasks' values are summed exactly (`math.fsum`) when grouped, so
+    the figure does not depend on the order trials arrive in — it equals upstream's running float
+    sum wherever that sum is exact (the airline file's pass^1..4 are); an errored trial counts as a
+    failure (τ²-bench drops its infrastructure errors from n).
+    """
+
+    estimator: ClassVar[str] = "pass^k"
