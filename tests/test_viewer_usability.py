@@ -219,10 +219,26 @@ def test_a_killed_run_reads_interrupted_and_a_held_one_in_progress(tmp_path: Pat
         for path in ("/?list", "/run/killed"):
             page = get(url + path)[1]
             assert 'class="badge INTERRUPTED"' in page and "no verdict yet" not in page, page[:2000]
-            assert f"interrupted</span>" in page if path == "/?list" else f"{command}</code>" in page, page
+            assert f"{command}</code>" in page, page  # (on the runs page too, not in a tooltip only)
         with RunLock(tmp_path / "killed"):  # a process writes it again (a resume)
             for path in ("/?list", "/run/killed"):
                 page = get(url + path)[1]
                 assert "no verdict yet" in page and 'badge INTERRUPTED' not in page, page[:2000]
                 assert "in progress (process" in page
         assert 'class="badge INTERRUPTED"' in get(url + "/run/killed")[1]
+
+
+def test_a_case_whose_run_ended_in_an_error_says_so_on_its_page(tmp_path: Path) -> None:
+    # An inspect sample that crashed (its tool raised) keeps what it did and the error as `metadata.run_error`: the
+    # transcript stopped after the call with nothing saying why.
+    import yaml
+
+    log = Path(__file__).parent / "data" / "inspect" / "weather-chat.eval"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(log), "format": "inspect"}, "metrics": [{"type": "MaxToolCalls", "max_calls": 9}],
+                                   "run": {"dir": str(tmp_path / "insp")}}))
+    assert main(["run", str(cfg), "--no-progress"]) in (0, 1)
+    with view_server(str(tmp_path / "insp")) as url:
+        page = get(url + "/run/insp/case?id=crash")[1]
+        assert "the run ended in an error" in page and "weather backend crashed" in page, page[-3000:]
+        assert "the run ended in an error" not in get(url + "/run/insp/case?id=chat")[1]

@@ -34,7 +34,7 @@ def _state(state: tuple[str, str], *, full: bool) -> str:
     if word == "interrupted" and detail and full:
         return f'interrupted; resume with: <code class="resume">{e(detail)}</code>'
     if word == "interrupted" and detail:
-        return f'<span title="resume with: {e(detail)}">interrupted</span>'
+        return f'interrupted<div class="muted small">resume with: <code class="resume">{e(detail)}</code></div>'
     return word
 
 

@@ -153,6 +153,9 @@ def transcript_html(case: Case | None, note: str) -> str:
             out.append(f'<div class="tool-result err"><div class="label">step error</div>{render_value(step.error, "result err")}</div>')
         out.append("</div>")
     out += said.get(len(steps), [])
+    failed = case.metadata.get("run_error")
+    if isinstance(failed, str) and failed:  # (what stopped the run, as the span readers and inspect record it: judges are told it too)
+        out.append(f'<div class="tool-result err run-error"><div class="label">the run ended in an error</div>{render_value(failed, "result err")}</div>')
     if case.trace is None:
         out.append('<p class="bad">the case has no trace</p>')
     elif case.trace.output is not None:
