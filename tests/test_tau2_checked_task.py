@@ -74,3 +74,21 @@ def test_a_simulation_is_scored_against_the_task_its_action_checks_name(tmp_path
     assert "checked_task_id" not in right.metadata
     metric = ToolCalls(arguments="shallow", pairing="reuse", score="recall")
     assert [metric.evaluate(c).value for c in cases] == [1.0, 1.0], "as the upstream checks say"
+
+
+def test_the_users_own_tool_calls_are_told_apart_for_a_judge_and_in_the_viewer():
+    # τ²-bench's telecom domain: the user calls tools on their own device. A judge prompt and the viewer showed those
+    # calls as the agent's (`assistant · step 5` for the user's `check_status_bar`), so judges blamed the agent for them.
+    from tracejudge.stages.judge.trace_text import render_steps, user_calls
+    from tracejudge.viewer.transcript import transcript_html
+
+    case = Case.model_validate({"id": "t", "metadata": {"user_call_indices": [1]}, "trace": {"steps": [
+        {"tool_calls": [{"name": "get_customer", "arguments": {}, "result": "ok"}]},
+        {"tool_calls": [{"name": "check_status_bar", "arguments": {}, "result": "no signal"}]},
+        {"output": "Please toggle airplane mode."}]}})
+    text = render_steps(case.trace.steps, by_user=user_calls(case))
+    assert [line for line in text.splitlines() if line.startswith("Step")] == [
+        "Step 1:", "Step 2 (the user's own tool calls, not the agent's):", "Step 3:"]
+    page = transcript_html(case, "")
+    assert "user (own tool calls) · step 1" in page and "assistant · step 0" in page and "assistant · step 2" in page
+    assert user_calls(Case.model_validate({"id": "u", "metadata": {"user_call_indices": "1"}})) == frozenset()

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from tracejudge.core.records import Case, ToolCall
+from tracejudge.stages.judge.trace_text import user_calls
 from tracejudge.viewer.html import e
 
 __all__ = ["call_html", "render_value", "transcript_html"]
@@ -138,9 +139,12 @@ def transcript_html(case: Case | None, note: str) -> str:
             f'<div class="msg user" data-user="{k}"><div class="label">user {k}</div>{render_value(msg.content, "said")}</div>')
     idx = 0
     steps = case.trace.steps if case.trace else []
+    by_user = user_calls(case)  # (τ²-bench's dual-control domains: calls the user made on their own device)
     for si, step in enumerate(steps):
         out += said.get(si, [])
-        out.append(f'<div class="step" data-step="{si}"><div class="label">assistant · step {si}</div>')
+        mine = range(idx, idx + len(step.tool_calls))
+        who = "user (own tool calls)" if mine and all(c in by_user for c in mine) else "assistant"
+        out.append(f'<div class="step" data-step="{si}"><div class="label">{who} · step {si}</div>')
         if step.thought:
             out.append(f'<details class="thought"><summary>thought ({len(step.thought):,} characters)</summary>'
                        f'{render_value(step.thought, "thinking")}</details>')

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.core.records import Case, UserMessage
-from tracejudge.stages.judge.trace_text import cut_field, droppable, final_output, kept_head, nested_steps, render_steps, text_of
+from tracejudge.stages.judge.trace_text import cut_field, droppable, final_output, kept_head, nested_steps, render_steps, text_of, user_calls
 
 __all__ = ["conversation_sections", "has_turns", "omitted_note", "request_text", "step_omit"]
 
@@ -105,6 +105,6 @@ def conversation_sections(case: Case, omit: int, full: bool = False, keep: int =
     said = "What the user says" if n_users == 1 else f"Everything the user says (User 1 to User {n_users}), in order,"
     sections = [("Task (the user's request)", f"{said} in the conversation below."),
                 ("Conversation", render_steps(steps, omit_steps, full, before=_placed(case, omit_turns, full), keep=keep,
-                                              nested=nested_steps(case)))]
+                                              nested=nested_steps(case), by_user=user_calls(case)))]
     sections.append(("Final output", final_output(case, full)))
     return sections

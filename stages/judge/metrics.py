@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
-from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, render_steps, text_of
+from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, render_steps, text_of, user_calls
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns, request_text
 
 __all__ = [
@@ -39,7 +39,7 @@ def _trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) ->
     sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
     if case.trace is not None:
         steps = case.trace.steps
-        sections.append(("Trace", render_steps(steps, omit, full, keep=keep, nested=nested_steps(case))))
+        sections.append(("Trace", render_steps(steps, omit, full, keep=keep, nested=nested_steps(case), by_user=user_calls(case))))
         sections.append(("Final output", final_output(case, full)))
     return sections
 

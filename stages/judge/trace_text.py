@@ -108,7 +108,7 @@ def kept_head(n_steps: int, omit: int, keep: int = 0) -> int:
 
 
 def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: dict[int, list[str]] | None = None, keep: int = 0,
-                 nested: dict[int, tuple[int, str | None]] | None = None) -> str:
+                 nested: dict[int, tuple[int, str | None]] | None = None, by_user: frozenset[int] = frozenset()) -> str:
     """Steps numbered from 1, calls numbered across the trace (see module doc). `omit` > 0 leaves out that many steps from the middle.
 
     `keep`: the first `keep` steps hold the items a judge is asked about, so the steps left out come after them
@@ -144,7 +144,9 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
                              + ("; the user's turns among them follow]" if kept else "]"))
             call_no += len(step.tool_calls)
             continue
-        lines.append(f"Step {i}:")
+        mine = range(call_no, call_no + len(step.tool_calls))
+        # (τ²-bench's dual-control domains: the user calls tools on their own device; a judge must not blame the agent.)
+        lines.append(f"Step {i} (the user's own tool calls, not the agent's):" if mine and all(c in by_user for c in mine) else f"Step {i}:")
         if (inside := nested.get(i - 1)) is not None and 0 <= inside[0] < len(names):
             lines.append(f" [sub-agent{' ' + cut_field(inside[1], 200) if inside[1] else ''}, inside call {inside[0] + 1}: {names[inside[0]]}]")
         if step.thought:
@@ -184,6 +186,13 @@ def _step_span(numbers: list[int]) -> str:
     if numbers == list(range(numbers[0], numbers[-1] + 1)):
         return f"steps {numbers[0]}–{numbers[-1]}"
     return "steps " + ", ".join(map(str, numbers))
+
+
+def user_calls(case: Any) -> frozenset[int]:
+    """`metadata.user_call_indices` (the `tau2-bench` reader's: calls the user made, 0-based across the trace) for
+    `render_steps`'s `by_user`; anything but a list of non-negative integers counts for nothing."""
+    got = case.metadata.get("user_call_indices") if isinstance(getattr(case, "metadata", None), dict) else None
+    return frozenset(i for i in got if type(i) is int and i >= 0) if isinstance(got, list) else frozenset()
 
 
 def nested_steps(case: Any) -> dict[int, tuple[int, str | None]]:
