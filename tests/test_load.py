@@ -255,3 +255,24 @@ def test_a_compressed_file_or_archive_is_named_as_such(tmp_path):
     assert done.returncode == 2 and "the mark of a gzip-compressed file: decompress it first (gunzip)" in text, text
     assert "the file is compressed, not text; decompress it and give dataset.path the file inside" in text, text
     assert "text that is not JSON" not in text and "BFCL" not in text, text  # (no other format's trial read speaks)
+
+
+@pytest.mark.parametrize("fmt", ["otel", "inspect"])
+def test_an_empty_folder_is_a_config_error_for_run_and_extract_alike(tmp_path, fmt):
+    # `run` on an empty folder went on to "FAIL results: the run has no results" (exit 1; `--fresh` left its empty run
+    # directory behind) where `extract` said "no records in it" (exit 2).
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    (tmp_path / "logs" / "sub").mkdir(parents=True)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"dataset": {"path": str(tmp_path / "logs"), "format": fmt},
+                                   "metrics": [{"type": "MaxToolCalls", "max_calls": 3}], "run": {"dir": str(tmp_path / "run")}}))
+    exe = str(Path(sys.executable).with_name("tracejudge"))
+    for args in (["run", str(cfg), "--no-progress"], ["run", str(cfg), "--fresh", "--no-progress"], ["extract", str(cfg), "-o", "-"]):
+        done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "no records in it (no file in the folder holds one)" in done.stderr, (args, done.stderr)
+    assert not any(tmp_path.glob("run*")), list(tmp_path.iterdir())

@@ -35,6 +35,20 @@ _TRY = 5
 _HEAD = 1 << 20
 
 
+def _empty_folder(fmt: Any, dataset: Any) -> bool:
+    """Whether `dataset.path` is a folder a built-in folder-reading format (`otel`, `inspect`) reads and no file lies
+    anywhere under it: `run` went on to "the run has no results" (exit 1) where `extract` said "no records in it" (2)."""
+    from tracejudge.core import registry
+
+    path = getattr(dataset, "path", None)
+    if path is None or not fmt.reads_dirs or fmt.remote or fmt.name not in registry.FORMAT_MODULES or not os.path.isdir(path):
+        return False
+    for _, _, files in os.walk(path):
+        if files:
+            return False
+    return True
+
+
 def _checked(fmt: Any, dataset: Any) -> bool:
     """Whether the start of `dataset` is read before the run: a built-in format reading a file.
 
@@ -179,6 +193,8 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     Checked only where `_checked` says; nor is a user's own adapter (`module:function`):
     its code runs once per record, inside the run, as the user wrote it.
     """
+    if _empty_folder(fmt, dataset):  # (a folder's start is not read; that it holds no file at all is cheap to tell)
+        raise ConfigError(no_records(fmt, dataset))
     if not _checked(fmt, dataset):
         return
     if fmt.whole_file:  # the whole file decides, not the part a limit keeps
@@ -235,6 +251,8 @@ def check_dataset(config: Any) -> None:
     from tracejudge.core import registry
 
     fmt = registry.format_for(config.dataset.format)
+    if _empty_folder(fmt, config.dataset):
+        raise ConfigError(no_records(fmt, config.dataset))
     if _checked(fmt, config.dataset):  # else unchecked by `check_first_records`: nothing to prepare for
         from tracejudge.stages.load.framing import quiet
 
