@@ -148,7 +148,7 @@ def conclude(work: Work, job: Planned, passes: Passes, judges: list[tuple[str, J
     quota = next((o for o in bad if o.status == "rate_limited"), None)
     if quota is not None:
         state["quota"] = state["quota"] or (f"not judged: the judge provider's quota is spent ({quota.message[:200]}); "
-                                            "run the same command again once the quota resets to judge the rest")
+                                            "resume the run (its config and run directory) once the quota resets to judge the rest")
         work.result.status = Status.rate_limited
         work.result.error = ErrorInfo(kind="rate_limited", message=quota.message)
     elif skipped:

@@ -98,7 +98,7 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     limited = (summary.get("status") or {}).get("rate_limited", 0)
     if limited:
         lines.append(f"judge quota: {limited} results ended rate_limited ({j.get('quota_stopped', 0)} without a request once the daily quota "
-                     "was spent); run the same command again once the quota resets to judge them")
+                     "was spent); resume the run (its config and run directory) once the quota resets to judge them")
     if j.get("cache_errors"):
         lines.append(f"judge cache: {j['cache_errors']} reads/writes failed; judged without the cache (answers kept, not cached)")
     if (j.get("items_per_request") or 1) > 1:
