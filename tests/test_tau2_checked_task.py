@@ -92,3 +92,25 @@ def test_the_users_own_tool_calls_are_told_apart_for_a_judge_and_in_the_viewer()
     page = transcript_html(case, "")
     assert "user (own tool calls) · step 1" in page and "assistant · step 0" in page and "assistant · step 2" in page
     assert user_calls(Case.model_validate({"id": "u", "metadata": {"user_call_indices": "1"}})) == frozenset()
+
+
+def test_per_call_and_per_step_judge_questions_leave_the_users_own_calls_out():
+    # The user's own calls were headed as theirs, but ToolCallNecessity and ToolArgumentAccuracy still asked about each
+    # as "a call the agent made", StepFaithfulness about the user's steps, and TrajectoryEfficiency counted them.
+    from tracejudge.core.registry import build_metric
+
+    case = Case.model_validate({"id": "t", "metadata": {"user_call_indices": [1, 2]}, "trace": {"steps": [
+        {"tool_calls": [{"name": "get_customer", "arguments": {}, "result": "ok"}]},
+        {"tool_calls": [{"name": "check_status_bar", "arguments": {}, "result": "no signal"},
+                        {"name": "toggle_airplane_mode", "arguments": {}, "result": "off"}]},
+        {"tool_calls": [{"name": "refuel_data", "arguments": {"gb": 2}, "result": "done"}]},
+        {"output": "Fixed."}]}})
+    for kind in ("ToolCallNecessity", "ToolArgumentAccuracy"):
+        plan = build_metric({"type": kind}).plan(case)
+        assert [q.text for q in plan.questions] == ["call 1", "call 4"], kind
+    plan = build_metric({"type": "StepFaithfulness"}).plan(case)
+    assert [q.text for q in plan.questions] == ["step 1", "step 3", "step 4"]
+    plan = build_metric({"type": "TrajectoryEfficiency"}).plan(case)
+    assert "(3 steps, 2 tool calls; the user's own 2 calls besides)" in plan.questions[1].text
+    only_user = case.model_copy(update={"metadata": {"user_call_indices": [0, 1, 2, 3]}})
+    assert build_metric({"type": "ToolCallNecessity"}).plan(only_user).value == 1.0

@@ -143,10 +143,14 @@ class TrajectoryEfficiency(JudgeMetric):
         if case.trace is None or not case.trace.steps:
             return _not_computed("the case has no steps")
         calls = case.trace.tool_calls()
-        failed = sum(c.failed for c in calls)
+        users = user_calls(case)  # (τ²-bench's telecom: the user's own calls on their device are not the agent's path)
+        mine = [c for i, c in enumerate(calls) if i not in users]
+        failed = sum(c.failed for c in mine)
+        n_steps = len(case.trace.steps) - len(_user_steps(case, users))
+        counted = f"{n_steps} steps, {len(mine)} tool calls" + (f"; the user's own {len(calls) - len(mine)} calls besides" if users else "")
         qs = [
             Question("q1", "Did the agent complete the task without unnecessary detours?"),
-            Question("q2", f"Is the number of steps ({len(case.trace.steps)} steps, {len(calls)} tool calls) proportionate to the task?"),
+            Question("q2", f"Is the number of steps ({counted}) proportionate to the task?"),
             Question("q3", "Did the agent avoid repeating steps it had already completed?"),
         ]
         if failed:
@@ -166,13 +170,28 @@ def _calls_plan(metric: JudgeMetric, case: Case) -> Plan | Score | None:
     if case.trace is None:
         return _not_computed("the case has no trace")
     calls = case.trace.tool_calls()
-    if not calls:
+    users = user_calls(case)
+    # The agent's calls only (numbered as the trace numbers every call): the user's own, on their device (τ²-bench's
+    # telecom), are not the agent's to be judged for.
+    mine = [i for i in range(1, len(calls) + 1) if i - 1 not in users]
+    if not mine:
         return None
-    judged = calls[: metric.max_items]
+    judged = mine[: metric.max_items]
     # Each question names the step holding its call: a prompt fitted to the judge's context keeps that step, or does not ask.
     step_of = [i for i, s in enumerate(case.trace.steps, 1) for _ in s.tool_calls]
-    qs = [Question(f"q{i}", f"call {i}", step=step_of[i - 1]) for i in range(1, len(judged) + 1)]
-    return _trace_plan(metric, case, qs, note=_cap_note(len(calls), metric.max_items, "tool calls"))
+    qs = [Question(f"q{i}", f"call {i}", step=step_of[i - 1]) for i in judged]
+    return _trace_plan(metric, case, qs, note=_cap_note(len(mine), metric.max_items, "tool calls"))
+
+
+def _user_steps(case: Case, users: frozenset[int]) -> set[int]:
+    """The 1-based numbers of the steps made only of the user's own tool calls (`trace_text.user_calls`)."""
+    out, at = set(), 0
+    for i, step in enumerate(case.trace.steps if case.trace else [], 1):
+        n = len(step.tool_calls)
+        if n and all(c in users for c in range(at, at + n)):
+            out.add(i)
+        at += n
+    return out
 
 
 @register_metric
@@ -230,10 +249,12 @@ class StepFaithfulness(JudgeMetric):
     def plan(self, case: Case) -> Plan | Score:
         if case.trace is None or not case.trace.steps:
             return _not_computed("the case has no steps")
-        n = len(case.trace.steps)
-        k = min(n, self.max_items)
-        qs = [Question(f"q{i}", f"step {i}", step=i) for i in range(1, k + 1)]
-        return _trace_plan(self, case, qs, note=_cap_note(n, self.max_items, "steps"))
+        theirs = _user_steps(case, user_calls(case))  # (the user's own calls on their device: no step of the agent's)
+        mine = [i for i in range(1, len(case.trace.steps) + 1) if i not in theirs]
+        if not mine:
+            return _not_computed("the case has no steps of the agent's")
+        qs = [Question(f"q{i}", f"step {i}", step=i) for i in mine[: self.max_items]]
+        return _trace_plan(self, case, qs, note=_cap_note(len(mine), self.max_items, "steps"))
 
 
 @register_metric
