@@ -275,4 +275,8 @@ def test_an_empty_folder_is_a_config_error_for_run_and_extract_alike(tmp_path, f
     for args in (["run", str(cfg), "--no-progress"], ["run", str(cfg), "--fresh", "--no-progress"], ["extract", str(cfg), "-o", "-"]):
         done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "no records in it (no file in the folder holds one)" in done.stderr, (args, done.stderr)
+        assert done.stderr.startswith("config error"), done.stderr
     assert not any(tmp_path.glob("run*")), list(tmp_path.iterdir())
+    out = tmp_path / "cases.jsonl"  # (`extract -o FILE` made the file empty before it found nothing to write)
+    done = subprocess.run([exe, "extract", str(cfg), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and not out.exists(), done.stderr

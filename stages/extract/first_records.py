@@ -24,7 +24,7 @@ from typing import Any
 from tracejudge.core.errors import ConfigError, os_error
 from tracejudge.stages.load.encoding import compressed, strip_bom
 
-__all__ = ["FIRST", "check_dataset", "check_first_records", "formats_that_read"]
+__all__ = ["FIRST", "check_dataset", "check_first_records", "empty_folder", "formats_that_read", "no_records"]
 
 FIRST = 100
 
@@ -35,7 +35,7 @@ _TRY = 5
 _HEAD = 1 << 20
 
 
-def _empty_folder(fmt: Any, dataset: Any) -> bool:
+def empty_folder(fmt: Any, dataset: Any) -> bool:
     """Whether `dataset.path` is a folder a built-in folder-reading format (`otel`, `inspect`) reads and no file lies
     anywhere under it: `run` went on to "the run has no results" (exit 1) where `extract` said "no records in it" (2)."""
     from tracejudge.core import registry
@@ -193,7 +193,7 @@ def check_first_records(fmt: Any, dataset: Any, ctx: Any) -> None:
     Checked only where `_checked` says; nor is a user's own adapter (`module:function`):
     its code runs once per record, inside the run, as the user wrote it.
     """
-    if _empty_folder(fmt, dataset):  # (a folder's start is not read; that it holds no file at all is cheap to tell)
+    if empty_folder(fmt, dataset):  # (a folder's start is not read; that it holds no file at all is cheap to tell)
         raise ConfigError(no_records(fmt, dataset))
     if not _checked(fmt, dataset):
         return
@@ -251,7 +251,7 @@ def check_dataset(config: Any) -> None:
     from tracejudge.core import registry
 
     fmt = registry.format_for(config.dataset.format)
-    if _empty_folder(fmt, config.dataset):
+    if empty_folder(fmt, config.dataset):
         raise ConfigError(no_records(fmt, config.dataset))
     if _checked(fmt, config.dataset):  # else unchecked by `check_first_records`: nothing to prepare for
         from tracejudge.stages.load.framing import quiet

@@ -29,7 +29,12 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     from tracejudge.engine.admit import duplicate_error, safe_text
     from tracejudge.engine.keyset import FirstSeen
 
+    from tracejudge.core.errors import ConfigError
+    from tracejudge.stages.extract.first_records import empty_folder, no_records
+
     fmt = registry.format_for(config.dataset.format)
+    if empty_folder(fmt, config.dataset):  # (refused as `run` refuses it, before the output file is made)
+        raise ConfigError(no_records(fmt, config.dataset))
     ctx = fmt.prepare(config.dataset)
     dataset = _as_the_next_run_reads(fmt, config)  # (read only: `prepare` takes the options as written, as a run's does)
     out = sys.stdout if str(args.output) == "-" else open(args.output, "w", encoding="utf-8")
