@@ -552,8 +552,9 @@ def test_numbers_compare_and_print_as_javascript_holds_them() -> None:
     assert orders({"k": 10**400}, {"mode": "exact", "args": {"k": float("inf")}})[0] is True  # past the largest double: Infinity
 
 
-def test_a_mistake_inside_a_block_value_names_its_own_line(tmp_path: Path) -> None:
-    # The error named the `value:` line above the block (line 4), where the mistake is three lines further down.
+def _block_config_errors(tmp_path: Path, last: str, rest: str) -> tuple[Path, str]:
+    """The config file and its config error, for a first metric `trajectory:tool-args-match` whose block-style value
+    ends with the line `last` (line 7), then the metrics `rest`."""
     from tracejudge.core.config import load_config
     from tracejudge.core.errors import ConfigError
 
@@ -565,34 +566,29 @@ def test_a_mistake_inside_a_block_value_names_its_own_line(tmp_path: Path) -> No
                    "    value:\n"
                    "      name: x\n"
                    "      args: {}\n"
-                   "      mode: wrongish\n"
-                   "  - type: trajectory:tool-sequence\n"
-                   "    value:\n"
-                   "      steps:\n"
-                   "        - a\n"
-                   "        - {patern: b}\n")
+                   f"      {last}\n" + rest)
     with pytest.raises(ConfigError) as err:
         load_config(cfg)
-    assert f'{cfg}:7: metrics.0.value.mode: trajectory:tool-args-match: mode must be "partial" or "exact"' in str(err.value), err.value
-    assert f"{cfg}:12: metrics.1.value.steps.1.patern: trajectory:tool-sequence: unknown key 'patern'" in str(err.value), err.value
+    return cfg, str(err.value)
+
+
+def test_a_mistake_inside_a_block_value_names_its_own_line(tmp_path: Path) -> None:
+    # The error named the `value:` line above the block (line 4), where the mistake is three lines further down.
+    cfg, text = _block_config_errors(tmp_path, "mode: wrongish", "  - type: trajectory:tool-sequence\n"
+                                                                  "    value:\n"
+                                                                  "      steps:\n"
+                                                                  "        - a\n"
+                                                                  "        - {patern: b}\n")
+    assert f'{cfg}:7: metrics.0.value.mode: trajectory:tool-args-match: mode must be "partial" or "exact"' in text, text
+    assert f"{cfg}:12: metrics.1.value.steps.1.patern: trajectory:tool-sequence: unknown key 'patern'" in text, text
     # An unknown key names its own line, a list's bad item its own, and a near miss of a fixed value the one meant.
-    cfg.write_text("dataset: {path: c.jsonl, format: native}\n"
-                   "metrics:\n"
-                   "  - type: trajectory:tool-args-match\n"
-                   "    value:\n"
-                   "      name: x\n"
-                   "      args: {}\n"
-                   "      modee: exact\n"
-                   "  - type: trajectory:step-count\n"
-                   "    value:\n"
-                   "      min: 1\n"
-                   "      type:\n"
-                   "        - tool\n"
-                   "        - comand\n"
-                   "  - {type: trajectory:tool-args-match, value: {name: x, args: {}, mode: exakt}}\n")
-    with pytest.raises(ConfigError) as err:
-        load_config(cfg)
-    text = str(err.value)
+    cfg, text = _block_config_errors(tmp_path, "modee: exact", "  - type: trajectory:step-count\n"
+                                                                "    value:\n"
+                                                                "      min: 1\n"
+                                                                "      type:\n"
+                                                                "        - tool\n"
+                                                                "        - comand\n"
+                                                                "  - {type: trajectory:tool-args-match, value: {name: x, args: {}, mode: exakt}}\n")
     assert f"{cfg}:7: metrics.0.value.modee: trajectory:tool-args-match: unknown key 'modee'; did you mean mode?" in text, text
     assert f"{cfg}:13: metrics.1.value.type.1: trajectory:step-count: 'comand' is no promptfoo step type; did you mean command?" in text, text
     assert f'{cfg}:14: metrics.2.value.mode: trajectory:tool-args-match: mode must be "partial" or "exact"; did you mean exact?' in text, text
