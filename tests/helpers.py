@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,11 @@ def rewrite_spans(src: Path, dst: Path, edit: Any) -> Path:
         lines.append(json.dumps(doc))
     dst.write_text("\n".join(lines) + "\n")
     return dst
+
+
+def installed(module: str) -> bool:
+    """True when `module` can be imported here (its parent packages too), without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False

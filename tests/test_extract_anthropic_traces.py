@@ -12,7 +12,6 @@ The last test re-records every run with the installed libraries (skipped for tho
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import installed
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
@@ -103,20 +103,13 @@ LIVE = {"openinference-anthropic": ("record_anthropic.py", ("anthropic", "openin
         "openinference-pydantic-ai": ("record_pydantic_ai_oi.py", ("anthropic", "pydantic_ai", "openinference.instrumentation.pydantic_ai"))}
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subprocess.Popen[str]]]:
     """Every installed recording re-made at once into a temporary folder: (folder, recorder script -> its process)."""
     out = tmp_path_factory.mktemp("anthropic-live")
     names: dict[str, list[str]] = {}
     for folder, (script, mods) in LIVE.items():
-        if all(_installed(m) for m in mods):
+        if all(installed(m) for m in mods):
             runs = [p.name.removesuffix(".truth.json") for p in sorted((FRAMEWORKS / folder).glob("*.truth.json"))]
             names.setdefault(script, []).extend(f"{folder}/{r}" for r in runs)
     return out, {script: subprocess.Popen([sys.executable, str(RECORDERS / script), str(out), *runs], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

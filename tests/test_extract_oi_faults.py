@@ -13,7 +13,6 @@ first test needs them. A scenario whose libraries are not installed is skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import installed
 from tracejudge.core import registry
 from tracejudge.core.config import DatasetConfig
 from tracejudge.core.records import Case
@@ -41,20 +41,13 @@ NEEDS = {
 }
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Popen[str]]:
     """Every installed scenario's recording, started at once: scenario -> its process (writing `<dir>/<scenario>.jsonl`)."""
     out = tmp_path_factory.mktemp("oi-faults")
     return {name: subprocess.Popen([sys.executable, str(RECORD), name, str(out / f"{name}.jsonl")], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
-            for name, mods in NEEDS.items() if all(_installed(m) for m in mods)}
+            for name, mods in NEEDS.items() if all(installed(m) for m in mods)}
 
 
 def recorded(recordings: dict[str, subprocess.Popen[str]], name: str) -> tuple[Path, Any]:

@@ -15,6 +15,7 @@ from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
+from tracejudge.stages.extract.otel.reused_ids import reuse_windows
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -129,10 +130,12 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
 
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
     first = group.spans[0] if group.spans else None
-    responses = Responses(all_part_ids | {t.call_id for t in tools.values() if t.call_id},
-                          where=f"{first.file}:{first.line}: trace {group.traces[0]}" if first is not None and group.traces else None)
-    decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
     by_start = sorted(models, key=lambda s: (s.start, s.span_id))
+    reused = reuse_windows(by_start, lambda m: [str(p["id"]) for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")], scope)
+    responses = Responses(all_part_ids | {t.call_id for t in tools.values() if t.call_id},
+                          where=f"{first.file}:{first.line}: trace {group.traces[0]}" if first is not None and group.traces else None,
+                          reused={pid for _, pid in reused})
+    decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
     asked = {s.span_id: i for i, s in enumerate(by_start)}
     for i, m in enumerate(by_start):
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
@@ -140,9 +143,23 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
     refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
 
-    def claim(part: dict[str, Any], after: int, within: Tool | None) -> tuple[Tool | None, bool]:
-        """The tool span of a model's part, and whether the call id paired them: by id, else name and arguments, else name in order."""
+
+    def claim(part: dict[str, Any], m: Span, within: Tool | None) -> tuple[Tool | None, bool]:
+        """The tool span of a model's part, and whether the call id paired them: by id, else name and arguments, else name in order.
+
+        An id two parts carry pairs within its round (`reused_ids`): a span of the part's name, of that id or none,
+        started between the request and the next one asking for that id; else any span of that id in the round.
+        """
         pid = None if part.get("id") is None else str(part["id"])
+        after = m.start
+        until = reused.get((m.span_id, pid)) if pid is not None else None
+        if until is not None:
+            here = [t for t in tool_list if not t.claimed and after <= t.span.start < until and t.call_id in (pid, None)]
+            named = [t for t in here if t.name == part["name"]] or [t for t in here if t.call_id == pid]
+            named = [t for t in named if scope(t.span) is within] or named
+            wanted = unjson(part.get("arguments"))
+            t = next((t for t in named if t.args is not MISSING and unjson(t.args) == wanted), named[0] if named else None)
+            return t, t is not None and t.call_id == pid
         if pid is not None:
             for t in tool_list:
                 if not t.claimed and t.call_id == pid:
@@ -184,7 +201,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                         if not row.text:
                             row.text = text  # the request's only words (smolagents' last step): its output, not an empty step
                     continue  # the run's answer given through a tool, not a tool call
-                t, by_id = claim(part, m.start, row.within)
+                t, by_id = claim(part, m, row.within)
                 if t is not None:
                     t.claimed = True
                     call = t.call = build_call(t, part, responses, prefixes, asked[m.span_id])

@@ -8,7 +8,9 @@ request that `add` names. Which response a call gets:
   that a request after the one that asked for the call shows, not taken by
   an earlier call. Servers that number calls per response (`call_0` in every
   round) reuse an id across rounds; each round's tool message answers that
-  round's call, never the first call that had the id. A call whose later
+  round's call, never the first call that had the id, and a response that
+  names another tool is not the call's (smolagents shows a failed call no
+  response, so the next `call_0` it shows is another round's). A call whose later
   requests show no response of its id (the OpenAI Agents SDK stops on a
   reused id before running it) has none.
 - A response whose id names no call of the conversation, or that has none
@@ -81,6 +83,7 @@ class Responses:
 
     known_ids: set[str]
     where: str | None = None
+    reused: set[str] = field(default_factory=set)  # ids two or more calls carry (`reused_ids`): paired by name too
     by_id: dict[str, list[_Shown]] = field(default_factory=dict)
     loose: list[_Shown] = field(default_factory=list)
     seen: set[tuple[Any, ...]] = field(default_factory=set)
@@ -113,7 +116,10 @@ class Responses:
         """
         for cid in ids:
             if cid is not None and str(cid) in self.by_id:
-                got = _by_order(self.by_id[str(cid)], asked_at)
+                shown = self.by_id[str(cid)]
+                if str(cid) in self.reused and name is not None:  # another round's call of another tool has this id too
+                    shown = [s for s in shown if s.part.get("name") in (None, name)]
+                got = _by_order(shown, asked_at)
                 if got is not None:
                     return got
         if asked_at is None or not loose:

@@ -161,8 +161,12 @@ def failed_tool_messages(spans: list[Span], views: dict[str, View]) -> None:
     shape (`type: "tool"` with `tool_call_id`; `dumpd` and `messages_to_dict` forms too) count; a
     response part without an id is left alone. Outputs whose text names neither `tool_call_id` nor
     `"error"` are not decoded.
+
+    A server that numbers calls per response (`call_0` every round) gives a failed round's id to other rounds'
+    calls too: a response part is then marked only when its text is a failed message's content, unless no part of
+    that id has such a text (then every part of the id is, as before).
     """
-    failed: set[str] = set()
+    failed: dict[str, set[str | None]] = {}
     for span in spans:
         view = views.get(span.span_id)
         if view is None or view.role not in ("chain", "agent"):
@@ -173,13 +177,19 @@ def failed_tool_messages(spans: list[Span], views: dict[str, View]) -> None:
                 _collect_failed(unjson(raw), failed, _DEPTH)
     if not failed:
         return
-    for view in views.values():
-        if view.role != "model" or not view.inputs:
-            continue
-        view.inputs = [_mark_failed(m, failed) for m in view.inputs]
+    models = [v for v in views.values() if v.role == "model" and v.inputs]
+    by_text = {cid for cid, texts in failed.items() if None not in texts
+               and any(str(p.get("id")) == cid and p.get("response") in texts for v in models for m in v.inputs for p in _responses(m))}
+    for view in models:
+        view.inputs = [_mark_failed(m, failed, by_text) for m in view.inputs]
 
 
-def _collect_failed(value: Any, out: set[str], depth: int) -> None:
+def _responses(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    parts = msg.get("parts")
+    return [p for p in parts if isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id") is not None] if isinstance(parts, list) else []
+
+
+def _collect_failed(value: Any, out: dict[str, set[str | None]], depth: int) -> None:
     if depth <= 0:
         return
     if isinstance(value, list):
@@ -192,20 +202,24 @@ def _collect_failed(value: Any, out: set[str], depth: int) -> None:
     if msg is not None:
         cid = msg.get("tool_call_id")
         if msg.get("status") == "error" and isinstance(cid, (str, int)) and cid != "":
-            out.add(str(cid))
+            content = msg.get("content")
+            out.setdefault(str(cid), set()).add(content if isinstance(content, str) else None)
         return
     for item in value.values():
         if isinstance(item, (dict, list)):
             _collect_failed(item, out, depth - 1)
 
 
-def _mark_failed(msg: dict[str, Any], failed: set[str]) -> dict[str, Any]:
-    parts = msg.get("parts")
-    if not isinstance(parts, list) or not any(isinstance(p, dict) and p.get("type") == "tool_call_response" and str(p.get("id")) in failed for p in parts):
+def _mark_failed(msg: dict[str, Any], failed: dict[str, set[str | None]], by_text: set[str]) -> dict[str, Any]:
+    def hit(p: dict[str, Any]) -> bool:
+        cid = str(p["id"])
+        return cid in failed and (cid not in by_text or p.get("response") in failed[cid])
+
+    marked = [id(p) for p in _responses(msg) if hit(p)]
+    if not marked:
         return msg
     # (copies: a message list may be shared with another view)
-    return {**msg, "parts": [{**p, "is_error": True} if isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id") is not None
-                             and str(p["id"]) in failed else p for p in parts]}
+    return {**msg, "parts": [{**p, "is_error": True} if id(p) in marked else p for p in msg["parts"]]}
 
 
 def _repr_fields(text: str) -> dict[str, Any] | None:

@@ -38,11 +38,13 @@ def memory_inputs(msgs: list[dict[str, Any]] | None, span: Span) -> list[dict[st
         return msgs
     out = [dict(m) for m in msgs]
     for prev, msg in zip(out, out[1:]):
-        cid = _one_call_id(prev)
+        cid, name = _one_call(prev)
         parts = msg.get("parts") or []
         if cid is not None and msg.get("role") == "tool" and len(parts) == 1 and parts[0].get("type") == "tool_call_response" \
                 and parts[0].get("id") is None and isinstance(parts[0].get("response"), str) and parts[0]["response"].startswith(_OBSERVATION):
-            msg["parts"] = [{**parts[0], "id": cid, "response": parts[0]["response"][len(_OBSERVATION):]}]
+            # (the tool's name too: a server numbering calls per response gives every round's call `call_0`)
+            named = {"name": name} if name is not None and parts[0].get("name") is None else {}
+            msg["parts"] = [{**parts[0], "id": cid, **named, "response": parts[0]["response"][len(_OBSERVATION):]}]
     said = ["\n".join(text_parts(m)) if m.get("role") == "user" else "" for m in out]
     tasks = [t[len(_NEW_TASK):] for t in said[:-1] if t.startswith(_NEW_TASK)]
     last = said[-1]
@@ -51,12 +53,15 @@ def memory_inputs(msgs: list[dict[str, Any]] | None, span: Span) -> list[dict[st
     return out
 
 
-def _one_call_id(msg: dict[str, Any]) -> str | None:
-    """The call id of a smolagents `tool-call` message naming exactly one call ("Calling tools:\\n[{'id': …}]")."""
+def _one_call(msg: dict[str, Any]) -> tuple[str | None, str | None]:
+    """`(call id, tool name or None)` of a smolagents `tool-call` message naming exactly one call
+    ("Calling tools:\\n[{'id': …, 'function': {'name': …}}]"); `(None, None)` for any other message."""
     texts = text_parts(msg) if msg.get("role") == "tool-call" else []
     if len(texts) != 1 or not texts[0].startswith(_CALLING):
-        return None
+        return None, None
     calls = python_literal(texts[0][len(_CALLING):])
     if isinstance(calls, list) and len(calls) == 1 and isinstance(calls[0], dict) and isinstance(calls[0].get("id"), (str, int)):
-        return str(calls[0]["id"])
-    return None
+        fn = calls[0].get("function")
+        name = fn.get("name") if isinstance(fn, dict) and isinstance(fn.get("name"), str) else None
+        return str(calls[0]["id"]), name
+    return None, None
