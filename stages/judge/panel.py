@@ -4,7 +4,9 @@ A panel member (`tracejudge.core.judge_quality.PanelModel`) is the `judge:`
 section with the member's `model` (which may carry its provider,
 `anthropic:claude-haiku-4-5`), `provider`, `base_url`,
 `api_key_env`, `prices` and `structured_output` put over it; a member on another provider than the
-section's does not inherit the section's base URL or key variable. Its
+section's does not inherit the section's base URL or key variable. A key the member writes as null is not
+left out: `api_key_env: null` sends no key and demands no variable, and `base_url: null` is the provider's own
+endpoint (as in the section), not the section's base URL; null `prices` or `structured_output` are the section's. Its
 `limits` (rpm, tpm, max_in_flight, window) are put over the run's `limits:`
 and enforced by a limiter of its own. How the members' verdicts are combined:
 `tracejudge.stages.judge.repeat`. Also here: each judge's name in cache keys
@@ -38,6 +40,13 @@ class Member:
     limits: LimitsConfig | None = None
 
 
+# Member keys whose explicit null means something of its own, not "the section's": `api_key_env: null` sends no key and
+# demands no variable (as in the section), so the section's key never reaches a member's server that should get none.
+# (`base_url: null` is handled apart: the provider's own endpoint. `prices`, `structured_output`, `limits` and `provider`
+# null are the same as left out: the section's, the run's, or the model's prefix.)
+_NULL_MEANS = ("api_key_env",)
+
+
 def panel_members(config: RunConfig) -> list[Member]:
     """The run's judges, in panel order (one, named by its model, without `judge.models`). Raises `ConfigError` naming the member."""
     cfg = config.judge or JudgeConfig()
@@ -55,11 +64,13 @@ def panel_members(config: RunConfig) -> list[Member]:
             data["provider"] = provider
         elif m.provider is not None:
             data["provider"] = m.provider
-        if provider != cfg.provider:  # another provider: the section's endpoint and key are not this member's
+        given = m.model_fields_set  # (a key written as null is in it; one left out is not)
+        if provider != cfg.provider or ("base_url" in given and m.base_url is None):
+            # Another provider, or `base_url: null` (the provider's own endpoint): the section's endpoint and key are not this member's.
             data.pop("base_url", None)
             data.pop("api_key_env", None)
         for k in ("base_url", "api_key_env", "prices", "structured_output"):
-            if getattr(m, k) is not None:
+            if getattr(m, k) is not None or (k in _NULL_MEANS and k in given):
                 data[k] = getattr(m, k)
         section: type[JudgeConfig] | type[LimitsConfig] = JudgeConfig
         try:

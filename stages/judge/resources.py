@@ -23,9 +23,11 @@ def api_key(config: RunConfig) -> str | None:
 
     Raises `ConfigError` naming the variable (never its value) when it is
     named but unset, or when an OpenAI-style `base_url` also holds a user (`http://user:…@host`: both would be
-    the Authorization header); with a panel (`judge.models`), also when a member's is,
+    the Authorization header); with a panel (`judge.models`), when a member's is,
     or the panel cannot be built (`tracejudge.stages.judge.panel`), so the run
-    stops before it starts.
+    stops before it starts. A panel sends each member's own key (`member_key`), never the section's, so there the
+    section's variable is not demanded (None when unset): a panel of servers whose members say `api_key_env: null`
+    needs no key.
     """
     judge = config.judge
     if judge is not None and judge.models:
@@ -34,6 +36,8 @@ def api_key(config: RunConfig) -> str | None:
     if judge is None or judge.provider == "simulator" or not judge.api_key_env:
         return None
     value = os.environ.get(judge.api_key_env)
+    if not value and judge.models:
+        return None
     if not value:
         raise ConfigError(f"judge.api_key_env: the environment variable {judge.api_key_env} is not set")
     if judge.provider == "openai" and judge.base_url and urlsplit(judge.base_url).username is not None:
