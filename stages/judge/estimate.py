@@ -19,6 +19,13 @@ whose writes cost the model's cache-write rate. It assumes a request about
 a trace is sent after an earlier one with the same prefix has been
 answered; concurrent requests may miss a cache the estimate counts.
 
+Every judge the run asks is counted as the run asks it: with a panel
+(`judge.models`) each member's requests are built with its own config (model,
+structured output, tokenizer), keyed for the cache as its requests are and
+priced at its own prices (a member without a price makes the dollars unknown,
+named in `unpriced`, never $0); with `judge.samples` N each request is counted
+N times, sample s > 0 keyed as the run keys it (`repeat.sample_trial`).
+
 With `items_per_request` N > 1, items are grouped N at a time in dataset
 order (the run groups them as they arrive, so real groups may differ a
 little) and each group is priced as one multi-item request; an item the
@@ -55,7 +62,7 @@ from tracejudge.stages.judge.base import JudgeMetric
 from tracejudge.stages.judge.client import build_request, key_components, request_tokens
 from tracejudge.stages.judge.fit import fit_request
 from tracejudge.stages.judge.multi import Item, build_multi_request, item_id
-from tracejudge.stages.judge.requests import case_requests, fitted_requests
+from tracejudge.stages.judge.requests import Asked, case_requests, fitted_requests
 
 __all__ = ["MetricEstimate", "estimate", "judge_metrics"]
 
@@ -125,28 +132,33 @@ def judge_metrics(config: RunConfig) -> list[JudgeMetric]:
     return [m for m in (registry.build_metric(s) for s in config.metrics) if isinstance(m, JudgeMetric)]
 
 
-def estimate(config: RunConfig) -> dict[str, Any]:
-    """Per-metric (and per-group) estimates and totals: `{"metrics": {key: MetricEstimate}, "total": MetricEstimate, "priced": bool, ...}`."""
-    from tracejudge.stages.extract import extract_record
+class _Judge:
+    """One judge's part of the estimate (the section's model, or a panel member: `panel.Member`): its requests built with
+    its own config (model, structured output, tokenizer, context), keyed for the cache as its requests are, priced at
+    its own prices, fed to a prefix cache of its own; rows by metric key in `out`."""
 
-    cfg = config.judge or JudgeConfig()
-    metrics = judge_metrics(config)
-    price = price_for(cfg.model, cfg.prices)
-    base = "simulator" if cfg.provider == "simulator" else (cfg.base_url or DEFAULT_BASE_URLS[cfg.provider]).rstrip("/")
-    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None
-    out = {m.key: MetricEstimate() for m in metrics}
-    batch = cfg.mode == "batch"
-    protocol, structured = protocol_of(cfg)
-    provider_cache = PrefixCache()
-    pending: dict[tuple[str, int], list[Item]] = {}
-    reused = config.run.trials > 1 or cfg.calibration is not None
-    tokenizer = spec_of(cfg)
+    def __init__(self, name: str, cfg: JudgeConfig, cache: DiskJudgeCache | None, cache_base: str) -> None:
+        self.name, self.cfg, self.cache, self.base = name, cfg, cache, cache_base
+        self.price = price_for(cfg.model, cfg.prices)
+        self.batch = cfg.mode == "batch"
+        self.protocol, self.structured = protocol_of(cfg)
+        self.tokenizer = spec_of(cfg)
+        self.prefix = PrefixCache()
+        self.out: dict[str, MetricEstimate] = {}
+        self.pending: dict[tuple[str, Any], list[Item]] = {}
+        # A self-hosted server's weights, as the last run learnt them (the estimate asks no server anything).
+        self.served = (cache.last_served(cfg.provider, cache_base, cfg.model)
+                       if cache is not None and cfg.provider != "simulator" and served_model.self_hosted(cache_base) else None)
 
-    def charge(est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1, reasks: int = 0) -> None:
-        tin = request_tokens(req, tokenizer)
+    def row(self, key: str) -> MetricEstimate:
+        return self.out.setdefault(key, MetricEstimate())
+
+    def charge(self, est: MetricEstimate, req: JudgeRequest, questions: int, items: int = 1, reasks: int = 0) -> None:
+        cfg = self.cfg
+        tin = request_tokens(req, self.tokenizer)
         tout = min(cfg.max_tokens * items, cfg.expected_output_tokens * questions)
-        payload = build_payload(protocol, req, structured)
-        read, write = provider_cache.anthropic(req.model, payload) if protocol == "anthropic" else (provider_cache.openai(req.model, payload), 0)
+        payload = build_payload(self.protocol, req, self.structured)
+        read, write = self.prefix.anthropic(req.model, payload) if self.protocol == "anthropic" else (self.prefix.openai(req.model, payload), 0)
         read = min(read, tin)
         write = min(write, tin - read)
         est.requests += 1
@@ -155,7 +167,8 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         est.output_tokens += tout
         est.cached_input_tokens += read
         est.cache_write_input_tokens += write
-        cost = (price.batch_cost(tin, tout, read, write) if batch else price.cost(tin, tout, read, write)) if price else 0.0
+        price = self.price
+        cost = (price.batch_cost(tin, tout, read, write) if self.batch else price.cost(tin, tout, read, write)) if price else 0.0
         est.cost_usd += cost
         # Worst case: a repair (the prompt again, plus the reply), then the re-asks, each about as dear as this request.
         n = 2 + reasks
@@ -164,49 +177,119 @@ def estimate(config: RunConfig) -> dict[str, Any]:
         est.worst_output_tokens += n * tout
         est.worst_cost_usd += n * cost
 
-    # A self-hosted server's weights, as the last run learnt them (the estimate asks no server anything).
-    served = cache.last_served(cfg.provider, base, cfg.model) if cache is not None and served_model.self_hosted(base) else None
+    def cached(self, req: JudgeRequest, version: str, rubric: Any, trial: int | str) -> bool:
+        if self.cache is None:
+            return False
+        comps = key_components(self.cfg.provider, self.base, req, version, rubric, trial, self.structured, self.served)  # type: ignore[arg-type]
+        return self.cache.get(cache_key(comps)) is not None
 
-    def cached(req: JudgeRequest, version: str, rubric: Any, trial: int) -> bool:
-        return cache is not None and cache.get(cache_key(key_components(cfg.provider, base, req, version, rubric, trial, structured, served))) is not None
-
-    def alone(est: MetricEstimate, item: Item) -> None:
+    def alone(self, key: str, item: Item) -> None:
         # As the run asks an item alone: fitted to the context window, or nothing sent when it cannot fit.
-        fitted = fit_request(item.plan, item.questions, cfg)
+        est = self.row(key)
+        fitted = fit_request(item.plan, item.questions, self.cfg)
         if not fitted.fits:
             est.too_long += 1
             return
         est.truncated += fitted.truncated
-        charge(est, fitted.req, len(item.questions), max(1, len(item.plan.parts)))
+        self.charge(est, fitted.req, len(item.questions), max(1, len(item.plan.parts)))
 
-    def flush(key: str, items: list[Item]) -> None:
+    def flush(self, key: str, items: list[Item]) -> None:
         if not items:
             return
         if len(items) == 1:
-            alone(out[key], items[0])
+            self.alone(key, items[0])
             return
+        cfg = self.cfg
         for it in items:
             it.id = item_id(it, cfg)
         req = build_multi_request(items, cfg)
-        if request_tokens(req, tokenizer) > cfg.context_tokens - req.max_tokens:
+        if request_tokens(req, self.tokenizer) > cfg.context_tokens - req.max_tokens:
             for it in items:  # the run asks each item alone when the group does not fit (`multi`)
-                alone(out[key], it)
+                self.alone(key, it)
             return
-        charge(out[key], req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items), reasks=len(items))
+        self.charge(self.row(key), req, sum(len(it.questions) for it in items), sum(max(1, len(it.plan.parts)) for it in items), reasks=len(items))
 
-    def ask_items(key: str, item: Item, trial: int) -> None:
-        # `items_per_request` > 1: gathered N at a time (a cached item is left out of its group).
-        if cache is not None:
-            item.id = item_id(item, cfg)
-            if cached(build_multi_request([item], cfg), item.plan.prompt_version, item.plan.metric.rubric, trial):
-                out[key].cache_hits += 1
+    def ask_item(self, key: str, item: Item) -> None:
+        # `items_per_request` > 1: gathered N at a time per trial (a sample's its own), as each judge's batcher gathers
+        # them; a cached item is left out of its group.
+        if self.cache is not None:
+            item.id = item_id(item, self.cfg)
+            if self.cached(build_multi_request([item], self.cfg), item.plan.prompt_version, item.plan.metric.rubric, item.trial):
+                self.row(key).cache_hits += 1
                 return
-        group = pending.setdefault((key, trial), [])
+        group = self.pending.setdefault((key, item.trial), [])
         group.append(item)
-        if len(group) >= cfg.items_per_request:
-            flush(key, group)
-            pending[(key, trial)] = []
+        if len(group) >= self.cfg.items_per_request:
+            self.flush(key, group)
+            self.pending[(key, item.trial)] = []
 
+    def ask(self, case_id: str, a: Asked, trial: int | str) -> None:
+        """What the run sends for `a` about case `case_id` as `trial` (`repeat.sample_trial`: a sample's own trial)."""
+        cfg = self.cfg
+        est = self.row(a.key)
+        if cfg.items_per_request > 1 and a.batchable:
+            slot = f"{case_id}|group|{trial}" if a.metrics > 1 else f"{case_id}|{a.key}|{trial}"
+            self.ask_item(a.key, Item(a.plan, trial, slot))  # type: ignore[arg-type]
+            return
+        # What the run sends (and caches under): a long trace is fitted, a group that cannot fit asked metric by metric.
+        for key, plan, qs, fitted in fitted_requests(a, cfg):
+            by_itself = key != a.key  # (a metric of a group that cannot fit, asked alone)
+            mest = self.row(key) if by_itself else est
+            if not fitted.fits:
+                mest.too_long += 1  # the run sends nothing for it
+                continue
+            mest.truncated += fitted.truncated
+            req = fitted.req
+            if self.cached(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or by_itself else None, trial):
+                mest.cache_hits += 1
+                continue
+            self.charge(mest, req, len(qs), 1 if by_itself else a.metrics, reasks=a.metrics if a.metrics > 1 and not by_itself else 0)
+
+    def finish(self) -> None:
+        for (key, _), items in self.pending.items():
+            self.flush(key, items)
+        self.pending = {}
+
+
+def _add(into: MetricEstimate, e: MetricEstimate, skip: tuple[str, ...] = ()) -> None:
+    for f in _FIELDS:
+        if f not in skip:
+            setattr(into, f, getattr(into, f) + getattr(e, f))
+
+
+def _judges(config: RunConfig, cache: DiskJudgeCache | None) -> list[_Judge]:
+    """The run's judges (`panel.panel_members`: each panel member, or the section's model), keyed as the run keys them."""
+    from tracejudge.stages.judge.panel import panel_members, simulator_cache_name
+
+    section = config.judge or JudgeConfig()
+    out = []
+    for m in panel_members(config):
+        c = m.cfg
+        base = simulator_cache_name(section.simulator) if c.provider == "simulator" else (c.base_url or DEFAULT_BASE_URLS[c.provider]).rstrip("/")
+        out.append(_Judge(m.name, c, cache, base))
+    return out
+
+
+def estimate(config: RunConfig) -> dict[str, Any]:
+    """Per-metric (and per-group) estimates and totals: `{"metrics": {key: MetricEstimate}, "total": MetricEstimate, "priced": bool, ...}`.
+
+    Every judge of the run is counted: each panel member (`judge.models`) with its own model, prices, tokenizer and
+    structured output, and each request `judge.samples` times (sample s > 0 keyed as the run keys it,
+    `repeat.sample_trial`). The metric rows and the total add up every judge's; `models` holds each judge's total,
+    `priced` (its own price known) and `model`; `priced` is False and `unpriced` names the judges without a price
+    when any has none (their dollars are unknown, and so are the total's).
+    """
+    from tracejudge.stages.extract import extract_record
+    from tracejudge.stages.judge.repeat import sample_trial
+
+    cfg = config.judge or JudgeConfig()
+    metrics = judge_metrics(config)
+    cache = DiskJudgeCache(config.cache.dir) if config.cache.enabled and config.cache.dir.exists() else None
+    judges = _judges(config, cache)
+    cases = {m.key: MetricEstimate() for m in metrics}  # each metric's cases and no-request counts (once, whatever the judges)
+    group_cases: dict[str, int] = {}
+    # As the run marks a grouped trace for the prefix cache: asked again by another trial, calibration, sample or judge.
+    reused = config.run.trials > 1 or cfg.calibration is not None or len(judges) * cfg.samples > 1
     fmt = registry.format_for(config.dataset.format)
     ctx = fmt.prepare(config.dataset)
     invalid = 0
@@ -218,48 +301,48 @@ def estimate(config: RunConfig) -> dict[str, Any]:
                 invalid += 1
                 continue
             valid += 1
-            asked, no_request = case_requests(case, metrics, cfg, reused)
-            for metric in metrics:
-                out[metric.key].cases += config.run.trials
-                if metric.key in no_request:
-                    out[metric.key].no_request += config.run.trials
-            for trial in range(config.run.trials):
-                for a in asked:
-                    est = out.setdefault(a.key, MetricEstimate())
-                    if a.metrics > 1:
-                        est.cases += 1  # a group's own row: the cases it asks about (the total counts its metrics' rows)
-                    if cfg.items_per_request > 1 and a.batchable:
-                        slot = f"{case.id}|group|{trial}" if a.metrics > 1 else f"{case.id}|{a.key}|{trial}"
-                        ask_items(a.key, Item(a.plan, trial, slot), trial)
-                        continue
-                    # What the run sends (and caches under): a long trace is fitted, a group that cannot fit asked metric by metric.
-                    for key, plan, qs, fitted in fitted_requests(a, cfg):
-                        by_itself = key != a.key  # (a metric of a group that cannot fit, asked alone)
-                        mest = out.setdefault(key, MetricEstimate()) if by_itself else est
-                        if not fitted.fits:
-                            mest.too_long += 1  # the run sends nothing for it
-                            continue
-                        mest.truncated += fitted.truncated
-                        req = fitted.req
-                        if cached(req, plan.prompt_version, plan.metric.rubric if a.metrics == 1 or by_itself else None, trial):
-                            mest.cache_hits += 1
-                            continue
-                        charge(mest, req, len(qs), 1 if by_itself else a.metrics, reasks=a.metrics if a.metrics > 1 and not by_itself else 0)
-        for (key, _), items in pending.items():
-            flush(key, items)
+            for i, j in enumerate(judges):
+                asked, no_request = case_requests(case, metrics, j.cfg, reused)  # (plans of its own: fitting notes on them)
+                if i == 0:
+                    for metric in metrics:
+                        cases[metric.key].cases += config.run.trials
+                        if metric.key in no_request:
+                            cases[metric.key].no_request += config.run.trials
+                    for a in asked:
+                        if a.metrics > 1:  # a group's own row: the cases it asks about (the total counts its metrics' rows)
+                            group_cases[a.key] = group_cases.get(a.key, 0) + config.run.trials
+                for trial in range(config.run.trials):
+                    for sample in range(cfg.samples):
+                        for a in asked:
+                            j.ask(case.id, a, sample_trial(trial, sample))
+        for j in judges:
+            j.finish()
     finally:
         if cache is not None:
             cache.close()
+    out: dict[str, MetricEstimate] = dict(cases)
+    for j in judges:
+        for k, e in j.out.items():
+            _add(out.setdefault(k, MetricEstimate()), e, ("cases", "no_request"))
+    for k, n in group_cases.items():
+        out.setdefault(k, MetricEstimate()).cases = n
     total = MetricEstimate()
     for k, e in out.items():
-        for f in _FIELDS:
-            if f == "cases" or (f == "no_request" and k not in {m.key for m in metrics}):
-                continue  # a group's row counts requests, not cases: its metrics' rows count the cases
-            setattr(total, f, getattr(total, f) + getattr(e, f))
+        # A group's row counts requests, not cases: its metrics' rows count the cases.
+        _add(total, e, ("cases",) if k in cases else ("cases", "no_request"))
     # The cases judged, each once (and per trial): the metric rows' sum counted a case once per metric.
     total.cases = valid * config.run.trials
+    models: dict[str, dict[str, Any]] = {}
+    for j in judges:
+        mine = MetricEstimate()
+        for e in j.out.values():
+            _add(mine, e, ("cases", "no_request"))
+        models[j.name] = {"model": j.cfg.model, "priced": j.price is not None, "total": mine}
+    panel = bool(cfg.models)
+    unpriced = [j.name if panel else j.cfg.model for j in judges if j.price is None]  # (named as the run's judge line names them)
     rate = last_run_rate(Path(config.run.dir))
-    return {"metrics": out, "total": total, "priced": price is not None, "reask_rate": rate, "run_dir": str(config.run.dir),
-            "range": cost_range(total, rate), "model": cfg.model, "invalid_cases": invalid,
+    return {"metrics": out, "total": total, "priced": not unpriced, "unpriced": unpriced, "reask_rate": rate, "run_dir": str(config.run.dir),
+            "range": cost_range(total, rate), "model": f"panel of {len(judges)}: {', '.join(models)}" if panel else cfg.model,
+            "models": models, "panel": panel, "samples": cfg.samples, "invalid_cases": invalid,
             "items_per_request": cfg.items_per_request, "mode": cfg.mode, "group": cfg.group,
             "budget": {"max_judge_tokens": config.budget.max_judge_tokens, "max_cost_usd": config.budget.max_cost_usd}}

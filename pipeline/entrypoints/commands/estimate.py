@@ -55,6 +55,8 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     console.print(table)
     console.print(f"judge.group: {got['group']} (a row naming several metrics is one request per case asking them all); "
                   f"mode: {got['mode']}; items per request: {got['items_per_request']}", highlight=False)
+    for line in _judges_lines(got):
+        console.print(line, highlight=False, soft_wrap=True)
     lo, hi = got["range"]["low"], got["range"]["high"]
     why = (f"high: at the re-ask/repair rate of the last run in {got['run_dir']} ({got['reask_rate']:.2f} extra requests per request)"
            if got["reask_rate"] is not None else f"no earlier run in {got['run_dir']}: low assumes no repair or re-ask, high that every reply needs them")
@@ -66,7 +68,7 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
         tokens = t.input_tokens + t.output_tokens
         # An unpriced model's dollars are unknown, not $0 (a dollar cap on one is refused when the config loads).
         dollars = (f"${t.cost_usd:,.4f} of {('$' + format(b['max_cost_usd'], ',.2f')) if b['max_cost_usd'] is not None else 'unlimited'}"
-                   if got["priced"] else f"cost unknown (no price for {got['model']!r}; give one under judge.prices)")
+                   if got["priced"] else f"cost unknown (no price for {', '.join(map(repr, got['unpriced']))}; give one under judge.prices)")
         console.print(f"budget: {tokens:,} of {format(b['max_judge_tokens'], ',') if b['max_judge_tokens'] is not None else 'unlimited'} tokens, "
                       f"{dollars}", highlight=False)
     if t.truncated or t.too_long:
@@ -76,6 +78,23 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
     if got["invalid_cases"]:
         console.print(f"{got['invalid_cases']} records are invalid and were left out (`tracejudge extract` lists them)", highlight=False)
     return EXIT_OK
+
+
+def _judges_lines(got: dict) -> list[str]:
+    """What the rows add up: each request asked `judge.samples` times, and a panel's members (`judge.models`) each with its
+    own requests, tokens and dollars, a member without a price said to cost an unknown amount (never $0)."""
+    lines = []
+    if got["samples"] > 1:
+        lines.append(f"judge.samples: {got['samples']}: every request is asked {got['samples']} times (each sample cached on its own), "
+                     "and the rows count them all")
+    if got["panel"]:
+        lines.append(f"panel (judge.models): every member judges every case; the rows add up its {len(got['models'])} members:")
+        for name, m in got["models"].items():
+            t = m["total"]
+            money = f"${t.cost_usd:,.4f}" if m["priced"] else f"cost unknown (no price for {name!r}; give one under judge.prices)"
+            lines.append(f"  {name}: {t.requests:,} requests, {t.cache_hits:,} cache hits, {t.input_tokens:,} input + {t.output_tokens:,} "
+                         f"output tokens (est.), {money}")
+    return lines
 
 
 def _show_prompt(args: argparse.Namespace, config) -> int:

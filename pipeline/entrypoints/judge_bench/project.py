@@ -48,6 +48,10 @@ def project(config: RunConfig, attempts: list[Attempt], measured: dict[str, Any]
         return {"requests": requests, "wall_s": round(minutes * 60, 1),
                 "usd": round(price.cost(tin, tout, round(tin * cached_share)), 6) if price else None}
 
+    if config.judge is not None and config.judge.models:
+        # The bench measures the section's judge alone: the sweep is what the run sends it (each request `judge.samples`
+        # times), not every panel member's requests, which `estimate` adds up and other endpoints answer.
+        config = config.model_copy(update={"judge": config.judge.model_copy(update={"models": None})})
     est = estimate(config)
     requests, tin, tout = sweep(est)
     modes: dict[str, Any] = {"sync": mode(requests, tin, tout)}
