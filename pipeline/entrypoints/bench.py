@@ -75,7 +75,7 @@ from tracejudge.entrypoints.judge_bench.ramp import GROWTH, MIN_SAMPLES, STEP_S,
 from tracejudge.entrypoints.judge_bench.requests import BenchRequest, build_sample, synthetic_requests
 from tracejudge.llm.judge_tokenizer import prompt_counter, spec_of
 from tracejudge.entrypoints.judge_bench.sender import PROMPT_MARGIN, Attempt, Bench
-from tracejudge.entrypoints.judge_bench.table import print_report
+from tracejudge.entrypoints.judge_bench.table import print_report, unusable_counts
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.prices import Price, price_for
 from tracejudge.llm.providers import DEFAULT_BASE_URLS, auth_headers, endpoint, open_session, protocol_of, public_url
@@ -168,7 +168,7 @@ def command(args: argparse.Namespace, err: Console) -> int:
     replies = report["replies"]
     if replies["usable"] == 0:
         # As a run whose every judged result failed fails its gate (exit 1): the endpoint answers, the judge does not work.
-        err.print(f"bench failed: none of the {replies['answered']} replies was usable ({_unusable_counts(replies)}); the judge is not "
+        err.print(f"bench failed: none of the {replies['answered']} replies was usable ({unusable_counts(replies)}); the judge is not "
                   "usable as configured", highlight=False)
         return EXIT_ASSERTION
     return EXIT_OK
@@ -237,10 +237,6 @@ def _unpriced_cap(model: str, cap: float, requests: int) -> str:
             f"stops at --requests ({requests}) and reports its cost as unknown")
 
 
-def _unusable_counts(replies: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {replies[k]}" for k in ("truncated", "unparseable") if replies[k])
-
-
 def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     """What to change when answered replies could not be used: `judge.max_tokens` for replies cut at it,
     `judge.structured_output` for replies without a readable verdict. None when every reply was usable."""
@@ -252,8 +248,11 @@ def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     fixes = []
     if replies["truncated"]:
         fixes.append(f"{replies['truncated']} stopped at max_tokens: raise judge.max_tokens (now {cfg.max_tokens} a metric; a grouped request asks that times its metrics)")
-    if replies["unparseable"]:
-        fixes.append(f"{replies['unparseable']} held no readable verdict ({replies['messages'].get('unparseable', '')[:160]}): set "
+    in_reasoning = replies.get("in_reasoning") or 0
+    if in_reasoning:  # (said as the run says it: the server moved the text, so judge.structured_output is not the fix)
+        fixes.append(f"{in_reasoning} had no answer outside the model's reasoning: {replies['messages'].get('in_reasoning', '')}")
+    if replies["unparseable"] > in_reasoning:
+        fixes.append(f"{replies['unparseable'] - in_reasoning} held no readable verdict ({replies['messages'].get('unparseable', '')[:160]}): set "
                      f"judge.structured_output (now {cfg.structured_output}) to what the server supports (README: Local and self-hosted judges)")
     return [f"{head}; " + "; ".join(fixes)]
 

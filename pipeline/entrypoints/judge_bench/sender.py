@@ -11,7 +11,7 @@ import anyio
 from tracejudge.entrypoints.judge_bench.requests import BenchRequest
 from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.prices import Price
-from tracejudge.llm.providers import ProviderError, RateInfo, build_payload, rate_info, read_reply, send
+from tracejudge.llm.providers import ProviderError, RateInfo, Reply, build_payload, rate_info, read_reply, send
 from tracejudge.llm.ratelimit import AdaptiveLimiter
 from tracejudge.llm.redact import redact
 
@@ -43,6 +43,9 @@ class Attempt:
     # An answered reply the run could not use: "truncated" (cut at max_tokens) or "unparseable" (no verdict read from
     # it); "" for a usable one. The outcome stays "ok": the server answered, which is what the rates measure.
     reply_problem: str = ""
+    # Where a reply whose content was empty had its text (`message.reasoning_content`, `reasoning`, Anthropic
+    # `thinking`: the server's reasoning parser moved it there), "" otherwise; the run never reads a verdict there.
+    reasoning_field: str = ""
 
 
 @dataclass
@@ -52,19 +55,24 @@ class _State:
     stop: str | None = None
 
 
-def _unusable(br: BenchRequest, text: str, truncated: bool) -> tuple[str, str]:
-    """Why the run could not use a reply to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
+def _unusable(br: BenchRequest, reply: Reply) -> tuple[str, str]:
+    """Why the run could not use `reply` to `br`: `("truncated", …)` when it stopped at `max_tokens` (a cut verdict is
     never taken, even when what arrived happens to parse), `("unparseable", the parser's message)` when `br.check`
     fails, `("", "")` when it is usable. A check that raises anything at all counts as unparseable: a reply must
-    never crash the bench."""
-    if truncated:
-        return "truncated", f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}"
+    never crash the bench. A reply whose content was empty is said as the run says it (`asking.empty_reply`: where
+    the server put the text, and the server setting to change, not `judge.structured_output`)."""
+    from tracejudge.stages.judge.calls.asking import empty_reply
+
+    said = empty_reply(reply)
+    if reply.truncated:
+        cut = f"finish_reason length: the reply stopped at max_tokens {br.request.max_tokens}"
+        return "truncated", f"{cut}; {said}" if said and reply.reasoning else cut
     if br.check is None:
         return "", ""
     try:
-        br.check(text)
+        br.check(reply.text)
     except Exception as exc:  # noqa: BLE001 - see the docstring
-        return "unparseable", f"{exc}; the reply began: {text[:120]!r}"
+        return "unparseable", said if said and reply.reasoning else f"{exc}; the reply began: {reply.text[:120]!r}"
     return "", ""
 
 
@@ -139,9 +147,10 @@ class Bench:
             reply.input_tokens = br.prompt_tokens
             text = reply.text + reply.reasoning
             reply.output_tokens = self.counter.text(text) if self.counter is not None else math.ceil(len(text) / 4)
-        att.reply_problem, problem = _unusable(br, reply.text, reply.truncated)
+        att.reply_problem, problem = _unusable(br, reply)
         if problem:
-            att.message = " ".join(redact(problem, self.secrets).split())[:300]
+            att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
+            att.message = " ".join(redact(problem, self.secrets).split())[:600]
         att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
         self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens))

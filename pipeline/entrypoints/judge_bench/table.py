@@ -10,7 +10,7 @@ from rich.table import Table
 from tracejudge.core.console import cell
 from tracejudge.entrypoints.judge_bench.ramp import MIN_SAMPLES
 
-__all__ = ["print_report"]
+__all__ = ["print_report", "unusable_counts"]
 
 
 def print_report(report: dict[str, Any], console: Console) -> None:
@@ -35,7 +35,8 @@ def print_report(report: dict[str, Any], console: Console) -> None:
         ("sustained input / output tokens/min", f"{m.get('input_tpm', 0):,.0f} / {m.get('output_tpm', 0):,.0f}"),
         ("latency p50 / p95 / p99", f"{ms(m.get('latency_p50_s'))} / {ms(m.get('latency_p95_s'))} / {ms(m.get('latency_p99_s'))}"),
         ("429 share", f"{m.get('rate_limited_share', 0):.1%}"),
-        ("errors", ", ".join(f"{k} {v}" for k, v in m.get("errors", {}).items()) or "none"),
+        # (the held level's, as the rows above; `unusable replies` below counts every reply of the bench)
+        ("errors (measured phase)", ", ".join(f"{k} {v}" for k, v in m.get("errors", {}).items()) or "none"),
         *((f"  {kind}", msg) for kind, msg in report.get("error_messages", {}).items()),
         *_reply_rows(report.get("replies")),
         ("cached-token share", f"{m.get('cached_token_share', 0):.1%}"),
@@ -63,14 +64,28 @@ def print_report(report: dict[str, Any], console: Console) -> None:
 
 
 def _reply_rows(replies: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """The row counting answered replies the run could not use (over the whole bench), with each problem's first
-    message; none when every reply was usable (or nothing was answered)."""
+    """The row counting answered replies the run could not use (over the whole bench: ramp and held level, so more
+    than the `errors (measured phase)` row counts), with each problem's first message; none when every reply was
+    usable (or nothing was answered)."""
     if not replies or not replies["answered"] or replies["usable"] == replies["answered"]:
         return []
-    counts = ", ".join(f"{k} {replies[k]}" for k in ("truncated", "unparseable") if replies[k])
+    counts = unusable_counts(replies)
     verdict = "none usable: the judge is not usable as configured" if replies["usable"] == 0 else f"{replies['usable']} usable"
-    return [("unusable replies", f"{counts} of {replies['answered']} answered ({verdict})"),
-            *((f"  {kind}", msg) for kind, msg in replies.get("messages", {}).items())]
+    return [("unusable replies (whole bench)", f"{counts} of {replies['answered']} answered ({verdict})"),
+            *((f"  {_LABELS.get(kind, kind)}", msg) for kind, msg in replies.get("messages", {}).items())]
+
+
+_LABELS = {"in_reasoning": "unparseable: text in reasoning"}
+
+
+def unusable_counts(replies: dict[str, Any]) -> str:
+    """`truncated 2, unparseable 20 (20 with the reply's text in a reasoning field)`: the unusable replies by problem."""
+    parts = []
+    for k in ("truncated", "unparseable"):
+        if replies[k]:
+            inside = (replies.get("in_reasoning") or 0) if k == "unparseable" else 0
+            parts.append(f"{k} {replies[k]}" + (f" ({inside} with the reply's text in a reasoning field)" if inside else ""))
+    return ", ".join(parts)
 
 
 def _sweep_rows(p: dict[str, Any]) -> list[tuple[str, str]]:
