@@ -21,6 +21,26 @@ results by `tool_use_id`, by position where ids repeat or are missing.
 `is_error: true` marks a failed call, its text the error message. Results
 holding JSON text are decoded. Native case keys on the record pass through
 as for `openai-messages`; option `messages_field` renames `messages`.
+
+Thought or output. A message that asks for a client `tool_use` ends with the
+model waiting for the application's results: everything it says is the
+step's `thought` (with its `thinking`). Server tools (`server_tool_use`:
+web_search, web_fetch, code_execution, bash/text_editor code execution,
+tool search; `mcp_tool_use` with the MCP connector) run inside the same
+response, their `*_tool_result` / `mcp_tool_result` block right behind: the
+text after the last of those blocks, in a message with no client `tool_use`,
+is the reply to the user, the step's `output` (and the trace's when no later
+step answers); text before them is the step's `thought`. So a step may have
+both calls and output. A server call is a call of its step like any other
+(`name` the tool's, `arguments` its `input`, `result` the result block's
+`content`, `error` when that content is a `*_error` object: its
+`error_message`, else its `error_code`; or `is_error: true`); the native
+`ToolCall` has no field saying where a tool ran, so nothing marks it
+server-side. A code execution that ran and exited non-zero is a result
+(`return_code`, `stderr` in it), not a failed call. Text blocks follow each
+other in one response where the API cut the reply around its `citations`;
+a run of adjacent text blocks any of which has citations is one text, joined
+as it was cut (no separator); other text blocks stay one a line.
 """
 
 from __future__ import annotations
@@ -35,7 +55,8 @@ from tracejudge.stages.extract.steps import TraceBuilder
 
 __all__ = ["Options", "adapt"]
 
-_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
+_SERVER_CALLS = ("server_tool_use", "mcp_tool_use")
+_CALLS = ("tool_use", *_SERVER_CALLS)
 
 
 class Options(BaseModel):
@@ -72,8 +93,36 @@ def _result_error(block: dict[str, Any]) -> Any:
         return True
     content = block.get("content")
     if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
-        return str(content.get("error_code") or content["type"])
+        said = content.get("error_message")  # tool search and the text editor may say why; every error gives a code
+        return str(said if isinstance(said, str) and said else content.get("error_code") or content["type"])
     return None
+
+
+def _said(blocks: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """The text of an assistant message's text blocks, as `(index of its first block, text)`.
+
+    A run of adjacent text blocks holding citations is one reply the API cut around them: joined as cut."""
+    out: list[tuple[int, str]] = []
+    run: list[tuple[int, dict[str, Any]]] = []
+    for k, block in [*enumerate(blocks), (len(blocks), {})]:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            run.append((k, block))
+            continue
+        if any(t.get("citations") for _, t in run):
+            out.append((run[0][0], "".join(t["text"] for _, t in run)))
+        else:
+            out.extend((j, t["text"]) for j, t in run)
+        run = []
+    return out
+
+
+def _reply_from(blocks: list[dict[str, Any]]) -> int | None:
+    """Where the reply to the user starts in an assistant message: after its last server tool block, when it ran a
+    server tool and asks for no client `tool_use`; `None` otherwise (what it says is a thought, or plainly its output)."""
+    kinds = [b.get("type") for b in blocks]
+    if "tool_use" in kinds or not any(k in _SERVER_CALLS for k in kinds):
+        return None
+    return max(k for k, kind in enumerate(kinds) if kind in _SERVER_CALLS or _is_result(kind)) + 1
 
 
 def adapt(payload: Any, options: Options | None = None) -> Case:
@@ -89,6 +138,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
     field = opts.messages_field
     messages = messages_of(record, field, cid)
     b = TraceBuilder()
+    replies: dict[int, str] = {}  # step index -> the reply that followed its server tools
     for i, msg in enumerate(messages):
         where = f"{field}[{i}]"
         if not isinstance(msg, dict):
@@ -97,11 +147,14 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         blocks = _blocks(msg.get("content"), where, cid)
         if role == "assistant":
             step = b.new_step()
+            cut, spoken = _reply_from(blocks), _said(blocks)
+            reply = [text for k, text in spoken if cut is not None and k >= cut]
+            step["texts"].extend(text for k, text in spoken if cut is None or k < cut)
+            if reply:
+                replies[len(b.steps) - 1] = "\n".join(reply)
             for k, block in enumerate(blocks):
                 kind = block.get("type")
-                if kind == "text" and isinstance(block.get("text"), str):
-                    step["texts"].append(block["text"])
-                elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                if kind == "thinking" and isinstance(block.get("thinking"), str):
                     step["thoughts"].append(block["thinking"])
                 elif kind in _CALLS:
                     name = block.get("name")
@@ -131,6 +184,10 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
         else:
             fail(f"unknown message role {role!r}", field=f"{where}.role", case_id=cid)
     trace = b.trace()
+    if replies:
+        for k, text in replies.items():
+            trace["steps"][k]["output"] = text
+        trace["output"] = next((s["output"] for s in reversed(trace["steps"]) if s.get("output")), None)
     if isinstance(record.get("usage"), dict):
         trace["usage"] = record["usage"]
     if b.unpaired:
