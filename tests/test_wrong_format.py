@@ -26,9 +26,10 @@ def test_a_json_array_read_as_lines_is_refused_with_the_format_that_reads_it(tmp
     data.write_text(json.dumps([_case(i) for i in range(40)], indent=2))  # one case spans many lines
     done = _run(tmp_path, data, "openai-messages")
     assert done.returncode == 2
-    assert (f"dataset.path: {data}: the first 100 records are all invalid for format 'openai-messages' (the first: {data}:1: invalid JSON"
-            in done.stderr)
-    assert "the file is one JSON array and no format reads it as such: write one record per line (JSON Lines)" in done.stderr
+    # (A pretty-printed array is read as its records, each filed at the line it starts on: not one error a line.)
+    assert (f"dataset.path: {data}: no record of it reads as format 'openai-messages' (all 40 of its records are invalid, the first: "
+            f"{data}:2: messages: required list of messages is missing)" in done.stderr)
+    assert "the file is a JSON array; they read as format 'native': set dataset.format" in done.stderr
     assert len(done.stderr.splitlines()) <= 3
     assert not (tmp_path / "run").exists()
 

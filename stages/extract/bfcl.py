@@ -288,7 +288,7 @@ def _read(dataset: Any) -> Iterator[RawRecord]:
     first = next(records, None)
     if first is None:
         return
-    if first.error is None and first.payload.strip() == b"{":
+    if first.error is None and (first.end is None or first.payload.strip() == b"{"):  # (end None: read as one pretty document)
         try:
             index = json.loads(Path(dataset.path).read_bytes())
         except ValueError:

@@ -60,10 +60,14 @@ class JsonLine:
     default_id: str
 
 
-def read_lines(dataset: Any) -> Iterator[RawRecord]:
-    """Yield each non-blank line of `dataset.path` as a `RawRecord` holding a `JsonLine`."""
+def read_lines(dataset: Any, arrays: bool = True) -> Iterator[RawRecord]:
+    """Yield each non-blank line of `dataset.path` as a `RawRecord` holding a `JsonLine`.
+
+    A file holding one pretty-printed JSON document is read as that document (`read_jsonl`): an array's elements are
+    its records when `arrays`, else the array is one record (a format whose record is itself a list).
+    """
     stem = Path(dataset.path).name
-    for raw in read_jsonl(dataset.path, dataset.limit):
+    for raw in read_jsonl(dataset.path, dataset.limit, arrays=arrays):
         raw.payload = JsonLine(raw.payload, f"{stem}:{raw.line}")
         yield raw
 

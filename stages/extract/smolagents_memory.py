@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from tracejudge.core.records import Case
@@ -72,7 +73,7 @@ from tracejudge.core.registry import Format, NoOptions, register_format
 from tracejudge.stages.extract.common import JsonLine, build_case, case_fields, fail, json_type, maybe_json, read_lines, text_of
 from tracejudge.stages.extract.smolagents_observations import split_observations
 from tracejudge.stages.extract.smolagents_repr import message_tool_calls, message_usage
-from tracejudge.stages.load import loads
+from tracejudge.stages.load import RawRecord, loads
 
 __all__ = ["adapt"]
 
@@ -310,4 +311,9 @@ def adapt(payload: Any, options: Any = None) -> Case:
     return build_case({**defaults, **fields, "trace": trace})
 
 
-register_format(Format("smolagents", read=read_lines, adapt=adapt, options=NoOptions))
+def _read(dataset: Any) -> Iterator[RawRecord]:
+    # A record may be a bare step list (`json.dump(agent.memory.get_full_steps(), f, indent=2)`): one run, not one a step.
+    return read_lines(dataset, arrays=False)
+
+
+register_format(Format("smolagents", read=_read, adapt=adapt, options=NoOptions))

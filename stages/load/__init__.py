@@ -233,7 +233,7 @@ class RawRecord:
     end: int | None = None
 
 
-def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | None = None) -> Iterator[RawRecord]:
+def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | None = None, arrays: bool = True) -> Iterator[RawRecord]:
     """Yield every non-blank line of a JSONL file as bytes, with its 1-based line number and end offset.
 
     A UTF-8 byte-order mark at the start of a line is dropped, and a NUL a UTF-16 LE line's newline left there (`jsonl_lines`).
@@ -248,6 +248,9 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
     line numbers and offsets go on from there as if every line before had been read.
     A file cut short, replaced or rewritten while it was read is logged as a warning at the
     end of the read (`watch.report_change`), naming what was read.
+    A file of JSON written over several lines (pretty-printed: `documents.multiline_start`), read from its start, is
+    read as that JSON (`documents.read_document_lines`): each record (an array's elements when `arrays`, else each JSON
+    value) as the bytes of its one JSON line, at the line it starts on, with no `end`.
     """
     from tracejudge.stages.load.watch import report_change, watch_of
 
@@ -264,6 +267,9 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
         if why is not None:
             yield RawRecord(name, 1, error=f"not a text JSONL file ({why}); nothing in it was read")
             return
+        if start is None and multiline_start(fh) is not None:
+            yield from read_document_lines(path, limit, arrays)
+            return
         for lineno, (size, line) in enumerate(jsonl_lines(fh, offset), before + 1):
             offset += size
             if not line or line.isspace():  # blank (what `strip` empties): told without copying the line
@@ -278,10 +284,15 @@ def read_jsonl(path: Path, limit: int | None = None, start: tuple[int, int] | No
 
 def count_jsonl(path: Path, limit: int | None = None) -> int:
     """How many records `read_jsonl(path, limit)` yields (a progress total), counted without making them: its
-    non-blank lines (as `jsonl_lines` gives them), or 1 for a file that is not text."""
+    non-blank lines (as `jsonl_lines` gives them), or 1 for a file that is not text; a file of JSON written over
+    several lines, its records as `read_jsonl` reads them (decoded: there are no lines to count)."""
     with open_regular(path, _READ_BUFFER) as fh:
         if _not_text(fh.read(_SNIFF)) is not None:
             return 1
+        if multiline_start(fh) is not None:
+            from tracejudge.stages.load.framing import count_quietly
+
+            return count_quietly(lambda: read_document(path, limit))
         n = sum(1 for _, line in jsonl_lines(fh) if line and not line.isspace())
     return n if limit is None else min(n, limit)
 
@@ -356,3 +367,4 @@ def _not_text(head: bytes) -> str | None:
 
 # Last: the array reader uses what this module defines above.
 from tracejudge.stages.load.json_array import read_json_array  # noqa: E402
+from tracejudge.stages.load.documents import multiline_start, read_document, read_document_lines  # noqa: E402

@@ -13,6 +13,10 @@ collector's file exporter; `.jsonl`, or a `.json` file holding more than one val
   or `span.to_json()` per line: `{"name": …, "context": {"trace_id": "0x…", …}, "kind": …, "attributes": {…}}`)
   is not OTLP/JSON: it was one "invalid JSON" error per line (427 for a three-turn loop). It is one error for the
   file saying what it is and how to export OTLP/JSON instead (`sdk_span_json`).
+- Exports written over several lines (pretty-printed: `json.dump(export, f, indent=2)`), one in a `.jsonl` file or
+  several one after another in any file, were one "invalid JSON" error per line: each is read as one document, at
+  the line it starts on, and one that does not read is one error naming its line and column
+  (`stages.load.documents`). A `.jsonl` file of one export a line is read a line at a time as before.
 - A file holding nothing but white space (a lone newline an exporter wrote before it failed, an emptied file)
   holds no document, whatever its suffix: nothing is yielded, as for an empty `.jsonl` file. A `.json` file was
   read as one JSON value and gave "invalid JSON: Expecting value at line 2 column 1", where a `.jsonl` file gave
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.stages.load import JSON_ERRORS, json_error, jsonl_lines, loads_line
+from tracejudge.stages.load.documents import multiline_start, read_document
 from tracejudge.stages.load.encoding import ESCAPED, file_encoding_problem, strip_bom
 
 __all__ = ["SDK_SPAN_JSON", "iter_exports", "sdk_span_json"]
@@ -64,7 +69,10 @@ def iter_exports(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         yield 1, None, _unreadable(path, exc)
         return
     with fh:  # JSON Lines: one export at a time, never the whole file in memory
-        yield from _lines(line for _, line in jsonl_lines(fh))
+        if multiline_start(fh) is not None:  # (unless written over several lines: `_values`)
+            yield from _values(path)
+        else:
+            yield from _lines(line for _, line in jsonl_lines(fh))
 
 
 _HEAD = 4096
@@ -96,8 +104,8 @@ def _document(path: Path, data: bytes) -> Iterator[tuple[int, Any, str | None]]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":  # more than one value: JSON Lines in a `.json` file
-            yield from _lines(line for _, line in jsonl_lines(io.BytesIO(data)))
+        if exc.msg == "Extra data":  # more than one value: JSON Lines in a `.json` file, or exports written over several lines
+            yield from _values(path) if multiline_start(io.BytesIO(data)) is not None else _lines(line for _, line in jsonl_lines(io.BytesIO(data)))
             return
         if ESCAPED.search(text) is None:
             yield exc.lineno, None, json_error(exc, "file")
@@ -116,6 +124,13 @@ def _unreadable(path: Path, exc: OSError) -> str:
     """The error of a file that cannot be opened (a link to a missing file, no permission): one record, not a stop."""
     why = exc.strerror or type(exc).__name__
     return f"cannot read the file: {why}" + (" (a symbolic link whose target is missing)" if path.is_symlink() and not path.exists() else "")
+
+
+def _values(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """The exports of a file of JSON written over several lines, one after another (`read_document`): each value one
+    document at the line it starts on (an array too: an export is an object, and the array's error says so)."""
+    for record in read_document(path, arrays=False):
+        yield record.line, record.payload, record.error
 
 
 def _lines(lines: Iterator[bytes]) -> Iterator[tuple[int, Any, str | None]]:
