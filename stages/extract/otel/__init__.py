@@ -66,6 +66,13 @@ What a conversation becomes:
   same lost parent hang from a stand-in for it (`links`), with a warning;
 - an attribute value that does not decode (`{"intValue": "notanint"}`) is
   left out of its span, with a warning naming file, line, span and key;
+- a span that passed the SDK's limit of attributes per span (`droppedAttributesCount`, Jaeger's
+  `otel.dropped_attributes_count` tag; the Python SDK evicts the attributes set first: `input.value`,
+  `session.id`, the first input messages) is said once per file, with how many spans lost how many
+  attributes, which, and `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT` to keep them; its request is read from its
+  first whole message, joined to its conversation by the messages left at the same positions (a
+  session whose id was evicted too), and given the ones it lost by the request before it that it
+  replays; `metadata.otel.dropped_attributes` counts the case's (`dropped`);
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
   the input / output tokens they recorded, a count that some request of a
@@ -156,9 +163,10 @@ from tracejudge.stages.extract.conversation_groups import Refused
 from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.dropped import warn_lost
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
-from tracejudge.stages.extract.otel.stitch import stitch
+from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
 from tracejudge.stages.load import RawRecord
 
@@ -257,6 +265,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
                 except (ValueError, TypeError, AttributeError) as exc:  # not the OTLP shape: this export only
                     yield RawRecord(str(path), line, error=f"not a valid OTLP/JSON export: {exc}")
     _warn_blank(Path(dataset.path), blank)
+    warn_lost(s for spans in collector.spans.values() for s in spans)  # spans past the attribute limit: once per file
     for file, line, message in collector.orphans:
         yield RawRecord(file, line, error=message)
     keys = None if opts.group_by in ("trace", "run") else (CONVERSATION_KEYS if opts.group_by == "conversation" else list(opts.group_by))
@@ -271,6 +280,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
         if not any(v.role for v in group_views(group).values()):
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
+        mend_cut(group)  # requests that lost their first messages to the attribute limit (`dropped`)
         first = group.spans[0]
         yield RawRecord(first.file, first.line, group)
         count += 1

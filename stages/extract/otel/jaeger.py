@@ -4,8 +4,8 @@ Jaeger's query API and UI download traces in their own model: a span's
 `operationName`, `references` (`CHILD_OF` = the parent), `startTime` and
 `duration` in microseconds, typed `tags` and timestamped `logs`, with
 resources as `processes`. When Jaeger ingests OTLP it keeps the span kind,
-the status and the instrumentation scope as tags (`span.kind`,
-`otel.status_code` / `otel.status_description`, `otel.scope.name`); those go
+the status, the instrumentation scope and the count of attributes the SDK dropped as tags (`span.kind`,
+`otel.status_code` / `otel.status_description`, `otel.scope.name`, `otel.dropped_attributes_count`); those go
 back to their OTLP fields here, as agentevals' Jaeger reader does, and a log
 becomes a span event named by its `event` field.
 """
@@ -18,7 +18,9 @@ __all__ = ["from_jaeger", "is_jaeger"]
 
 _KINDS = {"internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
 _SCOPE_TAGS = ("otel.scope.name", "otel.library.name")
-_FIELD_TAGS = frozenset({"span.kind", "otel.status_code", "otel.status_description", "otel.scope.version", "otel.library.version", *_SCOPE_TAGS})
+_DROPPED = "otel.dropped_attributes_count"  # how the OTLP field `droppedAttributesCount` travels in non-OTLP formats
+_FIELD_TAGS = frozenset({"span.kind", "otel.status_code", "otel.status_description", "otel.scope.version", "otel.library.version", _DROPPED,
+                         *_SCOPE_TAGS})
 
 
 def is_jaeger(doc: Any) -> bool:
@@ -70,6 +72,8 @@ def _span(raw: dict[str, Any]) -> dict[str, Any]:
     }
     if parent:
         out["parentSpanId"] = parent
+    if _DROPPED in tags:
+        out["droppedAttributesCount"] = (tags[_DROPPED] or {}).get("value")
     if error:
         out["status"] = {"code": 2, "message": (tags.get("otel.status_description") or {}).get("value")}
     return out

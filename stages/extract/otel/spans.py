@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.otel.dropped import dropped_count
 from tracejudge.stages.extract.otel.exports import iter_exports  # (where it was: `otel/__init__` imports it from here)
 from tracejudge.stages.extract.otel.keys import split_trace
 from tracejudge.stages.extract.otel.links import adopt_orphans, break_cycles, lone_request, stand_in_parents
@@ -124,6 +125,7 @@ class Span:
     copies_differ: bool = False  # delivered more than once with different contents: this copy was kept (see `once`)
     scope: str | None = None  # the instrumentation scope's name (`gcp.vertex.agent` for ADK)
     stand_in: bool = False  # not delivered: made for a lost parent several spans name (`links.stand_in_parents`)
+    dropped_attributes: int = 0  # attributes its SDK dropped past the limit per span (`droppedAttributesCount`: `dropped`)
 
 
 @dataclass(slots=True)
@@ -213,6 +215,7 @@ def _span(raw: dict[str, Any], service: str | None, file: str, line: int, scope:
         line=line,
         problem=problem,
         scope=scope,
+        dropped_attributes=dropped_count(raw),
     )
 
 

@@ -31,6 +31,14 @@ what it opens with (one proven by a replayed call id, else the only one);
 when several did, or its request opens with a tool call or result no
 conversation ends with, it is kept apart and named in the warning.
 
+A request whose span passed the SDK's limit of attributes per span lost what was written first (`dropped`): its
+`input.value`, its session id, its first messages. It is told by position: it joins the one conversation whose last
+request's input and reply it replays at the same indices, from wherever its history was cut (call ids and texts
+compared exactly; a round of results that lost all it replays answers, by call id, the calls that reply asked for),
+and a conversation a key grouped is one it may join, its key having been evicted with the rest. Several that fit keep
+it apart, named in the warning; the lenient tiers below, which read a history from its first message, are not tried.
+Once grouped, each such request gets the messages it lost from the request before it that it replays (`mend_cut`).
+
 A model request recorded twice — by a framework's instrumentation in its
 trace and again, parentless, by the client's (OpenInference's LangChain and
 OpenAI instrumentors both on) — is read once, before any joining
@@ -49,6 +57,7 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.dropped import Seen, replayed_rest, restore_fronts
 from tracejudge.stages.extract.otel.duplicates import drop_duplicate_requests
 from tracejudge.stages.extract.otel.replays import Unprompted, after_overlap, answered, hashes, message_key
 from tracejudge.stages.extract.otel.retrievals import adopt_retrievals
@@ -56,7 +65,7 @@ from tracejudge.stages.extract.otel.server_state import asked_calls, carry_histo
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["continues", "stitch"]
+__all__ = ["continues", "mend_cut", "stitch"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -70,10 +79,15 @@ def continues(previous: Any, request: Any) -> bool:
     either request with no recorded input is no continuation; a replay that adds a user message is the
     user speaking again (a new turn, or a mid-turn message `assemble` places itself). A system prompt
     re-rendered per request (a timestamp in it) or a history trimmed at the start (a sliding window) is
-    still the same exchange when what the request adds answers, by call id, a call `previous` asked for.
+    still the same exchange when what the request adds answers, by call id, a call `previous` asked for. A request whose
+    span lost its first messages to the limit on attributes per span replays `previous` at the same positions (`dropped`).
     """
     if not previous.inputs or not request.inputs:
         return False
+    if request.input_start is not None or previous.input_start is not None:  # a span that lost its first messages: by position
+        added = replayed_rest(previous, request)
+        if added is not None:
+            return not previous.outputs if not added else not any(m.get("role") == "user" for m in added)
     prefix = [message_key(m) for m in [*previous.inputs, *(previous.outputs or [])]]
     inputs = request.inputs
     if len(inputs) < len(prefix) or [message_key(m) for m in inputs[: len(prefix)]] != prefix:
@@ -82,6 +96,13 @@ def continues(previous: Any, request: Any) -> bool:
     if len(inputs) == len(prefix):
         return not previous.outputs  # the same request again after it got no reply: an application's retry
     return not any(m.get("role") == "user" for m in inputs[len(prefix) :])
+
+
+def mend_cut(group: Group) -> None:
+    """Give each top-level model request of `group` whose span lost its first messages to the limit on attributes per span
+    those of the request before it that it replays (`dropped.restore_fronts`); nothing when none lost any."""
+    if any(v.input_start is not None for v in group_views(group).values()):
+        restore_fronts([v for _, v in _requests(group)])
 
 
 def _said(messages: list[dict[str, Any]]) -> list[Any]:
@@ -108,7 +129,7 @@ class _Chain:
     its call ids; `chain` is the group it joined (its own when it joined none)."""
 
     __slots__ = ("group", "chain", "first", "last", "first_span", "last_span", "first_strict", "first_said", "first_len", "first_ids",
-                 "last_strict", "last_said", "last_len", "last_ids", "bare")
+                 "last_strict", "last_said", "last_len", "last_ids", "bare", "lossy", "first_seen", "last_seen")
 
     def __init__(self, group: Group, first: tuple[Span, View], last: tuple[Span, View]) -> None:
         self.group = self.chain = group
@@ -124,6 +145,9 @@ class _Chain:
         self.last_len = len(self.last.inputs or [])
         self.last_ids = _call_ids(seen)
         self.bare = Unprompted(self.first, self.last)
+        # its first request's span lost attributes to the limit per span (`dropped`): its session id, its first messages
+        self.lossy = self.first_span.dropped_attributes > 0 or self.first.input_start is not None
+        self.first_seen, self.last_seen = Seen(self.first, False), Seen(self.last, True)
 
 
 def _candidate(group: Group) -> _Chain | None:
@@ -147,6 +171,7 @@ class _Joiner:
         self.bare: dict[int, list[_Chain]] = {}  # by the last request's input and reply, system messages aside
         self.asked: dict[int, list[_Chain]] = {}  # by the last request's user texts
         self.tails: dict[int, list[_Chain]] = {}  # by the last message a conversation's last request saw (its reply)
+        self.ends: dict[tuple[int, int], list[_Chain]] = {}  # by that message and its position (`_positioned`)
 
     def _live(self, entry: _Chain) -> bool:
         return self.current.get(id(entry.chain)) is entry
@@ -160,6 +185,10 @@ class _Joiner:
         if got.first.previous_response_id is not None:
             entry = self.answered.get(got.first.previous_response_id)
             return (entry if entry is not None and self._live(entry) else None), False  # (a branch from an earlier response stays apart)
+        if got.lossy:
+            entry, decided = self._positioned(got)
+            if decided or got.first.input_start is not None:
+                return entry, False  # (a history cut at the front is told by position only: the tiers below read it from message 0)
         for h in reversed(got.first_strict):
             fits = [e for e in self.strict.get(h, []) if self._live(e)]
             if len(fits) == 1:
@@ -185,6 +214,43 @@ class _Joiner:
         if found is not None:
             return found, True
         return self._windowed(got)[0], False  # (after `_resumed`: tool results alone open a Responses API request too)
+
+    def _positioned(self, got: _Chain) -> tuple[_Chain | None, bool]:
+        """The conversation whose last request's input and reply `got`'s first request replays at the same positions, its
+        span having lost attributes (`dropped`): whole where both recorded a message, from wherever its history was cut; a
+        conversation a key grouped (its session id evicted with the rest) too. `(None, True)` when several fit (with a
+        warning); `(None, False)` when none does (a warning too when the history was cut: it starts mid-conversation)."""
+        later = got.first_seen
+        for p in range(later.end, later.start - 1, -1):
+            fits = [e for e in self.ends.get((p, hash(later.at(p))), []) if self._live(e) and e.last_seen.fits(later)]
+            if len(fits) == 1:
+                return fits[0], True
+            if fits:
+                self._doubt("its first request lost its first messages to the limit on attributes per span, and what is left "
+                            "replays the history of several conversations at the same positions", got)
+                return None, True
+        fits = [e for e in self.current.values() if e.last_seen.end < later.start and e.last_seen.fits(later)]  # (all it replays lost)
+        if len(fits) == 1:
+            return fits[0], True
+        if fits:
+            self._doubt("its first request lost every message it replays to the limit on attributes per span, and the results "
+                        "it opens with answer the calls of several conversations", got)
+            return None, True
+        if got.first.input_start is not None and self.current:
+            self._doubt("its first request lost its first messages to the limit on attributes per span, and what is left replays "
+                        "no conversation's last request at the same positions", got)
+        return None, False
+
+    def add_keyed(self, group: Group) -> None:
+        """Group `group`, which a conversation key grouped, may be gone on with by a request whose span lost that key."""
+        top = [r for r in _requests(group) if r[1].inputs]
+        if top:
+            self._end(_Chain(group, top[0], top[-1]))
+
+    def _end(self, got: _Chain) -> None:
+        self.current[id(got.chain)] = got
+        if got.last_seen.keys:
+            self.ends.setdefault((got.last_seen.end, hash(got.last_seen.keys[-1])), []).append(got)
 
     def _bare_replay(self, got: _Chain) -> tuple[_Chain | None, bool]:
         """The conversation whose last request's input and reply `got`'s first request replays exactly, system messages
@@ -259,8 +325,13 @@ class _Joiner:
         return None
 
     def add(self, got: _Chain) -> None:
-        """`got` is now the last trace of its conversation (`got.chain`)."""
-        self.current[id(got.chain)] = got
+        """`got` is now the last trace of its conversation (`got.chain`).
+
+        A conversation a key grouped is found only by position (`_positioned`), by a request whose span lost that key.
+        """
+        self._end(got)
+        if got.chain.key_attr is not None:
+            return
         self.strict.setdefault(got.last_strict, []).append(got)
         self.lenient.setdefault(got.last_said, []).append(got)
         if got.last.response_id:
@@ -287,6 +358,7 @@ def stitch(groups: Iterable[Group]) -> Iterator[Group]:
     exchange. Lone retrieval traces then join the request they retrieved for (`retrievals`).
     """
     groups = drop_duplicate_requests(list(groups))  # a request recorded again by a second instrumentation is one request
+    lossy = any(s.dropped_attributes for g in groups if g.key_attr is None for s in g.spans)  # a conversation key may have been evicted
     carry_history([r for g in groups for r in _requests(g)])
     unsure: dict[str, list[str]] = {}
     joiner = _Joiner(unsure)
@@ -294,6 +366,8 @@ def stitch(groups: Iterable[Group]) -> Iterator[Group]:
     for group in groups:
         got = _candidate(group)
         if got is None:
+            if lossy and group.key_attr is not None:
+                joiner.add_keyed(group)
             out.append(group)
             continue
         found, resumed = joiner.find(got)
@@ -304,7 +378,7 @@ def stitch(groups: Iterable[Group]) -> Iterator[Group]:
             out.append(group)
         else:
             chain = found.chain
-            for span in group.spans:
+            for span in group.spans if chain.key_attr is None else []:  # (a keyed conversation's traces keep their ids, as its own do)
                 span.trace_id = chain.traces[0]
             chain.spans.extend(group.spans)
             chain.views = {**group_views(chain), **group_views(group)}

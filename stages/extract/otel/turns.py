@@ -185,6 +185,9 @@ class Builder:
         duplicates = [s.span_id for s in group.spans if s.copies_differ]
         if duplicates:
             otel["duplicates"] = duplicates
+        lost = [s.dropped_attributes for s in group.spans if s.dropped_attributes]
+        if lost:  # spans past the attribute limit per span (`dropped`): only then, other cases stay as they were
+            otel["dropped_attributes"] = {"spans": len(lost), "attributes": sum(lost)}
         metadata: dict[str, Any] = {"otel": otel}
         if meta_turns and meta_turns[-1].get("error") is not None:
             metadata["run_error"] = meta_turns[-1]["error"]  # the run ended in this error (the judge is told: `trace_text.run_error`)

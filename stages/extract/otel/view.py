@@ -75,6 +75,9 @@ class View:
     `response_id` / `previous_response_id`: a Responses API request's own response id and the one it
     continued from (`previous_response_id`: the server prepended that response's input and output; `stitch`).
     `query`: what a retrieval span was asked (its question text), to find the request it retrieved for.
+    `input_start`: the position of `inputs[0]` in the request's messages when the span lost its first ones to the
+    attribute limit (`None`: they start at 0); `partial_inputs`: what the messages just before it still show, each cut
+    at its start (no role), never read as whole messages (`dropped`).
     `conventions` names the readers that recognised the span.
     """
 
@@ -106,6 +109,8 @@ class View:
     response_id: str | None = None
     previous_response_id: str | None = None
     query: str | None = None
+    input_start: int | None = None
+    partial_inputs: list[dict[str, Any]] | None = None
 
 
 _MAPS = ("deferred_tools", "answer_texts", "refused_answers")  # merged key by key: the first reader to say a key wins

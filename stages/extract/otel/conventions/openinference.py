@@ -12,7 +12,8 @@ the flattened `llm.input_messages.{i}.message.*` / `llm.output_messages.*`
 (with `tool_calls.{j}.tool_call.{id,function.name,function.arguments}`,
 `tool_call_id`, `contents.{k}.message_content.text`; a content of type
 `reasoning`, a Responses API reasoning summary, is a reasoning part, not
-text), else from `input.value` / `output.value` when they hold a
+text; read by index: a span that lost its first attributes to the limit per span keeps its first messages aside,
+cut, and its input starts at its first whole one, `dropped.front_cut`), else from `input.value` / `output.value` when they hold a
 request/response body. A LangChain model's `invalid_tool_calls` (arguments
 that were not JSON), which only `output.value` keeps, are added to its
 output as calls with their raw arguments text. smolagents' replayed memory
@@ -48,6 +49,7 @@ from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, 
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_inputs
+from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
@@ -72,7 +74,7 @@ def read(span: Span) -> View | None:
     if node:
         v.role = "chain"  # a LangGraph node named "agent" is a step of the graph, not an agent run
     if v.role == "model":
-        v.inputs = memory_inputs(_messages(a, "llm.input_messages"), span)
+        v.inputs = memory_inputs(_messages(a, "llm.input_messages", span, v), span)
         v.outputs = _messages(a, "llm.output_messages")
         if v.inputs is None:
             body = unjson(a.get("input.value"))
@@ -125,16 +127,33 @@ def _graph_node(metadata: Any) -> bool:
     return isinstance(meta, dict) and "langgraph_node" in meta and "langgraph_step" in meta
 
 
-def _messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
-    items = nested(attrs, prefix)
-    if not isinstance(items, list):
+def _messages(attrs: dict[str, Any], prefix: str, span: Span | None = None, cut: View | None = None) -> list[dict[str, Any]] | None:
+    """The messages flattened under `prefix`, by index; with `cut` (a request's input), the ones a span that lost its
+    first attributes kept whole, their start and the partial ones before them set on `cut` (`dropped.front_cut`)."""
+    found = indexed(nested(attrs, prefix))
+    if found is None:
         return None
+    if cut is None or span is None:
+        return _read_messages([x for _, x in found])
+    cut.input_start, partial, whole = front_cut(found, span.dropped_attributes > 0, _has_role)
+    cut.partial_inputs = _read_messages(partial, partial=True) or None
+    return _read_messages(whole)
+
+
+def _has_role(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("message"), dict) and bool(item["message"].get("role"))
+
+
+def _read_messages(items: list[Any], partial: bool = False) -> list[dict[str, Any]]:
+    """Flattened messages as normalised ones; a `partial` message (its role evicted) is a tool message when it names the call
+    it answers, an assistant's when it asks for calls, else of no known role (`None`)."""
     out = []
     for item in items:
         msg = item.get("message") if isinstance(item, dict) else None
         if not isinstance(msg, dict):
             continue
-        openai: dict[str, Any] = {"role": msg.get("role") or "assistant"}
+        role = "tool" if msg.get("tool_call_id") is not None else "assistant" if msg.get("tool_calls") else "unknown"
+        openai: dict[str, Any] = {"role": msg.get("role") or (role if partial else "assistant")}
         contents = msg.get("contents")
         if isinstance(msg.get("content"), str):
             openai["content"] = msg["content"]
@@ -156,7 +175,7 @@ def _messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None
             openai["tool_call_id"] = msg["tool_call_id"]
         one = normalise_one(openai)
         if one is not None:
-            out.append(one)
+            out.append({**one, "role": None} if one["role"] == "unknown" and partial else one)
     return out
 
 

@@ -37,6 +37,7 @@ from tracejudge.stages.extract.otel.conventions.openinference import answer_text
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.payloads import documents, unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.view import View, as_int, nested, present, unjson
 from tracejudge.stages.extract.otel.wrapped import HOPS
 
@@ -58,7 +59,10 @@ def read(span: Span) -> View | None:
     v = View()
     if req_type in ("chat", "completion") or (kind is None and (prompts is not None or completions is not None)):
         v.role = "model"
-        v.inputs = normalise([p for p in prompts if isinstance(p, dict)]) if isinstance(prompts, list) else None
+        found = indexed(prompts)  # (a history that lost its first messages to the attribute limit: from its first whole one, `dropped`)
+        if found is not None:
+            v.input_start, _, whole = front_cut(found, span.dropped_attributes > 0, lambda p: isinstance(p, dict) and bool(p.get("role")))
+            v.inputs = normalise([p for p in whole if isinstance(p, dict)])
         v.outputs = normalise([{"role": "assistant", **c} for c in completions if isinstance(c, dict)]) if isinstance(completions, list) else None
         v.usage_in = as_int(a.get("gen_ai.usage.prompt_tokens", a.get("gen_ai.usage.input_tokens")))
         v.usage_out = as_int(a.get("gen_ai.usage.completion_tokens", a.get("gen_ai.usage.output_tokens")))
