@@ -18,10 +18,12 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
 
     A segment killed with SIGKILL never wrote its summary, but its results carry
     the tokens each score cost, and the spend journal (`judge_spend.jsonl`,
-    `tracejudge.llm.spend_journal`) every answer paid for, including those
-    whose case had no result line yet at the kill; the larger is what was
-    spent, so the budget and the summary hold across a kill (only requests
-    in flight at the kill are unseen).
+    `tracejudge.llm.spend_journal`) every attempt sent and every answer paid
+    for, including those whose case had no result line yet at the kill and
+    the requests in flight at the kill (at their estimated prompt tokens);
+    the larger is what was spent, so the budget and the summary hold across
+    a kill. Its requests are every attempt sent, whatever the tokens say (a
+    killed segment's failed attempts billed none).
     """
     from tracejudge.llm.spend_journal import spend_totals
 
@@ -36,9 +38,10 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
         block["answered"] = max(int(block.get("answered", 0)), spent.get("answered", 0))
         block["cost_usd"] = block["sync_equivalent_usd"] = None  # unknown here: the judge stage prices the tokens
     paid = spend_totals(run_dir)
+    if paid is not None and paid["requests"] > int(block.get("requests") or 0):
+        block["requests"] = paid["requests"]  # (a summary counts every attempt sent, as the journal does: never fewer)
     if paid is not None and tokens(paid) > tokens(block):
         block["input_tokens"], block["output_tokens"] = paid["input_tokens"], paid["output_tokens"]
-        block["requests"] = max(int(block.get("requests", 0)), paid["requests"])
         block["cost_usd"], block["sync_equivalent_usd"] = paid["cost_usd_exact"], None  # the journal has the dollars paid
     elif paid is not None and tokens(paid) == tokens(block) and isinstance(cost := block.get("cost_usd"), (int, float)) \
             and round(paid["cost_usd_exact"], 6) == cost:
@@ -181,6 +184,25 @@ def _line_judge(raw: bytes) -> tuple[int, int]:
     return hits, int(judged)
 
 
+def _with_in_flight(block: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The judge `block` with `in_flight_at_stop` when the spend journal holds requests sent and never answered, in flight
+    when a segment was killed: `{requests, input_tokens_estimated, cost_usd_estimated}`, the part of the block's requests,
+    input tokens and dollars that is theirs (`_prior_judge` took them from the journal), tokens as the client estimated
+    the prompts, dollars at the model's price (null for a judge without a price, whose dollars are unknown).
+
+    Built at a segment's end, when its own attempts are all settled (`SpendJournal.close`): what the journal leaves
+    unsettled is the earlier segments' and stays so, so a resume that adds nothing gives the same block."""
+    from tracejudge.llm.spend_journal import spend_totals
+
+    paid = spend_totals(run_dir)
+    stopped = dict((paid or {}).get("in_flight_at_stop") or {})
+    if not stopped.get("requests"):
+        return block
+    if block.get("priced") is False:
+        stopped["cost_usd_estimated"] = None
+    return dict(sorted({**block, "in_flight_at_stop": stopped}.items()))
+
+
 def _prior_block(run_dir: Path, name: str) -> dict[str, Any] | None:
     try:
         block = json.loads((run_dir / "summary.json").read_text()).get(name)
@@ -206,6 +228,7 @@ def _build_summary(
             judge[k] = judge.get(k, 0) + v
     if blocks and "judge" in blocks:  # the gate's counts, rebuilt from results.jsonl (true after a kill)
         block = _with_killed_telemetry(journal.fix_judge_block(blocks["judge"]), journal.run_dir, journal.segments, journal.segment)
+        block = _with_in_flight(block, journal.run_dir)
         blocks = {**blocks, "judge": block}  # (its `partial_counters` note ends the terminal summary: `judge_lines`)
     # Failures the same command no longer retries: said beside the status counts, so a FAIL is not read as retried away.
     spent, _ = journal.spent_retries()

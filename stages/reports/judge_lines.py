@@ -7,6 +7,7 @@ from typing import Any
 
 from tracejudge.core.inert_text import visible
 from tracejudge.stages.aggregate.gate_judge import budget_caps
+from tracejudge.stages.reports.judge_spend import in_flight_line
 
 __all__ = ["budget_line", "judge_lines", "label_counts", "label_lines", "label_markdown", "label_problems", "quality_lines", "spend_line"]
 
@@ -71,6 +72,8 @@ def judge_lines(summary: dict[str, Any]) -> list[str]:
     lines = [spend_line(summary)]
     if j.get("spend_note"):
         lines.append(j["spend_note"])  # (rebuilt by `report` without summary.json: where its figures came from)
+    if flying := in_flight_line(summary):
+        lines.append(flying)  # (requests a kill cut off in flight: their tokens and dollars are estimates)
     if j.get("repairs"):
         lines.append(f"judge repairs: {j['repairs']} repair requests, {j.get('repair_input_tokens', 0):,} input + "
                      f"{j.get('repair_output_tokens', 0):,} output tokens, {_dollars(j.get('repair_cost_usd', 0.0))}; "

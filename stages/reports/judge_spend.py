@@ -1,10 +1,14 @@
 """The judge's spending of a run that has no summary.json, rebuilt from the files that hold it (`tracejudge report`).
 
 A run killed before its first summary (or one whose summary.json was deleted) still has what its judge paid: every
-answer paid for is in `judge_spend.jsonl` (`tracejudge.llm.spend_journal`, written as each came, before it was used),
-and each result line's scores say what they cost. The journal is the fuller of the two (it also holds answers whose case
-the kill cut before its line was written), so it is taken when it holds at least as many tokens, as a resume takes it
+attempt sent and every answer paid for is in `judge_spend.jsonl` (`tracejudge.llm.spend_journal`, written as each was
+sent and as each answer came, before it was used), and each result line's scores say what they cost. The journal is the
+fuller of the two (it also holds answers whose case the kill cut before its line was written, and the requests in flight
+at the kill, at their estimated prompt tokens), so it is taken when it holds at least as many tokens, as a resume takes it
 (`engine.run_summary._prior_judge`); the block says which file its figures came from.
+
+`in_flight_line` is the sentence the terminal and report.md show under the judge's spending when some of it is the
+estimate of requests in flight at a stop (the judge block's `in_flight_at_stop`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 from tracejudge.core.records import CaseResult
 from tracejudge.stages.judge.calls.stats import sum_usd
 
-__all__ = ["LineSpend", "rebuilt_spend"]
+__all__ = ["LineSpend", "in_flight_line", "rebuilt_spend"]
 
 
 class LineSpend:
@@ -65,13 +69,15 @@ def rebuilt_spend(run_dir: Path, lines: LineSpend) -> dict[str, Any]:
 
     out: dict[str, Any] = {"cache_hits": lines.cache_hits} if lines.cache_hits else {}
     if paid is not None and tokens(paid) > 0 and tokens(paid) >= tokens(from_lines):
-        source, figures = SPEND, {k: v for k, v in paid.items() if k != "cost_usd_exact"}  # (dollars shown rounded, as a run's summary)
-        more = tokens(paid) - tokens(from_lines)
+        stopped = paid["in_flight_at_stop"]
+        # (dollars shown rounded, as a run's summary; the estimate of requests in flight at a stop only when there were)
+        source, figures = SPEND, {k: v for k, v in paid.items() if k != "cost_usd_exact" and (k != "in_flight_at_stop" or stopped["requests"])}
+        more = max(0, tokens(paid) - stopped["input_tokens_estimated"] - tokens(from_lines))
         extra = (f", {more:,} tokens more than the result lines show (answers paid for whose case had no result line yet)"
                  if more else "")
-        note = (f"no summary.json: the judge's requests, tokens and dollars are rebuilt from {SPEND}, every answer the run paid "
-                f"for, written as it came{extra}; a request still in flight, or cut off by a stop, is not in it, nor are the "
-                "judge's other counters (retries, 429s, what the cache saved)")
+        note = (f"no summary.json: the judge's requests, tokens and dollars are rebuilt from {SPEND}, every request the run sent "
+                f"and every answer it paid for, written as they went and came{extra}; the judge's other counters (retries, 429s, "
+                "what the cache saved) are not in it")
     elif tokens(from_lines) > 0:
         source, figures = "results.jsonl", from_lines
         note = ("no summary.json: the judge's requests, tokens and dollars are rebuilt from the scores of results.jsonl "
@@ -80,3 +86,24 @@ def rebuilt_spend(run_dir: Path, lines: LineSpend) -> dict[str, Any]:
     else:
         return out
     return {**out, **figures, "spend_source": source, "spend_note": note}
+
+
+def in_flight_line(summary: dict[str, Any]) -> str | None:
+    """The sentence saying how many of the judge's requests were in flight at a stop (sent, no answer recorded: a kill)
+    and that the tokens and dollars counted for them are estimates; `None` when there were none.
+
+    A summary a run wrote counts only earlier segments' requests as in flight (its own are all settled when it writes
+    it). Spending rebuilt by `report` from the journal alone (`spend_source`, no summary.json) may be a run's still going
+    on, whose requests in flight are not stopped: the sentence says either."""
+    j = summary.get("judge") or {}
+    stopped = j.get("in_flight_at_stop") or {}
+    n = int(stopped.get("requests") or 0)
+    if not n:
+        return None
+    cost = stopped.get("cost_usd_estimated")
+    money = "cost unknown" if cost is None else f"${cost:.4f}"
+    were = "judge request was" if n == 1 else "judge requests were"
+    why = ("sent with no answer recorded (in flight at a kill, or still in flight if the run is going on)" if j.get("spend_source")
+           else "in flight at a stop (sent, then the run was killed before an answer was recorded)")
+    return (f"{n:,} {were} {why}: counted in the requests, and in the tokens and dollars at their prompts' estimated size: "
+            f"{int(stopped.get('input_tokens_estimated') or 0):,} input tokens, {money} (no output tokens)")

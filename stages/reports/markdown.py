@@ -9,6 +9,7 @@ from tracejudge.core.inert_text import visible
 from tracejudge.stages.aggregate.gate import Verdict
 from tracejudge.stages.reports.cases import CaseMaterial
 from tracejudge.stages.reports.judge_lines import budget_line, label_markdown, spend_line
+from tracejudge.stages.reports.judge_spend import in_flight_line
 
 if TYPE_CHECKING:  # a run without a baseline never compares
     from tracejudge.stages.comparison.runs import Comparison
@@ -92,6 +93,8 @@ def render_markdown(summary: dict[str, Any], verdict: Verdict, cases: CaseMateri
     judge = summary.get("judge") or {}
     if judge.get("requests") or judge.get("cache_hits"):
         lines += ["", _text(spend_line(summary)) + "."]  # what the judge cost ("cost unknown" for a model without a price)
+        if flying := in_flight_line(summary):  # (requests a kill cut off in flight: their tokens and dollars are estimates)
+            lines += ["", _text(flying) + "."]
     budget = budget_line(summary)
     if budget:
         lines += ["", f"**{_text(budget)}**"]

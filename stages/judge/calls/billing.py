@@ -3,6 +3,11 @@
 A verdict and a refusal are billed alike: the provider answered and billed both (`ProviderError.reply` carries a
 refusal's usage). An answer without usage is billed at estimated tokens (`Judge._estimate_usage`). These functions
 are called by `tracejudge.stages.judge.calls.sending.attempt` with the judge (`self`) it sends for.
+
+Each attempt is journaled when it is sent (`note_sent`, before the request goes out) and settled in the spend journal
+by the billing that ends it (`bill_input`, or `Judge._count` for an answer): what it was billed, 0 for a request that
+failed unanswered (a 5xx, a refused connection). One a SIGKILL cut off in flight stays unsettled, and a resume counts
+it at its estimated prompt tokens (`tracejudge.llm.spend_journal`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ if TYPE_CHECKING:
     from tracejudge.llm.providers import ProviderError, Reply
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["Unsettled", "bill_input", "settle_answer", "unsettled_error"]
+__all__ = ["Unsettled", "bill_input", "note_sent", "settle_answer", "unsettled_error"]
 
 
 class Unsettled(Exception):
@@ -28,8 +33,17 @@ class Unsettled(Exception):
         self.cause = cause
 
 
+def note_sent(self: Judge, prompt_tokens: int) -> None:
+    """Journal an attempt about to be sent with `prompt_tokens`, its prompt as admitted (the estimate a timeout is
+    billed at), priced at the judge's model: what a resume counts for it if a kill leaves it unanswered. The billing that
+    ends the attempt in this task settles it (`bill_input`, `settle_answer`)."""
+    if self.spend is not None:
+        self.spend.sent(prompt_tokens, self._cost(prompt_tokens, 0))
+
+
 def bill_input(self: Judge, held: Any, billed: int) -> None:
-    """Settle `held` at `billed` estimated input tokens (an attempt processed with no usage to read) and count them."""
+    """Settle `held` at `billed` estimated input tokens (an attempt processed with no usage to read) and count them; the
+    attempt is settled in the spend journal at them (0: a request that failed unanswered, not paid)."""
     self.budget.settle(held, billed, self._cost(billed, 0))
     self.stats.input_tokens += billed
     self.stats.cost_usd += self._cost(billed, 0)

@@ -19,7 +19,7 @@ from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
 from tracejudge.llm.replies import not_found_fix, request_fix
-from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, settle_answer, unsettled_error
+from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, note_sent, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
 from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind, unreadable
 from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
@@ -121,6 +121,7 @@ async def attempt(self: Judge, payload: dict[str, Any], estimate: int, body: byt
     self.stats.queued_s += permit.queued_s
     self.stats.requests += 1
     self.stats.retries += retry
+    note_sent(self, prompt_tokens)  # (journaled before it goes out: a kill while it is in flight still counts it)
     serial = next(self._serials)
     self._sending[serial] = time.monotonic()
     gate.sent()
