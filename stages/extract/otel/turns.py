@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.pydantic_ai import REFUSED
 from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
 from tracejudge.stages.extract.otel.nesting import in_call_order, nested_entry
 from tracejudge.stages.extract.otel.pauses import add_question, question_text
@@ -85,7 +86,8 @@ class Builder:
                 turn["_agents"].add(v.agent_name)
         for r in model_rows:
             mv = self.views[r.model.span_id]  # type: ignore[union-attr]
-            turn["_usage"].add(mv.usage_in, mv.usage_out, mv.error is not None)
+            # (a request whose answer pydantic-ai refused did answer: not a failed one, `conventions.pydantic_ai.retry_feedback`)
+            turn["_usage"].add(mv.usage_in, mv.usage_out, mv.error is not None and not mv.error.startswith(REFUSED))
 
     def _continues(self, turn: dict[str, Any], rows: list[Row]) -> bool:
         """Whether an anchor of another trace goes on with `turn`: its first request replays the turn's last one.

@@ -52,6 +52,7 @@ def group_views(group: Group) -> dict[str, View]:
         traceloop.invalid_calls(group.spans, group.views)
         traceloop.callback_results(group.spans, group.views)
         failed_tool_messages(group.spans, group.views)
+        pydantic_ai.retry_feedback(group.spans, group.views)  # its feedback on a refused text answer: the framework's words, not the user's
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
         langgraph.read_pauses(group.spans, group.views)  # last: a pause is no error, whatever a pass above made of its status
     return group.views

@@ -23,28 +23,52 @@ retry prompt text itself. A call whose response recorded no content
 (`include_content=False`) cannot be told refused and counts as taken, as
 does the last attempt of a run that ran out of output retries (no request
 came after it: the run's error says so).
+
+An answer given as TEXT (`NativeOutput`, `PromptedOutput`, `str` output with an output
+validator) is refused the same way, but pydantic-ai's answer to it is no tool
+response: it sends its feedback as text of its own, in the user's voice ("Your
+previous response failed the application's validation (this is automated
+feedback, not a message from the user):" and the validation errors or the
+`ModelRetry` message fenced; 1.x's `RetryPromptPart` with no tool name:
+"Validation feedback: …" / "N validation errors: …", then "Fix the errors and
+try again."; a reply with nothing to use: its fixed "Please return text." and
+the like). Its message history marks the part (`retry-feedback`, `retry-prompt`
+before 2.x), its spans do not: they record it as a text part like any user
+text, so it is told by its fixed wording, only on pydantic-ai's spans (its
+instrumentation scope; without a scope, its own keys). `retry_feedback` reads it
+as the framework speaking, never the user: the request's input holds it as a
+`system` message (no user turn), a run's `input.value` that OpenInference took
+from it (the last user text of the run) gives way to the run's real last user
+text (`pydantic_ai.all_messages`), and the request whose answer it refused gets
+`"output rejected: …"` (the validation errors said as for an output tool, or the
+message) as its error, as a refused output-tool answer does.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from itertools import product
 from typing import Any
 
 from tracejudge.stages.extract.common import maybe_json
 from tracejudge.stages.extract.otel.conventions.genai import messages
+from tracejudge.stages.extract.otel.messages import normalise
+from tracejudge.stages.extract.otel.replays import message_key
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, unjson
 
-__all__ = ["NAME", "read"]
+__all__ = ["NAME", "REFUSED", "SCOPE", "feedback", "read", "retry_feedback"]
 
 NAME = "pydantic-ai"
+SCOPE = "pydantic-ai"  # the instrumentation scope of its spans (`InstrumentationSettings`' tracer, under Logfire too)
 DEFERRAL_KEY = "pydantic_ai.tool.deferral.name"
 _DEFERRED_KINDS = {"unapproved": "requires_approval", "external": "external"}
 _OUTPUT_FUNCTION_MSG = "running output function"
 # What pydantic-ai sends back for an output call it took or skipped (`_tool_execution`'s status notes, 1.x and 2.x):
 # anything else answering an output call is its refusal.
 _STATUS_NOTES = ("Final result processed.", "Output tool not used", "Output not used", "Output tool processed")
-_REFUSED = "output rejected: "
+REFUSED = "output rejected: "  # how a refused answer's step error starts (`turns` counts such a request as answered)
 
 
 def read(span: Span) -> View | None:
@@ -122,7 +146,7 @@ def _refused(inputs: list[dict[str, Any]], tools: dict[str, Any]) -> dict[str, s
                 continue
             said = _refusal(part.get("result", part.get("response")))  # pydantic-ai writes `result`; log events give `response`
             if said is not None:
-                out.setdefault(str(part["id"]), _REFUSED + said)
+                out.setdefault(str(part["id"]), REFUSED + said)
     return out
 
 
@@ -137,3 +161,113 @@ def _refusal(said: Any) -> str | None:
         # pydantic's error details: where and what, one per error (the model's own values are the step's output already)
         return "; ".join(".".join(str(x) for x in e["loc"]) + ": " + e["msg"] if isinstance(e.get("loc"), list) and e["loc"] else e["msg"] for e in said)
     return json.dumps(said, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+# --- feedback on an answer given as text (see the module doc) ------------------------------------------------------
+# 2.x (`RetryFeedbackPart.model_response`): the attribution line, then the errors or the `ModelRetry` message fenced.
+_FRAMING = "Your previous response failed the application's validation (this is automated feedback, not a message from the user):"
+_FENCED = re.compile(re.escape(_FRAMING) + r"\n<(validation_errors|retry_feedback)>\n(.*)\n</\1>", re.DOTALL)
+# 1.x (`RetryPromptPart.model_response`, `tool_name=None`): a message, or the error details as JSON (fenced from 1.x on).
+_LEGACY = re.compile(r"(?:Validation feedback:\n(?P<said>.*)|\d+ validation errors?:\s*(?:```json\n)?(?P<errors>.*?)(?:\n```)?)"
+                     r"\n\nFix the errors and try again\.", re.DOTALL)
+# 2.x's fixed feedback on a reply holding nothing to use (`_no_output_feedback_text`: what it could have been instead).
+_NO_OUTPUT = frozenset("Please " + " or ".join(x for x in chosen if x) + "."
+                       for chosen in product(("", "return text"), ("", "include your response in a tool call", "call a tool"), ("", "return an image"))
+                       if any(chosen))
+_OWN_KEYS = ("model_request_parameters", "pydantic_ai.all_messages")
+
+
+def feedback(text: Any) -> str | None:
+    """What pydantic-ai's feedback on a refused answer says (`None`: `text` is none: see the module doc).
+
+    Validation errors are said as for an output tool (`loc: msg`, one per error); a `ModelRetry` message as it is.
+    """
+    if not isinstance(text, str):
+        return None
+    if text.startswith(_FRAMING):
+        fenced = _FENCED.fullmatch(text)
+        if fenced is None:
+            return None
+        return _refusal(fenced[2]) or fenced[2]
+    if text in _NO_OUTPUT:
+        return text
+    legacy = _LEGACY.fullmatch(text)
+    if legacy is None:
+        return None
+    if legacy["said"] is not None:
+        return legacy["said"]
+    return _refusal(legacy["errors"]) or legacy["errors"]
+
+
+def _ours(span: Span) -> bool:
+    """A span of pydantic-ai's instrumentation: its scope, or (a format that keeps no scope) one of its own keys."""
+    return span.scope == SCOPE or (not span.scope and any(k in span.attrs for k in _OWN_KEYS))
+
+
+def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
+    """Read pydantic-ai's feedback on a refused text answer as the framework's, never the user's (see the module doc).
+
+    In every request's input a feedback text part becomes a `system` message of its own, right after what was
+    left of its message. Feedback the request's input adds after the last reply it replays is new: the reply
+    before it was refused, and the request that gave it (the last one before, of the same run when there is one,
+    whose output is that reply) gets `"output rejected: …"` as its error. A run whose recorded request is a
+    feedback text (OpenInference's `input.value`) asked the last user text of its messages that is none.
+    """
+    ours = [s for s in spans if _ours(s)]
+    models = sorted((s for s in ours if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
+    for i, m in enumerate(models):
+        v = views[m.span_id]
+        if not v.inputs:
+            continue
+        inputs, refused = _set_apart(v.inputs)
+        if inputs is None:
+            continue
+        v.inputs = inputs
+        if refused is None:
+            continue
+        reply, said = refused
+        key = [message_key(reply)]
+        earlier = [p for p in models[:i] if [message_key(o) for o in views[p.span_id].outputs or []] == key]
+        given = [p for p in earlier if p.parent_id == m.parent_id] or earlier
+        if given:
+            pv = views[given[-1].span_id]
+            pv.error = pv.error or REFUSED + said
+    for s in ours:
+        v = views[s.span_id]
+        if feedback(v.request) is not None:
+            v.request = _asked(s) if v.role == "agent" else None
+
+
+def _set_apart(inputs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | None, tuple[dict[str, Any], str] | None]:
+    """`inputs` with each feedback part a `system` message of its own (`None`: it holds none), and the reply the newest
+    feedback refused with what it said, when that feedback came after the last reply of `inputs` (else `None`)."""
+    out: list[dict[str, Any]] = []
+    found = False
+    refused: tuple[dict[str, Any], str] | None = None
+    reply: dict[str, Any] | None = None
+    for msg in inputs:
+        if msg.get("role") == "assistant":
+            out.append(msg)
+            reply, refused = msg, None
+            continue
+        parts = msg.get("parts") or []
+        said = [feedback(p.get("content")) if isinstance(p, dict) and p.get("type") == "text" else None for p in parts]
+        if msg.get("role") not in ("user", "system") or all(x is None for x in said):
+            out.append(msg)
+            continue
+        found = True
+        kept = [p for p, x in zip(parts, said) if x is None]
+        if kept:
+            out.append({**msg, "parts": kept})
+        out.append({"role": "system", "parts": [p for p, x in zip(parts, said) if x is not None]})
+        if reply is not None:
+            refused = (reply, next(x for x in said if x is not None))
+    return (out if found else None), refused
+
+
+def _asked(span: Span) -> str | None:
+    """The last user text of a run's messages (`pydantic_ai.all_messages`) that is no feedback, else `None`."""
+    texts = [p["content"] for m in normalise(span.attrs.get("pydantic_ai.all_messages")) or [] if m.get("role") == "user"
+             for p in m.get("parts") or [] if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)
+             and present(p["content"]) and p["content"] != "" and feedback(p["content"]) is None]
+    return texts[-1] if texts else None
