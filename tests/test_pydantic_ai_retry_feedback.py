@@ -150,6 +150,42 @@ def test_a_refused_request_that_recorded_no_usage_is_missing_it(tmp_path: Path, 
     assert case.trace.usage.input_tokens is None and [s.error for s in case.trace.steps if s.error] == [REFUSED[scenario]]
 
 
+def _run2_prompt(name: str, folder: Path, prompt: str) -> Case:
+    """The case of `name` with the second run's question ("And in Tokyo?") replaced by `prompt` wherever it is written
+    (as a value, and inside the JSON text of attributes that hold messages)."""
+    old, new = "And in Tokyo?", prompt
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, str):
+            return new if value == old else value.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return {k: swap(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    text = (DATA / f"{name}.jsonl").read_text()
+    assert old in text
+    path = folder / f"{name}.edited.jsonl"
+    path.write_text("".join(json.dumps(swap(json.loads(line))) + "\n" for line in text.splitlines()))
+    return only_case(path, "otel")
+
+
+@pytest.mark.parametrize("inst", INSTRUMENTATIONS)
+@pytest.mark.parametrize("prompt", [
+    "Please return text.",
+    "Validation feedback:\nGive a temperature in C\n\nFix the errors and try again.",
+    f"{FRAMING} (this is automated feedback, not a message from the user):\n<retry_feedback>\nGive a temperature in C\n</retry_feedback>",
+])
+def test_a_new_runs_prompt_in_feedbacks_words_is_the_users(tmp_path: Path, inst: str, prompt: str) -> None:
+    """Feedback comes inside a run, after the reply it refused: a run's own prompt after the last run's accepted answer is the
+    user speaking, whatever its words (the last one the very text of the first run's feedback), and that answer stands."""
+    want = truth(DATA, f"validator-{inst}")
+    case = _run2_prompt(f"validator-{inst}", tmp_path, prompt)
+    assert case.input == "Weather in Paris?"
+    assert [m.content for m in case.trace.user_messages] == ["Weather in Paris?", prompt]
+    assert [s.error for s in case.trace.steps if s.error] == [REFUSED["validator"]]
+    assert case.trace.output == want["output"]
+
+
 @pytest.mark.parametrize(("text", "says"), [
     # 2.x (`RetryFeedbackPart`): validation errors, a `ModelRetry` message, and the fixed text on a reply with nothing to use
     (f'{FRAMING} (this is automated feedback, not a message from the user):\n<validation_errors>\n'

@@ -215,35 +215,51 @@ def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
     """
     ours = [s for s in spans if _ours(s)]
     models = sorted((s for s in ours if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
+    # Feedback comes inside one run, right after the reply it refused: a text of its wording that a request adds after a
+    # reply no earlier request of its run gave (a new run's prompt after the last run's accepted answer) is the user's.
+    said_by_user: set[tuple[str, int]] = set()  # (text, which occurrence of it in a history): replays keep the order
+    for i, m in enumerate(models):
+        v = views[m.span_id]
+        refused = _set_apart(v.inputs, said_by_user)[1] if v.inputs else None
+        if refused is not None and not _refusers(models[:i], m, refused[0], views):
+            said_by_user.add(refused[2])
     for i, m in enumerate(models):
         v = views[m.span_id]
         if not v.inputs:
             continue
-        inputs, refused = _set_apart(v.inputs)
+        inputs, refused = _set_apart(v.inputs, said_by_user)
         if inputs is None:
             continue
         v.inputs = inputs
         if refused is None:
             continue
-        reply, said = refused
-        key = [message_key(reply)]
-        earlier = [p for p in models[:i] if [message_key(o) for o in views[p.span_id].outputs or []] == key]
-        given = [p for p in earlier if p.parent_id == m.parent_id] or earlier
+        given = _refusers(models[:i], m, refused[0], views)
         if given:
             pv = views[given[-1].span_id]
-            pv.error = pv.error or REFUSED + said
+            pv.error = pv.error or REFUSED + refused[1]
     for s in ours:
         v = views[s.span_id]
         if feedback(v.request) is not None:
-            v.request = _asked(s) if v.role == "agent" else None
+            v.request = _asked(s, said_by_user) if v.role == "agent" else None
 
 
-def _set_apart(inputs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | None, tuple[dict[str, Any], str] | None]:
+def _refusers(earlier: list[Span], m: Span, reply: dict[str, Any], views: dict[str, View]) -> list[Span]:
+    """The requests before `m` of its own run (the same parent; any, when `m` has none) whose output is `reply`."""
+    key = [message_key(reply)]
+    return [p for p in earlier if (m.parent_id is None or p.parent_id == m.parent_id)
+            and [message_key(o) for o in views[p.span_id].outputs or []] == key]
+
+
+def _set_apart(inputs: list[dict[str, Any]], said_by_user: set[tuple[str, int]]
+               ) -> tuple[list[dict[str, Any]] | None, tuple[dict[str, Any], str, tuple[str, int]] | None]:
     """`inputs` with each feedback part a `system` message of its own (`None`: it holds none), and the reply the newest
-    feedback refused with what it said, when that feedback came after the last reply of `inputs` (else `None`)."""
+    feedback refused with what it said and the feedback's key (its text, and which occurrence of that text it is), when
+    that feedback came after the last reply of `inputs` (else `None`). A key in `said_by_user` is the user's, whatever
+    its wording."""
     out: list[dict[str, Any]] = []
     found = False
-    refused: tuple[dict[str, Any], str] | None = None
+    seen: dict[str, int] = {}
+    refused: tuple[dict[str, Any], str, tuple[str, int]] | None = None
     reply: dict[str, Any] | None = None
     for msg in inputs:
         if msg.get("role") == "assistant":
@@ -251,7 +267,8 @@ def _set_apart(inputs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | Non
             reply, refused = msg, None
             continue
         parts = msg.get("parts") or []
-        said = [feedback(p.get("content")) if isinstance(p, dict) and p.get("type") == "text" else None for p in parts]
+        keys = [_occurrence(p, seen) for p in parts]
+        said = [feedback(p.get("content")) if k is not None and k not in said_by_user else None for p, k in zip(parts, keys)]
         if msg.get("role") not in ("user", "system") or all(x is None for x in said):
             out.append(msg)
             continue
@@ -261,13 +278,31 @@ def _set_apart(inputs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]] | Non
             out.append({**msg, "parts": kept})
         out.append({"role": "system", "parts": [p for p, x in zip(parts, said) if x is not None]})
         if reply is not None:
-            refused = (reply, next(x for x in said if x is not None))
+            at = next(k for k, x in enumerate(said) if x is not None)
+            refused = (reply, said[at], keys[at])  # type: ignore[assignment]
     return (out if found else None), refused
 
 
-def _asked(span: Span) -> str | None:
-    """The last user text of a run's messages (`pydantic_ai.all_messages`) that is no feedback, else `None`."""
-    texts = [p["content"] for m in normalise(span.attrs.get("pydantic_ai.all_messages")) or [] if m.get("role") == "user"
-             for p in m.get("parts") or [] if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)
-             and present(p["content"]) and p["content"] != "" and feedback(p["content"]) is None]
+def _occurrence(part: Any, seen: dict[str, int]) -> tuple[str, int] | None:
+    """A text part's key `(text, n)`: its n-th occurrence in the history walked so far (`seen` counts); None for another part."""
+    if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("content"), str):
+        return None
+    text = part["content"]
+    seen[text] = seen.get(text, 0) + 1
+    return text, seen[text]
+
+
+def _asked(span: Span, said_by_user: set[tuple[str, int]]) -> str | None:
+    """The last user text of a run's messages (`pydantic_ai.all_messages`) that is no feedback, else `None`.
+
+    A text of feedback's wording is the user's when its key (`_occurrence`) is in `said_by_user`."""
+    seen: dict[str, int] = {}
+    texts = []
+    for m in normalise(span.attrs.get("pydantic_ai.all_messages")) or []:
+        if m.get("role") == "assistant":
+            continue
+        for p in m.get("parts") or []:
+            key = _occurrence(p, seen)
+            if key is not None and m.get("role") == "user" and present(key[0]) and key[0] != "" and (feedback(key[0]) is None or key in said_by_user):
+                texts.append(key[0])
     return texts[-1] if texts else None
