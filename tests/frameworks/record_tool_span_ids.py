@@ -24,6 +24,9 @@ tool span for each, so a tool span's id names a call of every round at once. `ge
   parallel calls `call_0`, `call_1` (get_weather Paris, Tokyo), then `call_0` get_time, then `call_0`
   get_weather(Zürich) (raises; smolagents sends the model the error text, no result), then `call_0` final_answer;
   a second run on the same memory (`reset=False`) answers with `call_0` final_answer at once.
+- `oi-smol-equal`: the same agent asking `call_0` get_time `{}` three rounds running, the first raising ("clock not
+  ready"), the others returning 12:01 and 12:02: calls with equal arguments whose results differ, after a parallel
+  `call_0`, `call_1` (get_weather Paris, Zürich (raises)).
 - `mlflow-lg`: `mlflow.langchain.autolog()` on the `create_react_agent` of the `*-lg-*` runs (SQLite store in a temp
   dir, OTLP dual export to the fake server), one user turn: `call_0`, `call_1` (get_weather Zürich (raises), Paris)
   in one response, then `call_0`, `call_1` (get_time, get_weather Tokyo), then the answer.
@@ -78,6 +81,12 @@ PARALLEL = (["Weather in Zürich, Paris and Tokyo, and the time?"], [
     chat(None, call("call_0", "get_weather", _weather("Zürich")), call("call_1", "get_weather", _weather("Paris"))),
     chat(None, call("call_0", "get_time", {}), call("call_1", "get_weather", _weather("Tokyo"))),
     chat("Paris sunny, Tokyo rainy, Zürich unknown; 12:00.")])
+SMOL_EQUAL = (["Weather in Paris and Zürich, and the time (ask until it answers)?"], [
+    chat(None, call("call_0", "get_weather", _weather("Paris")), call("call_1", "get_weather", _weather("Zürich"))),
+    chat(None, call("call_0", "get_time", {})),
+    chat(None, call("call_0", "get_time", {})),
+    chat(None, call("call_0", "get_time", {})),
+    chat(None, call("call_0", "final_answer", {"answer": "Paris sunny, Zürich unknown; 12:02."}))])
 SMOL_ANSWERS = ["Paris sunny, Tokyo rainy, Zürich unknown; 12:00.", "You're welcome!"]
 SMOL = (["Weather in Paris and Tokyo, the time, and Zürich?", "Thanks!"], [
     chat(None, call("call_0", "get_weather", _weather("Paris")), call("call_1", "get_weather", _weather("Tokyo"))),
@@ -114,15 +123,26 @@ def get_weather_impl(city: str) -> str:
     return WEATHER[city]
 
 
+CLOCK = {"asked": 0, "ticking": False}  # `ticking`: the first get_time raises, each later one a minute later
+
+
 def get_time_impl() -> str:
-    RAN.append({"name": "get_time", "arguments": {}, "result": TIME})
-    return TIME
+    if not CLOCK["ticking"]:
+        RAN.append({"name": "get_time", "arguments": {}, "result": TIME})
+        return TIME
+    CLOCK["asked"] += 1
+    if CLOCK["asked"] == 1:
+        RAN.append({"name": "get_time", "arguments": {}, "error": "clock not ready"})
+        raise ValueError("clock not ready")
+    now = f"12:0{CLOCK['asked'] - 1}"
+    RAN.append({"name": "get_time", "arguments": {}, "result": now})
+    return now
 
 
 def _ran(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The one run of tool `name` with `args` (each scenario runs every (name, arguments) at most once)."""
-    (run,) = [r for r in RAN if r["name"] == name and r["arguments"] == args]
-    return run
+    """The first run not yet taken of tool `name` with `args` (runs with equal arguments are taken in the order they ran)."""
+    at = next(i for i, r in enumerate(RAN) if r["name"] == name and r["arguments"] == args)
+    return RAN.pop(at)
 
 
 # --- LangGraph ---------------------------------------------------------------------------------------------------
@@ -249,7 +269,7 @@ def langfuse_langgraph(out: Path, name: str) -> Any:
 
 
 # --- smolagents --------------------------------------------------------------------------------------------------
-def smolagents_oi(out: Path, name: str) -> Any:
+def smolagents_oi(out: Path, name: str, script: tuple[list[str], list[dict[str, Any]]] = SMOL) -> Any:
     """`ToolCallingAgent` under OpenInference: two runs on one memory; every call (final_answer too) is `call_0` or `call_1`."""
     from openinference.instrumentation.smolagents import SmolagentsInstrumentor
     from smolagents import OpenAIServerModel, ToolCallingAgent, tool
@@ -266,7 +286,7 @@ def smolagents_oi(out: Path, name: str) -> Any:
         """Current time."""
         return get_time_impl()
 
-    turns, replies = SMOL
+    turns, replies = script
     with Scripted(_served(replies)) as fake:
         provider = otel_provider(fake, "tool-span-ids")
         SmolagentsInstrumentor().instrument(tracer_provider=provider)
@@ -293,6 +313,7 @@ SCENARIOS = {
     "oi-lg-thread": lambda out: langgraph(out, "oi-lg-thread", "oi", THREAD, thread=True),
     "tl-lg-thread": lambda out: langgraph(out, "tl-lg-thread", "tl", THREAD, thread=True, streaming=True),
     "oi-smol": lambda out: smolagents_oi(out, "oi-smol"),
+    "oi-smol-equal": lambda out: (CLOCK.update(ticking=True), smolagents_oi(out, "oi-smol-equal", SMOL_EQUAL))[1],
     "mlflow-lg": lambda out: mlflow_langgraph(out, "mlflow-lg"),
     "langfuse-lg": lambda out: langfuse_langgraph(out, "langfuse-lg"),
 }

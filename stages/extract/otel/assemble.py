@@ -15,7 +15,7 @@ from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
-from tracejudge.stages.extract.otel.reused_ids import reuse_windows
+from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -131,12 +131,12 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     all_part_ids = {str(p["id"]) for m in models for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")}
     first = group.spans[0] if group.spans else None
     by_start = sorted(models, key=lambda s: (s.start, s.span_id))
+    asked = {s.span_id: i for i, s in enumerate(by_start)}
     reused = reuse_windows(by_start, lambda m: [str(p["id"]) for p in _parts(views[m.span_id].outputs, "tool_call") if p.get("id")], scope)
     responses = Responses(all_part_ids | {t.call_id for t in tools.values() if t.call_id},
                           where=f"{first.file}:{first.line}: trace {group.traces[0]}" if first is not None and group.traces else None,
-                          reused={pid for _, pid in reused})
+                          reused={pid for _, pid in reused}, until={(asked[m], pid): int(w[1]) for (m, pid), w in reused.items() if w[1] != float("inf")})
     decode = getattr(opts, "decode_tool_messages", True)  # native exports keep the text the model got
-    asked = {s.span_id: i for i, s in enumerate(by_start)}
     for i, m in enumerate(by_start):
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
             responses.add(i, {**p, "response": unjson(p.get("response"))} if decode else p)
@@ -152,22 +152,24 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         """
         pid = None if part.get("id") is None else str(part["id"])
         after = m.start
-        until = reused.get((m.span_id, pid)) if pid is not None else None
-        if until is not None:
-            here = [t for t in tool_list if not t.claimed and after <= t.span.start < until and t.call_id in (pid, None)]
+        window = reused.get((m.span_id, pid)) if pid is not None else None
+        if window is not None:
+            wanted = unjson(part.get("arguments"))
+            here = [t for t in tool_list if not t.claimed and after <= t.span.start < window[0] and t.call_id in (pid, None)
+                    and agrees(t.args, wanted) is not False]
             named = [t for t in here if t.name == part["name"]] or [t for t in here if t.call_id == pid]
             named = [t for t in named if scope(t.span) is within] or named
-            wanted = unjson(part.get("arguments"))
-            t = next((t for t in named if t.args is not MISSING and unjson(t.args) == wanted), named[0] if named else None)
+            t = next((t for t in named if agrees(t.args, wanted)), named[0] if named else None)
             return t, t is not None and t.call_id == pid
         if pid is not None:
             for t in tool_list:
                 if not t.claimed and t.call_id == pid:
                     return t, True
-        free = [t for t in tool_list if not t.claimed and t.name == part["name"] and t.span.start >= after and (t.call_id is None or t.call_id not in all_part_ids)]
+        wanted = unjson(part.get("arguments"))
+        free = [t for t in tool_list if not t.claimed and t.name == part["name"] and t.span.start >= after and (t.call_id is None or t.call_id not in all_part_ids)
+                and agrees(t.args, wanted) is not False]
         # two agents run as parallel calls ask for the same tool: each request's call ran inside its own agent's call
         free = [t for t in free if scope(t.span) is within] or free
-        wanted = unjson(part.get("arguments"))
         same = next((t for t in free if t.args is not MISSING and unjson(t.args) == wanted), None)
         return (same or (free[0] if free else None)), False
 

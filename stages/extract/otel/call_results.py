@@ -84,6 +84,7 @@ class Responses:
     known_ids: set[str]
     where: str | None = None
     reused: set[str] = field(default_factory=set)  # ids two or more calls carry (`reused_ids`): paired by name too
+    until: dict[tuple[int, str], int] = field(default_factory=dict)  # (asking request, reused id) -> the next request asking it
     by_id: dict[str, list[_Shown]] = field(default_factory=dict)
     loose: list[_Shown] = field(default_factory=list)
     seen: set[tuple[Any, ...]] = field(default_factory=set)
@@ -117,8 +118,9 @@ class Responses:
         for cid in ids:
             if cid is not None and str(cid) in self.by_id:
                 shown = self.by_id[str(cid)]
-                if str(cid) in self.reused and name is not None:  # another round's call of another tool has this id too
-                    shown = [s for s in shown if s.part.get("name") in (None, name)]
+                if str(cid) in self.reused:  # other rounds' calls have this id too: this round's response, of this tool
+                    last = self.until.get((asked_at, str(cid))) if asked_at is not None else None
+                    shown = [s for s in shown if (name is None or s.part.get("name") in (None, name)) and (last is None or s.at <= last)]
                 got = _by_order(shown, asked_at)
                 if got is not None:
                     return got
