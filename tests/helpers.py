@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,9 @@ def installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         return False
+
+
+def recorded(proc: subprocess.Popen[str], timeout: float = 300) -> None:
+    """Wait for a live recorder process (its stderr piped, as text); fail the test with the end of its stderr when it failed."""
+    _, stderr = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, stderr[-3000:]

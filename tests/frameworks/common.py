@@ -57,6 +57,18 @@ def otel_provider(fake: FakeOpenAI, service: str) -> TracerProvider:
     return provider
 
 
+def pydantic_ai_provider(fake: FakeOpenAI, oi: bool) -> TracerProvider:
+    """`otel_provider`'s pipeline for pydantic-ai, with OpenInference's span processor first when `oi`: processors run in
+    the order added, and it must rewrite a span's attributes before the exporter's processor queues the span."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "pydantic-ai"}))
+    if oi:
+        from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
+
+        provider.add_span_processor(OpenInferenceSpanProcessor())
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
+    return provider
+
+
 def write_otlp(provider: TracerProvider, fake: FakeOpenAI, path: Path) -> int:
     """Flush `provider` and write every OTLP export the fake server received as OTLP/JSON lines; returns the span count."""
     provider.force_flush()

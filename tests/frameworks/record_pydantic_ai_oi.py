@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
 from fake_anthropic import RESPONSE_MODEL, ScriptedAnthropic  # noqa: E402
 from record_anthropic import MODEL, QUESTION, REPLIES, SYSTEM  # noqa: E402
 
@@ -60,23 +60,6 @@ def _truth(bodies: list[dict[str, Any]], answer: str) -> dict[str, Any]:
             "calls": calls, "steps": steps, "output": answer, "usage": usage, "model": {"request": MODEL, "response": RESPONSE_MODEL}}
 
 
-def _provider(fake: Any, oi: bool) -> Any:
-    """`common.otel_provider`'s pipeline, with OpenInference's processor first when `oi`: processors run in the order
-    added, and it must rewrite a span's attributes before the exporter's processor queues the span."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({"service.name": "pydantic-ai"}))
-    if oi:
-        from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
-
-        provider.add_span_processor(OpenInferenceSpanProcessor())
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
-    return provider
-
-
 def record(out: Path, run: str) -> Any:
     """Run the agent once (`run`: `tools` with OpenInference's processor, `plain-tools` without); write the recording and truth."""
     from pydantic_ai import Agent, ModelRetry
@@ -87,7 +70,7 @@ def record(out: Path, run: str) -> Any:
 
     with ScriptedAnthropic(REPLIES) as fake, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        provider = _provider(fake, oi=run == "tools")
+        provider = pydantic_ai_provider(fake, oi=run == "tools")
         model = AnthropicModel(MODEL, provider=AnthropicProvider(base_url=fake.url, api_key="sk-ant-fake"))
         agent = Agent(model, instructions=SYSTEM, capabilities=[Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))],
                       model_settings={"anthropic_thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 4096})

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from common import record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
+from common import pydantic_ai_provider, record_each_in_subprocess, write_otlp, write_truth  # noqa: E402
 from record_oi_faults import ScriptedOpenAI, call  # noqa: E402
 
 OUT = HERE.parent / "data" / "pydantic-ai-retry"
@@ -63,23 +63,6 @@ SCENARIOS: dict[str, tuple[str, list[str], list[dict[str, Any]]]] = {
     "empty": ("text", ["Weather in Paris?"], [_text(None), _text("Paris: 21 C, sunny.")]),
 }
 INSTRUMENTATIONS = {"v5": None, "v2": 2, "v6": 6, "oi": None}  # name -> data-format version (None: pydantic-ai's default)
-
-
-def _provider(fake: Any, oi: bool) -> Any:
-    """`common.otel_provider`'s pipeline, with OpenInference's processor first when `oi`: processors run in the order
-    added, and it must rewrite a span's attributes before the exporter's processor queues the span."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({"service.name": "pydantic-ai"}))
-    if oi:
-        from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
-
-        provider.add_span_processor(OpenInferenceSpanProcessor())
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{fake.url}/v1/traces")))
-    return provider
 
 
 def _agent(kind: str, model: Any, provider: Any, version: int | None) -> Any:
@@ -152,7 +135,7 @@ def record(out: Path, scenario: str, inst: str) -> Any:
     name = f"{scenario}-{inst}"
     with ScriptedOpenAI(replies) as fake, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # versions 2 to 4 are deprecated formats: recording them is the point
-        provider = _provider(fake, oi=inst == "oi")
+        provider = pydantic_ai_provider(fake, oi=inst == "oi")
         model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=fake.base_url, api_key="sk-fake"))
         agent = _agent(kind, model, provider, INSTRUMENTATIONS[inst])
         history, outputs = None, []
