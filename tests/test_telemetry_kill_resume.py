@@ -52,9 +52,15 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-def _paid(path: Path) -> int:
-    """The spend journal's lines that bill an answer (not those journaling a request as it is sent)."""
-    return path.read_bytes().count(b'"output_tokens"') if path.exists() else 0
+def _cached(folder: Path) -> int:
+    """How many judge answers the cache under `folder` holds (read beside the run writing it: diskcache is safe across processes)."""
+    import diskcache
+
+    total = 0
+    for db in folder.rglob("cache.db"):
+        with diskcache.Cache(str(db.parent)) as cache:
+            total += sum(1 for key in cache.iterkeys() if str(key).startswith("v:"))
+    return total
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +80,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory, sim: Any) -> dict[str, Any]:
     _run([str(TJ), "run", str(_config(tmp, "whole", sim.url, "cache-whole")), "--no-progress"])
     args = [str(TJ), "run", str(_config(tmp, "killed", sim.url, "cache-killed")), "--no-progress"]
     run_dir = tmp / "killed"
-    results, spend = run_dir / "results.jsonl", run_dir / "judge_spend.jsonl"
+    results = run_dir / "results.jsonl"
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict[str, float] = {}
 
     def ready() -> bool:
-        # Past the segment's first checkpoint (its first result), with a case's first answer paid (in the spend
-        # journal, hence cached) and its second one pending: the resume redoes that case, the first from the cache.
+        # Past the segment's first checkpoint (its first result), with a case's first answer paid and cached (the spend
+        # journal bills it just before the cache holds it: the cache itself is asked) and its second one pending: the
+        # resume redoes that case, the first from the cache.
         written = _lines(results)
-        if written >= 5 and _paid(spend) > len(METRICS) * written:
+        if written >= 5 and _cached(tmp / "cache-killed") > len(METRICS) * written:
             seen["results_mtime"] = results.stat().st_mtime  # (a write of the segment: it was alive then)
             return True
         return False
