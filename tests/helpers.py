@@ -83,7 +83,16 @@ def installed(module: str) -> bool:
         return False
 
 
-def recorded(proc: subprocess.Popen[str], timeout: float = 300) -> None:
-    """Wait for a live recorder process (its stderr piped, as text); fail the test with the end of its stderr when it failed."""
-    _, stderr = proc.communicate(timeout=timeout)
+def recorded(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str, modules: Any) -> Path:
+    """The folder of live recording `name` (a `live` fixture's folder and its recorder processes) once its process ended;
+    the test is skipped when one of `modules` is not installed, and fails with the end of its stderr when it failed."""
+    import pytest
+
+    for module in modules:
+        if not installed(module):
+            pytest.skip(f"not installed: {module}")
+    out, procs = live
+    proc = procs[name]
+    _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
+    return out

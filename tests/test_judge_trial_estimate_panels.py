@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from test_judge_samples_panel import write_cases  # (the same booking cases)
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 from tracejudge.llm.prices import price_for
@@ -23,17 +24,8 @@ from tracejudge.stages.judge.estimate import estimate
 METRICS = [{"type": "TaskCompletion"}, {"type": "ToolCallNecessity"}]  # grouped: one request per case asks both
 
 
-def _cases(path: Path, n: int = 3) -> Path:
-    with open(path, "w") as fh:
-        for i in range(n):
-            steps = [{"tool_calls": [{"name": "search", "arguments": {"day": i}, "result": f"flight F{i}"}]},
-                     {"tool_calls": [{"name": "book", "arguments": {"flight": f"F{i}"}, "result": "ok"}]}, {"output": f"Booked F{i}."}]
-            fh.write(json.dumps({"id": f"c{i}", "input": f"Book a flight on day {i}", "trace": {"steps": steps}}) + "\n")
-    return path
-
-
 def _config(tmp: Path, judge: dict[str, Any], name: str = "run") -> dict[str, Any]:
-    return {"dataset": {"path": str(_cases(tmp / "c.jsonl"))}, "metrics": METRICS, "judge": judge,
+    return {"dataset": {"path": str(write_cases(tmp / "c.jsonl", 3))}, "metrics": METRICS, "judge": judge,
             "cache": {"dir": str(tmp / f"cache-{name}")}, "run": {"dir": str(tmp / name)}}
 
 

@@ -145,12 +145,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
 
 @pytest.mark.parametrize("name", LIVE)
 def test_live_recording_reads_whole(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str) -> None:
-    for module in NEEDS:
-        if not installed(module):
-            pytest.skip(f"not installed: {module}")
-    out, procs = live
-    proc = procs[name]
-    recorded(proc)
+    out = recorded(live, name, NEEDS)
     want = truth(out, name)
     assert want["conversations"] == truth(DATA, name)["conversations"]  # the application did and got the same
     assert want["lossy_spans"] > 0  # and its spans still pass the limit

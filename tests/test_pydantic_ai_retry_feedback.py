@@ -229,12 +229,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
 
 @pytest.mark.parametrize("name", LIVE)
 def test_live_recording_reads_the_feedback_as_the_frameworks(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str) -> None:
-    for module in NEEDS[name.split("-")[1]]:
-        if not installed(module):
-            pytest.skip(f"not installed: {module}")
-    out, procs = live
-    proc = procs[name]
-    recorded(proc)
+    out = recorded(live, name, NEEDS[name.split("-")[1]])
     want = truth(out, name)
     assert want == truth(DATA, name)  # pydantic-ai sent and got the same
     check(only_case(out / f"{name}.jsonl", "otel"), want, name.split("-")[0])

@@ -135,12 +135,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subp
 @pytest.mark.parametrize(("file", "fmt_name", "name"), LIVE_RECORDINGS, ids=[f for f, _, _ in LIVE_RECORDINGS])
 def test_live_recording_pairs_each_call_with_its_own_rounds_tool_span(live: tuple[Path, dict[str, subprocess.Popen[str]]],
                                                                       file: str, fmt_name: str, name: str) -> None:
-    for module in NEEDS[name]:
-        if not installed(module):
-            pytest.skip(f"not installed: {module}")
-    out, procs = live
-    proc = procs[name]
-    recorded(proc)
+    out = recorded(live, name, NEEDS[name])
     want = truth(out, name)
     assert want == truth(DATA, name)  # the frameworks did and answered the same
     case = one_case(out / file, fmt_name)
