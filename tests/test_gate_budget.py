@@ -73,7 +73,7 @@ def test_the_summary_error_share_is_over_the_results_the_judge_answered_as_the_g
     demo = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
     got = subprocess.run([CLI, "run", str(demo), "--no-progress", "--run-dir", str(tmp_path / "run"), "--set", "dataset.limit=40",
                           "--set", "metrics=[{type: TaskCompletion}]", "--set", "assertions={}", "--set", "cache.enabled=false", "--set", "judge.max_attempts=1",
-                          "--set", "judge.simulator.error_rate=0.5", "--set", "budget.max_judge_tokens=40000"],
+                          "--set", "judge.simulator.error_rate=0.5", "--set", "judge.simulator.hang_s=0.2", "--set", "budget.max_judge_tokens=40000"],
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 1, got.stdout + got.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())

@@ -161,7 +161,7 @@ def test_merged_shards_add_up_their_judge_errors_by_kind(tmp_path, data_dir):
     # A judge that answers half its requests with a server error, once each: the errors are spread over the shards.
     cfg = ["--set", f"cache.dir={tmp_path / 'c'}", "--set", f"run.dir={tmp_path / 'sweep'}", "--set", "dataset.limit=24",
            "--set", "metrics=[{type: TaskCompletion}]", "--set", "assertions={}", "--set", "judge.max_attempts=1",
-           "--set", "judge.simulator.error_rate=0.5"]
+           "--set", "judge.simulator.error_rate=0.5", "--set", "judge.simulator.hang_s=0.2"]
     shards, retry = [], []
     for i in (1, 2):
         got = _tj("run", str(DEMO), "--shard", f"{i}/2", *cfg, "--no-progress")

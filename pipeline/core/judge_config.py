@@ -31,6 +31,8 @@ class SimulatorOptions(_Strict):
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
     error_rate: float = Field(default=0.0, ge=0, le=1)
+    # How long a request given the hang fault waits before its 504: past `judge.timeout_s` it is a client timeout.
+    hang_s: float = Field(default=30.0, gt=0)
     seed: int = 0
     batch_completion_s: float = Field(default=1.0, ge=0)
     # Knobs that give the simulated judge known flaws (`tracejudge.simulator.server`, "Known flaws").

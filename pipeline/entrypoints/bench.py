@@ -182,7 +182,7 @@ async def _run(config: RunConfig, cfg: JudgeConfig, requests: list[BenchRequest]
         from tracejudge.simulator.server import SimConfig, start_simulator
 
         s = cfg.simulator
-        runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
+        runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, hang_s=s.hang_s, seed=s.seed,
                                                       json_object_only=s.json_object_only, tokenizer_factor=s.tokenizer_factor))
         base = url + "/v1"
     protocol, structured = protocol_of(cfg)

@@ -153,7 +153,7 @@ def judge_stage(config: RunConfig, metrics: Sequence[JudgeMetric], merge: Callab
             from tracejudge.simulator.server import SimConfig, start_simulator
 
             s = cfg.simulator
-            runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, seed=s.seed,
+            runner, url = await start_simulator(SimConfig(latency_ms=s.latency_ms, rpm=s.rpm, tpm=s.tpm, error_rate=s.error_rate, hang_s=s.hang_s, seed=s.seed,
                                                           batch_completion_s=s.batch_completion_s, agreement=s.agreement, noise=s.noise,
                                                           position_bias=s.position_bias, json_object_only=s.json_object_only,
                                                           tokenizer_factor=s.tokenizer_factor))

@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--rpm", type=int, default=None, help="requests per minute before 429 (default: unlimited)")
     sim.add_argument("--tpm", type=int, default=None, help="tokens per minute before 429 (default: unlimited)")
     sim.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered with a 500, a hang or truncated JSON")
+    sim.add_argument("--hang-s", type=float, default=30.0, metavar="S", help="how long a hung request waits before its 504, seconds")
     sim.add_argument("--seed", type=int, default=0, help="seed of the verdicts and of the injected errors")
     sim.add_argument("--batch-completion-s", type=float, default=1.0, help="seconds until a submitted batch (files/batches, message batches) ends")
     sim.add_argument("--window", choices=("bucket", "strict"), default="bucket",
