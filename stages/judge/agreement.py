@@ -21,7 +21,8 @@ Definitions (computed by scikit-learn and scipy, not here):
 
 The unit of the intervals is the labelled case (`cases`; `n` counts verdicts: a label without `trial` answers every
 trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% percentile bootstrap over cases (every
-trial of a drawn case together), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
+trial of a drawn case together; a resample's κ is computed from its confusion counts with scikit-learn's arithmetic, equal to
+`cohen_kappa_score`'s: `_kappa`), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
 same interval (`tracejudge.stages.judge.label_stats`, which cites the sources). A resample whose κ is undefined (one
 class only) is dropped and counted (`kappa_ci_dropped`). Under 10 labelled cases, or with a single-point interval,
 the κ interval is marked not informative (`kappa_ci_informative: false`, `kappa_ci_why`) and the gate's `min_kappa`
@@ -158,10 +159,25 @@ def _case_groups(pairs: list[Pair], among: list[int] | None = None) -> list[list
     return list(groups.values())
 
 
-def _kappa(weights: str | None, labels: list[Any] | None = None) -> Callable[[Any, Any], float | None]:
+def _kappa(weights: str | None, labels: list[Any]) -> Callable[[Any, Any], float | None]:
     """Cohen's κ (`sklearn.metrics.cohen_kappa_score`), quadratic-weighted with `weights`; `labels` is the metric's whole
-    scale, so a grade's weight is its distance on the scale, not its rank among the grades present."""
+    scale (sorted), so a grade's weight is its distance on the scale, not its rank among the grades present.
+
+    The function returned has `resampled`: the same κ for the bootstrap's resamples, computed from the resample's
+    confusion counts with scikit-learn's own arithmetic (float64 counts, expected = outer(column sums, row sums) / n,
+    1 − Σ w·observed / Σ w·expected), NaN where scikit-learn's is undefined: a thousand calls of scikit-learn's
+    validated function took seconds a metric. Every value must equal scikit-learn's (tests compare them)."""
+    import numpy as np
     from sklearn.metrics import cohen_kappa_score
+
+    scale = np.asarray(labels)
+    n = len(scale)
+    if weights is None:
+        w = np.ones((n, n))
+        np.fill_diagonal(w, 0)
+    else:
+        w = np.zeros((n, n)) + np.arange(n)
+        w = (w - w.T) ** 2
 
     def k(y: Any, v: Any) -> float | None:
         if len(set(y.tolist()) | set(v.tolist())) < 2:
@@ -169,6 +185,17 @@ def _kappa(weights: str | None, labels: list[Any] | None = None) -> Callable[[An
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return float(cohen_kappa_score(y, v, weights=weights, labels=labels))
+
+    def resampled(y: Any, v: Any) -> float | None:
+        confusion = np.bincount(np.searchsorted(scale, y) * n + np.searchsorted(scale, v), minlength=n * n).reshape(n, n).astype(np.float64)
+        sum0, sum1 = confusion.sum(axis=0), confusion.sum(axis=1)
+        if np.count_nonzero(sum0 + sum1) < 2:
+            return None
+        expected = np.outer(sum0, sum1) / sum0.sum()
+        denominator = (w * expected).sum()
+        return float("nan") if denominator == 0 else float(1 - (w * confusion).sum() / denominator)
+
+    k.resampled = resampled  # type: ignore[attr-defined]
     return k
 
 
@@ -237,7 +264,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         scale_labels = sorted(set(scale_grades(scale) or []) | set(classes)) if integral else None
         kappa_fn, kind = (_kappa("quadratic", scale_labels), "quadratic") if integral else ((lambda a, b: None), None)
     kappa = kappa_fn(y, v)
-    kappa_ci, dropped = case_bootstrap(kappa_fn, y, v, groups, resamples, gen) if kind else (None, 0)
+    kappa_ci, dropped = case_bootstrap(getattr(kappa_fn, "resampled", kappa_fn), y, v, groups, resamples, gen) if kind else (None, 0)
     out: dict[str, Any] = {
         "n": len(pairs), "cases": len(groups), "kind": "yes_no" if binary else "graded",
         "reading": "pass/fail" if binary else "grades",

@@ -79,8 +79,9 @@ def case_bootstrap(stat: Callable[[Any, Any], float | None], y: Any, v: Any, gro
 
     got: list[float] = []
     dropped = 0
+    single = np.array([g[0] for g in groups]) if all(len(g) == 1 for g in groups) else None
     for draw in gen.integers(0, len(groups), size=(resamples, len(groups))):
-        idx = np.fromiter((i for g in draw for i in groups[g]), dtype=int)
+        idx = single[draw] if single is not None else np.fromiter((i for g in draw for i in groups[g]), dtype=int)
         x = stat(y[idx], v[idx])
         if x is None or not np.isfinite(x):
             dropped += 1
