@@ -113,7 +113,9 @@ def _sigterm_after(cmd: list[str], cwd: Path, env: dict[str, str], ready: Path |
 
 
 def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(tmp_path):
-    _native(tmp_path / "cases.jsonl", 12, "a" * 200_000 + "b")
+    # Each case burns its full 1 s regex time limit, one after another (a dataset this small is scored in-process): the
+    # stop 2 s after the run starts lands with cases left to do.
+    _native(tmp_path / "cases.jsonl", 5, "a" * 200_000 + "b")
     (tmp_path / "run.yaml").write_text(
         "dataset: {path: cases.jsonl}\nmetrics:\n  - {type: Regex, pattern: '^(a+)+$'}\nrun: {dir: out, processes: 2}\n"
     )
@@ -121,10 +123,10 @@ def test_sigterm_stops_a_catastrophic_regex_within_seconds_and_resume_finishes(t
     proc, _ = _sigterm_after(cmd, tmp_path, dict(os.environ), tmp_path / "out" / "manifest.json", 2.0)
     assert proc.returncode == 130, proc.communicate()
     done_before = len(_results(tmp_path / "out"))
-    assert done_before < 12
+    assert done_before < 5
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     results = _results(tmp_path / "out")
-    assert len(results) == 12, again.stderr
+    assert len(results) == 5, again.stderr
     score = results[("c0", 0)]["scores"]["Regex"]
     assert score["value"] is None and score["reason"].startswith("regex_timeout:")
 

@@ -128,7 +128,9 @@ def test_a_case_the_cache_answers_in_part_sends_only_what_is_missing(tmp_path):
 
 def test_reading_many_keys_at_once_gives_what_reading_each_gives(tmp_path):
     cache = DiskJudgeCache(tmp_path / "cache")
-    stored = {f"{i:064x}": {"answers": {"q1": {"answer": "yes", "reason": "r" * (i * 97)}}, "usage": {"input_tokens": i}} for i in range(1200)}
+    # Reasons of every length up to 4.8 KB, and every 100th past diskcache's 32 KB, which it keeps in a file of its own.
+    stored = {f"{i:064x}": {"answers": {"q1": {"answer": "yes", "reason": "r" * (40_000 + i if i % 100 == 0 else i % 50 * 97)}},
+                            "usage": {"input_tokens": i}} for i in range(1200)}
     for key, value in stored.items():
         cache.put(key, value, {"trial": 0}, f"slot-{key}")
     wanted = [*stored, "absent-1", next(iter(stored)), "absent-2"]  # more than one query's worth, a repeat, misses
