@@ -302,3 +302,14 @@ def test_report_on_a_run_killed_before_it_made_results_jsonl_says_interrupted(tm
     got = _tj("report", "run", cwd=tmp_path)
     assert got.returncode == 130, got.stderr
     assert "verdict: INTERRUPTED (resume with: tracejudge run j.yaml" in got.stdout + got.stderr
+
+
+def test_a_run_killed_before_its_first_checkpoint_is_interrupted_not_an_empty_dataset(tmp_path: Path, tau_paths) -> None:
+    # On a loaded machine the kill can land between manifest.json and the segment's first checkpoint: the directory
+    # then holds a manifest alone, which only a started run writes. `report` said "the dataset is empty" (exit 1).
+    _killed_judged_run(tmp_path, tau_paths, "manifest.json")
+    for name in ("checkpoint.json", "results.jsonl", "summary.json"):
+        (tmp_path / "run" / name).unlink(missing_ok=True)  # as the kill left it when it came before them
+    got = _tj("report", "run", cwd=tmp_path)
+    assert got.returncode == 130, got.stdout + got.stderr
+    assert "verdict: INTERRUPTED (resume with: tracejudge run CONFIG --run-dir run" in got.stdout + got.stderr, got.stdout

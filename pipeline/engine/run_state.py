@@ -46,11 +46,13 @@ def last_segment_finished(run_dir: Path) -> bool:
     """False when `checkpoint.json` says the last segment did not finish (killed, interrupted, or still running).
 
     A run killed with SIGKILL writes no summary; the checkpoint it flushed still says `ended: running`.
-    Without a readable checkpoint (a merged or hand-made directory) the summary's own `complete` stands.
+    Without a readable checkpoint (a merged or hand-made directory) the summary's own `complete` stands; a directory
+    whose run wrote its manifest.json but neither a checkpoint nor a summary was killed before its first checkpoint.
     """
     segments = _segments(run_dir)
     if segments is None:
-        return True
+        run_dir = Path(run_dir)
+        return not ((run_dir / store.MANIFEST).is_file() and not (run_dir / store.SUMMARY).exists())
     last = segments[-1] if segments and isinstance(segments[-1], dict) else {}
     return last.get("ended", "finished") == "finished"
 
