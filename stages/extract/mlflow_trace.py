@@ -36,6 +36,12 @@ by the `mlflow` convention and built by the `otel` assembler (see
 - other spans (`PARSER`, `EMBEDDING`, ...) are structure; an
   exception on a span that is not a call is listed in `metadata.mlflow.errors`.
 
+A trace that is one model request or one tool call alone, with no `mlflow.trace.session` (what
+`mlflow.openai.autolog()` writes for a loop with no `@mlflow.trace` span around it: each request and each
+`@mlflow.trace` tool a trace of its own), is read as a case of its own, like any trace without a session:
+such traces are not joined into the run they were steps of (format `otel` joins them, reading the same
+spans over OTLP). The first such trace of a file is warned about, once, saying so.
+
 Span names MLflow 2.x and early 3.x made unique on storing a trace (`get_weather_1`,
 `get_weather_2` for a tool called twice) are read as the name they had.
 
@@ -82,6 +88,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from tracejudge.core.log import get_logger
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import JsonLine, build_case, decode_line, fail, read_lines
@@ -94,6 +101,9 @@ from tracejudge.stages.extract.otel.view import unjson
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
+
+log = get_logger("tracejudge.extract.mlflow")
+_WARNED: set[str] = set()  # files whose lone steps were warned about: once per file, however often a run reads it
 
 SESSION = "mlflow.trace.session"  # MLflow 3's trace metadata key of a trace's session (`TraceMetadataKey.TRACE_SESSION`)
 _SESSION_FIELD = f"info.trace_metadata.{SESSION}"
@@ -246,6 +256,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         return _conversation(payload)
     if not isinstance(payload, _Joined):
         cid, spans, found, ms = _trace(payload)
+        _warn_lone_step(payload, cid, spans, found)
         return build_case(native_case(cid, spans, "mlflow", found, usage={"latency_s": ms / 1000} if ms is not None else {}))
     cid, spans, found, ms = _trace(payload.lines[0])
     ids, times = [cid], [ms]
@@ -260,6 +271,34 @@ def adapt(payload: Any, options: Any = None) -> Case:
     found["traces"] = ids
     usage = {"latency_s": sum(times) / 1000} if None not in times else {}  # (the invokes' own time, not the human's)
     return build_case(native_case(cid, spans, "mlflow", found, usage=usage))
+
+
+_STEPS = {"CHAT_MODEL": "model request", "LLM": "model request", "TOOL": "tool call"}
+
+
+def _warn_lone_step(payload: Any, cid: str, spans: list[Span], found: dict[str, Any]) -> None:
+    """Warn, once per file, of a trace that is one model request or tool call alone with no session (module docstring).
+
+    Such a trace is a step of a run that had no span around it: read as its own case, a request's calls have no
+    results and the run's answer is in another case. Traces with a session, or a root of any other type (an
+    `@mlflow.trace` function, an agent), are not warned about.
+    """
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if s.parent_id not in ids]
+    kind = unjson(roots[0].attrs.get("mlflow.spanType")) if len(roots) == 1 else None
+    step = _STEPS.get(kind.upper()) if isinstance(kind, str) else None
+    place = payload.default_id if isinstance(payload, JsonLine) else None
+    if step is None or found.get("session") or place is None:
+        return
+    file = place.rpartition(":")[0]
+    if file in _WARNED:
+        return
+    _WARNED.add(file)
+    log.warning(f"mlflow: {place}: trace {cid} is one {step} alone, with no span around it and no `{SESSION}` (as "
+                "mlflow.openai.autolog() records a loop that no @mlflow.trace function wraps): format mlflow reads each such trace "
+                "as a case of its own, so a run of several requests and tool calls is split into as many cases, a request's "
+                "calls without their results and the answer in another case. Wrap the run in @mlflow.trace, set "
+                f"`{SESSION}` on its traces (one case per session), or read the same spans over OTLP with format otel, which joins them")
 
 
 def _conversation(conversation: Conversation) -> Case:

@@ -9,6 +9,15 @@ keyword arguments and return value, a retriever's documents
 (`page_content`, `metadata.doc_uri`, `id`). Usage from
 `mlflow.chat.tokenUsage`, else the response's `usage`.
 
+A Responses API request (`client.responses.create`) is recorded as its keyword arguments (`instructions`,
+`input`: text or a list of items) and the `Response` it got (`"object": "response"`, `output` items): read
+by `responses_request` and by the Responses output reader the other conventions share
+(`agents_sdk.response_calls`), so a call's id is its `call_id` (what its `function_call_output` answers),
+a `reasoning` item's summary is a reasoning part (the step's thought, never its output) and a `message`
+item's `output_text` the reply. The response's `id` and the request's `previous_response_id` are kept
+(`bodies.response_ids`), so a loop chained by either the full `input` history or `previous_response_id`
+is joined into one conversation as other Responses readers' are (`stitch`).
+
 `mlflow.langchain.autolog()` records a LangChain tool's output as it is: a
 tool that LangGraph's ToolNode ran with a tool call returns a `ToolMessage`,
 serialised as a plain dict (`{"content", "type": "tool", "name",
@@ -31,15 +40,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.bodies import response_ids
+from tracejudge.stages.extract.otel.conventions.agents_sdk import response_calls
 from tracejudge.stages.extract.otel.conventions.genai import span_error
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs, usage_pair
 from tracejudge.stages.extract.otel.conventions.openinference import answer_text, request_text
-from tracejudge.stages.extract.otel.messages import normalise
+from tracejudge.stages.extract.otel.messages import normalise, normalise_one
 from tracejudge.stages.extract.otel.payloads import documents, tool_message_result
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+from tracejudge.stages.extract.otel.view import MISSING, View, present, text_message, unjson
 
-__all__ = ["NAME", "read", "streamed_calls"]
+__all__ = ["NAME", "read", "responses_request", "streamed_calls"]
 
 NAME = "mlflow"
 _ROLES = {"CHAT_MODEL": "model", "LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "UNKNOWN": "chain", "RETRIEVER": "retrieval"}
@@ -56,8 +67,9 @@ def read(span: Span) -> View | None:
     outputs = unjson(a.get("mlflow.spanOutputs", MISSING))
     v.error = span_error(span)
     if v.role == "model":
-        v.inputs = normalise(inputs) if inputs is not MISSING else None
-        v.outputs = generation_outputs(streamed_calls(outputs, span.events)) if outputs is not MISSING else None
+        v.inputs = _request_messages(inputs) if inputs is not MISSING else None
+        v.outputs = _response_messages(outputs, span.events) if outputs is not MISSING else None
+        v.response_id, v.previous_response_id = response_ids(a.get("mlflow.spanInputs"), a.get("mlflow.spanOutputs"), None)
         v.usage_in, v.usage_out = usage_pair(unjson(a.get("mlflow.chat.tokenUsage")))
         if v.usage_in is None and isinstance(outputs, dict):
             v.usage_in, v.usage_out = usage_pair(outputs.get("usage"))
@@ -82,6 +94,56 @@ def read(span: Span) -> View | None:
     elif v.role == "retrieval" and outputs is not MISSING:
         v.documents = documents(outputs)
     return v
+
+
+def _request_messages(inputs: Any) -> list[dict[str, Any]] | None:
+    """A model request's input messages: a Responses API request's (`responses_request`), else chat `messages`."""
+    got = responses_request(inputs)
+    return got if got is not None else normalise(inputs)
+
+
+def _response_messages(outputs: Any, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]] | None:
+    """A model request's output messages: a Responses API `Response`'s items, else a chat completion's choices
+    (its streamed calls rebuilt, `streamed_calls`) or a message."""
+    got = response_calls(outputs)
+    return got if got is not None else generation_outputs(streamed_calls(outputs, events))
+
+
+# Items of a Responses API `input` that a response gave (replayed history): read as its `output` items are.
+_OUTPUT_ITEMS = ("function_call", "reasoning")
+
+
+def responses_request(inputs: Any) -> list[dict[str, Any]] | None:
+    """The messages of a Responses API request as MLflow records it (`client.responses.create`'s keyword arguments),
+    or `None` when `inputs` is no such request (a chat request has `messages`; a Responses one `input`, no `messages`).
+
+    `instructions` is a system message first; `input` text is one user message; an `input` list gives, per item:
+    a message with a role (`{"role", "content"}`, `"type": "message"`; `input_text` parts) as that message, a
+    replayed `function_call`, `reasoning` or assistant `message` item as the response's output reads it
+    (`response_calls`: the call's id is its `call_id`, so the replay matches the response it repeats), a
+    `function_call_output` as a tool message answering its `call_id`. Other items (hosted tools' calls,
+    `item_reference`) are not messages and are left out.
+    """
+    if not isinstance(inputs, dict) or "messages" in inputs or "input" not in inputs:
+        return None
+    out: list[dict[str, Any]] = []
+    if isinstance(inputs.get("instructions"), str) and inputs["instructions"]:
+        out.append(text_message("system", inputs["instructions"]))
+    items = inputs["input"]
+    if isinstance(items, str):
+        return [*out, text_message("user", items)]
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind in _OUTPUT_ITEMS or (kind == "message" and item.get("role") == "assistant"):
+            out += response_calls({"output": [item]}) or []
+        elif kind == "function_call_output":
+            # (read as the chat tool message it stands for: a list of content parts is its text)
+            out.append(normalise_one({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}))
+        elif isinstance(item.get("role"), str) and (msg := normalise_one(item)) is not None:
+            out.append(msg)
+    return out
 
 
 def streamed_calls(outputs: Any, events: list[tuple[str, dict[str, Any]]]) -> Any:
