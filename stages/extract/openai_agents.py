@@ -67,6 +67,17 @@ the calls an intermediate text; `metadata.openai_agents.stopped_at_tool`
 names the agent and tool. A run that failed (max_turns, a tool raising out
 of it, a tripped guardrail) keeps no output, as before: not even the text of
 its last request (an output guardrail blocked it; `metadata.run_error` says why).
+A streamed run cancelled once its tools ran (`cancel(mode="after_turn")`) is
+exported exactly as such a stop (no field records the behaviour, the cancel or
+a final output), so it reads as one, and a warning (once per process: the
+export names no file) says it may have been that cancel; a request that was
+not streamed (a Chat Completions `generation` holding chat messages) could not
+be, and is not warned of. A run cut short before the calls of its last request
+ran or finished (`cancel()`, a cancelled task: the SDK records no error; a call
+with no `function` span, or one that ended after the agent span with no output)
+keeps those calls, each failed with why it did not run or finish, and has no
+output, its `metadata.run_error` saying what the trace shows
+(`conventions.agents_cancel`).
 
 An error that ended the run from a `turn` span (a tool the agent does not
 have, a tripped input guardrail; the agent span records none) is the run's

@@ -1,8 +1,9 @@
 """The exported spans of one trace of format `openai-agents` as spans of the `otel` model (see `tracejudge.stages.extract.openai_agents`).
 
 `spans_of` translates them (and runs the `openai_agents` convention's checks that need the whole trace: run
-errors, handoff calls, missing tools, runs stopped at a tool); `problem` says what makes a record no trace the
-format reads, for the reader (a trace of a conversation it cannot read is a case of its own) and the adapter alike.
+errors, handoff calls, missing tools, runs cut short before their calls ran (`agents_cancel`), runs stopped at a
+tool); `problem` says what makes a record no trace the format reads, for the reader (a trace of a conversation it
+cannot read is a case of its own) and the adapter alike.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import json_type
-from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, HANDOFF_CALLS, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
+from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
+from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, HANDOFF_CALLS, NOT_FINISHED, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
                                                                      missing_tools, run_errors, stopped_runs, turn_data)
 from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_span
@@ -62,7 +64,13 @@ def spans_of(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[li
         model.attrs.setdefault(HANDOFF_CALLS, []).append(tool_name)  # the convention reads it as the request's call
     for model, tool_name, why in missing_tools(out, _kind, read_view):
         model.attrs.setdefault(NOT_RUN, {})[tool_name] = why  # the convention marks the model's call of it as not run
-    for agent, tool, text in stopped_runs(out, _kind, read_view):  # needs the start times just set
+    for cut in unrun_calls(out, _kind, read_view):  # a run cut short (a cancel): stopped at no tool
+        cut.model.attrs.setdefault(NOT_RUN, {}).update(cut.unrun)  # the convention marks the model's calls of them as not run
+        for tool in cut.unfinished:
+            tool.attrs[NOT_FINISHED] = cut.unfinished_why  # read as the call's error
+        cut.agent.attrs[RUN_ERROR] = cut.error  # read as the agent's error: the run's, `metadata.run_error`; no output
+    for agent, tool, text, model in stopped_runs(out, _kind, read_view):  # needs the start times just set
+        warn_cancel_lookalike(agent, tool, text, model, f"openai-agents: trace {cid}")  # (or a run cancelled after its tools)
         agent.attrs[FINAL_OUTPUT] = text  # the convention reads it as the agent's answer: the turn's output
         meta["stopped_at_tool"].append({"agent": agent.name, "tool": tool.name})
     return out, task_usage, times

@@ -9,11 +9,16 @@ Under OpenInference, `stop_answers` runs on a whole group (the spans of one trac
 
 - a run that ended at a tool call (`tool_use_behavior="stop_on_first_tool"`, `StopAtTools`) has no span holding
   its `final_output` (the instrumentation writes no output on AGENT spans): the root AGENT span gets that tool's
-  output as its answer (the rules, and what the trace cannot tell, are `openai_agents.stopped_runs`'s);
+  output as its answer (the rules, and what the trace cannot tell, are `openai_agents.stopped_runs`'s); a streamed
+  run cancelled after its tools ran (`cancel(mode="after_turn")`) is recorded alike, which a warning says
+  (`agents_cancel.warn_cancel_lookalike`);
 - a run that ended in an error its `turn` span (a CHAIN named `turn`) holds — a tool the agent does not have,
   a tripped input guardrail — records no error on its AGENT span: that agent's view gets the turn's error (the
   run's, `metadata.run_error`; rules in `openai_agents.run_errors`), and the model's call of a tool that does
-  not exist is marked as not run (`openai_agents.missing_tools`).
+  not exist is marked as not run (`openai_agents.missing_tools`);
+- a run cut short before calls its last request asked for ran (`cancel()`, a cancelled task; the SDK records no
+  error) has those calls marked as not run and that agent's view gets why as its error, so the run has no final
+  output (`agents_cancel.unrun_calls`).
 
 No import of the other conventions at load time: `openai_agents` imports `langfuse`, which imports `openinference`,
 which imports this module.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
 from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
@@ -77,9 +83,11 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
 
     Needs the whole group (like `langfuse.promote_tool_spans`). A failed turn that ended its run gives its error to
     the agent it ran under (one that recorded its own keeps it), and marks the model's calls of a tool that does not
-    exist; both before the stops, as a failed run stopped at no tool. A stop's answer goes on the outermost AGENT
-    span above the stopped agent (the root `Agent workflow`, the turn's anchor), and only when no model request
-    under it started after that tool (a later run of the same trace, `trace("Conversation")`, answered in text).
+    exist; a run cut short before its last request's calls ran is marked so (`agents_cancel.unrun_calls`); all before
+    the stops, as a failed run stopped at no tool. A stop read may be a cancelled run: warned once per file. A stop's
+    answer goes on the outermost AGENT span above the stopped agent (the root `Agent workflow`, the turn's anchor),
+    and only when no model request under it started after that tool (a later run of the same trace,
+    `trace("Conversation")`, answered in text).
     Only spans of the Agents instrumentation count; an anchor that recorded an answer keeps it. Views are changed
     in place and only filled, so running it twice on a group changes nothing more.
     """
@@ -103,8 +111,14 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
         views[agent.span_id].error = error
     for model, name, why in missing_tools(spans, kind, view):
         mark_not_run(views[model.span_id].outputs, {name: why})
+    for cut in unrun_calls(spans, kind, view):  # before the stops too: a run cut short stopped at no tool
+        mark_not_run(views[cut.model.span_id].outputs, cut.unrun)
+        for tool in cut.unfinished:
+            views[tool.span_id].error = cut.unfinished_why
+        views[cut.agent.span_id].error = cut.error
     index = {s.span_id: s for s in spans}
-    for agent, tool, text in stopped_runs(spans, kind, view):
+    for agent, tool, text, model in stopped_runs(spans, kind, view):
+        warn_cancel_lookalike(agent, tool, text, model, f"otel: {agent.file}:{agent.line}: trace {agent.trace_id}")
         anchor, node = agent, agent
         while node.parent_id in index and kind(node) != "tool":
             node = index[node.parent_id]  # type: ignore[index]

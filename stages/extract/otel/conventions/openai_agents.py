@@ -20,7 +20,12 @@ request follows the call. The SDK records neither the behaviour nor the
 final output, so `stopped_runs` reads it off the run's shape (for any
 convention that records the SDK's spans; format `openai-agents` puts what
 it found on the agent span as `openai_agents.final_output`, which is the
-agent's answer here). See `stopped_runs` for what the trace cannot tell.
+agent's answer here). See `stopped_runs` for what the trace cannot tell: a streamed run cancelled after its
+tools ran (`cancel(mode="after_turn")`) is recorded exactly alike, which a warning says. A run cut short before
+its last request's calls ran or finished (`cancel()`, a cancelled task; the SDK records no error) is no stop:
+`agents_cancel.unrun_calls` marks those calls and gives the run its error and no output (format `openai-agents`
+puts it on the agent span as `openai_agents.run_error`, on the model span as `openai_agents.not_run`, on an
+unfinished function span as `openai_agents.not_finished`).
 
 A run can also end on a `turn` span (the SDK's `custom` span of one model request and its tools; OpenInference
 writes it as a CHAIN named `turn`): the SDK puts there the errors that raise out of `Runner.run` from inside a
@@ -53,14 +58,16 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, tool_call_part
 
-__all__ = ["FINAL_OUTPUT", "HANDOFF_CALLS", "NAME", "NOT_RUN", "RUN_ERROR", "error_text", "handoff_calls", "missing_tools", "read",
-           "run_errors", "stopped_runs", "turn_data"]
+__all__ = ["FINAL_OUTPUT", "HANDOFF_CALLS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "error_text", "handoff_calls", "missing_tools",
+           "read", "run_errors", "stopped_runs", "turn_data"]
 
 NAME = "openai-agents"
 _ROLES = {"function": "tool", "generation": "model", "response": "model", "agent": "agent"}
 FINAL_OUTPUT = "openai_agents.final_output"  # set by format `openai-agents` (not the SDK): a run's output that was a tool's
-RUN_ERROR = "openai_agents.run_error"  # set by format `openai-agents` on an agent span: the error a turn of its run ended it in
+RUN_ERROR = "openai_agents.run_error"  # set by format `openai-agents` on an agent span: the error a turn of its run ended it in, or
+#   why it ended before its calls ran (`agents_cancel.unrun_calls`)
 NOT_RUN = "openai_agents.not_run"  # set by format `openai-agents` on a model span: {tool name: why its call did not run}
+NOT_FINISHED = "openai_agents.not_finished"  # set by format `openai-agents` on a function span the run ended during: why
 HANDOFF_CALLS = "openai_agents.handoff_calls"  # set by format `openai-agents` on a textless request: the handoff tools it called
 
 
@@ -79,7 +86,8 @@ def read(span: Span) -> View | None:
             v.args = data["input"]
         if data.get("output") is not None:
             v.result = data["output"]
-        v.error = error
+        unfinished = span.attrs.get(NOT_FINISHED)
+        v.error = error or (unfinished if isinstance(unfinished, str) else None)
     elif v.role == "model":
         if kind == "generation":
             v.inputs = normalise(data.get("input"))
@@ -112,8 +120,8 @@ def turn_data(data: dict[str, Any]) -> bool:
     return data.get("type") == "custom" and (data.get("name") == "turn" or (isinstance(inner, dict) and inner.get("sdk_span_type") == "turn"))
 
 
-def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, Span, str]]:
-    """`(agent span, tool span, final output text)` of every Agents SDK run that ended at a tool call.
+def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, Span, str, Span]]:
+    """`(agent span, tool span, final output text, last model span)` of every Agents SDK run that ended at a tool call.
 
     `kind(span)` says what a span of the SDK is: `agent`, `model` (a
     generation or response), `tool` (a function call), `handoff`, or `None`;
@@ -124,9 +132,11 @@ def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Ca
     → next request, so tool spans starting after the run's last model request
     started are that request's calls: when there are some, and the agent span
     records no error (max_turns, a tool raising out of the run, a tripped
-    guardrail: those mark it) and no handoff left the agent after that request,
-    no model request followed the calls and the run's `final_output` is a
-    tool's output. A normal run always ends with a request that gives text.
+    guardrail: those mark it; so does `agents_cancel.unrun_calls`, for a run
+    that ended before some of those calls ran) and no handoff left the agent
+    after that request, no model request followed the calls and the run's
+    `final_output` is a tool's output. A normal run always ends with a request
+    that gives text.
 
     What the trace cannot tell: which tool it was when the last request made
     several calls (`stop_on_first_tool` returns the first in the model's
@@ -134,24 +144,15 @@ def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Ca
     a custom `tool_use_behavior` function, whose `final_output` may be any
     value (the first call's output is taken); a tool output not recorded
     (`trace_include_sensitive_data=False`: no output, nothing is taken); and
-    a run stopped from outside (a cancelled task) that left no error on its
-    agent span, which reads as a stop at the tool. A non-text output is given
-    as JSON.
+    a streamed run cancelled once its turn was done (`cancel(mode="after_turn")`
+    while the tools ran: no final output), which the SDK records exactly as a
+    stop at the tool; the callers warn of it (`agents_cancel.warn_cancel_lookalike`,
+    given the last model span). A non-text output is given as JSON.
     """
-    index = {s.span_id: s for s in spans}
-
-    own: dict[str, dict[str, list[Span]]] = {}
-    for span in spans:
-        k = kind(span)
-        if k in ("model", "tool", "handoff") and (agent := _owner(span, index, kind, "agent")) is not None:
-            own.setdefault(agent.span_id, {}).setdefault(k, []).append(span)
     out = []
-    for agent_id, mine in own.items():
-        agent = index[agent_id]
+    for agent, mine in agent_runs(spans, kind):
         if not mine.get("model") or not mine.get("tool") or view(agent).error:
             continue
-        if _in_tool(agent, index, kind):
-            continue  # an agent called as a tool: its output is that call's result, not the case's
         last = max(mine["model"], key=lambda s: (s.start, s.span_id))
         after = sorted((t for t in mine["tool"] if t.start >= last.start), key=lambda s: (s.start, s.span_id))
         if not after or any(h.start >= last.start for h in mine.get("handoff", [])):
@@ -159,8 +160,24 @@ def stopped_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Ca
         tool = _first_called(after, view(last).outputs, view)
         result = view(tool).result
         if present(result) and result is not None:
-            out.append((agent, tool, result if isinstance(result, str) else json.dumps(result, default=str)))
+            out.append((agent, tool, result if isinstance(result, str) else json.dumps(result, default=str), last))
     return out
+
+
+def agent_runs(spans: list[Span], kind: Callable[[Span], str | None]) -> list[tuple[Span, dict[str, list[Span]]]]:
+    """`(agent span, its own spans by kind)` of each agent run with a `model`, `tool` or `handoff` span, as they first come.
+
+    A span's run is its nearest agent ancestor; spans under a tool span belong to that call, not to the run around
+    it, and an agent called as a tool (under a tool span) is left out: its output is that call's result, its end
+    that call's business. `kind` as for `stopped_runs`.
+    """
+    index = {s.span_id: s for s in spans}
+    own: dict[str, dict[str, list[Span]]] = {}
+    for span in spans:
+        k = kind(span)
+        if k in ("model", "tool", "handoff") and (agent := _owner(span, index, kind, "agent")) is not None:
+            own.setdefault(agent.span_id, {}).setdefault(k, []).append(span)
+    return [(index[a], mine) for a, mine in own.items() if not _in_tool(index[a], index, kind)]
 
 
 def run_errors(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, str]]:
