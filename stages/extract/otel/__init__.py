@@ -73,6 +73,9 @@ What a conversation becomes:
   first whole message, joined to its conversation by the messages left at the same positions (a
   session whose id was evicted too), and given the ones it lost by the request before it that it
   replays; `metadata.otel.dropped_attributes` counts the case's (`dropped`);
+- a model request recorded without its input messages, or with one whose parts were all dropped, is said once per
+  file, its case counting it in `metadata.otel.missing_inputs`: its input, results and conversation are left
+  unknown, never guessed (`missing_inputs`);
 - model requests are model spans not nested in another model span (the
   same request seen by two instrumentations), one step each; usage sums
   the input / output tokens they recorded, a count that some request of a
@@ -150,6 +153,7 @@ documents become `trace.retrieved`.
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -165,6 +169,7 @@ from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.dropped import warn_lost
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
+from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, unread_requests, warn_unread
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
@@ -276,16 +281,24 @@ def read(dataset: Any) -> Iterator[RawRecord]:
     if opts.group_by == "run":
         groups = (run for trace in groups for run in _runs(trace))
     count = skipped = 0
+    unread: list[Any] = []  # the requests recorded without their input messages (`missing_inputs`)
+    requests: Counter[str] = Counter()  # every request, by file: the warning says how many of them
     for group in groups:
         if not any(v.role for v in group_views(group).values()):
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
         mend_cut(group)  # requests that lost their first messages to the attribute limit (`dropped`)
+        lost, asked = unread_requests(group)
+        unread += lost
+        requests.update(r.file for r in asked)
         first = group.spans[0]
         yield RawRecord(first.file, first.line, group)
         count += 1
         if dataset.limit is not None and count >= dataset.limit:
-            return
+            break
+    warn_unread(unread, requests)  # once per file, after the file's groups (or those a limit kept) were all counted
+    if dataset.limit is not None and count >= dataset.limit:
+        return
     if count == 0 and skipped:
         yield RawRecord(str(dataset.path), 1, error=f"{skipped} trace(s) read, none with a model request, tool call or agent run of a known span convention")
 
@@ -361,10 +374,10 @@ def adapt(group: Group | Refused, options: Options | None = None) -> Case:
         raise
     if _content_hidden(case, group):
         fail(f"trace {group.traces[0] if group.traces else group.key}: its model requests carry no content that can be read (no input, "
-             "output or call): content capture was off (OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS, "
-             "TRACELOOP_TRACE_CONTENT=false, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT unset), or its message events name no "
+             f"output or call): content capture was off ({HIDDEN}), or its message events name no "
              "span and could belong to several requests; scored, it would pass every budget while the run made calls and requests. "
              "Record with content to evaluate it", case_id=group.case_id)
+    note_unread(case.metadata, unread_requests(group)[0])  # requests recorded without their input messages (`missing_inputs`)
     return case
 
 

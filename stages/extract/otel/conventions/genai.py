@@ -27,7 +27,7 @@ from tracejudge.stages.extract.otel.spans import LogEvent, Span
 from tracejudge.stages.extract.otel.view import ESCAPED_SURROGATE, MISSING, View, mend_surrogates, present, tool_call_part, tool_response_part
 from tracejudge.stages.load import JSON_ERRORS
 
-__all__ = ["NAME", "messages", "read", "span_error", "usage"]
+__all__ = ["NAME", "messages", "read", "span_error", "typed", "usage"]
 
 NAME = "otel-genai"
 MODEL_OPS = frozenset({"chat", "generate_content", "text_completion"})
@@ -117,8 +117,27 @@ def span_error(span: Span) -> str | None:
             emsg = emsg or ev.get("exception.message")
     message = span.status_message or emsg
     if etype and message:
-        return message if str(message).startswith(f"{etype}:") else f"{etype}: {message}"
+        return typed(str(etype), str(message))
     return message or (str(etype) if etype else "error")
+
+
+def typed(etype: str, message: str) -> str:
+    """`"<etype>: <message>"`, naming the type once: a message that already names it is not prefixed again.
+
+    A status text often starts with the exception's short name while the `exception.type` attribute holds the
+    qualified one (pydantic-ai: status `"UsageLimitExceeded: The next request…"`, type
+    `pydantic_ai.exceptions.UsageLimitExceeded`): the short name becomes the qualified one, the rest of the text as
+    it was. A message starting with the qualified name stays as it is; one that is only the type's name (short or
+    qualified) is the qualified name.
+    """
+    short = etype.rsplit(".", 1)[-1]
+    if message in (etype, short):
+        return etype
+    if message.startswith(f"{etype}:"):
+        return message
+    if message.startswith(f"{short}:"):
+        return etype + message[len(short):]
+    return f"{etype}: {message}"
 
 
 def usage(span: Span, key: str) -> int | None:

@@ -46,7 +46,7 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.bodies import anthropic_results, fill_tool_texts, response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import handoff_span, response_calls, stop_answers
-from tracejudge.stages.extract.otel.conventions.genai import span_error
+from tracejudge.stages.extract.otel.conventions.genai import span_error, typed
 from tracejudge.stages.extract.otel.conventions.graph_state import state_answer
 from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_inputs
 from tracejudge.stages.extract.otel.dropped import front_cut, indexed
@@ -222,7 +222,7 @@ def _error(span: Span) -> str | None:
         if name == "exception":
             etype, message = ev.get("exception.type"), ev.get("exception.message")
             if isinstance(etype, str) and etype and isinstance(message, str) and message:
-                return message if message.startswith(f"{etype}:") else f"{etype}: {message}"
+                return typed(etype, message)
             break
     return error
 
