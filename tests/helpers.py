@@ -96,3 +96,15 @@ def recorded(live: tuple[Path, dict[str, subprocess.Popen[str]]], name: str, mod
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
     return out
+
+
+def calls(case: Case) -> list[tuple[Any, ...]]:
+    """Each call of `case` as (id, name, arguments, result, error), in the trace's order."""
+    assert case.trace is not None
+    return [(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()]
+
+
+def layout(case: Case) -> list[tuple[list[str], str | None]]:
+    """Each step of `case` as (the names of its calls, its output)."""
+    assert case.trace is not None
+    return [([c.name for c in s.tool_calls], s.output) for s in case.trace.steps]

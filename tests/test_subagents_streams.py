@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from framework_truth import only_case
+from helpers import calls, layout
 from tracejudge.core.records import Case
 from tracejudge.stages.judge.trace_text import nested_steps, render_steps
 from tracejudge.stages.score import TokenUsage
@@ -37,17 +38,6 @@ def read(name: str, fmt: str) -> Case:
 
 def outcome(scenario: str) -> dict[str, Any]:
     return json.loads((DATA / f"{scenario}.outcome.json").read_text())
-
-
-def calls(case: Case) -> list[tuple[Any, ...]]:
-    assert case.trace is not None
-    return [(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()]
-
-
-def layout(case: Case) -> list[tuple[list[str], str | None]]:
-    """Each step as (the names of its calls, its output)."""
-    assert case.trace is not None
-    return [([c.name for c in s.tool_calls], s.output) for s in case.trace.steps]
 
 
 # --- 1. a sub-agent's steps come with the call that ran them --------------------------------------------------

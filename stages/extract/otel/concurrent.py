@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
 
@@ -58,10 +59,11 @@ def run_heads(spans: list[Span], views: dict[str, Any]) -> dict[str, Span]:
             roots.append(s)
     holds = _above(spans, index, lambda s: views[s.span_id].role == "model")
     agents = _above(spans, index, lambda s: views[s.span_id].role == "agent")
+    tools = [s for s in spans if own(s, "tool")]
     heads: dict[str, Span] = {}
     stack: list[Span] = []
     for tops in _by_trace(roots).values():  # a trace's roots are the runs of an unnamed container: the trace itself
-        runs = [_through(r, kids, holds, views) for r in tops if r.span_id in holds]
+        runs = _not_in_a_tool([_through(r, kids, holds, views) for r in tops if r.span_id in holds], tools)
         if _side_by_side(runs) and all(_is_run(r, None, agents, views) for r in runs):
             for r in runs:
                 _claim(r, kids, heads)
@@ -73,7 +75,7 @@ def run_heads(spans: list[Span], views: dict[str, Any]) -> dict[str, Span]:
         if node.span_id in seen or not _container(node, views):
             continue  # a request, a call or a run records its own: what is under it is that run's
         seen.add(node.span_id)
-        runs = [_through(c, kids, holds, views) for c in kids.get(node.span_id, []) if c.span_id in holds]
+        runs = _not_in_a_tool([_through(c, kids, holds, views) for c in kids.get(node.span_id, []) if c.span_id in holds], tools)
         if _side_by_side(runs) and all(_is_run(r, node, agents, views) for r in runs):
             for r in runs:
                 _claim(r, kids, heads)
@@ -114,6 +116,7 @@ def split_runs(trace: Group) -> list[Group]:
             continue
         top = _outermost_agent(span, index, views)
         owner[span.span_id] = None if top is None or top in above else top
+    _to_hosts(owner, trace.spans, index)
     tops = list(dict.fromkeys(o for o in owner.values() if o is not None))
     if len(tops) < 2:
         return [trace]
@@ -174,6 +177,39 @@ def _through(span: Span, kids: dict[str, list[Span]], holds: set[str], views: di
             break
         span, hops = inner[0], hops + 1
     return span
+
+
+def _to_hosts(owner: dict[str, str | None], spans: list[Span], index: dict[str, Span]) -> None:
+    """Give the spans of an agent run inside a tool span (`_not_in_a_tool`) to the run of that tool's call, in place."""
+    tools = [s for s in spans if own(s, "tool")]
+    if not tools:
+        return
+    host: dict[str, str | None] = {}
+    for top in set(owner.values()):
+        r = index.get(top or "")
+        if r is None or not own(r, "agent"):
+            continue
+        inside = [t for t in tools if t.trace_id == r.trace_id and t.start <= r.start and r.end <= t.end and t.span_id != r.span_id]
+        if inside:
+            host[r.span_id] = owner.get(min(inside, key=lambda t: t.end - t.start).span_id)  # the innermost tool span
+    for _ in range(len(host)):  # a sub-agent's sub-agent: follow the hosts up (bounded: a cycle stops)
+        changed = False
+        for sid, top in owner.items():
+            if top in host and host[top] != top:
+                owner[sid] = host[top]
+                changed = True
+        if not changed:
+            break
+
+
+def _not_in_a_tool(runs: list[Span], tools: list[Span]) -> list[Span]:
+    """`runs` without OpenLLMetry's openai-agents agent spans that ran inside one of its tool spans (`Runner.run` in a
+    tool's body): that instrumentation parents them on the workflow span beside their caller, so they overlap it in
+    time, but they are the call's sub-agent (`turns`, `openllmetry_agents.Hosts`), not a run side by side with it."""
+    if not tools:
+        return runs
+    return [r for r in runs if not (own(r, "agent") and any(t.trace_id == r.trace_id and t.start <= r.start and r.end <= t.end
+                                                           and t.span_id != r.span_id for t in tools))]
 
 
 def _side_by_side(runs: list[Span]) -> bool:

@@ -16,13 +16,41 @@ Each such step is listed in `metadata.nested_steps`: `{"step": i, "call": k,
 "agent": name}`, `i` an index into `trace.steps`, `k` into
 `trace.tool_calls()` (the call it ran inside, which comes earlier), `agent`
 the name of the agent that made the request when an agent span names it.
+
+Which call a request ran inside is read from parent ids (`assemble`: the tool
+span above it); an instrumentation that parents a sub-agent's run elsewhere
+has its own evidence for it (`conventions.openllmetry_agents`), and its rows
+are put inside the call with `adopt`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["in_call_order", "nested_entry"]
+__all__ = ["Within", "adopt", "in_call_order", "nested_entry"]
+
+
+class Within:
+    """The call a request ran inside, when no tool span above it says so: `span` (the call's tool span) and `call`
+    (its native call); what `Row.within` (a `calls.Tool`) gives the layout."""
+
+    __slots__ = ("span", "call")
+
+    def __init__(self, span: Any, call: dict[str, Any]) -> None:
+        self.span = span
+        self.call = call
+
+
+def adopt(rows: list[Any], within: Within, agent: str | None) -> None:
+    """Mark `rows` (`turns.Row`, an agent run's requests) as made inside `within`'s call by the agent `agent`.
+
+    They are a delegate's (its texts the call's result, its user message the calling agent's words); a row already
+    inside a call of that run (a sub-agent's sub-agent, found by parent ids) keeps it.
+    """
+    for r in rows:
+        r.delegated = True
+        if r.within is None:
+            r.within, r.agent = within, agent
 
 
 def in_call_order(rows: list[Any]) -> list[Any]:

@@ -8,6 +8,10 @@ an anchor of another of the runs started side by side under one span (`concurren
 `Builder.case` lays a turn's requests out as steps (the requests of an agent
 run inside a tool call after the request that made the call: `nesting`), picks
 each turn's final text and writes the case mapping; usage is summed by `tally`.
+An anchor that is an agent run started inside a tool call, which OpenLLMetry's
+openai-agents instrumentation parents on the workflow instead of the call
+(`conventions.openllmetry_agents`), is no turn: its rows join the turn of that
+call, inside it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import REFUSED
 from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
-from tracejudge.stages.extract.otel.nesting import in_call_order, nested_entry
+from tracejudge.stages.extract.otel.conventions.openllmetry_agents import Hosts, calls_of, mend_errors, warn_unrecorded
+from tracejudge.stages.extract.otel.nesting import Within, adopt, in_call_order, nested_entry
 from tracejudge.stages.extract.otel.pauses import add_question, question_text
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.stitch import continues
@@ -38,7 +43,7 @@ class Row:
         self.calls: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.deferred: list[dict[str, Any]] = []
         self.error: str | None = None  # the framework refused the answer the request gave (pydantic-ai's output validation)
-        self.within: Any = None  # the `calls.Tool` whose execution made this request (an agent called as a tool; `nesting`)
+        self.within: Any = None  # the `calls.Tool` (or `nesting.Within`) whose execution made this request (an agent called as a tool)
         self.agent: str | None = None  # the name of that agent, when an agent span inside the call names it
         self.answered: str | None = None  # the answer its code gave (`assemble._code_answers`): its text is then thought
 
@@ -50,6 +55,7 @@ class Builder:
         self.views = views
         self.turns: list[dict[str, Any]] = []
         self.orphan_deferred: list[dict[str, Any]] = []
+        self.hosts = Hosts(views)  # the calls an agent run OpenLLMetry's openai-agents left under the workflow may have run inside
 
     def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None,
                    paused: list[tuple[str | None, Any]] | None = None, reply: Any = MISSING, run: str | None = None) -> None:
@@ -60,7 +66,23 @@ class Builder:
         not a resumed run), which is the turn's user text and starts a turn of its own (`pauses`). `run`: the span id
         heading the run the anchor is in when runs were started side by side under one span (`concurrent`), else
         `None`; an anchor never joins a turn of another run, even with the same question (two trials of one case).
+        An anchor that ran inside a call of an earlier anchor (`Hosts.host`) joins that call's turn, inside the call
+        (`nesting.adopt`): its error is that call's, its question and answer the call's arguments and result.
         """
+        pairs = calls_of(mem, rows, self.views)  # OpenLLMetry's openai-agents tool spans and their calls: empty for any other
+        mend_errors(pairs, self.views)  # (its failed tool's error is the SDK's error object as Python text)
+        host = self.hosts.host(a)
+        if host is not None:
+            span, call, turn = host
+            adopt(rows, Within(span, call), av.agent_name)
+            self._fill(turn, mem, rows)
+        else:
+            turn = self._turn(a, av, mem, rows, error, paused, reply, run)
+        self.hosts.add(pairs, turn)
+
+    def _turn(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None,
+              paused: list[tuple[str | None, Any]] | None, reply: Any, run: str | None) -> dict[str, Any]:
+        """The turn anchor `a` starts or joins (`add_anchor`), with its rows added."""
         model_rows = [r for r in rows if r.model is not None]
         first_inputs = next((self.views[r.model.span_id].inputs for r in model_rows if self.views[r.model.span_id].inputs), None)  # type: ignore[union-attr]
         asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
@@ -75,11 +97,17 @@ class Builder:
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
-        turn["_rows"].extend(rows)
         turn["_error"] = error
         turn["_asked"].extend(paused or [])
         if av.answer:
             turn["_final"] = av.answer
+        self._fill(turn, mem, rows)
+        return turn
+
+    def _fill(self, turn: dict[str, Any], mem: list[Span], rows: list[Row]) -> None:
+        """Add an anchor's `rows` to `turn`, with the agents among `mem` and the requests' usage."""
+        turn["_rows"].extend(rows)
+        model_rows = [r for r in rows if r.model is not None]
         for s in mem:
             v = self.views[s.span_id]
             if v.role == "agent" and v.agent_name:
@@ -104,6 +132,7 @@ class Builder:
 
     def case(self, group: Group, answer_tool_text: str | None, documents: list[dict[str, Any]], conventions: dict[str, dict[str, int]]) -> dict[str, Any]:
         """The native case mapping of everything added."""
+        warn_unrecorded(group, self.views)
         steps: list[dict[str, Any]] = []
         user_messages: list[dict[str, Any]] = []
         meta_turns = []

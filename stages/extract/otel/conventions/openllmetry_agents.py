@@ -1,0 +1,176 @@
+"""OpenLLMetry's OpenAI Agents SDK instrumentation (`opentelemetry-instrumentation-openai-agents`): what its shapes hide.
+
+The instrumentation is a trace processor of the SDK (scope `opentelemetry.instrumentation.openai_agents`). Per
+SDK trace it writes an `Agent Workflow` span (`traceloop.span.kind` `workflow`), and under it `<agent>.agent`
+spans (`agent`), `<tool>.tool` spans (`tool`, `gen_ai.operation.name` `execute_tool`), handoff spans and
+`openai.response` model requests; the conventions already read those (`traceloop`, `genai`). Three things
+they cannot see (0.62.4):
+
+- It parents every agent span on the trace's workflow span, never on the span running when the agent started. An
+  agent run started inside a function tool (`Runner.run(sub_agent, …)` in the tool's body, as the SDK's `as_tool`
+  does) shares the caller's trace, so its agent span lands under the workflow beside the calling agent, though its
+  requests and tools ran inside that tool's call: read by parent ids it was a second user turn, its prompt a user
+  message and its answer the case's output. Its time tells where it ran: an agent span of this instrumentation
+  under the workflow span whose start and end lie within one of its tool spans of the same trace ran inside that
+  call (`Hosts`). Nothing else in the recording says so, so the rule applies to this instrumentation's spans only:
+  elsewhere, runs side by side under one span overlap in time too (`concurrent`).
+- A failed tool's status message is the SDK's error object as Python text, `{'message': 'Error running tool
+  (non-fatal)', 'data': {'tool_name': …, 'error': …}}`: read as `"<message>: <data.error>"`, as the SDK's own
+  export is (`openai_agents.error_text`; the tool name is the call's).
+- It reads a request's output and token usage off a Responses API response only: a Chat Completions model's
+  request (the SDK's `generation` span) is recorded with its input alone. Such a run has no text, no call ids
+  and no usage to read; `warn_unrecorded` says so once per file rather than read nothing silently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.common import python_literal
+from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
+from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELOOP
+from tracejudge.stages.extract.otel.reused_ids import agrees
+from tracejudge.stages.extract.otel.spans import Group, Span
+from tracejudge.stages.extract.otel.view import MISSING, View, unjson
+
+__all__ = ["SCOPE", "Hosts", "calls_of", "mend_errors", "own", "warn_unrecorded"]
+
+log = get_logger("tracejudge.extract.otel")
+SCOPE = "opentelemetry.instrumentation.openai_agents"
+_OPS = {"agent": "invoke_agent", "tool": "execute_tool"}
+_WARNED: set[str] = set()  # files already warned about: once per file, however often a run reads it
+
+
+def own(span: Span, kind: str) -> bool:
+    """Whether `span` is this instrumentation's span of `traceloop.span.kind` `kind` (`agent` or `tool`).
+
+    Its scope names it; a span whose scope was not kept (an export that drops it) is its when it has the kind, the
+    operation (`invoke_agent` / `execute_tool`) and the name `<entity>.<kind>` the instrumentation writes.
+    """
+    a = span.attrs
+    if a.get("traceloop.span.kind") != kind:
+        return False
+    if span.scope:
+        return span.scope == SCOPE
+    entity = a.get("gen_ai.agent.name" if kind == "agent" else "gen_ai.tool.name")
+    return a.get("gen_ai.operation.name") == _OPS.get(kind) and isinstance(entity, str) and span.name == f"{entity}.{kind}"
+
+
+def calls_of(mem: list[Span], rows: list[Any], views: dict[str, View]) -> list[tuple[Span, dict[str, Any]]]:
+    """This instrumentation's tool spans among `mem` (one anchor's spans) paired with their calls in `rows` (its `turns.Row`s).
+
+    A span pairs with a call of its name by call id, else (the instrumentation records none) with the first call
+    left that has its arguments and result, else with the first left whose arguments agree with its own
+    (`reused_ids.agrees`) and whose result is its result (any, when it recorded none). Each call pairs once; a span
+    whose call is not among `rows` (an absorbed or answer tool) is left out.
+    """
+    spans = sorted((s for s in mem if own(s, "tool") and views[s.span_id].role == "tool"), key=lambda s: (s.start, s.span_id))
+    if not spans:
+        return []
+    calls = [c for r in rows for _, c in sorted(r.calls, key=lambda e: e[0])]
+    exact: dict[str, list[dict[str, Any]]] = {}  # each list last call first: the next one left is popped
+    for c in reversed(calls):
+        exact.setdefault(_key(c.get("name"), c.get("arguments"), c.get("result")), []).append(c)
+    taken: set[int] = set()
+    out = []
+    for span in spans:
+        v = views[span.span_id]
+        call = _by_id(v, calls, taken) or _next(exact.get(_key(v.tool_name, v.args, v.result)) if v.result is not MISSING else None, taken) \
+            or _alike(v, calls, taken)
+        if call is not None:
+            taken.add(id(call))
+            out.append((span, call))
+    return out
+
+
+def _key(name: Any, args: Any, result: Any) -> str:
+    """Name, arguments and result as one text: arguments given as JSON text decoded, keys sorted."""
+    return json.dumps([name, unjson(args), result], sort_keys=True, default=repr)
+
+
+def _next(stack: list[dict[str, Any]] | None, taken: set[int]) -> dict[str, Any] | None:
+    """The first call of `stack` (kept last first) not taken yet, popped with those taken before it."""
+    while stack and id(stack[-1]) in taken:
+        stack.pop()
+    return stack.pop() if stack else None
+
+
+def _by_id(v: View, calls: list[dict[str, Any]], taken: set[int]) -> dict[str, Any] | None:
+    if v.call_id is None:
+        return None
+    return next((c for c in calls if id(c) not in taken and c.get("name") == v.tool_name and c.get("id") == v.call_id), None)
+
+
+def _alike(v: View, calls: list[dict[str, Any]], taken: set[int]) -> dict[str, Any] | None:
+    return next((c for c in calls if id(c) not in taken and c.get("name") == v.tool_name
+                 and agrees(v.args, unjson(c.get("arguments"))) is not False and (v.result is MISSING or c.get("result") == v.result)), None)
+
+
+def mend_errors(pairs: list[tuple[Span, dict[str, Any]]], views: dict[str, View]) -> None:
+    """Give each call of `pairs` (`calls_of`) whose error is its span's raw status text the SDK's error read out of it.
+
+    The status message is the SDK's `{'message': …, 'data': {…}}` as Python text: it becomes `"<message>:
+    <data.error>"` (`openai_agents.error_text`). Another error (an exception event's, a result's) is kept.
+    """
+    for span, call in pairs:
+        raw = span.status_message
+        if not span.status_error or not raw or call.get("error") is None or call["error"] != views[span.span_id].error:
+            continue
+        err = python_literal(raw)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            call["error"] = error_text(err)
+
+
+class Hosts:
+    """The tool calls this instrumentation recorded, to find the one an agent run it left under the workflow ran inside."""
+
+    def __init__(self, views: dict[str, View]) -> None:
+        self.views = views
+        self.calls: list[tuple[Span, dict[str, Any], Any]] = []  # (tool span, its call, the turn it is laid out in)
+
+    def add(self, pairs: list[tuple[Span, dict[str, Any]]], turn: Any) -> None:
+        """Keep `pairs` (`calls_of`), laid out in `turn`."""
+        self.calls.extend((span, call, turn) for span, call in pairs)
+
+    def host(self, agent: Span) -> tuple[Span, dict[str, Any], Any] | None:
+        """The call `agent` (a turn's anchor) ran inside, with its tool span and turn, else `None`.
+
+        `agent` must be this instrumentation's agent span right under a workflow span it recorded (the parent it
+        gives every agent), and lie in time within one of the tool spans kept so far (of the same trace): the
+        innermost such span, for a sub-agent's sub-agent. Anchors are added in start order, so the calling agent's
+        calls are kept by then.
+        """
+        parent = self.views.get(agent.parent_id or "")
+        if not own(agent, "agent") or parent is None or parent.role != "chain" or TRACELOOP not in (parent.conventions or []):
+            return None
+        inside = [e for e in self.calls if e[0].trace_id == agent.trace_id and e[0].start <= agent.start and agent.end <= e[0].end]
+        return max(inside, key=lambda e: (e[0].start, -e[0].end)) if inside else None
+
+
+def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
+    """Say once per file that this instrumentation recorded model requests of `group` without output and usage.
+
+    Such a request (a Chat Completions model's) recorded its input messages but neither output messages nor token
+    counts nor an error: its step has no text, the calls it asked for no id, the run no final output. A request that
+    recorded no input either is content capture turned off, which the format says on its own.
+    """
+    blank = [s for s in group.spans if _unrecorded(s, views[s.span_id])]
+    if not blank:
+        return
+    first = blank[0]
+    if first.file in _WARNED:
+        return
+    _WARNED.add(first.file)
+    asked = sum(1 for s in group.spans if views[s.span_id].role == "model" and (s.scope == SCOPE))
+    log.warning(f"otel: {first.file}:{first.line}: conversation {group.case_id}: {len(blank)} of its {asked} model requests recorded "
+                "by OpenLLMetry's openai-agents instrumentation hold their input but no output and no token usage (it reads "
+                "them off a Responses API response only, so a Chat Completions model's requests lack them): their steps have "
+                "no text, the calls they asked for no id, the run no final output, and its usage is unknown (said once per "
+                "file). Record with the Responses API (the SDK's default) or another instrumentation to read them")
+
+
+def _unrecorded(span: Span, v: View) -> bool:
+    return span.scope == SCOPE and v.role == "model" and bool(v.inputs) and not v.outputs and v.usage_in is None and v.usage_out is None \
+        and v.error is None
