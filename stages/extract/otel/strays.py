@@ -47,13 +47,17 @@ def _asks(group: Group, name: str, args: Any) -> bool:
 
 
 def _holder(host: Group, span: Span) -> Span:
-    """The innermost span of `host` (not a model request or a tool) whose time holds `span`; the root when none does."""
+    """The innermost span of `host` (not a model request or a tool) whose time holds `span`; when none does, the root
+    that started last before it (a loop joined from one trace per request: the request whose round the call ran in,
+    not the first turn's), else the first root."""
     views = group_views(host)
     around = [s for s in host.spans if s.start <= span.start and span.end <= s.end and views[s.span_id].role not in ("model", "tool")]
     if around:
         return min(around, key=lambda s: s.end - s.start)
     ids = {s.span_id for s in host.spans}
-    return next(s for s in host.spans if s.parent_id not in ids)
+    roots = [s for s in host.spans if s.parent_id not in ids]
+    before = [s for s in roots if s.start <= span.start]
+    return max(before, key=lambda s: s.start) if before else roots[0]
 
 
 def adopt_strays(groups: Iterable[Group]) -> Iterator[Group]:
