@@ -77,7 +77,12 @@ ran or finished (`cancel()`, a cancelled task: the SDK records no error; a call
 with no `function` span, or one that ended after the agent span with no output)
 keeps those calls, each failed with why it did not run or finish, and has no
 output, its `metadata.run_error` saying what the trace shows
-(`conventions.agents_cancel`).
+(`conventions.agents_cancel`). A run paused for a human's approval (a
+`needs_approval` tool: its `function` span records no output and no error,
+and no request follows) keeps those calls, each failed as awaiting approval
+and not run, and has no output, its `metadata.run_error` saying it paused
+and `metadata.openai_agents.paused_for_approval` naming the agent and tools
+(`conventions.agents_approval`).
 
 An error that ended the run from a `turn` span (a tool the agent does not
 have, a tripped input guardrail; the agent span records none) is the run's
@@ -345,7 +350,7 @@ def _part(payload: Any) -> tuple[str, list[Span], dict[str, Any], float | None, 
     if wrong is not None:
         fail(wrong[0], field=wrong[1], case_id=trace.get("id") if wrong[1] == "spans" else cid)
     meta: dict[str, list[Any]] = {"agents": [], "handoffs": [], "guardrails": [], "custom": [], "errors": [], "duplicates": [],
-                                  "stopped_at_tool": []}
+                                  "stopped_at_tool": [], "paused_for_approval": []}
     otel_spans, task_usage, times = spans_of(cid, payload["spans"], meta)
     info: dict[str, Any] = {k: trace[k] for k in ("workflow_name", "group_id", "metadata") if trace.get(k) is not None}
     info.update({k: v for k, v in meta.items() if v})

@@ -1,8 +1,8 @@
 """The exported spans of one trace of format `openai-agents` as spans of the `otel` model (see `tracejudge.stages.extract.openai_agents`).
 
 `spans_of` translates them (and runs the `openai_agents` convention's checks that need the whole trace: run
-errors, handoff calls, missing tools, runs cut short before their calls ran (`agents_cancel`), runs stopped at a
-tool); `problem` says what makes a record no trace the format reads, for the reader (a trace of a conversation it
+errors, handoff calls, missing tools, runs cut short before their calls ran (`agents_cancel`), runs paused for
+approval (`agents_approval`), runs stopped at a tool); `problem` says what makes a record no trace the format reads, for the reader (a trace of a conversation it
 cannot read is a case of its own) and the adapter alike.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.common import json_type
+from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
-from tracejudge.stages.extract.otel.conventions.openai_agents import (FINAL_OUTPUT, HANDOFF_CALLS, NOT_FINISHED, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
+from tracejudge.stages.extract.otel.conventions.openai_agents import (AWAITING_APPROVAL, FINAL_OUTPUT, HANDOFF_CALLS, NOT_FINISHED, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
                                                                      missing_tools, run_errors, stopped_runs, turn_data)
 from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_span
@@ -25,7 +26,7 @@ __all__ = ["problem", "spans_of", "trace_id"]
 def spans_of(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[list[Span], Any, list[int]]:
     """`(spans, task usage, times)`: the exported spans in the `otel` model, the SDK `task` span's usage and every start/end time (ns).
 
-    `meta` (lists by name: agents, handoffs, guardrails, custom, errors, duplicates, stopped_at_tool) gets what goes to
+    `meta` (lists by name: agents, handoffs, guardrails, custom, errors, duplicates, stopped_at_tool, paused_for_approval) gets what goes to
     `metadata.openai_agents`.
 
     A span exported twice (the exporter retries a batch) is read once; see `once`. `spans` passed `problem`.
@@ -69,6 +70,12 @@ def spans_of(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[li
         for tool in cut.unfinished:
             tool.attrs[NOT_FINISHED] = cut.unfinished_why  # read as the call's error
         cut.agent.attrs[RUN_ERROR] = cut.error  # read as the agent's error: the run's, `metadata.run_error`; no output
+    for pause in paused_runs(out, _kind, read_view):  # a run paused for approval: stopped at no tool
+        warn_pause_lookalike(pause, f"openai-agents: trace {cid}")
+        for tool in pause.pending:
+            tool.attrs[AWAITING_APPROVAL] = AWAITING  # read as the call's error: it did not run
+        pause.agent.attrs[RUN_ERROR] = pause.error  # read as the agent's error: the run's, `metadata.run_error`; no output
+        meta["paused_for_approval"].append({"agent": pause.agent.name, "tools": [t.name for t in pause.pending]})
     for agent, tool, text, model in stopped_runs(out, _kind, read_view):  # needs the start times just set
         warn_cancel_lookalike(agent, tool, text, model, f"openai-agents: trace {cid}")  # (or a run cancelled after its tools)
         agent.attrs[FINAL_OUTPUT] = text  # the convention reads it as the agent's answer: the turn's output

@@ -18,7 +18,10 @@ Under OpenInference, `stop_answers` runs on a whole group (the spans of one trac
   not exist is marked as not run (`openai_agents.missing_tools`);
 - a run cut short before calls its last request asked for ran (`cancel()`, a cancelled task; the SDK records no
   error) has those calls marked as not run and that agent's view gets why as its error, so the run has no final
-  output (`agents_cancel.unrun_calls`).
+  output (`agents_cancel.unrun_calls`);
+- a run paused for a human's approval (a `needs_approval` tool; the SDK records no pause) has the calls awaiting it
+  failed as not run and that agent's view gets why as its error, so the run has no final output
+  (`agents_approval.paused_runs`).
 
 No import of the other conventions at load time: `openai_agents` imports `langfuse`, which imports `openinference`,
 which imports this module.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
 from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
@@ -83,7 +87,8 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
 
     Needs the whole group (like `langfuse.promote_tool_spans`). A failed turn that ended its run gives its error to
     the agent it ran under (one that recorded its own keeps it), and marks the model's calls of a tool that does not
-    exist; a run cut short before its last request's calls ran is marked so (`agents_cancel.unrun_calls`); all before
+    exist; a run cut short before its last request's calls ran is marked so (`agents_cancel.unrun_calls`), a run paused for
+    approval too (`agents_approval.paused_runs`); all before
     the stops, as a failed run stopped at no tool. A stop read may be a cancelled run: warned once per file. A stop's
     answer goes on the outermost AGENT span above the stopped agent (the root `Agent workflow`, the turn's anchor),
     and only when no model request under it started after that tool (a later run of the same trace,
@@ -116,6 +121,11 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
         for tool in cut.unfinished:
             views[tool.span_id].error = cut.unfinished_why
         views[cut.agent.span_id].error = cut.error
+    for pause in paused_runs(spans, kind, view):  # before the stops too: a run paused for approval stopped at no tool
+        warn_pause_lookalike(pause, f"otel: {pause.agent.file}:{pause.agent.line}: trace {pause.agent.trace_id}")
+        for tool in pause.pending:
+            views[tool.span_id].error = AWAITING
+        views[pause.agent.span_id].error = pause.error
     index = {s.span_id: s for s in spans}
     for agent, tool, text, model in stopped_runs(spans, kind, view):
         warn_cancel_lookalike(agent, tool, text, model, f"otel: {agent.file}:{agent.line}: trace {agent.trace_id}")

@@ -25,7 +25,10 @@ tools ran (`cancel(mode="after_turn")`) is recorded exactly alike, which a warni
 its last request's calls ran or finished (`cancel()`, a cancelled task; the SDK records no error) is no stop:
 `agents_cancel.unrun_calls` marks those calls and gives the run its error and no output (format `openai-agents`
 puts it on the agent span as `openai_agents.run_error`, on the model span as `openai_agents.not_run`, on an
-unfinished function span as `openai_agents.not_finished`).
+unfinished function span as `openai_agents.not_finished`). A run paused for a human's approval (a `needs_approval`
+tool: the SDK records no pause) is no stop either: `agents_approval.paused_runs` fails the calls awaiting it as not run
+and gives the run its error and no output (format `openai-agents`: `openai_agents.awaiting_approval` on each such
+function span, `openai_agents.run_error` on the agent span).
 
 A run can also end on a `turn` span (the SDK's `custom` span of one model request and its tools; OpenInference
 writes it as a CHAIN named `turn`): the SDK puts there the errors that raise out of `Runner.run` from inside a
@@ -58,7 +61,7 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, tool_call_part
 
-__all__ = ["FINAL_OUTPUT", "HANDOFF_CALLS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "error_text", "handoff_calls", "missing_tools",
+__all__ = ["AWAITING_APPROVAL", "FINAL_OUTPUT", "HANDOFF_CALLS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "error_text", "handoff_calls", "missing_tools",
            "read", "run_errors", "stopped_runs", "turn_data"]
 
 NAME = "openai-agents"
@@ -68,6 +71,7 @@ RUN_ERROR = "openai_agents.run_error"  # set by format `openai-agents` on an age
 #   why it ended before its calls ran (`agents_cancel.unrun_calls`)
 NOT_RUN = "openai_agents.not_run"  # set by format `openai-agents` on a model span: {tool name: why its call did not run}
 NOT_FINISHED = "openai_agents.not_finished"  # set by format `openai-agents` on a function span the run ended during: why
+AWAITING_APPROVAL = "openai_agents.awaiting_approval"  # set by format `openai-agents` on a function span held for approval: why
 HANDOFF_CALLS = "openai_agents.handoff_calls"  # set by format `openai-agents` on a textless request: the handoff tools it called
 
 
@@ -86,8 +90,8 @@ def read(span: Span) -> View | None:
             v.args = data["input"]
         if data.get("output") is not None:
             v.result = data["output"]
-        unfinished = span.attrs.get(NOT_FINISHED)
-        v.error = error or (unfinished if isinstance(unfinished, str) else None)
+        unrun = span.attrs.get(NOT_FINISHED) or span.attrs.get(AWAITING_APPROVAL)  # (why it did not finish, or run)
+        v.error = error or (unrun if isinstance(unrun, str) else None)
     elif v.role == "model":
         if kind == "generation":
             v.inputs = normalise(data.get("input"))

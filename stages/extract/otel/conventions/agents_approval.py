@@ -1,0 +1,107 @@
+"""OpenAI Agents SDK runs paused for a human's approval: read for both of its readers (format `openai-agents`, OpenInference).
+
+A function tool declared `needs_approval=True` does not run when the model calls it: `Runner.run` returns with the
+call in `result.interruptions` and `final_output` None, and the application may approve or reject it
+(`state = result.to_state(); state.approve(item)`) and resume with `Runner.run(agent, state)`, a run (and, under
+`trace(...)`, a trace) of its own. The SDK records no pause: the call's `function` span opens and closes around the
+approval check with no output and no error (OpenInference writes the TOOL span alike, without `output.value`), no model
+request follows, and the agent, turn and trace spans end normally. So a run whose last model request was followed by
+tool spans that recorded their arguments but neither output nor error, and that ended before the agent span did (one
+ending after it is a cancelled call: `agents_cancel`), is read as paused (`paused_runs`): those calls stay calls (the
+model made them) whose error says they awaited approval and did not run, and the run has no final output (the text
+beside the calls announced them; it stays the step's). The run's error (`metadata.run_error`) says it paused; nothing
+failed, but no other field says a run returned without an answer.
+
+What the trace cannot tell: a tool that returned `None` in a run that ended at it (`stop_on_first_tool`,
+`StopAtTools`) is recorded exactly alike; its run's `final_output` is None too, so only the call's reading differs,
+and a warning says so (once per file; the export, whose spans name no file: once per process). A span without
+its arguments (`trace_include_sensitive_data=False`, which drops every tool's output too) is never read as paused.
+What the application then decided is in the resumed run's trace, not this one: an approved call runs there first,
+in a `function` span of its own (before any model request), and a rejected one runs no span, the model being sent
+the SDK's "Tool execution was not approved." as the call's output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View, present
+
+__all__ = ["AWAITING", "Pause", "paused_runs", "warn_pause_lookalike"]
+
+log = get_logger("tracejudge.extract.otel")
+
+_WARNED: set[str] = set()  # files (the export: the format) already warned about
+
+AWAITING = ("not run: awaiting approval (a `needs_approval` tool: its span recorded no output and no error, and the run ended "
+            "there with no model request after it, so the run paused for the application to approve or reject the call)")
+
+
+@dataclass(slots=True)
+class Pause:
+    """A run paused for approval (`paused_runs`): its `agent` span, last `model` request, the tool spans of the calls
+    awaiting approval (`pending`) and the run's `error` (why it has no final output)."""
+
+    agent: Span
+    model: Span
+    pending: list[Span]
+    error: str
+
+
+def paused_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[Pause]:
+    """Every run that paused for approval of calls its last model request asked for (module docstring).
+
+    `kind` / `view` as for `openai_agents.stopped_runs` (an agent called as a tool is that call's business, not read).
+    A run counts when its agent span records no error (a failed or cancelled run is read so: run these after
+    `run_errors` and `agents_cancel.unrun_calls`, and before `stopped_runs`), no handoff started after its last
+    request, and some tool span started after that request recorded its arguments, no result (`None` or none at
+    all) and no error, and ended no later than the agent span. Calls that ran beside them keep their results.
+    """
+    # here: `openai_agents` imports langfuse, which imports openinference, which imports `agents_sdk`, which imports this
+    from tracejudge.stages.extract.otel.conventions.openai_agents import agent_runs
+
+    out = []
+    for agent, mine in agent_runs(spans, kind):
+        if not mine.get("model") or not mine.get("tool") or view(agent).error:
+            continue
+        last = max(mine["model"], key=lambda s: (s.start, s.span_id))
+        if any(h.start >= last.start for h in mine.get("handoff", [])):
+            continue
+        pending = [t for t in sorted(mine["tool"], key=lambda s: (s.start, s.span_id))
+                   if t.start >= last.start and _awaiting(t, agent, view(t))]
+        if not pending:
+            continue
+        names = ", ".join(dict.fromkeys(view(t).tool_name or t.name for t in pending))
+        error = (f"Run paused for approval of the tool calls of its last model request ({names}): they did not run and the run "
+                 "returned no final output (its `result.interruptions`); a resumed run (`Runner.run(agent, state)` after "
+                 "`state.approve` / `state.reject`) is recorded apart. The SDK records no pause: read from tool spans with no "
+                 "output and no error that no model request followed")
+        out.append(Pause(agent, last, pending, error))
+    return out
+
+
+def _awaiting(tool: Span, agent: Span, v: View) -> bool:
+    """Whether `tool` looks like a call the SDK held for approval: arguments recorded, no result, no error, ended in its run."""
+    no_result = not present(v.result) or v.result is None
+    return present(v.args) and no_result and v.error is None and not (agent.end and tool.end > agent.end)
+
+
+def warn_pause_lookalike(pause: Pause, where: str) -> None:
+    """Warn, once per file, that a run read as paused for approval may have ended at a tool that returned `None`.
+
+    `where` names the recording (`"otel: <file>:<line>: trace <id>"`, `"openai-agents: trace <id>"`); said once per
+    `agent.file` (the export's spans have none: once per process), naming its first run.
+    """
+    key = pause.agent.file or where.partition(":")[0]
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    names = ", ".join(dict.fromkeys(t.name for t in pause.pending))
+    log.warning(f"{where}: agent {pause.agent.name!r} ended after tool calls ({names}) whose spans recorded no output and no error, "
+                "with no model request after them: read as a run paused for approval (`needs_approval`), the calls not run and "
+                "no final output; a tool that returned None in a run stopped at it (`stop_on_first_tool`, `StopAtTools`) is "
+                f"recorded exactly alike, and also has no final output (said once{' per file' if pause.agent.file else ''}; every "
+                "such run is read the same way)")
