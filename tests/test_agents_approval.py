@@ -9,7 +9,10 @@ that needs approval: `Runner.run` returned with the call in `result.interruption
 Before: the paused run's final output was that preamble, and the held call an ordinary call with a null result (the SDK
 writes its span with no output and no error). Now the call is failed as awaiting approval and not run, and the run has
 no final output, `metadata.run_error` saying it paused. `approved` / `rejected` resumed the run in a second trace of the
-same `group_id`: the conversation reads as one case whose answer is the resumed run's.
+same `group_id`: the conversation reads as one case whose answer is the resumed run's. The approved call is one call,
+the held one, with the result of the `function` span the resumed run opened with (before: that span was a second call,
+and the held call kept its awaiting-approval error); the rejected call keeps that error (it never ran) and, as its
+result, the SDK's "Tool execution was not approved." that the model was sent.
 """
 
 from __future__ import annotations
@@ -77,18 +80,21 @@ def test_a_resumed_run_reads_as_one_conversation_with_the_resumed_answer(scenari
     step = held_step(case, want)
     (held,) = [c for c in step.tool_calls if c.name == first["interruptions"][0]["name"]]
     assert held.arguments == first["interruptions"][0]["arguments"]
-    assert "awaiting approval" in (held.error or "")  # it did not run in the run that paused
+    assert all(c.name != "refund" or c is held for s in case.trace.steps for c in s.tool_calls)  # one call of it in all
     if scenario == "rejected":
         (told,) = want["tool_messages"]
+        assert "awaiting approval" in (held.error or "")  # it never ran: the run paused, and the resumed run did not run it
         assert held.result == told["content"]  # what the SDK sent the model for the rejected call
-        assert all(c.name != "refund" or c is held for s in case.trace.steps for c in s.tool_calls)  # no span ran it
 
 
-@pytest.mark.xfail(strict=True, reason="joining the paused call with its approved run across traces needs the shared assembler "
-                   "(`otel/assemble.py`, `otel/turns.py`): the resumed trace's function span is read as a second call")
 @pytest.mark.parametrize("kind, fmt", FILES)
 def test_an_approved_call_is_one_call_with_its_result(kind: str, fmt: str) -> None:
+    """The resumed run's `function` span (first in its run, no request before it) is the held call's execution."""
     want = truth("approved")
     case = only_case("approved", kind, fmt)
     calls = [c for s in case.trace.steps for c in s.tool_calls]
     assert [(c.name, c.result, c.error) for c in calls] == [("refund", want["returned"]["refund"], None)]
+    (held,) = held_step(case, want).tool_calls  # in the request that asked for it, with the id the model gave it
+    (told,) = want["tool_messages"]
+    assert held.id == told["tool_call_id"] and held.arguments == want["runs"][0]["interruptions"][0]["arguments"]
+    assert len(case.trace.steps) == want["model_requests"]  # no step of its own for the resumed span

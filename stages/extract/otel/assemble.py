@@ -13,6 +13,7 @@ from tracejudge.stages.extract.common import fail
 from tracejudge.stages.extract.otel.calls import Responses, Tool, answer_value, build_call, deferred_call, part_call
 from tracejudge.stages.extract.otel.concurrent import run_anchor, run_heads
 from tracejudge.stages.extract.otel.conventions import group_views
+from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, approved_run, run_approved
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
 from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
@@ -142,6 +143,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             responses.add(i, {**p, "response": unjson(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
     refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
+    held = [t for t in tool_list if t.error == AWAITING]  # the Agents SDK's calls held for approval: run on resume (`agents_approval`)
 
 
     def claim(part: dict[str, Any], m: Span, within: Tool | None) -> tuple[Tool | None, bool]:
@@ -235,6 +237,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                         owner = i
                 if owner is not None:
                     break
+            if owner is None and (h := approved_run(held, t, mem_ids)) is not None:
+                run_approved(h.call, call)  # a held call run on approval, first in the resumed run: that call, not a new one
+                continue
             if owner is None:
                 if not rows or rows[0].model is not None:
                     rows.insert(0, Row(None, None))  # calls made before any model request

@@ -18,19 +18,26 @@ and a warning says so (once per file; the export, whose spans name no file: once
 its arguments (`trace_include_sensitive_data=False`, which drops every tool's output too) is never read as paused.
 What the application then decided is in the resumed run's trace, not this one: an approved call runs there first,
 in a `function` span of its own (before any model request), and a rejected one runs no span, the model being sent
-the SDK's "Tool execution was not approved." as the call's output.
+the SDK's "Tool execution was not approved." as the call's output. Where both traces are one case (the export's by
+their `group_id`; OpenInference's, which records no `group_id`, by the resumed request replaying the paused one:
+`stitch`), that span is the held call's execution, not a call of its own (`approved_run`, `run_approved`): the call keeps its
+place in the request that asked for it, with the span's result and error. A rejected call keeps its error (it did
+not run; the error says the run paused for the application to approve or reject it) and, as its result, what the SDK
+sent the model in its place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tracejudge.core.log import get_logger
+from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, present
+from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["AWAITING", "Pause", "paused_runs", "warn_pause_lookalike"]
+__all__ = ["AWAITING", "Pause", "approved_run", "paused_runs", "run_approved", "warn_pause_lookalike"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -81,6 +88,35 @@ def paused_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Cal
                  "output and no error that no model request followed")
         out.append(Pause(agent, last, pending, error))
     return out
+
+
+def approved_run(held: list[Any], tool: Any, run: set[str]) -> Any | None:
+    """The call held for approval that tool `tool` is the execution of, on resume, else `None`.
+
+    `held`: the `calls.Tool`s of the case whose error is `AWAITING` (`paused_runs`), whose calls are built, in the
+    order they started; `tool`: a `calls.Tool` that no model request of its run came before; `run`: the span ids of
+    that run (its anchor's members). It is one of them when it ran in another run (the resumed run is a run and a
+    trace of its own; a trace joined by replay takes the first trace's id, `stitch`, so ids cannot tell) after the
+    held call ended, with the same tool name and agreeing arguments (none that differ; the SDK runs the held call's
+    own arguments). The first such is taken and removed from `held`, so one resumed span runs one held call. Any
+    other tool span, and every other framework's (no call of theirs is `AWAITING`), is left alone.
+    """
+    for h in held:
+        if (h.call is not None and h.span.span_id not in run and h.span.end <= tool.span.start
+                and h.name == tool.name and agrees(tool.args, unjson(h.args) if h.args is not MISSING else None) is not False):
+            held.remove(h)
+            return h
+    return None
+
+
+def run_approved(call: dict[str, Any], ran: dict[str, Any]) -> None:
+    """Give the held `call` (a native call dict) what its approved execution `ran` (the resumed span's call) recorded.
+
+    The result and error are the span's (a result the call had from the resumed request's tool message is that same
+    output); the call's id, arguments and place stay the held call's, the id being the one the model gave it.
+    """
+    call["result"] = ran.get("result")
+    call["error"] = ran.get("error")
 
 
 def _awaiting(tool: Span, agent: Span, v: View) -> bool:
