@@ -98,12 +98,12 @@ from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, 
 from tracejudge.stages.extract.otel.once import once
 from tracejudge.stages.extract.otel.spans import Span, adopt_orphans
 from tracejudge.stages.extract.otel.view import unjson
+from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.load import RawRecord
 
 __all__ = ["Options", "adapt", "read"]
 
 log = get_logger("tracejudge.extract.mlflow")
-_WARNED: set[str] = set()  # files whose lone steps were warned about: once per file, however often a run reads it
 
 SESSION = "mlflow.trace.session"  # MLflow 3's trace metadata key of a trace's session (`TraceMetadataKey.TRACE_SESSION`)
 _SESSION_FIELD = f"info.trace_metadata.{SESSION}"
@@ -291,9 +291,8 @@ def _warn_lone_step(payload: Any, cid: str, spans: list[Span], found: dict[str, 
     if step is None or found.get("session") or place is None:
         return
     file = place.rpartition(":")[0]
-    if file in _WARNED:
+    if not first_time("mlflow_lone_step", file):
         return
-    _WARNED.add(file)
     log.warning(f"mlflow: {place}: trace {cid} is one {step} alone, with no span around it and no `{SESSION}` (as "
                 "mlflow.openai.autolog() records a loop that no @mlflow.trace function wraps): format mlflow reads each such trace "
                 "as a case of its own, so a run of several requests and tool calls is split into as many cases, a request's "

@@ -173,10 +173,10 @@ from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, u
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
 from tracejudge.stages.extract.otel.stitch import mend_cut, stitch
 from tracejudge.stages.extract.otel.strays import adopt_strays
+from tracejudge.stages.extract.said_once import first_time
 from tracejudge.stages.load import RawRecord
 
 log = get_logger("tracejudge.extract.otel")
-_WARNED: set[str] = set()
 
 __all__ = ["CONVERSATION_KEYS", "Options", "adapt", "read", "turn_calls"]
 
@@ -232,8 +232,7 @@ def _files(path: Path, opts: Options) -> list[Path]:
     kept = sorted(p for p in found if not excluded(p))
     unmatched = sorted(rel(p) for p in path.rglob("*") if _a_file(p) and p not in found)
     removed = len(found) - len(kept)
-    if (unmatched or removed) and str(path) not in _WARNED:  # once per folder, however often a run lists it
-        _WARNED.add(str(path))
+    if (unmatched or removed) and first_time("folder_files", str(path)):  # once per folder, however often a run lists it
         why = [f"{len(unmatched)} match no include glob ({', '.join(opts.include)}): {', '.join(unmatched[:3])}{', …' if len(unmatched) > 3 else ''}"] \
             if unmatched else []
         why += [f"{removed} removed by the exclude globs ({', '.join(opts.exclude)})"] if removed else []
@@ -310,9 +309,8 @@ def _warn_blank(path: Path, blank: list[str]) -> None:
     without this it would vanish without a word. A single such file needs no warning: the dataset's own
     "no records in it" error names it.
     """
-    if not blank or not path.is_dir() or f"blank:{path}" in _WARNED:
+    if not blank or not path.is_dir() or not first_time("blank_files", str(path)):
         return
-    _WARNED.add(f"blank:{path}")
     names = ", ".join(Path(b).relative_to(path).as_posix() for b in blank[:3]) + (", …" if len(blank) > 3 else "")
     log.warning(f"otel: {len(blank)} files under {path} hold no export (empty or only white space), so nothing was read "
                 f"from them: {names}")

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions import group_views
-from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own
+from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own, within
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
 
@@ -187,11 +187,9 @@ def _to_hosts(owner: dict[str, str | None], spans: list[Span], index: dict[str, 
     host: dict[str, str | None] = {}
     for top in set(owner.values()):
         r = index.get(top or "")
-        if r is None or not own(r, "agent"):
-            continue
-        inside = [t for t in tools if t.trace_id == r.trace_id and t.start <= r.start and r.end <= t.end and t.span_id != r.span_id]
-        if inside:
-            host[r.span_id] = owner.get(min(inside, key=lambda t: t.end - t.start).span_id)  # the innermost tool span
+        tool = _host_tool(r, tools) if r is not None else None
+        if r is not None and tool is not None:
+            host[r.span_id] = owner.get(tool.span_id)
     for _ in range(len(host)):  # a sub-agent's sub-agent: follow the hosts up (bounded: a cycle stops)
         changed = False
         for sid, top in owner.items():
@@ -206,10 +204,15 @@ def _not_in_a_tool(runs: list[Span], tools: list[Span]) -> list[Span]:
     """`runs` without OpenLLMetry's openai-agents agent spans that ran inside one of its tool spans (`Runner.run` in a
     tool's body): that instrumentation parents them on the workflow span beside their caller, so they overlap it in
     time, but they are the call's sub-agent (`turns`, `openllmetry_agents.Hosts`), not a run side by side with it."""
-    if not tools:
-        return runs
-    return [r for r in runs if not (own(r, "agent") and any(t.trace_id == r.trace_id and t.start <= r.start and r.end <= t.end
-                                                           and t.span_id != r.span_id for t in tools))]
+    return [r for r in runs if _host_tool(r, tools) is None] if tools else runs
+
+
+def _host_tool(run: Span, tools: list[Span]) -> Span | None:
+    """The innermost of `tools` that `run`, an OpenLLMetry openai-agents agent span, ran inside (`within`), else None."""
+    if not own(run, "agent"):
+        return None
+    inside = [t for t in tools if within(run, t)]
+    return min(inside, key=lambda t: t.end - t.start) if inside else None
 
 
 def _side_by_side(runs: list[Span]) -> bool:

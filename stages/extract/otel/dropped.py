@@ -25,11 +25,11 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.replays import message_key
+from tracejudge.stages.extract.said_once import first_time
 
 __all__ = ["Seen", "dropped_count", "front_cut", "indexed", "replayed_rest", "restore_fronts", "warn_lost"]
 
 log = get_logger("tracejudge.extract.otel")
-_WARNED: set[str] = set()  # files already warned about: once per file, however often a run reads it
 _MESSAGES = re.compile(r"^(llm\.input_messages|gen_ai\.prompt|llm\.prompts)\.(\d+)\.")
 _INDEXED = re.compile(r"\.\d+(\.|$)")
 
@@ -182,9 +182,8 @@ def warn_lost(spans: Iterable[Any]) -> None:
         by_file.setdefault(span.file, {})[(span.trace_id, span.span_id)] = span
     for file, found in by_file.items():
         lossy = [s for s in found.values() if s.dropped_attributes]
-        if not lossy or file in _WARNED:
+        if not lossy or not first_time("dropped_attributes", file):
             continue
-        _WARNED.add(file)
         log.warning(f"otel: {file}: {_lost_text(lossy, [s for s in found.values() if not s.dropped_attributes])}")
 
 

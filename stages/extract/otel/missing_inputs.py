@@ -34,11 +34,11 @@ from tracejudge.stages.extract.otel.conventions.genai import DETAILS
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import present
 from tracejudge.stages.extract.otel.wrapped import ancestor
+from tracejudge.stages.extract.said_once import first_time
 
 __all__ = ["HIDDEN", "Unread", "note_unread", "unread_requests", "warn_unread"]
 
 log = get_logger("tracejudge.extract.otel")
-_WARNED: set[str] = set()  # files already warned about: once per file, however often a run reads it
 
 # The settings that keep message content out of spans, as each instrumentation names them (shared with `adapt`'s refusal).
 HIDDEN = ("OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS, TRACELOOP_TRACE_CONTENT=false, "
@@ -166,9 +166,8 @@ def warn_unread(unread: Iterable[Unread], requests: dict[str, int]) -> None:
     for u in unread:
         by_file.setdefault(u.span.file, []).append(u)
     for file, found in by_file.items():
-        if file in _WARNED:
+        if not first_time("missing_inputs", file):
             continue
-        _WARNED.add(file)
         log.warning(f"otel: {file}: {_unread_text(found, requests.get(file, len(found)))}")
 
 

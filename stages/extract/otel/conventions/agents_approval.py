@@ -36,12 +36,12 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
+from tracejudge.stages.extract.said_once import first_time
 
 __all__ = ["AWAITING", "Pause", "approved_run", "paused_runs", "run_approved", "warn_pause_lookalike"]
 
 log = get_logger("tracejudge.extract.otel")
 
-_WARNED: set[str] = set()  # files (the export: the format) already warned about
 
 AWAITING = ("not run: awaiting approval (a `needs_approval` tool: its span recorded no output and no error, and the run ended "
             "there with no model request after it, so the run paused for the application to approve or reject the call)")
@@ -132,9 +132,8 @@ def warn_pause_lookalike(pause: Pause, where: str) -> None:
     `agent.file` (the export's spans have none: once per process), naming its first run.
     """
     key = pause.agent.file or where.partition(":")[0]
-    if key in _WARNED:
+    if not first_time("agents_pause_lookalike", key):
         return
-    _WARNED.add(key)
     names = ", ".join(dict.fromkeys(t.name for t in pause.pending))
     log.warning(f"{where}: agent {pause.agent.name!r} ended after tool calls ({names}) whose spans recorded no output and no error, "
                 "with no model request after them: read as a run paused for approval (`needs_approval`), the calls not run and "

@@ -30,12 +30,12 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, unjson
+from tracejudge.stages.extract.said_once import first_time
 
 __all__ = ["Cut", "unrun_calls", "warn_cancel_lookalike"]
 
 log = get_logger("tracejudge.extract.otel")
 
-_WARNED: set[str] = set()  # files (the export: the format) already warned about: once each, however often a run reads them
 
 
 @dataclass(slots=True)
@@ -106,9 +106,8 @@ def warn_cancel_lookalike(agent: Span, tool: Span, text: str, model: Span, where
     the warning is said once per `agent.file` (the export's spans have none: once per process), naming its first run.
     """
     key = agent.file or where.partition(":")[0]
-    if key in _WARNED or _not_streamed(model):
+    if _not_streamed(model) or not first_time("agents_cancel_lookalike", key):
         return
-    _WARNED.add(key)
     log.warning(f"{where}: agent {agent.name!r} ran tool calls after its last model request and no request followed: read as a run "
                 f"stopped at a tool (`tool_use_behavior=\"stop_on_first_tool\"` or `StopAtTools`), whose final output is the tool "
                 f"{tool.name!r}'s output {_cut(text)!r}; a streamed run cancelled after that turn (`cancel(mode=\"after_turn\")`) is "

@@ -34,13 +34,13 @@ from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELO
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
+from tracejudge.stages.extract.said_once import first_time
 
-__all__ = ["SCOPE", "Hosts", "calls_of", "mend_errors", "own", "warn_unrecorded"]
+__all__ = ["SCOPE", "Hosts", "calls_of", "mend_errors", "own", "warn_unrecorded", "within"]
 
 log = get_logger("tracejudge.extract.otel")
 SCOPE = "opentelemetry.instrumentation.openai_agents"
 _OPS = {"agent": "invoke_agent", "tool": "execute_tool"}
-_WARNED: set[str] = set()  # files already warned about: once per file, however often a run reads it
 
 
 def own(span: Span, kind: str) -> bool:
@@ -123,6 +123,12 @@ def mend_errors(pairs: list[tuple[Span, dict[str, Any]]], views: dict[str, View]
             call["error"] = error_text(err)
 
 
+def within(agent: Span, tool: Span) -> bool:
+    """Whether `agent` ran inside `tool` by their times: another span of the same trace that started no later and ended no
+    earlier (this instrumentation parents a run started in a tool's body on the workflow span, not on the tool's)."""
+    return tool.trace_id == agent.trace_id and tool.span_id != agent.span_id and tool.start <= agent.start and agent.end <= tool.end
+
+
 class Hosts:
     """The tool calls this instrumentation recorded, to find the one an agent run it left under the workflow ran inside."""
 
@@ -145,7 +151,7 @@ class Hosts:
         parent = self.views.get(agent.parent_id or "")
         if not own(agent, "agent") or parent is None or parent.role != "chain" or TRACELOOP not in (parent.conventions or []):
             return None
-        inside = [e for e in self.calls if e[0].trace_id == agent.trace_id and e[0].start <= agent.start and agent.end <= e[0].end]
+        inside = [e for e in self.calls if within(agent, e[0])]
         return max(inside, key=lambda e: (e[0].start, -e[0].end)) if inside else None
 
 
@@ -160,9 +166,8 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
     if not blank:
         return
     first = blank[0]
-    if first.file in _WARNED:
+    if not first_time("openllmetry_agents_unrecorded", first.file):
         return
-    _WARNED.add(first.file)
     asked = sum(1 for s in group.spans if views[s.span_id].role == "model" and (s.scope == SCOPE))
     log.warning(f"otel: {first.file}:{first.line}: conversation {group.case_id}: {len(blank)} of its {asked} model requests recorded "
                 "by OpenLLMetry's openai-agents instrumentation hold their input but no output and no token usage (it reads "
