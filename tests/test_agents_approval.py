@@ -98,3 +98,17 @@ def test_an_approved_call_is_one_call_with_its_result(kind: str, fmt: str) -> No
     (told,) = want["tool_messages"]
     assert held.id == told["tool_call_id"] and held.arguments == want["runs"][0]["interruptions"][0]["arguments"]
     assert len(case.trace.steps) == want["model_requests"]  # no step of its own for the resumed span
+
+
+def test_a_resume_runs_the_last_pause_and_an_earlier_unanswered_one_stays_held(tmp_path: Path) -> None:
+    # The export's paused and approved runs share a group_id: one case with two pauses of the same call. The approved
+    # run's span took the earliest held call (which was never answered), and the approved one kept its held error.
+    path = tmp_path / "both.export.jsonl"
+    path.write_bytes((DATA / "paused.export.jsonl").read_bytes() + (DATA / "approved.export.jsonl").read_bytes())
+    (case,) = extract_path(path, "openai-agents")
+    assert isinstance(case, Case), case
+    calls = [c for s in case.trace.steps for c in s.tool_calls]
+    assert [c.name for c in calls] == ["refund", "refund"]
+    first, second = calls
+    assert first.result is None and first.error is not None and first.error.startswith("not run: awaiting approval")
+    assert (second.result, second.error) == (truth("approved")["returned"]["refund"], None)

@@ -98,10 +98,11 @@ def approved_run(held: list[Any], tool: Any, run: set[str]) -> Any | None:
     that run (its anchor's members). It is one of them when it ran in another run (the resumed run is a run and a
     trace of its own; a trace joined by replay takes the first trace's id, `stitch`, so ids cannot tell) after the
     held call ended, with the same tool name and agreeing arguments (none that differ; the SDK runs the held call's
-    own arguments). The first such is taken and removed from `held`, so one resumed span runs one held call. Any
-    other tool span, and every other framework's (no call of theirs is `AWAITING`), is left alone.
+    own arguments). The latest such is taken (a resume continues the last pause: an earlier pause of the same call left
+    unanswered stays held) and removed from `held`, so one resumed span runs one held call. Any other tool span, and
+    every other framework's (no call of theirs is `AWAITING`), is left alone.
     """
-    for h in held:
+    for h in reversed(held):
         if (h.call is not None and h.span.span_id not in run and h.span.end <= tool.span.start
                 and h.name == tool.name and agrees(tool.args, unjson(h.args) if h.args is not MISSING else None) is not False):
             held.remove(h)
