@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -312,4 +313,24 @@ def test_a_run_killed_before_its_first_checkpoint_is_interrupted_not_an_empty_da
         (tmp_path / "run" / name).unlink(missing_ok=True)  # as the kill left it when it came before them
     got = _tj("report", "run", cwd=tmp_path)
     assert got.returncode == 130, got.stdout + got.stderr
-    assert "verdict: INTERRUPTED (resume with: tracejudge run CONFIG --run-dir run" in got.stdout + got.stderr, got.stdout
+    # The manifest records the command line too: CONFIG was left to fill in, though the run was started by `run j.yaml`.
+    assert "verdict: INTERRUPTED (resume with: tracejudge run j.yaml" in got.stdout + got.stderr, got.stdout
+
+
+def test_without_a_recorded_command_the_resume_command_leaves_config_to_fill_in(tmp_path: Path) -> None:
+    # A run started from the Python API records no command line, in its manifest or its checkpoint.
+    from tracejudge.engine.run_state import resume_command
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"config_hash": "x", "config": {"run": {"shard": "1/2"}}}))
+    assert resume_command(run) == (f"tracejudge run CONFIG --run-dir {run} --shard 1/2 "
+                                   "(CONFIG: the config the run was started with)")
+    (run / "checkpoint.json").write_text(json.dumps({"segments": [{"segment": 1, "ended": "running"}]}))
+    assert resume_command(run).startswith("tracejudge run CONFIG")
+    # A command in the manifest (a run killed before its first checkpoint) or in the last segment is given, the segment's first.
+    cwd = str(tmp_path)
+    (run / "manifest.json").write_text(json.dumps({"config_hash": "x", "command": {"line": "tracejudge run a.yaml", "cwd": cwd}}))
+    assert resume_command(run) == f"cd {shlex.quote(cwd)} && tracejudge run a.yaml"
+    (run / "checkpoint.json").write_text(json.dumps({"segments": [{"segment": 1, "command": {"line": "tracejudge run b.yaml", "cwd": cwd}}]}))
+    assert resume_command(run).endswith("tracejudge run b.yaml")

@@ -58,15 +58,22 @@ def last_segment_finished(run_dir: Path) -> bool:
 
 
 def resume_command(run_dir: Path) -> str:
-    """The command that resumes an interrupted run: the one its last segment recorded (`run`'s own wording), run from
-    the folder it was meant for; without a record (a run started from the Python API, or killed before its first
-    checkpoint), its shape with CONFIG to fill in, naming the shard a shard directory holds."""
+    """The command that resumes an interrupted run: the one its last segment recorded (`run`'s own wording), or, killed
+    before its first checkpoint, the one its manifest recorded, run from the folder it was meant for; without a record
+    (a run started from the Python API), its shape with CONFIG to fill in, naming the shard a shard directory holds."""
     run_dir = Path(run_dir)
+    manifest: dict[str, Any] | None = None
     try:
-        recorded = (_segments(run_dir) or [])[-1].get("command") or {}
+        segments = _segments(run_dir) or []
+        recorded = segments[-1].get("command") if segments and isinstance(segments[-1], dict) else None
+        if not isinstance(recorded, dict):
+            manifest = store.read_manifest(run_dir) or {}
+            recorded = manifest.get("command") or {}
         line, cwd = recorded["line"], recorded.get("cwd")
+        if not isinstance(line, str):
+            raise TypeError(line)
     except (AttributeError, IndexError, KeyError, TypeError):
-        manifest = store.read_manifest(run_dir) or {}
+        manifest = manifest if manifest is not None else (store.read_manifest(run_dir) or {})
         shard = ((manifest.get("config") or {}).get("run") or {}).get("shard")
         flag = f" --shard {shlex.quote(str(shard))}" if isinstance(shard, str) and shard else ""
         return f"tracejudge run CONFIG --run-dir {shlex.quote(str(run_dir))}{flag} (CONFIG: the config the run was started with)"

@@ -173,7 +173,8 @@ async def run(
             names them in the manifest.
         live: filled in as the run goes (cases in flight, the stop grace, what stages wait on) for a display.
         command: `{"line": the command line that resumes the run, "cwd": the folder it is meant for}`, kept on
-            this segment's record in `checkpoint.json` so that `tracejudge report` on an interrupted run can give it.
+            this segment's record in `checkpoint.json` (and in `manifest.json` when the run writes it, for a run killed
+            before its first checkpoint) so that `tracejudge report` on an interrupted run can give it.
         fingerprints: the hash of `config.dataset`'s files already under way (`engine.fingerprint_ahead`), started by the
             caller as soon as it had the config; the run takes it over and closes it. Without it the run starts its own.
 
@@ -220,7 +221,7 @@ async def run(
     limit_before = time_limit.seconds()  # (this run's limit is the process's while it runs, then the caller's again)
     try:
         try:
-            manifest, changes = _write_manifest(run_dir, config, source, force, ahead)
+            manifest, changes = _write_manifest(run_dir, config, source, force, ahead, command)
         finally:
             if ahead is not None:
                 ahead.close()
@@ -343,9 +344,11 @@ def _run_dir(run_dir: Path) -> Path:
 
 
 def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | None, force: bool,
-                    ahead: FingerprintAhead | None = None) -> tuple[dict[str, Any], list[str]]:
+                    ahead: FingerprintAhead | None = None, command: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
     # Refuses (ManifestMismatch) a directory of another config or dataset unless forced.
     manifest = manifest_for(config, source, None if ahead is None else ahead.files())
+    if command is not None:  # a run killed before its first checkpoint is resumed with this (`run_state.resume_command`)
+        manifest["command"] = dict(command)
     previous = store.read_manifest(run_dir, strict=False)
     if not store.has_results(run_dir):
         # No result was computed with the recorded config: nothing to protect, nothing to diff against.

@@ -244,7 +244,7 @@ def merge_runs(dirs: Sequence[Path], out: Path) -> Path:
     config = json.loads(json.dumps(first.get("config") or {}))
     config.get("run", {}).pop("shard", None)
     missing = [f"{i}/{next(iter(counts))}" for i in range(1, next(iter(counts)) + 1) if (i, next(iter(counts))) not in seen] if counts else []
-    manifest = {**{k: v for k, v in first.items() if k not in ("config", "shard")}, "config": config,
+    manifest = {**{k: v for k, v in first.items() if k not in ("config", "shard", "command")}, "config": config,
                 "config_hash": first.get("config_hash_unsharded"), MERGED_KEY: [str(d) for d in dirs], "missing_shards": missing}
     store.atomic_write_text(out / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     tmp = out / f".{store.RESULTS}.tmp"
