@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
-from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, step_errors
+from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, max_steps, step_errors, stored_results
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
@@ -40,9 +40,13 @@ def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
     (`smolagents_plans.plans`: a plan is never an output), then each run's answer (`smolagents_steps.answers`:
     a managed agent's answer is its call's result), and last the failed steps' errors, once the calls of each
     step are known (`smolagents_steps.step_errors`: a failed managed agent's call holds its step's failure).
+    Before the managed calls it also marks the request a run made when its steps ran out (`smolagents_steps.max_steps`)
+    and gives a tool that returned an image or audio the result its model saw (`smolagents_steps.stored_results`).
     """
     plans(spans, views)
     answers(spans, views)
+    max_steps(spans, views)
+    stored_results(spans, views)
     _managed_calls(spans, views)
     step_errors(spans, views)
 

@@ -18,6 +18,16 @@ step as a `Step n` `CHAIN` span under it holding the step's model request (`LLM`
   When a call of the step failed (a tool span, or a managed agent's run, with an error), the step's failure
   is that call's and is left there; a request that failed itself keeps its own error. A failed step with no
   model request under it has no step to carry its error: a warning names the file, trace and span.
+- `max_steps`: a run that ran out of steps. smolagents then asks the model for an answer itself
+  (`provide_final_answer`) and adds a memory step holding it, its error `AgentMaxStepsError: Reached max steps.`;
+  the instrumentation records that request directly under the agent span (no `Step n` span) and nothing of the
+  error. That request is recognised by its closing prompt (`smolagents_inputs` makes it a system message) and gets
+  the error (joined after it, when the request failed itself), so its step says what the memory step says. The
+  run still returned that answer: no run error, as format `smolagents` reads the same run.
+- `stored_results`: a tool that returned an image or audio (`AgentImage`, `AgentAudio`). The tool span's output
+  is the file smolagents saved it to (a path on the recording machine), but a `ToolCallingAgent`'s model got
+  "Stored 'image.png' in memory." (or `'audio.mp3'`) in the step's observation (the `Step n` span's output):
+  that line is the call's result, as the model saw it.
 """
 
 from __future__ import annotations
@@ -27,16 +37,20 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.graph_state import value_text
+from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, unjson
 
-__all__ = ["answers", "step_errors"]
+__all__ = ["MAX_STEPS", "answers", "max_steps", "step_errors", "stored_results"]
 
 log = get_logger("tracejudge.extract.otel")
 
 SCOPE = "openinference.instrumentation.smolagents"
 _FINAL = "final_answer"
 _MAX_TEXT = 1_000_000  # longer output is not parsed as a literal: no repr smolagents wrote of an answer
+MAX_STEPS = "AgentMaxStepsError: Reached max steps."
+_STORED = {"image.png": "Stored 'image.png' in memory.", "audio.mp3": "Stored 'audio.mp3' in memory."}
+_AUDIO = (".wav", ".mp3", ".ogg", ".flac", ".m4a", ".aac", ".opus")
 
 
 def _ours(span: Span) -> bool:
@@ -129,3 +143,48 @@ def _step_error(step: Span, view: View) -> str:
     error = view.error or ""
     head, sep, rest = error.partition(": ")
     return f"{head.rsplit('.', 1)[-1]}{sep}{rest}" if sep and " " not in head else error
+
+
+def max_steps(spans: list[Span], views: dict[str, View]) -> None:
+    """Give the request a smolagents run made when its steps ran out the error of the step smolagents added for it.
+
+    Such a request hangs directly under the run's agent span (smolagents' other requests there are planning ones,
+    which end in a user message) and its last message is the closing prompt `smolagents_inputs.memory_inputs`
+    made a system message: a text ending in the run's task (the agent span's `task`, when recorded).
+    """
+    index = {s.span_id: s for s in spans}
+    for span in spans:
+        v = views[span.span_id]
+        if v.role != "model" or not _ours(span) or not v.inputs or v.inputs[-1].get("role") != "system":
+            continue
+        run = _owner(span, index, views, ("chain", "agent", "tool"))
+        if run is None or views[run.span_id].role != "agent" or not _ours(run):
+            continue
+        given = unjson(run.attrs.get("input.value"))
+        task = given.get("task") if isinstance(given, dict) else None
+        if isinstance(task, str) and task and not "\n".join(text_parts(v.inputs[-1])).endswith(task):
+            continue
+        if not (v.error or "").startswith(MAX_STEPS):
+            v.error = MAX_STEPS if not v.error else f"{MAX_STEPS}\n{v.error}"
+
+
+def stored_results(spans: list[Span], views: dict[str, View]) -> None:
+    """Make the result of each smolagents tool span that returned an image or audio what its step's observation says."""
+    index = {s.span_id: s for s in spans}
+    for span in spans:
+        v = views[span.span_id]
+        if v.role != "tool" or not _ours(span) or span.attrs.get("output.mime_type") != "application/json":
+            continue
+        saved = unjson(span.attrs.get("output.value"))
+        if not isinstance(saved, str) or not saved.strip() or saved is span.attrs.get("output.value"):
+            continue  # (an agent type's output is `str()` of it, its file, written as a JSON string)
+        step = _owner(span, index, views, ("chain", "agent", "tool"))
+        seen = step.attrs.get("output.value") if step is not None and views[step.span_id].role == "chain" and _ours(step) else None
+        if not isinstance(seen, str) or saved.strip() in seen:
+            continue  # the model saw the text itself (a `Path`, an object whose `str` it is): that is the result
+        lines = seen.split("\n")
+        stored = [line for line in _STORED.values() if line in lines]
+        if len(stored) > 1:
+            stored = [_STORED["audio.mp3" if saved.strip().lower().endswith(_AUDIO) else "image.png"]]
+        if stored:
+            v.result = stored[0]
