@@ -17,6 +17,7 @@ from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING,
 from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
 from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
+from tracejudge.stages.extract.otel.retries import fold_retries
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -142,6 +143,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         for p in _parts(views[m.span_id].inputs, "tool_call_response"):
             responses.add(i, {**p, "response": unjson(p.get("response"))} if decode else p)
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
+    # a node retried after its tool raised (LangGraph's `RetryPolicy`): the attempts of the one call asked for are that call
+    tool_list, retried = fold_retries(tool_list, by_start, lambda m: _parts(views[m.span_id].outputs, "tool_call"),
+                                      lambda x, y: scope(x) is scope(y) and anchor(x).span_id == anchor(y).span_id)
     refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
     held = [t for t in tool_list if t.error == AWAITING]  # the Agents SDK's calls held for approval: run on resume (`agents_approval`)
 
@@ -255,6 +259,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         builder.add_anchor(a, av, mem, rows, error, paused, pauses.reply(a.span_id), run=run_of(a))
     answer = sorted(answer_texts)[-1][1] if answer_texts else None
     made = {s.span_id for s in group.spans if s.stand_in}  # stand-ins for lost parents were not delivered: no convention's spans
+    builder.retried = [(t.call, retried[t.span.span_id]) for t in tool_list if t.call is not None and t.span.span_id in retried]
     return builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))
 
 

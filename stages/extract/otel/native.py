@@ -12,7 +12,7 @@ order, answer and user turns, usage) is the same for them as for OTLP.
 What `native_case` changes in the assembled mapping: the case id, tags and
 the format's own `metadata.<format>` are the format's; `turns` are every
 user message after the first (`trace.user_messages`); `metadata.otel` keeps
-only `turns` and `conventions` (what `tracejudge extract` reports per file),
+only `turns`, `conventions` (what `tracejudge extract` reports per file) and `retried` (`retries`),
 and `metadata.run_error` (the error the run ended in), `requests_without_usage`
 (`tally`) and `nested_steps` (`nesting`) stay;
 token counts that some model request did not record are left out rather than 0; a
@@ -105,6 +105,8 @@ def native_case(case_id: str, spans: list[Span], fmt: str, meta: dict[str, Any],
     got.update(usage or {})
     otel = built["metadata"]["otel"]
     metadata = {fmt: meta, "otel": {"turns": otel["turns"], "conventions": otel["conventions"]}}
+    if "retried" in otel:  # a call run again after it failed (`retries`): its attempts
+        metadata["otel"]["retried"] = otel["retried"]
     for key in ("run_error", "requests_without_usage", "nested_steps"):
         if key in built["metadata"]:
             metadata[key] = built["metadata"][key]

@@ -55,6 +55,7 @@ class Builder:
         self.views = views
         self.turns: list[dict[str, Any]] = []
         self.orphan_deferred: list[dict[str, Any]] = []
+        self.retried: list[tuple[dict[str, Any], list[str]]] = []  # a retried call, and its earlier attempts' errors (`retries`)
         self.hosts = Hosts(views)  # the calls an agent run OpenLLMetry's openai-agents left under the workflow may have run inside
 
     def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None,
@@ -219,6 +220,10 @@ class Builder:
         lost = [s.dropped_attributes for s in group.spans if s.dropped_attributes]
         if lost:  # spans past the attribute limit per span (`dropped`): only then, other cases stay as they were
             otel["dropped_attributes"] = {"spans": len(lost), "attributes": sum(lost)}
+        retried = sorted(({"call": numbers[id(c)], "name": c["name"], "id": c["id"], "attempts": len(errs) + 1, "errors": errs}
+                          for c, errs in self.retried if id(c) in numbers), key=lambda r: r["call"])
+        if retried:  # only then: other cases stay as they were
+            otel["retried"] = retried
         metadata: dict[str, Any] = {"otel": otel}
         if meta_turns and meta_turns[-1].get("error") is not None:
             metadata["run_error"] = meta_turns[-1]["error"]  # the run ended in this error (the judge is told: `trace_text.run_error`)

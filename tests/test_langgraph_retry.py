@@ -1,0 +1,108 @@
+"""A LangGraph node retried after its tool raised, read from real recordings in `tests/data/langgraph-retry/`.
+
+Recorded by `tests/frameworks/record_langgraph_retry.py` (its docstring says what each scenario runs): the model asks
+for one call, `get_weather {"city": "Tokyo"}` (`call_r1`); the `tools` node has a `RetryPolicy`, its tool raises
+`TimeoutError` once, and LangGraph runs the node again, so the tool's span is written twice for that one call.
+
+Before, the call read as two: with `ToolNode`, `call_r1` with the result plus a call nobody asked for (no id, no result,
+the `TimeoutError`; under OpenInference with the bare text "Tokyo" as its arguments); with a custom node calling
+`tool.invoke`, `call_r1` with the second attempt's result and the first one's error, plus a second call with the
+result. Now the attempts are the one call: the last attempt's result and no error, under OpenInference, OpenLLMetry,
+MLflow's OTLP export and the `mlflow` format alike, and `metadata.otel.retried` says how many attempts it took and
+what the earlier ones raised. Two calls the model did ask for (two ids in one reply) stay two, and so does a failed
+call the model asked for again in its next request.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+
+DATA = Path(__file__).parent / "data" / "langgraph-retry"
+TOKYO = {"city": "Tokyo"}
+TIMEOUT = "TimeoutError: weather service timed out"
+ANSWER = "Tokyo is rainy, 14 C."
+RETRIED = [
+    ("oi-retry.jsonl", "otel"),
+    ("tl-retry.jsonl", "otel"),
+    ("oi-retry-tools.jsonl", "otel"),
+    ("tl-retry-tools.jsonl", "otel"),
+    ("ml-retry-tools.otlp.jsonl", "otel"),
+    ("ml-retry-tools.mlflow.jsonl", "mlflow"),
+]
+
+
+def extract(path: Path, fmt_name: str = "otel") -> list[Case]:
+    fmt = registry.format_for(fmt_name)
+    ds = DatasetConfig(path=path, format=fmt_name, options={})
+    ctx = fmt.prepare(ds)
+    cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+    assert all(isinstance(c, Case) for c in cases), cases
+    return cases
+
+
+def calls(case: Case) -> list[tuple[str | None, str, Any, Any, str | None]]:
+    return [(c.id, c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()]
+
+
+def truth(name: str) -> dict[str, Any]:
+    stem = name.split(".", 1)[0]
+    return json.loads((DATA / f"{stem}.truth.json").read_text())
+
+
+@pytest.mark.parametrize(("name", "fmt"), RETRIED, ids=[n for n, _ in RETRIED])
+def test_a_retried_node_is_one_call_with_the_last_attempts_result(name: str, fmt: str) -> None:
+    t = truth(name)
+    # the recording ran the tool twice for the one call the model asked for
+    assert [r.get("raised") or r.get("result") for r in t["tool_runs"]] == [TIMEOUT, "rainy, 14 C"]
+    assert [(c["id"], c["result"], c["status"]) for c in t["calls"]] == [("call_r1", "rainy, 14 C", "success")]
+    (case,) = extract(DATA / name, fmt)
+    assert calls(case) == [("call_r1", "get_weather", TOKYO, "rainy, 14 C", None)]
+    assert [[c.id for c in s.tool_calls] for s in case.trace.steps] == [["call_r1"], []]
+    assert case.trace.output == t["output"] == ANSWER
+    assert case.metadata["otel"]["retried"] == [
+        {"call": 0, "name": "get_weather", "id": "call_r1", "attempts": 2, "errors": [TIMEOUT]}
+    ]
+    assert "run_error" not in case.metadata
+
+
+@pytest.mark.parametrize("kind", ["oi", "tl"])
+def test_the_same_call_asked_twice_in_one_reply_stays_two_calls(kind: str) -> None:
+    """One reply asks `get_weather {"city": "Tokyo"}` twice; the first run fails, the second returns: both are calls."""
+    t = truth(f"{kind}-two-asks")
+    assert [c["id"] for c in t["calls"]] == ["call_a", "call_b"]
+    (case,) = extract(DATA / f"{kind}-two-asks.jsonl")
+    assert calls(case) == [
+        ("call_a", "get_weather", TOKYO, t["calls"][0]["result"], TIMEOUT),
+        ("call_b", "get_weather", TOKYO, "rainy, 14 C", None),
+    ]
+    assert t["calls"][0]["result"] == "Error: weather service timed out"
+    assert "retried" not in case.metadata["otel"]
+
+
+@pytest.mark.parametrize("kind", ["oi", "tl"])
+def test_a_failed_call_asked_again_in_the_next_request_is_a_new_call(kind: str) -> None:
+    """`call_x1` fails and its error goes back to the model, which asks again (`call_x2`): two calls, in two steps."""
+    t = truth(f"{kind}-re-asked")
+    (case,) = extract(DATA / f"{kind}-re-asked.jsonl")
+    assert calls(case) == [
+        ("call_x1", "get_weather", TOKYO, t["calls"][0]["result"], TIMEOUT),
+        ("call_x2", "get_weather", TOKYO, "rainy, 14 C", None),
+    ]
+    assert [[c.id for c in s.tool_calls] for s in case.trace.steps] == [["call_x1"], ["call_x2"], []]
+    assert case.trace.output == ANSWER
+    assert "retried" not in case.metadata["otel"]
+
+
+def test_recordings_hold_no_machine_paths() -> None:
+    for path in DATA.iterdir():
+        text = path.read_text()
+        for marker in ("/tmp/", "/root/", "/work/", "/home/"):
+            assert marker not in text, (path.name, marker)
