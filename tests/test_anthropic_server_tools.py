@@ -12,10 +12,10 @@ Each conversation here is made by the anthropic SDK (`messages.create`, `message
 the SDK returned each message (`message.model_dump()` content), then extracted. Plus the user trial's file as it
 was written by hand.
 
-The last tests record the web search conversation under the OTel instrumentations of the Anthropic SDK
-(OpenInference, OpenLLMetry; in a subprocess, run as `python tests/test_anthropic_server_tools.py record-otel ...`:
-instrumentors patch the process) and say what format `otel` should read there; they are expected failures: see
-their reasons.
+The last tests record the conversations under the OTel instrumentations of the Anthropic SDK (OpenInference,
+OpenLLMetry; in a subprocess, run as `python tests/test_anthropic_server_tools.py record-otel KIND OUT [SCENARIO]`:
+instrumentors patch the process) and read them with format `otel`: OpenInference's reading is the native one;
+OpenLLMetry's has what its spans keep (server blocks only in a later request's replay of the response).
 """
 
 from __future__ import annotations
@@ -383,15 +383,8 @@ def test_server_reply_is_the_trace_output_when_last(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------- the same run under the OTel instrumentations
-OTEL_GAP = ("format `otel`, not fixed here: a step with calls takes its model text as its thought (`otel/turns.py`), "
-            "a server tool's result in the same response is never paired with its call (`otel/assemble.py` pairs "
-            "results from later requests' inputs only), OpenInference's flattening keeps the result block as the JSON "
-            "text of a text content (`conventions/openinference.py`), and OpenLLMetry drops server tool blocks from "
-            "`gen_ai.output.messages`")
-
-
-def record_otel(kind: str, out: Path) -> None:
-    """Record the `search` conversation under instrumentation `kind` (`openinference`, `traceloop`) into `out` (OTLP/JSON)."""
+def record_otel(kind: str, out: Path, name: str = "search") -> None:
+    """Record conversation `name` under instrumentation `kind` (`openinference`, `traceloop`) into `out` (OTLP/JSON)."""
     import anthropic
 
     if str(FRAMEWORKS) not in sys.path:
@@ -402,7 +395,7 @@ def record_otel(kind: str, out: Path) -> None:
         from openinference.instrumentation.anthropic import AnthropicInstrumentor
     else:
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
-    s = SCENARIOS["search"]
+    s = SCENARIOS[name]
     with scripted(s.replies) as fake:
         provider = otel_provider(fake, "anthropic-server-tools")
         AnthropicInstrumentor().instrument(tracer_provider=provider)
@@ -411,34 +404,134 @@ def record_otel(kind: str, out: Path) -> None:
         provider.shutdown()
 
 
-@pytest.mark.parametrize(("kind", "module"), [("openinference", "openinference.instrumentation.anthropic"),
-                                              ("traceloop", "opentelemetry.instrumentation.anthropic")])
-@pytest.mark.xfail(strict=True, reason=OTEL_GAP)
-def test_otel_reading_of_the_web_search_turn(tmp_path: Path, kind: str, module: str) -> None:
-    """What format `otel` should read from the same run: the search is a call with its results, the reply the output."""
-    pytest.importorskip("anthropic")
-    pytest.importorskip(module)
+INSTRUMENTATIONS = {"openinference": "openinference.instrumentation.anthropic", "traceloop": "opentelemetry.instrumentation.anthropic"}
+CUT_REPLY = "Based on the search, \nParis is sunny at 21 C.\n Expect clouds by evening."  # its pieces, one a line
+
+
+@pytest.fixture(scope="module")
+def otel_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`(kind, scenario)` -> the OTLP/JSON file of that conversation recorded under that instrumentation (made once)."""
+    made: dict[tuple[str, str], Path] = {}
+
+    def get(kind: str, name: str) -> Path:
+        pytest.importorskip("anthropic")
+        pytest.importorskip(INSTRUMENTATIONS[kind])
+        if (kind, name) not in made:
+            path = tmp_path_factory.mktemp("otel") / f"{kind}-{name}.jsonl"
+            done = subprocess.run([sys.executable, __file__, "record-otel", kind, str(path), name], capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            made[(kind, name)] = path
+        return made[(kind, name)]
+
+    return get
+
+
+def _otel_case(path: Path) -> Any:
     from tracejudge.core import registry
     from tracejudge.core.config import DatasetConfig
     from tracejudge.core.records import Case
     from tracejudge.stages.extract import extract_record
 
-    path = tmp_path / f"{kind}.jsonl"
-    done = subprocess.run([sys.executable, __file__, "record-otel", kind, str(path)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
     fmt = registry.format_for("otel")
     ds = DatasetConfig(path=path, format="otel")
     (case,) = [extract_record(raw, fmt, fmt.prepare(ds)) for raw in fmt.read(ds)]
     assert isinstance(case, Case), case
-    assert case.trace.output == "Tokyo is rainy at 14 C."  # (read right today: the last reply has no calls)
+    return case
+
+
+def _reading(case: Any) -> list[tuple[Any, ...]]:
+    """Per step: thought, output, and each call with its result."""
+    return [(s.thought, s.output, [(*c, t.result) for c, t in zip(_calls(s), s.tool_calls)]) for s in case.trace.steps]
+
+
+def _without_output_value(src: Path, out: Path) -> Path:
+    """`src` with every span's `output.value` left out: the flattened messages alone (a span cut at the attribute limit)."""
+    lines = []
+    for line in src.read_text().splitlines():
+        doc = json.loads(line)
+        for rs in doc.get("resourceSpans", []):
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    sp["attributes"] = [a for a in sp["attributes"] if a["key"] != "output.value"]
+        lines.append(json.dumps(doc))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_otel_openinference_web_search_turn(otel_files: Any) -> None:
+    """OpenInference: the search is the first step's call with the results of the same response's
+    `web_search_tool_result`, the reply after it (cut around its citation) the step's output, the thinking and the
+    words before the search its thought; the turn's final text is that reply."""
+    case = _otel_case(otel_files("openinference", "search"))
+    s0, s1, s2 = case.trace.steps
+    assert _calls(s0) == [("srvtoolu_01", "web_search", {"query": "Paris weather today"}, None)]
+    assert s0.tool_calls[0].result == [PARIS_PAGE]
+    assert (s0.thought, s0.output) == ("Live weather: search the web.\nI'll search for Paris's weather.", SEARCH_REPLY)
+    assert (s1.thought, s1.output, _calls(s1)) == ("Checking Tokyo.", None, [("toolu_02", "get_weather", {"city": "Tokyo"}, None)])
+    assert s1.tool_calls[0].result == "rainy, 14 C"
+    assert (s2.thought, s2.output, s2.tool_calls) == (None, "Tokyo is rainy at 14 C.", [])
+    assert case.trace.output == "Tokyo is rainy at 14 C."
+    assert case.input == "What's the weather in Paris right now?" and case.turns == ["And Tokyo?"]
+    assert [t["final_text"] for t in case.metadata["otel"]["turns"]] == [SEARCH_REPLY, "Tokyo is rainy at 14 C."]
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_otel_openinference_reads_as_native(tmp_path: Path, otel_files: Any, recorded: dict[tuple[str, bool], dict[str, Any]], name: str) -> None:
+    """Every conversation recorded by OpenInference reads as format `anthropic-messages` reads the same conversation:
+    steps' thoughts and outputs, server calls (failed ones too, MCP connector's too) with their results, the output."""
+    native = _case(tmp_path, recorded[(name, False)])
+    case = _otel_case(otel_files("openinference", name))
+    assert _reading(case) == _reading(native)
+    assert case.trace.output == native.trace.output
+
+
+def test_otel_openinference_flattened_messages_alone(tmp_path: Path, otel_files: Any) -> None:
+    """Without `output.value` (the flattened messages alone) the server call still has its result (the result block's
+    JSON text content) and the reply is still the output; the flattening keeps no citations, so its pieces are one a line."""
+    case = _otel_case(_without_output_value(otel_files("openinference", "search"), tmp_path / "flat.jsonl"))
     s0 = case.trace.steps[0]
     assert _calls(s0) == [("srvtoolu_01", "web_search", {"query": "Paris weather today"}, None)]
     assert s0.tool_calls[0].result == [PARIS_PAGE]
-    assert s0.output == SEARCH_REPLY
+    assert (s0.thought, s0.output) == ("Live weather: search the web.\nI'll search for Paris's weather.", CUT_REPLY)
+    errors = _otel_case(_without_output_value(otel_files("openinference", "server-tools"), tmp_path / "flat2.jsonl"))
+    assert [c.error for c in errors.trace.tool_calls()] == ["max_uses_exceeded", None, None, "File not found: /tmp/missing.py", "unavailable", None]
+
+
+def test_otel_openllmetry_web_search_from_the_replay(otel_files: Any) -> None:
+    """OpenLLMetry writes no part for the server blocks of a response (`gen_ai.output.messages`) and no citations; the
+    next request's input replays that response with the blocks as sent: the search and its results are read from
+    there, the reply after it is the output, its cut pieces one a line."""
+    case = _otel_case(otel_files("traceloop", "search"))
+    s0, s1, s2 = case.trace.steps
+    assert _calls(s0) == [("srvtoolu_01", "web_search", {"query": "Paris weather today"}, None)]
+    assert s0.tool_calls[0].result == [PARIS_PAGE]
+    assert (s0.thought, s0.output) == ("Live weather: search the web.\nI'll search for Paris's weather.", CUT_REPLY)
+    assert (s1.thought, _calls(s1), s1.tool_calls[0].result) == ("Checking Tokyo.", [("toolu_02", "get_weather", {"city": "Tokyo"}, None)], "rainy, 14 C")
+    assert (s2.output, case.trace.output) == ("Tokyo is rainy at 14 C.", "Tokyo is rainy at 14 C.")
+
+
+def test_otel_openllmetry_mixed_turns(otel_files: Any) -> None:
+    """A server call beside a client call, replayed by the next request: both calls with their results, the words a
+    thought; the last response (a web fetch no later request replays) keeps only its text: the limit of the recording."""
+    case = _otel_case(otel_files("traceloop", "mixed"))
+    s0, s1, s2 = case.trace.steps
+    assert (s0.thought, s0.output) == ("That is 69.8 F; I'll log it.", None)
+    assert _calls(s0) == [("srvtoolu_21", "code_execution", {"code": "print(21 * 9 / 5 + 32)"}, None), ("toolu_22", "log_reading", {"value": 69.8}, None)]
+    assert (s0.tool_calls[0].result["stdout"], s0.tool_calls[1].result) == ("69.8\n", "logged")
+    assert (s1.thought, s1.output) == (None, "Logged: 21 C is 69.8 F.")
+    assert (s2.tool_calls, s2.output) == ([], "Per the page, \nF = C x 9/5 + 32\n.")
+
+
+def test_otel_openllmetry_last_response_keeps_its_text_only(otel_files: Any) -> None:
+    """A response no later request replays: OpenLLMetry recorded nothing of its server calls (nor anything that says
+    one ran: no usage of them, a plain stop reason), so the step has no call and all its text is its output."""
+    case = _otel_case(otel_files("traceloop", "server-tools"))
+    (step,) = case.trace.steps
+    assert (step.tool_calls, step.output) == ([], "Let me look.\nRevenue rose 5% in Q1. Your script divides by zero.")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["record-otel"]:
-        record_otel(sys.argv[2], Path(sys.argv[3]))
+        record_otel(sys.argv[2], Path(sys.argv[3]), *sys.argv[4:5])
     else:
-        sys.exit("usage: python tests/test_anthropic_server_tools.py record-otel openinference|traceloop OUT.jsonl")
+        sys.exit("usage: python tests/test_anthropic_server_tools.py record-otel openinference|traceloop OUT.jsonl [SCENARIO]")

@@ -53,10 +53,10 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines
 from tracejudge.stages.extract.steps import TraceBuilder
 
-__all__ = ["Options", "adapt"]
+__all__ = ["SERVER_CALLS", "Options", "adapt", "is_result", "result_error"]
 
-_SERVER_CALLS = ("server_tool_use", "mcp_tool_use")
-_CALLS = ("tool_use", *_SERVER_CALLS)
+SERVER_CALLS = ("server_tool_use", "mcp_tool_use")  # (format `otel` reads these blocks the same way: `otel/server_blocks.py`)
+_CALLS = ("tool_use", *SERVER_CALLS)
 
 
 class Options(BaseModel):
@@ -84,11 +84,14 @@ def _blocks(content: Any, where: str, cid: str) -> list[dict[str, Any]]:
     return out
 
 
-def _is_result(kind: Any) -> bool:
+def is_result(kind: Any) -> bool:
+    """Whether a block `type` is a tool's result: a client `tool_result`, or a server tool's `*_tool_result` / `mcp_tool_result`."""
     return isinstance(kind, str) and (kind == "tool_result" or kind.endswith("_tool_result"))
 
 
-def _result_error(block: dict[str, Any]) -> Any:
+def result_error(block: dict[str, Any]) -> Any:
+    """A result block's error: `True` for `is_error: true` (its text is the message), the `error_message` (else
+    `error_code`) of a `*_error` content object, else `None` (not failed)."""
     if block.get("is_error"):
         return True
     content = block.get("content")
@@ -120,9 +123,9 @@ def _reply_from(blocks: list[dict[str, Any]]) -> int | None:
     """Where the reply to the user starts in an assistant message: after its last server tool block, when it ran a
     server tool and asks for no client `tool_use`; `None` otherwise (what it says is a thought, or plainly its output)."""
     kinds = [b.get("type") for b in blocks]
-    if "tool_use" in kinds or not any(k in _SERVER_CALLS for k in kinds):
+    if "tool_use" in kinds or not any(k in SERVER_CALLS for k in kinds):
         return None
-    return max(k for k, kind in enumerate(kinds) if kind in _SERVER_CALLS or _is_result(kind)) + 1
+    return max(k for k, kind in enumerate(kinds) if kind in SERVER_CALLS or is_result(kind)) + 1
 
 
 def adapt(payload: Any, options: Options | None = None) -> Case:
@@ -161,15 +164,15 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
                     if not isinstance(name, str) or not name:
                         fail(f"{kind} block has no name", field=f"{where}.content[{k}].name", case_id=cid)
                     b.call(step, block.get("id"), name, block.get("input"))
-                elif _is_result(kind):  # server tools answer inside the assistant turn
-                    b.result(block.get("tool_use_id"), block.get("content"), _result_error(block))
+                elif is_result(kind):  # server tools answer inside the assistant turn
+                    b.result(block.get("tool_use_id"), block.get("content"), result_error(block))
             b.close_step()
         elif role == "user":
             texts, said = [], []
             for block in blocks:
                 kind = block.get("type")
-                if _is_result(kind):
-                    b.result(block.get("tool_use_id"), block.get("content"), _result_error(block))
+                if is_result(kind):
+                    b.result(block.get("tool_use_id"), block.get("content"), result_error(block))
                     continue
                 said.append(block)
                 if kind == "text" and isinstance(block.get("text"), str):

@@ -16,12 +16,17 @@ accepted too) is a list that may mix both OpenAI shapes:
   thought), `function_call` (`call_id`, `name`, `arguments`),
   `function_call_output` (`call_id`, `output`), `custom_tool_call` /
   `custom_tool_call_output` (free-text `input`, kept raw and flagged), and
-  `mcp_call` (a complete call with `output` and `error`). Other item types
-  (built-in tools such as `web_search_call`) are skipped.
+  `mcp_call` (a complete call with `output` and `error`), and the hosted
+  tools' items (`web_search_call`, `file_search_call`, `code_interpreter_call`,
+  `image_generation_call`: calls the API ran, named and read as format `otel`
+  reads them, `otel/hosted_tools.py`). Other item types are skipped.
 
 One model response is one step: a Chat Completions assistant message, or the
 run of Responses items between two inputs. Several calls in one response
-stay in one step; text said together with calls is the step's `thought`.
+stay in one step; text said together with calls is the step's `thought`,
+except in a response whose calls all ran inside it (hosted tools, `mcp_call`)
+and that asks for no client call: the text after its last such call is the
+reply, the step's `output` (as `anthropic-messages` reads server tools).
 Results pair with calls by id, by position where ids repeat or are missing
 (see `pairing`). Arguments that are not a JSON object are kept raw and the
 call is flagged `arguments_invalid`. Tool results holding JSON text are
@@ -46,6 +51,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
+from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
 from tracejudge.stages.extract.common import build_case, case_fields, decode_line, fail, json_type, messages_of, read_lines, text_of
 from tracejudge.stages.extract.steps import TraceBuilder
 
@@ -75,7 +81,9 @@ def _function(tc: dict[str, Any], where: str, cid: str) -> tuple[str, Any]:
 
 
 def _chat_assistant(b: TraceBuilder, msg: dict[str, Any], where: str, cid: str) -> None:
-    step = b.response_step()
+    # A message after calls the API ran inside the response (no client call yet) is that response's reply: same step.
+    open_ = b.current()
+    step = open_ if open_ is not None and "server_cut" in open_ and not open_.get("client") else b.response_step()
     text = text_of(msg.get("content"))
     if text:
         step["texts"].append(text)
@@ -121,16 +129,46 @@ def _item(b: TraceBuilder, item: dict[str, Any], i: int, field: str, cid: str) -
         if not isinstance(name, str) or not name:
             fail(f"{kind} has no name", field=f"{where}.name", case_id=cid)
         args = item.get("arguments") if kind == "function_call" else item.get("input")
-        b.call(b.open_step(), item.get("call_id", item.get("id")), name, args)
+        step = b.open_step()
+        step["client"] = True
+        b.call(step, item.get("call_id", item.get("id")), name, args)
     elif kind in ("function_call_output", "custom_tool_call_output"):
         b.result(item.get("call_id"), item.get("output"), item.get("error") or item.get("is_error"))
     elif kind == "mcp_call":
         name = item.get("name")
         if not isinstance(name, str) or not name:
             fail("mcp_call has no name", field=f"{where}.name", case_id=cid)
-        call = b.call(b.open_step(), item.get("id"), name, item.get("arguments"), expects_result=False)
+        step = _server_call(b)
+        call = b.call(step, item.get("id"), name, item.get("arguments"), expects_result=False)
         b.set_result(call, item.get("output"), item.get("error"))
-    # Built-in tool items and anything newer are not the agent's own tool calls: skipped.
+    elif is_hosted(item):
+        ask, answer = hosted_parts(item)
+        call = b.call(_server_call(b), ask["id"], ask["name"], ask["arguments"], expects_result=False)
+        call["result"] = answer["response"]  # (as recorded: an object or list stays one, no text is decoded)
+        if answer["error"]:
+            call["error"] = answer["error"]
+    # Items the client runs (`computer_call`, `local_shell_call`) and anything newer: skipped.
+
+
+def _server_call(b: TraceBuilder) -> dict[str, Any]:
+    """The step of a call the API ran inside the response, noting how much it had said before it (`_replies`)."""
+    step = b.open_step()
+    step["server_cut"] = len(step["texts"])
+    return step
+
+
+def _replies(b: TraceBuilder, trace: dict[str, Any]) -> None:
+    """Make the text after the last server-run call of a response that asks for no client call its step's output."""
+    changed = False
+    for raw, step in zip(b.steps, trace["steps"], strict=True):
+        cut = raw.get("server_cut")
+        if cut is None or raw.get("client") or len(raw["texts"]) <= cut:
+            continue
+        step["thought"] = "\n".join([*raw["thoughts"], *raw["texts"][:cut]]) or None
+        step["output"] = "\n".join(raw["texts"][cut:])
+        changed = True
+    if changed:
+        trace["output"] = next((s["output"] for s in reversed(trace["steps"]) if s.get("output")), None)
 
 
 def adapt(payload: Any, options: Options | None = None) -> Case:
@@ -153,6 +191,7 @@ def adapt(payload: Any, options: Options | None = None) -> Case:
             fail(f"expected a message object, got {json_type(item)}", field=f"{field}[{i}]", case_id=cid)
         _item(b, item, i, field, cid)
     trace = b.trace()
+    _replies(b, trace)
     if isinstance(record.get("usage"), dict):
         trace["usage"] = record["usage"]
     if b.unpaired:

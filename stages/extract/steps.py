@@ -51,6 +51,10 @@ class TraceBuilder:
         """The step of the response being read, or a new one after user/tool input."""
         return self.steps[-1] if self._open and self.steps else self.new_step()
 
+    def current(self) -> dict[str, Any] | None:
+        """The step of the response being read, or None when input came after it (or no step was made yet)."""
+        return self.steps[-1] if self._open and self.steps else None
+
     def response_step(self) -> dict[str, Any]:
         """The step of a new assistant message: reuses an open step that holds only reasoning so far."""
         if self._open and self.steps and not self.steps[-1]["texts"] and not self.steps[-1]["calls"]:

@@ -18,6 +18,7 @@ from tracejudge.stages.extract.otel.messages import output_text
 from tracejudge.stages.extract.otel.pauses import Pauses
 from tracejudge.stages.extract.otel.reused_ids import agrees, reuse_windows
 from tracejudge.stages.extract.otel.retries import fold_retries
+from tracejudge.stages.extract.otel.server_tools import from_history, same_response, server_reply
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.turns import Builder, Row
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
@@ -91,6 +92,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     models = [s for s in group.spans if role[s.span_id] == "model" and _ancestor(s, index, lambda p: role[p.span_id] == "model") is None]
     model_ids = {s.span_id for s in models}
     views = fold_wrapped_models(group.spans, models, index, views)
+    from_history(sorted(models, key=lambda s: (s.start, s.span_id)), views)  # server tool blocks OpenLLMetry left out of a response
 
     scopes: dict[str, Tool | None] = {}
 
@@ -188,6 +190,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
         for m in turn_models:
             mv = views[m.span_id]
             row = Row(m, output_text(mv.outputs or []))
+            if (split := server_reply(mv.outputs)) is not None:  # ran a server tool and answered: words before it are thought
+                row.before, row.text, row.replied = split[0], split[1], True
+            answers = same_response(mv.outputs)  # server tools' results, in the response that called them
             row.delegated = _ancestor(m, index, lambda p: role[p.span_id] == "tool") is not None
             row.within = scope(m)
             if row.within is not None:
@@ -208,7 +213,11 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                         answer_texts.append((m.end, text))
                         if not row.text:
                             row.text = text  # the request's only words (smolagents' last step): its output, not an empty step
+                        row.answered = row.answered or text  # the step's output, beside its calls or words (`turns`)
                     continue  # the run's answer given through a tool, not a tool call
+                if part.get("server") and pid in answers:  # run by the API, no tool span: its result is in the output
+                    row.calls.append(((0, last, k), part_call(part, responses, prefixes, asked[m.span_id], answers[pid])))
+                    continue
                 t, by_id = claim(part, m, row.within)
                 if t is not None:
                     t.claimed = True

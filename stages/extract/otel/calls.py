@@ -75,6 +75,8 @@ def _finish(call: dict[str, Any], result: Any, error: str | None, response: dict
     if error is None and response is not None and response.get("is_error") is True:
         error = str(response.get("response"))
         used = True
+    if error is None and response is not None and response.get("server") and isinstance(response.get("error"), str):
+        error = response["error"]  # a server tool's failure, as its result block said it (`server_blocks`)
     if error is None:
         error = mcp_error(result)  # an MCP CallToolResult with isError as the tool's output
     if error is None and prefixes and isinstance(result, str) and result.startswith(prefixes):
@@ -108,13 +110,18 @@ def build_call(t: Tool, part: dict[str, Any] | None, responses: Responses, prefi
     return _finish(call, t.result, t.error, response, prefixes, responses)
 
 
-def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None) -> dict[str, Any]:
+def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, ...], asked_at: int | None = None,
+              answer: dict[str, Any] | None = None) -> dict[str, Any]:
     """The native call of a model's `tool_call` part (asked for by request number `asked_at`) that no tool span recorded (a handoff, a plain loop).
+
+    `answer`: the result part the same output holds for it (an Anthropic server tool: `server_tools.same_response`),
+    taken instead of a response of a later request.
 
     A part a convention marked `not_run` (the Agents SDK's "Tool not found": the agent has no such tool) is a call
     the model made that never ran: it stays a call, so call-counting metrics see what the model did, and fails
     with that reason as its error, so the judge and the failure metrics see that it did not run (a result the
-    framework sent the model instead, `return_error_to_model`, is still its result).
+    framework sent the model instead, `return_error_to_model`, is still its result; one a convention found where no
+    request's input shows it is the part's `framework_result`).
     """
     pid = None if part.get("id") is None else str(part["id"])
     call: dict[str, Any] = {"id": pid, "name": part["name"]}
@@ -124,7 +131,9 @@ def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, .
     else:
         call["arguments"] = args
     not_run = part.get("not_run")
-    response = responses.find((pid,), asked_at, part["name"])
+    response = answer if answer is not None else responses.find((pid,), asked_at, part["name"])
+    if "framework_result" in part:  # what the framework recorded in the call's place, found by a convention (`pydantic_ai_deferred`)
+        response = {"response": part["framework_result"]}
     return _finish(call, MISSING, not_run if isinstance(not_run, str) else None, response, prefixes, responses)
 
 

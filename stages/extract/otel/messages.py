@@ -8,6 +8,10 @@ OTel GenAI parts (`{"role", "parts"}`), OpenAI chat messages (`content`,
 SDK's (`tool-call` / `tool-result` parts). `normalise` reads each message by
 its own shape, so one list may even mix them. See `view` for the target form.
 
+Anthropic server tool blocks (`server_tool_use`, `web_search_tool_result`, …) are
+`tool_call` / `tool_call_response` parts marked `server` (`server_blocks`), and a
+text block with `citations` a text part marked `cited`.
+
 Reasoning (a Responses API `reasoning` item's summary, a `reasoning` content
 block as OpenInference records it, an Anthropic `thinking` block, pydantic-ai's
 `thinking` part) becomes a `{"type": "reasoning", "content"}` part: never a text part, so never the model's output (`output_text`), but
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
+from tracejudge.stages.extract.otel.server_blocks import is_server_block, server_part
 from tracejudge.stages.extract.otel.view import present, text_message, tool_call_part, tool_response_part, unjson
 
 __all__ = ["last_user_text", "normalise", "normalise_one", "output_text", "reasoning_text", "response_output", "text_parts", "user_texts"]
@@ -64,7 +70,8 @@ def response_output(body: Any) -> list[dict[str, Any]] | None:
     list of them; `None` when `body` is neither.
 
     Its `message` items give text parts, its `function_call` items tool-call parts (`call_id`, `name`, `arguments`), its
-    `reasoning` items reasoning parts (the summary texts), in the order of the items; other items are not messages. The
+    `reasoning` items reasoning parts (the summary texts), a hosted tool's item (`web_search_call`, …) its call and
+    result parts marked `server` (`hosted_tools`), in the order of the items; other items are not messages. The
     Agents SDK records a streamed run's model output so (a list holding the response), in its own export
     (`generation.output`) and through OpenInference (`output.value`).
     """
@@ -81,6 +88,8 @@ def response_output(body: Any) -> list[dict[str, Any]] | None:
                 out.append(normalise_one({"role": "assistant", "content": [item]}))
             elif isinstance(item, dict) and item.get("type") == "reasoning":
                 out.append(_reasoning_item(item))
+            elif is_hosted(item):
+                out.append({"role": "assistant", "parts": hosted_parts(item)})
     return [m for m in out if m is not None]
 
 
@@ -96,6 +105,8 @@ def normalise_one(msg: Any) -> dict[str, Any] | None:
         return text_message(_ROLES.get(msg[0], msg[0]), msg[1] if isinstance(msg[1], str) else None)
     if not isinstance(msg, dict):
         return None
+    if is_hosted(msg):  # a hosted tool's item replayed in a Responses API request's input: the response's call and result
+        return {"role": "assistant", "parts": hosted_parts(msg)}
     if msg.get("lc") == 1 and isinstance(msg.get("kwargs"), dict):  # langchain_core.load.dumpd
         ident = msg.get("id") or []
         role = _LC_CLASSES.get(ident[-1] if isinstance(ident, list) and ident else "", "user")
@@ -153,6 +164,8 @@ def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
     kind = part.get("type")
     if kind == "thinking":
         return {**part, "type": "reasoning"}
+    if is_server_block(kind):  # OpenLLMetry's Anthropic instrumentation copies a block it has no part for as it was sent
+        return server_part(part)
     response = part.get("response")
     if (kind == "tool_call_response" and isinstance(response, list) and response
             and all(isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str) for c in response)):
@@ -174,7 +187,11 @@ def _block(block: Any) -> dict[str, Any] | None:
         return None
     kind = block.get("type")
     if kind in ("text", "input_text", "output_text") and isinstance(block.get("text", block.get("content")), str):
+        if block.get("citations"):  # a piece of a reply the API cut around its citation: joined as cut (`server_tools`)
+            return {"type": "text", "content": block.get("text", block.get("content")), "cited": True}
         return {"type": "text", "content": block.get("text", block.get("content"))}
+    if is_server_block(kind):  # an Anthropic server tool's call or its result, inside the response (`server_blocks`)
+        return server_part(block)
     if kind in ("reasoning", "thinking") and isinstance(block.get("text", block.get("thinking", block.get("content"))), str):
         return {"type": "reasoning", "content": block.get("text", block.get("thinking", block.get("content")))}
     if kind in ("tool_use", "tool-call", "tool_call", "function_call"):

@@ -34,7 +34,7 @@ __all__ = ["Builder", "Row"]
 class Row:
     """One model request of a turn (or `model=None`: calls made before any request)."""
 
-    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent", "answered")
+    __slots__ = ("model", "text", "calls", "deferred", "delegated", "error", "within", "agent", "answered", "before", "replied")
 
     def __init__(self, model: Span | None, text: str | None) -> None:
         self.model = model
@@ -46,6 +46,10 @@ class Row:
         self.within: Any = None  # the `calls.Tool` (or `nesting.Within`) whose execution made this request (an agent called as a tool)
         self.agent: str | None = None  # the name of that agent, when an agent span inside the call names it
         self.answered: str | None = None  # the answer its code gave (`assemble._code_answers`): its text is then thought
+        # It ran a server tool and answered (`server_tools.server_reply`): `text` is the reply after it, the step's output
+        # even beside its calls, and `before` what it said before, a thought.
+        self.replied = False
+        self.before: str | None = None
 
 
 class Builder:
@@ -89,8 +93,9 @@ class Builder:
         asked = next((last_user_text(self.views[r.model.span_id].inputs or []) for r in model_rows if last_user_text(self.views[r.model.span_id].inputs or [])), None)  # type: ignore[union-attr]
         user_text = reply if reply is not MISSING else _pick_request(av.request, asked)
         last = self.turns[-1] if self.turns else None
-        if last is not None and reply is MISSING and last["_run"] == run and (last["_trace"] == a.trace_id or self._continues(last, model_rows)) \
-                and (user_text is None or user_text == last["user_text"]):
+        if last is not None and reply is MISSING and last["_run"] == run and (
+                av.resumed  # a run that sent no prompt of its own goes on with the one before (pydantic-ai's resumed run)
+                or (last["_trace"] == a.trace_id or self._continues(last, model_rows)) and (user_text is None or user_text == last["user_text"])):
             turn = last
         else:
             turn = {"_trace": a.trace_id, "_run": run, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
@@ -161,10 +166,14 @@ class Builder:
                 calls_total += len(calls)
                 # A request's reasoning (a Responses API summary, `reasoning` content) is its step's thought, never its output.
                 thought = reasoning_text(self.views[r.model.span_id].outputs or []) if r.model is not None else None
-                if calls:
-                    step = {"thought": "\n".join(t for t in (thought, r.text) if t) or None, "tool_calls": calls}
+                if r.replied:  # (the server calls are its calls, the reply after them its output: as `anthropic-messages` reads it)
+                    step = {"thought": "\n".join(t for t in (thought, r.before) if t) or None, "tool_calls": calls, "output": r.text}
+                elif calls or r.deferred:  # (a call held back, pydantic-ai's deferred one, was made too: the words announced it)
+                    step = {"thought": "\n".join(t for t in (thought, _said(r)) if t) or None, "tool_calls": calls}
+                    if r.answered is not None:  # the answer given through an output tool beside the calls: the step's output
+                        step["output"] = r.answered
                 elif r.answered is not None:  # words and code that gave the answer: reasoning, and the answer its output
-                    step = {"thought": "\n".join(t for t in (thought, r.text) if t) or None, "output": r.answered}
+                    step = {"thought": "\n".join(t for t in (thought, _said(r)) if t) or None, "output": r.answered}
                 else:
                     step = {"thought": thought, "output": r.text}
                 failed = (self.views[r.model.span_id].error or r.error) if r.model is not None else None
@@ -258,6 +267,11 @@ class Builder:
             out.extend({"step": step, "content": text} for text in users[len(history) :])
             return users
         return history if len(users) < len(history) or users[: len(history)] != history else users
+
+
+def _said(row: Row) -> str | None:
+    """The request's own words: its text, unless that is only the answer it gave through a tool (`Row.answered`)."""
+    return None if row.answered is not None and row.text == row.answered else row.text
 
 
 def _stopped(turn: dict[str, Any], own: list[Row]) -> bool:

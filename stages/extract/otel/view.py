@@ -78,6 +78,8 @@ class View:
     `input_start`: the position of `inputs[0]` in the request's messages when the span lost its first ones to the
     attribute limit (`None`: they start at 0); `partial_inputs`: what the messages just before it still show, each cut
     at its start (no role), never read as whole messages (`dropped`).
+    `resumed`: an agent run that sent no user message of its own but went on with the run before it (pydantic-ai
+    resumed with `deferred_tool_results`): the same turn (`conventions.pydantic_ai_deferred`).
     `conventions` names the readers that recognised the span.
     """
 
@@ -111,10 +113,11 @@ class View:
     query: str | None = None
     input_start: int | None = None
     partial_inputs: list[dict[str, Any]] | None = None
+    resumed: bool = False
 
 
 _MAPS = ("deferred_tools", "answer_texts", "refused_answers")  # merged key by key: the first reader to say a key wins
-_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "answer_tool", "args_wrapped", "span_order", "interrupts", "resume",
+_FIELDS = [f for f in View.__slots__ if f not in ("role", "conventions", "output_tools", "answer_tool", "args_wrapped", "span_order", "interrupts", "resume", "resumed",
                                                   *_MAPS)]  # type: ignore[attr-defined]
 
 

@@ -86,7 +86,7 @@ def unrun_calls(spans: list[Span], kind: Callable[[Span], str | None], view: Cal
         unfinished = [t for t in after if agent.end and t.end > agent.end and not present(view(t).result) and view(t).error is None]
         ran = {view(t).tool_name for t in after}
         asked = [p.get("name") for m in view(last).outputs or [] for p in m.get("parts") or []
-                 if isinstance(p, dict) and p.get("type") == "tool_call" and "not_run" not in p]
+                 if isinstance(p, dict) and p.get("type") == "tool_call" and "not_run" not in p and not p.get("server")]
         unrun = list(dict.fromkeys(n for n in asked if isinstance(n, str) and n and n not in ran))
         if not unrun and not unfinished:
             continue

@@ -54,7 +54,7 @@ def response_calls(body: Any) -> list[dict[str, Any]] | None:
         return None
     bodies = body if isinstance(body, list) else [body]
     items = [i for b in bodies for i in b.get("output") or [] if isinstance(i, dict) and i.get("type") == "function_call"]
-    parts = [p for m in msgs for p in m.get("parts") or [] if p.get("type") == "tool_call"]
+    parts = [p for m in msgs for p in m.get("parts") or [] if p.get("type") == "tool_call" and not p.get("server")]  # (a hosted call keeps its item id)
     if len(items) != len(parts):  # not one part per call item: ids cannot be matched up, leave them
         return msgs
     for item, part in zip(items, parts):
@@ -75,7 +75,7 @@ def mark_not_run(outputs: list[dict[str, Any]] | None, missing: Any) -> None:
         return
     for m in outputs:
         for p in m.get("parts") or []:
-            if p.get("type") == "tool_call" and isinstance(missing.get(p.get("name")), str) and "not_run" not in p:
+            if p.get("type") == "tool_call" and isinstance(missing.get(p.get("name")), str) and "not_run" not in p and not p.get("server"):
                 p["not_run"] = missing[p["name"]]
 
 

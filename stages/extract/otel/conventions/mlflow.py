@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracejudge.stages.extract.hosted_tools import is_hosted
 from tracejudge.stages.extract.otel.bodies import response_ids
 from tracejudge.stages.extract.otel.conventions.agents_sdk import response_calls
 from tracejudge.stages.extract.otel.conventions.genai import span_error
@@ -119,10 +120,10 @@ def responses_request(inputs: Any) -> list[dict[str, Any]] | None:
 
     `instructions` is a system message first; `input` text is one user message; an `input` list gives, per item:
     a message with a role (`{"role", "content"}`, `"type": "message"`; `input_text` parts) as that message, a
-    replayed `function_call`, `reasoning` or assistant `message` item as the response's output reads it
-    (`response_calls`: the call's id is its `call_id`, so the replay matches the response it repeats), a
-    `function_call_output` as a tool message answering its `call_id`. Other items (hosted tools' calls,
-    `item_reference`) are not messages and are left out.
+    replayed `function_call`, `reasoning`, hosted tool call (`hosted_tools`) or assistant `message` item as the
+    response's output reads it (`response_calls`: the call's id is its `call_id`, so the replay matches the response
+    it repeats), a `function_call_output` as a tool message answering its `call_id`. Other items (`item_reference`)
+    are not messages and are left out.
     """
     if not isinstance(inputs, dict) or "messages" in inputs or "input" not in inputs:
         return None
@@ -136,7 +137,7 @@ def responses_request(inputs: Any) -> list[dict[str, Any]] | None:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
-        if kind in _OUTPUT_ITEMS or (kind == "message" and item.get("role") == "assistant"):
+        if kind in _OUTPUT_ITEMS or is_hosted(item) or (kind == "message" and item.get("role") == "assistant"):
             out += response_calls({"output": [item]}) or []
         elif kind == "function_call_output":
             # (read as the chat tool message it stands for: a list of content parts is its text)

@@ -32,7 +32,9 @@ Retrieved passages come from `retrieval.documents.{i}.document.*` (an id or scor
 `input.value`, usage from `llm.token_count.*`. A tool message whose text was `""` is that text (the
 flattening drops empty strings; `input.value` has it), and a Responses API request's response id and
 `previous_response_id` come from its bodies (`bodies`), as do an Anthropic `tool_result`'s `is_error` and the text
-of a result sent as content blocks, which the Anthropic instrumentation's flattening loses.
+of a result sent as content blocks, which the Anthropic instrumentation's flattening loses. A response that ran an
+Anthropic server tool (web search, …) is read from `output.value`, the flattening's contents of a replayed one in their
+order, server calls and results among them (`server_tools`, `server_blocks`).
 An OpenAI Agents SDK group is also read as a whole by `stop_answers` (in `agents_sdk`): a run that ended at
 a tool call (`stop_on_first_tool`, `StopAtTools`) has that tool's output as its answer, and a run that ended
 in an error only its `turn` span holds (a tool the agent does not have, a tripped input guardrail) has that
@@ -52,6 +54,8 @@ from tracejudge.stages.extract.otel.conventions.smolagents_inputs import memory_
 from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
+from tracejudge.stages.extract.otel.server_blocks import flattened_blocks
+from tracejudge.stages.extract.otel.server_tools import anthropic_output, hosted_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, nested, present, unjson
 
@@ -83,7 +87,11 @@ def read(span: Span) -> View | None:
             fill_tool_texts(v.inputs, a.get("input.value"))  # a tool's "" result, which the flattening left out
             anthropic_results(v.inputs, a.get("input.value"))  # a tool_result's is_error and block list, which it flattened away
         v.response_id, v.previous_response_id = response_ids(a.get("input.value"), a.get("output.value"), a.get("llm.invocation_parameters"))
-        if v.outputs is None:
+        # a response that ran a server tool (Anthropic's, blocks and citations whole) or a hosted one (OpenAI's Responses API)
+        served = anthropic_output(a.get("output.value")) or hosted_output(a.get("output.value"))
+        if served is not None:
+            v.outputs = served
+        elif v.outputs is None:
             v.outputs = _response_messages(unjson(a.get("output.value")))
         else:
             _fill_arguments(v.outputs, a.get("output.value"))
@@ -155,8 +163,11 @@ def _read_messages(items: list[Any], partial: bool = False) -> list[dict[str, An
         role = "tool" if msg.get("tool_call_id") is not None else "assistant" if msg.get("tool_calls") else "unknown"
         openai: dict[str, Any] = {"role": msg.get("role") or (role if partial else "assistant")}
         contents = msg.get("contents")
+        served = flattened_blocks(contents) if isinstance(contents, list) and not isinstance(msg.get("content"), str) else None
         if isinstance(msg.get("content"), str):
             openai["content"] = msg["content"]
+        elif served is not None:  # an Anthropic response that ran a server tool: its blocks in order, calls among them
+            openai["content"] = served
         elif isinstance(contents, list):
             openai["content"] = [
                 {"type": "reasoning" if c["message_content"].get("type") == "reasoning" else "text", "text": c["message_content"].get("text")}
@@ -164,7 +175,7 @@ def _read_messages(items: list[Any], partial: bool = False) -> list[dict[str, An
                 if isinstance(c, dict) and isinstance(c.get("message_content"), dict) and isinstance(c["message_content"].get("text"), str)
             ]
         calls = []
-        for tc in msg.get("tool_calls") or []:
+        for tc in [] if served is not None else msg.get("tool_calls") or []:  # (`served` has them, as `contents` do)
             call = tc.get("tool_call") if isinstance(tc, dict) else None
             if isinstance(call, dict):
                 fn = call.get("function") if isinstance(call.get("function"), dict) else {}

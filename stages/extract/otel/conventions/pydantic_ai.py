@@ -58,7 +58,7 @@ from tracejudge.stages.extract.otel.replays import message_key
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, unjson
 
-__all__ = ["NAME", "REFUSED", "SCOPE", "feedback", "read", "retry_feedback"]
+__all__ = ["NAME", "REFUSED", "SCOPE", "feedback", "ours", "read", "retry_feedback"]
 
 NAME = "pydantic-ai"
 SCOPE = "pydantic-ai"  # the instrumentation scope of its spans (`InstrumentationSettings`' tracer, under Logfire too)
@@ -199,7 +199,7 @@ def feedback(text: Any) -> str | None:
     return _refusal(legacy["errors"]) or legacy["errors"]
 
 
-def _ours(span: Span) -> bool:
+def ours(span: Span) -> bool:
     """A span of pydantic-ai's instrumentation: its scope, or (a format that keeps no scope) one of its own keys."""
     return span.scope == SCOPE or (not span.scope and any(k in span.attrs for k in _OWN_KEYS))
 
@@ -213,8 +213,8 @@ def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
     whose output is that reply) gets `"output rejected: …"` as its error. A run whose recorded request is a
     feedback text (OpenInference's `input.value`) asked the last user text of its messages that is none.
     """
-    ours = [s for s in spans if _ours(s)]
-    models = sorted((s for s in ours if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
+    mine = [s for s in spans if ours(s)]
+    models = sorted((s for s in mine if views[s.span_id].role == "model"), key=lambda s: (s.start, s.span_id))
     # Feedback comes inside one run, right after the reply it refused: a text of its wording that a request adds after a
     # reply no earlier request of its run gave (a new run's prompt after the last run's accepted answer) is the user's.
     said_by_user: set[tuple[str, int]] = set()  # (text, which occurrence of it in a history): replays keep the order
@@ -237,7 +237,7 @@ def retry_feedback(spans: list[Span], views: dict[str, View]) -> None:
         if given:
             pv = views[given[-1].span_id]
             pv.error = pv.error or REFUSED + refused[1]
-    for s in ours:
+    for s in mine:
         v = views[s.span_id]
         if feedback(v.request) is not None:
             v.request = _asked(s, said_by_user) if v.role == "agent" else None

@@ -1,0 +1,192 @@
+"""pydantic-ai runs that paused on deferred calls, the runs that resumed them, and calls it did not execute.
+
+Read from pydantic-ai's own spans (its instrumentation scope, `pydantic_ai.ours`), instrumentation version 2 and
+later with content recorded, with or without OpenInference's span processor (it writes its keys on the same spans).
+`read_deferrals` reads a whole group, after `pydantic_ai.retry_feedback`; views are changed in place.
+
+Shapes, and how they read:
+
+- A paused run. An agent whose `output_type` admits `DeferredToolRequests` ends its run when a reply calls a tool
+  declared `requires_approval=True` (or one that raised `ApprovalRequired` / `CallDeferred`, or an external tool):
+  no tool span for a `requires_approval` call, no request after the reply, and the agent span's `final_result` is the
+  `DeferredToolRequests` dump (`{"calls": [...], "approvals": [...], "metadata": {...}}`, each entry a tool call with
+  its `tool_call_id`). That dump is no answer: the run has none, its error (`metadata.run_error`, the turn's error)
+  says it paused and names the calls (`PAUSED`), and the words beside the calls stay the step's thought. Calls that
+  no later run answers stay in `metadata.otel.deferred`, not counted as calls (they did not run; pydantic-evals
+  counts only tool spans too).
+- A resumed run: `agent.run(message_history=..., deferred_tool_results=...)` with no prompt. Its agent span's
+  `pydantic_ai.new_message_index` is set (above 0: the run was given a history). Where its new messages begin cannot
+  be found from that number in `pydantic_ai.all_messages`: it counts pydantic-ai's `ModelMessage`s, which that
+  attribute writes one per role, and merges the requests a pause left side by side in a later run's copy. So the
+  run's first model request tells: what its input adds after the history's last reply holds tool returns (the
+  deferred calls' results, beside returns of calls that ran before the pause) and no user text. It sent no prompt
+  of its own, so it has no request (OpenInference's `input.value`, the history's last user text, is not asked again)
+  and goes on with the turn before it (`View.resumed`). A resumed run given a prompt too
+  (`agent.run("…", deferred_tool_results=...)`) is a new turn, as any run; a run with no model request is not read.
+- A deferred call that a later request's input (or a later run's `all_messages`) answers, by call id. Approved: the
+  tool ran in the resumed run, in a span of that call id, which the call pairs with (nothing to do here). Denied (a
+  `requires_approval` call that no tool span of its id ran): a call failed as not run (`DENIED`), its result what
+  pydantic-ai sent the model in its place (`ToolDenied.message`, by default "The tool call was denied."). An
+  external call (`external` kind, `CallDeferred`) answered: a call whose result is what the application supplied.
+  Either way it is a call of the request that asked it, no longer deferred. A request's deferred tools are kept by
+  name (`View.deferred_tools`): a name leaves them only when every call of it the request made was answered (one
+  resume answers every pending call, as pydantic-ai requires).
+- A call raising `ApprovalRequired` / `CallDeferred` has a tool span of its own marked deferred. Resumed approved, the
+  tool runs again in a span of the same call id: that span is the call, the deferred one is left out. Denied, or
+  answered from outside, with no such span: the deferred span is the call, failed as denied (`ApprovalRequired`)
+  or with the supplied result (`CallDeferred`).
+- A function call pydantic-ai skipped: with `end_strategy="early"`, a reply that gives the final result (an output
+  tool call, or structured text output) and calls function tools ends the run there, and the history answers each
+  function call with
+  "Tool not executed - a final result was already processed." (pydantic-ai's note, `SKIPPED` its start). No request
+  follows, so only the agent span's `all_messages` holds it. The call stays a call, failed as not run with that
+  note in its error (`skipped`), and the note as its result, as it stands in the history.
+
+Nothing is read when content is not recorded (no `all_messages`, no `final_result`, no messages): a paused run then
+reads as a run that ended, and a resumed one as a run of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.stages.extract.otel.conventions.pydantic_ai import feedback, ours
+from tracejudge.stages.extract.otel.messages import normalise
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import View, unjson
+
+__all__ = ["DENIED", "PAUSED", "SKIPPED", "read_deferrals", "skipped"]
+
+SKIPPED = "Tool not executed"  # how pydantic-ai's note on a function call it did not run starts (1.x and 2.x)
+DENIED = ("not run: the application denied its approval (a `requires_approval` call pydantic-ai deferred; the run that "
+          "resumed it with `deferred_tool_results` ran no tool span for it and sent the model the denial as its result)")
+PAUSED = ("Run paused for {what} of the tool calls of its last model request ({names}): they did not run and the run returned "
+          "no answer (pydantic-ai's `DeferredToolRequests` is its `final_result`); a run resumed with `deferred_tool_results` "
+          "goes on with this turn")
+_INDEX_KEY = "pydantic_ai.new_message_index"
+_APPROVAL = "ApprovalRequired"  # (a tool span's deferral: the exception the tool raised; `CallDeferred` asks for a result)
+
+
+def skipped(note: str) -> str:
+    """The error of a call pydantic-ai did not execute, naming its `note`."""
+    return (f"not run: pydantic-ai did not execute it ({note!r}): the same reply gave the run's final result, which ended the "
+            "run before this call ran (its `end_strategy`: with \"early\", no function call beside a final result runs)")
+
+
+def read_deferrals(spans: list[Span], views: dict[str, View]) -> None:
+    """Read pydantic-ai's paused and resumed runs and its calls not run in `spans` (module docstring)."""
+    mine = sorted((s for s in spans if ours(s)), key=lambda s: (s.start, s.span_id))
+    if not mine:
+        return
+    agents = [s for s in mine if views[s.span_id].role == "agent"]
+    models = [s for s in mine if views[s.span_id].role == "model"]
+    histories = {a.span_id: normalise(a.attrs.get("pydantic_ai.all_messages")) or [] for a in agents}
+    returned = _returns([*(views[m.span_id].inputs or [] for m in models), *histories.values()])
+    ran = _ran(mine, views)
+    for m in models:
+        _answered_calls(views[m.span_id], returned, ran)
+    _deferred_spans(mine, views, returned)
+    firsts = _first_requests(spans, agents, models)
+    for a in agents:
+        v = views[a.span_id]
+        paused = _requests(unjson(a.attrs.get("final_result")))
+        if paused is not None:
+            v.answer = None  # (the dump of the calls held back, not an answer; an OpenInference `output.value` alike)
+            v.error = v.error or PAUSED.format(what=paused[0], names=paused[1])
+        if _resumed(a, firsts.get(a.span_id), views):
+            v.resumed, v.request = True, None
+
+
+def _returns(histories: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Call id → what the first tool return of that id in `histories` says (pydantic-ai writes `result`)."""
+    out: dict[str, Any] = {}
+    for messages in histories:
+        for m in messages:
+            for p in m.get("parts") or []:
+                if isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id") not in (None, ""):
+                    out.setdefault(str(p["id"]), unjson(p.get("result", p.get("response"))))
+    return out
+
+
+def _ran(spans: list[Span], views: dict[str, View]) -> set[str]:
+    """The call ids of the tool spans that ran a call (a deferral's span did not)."""
+    return {v.call_id for s in spans if (v := views[s.span_id]).role == "tool" and v.call_id and not v.deferral}
+
+
+def _answered_calls(v: View, returned: dict[str, Any], ran: set[str]) -> None:
+    """Mark the calls of a request's output that pydantic-ai did not run, or ran only once resumed (module docstring)."""
+    calls = [p for m in v.outputs or [] for p in m.get("parts") or []
+             if isinstance(p, dict) and p.get("type") == "tool_call" and isinstance(p.get("name"), str) and p["name"] not in v.output_tools]
+    for p in calls:
+        said = returned.get(str(p.get("id")))
+        if isinstance(said, str) and said.startswith(SKIPPED) and str(p.get("id")) not in ran:
+            p.setdefault("not_run", skipped(said))
+            p["framework_result"] = said
+    for name, kind in list(v.deferred_tools.items()):
+        mine = [p for p in calls if p["name"] == name]
+        if not mine or any(p.get("id") in (None, "") or str(p["id"]) not in returned for p in mine):
+            continue  # one still pending: the request's calls of this tool stay deferred
+        for p in mine:
+            if str(p["id"]) in ran or "framework_result" in p:
+                continue  # approved and run (its span is the call), or skipped (above)
+            if kind == "requires_approval":
+                p.setdefault("not_run", DENIED)
+            p["framework_result"] = returned[str(p["id"])]
+        del v.deferred_tools[name]
+
+
+def _deferred_spans(spans: list[Span], views: dict[str, View], returned: dict[str, Any]) -> None:
+    """Tool spans of a call that raised `ApprovalRequired` / `CallDeferred`, once a later run resumed it (module docstring)."""
+    tools = [s for s in spans if views[s.span_id].role == "tool"]
+    for s in tools:
+        v = views[s.span_id]
+        if not v.deferral or not v.call_id:
+            continue
+        if any(views[t.span_id].call_id == v.call_id and not views[t.span_id].deferral and t.start >= s.start for t in tools):
+            v.role = None  # approved: the later span of its id ran the call
+        elif v.call_id in returned:
+            v.result, v.error = returned[v.call_id], (DENIED if v.deferral == _APPROVAL else None)
+            v.deferral = None
+
+
+def _requests(final: Any) -> tuple[str, str] | None:
+    """What a run's `final_result` held back when it is a `DeferredToolRequests` dump: (why, the tools' names), else None."""
+    if not isinstance(final, dict) or not isinstance(final.get("calls"), list) or not isinstance(final.get("approvals"), list):
+        return None
+    entries = [*final["approvals"], *final["calls"]]
+    if not entries or not all(isinstance(e, dict) and "tool_call_id" in e for e in entries):
+        return None
+    names = ", ".join(dict.fromkeys(str(e.get("tool_name")) for e in entries))
+    what = " and ".join(w for w, k in (("approval", "approvals"), ("external execution", "calls")) if final[k])
+    return what, names
+
+
+def _resumed(agent: Span, first: Span | None, views: dict[str, View]) -> bool:
+    """Whether the run went on from its history with the deferred calls' results and no prompt (module docstring)."""
+    index = agent.attrs.get(_INDEX_KEY)
+    if first is None or not isinstance(index, int) or isinstance(index, bool) or index <= 0:
+        return False
+    inputs = views[first.span_id].inputs or []
+    last = max((at for at, m in enumerate(inputs) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return False
+    added = inputs[last + 1:]  # what the run sent after the history's last reply: tool returns, a prompt
+    parts = [p for m in added for p in m.get("parts") or [] if isinstance(p, dict)]
+    said = [p for m in added if m.get("role") == "user" for p in m.get("parts") or []
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str) and p["content"].strip()
+            and feedback(p["content"]) is None]
+    return any(p.get("type") == "tool_call_response" for p in parts) and not said
+
+
+def _first_requests(spans: list[Span], agents: list[Span], models: list[Span]) -> dict[str, Span]:
+    """Agent span id → the first model request of its run (the nearest agent span above a request is its run's)."""
+    index = {s.span_id: s for s in spans}
+    runs = {a.span_id for a in agents}
+    out: dict[str, Span] = {}
+    for m in models:  # (in start order)
+        node, hops = m, 0
+        while node.parent_id in index and node.span_id not in runs and hops < 10_000:
+            node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
+        if node.span_id in runs:
+            out.setdefault(node.span_id, m)
+    return out
