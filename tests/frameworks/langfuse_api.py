@@ -5,7 +5,8 @@ OTel ingestion maps spans (documented at langfuse.com "OpenTelemetry / property 
 
 - one observation per span: `id` = span id (hex), `traceId` = trace id (hex), `parentObservationId` =
   parent span id; `type` = `langfuse.observation.type` upper-cased (SPAN when absent); `input`/`output`
-  = `langfuse.observation.input/output` parsed as JSON when they parse; `level` =
+  = `langfuse.observation.input/output` parsed as JSON when they parse; `completionStartTime` = the streamed
+  generation's `langfuse.observation.completion_start_time`, which the SDK writes JSON-quoted (decoded); `level` =
   `langfuse.observation.level` (DEFAULT); `statusMessage` = `langfuse.observation.status_message`;
   `model`, `modelParameters`, `usageDetails` from `langfuse.observation.model.*` / `usage_details`
   (OpenAI keys renamed input/output/total, nulls dropped); `metadata` = `{"attributes", "resourceAttributes",
@@ -66,7 +67,7 @@ def _observation(resource: dict[str, Any], scope: dict[str, Any], span: dict[str
     return {
         "id": span["spanId"], "traceId": span["traceId"], "type": str(attrs.get("langfuse.observation.type", "span")).upper(),
         "name": span["name"], "startTime": _time(span["startTimeUnixNano"]), "endTime": _time(span["endTimeUnixNano"]),
-        "completionStartTime": attrs.get("langfuse.observation.completion_start_time"), "model": attrs.get("langfuse.observation.model.name"),
+        "completionStartTime": _json(attrs.get("langfuse.observation.completion_start_time")), "model": attrs.get("langfuse.observation.model.name"),
         "modelParameters": _json(attrs.get("langfuse.observation.model.parameters")),
         "input": attrs.get("langfuse.observation.input"), "version": attrs.get("langfuse.version"),
         "metadata": {"attributes": attrs, "resourceAttributes": resource, "scope": {k: scope[k] for k in ("name", "version") if k in scope}},

@@ -89,7 +89,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             tools[outer.span_id].absorb(tool)
             continue
         tools[span.span_id] = tool
-    models = [s for s in group.spans if role[s.span_id] == "model" and _ancestor(s, index, lambda p: role[p.span_id] == "model") is None]
+    # (a request made inside a tool call is a request of its own even when that call hangs under a model span: a tool's
+    # trace that lost its context, joined under the request that asked for it, `strays`)
+    models = [s for s in group.spans if role[s.span_id] == "model" and _request_above(s, index, role) is None]
     model_ids = {s.span_id for s in models}
     views = fold_wrapped_models(group.spans, models, index, views)
     from_history(sorted(models, key=lambda s: (s.start, s.span_id)), views)  # server tool blocks OpenLLMetry left out of a response
@@ -246,8 +248,11 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             inside = scope(t.span)
             for same_scope in (True, False):  # a request of the agent the tool ran under, else any before it
                 for i, row in enumerate(rows):
-                    if row.model is not None and row.model.start <= t.span.start and (row.within is inside or not same_scope):
+                    if row.model is not None and _ran_before(row.model, t.span) and (row.within is inside or not same_scope):
                         owner = i
+                if owner is None and same_scope and inside is not None:  # a tool called inside another's call: that call's
+                    runner = _ancestor(t.span, index, lambda p: role[p.span_id] == "agent" or p is inside.span) or inside.span  # type: ignore[union-attr]
+                    owner = _inside_row(rows, inside, views[runner.span_id].agent_name)
                 if owner is not None:
                     break
             if owner is None and (h := approved_run(held, t, mem_ids)) is not None:
@@ -270,6 +275,32 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     made = {s.span_id for s in group.spans if s.stand_in}  # stand-ins for lost parents were not delivered: no convention's spans
     builder.retried = [(t.call, retried[t.span.span_id]) for t in tool_list if t.call is not None and t.span.span_id in retried]
     return builder.case(group, answer, _documents(group.spans, views), _conventions({k: v for k, v in views.items() if k not in made}))
+
+
+def _request_above(span: Span, index: dict[str, Span], role: dict[str, str | None]) -> Span | None:
+    """The model span `span` is nested in (a wrapper's view of the same request), unless a tool span lies between."""
+    above = _ancestor(span, index, lambda p: role[p.span_id] in ("model", "tool"))
+    return above if above is not None and role[above.span_id] == "model" else None
+
+
+def _ran_before(request: Span, tool: Span) -> bool:
+    """Whether `request` started before `tool`: earlier, or at the same time and over by then (a clock in milliseconds,
+    Langfuse's API, ties a fast tool with the request after it, which is still running when the tool starts)."""
+    return request.start < tool.start or (request.start == tool.start and request.end <= tool.start)
+
+
+def _inside_row(rows: list[Row], inside: Tool, agent: str | None) -> int | None:
+    """The row for tools called inside `inside`'s call before any request of it (a tool that calls a tool), made when
+    missing: a step with no request, nested in that call (`nesting`). `None` when no row of `rows` made that call."""
+    if inside.call is None or not any(c is inside.call for r in rows for _, c in r.calls):
+        return None
+    for i, r in enumerate(rows):
+        if r.model is None and r.within is inside:
+            return i
+    row = Row(None, None)
+    row.delegated, row.within, row.agent = True, inside, agent
+    rows.append(row)
+    return len(rows) - 1
 
 
 def _custom_keys(span: Span, v: View, opts: Any) -> None:

@@ -17,6 +17,13 @@ Each such step is listed in `metadata.nested_steps`: `{"step": i, "call": k,
 `trace.tool_calls()` (the call it ran inside, which comes earlier), `agent`
 the name of the agent that made the request when an agent span names it.
 
+A tool that calls a tool (Langfuse's `@observe(as_type="tool")`, MLflow's
+`@mlflow.trace(span_type="TOOL")` inside another) is laid out the same way:
+the inner call is a call of the call's step that started last before it, or,
+when none of that call did, of a step with no request inside that call (the
+steps of a call that calls `get_weather` and then asks a model to summarise:
+a step holding `get_weather`, then the summarise request).
+
 Which call a request ran inside is read from parent ids (`assemble`: the tool
 span above it); an instrumentation that parents a sub-agent's run elsewhere
 has its own evidence for it (`conventions.openllmetry_agents`), and its rows

@@ -9,6 +9,14 @@ run's own trace lacks those results. Such a trace — tool spans only — joins
 the trace whose span holds it in time and whose model asked for a call of
 that tool with those arguments. When no trace fits, or several do, it stays
 a trace of its own.
+
+A plain loop that `mlflow.openai.autolog()` records with no span around it
+writes every request, and every call of a `@mlflow.trace` tool, as a trace of
+its own; a tool whose body makes a model request of its own (it summarises
+with a model) is a trace of a tool span holding that request. It joins the
+same way: a trace whose one root is a tool span, with tool spans and model
+requests under it (no agent run: that is a conversation of its own). Its
+requests are then steps made inside that call (`nesting`).
 """
 
 from __future__ import annotations
@@ -24,11 +32,11 @@ __all__ = ["adopt_strays"]
 
 
 def _stray_call(group: Group) -> tuple[Span, View] | None:
-    """The root tool span of a trace that holds tool spans only (one root), else None."""
+    """The root tool span of a trace that holds tool spans and model requests only (one root), else None."""
     views = group_views(group)
     ids = {s.span_id for s in group.spans}
     roots = [s for s in group.spans if s.parent_id not in ids]
-    if group.key_attr is not None or len(roots) != 1 or any(views[s.span_id].role not in ("tool", None) for s in group.spans):
+    if group.key_attr is not None or len(roots) != 1 or any(views[s.span_id].role not in ("tool", "model", None) for s in group.spans):
         return None
     view = views[roots[0].span_id]
     return (roots[0], view) if view.role == "tool" and view.tool_name else None
