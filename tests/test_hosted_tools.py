@@ -117,3 +117,54 @@ def test_mlflow_replays_hosted_items_of_a_request_input_as_the_response_gave_the
     got = responses_request({"input": [{"role": "user", "content": "Hi"}, item]})
     assert got is not None and got[-1]["role"] == "assistant"
     assert [(p["type"], p["id"], p.get("name")) for p in got[-1]["parts"]] == [("tool_call", "ws_1", "web_search"), ("tool_call_response", "ws_1", None)]
+
+
+LOOP = Path(__file__).parent / "data" / "responses-hosted-loop"  # tests/frameworks/record_responses_hosted_loop.py
+LOOP_CALLS = [[("ws_1", "web_search", {"type": "search", "query": "Tokyo weather"}, [{"type": "url", "url": "https://w.example/tokyo"}], None),
+               ("call_p", "get_weather", {"city": "Paris"}, "sunny, 21 C", None)],
+              [("ci_1", "code_interpreter", {"code": "print(21-14)", "container_id": "cntr_1"}, [{"type": "logs", "logs": "7"}], None),
+               ("ws_2", "web_search", {"type": "search", "query": "Paris forecast"}, None, "status: failed")]]
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("oi-loop.jsonl", "otel"), ("ml-agent.otlp.jsonl", "otel"), ("ml-bare.otlp.jsonl", "otel"),
+                                           ("ml-agent.mlflow.jsonl", "mlflow")])
+def test_a_loop_sending_hosted_calls_back_in_its_history_is_one_conversation(name: str, fmt: str) -> None:
+    # Each request replays the earlier responses' items, hosted calls included. OpenInference flattens a replayed
+    # `web_search_call` into a call of that name without arguments: it no longer matched the response it repeats, and
+    # the loop split in two (with a false warning that attributes were dropped).
+    got = extract_path(LOOP / name, fmt)
+    assert len(got) == 1 and isinstance(got[0], Case), got
+    (case,) = got
+    answer = json.loads((LOOP / f"{name.split('.')[0]}.truth.json").read_text())["output"]
+    assert calls(case) == LOOP_CALLS
+    assert [(s.thought, s.output) for s in case.trace.steps] == [("Looked up Tokyo; now Paris.", None), (None, answer)]
+    assert case.trace.output == answer
+
+
+@pytest.mark.parametrize("cut", ["removed", "cut at 1024 characters"])
+def test_hosted_calls_read_from_the_flattened_messages_when_output_value_is_lost(tmp_path: Path, cut: str) -> None:
+    # `output.value` past an attribute length limit (`OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`), or not recorded: the flattened
+    # call named by its item type is still a hosted call, and the run still finished.
+    lines = []
+    for line in (DATA / "oi-then_tool.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    kept = []
+                    for attr in span.get("attributes", []):
+                        if attr["key"] == "output.value" and cut == "removed":
+                            continue
+                        text = attr["value"].get("stringValue")
+                        if cut != "removed" and isinstance(text, str) and len(text) > 1024:
+                            attr = {"key": attr["key"], "value": {"stringValue": text[:1024]}}
+                        kept.append(attr)
+                    span["attributes"] = kept
+        lines.append(json.dumps(doc))
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (case,) = extract_path(path, "otel")
+    assert [[(c.id, c.name, c.error) for c in s.tool_calls] for s in case.trace.steps] == [
+        [("ws_1", "web_search", None), ("call_w2", "get_weather", None)], [("ws_3", "web_search", None)]]
+    assert case.trace.steps[1].tool_calls[0].arguments == {"type": "search", "query": "Tokyo forecast"}
+    assert case.trace.output == truth("then_tool")["final_output"] and "run_error" not in case.metadata

@@ -32,12 +32,12 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from tracejudge.stages.extract.hosted_tools import is_hosted
+from tracejudge.stages.extract.hosted_tools import hosted_parts, is_hosted
 from tracejudge.stages.extract.otel.messages import normalise_one
 from tracejudge.stages.extract.otel.server_blocks import is_server_block
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["anthropic_output", "from_history", "hosted_output", "same_response", "server_reply"]
+__all__ = ["anthropic_output", "from_history", "hosted_flattened", "hosted_output", "same_response", "server_reply"]
 
 
 def _parts(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -73,6 +73,46 @@ def hosted_output(raw: Any) -> list[dict[str, Any]] | None:
     if not any(is_hosted(item) for b in bodies if isinstance(b, dict) for item in b.get("output") or [] if isinstance(b.get("output"), list)):
         return None
     return response_calls(body) or None
+
+
+def hosted_flattened(messages: list[dict[str, Any]] | None, raw: Any) -> None:
+    """Make the tool calls OpenInference flattened from hosted items (a part named by the item's type, `web_search_call`)
+    the call and result parts `hosted_tools` makes of the item, in place.
+
+    `raw` is the span's `input.value` or `output.value` (a request's keyword arguments, a response, the Agents SDK's
+    list of them, or their JSON text, cut or not): the item of the part's id there gives the arguments and result; a
+    part whose item is not there (the text was cut at the attribute limit, or not recorded) keeps the arguments it has,
+    with no result. So a request's replay of a response reads as the response itself did (`hosted_output`), and a
+    conversation whose history holds a hosted call still chains.
+    """
+    if not messages:
+        return
+    body = unjson(raw)
+    bodies = body if isinstance(body, list) else [body]
+    items = {str(i["id"]): i for b in bodies if isinstance(b, dict) for key in ("input", "output") if isinstance(b.get(key), list)
+             for i in b[key] if is_hosted(i) and i.get("id") not in (None, "")}
+    for m in messages:
+        parts = m.get("parts")
+        if not isinstance(parts, list) or not any(_flattened_hosted(p) for p in parts):
+            continue
+        # The flattening keeps no order between a message's text and its calls, and the API gives a hosted call before
+        # the text that reports on it: the hosted parts go first, so the text after them reads as the reply (`server_reply`).
+        out: list[dict[str, Any]] = []
+        rest = [p for p in parts if not _flattened_hosted(p)]
+        for p in parts:
+            if not _flattened_hosted(p):
+                continue
+            item = items.get(str(p.get("id")))
+            if item is None or item.get("type") != p["name"]:
+                args = unjson(p.get("arguments"))
+                item = {"type": p["name"], "id": p.get("id"), **({"action": args} if p["name"] == "web_search_call" and isinstance(args, dict) else
+                                                                 args if isinstance(args, dict) else {})}
+            out += hosted_parts(item)
+        m["parts"] = out + rest
+
+
+def _flattened_hosted(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "tool_call" and not part.get("server") and is_hosted({"type": part.get("name")})
 
 
 def same_response(outputs: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:

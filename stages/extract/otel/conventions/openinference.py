@@ -55,7 +55,7 @@ from tracejudge.stages.extract.otel.dropped import front_cut, indexed
 from tracejudge.stages.extract.otel.messages import last_user_text, normalise, normalise_one, output_text
 from tracejudge.stages.extract.otel.payloads import unwrap_args, unwrap_result
 from tracejudge.stages.extract.otel.server_blocks import flattened_blocks
-from tracejudge.stages.extract.otel.server_tools import anthropic_output, hosted_output
+from tracejudge.stages.extract.otel.server_tools import anthropic_output, hosted_flattened, hosted_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, as_int, nested, present, unjson
 
@@ -85,6 +85,7 @@ def read(span: Span) -> View | None:
             v.inputs = normalise(body) if isinstance(body, (dict, list)) else None
         else:
             fill_tool_texts(v.inputs, a.get("input.value"))  # a tool's "" result, which the flattening left out
+            hosted_flattened(v.inputs, a.get("input.value"))  # a response's hosted calls replayed, as the response reads
             anthropic_results(v.inputs, a.get("input.value"))  # a tool_result's is_error and block list, which it flattened away
         v.response_id, v.previous_response_id = response_ids(a.get("input.value"), a.get("output.value"), a.get("llm.invocation_parameters"))
         # a response that ran a server tool (Anthropic's, blocks and citations whole) or a hosted one (OpenAI's Responses API)
@@ -94,6 +95,7 @@ def read(span: Span) -> View | None:
         elif v.outputs is None:
             v.outputs = _response_messages(unjson(a.get("output.value")))
         else:
+            hosted_flattened(v.outputs, a.get("output.value"))  # (`output.value` cut at the limit, or not recorded)
             _fill_arguments(v.outputs, a.get("output.value"))
             _add_invalid_calls(v.outputs, a.get("output.value"))
             _add_reasoning(v.outputs, a.get("output.value"))
