@@ -13,6 +13,9 @@ with no result and no error; a structured answer given beside calls was the step
 resumed run going on with the paused one; a paused run has no answer and its `run_error` says it paused; an approved call has
 its result, a denied one fails as not run with the denial as its result, a skipped one fails as not run naming pydantic-ai's
 note; the structured answer is the output of the step that gave it, beside calls or not.
+
+Before: a run resumed with a prompt too left the paused run's turn with the pause as its error, though the call ran. Now: a
+paused run that a later run resumed has no error (still no answer); only a run never resumed says it paused.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import DENI
 
 DATA = Path(__file__).parent / "data" / "pydantic-ai-deferred"
 SCENARIOS = ("output_with_call", "output_with_call_early", "output_after_tool", "approve_yes", "approve_no", "approve_paused",
-             "approve_mixed_multiturn")
+             "approve_mixed_multiturn", "resume_with_prompt")
 NAMES = [f"{s}-{i}" for s in SCENARIOS for i in ("v5", "oi")]
 OUTPUT_TOOL = "final_result"
 
@@ -75,10 +78,11 @@ def test_one_turn_per_prompt_and_the_resumed_run_goes_on_with_it(name: str) -> N
     turns = case.metadata["otel"]["turns"]
     assert [t["user_text"] for t in turns] == want["user_turns"]
     # the turns' final texts: each prompt's last run's output (a paused run's `DeferredToolRequests` is none)
+    joined = len(want["outputs"]) > len(want["user_turns"])  # (the recordings' resumes sent no prompt, or each did)
     finals, run = [], 0
     for _ in want["user_turns"]:
-        while run + 1 < len(want["outputs"]) and isinstance(want["outputs"][run], dict):
-            run += 1  # paused, then resumed: the same turn
+        while joined and run + 1 < len(want["outputs"]) and isinstance(want["outputs"][run], dict):
+            run += 1  # paused, then resumed with no prompt: the same turn
         finals.append(want["outputs"][run] if isinstance(want["outputs"][run], str) else None)
         run += 1
     assert [t["final_text"] for t in turns] == finals
@@ -138,7 +142,25 @@ def test_a_resumed_run_given_a_prompt_is_a_turn_of_its_own(tmp_path: Path) -> No
     assert case.trace is not None
     assert [m.content for m in case.trace.user_messages] == ["Cancel #W7.", "Never mind."]
     assert [t["user_text"] for t in case.metadata["otel"]["turns"]] == ["Cancel #W7.", "Never mind."]
-    # the paused run's turn: no answer, the run paused; the denied call keeps its result and error all the same
+    # the paused run's turn: no answer, but no pause error (the next run resumed it); the denied call keeps its result and error
     assert case.metadata["otel"]["turns"][0]["final_text"] is None
+    assert all("error" not in t for t in case.metadata["otel"]["turns"]) and "run_error" not in case.metadata
     [call] = case.trace.tool_calls()
     assert (call.result, call.error) == ("The tool call was denied.", DENIED)
+
+
+@pytest.mark.parametrize("inst", ("v5", "oi"))
+def test_a_run_resumed_with_a_prompt_leaves_the_paused_turn_without_a_pause_error(inst: str) -> None:
+    """`agent.run("Also, be quick.", message_history=…, deferred_tool_results=…)`, recorded: the paused run's turn was resumed
+    (its held call ran in the next run), so it did not end paused; it still returned no answer, its words stay intermediate."""
+    want = truth(f"resume_with_prompt-{inst}")
+    case = only_case(DATA / f"resume_with_prompt-{inst}.jsonl", "otel")
+    assert case.trace is not None
+    [call] = case.trace.tool_calls()
+    assert (call.name, call.result, call.error) == ("cancel_order_ok", "cancelled #W7", None)
+    assert want["tools_ran"] == [{"name": "cancel_order_ok", "arguments": {"order_id": "#W7"}, "result": "cancelled #W7"}]
+    assert "run_error" not in case.metadata and case.metadata["otel"]["deferred"] == []
+    turns = case.metadata["otel"]["turns"]
+    assert [(t["user_text"], t["final_text"], t["intermediate_texts"], t.get("error")) for t in turns] == [
+        ("Cancel #W7.", None, ["I will cancel it."], None), ("Also, be quick.", "Done, #W7 cancelled.", [], None)]
+    assert case.trace.output == want["output"] == "Done, #W7 cancelled."

@@ -18,7 +18,9 @@ request n gets reply n; no network). Every run is `run_sync`, one trace each, th
   "The tool call was denied.", and the model answers;
 - `approve_paused`: only the first run of `approve_yes`: paused, never resumed;
 - `approve_mixed_multiturn`: one reply calls `get_weather` and `cancel_order_ok`: the first runs, the second waits;
-  resumed approved, answered; then a new prompt ("And Tokyo?") in a third run.
+  resumed approved, answered; then a new prompt ("And Tokyo?") in a third run;
+- `resume_with_prompt`: `approve_yes` resumed with a prompt too (`agent.run_sync("Also, be quick.", message_history=...,
+  deferred_tool_results=...)`): the tool runs and the model answers.
 
 Instrumentations: `v5`, pydantic-ai's own `Instrumentation` capability at its default data-format version (5); `oi`, the same
 with openinference-instrumentation-pydantic-ai's `OpenInferenceSpanProcessor` before the exporter.
@@ -53,6 +55,7 @@ def _reply(text: str | None, *calls: dict[str, Any]) -> dict[str, Any]:
 
 
 # scenario: (agent kind, runs, replies); a run is a prompt, or `True` / `False`: resume, approving or denying every held call
+# (no prompt), or `(prompt, True | False)`: the same resume given a prompt too
 SCENARIOS: dict[str, tuple[str, list[Any], list[dict[str, Any]]]] = {
     "output_with_call": ("weather", ["Weather in Paris?"],
                          [_reply(None, call("call_o1", "get_weather", {"city": "Paris"}), call("call_o2", "final_result", PARIS))]),
@@ -70,6 +73,8 @@ SCENARIOS: dict[str, tuple[str, list[Any], list[dict[str, Any]]]] = {
                                 [_reply(None, call("call_m1", "get_weather", {"city": "Paris"}), call("call_m2", "cancel_order_ok", {"order_id": "#W7"})),
                                  _reply("Paris is sunny; #W7 is cancelled."),
                                  _reply(None, call("call_m3", "get_weather", {"city": "Tokyo"})), _reply("Tokyo is rainy.")]),
+    "resume_with_prompt": ("approval", ["Cancel #W7.", ("Also, be quick.", True)],
+                           [_reply("I will cancel it.", call("call_a1", "cancel_order_ok", {"order_id": "#W7"})), _reply("Done, #W7 cancelled.")]),
 }
 INSTRUMENTATIONS = ("v5", "oi")
 
@@ -151,9 +156,11 @@ def record(out: Path, scenario: str, inst: str) -> Any:
         agent = _agent(kind, model, provider, ran)
         history, outputs, result = None, [], None
         for run in runs:
-            if isinstance(run, bool):  # resume: every held call approved (True) or denied (False), no prompt
+            prompt, run = run if isinstance(run, tuple) else (None, run)
+            if isinstance(run, bool):  # resume: every held call approved (True) or denied (False), with `prompt` (None: none)
                 held = result.output  # type: ignore[union-attr]
-                result = agent.run_sync(message_history=history, deferred_tool_results=DeferredToolResults(approvals={c.tool_call_id: run for c in held.approvals}))
+                result = agent.run_sync(prompt, message_history=history,
+                                        deferred_tool_results=DeferredToolResults(approvals={c.tool_call_id: run for c in held.approvals}))
             else:
                 result = agent.run_sync(run, message_history=history)
             history = result.all_messages()

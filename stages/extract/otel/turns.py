@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import REFUSED
+from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import held
 from tracejudge.stages.extract.otel.messages import last_user_text, reasoning_text, user_texts
 from tracejudge.stages.extract.otel.conventions.openllmetry_agents import Hosts, calls_of, mend_errors, warn_unrecorded
 from tracejudge.stages.extract.otel.nesting import Within, adopt, in_call_order, nested_entry
@@ -99,11 +100,12 @@ class Builder:
             turn = last
         else:
             turn = {"_trace": a.trace_id, "_run": run, "user_text": user_text, "_rows": [], "_final": None, "_agents": set(), "_usage": Tally(), "_history": None,
-                    "_error": None, "_asked": []}
+                    "_error": None, "_asked": [], "_held": False}
             self.turns.append(turn)
             if first_inputs is not None:
                 turn["_history"] = user_texts(first_inputs)
         turn["_error"] = error
+        turn["_held"] = held(a)  # (pydantic-ai's run paused on deferred calls: no answer, even once a later run resumed them)
         turn["_asked"].extend(paused or [])
         if av.answer:
             turn["_final"] = av.answer
@@ -191,8 +193,8 @@ class Builder:
                 inter = [t for t in model_texts if t]
                 if inter and inter[-1] == final:
                     inter = inter[:-1]
-            elif _stopped(turn, own):
-                final, inter = None, [t for t in model_texts if t]  # the run raised after its last reply: that text was never the answer
+            elif _stopped(turn, own) or turn["_held"]:
+                final, inter = None, [t for t in model_texts if t]  # the run raised (or paused) after its last reply: that text was never the answer
             else:
                 final = model_texts[-1] if model_texts else None
                 inter = [t for t in model_texts[:-1] if t]

@@ -10,8 +10,10 @@ Shapes, and how they read:
   declared `requires_approval=True` (or one that raised `ApprovalRequired` / `CallDeferred`, or an external tool):
   no tool span for a `requires_approval` call, no request after the reply, and the agent span's `final_result` is the
   `DeferredToolRequests` dump (`{"calls": [...], "approvals": [...], "metadata": {...}}`, each entry a tool call with
-  its `tool_call_id`). That dump is no answer: the run has none, its error (`metadata.run_error`, the turn's error)
-  says it paused and names the calls (`PAUSED`), and the words beside the calls stay the step's thought. Calls that
+  its `tool_call_id`). That dump is no answer: the run has none (`held`: the turn's final text stays empty, its words
+  intermediate), and the words beside the calls stay the step's thought. Unless a later run answered every call it
+  held (resumed it), its error (`metadata.run_error`, the turn's error) says it paused and names the calls (`PAUSED`);
+  a resumed one has no error, whether its resume went on with its turn or (given a prompt) began a new one. Calls that
   no later run answers stay in `metadata.otel.deferred`, not counted as calls (they did not run; pydantic-evals
   counts only tool spans too).
 - A resumed run: `agent.run(message_history=..., deferred_tool_results=...)` with no prompt. Its agent span's
@@ -22,7 +24,8 @@ Shapes, and how they read:
   deferred calls' results, beside returns of calls that ran before the pause) and no user text. It sent no prompt
   of its own, so it has no request (OpenInference's `input.value`, the history's last user text, is not asked again)
   and goes on with the turn before it (`View.resumed`). A resumed run given a prompt too
-  (`agent.run("…", deferred_tool_results=...)`) is a new turn, as any run; a run with no model request is not read.
+  (`agent.run("…", deferred_tool_results=...)`) is a new turn, as any run (the paused turn before it ends with no
+  answer and no error); a run with no model request is not read.
 - A deferred call that a later request's input (or a later run's `all_messages`) answers, by call id. Approved: the
   tool ran in the resumed run, in a span of that call id, which the call pairs with (nothing to do here). Denied (a
   `requires_approval` call that no tool span of its id ran): a call failed as not run (`DENIED`), its result what
@@ -55,7 +58,7 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["DENIED", "PAUSED", "SKIPPED", "read_deferrals", "skipped"]
+__all__ = ["DENIED", "PAUSED", "SKIPPED", "held", "read_deferrals", "skipped"]
 
 SKIPPED = "Tool not executed"  # how pydantic-ai's note on a function call it did not run starts (1.x and 2.x)
 DENIED = ("not run: the application denied its approval (a `requires_approval` call pydantic-ai deferred; the run that "
@@ -71,6 +74,12 @@ def skipped(note: str) -> str:
     """The error of a call pydantic-ai did not execute, naming its `note`."""
     return (f"not run: pydantic-ai did not execute it ({note!r}): the same reply gave the run's final result, which ended the "
             "run before this call ran (its `end_strategy`: with \"early\", no function call beside a final result runs)")
+
+
+def held(agent: Span) -> bool:
+    """Whether pydantic-ai agent span `agent`'s run ended paused: its `final_result` is a `DeferredToolRequests` dump,
+    no answer (whether or not a later run resumed it)."""
+    return ours(agent) and _requests(unjson(agent.attrs.get("final_result"))) is not None
 
 
 def read_deferrals(spans: list[Span], views: dict[str, View]) -> None:
@@ -92,7 +101,8 @@ def read_deferrals(spans: list[Span], views: dict[str, View]) -> None:
         paused = _requests(unjson(a.attrs.get("final_result")))
         if paused is not None:
             v.answer = None  # (the dump of the calls held back, not an answer; an OpenInference `output.value` alike)
-            v.error = v.error or PAUSED.format(what=paused[0], names=paused[1])
+            if not all(i in returned for i in paused[2]):  # (every held call answered: a later run resumed it, no pause)
+                v.error = v.error or PAUSED.format(what=paused[0], names=paused[1])
         if _resumed(a, firsts.get(a.span_id), views):
             v.resumed, v.request = True, None
 
@@ -149,8 +159,9 @@ def _deferred_spans(spans: list[Span], views: dict[str, View], returned: dict[st
             v.deferral = None
 
 
-def _requests(final: Any) -> tuple[str, str] | None:
-    """What a run's `final_result` held back when it is a `DeferredToolRequests` dump: (why, the tools' names), else None."""
+def _requests(final: Any) -> tuple[str, str, list[str]] | None:
+    """What a run's `final_result` held back when it is a `DeferredToolRequests` dump: (why, the tools' names, the call
+    ids), else None."""
     if not isinstance(final, dict) or not isinstance(final.get("calls"), list) or not isinstance(final.get("approvals"), list):
         return None
     entries = [*final["approvals"], *final["calls"]]
@@ -158,7 +169,7 @@ def _requests(final: Any) -> tuple[str, str] | None:
         return None
     names = ", ".join(dict.fromkeys(str(e.get("tool_name")) for e in entries))
     what = " and ".join(w for w, k in (("approval", "approvals"), ("external execution", "calls")) if final[k])
-    return what, names
+    return what, names, [str(e["tool_call_id"]) for e in entries]
 
 
 def _resumed(agent: Span, first: Span | None, views: dict[str, View]) -> bool:
