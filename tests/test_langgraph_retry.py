@@ -11,6 +11,13 @@ result. Now the attempts are the one call: the last attempt's result and no erro
 MLflow's OTLP export and the `mlflow` format alike, and `metadata.otel.retried` says how many attempts it took and
 what the earlier ones raised. Two calls the model did ask for (two ids in one reply) stay two, and so does a failed
 call the model asked for again in its next request.
+
+Parallel calls (one reply asking `get_weather` for Paris, `call_p`, and Tokyo, `call_t`): LangGraph runs the whole node
+again, so the call that returned runs again too. Before, under OpenInference (whose tool spans hold the bare text
+"Tokyo") a failed attempt with no id stayed a call of its own and the re-run Paris call a second `call_p` or a call
+with no id (4 calls; with a custom node `call_t` held the result and the error, `retried` was empty), and under
+OpenLLMetry Paris read as two calls (3 calls). Now each part the model asked for is one call, the last run's, and
+`retried` lists both: Tokyo with its earlier error, Paris with the runs it took and no errors.
 """
 
 from __future__ import annotations
@@ -99,6 +106,47 @@ def test_a_failed_call_asked_again_in_the_next_request_is_a_new_call(kind: str) 
     assert [[c.id for c in s.tool_calls] for s in case.trace.steps] == [["call_x1"], ["call_x2"], []]
     assert case.trace.output == ANSWER
     assert "retried" not in case.metadata["otel"]
+
+
+PARALLEL_ANSWER = "Paris is sunny, 21 C; Tokyo is rainy, 14 C."
+PARIS, TOKYO_RESULT = "sunny, 21 C", "rainy, 14 C"
+
+
+def timed_out(city: str, n: int) -> str:
+    return f"TimeoutError: {city} timed out (attempt {n})"
+
+
+# scenario -> which cities' first run raised
+PARALLEL = {"parallel": ["Tokyo"], "parallel-tools": ["Tokyo"], "parallel-both": ["Paris", "Tokyo"], "parallel-both-tools": ["Paris", "Tokyo"]}
+PARALLEL_FILES = [f"{k}-{name}" for name in PARALLEL for k in ("oi", "tl")]
+
+
+@pytest.mark.parametrize("stem", PARALLEL_FILES)
+def test_a_retried_node_with_parallel_calls_is_one_call_per_part(stem: str) -> None:
+    """The model asks for Paris and Tokyo in one reply; the node is run again after a call raised, every call in it
+    with it: each part is one call with its last run's result, and `retried` counts every part's runs (the truth file
+    says how many: a custom node stops at the call that raised, `ToolNode` runs its calls side by side)."""
+    failed = PARALLEL[stem.split("-", 1)[1]]
+    t = truth(stem)
+    ran = {city: [r.get("raised") or r.get("result") for r in t["tool_runs"] if r["arguments"] == {"city": city}] for city in ("Paris", "Tokyo")}
+    # the recording: a city that failed raised once then returned; the node ran every call again (Paris at least twice)
+    assert ran["Tokyo"] == [timed_out("Tokyo", 1), TOKYO_RESULT]
+    assert ran["Paris"][-1] == PARIS and len(ran["Paris"]) >= 2
+    assert [x for x in ran["Paris"] if x != PARIS] == ([timed_out("Paris", 1)] if "Paris" in failed else [])
+    assert [(c["id"], c["result"], c["status"]) for c in t["calls"]] == [("call_p", PARIS, "success"), ("call_t", TOKYO_RESULT, "success")]
+    (case,) = extract(DATA / f"{stem}.jsonl")
+    assert calls(case) == [
+        ("call_p", "get_weather", {"city": "Paris"}, PARIS, None),
+        ("call_t", "get_weather", TOKYO, TOKYO_RESULT, None),
+    ]
+    assert [[c.id for c in s.tool_calls] for s in case.trace.steps] == [["call_p", "call_t"], []]
+    assert case.trace.output == t["output"] == PARALLEL_ANSWER
+    assert case.metadata["otel"]["retried"] == [
+        {"call": 0, "name": "get_weather", "id": "call_p", "attempts": len(ran["Paris"]),
+         "errors": [timed_out("Paris", 1)] if "Paris" in failed else []},
+        {"call": 1, "name": "get_weather", "id": "call_t", "attempts": 2, "errors": [timed_out("Tokyo", 1)]},
+    ]
+    assert "run_error" not in case.metadata
 
 
 def test_recordings_hold_no_machine_paths() -> None:

@@ -22,6 +22,19 @@ Two runs that are two calls (no retry policy):
   raises and `ToolNode(handle_tool_errors=True)` sends the error back; the next request asks again (`call_x2`), which
   returns.
 
+Parallel calls in a retried node: "Weather in Paris and Tokyo?"; one reply asks `get_weather` for Paris (`call_p`) and
+Tokyo (`call_t`), then the model answers "Paris is sunny, 21 C; Tokyo is rainy, 14 C.". The `tools` node has
+`RetryPolicy(max_attempts=4)`; a city's failing runs raise `TimeoutError("<city> timed out (attempt <n>)")`, `n`
+counting that city's runs. LangGraph runs the whole node again, so a call that returned runs again too:
+
+- `oi-parallel`, `tl-parallel`: Tokyo fails once; a custom node calling `get_weather.invoke(args)` for each call in
+  turn (`RetryPolicy(retry_on=TimeoutError)`): Paris returns, Tokyo raises; then both return.
+- `oi-parallel-tools`, `tl-parallel-tools`: the same with `ToolNode([get_weather])` (`RetryPolicy(retry_on=Exception)`),
+  which runs both calls side by side.
+- `oi-parallel-both`, `tl-parallel-both`: both cities fail once, the custom node: Paris raises (Tokyo does not run);
+  Paris returns, Tokyo raises; both return.
+- `oi-parallel-both-tools`, `tl-parallel-both-tools`: both fail once, `ToolNode`: both raise; both return.
+
 `oi-` scenarios use OpenInference's `LangChainInstrumentor`, `tl-` OpenLLMetry's `LangchainInstrumentor`; each writes
 `<scenario>.jsonl` (OTLP/JSON, one export a line) and `<scenario>.truth.json` (the calls as the graph's final messages
 hold them, every run of the tool with its result or what it raised, and the requests answered). Each scenario runs
@@ -43,8 +56,10 @@ if str(FRAMEWORKS) not in sys.path:
 from common import MODEL, otel_provider, record_each_in_subprocess, write_jsonl, write_otlp, write_truth  # noqa: E402
 from record_otel_loop_faults import Scripted, call, chat  # noqa: E402
 
-WEATHER = {"Tokyo": "rainy, 14 C"}
+WEATHER = {"Tokyo": "rainy, 14 C", "Paris": "sunny, 21 C"}
 ANSWER = "Tokyo is rainy, 14 C."
+PARALLEL = "Weather in Paris and Tokyo?"
+PARALLEL_ANSWER = "Paris is sunny, 21 C; Tokyo is rainy, 14 C."
 RETRY = "Weather in Tokyo, please."
 TWO_ASKS = "Weather in Tokyo twice, please."
 RE_ASKED = "Weather in Tokyo, try again if it fails."
@@ -70,6 +85,9 @@ def _script(body: dict[str, Any], headers: Any) -> tuple[dict[str, Any], dict[st
         return (chat(None, call("call_r1", "get_weather", TOKYO)) if not answered else chat(ANSWER)), _usage()
     if user == TWO_ASKS:
         return (chat(None, call("call_a", "get_weather", TOKYO), call("call_b", "get_weather", TOKYO)) if not answered else chat(ANSWER)), _usage()
+    if user == PARALLEL:
+        return (chat(None, call("call_p", "get_weather", {"city": "Paris"}), call("call_t", "get_weather", TOKYO))
+                if not answered else chat(PARALLEL_ANSWER)), _usage()
     if user == RE_ASKED:
         if not answered:
             return chat(None, call("call_x1", "get_weather", TOKYO)), _usage()
@@ -91,15 +109,22 @@ def _instrument(kind: str, provider: Any) -> None:
 
 
 class _Runs:
-    """Every run of the tool: its arguments and result, or what it raised; the first run raises `TimeoutError`."""
+    """Every run of the tool: its arguments and result, or what it raised; the first run raises `TimeoutError`, or
+    with `fails` (`{city: how many runs fail}`) a city's first runs raise `TimeoutError("<city> timed out (attempt <n>)")`."""
 
-    def __init__(self) -> None:
+    def __init__(self, fails: dict[str, int] | None = None) -> None:
         self.runs: list[dict[str, Any]] = []
+        self.fails = fails
 
     def weather(self, city: str) -> str:
         entry: dict[str, Any] = {"name": "get_weather", "arguments": {"city": city}}
         self.runs.append(entry)
-        if len(self.runs) == 1:
+        if self.fails is not None:
+            n = sum(1 for r in self.runs if r["arguments"]["city"] == city)
+            if n <= self.fails.get(city, 0):
+                entry["raised"] = f"TimeoutError: {city} timed out (attempt {n})"
+                raise TimeoutError(f"{city} timed out (attempt {n})")
+        elif len(self.runs) == 1:
             entry["raised"] = "TimeoutError: weather service timed out"
             raise TimeoutError("weather service timed out")
         entry["result"] = WEATHER[city]
@@ -158,10 +183,11 @@ def _graph(fake: Any, shape: str, runs: _Runs) -> Any:
 
     g = StateGraph(State)
     g.add_node("agent", agent)
+    attempts = 3 if runs.fails is None else 4
     if shape == "node":
-        g.add_node("tools", node, retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=TimeoutError))
+        g.add_node("tools", node, retry_policy=RetryPolicy(max_attempts=attempts, initial_interval=0.01, retry_on=TimeoutError))
     elif shape == "toolnode":
-        g.add_node("tools", ToolNode([get_weather]), retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=Exception))
+        g.add_node("tools", ToolNode([get_weather]), retry_policy=RetryPolicy(max_attempts=attempts, initial_interval=0.01, retry_on=Exception))
     elif shape == "sequential":
         g.add_node("tools", sequential)
     else:
@@ -178,8 +204,8 @@ def _truth(out: Path, name: str, question: str, state: dict[str, Any], runs: _Ru
     return state["messages"][-1].content
 
 
-def _otel(out: Path, kind: str, shape: str, name: str, question: str) -> str:
-    runs = _Runs()
+def _otel(out: Path, kind: str, shape: str, name: str, question: str, fails: dict[str, int] | None = None) -> str:
+    runs = _Runs(fails)
     with Scripted(_script) as fake:
         provider = otel_provider(fake, "langgraph")
         _instrument(kind, provider)
@@ -218,6 +244,10 @@ SCENARIOS = {
     "ml-retry-tools": lambda out: _mlflow(out, "ml-retry-tools"),
     **{f"{k}-two-asks": (lambda out, k=k: _otel(out, k, "sequential", f"{k}-two-asks", TWO_ASKS)) for k in ("oi", "tl")},
     **{f"{k}-re-asked": (lambda out, k=k: _otel(out, k, "handled", f"{k}-re-asked", RE_ASKED)) for k in ("oi", "tl")},
+    **{f"{k}-{name}{suffix}": (lambda out, k=k, name=name, fails=fails, shape=shape, suffix=suffix:
+                               _otel(out, k, shape, f"{k}-{name}{suffix}", PARALLEL, fails))
+       for k in ("oi", "tl") for name, fails in (("parallel", {"Tokyo": 1}), ("parallel-both", {"Paris": 1, "Tokyo": 1}))
+       for shape, suffix in (("node", ""), ("toolnode", "-tools"))},
 }
 
 if __name__ == "__main__":

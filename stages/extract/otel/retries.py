@@ -1,18 +1,22 @@
-"""A tool run again after it failed, for the one call the model asked for: one call, not two.
+"""A tool node run again after a tool raised: each call the model asked for is one call, not one per run.
 
-LangGraph's `RetryPolicy` on a node runs the whole node again when it raised: a `ToolNode` (or a node
-calling `tool.invoke`) whose tool failed once writes the tool's span twice, the failed attempt and the
-one that returned, for the one `tool_call` part the model emitted. Both are attempts of that call: the
-call is the last attempt (its result and error), and the errors of the earlier ones are kept aside
-(`metadata.otel.retried`).
+LangGraph's `RetryPolicy` on a node runs the whole node again when it raised: a `ToolNode` (or a node calling
+`tool.invoke`) whose tool failed writes a tool span per run for each `tool_call` part the model emitted, the calls
+that returned as well as the one that failed (a custom node calling the tools in turn stops at the one that raised,
+so a call after it ran fewer times). All those spans are attempts of the calls asked for: each call is its last
+attempt (its result and error), and what the earlier ones gave is kept aside (`metadata.otel.retried`).
 
-A failed tool span is such an attempt when a later span of the same tool, with the same arguments
-(and no other call id), started after it ended, within the same model request's round (after the
-request that asked for it, before the next request of the same run), and that round holds more such
-spans than the request asked for calls of that tool with those arguments. So two calls the model did
-ask for (two parts) stay two calls, a failed call the model asked for again in its next request is a
-new call, and tool spans no model part asked for (a smolagents `CodeAgent`'s code calling a tool) are
-left as they are.
+A request's round is the tool spans of its run (the same agent run and call scope) that started after it and before
+that run's next request. Each span of a round goes to the parts of the request it may be: of its tool name, of its call
+id (or none), whose arguments its own agree with (`agrees`: equal, else not contradicted); spans that may be the same
+parts (one part, or parts alike) are attempts of those parts when there are more of them than parts: the last ones
+by start are the calls, each earlier one an attempt of the call of its id, else of the one in its place among the
+spans of those parts in its node run (its parent span). A round is folded only when one of its folded attempts
+failed and a later span took its call (a node re-run after a raise); then the other calls' extra runs fold too: a
+call that returned and ran again because another call of its node raised is listed in `retried` with its attempts
+and no errors (the tool did run that many times). So two calls the model did ask for (two parts, even alike) stay
+two calls, a failed call the model asked for again in its next request is a new call (another round), and tool spans
+no model part asked for (a smolagents `CodeAgent`'s code calling a tool) are left as they are.
 """
 
 from __future__ import annotations
@@ -24,56 +28,61 @@ from tracejudge.stages.extract.otel.calls import Tool
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import MISSING, unjson
+from tracejudge.stages.extract.otel.view import unjson
 
 __all__ = ["fold_retries"]
 
 
-def _same_args(a: Any, b: Any) -> bool:
-    if a is MISSING or b is MISSING:
-        return a is b
-    return unjson(a) == unjson(b)
-
-
-def _same_call(t: Tool, u: Tool) -> bool:
-    return t.call_id is None or u.call_id is None or t.call_id == u.call_id
+def _asks(t: Tool, parts: list[dict[str, Any]]) -> tuple[int, ...]:
+    """The indexes of the `parts` span `t` may be: its name, its call id (or none), arguments agreeing (else not contradicting)."""
+    named = [i for i, p in enumerate(parts) if p.get("name") == t.name
+             and (t.call_id is None or p.get("id") is None or str(p["id"]) == t.call_id)]
+    said = [(i, agrees(t.args, unjson(parts[i].get("arguments")))) for i in named]
+    return tuple(i for i, ok in said if ok) or tuple(i for i, ok in said if ok is not False)
 
 
 def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], list[dict[str, Any]]],
-                 together: Callable[[Span, Span], bool]) -> tuple[list[Tool], dict[str, list[str]]]:
-    """`tools` (by start) without the earlier attempts of a retried call, and each last attempt's earlier errors, by its span id.
+                 together: Callable[[Span, Span], bool]) -> tuple[list[Tool], dict[str, list[str | None]]]:
+    """`tools` (by start) without the earlier attempts of a retried call, and each last attempt's earlier outcomes, by its span id.
 
-    `models`: the model requests by start; `parts(m)`: the `tool_call` parts request `m` emitted; `together(a, b)`:
-    whether two spans belong to one run (the same agent run and call scope), so only its own requests bound a round.
+    An outcome is the attempt's error, or `None` for one that returned. `models`: the model requests by start;
+    `parts(m)`: the `tool_call` parts request `m` emitted; `together(a, b)`: whether two spans belong to one run (the
+    same agent run and call scope), so only its own requests bound a round.
     """
-    folded: set[int] = set()
-    errors: dict[int, list[str]] = {}
-    live = list(tools)
+    rounds: dict[str, tuple[Span, list[Tool]]] = {}
     for t in tools:
-        if t.error is None or t.error == AWAITING or t.deferral or id(t) in folded:  # (a call held for approval runs on resume)
+        if t.error == AWAITING or t.deferral:  # (a call held for approval runs on resume)
             continue
-        own = [m for m in models if together(m, t.span)]
-        asker = next((m for m in reversed(own) if m.start <= t.span.start), None)
-        if asker is None:
-            continue
-        limit = next((m.start for m in own if m.start > t.span.start and m is not asker), None)
-
-        def same(u: Tool) -> bool:
-            return (u.name == t.name and not u.deferral and _same_args(u.args, t.args) and _same_call(t, u) and together(u.span, t.span)
-                    and asker.start <= u.span.start and (limit is None or u.span.start < limit))
-
-        wanted = [p for p in parts(asker) if p.get("name") == t.name and agrees(t.args, unjson(p.get("arguments"))) is not False
-                  and (t.call_id is None or p.get("id") is None or str(p["id"]) == t.call_id)]
-        ran = [u for u in live if id(u) not in folded and same(u)]
-        if not wanted or len(ran) <= len(wanted):
-            continue
-        last = next((u for u in ran if u is not t and u.span.start >= t.span.end), None)
-        if last is None:
-            continue
-        folded.add(id(t))
-        t.claimed = True  # an attempt, not a call of its own
-        errors[id(last)] = [*errors.pop(id(t), []), str(t.error)]
-        if last.call_id is None:
-            last.call_id = t.call_id
-    kept = [t for t in live if id(t) not in folded]
-    return kept, {t.span.span_id: errors[id(t)] for t in kept if id(t) in errors}
+        asker = next((m for m in reversed(models) if m.start <= t.span.start and together(m, t.span)), None)
+        if asker is not None:
+            rounds.setdefault(asker.span_id, (asker, []))[1].append(t)
+    folded: dict[int, Tool] = {}  # id of an attempt -> the call it was an attempt of
+    for asker, spans in rounds.values():
+        asked = parts(asker)
+        alike: dict[tuple[int, ...], list[Tool]] = {}
+        for t in spans:
+            if (which := _asks(t, asked)):
+                alike.setdefault(which, []).append(t)
+        plan: dict[int, Tool] = {}
+        for which, ran in alike.items():
+            if len(ran) <= len(which):
+                continue
+            calls = ran[len(ran) - len(which):]
+            for a in ran[:len(ran) - len(which)]:
+                by_id = [c for c in calls if a.call_id is not None and c.call_id == a.call_id]
+                place = [u for u in ran if u.span.parent_id == a.span.parent_id].index(a)
+                last = by_id[-1] if by_id else calls[min(place, len(calls) - 1)]
+                if last.span.start >= a.span.end:
+                    plan[id(a)] = last
+        if any(a.error is not None for a in spans if id(a) in plan):  # a node re-run after a raise, not spans that only look alike
+            folded.update(plan)
+    outcomes: dict[int, list[str | None]] = {}
+    for t in tools:
+        if id(t) in folded:
+            last = folded[id(t)]
+            t.claimed = True  # an attempt, not a call of its own
+            outcomes.setdefault(id(last), []).append(None if t.error is None else str(t.error))
+            if last.call_id is None:
+                last.call_id = t.call_id
+    kept = [t for t in tools if id(t) not in folded]
+    return kept, {t.span.span_id: outcomes[id(t)] for t in kept if id(t) in outcomes}

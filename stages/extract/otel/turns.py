@@ -60,7 +60,7 @@ class Builder:
         self.views = views
         self.turns: list[dict[str, Any]] = []
         self.orphan_deferred: list[dict[str, Any]] = []
-        self.retried: list[tuple[dict[str, Any], list[str]]] = []  # a retried call, and its earlier attempts' errors (`retries`)
+        self.retried: list[tuple[dict[str, Any], list[str | None]]] = []  # a retried call, and its earlier attempts' errors, None for one that returned (`retries`)
         self.hosts = Hosts(views)  # the calls an agent run OpenLLMetry's openai-agents left under the workflow may have run inside
 
     def add_anchor(self, a: Span, av: View, mem: list[Span], rows: list[Row], error: str | None = None,
@@ -231,7 +231,8 @@ class Builder:
         lost = [s.dropped_attributes for s in group.spans if s.dropped_attributes]
         if lost:  # spans past the attribute limit per span (`dropped`): only then, other cases stay as they were
             otel["dropped_attributes"] = {"spans": len(lost), "attributes": sum(lost)}
-        retried = sorted(({"call": numbers[id(c)], "name": c["name"], "id": c["id"], "attempts": len(errs) + 1, "errors": errs}
+        retried = sorted(({"call": numbers[id(c)], "name": c["name"], "id": c["id"], "attempts": len(errs) + 1,
+                           "errors": [e for e in errs if e is not None]}
                           for c, errs in self.retried if id(c) in numbers), key=lambda r: r["call"])
         if retried:  # only then: other cases stay as they were
             otel["retried"] = retried
