@@ -250,9 +250,10 @@ class Judge:
         if self.spend is not None:
             self.spend.add(reply.input_tokens, reply.output_tokens, cost)
 
-    def redact(self, text: str) -> str:
-        """`text` (copied from a reply) without the configured key or anything shaped like a credential."""
-        return redact(text, self._secrets)
+    def redact(self, text: str, quoted: tuple[str, ...] = ()) -> str:
+        """`text` (copied from a reply) without the configured key, the `quoted` values (credentials the request's
+        prompt held, `redact.prompt_secrets`) or anything shaped like a credential."""
+        return redact(text, (*self._secrets, *quoted))
 
     # ------------------------------------------------------------------ one request, retried (`calls.sending`)
 

@@ -18,6 +18,7 @@ import anyio
 from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
+from tracejudge.llm.redact import prompt_secrets
 from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, note_sent, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
@@ -275,8 +276,8 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wir
         raise
     except Exception as exc:  # nothing foreseen (a bug on the way): this request's failure, never its case's end
         raise unreadable(exc, self.redact, None, "fatal", "could not be obtained") from None
-    reply.text = self.redact(reply.text)
-    reply.reasoning = self.redact(reply.reasoning)
+    quoted = prompt_secrets(req)  # a trace's credential in the prompt, quoted back alone, is masked as it is in the trace
+    reply.text, reply.reasoning = self.redact(reply.text, quoted), self.redact(reply.reasoning, quoted)
     return reply
 
 
