@@ -4,7 +4,8 @@
 2. `tracejudge bench` against a judge whose every reply is unusable (cut at `max_tokens`, or prose);
 3. `tracejudge bench --max-cost-usd` with a model without a price;
 4. `judge.mode: batch` against a server without a batch API;
-5. a failing judge-panel member, and a member's own `structured_output`.
+5. a failing judge-panel member, and a member's own `structured_output`;
+6. `tracejudge bench` against a judge that answers HTTP 200 with a refusal (billed, counted, capped).
 """
 
 from __future__ import annotations
@@ -208,3 +209,69 @@ def test_a_bench_refuses_a_cap_or_duration_that_is_no_number(tmp_path: Path, fla
         sent = len(server.requests)
     assert proc.returncode == 2 and sent == 0, proc.stdout + proc.stderr
     assert "finite" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- 6. a bench whose judge refuses (HTTP 200, message.refusal)
+
+
+def _refusal(prompt_tokens: int = 100, completion_tokens: int = 7) -> dict[str, Any]:
+    """OpenAI's refusal: HTTP 200, `content` null, `message.refusal` set, and the usage the provider bills for it."""
+    return {"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+            "refusal": "I can't help with that."}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def _cost(prompt_tokens: int, completion_tokens: int) -> float:
+    return prompt_tokens * 0.15e-6 + completion_tokens * 0.60e-6  # gpt-4o-mini's price table entry (per token)
+
+
+def test_a_bench_bills_refused_replies_as_a_run_does_and_counts_them_as_refused_not_unanswered(tmp_path: Path) -> None:
+    with Loopback(lambda h, b: (200, _refusal())) as server:
+        proc, report = _bench(tmp_path, server.url)
+        sent = len(server.requests)
+    out = proc.stdout + proc.stderr
+    # Answered, billed, never usable: the judge is not usable as configured (exit 1), but nothing went unanswered.
+    assert proc.returncode == 1, out
+    assert report["requests_sent"] == sent == 12, report["requests_sent"]
+    assert report["spent_usd"] == round(12 * _cost(100, 7), 6) > 0, report["spent_usd"]  # 12 × $0.0000192
+    replies = report["replies"]
+    assert replies["answered"] == 12 and replies["refused"] == 12 and replies["usable"] == 0, replies
+    assert replies["truncated"] == replies["unparseable"] == 0 and "I can't help with that." in replies["messages"]["refused"]
+    assert report["measured"]["answered"] == report["measured"]["requests"] > 0
+    assert report["measured"]["errors"] == {"refused reply": report["measured"]["requests"]}
+    assert report["measured"]["latency_p50_s"] is not None and report["measured"]["rpm"] > 0
+    assert report["recommended_limits"] is None  # rates of a judge that only refuses are no working judge's
+    assert "no request was answered" not in out and "fatal" not in report["measured"]["errors"]
+    assert "refused 12 of 12 answered" in proc.stdout and "bench spent │ $0.0002 (12 requests" in proc.stdout.replace("  ", "")
+    assert "were refused by the model" in proc.stdout and "refused 12" in proc.stderr, out
+
+
+def test_refused_replies_count_toward_the_benchs_dollar_cap(tmp_path: Path) -> None:
+    # Each refusal bills 2,000 + 500 tokens ($0.0006); a $0.002 cap admits a request only while what was spent plus its
+    # worst case stays under it, so the bench stops by the cap after a few. Unbilled, every refusal counted $0: all 12 went.
+    with Loopback(lambda h, b: (200, _refusal(2000, 500))) as server:
+        proc, report = _bench(tmp_path, server.url, "--max-cost-usd", "0.002")
+        sent = len(server.requests)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["stopped_by"] == "cost cap" and 1 <= sent == report["requests_sent"] < 12, report
+    assert report["spent_usd"] == round(sent * _cost(2000, 500), 6) <= 0.002, report["spent_usd"]
+    assert report["replies"]["refused"] == report["replies"]["answered"] == sent
+
+
+def test_a_bench_with_some_refusals_still_measures_and_recommends_limits(tmp_path: Path) -> None:
+    seen = [0]
+
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        seen[0] += 1
+        return 200, (_refusal() if seen[0] % 3 == 0 else completion(json.dumps(verdict(body))))  # every third request refused
+
+    with Loopback(respond) as server:
+        proc, report = _bench(tmp_path, server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    replies = report["replies"]
+    assert replies["answered"] == 12 and replies["refused"] == 4 and replies["usable"] == 8, replies
+    # A refusal is an answered request for the rates and latency (the server served it): every request counts.
+    assert report["measured"]["answered"] == report["measured"]["requests"] == 12
+    assert report["recommended_limits"] is not None and report["recommended_limits"]["max_in_flight"] >= 1
+    assert report["spent_usd"] == round(8 * _cost(50, 10) + 4 * _cost(100, 7), 6)  # (`completion` reports 50 + 10 tokens)
+    assert "4 of 12 replies held no verdict" in proc.stdout and "were refused by the model" in proc.stdout

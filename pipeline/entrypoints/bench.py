@@ -36,6 +36,14 @@ cost (requests × the dearest request's worst case, capped by
 sent once `--max-cost-usd` (default $1) or `--requests` (default 200)
 would be crossed. `--dry-run` prints the plan and sends nothing.
 
+A refusal (HTTP 200 whose reply is the model's refusal: OpenAI `message.refusal`
+or `finish_reason: content_filter`, Anthropic `stop_reason: refusal`) is an
+answered request: billed at its usage as `tracejudge run` bills it (so it
+counts toward `--max-cost-usd` and `bench spent`), counted in the rates,
+latency and reply lengths like any answer (the provider served it and counts
+it against its limits; a sweep of the same content gets the same refusals),
+and counted among the unusable replies as `refused`, never as unanswered.
+
 Failures are shown by kind with the server's own message (redacted, cut);
 when requests time out, the report says to raise `judge.timeout_s` (naming
 its value). `--dry-run` needs no API key.
@@ -239,7 +247,8 @@ def _unpriced_cap(model: str, cap: float, requests: int) -> str:
 
 def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     """What to change when answered replies could not be used: `judge.max_tokens` for replies cut at it,
-    `judge.structured_output` for replies without a readable verdict. None when every reply was usable."""
+    `judge.structured_output` for replies without a readable verdict, the model or the content for refusals. None when
+    every reply was usable."""
     n = replies["answered"]
     if not n or replies["usable"] == n:
         return []
@@ -254,6 +263,10 @@ def _unusable_hints(replies: dict[str, Any], cfg: JudgeConfig) -> list[str]:
     if replies["unparseable"] > in_reasoning:
         fixes.append(f"{replies['unparseable'] - in_reasoning} held no readable verdict ({replies['messages'].get('unparseable', '')[:160]}): set "
                      f"judge.structured_output (now {cfg.structured_output}) to what the server supports (README: Local and self-hosted judges)")
+    if replies.get("refused"):
+        # (the refusal's own words are in the report's `refused` row)
+        fixes.append(f"{replies['refused']} were refused by the model: billed, as a run bills them, but no setting or retry turns a "
+                     "refusal into a verdict; the content judged causes it: judge it with another judge.model, or leave those items out")
     return [f"{head}; " + "; ".join(fixes)]
 
 

@@ -40,8 +40,10 @@ class Attempt:
     rate: RateInfo | None = None
     message: str = ""
     usage_estimated: bool = False  # the reply reported no (or no plausible) usage: its tokens are estimates
-    # An answered reply the run could not use: "truncated" (cut at max_tokens) or "unparseable" (no verdict read from
-    # it); "" for a usable one. The outcome stays "ok": the server answered, which is what the rates measure.
+    # An answered reply the run could not use: "truncated" (cut at max_tokens), "unparseable" (no verdict read from
+    # it) or "refused" (a 2xx whose reply is the model's refusal: OpenAI `message.refusal`, `finish_reason:
+    # content_filter`, Anthropic `stop_reason: refusal`; billed at its usage, as a run bills it); "" for a usable one.
+    # The outcome stays "ok": the server answered, which is what the rates and latency measure.
     reply_problem: str = ""
     # Where a reply whose content was empty had its text (`message.reasoning_content`, `reasoning`, Anthropic
     # `thinking`: the server's reasoning parser moved it there), "" otherwise; the run never reads a verdict there.
@@ -130,6 +132,11 @@ class Bench:
             reply = read_reply(self.protocol, http, 3600.0, self.secrets)
         except ProviderError as exc:
             att.latency_s = att.latency_s or time.monotonic() - start
+            if exc.reply is not None:  # a refusal: answered and billed like any reply (as a run bills it), though it holds no verdict
+                att.reply_problem = "refused"
+                att.message = " ".join(redact(str(exc), self.secrets).split())[:600]
+                self._settle_answer(att, br, exc.reply, permit, held)
+                return True
             att.outcome = exc.kind
             att.message = " ".join(redact(str(exc), self.secrets).split())[:300]
             att.rate = exc.rate or att.rate
@@ -142,20 +149,25 @@ class Bench:
             self.limiter.settle(permit, "timeout")
             self.budget.settle(held, worst, self._cost(prompt, br.request.max_tokens))
             raise
+        att.reply_problem, problem = _unusable(br, reply)
+        if problem:
+            att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
+            att.message = " ".join(redact(problem, self.secrets).split())[:600]
+        self._settle_answer(att, br, reply, permit, held)
+        return True
+
+    def _settle_answer(self, att: Attempt, br: BenchRequest, reply: Reply, permit: Any, held: Any) -> None:
+        """Bill an answered request (a verdict, an unusable reply or a refusal) at its usage: the limiter, the budget
+        (so it counts toward `--max-cost-usd`), the attempt's tokens; then record the attempt."""
         if not reply.usage_known:  # (as a run bills such a reply: the prompt as admitted, the text counted)
             att.usage_estimated = True
             reply.input_tokens = br.prompt_tokens
             text = reply.text + reply.reasoning
             reply.output_tokens = self.counter.text(text) if self.counter is not None else math.ceil(len(text) / 4)
-        att.reply_problem, problem = _unusable(br, reply)
-        if problem:
-            att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
-            att.message = " ".join(redact(problem, self.secrets).split())[:600]
         att.input_tokens, att.output_tokens, att.cached_tokens = reply.input_tokens, reply.output_tokens, reply.cached_input_tokens
         self.limiter.settle(permit, "ok", reply.input_tokens + reply.output_tokens, att.rate)
         self.budget.settle(held, reply.input_tokens + reply.output_tokens, self._cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens))
-        st.attempts.append(att)
-        return True
+        self.state.attempts.append(att)
 
     async def level(self, phase: str, level: int, count: int | None, until_s: float | None) -> list[Attempt]:
         """`level` workers sending one request after another, `count` in all or until `until_s` (bench clock)."""

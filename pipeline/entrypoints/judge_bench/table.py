@@ -79,10 +79,10 @@ _LABELS = {"in_reasoning": "unparseable: text in reasoning"}
 
 
 def unusable_counts(replies: dict[str, Any]) -> str:
-    """`truncated 2, unparseable 20 (20 with the reply's text in a reasoning field)`: the unusable replies by problem."""
+    """`truncated 2, unparseable 20 (20 with the reply's text in a reasoning field), refused 1`: the unusable replies by problem."""
     parts = []
-    for k in ("truncated", "unparseable"):
-        if replies[k]:
+    for k in ("truncated", "unparseable", "refused"):
+        if replies.get(k):
             inside = (replies.get("in_reasoning") or 0) if k == "unparseable" else 0
             parts.append(f"{k} {replies[k]}" + (f" ({inside} with the reply's text in a reasoning field)" if inside else ""))
     return ", ".join(parts)
