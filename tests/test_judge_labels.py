@@ -276,3 +276,28 @@ def test_labels_that_cannot_be_compared_are_named_where_they_were_written(tmp_pa
     assert counts == {"total_labels": 6, "matched": 3, "not_judged": 0, "unmatched": 2, "out_of_range": 1}, counts
     got = block["metrics"]["TaskCompletion"]
     assert (got["kind"], got["n"], got["accuracy"]) == ("yes_no", 3, round(2 / 3, 6)) and got["kappa"] is not None, got
+
+
+def test_true_false_among_grades_are_counted_by_label_and_named_once_whatever_the_trials(tmp_path: Path) -> None:
+    # A case label answers every trial: 2 grades over 3 trials each are still 2 labels, fewer than 3 true/false ones.
+    from sklearn.metrics import cohen_kappa_score
+    from tracejudge.stages.judge.agreement import agreement_block
+
+    def res(cid: str, trial: int, grade: int) -> dict[str, Any]:
+        return {"case_id": cid, "trial": trial, "status": "ok", "tags": [],
+                "scores": {"R": {"value": grade / 4, "passed": grade >= 2, "reason": "r", "details": {"answers": {"q": {"score": grade}}}}}}
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("case_id,metric,label\na,R,3\nb,R,1\nc,R,true\nd,R,false\ne,R,yes\n")
+    grades = {"a": 3, "b": 0, "c": 1, "d": 4, "e": 2}
+    results = [res(c, t, g) for c, g in grades.items() for t in range(3 if c in "ab" else 1)]
+    block = agreement_block(results, load_label_file(labels), resamples=50, scales={"R": (0.0, 4.0)}, with_cases=True)
+    assert block["problems"] == [
+        f"{labels}:{n}: label: {v} (case {c!r}) is a grade among the pass/fail labels of metric 'R' (3 of its 5 labels are true/false): "
+        "a metric's labels are read one way, so it is left out; write true or false instead (or every label of the metric as a "
+        "grade on its scale 0..4)" for n, v, c in ((2, 3, "a"), (3, 1, "b"))], block["problems"]
+    assert (block["matched"], block["mixed_kinds"]) == (3, 2), block
+    m = block["metrics"]["R"]
+    assert (m["kind"], m["n"]) == ("yes_no", 3), m
+    y, v = [c["label"] for c in block["cases"]], [c["passed"] for c in block["cases"]]
+    assert y == [True, False, True] and abs(m["kappa"] - cohen_kappa_score(y, v)) < 1e-9, (y, v, m)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,105 @@ def test_report_md_names_the_kappa_and_what_each_interval_is(tmp_path: Path) -> 
     section = (tmp_path / "run" / "report.md").read_text().split("## Judge labels", 1)[1]
     assert "- grade: 20 labelled cases, 20 verdicts, accuracy " in section and ", quadratic-weighted kappa " in section, section
     assert "accuracy's the Wilson score interval, kappa's a percentile bootstrap over the labelled cases" in section, section
+
+
+def write_csv(path: Path, rows: list[tuple[str, str, str]]) -> Path:
+    path.write_text("case_id,metric,label\n" + "".join(f"{c},{m},{v}\n" for c, m, v in rows))
+    return path
+
+
+def mixed_problem(path: Path, line: int, label: str, case: str, numbers: int, total: int) -> str:
+    return (f"{path}:{line}: label: {label} (case {case!r}) is pass/fail among the grades of metric 'grade' ({numbers} of its "
+            f"{total} labels are numbers, read as grades): a metric's labels are read one way, so it is left out; write the "
+            "grade it stands for on its scale 0..4 instead (or every label of the metric as true/false)")
+
+
+def test_true_false_mixed_with_grades_are_named_and_left_out_not_read_as_1_and_0(tmp_path: Path) -> None:
+    # true/false among whole grades on `scale: [0, 4]` were read as grades 1 and 0, silently: no problem, and kappa
+    # over labels such as `true` against a grade of 3.
+    rubric = {**RUBRIC, "scale": [0, 4]}
+    cfg = write_config(tmp_path, [rubric], n=30)
+    rows = [(f"c{i:02d}", "grade", "true" if i in (3, 8) else "false" if i in (5, 11) else str(i % 5)) for i in range(30)]
+    labels = write_csv(tmp_path / "mixed.csv", rows)
+    proc, got = calibrate(tmp_path, cfg, labels, "mixed.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    named = [mixed_problem(labels, i + 2, rows[i][2], rows[i][0], 26, 30) for i in (3, 5, 8, 11)]
+    assert got["problems"] == named, got["problems"]
+    assert (got["total_labels"], got["matched"], got["mixed_kinds"], got.get("out_of_range", 0)) == (30, 26, 4, 0), got
+    for line in named:
+        assert f"  labels: {line}" in proc.stdout, proc.stdout
+    assert "matched to verdicts: 26, not judged: 0, no such case/metric: 0, out of range: 0, true/false mixed with grades: 4" in proc.stdout
+    # The figures are those of the 26 grades kept, as scikit-learn has them.
+    m = got["metrics"]["grade"]
+    cases = sorted((c["case_id"], c["label"], c["grade"]) for c in got["cases"])
+    assert [c[0] for c in cases] == [r[0] for i, r in enumerate(rows) if i not in (3, 5, 8, 11)], cases
+    assert not any(isinstance(c[1], bool) for c in cases), cases
+    ref = cohen_kappa_score([int(c[1]) for c in cases], [int(c[2]) for c in cases], weights="quadratic", labels=[0, 1, 2, 3, 4])
+    assert (m["n"], m["kind"], m["kappa_kind"], m["kappa_labels"]) == (26, "graded", "quadratic", [0, 1, 2, 3, 4]), m
+    assert abs(m["kappa"] - ref) < 1e-6, (m["kappa"], ref)
+    # Disagreements show each label as written: `label 3`, not `label 3.0`.
+    shown = [line for line in proc.stdout.splitlines() if line.startswith("  disagrees: ")]
+    assert shown and all(re.search(r": label [0-4], verdict ", line) for line in shown), shown
+
+
+def test_a_few_grades_among_true_false_labels_are_named_and_the_rest_read_pass_fail(tmp_path: Path) -> None:
+    rubric = {**RUBRIC, "scale": [0, 4]}
+    cfg = write_config(tmp_path, [rubric], n=30)
+    rows = [(f"c{i:02d}", "grade", str(i % 5) if i in (4, 7) else ("true" if i % 3 else "false")) for i in range(30)]
+    labels = write_csv(tmp_path / "mostly.csv", rows)
+    proc, got = calibrate(tmp_path, cfg, labels, "mostly.json")
+    assert got["problems"] == [
+        f"{labels}:{i + 2}: label: {i % 5} (case {rows[i][0]!r}) is a grade among the pass/fail labels of metric 'grade' (28 of its 30 "
+        "labels are true/false): a metric's labels are read one way, so it is left out; write true or false instead (or every "
+        "label of the metric as a grade on its scale 0..4)" for i in (4, 7)], got["problems"]
+    m = got["metrics"]["grade"]
+    assert (m["n"], m["kind"], m["kappa_kind"], got["mixed_kinds"]) == (28, "yes_no", "cohen", 2), m
+    cases = sorted((c["case_id"], c["label"], c["passed"]) for c in got["cases"])
+    assert all(isinstance(c[1], bool) for c in cases) and len(cases) == 28, cases
+    assert abs(m["kappa"] - cohen_kappa_score([c[1] for c in cases], [c[2] for c in cases])) < 1e-6, m
+    shown = [line for line in proc.stdout.splitlines() if line.startswith("  disagrees: ")]
+    assert shown and all(re.search(r": label (true, verdict fail|false, verdict pass) ", line) for line in shown), shown
+
+
+def test_as_many_true_false_labels_as_grades_give_no_agreement(tmp_path: Path) -> None:
+    rubric = {**RUBRIC, "scale": [0, 4]}
+    cfg = write_config(tmp_path, [rubric], n=10)
+    rows = [("c00", "grade", "true"), ("c01", "grade", "false"), ("c02", "grade", "1"), ("c03", "grade", "0")]
+    labels = write_csv(tmp_path / "tie.csv", rows)
+    proc, got = calibrate(tmp_path, cfg, labels, "tie.json")
+    why = ("metric 'grade' has as many true/false labels as grades (2 each), so its labels cannot be read one way and its "
+           "agreement is not computed; write every label of the metric as a grade on its scale 0..4, or every one as true/false "
+           "to compare pass/fail")
+    assert got["problems"] == [f"{labels}:{i + 2}: label: {v} (case {c!r}) left out: {why}" for i, (c, _, v) in enumerate(rows)]
+    m = got["metrics"]["grade"]
+    assert m["n"] == 0 and m["note"].startswith(f"no agreement: {why}"), m
+    assert proc.returncode == 2 and got["verdict"] == "ERROR", proc.stdout + proc.stderr
+    assert "4 label(s) left out for mixing true/false with grades" in proc.stderr, proc.stderr
+
+
+def test_a_runs_labels_mixing_true_false_with_grades_are_named_in_its_report(tmp_path: Path) -> None:
+    rubric = {**RUBRIC, "scale": [0, 4]}
+    cfg = write_config(tmp_path, [rubric], n=20)
+    rows = [(f"c{i:02d}", "grade", "true" if i == 6 else "false" if i == 13 else str(i % 5)) for i in range(20)]
+    labels = write_csv(tmp_path / "labels.csv", rows)
+    raw = yaml.safe_load(cfg.read_text())
+    raw["judge"]["labels"] = {"path": str(labels)}
+    cfg.write_text(yaml.safe_dump(raw))
+    proc = tracejudge("run", cfg, "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    block = json.loads((tmp_path / "run" / "summary.json").read_text())["labels"]
+    named = [mixed_problem(labels, i + 2, rows[i][2], rows[i][0], 18, 20) for i in (6, 13)]
+    assert block["problems"] == named and block["problem_count"] == 2, block["problems"]
+    assert (block["matched"], block["mixed_kinds"]) == (18, 2), block
+    for line in named:
+        assert f"  labels: {line}" in proc.stdout, proc.stdout
+    assert "true/false mixed with grades: 2" in proc.stdout, proc.stdout
+    # The figures are the kept grades' against the run's own grades.
+    run = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    grade = {r["case_id"]: next(iter(r["scores"]["grade"]["details"]["answers"].values()))["score"] for r in run}
+    kept = [(int(v), int(grade[c])) for i, (c, _, v) in enumerate(rows) if i not in (6, 13)]
+    ref = cohen_kappa_score([k[0] for k in kept], [k[1] for k in kept], weights="quadratic", labels=[0, 1, 2, 3, 4])
+    m = block["metrics"]["grade"]
+    assert (m["n"], m["kind"]) == (18, "graded") and abs(m["kappa"] - ref) < 1e-6, (m, ref)
+    section = (tmp_path / "run" / "report.md").read_text().split("## Judge labels", 1)[1]
+    assert all(f"- {line}" in section for line in named) and "true/false mixed with grades: 2." in section, section

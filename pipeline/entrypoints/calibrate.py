@@ -281,6 +281,7 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
     """
     from tracejudge.core.console import fits, fitted
     from tracejudge.core.inert_text import visible
+    from tracejudge.stages.judge.label_checks import written
     from tracejudge.stages.reports.judge_lines import label_counts, label_problems
 
     def say(text: str) -> None:
@@ -330,7 +331,7 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
                                                + (f" ({v['kappa_why']})" if v.get("kappa_why") else "")
                                                for t, v in list(tags.items())[:12]))
         for d in (m.get("disagreements") or [])[:listed]:
-            label = f"{d['label']}" + (f" ({d['label_as']})" if d.get("label_as") else "")
+            label = written(d["label"]) + (f" ({d['label_as']})" if d.get("label_as") else "")  # (as the labels file has it)
             say(f"  disagrees: case {visible(str(d['case_id']))} trial {d['trial']}: label {label}, verdict {d['verdict']} "
                 f"(value {d['value']:.3f}): {visible(d['reason'][:160])}")
 

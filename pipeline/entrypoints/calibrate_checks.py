@@ -78,6 +78,8 @@ def no_match(block: dict[str, Any]) -> str:
         why.append(f"{sum(absent.values())} label(s) for case ids not in the run")
     if block.get("out_of_range"):
         why.append(f"{block['out_of_range']} label(s) out of their metric's range")
+    if block.get("mixed_kinds"):
+        why.append(f"{block['mixed_kinds']} label(s) left out for mixing true/false with grades")
     if block.get("not_judged"):
         why.append(f"{block['not_judged']} label(s) whose verdicts the judge did not score")
     return (f"none of the {total} label(s) matched a scored verdict ({'; '.join(why) or 'see the problems above'}): nothing was "

@@ -19,6 +19,12 @@ Definitions (computed by scikit-learn and scipy, not here):
   metric's whole scale as `labels` (`kappa_labels`), so that grades 1, 2, 5 weigh 5 three grades from 2, not one,
   and the confusion matrix over the grades seen; `accuracy` is the share of exact matches.
 
+A metric's labels are read one way. `true`/`false` among numeric labels that a graded metric reads as grades are not
+grades 1 and 0: the labels of the rarer kind are left out, each named among the problems
+(counted as `mixed_kinds`), and the rest give the figures; with as many of one kind as of the other, every label of the metric is
+left out and named, and its agreement is not computed (`note` says why) — which kind was meant cannot be known
+(`label_checks.take_mixed_kinds`).
+
 The unit of the intervals is the labelled case (`cases`; `n` counts verdicts: a label without `trial` answers every
 trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% percentile bootstrap over cases (every
 trial of a drawn case together; a resample's κ is computed from its confusion counts with scikit-learn's arithmetic, equal to
@@ -45,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.core.errors import TracejudgeError
-from tracejudge.stages.judge.label_checks import take_out_of_range, unknown_cases, unknown_metrics
+from tracejudge.stages.judge.label_checks import take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics
 from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
 from tracejudge.stages.judge.label_stats import case_bootstrap, effective_n, rng, uninformative, wilson
 from tracejudge.stages.judge.labels import Label, LabelSet
@@ -149,6 +155,14 @@ def read_as_grades(pairs: list[Pair], scale: tuple[float, float] | None, yes_no:
     grades = scale_grades(scale)
     return (not yes_no and grades is not None and bool(pairs)
             and all(not isinstance(p.label, bool) and float(p.label).is_integer() and int(p.label) in grades for p in pairs))
+
+
+def _grades_among(pairs: list[Pair], scale: tuple[float, float] | None, yes_no: bool) -> bool:
+    """Whether a metric's numeric labels (its `true`/`false` ones aside) are read as grades: on a metric that is not yes/no,
+    when they are all whole grades of its scale (`read_as_grades`), or not all 0/1 (`_binary`). `true`/`false` among such
+    labels are of another kind (`label_checks.take_mixed_kinds`); among 0/1 labels read as pass/fail they are not."""
+    numbers = [p for p in pairs if not isinstance(p.label, bool)]
+    return not yes_no and bool(numbers) and (read_as_grades(numbers, scale) or not _binary(numbers))
 
 
 def _case_groups(pairs: list[Pair], among: list[int] | None = None) -> list[list[int]]:
@@ -336,10 +350,10 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
                     disagreements: int | None = SUMMARY_DISAGREEMENTS, with_cases: bool = False,
                     scales: dict[str, tuple[float, float]] | None = None, listed: int | None = SUMMARY_PROBLEMS) -> dict[str, Any]:
     """The `labels` block of a summary (and of `tracejudge calibrate --json`): counts, `problems` (unreadable label lines,
-    labels of metrics or cases the run lacks or out of their metric's range, `label_checks`; the first `listed`, all
-    when `None`) and `metrics.<metric>` from
+    labels of metrics or cases the run lacks, of the other kind among a metric's labels, or out of their metric's range,
+    `label_checks`; the first `listed`, all when `None`) and `metrics.<metric>` from
     `metric_agreement`; with `with_cases`, `cases`: each labelled verdict beside its label. The counts are `pair_up`'s,
-    with `out_of_range` (when any) taken from `matched`."""
+    with `mixed_kinds` and `out_of_range` (when any) taken from `matched`."""
     results = list(results)
     pairs, counts = pair_up(results, labels, scales)
     metrics = sorted({lab.metric for lab in labels.labels} - set(counts["unknown_metrics"]))
@@ -351,10 +365,18 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
         if lab.case_id not in cases:
             absent[lab.metric] += 1
     full = {m: (scales or {}).get(m) or grade_scale(results, m) for m in metrics}
+    # A metric's labels are read one way: true/false mixed with numbers a graded metric reads as grades keep the kind most
+    # of its labels are; the others are left out and named (`mixed_kinds`), all of them when neither kind is the more.
+    graded = {m: _grades_among(pairs.get(m, []), full[m], yes_no_metric(pairs.get(m, []), (scales or {}).get(m))) for m in metrics}
+    mixed, refused = take_mixed_kinds(pairs, labels, graded, full)
     # The reading is decided over every label, out-of-range ones too: 0 and 1 on a 1..5 scale are pass/fail, not grades.
     grades = {m: read_as_grades(pairs.get(m, []), full[m], yes_no_metric(pairs.get(m, []), (scales or {}).get(m))) for m in metrics}
     out_of_range = take_out_of_range(pairs, labels, scales or {})
     yes_no = {m: yes_no_metric(pairs.get(m, []), (scales or {}).get(m)) for m in metrics}
+    if mixed:
+        counts["matched"] -= len(mixed)
+        counts["mixed_kinds"] = len(mixed)
+        problems += mixed
     if out_of_range:
         counts["matched"] -= len(out_of_range)
         counts["out_of_range"] = len(out_of_range)
@@ -364,6 +386,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
                                                              disagreements=disagreements, yes_no=yes_no[m], scale=full[m],
                                                              grades=grades[m])
                                          for m in metrics}}
+    for m, why in refused.items():
+        block["metrics"][m]["note"] = why
     if with_cases:
         block["cases"] = [{"case_id": p.case_id, "trial": p.trial, "metric": m, "label": p.label, "passed": p.passed, "value": p.value,
                            "grade": p.grade} for m in metrics for p in pairs.get(m, [])]

@@ -1,5 +1,5 @@
-"""Labels that cannot be compared with the run's verdicts: for a metric or a case the run does not have, or out of
-their metric's range.
+"""Labels that cannot be compared with the run's verdicts: for a metric or a case the run does not have, out of
+their metric's range, or of the other kind among a graded metric's labels (`take_mixed_kinds`).
 
 Each is named as a problem (`file:line: field: …`) rather than only counted, so a mistyped metric or case id or a
 label of 1.5 on a yes/no metric is found where it was written (`agreement.agreement_block` adds them to `problems`).
@@ -16,7 +16,7 @@ from tracejudge.stages.judge.labels import Label, LabelSet
 if TYPE_CHECKING:
     from tracejudge.stages.judge.agreement import Pair
 
-__all__ = ["take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics"]
+__all__ = ["take_mixed_kinds", "take_out_of_range", "unknown_case", "unknown_cases", "unknown_metrics", "written"]
 
 
 def unknown_metrics(labels: LabelSet, unknown: dict[str, int], run_metrics: set[str], cases: set[str] | None = None) -> list[str]:
@@ -96,3 +96,73 @@ def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: di
                 named.append(line)
         got[:] = keep
     return named
+
+
+def written(label: bool | float) -> str:
+    """A label as its file has it: `true`/`false`, a whole number without `.0` (`3`), another number as it reads (`2.5`)."""
+    if isinstance(label, bool):
+        return "true" if label else "false"
+    return f"{int(label)}" if float(label).is_integer() else f"{label!r}"
+
+
+def take_mixed_kinds(pairs: dict[str, list[Pair]], labels: LabelSet, graded: dict[str, bool],
+                     scales: dict[str, tuple[float, float] | None]) -> tuple[list[str], dict[str, str]]:
+    """Take out of `pairs` the labels of the rarer kind among a metric's labels, when its labels mix `true`/`false` with
+    numbers it reads as grades (`graded`: the metric's numeric labels alone would be grades, `agreement.read_as_grades`),
+    and name each (`file:line: label: …`). `(problems, refused)`: `refused` holds the metrics whose labels are as many
+    of one kind as of the other, each with why its agreement is not computed (all its labels are taken out and named).
+
+    A metric's labels are read one way: `true`/`false` are pass/fail, numbers on a graded metric are grades. Mixed, the
+    booleans were read as the grades 1 and 0 — `true` against a grade of 3 on 0..4 counted as a disagreement by 2 grades.
+    The majority is counted over labels (a label without `trial` counts once, whatever its case's trials).
+    """
+    index = labels.lookup()
+    named: list[str] = []
+    refused: dict[str, str] = {}
+    for metric, got in pairs.items():
+        if not graded.get(metric):
+            continue
+        keys = {_key(p, metric, index): isinstance(p.label, bool) for p in got}  # each label: whether it is true/false
+        flags = sum(keys.values())
+        numbers = len(keys) - flags
+        if not flags or not numbers:
+            continue
+        on = _scale_text(scales.get(metric))
+        if flags == numbers:
+            why = (f"metric {metric!r} has as many true/false labels as grades ({flags} each), so its labels cannot be read one "
+                   f"way and its agreement is not computed; write every label of the metric as a grade{on}, or every one as "
+                   "true/false to compare pass/fail")
+            refused[metric] = f"no agreement: {why} (each label is named among the problems)"
+            drop = set(keys)
+        else:
+            drop = {k for k, flag in keys.items() if flag == (flags < numbers)}
+        done: set[tuple[str, str, int | None]] = set()  # (a label without a trial pairs with each trial of its case: named once)
+        for p in got:
+            if (key := _key(p, metric, index)) not in drop or key in done:
+                continue
+            done.add(key)
+            lab = index.get(key)
+            trial = "" if key[2] is None else f", trial {key[2]}"
+            what = f"{lab.where if lab else p.case_id}: label: {written(p.label)} (case {p.case_id!r}{trial})"
+            if flags == numbers:
+                line = f"{what} left out: {why}"
+            elif flags < numbers:
+                line = (f"{what} is pass/fail among the grades of metric {metric!r} ({numbers} of its {len(keys)} labels are "
+                        "numbers, read as grades): a metric's labels are read one way, so it is left out; write the grade it "
+                        f"stands for{on} instead (or every label of the metric as true/false)")
+            else:
+                line = (f"{what} is a grade among the pass/fail labels of metric {metric!r} ({flags} of its {len(keys)} labels "
+                        "are true/false): a metric's labels are read one way, so it is left out; write true or false instead "
+                        f"(or every label of the metric as a grade{on})")
+            named.append(line)
+        got[:] = [p for p in got if _key(p, metric, index) not in drop]
+    return named, refused
+
+
+def _key(p: Pair, metric: str, index: dict[Any, Label]) -> tuple[str, str, int | None]:
+    """The key of the label `p` pairs with: its trial's, else its case's (`agreement.pair_up`)."""
+    return (p.case_id, metric, p.trial) if (p.case_id, metric, p.trial) in index else (p.case_id, metric, None)
+
+
+def _scale_text(scale: tuple[float, float] | None) -> str:
+    return "" if scale is None else f" on its scale {scale[0]:g}..{scale[0] + scale[1]:g}"
