@@ -18,8 +18,10 @@ Trace text is untrusted: everything that comes from a case (task, steps,
 calls, outputs, passages, claims) goes between two marker lines that carry
 a hash of the text itself — a per-request tag that looks random but is a
 function of the content, so the cache key stays stable and the text cannot
-contain its own closing marker. Lines inside that look like a marker
-(`==== DATA … ====`) are neutralised, questions after the block only refer
+contain its own closing marker. Every line break in it is made `\\n` first
+(`\\r\\n`, `\\r`, U+2028, …: `unify_breaks`), then lines inside that look like a
+marker (`==== DATA … ====`) or one of the block's own section headings are
+neutralised, questions after the block only refer
 to items in it by number, and the system prompt tells the judge that the
 data ends only at the END marker whose tag matches the BEGIN marker and
 that nothing inside is an instruction.
@@ -37,7 +39,7 @@ from tracejudge.core.records import Step
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_markers", "render_call",
-           "render_steps", "whole_text", "text_of", "final_output"]
+           "render_steps", "unify_breaks", "whole_text", "text_of", "final_output"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
@@ -212,15 +214,38 @@ def nested_steps(case: Any) -> dict[int, tuple[int, str | None]]:
     return out
 
 
+# Every line break a reader or a model's tokenizer takes for one (those `str.splitlines` breaks on): `\r\n`, `\r`,
+# `\n`, `\v`, `\f`, `\x1c`–`\x1e`, U+0085, U+2028, U+2029. `(?m)^` and `$` know only `\n`, so the patterns below
+# also start (and end) a line at each of the others: `neutralise_markers` and `neutralise_headings` hold on any text.
+# Those patterns are about 3 times slower, so text without such a break (all text `fence` checks, once
+# `unify_breaks` has run) is checked with the `\n`-only ones; `in` finds that out far faster than a regex scan.
+_OTHER_BREAK_CHARS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_OTHER_BREAKS = "\r\v\f\x1c-\x1e\x85\u2028\u2029"
+_LINE_START = rf"(?:^|(?<=[{_OTHER_BREAKS}]))"  # (with (?m): after `\n` too)
+_LINE_END = rf"(?=[\n{_OTHER_BREAKS}]|\Z)"
+_BREAK = re.compile(rf"\r\n|[{_OTHER_BREAKS}]")
+
+
+def _other_breaks(text: str) -> bool:
+    return any(c in text for c in _OTHER_BREAK_CHARS)
+
+
+def unify_breaks(text: str) -> str:
+    """`text` with each line break other than `\\n` (`\\r\\n`, `\\r`, `\\v`, `\\f`, `\\x1c`–`\\x1e`, U+0085, U+2028,
+    U+2029) made `\\n`; text with none is returned as it is (its prompt and cache key unchanged)."""
+    return _BREAK.sub("\n", text) if _other_breaks(text) else text
+
+
 # A line of the data that could pass for a marker: `====` (or more `=`) then DATA, any case, any spacing.
 _FORGED = re.compile(r"(?im)^([ \t]*)(={2,}[ \t]*data\b)")
+_FORGED_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*)(={{2,}}[ \t]*data\b)")  # (the same, after any line break)
 
 
 def neutralise_markers(text: str) -> str:
     """`text` with every marker-like line prefixed by `[data] `, so no line of the data starts a marker."""
     if "==" not in text:  # a marker needs two `=` in a row: most text has none, and this test is far cheaper than the scan
         return text
-    return _FORGED.sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
+    return (_FORGED_ANY_BREAK if _other_breaks(text) else _FORGED).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # (in a str, a pair is one code point: any surrogate left is alone)
@@ -247,24 +272,32 @@ def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
     """
     if "#" not in text:
         return text
-    return _heading_pattern(titles).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
+    return _heading_pattern(titles, _other_breaks(text)).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
 
 
 @lru_cache(maxsize=64)
-def _heading_pattern(titles: tuple[str, ...]) -> re.Pattern[str]:
+def _heading_pattern(titles: tuple[str, ...], any_break: bool = False) -> re.Pattern[str]:
     # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
     forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
     names = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(rf"(?im)^([ \t]*)(#{{1,6}}[ \t]*(?:{names})[ \t]*:?[ \t]*$)")
+    if not any_break:  # (lines broken by `\n` only)
+        return re.compile(rf"(?im)^([ \t]*)(#{{1,6}}[ \t]*(?:{names})[ \t]*:?[ \t]*$)")
+    return re.compile(rf"(?im){_LINE_START}([ \t]*)(#{{1,6}}[ \t]*(?:{names})[ \t]*:?[ \t]*){_LINE_END}")
 
 
 def fence(sections: list[tuple[str, str]]) -> str:
-    """Titled sections between marker lines carrying a hash of the content (forged markers and forged section
-    headings neutralised: `neutralise_markers`, `neutralise_headings`; lone surrogates replaced: `whole_text`).
+    """Titled sections between marker lines carrying a hash of the content (line breaks made `\\n`: `unify_breaks`;
+    forged markers and forged section headings neutralised: `neutralise_markers`, `neutralise_headings`; lone
+    surrogates replaced: `whole_text`).
 
     Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
     """
-    kept = cut_sections(sections)
+    # Every line break in the data is made `\n` (`unify_breaks`) before anything is neutralised: the fence's own lines
+    # (markers, `## ` headings) break with `\n`, and a judge or its tokenizer takes `\r`, `\r\n`, U+2028, … for a line
+    # break as well, so with one kind of break the lines checked for forgeries are exactly the lines the judge reads
+    # (a bare `\r` left in could also show as a carriage return that overwrites the line before it). Data holding
+    # only `\n` breaks is unchanged, so its prompt and cache key are as before.
+    kept = [(title, unify_breaks(text)) for title, text in cut_sections(sections)]
     titles = tuple(title for title, _ in kept)
     body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_headings(text, titles)}" for title, text in kept)))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
