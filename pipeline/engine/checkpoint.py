@@ -59,6 +59,11 @@ __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 log = get_logger("tracejudge.checkpoint")
 
 
+def _tallied(result: CaseResult) -> bool:
+    """Does a score of `result` hold judge samples or a panel's verdicts (`details.samples`, `details.panel`)?"""
+    return any(s.details and ("samples" in s.details or "panel" in s.details) for s in result.scores.values())
+
+
 def _place(result: CaseResult) -> tuple[str, int] | None:
     # The file and line a result's error names (`store.error_place`).
     err = result.error
@@ -114,6 +119,9 @@ class RunJournal:
         # The judge gate's counts over final results (provisional ones are added at summary
         # time, see `judge_gate_counts`): rebuilt from results.jsonl, so a kill cannot lose them.
         self.judge_final: dict[str, int] = {"judged_results": 0, "judge_error_results": 0}
+        # The `judge.samples` and panel counts of the final results (`judge_stats.JudgeTally`; None until a result holds
+        # any): rebuilt from results.jsonl like `judge_final`, so a killed segment's results count too.
+        self.judge_tally: Any = None
         self._segment: dict[str, Any] = {}
         self._results_crc: int | None = None
         self._t0 = time.monotonic()
@@ -267,6 +275,12 @@ class RunJournal:
         self.provisional.pop(key, None)
         self.agg.fold(result)
         add_judge_counts(self.judge_final, result)
+        if _tallied(result):
+            if self.judge_tally is None:
+                from tracejudge.stages.judge.judge_stats import JudgeTally
+
+                self.judge_tally = JudgeTally()
+            self.judge_tally.add_result(result)
 
     def _displace(self, place: tuple[str, int], key: int) -> None:
         # A final result of `place` supersedes a standing dead worker's result filed there under another key
@@ -311,10 +325,24 @@ class RunJournal:
         """The judge's gate counts over the standing results, final and provisional (`journal_counts.standing_judge_counts`)."""
         return standing_judge_counts(self.judge_final, self.provisional.values())
 
+    def standing_judge_tally(self) -> Any:
+        """The `judge.samples` and panel counts (`judge_stats.JudgeTally`) of the standing results, final and provisional."""
+        from tracejudge.stages.judge.judge_stats import JudgeTally
+
+        tally = self.judge_tally.copy() if self.judge_tally is not None else JudgeTally()
+        for line in self.provisional.values():
+            if line and ('"samples"' in line or '"panel"' in line):  # (empty: superseded, `_displace`)
+                tally.add_result(CaseResult.model_validate_json(line))
+        return tally
+
     def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
         """The judge stage's summary `block` with its gate counts, share, grouping figures and judge failures
-        (`judge_errors`, `error_kinds`) replaced by `judge_gate_counts`."""
-        return judge_block_with(block, self.judge_gate_counts())
+        (`judge_errors`, `error_kinds`) replaced by `judge_gate_counts`, and its `samples` and `panel.metrics` by those of
+        the standing results (`standing_judge_tally`): what a segment killed with SIGKILL judged is in them, though it
+        wrote no summary to add up."""
+        from tracejudge.stages.judge.judge_stats import standing_block
+
+        return judge_block_with(standing_block(block, self.standing_judge_tally()), self.judge_gate_counts())
 
     def tick(self) -> None:
         """Flush if pending results have waited `flush_seconds`; rewrite a checkpoint that is due.

@@ -45,6 +45,9 @@ class CheckpointFile(BaseModel):
     # `run.max_resume_retries` when it was written (None: not recorded): which failures `provisional` left final.
     max_retries: int | None = None
     judge_final: dict[str, int] = {}
+    # The judge's samples and panel counts of the results it covers (`judge_stats.JudgeTally.dump`); None: a checkpoint
+    # written before it kept them, which a run whose results the judge judged does not reuse (`journal_open`).
+    judge_tally: dict[str, Any] | None = None
 
 
 def read_index(path: Path, n: int) -> tuple[KeySet, int]:

@@ -114,6 +114,7 @@ def write_checkpoint(journal: RunJournal) -> None:
         "failures": {str(k): v for k, v in journal.failures.items()},
         "max_retries": journal.max_retries,
         "judge_final": journal.judge_final,
+        "judge_tally": journal.judge_tally.dump() if journal.judge_tally is not None else {},
     }
     # No fsync: the checkpoint only ever claims results already fsynced, and one lost
     # or garbled by a power cut fails validation and is rebuilt from results.jsonl.

@@ -164,6 +164,11 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
             why = "written by another tracejudge version"
         elif cp.metric_keys != journal.metric_keys:
             why = "the metrics changed"
+        elif cp.judge_tally is None and cp.judge_final.get("judged_results"):
+            # Its judge samples and panel counts were not kept: counted again from the lines, as they stand.
+            log.info("checkpoint not reused: it holds no judge samples or panel counts; rebuilding from results.jsonl",
+                     run_dir=str(journal.run_dir))
+            return False
         elif _frees_spent(cp, journal.max_retries):
             # Asked for (a raised run.max_resume_retries), so not warned about.
             log.info("checkpoint not reused: run.max_resume_retries now retries failures it holds as final; rebuilding from results.jsonl",
@@ -178,6 +183,7 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
             why = "results.jsonl changed before the checkpoint's end (a damaged or edited line)"
         else:
             agg = restore(cp.aggregator, new_aggregator())
+            tally = _judge_tally(cp.judge_tally)  # (raises ValueError before the journal takes anything)
             done, got_crc = read_index(idx_path, nlines)
             if got_crc != crc:
                 why = "results.idx does not match its checksum"
@@ -192,6 +198,7 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
                 journal.failures = {int(k): v for k, v in cp.failures.items()}
                 journal.judge_spent.update(cp.judge_spent)
                 journal.judge_final.update(cp.judge_final)
+                journal.judge_tally = tally
     except StateError as exc:
         why = f"aggregate state unusable ({exc})"
     except (ValueError, OSError) as exc:
@@ -200,6 +207,15 @@ def _reuse(journal: RunJournal, cp: CheckpointFile, size: int, new_aggregator: C
         log.warning("checkpoint not reused; rebuilding from results.jsonl", run_dir=str(journal.run_dir), reason=why)
         return False
     return True
+
+
+def _judge_tally(state: dict[str, Any] | None) -> Any:
+    """The judge's samples and panel counts a checkpoint holds (`judge_stats.JudgeTally`); None when it holds none."""
+    if not state:
+        return None
+    from tracejudge.stages.judge.judge_stats import JudgeTally
+
+    return JudgeTally.load(state)
 
 
 def _frees_spent(cp: CheckpointFile, max_retries: int) -> bool:

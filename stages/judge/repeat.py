@@ -14,7 +14,7 @@ samples disagree.
 **Panels.** With `judge.models` [A, B, …] each model judges every item
 (after its samples are combined); `combine_panel` keeps each model's value,
 pass and answers in `details.panel.models` and combines them by
-`judge.aggregate`: `majority` (per question the majority answer of the
+`judge.aggregate` (a sampled member's flakiness kept too, in its `samples`): `majority` (per question the majority answer of the
 models, then scored by the metric; for a graded metric the lower median grade; a sampled model votes its samples'
 majority), `mean` (mean value), `all` (the lowest value: passes only when every model passes), `any` (the highest value).
 A metric whose value is a side (a pairwise comparison: the run shown first, the second, or equal) is combined by
@@ -172,6 +172,14 @@ def _name_member(text: str, kind: str, label: str) -> str:
     return f"{label}: {text}"
 
 
+def _member_samples(o: Outcome) -> dict[str, Any]:
+    """`{"samples": {"n", "flaky", "flip_rate"}}` of a sampled panel member (`{}` for a member asked once): what the run's
+    flakiness counts (`judge_stats`) of each member, its answers being `n` per question of its `answers`, so that its
+    result line holds them. (Not its samples' own answers, whose order is the order the requests were answered in.)"""
+    samples = (o.score.details or {}).get("samples")
+    return {"samples": {k: samples[k] for k in ("n", "flaky", "flip_rate")}} if samples else {}
+
+
 def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str, urls: dict[str, str] | None = None) -> Outcome:
     """One item's outcome from each panel model (`{model: outcome}`, in panel order), combined by `how` (see the module doc).
 
@@ -192,7 +200,7 @@ def combine_panel(metric: Any, plan: Any, outs: dict[str, Outcome], how: str, ur
         bad.score.judge = _sum_info(items, "panel:" + "+".join(names))
         return bad
     votes = {n: _votes(o) for n, o in outs.items()}
-    per_model = {n: {"value": o.score.value, "passed": o.score.passed, "answers": votes[n]} for n, o in outs.items()}
+    per_model = {n: {"value": o.score.value, "passed": o.score.passed, "answers": votes[n], **_member_samples(o)} for n, o in outs.items()}
     values = [float(o.score.value) for o in items]  # type: ignore[arg-type]
     first = items[0].score
     qids = list(dict.fromkeys(q for v in votes.values() for q in v))

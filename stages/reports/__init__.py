@@ -277,6 +277,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     seen = KeySet()
     judged: dict[str, int] = {}  # the judge's gate counts (`journal_counts.add_judge_counts`), for a run without summary.json
     spent = LineSpend()  # and what its scores say the judge spent (`judge_spend.rebuilt_spend`)
+    tally = None  # and its samples and panel counts (`judge_stats.JudgeTally`), made at the first result that has any
     for lineno, line in store.iter_current_numbered(path):
         try:
             result = CaseResult.model_validate_json(line)
@@ -292,6 +293,12 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         agg.fold(result)
         add_judge_counts(judged, result)
         spent.add(result)
+        if any(sc.details and ("samples" in sc.details or "panel" in sc.details) for sc in result.scores.values()):
+            if tally is None:
+                from tracejudge.stages.judge.judge_stats import JudgeTally
+
+                tally = JudgeTally()
+            tally.add_result(result)
     prev: dict[str, Any] = {}
     try:
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -309,14 +316,21 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
     counted = int((prev.get("lost_results") or {}).get("counted", prev.get("results", agg.results)))
     if counted > agg.results:
         summary["lost_results"] = {"lost": counted - agg.results, "counted": counted, "damaged_lines": len(damaged), "first": damaged[:3]}
+    from tracejudge.stages.judge.judge_stats import standing_block  # (light: no client, no metric)
+
     if "judge" in prev:
-        summary["judge"] = prev["judge"]
+        # Its samples and panel figures counted from the results as they stand, as the run counts them (a summary
+        # an earlier version wrote after a kill left out what the killed segment judged).
+        summary["judge"] = standing_block(prev["judge"], tally) if isinstance(prev["judge"], dict) else prev["judge"]
     elif judged.get("judged_results") or (config is not None and config.judge is not None):
         # No summary.json (a run killed before its first, or one deleted): the judge's gate is counted from the results,
         # as a resume counts it, so a run the judge failed is not reported PASS. Its spending, which the lines do not hold
         # whole, is rebuilt from the spend journal (`judge_spend`), and the block says from where.
         limit = (config.judge.max_error_share if config is not None and config.judge is not None else 0.0)
-        summary["judge"] = judge_block_with({"max_error_share": limit, **rebuilt_spend(run_dir, spent)}, standing_judge_counts(judged, ()))
+        block = {"max_error_share": limit, **rebuilt_spend(run_dir, spent)}
+        if config is not None and config.judge is not None and config.judge.samples > 1:
+            block["samples_per_request"] = config.judge.samples  # (as the run's block says it)
+        summary["judge"] = judge_block_with(standing_block(block, tally) if tally is not None else block, standing_judge_counts(judged, ()))
     # In the order the run wrote its keys: a rebuild (then a resume, which writes the run's order again) changes no
     # key's place, so a diff of summary.json shows what changed, not a shuffle.
     summary = {**{k: summary[k] for k in prev if k in summary}, **summary}
