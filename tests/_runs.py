@@ -136,8 +136,9 @@ def view_server(*args: str) -> Iterator[str]:
         yield url
 
 
-def sigkill_when(proc: subprocess.Popen, ready: Any, what: str, timeout_s: float = 120) -> None:
-    """SIGKILL `proc` once `ready()` is true (polled every 20 ms), then reap it; fail when it ends first or `timeout_s` passes."""
+def sigkill_when(proc: subprocess.Popen, ready: Any, what: str, timeout_s: float = 120, sig: int = signal.SIGKILL) -> None:
+    """SIGKILL `proc` (or send it `sig`) once `ready()` is true (polled every 20 ms), then reap it; fail when it ends first
+    or `timeout_s` passes."""
     import time
 
     try:
@@ -146,8 +147,8 @@ def sigkill_when(proc: subprocess.Popen, ready: Any, what: str, timeout_s: float
             assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read() if proc.stderr else ''}"
             assert time.monotonic() < deadline, f"{what} within {timeout_s} s"
             time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        proc.send_signal(sig)
+        proc.wait(timeout=120 if sig != signal.SIGKILL else 60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -53,22 +53,7 @@ def _run(config: Path) -> None:
 def _stopped(config: Path, run: Path, at: int, sig: signal.Signals) -> None:
     """Run `config` and send `sig` once `run` holds `at` results (SIGKILL: at once; SIGINT: the run stops as Ctrl-C stops it)."""
     proc = subprocess.Popen([*TJ, "run", str(config), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if sig is signal.SIGKILL:
-        sigkill_when(proc, lambda: _lines(run) >= at, f"{at} results")
-        return
-    import time
-
-    try:
-        deadline = time.monotonic() + 120
-        while _lines(run) < at:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=60)
+    sigkill_when(proc, lambda: _lines(run) >= at, f"{at} results", sig=sig)
 
 
 def _figures(judge: dict[str, Any]) -> tuple[Any, Any]:
