@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from tracejudge.llm.redact import MASK, prompt_secrets, quoted_values
 from tracejudge.llm.wire.records import JudgeRequest
@@ -26,12 +27,15 @@ from tracejudge.llm.wire.records import JudgeRequest
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 DB_PASSWORD = "hunter2" + "hunter2"
 BEARER = "Zx81" + "qWertyUiop4455"
+SPACED = "correct horse " + "battery staple 42"  # a passphrase: spaces in it
+QUOTED = 'Tr0ub4dor"&' + "3\\x"  # a quote and a backslash: a JSON string in the prompt, escaped
+SAID = f"The tool exposed the secret {AWS_SECRET}, the passwords {DB_PASSWORD}, {SPACED} and {QUOTED}, token {BEARER}."
 
 
 class _QuotingProxy:
     """A loopback server forwarding to `upstream`, each reply's `reason` fields replaced by text quoting the canaries bare."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, refuse: bool = False) -> None:
         import asyncio
 
         from aiohttp import ClientSession, web
@@ -46,9 +50,11 @@ class _QuotingProxy:
                 data, status = await r.read(), r.status
             if req.method == "POST" and req.path.endswith("/chat/completions") and status == 200:
                 reply = json.loads(data)
-                verdict = json.loads(reply["choices"][0]["message"]["content"])
-                said = f"The tool exposed the secret {AWS_SECRET} and the password {DB_PASSWORD}, token {BEARER}."
-                reply["choices"][0]["message"]["content"] = json.dumps(_reasons(verdict, said))
+                message = reply["choices"][0]["message"]
+                if refuse:  # a refusal quoting them (OpenAI's `message.refusal`, HTTP 200, billed)
+                    message["content"], message["refusal"] = None, f"I will not repeat this. {SAID}"
+                else:
+                    message["content"] = json.dumps(_reasons(json.loads(message["content"]), SAID))
                 data = json.dumps(reply).encode()
             return web.Response(body=data, status=status, content_type="application/json")
 
@@ -77,7 +83,8 @@ class _QuotingProxy:
 
 def _reasons(value: Any, said: str) -> Any:
     if isinstance(value, dict):
-        return {k: said if k == "reason" else _reasons(v, said) for k, v in value.items()}
+        # (every answer "no": a question that fails is quoted in the score's reason with its own reason)
+        return {k: said if k == "reason" else "no" if k == "answer" else _reasons(v, said) for k, v in value.items()}
     if isinstance(value, list):
         return [_reasons(v, said) for v in value]
     return value
@@ -92,13 +99,15 @@ def test_prompt_secrets_are_the_credentials_the_prompt_quotes() -> None:
     assert quoted_values("no credential here: the password field is required") == ()
 
 
-def test_a_judge_quoting_trace_credentials_bare_has_them_masked_everywhere(tmp_path: Path, simulator: Any) -> None:
+@pytest.mark.parametrize("refuse", [False, True], ids=["reasons", "refusal"])
+def test_a_judge_quoting_trace_credentials_bare_has_them_masked_everywhere(tmp_path: Path, simulator: Any, refuse: bool) -> None:
     sim = simulator()
-    proxy = _QuotingProxy(sim.url)
+    proxy = _QuotingProxy(sim.url, refuse)
     try:
         case = {"id": "acct", "input": "Look up my account.",
                 "trace": {"steps": [{"tool_calls": [{"name": "get_account", "arguments": {"user": "bob", "authorization": f"Bearer {BEARER}"},
-                                                     "result": {"status": "ok", "aws_secret_access_key": AWS_SECRET, "db_password": DB_PASSWORD}}]}],
+                                                     "result": {"status": "ok", "aws_secret_access_key": AWS_SECRET, "db_password": DB_PASSWORD,
+                                                                "wifi_password": SPACED, "admin_password": QUOTED}}]}],
                           "output": "Your account is fine."}}
         (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
         (tmp_path / "run.yaml").write_text(yaml.safe_dump({
@@ -112,10 +121,10 @@ def test_a_judge_quoting_trace_credentials_bare_has_them_masked_everywhere(tmp_p
         proxy.stop()
     (result,) = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     reason = result["scores"]["TaskCompletion"]["reason"]
-    assert f"secret {MASK}" in reason and f"password {MASK}" in reason, reason  # the reply was read, its quotes masked
+    assert f"secret {MASK}, the passwords {MASK}, {MASK} and {MASK}, token {MASK}" in reason, reason  # read, and masked
     written = [p for p in [*(tmp_path / "run").rglob("*"), *(tmp_path / "cache").rglob("*")] if p.is_file()]
     for path in written:
         text = path.read_bytes().decode("utf-8", "replace")
-        for canary in (AWS_SECRET[8:], DB_PASSWORD, BEARER[4:]):
+        for canary in (AWS_SECRET[8:], DB_PASSWORD, BEARER[4:], SPACED, "Tr0ub4dor"):
             assert canary not in text, (path.name, canary)
-    assert not any(c in got.stdout + got.stderr for c in (AWS_SECRET, DB_PASSWORD, BEARER))
+    assert not any(c in got.stdout + got.stderr for c in (AWS_SECRET, DB_PASSWORD, BEARER, SPACED, "Tr0ub4dor"))

@@ -38,6 +38,7 @@ the target's replies goes through `redact` / `redact_data` with them.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -179,7 +180,9 @@ def redact_quoted(text: str, shown: int | None = None) -> str:
 
 _SCHEME = re.compile(r"^(?:[Bb]earer|[Bb]asic)\s+")
 # A field named for a password or secret in the judge prompt's compact rendering (`{db_password:hunter2,…}`, no quotes).
-_BARE_FIELD = re.compile(r"(?i)[A-Za-z0-9_.-]*(?:password|passwd|secret)\s*[:=]\s*([^\s,;{}\[\]\"']+)")
+# A value there runs to the next `,` `;` `}` `]` or line end (spaces included: "correct horse battery staple"), or is
+# a JSON string (`"Tr0ub4dor\"&3"`), taken as written and as the judge would quote it, unescaped.
+_BARE_FIELD = re.compile(r"""(?i)[A-Za-z0-9_.-]*(?:password|passwd|secret)\s*[:=]\s*(?:"((?:[^"\\\n]|\\.)*)"|([^,;{}\[\]\n"']+))""")
 
 
 def quoted_values(text: str) -> tuple[str, ...]:
@@ -199,7 +202,14 @@ def quoted_values(text: str) -> tuple[str, ...]:
         value = _SCHEME.sub("", value)  # (`Authorization: Bearer <token>`: the token)
         found[value] = None
     for m in _BARE_FIELD.finditer(text):
-        found[m.group(1)] = None
+        if m.group(1) is not None:  # a JSON string: its text as written, and decoded
+            found[m.group(1)] = None
+            try:
+                found[json.loads(f'"{m.group(1)}"')] = None
+            except ValueError:
+                pass
+        else:
+            found[m.group(2).strip()] = None
     return tuple(v for v in found if len(v) >= 8 and not (v.isalpha() and (v.islower() or v.isupper())))
 
 

@@ -13,7 +13,7 @@ from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.prices import Price
 from tracejudge.llm.providers import ProviderError, RateInfo, Reply, build_payload, rate_info, read_reply, send
 from tracejudge.llm.ratelimit import AdaptiveLimiter
-from tracejudge.llm.redact import redact
+from tracejudge.llm.redact import prompt_secrets, redact
 
 __all__ = ["PROMPT_MARGIN", "Attempt", "Bench"]
 
@@ -134,11 +134,11 @@ class Bench:
             att.latency_s = att.latency_s or time.monotonic() - start
             if exc.reply is not None:  # a refusal: answered and billed like any reply (as a run bills it), though it holds no verdict
                 att.reply_problem = "refused"
-                att.message = " ".join(redact(str(exc), self.secrets).split())[:600]
+                att.message = " ".join(redact(str(exc), (*self.secrets, *prompt_secrets(br.request))).split())[:600]
                 self._settle_answer(att, br, exc.reply, permit, held)
                 return True
             att.outcome = exc.kind
-            att.message = " ".join(redact(str(exc), self.secrets).split())[:300]
+            att.message = " ".join(redact(str(exc), (*self.secrets, *prompt_secrets(br.request))).split())[:300]
             att.rate = exc.rate or att.rate
             self.limiter.settle(permit, exc.kind, None, exc.rate)
             billed = br.prompt_tokens if exc.kind in ("timeout", "connection") else 0
@@ -152,7 +152,7 @@ class Bench:
         att.reply_problem, problem = _unusable(br, reply)
         if problem:
             att.reasoning_field = reply.reasoning_field if reply.reasoning and not reply.text.strip() else ""
-            att.message = " ".join(redact(problem, self.secrets).split())[:600]
+            att.message = " ".join(redact(problem, (*self.secrets, *prompt_secrets(br.request))).split())[:600]
         self._settle_answer(att, br, reply, permit, held)
         return True
 

@@ -269,8 +269,8 @@ async def call(self: Judge, req: JudgeRequest, key: str | None = None, wire: Wir
     try:
         reply = await self._call(req, key, wire)
     except ProviderError as exc:
-        # The provider's text may echo the request's headers: nothing of it leaves unredacted.
-        exc.args = (self.redact(str(exc)),)
+        # The provider's text may echo the request's headers, a refusal the trace's credentials: nothing leaves unredacted.
+        exc.args = (self.redact(str(exc), prompt_secrets(req)),)
         raise
     except (JudgeStopped, _BudgetRefused):
         raise
