@@ -334,3 +334,30 @@ def test_without_a_recorded_command_the_resume_command_leaves_config_to_fill_in(
     assert resume_command(run) == f"cd {shlex.quote(cwd)} && tracejudge run a.yaml"
     (run / "checkpoint.json").write_text(json.dumps({"segments": [{"segment": 1, "command": {"line": "tracejudge run b.yaml", "cwd": cwd}}]}))
     assert resume_command(run).endswith("tracejudge run b.yaml")
+
+
+def test_a_run_killed_before_its_config_journal_is_resumed_with_its_command(tmp_path: Path, tau_paths, monkeypatch) -> None:
+    # A kill between configs.jsonl and manifest.json left a directory `report` took for no run at all ("no results.jsonl
+    # here", exit 2): a fresh directory now gets its manifest, with the command, first. The kill is this process stopping
+    # as the config journal is written.
+    from tracejudge.core.config import load_config
+    from tracejudge.engine import config_journal, runner
+
+    trajectories, tasks = tau_paths
+    (tmp_path / "j.yaml").write_text(
+        f"dataset: {{path: {json.dumps(str(trajectories))}, format: tau-bench, tasks: {json.dumps(str(tasks))}, limit: 4}}\n"
+        "metrics: [{type: TaskCompletion}]\njudge: {provider: simulator, model: gpt-4o-mini}\nrun: {dir: run}\n")
+    monkeypatch.chdir(tmp_path)
+
+    def killed(*_args: object) -> None:
+        raise KeyboardInterrupt  # (no later file is written)
+
+    monkeypatch.setattr(config_journal, "append", killed)
+    (tmp_path / "run").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        runner._write_manifest(tmp_path / "run", load_config(tmp_path / "j.yaml"), None, False,
+                               command={"line": "tracejudge run j.yaml", "cwd": str(tmp_path)})
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["manifest.json"]
+    got = _tj("report", "run", cwd=tmp_path)
+    assert got.returncode == 130, got.stdout + got.stderr
+    assert "verdict: INTERRUPTED (resume with: tracejudge run j.yaml)" in got.stdout + got.stderr, got.stdout

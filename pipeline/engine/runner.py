@@ -366,8 +366,14 @@ def _write_manifest(run_dir: Path, config: RunConfig, source: MemorySource | Non
         unproven = previous is None and recorded is None and store.has_results(run_dir)
         changes = manifest_mod.check(run_dir, previous, manifest, force, recorded, unproven=unproven)
     manifest = manifest_mod.with_history(previous, manifest, changes)
+    write = previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]
+    if write and not store.has_results(run_dir):
+        # Nothing to protect yet: the manifest first, so that a run killed at any moment after it is one `report` calls
+        # interrupted, with the command that resumes it (a directory holding configs.jsonl alone read as no run at all).
+        store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        write = False
     config_journal.append(run_dir, manifest)
-    if previous is None or changes or previous.get("config_hash") != manifest["config_hash"] or previous.get("history") != manifest["history"]:
+    if write:
         store.atomic_write_text(run_dir / store.MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest, changes
 
