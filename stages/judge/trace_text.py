@@ -264,13 +264,14 @@ def whole_text(text: str) -> str:
 
 def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
     """`text` (a section's data) with every line that reads as one of the fence's own section headings (`## Final
-    output`, `# final output:`, at any heading level, any case) prefixed by `[data] `.
+    output`, `# final output:`, at any heading level, any case, any space or zero-width character around or inside
+    it, a fullwidth `＃`, closing `#`s) prefixed by `[data] `.
 
     A tool result or message holding such a line could pass for a section of the prompt's own, a forged final
     output among them. Ordinary headings (`## Summary` in an answer) are left as they are, so their prompts (and
     cache keys) do not change.
     """
-    if "#" not in text:
+    if "#" not in text and "＃" not in text:
         return text
     return _heading_pattern(titles, _other_breaks(text)).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
 
@@ -278,11 +279,18 @@ def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
 @lru_cache(maxsize=64)
 def _heading_pattern(titles: tuple[str, ...], any_break: bool = False) -> re.Pattern[str]:
     # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
+    # A reader takes any space for one (a no-break space, an ideographic one), skips zero-width characters, reads a
+    # fullwidth `＃` as `#`, and a heading may close with `#`s: all of these forge a heading as well as the plain form.
     forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
-    names = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    names = "|".join(_SPACE.join(re.escape(w) for w in f.split(" ")) for f in sorted(forms, key=len, reverse=True))
+    head = rf"(?:{_GAP})*[#＃]{{1,6}}(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?(?:{_GAP})*"
     if not any_break:  # (lines broken by `\n` only)
-        return re.compile(rf"(?im)^([ \t]*)(#{{1,6}}[ \t]*(?:{names})[ \t]*:?[ \t]*$)")
-    return re.compile(rf"(?im){_LINE_START}([ \t]*)(#{{1,6}}[ \t]*(?:{names})[ \t]*:?[ \t]*){_LINE_END}")
+        return re.compile(rf"(?im)^([ \t]*)({head}$)")
+    return re.compile(rf"(?im){_LINE_START}([ \t]*)({head}){_LINE_END}")
+
+
+_GAP = r"[^\S\n\r\v\f\x1c-\x1e\x85\u2028\u2029]|[\u200b-\u200d\u2060\ufeff]"  # a space of any kind, or a zero-width character
+_SPACE = rf"(?:{_GAP})+"
 
 
 def fence(sections: list[tuple[str, str]]) -> str:
