@@ -3,7 +3,7 @@
 A tool result held `"aws_secret_access_key": "<secret>"` and `"db_password": "<password>"`: masked in every quote of
 the trace, but a judge's reason saying "the secret <secret> was exposed" has no shape a pattern can tell from other
 text, and it reached results.jsonl, the reports and the judge cache. The judge now masks, in each reply, the values
-its request's prompt held as credentials (`redact.prompt_secrets`). A real `tracejudge run` against the simulator
+its request's prompt held as credentials (`reply_secrets.prompt_secrets`). A real `tracejudge run` against the simulator
 behind a loopback proxy that rewrites every reason to quote the values bare.
 
 The canaries are assembled at run time (no credential-shaped literal in the source); the AWS one is AWS's documented
@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from tracejudge.llm.redact import MASK, prompt_secrets, quoted_values
+from tracejudge.llm.redact import MASK
+from tracejudge.llm.reply_secrets import prompt_secrets, quoted_values
 from tracejudge.llm.wire.records import JudgeRequest
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"

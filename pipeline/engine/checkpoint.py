@@ -47,7 +47,8 @@ from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKE
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
 from tracejudge.engine.journal_checkpoint import checkpoint_due, checkpoint_if_due, write_checkpoint
-from tracejudge.engine.journal_counts import add_judge_counts, judge_block_with, standing_judge_counts, sum_usage
+from tracejudge.engine.journal_counts import (add_judge_counts, add_judge_tally, judge_block_with, standing_judge_counts, standing_judge_tally,
+                                             sum_usage)
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
@@ -57,11 +58,6 @@ from tracejudge.engine.segment_end import record_failed_end
 __all__ = ["CheckpointFile", "RunJournal", "recorded_config_hash", "sum_usage"]
 
 log = get_logger("tracejudge.checkpoint")
-
-
-def _tallied(result: CaseResult) -> bool:
-    """Does a score of `result` hold judge samples or a panel's verdicts (`details.samples`, `details.panel`)?"""
-    return any(s.details and ("samples" in s.details or "panel" in s.details) for s in result.scores.values())
 
 
 def _place(result: CaseResult) -> tuple[str, int] | None:
@@ -275,12 +271,7 @@ class RunJournal:
         self.provisional.pop(key, None)
         self.agg.fold(result)
         add_judge_counts(self.judge_final, result)
-        if _tallied(result):
-            if self.judge_tally is None:
-                from tracejudge.stages.judge.judge_stats import JudgeTally
-
-                self.judge_tally = JudgeTally()
-            self.judge_tally.add_result(result)
+        self.judge_tally = add_judge_tally(self.judge_tally, result)
 
     def _displace(self, place: tuple[str, int], key: int) -> None:
         # A final result of `place` supersedes a standing dead worker's result filed there under another key
@@ -327,13 +318,7 @@ class RunJournal:
 
     def standing_judge_tally(self) -> Any:
         """The `judge.samples` and panel counts (`judge_stats.JudgeTally`) of the standing results, final and provisional."""
-        from tracejudge.stages.judge.judge_stats import JudgeTally
-
-        tally = self.judge_tally.copy() if self.judge_tally is not None else JudgeTally()
-        for line in self.provisional.values():
-            if line and ('"samples"' in line or '"panel"' in line):  # (empty: superseded, `_displace`)
-                tally.add_result(CaseResult.model_validate_json(line))
-        return tally
+        return standing_judge_tally(self.judge_tally, self.provisional.values())
 
     def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
         """The judge stage's summary `block` with its gate counts, share, grouping figures and judge failures

@@ -9,7 +9,8 @@ from typing import Any
 
 from tracejudge.core.records import WORKER_ERROR, CaseResult
 
-__all__ = ["KIND", "add_judge_counts", "agent_raised", "judge_block_with", "standing_judge_counts", "sum_usage", "worker_died"]
+__all__ = ["KIND", "add_judge_counts", "add_judge_tally", "agent_raised", "judge_block_with", "standing_judge_counts", "standing_judge_tally",
+           "sum_usage", "worker_died"]
 
 # The prefix of `judge_final`'s keys counting the standing judge failures of one error kind (`add_judge_counts`).
 KIND = "error_kind:"
@@ -181,3 +182,28 @@ def judge_block_with(block: dict[str, Any], counts: dict[str, Any]) -> dict[str,
     if block.get("max_error_share") is not None:
         block["gate_failed"] = block["error_share"] > block["max_error_share"]
     return dict(sorted(block.items()))
+
+
+def add_judge_tally(tally: Any, result: CaseResult) -> Any:
+    """`tally` (a `judge_stats.JudgeTally`, or None before the first) with `result`'s judge samples and panel verdicts
+    (`details.samples`, `details.panel`) counted; made at the first result that holds any, else left None."""
+    if not any(s.details and ("samples" in s.details or "panel" in s.details) for s in result.scores.values()):
+        return tally
+    if tally is None:
+        from tracejudge.stages.judge.judge_stats import JudgeTally  # (a run without samples or panels never imports it)
+
+        tally = JudgeTally()
+    tally.add_result(result)
+    return tally
+
+
+def standing_judge_tally(final: Any, provisional: Iterable[str]) -> Any:
+    """The samples and panel counts (`judge_stats.JudgeTally`) of the standing results: `final`'s (None: none) and the
+    `provisional` lines' (an empty one was superseded)."""
+    from tracejudge.stages.judge.judge_stats import JudgeTally
+
+    tally = final.copy() if final is not None else JudgeTally()
+    for line in provisional:
+        if line and ('"samples"' in line or '"panel"' in line):
+            tally.add_result(CaseResult.model_validate_json(line))
+    return tally

@@ -252,7 +252,7 @@ class Judge:
 
     def redact(self, text: str, quoted: tuple[str, ...] = ()) -> str:
         """`text` (copied from a reply) without the configured key, the `quoted` values (credentials the request's
-        prompt held, `redact.prompt_secrets`) or anything shaped like a credential."""
+        prompt held, `reply_secrets.prompt_secrets`) or anything shaped like a credential."""
         return redact(text, (*self._secrets, *quoted))
 
     # ------------------------------------------------------------------ one request, retried (`calls.sending`)

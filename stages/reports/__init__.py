@@ -22,7 +22,7 @@ from tracejudge.core.config import RunConfig
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.core.records import PROVISIONAL_STATUSES, CaseResult, Status, score_counts
 from tracejudge.engine import shards, store
-from tracejudge.engine.journal_counts import add_judge_counts, judge_block_with, standing_judge_counts
+from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, judge_block_with, standing_judge_counts
 from tracejudge.engine.keyset import KeySet, result_key
 from tracejudge.engine.rendered import Finished
 from tracejudge.engine.store import iter_results
@@ -293,12 +293,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         agg.fold(result)
         add_judge_counts(judged, result)
         spent.add(result)
-        if any(sc.details and ("samples" in sc.details or "panel" in sc.details) for sc in result.scores.values()):
-            if tally is None:
-                from tracejudge.stages.judge.judge_stats import JudgeTally
-
-                tally = JudgeTally()
-            tally.add_result(result)
+        tally = add_judge_tally(tally, result)
     prev: dict[str, Any] = {}
     try:
         prev = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))

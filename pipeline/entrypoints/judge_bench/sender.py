@@ -13,7 +13,8 @@ from tracejudge.llm.budget import InProcessBudget
 from tracejudge.llm.prices import Price
 from tracejudge.llm.providers import ProviderError, RateInfo, Reply, build_payload, rate_info, read_reply, send
 from tracejudge.llm.ratelimit import AdaptiveLimiter
-from tracejudge.llm.redact import prompt_secrets, redact
+from tracejudge.llm.redact import redact
+from tracejudge.llm.reply_secrets import prompt_secrets
 
 __all__ = ["PROMPT_MARGIN", "Attempt", "Bench"]
 

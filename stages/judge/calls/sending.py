@@ -18,7 +18,7 @@ import anyio
 from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
 from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
-from tracejudge.llm.redact import prompt_secrets
+from tracejudge.llm.reply_secrets import prompt_secrets
 from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, note_sent, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
