@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 from _runs import sigkill_when
+from test_judge_samples_panel import write_cases
 from tracejudge.core.config import validate_config
 from tracejudge.engine import runner
 
@@ -24,17 +25,8 @@ TJ = [sys.executable, "-m", "tracejudge"]
 CASES = 8
 
 
-def _cases(path: Path) -> Path:
-    with open(path, "w") as fh:
-        for i in range(CASES):
-            steps = [{"tool_calls": [{"name": "search", "arguments": {"day": i}, "result": f"flight F{i}"}]},
-                     {"tool_calls": [{"name": "book", "arguments": {"flight": f"F{i}"}, "result": "ok"}]}, {"output": f"Booked F{i}."}]
-            fh.write(json.dumps({"id": f"c{i}", "input": f"Book a flight on day {i}", "trace": {"steps": steps}}) + "\n")
-    return path
-
-
 def _config(tmp: Path, name: str, judge: dict[str, Any], in_flight: int) -> dict[str, Any]:
-    return {"dataset": {"path": str(_cases(tmp / "cases.jsonl"))}, "metrics": [{"type": "TaskCompletion"}, {"type": "TrajectoryEfficiency"}],
+    return {"dataset": {"path": str(write_cases(tmp / "cases.jsonl", CASES))}, "metrics": [{"type": "TaskCompletion"}, {"type": "TrajectoryEfficiency"}],
            "judge": {"provider": "simulator", "model": "gpt-4o-mini", "samples": 2, "temperature": 0.5,
                      "stop_grace_s": 0, **judge},  # (Ctrl-C: the cases being judged are cut, not finished)
            "limits": {"max_in_flight": in_flight}, "cache": {"enabled": False}, "run": {"dir": str(tmp / name), "flush_every": 1}}

@@ -27,10 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from helpers import extract_path
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
 
 DATA = Path(__file__).parent / "data" / "langgraph-retry"
 TOKYO = {"city": "Tokyo"}
@@ -47,10 +45,7 @@ RETRIED = [
 
 
 def extract(path: Path, fmt_name: str = "otel") -> list[Case]:
-    fmt = registry.format_for(fmt_name)
-    ds = DatasetConfig(path=path, format=fmt_name, options={})
-    ctx = fmt.prepare(ds)
-    cases = [extract_record(raw, fmt, ctx) for raw in fmt.read(ds)]
+    cases = extract_path(path, fmt_name)
     assert all(isinstance(c, Case) for c in cases), cases
     return cases
 

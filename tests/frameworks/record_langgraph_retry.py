@@ -41,7 +41,6 @@ hold them, every run of the tool with its result or what it raised, and the requ
 in its own process (instrumentors patch LangChain process-wide) against a scripted loopback server (no network).
 """
 
-import os
 import sys
 import tempfile
 import warnings
@@ -216,22 +215,15 @@ def _otel(out: Path, kind: str, shape: str, name: str, question: str, fails: dic
 
 def _mlflow(out: Path, name: str) -> str:
     """`mlflow.langchain.autolog()`; SQLite store in a temp dir, OTLP dual export to the fake server."""
-    from run_mlflow import _clean
+    from run_mlflow import _clean, _configure
 
     runs = _Runs()
     with Scripted(_script) as fake, tempfile.TemporaryDirectory() as store:
-        os.environ.update({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{fake.url}/v1/traces", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-                           "MLFLOW_TRACE_ENABLE_OTLP_DUAL_EXPORT": "true", "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false",
-                           "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"})
-        import mlflow
+        mlflow = _configure(fake, store, autolog="langchain", experiment="langgraph-retry")
         from mlflow.tracing.provider import provider
 
-        mlflow.set_tracking_uri(f"sqlite:///{store}/mlflow.db")
-        experiment = mlflow.create_experiment("langgraph-retry", artifact_location=f"{store}/artifacts")
-        mlflow.set_experiment(experiment_id=experiment)
-        mlflow.langchain.autolog()
         state = _graph(fake, "toolnode", runs).invoke({"messages": [{"role": "user", "content": RETRY}]})
-        traces = mlflow.search_traces(locations=[experiment], return_type="list", order_by=["timestamp_ms ASC"])
+        traces = mlflow.search_traces(return_type="list", order_by=["timestamp_ms ASC"])
         write_jsonl(out / f"{name}.mlflow.jsonl", [_clean(t.to_json(), store) for t in traces])
         provider.get().force_flush()
         write_jsonl(out / f"{name}.otlp.jsonl", fake.take_otlp())

@@ -22,8 +22,9 @@ from tasks import TASKS, TOOLS, selected
 _CONTEXT = {"mlflow.source.git.commit": "0" * 40, "mlflow.source.git.branch": "main", "mlflow.source.git.repoURL": "", "mlflow.user": "user"}
 
 
-def _configure(fake: FakeOpenAI, store: str) -> Any:
-    """Environment first: MLflow reads the OTLP settings when it builds its tracer provider."""
+def _configure(fake: FakeOpenAI, store: str, autolog: str = "openai", experiment: str = "framework-recordings") -> Any:
+    """MLflow with a SQLite store in `store`, OTLP dual export to `fake`, `experiment` active and `mlflow.<autolog>.autolog()`
+    on; returns the `mlflow` module. Environment first: MLflow reads the OTLP settings when it builds its tracer provider."""
     os.environ.update({
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{fake.url}/v1/traces",
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
@@ -35,8 +36,8 @@ def _configure(fake: FakeOpenAI, store: str) -> Any:
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{store}/mlflow.db")
-    mlflow.set_experiment(experiment_id=mlflow.create_experiment("framework-recordings", artifact_location=f"{store}/artifacts"))
-    mlflow.openai.autolog()
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment(experiment, artifact_location=f"{store}/artifacts"))
+    getattr(mlflow, autolog).autolog()
     return mlflow
 
 
