@@ -65,7 +65,8 @@ def _decode(raw: bytes | str) -> Any:
 
 
 # The id as the first key of the line, as `tracejudge extract` and most writers put it.
-_LEADING_ID = re.compile(rb'\A\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
+# (A string's body as runs of plain bytes between escapes: an alternation tried per byte cost 2.5x as much.)
+_LEADING_ID = re.compile(rb'\A\s*\{\s*"id"\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|-?\d+)\s*[,}]')
 
 
 def peek_id(raw: bytes | str | dict[str, Any]) -> str | None:
@@ -86,9 +87,11 @@ def peek_id(raw: bytes | str | dict[str, Any]) -> str | None:
         token = m.group(1)
         if token[:1] == b'"' and b"\\" not in token:
             try:
-                return _usable(token[1:-1].decode("utf-8"))
+                cid = token[1:-1].decode("utf-8")
             except UnicodeDecodeError:
                 return None
+            # (`_usable` less its UTF-8 check: strict UTF-8 decoding never gives a lone surrogate.)
+            return cid if cid and not cid.isspace() and "\x00" not in cid else None
         try:
             return _usable(str(json.loads(token)))
         except JSON_ERRORS:
