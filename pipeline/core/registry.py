@@ -15,15 +15,14 @@ resolvers the stages registered (`register_format_resolver`).
 from __future__ import annotations
 
 import importlib
-import os
-import re
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from tracejudge.core import suggest
+from tracejudge.core.spec_messages import param_error
+from tracejudge.core.user_code import add_search_dir, import_user_module, lazy_getattr
 
 __all__ = [
     "Format",
@@ -44,9 +43,6 @@ __all__ = [
     "register_format_resolver",
     "register_metric",
 ]
-
-_SEQUENCE_TYPES = frozenset({"tuple_type", "list_type", "set_type", "frozen_set_type"})
-
 
 class NoOptions(BaseModel):
     """`dataset.options` of a format that takes none: any key is refused when the config loads."""
@@ -349,55 +345,6 @@ def import_metric(path: str) -> type[BaseModel]:
     )
 
 
-def lazy_getattr(namespace: dict[str, Any], table: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module's `__getattr__` (PEP 562) importing each name of `table` on first use.
-
-    `table` maps an exported name to `module:attribute` (or to a module
-    holding an attribute of the same name); `namespace` is the module's
-    `globals()`, where the value is stored so later look-ups skip the
-    function. Other names raise `AttributeError`, as for any module.
-    """
-
-    def __getattr__(name: str) -> Any:
-        path = table.get(name)
-        if path is None:
-            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        module, _, attr = path.partition(":")
-        value = getattr(importlib.import_module(module), attr or name)
-        namespace[name] = value
-        return value
-
-    return __getattr__
-
-
-def add_search_dir(folder: os.PathLike[str] | str) -> None:
-    """Append `folder` (a config's folder) to `sys.path` for user code the config names; no-op if present.
-
-    Appended, not prepended: an installed package of the same name wins.
-    """
-    path = os.fspath(folder)
-    if path not in sys.path:
-        sys.path.append(path)
-
-
-def import_user_module(module_name: str) -> Any:
-    """Import a module of the user's (an adapter, metric or python target), as `python -m` would find it.
-
-    Searched: `sys.path` (installed packages, `PYTHONPATH`, folders added by
-    `add_search_dir`), then the current directory, which the `tracejudge`
-    console script does not put on `sys.path` itself (`python -m` does).
-    Raises what the import raises (`ModuleNotFoundError` when nowhere).
-    """
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        cwd = os.getcwd()
-        if not (exc.name and module_name.split(".")[0] == exc.name.split(".")[0]) or cwd in sys.path or "" in sys.path:
-            raise  # a module missing *inside* the user's module, or the cwd was searched already
-        add_search_dir(cwd)
-        return importlib.import_module(module_name)
-
-
 def build_metric(spec: dict[str, Any]) -> Any:
     """Turn a metric spec (`{"type": ..., **params}`) into a metric instance.
 
@@ -433,30 +380,6 @@ def build_metric(spec: dict[str, Any]) -> Any:
     except ValidationError as exc:
         # (an unknown key beside a missing one is one problem, shown as one: the count says only what the line does not)
         errors = suggest.pair_missing(suggest.merge_union_errors(exc.errors()), cls)
-        each = [_inside((*err["loc"],), f"{kind}: ", err, cls) for err in errors]
+        each = [param_error((*err["loc"],), f"{kind}: ", err, cls) for err in errors]
         extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise SpecError(each[0][0], each[0][1] + extra, each) from None
-
-
-def _inside(loc: tuple[Any, ...], prefix: str, err: Any, cls: type) -> tuple[tuple[Any, ...], str]:
-    """`(loc, message)` of one parameter error. A value a class parses itself (promptfoo's `value`) says where inside it
-    the mistake is (`ctx.where`: `value.mode`, `value.steps[1].name`): the loc goes down to that key, so a config error
-    names the line of the key at fault, not the `value:` line above a block of them, and the message says it once."""
-    ctx = err.get("ctx") or {}
-    where, message = ctx.get("where"), ctx.get("message")
-    parts = re.findall(r"[^.\[\]]+", where) if isinstance(where, str) else []
-    if parts and isinstance(message, str) and loc and str(loc[-1]) == parts[0]:
-        return (*loc, *parts[1:]), prefix + message
-    return loc, prefix + _param_message(err, cls)
-
-
-def _param_message(err: Any, cls: type) -> str:
-    """What one pydantic error of a metric's parameters says, in the config's words."""
-    if err["type"] in _SEQUENCE_TYPES:  # (pydantic says "a valid tuple" of a field a config writes as a list)
-        got = err.get("input")
-        return "Input should be a list" + (f", such as [{got}]" if isinstance(got, str) else "")
-    if err["type"] == "missing":
-        return "required parameter is missing"
-    if err["type"] == suggest.PAIRED:
-        return str(err["msg"])
-    return ("unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]) + suggest.error_hint(err, cls)
