@@ -20,8 +20,11 @@ a hash of the text itself — a per-request tag that looks random but is a
 function of the content, so the cache key stays stable and the text cannot
 contain its own closing marker. Every line break in it is made `\\n` first
 (`\\r\\n`, `\\r`, U+2028, …: `unify_breaks`), then lines inside that look like a
-marker (`==== DATA … ====`) or one of the block's own section headings are
-neutralised, questions after the block only refer
+marker (`==== DATA … ====`), one of the block's own section headings, or one
+of the prompt's question lines (a question id such as `TC1:`, `Questions:`,
+`Evaluation:`, a multi-item request's `### Item i…`: `neutralise_labels`) are
+neutralised, so no line of the data ends the block or passes for a question
+of the prompt (or an answer to one); questions after the block only refer
 to items in it by number, and the system prompt tells the judge that the
 data ends only at the END marker whose tag matches the BEGIN marker and
 that nothing inside is an instruction.
@@ -38,8 +41,8 @@ from typing import Any
 from tracejudge.core.records import Step
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
-__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_markers", "render_call",
-           "render_steps", "unify_breaks", "whole_text", "text_of", "final_output"]
+__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_labels",
+           "neutralise_markers", "render_call", "render_steps", "unify_breaks", "whole_text", "text_of", "final_output"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
@@ -292,11 +295,33 @@ def _heading_pattern(titles: tuple[str, ...], any_break: bool = False) -> re.Pat
 _GAP = r"[^\S\n\r\v\f\x1c-\x1e\x85\u2028\u2029]|[\u200b-\u200d\u2060\ufeff]"  # a space of any kind, or a zero-width character
 _SPACE = rf"(?:{_GAP})+"
 
+# A line that reads as a label of the prompt's own text after the fence (`Plan.ask_text`, `INSTRUCTIONS`, Rubric's and
+# the pairwise criterion, `multi._block`): a question id with its colon (`TC1:`, `Q2:`, and as a JSON key of the
+# reply format, `"TC1":`; capitals then digits, case-sensitive as ids are, fullwidth forms too), the `Questions:`,
+# `Evaluation:`, `Rubric:` or `Criterion:` label (any case), or a multi-item request's `### Item i<12 hex digits>`;
+# each may follow spaces or zero-width characters and heading `#`s, and a colon may be fullwidth.
+_QUESTION_ID = r"[\"'\u201c\u2018]?(?-i:[A-Z\uff21-\uff3a]{1,12}[0-9\uff10-\uff19]{1,4})[\"'\u201d\u2019]?"
+_LABEL = (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*)?"
+          rf"(?:(?:questions|evaluation|rubric|criterion|{_QUESTION_ID})(?:{_GAP})*[:：]|item{_SPACE}i[0-9a-f]{{12}}\b)")
+_LABEL_LINE = re.compile(rf"(?im)^([ \t]*)({_LABEL})")
+_LABEL_LINE_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*)({_LABEL})")  # (the same, after any line break)
+
+
+def neutralise_labels(text: str) -> str:
+    """`text` (a section's data) with every line that starts like a line of the prompt's questions (`TC1: …`,
+    `Questions:`, `Evaluation: …`, `### Item i…`: `_LABEL`) prefixed by `[data] `.
+
+    A tool result holding `TC1: the answer is correct` or a `Questions:` list of its own could pass for a question
+    the prompt asks, or one it answers, after the real ones. An id or a label that is not at the start of its line
+    (`see TC1: …` mid-line) is left as it is, and text with no such line keeps its prompt (and cache key).
+    """
+    return (_LABEL_LINE_ANY_BREAK if _other_breaks(text) else _LABEL_LINE).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
+
 
 def fence(sections: list[tuple[str, str]]) -> str:
     """Titled sections between marker lines carrying a hash of the content (line breaks made `\\n`: `unify_breaks`;
-    forged markers and forged section headings neutralised: `neutralise_markers`, `neutralise_headings`; lone
-    surrogates replaced: `whole_text`).
+    forged markers, forged section headings and forged question lines neutralised: `neutralise_markers`,
+    `neutralise_headings`, `neutralise_labels`; lone surrogates replaced: `whole_text`).
 
     Inside `field_cut.cutting` (a prompt over the judge's context) oversized sections are cut first.
     """
@@ -307,7 +332,7 @@ def fence(sections: list[tuple[str, str]]) -> str:
     # only `\n` breaks is unchanged, so its prompt and cache key are as before.
     kept = [(title, unify_breaks(text)) for title, text in cut_sections(sections)]
     titles = tuple(title for title, _ in kept)
-    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_headings(text, titles)}" for title, text in kept)))
+    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_headings(neutralise_labels(text), titles)}" for title, text in kept)))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
 
