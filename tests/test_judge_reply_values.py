@@ -18,9 +18,11 @@ from _loopback import Loopback, completion, verdict
 from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_judge_servers import cases, config, results, run
+from test_judge_servers import cases, config, results, run, tj, write
 from tracejudge.core.config import load_config, validate_config
 from tracejudge.engine import runner
+from tracejudge.engine.journal_counts import judge_refused
+from tracejudge.engine.retries import standing_retries
 from tracejudge.llm.providers import HttpReply, ProviderError, read_reply
 from tracejudge.stages.comparison.pairwise import compare_pairwise
 from tracejudge.stages.judge.parse import ParseError, parse_parts, parse_scale, parse_yes_no, scale_from, yes_no_from
@@ -229,6 +231,29 @@ def test_a_refused_case_fails_alone_naming_the_refusal_without_a_retry_or_repair
     named = 'stop_reason "refusal"' if provider == "anthropic" else "message.refusal: I can't help."
     assert score["reason"].startswith(f"provider_error: HTTP 200: the model refused to judge this request ({named})"), score["reason"]
     assert score["details"] == {"error_kind": "provider_error", "http_status": 200}
+
+
+def test_a_refused_case_is_said_apart_from_the_transient_failures_the_same_command_retries(tmp_path: Path) -> None:
+    # A refusal (`judge_error`, so retried by the same command) was counted and printed among the transient failures:
+    # "2 results ended in a transient failure", then "2 retried after a transient failure". It is the judge's answer.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        said = json.dumps(body["messages"])
+        if "Find item 1" in said:
+            return 200, {**completion(""), "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "refusal": "I can't help."},
+                                                        "finish_reason": "stop"}]}
+        return 200, completion("not a verdict" if "Find item 2" in said else json.dumps(verdict(body)))  # (item 2: a parse error)
+
+    with Loopback(respond) as server:
+        cfg = write(tmp_path, config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 3), metrics=[TC]))
+        first, again = (tj("run", str(cfg), "--no-progress", cwd=tmp_path, env={"OPENAI_API_KEY": "x"}) for _ in range(2))
+    err, out = " ".join(first.stderr.split()), " ".join(again.stdout.split())
+    assert first.returncode == 1 and "1 results ended in a transient failure (judge, target or provider); 1 results ended because the " \
+        "judge model refused to judge them (a refusal is the judge's answer, not a transient failure" in err, first.stderr
+    assert "the same command retries them" in err  # (it does: a refusal's status is judge_error)
+    assert "2 retried (1 after a transient failure, 1 after the judge model refused to judge them)" in out, again.stdout
+    assert standing_retries(tmp_path / "run") == (2, 1)  # what `tracejudge report` over shards says per shard
+    lines = [json.dumps(r) for r in results(tmp_path)]  # (both runs': each case's line of each)
+    assert judge_refused(lines) == 2 and judge_refused(line for line in lines if '"case-2"' in line) == 0
 
 
 # ---------------------------------------------------------------- 4. an answer to a question that was not asked

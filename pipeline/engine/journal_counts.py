@@ -9,8 +9,8 @@ from typing import Any
 
 from tracejudge.core.records import WORKER_ERROR, CaseResult
 
-__all__ = ["KIND", "add_judge_counts", "add_judge_tally", "agent_raised", "judge_block_with", "standing_judge_counts", "standing_judge_tally",
-           "sum_usage", "worker_died"]
+__all__ = ["KIND", "REFUSED", "add_judge_counts", "add_judge_tally", "agent_raised", "judge_block_with", "judge_refused", "standing_judge_counts",
+           "standing_judge_tally", "sum_usage", "worker_died"]
 
 # The prefix of `judge_final`'s keys counting the standing judge failures of one error kind (`add_judge_counts`).
 KIND = "error_kind:"
@@ -64,6 +64,29 @@ def worker_died(lines: Iterable[str]) -> int:
         try:
             n += json.loads(line)["error"]["kind"] == WORKER_ERROR  # (not a case's own metadata that says it)
         except (ValueError, KeyError, TypeError):
+            continue
+    return n
+
+
+# How a judge model's refusal reads in a score's reason: `llm.wire.read` names a 2xx reply that is one (Anthropic
+# `stop_reason: "refusal"`, an OpenAI message's `refusal`, `finish_reason: "content_filter"`; a batch's refused request too).
+REFUSED = "the model refused to judge this request"
+
+
+def judge_refused(lines: Iterable[str]) -> int:
+    """How many of the result lines ended `judge_error` because the judge model refused to judge them: every score the
+    judge failed is a refusal (`REFUSED`). Retried like a transient failure, but a refusal is the judge's answer: the same
+    prompt asked again is most likely refused again."""
+    n = 0
+    for line in lines:
+        if REFUSED not in line:  # (most lines: no parse)
+            continue
+        try:
+            body = json.loads(line)
+            failed = [s for s in body["scores"].values()
+                      if isinstance(s, dict) and s.get("value") is None and (s.get("details") or {}).get("error_kind")]
+            n += body.get("status") == "judge_error" and bool(failed) and all(REFUSED in str(s.get("reason") or "") for s in failed)
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return n
 

@@ -13,12 +13,14 @@ from pathlib import Path
 from tracejudge.core.config_sections import RunSection
 from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR
 from tracejudge.engine import store
+from tracejudge.engine.journal_counts import REFUSED, judge_refused
 
-__all__ = ["pending_retries"]
+__all__ = ["pending_retries", "standing_retries"]
 
 # What the journal counts as a failure to retry (`records.RETRYABLE_STATUSES` and a dead worker's case): a budget skip
 # and a torn last line are provisional too, but not failures.
 _RETRY_MARKS = (*(f'"status":"{s}"'.encode() for s in sorted(RETRYABLE_STATUSES)), f'"kind":"{WORKER_ERROR}"'.encode())
+_REFUSED = REFUSED.encode()
 
 
 def pending_retries(run_dir: Path) -> int:
@@ -27,12 +29,19 @@ def pending_retries(run_dir: Path) -> int:
 
     One pass over results.jsonl; only the lines after the first failure are parsed. 0 when it cannot be read.
     """
+    return standing_retries(run_dir)[0]
+
+
+def standing_retries(run_dir: Path) -> tuple[int, int]:
+    """`(pending_retries(run_dir), how many of them the judge model refused to judge)` (`journal_counts.judge_refused`:
+    retried like a transient failure, but a refusal is the judge's answer)."""
     manifest = store.read_manifest(run_dir, strict=False) or {}
     limit = ((manifest.get("config") or {}).get("run") or {}).get("max_resume_retries")
     if not isinstance(limit, int):
         limit = RunSection.model_fields["max_resume_retries"].default
     failures: dict[tuple[str, int], int] = {}
     standing: set[tuple[str, int]] = set()
+    refused: set[tuple[str, int]] = set()  # of `standing`, those whose last line is a refusal
     dead: dict[tuple[str, int], tuple[str, int]] = {}  # (file, line) → key of a dead worker's result there (`store.error_place`)
     try:
         for line in store.iter_result_lines(run_dir / store.RESULTS):
@@ -45,6 +54,10 @@ def pending_retries(run_dir: Path) -> int:
             if failed:
                 failures[key] = failures.get(key, 0) + 1
                 standing.add(key)
+                if _REFUSED in line and judge_refused([line.decode(errors="replace")]):
+                    refused.add(key)
+                else:
+                    refused.discard(key)
                 if (place := store.error_place(line, dead=True)) is not None:
                     dead[place] = key
             else:
@@ -52,5 +65,6 @@ def pending_retries(run_dir: Path) -> int:
                 if dead and not any(mark in line for mark in store.PROVISIONAL_MARKS) and (place := store.error_place(line)) in dead:
                     standing.discard(dead.pop(place))  # type: ignore[arg-type]
     except OSError:
-        return 0
-    return sum(1 for key in standing if failures[key] <= limit)
+        return 0, 0
+    pending = {key for key in standing if failures[key] <= limit}
+    return len(pending), len(pending & refused)

@@ -44,7 +44,7 @@ from tracejudge.engine.executors import STOP_GRACE_S, CpuJob, open_executor
 from tracejudge.engine.executors.base import deterministic_metrics
 from tracejudge.engine.fingerprint_ahead import FingerprintAhead
 from tracejudge.engine.flow import _aiter, _Flow
-from tracejudge.engine.journal_counts import agent_raised, worker_died
+from tracejudge.engine.journal_counts import agent_raised, judge_refused, worker_died
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.read_ahead import read_ahead
 from tracejudge.engine.rendered import Finished
@@ -80,6 +80,8 @@ class RunOutcome:
     died: int = 0  # of `pending_retries`, those whose worker process died
     spent_retries: int = 0  # failures standing final: `run.max_resume_retries` retries of each are spent
     most_failures: int = 0  # the most failures one of those has had (the setting that retries them all once more)
+    retried_refused: int = 0  # of `retried`, results the judge model had refused to judge (its answer, not a transient failure)
+    refused: int = 0  # of `pending_retries`, those the judge model refused to judge
 
 
 def manifest_for(config: RunConfig, source: MemorySource | None = None, files: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -233,6 +235,7 @@ async def run(
             journal.segment["command"] = dict(command)
         journal.announce()  # before the first result: a run killed before it is still seen as interrupted
         retried_raised, retried_died = len(agent_raised(journal.provisional.values())), worker_died(journal.provisional.values())
+        retried_refused = judge_refused(journal.provisional.values())
         resume = None if source is not None else cursor.prepare(run_dir, config, fmt, journal.recovery, journal.done, forced=bool(changes))
         # A run on an empty results file collects its reports' material as it writes, instead of re-reading.
         feed = ReportFeed(list(journal.agg.metrics), config.run.trials) if journal.fresh else None
@@ -294,7 +297,7 @@ async def run(
             warn_absent_group_keys(run_dir, summary, config.aggregate.group_by)
         return RunOutcome(run_dir, summary, flow.new, flow.skipped, flow.cut_short, verdict, journal.retrying, journal.pending_retries(),
                           retried_raised, agent_raised(journal.provisional.values()), retried_died, worker_died(journal.provisional.values()),
-                          *journal.spent_retries())
+                          *journal.spent_retries(), retried_refused=retried_refused, refused=judge_refused(journal.provisional.values()))
     finally:
         time_limit.set_default(limit_before)
         if journal is not None:

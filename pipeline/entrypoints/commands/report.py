@@ -164,12 +164,19 @@ def _print_shard_retries(dirs: list[Path], out: Console) -> None:
     """For each shard merged with transient failures standing, the command that retries them: what its own
     `tracejudge run` printed. The merge is no run of its own to resume (nor one reported as it stands, its shards gone)."""
     from tracejudge.engine import shards
-    from tracejudge.engine.retries import pending_retries
+    from tracejudge.engine.retries import standing_retries
 
     for run_dir in dirs:
-        if shards.is_shard(run_dir) and (n := pending_retries(run_dir)):
-            out.print(f"{run_dir}: {n} result{'s' if n != 1 else ''} ended in a transient failure (judge, target or provider); "
-                      f"its own command retries {'them' if n != 1 else 'it'}:\n  {_resume_command(run_dir)}",
+        n, refused = standing_retries(run_dir) if shards.is_shard(run_dir) else (0, 0)
+        if n:
+            # (a refusal is the judge model's answer, not a transient failure: said apart, as `tracejudge run` says it)
+            what = []
+            if n > refused:
+                what.append(f"{n - refused} result{'s' if n - refused != 1 else ''} ended in a transient failure (judge, target or provider)")
+            if refused:
+                what.append(f"{refused} result{'s' if refused != 1 else ''} ended because the judge model refused to judge "
+                            f"{'them' if refused != 1 else 'it'} (most likely refused again)")
+            out.print(f"{run_dir}: {'; '.join(what)}; its own command retries {'them' if n != 1 else 'it'}:\n  {_resume_command(run_dir)}",
                       highlight=False, markup=False, soft_wrap=True)
 
 

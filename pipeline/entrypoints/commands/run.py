@@ -238,11 +238,12 @@ def _command(args: argparse.Namespace, config, err: Console, fingerprints) -> in
     _print_configs(outcome.summary, out)
     _print_unscored(outcome.summary, out)
     out.print(f"run directory: {Path(outcome.run_dir).resolve()}  ({outcome.new_results} new results, {outcome.skipped_finished} already finished"
-              f"{_retried(outcome.retried, outcome.retried_raised, outcome.retried_died)}{_budget_skips(outcome.summary)})",
+              f"{_retried(outcome.retried, outcome.retried_raised, outcome.retried_died, outcome.retried_refused)}{_budget_skips(outcome.summary)})",
               highlight=False, soft_wrap=True)
     out.print("reports: summary.json, report.md, junit.xml, report.html", highlight=False)
     if outcome.pending_retries:
-        print(f"{_pending(outcome.pending_retries, outcome.raised, outcome.died)}; {'this' if args.fresh else 'the same'} command retries them "
+        what = _pending(outcome.pending_retries, outcome.raised, outcome.died, outcome.refused)
+        print(f"{what}; {'this' if args.fresh else 'the same'} command retries them "
               f"(at most run.max_resume_retries={config.run.max_resume_retries} times each):\n  {resume}", file=sys.stderr)
     if outcome.spent_retries:
         print(_spent(args, run_dir, outcome.spent_retries, config.run.max_resume_retries, outcome.most_failures), file=sys.stderr)
@@ -262,13 +263,13 @@ def _budget_skips(summary: dict) -> str:
     return f", {skipped} still skipped for the judge budget" if skipped else ""
 
 
-def _retried(retried: int, raised: int, died: int) -> str:
-    # An exception the agent raised is a bug, and a worker process that died no judge, target or provider failing:
-    # both are retried like a transient failure but not called one.
+def _retried(retried: int, raised: int, died: int, refused: int = 0) -> str:
+    # An exception the agent raised is a bug, a worker process that died no judge, target or provider failing, and a
+    # judge model's refusal its answer: all are retried like a transient failure but not called one.
     if not retried:
         return ""
-    causes = [(retried - raised - died, "after a transient failure"), (raised, "after the agent raised"),
-              (died, "after the worker process scoring them died")]
+    causes = [(retried - raised - died - refused, "after a transient failure"), (raised, "after the agent raised"),
+              (died, "after the worker process scoring them died"), (refused, "after the judge model refused to judge them")]
     causes = [(n, why) for n, why in causes if n]
     if len(causes) == 1:
         return f", {retried} retried {causes[0][1]}"
@@ -285,13 +286,14 @@ def _spent(args: argparse.Namespace, run_dir: Path | None, spent: int, limit: in
             f"to retry them anyway, raise it:\n  {resume_command(raised, run_dir)}")
 
 
-def _pending(pending: int, raised: list[str], died: int) -> str:
+def _pending(pending: int, raised: list[str], died: int, refused: int = 0) -> str:
     """What the failures a resume retries were: transient ones (judge, target, provider), replies of the agent that could
-    not be read and exceptions it raised (`raised`: the messages of both, `journal_counts.agent_raised`), and cases whose
-    worker process died (killed, out of memory: `engine.worker_deaths`)."""
+    not be read and exceptions it raised (`raised`: the messages of both, `journal_counts.agent_raised`), cases whose
+    worker process died (killed, out of memory: `engine.worker_deaths`), and cases the judge model refused to judge
+    (`refused`, `journal_counts.judge_refused`)."""
     parts = []
-    if pending > len(raised) + died:
-        parts.append(f"{pending - len(raised) - died} results ended in a transient failure (judge, target or provider)")
+    if pending > len(raised) + died + refused:
+        parts.append(f"{pending - len(raised) - died - refused} results ended in a transient failure (judge, target or provider)")
     bad = [m for m in raised if m.startswith("invalid reply: ")]
     raised = [m for m in raised if not m.startswith("invalid reply: ")]
     if bad:
@@ -310,6 +312,9 @@ def _pending(pending: int, raised: list[str], died: int) -> str:
     if died:
         parts.append(f"{died} results ended because the worker process scoring them died (killed, out of memory or crashed; "
                      "error kind worker_error in results.jsonl)")
+    if refused:
+        parts.append(f"{refused} results ended because the judge model refused to judge them (a refusal is the judge's answer, "
+                     "not a transient failure: asked the same prompt again, it will most likely refuse again)")
     return "; ".join(parts)
 
 
