@@ -78,6 +78,7 @@ from tracejudge.llm.spend_journal import SpendJournal
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls import asking, sending, served
+from tracejudge.stages.judge.calls.failure import failure as failure_outcome
 from tracejudge.stages.judge.calls.answers import finish, parse_answers, question_groups
 from tracejudge.stages.judge.calls.asking import _Flight
 from tracejudge.stages.judge.calls.guarded_cache import GuardedCache
@@ -266,7 +267,7 @@ class Judge:
     _estimate_usage = sending.estimate_usage
     call = sending.call
     _call = sending.call_retried
-    failure = sending.failure
+    failure = failure_outcome
 
     learn_served = served.learn_served
     answered_by = served.answered_by

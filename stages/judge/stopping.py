@@ -18,7 +18,7 @@ def _stopping(fatal: Outcome, cfg: Any) -> Exception:
     if fatal.kind == "auth_error":
         where = f" (check the key in {cfg.api_key_env})" if cfg.api_key_env else ""
         return STOPS["auth_error"](f"judge: the provider refused the credentials{where}: {msg}; {tail}")
-    if fatal.kind == "request_error" and fatal.message.startswith("no batch API: "):  # (`calls.sending.failure`)
+    if fatal.kind == "request_error" and fatal.message.startswith("no batch API: "):  # (`calls.failure.failure`)
         return STOPS["request_error"](f"judge: {msg.removeprefix('no batch API: ')}; {tail}")
     if fatal.kind == "request_error":
         return STOPS["request_error"](f"judge: the server refused the request itself, not a transient failure: {msg}; {tail}")

@@ -15,14 +15,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from tracejudge.core.records import Score
 from tracejudge.llm.cache import canonical
-from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, public_url, rate_info, read_reply, send
+from tracejudge.llm.providers import JudgeRequest, ProviderError, Reply, build_payload, rate_info, read_reply, send
 from tracejudge.llm.reply_secrets import prompt_secrets
-from tracejudge.llm.replies import not_found_fix, request_fix
 from tracejudge.stages.judge.calls.billing import Unsettled, bill_input, note_sent, settle_answer, unsettled_error
 from tracejudge.stages.judge.calls.gate import Closed, Gate, gate_of, is_outage
-from tracejudge.stages.judge.calls.outcome import JudgeStopped, Outcome, _BudgetRefused, error_kind, unreadable
+from tracejudge.stages.judge.calls.outcome import JudgeStopped, _BudgetRefused, unreadable
 from tracejudge.stages.judge.calls.prompt_cut import check_prompt_cut
 from tracejudge.stages.judge.calls.stats import sum_usd
 
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
     from tracejudge.stages.judge.calls.request import Wire
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "estimate_usage", "failure", "sleep", "stop", "wait"]
+__all__ = ["attempt", "batch_call", "before_sleep", "call", "call_retried", "estimate_usage", "sleep", "stop", "wait"]
 
 # Why the current task is about to sleep before a retry (set by `before_sleep`, read by `Judge._sleep`).
 _retry_reason: contextvars.ContextVar[str] = contextvars.ContextVar("retry_reason", default="a failure")
@@ -383,43 +381,3 @@ async def _dropped_unanswered(self: Judge, exc: ProviderError) -> ProviderError:
                          f"answered no request ({exc})")
     gone.no_reply = True  # (not a connection refused: `gate.is_outage` does not wait for it)
     return gone
-
-
-def failure(self: Judge, exc: ProviderError, case: str = "") -> Outcome:
-    """The `Outcome` of a request that got no answer (`exc` already redacted); counts it. A refused request's message names
-    `case` (the case it asked about: a prompt too long is that case's) and, as any server's error does, the judge's URL."""
-    kind = error_kind(exc, self.reached)
-    self.stats.judge_errors += 1
-    self.stats.error_kinds[kind] = self.stats.error_kinds.get(kind, 0) + 1
-    details: dict[str, Any] = {"error_kind": kind}
-    if exc.status is not None:
-        details["http_status"] = exc.status
-    if exc.kind == "quota":
-        wait = f"the provider asked to wait {exc.retry_after_s:g} s, over max_retry_after_s {self.cfg.max_retry_after_s:g}" \
-            if exc.retry_after_s is not None else "the provider reports its quota exhausted"
-        msg = f"rate_limited: {wait} (daily quota?): {exc}"
-        return Outcome(Score(value=None, passed=None, reason=msg, details=details), "rate_limited", msg, kind)
-    msg = f"{kind}: {exc}"
-    from tracejudge.llm.batch_api import NoBatchApi  # here: batch_api imports aiohttp, which a judge stage loads only once it sends
-
-    if isinstance(exc, NoBatchApi):
-        msg = f"no batch API: {exc}"  # (it says what to set; not_found_fix is about the chat endpoint's URL)
-    elif kind == "request_error" and exc.status == 404:  # no such endpoint: the base URL, not the request, is what to fix
-        msg += f"; {not_found_fix(self.url, self.cfg.provider, self.cfg.base_url, str(exc), self.cfg.model)}"  # (a missing model: judge.model)
-    elif kind == "request_error":
-        msg += _where(self, exc, case) + f"; {request_fix(str(exc))}"
-    elif kind == "unreachable":
-        msg = f"unreachable: cannot reach the judge at {public_url(self.url)} ({exc}); nothing of the run was answered"
-    elif kind == "provider_error":
-        msg += _where(self, exc)
-    return Outcome(Score(value=None, passed=None, reason=msg, details=details), "judge_error", msg, kind)
-
-
-def _where(self: Judge, exc: ProviderError, case: str = "") -> str:
-    """` (the request for case 'c1', judge at URL)`: what a failure's message leaves out of the two ("" for neither)."""
-    # A run may have several judges, and a base URL taken from the environment is easy to miss.
-    url = public_url(self.url)
-    parts = [f"the request for case {case!r}"] if case else []
-    if url not in str(exc):
-        parts.append(f"judge at {url}")
-    return f" ({', '.join(parts)})" if parts else ""
