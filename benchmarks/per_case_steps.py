@@ -43,7 +43,7 @@ def best(fn: Callable[[], Any], rounds: int) -> float:
     """The least CPU seconds of `rounds` calls of `fn`.
 
     What is held in memory (the N cases the checks read; a run holds a few hundred) is frozen out
-    of the cyclic collector, whose thresholds are the run's (`runner._fewer_collections`).
+    of the cyclic collector, whose thresholds are the run's (`run_scope.fewer_collections`).
     """
     out = []
     gc.set_threshold(50_000, 20, 20)

@@ -16,20 +16,17 @@ end (and on interruption), then the assertions are checked and the reports
 
 from __future__ import annotations
 
-import functools
-import gc
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from tracejudge.core import registry
 from tracejudge.core.config import RunConfig, run_warnings
-from tracejudge.core.errors import TracejudgeError, leaves, refuse_in_worker_import
+from tracejudge.core.errors import TracejudgeError, refuse_in_worker_import
 from tracejudge.core.lazy_numpy import blas_env, numpy
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import CaseResult
@@ -48,6 +45,7 @@ from tracejudge.engine.journal_counts import agent_raised, judge_refused, worker
 from tracejudge.engine.live import LiveStatus
 from tracejudge.engine.read_ahead import read_ahead
 from tracejudge.engine.rendered import Finished
+from tracejudge.engine.run_scope import run_scope
 from tracejudge.engine.run_summary import _build_summary, _prior_judge
 from tracejudge.engine.shards import parse_shard, shard_run_dir
 from tracejudge.engine.stage_plan import _per_case, build_stages
@@ -90,61 +88,7 @@ def manifest_for(config: RunConfig, source: MemorySource | None = None, files: d
     return manifest_mod.manifest_for(config, None if source is None else source.fingerprint, files)
 
 
-_P = ParamSpec("_P")
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Collect cyclic garbage less often while a run goes, then restore the process's settings.
-
-    A run allocates millions of short-lived containers (parsed traces, scores) that reference
-    counting frees; the cyclic collector still ran ~800 times over 10,000 cases, each pass
-    also walking every object imported at start-up (pydantic schemas, modules): ~5% of a
-    deterministic run. Objects alive at the start are frozen out of the passes and
-    generation 0 is collected every 50,000 allocations instead of 700. Nothing a run
-    computes depends on when the collector runs.
-    """
-    before, ours = gc.get_threshold(), (50_000, 20, 20)
-    if before == ours:  # inside another run (the Python API, a thread): that one restores
-        yield
-        return
-    gc.freeze()
-    gc.set_threshold(*ours)
-    paused = not gc.isenabled()  # (the command line pauses it for its start-up: `entrypoints.launch`)
-    gc.enable()
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
-        if paused:
-            gc.disable()
-
-
-def _with_fewer_collections(fn: Callable[_P, Awaitable[RunOutcome]]) -> Callable[_P, Awaitable[RunOutcome]]:
-    @functools.wraps(fn)
-    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> RunOutcome:
-        with _fewer_collections():
-            try:
-                return await fn(*args, **kwargs)
-            except BaseExceptionGroup as group:
-                # A stage that says no case can succeed (bad credentials, an unguarded script) raises
-                # inside the task groups; the caller gets that error itself, one `except` away, not
-                # nested in groups beside the cancellations it caused. So does a lone error of the
-                # caller's own code (an iterable of cases that raises), with the cause it was raised from.
-                found = leaves(group)
-                ours = next((e for e in found if isinstance(e, TracejudgeError)), None)
-                if ours is not None:
-                    raise ours from None
-                real = [e for e in found if not isinstance(e, anyio.get_cancelled_exc_class())]
-                if len(real) != 1 or not isinstance(real[0], Exception):
-                    raise
-                raise real[0] from real[0].__cause__
-
-    return wrapper
-
-
-@_with_fewer_collections
+@run_scope
 async def run(
     config: RunConfig,
     *,
