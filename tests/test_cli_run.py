@@ -175,6 +175,24 @@ def test_what_a_command_leaves_alive_at_exit_is_not_collected_again(tmp_path):
     assert "frozen at exit: True" in done.stderr
 
 
+def test_the_command_ends_without_the_interpreters_teardown_yet_runs_its_exit_handlers_once(tmp_path):
+    # Freeing every object still alive one by one is skipped (the OS takes the memory back), not what the interpreter
+    # does before it: exit handlers run once each, the output is whole, the status is the command's own (1: the gate
+    # failed), and what the command printed last is flushed before the process ends.
+    _one_case(tmp_path)
+    (tmp_path / "c.yaml").write_text("dataset: {path: cases.jsonl, format: native}\n"
+                                     "metrics:\n  - {type: Contains, value: absent}\nrun: {dir: run}\n"
+                                     "assertions:\n  metrics:\n    Contains: {min_mean: 1}\n")
+    done = _python(tmp_path, "handler ran",
+                   "atexit.register(lambda: print('printed by a handler', end=''))\n"
+                   "sys.argv = ['tracejudge', 'run', 'c.yaml', '--no-progress']\n"
+                   "from tracejudge.entrypoints.launch import console_main\n"
+                   "console_main()\n")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "verdict: FAIL" in done.stdout and done.stdout.endswith("printed by a handler")
+    assert done.stderr.count("handler ran") == 1
+
+
 def test_the_collector_paused_for_start_up_runs_again_during_a_run_and_other_commands(tmp_path):
     # The command line starts with the cyclic collector off (start-up's objects all live to the end); a metric, an
     # agent or a report must still run with it on, or a long run of code that makes cycles would only grow.
