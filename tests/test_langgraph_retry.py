@@ -18,6 +18,11 @@ again, so the call that returned runs again too. Before, under OpenInference (wh
 with no id (4 calls; with a custom node `call_t` held the result and the error, `retried` was empty), and under
 OpenLLMetry Paris read as two calls (3 calls). Now each part the model asked for is one call, the last run's, and
 `retried` lists both: Tokyo with its earlier error, Paris with the runs it took and no errors.
+
+A span missing (a trace cut by hand, an exporter that dropped it; the tests cut a copy of a recording): without the
+span of the attempt that returned, the call used to read with both that result (the next request shows the model its
+tool message) and the failed attempt's error, and no `retried`; now it has the result, no error, and `retried` lists
+the failure. Without the failed attempt's span it is a plain call. Parallel calls are one call per part either way.
 """
 
 from __future__ import annotations
@@ -149,3 +154,100 @@ def test_recordings_hold_no_machine_paths() -> None:
         text = path.read_text()
         for marker in ("/tmp/", "/root/", "/work/", "/home/"):
             assert marker not in text, (path.name, marker)
+
+
+# A span missing from the trace (cut by hand, or dropped by an exporter): the recordings above, copied without one
+# tool span. The model's next request still shows it the tool message of the attempt that returned.
+
+def _span_lists(doc: dict[str, Any], fmt: str) -> list[tuple[dict[str, Any], str]]:
+    """Where `doc` (one line of a recording) keeps its spans: (holder, key) pairs."""
+    if fmt == "mlflow":
+        return [(doc["data"], "spans")]
+    return [(ss, "spans") for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]]
+
+
+def _sid(span: dict[str, Any]) -> str:
+    return span.get("spanId") or span["span_id"]
+
+
+def _failed(span: dict[str, Any]) -> bool:
+    return span.get("status", {}).get("code") in (2, "STATUS_CODE_ERROR")
+
+
+def _city(span: dict[str, Any]) -> str:
+    attrs = span["attributes"]
+    if isinstance(attrs, list):  # OTLP/JSON
+        attrs = {a["key"]: a["value"].get("stringValue") for a in attrs}
+    said = attrs.get("input.value") or attrs.get("traceloop.entity.input") or ""
+    return "Paris" if "Paris" in said else "Tokyo" if "Tokyo" in said else "?"
+
+
+def without(tmp_path: Path, name: str, fmt: str, pick: Any) -> Path:
+    """A copy of recording `name` (format `fmt`) without the tool spans `pick(tool spans by start)` returns."""
+    docs = [json.loads(line) for line in (DATA / name).read_text().splitlines() if line.strip()]
+    spans = [s for d in docs for holder, key in _span_lists(d, fmt) for s in holder[key]]
+    tools = sorted((s for s in spans if s["name"].endswith("get_weather")),
+                   key=lambda s: int(s.get("startTimeUnixNano") or s["start_time_unix_nano"]))
+    gone = {_sid(s) for s in pick(tools)}
+    assert gone
+    for d in docs:
+        for holder, key in _span_lists(d, fmt):
+            holder[key] = [s for s in holder[key] if _sid(s) not in gone]
+    out = tmp_path / name
+    out.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return out
+
+
+@pytest.mark.parametrize(("name", "fmt"), RETRIED, ids=[n for n, _ in RETRIED])
+def test_a_retried_call_whose_last_span_is_missing_has_the_result_the_model_saw(tmp_path: Path, name: str, fmt: str) -> None:
+    """The span of the attempt that returned is missing: the failed attempt's node raised (nothing it made reached the
+    model), yet the next request shows the model the tool message of `call_r1`: a later run answered it. Before, the
+    call read with both that result and the failed attempt's error, and no `retried`."""
+    path = without(tmp_path, name, fmt, lambda tools: [t for t in tools if not _failed(t)])
+    (case,) = extract(path, fmt)
+    assert calls(case) == [("call_r1", "get_weather", TOKYO, "rainy, 14 C", None)]
+    assert [[c.id for c in s.tool_calls] for s in case.trace.steps] == [["call_r1"], []]
+    assert case.trace.output == ANSWER
+    assert case.metadata["otel"]["retried"] == [
+        {"call": 0, "name": "get_weather", "id": "call_r1", "attempts": 2, "errors": [TIMEOUT]}
+    ]
+    assert "run_error" not in case.metadata
+
+
+@pytest.mark.parametrize(("name", "fmt"), RETRIED, ids=[n for n, _ in RETRIED])
+def test_a_retried_call_whose_failed_span_is_missing_is_a_plain_call(tmp_path: Path, name: str, fmt: str) -> None:
+    """The failed attempt's span is missing: only the run that returned is left, one call, no error, nothing retried."""
+    path = without(tmp_path, name, fmt, lambda tools: [t for t in tools if _failed(t)])
+    (case,) = extract(path, fmt)
+    assert calls(case) == [("call_r1", "get_weather", TOKYO, "rainy, 14 C", None)]
+    assert case.trace.output == ANSWER
+    assert "retried" not in case.metadata["otel"]
+
+
+@pytest.mark.parametrize("stem", PARALLEL_FILES)
+@pytest.mark.parametrize("lost", ["returned", "failed"])
+def test_a_parallel_retry_missing_a_tokyo_span_is_still_one_call_per_part(tmp_path: Path, stem: str, lost: str) -> None:
+    """Tokyo's span that returned (or the one that failed) is missing. Before, with the first, `call_t` read with both
+    its result and its error (under the bare-text arguments of OpenInference with a custom node, Paris's error and
+    result) and Paris's re-runs were calls of their own; with the second, Paris's re-run was a call of its own (nothing
+    failed was left to show the node had been run again): 3 calls. Now each part is one call, as when nothing is missing."""
+    failed = PARALLEL[stem.split("-", 1)[1]]
+    t = truth(stem)
+    paris = [r.get("raised") or r.get("result") for r in t["tool_runs"] if r["arguments"] == {"city": "Paris"}]
+    if lost == "returned":
+        path = without(tmp_path, f"{stem}.jsonl", "otel", lambda tools: [[s for s in tools if _city(s) == "Tokyo" and not _failed(s)][-1]])
+        tokyo_retried = [{"call": 1, "name": "get_weather", "id": "call_t", "attempts": 2, "errors": [timed_out("Tokyo", 1)]}]
+    else:
+        path = without(tmp_path, f"{stem}.jsonl", "otel", lambda tools: [s for s in tools if _city(s) == "Tokyo" and _failed(s)])
+        tokyo_retried = []
+    (case,) = extract(path)
+    assert calls(case) == [
+        ("call_p", "get_weather", {"city": "Paris"}, PARIS, None),
+        ("call_t", "get_weather", TOKYO, TOKYO_RESULT, None),
+    ]
+    assert case.trace.output == PARALLEL_ANSWER
+    assert case.metadata["otel"]["retried"] == [
+        {"call": 0, "name": "get_weather", "id": "call_p", "attempts": len(paris),
+         "errors": [timed_out("Paris", 1)] if "Paris" in failed else []},
+        *tokyo_retried,
+    ]

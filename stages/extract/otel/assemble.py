@@ -149,7 +149,9 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
     tool_list = sorted(tools.values(), key=lambda t: (t.span.start, t.span.span_id))
     # a node retried after its tool raised (LangGraph's `RetryPolicy`): the attempts of the one call asked for are that call
     tool_list, retried = fold_retries(tool_list, by_start, lambda m: _parts(views[m.span_id].outputs, "tool_call"),
-                                      lambda x, y: scope(x) is scope(y) and anchor(x).span_id == anchor(y).span_id)
+                                      lambda x, y: scope(x) is scope(y) and anchor(x).span_id == anchor(y).span_id,
+                                      lambda m: _parts(views[m.span_id].inputs, "tool_call_response"),
+                                      lambda s: s.parent_id in index and index[s.parent_id].status_error)
     refused = {cid: why for m in models for cid, why in views[m.span_id].refused_answers.items()}  # answers the framework sent back
     held = [t for t in tool_list if t.error == AWAITING]  # the Agents SDK's calls held for approval: run on resume (`agents_approval`)
 

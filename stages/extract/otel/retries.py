@@ -17,6 +17,14 @@ call that returned and ran again because another call of its node raised is list
 and no errors (the tool did run that many times). So two calls the model did ask for (two parts, even alike) stay
 two calls, a failed call the model asked for again in its next request is a new call (another round), and tool spans
 no model part asked for (a smolagents `CodeAgent`'s code calling a tool) are left as they are.
+
+A trace may lack a span (cut by hand, or dropped by its exporter). When a part's last span failed inside a node run
+that raised (its parent span failed: nothing that run made reached the graph's state) and yet the run's next request
+shows the model a new response for the part's id that is not the failure (smolagents sends a failure back, its step
+span failed too), a later run of the node answered it and its span is missing: the call has that response as its
+result (`calls`), and the failure it recorded is an attempt's (listed in `retried`, counting the run that answered);
+it also shows that the node was re-run, so the round folds. The failed attempt's span missing leaves the call that
+returned (a span whose node raised is evidence of a re-run too: the other calls' runs fold).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from tracejudge.stages.extract.otel.calls import Tool
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import unjson
+from tracejudge.stages.extract.otel.view import MISSING, unjson
 
 __all__ = ["fold_retries"]
 
@@ -41,13 +49,28 @@ def _asks(t: Tool, parts: list[dict[str, Any]]) -> tuple[int, ...]:
     return tuple(i for i, ok in said if ok) or tuple(i for i, ok in said if ok is not False)
 
 
+def _answered(asker: Span, pid: str, error: str, models: list[Span], replies: Callable[[Span], list[dict[str, Any]]],
+              together: Callable[[Span, Span], bool]) -> bool:
+    """Whether the next request of `asker`'s run shows the model a new response for call id `pid` (not one of another
+    round's call of that id, which `asker` showed already) that does not say `error`'s message (a failure sent back)."""
+    after = next((m for m in models if m.start > asker.start and together(m, asker)), None)
+    if after is None:
+        return False
+    def of(m: Span) -> list[dict[str, Any]]:
+        return [r for r in replies(m) if r.get("id") is not None and str(r["id"]) == pid]
+    said = error.split(": ", 1)[-1]
+    return any(said not in str(r.get("response")) for r in of(after)[len(of(asker)):])
+
+
 def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], list[dict[str, Any]]],
-                 together: Callable[[Span, Span], bool]) -> tuple[list[Tool], dict[str, list[str | None]]]:
+                 together: Callable[[Span, Span], bool], replies: Callable[[Span], list[dict[str, Any]]] = lambda m: [],
+                 raised: Callable[[Span], bool] = lambda s: False) -> tuple[list[Tool], dict[str, list[str | None]]]:
     """`tools` (by start) without the earlier attempts of a retried call, and each last attempt's earlier outcomes, by its span id.
 
     An outcome is the attempt's error, or `None` for one that returned. `models`: the model requests by start;
     `parts(m)`: the `tool_call` parts request `m` emitted; `together(a, b)`: whether two spans belong to one run (the
-    same agent run and call scope), so only its own requests bound a round.
+    same agent run and call scope), so only its own requests bound a round. `replies(m)`: the `tool_call_response`
+    parts request `m` showed the model; `raised(s)`: whether the node run tool span `s` ran in raised (its parent failed).
     """
     rounds: dict[str, tuple[Span, list[Tool]]] = {}
     for t in tools:
@@ -57,6 +80,7 @@ def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], 
         if asker is not None:
             rounds.setdefault(asker.span_id, (asker, []))[1].append(t)
     folded: dict[int, Tool] = {}  # id of an attempt -> the call it was an attempt of
+    lost: list[tuple[Tool, str]] = []  # a failed span whose call a later run answered, its span missing; the part's id
     for asker, spans in rounds.values():
         asked = parts(asker)
         alike: dict[tuple[int, ...], list[Tool]] = {}
@@ -64,18 +88,24 @@ def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], 
             if (which := _asks(t, asked)):
                 alike.setdefault(which, []).append(t)
         plan: dict[int, Tool] = {}
+        gone: list[tuple[Tool, str]] = []
         for which, ran in alike.items():
+            calls = ran[max(len(ran) - len(which), 0):]
+            pid = asked[which[0]].get("id") if len(which) == 1 else None
+            if (pid is not None and calls[-1].error is not None and raised(calls[-1].span)
+                    and _answered(asker, str(pid), str(calls[-1].error), models, replies, together)):
+                gone.append((calls[-1], str(pid)))
             if len(ran) <= len(which):
                 continue
-            calls = ran[len(ran) - len(which):]
             for a in ran[:len(ran) - len(which)]:
                 by_id = [c for c in calls if a.call_id is not None and c.call_id == a.call_id]
                 place = [u for u in ran if u.span.parent_id == a.span.parent_id].index(a)
                 last = by_id[-1] if by_id else calls[min(place, len(calls) - 1)]
                 if last.span.start >= a.span.end:
                     plan[id(a)] = last
-        if any(a.error is not None for a in spans if id(a) in plan):  # a node re-run after a raise, not spans that only look alike
-            folded.update(plan)
+        if gone or any(a.error is not None or raised(a.span) for a in spans if id(a) in plan):  # a node re-run after a raise,
+            folded.update(plan)  # not spans that only look alike
+            lost.extend(gone)
     outcomes: dict[int, list[str | None]] = {}
     for t in tools:
         if id(t) in folded:
@@ -84,5 +114,8 @@ def fold_retries(tools: list[Tool], models: list[Span], parts: Callable[[Span], 
             outcomes.setdefault(id(last), []).append(None if t.error is None else str(t.error))
             if last.call_id is None:
                 last.call_id = t.call_id
+    for t, pid in lost:  # the last attempt recorded failed, the one that answered left no span: its failure is an attempt's
+        outcomes.setdefault(id(t), []).append(str(t.error))
+        t.error, t.result, t.call_id = None, MISSING, t.call_id or pid  # (its result: the response the model saw)
     kept = [t for t in tools if id(t) not in folded]
     return kept, {t.span.span_id: outcomes[id(t)] for t in kept if id(t) in outcomes}
