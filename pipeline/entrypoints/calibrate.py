@@ -331,7 +331,7 @@ def print_agreement(block: dict[str, Any], console: Console, *, run_dir: Path | 
                                                + (f" ({v['kappa_why']})" if v.get("kappa_why") else "")
                                                for t, v in list(tags.items())[:12]))
         for d in (m.get("disagreements") or [])[:listed]:
-            label = written(d["label"]) + (f" ({d['label_as']})" if d.get("label_as") else "")  # (as the labels file has it)
+            label = written(d["label"], d.get("label_written") or "") + (f" ({d['label_as']})" if d.get("label_as") else "")  # (as the labels file has it)
             say(f"  disagrees: case {visible(str(d['case_id']))} trial {d['trial']}: label {label}, verdict {d['verdict']} "
                 f"(value {d['value']:.3f}): {visible(d['reason'][:160])}")
 

@@ -77,8 +77,8 @@ def need_stats() -> None:
 
 @dataclass
 class Pair:
-    """One labelled verdict: `label` as given, the verdict's `passed`, `value` in [0, 1] and `grade` (its score's grade, see the
-    module doc; `value` for a metric without grades)."""
+    """One labelled verdict: `label` as given (`label_text`: as its source wrote it, `Label.text`), the verdict's `passed`,
+    `value` in [0, 1] and `grade` (its score's grade, see the module doc; `value` for a metric without grades)."""
 
     case_id: str
     trial: int
@@ -88,6 +88,7 @@ class Pair:
     grade: float
     tags: list[str] = field(default_factory=list)
     reason: str = ""
+    label_text: str = ""
 
 
 def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet,
@@ -123,7 +124,7 @@ def pair_up(results: Iterable[dict[str, Any]], labels: LabelSet,
             paired.add(key)
             grade = verdict_grade(s, scales[metric])
             by_metric[metric].append(Pair(cid, trial, lab.value, s.get("passed"), float(s["value"]), float(grade),
-                                          list(res.get("tags") or []), str(s.get("reason", ""))[:300]))
+                                          list(res.get("tags") or []), str(s.get("reason", ""))[:300], lab.text))
     for pairs in by_metric.values():
         pairs.sort(key=lambda p: (p.case_id, p.trial))  # results come in completion order: the bootstrap must not depend on it
     unknown = {m: sum(1 for key in index if key[1] == m) for m in sorted(metrics - seen)}
@@ -324,6 +325,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     listed = wrong if disagreements is None else wrong[:disagreements]
     # (A label of 0.75 read as a pass at the threshold says so beside it: "label 0.75, verdict fail" alone reads as a grade.)
     out["disagreements"] = [{"case_id": pairs[i].case_id, "trial": pairs[i].trial, "label": pairs[i].label,
+                             **({"label_written": pairs[i].label_text} if pairs[i].label_text else {}),
                              **({"label_as": _shown(y[i])} if binary and pairs[i].label not in (0.0, 1.0) else {}),
                              "verdict": _shown(v[i]), "value": pairs[i].value, "reason": pairs[i].reason} for i in listed]
     out["disagreeing"] = len(wrong)

@@ -91,15 +91,19 @@ def take_out_of_range(pairs: dict[str, list[Pair]], labels: LabelSet, scales: di
                 continue
             lab = index.get((p.case_id, metric, p.trial)) or index.get((p.case_id, metric, None))
             what = "a yes/no label (true/false, or a number from 0 to 1)" if scale is None else f"a grade on its scale {lo:g}..{hi:g}"
-            line = f"{lab.where if lab else p.case_id}: label: {p.label:g} is out of range for metric {metric!r}, which takes {what}"
+            line = (f"{lab.where if lab else p.case_id}: label: {written(p.label, lab.text if lab else '')} is out of range for "
+                    f"metric {metric!r}, which takes {what}")
             if line not in named:  # (a label without a trial pairs with each trial of its case: named once)
                 named.append(line)
         got[:] = keep
     return named
 
 
-def written(label: bool | float) -> str:
-    """A label as its file has it: `true`/`false`, a whole number without `.0` (`3`), another number as it reads (`2.5`)."""
+def written(label: bool | float, text: str = "") -> str:
+    """A label as its file has it: `text`, as its source wrote it (`yes`, `4.0`: `Label.text`), when known; else
+    `true`/`false`, a whole number without `.0` (`3`), another number as it reads (`2.5`)."""
+    if text:
+        return text
     if isinstance(label, bool):
         return "true" if label else "false"
     return f"{int(label)}" if float(label).is_integer() else f"{label!r}"
@@ -143,7 +147,7 @@ def take_mixed_kinds(pairs: dict[str, list[Pair]], labels: LabelSet, graded: dic
             done.add(key)
             lab = index.get(key)
             trial = "" if key[2] is None else f", trial {key[2]}"
-            what = f"{lab.where if lab else p.case_id}: label: {written(p.label)} (case {p.case_id!r}{trial})"
+            what = f"{lab.where if lab else p.case_id}: label: {written(p.label, lab.text if lab else '')} (case {p.case_id!r}{trial})"
             if flags == numbers:
                 line = f"{what} left out: {why}"
             elif flags < numbers:

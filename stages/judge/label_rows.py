@@ -31,9 +31,10 @@ from typing import Any, TextIO
 from tracejudge.core.errors import ConfigError
 from tracejudge.stages.load.encoding import ESCAPED, byte_size, escaped_byte
 
-__all__ = ["DECIMAL_COMMA", "REQUIRED", "label_rows"]
+__all__ = ["DECIMAL_COMMA", "REQUIRED", "WRITTEN", "label_rows"]
 
 REQUIRED = ("case_id", "metric", "label")
+WRITTEN = "label as written"  # a row's label cell before its decimal comma was read (no header name holds a space)
 _READ = (*REQUIRED, "trial")
 _SEPARATORS = (",", ";", "\t")
 DECIMAL_COMMA = re.compile(r"\s*[+-]?\d+,\d+\s*")
@@ -111,6 +112,8 @@ def _csv_rows(path: Path, text: str, base: int) -> Iterator[Row]:
         if sep != ",":  # (where a comma separates no cell, Excel wrote it as the decimal mark)
             for key in ("label", "trial"):
                 if isinstance(row.get(key), str) and DECIMAL_COMMA.fullmatch(row[key]):
+                    if key == "label":
+                        row[WRITTEN] = row[key]  # (shown as the file has it: `0,5`)
                     row[key] = row[key].replace(",", ".")
         yield where, row
 

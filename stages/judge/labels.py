@@ -13,7 +13,8 @@ A label belongs to one (case, metric) and, optionally, one trial:
   metadata).
 
 A label is `true`/`false` or a number, or a word `yes`/`no`, `pass`/`fail`, `true`/`false` (any case); spaces
-around a case id or metric are dropped. A `trial` is a whole number >= 0 (`0.7`, `true` or `-1` are not trials). A
+around a case id or metric are dropped. Every message names a label as its source wrote it (`yes`, `PASS`, `4.0`,
+`0,5`: `Label.text`), not as it was read (`true`, `4`). A `trial` is a whole number >= 0 (`0.7`, `true` or `-1` are not trials). A
 line that cannot be read is left out and named (`file:line: field: problem`) — one bad line never stops a
 calibration. The file is UTF-8 (a byte-order mark at its start is dropped); a line holding a byte that is not UTF-8
 is named as one that cannot be read, with the byte's line and column, and a UTF-16 or UTF-32 file (Excel's "Unicode
@@ -40,23 +41,25 @@ from typing import Any
 
 from tracejudge.core.errors import ConfigError
 from tracejudge.core.suggest import did_you_mean
-from tracejudge.stages.judge.label_rows import DECIMAL_COMMA, label_rows
+from tracejudge.stages.judge.label_rows import DECIMAL_COMMA, WRITTEN, label_rows
 from tracejudge.stages.load.encoding import BOM, wide_encoding
 
-__all__ = ["Label", "LabelSet", "field_labels", "label_value", "load_label_file", "parse_field_spec"]
+__all__ = ["Label", "LabelSet", "as_written", "field_labels", "label_value", "load_label_file", "parse_field_spec"]
 
 _WORDS = {"true": True, "yes": True, "pass": True, "false": False, "no": False, "fail": False}
 
 
 @dataclass(frozen=True)
 class Label:
-    """One reference label: `value` is a bool or a finite float; `trial` `None` holds for every trial; `where` names its source."""
+    """One reference label: `value` is a bool or a finite float; `trial` `None` holds for every trial; `where` names its source;
+    `text` is the label as its source wrote it (`yes`, `4.0`; `as_written`), empty when not known (then `value` is shown)."""
 
     case_id: str
     metric: str
     value: bool | float
     trial: int | None = None
     where: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -85,12 +88,12 @@ class LabelSet:
             trial = "" if lab.trial is None else f" trial {lab.trial}"
             what = f"case {lab.case_id!r} metric {lab.metric!r}{trial}"
             if same and key in conflicting:  # (the first line's value, in conflict with another line before or after it)
-                notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}), "
+                notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab)}), "
                              "which conflicts with another label: left out with it")
             elif same:
-                notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab.value)}): counted once")
+                notes.append(f"{lab.where}: label: repeats {_place(was, lab)} for {what} (same label {_shown(lab)}): counted once")
             else:
-                notes.append(f"{lab.where}: label: {_shown(lab.value)} conflicts with {_place(was, lab)}'s {_shown(was.value)} "
+                notes.append(f"{lab.where}: label: {_shown(lab)} conflicts with {_place(was, lab)}'s {_shown(was)} "
                              f"for {what}: both left out")
         # A trial's label takes its trial from the case's label (README): said when they differ, as it is no repeat.
         # (Not when either is left out for a conflict: then the case's label, or none, answers the trial.)
@@ -98,8 +101,8 @@ class LabelSet:
             whole = first.get((case_id, metric, None)) if trial is not None else None
             if (whole is not None and float(whole.value) != float(lab.value) and (case_id, metric, None) not in conflicting
                     and (case_id, metric, trial) not in conflicting):
-                notes.append(f"{lab.where}: label: {_shown(lab.value)} for case {case_id!r} metric {metric!r} trial {trial} differs "
-                             f"from {_place(whole, lab)}'s {_shown(whole.value)} for the whole case: trial {trial} takes this one")
+                notes.append(f"{lab.where}: label: {_shown(lab)} for case {case_id!r} metric {metric!r} trial {trial} differs "
+                             f"from {_place(whole, lab)}'s {_shown(whole)} for the whole case: trial {trial} takes this one")
         self.labels = [lab for key, lab in first.items() if key not in conflicting]
         self.problems = [*self.problems, *(n for n in notes if n not in self.problems)]
 
@@ -114,8 +117,14 @@ def _differs_from_first(lab: Label, first: dict[tuple[str, str, int | None], Lab
     return was is not lab and float(lab.value) != float(was.value)
 
 
-def _shown(value: bool | float) -> str:
-    return json.dumps(value) if isinstance(value, bool) else f"{value:g}"
+def _shown(lab: Label) -> str:
+    return lab.text or (json.dumps(lab.value) if isinstance(lab.value, bool) else f"{lab.value:g}")
+
+
+def as_written(raw: Any) -> str:
+    """A label's raw value as its source wrote it: a text as it is, spaces around it dropped (`yes`, `PASS`, `4.0`); a
+    JSON value as JSON (`true`, `4.0`, `3`)."""
+    return raw.strip() if isinstance(raw, str) else json.dumps(raw, default=str)
 
 
 def _place(was: Label, lab: Label) -> str:
@@ -160,7 +169,7 @@ def _one(row: dict[str, Any], where: str) -> Label:
     except ValueError as exc:
         raise ValueError(f"label: {exc}") from None
     # Spaces around a case id or a metric are a spreadsheet's, not part of the name: `c1 ` matched no case.
-    return Label(str(row["case_id"]).strip(), str(row["metric"]).strip(), value, trial, where)
+    return Label(str(row["case_id"]).strip(), str(row["metric"]).strip(), value, trial, where, as_written(row.get(WRITTEN, row["label"])))
 
 
 def _trial(raw: Any) -> int | None:
@@ -247,7 +256,7 @@ def field_labels(results: Iterable[dict[str, Any]], fields: dict[str, str]) -> L
                 continue
             where = f"case {res.get('case_id')!r} {path}"
             try:
-                labels.append(Label(str(res["case_id"]), metric, label_value(raw), int(res.get("trial", 0)), where))
+                labels.append(Label(str(res["case_id"]), metric, label_value(raw), int(res.get("trial", 0)), where, as_written(raw)))
             except ValueError as exc:
                 problems.append(f"{where}: label: {exc}")
     return LabelSet(labels, problems)
