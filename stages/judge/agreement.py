@@ -28,7 +28,7 @@ left out and named, and its agreement is not computed (`note` says why) — whic
 The unit of the intervals is the labelled case (`cases`; `n` counts verdicts: a label without `trial` answers every
 trial of its case): accuracy has the Wilson score interval, κ and ρ a 95% percentile bootstrap over cases (every
 trial of a drawn case together; a resample's κ is computed from its confusion counts with scikit-learn's arithmetic, equal to
-`cohen_kappa_score`'s: `_kappa`), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
+`cohen_kappa_score`'s: `label_stats.kappa_of`), `resamples` times, seeded by `seed` and the metric key, so the same inputs give the
 same interval (`tracejudge.stages.judge.label_stats`, which cites the sources). A resample whose κ is undefined (one
 class only) is dropped and counted (`kappa_ci_dropped`). Under 10 labelled cases, or with a single-point interval,
 the κ interval is marked not informative (`kappa_ci_informative: false`, `kappa_ci_why`) and the gate's `min_kappa`
@@ -44,7 +44,6 @@ were not scored (`value: null`, or a non-`ok` result) are counted as
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -53,7 +52,7 @@ from typing import Any
 from tracejudge.core.errors import TracejudgeError
 from tracejudge.stages.judge.label_checks import take_mixed_kinds, take_out_of_range, unknown_cases, unknown_metrics
 from tracejudge.stages.judge.label_grades import grade_scale, metric_scales, verdict_grade, yes_no_metric
-from tracejudge.stages.judge.label_stats import case_bootstrap, effective_n, rng, uninformative, wilson
+from tracejudge.stages.judge.label_stats import accuracy, accuracy_ci, case_bootstrap, kappa_of, rng, spearman, uninformative
 from tracejudge.stages.judge.labels import Label, LabelSet
 
 __all__ = ["Pair", "agreement_block", "metric_agreement", "metric_scales", "need_stats", "pair_up"]
@@ -174,66 +173,6 @@ def _case_groups(pairs: list[Pair], among: list[int] | None = None) -> list[list
     return list(groups.values())
 
 
-def _kappa(weights: str | None, labels: list[Any]) -> Callable[[Any, Any], float | None]:
-    """Cohen's κ (`sklearn.metrics.cohen_kappa_score`), quadratic-weighted with `weights`; `labels` is the metric's whole
-    scale (sorted), so a grade's weight is its distance on the scale, not its rank among the grades present.
-
-    The function returned has `resampled`: the same κ for the bootstrap's resamples, computed from the resample's
-    confusion counts with scikit-learn's own arithmetic (float64 counts, expected = outer(column sums, row sums) / n,
-    1 − Σ w·observed / Σ w·expected), NaN where scikit-learn's is undefined: a thousand calls of scikit-learn's
-    validated function took seconds a metric. Every value must equal scikit-learn's (tests compare them)."""
-    import numpy as np
-    from sklearn.metrics import cohen_kappa_score
-
-    scale = np.asarray(labels)
-    n = len(scale)
-    if weights is None:
-        w = np.ones((n, n))
-        np.fill_diagonal(w, 0)
-    else:
-        w = np.zeros((n, n)) + np.arange(n)
-        w = (w - w.T) ** 2
-
-    def k(y: Any, v: Any) -> float | None:
-        if len(set(y.tolist()) | set(v.tolist())) < 2:
-            return None  # one class only: κ is 0/0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return float(cohen_kappa_score(y, v, weights=weights, labels=labels))
-
-    def resampled(y: Any, v: Any) -> float | None:
-        confusion = np.bincount(np.searchsorted(scale, y) * n + np.searchsorted(scale, v), minlength=n * n).reshape(n, n).astype(np.float64)
-        sum0, sum1 = confusion.sum(axis=0), confusion.sum(axis=1)
-        if np.count_nonzero(sum0 + sum1) < 2:
-            return None
-        expected = np.outer(sum0, sum1) / sum0.sum()
-        denominator = (w * expected).sum()
-        return float("nan") if denominator == 0 else float(1 - (w * confusion).sum() / denominator)
-
-    k.resampled = resampled  # type: ignore[attr-defined]
-    return k
-
-
-def _spearman(y: Any, v: Any) -> float | None:
-    from scipy.stats import spearmanr
-
-    if len(set(y.tolist())) < 2 or len(set(v.tolist())) < 2:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(spearmanr(y, v).statistic)
-
-
-def _accuracy(y: Any, v: Any) -> float:
-    return float((y == v).mean())
-
-
-def _accuracy_ci(y: Any, v: Any, groups: list[list[int]]) -> list[float] | None:
-    """Wilson score interval of the agreement share over the cases' effective sample size (`label_stats`)."""
-    agree = [int((y[g] == v[g]).sum()) for g in groups]
-    return wilson(_accuracy(y, v), effective_n(agree, [len(g) for g in groups]))
-
-
 def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, resamples: int = 1000, seed: int = 0,
                      disagreements: int | None = None, yes_no: bool = False, scale: tuple[float, float] | None = None,
                      grades: bool | None = None) -> dict[str, Any]:
@@ -265,7 +204,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         v = np.array([bool(p.passed) for p in pairs])
         classes: list[Any] = [False, True]
         names: list[Any] = ["fail", "pass"]
-        kappa_fn, kind = _kappa(None, classes), "cohen"
+        kappa_fn, kind = kappa_of(None, classes), "cohen"
     else:
         y = np.array([float(p.label) for p in pairs])
         v = np.array([p.grade for p in pairs])
@@ -277,13 +216,13 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
         # Weighted by distance on the metric's whole scale (the grades seen too, should a verdict fall off it); only the
         # grades seen when the scale is not known, which the output says (`kappa_labels`).
         scale_labels = sorted(set(scale_grades(scale) or []) | set(classes)) if integral else None
-        kappa_fn, kind = (_kappa("quadratic", scale_labels), "quadratic") if integral else ((lambda a, b: None), None)
+        kappa_fn, kind = (kappa_of("quadratic", scale_labels), "quadratic") if integral else ((lambda a, b: None), None)
     kappa = kappa_fn(y, v)
     kappa_ci, dropped = case_bootstrap(getattr(kappa_fn, "resampled", kappa_fn), y, v, groups, resamples, gen) if kind else (None, 0)
     out: dict[str, Any] = {
         "n": len(pairs), "cases": len(groups), "kind": "yes_no" if binary else "graded",
         "reading": "pass/fail" if binary else "grades",
-        "accuracy": round(_accuracy(y, v), 6), "accuracy_ci": _accuracy_ci(y, v, groups), "accuracy_ci_method": "wilson",
+        "accuracy": round(accuracy(y, v), 6), "accuracy_ci": accuracy_ci(y, v, groups), "accuracy_ci_method": "wilson",
         "kappa": None if kappa is None else round(kappa, 6), "kappa_kind": kind, "kappa_ci": kappa_ci,
     }
     if kind:
@@ -310,9 +249,9 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
     elif not binary and kind is None:
         out["note"] = "kappa undefined: the labels or the grades are not all whole numbers (weighted kappa compares grades); see spearman"
     if not binary:
-        rho = _spearman(y, v)
+        rho = spearman(y, v)
         out["spearman"] = None if rho is None else round(rho, 6)
-        out["spearman_ci"] = case_bootstrap(_spearman, y, v, groups, resamples, gen)[0]
+        out["spearman_ci"] = case_bootstrap(spearman, y, v, groups, resamples, gen)[0]
     if classes:
         matrix = confusion_matrix(y, v, labels=classes)
         out["confusion"] = {"rows": "label", "columns": "verdict", "labels": names, "matrix": matrix.tolist()}
@@ -334,7 +273,7 @@ def metric_agreement(metric: str, pairs: list[Pair], *, threshold: float = 0.5, 
 
 def _tag(y: Any, v: Any, ix: list[int], cases: int, kappa_fn: Callable[[Any, Any], float | None]) -> dict[str, Any]:
     """One tag's figures; κ `None` with `kappa_why` for a single case (κ of one case is 0 or 0/0, not agreement) or one class."""
-    got: dict[str, Any] = {"n": len(ix), "cases": cases, "accuracy": round(_accuracy(y[ix], v[ix]), 6)}
+    got: dict[str, Any] = {"n": len(ix), "cases": cases, "accuracy": round(accuracy(y[ix], v[ix]), 6)}
     k = kappa_fn(y[ix], v[ix]) if cases > 1 else None
     got["kappa"] = None if k is None else round(k, 6)
     if k is None:

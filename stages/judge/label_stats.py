@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MIN_CASES", "Z95", "case_bootstrap", "effective_n", "rng", "uninformative", "wilson"]
+__all__ = ["MIN_CASES", "Z95", "accuracy", "accuracy_ci", "case_bootstrap", "effective_n", "kappa_of", "rng", "spearman", "uninformative", "wilson"]
 
 MIN_CASES = 10  # labelled cases below which a κ interval is not informative (see the module doc)
 Z95 = 1.959963984540054  # the 0.975 quantile of the standard normal (scipy.stats.norm.ppf(0.975))
@@ -101,3 +102,65 @@ def uninformative(cases: int, ci: list[float] | None) -> str | None:
     if ci is not None and ci[0] == ci[1]:
         return f"every resample gave kappa {ci[0]:.3f}: the interval is a single point, which measures nothing"
     return None
+
+
+def kappa_of(weights: str | None, labels: list[Any]) -> Callable[[Any, Any], float | None]:
+    """Cohen's κ (`sklearn.metrics.cohen_kappa_score`), quadratic-weighted with `weights`; `labels` is the metric's whole
+    scale (sorted), so a grade's weight is its distance on the scale, not its rank among the grades present.
+
+    The function returned has `resampled`: the same κ for the bootstrap's resamples, computed from the resample's
+    confusion counts with scikit-learn's own arithmetic (float64 counts, expected = outer(column sums, row sums) / n,
+    1 − Σ w·observed / Σ w·expected), NaN where scikit-learn's is undefined: a thousand calls of scikit-learn's
+    validated function took seconds a metric. Every value must equal scikit-learn's (tests compare them)."""
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    scale = np.asarray(labels)
+    n = len(scale)
+    if weights is None:
+        w = np.ones((n, n))
+        np.fill_diagonal(w, 0)
+    else:
+        w = np.zeros((n, n)) + np.arange(n)
+        w = (w - w.T) ** 2
+
+    def k(y: Any, v: Any) -> float | None:
+        if len(set(y.tolist()) | set(v.tolist())) < 2:
+            return None  # one class only: κ is 0/0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(cohen_kappa_score(y, v, weights=weights, labels=labels))
+
+    def resampled(y: Any, v: Any) -> float | None:
+        confusion = np.bincount(np.searchsorted(scale, y) * n + np.searchsorted(scale, v), minlength=n * n).reshape(n, n).astype(np.float64)
+        sum0, sum1 = confusion.sum(axis=0), confusion.sum(axis=1)
+        if np.count_nonzero(sum0 + sum1) < 2:
+            return None
+        expected = np.outer(sum0, sum1) / sum0.sum()
+        denominator = (w * expected).sum()
+        return float("nan") if denominator == 0 else float(1 - (w * confusion).sum() / denominator)
+
+    k.resampled = resampled  # type: ignore[attr-defined]
+    return k
+
+
+def spearman(y: Any, v: Any) -> float | None:
+    """Spearman's ρ of labels `y` and verdicts `v` (`scipy.stats.spearmanr`); None when either holds one value only."""
+    from scipy.stats import spearmanr
+
+    if len(set(y.tolist())) < 2 or len(set(v.tolist())) < 2:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(spearmanr(y, v).statistic)
+
+
+def accuracy(y: Any, v: Any) -> float:
+    """The share of verdicts `v` that equal their labels `y` (numpy arrays of one length)."""
+    return float((y == v).mean())
+
+
+def accuracy_ci(y: Any, v: Any, groups: list[list[int]]) -> list[float] | None:
+    """Wilson score interval of the agreement share over the cases' effective sample size (`effective_n`)."""
+    agree = [int((y[g] == v[g]).sum()) for g in groups]
+    return wilson(accuracy(y, v), effective_n(agree, [len(g) for g in groups]))
