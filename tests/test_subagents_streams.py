@@ -138,7 +138,8 @@ def test_the_responses_export_has_the_handoff_call_its_handoff_span_records() ->
     case = read("export-agents-responses.jsonl", "openai-agents")
     assert case.trace is not None
     assert [(c.id, c.name, c.arguments, c.arguments_missing, c.result, c.failed) for c in case.trace.tool_calls()] == [
-        (None, "transfer_to_wetter_agent", {}, True, None, False),  # the export keeps no call id, arguments or reply
+        # the export keeps no call id or arguments; the reply is the SDK's transfer message, which its handoff span names
+        (None, "transfer_to_wetter_agent", {}, True, json.dumps({"assistant": "Wetter-Agent"}), False),
         (None, "get_weather", {"city": "Zürich"}, False, WEATHER["Zürich"], False),
         (None, "cancel_order", {"order_id": "#W999"}, False, "An error occurred while running the tool. Please try again.", True),
         (None, "translate", {"input": "bewölkt, 12 °C"}, False, "cloudy, 12 °C", False),

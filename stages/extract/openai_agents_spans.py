@@ -1,7 +1,7 @@
 """The exported spans of one trace of format `openai-agents` as spans of the `otel` model (see `tracejudge.stages.extract.openai_agents`).
 
 `spans_of` translates them (and runs the `openai_agents` convention's checks that need the whole trace: run
-errors, handoff calls, missing tools, runs cut short before their calls ran (`agents_cancel`), runs paused for
+errors, handoff calls and their results, missing tools, runs cut short before their calls ran (`agents_cancel`), runs paused for
 approval (`agents_approval`), runs stopped at a tool); `problem` says what makes a record no trace the format reads, for the reader (a trace of a conversation it
 cannot read is a case of its own) and the adapter alike.
 """
@@ -13,8 +13,9 @@ from typing import Any
 from tracejudge.stages.extract.common import json_type
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
-from tracejudge.stages.extract.otel.conventions.openai_agents import (AWAITING_APPROVAL, FINAL_OUTPUT, HANDOFF_CALLS, NOT_FINISHED, NOT_RUN, RUN_ERROR, error_text, handoff_calls,
-                                                                     missing_tools, run_errors, stopped_runs, turn_data)
+from tracejudge.stages.extract.otel.conventions.openai_agents import (AWAITING_APPROVAL, FINAL_OUTPUT, HANDOFF_CALLS, HANDOFF_RESULTS, NOT_FINISHED, NOT_RUN, RUN_ERROR,
+                                                                     error_text, handoff_calls, handoff_results, missing_tools, run_errors, stopped_runs,
+                                                                     turn_data)
 from tracejudge.stages.extract.otel.conventions.openai_agents import read as read_view
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_span
 from tracejudge.stages.extract.otel.once import once
@@ -63,6 +64,8 @@ def spans_of(cid: str, spans: list[Any], meta: dict[str, list[Any]]) -> tuple[li
         agent.attrs[RUN_ERROR] = error  # the convention reads it as the agent's error: the run's, `metadata.run_error`
     for model, tool_name in handoff_calls(out, _kind):
         model.attrs.setdefault(HANDOFF_CALLS, []).append(tool_name)  # the convention reads it as the request's call
+    for model, tool_name, output in handoff_results(out, _kind, read_view, _handoff_target):  # (after `handoff_calls`: their parts)
+        model.attrs.setdefault(HANDOFF_RESULTS, {})[tool_name] = output  # the convention gives the call it as its result
     for model, tool_name, why in missing_tools(out, _kind, read_view):
         model.attrs.setdefault(NOT_RUN, {})[tool_name] = why  # the convention marks the model's call of it as not run
     for cut in unrun_calls(out, _kind, read_view):  # a run cut short (a cancel): stopped at no tool
@@ -90,6 +93,12 @@ def _kind(span: Span) -> str | None:
     """What an exported span is to `stopped_runs` / `run_errors` (by its `span_data.type`; `turn` for the SDK's turn span)."""
     data = span.attrs["openai_agents.span_data"]
     return "turn" if turn_data(data) else _KINDS.get(data["type"])
+
+
+def _handoff_target(span: Span) -> str | None:
+    """The agent an exported `handoff` span hands off to (`span_data.to_agent`)."""
+    to = span.attrs["openai_agents.span_data"].get("to_agent")
+    return to if isinstance(to, str) and to else None
 
 
 def _span_key(span: Any) -> tuple[Any, str] | None:

@@ -168,6 +168,7 @@ from tracejudge.stages.extract.otel.assemble import assemble
 from tracejudge.stages.extract.otel.concurrent import split_runs
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.dropped import warn_lost
+from tracejudge.stages.extract.otel.item_ids import link_item_ids
 from tracejudge.stages.extract.otel.jaeger import from_jaeger, is_jaeger
 from tracejudge.stages.extract.otel.missing_inputs import HIDDEN, note_unread, unread_requests, warn_unread
 from tracejudge.stages.extract.otel.spans import Collector, Group, iter_exports
@@ -287,6 +288,7 @@ def read(dataset: Any) -> Iterator[RawRecord]:
             skipped += 1  # a trace of set-up spans only (OpenLLMetry's `create_agent`): nothing was run
             continue
         mend_cut(group)  # requests that lost their first messages to the attribute limit (`dropped`)
+        link_item_ids(group)  # OpenLLMetry's Responses API calls under their item ids, when a replay names their `call_id`
         lost, asked = unread_requests(group)
         unread += lost
         requests.update(r.file for r in asked)

@@ -10,7 +10,8 @@ that prefix is what joins them. Only traces that no conversation key
 grouped are candidates; an unrelated run that merely shares a system prompt
 and a first question never matches, since the replayed prefix includes the
 earlier run's answers, and the call ids it replays (an assistant's
-`tool_calls` id, the tool message's `tool_call_id`) are that run's own.
+`tool_calls` id, the tool message's `tool_call_id`) are that run's own (a Responses API call's item id `fc_…`
+against `call_id`s, as OpenLLMetry may write the two, proves nothing either way: `item_ids.ids_agree`).
 Traces a conversation key did group are split into
 turns by `continues`: the same replay, adding no user message, is the same
 user turn (`turns.Builder`).
@@ -59,6 +60,7 @@ from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.otel.conventions import group_views
 from tracejudge.stages.extract.otel.dropped import Seen, replayed_rest, restore_fronts
 from tracejudge.stages.extract.otel.duplicates import drop_duplicate_requests
+from tracejudge.stages.extract.otel.item_ids import ids_agree
 from tracejudge.stages.extract.otel.replays import Unprompted, after_overlap, answered, hashes, message_key
 from tracejudge.stages.extract.otel.retrievals import adopt_retrievals
 from tracejudge.stages.extract.otel.server_state import asked_calls, carry_history, tool_results_only, with_history
@@ -199,7 +201,7 @@ class _Joiner:
         for h in reversed(got.first_said):
             fits = [e for e in self.lenient.get(h, []) if self._live(e) and e.last_len < got.first_len]
             # The call ids a request replays are its own conversation's: a conversation whose calls it does not replay is another one.
-            agree = [e for e in fits if not e.last_ids or not got.first_ids or e.last_ids & got.first_ids]
+            agree = [e for e in fits if ids_agree(e.last_ids, got.first_ids)]
             proven = [e for e in agree if e.last_ids & got.first_ids]
             if len(proven) == 1 or (not proven and len(agree) == 1):
                 return (proven or agree)[0], False
@@ -269,7 +271,7 @@ class _Joiner:
         changed system prompt: joined only when one conversation's call ids prove it, else kept apart with a warning."""
         for h in reversed(got.bare.first_asked):
             fits = [e for e in self.asked.get(h, []) if self._live(e) and e.last_len < got.first_len
-                    and (not e.last_ids or not got.first_ids or e.last_ids & got.first_ids)]  # (other call ids: another conversation)
+                    and ids_agree(e.last_ids, got.first_ids)]  # (other call ids: another conversation)
             proven = [e for e in fits if e.last_ids & got.first_ids]
             if len(proven) == 1:
                 return proven[0], True

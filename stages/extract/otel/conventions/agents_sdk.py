@@ -21,7 +21,10 @@ Under OpenInference, `stop_answers` runs on a whole group (the spans of one trac
   output (`agents_cancel.unrun_calls`);
 - a run paused for a human's approval (a `needs_approval` tool; the SDK records no pause) has the calls awaiting it
   failed as not run and that agent's view gets why as its error, so the run has no final output
-  (`agents_approval.paused_runs`).
+  (`agents_approval.paused_runs`);
+- a handoff whose `input_filter` removed the transfer from the next agent's input (`remove_all_tools`) has its
+  `transfer_to_<agent>` call's result, which no request's input holds, from its `handoff to <agent>` span: the SDK's
+  transfer message `{"assistant": "<agent>"}` (`openai_agents.handoff_results`).
 
 No import of the other conventions at load time: `openai_agents` imports `langfuse`, which imports `openinference`,
 which imports this module.
@@ -29,6 +32,7 @@ which imports this module.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
@@ -37,7 +41,7 @@ from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["FAKE_ID", "handoff_span", "mark_not_run", "response_calls", "stop_answers"]
+__all__ = ["FAKE_ID", "give_handoff_results", "handoff_span", "handoff_target", "mark_not_run", "response_calls", "stop_answers"]
 
 FAKE_ID = "__fake_id__"  # the SDK's placeholder item id (`agents.models.fake_id.FAKE_RESPONSES_ID`): no call's id
 
@@ -79,6 +83,20 @@ def mark_not_run(outputs: list[dict[str, Any]] | None, missing: Any) -> None:
                 p["not_run"] = missing[p["name"]]
 
 
+def give_handoff_results(outputs: list[dict[str, Any]] | None, results: Any) -> None:
+    """Give the handoff calls of `outputs` named in `results` (`{tool name: output}`, `openai_agents.handoff_results`)
+    that output as the result the framework made for them (`part["framework_result"]`), where no request's input shows it.
+
+    A part that has one keeps it; anything but a mapping gives nothing.
+    """
+    if not isinstance(results, dict) or not outputs:
+        return
+    for m in outputs:
+        for p in m.get("parts") or []:
+            if p.get("type") == "tool_call" and results.get(p.get("name")) is not None and not p.get("server"):
+                p.setdefault("framework_result", results[p["name"]])
+
+
 _AGENTS_SCOPE = "openinference.instrumentation.openai_agents"
 
 
@@ -107,7 +125,7 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
     if not any((s.scope or "").startswith(_AGENTS_SCOPE) for s in spans):
         return
     # here: `openai_agents` imports langfuse, which imports openinference, which imports this module
-    from tracejudge.stages.extract.otel.conventions.openai_agents import missing_tools, run_errors, stopped_runs
+    from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_results, missing_tools, run_errors, stopped_runs
 
     def view(span: Span) -> View:
         return views[span.span_id]
@@ -116,6 +134,9 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
         views[agent.span_id].error = error
     for model, name, why in missing_tools(spans, kind, view):
         mark_not_run(views[model.span_id].outputs, {name: why})
+    for model, name, output in handoff_results(spans, kind, view, handoff_target):  # a transfer an `input_filter` removed
+        # decoded, as format otel decodes the tool message that holds it when no filter removed it
+        give_handoff_results(views[model.span_id].outputs, {name: json.loads(output)})
     for cut in unrun_calls(spans, kind, view):  # before the stops too: a run cut short stopped at no tool
         mark_not_run(views[cut.model.span_id].outputs, cut.unrun)
         for tool in cut.unfinished:
@@ -146,6 +167,15 @@ def _under(span: Span, top: Span, index: dict[str, Span]) -> bool:
         if node is top:
             return True
     return False
+
+
+def handoff_target(span: Span) -> str | None:
+    """The agent an OpenInference handoff span (`handoff to <agent>`, its `output.value` the agent) hands off to."""
+    to = span.attrs.get("output.value")
+    if isinstance(to, str) and to:
+        return to
+    name = span.name[len("handoff to "):] if handoff_span(span) else ""
+    return name or None
 
 
 def handoff_span(span: Span) -> bool:

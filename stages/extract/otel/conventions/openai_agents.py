@@ -44,7 +44,15 @@ A Responses API request (`response` span) is exported without its output, so the
 `openai_agents.handoff_calls`, which the convention reads as the request's tool-call part). The tool name is
 the SDK's default (`Handoff.default_tool_name`: `transfer_to_` and the agent's name, lower case, anything but
 letters, digits and `_` made `_`); a handoff given another name (`tool_name_override`) is not recorded as
-such. Its id, arguments and the reply the SDK sent the model are not in the export either.
+such. Its id and arguments are not in the export either; the reply the SDK sent the model is its transfer message
+(`handoff_results`, below).
+
+A handoff's call has as its result the SDK's transfer message (`{"assistant": "<agent>"}`), which the next agent's
+first request sends as that call's output. A handoff whose `input_filter` removes tool items
+(`handoff_filters.remove_all_tools`) removes it too, so no span holds it and the call would read as one with no
+result, though it ran: `handoff_results` finds such calls (no later request's input answers them) and gives them the
+message the SDK made (format `openai-agents` puts it on the request as `openai_agents.handoff_results`; OpenInference:
+`agents_sdk.stop_answers`), as it does for a Responses API request the export kept without text.
 """
 
 from __future__ import annotations
@@ -55,14 +63,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
-from tracejudge.stages.extract.otel.conventions.agents_sdk import mark_not_run, response_calls
+from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_results, mark_not_run, response_calls
 from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, tool_call_part
 
-__all__ = ["AWAITING_APPROVAL", "FINAL_OUTPUT", "HANDOFF_CALLS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "error_text", "handoff_calls", "missing_tools",
-           "read", "run_errors", "stopped_runs", "turn_data"]
+__all__ = ["AWAITING_APPROVAL", "FINAL_OUTPUT", "HANDOFF_CALLS", "HANDOFF_RESULTS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "error_text", "handoff_calls", "handoff_results",
+           "handoff_tool_name", "missing_tools", "read", "run_errors", "stopped_runs", "turn_data"]
 
 NAME = "openai-agents"
 _ROLES = {"function": "tool", "generation": "model", "response": "model", "agent": "agent"}
@@ -73,6 +81,7 @@ NOT_RUN = "openai_agents.not_run"  # set by format `openai-agents` on a model sp
 NOT_FINISHED = "openai_agents.not_finished"  # set by format `openai-agents` on a function span the run ended during: why
 AWAITING_APPROVAL = "openai_agents.awaiting_approval"  # set by format `openai-agents` on a function span held for approval: why
 HANDOFF_CALLS = "openai_agents.handoff_calls"  # set by format `openai-agents` on a textless request: the handoff tools it called
+HANDOFF_RESULTS = "openai_agents.handoff_results"  # set by format `openai-agents` on a request: {handoff tool: its unsent output}
 
 
 def read(span: Span) -> View | None:
@@ -100,6 +109,7 @@ def read(span: Span) -> View | None:
             mark_not_run(v.outputs, span.attrs.get(NOT_RUN))
         elif isinstance(span.attrs.get(HANDOFF_CALLS), list):
             v.outputs = [{"role": "assistant", "parts": [tool_call_part(None, name, None) for name in span.attrs[HANDOFF_CALLS]]}]
+        give_handoff_results(v.outputs, span.attrs.get(HANDOFF_RESULTS))
         v.usage_in, v.usage_out = usage_pair(data.get("usage"))
         if v.usage_in == 0 and not v.usage_out:
             # no request sends 0 tokens: the SDK's empty `Usage()`, all it has for a stream read without usage
@@ -229,8 +239,65 @@ def handoff_calls(spans: list[Span], kind: Callable[[Span], str | None]) -> list
         model = max(asked, key=lambda s: (s.start, s.span_id))
         data = model.attrs["openai_agents.span_data"]
         if data.get("type") == "response" and data.get("output") is None:
-            out.append((model, re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{to}")).lower()))
+            out.append((model, handoff_tool_name(to)))
     return out
+
+
+def handoff_tool_name(agent: str) -> str:
+    """The SDK's default tool name of a handoff to `agent` (`Handoff.default_tool_name`)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{agent}")).lower()
+
+
+def handoff_results(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View],
+                    target: Callable[[Span], str | None]) -> list[tuple[Span, str, str]]:
+    """`(model span, tool name, output)` for each handoff call whose output no later request's input holds.
+
+    The SDK answers a handoff call with its transfer message (`Handoff.get_transfer_message`: `{"assistant":
+    "<agent>"}` as JSON text) and sends it to the next agent as the call's output, unless the handoff's
+    `input_filter` removed it (`handoff_filters.remove_all_tools`); the call ran all the same, and the `handoff`
+    span says so. The request that asked is the one `handoff_calls` finds; its call is the `tool_call` part of the
+    handoff's default tool name, else (a `tool_name_override`) the only part of that output no tool span under the
+    same parent ran. A call whose id a tool message of a later request's input answers (or, with no id, one holding
+    that message) is left to it. `kind` / `view` as for `stopped_runs`; `target(span)` the agent a handoff span hands
+    off to.
+    """
+    out: list[tuple[Span, str, str]] = []
+    for h in spans:
+        to = target(h) if kind(h) == "handoff" else None
+        if not isinstance(to, str) or not to:
+            continue
+        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
+        if not asked:
+            continue
+        model = max(asked, key=lambda s: (s.start, s.span_id))
+        parts = [p for m in view(model).outputs or [] for p in m.get("parts") or []
+                 if isinstance(p, dict) and p.get("type") == "tool_call" and not p.get("server")]
+        part = next((p for p in parts if p.get("name") == handoff_tool_name(to)), None)
+        if part is None:
+            ran = {view(t).tool_name for t in spans if kind(t) == "tool" and t.parent_id == h.parent_id and t.start >= model.start}
+            others = [p for p in parts if p.get("name") not in ran]
+            part = others[0] if len(others) == 1 else None
+        message = json.dumps({"assistant": to})
+        if part is None or not isinstance(part.get("name"), str) or _answered(part, message, spans, kind, view, model):
+            continue
+        out.append((model, part["name"], message))
+    return out
+
+
+def _answered(part: dict[str, Any], message: str, spans: list[Span], kind: Callable[[Span], str | None],
+              view: Callable[[Span], View], model: Span) -> bool:
+    """Whether a model request that started after `model` has in its input a tool message answering `part`."""
+    pid = part.get("id")
+    for m in spans:
+        if kind(m) != "model" or m is model or m.start < model.start:
+            continue
+        for msg in view(m).inputs or []:
+            for p in msg.get("parts") or []:
+                if not isinstance(p, dict) or p.get("type") != "tool_call_response":
+                    continue
+                if (pid is not None and p.get("id") == pid) or (pid is None and p.get("response") in (message, json.loads(message))):
+                    return True
+    return False
 
 
 def missing_tools(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[tuple[Span, str, str]]:

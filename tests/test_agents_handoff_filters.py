@@ -1,0 +1,103 @@
+"""An OpenAI Agents SDK handoff whose `input_filter` removed the transfer from the next agent's input reads whole.
+
+Recorded by the real SDK (0.24.0) against the project's scripted loopback server, under OpenInference's
+`OpenAIAgentsInstrumentor` (format `otel`) and the SDK's own export (format `openai-agents`) at once
+(`tests/frameworks/record_agents_handoff_filters.py`; the folder's README says what each scenario is;
+`<scenario>.truth.json` is what the run did, from the application's own values). What was wrong before: with
+`handoff(agent, input_filter=handoff_filters.remove_all_tools)` no request's input holds the SDK's output for the
+`transfer_to_<agent>` call (the filter removes the call and its output from what the next agent gets), so the
+handoff, which ran, read as a call with no result. It now has the SDK's transfer message, as an unfiltered handoff
+reads (`unfiltered`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracejudge.core import registry
+from tracejudge.core.config import DatasetConfig
+from tracejudge.core.records import Case
+from tracejudge.stages.extract import extract_record
+
+DATA = Path(__file__).parent / "data" / "agents-handoff-filters"
+READERS = [("oi", "otel"), ("export", "openai-agents")]
+FILTERED = ["filtered", "filtered_after_tool", "filtered_responses"]
+ORDER = {"filtered_after_tool": ["get_weather", "transfer_to_weather", "get_weather"]}  # the calls' order in the scripted replies
+
+
+def read(scenario: str, prefix: str, fmt: str) -> Case:
+    """The one case format `fmt` makes of `<prefix>-<scenario>.jsonl`."""
+    f = registry.format_for(fmt)
+    ds = DatasetConfig(path=DATA / f"{prefix}-{scenario}.jsonl", format=fmt, options={})
+    ctx = f.prepare(ds)
+    (case,) = [extract_record(raw, f, ctx) for raw in f.read(ds)]
+    assert isinstance(case, Case), case
+    return case
+
+
+def truth(scenario: str) -> dict[str, Any]:
+    return json.loads((DATA / f"{scenario}.truth.json").read_text())
+
+
+def as_read(output: str, fmt: str) -> Any:
+    """The SDK's output text of a call as each format reads a tool message: `otel` decodes JSON text, the export keeps it."""
+    return json.loads(output) if fmt == "otel" else output
+
+
+@pytest.mark.parametrize("scenario", FILTERED)
+@pytest.mark.parametrize(("prefix", "fmt"), READERS)
+def test_a_filtered_handoff_call_has_the_sdks_output_as_its_result(prefix: str, fmt: str, scenario: str) -> None:
+    t = truth(scenario)
+    assert t["input_filter"] == "remove_all_tools" and t["handoffs_in_run_items"] == 0  # the filter removed it everywhere
+    (handoff,) = t["handoffs"]
+    assert (handoff["source"], handoff["target"]) == ("Triage", "Weather") and t["last_agent"] == "Weather"
+    case = read(scenario, prefix, fmt)
+    assert case.trace is not None
+    calls = [c for s in case.trace.steps for c in s.tool_calls]
+    (transfer,) = [c for c in calls if c.name == handoff["name"]]
+    assert transfer.result == as_read(handoff["output"], fmt)
+    assert not transfer.failed and transfer.error is None
+    if not (fmt == "openai-agents" and t["api"] == "responses"):  # (that export keeps no call id)
+        assert transfer.id == handoff["call_id"]
+    # the case is whole: every call the run made has its result, the handoff before the second agent's calls
+    assert [(c.name, c.result) for c in calls if c.name != handoff["name"]] == [(r["name"], r["result"]) for r in t["tools_ran"]]
+    assert all(c.result is not None for c in calls)
+    order = ORDER.get(scenario, ["transfer_to_weather", "get_weather", "get_weather"])  # Triage's own call first, if any
+    assert [c.name for c in calls] == order
+
+
+@pytest.mark.parametrize("scenario", ["filtered", "filtered_after_tool"])
+@pytest.mark.parametrize(("prefix", "fmt"), READERS)
+def test_a_filtered_handoff_run_keeps_its_input_and_the_second_agents_answer(prefix: str, fmt: str, scenario: str) -> None:
+    t = truth(scenario)
+    case = read(scenario, prefix, fmt)
+    assert case.trace is not None
+    assert case.input == t["question"]
+    assert case.trace.output == t["final_output"]
+    assert len(case.trace.steps) == t["requests"]
+    assert "run_error" not in case.metadata
+
+
+@pytest.mark.parametrize(("prefix", "fmt"), READERS)
+def test_a_filtered_handoff_reads_as_the_same_handoff_unfiltered(prefix: str, fmt: str) -> None:
+    assert truth("unfiltered")["handoffs"] == truth("filtered")["handoffs"]
+    plain, filtered = read("unfiltered", prefix, fmt), read("filtered", prefix, fmt)
+    assert plain.trace is not None and filtered.trace is not None
+
+    def calls(case: Case) -> list[tuple[Any, ...]]:
+        return [(c.id, c.name, c.arguments, c.result, c.error) for s in case.trace.steps for c in s.tool_calls]  # type: ignore[union-attr]
+
+    assert calls(filtered) == calls(plain)
+    assert filtered.trace.output == plain.trace.output
+
+
+def test_the_responses_api_export_gives_the_handoff_call_its_output_too() -> None:
+    # The export keeps no text of a Responses API request: the handoff call comes from its `handoff` span alone
+    # (`handoff_calls`); its output is the SDK's transfer message all the same.
+    case = read("filtered_responses", "export", "openai-agents")
+    assert case.trace is not None
+    (transfer,) = [c for s in case.trace.steps for c in s.tool_calls if c.name == "transfer_to_weather"]
+    assert transfer.result == truth("filtered_responses")["handoffs"][0]["output"]
