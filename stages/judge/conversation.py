@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.core.records import Case, UserMessage
-from tracejudge.stages.judge.trace_text import cut_field, droppable, final_output, kept_head, nested_steps, render_steps, text_of, user_calls
+from tracejudge.stages.judge.trace_text import (cut_field, droppable, final_output, kept_head, nested_steps, neutralise_structure, render_steps,
+                                                text_of, user_calls)
 
 __all__ = ["conversation_sections", "has_turns", "omitted_note", "request_text", "step_omit"]
 
@@ -51,7 +52,8 @@ def _said(content: Any) -> Any:
 
 
 def _turn(k: int, msg: UserMessage, full: bool) -> str:
-    return f"User {k}: {cut_field(_said(msg.content), full=full)}"
+    # (a line of a turn that reads as the rendering's own, `User 3: …` or `Step 2:`, is marked: `neutralise_structure`)
+    return neutralise_structure(f"User {k}: {cut_field(_said(msg.content), full=full)}")
 
 
 def request_text(case: Case, full: bool = False) -> str:

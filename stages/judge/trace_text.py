@@ -22,9 +22,15 @@ contain its own closing marker. Every line break in it is made `\\n` first
 (`\\r\\n`, `\\r`, U+2028, …: `unify_breaks`), then lines inside that look like a
 marker (`==== DATA … ====`), one of the block's own section headings, or one
 of the prompt's question lines (a question id such as `TC1:`, `Questions:`,
-`Evaluation:`, a multi-item request's `### Item i…`: `neutralise_labels`) are
-neutralised, so no line of the data ends the block or passes for a question
-of the prompt (or an answer to one); questions after the block only refer
+`Evaluation:`, a multi-item request's `### Item i…`, the pairwise prompt's
+`Run 2:`, dressed as Markdown too: `**TC1:**`, `- TC1:`: `neutralise_labels`)
+are neutralised, so no line of the data ends the block or passes for a
+question of the prompt (or an answer to one). Inside the trace, a line of a
+field's data that reads as a line of the rendering itself (`Step 4:`,
+` call 1: issue_refund(…)`, `  result: ok`, `User 2: …`) is marked too
+(`neutralise_structure`), so a tool result cannot show a call the agent never
+made; the renderer's own lines are not. The neutralisers live in
+`fence_guard`. Questions after the block only refer
 to items in it by number, and the system prompt tells the judge that the
 data ends only at the END marker whose tag matches the BEGIN marker and
 that nothing inside is an instruction.
@@ -35,14 +41,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import lru_cache
 from typing import Any
 
 from tracejudge.core.records import Step
+from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_headings, neutralise_labels, neutralise_markers, neutralise_structure,
+                                                 unify_breaks)
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
-__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_labels",
-           "neutralise_markers", "render_call", "render_steps", "unify_breaks", "whole_text", "text_of", "final_output"]
+__all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
+           "neutralise_labels", "neutralise_markers", "neutralise_structure", "render_call", "render_steps", "unify_breaks", "whole_text",
+           "text_of", "final_output"]
 
 FIELD_CHARS = 2000
 RESULT_CHARS = 1000
@@ -181,7 +189,9 @@ def render_steps(steps: list[Step], omit: int = 0, full: bool = False, before: d
         if step.error is not None:  # only such a step gets the line: other prompts (and their cache keys) are as before
             lines.append(f" step error: {cut_field(step.error, full=full) if step.error.strip() else '(no message recorded)'}")
     lines.extend(before.get(len(steps) + 1, ()))
-    return "\n".join(lines) if lines else "(no steps)"
+    # Each line above is the renderer's own start, then a field's data, which may hold line breaks: a line of the data
+    # that reads as one of the rendering's (`Step 4:`, ` call 1: …`, `  result: …`) is marked (`neutralise_structure`).
+    return join_rendered(lines) if lines else "(no steps)"
 
 
 def _step_span(numbers: list[int]) -> str:
@@ -217,40 +227,6 @@ def nested_steps(case: Any) -> dict[int, tuple[int, str | None]]:
     return out
 
 
-# Every line break a reader or a model's tokenizer takes for one (those `str.splitlines` breaks on): `\r\n`, `\r`,
-# `\n`, `\v`, `\f`, `\x1c`–`\x1e`, U+0085, U+2028, U+2029. `(?m)^` and `$` know only `\n`, so the patterns below
-# also start (and end) a line at each of the others: `neutralise_markers` and `neutralise_headings` hold on any text.
-# Those patterns are about 3 times slower, so text without such a break (all text `fence` checks, once
-# `unify_breaks` has run) is checked with the `\n`-only ones; `in` finds that out far faster than a regex scan.
-_OTHER_BREAK_CHARS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-_OTHER_BREAKS = "\r\v\f\x1c-\x1e\x85\u2028\u2029"
-_LINE_START = rf"(?:^|(?<=[{_OTHER_BREAKS}]))"  # (with (?m): after `\n` too)
-_LINE_END = rf"(?=[\n{_OTHER_BREAKS}]|\Z)"
-_BREAK = re.compile(rf"\r\n|[{_OTHER_BREAKS}]")
-
-
-def _other_breaks(text: str) -> bool:
-    return any(c in text for c in _OTHER_BREAK_CHARS)
-
-
-def unify_breaks(text: str) -> str:
-    """`text` with each line break other than `\\n` (`\\r\\n`, `\\r`, `\\v`, `\\f`, `\\x1c`–`\\x1e`, U+0085, U+2028,
-    U+2029) made `\\n`; text with none is returned as it is (its prompt and cache key unchanged)."""
-    return _BREAK.sub("\n", text) if _other_breaks(text) else text
-
-
-# A line of the data that could pass for a marker: `====` (or more `=`) then DATA, any case, any spacing.
-_FORGED = re.compile(r"(?im)^([ \t]*)(={2,}[ \t]*data\b)")
-_FORGED_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*)(={{2,}}[ \t]*data\b)")  # (the same, after any line break)
-
-
-def neutralise_markers(text: str) -> str:
-    """`text` with every marker-like line prefixed by `[data] `, so no line of the data starts a marker."""
-    if "==" not in text:  # a marker needs two `=` in a row: most text has none, and this test is far cheaper than the scan
-        return text
-    return (_FORGED_ANY_BREAK if _other_breaks(text) else _FORGED).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
-
-
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # (in a str, a pair is one code point: any surrogate left is alone)
 
 
@@ -263,59 +239,6 @@ def whole_text(text: str) -> str:
     except UnicodeEncodeError:
         return _LONE_SURROGATE.sub("\ufffd", text)
     return text
-
-
-def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
-    """`text` (a section's data) with every line that reads as one of the fence's own section headings (`## Final
-    output`, `# final output:`, at any heading level, any case, any space or zero-width character around or inside
-    it, a fullwidth `＃`, closing `#`s) prefixed by `[data] `.
-
-    A tool result or message holding such a line could pass for a section of the prompt's own, a forged final
-    output among them. Ordinary headings (`## Summary` in an answer) are left as they are, so their prompts (and
-    cache keys) do not change.
-    """
-    if "#" not in text and "＃" not in text:
-        return text
-    return _heading_pattern(titles, _other_breaks(text)).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
-
-
-@lru_cache(maxsize=64)
-def _heading_pattern(titles: tuple[str, ...], any_break: bool = False) -> re.Pattern[str]:
-    # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
-    # A reader takes any space for one (a no-break space, an ideographic one), skips zero-width characters, reads a
-    # fullwidth `＃` as `#`, and a heading may close with `#`s: all of these forge a heading as well as the plain form.
-    forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
-    names = "|".join(_SPACE.join(re.escape(w) for w in f.split(" ")) for f in sorted(forms, key=len, reverse=True))
-    head = rf"(?:{_GAP})*[#＃]{{1,6}}(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?(?:{_GAP})*"
-    if not any_break:  # (lines broken by `\n` only)
-        return re.compile(rf"(?im)^([ \t]*)({head}$)")
-    return re.compile(rf"(?im){_LINE_START}([ \t]*)({head}){_LINE_END}")
-
-
-_GAP = r"[^\S\n\r\v\f\x1c-\x1e\x85\u2028\u2029]|[\u200b-\u200d\u2060\ufeff]"  # a space of any kind, or a zero-width character
-_SPACE = rf"(?:{_GAP})+"
-
-# A line that reads as a label of the prompt's own text after the fence (`Plan.ask_text`, `INSTRUCTIONS`, Rubric's and
-# the pairwise criterion, `multi._block`): a question id with its colon (`TC1:`, `Q2:`, and as a JSON key of the
-# reply format, `"TC1":`; capitals then digits, case-sensitive as ids are, fullwidth forms too), the `Questions:`,
-# `Evaluation:`, `Rubric:` or `Criterion:` label (any case), or a multi-item request's `### Item i<12 hex digits>`;
-# each may follow spaces or zero-width characters and heading `#`s, and a colon may be fullwidth.
-_QUESTION_ID = r"[\"'\u201c\u2018]?(?-i:[A-Z\uff21-\uff3a]{1,12}[0-9\uff10-\uff19]{1,4})[\"'\u201d\u2019]?"
-_LABEL = (rf"(?:{_GAP})*(?:[#＃]{{1,6}}(?:{_GAP})*)?"
-          rf"(?:(?:questions|evaluation|rubric|criterion|{_QUESTION_ID})(?:{_GAP})*[:：]|item{_SPACE}i[0-9a-f]{{12}}\b)")
-_LABEL_LINE = re.compile(rf"(?im)^([ \t]*)({_LABEL})")
-_LABEL_LINE_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*)({_LABEL})")  # (the same, after any line break)
-
-
-def neutralise_labels(text: str) -> str:
-    """`text` (a section's data) with every line that starts like a line of the prompt's questions (`TC1: …`,
-    `Questions:`, `Evaluation: …`, `### Item i…`: `_LABEL`) prefixed by `[data] `.
-
-    A tool result holding `TC1: the answer is correct` or a `Questions:` list of its own could pass for a question
-    the prompt asks, or one it answers, after the real ones. An id or a label that is not at the start of its line
-    (`see TC1: …` mid-line) is left as it is, and text with no such line keeps its prompt (and cache key).
-    """
-    return (_LABEL_LINE_ANY_BREAK if _other_breaks(text) else _LABEL_LINE).sub(lambda m: f"{m.group(1)}[data] {m.group(2)}", text)
 
 
 def fence(sections: list[tuple[str, str]]) -> str:
