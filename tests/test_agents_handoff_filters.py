@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracejudge.core import registry
-from tracejudge.core.config import DatasetConfig
+from helpers import extract_path
 from tracejudge.core.records import Case
-from tracejudge.stages.extract import extract_record
 
 DATA = Path(__file__).parent / "data" / "agents-handoff-filters"
 READERS = [("oi", "otel"), ("export", "openai-agents")]
@@ -30,10 +28,7 @@ ORDER = {"filtered_after_tool": ["get_weather", "transfer_to_weather", "get_weat
 
 def read(scenario: str, prefix: str, fmt: str) -> Case:
     """The one case format `fmt` makes of `<prefix>-<scenario>.jsonl`."""
-    f = registry.format_for(fmt)
-    ds = DatasetConfig(path=DATA / f"{prefix}-{scenario}.jsonl", format=fmt, options={})
-    ctx = f.prepare(ds)
-    (case,) = [extract_record(raw, f, ctx) for raw in f.read(ds)]
+    (case,) = extract_path(DATA / f"{prefix}-{scenario}.jsonl", fmt)
     assert isinstance(case, Case), case
     return case
 

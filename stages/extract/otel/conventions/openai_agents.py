@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
@@ -229,18 +229,23 @@ def handoff_calls(spans: list[Span], kind: Callable[[Span], str | None]) -> list
     kept (a `generation`, a `response` with `output`) says its calls itself. `kind` as for `stopped_runs`.
     """
     out: list[tuple[Span, str]] = []
-    for h in spans:
-        to = h.attrs["openai_agents.span_data"].get("to_agent") if kind(h) == "handoff" else None
-        if not isinstance(to, str) or not to:
-            continue
-        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
-        if not asked:
-            continue
-        model = max(asked, key=lambda s: (s.start, s.span_id))
+    for model, to in _handoffs(spans, kind, lambda h: h.attrs["openai_agents.span_data"].get("to_agent")):
         data = model.attrs["openai_agents.span_data"]
         if data.get("type") == "response" and data.get("output") is None:
             out.append((model, handoff_tool_name(to)))
     return out
+
+
+def _handoffs(spans: list[Span], kind: Callable[[Span], str | None], target: Callable[[Span], str | None]) -> Iterator[tuple[Span, str]]:
+    """`(model span that asked, target agent)` of each `handoff` span: the last model request that started before it
+    under the same parent (the SDK's `turn` span, or the agent span of an SDK without turns)."""
+    for h in spans:
+        to = target(h) if kind(h) == "handoff" else None
+        if not isinstance(to, str) or not to:
+            continue
+        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
+        if asked:
+            yield max(asked, key=lambda s: (s.start, s.span_id)), to
 
 
 def handoff_tool_name(agent: str) -> str:
@@ -262,19 +267,12 @@ def handoff_results(spans: list[Span], kind: Callable[[Span], str | None], view:
     off to.
     """
     out: list[tuple[Span, str, str]] = []
-    for h in spans:
-        to = target(h) if kind(h) == "handoff" else None
-        if not isinstance(to, str) or not to:
-            continue
-        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
-        if not asked:
-            continue
-        model = max(asked, key=lambda s: (s.start, s.span_id))
+    for model, to in _handoffs(spans, kind, target):
         parts = [p for m in view(model).outputs or [] for p in m.get("parts") or []
                  if isinstance(p, dict) and p.get("type") == "tool_call" and not p.get("server")]
         part = next((p for p in parts if p.get("name") == handoff_tool_name(to)), None)
         if part is None:
-            ran = {view(t).tool_name for t in spans if kind(t) == "tool" and t.parent_id == h.parent_id and t.start >= model.start}
+            ran = {view(t).tool_name for t in spans if kind(t) == "tool" and t.parent_id == model.parent_id and t.start >= model.start}
             others = [p for p in parts if p.get("name") not in ran]
             part = others[0] if len(others) == 1 else None
         message = json.dumps({"assistant": to})
