@@ -320,6 +320,7 @@ class ContextRelevance(JudgeMetric):
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_LINE_BREAKS = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")  # (a break and the spaces around it: what `str.splitlines` splits at)
 
 
 def claims_of(text: str) -> list[str]:
@@ -349,8 +350,9 @@ class Faithfulness(JudgeMetric):
             return _not_computed("the case has no retrieved passages or context")
         claims = claims_of(output)
         judged = claims[: self.max_items]
-        # The claims come from the output, so they stay inside the fence; questions name them by number.
-        claims_text = "\n".join(f"Claim {i}: {c}" for i, c in enumerate(judged, 1))
+        # The claims come from the output, so they stay inside the fence; questions name them by number. A claim is one
+        # line: one holding a line break (a sentence run on over lines) could start a line `Claim 3: …` of its own.
+        claims_text = "\n".join(f"Claim {i}: {_LINE_BREAKS.sub(' ', c)}" for i, c in enumerate(judged, 1))
         sections = [(f"Passage {i}", p) for i, p in enumerate(passages, 1)] + [("Output", output), ("Claims", claims_text)]
         qs = [Question(f"q{i}", f"Is claim {i} (in the Claims section) supported by the passages?") for i in range(1, len(judged) + 1)]
         return Plan(self, qs, lambda omit: fence(sections), note=_cap_note(len(claims), self.max_items, "claims"))
