@@ -205,7 +205,8 @@ def test_kill_storm_summary_equals_the_unkilled_run(tmp_path: Path) -> None:
     assert sum(s["ended"] == "killed" for s in b["segments"]) == kills
     # Answers a killed segment paid for but had not written were paid again (no cache): that spend
     # was real and is counted (the spend journal), so spend may only be higher; all else is equal.
-    spend = ("input_tokens", "output_tokens", "cost_usd", "sync_equivalent_usd", "requests")
+    # (`answered` too: every answer the judge gave, and was paid for, counts, a killed segment's as well.)
+    spend = ("input_tokens", "output_tokens", "cost_usd", "sync_equivalent_usd", "requests", "answered")
     assert all(b["judge"][k] >= a["judge"][k] for k in spend)
     for s in (a, b):
         s["judge"] = {k: v for k, v in s["judge"].items() if k not in spend and k != "in_flight_at_stop"}

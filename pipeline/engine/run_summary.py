@@ -23,9 +23,11 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
     the requests in flight at the kill (at their estimated prompt tokens);
     the larger is what was spent, so the budget and the summary hold across
     a kill. Its requests are every attempt sent, whatever the tokens say (a
-    killed segment's failed attempts billed none).
+    killed segment's failed attempts billed none); its answers every answer
+    paid for, and a panel's figures per model are recounted from it too.
     """
     from tracejudge.llm.spend_journal import spend_totals
+    from tracejudge.stages.judge.panel_spend import with_journal_models
 
     block = dict(_prior_block(run_dir, "judge") or {})
 
@@ -50,7 +52,9 @@ def _prior_judge(run_dir: Path, spent: dict[str, int]) -> dict[str, Any]:
         if block.get("sync_equivalent_usd") == cost:  # (paid at the sync price: no batch discount)
             block["sync_equivalent_usd"] = paid["cost_usd_exact"]
         block["cost_usd"] = paid["cost_usd_exact"]
-    return block
+    # The answers the journal marks (a killed segment's too, whether or not their cases got a line), and a panel's
+    # spending per model, which no result line holds (`stages.judge.panel_spend`).
+    return with_journal_models(block, run_dir)
 
 
 def _with_killed_telemetry(block: dict[str, Any], run_dir: Path, segments: list[dict[str, Any]], current: dict[str, Any]) -> dict[str, Any]:

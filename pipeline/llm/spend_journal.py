@@ -20,6 +20,11 @@ exceed what the summary and the results show
 never settled (in flight at a stop) counts its estimated prompt tokens and
 their dollars, which the summary says are estimates (`in_flight_at_stop`).
 
+A settle line of an answer (a verdict or a refusal the judge billed) says so (`"answered": true`), so a resume counts
+the answers a killed segment got, whether or not their cases got a result line. A panel member's lines name it
+(`"model": "provider:model"`, `SpendJournal.for_model`): the resume recounts each model's requests, answers, tokens
+and dollars from them (`spend_by_model`), what a killed segment spent included, as it recounts the run's.
+
 A line torn by the kill is skipped; the next segment starts its lines on a
 line of their own. A journal written before attempts were journaled when sent
 (lines of `input_tokens`, `output_tokens` and `cost_usd` only: one paid
@@ -39,7 +44,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["SPEND", "SpendJournal", "spend_totals"]
+__all__ = ["SPEND", "MemberSpend", "SpendJournal", "spend_by_model", "spend_totals"]
 
 SPEND = "judge_spend.jsonl"
 
@@ -70,22 +75,24 @@ class SpendJournal:
         self._serial = 0
         self._open: set[int] = set()  # attempts sent and not settled yet
 
-    def sent(self, input_tokens_estimated: int, cost_usd_estimated: float) -> None:
+    def sent(self, input_tokens_estimated: int, cost_usd_estimated: float, *, model: str | None = None) -> None:
         """Record one attempt about to be sent: its prompt tokens as the client estimated them and their dollars at the
-        model's price. The next `add` of the same task settles it."""
+        model's price (`model`: the panel member that sends it). The next `add` of the same task settles it."""
         if self.path is None:
             return
         self._serial += 1
         n = self._serial
         if self._write({"sent": n, "writer": self._writer or self._token(), "input_tokens_estimated": int(input_tokens_estimated),
-                        "cost_usd_estimated": round(cost_usd_estimated, 8)}):
+                        "cost_usd_estimated": round(cost_usd_estimated, 8), **_named(model)}):
             self._open.add(n)
             _SENT.set((self, n))
 
-    def add(self, input_tokens: int, output_tokens: int, cost_usd: float) -> None:
-        """Record one attempt billed: prompt and completion tokens, US dollars. It settles the attempt this task `sent`
-        last, if any (written even when it billed nothing: a request refused or failed unanswered is settled unpaid);
-        otherwise it is an answer billed without having been sent here (a batch's), written only when it billed tokens."""
+    def add(self, input_tokens: int, output_tokens: int, cost_usd: float, *, answered: bool = False, model: str | None = None) -> None:
+        """Record one attempt billed: prompt and completion tokens, US dollars, and whether the judge `answered` it (a
+        verdict or a refusal, not a request billed unanswered). It settles the attempt this task `sent` last, if any
+        (written even when it billed nothing: a request refused or failed unanswered is settled unpaid); otherwise it is
+        an answer billed without having been sent here (a batch's), written only when it billed tokens."""
+        mark = {**({"answered": True} if answered else {}), **_named(model)}
         ticket = _SENT.get()
         if ticket is not None and ticket[0] is self:
             _SENT.set(None)
@@ -93,11 +100,15 @@ class SpendJournal:
             if n in self._open:
                 self._open.discard(n)
                 self._write({"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": round(cost_usd, 8),
-                             "settles": n, "writer": self._writer})
+                             "settles": n, "writer": self._writer, **mark})
                 return
         if input_tokens + output_tokens <= 0:
             return
-        self._write({"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": round(cost_usd, 8)})
+        self._write({"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": round(cost_usd, 8), **mark})
+
+    def for_model(self, model: str) -> MemberSpend:
+        """This journal as panel member `model` writes to it: each of its lines names the model."""
+        return MemberSpend(self, model)
 
     def close(self) -> None:
         """Settle unpaid the attempts sent and never settled (cut by a stop: the summary of a live segment counts them
@@ -133,6 +144,31 @@ class SpendJournal:
             return False
 
 
+def _named(model: str | None) -> dict[str, str]:
+    return {"model": model} if model else {}
+
+
+class MemberSpend:
+    """A panel member's view of the run's `SpendJournal`: its `sent` and `add` lines name the member (`model`)."""
+
+    def __init__(self, journal: SpendJournal, model: str) -> None:
+        self.journal = journal
+        self.model = model
+
+    @property
+    def path(self) -> Path | None:
+        return self.journal.path
+
+    def sent(self, input_tokens_estimated: int, cost_usd_estimated: float) -> None:
+        self.journal.sent(input_tokens_estimated, cost_usd_estimated, model=self.model)
+
+    def add(self, input_tokens: int, output_tokens: int, cost_usd: float, *, answered: bool = False) -> None:
+        self.journal.add(input_tokens, output_tokens, cost_usd, answered=answered, model=self.model)
+
+    def close(self) -> None:
+        self.journal.close()
+
+
 def _ends_a_line(path: Path) -> bool:
     with open(path, "rb") as fh:
         fh.seek(-1, os.SEEK_END)
@@ -140,18 +176,41 @@ def _ends_a_line(path: Path) -> bool:
 
 
 @dataclass
+class _Sums:
+    """One model's totals of a journal's lines (`_Tally.models`): attempts sent, answers, tokens and dollars billed."""
+
+    requests: int = 0
+    answered: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: Decimal = Decimal(0)
+
+
+@dataclass
 class _Tally:
     """The totals of a journal's lines read so far; `open`: the attempts sent and not settled, (writer, number) → their
-    estimated (prompt tokens, dollars)."""
+    estimated (prompt tokens, dollars) and the model that sent them ("": not named); `answered`: the settle lines of
+    answers; `models`: each named model's totals (its attempts in flight left out, as in `open`)."""
 
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     usd: Decimal = Decimal(0)
-    open: dict[tuple[str, int], tuple[int, Decimal]] = field(default_factory=dict)
+    open: dict[tuple[str, int], tuple[int, Decimal, str]] = field(default_factory=dict)
+    answered: int = 0
+    models: dict[str, _Sums] = field(default_factory=dict)
 
     def copy(self) -> _Tally:
-        return _Tally(self.requests, self.input_tokens, self.output_tokens, self.usd, dict(self.open))
+        return _Tally(self.requests, self.input_tokens, self.output_tokens, self.usd, dict(self.open), self.answered,
+                      {m: _Sums(**vars(s)) for m, s in self.models.items()})
+
+    def _model(self, name: str) -> _Sums | None:
+        if not name:
+            return None
+        got = self.models.get(name)
+        if got is None:
+            got = self.models[name] = _Sums()
+        return got
 
     def feed(self, line: bytes) -> None:
         try:
@@ -162,17 +221,29 @@ class _Tally:
             tin, cost = row.input_tokens_estimated, row.cost_usd_estimated
             if row.writer is None or tin is None or tin < 0 or cost is None or not cost.is_finite():
                 return
-            self.open[(row.writer, row.sent)] = (tin, cost)
+            self.open[(row.writer, row.sent)] = (tin, cost, row.model or "")
             self.requests += 1
+            if (sums := self._model(row.model or "")) is not None:
+                sums.requests += 1
             return
         tin, tout, cost = row.input_tokens, row.output_tokens, row.cost_usd
         if tin is None or tout is None or cost is None or not cost.is_finite():
             return
-        if row.settles is None or self.open.pop((row.writer or "", row.settles), None) is None:
+        sent = None if row.settles is None else self.open.pop((row.writer or "", row.settles), None)
+        sums = self._model(sent[2] if sent is not None else row.model or "")
+        if sent is None:
             self.requests += 1  # a paid line of the old format, a batch's, or one whose sent line was lost: one request
+            if sums is not None:
+                sums.requests += 1
         self.input_tokens += tin
         self.output_tokens += tout
         self.usd += cost
+        self.answered += bool(row.answered)
+        if sums is not None:
+            sums.answered += bool(row.answered)
+            sums.input_tokens += tin
+            sums.output_tokens += tout
+            sums.usd += cost
 
 
 _DECODER: Any = None
@@ -194,6 +265,8 @@ def _decoder() -> Any:
             input_tokens: int | None = None
             output_tokens: int | None = None
             cost_usd: Decimal | None = None
+            answered: bool | None = None
+            model: str | None = None
 
         _DECODER = msgspec.json.Decoder(Line)
     return _DECODER
@@ -255,9 +328,32 @@ def spend_totals(run_dir: Path) -> dict[str, Any] | None:
     if tally is None:
         return None
     flying = len(tally.open)
-    guessed = sum(t for t, _ in tally.open.values())
-    guessed_usd = sum((c for _, c in tally.open.values()), Decimal(0))
+    guessed = sum(t for t, _, _ in tally.open.values())
+    guessed_usd = sum((c for _, c, _ in tally.open.values()), Decimal(0))
     usd = tally.usd + guessed_usd
     return {"requests": tally.requests, "input_tokens": tally.input_tokens + guessed, "output_tokens": tally.output_tokens,
             "cost_usd": round(float(usd), 6), "cost_usd_exact": float(usd),
             "in_flight_at_stop": {"requests": flying, "input_tokens_estimated": guessed, "cost_usd_estimated": round(float(guessed_usd), 6)}}
+
+
+def spend_by_model(run_dir: Path) -> dict[str, Any] | None:
+    """`{answered, models: {model: {requests, answered, input_tokens, output_tokens, cost_usd_exact}}}` over the journal;
+    `None` when there is none.
+
+    `answered` counts the settle lines of answers (a line written before they were marked counts none); `models` sums
+    the lines of each panel member (`SpendJournal.for_model`; a line naming no model is in none), an attempt in flight at
+    a stop counting its estimated prompt tokens and their dollars, as `spend_totals` counts it. `cost_usd_exact` is the
+    sum of the dollars written, unrounded (the journal counts an unpriced model's as 0: the judge's summary says unknown).
+    """
+    tally = _tally(run_dir / SPEND)
+    if tally is None:
+        return None
+    models = {m: _Sums(**vars(s)) for m, s in tally.models.items()}
+    for tin, cost, m in tally.open.values():
+        if m:
+            sums = models.setdefault(m, _Sums())
+            sums.input_tokens += tin
+            sums.usd += cost
+    return {"answered": tally.answered,
+            "models": {m: {"requests": s.requests, "answered": s.answered, "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
+                           "cost_usd_exact": float(s.usd)} for m, s in sorted(models.items())}}

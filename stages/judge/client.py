@@ -74,7 +74,7 @@ from tracejudge.llm.prices import Price
 from tracejudge.llm.providers import JudgeRequest, Reply, auth_headers, protocol_of
 from tracejudge.llm.ratelimit import Limiter
 from tracejudge.llm.redact import redact
-from tracejudge.llm.spend_journal import SpendJournal
+from tracejudge.llm.spend_journal import MemberSpend, SpendJournal
 from tracejudge.llm.judge_tokenizer import spec_of
 from tracejudge.stages.judge.base import Plan, Question
 from tracejudge.stages.judge.calls import asking, sending, served
@@ -136,7 +136,7 @@ class Judge:
         self._flights: dict[str, _Flight] = {}  # cache key → the identical request in flight
         self._landed: OrderedDict[str, _Flight] = OrderedDict()  # cache key → the last answered flight (`asking.LANDED` at most)
         self.stop: anyio.Event | None = None  # set by the stage: once set, requests still queued are not sent
-        self.spend: SpendJournal | None = None  # set by the stage: each paid attempt, on disk before it is used
+        self.spend: SpendJournal | MemberSpend | None = None  # set by the stage: each paid attempt, on disk before it is used
         # What requests are doing now, for `activity()`: serial → since when (sending) / until when and why (back-off).
         self._serials = itertools.count()
         self._sending: dict[int, float] = {}
@@ -249,7 +249,7 @@ class Judge:
         self.stats.cache_write_input_tokens += reply.cache_write_input_tokens
         self.stats.cost_usd += cost
         if self.spend is not None:
-            self.spend.add(reply.input_tokens, reply.output_tokens, cost)
+            self.spend.add(reply.input_tokens, reply.output_tokens, cost, answered=True)
 
     def redact(self, text: str, quoted: tuple[str, ...] = ()) -> str:
         """`text` (copied from a reply) without the configured key, the `quoted` values (credentials the request's

@@ -134,7 +134,8 @@ def make_judges(config: RunConfig, members: list[Member], key: str | None, share
         judge = Judge(mcfg, session=session, url=url, api_key=mkey, limiter=limiter, budget=shared.budget,
                       cache=shared.cache, price=price_for(mcfg.model, mcfg.prices), cache_base_url=cache_base, explain=config.cache.explain,
                       batches=batch_runner)
-        judge.spend = spend
+        # A panel member's attempts are journaled under its name: a resume recounts each model's spending from them.
+        judge.spend = spend.for_model(member.name) if section.models and spend is not None else spend
         judges.append((member.name, judge))
     return judges, batch_runner
 

@@ -15,7 +15,7 @@ from tracejudge.stages.judge.judge_stats import JudgeTally
 if TYPE_CHECKING:
     from tracejudge.stages.judge.client import Judge
 
-__all__ = ["_ADDITIVE", "COUNTED_AT", "FROM_LINES", "TELEMETRY", "UNPRICED", "judge_summary", "segment_telemetry"]
+__all__ = ["_ADDITIVE", "COUNTED_AT", "FROM_LINES", "PER_MODEL", "TELEMETRY", "UNPRICED", "judge_summary", "segment_telemetry"]
 
 _ADDITIVE = ("requests", "answered", "cache_hits", "retries", "rate_limited", "server_errors", "timeouts", "connection_errors", "repairs", "judge_errors",
              "skipped_budget", "too_long", "truncated_prompts", "input_tokens", "output_tokens", "cost_usd", "saved_usd", "saved_tokens",
@@ -77,6 +77,32 @@ def segment_telemetry(state: dict[str, Any], run_dir: Path | None = None) -> dic
     return out
 
 
+# A panel model's figures in `judge.panel.models` that each segment adds up (`JudgeTally.summary`); `priced` is set apart.
+PER_MODEL = ("requests", "answered", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "judge_errors", "parse_failures")
+
+
+def _priced_models(block: dict[str, Any], prior: dict[str, Any], judges: list[tuple[str, Judge]]) -> None:
+    """Say in a panel's `block` whether each model has a price (so its unknown dollars say why: no price, or no usage) and
+    make the dollars of one without a price that billed tokens unknown, as the run's are then: the spend journal, which an
+    earlier segment's figures may come from (`panel_spend`), counts them as 0. Each model's dollars rounded as the run's.
+
+    A segment that made no judge (a finished run resumed with nothing to do) keeps the earlier segments' `priced`."""
+    models = block["panel"]["models"]
+    for name, j in judges:
+        models[name]["priced"] = j.price is not None
+    if judges:  # (in the panel's order, whatever order the earlier segments' figures came in)
+        models = block["panel"]["models"] = {**{name: models[name] for name, _ in judges}, **models}
+    for m in models.values():
+        if m.get("priced") is False and int(m.get("input_tokens") or 0) + int(m.get("output_tokens") or 0) > 0:
+            m["cost_usd"] = None
+        elif isinstance(cost := m.get("cost_usd"), float):
+            m["cost_usd"] = round(cost, 6)
+    if not judges and "priced" in prior:
+        block["priced"] = prior["priced"]
+    if any(m.get("cost_usd", 0) is None for m in models.values()):
+        block.update(dict.fromkeys(UNPRICED))  # a model's dollars unknown: the panel's are too
+
+
 def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price: Any, calibration: Calibration, tally: JudgeTally) -> dict[str, Any]:
     """The summary's `judge` block: this segment's counts of every judge (`state["judges"]`, a panel's added up) and of the
     batches (`state["batches"]`), plus those of the earlier segments (`prior`), with the gate's share and the settings it reports."""
@@ -126,11 +152,10 @@ def judge_summary(state: dict[str, Any], prior: dict[str, Any], cfg: Any, price:
     if cfg.calibration is not None:
         block["calibration"] = calibration.summary(prior.get("calibration"))
     # (judge_errors, parse_failures: which member failed; the score's judge block names the whole panel)
-    per_model = {name: {k: counters[k] for k in ("requests", "cache_hits", "input_tokens", "output_tokens", "cost_usd", "judge_errors", "parse_failures")}
-                 for name, counters in ((name, _counters(j)) for name, j in judges)} if cfg.models else None
+    per_model = {name: {k: counters[k] for k in PER_MODEL} for name, counters in ((name, _counters(j)) for name, j in judges)} if cfg.models else None
     block.update(tally.summary(prior, per_model))
-    for name, j in judges if cfg.models else ():
-        block["panel"]["models"][name]["priced"] = j.price is not None  # (so a member's unknown dollars say why: no price, or no usage)
+    if cfg.models and "panel" in block:
+        _priced_models(block, prior, judges)
     if cfg.samples > 1:
         block["samples_per_request"] = cfg.samples
     return dict(sorted(block.items()))  # a stable order: an unchanged block is byte-identical

@@ -29,6 +29,7 @@ from tracejudge.engine.store import iter_results
 from tracejudge.stages.aggregate.fold import HIST_BINS, Aggregator, aggregator_for
 from tracejudge.stages.aggregate.metric_stats import bin_of
 from tracejudge.stages.aggregate.gate import Verdict, evaluate_gate
+from tracejudge.stages.judge.panel_spend import rebuilt_models
 from tracejudge.stages.reports.cases import CaseCollector, CaseMaterial, collect_cases, result_dict
 from tracejudge.stages.reports.html import render_html
 from tracejudge.stages.reports.judge_spend import LineSpend, rebuilt_spend
@@ -322,7 +323,7 @@ def rebuild(run_dir: Path, *, baseline: Path | None = None, on_skipped: Callable
         # as a resume counts it, so a run the judge failed is not reported PASS. Its spending, which the lines do not hold
         # whole, is rebuilt from the spend journal (`judge_spend`), and the block says from where.
         limit = (config.judge.max_error_share if config is not None and config.judge is not None else 0.0)
-        block = {"max_error_share": limit, **rebuilt_spend(run_dir, spent)}
+        block = rebuilt_models(run_dir, config, {"max_error_share": limit, **rebuilt_spend(run_dir, spent)})  # (a panel's per model)
         if config is not None and config.judge is not None and config.judge.samples > 1:
             block["samples_per_request"] = config.judge.samples  # (as the run's block says it)
         summary["judge"] = judge_block_with(standing_block(block, tally) if tally is not None else block, standing_judge_counts(judged, ()))
