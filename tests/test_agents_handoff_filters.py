@@ -7,7 +7,8 @@ Recorded by the real SDK (0.24.0) against the project's scripted loopback server
 `handoff(agent, input_filter=handoff_filters.remove_all_tools)` no request's input holds the SDK's output for the
 `transfer_to_<agent>` call (the filter removes the call and its output from what the next agent gets), so the
 handoff, which ran, read as a call with no result. It now has the SDK's transfer message, as an unfiltered handoff
-reads (`unfiltered`).
+reads (`unfiltered`). The same holds under OpenLLMetry's openai-agents instrumentation (`tl-<scenario>.jsonl`, format
+`otel`, `tests/frameworks/record_agents_handoff_filters_tl.py`; the tests at the end).
 """
 
 from __future__ import annotations
@@ -96,3 +97,81 @@ def test_the_responses_api_export_gives_the_handoff_call_its_output_too() -> Non
     assert case.trace is not None
     (transfer,) = [c for s in case.trace.steps for c in s.tool_calls if c.name == "transfer_to_weather"]
     assert transfer.result == truth("filtered_responses")["handoffs"][0]["output"]
+
+
+# --- OpenLLMetry's openai-agents instrumentation (`tl-<scenario>.jsonl`, format otel) ------------------------------
+# Recorded with opentelemetry-instrumentation-openai-agents 0.62.4 (`tests/frameworks/record_agents_handoff_filters_tl.py`).
+# Its handoff span is `Triage → unknown.handoff` (named before the SDK knew the target): the target is the agent run it
+# recorded next. It keeps no output of a Chat Completions request, so the Responses API runs are the ones whose calls read.
+TL_FILTERED = ["filtered_responses", "filtered_after_tool_responses"]
+TL_ORDER = {"filtered_after_tool_responses": ["get_weather", "transfer_to_weather", "get_weather"]}
+
+
+@pytest.mark.parametrize("scenario", TL_FILTERED)
+def test_openllmetry_a_filtered_handoff_call_has_the_sdks_output_as_its_result(scenario: str) -> None:
+    t = truth(scenario)
+    assert t["input_filter"] == "remove_all_tools" and t["handoffs_in_run_items"] == 0 and t["api"] == "responses"
+    (handoff,) = t["handoffs"]
+    case = read(scenario, "tl", "otel")
+    assert case.trace is not None
+    calls = [c for s in case.trace.steps for c in s.tool_calls]
+    (transfer,) = [c for c in calls if c.name == handoff["name"]]
+    assert (transfer.id, transfer.result) == (handoff["call_id"], json.loads(handoff["output"]))
+    assert not transfer.failed and transfer.error is None
+    assert [(c.name, c.result) for c in calls if c.name != handoff["name"]] == [(r["name"], r["result"]) for r in t["tools_ran"]]
+    assert [c.name for c in calls] == TL_ORDER.get(scenario, ["transfer_to_weather", "get_weather", "get_weather"])
+    assert case.input == t["question"] and case.trace.output == t["final_output"]
+    assert len(case.trace.steps) == t["requests"] and "run_error" not in case.metadata
+
+
+def test_openllmetry_a_filtered_handoff_reads_as_the_same_handoff_unfiltered() -> None:
+    assert truth("unfiltered_responses")["handoffs"] == truth("filtered_responses")["handoffs"]
+    assert truth("unfiltered_responses")["handoffs_in_run_items"] == 1
+    plain, filtered = read("unfiltered_responses", "tl", "otel"), read("filtered_responses", "tl", "otel")
+    assert plain.trace is not None and filtered.trace is not None
+
+    def calls(case: Case) -> list[tuple[Any, ...]]:
+        return [(c.id, c.name, c.arguments, c.result, c.error, c.failed) for s in case.trace.steps for c in s.tool_calls]  # type: ignore[union-attr]
+
+    assert calls(filtered) == calls(plain)
+    assert ("call_h1", "transfer_to_weather", {}, {"assistant": "Weather"}, None, False) in calls(plain)
+    assert filtered.trace.output == plain.trace.output
+
+
+def test_openllmetry_the_reply_names_the_agent_run_next_not_the_handoff_span() -> None:
+    # The span says `unknown` for the target; the reply is the SDK's for the agent that ran next, `Weather`.
+    spans = [s for line in (DATA / "tl-filtered_responses.jsonl").read_text().splitlines()
+             for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    (h,) = [s for s in spans if s["name"].endswith(".handoff")]
+    assert h["name"] == "Triage → unknown.handoff"
+    assert "gen_ai.handoff.to_agent" not in {a["key"] for a in h["attributes"]}
+    case = read("filtered_responses", "tl", "otel")
+    assert case.trace is not None
+    (transfer,) = [c for s in case.trace.steps for c in s.tool_calls if c.name == "transfer_to_weather"]
+    assert transfer.result == {"assistant": "Weather"}
+
+
+@pytest.mark.parametrize("scenario", ["filtered", "filtered_after_tool"])
+def test_openllmetry_chat_completions_runs_read_alike_filtered_or_not(scenario: str) -> None:
+    # A Chat Completions request keeps its input only: no run shows its transfer call, filtered or not (README).
+    plain, filtered = read("unfiltered", "tl", "otel"), read(scenario, "tl", "otel")
+    assert plain.trace is not None and filtered.trace is not None
+    for case in (plain, filtered):
+        calls = [c for s in case.trace.steps for c in s.tool_calls]  # type: ignore[union-attr]
+        assert [(c.name, c.result) for c in calls] == [(r["name"], r["result"]) for r in truth(scenario)["tools_ran"]]
+        assert all(c.result is not None for c in calls)
+
+
+def test_openllmetry_an_export_that_dropped_the_scope_reads_alike(tmp_path: Path) -> None:
+    # A collector that keeps no instrumentation scope: the spans' kinds, operations and names say whose they are.
+    docs = [json.loads(line) for line in (DATA / "tl-filtered_responses.jsonl").read_text().splitlines()]
+    for d in docs:
+        for rs in d["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                ss.pop("scope", None)
+    path = tmp_path / "tl-filtered_responses.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (case,) = extract_path(path, "otel")
+    assert isinstance(case, Case) and case.trace is not None
+    (transfer,) = [c for s in case.trace.steps for c in s.tool_calls if c.name == "transfer_to_weather"]
+    assert (transfer.id, transfer.result) == ("call_h1", {"assistant": "Weather"})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, pydantic_ai, smolagents, traceloop, vercel
+from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, openllmetry_agents, pydantic_ai, smolagents, traceloop, vercel
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import read_deferrals
 from tracejudge.stages.extract.otel.payloads import failed_tool_messages
 from tracejudge.stages.extract.otel.spans import Group, Span
@@ -56,5 +56,6 @@ def group_views(group: Group) -> dict[str, View]:
         pydantic_ai.retry_feedback(group.spans, group.views)  # its feedback on a refused text answer: the framework's words, not the user's
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
+        openllmetry_agents.handoff_results(group.spans, group.views)  # (an Agents SDK handoff an `input_filter` hid: its reply)
         langgraph.read_pauses(group.spans, group.views)  # last: a pause is no error, whatever a pass above made of its status
     return group.views

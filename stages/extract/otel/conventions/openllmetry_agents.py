@@ -20,6 +20,15 @@ they cannot see (0.62.4):
 - It reads a request's output and token usage off a Responses API response only: a Chat Completions model's
   request (the SDK's `generation` span) is recorded with its input alone. Such a run has no text, no call ids
   and no usage to read; `warn_unrecorded` says so once per file rather than read nothing silently.
+
+A handoff is a `<from> → <to>.handoff` span (`traceloop.span.kind` `handoff`) under the agent that made it; the
+model's `transfer_to_<agent>` call is in its request's output, and the SDK's reply to it (`{"assistant": "<agent>"}`)
+in the next agent's first request's input, unless the handoff's `input_filter` removed it
+(`handoff_filters.remove_all_tools`): then no span holds it, though the handoff ran. `handoff_results` gives such a
+call that reply, as `agents_sdk.stop_answers` does under OpenInference. The instrumentation names the span when the
+SDK starts it, before the SDK knows the target (`to_agent` is set later): it is `<from> → unknown.handoff`, with
+no `gen_ai.handoff.to_agent`. The target is then the agent whose run this instrumentation recorded next in that
+trace (the SDK starts it right after the handoff), the first of them whose default tool name the request called.
 """
 
 from __future__ import annotations
@@ -29,14 +38,16 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.common import python_literal
-from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
+from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_results
+from tracejudge.stages.extract.otel.conventions.openai_agents import error_text, handoff_tool_name
+from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_results as agents_handoff_results
 from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELOOP
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, unjson
 from tracejudge.stages.extract.said_once import first_time
 
-__all__ = ["SCOPE", "Hosts", "calls_of", "mend_errors", "own", "warn_unrecorded", "within"]
+__all__ = ["SCOPE", "Hosts", "calls_of", "handoff_results", "mend_errors", "own", "warn_unrecorded", "within"]
 
 log = get_logger("tracejudge.extract.otel")
 SCOPE = "opentelemetry.instrumentation.openai_agents"
@@ -179,3 +190,52 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
 def _unrecorded(span: Span, v: View) -> bool:
     return span.scope == SCOPE and v.role == "model" and bool(v.inputs) and not v.outputs and v.usage_in is None and v.usage_out is None \
         and v.error is None
+
+
+def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
+    """Give each handoff call this instrumentation recorded in `spans` (a group) whose reply no later request's input
+    holds (an `input_filter` removed it) the SDK's reply, `{"assistant": "<agent>"}`, as its result (module docstring).
+
+    Which call, and whether a request's input answers it, is `openai_agents.handoff_results`'s rule; the reply is
+    decoded, as format otel decodes the tool message that holds it when no filter removed it. Views are only filled.
+    """
+    if not any(_handoff(s) for s in spans):
+        return
+
+    def kind(span: Span) -> str | None:
+        if _handoff(span):
+            return "handoff"
+        if own(span, "tool"):
+            return "tool"
+        # (a request under the agent span the handoff is under: `openai_agents.handoff_results` looks no further)
+        return "model" if span.scope in (SCOPE, None) and views[span.span_id].role == "model" else None
+
+    def view(span: Span) -> View:
+        return views[span.span_id]
+
+    def target(h: Span) -> str | None:
+        to = h.attrs.get("gen_ai.handoff.to_agent")
+        if isinstance(to, str) and to and to != "unknown":
+            return to
+        # named before the SDK knew the target: the agent run recorded next in the trace, one the request asked for first
+        after = sorted((s for s in spans if s.trace_id == h.trace_id and s.start >= h.start and own(s, "agent")
+                        and isinstance(s.attrs.get("gen_ai.agent.name"), str)), key=lambda s: (s.start, s.span_id))
+        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
+        model = max(asked, key=lambda s: (s.start, s.span_id)) if asked else None
+        names = {p.get("name") for m in (view(model).outputs or [] if model else []) for p in m.get("parts") or [] if isinstance(p, dict)}
+        named = [s for s in after if handoff_tool_name(s.attrs["gen_ai.agent.name"]) in names]
+        pick = named[0] if named else after[0] if after else None
+        return pick.attrs["gen_ai.agent.name"] if pick is not None else None
+
+    for model, name, output in agents_handoff_results(spans, kind, view, target):
+        give_handoff_results(views[model.span_id].outputs, {name: json.loads(output)})
+
+
+def _handoff(span: Span) -> bool:
+    """Whether `span` is this instrumentation's handoff span (a scope that was not kept: its kind, operation and name)."""
+    a = span.attrs
+    if a.get("traceloop.span.kind") != "handoff":
+        return False
+    if span.scope:
+        return span.scope == SCOPE
+    return a.get("gen_ai.operation.name") == "handoff" and span.name.endswith(".handoff")
