@@ -34,7 +34,6 @@ and rebuilt from `results.jsonl`.
 
 from __future__ import annotations
 
-import copy
 import os
 import struct
 import time
@@ -44,11 +43,11 @@ from typing import Any
 
 from tracejudge.core.log import get_logger
 from tracejudge.core.records import RETRYABLE_STATUSES, UNTERMINATED_LINE, WORKER_ERROR, CaseResult, Status
+from tracejudge.engine import journal_standing as standing
 from tracejudge.engine import store
 from tracejudge.engine.checkpoint_file import CheckpointFile, recorded_config_hash
 from tracejudge.engine.journal_checkpoint import checkpoint_due, checkpoint_if_due, write_checkpoint
-from tracejudge.engine.journal_counts import (add_judge_counts, add_judge_tally, judge_block_with, standing_judge_counts, standing_judge_tally,
-                                             sum_usage)
+from tracejudge.engine.journal_counts import add_judge_counts, add_judge_tally, sum_usage
 from tracejudge.engine.journal_open import recover
 from tracejudge.engine.keyset import KeySet, result_key, trial_key
 from tracejudge.engine.rendered import Finished
@@ -290,44 +289,14 @@ class RunJournal:
         """Is the (case, trial) of `key` finished (a budget-skipped one is not)?"""
         return self.done.contains_hash(key) and key not in self.provisional
 
-    def summary_aggregate(self) -> Any:
-        """The aggregate with the standing budget-skipped results folded in (for summaries only)."""
-        if not self.provisional:
-            return self.agg
-        agg = copy.deepcopy(self.agg)
-        for line in self.provisional.values():
-            if line:  # (empty: superseded, `_displace`)
-                agg.fold(CaseResult.model_validate_json(line))
-        return agg
-
-    def pending_retries(self) -> int:
-        """How many standing results are transient failures that the next run of the same command redoes."""
-        # (a budget skip is not a failure; a torn last line's result is redone whenever its line is read again)
-        return sum(1 for line in self.provisional.values() if line and store.SKIPPED_MARK not in line.encode() and f'"kind":"{UNTERMINATED_LINE}"' not in line)
-
-    def spent_retries(self) -> tuple[int, int]:
-        """(how many standing results are failures left final because `max_retries` retries of their (case, trial) are
-        spent, the most failures one of them has had). The same command does not retry them; with `run.max_resume_retries`
-        raised to that many it does (`journal_open` then rebuilds the state the checkpoint holds)."""
-        spent = [n for key, n in self.failures.items() if n > self.max_retries and key not in self.provisional]
-        return len(spent), max(spent, default=0)
-
-    def judge_gate_counts(self) -> dict[str, Any]:
-        """The judge's gate counts over the standing results, final and provisional (`journal_counts.standing_judge_counts`)."""
-        return standing_judge_counts(self.judge_final, self.provisional.values())
-
-    def standing_judge_tally(self) -> Any:
-        """The `judge.samples` and panel counts (`judge_stats.JudgeTally`) of the standing results, final and provisional."""
-        return standing_judge_tally(self.judge_tally, self.provisional.values())
-
-    def fix_judge_block(self, block: dict[str, Any]) -> dict[str, Any]:
-        """The judge stage's summary `block` with its gate counts, share, grouping figures and judge failures
-        (`judge_errors`, `error_kinds`) replaced by `judge_gate_counts`, and its `samples` and `panel.metrics` by those of
-        the standing results (`standing_judge_tally`): what a segment killed with SIGKILL judged is in them, though it
-        wrote no summary to add up."""
-        from tracejudge.stages.judge.judge_stats import standing_block
-
-        return judge_block_with(standing_block(block, self.standing_judge_tally()), self.judge_gate_counts())
+    # What the standing results say (final and provisional), for summaries and the command's last lines
+    # (`journal_standing`), bound as methods.
+    summary_aggregate = standing.summary_aggregate
+    pending_retries = standing.pending_retries
+    spent_retries = standing.spent_retries
+    judge_gate_counts = standing.judge_gate_counts
+    standing_judge_tally = standing.standing_judge_tally
+    fix_judge_block = standing.fix_judge_block
 
     def tick(self) -> None:
         """Flush if pending results have waited `flush_seconds`; rewrite a checkpoint that is due.
