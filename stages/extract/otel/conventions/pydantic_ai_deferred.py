@@ -36,8 +36,8 @@ Shapes, and how they read:
   resume answers every pending call, as pydantic-ai requires).
 - A call raising `ApprovalRequired` / `CallDeferred` has a tool span of its own marked deferred. Resumed approved, the
   tool runs again in a span of the same call id: that span is the call, the deferred one is left out. Denied, or
-  answered from outside, with no such span: the deferred span is the call, failed as denied (`ApprovalRequired`)
-  or with the supplied result (`CallDeferred`).
+  answered from outside, with no such span: the deferred span is the call, failed as denied (`ApprovalRequired`:
+  `DENIED_RAISED`, its result the denial sent) or with the supplied result (`CallDeferred`).
 - A function call pydantic-ai skipped: with `end_strategy="early"`, a reply that gives the final result (an output
   tool call, or structured text output) and calls function tools ends the run there, and the history answers each
   function call with
@@ -58,11 +58,14 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, unjson
 
-__all__ = ["DENIED", "PAUSED", "SKIPPED", "held", "read_deferrals", "skipped"]
+__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "held", "read_deferrals", "skipped"]
 
 SKIPPED = "Tool not executed"  # how pydantic-ai's note on a function call it did not run starts (1.x and 2.x)
 DENIED = ("not run: the application denied its approval (a `requires_approval` call pydantic-ai deferred; the run that "
           "resumed it with `deferred_tool_results` ran no tool span for it and sent the model the denial as its result)")
+DENIED_RAISED = ("not run: the application denied its approval (the tool raised `ApprovalRequired`, so pydantic-ai deferred the "
+                 "call; the run that resumed it with `deferred_tool_results` did not run the tool again and sent the model the "
+                 "denial as its result)")
 PAUSED = ("Run paused for {what} of the tool calls of its last model request ({names}): they did not run and the run returned "
           "no answer (pydantic-ai's `DeferredToolRequests` is its `final_result`); a run resumed with `deferred_tool_results` "
           "goes on with this turn")
@@ -155,7 +158,7 @@ def _deferred_spans(spans: list[Span], views: dict[str, View], returned: dict[st
         if any(views[t.span_id].call_id == v.call_id and not views[t.span_id].deferral and t.start >= s.start for t in tools):
             v.role = None  # approved: the later span of its id ran the call
         elif v.call_id in returned:
-            v.result, v.error = returned[v.call_id], (DENIED if v.deferral == _APPROVAL else None)
+            v.result, v.error = returned[v.call_id], (DENIED_RAISED if v.deferral == _APPROVAL else None)
             v.deferral = None
 
 
