@@ -54,7 +54,9 @@ What counts, by the step's shape (`smolagents.memory`):
   that step's output, while the step keeps its error. When that request
   failed, smolagents holds `Error in generating final LLM output: ...`
   there instead (a string up to 1.16, a list of text parts since 1.20):
-  the run has no answer, and that text joins the step's error;
+  the run has no answer, that text joins the step's error, and that error
+  is the run's (`metadata.run_error`, as format `otel` reads the same run
+  under OpenInference) unless a later task's run came after it;
 - `token_usage` is summed (1.13-1.15: the OpenAI usage in the message's
   `repr()`), `timing` gives the latency (first start to last
   end; smolagents 1.13 wrote `start_time`/`end_time` on the step itself);
@@ -249,6 +251,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
     shared: list[dict[str, Any]] = []
     tokens, times = [0, 0], []
     output: str | None = None
+    run_error: str | None = None  # the last run's, when its final-answer request failed (see the module docstring)
     for i, step in enumerate(raw_steps):
         where = f"steps[{i}]"
         if not isinstance(step, dict):
@@ -258,6 +261,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         _tokens(step["token_usage"] if "token_usage" in step else message_usage(step.get("model_output_message")), tokens)
         if "task" in step:
             users.append({"step": len(steps), "content": step["task"]})
+            run_error = None  # a new run (`agent.run(task, reset=False)`): the error of an earlier one is not the case's
         elif "plan" in step:
             steps.append({"thought": _plan(step)})
         elif "step_number" in step or "model_output_message" in step or "tool_calls" in step:
@@ -272,7 +276,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
                 shared.append({"step": len(steps), "calls": [c["id"] for c in calls if "result" in c], "reason": shared_why})
             out = step.get("model_output")
             thought = text_of(out) if not isinstance(out, str) else out
-            answer = None
+            answer, failed_final = None, False
             ended = kind == MAX_STEPS and not calls and not finals  # the run's last step: its action_output is what `run` returned
             if finals:
                 args = finals[-1]["arguments"]
@@ -284,12 +288,15 @@ def adapt(payload: Any, options: Any = None) -> Case:
                 value = step.get("action_output")
                 answer = text_of(value) if isinstance(value, list) else _text(value)
                 if answer is not None and answer.startswith(NO_FINAL):  # smolagents' stand-in when that request failed: no answer
-                    message, answer = f"{message}\n{answer}", None
+                    message, answer, failed_final = f"{message}\n{answer}", None, True
             output = answer if answer is not None or ended else output
             made = {"thought": thought, "tool_calls": calls, "output": answer}
             if message and not calls:  # the model's step itself failed (parsing, generation, max steps): the step says so
                 errors.append({"step": len(steps), "type": kind, "message": message})
-                made["error"] = f"{kind}: {message}" if kind and not message.startswith(f"{kind}:") else message
+                said = f"{kind}: {message}" if kind and not message.startswith(f"{kind}:") else message
+                made["error"] = said
+                if failed_final:
+                    run_error = said
             steps.append(made)
         elif "output" in step and len(step) == 1:  # a FinalAnswerStep
             output = _text(step["output"])
@@ -303,9 +310,12 @@ def adapt(payload: Any, options: Any = None) -> Case:
     texts = [u["content"] for u in users]
     defaults: dict[str, Any] = {"input": texts[0] if texts else None, "turns": texts[1:]}
     notes = {k: v for k, v in (("errors", errors), ("shared_results", shared)) if v}
-    if notes:
+    if notes or run_error is not None:
         meta = dict(fields.get("metadata") or {})
-        meta["smolagents"] = notes
+        if notes:
+            meta["smolagents"] = notes
+        if run_error is not None:
+            meta.setdefault("run_error", run_error)
         fields["metadata"] = meta
     trace = {"steps": steps, "user_messages": users, "output": output, "usage": usage}
     return build_case({**defaults, **fields, "trace": trace})

@@ -23,7 +23,13 @@ step as a `Step n` `CHAIN` span under it holding the step's model request (`LLM`
   the instrumentation records that request directly under the agent span (no `Step n` span) and nothing of the
   error. That request is recognised by its closing prompt (`smolagents_inputs` makes it a system message) and gets
   the error (joined after it, when the request failed itself), so its step says what the memory step says. The
-  run still returned that answer: no run error, as format `smolagents` reads the same run.
+  run still returned that answer: no run error, as format `smolagents` reads the same run. When that request failed,
+  smolagents catches it and the run returns its stand-in message's content instead (`[{"type": "text", "text": "Error in
+  generating final LLM output: …"}]`, the agent span's output as Python text; a string up to 1.16): that is no answer.
+  The run has none, and its error (`metadata.run_error`) is `AgentMaxStepsError: Reached max steps.` and that text,
+  as format `smolagents` reads the run's memory.
+- a run called with `return_full_result=True` returns a `RunResult`, whose `str()` (the agent span's output) holds its
+  whole memory: its answer is the `output` in it (`answers`).
 - `stored_results`: a tool that returned an image or audio (`AgentImage`, `AgentAudio`). The tool span's output
   is the file smolagents saved it to (a path on the recording machine), but a `ToolCallingAgent`'s model got
   "Stored 'image.png' in memory." (or `'audio.mp3'`) in the step's observation (the `Step n` span's output):
@@ -39,9 +45,9 @@ from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.graph_state import value_text
 from tracejudge.stages.extract.otel.messages import text_parts
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, present, unjson
+from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
-__all__ = ["MAX_STEPS", "answers", "max_steps", "step_errors", "stored_results"]
+__all__ = ["MAX_STEPS", "NO_FINAL", "answers", "max_steps", "step_errors", "stored_results"]
 
 log = get_logger("tracejudge.extract.otel")
 
@@ -49,6 +55,8 @@ SCOPE = "openinference.instrumentation.smolagents"
 _FINAL = "final_answer"
 _MAX_TEXT = 1_000_000  # longer output is not parsed as a literal: no repr smolagents wrote of an answer
 MAX_STEPS = "AgentMaxStepsError: Reached max steps."
+NO_FINAL = "Error in generating final LLM output:"  # smolagents' stand-in answer when its own final-answer request failed
+_RUN_RESULT = "RunResult(output="  # `str()` of the `RunResult` a run called with `return_full_result=True` returns
 _STORED = {"image.png": "Stored 'image.png' in memory.", "audio.mp3": "Stored 'audio.mp3' in memory."}
 _AUDIO = (".wav", ".mp3", ".ogg", ".flac", ".m4a", ".aac", ".opus")
 
@@ -80,6 +88,12 @@ def _owner(span: Span, index: dict[str, Span], views: dict[str, View], roles: tu
 def answers(spans: list[Span], views: dict[str, View]) -> None:
     """Give each smolagents agent run whose recorded answer is the `repr` of its `final_answer` value that value as JSON."""
     index = {s.span_id: s for s in spans}
+    for span in spans:
+        v = views[span.span_id]
+        if v.role == "agent" and _ours(span) and isinstance(v.answer, str) and v.answer.startswith(_RUN_RESULT):
+            value = _run_result_output(v.answer)
+            if value is not MISSING:
+                v.answer = value if isinstance(value, str) or value is None else value_text(value)
     finals: dict[str, Span] = {}  # agent span id -> its run's last final_answer span
     for span in spans:
         v = views[span.span_id]
@@ -93,6 +107,18 @@ def answers(spans: list[Span], views: dict[str, View]) -> None:
         if isinstance(value, (dict, list)) and isinstance(v.answer, str) and len(v.answer) < _MAX_TEXT \
                 and python_literal(v.answer, None) == value:
             v.answer = value_text(value)
+
+
+def _run_result_output(text: str) -> Any:
+    """The `output` a `RunResult`'s `str()` holds when it is a Python literal (`MISSING` otherwise): the text up to the first
+    `, state='` after which a literal ends (the memory after it holds enums' reprs, no literal)."""
+    at = text.find(", state='", len(_RUN_RESULT))
+    while at != -1 and at - len(_RUN_RESULT) < _MAX_TEXT:
+        value = python_literal(text[len(_RUN_RESULT):at], MISSING)
+        if value is not MISSING:
+            return value
+        at = text.find(", state='", at + 1)
+    return MISSING
 
 
 def _final_value(span: Span) -> Any:
@@ -164,8 +190,24 @@ def max_steps(spans: list[Span], views: dict[str, View]) -> None:
         task = given.get("task") if isinstance(given, dict) else None
         if isinstance(task, str) and task and not "\n".join(text_parts(v.inputs[-1])).endswith(task):
             continue
+        said = _stand_in(views[run.span_id].answer)
         if not (v.error or "").startswith(MAX_STEPS):
-            v.error = MAX_STEPS if not v.error else f"{MAX_STEPS}\n{v.error}"
+            v.error = f"{MAX_STEPS}\n{v.error or said}" if v.error or said else MAX_STEPS
+        if said is not None:  # that request failed: the run returned smolagents' stand-in, no answer, and ended in that error
+            rv = views[run.span_id]
+            rv.answer, rv.error = None, rv.error or f"{MAX_STEPS}\n{said}"
+
+
+def _stand_in(answer: Any) -> str | None:
+    """The text of smolagents' stand-in for the answer its failed final-answer request did not give, when `answer` (a run's
+    recorded output: text, a list of text parts as Python or JSON text) is that, else `None`."""
+    if not isinstance(answer, str) or len(answer) > _MAX_TEXT:
+        return None
+    value = answer if answer.startswith(NO_FINAL) else unjson(answer) if answer.startswith("[{\"") else python_literal(answer, None)
+    if isinstance(value, list):
+        value = "".join(p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)) if all(
+            isinstance(p, dict) and p.get("type") == "text" for p in value) else None
+    return value if isinstance(value, str) and value.startswith(NO_FINAL) else None
 
 
 def stored_results(spans: list[Span], views: dict[str, View]) -> None:
