@@ -256,6 +256,27 @@ def test_a_refused_case_is_said_apart_from_the_transient_failures_the_same_comma
     assert judge_refused(lines) == 2 and judge_refused(line for line in lines if '"case-2"' in line) == 0
 
 
+def test_a_content_filters_400_is_a_refusal_too_not_a_transient_failure(tmp_path: Path) -> None:
+    # A content filter's HTTP 400 refusing the prompt (as the README says, the same as a 200 refusal) was counted among
+    # the transient failures; a 400 that is no filter's (a request the server refuses) is not a refusal.
+    def respond(headers: dict[str, str], body: dict[str, Any]) -> Any:
+        said = json.dumps(body["messages"])
+        if "Find item 1" in said:
+            return 400, {"error": {"code": "content_filter", "message": "The prompt was flagged by the content filter."}}
+        return 200, completion(json.dumps(verdict(body)))
+
+    with Loopback(respond) as server:
+        cfg = write(tmp_path, config(tmp_path, server.url, cases(tmp_path / "c.jsonl", 3), metrics=[TC]))
+        first = tj("run", str(cfg), "--no-progress", cwd=tmp_path, env={"OPENAI_API_KEY": "x"})
+    err = " ".join(first.stderr.split())
+    assert "1 results ended because the judge model refused to judge them" in err and "transient failure (" not in err, first.stderr
+    assert standing_retries(tmp_path / "run") == (1, 1)
+    line = json.dumps({"status": "judge_error", "scores": {"TaskCompletion": {
+        "value": None, "passed": None, "reason": "request_error: HTTP 400: max_tokens is too large",
+        "details": {"error_kind": "request_error", "http_status": 400}}}})
+    assert judge_refused([line]) == 0
+
+
 # ---------------------------------------------------------------- 4. an answer to a question that was not asked
 
 

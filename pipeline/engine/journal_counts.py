@@ -9,7 +9,7 @@ from typing import Any
 
 from tracejudge.core.records import WORKER_ERROR, CaseResult
 
-__all__ = ["KIND", "REFUSED", "add_judge_counts", "add_judge_tally", "agent_raised", "judge_block_with", "judge_refused", "standing_judge_counts",
+__all__ = ["KIND", "REFUSED", "add_judge_counts", "add_judge_tally", "agent_raised", "judge_block_with", "judge_refused", "refusal_line", "standing_judge_counts",
            "standing_judge_tally", "sum_usage", "worker_died"]
 
 # The prefix of `judge_final`'s keys counting the standing judge failures of one error kind (`add_judge_counts`).
@@ -70,22 +70,48 @@ def worker_died(lines: Iterable[str]) -> int:
 
 # How a judge model's refusal reads in a score's reason: `llm.wire.read` names a 2xx reply that is one (Anthropic
 # `stop_reason: "refusal"`, an OpenAI message's `refusal`, `finish_reason: "content_filter"`; a batch's refused request too).
+# A content filter's HTTP 400 is one as well (the README says them alike): a 400 whose reason names the filter
+# (`llm.replies.CONTENT_FILTER`).
 REFUSED = "the model refused to judge this request"
+
+
+def refusal_line(line: str | bytes) -> bool:
+    """Whether a result line may hold a refusal (`judge_refused` decides): a cheap test that most lines fail."""
+    text = line if isinstance(line, str) else line.decode(errors="replace")
+    if REFUSED in text:
+        return True
+    if '"http_status":400' not in text:
+        return False
+    from tracejudge.llm.replies import CONTENT_FILTER  # (here: a run that refused nothing never imports the replies' rules)
+
+    return any(w in text.lower() for w in CONTENT_FILTER)
+
+
+def _refused(score: dict[str, Any]) -> bool:
+    reason = str(score.get("reason") or "")
+    if REFUSED in reason:
+        return True
+    details = score.get("details") or {}
+    if details.get("http_status") != 400:
+        return False
+    from tracejudge.llm.replies import CONTENT_FILTER
+
+    return any(w in reason.lower() for w in CONTENT_FILTER)
 
 
 def judge_refused(lines: Iterable[str]) -> int:
     """How many of the result lines ended `judge_error` because the judge model refused to judge them: every score the
-    judge failed is a refusal (`REFUSED`). Retried like a transient failure, but a refusal is the judge's answer: the same
-    prompt asked again is most likely refused again."""
+    judge failed is a refusal (`REFUSED`, or a content filter's HTTP 400). Retried like a transient failure, but a refusal
+    is the judge's answer: the same prompt asked again is most likely refused again."""
     n = 0
     for line in lines:
-        if REFUSED not in line:  # (most lines: no parse)
+        if not refusal_line(line):  # (most lines: no parse)
             continue
         try:
             body = json.loads(line)
             failed = [s for s in body["scores"].values()
                       if isinstance(s, dict) and s.get("value") is None and (s.get("details") or {}).get("error_kind")]
-            n += body.get("status") == "judge_error" and bool(failed) and all(REFUSED in str(s.get("reason") or "") for s in failed)
+            n += body.get("status") == "judge_error" and bool(failed) and all(_refused(s) for s in failed)
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return n

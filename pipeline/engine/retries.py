@@ -13,14 +13,13 @@ from pathlib import Path
 from tracejudge.core.config_sections import RunSection
 from tracejudge.core.records import RETRYABLE_STATUSES, WORKER_ERROR
 from tracejudge.engine import store
-from tracejudge.engine.journal_counts import REFUSED, judge_refused
+from tracejudge.engine.journal_counts import judge_refused, refusal_line
 
 __all__ = ["pending_retries", "standing_retries"]
 
 # What the journal counts as a failure to retry (`records.RETRYABLE_STATUSES` and a dead worker's case): a budget skip
 # and a torn last line are provisional too, but not failures.
 _RETRY_MARKS = (*(f'"status":"{s}"'.encode() for s in sorted(RETRYABLE_STATUSES)), f'"kind":"{WORKER_ERROR}"'.encode())
-_REFUSED = REFUSED.encode()
 
 
 def pending_retries(run_dir: Path) -> int:
@@ -54,7 +53,7 @@ def standing_retries(run_dir: Path) -> tuple[int, int]:
             if failed:
                 failures[key] = failures.get(key, 0) + 1
                 standing.add(key)
-                if _REFUSED in line and judge_refused([line.decode(errors="replace")]):
+                if refusal_line(line) and judge_refused([line.decode(errors="replace")]):
                     refused.add(key)
                 else:
                     refused.discard(key)

@@ -88,7 +88,8 @@ _REQUEST_WORDS = ("response_format", "json_schema", "json_object", "messages", "
                   # An older llama.cpp's context overflow is a 500 naming none of the above: "Input prompt is too big
                   # compared to KV size. Please try increasing KV size." The same prompt never fits, however often sent.
                   "kv size", "prompt is too big", "prompt is too long")
-_CONTENT_FILTER = ("content_filter", "content_policy", "content policy", "safety", "flagged")
+# Words of a 4xx that is a content filter refusing the prompt (the model's answer, not the request's fields at fault).
+CONTENT_FILTER = ("content_filter", "content_policy", "content policy", "safety", "flagged")
 
 
 def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
@@ -102,7 +103,7 @@ def request_refused(status: int, text: str, retry_after: bool = False) -> bool:
         return False
     low = text.lower()
     if 400 <= status < 500:
-        return status not in (408, 409, 429) and not any(w in low for w in _CONTENT_FILTER)
+        return status not in (408, 409, 429) and not any(w in low for w in CONTENT_FILTER)
     return any(w in low for w in _REQUEST_WORDS)
 
 
