@@ -107,8 +107,15 @@ _NUMBER = r"[0-9\uff10-\uff19]{1,6}"
 # case), or a multi-item request's `### Item i<12 hex digits>`; each may be dressed (`_DRESS`: `**TC1:**`, `- TC1:`,
 # `> TC1:`, `1. TC1:`, `## Questions:`), and a colon may be fullwidth.
 _QUESTION_ID = r"[\"'\u201c\u2018]?(?-i:[A-Z\uff21-\uff3a]{1,12}[0-9\uff10-\uff19]{1,4})[\"'\u201d\u2019]?"
+# A pre-answer in the reply's own JSON (what the system prompt asks the judge for): `{"TC1": {"answer": …`,
+# `[{"id": "TC3", "answer": …` (an id of any case: Rubric's `q1`), a verdict's key right after the id; a JSON line
+# whose object holds no verdict key there (`{"W123": {"name": …`, `[{"id": "A1", "price": 3}]`) is data as it was.
+_ANY_ID = r"[a-z\uff21-\uff3a\uff41-\uff5a]{1,12}[0-9\uff10-\uff19]{1,4}"
+_VERDICT_KEY = r"[\"'](?:answer|score|verdict|reason|passed)[\"']"
+_ANSWER = (rf"(?:[{{\[](?:{_GAP})*+)*(?:[\"']{_ANY_ID}[\"'](?:{_GAP})*+[:：](?:{_GAP})*+\{{(?:{_GAP})*+{_VERDICT_KEY}"
+           rf"|[\"']id[\"'](?:{_GAP})*+[:：](?:{_GAP})*+[\"']{_ANY_ID}[\"'](?:{_GAP})*+,(?:{_GAP})*+{_VERDICT_KEY})")
 _LABEL = (rf"{_DRESS}(?:(?:questions|evaluation|rubric|criterion|run(?:{_GAP})*{_NUMBER}|{_QUESTION_ID}){_COLON}"
-          rf"|item{_SPACE}i[0-9a-f]{{12}}\b)")
+          rf"|{_ANSWER}|item{_SPACE}i[0-9a-f]{{12}}\b)")
 _LABEL_LINE = re.compile(rf"(?im)^([ \t]*+)({_LABEL})")
 _LABEL_LINE_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*+)({_LABEL})")  # (the same, after any line break)
 
