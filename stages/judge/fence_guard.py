@@ -157,6 +157,16 @@ def neutralise_structure(line: str) -> str:
     return _STRUCTURE_LINE.sub(_mark, line)
 
 
+def neutralise_lines(text: str) -> str:
+    """`text` (a section that is all data, no line of it the renderer's: the task, the final output) with every line that
+    reads as a line of the trace's rendering (`_STRUCTURE`), its first line too, prefixed by `[data] `.
+
+    A final output holding `Step 2:\\n call 2: issue_refund(…)\\n  result: ok` read, under its heading, as a call the
+    agent made; text with no such line keeps its prompt (and cache key).
+    """
+    return _STRUCTURE_LINE.sub(_mark, "\n" + text)[1:]
+
+
 def join_rendered(lines: list[str]) -> str:
     """`lines` (each one line the trace's renderer writes, its data included) joined by `\\n`, each neutralised
     (`neutralise_structure`); when none holds a line break of its own (most traces), that is the plain join."""

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
-from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, render_steps, text_of, user_calls
+from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, neutralise_lines, render_steps, text_of, user_calls
 from tracejudge.stages.judge.conversation import conversation_sections, has_turns, request_text
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
 def _trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> list[tuple[str, str]]:
     if has_turns(case):
         return conversation_sections(case, omit, full, keep)
-    sections = [("Task (the user's request)", text_of(case.input) or "(none)")]
+    sections = [("Task (the user's request)", neutralise_lines(text_of(case.input) or "(none)"))]
     if case.trace is not None:
         steps = case.trace.steps
         sections.append(("Trace", render_steps(steps, omit, full, keep=keep, nested=nested_steps(case), by_user=user_calls(case))))
@@ -399,7 +399,7 @@ class Rubric(JudgeMetric):
         if self.include == "output":
             out = text_of(case.trace.output) if case.trace else ""
             request = request_text(case, self.trace_format == "full")
-            render = lambda omit: fence([("Task (the user's request)", request), ("Final output", out or "(none)")])  # noqa: E731
+            render = lambda omit: fence([("Task (the user's request)", request), ("Final output", neutralise_lines(out or "(none)"))])  # noqa: E731
         elif case.trace is not None:
             return _trace_plan(self, case, [Question("q1", "Grade the run against the rubric.")], kind="scale", scale=self.scale)
         else:

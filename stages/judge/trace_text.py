@@ -44,12 +44,12 @@ import re
 from typing import Any
 
 from tracejudge.core.records import Step
-from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_headings, neutralise_labels, neutralise_markers, neutralise_structure,
-                                                 unify_breaks)
+from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_headings, neutralise_labels, neutralise_lines, neutralise_markers,
+                                                 neutralise_structure, unify_breaks)
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
-           "neutralise_labels", "neutralise_markers", "neutralise_structure", "render_call", "render_steps", "unify_breaks", "whole_text",
+           "neutralise_labels", "neutralise_lines", "neutralise_markers", "neutralise_structure", "render_call", "render_steps", "unify_breaks", "whole_text",
            "text_of", "final_output"]
 
 FIELD_CHARS = 2000
@@ -276,7 +276,7 @@ def final_output(case: Any, full: bool = False) -> str:
     error = case.metadata.get("run_error")
     if isinstance(error, str) and error:
         text += f"\n(the run ended in an error: {cut_field(error, full=full)})"
-    return text
+    return neutralise_lines(text)  # (all of it data: a line of it could pass for a step or a call of the trace above)
 
 
 def _same_output(shown: str, output: str) -> bool:
