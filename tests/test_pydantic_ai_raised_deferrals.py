@@ -101,6 +101,17 @@ def test_a_paused_run_has_no_answer_and_says_what_it_waits_for(name: str) -> Non
     assert [c.name for c in case.trace.tool_calls()] == [r["name"] for r in want["tools_ran"]]  # (the mixed reply's get_weather ran)
 
 
+@pytest.mark.parametrize("name", PAUSED)
+def test_a_held_call_keeps_the_metadata_its_tool_raised_with(name: str) -> None:
+    """`ApprovalRequired(metadata=…)` / `CallDeferred(metadata=…)`: what the paused run's `DeferredToolRequests.metadata`
+    held for the call is its entry's `metadata` (pydantic-ai's `pydantic_ai.tool.deferral.metadata`, decoded); a call
+    with none (the external `send_email`) has no such key."""
+    want = {c["id"]: c["metadata"] for c in held(name)}
+    got = {d["id"]: d.get("metadata", "(absent)") for d in reading(name).metadata["otel"]["deferred"]}
+    assert got == {i: "(absent)" if m is None else m for i, m in want.items()}
+    assert any(m is not None for m in want.values()) == ("external" not in name)
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in PAUSED])
 def test_a_resumed_run_has_no_run_error_and_nothing_left_deferred(name: str) -> None:
     case = reading(name)

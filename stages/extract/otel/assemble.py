@@ -227,7 +227,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
                     t.claimed = True
                     call = t.call = build_call(t, part, responses, prefixes, asked[m.span_id])
                     if t.deferral:
-                        row.deferred.append(deferred_call(call, t.deferral))
+                        row.deferred.append(deferred_call(call, t.deferral, t.deferral_metadata))
                         continue
                     if by_id and t.span_order:
                         last = t.span.start
@@ -244,7 +244,7 @@ def assemble(group: Group, opts: Any) -> dict[str, Any]:
             t.claimed = True
             call = t.call = build_call(t, None, responses, prefixes)
             if t.deferral:
-                builder.orphan_deferred.append(deferred_call(call, t.deferral))
+                builder.orphan_deferred.append(deferred_call(call, t.deferral, t.deferral_metadata))
                 continue
             owner = None
             inside = scope(t.span)

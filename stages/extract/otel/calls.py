@@ -24,7 +24,7 @@ __all__ = ["Responses", "Tool", "answer_value", "build_call", "deferred_call", "
 class Tool:
     """One tool call being assembled from a tool span (and what nested spans of the same call add)."""
 
-    __slots__ = ("span", "name", "call_id", "span_order", "args", "args_wrapped", "result", "error", "claimed", "deferral", "call")
+    __slots__ = ("span", "name", "call_id", "span_order", "args", "args_wrapped", "result", "error", "claimed", "deferral", "deferral_metadata", "call")
 
     def __init__(self, span: Span, view: View) -> None:
         self.span = span
@@ -35,6 +35,7 @@ class Tool:
         self.args_wrapped = view.args_wrapped
         self.result = view.result
         self.deferral = view.deferral
+        self.deferral_metadata = view.deferral_metadata
         # A deferral is control flow, not a failure (pydantic-ai marks it ERROR before instrumentation version 5).
         self.error = None if self.deferral else view.error
         self.claimed = False
@@ -137,13 +138,16 @@ def part_call(part: dict[str, Any], responses: Responses, prefixes: tuple[str, .
     return _finish(call, MISSING, not_run if isinstance(not_run, str) else None, response, prefixes, responses)
 
 
-def deferred_call(call: dict[str, Any], why: str) -> dict[str, Any]:
-    """A call the model asked for that did not run: kept for `metadata.otel.deferred`, not counted as a tool call."""
+def deferred_call(call: dict[str, Any], why: str, metadata: Any = MISSING) -> dict[str, Any]:
+    """A call the model asked for that did not run: kept for `metadata.otel.deferred`, not counted as a tool call
+    (`metadata`: what its deferral carried, when recorded)."""
     out = {"id": call["id"], "name": call["name"], "deferral": why}
     if call.get("arguments_missing"):
         out["arguments_missing"] = True
     else:
         out["arguments"] = unjson(call.get("arguments"))
+    if metadata is not MISSING:
+        out["metadata"] = metadata
     return out
 
 

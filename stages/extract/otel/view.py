@@ -102,6 +102,7 @@ class View:
     documents: list[dict[str, Any]] | None = None
     answer_tool: bool = False
     deferral: str | None = None
+    deferral_metadata: Any = MISSING  # (what the tool raised its deferral with: pydantic-ai's `ApprovalRequired(metadata=…)`)
     output_tools: set[str] = field(default_factory=set)
     deferred_tools: dict[str, str] = field(default_factory=dict)
     answer_texts: dict[str, str] = field(default_factory=dict)

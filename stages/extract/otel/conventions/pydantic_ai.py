@@ -5,8 +5,9 @@ versions before the GenAI keys); its output functions (`running output
 function`, or an `execute_tool final_result` span logged as one) and output
 tools named in `model_request_parameters` are the run's answer, not tool
 calls; deferred tools (`pydantic_ai.tool.deferral.name`, or a function tool
-of kind `unapproved` / `external`) were asked for but not run; the agent
-span's `final_result` is the run's answer.
+of kind `unapproved` / `external`) were asked for but not run, a raised
+deferral's `pydantic_ai.tool.deferral.metadata` (JSON) kept with the call
+in `metadata.otel.deferred`; the agent span's `final_result` is the run's answer.
 
 A request that calls an output tool (structured output, `output_type=` a
 model) gave its answer through that call: its arguments are the answer
@@ -63,6 +64,7 @@ __all__ = ["NAME", "REFUSED", "SCOPE", "feedback", "ours", "read", "retry_feedba
 NAME = "pydantic-ai"
 SCOPE = "pydantic-ai"  # the instrumentation scope of its spans (`InstrumentationSettings`' tracer, under Logfire too)
 DEFERRAL_KEY = "pydantic_ai.tool.deferral.name"
+DEFERRAL_METADATA_KEY = "pydantic_ai.tool.deferral.metadata"  # (JSON, set only when the exception carried metadata)
 _DEFERRED_KINDS = {"unapproved": "requires_approval", "external": "external"}
 _OUTPUT_FUNCTION_MSG = "running output function"
 # What pydantic-ai sends back for an output call it took or skipped (`_tool_execution`'s status notes, 1.x and 2.x):
@@ -91,6 +93,8 @@ def read(span: Span) -> View | None:
     deferral = a.get(DEFERRAL_KEY)
     if present(deferral) and deferral != "":
         v.deferral = str(deferral)
+        if isinstance(a.get(DEFERRAL_METADATA_KEY), str):
+            v.deferral_metadata = _decoded(a[DEFERRAL_METADATA_KEY])
     params = maybe_json(a.get("model_request_parameters"))
     if isinstance(params, dict):
         outer = {t["name"]: t.get("outer_typed_dict_key") for t in params.get("output_tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)}
@@ -108,6 +112,14 @@ def read(span: Span) -> View | None:
     if a.get("gen_ai.operation.name") == "invoke_agent" and isinstance(final, str) and present(final):
         v.answer = final
     return v
+
+
+def _decoded(text: str) -> Any:
+    """A deferral's metadata: the JSON value pydantic-ai wrote, or its text when it was no JSON (its `repr` fallback)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _calls(msgs: list[dict[str, Any]], tools: dict[str, Any]) -> list[dict[str, Any]]:
