@@ -102,7 +102,7 @@ def test_the_responses_api_export_gives_the_handoff_call_its_output_too() -> Non
 # --- OpenLLMetry's openai-agents instrumentation (`tl-<scenario>.jsonl`, format otel) ------------------------------
 # Recorded with opentelemetry-instrumentation-openai-agents 0.62.4 (`tests/frameworks/record_agents_handoff_filters_tl.py`).
 # Its handoff span is `Triage → unknown.handoff` (named before the SDK knew the target): the target is the agent run it
-# recorded next. It keeps no output of a Chat Completions request, so the Responses API runs are the ones whose calls read.
+# recorded next. It keeps no output of a Chat Completions request: those runs' handoff call comes from the handoff span.
 TL_FILTERED = ["filtered_responses", "filtered_after_tool_responses"]
 TL_ORDER = {"filtered_after_tool_responses": ["get_weather", "transfer_to_weather", "get_weather"]}
 
@@ -153,13 +153,48 @@ def test_openllmetry_the_reply_names_the_agent_run_next_not_the_handoff_span() -
 
 @pytest.mark.parametrize("scenario", ["filtered", "filtered_after_tool"])
 def test_openllmetry_chat_completions_runs_read_alike_filtered_or_not(scenario: str) -> None:
-    # A Chat Completions request keeps its input only: no run shows its transfer call, filtered or not (README).
+    # A Chat Completions request keeps its input only: the transfer call comes from the handoff span, filtered or not
+    # (README), with the SDK's reply; the function tools' calls from their tool spans.
     plain, filtered = read("unfiltered", "tl", "otel"), read(scenario, "tl", "otel")
     assert plain.trace is not None and filtered.trace is not None
-    for case in (plain, filtered):
+    for case, t in ((plain, truth("unfiltered")), (filtered, truth(scenario))):
         calls = [c for s in case.trace.steps for c in s.tool_calls]  # type: ignore[union-attr]
-        assert [(c.name, c.result) for c in calls] == [(r["name"], r["result"]) for r in truth(scenario)["tools_ran"]]
+        (handoff,) = t["handoffs"]
+        assert [(c.name, c.result) for c in calls if c.name != handoff["name"]] == [(r["name"], r["result"]) for r in t["tools_ran"]]
+        (transfer,) = [c for c in calls if c.name == handoff["name"]]
+        assert transfer.result == json.loads(handoff["output"])
         assert all(c.result is not None for c in calls)
+
+
+@pytest.mark.parametrize("scenario", ["filtered", "filtered_after_tool", "unfiltered"])
+def test_openllmetry_a_chat_completions_handoff_is_its_transfer_call(scenario: str) -> None:
+    # Its request recorded no output: the call is the handoff span's, on the request that asked, as the SDK's export
+    # reads a request it kept without text (no id, arguments unknown), its result the SDK's reply.
+    t = truth(scenario)
+    assert t["api"] == "chat_completions"
+    (handoff,) = t["handoffs"]
+    case = read(scenario, "tl", "otel")
+    assert case.trace is not None
+    calls = [c for s in case.trace.steps for c in s.tool_calls]
+    (transfer,) = [c for c in calls if c.name == handoff["name"]]
+    assert (transfer.id, transfer.result, transfer.arguments_missing) == (None, json.loads(handoff["output"]), True)
+    assert not transfer.failed and transfer.error is None
+    assert [c.name for c in calls] == ORDER.get(scenario, ["transfer_to_weather", "get_weather", "get_weather"])
+    assert len(case.trace.steps) == t["requests"]
+    # each call on the step of the request that asked, as OpenInference's reading of the same run lays them out
+    oi = read(scenario, "oi", "otel")
+    assert oi.trace is not None
+    assert [[c.name for c in s.tool_calls] for s in case.trace.steps] == [[c.name for c in s.tool_calls] for s in oi.trace.steps]
+
+
+def test_openllmetry_a_chat_completions_handoff_reads_as_the_exports() -> None:
+    # The same run, read off the SDK's own export (which keeps the request's text): the same transfer call and reply.
+    for scenario in ("filtered", "unfiltered"):
+        tl, export = read(scenario, "tl", "otel"), read(scenario, "export", "openai-agents")
+        assert tl.trace is not None and export.trace is not None
+        (ours,) = [c for s in tl.trace.steps for c in s.tool_calls if c.name == "transfer_to_weather"]
+        (theirs,) = [c for s in export.trace.steps for c in s.tool_calls if c.name == "transfer_to_weather"]
+        assert (ours.name, ours.result) == (theirs.name, as_read(theirs.result, "otel"))
 
 
 def test_openllmetry_an_export_that_dropped_the_scope_reads_alike(tmp_path: Path) -> None:

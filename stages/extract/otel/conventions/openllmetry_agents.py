@@ -19,7 +19,8 @@ they cannot see (0.62.4):
   export is (`openai_agents.error_text`; the tool name is the call's).
 - It reads a request's output and token usage off a Responses API response only: a Chat Completions model's
   request (the SDK's `generation` span) is recorded with its input alone. Such a run has no text, no call ids
-  and no usage to read; `warn_unrecorded` says so once per file rather than read nothing silently.
+  and no usage to read; `warn_unrecorded` says so once per file rather than read nothing silently. Its function
+  tools' calls come from their tool spans; its handoff call from the handoff span (`handoff_results`, below).
 
 A handoff is a `<from> → <to>.handoff` span (`traceloop.span.kind` `handoff`) under the agent that made it; the
 model's `transfer_to_<agent>` call is in its request's output, and the SDK's reply to it (`{"assistant": "<agent>"}`)
@@ -29,6 +30,10 @@ call that reply, as `agents_sdk.stop_answers` does under OpenInference. The inst
 SDK starts it, before the SDK knows the target (`to_agent` is set later): it is `<from> → unknown.handoff`, with
 no `gen_ai.handoff.to_agent`. The target is then the agent whose run this instrumentation recorded next in that
 trace (the SDK starts it right after the handoff), the first of them whose default tool name the request called.
+A request recorded without output (Chat Completions) shows no such call: `handoff_results` gives it one, the default
+tool name of that agent with no id and no arguments (as format `openai-agents` reads a request its export kept
+without text, `openai_agents.handoff_calls`), and the SDK's reply as its result, filtered or not (a later input's
+reply answers the call by an id no call read here has).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_res
 from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELOOP
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Group, Span
-from tracejudge.stages.extract.otel.view import MISSING, View, unjson
+from tracejudge.stages.extract.otel.view import MISSING, View, tool_call_part, unjson
 from tracejudge.stages.extract.said_once import first_time
 
 __all__ = ["SCOPE", "Hosts", "calls_of", "handoff_results", "mend_errors", "own", "warn_unrecorded", "within"]
@@ -52,6 +57,7 @@ __all__ = ["SCOPE", "Hosts", "calls_of", "handoff_results", "mend_errors", "own"
 log = get_logger("tracejudge.extract.otel")
 SCOPE = "opentelemetry.instrumentation.openai_agents"
 _OPS = {"agent": "invoke_agent", "tool": "execute_tool"}
+_FROM_SPAN = "openllmetry_agents.from_handoff_span"  # on a handoff call part read off the handoff span, not the request
 
 
 def own(span: Span, kind: str) -> bool:
@@ -188,7 +194,10 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
 
 
 def _unrecorded(span: Span, v: View) -> bool:
-    return span.scope == SCOPE and v.role == "model" and bool(v.inputs) and not v.outputs and v.usage_in is None and v.usage_out is None \
+    """Whether `span` is a request of this instrumentation recorded with its input alone (a handoff call `handoff_results`
+    read off the handoff span is no output it recorded)."""
+    kept = [p for m in v.outputs or [] for p in m.get("parts") or [] if not (isinstance(p, dict) and p.get(_FROM_SPAN))]
+    return span.scope == SCOPE and v.role == "model" and bool(v.inputs) and not kept and v.usage_in is None and v.usage_out is None \
         and v.error is None
 
 
@@ -197,7 +206,9 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
     holds (an `input_filter` removed it) the SDK's reply, `{"assistant": "<agent>"}`, as its result (module docstring).
 
     Which call, and whether a request's input answers it, is `openai_agents.handoff_results`'s rule; the reply is
-    decoded, as format otel decodes the tool message that holds it when no filter removed it. Views are only filled.
+    decoded, as format otel decodes the tool message that holds it when no filter removed it. A request recorded
+    without output (`_unrecorded`: Chat Completions) first gets the handoff's call as its output, with that reply
+    whether or not a later input holds it.
     """
     if not any(_handoff(s) for s in spans):
         return
@@ -220,14 +231,30 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
         # named before the SDK knew the target: the agent run recorded next in the trace, one the request asked for first
         after = sorted((s for s in spans if s.trace_id == h.trace_id and s.start >= h.start and own(s, "agent")
                         and isinstance(s.attrs.get("gen_ai.agent.name"), str)), key=lambda s: (s.start, s.span_id))
-        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
-        model = max(asked, key=lambda s: (s.start, s.span_id)) if asked else None
+        model = asker(h)
         names = {p.get("name") for m in (view(model).outputs or [] if model else []) for p in m.get("parts") or [] if isinstance(p, dict)}
         named = [s for s in after if handoff_tool_name(s.attrs["gen_ai.agent.name"]) in names]
         pick = named[0] if named else after[0] if after else None
         return pick.attrs["gen_ai.agent.name"] if pick is not None else None
 
-    for model, name, output in agents_handoff_results(spans, kind, view, target):
+    def asker(h: Span) -> Span | None:
+        """The request that asked for handoff `h`: the last one that started before it under the same parent."""
+        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
+        return max(asked, key=lambda s: (s.start, s.span_id)) if asked else None
+
+    # A Chat Completions request recorded no output: its handoff call is the handoff span's, its reply the SDK's
+    # whether or not a later input holds it (that message's call id names no call read here).
+    replies: list[tuple[Span, str, str]] = []
+    for h in sorted((s for s in spans if _handoff(s)), key=lambda s: (s.start, s.span_id)):
+        model, to = asker(h), target(h)
+        if model is None or not to or not _unrecorded(model, view(model)):
+            continue
+        name, v = handoff_tool_name(to), view(model)
+        if any(isinstance(p, dict) and p.get("name") == name for m in v.outputs or [] for p in m.get("parts") or []):
+            continue  # (a second handoff span of the same request: one call)
+        v.outputs = (v.outputs or []) + [{"role": "assistant", "parts": [{**tool_call_part(None, name, None), _FROM_SPAN: True}]}]
+        replies.append((model, name, json.dumps({"assistant": to})))
+    for model, name, output in replies + agents_handoff_results(spans, kind, view, target):
         give_handoff_results(views[model.span_id].outputs, {name: json.loads(output)})
 
 
