@@ -66,6 +66,9 @@ def test_label_problems_and_calibrates_disagreements_show_labels_as_written(tmp_
     wrong = block["metrics"]["Y"]["disagreements"]
     # the value read stays `label` (JSON); the text is beside it
     assert [(d["case_id"], d["label"], d.get("label_written")) for d in wrong] == [("d", False, "No"), ("e", 0.0, "0,0")], wrong
+    cases = {(c["case_id"], c["metric"]): c for c in block["cases"]}  # (calibrate --json lists every labelled verdict so too)
+    assert (cases[("d", "Y")]["label"], cases[("d", "Y")]["label_written"]) == (False, "No")
+    assert (cases[("d", "R")]["label"], cases[("d", "R")]["label_written"]) == (4.0, "4.0")
     out = io.StringIO()
     print_agreement(block, Console(file=out, width=200))
     shown = [line.strip() for line in out.getvalue().splitlines() if line.strip().startswith("disagrees:")]

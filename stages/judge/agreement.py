@@ -330,7 +330,8 @@ def agreement_block(results: Iterable[dict[str, Any]], labels: LabelSet, *, thre
     for m, why in refused.items():
         block["metrics"][m]["note"] = why
     if with_cases:
-        block["cases"] = [{"case_id": p.case_id, "trial": p.trial, "metric": m, "label": p.label, "passed": p.passed, "value": p.value,
+        block["cases"] = [{"case_id": p.case_id, "trial": p.trial, "metric": m, "label": p.label,
+                           **({"label_written": p.label_text} if p.label_text else {}), "passed": p.passed, "value": p.value,
                            "grade": p.grade} for m in metrics for p in pairs.get(m, [])]
     return block
 
