@@ -185,23 +185,25 @@ class _Sums:
     output_tokens: int = 0
     usd: Decimal = Decimal(0)
 
+    def bill(self, input_tokens: int, output_tokens: int, usd: Decimal, answered: bool | None) -> None:
+        """Count one settled (or paid) line: its tokens, its dollars, and an answer when it marks one."""
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.usd += usd
+        self.answered += bool(answered)
+
 
 @dataclass
-class _Tally:
+class _Tally(_Sums):
     """The totals of a journal's lines read so far; `open`: the attempts sent and not settled, (writer, number) → their
     estimated (prompt tokens, dollars) and the model that sent them ("": not named); `answered`: the settle lines of
     answers; `models`: each named model's totals (its attempts in flight left out, as in `open`)."""
 
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    usd: Decimal = Decimal(0)
     open: dict[tuple[str, int], tuple[int, Decimal, str]] = field(default_factory=dict)
-    answered: int = 0
     models: dict[str, _Sums] = field(default_factory=dict)
 
     def copy(self) -> _Tally:
-        return _Tally(self.requests, self.input_tokens, self.output_tokens, self.usd, dict(self.open), self.answered,
+        return _Tally(self.requests, self.answered, self.input_tokens, self.output_tokens, self.usd, dict(self.open),
                       {m: _Sums(**vars(s)) for m, s in self.models.items()})
 
     def _model(self, name: str) -> _Sums | None:
@@ -235,15 +237,9 @@ class _Tally:
             self.requests += 1  # a paid line of the old format, a batch's, or one whose sent line was lost: one request
             if sums is not None:
                 sums.requests += 1
-        self.input_tokens += tin
-        self.output_tokens += tout
-        self.usd += cost
-        self.answered += bool(row.answered)
+        self.bill(tin, tout, cost, row.answered)
         if sums is not None:
-            sums.answered += bool(row.answered)
-            sums.input_tokens += tin
-            sums.output_tokens += tout
-            sums.usd += cost
+            sums.bill(tin, tout, cost, row.answered)
 
 
 _DECODER: Any = None
