@@ -69,7 +69,7 @@ from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View, present, tool_call_part
 
-__all__ = ["AWAITING_APPROVAL", "FINAL_OUTPUT", "HANDOFF_CALLS", "HANDOFF_RESULTS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "error_text", "handoff_calls", "handoff_results",
+__all__ = ["AWAITING_APPROVAL", "FINAL_OUTPUT", "HANDOFF_CALLS", "HANDOFF_RESULTS", "NAME", "NOT_FINISHED", "NOT_RUN", "RUN_ERROR", "agent_runs", "asking_request", "error_text", "handoff_calls", "handoff_results",
            "handoff_tool_name", "missing_tools", "read", "run_errors", "stopped_runs", "turn_data"]
 
 NAME = "openai-agents"
@@ -243,9 +243,15 @@ def _handoffs(spans: list[Span], kind: Callable[[Span], str | None], target: Cal
         to = target(h) if kind(h) == "handoff" else None
         if not isinstance(to, str) or not to:
             continue
-        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
-        if asked:
-            yield max(asked, key=lambda s: (s.start, s.span_id)), to
+        if (model := asking_request(spans, kind, h)) is not None:
+            yield model, to
+
+
+def asking_request(spans: list[Span], kind: Callable[[Span], str | None], handoff: Span) -> Span | None:
+    """The model request that asked for `handoff` (a `handoff` span): the last one that started before it under the same
+    parent; None when there is none. `kind` as for `stopped_runs`."""
+    asked = [m for m in spans if kind(m) == "model" and m.parent_id == handoff.parent_id and m.start <= handoff.start]
+    return max(asked, key=lambda s: (s.start, s.span_id)) if asked else None
 
 
 def handoff_tool_name(agent: str) -> str:

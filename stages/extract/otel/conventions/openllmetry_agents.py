@@ -44,7 +44,7 @@ from typing import Any
 from tracejudge.core.log import get_logger
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_results
-from tracejudge.stages.extract.otel.conventions.openai_agents import error_text, handoff_tool_name
+from tracejudge.stages.extract.otel.conventions.openai_agents import asking_request, error_text, handoff_tool_name
 from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_results as agents_handoff_results
 from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELOOP
 from tracejudge.stages.extract.otel.reused_ids import agrees
@@ -238,9 +238,7 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
         return pick.attrs["gen_ai.agent.name"] if pick is not None else None
 
     def asker(h: Span) -> Span | None:
-        """The request that asked for handoff `h`: the last one that started before it under the same parent."""
-        asked = [m for m in spans if kind(m) == "model" and m.parent_id == h.parent_id and m.start <= h.start]
-        return max(asked, key=lambda s: (s.start, s.span_id)) if asked else None
+        return asking_request(spans, kind, h)
 
     # A Chat Completions request recorded no output: its handoff call is the handoff span's, its reply the SDK's
     # whether or not a later input holds it (that message's call id names no call read here).
