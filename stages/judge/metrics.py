@@ -16,8 +16,15 @@ from pydantic import Field, model_validator
 from tracejudge.core.records import Case, Score
 from tracejudge.core.registry import register_metric
 from tracejudge.stages.judge.base import JudgeMetric, Plan, Question
-from tracejudge.stages.judge.trace_text import fence, final_output, nested_steps, neutralise_lines, render_steps, text_of, user_calls
-from tracejudge.stages.judge.conversation import conversation_sections, has_turns, request_text
+from tracejudge.stages.judge.trace_text import fence, neutralise_lines, text_of, user_calls
+from tracejudge.stages.judge.conversation import has_turns, request_text
+from tracejudge.stages.judge.metric_plans import (  # (`_trace_sections`, `_not_computed`: named here by callers)
+    calls_plan as _calls_plan,
+    cap_note as _cap_note,
+    not_computed as _not_computed,
+    trace_plan as _trace_plan,
+    trace_sections as _trace_sections,
+)
 
 __all__ = [
     "AgentMemoryEval",
@@ -33,38 +40,10 @@ __all__ = [
 ]
 
 
-def _trace_sections(case: Case, omit: int, full: bool = False, keep: int = 0) -> list[tuple[str, str]]:
-    if has_turns(case):
-        return conversation_sections(case, omit, full, keep)
-    sections = [("Task (the user's request)", neutralise_lines(text_of(case.input) or "(none)"))]
-    if case.trace is not None:
-        steps = case.trace.steps
-        sections.append(("Trace", render_steps(steps, omit, full, keep=keep, nested=nested_steps(case), by_user=user_calls(case))))
-        sections.append(("Final output", final_output(case, full)))
-    return sections
-
-
-def _trace_plan(metric: JudgeMetric, case: Case, qs: list[Question], **kw: Any) -> Plan:
-    """The plan asking `qs` about the case's task, trace and output (`_trace_sections`), its conversation included."""
-    assert case.trace is not None
-    turns = has_turns(case)
-    full = metric.trace_format == "full"
-    return Plan(metric, qs, lambda omit, keep=0: fence(_trace_sections(case, omit, full, keep)), steps=len(case.trace.steps),
-                turns=len(case.trace.user_messages) if turns else 0, conversation=turns, **kw)
-
-
-def _cap_note(total: int, cap: int, what: str) -> str:
-    return f"judged the first {cap} of {total} {what} (max_items={cap})" if total > cap else ""
-
-
 def _ended_in_error(case: Case) -> bool:
     """Did the run end in an error the trace recorded (`metadata.run_error`, set by the span readers)?"""
     error = case.metadata.get("run_error")
     return isinstance(error, str) and bool(error.strip())
-
-
-def _not_computed(why: str) -> Score:
-    return Score(value=None, passed=None, reason=f"not computed: {why}")
 
 
 @register_metric
@@ -164,23 +143,6 @@ class TrajectoryEfficiency(JudgeMetric):
         if "q4" in answers and answers["q4"]["answer"] == "no":
             value = max(0.0, base - 0.2)
         return self.scored(plan, value, answers)
-
-
-def _calls_plan(metric: JudgeMetric, case: Case) -> Plan | Score | None:
-    if case.trace is None:
-        return _not_computed("the case has no trace")
-    calls = case.trace.tool_calls()
-    users = user_calls(case)
-    # The agent's calls only (numbered as the trace numbers every call): the user's own, on their device (τ²-bench's
-    # telecom), are not the agent's to be judged for.
-    mine = [i for i in range(1, len(calls) + 1) if i - 1 not in users]
-    if not mine:
-        return None
-    judged = mine[: metric.max_items]
-    # Each question names the step holding its call: a prompt fitted to the judge's context keeps that step, or does not ask.
-    step_of = [i for i, s in enumerate(case.trace.steps, 1) for _ in s.tool_calls]
-    qs = [Question(f"q{i}", f"call {i}", step=step_of[i - 1]) for i in judged]
-    return _trace_plan(metric, case, qs, note=_cap_note(len(mine), metric.max_items, "tool calls"))
 
 
 def _user_steps(case: Case, users: frozenset[int]) -> set[int]:
