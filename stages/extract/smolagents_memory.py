@@ -60,7 +60,11 @@ What counts, by the step's shape (`smolagents.memory`):
 - `token_usage` is summed (1.13-1.15: the OpenAI usage in the message's
   `repr()`), `timing` gives the latency (first start to last
   end; smolagents 1.13 wrote `start_time`/`end_time` on the step itself);
-  model requests are the planning and action steps.
+  model requests are the planning and action steps;
+- a memory of several runs (`agent.run(task, reset=False)`) answers with its
+  last run's answer: a last run that raised (smolagents re-raises a model
+  request's failure and records no error on the step) or was stopped before
+  answering has none, not an earlier run's.
 """
 
 from __future__ import annotations
@@ -262,6 +266,7 @@ def adapt(payload: Any, options: Any = None) -> Case:
         if "task" in step:
             users.append({"step": len(steps), "content": step["task"]})
             run_error = None  # a new run (`agent.run(task, reset=False)`): the error of an earlier one is not the case's
+            output = None  # nor its answer: a later run that raised (or was stopped) before answering answered nothing
         elif "plan" in step:
             steps.append({"thought": _plan(step)})
         elif "step_number" in step or "model_output_message" in step or "tool_calls" in step:

@@ -215,7 +215,9 @@ class Builder:
                 meta_turns[-1]["usage"]["requests_without_usage"] = turn["_usage"].unmetered
             if turn["_error"] is not None:  # only a failed run's turn gets the key: other cases stay as they were
                 meta_turns[-1]["error"] = turn["_error"]
-        if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None:
+        # (not for a turn that ended in an error: the run raised before any answer; an answer tool's text, an earlier run's
+        # `final_answer` of the same conversation among them, is not its answer: `smolagents_raised`)
+        if meta_turns and meta_turns[-1]["final_text"] is None and answer_tool_text is not None and meta_turns[-1].get("error") is None:
             meta_turns[-1]["final_text"] = answer_tool_text
         texts = [t["user_text"] for t in meta_turns]
         otel: dict[str, Any] = {

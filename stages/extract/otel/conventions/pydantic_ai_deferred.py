@@ -44,6 +44,13 @@ Shapes, and how they read:
   "Tool not executed - a final result was already processed." (pydantic-ai's note, `SKIPPED` its start). No request
   follows, so only the agent span's `all_messages` holds it. The call stays a call, failed as not run with that
   note in its error (`skipped`), and the note as its result, as it stands in the history.
+- A run that ended before the function calls of its last model request ran: no tool span records them, no request
+  followed, the run has no `final_result` and that request called no output tool. pydantic-ai checks a run's
+  `tool_calls_limit` before it runs a reply's calls (`UsageLimitExceeded`, the agent span's error), and an application
+  iterating `agent.iter()` may stop before the calls run (no error at all). They read as calls that ran and returned
+  nothing; they stay calls (the model made them), failed as not run (`unrun`: the run's error named, or none
+  recorded), and a run that recorded no error gets one saying it ended there (`STOPPED`), as it returned no answer.
+  (A tool that raised ends the run too, but the calls beside it have spans of their own, cancelled: they are read so.)
 
 Nothing is read when content is not recorded (no `all_messages`, no `final_result`, no messages): a paused run then
 reads as a run that ended, and a resumed one as a run of its own.
@@ -56,9 +63,9 @@ from typing import Any
 from tracejudge.stages.extract.otel.conventions.pydantic_ai import feedback, ours
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
-from tracejudge.stages.extract.otel.view import View, unjson
+from tracejudge.stages.extract.otel.view import View, present, unjson
 
-__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "held", "read_deferrals", "skipped"]
+__all__ = ["DENIED", "DENIED_RAISED", "PAUSED", "SKIPPED", "STOPPED", "held", "read_deferrals", "skipped", "unrun"]
 
 SKIPPED = "Tool not executed"  # how pydantic-ai's note on a function call it did not run starts (1.x and 2.x)
 DENIED = ("not run: the application denied its approval (a `requires_approval` call pydantic-ai deferred; the run that "
@@ -69,6 +76,9 @@ DENIED_RAISED = ("not run: the application denied its approval (the tool raised 
 PAUSED = ("Run paused for {what} of the tool calls of its last model request ({names}): they did not run and the run returned "
           "no answer (pydantic-ai's `DeferredToolRequests` is its `final_result`); a run resumed with `deferred_tool_results` "
           "goes on with this turn")
+STOPPED = ("Run ended before the tool calls of its last model request ran ({names}): no tool span records them, no model "
+           "request followed, and pydantic-ai recorded no answer and no error, as for a run the application stopped (leaving "
+           "`agent.iter()` before its end)")
 _INDEX_KEY = "pydantic_ai.new_message_index"
 _APPROVAL = "ApprovalRequired"  # (a tool span's deferral: the exception the tool raised; `CallDeferred` asks for a result)
 
@@ -77,6 +87,14 @@ def skipped(note: str) -> str:
     """The error of a call pydantic-ai did not execute, naming its `note`."""
     return (f"not run: pydantic-ai did not execute it ({note!r}): the same reply gave the run's final result, which ended the "
             "run before this call ran (its `end_strategy`: with \"early\", no function call beside a final result runs)")
+
+
+def unrun(error: str | None) -> str:
+    """The error of a call its run ended before running, the run's `error` (`None`: it recorded none) named."""
+    if error is None:
+        return ("not run: the run ended before this call ran (no tool span records it, no model request followed, and the run "
+                "recorded no answer and no error)")
+    return f"not run: the run failed before this call ran ({error.splitlines()[0]}); no tool span records it"
 
 
 def held(agent: Span) -> bool:
@@ -98,7 +116,7 @@ def read_deferrals(spans: list[Span], views: dict[str, View]) -> None:
     for m in models:
         _answered_calls(views[m.span_id], returned, ran)
     _deferred_spans(mine, views, returned)
-    firsts = _first_requests(spans, agents, models)
+    requests = _run_requests(spans, agents, models)
     for a in agents:
         v = views[a.span_id]
         paused = _requests(unjson(a.attrs.get("final_result")))
@@ -106,8 +124,10 @@ def read_deferrals(spans: list[Span], views: dict[str, View]) -> None:
             v.answer = None  # (the dump of the calls held back, not an answer; an OpenInference `output.value` alike)
             if not all(i in returned for i in paused[2]):  # (every held call answered: a later run resumed it, no pause)
                 v.error = v.error or PAUSED.format(what=paused[0], names=paused[1])
-        if _resumed(a, firsts.get(a.span_id), views):
+        if _resumed(a, (requests.get(a.span_id) or [None])[0], views):
             v.resumed, v.request = True, None
+        if paused is None and a.span_id in requests:
+            _ended_before_calls(a, requests[a.span_id][-1], mine, views)
 
 
 def _returns(histories: list[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -192,15 +212,37 @@ def _resumed(agent: Span, first: Span | None, views: dict[str, View]) -> bool:
     return any(p.get("type") == "tool_call_response" for p in parts) and not said
 
 
-def _first_requests(spans: list[Span], agents: list[Span], models: list[Span]) -> dict[str, Span]:
-    """Agent span id → the first model request of its run (the nearest agent span above a request is its run's)."""
+def _run_requests(spans: list[Span], agents: list[Span], models: list[Span]) -> dict[str, list[Span]]:
+    """Agent span id → the model requests of its run in start order (the nearest agent span above a request is its run's)."""
     index = {s.span_id: s for s in spans}
     runs = {a.span_id for a in agents}
-    out: dict[str, Span] = {}
+    out: dict[str, list[Span]] = {}
     for m in models:  # (in start order)
         node, hops = m, 0
         while node.parent_id in index and node.span_id not in runs and hops < 10_000:
             node, hops = index[node.parent_id], hops + 1  # type: ignore[index]
         if node.span_id in runs:
-            out.setdefault(node.span_id, m)
+            out.setdefault(node.span_id, []).append(m)
     return out
+
+
+def _ended_before_calls(agent: Span, last: Span, spans: list[Span], views: dict[str, View]) -> None:
+    """Fail the function calls of run `agent`'s `last` request that no tool span ran, when the run ended with no answer
+    there (module docstring); a run that recorded no error gets `STOPPED` as its error."""
+    av, mv = views[agent.span_id], views[last.span_id]
+    if present(agent.attrs.get("final_result")) or present(av.answer):
+        return
+    parts = [p for m in mv.outputs or [] for p in m.get("parts") or [] if isinstance(p, dict) and p.get("type") == "tool_call"]
+    if any(p.get("name") in mv.output_tools for p in parts):
+        return  # (the run's answer, its `final_result` not recorded: `include_content=False`)
+    tools = [views[s.span_id] for s in spans if views[s.span_id].role == "tool" and s.start >= last.start]
+    ids = {t.call_id for t in tools if t.call_id}
+    nameless = {t.tool_name for t in tools if not t.call_id}  # (a span that kept no call id ran a call of its tool)
+    pending = [p for p in parts if isinstance(p.get("name"), str) and "not_run" not in p and p["name"] not in mv.deferred_tools
+               and p["name"] not in nameless and (p.get("id") in (None, "") or str(p["id"]) not in ids)]
+    if not pending or any(p.get("id") in (None, "") for p in pending):
+        return  # (a call with no id cannot be told from the spans that ran)
+    for p in pending:
+        p["not_run"] = unrun(av.error)
+    if av.error is None:
+        av.error = STOPPED.format(names=", ".join(dict.fromkeys(p["name"] for p in pending)))

@@ -25,6 +25,8 @@ from typing import Any
 
 from tracejudge.stages.extract.otel.conventions.smolagents_plans import plans
 from tracejudge.stages.extract.otel.conventions.smolagents_steps import answers, max_steps, step_errors, stored_results
+from tracejudge.stages.extract.otel.conventions.smolagents_raised import raised_runs
+from tracejudge.stages.extract.otel.conventions.smolagents_streams import streamed_runs
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import MISSING, View, present, unjson
 
@@ -37,13 +39,17 @@ def managed_agent_calls(spans: list[Span], views: dict[str, View]) -> None:
     """Turn the managed agents' runs among `spans` into the calls that ran them, in `views` (module docstring).
 
     This is the group pass for smolagents' spans: it first reads each planning request's text as its thought
-    (`smolagents_plans.plans`: a plan is never an output), then each run's answer (`smolagents_steps.answers`:
+    (`smolagents_plans.plans`: a plan is never an output), then what a run iterated as a stream answered and raised
+    (`smolagents_streams.streamed_runs`) and a run that raised, whose agent span was never exported
+    (`smolagents_raised.raised_runs`), then each run's answer (`smolagents_steps.answers`:
     a managed agent's answer is its call's result), and last the failed steps' errors, once the calls of each
     step are known (`smolagents_steps.step_errors`: a failed managed agent's call holds its step's failure).
     Before the managed calls it also marks the request a run made when its steps ran out (`smolagents_steps.max_steps`)
     and gives a tool that returned an image or audio the result its model saw (`smolagents_steps.stored_results`).
     """
     plans(spans, views)
+    streamed_runs(spans, views)  # (a run iterated as a stream recorded every event as its output)
+    raised_runs(spans, views)  # (a run that raised: its agent span never ended, a stand-in in its place)
     answers(spans, views)
     max_steps(spans, views)
     stored_results(spans, views)

@@ -1,0 +1,84 @@
+"""smolagents runs that raised (`agent.run(task)`): the user's task, no answer, and the exception as the run's error.
+
+Recorded by the real smolagents (1.26) against a scripted loopback server whose reply may be an HTTP 500, by
+openinference-instrumentation-smolagents 0.1.43 (format `otel`) and as the agent's memory (format `smolagents`) at once
+(`tests/frameworks/record_smolagents_raised.py` says what each scenario runs). Each `<scenario>.truth.json` holds each run's
+task and what it returned or raised.
+
+The instrumentation records the exception on a run's agent span and re-raises without ending the span: a run that raised
+has no agent span in the export, and its steps hang from a lost parent. Before, such a run's user text was smolagents'
+framing of the task ("New task:\\n…", or a planning request's whole prompt), it had no run error, and a second run on the
+same memory that raised had the first run's `final_answer` as its answer (the answer tool's text, in both formats). Now the
+task is the run's user text, the failed step's exception (a failed planning request's, which smolagents lets through as it
+is) is `metadata.run_error`, and a run that raised answers nothing. The memory records no error for such a run (smolagents
+re-raises before setting one), so format `smolagents` has no run error; its last run has no answer either.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from framework_truth import only_case
+from tracejudge.core.records import Case
+
+DATA = Path(__file__).parent / "data" / "smolagents-raised"
+SCENARIOS = ("tool", "code", "planning", "second-run")
+FORMATS = {"oi": "otel", "memory": "smolagents"}
+# the module the exceptions the runs raised are defined in, as the spans' `exception.type` names them
+MODULES = {"AgentGenerationError": "smolagents.utils", "InternalServerError": "openai"}
+
+
+@cache
+def reading(name: str, kind: str = "oi") -> Case:
+    return only_case(DATA / f"{name}.{kind}.jsonl", FORMATS[kind])
+
+
+def truth(name: str) -> dict[str, Any]:
+    return json.loads((DATA / f"{name}.truth.json").read_text())
+
+
+def qualified(raised: str) -> str:
+    kind = raised.split(":", 1)[0]
+    return f"{MODULES[kind]}.{raised}"
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_run_that_raised_asked_its_task_and_failed_with_its_exception(name: str) -> None:
+    want = truth(name)
+    *_, last = want["runs"]
+    assert last["returned"] is None and last["raised"] is not None
+    case = reading(name)
+    assert case.trace is not None
+    assert [case.input, *case.turns] == [r["task"] for r in want["runs"]]
+    assert [m.content for m in case.trace.user_messages] == [r["task"] for r in want["runs"]]
+    assert case.trace.output is None
+    assert case.metadata["run_error"] == qualified(last["raised"])
+    turns = case.metadata["otel"]["turns"]
+    assert [t["user_text"] for t in turns] == [r["task"] for r in want["runs"]]
+    assert [t["final_text"] for t in turns] == [r["returned"] for r in want["runs"]]
+    assert turns[-1]["error"] == case.metadata["run_error"]
+    assert case.trace.usage.requests == want["requests"]
+    assert [(c.name, c.arguments, c.result, c.error) for c in case.trace.tool_calls()] == [
+        (r["name"], r["arguments"], r["result"], None) for r in want["tool_runs"]]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_memory_of_a_run_that_raised_has_no_answer(name: str) -> None:
+    want = truth(name)
+    memory, oi = reading(name, "memory"), reading(name)
+    assert memory.trace is not None and oi.trace is not None
+    assert [memory.input, *memory.turns] == [r["task"] for r in want["runs"]] == [oi.input, *oi.turns]
+    assert memory.trace.output is None  # (not the first run's answer, for `second-run`)
+    assert "run_error" not in memory.metadata  # (the memory records none)
+
+
+def test_an_earlier_runs_answer_stays_that_runs() -> None:
+    case = reading("second-run")
+    assert case.trace is not None
+    first, _ = truth("second-run")["runs"]
+    assert case.trace.steps[0].output == first["returned"]
+    assert case.metadata["otel"]["turns"][0]["final_text"] == first["returned"] and "error" not in case.metadata["otel"]["turns"][0]
