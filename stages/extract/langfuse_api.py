@@ -70,6 +70,7 @@ case of its own, as every trace is under `group_by: trace`. See
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,6 +103,7 @@ class Options(BaseModel):
     group_by: GROUP_BY = "conversation"
 
 _META_KEYS = ("name", "sessionId", "userId", "release", "version", "environment", "metadata")
+_META_ATTRS = ("tool_call_id", "langgraph_node")  # observation metadata the `langfuse` convention reads
 
 
 def _number(value: Any) -> float | None:
@@ -148,14 +150,23 @@ def _attrs(obs: dict[str, Any], kind: str) -> dict[str, Any]:
     """An observation as the `langfuse.observation.*` attributes of Langfuse's OTel SDK."""
     attrs: dict[str, Any] = {"langfuse.observation.type": kind.lower(), "langfuse.observation.level": obs.get("level")}
     for key, name in (("input", "input"), ("output", "output"), ("statusMessage", "status_message")):
-        if obs.get(key) is not None:
-            attrs[f"langfuse.observation.{name}"] = obs[key]
+        value = obs.get(key)
+        if value is not None:
+            # The SDK sends input and output as JSON text, which is what the conventions read: a LangGraph chain's
+            # output (the graph's state, a ToolNode's messages) is only looked into as such (`payloads.failed_tool_messages`).
+            attrs[f"langfuse.observation.{name}"] = json.dumps(value) if key != "statusMessage" and isinstance(value, (dict, list)) else value
     usage = _tokens(obs) if kind == "GENERATION" else None
     if usage is not None:
         attrs["langfuse.observation.usage_details"] = usage
     meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
-    if meta.get("tool_call_id") is not None:
-        attrs["langfuse.observation.metadata.tool_call_id"] = meta["tool_call_id"]
+    # Langfuse keeps the SDK's `langfuse.observation.metadata.<key>` attributes as `metadata.<key>`; the span's attributes
+    # (`metadata.attributes`) are kept whole for spans of other instrumentations. `langgraph_node`: Langfuse's LangChain
+    # handler types LangGraph's node "agent" AGENT, which without it would read as an agent run of its own.
+    spanned = meta.get("attributes") if isinstance(meta.get("attributes"), dict) else {}
+    for key in _META_ATTRS:
+        value = meta[key] if meta.get(key) is not None else spanned.get(f"langfuse.observation.metadata.{key}")
+        if value is not None:
+            attrs[f"langfuse.observation.metadata.{key}"] = value
     return attrs
 
 

@@ -30,7 +30,7 @@ by the `mlflow` convention and built by the `otel` assembler (see
   (else the model's first user message; with no model span, the first of
   `question`, `query`, `prompt`, `user_input`, `input`, `message(s)`,
   `task`, else the first text argument);
-- a LangGraph pause (a `GraphInterrupt` exception) is no error (`metadata.mlflow.errors`);
+- a LangGraph pause (a `GraphInterrupt` exception) or handoff (`ParentCommand`) is no error (`metadata.mlflow.errors`);
 - a span whose parent is not in the trace hangs from the trace's root
   span (it stays a root when the trace has none or several);
 - other spans (`PARSER`, `EMBEDDING`, ...) are structure; an
@@ -146,8 +146,9 @@ def _exception(events: list[tuple[str, dict[str, Any]]], failed: bool, message: 
 
 
 def _paused(events: list[tuple[str, dict[str, Any]]]) -> bool:
-    """Whether a span's exception is LangGraph's pause (`GraphInterrupt`): the graph asked the human, nothing failed."""
-    return any(name == "exception" and str(ev.get("exception.type", "")).rsplit(".", 1)[-1] in ("GraphInterrupt", "NodeInterrupt")
+    """Whether a span's exception is LangGraph's pause (`GraphInterrupt`: the graph asked the human) or handoff (`ParentCommand`:
+    a tool's `Command(goto=…, graph=Command.PARENT)` on its way to the parent graph): nothing failed."""
+    return any(name == "exception" and str(ev.get("exception.type", "")).rsplit(".", 1)[-1] in ("GraphInterrupt", "NodeInterrupt", "ParentCommand")
                for name, ev in events)
 
 

@@ -258,18 +258,46 @@ def command_message(value: Any, call_id: str | None = None) -> dict[str, Any] | 
     `Command(update={"messages": [ToolMessage(…, tool_call_id=…)], …})`: ToolNode puts that message in
     the state, and the model gets its content as the call's result. Recorded as the Command's fields
     (`{"graph", "update", "resume", "goto"}`, `update` a mapping). The message answering `call_id` when
-    it is known and one answers it, else the Command's only ToolMessage; None when it holds none, or
+    it is known and one answers it, else the Command's only ToolMessage, or the only one after its last AI
+    message (a handoff's update is the conversation so far plus its reply); None when it holds none, or
     several and nothing says which is this call's (the Command stays the result, as recorded).
     """
     if not isinstance(value, dict) or "update" not in value or not set(value) <= _COMMAND_FIELDS:
         return None
     update = unjson(value["update"])
     messages = update.get("messages") if isinstance(update, dict) else None
-    found = [m for m in (_tool_message(unjson(x)) for x in messages) if m is not None] if isinstance(messages, list) else []
+    if not isinstance(messages, list):
+        return None
+    decoded = [unjson(x) for x in messages]
+    # (a message may be given as the OpenAI-style dict LangGraph's `add_messages` accepts, `{"role": "tool", …}`: the
+    # handoff tool of LangGraph's multi-agent docs writes its reply so)
+    found = [(i, m) for i, m in ((i, _tool_message(x) or _role_tool_message(x)) for i, x in enumerate(decoded)) if m is not None]
     if call_id is not None:
-        mine = [m for m in found if str(m.get("tool_call_id")) == str(call_id)]
+        mine = [f for f in found if str(f[1].get("tool_call_id")) == str(call_id)]
         found = mine or found
-    return found[0] if len(found) == 1 else None
+    elif len(found) > 1:
+        # A handoff (`Command(goto=…, graph=Command.PARENT)`) carries the conversation so far plus its own reply
+        # (`state["messages"] + [reply]`): the tool messages before the last AI message answered earlier calls.
+        last_ai = max((i for i, x in enumerate(decoded) if _is_ai_message(x)), default=-1)
+        found = [f for f in found if f[0] > last_ai]
+    return found[0][1] if len(found) == 1 else None
+
+
+def _role_tool_message(value: Any) -> dict[str, Any] | None:
+    """An OpenAI-style tool message dict (`{"role": "tool", "tool_call_id", "content"}`), else None."""
+    if isinstance(value, dict) and value.get("role") == "tool" and "tool_call_id" in value and "content" in value:
+        return value
+    return None
+
+
+def _is_ai_message(value: Any) -> bool:
+    """An AI message in any form a LangGraph state is recorded in (`dumpd`, `messages_to_dict`, a plain dict, OpenAI-style)."""
+    if not isinstance(value, dict):
+        return False
+    if value.get("lc") == 1:
+        ident = value.get("id")
+        return isinstance(ident, list) and bool(ident) and ident[-1] in ("AIMessage", "AIMessageChunk")
+    return value.get("type") == "ai" or value.get("role") == "assistant"
 
 
 def _tool_message(value: Any) -> dict[str, Any] | None:

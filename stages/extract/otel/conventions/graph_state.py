@@ -14,8 +14,9 @@ AI text is usually the answer (`openinference.answer_text`), but two prebuilt en
 `state_answer` gives that answer, or `MISSING` when the output is no such state (the usual readings apply).
 OpenLLMetry (0.62) puts its graph run (`LangGraph.workflow`, the state under `outputs`) inside an
 `invoke_agent LangGraph` span that records no output, and that outer span is the turn's agent: `lift_answers`
-gives such a wrapper the answer of the one graph run it holds, when that answer is one of those endings (a run
-that ended on an AI text already answers with it: the turn's last request).
+gives such a wrapper the answer of the one graph run it holds: one of those endings, or the state's last AI text,
+which need not be the turn's last request's (a node after the last request that adds an `AIMessage` of its own,
+a signature, a canned reply: the graph returned that message).
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def value_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def recorded_state_answer(span: Span) -> Any:
-    """`state_answer` of the output `span` recorded (OpenLLMetry's `{"outputs": state, …}` unwrapped), else `MISSING`."""
+def _recorded_state(span: Span) -> bool:
+    """Whether `span` recorded a graph's final state (a mapping holding a `messages` list; OpenLLMetry's under `outputs`)."""
     for key in _OUTPUT_KEYS:
         raw = span.attrs.get(key)
         if not isinstance(raw, str) or '"messages"' not in raw:
@@ -71,10 +72,9 @@ def recorded_state_answer(span: Span) -> Any:
         decoded = unjson(raw)
         if key == "traceloop.entity.output" and isinstance(decoded, dict) and isinstance(decoded.get("outputs"), dict):
             decoded = decoded["outputs"]
-        got = state_answer(decoded)
-        if got is not MISSING:
-            return got
-    return MISSING
+        if isinstance(decoded, dict) and isinstance(decoded.get("messages"), list):
+            return True
+    return False
 
 
 def lift_answers(spans: list[Span], views: dict[str, View]) -> None:
@@ -92,8 +92,8 @@ def lift_answers(spans: list[Span], views: dict[str, View]) -> None:
         v = views[span.span_id]
         if v.role not in _ROLES or not v.answer:
             continue
-        if recorded_state_answer(span) is MISSING:
-            continue
+        if not _recorded_state(span):
+            continue  # (not a graph's run)
         node, hops = span, 0
         while node.parent_id in index and hops < 10_000:  # (a loop of parents in a hostile trace ends here too)
             parent, hops = index[node.parent_id], hops + 1

@@ -1,4 +1,5 @@
-"""LangGraph's human-in-the-loop pauses, whichever instrumentation recorded them (OpenInference, OpenLLMetry, Langfuse, MLflow).
+"""LangGraph's human-in-the-loop pauses and handoffs, whichever instrumentation recorded them (OpenInference, OpenLLMetry, Langfuse,
+MLflow).
 
 A graph that calls `interrupt(value)` stops (the invoke returns with `__interrupt__`); the application shows the
 value to a human and runs the graph again on the same thread with `Command(resume=answer)`. None of those
@@ -11,6 +12,9 @@ instrumentations records the exchange as messages; what counts here:
   (`python_literal`: nothing is run; a value that is no literal keeps its source text, and text that is no
   `Interrupt(…)` at all is kept whole). An error the instrumentation made of it (an ERROR status) is cleared:
   the graph paused, nothing failed.
+- a handoff: a tool returning `Command(goto=agent, graph=Command.PARENT)` makes LangGraph raise `ParentCommand`
+  through the subgraph's node spans up to the parent graph, which goes on at `agent`; OpenLLMetry and MLflow give
+  those spans an ERROR status (OpenInference only the `exception` event). That error is cleared too: nothing failed.
 - a resume: a span whose input is a `Command` that carries a `resume` (its fields `graph`, `update`, `resume`,
   `goto`, as every one of those instrumentations serialises it; OpenLLMetry's under `inputs`). `View.resume`
   gets the value as recorded.
@@ -32,6 +36,7 @@ __all__ = ["read_pauses"]
 
 _INTERRUPT_TYPES = ("GraphInterrupt", "NodeInterrupt")  # (`NodeInterrupt`: the deprecated one a node raised itself, a `GraphInterrupt`)
 _COMMAND_FIELDS = frozenset({"graph", "update", "resume", "goto"})
+_HANDOFF = "ParentCommand"  # (LangGraph's control flow for a `Command` to the parent graph, not an error)
 # The keys each instrumentation records a chain's input under (MLflow's `mlflow.spanInputs`, Langfuse's observation input).
 _INPUT_KEYS = ("input.value", "traceloop.entity.input", "langfuse.observation.input", "mlflow.spanInputs")
 _MAX_TEXT = 1_000_000  # longer text is not parsed: it is no exception message LangGraph wrote
@@ -51,9 +56,18 @@ def read_pauses(spans: list[Span], views: dict[str, View]) -> None:
             v.interrupts = asked
             if v.error is not None:
                 v.error = None  # an ERROR status for a pause (OpenLLMetry, MLflow): not a failure of the span
+        elif v.error is not None and _handed_off(span):
+            v.error = None  # a handoff to the parent graph (OpenLLMetry's, MLflow's ERROR status for it): not a failure of the span
         resume = _resume(span)
         if resume is not MISSING:
             v.resume = resume
+
+
+def _handed_off(span: Span) -> bool:
+    """Whether `span`'s exception is LangGraph's `ParentCommand`: a tool's `Command(goto=…, graph=Command.PARENT)` (a
+    handoff to another agent of the parent graph) travels up as that exception through the subgraph's spans."""
+    return any(name == "exception" and isinstance(ev.get("exception.type"), str) and ev["exception.type"].rsplit(".", 1)[-1] == _HANDOFF
+               for name, ev in span.events)
 
 
 def _interrupts(span: Span) -> list[tuple[str | None, Any]]:
