@@ -26,7 +26,10 @@ counts (`span_data.type`):
 
 - `function` spans are tool calls: `input` (the JSON the model sent) is the
   arguments, `output` the result, the span's `error` (`{message, data}`)
-  the call's error, as `"<message>: <data.error>"`;
+  the call's error, as `"<message>: <data.error>"` (a structured output, an MCP
+  tool's among them, exported as its `str()`, is the text the model was shown; a
+  `timeout` that ran out, the SDK's message as the output and no error, is the
+  call's error: `conventions.agents_outputs`);
 - `generation` spans (Chat Completions models) are model requests: `input`
   messages give the user's turns (the first is the case `input`), `output`
   the assistant text and the tool calls asked for (chat messages, or for a

@@ -160,7 +160,9 @@ def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
     """A part already in GenAI form, two writers' variants read as the convention's own: pydantic-ai's `thinking`
     part (its `ThinkingPart`, whatever the provider) is a `reasoning` part, and a tool response holding a list of
     text content blocks (an Anthropic `tool_result` sent as blocks, as OpenLLMetry's Anthropic instrumentation
-    copies it) is their text, as that block list reads anywhere else (`_block`)."""
+    copies it; a Responses API `function_call_output`'s `input_text` items, as OpenLLMetry's openai-agents
+    instrumentation copies the Agents SDK's structured tool output) is their text, as that block list reads anywhere
+    else (`_block`)."""
     kind = part.get("type")
     if kind == "thinking":
         return {**part, "type": "reasoning"}
@@ -168,7 +170,7 @@ def _genai_part(part: dict[str, Any]) -> dict[str, Any]:
         return server_part(part)
     response = part.get("response")
     if (kind == "tool_call_response" and isinstance(response, list) and response
-            and all(isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str) for c in response)):
+            and all(isinstance(c, dict) and c.get("type") in ("text", "input_text") and isinstance(c.get("text"), str) for c in response)):
         return {**part, "response": _content_text(response)}
     return part
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tracejudge.stages.extract.otel.conventions import genai, langfuse, langgraph, mlflow, openai_agents, openinference, openllmetry_agents, pydantic_ai, smolagents, traceloop, vercel
+from tracejudge.stages.extract.otel.conventions.agents_outputs import read_tool_outputs
 from tracejudge.stages.extract.otel.conventions.pydantic_ai_deferred import read_deferrals
 from tracejudge.stages.extract.otel.payloads import failed_tool_messages
 from tracejudge.stages.extract.otel.spans import Group, Span
@@ -55,6 +56,7 @@ def group_views(group: Group) -> dict[str, View]:
         failed_tool_messages(group.spans, group.views)
         pydantic_ai.retry_feedback(group.spans, group.views)  # its feedback on a refused text answer: the framework's words, not the user's
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart
+        read_tool_outputs(group.spans, group.views)  # the Agents SDK's structured tool outputs, its timeouts (before the stops read them)
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
         openllmetry_agents.handoff_results(group.spans, group.views)  # (an Agents SDK handoff an `input_filter` hid: its reply)
         langgraph.read_pauses(group.spans, group.views)  # last: a pause is no error, whatever a pass above made of its status

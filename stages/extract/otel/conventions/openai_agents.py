@@ -64,6 +64,7 @@ from typing import Any
 
 from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_results, mark_not_run, response_calls
+from tracejudge.stages.extract.otel.conventions.agents_outputs import timeout_error, tool_output
 from tracejudge.stages.extract.otel.conventions.langfuse import usage_pair
 from tracejudge.stages.extract.otel.messages import normalise
 from tracejudge.stages.extract.otel.spans import Span
@@ -98,9 +99,9 @@ def read(span: Span) -> View | None:
         if present(data.get("input")):
             v.args = data["input"]
         if data.get("output") is not None:
-            v.result = data["output"]
+            v.result = tool_output(data["output"])  # the SDK's structured output (an MCP tool's) is `str()` of it: what the model got
         unrun = span.attrs.get(NOT_FINISHED) or span.attrs.get(AWAITING_APPROVAL)  # (why it did not finish, or run)
-        v.error = error or (unrun if isinstance(unrun, str) else None)
+        v.error = error or (unrun if isinstance(unrun, str) else None) or timeout_error(v.tool_name, v.result)  # (no error recorded)
     elif v.role == "model":
         if kind == "generation":
             v.inputs = normalise(data.get("input"))

@@ -1,0 +1,147 @@
+"""The OpenAI Agents SDK's tool outputs as its three trace conventions record them: structured outputs, and its timeout.
+
+A function tool (an MCP server's tool alike) may return the SDK's structured tool outputs: `ToolOutputText`,
+`ToolOutputImage`, `ToolOutputFileContent`, the same as mappings (`{"type": "text", "text": …}`; the SDK turns an MCP
+`CallToolResult`'s text content into one), or a list of them. The SDK shows the model their content (`input_text`,
+`input_image`, `input_file` items; a Chat Completions tool message's content parts), and the traces keep the value the
+tool returned as each writer turned it into text:
+
+- the SDK's export (`FunctionSpanData.export()`): `str(value)`, a mapping's Python repr (`{'type': 'text', 'text':
+  'shipped'}`), a model's `type='text' text='shipped'`, a list's `[ToolOutputText(type='text', text='a'), …]`;
+- OpenInference: a mapping as JSON, a model's `str()`, a list as the JSON list of its items' `str()`;
+- OpenLLMetry: a mapping as JSON (a model, or a list of them, it fails on: no span; the next request's input shows
+  the content the model got, a list of `input_text` parts, which `messages` reads as its text).
+
+`tool_output` reads each back as what the model was shown: the text (the texts of several, one a line, as a tool
+message's text parts read anywhere), else the items as mappings of the fields they set (an image or a file among
+them). Anything else is left as it is: only a value the SDK itself would take for a structured output is read so.
+
+A function tool given a `timeout` that ran out returns, under the default `timeout_behavior="error_as_result"` and
+no `timeout_error_function`, the SDK's message `Tool '<name>' timed out after <seconds> seconds.` as its output (what
+the model is shown), and the SDK records no error on its span: the call failed all the same (its body was cancelled),
+and `timeout_error` says so, the message its error. A custom message (`timeout_error_function`) cannot be told apart
+from an output; `timeout_behavior="raise_exception"` records the error on the span itself.
+
+`read_tool_outputs` applies both to the tool spans of a group recorded by OpenInference's or OpenLLMetry's
+instrumentation of the SDK; format `openai-agents` applies them as it reads a `function` span.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from tracejudge.stages.extract.common import maybe_json, python_literal
+from tracejudge.stages.extract.otel.spans import Span
+from tracejudge.stages.extract.otel.view import MISSING, View
+
+__all__ = ["read_tool_outputs", "timeout_error", "tool_output"]
+
+_OI_SCOPE = "openinference.instrumentation.openai_agents"
+_TL_SCOPE = "opentelemetry.instrumentation.openai_agents"
+# the fields of each structured output the SDK validates a returned value against (`agents.tool`), all text or None
+_FIELDS = {"text": ("text",), "image": ("image_url", "file_id", "detail"), "file": ("file_data", "file_url", "file_id", "filename")}
+_MODELS = {"ToolOutputText": "text", "ToolOutputImage": "image", "ToolOutputFileContent": "file"}
+# a model's str(): `field=<repr of a str, or None>` separated by single spaces
+_FIELD = r"""[a-z_]+=(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|None)"""
+_MODEL_STR = re.compile(rf"type=(?:'(?:text|image|file)')(?: {_FIELD})*")
+_PAIR = re.compile(rf"([a-z_]+)=('(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|None)")
+_TIMEOUT = re.compile(r"Tool '(.+)' timed out after (?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf) seconds\.")
+_LIMIT = 1_000_000  # longer text is never parsed as Python (an output that long is data, kept as it is)
+
+
+def tool_output(value: Any) -> Any:
+    """`value` (a tool's output as a trace recorded it) as what the model was shown when it is the SDK's structured
+    output: its text, or its items as mappings; else `value` unchanged (module docstring)."""
+    parsed = _parsed(value) if isinstance(value, str) else value
+    items = parsed if isinstance(parsed, list) else [parsed]
+    found = [_item(i) for i in items]
+    got = [g for g in found if g is not None]
+    if not got or len(got) < len(found):
+        return value
+    if all(g["type"] == "text" for g in got):
+        return "\n".join(g["text"] for g in got)
+    return got
+
+
+def timeout_error(name: Any, output: Any) -> str | None:
+    """The SDK's timeout message when `output` is the one it gives a call of tool `name` that ran out of time, else None."""
+    found = _TIMEOUT.fullmatch(output) if isinstance(output, str) and len(output) < 2_000 else None
+    if found is None or not isinstance(name, str) or not name:
+        return None
+    said = found.group(1)
+    return output if said == name or name.endswith("." + said) else None  # (a namespaced tool's span may name its namespace)
+
+
+def read_tool_outputs(spans: list[Span], views: dict[str, View]) -> None:
+    """Read the tool spans of `spans` (a group) that OpenInference's or OpenLLMetry's instrumentation of the Agents SDK
+    recorded: a structured output as what the model was shown (`tool_output`), a timed-out call's message as its error
+    too (`timeout_error`). In place; running it twice changes nothing more."""
+    for span in spans:
+        v = views[span.span_id]
+        if v.role != "tool" or not _agents_tool(span):
+            continue
+        if v.result is not MISSING:
+            v.result = tool_output(v.result)
+        v.error = v.error or timeout_error(v.tool_name, v.result)
+
+
+def _agents_tool(span: Span) -> bool:
+    """Whether `span` is a tool span of the Agents SDK's OpenInference or OpenLLMetry instrumentation."""
+    if span.scope == _OI_SCOPE or (span.scope or "").startswith(_OI_SCOPE + "."):
+        return True
+    # here: openllmetry_agents imports agents_sdk and openai_agents, which import this module
+    from tracejudge.stages.extract.otel.conventions.openllmetry_agents import own
+
+    return own(span, "tool")
+
+
+def _parsed(text: str) -> Any:
+    """`text` as the value it writes: JSON, a Python repr of mappings, lists and the SDK's models, or a model's `str()`."""
+    text = text.strip()
+    if len(text) > _LIMIT or not text:
+        return None
+    if text[0] in "{[":
+        decoded = maybe_json(text)
+        if decoded is not text:
+            return decoded
+        try:
+            node = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        got = _node(node)
+        return None if got is MISSING else got
+    return _model_str(text)
+
+
+def _node(node: ast.AST) -> Any:
+    """A parsed Python repr as its value: literals, lists, and calls of the SDK's output models with keyword literals
+    (a model's repr) as mappings; `MISSING` for anything else. Nothing is evaluated."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _MODELS and not node.args:
+        fields = {k.arg: python_literal(k.value, MISSING) for k in node.keywords}
+        return MISSING if None in fields or MISSING in fields.values() else {"type": _MODELS[node.func.id], **fields}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_node(e) for e in node.elts]
+        return MISSING if any(i is MISSING for i in items) else items
+    return python_literal(node, MISSING)
+
+
+def _model_str(text: str) -> dict[str, Any] | None:
+    """The fields of one of the SDK's output models' `str()` (`type='text' text='…'`), else None."""
+    if not _MODEL_STR.fullmatch(text):
+        return None
+    return {k: python_literal(v) for k, v in _PAIR.findall(text)}
+
+
+def _item(value: Any) -> dict[str, Any] | None:
+    """One structured output item as the SDK would take it, as a mapping of the fields it sets; None when it is none."""
+    if isinstance(value, str):
+        value = _model_str(value.strip()) if len(value) < _LIMIT else None
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str) or value["type"] not in _FIELDS:
+        return None
+    fields = _FIELDS[value["type"]]
+    item = {"type": value["type"], **{k: value[k] for k in fields if value.get(k) is not None}}
+    if any(not isinstance(item[k], str) for k in fields if k in item) or len(item) == 1:
+        return None  # (a text needs its text, an image or a file one of its sources)
+    return item
