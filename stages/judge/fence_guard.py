@@ -6,13 +6,18 @@ other line (and so text with no such line, its prompt and its cache key) as it i
 - `neutralise_markers`: a marker line (`==== DATA … ====`), which could end the fenced block;
 - `neutralise_headings`: one of the block's own section headings (`## Final output`);
 - `neutralise_labels`: a line of the questions after the block (`TC1:`, `Questions:`, `Evaluation:`, a multi-item
-  request's `### Item i…`, the pairwise prompt's `Run 1:` / `Run 2:`), dressed as Markdown too (`**TC1:**`,
-  `- TC1:`, `> TC1:`, `1. TC1:`);
+  request's `### Item i…`, the pairwise prompt's `Run 1:` / `Run 2:`, a Faithfulness prompt's `Claim 2:` outside
+  its Claims section) or a pre-answer in the reply's JSON, with any separator (`TC1 - yes`, `TC1 = yes`, `| TC1 |`),
+  dressed as Markdown or HTML too (`**TC1:**`, `- TC1:`, `> TC1:`, `1. TC1:`, `(TC1):`, `[TC1]:`, `<b>TC1:</b>`);
+- `neutralise_section`: both of these, as `fence` applies them to a section's data;
 - `neutralise_structure`: a line of the trace's own rendering (`Step 4:`, ` call 2: refund(…)`, `  result: …`,
-  `  error: …`, `User 3: …`, …) inside one of its fields, so a tool result cannot show a call the agent never made.
+  `  error: …`, `User 3: …`, `### Step 2`, `Step3:`, `3. refund(77)`, …) inside one of its fields, so a tool result
+  cannot show a call the agent never made (`neutralise_lines`: in a section that is all data).
 
 A line is what a reader or a model takes for one: `unify_breaks` makes every line break `\\n` (the fence does so
-before checking), and the patterns start a line after any break for text that was not unified.
+before checking), and the patterns start a line after any break for text that was not unified. A line reads as what
+its skeleton reads as (`fence_lookalike`): `T\\u200dC1:` (a zero-width joiner), `TC\\u00ad1:` (a soft hyphen),
+`ＴＣ１:` (NFKC), `ТС1:` (Cyrillic letters) are `TC1:`, and are marked as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["join_rendered", "neutralise_headings", "neutralise_labels", "neutralise_markers", "neutralise_structure", "unify_breaks"]
+from tracejudge.stages.judge.fence_lookalike import mark_lookalikes
+
+__all__ = ["join_rendered", "neutralise_headings", "neutralise_labels", "neutralise_lines", "neutralise_markers", "neutralise_section",
+           "neutralise_structure", "unify_breaks"]
 
 # Every line break a reader or a model's tokenizer takes for one (those `str.splitlines` breaks on): `\r\n`, `\r`,
 # `\n`, `\v`, `\f`, `\x1c`–`\x1e`, U+0085, U+2028, U+2029. `(?m)^` and `$` know only `\n`, so the patterns below
@@ -73,76 +81,150 @@ def neutralise_headings(text: str, titles: tuple[str, ...]) -> str:
     output among them. Ordinary headings (`## Summary` in an answer) are left as they are, so their prompts (and
     cache keys) do not change.
     """
-    if "#" not in text and "＃" not in text:
+    if "#" not in text and "＃" not in text and "﹟" not in text:
         return text
-    return _heading_pattern(titles, _other_breaks(text)).sub(_mark, text)
+    text = _heading_pattern(titles, _other_breaks(text)).sub(_mark, "\n" + text)[1:]
+    return mark_lookalikes(text, _heading_pattern(titles, one=True).pattern)  # (`## Fіnal output`, a Cyrillic і: `fence_lookalike`)
 
 
 @lru_cache(maxsize=64)
-def _heading_pattern(titles: tuple[str, ...], any_break: bool = False) -> re.Pattern[str]:
+def _heading(titles: tuple[str, ...]) -> str:
     # A title and its short form before a parenthesis ("Task" of "Task (the user's request)"), longest first.
     # A reader takes any space for one (a no-break space, an ideographic one), skips zero-width characters, reads a
     # fullwidth `＃` as `#`, and a heading may close with `#`s: all of these forge a heading as well as the plain form.
     forms = {form.strip() for t in titles for form in (t, t.split(" (", 1)[0])} - {""}
     names = "|".join(_SPACE.join(re.escape(w) for w in f.split(" ")) for f in sorted(forms, key=len, reverse=True))
-    head = rf"(?:{_GAP})*[#＃]{{1,6}}(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?(?:{_GAP})*"
+    return rf"(?:{_GAP})*[#＃]{{1,6}}(?:{_GAP})*(?:{names})(?:{_GAP})*:?(?:(?:{_GAP})+[#＃]+)?(?:{_GAP})*"
+
+
+@lru_cache(maxsize=64)
+def _heading_pattern(titles: tuple[str, ...], any_break: bool = False, one: bool = False) -> re.Pattern[str]:
+    head = _heading(titles)
+    if one:  # (one line: its skeleton, `mark_lookalikes`)
+        return re.compile(rf"(?i)([ \t]*)({head})\Z")
+    # (A line break opens the pattern, so a scan jumps from break to break: the text is given a `\n` before its first line.)
     if not any_break:  # (lines broken by `\n` only)
-        return re.compile(rf"(?im)^([ \t]*)({head}$)")
-    return re.compile(rf"(?im){_LINE_START}([ \t]*)({head}){_LINE_END}")
+        return re.compile(rf"(?i)(\n[ \t]*)({head})(?=\n|\Z)")
+    return re.compile(rf"(?i)([\n{_OTHER_BREAKS}][ \t]*)({head}){_LINE_END}")
 
 
-# What a reader looks through to a line's text: spaces and zero-width characters, Markdown list bullets and numbers
-# (`- `, `* `, `+ `, `• `, `1. `, `2) `) and quotes (`>`) nested in any order, heading `#`s, emphasis (`**`, `__`).
+# What a reader looks through to a line's text (`_DRESS`): spaces and zero-width characters, Markdown list bullets and
+# numbers (`- `, `* `, `+ `, `• `, `– `, `1. `, `2) `, `1.2. `, `(3) `, `(a) `, `4: `), task boxes (`- [x] `) and
+# quotes (`>`) nested in any order, heading `#`s, then up to four openers: emphasis (`**`, `__`, `~~`, a backtick), a
+# bracket (`(`, `[`), a table cell's `|`, an HTML tag (`<b>`). What closes the label (`_CLOSE`): emphasis, `)`, `]`, `</b>`.
 # (Runs of spaces are possessive, `*+`: what follows one never starts with a space, so giving some back never makes a
 # match, and an indented line that matches nothing fails at once instead of trying each split of its indent.)
-_EMPHASIS = r"[*_`]{0,3}"
-_DRESS = rf"(?:{_GAP})*+(?:(?:[-*+•]|[0-9]{{1,3}}[.)])(?:{_GAP})++|>(?:{_GAP})*+)*(?:[#＃]{{1,6}}(?:{_GAP})*+)?{_EMPHASIS}"
-_COLON = rf"{_EMPHASIS}(?:{_GAP})*+[:：]"
+_BULLETS = "-*+•‣◦▪●∙·\u2010-\u2015\u2212✅✓✔☑❌✗✘"  # (dashes, and check marks: `✅ TC1: yes`)
+_BULLET = rf"[{_BULLETS}]"
+_LIST_NUMBER = r"(?:[0-9]{1,4}(?:\.[0-9]{1,3}){0,3}[.):]|\((?:[0-9]{1,4}|[a-z])\))"
+_EMPHASIS = r"[*_`~]{1,3}"
+_OPEN = rf"(?:(?=[*_`~|(\[<])(?:{_EMPHASIS}|<[a-z][a-z0-9]{{0,9}}>|[|(\[<])(?:{_GAP})*+){{0,4}}"  # (the lookahead: one test when none)
+_CLOSE = rf"(?:(?:{_GAP})*+(?:{_EMPHASIS}|[)\]>]|</[a-z][a-z0-9]{{0,9}}>)){{0,4}}"
+_DRESS = (rf"(?:{_GAP})*+(?:(?:{_BULLET}|{_LIST_NUMBER}|\[[ x]\])(?:{_GAP})++|>(?:{_GAP})*+)*"
+          rf"(?:[#＃]{{1,6}}(?:{_GAP})*+)?{_OPEN}")
 _NUMBER = r"[0-9\uff10-\uff19]{1,6}"
+# What separates a label from what it says: a colon (`TC1:`, fullwidth `：`), a table cell's end (`| TC1 | yes |`), or
+# a dash, `=` or arrow before a space, the line's end, a quote or a verdict (`TC1 - yes`, `TC1 = yes`, `TC1 — yes`,
+# `TC1 => yes`, `TC1=yes`; `A1-B2`, `PATH2=/usr/bin` and `555-1234` are not labels). (`fence_lookalike` makes other
+# colon- and dash-like signs these.)
+_VERDICT = r"(?:(?:yes|no|true|false|pass(?:ed)?|fail(?:ed)?|correct|incorrect)(?!\w)|[✅✓✔☑❌✗✘])"
+_DASH = r"[-\u2010-\u2015\u2212=→⇒]{1,3}>?"
+_SEP = rf"{_CLOSE}(?:{_GAP})*+(?:[:：]|\||{_DASH}(?=(?:{_GAP})|{_LINE_END}|[\"'“‘]|{_VERDICT}))"
 
 # A line that reads as a label of the prompt's own text after the fence (`Plan.ask_text`, `INSTRUCTIONS`, Rubric's and
 # the pairwise criterion, the pairwise prompt's `Run 1:` / `Run 2:` before each fence, `multi._block`): a question id
-# with its colon (`TC1:`, `Q2:`, and as a JSON key of the reply format, `"TC1":`; capitals then digits, case-sensitive
-# as ids are, fullwidth forms too), the `Questions:`, `Evaluation:`, `Rubric:`, `Criterion:` or `Run N:` label (any
-# case), or a multi-item request's `### Item i<12 hex digits>`; each may be dressed (`_DRESS`: `**TC1:**`, `- TC1:`,
-# `> TC1:`, `1. TC1:`, `## Questions:`), and a colon may be fullwidth.
-_QUESTION_ID = r"[\"'\u201c\u2018]?(?-i:[A-Z\uff21-\uff3a]{1,12}[0-9\uff10-\uff19]{1,4})[\"'\u201d\u2019]?"
+# with a separator (`TC1:`, `Q2 - yes`, and as a JSON key of the reply format, `"TC1":`; capitals then digits,
+# case-sensitive as ids are, a space, `-` or `_` between them too: `TC 1:`) or a verdict after it (`TC1 yes`,
+# `TC1 (yes)`, `TC1. no`), the `Questions:`, `Evaluation:`, `Rubric:`, `Criterion:` or `Run N:` label (any case; `Run
+# 2` alone on its line too), or a multi-item request's `### Item i<12 hex digits>`; each may be dressed (`_DRESS`:
+# `**TC1:**`, `- TC1:`, `> TC1:`, `1. TC1:`, `(TC1):`, `[TC1]:`, `| TC1 |`, `## Questions:`). A line whose skeleton
+# (`fence_lookalike`: invisible characters dropped, NFKC, lookalike letters) reads so is marked as well (`T\u200dC1:`,
+# `ТС1:` in Cyrillic).
+_QUESTION_ID = r"[\"'\u201c\u2018]?(?-i:[A-Z\uff21-\uff3a]{1,12}(?:[ _-]|[#＃])?[0-9\uff10-\uff19]{1,4})[\"'\u201d\u2019]?"
+_ID_VERDICT = rf"{_CLOSE}(?:{_GAP})*+[.),(\[\"'“‘]?(?:{_GAP})*+{_VERDICT}"
 # A pre-answer in the reply's own JSON (what the system prompt asks the judge for): `{"TC1": {"answer": …`,
-# `[{"id": "TC3", "answer": …` (an id of any case: Rubric's `q1`), a verdict's key right after the id; a JSON line
-# whose object holds no verdict key there (`{"W123": {"name": …`, `[{"id": "A1", "price": 3}]`) is data as it was.
+# `[{"id": "TC3", "answer": …` (an id of any case: Rubric's `q1`), a verdict's key right after the id, `{"TC1": "yes"`,
+# a grouped reply's `{"answers": [{"id": …`, a multi-item reply's `{"i0123456789ab": {"TC1": …`, a grade's `{"score": 5,
+# "reason": …`; a JSON line whose object holds no verdict there (`{"W123": {"name": …`, `[{"id": "A1", "price": 3}]`,
+# `{"score": 0.93, "text": …`) is data as it was.
 _ANY_ID = r"[a-z\uff21-\uff3a\uff41-\uff5a]{1,12}[0-9\uff10-\uff19]{1,4}"
-_VERDICT_KEY = r"[\"'](?:answer|score|verdict|reason|passed)[\"']"
-_ANSWER = (rf"(?:[{{\[](?:{_GAP})*+)*(?:[\"']{_ANY_ID}[\"'](?:{_GAP})*+[:：](?:{_GAP})*+\{{(?:{_GAP})*+{_VERDICT_KEY}"
-           rf"|[\"']id[\"'](?:{_GAP})*+[:：](?:{_GAP})*+[\"']{_ANY_ID}[\"'](?:{_GAP})*+,(?:{_GAP})*+{_VERDICT_KEY})")
-_LABEL = (rf"{_DRESS}(?:(?:questions|evaluation|rubric|criterion|run(?:{_GAP})*{_NUMBER}|{_QUESTION_ID}){_COLON}"
-          rf"|{_ANSWER}|item{_SPACE}i[0-9a-f]{{12}}\b)")
-_LABEL_LINE = re.compile(rf"(?im)^([ \t]*+)({_LABEL})")
-_LABEL_LINE_ANY_BREAK = re.compile(rf"(?im){_LINE_START}([ \t]*+)({_LABEL})")  # (the same, after any line break)
+_Q = "[\"'\u201c\u201d\u2018\u2019]"  # (a quote, curly ones too)
+_VERDICT_KEY = rf"{_Q}(?:answer|score|verdict|reason|passed){_Q}"
+_OPENERS = rf"(?:(?:[{{\[]|{_Q}(?:answers|i[0-9a-f]{{12}}){_Q}(?:{_GAP})*+[:：])(?:{_GAP})*+)*"
+_ANSWER = (rf"{_OPENERS}(?:{_Q}{_ANY_ID}{_Q}(?:{_GAP})*+[:：](?:{_GAP})*+(?:\{{(?:{_GAP})*+{_VERDICT_KEY}|{_Q}{_VERDICT}{_Q})"
+           rf"|{_Q}id{_Q}(?:{_GAP})*+[:：](?:{_GAP})*+{_Q}{_ANY_ID}{_Q}(?:{_GAP})*+,(?:{_GAP})*+{_VERDICT_KEY}"
+           rf"|{_Q}(?:score|grade){_Q}(?:{_GAP})*+[:：](?:{_GAP})*+[0-9]{{1,3}}(?:{_GAP})*+,(?:{_GAP})*+{_Q}reason{_Q})")
 
 
-def neutralise_labels(text: str) -> str:
+def _label(claims: bool = False) -> str:
+    # (`claims`: a Faithfulness prompt's data outside its Claims section, where a `Claim 2:` line is not the prompt's own.)
+    run = rf"run(?:{_GAP})*{_NUMBER}(?:{_SEP}|{_CLOSE}(?:{_GAP})*+{_LINE_END})"
+    claim = rf"|claim(?:{_GAP})*{_NUMBER}{_SEP}" if claims else ""
+    return (rf"{_DRESS}(?:(?:questions|evaluation|rubric|criterion){_SEP}|{run}{claim}|{_QUESTION_ID}(?:{_SEP}|{_ID_VERDICT})"
+            rf"|{_ANSWER}|item{_SPACE}i[0-9a-f]{{12}}\b)")
+
+
+@lru_cache(maxsize=4)
+def _label_line(claims: bool, any_break: bool) -> re.Pattern[str]:
+    # (A line break opens the pattern, so a scan jumps from break to break: the text is given a `\n` before its first
+    # line. Compiled at first use: each takes 10–15 ms.)
+    return re.compile(rf"(?i)([\n{_OTHER_BREAKS if any_break else ''}][ \t]*+)({_label(claims)})")
+
+
+@lru_cache(maxsize=2)
+def _label_one(claims: bool) -> str:
+    return rf"(?i)([ \t]*+)({_label(claims)})"  # (one line: its skeleton, `mark_lookalikes`)
+
+
+def neutralise_labels(text: str, claims: bool = False) -> str:
     """`text` (a section's data) with every line that starts like a line of the prompt's questions (`TC1: …`,
-    `Questions:`, `Evaluation: …`, `### Item i…`, `Run 2:`, dressed as Markdown too: `_LABEL`) prefixed by `[data] `.
+    `Questions:`, `Evaluation: …`, `### Item i…`, `Run 2:`, dressed as Markdown too: `_label`) prefixed by `[data] `.
 
     A tool result holding `TC1: the answer is correct` or a `Questions:` list of its own could pass for a question
     the prompt asks, or one it answers, after the real ones. An id or a label that is not at the start of its line
     (`see TC1: …` mid-line) is left as it is, and text with no such line keeps its prompt (and cache key).
     """
-    return (_LABEL_LINE_ANY_BREAK if _other_breaks(text) else _LABEL_LINE).sub(_mark, text)
+    return mark_lookalikes(_label_line(claims, _other_breaks(text)).sub(_mark, "\n" + text)[1:], _label_one(claims))
+
+
+def neutralise_section(text: str, titles: tuple[str, ...], claims: bool = False) -> str:
+    """What `fence` does to a section's data: `neutralise_headings(neutralise_labels(text, claims), titles)`, the lines
+    whose skeleton reads as a label or a heading (`fence_lookalike`) found in one pass for both."""
+    broken = _other_breaks(text)
+    text = _label_line(claims, broken).sub(_mark, "\n" + text)
+    if "#" not in text and "＃" not in text and "﹟" not in text:
+        return mark_lookalikes(text[1:], _label_one(claims))
+    return mark_lookalikes(_heading_pattern(titles, broken).sub(_mark, text)[1:], _section_line(titles, claims))
+
+
+@lru_cache(maxsize=64)
+def _section_line(titles: tuple[str, ...], claims: bool) -> str:
+    return rf"(?i)([ \t]*+)(?:{_label(claims)}|{_heading(titles)}\Z)"
 
 
 # A line of the trace's own rendering (`trace_text.render_steps`, `conversation`): a step heading (`Step 4:`, `Step 4 (the
 # user's own tool calls…):`), a call (` call 2: name(…)`), what it gave (`  result: …`, `  error: …`, `  no result`,
 # `  ran steps 3–4 before returning`), a step's ` thought:`, ` output:` or ` step error:`, a user turn (`User 3: …`),
 # and the bracketed notes (` [sub-agent …`, `[steps 2–5 omitted…`, `[user turns 2–3 omitted…`); any case, any indent,
-# dressed as a label may be.
-_STRUCTURE = (rf"{_DRESS}(?:(?:step|call|user){_SPACE}{_NUMBER}{_COLON}|step{_SPACE}{_NUMBER}(?:{_GAP})*[(（]"
-              rf"|(?:thought|result|error|output|step{_SPACE}error){_COLON}"
+# dressed as a label may be. A step or user number may follow its word with no space or a `#` (`Step3:`, `call #3:`),
+# and a separator may be a dash or `=` (`Step 2 -`, `result = ok`); a step or user heading may stand alone (`### Step
+# 2`, `**Step 2**`) or end in `.` or `)` (`Step 2. …`), a call may name its tool without a colon (`call 3
+# issue_refund(…)`), and a listed call is one (`3. issue_refund({order:77})`, `- refund(77)`: a list item that is a
+# call and nothing else). `Step by step, …`, `Step 1 is done`, `step 2 of the plan` are not such lines.
+_CALLEE = r"[a-z_][\w.\-]{0,63}\("
+_STEP_NUMBER = rf"(?:{_GAP})*+[#＃№]?(?:{_GAP})*+{_NUMBER}"
+_SEP_S = rf"{_CLOSE}(?:{_GAP})*+(?:[:：]|{_DASH}(?=(?:{_GAP})|{_LINE_END}))"
+_STRUCTURE = (rf"{_DRESS}(?:(?:step|user){_STEP_NUMBER}(?:{_SEP_S}|{_CLOSE}(?:{_GAP})*+(?:[(（|]|[.)](?=(?:{_GAP})|{_LINE_END})|{_LINE_END}))"
+              rf"|call{_STEP_NUMBER}(?:{_SEP_S}|{_CLOSE}(?:{_GAP})*+\||(?:{_GAP})++{_CALLEE})"
+              rf"|(?:thought|result|error|output|step{_SPACE}error){_SEP_S}"
               rf"|no{_SPACE}result(?:{_GAP})*{_LINE_END}|ran{_SPACE}steps?{_SPACE}[0-9]"
-              rf"|\[(?:{_GAP})*(?:sub-agent|steps?{_SPACE}[0-9]|user{_SPACE}turns?\b))")
+              rf"|\[(?:{_GAP})*(?:sub-agent|steps?{_SPACE}[0-9]|user{_SPACE}turns?\b))"
+              rf"|(?:{_GAP})*+(?=[{_BULLETS}(0-9])(?:{_BULLET}|{_LIST_NUMBER})(?:{_GAP})++{_CALLEE}[^\n{_OTHER_BREAKS}]*\)"
+              rf"(?:{_GAP})*{_LINE_END}")
 # (A line break opens the pattern, so a scan jumps from break to break, and the first line, with none before it, is
 # never matched; `\r\n` is matched at its `\n`.)
-_STRUCTURE_LINE = re.compile(rf"(?i)([\n{_OTHER_BREAKS}][ \t]*+)({_STRUCTURE})")
+_STRUCTURE_LINE = rf"(?i)([\n{_OTHER_BREAKS}][ \t]*+)({_STRUCTURE})"  # (compiled at first use: `_structure_line`)
+_STRUCTURE_ONE = rf"(?i)([ \t]*+)({_STRUCTURE})"  # (one line: its skeleton, `mark_lookalikes`)
 
 
 def neutralise_structure(line: str) -> str:
@@ -154,7 +236,7 @@ def neutralise_structure(line: str) -> str:
     first line is the renderer's own and is never marked, nor is a line that only mentions such words (`the result:
     …` mid-line); text with no such line keeps its prompt (and cache key).
     """
-    return _STRUCTURE_LINE.sub(_mark, line)
+    return mark_lookalikes(_structure_line().sub(_mark, line), _STRUCTURE_ONE, first=False)
 
 
 def neutralise_lines(text: str) -> str:
@@ -164,7 +246,12 @@ def neutralise_lines(text: str) -> str:
     A final output holding `Step 2:\\n call 2: issue_refund(…)\\n  result: ok` read, under its heading, as a call the
     agent made; text with no such line keeps its prompt (and cache key).
     """
-    return _STRUCTURE_LINE.sub(_mark, "\n" + text)[1:]
+    return mark_lookalikes(_structure_line().sub(_mark, "\n" + text)[1:], _STRUCTURE_ONE)
+
+
+@lru_cache(maxsize=1)
+def _structure_line() -> re.Pattern[str]:
+    return re.compile(_STRUCTURE_LINE)
 
 
 def join_rendered(lines: list[str]) -> str:

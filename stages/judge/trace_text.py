@@ -45,7 +45,7 @@ from typing import Any
 
 from tracejudge.core.records import Step
 from tracejudge.stages.judge.fence_guard import (join_rendered, neutralise_headings, neutralise_labels, neutralise_lines, neutralise_markers,
-                                                 neutralise_structure, unify_breaks)
+                                                 neutralise_section, neutralise_structure, unify_breaks)
 from tracejudge.stages.judge.field_cut import cut_sections, cut_text
 
 __all__ = ["FIELD_CHARS", "RESULT_CHARS", "compact", "cut_field", "droppable", "fence", "kept_head", "nested_steps", "neutralise_headings",
@@ -255,7 +255,9 @@ def fence(sections: list[tuple[str, str]]) -> str:
     # only `\n` breaks is unchanged, so its prompt and cache key are as before.
     kept = [(title, unify_breaks(text)) for title, text in cut_sections(sections)]
     titles = tuple(title for title, _ in kept)
-    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_headings(neutralise_labels(text), titles)}" for title, text in kept)))
+    claims = "Claims" in titles  # (Faithfulness: a `Claim 2:` line outside its Claims section forges one of the claims asked about)
+    body = whole_text(neutralise_markers("\n\n".join(f"## {title}\n{neutralise_section(text, titles, claims and title != 'Claims')}"
+                                                      for title, text in kept)))
     tag = hashlib.sha256(body.encode()).hexdigest()[:12]
     return f"==== DATA {tag} BEGIN ====\n{body}\n==== DATA {tag} END ===="
 
