@@ -102,7 +102,8 @@ def test_the_responses_api_export_gives_the_handoff_call_its_output_too() -> Non
 # --- OpenLLMetry's openai-agents instrumentation (`tl-<scenario>.jsonl`, format otel) ------------------------------
 # Recorded with opentelemetry-instrumentation-openai-agents 0.62.4 (`tests/frameworks/record_agents_handoff_filters_tl.py`).
 # Its handoff span is `Triage → unknown.handoff` (named before the SDK knew the target): the target is the agent run it
-# recorded next. It keeps no output of a Chat Completions request: those runs' handoff call comes from the handoff span.
+# recorded next. It keeps no output of a Chat Completions request: those runs' handoff call comes from the next agent's
+# first request's replay of it, else (a filter removed it there) from the handoff span.
 TL_FILTERED = ["filtered_responses", "filtered_after_tool_responses"]
 TL_ORDER = {"filtered_after_tool_responses": ["get_weather", "transfer_to_weather", "get_weather"]}
 
@@ -153,8 +154,8 @@ def test_openllmetry_the_reply_names_the_agent_run_next_not_the_handoff_span() -
 
 @pytest.mark.parametrize("scenario", ["filtered", "filtered_after_tool"])
 def test_openllmetry_chat_completions_runs_read_alike_filtered_or_not(scenario: str) -> None:
-    # A Chat Completions request keeps its input only: the transfer call comes from the handoff span, filtered or not
-    # (README), with the SDK's reply; the function tools' calls from their tool spans.
+    # A Chat Completions request keeps its input only: the transfer call comes from the next request's replay, else
+    # (filtered) from the handoff span (README), with the SDK's reply; the function tools' calls from their tool spans.
     plain, filtered = read("unfiltered", "tl", "otel"), read(scenario, "tl", "otel")
     assert plain.trace is not None and filtered.trace is not None
     for case, t in ((plain, truth("unfiltered")), (filtered, truth(scenario))):
@@ -168,8 +169,9 @@ def test_openllmetry_chat_completions_runs_read_alike_filtered_or_not(scenario: 
 
 @pytest.mark.parametrize("scenario", ["filtered", "filtered_after_tool", "unfiltered"])
 def test_openllmetry_a_chat_completions_handoff_is_its_transfer_call(scenario: str) -> None:
-    # Its request recorded no output: the call is the handoff span's, on the request that asked, as the SDK's export
-    # reads a request it kept without text (no id, arguments unknown), its result the SDK's reply.
+    # Its request recorded no output: unfiltered, the next agent's first request replays the call (its id and
+    # arguments) and the SDK's reply; filtered, no request does, and the call is the handoff span's, on the request that
+    # asked, as the SDK's export reads a request it kept without text (no id, arguments unknown), its result the reply.
     t = truth(scenario)
     assert t["api"] == "chat_completions"
     (handoff,) = t["handoffs"]
@@ -177,7 +179,11 @@ def test_openllmetry_a_chat_completions_handoff_is_its_transfer_call(scenario: s
     assert case.trace is not None
     calls = [c for s in case.trace.steps for c in s.tool_calls]
     (transfer,) = [c for c in calls if c.name == handoff["name"]]
-    assert (transfer.id, transfer.result, transfer.arguments_missing) == (None, json.loads(handoff["output"]), True)
+    replayed = t["input_filter"] is None
+    assert (transfer.id, transfer.result, transfer.arguments_missing) == (
+        handoff["call_id"] if replayed else None, json.loads(handoff["output"]), not replayed)
+    if replayed:
+        assert transfer.arguments == {}  # (what the model sent: the SDK's handoff takes no arguments)
     assert not transfer.failed and transfer.error is None
     assert [c.name for c in calls] == ORDER.get(scenario, ["transfer_to_weather", "get_weather", "get_weather"])
     assert len(case.trace.steps) == t["requests"]

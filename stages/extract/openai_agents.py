@@ -48,7 +48,9 @@ counts (`span_data.type`):
   OpenInference's `OpenAIAgentsInstrumentor` (format `otel`) or a Chat
   Completions model keeps the text. Nor are call ids kept; a handoff such a
   request asked for is its `transfer_to_<agent>` call all the same, read off
-  the `handoff` span (`conventions.openai_agents.handoff_calls`);
+  the `handoff` span (`conventions.openai_agents.handoff_calls`). A trace exported
+  with `trace_include_sensitive_data=False` (no request's or tool's content) is
+  warned of alike (`openai_agents_hidden`);
 - `agent` spans name the agents (`name`, `tools`, `handoffs`,
   `output_type`); a handoff the model asked for (`transfer_to_<agent>`)
   is a call like the others, its result the SDK's reply to the model;
@@ -81,10 +83,11 @@ with no `function` span, or one that ended after the agent span with no output)
 keeps those calls, each failed with why it did not run or finish, and has no
 output, its `metadata.run_error` saying what the trace shows
 (`conventions.agents_cancel`). A run paused for a human's approval (a
-`needs_approval` tool: its `function` span records no output and no error,
-and no request follows) keeps those calls, each failed as awaiting approval
-and not run, and has no output, its `metadata.run_error` saying it paused
-and `metadata.openai_agents.paused_for_approval` naming the agent and tools
+`needs_approval` tool, an MCP server's `require_approval` one: its `function`
+span records no output and no error, and no request follows) keeps those
+calls, each failed as awaiting approval and not run, and has no output, its
+`metadata.run_error` saying it paused (and which setting held them) and
+`metadata.openai_agents.paused_for_approval` naming the agent and tools
 (`conventions.agents_approval`).
 
 An error that ended the run from a `turn` span (a tool the agent does not
@@ -132,6 +135,7 @@ from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, fail
 from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Holder, Refused, conversation_parts, join_spans, key_of,
                                                            merged, total)
+from tracejudge.stages.extract.openai_agents_hidden import Hidden
 from tracejudge.stages.extract.openai_agents_spans import problem, spans_of, trace_id
 from tracejudge.stages.extract.otel.native import nanos, native_case
 from tracejudge.stages.extract.otel.once import Repeats
@@ -293,13 +297,15 @@ class _Textless:
 
     The first such trace of a file is warned of at once (a file of 50,000 such traces says it once, not per
     case); `report` gives each file's count when more than one. A `response` span that does hold `input` or
-    `output` (a later SDK, a custom processor) is not counted.
+    `output` (a later SDK, a custom processor) is not counted. Traces exported without any content are `Hidden`'s.
     """
 
     def __init__(self) -> None:
         self.files: dict[str, list[int]] = {}  # file -> [traces, first line]
+        self.hidden = Hidden()
 
     def see(self, record: RawRecord) -> None:
+        self.hidden.see(record)
         payload = record.payload if isinstance(record.payload, dict) else {}
         spans = payload.get("spans") if isinstance(payload.get("spans"), list) else []
         if not any(_textless(s) for s in spans):
@@ -314,6 +320,7 @@ class _Textless:
                         "use a Chat Completions model (OpenAIChatCompletionsModel, set_default_openai_api('chat_completions'))")
 
     def report(self) -> None:
+        self.hidden.report()
         for file, (count, line) in self.files.items():
             if count > 1:
                 log.warning(f"openai-agents: {file}: {count} traces in all (the first at line {line}) have Responses API model "

@@ -13,7 +13,8 @@ from tasks import TASKS, TOOLS, selected, truth
 # function span gets `error: {"message": "Error running tool (non-fatal)", "data": {...}}`.
 ERROR_RESULT = "An error occurred while running the tool. Please try again."
 EXPORT_ERROR = "Error running tool (non-fatal)"  # the function span's error.message (data.error is redacted)
-OI_ERROR = "Error running tool (non-fatal): {'tool_name': 'cancel_order', 'error': 'Tool execution failed. Error details are redacted.'}"  # TOOL span status
+# The TOOL span's status is `<message>: <data as a Python repr>`, read as the export's `<message>: <data.error>`.
+OI_ERROR = "Error running tool (non-fatal): Tool execution failed. Error details are redacted."
 
 
 class Collector:

@@ -58,6 +58,8 @@ def group_views(group: Group) -> dict[str, View]:
         read_deferrals(group.spans, group.views)  # pydantic-ai's paused and resumed runs, its calls not run: after the feedback is set apart
         read_tool_outputs(group.spans, group.views)  # the Agents SDK's structured tool outputs, its timeouts (before the stops read them)
         openinference.stop_answers(group.spans, group.views)  # (an Agents SDK run that ended at a tool: its output)
-        openllmetry_agents.handoff_results(group.spans, group.views)  # (an Agents SDK handoff an `input_filter` hid: its reply)
+        # (OpenLLMetry's Agents SDK spans: the calls a Chat Completions request's replay shows, errors read as the export's,
+        # a handoff an `input_filter` hid: its reply)
+        openllmetry_agents.read_group(group.spans, group.views)
         langgraph.read_pauses(group.spans, group.views)  # last: a pause is no error, whatever a pass above made of its status
     return group.views

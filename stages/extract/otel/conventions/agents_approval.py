@@ -1,7 +1,8 @@
 """OpenAI Agents SDK runs paused for a human's approval: read for both of its readers (format `openai-agents`, OpenInference).
 
-A function tool declared `needs_approval=True` does not run when the model calls it: `Runner.run` returns with the
-call in `result.interruptions` and `final_output` None, and the application may approve or reject it
+A function tool declared `needs_approval=True`, or an MCP server's tool its server holds for approval
+(`MCPServerStdio(..., require_approval=…)`: "always", or the tools named under `{"always": {"tool_names": […]}}`), does
+not run when the model calls it: `Runner.run` returns with the call in `result.interruptions` and `final_output` None, and the application may approve or reject it
 (`state = result.to_state(); state.approve(item)`) and resume with `Runner.run(agent, state)`, a run (and, under
 `trace(...)`, a trace) of its own. The SDK records no pause: the call's `function` span opens and closes around the
 approval check with no output and no error (OpenInference writes the TOOL span alike, without `output.value`), no model
@@ -9,8 +10,11 @@ request follows, and the agent, turn and trace spans end normally. So a run whos
 tool spans that recorded their arguments but neither output nor error, and that ended before the agent span did (one
 ending after it is a cancelled call: `agents_cancel`), is read as paused (`paused_runs`): those calls stay calls (the
 model made them) whose error says they awaited approval and did not run, and the run has no final output (the text
-beside the calls announced them; it stays the step's). The run's error (`metadata.run_error`) says it paused; nothing
-failed, but no other field says a run returned without an answer.
+beside the calls announced them; it stays the step's). The run's error (`metadata.run_error`) says it paused, and for
+which setting each call was held (`setting`); nothing failed, but no other field says a run returned without an answer.
+A held MCP tool's span is like a function tool's (the export writes its `mcp_data` only once the tool ran): it is told
+by the server's tool list the SDK records before the request (`mcp_tools` spans, the export's with the server's name),
+under the same turn; a tool no such list names is a function tool's `needs_approval`.
 
 What the trace cannot tell: a tool that returned `None` in a run that ended at it (`stop_on_first_tool`,
 `StopAtTools`) is recorded exactly alike; its run's `final_output` is None too, so only the call's reading differs,
@@ -43,19 +47,30 @@ __all__ = ["AWAITING", "Pause", "approved_run", "paused_runs", "run_approved", "
 log = get_logger("tracejudge.extract.otel")
 
 
-AWAITING = ("not run: awaiting approval (a `needs_approval` tool: its span recorded no output and no error, and the run ended "
-            "there with no model request after it, so the run paused for the application to approve or reject the call)")
+# (one text for every held call: readers tell a held call by it; the setting that held it is in the run's error)
+AWAITING = ("not run: awaiting approval (a tool that needs it, `needs_approval` or an MCP server's `require_approval`: its span "
+            "recorded no output and no error, and the run ended there with no model request after it, so the run paused for the "
+            "application to approve or reject the call)")
 
 
 @dataclass(slots=True)
 class Pause:
     """A run paused for approval (`paused_runs`): its `agent` span, last `model` request, the tool spans of the calls
-    awaiting approval (`pending`) and the run's `error` (why it has no final output)."""
+    awaiting approval (`pending`), the run's `error` (why it has no final output) and, by the name of such a span, the
+    MCP server of each that is an MCP server's tool (`mcp`: the server's name, `None` when the trace does not name it)."""
 
     agent: Span
     model: Span
     pending: list[Span]
     error: str
+    mcp: dict[str, str | None]
+
+    def setting(self) -> str:
+        """What held the calls: `needs_approval`, an MCP server's `require_approval`, or each tool's when they differ."""
+        said = {name: _setting(name, self.mcp) for name in dict.fromkeys(t.name for t in self.pending)}
+        if len(set(said.values())) == 1:
+            return next(iter(said.values()))
+        return "; ".join(f"{name}: {how}" for name, how in said.items())
 
 
 def paused_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Callable[[Span], View]) -> list[Pause]:
@@ -82,11 +97,41 @@ def paused_runs(spans: list[Span], kind: Callable[[Span], str | None], view: Cal
         if not pending:
             continue
         names = ", ".join(dict.fromkeys(view(t).tool_name or t.name for t in pending))
-        error = (f"Run paused for approval of the tool calls of its last model request ({names}): they did not run and the run "
-                 "returned no final output (its `result.interruptions`); a resumed run (`Runner.run(agent, state)` after "
+        listed = _mcp_tools(spans, last, {view(t).tool_name or t.name for t in pending})
+        pause = Pause(agent, last, pending, "", {t.name: listed[n] for t in pending if (n := view(t).tool_name or t.name) in listed})
+        error = (f"Run paused for approval ({pause.setting()}) of the tool calls of its last model request ({names}): they did not run "
+                 "and the run returned no final output (its `result.interruptions`); a resumed run (`Runner.run(agent, state)` after "
                  "`state.approve` / `state.reject`) is recorded apart. The SDK records no pause: read from tool spans with no "
                  "output and no error that no model request followed")
-        out.append(Pause(agent, last, pending, error))
+        pause.error = error
+        out.append(pause)
+    return out
+
+
+def _setting(name: str, mcp: dict[str, str | None]) -> str:
+    if name not in mcp:
+        return "`needs_approval`"
+    return f"MCP server `{mcp[name]}`'s `require_approval`" if mcp[name] else "an MCP server's `require_approval`"
+
+
+def _mcp_tools(spans: list[Span], model: Span, names: set[str]) -> dict[str, str | None]:
+    """`{tool: server}` for each of `names` an MCP server's tool list names, as the SDK recorded it before `model` (its
+    `mcp_tools` spans under the same turn: the export's `span_data` with `server` and `result`, OpenInference's CHAIN
+    span named so with the names as its `output.value`, no server); `None` for a server the span does not name."""
+    out: dict[str, str | None] = {}
+    for span in sorted(spans, key=lambda s: (s.start, s.span_id)):
+        if span.parent_id != model.parent_id or span.start > model.start:
+            continue
+        data = span.attrs.get("openai_agents.span_data")
+        if isinstance(data, dict) and data.get("type") == "mcp_tools":
+            server, listed = data.get("server"), data.get("result")
+        elif span.name == "mcp_tools" and (span.scope or "").startswith("openinference.instrumentation.openai_agents"):
+            server, listed = None, unjson(span.attrs.get("output.value"))
+        else:
+            continue
+        for name in listed if isinstance(listed, list) else []:
+            if isinstance(name, str) and name in names:
+                out[name] = server if isinstance(server, str) and server else None
     return out
 
 
@@ -137,7 +182,7 @@ def warn_pause_lookalike(pause: Pause, where: str) -> None:
         return
     names = ", ".join(dict.fromkeys(t.name for t in pause.pending))
     log.warning(f"{where}: agent {pause.agent.name!r} ended after tool calls ({names}) whose spans recorded no output and no error, "
-                "with no model request after them: read as a run paused for approval (`needs_approval`), the calls not run and "
+                f"with no model request after them: read as a run paused for approval ({pause.setting()}), the calls not run and "
                 "no final output; a tool that returned None in a run stopped at it (`stop_on_first_tool`, `StopAtTools`) is "
                 f"recorded exactly alike, and also has no final output (said once{' per file' if pause.agent.file else ''}; every "
                 "such run is read the same way)")

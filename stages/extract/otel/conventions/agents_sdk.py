@@ -7,6 +7,12 @@ does not have.
 
 Under OpenInference, `stop_answers` runs on a whole group (the spans of one trace need each other):
 
+- a span the SDK marked failed has as its status `"<message>: <data>"`, the error's data as a Python repr
+  (`Error running tool (non-fatal): {'tool_name': …, 'error': …}`, `Error in agent run: {'error': …}`, `Max turns
+  exceeded: None`): `oi_errors` reads it (safely, `ast`: nothing is evaluated) as the SDK's own export is read
+  (`openai_agents.error_text`: `"<message>: <data.error>"`, other data as JSON, none left out), so the same run reads
+  the same error whichever convention recorded it;
+
 - a run that ended at a tool call (`tool_use_behavior="stop_on_first_tool"`, `StopAtTools`) has no span holding
   its `final_output` (the instrumentation writes no output on AGENT spans): the root AGENT span gets that tool's
   output as its answer (the rules, and what the trace cannot tell, are `openai_agents.stopped_runs`'s); a streamed
@@ -19,9 +25,9 @@ Under OpenInference, `stop_answers` runs on a whole group (the spans of one trac
 - a run cut short before calls its last request asked for ran (`cancel()`, a cancelled task; the SDK records no
   error) has those calls marked as not run and that agent's view gets why as its error, so the run has no final
   output (`agents_cancel.unrun_calls`);
-- a run paused for a human's approval (a `needs_approval` tool; the SDK records no pause) has the calls awaiting it
-  failed as not run and that agent's view gets why as its error, so the run has no final output
-  (`agents_approval.paused_runs`);
+- a run paused for a human's approval (a `needs_approval` tool, an MCP server's `require_approval`; the SDK records no
+  pause) has the calls awaiting it failed as not run and that agent's view gets why as its error, so the run has no
+  final output (`agents_approval.paused_runs`);
 - a handoff whose `input_filter` removed the transfer from the next agent's input (`remove_all_tools`) has its
   `transfer_to_<agent>` call's result, which no request's input holds, from its `handoff to <agent>` span: the SDK's
   transfer message `{"assistant": "<agent>"}` (`openai_agents.handoff_results`).
@@ -33,15 +39,18 @@ which imports this module.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_approval import AWAITING, paused_runs, warn_pause_lookalike
 from tracejudge.stages.extract.otel.conventions.agents_cancel import unrun_calls, warn_cancel_lookalike
 from tracejudge.stages.extract.otel.messages import response_output
 from tracejudge.stages.extract.otel.spans import Span
 from tracejudge.stages.extract.otel.view import View
 
-__all__ = ["FAKE_ID", "give_handoff_results", "handoff_span", "handoff_target", "mark_not_run", "response_calls", "stop_answers"]
+__all__ = ["FAKE_ID", "give_handoff_results", "handoff_span", "handoff_target", "mark_not_run", "oi_errors", "repr_error", "response_calls",
+           "stop_answers"]
 
 FAKE_ID = "__fake_id__"  # the SDK's placeholder item id (`agents.models.fake_id.FAKE_RESPONSES_ID`): no call's id
 
@@ -130,6 +139,8 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
     def view(span: Span) -> View:
         return views[span.span_id]
 
+    oi_errors(spans, views)  # first: the errors below are read as the export's
+
     for agent, error in run_errors(spans, kind, view):
         views[agent.span_id].error = error
     for model, name, why in missing_tools(spans, kind, view):
@@ -158,6 +169,36 @@ def stop_answers(spans: list[Span], views: dict[str, View]) -> None:
         later = [s for s in spans if kind(s) == "model" and s.start > tool.start and _under(s, anchor, index)]
         if not later and not views[anchor.span_id].answer:
             views[anchor.span_id].answer = text
+
+
+def oi_errors(spans: list[Span], views: dict[str, View]) -> None:
+    """Give each span of OpenInference's Agents SDK instrumentation whose error is its raw status text (`"<message>:
+    <data repr>"`) the error the SDK's export reads for it (`repr_error`; module docstring). Another error is kept."""
+    for span in spans:
+        v = views[span.span_id]
+        if not (span.scope or "").startswith(_AGENTS_SCOPE) or not span.status_error or not span.status_message or v.error != span.status_message:
+            continue
+        v.error = repr_error(span.status_message) or v.error
+
+
+_SPLIT = re.compile(r": (?=[{N])")  # where the data's repr may start: a mapping, or None
+
+
+def repr_error(text: str) -> str | None:
+    """The SDK's error written as `f"{message}: {data}"` (OpenInference's status: the data a Python repr) as the export
+    reads it (`openai_agents.error_text`), else `None`: the data must read as a literal mapping or `None` (`ast`, never
+    evaluated); the first `": "` after which it does splits the message from it."""
+    # here: `openai_agents` imports langfuse, which imports openinference, which imports this module
+    from tracejudge.stages.extract.otel.conventions.openai_agents import error_text
+
+    if len(text) > 100_000:
+        return None
+    for found in _SPLIT.finditer(text):
+        rest = text[found.end():]
+        data = None if rest == "None" else python_literal(rest, default=False)
+        if (data is None or isinstance(data, dict)) and found.start() > 0:
+            return error_text({"message": text[:found.start()], "data": data})
+    return None
 
 
 def _under(span: Span, top: Span, index: dict[str, Span]) -> bool:

@@ -26,7 +26,7 @@ its last request's calls ran or finished (`cancel()`, a cancelled task; the SDK 
 `agents_cancel.unrun_calls` marks those calls and gives the run its error and no output (format `openai-agents`
 puts it on the agent span as `openai_agents.run_error`, on the model span as `openai_agents.not_run`, on an
 unfinished function span as `openai_agents.not_finished`). A run paused for a human's approval (a `needs_approval`
-tool: the SDK records no pause) is no stop either: `agents_approval.paused_runs` fails the calls awaiting it as not run
+tool, an MCP server's `require_approval`: the SDK records no pause) is no stop either: `agents_approval.paused_runs` fails the calls awaiting it as not run
 and gives the run its error and no output (format `openai-agents`: `openai_agents.awaiting_approval` on each such
 function span, `openai_agents.run_error` on the agent span).
 

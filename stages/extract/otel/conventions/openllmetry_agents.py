@@ -14,13 +14,17 @@ they cannot see (0.62.4):
   under the workflow span whose start and end lie within one of its tool spans of the same trace ran inside that
   call (`Hosts`). Nothing else in the recording says so, so the rule applies to this instrumentation's spans only:
   elsewhere, runs side by side under one span overlap in time too (`concurrent`).
-- A failed tool's status message is the SDK's error object as Python text, `{'message': 'Error running tool
-  (non-fatal)', 'data': {'tool_name': …, 'error': …}}`: read as `"<message>: <data.error>"`, as the SDK's own
-  export is (`openai_agents.error_text`; the tool name is the call's).
+- A failed span's status message is the SDK's error object as Python text, `{'message': 'Error running tool
+  (non-fatal)', 'data': {'tool_name': …, 'error': …}}` on a tool's, `{'message': 'Error in agent run', 'data':
+  {'error': …}}` on an agent run's: read as `"<message>: <data.error>"`, as the SDK's own export is
+  (`mend_span_errors`, `openai_agents.error_text`; the tool name is the call's).
 - It reads a request's output and token usage off a Responses API response only: a Chat Completions model's
-  request (the SDK's `generation` span) is recorded with its input alone. Such a run has no text, no call ids
-  and no usage to read; `warn_unrecorded` says so once per file rather than read nothing silently. Its function
-  tools' calls come from their tool spans; its handoff call from the handoff span (`handoff_results`, below).
+  request (the SDK's `generation` span) is recorded with its input alone, and a tool that returned one of the SDK's
+  structured outputs (its pydantic models) gets no span. The next request's input replays the reply all the same:
+  `openllmetry_replays` reads a request's calls (ids, names, arguments; their results are the tool messages after
+  them) and its text beside them off it. The run's final answer, which no request replays, and the usage stay
+  unknown; `warn_unrecorded` says so once per file rather than read nothing silently. A call the replay does not show
+  comes from its tool span; a handoff call from the handoff span (`handoff_results`, below).
 
 A handoff is a `<from> → <to>.handoff` span (`traceloop.span.kind` `handoff`) under the agent that made it; the
 model's `transfer_to_<agent>` call is in its request's output, and the SDK's reply to it (`{"assistant": "<agent>"}`)
@@ -30,10 +34,10 @@ call that reply, as `agents_sdk.stop_answers` does under OpenInference. The inst
 SDK starts it, before the SDK knows the target (`to_agent` is set later): it is `<from> → unknown.handoff`, with
 no `gen_ai.handoff.to_agent`. The target is then the agent whose run this instrumentation recorded next in that
 trace (the SDK starts it right after the handoff), the first of them whose default tool name the request called.
-A request recorded without output (Chat Completions) shows no such call: `handoff_results` gives it one, the default
-tool name of that agent with no id and no arguments (as format `openai-agents` reads a request its export kept
-without text, `openai_agents.handoff_calls`), and the SDK's reply as its result, filtered or not (a later input's
-reply answers the call by an id no call read here has).
+A request recorded without output (Chat Completions) has the call, with its id and arguments, from the next agent's
+first request's replay when no filter removed it (`openllmetry_replays`); when one did, `handoff_results` gives it
+one, the default tool name of that agent with no id and no arguments (as format `openai-agents` reads a request its
+export kept without text, `openai_agents.handoff_calls`), and the SDK's reply as its result.
 """
 
 from __future__ import annotations
@@ -46,13 +50,14 @@ from tracejudge.stages.extract.common import python_literal
 from tracejudge.stages.extract.otel.conventions.agents_sdk import give_handoff_results
 from tracejudge.stages.extract.otel.conventions.openai_agents import asking_request, error_text, handoff_tool_name
 from tracejudge.stages.extract.otel.conventions.openai_agents import handoff_results as agents_handoff_results
+from tracejudge.stages.extract.otel.conventions.openllmetry_replays import FROM_REPLAY, replayed_replies
 from tracejudge.stages.extract.otel.conventions.traceloop import NAME as TRACELOOP
 from tracejudge.stages.extract.otel.reused_ids import agrees
 from tracejudge.stages.extract.otel.spans import Group, Span
 from tracejudge.stages.extract.otel.view import MISSING, View, tool_call_part, unjson
 from tracejudge.stages.extract.said_once import first_time
 
-__all__ = ["SCOPE", "Hosts", "calls_of", "handoff_results", "mend_errors", "own", "warn_unrecorded", "within"]
+__all__ = ["SCOPE", "Hosts", "calls_of", "handoff_results", "mend_errors", "own", "read_group", "warn_unrecorded", "within"]
 
 log = get_logger("tracejudge.extract.otel")
 SCOPE = "opentelemetry.instrumentation.openai_agents"
@@ -176,8 +181,9 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
     """Say once per file that this instrumentation recorded model requests of `group` without output and usage.
 
     Such a request (a Chat Completions model's) recorded its input messages but neither output messages nor token
-    counts nor an error: its step has no text, the calls it asked for no id, the run no final output. A request that
-    recorded no input either is content capture turned off, which the format says on its own.
+    counts nor an error: its reply is known only where the next request replays it (`openllmetry_replays`: its calls,
+    their ids, arguments and results, and the text beside them); the last one's, the run's final output, never is.
+    A request that recorded no input either is content capture turned off, which the format says on its own.
     """
     blank = [s for s in group.spans if _unrecorded(s, views[s.span_id])]
     if not blank:
@@ -188,17 +194,47 @@ def warn_unrecorded(group: Group, views: dict[str, View]) -> None:
     asked = sum(1 for s in group.spans if views[s.span_id].role == "model" and (s.scope == SCOPE))
     log.warning(f"otel: {first.file}:{first.line}: conversation {group.case_id}: {len(blank)} of its {asked} model requests recorded "
                 "by OpenLLMetry's openai-agents instrumentation hold their input but no output and no token usage (it reads "
-                "them off a Responses API response only, so a Chat Completions model's requests lack them): their steps have "
-                "no text, the calls they asked for no id, the run no final output, and its usage is unknown (said once per "
-                "file). Record with the Responses API (the SDK's default) or another instrumentation to read them")
+                "them off a Responses API response only, so a Chat Completions model's requests lack them): a request's "
+                "calls and text are read off the next request's input, which replays them, so the run has no final output "
+                "(no request replays it), a request whose reply no later input replays (a handoff's input_filter removed "
+                "it) has only the calls its tool and handoff spans show, without ids, and the usage is unknown (said once "
+                "per file). Record with the Responses API (the SDK's default) or another instrumentation to read them")
 
 
 def _unrecorded(span: Span, v: View) -> bool:
     """Whether `span` is a request of this instrumentation recorded with its input alone (a handoff call `handoff_results`
-    read off the handoff span is no output it recorded)."""
-    kept = [p for m in v.outputs or [] for p in m.get("parts") or [] if not (isinstance(p, dict) and p.get(_FROM_SPAN))]
+    read off the handoff span, a reply read off the next request's replay of it, is no output it recorded)."""
+    kept = [p for m in v.outputs or [] for p in m.get("parts") or [] if not (isinstance(p, dict) and (p.get(_FROM_SPAN) or p.get(FROM_REPLAY)))]
     return span.scope == SCOPE and v.role == "model" and bool(v.inputs) and not kept and v.usage_in is None and v.usage_out is None \
         and v.error is None
+
+
+def read_group(spans: list[Span], views: dict[str, View]) -> None:
+    """Read what this instrumentation's spans of a group say only together: a Chat Completions request's reply its next
+    request replays (`openllmetry_replays`), every span's error as the export reads it (`mend_span_errors`), then a
+    handoff's call and reply (`handoff_results`). In place; running it twice changes nothing more."""
+    replayed_replies([s for s in spans if s.scope == SCOPE and views[s.span_id].role == "model"], views, _unrecorded)
+    mend_span_errors(spans, views)
+    handoff_results(spans, views)
+
+
+def mend_span_errors(spans: list[Span], views: dict[str, View]) -> None:
+    """Give each span of this instrumentation whose error is its raw status text the SDK's error read out of it.
+
+    The instrumentation writes `str(span.error)`, the SDK's `{'message': …, 'data': {…}}` as Python text, on every span
+    the SDK marked (a tool's, an agent run's "Error in agent run", a request's): read safely (`python_literal`, nothing
+    evaluated) as `"<message>: <data.error>"` (`openai_agents.error_text`), as the SDK's own export reads the same run.
+    An error read from anything else (an exception event, a result) is kept.
+    """
+    for span in spans:
+        if not (span.scope == SCOPE or (not span.scope and (own(span, "agent") or own(span, "tool") or _handoff(span)))):
+            continue
+        v, raw = views[span.span_id], span.status_message
+        if not span.status_error or not raw or v.error != raw:
+            continue
+        err = python_literal(raw)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            v.error = error_text(err)
 
 
 def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
@@ -207,8 +243,8 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
 
     Which call, and whether a request's input answers it, is `openai_agents.handoff_results`'s rule; the reply is
     decoded, as format otel decodes the tool message that holds it when no filter removed it. A request recorded
-    without output (`_unrecorded`: Chat Completions) first gets the handoff's call as its output, with that reply
-    whether or not a later input holds it.
+    without output (`_unrecorded`: Chat Completions) whose next request's replay showed no such call (`read_group` reads
+    that first) gets the handoff's call as its output, with that reply.
     """
     if not any(_handoff(s) for s in spans):
         return
@@ -240,8 +276,8 @@ def handoff_results(spans: list[Span], views: dict[str, View]) -> None:
     def asker(h: Span) -> Span | None:
         return asking_request(spans, kind, h)
 
-    # A Chat Completions request recorded no output: its handoff call is the handoff span's, its reply the SDK's
-    # whether or not a later input holds it (that message's call id names no call read here).
+    # A Chat Completions request recorded no output and no replay showed its handoff call (a filter removed it): the
+    # call is the handoff span's, its reply the SDK's.
     replies: list[tuple[Span, str, str]] = []
     for h in sorted((s for s in spans if _handoff(s)), key=lambda s: (s.start, s.span_id)):
         model, to = asker(h), target(h)
