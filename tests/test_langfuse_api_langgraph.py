@@ -8,8 +8,8 @@ one of a tool that does not exist, then the agent answers.
   node (its `langfuse.observation.metadata.langgraph_node`); format `langfuse` dropped that metadata, so each node run
   was an agent run of its own: the calls were read twice, once more in a step of no request (before: six calls, three
   steps for two requests). It is now read from the observation's `metadata` (where Langfuse keeps the SDK's
-  `langfuse.observation.metadata.*` keys), else its `metadata.attributes` (span attributes as Langfuse keeps them for
-  other instrumentations), as `tool_call_id` is.
+  `langfuse.observation.metadata.*` keys), else its `metadata.attributes` (an export that keeps the span's attributes
+  whole), as `tool_call_id` is.
 - The unknown tool's call is failed with ToolNode's error message, which only the `tools` chain's output holds (`status:
   "error"`): format `langfuse` passed that output on decoded, where the reading looks for it in the JSON text the SDK
   sends (before: no error).
@@ -59,10 +59,23 @@ def test_the_graphs_agent_node_is_a_step_of_the_run(file: str, fmt: str) -> None
 
 
 def _attributes_only(observation: dict[str, Any]) -> dict[str, Any]:
-    """`observation` with its metadata kept as span attributes only, as Langfuse keeps it for spans of other instrumentations."""
+    """`observation` with its metadata kept as span attributes only (`metadata.attributes`, JSON text), as an export that keeps
+    a span's attributes whole writes it (Langfuse's server itself lifts these keys to the top of `metadata` for any span)."""
     meta = observation["metadata"]
     attrs = {f"langfuse.observation.metadata.{k}": json.dumps(v) for k, v in meta.items() if k not in ("resourceAttributes", "scope")}
     return {**observation, "metadata": {"attributes": attrs, "resourceAttributes": meta["resourceAttributes"], "scope": meta["scope"]}}
+
+
+def test_the_api_files_hold_metadata_as_langfuses_server_returns_it() -> None:
+    # (`tests/frameworks/langfuse_api.py`, after the server's `OtelIngestionProcessor`): the SDK's metadata keys at the
+    # top, JSON-decoded, no `attributes`; the v2 page's flattened to dotted keys; times in milliseconds.
+    trace = json.loads((DATA / "lf-react.json").read_text())
+    tool = next(o for o in trace["observations"] if o["name"] == "get_weather")
+    assert tool["metadata"]["tool_call_id"] == "call_r1" and "attributes" not in tool["metadata"]
+    assert tool["metadata"]["scope"]["name"] == "langfuse-sdk" and tool["startTime"].endswith("Z") and len(tool["startTime"]) == 24
+    page = json.loads((DATA / "lf-react.v2.json").read_text())
+    row = next(o for o in page["data"] if o["name"] == "get_weather")
+    assert row["metadata"]["tool_call_id"] == "call_r1" and row["metadata"]["scope.name"] == "langfuse-sdk"
 
 
 def test_the_node_is_told_by_its_span_attributes_too(tmp_path: Path) -> None:

@@ -38,6 +38,9 @@ observation `type` and `parentObservationId`:
 An observation listed twice (same trace and observation id: a page fetched
 again, pages concatenated) is read once; when the copies differ, the last
 one that ended is read and its id listed in `metadata.langfuse.duplicates`.
+Langfuse keeps times in milliseconds and lists observations in no running
+order; observations that started in the same millisecond are put in the order
+their times allow (`langfuse_ties`).
 
 The trace's `input` / `output` are the case's (a message list gives its
 first user text / the assistant text); without them the root `AGENT`'s, else
@@ -47,7 +50,9 @@ input/output; with neither, it is an `invalid_input` naming `observations`. An i
 (a mapping of arguments) gives way to the first user message, when there is one. `sessionId`, `userId`,
 `name`, `release`, `environment` and `metadata` go to `metadata.langfuse`,
 `tags` to the case's tags. Usage: `totalCost` (else the observations'
-`costDetails.total`) is `cost_usd`, `latency` (seconds) the latency. When
+`costDetails.total`) is `cost_usd`, `latency` (seconds) the latency; an
+observation with `costDetails: {}` has no cost, whatever its
+`calculatedTotalCost` (which the server then gives as 0). When
 some model requests (`GENERATION`s not nested in another) carry a cost and
 others none (a model missing from Langfuse's price table, a cost the
 application reported for some requests only), the cost is unknown: `cost_usd`
@@ -58,12 +63,13 @@ or that of a generation nested in it; when no request has one, `totalCost`
 stands as before.
 
 Conversations (`group_by`, option): Langfuse's `sessionId` groups the traces of
-one multi-turn conversation. Under `group_by: conversation` (the default) the
-traces of one `sessionId` are one case, its turns in the order they started
-(`timestamp`, else their first observation's start), its id the `sessionId`,
+one multi-turn conversation, and, for a trace without one, a LangGraph
+`thread_id` in its `metadata` (`_thread`). Under `group_by: conversation` (the default) the
+traces of one key are one case, its turns in the order they started
+(`timestamp`, else their first observation's start), its id the key,
 `metadata.langfuse.traces` their ids, their tags joined, cost and latency summed
 (a trace without any cost beside others with one leaves the cost unknown, its
-requests counted in `requests_without_cost`); a trace without `sessionId` is a
+requests counted in `requests_without_cost`); a trace without a key is a
 case of its own, as every trace is under `group_by: trace`. See
 `conversation_groups` for how the traces are held and what is refused.
 """
@@ -80,8 +86,9 @@ from tracejudge.core.records import Case
 from tracejudge.core.registry import Format, register_format
 from tracejudge.stages.extract.common import build_case, decode_line, fail, maybe_json, read_lines
 from tracejudge.stages.extract.conversation_groups import (GROUP_BY, Conversation, Refused, Seen, conversation_parts, group_lines, join_spans,
-                                                           merged, total)
+                                                           key_of, merged, total)
 from tracejudge.stages.extract.errors import AdapterError
+from tracejudge.stages.extract.langfuse_ties import untied
 from tracejudge.stages.extract.otel.conventions.langfuse import generation_outputs
 from tracejudge.stages.extract.otel.native import in_order, nanos, native_case, native_span
 from tracejudge.stages.extract.otel.once import once
@@ -95,7 +102,8 @@ __all__ = ["Options", "adapt", "read"]
 class Options(BaseModel):
     """`dataset.options` of `langfuse`.
 
-    `group_by`: `conversation` (default: the traces of one `sessionId` are one case) or `trace` (one case per trace).
+    `group_by`: `conversation` (default: the traces of one `sessionId`, else LangGraph `thread_id`, are one case) or `trace`
+    (one case per trace).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -123,6 +131,30 @@ def _tokens(obs: dict[str, Any]) -> dict[str, Any] | None:
     return {"input": ins, "output": outs} if ins is not None or outs is not None else None
 
 
+def _cost(obs: dict[str, Any]) -> float | None:
+    """An observation's own cost: `costDetails.total`, else (an API without `costDetails`) `totalCost` / `calculatedTotalCost`.
+
+    Langfuse's server lists `costDetails: {}` for an observation it has no cost for, and then `calculatedTotalCost: 0` (the
+    `total` of no details, `reduceUsageOrCostDetails`): that 0 is no cost, or a request Langfuse could not price would
+    read as free.
+    """
+    details = obs.get("costDetails")
+    if isinstance(details, dict) and details:
+        total = _number(details.get("total"))
+        if total is not None:
+            return total
+    elif isinstance(details, dict):
+        return None
+    return next((c for c in (_number(obs.get("totalCost")), _number(obs.get("calculatedTotalCost"))) if c is not None), None)
+
+
+def _page_cost(observations: list[dict[str, Any]]) -> float | None:
+    """What `totalCost` of `GET /api/public/traces/{id}` would be for a v2 page: the sum of its observations' costs as the
+    server gives them (`totalCost`: 0 for one it has none for), `None` when none says."""
+    listed = [c for c in (_number(o.get("totalCost", o.get("calculatedTotalCost"))) for o in observations) if c is not None]
+    return sum(listed) if listed else None
+
+
 def _error(obs: dict[str, Any]) -> str | None:
     if obs.get("level") != "ERROR":
         return None
@@ -142,8 +174,9 @@ def _from_observations(data: list[Any], default_id: str) -> dict[str, Any]:
     root = next((o for o in obs if o.get("isRootObservation")), next((o for o in obs if not o.get("parentObservationId")), {}))
     record = {"id": next(iter(traces), None) or default_id, "name": root.get("traceName") or root.get("name"), "observations": data,
               "sessionId": root.get("sessionId"), "userId": root.get("userId"), "environment": root.get("environment"), "tags": root.get("tags"),
-              "latency": root.get("latency")}
-    return {k: v for k, v in record.items() if v is not None}
+              "latency": root.get("latency"), "totalCost": _page_cost(obs)}
+    # (the v2 API gives `""` for a text its events table has none of: no session, user, release)
+    return {k: v for k, v in record.items() if v is not None and v != ""}
 
 
 def _attrs(obs: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -171,18 +204,20 @@ def _attrs(obs: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def read(dataset: Any) -> Iterator[RawRecord]:
-    """One record per line (`group_by: trace`), or per conversation: the traces of one `sessionId` as one (`conversation_groups`).
+    """One record per line (`group_by: trace`), or per conversation: the traces of one key as one (`conversation_groups`).
 
     A line that does not decode is yielded as it is, for `adapt` to name its problem; `dataset.limit` counts records.
     """
     if Options.model_validate(dataset.options or {}).group_by == "trace":
         yield from read_lines(dataset)
         return
-    yield from group_lines(dataset, "sessionId", b'"sessionId"', _seen)
+    # (every line is looked at: a trace without `sessionId` may still name its LangGraph thread, `_thread`)
+    yield from group_lines(dataset, "sessionId", b'"', _seen)
 
 
 def _seen(record: dict[str, Any]) -> Seen | None:
-    """The trace id, `sessionId`, start and readability of a decoded line (a v2 page's from its root observation)."""
+    """The trace id, key (`sessionId`, else `_thread`), start and readability of a decoded line (a v2 page's from its root
+    observation)."""
     try:
         _checked(record, "record")
         readable = True
@@ -192,13 +227,32 @@ def _seen(record: dict[str, Any]) -> Seen | None:
         observations = [o for o in record["data"] if isinstance(o, dict)]
         root = next((o for o in observations if o.get("isRootObservation")), next((o for o in observations if not o.get("parentObservationId")), {}))
         tid, key, when = next((o["traceId"] for o in observations if o.get("traceId") not in (None, "")), None), root.get("sessionId"), None
+        thread = _thread(root.get("metadata"))
     else:
         observations = [o for o in record.get("observations") or [] if isinstance(o, dict)] if isinstance(record.get("observations"), list) else []
         tid, key, when = record.get("id"), record.get("sessionId"), record.get("timestamp")
+        root = next((o for o in observations if not o.get("parentObservationId")), {})
+        meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        thread = _thread(meta if "thread_id" in meta else root.get("metadata"))
+    if key_of(key, "sessionId") == (None, None) and thread is not None:
+        key = thread
     if not isinstance(tid, (str, int)) or isinstance(tid, bool) or tid == "":
         return None  # no id to hold it by: read alone, as it would be
     starts = [t for t in (nanos(o.get("startTime")) for o in observations) if t is not None]
     return Seen(str(tid), key, nanos(when) if when is not None else min(starts, default=None), readable)
+
+
+def _thread(metadata: Any) -> str | None:
+    """The LangGraph `thread_id` in a trace's (or its root observation's) `metadata`, as text; None when it names none.
+
+    Langfuse's LangChain `CallbackHandler` sets no `sessionId` from a LangGraph run's `thread_id`: it keeps it as trace and
+    observation metadata. The invokes of one thread are one conversation (format `otel` joins them, and MLflow keys its
+    session by it), so a trace without `sessionId` joins the others of its thread. A value that is no key (a mapping,
+    a boolean) names no thread: the trace is read alone, not refused.
+    """
+    value = metadata.get("thread_id") if isinstance(metadata, dict) else None
+    key, problem = key_of(value, "metadata.thread_id")
+    return key if problem is None else None
 
 
 def _checked(record: dict[str, Any], default_id: str) -> tuple[dict[str, Any], str, list[Any]]:
@@ -268,9 +322,10 @@ def _part(payload: Any) -> _Part:
             fail("a tool observation has no name", field=f"observations[{len(spans) - 1}].name", case_id=cid)
         if kind != "TOOL" and _error(obs):
             errors.append({"observation": str(obs["id"]), "type": obs["type"], "name": name, "error": _error(obs)})
-        cost = obs.get("costDetails") if isinstance(obs.get("costDetails"), dict) else {}
-        costs.append(next((c for c in (_number(cost.get("total")), _number(obs.get("totalCost")), _number(obs.get("calculatedTotalCost"))) if c is not None), None))
-    for span, start in zip(spans, in_order([nanos(o.get("startTime")) for o in observations])):
+        costs.append(_cost(obs))
+    # Times are in milliseconds and the API's list order is no running order: ties are put in the order the times allow.
+    ends = [nanos(o.get("endTime")) for o in observations]
+    for span, start in zip(spans, untied(observations, in_order([nanos(o.get("startTime")) for o in observations]), ends)):
         span.start = start
     roots = [s for s in spans if s.parent_id not in {x.span_id for x in spans}]
     trace_io = {f"langfuse.trace.{k}": record[k] for k in ("input", "output") if record.get(k) is not None}

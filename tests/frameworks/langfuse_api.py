@@ -1,144 +1,265 @@
-"""Langfuse public-API JSON for traces, built from the OTLP spans Langfuse's SDK exported.
+"""Langfuse public-API JSON for traces, built from the OTLP spans Langfuse's SDK exported, as Langfuse's server keeps them.
 
-No Langfuse server runs here, so the records are derived from the captured OTLP the way Langfuse's
-OTel ingestion maps spans (documented at langfuse.com "OpenTelemetry / property mapping"):
+No Langfuse server runs here, so the records are derived from the captured OTLP (one document per export the SDK
+posted) by the rules of the server's source (langfuse/langfuse; paths under `packages/shared/src/server/` unless
+said otherwise):
 
-- one observation per span: `id` = span id (hex), `traceId` = trace id (hex), `parentObservationId` =
-  parent span id; `type` = `langfuse.observation.type` upper-cased (SPAN when absent); `input`/`output`
-  = `langfuse.observation.input/output` parsed as JSON when they parse; `completionStartTime` = the streamed
-  generation's `langfuse.observation.completion_start_time`, which the SDK writes JSON-quoted (decoded); `level` =
-  `langfuse.observation.level` (DEFAULT); `statusMessage` = `langfuse.observation.status_message`;
-  `model`, `modelParameters`, `usageDetails` from `langfuse.observation.model.*` / `usage_details`
-  (OpenAI keys renamed input/output/total, nulls dropped); `metadata` = `{"attributes", "resourceAttributes",
-  "scope"}` (Langfuse keeps every span and resource attribute there); `environment` = `langfuse.environment`.
-- the trace: `id`, `timestamp` (root start), `name` (`langfuse.trace.name`, else the root span's name),
-  `input`/`output` (`langfuse.trace.input/output`, else the root observation's), `sessionId`
-  (`session.id`), `userId` (`user.id`), `tags`, `environment`, `latency` (seconds, first start to last end).
-  Costs the SDK sent (`langfuse.observation.cost_details`, which Langfuse keeps as given) are the
-  observation's `costDetails` and `calculatedTotalCost`/`totalCost` (their `total`), and the trace's `totalCost`
-  is their sum, as the server sums what it has; other costs are 0/absent: prices come from Langfuse's model
-  table on the server, which no recording has.
+- ingestion: `otel/OtelIngestionProcessor.ts` — `processSpan`, `createObservationEvent` (one observation per span),
+  `createTraceEvent` (a trace event for a root span, for a span that sets a trace attribute, `hasTraceUpdates`, and for
+  the first span of a trace not seen before), `extractMetadata`, `extractInputAndOutput`, `extractUsageDetails`,
+  `extractCostDetails`, `extractModelParameters`, `extractModelName`, `convertNanoTimestampToISO`; `processToEvent` for
+  the v4 events table; `otel/ObservationTypeMapper.ts`; `ingestion/types.ts` (`UsageDetails`, `CostDetails`);
+  `worker/src/services/IngestionService/index.ts` (`mergeAndWrite`, `mergeTraceRecords`, `getUsageUnits`,
+  `calculateUsageCosts`, `createEventRecord`) and its `utils.ts` (`overwriteObject`); `otel/utils.ts`
+  (`flattenJsonToPathArrays`).
+- reading: `web/src/pages/api/public/traces/[traceId].ts` with `repositories/observations.ts` (`getObservationsForTrace`),
+  `repositories/observations_converters.ts` (`convertObservation`, `reduceUsageOrCostDetails`),
+  `utils/metadata_conversion.ts` (`parseMetadataCHRecordToDomain`) and `web/src/features/public-api/types/
+  observations.ts` (`transformDbToApiObservation`, `APIObservation`) for `GET /api/public/traces/{id}`;
+  `repositories/events.ts` (`getObservationsV2FromEventsTableForPublicApi`, `orderByForObservationsQuery`) and
+  `queries/clickhouse-sql/event-query-builder.ts` (`EVENTS_FIELDS`, `FIELD_SETS`) for `GET /api/public/v2/observations`,
+  the SDK's spans going to the events table directly (it sends `x-langfuse-ingestion-version: 4`).
 
-`trace_with_full_details` gives `GET /api/public/traces/{id}` (TraceWithFullDetails with `observations`
-as ObservationsView, fields as the v4 SDK's models name them); `observations_v2` gives
-`GET /api/public/v2/observations?traceId=…` built with the installed SDK's own `ObservationV2` /
-`ObservationsV2Response` models (input/output kept as the raw strings that API returns).
+What that gives:
+
+- times in milliseconds: the span's nanoseconds are cut to the millisecond (floor) on ingestion; `latency` (seconds) and
+  `timeToFirstToken` come from those times.
+- order: `GET /api/public/traces/{id}` selects the observations without `ORDER BY` (or, where the deployment
+  deduplicates, by ingestion time in milliseconds); ClickHouse gives them as stored, by `type`, day and `id`, as here.
+  The v2 API lists by `start_time` DESC, then (one trace) span id DESC. Neither tells which of two observations that
+  started in the same millisecond started first.
+- `metadata` of an observation (v1): the SDK's `langfuse.observation.metadata.<key>` attributes as `<key>` (and the keys of
+  a whole `langfuse.observation.metadata` JSON object), then `resourceAttributes` and `scope` (`{name, version,
+  attributes}`); the span's other attributes go under `attributes` only for spans of other instrumentations (a scope
+  not named `langfuse-sdk…`), without the input/output and metadata ones, non-text values as JSON text. The table keeps
+  each top-level value as text that the API decodes as JSON when it is JSON: the SDK's `"\\"call_1\\""` reads
+  `"call_1"`. v2 (events table): `attributes`, `resourceAttributes` and `scope` first, then the observation's metadata
+  keys and over them the trace's (`langfuse.trace.metadata.<key>`), flattened to dotted paths
+  (`resourceAttributes.service.name`, `scope.attributes.public_key`), each value decoded alike.
+- an observation: `type` from `langfuse.observation.type` (else GENERATION when a model is named, else SPAN); `name` the
+  span's; `level` from `langfuse.observation.level`, else ERROR for an error status, else DEFAULT; `statusMessage` from
+  `langfuse.observation.status_message`, else the status message; `model` from `langfuse.observation.model.name`;
+  `modelParameters` the parsed `langfuse.observation.model.parameters` (values kept when text or a number, else as JSON
+  text), else `{}`; `usageDetails` as the SDK sent them (OpenAI's `prompt_tokens`… shape renamed `input`/`output`/`total`,
+  cached and reasoning details split off), with `total` their sum when not sent; `costDetails` as sent, with `total`
+  `input` + `output` when only those were; `calculatedTotalCost` its `total`, else 0; `usage` and the token counts from
+  the keys naming input/output; `input`/`output` JSON-decoded (v1) or the SDK's JSON text as sent (v2); `promptName` only
+  for a prompt kept in Langfuse's prompt management (v1; v2 gives the name the SDK sent), so none here. Prices and
+  costs Langfuse would compute from its model table (`modelId`, `inputPrice`…) are not: no recording has that table.
+- the trace (v1): `timestamp` the earliest start among the trace events of the first export holding the trace;
+  `name` `langfuse.trace.name`, else the root span's name; `input`/`output` `langfuse.trace.input/output`, else the
+  root observation's (the last trace event that had one); `sessionId` from `session.id` (or `langfuse.session.id`,
+  `langfuse.observation.metadata.langfuse_session_id`, …), `userId` from `user.id`, `tags` joined and sorted, `metadata`
+  every trace event's (`langfuse.trace.metadata.<key>`, the root observation's metadata, `resourceAttributes`, `scope`)
+  merged, decoded as an observation's; `latency` last end minus first start of the observations, `totalCost` the sum of
+  their `calculatedTotalCost`.
+- v2 only: the events table keeps text columns non-null, so a span without a status message, version, model, user or
+  session has `""` there; `userId`, `sessionId`, `tags`, `release`, `traceName` are the span's own (`traceName`:
+  `langfuse.trace.name`, else its name when it is a root).
+
+Not modelled (no recording has them): spans of other instrumentations' own input/output and type conventions, tool
+definitions the server moves from metadata into the input (`normalizeToolMetadataForObservation`), prompts, model
+prices. `trace_with_full_details` gives `GET /api/public/traces/{id}`; `observations_v2` gives `GET
+/api/public/v2/observations?traceId=…&fields=core,basic,time,io,metadata,model,usage,prompt,metrics,trace_context`,
+read through the installed SDK's `ObservationsV2Response` model.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timezone
 from typing import Any
 
-from common import any_value, otlp_spans
+from langfuse_spans import PROJECT, Span, decoded, iso, js, metadata_of, ms, read_spans, reduced, truthy
 
 __all__ = ["observations_v2", "trace_with_full_details"]
 
-_USAGE_KEYS = {"prompt_tokens": "input", "completion_tokens": "output", "total_tokens": "total"}
-PROJECT = "recording-project"
+
+def _stored(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A metadata map as the API gives it back: each top-level value kept as text (objects as JSON), JSON-decoded on reading."""
+    return {k: decoded(v) for k, v in metadata.items()}
 
 
-def _time(nanos: str) -> str:
-    t = datetime.fromtimestamp(int(nanos) / 1e9, tz=timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+def _flattened(metadata: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`flattenJsonToPathArrays` as the v2 API reads it back: nested objects as dotted paths, each leaf JSON-decoded."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            out.update(_flattened(value, path))
+        elif value is None:
+            out[path] = ""  # (the table's text column keeps a null as "", which reads back as itself)
+        else:
+            out[path] = decoded(value if isinstance(value, str) else js(value))
+    return out
 
 
-def _json(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+def _arrivals(spans: list[Span]) -> dict[int, int]:
+    """When each export reached the server (`createdAt`/`updatedAt`): the latest end among its spans (the records hold no clock)."""
+    out: dict[int, int] = {}
+    for s in spans:
+        out[s.doc] = max(out.get(s.doc, 0), s.end)
+    return out
 
 
-def _usage(raw: Any) -> dict[str, int]:
-    usage = _json(raw) or {}
-    return {_USAGE_KEYS.get(k, k): v for k, v in usage.items() if isinstance(v, int)}
+def _costed(s: Span) -> tuple[dict[str, int], dict[str, float], tuple[Any, ...], tuple[Any, ...]]:
+    usage, costs = s.usage(), s.costs()
+    return usage, costs, reduced(usage), reduced(costs)
 
 
-def _observation(resource: dict[str, Any], scope: dict[str, Any], span: dict[str, Any]) -> dict[str, Any]:
-    """ObservationsView fields (by alias) of one span; input/output still raw strings."""
-    attrs = {a["key"]: any_value(a.get("value", {})) for a in span.get("attributes", [])}
-    usage = _usage(attrs.get("langfuse.observation.usage_details"))
-    cost = {k: v for k, v in (_json(attrs.get("langfuse.observation.cost_details")) or {}).items() if isinstance(v, (int, float))}
-    start, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
+def _observation(s: Span, arrived: int) -> dict[str, Any]:
+    """`APIObservation` of one span, as `GET /api/public/traces/{id}` lists it (dual-write `observations` table)."""
+    usage, costs, (u_in, u_out, u_total), (c_in, c_out, c_total) = _costed(s)
+    raw_in, raw_out = s.io()
+    completion = s.completion_start()
+    meta = {**metadata_of(s.resource, "trace"), **metadata_of(s.attrs, "observation"), **s.meta()}
     return {
-        "id": span["spanId"], "traceId": span["traceId"], "type": str(attrs.get("langfuse.observation.type", "span")).upper(),
-        "name": span["name"], "startTime": _time(span["startTimeUnixNano"]), "endTime": _time(span["endTimeUnixNano"]),
-        "completionStartTime": _json(attrs.get("langfuse.observation.completion_start_time")), "model": attrs.get("langfuse.observation.model.name"),
-        "modelParameters": _json(attrs.get("langfuse.observation.model.parameters")),
-        "input": attrs.get("langfuse.observation.input"), "version": attrs.get("langfuse.version"),
-        "metadata": {"attributes": attrs, "resourceAttributes": resource, "scope": {k: scope[k] for k in ("name", "version") if k in scope}},
-        "output": attrs.get("langfuse.observation.output"),
-        "usage": {"input": usage.get("input", 0), "output": usage.get("output", 0), "total": usage.get("total", 0), "unit": "TOKENS",
-                  "inputCost": None, "outputCost": None, "totalCost": None},
-        "level": attrs.get("langfuse.observation.level", "DEFAULT"), "statusMessage": attrs.get("langfuse.observation.status_message"),
-        "parentObservationId": span.get("parentSpanId"), "promptId": None, "usageDetails": usage, "costDetails": cost,
-        "environment": attrs.get("langfuse.environment", "default"), "promptName": None, "promptVersion": None, "modelId": None,
-        "inputPrice": None, "outputPrice": None, "totalPrice": None, "calculatedInputCost": None, "calculatedOutputCost": None,
-        "calculatedTotalCost": cost.get("total"), **({"totalCost": cost["total"]} if "total" in cost else {}), "latency": (end - start) / 1e9, "timeToFirstToken": None,
-        "_attrs": attrs, "_start": start, "_end": end,
+        "id": s.id, "traceId": s.trace, "startTime": iso(s.start), "endTime": iso(s.end), "projectId": PROJECT, "parentObservationId": s.parent,
+        "type": s.kind(), "environment": s.environment(), "name": s.name(), "level": s.level(), "statusMessage": s.status_message(),
+        "version": s.either("langfuse.version", "service.version"), "createdAt": iso(arrived), "updatedAt": iso(arrived),
+        "input": decoded(raw_in) if raw_in else None, "output": decoded(raw_out) if raw_out else None, "metadata": _stored(meta),
+        "model": s.model(), "modelParameters": s.model_parameters(), "completionStartTime": iso(completion), "promptId": None,
+        "promptName": None, "promptVersion": None, "latency": (ms(s.end) - ms(s.start)) / 1000,
+        "timeToFirstToken": None if completion is None else (ms(completion) - ms(s.start)) / 1000, "usageDetails": usage, "costDetails": costs,
+        "usagePricingTierId": None, "usagePricingTierName": None, "inputPrice": 0, "outputPrice": 0, "totalPrice": 0,
+        "calculatedInputCost": c_in, "calculatedOutputCost": c_out, "calculatedTotalCost": c_total, "unit": "TOKENS",
+        "promptTokens": u_in or 0, "completionTokens": u_out or 0, "totalTokens": u_total, "modelId": None,
+        "usage": {"unit": "TOKENS", "input": u_in or 0, "output": u_out or 0, "total": u_total},
     }
 
 
-def _traces(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    by_trace: dict[str, list[dict[str, Any]]] = {}
-    for resource, scope, span in otlp_spans(docs):
-        by_trace.setdefault(span["traceId"], []).append(_observation(resource, scope, span))
-    for obs in by_trace.values():
-        obs.sort(key=lambda o: o["_start"])  # the API lists observations by start time
-    return by_trace
+def _trace_event(s: Span) -> dict[str, Any]:
+    """`createTraceEvent` as `mapTraceEventsToRecords` keeps it (a key left out: JavaScript's `undefined`)."""
+    event: dict[str, Any] = {"timestamp": ms(s.start), "environment": s.environment(), "public": False, "tags": [], "metadata": {}}
+    if not (s.root or s.trace_updates()):
+        return event  # a trace first seen here: only its id and time
+    trace_name = s.attrs.get("langfuse.trace.name")
+    meta = {**metadata_of(s.resource, "trace"), **metadata_of(s.attrs, "trace")}
+    if s.root:
+        trace_in, trace_out = s.io(trace=True)
+        meta.update({**metadata_of(s.attrs, "observation"), **s.meta()})
+        event["name"] = trace_name if trace_name is not None else s.name()
+    else:
+        trace_in, trace_out = s.attrs.get("langfuse.trace.input"), s.attrs.get("langfuse.trace.output")
+        meta.update({k: v for k, v in s.meta().items() if k != "attributes"})
+        if trace_name is not None:
+            event["name"] = trace_name
+    public = s.public()
+    event.update(metadata=meta, version=s.either("langfuse.version", "service.version"), release=s.either("langfuse.release", "langfuse.release"),
+                 public=bool(public), tags=s.tags(), input=trace_in, output=trace_out,
+                 **{k: v for k, v in (("userId", s.user()), ("sessionId", s.session())) if v is not None})
+    return event
 
 
-def _public(o: dict[str, Any], parse_io: bool) -> dict[str, Any]:
-    out = {k: v for k, v in o.items() if not k.startswith("_")}
-    if parse_io:
-        out["input"], out["output"] = _json(out["input"]), _json(out["output"])
+def _lodash_merge(a: Any, b: Any) -> Any:
+    """lodash `merge` of `b` into `a` (objects key by key, arrays index by index, an undefined source skipped)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {**a, **{k: _lodash_merge(a.get(k), v) if k in a else v for k, v in b.items()}}
+    if isinstance(a, list) and isinstance(b, list):
+        return [_lodash_merge(a[i], b[i]) if i < len(b) else a[i] for i in range(len(a))] + b[len(a):]
+    return b
+
+
+def _overwrite(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """`overwriteObject(a, b, immutable keys)`: `b`'s values over `a`'s, save an immutable key set before and an empty object or
+    list; metadata merged; tags joined and sorted."""
+    out = dict(a)
+    for key, value in b.items():
+        if key == "metadata":
+            continue
+        if key not in out or not (key in ("timestamp", "environment") or (isinstance(value, (dict, list)) and not value)):
+            out[key] = value
+    out["metadata"] = _lodash_merge(a.get("metadata") or {}, b.get("metadata") or {})
+    out["tags"] = sorted(set(a.get("tags") or []) | set(b.get("tags") or []))
     return out
+
+
+def _trace_records(spans: list[Span]) -> dict[str, dict[str, Any]]:
+    """Each trace as the `traces` table holds it after every export was ingested (`processSpan`, `mergeAndWrite`)."""
+    seen: set[str] = set()
+    records: dict[str, dict[str, Any]] = {}
+    arrivals = _arrivals(spans)
+    for doc in sorted(arrivals):
+        events: dict[str, list[dict[str, Any]]] = {}
+        for s in (s for s in spans if s.doc == doc):
+            if s.root or s.trace_updates() or s.trace not in seen:
+                events.setdefault(s.trace, []).append(_trace_event(s))
+                seen.add(s.trace)
+        for trace, got in events.items():
+            got.sort(key=lambda e: e["timestamp"])  # `toTimeSortedEventList` (stable)
+            record = records.get(trace, {"createdAt": arrivals[doc]})
+            for event in got:
+                record = _overwrite(record, {k: v for k, v in event.items() if k not in ("input", "output")})
+            for what in ("input", "output"):  # the latest event's that has one, else what the table held
+                record[what] = next((e[what] for e in reversed(got) if truthy(e.get(what))), record.get(what))
+            records[trace] = {**record, "updatedAt": arrivals[doc]}
+    return records
+
+
+def _stored_order(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `observations` table's sort key (`type`, day, `id`): the order a select without `ORDER BY` gives them in."""
+    return sorted(observations, key=lambda o: (o["type"], o["startTime"][:10], o["id"]))
 
 
 def trace_with_full_details(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One `GET /api/public/traces/{id}` body per trace in `docs`, in order of first appearance."""
+    spans = read_spans(docs)
+    arrivals, records = _arrivals(spans), _trace_records(spans)
     out = []
-    for trace_id, obs in _traces(docs).items():
-        root = next((o for o in obs if o["parentObservationId"] is None), obs[0])
-        attrs = root["_attrs"]
-        trace_in = attrs.get("langfuse.trace.input", root["input"])
-        trace_out = attrs.get("langfuse.trace.output", root["output"])
+    for trace, record in records.items():
+        mine = [s for s in spans if s.trace == trace]
+        observations = _stored_order([_observation(s, arrivals[s.doc]) for s in mine])
+        latency = (max(ms(s.end) for s in mine) - min(ms(s.start) for s in mine)) / 1000
         out.append({
-            "id": trace_id, "timestamp": root["startTime"], "name": attrs.get("langfuse.trace.name", root["name"]),
-            "input": _json(trace_in), "output": _json(trace_out), "sessionId": attrs.get("session.id"),
-            "release": attrs.get("langfuse.release"), "version": attrs.get("langfuse.version"), "userId": attrs.get("user.id"),
-            "metadata": {"resourceAttributes": root["metadata"]["resourceAttributes"], "scope": root["metadata"]["scope"]},
-            "tags": list(attrs.get("langfuse.trace.tags") or []), "public": bool(attrs.get("langfuse.trace.public", False)),
-            "environment": root["environment"], "htmlPath": f"/project/{PROJECT}/traces/{trace_id}",
-            "latency": (max(o["_end"] for o in obs) - min(o["_start"] for o in obs)) / 1e9,
-            "totalCost": sum((o["costDetails"].get("total", 0.0) for o in obs), 0.0),
-            "observations": [_public(o, parse_io=True) for o in obs], "scores": [],
+            "id": trace, "projectId": PROJECT, "name": record.get("name"), "timestamp": iso(record["timestamp"] * 1_000_000),
+            "environment": record["environment"], "tags": record["tags"], "bookmarked": False, "release": record.get("release"),
+            "version": record.get("version"), "userId": record.get("userId"), "sessionId": record.get("sessionId"),
+            "public": record.get("public", False), "input": decoded(record.get("input")) if record.get("input") else None,
+            "output": decoded(record.get("output")) if record.get("output") else None, "metadata": _stored(record["metadata"]),
+            "createdAt": iso(record["createdAt"]), "updatedAt": iso(record["updatedAt"]), "externalId": None, "scores": [],
+            "latency": latency, "observations": observations, "htmlPath": f"/project/{PROJECT}/traces/{trace}",
+            "totalCost": sum(o["calculatedTotalCost"] for o in observations),
         })
     return out
 
 
+def _row(s: Span, arrived: int) -> dict[str, Any]:
+    """One observation as `GET /api/public/v2/observations` gives it (events table, every field group)."""
+    usage, costs, (u_in, u_out, u_total), (c_in, c_out, c_total) = _costed(s)
+    raw_in, raw_out = s.io()
+    completion = s.completion_start()
+    is_root = s.parent is None or str(s.attrs.get("langfuse.internal.is_app_root")).lower() == "true"
+    kind = s.kind()
+    prompt = (s.attrs.get("langfuse.observation.prompt.name") or s.attrs.get("langfuse.prompt.name")) if kind == "GENERATION" else None
+    trace_name = s.attrs.get("langfuse.trace.name") or (s.name() if is_root else None) or None
+    meta = {**s.meta(), **metadata_of(s.attrs, "observation"), **metadata_of(s.attrs, "trace")}  # `processToEvent`
+    return {
+        "id": s.id, "traceId": s.trace, "startTime": iso(s.start), "endTime": iso(s.end), "projectId": PROJECT, "parentObservationId": s.parent,
+        "type": kind, "name": s.name(), "level": s.level(), "statusMessage": s.status_message() or "",
+        "version": s.either("langfuse.version", "service.version") or "", "environment": s.environment(), "bookmarked": False,
+        "public": bool(s.public()), "userId": s.user() or "", "sessionId": s.session() or "", "isRootObservation": is_root,
+        "completionStartTime": iso(completion), "createdAt": iso(arrived), "updatedAt": iso(arrived),
+        "input": raw_in if raw_in else None, "output": raw_out if raw_out else None, "metadata": _flattened(meta),
+        "model": s.model() or "", "internalModelId": "", "modelParameters": s.model_parameters(), "usageDetails": usage,
+        "inputUsage": u_in or 0, "outputUsage": u_out or 0, "totalUsage": u_total, "costDetails": costs, "inputCost": c_in,
+        "outputCost": c_out, "totalCost": c_total, "usagePricingTierId": None, "usagePricingTierName": None, "promptId": "",
+        "promptName": prompt or "", "promptVersion": None, "latency": (ms(s.end) - ms(s.start)) / 1000,
+        "timeToFirstToken": None if completion is None else (ms(completion) - ms(s.start)) / 1000, "tags": s.tags(),
+        "release": s.either("langfuse.release", "langfuse.release") or "", "traceName": trace_name, "modelId": None, "inputPrice": None,
+        "outputPrice": None, "totalPrice": None,
+    }
+
+
 def observations_v2(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One `GET /api/public/v2/observations?traceId=…` body per trace, through the installed SDK's models."""
+    """One `GET /api/public/v2/observations?traceId=…` body per trace (`start_time` DESC, span id DESC), through the installed
+    SDK's models."""
     from langfuse.api.core.pydantic_utilities import parse_obj_as
     from langfuse.api.observations.types.observations_v2response import ObservationsV2Response
 
+    spans = read_spans(docs)
+    arrivals = _arrivals(spans)
     out = []
-    for obs in _traces(docs).values():
-        rows = []
-        for o in obs:
-            attrs = o["_attrs"]
-            rows.append({
-                **{k: o[k] for k in ("id", "traceId", "startTime", "endTime", "parentObservationId", "type", "name", "level", "statusMessage",
-                                     "version", "environment", "completionStartTime", "input", "output", "metadata", "model", "modelParameters",
-                                     "usageDetails", "costDetails", "latency")},
-                "projectId": PROJECT, "isRootObservation": o["parentObservationId"] is None,
-                "userId": attrs.get("user.id"), "sessionId": attrs.get("session.id"), "totalCost": 0.0,
-            })
+    for trace in dict.fromkeys(s.trace for s in spans):
+        mine = sorted((s for s in spans if s.trace == trace), key=lambda s: (ms(s.start), s.id), reverse=True)
         # parsed by alias and dumped by alias, as the SDK's client reads the API's body
-        response = parse_obj_as(ObservationsV2Response, {"data": rows, "meta": {"cursor": None}})
+        response = parse_obj_as(ObservationsV2Response, {"data": [_row(s, arrivals[s.doc]) for s in mine], "meta": {}})
         out.append(response.model_dump(mode="json", by_alias=True))
     return out

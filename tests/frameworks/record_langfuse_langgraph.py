@@ -8,14 +8,12 @@ by Langfuse's LangChain `CallbackHandler` (langfuse 5.2: the SDK posts OTLP to t
 and `get_wether` (no such tool; ToolNode answers "Error: get_wether is not a valid tool…" without running anything) in
 one reply, then answers. Writes `lf-react.otlp.jsonl` (the OTLP the SDK sent), `lf-react.json` (the trace as `GET
 /api/public/traces/{id}` returns it) and `lf-react.v2.json` (`GET /api/public/v2/observations?traceId=…`), both built by
-`langfuse_api.py` from that OTLP, with each observation's `metadata` as Langfuse's server keeps it for the SDK's own
-spans (langfuse/langfuse `OtelIngestionProcessor`: the `langfuse.observation.metadata.<key>` attributes become
-`metadata.<key>`, their JSON text decoded as the API returns it, beside `resourceAttributes` and `scope`; no
-`attributes`), and `lf-react.truth.json` (`record_langgraph_handoff.record_truth`). Runs in its own process against the
-project's scripted loopback server (`record_oi_faults.ScriptedOpenAI`; no network).
+`langfuse_api.py` from that OTLP as Langfuse's server keeps it (each observation's `metadata`: the SDK's
+`langfuse.observation.metadata.<key>` attributes as `<key>`, JSON-decoded, beside `resourceAttributes` and `scope`; in v2
+flattened to dotted paths), and `lf-react.truth.json` (`record_langgraph_handoff.record_truth`). Runs in its own process
+against the project's scripted loopback server (`record_oi_faults.ScriptedOpenAI`; no network).
 """
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,22 +34,6 @@ REPLIES = [
                                                           call("call_r3", "get_wether", {"city": "Tokyo"})]},
     {"role": "assistant", "content": "Paris is sunny (21 C); I could not check Tokyo or cancel #W1 just now."},
 ]
-_PREFIX = "langfuse.observation.metadata."
-
-
-def _decoded(text: Any) -> Any:
-    try:
-        return json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return text
-
-
-def server_metadata(observation: dict[str, Any]) -> dict[str, Any]:
-    """`observation` with the `metadata` Langfuse's server gives a span of its own SDK (module docstring)."""
-    meta = observation["metadata"]
-    attrs = meta.get("attributes") or {}
-    kept = {k[len(_PREFIX):]: _decoded(v) for k, v in attrs.items() if k.startswith(_PREFIX)}
-    return {**observation, "metadata": {**kept, "resourceAttributes": meta["resourceAttributes"], "scope": meta["scope"]}}
 
 
 def react(out: Path) -> Any:
@@ -86,8 +68,8 @@ def react(out: Path) -> Any:
         langfuse.shutdown()
         requests = fake.n
     write_jsonl(out / "lf-react.otlp.jsonl", docs)
-    write_jsonl(out / "lf-react.json", [{**t, "observations": [server_metadata(o) for o in t["observations"]]} for t in trace_with_full_details(docs)])
-    write_jsonl(out / "lf-react.v2.json", [{**p, "data": [server_metadata(o) for o in p["data"]]} for p in observations_v2(docs)])
+    write_jsonl(out / "lf-react.json", trace_with_full_details(docs))
+    write_jsonl(out / "lf-react.v2.json", observations_v2(docs))
     write_truth(out, "lf-react", record_truth(state, log, requests, ASK))
     return state["messages"][-1].content
 
