@@ -53,7 +53,7 @@ def test_extract_exits_1_when_a_record_is_invalid_and_0_when_none_is(tmp_path: P
     data = write_dataset(tmp_path / "cases.jsonl", [native_case("a", ["x"], ["x"]), '{"id": "broken", '])
     cfg = write_config(tmp_path / "c.yaml", data, tmp_path / "run")
     bad = _tj("extract", str(cfg), "-o", "out.jsonl", cwd=tmp_path)
-    assert bad.returncode == 1 and "cases.jsonl:2" in bad.stderr and "1 records were invalid" in bad.stderr
+    assert bad.returncode == 1 and "cases.jsonl:2" in bad.stderr and "1 record was invalid" in bad.stderr
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1  # the valid case is still written
     write_dataset(data, [native_case("a", ["x"], ["x"])])
     assert _tj("extract", str(cfg), "-o", "out.jsonl", cwd=tmp_path).returncode == 0

@@ -401,7 +401,7 @@ def test_a_utf16_line_appended_last_is_one_invalid_record_and_is_not_read_again(
     config.write_text(json.dumps({"dataset": {"path": str(data), "format": "native"}, "metrics": [{"type": "MaxModelRequests", "max_requests": 30}],
                                   "run": {"dir": str(tmp_path / "run")}, "assertions": {"max_invalid_share": 0.5}}))
     extract = subprocess.run([sys.executable, "-m", "tracejudge", "extract", str(config), "-o", "-"], capture_output=True, text=True, timeout=120)
-    assert len(extract.stdout.splitlines()) == 3 and "1 records were invalid" in extract.stderr and f"{data}:5" not in extract.stderr, extract.stderr
+    assert len(extract.stdout.splitlines()) == 3 and "1 record was invalid" in extract.stderr and f"{data}:5" not in extract.stderr, extract.stderr
     cmd = [sys.executable, "-m", "tracejudge", "--log-level", "info", "run", str(config), "--no-progress"]
     assert subprocess.run(cmd, capture_output=True, text=True, timeout=120).returncode == 0
     assert [r["status"] for r in results_of(tmp_path / "run")] == ["ok"] * 3 + ["invalid_input"]

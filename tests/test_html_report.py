@@ -117,3 +117,16 @@ def test_report_html_case_table_is_paginated(tmp_path: Path) -> None:
     assert not set(pages[0][0]) & set(pages[1][0])
     assert pages[2][0] == sorted(pages[2][0]) and pages[2][0][-1] == "c299"
     assert dom.count('class="why" hidden') == 50  # every reason one click away, not on the page's length
+
+
+def test_histogram_label_fits_inside_its_svg() -> None:
+    """The metric's label under a histogram sits a font's descent above the SVG's bottom edge: at y = height - 2 the
+    descenders of `writes_exact`'s underscore (and of g, p, y) were cut off, so it read `writes exact`."""
+    from tracejudge.stages.reports.html import _histogram_svg
+
+    svg = _histogram_svg("writes_exact", [3, 0, 1, 0, 0, 0, 0, 0, 2, 4], None)
+    height = float(re.search(r'<svg[^>]* height="([\d.]+)"', svg).group(1))
+    label = re.search(r'<text x="[\d.]+" y="([\d.]+)" font-size="(\d+)" text-anchor="middle">writes_exact', svg)
+    assert label is not None, svg
+    baseline, size = float(label.group(1)), float(label.group(2))
+    assert height - baseline >= 0.25 * size, (height, baseline)  # room for the font's descent

@@ -67,7 +67,7 @@ def _histogram_svg(key: str, current: list[int], baseline: list[int] | None) -> 
     top, ticks = _axis(max(current + (baseline or [])))
     plot_h = h - top_pad
     bw = (w - left - right) / bins
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h + 30}" width="{w}" height="{h + 30}" role="img" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h + 34}" width="{w}" height="{h + 34}" role="img" '
              f'aria-label="distribution of {_e(key)}" class="hist" data-metric="{_e(key)}">']
     for t in ticks:
         y = h - plot_h * t / top

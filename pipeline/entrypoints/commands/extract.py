@@ -86,7 +86,8 @@ def command(args: argparse.Namespace, config, err: Console) -> int:
 
         err.print(f"error: {no_records(fmt, config.dataset)}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
-    err.print(f"wrote {written} cases to {args.output}" + (f"; {bad} records were invalid (listed above)" if bad else ""), highlight=False)
+    err.print(f"wrote {written} case{'' if written == 1 else 's'} to {args.output}"
+              + (f"; {bad} record{' was' if bad == 1 else 's were'} invalid (listed above)" if bad else ""), highlight=False)
     return EXIT_ASSERTION if bad else EXIT_OK  # the valid cases are written; a script still learns that some records were not
 
 
